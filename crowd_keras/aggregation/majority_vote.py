@@ -1,0 +1,74 @@
+"""Majority vote, hard and soft."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..annotations import Annotations
+from .base import LabelModel, as_annotations
+
+__all__ = ["MajorityVote"]
+
+_TIE_BREAKS = ("lowest", "random", "uniform")
+
+
+class MajorityVote(LabelModel):
+    """Majority vote over each item's annotations.
+
+    Args:
+        soft: if True, ``predict_proba`` is the fraction of votes per class; if False
+            (default) it is one-hot on the winning class.
+        tie_break: how hard votes resolve ties: ``"lowest"`` (default) gives the win to the
+            lowest class code; ``"random"`` picks one of the tied classes with
+            ``random_state``; ``"uniform"`` splits the probability evenly among them (then
+            ``predict`` returns the lowest tied code).
+        random_state: seed for ``tie_break="random"``.
+
+    Items with no annotation get the class prior: the frequency of each class among all
+    votes. Annotator quality is agreement with the majority label.
+    """
+
+    def __init__(self, soft: bool = False, tie_break: str = "lowest",
+                 random_state: Optional[int] = None) -> None:
+        self.soft = soft
+        self.tie_break = tie_break
+        self.random_state = random_state
+
+    def fit(self, annotations: Any, **kwargs: Any) -> "MajorityVote":
+        if self.tie_break not in _TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
+        ann = as_annotations(annotations, **kwargs)
+        self.annotations_ = ann
+        self.posteriors_ = self._posteriors_for(ann)
+        winners = np.argmax(self.posteriors_, axis=1)
+        labelled = ann.annotations_per_item() > 0
+        counts = np.zeros((ann.n_annotators, ann.n_classes, ann.n_classes))
+        np.add.at(counts, (ann.annotators, winners[ann.items], ann.labels), 1.0)
+        self.confusion_matrices_ = self._normalize_rows(counts + 1e-2)
+        prior = np.bincount(winners[labelled], minlength=ann.n_classes).astype(float)
+        self.class_priors_ = (prior + 1e-2) / (prior + 1e-2).sum()
+        return self
+
+    def _vote_prior(self, ann: Annotations) -> np.ndarray:
+        votes = np.bincount(ann.labels, minlength=ann.n_classes).astype(float)
+        return votes / votes.sum() if votes.sum() else np.full(ann.n_classes, 1.0 / ann.n_classes)
+
+    def _posteriors_for(self, ann: Annotations) -> np.ndarray:
+        counts = ann.label_counts()
+        empty = counts.sum(axis=1) == 0
+        if self.soft:
+            proba = counts / np.where(empty, 1.0, counts.sum(axis=1))[:, None]
+        else:
+            top = counts == counts.max(axis=1, keepdims=True)
+            if self.tie_break == "uniform":
+                proba = top / top.sum(axis=1, keepdims=True)
+            else:
+                if self.tie_break == "random":
+                    noise = np.random.default_rng(self.random_state).random(counts.shape)
+                    pick = np.argmax(np.where(top, noise, -1.0), axis=1)
+                else:
+                    pick = np.argmax(top, axis=1)
+                proba = np.eye(ann.n_classes)[pick]
+        proba[empty] = self._vote_prior(ann)
+        return proba

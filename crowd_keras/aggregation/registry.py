@@ -1,0 +1,28 @@
+"""Label models by name, for the CLI and the integrations (``method="dawid_skene"``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from .base import LabelModel
+
+__all__ = ["register_label_model", "get_label_model", "available_label_models"]
+
+_REGISTRY: Dict[str, Callable[..., LabelModel]] = {}
+
+
+def register_label_model(name: str, factory: Callable[..., LabelModel], *aliases: str) -> None:
+    """Make ``factory(**kwargs)`` available as ``get_label_model(name, **kwargs)``."""
+    for key in (name, *aliases):
+        _REGISTRY[key.lower().replace("-", "_")] = factory
+
+
+def get_label_model(name: str, **kwargs: Any) -> LabelModel:
+    """A new, unfitted label model; ``name`` as in :func:`available_label_models`."""
+    key = name.lower().replace("-", "_")
+    if key not in _REGISTRY:
+        raise ValueError(f"unknown label model {name!r}; available: {available_label_models()}")
+    return _REGISTRY[key](**kwargs)
+
+
+def available_label_models() -> list:
+    return sorted(_REGISTRY)

@@ -1,0 +1,462 @@
+"""`Annotations`: who said what about which item.
+
+One immutable container of sparse crowd annotations shared by every label model, layer
+and integration of the library. An annotation is a triple of integer codes
+``(item, annotator, label)``; ``item_ids``, ``annotator_ids`` and ``classes`` map the
+codes back to the user's own identifiers. Items without any annotation stay in the
+container (label models give them the prior), so no input item is dropped silently.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import CrowdDataError
+
+__all__ = ["Annotations"]
+
+_DUPLICATE_POLICIES = ("error", "last", "first")
+
+
+def _show(value: Any) -> str:
+    """repr() of a user value without numpy's ``np.int64(...)`` wrapping."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def _ids_array(ids: Iterable[Any]) -> np.ndarray:
+    """Identifiers as a 1-d array; integers stay integers, anything else is an object array."""
+    arr = np.asarray(list(ids) if not isinstance(ids, (np.ndarray, pd.Index)) else ids)
+    if arr.ndim != 1:
+        raise CrowdDataError(f"identifiers must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype.kind not in "iub":
+        arr = arr.astype(object)
+    return _frozen(arr)
+
+
+def _check_unique_ids(ids: np.ndarray, what: str) -> None:
+    uniq, counts = np.unique(ids.astype(str) if ids.dtype == object else ids, return_counts=True)
+    if (counts > 1).any():
+        raise CrowdDataError(f"{what} ids must be unique; repeated: {list(uniq[counts > 1][:5])}")
+
+
+def _integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
+    """Validate that `values` hold integer codes (ints or integral floats, no NaN)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    if values.dtype.kind == "b":
+        return values.astype(np.int64)
+    if values.dtype.kind == "f":
+        nan = np.isnan(values)
+        if nan.any():
+            pos = np.argwhere(nan)[0]
+            raise CrowdDataError(f"{what} contains NaN at {where}{tuple(int(p) for p in pos)}; "
+                                 "use the missing marker (-1) for absent annotations")
+        frac = values != np.round(values)
+        if frac.any():
+            pos = np.argwhere(frac)[0]
+            raise CrowdDataError(f"{what} has a non-integer code {_show(values[tuple(pos)].item())} at "
+                                 f"{where}{tuple(int(p) for p in pos)}")
+        return values.astype(np.int64)
+    raise CrowdDataError(f"{what} must hold integer class codes, got dtype {values.dtype}")
+
+
+class Annotations:
+    """Immutable sparse crowd annotations.
+
+    Codes are 0-based: ``items[n]`` indexes ``item_ids``, ``annotators[n]`` indexes
+    ``annotator_ids`` and ``labels[n]`` indexes ``classes``. Annotations are stored sorted by
+    (item, annotator) and every (item, annotator) pair appears at most once.
+
+    Build one with :meth:`from_dense`, :meth:`from_frame`, :meth:`from_label_matrix` or
+    :meth:`from_padded`; bad input raises :class:`crowd_keras.CrowdDataError` naming the row,
+    item and annotator at fault.
+
+    Attributes:
+        items, annotators, labels: int64 arrays of shape ``(n_annotations,)``.
+        item_ids: shape ``(n_items,)``; annotator_ids: ``(n_annotators,)``; classes: ``(n_classes,)``.
+        n_duplicates: number of repeated (item, annotator) annotations that were dropped under
+            ``duplicates="last"``/``"first"`` (0 otherwise).
+    """
+
+    __slots__ = ("_items", "_annotators", "_labels", "_item_ids", "_annotator_ids", "_classes",
+                 "_n_duplicates")
+
+    def __init__(self, items: Any, annotators: Any, labels: Any, *, item_ids: Any = None,
+                 annotator_ids: Any = None, classes: Any = None, n_items: Optional[int] = None,
+                 n_annotators: Optional[int] = None, n_classes: Optional[int] = None,
+                 duplicates: str = "error") -> None:
+        if duplicates not in _DUPLICATE_POLICIES:
+            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}, got {_show(duplicates)}")
+        items = _integer_codes(np.asarray(items).ravel(), "item codes", "position ")
+        annotators = _integer_codes(np.asarray(annotators).ravel(), "annotator codes", "position ")
+        labels = _integer_codes(np.asarray(labels).ravel(), "labels", "position ")
+        if not (len(items) == len(annotators) == len(labels)):
+            raise CrowdDataError(
+                f"items, annotators and labels must have the same length, got "
+                f"{len(items)}, {len(annotators)}, {len(labels)}")
+
+        n_items = self._size(item_ids, n_items, items, "item")
+        n_annotators = self._size(annotator_ids, n_annotators, annotators, "annotator")
+        n_classes = self._size(classes, n_classes, labels, "class")
+        if n_classes < 1:
+            raise CrowdDataError("at least one class is needed; pass classes= or n_classes=")
+        for codes, size, what in ((items, n_items, "item"), (annotators, n_annotators, "annotator"),
+                                  (labels, n_classes, "label")):
+            bad = (codes < 0) | (codes >= size)
+            if bad.any():
+                n = int(np.argmax(bad))
+                limit = f"0..{size - 1}" if size else "none (no codes declared)"
+                raise CrowdDataError(
+                    f"{what} code {int(codes[n])} out of range {limit} at annotation {n} "
+                    f"(item code {int(items[n])}, annotator code {int(annotators[n])})")
+
+        self._item_ids = _ids_array(range(n_items) if item_ids is None else item_ids)
+        self._annotator_ids = _ids_array(range(n_annotators) if annotator_ids is None
+                                         else annotator_ids)
+        self._classes = _ids_array(range(n_classes) if classes is None else classes)
+        _check_unique_ids(self._item_ids, "item")
+        _check_unique_ids(self._annotator_ids, "annotator")
+        _check_unique_ids(self._classes, "class")
+
+        # Stable sort by (item, annotator): later rows of a duplicate pair stay later.
+        order = np.lexsort((annotators, items))
+        items, annotators, labels = items[order], annotators[order], labels[order]
+        same = np.zeros(len(items), dtype=bool)
+        if len(items) > 1:
+            same[1:] = (items[1:] == items[:-1]) & (annotators[1:] == annotators[:-1])
+        n_dup = int(same.sum())
+        if n_dup and duplicates == "error":
+            n = int(np.argmax(same))
+            raise CrowdDataError(
+                f"{n_dup} duplicate (item, annotator) annotation(s); first: item "
+                f"{_show(self._item_ids[items[n]])}, annotator {_show(self._annotator_ids[annotators[n]])}. "
+                "Pass duplicates='last' (or 'first') to keep one and count the rest")
+        if n_dup:
+            keep = ~same if duplicates == "first" else ~np.append(same[1:], False)
+            items, annotators, labels = items[keep], annotators[keep], labels[keep]
+        self._items = _frozen(items)
+        self._annotators = _frozen(annotators)
+        self._labels = _frozen(labels)
+        self._n_duplicates = n_dup
+
+    @staticmethod
+    def _size(ids: Any, n: Optional[int], codes: np.ndarray, what: str) -> int:
+        if ids is not None:
+            size = len(ids)
+            if n is not None and n != size:
+                raise CrowdDataError(f"n_{what}s={n} disagrees with {size} {what} ids")
+            return size
+        if n is not None:
+            return int(n)
+        return int(codes.max()) + 1 if len(codes) else 0
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_dense(cls, matrix: Any, missing: Any = -1, classes: Optional[Sequence] = None, *,
+                   item_ids: Any = None, annotator_ids: Any = None) -> "Annotations":
+        """From an items × annotators matrix of class codes, ``missing`` where absent.
+
+        Args:
+            matrix: array-like of shape ``(items, annotators)``.
+            missing: the marker of an absent annotation (default -1; may be NaN).
+            classes: class names in code order; default ``0..max code``.
+        """
+        m = np.asarray(matrix)
+        if m.ndim != 2:
+            raise CrowdDataError(f"dense annotations must be 2-d (items × annotators), got shape {m.shape}")
+        if m.size == 0 and item_ids is None:
+            raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
+        if m.dtype == object:
+            try:
+                m = m.astype(float)
+            except (TypeError, ValueError) as exc:
+                raise CrowdDataError(f"dense annotations must be numeric codes: {exc}") from None
+        if m.dtype.kind not in "iufb":
+            raise CrowdDataError(f"dense annotations must be numeric codes, got dtype {m.dtype}")
+        if missing is None or (isinstance(missing, float) and np.isnan(missing)):
+            present = ~np.isnan(m) if m.dtype.kind == "f" else np.ones(m.shape, bool)
+        else:
+            present = m != missing
+        codes = _integer_codes(np.where(present, m, 0), "dense annotations", "(row, column) ")
+        neg = present & (codes < 0)
+        if neg.any():
+            r, c = np.argwhere(neg)[0]
+            raise CrowdDataError(f"negative code {codes[r, c]} at row {r}, column {c}; "
+                                 f"only the missing marker {_show(missing)} may be negative")
+        rows, cols = np.nonzero(present)
+        return cls._checked(rows, cols, codes[rows, cols], classes,
+                            item_ids=item_ids, annotator_ids=annotator_ids,
+                            n_items=m.shape[0], n_annotators=m.shape[1],
+                            where=lambda n: f"row {rows[n]}, column {cols[n]}")
+
+    @classmethod
+    def from_label_matrix(cls, L: Any, cardinality: Optional[int] = None, *,
+                          classes: Optional[Sequence] = None) -> "Annotations":
+        """From a Snorkel label matrix ``L`` (items × labeling functions, -1 = abstain)."""
+        if classes is None and cardinality is not None:
+            classes = list(range(int(cardinality)))
+        return cls.from_dense(L, missing=-1, classes=classes)
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",
+                   label: str = "label", classes: Optional[Sequence] = None, *,
+                   item_ids: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
+                   duplicates: str = "error") -> "Annotations":
+        """From a long frame with one row per annotation (crowd-kit's layout).
+
+        Labels may be strings or integers. Without ``classes``, integer labels give classes
+        ``0..max`` and other labels their sorted distinct values. ``item_ids`` may list
+        items that have no annotation (they are kept); without it the items are the
+        distinct values of the ``item`` column in sorted order.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise CrowdDataError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        missing_cols = [c for c in (item, annotator, label) if c not in df.columns]
+        if missing_cols:
+            raise CrowdDataError(f"frame has no column(s) {missing_cols}; columns are {list(df.columns)}")
+        if len(df) == 0 and item_ids is None:
+            raise CrowdDataError("frame has no annotations")
+        for col in (item, annotator, label):
+            null = df[col].isna().to_numpy()
+            if null.any():
+                r = int(np.argmax(null))
+                raise CrowdDataError(f"missing value (NaN/None) in column {_show(col)} at row {r} "
+                                     f"(item {_show(df[item].iloc[r])}, annotator {_show(df[annotator].iloc[r])})")
+        raw = df[label].to_numpy()
+        where = lambda n: f"row {n} (item {_show(df[item].iloc[n])}, annotator {_show(df[annotator].iloc[n])})"
+        if classes is None:
+            kind = pd.api.types.infer_dtype(raw, skipna=False)
+            if kind in ("integer", "floating", "mixed-integer-float", "boolean"):
+                codes = cls._coerce_int_labels(raw.astype(float) if kind != "integer" else raw, where)
+                classes = list(range(int(codes.max()) + 1)) if len(codes) else [0]
+            else:
+                classes = sorted(pd.unique(raw).tolist(), key=str)
+                codes = None
+        else:
+            codes = None
+        if codes is None:
+            codes = pd.Index(list(classes)).get_indexer(raw)
+            if (codes < 0).any():
+                n = int(np.argmax(codes < 0))
+                raise CrowdDataError(f"label {_show(raw[n])} at {where(n)} is not one of the classes "
+                                     f"{list(classes)}")
+        if item_ids is None:
+            item_codes, item_ids = pd.factorize(df[item], sort=True)
+        else:
+            item_codes = pd.Index(list(item_ids)).get_indexer(df[item])
+            if (item_codes < 0).any():
+                n = int(np.argmax(item_codes < 0))
+                raise CrowdDataError(f"item {_show(df[item].iloc[n])} at row {n} is not in item_ids")
+        if annotator_ids is None:
+            ann_codes, annotator_ids = pd.factorize(df[annotator], sort=True)
+        else:
+            ann_codes = pd.Index(list(annotator_ids)).get_indexer(df[annotator])
+            if (ann_codes < 0).any():
+                n = int(np.argmax(ann_codes < 0))
+                raise CrowdDataError(f"annotator {_show(df[annotator].iloc[n])} at row {n} is not in "
+                                     "annotator_ids")
+        return cls._checked(item_codes, ann_codes, codes, classes, item_ids=list(item_ids),
+                            annotator_ids=list(annotator_ids), duplicates=duplicates, where=where)
+
+    @staticmethod
+    def _coerce_int_labels(raw: np.ndarray, where) -> np.ndarray:
+        values = np.asarray(raw)
+        if values.dtype.kind == "f":
+            bad = ~np.isfinite(values) | (values != np.round(values))
+            if bad.any():
+                n = int(np.argmax(bad))
+                raise CrowdDataError(f"non-integer label {_show(values[n].item())} at {where(n)}")
+        codes = values.astype(np.int64)
+        if (codes < 0).any():
+            n = int(np.argmax(codes < 0))
+            raise CrowdDataError(f"negative label {codes[n]} at {where(n)}; drop missing "
+                                 "annotations from a long frame instead of coding them")
+        return codes
+
+    @classmethod
+    def from_padded(cls, annotator_idx: Any, labels: Any, n_annotators: Optional[int] = None,
+                    classes: Optional[Sequence] = None, *, item_ids: Any = None,
+                    annotator_ids: Any = None) -> "Annotations":
+        """Inverse of :meth:`to_padded`: per-item annotator codes and labels padded with -1."""
+        a = np.asarray(annotator_idx)
+        y = np.asarray(labels)
+        if a.shape != y.shape or a.ndim != 2:
+            raise CrowdDataError(f"padded annotator ids and labels must be 2-d and of one shape, got "
+                                 f"{a.shape} and {y.shape}")
+        a = _integer_codes(a, "padded annotator ids", "(row, slot) ")
+        y = _integer_codes(y, "padded labels", "(row, slot) ")
+        present = a >= 0
+        if ((y >= 0) != present).any():
+            r, c = np.argwhere((y >= 0) != present)[0]
+            raise CrowdDataError(f"padding mismatch at row {r}, slot {c}: annotator {a[r, c]}, "
+                                 f"label {y[r, c]} (both must be -1 or both set)")
+        rows, slots = np.nonzero(present)
+        if n_annotators is None and annotator_ids is None:
+            n_annotators = int(a.max()) + 1 if present.any() else 0
+        return cls._checked(rows, a[rows, slots], y[rows, slots], classes, item_ids=item_ids,
+                            annotator_ids=annotator_ids, n_items=a.shape[0],
+                            n_annotators=n_annotators,
+                            where=lambda n: f"row {rows[n]}, slot {slots[n]}")
+
+    @classmethod
+    def _checked(cls, items, annotators, labels, classes, *, where, **kwargs) -> "Annotations":
+        """Construct, re-raising range errors with the caller's notion of position."""
+        labels = np.asarray(labels, dtype=np.int64)
+        if classes is not None:
+            bad = (labels < 0) | (labels >= len(classes))
+            if bad.any():
+                n = int(np.argmax(bad))
+                raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
+                                     f"{len(classes)} classes {list(classes)}")
+        return cls(items, annotators, labels, classes=classes, **kwargs)
+
+    # ------------------------------------------------------------------ properties
+    items = property(lambda self: self._items, doc="Item code per annotation, (n_annotations,).")
+    annotators = property(lambda self: self._annotators,
+                          doc="Annotator code per annotation, (n_annotations,).")
+    labels = property(lambda self: self._labels, doc="Label code per annotation, (n_annotations,).")
+    item_ids = property(lambda self: self._item_ids, doc="Item identifiers, (n_items,).")
+    annotator_ids = property(lambda self: self._annotator_ids,
+                             doc="Annotator identifiers, (n_annotators,).")
+    classes = property(lambda self: self._classes, doc="Class names in code order, (n_classes,).")
+    n_duplicates = property(lambda self: self._n_duplicates,
+                            doc="Repeated (item, annotator) annotations dropped at construction.")
+
+    @property
+    def n_items(self) -> int:
+        return len(self._item_ids)
+
+    @property
+    def n_annotators(self) -> int:
+        return len(self._annotator_ids)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self._classes)
+
+    @property
+    def n_annotations(self) -> int:
+        return len(self._labels)
+
+    def __len__(self) -> int:
+        return self.n_annotations
+
+    def __repr__(self) -> str:
+        return (f"Annotations(n_items={self.n_items}, n_annotators={self.n_annotators}, "
+                f"n_classes={self.n_classes}, n_annotations={self.n_annotations})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Annotations):
+            return NotImplemented
+        return (np.array_equal(self._items, other._items)
+                and np.array_equal(self._annotators, other._annotators)
+                and np.array_equal(self._labels, other._labels)
+                and np.array_equal(self._item_ids, other._item_ids)
+                and np.array_equal(self._annotator_ids, other._annotator_ids)
+                and np.array_equal(self._classes, other._classes))
+
+    __hash__ = None  # mutable-looking container semantics: compare by value, do not hash
+
+    # ------------------------------------------------------------------ views
+    def to_dense(self, missing: int = -1) -> np.ndarray:
+        """Items × annotators int64 matrix of label codes, ``missing`` where absent."""
+        out = np.full((self.n_items, self.n_annotators), missing, dtype=np.int64)
+        out[self._items, self._annotators] = self._labels
+        return out
+
+    def to_label_matrix(self) -> np.ndarray:
+        """Snorkel's layout: items × annotators (labeling functions), -1 = abstain."""
+        return self.to_dense(-1)
+
+    def to_frame(self, item: str = "task", annotator: str = "worker",
+                 label: str = "label") -> pd.DataFrame:
+        """Long frame, one row per annotation, with the user's ids and class names."""
+        return pd.DataFrame({item: self._item_ids[self._items],
+                             annotator: self._annotator_ids[self._annotators],
+                             label: self._classes[self._labels]})
+
+    def annotations_per_item(self) -> np.ndarray:
+        """Number of annotations of each item, (n_items,)."""
+        return np.bincount(self._items, minlength=self.n_items)
+
+    def annotations_per_annotator(self) -> np.ndarray:
+        """Number of annotations by each annotator, (n_annotators,)."""
+        return np.bincount(self._annotators, minlength=self.n_annotators)
+
+    def to_padded(self, max_annotations: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per item, the annotator codes and labels, padded with -1.
+
+        Returns:
+            ``(annotator_idx, labels)``, both int64 of shape ``(n_items, k)`` with
+            ``k = max_annotations`` or the largest number of annotations on one item (at
+            least 1). This feeds Keras without an items × annotators matrix.
+        """
+        per_item = self.annotations_per_item()
+        k = max(int(per_item.max()) if len(per_item) else 0, 1)
+        if max_annotations is not None:
+            if max_annotations < k:
+                raise CrowdDataError(f"max_annotations={max_annotations} but an item has {k} "
+                                     "annotations")
+            k = int(max_annotations)
+        starts = np.concatenate([[0], np.cumsum(per_item)[:-1]])
+        slot = np.arange(self.n_annotations) - starts[self._items]  # rank within the item
+        ann = np.full((self.n_items, k), -1, dtype=np.int64)
+        lab = np.full((self.n_items, k), -1, dtype=np.int64)
+        ann[self._items, slot] = self._annotators
+        lab[self._items, slot] = self._labels
+        return ann, lab
+
+    def label_counts(self, normalize: bool = False) -> np.ndarray:
+        """Items × classes matrix of vote counts (or fractions, 0 rows for unlabelled items)."""
+        flat = np.bincount(self._items * self.n_classes + self._labels,
+                           minlength=self.n_items * self.n_classes)
+        counts = flat.reshape(self.n_items, self.n_classes).astype(np.float64)
+        if normalize:
+            total = counts.sum(axis=1, keepdims=True)
+            counts = np.divide(counts, total, out=np.zeros_like(counts), where=total > 0)
+        return counts
+
+    def subset(self, items: Any) -> "Annotations":
+        """The annotations of the given item codes (in that order), keeping all annotators."""
+        sel = np.asarray(items, dtype=np.int64)
+        remap = np.full(self.n_items, -1, dtype=np.int64)
+        remap[sel] = np.arange(len(sel))
+        keep = remap[self._items] >= 0
+        return Annotations(remap[self._items[keep]], self._annotators[keep], self._labels[keep],
+                           item_ids=self._item_ids[sel], annotator_ids=self._annotator_ids,
+                           classes=self._classes)
+
+    def select(self, mask: Any) -> "Annotations":
+        """A copy with only the annotations where ``mask`` (n_annotations,) is true; all items stay."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != self._labels.shape:
+            raise CrowdDataError(f"mask must have shape {self._labels.shape}, got {mask.shape}")
+        return Annotations(self._items[mask], self._annotators[mask], self._labels[mask],
+                           item_ids=self._item_ids, annotator_ids=self._annotator_ids,
+                           classes=self._classes)
+
+    def item_index(self, ids: Iterable[Any]) -> np.ndarray:
+        """Codes of the given item ids; raises if one is unknown."""
+        return self._lookup(self._item_ids, ids, "item")
+
+    def annotator_index(self, ids: Iterable[Any]) -> np.ndarray:
+        """Codes of the given annotator ids; raises if one is unknown."""
+        return self._lookup(self._annotator_ids, ids, "annotator")
+
+    @staticmethod
+    def _lookup(table: np.ndarray, ids: Iterable[Any], what: str) -> np.ndarray:
+        ids = list(ids)
+        codes = pd.Index(table).get_indexer(ids)
+        if (codes < 0).any():
+            n = int(np.argmax(codes < 0))
+            raise CrowdDataError(f"unknown {what} id {_show(ids[n])}")
+        return codes.astype(np.int64)

@@ -1,0 +1,9 @@
+"""Exceptions raised by crowd-keras."""
+
+
+class CrowdDataError(ValueError):
+    """Bad crowd-annotation input.
+
+    The message names what is wrong and where (row, item id, annotator id) so that
+    the user can find the offending record in their own data.
+    """

@@ -1,0 +1,29 @@
+"""Shared test fixtures: quiet TensorFlow, one torch thread, and the shared data folder."""
+import os
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # torch on 2 cores runs 25x slower with 2 threads
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("CROWD_KERAS_DATA", ROOT.parent / "shared" / "data"))
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require_data(*parts: str) -> Path:
+    """The path under the shared data folder; skip if absent (a failure under CI=true)."""
+    path = DATA.joinpath(*parts)
+    if not path.exists():
+        msg = f"shared data not found at {path} (tests read ../shared/data beside the clone)"
+        if IN_CI:
+            pytest.fail(msg + "; CI must have it")
+        pytest.skip(msg)
+    return path
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return require_data()

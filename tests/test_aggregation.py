@@ -1,0 +1,152 @@
+"""Majority vote and Dawid-Skene: hand computations, a reference EM, and real data."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import require_data
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.aggregation import (DawidSkene, MajorityVote, available_label_models,
+                                     get_label_model)
+from crowd_keras.datasets import load_labelme, load_truth_inference, simulate_crowd
+
+
+def hand_frame():
+    # item a: x,x,y -> x ; item b: y,z -> tie (y, z) ; item c: z ; item d: none (listed only)
+    return pd.DataFrame({"task": ["a", "a", "a", "b", "b", "c"],
+                         "worker": ["u", "v", "w", "u", "v", "w"],
+                         "label": ["x", "x", "y", "y", "z", "z"]})
+
+
+def test_majority_vote_matches_hand_computation():
+    ann = Annotations.from_frame(hand_frame(), item_ids=["a", "b", "c", "d"])
+    mv = MajorityVote().fit(ann)
+    assert list(mv.predict_labels()) == ["x", "y", "z", "x"]  # d: the prior, x, y, z have 2 votes each
+    proba = mv.predict_proba()
+    np.testing.assert_allclose(proba[0], [1, 0, 0])
+    np.testing.assert_allclose(proba[1], [0, 1, 0])  # tie -> lowest class code
+    np.testing.assert_allclose(proba[3], [2 / 6, 2 / 6, 2 / 6])  # vote frequencies
+    soft = MajorityVote(soft=True).fit(ann).predict_proba()
+    np.testing.assert_allclose(soft[0], [2 / 3, 1 / 3, 0])
+    np.testing.assert_allclose(soft[1], [0, 0.5, 0.5])
+    uniform = MajorityVote(tie_break="uniform").fit(ann).predict_proba()
+    np.testing.assert_allclose(uniform[1], [0, 0.5, 0.5])
+    picks = {int(MajorityVote(tie_break="random", random_state=s).fit(ann).predict()[1])
+             for s in range(20)}
+    assert picks == {1, 2}
+    q = mv.annotator_quality_.set_index("annotator")
+    assert q.loc["w", "n_annotations"] == 2
+    # u agrees with the vote on a (x) and b (y); w disagrees on a
+    assert q.loc["u", "accuracy"] > q.loc["w", "accuracy"]
+
+
+def test_accepts_dense_and_long_frame():
+    dense = np.array([[0, 0, 1], [1, 1, -1]])
+    assert MajorityVote().fit(dense).predict().tolist() == [0, 1]
+    frame = Annotations.from_dense(dense).to_frame()
+    assert DawidSkene().fit(frame).predict().tolist() == [0, 1]
+
+
+def reference_dawid_skene(dense, k, n_iter, smoothing=0.01):
+    """Direct loop transcription of Dawid & Skene's EM, for checking the vectorized one."""
+    n, a = dense.shape
+    post = np.zeros((n, k))
+    for i in range(n):
+        for j in range(a):
+            if dense[i, j] >= 0:
+                post[i, dense[i, j]] += 1
+        post[i] = post[i] / post[i].sum() if post[i].sum() else 1.0 / k
+    for _ in range(n_iter):
+        pi = np.full((a, k, k), smoothing)
+        for i in range(n):
+            for j in range(a):
+                if dense[i, j] >= 0:
+                    pi[j, :, dense[i, j]] += post[i]
+        pi /= pi.sum(axis=2, keepdims=True)
+        prior = post.sum(0) + smoothing
+        prior /= prior.sum()
+        for i in range(n):
+            lp = np.log(prior).copy()
+            for j in range(a):
+                if dense[i, j] >= 0:
+                    lp += np.log(pi[j, :, dense[i, j]])
+            post[i] = np.exp(lp - lp.max())
+            post[i] /= post[i].sum()
+    return post, pi, prior
+
+
+def test_dawid_skene_matches_reference_em():
+    sim = simulate_crowd(n_items=120, n_classes=3, n_annotators=7, annotations_per_item=3, seed=4)
+    dense = sim.annotations.to_dense()
+    ds = DawidSkene(max_iter=7, tol=0).fit(sim.annotations)
+    post, pi, prior = reference_dawid_skene(dense, 3, n_iter=7)
+    np.testing.assert_allclose(ds.predict_proba(), post, atol=1e-10)
+    np.testing.assert_allclose(ds.confusion_matrices_, pi, atol=1e-10)
+    np.testing.assert_allclose(ds.class_priors_, prior, atol=1e-10)
+    assert ds.n_iter_ == 7
+
+
+def test_dawid_skene_beats_voting_and_finds_good_annotators():
+    sim = simulate_crowd(n_items=3000, n_classes=4, n_annotators=40, annotations_per_item=5,
+                         annotator_accuracy=(0.3, 0.95), seed=1)
+    ds = DawidSkene().fit(sim.annotations)
+    mv = MajorityVote().fit(sim.annotations)
+    acc_ds = (ds.predict() == sim.y).mean()
+    acc_mv = (mv.predict() == sim.y).mean()
+    assert acc_ds > acc_mv + 0.01
+    est = ds.annotator_quality_["accuracy"].to_numpy()
+    assert np.corrcoef(est, sim.annotator_accuracy())[0, 1] > 0.95
+    assert ds.confusion_matrices_.shape == (40, 4, 4)
+    np.testing.assert_allclose(ds.confusion_matrices_.sum(axis=2), 1.0)
+    # the log-likelihood of EM never decreases
+    assert np.all(np.diff(ds.log_likelihood_) > -1e-9)
+
+
+def test_unannotated_items_get_the_prior_and_new_annotations_are_scored():
+    sim = simulate_crowd(n_items=400, n_classes=3, n_annotators=10, seed=2)
+    ann = sim.annotations
+    extra = Annotations(ann.items, ann.annotators, ann.labels, n_items=ann.n_items + 2,
+                        annotator_ids=ann.annotator_ids, classes=ann.classes)
+    ds = DawidSkene().fit(extra)
+    np.testing.assert_allclose(ds.predict_proba()[-1], ds.class_priors_)
+    again = ds.predict_proba(ann)
+    np.testing.assert_allclose(again, ds.predict_proba()[:ann.n_items], atol=1e-8)
+    other = Annotations([0], [0], [0], annotator_ids=["stranger"], classes=ann.classes)
+    proba = ds.predict_proba(other)
+    np.testing.assert_allclose(proba[0], ds.class_priors_)
+    assert ds.n_unknown_annotations_ == 1
+
+
+def test_fixed_class_prior_and_bad_prior():
+    sim = simulate_crowd(n_items=200, n_classes=2, n_annotators=5, seed=3)
+    ds = DawidSkene(class_prior=[0.5, 0.5]).fit(sim.annotations)
+    np.testing.assert_allclose(ds.class_priors_, [0.5, 0.5])
+    with pytest.raises(CrowdDataError, match="class prior"):
+        DawidSkene(class_prior=[0.9, 0.9]).fit(sim.annotations)
+
+
+def test_unfitted_model_says_so():
+    with pytest.raises(RuntimeError, match="not fitted"):
+        DawidSkene().predict_proba()
+
+
+def test_registry():
+    assert {"majority_vote", "dawid_skene"} <= set(available_label_models())
+    assert isinstance(get_label_model("DS", max_iter=3), DawidSkene)
+    with pytest.raises(ValueError, match="unknown label model 'nope'"):
+        get_label_model("nope")
+
+
+@pytest.mark.parametrize("name, bar", [("bluebirds", 0.88), ("product", 0.93), ("dog", 0.83)])
+def test_dawid_skene_accuracy_on_real_sets(name, bar):
+    ann, truth = load_truth_inference(require_data("truth_inference", name))
+    known = truth >= 0
+    ds_acc = (DawidSkene().fit(ann).predict()[known] == truth[known]).mean()
+    mv_acc = (MajorityVote().fit(ann).predict()[known] == truth[known]).mean()
+    assert ds_acc >= bar
+    assert ds_acc >= mv_acc
+
+
+def test_majority_vote_on_labelme_matches_reference_figure():
+    data = load_labelme(require_data("labelme"))
+    acc = (MajorityVote().fit(data.annotations).predict() == data.y_train).mean()
+    assert acc == pytest.approx(0.769, abs=1e-3)  # figure in the data README (ties to lowest)

@@ -1,0 +1,180 @@
+"""The Annotations container: constructors, views, round trips and every bad input."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from crowd_keras import Annotations, CrowdDataError
+
+
+def small_frame():
+    return pd.DataFrame({"task": ["t1", "t1", "t2", "t3", "t3", "t3"],
+                         "worker": ["w1", "w2", "w1", "w1", "w2", "w3"],
+                         "label": ["cat", "dog", "dog", "cat", "cat", "dog"]})
+
+
+def test_from_frame_codes_ids_and_classes():
+    ann = Annotations.from_frame(small_frame())
+    assert list(ann.item_ids) == ["t1", "t2", "t3"]
+    assert list(ann.annotator_ids) == ["w1", "w2", "w3"]
+    assert list(ann.classes) == ["cat", "dog"]
+    assert (ann.n_items, ann.n_annotators, ann.n_classes, ann.n_annotations) == (3, 3, 2, 6)
+    dense = ann.to_dense()
+    assert dense.tolist() == [[0, 1, -1], [1, -1, -1], [0, 0, 1]]
+    assert ann.label_counts().tolist() == [[1, 1], [0, 1], [2, 1]]
+
+
+def test_integer_labels_give_range_classes_and_keep_unseen_items():
+    df = pd.DataFrame({"task": [1, 1, 3], "worker": [7, 8, 7], "label": [0, 2, 2]})
+    ann = Annotations.from_frame(df, item_ids=[1, 2, 3])
+    assert list(ann.classes) == [0, 1, 2]
+    assert ann.n_items == 3 and ann.annotations_per_item().tolist() == [2, 0, 1]
+
+
+def test_annotations_are_immutable():
+    ann = Annotations.from_frame(small_frame())
+    with pytest.raises(ValueError):
+        ann.labels[0] = 1
+    with pytest.raises(AttributeError):
+        ann.foo = 1
+
+
+def test_to_padded_and_back():
+    ann = Annotations.from_frame(small_frame())
+    ids, labels = ann.to_padded()
+    assert ids.shape == (3, 3)
+    assert ids.tolist() == [[0, 1, -1], [0, -1, -1], [0, 1, 2]]
+    assert labels.tolist() == [[0, 1, -1], [1, -1, -1], [0, 0, 1]]
+    back = Annotations.from_padded(ids, labels, classes=ann.classes, item_ids=ann.item_ids,
+                                   annotator_ids=ann.annotator_ids)
+    assert back == ann
+    assert ann.to_padded(max_annotations=5)[0].shape == (3, 5)
+
+
+def test_label_matrix_from_snorkel():
+    L = np.array([[-1, 1, 0], [-1, -1, -1], [1, 1, 1]])
+    ann = Annotations.from_label_matrix(L, cardinality=3)
+    assert ann.n_items == 3 and ann.n_classes == 3 and ann.n_annotations == 5
+    assert ann.annotations_per_item().tolist() == [2, 0, 3]  # all-abstain row kept
+    np.testing.assert_array_equal(ann.to_label_matrix(), L)
+
+
+def test_duplicates_error_by_default_and_counted_with_last():
+    df = pd.DataFrame({"task": ["a", "a", "b"], "worker": ["u", "u", "u"], "label": ["x", "y", "x"]})
+    with pytest.raises(CrowdDataError, match=r"duplicate .*item 'a', annotator 'u'"):
+        Annotations.from_frame(df)
+    last = Annotations.from_frame(df, duplicates="last")
+    assert last.n_duplicates == 1 and last.n_annotations == 2
+    assert last.to_frame().iloc[0]["label"] == "y"
+    first = Annotations.from_frame(df, duplicates="first")
+    assert first.to_frame().iloc[0]["label"] == "x"
+
+
+@pytest.mark.parametrize("matrix, message", [
+    ([[0, 1], [2, 5]], r"label code 5 at row 1, column 1 is outside the 3 classes"),
+    ([[0.0, np.nan]], r"NaN at \(row, column\) \(0, 1\)"),
+    ([[0, 1.5]], r"non-integer code 1.5 at \(row, column\) \(0, 1\)"),
+    ([[0, -3]], r"negative code -3 at row 0, column 1"),
+    ([0, 1, 2], r"must be 2-d"),
+    (np.zeros((0, 3)), r"empty"),
+    ([["a", "b"]], r"numeric codes"),
+])
+def test_bad_dense_input(matrix, message):
+    with pytest.raises(CrowdDataError, match=message):
+        Annotations.from_dense(np.asarray(matrix) if not isinstance(matrix, np.ndarray) else matrix,
+                               classes=["a", "b", "c"])
+
+
+def test_bad_label_matrix_values():
+    with pytest.raises(CrowdDataError, match=r"negative code -2 at row 0, column 0"):
+        Annotations.from_label_matrix([[-2, 0]], cardinality=2)
+    with pytest.raises(CrowdDataError, match=r"label code 2 at row 0, column 1 is outside the 2"):
+        Annotations.from_label_matrix([[-1, 2]], cardinality=2)
+
+
+@pytest.mark.parametrize("frame, kwargs, message", [
+    ({"task": ["a"], "worker": ["u"], "label": ["zebra"]}, {"classes": ["cat", "dog"]},
+     r"label 'zebra' at row 0 \(item 'a', annotator 'u'\) is not one of the classes"),
+    ({"task": ["a", "b"], "worker": ["u", "v"], "label": [0, None]}, {},
+     r"missing value .* column 'label' at row 1 \(item 'b', annotator 'v'\)"),
+    ({"task": ["a"], "worker": ["u"], "label": [1.5]}, {}, r"non-integer label 1.5 at row 0"),
+    ({"task": ["a"], "worker": ["u"], "label": [-1]}, {}, r"negative label -1 at row 0"),
+    ({"task": ["a"], "worker": ["u"]}, {}, r"no column\(s\) \['label'\]"),
+    ({"task": [], "worker": [], "label": []}, {}, r"no annotations"),
+    ({"task": ["a"], "worker": ["u"], "label": [0]}, {"item_ids": ["b"]},
+     r"item 'a' at row 0 is not in item_ids"),
+])
+def test_bad_frame_input(frame, kwargs, message):
+    with pytest.raises(CrowdDataError, match=message):
+        Annotations.from_frame(pd.DataFrame(frame), **kwargs)
+
+
+def test_bad_constructor_shapes_and_ranges():
+    with pytest.raises(CrowdDataError, match="same length"):
+        Annotations([0, 1], [0], [0, 1])
+    with pytest.raises(CrowdDataError, match=r"annotator code 4 out of range 0..1 at annotation 0"):
+        Annotations([0], [4], [0], n_annotators=2, n_classes=2)
+    with pytest.raises(CrowdDataError, match="padding mismatch at row 0, slot 1"):
+        Annotations.from_padded([[0, 1]], [[1, -1]])
+    with pytest.raises(CrowdDataError, match="item ids must be unique"):
+        Annotations([0], [0], [0], item_ids=["a", "a"], n_classes=1)
+    with pytest.raises(CrowdDataError, match="not a pandas DataFrame|expected a pandas DataFrame"):
+        Annotations.from_frame([[1, 2, 3]])
+    with pytest.raises(CrowdDataError, match="max_annotations=1 but an item has 3"):
+        Annotations.from_frame(small_frame()).to_padded(max_annotations=1)
+
+
+def test_is_a_value_error():
+    assert issubclass(CrowdDataError, ValueError)
+
+
+def test_subset_select_and_lookup():
+    ann = Annotations.from_frame(small_frame())
+    sub = ann.subset([2, 0])
+    assert list(sub.item_ids) == ["t3", "t1"] and sub.n_annotations == 5
+    sel = ann.select(ann.labels == 0)
+    assert sel.n_items == 3 and sel.n_annotations == 3
+    assert ann.item_index(["t3", "t1"]).tolist() == [2, 0]
+    with pytest.raises(CrowdDataError, match="unknown annotator id 'nobody'"):
+        ann.annotator_index(["nobody"])
+
+
+# ---------------------------------------------------------------- property-based round trips
+dense_matrices = hnp.arrays(
+    np.int64, st.tuples(st.integers(1, 12), st.integers(1, 8)),
+    elements=st.integers(-1, 4))
+
+
+@settings(max_examples=150, deadline=None)
+@given(dense_matrices)
+def test_dense_frame_labelmatrix_padded_round_trips(m):
+    ann = Annotations.from_dense(m, classes=list(range(5)))
+    np.testing.assert_array_equal(ann.to_dense(), m)
+    # frame: keep every item and annotator even when they have no annotation
+    via_frame = Annotations.from_frame(ann.to_frame(), classes=list(ann.classes),
+                                       item_ids=list(ann.item_ids),
+                                       annotator_ids=list(ann.annotator_ids))
+    assert via_frame == ann
+    via_lm = Annotations.from_label_matrix(ann.to_label_matrix(), cardinality=5)
+    assert via_lm == ann
+    ids, labels = ann.to_padded()
+    via_padded = Annotations.from_padded(ids, labels, n_annotators=ann.n_annotators,
+                                         classes=list(range(5)))
+    assert via_padded == ann
+    assert ann.n_annotations == int((m >= 0).sum())
+    np.testing.assert_array_equal(ann.label_counts().sum(axis=1), (m >= 0).sum(axis=1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from(["u1", "u2", "u3"]),
+                          st.sampled_from(["x", "y", "z"])), min_size=1, max_size=30,
+                unique_by=lambda r: (r[0], r[1])))
+def test_string_frame_round_trip(rows):
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    ann = Annotations.from_frame(df)
+    back = ann.to_frame()
+    key = ["task", "worker"]
+    pd.testing.assert_frame_equal(back.sort_values(key).reset_index(drop=True),
+                                  df.sort_values(key).reset_index(drop=True), check_dtype=False)

@@ -1,0 +1,47 @@
+"""The command line: the demo, CSV aggregation and its errors."""
+import subprocess
+import sys
+
+import pandas as pd
+
+from crowd_keras.cli import main
+
+
+def test_demo_prints_an_accuracy_table(capsys):
+    assert main(["demo", "--items", "600", "--annotators", "20", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Simulated crowd (seed 1): 600 items, 20 annotators" in out
+    rows = {line.split()[0]: float(line.split()[1]) for line in out.splitlines()
+            if line.startswith(("majority_vote", "dawid_skene"))}
+    assert set(rows) == {"majority_vote", "dawid_skene"}
+    assert rows["dawid_skene"] >= rows["majority_vote"] > 0.5
+
+
+def test_console_entry_point_runs_as_module():
+    res = subprocess.run([sys.executable, "-m", "crowd_keras", "demo", "--items", "200"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "dawid_skene" in res.stdout
+
+
+def test_aggregate_csv(tmp_path, capsys):
+    src = tmp_path / "answers.csv"
+    pd.DataFrame({"task": ["a", "a", "a", "b", "b"], "worker": ["u", "v", "w", "u", "v"],
+                  "label": ["cat", "cat", "dog", "dog", "dog"]}).to_csv(src, index=False)
+    out, report = tmp_path / "labels.csv", tmp_path / "annotators.csv"
+    assert main(["aggregate", str(src), "--method", "majority_vote", "--out", str(out),
+                 "--annotators", str(report)]) == 0
+    labels = pd.read_csv(out)
+    assert labels["label"].tolist() == ["cat", "dog"]
+    assert labels["n_annotations"].tolist() == [3, 2]
+    assert pd.read_csv(report)["annotator"].tolist() == ["u", "v", "w"]
+    assert "read 5 rows: 5 annotations of 2 items by 3 annotators" in capsys.readouterr().out
+
+
+def test_aggregate_reports_bad_rows(tmp_path, capsys):
+    src = tmp_path / "answers.csv"
+    pd.DataFrame({"task": ["a", "a"], "worker": ["u", "u"], "label": [1, 0]}).to_csv(src, index=False)
+    assert main(["aggregate", str(src), "--out", str(tmp_path / "x.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "duplicate" in err and "item 'a', annotator 'u'" in err
+    assert not (tmp_path / "x.csv").exists()

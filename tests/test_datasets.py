@@ -1,0 +1,121 @@
+"""The crowd simulator and the loaders of the shared data sets."""
+import numpy as np
+import pytest
+
+from conftest import require_data
+from crowd_keras import CrowdDataError
+from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference,
+                                  load_truth_inference_features, load_wrench, simulate_crowd)
+
+
+def test_simulator_is_deterministic_and_seed_sensitive():
+    a = simulate_crowd(n_items=300, common_noise="asymmetric", seed=5)
+    b = simulate_crowd(n_items=300, common_noise="asymmetric", seed=5)
+    c = simulate_crowd(n_items=300, common_noise="asymmetric", seed=6)
+    assert a.annotations == b.annotations
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.omega, b.omega)
+    assert a.annotations != c.annotations
+
+
+def test_simulator_shapes_and_per_item_redundancy():
+    sim = simulate_crowd(n_items=500, n_classes=5, n_annotators=20, annotations_per_item=4,
+                         n_features=7, seed=0)
+    assert sim.x.shape == (500, 7) and sim.x.dtype == np.float32
+    assert sim.y.shape == (500,) and set(np.unique(sim.y)) <= set(range(5))
+    assert (sim.annotations.annotations_per_item() == 4).all()
+    assert sim.confusion_matrices.shape == (20, 5, 5)
+    np.testing.assert_allclose(sim.confusion_matrices.sum(axis=2), 1.0)
+
+
+def test_annotators_label_at_their_accuracy():
+    sim = simulate_crowd(n_items=6000, n_annotators=10, annotations_per_item=5,
+                         annotator_accuracy=(0.4, 0.95), seed=1)
+    true_acc = np.einsum("akk->ak", sim.confusion_matrices).mean(axis=1)
+    np.testing.assert_allclose(sim.annotator_accuracy(), true_acc, atol=0.03)
+
+
+@pytest.mark.parametrize("pattern", ["asymmetric", "symmetric"])
+def test_common_noise_follows_the_conal_protocol(pattern):
+    sim = simulate_crowd(n_items=4000, n_classes=6, n_annotators=30, common_noise=pattern,
+                         common_strength=0.7, common_proportion=0.4, seed=2)
+    common = sim.common_confusion
+    np.testing.assert_allclose(np.diag(common), 0.3)  # strength = off-diagonal mass per row
+    np.testing.assert_allclose(common.sum(axis=1), 1.0)
+    assert sim.omega.mean() == pytest.approx(0.4, abs=1e-6)
+    assert sim.used_common.mean() == pytest.approx(0.4, abs=0.03)
+    assert sim.omega.std() > 0.05  # ω varies with the (instance, annotator) pair
+    if pattern == "symmetric":
+        off = common - np.diag(np.diag(common))
+        np.testing.assert_allclose(off, off.T)  # pairs flip into each other
+    # annotations drawn from the common matrix follow it
+    ann = sim.annotations
+    used = sim.used_common
+    y = sim.y[ann.items[used]]
+    counts = np.zeros((6, 6))
+    np.add.at(counts, (y, ann.labels[used]), 1)
+    np.testing.assert_allclose(counts / counts.sum(axis=1, keepdims=True), common, atol=0.06)
+
+
+def test_zero_proportion_means_no_common_noise():
+    sim = simulate_crowd(n_items=200, common_noise="asymmetric", common_proportion=0.0, seed=0)
+    assert not sim.used_common.any()
+
+
+def test_groups_protocol():
+    sim = simulate_crowd(n_items=2000, n_annotators=400, annotations_per_item=5, groups="default",
+                         seed=3)
+    assert sim.group_names == ("experts", "non-experts", "spammers")
+    share = np.bincount(sim.annotator_groups, minlength=3) / 400
+    np.testing.assert_allclose(share, [0.25, 0.55, 0.20], atol=0.06)
+    np.testing.assert_allclose(sim.group_confusions[2], 0.25)  # spammers: uniform
+    np.testing.assert_array_equal(sim.confusion_matrices,
+                                  sim.group_confusions[sim.annotator_groups])
+    acc = sim.annotator_accuracy()
+    assert acc[sim.annotator_groups == 0].mean() > acc[sim.annotator_groups == 1].mean() > \
+        acc[sim.annotator_groups == 2].mean()
+
+
+def test_sparse_crowd_with_many_annotators_stays_sparse():
+    sim = simulate_crowd(n_items=5000, n_annotators=10000, annotations_per_item=3, seed=0)
+    assert sim.annotations.n_annotators == 10000
+    assert (sim.annotations.annotations_per_item() == 3).all()
+
+
+def test_simulator_bad_arguments():
+    with pytest.raises(CrowdDataError, match="annotations_per_item must be in 1..5"):
+        simulate_crowd(n_annotators=5, annotations_per_item=6)
+    with pytest.raises(CrowdDataError, match="n_classes"):
+        simulate_crowd(n_classes=1)
+
+
+def test_load_labelme():
+    d = load_labelme(require_data("labelme"))
+    assert d.x_train.shape == (1000, 512) and d.x_valid.shape == (500, 512)
+    assert d.x_test.shape == (1188, 512) and d.y_test.shape == (1188,)
+    assert d.annotations.n_annotations == 2547 and d.annotations.n_annotators == 59
+    assert d.classes[0] == "highway" and len(d.classes) == 8
+
+
+def test_load_music():
+    d = load_music(require_data("music"))
+    assert d.annotations.n_annotations == 2945 and d.annotations.n_items == 700
+    assert d.annotations.n_annotators == 44
+    assert d.x_train.shape == (700, 124) and d.x_test.shape == (300, 124)
+    assert len(d.classes) == 10 and set(np.unique(d.y_train)) == set(range(10))
+
+
+def test_load_truth_inference_and_features():
+    folder = require_data("truth_inference", "bluebirds")
+    ann, truth = load_truth_inference(folder)
+    assert ann.n_items == 108 and ann.n_annotations == 4212 and (truth >= 0).all()
+    feats = load_truth_inference_features(folder, ann.item_ids)
+    assert feats.shape == (108, 4096)
+    with pytest.raises(CrowdDataError, match="no answer.csv"):
+        load_truth_inference(folder.parent)
+
+
+def test_load_wrench():
+    d = load_wrench(require_data("wrench", "youtube"), "train")
+    assert d.L.shape == (1686, 10) and d.L.min() == -1 and d.classes == ["HAM", "SPAM"]
+    assert len(d.texts) == 1686 and set(np.unique(d.y)) == {0, 1}
