@@ -14,11 +14,6 @@ from .majority_vote import MajorityVote
 __all__ = ["DawidSkene"]
 
 
-def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
-    m = a.max(axis=1, keepdims=True)
-    return (m + np.log(np.exp(a - m).sum(axis=1, keepdims=True)))[:, 0]
-
-
 class DawidSkene(LabelModel):
     """Dawid-Skene label model fitted by EM in log space.
 
@@ -115,10 +110,15 @@ class DawidSkene(LabelModel):
         k = prior.shape[0]
         # W[(a, l), t] = log π_a[t, l]
         W = log_pi.transpose(0, 2, 1).reshape(-1, k)
-        logits = np.asarray(X @ W) + np.log(np.maximum(prior, 1e-300))
-        lse = _logsumexp_rows(logits)
-        post = np.exp(logits - lse[:, None])
-        return post, float(lse.sum())
+        # Work in (classes, items) layout: reductions over a 4-wide axis are 3x slower.
+        logits = np.ascontiguousarray((X @ W).T)
+        logits += np.log(np.maximum(prior, 1e-300))[:, None]
+        top = logits.max(axis=0)
+        np.subtract(logits, top, out=logits)
+        np.exp(logits, out=logits)
+        total = logits.sum(axis=0)
+        logits /= total
+        return logits.T, float((top + np.log(total)).sum())
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         post, _ = self._e_step(self._incidence(ann), np.log(self.confusion_matrices_),
