@@ -1,0 +1,48 @@
+"""crowd_keras.plot draws what the models learned."""
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from crowd_keras import plot  # noqa: E402
+from crowd_keras.aggregation import DawidSkene  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=6, seed=0)
+    return sim, DawidSkene().fit(sim.annotations)
+
+
+def test_confusion_matrix_shows_the_values(fitted):
+    _, ds = fitted
+    image = plot.confusion_matrix(ds.confusion_matrices_[0], classes=["a", "b", "c"], title="ann 0")
+    np.testing.assert_allclose(image.get_array(), ds.confusion_matrices_[0])
+    ax = image.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert len(ax.texts) == 9 and ax.get_title() == "ann 0"
+    with pytest.raises(ValueError, match="square"):
+        plot.confusion_matrix(np.ones((2, 3)))
+
+
+def test_confusion_matrix_grid_saves_png(fitted, tmp_path):
+    _, ds = fitted
+    fig = plot.confusion_matrices(ds.confusion_matrices_, names=[f"a{i}" for i in range(6)],
+                                  ncols=4, title="annotators")
+    visible = [ax for ax in fig.axes if ax.get_visible() and ax.images]
+    assert len(visible) == 6
+    out = tmp_path / "grid.png"
+    fig.savefig(out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_annotator_quality_and_omega(fitted):
+    sim, ds = fitted
+    ax = plot.annotator_quality(ds.annotator_quality_, true_accuracy=sim.annotator_accuracy())
+    offsets = ax.collections[0].get_offsets()
+    np.testing.assert_allclose(offsets[:, 1], ds.annotator_quality_["accuracy"])
+    ax = plot.omega_distribution(np.array([0.1, 0.2, 0.9, np.nan]))
+    heights = [p.get_height() for p in ax.patches]
+    assert sum(heights) == 3  # NaN left out, three values binned
