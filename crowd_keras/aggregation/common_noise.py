@@ -1,0 +1,133 @@
+"""CoNAL without features: common + individual confusion fitted by EM (Chu et al. 2021, App. B).
+
+Each annotation (i, r) comes from the common confusion matrix π_g with probability ω and
+from annotator r's own matrix π_r otherwise:
+
+    p(y_ri | z_i = c) = ω_r π_g[c, y_ri] + (1 − ω_r) π_r[c, y_ri]
+
+Appendix B's EM has one free ω per annotation, which, with no instance features to tie
+them together, lets every annotation pick whichever matrix explains it best (ω → 0 or 1).
+Without features we therefore tie ω per annotator (ω_r, a Beta-smoothed proportion); the
+feature-aware gate ω_ri = σ(û_r·v̂_i) is the Keras layer
+:class:`crowd_keras.layers.CommonNoiseAdaptation`. The E- and M-steps are the appendix's
+closed forms (q(z_i), q(s_ri) and the Lagrange solutions for π_g, π_r, ω and ρ), written as
+sparse products over the annotations with no Python loop over annotations or annotators.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..annotations import Annotations
+from ..progress import progress_bar
+from .base import LabelModel, as_annotations
+from .majority_vote import MajorityVote
+
+__all__ = ["CommonNoiseModel"]
+
+
+class CommonNoiseModel(LabelModel):
+    """Feature-free CoNAL label model (common + individual confusion, EM).
+
+    Args:
+        max_iter, tol: EM stops when the mean log-likelihood per annotation gains < tol.
+        smoothing: Dirichlet pseudo-count on every confusion cell and on the class prior.
+        omega_prior: Beta pseudo-counts ``(a, b)`` on each annotator's ω (default (1, 1)).
+        init_omega: starting ω for every annotator.
+        progress: show a progress bar over EM iterations.
+
+    Attributes:
+        posteriors_ (items, K); common_confusion_ (K, K); individual_confusions_ (A, K, K);
+        omega_ (A,) share of each annotator's labels explained by the common matrix;
+        confusion_matrices_ (A, K, K): each annotator's effective matrix
+        ω_r π_g + (1 − ω_r) π_r; class_priors_ (K,); log_likelihood_; n_iter_.
+    """
+
+    def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
+                 omega_prior: tuple = (1.0, 1.0), init_omega: float = 0.3,
+                 progress: bool = False) -> None:
+        self.max_iter = max_iter
+        self.tol = tol
+        self.smoothing = smoothing
+        self.omega_prior = omega_prior
+        self.init_omega = init_omega
+        self.progress = progress
+
+    def fit(self, annotations: Any, **kwargs: Any) -> "CommonNoiseModel":
+        ann = as_annotations(annotations, **kwargs)
+        k, a, n = ann.n_classes, ann.n_annotators, ann.n_annotations
+        # S: (items, annotations) sums per-annotation terms into items.
+        S = sp.csr_matrix((np.ones(n), (ann.items, np.arange(n))), shape=(ann.n_items, n))
+        # R: (annotators, annotations) sums into annotators.
+        R = sp.csr_matrix((np.ones(n), (ann.annotators, np.arange(n))), shape=(a, n))
+        post = MajorityVote(soft=True).fit(ann).posteriors_
+        omega = np.full(a, float(self.init_omega))
+        # Start from the majority-vote counts: both matrices see every annotation.
+        pi_g, pi_r, prior = self._m_confusions(ann, post[ann.items], np.full(n, 0.5), post)
+        history, ll_prev = [], -np.inf
+        bar = progress_bar(range(self.max_iter), desc="CoNAL EM", disable=not self.progress)
+        for _ in bar:
+            # E-step: per annotation and true class, the two sources' likelihoods.
+            lg = pi_g[:, ann.labels].T                                    # (n, K)
+            lr = pi_r[ann.annotators, :, ann.labels]                      # (n, K)
+            w = omega[ann.annotators][:, None]
+            mix = w * lg + (1 - w) * lr
+            log_items = np.asarray(S @ np.log(mix)) + np.log(prior)
+            top = log_items.max(axis=1, keepdims=True)
+            post = np.exp(log_items - top)
+            total = post.sum(axis=1, keepdims=True)
+            post /= total
+            ll = float((top[:, 0] + np.log(total[:, 0])).sum()) / max(n, 1)
+            q_z = post[ann.items]                                         # (n, K)
+            q_s = (w * lg / mix)                                          # q(s=1 | z=c, y)
+            # M-step
+            joint_common = q_z * q_s
+            pi_g, pi_r, prior = self._m_confusions(ann, q_z, joint_common, post)
+            b_a, b_b = self.omega_prior
+            omega = (np.asarray(R @ joint_common.sum(axis=1)) + b_a - 1 + 1e-9) / \
+                (ann.annotations_per_annotator() + b_a + b_b - 2 + 2e-9)
+            history.append(ll)
+            if abs(ll - ll_prev) < self.tol:
+                break
+            ll_prev = ll
+        bar.close()
+        self.annotations_ = ann
+        self.posteriors_ = post
+        self.class_priors_ = prior
+        self.common_confusion_ = pi_g
+        self.individual_confusions_ = pi_r
+        self.omega_ = omega
+        self.confusion_matrices_ = omega[:, None, None] * pi_g + (1 - omega[:, None, None]) * pi_r
+        self.log_likelihood_ = np.asarray(history)
+        self.n_iter_ = len(history)
+        return self
+
+    def _m_confusions(self, ann: Annotations, q_z: np.ndarray, q_common: np.ndarray,
+                      post: np.ndarray) -> tuple:
+        """Closed-form π_g, π_r (Lagrange solutions of App. B) and the class prior ρ."""
+        k, a = ann.n_classes, ann.n_annotators
+        if q_common.ndim == 1:
+            q_common = q_z * q_common[:, None]
+        q_indiv = q_z - q_common
+        Yg = sp.csr_matrix((np.ones(ann.n_annotations), (ann.labels, np.arange(ann.n_annotations))),
+                           shape=(k, ann.n_annotations))
+        counts_g = np.asarray(Yg @ q_common).T + self.smoothing               # (K true, K label)
+        pi_g = counts_g / counts_g.sum(axis=1, keepdims=True)
+        Yr = sp.csr_matrix((np.ones(ann.n_annotations),
+                            (ann.annotators * k + ann.labels, np.arange(ann.n_annotations))),
+                           shape=(a * k, ann.n_annotations))
+        counts_r = np.asarray(Yr @ q_indiv).reshape(a, k, k).transpose(0, 2, 1) + self.smoothing
+        pi_r = counts_r / counts_r.sum(axis=2, keepdims=True)
+        prior = post.sum(axis=0) + self.smoothing
+        return pi_g, pi_r, prior / prior.sum()
+
+    def _posteriors_for(self, ann: Annotations) -> np.ndarray:
+        lik = self.confusion_matrices_[ann.annotators, :, ann.labels]        # (n, K)
+        S = sp.csr_matrix((np.ones(ann.n_annotations), (ann.items, np.arange(ann.n_annotations))),
+                          shape=(ann.n_items, ann.n_annotations))
+        logp = np.asarray(S @ np.log(lik)) + np.log(self.class_priors_)
+        logp -= logp.max(axis=1, keepdims=True)
+        p = np.exp(logp)
+        return p / p.sum(axis=1, keepdims=True)
