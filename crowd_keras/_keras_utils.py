@@ -1,0 +1,44 @@
+"""Small `keras.ops` helpers shared by the crowd layers (backend-agnostic, no tf.* calls)."""
+from __future__ import annotations
+
+from typing import Any
+
+from keras import ops
+
+__all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer"]
+
+
+def annotator_mask(annotator_ids: Any) -> Any:
+    """Boolean ``(batch, k)`` mask: True where a slot holds an annotator, False for -1 padding."""
+    return ops.greater_equal(annotator_ids, 0)
+
+
+def gather_annotators(weights: Any, annotator_ids: Any) -> tuple[Any, Any]:
+    """Rows of per-annotator ``weights`` for padded ``annotator_ids``.
+
+    Args:
+        weights: ``(annotators, *shape)`` tensor, one slice per annotator.
+        annotator_ids: ``(batch, k)`` integer codes, -1 = padding.
+
+    Returns:
+        ``(gathered, mask)``: ``gathered`` is ``(batch, k, *shape)`` (padding slots hold
+        annotator 0's slice, to be masked by the caller or the loss) and ``mask`` is the
+        ``(batch, k)`` boolean mask of real slots. Cost is proportional to ``batch × k``,
+        not to the number of annotators.
+    """
+    ids = ops.cast(annotator_ids, "int32")
+    mask = annotator_mask(ids)
+    safe = ops.where(mask, ids, ops.zeros_like(ids))
+    return ops.take(weights, safe, axis=0), mask
+
+
+def insert_annotator_axis(x: Any) -> Any:
+    """``(..., c)`` → ``(..., 1, c)``: room for the annotator axis just before the last one."""
+    return ops.expand_dims(x, axis=-2)
+
+
+def identity_initializer(shape: tuple, dtype: Any = None) -> Any:
+    """A stack of identity matrices, ``shape = (n, c, c)`` (the paper's initialisation)."""
+    n, rows, cols = shape
+    # tile, not broadcast_to: torch would get a stride-0 view that in-place updates reject
+    return ops.tile(ops.expand_dims(ops.eye(rows, cols, dtype=dtype), 0), (n, 1, 1))

@@ -1,0 +1,278 @@
+"""Common noise adaptation (CoNAL; Chu, Ma & Wang, AAAI 2021).
+
+Annotators share confusions (a small bird against the sky looks like a plane to everyone).
+CoNAL models one *common* confusion matrix ``W_g`` shared by all annotators plus one
+*individual* matrix ``W_r`` per annotator, mixed per (instance, annotator) by a gate::
+
+    ω_ri = σ(û_r · v̂_i)                       (paper Eq. 3, embeddings L2-normalised)
+    h_ri = ω_ri · (p_iᵀ W_g) + (1 − ω_ri) · (p_iᵀ W_r)   → softmax → annotator r's labels
+
+``AnnotatorGate`` computes ω from an instance representation (raw features or any hidden
+layer) and an annotator embedding (one-hot identity or annotator features);
+``CommonNoiseAdaptation`` holds ``W_g`` and ``W_r`` and mixes them. Both have the two call
+forms of :class:`~crowd_keras.layers.CrowdLayer`: all annotators, or the annotator ids of
+each item padded with -1 (cost ∝ annotations, not annotators).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import keras
+import numpy as np
+from keras import ops
+
+from .._keras_utils import gather_annotators, identity_initializer
+
+__all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
+
+
+def _l2_normalize(x: Any, axis: int = -1) -> Any:
+    return x / ops.sqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), 1e-12))
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class AnnotatorGate(keras.layers.Layer):
+    """The gate ω_ri = σ(û_r · v̂_i) of CoNAL (paper Eq. 3).
+
+    ``v_i = W_v x_i + b_v`` from the instance representation ``x_i``; ``u_r = W_u e_r + b_u``
+    from annotator ``r``'s features ``e_r`` (``annotator_features``, fixed at construction)
+    or, without features, a learned embedding per annotator (the one-hot identity times
+    ``W_u``). Both are L2-normalised before the inner product, so ω stays in
+    ``[σ(-1), σ(1)] ≈ [0.27, 0.73]`` unless ``scale`` (default 1, as in the paper) widens it.
+
+    Args:
+        num_annotators: number of annotators (ignored when ``annotator_features`` is given).
+        embedding_dim: size of u and v (the paper uses 20).
+        annotator_features: optional ``(annotators, f)`` array describing each annotator.
+        scale: multiplies û·v̂ before the sigmoid.
+
+    Call forms:
+        * ``gate(x)``: ``x (batch, d)`` → ω ``(batch, annotators)``.
+        * ``gate([x, annotator_ids])``: ids ``(batch, k)`` padded -1 → ω ``(batch, k)``
+          (padding slots hold a meaningless value; the loss masks them).
+    """
+
+    def __init__(self, num_annotators: Optional[int] = None, embedding_dim: int = 20,
+                 annotator_features: Any = None, scale: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        feats = None if annotator_features is None else np.asarray(annotator_features, "float32")
+        if feats is not None and feats.ndim != 2:
+            raise ValueError(f"annotator_features must be (annotators, features), got {feats.shape}")
+        if feats is None and (num_annotators is None or int(num_annotators) < 1):
+            raise ValueError("AnnotatorGate needs num_annotators or annotator_features")
+        self.num_annotators = int(feats.shape[0] if feats is not None else num_annotators)
+        self.embedding_dim = int(embedding_dim)
+        self.annotator_features = feats
+        self.scale = float(scale)
+
+    def build(self, input_shape: Any) -> None:
+        x_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
+        d = int(x_shape[-1])
+        e = self.embedding_dim
+        self.instance_kernel = self.add_weight(shape=(d, e), initializer="glorot_uniform",
+                                               name="instance_kernel")
+        self.instance_bias = self.add_weight(shape=(e,), initializer="zeros", name="instance_bias")
+        if self.annotator_features is None:
+            self.annotator_embedding = self.add_weight(
+                shape=(self.num_annotators, e), initializer="glorot_uniform",
+                name="annotator_embedding")
+        else:
+            f = self.annotator_features.shape[1]
+            self.annotator_kernel = self.add_weight(shape=(f, e), initializer="glorot_uniform",
+                                                    name="annotator_kernel")
+            self.annotator_bias = self.add_weight(shape=(e,), initializer="zeros",
+                                                  name="annotator_bias")
+
+    def annotator_embeddings(self) -> Any:
+        """û for every annotator, ``(annotators, embedding_dim)``, L2-normalised."""
+        if self.annotator_features is None:
+            u = self.annotator_embedding
+        else:
+            feats = ops.convert_to_tensor(self.annotator_features, dtype=self.compute_dtype)
+            u = ops.matmul(feats, self.annotator_kernel) + self.annotator_bias
+        return _l2_normalize(u)
+
+    def call(self, inputs: Any) -> Any:
+        indexed = isinstance(inputs, (list, tuple))
+        x = inputs[0] if indexed else inputs
+        v = _l2_normalize(ops.matmul(x, self.instance_kernel) + self.instance_bias)  # (b, e)
+        u = self.annotator_embeddings()                                          # (A, e)
+        if indexed:
+            u_k, _ = gather_annotators(u, inputs[1])                              # (b, k, e)
+            logits = ops.einsum("be,bke->bk", v, ops.cast(u_k, v.dtype))
+        else:
+            logits = ops.matmul(v, ops.transpose(ops.cast(u, v.dtype)))           # (b, A)
+        return ops.sigmoid(self.scale * logits)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        if isinstance(input_shape[0], (list, tuple)):
+            return (input_shape[0][0], input_shape[1][1])
+        return (input_shape[0], self.num_annotators)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(num_annotators=self.num_annotators, embedding_dim=self.embedding_dim,
+                      annotator_features=None if self.annotator_features is None
+                      else self.annotator_features.tolist(), scale=self.scale)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class CommonNoiseAdaptation(keras.layers.Layer):
+    """Common + individual noise adaptation layers mixed by ω (CoNAL, paper Eq. 1-2).
+
+    Holds the common matrix ``W_g (K, K)`` and the individual matrices ``W_r (A, K, K)``,
+    both initialised at the identity (like the crowd layer's MW), and returns the logits
+    ``h_ri = ω_ri·(p_iᵀW_g) + (1−ω_ri)·(p_iᵀW_r)`` of each annotation.
+
+    Args:
+        num_annotators, num_classes: sizes.
+        difference_weight: λ of the paper's regulariser. The paper's loss is
+            ``CE − λ Σ_r ‖W_g − W_r‖²``: the term is *subtracted*, so a positive λ rewards a
+            common matrix that *differs* from the individual ones (it pushes them apart,
+            preventing the degenerate W_g = W_r solution of the paper's Theorem 1). It is
+            added to the layer's losses as ``−λ Σ_r ‖W_g − W_r‖²`` (Frobenius, squared).
+            Use small values (the authors use 1e-5): the term is unbounded below.
+        omega: a fixed ω in [0, 1] for ablations (then no gate input is taken).
+        init_scale: the matrices start at ``init_scale · I`` (the authors' code uses 2).
+
+        gate: an :class:`AnnotatorGate` owned by this layer: ω is then computed from the
+            instance representation passed as the last input (``CrowdModel`` passes ``x``).
+
+    Call forms (ω from an :class:`AnnotatorGate` with the same form):
+        * ``layer([probs, omega])``: probs ``(batch, K)``, ω ``(batch, A)`` → ``(batch, A, K)``;
+        * ``layer([probs, annotator_ids, omega])``: ids ``(batch, k)`` padded -1, ω
+          ``(batch, k)`` → ``(batch, k, K)``.
+        With a fixed ``omega``: ``layer(probs)`` or ``layer([probs, annotator_ids])``; with
+        a ``gate``: ``layer([probs, x])`` or ``layer([probs, annotator_ids, x])``.
+        Sequences ``(batch, time, K)`` give ``(batch, time, A|k, K)``; ω is then
+        ``(batch, A|k)`` (one gate per sequence) or ``(batch, time, A|k)``.
+    """
+
+    def __init__(self, num_annotators: int, num_classes: int, gate: Any = None,
+                 difference_weight: float = 0.0, omega: Optional[float] = None,
+                 init_scale: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if int(num_annotators) < 1 or int(num_classes) < 2:
+            raise ValueError("num_annotators must be ≥ 1 and num_classes ≥ 2, got "
+                             f"{num_annotators}, {num_classes}")
+        if omega is not None and not 0.0 <= float(omega) <= 1.0:
+            raise ValueError(f"a fixed omega must be in [0, 1], got {omega}")
+        if omega is not None and gate is not None:
+            raise ValueError("give either a gate or a fixed omega, not both")
+        if isinstance(gate, dict):
+            gate = keras.saving.deserialize_keras_object(gate)
+        if gate is not None and gate.num_annotators != int(num_annotators):
+            raise ValueError(f"the gate has {gate.num_annotators} annotators, the layer "
+                             f"{num_annotators}")
+        self.num_annotators = int(num_annotators)
+        self.num_classes = int(num_classes)
+        self.gate = gate
+        self.difference_weight = float(difference_weight)
+        self.omega = None if omega is None else float(omega)
+        self.init_scale = float(init_scale)
+
+    @property
+    def uses_features(self) -> bool:
+        """With a gate, the layer takes the instance representation (CrowdModel protocol)."""
+        return self.gate is not None
+
+    def build(self, input_shape: Any) -> None:
+        k, a = self.num_classes, self.num_annotators
+        scale = self.init_scale
+        self.common_kernel = self.add_weight(
+            shape=(k, k), initializer=lambda shape, dtype=None: scale * ops.eye(k, dtype=dtype),
+            name="common_kernel")
+        self.kernel = self.add_weight(
+            shape=(a, k, k), name="kernel",
+            initializer=lambda shape, dtype=None: scale * identity_initializer(shape, dtype))
+        if self.gate is not None and not self.gate.built:
+            self.gate.build(tuple(input_shape[-1]))
+
+    def _split(self, inputs: Any) -> tuple:
+        """(probs, annotator_ids or None, omega or None, representation or None)."""
+        parts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if self.omega is not None and len(parts) in (1, 2):
+            return parts[0], (parts[1] if len(parts) == 2 else None), None, None
+        if self.omega is None and len(parts) in (2, 3):
+            ids = parts[1] if len(parts) == 3 else None
+            if self.gate is not None:
+                return parts[0], ids, None, parts[-1]
+            return parts[0], ids, parts[-1], None
+        raise ValueError("CommonNoiseAdaptation takes [probs, omega] or [probs, annotator_ids, "
+                         "omega]; with a gate [probs, x] or [probs, annotator_ids, x]; with a "
+                         f"fixed omega probs or [probs, annotator_ids]; got {len(parts)} inputs")
+
+    def call(self, inputs: Any) -> Any:
+        probs, ids, omega, rep = self._split(inputs)
+        if rep is not None:
+            omega = self.gate(rep if ids is None else [rep, ids])
+        seq = len(probs.shape) == 3
+        common = ops.matmul(probs, ops.cast(self.common_kernel, probs.dtype))   # (b,[t,]K)
+        common = ops.expand_dims(common, -2)                                     # (b,[t,]1,K)
+        if ids is None:
+            eq = "bti,aij->btaj" if seq else "bi,aij->baj"
+            individual = ops.einsum(eq, probs, ops.cast(self.kernel, probs.dtype))
+        else:
+            kernel, _ = gather_annotators(self.kernel, ids)                      # (b,k,K,K)
+            eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
+            individual = ops.einsum(eq, probs, ops.cast(kernel, probs.dtype))
+        if omega is None:
+            w = ops.cast(self.omega, probs.dtype)
+        else:
+            w = ops.cast(omega, probs.dtype)
+            if seq and len(w.shape) == 2:
+                w = ops.expand_dims(w, 1)                                        # (b,1,A|k)
+            w = ops.expand_dims(w, -1)                                           # (...,A|k,1)
+        if self.difference_weight:
+            diff = ops.sum(ops.square(ops.expand_dims(self.common_kernel, 0) - self.kernel))
+            self.add_loss(-self.difference_weight * diff)
+        return w * common + (1.0 - w) * individual
+
+    def omega_for(self, x: Any, annotator_ids: Any = None) -> np.ndarray:
+        """ω for the given instances (representation ``x``) and annotators, as numpy.
+
+        ``annotator_ids (batch, k)`` padded -1 → ``(batch, k)``; without ids ``(batch, A)``.
+        """
+        if self.gate is None:
+            raise ValueError("this layer has no gate" + ("" if self.omega is None else
+                                                         f" (fixed omega={self.omega})"))
+        x = ops.convert_to_tensor(np.asarray(x, "float32"))
+        out = self.gate(x if annotator_ids is None else
+                        [x, ops.convert_to_tensor(np.asarray(annotator_ids, "int32"))])
+        return ops.convert_to_numpy(out)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        shapes = list(input_shape) if isinstance(input_shape[0], (list, tuple)) else [input_shape]
+        probs = tuple(shapes[0])
+        with_ids = len(shapes) == (2 if self.omega is not None else 3)
+        width = shapes[1][1] if with_ids else self.num_annotators
+        return probs[:-1] + (width, probs[-1])
+
+    # ------------------------------------------------------------------ inspection
+    def _as_probabilities(self, kernels: Any) -> np.ndarray:
+        """Row ``i`` = softmax of the logits when the classifier is certain of class ``i``."""
+        return ops.convert_to_numpy(ops.softmax(ops.cast(kernels, "float32"), axis=-1))
+
+    def common_confusion(self) -> np.ndarray:
+        """The learned common confusion matrix as probabilities, ``(K, K)``, rows = truth."""
+        self._check_built()
+        return self._as_probabilities(self.common_kernel)
+
+    def confusion_matrices(self) -> np.ndarray:
+        """The individual confusion matrices as probabilities, ``(A, K, K)``, rows = truth."""
+        self._check_built()
+        return self._as_probabilities(self.kernel)
+
+    def _check_built(self) -> None:
+        if not self.built:
+            raise ValueError("the layer is not built yet: call it on data (or fit) first")
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(num_annotators=self.num_annotators, num_classes=self.num_classes,
+                      gate=None if self.gate is None
+                      else keras.saving.serialize_keras_object(self.gate),
+                      difference_weight=self.difference_weight, omega=self.omega,
+                      init_scale=self.init_scale)
+        return config

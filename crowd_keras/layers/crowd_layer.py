@@ -1,0 +1,161 @@
+"""`CrowdLayer`: per-annotator noise on a classifier's probabilities (Rodrigues & Pereira 2018).
+
+The crowd layer sits on top of the classifier's softmax output ``σ`` (the bottleneck that
+estimates the true class) and maps it to the logits of every annotator ``r``,
+``a_r = f_r(σ)``; annotator ``r``'s label distribution is ``softmax(a_r)`` and the loss is the
+cross-entropy with that annotator's label, summed over the labels that exist (the paper's
+"gradient contributions set to zero" for missing labels). After training the layer is
+dropped and ``σ`` is the truth estimate. Variants of ``f_r`` (the paper's Section
+"Crowd layer" and Table 1):
+
+==========  ====================================  ==========================  ==============
+conn_type   f_r(σ)                                weights                      identity init
+==========  ====================================  ==========================  ==============
+``MW``      ``σ W_r`` (per-annotator matrix)      ``kernel (A, K, K)``         ``W_r = I``
+``VW``      ``w_r ⊙ σ`` (per-class scale)         ``scale (A, K)``             ones
+``VB``      ``σ + b_r`` (per-class bias)          ``bias (A, K)``              zeros
+``VW+B``    ``w_r ⊙ σ + b_r``                     ``scale, bias (A, K)``       ones, zeros
+``S``       ``s_r σ`` (scalar)                    ``scale (A, 1)``             ones
+==========  ====================================  ==========================  ==============
+
+``W_r[i, j]`` links true class ``i`` (row) to annotator label ``j`` (column), as in the
+authors' Keras code (``K.dot(x, kernel[:, :, r])``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from .._keras_utils import gather_annotators, identity_initializer, insert_annotator_axis
+
+__all__ = ["CrowdLayer"]
+
+CONN_TYPES = ("MW", "VW", "VB", "VW+B", "S")
+
+
+def _is_shape_list(shape: Any) -> bool:
+    """True for a list of shapes (the ``[probs, annotator_ids]`` call form)."""
+    return (isinstance(shape, (list, tuple)) and len(shape) > 0
+            and isinstance(shape[0], (list, tuple)))
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class CrowdLayer(keras.layers.Layer):
+    """Annotator-specific transformation of class probabilities (classification crowd layer).
+
+    Args:
+        num_annotators: number of annotators ``A`` (annotator codes are ``0..A-1``).
+        conn_type: ``"MW"`` (default), ``"VW"``, ``"VB"``, ``"VW+B"`` or ``"S"`` (see module doc).
+
+    Call forms (same weights):
+        * ``layer(probs)``: ``probs (batch, K)`` → logits ``(batch, A, K)`` of every annotator;
+          sequences ``(batch, time, K)`` → ``(batch, time, A, K)``.
+        * ``layer([probs, annotator_ids])``: ``annotator_ids (batch, k)`` integer codes padded
+          with -1 → logits ``(batch, k, K)`` (sequences: ``(batch, time, k, K)``) for just those
+          annotators; cost ∝ ``batch × k``, not ``A``. Padding slots hold meaningless logits:
+          give them the label -1 so that :class:`crowd_keras.losses.MaskedMultiCrossEntropy`
+          ignores them.
+
+    The outputs are logits: pair them with ``MaskedMultiCrossEntropy(from_logits=True)``.
+    """
+
+    def __init__(self, num_annotators: int, conn_type: str = "MW", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        conn = str(conn_type).upper().replace(" ", "")
+        if conn not in CONN_TYPES:
+            raise ValueError(f"conn_type must be one of {CONN_TYPES}, got {conn_type!r}")
+        if int(num_annotators) < 1:
+            raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
+        self.num_annotators = int(num_annotators)
+        self.conn_type = conn
+        self.num_classes = None
+        self.kernel = self.scale = self.bias = None
+
+    # ------------------------------------------------------------------ weights
+    def build(self, input_shape: Any) -> None:
+        probs_shape = input_shape[0] if _is_shape_list(input_shape) else input_shape
+        if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
+            raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
+                             f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
+        k = int(probs_shape[-1])
+        a = self.num_annotators
+        self.num_classes = k
+        if self.conn_type == "MW":
+            self.kernel = self.add_weight(shape=(a, k, k), initializer=identity_initializer,
+                                          name="kernel")
+        if self.conn_type in ("VW", "VW+B", "S"):
+            self.scale = self.add_weight(shape=(a, 1 if self.conn_type == "S" else k),
+                                         initializer="ones", name="scale")
+        if self.conn_type in ("VB", "VW+B"):
+            self.bias = self.add_weight(shape=(a, k), initializer="zeros", name="bias")
+
+    # ------------------------------------------------------------------ forward
+    def call(self, inputs: Any) -> Any:
+        if isinstance(inputs, (list, tuple)):
+            if len(inputs) != 2:
+                raise ValueError("CrowdLayer takes probs or [probs, annotator_ids], got a list of "
+                                 f"{len(inputs)} tensors")
+            return self._indexed(*inputs)
+        return self._dense(inputs)
+
+    def _dense(self, probs: Any) -> Any:
+        """All annotators: ``(batch, [time,] K)`` → ``(batch, [time,] A, K)``."""
+        if self.conn_type == "MW":
+            eq = "bi,aij->baj" if len(probs.shape) == 2 else "bti,aij->btaj"
+            return ops.einsum(eq, probs, ops.cast(self.kernel, probs.dtype))
+        return self._elementwise(insert_annotator_axis(probs), self.scale, self.bias)
+
+    def _indexed(self, probs: Any, annotator_ids: Any) -> Any:
+        """Listed annotators: ``annotator_ids (batch, k)`` → ``(batch, [time,] k, K)``."""
+        if len(annotator_ids.shape) != 2:
+            raise ValueError(f"annotator_ids must be (batch, k), got shape {annotator_ids.shape}")
+        seq = len(probs.shape) == 3
+
+        def pick(w):
+            if w is None:
+                return None
+            g, _ = gather_annotators(w, annotator_ids)       # (batch, k, ...)
+            return ops.expand_dims(g, 1) if seq else g      # (batch, 1, k, ...) for sequences
+
+        if self.conn_type == "MW":
+            kernel, _ = gather_annotators(self.kernel, annotator_ids)   # (batch, k, K, K)
+            eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
+            return ops.einsum(eq, probs, ops.cast(kernel, probs.dtype))
+        return self._elementwise(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
+
+    @staticmethod
+    def _elementwise(h: Any, scale: Any, bias: Any) -> Any:
+        out = h
+        if scale is not None:
+            out = out * ops.cast(scale, h.dtype)
+        if bias is not None:
+            out = out + ops.cast(bias, h.dtype)
+        return out
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        if _is_shape_list(input_shape):
+            probs_shape, ids_shape = input_shape
+            return tuple(probs_shape[:-1]) + (ids_shape[1], probs_shape[-1])
+        return tuple(input_shape[:-1]) + (self.num_annotators, input_shape[-1])
+
+    # ------------------------------------------------------------------ inspection
+    def confusion_matrices(self) -> np.ndarray:
+        """Learned annotator confusion matrices as probabilities, ``(A, K, K)``.
+
+        Row ``i`` of matrix ``r`` is ``softmax(f_r(e_i))``: annotator ``r``'s label distribution
+        when the classifier is certain of class ``i`` (rows = true class, rows sum to 1).
+        """
+        if not self.built:
+            raise ValueError("the layer is not built yet: call it on data (or fit) first")
+        eye = ops.eye(self.num_classes, dtype=self.compute_dtype)
+        logits = self._dense(eye)                              # (K, A, K)
+        probs = ops.softmax(ops.cast(logits, "float32"), axis=-1)
+        return ops.convert_to_numpy(ops.transpose(probs, (1, 0, 2)))
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(num_annotators=self.num_annotators, conn_type=self.conn_type)
+        return config

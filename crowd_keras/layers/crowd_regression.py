@@ -1,0 +1,92 @@
+"""`CrowdRegressionLayer`: per-annotator scale and bias on a regression output.
+
+Rodrigues & Pereira (2018), "Text regression": annotator ``r``'s answer is modelled as
+``o_r = s_r μ + b_r`` on top of the network's output ``μ``, with a scale ``s_r`` (``S``), a
+bias ``b_r`` (``B``, the variant that worked best in the paper) or both (``S+B``),
+initialised at the identity (``s_r = 1``, ``b_r = 0``). Train with
+:class:`crowd_keras.losses.MaskedMultiMSE` (NaN = missing answer); afterwards ``μ`` is the
+truth estimate.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from .._keras_utils import gather_annotators
+
+__all__ = ["CrowdRegressionLayer"]
+
+CONN_TYPES = ("S", "B", "S+B")
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class CrowdRegressionLayer(keras.layers.Layer):
+    """Annotator-specific scale and/or bias of a scalar regression output.
+
+    Args:
+        num_annotators: number of annotators ``A``.
+        conn_type: ``"B"`` (default, bias), ``"S"`` (scale) or ``"S+B"``.
+
+    Call forms (same weights); the input's last axis must have size 1 (``Dense(1)`` output):
+        * ``layer(mu)``: ``(batch, 1)`` → ``(batch, A)``; sequences ``(batch, time, 1)`` →
+          ``(batch, time, A)``.
+        * ``layer([mu, annotator_ids])``: ``annotator_ids (batch, k)`` padded with -1 →
+          ``(batch, k)`` (sequences ``(batch, time, k)``); padding slots must get NaN targets.
+    """
+
+    def __init__(self, num_annotators: int, conn_type: str = "B", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        conn = str(conn_type).upper().replace(" ", "")
+        if conn not in CONN_TYPES:
+            raise ValueError(f"conn_type must be one of {CONN_TYPES}, got {conn_type!r}")
+        if int(num_annotators) < 1:
+            raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
+        self.num_annotators = int(num_annotators)
+        self.conn_type = conn
+        self.scale = self.bias = None
+
+    def build(self, input_shape: Any) -> None:
+        shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
+        if len(shape) not in (2, 3) or shape[-1] != 1:
+            raise ValueError("CrowdRegressionLayer expects outputs of shape (batch, 1) or "
+                             f"(batch, time, 1), got {tuple(shape)}")
+        if "S" in self.conn_type:
+            self.scale = self.add_weight(shape=(self.num_annotators,), initializer="ones",
+                                         name="scale")
+        if "B" in self.conn_type:
+            self.bias = self.add_weight(shape=(self.num_annotators,), initializer="zeros",
+                                        name="bias")
+
+    def call(self, inputs: Any) -> Any:
+        if isinstance(inputs, (list, tuple)):
+            mu, ids = inputs
+            seq = len(mu.shape) == 3
+            scale = bias = None
+            if self.scale is not None:
+                scale, _ = gather_annotators(self.scale, ids)     # (batch, k)
+            if self.bias is not None:
+                bias, _ = gather_annotators(self.bias, ids)
+            if seq:  # (batch, k) → (batch, 1, k) to broadcast over time
+                scale = None if scale is None else ops.expand_dims(scale, 1)
+                bias = None if bias is None else ops.expand_dims(bias, 1)
+        else:
+            mu, scale, bias = inputs, self.scale, self.bias
+        out = mu                                   # (..., 1) broadcasts against (..., A or k)
+        if scale is not None:
+            out = out * ops.cast(scale, mu.dtype)
+        if bias is not None:
+            out = out + ops.cast(bias, mu.dtype)
+        return out
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        if isinstance(input_shape[0], (list, tuple)):
+            mu_shape, ids_shape = input_shape
+            return tuple(mu_shape[:-1]) + (ids_shape[1],)
+        return tuple(input_shape[:-1]) + (self.num_annotators,)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(num_annotators=self.num_annotators, conn_type=self.conn_type)
+        return config

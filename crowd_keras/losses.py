@@ -1,0 +1,102 @@
+"""Masked multi-annotator losses: the mean over the annotations that exist.
+
+Targets hold one entry per (item, annotator) slot, in the layout of the crowd layer's
+output without its last (class) axis:
+
+* dense: ``(batch, annotators)`` for ``layer(probs)``; indexed: ``(batch, k)`` for
+  ``layer([probs, annotator_ids])``; sequences add a time axis after the batch axis,
+  ``(batch, time, annotators)`` or ``(batch, time, k)`` (the sequence form: the same classes).
+* a missing annotation is ``-1`` (classification) or ``NaN`` (regression).
+
+The loss is ``Σ_observed ℓ / n_observed`` over the whole batch (the paper's rule of setting
+the gradient contributions of missing labels to zero, normalised by the number of labels that
+exist), so the dense and indexed layouts of the same data give the same value and gradients.
+A batch with no observed annotation gives 0, not NaN.
+
+Keras' default reduction (``"sum_over_batch_size"``) divides the per-item values returned by
+``call`` by the batch size; ``call`` scales them by ``batch / n_observed`` so that the reduced
+value is that mean (and Keras' per-replica scaling under ``tf.distribute`` stays correct).
+``sample_weight`` (per item) multiplies each item's annotation losses.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+__all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE"]
+
+
+def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
+    got = tuple(y_true.shape)
+    if len(got) != len(expected) or any(g is not None and e is not None and g != e
+                                        for g, e in zip(got, expected)):
+        raise ValueError(f"{what}: targets of shape {got} do not match predictions; expected "
+                         f"{expected} (one entry per item and annotator slot)")
+
+
+def _observed_mean(values: Any, mask: Any) -> Any:
+    """Per-item values ``(batch,)`` whose batch mean is ``Σ values[mask] / n_observed``."""
+    values = ops.where(mask, values, ops.zeros_like(values))
+    axes = tuple(range(1, len(values.shape)))
+    per_item = ops.sum(values, axis=axes) if axes else values
+    n_obs = ops.sum(ops.cast(mask, values.dtype))
+    batch = ops.cast(ops.shape(per_item)[0], values.dtype)
+    return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class MaskedMultiCrossEntropy(keras.losses.Loss):
+    """Cross-entropy of each annotator's integer label, -1 = missing, mean over observed labels.
+
+    Args:
+        from_logits: whether ``y_pred`` holds logits (the crowd layers' output, default) or
+            probabilities.
+
+    Shapes: ``y_pred (batch, [time,] slots, K)``, ``y_true (batch, [time,] slots)`` integer
+    codes in ``0..K-1`` or -1 (see the module doc for dense and indexed slots).
+    """
+
+    def __init__(self, from_logits: bool = True, reduction: str = "sum_over_batch_size",
+                 name: str = "masked_multi_cross_entropy", dtype: Any = None) -> None:
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.from_logits = bool(from_logits)
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        _check_rank(y_true, tuple(y_pred.shape[:-1]), self.name)
+        labels = ops.cast(y_true, "int32")
+        mask = ops.greater_equal(labels, 0)
+        safe = ops.where(mask, labels, ops.zeros_like(labels))
+        if self.from_logits:
+            log_p = ops.log_softmax(y_pred, axis=-1)
+        else:
+            eps = keras.config.epsilon()
+            log_p = ops.log(ops.clip(y_pred, eps, 1.0))
+        nll = -ops.squeeze(ops.take_along_axis(log_p, ops.expand_dims(safe, -1), axis=-1), -1)
+        return _observed_mean(nll, mask)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(from_logits=self.from_logits)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class MaskedMultiMSE(keras.losses.Loss):
+    """Squared error of each annotator's answer, NaN = missing, mean over observed answers.
+
+    Shapes: ``y_pred`` and ``y_true`` both ``(batch, [time,] slots)`` (the output of
+    :class:`crowd_keras.layers.CrowdRegressionLayer`).
+    """
+
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "masked_multi_mse",
+                 dtype: Any = None) -> None:
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        _check_rank(y_true, tuple(y_pred.shape), self.name)
+        y_true = ops.cast(y_true, y_pred.dtype)
+        mask = ops.logical_not(ops.isnan(y_true))
+        diff = y_pred - ops.where(mask, y_true, ops.zeros_like(y_true))
+        return _observed_mean(ops.square(diff), mask)

@@ -1,0 +1,344 @@
+"""`CrowdModel`: train a plain classifier from raw crowd labels through a noise layer.
+
+``CrowdModel(classifier, noise_layer)`` is a ``keras.Model`` whose forward pass is
+``noise_layer(classifier(x))``. It is trained on the annotators' labels; afterwards
+``classifier.predict(x)`` (the same, trained, object) is the truth estimate and the noise
+layer holds what was learned about the annotators (``model.confusion_matrices()``).
+
+Targets given to :meth:`CrowdModel.fit` / :meth:`CrowdModel.evaluate`:
+
+* an :class:`crowd_keras.Annotations` (rows = items in code order, aligned with ``x``): fed in
+  the *indexed* form, ``annotations.to_padded()``: per item the annotator codes and labels of
+  its annotations, padded with -1; the cost per step is ∝ annotations, not annotators;
+* a tuple ``(annotator_ids, labels)`` of that padded form (``labels`` may carry a time axis,
+  ``(items, time, k)``, for sequence labelling, or be floats with NaN padding for regression);
+* a dense array ``(items, annotators)`` (``(items, time, annotators)`` for sequences) with -1
+  (classification) or NaN (regression) where an annotator gave no label: the *dense* form.
+* ``y=None``: ``x`` is already ``(inputs, targets)`` data (e.g. a ``tf.data.Dataset``) whose
+  inputs are either ``x`` (dense form) or ``{"x": x, "annotator_ids": ids}`` (indexed form).
+
+Noise-layer protocol (what a layer must offer to plug in; ``CrowdLayer``,
+``CrowdRegressionLayer`` and later layers such as a common-noise or mixture-of-groups layer):
+
+* attribute ``num_annotators``;
+* dense call ``layer(probs)`` → ``(batch, [time,] annotators, classes)`` logits;
+* indexed call ``layer([probs, annotator_ids])`` with ``annotator_ids (batch, k)`` padded with
+  -1 → ``(batch, [time,] k, classes)`` logits;
+* optional attribute ``uses_features = True``: the layer also needs the instance features
+  (e.g. a gate that depends on the input, as in CoNAL) and is always called as
+  ``layer([probs, annotator_ids, x])`` with ``x`` the classifier's input; in the dense form
+  ``annotator_ids`` then lists every annotator, ``(batch, A)``;
+* optional ``confusion_matrices()`` → ``(A, K, K)`` row-stochastic, rows = true class.
+
+``probs`` is the classifier's output, passed through a softmax first when the classifier
+outputs logits (``from_logits=True``).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import keras
+import numpy as np
+from keras import ops
+
+from .annotations import Annotations
+from .errors import CrowdDataError
+from .layers.crowd_regression import CrowdRegressionLayer
+from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
+
+__all__ = ["CrowdModel", "TruthValidation", "LazyAdam"]
+
+X_KEY, IDS_KEY = "x", "annotator_ids"
+
+
+def _n_rows(x: Any) -> Optional[int]:
+    """Number of rows of an array or of the first array of a nested structure."""
+    leaves = keras.tree.flatten(x)
+    return int(np.shape(leaves[0])[0]) if leaves else None
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class CrowdModel(keras.Model):
+    """A classifier followed by a noise layer, trained on the annotators' raw labels.
+
+    Args:
+        classifier: any Keras model or layer mapping ``x`` to class probabilities
+            ``(batch, [time,] K)`` (or logits with ``from_logits=True``; or a ``(batch, 1)``
+            regression output for ``CrowdRegressionLayer``).
+        noise_layer: a layer following the noise-layer protocol of this module, e.g.
+            ``CrowdLayer(num_annotators, "MW")``.
+        from_logits: whether the classifier outputs logits (a softmax is applied before the
+            noise layer).
+
+    ``compile()`` defaults to Adam and ``MaskedMultiCrossEntropy(from_logits=True)``
+    (``MaskedMultiMSE`` for a ``CrowdRegressionLayer``).
+    """
+
+    def __init__(self, classifier: Any, noise_layer: Any, from_logits: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not hasattr(noise_layer, "num_annotators"):
+            raise TypeError("noise_layer must expose num_annotators (see crowd_keras.models)")
+        self.classifier = classifier
+        self.noise_layer = noise_layer
+        self.from_logits = bool(from_logits)
+
+    # ------------------------------------------------------------------ forward
+    @property
+    def uses_features(self) -> bool:
+        return bool(getattr(self.noise_layer, "uses_features", False))
+
+    @property
+    def is_regression(self) -> bool:
+        return isinstance(self.noise_layer, CrowdRegressionLayer)
+
+    def call(self, inputs: Any, training: Optional[bool] = None) -> Any:
+        if isinstance(inputs, dict) and IDS_KEY in inputs:
+            x, ids = inputs[X_KEY], inputs[IDS_KEY]
+        else:
+            x, ids = inputs, None
+        out = self.classifier(x, training=training)
+        probs = ops.softmax(out, axis=-1) if self.from_logits else out
+        if not self.uses_features:
+            return self.noise_layer(probs) if ids is None else self.noise_layer([probs, ids])
+        if ids is None:  # dense data for a feature-gated layer: list every annotator
+            n = self.noise_layer.num_annotators
+            ids = ops.broadcast_to(ops.expand_dims(ops.arange(n, dtype="int32"), 0),
+                                   (ops.shape(probs)[0], n))
+        return self.noise_layer([probs, ids, x])
+
+    # ------------------------------------------------------------------ training API
+    def compile(self, optimizer: Any = "adam", loss: Any = None, **kwargs: Any) -> None:
+        if loss is None:
+            loss = MaskedMultiMSE() if self.is_regression else MaskedMultiCrossEntropy(True)
+        super().compile(optimizer=optimizer, loss=loss, **kwargs)
+
+    def compile_from_config(self, config: dict) -> None:
+        """Re-compile on ``load_model`` (Keras skips models that override ``compile``)."""
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def fit(self, x: Any = None, y: Any = None, **kwargs: Any) -> Any:
+        """``keras.Model.fit`` on crowd targets (see the module doc for the accepted forms)."""
+        x, y = self.crowd_data(x, y)
+        if kwargs.get("validation_data") is not None:
+            kwargs["validation_data"] = self._validation(kwargs["validation_data"])
+        return super().fit(x, y, **kwargs)
+
+    def evaluate(self, x: Any = None, y: Any = None, **kwargs: Any) -> Any:
+        x, y = self.crowd_data(x, y)
+        return super().evaluate(x, y, **kwargs)
+
+    def _validation(self, data: Any) -> Any:
+        if isinstance(data, (tuple, list)) and len(data) in (2, 3):
+            vx, vy = self.crowd_data(data[0], data[1])
+            return (vx, vy) + tuple(data[2:])
+        return data
+
+    def confusion_matrices(self) -> np.ndarray:
+        """The noise layer's annotator confusion matrices ``(A, K, K)``, rows = true class."""
+        if not hasattr(self.noise_layer, "confusion_matrices"):
+            raise AttributeError(f"{type(self.noise_layer).__name__} has no confusion matrices")
+        return self.noise_layer.confusion_matrices()
+
+    # ------------------------------------------------------------------ data
+    def crowd_data(self, x: Any, y: Any) -> tuple[Any, Any]:
+        """``(inputs, targets)`` as the model consumes them, after checking the targets.
+
+        Raises:
+            CrowdDataError: misaligned rows, unknown annotators, labels out of range.
+        """
+        if y is None:
+            return x, y
+        n = _n_rows(x)
+        if isinstance(y, Annotations):
+            if self.is_regression:
+                raise CrowdDataError("Annotations hold class labels; a regression noise layer "
+                                     "needs float targets (dense with NaN, or padded)")
+            k = self._num_classes()
+            if k is not None and y.n_classes != k:
+                raise CrowdDataError(f"annotations have {y.n_classes} classes but the classifier "
+                                     f"outputs {k}")
+            ids, labels = y.to_padded()
+            y_kind = "Annotations"
+        elif isinstance(y, (tuple, list)) and len(y) == 2:
+            ids, labels = (np.asarray(v) for v in y)
+            if ids.ndim != 2 or labels.shape[0] != ids.shape[0] or labels.shape[-1] != ids.shape[1]:
+                raise CrowdDataError(f"padded targets: annotator_ids must be (items, k) and labels "
+                                     f"(items, [time,] k); got {ids.shape} and {labels.shape}")
+            y_kind = "padded targets"
+        else:
+            labels = np.asarray(y)
+            a = self.noise_layer.num_annotators
+            if labels.ndim < 2 or labels.shape[-1] != a:
+                raise CrowdDataError(f"dense targets must be (items, [time,] annotators={a}) with "
+                                     "-1 (NaN for regression) where missing; got shape "
+                                     f"{labels.shape}")
+            ids, y_kind = None, "dense targets"
+        if n is not None and labels.shape[0] != n:
+            raise CrowdDataError(f"{y_kind} have {labels.shape[0]} items but x has {n} rows")
+        labels = self._checked_labels(labels, y_kind)
+        if ids is None:
+            return x, labels
+        ids = self._checked_ids(ids, y_kind)
+        return {X_KEY: x, IDS_KEY: ids}, labels
+
+    def _num_classes(self) -> Optional[int]:
+        if getattr(self.noise_layer, "num_classes", None):
+            return int(self.noise_layer.num_classes)
+        try:
+            return int(self.classifier.output_shape[-1])
+        except (AttributeError, ValueError, TypeError, IndexError):
+            return None
+
+    def _checked_ids(self, ids: np.ndarray, where: str) -> np.ndarray:
+        if ids.dtype.kind not in "iu":
+            if ids.dtype.kind != "f" or np.any(ids != np.round(ids)):
+                raise CrowdDataError(f"{where}: annotator ids must be integer codes, got "
+                                     f"{ids.dtype}")
+        ids = ids.astype(np.int32)
+        a = self.noise_layer.num_annotators
+        bad = (ids < -1) | (ids >= a)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise CrowdDataError(f"{where}: annotator code {ids[r, c]} at item {r}, slot {c} is "
+                                 f"outside 0..{a - 1} (-1 = padding)")
+        return ids
+
+    def _checked_labels(self, labels: np.ndarray, where: str) -> np.ndarray:
+        if self.is_regression:
+            if labels.dtype.kind not in "iuf":
+                raise CrowdDataError(f"{where}: regression targets must be numbers, got "
+                                     f"{labels.dtype}")
+            return labels.astype(np.float32)
+        if labels.dtype.kind == "f":
+            bad = ~np.isfinite(labels) | (labels != np.round(labels))
+            if bad.any():
+                pos = tuple(int(p) for p in np.argwhere(bad)[0])
+                raise CrowdDataError(f"{where}: label {labels[pos]} at {pos} is not an integer "
+                                     "class code (use -1 for a missing label)")
+        elif labels.dtype.kind not in "iub":
+            raise CrowdDataError(f"{where}: labels must be integer class codes, got {labels.dtype}")
+        labels = labels.astype(np.int32)
+        k = self._num_classes()
+        bad = (labels < -1) | ((labels >= k) if k is not None else False)
+        if np.any(bad):
+            pos = tuple(int(p) for p in np.argwhere(bad)[0])
+            raise CrowdDataError(f"{where}: label {labels[pos]} at {pos} is outside "
+                                 f"0..{'K-1' if k is None else k - 1} (-1 = missing)")
+        return labels
+
+    # ------------------------------------------------------------------ serialization
+    def get_config(self) -> dict:
+        return {"name": self.name, "trainable": self.trainable, "from_logits": self.from_logits,
+                "classifier": keras.saving.serialize_keras_object(self.classifier),
+                "noise_layer": keras.saving.serialize_keras_object(self.noise_layer)}
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: Any = None) -> "CrowdModel":
+        config = dict(config)
+        classifier = keras.saving.deserialize_keras_object(config.pop("classifier"),
+                                                           custom_objects=custom_objects)
+        noise_layer = keras.saving.deserialize_keras_object(config.pop("noise_layer"),
+                                                            custom_objects=custom_objects)
+        return cls(classifier, noise_layer, **config)
+
+
+class TruthValidation(keras.callbacks.Callback):
+    """Score the classifier on gold-labelled validation data each epoch; keep the best weights.
+
+    Model selection for a crowd model must not use test labels: give it a validation split
+    with true labels (e.g. LabelMe's). Logs ``logs[name]`` (accuracy) every epoch and, with
+    ``restore_best_weights``, puts back the classifier's best weights when training ends.
+
+    Args:
+        x, y: validation inputs (an array) and true class codes ``(n,)``.
+        classifier: the model to score; default ``self.model.classifier`` (a ``CrowdModel``).
+    """
+
+    def __init__(self, x: Any, y: Any, classifier: Any = None, restore_best_weights: bool = True,
+                 name: str = "val_truth_accuracy", batch_size: int = 1024) -> None:
+        super().__init__()
+        self.x, self.y = x, np.asarray(y)
+        self.classifier = classifier
+        self.restore_best_weights = restore_best_weights
+        self.name, self.batch_size = name, batch_size
+        self.best_, self.best_epoch_, self.history_ = -np.inf, None, []
+        self._best_weights = None
+
+    def _target(self) -> Any:
+        return self.classifier if self.classifier is not None else self.model.classifier
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        self.best_, self.best_epoch_, self.history_, self._best_weights = -np.inf, None, [], None
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        clf = self._target()
+        probs = np.concatenate([  # direct calls: cheaper than predict() once per epoch
+            ops.convert_to_numpy(clf(self.x[i:i + self.batch_size], training=False))
+            for i in range(0, len(self.y), self.batch_size)])
+        acc = float(np.mean(np.argmax(probs, axis=-1) == self.y))
+        self.history_.append(acc)
+        if logs is not None:
+            logs[self.name] = acc
+        if acc > self.best_:
+            self.best_, self.best_epoch_ = acc, epoch
+            if self.restore_best_weights:
+                self._best_weights = clf.get_weights()
+
+    def on_train_end(self, logs: Any = None) -> None:
+        if self.restore_best_weights and self._best_weights is not None:
+            self._target().set_weights(self._best_weights)
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class LazyAdam(keras.optimizers.Adam):
+    """Adam that updates only the annotator rows present in the batch (TensorFlow backend).
+
+    The indexed crowd layers gather per-annotator weights, so on TensorFlow their gradient
+    is sparse (``tf.IndexedSlices``: the rows of the annotators in the batch). Plain Adam
+    turns it dense and updates all ``A × K × K`` weights and moments every step, so an epoch
+    costs more with more annotators even at a fixed number of annotations. ``LazyAdam``
+    applies Adam's rule to the touched rows only (the "lazy Adam" of TF Addons and
+    PyTorch's ``SparseAdam``): untouched annotators keep their weights and moments as they
+    are instead of drifting on old momentum. Dense gradients (every other weight, and all
+    weights on the torch and JAX backends, whose gathers give dense gradients) get the
+    ordinary Adam update. Same arguments as ``keras.optimizers.Adam`` (no ``amsgrad``).
+
+    Repeated rows (one annotator in several items of a batch) are summed before the update,
+    so the first step equals Adam's on the dense gradient. (Keras' own Adam, given those
+    sparse gradients, squares each repeat separately for the second moment.)
+    """
+
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
+        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+            return super().update_step(gradient, variable, learning_rate)
+        import tensorflow as tf  # only reached on the TensorFlow backend
+
+        if not isinstance(gradient, tf.IndexedSlices):
+            return super().update_step(gradient, variable, learning_rate)
+        dtype = variable.dtype
+        step = ops.cast(self.iterations + 1, dtype)
+        b1, b2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
+        alpha = (ops.cast(learning_rate, dtype) * ops.sqrt(1 - ops.power(b2, step))
+                 / (1 - ops.power(b1, step)))
+        rows = gradient.indices
+        values = ops.cast(gradient.values, dtype)
+        # Sum the gradients of repeated rows (one annotator in several items of the batch)
+        # with a (n, n) equality matrix: static shapes, so it also runs under XLA.
+        same = ops.cast(ops.equal(ops.expand_dims(rows, 1), ops.expand_dims(rows, 0)), dtype)
+        flat = ops.reshape(values, (ops.shape(values)[0], -1))
+        g = ops.reshape(ops.matmul(same, flat), ops.shape(values))
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        m_rows = ops.take(m, rows, axis=0) * b1 + (1 - b1) * g
+        v_rows = ops.take(v, rows, axis=0) * b2 + (1 - b2) * ops.square(g)
+        new_rows = ops.take(variable, rows, axis=0) - alpha * m_rows / (ops.sqrt(v_rows)
+                                                                        + self.epsilon)
+        # repeated rows write identical values (a scatter *update*, not an add), so the
+        # scatter order does not matter
+        self.assign(m, tf.IndexedSlices(m_rows, rows))
+        self.assign(v, tf.IndexedSlices(v_rows, rows))
+        self.assign(variable, tf.IndexedSlices(new_rows, rows))

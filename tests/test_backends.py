@@ -1,0 +1,176 @@
+"""The Keras training path on other backends and under tf.distribute, each in a fresh process.
+
+``KERAS_BACKEND`` is read when Keras is imported and logical devices must be configured
+before TensorFlow initialises them, so every check here runs a small script in a subprocess.
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMOKE = textwrap.dedent('''
+    import sys
+    import numpy as np
+    import keras
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.losses import MaskedMultiCrossEntropy
+    from crowd_keras.models import CrowdModel, LazyAdam
+
+    backend, saved = sys.argv[1], sys.argv[2]
+    assert keras.backend.backend() == backend, keras.backend.backend()
+    as_np = keras.ops.convert_to_numpy
+
+    # 1. a .keras file written by the TensorFlow backend loads and predicts the same here
+    ref = np.load(saved + ".npz")
+    loaded = keras.models.load_model(saved + ".keras")
+    np.testing.assert_allclose(as_np(loaded.classifier(ref["x"])), ref["probs"], rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(loaded.confusion_matrices(), ref["cm"], rtol=1e-4, atol=1e-6)
+
+    # 2. training from Annotations (indexed) and from a dense matrix
+    sim = simulate_crowd(n_items=400, n_classes=3, n_annotators=10, annotations_per_item=3,
+                         annotator_accuracy=(0.55, 0.9), seed=1)
+    for y, opt in ((sim.annotations, LazyAdam(1e-2)), (sim.annotations.to_dense(), "adam")):
+        keras.utils.set_random_seed(0)
+        clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(16, activation="relu"),
+                                keras.layers.Dense(3, activation="softmax")])
+        model = CrowdModel(clf, CrowdLayer(10, "MW"))
+        model.compile(opt if opt != "adam" else keras.optimizers.Adam(1e-2))
+        hist = model.fit(sim.x, y, epochs=8, batch_size=64, verbose=0)
+        assert hist.history["loss"][-1] < hist.history["loss"][0], hist.history["loss"]
+        acc = float(np.mean(np.argmax(as_np(clf(sim.x)), -1) == sim.y))
+        assert acc >= 0.85, acc
+
+    # 3. dense and indexed forms: same loss and gradients (one SGD step, lr = 1)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 4)).astype("float32")
+    ids = np.array([[0, 2], [1, -1], [3, 0], [-1, -1], [2, 1], [0, 3]], dtype="int32")
+    labels = np.where(ids >= 0, rng.integers(0, 3, ids.shape), -1).astype("int32")
+    dense = -np.ones((6, 4), "int32")
+    for i, j in zip(*np.nonzero(ids >= 0)):
+        dense[i, ids[i, j]] = labels[i, j]
+    deltas, losses = [], []
+    for indexed in (False, True):
+        keras.utils.set_random_seed(0)
+        x_in = keras.Input((4,))
+        p = keras.layers.Dense(3, activation="softmax")(x_in)
+        layer = CrowdLayer(4, "MW")
+        if indexed:
+            ids_in = keras.Input((2,), dtype="int32")
+            model = keras.Model([x_in, ids_in], layer([p, ids_in]))
+        else:
+            model = keras.Model(x_in, layer(p))
+        model.compile(keras.optimizers.SGD(1.0), loss=MaskedMultiCrossEntropy())
+        before = [as_np(w).copy() for w in model.trainable_weights]
+        losses.append(float(model.train_on_batch([x, ids] if indexed else x,
+                                                 labels if indexed else dense)))
+        deltas.append([b - as_np(w) for b, w in zip(before, model.trainable_weights)])
+    assert abs(losses[0] - losses[1]) < 1e-5, losses
+    for a, b in zip(*deltas):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+    # 4. sequence form
+    seq = CrowdLayer(4, "VW+B")
+    probs = np.full((2, 5, 3), 1 / 3, "float32")
+    assert tuple(seq(probs).shape) == (2, 5, 4, 3)
+    assert tuple(seq([probs, ids[:2]]).shape) == (2, 5, 2, 3)
+    print("OK", backend)
+''')
+
+
+def _env(**extra):
+    env = dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
+               TF_ENABLE_ONEDNN_OPTS="0", PYTHONPATH=str(ROOT) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    env.update(extra)
+    return env
+
+
+def _run(script: str, args=(), timeout=300, **env):
+    proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=ROOT,
+                          env=_env(**env), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def saved_by_tensorflow(tmp_path_factory):
+    """A trained CrowdModel saved by this (TensorFlow) process, with its outputs."""
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the reference file is written by the tensorflow backend")
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.models import CrowdModel
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20, 5)).astype("float32")
+    clf = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="softmax")])
+    model = CrowdModel(clf, CrowdLayer(4, "MW"))
+    model.compile(keras.optimizers.Adam(0.05))
+    model.fit(x, rng.integers(-1, 3, size=(20, 4)), epochs=2, verbose=0)
+    base = str(tmp_path_factory.mktemp("saved") / "crowd")
+    model.save(base + ".keras")
+    np.savez(base + ".npz", x=x, probs=keras.ops.convert_to_numpy(clf(x)),
+             cm=model.confusion_matrices())
+    return base
+
+
+def test_torch_backend(saved_by_tensorflow):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    assert "OK torch" in _run(SMOKE, ["torch", saved_by_tensorflow], KERAS_BACKEND="torch")
+
+
+def test_jax_backend(saved_by_tensorflow):
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (the tox jax env has it)")
+    assert "OK jax" in _run(SMOKE, ["jax", saved_by_tensorflow], KERAS_BACKEND="jax")
+
+
+MIRRORED = textwrap.dedent('''
+    import numpy as np
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+    import keras
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.models import CrowdModel, LazyAdam
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    assert strategy.num_replicas_in_sync == 2
+    sim = simulate_crowd(n_items=400, n_classes=3, n_annotators=10, annotations_per_item=3,
+                         annotator_accuracy=(0.55, 0.9), seed=1)
+    for make_opt in (lambda: keras.optimizers.Adam(1e-2), lambda: LazyAdam(1e-2)):
+        keras.utils.set_random_seed(0)
+        with strategy.scope():
+            clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(16, activation="relu"),
+                                    keras.layers.Dense(3, activation="softmax")])
+            model = CrowdModel(clf, CrowdLayer(10, "MW"))
+            model.compile(make_opt())
+        hist = model.fit(sim.x, sim.annotations, epochs=8, batch_size=64, verbose=0)
+        assert "Mirrored" in type(model.noise_layer.kernel.value).__name__
+        assert hist.history["loss"][-1] < hist.history["loss"][0], hist.history["loss"]
+        acc = float(np.mean(np.argmax(clf.predict(sim.x, verbose=0), -1) == sim.y))
+        assert acc >= 0.85, acc
+        cm = model.confusion_matrices()
+        np.testing.assert_allclose(cm.sum(-1), 1.0, rtol=1e-5)
+    print("OK mirrored")
+''')
+
+
+def test_mirrored_strategy_on_two_logical_cpus():
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.distribute needs the tensorflow backend")
+    assert "OK mirrored" in _run(MIRRORED, KERAS_BACKEND="tensorflow")

@@ -1,0 +1,156 @@
+"""CoNAL: AnnotatorGate, CommonNoiseAdaptation, the feature-free CommonNoiseModel."""
+import numpy as np
+import pytest
+
+keras = pytest.importorskip("keras")
+from keras import ops  # noqa: E402
+
+from conftest import require_data  # noqa: E402
+from crowd_keras.aggregation import CommonNoiseModel, DawidSkene, MajorityVote  # noqa: E402
+from crowd_keras.datasets import load_truth_inference, simulate_crowd  # noqa: E402
+from crowd_keras.layers.conal import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
+from crowd_keras.models import CrowdModel  # noqa: E402
+
+
+def np_normalize(a):
+    return a / np.linalg.norm(a, axis=-1, keepdims=True)
+
+
+def test_gate_is_sigmoid_of_normalized_embeddings_in_both_call_forms():
+    gate = AnnotatorGate(num_annotators=5, embedding_dim=3)
+    x = np.random.default_rng(0).normal(size=(4, 6)).astype("float32")
+    dense = ops.convert_to_numpy(gate(x))
+    assert dense.shape == (4, 5)
+    v = np_normalize(x @ ops.convert_to_numpy(gate.instance_kernel)
+                     + ops.convert_to_numpy(gate.instance_bias))
+    u = np_normalize(ops.convert_to_numpy(gate.annotator_embedding))
+    np.testing.assert_allclose(dense, 1 / (1 + np.exp(-(v @ u.T))), rtol=1e-5)
+    ids = np.array([[4, 0, -1], [2, -1, -1], [1, 3, 0], [0, 0, 0]])
+    indexed = ops.convert_to_numpy(gate([x, ids]))
+    assert indexed.shape == (4, 3)
+    real = ids >= 0
+    np.testing.assert_allclose(indexed[real], np.take_along_axis(dense, np.maximum(ids, 0), 1)[real],
+                               rtol=1e-5)
+
+
+def test_gate_from_annotator_features():
+    feats = np.eye(4, 2, dtype="float32") + 0.5
+    gate = AnnotatorGate(embedding_dim=3, annotator_features=feats)
+    assert gate.num_annotators == 4
+    out = ops.convert_to_numpy(gate(np.ones((2, 5), "float32")))
+    assert out.shape == (2, 4) and np.all((out > 0.26) & (out < 0.74))
+    with pytest.raises(ValueError, match="num_annotators or annotator_features"):
+        AnnotatorGate()
+
+
+def test_mixture_of_common_and_individual_logits():
+    layer = CommonNoiseAdaptation(3, 4)
+    probs = np.random.default_rng(1).dirichlet(np.ones(4), size=5).astype("float32")
+    omega = np.random.default_rng(2).random((5, 3)).astype("float32")
+    out = ops.convert_to_numpy(layer([probs, omega]))
+    assert out.shape == (5, 3, 4)
+    layer.common_kernel.assign(np.random.default_rng(3).normal(size=(4, 4)).astype("float32"))
+    layer.kernel.assign(np.random.default_rng(4).normal(size=(3, 4, 4)).astype("float32"))
+    wg = ops.convert_to_numpy(layer.common_kernel)
+    wr = ops.convert_to_numpy(layer.kernel)
+    expected = (omega[..., None] * (probs @ wg)[:, None, :]
+                + (1 - omega[..., None]) * np.einsum("bi,aij->baj", probs, wr))
+    np.testing.assert_allclose(ops.convert_to_numpy(layer([probs, omega])), expected, rtol=1e-5)
+    ids = np.array([[2, -1], [0, 1], [1, 1], [0, -1], [2, 0]])
+    omega_k = np.take_along_axis(omega, np.maximum(ids, 0), 1)
+    indexed = ops.convert_to_numpy(layer([probs, ids, omega_k]))
+    gathered = np.take_along_axis(expected, np.maximum(ids, 0)[..., None], 1)
+    np.testing.assert_allclose(indexed[ids >= 0], gathered[ids >= 0], rtol=1e-5)
+
+
+def test_fixed_omega_ablation_and_sequence_input():
+    probs = np.random.default_rng(0).dirichlet(np.ones(3), size=(2, 7)).astype("float32")
+    only_common = CommonNoiseAdaptation(4, 3, omega=1.0)
+    out = ops.convert_to_numpy(only_common(probs))
+    assert out.shape == (2, 7, 4, 3)
+    np.testing.assert_allclose(out[:, :, 0], out[:, :, 3])  # one matrix for everybody
+    with pytest.raises(ValueError, match="fixed omega must be in"):
+        CommonNoiseAdaptation(2, 3, omega=1.5)
+    with pytest.raises(ValueError, match="either a gate or a fixed omega"):
+        CommonNoiseAdaptation(2, 3, omega=0.5, gate=AnnotatorGate(2))
+
+
+def test_difference_regulariser_pushes_matrices_apart():
+    layer = CommonNoiseAdaptation(2, 3, difference_weight=0.1)
+    probs = np.full((1, 3), 1 / 3, "float32")
+    layer([probs, np.full((1, 2), 0.5, "float32")])
+    assert float(ops.convert_to_numpy(sum(layer.losses))) == pytest.approx(0.0)  # equal at init
+    layer.kernel.assign(layer.kernel + 1.0)
+    layer.losses.clear() if hasattr(layer.losses, "clear") else None
+    layer([probs, np.full((1, 2), 0.5, "float32")])
+    # −λ Σ_r ‖W_g − W_r‖² = −0.1 · 2 annotators · 9 cells · 1² : negative, so it rewards distance
+    assert float(ops.convert_to_numpy(layer.losses[-1])) == pytest.approx(-1.8, rel=1e-5)
+
+
+def make_model(a, k, d, seed=0):
+    keras.utils.set_random_seed(seed)
+    clf = keras.Sequential([keras.Input((d,)), keras.layers.Dense(32, activation="relu"),
+                            keras.layers.Dense(k, activation="softmax")])
+    return clf, CrowdModel(clf, CommonNoiseAdaptation(a, k, gate=AnnotatorGate(a, 8)))
+
+
+def test_crowd_model_trains_and_round_trips_through_keras_file(tmp_path):
+    sim = simulate_crowd(n_items=800, n_classes=3, n_annotators=12, n_features=6, seed=0)
+    clf, model = make_model(12, 3, 6)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    model.fit(sim.x, sim.annotations, epochs=8, batch_size=64, verbose=0)
+    acc = (clf.predict(sim.x, verbose=0).argmax(1) == sim.y).mean()
+    assert acc > 0.8
+    common = model.noise_layer.common_confusion()
+    np.testing.assert_allclose(common.sum(axis=1), 1.0, rtol=1e-5)
+    assert model.confusion_matrices().shape == (12, 3, 3)
+    omega = model.noise_layer.omega_for(sim.x[:4], [[0, 5, -1]] * 4)
+    assert omega.shape == (4, 3)
+    path = tmp_path / "conal.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(loaded.classifier.predict(sim.x[:10], verbose=0),
+                               clf.predict(sim.x[:10], verbose=0), rtol=1e-5)
+    np.testing.assert_allclose(loaded.noise_layer.omega_for(sim.x[:4], [[0, 5, -1]] * 4), omega,
+                               rtol=1e-5)
+    np.testing.assert_allclose(loaded.noise_layer.common_confusion(), common, rtol=1e-5)
+
+
+def test_indexed_and_dense_forms_agree_on_loss():
+    sim = simulate_crowd(n_items=64, n_classes=3, n_annotators=5, n_features=4, seed=1)
+    _, model = make_model(5, 3, 4)
+    model.compile()
+    dense_loss = model.evaluate(sim.x, sim.annotations.to_dense(), verbose=0, batch_size=64)
+    indexed_loss = model.evaluate(sim.x, sim.annotations, verbose=0, batch_size=64)
+    assert dense_loss == pytest.approx(indexed_loss, rel=1e-5)
+
+
+# ---------------------------------------------------------------- feature-free label model
+def js_divergence(p, q):
+    m = (p + q) / 2
+    kl = lambda a, b: (a * np.log(np.maximum(a, 1e-12) / np.maximum(b, 1e-12))).sum(-1)  # noqa
+    return float((0.5 * kl(p, m) + 0.5 * kl(q, m)).mean() / np.log(2))
+
+
+def test_common_noise_model_recovers_the_common_matrix():
+    sim = simulate_crowd(n_items=6000, n_classes=4, n_annotators=40, annotations_per_item=5,
+                         common_noise="asymmetric", common_strength=0.6, common_proportion=0.5,
+                         annotator_accuracy=(0.7, 0.9), seed=0)
+    model = CommonNoiseModel().fit(sim.annotations)
+    # Bound: a model that missed the common noise (identity) is ~0.4 bits per row away from the
+    # true matrix; below 0.1 bits each 0.6 flip is matched within about 0.15.
+    assert js_divergence(model.common_confusion_, sim.common_confusion) < 0.1
+    assert js_divergence(np.eye(4), sim.common_confusion) > 0.35
+    acc = (model.predict() == sim.y).mean()
+    assert acc >= (MajorityVote().fit(sim.annotations).predict() == sim.y).mean()
+    np.testing.assert_allclose(model.confusion_matrices_.sum(axis=2), 1.0)
+    assert set(model.annotator_quality_.columns) >= {"annotator", "n_annotations", "accuracy"}
+    assert np.all(np.diff(model.log_likelihood_) > -1e-9)
+
+
+@pytest.mark.parametrize("name", ["bluebirds", "dog"])
+def test_common_noise_model_not_worse_than_voting_on_real_sets(name):
+    ann, truth = load_truth_inference(require_data("truth_inference", name))
+    acc = (CommonNoiseModel().fit(ann).predict() == truth).mean()
+    assert acc >= (MajorityVote().fit(ann).predict() == truth).mean()
+    assert acc >= (DawidSkene().fit(ann).predict() == truth).mean() - 0.01

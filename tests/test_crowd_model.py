@@ -1,0 +1,227 @@
+"""CrowdModel: training from raw crowd labels, checked against the simulator's ground truth."""
+import numpy as np
+import pytest
+
+keras = pytest.importorskip("keras")
+
+from crowd_keras import Annotations, CrowdDataError  # noqa: E402
+from crowd_keras.aggregation import MajorityVote  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
+from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
+from crowd_keras.models import CrowdModel, LazyAdam, TruthValidation  # noqa: E402
+
+K, A = 4, 20
+
+
+@pytest.fixture(scope="module")
+def sim():
+    # MV label accuracy ≈ 0.72: annotators of accuracy 0.3-0.9 with asymmetric confusions
+    return simulate_crowd(n_items=800, n_classes=K, n_annotators=A, annotations_per_item=3,
+                          individual_noise="asymmetric", annotator_accuracy=(0.3, 0.9), seed=0)
+
+
+def mlp(n_features=10, k=K, seed=0):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((n_features,)), keras.layers.Dense(16, activation="relu"),
+                             keras.layers.Dense(k, activation="softmax")])
+
+
+def accuracy(clf, x, y):
+    return float(np.mean(np.argmax(clf.predict(x, verbose=0), -1) == y))
+
+
+@pytest.fixture(scope="module")
+def mv_trained_accuracy(sim):
+    clf = mlp()
+    clf.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
+    clf.fit(sim.x, MajorityVote().fit(sim.annotations).predict(), epochs=15, batch_size=64,
+            verbose=0)
+    return accuracy(clf, sim.x, sim.y)
+
+
+@pytest.mark.parametrize("form", ["annotations", "dense"])
+def test_learns_truth_and_annotators_better_than_majority_vote(sim, mv_trained_accuracy, form):
+    clf = mlp()
+    model = CrowdModel(clf, CrowdLayer(A, "MW"))
+    model.compile(keras.optimizers.Adam(1e-2))
+    y = sim.annotations if form == "annotations" else sim.annotations.to_dense()
+    hist = model.fit(sim.x, y, epochs=15, batch_size=64, verbose=0)
+    assert hist.history["loss"][-1] < hist.history["loss"][0]
+    acc = accuracy(clf, sim.x, sim.y)           # the plain classifier is the truth estimate
+    assert acc >= 0.88
+    assert acc >= mv_trained_accuracy + 0.03
+    cm = model.confusion_matrices()
+    assert cm.shape == (A, K, K)
+    np.testing.assert_allclose(cm.sum(-1), 1.0, rtol=1e-5)
+    learned = np.einsum("akk->a", cm) / K
+    assert np.corrcoef(learned, sim.annotator_accuracy())[0, 1] > 0.9
+
+
+def test_save_load_round_trip_keeps_training(sim, tmp_path):
+    clf = mlp()
+    model = CrowdModel(clf, CrowdLayer(A, "VW+B"), name="crowd")
+    model.compile(keras.optimizers.Adam(1e-2))
+    model.fit(sim.x, sim.annotations, epochs=2, batch_size=128, verbose=0)
+    path = tmp_path / "crowd.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded, CrowdModel) and loaded.noise_layer.conn_type == "VW+B"
+    np.testing.assert_allclose(loaded.classifier.predict(sim.x[:50], verbose=0),
+                               clf.predict(sim.x[:50], verbose=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loaded.confusion_matrices(), model.confusion_matrices(), rtol=1e-5)
+    assert loaded.compiled
+    before = loaded.evaluate(sim.x, sim.annotations, verbose=0)
+    loaded.fit(sim.x, sim.annotations, epochs=2, batch_size=128, verbose=0)
+    assert loaded.evaluate(sim.x, sim.annotations, verbose=0) < before
+
+
+def test_bad_targets_raise_crowd_data_error(sim):
+    model = CrowdModel(mlp(), CrowdLayer(A))
+    model.compile()
+    dense = sim.annotations.to_dense()
+    with pytest.raises(CrowdDataError, match="items but x has"):
+        model.fit(sim.x[:10], sim.annotations)
+    with pytest.raises(CrowdDataError, match="annotators=20"):
+        model.fit(sim.x, dense[:, :5])
+    bad = dense.copy()
+    bad[7, 3] = K
+    with pytest.raises(CrowdDataError, match=r"label 4 at \(7, 3\)"):
+        model.fit(sim.x, bad)
+    ids, labels = sim.annotations.to_padded()
+    ids = ids.copy()
+    ids[2, 1] = A + 5
+    with pytest.raises(CrowdDataError, match="annotator code 25 at item 2, slot 1"):
+        model.fit(sim.x, (ids, labels))
+    other = Annotations.from_dense(np.array([[0, 1], [2, -1]]), classes=["a", "b", "c"])
+    with pytest.raises(CrowdDataError, match="3 classes"):
+        model.fit(sim.x[:2], other)
+    half = dense.astype(float)
+    half[0, 0] = 0.5
+    with pytest.raises(CrowdDataError, match="not an integer"):
+        model.fit(sim.x, half)
+
+
+def test_truth_validation_restores_best_epoch(sim):
+    clf = mlp()
+    model = CrowdModel(clf, CrowdLayer(A))
+    model.compile(keras.optimizers.Adam(3e-2))
+    x_val, y_val = sim.x[:200], sim.y[:200]
+    check = TruthValidation(x_val, y_val)
+    hist = model.fit(sim.x[200:], sim.annotations.subset(np.arange(200, 800)), epochs=6,
+                     batch_size=64, verbose=0, callbacks=[check])
+    assert len(check.history_) == 6 and hist.history["val_truth_accuracy"] == check.history_
+    assert check.best_ == max(check.history_)
+    assert accuracy(clf, x_val, y_val) == pytest.approx(check.best_)
+
+
+def test_sequence_labelling_recovers_a_swapping_annotator():
+    rng = np.random.default_rng(0)
+    n, t, f, k, a = 300, 6, 6, 3, 6
+    means = rng.normal(scale=2.0, size=(k, f))
+    y = rng.integers(0, k, size=(n, t))
+    x = (means[y] + rng.normal(size=(n, t, f))).astype("float32")
+    ids = np.stack([rng.choice(a, 2, replace=False) for _ in range(n)]).astype("int32")
+    swap = np.array([1, 0, 2])                      # annotators 4 and 5 swap classes 0 and 1
+    noisy = np.where(rng.random((n, t)) < 0.8, y, rng.integers(0, k, (n, t)))
+    labels = np.stack([np.where(ids[:, j, None] >= 4, swap[noisy], noisy) for j in range(2)], -1)
+    labels[:50, 4:, :] = -1                          # padded tokens of short sentences
+    keras.utils.set_random_seed(0)
+    clf = keras.Sequential([keras.Input((t, f)), keras.layers.Dense(16, activation="relu"),
+                            keras.layers.Dense(k, activation="softmax")])
+    model = CrowdModel(clf, CrowdLayer(a, "MW"))
+    model.compile(keras.optimizers.Adam(2e-2))
+    model.fit(x, (ids, labels), epochs=12, batch_size=32, verbose=0)
+    pred = np.argmax(clf.predict(x, verbose=0), -1)
+    assert np.mean(pred == y) >= 0.85
+    cm = model.confusion_matrices()
+    assert cm[4, 0].argmax() == 1 and cm[5, 1].argmax() == 0
+    assert cm[0, 0].argmax() == 0 and cm[1, 1].argmax() == 1
+
+
+def test_regression_learns_annotator_biases():
+    rng = np.random.default_rng(1)
+    n, f, a = 600, 4, 10
+    x = rng.normal(size=(n, f)).astype("float32")
+    truth = x @ rng.normal(size=f)
+    bias = rng.normal(size=a)
+    bias -= bias.mean()                   # a shared offset is not identifiable from labels
+    answers = np.full((n, a), np.nan, "float32")
+    for i in range(n):
+        who = rng.choice(a, 3, replace=False)
+        answers[i, who] = truth[i] + bias[who] + rng.normal(scale=0.2, size=3)
+    keras.utils.set_random_seed(0)
+    reg = keras.Sequential([keras.Input((f,)), keras.layers.Dense(1)])
+    model = CrowdModel(reg, CrowdRegressionLayer(a, "B"))
+    model.compile(keras.optimizers.Adam(5e-2))
+    model.fit(x, answers, epochs=25, batch_size=32, verbose=0)
+    learned = keras.ops.convert_to_numpy(model.noise_layer.bias)
+    assert np.corrcoef(learned, bias)[0, 1] > 0.95
+    est = reg.predict(x, verbose=0)[:, 0]
+    naive = np.nanmean(answers, axis=1)
+    rmse = lambda e: float(np.sqrt(np.mean((e - truth) ** 2)))  # noqa: E731
+    assert rmse(est) < 0.6 * rmse(naive)
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras_tests")
+class GatedNoise(keras.layers.Layer):
+    """A feature-gated noise layer (the shape of CoNAL's): mixes a crowd layer and identity."""
+
+    uses_features = True
+
+    def __init__(self, num_annotators, **kwargs):
+        super().__init__(**kwargs)
+        self.num_annotators = num_annotators
+        self.crowd = CrowdLayer(num_annotators)
+        self.gate = keras.layers.Dense(1, activation="sigmoid")
+        self.seen = []
+
+    def call(self, inputs):
+        probs, ids, x = inputs
+        self.seen.append(tuple(ids.shape))
+        g = keras.ops.expand_dims(self.gate(x), -1)                   # (batch, 1, 1)
+        shared = keras.ops.expand_dims(keras.ops.log(probs + 1e-7), 1)  # (batch, 1, K)
+        return g * self.crowd([probs, ids]) + (1 - g) * shared
+
+
+def test_feature_gated_noise_layer_plugs_in(sim):
+    layer = GatedNoise(A)
+    model = CrowdModel(mlp(), layer)
+    model.compile(keras.optimizers.Adam(1e-2))
+    h1 = model.fit(sim.x, sim.annotations, epochs=3, batch_size=128, verbose=0)
+    assert h1.history["loss"][-1] < h1.history["loss"][0]
+    k = sim.annotations.to_padded()[0].shape[1]
+    assert (None, k) in layer.seen or any(s[1] == k for s in layer.seen)
+    model.fit(sim.x, sim.annotations.to_dense(), epochs=1, batch_size=128, verbose=0)
+    assert any(s[-1] == A for s in layer.seen)   # dense data: every annotator listed
+    out = model(sim.x[:5])
+    assert tuple(out.shape) == (5, A, K)
+
+
+def test_lazy_adam_updates_only_the_annotators_in_the_batch():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 5)).astype("float32")
+    ids = np.array([[0, 1], [1, -1], [2, 1]] * 5 + [[0, 2]], "int32")  # repeated annotators
+    labels = np.where(ids >= 0, rng.integers(0, 3, ids.shape), -1).astype("int32")
+    dense = -np.ones((16, 6), "int32")
+    for i, j in zip(*np.nonzero(ids >= 0)):
+        dense[i, ids[i, j]] = labels[i, j]
+
+    def weights_after(optimizer, steps, indexed):
+        keras.utils.set_random_seed(0)
+        clf = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="softmax")])
+        model = CrowdModel(clf, CrowdLayer(6))
+        model.compile(optimizer)
+        for _ in range(steps):
+            model.train_on_batch({"x": x, "annotator_ids": ids} if indexed else x,
+                                 labels if indexed else dense)
+        return [keras.ops.convert_to_numpy(w) for w in model.weights]
+
+    # annotators 0-2 are in every batch: LazyAdam on the indexed form is Adam on the dense one
+    ref = weights_after(keras.optimizers.Adam(0.1), 3, indexed=False)
+    lazy = weights_after(LazyAdam(0.1), 3, indexed=True)
+    for a, b in zip(ref, lazy):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert np.abs(lazy[2][:3] - np.eye(3)).max() > 0.1          # they moved
+    np.testing.assert_array_equal(lazy[2][3:], np.broadcast_to(np.eye(3), (3, 3, 3)))  # 3-5 not
+    restored = keras.optimizers.deserialize(keras.optimizers.serialize(LazyAdam(0.1)))
+    assert isinstance(restored, LazyAdam)
