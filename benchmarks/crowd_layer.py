@@ -47,11 +47,13 @@ from crowd_keras.datasets import load_labelme, load_music  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
 from crowd_keras.models import CrowdModel, LazyAdam, TruthValidation  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch_peer  # noqa: E402
+
 try:
-    import torch
     from crowdkit.learning import CrowdLayer as KitCrowdLayer
 except ImportError:  # the peer is optional (bench extra)
-    torch = KitCrowdLayer = None
+    KitCrowdLayer = None
 
 BATCH = 64
 
@@ -130,52 +132,10 @@ def run_aggregated(data: dict, method: str, seed: int, epochs: int) -> tuple[flo
 
 
 def run_crowdkit(data: dict, seed: int, epochs: int) -> tuple[float, float]:
-    """crowd-kit's CrowdLayer (MW) on the same MLP, written in torch."""
+    """crowd-kit's CrowdLayer (MW) on the same MLP, written in torch (see torch_peer.py)."""
     if KitCrowdLayer is None:
         return float("nan"), float("nan")
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    ann = data["annotations"]
-    k, n_feat = ann.n_classes, data["x_train"].shape[1]
-    net = torch.nn.Sequential(torch.nn.Linear(n_feat, 128), torch.nn.ReLU(), torch.nn.Dropout(0.5),
-                              torch.nn.Linear(128, k))
-    layer = KitCrowdLayer(k, ann.n_annotators, conn_type="mw")
-    opt = torch.optim.Adam(list(net.parameters()) + list(layer.parameters()), lr=1e-3)
-    x = torch.as_tensor(data["x_train"])
-    # annotations are sorted by item: item i owns rows indptr[i]:indptr[i+1]
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(ann.items, minlength=ann.n_items))])
-    workers, labels = torch.as_tensor(ann.annotators.copy()), torch.as_tensor(ann.labels.copy())
-    x_val = torch.as_tensor(data["x_valid"]) if "x_valid" in data else None
-    best, best_state, times = -1.0, None, []
-    for _ in range(epochs):
-        start = time.perf_counter()
-        net.train()
-        order = rng.permutation(ann.n_items)
-        for b in range(0, len(order), BATCH):
-            items = order[b:b + BATCH]
-            rows = np.concatenate([np.arange(indptr[i], indptr[i + 1]) for i in items])
-            local = np.repeat(np.arange(len(items)), indptr[items + 1] - indptr[items])
-            if len(rows) < 2:  # crowd-kit's MW squeeze() breaks on a single annotation
-                continue
-            probs = torch.softmax(net(x[items]), dim=-1)[torch.as_tensor(local)]
-            out = layer(probs, workers[rows])
-            loss = torch.nn.functional.cross_entropy(out, labels[rows])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        times.append(time.perf_counter() - start)
-        if x_val is not None:
-            net.eval()
-            with torch.no_grad():
-                acc = float((net(x_val).argmax(-1).numpy() == data["y_valid"]).mean())
-            if acc > best:
-                best, best_state = acc, {n: t.clone() for n, t in net.state_dict().items()}
-    if best_state is not None:
-        net.load_state_dict(best_state)
-    net.eval()
-    with torch.no_grad():
-        pred = net(torch.as_tensor(data["x_test"])).argmax(-1).numpy()
-    acc = float((pred == data["y_test"]).mean())
+    acc, times = torch_peer.crowdkit_crowd_layer(data, seed, epochs)
     return acc, steady(times)
 
 
@@ -237,8 +197,8 @@ def main(argv=None) -> dict:
     if args.quick:
         args.seeds, args.epochs, args.music_epochs, args.variants = 1, 3, 3, "MW"
         args.scaling_items = 2000
-    if torch is not None:
-        torch.set_num_threads(1)
+    if torch_peer.available():
+        torch_peer.torch.set_num_threads(1)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     methods = ["MV", "DS", "crowd-kit"] + [f"CL-{v}" for v in variants]
     report = {"backend": keras.backend.backend(), "seeds": args.seeds}
