@@ -5,7 +5,8 @@ import pytest
 
 from conftest import require_data
 from crowd_keras import Annotations, CrowdDataError
-from crowd_keras.aggregation import (DawidSkene, MajorityVote, available_label_models,
+from crowd_keras.aggregation import (CommonNoiseModel, DawidSkene, MajorityVote,
+                                     available_label_models,
                                      get_label_model)
 from crowd_keras.datasets import load_labelme, load_truth_inference, simulate_crowd
 
@@ -150,3 +151,19 @@ def test_majority_vote_on_labelme_matches_reference_figure():
     data = load_labelme(require_data("labelme"))
     acc = (MajorityVote().fit(data.annotations).predict() == data.y_train).mean()
     assert acc == pytest.approx(0.769, abs=1e-3)  # figure in the data README (ties to lowest)
+
+
+@pytest.mark.parametrize("model_cls", [DawidSkene, CommonNoiseModel])
+def test_never_below_voting_on_labeling_functions(model_cls):
+    from crowd_keras.datasets import load_wrench
+
+    w = load_wrench(require_data("wrench", "youtube"), "train")
+    ann = Annotations.from_label_matrix(w.L, cardinality=2)
+    mv = (MajorityVote().fit(ann).predict() == w.y).mean()
+    model = model_cls().fit(ann)
+    assert model.regime_ == "labeling_functions"
+    assert (model.predict() == w.y).mean() >= mv
+    assert model.predict_proba(ann).shape == (ann.n_items, 2)
+    plain = model_cls(labeling_functions="ignore").fit(ann)
+    assert plain.regime_ == "crowd"
+    assert (plain.predict() == w.y).mean() < mv  # why the guard exists: it collapses

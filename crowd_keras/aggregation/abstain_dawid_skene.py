@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..progress import progress_bar
-from .base import LabelModel, as_annotations, check_prior
+from .base import LabelModel, as_annotations, check_prior, one_class_vote_share
 from .registry import register_label_model
 
 __all__ = ["AbstainAwareDawidSkene"]
@@ -113,13 +113,9 @@ class AbstainAwareDawidSkene(LabelModel):
             raise ValueError(f"anchor must be one of {_ANCHOR}, got {self.anchor!r}")
         if not self.smoothing > 0:
             raise ValueError(f"smoothing must be > 0, got {self.smoothing!r}")
-        k = ann.n_classes
-        votes = np.bincount(ann.annotators * k + ann.labels,
-                            minlength=ann.n_annotators * k).reshape(ann.n_annotators, k)
-        n_votes = votes.sum(axis=1)
-        one_class = (votes > 0).sum(axis=1) == 1
-        share = n_votes[one_class].sum() / max(n_votes.sum(), 1)
-        self.one_class_vote_share_ = float(share)
+        n_votes = ann.annotations_per_annotator()
+        share = one_class_vote_share(ann)
+        self.one_class_vote_share_ = share
         lf = share >= self.one_class_share
         self.regime_ = "labeling_functions" if lf else "crowd"
         self.abstain_ = self.abstain if self.abstain != "auto" else ("response" if lf else "ignore")

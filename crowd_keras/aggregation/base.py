@@ -15,7 +15,25 @@ import pandas as pd
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 
-__all__ = ["LabelModel", "as_annotations"]
+__all__ = ["LabelModel", "as_annotations", "one_class_vote_share"]
+
+# Share of votes cast by one-class annotators above which the data are labeling functions.
+LABELING_FUNCTION_SHARE = 0.5
+
+
+def one_class_vote_share(ann: Annotations) -> float:
+    """Share of all votes cast by annotators that only ever vote one class.
+
+    High for Snorkel labeling functions ("spam if it says 'check out'"), low for crowds.
+    Models that ignore abstentions learn nothing about such annotators and fall below
+    majority vote, so the label models switch regime on this number.
+    """
+    k = ann.n_classes
+    votes = np.bincount(ann.annotators * k + ann.labels,
+                        minlength=ann.n_annotators * k).reshape(ann.n_annotators, k)
+    n_votes = votes.sum(axis=1)
+    one_class = (votes > 0).sum(axis=1) == 1
+    return float(n_votes[one_class].sum() / max(n_votes.sum(), 1))
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -48,6 +66,33 @@ class LabelModel:
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
         return self.fit(annotations, **kwargs).predict_proba()
 
+    def _fit_labeling_functions(self, ann: Annotations, **params: Any) -> bool:
+        """Delegate to the abstain-aware Dawid-Skene when `ann` looks like labeling functions.
+
+        Called by models whose ``labeling_functions="auto"`` setting asks for it: a model that
+        ignores abstentions collapses on one-class labeling functions (plain Dawid-Skene: 0.48
+        on WRENCH youtube where voting gets 0.79), so in that regime the fitted state is the
+        abstain-aware model's (never worse than voting). Returns True when it delegated.
+        """
+        mode = getattr(self, "labeling_functions", "ignore")
+        if mode not in ("auto", "ignore"):
+            raise ValueError(f"labeling_functions must be 'auto' or 'ignore', got {mode!r}")
+        self.regime_ = "crowd"
+        self.delegate_ = None
+        if mode == "ignore" or one_class_vote_share(ann) < LABELING_FUNCTION_SHARE:
+            return False
+        from .abstain_dawid_skene import AbstainAwareDawidSkene
+
+        inner = AbstainAwareDawidSkene(abstain="response", **params).fit(ann)
+        self.regime_ = "labeling_functions"
+        self.delegate_ = inner
+        self.annotations_ = ann
+        self.posteriors_ = inner.posteriors_
+        self.class_priors_ = inner.class_priors_
+        self.confusion_matrices_ = inner.confusion_matrices_
+        self.n_iter_ = inner.n_iter_
+        return True
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "posteriors_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() first")
@@ -62,6 +107,8 @@ class LabelModel:
         self._check_fitted()
         if annotations is None:
             return self.posteriors_.copy()
+        if getattr(self, "delegate_", None) is not None:
+            return self.delegate_.predict_proba(annotations)
         return self._posteriors_for(self._align(as_annotations(annotations)))
 
     def predict(self, annotations: Any = None) -> np.ndarray:

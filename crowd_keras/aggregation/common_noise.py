@@ -37,6 +37,11 @@ class CommonNoiseModel(LabelModel):
         omega_prior: Beta pseudo-counts ``(a, b)`` on each annotator's ω (default (1, 1)).
         init_omega: starting ω for every annotator.
         progress: show a progress bar over EM iterations.
+        labeling_functions: ``"auto"`` (default): when most votes come from annotators that
+            only ever vote one class (Snorkel labeling functions), abstaining carries
+            information this model ignores, and it would fall below majority vote; the fit
+            then delegates to :class:`AbstainAwareDawidSkene` (``regime_`` says which ran).
+            ``"ignore"``: always fit this model as is.
 
     Attributes:
         posteriors_ (items, K); common_confusion_ (K, K); individual_confusions_ (A, K, K);
@@ -47,16 +52,24 @@ class CommonNoiseModel(LabelModel):
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  omega_prior: tuple = (1.0, 1.0), init_omega: float = 0.3,
-                 progress: bool = False) -> None:
+                 progress: bool = False, labeling_functions: str = "auto") -> None:
         self.max_iter = max_iter
         self.tol = tol
         self.smoothing = smoothing
         self.omega_prior = omega_prior
         self.init_omega = init_omega
         self.progress = progress
+        self.labeling_functions = labeling_functions
 
     def fit(self, annotations: Any, **kwargs: Any) -> "CommonNoiseModel":
         ann = as_annotations(annotations, **kwargs)
+        if self._fit_labeling_functions(ann, max_iter=self.max_iter, tol=self.tol,
+                                        smoothing=self.smoothing):
+            # one common matrix cannot be told apart here: report the average behaviour
+            self.common_confusion_ = self.confusion_matrices_.mean(axis=0)
+            self.individual_confusions_ = self.confusion_matrices_
+            self.omega_ = np.zeros(ann.n_annotators)
+            return self
         k, a, n = ann.n_classes, ann.n_annotators, ann.n_annotations
         # S: (items, annotations) sums per-annotation terms into items.
         S = sp.csr_matrix((np.ones(n), (ann.items, np.arange(n))), shape=(ann.n_items, n))

@@ -32,6 +32,11 @@ class DawidSkene(LabelModel):
             classes array of initial posteriors.
         class_prior: fix the class prior instead of learning it.
         progress: show a progress bar over EM iterations.
+        labeling_functions: ``"auto"`` (default): when most votes come from annotators that
+            only ever vote one class (Snorkel labeling functions), abstaining carries
+            information this model ignores, and it would fall below majority vote; the fit
+            then delegates to :class:`AbstainAwareDawidSkene` (``regime_`` says which ran).
+            ``"ignore"``: always fit this model as is.
 
     Attributes:
         posteriors_: (items, classes); confusion_matrices_: (annotators, classes, classes),
@@ -40,13 +45,14 @@ class DawidSkene(LabelModel):
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  init: Any = "mv", class_prior: Optional[Any] = None,
-                 progress: bool = False) -> None:
+                 progress: bool = False, labeling_functions: str = "auto") -> None:
         self.max_iter = max_iter
         self.tol = tol
         self.smoothing = smoothing
         self.init = init
         self.class_prior = class_prior
         self.progress = progress
+        self.labeling_functions = labeling_functions
 
     @staticmethod
     def _incidence(ann: Annotations) -> sp.csr_matrix:
@@ -57,6 +63,9 @@ class DawidSkene(LabelModel):
 
     def fit(self, annotations: Any, **kwargs: Any) -> "DawidSkene":
         ann = as_annotations(annotations, **kwargs)
+        if self._fit_labeling_functions(ann, max_iter=self.max_iter, tol=self.tol,
+                                        smoothing=self.smoothing):
+            return self
         k = ann.n_classes
         fixed_prior = check_prior(self.class_prior, k)
         X = self._incidence(ann)
@@ -87,6 +96,7 @@ class DawidSkene(LabelModel):
         self.posteriors_ = post
         self.class_priors_ = prior
         self.confusion_matrices_ = np.exp(log_pi)
+        self.delegate_ = None
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
         return self

@@ -1,0 +1,1 @@
+"""Benchmark scripts; ``python -m benchmarks`` runs them all and writes RESULTS.md."""

@@ -1,0 +1,297 @@
+"""Every comparison we claim, in one run: writes ``benchmarks/RESULTS.md`` and PNG plots.
+
+    python -m benchmarks            # full run (long: every seed and epoch of every benchmark)
+    python -m benchmarks --quick    # under 10 minutes on 2 cores: fewer seeds and epochs
+
+Part 1 fits every label model of the library and the peers (crowd-kit's MajorityVote and
+DawidSkene, Snorkel's LabelModel) on every set in ``../shared/data`` read as annotations,
+in the same process: accuracy against the gold labels of the items they aggregate (F1 of
+the spam class for WRENCH sms), fit time, peak memory (tracemalloc) and the speed ratio
+against our Dawid-Skene. Part 2 runs each benchmark script (layers against crowd-kit's
+PyTorch layers, scaling, the papers' protocols) and copies its tables. The machine, the
+package versions and whether a GPU was used head the report; nothing in it is edited by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import os
+import platform
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from crowd_keras import Annotations  # noqa: E402
+from crowd_keras.aggregation import get_label_model  # noqa: E402
+from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference,  # noqa: E402
+                                  load_wrench)
+
+# (script, arguments of the full run, arguments of the quick run, time limit in seconds)
+SCRIPTS = [
+    ("aggregation.py", [], ["--annotations", "200000"], 900),
+    ("snorkel_label_model.py", [], ["--quick"], 900),
+    ("crowd_layer.py", [], ["--quick"], 3600),
+    ("conal.py", [], ["--quick"], 3600),
+    ("mixture_of_groups.py", [], ["--quick"], 3600),
+    ("lia.py", [], ["--quick"], 3600),
+]
+
+PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "snorkel", "crowdkit",
+            "label_studio_sdk", "sklearn"]
+
+
+def machine_report() -> list:
+    lines = [f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+             f"- machine: {platform.platform()}, {os.cpu_count()} CPU cores, Python "
+             f"{platform.python_version()}"]
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+        lines.append(f"- memory: {mem:.0f} GiB")
+    except (ValueError, OSError, AttributeError):
+        pass
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {importlib.import_module(name).__version__}")
+        except Exception:  # noqa: BLE001 - absent or broken optional package
+            versions.append(f"{name} (not installed)")
+    lines.append("- packages: " + ", ".join(versions))
+    try:
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        lines.append(f"- GPU: {', '.join(g.name for g in gpus)} (used by the TensorFlow backend)"
+                     if gpus else "- GPU: none (CPU only)")
+    except ImportError:
+        lines.append("- GPU: unknown (TensorFlow not installed)")
+    return lines
+
+
+# ------------------------------------------------------------------ part 1: label models
+def label_sets(data: Path) -> dict:
+    """name → (Annotations, gold codes aligned with items, metric)."""
+    sets = {}
+    for name in ("bluebirds", "product", "dog"):
+        ann, truth = load_truth_inference(data / "truth_inference" / name)
+        sets[name] = (ann, truth, "accuracy")
+    lm = load_labelme(data)
+    sets["labelme-train"] = (lm.annotations, lm.y_train, "accuracy")
+    mu = load_music(data)
+    sets["music-train"] = (mu.annotations, mu.y_train, "accuracy")
+    for name in ("youtube", "sms", "trec"):
+        w = load_wrench(data / "wrench" / name, "train")
+        ann = Annotations.from_label_matrix(w.L, cardinality=len(w.classes))
+        sets[f"wrench-{name}"] = (ann, w.y, "f1" if name == "sms" else "accuracy")
+    return sets
+
+
+def score(pred: np.ndarray, truth: np.ndarray, metric: str) -> float:
+    known = truth >= 0
+    pred, truth = pred[known], truth[known]
+    if metric == "f1":
+        tp = np.sum((pred == 1) & (truth == 1))
+        denom = np.sum(pred == 1) + np.sum(truth == 1)
+        return float(2 * tp / denom) if denom else 0.0
+    return float(np.mean(pred == truth))
+
+
+def ours(name: str) -> Callable:
+    def fit(ann, seed):
+        model = get_label_model(name)
+        if hasattr(model, "random_state"):
+            model.random_state = seed
+        return model.fit(ann).predict()
+    return fit
+
+
+def crowd_label_model(ann, seed):
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    model = CrowdLabelModel(cardinality=ann.n_classes)
+    model.fit(ann.to_label_matrix(), seed=seed, progress_bar=False)
+    # every row of the table breaks ties the same way: argmax, i.e. the lowest class code
+    return model.predict_proba(ann.to_label_matrix()).argmax(axis=1)
+
+
+def crowdkit(name: str) -> Callable:
+    def fit(ann, seed):
+        import pandas as pd
+        from crowdkit import aggregation
+
+        df = ann.to_frame()
+        labels = getattr(aggregation, name)().fit_predict(df)
+        return pd.Index(ann.classes).get_indexer(labels.reindex(ann.item_ids))
+    return fit
+
+
+def snorkel(ann, seed):
+    from snorkel.labeling.model import LabelModel
+
+    L = ann.to_label_matrix()
+    model = LabelModel(cardinality=ann.n_classes, verbose=False)
+    model.fit(L, seed=seed, progress_bar=False)
+    return model.predict_proba(L).argmax(axis=1)
+
+
+def methods(quick: bool) -> dict:
+    table = {"majority vote": ours("majority_vote"), "Dawid-Skene": ours("dawid_skene"),
+             "abstain-aware DS": ours("abstain_dawid_skene"), "CoNAL (no features)": ours("conal"),
+             "CrowdLabelModel (default)": crowd_label_model}
+    for name, label in (("mixture_of_groups", "mixture of groups"), ("lia", "LIA (no features)")):
+        try:
+            get_label_model(name)
+            table[label] = ours(name)
+        except ValueError:
+            pass
+    table.update({"crowd-kit MV": crowdkit("MajorityVote"), "crowd-kit DS": crowdkit("DawidSkene"),
+                  "Snorkel LabelModel": snorkel})
+    return table
+
+
+def measure(fn: Callable, ann, seed: int) -> tuple:
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        pred = fn(ann, seed)
+    except ImportError:
+        tracemalloc.stop()
+        return None, float("nan"), float("nan")
+    seconds = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
+    tracemalloc.stop()
+    return np.asarray(pred), seconds, peak
+
+
+def label_model_table(data: Path, seeds: int, quick: bool) -> tuple[list, dict]:
+    sets = label_sets(data)
+    table = methods(quick)
+    lines = ["| set | label model | accuracy (mean ± std) | fit time | peak memory | time / our DS |",
+             "|---|---|---:|---:|---:|---:|"]
+    scores = {}
+    for set_name, (ann, truth, metric) in sets.items():
+        ds_time = None
+        for label, fn in table.items():
+            accs, times, peaks = [], [], []
+            for seed in range(seeds):
+                pred, seconds, peak = measure(fn, ann, seed)
+                if pred is None:
+                    break
+                accs.append(score(pred, truth, metric))
+                times.append(seconds)
+                peaks.append(peak)
+            if not accs:
+                lines.append(f"| {set_name} | {label} | n/a (not installed) | | | |")
+                continue
+            t = float(np.median(times))
+            ds_time = t if label == "Dawid-Skene" else ds_time
+            ratio = f"{t / ds_time:.1f}×" if ds_time else ""
+            unit = " (F1)" if metric == "f1" else ""
+            lines.append(f"| {set_name} | {label} | {np.mean(accs):.3f} ± {np.std(accs):.3f}{unit} | "
+                         f"{t * 1e3:.1f} ms | {max(peaks):.1f} MiB | {ratio} |")
+            scores.setdefault(set_name, {})[label] = float(np.mean(accs))
+            print(f"  {set_name:14s} {label:26s} {np.mean(accs):.3f}  {t * 1e3:8.1f} ms", flush=True)
+    return lines, scores
+
+
+def plot_scores(scores: dict, path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sets = list(scores)
+    labels = list(dict.fromkeys(m for s in sets for m in scores[s]))
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(sets)), 4))
+    width = 0.8 / len(labels)
+    for j, label in enumerate(labels):
+        ax.bar(np.arange(len(sets)) + j * width, [scores[s].get(label, np.nan) for s in sets],
+               width, label=label)
+    ax.set_xticks(np.arange(len(sets)) + 0.4 - width / 2, sets, rotation=20)
+    ax.set_ylabel("accuracy (sms: F1)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, ncol=3, loc="lower left")
+    ax.set_title("Label models on the shared data sets")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+# ------------------------------------------------------------------ part 2: scripts
+def run_script(script: str, args: list, limit: int, data: Path) -> tuple[str, float, int]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+    start = time.perf_counter()
+    try:
+        res = subprocess.run([sys.executable, str(HERE / script), "--data", str(data), *args],
+                             capture_output=True, text=True, timeout=limit, env=env, cwd=ROOT)
+        out, code = res.stdout, res.returncode
+        if code:
+            out += "\n" + res.stderr[-2000:]
+    except subprocess.TimeoutExpired as exc:
+        out, code = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or ""), -1
+        out += f"\n(stopped after {limit} s)"
+    return out, time.perf_counter() - start, code
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--quick", action="store_true", help="fewer seeds/epochs (< 10 min)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds for part 1")
+    parser.add_argument("--only", nargs="*", help="run only these scripts of part 2")
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    args = parser.parse_args(argv)
+    seeds = args.seeds or (2 if args.quick else 5)
+    plots = HERE / "plots"
+    plots.mkdir(exist_ok=True)
+
+    started = time.perf_counter()
+    report = ["# crowd-keras benchmark results", "",
+              f"Produced by `python -m benchmarks{' --quick' if args.quick else ''}` "
+              "(do not edit by hand).", ""]
+    report += machine_report()
+    print("part 1: label models on every set", flush=True)
+    lines, scores = label_model_table(args.data, seeds, args.quick)
+    report += ["", "## Label models on every set (same process, same annotations)", "",
+               f"Accuracy of the aggregated labels against the gold labels of the same items "
+               f"(F1 of the spam class for WRENCH sms), mean ± std over {seeds} seeds; "
+               "fit time is the median; peak memory is Python-tracked allocations during fit "
+               "(tracemalloc; Snorkel's torch tensors are not counted).", ""] + lines
+    if plot_scores(scores, plots / "label_models.png"):
+        report += ["", "![label models](plots/label_models.png)"]
+
+    for script, full, quick, limit in SCRIPTS:
+        if args.only and script not in args.only:
+            continue
+        if not (HERE / script).exists():
+            continue
+        flags = quick if args.quick else full
+        print(f"part 2: {script} {' '.join(flags)}", flush=True)
+        out, seconds, code = run_script(script, flags, limit, args.data)
+        status = "" if code == 0 else f" — exit code {code}"
+        report += ["", f"## `benchmarks/{script}{(' ' + ' '.join(flags)) if flags else ''}` "
+                       f"({seconds:.0f} s{status})", "", out.strip()]
+        for png in sorted((HERE / "out").glob("*.png")) if (HERE / "out").exists() else []:
+            target = plots / png.name
+            target.write_bytes(png.read_bytes())
+    report += ["", f"Total time: {time.perf_counter() - started:.0f} s."]
+    tmp = args.out.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(report) + "\n", encoding="utf-8")
+    os.replace(tmp, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

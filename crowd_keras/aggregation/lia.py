@@ -1,0 +1,180 @@
+"""LIA as a label model: per-(item, annotator) confusions from difficulty and competence.
+
+A thin label-model surface over :class:`crowd_keras.training.lia_em.LIATrainer` (the LIA
+paper's EM + marginal fine-tuning, Eqs. 1, 4, 7, 8, 9). Without item features the items are
+learned embeddings (the paper's LIA-E) and the truth model ``h_θ`` is strongly regularised
+towards a class prior; with ``fit(annotations, features=X)`` ``h_θ`` is a (L2-regularised)
+softmax regression on the standardised features, so similar items inform each other, which
+is what helps most at low redundancy.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..annotations import Annotations
+from ..errors import CrowdDataError
+from .base import LabelModel, as_annotations
+
+__all__ = ["LIA"]
+
+
+class LIA(LabelModel):
+    """Learning from Imperfect Annotations (difficulty × competence confusions, EM).
+
+    Args:
+        latent_dim: ``L`` of the difficulty/competence tensors (Eq. 1).
+        hidden_units: hidden layers of ``h_θ`` on features (default none: softmax regression).
+        classifier_l2: L2 on ``h_θ`` (per summed log-likelihood); feature-free it pulls every
+            item's prior towards the shared class prior.
+        annotator_l2: L2 on each annotator's competence deviation from the shared tensor
+            (shrinkage: annotators with few labels stay close to the crowd's average).
+        instance_l2: L2 on the difficulty map (item embeddings or feature kernels).
+        em_iterations, m_steps, marginal_steps, marginal, batch_size, learning_rate: see
+            :class:`~crowd_keras.training.lia_em.LIATrainer` (``marginal_steps=0`` skips the
+            marginal-likelihood fine-tuning).
+        standardize: z-score the item features (column-wise) before use.
+        seed: random seed (seeds Keras globally, see ``LIATrainer``).
+        progress: progress bar over EM iterations.
+
+    Attributes (after fit):
+        posteriors_ (items, K): E-step posteriors (Eq. 4) with the final parameters;
+        posteriors_em_ (items, K): before marginal fine-tuning;
+        confusion_matrices_ (annotators, K, K): the average of ``Q_ij`` over each annotator's
+            items (rows = true class); class_priors_ (K,): mean posterior;
+        competence_ (annotations,): ``Σ_k ŷ_ik [Q_ij]_kk`` per annotation (aligned with
+            ``annotations_.items``), the predicted chance that it is correct;
+        trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence`` etc.).
+    """
+
+    def __init__(self, latent_dim: int = 1, hidden_units: Sequence[int] = (),
+                 classifier_l2: Optional[float] = None, annotator_l2: float = 1.0,
+                 instance_l2: float = 10.0, em_iterations: int = 10, m_steps: int = 200,
+                 marginal_steps: int = 400, marginal: str = "annotation",
+                 batch_size: int = 128, learning_rate: float = 1e-3, standardize: bool = True,
+                 seed: Optional[int] = 0, progress: bool = False) -> None:
+        self.latent_dim = latent_dim
+        self.hidden_units = hidden_units
+        self.classifier_l2 = classifier_l2
+        self.annotator_l2 = annotator_l2
+        self.instance_l2 = instance_l2
+        self.em_iterations = em_iterations
+        self.m_steps = m_steps
+        self.marginal_steps = marginal_steps
+        self.marginal = marginal
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.standardize = standardize
+        self.seed = seed
+        self.progress = progress
+
+    # ------------------------------------------------------------------ fit
+    def _features(self, features: Any, n_items: int, where: str) -> Optional[np.ndarray]:
+        if features is None:
+            return None
+        x = np.asarray(features, dtype="float32")
+        if x.ndim != 2 or len(x) != n_items:
+            raise CrowdDataError(f"{where}: features must be (items={n_items}, f) aligned with "
+                                 f"the annotations' item codes, got shape {x.shape}")
+        bad = ~np.isfinite(x)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise CrowdDataError(f"{where}: features[{r}, {c}] is not finite")
+        if self.standardize:
+            x = (x - self.feature_mean_) / self.feature_scale_
+        return x
+
+    def fit(self, annotations: Any, features: Any = None, **kwargs: Any) -> "LIA":
+        """Fit on the annotations (and optional item features ``(items, f)``, row = item code)."""
+        from ..training.lia_em import LIATrainer  # Keras is imported only when LIA is used
+
+        ann = as_annotations(annotations, **kwargs)
+        if ann.n_annotations == 0:
+            raise CrowdDataError("no annotations to fit")
+        if features is not None and self.standardize:
+            raw = np.asarray(features, dtype="float32")
+            if raw.ndim == 2:
+                self.feature_mean_ = raw.mean(axis=0)
+                self.feature_scale_ = raw.std(axis=0) + 1e-6
+        x = self._features(features, ann.n_items, "fit")
+        cl2 = self.classifier_l2
+        if cl2 is None:
+            cl2 = 100.0
+        trainer = LIATrainer(
+            num_classes=ann.n_classes, latent_dim=self.latent_dim,
+            hidden_units=self.hidden_units, classifier_l2=cl2,
+            annotator_l2=self.annotator_l2, instance_l2=self.instance_l2,
+            em_iterations=self.em_iterations, m_steps=self.m_steps,
+            marginal_steps=self.marginal_steps, marginal=self.marginal,
+            batch_size=self.batch_size, learning_rate=self.learning_rate, seed=self.seed,
+            progress=self.progress)
+        trainer.fit(x, ann)
+        self.trainer_ = trainer
+        self.uses_features_ = x is not None
+        self.annotations_ = ann
+        self.posteriors_ = trainer.posteriors_
+        self.posteriors_em_ = trainer.posteriors_em_
+        self.class_priors_ = self.posteriors_.mean(axis=0)
+        self._summarise_annotators(x)
+        return self
+
+    def _summarise_annotators(self, x: Optional[np.ndarray]) -> None:
+        """confusion_matrices_ = mean of Q_ij over each annotator's items; competence_."""
+        ann = self.annotations_
+        ids, _ = ann.to_padded()
+        q = self.trainer_.confusions(x, ids)                          # (items, k, K, K)
+        q_ann = q[ids >= 0]        # row-major slots = the annotations' (item, annotator) order
+        a, k = ann.n_annotators, ann.n_classes
+        sums = np.zeros((a, k, k))
+        np.add.at(sums, ann.annotators, q_ann)
+        counts = ann.annotations_per_annotator().astype(float)
+        mean_all = q_ann.mean(axis=0)
+        self.confusion_matrices_ = np.where(counts[:, None, None] > 0,
+                                            sums / np.maximum(counts, 1)[:, None, None],
+                                            mean_all)
+        diag = np.diagonal(q_ann, axis1=-2, axis2=-1)                 # (annotations, K)
+        self.competence_ = np.einsum("nk,nk->n", diag, self.posteriors_[ann.items])
+
+    @property
+    def annotator_quality_(self) -> pd.DataFrame:
+        """Per annotator: id, number of annotations and the mean predicted competence.
+
+        ``accuracy`` is the mean over the annotator's annotations of ``Σ_k ŷ_ik [Q_ij]_kk``
+        (NaN for an annotator without annotations).
+        """
+        self._check_fitted()
+        ann = self.annotations_
+        counts = ann.annotations_per_annotator()
+        sums = np.bincount(ann.annotators, weights=self.competence_, minlength=ann.n_annotators)
+        acc = np.divide(sums, counts, out=np.full(ann.n_annotators, np.nan), where=counts > 0)
+        return pd.DataFrame({"annotator": ann.annotator_ids, "n_annotations": counts,
+                             "accuracy": acc})
+
+    # ------------------------------------------------------------------ predict
+    def predict_proba(self, annotations: Any = None, features: Any = None) -> np.ndarray:
+        """Items × classes posteriors.
+
+        Without arguments: the fitted items. With new ``annotations`` (fitted annotator ids
+        and classes; unknown annotators are ignored and counted in ``n_unknown_annotations_``):
+        their items are new items described by ``features`` when the model was fitted with
+        features, or the fitted items themselves (same number of items) when it was not.
+        """
+        self._check_fitted()
+        if annotations is None:
+            return self.posteriors_.copy()
+        new = self._align(as_annotations(annotations))
+        if self.uses_features_:
+            if features is None:
+                raise CrowdDataError("this LIA was fitted with item features: give features "
+                                     "for the new items")
+            x = self._features(features, new.n_items, "predict_proba")
+        else:
+            if features is not None:
+                raise CrowdDataError("this LIA was fitted without features")
+            if new.n_items != self.annotations_.n_items:
+                raise CrowdDataError(f"a feature-free LIA scores only its {self.annotations_.n_items}"
+                                     f" fitted items; got {new.n_items} items")
+            x = None
+        return self.trainer_.posteriors(x, new)

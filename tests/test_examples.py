@@ -1,0 +1,37 @@
+"""Every example runs as written (small settings: a smoke test each)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require_data
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(*args, timeout=600):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+    res = subprocess.run([sys.executable, *map(str, args)], cwd=ROOT, env=env, timeout=timeout,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    return res.stdout
+
+
+@pytest.mark.slow
+def test_keras_crowd_layer_example():
+    data = require_data()
+    out = run_example(ROOT / "examples" / "keras_crowd_layer.py", "--quick", "--data", data)
+    assert "test accuracy" in out.lower()
+
+
+@pytest.mark.slow
+def test_keras_conal_example():
+    out = run_example(ROOT / "examples" / "keras_conal.py", "--epochs", "2")
+    assert "classifier test accuracy" in out and "learned common confusion" in out
+
+
+def test_demo_command_is_the_readme_main_job():
+    out = run_example("-m", "crowd_keras", "demo", "--items", "300")
+    assert "majority_vote" in out and "dawid_skene" in out
