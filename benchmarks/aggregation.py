@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import timed  # noqa: E402
 
 from crowd_keras.aggregation import DawidSkene, MajorityVote  # noqa: E402
 from crowd_keras.datasets import load_labelme, load_truth_inference, simulate_crowd  # noqa: E402
@@ -28,16 +30,6 @@ try:
     from crowdkit.aggregation import MajorityVote as KitMajorityVote
 except ImportError:  # the peer is optional
     KitDawidSkene = KitMajorityVote = None
-
-
-def timed(fn, repeat: int = 1):
-    """Best wall time of `repeat` calls and the last result."""
-    best, out = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 def kit_accuracy(model_cls, ann, truth, **kwargs) -> float:

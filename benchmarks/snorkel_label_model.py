@@ -23,7 +23,6 @@ import argparse
 import logging
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -33,6 +32,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import timed  # noqa: E402
 
 from crowd_keras.datasets import load_labelme, load_truth_inference, load_wrench  # noqa: E402
 from integrations.snorkel import CrowdLabelModel, probs_to_preds  # noqa: E402
@@ -71,15 +73,6 @@ def metric_value(y: np.ndarray, pred: np.ndarray, metric: str) -> float:
     return float(np.mean(pred == y))
 
 
-def timed(fit, repeat: int):
-    best, model = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        model = fit()
-        best = min(best, time.perf_counter() - start)
-    return best, model
-
-
 def run(data: Path, repeat: int) -> list:
     from snorkel.labeling.model import LabelModel, MajorityLabelVoter
 
@@ -114,7 +107,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeat", type=int, default=3, help="fit-time repeats (best kept)")
+    parser.add_argument("--quick", action="store_true", help="one fit per model (smoke run)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.repeat = 1
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger().setLevel(logging.ERROR)
 

@@ -8,32 +8,16 @@ integration is installed). Heavy libraries (Keras, TensorFlow) are never importe
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
 from .errors import CrowdDataError
+from .files import atomic_write_text
 
 __all__ = ["main", "build_parser", "atomic_write_text"]
-
-
-def atomic_write_text(path: os.PathLike, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename (no torn files)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -45,7 +45,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +55,7 @@ import pandas as pd
 
 from crowd_keras.annotations import Annotations
 from crowd_keras.errors import CrowdDataError
+from crowd_keras.files import atomic_write_text
 
 __all__ = [
     "LabelStudioExport", "ExportSummary", "PushResult", "LabelStudioError", "read_export",
@@ -939,33 +939,13 @@ def predictions_from_model(export: LabelStudioExport, model: Any = None,
     return to_predictions(export, model.predict_proba(), version, **kwargs)
 
 
-def _atomic_write(path: Any, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
-
-
 def write_predictions(path: Any, predictions: Sequence[dict]) -> Path:
     """Write predictions as a JSON list (atomically: temporary file then ``os.replace``).
 
     Each entry names its ``task``: the file is what ``POST /api/projects/<id>/import/predictions``
     (SDK: ``client.projects.import_predictions(id, request=...)``) takes for existing tasks.
     """
-    return _atomic_write(path, json.dumps(list(predictions), indent=1, ensure_ascii=False) + "\n")
+    return atomic_write_text(path, json.dumps(list(predictions), indent=1, ensure_ascii=False) + "\n")
 
 
 # ---------------------------------------------------------------------------- annotator quality
@@ -1037,9 +1017,9 @@ def write_report(frame: pd.DataFrame, path: Any, meta: Optional[dict] = None) ->
     path = Path(path)
     if path.suffix.lower() == ".json":
         rows = json.loads(frame.to_json(orient="records", force_ascii=False))
-        return _atomic_write(path, json.dumps({**(meta or {}), "annotators": rows}, indent=1,
+        return atomic_write_text(path, json.dumps({**(meta or {}), "annotators": rows}, indent=1,
                                               ensure_ascii=False) + "\n")
-    return _atomic_write(path, frame.to_csv(index=False))
+    return atomic_write_text(path, frame.to_csv(index=False))
 
 
 def gold_accuracy(export: LabelStudioExport, proba: Any) -> tuple[int, float]:

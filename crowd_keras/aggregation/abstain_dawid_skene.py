@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..progress import progress_bar
-from .base import LabelModel, as_annotations, check_prior, one_class_vote_share
+from .base import LabelModel, as_annotations, check_prior, vote_incidence, one_class_vote_share
 from .registry import register_label_model
 
 __all__ = ["AbstainAwareDawidSkene"]
@@ -148,12 +148,7 @@ class AbstainAwareDawidSkene(LabelModel):
         return check_prior(p, k)
 
     # ------------------------------------------------------------------ fitting
-    @staticmethod
-    def _incidence(ann: Annotations) -> sp.csr_matrix:
-        """(items, functions × classes) 0/1 matrix: item i got vote l from function a."""
-        cols = ann.annotators * ann.n_classes + ann.labels
-        return sp.csr_matrix((np.ones(ann.n_annotations), (ann.items, cols)),
-                             shape=(ann.n_items, ann.n_annotators * ann.n_classes))
+    _incidence = staticmethod(vote_incidence)
 
     def fit(self, annotations: Any, **kwargs: Any) -> "AbstainAwareDawidSkene":
         """Fit by EM. ``annotations``: `Annotations`, a label matrix (-1 = abstain) or a frame."""
@@ -236,7 +231,6 @@ class AbstainAwareDawidSkene(LabelModel):
         return _softmax(np.where(top, logits, -np.inf))[0]
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        k = ann.n_classes
         logits = self._logits(self._incidence(ann), np.log(self.response_matrices_),
                               np.log(np.maximum(self.class_priors_, 1e-300)))
         if self.anchor_ == "votes":

@@ -11,14 +11,26 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 
-__all__ = ["LabelModel", "as_annotations", "one_class_vote_share"]
+__all__ = ["LabelModel", "as_annotations", "one_class_vote_share", "vote_incidence"]
 
 # Share of votes cast by one-class annotators above which the data are labeling functions.
 LABELING_FUNCTION_SHARE = 0.5
+
+
+def vote_incidence(ann: Annotations) -> sp.csr_matrix:
+    """(items, annotators × classes) 0/1 matrix: item i got label l from annotator a.
+
+    The E- and M-steps of the Dawid-Skene family are products with this matrix and its
+    transpose: O(annotations × classes), no Python loop over annotations or annotators.
+    """
+    cols = ann.annotators * ann.n_classes + ann.labels
+    return sp.csr_matrix((np.ones(ann.n_annotations), (ann.items, cols)),
+                         shape=(ann.n_items, ann.n_annotators * ann.n_classes))
 
 
 def one_class_vote_share(ann: Annotations) -> float:

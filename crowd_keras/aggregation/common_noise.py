@@ -15,7 +15,7 @@ sparse products over the annotations with no Python loop over annotations or ann
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,7 +70,7 @@ class CommonNoiseModel(LabelModel):
             self.individual_confusions_ = self.confusion_matrices_
             self.omega_ = np.zeros(ann.n_annotators)
             return self
-        k, a, n = ann.n_classes, ann.n_annotators, ann.n_annotations
+        a, n = ann.n_annotators, ann.n_annotations
         # S: (items, annotations) sums per-annotation terms into items.
         S = sp.csr_matrix((np.ones(n), (ann.items, np.arange(n))), shape=(ann.n_items, n))
         # R: (annotators, annotations) sums into annotators.

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..progress import progress_bar
-from .base import LabelModel, as_annotations, check_prior
+from .base import LabelModel, as_annotations, check_prior, vote_incidence
 from .majority_vote import MajorityVote
 
 __all__ = ["DawidSkene"]
@@ -54,12 +54,7 @@ class DawidSkene(LabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    @staticmethod
-    def _incidence(ann: Annotations) -> sp.csr_matrix:
-        """(items, annotators × classes) 0/1 matrix: item i got label l from annotator a."""
-        cols = ann.annotators * ann.n_classes + ann.labels
-        return sp.csr_matrix((np.ones(ann.n_annotations), (ann.items, cols)),
-                             shape=(ann.n_items, ann.n_annotators * ann.n_classes))
+    _incidence = staticmethod(vote_incidence)
 
     def fit(self, annotations: Any, **kwargs: Any) -> "DawidSkene":
         ann = as_annotations(annotations, **kwargs)

@@ -83,7 +83,8 @@ class LIA(LabelModel):
             r, c = np.argwhere(bad)[0]
             raise CrowdDataError(f"{where}: features[{r}, {c}] is not finite")
         if self.standardize:
-            x = (x - self.feature_mean_) / self.feature_scale_
+            # z-scores scaled to unit mean row norm: the L2 strengths then do not depend on f.
+            x = (x - self.feature_mean_) / self.feature_scale_ / np.float32(np.sqrt(x.shape[1]))
         return x
 
     def fit(self, annotations: Any, features: Any = None, **kwargs: Any) -> "LIA":

@@ -220,11 +220,14 @@ class GlobalEM:
         return np.asarray(self.S_items @ (q.sum(axis=1) * self.pair_counts[:, None]))
 
     # -- latent-class variant (no features): z_i shared by the item's labels
-    def item_posteriors(self, log_rho: np.ndarray, alpha: np.ndarray,
+    def item_posteriors(self, log_prior: np.ndarray, alpha: np.ndarray,
                         beta: np.ndarray) -> tuple[np.ndarray, float]:
-        """``q(z_i) ∝ ρ_k Π_j B_kj^{r_ij}``, ``B = Σ_m α_m β_m``; and the log-likelihood."""
+        """``q(z_i) ∝ prior_ik Π_j B_kj^{r_ij}``, ``B = Σ_m α_m β_m``; and the log-likelihood.
+
+        ``log_prior`` is (K,) (label model: log ρ) or (items, K) (trainer: log f(x_i)).
+        """
         big_b = np.einsum("m,mkj->kj", alpha, beta)
-        logits = self.counts @ safe_log(big_b).T + log_rho[None, :]
+        logits = self.counts @ safe_log(big_b).T + np.atleast_2d(log_prior)
         post, lse = softmax_rows(logits)
         return post, float(lse.sum())
 
