@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from crowd_keras import Annotations  # noqa: E402
 from crowd_keras.aggregation import get_label_model  # noqa: E402
+from crowd_keras.files import atomic_write_text  # noqa: E402
 from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference,  # noqa: E402
                                   load_wrench)
 
@@ -229,7 +230,10 @@ def plot_scores(scores: dict, path: Path) -> bool:
 
 
 SUMMARY = ["majority vote", "Dawid-Skene", "CrowdLabelModel (default)", "CoNAL (no features)",
-           "crowd-kit DS", "Snorkel LabelModel"]
+           "mixture of groups", "LIA (no features)", "crowd-kit DS", "Snorkel LabelModel"]
+README = ROOT / "README.md"
+README_MARKERS = ("<!-- results:start (written by python -m benchmarks) -->",
+                  "<!-- results:end -->")
 
 
 def summary_table(scores: dict) -> list:
@@ -240,6 +244,21 @@ def summary_table(scores: dict) -> list:
         lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" if c in row else "n/a"
                                                  for c in cols) + " |")
     return lines
+
+
+def update_readme(table: list, command: str, path: Path = README) -> bool:
+    """Replace the README's results table (between ``README_MARKERS``) with this run's."""
+    text = path.read_text(encoding="utf-8")
+    start, end = README_MARKERS
+    if start not in text or end not in text:
+        return False
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    block = [start, f"Label models on the shared sets (`{command}`; accuracy of the aggregated "
+             "labels against the gold labels of the same items, WRENCH sms: F1 of the spam "
+             "class; WRENCH sets are Snorkel label matrices, the others crowd answers):", ""]
+    atomic_write_text(path, head + "\n".join(block + table + [end]) + tail)
+    return True
 
 
 # ------------------------------------------------------------------ part 2: scripts
@@ -271,9 +290,9 @@ def main(argv=None) -> int:
     plots.mkdir(exist_ok=True)
 
     started = time.perf_counter()
+    command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
     report = ["# crowd-keras benchmark results", "",
-              f"Produced by `python -m benchmarks {' '.join(argv if argv is not None else sys.argv[1:])}` "
-              "(do not edit by hand).", ""]
+              f"Produced by `{command}` (do not edit by hand).", ""]
     report += machine_report()
     print("part 1: label models on every set", flush=True)
     lines, scores = label_model_table(args.data, seeds, args.quick)
@@ -282,7 +301,10 @@ def main(argv=None) -> int:
                f"(F1 of the spam class for WRENCH sms), mean ± std over {seeds} seeds; "
                "fit time is the median; peak memory is Python-tracked allocations during fit "
                "(tracemalloc; Snorkel's torch tensors are not counted).", ""] + lines
-    report += ["", "### Summary (accuracy; sms: F1)", ""] + summary_table(scores)
+    summary = summary_table(scores)
+    report += ["", "### Summary (accuracy; sms: F1)", ""] + summary
+    if args.out == HERE / "RESULTS.md" and update_readme(summary, command):
+        print(f"updated the results table in {README}")
     if plot_scores(scores, plots / "label_models.png"):
         report += ["", "![label models](plots/label_models.png)"]
 
@@ -301,9 +323,7 @@ def main(argv=None) -> int:
             target = plots / png.name
             target.write_bytes(png.read_bytes())
     report += ["", f"Total time: {time.perf_counter() - started:.0f} s."]
-    tmp = args.out.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(report) + "\n", encoding="utf-8")
-    os.replace(tmp, args.out)
+    atomic_write_text(args.out, "\n".join(report) + "\n")
     print(f"wrote {args.out}")
     return 0
 

@@ -8,6 +8,12 @@ from keras import ops
 __all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer"]
 
 
+def is_shape_list(shape: Any) -> bool:
+    """True for a list of shapes (a layer called on a list such as ``[probs, annotator_ids]``)."""
+    return (isinstance(shape, (list, tuple)) and len(shape) > 0
+            and isinstance(shape[0], (list, tuple)))
+
+
 def annotator_mask(annotator_ids: Any) -> Any:
     """Boolean ``(batch, k)`` mask: True where a slot holds an annotator, False for -1 padding."""
     return ops.greater_equal(annotator_ids, 0)

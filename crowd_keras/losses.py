@@ -25,7 +25,9 @@ from typing import Any
 import keras
 from keras import ops
 
-__all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE"]
+from .losses_groups import LabelCountCrossEntropy
+
+__all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
 
 
 def _check_rank(y_true: Any, expected: tuple, what: str) -> None:

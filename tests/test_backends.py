@@ -135,13 +135,17 @@ def test_jax_backend(saved_by_tensorflow):
     assert "OK jax" in _run(SMOKE, ["jax", saved_by_tensorflow], KERAS_BACKEND="jax")
 
 
-MIRRORED = textwrap.dedent('''
-    import numpy as np
+# Two logical CPUs, configured before TensorFlow initialises its devices.
+TWO_CPUS = textwrap.dedent('''
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+''')
+
+MIRRORED = TWO_CPUS + textwrap.dedent('''
+    import numpy as np
     import keras
     from crowd_keras.datasets import simulate_crowd
     from crowd_keras.layers import CrowdLayer
@@ -169,8 +173,120 @@ MIRRORED = textwrap.dedent('''
 ''')
 
 
-def test_mirrored_strategy_on_two_logical_cpus():
+
+
+# ---------------------------------------------------------------------------- other noise layers
+# CoNAL (gate + common/individual matrices), both MixtureOfGroups forms and DifficultyCompetence
+# in one functional model: same outputs after a .keras round trip across backends, and training
+# (loss goes down) on the torch backend and under MirroredStrategy.
+NOISE_MODEL = textwrap.dedent('''
+    import numpy as np
+    import keras
+    from crowd_keras.layers import (AnnotatorGate, CommonNoiseAdaptation, DifficultyCompetence,
+                                    MixtureOfGroups)
+    from crowd_keras.losses import LabelCountCrossEntropy, MaskedMultiCrossEntropy
+
+    def build_noise_model():
+        x_in = keras.Input((5,), name="x")
+        ids_in = keras.Input((3,), dtype="int32", name="ids")
+        p = keras.layers.Dense(3, activation="softmax", name="clf")(x_in)
+        conal = CommonNoiseAdaptation(4, 3, gate=AnnotatorGate(4, embedding_dim=4),
+                                      name="conal")([p, ids_in, x_in])
+        mog = MixtureOfGroups(2, 3, name="mog")(p)
+        mog_ind = MixtureOfGroups(2, 3, num_annotators=4, name="mog_ind")([p, ids_in])
+        dc = DifficultyCompetence(3, latent_dim=2, num_annotators=4, name="dc")([x_in, ids_in])
+        return keras.Model({"x": x_in, "ids": ids_in}, [conal, mog, mog_ind, dc])
+
+    def noise_data(n=256, seed=0):
+        rng = np.random.default_rng(seed)
+        x = rng.normal(size=(n, 5)).astype("float32")
+        y = (x[:, 0] > 0).astype("int32") + (x[:, 1] > 1).astype("int32")
+        ids = np.stack([rng.permutation(4)[:3] for _ in range(n)]).astype("int32")
+        ids[::5, 2] = -1
+        flip = rng.random(ids.shape) < 0.2
+        labels = np.where(flip, rng.integers(0, 3, ids.shape), y[:, None])
+        labels = np.where(ids >= 0, labels, -1).astype("int32")
+        counts = np.stack([(labels == c).sum(1) for c in range(3)], 1).astype("float32")
+        return {"x": x, "ids": ids}, labels, counts
+
+    def train_noise_model(model, epochs=6):
+        inputs, labels, counts = noise_data()
+        model.compile(keras.optimizers.Adam(0.05),
+                      loss=[MaskedMultiCrossEntropy(), LabelCountCrossEntropy(),
+                            MaskedMultiCrossEntropy(), None])
+        hist = model.fit(inputs, [labels, counts, labels, np.zeros((len(labels), 3, 3, 3))],
+                         epochs=epochs, batch_size=32, verbose=0)
+        loss = hist.history["loss"]
+        assert loss[-1] < loss[0], loss
+        return loss
+''')
+
+NOISE_SMOKE = NOISE_MODEL + textwrap.dedent('''
+    import sys
+    backend, saved = sys.argv[1], sys.argv[2]
+    assert keras.backend.backend() == backend, keras.backend.backend()
+    ref = np.load(saved + ".npz")
+    loaded = keras.models.load_model(saved + ".keras")
+    inputs = {"x": ref["x"], "ids": ref["ids"]}
+    for out, want in zip(loaded.predict(inputs, verbose=0), ("conal", "mog", "mog_ind", "dc")):
+        np.testing.assert_allclose(out, ref[want], rtol=1e-4, atol=1e-5, err_msg=want)
+    keras.utils.set_random_seed(0)
+    train_noise_model(build_noise_model())
+    print("OK noise", backend)
+''')
+
+
+@pytest.fixture(scope="module")
+def noise_model_saved_by_tensorflow(tmp_path_factory):
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the reference file is written by the tensorflow backend")
+    scope: dict = {}
+    exec(NOISE_MODEL, scope)  # noqa: S102 - the same definitions the subprocesses run
+    keras.utils.set_random_seed(3)
+    model = scope["build_noise_model"]()
+    rng = np.random.default_rng(3)
+    for w in model.weights:  # away from the identity-like inits, so every weight matters
+        w.assign(w.numpy() + rng.normal(scale=0.5, size=w.shape).astype("float32"))
+    inputs, _, _ = scope["noise_data"](n=16, seed=1)
+    outs = model.predict(inputs, verbose=0)
+    base = str(tmp_path_factory.mktemp("noise") / "noise")
+    model.save(base + ".keras")
+    np.savez(base + ".npz", x=inputs["x"], ids=inputs["ids"],
+             **dict(zip(("conal", "mog", "mog_ind", "dc"), outs)))
+    return base
+
+
+def test_noise_layers_on_torch_backend(noise_model_saved_by_tensorflow):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    out = _run(NOISE_SMOKE, ["torch", noise_model_saved_by_tensorflow], KERAS_BACKEND="torch")
+    assert "OK noise torch" in out
+
+
+def test_noise_layers_on_jax_backend(noise_model_saved_by_tensorflow):
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (the tox jax env has it)")
+    assert "OK noise jax" in _run(NOISE_SMOKE, ["jax", noise_model_saved_by_tensorflow],
+                                  KERAS_BACKEND="jax")
+
+
+NOISE_MIRRORED = TWO_CPUS + NOISE_MODEL + textwrap.dedent('''
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = build_noise_model()
+        train_noise_model(model)
+    assert "Mirrored" in type(model.get_layer("mog").confusion_logits.value).__name__
+    print("OK noise mirrored")
+''')
+
+
+@pytest.mark.parametrize("script, done", [(MIRRORED, "OK mirrored"),
+                                          (NOISE_MIRRORED, "OK noise mirrored")],
+                         ids=["crowd_layer", "noise_layers"])
+def test_mirrored_strategy_on_two_logical_cpus(script, done):
     keras = pytest.importorskip("keras")
     if keras.backend.backend() != "tensorflow":
         pytest.skip("tf.distribute needs the tensorflow backend")
-    assert "OK mirrored" in _run(MIRRORED, KERAS_BACKEND="tensorflow")
+    assert done in _run(script, KERAS_BACKEND="tensorflow")

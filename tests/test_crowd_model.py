@@ -214,14 +214,53 @@ def test_lazy_adam_updates_only_the_annotators_in_the_batch():
         for _ in range(steps):
             model.train_on_batch({"x": x, "annotator_ids": ids} if indexed else x,
                                  labels if indexed else dense)
-        return [keras.ops.convert_to_numpy(w) for w in model.weights]
+        return ([keras.ops.convert_to_numpy(w) for w in model.weights],
+                keras.ops.convert_to_numpy(model.noise_layer.kernel))
 
     # annotators 0-2 are in every batch: LazyAdam on the indexed form is Adam on the dense one
-    ref = weights_after(keras.optimizers.Adam(0.1), 3, indexed=False)
-    lazy = weights_after(LazyAdam(0.1), 3, indexed=True)
+    ref, _ = weights_after(keras.optimizers.Adam(0.1), 3, indexed=False)
+    lazy, kernel = weights_after(LazyAdam(0.1), 3, indexed=True)
     for a, b in zip(ref, lazy):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-    assert np.abs(lazy[2][:3] - np.eye(3)).max() > 0.1          # they moved
-    np.testing.assert_array_equal(lazy[2][3:], np.broadcast_to(np.eye(3), (3, 3, 3)))  # 3-5 not
+    assert np.abs(kernel[:3] - np.eye(3)).max() > 0.1          # they moved
+    np.testing.assert_array_equal(kernel[3:], np.broadcast_to(np.eye(3), (3, 3, 3)))  # 3-5 not
     restored = keras.optimizers.deserialize(keras.optimizers.serialize(LazyAdam(0.1)))
     assert isinstance(restored, LazyAdam)
+
+
+def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
+    sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=4)
+
+    def fresh(warmup):
+        keras.utils.set_random_seed(0)
+        clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3, activation="softmax")])
+        model = CrowdModel(clf, CrowdLayer(8, "MW"), warmup_epochs=warmup)
+        model.compile(keras.optimizers.Adam(0.05))
+        return model, clf
+
+    def kernel(model):
+        return keras.ops.convert_to_numpy(model.noise_layer.kernel)
+
+    identity = np.broadcast_to(np.eye(3), (8, 3, 3))
+    model, clf = fresh(2)
+    before = clf.get_weights()[0].copy()
+    model.fit(sim.x, sim.annotations, epochs=1, batch_size=32, verbose=0)
+    np.testing.assert_array_equal(kernel(model), identity)        # bypassed: no gradient
+    assert np.abs(clf.get_weights()[0] - before).max() > 1e-3      # the classifier learned
+    # Warm-up counts epochs over fit() calls, survives a save/load, then the layer trains.
+    path = tmp_path / "warm.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.warmup_epochs == 2
+    assert float(keras.ops.convert_to_numpy(loaded.epochs_trained)) == 1.0
+    model.fit(sim.x, sim.annotations, epochs=1, batch_size=32, verbose=0)
+    np.testing.assert_array_equal(kernel(model), identity)
+    model.fit(sim.x, sim.annotations, epochs=1, batch_size=32, verbose=0)
+    assert np.abs(kernel(model) - identity).max() > 1e-3
+    # Without warm-up the layer moves in the first epoch.
+    model, _ = fresh(0)
+    model.fit(sim.x, sim.annotations, epochs=1, batch_size=32, verbose=0)
+    assert np.abs(kernel(model) - identity).max() > 1e-3
+    with pytest.raises(ValueError, match="warmup_epochs"):
+        CrowdModel(clf, CrowdLayer(8), warmup_epochs=-1)

@@ -31,7 +31,9 @@ class LIA(LabelModel):
             item's prior towards the shared class prior.
         annotator_l2: L2 on each annotator's competence deviation from the shared tensor
             (shrinkage: annotators with few labels stay close to the crowd's average).
-        instance_l2: L2 on the difficulty map (item embeddings or feature kernels).
+        instance_l2: L2 on the difficulty map (item embeddings or feature kernels); ``None``:
+            10 without features (a free difficulty per item is barely identifiable from a
+            handful of labels), 1 with features.
         em_iterations, m_steps, marginal_steps, marginal, batch_size, learning_rate: see
             :class:`~crowd_keras.training.lia_em.LIATrainer` (``marginal_steps=0`` skips the
             marginal-likelihood fine-tuning).
@@ -46,19 +48,23 @@ class LIA(LabelModel):
             items (rows = true class); class_priors_ (K,): mean posterior;
         competence_ (annotations,): ``Σ_k ŷ_ik [Q_ij]_kk`` per annotation (aligned with
             ``annotations_.items``), the predicted chance that it is correct;
+        expected_accuracy_ (annotators,): ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items;
         trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence`` etc.).
     """
 
     def __init__(self, latent_dim: int = 1, hidden_units: Sequence[int] = (),
-                 classifier_l2: Optional[float] = None, annotator_l2: float = 1.0,
-                 instance_l2: float = 10.0, em_iterations: int = 10, m_steps: int = 200,
-                 marginal_steps: int = 400, marginal: str = "annotation",
-                 batch_size: int = 128, learning_rate: float = 1e-3, standardize: bool = True,
+                 classifier_l2: Optional[float] = None, annotator_l2: float = 0.3, annotator_scale: Optional[float] = 1.0,
+                 instance_l2: Optional[float] = None, em_iterations: int = 10, m_steps: int = 100,
+                 marginal_steps: int = 0, marginal: str = "item",
+                 batch_size: Optional[int] = None, learning_rate: float = 0.05,
+                 marginal_learning_rate: Optional[float] = None,
+                 tol: float = 1e-3, init: Any = "ds", standardize: bool = True,
                  seed: Optional[int] = 0, progress: bool = False) -> None:
         self.latent_dim = latent_dim
         self.hidden_units = hidden_units
         self.classifier_l2 = classifier_l2
         self.annotator_l2 = annotator_l2
+        self.annotator_scale = annotator_scale
         self.instance_l2 = instance_l2
         self.em_iterations = em_iterations
         self.m_steps = m_steps
@@ -66,6 +72,9 @@ class LIA(LabelModel):
         self.marginal = marginal
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.marginal_learning_rate = marginal_learning_rate
+        self.tol = tol
+        self.init = init
         self.standardize = standardize
         self.seed = seed
         self.progress = progress
@@ -101,17 +110,22 @@ class LIA(LabelModel):
                 self.feature_scale_ = raw.std(axis=0) + 1e-6
         x = self._features(features, ann.n_items, "fit")
         cl2 = self.classifier_l2
-        if cl2 is None:
-            cl2 = 100.0
+        if cl2 is None:   # feature-free: h_θ ≈ the class prior; features: a real classifier
+            cl2 = 100.0 if x is None else 1.0
+        il2 = self.instance_l2
+        if il2 is None:   # feature-free: one free difficulty per item, from a handful of labels
+            il2 = 10.0 if x is None else 1.0
         trainer = LIATrainer(
             num_classes=ann.n_classes, latent_dim=self.latent_dim,
             hidden_units=self.hidden_units, classifier_l2=cl2,
-            annotator_l2=self.annotator_l2, instance_l2=self.instance_l2,
+            annotator_l2=self.annotator_l2, annotator_scale=self.annotator_scale,
+            instance_l2=il2,
             em_iterations=self.em_iterations, m_steps=self.m_steps,
             marginal_steps=self.marginal_steps, marginal=self.marginal,
-            batch_size=self.batch_size, learning_rate=self.learning_rate, seed=self.seed,
-            progress=self.progress)
-        trainer.fit(x, ann)
+            batch_size=self.batch_size, learning_rate=self.learning_rate,
+            marginal_learning_rate=self.marginal_learning_rate, tol=self.tol,
+            seed=self.seed, progress=self.progress)
+        trainer.fit(x, ann, initial_posteriors=self._initial_posteriors(ann))
         self.trainer_ = trainer
         self.uses_features_ = x is not None
         self.annotations_ = ann
@@ -120,6 +134,24 @@ class LIA(LabelModel):
         self.class_priors_ = self.posteriors_.mean(axis=0)
         self._summarise_annotators(x)
         return self
+
+    def _initial_posteriors(self, ann: Annotations) -> Optional[np.ndarray]:
+        """The first E-step: ``None`` (the trainer's majority vote, Eq. 8) or (items, K)."""
+        init = self.init
+        if isinstance(init, str):
+            if init == "mv":
+                return None
+            if init == "ds":
+                from .dawid_skene import DawidSkene
+
+                return DawidSkene(labeling_functions="ignore").fit(ann).posteriors_
+            raise ValueError(f"init must be 'ds', 'mv' or an (items, classes) array, got {init!r}")
+        post = np.asarray(init, dtype="float64")
+        if post.shape != (ann.n_items, ann.n_classes) or not np.isfinite(post).all() \
+                or (post < 0).any():
+            raise CrowdDataError(f"init posteriors must be a finite non-negative "
+                                 f"({ann.n_items}, {ann.n_classes}) array, got shape {post.shape}")
+        return post / np.maximum(post.sum(1, keepdims=True), 1e-12)
 
     def _summarise_annotators(self, x: Optional[np.ndarray]) -> None:
         """confusion_matrices_ = mean of Q_ij over each annotator's items; competence_."""
@@ -137,21 +169,35 @@ class LIA(LabelModel):
                                             mean_all)
         diag = np.diagonal(q_ann, axis1=-2, axis2=-1)                 # (annotations, K)
         self.competence_ = np.einsum("nk,nk->n", diag, self.posteriors_[ann.items])
+        # Expected accuracy of every annotator on every fitted item, averaged over the items
+        # (in item batches: never an items × annotators × K × K array of the whole set).
+        total = np.zeros(a)
+        step = max(1, 2 ** 22 // max(a * k * k, 1))
+        for s in range(0, ann.n_items, step):
+            rows = np.arange(s, min(s + step, ann.n_items))
+            xb = None if x is None else x[rows]
+            qb = self.trainer_.confusions(rows if x is None else xb)   # (b, A, K, K)
+            total += np.einsum("bak,bk->a", np.diagonal(qb, axis1=-2, axis2=-1),
+                               self.posteriors_[rows])
+        self.expected_accuracy_ = total / max(ann.n_items, 1)
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:
-        """Per annotator: id, number of annotations and the mean predicted competence.
+        """Per annotator: id, number of annotations and predicted accuracy.
 
-        ``accuracy`` is the mean over the annotator's annotations of ``Σ_k ŷ_ik [Q_ij]_kk``
-        (NaN for an annotator without annotations).
+        ``accuracy`` is the annotator's expected accuracy on *every* fitted item,
+        ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` (Eq. 1's confusions, Eq. 4's posteriors), so annotators
+        are compared on the same items, not flattered by having labelled only easy ones;
+        ``accuracy_own_items`` is the same mean over the annotator's own annotations (NaN
+        for an annotator without annotations).
         """
         self._check_fitted()
         ann = self.annotations_
         counts = ann.annotations_per_annotator()
         sums = np.bincount(ann.annotators, weights=self.competence_, minlength=ann.n_annotators)
-        acc = np.divide(sums, counts, out=np.full(ann.n_annotators, np.nan), where=counts > 0)
+        own = np.divide(sums, counts, out=np.full(ann.n_annotators, np.nan), where=counts > 0)
         return pd.DataFrame({"annotator": ann.annotator_ids, "n_annotations": counts,
-                             "accuracy": acc})
+                             "accuracy": self.expected_accuracy_, "accuracy_own_items": own})
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, annotations: Any = None, features: Any = None) -> np.ndarray:

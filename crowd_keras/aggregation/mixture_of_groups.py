@@ -411,6 +411,12 @@ class MixtureOfGroupsModel(LabelModel):
             without it (collapsed Dirichlet evidence); its annotators join the other groups.
         seed: seeds K-means.
         progress: progress bar over EM iterations.
+        labeling_functions: ``"auto"`` (default): when most votes come from annotators that
+            only ever vote one class (Snorkel labeling functions, abstentions dropped), every
+            grouping explains them with uninformative rows and the posteriors fall to the
+            class prior (0.48 on WRENCH youtube); :meth:`fit` then delegates to
+            :class:`AbstainAwareDawidSkene` (``regime_`` says which ran; the group
+            attributes are then absent). ``"ignore"``: always fit the mixture.
 
     Attributes (after fit):
         posteriors_ (items, K); class_priors_ (K,); mixing_coefficients_ ``α`` (M,);
@@ -424,7 +430,7 @@ class MixtureOfGroupsModel(LabelModel):
     def __init__(self, num_groups: int = 3, scenario: str = "individual", max_iter: int = 100,
                  tol: float = 1e-6, smoothing: float = 1.0, restarts: int = 3,
                  prune_groups: bool = True, seed: Optional[int] = 0,
-                 progress: bool = False) -> None:
+                 progress: bool = False, labeling_functions: str = "auto") -> None:
         self.num_groups = num_groups
         self.scenario = scenario
         self.max_iter = max_iter
@@ -434,6 +440,7 @@ class MixtureOfGroupsModel(LabelModel):
         self.prune_groups = prune_groups
         self.seed = seed
         self.progress = progress
+        self.labeling_functions = labeling_functions
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
@@ -451,6 +458,8 @@ class MixtureOfGroupsModel(LabelModel):
         """Fit on annotations (``Annotations``, dense items × annotators matrix, long frame)."""
         self._check_params()
         ann = as_annotations(annotations, **kwargs)
+        if self._fit_labeling_functions(ann, max_iter=self.max_iter):
+            return self
         return self._fit(ann, self.scenario)
 
     def fit_counts(self, counts: Any, classes: Optional[Sequence] = None) -> "MixtureOfGroupsModel":
@@ -461,6 +470,7 @@ class MixtureOfGroupsModel(LabelModel):
         have the common shape (each pseudo-annotator gets the crowd's matrix).
         """
         self._check_params()
+        self.regime_, self.delegate_ = "crowd", None
         return self._fit(counts_to_annotations(counts, classes), "global")
 
     def _fit(self, ann: Annotations, scenario: str) -> "MixtureOfGroupsModel":
@@ -605,6 +615,8 @@ class MixtureOfGroupsModel(LabelModel):
         self._check_fitted()
         if annotations is None:
             return self.posteriors_.copy()
+        if getattr(self, "delegate_", None) is not None:
+            return self.delegate_.predict_proba(annotations)
         post, _ = self._infer(as_annotations(annotations))
         return post
 
@@ -622,6 +634,9 @@ class MixtureOfGroupsModel(LabelModel):
         Rows follow ``annotations.annotator_ids``; annotators without labels get ``α``.
         """
         self._check_fitted()
+        if getattr(self, "delegate_", None) is not None:
+            raise RuntimeError("this fit delegated to AbstainAwareDawidSkene (labeling-function "
+                               "data): there are no groups; use labeling_functions='ignore'")
         if annotations is None:
             return self.memberships_.copy()
         new = as_annotations(annotations)

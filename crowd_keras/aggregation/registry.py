@@ -8,12 +8,14 @@ from .base import LabelModel
 __all__ = ["register_label_model", "get_label_model", "available_label_models"]
 
 _REGISTRY: Dict[str, Callable[..., LabelModel]] = {}
+_PRIMARY: Dict[str, None] = {}  # names given first, in registration order (no aliases)
 
 
 def register_label_model(name: str, factory: Callable[..., LabelModel], *aliases: str) -> None:
     """Make ``factory(**kwargs)`` available as ``get_label_model(name, **kwargs)``."""
     for key in (name, *aliases):
         _REGISTRY[key.lower().replace("-", "_")] = factory
+    _PRIMARY[name.lower().replace("-", "_")] = None
 
 
 def get_label_model(name: str, **kwargs: Any) -> LabelModel:
@@ -24,5 +26,6 @@ def get_label_model(name: str, **kwargs: Any) -> LabelModel:
     return _REGISTRY[key](**kwargs)
 
 
-def available_label_models() -> list:
-    return sorted(_REGISTRY)
+def available_label_models(aliases: bool = True) -> list:
+    """Registered names, sorted; ``aliases=False``: one name per model, in registration order."""
+    return sorted(_REGISTRY) if aliases else list(_PRIMARY)

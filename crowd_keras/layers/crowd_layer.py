@@ -29,17 +29,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import gather_annotators, identity_initializer, insert_annotator_axis
+from .._keras_utils import (gather_annotators, identity_initializer, insert_annotator_axis,
+                            is_shape_list)
 
 __all__ = ["CrowdLayer"]
 
 CONN_TYPES = ("MW", "VW", "VB", "VW+B", "S")
 
-
-def _is_shape_list(shape: Any) -> bool:
-    """True for a list of shapes (the ``[probs, annotator_ids]`` call form)."""
-    return (isinstance(shape, (list, tuple)) and len(shape) > 0
-            and isinstance(shape[0], (list, tuple)))
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
@@ -76,7 +72,7 @@ class CrowdLayer(keras.layers.Layer):
 
     # ------------------------------------------------------------------ weights
     def build(self, input_shape: Any) -> None:
-        probs_shape = input_shape[0] if _is_shape_list(input_shape) else input_shape
+        probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
         if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
             raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
                              f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
@@ -136,7 +132,7 @@ class CrowdLayer(keras.layers.Layer):
         return out
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        if _is_shape_list(input_shape):
+        if is_shape_list(input_shape):
             probs_shape, ids_shape = input_shape
             return tuple(probs_shape[:-1]) + (ids_shape[1], probs_shape[-1])
         return tuple(input_shape[:-1]) + (self.num_annotators, input_shape[-1])

@@ -1,0 +1,268 @@
+"""`DifficultyCompetence`: per-(instance, annotator) confusion matrices (LIA, Eq. 1).
+
+"Learning from Imperfect Annotations: An End-to-End Approach" (the LIA paper, ICLR 2020
+submission) gives every pair of an instance ``i`` and an annotator ``j`` its own confusion
+matrix, built from a *difficulty* tensor of the instance and a *competence* tensor of the
+annotator, both in ``R^{C×C×L}``::
+
+    D_i = d_φ(x_i)          C_j = c_ψ(r_j)          Q_ij = normalise(D_i •₃ C_j)     (Eq. 1)
+
+``[Q_ij]_kl`` is the probability that annotator ``j`` answers ``l`` on instance ``i`` when the
+true class is ``k`` (rows = true class, each row a distribution over the observed label).
+
+The inner product along the latent axis is taken between the *non-negative* tensors
+``exp(D_i)`` and ``exp(C_j)`` and each row is then normalised (the paper's footnote 2 asks for
+non-negative entries and rows summing to one)::
+
+    [Q_ij]_kl = Σ_m exp(D_iklm + C_jklm) / Σ_l' Σ_m exp(D_ikl'm + C_jkl'm)
+              = softmax_l( logsumexp_m(D_iklm + C_jklm) )
+
+which is the parametrisation of the authors' code and, for ``L = 1``, the minimax-entropy
+model of Zhou et al. (2015) (``Q ∝ exp(σ_i + τ_j)``) that the paper generalises.
+
+``d_φ`` is a small MLP (no hidden layer by default: a Dense map) from an instance
+representation: given features ``(batch, d)``, or, feature-free (``num_instances`` set), a
+learned embedding of each instance index. ``c_ψ`` maps the annotator representation ``r_j``
+(the one-hot identity, i.e. a learned row per annotator, or a row of ``annotator_features``
+given at construction, which lets the layer describe annotators it never saw) to ``C_j``.
+Both maps end with a bias, so the shared part of every annotator's (instance's) tensor lives
+in the bias and the regularised kernels hold the individual deviations.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import keras
+import numpy as np
+from keras import ops
+
+from .._keras_utils import gather_annotators
+
+__all__ = ["DifficultyCompetence"]
+
+
+def _is_shape_list(shape: Any) -> bool:
+    return (isinstance(shape, (list, tuple)) and len(shape) > 0
+            and isinstance(shape[0], (list, tuple)))
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class DifficultyCompetence(keras.layers.Layer):
+    """Instance-difficulty × annotator-competence confusion matrices (LIA, paper Eq. 1).
+
+    Args:
+        num_classes: ``C``.
+        latent_dim: ``L``, the latent size of the difficulty and competence tensors.
+        num_annotators: number of annotators (codes ``0..A-1``), one-hot identity ``r_j``;
+            not needed when ``annotator_features`` is given.
+        annotator_features: optional ``(A, f)`` array, row ``j`` describing annotator ``j``;
+            ``c_ψ`` is then a function of these features and generalises to new annotators
+            (:meth:`confusions_for_features`).
+        num_instances: feature-free use: the instance input is an integer instance index
+            ``(batch,)`` (or ``(batch, 1)``) into a learned embedding table of this size.
+        instance_embedding_dim: size of those instance embeddings (the paper uses 16).
+        instance_hidden, annotator_hidden: hidden units of the ``d_φ`` / ``c_ψ`` MLPs
+            (empty: a single Dense map, the paper's linear ``c_ψ``).
+        activation: activation of the hidden layers (the authors use ``"selu"``).
+        instance_regularizer, annotator_regularizer: regularisers on the kernels (and the
+            instance embedding table) of ``d_φ`` / ``c_ψ``; the biases are not regularised.
+        output_mode: ``"probs"`` (default) or ``"log_probs"`` (log Q, numerically safer for a
+            likelihood).
+
+    Call forms:
+        * ``layer([instance, annotator_ids])``: ``instance`` is the representation
+          ``(batch, d)`` (or indices ``(batch,)`` with ``num_instances``), ``annotator_ids``
+          ``(batch, k)`` integer codes padded with -1 → ``(batch, k, C, C)``; cost ∝
+          ``batch × k``. Padding slots hold annotator 0's matrices (mask them).
+        * ``layer(instance)`` → ``(batch, A, C, C)`` for every annotator.
+    """
+
+    def __init__(self, num_classes: int, latent_dim: int = 1,
+                 num_annotators: Optional[int] = None, annotator_features: Any = None,
+                 num_instances: Optional[int] = None, instance_embedding_dim: int = 16,
+                 instance_hidden: Sequence[int] = (), annotator_hidden: Sequence[int] = (),
+                 activation: str = "selu", instance_regularizer: Any = None,
+                 annotator_regularizer: Any = None, output_mode: str = "probs",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        feats = None if annotator_features is None else np.asarray(annotator_features,
+                                                                    dtype="float32")
+        if int(num_classes) < 2:
+            raise ValueError(f"num_classes must be at least 2, got {num_classes!r}")
+        if int(latent_dim) < 1:
+            raise ValueError(f"latent_dim must be a positive integer, got {latent_dim!r}")
+        if feats is not None and feats.ndim != 2:
+            raise ValueError(f"annotator_features must be (annotators, features), got shape "
+                             f"{feats.shape}")
+        if feats is None and (num_annotators is None or int(num_annotators) < 1):
+            raise ValueError("DifficultyCompetence needs num_annotators or annotator_features")
+        if feats is not None and num_annotators is not None and int(num_annotators) != len(feats):
+            raise ValueError(f"num_annotators={num_annotators} but annotator_features has "
+                             f"{len(feats)} rows")
+        if num_instances is not None and int(num_instances) < 1:
+            raise ValueError(f"num_instances must be a positive integer, got {num_instances!r}")
+        if output_mode not in ("probs", "log_probs"):
+            raise ValueError(f"output_mode must be 'probs' or 'log_probs', got {output_mode!r}")
+        self.num_classes = int(num_classes)
+        self.latent_dim = int(latent_dim)
+        self.annotator_features = feats
+        self.num_annotators = int(len(feats) if feats is not None else num_annotators)
+        self.num_instances = None if num_instances is None else int(num_instances)
+        self.instance_embedding_dim = int(instance_embedding_dim)
+        self.instance_hidden = tuple(int(u) for u in instance_hidden)
+        self.annotator_hidden = tuple(int(u) for u in annotator_hidden)
+        self.activation = activation
+        self.instance_regularizer = keras.regularizers.get(instance_regularizer)
+        self.annotator_regularizer = keras.regularizers.get(annotator_regularizer)
+        self.output_mode = output_mode
+
+    @property
+    def uses_annotator_features(self) -> bool:
+        return self.annotator_features is not None
+
+    # ------------------------------------------------------------------ weights
+    def _mlp(self, prefix: str, sizes: Sequence[int], regularizer: Any) -> list:
+        """Kernels and biases of an MLP with layer sizes ``sizes`` (input first)."""
+        out = []
+        for n, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            kernel = self.add_weight(shape=(a, b), initializer="glorot_uniform",
+                                     regularizer=regularizer, name=f"{prefix}_kernel_{n}")
+            bias = self.add_weight(shape=(b,), initializer="zeros", name=f"{prefix}_bias_{n}")
+            out.append((kernel, bias))
+        return out
+
+    def build(self, input_shape: Any) -> None:
+        inst_shape = tuple(input_shape[0]) if _is_shape_list(input_shape) else tuple(input_shape)
+        width = self.num_classes * self.num_classes * self.latent_dim
+        if self.num_instances is not None:
+            self.instance_embedding = self.add_weight(
+                shape=(self.num_instances, self.instance_embedding_dim),
+                initializer=keras.initializers.RandomNormal(stddev=0.1),
+                regularizer=self.instance_regularizer, name="instance_embedding")
+            d_in = self.instance_embedding_dim
+        else:
+            if len(inst_shape) != 2 or inst_shape[-1] is None:
+                raise ValueError("DifficultyCompetence expects an instance representation of "
+                                 f"shape (batch, features), got {inst_shape}; for instance "
+                                 "indices set num_instances")
+            d_in = int(inst_shape[-1])
+        self.instance_layers = self._mlp("instance", (d_in, *self.instance_hidden, width),
+                                         self.instance_regularizer)
+        if self.annotator_features is None:
+            # c_ψ(one-hot r_j): the first kernel's row j, so a (A, first) table.
+            a_in = self.num_annotators
+        else:
+            a_in = self.annotator_features.shape[1]
+        self.annotator_layers = self._mlp("annotator", (a_in, *self.annotator_hidden, width),
+                                          self.annotator_regularizer)
+
+    # ------------------------------------------------------------------ tensors
+    def _run_mlp(self, h: Any, layers: list, first_is_table: bool = False,
+                 ids: Any = None) -> Any:
+        for n, (kernel, bias) in enumerate(layers):
+            if n == 0 and first_is_table:
+                h = ops.take(kernel, ids, axis=0) + bias
+            else:
+                h = ops.matmul(h, ops.cast(kernel, h.dtype)) + ops.cast(bias, h.dtype)
+            if n < len(layers) - 1:
+                h = keras.activations.get(self.activation)(h)
+        return h
+
+    def _reshape(self, flat: Any) -> Any:
+        """``(n, C·C·L)`` → ``(n, C, C, L)``."""
+        c, l = self.num_classes, self.latent_dim
+        return ops.reshape(flat, (-1, c, c, l))
+
+    def difficulty(self, instance: Any) -> Any:
+        """``D_i = d_φ(x_i)``: ``(batch, C, C, L)`` from the instance input."""
+        if self.num_instances is not None:
+            idx = ops.cast(instance, "int32")
+            if len(idx.shape) == 2:
+                idx = ops.squeeze(idx, axis=-1)
+            h = ops.take(self.instance_embedding, idx, axis=0)
+        else:
+            h = ops.cast(instance, self.compute_dtype)
+        return self._reshape(self._run_mlp(h, self.instance_layers))
+
+    def competence(self, annotator_ids: Any = None) -> Any:
+        """``C_j = c_ψ(r_j)`` for the known annotators.
+
+        ``annotator_ids (batch, k)`` (-1 = padding, given annotator 0's tensor) →
+        ``(batch, k, C, C, L)``; ``None`` → every annotator, ``(A, C, C, L)``.
+        """
+        if self.annotator_features is None:
+            ids = ops.arange(self.num_annotators, dtype="int32")
+            table = self._reshape(self._run_mlp(None, self.annotator_layers,
+                                                first_is_table=True, ids=ids))
+        else:
+            table = self.competence_from_features(self.annotator_features)
+        if annotator_ids is None:
+            return table
+        gathered, _ = gather_annotators(table, annotator_ids)
+        return gathered
+
+    def competence_from_features(self, annotator_features: Any) -> Any:
+        """``C = c_ψ(r)`` for annotators described by features ``(m, f)`` → ``(m, C, C, L)``."""
+        if self.annotator_features is None:
+            raise ValueError("this layer identifies annotators one-hot; it was built without "
+                             "annotator_features, so it cannot describe new annotators")
+        r = ops.convert_to_tensor(annotator_features, dtype=self.compute_dtype)
+        return self._reshape(self._run_mlp(r, self.annotator_layers))
+
+    def combine(self, difficulty: Any, competence: Any) -> Any:
+        """``normalise(exp(D) •₃ exp(C))``: D ``(batch, C, C, L)``, C ``(batch, k, C, C, L)``.
+
+        Returns ``(batch, k, C, C)`` probabilities, or log-probabilities with
+        ``output_mode="log_probs"``.
+        """
+        d = ops.expand_dims(difficulty, 1)                          # (b, 1, C, C, L)
+        logits = ops.logsumexp(d + ops.cast(competence, d.dtype), axis=-1)   # (b, k, C, C)
+        if self.output_mode == "log_probs":
+            return ops.log_softmax(logits, axis=-1)
+        return ops.softmax(logits, axis=-1)
+
+    # ------------------------------------------------------------------ forward
+    def call(self, inputs: Any) -> Any:
+        if isinstance(inputs, (list, tuple)):
+            if len(inputs) != 2:
+                raise ValueError("DifficultyCompetence takes instance or [instance, "
+                                 f"annotator_ids], got a list of {len(inputs)} tensors")
+            instance, ids = inputs
+            if len(ids.shape) != 2:
+                raise ValueError(f"annotator_ids must be (batch, k), got shape {ids.shape}")
+            return self.combine(self.difficulty(instance), self.competence(ids))
+        d = self.difficulty(inputs)
+        comp = ops.expand_dims(self.competence(), 0)                # (1, A, C, C, L)
+        return self.combine(d, comp)
+
+    def confusions_for_features(self, instance: Any, annotator_features: Any) -> Any:
+        """Q for every pair of ``instance`` rows and annotators described by features.
+
+        ``annotator_features (m, f)`` → ``(batch, m, C, C)`` (or log-probabilities).
+        """
+        comp = ops.expand_dims(self.competence_from_features(annotator_features), 0)
+        return self.combine(self.difficulty(instance), comp)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        c = self.num_classes
+        if _is_shape_list(input_shape):
+            inst, ids = input_shape
+            return (inst[0], ids[1], c, c)
+        return (input_shape[0], self.num_annotators, c, c)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            num_classes=self.num_classes, latent_dim=self.latent_dim,
+            num_annotators=self.num_annotators,
+            annotator_features=None if self.annotator_features is None
+            else self.annotator_features.tolist(),
+            num_instances=self.num_instances, instance_embedding_dim=self.instance_embedding_dim,
+            instance_hidden=list(self.instance_hidden),
+            annotator_hidden=list(self.annotator_hidden), activation=self.activation,
+            instance_regularizer=keras.regularizers.serialize(self.instance_regularizer)
+            if self.instance_regularizer is not None else None,
+            annotator_regularizer=keras.regularizers.serialize(self.annotator_regularizer)
+            if self.annotator_regularizer is not None else None,
+            output_mode=self.output_mode)
+        return config

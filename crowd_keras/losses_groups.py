@@ -1,0 +1,67 @@
+"""`LabelCountCrossEntropy`: multinomial log-likelihood of label counts (Mena & Ñanculef, Eq. 4).
+
+Targets are label counts per item, ``r_i`` (batch, K) (``Annotations.label_counts()``), and
+predictions the crowd's label distribution ``p(y|x_i)`` (batch, K), e.g. the output of the
+global :class:`crowd_keras.layers.mixture_of_groups.MixtureOfGroups`. The loss of an item is
+``−Σ_j r_ij log p(y = j | x_i)``; the batch value is the mean over the items with at least
+one label (items without labels add nothing; a batch without any label gives 0, not NaN).
+A time axis, ``(batch, time, K)``, is handled like extra items.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+__all__ = ["LabelCountCrossEntropy"]
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class LabelCountCrossEntropy(keras.losses.Loss):
+    """Cross-entropy of label counts (Eq. 4), mean over labelled items.
+
+    Args:
+        from_logits: whether ``y_pred`` holds logits instead of probabilities.
+        normalize: divide each item's loss by its number of labels (cross-entropy with the
+            soft majority vote ``r_i / T_i``) instead of Eq. 4's sum over labels.
+
+    Keras divides the per-item values returned by ``call`` by the batch size; they are
+    scaled by ``batch / n_labelled`` so that the reduced value is the mean over labelled
+    items. ``sample_weight`` (per item) multiplies each item's loss.
+    """
+
+    def __init__(self, from_logits: bool = False, normalize: bool = False,
+                 reduction: str = "sum_over_batch_size", name: str = "label_count_cross_entropy",
+                 dtype: Any = None) -> None:
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.from_logits = bool(from_logits)
+        self.normalize = bool(normalize)
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        if len(y_true.shape) != len(y_pred.shape) or (
+                y_true.shape[-1] is not None and y_pred.shape[-1] is not None
+                and y_true.shape[-1] != y_pred.shape[-1]):
+            raise ValueError(f"{self.name}: label counts of shape {tuple(y_true.shape)} do not "
+                             f"match predictions {tuple(y_pred.shape)}; expected (batch, [time,] "
+                             "classes) counts")
+        counts = ops.cast(y_true, y_pred.dtype)
+        if self.from_logits:
+            log_p = ops.log_softmax(y_pred, axis=-1)
+        else:
+            log_p = ops.log(ops.clip(y_pred, keras.config.epsilon(), 1.0))
+        n_labels = ops.sum(counts, axis=-1)                               # (batch, [time])
+        nll = -ops.sum(counts * log_p, axis=-1)
+        if self.normalize:
+            nll = nll / ops.maximum(n_labels, ops.ones_like(n_labels))
+        labelled = ops.cast(ops.greater(n_labels, 0), nll.dtype)
+        axes = tuple(range(1, len(nll.shape)))
+        per_item = ops.sum(nll, axis=axes) if axes else nll
+        n_obs = ops.sum(labelled)
+        batch = ops.cast(ops.shape(per_item)[0], nll.dtype)
+        return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(from_logits=self.from_logits, normalize=self.normalize)
+        return config

@@ -1,0 +1,614 @@
+"""The LIA paper's learning: EM over a classifier and difficulty/competence confusions.
+
+"Learning from Imperfect Annotations: An End-to-End Approach" (ICLR 2020 submission).
+The generative model draws the true class ``y_i ~ Cat(h_θ(x_i))`` and every annotation
+``y_ij ~ Cat([Q_ij]_{y_i,:})`` with ``Q_ij`` from
+:class:`~crowd_keras.layers.DifficultyCompetence` (Eq. 1). :class:`LIATrainer` learns
+``θ`` (any Keras classifier), ``φ`` (difficulty) and ``ψ`` (competence):
+
+1. first E-step replaced by a (soft) majority vote, ``ŷ_ik = |{j: y_ij = k}| / |M_i|``
+   (Eq. 8, symmetry breaking: most annotators are right most of the time);
+2. M-step (Eq. 7): maximise ``Σ_i Σ_k ŷ_ik [log h_θ(x_i)_k + Σ_j log [Q_ij]_{k,y_ij}]`` with
+   a few hundred Adam (AMSGrad) steps, warm-started from the previous M-step;
+3. E-step (Eq. 4): ``ŷ_ik ∝ h_θ(x_i)_k Π_j [Q_ij]_{k,y_ij}``; repeat 2-3;
+4. marginal likelihood fine-tuning (Eq. 9): maximise
+   ``Σ_i Σ_j log Σ_k h_θ(x_i)_k [Q_ij]_{k,y_ij}`` from the EM solution (``marginal="item"``
+   maximises the exact marginal ``Σ_i log Σ_k h_k Π_j Q_{k,y_ij}`` instead).
+
+Feature-free use (``x=None``): the instances are their indices, ``h_θ`` is a learned instance
+embedding followed by a softmax layer and ``d_φ`` uses its own instance embeddings (the
+paper's LIA-E). Everything runs through ``keras.Model.fit`` / ``predict`` on a functional
+model, so any Keras 3 backend works.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import keras
+import numpy as np
+from keras import ops
+
+from ..annotations import Annotations
+from ..errors import CrowdDataError
+from ..layers.difficulty_competence import DifficultyCompetence
+from ..progress import progress_bar
+
+__all__ = ["LIATrainer", "AnnotationLogLikelihoods", "ExpectedCompleteNLL", "MarginalNLL",
+           "CauchyShrinkage", "default_classifier"]
+
+_EPS = 1e-7
+_FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
+
+
+# ---------------------------------------------------------------------------- model pieces
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class CauchyShrinkage(keras.regularizers.Regularizer):
+    """``strength · scale² · Σ log(1 + w² / scale²)``: a heavy-tailed (Cauchy) prior.
+
+    Equal to the L2 penalty ``strength · Σ w²`` for small weights, so annotators with few
+    labels are shrunk towards the shared competence as strongly as with L2; but the penalty
+    grows only logarithmically for large weights, so a deviation backed by much evidence (an
+    annotator who is always right, whose logits must grow without bound) is not capped.
+    """
+
+    def __init__(self, strength: float, scale: float) -> None:
+        self.strength = float(strength)
+        self.scale = float(scale)
+
+    def __call__(self, x: Any) -> Any:
+        s2 = self.scale ** 2
+        return self.strength * s2 * ops.sum(ops.log1p(ops.square(x) / s2))
+
+    def get_config(self) -> dict:
+        return {"strength": self.strength, "scale": self.scale}
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class AnnotationLogLikelihoods(keras.layers.Layer):
+    """Per-item log terms of the LIA likelihood.
+
+    Inputs ``[h (batch, C), log_q (batch, k, C, C), labels (batch, k)]`` (labels padded with
+    -1) → ``(batch, 1 + k, C)``: row 0 is ``log h_θ(x_i)_c``, row ``1 + j`` is
+    ``log [Q_ij]_{c, y_ij}`` for every true class ``c`` (0 in padding slots).
+    """
+
+    def __init__(self, from_logits: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.from_logits = bool(from_logits)
+
+    def call(self, inputs: Any) -> Any:
+        h, log_q, labels = inputs
+        c = log_q.shape[-1]
+        log_h = (ops.log_softmax(h, axis=-1) if self.from_logits
+                 else ops.log(ops.clip(h, _EPS, 1.0)))
+        labels = ops.cast(labels, "int32")
+        mask = ops.cast(ops.greater_equal(labels, 0), log_q.dtype)
+        onehot = ops.one_hot(ops.maximum(labels, 0), c, dtype=log_q.dtype) * mask[..., None]
+        observed = ops.einsum("bkcl,bkl->bkc", log_q, onehot)
+        return ops.concatenate([ops.expand_dims(ops.cast(log_h, log_q.dtype), 1), observed],
+                               axis=1)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        h, log_q, _ = input_shape
+        width = None if log_q[1] is None else log_q[1] + 1
+        return (h[0], width, h[-1])
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(from_logits=self.from_logits)
+        return config
+
+
+def _joint(y_pred: Any) -> Any:
+    """``log h_c + Σ_j log Q_{c, y_ij}``: ``(batch, C)``."""
+    return y_pred[:, 0, :] + ops.sum(y_pred[:, 1:, :], axis=1)
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class ExpectedCompleteNLL(keras.losses.Loss):
+    """Negative of the M-step objective (Eq. 7) for one item; ``y_true`` = E-step ``ŷ (batch, C)``."""
+
+    def __init__(self, name: str = "lia_expected_nll", **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        return -ops.sum(ops.cast(y_true, y_pred.dtype) * _joint(y_pred), axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class MarginalNLL(keras.losses.Loss):
+    """Negative marginal log-likelihood of an item's labels; ``y_true`` = labels ``(batch, k)``.
+
+    ``per="annotation"``: the paper's Eq. 9, ``−Σ_j log Σ_k h_k [Q_ij]_{k,y_ij}``;
+    ``per="item"``: the exact marginal ``−log Σ_k h_k Π_j [Q_ij]_{k,y_ij}``.
+    """
+
+    def __init__(self, per: str = "annotation", name: str = "lia_marginal_nll",
+                 **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+        if per not in ("annotation", "item"):
+            raise ValueError(f"per must be 'annotation' or 'item', got {per!r}")
+        self.per = per
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        if self.per == "item":
+            return -ops.logsumexp(_joint(y_pred), axis=-1)
+        mask = ops.cast(ops.greater_equal(y_true, 0), y_pred.dtype)          # (b, k)
+        per_annotation = ops.logsumexp(y_pred[:, :1, :] + y_pred[:, 1:, :], axis=-1)
+        return -ops.sum(per_annotation * mask, axis=-1)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(per=self.per)
+        return config
+
+
+def default_classifier(num_classes: int, input_shape: Optional[Sequence[int]] = None,
+                       num_instances: Optional[int] = None, hidden_units: Sequence[int] = (16,),
+                       embedding_dim: int = 16, activation: str = "selu",
+                       l2: float = 0.0) -> keras.Model:
+    """``h_θ``: an MLP with softmax output on features, or on a learned instance embedding.
+
+    Give ``input_shape`` (features) or ``num_instances`` (feature-free: the input is the
+    instance index and the first layer an ``Embedding(num_instances, embedding_dim)``).
+    ``l2`` is the L2 factor on every kernel (and the embedding).
+    """
+    reg = keras.regularizers.L2(l2) if l2 else None
+    if num_instances is not None:
+        inp = keras.Input(shape=(), dtype="int32", name="instance")
+        h = keras.layers.Embedding(num_instances, embedding_dim, embeddings_regularizer=reg,
+                                   name="instance_embedding")(inp)
+    else:
+        inp = keras.Input(shape=tuple(input_shape), name="x")
+        h = keras.layers.Flatten()(inp) if len(input_shape) > 1 else inp
+    for n, units in enumerate(hidden_units):
+        h = keras.layers.Dense(units, activation=activation, kernel_regularizer=reg,
+                               name=f"hidden_{n}")(h)
+    out = keras.layers.Dense(num_classes, activation="softmax", kernel_regularizer=reg,
+                             name="truth")(h)
+    return keras.Model(inp, out, name="h_theta")
+
+
+class _RandomBatches(keras.utils.PyDataset):
+    """``steps`` batches of rows drawn epoch by epoch (shuffled, without replacement)."""
+
+    def __init__(self, inputs: dict, target: np.ndarray, batch_size: int, steps: int,
+                 rng: np.random.Generator) -> None:
+        super().__init__()
+        n = len(target)
+        self.batch = min(int(batch_size), n)
+        self.inputs, self.target, self.steps = inputs, target, int(steps)
+        self.order = None
+        if self.batch < n:   # full batch: every step sees the same arrays, nothing to shuffle
+            need = self.batch * self.steps
+            reps = math.ceil(need / n)
+            self.order = np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __getitem__(self, i: int) -> tuple:
+        if self.order is None:
+            return self.inputs, self.target
+        idx = self.order[i * self.batch:(i + 1) * self.batch]
+        return {k: v[idx] for k, v in self.inputs.items()}, self.target[idx]
+
+
+# ---------------------------------------------------------------------------- trainer
+class LIATrainer:
+    """Train ``h_θ``, ``d_φ`` and ``c_ψ`` with the LIA paper's EM (Eqs. 4, 7, 8, 9).
+
+    Args:
+        classifier: any Keras model mapping ``x`` to class probabilities ``(batch, C)`` (or
+            logits with ``from_logits=True``); ``None``: :func:`default_classifier` (an MLP on
+            features, or an instance embedding when ``x`` is ``None``).
+        num_classes: ``C``; default: the annotations' number of classes.
+        latent_dim: ``L`` of the difficulty/competence tensors.
+        representation: optional Keras layer/model giving ``d_φ``'s input from ``x`` (e.g.
+            a frozen feature extractor); default ``x`` itself (flattened).
+        annotator_features: optional ``(A, f)`` description of the annotators (row = annotator
+            code); lets :meth:`predict_competence` score annotators never seen in training.
+        hidden_units: hidden layers of the default classifier.
+        difficulty_hidden, competence_hidden: hidden layers of ``d_φ`` and ``c_ψ``.
+        instance_embedding_dim: size of learned instance embeddings (feature-free).
+        annotator_l2, instance_l2, classifier_l2: L2 strengths on the competence kernels (the
+            per-annotator deviations from the shared bias), the difficulty kernels, and the
+            default classifier, in units of the summed negative log-likelihood (the Keras
+            regulariser gets ``l2 / n_items``, as the loss is a mean over items).
+        annotator_scale: ``None``: plain L2 on the competence kernels; a number ``s``: the
+            heavy-tailed :class:`CauchyShrinkage` with that scale (L2 of ``annotator_l2`` for
+            deviations well below ``s``, logarithmic beyond).
+        em_iterations: maximum number of M-steps (each followed by an E-step); the paper
+            uses 10.
+        m_steps: optimiser steps per M-step (paper: 1000), warm-started.
+        marginal_steps: steps of marginal-likelihood fine-tuning (0: none; the authors' code
+            uses 2000).
+        marginal: ``"annotation"`` (Eq. 9 as printed) or ``"item"`` (exact marginal).
+        batch_size: items per optimiser step; ``None`` (default): full batch (every step sees
+            every item, deterministic) up to 4096 items, else 1024 (the paper's size).
+        learning_rate: AMSGrad learning rate. Default 0.05: with full batches and a few
+            hundred steps per M-step, the paper's 1e-3 leaves the confusion logits (which
+            need magnitudes of 3-4 for a reliable annotator) near their start.
+        marginal_learning_rate: learning rate of the fine-tuning (Eq. 9), which starts from
+            the EM solution; ``None``: ``learning_rate / 10`` (a fresh Adam moves every
+            parameter by about the learning rate in its first steps).
+        tol: stop EM early when no posterior moves by more than this between E-steps.
+        init_biases: start the shared competence bias at the log of the confusion matrix
+            pooled over all annotators under the first E-step, and the default classifier's
+            output bias at the log class prior (the first M-step then refines a sensible
+            model instead of leaving uniform confusions); the per-annotator table starts
+            near 0 (``c_ψ`` is then "the crowd's average" until the data say otherwise).
+        seed: seeds Keras (``keras.utils.set_random_seed``, a global side effect) and the
+            batch order; ``None``: not seeded.
+        progress: progress bar over EM iterations.
+
+    Attributes (after :meth:`fit`):
+        posteriors_ (items, C): E-step ``ŷ`` with the final parameters (Eq. 4);
+        posteriors_em_ (items, C): the same before marginal fine-tuning;
+        classifier_, layer_ (the :class:`DifficultyCompetence`), model_ (the training model);
+        history_: one dict per M-step / phase with its final loss; n_iter_: EM iterations run.
+    """
+
+    def __init__(self, classifier: Any = None, num_classes: Optional[int] = None, *,
+                 latent_dim: int = 1, representation: Any = None,
+                 annotator_features: Any = None, from_logits: bool = False,
+                 hidden_units: Sequence[int] = (16,), difficulty_hidden: Sequence[int] = (),
+                 competence_hidden: Sequence[int] = (), instance_embedding_dim: int = 16,
+                 annotator_l2: float = 1.0, annotator_scale: Optional[float] = None,
+                 instance_l2: float = 1.0, classifier_l2: float = 0.0,
+                 em_iterations: int = 10, m_steps: int = 200, marginal_steps: int = 400,
+                 marginal: str = "annotation", batch_size: Optional[int] = None,
+                 learning_rate: float = 0.05, marginal_learning_rate: Optional[float] = None,
+                 tol: float = 1e-3, init_biases: bool = True,
+                 seed: Optional[int] = None, progress: bool = False) -> None:
+        self.classifier = classifier
+        self.num_classes = num_classes
+        self.latent_dim = latent_dim
+        self.representation = representation
+        self.annotator_features = annotator_features
+        self.from_logits = from_logits
+        self.hidden_units = hidden_units
+        self.difficulty_hidden = difficulty_hidden
+        self.competence_hidden = competence_hidden
+        self.instance_embedding_dim = instance_embedding_dim
+        self.annotator_l2 = annotator_l2
+        self.annotator_scale = annotator_scale
+        self.instance_l2 = instance_l2
+        self.classifier_l2 = classifier_l2
+        self.em_iterations = em_iterations
+        self.m_steps = m_steps
+        self.marginal_steps = marginal_steps
+        self.marginal = marginal
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.marginal_learning_rate = marginal_learning_rate
+        self.tol = tol
+        self.init_biases = init_biases
+        self.seed = seed
+        self.progress = progress
+
+    # ------------------------------------------------------------------ checks
+    def _check_inputs(self, x: Any, annotations: Any) -> tuple:
+        if not isinstance(annotations, Annotations):
+            raise CrowdDataError(f"annotations must be a crowd_keras.Annotations, got "
+                                 f"{type(annotations).__name__}")
+        n = annotations.n_items
+        if x is not None:
+            x = np.asarray(x)
+            if x.ndim < 2 or len(x) != n:
+                raise CrowdDataError(f"x must have one row per annotated item ({n} items), got "
+                                     f"shape {x.shape}")
+            if x.dtype.kind == "f" and not np.isfinite(x).all():
+                row = int(np.argwhere(~np.isfinite(x.reshape(n, -1)))[0, 0])
+                raise CrowdDataError(f"x has a non-finite value in row {row}")
+        k = self.num_classes or annotations.n_classes
+        if annotations.n_classes > k:
+            raise CrowdDataError(f"annotations have {annotations.n_classes} classes but "
+                                 f"num_classes={k}")
+        if self.annotator_features is not None:
+            feats = np.asarray(self.annotator_features, dtype="float32")
+            if feats.ndim != 2 or len(feats) != annotations.n_annotators:
+                raise CrowdDataError(f"annotator_features must be (annotators="
+                                     f"{annotations.n_annotators}, f), got shape {feats.shape}")
+        if self.marginal not in ("annotation", "item"):
+            raise ValueError(f"marginal must be 'annotation' or 'item', got {self.marginal!r}")
+        return x, int(k)
+
+    # ------------------------------------------------------------------ building
+    def _build(self, x: Optional[np.ndarray], annotations: Annotations, k: int) -> None:
+        n = annotations.n_items
+        feature_free = x is None
+        self.feature_free_ = feature_free
+        if self.classifier is not None:
+            classifier = self.classifier
+        elif feature_free:
+            classifier = default_classifier(k, num_instances=n, hidden_units=self.hidden_units,
+                                            embedding_dim=self.instance_embedding_dim,
+                                            l2=self.classifier_l2 / n)
+        else:
+            classifier = default_classifier(k, input_shape=x.shape[1:],
+                                            hidden_units=self.hidden_units,
+                                            l2=self.classifier_l2 / n)
+        reg = lambda lam: keras.regularizers.L2(lam / n) if lam else None  # noqa: E731
+        annotator_reg = reg(self.annotator_l2)
+        if self.annotator_l2 and self.annotator_scale is not None:
+            annotator_reg = CauchyShrinkage(self.annotator_l2 / n, self.annotator_scale)
+        layer = DifficultyCompetence(
+            k, latent_dim=self.latent_dim,
+            num_annotators=annotations.n_annotators,
+            annotator_features=self.annotator_features,
+            num_instances=n if feature_free else None,
+            instance_embedding_dim=self.instance_embedding_dim,
+            instance_hidden=self.difficulty_hidden, annotator_hidden=self.competence_hidden,
+            instance_regularizer=reg(self.instance_l2),
+            annotator_regularizer=annotator_reg, output_mode="log_probs",
+            name="difficulty_competence")
+        if feature_free:
+            x_in = keras.Input(shape=(), dtype="int32", name="x")
+        else:
+            x_in = keras.Input(shape=x.shape[1:], dtype=str(x.dtype) if x.dtype.kind != "f"
+                               else "float32", name="x")
+        ids_in = keras.Input(shape=(None,), dtype="int32", name="annotator_ids")
+        labels_in = keras.Input(shape=(None,), dtype="int32", name="labels")
+        h = classifier(x_in)
+        if feature_free:
+            rep = x_in
+        elif self.representation is not None:
+            rep = self.representation(x_in)
+        else:
+            rep = keras.layers.Flatten()(x_in) if len(x.shape) > 2 else x_in
+        log_q = layer([rep, ids_in])
+        out = AnnotationLogLikelihoods(self.from_logits, name="log_likelihoods")(
+            [h, log_q, labels_in])
+        self.classifier_ = classifier
+        self.layer_ = layer
+        self.model_ = keras.Model({"x": x_in, "annotator_ids": ids_in, "labels": labels_in},
+                                  out, name="lia")
+        self.num_classes_ = k
+
+    @staticmethod
+    def _steps_per_execution(steps: int, most: int = 50) -> int:
+        """Largest divisor of ``steps`` up to ``most``: optimiser steps per compiled call."""
+        return max(d for d in range(1, min(int(steps), most) + 1) if int(steps) % d == 0)
+
+    def _optimizer(self, learning_rate: Optional[float] = None) -> keras.optimizers.Optimizer:
+        return keras.optimizers.Adam(self.learning_rate if learning_rate is None
+                                     else learning_rate, amsgrad=True)
+
+    # ------------------------------------------------------------------ EM
+    def fit(self, x: Any, annotations: Annotations,
+            initial_posteriors: Any = None) -> "LIATrainer":
+        """Run EM (Eqs. 8, 7, 4) then marginal fine-tuning (Eq. 9).
+
+        Args:
+            x: ``(items, ...)`` classifier inputs, row ``i`` = item code ``i``; ``None`` for
+                feature-free training on learned instance embeddings.
+            annotations: the crowd labels (item codes index the rows of ``x``).
+            initial_posteriors: optional ``(items, C)`` replacing the majority-vote first
+                E-step (e.g. another label model's posteriors).
+        """
+        x, k = self._check_inputs(x, annotations)
+        if self.seed is not None:
+            keras.utils.set_random_seed(int(self.seed))
+        rng = np.random.default_rng(self.seed)
+        n = annotations.n_items
+        self._build(x, annotations, k)
+        if annotations.n_annotations == 0:
+            raise CrowdDataError("no annotations to learn from")
+        ids, labels = annotations.to_padded()
+        self._data = {"x": np.arange(n, dtype="int32") if x is None else x,
+                      "annotator_ids": ids.astype("int32"), "labels": labels.astype("int32")}
+        if initial_posteriors is None:
+            post = self._majority_vote(annotations, k)                     # Eq. 8
+        else:
+            post = np.asarray(initial_posteriors, dtype="float64")
+            if post.shape != (n, k):
+                raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+        if self.init_biases:
+            self._initialise(post, annotations)
+        self.batch_size_ = self._batch_size(n)
+        self.history_ = []
+        self.model_.compile(optimizer=self._optimizer(), loss=ExpectedCompleteNLL(),
+                            steps_per_execution=self._steps_per_execution(self.m_steps))
+        bar = progress_bar(range(int(self.em_iterations)), desc="LIA EM",
+                           disable=not self.progress)
+        self.n_iter_ = 0
+        for it in bar:
+            loss = self._train(post.astype("float32"), self.m_steps, rng)   # M-step, Eq. 7
+            new = self._e_step()                                             # E-step, Eq. 4
+            change = float(np.abs(new - post).max())
+            post = new
+            self.n_iter_ = it + 1
+            self.history_.append({"phase": "em", "iteration": it + 1, "loss": loss,
+                                  "max_change": change})
+            if change < self.tol:
+                break
+        bar.close()
+        self.posteriors_em_ = post
+        if self.marginal_steps:
+            lr = self.marginal_learning_rate
+            lr = self.learning_rate / 10 if lr is None else lr
+            self.model_.compile(optimizer=self._optimizer(lr), loss=MarginalNLL(self.marginal),
+                                steps_per_execution=self._steps_per_execution(self.marginal_steps))
+            loss = self._train(self._data["labels"], self.marginal_steps, rng)   # Eq. 9
+            post = self._e_step()
+            self.history_.append({"phase": "marginal", "iteration": 1, "loss": loss})
+        self.posteriors_ = post
+        self.annotations_ = annotations
+        del self._data
+        return self
+
+    def _batch_size(self, n: int) -> int:
+        if self.batch_size is None:
+            return n if n <= _FULL_BATCH_MAX else 1024
+        if int(self.batch_size) < 1:
+            raise ValueError(f"batch_size must be a positive integer or None, got "
+                             f"{self.batch_size!r}")
+        return min(int(self.batch_size), n)
+
+    def _initialise(self, post: np.ndarray, annotations: Annotations) -> None:
+        """Start ``c_ψ`` and ``h_θ`` at the model that the first E-step ``post`` implies.
+
+        Shared competence bias ``b[k, l, :] = log π_kl − log L`` with ``π`` the confusion
+        matrix pooled over all annotations, ``π_kl ∝ 0.5 + Σ_{(i,j): y_ij = l} ŷ_ik`` (so
+        ``Q_ij = π`` while the kernels are 0); the one-hot competence table starts at
+        ``N(0, 0.01²)`` (near the shared tensor, the symmetry across the ``L`` latent
+        components broken); the default classifier's output bias ``log ρ`` with ``ρ`` the
+        mean posterior. Shapes: ``post (items, C)``; vectorised, no loop over annotations.
+        """
+        k, lat = self.num_classes_, self.layer_.latent_dim
+        onehot = np.eye(k)[annotations.labels]                               # (n_ann, C)
+        pooled = post[annotations.items].T @ onehot + 0.5                    # (C, C)
+        log_pi = np.log(pooled / pooled.sum(1, keepdims=True))
+        bias = np.repeat(log_pi[:, :, None], lat, axis=2) - np.log(lat)
+        kernel, last_bias = self.layer_.annotator_layers[-1]
+        last_bias.assign(bias.reshape(-1).astype("float32"))
+        if not self.layer_.uses_annotator_features:
+            table = self.layer_.annotator_layers[0][0]
+            rng = np.random.default_rng(self.seed)
+            table.assign(rng.normal(scale=0.01, size=tuple(table.shape)).astype("float32"))
+        if self.classifier is None and not self.from_logits:
+            prior = post.mean(0) + 1e-3
+            out = self.classifier_.get_layer("truth")
+            out.bias.assign(np.log(prior / prior.sum()).astype("float32"))
+
+    @staticmethod
+    def _majority_vote(annotations: Annotations, k: int) -> np.ndarray:
+        counts = np.zeros((annotations.n_items, k))
+        np.add.at(counts, (annotations.items, annotations.labels), 1.0)
+        total = counts.sum(1, keepdims=True)
+        return np.divide(counts, total, out=np.full_like(counts, 1.0 / k), where=total > 0)
+
+    def _train(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
+        batches = _RandomBatches(self._data, target, self.batch_size_, steps, rng)
+        hist = self.model_.fit(batches, epochs=1, verbose=0, shuffle=False)
+        return float(hist.history["loss"][-1])
+
+    def _log_terms(self, data: dict) -> np.ndarray:
+        return self.model_.predict(data, batch_size=_FULL_BATCH_MAX, verbose=0)
+
+    def _e_step(self, data: Optional[dict] = None) -> np.ndarray:
+        """Eq. 4: ``ŷ_ik ∝ h_θ(x_i)_k Π_j [Q_ij]_{k, y_ij}``."""
+        terms = self._log_terms(self._data if data is None else data).astype("float64")
+        joint = terms[:, 0, :] + terms[:, 1:, :].sum(axis=1)
+        joint -= joint.max(axis=1, keepdims=True)
+        post = np.exp(joint)
+        return post / post.sum(axis=1, keepdims=True)
+
+    # ------------------------------------------------------------------ inference
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "posteriors_"):
+            raise RuntimeError("this LIATrainer is not fitted yet; call fit() first")
+
+    def _instances(self, x: Any) -> np.ndarray:
+        if self.feature_free_:
+            n = self.annotations_.n_items
+            idx = np.arange(n, dtype="int32") if x is None else np.asarray(x)
+            if idx.ndim != 1 or idx.dtype.kind not in "iu" or ((idx < 0) | (idx >= n)).any():
+                raise CrowdDataError(f"feature-free model: x must be item codes in 0..{n - 1}")
+            return idx.astype("int32")
+        if x is None:
+            raise CrowdDataError("this model was trained on features: give x")
+        x = np.asarray(x)
+        if x.shape[1:] != tuple(self.model_.input["x"].shape[1:]):
+            raise CrowdDataError(f"x rows must have shape {tuple(self.model_.input['x'].shape[1:])}"
+                                 f", got {x.shape[1:]}")
+        return x
+
+    def posteriors(self, x: Any, annotations: Annotations) -> np.ndarray:
+        """E-step (Eq. 4) for given items and annotations under the fitted model: ``(n, C)``.
+
+        ``x``: the items' inputs (feature-free: their item codes, or ``None`` for the fitted
+        items); ``annotations``: their labels, item codes indexing the rows of ``x`` and
+        annotator codes those of the fit. Items without annotations get ``h_θ(x)``.
+        """
+        self._check_fitted()
+        x = self._instances(x)
+        if not isinstance(annotations, Annotations) or annotations.n_items != len(x):
+            raise CrowdDataError(f"annotations must be an Annotations over the {len(x)} rows "
+                                 "of x")
+        if annotations.n_annotators > self.layer_.num_annotators:
+            raise CrowdDataError(f"annotations name {annotations.n_annotators} annotators; the "
+                                 f"model knows {self.layer_.num_annotators}")
+        if annotations.n_annotations == 0:
+            return self.predict_proba(x)
+        ids, labels = annotations.to_padded()
+        return self._e_step({"x": x, "annotator_ids": ids.astype("int32"),
+                             "labels": labels.astype("int32")})
+
+    def predict_proba(self, x: Any = None) -> np.ndarray:
+        """``h_θ(x)``: ``(n, C)`` class probabilities (feature-free: ``x`` = item codes or None)."""
+        self._check_fitted()
+        out = self.classifier_.predict(self._instances(x), batch_size=256, verbose=0)
+        out = np.asarray(out, dtype="float64")
+        if self.from_logits:
+            out = np.exp(out - out.max(1, keepdims=True))
+            out /= out.sum(1, keepdims=True)
+        return out
+
+    def _representation(self, x: np.ndarray) -> Any:
+        if self.feature_free_:
+            return x
+        if self.representation is not None:
+            return self.representation(x)
+        return x.reshape(len(x), -1).astype("float32")
+
+    def confusions(self, x: Any = None, annotator_ids: Any = None,
+                   annotator_features: Any = None, batch_size: int = 1024) -> np.ndarray:
+        """``Q_ij`` as probabilities, rows = true class.
+
+        ``annotator_ids``: ``None`` (every annotator) or ``(m,)`` codes → ``(n, m, C, C)``
+        for every instance × annotator; ``(n, k)`` codes padded with -1 → ``(n, k, C, C)``
+        (padding slots NaN). ``annotator_features (m, f)`` (instead of ids) describes
+        annotators, possibly unseen, when the model was built with annotator features.
+        """
+        self._check_fitted()
+        x = self._instances(x)
+        n = len(x)
+        layer = self.layer_
+        if annotator_features is not None:
+            feats = np.asarray(annotator_features, dtype="float32")
+            if feats.ndim != 2 or layer.annotator_features is None or \
+                    feats.shape[1] != layer.annotator_features.shape[1]:
+                raise CrowdDataError("annotator_features need a model built with annotator "
+                                     "features of the same width")
+            fn = lambda xb, _: layer.confusions_for_features(self._representation(xb), feats)  # noqa: E731
+            ids = None
+        else:
+            a = layer.num_annotators
+            ids = np.arange(a) if annotator_ids is None else np.asarray(annotator_ids)
+            if ids.dtype.kind not in "iu" or ids.ndim not in (1, 2) or (ids >= a).any() or \
+                    (ids < -1).any() or (ids.ndim == 1 and (ids < 0).any()):
+                raise CrowdDataError(f"annotator_ids must be codes in 0..{a - 1} ((n, k) may "
+                                     "be padded with -1)")
+            if ids.ndim == 2 and len(ids) != n:
+                raise CrowdDataError(f"annotator_ids (n, k) must have one row per instance "
+                                     f"({n}), got {len(ids)}")
+            ids = np.broadcast_to(ids, (n, len(ids))) if ids.ndim == 1 else ids
+            fn = lambda xb, ib: layer([self._representation(xb), ib.astype("int32")])  # noqa: E731
+        out = []
+        for s in range(0, n, batch_size):
+            ib = None if ids is None else np.ascontiguousarray(ids[s:s + batch_size])
+            out.append(np.exp(ops.convert_to_numpy(fn(x[s:s + batch_size], ib))))
+        q = np.concatenate(out).astype("float64")
+        if ids is not None:
+            q[ids < 0] = np.nan
+        return q
+
+    def predict_competence(self, x: Any = None, annotator_ids: Any = None,
+                           annotator_features: Any = None,
+                           class_probs: Any = None) -> np.ndarray:
+        """Probability that each annotator labels each instance correctly.
+
+        ``Σ_k p(y_i = k) [Q_ij]_kk`` with ``p = h_θ(x_i)`` (or ``class_probs (n, C)``, e.g.
+        the posteriors of the training items). Annotators as in :meth:`confusions`; works
+        for unseen instances (features) and unseen annotators (``annotator_features``).
+        Returns ``(n, m)`` (or ``(n, k)`` with NaN at padding).
+        """
+        q = self.confusions(x, annotator_ids, annotator_features)
+        p = self.predict_proba(x) if class_probs is None else np.asarray(class_probs, "float64")
+        if p.shape != (q.shape[0], q.shape[-1]):
+            raise CrowdDataError(f"class_probs must be ({q.shape[0]}, {q.shape[-1]}), got {p.shape}")
+        diag = np.diagonal(q, axis1=-2, axis2=-1)                       # (n, m, C)
+        return np.einsum("nmc,nc->nm", diag, p)

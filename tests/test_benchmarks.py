@@ -1,0 +1,40 @@
+"""The benchmark report writer: the README results table is replaced by the command's output."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import run_all  # noqa: E402
+
+
+def test_summary_table_has_one_row_per_set_and_known_columns_only():
+    scores = {"bluebirds": {"majority vote": 0.759, "Dawid-Skene": 0.898, "other": 0.1},
+              "dog": {"majority vote": 0.818}}
+    lines = run_all.summary_table(scores)
+    assert lines[0] == "| set | majority vote | Dawid-Skene |"
+    assert lines[2] == "| bluebirds | 0.759 | 0.898 |"
+    assert lines[3] == "| dog | 0.818 | n/a |"
+
+
+def test_update_readme_replaces_only_the_marked_block(tmp_path):
+    start, end = run_all.README_MARKERS
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n\nbefore\n{start}\nold table\n{end}\nafter\n", encoding="utf-8")
+    assert run_all.update_readme(["| set | x |", "|---|---:|", "| a | 0.5 |"],
+                                 "python -m benchmarks --quick", readme)
+    text = readme.read_text(encoding="utf-8")
+    assert "old table" not in text and "| a | 0.5 |" in text
+    assert text.startswith("# title\n\nbefore\n") and text.endswith(f"{end}\nafter\n")
+    assert "`python -m benchmarks --quick`" in text
+    # a README without the markers is left alone
+    plain = tmp_path / "PLAIN.md"
+    plain.write_text("no markers\n", encoding="utf-8")
+    assert not run_all.update_readme(["| a |"], "cmd", plain)
+    assert plain.read_text(encoding="utf-8") == "no markers\n"
+
+
+def test_the_project_readme_has_the_results_markers():
+    text = run_all.README.read_text(encoding="utf-8")
+    start, end = run_all.README_MARKERS
+    assert text.count(start) == 1 and text.count(end) == 1 and text.index(start) < text.index(end)
