@@ -17,7 +17,7 @@ Every method sees the same subsets in the same run:
 
     python benchmarks/lia.py [--data ../shared/data] [--repeats 10] [--quick]
 
-``--quick`` runs 2 repeats on bluebirds and dog only.
+``--quick`` runs 1 repeat on bluebirds and dog at redundancy 2, 5 and all.
 """
 from __future__ import annotations
 
@@ -78,14 +78,14 @@ def lia_predictions(ann: Annotations, seed: int, features=None) -> tuple:
     return model.posteriors_em_.argmax(1), model.posteriors_.argmax(1)
 
 
-def run_set(name: str, data: Path, repeats: int) -> list:
+def run_set(name: str, data: Path, repeats: int, redundancies=REDUNDANCIES) -> list:
     folder = data / "truth_inference" / name
     ann, truth = load_truth_inference(folder)
     feats = None
     if (folder / "vgg16_features.npz").exists():
         feats = load_truth_inference_features(folder, ann.item_ids)
     full = int(ann.annotations_per_item().max())
-    levels = [r for r in REDUNDANCIES if r < full] + [full]
+    levels = [r for r in redundancies if r < full] + [full]
     rows = []
     for r in levels:
         scores: dict = {}
@@ -136,14 +136,18 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--sets", nargs="+", default=["bluebirds", "dog", "product"])
-    parser.add_argument("--quick", action="store_true", help="2 repeats, bluebirds and dog")
+    parser.add_argument("--levels", type=int, nargs="+", default=list(REDUNDANCIES),
+                        help="redundancies below the full one")
+    parser.add_argument("--quick", action="store_true",
+                        help="1 repeat, bluebirds and dog, redundancy 2, 5 and all")
     args = parser.parse_args(argv)
     if args.quick:
-        args.repeats, args.sets = 2, [s for s in args.sets if s != "product"]
+        args.repeats, args.sets = 1, [s for s in args.sets if s != "product"]
+        args.levels = (2, 5)
 
     rows = []
     for name in args.sets:
-        rows += run_set(name, args.data, args.repeats)
+        rows += run_set(name, args.data, args.repeats, args.levels)
     methods = ["MV", "DS", "Snorkel", "LIA-E (EM)", "LIA-E (+FT)", "LIA VGG16 (EM)",
                "LIA VGG16 (+FT)"]
     print("## LIA vs MV, Dawid-Skene and Snorkel across redundancy (paper Table 2 protocol)\n")

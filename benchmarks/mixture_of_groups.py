@@ -31,7 +31,7 @@
    the EM trainers stop on their tolerance and never see gold labels.
 
     python benchmarks/mixture_of_groups.py [--seeds 5] [--sim-seeds 3] [--json out.json]
-    python benchmarks/mixture_of_groups.py --quick      # smoke run
+    python benchmarks/mixture_of_groups.py --quick      # smoke run (fewer rows, 1 seed)
 """
 from __future__ import annotations
 
@@ -348,6 +348,10 @@ def main(argv=None) -> dict:
     if args.quick:
         args.seeds, args.sim_seeds, args.T = 1, 1, [100, 10000]
         args.epochs, args.sim_epochs, args.max_iter, args.items = 5, 5, 5, 1000
+        if args.methods == list(SIM_METHODS):   # one process per row: keep the smoke run short
+            args.methods = ["MV", "DS", "CL-MW", "CMM"]
+        if not args.labelme_methods:
+            args.labelme_methods = ["MV", "DS", "CL-MW", "CMM", "CMM-ind", "MoG-layer"]
     report = {"backend": keras.backend.backend(),
               "args": {k: str(v) for k, v in vars(args).items()}}
     if CrowdLayer is None:

@@ -38,3 +38,18 @@ def test_the_project_readme_has_the_results_markers():
     text = run_all.README.read_text(encoding="utf-8")
     start, end = run_all.README_MARKERS
     assert text.count(start) == 1 and text.count(end) == 1 and text.index(start) < text.index(end)
+
+
+def test_record_writes_the_command_machine_and_output(tmp_path, monkeypatch):
+    import record  # noqa: E402 - benchmarks/ is on sys.path above
+
+    from conftest import require_data
+
+    require_data()
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    assert record.main(["no_such_script.py"]) == 2
+    assert record.main(["aggregation.py", "--annotations", "20000"]) == 0
+    text = (tmp_path / "aggregation.md").read_text(encoding="utf-8")
+    assert "Produced by `python benchmarks/record.py aggregation.py --annotations 20000`" in text
+    assert "- packages: numpy" in text and "- wall time:" in text
+    assert "| " in text.split("```")[1]          # the script's own table, inside the fence

@@ -255,6 +255,18 @@ def test_label_model_beats_majority_vote_on_simulator_and_scores_new_annotations
     assert (new.argmax(1) == sim.y[:50]).mean() > 0.7
     with pytest.raises(CrowdDataError, match="features"):
         model.predict_proba(sim.annotations.subset(np.arange(50)))
+    # Competence from raw features (standardised like fit): tracks the annotators' accuracy,
+    # selected by id; unknown ids are named.
+    comp = model.predict_competence(sim.x[:100])
+    assert comp.shape == (100, 15) and ((comp >= 0) & (comp <= 1)).all()
+    assert np.corrcoef(true_acc, comp.mean(0))[0, 1] > 0.8
+    ids = list(sim.annotations.annotator_ids)
+    np.testing.assert_allclose(model.predict_competence(sim.x[:100], [ids[3], ids[0]]),
+                               comp[:, [3, 0]], rtol=1e-6)
+    with pytest.raises(CrowdDataError, match="nobody"):
+        model.predict_competence(sim.x[:5], ["nobody"])
+    with pytest.raises(CrowdDataError, match="give features"):
+        model.predict_competence()
 
 
 def test_bad_inputs_raise_crowd_data_error():

@@ -199,6 +199,36 @@ class LIA(LabelModel):
         return pd.DataFrame({"annotator": ann.annotator_ids, "n_annotations": counts,
                              "accuracy": self.expected_accuracy_, "accuracy_own_items": own})
 
+    # ------------------------------------------------------------------ competence
+    def predict_competence(self, features: Any = None, annotators: Any = None) -> np.ndarray:
+        """Probability that each annotator labels each item correctly, ``(items, annotators)``.
+
+        ``Σ_k p(y_i = k) [Q_ij]_kk`` (Eq. 1's confusions). ``features=None``: the fitted items
+        of a feature-free fit, weighted by their posteriors (Eq. 4); ``features (n, f)``:
+        items described by raw features, fitted or new (standardised as in :meth:`fit`),
+        weighted by ``h_θ(x)``. ``annotators``: ``None`` (every fitted annotator, in
+        ``annotations_.annotator_ids`` order) or a list of fitted annotator ids.
+        """
+        self._check_fitted()
+        ids = list(self.annotations_.annotator_ids)
+        if annotators is None:
+            codes = np.arange(len(ids))
+        else:
+            wanted = list(annotators)
+            codes = pd.Index(ids).get_indexer(wanted)
+            if (codes < 0).any():
+                raise CrowdDataError(f"annotator {wanted[int(np.argmax(codes < 0))]!r} was not "
+                                     "in the fitted annotations")
+        if features is None:
+            if self.uses_features_:
+                raise CrowdDataError("this LIA was fitted with item features: give features")
+            return self.trainer_.predict_competence(None, codes, class_probs=self.posteriors_)
+        if not self.uses_features_:
+            raise CrowdDataError("this LIA was fitted without features: call "
+                                 "predict_competence() for its fitted items")
+        x = self._features(features, len(np.asarray(features)), "predict_competence")
+        return self.trainer_.predict_competence(x, codes)
+
     # ------------------------------------------------------------------ predict
     def predict_proba(self, annotations: Any = None, features: Any = None) -> np.ndarray:
         """Items × classes posteriors.

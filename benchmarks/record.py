@@ -1,0 +1,53 @@
+"""Run one benchmark script with its full (or given) settings and keep its tables.
+
+    python benchmarks/record.py mixture_of_groups.py --seeds 5 --sim-seeds 2
+    python benchmarks/record.py lia.py --repeats 10 --sets bluebirds dog
+
+writes ``benchmarks/results/<script>.md``: the exact command, the machine and package
+versions (as in ``RESULTS.md``), the wall time and the script's output, untouched. These are
+the long runs behind the issues' done-when figures; ``python -m benchmarks --quick`` is the
+short run of everything.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import run_all  # noqa: E402
+from crowd_keras.files import atomic_write_text  # noqa: E402
+
+RESULTS = HERE / "results"
+LIMIT_S = 4 * 3600
+
+
+def main(argv: list | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in [s for s, *_ in run_all.SCRIPTS]:
+        names = ", ".join(s for s, *_ in run_all.SCRIPTS)
+        print(f"usage: python benchmarks/record.py SCRIPT [ARGS...]; SCRIPT is one of {names}",
+              file=sys.stderr)
+        return 2
+    script, args = argv[0], argv[1:]
+    data = run_all.ROOT.parent / "shared" / "data"
+    if "--data" in args:
+        data = Path(args[args.index("--data") + 1])
+        args = [a for i, a in enumerate(args) if a != "--data" and (i == 0 or args[i - 1] != "--data")]
+    out, seconds, code = run_all.run_script(script, args, LIMIT_S, data)
+    command = " ".join(["python benchmarks/record.py", script, *args])
+    lines = [f"# `benchmarks/{script}`", "", f"Produced by `{command}` (do not edit by hand).",
+             "", *run_all.machine_report(),
+             f"- wall time: {seconds:.0f} s" + ("" if code == 0 else f", exit code {code}"),
+             "", "```", out.strip(), "```", ""]
+    RESULTS.mkdir(exist_ok=True)
+    target = RESULTS / f"{Path(script).stem}.md"
+    atomic_write_text(target, "\n".join(lines))
+    print(out.strip())
+    print(f"wrote {target}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
