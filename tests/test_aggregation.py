@@ -5,7 +5,8 @@ import pytest
 
 from conftest import require_data
 from crowd_keras import Annotations, CrowdDataError
-from crowd_keras.aggregation import (CommonNoiseModel, DawidSkene, MajorityVote,
+from crowd_keras.aggregation import (LIA, CommonNoiseModel, DawidSkene, MajorityVote,
+                                     MixtureOfGroupsModel,
                                      available_label_models,
                                      get_label_model)
 from crowd_keras.datasets import load_labelme, load_truth_inference, simulate_crowd
@@ -153,7 +154,7 @@ def test_majority_vote_on_labelme_matches_reference_figure():
     assert acc == pytest.approx(0.769, abs=1e-3)  # figure in the data README (ties to lowest)
 
 
-@pytest.mark.parametrize("model_cls", [DawidSkene, CommonNoiseModel])
+@pytest.mark.parametrize("model_cls", [DawidSkene, CommonNoiseModel, MixtureOfGroupsModel, LIA])
 def test_never_below_voting_on_labeling_functions(model_cls):
     from crowd_keras.datasets import load_wrench
 
