@@ -109,6 +109,12 @@ class LabelModel:
         if not hasattr(self, "posteriors_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() first")
 
+    def _refuse_if_delegated(self, missing: str) -> None:
+        """Raise for a model-specific query after :meth:`_fit_labeling_functions` delegated."""
+        if getattr(self, "delegate_", None) is not None:
+            raise RuntimeError("this fit delegated to AbstainAwareDawidSkene (labeling-function "
+                               f"data): {missing}; use labeling_functions='ignore'")
+
     def predict_proba(self, annotations: Any = None) -> np.ndarray:
         """Items × classes label distribution.
 

@@ -59,7 +59,8 @@ class LIA(LabelModel):
     """
 
     def __init__(self, latent_dim: int = 1, hidden_units: Sequence[int] = (),
-                 classifier_l2: Optional[float] = None, annotator_l2: float = 0.3, annotator_scale: Optional[float] = 1.0,
+                 classifier_l2: Optional[float] = None, annotator_l2: float = 0.3,
+                 annotator_scale: Optional[float] = 1.0,
                  instance_l2: Optional[float] = None, em_iterations: int = 10, m_steps: int = 100,
                  marginal_steps: int = 0, marginal: str = "item",
                  batch_size: Optional[int] = None, learning_rate: float = 0.05,
@@ -223,9 +224,7 @@ class LIA(LabelModel):
         ``annotations_.annotator_ids`` order) or a list of fitted annotator ids.
         """
         self._check_fitted()
-        if getattr(self, "delegate_", None) is not None:
-            raise RuntimeError("this fit delegated to AbstainAwareDawidSkene (labeling-function "
-                               "data): no competence model; use labeling_functions='ignore'")
+        self._refuse_if_delegated("no competence model")
         ids = list(self.annotations_.annotator_ids)
         if annotators is None:
             codes = np.arange(len(ids))

@@ -634,9 +634,7 @@ class MixtureOfGroupsModel(LabelModel):
         Rows follow ``annotations.annotator_ids``; annotators without labels get ``α``.
         """
         self._check_fitted()
-        if getattr(self, "delegate_", None) is not None:
-            raise RuntimeError("this fit delegated to AbstainAwareDawidSkene (labeling-function "
-                               "data): there are no groups; use labeling_functions='ignore'")
+        self._refuse_if_delegated("there are no groups")
         if annotations is None:
             return self.memberships_.copy()
         new = as_annotations(annotations)

@@ -475,10 +475,13 @@ class LIATrainer:
 
     @staticmethod
     def _majority_vote(annotations: Annotations, k: int) -> np.ndarray:
-        counts = np.zeros((annotations.n_items, k))
-        np.add.at(counts, (annotations.items, annotations.labels), 1.0)
-        total = counts.sum(1, keepdims=True)
-        return np.divide(counts, total, out=np.full_like(counts, 1.0 / k), where=total > 0)
+        """Eq. 8: vote fractions ``(items, k)``; unlabelled items uniform."""
+        frac = annotations.label_counts(normalize=True)                 # (items, n_classes)
+        post = np.full((annotations.n_items, k), 1.0 / k)
+        labelled = frac.sum(1) > 0
+        post[labelled] = 0.0
+        post[labelled, :frac.shape[1]] = frac[labelled]
+        return post
 
     def _train(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
         batches = _RandomBatches(self._data, target, self.batch_size_, steps, rng)
