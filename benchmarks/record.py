@@ -31,11 +31,9 @@ def main(argv: list | None = None) -> int:
               file=sys.stderr)
         return 2
     script, args = argv[0], argv[1:]
-    data = run_all.ROOT.parent / "shared" / "data"
-    if "--data" in args:
-        data = Path(args[args.index("--data") + 1])
-        args = [a for i, a in enumerate(args) if a != "--data" and (i == 0 or args[i - 1] != "--data")]
-    out, seconds, code = run_all.run_script(script, args, LIMIT_S, data)
+    # a --data among ARGS comes after the default one and wins (argparse keeps the last)
+    out, seconds, code = run_all.run_script(script, args, LIMIT_S,
+                                            run_all.ROOT.parent / "shared" / "data")
     command = " ".join(["python benchmarks/record.py", script, *args])
     lines = [f"# `benchmarks/{script}`", "", f"Produced by `{command}` (do not edit by hand).",
              "", *run_all.machine_report(),
