@@ -4,6 +4,8 @@ Same run, same data, same network as ``benchmarks/crowd_layer.py`` (MLP 128 + dr
 torch-style initialisation, Adam 1e-3, batch 64), mean ± std over seeds, for:
 
 * ``CoNAL``: ``CrowdModel(mlp, CommonNoiseAdaptation(A, K, gate=AnnotatorGate(A, 20)))``;
+* ``CoNAL fast`` / ``CL-MW fast``: the same layers starting at 3·I and learning 10× faster
+  (``init_scale=3, learning_rate_multiplier=10``);
 * ``CL-MW``: our crowd layer; ``MV`` / ``DS``: the MLP trained on aggregated labels;
 * ``crowd-kit CoNAL``: crowd-kit's PyTorch CoNAL on the same MLP in torch.
 
@@ -31,20 +33,21 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import keras  # noqa: E402
-from crowd_layer import accuracy, callbacks, mlp, run_aggregated, run_crowd_layer, steady  # noqa: E402
+from crowd_layer import (FAST, accuracy, callbacks, load_sets, mlp, run_aggregated,  # noqa: E402
+                         run_crowd_layer, steady)
 
 import torch_peer  # noqa: E402
-from crowd_keras.datasets import load_labelme, load_music, simulate_crowd  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
 from crowd_keras.models import CrowdModel  # noqa: E402
 
 
-def run_conal(data: dict, seed: int, epochs: int) -> tuple[float, float]:
+def run_conal(data: dict, seed: int, epochs: int, **layer_kwargs) -> tuple[float, float]:
     keras.utils.set_random_seed(seed)
     ann = data["annotations"]
     clf = mlp(data["x_train"].shape[1], ann.n_classes)
     layer = CommonNoiseAdaptation(ann.n_annotators, ann.n_classes,
-                                  gate=AnnotatorGate(ann.n_annotators, 20))
+                                  gate=AnnotatorGate(ann.n_annotators, 20), **layer_kwargs)
     model = CrowdModel(clf, layer)
     model.compile(keras.optimizers.Adam(1e-3))
     timer, cbs = callbacks(data)
@@ -55,8 +58,12 @@ def run_conal(data: dict, seed: int, epochs: int) -> tuple[float, float]:
 def run(method: str, data: dict, seed: int, epochs: int) -> float:
     if method == "CoNAL":
         return run_conal(data, seed, epochs)[0]
+    if method == "CoNAL fast":
+        return run_conal(data, seed, epochs, **FAST)[0]
     if method == "CL-MW":
         return run_crowd_layer(data, "MW", seed, epochs)[0]
+    if method == "CL-MW fast":
+        return run_crowd_layer(data, "MW", seed, epochs, **FAST)[0]
     if method == "crowd-kit CoNAL":
         return torch_peer.crowdkit_conal(data, seed, epochs)[0] if torch_peer.available() \
             else float("nan")
@@ -134,12 +141,13 @@ def main(argv=None) -> int:
     parser.add_argument("--sweep-epochs", type=int, default=30)
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--quick", action="store_true", help="1 seed, few epochs, small sweep")
+    parser.add_argument("--skip-sweep", action="store_true", help="real sets only")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.epochs, args.sweep_seeds, args.sweep_epochs = 1, 3, 1, 3
 
-    sets = {"LabelMe": load_labelme(args.data), "Music": load_music(args.data)}
-    methods = ["CoNAL", "CL-MW", "MV", "DS", "crowd-kit CoNAL"]
+    sets = load_sets(args.data)   # Music standardised on its train split, as in crowd_layer.py
+    methods = ["CoNAL", "CoNAL fast", "CL-MW", "CL-MW fast", "MV", "DS", "crowd-kit CoNAL"]
     rows = accuracy_rows(sets, methods, args.seeds, args.epochs)
     print(f"\n## Test accuracy ({args.seeds} seeds, {args.epochs} epochs; LabelMe selected on its "
           "validation split, Music at the last epoch)\n")
@@ -150,6 +158,8 @@ def main(argv=None) -> int:
         print(f"| {name} | " + " | ".join(f"{cells[m][0]:.3f} ± {cells[m][1]:.3f}" for m in methods)
               + " |")
 
+    if args.skip_sweep:
+        return 0
     sweep_rows, sweep_methods = sweep(args.sweep_seeds, args.sweep_epochs, args.quick)
     print(f"\n## Synthetic sweep ({args.sweep_seeds} seeds; held-out accuracy)\n")
     print("| varied | value | " + " | ".join(sweep_methods) + " |")

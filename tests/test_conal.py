@@ -87,6 +87,38 @@ def test_difference_regulariser_pushes_matrices_apart():
     assert float(ops.convert_to_numpy(layer.losses[-1])) == pytest.approx(-1.8, rel=1e-5)
 
 
+def test_learning_rate_multiplier_keeps_the_function_and_scales_the_step():
+    """Stored weights are W/m; the layer's output, confusions and regulariser use W; one Adam
+    step moves W m times further."""
+    probs = np.random.default_rng(1).dirichlet(np.ones(4), size=5).astype("float32")
+    omega = np.random.default_rng(2).random((5, 3)).astype("float32")
+    labels = np.random.default_rng(3).integers(0, 4, size=(5, 3)).astype("int32")
+    base = CommonNoiseAdaptation(3, 4, init_scale=3.0, difference_weight=0.1)
+    fast = CommonNoiseAdaptation(3, 4, init_scale=3.0, difference_weight=0.1,
+                                 learning_rate_multiplier=10.0)
+    np.testing.assert_allclose(ops.convert_to_numpy(fast([probs, omega])),
+                               ops.convert_to_numpy(base([probs, omega])), rtol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(fast.kernel), 0.3 * np.eye(4)[None].repeat(3, 0),
+                               rtol=1e-6)
+    np.testing.assert_allclose(fast.common_confusion(), base.common_confusion(), rtol=1e-5)
+    steps = []
+    for layer in (base, fast):
+        p_in, w_in = keras.Input((4,)), keras.Input((3,))
+        model = keras.Model([p_in, w_in], layer([p_in, w_in]))
+        model.compile(keras.optimizers.Adam(1e-3),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        before = layer.confusion_matrices()
+        model.train_on_batch([probs, omega], labels)
+        steps.append(np.abs(ops.convert_to_numpy(layer.kernel) * layer.learning_rate_multiplier
+                            - 3.0 * np.eye(4)).max())
+        assert not np.allclose(layer.confusion_matrices(), before)
+    np.testing.assert_allclose(steps[1], 10 * steps[0], rtol=1e-2)
+    clone = CommonNoiseAdaptation.from_config(fast.get_config())
+    assert (clone.init_scale, clone.learning_rate_multiplier) == (3.0, 10.0)
+    with pytest.raises(ValueError, match="positive"):
+        CommonNoiseAdaptation(3, 4, learning_rate_multiplier=-1)
+
+
 def make_model(a, k, d, seed=0):
     keras.utils.set_random_seed(seed)
     clf = keras.Sequential([keras.Input((d,)), keras.layers.Dense(32, activation="relu"),

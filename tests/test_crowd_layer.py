@@ -5,6 +5,7 @@ import pytest
 keras = pytest.importorskip("keras")
 
 from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
+from crowd_keras.losses import MaskedMultiCrossEntropy  # noqa: E402
 
 A, K = 5, 3
 VARIANTS = ["MW", "VW", "VB", "VW+B", "S"]
@@ -117,6 +118,48 @@ def test_get_config_round_trip(conn_type):
     assert (clone.num_annotators, clone.conn_type, clone.name) == (A, conn_type, "crowd")
     restored = keras.layers.deserialize(keras.layers.serialize(layer))
     assert isinstance(restored, CrowdLayer) and restored.conn_type == conn_type
+
+
+@pytest.mark.parametrize("conn_type", VARIANTS)
+def test_init_scale_and_learning_rate_multiplier(conn_type):
+    """``init_scale`` starts at s·I; the multiplier leaves the function alone and makes an
+    Adam step move the weights in use m times further."""
+    p = probs((4, K))
+    ids = np.array([[0, 2, -1]] * 4, "int32")
+    labels = np.array([[1, 0, -1]] * 4, "int32")
+    plain = CrowdLayer(A, conn_type)
+    scaled = CrowdLayer(A, conn_type, init_scale=3.0)
+    fast = CrowdLayer(A, conn_type, init_scale=3.0, learning_rate_multiplier=10.0)
+    out_plain, out_scaled, out_fast = (as_np(layer(p)) for layer in (plain, scaled, fast))
+    if conn_type == "VB":   # additive only: init_scale has nothing to scale
+        np.testing.assert_allclose(out_scaled, out_plain, atol=1e-6)
+    else:
+        np.testing.assert_allclose(out_scaled, 3.0 * out_plain, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out_fast, out_scaled, rtol=1e-5, atol=1e-6)
+    if conn_type == "MW":
+        diag = np.einsum("akk->ak", scaled.confusion_matrices())
+        np.testing.assert_allclose(diag, np.exp(3) / (np.exp(3) + K - 1), rtol=1e-5)
+        np.testing.assert_allclose(fast.confusion_matrices(), scaled.confusion_matrices(),
+                                   rtol=1e-5)
+
+    def moved(layer):
+        before = layer.effective_weights()
+        x_in, ids_in = keras.Input((K,)), keras.Input((3,), dtype="int32")
+        model = keras.Model([x_in, ids_in], layer([x_in, ids_in]))
+        model.compile(keras.optimizers.Adam(1e-3), loss=MaskedMultiCrossEntropy(from_logits=True))
+        model.train_on_batch([p, ids], labels)
+        after = layer.effective_weights()
+        return max(np.abs(after[n] - before[n]).max() for n in before)
+
+    step_scaled, step_fast = moved(scaled), moved(fast)
+    assert step_scaled > 0
+    np.testing.assert_allclose(step_fast, 10.0 * step_scaled, rtol=1e-2)
+    config = fast.get_config()
+    assert (config["init_scale"], config["learning_rate_multiplier"]) == (3.0, 10.0)
+    clone = CrowdLayer.from_config(config)
+    np.testing.assert_allclose(as_np(clone(p)), out_fast, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="positive"):
+        CrowdLayer(A, conn_type, learning_rate_multiplier=0)
 
 
 # ---------------------------------------------------------------------- regression layer

@@ -20,6 +20,19 @@ conn_type   f_r(σ)                                weights                      
 
 ``W_r[i, j]`` links true class ``i`` (row) to annotator label ``j`` (column), as in the
 authors' Keras code (``K.dot(x, kernel[:, :, r])``).
+
+Two optional knobs (defaults = the paper) govern how fast the annotator model can move away
+from its start. The logits are linear in ``σ`` ∈ simplex, so with ``W_r = I`` an annotator's
+label distribution is nearly flat (``e/(e+K-1)``, 0.23 for 10 classes) and the loss acts on
+the classifier like a bounded, noise-robust one; Adam at 1e-3 moves each weight by at most
+about 1e-3 per step, so in a short run ``W_r`` stays near ``I`` and the annotators' real
+accuracies (diagonal logits of 3-4) are never reached:
+
+* ``init_scale = s`` starts at ``s · I`` (``VW``/``S``: scale ``s``), i.e. annotators that
+  are initially trusted with probability ``e^s/(e^s+K-1)``;
+* ``learning_rate_multiplier = m`` stores ``W_r / m`` in the variable and uses ``m ×`` it, so
+  an Adam step moves ``W_r`` ``m`` times further (Adam is invariant to the gradient's scale;
+  the same reparametrisation as a per-layer learning rate).
 """
 from __future__ import annotations
 
@@ -45,6 +58,10 @@ class CrowdLayer(keras.layers.Layer):
     Args:
         num_annotators: number of annotators ``A`` (annotator codes are ``0..A-1``).
         conn_type: ``"MW"`` (default), ``"VW"``, ``"VB"``, ``"VW+B"`` or ``"S"`` (see module doc).
+        init_scale: the multiplicative weights start at ``init_scale · I`` (1 = the paper).
+        learning_rate_multiplier: the layer's weights move this many times faster under
+            Adam than the classifier's (see the module doc; 1 = plain). The variables hold
+            the weights divided by it; :meth:`effective_weights` gives the weights in use.
 
     Call forms (same weights):
         * ``layer(probs)``: ``probs (batch, K)`` → logits ``(batch, A, K)`` of every annotator;
@@ -58,15 +75,21 @@ class CrowdLayer(keras.layers.Layer):
     The outputs are logits: pair them with ``MaskedMultiCrossEntropy(from_logits=True)``.
     """
 
-    def __init__(self, num_annotators: int, conn_type: str = "MW", **kwargs: Any) -> None:
+    def __init__(self, num_annotators: int, conn_type: str = "MW", init_scale: float = 1.0,
+                 learning_rate_multiplier: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         conn = str(conn_type).upper().replace(" ", "")
         if conn not in CONN_TYPES:
             raise ValueError(f"conn_type must be one of {CONN_TYPES}, got {conn_type!r}")
         if int(num_annotators) < 1:
             raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
+        if not float(init_scale) > 0 or not float(learning_rate_multiplier) > 0:
+            raise ValueError("init_scale and learning_rate_multiplier must be positive, got "
+                             f"{init_scale!r} and {learning_rate_multiplier!r}")
         self.num_annotators = int(num_annotators)
         self.conn_type = conn
+        self.init_scale = float(init_scale)
+        self.learning_rate_multiplier = float(learning_rate_multiplier)
         self.num_classes = None
         self.kernel = self.scale = self.bias = None
 
@@ -79,14 +102,32 @@ class CrowdLayer(keras.layers.Layer):
         k = int(probs_shape[-1])
         a = self.num_annotators
         self.num_classes = k
+        start = self.init_scale / self.learning_rate_multiplier   # stored value at init
         if self.conn_type == "MW":
-            self.kernel = self.add_weight(shape=(a, k, k), initializer=identity_initializer,
-                                          name="kernel")
+            self.kernel = self.add_weight(
+                shape=(a, k, k), name="kernel",
+                initializer=lambda shape, dtype=None: start * identity_initializer(shape, dtype))
         if self.conn_type in ("VW", "VW+B", "S"):
             self.scale = self.add_weight(shape=(a, 1 if self.conn_type == "S" else k),
-                                         initializer="ones", name="scale")
+                                         initializer=keras.initializers.Constant(start),
+                                         name="scale")
         if self.conn_type in ("VB", "VW+B"):
             self.bias = self.add_weight(shape=(a, k), initializer="zeros", name="bias")
+
+    def _effective(self, weight: Any, dtype: Any) -> Any:
+        """The weight in use: the stored variable times ``learning_rate_multiplier``."""
+        if weight is None:
+            return None
+        w = ops.cast(weight, dtype)
+        return w if self.learning_rate_multiplier == 1.0 else w * self.learning_rate_multiplier
+
+    def effective_weights(self) -> dict:
+        """The weights in use (variables × ``learning_rate_multiplier``) as numpy, by name."""
+        if not self.built:
+            raise ValueError("the layer is not built yet: call it on data (or fit) first")
+        return {name: ops.convert_to_numpy(self._effective(w, "float32"))
+                for name, w in (("kernel", self.kernel), ("scale", self.scale),
+                                ("bias", self.bias)) if w is not None}
 
     # ------------------------------------------------------------------ forward
     def call(self, inputs: Any) -> Any:
@@ -99,10 +140,12 @@ class CrowdLayer(keras.layers.Layer):
 
     def _dense(self, probs: Any) -> Any:
         """All annotators: ``(batch, [time,] K)`` → ``(batch, [time,] A, K)``."""
+        dt = probs.dtype
         if self.conn_type == "MW":
             eq = "bi,aij->baj" if len(probs.shape) == 2 else "bti,aij->btaj"
-            return ops.einsum(eq, probs, ops.cast(self.kernel, probs.dtype))
-        return self._elementwise(insert_annotator_axis(probs), self.scale, self.bias)
+            return ops.einsum(eq, probs, self._effective(self.kernel, dt))
+        return self._elementwise(insert_annotator_axis(probs), self._effective(self.scale, dt),
+                                 self._effective(self.bias, dt))
 
     def _indexed(self, probs: Any, annotator_ids: Any) -> Any:
         """Listed annotators: ``annotator_ids (batch, k)`` → ``(batch, [time,] k, K)``."""
@@ -114,12 +157,13 @@ class CrowdLayer(keras.layers.Layer):
             if w is None:
                 return None
             g, _ = gather_annotators(w, annotator_ids)       # (batch, k, ...)
+            g = self._effective(g, probs.dtype)
             return ops.expand_dims(g, 1) if seq else g      # (batch, 1, k, ...) for sequences
 
         if self.conn_type == "MW":
             kernel, _ = gather_annotators(self.kernel, annotator_ids)   # (batch, k, K, K)
             eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
-            return ops.einsum(eq, probs, ops.cast(kernel, probs.dtype))
+            return ops.einsum(eq, probs, self._effective(kernel, probs.dtype))
         return self._elementwise(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
 
     @staticmethod
@@ -153,5 +197,7 @@ class CrowdLayer(keras.layers.Layer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(num_annotators=self.num_annotators, conn_type=self.conn_type)
+        config.update(num_annotators=self.num_annotators, conn_type=self.conn_type,
+                      init_scale=self.init_scale,
+                      learning_rate_multiplier=self.learning_rate_multiplier)
         return config
