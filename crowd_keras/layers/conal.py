@@ -139,8 +139,9 @@ class CommonNoiseAdaptation(keras.layers.Layer):
             the classifier (the variables hold ``W / m``; see
             :class:`~crowd_keras.layers.CrowdLayer`). On Music (fixed 60 epochs, no
             validation split) ``init_scale=3, learning_rate_multiplier=10`` lifts test
-            accuracy from 0.649 to 0.714 (5 seeds); on LabelMe, selected on its gold
-            validation split, the defaults do better (0.868 vs 0.856).
+            accuracy from 0.650 to 0.713 (5 seeds); on LabelMe, selected on its gold
+            validation split, the defaults do better (0.869 vs 0.856); see
+            ``benchmarks/results/conal.md``.
 
         gate: an :class:`AnnotatorGate` owned by this layer: ω is then computed from the
             instance representation passed as the last input (``CrowdModel`` passes ``x``).
