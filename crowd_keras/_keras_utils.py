@@ -5,7 +5,8 @@ from typing import Any
 
 from keras import ops
 
-__all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer"]
+__all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer",
+           "checked_noise_scale", "weight_in_use"]
 
 
 def is_shape_list(shape: Any) -> bool:
@@ -48,3 +49,21 @@ def identity_initializer(shape: tuple, dtype: Any = None) -> Any:
     n, rows, cols = shape
     # tile, not broadcast_to: torch would get a stride-0 view that in-place updates reject
     return ops.tile(ops.expand_dims(ops.eye(rows, cols, dtype=dtype), 0), (n, 1, 1))
+
+
+def checked_noise_scale(init_scale: float, learning_rate_multiplier: float) -> tuple[float, float]:
+    """Validate a noise layer's ``init_scale`` and ``learning_rate_multiplier`` (both > 0)."""
+    if not float(init_scale) > 0 or not float(learning_rate_multiplier) > 0:
+        raise ValueError("init_scale and learning_rate_multiplier must be positive, got "
+                         f"{init_scale!r} and {learning_rate_multiplier!r}")
+    return float(init_scale), float(learning_rate_multiplier)
+
+
+def weight_in_use(weight: Any, multiplier: float, dtype: Any) -> Any:
+    """A noise layer's weight as used: the stored variable × ``learning_rate_multiplier``.
+
+    Storing ``W / m`` and using ``m ·`` it makes an Adam step move ``W`` m times further
+    (Adam is invariant to the gradient's scale): a per-layer learning rate.
+    """
+    w = ops.cast(weight, dtype)
+    return w if multiplier == 1.0 else w * multiplier

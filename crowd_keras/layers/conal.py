@@ -21,7 +21,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import gather_annotators, identity_initializer
+from .._keras_utils import (checked_noise_scale, gather_annotators, identity_initializer,
+                            weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -166,9 +167,6 @@ class CommonNoiseAdaptation(keras.layers.Layer):
                              f"{num_annotators}, {num_classes}")
         if omega is not None and not 0.0 <= float(omega) <= 1.0:
             raise ValueError(f"a fixed omega must be in [0, 1], got {omega}")
-        if not float(init_scale) > 0 or not float(learning_rate_multiplier) > 0:
-            raise ValueError("init_scale and learning_rate_multiplier must be positive, got "
-                             f"{init_scale!r} and {learning_rate_multiplier!r}")
         if omega is not None and gate is not None:
             raise ValueError("give either a gate or a fixed omega, not both")
         if isinstance(gate, dict):
@@ -181,8 +179,8 @@ class CommonNoiseAdaptation(keras.layers.Layer):
         self.gate = gate
         self.difference_weight = float(difference_weight)
         self.omega = None if omega is None else float(omega)
-        self.init_scale = float(init_scale)
-        self.learning_rate_multiplier = float(learning_rate_multiplier)
+        self.init_scale, self.learning_rate_multiplier = checked_noise_scale(
+            init_scale, learning_rate_multiplier)
 
     @property
     def uses_features(self) -> bool:
@@ -220,17 +218,17 @@ class CommonNoiseAdaptation(keras.layers.Layer):
         if rep is not None:
             omega = self.gate(rep if ids is None else [rep, ids])
         seq = len(probs.shape) == 3
-        m = self.learning_rate_multiplier
-        common_kernel = ops.cast(self.common_kernel, probs.dtype) * m
+        m, dt = self.learning_rate_multiplier, probs.dtype
+        common_kernel = weight_in_use(self.common_kernel, m, dt)
         common = ops.matmul(probs, common_kernel)                                # (b,[t,]K)
         common = ops.expand_dims(common, -2)                                     # (b,[t,]1,K)
         if ids is None:
             eq = "bti,aij->btaj" if seq else "bi,aij->baj"
-            individual = ops.einsum(eq, probs, ops.cast(self.kernel, probs.dtype) * m)
+            individual = ops.einsum(eq, probs, weight_in_use(self.kernel, m, dt))
         else:
             kernel, _ = gather_annotators(self.kernel, ids)                      # (b,k,K,K)
             eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
-            individual = ops.einsum(eq, probs, ops.cast(kernel, probs.dtype) * m)
+            individual = ops.einsum(eq, probs, weight_in_use(kernel, m, dt))
         if omega is None:
             w = ops.cast(self.omega, probs.dtype)
         else:
@@ -272,12 +270,14 @@ class CommonNoiseAdaptation(keras.layers.Layer):
     def common_confusion(self) -> np.ndarray:
         """The learned common confusion matrix as probabilities, ``(K, K)``, rows = truth."""
         self._check_built()
-        return self._as_probabilities(self.common_kernel * self.learning_rate_multiplier)
+        return self._as_probabilities(
+            weight_in_use(self.common_kernel, self.learning_rate_multiplier, "float32"))
 
     def confusion_matrices(self) -> np.ndarray:
         """The individual confusion matrices as probabilities, ``(A, K, K)``, rows = truth."""
         self._check_built()
-        return self._as_probabilities(self.kernel * self.learning_rate_multiplier)
+        return self._as_probabilities(
+            weight_in_use(self.kernel, self.learning_rate_multiplier, "float32"))
 
     def _check_built(self) -> None:
         if not self.built:

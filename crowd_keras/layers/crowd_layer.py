@@ -42,8 +42,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (gather_annotators, identity_initializer, insert_annotator_axis,
-                            is_shape_list)
+from .._keras_utils import (checked_noise_scale, gather_annotators, identity_initializer,
+                            insert_annotator_axis, is_shape_list, weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
@@ -83,13 +83,10 @@ class CrowdLayer(keras.layers.Layer):
             raise ValueError(f"conn_type must be one of {CONN_TYPES}, got {conn_type!r}")
         if int(num_annotators) < 1:
             raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
-        if not float(init_scale) > 0 or not float(learning_rate_multiplier) > 0:
-            raise ValueError("init_scale and learning_rate_multiplier must be positive, got "
-                             f"{init_scale!r} and {learning_rate_multiplier!r}")
+        self.init_scale, self.learning_rate_multiplier = checked_noise_scale(
+            init_scale, learning_rate_multiplier)
         self.num_annotators = int(num_annotators)
         self.conn_type = conn
-        self.init_scale = float(init_scale)
-        self.learning_rate_multiplier = float(learning_rate_multiplier)
         self.num_classes = None
         self.kernel = self.scale = self.bias = None
 
@@ -118,8 +115,7 @@ class CrowdLayer(keras.layers.Layer):
         """The weight in use: the stored variable times ``learning_rate_multiplier``."""
         if weight is None:
             return None
-        w = ops.cast(weight, dtype)
-        return w if self.learning_rate_multiplier == 1.0 else w * self.learning_rate_multiplier
+        return weight_in_use(weight, self.learning_rate_multiplier, dtype)
 
     def effective_weights(self) -> dict:
         """The weights in use (variables × ``learning_rate_multiplier``) as numpy, by name."""
