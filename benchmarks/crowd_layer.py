@@ -24,6 +24,8 @@ updates all A × K × K annotator weights every step) and with ``crowd_keras.mod
 
     python benchmarks/crowd_layer.py [--data ../shared/data] [--seeds 5] [--epochs 60]
     python benchmarks/crowd_layer.py --quick       # smoke run: 1 seed, 3 epochs, MW only
+    python benchmarks/crowd_layer.py --seeds 20 --sets LabelMe --methods MV,crowd-kit,CL-MW \
+        --skip-scaling                              # many seeds, the rows that matter
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ import keras  # noqa: E402
 from crowd_keras.aggregation import get_label_model  # noqa: E402
 from crowd_keras.datasets import load_labelme, load_music  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
+from crowd_keras.layers.crowd_layer import CONN_TYPES  # noqa: E402
 from crowd_keras.models import CrowdModel, LazyAdam, TruthValidation  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -60,6 +63,7 @@ except ImportError:  # the peer is optional (bench extra)
 BATCH = 64
 # ``CL-MW fast`` / ``CoNAL fast``: noise layers that start at 3·I and learn 10× faster
 FAST = {"init_scale": 3.0, "learning_rate_multiplier": 10.0}
+KNOWN_METHODS = ("MV", "DS", "crowd-kit", "CL-MW fast")   # and CL-<variant>
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -204,6 +208,9 @@ def main(argv=None) -> dict:
     p.add_argument("--epochs", type=int, default=60, help="LabelMe epochs (best on validation)")
     p.add_argument("--music-epochs", type=int, default=60, help="Music epochs (fixed)")
     p.add_argument("--variants", default="MW,VW,VB,VW+B,S")
+    p.add_argument("--methods", help="comma list of the rows to run (default: MV, DS, crowd-kit "
+                   "and every variant), e.g. MV,crowd-kit,CL-MW for a many-seed comparison")
+    p.add_argument("--sets", default="LabelMe,Music", help="comma list: LabelMe, Music")
     p.add_argument("--scaling-items", type=int, default=20000)
     p.add_argument("--skip-accuracy", action="store_true")
     p.add_argument("--skip-scaling", action="store_true")
@@ -219,22 +226,33 @@ def main(argv=None) -> dict:
     methods = ["MV", "DS", "crowd-kit"] + [f"CL-{v}" for v in variants]
     if "MW" in variants:
         methods.insert(methods.index("CL-MW") + 1, "CL-MW fast")
+    if args.methods:
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        unknown = [m for m in methods if m not in KNOWN_METHODS
+                   and not (m.startswith("CL-") and m[3:] in CONN_TYPES)]
+        if unknown:
+            p.error(f"unknown method(s) {unknown}; known: {', '.join(KNOWN_METHODS)}, CL-<variant>")
+    set_names = [s.strip() for s in args.sets.split(",") if s.strip()]
+    if not set_names or any(s not in ("LabelMe", "Music") for s in set_names):
+        p.error(f"--sets takes LabelMe and/or Music, got {args.sets!r}")
     report = {"backend": keras.backend.backend(), "seeds": args.seeds}
 
     if not args.skip_accuracy:
         sets = load_sets(args.data)
-        lm, music = sets["LabelMe"], sets["Music"]
         print(f"Test accuracy, mean ± std over {args.seeds} seeds "
               f"(backend {keras.backend.backend()})")
-        report["labelme"] = accuracy_table("LabelMe", lm, methods, args.seeds, args.epochs)
-        report["music"] = accuracy_table("Music", music, methods, args.seeds, args.music_epochs)
-        print("\n| method | LabelMe (best on valid) | Music (fixed epochs) | LabelMe epoch ms |")
-        print("|---|---|---|---|")
+        heads = {"LabelMe": "LabelMe (best on valid)", "Music": "Music (fixed epochs)"}
+        for name in set_names:
+            epochs = args.epochs if name == "LabelMe" else args.music_epochs
+            report[name.lower()] = accuracy_table(name, sets[name], methods, args.seeds, epochs)
+        print("\n| method | " + " | ".join(heads[n] for n in set_names)
+              + f" | {set_names[0]} epoch ms |")
+        print("|---|" + "---|" * (len(set_names) + 1))
         for m in methods:
-            a, b = report["labelme"][m], report["music"][m]
-            print(f"| {m} | {np.mean(a['acc']):.3f} ± {np.std(a['acc']):.3f} | "
-                  f"{np.mean(b['acc']):.3f} ± {np.std(b['acc']):.3f} | {a['epoch_s'] * 1e3:.0f} |")
-        if "CL-MW" in report["labelme"]:
+            cells = [report[n.lower()][m]["acc"] for n in set_names]
+            print(f"| {m} | " + " | ".join(f"{np.mean(a):.3f} ± {np.std(a):.3f}" for a in cells)
+                  + f" | {report[set_names[0].lower()][m]['epoch_s'] * 1e3:.0f} |")
+        if "labelme" in report and {"CL-MW", "MV"} <= set(report["labelme"]):
             ratio = report["labelme"]["CL-MW"]["epoch_s"] / report["labelme"]["MV"]["epoch_s"]
             report["epoch_ratio_layer_vs_bare"] = ratio
             print(f"\nLabelMe epoch time, CrowdLayer MW / bare classifier: {ratio:.2f}")

@@ -53,3 +53,21 @@ def test_record_writes_the_command_machine_and_output(tmp_path, monkeypatch):
     assert "Produced by `python benchmarks/record.py aggregation.py --annotations 20000`" in text
     assert "- packages: numpy" in text and "- wall time:" in text
     assert "| " in text.split("```")[1]          # the script's own table, inside the fence
+
+
+def test_record_as_name_keeps_the_main_record(tmp_path, monkeypatch):
+    import record  # noqa: E402
+
+    from conftest import require_data
+
+    require_data()
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    assert record.main(["--as"]) == 2
+    assert record.main(["--as", "../escape", "aggregation.py"]) == 2
+    assert record.main(["--as", "small", "no_such_script.py"]) == 2
+    assert not list(tmp_path.iterdir())                  # refused calls write nothing
+    assert record.main(["--as", "agg_small", "aggregation.py", "--annotations", "20000"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["agg_small.md"]
+    text = (tmp_path / "agg_small.md").read_text(encoding="utf-8")
+    assert ("Produced by `python benchmarks/record.py --as agg_small aggregation.py "
+            "--annotations 20000`") in text

@@ -32,8 +32,11 @@ class LIA(LabelModel):
         annotator_l2: L2 on each annotator's competence deviation from the shared tensor
             (shrinkage: annotators with few labels stay close to the crowd's average).
         instance_l2: L2 on the difficulty map (item embeddings or feature kernels); ``None``:
-            10 without features (a free difficulty per item is barely identifiable from a
-            handful of labels), 1 with features.
+            100 without features, 1 with features. Without features each item's difficulty
+            is a free embedding fitted to that item's own few labels: it explains their
+            disagreement away and drifts hard items to the majority class (at full
+            redundancy, instance_l2=10: dog 0.832 and product 0.918 against Dawid-Skene's
+            0.844 and 0.939; 100: 0.841 and 0.939; identical at redundancy 2 and 5).
         em_iterations, m_steps, marginal_steps, marginal, batch_size, learning_rate: see
             :class:`~crowd_keras.training.lia_em.LIATrainer` (``marginal_steps=0`` skips the
             marginal-likelihood fine-tuning).
@@ -125,8 +128,8 @@ class LIA(LabelModel):
         if cl2 is None:   # feature-free: h_θ ≈ the class prior; features: a real classifier
             cl2 = 100.0 if x is None else 1.0
         il2 = self.instance_l2
-        if il2 is None:   # feature-free: one free difficulty per item, from a handful of labels
-            il2 = 10.0 if x is None else 1.0
+        if il2 is None:   # feature-free: a free difficulty per item overfits its own labels
+            il2 = 100.0 if x is None else 1.0
         trainer = LIATrainer(
             num_classes=ann.n_classes, latent_dim=self.latent_dim,
             hidden_units=self.hidden_units, classifier_l2=cl2,
