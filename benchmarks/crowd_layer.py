@@ -49,7 +49,7 @@ import keras  # noqa: E402
 from crowd_keras.aggregation import get_label_model  # noqa: E402
 from crowd_keras.datasets import load_labelme, load_music  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
-from crowd_keras.layers.crowd_layer import CONN_TYPES  # noqa: E402
+from crowd_keras.crowd_layer.layers import CONN_TYPES  # noqa: E402
 from crowd_keras.models import CrowdModel, LazyAdam, TruthValidation  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -9,7 +9,7 @@ Every method sees the same subsets in the same run:
 - DS: ``crowd_keras.aggregation.DawidSkene()``;
 - Snorkel: ``snorkel.labeling.model.LabelModel`` (``n_epochs=500``, seeded) on
   ``Annotations.to_label_matrix()``;
-- LIA-E: ``crowd_keras.aggregation.lia.LIA()`` without item features (learned instance
+- LIA-E: ``crowd_keras.lia.label_model.LIA()`` without item features (learned instance
   embeddings); "EM" is the posterior after EM (LIA's default output: ``marginal_steps=0``),
   "+FT" after 200 steps of marginal-likelihood fine-tuning (LIA's default
   ``marginal="item"``, the exact marginal), both from the same fit;
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from crowd_keras import Annotations  # noqa: E402
 from crowd_keras.aggregation import DawidSkene, MajorityVote  # noqa: E402
-from crowd_keras.aggregation.lia import LIA  # noqa: E402
+from crowd_keras.lia.label_model import LIA  # noqa: E402
 from crowd_keras.datasets import (load_truth_inference,  # noqa: E402
                                   load_truth_inference_features)
 

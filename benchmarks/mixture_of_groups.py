@@ -10,7 +10,7 @@
    during training (peak after − peak before). Methods, same MLP (Dense 128 relu,
    Dropout 0.5, softmax; torch-style uniform init) everywhere:
 
-   * ``CMM``: :class:`crowd_keras.training.mixture_em.MixtureOfGroupsEM`, the paper's EM on
+   * ``CMM``: :class:`crowd_keras.mixture_of_groups.trainer.MixtureOfGroupsEM`, the paper's EM on
      label counts with Eq. 4 as written (``likelihood="annotation"``; global; 3 groups, one
      epoch per M-step, tol 3e-2, ≤ ``--max-iter``);
    * ``CMM-item``: the same with ``likelihood="item"`` (the trainer's default: an item's
@@ -57,12 +57,12 @@ import keras  # noqa: E402
 
 from crowd_keras import Annotations  # noqa: E402
 from crowd_keras.aggregation import DawidSkene, MajorityVote  # noqa: E402
-from crowd_keras.aggregation.mixture_of_groups import MixtureOfGroupsModel  # noqa: E402
+from crowd_keras.mixture_of_groups.label_model import MixtureOfGroupsModel  # noqa: E402
 from crowd_keras.datasets import load_labelme, simulate_crowd  # noqa: E402
-from crowd_keras.layers.mixture_of_groups import MixtureOfGroups  # noqa: E402
-from crowd_keras.losses_groups import LabelCountCrossEntropy  # noqa: E402
+from crowd_keras.mixture_of_groups.layers import MixtureOfGroups  # noqa: E402
+from crowd_keras.mixture_of_groups.losses import LabelCountCrossEntropy  # noqa: E402
 from crowd_keras.models import CrowdModel, LazyAdam, TruthValidation  # noqa: E402
-from crowd_keras.training.mixture_em import MixtureOfGroupsEM  # noqa: E402
+from crowd_keras.mixture_of_groups.trainer import MixtureOfGroupsEM  # noqa: E402
 
 try:
     from crowd_keras.layers import CrowdLayer

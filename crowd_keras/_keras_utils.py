@@ -5,8 +5,19 @@ from typing import Any
 
 from keras import ops
 
+import keras
+import numpy as np
+
+from .numerics import MISSING
+
 __all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer",
-           "checked_noise_scale", "weight_in_use"]
+           "checked_noise_scale", "weight_in_use", "is_shape_list", "n_rows", "split_padding"]
+
+
+def n_rows(x: Any) -> Any:
+    """Number of rows of an array or of the first array of a nested structure (None if empty)."""
+    leaves = keras.tree.flatten(x)
+    return int(np.shape(leaves[0])[0]) if leaves else None
 
 
 def is_shape_list(shape: Any) -> bool:
@@ -16,8 +27,19 @@ def is_shape_list(shape: Any) -> bool:
 
 
 def annotator_mask(annotator_ids: Any) -> Any:
-    """Boolean ``(batch, k)`` mask: True where a slot holds an annotator, False for -1 padding."""
-    return ops.greater_equal(annotator_ids, 0)
+    """Boolean mask of real slots in padded codes: False where a slot holds ``MISSING`` (-1).
+
+    The one padding test of the layers and losses (annotator ids or labels, any shape).
+    """
+    return ops.greater(annotator_ids, MISSING)
+
+
+def split_padding(codes: Any) -> tuple[Any, Any]:
+    """``(safe, mask)`` of padded int codes: ``safe`` has ``MISSING`` replaced by 0 (a valid
+    index to gather with), ``mask`` is True at real slots."""
+    codes = ops.cast(codes, "int32")
+    mask = annotator_mask(codes)
+    return ops.where(mask, codes, ops.zeros_like(codes)), mask
 
 
 def gather_annotators(weights: Any, annotator_ids: Any) -> tuple[Any, Any]:
@@ -33,9 +55,7 @@ def gather_annotators(weights: Any, annotator_ids: Any) -> tuple[Any, Any]:
         ``(batch, k)`` boolean mask of real slots. Cost is proportional to ``batch × k``,
         not to the number of annotators.
     """
-    ids = ops.cast(annotator_ids, "int32")
-    mask = annotator_mask(ids)
-    safe = ops.where(mask, ids, ops.zeros_like(ids))
+    safe, mask = split_padding(annotator_ids)
     return ops.take(weights, safe, axis=0), mask
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import CrowdDataError
+from .numerics import MISSING, incidence_matrix, pair_index
 
 __all__ = ["Annotations"]
 
@@ -76,9 +77,14 @@ class Annotations:
     ``annotator_ids`` and ``labels[n]`` indexes ``classes``. Annotations are stored sorted by
     (item, annotator) and every (item, annotator) pair appears at most once.
 
-    Build one with :meth:`from_dense`, :meth:`from_frame`, :meth:`from_label_matrix` or
-    :meth:`from_padded`; bad input raises :class:`crowd_keras.CrowdDataError` naming the row,
-    item and annotator at fault.
+    Build one with :meth:`from_dense`, :meth:`from_frame`, :meth:`from_label_matrix`,
+    :meth:`from_padded` or :meth:`from_counts`; bad input raises
+    :class:`crowd_keras.CrowdDataError` naming the row, item and annotator at fault.
+
+    It is the library's one encoding of annotations: the views every model needs
+    (:meth:`label_counts`, :meth:`vote_incidence`, :meth:`to_padded`,
+    :meth:`annotator_label_counts`, per-item and per-annotator counts) are computed once and
+    cached; they are read-only.
 
     Attributes:
         items, annotators, labels: int64 arrays of shape ``(n_annotations,)``.
@@ -88,7 +94,7 @@ class Annotations:
     """
 
     __slots__ = ("_items", "_annotators", "_labels", "_item_ids", "_annotator_ids", "_classes",
-                 "_n_duplicates")
+                 "_n_duplicates", "_cache")
 
     def __init__(self, items: Any, annotators: Any, labels: Any, *, item_ids: Any = None,
                  annotator_ids: Any = None, classes: Any = None, n_items: Optional[int] = None,
@@ -147,6 +153,7 @@ class Annotations:
         self._annotators = _frozen(annotators)
         self._labels = _frozen(labels)
         self._n_duplicates = n_dup
+        self._cache: dict = {}   # derived views, computed once (the container is immutable)
 
     @staticmethod
     def _size(ids: Any, n: Optional[int], codes: np.ndarray, what: str) -> int:
@@ -161,7 +168,7 @@ class Annotations:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_dense(cls, matrix: Any, missing: Any = -1, classes: Optional[Sequence] = None, *,
+    def from_dense(cls, matrix: Any, missing: Any = MISSING, classes: Optional[Sequence] = None, *,
                    item_ids: Any = None, annotator_ids: Any = None) -> "Annotations":
         """From an items × annotators matrix of class codes, ``missing`` where absent.
 
@@ -204,7 +211,7 @@ class Annotations:
         """From a Snorkel label matrix ``L`` (items × labeling functions, -1 = abstain)."""
         if classes is None and cardinality is not None:
             classes = list(range(int(cardinality)))
-        return cls.from_dense(L, missing=-1, classes=classes)
+        return cls.from_dense(L, missing=MISSING, classes=classes)
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",
@@ -266,6 +273,38 @@ class Annotations:
                                      "annotator_ids")
         return cls._checked(item_codes, ann_codes, codes, classes, item_ids=list(item_ids),
                             annotator_ids=list(annotator_ids), duplicates=duplicates, where=where)
+
+    @classmethod
+    def from_counts(cls, counts: Any, classes: Optional[Sequence] = None) -> "Annotations":
+        """From (items, K) label counts without annotator ids: the ``k``-th label of an item
+        is credited to a pseudo-annotator ``"slot-k"``.
+
+        Raises:
+            CrowdDataError: not a 2-D array of non-negative integer counts.
+        """
+        r = np.asarray(counts)
+        if r.ndim != 2:
+            raise CrowdDataError(f"label counts must be a 2-D items × classes array, got shape "
+                                 f"{r.shape}")
+        if r.dtype.kind not in "iuf" or (r.dtype.kind == "f" and not np.isfinite(r).all()):
+            bad = "non-numeric" if r.dtype.kind not in "iuf" else "non-finite"
+            raise CrowdDataError(f"label counts must be finite numbers; got {bad} values")
+        if (r < 0).any() or (r != np.round(r)).any():
+            pos = tuple(int(p) for p in np.argwhere((r < 0) | (r != np.round(r)))[0])
+            raise CrowdDataError(f"label counts must be non-negative integers; got {r[pos]} at "
+                                 f"(item, class) {pos}")
+        r = r.astype(np.int64)
+        n, k = r.shape
+        if classes is not None and len(classes) != k:
+            raise CrowdDataError(f"{len(classes)} classes given for {k} count columns")
+        items = np.repeat(np.repeat(np.arange(n), k), r.ravel())
+        labels = np.repeat(np.tile(np.arange(k), n), r.ravel())
+        starts = np.concatenate([[0], np.cumsum(r.sum(axis=1))[:-1]])
+        slots = np.arange(len(items)) - starts[items]
+        n_slots = max(int(r.sum(axis=1).max()) if n else 0, 1)
+        return cls(items, slots, labels, n_items=n,
+                   annotator_ids=[f"slot-{s}" for s in range(n_slots)],
+                   classes=classes, n_classes=k)
 
     @staticmethod
     def _coerce_int_labels(raw: np.ndarray, where) -> np.ndarray:
@@ -367,7 +406,7 @@ class Annotations:
     __hash__ = None  # mutable-looking container semantics: compare by value, do not hash
 
     # ------------------------------------------------------------------ views
-    def to_dense(self, missing: int = -1) -> np.ndarray:
+    def to_dense(self, missing: int = MISSING) -> np.ndarray:
         """Items × annotators int64 matrix of label codes, ``missing`` where absent."""
         out = np.full((self.n_items, self.n_annotators), missing, dtype=np.int64)
         out[self._items, self._annotators] = self._labels
@@ -375,7 +414,7 @@ class Annotations:
 
     def to_label_matrix(self) -> np.ndarray:
         """Snorkel's layout: items × annotators (labeling functions), -1 = abstain."""
-        return self.to_dense(-1)
+        return self.to_dense(MISSING)
 
     def to_frame(self, item: str = "task", annotator: str = "worker",
                  label: str = "label") -> pd.DataFrame:
@@ -384,13 +423,41 @@ class Annotations:
                              annotator: self._annotator_ids[self._annotators],
                              label: self._classes[self._labels]})
 
+    def _cached(self, key: str, make: Any) -> Any:
+        """A derived view, computed on first use; arrays are returned read-only."""
+        if key not in self._cache:
+            value = make()
+            if isinstance(value, np.ndarray):
+                value = _frozen(value)
+            self._cache[key] = value
+        return self._cache[key]
+
     def annotations_per_item(self) -> np.ndarray:
-        """Number of annotations of each item, (n_items,)."""
-        return np.bincount(self._items, minlength=self.n_items)
+        """Number of annotations of each item, (n_items,) (read-only, cached)."""
+        return self._cached("per_item", lambda: np.bincount(self._items, minlength=self.n_items))
 
     def annotations_per_annotator(self) -> np.ndarray:
-        """Number of annotations by each annotator, (n_annotators,)."""
-        return np.bincount(self._annotators, minlength=self.n_annotators)
+        """Number of annotations by each annotator, (n_annotators,) (read-only, cached)."""
+        return self._cached("per_annotator",
+                            lambda: np.bincount(self._annotators, minlength=self.n_annotators))
+
+    def annotator_label_counts(self) -> np.ndarray:
+        """(n_annotators, n_classes) int64: how often each annotator gave each label (cached)."""
+        k = self.n_classes
+        return self._cached("annotator_labels", lambda: np.bincount(
+            pair_index(self._annotators, self._labels, k),
+            minlength=self.n_annotators * k).reshape(self.n_annotators, k))
+
+    def vote_incidence(self) -> Any:
+        """(n_items, n_annotators × n_classes) sparse 0/1 matrix: item i got label l from a.
+
+        Column ``a · K + l``. The E- and M-steps of the Dawid-Skene family are products with
+        this matrix and its transpose: O(annotations × classes), no Python loop over
+        annotations or annotators. Cached; treat it as read-only.
+        """
+        return self._cached("incidence", lambda: incidence_matrix(
+            self._items, pair_index(self._annotators, self._labels, self.n_classes),
+            (self.n_items, self.n_annotators * self.n_classes)))
 
     def to_padded(self, max_annotations: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
         """Per item, the annotator codes and labels, padded with -1.
@@ -400,6 +467,11 @@ class Annotations:
             ``k = max_annotations`` or the largest number of annotations on one item (at
             least 1). This feeds Keras without an items × annotators matrix.
         """
+        if max_annotations is None:
+            return self._cached("padded", self._padded)
+        return self._padded(max_annotations)
+
+    def _padded(self, max_annotations: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
         per_item = self.annotations_per_item()
         k = max(int(per_item.max()) if len(per_item) else 0, 1)
         if max_annotations is not None:
@@ -409,17 +481,19 @@ class Annotations:
             k = int(max_annotations)
         starts = np.concatenate([[0], np.cumsum(per_item)[:-1]])
         slot = np.arange(self.n_annotations) - starts[self._items]  # rank within the item
-        ann = np.full((self.n_items, k), -1, dtype=np.int64)
-        lab = np.full((self.n_items, k), -1, dtype=np.int64)
+        ann = np.full((self.n_items, k), MISSING, dtype=np.int64)
+        lab = np.full((self.n_items, k), MISSING, dtype=np.int64)
         ann[self._items, slot] = self._annotators
         lab[self._items, slot] = self._labels
-        return ann, lab
+        return _frozen(ann), _frozen(lab)
 
     def label_counts(self, normalize: bool = False) -> np.ndarray:
-        """Items × classes matrix of vote counts (or fractions, 0 rows for unlabelled items)."""
-        flat = np.bincount(self._items * self.n_classes + self._labels,
-                           minlength=self.n_items * self.n_classes)
-        counts = flat.reshape(self.n_items, self.n_classes).astype(np.float64)
+        """Items × classes float matrix of vote counts (or fractions, 0 rows for unlabelled
+        items); the counts are cached and read-only."""
+        counts = self._cached("label_counts", lambda: np.bincount(
+            pair_index(self._items, self._labels, self.n_classes),
+            minlength=self.n_items * self.n_classes).reshape(self.n_items, self.n_classes)
+            .astype(np.float64))
         if normalize:
             total = counts.sum(axis=1, keepdims=True)
             counts = np.divide(counts, total, out=np.zeros_like(counts), where=total > 0)

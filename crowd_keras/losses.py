@@ -13,6 +13,10 @@ the gradient contributions of missing labels to zero, normalised by the number o
 exist), so the dense and indexed layouts of the same data give the same value and gradients.
 A batch with no observed annotation gives 0, not NaN.
 
+The family-specific losses live with their family and are re-exported here:
+:class:`LabelCountCrossEntropy` (mixture of groups); the LIA losses are in
+:mod:`crowd_keras.lia.losses`.
+
 Keras' default reduction (``"sum_over_batch_size"``) divides the per-item values returned by
 ``call`` by the batch size; ``call`` scales them by ``batch / n_observed`` so that the reduced
 value is that mean (and Keras' per-replica scaling under ``tf.distribute`` stays correct).
@@ -25,7 +29,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from .losses_groups import LabelCountCrossEntropy
+from ._keras_utils import split_padding
+from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
 
@@ -67,9 +72,7 @@ class MaskedMultiCrossEntropy(keras.losses.Loss):
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         _check_rank(y_true, tuple(y_pred.shape[:-1]), self.name)
-        labels = ops.cast(y_true, "int32")
-        mask = ops.greater_equal(labels, 0)
-        safe = ops.where(mask, labels, ops.zeros_like(labels))
+        safe, mask = split_padding(y_true)
         if self.from_logits:
             log_p = ops.log_softmax(y_pred, axis=-1)
         else:

@@ -41,20 +41,18 @@ import keras
 import numpy as np
 from keras import ops
 
+from ._keras_utils import n_rows
 from .annotations import Annotations
+from .callbacks import TruthValidation
+from .crowd_layer.regression import CrowdRegressionLayer
 from .errors import CrowdDataError
-from .layers.crowd_regression import CrowdRegressionLayer
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
+from .optimizers import LazyAdam
 
+# TruthValidation (callbacks) and LazyAdam (optimizers) are re-exported: this was their home.
 __all__ = ["CrowdModel", "TruthValidation", "LazyAdam"]
 
 X_KEY, IDS_KEY = "x", "annotator_ids"
-
-
-def _n_rows(x: Any) -> Optional[int]:
-    """Number of rows of an array or of the first array of a nested structure."""
-    leaves = keras.tree.flatten(x)
-    return int(np.shape(leaves[0])[0]) if leaves else None
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
@@ -185,7 +183,7 @@ class CrowdModel(keras.Model):
         """
         if y is None:
             return x, y
-        n = _n_rows(x)
+        n = n_rows(x)
         if isinstance(y, Annotations):
             if self.is_regression:
                 raise CrowdDataError("Annotations hold class labels; a regression noise layer "
@@ -297,101 +295,3 @@ class _NoiseWarmup(keras.callbacks.Callback):
 
     def on_train_end(self, logs: Optional[dict] = None) -> None:
         self._crowd_model.noise_on.assign(1.0)
-
-
-class TruthValidation(keras.callbacks.Callback):
-    """Score the classifier on gold-labelled validation data each epoch; keep the best weights.
-
-    Model selection for a crowd model must not use test labels: give it a validation split
-    with true labels (e.g. LabelMe's). Logs ``logs[name]`` (accuracy) every epoch and, with
-    ``restore_best_weights``, puts back the classifier's best weights when training ends.
-
-    Args:
-        x, y: validation inputs (an array) and true class codes ``(n,)``.
-        classifier: the model to score; default ``self.model.classifier`` (a ``CrowdModel``).
-    """
-
-    def __init__(self, x: Any, y: Any, classifier: Any = None, restore_best_weights: bool = True,
-                 name: str = "val_truth_accuracy", batch_size: int = 1024) -> None:
-        super().__init__()
-        self.x, self.y = x, np.asarray(y)
-        self.classifier = classifier
-        self.restore_best_weights = restore_best_weights
-        self.name, self.batch_size = name, batch_size
-        self.best_, self.best_epoch_, self.history_ = -np.inf, None, []
-        self._best_weights = None
-
-    def _target(self) -> Any:
-        return self.classifier if self.classifier is not None else self.model.classifier
-
-    def on_train_begin(self, logs: Any = None) -> None:
-        self.best_, self.best_epoch_, self.history_, self._best_weights = -np.inf, None, [], None
-
-    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-        clf = self._target()
-        probs = np.concatenate([  # direct calls: cheaper than predict() once per epoch
-            ops.convert_to_numpy(clf(self.x[i:i + self.batch_size], training=False))
-            for i in range(0, len(self.y), self.batch_size)])
-        acc = float(np.mean(np.argmax(probs, axis=-1) == self.y))
-        self.history_.append(acc)
-        if logs is not None:
-            logs[self.name] = acc
-        if acc > self.best_:
-            self.best_, self.best_epoch_ = acc, epoch
-            if self.restore_best_weights:
-                self._best_weights = clf.get_weights()
-
-    def on_train_end(self, logs: Any = None) -> None:
-        if self.restore_best_weights and self._best_weights is not None:
-            self._target().set_weights(self._best_weights)
-
-
-@keras.saving.register_keras_serializable(package="crowd_keras")
-class LazyAdam(keras.optimizers.Adam):
-    """Adam that updates only the annotator rows present in the batch (TensorFlow backend).
-
-    The indexed crowd layers gather per-annotator weights, so on TensorFlow their gradient
-    is sparse (``tf.IndexedSlices``: the rows of the annotators in the batch). Plain Adam
-    turns it dense and updates all ``A × K × K`` weights and moments every step, so an epoch
-    costs more with more annotators even at a fixed number of annotations. ``LazyAdam``
-    applies Adam's rule to the touched rows only (the "lazy Adam" of TF Addons and
-    PyTorch's ``SparseAdam``): untouched annotators keep their weights and moments as they
-    are instead of drifting on old momentum. Dense gradients (every other weight, and all
-    weights on the torch and JAX backends, whose gathers give dense gradients) get the
-    ordinary Adam update. Same arguments as ``keras.optimizers.Adam`` (no ``amsgrad``).
-
-    Repeated rows (one annotator in several items of a batch) are summed before the update,
-    so the first step equals Adam's on the dense gradient. (Keras' own Adam, given those
-    sparse gradients, squares each repeat separately for the second moment.)
-    """
-
-    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
-        if keras.backend.backend() != "tensorflow" or self.amsgrad:
-            return super().update_step(gradient, variable, learning_rate)
-        import tensorflow as tf  # only reached on the TensorFlow backend
-
-        if not isinstance(gradient, tf.IndexedSlices):
-            return super().update_step(gradient, variable, learning_rate)
-        dtype = variable.dtype
-        step = ops.cast(self.iterations + 1, dtype)
-        b1, b2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
-        alpha = (ops.cast(learning_rate, dtype) * ops.sqrt(1 - ops.power(b2, step))
-                 / (1 - ops.power(b1, step)))
-        rows = gradient.indices
-        values = ops.cast(gradient.values, dtype)
-        # Sum the gradients of repeated rows (one annotator in several items of the batch)
-        # with a (n, n) equality matrix: static shapes, so it also runs under XLA.
-        same = ops.cast(ops.equal(ops.expand_dims(rows, 1), ops.expand_dims(rows, 0)), dtype)
-        flat = ops.reshape(values, (ops.shape(values)[0], -1))
-        g = ops.reshape(ops.matmul(same, flat), ops.shape(values))
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
-        m_rows = ops.take(m, rows, axis=0) * b1 + (1 - b1) * g
-        v_rows = ops.take(v, rows, axis=0) * b2 + (1 - b2) * ops.square(g)
-        new_rows = ops.take(variable, rows, axis=0) - alpha * m_rows / (ops.sqrt(v_rows)
-                                                                        + self.epsilon)
-        # repeated rows write identical values (a scatter *update*, not an add), so the
-        # scatter order does not matter
-        self.assign(m, tf.IndexedSlices(m_rows, rows))
-        self.assign(v, tf.IndexedSlices(v_rows, rows))
-        self.assign(variable, tf.IndexedSlices(new_rows, rows))

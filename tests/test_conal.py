@@ -8,7 +8,7 @@ from keras import ops  # noqa: E402
 from conftest import require_data  # noqa: E402
 from crowd_keras.aggregation import CommonNoiseModel, DawidSkene, MajorityVote  # noqa: E402
 from crowd_keras.datasets import load_truth_inference, simulate_crowd  # noqa: E402
-from crowd_keras.layers.conal import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
+from crowd_keras.conal.layers import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
 from crowd_keras.models import CrowdModel  # noqa: E402
 
 

@@ -6,7 +6,7 @@ keras = pytest.importorskip("keras")
 
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
-from crowd_keras.layers.conal import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
+from crowd_keras.conal.layers import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
 from crowd_keras.models import CrowdModel  # noqa: E402
 
 SEEDS = (0, 1, 2)

@@ -624,7 +624,7 @@ def test_connect_needs_a_token(monkeypatch):
 
 # ---------------------------------------------------------------------------- point 4: CLI
 def _cli(argv):
-    from crowd_keras import cli_label_studio
+    from crowd_keras.cli import label_studio as cli_label_studio
 
     parser = argparse.ArgumentParser(prog="crowd-keras")
     cli_label_studio.register(parser.add_subparsers(dest="command"))

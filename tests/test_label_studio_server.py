@@ -192,7 +192,7 @@ def test_demo_project_matches_the_parser_fixtures(client):
 
 def test_cli_aggregate_pushes_without_showing_the_token(ls_server, client, simulated, tmp_path,
                                                         monkeypatch, capsys, ls_token):
-    from crowd_keras import cli_label_studio
+    from crowd_keras.cli import label_studio as cli_label_studio
     project, truth, users = simulated
     export = tmp_path / "export.json"
     export.write_bytes(export_bytes(client, project, "JSON"))

@@ -12,12 +12,12 @@ keras = pytest.importorskip("keras")
 
 from conftest import require_data  # noqa: E402
 from crowd_keras import Annotations, CrowdDataError  # noqa: E402
-from crowd_keras.aggregation.lia import LIA  # noqa: E402
+from crowd_keras.lia.label_model import LIA  # noqa: E402
 from crowd_keras.aggregation.dawid_skene import DawidSkene  # noqa: E402
 from crowd_keras.aggregation.majority_vote import MajorityVote  # noqa: E402
 from crowd_keras.datasets import load_truth_inference, simulate_crowd  # noqa: E402
-from crowd_keras.layers.difficulty_competence import DifficultyCompetence  # noqa: E402
-from crowd_keras.training.lia_em import LIATrainer  # noqa: E402
+from crowd_keras.lia.layers import DifficultyCompetence  # noqa: E402
+from crowd_keras.lia.trainer import LIATrainer  # noqa: E402
 
 FAST = dict(em_iterations=4, m_steps=60, marginal_steps=120)
 

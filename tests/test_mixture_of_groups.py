@@ -8,13 +8,14 @@ from sklearn.metrics import adjusted_rand_score
 from conftest import require_data
 from crowd_keras import Annotations, CrowdDataError
 from crowd_keras.aggregation import DawidSkene, MajorityVote
-from crowd_keras.aggregation.mixture_of_groups import MixtureOfGroupsModel, kmeans
+from crowd_keras.mixture_of_groups.em import kmeans
+from crowd_keras.mixture_of_groups.label_model import MixtureOfGroupsModel
 from crowd_keras.datasets import load_labelme, load_truth_inference, simulate_crowd
-from crowd_keras.layers.mixture_of_groups import MixtureOfGroups
+from crowd_keras.mixture_of_groups.layers import MixtureOfGroups
 from crowd_keras.losses import MaskedMultiCrossEntropy
-from crowd_keras.losses_groups import LabelCountCrossEntropy
+from crowd_keras.mixture_of_groups.losses import LabelCountCrossEntropy
 from crowd_keras.models import CrowdModel
-from crowd_keras.training.mixture_em import MixtureOfGroupsEM
+from crowd_keras.mixture_of_groups.trainer import MixtureOfGroupsEM
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,42 @@
-"""Label models without features: infer true labels from the annotations alone."""
+"""Label models: infer true labels from the annotations alone (or with item features).
+
+Every model here has the surface of :class:`LabelModel` and is found by name through the
+registry (:func:`get_label_model`). The models of the layer families live with their
+family and are re-exported here, imported on first use: :class:`CommonNoiseModel`
+(``crowd_keras.conal``), :class:`MixtureOfGroupsModel` (``crowd_keras.mixture_of_groups``)
+and :class:`LIA` (``crowd_keras.lia``; it trains Keras networks, and importing this package
+never imports Keras).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .abstain_dawid_skene import AbstainAwareDawidSkene
 from .base import LabelModel, as_annotations
-from .common_noise import CommonNoiseModel
 from .dawid_skene import DawidSkene
-from .lia import LIA
 from .majority_vote import MajorityVote
-from .mixture_of_groups import MixtureOfGroupsModel, counts_to_annotations
-from .registry import available_label_models, get_label_model, register_label_model
-
-register_label_model("majority_vote", MajorityVote, "mv")
-register_label_model("dawid_skene", DawidSkene, "ds")
-register_label_model("conal", CommonNoiseModel, "common_noise")
-register_label_model("mixture_of_groups", MixtureOfGroupsModel, "mog", "cmm")
-register_label_model("lia", LIA, "difficulty_competence")
+from .registry import (available_label_models, get_label_model, label_model_class,
+                       register_label_model)
 
 __all__ = ["LabelModel", "as_annotations", "MajorityVote", "DawidSkene", "AbstainAwareDawidSkene",
            "CommonNoiseModel", "MixtureOfGroupsModel", "LIA", "counts_to_annotations",
-           "register_label_model", "get_label_model", "available_label_models"]
+           "register_label_model", "get_label_model", "label_model_class",
+           "available_label_models"]
+
+# The family models import this package's base module, so they are re-exported lazily
+# (PEP 562): an eager import here would be an import cycle.
+_LAZY = {"CommonNoiseModel": "crowd_keras.conal.label_model",
+         "MixtureOfGroupsModel": "crowd_keras.mixture_of_groups.label_model",
+         "counts_to_annotations": "crowd_keras.mixture_of_groups.label_model",
+         "LIA": "crowd_keras.lia.label_model"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(__all__)

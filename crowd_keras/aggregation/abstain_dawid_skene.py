@@ -31,9 +31,10 @@ import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..numerics import normalize_rows, softmax_rows, top_classes
 from ..progress import progress_bar
-from .base import LabelModel, as_annotations, check_prior, vote_incidence, one_class_vote_share
-from .registry import register_label_model
+from .base import LabelModel, as_annotations, check_prior
+from .regime import one_class_vote_share
 
 __all__ = ["AbstainAwareDawidSkene"]
 
@@ -148,8 +149,6 @@ class AbstainAwareDawidSkene(LabelModel):
         return check_prior(p, k)
 
     # ------------------------------------------------------------------ fitting
-    _incidence = staticmethod(vote_incidence)
-
     def fit(self, annotations: Any, **kwargs: Any) -> "AbstainAwareDawidSkene":
         """Fit by EM. ``annotations``: `Annotations`, a label matrix (-1 = abstain) or a frame."""
         ann = as_annotations(annotations, **kwargs)
@@ -158,11 +157,10 @@ class AbstainAwareDawidSkene(LabelModel):
         self._resolve(ann)
         k = ann.n_classes
         fixed_prior = self._fixed_prior(k)
-        X = self._incidence(ann)
+        X = ann.vote_incidence()
         XT = X.T.tocsr()
         counts = ann.label_counts()
-        total = counts.sum(axis=1, keepdims=True)
-        post = np.divide(counts, total, out=np.full_like(counts, 1.0 / k), where=total > 0)
+        post = normalize_rows(counts)
         history: list = []
         prev = -np.inf
         bar = progress_bar(range(self.max_iter), desc="Abstain-aware Dawid-Skene EM",
@@ -170,7 +168,8 @@ class AbstainAwareDawidSkene(LabelModel):
         for _ in bar:
             log_prior, log_resp = self._m_step(XT, post, ann.n_items, fixed_prior)
             logits = self._logits(X, log_resp, log_prior)
-            post, evidence = _softmax(logits)
+            post, log_norm = softmax_rows(logits)
+            evidence = float(log_norm.sum())
             history.append(evidence / max(ann.n_items, 1))
             if self.progress:
                 bar.set_postfix(evidence=f"{history[-1]:.6f}")
@@ -227,15 +226,14 @@ class AbstainAwareDawidSkene(LabelModel):
     @staticmethod
     def _report(logits: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Anchor to the votes: keep only the most-voted classes, then normalize (log space)."""
-        top = counts == counts.max(axis=1, keepdims=True)
-        return _softmax(np.where(top, logits, -np.inf))[0]
+        return softmax_rows(np.where(top_classes(counts), logits, -np.inf))[0]
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        logits = self._logits(self._incidence(ann), np.log(self.response_matrices_),
+        logits = self._logits(ann.vote_incidence(), np.log(self.response_matrices_),
                               np.log(np.maximum(self.class_priors_, 1e-300)))
         if self.anchor_ == "votes":
             return self._report(logits, ann.label_counts())
-        return _softmax(logits)[0]
+        return softmax_rows(logits)[0]
 
     # ------------------------------------------------------------------ reporting
     @property
@@ -256,21 +254,3 @@ class AbstainAwareDawidSkene(LabelModel):
         acc = np.where(n > 0, agree / np.maximum(n, 1), np.nan)
         return pd.DataFrame({"annotator": ann.annotator_ids, "n_annotations": n,
                              "coverage": n / max(ann.n_items, 1), "accuracy": acc})
-
-
-def _softmax(logits: np.ndarray) -> tuple[np.ndarray, float]:
-    """Row-wise softmax of (items, classes) logits and the summed log normalizer.
-
-    Works in (classes, items) layout: reductions over a short last axis are several times
-    slower than over the long one.
-    """
-    z = np.ascontiguousarray(logits.T)
-    top = z.max(axis=0)
-    z -= top
-    np.exp(z, out=z)
-    total = z.sum(axis=0)
-    z /= total
-    return np.ascontiguousarray(z.T), float((top + np.log(total)).sum())
-
-
-register_label_model("abstain_dawid_skene", AbstainAwareDawidSkene, "abstain_ds")

@@ -7,14 +7,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
+from ..numerics import softmax_rows, soft_vote
 from ..progress import progress_bar
-from .base import LabelModel, as_annotations, check_prior, vote_incidence
-from .majority_vote import MajorityVote
+from .base import LabelModel, as_annotations, check_prior
+from .labeling_functions import LabelingFunctionFallback
 
 __all__ = ["DawidSkene"]
 
 
-class DawidSkene(LabelModel):
+class DawidSkene(LabelingFunctionFallback, LabelModel):
     """Dawid-Skene label model fitted by EM in log space.
 
     Each annotator ``a`` has a confusion matrix ``π_a`` (true class × given label). The
@@ -54,8 +55,6 @@ class DawidSkene(LabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    _incidence = staticmethod(vote_incidence)
-
     def fit(self, annotations: Any, **kwargs: Any) -> "DawidSkene":
         ann = as_annotations(annotations, **kwargs)
         if self._fit_labeling_functions(ann, max_iter=self.max_iter, tol=self.tol,
@@ -63,12 +62,12 @@ class DawidSkene(LabelModel):
             return self
         k = ann.n_classes
         fixed_prior = check_prior(self.class_prior, k)
-        X = self._incidence(ann)
+        X = ann.vote_incidence()
         XT = X.T.tocsr()
         if isinstance(self.init, str):
             if self.init != "mv":
                 raise ValueError(f"init must be 'mv' or an array, got {self.init!r}")
-            post = MajorityVote(soft=True).fit(ann).posteriors_
+            post = soft_vote(ann.label_counts())
         else:
             post = np.asarray(self.init, dtype=np.float64)
             if post.shape != (ann.n_items, k):
@@ -91,7 +90,6 @@ class DawidSkene(LabelModel):
         self.posteriors_ = post
         self.class_priors_ = prior
         self.confusion_matrices_ = np.exp(log_pi)
-        self.delegate_ = None
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
         return self
@@ -115,17 +113,12 @@ class DawidSkene(LabelModel):
         k = prior.shape[0]
         # W[(a, l), t] = log π_a[t, l]
         W = log_pi.transpose(0, 2, 1).reshape(-1, k)
-        # Work in (classes, items) layout: reductions over a 4-wide axis are 3x slower.
-        logits = np.ascontiguousarray((X @ W).T)
-        logits += np.log(np.maximum(prior, 1e-300))[:, None]
-        top = logits.max(axis=0)
-        np.subtract(logits, top, out=logits)
-        np.exp(logits, out=logits)
-        total = logits.sum(axis=0)
-        logits /= total
-        return logits.T, float((top + np.log(total)).sum())
+        logits = X @ W
+        logits += np.log(np.maximum(prior, 1e-300))[None, :]
+        post, log_norm = softmax_rows(logits, out=logits)
+        return post, float(log_norm.sum())
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        post, _ = self._e_step(self._incidence(ann), np.log(self.confusion_matrices_),
+        post, _ = self._e_step(ann.vote_incidence(), np.log(self.confusion_matrices_),
                                self.class_priors_)
         return post

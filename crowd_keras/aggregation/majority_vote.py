@@ -6,6 +6,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..annotations import Annotations
+from ..numerics import normalize_rows
 from .base import LabelModel, as_annotations
 
 __all__ = ["MajorityVote"]
@@ -45,7 +46,7 @@ class MajorityVote(LabelModel):
         labelled = ann.annotations_per_item() > 0
         counts = np.zeros((ann.n_annotators, ann.n_classes, ann.n_classes))
         np.add.at(counts, (ann.annotators, winners[ann.items], ann.labels), 1.0)
-        self.confusion_matrices_ = self._normalize_rows(counts + 1e-2)
+        self.confusion_matrices_ = normalize_rows(counts + 1e-2)
         prior = np.bincount(winners[labelled], minlength=ann.n_classes).astype(float)
         self.class_priors_ = (prior + 1e-2) / (prior + 1e-2).sum()
         return self

@@ -9,7 +9,7 @@ Appendix B's EM has one free ω per annotation, which, with no instance features
 them together, lets every annotation pick whichever matrix explains it best (ω → 0 or 1).
 Without features we therefore tie ω per annotator (ω_r, a Beta-smoothed proportion); the
 feature-aware gate ω_ri = σ(û_r·v̂_i) is the Keras layer
-:class:`crowd_keras.layers.CommonNoiseAdaptation`. The E- and M-steps are the appendix's
+:class:`crowd_keras.conal.layers.CommonNoiseAdaptation`. The E- and M-steps are the appendix's
 closed forms (q(z_i), q(s_ri) and the Lagrange solutions for π_g, π_r, ω and ρ), written as
 sparse products over the annotations with no Python loop over annotations or annotators.
 """
@@ -18,17 +18,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
+from ..aggregation.base import LabelModel, as_annotations
+from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
+from ..numerics import normalize_rows, pair_index, softmax_rows, soft_vote, summing_matrix
 from ..progress import progress_bar
-from .base import LabelModel, as_annotations
-from .majority_vote import MajorityVote
 
 __all__ = ["CommonNoiseModel"]
 
 
-class CommonNoiseModel(LabelModel):
+class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
     """Feature-free CoNAL label model (common + individual confusion, EM).
 
     Args:
@@ -71,11 +71,9 @@ class CommonNoiseModel(LabelModel):
             self.omega_ = np.zeros(ann.n_annotators)
             return self
         a, n = ann.n_annotators, ann.n_annotations
-        # S: (items, annotations) sums per-annotation terms into items.
-        S = sp.csr_matrix((np.ones(n), (ann.items, np.arange(n))), shape=(ann.n_items, n))
-        # R: (annotators, annotations) sums into annotators.
-        R = sp.csr_matrix((np.ones(n), (ann.annotators, np.arange(n))), shape=(a, n))
-        post = MajorityVote(soft=True).fit(ann).posteriors_
+        S = summing_matrix(ann.items, ann.n_items)          # sums annotations into items
+        R = summing_matrix(ann.annotators, a)               # ... into annotators
+        post = soft_vote(ann.label_counts())
         omega = np.full(a, float(self.init_omega))
         # Start from the majority-vote counts: both matrices see every annotation.
         pi_g, pi_r, prior = self._m_confusions(ann, post[ann.items], np.full(n, 0.5), post)
@@ -87,12 +85,8 @@ class CommonNoiseModel(LabelModel):
             lr = pi_r[ann.annotators, :, ann.labels]                      # (n, K)
             w = omega[ann.annotators][:, None]
             mix = w * lg + (1 - w) * lr
-            log_items = np.asarray(S @ np.log(mix)) + np.log(prior)
-            top = log_items.max(axis=1, keepdims=True)
-            post = np.exp(log_items - top)
-            total = post.sum(axis=1, keepdims=True)
-            post /= total
-            ll = float((top[:, 0] + np.log(total[:, 0])).sum()) / max(n, 1)
+            post, log_norm = softmax_rows(np.asarray(S @ np.log(mix)) + np.log(prior))
+            ll = float(log_norm.sum()) / max(n, 1)
             q_z = post[ann.items]                                         # (n, K)
             q_s = (w * lg / mix)                                          # q(s=1 | z=c, y)
             # M-step
@@ -124,23 +118,15 @@ class CommonNoiseModel(LabelModel):
         if q_common.ndim == 1:
             q_common = q_z * q_common[:, None]
         q_indiv = q_z - q_common
-        Yg = sp.csr_matrix((np.ones(ann.n_annotations), (ann.labels, np.arange(ann.n_annotations))),
-                           shape=(k, ann.n_annotations))
-        counts_g = np.asarray(Yg @ q_common).T + self.smoothing               # (K true, K label)
-        pi_g = counts_g / counts_g.sum(axis=1, keepdims=True)
-        Yr = sp.csr_matrix((np.ones(ann.n_annotations),
-                            (ann.annotators * k + ann.labels, np.arange(ann.n_annotations))),
-                           shape=(a * k, ann.n_annotations))
-        counts_r = np.asarray(Yr @ q_indiv).reshape(a, k, k).transpose(0, 2, 1) + self.smoothing
-        pi_r = counts_r / counts_r.sum(axis=2, keepdims=True)
+        counts_g = np.asarray(summing_matrix(ann.labels, k) @ q_common).T   # (K true, K label)
+        pi_g = normalize_rows(counts_g + self.smoothing)
+        Yr = summing_matrix(pair_index(ann.annotators, ann.labels, k), a * k)
+        counts_r = np.asarray(Yr @ q_indiv).reshape(a, k, k).transpose(0, 2, 1)
+        pi_r = normalize_rows(counts_r + self.smoothing)
         prior = post.sum(axis=0) + self.smoothing
         return pi_g, pi_r, prior / prior.sum()
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         lik = self.confusion_matrices_[ann.annotators, :, ann.labels]        # (n, K)
-        S = sp.csr_matrix((np.ones(ann.n_annotations), (ann.items, np.arange(ann.n_annotations))),
-                          shape=(ann.n_items, ann.n_annotations))
-        logp = np.asarray(S @ np.log(lik)) + np.log(self.class_priors_)
-        logp -= logp.max(axis=1, keepdims=True)
-        p = np.exp(logp)
-        return p / p.sum(axis=1, keepdims=True)
+        logp = np.asarray(summing_matrix(ann.items, ann.n_items) @ np.log(lik))
+        return softmax_rows(logp + np.log(self.class_priors_))[0]

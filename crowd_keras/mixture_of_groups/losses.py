@@ -2,7 +2,7 @@
 
 Targets are label counts per item, ``r_i`` (batch, K) (``Annotations.label_counts()``), and
 predictions the crowd's label distribution ``p(y|x_i)`` (batch, K), e.g. the output of the
-global :class:`crowd_keras.layers.mixture_of_groups.MixtureOfGroups`. The loss of an item is
+global :class:`crowd_keras.mixture_of_groups.layers.MixtureOfGroups`. The loss of an item is
 ``−Σ_j r_ij log p(y = j | x_i)``; the batch value is the mean over the items with at least
 one label (items without labels add nothing; a batch without any label gives 0, not NaN).
 A time axis, ``(batch, time, K)``, is handled like extra items.

@@ -1,7 +1,8 @@
 """``crowd-keras label-studio ...``: aggregate a Label Studio export and push the result back.
 
 ``crowd_keras.cli`` calls :func:`register` with its sub-parsers; each sub-command sets
-``func(args) -> int`` (the exit code). Heavy imports happen inside the handler.
+``func(args) -> int`` (the exit code). Heavy imports (the integration, the label model)
+happen inside the handler; ``--method`` takes any name of the label-model registry.
 
 Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server failed
 (the message says how far the push got; a re-run with the same ``--model-version``
@@ -13,26 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["register", "METHODS", "aggregate_command"]
+from crowd_keras.aggregation.registry import available_label_models, get_label_model
 
-
-def _majority_vote() -> Any:
-    from crowd_keras.aggregation import MajorityVote
-    return MajorityVote()
-
-
-def _dawid_skene() -> Any:
-    from crowd_keras.aggregation import DawidSkene
-    return DawidSkene()
-
-
-# --method name -> factory of an unfitted label model (more label models join here).
-METHODS: dict[str, Callable[[], Any]] = {
-    "majority_vote": _majority_vote,
-    "dawid_skene": _dawid_skene,
-}
+__all__ = ["register", "aggregate_command"]
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -52,7 +38,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             "with the same --model-version neither duplicates nor loses predictions). The API "
             "token is read from the LABEL_STUDIO_API_KEY environment variable."))
     agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
-    agg.add_argument("--method", default="dawid_skene", choices=sorted(METHODS),
+    agg.add_argument("--method", default="dawid_skene", choices=available_label_models(),
                      help="label model (default: dawid_skene)")
     agg.add_argument("--out", default="predictions.json",
                      help="predictions file to write (default: predictions.json)")
@@ -115,7 +101,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
     if export.annotations.n_annotations == 0:
         _err("no annotation left to aggregate (see the notes above)")
         return 2
-    model = METHODS[args.method]()
+    model = get_label_model(args.method)
     model.fit(export.annotations)
     version = args.model_version or f"crowd-keras-{args.method}"
     try:

@@ -7,7 +7,7 @@ On top of a classifier's ``p(z|x)`` (batch, K), the crowd's label distribution i
 with ``β_m`` row-stochastic (rows = true class; ``softmax`` of ``confusion_logits``) and
 ``α`` on the simplex (``softmax`` of ``group_logits``). Its parameter count, ``M K² + M``,
 does not depend on the number of annotators (Table 1). Train it on label counts per item
-with :class:`crowd_keras.losses_groups.LabelCountCrossEntropy` (Eq. 4) — the "global"
+with :class:`crowd_keras.losses.LabelCountCrossEntropy` (Eq. 4) — the "global"
 scenario, where who gave which label is unknown.
 
 Individual form (``num_annotators=A``, the authors' later "C-MoA" idea): each annotator
@@ -29,7 +29,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import is_shape_list
+from .._keras_utils import gather_annotators, is_shape_list
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
 
@@ -143,9 +143,7 @@ class MixtureOfGroups(keras.layers.Layer):
         else:
             if len(ids.shape) != 2:
                 raise ValueError(f"annotator_ids must be (batch, k), got shape {ids.shape}")
-            ids = ops.cast(ids, "int32")
-            safe = ops.where(ops.greater_equal(ids, 0), ids, ops.zeros_like(ids))
-            chosen = ops.take(member, safe, axis=0)                      # (batch, k, M)
+            chosen, _ = gather_annotators(member, ids)                   # (batch, k, M)
             out = ops.einsum("btmj,bkm->btkj" if seq else "bmj,bkm->bkj", per_group, chosen)
         return ops.log(ops.maximum(out, ops.cast(self.epsilon, out.dtype)))
 

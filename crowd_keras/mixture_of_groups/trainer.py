@@ -22,7 +22,7 @@ number of annotators.
 By default (``likelihood="item"``) the global scenario uses the item-level likelihood (the
 labels of an item share its true class; still label counts only), which pins the crowd's
 matrix down better; ``likelihood="annotation"`` is Eq. 4 exactly as written.
-``scenario="individual"`` instead gives each annotator one group (mean-field ``q(z_i) q(g_a)``, see :mod:`crowd_keras.aggregation.mixture_of_groups`) with ``f(x_i)`` as
+``scenario="individual"`` instead gives each annotator one group (mean-field ``q(z_i) q(g_a)``, see :mod:`crowd_keras.mixture_of_groups.em`) with ``f(x_i)`` as
 the prior of ``z_i``, and trains the classifier on ``q(z_i)``.
 """
 from __future__ import annotations
@@ -32,22 +32,19 @@ from typing import Any, Optional
 import keras
 import numpy as np
 
-from ..aggregation.mixture_of_groups import (GlobalEM, IndividualEM, counts_to_annotations,
-                                             group_probabilities, safe_log, soft_vote)
+from .._keras_utils import n_rows
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..layers.mixture_of_groups import MixtureOfGroups
+from ..numerics import normalize_rows, safe_log, soft_vote
+from ..params import Params
 from ..progress import progress_bar
+from .em import GlobalEM, IndividualEM, group_probabilities
+from .layers import MixtureOfGroups
 
 __all__ = ["MixtureOfGroupsEM"]
 
 
-def _n_rows(x: Any) -> Optional[int]:
-    leaves = keras.tree.flatten(x)
-    return int(np.shape(leaves[0])[0]) if leaves else None
-
-
-class MixtureOfGroupsEM:
+class MixtureOfGroupsEM(Params):
     """Train a classifier from crowd labels with the mixture-of-groups EM (section 3.3).
 
     Args:
@@ -128,9 +125,9 @@ class MixtureOfGroupsEM:
             if self.scenario == "individual":
                 raise CrowdDataError("the individual scenario needs annotations with annotator "
                                      "ids; label counts only allow scenario='global'")
-            r = counts_to_annotations(counts).label_counts()   # validates the counts
+            r = Annotations.from_counts(counts).label_counts()   # validates the counts
             n, k = r.shape
-        rows = _n_rows(x)
+        rows = n_rows(x)
         if rows != n:
             raise CrowdDataError(f"x has {rows} rows but the annotations have {n} items "
                                  "(row i of x must be item code i)")
@@ -275,7 +272,7 @@ class MixtureOfGroupsEM:
         bar.close()
         history[-1].pop("beta")
         if self.likelihood == "annotation":
-            post = _normalize_rows(em.consensus(q))
+            post = normalize_rows(em.consensus(q))
         return dict(alpha=alpha, beta=beta, post=post, history=history)
 
     def _run_individual(self, model: keras.Model, x: Any, ann: Annotations,
@@ -366,9 +363,3 @@ class MixtureOfGroupsEM:
         """Each annotator's implied matrix ``Σ_m p(g=m|a) β_m`` (annotators, K, K)."""
         return np.einsum("am,mkj->akj", self.group_probabilities(x, annotations),
                          self.group_confusions_)
-
-
-def _normalize_rows(counts: np.ndarray) -> np.ndarray:
-    total = counts.sum(axis=1, keepdims=True)
-    k = counts.shape[1]
-    return np.divide(counts, total, out=np.full_like(counts, 1.0 / k), where=total > 0)

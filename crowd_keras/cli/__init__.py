@@ -14,15 +14,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .errors import CrowdDataError
-from .files import atomic_write_text
+from ..aggregation.registry import available_label_models
+from ..errors import CrowdDataError
+from ..files import atomic_write_text
 
 __all__ = ["main", "build_parser", "atomic_write_text"]
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .aggregation import available_label_models, get_label_model
-    from .datasets import simulate_crowd
+    from ..aggregation import get_label_model
+    from ..datasets import simulate_crowd
 
     sim = simulate_crowd(n_items=args.items, n_classes=args.classes, n_annotators=args.annotators,
                          annotations_per_item=args.per_item, annotator_accuracy=(0.35, 0.9),
@@ -58,8 +59,8 @@ def _default_methods(available: Sequence[str]) -> list:
 def _aggregate(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .aggregation import get_label_model
-    from .annotations import Annotations
+    from ..aggregation import get_label_model
+    from ..annotations import Annotations
 
     sep = "\t" if str(args.input).endswith((".tsv", ".tab")) else ","
     try:
@@ -85,7 +86,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crowd-keras", description=__doc__.split("\n\n")[0])
-    from . import __version__
+    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"crowd-keras {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -106,18 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("--annotator", default="worker")
     agg.add_argument("--label", default="label")
     agg.add_argument("--string-labels", action="store_true", help="read labels as text")
-    agg.add_argument("--method", default="dawid_skene")
+    agg.add_argument("--method", default="dawid_skene", choices=available_label_models())
     agg.add_argument("--duplicates", choices=["error", "last", "first"], default="error")
     agg.add_argument("--out", required=True, help="CSV of aggregated labels")
     agg.add_argument("--annotators", help="CSV of the annotator quality report")
     agg.set_defaults(func=_aggregate)
 
-    try:
-        from . import cli_label_studio
-    except ImportError:
-        cli_label_studio = None
-    if cli_label_studio is not None:
-        cli_label_studio.register(sub)
+    from . import label_studio
+
+    label_studio.register(sub)
     return parser
 
 

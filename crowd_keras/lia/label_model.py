@@ -1,6 +1,6 @@
 """LIA as a label model: per-(item, annotator) confusions from difficulty and competence.
 
-A thin label-model surface over :class:`crowd_keras.training.lia_em.LIATrainer` (the LIA
+A thin label-model surface over :class:`crowd_keras.lia.trainer.LIATrainer` (the LIA
 paper's EM + marginal fine-tuning, Eqs. 1, 4, 7, 8, 9). Without item features the items are
 learned embeddings (the paper's LIA-E) and the truth model ``h_θ`` is strongly regularised
 towards a class prior; with ``fit(annotations, features=X)`` ``h_θ`` is a (L2-regularised)
@@ -14,14 +14,18 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..aggregation.base import LabelModel, as_annotations
+from ..aggregation.dawid_skene import DawidSkene
+from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from .base import LabelModel, as_annotations
+from ..numerics import normalize_rows
+from .trainer import LIATrainer
 
 __all__ = ["LIA"]
 
 
-class LIA(LabelModel):
+class LIA(LabelingFunctionFallback, LabelModel):
     """Learning from Imperfect Annotations (difficulty × competence confusions, EM).
 
     Args:
@@ -38,7 +42,7 @@ class LIA(LabelModel):
             redundancy, instance_l2=10: dog 0.832 and product 0.918 against Dawid-Skene's
             0.844 and 0.939; 100: 0.841 and 0.939; identical at redundancy 2 and 5).
         em_iterations, m_steps, marginal_steps, marginal, batch_size, learning_rate: see
-            :class:`~crowd_keras.training.lia_em.LIATrainer` (``marginal_steps=0`` skips the
+            :class:`~crowd_keras.lia.trainer.LIATrainer` (``marginal_steps=0`` skips the
             marginal-likelihood fine-tuning).
         standardize: z-score the item features (column-wise) before use.
         seed: random seed (seeds Keras globally, see ``LIATrainer``).
@@ -110,8 +114,6 @@ class LIA(LabelModel):
 
     def fit(self, annotations: Any, features: Any = None, **kwargs: Any) -> "LIA":
         """Fit on the annotations (and optional item features ``(items, f)``, row = item code)."""
-        from ..training.lia_em import LIATrainer  # Keras is imported only when LIA is used
-
         ann = as_annotations(annotations, **kwargs)
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
@@ -157,8 +159,6 @@ class LIA(LabelModel):
             if init == "mv":
                 return None
             if init == "ds":
-                from .dawid_skene import DawidSkene
-
                 return DawidSkene(labeling_functions="ignore").fit(ann).posteriors_
             raise ValueError(f"init must be 'ds', 'mv' or an (items, classes) array, got {init!r}")
         post = np.asarray(init, dtype="float64")
@@ -166,7 +166,7 @@ class LIA(LabelModel):
                 or (post < 0).any():
             raise CrowdDataError(f"init posteriors must be a finite non-negative "
                                  f"({ann.n_items}, {ann.n_classes}) array, got shape {post.shape}")
-        return post / np.maximum(post.sum(1, keepdims=True), 1e-12)
+        return normalize_rows(post)
 
     def _summarise_annotators(self, x: Optional[np.ndarray]) -> None:
         """confusion_matrices_ = mean of Q_ij over each annotator's items; competence_."""
@@ -207,8 +207,8 @@ class LIA(LabelModel):
         for an annotator without annotations).
         """
         self._check_fitted()
-        if getattr(self, "delegate_", None) is not None:
-            return self.delegate_.annotator_quality_
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return self.labeling_function_model_.annotator_quality_
         ann = self.annotations_
         counts = ann.annotations_per_annotator()
         sums = np.bincount(ann.annotators, weights=self.competence_, minlength=ann.n_annotators)
@@ -227,7 +227,7 @@ class LIA(LabelModel):
         ``annotations_.annotator_ids`` order) or a list of fitted annotator ids.
         """
         self._check_fitted()
-        self._refuse_if_delegated("no competence model")
+        self._require_crowd_regime("no competence model")
         ids = list(self.annotations_.annotator_ids)
         if annotators is None:
             codes = np.arange(len(ids))
@@ -259,8 +259,8 @@ class LIA(LabelModel):
         self._check_fitted()
         if annotations is None:
             return self.posteriors_.copy()
-        if getattr(self, "delegate_", None) is not None:
-            return self.delegate_.predict_proba(annotations)
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return self.labeling_function_model_.predict_proba(annotations)
         new = self._align(as_annotations(annotations))
         if self.uses_features_:
             if features is None:

@@ -3,7 +3,7 @@
 "Learning from Imperfect Annotations: An End-to-End Approach" (ICLR 2020 submission).
 The generative model draws the true class ``y_i ~ Cat(h_θ(x_i))`` and every annotation
 ``y_ij ~ Cat([Q_ij]_{y_i,:})`` with ``Q_ij`` from
-:class:`~crowd_keras.layers.DifficultyCompetence` (Eq. 1). :class:`LIATrainer` learns
+:class:`~crowd_keras.lia.layers.DifficultyCompetence` (Eq. 1). :class:`LIATrainer` learns
 ``θ`` (any Keras classifier), ``φ`` (difficulty) and ``ψ`` (competence):
 
 1. first E-step replaced by a (soft) majority vote, ``ŷ_ik = |{j: y_ij = k}| / |M_i|``
@@ -22,7 +22,6 @@ model, so any Keras 3 backend works.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Optional, Sequence
 
 import keras
@@ -31,119 +30,20 @@ from keras import ops
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..layers.difficulty_competence import DifficultyCompetence
+from ..inputs import RandomBatches
+from ..numerics import normalize_rows, softmax_rows
+from ..params import Params
 from ..progress import progress_bar
+from ..regularizers import CauchyShrinkage
+from .layers import AnnotationLogLikelihoods, DifficultyCompetence
+from .losses import ExpectedCompleteNLL, MarginalNLL
 
-__all__ = ["LIATrainer", "AnnotationLogLikelihoods", "ExpectedCompleteNLL", "MarginalNLL",
-           "CauchyShrinkage", "default_classifier"]
+__all__ = ["LIATrainer", "default_classifier"]
 
-_EPS = 1e-7
 _FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
 
 
 # ---------------------------------------------------------------------------- model pieces
-@keras.saving.register_keras_serializable(package="crowd_keras")
-class CauchyShrinkage(keras.regularizers.Regularizer):
-    """``strength · scale² · Σ log(1 + w² / scale²)``: a heavy-tailed (Cauchy) prior.
-
-    Equal to the L2 penalty ``strength · Σ w²`` for small weights, so annotators with few
-    labels are shrunk towards the shared competence as strongly as with L2; but the penalty
-    grows only logarithmically for large weights, so a deviation backed by much evidence (an
-    annotator who is always right, whose logits must grow without bound) is not capped.
-    """
-
-    def __init__(self, strength: float, scale: float) -> None:
-        self.strength = float(strength)
-        self.scale = float(scale)
-
-    def __call__(self, x: Any) -> Any:
-        s2 = self.scale ** 2
-        return self.strength * s2 * ops.sum(ops.log1p(ops.square(x) / s2))
-
-    def get_config(self) -> dict:
-        return {"strength": self.strength, "scale": self.scale}
-
-
-@keras.saving.register_keras_serializable(package="crowd_keras")
-class AnnotationLogLikelihoods(keras.layers.Layer):
-    """Per-item log terms of the LIA likelihood.
-
-    Inputs ``[h (batch, C), log_q (batch, k, C, C), labels (batch, k)]`` (labels padded with
-    -1) → ``(batch, 1 + k, C)``: row 0 is ``log h_θ(x_i)_c``, row ``1 + j`` is
-    ``log [Q_ij]_{c, y_ij}`` for every true class ``c`` (0 in padding slots).
-    """
-
-    def __init__(self, from_logits: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.from_logits = bool(from_logits)
-
-    def call(self, inputs: Any) -> Any:
-        h, log_q, labels = inputs
-        c = log_q.shape[-1]
-        log_h = (ops.log_softmax(h, axis=-1) if self.from_logits
-                 else ops.log(ops.clip(h, _EPS, 1.0)))
-        labels = ops.cast(labels, "int32")
-        mask = ops.cast(ops.greater_equal(labels, 0), log_q.dtype)
-        onehot = ops.one_hot(ops.maximum(labels, 0), c, dtype=log_q.dtype) * mask[..., None]
-        observed = ops.einsum("bkcl,bkl->bkc", log_q, onehot)
-        return ops.concatenate([ops.expand_dims(ops.cast(log_h, log_q.dtype), 1), observed],
-                               axis=1)
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        h, log_q, _ = input_shape
-        width = None if log_q[1] is None else log_q[1] + 1
-        return (h[0], width, h[-1])
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(from_logits=self.from_logits)
-        return config
-
-
-def _joint(y_pred: Any) -> Any:
-    """``log h_c + Σ_j log Q_{c, y_ij}``: ``(batch, C)``."""
-    return y_pred[:, 0, :] + ops.sum(y_pred[:, 1:, :], axis=1)
-
-
-@keras.saving.register_keras_serializable(package="crowd_keras")
-class ExpectedCompleteNLL(keras.losses.Loss):
-    """Negative of the M-step objective (Eq. 7) for one item; ``y_true`` = E-step ``ŷ (batch, C)``."""
-
-    def __init__(self, name: str = "lia_expected_nll", **kwargs: Any) -> None:
-        super().__init__(name=name, **kwargs)
-
-    def call(self, y_true: Any, y_pred: Any) -> Any:
-        return -ops.sum(ops.cast(y_true, y_pred.dtype) * _joint(y_pred), axis=-1)
-
-
-@keras.saving.register_keras_serializable(package="crowd_keras")
-class MarginalNLL(keras.losses.Loss):
-    """Negative marginal log-likelihood of an item's labels; ``y_true`` = labels ``(batch, k)``.
-
-    ``per="annotation"``: the paper's Eq. 9, ``−Σ_j log Σ_k h_k [Q_ij]_{k,y_ij}``;
-    ``per="item"``: the exact marginal ``−log Σ_k h_k Π_j [Q_ij]_{k,y_ij}``.
-    """
-
-    def __init__(self, per: str = "annotation", name: str = "lia_marginal_nll",
-                 **kwargs: Any) -> None:
-        super().__init__(name=name, **kwargs)
-        if per not in ("annotation", "item"):
-            raise ValueError(f"per must be 'annotation' or 'item', got {per!r}")
-        self.per = per
-
-    def call(self, y_true: Any, y_pred: Any) -> Any:
-        if self.per == "item":
-            return -ops.logsumexp(_joint(y_pred), axis=-1)
-        mask = ops.cast(ops.greater_equal(y_true, 0), y_pred.dtype)          # (b, k)
-        per_annotation = ops.logsumexp(y_pred[:, :1, :] + y_pred[:, 1:, :], axis=-1)
-        return -ops.sum(per_annotation * mask, axis=-1)
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(per=self.per)
-        return config
-
-
 def default_classifier(num_classes: int, input_shape: Optional[Sequence[int]] = None,
                        num_instances: Optional[int] = None, hidden_units: Sequence[int] = (16,),
                        embedding_dim: int = 16, activation: str = "selu",
@@ -170,33 +70,8 @@ def default_classifier(num_classes: int, input_shape: Optional[Sequence[int]] = 
     return keras.Model(inp, out, name="h_theta")
 
 
-class _RandomBatches(keras.utils.PyDataset):
-    """``steps`` batches of rows drawn epoch by epoch (shuffled, without replacement)."""
-
-    def __init__(self, inputs: dict, target: np.ndarray, batch_size: int, steps: int,
-                 rng: np.random.Generator) -> None:
-        super().__init__()
-        n = len(target)
-        self.batch = min(int(batch_size), n)
-        self.inputs, self.target, self.steps = inputs, target, int(steps)
-        self.order = None
-        if self.batch < n:   # full batch: every step sees the same arrays, nothing to shuffle
-            need = self.batch * self.steps
-            reps = math.ceil(need / n)
-            self.order = np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
-
-    def __len__(self) -> int:
-        return self.steps
-
-    def __getitem__(self, i: int) -> tuple:
-        if self.order is None:
-            return self.inputs, self.target
-        idx = self.order[i * self.batch:(i + 1) * self.batch]
-        return {k: v[idx] for k, v in self.inputs.items()}, self.target[idx]
-
-
 # ---------------------------------------------------------------------------- trainer
-class LIATrainer:
+class LIATrainer(Params):
     """Train ``h_θ``, ``d_φ`` and ``c_ψ`` with the LIA paper's EM (Eqs. 4, 7, 8, 9).
 
     Args:
@@ -476,15 +351,12 @@ class LIATrainer:
     @staticmethod
     def _majority_vote(annotations: Annotations, k: int) -> np.ndarray:
         """Eq. 8: vote fractions ``(items, k)``; unlabelled items uniform."""
-        frac = annotations.label_counts(normalize=True)                 # (items, n_classes)
-        post = np.full((annotations.n_items, k), 1.0 / k)
-        labelled = frac.sum(1) > 0
-        post[labelled] = 0.0
-        post[labelled, :frac.shape[1]] = frac[labelled]
-        return post
+        counts = np.zeros((annotations.n_items, k))
+        counts[:, :annotations.n_classes] = annotations.label_counts()
+        return normalize_rows(counts)
 
     def _train(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
-        batches = _RandomBatches(self._data, target, self.batch_size_, steps, rng)
+        batches = RandomBatches(self._data, target, self.batch_size_, steps, rng)
         hist = self.model_.fit(batches, epochs=1, verbose=0, shuffle=False)
         return float(hist.history["loss"][-1])
 
@@ -494,10 +366,7 @@ class LIATrainer:
     def _e_step(self, data: Optional[dict] = None) -> np.ndarray:
         """Eq. 4: ``ŷ_ik ∝ h_θ(x_i)_k Π_j [Q_ij]_{k, y_ij}``."""
         terms = self._log_terms(self._data if data is None else data).astype("float64")
-        joint = terms[:, 0, :] + terms[:, 1:, :].sum(axis=1)
-        joint -= joint.max(axis=1, keepdims=True)
-        post = np.exp(joint)
-        return post / post.sum(axis=1, keepdims=True)
+        return softmax_rows(terms[:, 0, :] + terms[:, 1:, :].sum(axis=1))[0]
 
     # ------------------------------------------------------------------ inference
     def _check_fitted(self) -> None:
@@ -545,10 +414,7 @@ class LIATrainer:
         self._check_fitted()
         out = self.classifier_.predict(self._instances(x), batch_size=256, verbose=0)
         out = np.asarray(out, dtype="float64")
-        if self.from_logits:
-            out = np.exp(out - out.max(1, keepdims=True))
-            out /= out.sum(1, keepdims=True)
-        return out
+        return softmax_rows(out)[0] if self.from_logits else out
 
     def _representation(self, x: np.ndarray) -> Any:
         if self.feature_free_:

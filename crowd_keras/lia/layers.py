@@ -36,14 +36,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import gather_annotators
+from .._keras_utils import gather_annotators, is_shape_list, split_padding
 
-__all__ = ["DifficultyCompetence"]
+__all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods"]
 
-
-def _is_shape_list(shape: Any) -> bool:
-    return (isinstance(shape, (list, tuple)) and len(shape) > 0
-            and isinstance(shape[0], (list, tuple)))
+_EPS = 1e-7
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
@@ -132,7 +129,7 @@ class DifficultyCompetence(keras.layers.Layer):
         return out
 
     def build(self, input_shape: Any) -> None:
-        inst_shape = tuple(input_shape[0]) if _is_shape_list(input_shape) else tuple(input_shape)
+        inst_shape = tuple(input_shape[0]) if is_shape_list(input_shape) else tuple(input_shape)
         width = self.num_classes * self.num_classes * self.latent_dim
         if self.num_instances is not None:
             self.instance_embedding = self.add_weight(
@@ -245,7 +242,7 @@ class DifficultyCompetence(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         c = self.num_classes
-        if _is_shape_list(input_shape):
+        if is_shape_list(input_shape):
             inst, ids = input_shape
             return (inst[0], ids[1], c, c)
         return (input_shape[0], self.num_annotators, c, c)
@@ -265,4 +262,39 @@ class DifficultyCompetence(keras.layers.Layer):
             annotator_regularizer=keras.regularizers.serialize(self.annotator_regularizer)
             if self.annotator_regularizer is not None else None,
             output_mode=self.output_mode)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class AnnotationLogLikelihoods(keras.layers.Layer):
+    """Per-item log terms of the LIA likelihood.
+
+    Inputs ``[h (batch, C), log_q (batch, k, C, C), labels (batch, k)]`` (labels padded with
+    -1) → ``(batch, 1 + k, C)``: row 0 is ``log h_θ(x_i)_c``, row ``1 + j`` is
+    ``log [Q_ij]_{c, y_ij}`` for every true class ``c`` (0 in padding slots).
+    """
+
+    def __init__(self, from_logits: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.from_logits = bool(from_logits)
+
+    def call(self, inputs: Any) -> Any:
+        h, log_q, labels = inputs
+        c = log_q.shape[-1]
+        log_h = (ops.log_softmax(h, axis=-1) if self.from_logits
+                 else ops.log(ops.clip(h, _EPS, 1.0)))
+        safe, mask = split_padding(labels)
+        onehot = ops.one_hot(safe, c, dtype=log_q.dtype) * ops.cast(mask, log_q.dtype)[..., None]
+        observed = ops.einsum("bkcl,bkl->bkc", log_q, onehot)
+        return ops.concatenate([ops.expand_dims(ops.cast(log_h, log_q.dtype), 1), observed],
+                               axis=1)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        h, log_q, _ = input_shape
+        width = None if log_q[1] is None else log_q[1] + 1
+        return (h[0], width, h[-1])
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(from_logits=self.from_logits)
         return config

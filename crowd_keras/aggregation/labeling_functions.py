@@ -1,0 +1,79 @@
+"""Labeling functions versus crowds: telling the two regimes apart, and the fallback model.
+
+Snorkel labeling functions ("spam if it says 'check out'", else abstain) mostly vote for
+one class only. A model that ignores abstentions learns nothing about such a function (its
+confusion matrix says "spam" whatever the truth) and falls below majority vote: plain
+Dawid-Skene gets 0.48 on WRENCH youtube where voting gets 0.79. The abstain-aware
+Dawid-Skene (:class:`~crowd_keras.aggregation.AbstainAwareDawidSkene`), which treats
+abstaining as a response, is the model for that regime.
+
+:class:`LabelingFunctionFallback` is how the crowd models (Dawid-Skene, CoNAL, mixture of
+groups, LIA) offer ``labeling_functions="auto"``: on labeling-function votes the fit is
+that abstain-aware model, held in ``labeling_function_model_`` (an explicit model object,
+not state copied into the crowd model's own parameters), and ``regime_`` says which ran.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..annotations import Annotations
+from .abstain_dawid_skene import AbstainAwareDawidSkene
+from .regime import is_labeling_function_data
+
+__all__ = ["LabelingFunctionFallback"]
+
+_MODES = ("auto", "ignore")
+
+
+class LabelingFunctionFallback:
+    """Mixin for crowd label models with a ``labeling_functions`` parameter (``"auto"``/``"ignore"``).
+
+    ``"auto"``: when :func:`is_labeling_function_data`, :meth:`_fit_labeling_functions`
+    fits an :class:`AbstainAwareDawidSkene` (abstention as a response, the most-voted class
+    wins, the model breaks ties: never below voting on the WRENCH sets) and the crowd
+    model answers through it: ``posteriors_``, ``confusion_matrices_`` and
+    ``class_priors_`` are that model's, ``predict_proba(new)`` and ``annotator_quality_``
+    are delegated, and queries that only the crowd model can answer raise.
+    """
+
+    labeling_functions: str
+
+    def _fit_labeling_functions(self, ann: Annotations, **params: Any) -> bool:
+        """Fit the labeling-function model when the regime applies; True when it did."""
+        mode = self.labeling_functions
+        if mode not in _MODES:
+            raise ValueError(f"labeling_functions must be one of {_MODES}, got {mode!r}")
+        self.regime_ = "crowd"
+        self.labeling_function_model_ = None
+        if mode == "ignore" or not is_labeling_function_data(ann):
+            return False
+        model = AbstainAwareDawidSkene(abstain="response", **params).fit(ann)
+        self.regime_ = "labeling_functions"
+        self.labeling_function_model_ = model
+        self.annotations_ = ann
+        self.posteriors_ = model.posteriors_
+        self.class_priors_ = model.class_priors_
+        self.confusion_matrices_ = model.confusion_matrices_
+        self.n_iter_ = model.n_iter_
+        return True
+
+    def _require_crowd_regime(self, missing: str) -> None:
+        """Raise for a crowd-model query after the labeling-function model was fitted."""
+        if getattr(self, "labeling_function_model_", None) is not None:
+            raise RuntimeError("this fit used the labeling-function model (AbstainAwareDawidSkene,"
+                               f" regime_='labeling_functions'): {missing}; pass "
+                               "labeling_functions='ignore' to fit this model as is")
+
+    def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return self.labeling_function_model_.predict_proba(new)
+        return super()._posteriors_for_new(new)   # type: ignore[misc]
+
+    @property
+    def annotator_quality_(self) -> pd.DataFrame:
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return self.labeling_function_model_.annotator_quality_
+        return super().annotator_quality_   # type: ignore[misc]

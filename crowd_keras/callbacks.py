@@ -1,0 +1,57 @@
+"""Keras callbacks of the library."""
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+__all__ = ["TruthValidation"]
+
+
+class TruthValidation(keras.callbacks.Callback):
+    """Score the classifier on gold-labelled validation data each epoch; keep the best weights.
+
+    Model selection for a crowd model must not use test labels: give it a validation split
+    with true labels (e.g. LabelMe's). Logs ``logs[name]`` (accuracy) every epoch and, with
+    ``restore_best_weights``, puts back the classifier's best weights when training ends.
+
+    Args:
+        x, y: validation inputs (an array) and true class codes ``(n,)``.
+        classifier: the model to score; default ``self.model.classifier`` (a ``CrowdModel``).
+    """
+
+    def __init__(self, x: Any, y: Any, classifier: Any = None, restore_best_weights: bool = True,
+                 name: str = "val_truth_accuracy", batch_size: int = 1024) -> None:
+        super().__init__()
+        self.x, self.y = x, np.asarray(y)
+        self.classifier = classifier
+        self.restore_best_weights = restore_best_weights
+        self.name, self.batch_size = name, batch_size
+        self.best_, self.best_epoch_, self.history_ = -np.inf, None, []
+        self._best_weights = None
+
+    def _target(self) -> Any:
+        return self.classifier if self.classifier is not None else self.model.classifier
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        self.best_, self.best_epoch_, self.history_, self._best_weights = -np.inf, None, [], None
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        clf = self._target()
+        probs = np.concatenate([  # direct calls: cheaper than predict() once per epoch
+            ops.convert_to_numpy(clf(self.x[i:i + self.batch_size], training=False))
+            for i in range(0, len(self.y), self.batch_size)])
+        acc = float(np.mean(np.argmax(probs, axis=-1) == self.y))
+        self.history_.append(acc)
+        if logs is not None:
+            logs[self.name] = acc
+        if acc > self.best_:
+            self.best_, self.best_epoch_ = acc, epoch
+            if self.restore_best_weights:
+                self._best_weights = clf.get_weights()
+
+    def on_train_end(self, logs: Any = None) -> None:
+        if self.restore_best_weights and self._best_weights is not None:
+            self._target().set_weights(self._best_weights)

@@ -1,0 +1,57 @@
+"""Losses of the LIA EM (Eqs. 7 and 9) on the output of :class:`~.layers.AnnotationLogLikelihoods`.
+
+``y_pred`` is ``(batch, 1 + k, C)``: row 0 ``log h_θ(x_i)_c``, row ``1 + j`` the log
+probability of annotation ``j`` of the item under true class ``c`` (0 in padding slots).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+__all__ = ["ExpectedCompleteNLL", "MarginalNLL"]
+
+
+def _joint(y_pred: Any) -> Any:
+    """``log h_c + Σ_j log Q_{c, y_ij}``: ``(batch, C)``."""
+    return y_pred[:, 0, :] + ops.sum(y_pred[:, 1:, :], axis=1)
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class ExpectedCompleteNLL(keras.losses.Loss):
+    """Negative of the M-step objective (Eq. 7) for one item; ``y_true`` = E-step ``ŷ (batch, C)``."""
+
+    def __init__(self, name: str = "lia_expected_nll", **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        return -ops.sum(ops.cast(y_true, y_pred.dtype) * _joint(y_pred), axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class MarginalNLL(keras.losses.Loss):
+    """Negative marginal log-likelihood of an item's labels; ``y_true`` = labels ``(batch, k)``.
+
+    ``per="annotation"``: the paper's Eq. 9, ``−Σ_j log Σ_k h_k [Q_ij]_{k,y_ij}``;
+    ``per="item"``: the exact marginal ``−log Σ_k h_k Π_j [Q_ij]_{k,y_ij}``.
+    """
+
+    def __init__(self, per: str = "annotation", name: str = "lia_marginal_nll",
+                 **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+        if per not in ("annotation", "item"):
+            raise ValueError(f"per must be 'annotation' or 'item', got {per!r}")
+        self.per = per
+
+    def call(self, y_true: Any, y_pred: Any) -> Any:
+        if self.per == "item":
+            return -ops.logsumexp(_joint(y_pred), axis=-1)
+        mask = ops.cast(ops.greater_equal(y_true, 0), y_pred.dtype)          # (b, k)
+        per_annotation = ops.logsumexp(y_pred[:, :1, :] + y_pred[:, 1:, :], axis=-1)
+        return -ops.sum(per_annotation * mask, axis=-1)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(per=self.per)
+        return config

@@ -1,0 +1,330 @@
+"""Numpy EM pieces of the mixture of annotator groups (Mena & Ñanculef 2019, "CMM").
+
+Shared by the feature-free :class:`~crowd_keras.mixture_of_groups.label_model.MixtureOfGroupsModel`
+and the Keras :class:`~crowd_keras.mixture_of_groups.trainer.MixtureOfGroupsEM`:
+
+* :class:`GlobalEM`: the global scenario on label counts (paper Eqs. 4-6), over the observed
+  ``(item, label)`` pairs, so memory does not grow with the number of annotators;
+* :class:`IndividualEM`: one group per annotator, mean-field ``q(z_i) q(g_a)``;
+* :func:`kmeans` (the authors' K-means initialisation), :func:`best_removal` (drop a surplus
+  group by collapsed Dirichlet evidence) and :func:`group_probabilities` (section 3.4).
+
+Every step is a sparse product over the annotations: O(annotations × M × K) per iteration,
+no Python loop over annotations or annotators.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from scipy.special import gammaln
+
+from ..annotations import Annotations
+from ..numerics import normalize_rows, safe_log, softmax_rows, summing_matrix
+
+__all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "collapsed_evidence",
+           "group_probabilities"]
+
+
+def kmeans(points: np.ndarray, n_clusters: int, weights: Optional[np.ndarray] = None,
+           n_init: int = 3, max_iter: int = 100, seed: Optional[int] = None) -> np.ndarray:
+    """Weighted K-means (k-means++ seeding, Lloyd iterations), numpy only.
+
+    Args:
+        points: (n, d); weights: (n,) non-negative (default ones); n_init: seedings tried,
+        the lowest weighted inertia wins.
+
+    Returns:
+        (n,) cluster index per point, in ``0..n_clusters-1`` (a cluster may stay empty
+        when there are fewer distinct points than clusters).
+    """
+    x = np.asarray(points, dtype=np.float64)
+    n = len(x)
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    c = int(n_clusters)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if c <= 1:
+        return np.zeros(n, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    sq = np.einsum("nd,nd->n", x, x)
+    best_labels, best_inertia = None, np.inf
+    for _ in range(max(int(n_init), 1)):
+        centres = _kmeanspp(x, sq, w, c, rng)
+        labels = None
+        for _ in range(int(max_iter)):
+            d = sq[:, None] - 2.0 * x @ centres.T + np.einsum("cd,cd->c", centres, centres)[None]
+            new = np.argmin(d, axis=1)
+            if labels is not None and np.array_equal(new, labels):
+                break
+            labels = new
+            onehot = summing_matrix(labels, c, weights=w)
+            mass = np.asarray(onehot.sum(axis=1)).ravel()
+            sums = onehot @ x
+            filled = mass > 0
+            centres[filled] = sums[filled] / mass[filled, None]
+        d = sq[:, None] - 2.0 * x @ centres.T + np.einsum("cd,cd->c", centres, centres)[None]
+        inertia = float((w * np.maximum(d[np.arange(n), labels], 0.0)).sum())
+        if inertia < best_inertia:
+            best_labels, best_inertia = labels, inertia
+    return best_labels.astype(np.int64)
+
+
+def _kmeanspp(x: np.ndarray, sq: np.ndarray, w: np.ndarray, c: int,
+              rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding (D² sampling, weighted); loops over the c clusters only."""
+    n = len(x)
+    p = w / w.sum() if w.sum() > 0 else np.full(n, 1.0 / n)
+    centres = [x[rng.choice(n, p=p)]]
+    dist = np.maximum(sq - 2.0 * x @ centres[0] + centres[0] @ centres[0], 0.0)
+    for _ in range(1, c):
+        score = w * dist
+        total = score.sum()
+        idx = rng.choice(n, p=score / total) if total > 0 else rng.integers(n)
+        centres.append(x[idx])
+        dist = np.minimum(dist, np.maximum(sq - 2.0 * x @ x[idx] + x[idx] @ x[idx], 0.0))
+    return np.array(centres)
+
+
+def _standardize(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    mean = np.average(x, axis=0, weights=w)
+    std = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=w))
+    return (x - mean) / np.where(std > 0, std, 1.0)
+
+
+# ---------------------------------------------------------------------------- global EM
+class GlobalEM:
+    """Numpy pieces of the global-scenario EM on label counts (paper Eqs. 4-6).
+
+    Observed label pairs ``(i, j)`` with count ``r_ij > 0`` are kept as flat arrays, so
+    memory is O(pairs × M × K), independent of the number of annotators.
+    """
+
+    def __init__(self, counts: np.ndarray, num_groups: int, smoothing: float) -> None:
+        counts = np.asarray(counts, dtype=np.float64)
+        self.counts = counts
+        self.n_items, self.k = counts.shape
+        self.m = int(num_groups)
+        self.smoothing = float(smoothing)
+        self.pair_items, self.pair_labels = np.nonzero(counts)
+        self.pair_counts = counts[self.pair_items, self.pair_labels]
+        n_pairs = len(self.pair_items)
+        # Y: (K labels, pairs) scatters per-pair values into label columns.
+        self.Y = summing_matrix(self.pair_labels, self.k)
+        self.S_items = summing_matrix(self.pair_items, self.n_items)
+
+    # -- initialisation: K-means over annotations (authors' "mv_close" representation)
+    def kmeans_groups(self, mv: np.ndarray, seed: Optional[int]) -> np.ndarray:
+        """(pairs, M) hard group of each observed label from K-means.
+
+        Each label ``j`` on item ``i`` is described by the soft vote of ``i`` with class ``j``
+        zeroed: the consensus mass that disagrees with the label (the authors' code uses
+        the cross-entropy ``-mv_i log onehot_j``, the same direction).
+        """
+        feats = mv[self.pair_items].copy()
+        feats[np.arange(len(feats)), self.pair_labels] = 0.0
+        feats = _standardize(feats, self.pair_counts)
+        labels = kmeans(feats, self.m, weights=self.pair_counts, seed=seed)
+        return np.eye(self.m)[labels]
+
+    # -- M-step (Eq. 6) from per-pair joint responsibilities q (pairs, M, K)
+    def m_step(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``α`` (M,), ``β`` (M, K, K) and the raw expected counts (M, K, K)."""
+        weighted = q * self.pair_counts[:, None, None]
+        raw = np.asarray(self.Y @ weighted.reshape(len(q), -1)).reshape(self.k, self.m, self.k)
+        raw = raw.transpose(1, 2, 0)                                     # (m, true k, label j)
+        alpha = raw.sum(axis=(1, 2))
+        alpha = alpha / alpha.sum()
+        beta = normalize_rows(raw + self.smoothing)
+        return alpha, beta, raw
+
+    def joint(self, prior: np.ndarray, alpha: np.ndarray,
+              beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """E-step: ``q_ij(m, k) ∝ β_m[k, j] f_k(x_i) α_m`` per pair, and ``N_ij`` (pairs,).
+
+        ``prior`` is (items, K): the classifier's ``f(x_i)`` (paper) or item posteriors.
+        """
+        b = beta.transpose(2, 0, 1)[self.pair_labels]                   # (pairs, M, K)
+        q = b * alpha[None, :, None] * prior[self.pair_items][:, None, :]
+        norm = q.sum(axis=(1, 2))
+        q /= np.maximum(norm, 1e-300)[:, None, None]
+        return q, norm
+
+    def log_likelihood(self, norm: np.ndarray) -> float:
+        """Eq. 4 without the multinomial constant: ``Σ_ij r_ij log N_ij``."""
+        return float((self.pair_counts * safe_log(norm)).sum())
+
+    def consensus(self, q: np.ndarray) -> np.ndarray:
+        """``r̄_ik = Σ_j r_ij q_ij(·, k)`` (items, K), the classifier's target (Eq. 7)."""
+        return np.asarray(self.S_items @ (q.sum(axis=1) * self.pair_counts[:, None]))
+
+    # -- latent-class variant (no features): z_i shared by the item's labels
+    def item_posteriors(self, log_prior: np.ndarray, alpha: np.ndarray,
+                        beta: np.ndarray) -> tuple[np.ndarray, float]:
+        """``q(z_i) ∝ prior_ik Π_j B_kj^{r_ij}``, ``B = Σ_m α_m β_m``; and the log-likelihood.
+
+        ``log_prior`` is (K,) (label model: log ρ) or (items, K) (trainer: log f(x_i)).
+        """
+        big_b = np.einsum("m,mkj->kj", alpha, beta)
+        logits = self.counts @ safe_log(big_b).T + np.atleast_2d(log_prior)
+        post, lse = softmax_rows(logits)
+        return post, float(lse.sum())
+
+    def latent_class_joint(self, post: np.ndarray, alpha: np.ndarray,
+                           beta: np.ndarray) -> np.ndarray:
+        """Per pair ``q(m, k) = q(z_i = k) α_m β_m[k, j] / B_kj`` (pairs, M, K)."""
+        big_b = np.einsum("m,mkj->kj", alpha, beta)
+        resp = alpha[:, None, None] * beta / np.maximum(big_b, 1e-300)[None]   # (m, k, j)
+        return resp.transpose(2, 0, 1)[self.pair_labels] * post[self.pair_items][:, None, :]
+
+
+# ---------------------------------------------------------------------------- individual EM
+class IndividualEM:
+    """Numpy pieces of the mean-field EM with one group per annotator.
+
+    ``q(z_i = k) ∝ prior_ik exp(Σ_{(i,a,y)} Σ_m q(g_a = m) log β_m[k, y])`` and
+    ``q(g_a = m) ∝ α_m exp(Σ_{(i,a,y)} Σ_k q(z_i = k) log β_m[k, y])``; the M-step
+    re-estimates ``α`` (share of annotators), ``β`` (expected counts + ``smoothing``).
+    Sums over the annotations are sparse products.
+    """
+
+    def __init__(self, ann: Annotations, num_groups: int, smoothing: float) -> None:
+        self.ann = ann
+        self.k, self.m = ann.n_classes, int(num_groups)
+        self.smoothing = float(smoothing)
+        self.S_items = summing_matrix(ann.items, ann.n_items)
+        self.S_annotators = summing_matrix(ann.annotators, ann.n_annotators)
+        self.Y = summing_matrix(ann.labels, self.k)
+        self.active = ann.annotations_per_annotator() > 0
+
+    def kmeans_groups(self, post: np.ndarray, seed: Optional[int],
+                      strength: float = 2.0) -> np.ndarray:
+        """(annotators, M) hard groups from K-means on smoothed majority-vote confusions.
+
+        Each annotator's rows ``Σ_i q(z_i=k) [y=j]`` are shrunk toward the crowd's matrix
+        with ``strength`` pseudo-labels per row (few labels: close to the crowd), flattened,
+        and clustered with weights = number of labels (the authors' ``"flatten"`` option).
+        """
+        ann, k = self.ann, self.k
+        counts = np.asarray(ann.vote_incidence().T @ post).reshape(ann.n_annotators, k, k)
+        counts = counts.transpose(0, 2, 1)                              # (a, true, label)
+        crowd = normalize_rows(counts.sum(axis=0))
+        prof = (counts + strength * crowd) / (counts.sum(axis=2, keepdims=True) + strength)
+        memberships = np.zeros((ann.n_annotators, self.m))
+        act = np.flatnonzero(self.active)
+        weights = ann.annotations_per_annotator()[act]
+        labels = kmeans(prof[act].reshape(len(act), -1), self.m, weights=weights, seed=seed)
+        memberships[act, labels] = 1.0
+        return memberships
+
+    def m_step(self, post: np.ndarray, groups: np.ndarray) -> tuple:
+        """``α`` (M,), ``β`` (M, K, K) and raw expected counts (M, K, K) from q(z), q(g)."""
+        ann = self.ann
+        g = groups[ann.annotators]                                      # (n, M)
+        z = post[ann.items]                                             # (n, K)
+        joint = (g[:, :, None] * z[:, None, :]).reshape(len(g), -1)
+        raw = np.asarray(self.Y @ joint).reshape(self.k, self.m, self.k).transpose(1, 2, 0)
+        alpha = groups[self.active].sum(axis=0)
+        alpha = alpha / alpha.sum()
+        beta = normalize_rows(raw + self.smoothing)
+        return alpha, beta, raw
+
+    def label_log_beta(self, beta: np.ndarray) -> np.ndarray:
+        return safe_log(beta).transpose(2, 0, 1)[self.ann.labels]       # (n, M, K)
+
+    def group_step(self, post: np.ndarray, alpha: np.ndarray, beta: np.ndarray,
+                   lb: Optional[np.ndarray] = None) -> np.ndarray:
+        """q(g_a) (annotators, M); annotators without labels get ``α``."""
+        lb = self.label_log_beta(beta) if lb is None else lb
+        per = np.einsum("nk,nmk->nm", post[self.ann.items], lb)
+        logits = np.asarray(self.S_annotators @ per) + safe_log(alpha)[None, :]
+        groups, _ = softmax_rows(logits)
+        groups[~self.active] = alpha
+        return groups
+
+    def item_step(self, log_prior: np.ndarray, groups: np.ndarray, beta: np.ndarray,
+                  lb: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+        """q(z_i) (items, K) and the per-item log normaliser (items,).
+
+        ``log_prior`` is (K,) (label model: log ρ) or (items, K) (trainer: log f(x_i)).
+        """
+        lb = self.label_log_beta(beta) if lb is None else lb
+        per = np.einsum("nm,nmk->nk", groups[self.ann.annotators], lb)
+        logits = np.asarray(self.S_items @ per) + np.atleast_2d(log_prior)
+        return softmax_rows(logits)
+
+    def elbo(self, lse: np.ndarray, groups: np.ndarray, alpha: np.ndarray) -> float:
+        """Mean-field bound: ``Σ_i lse_i + Σ_a Σ_m q(g_a=m) (log α_m − log q(g_a=m))``."""
+        g = groups[self.active]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(g > 0, g * (safe_log(alpha)[None, :] - np.log(g)), 0.0)
+        return float(lse.sum() + terms.sum())
+
+
+def _dirichlet_evidence(counts: np.ndarray, c: float = 1.0) -> float:
+    """Σ over rows of log Dirichlet-multinomial evidence of ``counts`` (..., K), prior ``c``."""
+    k = counts.shape[-1]
+    return float((gammaln(counts + c).sum(axis=-1) - gammaln(counts.sum(axis=-1) + k * c)
+                  + gammaln(k * c) - k * gammaln(c)).sum())
+
+
+def _assignment_evidence(sizes: np.ndarray, gamma: float = 1.0) -> float:
+    """Log Dirichlet-multinomial probability of group sizes (soft counts) over len(sizes) groups."""
+    m = len(sizes)
+    return float(gammaln(m * gamma) - gammaln(sizes.sum() + m * gamma)
+                 + (gammaln(sizes + gamma) - gammaln(gamma)).sum())
+
+
+def collapsed_evidence(raw: np.ndarray, groups: np.ndarray, active: np.ndarray) -> float:
+    """Log evidence of a grouping with ``β`` integrated out (uniform Dirichlet priors).
+
+    ``Σ_m`` Dirichlet-multinomial evidence of group ``m``'s expected counts ``raw[m]``
+    (K, K) plus that of the annotators' group sizes (empty groups are not counted).
+    """
+    sizes = groups[active].sum(axis=0)
+    live = sizes > 1e-9
+    return _dirichlet_evidence(raw[live]) + _assignment_evidence(sizes[live])
+
+
+def best_removal(em: "IndividualEM", post: np.ndarray, alpha: np.ndarray,
+                 beta: np.ndarray) -> Optional[np.ndarray]:
+    """Memberships without the group whose removal most raises the collapsed evidence.
+
+    For each non-empty group, its annotators are re-assigned among the others (an E-step
+    with that group's ``α`` set to 0) and the collapsed evidence of the result is compared
+    with keeping all groups (the Bayes factor of ``M − 1`` against ``M`` groups). Returns
+    the new memberships, or None when every group is worth keeping. Loops over groups only.
+    """
+    lb = em.label_log_beta(beta)
+    groups = em.group_step(post, alpha, beta, lb)
+    best = collapsed_evidence(em.m_step(post, groups)[2], groups, em.active)
+    choice = None
+    for m in np.flatnonzero(alpha > 1e-9):
+        if (alpha > 1e-9).sum() < 2:
+            break
+        reduced = alpha.copy()
+        reduced[m] = 0.0
+        reduced /= reduced.sum()
+        candidate = em.group_step(post, reduced, beta, lb)
+        evidence = collapsed_evidence(em.m_step(post, candidate)[2], candidate, em.active)
+        if evidence > best:
+            best, choice = evidence, candidate
+    return choice
+
+
+def group_probabilities(ann: Annotations, truth: np.ndarray, alpha: np.ndarray,
+                        beta: np.ndarray) -> np.ndarray:
+    """Section 3.4: ``p(g=m | a) ∝ α_m Π_{(i,a,y)} Σ_k t_ik β_m[k, y]``, (annotators, M).
+
+    Args:
+        ann: the annotations (any annotators); truth: (items, K) truth distribution ``t`` of
+        its items (a classifier's ``p(z|x)`` or item posteriors); alpha (M,); beta (M, K, K).
+
+    All of an annotator's labels are assumed to come from one group. Annotators without
+    labels get ``α``.
+    """
+    lik = np.einsum("nk,nmk->nm", truth[ann.items], beta.transpose(2, 0, 1)[ann.labels])
+    logits = np.asarray(summing_matrix(ann.annotators, ann.n_annotators) @ safe_log(lik))
+    groups, _ = softmax_rows(logits + safe_log(alpha)[None, :])
+    groups[ann.annotations_per_annotator() == 0] = alpha
+    return groups

@@ -1,0 +1,107 @@
+"""Numpy kernels shared by every label model: one softmax, one row normalisation, one sparse sum.
+
+The bottom layer of the library (see ``ARCHITECTURE.md``): numpy and scipy only, no crowd
+concepts beyond integer codes. Shapes use ``n`` for annotations, ``I`` for items, ``A`` for
+annotators and ``K`` for classes.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "safe_log",
+           "incidence_matrix", "summing_matrix", "pair_index", "soft_vote", "top_classes"]
+
+#: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
+#: abstaining labeling function in Snorkel's label matrices.
+MISSING = -1
+
+#: log of the smallest positive double: stands in for log(0) so that 0 · log 0 stays 0.
+LOG_TINY = -745.0
+
+
+def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise softmax of ``logits`` (I, K) and each row's log normaliser (I,).
+
+    The work is done in (K, I) layout: numpy reduces a long last axis several times faster
+    than a 2-8 wide one, and this is the E-step of every EM in the library. Rows of ``-inf``
+    except one finite entry are fine; a row of only ``-inf`` gives NaN (callers mask first).
+
+    Args:
+        logits: (I, K) unnormalised log probabilities (not modified).
+        out: optional (I, K) array to write the probabilities into.
+
+    Returns:
+        ``(probs, log_normalizer)``: probs (I, K) rows summing to 1; log_normalizer (I,)
+        ``log Σ_k exp(logits_ik)``.
+    """
+    z = np.array(np.asarray(logits).T, dtype=np.float64, order="C", copy=True)   # (K, I)
+    top = z.max(axis=0)
+    z -= top
+    np.exp(z, out=z)
+    total = z.sum(axis=0)
+    z /= total
+    if out is None:
+        out = np.empty(z.shape[::-1])
+    out[...] = z.T
+    return out, top + np.log(total)
+
+
+def normalize_rows(counts: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Normalise ``counts`` to sum to 1 along ``axis``; all-zero slices become uniform."""
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum(axis=axis, keepdims=True)
+    k = counts.shape[axis]
+    return np.divide(counts, total, out=np.full_like(counts, 1.0 / k), where=total > 0)
+
+
+def safe_log(x: np.ndarray) -> np.ndarray:
+    """``log x`` with ``log 0 = LOG_TINY`` instead of ``-inf``."""
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log(x), LOG_TINY)
+
+
+def incidence_matrix(rows: np.ndarray, cols: np.ndarray, shape: tuple,
+                     weights: Optional[np.ndarray] = None) -> sp.csr_matrix:
+    """Sparse ``shape`` matrix with ``weights[t]`` (default 1) at ``(rows[t], cols[t])``;
+    repeated positions add up."""
+    data = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=np.float64)
+    return sp.csr_matrix((data, (rows, cols)), shape=shape)
+
+
+def summing_matrix(rows: np.ndarray, n_rows: int,
+                   weights: Optional[np.ndarray] = None) -> sp.csr_matrix:
+    """(n_rows, n) sparse matrix ``S`` with ``S[rows[t], t] = weights[t]`` (default 1).
+
+    ``S @ v`` sums per-annotation values ``v`` (n, ...) into their rows (items, annotators,
+    (annotator, label) pairs): the scatter-add of every E- and M-step, with no Python loop.
+    """
+    n = len(rows)
+    return incidence_matrix(rows, np.arange(n), (int(n_rows), n), weights)
+
+
+def pair_index(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarray:
+    """Flat index ``first · n_second + second`` (e.g. annotator × K + label), int64."""
+    return np.asarray(first, dtype=np.int64) * int(n_second) + np.asarray(second, dtype=np.int64)
+
+
+def soft_vote(counts: np.ndarray) -> np.ndarray:
+    """Vote fractions (I, K) from label counts; items without votes get the overall frequencies.
+
+    The usual first E-step of the Dawid-Skene family (Dawid & Skene 1979, section 3).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    votes = counts.sum(axis=0)
+    k = counts.shape[1]
+    fallback = votes / votes.sum() if votes.sum() > 0 else np.full(k, 1.0 / k)
+    total = counts.sum(axis=1, keepdims=True)
+    return np.where(total > 0, counts / np.maximum(total, 1e-300), fallback)
+
+
+def top_classes(scores: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """Boolean (I, K): the classes within ``tol`` of each row's maximum (ties share a row)."""
+    scores = np.asarray(scores)
+    return scores >= scores.max(axis=1, keepdims=True) - tol
