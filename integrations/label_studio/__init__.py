@@ -1,0 +1,60 @@
+"""Label Studio: read exports, aggregate, push predictions and write annotator quality.
+
+Reading (:func:`read_export`) needs only the standard library, numpy and pandas; a
+labeling config (``label_config=``) is parsed offline by ``label-studio-sdk``'s
+``LabelInterface``, and pushing (:func:`push_predictions`) uses its ``LabelStudio``
+client. The SDK is an optional extra (``pip install crowd-keras[label-studio]``), imported
+only by the functions that need it.
+
+Mapping
+-------
+* items = Label Studio tasks (every task of the export, also those without annotation, in
+  export order), annotators = users (their integer id; the e-mail when the export carries
+  only e-mails), classes = the choices of one ``Choices`` control (or the values of one
+  ``Rating`` control), from the labeling config when given, else the sorted values seen.
+* One annotation of a user on a task = one crowd annotation. Skipped (``was_cancelled``)
+  annotations are counted, not used. Several annotations of one user on one task: the
+  latest (``updated_at``, then ``created_at``, then annotation id) wins, the others are
+  counted as superseded. ``ground_truth`` annotations are kept apart in
+  :attr:`LabelStudioExport.gold` (for evaluation) unless ``include_gold=True``. Note that
+  Label Studio flags annotations imported together with tasks as ground truth unless the
+  import says ``"ground_truth": false``: for such projects pass ``include_gold=True``.
+* Multiple choice: a single-label model needs exactly one class per annotation, so an
+  annotation with several choices raises :class:`~crowd_keras.CrowdDataError` unless
+  ``multiple="combination"`` (each distinct *set* of choices becomes one class, named by
+  joining the choices with ``separator``; predictions write the set back) or
+  ``multiple="skip"`` (such annotations are left out and counted). One annotation per
+  chosen label is never produced: it would make one user vote twice on one task.
+
+Formats
+-------
+Full JSON (list of tasks; ``completed_by`` an int or an object), JSON_MIN and CSV/TSV (one
+row per annotation). JSON_MIN, CSV and TSV leave out skipped annotations, ``ground_truth``
+flags, the ``to_name`` of controls and tasks whose annotations were all skipped; they do not
+say which columns are controls, so pass ``control=`` or ``label_config=`` for them.
+
+Annotator quality has no slot in Label Studio: :func:`annotator_report` writes it as CSV and
+JSON keyed by user id and e-mail. The API token is read from an argument or the
+``LABEL_STUDIO_API_KEY`` environment variable and is scrubbed from every error message.
+
+Modules: :mod:`.reader` parses an export into a :class:`LabelStudioExport` (with the private
+``_records`` for the export formats and ``_controls`` for the labeling config);
+:mod:`.predictions` and :mod:`.report` turn a label model fitted on it into predictions and
+an annotator report; :mod:`.client` talks to a server. Everything is importable from here.
+"""
+import os  # noqa: F401 - kept reachable as ``ls.os`` (tests patch ``ls.os.replace``)
+
+from .client import (API_KEY_ENV, LabelStudioError, PushResult, connect, describe_error,
+                     fetch_user_emails, push_predictions)
+from .client import _scrub  # noqa: F401 - used as ``ls._scrub`` (tests)
+from .predictions import predictions_from_model, to_predictions, write_predictions
+from .reader import FORMATS  # noqa: F401 - public constant, not in __all__ (as before)
+from .reader import ExportSummary, LabelStudioExport, read_export
+from .report import annotator_report, gold_accuracy, write_report
+
+__all__ = [
+    "LabelStudioExport", "ExportSummary", "PushResult", "LabelStudioError", "read_export",
+    "to_predictions", "predictions_from_model", "write_predictions", "push_predictions",
+    "annotator_report", "write_report", "gold_accuracy", "connect", "fetch_user_emails",
+    "describe_error", "API_KEY_ENV",
+]

@@ -1,0 +1,191 @@
+"""The labeling control: parse the labeling config, pick the Choices/Rating control and read its
+value (the selection) from each record."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from crowd_keras.errors import CrowdDataError
+
+from ._records import _Record
+
+_SUPPORTED_TAGS = frozenset({"choices", "rating"})  # config tag = result type, lower case
+_MIN_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time",
+             "agreement", "draft_created_at"}
+_INSTALL_HINT = "install the optional extra: pip install 'crowd-keras[label-studio]'"
+
+
+def _parse_config(label_config: Any) -> dict:
+    """{control name: (type, labels or None, to_name, max_rating)} from a labeling config."""
+    try:
+        from label_studio_sdk.label_interface import LabelInterface
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(f"label_config= needs label-studio-sdk; {_INSTALL_HINT}") from None
+    if isinstance(label_config, LabelInterface):
+        li = label_config
+    else:
+        text = label_config
+        is_xml = isinstance(text, str) and text.lstrip().startswith("<")
+        if isinstance(text, os.PathLike) or (isinstance(text, str) and not is_xml):
+            try:
+                text = Path(text).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CrowdDataError(f"label_config {str(label_config)!r}: cannot read it "
+                                     f"({type(exc).__name__})") from None
+        if not isinstance(text, str):
+            raise CrowdDataError(f"label_config must be XML text, a path or a LabelInterface, got "
+                                 f"{type(label_config).__name__}")
+        try:
+            li = LabelInterface(text)
+        except Exception as exc:  # the SDK raises several unrelated exception types
+            raise CrowdDataError(f"label_config could not be parsed: {exc}") from None
+    out = {}
+    for ctl in li.controls:
+        kind = ctl.tag.lower()
+        max_rating = None
+        if kind == "rating":
+            raw = ctl.attr.get("maxRating", 5)
+            try:
+                max_rating = int(raw)
+            except (TypeError, ValueError):
+                raise CrowdDataError(f"label_config: Rating '{ctl.name}' has "
+                                     f"maxRating={raw!r}") from None
+        out[ctl.name] = (kind, list(ctl.labels) if kind == "choices" else None,
+                         ctl.to_name[0] if ctl.to_name else None, max_rating)
+    if not out:
+        raise CrowdDataError("label_config declares no control tags")
+    return out
+
+
+def _pick_from(candidates: list, what: str, origin: str) -> str:
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise CrowdDataError(f"{origin}: no Choices or Rating control found in {what}; only those "
+                             "give one class per task")
+    raise CrowdDataError(f"{origin}: several controls in {what}: {candidates}; pass control= "
+                         "(CLI: --control) to pick one")
+
+
+def _pick_control_full(control: Optional[str], config: Optional[dict], seen: dict,
+                       origin: str) -> tuple[str, str, Optional[str]]:
+    if control is None:
+        if config is not None:
+            declared = [n for n, c in config.items() if c[0] in _SUPPORTED_TAGS]
+            used = [n for n in declared if n in seen]
+            control = _pick_from(used or declared, "the labeling config" + (
+                " used in the annotation results" if used else ""), origin)
+        else:
+            control = _pick_from(sorted(n for n, (t, _) in seen.items() if t in _SUPPORTED_TAGS),
+                                 "the annotation results", origin)
+    if config is not None:
+        if control not in config:
+            raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls "
+                                 f"are {sorted(config)}")
+        kind, _, to_name, _ = config[control]
+        if control in seen and seen[control][0] != kind:
+            raise CrowdDataError(f"{origin}: results of control '{control}' have type "
+                                 f"'{seen[control][0]}' but the config declares '{kind}'")
+    elif control in seen:
+        kind, to_name = seen[control]
+    else:
+        raise CrowdDataError(f"{origin}: control '{control}' appears in no annotation result; "
+                             f"controls seen: {sorted(seen)}")
+    if kind not in _SUPPORTED_TAGS:
+        raise CrowdDataError(f"control '{control}' is a {kind} control; only Choices and Rating "
+                             "controls give one class per task")
+    if control in seen and seen[control][1] is not None:
+        to_name = seen[control][1]
+    return control, kind, to_name
+
+
+def _pick_control_rows(control: Optional[str], config: Optional[dict], columns: list, fmt: str,
+                       origin: str) -> tuple[str, str, Optional[str]]:
+    data_cols = [c for c in columns if c not in _MIN_META]
+    if control is None:
+        if config is None:
+            raise CrowdDataError(f"{origin}: {fmt} exports do not say which columns are labeling "
+                                 f"controls; pass control= (one of {data_cols}) or label_config= "
+                                 "(CLI: --control, --label-config)")
+        control = _pick_from([n for n, c in config.items()
+                              if c[0] in _SUPPORTED_TAGS and n in columns],
+                             "both the labeling config and the export columns", origin)
+    if control not in columns:
+        raise CrowdDataError(f"{origin}: no column '{control}' for the control; columns are "
+                             f"{data_cols}")
+    if config is None:
+        return control, "", None  # the kind is inferred from the values
+    if control not in config:
+        raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls are "
+                             f"{sorted(config)}")
+    kind, _, to_name, _ = config[control]
+    if kind not in _SUPPORTED_TAGS:
+        raise CrowdDataError(f"control '{control}' is a {kind} control; only Choices and Rating "
+                             "controls give one class per task")
+    return control, kind, to_name
+
+
+def _selection_value(value: dict, kind: str, where: str, control: str) -> Optional[tuple]:
+    """The choices (or the rating) in a result ``value``; ``None`` when it holds none."""
+    if kind == "choices":
+        choices = value.get("choices")
+        if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+            raise CrowdDataError(f"{where}: control '{control}' value.choices must be a list of "
+                                 f"strings, got {choices!r}")
+        return tuple(dict.fromkeys(choices)) or None
+    rating = value.get("rating")
+    if isinstance(rating, float) and rating.is_integer():
+        rating = int(rating)
+    if isinstance(rating, bool) or not isinstance(rating, int):
+        raise CrowdDataError(f"{where}: control '{control}' value.rating must be an integer, got "
+                             f"{rating!r}")
+    return (rating,)
+
+
+def _selection_full(rec: _Record, control: str, kind: str) -> Optional[tuple]:
+    items = [r for r in rec.result if r["from_name"] == control]
+    if not items:
+        return None
+    if len(items) > 1:
+        raise CrowdDataError(f"{rec.where}: {len(items)} results for control '{control}' "
+                             "(per-region controls are not supported: one class per task is "
+                             "needed)")
+    if str(items[0]["type"]).lower() != kind:
+        raise CrowdDataError(f"{rec.where}: a result of control '{control}' has type "
+                             f"'{items[0]['type']}', expected '{kind}'")
+    return _selection_value(items[0]["value"], kind, rec.where, control)
+
+
+def _selection_min(rec: _Record, control: str, kind: str) -> Optional[tuple]:
+    """Selection from a JSON_MIN/CSV cell: 'a', {"choices": [...]}, [{"rating": 3}] or JSON text."""
+    raw = rec.raw.get(control)
+    if raw is None:
+        return None
+    if isinstance(raw, str) and "__line__" in rec.raw and raw.lstrip()[:1] in ("{", "["):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise CrowdDataError(f"{rec.where}: column '{control}' holds invalid JSON text "
+                                 f"({exc.msg}): {raw[:80]!r}") from None
+    if isinstance(raw, list):
+        if not raw:
+            return None
+        if len(raw) > 1:
+            raise CrowdDataError(f"{rec.where}: {len(raw)} results for control '{control}' "
+                                 "(per-region controls are not supported)")
+        raw = raw[0]
+    if isinstance(raw, str):
+        if kind == "rating":
+            raise CrowdDataError(f"{rec.where}: control '{control}' is a Rating control but holds "
+                                 f"the text {raw!r}")
+        return (raw,) if raw else None
+    if isinstance(raw, dict):
+        inner = "choices" if "choices" in raw else "rating" if "rating" in raw else None
+        if inner is None or (kind and inner != kind):
+            raise CrowdDataError(f"{rec.where}: column '{control}' holds {raw!r}; expected "
+                                 f"{'a choice' if kind != 'rating' else 'a rating'}")
+        return _selection_value(raw, inner, rec.where, control)
+    raise CrowdDataError(f"{rec.where}: column '{control}' holds {type(raw).__name__} {raw!r}; "
+                         "expected a choice, {'choices': [...]} or [{'rating': n}]")

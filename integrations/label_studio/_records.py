@@ -1,0 +1,338 @@
+"""Export text to records: load full JSON, JSON_MIN, CSV or TSV and read one record per
+annotation, checking ids, flags and dates (what a control's value means is ``_controls``' job).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from crowd_keras.errors import CrowdDataError
+
+
+@dataclass
+class _Record:
+    """One annotation as read, before the control's value is turned into a class."""
+
+    task: Any
+    annotation_id: Any
+    annotator: Any
+    email: Optional[str]
+    cancelled: bool
+    gold: bool
+    time: Optional[str]
+    where: str
+    result: Any = None  # full JSON: the result list
+    raw: Any = None  # JSON_MIN/CSV: the control column's value
+    selection: Optional[tuple] = None
+
+
+def _load(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
+    """(format, payload, description): payload is a list of dicts (JSON) or of CSV rows."""
+    origin = "export"
+    if isinstance(source, (list, dict)):
+        return _json_kind(source, fmt, origin), _as_task_list(source, origin), origin
+    suffix = ""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        origin = f"export {str(path)!r}"
+        suffix = path.suffix.lower()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            if isinstance(source, str) and ("\n" in source or source.lstrip()[:1] in ("[", "{")):
+                raise CrowdDataError(
+                    "a str source is read as a path, and this looks like export text: pass it "
+                    "as bytes or a file object (io.StringIO)") from None
+            what = "file not found" if isinstance(exc, FileNotFoundError) else \
+                f"cannot read it ({type(exc).__name__})"
+            raise CrowdDataError(f"{origin}: {what}") from None
+    elif hasattr(source, "read"):
+        name = getattr(source, "name", None)
+        if isinstance(name, str):
+            origin = f"export {name!r}"
+            suffix = Path(name).suffix.lower()
+        data = source.read()
+    elif isinstance(source, (bytes, bytearray)):
+        data = bytes(source)
+    else:
+        raise CrowdDataError(f"cannot read a Label Studio export from a {type(source).__name__}; "
+                             "pass a path, a file object, bytes or loaded JSON")
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            text = bytes(data).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise CrowdDataError(f"{origin}: not UTF-8 text (byte {exc.start})") from None
+    elif isinstance(data, str):
+        text = data.lstrip("\ufeff")
+    else:
+        raise CrowdDataError(f"{origin}: the file object returned {type(data).__name__}")
+    stripped = text.lstrip()
+    if not stripped:
+        raise CrowdDataError(f"{origin} is empty")
+    if fmt in (None, "JSON", "JSON_MIN") and stripped[0] in "[{":
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CrowdDataError(
+                f"{origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
+                "(truncated or not a JSON export?)") from None
+        return _json_kind(loaded, fmt, origin), _as_task_list(loaded, origin), origin
+    if fmt in ("JSON", "JSON_MIN"):
+        raise CrowdDataError(f"{origin}: a {fmt} export must start with '[' or '{{'")
+    if fmt is None:
+        first = stripped.splitlines()[0]
+        fmt = ("TSV" if suffix == ".tsv" else "CSV" if suffix == ".csv"
+               else "TSV" if first.count("\t") > first.count(",") else "CSV")
+    return fmt, _csv_rows(text, "\t" if fmt == "TSV" else ",", origin), origin
+
+
+def _as_task_list(loaded: Any, origin: str) -> list:
+    if isinstance(loaded, dict):
+        loaded = [loaded]
+    if not isinstance(loaded, list):
+        raise CrowdDataError(f"{origin}: expected a list of tasks, got a JSON "
+                             f"{type(loaded).__name__}")
+    if not loaded:
+        raise CrowdDataError(f"{origin} holds no tasks (an empty list)")
+    for i, row in enumerate(loaded):
+        if not isinstance(row, dict):
+            raise CrowdDataError(f"{origin}: entry {i} is not a JSON object "
+                                 f"(got {type(row).__name__})")
+    return loaded
+
+
+def _json_kind(loaded: Any, fmt: Optional[str], origin: str) -> str:
+    if isinstance(loaded, dict):
+        first = loaded
+    elif isinstance(loaded, list) and loaded and isinstance(loaded[0], dict):
+        first = loaded[0]
+    else:
+        first = {}
+    full = any(k in first for k in ("annotations", "completions", "data"))
+    minimal = any(k in first for k in ("annotator", "annotation_id"))
+    kind = "JSON" if full else "JSON_MIN" if minimal else None
+    if fmt in ("JSON", "JSON_MIN"):
+        return fmt
+    if kind is None and first:
+        raise CrowdDataError(
+            f"{origin}: the first entry has neither 'annotations'/'data' (full JSON export) nor "
+            f"'annotator'/'annotation_id' (JSON_MIN export); its keys are {sorted(first)[:10]}")
+    return kind or "JSON"
+
+
+def _csv_rows(text: str, delimiter: str, origin: str) -> list:
+    csv.field_size_limit(2**31 - 1)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    name = "TSV" if delimiter == "\t" else "CSV"
+    try:
+        header = next(reader)
+        rows, lines = [], []
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                raise CrowdDataError(f"{origin}: line {reader.line_num} has {len(fields)} fields, "
+                                     f"the header has {len(header)}")
+            rows.append(dict(zip(header, fields)))
+            lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise CrowdDataError(f"{origin}: malformed {name} near line {reader.line_num}: "
+                             f"{exc}") from None
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise CrowdDataError(f"{origin}: repeated {name} column(s) {dupes}")
+    missing = [c for c in ("id", "annotator", "annotation_id") if c not in header]
+    if missing:
+        raise CrowdDataError(f"{origin}: not a Label Studio {name} export: no column(s) {missing} "
+                             f"(columns: {header[:12]})")
+    if not rows:
+        raise CrowdDataError(f"{origin} holds no tasks (only a header line)")
+    out = []
+    for line, row in zip(lines, rows):
+        clean = {k: (None if v == "" else v) for k, v in row.items()}
+        clean["__line__"] = line
+        out.append(clean)
+    return out
+
+
+def _task_id(value: Any, where: str) -> Any:
+    if isinstance(value, bool) or value is None:
+        raise CrowdDataError(f"{where}: task id must be an integer, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, str) and value.strip():
+        return int(value) if value.strip().lstrip("-").isdigit() else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise CrowdDataError(f"{where}: task id must be an integer, got {type(value).__name__} "
+                         f"{value!r}")
+
+
+def _opt_id(value: Any, where: str, what: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise CrowdDataError(f"{where}: {what} must be an integer, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise CrowdDataError(f"{where}: {what} must be an integer, got {type(value).__name__} "
+                         f"{value!r}")
+
+
+def _flag(ann: dict, keys: Sequence[str], where: str) -> bool:
+    for key in keys:
+        value = ann.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, (bool, int)) or value not in (0, 1):
+            raise CrowdDataError(f"{where}: '{key}' must be true or false, got {value!r}")
+        if value:
+            return True
+    return False
+
+
+def _timestamp(ann: dict, where: str) -> Optional[str]:
+    for key in ("updated_at", "created_at"):
+        value = ann.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise CrowdDataError(f"{where}: '{key}' must be a date-time string, got {value!r}")
+        return value
+    return None
+
+
+def _annotator(value: Any, where: str) -> tuple[Any, Optional[str]]:
+    """(key, email) from ``completed_by`` (int, {"id", "email"}) or a JSON_MIN ``annotator``."""
+    if isinstance(value, dict):
+        uid, email = value.get("id"), value.get("email")
+        if email is not None and not isinstance(email, str):
+            raise CrowdDataError(f"{where}: completed_by.email must be a string, got {email!r}")
+        if uid is None and not email:
+            raise CrowdDataError(f"{where}: completed_by has neither 'id' nor 'email'")
+        return (_opt_id(uid, where, "completed_by.id") if uid is not None else email), email
+    if isinstance(value, bool) or value is None:
+        raise CrowdDataError(f"{where}: annotator (completed_by) must be a user id or e-mail, "
+                             f"got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return int(value), None
+    if isinstance(value, str) and value.strip():
+        value = value.strip()
+        if value.isdigit():
+            return int(value), None
+        return value, (value if "@" in value else None)
+    raise CrowdDataError(f"{where}: annotator (completed_by) must be a user id or e-mail, "
+                         f"got {type(value).__name__} {value!r}")
+
+
+def _records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
+    """Task ids, one _Record per annotation, and {control: (type, to_name)} seen in results."""
+    task_ids, records, seen, ann_ids = [], [], {}, {}
+    seen_tasks = set()
+    for i, task in enumerate(tasks):
+        if "id" not in task:
+            raise CrowdDataError(f"{origin}: task at position {i} has no 'id'")
+        tid = _task_id(task["id"], f"{origin}: task at position {i}")
+        if tid in seen_tasks:
+            raise CrowdDataError(f"{origin}: task id {tid!r} appears twice (positions "
+                                 f"{task_ids.index(tid)} and {i})")
+        seen_tasks.add(tid)
+        task_ids.append(tid)
+        key = "annotations" if "annotations" in task else "completions"
+        anns = task.get(key)
+        if key not in task:
+            raise CrowdDataError(f"{origin}: task {tid!r} has no 'annotations' list (keys: "
+                                 f"{sorted(task)[:10]})")
+        if anns is None:
+            anns = []
+        if not isinstance(anns, list):
+            raise CrowdDataError(f"{origin}: task {tid!r}: 'annotations' must be a list, got "
+                                 f"{type(anns).__name__}")
+        for j, ann in enumerate(anns):
+            where = f"{origin}: task {tid!r}, annotation at position {j}"
+            if not isinstance(ann, dict):
+                raise CrowdDataError(f"{where} is not an object (got {type(ann).__name__})")
+            aid = _opt_id(ann.get("id"), where, "annotation id")
+            if aid is not None:
+                where = f"{origin}: task {tid!r}, annotation {aid}"
+                if aid in ann_ids:
+                    raise CrowdDataError(f"{where}: annotation id {aid} appears twice (also in "
+                                         f"task {ann_ids[aid]!r})")
+                ann_ids[aid] = tid
+            if "completed_by" not in ann:
+                raise CrowdDataError(f"{where} has no 'completed_by'")
+            key_, email = _annotator(ann["completed_by"], where)
+            result = ann.get("result")
+            if result is None:
+                result = []
+            if not isinstance(result, list):
+                raise CrowdDataError(f"{where}: 'result' must be a list, got "
+                                     f"{type(result).__name__}")
+            cancelled = _flag(ann, ("was_cancelled", "skipped"), where)
+            for r_pos, item in enumerate(result):
+                _check_result_item(item, f"{where}, result item {r_pos}")
+                if not cancelled and item["from_name"] not in seen:
+                    seen[item["from_name"]] = (str(item["type"]).lower(), item.get("to_name"))
+            records.append(_Record(tid, aid, key_, email, cancelled,
+                                   _flag(ann, ("ground_truth",), where), _timestamp(ann, where),
+                                   where, result=result))
+    return task_ids, records, seen
+
+
+def _check_result_item(item: Any, where: str) -> None:
+    if not isinstance(item, dict):
+        raise CrowdDataError(f"{where} is not an object (got {type(item).__name__})")
+    for key, kind in (("from_name", str), ("type", str), ("value", dict)):
+        if key not in item:
+            raise CrowdDataError(f"{where} has no '{key}'")
+        if not isinstance(item[key], kind):
+            raise CrowdDataError(f"{where}: '{key}' must be a {kind.__name__}, got "
+                                 f"{type(item[key]).__name__} {item[key]!r}")
+
+
+def _records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]:
+    """JSON_MIN / CSV rows: task ids, one _Record per annotation row, the column names and the
+    rows of tasks without annotation as (where, row)."""
+    task_ids, records, columns, bare = [], [], [], []
+    seen_tasks, seen_cols, ann_ids = set(), set(), {}
+    for i, row in enumerate(rows):
+        at = f"line {row['__line__']}" if "__line__" in row else f"row {i}"
+        for col in row:
+            if col not in seen_cols and col != "__line__":
+                seen_cols.add(col)
+                columns.append(col)
+        if row.get("id") is None:
+            raise CrowdDataError(f"{origin}: {at} has no task 'id'")
+        tid = _task_id(row["id"], f"{origin}: {at}")
+        if tid not in seen_tasks:
+            seen_tasks.add(tid)
+            task_ids.append(tid)
+        where = f"{origin}: {at} (task {tid!r})"
+        aid = _opt_id(row.get("annotation_id"), where, "annotation_id")
+        annotator = row.get("annotator")
+        if aid is None and annotator is None:
+            bare.append((f"{origin}: {at} (task {tid!r})", row))  # a task without annotations
+            continue
+        if aid is not None:
+            where = f"{origin}: {at} (task {tid!r}, annotation {aid})"
+            if aid in ann_ids:
+                raise CrowdDataError(f"{where}: annotation id {aid} appears twice (also at "
+                                     f"{ann_ids[aid]})")
+            ann_ids[aid] = at
+        if annotator is None:
+            raise CrowdDataError(f"{where}: no 'annotator'")
+        key_, email = _annotator(annotator, where)
+        records.append(_Record(tid, aid, key_, email, False, False, _timestamp(row, where), where,
+                               raw=row))
+    return task_ids, records, columns, bare

@@ -1,0 +1,80 @@
+"""Label Studio predictions (one per task, in the control's format) from class probabilities or a
+label model, and the prediction file."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from crowd_keras.errors import CrowdDataError
+from crowd_keras.files import atomic_write_text
+
+from ._model import _ensure_fitted
+from .reader import LabelStudioExport, _plain
+
+
+def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
+                   include_unannotated: bool = False,
+                   to_name: Optional[str] = None) -> list[dict]:
+    """Label Studio predictions from items × classes probabilities.
+
+    One prediction per task (tasks without a used annotation only with
+    ``include_unannotated=True``): ``{"task", "model_version", "score", "result"}`` where
+    ``score`` is the probability of the predicted class and ``result`` holds one item in the
+    control's format (``{"choices": [...]}`` or ``{"rating": n}``).
+
+    Args:
+        proba: (n_tasks, n_classes) rows in ``export.task_ids`` order.
+        to_name: the object the control labels; default ``export.to_name`` (JSON_MIN/CSV
+            exports do not carry it: pass it or read with ``label_config=``).
+    """
+    p = np.asarray(proba, dtype=np.float64)
+    shape = (len(export.task_ids), len(export.classes))
+    if p.shape != shape:
+        raise CrowdDataError(f"probabilities must have shape {shape} (tasks × classes), got "
+                             f"{p.shape}")
+    if not isinstance(model_version, str) or not model_version:
+        raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
+    to_name = to_name or export.to_name
+    if not to_name:
+        raise CrowdDataError(f"the {export.format} export does not name the object control "
+                             f"'{export.control}' labels; pass to_name= or read it with "
+                             "label_config=")
+    best = np.argmax(p, axis=1)
+    score = p[np.arange(len(p)), best]
+    rows = np.arange(len(p)) if include_unannotated else \
+        np.flatnonzero(export.annotations.annotations_per_item() > 0)
+    out = []
+    for i in rows:
+        choice = export.class_choices[best[i]]
+        value = {"rating": int(choice[0])} if export.control_type == "rating" else \
+            {"choices": [str(c) for c in choice]}
+        out.append({"task": _plain(export.task_ids[i]), "model_version": model_version,
+                    "score": float(score[i]),
+                    "result": [{"from_name": export.control, "to_name": to_name,
+                                "type": export.control_type, "value": value}]})
+    return out
+
+
+def predictions_from_model(export: LabelStudioExport, model: Any = None,
+                           model_version: Optional[str] = None, **kwargs: Any) -> list[dict]:
+    """Fit ``model`` on the export if needed; return its predictions.
+
+    ``model`` defaults to a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``).
+    ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``; other keyword arguments go to
+    :func:`to_predictions`.
+    """
+    model = _ensure_fitted(export, model)
+    version = model_version or f"crowd-keras-{type(model).__name__}"
+    return to_predictions(export, model.predict_proba(), version, **kwargs)
+
+
+def write_predictions(path: Any, predictions: Sequence[dict]) -> Path:
+    """Write predictions as a JSON list (atomically: temporary file then ``os.replace``).
+
+    Each entry names its ``task``: the file is what ``POST /api/projects/<id>/import/predictions``
+    (SDK: ``client.projects.import_predictions(id, request=...)``) takes for existing tasks.
+    """
+    return atomic_write_text(path, json.dumps(list(predictions), indent=1, ensure_ascii=False) + "\n")

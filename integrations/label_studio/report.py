@@ -1,0 +1,98 @@
+"""Per-annotator quality from a label model fitted on an export (Label Studio has no slot for
+it: written as CSV and JSON), and accuracy on the ground-truth tasks."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import pandas as pd
+
+from crowd_keras.files import atomic_write_text
+
+from ._model import _ensure_fitted
+from .reader import LabelStudioExport, _plain
+
+
+def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: Any = None,
+                     json_path: Any = None, emails: Optional[Mapping[Any, str]] = None,
+                     model_version: Optional[str] = None) -> pd.DataFrame:
+    """Per-annotator quality, one row per user.
+
+    Columns: ``annotator`` (user id), ``email``, ``n_annotations`` (used), ``n_cancelled``,
+    ``n_superseded``, ``accuracy`` (the model's estimate Σ_k ρ_k π_a[k, k]),
+    ``agreement`` (share of the user's labels equal to the aggregate label), ``n_gold`` and
+    ``gold_accuracy`` (on tasks with a ground-truth annotation; NaN when none), and
+    ``recall[<class>]`` (π_a[k, k]: the estimated chance the user gives class k when it is
+    the truth). Label Studio has no place for these numbers: they are written to
+    ``csv_path`` and ``json_path`` (atomically) when given.
+
+    Args:
+        model: a label model fitted on ``export.annotations`` or unfitted (it is fitted);
+            default: a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``).
+        emails: user id -> e-mail, filling e-mails the export lacks (see
+            :func:`fetch_user_emails`).
+    """
+    model = _ensure_fitted(export, model)
+    ann = export.annotations
+    n_users = ann.n_annotators
+    per_user = ann.annotations_per_annotator()
+    hard = np.asarray(model.predict())
+    agree = np.bincount(ann.annotators, weights=(ann.labels == hard[ann.items]).astype(float),
+                        minlength=n_users)
+    gold = export.gold_codes()
+    on_gold = gold[ann.items] >= 0
+    n_gold = np.bincount(ann.annotators[on_gold], minlength=n_users)
+    gold_hits = np.bincount(ann.annotators[on_gold],
+                            weights=(ann.labels[on_gold] == gold[ann.items[on_gold]]).astype(float),
+                            minlength=n_users)
+    email = export.annotator_emails.copy()
+    if emails:
+        for n, uid in enumerate(export.annotator_ids):
+            if email[n] is None:
+                email[n] = emails.get(_plain(uid))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame = pd.DataFrame({
+            "annotator": pd.Series([_plain(a) for a in export.annotator_ids], dtype=object),
+            "email": email,
+            "n_annotations": per_user,
+            "n_cancelled": export.annotator_stats["n_cancelled"].to_numpy(),
+            "n_superseded": export.annotator_stats["n_superseded"].to_numpy(),
+            "accuracy": model.annotator_quality_["accuracy"].to_numpy(),
+            "agreement": np.where(per_user > 0, agree / per_user, np.nan),
+            "n_gold": n_gold,
+            "gold_accuracy": np.where(n_gold > 0, gold_hits / n_gold, np.nan),
+        })
+    recall = np.diagonal(np.asarray(model.confusion_matrices_), axis1=1, axis2=2)
+    for k, name in enumerate(export.classes):
+        frame[f"recall[{name}]"] = recall[:, k]
+    frame.loc[per_user == 0, ["accuracy"] + [f"recall[{c}]" for c in export.classes]] = np.nan
+    meta = {"model": type(model).__name__, "model_version": model_version,
+            "control": export.control, "classes": [_plain(c) for c in export.classes]}
+    if csv_path is not None:
+        write_report(frame, csv_path)
+    if json_path is not None:
+        write_report(frame, json_path, meta=meta)
+    return frame
+
+
+def write_report(frame: pd.DataFrame, path: Any, meta: Optional[dict] = None) -> Path:
+    """Write an annotator report atomically: ``.json`` as ``{**meta, "annotators": [rows]}``
+    (NaN as null), anything else as CSV."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        rows = json.loads(frame.to_json(orient="records", force_ascii=False))
+        return atomic_write_text(path, json.dumps({**(meta or {}), "annotators": rows}, indent=1,
+                                              ensure_ascii=False) + "\n")
+    return atomic_write_text(path, frame.to_csv(index=False))
+
+
+def gold_accuracy(export: LabelStudioExport, proba: Any) -> tuple[int, float]:
+    """(number of gold tasks, accuracy of the argmax of ``proba`` on them; NaN when none)."""
+    gold = export.gold_codes()
+    has = gold >= 0
+    if not has.any():
+        return 0, float("nan")
+    pred = np.argmax(np.asarray(proba), axis=1)
+    return int(has.sum()), float((pred[has] == gold[has]).mean())
