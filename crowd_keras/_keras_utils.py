@@ -1,7 +1,9 @@
 """Small `keras.ops` helpers shared by the crowd layers (backend-agnostic, no tf.* calls)."""
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import random
+from typing import Any, Iterator, Optional
 
 from keras import ops
 
@@ -11,7 +13,28 @@ import numpy as np
 from .numerics import MISSING
 
 __all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer",
-           "checked_noise_scale", "weight_in_use", "is_shape_list", "n_rows", "split_padding"]
+           "checked_noise_scale", "weight_in_use", "is_shape_list", "n_rows", "split_padding",
+           "seeded_construction", "scale_and_shift"]
+
+
+@contextlib.contextmanager
+def seeded_construction(seed: Optional[int]) -> Iterator[None]:
+    """Make the weights and dropout of layers built inside the block depend on ``seed`` only.
+
+    Keras draws the seed of an unseeded initializer or ``SeedGenerator`` from Python's
+    ``random`` when it is created, and then draws values deterministically from it. Seeding
+    ``random`` for the block and restoring its state afterwards gives reproducible models
+    without ``keras.utils.set_random_seed``'s global side effects. ``seed=None``: no change.
+    """
+    if seed is None:
+        yield
+        return
+    state = random.getstate()
+    random.seed(int(seed))
+    try:
+        yield
+    finally:
+        random.setstate(state)
 
 
 def n_rows(x: Any) -> Any:
@@ -57,6 +80,17 @@ def gather_annotators(weights: Any, annotator_ids: Any) -> tuple[Any, Any]:
     """
     safe, mask = split_padding(annotator_ids)
     return ops.take(weights, safe, axis=0), mask
+
+
+def scale_and_shift(h: Any, scale: Any = None, bias: Any = None) -> Any:
+    """``h · scale + bias`` (either may be None), in ``h``'s dtype: the per-annotator vector
+    and bias forms of the crowd layers (``VW``, ``VB``, ``VW+B``; regression ``S``, ``B``)."""
+    out = h
+    if scale is not None:
+        out = out * ops.cast(scale, h.dtype)
+    if bias is not None:
+        out = out + ops.cast(bias, h.dtype)
+    return out
 
 
 def insert_annotator_axis(x: Any) -> Any:

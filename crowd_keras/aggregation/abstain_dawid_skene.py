@@ -182,7 +182,7 @@ class AbstainAwareDawidSkene(LabelModel):
         self.class_priors_ = np.exp(log_prior)
         self.class_balance_ = post.mean(axis=0)
         votes = self.response_matrices_[:, :, :k]
-        self.confusion_matrices_ = votes / votes.sum(axis=2, keepdims=True)
+        self.confusion_matrices_ = normalize_rows(votes)
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
         self.posteriors_ = self._report(logits, counts) if self.anchor_ == "votes" else post
@@ -200,13 +200,13 @@ class AbstainAwareDawidSkene(LabelModel):
         resp = np.empty((m, k, k + 1))
         resp[:, :, :k] = votes + s
         resp[:, :, k] = np.maximum(n_true[None, :] - votes.sum(axis=2), 0.0) + s
-        resp /= resp.sum(axis=2, keepdims=True)
+        resp = normalize_rows(resp)
         if not modelled.all():
             # not modelled: p(abstain) is one shared rate, so it cancels from the posterior
             rest = ~modelled
             rate = (n_items - self._votes_per_function[rest] + s) / (n_items + 2 * s)
             cond = votes[rest] + s
-            cond /= cond.sum(axis=2, keepdims=True)
+            cond = normalize_rows(cond)
             resp[rest, :, :k] = cond * (1.0 - rate)[:, None, None]
             resp[rest, :, k] = rate[:, None]
         if fixed_prior is not None:

@@ -41,8 +41,11 @@ class LabelingFunctionFallback:
 
     labeling_functions: str
 
-    def _fit_labeling_functions(self, ann: Annotations, **params: Any) -> bool:
-        """Fit the labeling-function model when the regime applies; True when it did."""
+    def _fit_labeling_functions(self, ann: Annotations, **settings: Any) -> bool:
+        """Fit the labeling-function model when the regime applies; True when it did.
+
+        ``settings``: the crowd model's EM settings that carry over (``max_iter``, ...).
+        """
         mode = self.labeling_functions
         if mode not in _MODES:
             raise ValueError(f"labeling_functions must be one of {_MODES}, got {mode!r}")
@@ -50,7 +53,7 @@ class LabelingFunctionFallback:
         self.labeling_function_model_ = None
         if mode == "ignore" or not is_labeling_function_data(ann):
             return False
-        model = AbstainAwareDawidSkene(abstain="response", **params).fit(ann)
+        model = AbstainAwareDawidSkene(abstain="response", **settings).fit(ann)
         self.regime_ = "labeling_functions"
         self.labeling_function_model_ = model
         self.annotations_ = ann

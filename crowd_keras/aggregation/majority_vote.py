@@ -6,7 +6,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows
+from ..numerics import normalize_rows, top_classes
 from .base import LabelModel, as_annotations
 
 __all__ = ["MajorityVote"]
@@ -61,7 +61,7 @@ class MajorityVote(LabelModel):
         if self.soft:
             proba = counts / np.where(empty, 1.0, counts.sum(axis=1))[:, None]
         else:
-            top = counts == counts.max(axis=1, keepdims=True)
+            top = top_classes(counts)
             if self.tie_break == "uniform":
                 proba = top / top.sum(axis=1, keepdims=True)
             else:

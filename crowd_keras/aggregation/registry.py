@@ -11,9 +11,13 @@ import importlib
 from typing import Any, Callable, Dict, List, Tuple, Union
 
 __all__ = ["register_label_model", "get_label_model", "label_model_class",
-           "available_label_models", "normalize_name"]
+           "available_label_models", "normalize_name", "DEFAULT_LABEL_MODEL"]
 
 Factory = Union[str, Callable[..., Any]]
+
+#: The label model used when none is named: the command lines' ``--method`` default and the
+#: Label Studio integration's model. The one place that names it.
+DEFAULT_LABEL_MODEL = "dawid_skene"
 
 # name: (factory, aliases), in the order the command lines list them.
 _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..aggregation.registry import available_label_models
+from ..aggregation.registry import DEFAULT_LABEL_MODEL, available_label_models
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("--annotator", default="worker")
     agg.add_argument("--label", default="label")
     agg.add_argument("--string-labels", action="store_true", help="read labels as text")
-    agg.add_argument("--method", default="dawid_skene", choices=available_label_models())
+    agg.add_argument("--method", default=DEFAULT_LABEL_MODEL, choices=available_label_models())
     agg.add_argument("--duplicates", choices=["error", "last", "first"], default="error")
     agg.add_argument("--out", required=True, help="CSV of aggregated labels")
     agg.add_argument("--annotators", help="CSV of the annotator quality report")

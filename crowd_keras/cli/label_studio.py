@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crowd_keras.aggregation.registry import available_label_models, get_label_model
+from crowd_keras.aggregation.registry import (DEFAULT_LABEL_MODEL, available_label_models,
+                                              get_label_model)
 
 __all__ = ["register", "aggregate_command"]
 
@@ -38,8 +39,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             "with the same --model-version neither duplicates nor loses predictions). The API "
             "token is read from the LABEL_STUDIO_API_KEY environment variable."))
     agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
-    agg.add_argument("--method", default="dawid_skene", choices=available_label_models(),
-                     help="label model (default: dawid_skene)")
+    agg.add_argument("--method", default=DEFAULT_LABEL_MODEL, choices=available_label_models(),
+                     help=f"label model (default: {DEFAULT_LABEL_MODEL})")
     agg.add_argument("--out", default="predictions.json",
                      help="predictions file to write (default: predictions.json)")
     agg.add_argument("--annotators", default=None, metavar="CSV",

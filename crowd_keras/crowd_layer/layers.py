@@ -43,7 +43,8 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (checked_noise_scale, gather_annotators, identity_initializer,
-                            insert_annotator_axis, is_shape_list, weight_in_use)
+                            insert_annotator_axis, is_shape_list, scale_and_shift,
+                            weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
@@ -140,7 +141,7 @@ class CrowdLayer(keras.layers.Layer):
         if self.conn_type == "MW":
             eq = "bi,aij->baj" if len(probs.shape) == 2 else "bti,aij->btaj"
             return ops.einsum(eq, probs, self._effective(self.kernel, dt))
-        return self._elementwise(insert_annotator_axis(probs), self._effective(self.scale, dt),
+        return scale_and_shift(insert_annotator_axis(probs), self._effective(self.scale, dt),
                                  self._effective(self.bias, dt))
 
     def _indexed(self, probs: Any, annotator_ids: Any) -> Any:
@@ -160,16 +161,7 @@ class CrowdLayer(keras.layers.Layer):
             kernel, _ = gather_annotators(self.kernel, annotator_ids)   # (batch, k, K, K)
             eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
             return ops.einsum(eq, probs, self._effective(kernel, probs.dtype))
-        return self._elementwise(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
-
-    @staticmethod
-    def _elementwise(h: Any, scale: Any, bias: Any) -> Any:
-        out = h
-        if scale is not None:
-            out = out * ops.cast(scale, h.dtype)
-        if bias is not None:
-            out = out + ops.cast(bias, h.dtype)
-        return out
+        return scale_and_shift(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if is_shape_list(input_shape):

@@ -14,7 +14,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from .._keras_utils import gather_annotators
+from .._keras_utils import gather_annotators, is_shape_list, scale_and_shift
 
 __all__ = ["CrowdRegressionLayer"]
 
@@ -73,15 +73,10 @@ class CrowdRegressionLayer(keras.layers.Layer):
                 bias = None if bias is None else ops.expand_dims(bias, 1)
         else:
             mu, scale, bias = inputs, self.scale, self.bias
-        out = mu                                   # (..., 1) broadcasts against (..., A or k)
-        if scale is not None:
-            out = out * ops.cast(scale, mu.dtype)
-        if bias is not None:
-            out = out + ops.cast(bias, mu.dtype)
-        return out
+        return scale_and_shift(mu, scale, bias)   # (..., 1) broadcasts against (..., A or k)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        if isinstance(input_shape[0], (list, tuple)):
+        if is_shape_list(input_shape):
             mu_shape, ids_shape = input_shape
             return tuple(mu_shape[:-1]) + (ids_shape[1],)
         return tuple(input_shape[:-1]) + (self.num_annotators,)

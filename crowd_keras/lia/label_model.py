@@ -45,7 +45,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
             :class:`~crowd_keras.lia.trainer.LIATrainer` (``marginal_steps=0`` skips the
             marginal-likelihood fine-tuning).
         standardize: z-score the item features (column-wise) before use.
-        seed: random seed (seeds Keras globally, see ``LIATrainer``).
+        seed: random seed of the trainer's weights and batch order (no global state).
         progress: progress bar over EM iterations.
         labeling_functions: ``"auto"`` (default): when most votes come from annotators that
             only ever vote one class (Snorkel labeling functions, abstentions dropped), the

@@ -30,6 +30,7 @@ from keras import ops
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from .._keras_utils import seeded_construction
 from ..inputs import RandomBatches
 from ..numerics import normalize_rows, softmax_rows
 from ..params import Params
@@ -114,8 +115,9 @@ class LIATrainer(Params):
             output bias at the log class prior (the first M-step then refines a sensible
             model instead of leaving uniform confusions); the per-annotator table starts
             near 0 (``c_ψ`` is then "the crowd's average" until the data say otherwise).
-        seed: seeds Keras (``keras.utils.set_random_seed``, a global side effect) and the
-            batch order; ``None``: not seeded.
+        seed: seeds the weights this trainer creates (default classifier, difficulty and
+            competence maps) and the batch order, without touching global random state;
+            ``None``: not seeded. A given ``classifier`` keeps its own weights.
         progress: progress bar over EM iterations.
 
     Attributes (after :meth:`fit`):
@@ -264,11 +266,10 @@ class LIATrainer(Params):
                 E-step (e.g. another label model's posteriors).
         """
         x, k = self._check_inputs(x, annotations)
-        if self.seed is not None:
-            keras.utils.set_random_seed(int(self.seed))
         rng = np.random.default_rng(self.seed)
         n = annotations.n_items
-        self._build(x, annotations, k)
+        with seeded_construction(self.seed):
+            self._build(x, annotations, k)
         if annotations.n_annotations == 0:
             raise CrowdDataError("no annotations to learn from")
         ids, labels = annotations.to_padded()
@@ -335,7 +336,7 @@ class LIATrainer(Params):
         k, lat = self.num_classes_, self.layer_.latent_dim
         onehot = np.eye(k)[annotations.labels]                               # (n_ann, C)
         pooled = post[annotations.items].T @ onehot + 0.5                    # (C, C)
-        log_pi = np.log(pooled / pooled.sum(1, keepdims=True))
+        log_pi = np.log(normalize_rows(pooled))
         bias = np.repeat(log_pi[:, :, None], lat, axis=2) - np.log(lat)
         kernel, last_bias = self.layer_.annotator_layers[-1]
         last_bias.assign(bias.reshape(-1).astype("float32"))

@@ -32,7 +32,7 @@ from typing import Any, Optional
 import keras
 import numpy as np
 
-from .._keras_utils import n_rows
+from .._keras_utils import n_rows, seeded_construction
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, safe_log, soft_vote
@@ -71,8 +71,9 @@ class MixtureOfGroupsEM(Params):
             written (every label marginalises its own true class). Measured in
             ``benchmarks/mixture_of_groups.py`` (3 seeds, 10,000 annotators × 1.5 labels:
             0.928 vs 0.920; LabelMe global, 5 seeds: 0.856 vs 0.843).
-        seed: seeds Keras (``keras.utils.set_random_seed``, a global side effect) and
-            K-means; ``None``: not seeded.
+        seed: seeds K-means, the batch order and the fresh weights of restarts (and the
+            dropout of those clones), without touching global random state; ``None``: not
+            seeded. Restart 0 trains ``classifier`` from its current weights.
         progress: progress bar over EM iterations.
 
     Attributes (after :meth:`fit`):
@@ -149,8 +150,10 @@ class MixtureOfGroupsEM(Params):
     def _fresh_model(self, restart: int) -> keras.Model:
         if restart == 0:
             return self.classifier
+        seed = None if self.seed is None else int(self.seed) + restart
         try:
-            return keras.models.clone_model(self.classifier)     # new random weights
+            with seeded_construction(seed):                           # new random weights
+                return keras.models.clone_model(self.classifier)
         except Exception:  # subclassed models: same initial weights, another K-means seed
             self.classifier.set_weights(self._initial_weights)
             return self.classifier
@@ -167,10 +170,14 @@ class MixtureOfGroupsEM(Params):
     def _train(self, model: keras.Model, x: Any, target: np.ndarray, epochs: int) -> None:
         """Eq. 7: cross-entropy with ``r̄_i / T_i``, sample weight ``T_i`` (0 without labels)."""
         total = target.sum(axis=1)
-        dist = target / np.where(total > 0, total, 1.0)[:, None]
-        weight = total / total[total > 0].mean()
-        model.fit(x, dist.astype("float32"), sample_weight=weight.astype("float32"),
-                  epochs=int(epochs), batch_size=int(self.batch_size), verbose=0, shuffle=True)
+        dist = (target / np.where(total > 0, total, 1.0)[:, None]).astype("float32")
+        weight = (total / total[total > 0].mean()).astype("float32")
+        for _ in range(int(epochs)):
+            # the batch order comes from the trainer's own generator (seed), not Keras' global one
+            order = self._rng.permutation(len(dist))
+            xs = keras.tree.map_structure(lambda a: np.asarray(a)[order], x)
+            model.fit(xs, dist[order], sample_weight=weight[order], epochs=1,
+                      batch_size=int(self.batch_size), verbose=0, shuffle=False)
 
     # ------------------------------------------------------------------ EM
     def fit(self, x: Any, annotations: Optional[Annotations] = None, *, counts: Any = None,
@@ -188,8 +195,7 @@ class MixtureOfGroupsEM(Params):
         r, k = self._check(x, annotations, counts)
         if int(self.max_iter) < 1:
             raise ValueError(f"max_iter must be at least 1, got {self.max_iter!r}")
-        if self.seed is not None:
-            keras.utils.set_random_seed(int(self.seed))
+        self._rng = np.random.default_rng(self.seed)
         self._initial_weights = self.classifier.get_weights()
         runs = []
         for restart in range(max(int(self.restarts), 1)):

@@ -1,0 +1,221 @@
+"""The layering of ARCHITECTURE.md, checked from the source (ast), and the estimator protocol.
+
+A module may import modules of its own layer or below, never above; the import graph has
+no cycle; the numpy layers never import Keras. Every module must be placed in a layer here
+(a new module fails the test until it is), so the layering cannot drift silently.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (layer, module prefixes): the longest matching prefix places a module.
+LAYERS = {
+    0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.progress", "crowd_keras.numerics",
+        "crowd_keras.params"],
+    1: ["crowd_keras", "crowd_keras.annotations"],
+    2: ["crowd_keras.aggregation", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
+        "crowd_keras.mixture_of_groups.label_model", "crowd_keras.datasets"],
+    3: ["crowd_keras._keras_utils", "crowd_keras.losses", "crowd_keras.optimizers",
+        "crowd_keras.callbacks", "crowd_keras.regularizers", "crowd_keras.inputs",
+        "crowd_keras.layers", "crowd_keras.crowd_layer", "crowd_keras.conal.layers",
+        "crowd_keras.mixture_of_groups.layers", "crowd_keras.mixture_of_groups.losses",
+        "crowd_keras.lia.layers", "crowd_keras.lia.losses"],
+    4: ["crowd_keras.models", "crowd_keras.training", "crowd_keras.mixture_of_groups.trainer",
+        "crowd_keras.lia.trainer", "crowd_keras.lia.label_model"],
+    5: ["crowd_keras.integrations", "crowd_keras.plot"],
+    6: ["crowd_keras.cli", "crowd_keras.__main__"],
+}
+# Family packages hold a docstring only (so importing a numpy module of a family never
+# imports its Keras modules); they belong to no layer.
+FAMILY_PACKAGES = {"crowd_keras.conal", "crowd_keras.mixture_of_groups", "crowd_keras.lia"}
+KERAS_FREE_UP_TO = 2
+HEAVY = ("keras", "tensorflow", "torch", "jax")
+
+
+def _module_files():
+    for path in sorted((ROOT / "crowd_keras").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        yield ".".join(p for p in parts if p != "__init__"), path
+    for path in sorted((ROOT / "integrations").rglob("*.py")):
+        parts = ("crowd_keras",) + path.relative_to(ROOT).with_suffix("").parts
+        yield ".".join(p for p in parts if p != "__init__"), path
+
+
+MODULES = dict(_module_files())
+
+
+def layer_of(module: str) -> int:
+    best, level = "", None
+    for lvl, prefixes in LAYERS.items():
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, level = prefix, lvl
+    return level
+
+
+def _imports(module: str, path: Path):
+    """(target module, line, at module level) for every crowd_keras import in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    top_level = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            # "from pkg import sub" imports the submodule when there is one
+            names = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in MODULES else stem
+                     for a in node.names]
+        else:
+            continue
+        for name in names:
+            yield name, node.lineno, id(node) in top_level
+
+
+def test_every_module_has_a_layer():
+    unplaced = [m for m in MODULES if m not in FAMILY_PACKAGES and layer_of(m) is None]
+    assert not unplaced, f"place these modules in a layer (ARCHITECTURE.md, LAYERS): {unplaced}"
+
+
+def test_family_packages_import_nothing():
+    for name in FAMILY_PACKAGES:
+        found = list(_imports(name, MODULES[name]))
+        assert not found, f"{name}/__init__.py must not import (keeps numpy and Keras apart): {found}"
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = []
+    for module, path in MODULES.items():
+        if module in FAMILY_PACKAGES:
+            continue
+        own = layer_of(module)
+        for target, line, _ in _imports(module, path):
+            if not target.startswith("crowd_keras") or target in FAMILY_PACKAGES:
+                continue
+            if layer_of(target) > own:
+                upward.append(f"{path.relative_to(ROOT)}:{line} (layer {own}) imports {target} "
+                              f"(layer {layer_of(target)})")
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_numpy_layers_never_import_keras_or_other_frameworks():
+    found = []
+    for module, path in MODULES.items():
+        if module in FAMILY_PACKAGES or layer_of(module) > KERAS_FREE_UP_TO:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [])
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names
+                      if n.split(".")[0] in HEAVY]
+    assert not found, "\n".join(found)
+
+
+def test_import_graph_has_no_cycle():
+    graph = {m: {t for t, _, _ in _imports(m, p) if t in MODULES and t != m}
+             for m, p in MODULES.items()}
+    state: dict = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(stack + [node, nxt]))
+            if nxt not in state:
+                visit(nxt, stack + [node])
+        state[node] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+
+
+def test_core_import_loads_no_deep_learning_framework():
+    code = ("import sys, crowd_keras, crowd_keras.aggregation, crowd_keras.datasets, "
+            "crowd_keras.cli, crowd_keras.integrations.snorkel, "
+            "crowd_keras.integrations.label_studio\n"
+            "from crowd_keras.aggregation import CommonNoiseModel, MixtureOfGroupsModel\n"
+            "crowd_keras.cli.build_parser()\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# ---------------------------------------------------------------------------- registry
+def test_one_registry_feeds_both_command_lines():
+    import argparse
+
+    from crowd_keras.aggregation import available_label_models
+    from crowd_keras.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    aggregate = sub.choices["aggregate"]
+    ls_sub = next(a for a in sub.choices["label-studio"]._actions
+                  if isinstance(a, argparse._SubParsersAction)).choices["aggregate"]
+    for p in (aggregate, ls_sub):
+        method = next(a for a in p._actions if a.dest == "method")
+        assert list(method.choices) == available_label_models()
+
+
+# ---------------------------------------------------------------------------- estimators
+def _small_crowd():
+    from crowd_keras.datasets import simulate_crowd
+
+    return simulate_crowd(n_items=120, n_classes=3, n_annotators=12, annotations_per_item=3,
+                          seed=0).annotations
+
+
+FAST = {"lia": {"em_iterations": 1, "m_steps": 5}}
+
+
+@pytest.mark.parametrize("name", __import__("crowd_keras.aggregation", fromlist=["x"])
+                         .available_label_models(aliases=False))
+def test_every_registered_model_is_a_scikit_learn_estimator(name):
+    sklearn_base = pytest.importorskip("sklearn.base")
+    from crowd_keras.aggregation import get_label_model
+
+    model = get_label_model(name, **FAST.get(name, {}))
+    params = model.get_params()
+    clone = sklearn_base.clone(model)
+    assert type(clone) is type(model) and clone is not model
+    assert clone.get_params().keys() == params.keys()
+    # set_params round-trips and refuses unknown names
+    key = sorted(params)[0]
+    assert clone.set_params(**{key: params[key]}) is clone
+    with pytest.raises(ValueError, match="invalid parameter"):
+        clone.set_params(no_such_parameter=1)
+    # fit returns self, does not change the parameters and leaves learned state in *_
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in params.items()}
+    assert model.fit(_small_crowd()) is model
+    after = model.get_params()
+    for k, v in before.items():
+        assert after[k] is params[k] or np.array_equal(after[k], v), k
+    assert model.predict_proba().shape == (120, 3)
+    assert not hasattr(clone, "posteriors_")
+
+
+def test_trainers_follow_the_parameter_protocol():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    from crowd_keras.training import LIATrainer, MixtureOfGroupsEM
+
+    for trainer in (LIATrainer(latent_dim=2, seed=1), MixtureOfGroupsEM(None, num_groups=2)):
+        clone = sklearn_base.clone(trainer)
+        assert clone.get_params() == trainer.get_params()
+        assert "seed" in clone.get_params()
