@@ -14,7 +14,7 @@ from .numerics import MISSING
 
 __all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer",
            "checked_noise_scale", "weight_in_use", "is_shape_list", "n_rows", "split_padding",
-           "seeded_construction", "scale_and_shift"]
+           "seeded_construction", "scale_and_shift", "checked_layer_args"]
 
 
 @contextlib.contextmanager
@@ -103,6 +103,17 @@ def identity_initializer(shape: tuple, dtype: Any = None) -> Any:
     n, rows, cols = shape
     # tile, not broadcast_to: torch would get a stride-0 view that in-place updates reject
     return ops.tile(ops.expand_dims(ops.eye(rows, cols, dtype=dtype), 0), (n, 1, 1))
+
+
+def checked_layer_args(num_annotators: Any, conn_type: str, choices: tuple) -> tuple[int, str]:
+    """A crowd layer's ``num_annotators`` (a positive integer) and ``conn_type`` (one of
+    ``choices``, case and spaces ignored), or ValueError."""
+    conn = str(conn_type).upper().replace(" ", "")
+    if conn not in choices:
+        raise ValueError(f"conn_type must be one of {choices}, got {conn_type!r}")
+    if int(num_annotators) < 1:
+        raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
+    return int(num_annotators), conn
 
 
 def checked_noise_scale(init_scale: float, learning_rate_multiplier: float) -> tuple[float, float]:

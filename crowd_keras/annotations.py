@@ -13,61 +13,14 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .codes import (check_unique_ids, coerce_int_labels, frozen, ids_array, integer_codes,
+                    show)
 from .errors import CrowdDataError
 from .numerics import MISSING, incidence_matrix, pair_index
 
 __all__ = ["Annotations"]
 
 _DUPLICATE_POLICIES = ("error", "last", "first")
-
-
-def _show(value: Any) -> str:
-    """repr() of a user value without numpy's ``np.int64(...)`` wrapping."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    a.setflags(write=False)
-    return a
-
-
-def _ids_array(ids: Iterable[Any]) -> np.ndarray:
-    """Identifiers as a 1-d array; integers stay integers, anything else is an object array."""
-    arr = np.asarray(list(ids) if not isinstance(ids, (np.ndarray, pd.Index)) else ids)
-    if arr.ndim != 1:
-        raise CrowdDataError(f"identifiers must be one-dimensional, got shape {arr.shape}")
-    if arr.dtype.kind not in "iub":
-        arr = arr.astype(object)
-    return _frozen(arr)
-
-
-def _check_unique_ids(ids: np.ndarray, what: str) -> None:
-    uniq, counts = np.unique(ids.astype(str) if ids.dtype == object else ids, return_counts=True)
-    if (counts > 1).any():
-        raise CrowdDataError(f"{what} ids must be unique; repeated: {list(uniq[counts > 1][:5])}")
-
-
-def _integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
-    """Validate that `values` hold integer codes (ints or integral floats, no NaN)."""
-    values = np.asarray(values)
-    if values.dtype.kind in "iu":
-        return values.astype(np.int64)
-    if values.dtype.kind == "b":
-        return values.astype(np.int64)
-    if values.dtype.kind == "f":
-        nan = np.isnan(values)
-        if nan.any():
-            pos = np.argwhere(nan)[0]
-            raise CrowdDataError(f"{what} contains NaN at {where}{tuple(int(p) for p in pos)}; "
-                                 "use the missing marker (-1) for absent annotations")
-        frac = values != np.round(values)
-        if frac.any():
-            pos = np.argwhere(frac)[0]
-            raise CrowdDataError(f"{what} has a non-integer code {_show(values[tuple(pos)].item())} at "
-                                 f"{where}{tuple(int(p) for p in pos)}")
-        return values.astype(np.int64)
-    raise CrowdDataError(f"{what} must hold integer class codes, got dtype {values.dtype}")
 
 
 class Annotations:
@@ -101,10 +54,10 @@ class Annotations:
                  n_annotators: Optional[int] = None, n_classes: Optional[int] = None,
                  duplicates: str = "error") -> None:
         if duplicates not in _DUPLICATE_POLICIES:
-            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}, got {_show(duplicates)}")
-        items = _integer_codes(np.asarray(items).ravel(), "item codes", "position ")
-        annotators = _integer_codes(np.asarray(annotators).ravel(), "annotator codes", "position ")
-        labels = _integer_codes(np.asarray(labels).ravel(), "labels", "position ")
+            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}, got {show(duplicates)}")
+        items = integer_codes(np.asarray(items).ravel(), "item codes", "position ")
+        annotators = integer_codes(np.asarray(annotators).ravel(), "annotator codes", "position ")
+        labels = integer_codes(np.asarray(labels).ravel(), "labels", "position ")
         if not (len(items) == len(annotators) == len(labels)):
             raise CrowdDataError(
                 f"items, annotators and labels must have the same length, got "
@@ -125,13 +78,13 @@ class Annotations:
                     f"{what} code {int(codes[n])} out of range {limit} at annotation {n} "
                     f"(item code {int(items[n])}, annotator code {int(annotators[n])})")
 
-        self._item_ids = _ids_array(range(n_items) if item_ids is None else item_ids)
-        self._annotator_ids = _ids_array(range(n_annotators) if annotator_ids is None
+        self._item_ids = ids_array(range(n_items) if item_ids is None else item_ids)
+        self._annotator_ids = ids_array(range(n_annotators) if annotator_ids is None
                                          else annotator_ids)
-        self._classes = _ids_array(range(n_classes) if classes is None else classes)
-        _check_unique_ids(self._item_ids, "item")
-        _check_unique_ids(self._annotator_ids, "annotator")
-        _check_unique_ids(self._classes, "class")
+        self._classes = ids_array(range(n_classes) if classes is None else classes)
+        check_unique_ids(self._item_ids, "item")
+        check_unique_ids(self._annotator_ids, "annotator")
+        check_unique_ids(self._classes, "class")
 
         # Stable sort by (item, annotator): later rows of a duplicate pair stay later.
         order = np.lexsort((annotators, items))
@@ -144,14 +97,14 @@ class Annotations:
             n = int(np.argmax(same))
             raise CrowdDataError(
                 f"{n_dup} duplicate (item, annotator) annotation(s); first: item "
-                f"{_show(self._item_ids[items[n]])}, annotator {_show(self._annotator_ids[annotators[n]])}. "
+                f"{show(self._item_ids[items[n]])}, annotator {show(self._annotator_ids[annotators[n]])}. "
                 "Pass duplicates='last' (or 'first') to keep one and count the rest")
         if n_dup:
             keep = ~same if duplicates == "first" else ~np.append(same[1:], False)
             items, annotators, labels = items[keep], annotators[keep], labels[keep]
-        self._items = _frozen(items)
-        self._annotators = _frozen(annotators)
-        self._labels = _frozen(labels)
+        self._items = frozen(items)
+        self._annotators = frozen(annotators)
+        self._labels = frozen(labels)
         self._n_duplicates = n_dup
         self._cache: dict = {}   # derived views, computed once (the container is immutable)
 
@@ -193,12 +146,12 @@ class Annotations:
             present = ~np.isnan(m) if m.dtype.kind == "f" else np.ones(m.shape, bool)
         else:
             present = m != missing
-        codes = _integer_codes(np.where(present, m, 0), "dense annotations", "(row, column) ")
+        codes = integer_codes(np.where(present, m, 0), "dense annotations", "(row, column) ")
         neg = present & (codes < 0)
         if neg.any():
             r, c = np.argwhere(neg)[0]
             raise CrowdDataError(f"negative code {codes[r, c]} at row {r}, column {c}; "
-                                 f"only the missing marker {_show(missing)} may be negative")
+                                 f"only the missing marker {show(missing)} may be negative")
         rows, cols = np.nonzero(present)
         return cls._checked(rows, cols, codes[rows, cols], classes,
                             item_ids=item_ids, annotator_ids=annotator_ids,
@@ -236,14 +189,14 @@ class Annotations:
             null = df[col].isna().to_numpy()
             if null.any():
                 r = int(np.argmax(null))
-                raise CrowdDataError(f"missing value (NaN/None) in column {_show(col)} at row {r} "
-                                     f"(item {_show(df[item].iloc[r])}, annotator {_show(df[annotator].iloc[r])})")
+                raise CrowdDataError(f"missing value (NaN/None) in column {show(col)} at row {r} "
+                                     f"(item {show(df[item].iloc[r])}, annotator {show(df[annotator].iloc[r])})")
         raw = df[label].to_numpy()
-        where = lambda n: f"row {n} (item {_show(df[item].iloc[n])}, annotator {_show(df[annotator].iloc[n])})"
+        where = lambda n: f"row {n} (item {show(df[item].iloc[n])}, annotator {show(df[annotator].iloc[n])})"
         if classes is None:
             kind = pd.api.types.infer_dtype(raw, skipna=False)
             if kind in ("integer", "floating", "mixed-integer-float", "boolean"):
-                codes = cls._coerce_int_labels(raw.astype(float) if kind != "integer" else raw, where)
+                codes = coerce_int_labels(raw.astype(float) if kind != "integer" else raw, where)
                 classes = list(range(int(codes.max()) + 1)) if len(codes) else [0]
             else:
                 classes = sorted(pd.unique(raw).tolist(), key=str)
@@ -254,7 +207,7 @@ class Annotations:
             codes = pd.Index(list(classes)).get_indexer(raw)
             if (codes < 0).any():
                 n = int(np.argmax(codes < 0))
-                raise CrowdDataError(f"label {_show(raw[n])} at {where(n)} is not one of the classes "
+                raise CrowdDataError(f"label {show(raw[n])} at {where(n)} is not one of the classes "
                                      f"{list(classes)}")
         if item_ids is None:
             item_codes, item_ids = pd.factorize(df[item], sort=True)
@@ -262,14 +215,14 @@ class Annotations:
             item_codes = pd.Index(list(item_ids)).get_indexer(df[item])
             if (item_codes < 0).any():
                 n = int(np.argmax(item_codes < 0))
-                raise CrowdDataError(f"item {_show(df[item].iloc[n])} at row {n} is not in item_ids")
+                raise CrowdDataError(f"item {show(df[item].iloc[n])} at row {n} is not in item_ids")
         if annotator_ids is None:
             ann_codes, annotator_ids = pd.factorize(df[annotator], sort=True)
         else:
             ann_codes = pd.Index(list(annotator_ids)).get_indexer(df[annotator])
             if (ann_codes < 0).any():
                 n = int(np.argmax(ann_codes < 0))
-                raise CrowdDataError(f"annotator {_show(df[annotator].iloc[n])} at row {n} is not in "
+                raise CrowdDataError(f"annotator {show(df[annotator].iloc[n])} at row {n} is not in "
                                      "annotator_ids")
         return cls._checked(item_codes, ann_codes, codes, classes, item_ids=list(item_ids),
                             annotator_ids=list(annotator_ids), duplicates=duplicates, where=where)
@@ -306,21 +259,6 @@ class Annotations:
                    annotator_ids=[f"slot-{s}" for s in range(n_slots)],
                    classes=classes, n_classes=k)
 
-    @staticmethod
-    def _coerce_int_labels(raw: np.ndarray, where) -> np.ndarray:
-        values = np.asarray(raw)
-        if values.dtype.kind == "f":
-            bad = ~np.isfinite(values) | (values != np.round(values))
-            if bad.any():
-                n = int(np.argmax(bad))
-                raise CrowdDataError(f"non-integer label {_show(values[n].item())} at {where(n)}")
-        codes = values.astype(np.int64)
-        if (codes < 0).any():
-            n = int(np.argmax(codes < 0))
-            raise CrowdDataError(f"negative label {codes[n]} at {where(n)}; drop missing "
-                                 "annotations from a long frame instead of coding them")
-        return codes
-
     @classmethod
     def from_padded(cls, annotator_idx: Any, labels: Any, n_annotators: Optional[int] = None,
                     classes: Optional[Sequence] = None, *, item_ids: Any = None,
@@ -331,8 +269,8 @@ class Annotations:
         if a.shape != y.shape or a.ndim != 2:
             raise CrowdDataError(f"padded annotator ids and labels must be 2-d and of one shape, got "
                                  f"{a.shape} and {y.shape}")
-        a = _integer_codes(a, "padded annotator ids", "(row, slot) ")
-        y = _integer_codes(y, "padded labels", "(row, slot) ")
+        a = integer_codes(a, "padded annotator ids", "(row, slot) ")
+        y = integer_codes(y, "padded labels", "(row, slot) ")
         present = a >= 0
         if ((y >= 0) != present).any():
             r, c = np.argwhere((y >= 0) != present)[0]
@@ -428,7 +366,7 @@ class Annotations:
         if key not in self._cache:
             value = make()
             if isinstance(value, np.ndarray):
-                value = _frozen(value)
+                value = frozen(value)
             self._cache[key] = value
         return self._cache[key]
 
@@ -485,7 +423,7 @@ class Annotations:
         lab = np.full((self.n_items, k), MISSING, dtype=np.int64)
         ann[self._items, slot] = self._annotators
         lab[self._items, slot] = self._labels
-        return _frozen(ann), _frozen(lab)
+        return frozen(ann), frozen(lab)
 
     def label_counts(self, normalize: bool = False) -> np.ndarray:
         """Items × classes float matrix of vote counts (or fractions, 0 rows for unlabelled
@@ -532,5 +470,5 @@ class Annotations:
         codes = pd.Index(table).get_indexer(ids)
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
-            raise CrowdDataError(f"unknown {what} id {_show(ids[n])}")
+            raise CrowdDataError(f"unknown {what} id {show(ids[n])}")
         return codes.astype(np.int64)

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..numerics import softmax_rows, soft_vote
 from ..progress import progress_bar
-from .base import LabelModel, as_annotations, check_prior
+from .base import LabelModel, check_prior
 from .labeling_functions import LabelingFunctionFallback
 
 __all__ = ["DawidSkene"]
@@ -33,11 +33,9 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
             classes array of initial posteriors.
         class_prior: fix the class prior instead of learning it.
         progress: show a progress bar over EM iterations.
-        labeling_functions: ``"auto"`` (default): when most votes come from annotators that
-            only ever vote one class (Snorkel labeling functions), abstaining carries
-            information this model ignores, and it would fall below majority vote; the fit
-            then delegates to :class:`AbstainAwareDawidSkene` (``regime_`` says which ran).
-            ``"ignore"``: always fit this model as is.
+        labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
+            look like Snorkel labeling functions are fitted by the abstain-aware model
+            instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes:
         posteriors_: (items, classes); confusion_matrices_: (annotators, classes, classes),
@@ -55,11 +53,7 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    def fit(self, annotations: Any, **kwargs: Any) -> "DawidSkene":
-        ann = as_annotations(annotations, **kwargs)
-        if self._fit_labeling_functions(ann, max_iter=self.max_iter, tol=self.tol,
-                                        smoothing=self.smoothing):
-            return self
+    def _fit_crowd(self, ann: Annotations) -> "DawidSkene":
         k = ann.n_classes
         fixed_prior = check_prior(self.class_prior, k)
         X = ann.vote_incidence()

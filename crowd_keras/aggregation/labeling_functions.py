@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from .abstain_dawid_skene import AbstainAwareDawidSkene
+from .base import as_annotations
 from .regime import is_labeling_function_data
 
 __all__ = ["LabelingFunctionFallback"]
@@ -29,7 +30,7 @@ _MODES = ("auto", "ignore")
 
 
 class LabelingFunctionFallback:
-    """Mixin for crowd label models with a ``labeling_functions`` parameter (``"auto"``/``"ignore"``).
+    """Mixin for crowd label models with a ``labeling_functions="auto"|"ignore"`` parameter.
 
     ``"auto"``: when :func:`is_labeling_function_data`, :meth:`_fit_labeling_functions`
     fits an :class:`AbstainAwareDawidSkene` (abstention as a response, the most-voted class
@@ -40,12 +41,26 @@ class LabelingFunctionFallback:
     """
 
     labeling_functions: str
+    #: the crowd model's settings that carry over to the labeling-function model
+    _LF_SETTINGS: tuple = ("max_iter", "tol", "smoothing")
 
-    def _fit_labeling_functions(self, ann: Annotations, **settings: Any) -> bool:
-        """Fit the labeling-function model when the regime applies; True when it did.
+    def fit(self, annotations: Any, **kwargs: Any) -> Any:
+        """Fit on annotations (an ``Annotations``, a dense items × annotators matrix with -1
+        where missing, or a long frame: ``kwargs`` go to its reader). Returns self."""
+        self._check_params()
+        ann = as_annotations(annotations, **kwargs)
+        if self._fit_labeling_functions(ann):
+            return self
+        return self._fit_crowd(ann)
 
-        ``settings``: the crowd model's EM settings that carry over (``max_iter``, ...).
-        """
+    def _check_params(self) -> None:
+        """Validate the constructor arguments before any work (subclasses extend it)."""
+
+    def _fit_crowd(self, ann: Annotations) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_labeling_functions(self, ann: Annotations) -> bool:
+        """Fit the labeling-function model when the regime applies; True when it did."""
         mode = self.labeling_functions
         if mode not in _MODES:
             raise ValueError(f"labeling_functions must be one of {_MODES}, got {mode!r}")
@@ -53,6 +68,7 @@ class LabelingFunctionFallback:
         self.labeling_function_model_ = None
         if mode == "ignore" or not is_labeling_function_data(ann):
             return False
+        settings = {name: getattr(self, name) for name in self._LF_SETTINGS}
         model = AbstainAwareDawidSkene(abstain="response", **settings).fit(ann)
         self.regime_ = "labeling_functions"
         self.labeling_function_model_ = model

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..aggregation.base import LabelModel, as_annotations
+from ..aggregation.base import LabelModel
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..numerics import normalize_rows, pair_index, softmax_rows, soft_vote, summing_matrix
@@ -37,11 +37,9 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         omega_prior: Beta pseudo-counts ``(a, b)`` on each annotator's ω (default (1, 1)).
         init_omega: starting ω for every annotator.
         progress: show a progress bar over EM iterations.
-        labeling_functions: ``"auto"`` (default): when most votes come from annotators that
-            only ever vote one class (Snorkel labeling functions), abstaining carries
-            information this model ignores, and it would fall below majority vote; the fit
-            then delegates to :class:`AbstainAwareDawidSkene` (``regime_`` says which ran).
-            ``"ignore"``: always fit this model as is.
+        labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
+            look like Snorkel labeling functions are fitted by the abstain-aware model
+            instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes:
         posteriors_ (items, K); common_confusion_ (K, K); individual_confusions_ (A, K, K);
@@ -61,15 +59,16 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    def fit(self, annotations: Any, **kwargs: Any) -> "CommonNoiseModel":
-        ann = as_annotations(annotations, **kwargs)
-        if self._fit_labeling_functions(ann, max_iter=self.max_iter, tol=self.tol,
-                                        smoothing=self.smoothing):
-            # one common matrix cannot be told apart here: report the average behaviour
-            self.common_confusion_ = self.confusion_matrices_.mean(axis=0)
-            self.individual_confusions_ = self.confusion_matrices_
-            self.omega_ = np.zeros(ann.n_annotators)
-            return self
+    def _fit_labeling_functions(self, ann: Annotations) -> bool:
+        if not super()._fit_labeling_functions(ann):
+            return False
+        # one common matrix cannot be told apart here: report the average behaviour
+        self.common_confusion_ = self.confusion_matrices_.mean(axis=0)
+        self.individual_confusions_ = self.confusion_matrices_
+        self.omega_ = np.zeros(ann.n_annotators)
+        return True
+
+    def _fit_crowd(self, ann: Annotations) -> "CommonNoiseModel":
         a, n = ann.n_annotators, ann.n_annotations
         S = summing_matrix(ann.items, ann.n_items)          # sums annotations into items
         R = summing_matrix(ann.annotators, a)               # ... into annotators

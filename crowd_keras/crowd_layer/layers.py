@@ -42,9 +42,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (checked_noise_scale, gather_annotators, identity_initializer,
-                            insert_annotator_axis, is_shape_list, scale_and_shift,
-                            weight_in_use)
+from .._keras_utils import (checked_layer_args, checked_noise_scale, gather_annotators,
+                            identity_initializer, insert_annotator_axis, is_shape_list,
+                            scale_and_shift, weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
@@ -79,14 +79,9 @@ class CrowdLayer(keras.layers.Layer):
     def __init__(self, num_annotators: int, conn_type: str = "MW", init_scale: float = 1.0,
                  learning_rate_multiplier: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        conn = str(conn_type).upper().replace(" ", "")
-        if conn not in CONN_TYPES:
-            raise ValueError(f"conn_type must be one of {CONN_TYPES}, got {conn_type!r}")
-        if int(num_annotators) < 1:
-            raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
+        self.num_annotators, conn = checked_layer_args(num_annotators, conn_type, CONN_TYPES)
         self.init_scale, self.learning_rate_multiplier = checked_noise_scale(
             init_scale, learning_rate_multiplier)
-        self.num_annotators = int(num_annotators)
         self.conn_type = conn
         self.num_classes = None
         self.kernel = self.scale = self.bias = None

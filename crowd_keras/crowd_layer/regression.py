@@ -14,7 +14,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from .._keras_utils import gather_annotators, is_shape_list, scale_and_shift
+from .._keras_utils import (checked_layer_args, gather_annotators, is_shape_list,
+                            scale_and_shift)
 
 __all__ = ["CrowdRegressionLayer"]
 
@@ -38,12 +39,7 @@ class CrowdRegressionLayer(keras.layers.Layer):
 
     def __init__(self, num_annotators: int, conn_type: str = "B", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        conn = str(conn_type).upper().replace(" ", "")
-        if conn not in CONN_TYPES:
-            raise ValueError(f"conn_type must be one of {CONN_TYPES}, got {conn_type!r}")
-        if int(num_annotators) < 1:
-            raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
-        self.num_annotators = int(num_annotators)
+        self.num_annotators, conn = checked_layer_args(num_annotators, conn_type, CONN_TYPES)
         self.conn_type = conn
         self.scale = self.bias = None
 

@@ -47,12 +47,9 @@ class LIA(LabelingFunctionFallback, LabelModel):
         standardize: z-score the item features (column-wise) before use.
         seed: random seed of the trainer's weights and batch order (no global state).
         progress: progress bar over EM iterations.
-        labeling_functions: ``"auto"`` (default): when most votes come from annotators that
-            only ever vote one class (Snorkel labeling functions, abstentions dropped), the
-            EM collapses (WRENCH youtube 0.48, sms F1 0.0, where voting gets 0.79 and 0.57);
-            :meth:`fit` then delegates to :class:`AbstainAwareDawidSkene` (``regime_`` says
-            which ran; ``trainer_`` and the competence attributes are then absent).
-            ``"ignore"``: always fit LIA.
+        labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
+            look like Snorkel labeling functions are fitted by the abstain-aware model
+            instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes (after fit):
         posteriors_ (items, K): E-step posteriors (Eq. 4) with the final parameters;
@@ -111,6 +108,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
             # z-scores scaled to unit mean row norm: the L2 strengths then do not depend on f.
             x = (x - self.feature_mean_) / self.feature_scale_ / np.float32(np.sqrt(x.shape[1]))
         return x
+
+    _LF_SETTINGS = ()   # LIA's EM settings mean other things; the fallback keeps its defaults
 
     def fit(self, annotations: Any, features: Any = None, **kwargs: Any) -> "LIA":
         """Fit on the annotations (and optional item features ``(items, f)``, row = item code)."""

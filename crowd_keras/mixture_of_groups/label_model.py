@@ -68,12 +68,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
             without it (collapsed Dirichlet evidence); its annotators join the other groups.
         seed: seeds K-means.
         progress: progress bar over EM iterations.
-        labeling_functions: ``"auto"`` (default): when most votes come from annotators that
-            only ever vote one class (Snorkel labeling functions, abstentions dropped), every
-            grouping explains them with uninformative rows and the posteriors fall to the
-            class prior (0.48 on WRENCH youtube); :meth:`fit` then delegates to
-            :class:`AbstainAwareDawidSkene` (``regime_`` says which ran; the group
-            attributes are then absent). ``"ignore"``: always fit the mixture.
+        labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
+            look like Snorkel labeling functions are fitted by the abstain-aware model
+            instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes (after fit):
         posteriors_ (items, K); class_priors_ (K,); mixing_coefficients_ ``α`` (M,);
@@ -111,12 +108,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
             raise ValueError(f"smoothing must be non-negative, got {self.smoothing!r}")
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, annotations: Any, **kwargs: Any) -> "MixtureOfGroupsModel":
-        """Fit on annotations (``Annotations``, dense items × annotators matrix, long frame)."""
-        self._check_params()
-        ann = as_annotations(annotations, **kwargs)
-        if self._fit_labeling_functions(ann, max_iter=self.max_iter):
-            return self
+    _LF_SETTINGS = ("max_iter",)
+
+    def _fit_crowd(self, ann: Annotations) -> "MixtureOfGroupsModel":
         return self._fit(ann, self.scenario)
 
     def fit_counts(self, counts: Any, classes: Optional[Sequence] = None) -> "MixtureOfGroupsModel":
