@@ -15,7 +15,7 @@ import pandas as pd
 
 from .errors import CrowdDataError
 
-__all__ = ["Annotations"]
+__all__ = ["Annotations", "label_matrix_problem"]
 
 _DUPLICATE_POLICIES = ("error", "last", "first")
 
@@ -67,6 +67,40 @@ def _integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
                                  f"{where}{tuple(int(p) for p in pos)}")
         return values.astype(np.int64)
     raise CrowdDataError(f"{what} must hold integer class codes, got dtype {values.dtype}")
+
+
+def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
+    """The first bad entry of a label matrix (-1 = missing, codes ``0..n_classes-1``), or None.
+
+    Returns ``(reason, row, column, value)`` with reason ``"nan"``, ``"inf"``, ``"fraction"``
+    (not an integer), ``"below"`` (< -1) or ``"above"`` (>= n_classes). An integer matrix costs
+    two reductions; positions are searched only when something is wrong. Shared by
+    :meth:`Annotations.from_label_matrix` and the Snorkel adapter, which word the error.
+    """
+    if L.size == 0:
+        return None
+    if L.dtype.kind == "b":
+        L = L.view(np.uint8)
+    if L.dtype.kind == "f":
+        lo, hi = np.min(L), np.max(L)  # NaN propagates
+        finite_ints = np.isfinite(lo) and np.isfinite(hi)
+        if not finite_ints or (L != np.floor(L)).any():
+            for reason, mask in (("nan", np.isnan), ("inf", np.isinf),
+                                 ("fraction", lambda a: np.isfinite(a) & (a != np.floor(a)))):
+                hit = mask(L)
+                if hit.any():
+                    r, c = np.argwhere(hit)[0]
+                    return reason, int(r), int(c), L[r, c].item()
+    else:
+        lo, hi = L.min(), L.max()
+    if lo >= -1 and hi < n_classes:
+        return None
+    bad = L < -1
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        return "below", int(r), int(c), L[r, c].item()
+    r, c = np.argwhere(L >= n_classes)[0]
+    return "above", int(r), int(c), L[r, c].item()
 
 
 class Annotations:
@@ -201,10 +235,74 @@ class Annotations:
     @classmethod
     def from_label_matrix(cls, L: Any, cardinality: Optional[int] = None, *,
                           classes: Optional[Sequence] = None) -> "Annotations":
-        """From a Snorkel label matrix ``L`` (items × labeling functions, -1 = abstain)."""
+        """From a Snorkel label matrix ``L`` (items × labeling functions, -1 = abstain).
+
+        Vectorised: one pass to validate (two reductions for an integer matrix; an entry is
+        located only when one is bad) and one ``nonzero``; no sort, since row-major order is
+        already (item, function) order. Items are ``0..n-1``, annotators ``0..m-1``.
+
+        Args:
+            cardinality: number of classes ``k`` (codes ``0..k-1``); default ``max(L) + 1``.
+            classes: class names in code order (instead of ``cardinality``).
+
+        Raises :class:`crowd_keras.CrowdDataError` naming the row and column of the first bad
+        entry (NaN, a non-integer, a code below -1 or outside the classes), as :meth:`from_dense`.
+        """
+        m = np.asarray(L)
+        if m.ndim != 2:
+            raise CrowdDataError(f"dense annotations must be 2-d (items × annotators), got shape {m.shape}")
+        if m.dtype == object:
+            try:
+                m = m.astype(float)
+            except (TypeError, ValueError) as exc:
+                raise CrowdDataError(f"dense annotations must be numeric codes: {exc}") from None
+        if m.dtype.kind not in "iufb":
+            raise CrowdDataError(f"dense annotations must be numeric codes, got dtype {m.dtype}")
+        if m.size == 0:
+            raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
         if classes is None and cardinality is not None:
             classes = list(range(int(cardinality)))
-        return cls.from_dense(L, missing=-1, classes=classes)
+        if classes is None:
+            top = float(m.max()) if m.size else -1.0
+            n_classes = int(top) + 1 if np.isfinite(top) and top >= 0 else 1
+        else:
+            n_classes = len(classes)
+        bad = label_matrix_problem(m, n_classes)
+        if bad is not None:
+            reason, r, c, value = bad
+            if reason == "nan":
+                raise CrowdDataError(f"dense annotations contains NaN at (row, column) ({r}, {c}); "
+                                     "use the missing marker (-1) for absent annotations")
+            if reason in ("inf", "fraction"):
+                raise CrowdDataError(f"dense annotations has a non-integer code {_show(value)} at "
+                                     f"(row, column) ({r}, {c})")
+            if reason == "below":
+                raise CrowdDataError(f"negative code {value:g} at row {r}, column {c}: below -1, "
+                                     "the missing marker (abstain)")
+            shown = list(classes) if classes is not None else list(range(n_classes))
+            raise CrowdDataError(f"label code {value:g} at row {r}, column {c} is outside the "
+                                 f"{n_classes} classes {shown}")
+        flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
+        rows, cols = np.divmod(flat, m.shape[1])
+        return cls._trusted(rows, cols, m.reshape(-1)[flat], n_items=m.shape[0],
+                            n_annotators=m.shape[1],
+                            classes=classes if classes is not None else range(n_classes))
+
+    @classmethod
+    def _trusted(cls, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray, *,
+                 n_items: int, n_annotators: int, classes: Any) -> "Annotations":
+        """Build from codes already validated, sorted by (item, annotator) and unique; the
+        item and annotator ids are ``0..n-1`` (no uniqueness check needed)."""
+        self = object.__new__(cls)
+        self._items = _frozen(np.asarray(items, dtype=np.int64))
+        self._annotators = _frozen(np.asarray(annotators, dtype=np.int64))
+        self._labels = _frozen(np.asarray(labels, dtype=np.int64))
+        self._item_ids = _frozen(np.arange(n_items))
+        self._annotator_ids = _frozen(np.arange(n_annotators))
+        self._classes = _ids_array(classes)
+        _check_unique_ids(self._classes, "class")
+        self._n_duplicates = 0
+        return self
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",
