@@ -29,7 +29,10 @@ def vote_incidence(ann: Annotations) -> sp.csr_matrix:
     transpose: O(annotations × classes), no Python loop over annotations or annotators.
     """
     cols = ann.annotators * ann.n_classes + ann.labels
-    return sp.csr_matrix((np.ones(ann.n_annotations), (ann.items, cols)),
+    # annotations are sorted by (item, annotator): the CSR arrays directly, no COO sort
+    indptr = np.zeros(ann.n_items + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ann.items, minlength=ann.n_items), out=indptr[1:])
+    return sp.csr_matrix((np.ones(ann.n_annotations), cols, indptr),
                          shape=(ann.n_items, ann.n_annotators * ann.n_classes))
 
 
@@ -146,6 +149,9 @@ class LabelModel:
         if not np.array_equal(new.classes, ref.classes):
             raise CrowdDataError(f"classes {list(new.classes)} differ from the fitted classes "
                                  f"{list(ref.classes)}")
+        if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
+            self.n_unknown_annotations_ = 0
+            return new
         codes = pd.Index(ref.annotator_ids).get_indexer(new.annotator_ids)
         known = codes[new.annotators] >= 0
         self.n_unknown_annotations_ = int((~known).sum())
