@@ -31,7 +31,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["crowd_keras", "crowd_keras.*"])
-    + ["crowd_keras.integrations"],
+    + ["crowd_keras.integrations", "crowd_keras.integrations.snorkel"],
     # Adapters live in the top-level integrations/ folder and import as crowd_keras.integrations.
     package_dir={"crowd_keras.integrations": "integrations"},
     install_requires=[
