@@ -37,11 +37,12 @@ the conditional probabilities are this model's; ``save`` writes ``.npz`` + JSON 
 and ``load`` refuses Snorkel's pickles with a message that says so.
 """
 from .analysis import lf_quality
-from .label_model import DEFAULT_METHOD, CrowdLabelModel, available_methods, register_method
+from .label_model import (DEFAULT_METHOD, CrowdLabelModel, available_methods, covote_misfit,
+                          register_method)
 from .metrics import probs_to_preds
 from .validation import (UnexpectedArgumentError, check_class_balance, check_label_matrix,
                          check_train_config)
 
-__all__ = ["CrowdLabelModel", "DEFAULT_METHOD", "lf_quality", "check_label_matrix",
+__all__ = ["CrowdLabelModel", "DEFAULT_METHOD", "covote_misfit", "lf_quality", "check_label_matrix",
            "check_class_balance", "check_train_config", "probs_to_preds", "register_method",
            "available_methods", "UnexpectedArgumentError"]
