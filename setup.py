@@ -31,11 +31,13 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["crowd_keras", "crowd_keras.*"])
-    + ["crowd_keras.integrations", "crowd_keras.integrations.label_studio"],
+    + ["crowd_keras.integrations", "crowd_keras.integrations.label_studio",
+       "crowd_keras.integrations.snorkel"],
     # Adapters live in the top-level integrations/ folder and import as crowd_keras.integrations;
     # find_packages does not see them, so each sub-package is listed here too.
     package_dir={"crowd_keras.integrations": "integrations",
-                 "crowd_keras.integrations.label_studio": "integrations/label_studio"},
+                 "crowd_keras.integrations.label_studio": "integrations/label_studio",
+                 "crowd_keras.integrations.snorkel": "integrations/snorkel"},
     install_requires=[
         "keras>=3.5,<4",
         "tensorflow>=2.16",

@@ -1,21 +1,32 @@
-"""CrowdLabelModel against Snorkel's LabelModel and majority vote on real label matrices.
+"""CrowdLabelModel against Snorkel's LabelModel and majority vote, on real and large label matrices.
 
-Same ``L``, same run: accuracy (F1 of the spam class for sms) and fit time of
+Same ``L``, same run. Two tables.
 
-- majority vote (Snorkel's ``MajorityLabelVoter``),
-- Snorkel 0.10's ``LabelModel`` (defaults: ``n_epochs=100``; ``seed=123`` as in its tutorial),
-- ``CrowdLabelModel()`` (default: abstain-aware Dawid-Skene), and for reference WRENCH's
-  Dawid-Skene (abstention as a response, full likelihood, no anchor to the votes) and plain
-  Dawid-Skene (abstentions dropped, as crowd-kit),
+1. Real label matrices: accuracy (F1 of the spam class for sms) and fit time of
 
-on the WRENCH sets (fit on ``train.json`` weak labels, score on ``test.json`` gold), the YouTube
-labeling functions of ``examples/youtube_spam_lfs.py`` (fit on videos 1-4, score on video 5),
-and the truth-inference sets and LabelMe answers read as label matrices (-1 where a worker did
-not label; fit and score on the same items). Every model predicts with
-``tie_break_policy="random"`` (Snorkel's deterministic choice), so a tie counts once, the same
-way, for everyone. Fit times are the best of ``--repeat`` runs::
+   - majority vote (Snorkel's ``MajorityLabelVoter``),
+   - Snorkel 0.10's ``LabelModel`` (defaults: ``n_epochs=100``; ``seed=123`` as in its tutorial),
+   - ``CrowdLabelModel()`` (default: abstain-aware Dawid-Skene), and for reference WRENCH's
+     Dawid-Skene (abstention as a response, full likelihood, no anchor to the votes) and plain
+     Dawid-Skene (abstentions dropped, as crowd-kit),
 
-    python benchmarks/snorkel_label_model.py [--data ../shared/data] [--repeat 3]
+   on the WRENCH sets (fit on ``train.json`` weak labels, score on ``test.json`` gold), the
+   YouTube labeling functions of ``examples/youtube_spam_lfs.py`` (fit on videos 1-4, score on
+   video 5), and the truth-inference sets and LabelMe answers read as label matrices (-1 where a
+   worker did not label; fit and score on the same items).
+
+2. Scale: fit + predict on 1,000,000 × 20 and 100,000 × 100 simulated label matrices (binary,
+   balanced classes, functions conditionally independent given the class), two kinds:
+   one-class functions (each votes one class, with precision 0.6-0.95 and coverage 3-25 %) and
+   both-class functions (accuracy 0.55-0.9, class-dependent coverage 5-50 %). Times are the best
+   of ``--repeat`` runs of ``fit(L)`` then ``predict(L)``; the ratio is Snorkel's time over
+   ours in the same run. ``--quick`` runs the scale table at a tenth of the rows, once.
+
+Every model predicts with ``tie_break_policy="random"`` (Snorkel's deterministic choice), so a
+tie counts once, the same way, for everyone::
+
+    python benchmarks/snorkel_label_model.py [--data ../shared/data] [--repeat 3] [--quick]
+        [--only real|scale]
 """
 from __future__ import annotations
 
@@ -103,18 +114,79 @@ def run(data: Path, repeat: int) -> list:
     return rows
 
 
+def simulated(n: int, m: int, kind: str, rng: np.random.Generator):
+    """(L, y): n × m binary label matrix of conditionally independent functions."""
+    y = rng.integers(0, 2, n)
+    if kind == "one-class":
+        target = np.arange(m) % 2
+        coverage = rng.uniform(0.03, 0.25, m)
+        precision = rng.uniform(0.6, 0.95, m)
+        hit = np.minimum(coverage * precision / 0.5, 1.0)  # P(vote | y == target)
+        miss = coverage * (1 - precision) / 0.5             # P(vote | y != target)
+        p = np.where(y[:, None] == target[None, :], hit[None, :], miss[None, :])
+        L = np.where(rng.random((n, m)) < p, target[None, :], -1)
+    else:
+        coverage = rng.uniform(0.05, 0.5, (m, 2))           # depends on the class
+        accuracy = rng.uniform(0.55, 0.9, m)
+        vote = rng.random((n, m)) < coverage.T[y]
+        right = rng.random((n, m)) < accuracy[None, :]
+        L = np.where(vote, np.where(right, y[:, None], 1 - y[:, None]), -1)
+    return L.astype(np.int64), y
+
+
+def run_scale(repeat: int, quick: bool) -> list:
+    from snorkel.labeling.model import LabelModel
+
+    scale = 10 if quick else 1
+    rows = []
+    for n, m in ((1_000_000 // scale, 20), (100_000 // scale, 100)):
+        for kind in ("one-class", "both-class"):
+            L, y = simulated(n, m, kind, np.random.default_rng(0))
+
+            def snorkel():
+                model = LabelModel(cardinality=2, verbose=False)
+                model.fit(L, progress_bar=False, seed=123)
+                return model.predict(L, tie_break_policy="random")
+
+            def crowd():
+                model = CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+                return model.predict(L, tie_break_policy="random")
+
+            t_snorkel, t_crowd = np.inf, np.inf
+            for _ in range(repeat):  # alternate, so that both see the same machine state
+                t, pred_snorkel = timed(snorkel)
+                t_snorkel = min(t_snorkel, t)
+                t, pred_crowd = timed(crowd)
+                t_crowd = min(t_crowd, t)
+            rows.append({"kind": kind, "n": n, "m": m, "votes": float((L >= 0).sum(1).mean()),
+                         "t_snorkel": t_snorkel, "t_crowd": t_crowd,
+                         "Snorkel": float(np.mean(pred_snorkel == y)),
+                         "Crowd": float(np.mean(pred_crowd == y))})
+            print(f"  {kind} {n} x {m}: done", file=sys.stderr, flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeat", type=int, default=3, help="fit-time repeats (best kept)")
-    parser.add_argument("--quick", action="store_true", help="one fit per model (smoke run)")
+    parser.add_argument("--quick", action="store_true",
+                        help="one fit per model; scale table at a tenth of the rows")
+    parser.add_argument("--only", choices=("real", "scale"), help="one of the two tables")
     args = parser.parse_args(argv)
     if args.quick:
         args.repeat = 1
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger().setLevel(logging.ERROR)
 
-    rows = run(args.data, args.repeat)
+    if args.only != "scale":
+        print_real(run(args.data, args.repeat))
+    if args.only != "real":
+        print_scale(run_scale(args.repeat, args.quick), args.quick)
+    return 0
+
+
+def print_real(rows: list) -> None:
     print("## CrowdLabelModel vs Snorkel LabelModel vs majority vote (same L, same run)\n")
     print("accuracy, or F1 of the spam class for sms; ties broken by Snorkel's 'random' policy\n")
     print("| set | n × m, k | regime | MV | Snorkel | CrowdLabelModel | − MV | − Snorkel "
@@ -131,8 +203,25 @@ def main(argv=None) -> int:
     worse = [r["set"] for r in rows if r["Crowd"] < max(r["MV"], r["Snorkel"]) - 1e-12]
     slow = [r["set"] for r in rows if r["t_snorkel"] / r["t_crowd"] < 5]
     print(f"\nCrowdLabelModel below MV or Snorkel on: {worse or 'none'}; "
-          f"less than 5× faster on: {slow or 'none'}")
-    return 0
+          f"less than 5× faster on: {slow or 'none'}\n")
+
+
+def print_scale(rows: list, quick: bool) -> None:
+    note = " (--quick: a tenth of the rows, one run)" if quick else ""
+    print(f"## Scale: fit + predict on simulated label matrices{note}\n")
+    print("accuracy on every row; ties (rows without votes) broken by Snorkel's 'random' "
+          "policy for both; best of the runs, same process\n")
+    print("| functions | n × m | votes / row | Snorkel | CrowdLabelModel | − Snorkel "
+          "| Snorkel fit + predict | Crowd fit + predict | speed-up |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['kind']} | {r['n']:,} × {r['m']} | {r['votes']:.1f} | {r['Snorkel']:.4f} "
+              f"| {r['Crowd']:.4f} | {r['Crowd'] - r['Snorkel']:+.4f} | {r['t_snorkel']:.2f} s "
+              f"| {r['t_crowd']:.2f} s | {r['t_snorkel'] / r['t_crowd']:.1f}× |")
+    worse = [f"{r['kind']} {r['n']}×{r['m']}" for r in rows if r["Crowd"] < r["Snorkel"] - 0.005]
+    slow = [f"{r['kind']} {r['n']}×{r['m']}" for r in rows if r["t_snorkel"] / r["t_crowd"] < 5]
+    print(f"\nmore than 0.005 below Snorkel on: {worse or 'none'}; less than 5× faster on: "
+          f"{slow or 'none'}")
 
 
 if __name__ == "__main__":

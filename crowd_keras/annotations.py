@@ -12,11 +12,12 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from .codes import (check_unique_ids, coerce_int_labels, frozen, ids_array, integer_codes,
-                    show)
+                    label_matrix_problem, show)
 from .errors import CrowdDataError
-from .numerics import MISSING, incidence_matrix, pair_index
+from .numerics import MISSING, pair_index
 
 __all__ = ["Annotations"]
 
@@ -161,10 +162,75 @@ class Annotations:
     @classmethod
     def from_label_matrix(cls, L: Any, cardinality: Optional[int] = None, *,
                           classes: Optional[Sequence] = None) -> "Annotations":
-        """From a Snorkel label matrix ``L`` (items × labeling functions, -1 = abstain)."""
+        """From a Snorkel label matrix ``L`` (items × labeling functions, -1 = abstain).
+
+        Vectorised: one pass to validate (two reductions for an integer matrix; an entry is
+        located only when one is bad) and one ``nonzero``; no sort, since row-major order is
+        already (item, function) order. Items are ``0..n-1``, annotators ``0..m-1``.
+
+        Args:
+            cardinality: number of classes ``k`` (codes ``0..k-1``); default ``max(L) + 1``.
+            classes: class names in code order (instead of ``cardinality``).
+
+        Raises :class:`crowd_keras.CrowdDataError` naming the row and column of the first bad
+        entry (NaN, a non-integer, a code below -1 or outside the classes), as :meth:`from_dense`.
+        """
+        m = np.asarray(L)
+        if m.ndim != 2:
+            raise CrowdDataError(f"dense annotations must be 2-d (items × annotators), got shape {m.shape}")
+        if m.dtype == object:
+            try:
+                m = m.astype(float)
+            except (TypeError, ValueError) as exc:
+                raise CrowdDataError(f"dense annotations must be numeric codes: {exc}") from None
+        if m.dtype.kind not in "iufb":
+            raise CrowdDataError(f"dense annotations must be numeric codes, got dtype {m.dtype}")
+        if m.size == 0:
+            raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
         if classes is None and cardinality is not None:
             classes = list(range(int(cardinality)))
-        return cls.from_dense(L, missing=MISSING, classes=classes)
+        if classes is None:
+            top = float(m.max()) if m.size else -1.0
+            n_classes = int(top) + 1 if np.isfinite(top) and top >= 0 else 1
+        else:
+            n_classes = len(classes)
+        bad = label_matrix_problem(m, n_classes)
+        if bad is not None:
+            reason, r, c, value = bad
+            if reason == "nan":
+                raise CrowdDataError(f"dense annotations contains NaN at (row, column) ({r}, {c}); "
+                                     "use the missing marker (-1) for absent annotations")
+            if reason in ("inf", "fraction"):
+                raise CrowdDataError(f"dense annotations has a non-integer code {show(value)} at "
+                                     f"(row, column) ({r}, {c})")
+            if reason == "below":
+                raise CrowdDataError(f"negative code {value:g} at row {r}, column {c}: below -1, "
+                                     "the missing marker (abstain)")
+            shown = list(classes) if classes is not None else list(range(n_classes))
+            raise CrowdDataError(f"label code {value:g} at row {r}, column {c} is outside the "
+                                 f"{n_classes} classes {shown}")
+        flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
+        rows, cols = np.divmod(flat, m.shape[1])
+        return cls._trusted(rows, cols, m.reshape(-1)[flat], n_items=m.shape[0],
+                            n_annotators=m.shape[1],
+                            classes=classes if classes is not None else range(n_classes))
+
+    @classmethod
+    def _trusted(cls, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray, *,
+                 n_items: int, n_annotators: int, classes: Any) -> "Annotations":
+        """Build from codes already validated, sorted by (item, annotator) and unique; the
+        item and annotator ids are ``0..n-1`` (no uniqueness check needed)."""
+        self = object.__new__(cls)
+        self._items = frozen(np.asarray(items, dtype=np.int64))
+        self._annotators = frozen(np.asarray(annotators, dtype=np.int64))
+        self._labels = frozen(np.asarray(labels, dtype=np.int64))
+        self._item_ids = frozen(np.arange(n_items))
+        self._annotator_ids = frozen(np.arange(n_annotators))
+        self._classes = ids_array(classes)
+        check_unique_ids(self._classes, "class")
+        self._n_duplicates = 0
+        self._cache = {}
+        return self
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",
@@ -393,9 +459,15 @@ class Annotations:
         this matrix and its transpose: O(annotations × classes), no Python loop over
         annotations or annotators. Cached; treat it as read-only.
         """
-        return self._cached("incidence", lambda: incidence_matrix(
-            self._items, pair_index(self._annotators, self._labels, self.n_classes),
-            (self.n_items, self.n_annotators * self.n_classes)))
+        return self._cached("incidence", self._incidence)
+
+    def _incidence(self) -> Any:
+        # annotations are sorted by (item, annotator): the CSR arrays directly, no COO sort
+        indptr = np.zeros(self.n_items + 1, dtype=np.int64)
+        np.cumsum(self.annotations_per_item(), out=indptr[1:])
+        cols = pair_index(self._annotators, self._labels, self.n_classes)
+        return sp.csr_matrix((np.ones(self.n_annotations), cols, indptr),
+                             shape=(self.n_items, self.n_annotators * self.n_classes))
 
     def to_padded(self, max_annotations: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
         """Per item, the annotator codes and labels, padded with -1.

@@ -5,7 +5,7 @@ The checks behind :class:`~crowd_keras.annotations.Annotations`' constructors: e
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 import pandas as pd
@@ -13,7 +13,7 @@ import pandas as pd
 from .errors import CrowdDataError
 
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
-           "coerce_int_labels"]
+           "coerce_int_labels", "label_matrix_problem"]
 
 
 def show(value: Any) -> str:
@@ -79,3 +79,37 @@ def coerce_int_labels(raw: np.ndarray, where: Callable[[int], str]) -> np.ndarra
         raise CrowdDataError(f"negative label {codes[n]} at {where(n)}; drop missing "
                              "annotations from a long frame instead of coding them")
     return codes
+
+
+def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
+    """The first bad entry of a label matrix (-1 = missing, codes ``0..n_classes-1``), or None.
+
+    Returns ``(reason, row, column, value)`` with reason ``"nan"``, ``"inf"``, ``"fraction"``
+    (not an integer), ``"below"`` (< -1) or ``"above"`` (>= n_classes). An integer matrix costs
+    two reductions; positions are searched only when something is wrong. Shared by
+    :meth:`Annotations.from_label_matrix` and the Snorkel adapter, which word the error.
+    """
+    if L.size == 0:
+        return None
+    if L.dtype.kind == "b":
+        L = L.view(np.uint8)
+    if L.dtype.kind == "f":
+        lo, hi = np.min(L), np.max(L)  # NaN propagates
+        finite_ints = np.isfinite(lo) and np.isfinite(hi)
+        if not finite_ints or (L != np.floor(L)).any():
+            for reason, mask in (("nan", np.isnan), ("inf", np.isinf),
+                                 ("fraction", lambda a: np.isfinite(a) & (a != np.floor(a)))):
+                hit = mask(L)
+                if hit.any():
+                    r, c = np.argwhere(hit)[0]
+                    return reason, int(r), int(c), L[r, c].item()
+    else:
+        lo, hi = L.min(), L.max()
+    if lo >= -1 and hi < n_classes:
+        return None
+    bad = L < -1
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        return "below", int(r), int(c), L[r, c].item()
+    r, c = np.argwhere(L >= n_classes)[0]
+    return "above", int(r), int(c), L[r, c].item()

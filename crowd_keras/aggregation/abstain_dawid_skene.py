@@ -196,7 +196,7 @@ class AbstainAwareDawidSkene(LabelModel):
         # resp[a, t, l]: expected number of times function a gave response l (last: abstain)
         # when the truth was t, plus the pseudo-count
         votes = np.asarray(XT @ post).reshape(m, k, k).transpose(0, 2, 1)
-        n_true = post.sum(axis=0)
+        n_true = np.ones(post.shape[0]) @ post  # a column sum of (items, k): BLAS, not strided
         resp = np.empty((m, k, k + 1))
         resp[:, :, :k] = votes + s
         resp[:, :, k] = np.maximum(n_true[None, :] - votes.sum(axis=2), 0.0) + s

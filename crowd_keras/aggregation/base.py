@@ -107,6 +107,9 @@ class LabelModel(Params):
         if not np.array_equal(new.classes, ref.classes):
             raise CrowdDataError(f"classes {list(new.classes)} differ from the fitted classes "
                                  f"{list(ref.classes)}")
+        if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
+            self.n_unknown_annotations_ = 0
+            return new
         codes = pd.Index(ref.annotator_ids).get_indexer(new.annotator_ids)
         known = codes[new.annotators] >= 0
         self.n_unknown_annotations_ = int((~known).sum())

@@ -1,0 +1,83 @@
+"""``LFAnalysis``-style quality of labeling functions from a fitted label model, no gold needed."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from crowd_keras.errors import CrowdDataError
+
+from .label_model import DEFAULT_METHOD, CrowdLabelModel
+from .validation import check_label_matrix
+
+__all__ = ["lf_quality"]
+
+
+def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
+               lfs: Optional[Sequence[Any]] = None, cardinality: Optional[int] = None,
+               method: str = DEFAULT_METHOD) -> pd.DataFrame:
+    """Per labeling function: Snorkel's ``lf_summary`` columns plus estimated accuracy.
+
+    Args:
+        L: (n, m) label matrix, -1 = abstain.
+        Y: optional gold labels (n,) for the empirical columns (``Correct``, ``Incorrect``,
+            ``Emp. Acc.``, counted where the function votes and ``Y != -1``).
+        model: a fitted :class:`CrowdLabelModel`; default: fit ``CrowdLabelModel(method)``
+            to ``L`` (so no gold is needed).
+        lfs: the labeling functions (their ``name`` is used) or names, for the index.
+        cardinality: number of classes; default the model's, else ``max(L) + 1`` (at least 2).
+
+    Returns:
+        DataFrame indexed by function name with ``j``, ``Polarity`` (classes it votes),
+        ``Coverage``, ``Overlaps``, ``Conflicts`` (as in Snorkel), ``Est. Acc.`` (the model's
+        accuracy of the function when it votes, NaN if it never votes), ``Est. Confusion``
+        (nested list, rows = true class, columns = vote then abstain: ``p(response | class)``)
+        and, with ``Y``, ``Correct``, ``Incorrect``, ``Emp. Acc.``.
+    """
+    if cardinality is None:
+        if model is not None:
+            cardinality = int(model.cardinality)
+        else:
+            raw = np.asarray(L)
+            top = int(np.nanmax(raw)) if raw.size and raw.dtype.kind in "iuf" else 1
+            cardinality = max(top + 1, 2)
+    k = int(cardinality)
+    L = check_label_matrix(L, k, n_functions=None if model is None else model.n_functions_)
+    n, m = L.shape
+    if model is None:
+        model = CrowdLabelModel(cardinality=k, method=method).fit(L, progress_bar=False)
+    names = [getattr(f, "name", f) for f in lfs] if lfs is not None else list(range(m))
+    if len(names) != m:
+        raise CrowdDataError(f"{len(names)} function names for {m} columns of L")
+    voted = L >= 0
+    n_votes = voted.sum(axis=1)
+    rows, cols = np.nonzero(voted)
+    counts = np.bincount(rows * k + L[rows, cols], minlength=n * k).reshape(n, k)
+    # conflicted: an item with at least two different votes
+    conflicted = (counts > 0).sum(axis=1) > 1
+    vote_class = np.zeros((m, k), dtype=bool)
+    vote_class[cols, L[rows, cols]] = True
+    cp = model.get_conditional_probs()  # (m, k+1, k), abstain first
+    confusion = np.concatenate([cp[:, 1:, :], cp[:, :1, :]], axis=1).transpose(0, 2, 1)
+    frame = pd.DataFrame({
+        "j": np.arange(m),
+        "Polarity": [list(np.flatnonzero(v)) for v in vote_class],
+        "Coverage": voted.mean(axis=0),
+        "Overlaps": (voted & (n_votes > 1)[:, None]).mean(axis=0),
+        "Conflicts": (voted & conflicted[:, None]).mean(axis=0),
+        "Est. Acc.": model.get_weights(),
+        "Est. Confusion": [np.round(c, 4).tolist() for c in confusion],
+    }, index=names)
+    if Y is not None:
+        y = np.asarray(Y).ravel()
+        if len(y) != n:
+            raise CrowdDataError(f"Y has {len(y)} labels but L has {n} rows")
+        known = voted & (y >= 0)[:, None]
+        correct = (known & (L == y[:, None])).sum(axis=0)
+        incorrect = known.sum(axis=0) - correct
+        frame["Correct"] = correct
+        frame["Incorrect"] = incorrect
+        with np.errstate(invalid="ignore", divide="ignore"):
+            frame["Emp. Acc."] = correct / (correct + incorrect)
+    return frame

@@ -1,0 +1,483 @@
+"""`CrowdLabelModel`: Snorkel's ``LabelModel`` surface over the label models of crowd-keras."""
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_models,
+                                     get_label_model, register_label_model)
+from crowd_keras.aggregation.regime import LABELING_FUNCTION_SHARE, one_class_vote_share
+from crowd_keras.annotations import Annotations
+from crowd_keras.errors import CrowdDataError
+
+from .metrics import probs_to_preds, score as _score
+from .validation import check_class_balance, check_label_matrix, check_train_config
+
+__all__ = ["CrowdLabelModel", "DEFAULT_METHOD", "register_method", "available_methods",
+           "covote_misfit"]
+
+# The label model behind CrowdLabelModel() (a name of the library registry).
+DEFAULT_METHOD = "abstain_dawid_skene"
+
+# fit() arguments of Snorkel's LabelModel and the constructor arguments they set when the
+# chosen label model has one of these names (first match wins).
+_TRAIN_ARGS = {
+    "n_epochs": ("max_iter", "epochs", "n_epochs"),
+    "lr": ("lr", "learning_rate"),
+    "seed": ("seed", "random_state"),
+    "progress_bar": ("progress", "progress_bar"),
+}
+# Snorkel's semantics, set when the label model takes a constructor argument of that name and
+# the user did not: a tie of majority votes is split evenly (MajorityLabelVoter).
+_SNORKEL_SETTINGS = {"tie_break": "uniform"}
+# Votes per data point fixed by design (crowd assignment: var/expected below this) means
+# abstaining says nothing about the class; otherwise it is modelled per class.
+_FIXED_VOTES_RATIO = 0.5
+# One-class labeling functions are anchored to their votes (the model only breaks ties)
+# unless the un-anchored model explains the co-votes of every pair of functions to within
+# this share (conditional independence holds) from at least _MIN_COVOTES co-votes.
+_COVOTE_MISFIT = 0.1
+_MIN_COVOTES = 1000
+_COVOTE_ROWS = 200_000
+_FORMAT = "crowd-keras/snorkel-label-model"
+
+
+def register_method(name: str, factory: Callable[..., LabelModel]) -> None:
+    """Make ``CrowdLabelModel(method=name, **kwargs)`` build its model as ``factory(**kwargs)``.
+
+    The same as :func:`crowd_keras.aggregation.register_label_model` (the adapter builds every
+    model through the library registry). The factory returns a
+    :class:`crowd_keras.aggregation.LabelModel`; one whose ``fit`` and ``predict_proba`` take a
+    ``features`` argument receives ``CrowdLabelModel.fit(..., features=X)``.
+    """
+    register_label_model(name, factory)
+
+
+def available_methods() -> List[str]:
+    """Names accepted by ``CrowdLabelModel(method=...)``: the library's label models."""
+    return available_label_models()
+
+
+def _key(method: str) -> str:
+    key = str(method).lower().replace("-", "_")
+    if key not in available_label_models():
+        raise ValueError(f"unknown method {method!r}; available: {available_methods()}")
+    return key
+
+
+def _takes(fn: Callable, name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+
+
+def _votes_fixed_by_design(ann: Annotations) -> bool:
+    """True when every data point gets (nearly) the same number of votes, as crowd work
+    assigns each item to r workers; labeling functions vote independently of each other.
+
+    Under independent abstention the variance of the votes per data point is about
+    ``Σ_j q_j (1 - q_j)`` (``q_j``: coverage of function j): 0.9-1.2 times that on the WRENCH
+    and Snorkel synthetic matrices, 0-0.14 times on the crowd sets (product, dog, LabelMe).
+    """
+    per_row = ann.annotations_per_item()
+    q = ann.annotations_per_annotator() / max(ann.n_items, 1)
+    expected = float((q * (1 - q)).sum())
+    return expected <= 0 or float(per_row.var()) < _FIXED_VOTES_RATIO * expected
+
+
+def covote_misfit(model: LabelModel, ann: Annotations) -> Optional[float]:
+    """Share of the pairwise co-votes of distinct functions that the fitted model misses.
+
+    ``Σ |O - O_model| / Σ O`` over pairs of distinct functions ``a, b`` and votes ``l, l'``,
+    with ``O = XᵀX / n`` the observed co-vote rates and ``O_model = Σ_y π_y R_a[y, l]
+    R_b[y, l']`` the rates the conditional-independence model implies (``R``: its response
+    matrices, ``π``: its class balance). 0.004-0.014 on Snorkel-style synthetic functions,
+    0.31-0.77 on the WRENCH and YouTube functions (written from overlapping keywords). None
+    when the model has no response matrices or there are too few co-votes to tell.
+    """
+    R = getattr(model, "response_matrices_", None)
+    pi = getattr(model, "class_balance_", None)
+    k, m, n = ann.n_classes, ann.n_annotators, ann.n_items
+    if R is None or pi is None or m * k > 2000 or n == 0:
+        return None
+    X = ann.vote_incidence()
+    if n > _COVOTE_ROWS:  # an evenly spread sample of rows is plenty for rates of this size
+        X = X[:: -(-n // _COVOTE_ROWS)]
+        n = X.shape[0]
+    observed = (X.T @ X).toarray()
+    off = np.repeat(np.arange(m), k)
+    off = off[:, None] != off[None, :]
+    if observed[off].sum() < _MIN_COVOTES:
+        return None
+    votes = np.asarray(R)[:, :, :k].transpose(1, 0, 2).reshape(k, m * k)  # [y, (a, l)]
+    implied = votes.T @ (np.asarray(pi)[:, None] * votes) * n
+    return float(np.abs(observed - implied)[off].sum() / observed[off].sum())
+
+
+def _models(model: LabelModel, prefix: str = "model") -> List[Tuple[str, LabelModel]]:
+    """The model and the label models it holds (e.g. a delegate), with their save prefixes."""
+    out = [(prefix, model)]
+    for attr, value in vars(model).items():
+        if attr.endswith("_") and isinstance(value, LabelModel):
+            out += _models(value, f"{prefix}/{attr}")
+    return out
+
+
+class CrowdLabelModel:
+    """Snorkel's ``LabelModel`` surface over any label model of crowd-keras.
+
+    Args:
+        cardinality: number of classes ``k``; ``L`` holds ``-1..k-1``.
+        method: a name of :func:`available_methods` (the library registry). Default
+            :data:`DEFAULT_METHOD`, the abstain-aware Dawid-Skene
+            (:class:`crowd_keras.aggregation.AbstainAwareDawidSkene`) with abstaining modelled
+            per class unless the votes per data point are fixed by design (crowd answers);
+            ``"majority_vote"`` is Snorkel's ``MajorityLabelVoter``; ``"dawid_skene"`` the
+            library's Dawid-Skene; feature-aware models take ``fit(..., features=X)``.
+        verbose, device: accepted for drop-in use (Snorkel's constructor); no effect.
+        **method_kwargs: constructor arguments of the label model (e.g. ``smoothing=0.1``).
+
+    One-class labeling functions (most votes from functions that vote one class) get the
+    default model's labeling-function setting, the most-voted class winning and the model
+    breaking ties, unless the model without that anchor explains the co-votes of every pair
+    of functions (:func:`covote_misfit` below 0.1: they are conditionally independent given
+    the class, the model's assumption), in which case the full model decides.
+
+    Fitted attributes: ``label_model_`` (the crowd-keras model), ``n_functions_``,
+    ``class_balance_`` (given or None), ``weights_``, ``conditional_probs_``,
+    ``train_config_`` (Snorkel's train settings, validated), ``covote_misfit_`` (None when
+    not checked).
+    """
+
+    def __init__(self, cardinality: int = 2, method: str = DEFAULT_METHOD, verbose: bool = False,
+                 device: str = "cpu", **method_kwargs: Any) -> None:
+        self.cardinality = cardinality
+        self.method = method
+        self.verbose = verbose
+        self.device = device
+        self.method_kwargs = method_kwargs
+
+    # --------------------------------------------------------------------- fitting
+    def fit(self, L_train: Any, Y_dev: Any = None, class_balance: Any = None,
+            progress_bar: bool = True, *, features: Any = None, n_epochs: Optional[int] = None,
+            lr: Optional[float] = None, seed: Optional[int] = None,
+            **train_config: Any) -> "CrowdLabelModel":
+        """Fit the label model to ``L_train`` (n × m, -1 = abstain). Returns self.
+
+        Args:
+            Y_dev: gold labels of some data points, used only for the class balance (Snorkel).
+            class_balance: (cardinality,) class proportions; fixes the model's class prior.
+            progress_bar: show a progress bar over EM iterations / epochs.
+            features: (n, d) item features for feature-aware methods (end to end).
+            n_epochs: maximum EM iterations (or epochs); default the model's own (100).
+            lr, seed: learning rate and seed of gradient-trained or randomized methods.
+            **train_config: the rest of Snorkel's train config, validated as Snorkel does:
+                ``mu_eps`` bounds the reported conditional probabilities; ``l2``,
+                ``optimizer``, ``optimizer_config``, ``lr_scheduler``, ``lr_scheduler_config``,
+                ``prec_init`` and ``log_freq`` go to a model that takes an argument of that
+                name, and are otherwise without effect (EM has no optimizer).
+        """
+        given = {name: value for name, value in (("n_epochs", n_epochs), ("lr", lr),
+                                                 ("seed", seed)) if value is not None}
+        config = check_train_config({**given, **train_config})
+        if not isinstance(self.cardinality, (int, np.integer)) or self.cardinality < 2:
+            raise ValueError(f"cardinality must be an integer >= 2, got {self.cardinality!r}")
+        k = int(self.cardinality)
+        L = check_label_matrix(L_train, k, name="L_train")
+        if L.shape[0] == 0:
+            raise CrowdDataError("L_train has no data points")
+        model_type = type(get_label_model(_key(self.method)))
+        if L.shape[1] < 3 and not issubclass(model_type, MajorityVote):
+            raise CrowdDataError(f"L_train should have at least 3 labeling functions (got "
+                                 f"{L.shape[1]}; Snorkel's rule: fewer cannot be told apart "
+                                 "from their accuracies). method='majority_vote' takes any number")
+        balance = check_class_balance(class_balance, Y_dev, k)
+        self.train_config_ = check_train_config({**given, **train_config}, L.shape[1])
+        ann = Annotations.from_label_matrix(L, cardinality=k)
+        if ann.n_annotations == 0:
+            raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
+        kwargs = self._model_kwargs(model_type, ann, balance,
+                                    {**given, "progress_bar": progress_bar, **train_config})
+        model = None
+        self.covote_misfit_ = None
+        if features is None and _takes(model_type.__init__, "anchor") and "anchor" not in kwargs \
+                and one_class_vote_share(ann) >= LABELING_FUNCTION_SHARE:
+            # one-class functions: the full model if it explains the co-votes, else anchored
+            trial = get_label_model(_key(self.method), **kwargs, anchor="none").fit(ann)
+            self.covote_misfit_ = covote_misfit(trial, ann)
+            if self.covote_misfit_ is not None and self.covote_misfit_ < _COVOTE_MISFIT:
+                model = trial
+        if model is None:
+            model = get_label_model(_key(self.method), **kwargs)
+            if features is not None:
+                model.fit(ann, features=self._check_features(model, features, L.shape[0]))
+            else:
+                model.fit(ann)
+        self.label_model_ = model
+        self.n_functions_ = L.shape[1]
+        self.class_balance_ = balance
+        probs = model.predict_proba()
+        self._train_cache = None
+        if features is None:
+            probs = self._finish(probs, ann)
+            # predict_proba(L_train) answers from here: L_train becomes Annotations once
+            self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32), probs)
+        self._summarize(ann, probs, config["mu_eps"])
+        return self
+
+    def _model_kwargs(self, model_type: type, ann: Annotations, balance: Optional[np.ndarray],
+                      train: Dict[str, Any]) -> Dict[str, Any]:
+        kwargs = dict(self.method_kwargs)
+        init = model_type.__init__
+        for arg, value in train.items():
+            if value is None:
+                continue
+            for target in _TRAIN_ARGS.get(arg, (arg,)):
+                if _takes(init, target) and target not in kwargs:
+                    kwargs[target] = bool(value) if arg == "progress_bar" else value
+                    break
+        for arg, value in _SNORKEL_SETTINGS.items():
+            if _takes(init, arg) and arg not in kwargs:
+                kwargs[arg] = value
+        if _takes(init, "abstain") and "abstain" not in kwargs \
+                and not _votes_fixed_by_design(ann):
+            kwargs["abstain"] = "response"  # labeling functions: abstaining depends on the class
+        if balance is not None and _takes(init, "class_prior"):
+            kwargs["class_prior"] = balance
+        return kwargs
+
+    @staticmethod
+    def _check_features(model: LabelModel, features: Any, n: int) -> np.ndarray:
+        if not _takes(model.fit, "features"):
+            raise ValueError(f"{type(model).__name__} does not use item features; drop "
+                             "features= or pick a feature-aware method")
+        X = np.asarray(features)
+        if X.ndim < 2 or X.shape[0] != n:
+            raise CrowdDataError(f"features must have one row per row of L ({n}), got shape "
+                                 f"{X.shape}")
+        return X
+
+    def _summarize(self, ann: Annotations, probs: np.ndarray, mu_eps: Optional[float]) -> None:
+        """Per-function weights and Snorkel's conditional probability table.
+
+        ``probs``: the (n, k) predictions on the training rows. ``P(lf_j = l | Y = y) =
+        Σ_i q_iy [L_ij = l] / Σ_i q_iy`` (a class without mass: the function's vote rates),
+        restricted to ``[mu_eps, 1 - mu_eps]`` as Snorkel's, with Snorkel's default
+        ``min(0.01, 10^-ceil(log10 n))``; abstain is the rest.
+        """
+        k = int(self.cardinality)
+        n, m = ann.n_items, ann.n_annotators
+        X = ann.vote_incidence()  # (n, m·k): data point i got vote l from function j
+        joint = np.asarray(X.T @ probs).reshape(m, k, k)  # [j, l, y] = Σ_i q_iy [L_ij = l]
+        n_votes = ann.annotations_per_annotator()
+        # accuracy of a function = mean posterior of the labels it voted (NaN: never voted)
+        agree = np.trace(joint, axis1=1, axis2=2)
+        self.weights_ = np.where(n_votes > 0, agree / np.maximum(n_votes, 1), np.nan)
+        mass = probs.sum(axis=0)
+        rates = joint.sum(axis=2, keepdims=True) / max(n, 1)
+        cond = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), rates)
+        eps = mu_eps if mu_eps is not None else min(0.01, 10.0 ** -np.ceil(np.log10(max(n, 2))))
+        cond = np.clip(cond, eps, 1.0 - eps)
+        total = cond.sum(axis=1, keepdims=True)
+        cond = np.where(total > 1.0, cond / total, cond)
+        # Snorkel's layout: cprobs[j, l + 1, y] = P(lf_j = l | Y = y), abstain first
+        self.conditional_probs_ = np.concatenate([1.0 - cond.sum(axis=1, keepdims=True), cond],
+                                                 axis=1)
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "label_model_"):
+            raise RuntimeError("this CrowdLabelModel is not fitted yet; call fit() or load()")
+
+    # --------------------------------------------------------------------- predicting
+    def predict_proba(self, L: Any, features: Any = None) -> np.ndarray:
+        """(n, cardinality) label distribution per row of ``L``; all-abstain rows stay in place
+        and get the class balance (uniform unless ``class_balance`` or ``Y_dev`` was given), as
+        Snorkel's (with ``features``, the feature-aware model's answer)."""
+        self._check_fitted()
+        k = int(self.cardinality)
+        L = check_label_matrix(L, k, n_functions=self.n_functions_)
+        if L.shape[0] == 0:
+            return np.zeros((0, k))
+        model = self.label_model_
+        if features is not None:  # features inform rows without votes too
+            return model.predict_proba(Annotations.from_label_matrix(L, cardinality=k),
+                                       features=self._check_features(model, features,
+                                                                     L.shape[0]))
+        cache = getattr(self, "_train_cache", None)
+        if cache is not None and cache[0].shape == L.shape and np.array_equal(cache[0], L):
+            return cache[1].copy()
+        ann = Annotations.from_label_matrix(L, cardinality=k)
+        return self._finish(model.predict_proba(ann), ann)
+
+    def _finish(self, probs: np.ndarray, ann: Annotations) -> np.ndarray:
+        """Snorkel's answer for a row without votes: the class balance (a tie by default).
+        Not with features (a feature-aware model has more to go on than the votes)."""
+        empty = ann.annotations_per_item() == 0
+        if empty.any():
+            k = int(self.cardinality)
+            probs = np.array(probs, dtype=np.float64)
+            probs[empty] = self.class_balance_ if self.class_balance_ is not None else 1.0 / k
+        return probs
+
+    def predict(self, L: Any, return_probs: bool = False, tie_break_policy: str = "abstain",
+                features: Any = None) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
+        """Class per row of ``L`` (-1 for a tie under ``tie_break_policy="abstain"``).
+
+        ``tie_break_policy``: ``"abstain"`` (Snorkel's default), ``"random"`` (Snorkel's
+        deterministic hash of the row index: a tie resolves exactly as in Snorkel) or
+        ``"true-random"``.
+        """
+        probs = self.predict_proba(L, features=features)
+        preds = probs_to_preds(probs, tie_break_policy)
+        return (preds, probs) if return_probs else preds
+
+    def score(self, L: Any, Y: Any, metrics: Optional[List[str]] = ["accuracy"],  # noqa: B006
+              tie_break_policy: str = "abstain", features: Any = None) -> Dict[str, float]:
+        """Metrics of the predictions against gold ``Y``, as Snorkel's ``LabelModel.score``.
+
+        As in Snorkel, rows whose gold label or prediction is -1 are left out of every metric
+        but ``coverage``: under ``tie_break_policy="abstain"`` ties are not counted as errors.
+        """
+        preds, probs = self.predict(L, return_probs=True, tie_break_policy=tie_break_policy,
+                                    features=features)
+        return _score(np.asarray(Y), preds, probs, metrics or [])
+
+    # --------------------------------------------------------------------- inspecting
+    def get_weights(self) -> np.ndarray:
+        """(m,) estimated accuracy of each function when it votes (NaN: it never voted).
+
+        The mean, over the function's votes on the training data, of the probability the
+        model gives the voted class (Snorkel: accuracy given a vote, from its parameters).
+        """
+        self._check_fitted()
+        return self.weights_.copy()
+
+    def get_conditional_probs(self) -> np.ndarray:
+        """(m, cardinality + 1, cardinality): ``[i, j, y] = P(lf_i = j - 1 | Y = y)``.
+
+        Snorkel's layout: ``j = 0`` is abstain; columns sum to 1. Estimated from the model's
+        posteriors on ``L_train``, each vote probability restricted to ``[mu_eps, 1 - mu_eps]``
+        as Snorkel's (``fit(..., mu_eps=)``; default ``min(0.01, 10^-ceil(log10 n))``).
+        """
+        self._check_fitted()
+        return self.conditional_probs_.copy()
+
+    # --------------------------------------------------------------------- persistence
+    def save(self, destination: Union[str, Path]) -> None:
+        """Write the fitted model to ``destination`` (a ``.npz`` of arrays plus JSON; no pickle).
+
+        The label model's fitted numeric arrays and plain settings are stored (and those of a
+        label model it delegated to); training-set posteriors are not.
+        """
+        self._check_fitted()
+        arrays: Dict[str, np.ndarray] = {"weights": self.weights_,
+                                         "conditional_probs": self.conditional_probs_}
+        models = {}
+        for prefix, model in _models(self.label_model_):
+            state: Dict[str, Any] = {}
+            for attr, value in vars(model).items():
+                if not attr.endswith("_") or attr.startswith("_") or attr in ("annotations_",
+                                                                             "posteriors_"):
+                    continue
+                if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+                    arrays[f"{prefix}/{attr}"] = value
+                elif isinstance(value, (str, bool, int, float, type(None), np.integer,
+                                        np.floating)):
+                    state[attr] = value.item() if isinstance(value, np.generic) else value
+            models[prefix] = {"name": _registry_name(model), "params": _json_params(model),
+                              "state": state}
+        meta = {"format": _FORMAT, "version": 2, "method": self.method,
+                "cardinality": int(self.cardinality), "n_functions": int(self.n_functions_),
+                "method_kwargs": self.method_kwargs, "models": models,
+                "class_balance": (None if self.class_balance_ is None
+                                  else self.class_balance_.tolist())}
+        try:
+            meta_json = json.dumps(meta)
+        except TypeError as exc:
+            raise TypeError(f"cannot save {type(self.label_model_).__name__}: a setting is not "
+                            f"plain JSON ({exc})") from None
+        with open(destination, "wb") as fh:
+            np.savez(fh, __meta__=np.array(meta_json), **arrays)
+
+    def load(self, source: Union[str, Path]) -> "CrowdLabelModel":
+        """Load a model written by :meth:`save` into this object (as Snorkel does); returns self.
+
+        A file written by Snorkel's ``LabelModel.save`` (a pickle) is refused with a
+        :class:`crowd_keras.CrowdDataError` that says so: unpickling runs code, and its
+        parameters are not those of a crowd-keras model. Refit on ``L_train`` instead.
+        """
+        with open(source, "rb") as fh:
+            head = fh.read(4)
+        if head[:1] == b"\x80" or head[:1] == b"(":
+            raise CrowdDataError(
+                f"{source} is a pickle, as Snorkel's LabelModel.save writes: CrowdLabelModel does "
+                "not unpickle (it runs code) and Snorkel's parameters are not a crowd-keras "
+                "model's. Fit CrowdLabelModel on L_train and save it, or load this file with "
+                "snorkel.labeling.model.LabelModel")
+        if head[:2] != b"PK":
+            raise CrowdDataError(f"{source} is not a saved CrowdLabelModel (not an .npz file)")
+        with np.load(source, allow_pickle=False) as npz:
+            if "__meta__" not in npz.files:
+                raise CrowdDataError(f"{source} is not a saved CrowdLabelModel")
+            meta = json.loads(str(npz["__meta__"]))
+            arrays = {name: npz[name] for name in npz.files if name != "__meta__"}
+        if meta.get("format") != _FORMAT or meta.get("version") != 2:
+            raise CrowdDataError(f"{source} is not a saved CrowdLabelModel (format "
+                                 f"{meta.get('format')!r} version {meta.get('version')!r})")
+        k, m = int(meta["cardinality"]), int(meta["n_functions"])
+        # predict_proba(new L) aligns on the function ids and classes of the fitted data
+        empty = Annotations(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                            item_ids=[], annotator_ids=np.arange(m), classes=np.arange(k))
+        built: Dict[str, LabelModel] = {}
+        for prefix in sorted(meta["models"], key=len):  # parents first
+            spec = meta["models"][prefix]
+            model = get_label_model(spec["name"], **spec["params"])
+            for attr, value in spec["state"].items():
+                setattr(model, attr, value)
+            model.annotations_ = empty
+            model.posteriors_ = np.zeros((0, k))
+            built[prefix] = model
+            parent, _, attr = prefix.rpartition("/")
+            if parent:
+                setattr(built[parent], attr, model)
+        for name, value in arrays.items():
+            parent, _, attr = name.rpartition("/")
+            if parent in built:
+                setattr(built[parent], attr, value)
+        self.cardinality = k
+        self.method = meta["method"]
+        self.method_kwargs = meta["method_kwargs"]
+        self.label_model_ = built["model"]
+        self.n_functions_ = m
+        balance = meta["class_balance"]
+        self.class_balance_ = None if balance is None else np.asarray(balance)
+        self.weights_ = arrays["weights"]
+        self.conditional_probs_ = arrays["conditional_probs"]
+        self._train_cache = None
+        return self
+
+
+def _registry_name(model: LabelModel) -> str:
+    for name in available_label_models(aliases=False):
+        try:
+            if type(get_label_model(name)) is type(model):
+                return name
+        except TypeError:  # a factory that needs arguments
+            continue
+    raise TypeError(f"cannot save {type(model).__name__}: it is not a registered label model "
+                    "(crowd_keras.aggregation.register_label_model)")
+
+
+def _json_params(model: LabelModel) -> Dict[str, Any]:
+    """The model's constructor arguments (the names of ``__init__``), for rebuilding it."""
+    out = {}
+    for name in inspect.signature(type(model).__init__).parameters:
+        if name != "self" and hasattr(model, name):
+            value = getattr(model, name)
+            out[name] = value.tolist() if isinstance(value, np.ndarray) else value
+    return out

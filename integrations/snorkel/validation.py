@@ -1,0 +1,238 @@
+"""Argument checks of the Snorkel adapter: the same exception types as Snorkel 0.10's
+``LabelModel`` for every argument it accepts, with messages that say what and where.
+
+Snorkel's messages are kept word for word where code may match them (``"L_train has
+cardinality"``, ``"Unrecognized optimizer option"``, ``"prec_init must have shape"``, ...);
+ours add the position or the allowed values. Bad label matrices and class balances raise
+:class:`crowd_keras.CrowdDataError`, a ``ValueError`` as Snorkel's.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Dict, Mapping, Optional
+
+import numpy as np
+import pandas as pd
+
+from crowd_keras.codes import label_matrix_problem
+from crowd_keras.errors import CrowdDataError
+
+__all__ = ["check_label_matrix", "check_class_balance", "check_train_config", "TRAIN_DEFAULTS",
+           "UnexpectedArgumentError"]
+
+
+class UnexpectedArgumentError(TypeError, ValueError):
+    """An argument ``fit`` does not know: a ``TypeError`` as Python's, a ``ValueError`` as
+    Snorkel's (its ``merge_config`` raises ``ValueError: Got unexpected field names``)."""
+
+
+# Snorkel 0.10's TrainConfig (labeling/model/label_model.py) and its nested configs
+# (utils/optimizers.py, utils/lr_schedulers.py): field names and defaults.
+TRAIN_DEFAULTS: Dict[str, Any] = {
+    "n_epochs": 100, "lr": 0.01, "l2": 0.0, "optimizer": "sgd", "optimizer_config": None,
+    "lr_scheduler": "constant", "lr_scheduler_config": None, "prec_init": 0.7, "seed": None,
+    "log_freq": 10, "mu_eps": None,
+}
+_OPTIMIZERS = ("sgd", "adam", "adamax")
+_SCHEDULERS = ("constant", "linear", "exponential", "step")
+_OPTIMIZER_FIELDS = {"sgd_config": {"momentum"}, "adam_config": {"amsgrad", "betas"},
+                     "adamax_config": {"betas", "eps"}}
+_SCHEDULER_FIELDS = {"warmup_steps": None, "warmup_unit": None, "warmup_percentage": None,
+                     "min_lr": None, "exponential_config": {"gamma"},
+                     "step_config": {"gamma", "step_size"}}
+
+
+# ----------------------------------------------------------------------------- label matrix
+def check_label_matrix(L: Any, cardinality: int, name: str = "L",
+                       n_functions: Optional[int] = None) -> np.ndarray:
+    """Validate a Snorkel label matrix and return it as an int64 array (data points × functions).
+
+    Raises :class:`crowd_keras.CrowdDataError` naming the row and column of the first bad
+    entry: NaN or inf, a non-integer, a value below -1 or ≥ ``cardinality``; or a wrong
+    shape (not 2-d, no functions, a number of functions other than ``n_functions``). The
+    entries are checked by :func:`crowd_keras.codes.label_matrix_problem`, the check of
+    ``Annotations.from_label_matrix``; this function words the error in Snorkel's terms.
+    An int64 array is returned as is (no copy).
+    """
+    if hasattr(L, "toarray") and not isinstance(L, np.ndarray):
+        raise CrowdDataError(f"{name} is a sparse matrix: pass a dense array (sparse zeros would "
+                             "read as votes for class 0; abstain is -1)")
+    arr = L.to_numpy() if isinstance(L, (pd.DataFrame, pd.Series)) else np.asarray(L)
+    if arr.ndim != 2:
+        hint = " (one function: L.reshape(-1, 1))" if arr.ndim == 1 else ""
+        raise CrowdDataError(f"{name} must be 2-d (data points × labeling functions), got shape "
+                             f"{arr.shape}{hint}")
+    if arr.shape[1] == 0:
+        raise CrowdDataError(f"{name} has no labeling functions (shape {arr.shape})")
+    if n_functions is not None and arr.shape[1] != n_functions:
+        raise CrowdDataError(f"{name} has {arr.shape[1]} labeling functions but the model was "
+                             f"fitted with {n_functions}")
+    if arr.dtype.kind == "O":  # e.g. a frame with mixed columns
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
+    if arr.dtype.kind not in "iuf":
+        what = "non-numeric values" if arr.dtype.kind in "OUS" else f"dtype {arr.dtype}"
+        raise CrowdDataError(f"{name} must hold integer labels (-1 = abstain), got {what}")
+    bad = label_matrix_problem(arr, int(cardinality))
+    if bad is not None:
+        reason, r, c, value = bad
+        if reason in ("nan", "inf"):
+            raise CrowdDataError(f"{name} has {value} at row {r}, column {c}; "
+                                 "Snorkel marks an abstain with -1")
+        if reason == "fraction":
+            raise CrowdDataError(f"{name} has the non-integer value {value} at row {r}, column "
+                                 f"{c}; labels are 0..{cardinality - 1}, -1 = abstain")
+        if reason == "below":
+            raise CrowdDataError(f"{name} has {value:g} at row {r}, column {c}: below -1 (abstain)")
+        top = float(np.max(arr))
+        raise CrowdDataError(f"{name} has cardinality {top + 1:g}, cardinality={cardinality} "
+                             f"passed in: {value:g} at row {r}, column {c} but cardinality="
+                             f"{cardinality} (labels 0..{cardinality - 1}, -1 = abstain)")
+    return arr.astype(np.int64, copy=False)
+
+
+# ----------------------------------------------------------------------------- class balance
+def check_class_balance(class_balance: Any, Y_dev: Any, cardinality: int) -> Optional[np.ndarray]:
+    """The class balance from ``class_balance`` or the gold ``Y_dev`` (Snorkel's precedence).
+
+    As Snorkel: a ``class_balance`` whose length is not ``cardinality``, a ``Y_dev`` that does
+    not hold every class, and a zero prior raise ``ValueError``. Stricter than Snorkel: a
+    ``class_balance`` must be finite, non-negative and sum to 1 (Snorkel uses an unnormalized
+    one as given), and ``Y_dev`` must hold integer labels ``0..cardinality-1`` (Snorkel
+    counts -1 as a class). Returns None when neither is given (uniform, as Snorkel).
+    """
+    k = int(cardinality)
+    if class_balance is not None:
+        p = np.asarray(class_balance, dtype=np.float64).ravel()
+        if len(p) != k:
+            raise CrowdDataError(f"class_balance has {len(p)} entries. Does not match LabelModel "
+                                 f"cardinality {k}.")
+        if not np.isfinite(p).all() or (p < 0).any() or not np.isclose(p.sum(), 1.0):
+            raise CrowdDataError(f"class_balance must be {k} non-negative numbers summing to 1, "
+                                 f"got {class_balance!r}")
+    elif Y_dev is not None:
+        y = np.asarray(Y_dev).ravel()
+        if len(y) == 0:
+            raise CrowdDataError("Y_dev is empty")
+        if y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all():
+            y = y.astype(np.int64)
+        if y.dtype.kind not in "iu":
+            raise CrowdDataError(f"Y_dev must hold integer labels 0..{k - 1}, got dtype {y.dtype}")
+        outside = (y < 0) | (y >= k)
+        if outside.any():
+            i = int(np.argmax(outside))
+            raise CrowdDataError(f"Y_dev has {y[i]} at position {i}; labels are 0..{k - 1} "
+                                 "(leave out the data points without a gold label)")
+        counts = np.bincount(y, minlength=k)
+        present = int((counts > 0).sum())
+        if present != k:
+            raise CrowdDataError(f"Y_dev has {present} class(es). Does not match LabelModel "
+                                 f"cardinality {k}.")
+        p = counts / len(y)
+    else:
+        return None
+    zero = np.flatnonzero(p == 0)
+    if len(zero):
+        raise CrowdDataError(f"Class balance prior is 0 for class(es) {zero.tolist()}.")
+    return p
+
+
+# ----------------------------------------------------------------------------- train config
+def _number(name: str, value: Any, low: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not np.isfinite(value) or value < low:
+        raise ValueError(f"{name} must be a finite number >= {low:g}, got {value!r}")
+    return float(value)
+
+
+def _integer(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}")
+    return int(value)
+
+
+def _sub_config(name: str, value: Any, fields: Mapping[str, Any]) -> Dict[str, Any]:
+    """A nested Snorkel config given as a dict (or Snorkel's NamedTuple): known fields only."""
+    if value is None:
+        return {}
+    if hasattr(value, "_asdict"):
+        value = value._asdict()
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(fields))
+    if unknown:  # Snorkel's merge_config -> NamedTuple._replace
+        raise ValueError(f"Got unexpected field names: {unknown!r} in {name}; known: "
+                         f"{sorted(fields)}")
+    for key, inner in fields.items():
+        if inner is not None and key in value:
+            _sub_config(f"{name}[{key!r}]", value[key], dict.fromkeys(inner))
+    return dict(value)
+
+
+def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None) -> Dict[str, Any]:
+    """Validate Snorkel's ``fit(**kwargs)`` train settings; returns them with defaults filled.
+
+    Unknown names raise :class:`UnexpectedArgumentError` (a ``TypeError`` and a ``ValueError``).
+    The rest as Snorkel: ``optimizer`` and ``lr_scheduler`` names (``ValueError:
+    Unrecognized ... option``), ``lr_scheduler_config`` warm-up (``ValueError``, only
+    ``warmup_unit="epochs"``), ``prec_init`` (a number, or one per labeling function:
+    ``TypeError`` for another type, ``ValueError: prec_init must have shape m.``), and nested
+    config fields (``ValueError: Got unexpected field names``). Numbers Snorkel hands to torch
+    (``lr``, ``l2``) are checked as torch does (``ValueError`` when negative). ``prec_init`` is
+    checked only when ``n_functions`` is given.
+    """
+    unknown = sorted(set(config) - set(TRAIN_DEFAULTS))
+    if unknown:
+        raise UnexpectedArgumentError(
+            f"fit() got unexpected keyword argument(s) {unknown}; Snorkel's train settings are "
+            f"{sorted(TRAIN_DEFAULTS)} (ValueError in Snorkel: Got unexpected field names)")
+    out = {**TRAIN_DEFAULTS, **{key: v for key, v in config.items() if v is not None
+                                or key in ("mu_eps", "seed")}}
+    out["n_epochs"] = _integer("n_epochs", out["n_epochs"], 0)
+    out["lr"] = _number("lr", out["lr"])
+    if np.ndim(out["l2"]) == 0:
+        _number("l2", out["l2"])
+    else:
+        l2 = np.asarray(out["l2"], dtype=np.float64)
+        if not np.isfinite(l2).all() or (l2 < 0).any():
+            raise ValueError(f"l2 must be finite and >= 0, got {out['l2']!r}")
+    if out["optimizer"] not in _OPTIMIZERS:
+        raise ValueError(f"Unrecognized optimizer option '{out['optimizer']}' (one of "
+                         f"{list(_OPTIMIZERS)})")
+    _sub_config("optimizer_config", out["optimizer_config"], _OPTIMIZER_FIELDS)
+    if out["lr_scheduler"] not in _SCHEDULERS:
+        raise ValueError(f"Unrecognized lr scheduler option '{out['lr_scheduler']}' (one of "
+                         f"{list(_SCHEDULERS)})")
+    sched = _sub_config("lr_scheduler_config", out["lr_scheduler_config"], _SCHEDULER_FIELDS)
+    warmup = sched.get("warmup_steps", 0)
+    if warmup:
+        if _number("warmup_steps", warmup, low=-np.inf) < 0:
+            raise ValueError("warmup_steps much greater or equal than 0.")
+        if sched.get("warmup_unit", "batches") != "epochs":
+            raise ValueError("LabelModel does not support any warmup_unit other than 'epochs'.")
+    if out["seed"] is not None:
+        _integer("seed", out["seed"], 0)
+    out["log_freq"] = _integer("log_freq", out["log_freq"], 1)
+    if out["mu_eps"] is not None:
+        eps = _number("mu_eps", out["mu_eps"])
+        if eps >= 0.5:
+            raise ValueError(f"mu_eps must be in [0, 0.5): the conditional probabilities are "
+                             f"restricted to [mu_eps, 1 - mu_eps], got {eps!r}")
+    prec = out["prec_init"]
+    if n_functions is not None:
+        if isinstance(prec, numbers.Real):
+            pass
+        elif isinstance(prec, (list, np.ndarray)) or type(prec).__name__ == "Tensor":
+            shape = np.shape(np.asarray(prec, dtype=np.float64) if not hasattr(prec, "shape")
+                             else prec)
+            if len(shape) == 0 or shape[0] != n_functions:
+                raise ValueError(f"prec_init must have shape {n_functions}.")
+        else:
+            raise TypeError(f"prec_init is of type {type(prec)} which is not supported "
+                            "currently.")
+    return out
