@@ -12,7 +12,53 @@ from ..progress import progress_bar
 from .base import LabelModel, check_prior
 from .labeling_functions import LabelingFunctionFallback
 
-__all__ = ["DawidSkene"]
+__all__ = ["DawidSkene", "sufficient_statistics", "m_step", "e_step"]
+
+
+# The EM steps as functions of sufficient statistics: the M-step needs only sums over items,
+# so a partitioned fit (crowd_keras.distributed) adds up the statistics of its partitions and
+# calls the same m_step: the same model, however the items are split.
+def sufficient_statistics(XT: sp.csr_matrix, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Expected counts of the M-step from (a block of) items.
+
+    Args:
+        XT: (A·K, I) transposed vote incidence (``Annotations.vote_incidence().T``).
+        post: (I, K) item posteriors.
+
+    Returns:
+        ``(counts, class_mass)``: counts (A·K, K), ``counts[a·K + l, t]`` = expected number of
+        times annotator a said l when the truth was t; class_mass (K,) = Σ_i post_i.
+    """
+    return np.asarray(XT @ post), post.sum(axis=0)
+
+
+def m_step(counts: np.ndarray, class_mass: np.ndarray, smoothing: float,
+           fixed_prior: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Class prior (K,) and log confusion matrices (A, K, K) from the sufficient statistics.
+
+    Dawid & Skene (1979) Eq. 2.3-2.4 with a Dirichlet pseudo-count ``smoothing`` on every
+    cell and on the prior: ``π_a[t, l] ∝ counts[a·K + l, t] + s``, ``ρ_t ∝ mass_t + s``.
+    """
+    k = class_mass.shape[0]
+    conf = counts.reshape(-1, k, k).transpose(0, 2, 1) + smoothing   # (A, true t, label l)
+    log_pi = np.log(conf) - np.log(conf.sum(axis=2, keepdims=True))
+    if fixed_prior is not None:
+        return fixed_prior, log_pi
+    prior = class_mass + smoothing
+    return prior / prior.sum(), log_pi
+
+
+def e_step(X: sp.csr_matrix, log_pi: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, float]:
+    """Item posteriors (I, K) and the summed log-likelihood of (a block of) items.
+
+    ``log p(z_i = t | labels) ∝ log ρ_t + Σ_{(i,a,l)} log π_a[t, l]``: one sparse product
+    with the (I, A·K) vote incidence ``X``.
+    """
+    k = prior.shape[0]
+    logits = X @ log_pi.transpose(0, 2, 1).reshape(-1, k)         # W[(a, l), t] = log π_a[t, l]
+    logits += np.log(np.maximum(prior, 1e-300))[None, :]
+    post, log_norm = softmax_rows(logits, out=logits)
+    return post, float(log_norm.sum())
 
 
 class DawidSkene(LabelingFunctionFallback, LabelModel):
@@ -65,13 +111,14 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         else:
             post = np.asarray(self.init, dtype=np.float64)
             if post.shape != (ann.n_items, k):
-                raise ValueError(f"init posteriors must have shape {(ann.n_items, k)}, got {post.shape}")
+                raise ValueError(f"init posteriors must have shape {(ann.n_items, k)}, got "
+                                 f"{post.shape}")
         history = []
         ll_prev = -np.inf
         bar = progress_bar(range(self.max_iter), desc="Dawid-Skene EM", disable=not self.progress)
         for _ in bar:
-            prior, log_pi = self._m_step(XT, post, ann, fixed_prior)
-            post, ll = self._e_step(X, log_pi, prior)
+            prior, log_pi = m_step(*sufficient_statistics(XT, post), self.smoothing, fixed_prior)
+            post, ll = e_step(X, log_pi, prior)
             ll /= max(ann.n_annotations, 1)
             history.append(ll)
             if self.progress:
@@ -88,31 +135,6 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         self.n_iter_ = len(history)
         return self
 
-    def _m_step(self, XT: sp.csr_matrix, post: np.ndarray, ann: Annotations,
-                fixed_prior: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        k = ann.n_classes
-        # counts[a, l, t]: expected number of times annotator a said l when the truth was t.
-        counts = (XT @ post).reshape(ann.n_annotators, k, k).transpose(0, 2, 1)
-        counts = counts + self.smoothing
-        log_pi = np.log(counts) - np.log(counts.sum(axis=2, keepdims=True))
-        if fixed_prior is not None:
-            prior = fixed_prior
-        else:
-            prior = post.sum(axis=0) + self.smoothing
-            prior = prior / prior.sum()
-        return prior, log_pi
-
-    @staticmethod
-    def _e_step(X: sp.csr_matrix, log_pi: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, float]:
-        k = prior.shape[0]
-        # W[(a, l), t] = log π_a[t, l]
-        W = log_pi.transpose(0, 2, 1).reshape(-1, k)
-        logits = X @ W
-        logits += np.log(np.maximum(prior, 1e-300))[None, :]
-        post, log_norm = softmax_rows(logits, out=logits)
-        return post, float(log_norm.sum())
-
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        post, _ = self._e_step(ann.vote_incidence(), np.log(self.confusion_matrices_),
-                               self.class_priors_)
-        return post
+        return e_step(ann.vote_incidence(), np.log(self.confusion_matrices_),
+                      self.class_priors_)[0]
