@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .codes import (check_unique_ids, coerce_int_labels, frozen, ids_array, integer_codes,
+from .codes import (check_unique_ids, frozen, ids_array, infer_classes, integer_codes,
                     label_matrix_problem, show)
 from .errors import CrowdDataError
 from .numerics import MISSING, pair_index
@@ -260,13 +260,7 @@ class Annotations:
         raw = df[label].to_numpy()
         where = lambda n: f"row {n} (item {show(df[item].iloc[n])}, annotator {show(df[annotator].iloc[n])})"
         if classes is None:
-            kind = pd.api.types.infer_dtype(raw, skipna=False)
-            if kind in ("integer", "floating", "mixed-integer-float", "boolean"):
-                codes = coerce_int_labels(raw.astype(float) if kind != "integer" else raw, where)
-                classes = list(range(int(codes.max()) + 1)) if len(codes) else [0]
-            else:
-                classes = sorted(pd.unique(raw).tolist(), key=str)
-                codes = None
+            classes, codes = infer_classes(raw, where)
         else:
             codes = None
         if codes is None:

@@ -13,7 +13,7 @@ import pandas as pd
 from .errors import CrowdDataError
 
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
-           "coerce_int_labels", "label_matrix_problem"]
+           "coerce_int_labels", "infer_classes", "label_matrix_problem"]
 
 
 def show(value: Any) -> str:
@@ -79,6 +79,23 @@ def coerce_int_labels(raw: np.ndarray, where: Callable[[int], str]) -> np.ndarra
         raise CrowdDataError(f"negative label {codes[n]} at {where(n)}; drop missing "
                              "annotations from a long frame instead of coding them")
     return codes
+
+
+def infer_classes(raw: np.ndarray, where: Callable[[int], str]
+                  ) -> tuple[list, Optional[np.ndarray]]:
+    """The classes of a label column given without them, and the codes when they are the labels.
+
+    Numbers (integers, integral floats, booleans) give the classes ``0..max`` and are their own
+    codes (checked by :func:`coerce_int_labels`; ``where(n)`` names row n); any other labels
+    give their distinct values sorted by ``str`` (codes None: look the labels up). The rule of
+    :meth:`Annotations.from_frame`, shared with the partitioned fits of ``crowd_keras.distributed``
+    so that both code the classes alike.
+    """
+    kind = pd.api.types.infer_dtype(raw, skipna=False)
+    if kind in ("integer", "floating", "mixed-integer-float", "boolean"):
+        codes = coerce_int_labels(raw.astype(float) if kind != "integer" else raw, where)
+        return (list(range(int(codes.max()) + 1)) if len(codes) else [0]), codes
+    return sorted(pd.unique(raw).tolist(), key=str), None
 
 
 def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
