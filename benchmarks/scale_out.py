@@ -151,7 +151,8 @@ def report(rows: list, memory: list, args, load: tuple) -> list:
     big = max(rows, key=lambda r: r["annotations"])
     rate = big["iter_s"] / (big["annotations"] / args.workers)   # s per annotation per worker
     lines += ["", f"Projection to 1B annotations from the {big['annotations']:,} run (per worker: "
-              f"{big['peak_per_ann']:.0f} B/annotation at peak plus {big['idle_gib']:.2f} GiB idle; "
+              f"{big['peak_per_ann']:.0f} B/annotation at peak plus {big['idle_gib']:.2f} GiB "
+              "idle; "
               f"time per iteration proportional to annotations per worker, {rate * 1e9:.1f} ns "
               "each; the reduction adds one set of A·K² statistics per partition):", "",
               "| workers | annotations per worker | peak memory per worker (GiB) | "

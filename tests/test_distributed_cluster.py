@@ -11,7 +11,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from crowd_keras import Annotations  # noqa: E402
-from crowd_keras.aggregation import DawidSkene, MajorityVote  # noqa: E402
+from crowd_keras.aggregation import DawidSkene  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.distributed import aggregate  # noqa: E402
 
@@ -19,7 +19,7 @@ from test_distributed import TOL, assert_same_labels, lf_matrix  # noqa: E402
 
 
 def test_two_local_workers_fit_what_one_process_fits():
-    sim = simulate_crowd(n_items=6000, n_classes=4, n_annotators=60, annotations_per_item=5,
+    sim = simulate_crowd(n_items=4000, n_classes=4, n_annotators=60, annotations_per_item=5,
                          seed=7)
     df = sim.annotations.to_frame().sample(frac=1, random_state=0)   # items spread out
     ann = Annotations.from_frame(df)
@@ -39,7 +39,6 @@ def test_two_local_workers_fit_what_one_process_fits():
         blocks = {block.key for block in result.data.blocks}
         holders = {w for w, keys in client.has_what().items() if blocks & set(keys)}
         assert len(holders) == 2, holders
-        assert_same_labels(aggregate(ddf, method="majority_vote"), MajorityVote().fit(ann), ann)
 
         from crowd_keras.integrations.snorkel import CrowdLabelModel
 

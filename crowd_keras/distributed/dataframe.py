@@ -39,12 +39,16 @@ class AggregationResult:
             ``predict_proba(new_annotations)`` for new items; its ``posteriors_`` are empty
             (the per-item posteriors are :attr:`labels`).
         classes, annotator_ids: the coding (as ``Annotations.from_frame`` codes the data).
-        n_items, n_annotations: sizes.
+        n_items, n_annotations: sizes. fit_info: the EM record (log-likelihood and seconds
+        per iteration, the last statistics).
+
+    The blocks of items stay in the workers' memory while the result lives (``labels`` is
+    computed from them); drop the result to free them.
     """
 
     def __init__(self, data: PartitionedAnnotations, fit: Fit, quality: pd.DataFrame) -> None:
         self.data = data
-        self.fit = fit
+        self.fit_info = fit
         self.model: LabelModel = fit.model
         self.annotator_quality = quality
         self.labels = data.labels(fit)
@@ -60,11 +64,11 @@ class AggregationResult:
 
     @property
     def n_iter(self) -> int:
-        return len(self.fit.history)
+        return len(self.fit_info.history)
 
     @property
     def log_likelihood(self) -> np.ndarray:
-        return np.asarray(self.fit.history)
+        return np.asarray(self.fit_info.history)
 
     def to_parquet(self, path: Union[str, Path], **kwargs: Any) -> Path:
         """See :func:`to_parquet`."""

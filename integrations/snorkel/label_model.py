@@ -164,7 +164,7 @@ class CrowdLabelModel:
         if not isinstance(self.cardinality, (int, np.integer)) or self.cardinality < 2:
             raise ValueError(f"cardinality must be an integer >= 2, got {self.cardinality!r}")
         k = int(self.cardinality)
-        if is_dask_array(L_train):  # rows in chunks: fitted chunk by chunk (crowd_keras.distributed)
+        if is_dask_array(L_train):  # rows in chunks: fitted by crowd_keras.distributed
             from .partitioned import fit_partitioned
             return fit_partitioned(self, L_train, Y_dev, class_balance, progress_bar, features,
                                    given, train_config, config["mu_eps"])
