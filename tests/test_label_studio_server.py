@@ -228,6 +228,9 @@ class _KillDuringImport:
         self.calls = 0
 
         class Projects:
+            def get(self, id, **kwargs):  # the pre-flight check
+                return client.projects.get(id=id, **kwargs)
+
             def import_predictions(self, id, **kwargs):
                 outer.calls += 1
                 if outer.calls == at_call:

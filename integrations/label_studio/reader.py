@@ -155,6 +155,9 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
     else:
         tasks, records, columns, bare = _records_from_rows(payload, origin)
         name, kind, to_name = _pick_control_rows(control, config, columns, fmt, origin)
+        if to_name is not None and config is None:
+            notes.append(f"to_name '{to_name}' (the object the control labels) is the export's "
+                         "only data column; pass to_name= if the object tag is named otherwise")
         for where, row in bare:
             if row.get(name) not in (None, ""):
                 raise CrowdDataError(f"{where}: a value {row[name]!r} for control '{name}' but no "
