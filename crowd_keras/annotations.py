@@ -115,10 +115,12 @@ class Annotations:
         n_dup = int(same.sum())
         if n_dup and duplicates == "error":
             n = int(np.argmax(same))
+            rows = sorted(int(order[k]) if order is not None else k for k in (n - 1, n))
             raise CrowdDataError(
                 f"{n_dup} duplicate (item, annotator) annotation(s); first: item "
-                f"{show(self._item_ids[items[n]])}, annotator {show(self._annotator_ids[annotators[n]])}. "
-                "Pass duplicates='last' (or 'first') to keep one and count the rest")
+                f"{show(self._item_ids[items[n]])}, annotator {show(self._annotator_ids[annotators[n]])} "
+                f"at row {rows[0]} and row {rows[1]} (input order). Pass duplicates='last' (or "
+                "duplicates='first') to keep one and count the rest")
         if n_dup:
             keep = ~same if duplicates == "first" else ~np.append(same[1:], False)
             items, annotators, labels = items[keep], annotators[keep], labels[keep]

@@ -139,6 +139,12 @@ def as_matrix(data: Any, what: str) -> np.ndarray:
                 return len(row) if isinstance(row, (list, tuple, np.ndarray)) else None
             width = size(rows[0])
             for r, row in enumerate(rows):
+                inner = [c for c, v in enumerate(row) if size(v) is not None] \
+                    if size(row) == width and width else []
+                if inner:
+                    v = row[inner[0]]
+                    raise CrowdDataError(f"{what}: the entry at row {r}, column {inner[0]} is a "
+                                         f"{type(v).__name__} {show(v)}, not a code") from None
                 if size(row) != width:
                     got = f"has {size(row)} entries" if size(row) is not None else \
                         f"is {type(row).__name__} {show(row)}, not a row of entries,"
@@ -247,7 +253,7 @@ def _check_scalars(column: pd.Series, kind: str, what: str, where: Callable[[int
         return
     raw = column.to_numpy()
     scalar = pd.Series(raw, dtype=object).map(
-        lambda v: isinstance(v, (str, bytes, int, float, bool, np.generic))).to_numpy()
+        lambda v: not isinstance(v, (list, tuple, dict, set, frozenset, np.ndarray))).to_numpy()
     if not scalar.all():
         n = int(np.argmax(~scalar))
         raise CrowdDataError(f"{what} {show(raw[n])} at {where(n)} is a {type(raw[n]).__name__}; "
