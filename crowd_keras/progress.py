@@ -16,7 +16,10 @@ import threading
 import time
 from typing import Any, Iterable, Optional, TextIO
 
-__all__ = ["progress_bar", "Progress", "Heartbeat"]
+__all__ = ["progress_bar", "Progress", "Heartbeat", "HEARTBEAT_DELAY"]
+
+#: Seconds of silence before :class:`Heartbeat` shows that a fit is still running.
+HEARTBEAT_DELAY = 3.0
 
 
 class _Silent:
@@ -106,14 +109,17 @@ class Progress:
 class Heartbeat:
     """``with Heartbeat("fitting dawid_skene"):`` shows that long work goes on.
 
-    Nothing is shown when the block ends within ``delay`` seconds. After that: a tqdm timer
+    Nothing is shown when the block ends within ``delay`` seconds (default
+    :data:`HEARTBEAT_DELAY`). After that: a tqdm timer
     refreshed every second, or without tqdm a line on ``stream`` every ``every`` seconds;
     when the block ends, a last line with the time it took.
     """
 
     def __init__(self, desc: str, *, disable: bool = False, stream: Optional[TextIO] = None,
-                 delay: float = 3.0, every: float = 5.0, use_tqdm: Optional[bool] = None) -> None:
-        self.desc, self.disable, self.delay, self.every = desc, disable, delay, every
+                 delay: Optional[float] = None, every: float = 5.0,
+                 use_tqdm: Optional[bool] = None) -> None:
+        self.desc, self.disable, self.every = desc, disable, every
+        self.delay = HEARTBEAT_DELAY if delay is None else delay
         self.stream = stream if stream is not None else sys.stderr
         self._tqdm = None if use_tqdm is False else _tqdm()
         self._stop = threading.Event()

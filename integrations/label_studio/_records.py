@@ -109,14 +109,12 @@ def _as_task_list(loaded: Any, origin: str) -> list:
 
 
 def _json_kind(loaded: Any, fmt: Optional[str], origin: str) -> str:
-    if isinstance(loaded, dict):
-        first = loaded
-    elif isinstance(loaded, list) and loaded and isinstance(loaded[0], dict):
-        first = loaded[0]
-    else:
-        first = {}
+    rows = [loaded] if isinstance(loaded, dict) else loaded if isinstance(loaded, list) else []
+    rows = [r for r in rows if isinstance(r, dict)]
+    first = rows[0] if rows else {}
     full = any(k in first for k in ("annotations", "completions", "data"))
-    minimal = any(k in first for k in ("annotator", "annotation_id"))
+    # a JSON_MIN row of a task without annotation may hold only the id and the data fields
+    minimal = not full and any(k in r for r in rows for k in ("annotator", "annotation_id"))
     kind = "JSON" if full else "JSON_MIN" if minimal else None
     if fmt in ("JSON", "JSON_MIN"):
         return fmt
