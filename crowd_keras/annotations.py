@@ -214,10 +214,18 @@ class Annotations:
                    duplicates: str = "error") -> "Annotations":
         """From a long frame with one row per annotation (crowd-kit's layout).
 
-        Labels may be strings or integers. Without ``classes``, integer labels give classes
-        ``0..max`` and other labels their sorted distinct values. ``item_ids`` may list
-        items that have no annotation (they are kept); without it the items are the
-        distinct values of the ``item`` column in sorted order.
+        Labels may be strings or integers. Without ``classes``, compact integer labels give
+        classes ``0..max`` (:func:`~crowd_keras.codes.compact_codes`), other labels their
+        sorted distinct values (one stray ``10**9`` makes one class, not a billion).
+        ``item_ids`` may list items that have no annotation (they are kept); without it the
+        items are the distinct values of the ``item`` column in sorted order.
+
+        Vectorised: each column is checked and factorised in a few numpy/pandas passes and
+        the rows are ordered by two counting sorts (10M rows in seconds on one core). Bad
+        rows raise :class:`~crowd_keras.CrowdDataError` naming the row, its item and
+        annotator and the value: a missing value, a list/dict value, a column mixing types
+        (``1`` and ``"1"``), a negative, fractional, infinite or too large number, a
+        duplicate (item, annotator) pair (both rows named).
         """
         if not isinstance(df, pd.DataFrame):
             raise CrowdDataError(f"expected a pandas DataFrame, got {type(df).__name__}")

@@ -1,8 +1,9 @@
 """Turning user identifiers and label values into validated integer codes.
 
-Vectorised: a column is checked and factorised by numpy/pandas in a few passes; Python
-runs per value only after a problem is found, to name its position. The checks behind :class:`~crowd_keras.annotations.Annotations`' constructors: each raises
+The checks behind :class:`~crowd_keras.annotations.Annotations`' constructors: each raises
 :class:`~crowd_keras.CrowdDataError` naming the position (row, column, slot) and the value.
+Vectorised: a column is checked and factorised by numpy/pandas in a few passes; Python runs
+per value only after a problem is found, to name its position.
 """
 from __future__ import annotations
 

@@ -218,6 +218,18 @@ def test_cli_aggregate_pushes_without_showing_the_token(ls_server, client, simul
         assert ls_token not in (tmp_path / name).read_text()
 
 
+def _own_server_project(tmp_path, executable, template, token, title, n_tasks):
+    """A server of its own (it gets killed), a project on it and its ``n_tasks`` task ids."""
+    from label_studio_sdk import LabelStudio
+    server = start_copy(executable, template, tmp_path / "data", token)
+    client = LabelStudio(base_url=server.url, api_key=token)
+    project = client.projects.create(title=title, label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"{title} {i}"}
+                                                           for i in range(n_tasks)],
+                                         return_task_ids=True).task_ids
+    return server, client, project, tasks
+
+
 class _KillDuringImport:
     """Client proxy: on the n-th import call, kill the server while the request is in flight."""
 
@@ -244,12 +256,9 @@ def test_server_killed_during_push_then_rerun_completes(tmp_path, ls_executable,
                                                         ls_token, delay=0.02):
     from label_studio_sdk import LabelStudio
     ls = ls_module()
-    server = start_copy(ls_executable, ls_template, tmp_path / "data", ls_token)
+    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
+                                                         ls_token, "kill test", 300)
     try:
-        client = LabelStudio(base_url=server.url, api_key=ls_token)
-        project = client.projects.create(title="kill test", label_config=DEMO_CONFIG).id
-        tasks = client.projects.import_tasks(project, request=[{"text": f"k{i}"} for i in range(300)],
-                                             return_task_ids=True).task_ids
         preds = [{"task": t, "model_version": "kill-v1", "score": 0.5 + (t % 7) / 20,
                   "result": demo_result(CLASSES[t % 3])} for t in tasks]
         proxy = _KillDuringImport(client, server, at_call=4, delay=delay)
@@ -357,12 +366,9 @@ def test_killed_at_every_stage_of_an_update_push_no_task_loses_its_prediction(
     import httpx
     from label_studio_sdk import LabelStudio
     ls = ls_module()
-    server = start_copy(ls_executable, ls_template, tmp_path / "data", ls_token)
+    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
+                                                         ls_token, "kill and resume", 36)
     try:
-        client = LabelStudio(base_url=server.url, api_key=ls_token)
-        project = client.projects.create(title="kill and resume", label_config=DEMO_CONFIG).id
-        tasks = client.projects.import_tasks(project, request=[{"text": f"r{i}"} for i in range(36)],
-                                             return_task_ids=True).task_ids
         version = "resume-v1"
         old = [{"task": t, "model_version": version, "score": 0.6,
                 "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:24])]
@@ -520,12 +526,11 @@ def test_cli_push_shows_progress_unless_quiet(ls_server, client, simulated, tmp_
                                               monkeypatch, capsys, ls_token):
     from crowd_keras.cli import main
     project, truth, _ = simulated
-    export = tmp_path / "export.csv"
-    export.write_bytes(export_bytes(client, project, "CSV"))
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
     # CSV alone with --control: the object name comes from the project's config
-    argv = ["label-studio", "aggregate", str(export), "--control", "sentiment", "--out",
-            str(tmp_path / "p.json"), "--url", ls_server.url, "--project", str(project),
+    (tmp_path / "export.csv").write_bytes(export_bytes(client, project, "CSV"))
+    argv = ["label-studio", "aggregate", str(tmp_path / "export.csv"), "--control", "sentiment",
+            "--out", str(tmp_path / "p.json"), "--url", ls_server.url, "--project", str(project),
             "--method", "mv", "--model-version", "progress-v1", "--batch-size", "50"]
     assert main(argv) == 0
     first = capsys.readouterr()
