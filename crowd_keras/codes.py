@@ -57,11 +57,11 @@ def check_unique_ids(ids: np.ndarray, what: str) -> None:
 
 def integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
     """Validate that `values` hold integer codes (ints or integral floats; no NaN, inf or float
-    beyond 2**53) and return them as int64 (no copy when they are); ``where`` prefixes the
-    position tuple."""
+    beyond 2**53) and return them as a new int64 array (never the caller's, which
+    :class:`Annotations` would freeze); ``where`` prefixes the position tuple."""
     values = np.asarray(values)
     if values.dtype.kind in "iub":
-        return values.astype(np.int64, copy=False)
+        return values.astype(np.int64)
     if values.dtype.kind == "f":
         finite = np.isfinite(values)
         if not finite.all():
@@ -327,8 +327,10 @@ def sort_order(items: np.ndarray, annotators: np.ndarray, n_items: int, n_annota
         return None
     if key is not None and (key[1:] >= key[:-1]).all():
         return None
-    from pandas.core.sorting import get_group_index_sorter
-
+    try:  # stable counting sorts, O(n + groups)
+        from pandas.core.sorting import get_group_index_sorter
+    except ImportError:  # pragma: no cover - a pandas without it: a stable comparison sort
+        return np.lexsort((annotators, items))
     by_ann = get_group_index_sorter(annotators.astype(np.intp, copy=False), max(n_annotators, 1))
     by_item = get_group_index_sorter(items[by_ann].astype(np.intp, copy=False), max(n_items, 1))
     return by_ann[by_item]

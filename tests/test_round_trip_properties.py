@@ -173,3 +173,14 @@ def test_unsorted_rows_are_sorted_stably_by_item_then_annotator(rows):
     assert list(zip(ann.items, ann.annotators)) == [(0, 0), (0, 1), (1, 1), (2, 0), (2, 1)]
     last = Annotations.from_frame(pd.concat([frame, frame.assign(label=1)]), duplicates="last")
     assert last.n_duplicates == 5 and set(last.labels) == {1}  # the later row of each pair
+
+
+def test_the_callers_arrays_stay_writable_and_unshared():
+    frame = pd.DataFrame({"task": [0, 1, 2], "worker": [0, 0, 1], "label": [0, 1, 1]})
+    ann = Annotations.from_frame(frame)
+    items, labels = np.array([0, 1, 2]), np.array([1, 0, 1])
+    direct = Annotations(items, np.array([0, 0, 1]), labels)
+    assert items.flags.writeable and labels.flags.writeable
+    items[0], labels[0] = 2, 0
+    frame.loc[0, "label"] = 1
+    assert direct.items[0] == 0 and direct.labels[0] == 1 and ann.labels[0] == 0  # own codes
