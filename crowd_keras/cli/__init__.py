@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line; returns the exit code (0 done, 1 failed, 2 bad input)."""
+    """Run the command line; returns the exit code: 0 done, 1 failed (bad data or a server
+    error: one line on stderr), 2 bad usage (and bad input of ``label-studio aggregate``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
