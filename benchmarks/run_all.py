@@ -3,11 +3,10 @@
     python -m benchmarks            # full run (long: every seed and epoch of every benchmark)
     python -m benchmarks --quick    # under 10 minutes on 2 cores: fewer seeds and epochs
 
-Part 1 fits every label model of the library and the peers (crowd-kit's MajorityVote and
-DawidSkene, Snorkel's LabelModel) on every set in ``../shared/data`` read as annotations,
-in the same process: accuracy against the gold labels of the items they aggregate (F1 of
-the spam class for WRENCH sms), fit time, peak memory (tracemalloc) and the speed ratio
-against our Dawid-Skene. Part 2 runs each benchmark script (layers against crowd-kit's
+Part 1 is ``benchmarks/label_models.py``: every label model of the library, majority vote
+and the peers (crowd-kit's MajorityVote, DawidSkene and GLAD, Snorkel's LabelModel) on every
+set in ``../shared/data``, in the same process, against the gold labels of the items they
+aggregate (F1 of the spam class for WRENCH sms). Part 2 runs each benchmark script (layers against crowd-kit's
 PyTorch layers, scaling, the papers' protocols) and copies its tables. The machine, the
 package versions and whether a GPU was used head the report; nothing in it is edited by hand.
 """
@@ -21,9 +20,8 @@ import platform
 import subprocess
 import sys
 import time
-import tracemalloc
 from pathlib import Path
-from typing import Callable
+
 
 import numpy as np
 
@@ -31,11 +29,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from crowd_keras import Annotations  # noqa: E402
-from crowd_keras.aggregation import get_label_model  # noqa: E402
+from benchmarks import label_models  # noqa: E402
 from crowd_keras.files import atomic_write_text  # noqa: E402
-from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference,  # noqa: E402
-                                  load_wrench)
 
 # (script, arguments of the full run, arguments of the quick run, time limit in seconds)
 SCRIPTS = [
@@ -80,129 +75,11 @@ def machine_report() -> list:
 
 
 # ------------------------------------------------------------------ part 1: label models
-def label_sets(data: Path) -> dict:
-    """name → (Annotations, gold codes aligned with items, metric)."""
-    sets = {}
-    for name in ("bluebirds", "product", "dog"):
-        ann, truth = load_truth_inference(data / "truth_inference" / name)
-        sets[name] = (ann, truth, "accuracy")
-    lm = load_labelme(data)
-    sets["labelme-train"] = (lm.annotations, lm.y_train, "accuracy")
-    mu = load_music(data)
-    sets["music-train"] = (mu.annotations, mu.y_train, "accuracy")
-    for name in ("youtube", "sms", "trec"):
-        w = load_wrench(data / "wrench" / name, "train")
-        ann = Annotations.from_label_matrix(w.L, cardinality=len(w.classes))
-        sets[f"wrench-{name}"] = (ann, w.y, "f1" if name == "sms" else "accuracy")
-    return sets
-
-
-def score(pred: np.ndarray, truth: np.ndarray, metric: str) -> float:
-    known = truth >= 0
-    pred, truth = pred[known], truth[known]
-    if metric == "f1":
-        tp = np.sum((pred == 1) & (truth == 1))
-        denom = np.sum(pred == 1) + np.sum(truth == 1)
-        return float(2 * tp / denom) if denom else 0.0
-    return float(np.mean(pred == truth))
-
-
-def ours(name: str) -> Callable:
-    def fit(ann, seed):
-        model = get_label_model(name)
-        if hasattr(model, "random_state"):
-            model.random_state = seed
-        return model.fit(ann).predict()
-    return fit
-
-
-def crowd_label_model(ann, seed):
-    from crowd_keras.integrations.snorkel import CrowdLabelModel
-
-    model = CrowdLabelModel(cardinality=ann.n_classes)
-    model.fit(ann.to_label_matrix(), seed=seed, progress_bar=False)
-    # every row of the table breaks ties the same way: argmax, i.e. the lowest class code
-    return model.predict_proba(ann.to_label_matrix()).argmax(axis=1)
-
-
-def crowdkit(name: str) -> Callable:
-    def fit(ann, seed):
-        import pandas as pd
-        from crowdkit import aggregation
-
-        df = ann.to_frame()
-        labels = getattr(aggregation, name)().fit_predict(df)
-        return pd.Index(ann.classes).get_indexer(labels.reindex(ann.item_ids))
-    return fit
-
-
-def snorkel(ann, seed):
-    from snorkel.labeling.model import LabelModel
-
-    L = ann.to_label_matrix()
-    model = LabelModel(cardinality=ann.n_classes, verbose=False)
-    model.fit(L, seed=seed, progress_bar=False)
-    return model.predict_proba(L).argmax(axis=1)
-
-
-def methods(quick: bool) -> dict:
-    table = {"majority vote": ours("majority_vote"), "Dawid-Skene": ours("dawid_skene"),
-             "abstain-aware DS": ours("abstain_dawid_skene"), "CoNAL (no features)": ours("conal"),
-             "CrowdLabelModel (default)": crowd_label_model}
-    for name, label in (("mixture_of_groups", "mixture of groups"), ("lia", "LIA (no features)")):
-        try:
-            get_label_model(name)
-            table[label] = ours(name)
-        except ValueError:
-            pass
-    table.update({"crowd-kit MV": crowdkit("MajorityVote"), "crowd-kit DS": crowdkit("DawidSkene"),
-                  "Snorkel LabelModel": snorkel})
-    return table
-
-
-def measure(fn: Callable, ann, seed: int) -> tuple:
-    tracemalloc.start()
-    start = time.perf_counter()
-    try:
-        pred = fn(ann, seed)
-    except ImportError:
-        tracemalloc.stop()
-        return None, float("nan"), float("nan")
-    seconds = time.perf_counter() - start
-    peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
-    tracemalloc.stop()
-    return np.asarray(pred), seconds, peak
-
-
-def label_model_table(data: Path, seeds: int, quick: bool) -> tuple[list, dict]:
-    sets = label_sets(data)
-    table = methods(quick)
-    lines = ["| set | label model | accuracy (mean ± std) | fit time | peak memory | time / our DS |",
-             "|---|---|---:|---:|---:|---:|"]
-    scores = {}
-    for set_name, (ann, truth, metric) in sets.items():
-        ds_time = None
-        for label, fn in table.items():
-            accs, times, peaks = [], [], []
-            for seed in range(seeds):
-                pred, seconds, peak = measure(fn, ann, seed)
-                if pred is None:
-                    break
-                accs.append(score(pred, truth, metric))
-                times.append(seconds)
-                peaks.append(peak)
-            if not accs:
-                lines.append(f"| {set_name} | {label} | n/a (not installed) | | | |")
-                continue
-            t = float(np.median(times))
-            ds_time = t if label == "Dawid-Skene" else ds_time
-            ratio = f"{t / ds_time:.1f}×" if ds_time else ""
-            unit = " (F1)" if metric == "f1" else ""
-            lines.append(f"| {set_name} | {label} | {np.mean(accs):.3f} ± {np.std(accs):.3f}{unit} | "
-                         f"{t * 1e3:.1f} ms | {max(peaks):.1f} MiB | {ratio} |")
-            scores.setdefault(set_name, {})[label] = float(np.mean(accs))
-            print(f"  {set_name:14s} {label:26s} {np.mean(accs):.3f}  {t * 1e3:8.1f} ms", flush=True)
-    return lines, scores
+def label_model_table(data: Path, quick: bool) -> tuple[list, dict]:
+    """``benchmarks/label_models.py``'s table (every model, majority vote and the peers on
+    every set, one run) and the scores by set and model."""
+    scores, times, sets = label_models.run(data, quick)
+    return label_models.report(scores, times, sets), scores
 
 
 def plot_scores(scores: dict, path: Path) -> bool:
@@ -230,8 +107,8 @@ def plot_scores(scores: dict, path: Path) -> bool:
     return True
 
 
-SUMMARY = ["majority vote", "Dawid-Skene", "CrowdLabelModel (default)", "CoNAL (no features)",
-           "mixture of groups", "LIA (no features)", "crowd-kit DS", "Snorkel LabelModel"]
+SUMMARY = ["majority vote", "auto (default)", "Dawid-Skene", "CrowdLabelModel (default)",
+           "GLAD", "MACE", "crowd-kit MV", "crowd-kit DS", "crowd-kit GLAD", "Snorkel LabelModel"]
 README = ROOT / "README.md"
 README_MARKERS = ("<!-- results:start (written by python -m benchmarks) -->",
                   "<!-- results:end -->")
@@ -282,11 +159,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--quick", action="store_true", help="fewer seeds/epochs (< 10 min)")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds for part 1")
     parser.add_argument("--only", nargs="*", help="run only these scripts of part 2")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args(argv)
-    seeds = args.seeds or (1 if args.quick else 5)
     plots = HERE / "plots"
     plots.mkdir(exist_ok=True)
 
@@ -296,12 +171,11 @@ def main(argv=None) -> int:
               f"Produced by `{command}` (do not edit by hand).", ""]
     report += machine_report()
     print("part 1: label models on every set", flush=True)
-    lines, scores = label_model_table(args.data, seeds, args.quick)
-    report += ["", "## Label models on every set (same process, same annotations)", "",
-               f"Accuracy of the aggregated labels against the gold labels of the same items "
-               f"(F1 of the spam class for WRENCH sms), mean ± std over {seeds} seeds; "
-               "fit time is the median; peak memory is Python-tracked allocations during fit "
-               "(tracemalloc; Snorkel's torch tensors are not counted).", ""] + lines
+    lines, scores = label_model_table(args.data, args.quick)
+    report += ["", "## Label models on every set (`benchmarks/label_models.py`)", "",
+               "Accuracy of the aggregated labels against the gold labels of the same items "
+               "(F1 of the spam class for WRENCH sms), every model and peer in one run; "
+               "fit times and peak memory at scale are in `benchmarks/scaling.py`.", ""] + lines
     summary = summary_table(scores)
     report += ["", "### Summary (accuracy; sms: F1)", ""] + summary
     if args.out == HERE / "RESULTS.md" and update_readme(summary, command):

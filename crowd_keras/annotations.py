@@ -186,23 +186,25 @@ class Annotations:
         m, classes = label_matrix_codes(L, cardinality, classes)
         flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
         rows, cols = np.divmod(flat, m.shape[1])
-        return cls._trusted(rows, cols, m.reshape(-1)[flat], n_items=m.shape[0],
-                            n_annotators=m.shape[1],
-                            classes=classes)
+        classes = ids_array(classes)
+        check_unique_ids(classes, "class")
+        return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=np.arange(m.shape[0]),
+                            annotator_ids=np.arange(m.shape[1]), classes=classes)
 
     @classmethod
     def _trusted(cls, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray, *,
-                 n_items: int, n_annotators: int, classes: Any) -> "Annotations":
-        """Build from codes already validated, sorted by (item, annotator) and unique; the
-        item and annotator ids are ``0..n-1`` (no uniqueness check needed)."""
+                 item_ids: np.ndarray, annotator_ids: np.ndarray,
+                 classes: np.ndarray) -> "Annotations":
+        """Build from codes already validated, sorted by (item, annotator) and unique, and from
+        id arrays already checked (``0..n-1`` ranges, or another ``Annotations``' own): no
+        validation and no sort, for the library's internal views of valid data."""
         self = object.__new__(cls)
         self._items = frozen(np.asarray(items, dtype=np.int64))
         self._annotators = frozen(np.asarray(annotators, dtype=np.int64))
         self._labels = frozen(np.asarray(labels, dtype=np.int64))
-        self._item_ids = frozen(np.arange(n_items))
-        self._annotator_ids = frozen(np.arange(n_annotators))
-        self._classes = ids_array(classes)
-        check_unique_ids(self._classes, "class")
+        self._item_ids = frozen(item_ids)
+        self._annotator_ids = frozen(annotator_ids)
+        self._classes = frozen(classes)
         self._n_duplicates = 0
         self._cache = {}
         return self
@@ -503,9 +505,10 @@ class Annotations:
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != self._labels.shape:
             raise CrowdDataError(f"mask must have shape {self._labels.shape}, got {mask.shape}")
-        return Annotations(self._items[mask], self._annotators[mask], self._labels[mask],
-                           item_ids=self._item_ids, annotator_ids=self._annotator_ids,
-                           classes=self._classes)
+        # a subset of valid, sorted, unique annotations stays so: no re-validation, no sort
+        return Annotations._trusted(self._items[mask], self._annotators[mask],
+                                    self._labels[mask], item_ids=self._item_ids,
+                                    annotator_ids=self._annotator_ids, classes=self._classes)
 
     def item_index(self, ids: Iterable[Any]) -> np.ndarray:
         """Codes of the given item ids; raises if one is unknown."""

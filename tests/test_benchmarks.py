@@ -71,3 +71,20 @@ def test_record_as_name_keeps_the_main_record(tmp_path, monkeypatch):
     text = (tmp_path / "agg_small.md").read_text(encoding="utf-8")
     assert ("Produced by `python benchmarks/record.py --as agg_small aggregation.py "
             "--annotations 20000`") in text
+
+
+def test_label_model_report_states_the_worst_margin_and_the_sets_near_the_best_peer():
+    import label_models
+
+    scores = {"a": {"majority vote": 0.80, "majority vote (random ties)": 0.82,
+                    "auto (default)": 0.85, "crowd-kit DS": 0.853, "Snorkel LabelModel": 0.70},
+              "b": {"majority vote": 0.90, "majority vote (random ties)": 0.88,
+                    "auto (default)": 0.89, "crowd-kit DS": 0.93}}
+    sets = {"a": (None, None, "accuracy", 0), "b": (None, None, "accuracy", 12)}
+    lines = label_models.report(scores, {}, sets)
+    text = "\n".join(lines)
+    assert "| − MV | +0.000 | +0.020 | +0.050 | +0.053 | -0.100 |" in text
+    assert "Worst auto − majority vote over all sets (the better of the two tie rules): -0.010" in text
+    assert "auto below majority vote on: ['b']" in text
+    assert "1 of 2 sets (not on ['b'])" in text
+    assert "b: 12 dropped" in text

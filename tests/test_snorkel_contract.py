@@ -104,7 +104,10 @@ def test_abstaining_is_modelled_per_class_for_labeling_functions_not_for_crowd_a
     answers = np.where(rng.random((3000, 3)) < 0.8, y[:, None], 1 - y[:, None])
     np.put_along_axis(crowd, workers, answers, axis=1)
     model = CrowdLabelModel().fit(crowd, progress_bar=False)
-    assert model.label_model_.abstain_ == "ignore"
+    # crowd answers: a crowd model that does not model abstaining (the default resolves to auto)
+    assert model.label_model_.regime_ == "crowd"
+    assert getattr(model.label_model_, "abstain_", "ignore") == "ignore"
+    assert type(model.label_model_).__name__ == "AutoLabelModel"
     assert (model.predict(crowd, tie_break_policy="random") == y).mean() > 0.85
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..numerics import top_classes
 from ..params import Params
 
 __all__ = ["LabelModel", "as_annotations", "check_prior"]
@@ -116,6 +117,21 @@ class LabelModel(Params):
         return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
                            item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
                            classes=ref.classes)
+
+    @property
+    def tied_items_(self) -> np.ndarray:
+        """Boolean (items,): the most probable class is not unique (posteriors within 1e-9).
+
+        ``predict`` gives such an item the lowest tied class code; ties are reported here (and
+        counted by ``n_tied_items_``) so that they are never decided silently.
+        """
+        self._check_fitted()
+        return top_classes(self.posteriors_, tol=1e-9).sum(axis=1) > 1
+
+    @property
+    def n_tied_items_(self) -> int:
+        """Number of items whose most probable class is tied (see ``tied_items_``)."""
+        return int(self.tied_items_.sum())
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:

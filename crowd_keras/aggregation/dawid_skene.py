@@ -7,12 +7,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..numerics import softmax_rows, soft_vote
+from ..numerics import normalize_rows, softmax_rows, soft_vote
 from ..progress import progress_bar
 from .base import LabelModel, check_prior
 from .labeling_functions import LabelingFunctionFallback
 
-__all__ = ["DawidSkene", "sufficient_statistics", "m_step", "e_step"]
+__all__ = ["DawidSkene", "OneCoinDawidSkene", "sufficient_statistics", "m_step", "e_step",
+           "population_confusion", "STRUCTURES", "PRIOR_MEANS"]
 
 
 # The EM steps as functions of sufficient statistics: the M-step needs only sums over items,
@@ -32,16 +33,98 @@ def sufficient_statistics(XT: sp.csr_matrix, post: np.ndarray) -> tuple[np.ndarr
     return np.asarray(XT @ post), post.sum(axis=0)
 
 
+STRUCTURES = ("full", "one_coin")
+PRIOR_MEANS = ("population", "pooled")
+
+
+def confusion_counts(counts: np.ndarray, k: int) -> np.ndarray:
+    """(A·K, K) statistics as (A, K, K) expected counts ``C[a, t, l]``, rows = true class t."""
+    return counts.reshape(-1, k, k).transpose(0, 2, 1)
+
+
+def population_confusion(C: np.ndarray, smoothing: float, strength: float,
+                         prior_mean: str = "population") -> np.ndarray:
+    """The crowd-level confusion ``P`` (K, K) that annotators are shrunk toward.
+
+    ``"pooled"``: every annotation counts once, ``P ∝ Σ_a C_a + s`` (the maximum-likelihood
+    matrix of one annotator standing for the whole crowd). ``"population"``: each annotator is
+    one draw of the hierarchical model (Paun et al., TACL 2018): the mean of the annotators'
+    own smoothed rows, each weighted by the precision ``n_at / (n_at + m)`` of its estimate, so
+    an annotator with thousands of labels counts once and one with a single label
+    ``1 / (1 + m)``; a few very busy accounts then cannot define "typical" (on a crowd where
+    the busiest accounts mostly answer one class, the pooled matrix is theirs).
+    """
+    if prior_mean == "pooled" or not np.isfinite(strength):
+        return normalize_rows(C.sum(axis=0) + smoothing)
+    n = C.sum(axis=2, keepdims=True)                                   # (A, K, 1)
+    rows = (C + smoothing) / (n + C.shape[2] * smoothing)              # each annotator's rows
+    weight = n / (n + strength)
+    return normalize_rows((weight * rows).sum(axis=0) + 1e-12)
+
+
+def _full_confusions(C: np.ndarray, smoothing: float, strength: float,
+                     prior_mean: str) -> np.ndarray:
+    """log π (A, K, K): ``π_a[t, l] = (C_atl + s + m P_tl) / (n_at + K s + m)`` (Dawid & Skene
+    1979 Eq. 2.3 with a Dirichlet(s + m P_t) prior on every row, the posterior mean); m = 0
+    is plain Dawid-Skene, m = ∞ one matrix for the whole crowd."""
+    if strength == 0:
+        a = C + smoothing
+    else:
+        P = population_confusion(C, smoothing, strength, prior_mean)
+        if not np.isfinite(strength):
+            return np.broadcast_to(np.log(P), C.shape)
+        a = C + smoothing + strength * P
+    return np.log(a) - np.log(a.sum(axis=2, keepdims=True))
+
+
+def _one_coin_confusions(C: np.ndarray, smoothing: float, strength: float,
+                         prior_mean: str) -> np.ndarray:
+    """log π (A, K, K) of the one-coin model (Zhang, Chen, Zhou & Jordan 2016, Eq. 1): accuracy
+    ``s_a`` on the diagonal, ``(1 − s_a)/(K − 1)`` elsewhere, with
+    ``s_a = (c_a + m s̄ + ε) / (n_a + m + 2ε)`` (a Beta prior centred on the crowd's accuracy
+    ``s̄``; ``c_a`` = expected correct labels, ε = ``smoothing``). ``s̄``: ``"population"``, the
+    precision-weighted mean of the annotators' own accuracies; ``"pooled"``, the share of all
+    labels that are correct."""
+    k = C.shape[-1]
+    n = C.sum(axis=(1, 2))
+    correct = np.trace(C, axis1=1, axis2=2)
+    if strength == 0:
+        acc = (correct + smoothing) / (n + 2 * smoothing)
+    else:
+        if prior_mean == "pooled":
+            mean = (correct.sum() + smoothing) / (n.sum() + 2 * smoothing)
+        else:
+            weight = n / (n + strength) if np.isfinite(strength) else (n > 0).astype(float)
+            own = (correct + smoothing) / (n + 2 * smoothing)
+            mean = float((weight * own).sum() / max(weight.sum(), 1e-12))
+        acc = np.full_like(n, mean) if not np.isfinite(strength) else \
+            (correct + strength * mean + smoothing) / (n + strength + 2 * smoothing)
+    acc = np.clip(acc, 1e-6, 1 - 1e-6)
+    eye = np.eye(k, dtype=bool)
+    pi = np.where(eye, acc[:, None, None], ((1 - acc) / max(k - 1, 1))[:, None, None])
+    return np.log(pi)
+
+
+_CONFUSIONS = {"full": _full_confusions, "one_coin": _one_coin_confusions}
+
+
 def m_step(counts: np.ndarray, class_mass: np.ndarray, smoothing: float,
-           fixed_prior: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+           fixed_prior: Optional[np.ndarray] = None, *, structure: str = "full",
+           prior_strength: float = 0.0,
+           prior_mean: str = "population") -> tuple[np.ndarray, np.ndarray]:
     """Class prior (K,) and log confusion matrices (A, K, K) from the sufficient statistics.
 
-    Dawid & Skene (1979) Eq. 2.3-2.4 with a Dirichlet pseudo-count ``smoothing`` on every
-    cell and on the prior: ``π_a[t, l] ∝ counts[a·K + l, t] + s``, ``ρ_t ∝ mass_t + s``.
+    Dawid & Skene (1979) Eq. 2.3-2.4 with a Dirichlet pseudo-count ``smoothing`` on every cell
+    and on the prior (``ρ_t ∝ mass_t + s``); ``structure`` ``"full"`` (a confusion matrix per
+    annotator) or ``"one_coin"`` (one accuracy per annotator); ``prior_strength`` m shrinks
+    every annotator toward the crowd (:func:`population_confusion`) with m pseudo-labels
+    per row (0: none; ``inf``: one matrix for all). The crowd-level matrix is re-estimated from
+    the same statistics at every M-step (empirical Bayes), so a partitioned fit that sums the
+    statistics of its blocks gets the same update.
     """
     k = class_mass.shape[0]
-    conf = counts.reshape(-1, k, k).transpose(0, 2, 1) + smoothing   # (A, true t, label l)
-    log_pi = np.log(conf) - np.log(conf.sum(axis=2, keepdims=True))
+    log_pi = _CONFUSIONS[structure](confusion_counts(counts, k), smoothing,
+                                    float(prior_strength), prior_mean)
     if fixed_prior is not None:
         return fixed_prior, log_pi
     prior = class_mass + smoothing
@@ -78,6 +161,15 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         init: ``"mv"`` (soft majority vote posteriors, the usual start) or an items ×
             classes array of initial posteriors.
         class_prior: fix the class prior instead of learning it.
+        prior_strength: ``m`` ≥ 0, pseudo-labels per confusion row pulling every annotator
+            toward the crowd's matrix (hierarchical Dawid-Skene, Paun et al. 2018, with a point
+            estimate of the crowd level): an annotator's own counts dominate once it has many
+            more than ``m`` labels of a class. 0 (default): plain Dawid-Skene; ``inf``: one
+            matrix for the whole crowd. Annotators with few labels are where plain
+            Dawid-Skene overfits (see :class:`AutoLabelModel`, which chooses ``m``).
+        prior_mean: the crowd's matrix: ``"population"`` (default; the annotators' mean, each
+            counted once) or ``"pooled"`` (all labels pooled); see
+            :func:`population_confusion`.
         progress: show a progress bar over EM iterations.
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
             look like Snorkel labeling functions are fitted by the abstain-aware model
@@ -88,16 +180,35 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         rows = true class; class_priors_: (classes,); n_iter_; log_likelihood_ (history).
     """
 
+    #: confusion form of the M-step (:func:`m_step`); subclasses change it
+    _structure = "full"
+
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  init: Any = "mv", class_prior: Optional[Any] = None,
+                 prior_strength: float = 0.0, prior_mean: str = "population",
                  progress: bool = False, labeling_functions: str = "auto") -> None:
         self.max_iter = max_iter
         self.tol = tol
         self.smoothing = smoothing
         self.init = init
         self.class_prior = class_prior
+        self.prior_strength = prior_strength
+        self.prior_mean = prior_mean
         self.progress = progress
         self.labeling_functions = labeling_functions
+
+    def _check_params(self) -> None:
+        if not float(self.prior_strength) >= 0:
+            raise ValueError(f"prior_strength must be >= 0 (inf: one matrix for the crowd), got "
+                             f"{self.prior_strength!r}")
+        if self.prior_mean not in PRIOR_MEANS:
+            raise ValueError(f"prior_mean must be one of {PRIOR_MEANS}, got {self.prior_mean!r}")
+
+    def m_step_settings(self) -> dict:
+        """The keyword arguments of :func:`m_step` that this model's settings imply (a
+        partitioned fit calls ``m_step`` with them)."""
+        return {"structure": self._structure, "prior_strength": float(self.prior_strength),
+                "prior_mean": self.prior_mean}
 
     def _fit_crowd(self, ann: Annotations) -> "DawidSkene":
         k = ann.n_classes
@@ -117,7 +228,8 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         ll_prev = -np.inf
         bar = progress_bar(range(self.max_iter), desc="Dawid-Skene EM", disable=not self.progress)
         for _ in bar:
-            prior, log_pi = m_step(*sufficient_statistics(XT, post), self.smoothing, fixed_prior)
+            prior, log_pi = m_step(*sufficient_statistics(XT, post), self.smoothing, fixed_prior,
+                                   **self.m_step_settings())
             post, ll = e_step(X, log_pi, prior)
             ll /= max(ann.n_annotations, 1)
             history.append(ll)
@@ -143,3 +255,19 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         return e_step(ann.vote_incidence(), np.log(self.confusion_matrices_),
                       self.class_priors_)[0]
+
+
+class OneCoinDawidSkene(DawidSkene):
+    """One-coin Dawid-Skene: one accuracy per annotator (Zhang, Chen, Zhou & Jordan 2016, Eq. 1).
+
+    Annotator ``a`` gives the true class with probability ``s_a`` and any other class with
+    ``(1 − s_a)/(K − 1)``: ``K² − 1`` fewer parameters per annotator than Dawid-Skene, so it
+    needs fewer labels per annotator, but it cannot represent biased annotators (one who
+    confuses two classes). Same arguments, EM, stopping rule and outputs as
+    :class:`DawidSkene`; ``prior_strength`` and ``prior_mean`` shrink each accuracy toward the
+    crowd's (a Beta prior with ``m`` pseudo-labels; 0, the default, is crowd-kit's
+    ``OneCoinDawidSkene``). ``confusion_matrices_`` hold the one-coin matrices.
+    """
+
+    _structure = "one_coin"
+

@@ -27,7 +27,10 @@ class MajorityVote(LabelModel):
         random_state: seed for ``tie_break="random"``.
 
     Items with no annotation get the class prior: the frequency of each class among all
-    votes. Annotator quality is agreement with the majority label.
+    votes. Annotator quality is agreement with the majority label. ``tied_items_`` /
+    ``n_tied_items_`` are the annotated items whose top vote count is shared, whatever
+    ``tie_break`` did with them: on binary crowds with an even number of labels per item the
+    lowest-code rule can move accuracy by several points, so the count is always reported.
     """
 
     def __init__(self, soft: bool = False, tie_break: str = "lowest",
@@ -49,6 +52,13 @@ class MajorityVote(LabelModel):
         prior = np.bincount(winners[labelled], minlength=ann.n_classes).astype(float)
         self._set_parameters(counts, prior)
         return self
+
+    @property
+    def tied_items_(self) -> np.ndarray:
+        """Boolean (items,): annotated items whose most-voted class is not unique."""
+        self._check_fitted()
+        counts = self.annotations_.label_counts()
+        return (top_classes(counts).sum(axis=1) > 1) & (counts.sum(axis=1) > 0)
 
     def _set_parameters(self, counts: np.ndarray, winners: np.ndarray) -> None:
         """Confusion matrices and prior from the (annotators, winner, label) counts and the

@@ -17,12 +17,17 @@ Factory = Union[str, Callable[..., Any]]
 
 #: The label model used when none is named: the command lines' ``--method`` default and the
 #: Label Studio integration's model. The one place that names it.
-DEFAULT_LABEL_MODEL = "dawid_skene"
+DEFAULT_LABEL_MODEL = "auto"
 
 # name: (factory, aliases), in the order the command lines list them.
 _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "auto": ("crowd_keras.aggregation.auto:AutoLabelModel", ("default",)),
     "majority_vote": ("crowd_keras.aggregation.majority_vote:MajorityVote", ("mv",)),
     "dawid_skene": ("crowd_keras.aggregation.dawid_skene:DawidSkene", ("ds",)),
+    "one_coin_dawid_skene": ("crowd_keras.aggregation.dawid_skene:OneCoinDawidSkene",
+                             ("one_coin", "one_coin_ds")),
+    "glad": ("crowd_keras.aggregation.glad:GLAD", ()),
+    "mace": ("crowd_keras.aggregation.mace:MACE", ()),
     "abstain_dawid_skene": ("crowd_keras.aggregation.abstain_dawid_skene:AbstainAwareDawidSkene",
                             ("abstain_ds",)),
     "conal": ("crowd_keras.conal.label_model:CommonNoiseModel", ("common_noise",)),

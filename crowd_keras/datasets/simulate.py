@@ -90,18 +90,46 @@ def _noise_matrix(k: int, accuracy: float, pattern: str, rng: np.random.Generato
     return m
 
 
-def _pick_annotators(n_items: int, n_annotators: int, k: int,
-                     rng: np.random.Generator) -> np.ndarray:
-    """(n_items, k) distinct annotator codes per row, without an items × annotators matrix."""
-    if k > n_annotators / 2:  # dense regime: a random permutation per row is cheap enough
+def _activity_weights(n_annotators: int, activity: Any,
+                      rng: np.random.Generator) -> Optional[np.ndarray]:
+    """Selection probability per annotator: None (uniform) or Zipf ``∝ 1 / rank^s`` over a
+    random order of the annotators (a few busy accounts, many with a label or two)."""
+    if isinstance(activity, str) and activity == "uniform":
+        return None
+    s = float(activity)
+    if not s > 0:
+        raise CrowdDataError(f"activity must be 'uniform' or a Zipf exponent > 0, got {activity!r}")
+    w = 1.0 / np.arange(1, n_annotators + 1) ** s
+    return rng.permutation(w / w.sum())
+
+
+def _pick_annotators(n_items: int, n_annotators: int, k: int, rng: np.random.Generator,
+                     weights: Optional[np.ndarray] = None) -> np.ndarray:
+    """(n_items, k) distinct annotator codes per row, without an items × annotators matrix
+    (sparse regime); ``weights``: selection probabilities (None: uniform)."""
+    if weights is None and k > n_annotators / 2:  # dense: a permutation per row is cheap
         return np.argsort(rng.random((n_items, n_annotators)), axis=1)[:, :k]
-    picks = rng.integers(0, n_annotators, size=(n_items, k))
-    while True:  # redraw the repeated slots; sparse regime converges in a few rounds
+
+    def draw(n: int) -> np.ndarray:
+        if weights is None:   # the uniform draw as before: the same crowd for the same seed
+            return rng.integers(0, n_annotators, size=(n, k))
+        return rng.choice(n_annotators, size=(n, k), p=weights)
+
+    picks = draw(n_items)
+    for _ in range(200):  # redraw the repeated slots; converges in a few rounds
         s = np.sort(picks, axis=1)
         dup_rows = (s[:, 1:] == s[:, :-1]).any(axis=1)
         if not dup_rows.any():
             return picks
-        picks[dup_rows] = rng.integers(0, n_annotators, size=(int(dup_rows.sum()), k))
+        picks[dup_rows] = draw(int(dup_rows.sum()))
+    # heavy weights: the rest by Gumbel top-k (sampling without replacement), row by chunk
+    rows = np.flatnonzero((np.diff(np.sort(picks, axis=1), axis=1) == 0).any(axis=1))
+    logw = np.log(np.full(n_annotators, 1.0 / n_annotators) if weights is None else weights)
+    for start in range(0, len(rows), 1024):
+        chunk = rows[start:start + 1024]
+        keys = logw - np.log(-np.log(rng.random((len(chunk), n_annotators))))
+        picks[chunk] = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+    return picks
 
 
 def _sample_rows(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -115,7 +143,8 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
                    annotator_accuracy: Union[float, Sequence[float]] = (0.5, 0.9),
                    individual_noise: str = "uniform", common_noise: Optional[str] = None,
                    common_strength: float = 0.6, common_proportion: float = 0.5,
-                   groups: Any = None, seed: Optional[int] = 0) -> SimulatedCrowd:
+                   groups: Any = None, activity: Any = "uniform",
+                   seed: Optional[int] = 0) -> SimulatedCrowd:
     """Simulate a crowd labelling Gaussian class clusters, with known truth.
 
     Args:
@@ -135,6 +164,10 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
             dicts ``{"name", "probability", "accuracy"}`` (accuracy None = a spammer answering
             uniformly at random). Annotators are assigned a group with those probabilities
             and label with the group's matrix (overrides ``annotator_accuracy``).
+        activity: who labels how much: ``"uniform"`` (every annotator equally likely per item)
+            or a Zipf exponent ``s > 0``: annotator selection ∝ ``1 / rank^s`` over a random
+            order (``1.0``: a few busy accounts and a long tail with one or two labels, as on
+            real crowdsourcing platforms).
         seed: the random seed; the same seed gives the same crowd.
     """
     if n_classes < 2:
@@ -169,7 +202,8 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
                 np.full(n_annotators, float(acc)))
         conf = np.stack([_noise_matrix(k, a, individual_noise, rng) for a in accs])
 
-    who = _pick_annotators(n_items, n_annotators, annotations_per_item, rng)
+    who = _pick_annotators(n_items, n_annotators, annotations_per_item, rng,
+                           _activity_weights(n_annotators, activity, rng))
     items = np.repeat(np.arange(n_items), annotations_per_item)
     annotators = who.ravel()
     probs = conf[annotators, y[items]]

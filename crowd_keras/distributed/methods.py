@@ -165,6 +165,7 @@ class DawidSkeneMethod(Method):
             raise ValueError(f"a partitioned Dawid-Skene starts from the soft majority vote: init "
                              f"must be 'mv', got {model.init!r}")
         self._check_iterations()
+        model._check_params()
         self.fixed_prior = check_prior(model.class_prior, summary.votes.shape[1])
         self.fallback = summary.vote_shares   # soft_vote's answer for items without votes
         return super().prepare(summary)
@@ -175,7 +176,8 @@ class DawidSkeneMethod(Method):
         return sufficient_statistics(block.XT, post)
 
     def update(self, stats: tuple, summary: Summary) -> Any:
-        return m_step(*stats, self.model.smoothing, self.fixed_prior)
+        return m_step(*stats, self.model.smoothing, self.fixed_prior,
+                      **self.model.m_step_settings())
 
     def step(self, block: Block, params: Any) -> tuple:
         post, loglik = e_step(block.X, params[1], params[0])
@@ -263,6 +265,7 @@ class AbstainDawidSkeneMethod(Method):
 METHODS: Dict[str, Callable[[Any], Method]] = {
     "majority_vote": MajorityVoteMethod,
     "dawid_skene": DawidSkeneMethod,
+    "one_coin_dawid_skene": DawidSkeneMethod,
     "abstain_dawid_skene": AbstainDawidSkeneMethod,
 }
 

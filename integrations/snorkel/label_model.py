@@ -16,15 +16,14 @@ from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError
 
 from .metrics import probs_to_preds, score as _score
+from .abstention import abstaining_is_informative
 from .validation import check_class_balance, check_label_matrix, check_train_config
-from .votes import (COVOTE_MISFIT, covote_misfit_from, covote_step, function_summary,
-                    votes_fixed_by_design)
+from .votes import (COVOTE_MISFIT, DEFAULT_METHOD, LABELING_FUNCTION_METHOD,
+                    covote_misfit_from, covote_step, function_summary, votes_fixed_by_design)
 
-__all__ = ["CrowdLabelModel", "DEFAULT_METHOD", "register_method", "available_methods",
-           "covote_misfit"]
+__all__ = ["CrowdLabelModel", "DEFAULT_METHOD", "LABELING_FUNCTION_METHOD", "register_method",
+           "available_methods", "covote_misfit"]
 
-# The label model behind CrowdLabelModel() (a name of the library registry).
-DEFAULT_METHOD = "abstain_dawid_skene"
 
 # fit() arguments of Snorkel's LabelModel and the constructor arguments they set when the
 # chosen label model has one of these names (first match wins).
@@ -110,11 +109,15 @@ class CrowdLabelModel:
     Args:
         cardinality: number of classes ``k``; ``L`` holds ``-1..k-1``.
         method: a name of :func:`available_methods` (the library registry). Default
-            :data:`DEFAULT_METHOD`, the abstain-aware Dawid-Skene
+            :data:`DEFAULT_METHOD` (``"auto"``): for labeling functions (most votes from
+            one-class functions, or abstaining that tells the class, measured on held-out rows:
+            :func:`~.abstention.abstaining_is_informative`), the abstain-aware Dawid-Skene
             (:class:`crowd_keras.aggregation.AbstainAwareDawidSkene`) with abstaining modelled
-            per class unless the votes per data point are fixed by design (crowd answers);
-            ``"majority_vote"`` is Snorkel's ``MajorityLabelVoter``; ``"dawid_skene"`` the
-            library's Dawid-Skene; feature-aware models take ``fit(..., features=X)``.
+            per class; for crowd answers in a label matrix, the library's default
+            :class:`crowd_keras.aggregation.AutoLabelModel`. ``"abstain_dawid_skene"`` is the
+            former without that switch; ``"majority_vote"`` is Snorkel's
+            ``MajorityLabelVoter``; ``"dawid_skene"`` the library's Dawid-Skene;
+            feature-aware models take ``fit(..., features=X)``.
         verbose, device: accepted for drop-in use (Snorkel's constructor); no effect.
         **method_kwargs: constructor arguments of the label model (e.g. ``smoothing=0.1``).
 
@@ -174,19 +177,22 @@ class CrowdLabelModel:
         ann = Annotations.from_label_matrix(L, cardinality=k)
         if ann.n_annotations == 0:
             raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
-        kwargs = self._model_kwargs(model_type, _votes_fixed_by_design(ann), balance,
+        fixed_by_design = _votes_fixed_by_design(ann)
+        method = self._resolved_method(ann)
+        model_type = type(get_label_model(method))
+        kwargs = self._model_kwargs(model_type, fixed_by_design, balance,
                                     {**given, "progress_bar": progress_bar, **train_config})
         model = None
         self.covote_misfit_ = None
         if features is None and _takes(model_type.__init__, "anchor") and "anchor" not in kwargs \
                 and one_class_vote_share(ann) >= LABELING_FUNCTION_SHARE:
             # one-class functions: the full model if it explains the co-votes, else anchored
-            trial = get_label_model(_key(self.method), **kwargs, anchor="none").fit(ann)
+            trial = get_label_model(method, **kwargs, anchor="none").fit(ann)
             self.covote_misfit_ = covote_misfit(trial, ann)
             if self.covote_misfit_ is not None and self.covote_misfit_ < COVOTE_MISFIT:
                 model = trial
         if model is None:
-            model = get_label_model(_key(self.method), **kwargs)
+            model = get_label_model(method, **kwargs)
             if features is not None:
                 model.fit(ann, features=self._check_features(model, features, L.shape[0]))
             else:
@@ -202,6 +208,18 @@ class CrowdLabelModel:
             self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32), probs)
         self._summarize(ann, probs, config["mu_eps"])
         return self
+
+    def _resolved_method(self, ann: Annotations) -> str:
+        """The registry name to fit: ``self.method``, with ``"auto"`` resolved (see the class
+        docstring): labeling functions get :data:`LABELING_FUNCTION_METHOD`, crowd answers the
+        library's ``"auto"`` model. Labeling functions: most votes from functions that vote one
+        class, or abstaining that tells the class (:func:`.abstention.abstaining_is_informative`:
+        held-out data points' votes are better predicted when abstaining is modelled)."""
+        method = _key(self.method)
+        if method == "auto" and (one_class_vote_share(ann) >= LABELING_FUNCTION_SHARE
+                                 or abstaining_is_informative(ann)):
+            return LABELING_FUNCTION_METHOD
+        return method
 
     def _check_setup(self, shape: Tuple[int, int], Y_dev: Any, class_balance: Any,
                      train_config: Dict[str, Any]) -> Tuple[type, Optional[np.ndarray]]:

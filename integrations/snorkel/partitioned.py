@@ -20,13 +20,14 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from crowd_keras.aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
+from crowd_keras.aggregation.registry import get_label_model
 from crowd_keras.distributed.engine import PartitionedAnnotations
 from crowd_keras.distributed.methods import method_for
 from crowd_keras.errors import CrowdDataError
 
 from .validation import check_label_matrix
-from .votes import (COVOTE_MISFIT, covote_misfit_from, covote_step, function_summary,
-                    votes_fixed_by_design)
+from .votes import (COVOTE_MISFIT, LABELING_FUNCTION_METHOD, covote_misfit_from, covote_step,
+                    function_summary, votes_fixed_by_design)
 
 __all__ = ["fit_partitioned", "predict_proba_partitioned"]
 
@@ -59,31 +60,38 @@ def fit_partitioned(adapter: Any, L: Any, Y_dev: Any, class_balance: Any, progre
     _no_features(features)
     k = int(adapter.cardinality)
     _check_layout(L, k)
-    model_type, balance = adapter._check_setup(L.shape, Y_dev, class_balance,
+    _, balance = adapter._check_setup(L.shape, Y_dev, class_balance,
                                                {**given, **train_config})
-    method_for(adapter.method)  # an unsupported method fails before any work
+    if adapter.method != "auto":
+        method_for(adapter.method)  # an unsupported method fails before any work
     data = PartitionedAnnotations.from_label_matrix(
         L, k, check=functools.partial(_check_chunk, cardinality=k))
     summary = data.summary
     if summary.n_annotations == 0:
         raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
     coverage = summary.votes.sum(axis=1) / max(summary.n_items, 1)
-    kwargs = adapter._model_kwargs(model_type,
-                                   votes_fixed_by_design(summary.row_variance, coverage), balance,
+    fixed_by_design = votes_fixed_by_design(summary.row_variance, coverage)
+    method = adapter.method
+    if method == "auto":   # as in memory, from sums over rows: one-class functions, or votes
+        # per row not fixed by design (the held-out check needs the rows in memory)
+        lf = one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE or not fixed_by_design
+        method = LABELING_FUNCTION_METHOD if lf else "auto"
+    model_type = type(get_label_model(method))
+    kwargs = adapter._model_kwargs(model_type, fixed_by_design, balance,
                                    {**given, "progress_bar": progress_bar, **train_config})
     fit = None
     adapter.covote_misfit_ = None
     if "anchor" in inspect.signature(model_type).parameters and "anchor" not in kwargs \
             and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
         # one-class functions: the full model if it explains the co-votes, else anchored
-        trial = data.fit(method_for(adapter.method, **kwargs, anchor="none"))
+        trial = data.fit(method_for(method, **kwargs, anchor="none"))
         step = covote_step(trial.model, L.shape[1], k, summary.n_items)
         if step is not None:
             adapter.covote_misfit_ = covote_misfit_from(trial.model, *data.covotes(step))
         if adapter.covote_misfit_ is not None and adapter.covote_misfit_ < COVOTE_MISFIT:
             fit = trial
     if fit is None:
-        fit = data.fit(method_for(adapter.method, **kwargs))
+        fit = data.fit(method_for(method, **kwargs))
     adapter.label_model_ = fit.model
     adapter.n_functions_ = L.shape[1]
     adapter.class_balance_ = balance

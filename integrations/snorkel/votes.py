@@ -13,8 +13,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["COVOTE_MISFIT", "votes_fixed_by_design", "covote_step", "covote_misfit_from",
+__all__ = ["DEFAULT_METHOD", "LABELING_FUNCTION_METHOD", "COVOTE_MISFIT", "votes_fixed_by_design", "covote_step", "covote_misfit_from",
            "function_summary"]
+
+# The label model behind CrowdLabelModel() (a name of the library registry): "auto" resolves
+# per matrix (see CrowdLabelModel's docstring) to LABELING_FUNCTION_METHOD for labeling
+# functions and to the library's "auto" model for crowd answers.
+DEFAULT_METHOD = "auto"
+LABELING_FUNCTION_METHOD = "abstain_dawid_skene"
 
 # Votes per data point fixed by design (crowd assignment: var/expected below this) means
 # abstaining says nothing about the class; otherwise it is modelled per class.

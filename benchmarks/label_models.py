@@ -1,0 +1,221 @@
+"""Every label model against majority vote and the peers, on every set in ``../shared/data``.
+
+    python benchmarks/label_models.py            # every model, LIA included (a few minutes)
+    python benchmarks/label_models.py --quick    # without LIA
+
+One run, the same annotations for every model: majority vote (ties to the lowest class code,
+the library's default, and ties split at random, in expectation), each label model of the
+library, ``auto`` (the default), and the peers: crowd-kit's MajorityVote, DawidSkene and GLAD
+and Snorkel's LabelModel (its defaults, ``seed=0``). Accuracy of the aggregated labels against
+the gold labels of the same items (WRENCH sms: F1 of the spam class); crowd answers are the
+truth-inference sets, LabelMe and Music; WRENCH sets are Snorkel label matrices.
+
+Duplicated answers (the same worker twice on one item; adult_content has 2,922): every model,
+crowd-kit's and Snorkel's included, gets the same annotations with ``duplicates="last"`` (the
+latest answer kept, the others counted and dropped), since ``Annotations`` holds one answer
+per (item, annotator); the table says how many were dropped.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from crowd_keras import Annotations  # noqa: E402
+from crowd_keras.aggregation import MajorityVote, get_label_model  # noqa: E402
+from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference,  # noqa: E402
+                                  load_wrench)
+
+CROWD_SETS = ("bluebirds", "product", "dog", "adult_content", "weather_sentiment")
+PEERS = ("crowd-kit MV", "crowd-kit DS", "crowd-kit GLAD", "Snorkel LabelModel")
+
+
+# ------------------------------------------------------------------ data
+def _truth_inference(folder: Path) -> tuple:
+    """A truth-inference set, repeated (item, worker) answers reduced to the latest."""
+    answers = pd.read_csv(folder / "answer.csv")
+    truth = pd.read_csv(folder / "truth.csv")
+    if not answers.duplicated(["question", "worker"]).any():
+        ann, y = load_truth_inference(folder)
+        return ann, y, 0
+    items = np.sort(pd.unique(pd.concat([answers["question"], truth["question"]])))
+    k = int(max(answers["answer"].max(), truth["truth"].max())) + 1
+    ann = Annotations.from_frame(answers, item="question", annotator="worker", label="answer",
+                                 classes=list(range(k)), item_ids=list(items),
+                                 duplicates="last")
+    y = np.full(ann.n_items, -1, dtype=np.int64)
+    y[ann.item_index(truth["question"])] = truth["truth"].to_numpy(np.int64)
+    return ann, y, ann.n_duplicates
+
+
+def label_sets(data: Path, names: Optional[list] = None) -> Dict[str, tuple]:
+    """name → (Annotations, gold codes aligned with the items, metric, duplicates dropped)."""
+    sets = {}
+    for name in CROWD_SETS:
+        if (data / "truth_inference" / name).exists():
+            ann, y, dups = _truth_inference(data / "truth_inference" / name)
+            sets[name] = (ann, y, "accuracy", dups)
+    lm = load_labelme(data)
+    sets["labelme-train"] = (lm.annotations, lm.y_train, "accuracy", 0)
+    mu = load_music(data)
+    sets["music-train"] = (mu.annotations, mu.y_train, "accuracy", 0)
+    for name in ("youtube", "sms", "trec"):
+        w = load_wrench(data / "wrench" / name, "train")
+        ann = Annotations.from_label_matrix(w.L, cardinality=len(w.classes))
+        sets[f"wrench-{name}"] = (ann, w.y, "f1" if name == "sms" else "accuracy", 0)
+    return {n: s for n, s in sets.items() if not names or n in names}
+
+
+def score(pred: np.ndarray, truth: np.ndarray, metric: str) -> float:
+    known = truth >= 0
+    pred, truth = np.asarray(pred)[known], truth[known]
+    if metric == "f1":
+        tp = np.sum((pred == 1) & (truth == 1))
+        denom = np.sum(pred == 1) + np.sum(truth == 1)
+        return float(2 * tp / denom) if denom else 0.0
+    return float(np.mean(pred == truth))
+
+
+# ------------------------------------------------------------------ methods
+def ours(name: str, **params) -> Callable:
+    def fit(ann: Annotations) -> np.ndarray:
+        return get_label_model(name, **params).fit(ann).predict()
+    return fit
+
+
+def majority_vote_expected(ann: Annotations, truth: np.ndarray, metric: str) -> float:
+    """Majority vote's score with ties split at random, in expectation (no luck either way)."""
+    proba = MajorityVote(tie_break="uniform").fit(ann).predict_proba()
+    known = truth >= 0
+    if metric == "f1":   # not linear in the picks: the mean F1 of 20 random tie draws
+        rng = np.random.default_rng(0)
+        top = proba == proba.max(axis=1, keepdims=True)
+        return float(np.mean([score(np.argmax(np.where(top, rng.random(top.shape), -1), axis=1),
+                                    truth, metric) for _ in range(20)]))
+    return float(proba[known][np.arange(known.sum()), truth[known]].mean())
+
+
+def crowd_label_model(ann: Annotations) -> np.ndarray:
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L = ann.to_label_matrix()
+    model = CrowdLabelModel(cardinality=ann.n_classes).fit(L, progress_bar=False)
+    return model.predict_proba(L).argmax(axis=1)   # ties: the lowest code, as every row
+
+
+def crowdkit(name: str) -> Callable:
+    def fit(ann: Annotations) -> np.ndarray:
+        from crowdkit import aggregation
+
+        labels = getattr(aggregation, name)().fit_predict(ann.to_frame())
+        return pd.Index(ann.classes).get_indexer(labels.reindex(ann.item_ids))
+    return fit
+
+
+def snorkel(ann: Annotations) -> np.ndarray:
+    from snorkel.labeling.model import LabelModel
+
+    L = ann.to_label_matrix()
+    model = LabelModel(cardinality=ann.n_classes, verbose=False)
+    model.fit(L, seed=0, progress_bar=False)
+    return model.predict_proba(L).argmax(axis=1)
+
+
+def methods(quick: bool) -> Dict[str, Callable]:
+    table = {"auto (default)": ours("auto"), "Dawid-Skene": ours("dawid_skene"),
+             "one-coin DS": ours("one_coin_dawid_skene"), "GLAD": ours("glad"),
+             "MACE": ours("mace"), "abstain-aware DS": ours("abstain_dawid_skene"),
+             "CoNAL (no features)": ours("conal"), "mixture of groups": ours("mixture_of_groups"),
+             "CrowdLabelModel (default)": crowd_label_model}
+    if not quick:
+        table["LIA (no features)"] = ours("lia")
+    table.update({"crowd-kit MV": crowdkit("MajorityVote"), "crowd-kit DS": crowdkit("DawidSkene"),
+                  "crowd-kit GLAD": crowdkit("GLAD"), "Snorkel LabelModel": snorkel})
+    return table
+
+
+# ------------------------------------------------------------------ the table
+def run(data: Path, quick: bool, names: Optional[list] = None, verbose: bool = True) -> tuple:
+    """Scores and fit times: ``({set: {method: score}}, {set: {method: seconds}}, sets)``."""
+    sets = label_sets(data, names)
+    table = methods(quick)
+    scores: Dict[str, Dict[str, float]] = {}
+    times: Dict[str, Dict[str, float]] = {}
+    for set_name, (ann, truth, metric, _) in sets.items():
+        row = scores.setdefault(set_name, {})
+        row["majority vote"] = score(MajorityVote().fit(ann).predict(), truth, metric)
+        row["majority vote (random ties)"] = majority_vote_expected(ann, truth, metric)
+        for label, fn in table.items():
+            start = time.perf_counter()
+            try:
+                pred = fn(ann)
+            except ImportError:
+                continue
+            times.setdefault(set_name, {})[label] = time.perf_counter() - start
+            row[label] = score(pred, truth, metric)
+            if verbose:
+                print(f"  {set_name:18s} {label:28s} {row[label]:.3f}", flush=True)
+    return scores, times, sets
+
+
+def report(scores: dict, times: dict, sets: dict) -> list:
+    labels = list(dict.fromkeys(m for row in scores.values() for m in row))
+    lines = ["| set | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for name, row in scores.items():
+        mv = row["majority vote"]
+        unit = " (F1)" if sets[name][2] == "f1" else ""
+        lines.append(f"| {name}{unit} | " + " | ".join(
+            f"{row[m]:.3f}" if m in row else "n/a" for m in labels) + " |")
+        lines.append("| − MV | " + " | ".join(
+            f"{row[m] - mv:+.3f}" if m in row else "" for m in labels) + " |")
+    auto = "auto (default)"
+    worst = min(row[auto] - max(row["majority vote"], row["majority vote (random ties)"])
+                for row in scores.values())
+    near, below = [], []
+    for name, row in scores.items():
+        peers = [row[p] for p in PEERS if p in row]
+        if peers and row[auto] >= max(peers) - 0.005:
+            near.append(name)
+        if row[auto] < max(row["majority vote"], row["majority vote (random ties)"]):
+            below.append(name)
+    dups = {n: s[3] for n, s in sets.items() if s[3]}
+    lines += ["", f"Worst auto − majority vote over all sets (the better of the two tie rules): "
+                  f"{worst:+.3f}; auto below majority vote on: {below or 'none'}.",
+              f"auto within 0.005 of the best of {', '.join(PEERS)}: {len(near)} of "
+              f"{len(scores)} sets" + (f" (not on {sorted(set(scores) - set(near))})"
+                                       if len(near) < len(scores) else "") + ".",
+              "Duplicated (item, annotator) answers: the latest kept for every model"
+              + ("".join(f"; {n}: {d} dropped" for n, d in dups.items()) if dups else "; none")
+              + "."]
+    ds = {n: t["Dawid-Skene"] for n, t in times.items() if "Dawid-Skene" in t}
+    if ds:
+        ratios = [times[n][auto] / ds[n] for n in ds if auto in times[n]]
+        lines.append(f"auto fit time / Dawid-Skene fit time on these sets: "
+                     f"{min(ratios):.0f}× to {max(ratios):.0f}× (small sets: the held-out "
+                     "passes dominate; at 10M annotations see benchmarks/scaling.py).")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--quick", action="store_true", help="skip LIA (Keras training)")
+    parser.add_argument("--sets", nargs="*", help="only these sets")
+    args = parser.parse_args(argv)
+    scores, times, sets = run(args.data, args.quick, args.sets)
+    print("\n## Label models on the shared sets (accuracy; WRENCH sms: F1 of the spam class)\n")
+    print("\n".join(report(scores, times, sets)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
