@@ -271,8 +271,26 @@ class Annotations:
                                      f"{role}_ids")
             ids[role] = (found.astype(np.int64), given)
         (item_codes, item_ids), (ann_codes, annotator_ids) = ids["item"], ids["annotator"]
-        return cls._checked(item_codes, ann_codes, codes, classes, item_ids=item_ids,
-                            annotator_ids=annotator_ids, duplicates=duplicates, where=where)
+        # every code came from a factorisation or a checked lookup: only sort and dedupe
+        return cls._from_valid_codes(item_codes, ann_codes, codes, item_ids=item_ids,
+                                     annotator_ids=annotator_ids, classes=classes,
+                                     duplicates=duplicates)
+
+    @classmethod
+    def _from_valid_codes(cls, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray, *,
+                          item_ids: Any, annotator_ids: Any, classes: Any,
+                          duplicates: str) -> "Annotations":
+        """Build from int codes known to be in range (a constructor's own factorisation): the
+        ids are checked, the annotations sorted and deduplicated, the codes not re-validated."""
+        if duplicates not in _DUPLICATE_POLICIES:
+            raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}, got {show(duplicates)}")
+        self = object.__new__(cls)
+        self._item_ids = self._ids(item_ids, len(item_ids), "item")
+        self._annotator_ids = self._ids(annotator_ids, len(annotator_ids), "annotator")
+        self._classes = self._ids(classes, len(classes), "class")
+        self._store(np.asarray(items, dtype=np.int64), np.asarray(annotators, dtype=np.int64),
+                    np.asarray(labels, dtype=np.int64), duplicates)
+        return self
 
     @classmethod
     def from_counts(cls, counts: Any, classes: Optional[Sequence] = None) -> "Annotations":
