@@ -288,8 +288,9 @@ class Annotations:
         self._item_ids = self._ids(item_ids, len(item_ids), "item")
         self._annotator_ids = self._ids(annotator_ids, len(annotator_ids), "annotator")
         self._classes = self._ids(classes, len(classes), "class")
-        self._store(np.asarray(items, dtype=np.int64), np.asarray(annotators, dtype=np.int64),
-                    np.asarray(labels, dtype=np.int64), duplicates)
+        # own copies: integer labels or ids can be their own codes, i.e. the caller's memory
+        self._store(np.array(items, dtype=np.int64), np.array(annotators, dtype=np.int64),
+                    np.array(labels, dtype=np.int64), duplicates)
         return self
 
     @classmethod
