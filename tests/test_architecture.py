@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.progress", "crowd_keras.numerics",
         "crowd_keras.params", "crowd_keras.codes"],
-    1: ["crowd_keras", "crowd_keras.annotations"],
+    1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers"],
     2: ["crowd_keras.aggregation", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
         "crowd_keras.mixture_of_groups.label_model", "crowd_keras.datasets"],
     3: ["crowd_keras._keras_utils", "crowd_keras.losses", "crowd_keras.optimizers",
@@ -66,7 +66,12 @@ def _imports(module: str, path: Path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     top_level = {id(node) for node in tree.body}
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and getattr(block.test, "id", None) == "TYPE_CHECKING"
+                   for stmt in block.body for n in ast.walk(stmt)}
     for node in ast.walk(tree):
+        if id(node) in typing_only:   # `if TYPE_CHECKING:` imports never run
+            continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

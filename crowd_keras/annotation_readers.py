@@ -1,0 +1,205 @@
+"""The readers of :class:`~crowd_keras.annotations.Annotations`: frames, matrices, counts.
+
+A mixin of classmethods: each turns one input layout into validated integer codes (with the
+checks of :mod:`crowd_keras.codes`, errors naming the row, column or slot and the value) and
+builds the container through its internal constructors.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .codes import (check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
+                    integer_codes, label_matrix_codes, show)
+from .errors import CrowdDataError
+from .numerics import MISSING
+
+if TYPE_CHECKING:   # for the return annotations only (annotations.py imports this module)
+    from .annotations import Annotations
+
+__all__ = ["AnnotationReaders"]
+
+
+class AnnotationReaders:
+    """``from_dense``, ``from_label_matrix``, ``from_frame``, ``from_counts``, ``from_padded``."""
+
+    __slots__ = ()   # Annotations stores its state in slots: no instance __dict__
+
+    @classmethod
+    def from_dense(cls, matrix: Any, missing: Any = MISSING, classes: Optional[Sequence] = None, *,
+                   item_ids: Any = None, annotator_ids: Any = None) -> "Annotations":
+        """From an items × annotators matrix of class codes, ``missing`` where absent.
+
+        Args:
+            matrix: array-like of shape ``(items, annotators)``.
+            missing: the marker of an absent annotation (default -1; may be NaN).
+            classes: class names in code order; default ``0..max code``.
+        """
+        rows, cols, labels, classes, shape = dense_codes(matrix, missing, classes,
+                                                         allow_empty=item_ids is not None)
+        return cls._checked(rows, cols, labels, classes,
+                            item_ids=item_ids, annotator_ids=annotator_ids,
+                            n_items=shape[0], n_annotators=shape[1],
+                            where=lambda n: f"row {rows[n]}, column {cols[n]}")
+
+    @classmethod
+    def from_label_matrix(cls, L: Any, cardinality: Optional[int] = None, *,
+                          classes: Optional[Sequence] = None) -> "Annotations":
+        """From a Snorkel label matrix ``L`` (items × labeling functions, -1 = abstain).
+
+        Vectorised: one pass to validate (two reductions for an integer matrix; an entry is
+        located only when one is bad) and one ``nonzero``; no sort, since row-major order is
+        already (item, function) order. Items are ``0..n-1``, annotators ``0..m-1``.
+
+        Args:
+            cardinality: number of classes ``k`` (codes ``0..k-1``); default ``max(L) + 1``.
+            classes: class names in code order (instead of ``cardinality``).
+
+        Raises :class:`crowd_keras.CrowdDataError` naming the row and column of the first bad
+        entry (NaN, a non-integer, a code below -1 or outside the classes), as :meth:`from_dense`.
+        """
+        m, classes = label_matrix_codes(L, cardinality, classes)
+        flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
+        rows, cols = np.divmod(flat, m.shape[1])
+        classes = ids_array(classes)
+        check_unique_ids(classes, "class")
+        return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=np.arange(m.shape[0]),
+                            annotator_ids=np.arange(m.shape[1]), classes=classes)
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",
+                   label: str = "label", classes: Optional[Sequence] = None, *,
+                   item_ids: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
+                   duplicates: str = "error") -> "Annotations":
+        """From a long frame with one row per annotation (crowd-kit's layout).
+
+        Labels may be strings or integers. Without ``classes``, compact integer labels give
+        classes ``0..max`` (:func:`~crowd_keras.codes.compact_codes`), other labels their
+        sorted distinct values (one stray ``10**9`` makes one class, not a billion).
+        ``item_ids`` may list items that have no annotation (they are kept); without it the
+        items are the distinct values of the ``item`` column in sorted order.
+
+        Vectorised: each column is checked and factorised in a few numpy/pandas passes and
+        the rows are ordered by two counting sorts (10M rows in seconds on one core). Bad
+        rows raise :class:`~crowd_keras.CrowdDataError` naming the row, its item and
+        annotator and the value: a missing value, a list/dict value, a column mixing types
+        (``1`` and ``"1"``), a negative, fractional, infinite or too large number, a
+        duplicate (item, annotator) pair (both rows named).
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise CrowdDataError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        missing_cols = [c for c in (item, annotator, label) if c not in df.columns]
+        if missing_cols:
+            raise CrowdDataError(f"frame has no column(s) {missing_cols}; columns are {list(df.columns)}")
+        if len(df) == 0 and item_ids is None:
+            raise CrowdDataError("frame has no annotations")
+        cols = {"item": df[item], "annotator": df[annotator], "label": df[label]}
+        cols = {k: pd.Series(np.asarray(c, dtype=object), index=c.index)
+                if isinstance(c.dtype, pd.CategoricalDtype) else c for k, c in cols.items()}
+
+        def where(n: int, skip: str = "label") -> str:
+            shown = ", ".join(f"{role} {show(cols[role].iloc[n])}"
+                              for role in ("item", "annotator", "label") if role not in (skip, "label"))
+            return f"row {n} ({shown})" if shown else f"row {n}"
+
+        for role, name in (("item", item), ("annotator", annotator), ("label", label)):
+            null = cols[role].isna().to_numpy()
+            if null.any():
+                r = int(np.argmax(null))
+                raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
+                                     f"{where(r, skip=role)}: the {role} of every row is needed")
+        if classes is None:
+            codes, classes = factorize_labels(cols["label"], where)
+        else:
+            codes = pd.Index(list(classes)).get_indexer(cols["label"])
+            if (codes < 0).any():
+                n = int(np.argmax(codes < 0))
+                raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
+                                     f"of the classes {list(classes)}")
+        ids = {}
+        for role, given in (("item", item_ids), ("annotator", annotator_ids)):
+            if given is None:
+                ids[role] = factorize_ids(cols[role], role, lambda n, r=role: where(n, skip=r))
+                continue
+            found = pd.Index(list(given)).get_indexer(cols[role])
+            if (found < 0).any():
+                n = int(np.argmax(found < 0))
+                raise CrowdDataError(f"{role} {show(cols[role].iloc[n])} at row {n} is not in "
+                                     f"{role}_ids")
+            ids[role] = (found.astype(np.int64), given)
+        (item_codes, item_ids), (ann_codes, annotator_ids) = ids["item"], ids["annotator"]
+        # every code came from a factorisation or a checked lookup: only sort and dedupe
+        return cls._from_valid_codes(item_codes, ann_codes, codes, item_ids=item_ids,
+                                     annotator_ids=annotator_ids, classes=classes,
+                                     duplicates=duplicates)
+
+    @classmethod
+    def from_counts(cls, counts: Any, classes: Optional[Sequence] = None) -> "Annotations":
+        """From (items, K) label counts without annotator ids: the ``k``-th label of an item
+        is credited to a pseudo-annotator ``"slot-k"``.
+
+        Raises:
+            CrowdDataError: not a 2-D array of non-negative integer counts.
+        """
+        r = np.asarray(counts)
+        if r.ndim != 2:
+            raise CrowdDataError(f"label counts must be a 2-D items × classes array, got shape "
+                                 f"{r.shape}")
+        if r.dtype.kind not in "iuf" or (r.dtype.kind == "f" and not np.isfinite(r).all()):
+            bad = "non-numeric" if r.dtype.kind not in "iuf" else "non-finite"
+            raise CrowdDataError(f"label counts must be finite numbers; got {bad} values")
+        if (r < 0).any() or (r != np.round(r)).any():
+            pos = tuple(int(p) for p in np.argwhere((r < 0) | (r != np.round(r)))[0])
+            raise CrowdDataError(f"label counts must be non-negative integers; got {r[pos]} at "
+                                 f"(item, class) {pos}")
+        r = r.astype(np.int64)
+        n, k = r.shape
+        if classes is not None and len(classes) != k:
+            raise CrowdDataError(f"{len(classes)} classes given for {k} count columns")
+        items = np.repeat(np.repeat(np.arange(n), k), r.ravel())
+        labels = np.repeat(np.tile(np.arange(k), n), r.ravel())
+        starts = np.concatenate([[0], np.cumsum(r.sum(axis=1))[:-1]])
+        slots = np.arange(len(items)) - starts[items]
+        n_slots = max(int(r.sum(axis=1).max()) if n else 0, 1)
+        return cls(items, slots, labels, n_items=n,
+                   annotator_ids=[f"slot-{s}" for s in range(n_slots)],
+                   classes=classes, n_classes=k)
+
+    @classmethod
+    def from_padded(cls, annotator_idx: Any, labels: Any, n_annotators: Optional[int] = None,
+                    classes: Optional[Sequence] = None, *, item_ids: Any = None,
+                    annotator_ids: Any = None) -> "Annotations":
+        """Inverse of :meth:`to_padded`: per-item annotator codes and labels padded with -1."""
+        a = np.asarray(annotator_idx)
+        y = np.asarray(labels)
+        if a.shape != y.shape or a.ndim != 2:
+            raise CrowdDataError(f"padded annotator ids and labels must be 2-d and of one shape, got "
+                                 f"{a.shape} and {y.shape}")
+        a = integer_codes(a, "padded annotator ids", "(row, slot) ")
+        y = integer_codes(y, "padded labels", "(row, slot) ")
+        present = a >= 0
+        if ((y >= 0) != present).any():
+            r, c = np.argwhere((y >= 0) != present)[0]
+            raise CrowdDataError(f"padding mismatch at row {r}, slot {c}: annotator {a[r, c]}, "
+                                 f"label {y[r, c]} (both must be -1 or both set)")
+        rows, slots = np.nonzero(present)
+        if n_annotators is None and annotator_ids is None:
+            n_annotators = int(a.max()) + 1 if present.any() else 0
+        return cls._checked(rows, a[rows, slots], y[rows, slots], classes, item_ids=item_ids,
+                            annotator_ids=annotator_ids, n_items=a.shape[0],
+                            n_annotators=n_annotators,
+                            where=lambda n: f"row {rows[n]}, slot {slots[n]}")
+
+    @classmethod
+    def _checked(cls, items, annotators, labels, classes, *, where, **kwargs) -> "Annotations":
+        """Construct, re-raising range errors with the caller's notion of position."""
+        labels = np.asarray(labels, dtype=np.int64)
+        if classes is not None:
+            bad = (labels < 0) | (labels >= len(classes))
+            if bad.any():
+                n = int(np.argmax(bad))
+                raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
+                                     f"{len(classes)} classes {list(classes)}")
+        return cls(items, annotators, labels, classes=classes, **kwargs)
