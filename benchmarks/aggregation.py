@@ -1,4 +1,4 @@
-"""Majority vote and Dawid-Skene: accuracy on real sets, and speed on 1M annotations.
+"""Majority vote, Dawid-Skene and the default (auto): accuracy on real sets, speed on 1M.
 
 Compares crowd-keras with crowd-kit's DawidSkene / MajorityVote in the same run, on the
 same data, and prints the tables (ratios > 1 mean crowd-keras is faster)::
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from common import timed  # noqa: E402
 
-from crowd_keras.aggregation import DawidSkene, MajorityVote  # noqa: E402
+from crowd_keras.aggregation import AutoLabelModel, DawidSkene, MajorityVote  # noqa: E402
 from crowd_keras.datasets import load_labelme, load_truth_inference, simulate_crowd  # noqa: E402
 
 try:
@@ -86,7 +86,9 @@ def speed_table(n_annotations: int, per_item: int = 5) -> tuple:
         kit_acc = float((pred == sim.y).mean())
     rows.append(("per EM iteration", ours_iter, kit_iter))
     rows.append((f"to tol 1e-5 (ours {ds.n_iter_} it, crowd-kit {kit_n} it)", t_conv, kit_conv))
-    return ann, rows, ours_acc, kit_acc
+    t_auto, auto = timed(lambda: AutoLabelModel().fit(ann))
+    default = (t_auto, t_conv, auto.chosen_, float((auto.predict() == sim.y).mean()))
+    return ann, rows, ours_acc, kit_acc, default
 
 
 def main(argv=None) -> int:
@@ -101,7 +103,7 @@ def main(argv=None) -> int:
     for name, n, mv, ds, kmv, kds in accuracy_table(args.data):
         print(f"| {name} | {n} | {mv:.3f} | {ds:.3f} | {kmv:.3f} | {kds:.3f} | {ds - kds:+.3f} |")
 
-    ann, rows, ours_acc, kit_acc = speed_table(args.annotations)
+    ann, rows, ours_acc, kit_acc, default = speed_table(args.annotations)
     print(f"\n## Dawid-Skene fit time on a simulated crowd ({ann.n_annotations:,} annotations, "
           f"{ann.n_items:,} items, {ann.n_annotators} annotators, {ann.n_classes} classes)\n")
     print("| measure | crowd-keras | crowd-kit | speed-up (crowd-kit / ours) |")
@@ -109,6 +111,12 @@ def main(argv=None) -> int:
     for what, ours, kit in rows:
         print(f"| {what} | {ours * 1e3:.1f} ms | {kit * 1e3:.1f} ms | {kit / ours:.1f}× |")
     print(f"\naccuracy on the simulated crowd: crowd-keras {ours_acc:.4f}, crowd-kit {kit_acc:.4f}")
+    t_auto, t_ds, chosen, auto_acc = default
+    print("\n## The default label model (auto) on the same crowd\n")
+    print("| fit | auto | Dawid-Skene (to tol 1e-5) | auto / DS | auto's choice | accuracy |")
+    print("|---|---:|---:|---:|---|---:|")
+    print(f"| held-out selection + refit | {t_auto:.2f} s | {t_ds:.2f} s | {t_auto / t_ds:.1f}× | "
+          f"{chosen} | {auto_acc:.4f} |")
     return 0
 
 

@@ -111,13 +111,17 @@ def _aggregate(args: argparse.Namespace) -> int:
     proba = model.predict_proba()
     out = pd.DataFrame({args.item: ann.item_ids, "label": ann.classes[proba.argmax(axis=1)],
                         "probability": proba.max(axis=1),
-                        "n_annotations": ann.annotations_per_item()})
+                        "n_annotations": ann.annotations_per_item(),
+                        "tied": model.tied_items_})
     atomic_write_text(args.out, out.to_csv(index=False))
     shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}; "
           f"wrote {len(out)} labels to {args.out}")
+    chosen = f" (chose {model.chosen_})" if getattr(model, "chosen_", None) else ""
+    print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (the lowest class code "
+          "given; column 'tied')")
     if args.annotators:
         atomic_write_text(args.annotators, model.annotator_quality_.to_csv(index=False))
         print(f"wrote the annotator report to {args.annotators}")
