@@ -180,6 +180,44 @@ def test_common_noise_model_recovers_the_common_matrix():
     assert np.all(np.diff(model.log_likelihood_) > -1e-9)
 
 
+def test_common_noise_em_equals_its_per_annotation_form():
+    """The EM runs on Dawid-Skene's vote counts; App. B's steps written per annotation (ω
+    tied per annotator) give the same posteriors, matrices and ω."""
+    sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=12, annotations_per_item=4,
+                         common_noise="asymmetric", seed=5)
+    ann, k, s = sim.annotations, 3, 0.01
+    it, ia, y = ann.items, ann.annotators, ann.labels
+
+    def m_step(q_z, q_common, post):
+        pi_g = np.full((k, k), s)
+        pi_r = np.full((ann.n_annotators, k, k), s)
+        np.add.at(pi_g.T, y, q_common)                      # pi_g[c, y] += q_common[t, c]
+        np.add.at(pi_r.transpose(0, 2, 1), (ia, y), q_z - q_common)
+        prior = post.sum(0) + s
+        return (pi_g / pi_g.sum(1, keepdims=True), pi_r / pi_r.sum(2, keepdims=True),
+                prior / prior.sum())
+
+    counts = ann.label_counts()
+    post = counts / counts.sum(1, keepdims=True)
+    pi_g, pi_r, prior = m_step(post[it], 0.5 * post[it], post)
+    omega = np.full(ann.n_annotators, 0.3)
+    for _ in range(3):
+        lg, lr, w = pi_g[:, y].T, pi_r[ia, :, y], omega[ia][:, None]
+        mix = w * lg + (1 - w) * lr
+        logp = np.log(prior) + np.array([np.log(mix[it == i]).sum(0) for i in range(ann.n_items)])
+        post = np.exp(logp - logp.max(1, keepdims=True))
+        post /= post.sum(1, keepdims=True)
+        joint = post[it] * (w * lg / mix)
+        pi_g, pi_r, prior = m_step(post[it], joint, post)
+        omega = (np.bincount(ia, joint.sum(1), ann.n_annotators) + 1e-9) / \
+            (np.bincount(ia, minlength=ann.n_annotators) + 2e-9)
+    model = CommonNoiseModel(max_iter=3, tol=0).fit(ann)
+    np.testing.assert_allclose(model.posteriors_, post, atol=1e-10)
+    np.testing.assert_allclose(model.common_confusion_, pi_g, atol=1e-10)
+    np.testing.assert_allclose(model.individual_confusions_, pi_r, atol=1e-10)
+    np.testing.assert_allclose(model.omega_, omega, atol=1e-10)
+
+
 @pytest.mark.parametrize("name", ["bluebirds", "dog"])
 def test_common_noise_model_not_worse_than_voting_on_real_sets(name):
     ann, truth = load_truth_inference(require_data("truth_inference", name))
