@@ -283,6 +283,41 @@ def test_label_model_beats_majority_vote_on_simulator_and_scores_new_annotations
         model.predict_competence()
 
 
+@pytest.mark.parametrize("xla, batch_size", [(False, None), (False, 32), (True, 32)])
+def test_em_steps_are_traced_once_whatever_the_number_of_iterations(monkeypatch, xla,
+                                                                     batch_size):
+    """The M-step's train step and the E-step's forward pass are compiled once per fit: an
+    EM of 5 iterations traces them as often as one of 2 (full batch, minibatches, XLA)."""
+    import crowd_keras.lia.trainer as lia_trainer
+
+    if xla:   # the large-data path: XLA-compiled steps (on TensorFlow)
+        monkeypatch.setattr(lia_trainer, "_XLA_MIN_ANNOTATIONS", 0)
+    traces = {"train": 0, "predict": 0}
+    train_step, predict_step = keras.Model.train_step, keras.Model.predict_step
+
+    def counting_train(self, data):
+        traces["train"] += 1
+        return train_step(self, data)
+
+    def counting_predict(self, data):
+        traces["predict"] += 1
+        return predict_step(self, data)
+
+    monkeypatch.setattr(keras.Model, "train_step", counting_train)
+    monkeypatch.setattr(keras.Model, "predict_step", counting_predict)
+    sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=4)
+    counts = []
+    for iterations in (2, 5):
+        traces.update(train=0, predict=0)
+        LIA(em_iterations=iterations, m_steps=6, tol=0.0, batch_size=batch_size,
+            seed=0).fit(sim.annotations)
+        counts.append((traces["train"], traces["predict"]))
+    assert counts[0] == counts[1], counts
+    # Keras' multi-step loop traces the step for each of its two loop passes, no more
+    assert counts[0][0] <= 2 and counts[0][1] <= 1, counts
+
+
 def test_bad_inputs_raise_crowd_data_error():
     sim = simulate_crowd(n_items=30, n_classes=2, n_annotators=5, annotations_per_item=2, seed=3)
     with pytest.raises(CrowdDataError, match="features"):
