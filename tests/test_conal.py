@@ -157,6 +157,37 @@ def test_indexed_and_dense_forms_agree_on_loss():
     assert dense_loss == pytest.approx(indexed_loss, rel=1e-5)
 
 
+def test_difference_regulariser_trains_under_mixed_float16():
+    """The paper's regulariser is summed in float32 from the float32 matrices: under
+    mixed_float16 it joins the float32 loss (it stayed float16 and failed) and its A·K²
+    squares cannot overflow float16."""
+    sim = simulate_crowd(n_items=200, n_classes=3, n_annotators=10, annotations_per_item=3,
+                         seed=0)
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        classifier = keras.Sequential([keras.Input((10,)), keras.layers.Dense(16, activation="relu"),
+                                       keras.layers.Dense(3),
+                                       keras.layers.Activation("softmax", dtype="float32")])
+        noise = CommonNoiseAdaptation(10, 3, gate=AnnotatorGate(10, embedding_dim=4),
+                                      difference_weight=1e-5)
+        model = CrowdModel(classifier, noise, warmup_epochs=0)
+        model.compile(keras.optimizers.Adam(1e-3))
+        history = model.fit(sim.x, sim.annotations, epochs=2, batch_size=32, verbose=0)
+        assert noise.compute_dtype == "float16" and noise.kernel.dtype == "float32"
+        assert np.isfinite(history.history["loss"]).all()
+        # matrices 100 apart: Σ of 90 squares of 100 is 9e5, beyond float16's 65504
+        noise.common_kernel.assign(np.zeros((3, 3), "float32"))
+        noise.kernel.assign(np.full((10, 3, 3), 100.0, "float32"))
+        ids = sim.annotations.to_padded()[0][:8].astype("int32")
+        model({"x": sim.x[:8], "annotator_ids": ids})                 # eager: read the loss
+        (loss,) = model.losses
+        assert keras.backend.standardize_dtype(loss.dtype) == "float32"
+        np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), -1e-5 * 9e5, rtol=1e-5)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
 # ---------------------------------------------------------------- feature-free label model
 def js_divergence(p, q):
     m = (p + q) / 2
