@@ -32,10 +32,13 @@ def _confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
     """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) float64 probabilities
     from (n, K, K, L) difficulty and competence rows (numpy: the summary's bulk pass)."""
     z = difficulty + competence
-    top = z.max(axis=-1, keepdims=True)
-    z -= top
-    np.exp(z, out=z)
-    logits = np.log(z.sum(axis=-1), dtype=np.float64) + top[..., 0]
+    if z.shape[-1] == 1:   # L = 1: the logsumexp of one value is that value
+        logits = z[..., 0].astype(np.float64)
+    else:
+        top = z.max(axis=-1, keepdims=True)
+        z -= top
+        np.exp(z, out=z)
+        logits = np.log(z.sum(axis=-1), dtype=np.float64) + top[..., 0]
     logits -= logits.max(axis=-1, keepdims=True)
     np.exp(logits, out=logits)
     logits /= logits.sum(axis=-1, keepdims=True)

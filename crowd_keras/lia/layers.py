@@ -277,7 +277,9 @@ class DifficultyCompetence(keras.layers.Layer):
         ``output_mode="log_probs"``.
         """
         d = ops.expand_dims(difficulty, 1)                          # (b, 1, C, C, L)
-        logits = ops.logsumexp(d + ops.cast(competence, d.dtype), axis=-1)   # (b, k, C, C)
+        z = d + ops.cast(competence, d.dtype)
+        # L = 1: the logsumexp of one value is that value (exactly): skip its five passes
+        logits = z[..., 0] if self.latent_dim == 1 else ops.logsumexp(z, axis=-1)  # (b, k, C, C)
         if self.output_mode == "log_probs":
             return ops.log_softmax(logits, axis=-1)
         return ops.softmax(logits, axis=-1)

@@ -479,7 +479,10 @@ class LIATrainer(Params):
         if pad:
             data = {key: np.concatenate([v, np.repeat(v[-1:], pad, axis=0)])
                     for key, v in data.items()}
-        joint = self.joint_model_.predict(data, batch_size=batch, verbose=0)[:n]
+        model = self.joint_model_
+        joint = np.concatenate([    # one compiled call per batch, no input pipeline
+            ops.convert_to_numpy(model.predict_on_batch({k: v[s:s + batch] for k, v in data.items()}))
+            for s in range(0, n + pad, batch)])[:n]
         return softmax_rows(joint)[0]
 
     # ------------------------------------------------------------------ inference
