@@ -94,28 +94,34 @@ class RowBatches:
             .prefetch(2)
 
 
-def annotation_dataset(x: Any, annotator_ids: np.ndarray, labels: np.ndarray,
-                       batch_size: int = 32, shuffle: bool = True,
+def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: bool = True,
                        seed: Optional[int] = None) -> Any:
     """A ``tf.data.Dataset`` of ``({"x": x, "annotator_ids": ids}, labels)`` batches of items.
 
-    ``x`` (items, ...) and the padded ``annotator_ids`` / ``labels`` (items, k) (as
-    :meth:`Annotations.to_padded` gives them) are held as tensors; each epoch reshuffles the
-    item order in the graph and gathers its batches there, so ``Model.fit`` runs its steps
-    without a Python generator. TensorFlow backend only (``tf.data``).
+    The indexed form ``CrowdModel.fit`` consumes, built in the graph: ``x`` (items, ...)
+    and the annotations (an :class:`~crowd_keras.Annotations`, item codes = rows of ``x``,
+    or its padded ``(annotator_ids, labels)``, as :meth:`Annotations.to_padded` gives them)
+    are held as tensors; each epoch reshuffles the items (``seed``) and gathers its batches
+    in the pipeline, so ``Model.fit`` runs without a Python generator. TensorFlow only
+    (``tf.data``); ``model.fit(annotation_dataset(x, ann, 64), epochs=...)``.
     """
     import tensorflow as tf
 
+    if hasattr(annotations, "to_padded"):
+        annotator_ids, labels = annotations.to_padded()
+    else:
+        annotator_ids, labels = annotations
     n = len(labels)
-    tensors = ({"x": tf.convert_to_tensor(x), "annotator_ids": tf.convert_to_tensor(annotator_ids)},
-               tf.convert_to_tensor(labels))
+    if len(x) != n:
+        raise ValueError(f"x has {len(x)} rows but the annotations {n} items")
+    held = {"x": tf.convert_to_tensor(x),
+            "annotator_ids": tf.convert_to_tensor(np.asarray(annotator_ids, dtype=np.int32))}
+    targets = tf.convert_to_tensor(np.asarray(labels, dtype=np.int32))
     ds = tf.data.Dataset.range(n)
     if shuffle:
         ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
-    batch = min(int(batch_size), n)
 
     def gather(idx: Any) -> tuple:
-        inputs, y = tensors
-        return {k: tf.gather(v, idx) for k, v in inputs.items()}, tf.gather(y, idx)
+        return {k: tf.gather(v, idx) for k, v in held.items()}, tf.gather(targets, idx)
 
-    return ds.batch(batch).map(gather).prefetch(2)
+    return ds.batch(min(int(batch_size), n)).map(gather).prefetch(2)

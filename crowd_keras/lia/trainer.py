@@ -33,6 +33,7 @@ from ..errors import CrowdDataError
 from .._keras_utils import seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
 from ..numerics import normalize_rows, softmax_rows
+from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import progress_bar
 from ..regularizers import CauchyShrinkage
@@ -72,79 +73,6 @@ def default_classifier(num_classes: int, input_shape: Optional[Sequence[int]] = 
     out = keras.layers.Dense(num_classes, activation="softmax", kernel_regularizer=reg,
                              name="truth")(h)
     return keras.Model(inp, out, name="h_theta")
-
-
-# ---------------------------------------------------------------------------- optimiser
-@keras.saving.register_keras_serializable(package="crowd_keras")
-class RowSparseAMSGrad(keras.optimizers.Adam):
-    """AMSGrad that updates only the rows a sparse gradient touches (TensorFlow backend).
-
-    The per-item tables of the LIA model (instance embeddings, one row per item) get
-    ``tf.IndexedSlices`` gradients: the rows of the batch. Plain Adam turns them dense and
-    updates every row and moment each step, so a step costs O(items) and an M-step of a
-    fixed number of steps O(items²) over a growing data set. Here those rows get Adam's
-    AMSGrad rule, written as Keras' (the same numbers when the batch holds every row, i.e.
-    full-batch steps), and the others keep their weights and moments (the "lazy" Adam of
-    minibatch steps). Repeated rows are summed first. Dense gradients (every other weight,
-    and every weight on JAX and PyTorch) get Keras' AMSGrad.
-    """
-
-    def __init__(self, learning_rate: Any = 0.001, **kwargs: Any) -> None:
-        kwargs["amsgrad"] = True
-        super().__init__(learning_rate, **kwargs)
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.pop("amsgrad", None)
-        return config
-
-    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
-        if not tensorflow_backend():
-            return super().update_step(gradient, variable, learning_rate)
-        import tensorflow as tf  # only reached on the TensorFlow backend
-
-        if not isinstance(gradient, tf.IndexedSlices):
-            return super().update_step(gradient, variable, learning_rate)
-        dtype = variable.dtype
-        rows, g = _sum_repeated_rows(gradient.indices, ops.cast(gradient.values, dtype))
-        lr = ops.cast(learning_rate, dtype)
-        step = ops.cast(self.iterations + 1, dtype)
-        b1_power = ops.power(ops.cast(self.beta_1, dtype), step)
-        b2_power = ops.power(ops.cast(self.beta_2, dtype), step)
-        alpha = lr * ops.sqrt(1 - b2_power) / (1 - b1_power)
-        index = self._get_variable_index(variable)
-        m, v, v_hat = self._momentums[index], self._velocities[index], self._velocity_hats[index]
-        m_rows = ops.take(m, rows, axis=0)
-        m_rows = m_rows + ops.multiply(ops.subtract(g, m_rows), 1 - self.beta_1)
-        v_rows = ops.take(v, rows, axis=0)
-        v_rows = v_rows + ops.multiply(ops.subtract(ops.square(g), v_rows), 1 - self.beta_2)
-        v_hat_rows = ops.maximum(ops.take(v_hat, rows, axis=0), v_rows)
-        new = ops.take(variable, rows, axis=0) - ops.divide(
-            ops.multiply(m_rows, alpha), ops.add(ops.sqrt(v_hat_rows), self.epsilon))
-        for target, value in ((m, m_rows), (v, v_rows), (v_hat, v_hat_rows), (variable, new)):
-            self.assign(target, tf.IndexedSlices(value, rows))
-
-
-def _sum_repeated_rows(indices: Any, values: Any) -> tuple:
-    """Rows and values of a sparse gradient with repeated rows summed, in static shapes.
-
-    Sorted, each run of one row summed into its first slot (a segment sum over ``b`` slots);
-    the slots left over repeat the first row with its summed value, so that every write of
-    a row carries the same update. XLA compiles it (no ``tf.unique``); O(b log b).
-    """
-    import tensorflow as tf
-
-    order = tf.argsort(indices)
-    sorted_rows = tf.gather(indices, order)
-    starts = tf.concat([[True], sorted_rows[1:] != sorted_rows[:-1]], axis=0)
-    segment = tf.cumsum(tf.cast(starts, tf.int32)) - 1
-    b = tf.shape(indices)[0]
-    summed = tf.math.unsorted_segment_sum(tf.gather(values, order), segment, b)
-    rows = tf.math.unsorted_segment_max(sorted_rows, segment, b)
-    used = tf.range(b) <= segment[-1]
-    rows = tf.where(used, rows, sorted_rows[0])
-    summed = tf.where(tf.reshape(used, [-1] + [1] * (len(values.shape) - 1)), summed, summed[:1])
-    return rows, summed
 
 
 # ---------------------------------------------------------------------------- trainer
@@ -356,7 +284,9 @@ class LIATrainer(Params):
         return all(getattr(layer, "supports_jit", True) for layer in layers(self.model_))
 
     def _optimizer(self, learning_rate: Optional[float] = None) -> keras.optimizers.Optimizer:
-        return RowSparseAMSGrad(self.learning_rate if learning_rate is None else learning_rate)
+        # lazy on the per-item tables' sparse gradients: a step costs O(batch), not O(items)
+        return LazyAdam(self.learning_rate if learning_rate is None else learning_rate,
+                        amsgrad=True)
 
     # ------------------------------------------------------------------ EM
     def fit(self, x: Any, annotations: Annotations,
