@@ -86,18 +86,22 @@ class LazyAdam(keras.optimizers.Adam):
         alpha = ops.cast(learning_rate, dtype) * ops.sqrt(1 - b2_power) / (1 - b1_power)
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
+
+        def take(table: Any) -> Any:   # a resource gather: reads the rows, not the table
+            return tf.gather(table.value if isinstance(table, keras.Variable) else table, rows)
+
         # Keras' Adam arithmetic on the rows: m += (g − m)(1 − β₁), v += (g² − v)(1 − β₂)
-        m_rows = ops.take(m, rows, axis=0)
+        m_rows = take(m)
         m_rows = m_rows + ops.multiply(ops.subtract(g, m_rows), 1 - self.beta_1)
-        v_rows = ops.take(v, rows, axis=0)
+        v_rows = take(v)
         v_rows = v_rows + ops.multiply(ops.subtract(ops.square(g), v_rows), 1 - self.beta_2)
         updates = [(m, m_rows), (v, v_rows)]
         scale = v_rows
         if self.amsgrad:
             v_hat = self._velocity_hats[index]
-            scale = ops.maximum(ops.take(v_hat, rows, axis=0), v_rows)
+            scale = ops.maximum(take(v_hat), v_rows)
             updates.append((v_hat, scale))
-        new_rows = ops.take(variable, rows, axis=0) - ops.divide(
+        new_rows = take(variable) - ops.divide(
             ops.multiply(m_rows, alpha), ops.add(ops.sqrt(scale), self.epsilon))
         # repeated rows write identical values (a scatter *update*, not an add), so the
         # scatter order does not matter

@@ -43,6 +43,20 @@ __all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbeddin
 _EPS = 1e-7
 
 
+def gather_rows(table: Any, idx: Any) -> Any:
+    """``table[idx]`` for a weight updated row by row (``LazyAdam``).
+
+    On TensorFlow a resource gather, which reads the rows only: once scatter updates write a
+    variable, TensorFlow copies the whole table on every full read, an O(rows of the table)
+    cost per step. Elsewhere ``ops.take``.
+    """
+    if keras.backend.backend() == "tensorflow" and isinstance(table, keras.Variable):
+        import tensorflow as tf
+
+        return tf.gather(table.value, idx)
+    return ops.take(table, idx, axis=0)
+
+
 def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: int) -> None:
     """Add ``regularizer``'s penalty of a table of ``n_rows`` rows, charged on the rows in use.
 
@@ -85,7 +99,7 @@ class InstanceEmbedding(keras.layers.Layer):
                                           name="embeddings")
 
     def call(self, inputs: Any) -> Any:
-        rows = ops.take(self.embeddings, ops.cast(inputs, "int32"), axis=0)
+        rows = gather_rows(self.embeddings, ops.cast(inputs, "int32"))
         charge_rows(self, self.embeddings_regularizer, rows, self.input_dim)
         return rows
 
@@ -238,7 +252,7 @@ class DifficultyCompetence(keras.layers.Layer):
             idx = ops.cast(instance, "int32")
             if len(idx.shape) == 2:
                 idx = ops.squeeze(idx, axis=-1)
-            h = ops.take(self.instance_embedding, idx, axis=0)
+            h = gather_rows(self.instance_embedding, idx)
             if _charge:   # in call(): the table's penalty on the rows of the batch
                 charge_rows(self, self.instance_regularizer, h, self.num_instances)
         else:
