@@ -27,6 +27,9 @@ def sum_repeated_rows(indices: Any, values: Any) -> tuple:
         flat = tf.reshape(values, [b, -1])
         return indices, tf.reshape(tf.matmul(same, flat), tf.shape(values))
 
+    static = indices.shape[0]
+    if static is not None:   # a fixed batch: one branch in the graph
+        return by_matrix() if static <= _MATRIX_ROWS else _sum_sorted_rows(indices, values)
     return tf.cond(b <= _MATRIX_ROWS, by_matrix, lambda: _sum_sorted_rows(indices, values))
 
 

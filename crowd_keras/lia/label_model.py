@@ -30,19 +30,22 @@ _SUMMARY_PAIRS = 2 ** 22   # items × annotators of the expected accuracy comput
 
 def _confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
     """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) float64 probabilities
-    from (n, K, K, L) difficulty and competence rows (numpy: the summary's bulk pass)."""
-    z = difficulty + competence
-    if z.shape[-1] == 1:   # L = 1: the logsumexp of one value is that value
-        logits = z[..., 0].astype(np.float64)
+    from (n, K, K, L) difficulty and competence rows (numpy: the summary's bulk pass).
+
+    The reductions run over the first axis of a transposed copy (numpy reduces long rows
+    several times faster than 2-8 wide ones).
+    """
+    z = np.moveaxis(difficulty + competence, -1, 0)                 # (L, n, K, K)
+    if len(z) == 1:   # L = 1: the logsumexp of one value is that value
+        logits = z[0]
     else:
-        top = z.max(axis=-1, keepdims=True)
-        z -= top
-        np.exp(z, out=z)
-        logits = np.log(z.sum(axis=-1), dtype=np.float64) + top[..., 0]
-    logits -= logits.max(axis=-1, keepdims=True)
-    np.exp(logits, out=logits)
-    logits /= logits.sum(axis=-1, keepdims=True)
-    return logits
+        top = z.max(axis=0)
+        logits = top + np.log(np.exp(z - top).sum(axis=0))
+    q = np.array(np.moveaxis(logits, -1, 0), dtype=np.float64)      # (K labels, n, K)
+    q -= q.max(axis=0)
+    np.exp(q, out=q)
+    q /= q.sum(axis=0)
+    return np.moveaxis(q, 0, -1)
 
 
 class LIA(LabelingFunctionFallback, LabelModel):

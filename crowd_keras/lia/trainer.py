@@ -43,7 +43,7 @@ from .losses import ExpectedCompleteNLL, MarginalNLL
 __all__ = ["LIATrainer", "default_classifier"]
 
 _FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
-_E_STEP_BATCH = 2 ** 16  # items per forward pass of the E-step
+_E_STEP_BATCH = 2 ** 14  # items per forward pass of the E-step (larger ones spill the caches)
 _XLA_MIN_ANNOTATIONS = 50_000   # from this many annotations the steps are compiled by XLA
 
 
