@@ -26,6 +26,7 @@ __all__ = ["LIA"]
 
 _SUMMARY_CHUNK = 2 ** 20   # annotations (or item-annotator pairs) per block of the summary
 _SUMMARY_PAIRS = 2 ** 22   # items × annotators of the expected accuracy computed exactly
+_SUMMARY_MIN_ITEMS = 256   # the smallest item sample beyond that
 
 
 def _confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
@@ -81,7 +82,10 @@ class LIA(LabelingFunctionFallback, LabelModel):
             items (rows = true class); class_priors_ (K,): mean posterior;
         competence_ (annotations,): ``Σ_k ŷ_ik [Q_ij]_kk`` per annotation (aligned with
             ``annotations_.items``), the predicted chance that it is correct;
-        expected_accuracy_ (annotators,): ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items;
+        expected_accuracy_ (annotators,): ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items (over
+            an evenly spaced sample of them when items × annotators exceeds
+            ``max(2²², 4 · annotations)``, so that the summary stays linear in the
+            annotations; ``expected_accuracy_items_`` is the number of items used);
         trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence`` etc.).
     """
 
@@ -230,7 +234,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if n * a <= budget:
             items = np.arange(n)
         else:
-            items = np.unique(np.linspace(0, n - 1, max(256, budget // a)).round().astype(int))
+            items = np.unique(np.linspace(0, n - 1, max(_SUMMARY_MIN_ITEMS, budget // a))
+                              .round().astype(int))
         self.expected_accuracy_items_ = len(items)
         d = self.trainer_.difficulty_tensors(items if x is None else x[items]).astype("float64")
         comp = comp.astype("float64")
@@ -265,8 +270,9 @@ class LIA(LabelingFunctionFallback, LabelModel):
 
         ``accuracy`` is the annotator's expected accuracy on *every* fitted item,
         ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` (Eq. 1's confusions, Eq. 4's posteriors), so annotators
-        are compared on the same items, not flattered by having labelled only easy ones;
-        ``accuracy_own_items`` is the same mean over the annotator's own annotations (NaN
+        are compared on the same items, not flattered by having labelled only easy ones
+        (on a large fit, the same evenly spaced sample of items for everyone, see
+        ``expected_accuracy_``); ``accuracy_own_items`` is the same mean over the annotator's own annotations (NaN
         for an annotator without annotations).
         """
         self._check_fitted()
