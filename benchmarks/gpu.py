@@ -24,7 +24,6 @@ import argparse
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ sys.path.insert(0, str(HERE))
 import keras  # noqa: E402
 
 import torch_peer  # noqa: E402
+from crowd_layer import EpochTimer  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.layers import (AnnotatorGate, CommonNoiseAdaptation, CrowdLayer,  # noqa: E402
                                 MixtureOfGroups)
@@ -88,17 +88,6 @@ def noise_layer(name: str, annotators: int) -> keras.layers.Layer:
         return CommonNoiseAdaptation(annotators, CLASSES,
                                      gate=AnnotatorGate(annotators, embedding_dim=20))
     return MixtureOfGroups(3, CLASSES, num_annotators=annotators)
-
-
-class EpochTimer(keras.callbacks.Callback):
-    def on_train_begin(self, logs=None):
-        self.times = []
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.times.append(time.perf_counter() - self._start)
 
 
 def steady(times: list) -> float:
