@@ -135,6 +135,8 @@ def main(argv=None) -> int:
                         "compiles; the best of the others is reported)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each model, "
                         "interleaved (the best epoch over all of them is reported)")
+    parser.add_argument("--data", type=Path, help="unused: the crowds are simulated "
+                        "(accepted as every benchmark script takes it)")
     parser.add_argument("--no-peer", action="store_true", help="skip crowd-kit's layers")
     args = parser.parse_args(argv)
     if torch_peer.available():

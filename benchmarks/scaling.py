@@ -118,6 +118,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--data", type=Path, help="unused: the crowds are simulated "
+                        "(accepted as every benchmark script takes it)")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
