@@ -41,6 +41,11 @@ SCRIPTS = [
     ("mixture_of_groups.py", [], ["--quick"], 3600),
     ("lia.py", [], ["--quick"], 3600),
     ("scale_out.py", [], ["--quick"], 3600),
+    ("scaling.py", [], ["--sizes", "100000", "--repeat", "1"], 3600),
+    # the CPU-sized run (a GPU run: python benchmarks/record.py gpu.py)
+    ("gpu.py", ["--items", "20000", "--annotators", "10000", "--batch-size", "64",
+                "--precisions", "float32", "--repeat", "3"],
+     ["--items", "2000", "--annotators", "100", "--precisions", "float32", "--epochs", "2"], 3600),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "snorkel", "crowdkit",

@@ -1,12 +1,36 @@
-"""Feeding crowd data to Keras ``fit``: batches of items with their padded annotations."""
+"""Feeding crowd data to Keras ``fit``: batches of items with their padded annotations.
+
+Two feeders, one batch order:
+
+* :class:`RowBatches` holds the arrays once and makes each epoch a ``tf.data`` pipeline on
+  the TensorFlow backend (the batch is gathered in the graph, so ``Model.fit`` runs its
+  ``steps_per_execution`` steps without returning to Python), or a :class:`RandomBatches`
+  on JAX and PyTorch (a GPU user without TensorFlow);
+* :func:`annotation_dataset` is the ``tf.data`` input path from an :class:`Annotations`
+  for ``CrowdModel.fit``: ``({"x", "annotator_ids"}, labels)`` per item, shuffled and
+  batched in the graph.
+"""
 from __future__ import annotations
 
 import math
+from typing import Any, Optional
 
 import keras
 import numpy as np
 
-__all__ = ["RandomBatches"]
+__all__ = ["RandomBatches", "RowBatches", "annotation_dataset", "tensorflow_backend"]
+
+
+def tensorflow_backend() -> bool:
+    """True on the TensorFlow backend (where ``tf.data`` input runs inside the step)."""
+    return keras.backend.backend() == "tensorflow"
+
+
+def row_order(n: int, batch: int, steps: int, rng: np.random.Generator) -> np.ndarray:
+    """``steps × batch`` row indices: shuffled epochs without replacement, concatenated."""
+    need = batch * steps
+    reps = math.ceil(need / n)
+    return np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
 
 
 class RandomBatches(keras.utils.PyDataset):
@@ -20,9 +44,7 @@ class RandomBatches(keras.utils.PyDataset):
         self.inputs, self.target, self.steps = inputs, target, int(steps)
         self.order = None
         if self.batch < n:   # full batch: every step sees the same arrays, nothing to shuffle
-            need = self.batch * self.steps
-            reps = math.ceil(need / n)
-            self.order = np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
+            self.order = row_order(n, self.batch, self.steps, rng)
 
     def __len__(self) -> int:
         return self.steps
@@ -32,3 +54,74 @@ class RandomBatches(keras.utils.PyDataset):
             return self.inputs, self.target
         idx = self.order[i * self.batch:(i + 1) * self.batch]
         return {k: v[idx] for k, v in self.inputs.items()}, self.target[idx]
+
+
+class RowBatches:
+    """Batches of rows of in-memory arrays (one row per item) for ``keras.Model.fit``.
+
+    The arrays are converted once; :meth:`epoch` gives ``steps`` batches of ``batch_size``
+    rows for a new target (e.g. the E-step posteriors of an EM), in the order
+    :class:`RandomBatches` draws from ``rng``. On TensorFlow that is a ``tf.data`` pipeline
+    gathering each batch from the held tensors: no Python generator in the step, and the
+    same element shapes every epoch (the compiled step is traced once).
+    """
+
+    def __init__(self, inputs: dict, batch_size: int) -> None:
+        self.inputs = inputs
+        self.n = len(next(iter(inputs.values())))
+        self.batch = min(int(batch_size), self.n)
+        self._tensors = None
+        if tensorflow_backend():
+            import tensorflow as tf
+
+            self._tensors = {k: tf.convert_to_tensor(v) for k, v in inputs.items()}
+
+    def epoch(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> Any:
+        if self._tensors is None:
+            return RandomBatches(self.inputs, target, self.batch, steps, rng)
+        import tensorflow as tf
+
+        y = tf.convert_to_tensor(target)
+        if self.batch >= self.n:
+            return tf.data.Dataset.from_tensors((self._tensors, y)).repeat(int(steps))
+        order = row_order(self.n, self.batch, int(steps), rng).reshape(int(steps), self.batch)
+        tensors = self._tensors
+
+        def gather(idx: Any) -> tuple:
+            return {k: tf.gather(v, idx) for k, v in tensors.items()}, tf.gather(y, idx)
+
+        return tf.data.Dataset.from_tensor_slices(order.astype(np.int32)).map(gather) \
+            .prefetch(2)
+
+
+def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: bool = True,
+                       seed: Optional[int] = None) -> Any:
+    """A ``tf.data.Dataset`` of ``({"x": x, "annotator_ids": ids}, labels)`` batches of items.
+
+    The indexed form ``CrowdModel.fit`` consumes, built in the graph: ``x`` (items, ...)
+    and the annotations (an :class:`~crowd_keras.Annotations`, item codes = rows of ``x``,
+    or its padded ``(annotator_ids, labels)``, as :meth:`Annotations.to_padded` gives them)
+    are held as tensors; each epoch reshuffles the items (``seed``) and gathers its batches
+    in the pipeline, so ``Model.fit`` runs without a Python generator. TensorFlow only
+    (``tf.data``); ``model.fit(annotation_dataset(x, ann, 64), epochs=...)``.
+    """
+    import tensorflow as tf
+
+    if hasattr(annotations, "to_padded"):
+        annotator_ids, labels = annotations.to_padded()
+    else:
+        annotator_ids, labels = annotations
+    n = len(labels)
+    if len(x) != n:
+        raise ValueError(f"x has {len(x)} rows but the annotations {n} items")
+    held = {"x": tf.convert_to_tensor(x),
+            "annotator_ids": tf.convert_to_tensor(np.asarray(annotator_ids, dtype=np.int32))}
+    targets = tf.convert_to_tensor(np.asarray(labels, dtype=np.int32))
+    ds = tf.data.Dataset.range(n)
+    if shuffle:
+        ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
+
+    def gather(idx: Any) -> tuple:
+        return {k: tf.gather(v, idx) for k, v in held.items()}, tf.gather(targets, idx)
+
+    return ds.batch(min(int(batch_size), n)).map(gather).prefetch(2)

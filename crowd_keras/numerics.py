@@ -12,7 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "safe_log",
-           "incidence_matrix", "summing_matrix", "pair_index", "soft_vote", "top_classes"]
+           "incidence_matrix", "summing_matrix", "pair_index", "soft_vote", "top_classes",
+           "class_vote_counts", "confusion_posteriors"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -81,6 +82,32 @@ def summing_matrix(rows: np.ndarray, n_rows: int,
     """
     n = len(rows)
     return incidence_matrix(rows, np.arange(n), (int(n_rows), n), weights)
+
+
+def class_vote_counts(XT: sp.csr_matrix, post: np.ndarray, n_annotators: int) -> np.ndarray:
+    """Expected vote counts ``N[a, k, l] = Σ_{i: a said l on i} post[i, k]``, (A, K, K).
+
+    ``XT`` is the transposed vote incidence (A·K, I) (column ``a·K + l`` of
+    ``Annotations.vote_incidence()``), ``post`` (I, K) the item posteriors. The sufficient
+    statistic of every M-step whose per-annotation terms depend on (annotator, label, true
+    class) only: one sparse product, O(annotations × K). Rows = true class (a view).
+    """
+    k = post.shape[1]
+    return np.asarray(XT @ post).reshape(int(n_annotators), k, k).transpose(0, 2, 1)
+
+
+def confusion_posteriors(X: sp.csr_matrix, log_conf: np.ndarray, log_prior: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """E-step of a per-annotator confusion model: ``(posteriors (I, K), log normaliser (I,))``.
+
+    ``log q_ik = log_prior_(i)k + Σ_{(i, a, l)} log_conf[a, k, l]`` with ``X`` the vote
+    incidence (I, A·K), ``log_conf`` (A, K, K) rows = true class, ``log_prior`` (K,) or
+    (I, K). One sparse product, O(annotations × K).
+    """
+    k = log_conf.shape[-1]
+    logits = np.asarray(X @ log_conf.transpose(0, 2, 1).reshape(-1, k))
+    logits += log_prior
+    return softmax_rows(logits, out=logits)
 
 
 def pair_index(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarray:

@@ -9,52 +9,104 @@ from keras import ops
 __all__ = ["LazyAdam"]
 
 
+def sum_repeated_rows(indices: Any, values: Any) -> tuple:
+    """Rows and values of a sparse gradient with repeated rows summed, in static shapes.
+
+    TensorFlow only. Up to 512 rows, each slot gets the sum over the slots of its row (an
+    equality-matrix product); beyond, the rows are sorted and each run summed into its first
+    slot (a segment sum over the ``b`` slots), the slots left over repeating the first row
+    with its summed value. Either way every write of a row carries the same update. Static
+    shapes: XLA compiles it (no ``tf.unique``); O(b log b) for large batches.
+    """
+    import tensorflow as tf
+
+    b = tf.shape(indices)[0]
+
+    def by_matrix() -> tuple:   # a (b, b) equality matrix: fastest for small batches
+        same = tf.cast(tf.equal(indices[:, None], indices[None, :]), values.dtype)
+        flat = tf.reshape(values, [b, -1])
+        return indices, tf.reshape(tf.matmul(same, flat), tf.shape(values))
+
+    static = indices.shape[0]
+    if static is not None:   # a fixed batch: one branch in the graph
+        return by_matrix() if static <= _MATRIX_ROWS else _sum_sorted_rows(indices, values)
+    return tf.cond(b <= _MATRIX_ROWS, by_matrix, lambda: _sum_sorted_rows(indices, values))
+
+
+_MATRIX_ROWS = 512   # up to this many rows, repeated rows are summed by an equality matrix
+
+
+def _sum_sorted_rows(indices: Any, values: Any) -> tuple:
+    import tensorflow as tf
+
+    order = tf.argsort(indices)
+    sorted_rows = tf.gather(indices, order)
+    starts = tf.concat([[True], sorted_rows[1:] != sorted_rows[:-1]], axis=0)
+    segment = tf.cumsum(tf.cast(starts, tf.int32)) - 1
+    b = tf.shape(indices)[0]
+    summed = tf.math.unsorted_segment_sum(tf.gather(values, order), segment, b)
+    rows = tf.math.unsorted_segment_max(sorted_rows, segment, b)
+    used = tf.range(b) <= segment[-1]
+    rows = tf.where(used, rows, sorted_rows[0])
+    summed = tf.where(tf.reshape(used, [-1] + [1] * (len(values.shape) - 1)), summed, summed[:1])
+    return rows, summed
+
+
 @keras.saving.register_keras_serializable(package="crowd_keras")
 class LazyAdam(keras.optimizers.Adam):
-    """Adam that updates only the annotator rows present in the batch (TensorFlow backend).
+    """Adam that updates only the rows a sparse gradient touches (TensorFlow backend).
 
     The indexed crowd layers gather per-annotator weights, so on TensorFlow their gradient
-    is sparse (``tf.IndexedSlices``: the rows of the annotators in the batch). Plain Adam
-    turns it dense and updates all ``A × K × K`` weights and moments every step, so an epoch
-    costs more with more annotators even at a fixed number of annotations. ``LazyAdam``
-    applies Adam's rule to the touched rows only (the "lazy Adam" of TF Addons and
-    PyTorch's ``SparseAdam``): untouched annotators keep their weights and moments as they
-    are instead of drifting on old momentum. Dense gradients (every other weight, and all
-    weights on the torch and JAX backends, whose gathers give dense gradients) get the
-    ordinary Adam update. Same arguments as ``keras.optimizers.Adam`` (no ``amsgrad``).
+    is sparse (``tf.IndexedSlices``: the rows of the annotators in the batch); so is the
+    gradient of a per-item table (LIA's instance embeddings). Plain Adam turns it dense and
+    updates every row and moment each step, so an epoch costs more with more annotators
+    (items) even at a fixed number of annotations. ``LazyAdam`` applies Adam's rule, written
+    as Keras' (``amsgrad`` too), to the touched rows only (the "lazy Adam" of TF Addons and
+    PyTorch's ``SparseAdam``): untouched rows keep their weights and moments as they are
+    instead of drifting on old momentum, and a step costs O(batch). When a batch touches
+    every row (full batch) the numbers are Adam's. Dense gradients (every other weight, and
+    all weights on the torch and JAX backends, whose gathers give dense gradients) get the
+    ordinary Adam update. Same arguments as ``keras.optimizers.Adam``.
 
-    Repeated rows (one annotator in several items of a batch) are summed before the update,
-    so the first step equals Adam's on the dense gradient. (Keras' own Adam, given those
-    sparse gradients, squares each repeat separately for the second moment.)
+    Repeated rows (one annotator in several items of a batch) are summed before the update
+    (:func:`sum_repeated_rows`), so the first step equals Adam's on the dense gradient.
+    (Keras' own Adam, given those sparse gradients, squares each repeat separately for the
+    second moment.)
     """
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
-        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+        if keras.backend.backend() != "tensorflow":
             return super().update_step(gradient, variable, learning_rate)
         import tensorflow as tf  # only reached on the TensorFlow backend
 
         if not isinstance(gradient, tf.IndexedSlices):
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype
+        rows, g = sum_repeated_rows(gradient.indices, ops.cast(gradient.values, dtype))
         step = ops.cast(self.iterations + 1, dtype)
-        b1, b2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
-        alpha = (ops.cast(learning_rate, dtype) * ops.sqrt(1 - ops.power(b2, step))
-                 / (1 - ops.power(b1, step)))
-        rows = gradient.indices
-        values = ops.cast(gradient.values, dtype)
-        # Sum the gradients of repeated rows (one annotator in several items of the batch)
-        # with a (n, n) equality matrix: static shapes, so it also runs under XLA.
-        same = ops.cast(ops.equal(ops.expand_dims(rows, 1), ops.expand_dims(rows, 0)), dtype)
-        flat = ops.reshape(values, (ops.shape(values)[0], -1))
-        g = ops.reshape(ops.matmul(same, flat), ops.shape(values))
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
-        m_rows = ops.take(m, rows, axis=0) * b1 + (1 - b1) * g
-        v_rows = ops.take(v, rows, axis=0) * b2 + (1 - b2) * ops.square(g)
-        new_rows = ops.take(variable, rows, axis=0) - alpha * m_rows / (ops.sqrt(v_rows)
-                                                                        + self.epsilon)
+        b1_power = ops.power(ops.cast(self.beta_1, dtype), step)
+        b2_power = ops.power(ops.cast(self.beta_2, dtype), step)
+        alpha = ops.cast(learning_rate, dtype) * ops.sqrt(1 - b2_power) / (1 - b1_power)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+
+        def take(table: Any) -> Any:   # a resource gather: reads the rows, not the table
+            return tf.gather(table.value if isinstance(table, keras.Variable) else table, rows)
+
+        # Keras' Adam arithmetic on the rows: m += (g − m)(1 − β₁), v += (g² − v)(1 − β₂)
+        m_rows = take(m)
+        m_rows = m_rows + ops.multiply(ops.subtract(g, m_rows), 1 - self.beta_1)
+        v_rows = take(v)
+        v_rows = v_rows + ops.multiply(ops.subtract(ops.square(g), v_rows), 1 - self.beta_2)
+        updates = [(m, m_rows), (v, v_rows)]
+        scale = v_rows
+        if self.amsgrad:
+            v_hat = self._velocity_hats[index]
+            scale = ops.maximum(take(v_hat), v_rows)
+            updates.append((v_hat, scale))
+        new_rows = take(variable) - ops.divide(
+            ops.multiply(m_rows, alpha), ops.add(ops.sqrt(scale), self.epsilon))
         # repeated rows write identical values (a scatter *update*, not an add), so the
         # scatter order does not matter
-        self.assign(m, tf.IndexedSlices(m_rows, rows))
-        self.assign(v, tf.IndexedSlices(v_rows, rows))
-        self.assign(variable, tf.IndexedSlices(new_rows, rows))
+        for target, value in updates + [(variable, new_rows)]:
+            self.assign(target, tf.IndexedSlices(value, rows))

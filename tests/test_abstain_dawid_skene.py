@@ -73,6 +73,27 @@ def test_matches_a_reference_em_written_with_loops():
     assert model.posteriors_.shape == (40, 3)
 
 
+def test_two_classes_take_the_one_vector_path_with_the_same_numbers():
+    """K = 2 runs the E-step on p(class 1) alone (σ of a logit difference): the reference
+    EM's numbers, and no overflow when one item's margin is beyond exp's range."""
+    rng = np.random.default_rng(4)
+    L = rng.integers(-1, 2, size=(60, 6))
+    L[5] = -1
+    model = AbstainAwareDawidSkene(max_iter=6, tol=0, **WRENCH).fit(
+        Annotations.from_label_matrix(L, 2))
+    post, R, prior = reference_em(L, 2, 6)
+    np.testing.assert_allclose(model.posteriors_, post, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(model.response_matrices_, R, rtol=1e-9)
+    np.testing.assert_allclose(model.predict_proba(L), model.posteriors_, atol=1e-15)
+    # 400 agreeing functions: logit margins of thousands (e^-d overflows), still finite
+    y = rng.integers(0, 2, 300)
+    big = np.where(rng.random((300, 400)) < 0.9, y[:, None], 1 - y[:, None])
+    huge = AbstainAwareDawidSkene(**WRENCH).fit(Annotations.from_label_matrix(big, 2))
+    assert np.isfinite(huge.log_likelihood_).all() and np.isfinite(huge.posteriors_).all()
+    assert (huge.predict() == y).all()
+    np.testing.assert_allclose(huge.posteriors_.sum(axis=1), 1.0)
+
+
 def test_one_class_functions_are_learned_from_their_abstentions():
     L, y, fire_own, fire_other, target = one_class_functions()
     ann = Annotations.from_label_matrix(L, 2)

@@ -157,6 +157,37 @@ def test_indexed_and_dense_forms_agree_on_loss():
     assert dense_loss == pytest.approx(indexed_loss, rel=1e-5)
 
 
+def test_difference_regulariser_trains_under_mixed_float16():
+    """The paper's regulariser is summed in float32 from the float32 matrices: under
+    mixed_float16 it joins the float32 loss (it stayed float16 and failed) and its A·K²
+    squares cannot overflow float16."""
+    sim = simulate_crowd(n_items=200, n_classes=3, n_annotators=10, annotations_per_item=3,
+                         seed=0)
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        classifier = keras.Sequential([keras.Input((10,)), keras.layers.Dense(16, activation="relu"),
+                                       keras.layers.Dense(3),
+                                       keras.layers.Activation("softmax", dtype="float32")])
+        noise = CommonNoiseAdaptation(10, 3, gate=AnnotatorGate(10, embedding_dim=4),
+                                      difference_weight=1e-5)
+        model = CrowdModel(classifier, noise, warmup_epochs=0)
+        model.compile(keras.optimizers.Adam(1e-3))
+        history = model.fit(sim.x, sim.annotations, epochs=2, batch_size=32, verbose=0)
+        assert noise.compute_dtype == "float16" and noise.kernel.dtype == "float32"
+        assert np.isfinite(history.history["loss"]).all()
+        # matrices 100 apart: Σ of 90 squares of 100 is 9e5, beyond float16's 65504
+        noise.common_kernel.assign(np.zeros((3, 3), "float32"))
+        noise.kernel.assign(np.full((10, 3, 3), 100.0, "float32"))
+        ids = sim.annotations.to_padded()[0][:8].astype("int32")
+        model({"x": sim.x[:8], "annotator_ids": ids})                 # eager: read the loss
+        (loss,) = model.losses
+        assert keras.backend.standardize_dtype(loss.dtype) == "float32"
+        np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), -1e-5 * 9e5, rtol=1e-5)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
 # ---------------------------------------------------------------- feature-free label model
 def js_divergence(p, q):
     m = (p + q) / 2
@@ -178,6 +209,44 @@ def test_common_noise_model_recovers_the_common_matrix():
     np.testing.assert_allclose(model.confusion_matrices_.sum(axis=2), 1.0)
     assert set(model.annotator_quality_.columns) >= {"annotator", "n_annotations", "accuracy"}
     assert np.all(np.diff(model.log_likelihood_) > -1e-9)
+
+
+def test_common_noise_em_equals_its_per_annotation_form():
+    """The EM runs on Dawid-Skene's vote counts; App. B's steps written per annotation (ω
+    tied per annotator) give the same posteriors, matrices and ω."""
+    sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=12, annotations_per_item=4,
+                         common_noise="asymmetric", seed=5)
+    ann, k, s = sim.annotations, 3, 0.01
+    it, ia, y = ann.items, ann.annotators, ann.labels
+
+    def m_step(q_z, q_common, post):
+        pi_g = np.full((k, k), s)
+        pi_r = np.full((ann.n_annotators, k, k), s)
+        np.add.at(pi_g.T, y, q_common)                      # pi_g[c, y] += q_common[t, c]
+        np.add.at(pi_r.transpose(0, 2, 1), (ia, y), q_z - q_common)
+        prior = post.sum(0) + s
+        return (pi_g / pi_g.sum(1, keepdims=True), pi_r / pi_r.sum(2, keepdims=True),
+                prior / prior.sum())
+
+    counts = ann.label_counts()
+    post = counts / counts.sum(1, keepdims=True)
+    pi_g, pi_r, prior = m_step(post[it], 0.5 * post[it], post)
+    omega = np.full(ann.n_annotators, 0.3)
+    for _ in range(3):
+        lg, lr, w = pi_g[:, y].T, pi_r[ia, :, y], omega[ia][:, None]
+        mix = w * lg + (1 - w) * lr
+        logp = np.log(prior) + np.array([np.log(mix[it == i]).sum(0) for i in range(ann.n_items)])
+        post = np.exp(logp - logp.max(1, keepdims=True))
+        post /= post.sum(1, keepdims=True)
+        joint = post[it] * (w * lg / mix)
+        pi_g, pi_r, prior = m_step(post[it], joint, post)
+        omega = (np.bincount(ia, joint.sum(1), ann.n_annotators) + 1e-9) / \
+            (np.bincount(ia, minlength=ann.n_annotators) + 2e-9)
+    model = CommonNoiseModel(max_iter=3, tol=0).fit(ann)
+    np.testing.assert_allclose(model.posteriors_, post, atol=1e-10)
+    np.testing.assert_allclose(model.common_confusion_, pi_g, atol=1e-10)
+    np.testing.assert_allclose(model.individual_confusions_, pi_r, atol=1e-10)
+    np.testing.assert_allclose(model.omega_, omega, atol=1e-10)
 
 
 @pytest.mark.parametrize("name", ["bluebirds", "dog"])

@@ -57,6 +57,35 @@ def test_learns_truth_and_annotators_better_than_majority_vote(sim, mv_trained_a
     assert np.corrcoef(learned, sim.annotator_accuracy())[0, 1] > 0.9
 
 
+def test_tf_data_input_path_from_annotations(sim):
+    """annotation_dataset: the indexed form as a tf.data pipeline (no Python generator),
+    every item once per epoch, reshuffled; CrowdModel trains on it like on the arrays."""
+    tf = pytest.importorskip("tensorflow")
+    from crowd_keras.inputs import annotation_dataset
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.data input path: TensorFlow backend")
+    ann = sim.annotations
+    ds = annotation_dataset(sim.x, ann, batch_size=128, seed=0)
+    assert isinstance(ds, tf.data.Dataset)
+    ids, labels = ann.to_padded()
+    epochs = []
+    for _ in range(2):
+        rows = []
+        for inputs, y in ds:
+            x = inputs["x"].numpy()
+            row = np.argmin(np.abs(sim.x[None] - x[:, None]).sum(-1), axis=1)   # item of each x
+            np.testing.assert_array_equal(inputs["annotator_ids"].numpy(), ids[row])
+            np.testing.assert_array_equal(y.numpy(), labels[row])
+            rows.append(row)
+        epochs.append(np.concatenate(rows))
+    assert sorted(epochs[0]) == list(range(ann.n_items)) and (epochs[0] != epochs[1]).any()
+    model = CrowdModel(mlp(), CrowdLayer(A, "MW"))
+    model.compile(keras.optimizers.Adam(1e-2))
+    history = model.fit(ds, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
 def test_save_load_round_trip_keeps_training(sim, tmp_path):
     clf = mlp()
     model = CrowdModel(clf, CrowdLayer(A, "VW+B"), name="crowd")

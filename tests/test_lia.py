@@ -283,6 +283,80 @@ def test_label_model_beats_majority_vote_on_simulator_and_scores_new_annotations
         model.predict_competence()
 
 
+def test_annotator_summary_without_items_times_annotators_work(monkeypatch):
+    """expected_accuracy_ by two matrix products per class: the mean over every item of
+    the layer's own confusions; exact when exp underflows (log-form fallback); an evenly
+    spaced sample of items when items × annotators is over the budget."""
+    import crowd_keras.lia.label_model as lia_label_model
+
+    sim = simulate_crowd(n_items=120, n_classes=3, n_annotators=30, annotations_per_item=3,
+                         seed=5)
+    model = LIA(em_iterations=1, m_steps=3, latent_dim=2, seed=0).fit(sim.annotations)
+    q = model.trainer_.confusions()                                   # (items, A, K, K)
+    direct = np.einsum("iak,ik->a", np.diagonal(q, axis1=-2, axis2=-1), model.posteriors_) / 120
+    np.testing.assert_allclose(model.expected_accuracy_, direct, atol=1e-6)
+    assert model.expected_accuracy_items_ == 120
+    # confusions_ / competence_ from the annotations that exist: the layer's Q_ij
+    ids, _ = sim.annotations.to_padded()
+    q_ann = model.trainer_.confusions(None, ids)[ids >= 0]
+    np.testing.assert_allclose(model.competence_, np.einsum(
+        "nkk,nk->n", q_ann, model.posteriors_[sim.annotations.items]), atol=1e-6)
+    # mass in cells that do not meet: e^(D + C) underflows in the products, the log form
+    d = model.trainer_.difficulty_tensors(np.arange(120)).astype(float)
+    comp = model.trainer_.competence_tensors().astype(float)
+    d[:, :, 1, 1] += 900.0
+    comp[:3, :, 0, 0] += 900.0
+    monkeypatch.setattr(model.trainer_, "difficulty_tensors", lambda items, *a: d[items])
+    z = d[:, None] + comp[None]                                       # (I, A, K, K, L)
+    top = z.max(-1)
+    lq = top + np.log(np.exp(z - top[..., None]).sum(-1))
+    lq -= lq.max(-1, keepdims=True)
+    qz = np.exp(lq) / np.exp(lq).sum(-1, keepdims=True)
+    want = np.einsum("iak,ik->a", np.diagonal(qz, axis1=-2, axis2=-1), model.posteriors_) / 120
+    np.testing.assert_allclose(model._expected_accuracy(None, comp), want, atol=1e-12)
+    # over the budget: a sample of the items, the same for every annotator
+    monkeypatch.setattr(lia_label_model, "_SUMMARY_PAIRS", 300)
+    monkeypatch.setattr(lia_label_model, "_SUMMARY_MIN_ITEMS", 20)
+    sampled = model._expected_accuracy(None, comp)
+    assert model.expected_accuracy_items_ < 120
+    np.testing.assert_allclose(sampled, want, atol=0.05)
+
+
+@pytest.mark.parametrize("xla, batch_size", [(False, None), (False, 32), (True, 32)])
+def test_em_steps_are_traced_once_whatever_the_number_of_iterations(monkeypatch, xla,
+                                                                     batch_size):
+    """The M-step's train step and the E-step's forward pass are compiled once per fit: an
+    EM of 5 iterations traces them as often as one of 2 (full batch, minibatches, XLA)."""
+    import crowd_keras.lia.trainer as lia_trainer
+
+    if xla:   # the large-data path: XLA-compiled steps (on TensorFlow)
+        monkeypatch.setattr(lia_trainer, "_XLA_MIN_ANNOTATIONS", 0)
+    traces = {"train": 0, "predict": 0}
+    train_step, predict_step = keras.Model.train_step, keras.Model.predict_step
+
+    def counting_train(self, data):
+        traces["train"] += 1
+        return train_step(self, data)
+
+    def counting_predict(self, data):
+        traces["predict"] += 1
+        return predict_step(self, data)
+
+    monkeypatch.setattr(keras.Model, "train_step", counting_train)
+    monkeypatch.setattr(keras.Model, "predict_step", counting_predict)
+    sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=4)
+    counts = []
+    for iterations in (2, 5):
+        traces.update(train=0, predict=0)
+        LIA(em_iterations=iterations, m_steps=6, tol=0.0, batch_size=batch_size,
+            seed=0).fit(sim.annotations)
+        counts.append((traces["train"], traces["predict"]))
+    assert counts[0] == counts[1], counts
+    # Keras' multi-step loop traces the step for each of its two loop passes, no more
+    assert counts[0][0] <= 2 and counts[0][1] <= 1, counts
+
+
 def test_bad_inputs_raise_crowd_data_error():
     sim = simulate_crowd(n_items=30, n_classes=2, n_annotators=5, annotations_per_item=2, seed=3)
     with pytest.raises(CrowdDataError, match="features"):

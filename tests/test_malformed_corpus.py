@@ -12,7 +12,6 @@ accepted case asserts what was read and counted. Outcomes are tallied in
 """
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json

@@ -56,6 +56,35 @@ def test_individual_recovers_groups_and_mixing(crowd):
     assert quality["accuracy"][experts].mean() > quality["accuracy"][~experts].mean() + 0.2
 
 
+def test_individual_em_steps_equal_their_per_annotation_form(crowd):
+    """The mean-field steps run on Dawid-Skene's vote counts: the same numbers as the
+    per-annotation sums they replace (q(g), q(z), α, β)."""
+    from crowd_keras.mixture_of_groups.em import IndividualEM
+
+    ann = crowd.annotations
+    it, ia, y = ann.items, ann.annotators, ann.labels
+    em = IndividualEM(ann, 3, 1.0)
+    rng = np.random.default_rng(0)
+    post = rng.dirichlet(np.ones(4), ann.n_items)
+    groups = rng.dirichlet(np.ones(3), ann.n_annotators)
+    alpha, beta, raw = em.m_step(post, groups)
+    ref = np.zeros((3, 4, 4))
+    np.add.at(ref.transpose(2, 0, 1), y, groups[ia][:, :, None] * post[it][:, None, :])
+    np.testing.assert_allclose(raw, ref, rtol=1e-12)
+    lb = np.log(beta).transpose(2, 0, 1)[y]                                   # (n, M, K)
+    per = np.einsum("nk,nmk->nm", post[it], lb)
+    logits = np.stack([np.bincount(ia, per[:, m], ann.n_annotators) for m in range(3)], 1)
+    logits += np.log(alpha)
+    want = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(em.group_step(post, alpha, beta), want / want.sum(1, keepdims=True),
+                               rtol=1e-9)
+    per = np.einsum("nm,nmk->nk", groups[ia], lb)
+    logits = np.stack([np.bincount(it, per[:, c], ann.n_items) for c in range(4)], 1)
+    want = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(em.item_step(np.zeros(4), groups, beta)[0],
+                               want / want.sum(1, keepdims=True), rtol=1e-9)
+
+
 def test_extra_group_gets_zero_weight(crowd):
     model = MixtureOfGroupsModel(num_groups=4).fit(crowd.annotations)
     alpha = np.sort(model.mixing_coefficients_)

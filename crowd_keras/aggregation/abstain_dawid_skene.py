@@ -31,12 +31,12 @@ import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..numerics import normalize_rows, softmax_rows, top_classes
+from ..numerics import class_vote_counts, normalize_rows, softmax_rows, top_classes
 from ..progress import progress_bar
 from .base import LabelModel, as_annotations, check_prior
 from .regime import one_class_share
 
-__all__ = ["AbstainAwareDawidSkene", "abstain_m_step", "abstain_logits"]
+__all__ = ["AbstainAwareDawidSkene", "abstain_m_step", "abstain_weights", "abstain_logits"]
 
 _ABSTAIN = ("auto", "response", "ignore")
 _ANCHOR = ("auto", "votes", "none")
@@ -44,14 +44,15 @@ _ANCHOR = ("auto", "votes", "none")
 
 # The EM steps as functions of sums over items (the statistics of dawid_skene's
 # sufficient_statistics), so that a partitioned fit (crowd_keras.distributed) runs the same steps.
-def abstain_m_step(counts: np.ndarray, class_mass: np.ndarray, n_items: int,
+def abstain_m_step(votes: np.ndarray, class_mass: np.ndarray, n_items: int,
                    votes_per_function: np.ndarray, modelled: np.ndarray, smoothing: float,
                    fixed_prior: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Log class prior (K,) and log response matrices (functions, K, K + 1), abstain last.
 
     Args:
-        counts: (functions·K, K) ``XT @ post``: ``counts[a·K + l, t]`` = expected number of
-            votes l of function a when the truth was t. class_mass: (K,) ``Σ_i post_i``.
+        votes: (functions, K true, K label) expected votes: ``votes[a, t, l]`` = expected
+            number of votes l of function a when the truth was t
+            (:func:`~crowd_keras.numerics.class_vote_counts`). class_mass: (K,) ``Σ_i post_i``.
         n_items: number of items (rows of ``L``, voted or not).
         votes_per_function: (functions,) votes cast. modelled: (functions,) bool, abstention
             modelled per class. smoothing: the pseudo-count. fixed_prior: the prior to hold.
@@ -60,7 +61,6 @@ def abstain_m_step(counts: np.ndarray, class_mass: np.ndarray, n_items: int,
     m, k = modelled.shape[0], class_mass.shape[0]
     # resp[a, t, l]: expected number of times function a gave response l (last: abstain)
     # when the truth was t, plus the pseudo-count
-    votes = counts.reshape(m, k, k).transpose(0, 2, 1)
     n_true = class_mass
     resp = np.empty((m, k, k + 1))
     resp[:, :, :k] = votes + s
@@ -70,8 +70,7 @@ def abstain_m_step(counts: np.ndarray, class_mass: np.ndarray, n_items: int,
         # not modelled: p(abstain) is one shared rate, so it cancels from the posterior
         rest = ~modelled
         rate = (n_items - votes_per_function[rest] + s) / (n_items + 2 * s)
-        cond = votes[rest] + s
-        cond = normalize_rows(cond)
+        cond = normalize_rows(votes[rest] + s)
         resp[rest, :, :k] = cond * (1.0 - rate)[:, None, None]
         resp[rest, :, k] = rate[:, None]
     if fixed_prior is not None:
@@ -81,14 +80,87 @@ def abstain_m_step(counts: np.ndarray, class_mass: np.ndarray, n_items: int,
     return np.log(np.maximum(prior, 1e-300)), np.log(resp)
 
 
-def abstain_logits(X: sp.csr_matrix, log_resp: np.ndarray, log_prior: np.ndarray,
-                   abstain_weight: float) -> np.ndarray:
-    """Items × classes unnormalized log posteriors (E-step) of (a block of) items."""
+def abstain_weights(log_resp: np.ndarray, log_prior: np.ndarray, abstain_weight: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """E-step weights: logits = ``X @ W + const``, ``W`` (functions × classes, classes)."""
     k = log_prior.shape[0]
     w = abstain_weight
     log_abstain = log_resp[:, :, k]  # (functions, classes)
     W = (log_resp[:, :, :k] - w * log_abstain[:, :, None]).transpose(0, 2, 1).reshape(-1, k)
-    return np.asarray(X @ W) + (w * log_abstain.sum(axis=0) + log_prior)[None, :]
+    return W, w * log_abstain.sum(axis=0) + log_prior
+
+
+def abstain_logits(X: sp.csr_matrix, log_resp: np.ndarray, log_prior: np.ndarray,
+                   abstain_weight: float) -> np.ndarray:
+    """Items × classes unnormalized log posteriors (E-step) of (a block of) items."""
+    W, const = abstain_weights(log_resp, log_prior, abstain_weight)
+    return np.asarray(X @ W) + const[None, :]
+
+
+class _Posteriors:
+    """The EM's item posteriors and the two products it takes with them.
+
+    General K: the (items, K) posteriors; ``Xᵀ q`` (expected votes) and the softmax of
+    ``X W + const``. Two classes (most labeling-function sets) carry only ``p = q_·1``
+    (items,): ``Xᵀ q`` is ``Xᵀ p`` and the column vote counts minus it, the E-step is one
+    product with ``W₁ − W₀`` and ``p = σ(d)``, ``d = l₁ − l₀``, and the evidence
+    ``Σ_i log(e^l₀ + e^l₁) = Σ_i l₁ + Σ_i log(1 + e^−d)`` with ``Σ_i l₁ = votes · W₁ + I const₁``.
+    The same numbers as the general path up to rounding (≤ 1e-12 on the fitted model).
+    """
+
+    def __init__(self, X: sp.csr_matrix, column_votes: np.ndarray, k: int,
+                 post: Optional[np.ndarray] = None) -> None:
+        self.X, self.XT = X, X.T   # Xᵀ as a CSC view: its products stream through the items
+        self.column_votes = column_votes
+        self.binary = k == 2
+        self.q = np.ascontiguousarray(post[:, 1]) if self.binary and post is not None else post
+        self.d = None
+
+    def votes(self, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Expected votes (m, K true, K label) and expected class sizes (K,)."""
+        if not self.binary:
+            return class_vote_counts(self.XT, self.q, m), np.ones(len(self.q)) @ self.q
+        one = np.asarray(self.XT @ self.q).reshape(m, 2)          # [a, label] given class 1
+        votes = np.empty((m, 2, 2))
+        votes[:, 1] = one
+        np.subtract(self.column_votes.reshape(m, 2), one, out=votes[:, 0])
+        n1 = float(self.q.sum())
+        return votes, np.array([len(self.q) - n1, n1])
+
+    def e_step(self, W: np.ndarray, const: np.ndarray) -> float:
+        """Replace the posteriors by those of ``X @ W + const``; returns the total evidence."""
+        if not self.binary:
+            logits = np.asarray(self.X @ W)
+            logits += const
+            self.q, log_norm = softmax_rows(logits, out=logits)
+            return float(log_norm.sum())
+        d = np.asarray(self.X @ (W[:, 1] - W[:, 0]))
+        d += const[1] - const[0]
+        with np.errstate(over="ignore"):
+            den = np.exp(-d)                                 # e^(l₀ − l₁)
+        den += 1.0
+        tail = float(np.log(den).sum())                      # Σ_i log(1 + e^(l₀ − l₁))
+        if not np.isfinite(tail):                            # some l₀ − l₁ > 709
+            tail = float(np.maximum(-d, 0.0).sum()) + float(np.log1p(np.exp(-np.abs(d))).sum())
+        self.q = np.reciprocal(den, out=den)                 # σ(d)
+        self.d = d
+        return float(self.column_votes @ W[:, 1]) + len(d) * float(const[1]) + tail
+
+    def full(self) -> np.ndarray:
+        """(items, K) posteriors."""
+        if not self.binary:
+            return self.q
+        post = np.empty((len(self.q), 2))
+        post[:, 1] = self.q
+        post[:, 0] = _sigmoid(-self.d) if self.d is not None else 1.0 - self.q
+        return post
+
+
+def _sigmoid(d: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):   # exp(−d) = inf gives exactly 0
+        out = np.exp(-d)
+    out += 1.0
+    return np.reciprocal(out, out=out)
 
 
 class AbstainAwareDawidSkene(LabelModel):
@@ -208,18 +280,16 @@ class AbstainAwareDawidSkene(LabelModel):
         k = ann.n_classes
         fixed_prior = self._fixed_prior(k)
         X = ann.vote_incidence()
-        XT = X.T.tocsr()
         counts = ann.label_counts()
-        post = normalize_rows(counts)
+        post = _Posteriors(X, ann.annotator_label_counts().reshape(-1), k, normalize_rows(counts))
         history: list = []
         prev = -np.inf
         bar = progress_bar(range(self.max_iter), desc="Abstain-aware Dawid-Skene EM",
                            disable=not self.progress)
         for _ in bar:
-            log_prior, log_resp = self._m_step(XT, post, ann.n_items, fixed_prior)
-            logits = self._logits(X, log_resp, log_prior)
-            post, log_norm = softmax_rows(logits)
-            evidence = float(log_norm.sum())
+            log_prior, log_resp = self._m_step(*post.votes(ann.n_annotators), ann.n_items,
+                                               fixed_prior)
+            evidence = post.e_step(*self._weights(log_resp, log_prior))
             history.append(evidence / max(ann.n_items, 1))
             if self.progress:
                 bar.set_postfix(evidence=f"{history[-1]:.6f}")
@@ -227,8 +297,11 @@ class AbstainAwareDawidSkene(LabelModel):
                 break
             prev = history[-1]
         bar.close()
+        post = post.full()
         self._set_fitted(ann, log_prior, log_resp, post.mean(axis=0), history)
-        self.posteriors_ = self._report(logits, counts) if self.anchor_ == "votes" else post
+        if self.anchor_ == "votes":
+            post = self._report(self._logits(X, log_resp, log_prior), counts)
+        self.posteriors_ = post
         return self
 
     def _set_fitted(self, ann: Annotations, log_prior: np.ndarray, log_resp: np.ndarray,
@@ -244,11 +317,16 @@ class AbstainAwareDawidSkene(LabelModel):
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
 
-    def _m_step(self, XT: sp.csr_matrix, post: np.ndarray, n_items: int,
+    def _m_step(self, votes: np.ndarray, n_true: np.ndarray, n_items: int,
                 fixed_prior: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        n_true = np.ones(post.shape[0]) @ post  # a column sum of (items, k): BLAS, not strided
-        return abstain_m_step(np.asarray(XT @ post), n_true, n_items, self._votes_per_function,
+        """``votes`` (m, K true, K label): expected votes; ``n_true`` (K,): class sizes."""
+        return abstain_m_step(votes, n_true, n_items, self._votes_per_function,
                               self.abstain_modelled_, self.smoothing, fixed_prior)
+
+    def _weights(self, log_resp: np.ndarray, log_prior: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """E-step weights: logits = ``X @ W + const``, ``W`` (functions × classes, classes)."""
+        return abstain_weights(log_resp, log_prior, self.abstain_weight_)
 
     def _logits(self, X: sp.csr_matrix, log_resp: np.ndarray, log_prior: np.ndarray) -> np.ndarray:
         """Items × classes unnormalized log posteriors (E-step)."""
@@ -260,11 +338,16 @@ class AbstainAwareDawidSkene(LabelModel):
         return softmax_rows(np.where(top_classes(counts), logits, -np.inf))[0]
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        logits = self._logits(ann.vote_incidence(), np.log(self.response_matrices_),
-                              np.log(np.maximum(self.class_priors_, 1e-300)))
+        log_resp = np.log(self.response_matrices_)
+        log_prior = np.log(np.maximum(self.class_priors_, 1e-300))
         if self.anchor_ == "votes":
-            return self._report(logits, ann.label_counts())
-        return softmax_rows(logits)[0]
+            return self._report(self._logits(ann.vote_incidence(), log_resp, log_prior),
+                                ann.label_counts())
+        # the E-step of fit (the same arithmetic: the same numbers on the training votes)
+        post = _Posteriors(ann.vote_incidence(), ann.annotator_label_counts().reshape(-1),
+                           ann.n_classes)
+        post.e_step(*self._weights(log_resp, log_prior))
+        return post.full()
 
     # ------------------------------------------------------------------ reporting
     @property

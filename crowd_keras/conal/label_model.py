@@ -10,19 +10,19 @@ them together, lets every annotation pick whichever matrix explains it best (ω 
 Without features we therefore tie ω per annotator (ω_r, a Beta-smoothed proportion); the
 feature-aware gate ω_ri = σ(û_r·v̂_i) is the Keras layer
 :class:`crowd_keras.conal.layers.CommonNoiseAdaptation`. The E- and M-steps are the appendix's
-closed forms (q(z_i), q(s_ri) and the Lagrange solutions for π_g, π_r, ω and ρ), written as
-sparse products over the annotations with no Python loop over annotations or annotators.
+closed forms (q(z_i), q(s_ri) and the Lagrange solutions for π_g, π_r, ω and ρ). With ω tied per
+annotator both steps depend on the annotations only through Dawid-Skene's statistics (one
+sparse product each way per iteration), with no Python loop over annotations or annotators.
 """
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
 from ..aggregation.base import LabelModel
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
-from ..numerics import normalize_rows, pair_index, softmax_rows, soft_vote, summing_matrix
+from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows, soft_vote
 from ..progress import progress_bar
 
 __all__ = ["CommonNoiseModel"]
@@ -70,30 +70,31 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
 
     def _fit_crowd(self, ann: Annotations) -> "CommonNoiseModel":
         a, n = ann.n_annotators, ann.n_annotations
-        S = summing_matrix(ann.items, ann.n_items)          # sums annotations into items
-        R = summing_matrix(ann.annotators, a)               # ... into annotators
+        X = ann.vote_incidence()
+        XT = X.T.tocsr()
         post = soft_vote(ann.label_counts())
         omega = np.full(a, float(self.init_omega))
         # Start from the majority-vote counts: both matrices see every annotation.
-        pi_g, pi_r, prior = self._m_confusions(ann, post[ann.items], np.full(n, 0.5), post)
+        counts = class_vote_counts(XT, post, a)                          # (A, K true, K label)
+        pi_g, pi_r, prior = self._m_confusions(counts, 0.5 * counts, post)
+        b_a, b_b = self.omega_prior
+        per_annotator = ann.annotations_per_annotator()
         history, ll_prev = [], -np.inf
         bar = progress_bar(range(self.max_iter), desc="CoNAL EM", disable=not self.progress)
         for _ in bar:
-            # E-step: per annotation and true class, the two sources' likelihoods.
-            lg = pi_g[:, ann.labels].T                                    # (n, K)
-            lr = pi_r[ann.annotators, :, ann.labels]                      # (n, K)
-            w = omega[ann.annotators][:, None]
-            mix = w * lg + (1 - w) * lr
-            post, log_norm = softmax_rows(np.asarray(S @ np.log(mix)) + np.log(prior))
+            # With ω tied per annotator, an annotation's likelihood under true class c,
+            # ω_r π_g[c, y] + (1 − ω_r) π_r[c, y], depends on (r, c, y) only: the E-step is
+            # Dawid-Skene's with these effective matrices, and q(s = 1 | z = c, y) too.
+            common = omega[:, None, None] * pi_g[None]                     # (A, K, K)
+            mix = common + (1 - omega[:, None, None]) * pi_r
+            post, log_norm = confusion_posteriors(X, np.log(mix), np.log(prior))
             ll = float(log_norm.sum()) / max(n, 1)
-            q_z = post[ann.items]                                         # (n, K)
-            q_s = (w * lg / mix)                                          # q(s=1 | z=c, y)
-            # M-step
-            joint_common = q_z * q_s
-            pi_g, pi_r, prior = self._m_confusions(ann, q_z, joint_common, post)
-            b_a, b_b = self.omega_prior
-            omega = (np.asarray(R @ joint_common.sum(axis=1)) + b_a - 1 + 1e-9) / \
-                (ann.annotations_per_annotator() + b_a + b_b - 2 + 2e-9)
+            # M-step on the expected counts: Σ_i q(z_i = c) q(s = 1 | c, y) per (r, c, y)
+            counts = class_vote_counts(XT, post, a)
+            joint_common = counts * (common / mix)
+            pi_g, pi_r, prior = self._m_confusions(counts, joint_common, post)
+            omega = (joint_common.sum(axis=(1, 2)) + b_a - 1 + 1e-9) / \
+                (per_annotator + b_a + b_b - 2 + 2e-9)
             history.append(ll)
             if abs(ll - ll_prev) < self.tol:
                 break
@@ -110,22 +111,17 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         self.n_iter_ = len(history)
         return self
 
-    def _m_confusions(self, ann: Annotations, q_z: np.ndarray, q_common: np.ndarray,
-                      post: np.ndarray) -> tuple:
-        """Closed-form π_g, π_r (Lagrange solutions of App. B) and the class prior ρ."""
-        k, a = ann.n_classes, ann.n_annotators
-        if q_common.ndim == 1:
-            q_common = q_z * q_common[:, None]
-        q_indiv = q_z - q_common
-        counts_g = np.asarray(summing_matrix(ann.labels, k) @ q_common).T   # (K true, K label)
-        pi_g = normalize_rows(counts_g + self.smoothing)
-        Yr = summing_matrix(pair_index(ann.annotators, ann.labels, k), a * k)
-        counts_r = np.asarray(Yr @ q_indiv).reshape(a, k, k).transpose(0, 2, 1)
-        pi_r = normalize_rows(counts_r + self.smoothing)
+    def _m_confusions(self, counts: np.ndarray, common: np.ndarray, post: np.ndarray) -> tuple:
+        """Closed-form π_g, π_r (Lagrange solutions of App. B) and the class prior ρ.
+
+        ``counts`` (A, K, K): expected votes per (annotator, true class, label);
+        ``common`` (A, K, K): the part of them attributed to the common matrix.
+        """
+        pi_g = normalize_rows(common.sum(axis=0) + self.smoothing)
+        pi_r = normalize_rows(counts - common + self.smoothing)
         prior = post.sum(axis=0) + self.smoothing
         return pi_g, pi_r, prior / prior.sum()
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        lik = self.confusion_matrices_[ann.annotators, :, ann.labels]        # (n, K)
-        logp = np.asarray(summing_matrix(ann.items, ann.n_items) @ np.log(lik))
-        return softmax_rows(logp + np.log(self.class_priors_))[0]
+        return confusion_posteriors(ann.vote_incidence(), np.log(self.confusion_matrices_),
+                                    np.log(self.class_priors_))[0]

@@ -190,11 +190,14 @@ class CommonNoiseAdaptation(keras.layers.Layer):
     def build(self, input_shape: Any) -> None:
         k, a = self.num_classes, self.num_annotators
         scale = self.init_scale / self.learning_rate_multiplier   # stored value at init
+        # not autocast: call() casts them to the compute dtype where they meet the data, and
+        # the difference regulariser reads them in float32 (under mixed_float16 a float16
+        # sum over A·K² squares overflows, and a float16 loss cannot join the float32 total)
         self.common_kernel = self.add_weight(
             shape=(k, k), initializer=lambda shape, dtype=None: scale * ops.eye(k, dtype=dtype),
-            name="common_kernel")
+            name="common_kernel", autocast=False)
         self.kernel = self.add_weight(
-            shape=(a, k, k), name="kernel",
+            shape=(a, k, k), name="kernel", autocast=False,
             initializer=lambda shape, dtype=None: scale * identity_initializer(shape, dtype))
         if self.gate is not None and not self.gate.built:
             self.gate.build(tuple(input_shape[-1]))
@@ -237,9 +240,10 @@ class CommonNoiseAdaptation(keras.layers.Layer):
                 w = ops.expand_dims(w, 1)                                        # (b,1,A|k)
             w = ops.expand_dims(w, -1)                                           # (...,A|k,1)
         if self.difference_weight:
-            diff = ops.sum(ops.square(ops.expand_dims(self.common_kernel, 0) - self.kernel)
-                           ) * (m * m)   # on the matrices in use
-            self.add_loss(-self.difference_weight * diff)
+            common_w = ops.cast(self.common_kernel, "float32")
+            diff = ops.sum(ops.square(ops.expand_dims(common_w, 0)
+                                      - ops.cast(self.kernel, "float32"))) * (m * m)
+            self.add_loss(-self.difference_weight * diff)   # in float32 (the matrices in use)
         return w * common + (1.0 - w) * individual
 
     def omega_for(self, x: Any, annotator_ids: Any = None) -> np.ndarray:

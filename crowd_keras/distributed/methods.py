@@ -224,7 +224,9 @@ class AbstainDawidSkeneMethod(Method):
 
     def update(self, stats: tuple, summary: Summary) -> Any:
         model = self.model
-        return abstain_m_step(*stats, summary.n_items, model._votes_per_function,
+        counts, class_mass = stats
+        votes = counts.reshape(-1, self.k, self.k).transpose(0, 2, 1)   # (m, K true, K label)
+        return abstain_m_step(votes, class_mass, summary.n_items, model._votes_per_function,
                               model.abstain_modelled_, model.smoothing, self.fixed_prior)
 
     def _logits(self, block: Block, params: Any) -> np.ndarray:

@@ -19,10 +19,34 @@ from ..aggregation.dawid_skene import DawidSkene
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..numerics import normalize_rows
+from ..numerics import normalize_rows, summing_matrix
 from .trainer import LIATrainer
 
 __all__ = ["LIA"]
+
+_SUMMARY_CHUNK = 2 ** 20   # annotations (or item-annotator pairs) per block of the summary
+_SUMMARY_PAIRS = 2 ** 22   # items × annotators of the expected accuracy computed exactly
+_SUMMARY_MIN_ITEMS = 256   # the smallest item sample beyond that
+
+
+def _confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
+    """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) float64 probabilities
+    from (n, K, K, L) difficulty and competence rows (numpy: the summary's bulk pass).
+
+    The reductions run over the first axis of a transposed copy (numpy reduces long rows
+    several times faster than 2-8 wide ones).
+    """
+    z = np.moveaxis(difficulty + competence, -1, 0)                 # (L, n, K, K)
+    if len(z) == 1:   # L = 1: the logsumexp of one value is that value
+        logits = z[0]
+    else:
+        top = z.max(axis=0)
+        logits = top + np.log(np.exp(z - top).sum(axis=0))
+    q = np.array(np.moveaxis(logits, -1, 0), dtype=np.float64)      # (K labels, n, K)
+    q -= q.max(axis=0)
+    np.exp(q, out=q)
+    q /= q.sum(axis=0)
+    return np.moveaxis(q, 0, -1)
 
 
 class LIA(LabelingFunctionFallback, LabelModel):
@@ -58,7 +82,10 @@ class LIA(LabelingFunctionFallback, LabelModel):
             items (rows = true class); class_priors_ (K,): mean posterior;
         competence_ (annotations,): ``Σ_k ŷ_ik [Q_ij]_kk`` per annotation (aligned with
             ``annotations_.items``), the predicted chance that it is correct;
-        expected_accuracy_ (annotators,): ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items;
+        expected_accuracy_ (annotators,): ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items (over
+            an evenly spaced sample of them when items × annotators exceeds
+            ``max(2²², 4 · annotations)``, so that the summary stays linear in the
+            annotations; ``expected_accuracy_items_`` is the number of items used);
         trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence`` etc.).
     """
 
@@ -168,32 +195,74 @@ class LIA(LabelingFunctionFallback, LabelModel):
         return normalize_rows(post)
 
     def _summarise_annotators(self, x: Optional[np.ndarray]) -> None:
-        """confusion_matrices_ = mean of Q_ij over each annotator's items; competence_."""
-        ann = self.annotations_
-        ids, _ = ann.to_padded()
-        q = self.trainer_.confusions(x, ids)                          # (items, k, K, K)
-        q_ann = q[ids >= 0]        # row-major slots = the annotations' (item, annotator) order
+        """confusion_matrices_ = mean of Q_ij over each annotator's items; competence_;
+        expected_accuracy_. O(annotations) plus a bounded sample of items × annotators."""
+        ann, trainer = self.annotations_, self.trainer_
         a, k = ann.n_annotators, ann.n_classes
-        sums = np.zeros((a, k, k))
-        np.add.at(sums, ann.annotators, q_ann)
+        comp = trainer.competence_tensors()                             # (A, K, K, L)
+        sums = np.zeros((a, k * k))
+        self.competence_ = np.empty(ann.n_annotations)
+        ptr = np.concatenate([[0], np.cumsum(ann.annotations_per_item())])
+        step = max(1, _SUMMARY_CHUNK // max(int(ann.annotations_per_item().max()), 1))
+        for s in range(0, ann.n_items, step):   # annotations are sorted by item
+            e = min(s + step, ann.n_items)
+            rows = slice(ptr[s], ptr[e])
+            items, who = ann.items[rows], ann.annotators[rows]
+            d = trainer.difficulty_tensors(np.arange(s, e) if x is None else x[s:e])
+            q = _confusions(d[items - s], comp[who])                   # (n, K, K) Eq. 1
+            sums += np.asarray(summing_matrix(who, a) @ q.reshape(len(q), k * k))
+            self.competence_[rows] = np.einsum("nkk,nk->n", q, self.posteriors_[items])
         counts = ann.annotations_per_annotator().astype(float)
-        mean_all = q_ann.mean(axis=0)
-        self.confusion_matrices_ = np.where(counts[:, None, None] > 0,
-                                            sums / np.maximum(counts, 1)[:, None, None],
-                                            mean_all)
-        diag = np.diagonal(q_ann, axis1=-2, axis2=-1)                 # (annotations, K)
-        self.competence_ = np.einsum("nk,nk->n", diag, self.posteriors_[ann.items])
-        # Expected accuracy of every annotator on every fitted item, averaged over the items
-        # (in item batches: never an items × annotators × K × K array of the whole set).
+        mean_all = sums.sum(axis=0) / max(ann.n_annotations, 1)
+        self.confusion_matrices_ = np.where(counts[:, None] > 0,
+                                            sums / np.maximum(counts, 1)[:, None],
+                                            mean_all).reshape(a, k, k)
+        self.expected_accuracy_ = self._expected_accuracy(x, comp)
+
+    def _expected_accuracy(self, x: Optional[np.ndarray], comp: np.ndarray) -> np.ndarray:
+        """``mean_i Σ_k ŷ_ik [Q_ij]_kk`` for every annotator ``j`` over the fitted items.
+
+        Every item when items × annotators is at most ``max(2²², 4 · annotations)``, else an
+        evenly spaced sample of that many pairs' worth of items (at least 256): the cost
+        stays linear in the annotations. Eq. 1's diagonal is a ratio of inner products along
+        the latent and label axes, ``[Q_ij]_kk = Σ_m e^{D_ikkm} e^{C_jkkm} /
+        Σ_lm e^{D_iklm} e^{C_jklm}``, so each class is two matrix products.
+        """
+        ann = self.annotations_
+        n, a, k = ann.n_items, ann.n_annotators, ann.n_classes
+        budget = max(_SUMMARY_PAIRS, 4 * ann.n_annotations)
+        if n * a <= budget:
+            items = np.arange(n)
+        else:
+            items = np.unique(np.linspace(0, n - 1, max(_SUMMARY_MIN_ITEMS, budget // a))
+                              .round().astype(int))
+        self.expected_accuracy_items_ = len(items)
+        d = self.trainer_.difficulty_tensors(items if x is None else x[items]).astype("float64")
+        comp = comp.astype("float64")
+        post = self.posteriors_[items]
+        # shift each (item, class) and (annotator, class) block to a maximum of 0: exp ≤ 1
+        e_d = np.exp(d - d.max(axis=(2, 3), keepdims=True))
+        e_c = np.exp(comp - comp.max(axis=(2, 3), keepdims=True))
         total = np.zeros(a)
-        step = max(1, 2 ** 22 // max(a * k * k, 1))
-        for s in range(0, ann.n_items, step):
-            rows = np.arange(s, min(s + step, ann.n_items))
-            xb = None if x is None else x[rows]
-            qb = self.trainer_.confusions(rows if x is None else xb)   # (b, A, K, K)
-            total += np.einsum("bak,bk->a", np.diagonal(qb, axis1=-2, axis2=-1),
-                               self.posteriors_[rows])
-        self.expected_accuracy_ = total / max(ann.n_items, 1)
+        width = max(1, _SUMMARY_CHUNK // max(len(items), 1))
+        for s in range(0, a, width):
+            c = e_c[s:s + width]
+            for t in range(k):
+                num = e_d[:, t, t, :] @ c[:, t, t, :].T                      # (S, a)
+                den = e_d[:, t].reshape(len(items), -1) @ c[:, t].reshape(len(c), -1).T
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratio = num / den
+                bad = ~np.isfinite(ratio)
+                if bad.any():   # both blocks' mass in different cells: exact log form
+                    r, j = np.nonzero(bad)
+                    z = (d[r, t] + comp[s + j, t]).reshape(len(r), -1)     # (m, K·L)
+                    top = z.max(axis=1, keepdims=True)
+                    lse = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+                    diag = d[r, t, t] + comp[s + j, t, t]                   # (m, L)
+                    dt = diag.max(axis=1, keepdims=True)
+                    ratio[r, j] = np.exp(dt[:, 0] + np.log(np.exp(diag - dt).sum(axis=1)) - lse)
+                total[s:s + width] += post[:, t] @ ratio
+        return total / len(items)
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:
@@ -201,8 +270,9 @@ class LIA(LabelingFunctionFallback, LabelModel):
 
         ``accuracy`` is the annotator's expected accuracy on *every* fitted item,
         ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` (Eq. 1's confusions, Eq. 4's posteriors), so annotators
-        are compared on the same items, not flattered by having labelled only easy ones;
-        ``accuracy_own_items`` is the same mean over the annotator's own annotations (NaN
+        are compared on the same items, not flattered by having labelled only easy ones
+        (on a large fit, the same evenly spaced sample of items for everyone, see
+        ``expected_accuracy_``); ``accuracy_own_items`` is the same mean over the annotator's own annotations (NaN
         for an annotator without annotations).
         """
         self._check_fitted()

@@ -38,9 +38,83 @@ from keras import ops
 
 from .._keras_utils import gather_annotators, is_shape_list, split_padding
 
-__all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods"]
+__all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbedding"]
 
 _EPS = 1e-7
+
+
+def gather_rows(table: Any, idx: Any) -> Any:
+    """``table[idx]`` for a weight updated row by row (``LazyAdam``).
+
+    On TensorFlow a resource gather, which reads the rows only: once scatter updates write a
+    variable, TensorFlow copies the whole table on every full read, an O(rows of the table)
+    cost per step. Elsewhere ``ops.take``.
+    """
+    if keras.backend.backend() == "tensorflow" and isinstance(table, keras.Variable):
+        import tensorflow as tf
+
+        return tf.gather(table.value, idx)
+    return ops.take(table, idx, axis=0)
+
+
+def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: int) -> None:
+    """Add ``regularizer``'s penalty of a table of ``n_rows`` rows, charged on the rows in use.
+
+    ``regularizer(rows) · n_rows / batch``: the whole table's penalty when the batch holds
+    every row once (full batch), its unbiased estimate on a uniform sample of rows. Unlike a
+    weight regulariser its gradient touches only the batch's rows, so an optimiser step costs
+    O(batch), not O(n_rows) (sparse gradients on TensorFlow).
+    """
+    if regularizer is None:
+        return
+    rows = ops.cast(rows, "float32")
+    batch = ops.cast(ops.shape(rows)[0], "float32")
+    layer.add_loss(ops.cast(regularizer(rows), "float32") * (float(n_rows) / batch))
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class InstanceEmbedding(keras.layers.Layer):
+    """A learned row per instance index, regularised on the rows of each batch.
+
+    ``keras.layers.Embedding(input_dim, output_dim)`` for instance indices (one row per
+    item: every item of a data set has its own parameters), except that
+    ``embeddings_regularizer`` is charged on the rows the batch gathers, scaled to the table
+    (:func:`charge_rows`): the same penalty in full batch, and an optimiser step that costs
+    O(batch) instead of O(items) when the table has millions of rows.
+    """
+
+    def __init__(self, input_dim: int, output_dim: int, embeddings_initializer: Any = "uniform",
+                 embeddings_regularizer: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if int(input_dim) < 1 or int(output_dim) < 1:
+            raise ValueError(f"input_dim and output_dim must be positive, got {input_dim!r}, "
+                             f"{output_dim!r}")
+        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.embeddings_regularizer = keras.regularizers.get(embeddings_regularizer)
+
+    def build(self, input_shape: Any) -> None:
+        self.embeddings = self.add_weight(shape=(self.input_dim, self.output_dim),
+                                          initializer=self.embeddings_initializer,
+                                          name="embeddings")
+
+    def call(self, inputs: Any) -> Any:
+        rows = gather_rows(self.embeddings, ops.cast(inputs, "int32"))
+        charge_rows(self, self.embeddings_regularizer, rows, self.input_dim)
+        return rows
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        return (*tuple(input_shape), self.output_dim)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(input_dim=self.input_dim, output_dim=self.output_dim,
+                      embeddings_initializer=keras.initializers.serialize(
+                          self.embeddings_initializer),
+                      embeddings_regularizer=keras.regularizers.serialize(
+                          self.embeddings_regularizer)
+                      if self.embeddings_regularizer is not None else None)
+        return config
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
@@ -63,6 +137,8 @@ class DifficultyCompetence(keras.layers.Layer):
         activation: activation of the hidden layers (the authors use ``"selu"``).
         instance_regularizer, annotator_regularizer: regularisers on the kernels (and the
             instance embedding table) of ``d_φ`` / ``c_ψ``; the biases are not regularised.
+            The instance embedding table is charged on the rows of each batch, scaled to
+            the table (the same penalty in full batch; see :func:`charge_rows`).
         output_mode: ``"probs"`` (default) or ``"log_probs"`` (log Q, numerically safer for a
             likelihood).
 
@@ -135,7 +211,7 @@ class DifficultyCompetence(keras.layers.Layer):
             self.instance_embedding = self.add_weight(
                 shape=(self.num_instances, self.instance_embedding_dim),
                 initializer=keras.initializers.RandomNormal(stddev=0.1),
-                regularizer=self.instance_regularizer, name="instance_embedding")
+                name="instance_embedding")   # regularised on the rows in use (difficulty)
             d_in = self.instance_embedding_dim
         else:
             if len(inst_shape) != 2 or inst_shape[-1] is None:
@@ -170,13 +246,15 @@ class DifficultyCompetence(keras.layers.Layer):
         c, l = self.num_classes, self.latent_dim
         return ops.reshape(flat, (-1, c, c, l))
 
-    def difficulty(self, instance: Any) -> Any:
+    def difficulty(self, instance: Any, _charge: bool = False) -> Any:
         """``D_i = d_φ(x_i)``: ``(batch, C, C, L)`` from the instance input."""
         if self.num_instances is not None:
             idx = ops.cast(instance, "int32")
             if len(idx.shape) == 2:
                 idx = ops.squeeze(idx, axis=-1)
-            h = ops.take(self.instance_embedding, idx, axis=0)
+            h = gather_rows(self.instance_embedding, idx)
+            if _charge:   # in call(): the table's penalty on the rows of the batch
+                charge_rows(self, self.instance_regularizer, h, self.num_instances)
         else:
             h = ops.cast(instance, self.compute_dtype)
         return self._reshape(self._run_mlp(h, self.instance_layers))
@@ -213,7 +291,9 @@ class DifficultyCompetence(keras.layers.Layer):
         ``output_mode="log_probs"``.
         """
         d = ops.expand_dims(difficulty, 1)                          # (b, 1, C, C, L)
-        logits = ops.logsumexp(d + ops.cast(competence, d.dtype), axis=-1)   # (b, k, C, C)
+        z = d + ops.cast(competence, d.dtype)
+        # L = 1: the logsumexp of one value is that value (exactly): skip its five passes
+        logits = z[..., 0] if self.latent_dim == 1 else ops.logsumexp(z, axis=-1)  # (b, k, C, C)
         if self.output_mode == "log_probs":
             return ops.log_softmax(logits, axis=-1)
         return ops.softmax(logits, axis=-1)
@@ -227,8 +307,8 @@ class DifficultyCompetence(keras.layers.Layer):
             instance, ids = inputs
             if len(ids.shape) != 2:
                 raise ValueError(f"annotator_ids must be (batch, k), got shape {ids.shape}")
-            return self.combine(self.difficulty(instance), self.competence(ids))
-        d = self.difficulty(inputs)
+            return self.combine(self.difficulty(instance, True), self.competence(ids))
+        d = self.difficulty(inputs, True)
         comp = ops.expand_dims(self.competence(), 0)                # (1, A, C, C, L)
         return self.combine(d, comp)
 

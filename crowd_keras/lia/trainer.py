@@ -31,17 +31,20 @@ from keras import ops
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from .._keras_utils import seeded_construction
-from ..inputs import RandomBatches
+from ..inputs import RowBatches, tensorflow_backend
 from ..numerics import normalize_rows, softmax_rows
+from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import progress_bar
 from ..regularizers import CauchyShrinkage
-from .layers import AnnotationLogLikelihoods, DifficultyCompetence
+from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
 __all__ = ["LIATrainer", "default_classifier"]
 
 _FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
+_E_STEP_BATCH = 2 ** 14  # items per forward pass of the E-step (larger ones spill the caches)
+_XLA_MIN_ANNOTATIONS = 50_000   # from this many annotations the steps are compiled by XLA
 
 
 # ---------------------------------------------------------------------------- model pieces
@@ -58,8 +61,9 @@ def default_classifier(num_classes: int, input_shape: Optional[Sequence[int]] = 
     reg = keras.regularizers.L2(l2) if l2 else None
     if num_instances is not None:
         inp = keras.Input(shape=(), dtype="int32", name="instance")
-        h = keras.layers.Embedding(num_instances, embedding_dim, embeddings_regularizer=reg,
-                                   name="instance_embedding")(inp)
+        # charged on the rows of each batch: a step costs O(batch), not O(items)
+        h = InstanceEmbedding(num_instances, embedding_dim, embeddings_regularizer=reg,
+                              name="instance_embedding")(inp)
     else:
         inp = keras.Input(shape=tuple(input_shape), name="x")
         h = keras.layers.Flatten()(inp) if len(input_shape) > 1 else inp
@@ -240,18 +244,49 @@ class LIATrainer(Params):
             [h, log_q, labels_in])
         self.classifier_ = classifier
         self.layer_ = layer
-        self.model_ = keras.Model({"x": x_in, "annotator_ids": ids_in, "labels": labels_in},
-                                  out, name="lia")
+        inputs = {"x": x_in, "annotator_ids": ids_in, "labels": labels_in}
+        self.model_ = keras.Model(inputs, out, name="lia")
+        # the E-step's log h_θ(x_i)_k + Σ_j log [Q_ij]_{k, y_ij}: (items, C), the sum of the
+        # model's rows (a smaller transfer than the (items, 1 + k, C) terms)
+        self.joint_model_ = keras.Model(inputs, ops.sum(out, axis=1), name="lia_joint")
+        self.joint_model_.compile(jit_compile=self._jit())
         self.num_classes_ = k
 
     @staticmethod
     def _steps_per_execution(steps: int, most: int = 50) -> int:
-        """Largest divisor of ``steps`` up to ``most``: optimiser steps per compiled call."""
+        """Largest divisor of ``steps`` up to ``most``: optimiser steps per compiled call (1 on
+        PyTorch, which runs one step per call)."""
+        if keras.backend.backend() == "torch":
+            return 1
         return max(d for d in range(1, min(int(steps), most) + 1) if int(steps) % d == 0)
 
+    def _jit(self) -> Any:
+        """XLA on TensorFlow, also on CPU, where Keras' ``"auto"`` turns it off: the LIA steps
+        are many small ops, and fused they run several times faster (from 50,000
+        annotations; below, compiling costs more than it saves). Not under a
+        ``tf.distribute`` strategy, with op determinism, or with a layer that does not
+        support XLA (Keras' own conditions); elsewhere Keras' choice."""
+        if not tensorflow_backend():
+            return "auto"
+        if self._n_annotations < _XLA_MIN_ANNOTATIONS:   # compiling costs more than it saves
+            return False
+        import tensorflow as tf
+
+        def layers(layer: Any) -> Any:
+            yield layer
+            for sub in getattr(layer, "layers", ()):
+                yield from layers(sub)
+
+        from tensorflow.python.framework.config import is_op_determinism_enabled
+
+        if tf.distribute.has_strategy() or is_op_determinism_enabled():
+            return False
+        return all(getattr(layer, "supports_jit", True) for layer in layers(self.model_))
+
     def _optimizer(self, learning_rate: Optional[float] = None) -> keras.optimizers.Optimizer:
-        return keras.optimizers.Adam(self.learning_rate if learning_rate is None
-                                     else learning_rate, amsgrad=True)
+        # lazy on the per-item tables' sparse gradients: a step costs O(batch), not O(items)
+        return LazyAdam(self.learning_rate if learning_rate is None else learning_rate,
+                        amsgrad=True)
 
     # ------------------------------------------------------------------ EM
     def fit(self, x: Any, annotations: Annotations,
@@ -268,6 +303,7 @@ class LIATrainer(Params):
         x, k = self._check_inputs(x, annotations)
         rng = np.random.default_rng(self.seed)
         n = annotations.n_items
+        self._n_annotations = annotations.n_annotations
         with seeded_construction(self.seed):
             self._build(x, annotations, k)
         if annotations.n_annotations == 0:
@@ -284,8 +320,10 @@ class LIATrainer(Params):
         if self.init_biases:
             self._initialise(post, annotations)
         self.batch_size_ = self._batch_size(n)
+        self._batches = RowBatches(self._data, self.batch_size_)
         self.history_ = []
         self.model_.compile(optimizer=self._optimizer(), loss=ExpectedCompleteNLL(),
+                            jit_compile=self._jit(),
                             steps_per_execution=self._steps_per_execution(self.m_steps))
         bar = progress_bar(range(int(self.em_iterations)), desc="LIA EM",
                            disable=not self.progress)
@@ -306,13 +344,14 @@ class LIATrainer(Params):
             lr = self.marginal_learning_rate
             lr = self.learning_rate / 10 if lr is None else lr
             self.model_.compile(optimizer=self._optimizer(lr), loss=MarginalNLL(self.marginal),
+                                jit_compile=self._jit(),
                                 steps_per_execution=self._steps_per_execution(self.marginal_steps))
             loss = self._train(self._data["labels"], self.marginal_steps, rng)   # Eq. 9
             post = self._e_step()
             self.history_.append({"phase": "marginal", "iteration": 1, "loss": loss})
         self.posteriors_ = post
         self.annotations_ = annotations
-        del self._data
+        del self._data, self._batches
         return self
 
     def _batch_size(self, n: int) -> int:
@@ -357,17 +396,24 @@ class LIATrainer(Params):
         return normalize_rows(counts)
 
     def _train(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
-        batches = RandomBatches(self._data, target, self.batch_size_, steps, rng)
+        batches = self._batches.epoch(target, steps, rng)
         hist = self.model_.fit(batches, epochs=1, verbose=0, shuffle=False)
         return float(hist.history["loss"][-1])
 
-    def _log_terms(self, data: dict) -> np.ndarray:
-        return self.model_.predict(data, batch_size=_FULL_BATCH_MAX, verbose=0)
-
     def _e_step(self, data: Optional[dict] = None) -> np.ndarray:
-        """Eq. 4: ``ŷ_ik ∝ h_θ(x_i)_k Π_j [Q_ij]_{k, y_ij}``."""
-        terms = self._log_terms(self._data if data is None else data).astype("float64")
-        return softmax_rows(terms[:, 0, :] + terms[:, 1:, :].sum(axis=1))[0]
+        """Eq. 4: ``ŷ_ik ∝ h_θ(x_i)_k Π_j [Q_ij]_{k, y_ij}``, from the joint log terms."""
+        data = self._data if data is None else data
+        n = len(data["labels"])
+        batch = min(n, _E_STEP_BATCH)
+        pad = -n % batch   # every batch the same shape: the compiled step is traced once
+        if pad:
+            data = {key: np.concatenate([v, np.repeat(v[-1:], pad, axis=0)])
+                    for key, v in data.items()}
+        model = self.joint_model_
+        joint = np.concatenate([    # one compiled call per batch, no input pipeline
+            ops.convert_to_numpy(model.predict_on_batch({k: v[s:s + batch] for k, v in data.items()}))
+            for s in range(0, n + pad, batch)])[:n]
+        return softmax_rows(joint)[0]
 
     # ------------------------------------------------------------------ inference
     def _check_fitted(self) -> None:
@@ -423,6 +469,20 @@ class LIATrainer(Params):
         if self.representation is not None:
             return self.representation(x)
         return x.reshape(len(x), -1).astype("float32")
+
+    def difficulty_tensors(self, x: Any = None, batch_size: int = _E_STEP_BATCH) -> np.ndarray:
+        """``D_i = d_φ(x_i)`` of Eq. 1 as an array ``(n, C, C, L)`` (feature-free: ``x`` =
+        item codes, ``None`` for every fitted item)."""
+        self._check_fitted()
+        x = self._instances(x)
+        layer, rep = self.layer_, self._representation
+        return np.concatenate([ops.convert_to_numpy(layer.difficulty(rep(x[s:s + batch_size])))
+                               for s in range(0, len(x), batch_size)])
+
+    def competence_tensors(self) -> np.ndarray:
+        """``C_j = c_ψ(r_j)`` of Eq. 1 for the fitted annotators, ``(A, C, C, L)``."""
+        self._check_fitted()
+        return ops.convert_to_numpy(self.layer_.competence())
 
     def confusions(self, x: Any = None, annotator_ids: Any = None,
                    annotator_features: Any = None, batch_size: int = 1024) -> np.ndarray:

@@ -20,7 +20,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, safe_log, softmax_rows, summing_matrix
+from ..numerics import (class_vote_counts, confusion_posteriors, normalize_rows, safe_log,
+                        softmax_rows, summing_matrix)
 
 __all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "collapsed_evidence",
            "group_probabilities"]
@@ -108,7 +109,6 @@ class GlobalEM:
         self.smoothing = float(smoothing)
         self.pair_items, self.pair_labels = np.nonzero(counts)
         self.pair_counts = counts[self.pair_items, self.pair_labels]
-        n_pairs = len(self.pair_items)
         # Y: (K labels, pairs) scatters per-pair values into label columns.
         self.Y = summing_matrix(self.pair_labels, self.k)
         self.S_items = summing_matrix(self.pair_items, self.n_items)
@@ -185,29 +185,35 @@ class IndividualEM:
     ``q(z_i = k) ∝ prior_ik exp(Σ_{(i,a,y)} Σ_m q(g_a = m) log β_m[k, y])`` and
     ``q(g_a = m) ∝ α_m exp(Σ_{(i,a,y)} Σ_k q(z_i = k) log β_m[k, y])``; the M-step
     re-estimates ``α`` (share of annotators), ``β`` (expected counts + ``smoothing``).
-    Sums over the annotations are sparse products.
+    Every term depends on an annotation through (annotator, label, true class) only, so
+    both steps go through Dawid-Skene's statistics: the expected counts
+    ``N[a, k, y] = Σ_{i: a said y} q(z_i = k)`` (one sparse product, :meth:`counts`) and
+    the item logits ``X @ W`` with ``W[(a, y), k] = Σ_m q(g_a = m) log β_m[k, y]``; the
+    rest is O(annotators × M × K²).
     """
 
     def __init__(self, ann: Annotations, num_groups: int, smoothing: float) -> None:
         self.ann = ann
         self.k, self.m = ann.n_classes, int(num_groups)
         self.smoothing = float(smoothing)
-        self.S_items = summing_matrix(ann.items, ann.n_items)
-        self.S_annotators = summing_matrix(ann.annotators, ann.n_annotators)
-        self.Y = summing_matrix(ann.labels, self.k)
+        self.X = ann.vote_incidence()
+        self.XT = self.X.T.tocsr()
         self.active = ann.annotations_per_annotator() > 0
 
+    def counts(self, post: np.ndarray) -> np.ndarray:
+        """Expected votes ``N[a, k, y]`` (annotators, K true, K label) under item posteriors."""
+        return class_vote_counts(self.XT, post, self.ann.n_annotators)
+
     def kmeans_groups(self, post: np.ndarray, seed: Optional[int],
-                      strength: float = 2.0) -> np.ndarray:
+                      strength: float = 2.0, counts: Optional[np.ndarray] = None) -> np.ndarray:
         """(annotators, M) hard groups from K-means on smoothed majority-vote confusions.
 
         Each annotator's rows ``Σ_i q(z_i=k) [y=j]`` are shrunk toward the crowd's matrix
         with ``strength`` pseudo-labels per row (few labels: close to the crowd), flattened,
         and clustered with weights = number of labels (the authors' ``"flatten"`` option).
         """
-        ann, k = self.ann, self.k
-        counts = np.asarray(ann.vote_incidence().T @ post).reshape(ann.n_annotators, k, k)
-        counts = counts.transpose(0, 2, 1)                              # (a, true, label)
+        ann = self.ann
+        counts = self.counts(post) if counts is None else counts        # (a, true, label)
         crowd = normalize_rows(counts.sum(axis=0))
         prof = (counts + strength * crowd) / (counts.sum(axis=2, keepdims=True) + strength)
         memberships = np.zeros((ann.n_annotators, self.m))
@@ -217,27 +223,31 @@ class IndividualEM:
         memberships[act, labels] = 1.0
         return memberships
 
-    def m_step(self, post: np.ndarray, groups: np.ndarray) -> tuple:
-        """``α`` (M,), ``β`` (M, K, K) and raw expected counts (M, K, K) from q(z), q(g)."""
-        ann = self.ann
-        g = groups[ann.annotators]                                      # (n, M)
-        z = post[ann.items]                                             # (n, K)
-        joint = (g[:, :, None] * z[:, None, :]).reshape(len(g), -1)
-        raw = np.asarray(self.Y @ joint).reshape(self.k, self.m, self.k).transpose(1, 2, 0)
+    def m_step(self, post: np.ndarray, groups: np.ndarray,
+               counts: Optional[np.ndarray] = None) -> tuple:
+        """``α`` (M,), ``β`` (M, K, K) and raw expected counts (M, K, K) from q(z), q(g).
+
+        ``counts``: :meth:`counts` of ``post`` when the caller already has them.
+        """
+        counts = self.counts(post) if counts is None else counts
+        raw = np.einsum("am,aky->mky", groups, counts)
         alpha = groups[self.active].sum(axis=0)
         alpha = alpha / alpha.sum()
         beta = normalize_rows(raw + self.smoothing)
         return alpha, beta, raw
 
-    def label_log_beta(self, beta: np.ndarray) -> np.ndarray:
-        return safe_log(beta).transpose(2, 0, 1)[self.ann.labels]       # (n, M, K)
+    @staticmethod
+    def label_log_beta(beta: np.ndarray) -> np.ndarray:
+        """``log β`` (M, K, K) with log 0 = ``LOG_TINY``: what the two E-steps use."""
+        return safe_log(beta)
 
     def group_step(self, post: np.ndarray, alpha: np.ndarray, beta: np.ndarray,
-                   lb: Optional[np.ndarray] = None) -> np.ndarray:
+                   lb: Optional[np.ndarray] = None,
+                   counts: Optional[np.ndarray] = None) -> np.ndarray:
         """q(g_a) (annotators, M); annotators without labels get ``α``."""
         lb = self.label_log_beta(beta) if lb is None else lb
-        per = np.einsum("nk,nmk->nm", post[self.ann.items], lb)
-        logits = np.asarray(self.S_annotators @ per) + safe_log(alpha)[None, :]
+        counts = self.counts(post) if counts is None else counts
+        logits = np.einsum("aky,mky->am", counts, lb) + safe_log(alpha)[None, :]
         groups, _ = softmax_rows(logits)
         groups[~self.active] = alpha
         return groups
@@ -249,9 +259,8 @@ class IndividualEM:
         ``log_prior`` is (K,) (label model: log ρ) or (items, K) (trainer: log f(x_i)).
         """
         lb = self.label_log_beta(beta) if lb is None else lb
-        per = np.einsum("nm,nmk->nk", groups[self.ann.annotators], lb)
-        logits = np.asarray(self.S_items @ per) + np.atleast_2d(log_prior)
-        return softmax_rows(logits)
+        return confusion_posteriors(self.X, np.einsum("am,mky->aky", groups, lb),
+                                    np.atleast_2d(log_prior))
 
     def elbo(self, lse: np.ndarray, groups: np.ndarray, alpha: np.ndarray) -> float:
         """Mean-field bound: ``Σ_i lse_i + Σ_a Σ_m q(g_a=m) (log α_m − log q(g_a=m))``."""
@@ -296,8 +305,9 @@ def best_removal(em: "IndividualEM", post: np.ndarray, alpha: np.ndarray,
     the new memberships, or None when every group is worth keeping. Loops over groups only.
     """
     lb = em.label_log_beta(beta)
-    groups = em.group_step(post, alpha, beta, lb)
-    best = collapsed_evidence(em.m_step(post, groups)[2], groups, em.active)
+    counts = em.counts(post)
+    groups = em.group_step(post, alpha, beta, lb, counts=counts)
+    best = collapsed_evidence(em.m_step(post, groups, counts)[2], groups, em.active)
     choice = None
     for m in np.flatnonzero(alpha > 1e-9):
         if (alpha > 1e-9).sum() < 2:
@@ -305,8 +315,9 @@ def best_removal(em: "IndividualEM", post: np.ndarray, alpha: np.ndarray,
         reduced = alpha.copy()
         reduced[m] = 0.0
         reduced /= reduced.sum()
-        candidate = em.group_step(post, reduced, beta, lb)
-        evidence = collapsed_evidence(em.m_step(post, candidate)[2], candidate, em.active)
+        candidate = em.group_step(post, reduced, beta, lb, counts=counts)
+        evidence = collapsed_evidence(em.m_step(post, candidate, counts)[2], candidate,
+                                      em.active)
         if evidence > best:
             best, choice = evidence, candidate
     return choice

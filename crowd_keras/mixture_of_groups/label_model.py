@@ -128,10 +128,13 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
         runs = []
+        # the restarts share the data's sparse matrices (and differ in their K-means seed)
+        em = IndividualEM(ann, self.num_groups, self.smoothing) if scenario == "individual" \
+            else GlobalEM(ann.label_counts(), self.num_groups, self.smoothing)
         for r in range(int(self.restarts)):
             seed = None if self.seed is None else int(self.seed) + r
-            run = (self._fit_individual(ann, seed, r) if scenario == "individual"
-                   else self._fit_global(ann, seed, r))
+            run = (self._fit_individual(em, seed, r) if scenario == "individual"
+                   else self._fit_global(em, seed, r))
             runs.append(run)
         best = max(runs, key=lambda run: run["objective"])
         self.restart_objectives_ = np.array([run["objective"] for run in runs])
@@ -161,8 +164,8 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         rho = post.sum(axis=0) + self.smoothing
         return rho / rho.sum()
 
-    def _fit_global(self, ann: Annotations, seed: Optional[int], restart: int) -> dict:
-        em = GlobalEM(ann.label_counts(), self.num_groups, self.smoothing)
+    def _fit_global(self, em: GlobalEM, seed: Optional[int], restart: int) -> dict:
+        n_annotations = em.pair_counts.sum()
         post = soft_vote(em.counts)
         q = em.kmeans_groups(post, seed)[:, :, None] * post[em.pair_items][:, None, :]
         history, prev = [], -np.inf
@@ -173,7 +176,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
             post, ll = em.item_posteriors(np.log(rho), alpha, beta)        # E-step (z)
             q = em.latent_class_joint(post, alpha, beta)                   # E-step (m, k)
             obj = (ll + self.smoothing * (safe_log(beta).sum() + np.log(rho).sum())) \
-                / ann.n_annotations
+                / n_annotations
             history.append(obj)
             bar.set_postfix(objective=f"{obj:.6f}")
             if abs(obj - prev) < self.tol:
@@ -183,17 +186,18 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         return dict(post=post, rho=rho, alpha=alpha, beta=beta, objective=history[-1],
                     history=history)
 
-    def _fit_individual(self, ann: Annotations, seed: Optional[int], restart: int) -> dict:
-        em = IndividualEM(ann, self.num_groups, self.smoothing)
+    def _fit_individual(self, em: IndividualEM, seed: Optional[int], restart: int) -> dict:
+        ann = em.ann
         post = soft_vote(ann.label_counts())
         groups = em.kmeans_groups(post, seed)
         history, prev = [], -np.inf
         bar = self._bar(restart)
         for _ in bar:
-            alpha, beta, _ = em.m_step(post, groups)
+            counts = em.counts(post)                                        # one pass
+            alpha, beta, _ = em.m_step(post, groups, counts)
             rho = self._rho(post)
             lb = em.label_log_beta(beta)
-            groups = em.group_step(post, alpha, beta, lb)
+            groups = em.group_step(post, alpha, beta, lb, counts=counts)
             post, lse = em.item_step(np.log(rho), groups, beta, lb)
             prior = self.smoothing * (safe_log(beta).sum() + np.log(rho).sum())
             obj = (em.elbo(lse, groups, alpha) + prior) / ann.n_annotations

@@ -91,7 +91,31 @@ def covote_misfit(model: LabelModel, ann: Annotations) -> Optional[float]:
     X = ann.vote_incidence()
     if step > 1:  # an evenly spread sample of rows
         X = X[::step]
-    return covote_misfit_from(model, (X.T @ X).toarray(), X.shape[0])
+    return covote_misfit_from(model, _covotes(X), X.shape[0])
+
+
+def _covotes(X: Any, chunk: int = 2 ** 22) -> np.ndarray:
+    """``XᵀX`` as a dense array: co-votes of every pair of (function, label) columns.
+
+    The sparse product costs about the number of vote pairs in a row, summed over rows;
+    with many votes per row, dense float32 products over the columns that hold a vote, in
+    blocks of rows, are faster (the counts are integers below 2²⁴: float32 sums them
+    exactly).
+    """
+    per_row = np.diff(X.indptr)
+    if float(per_row @ per_row) < 0.5 * X.shape[0] * X.shape[1]:
+        return (X.T @ X).toarray()
+    used = np.flatnonzero(np.bincount(X.indices, minlength=X.shape[1]))
+    out = np.zeros((X.shape[1], X.shape[1]))
+    if len(used) == 0:
+        return out
+    rows = max(1, chunk // X.shape[1])
+    block = np.zeros((len(used), len(used)))
+    for start in range(0, X.shape[0], rows):   # a few blocks: memory stays bounded
+        dense = X[start:start + rows].astype(np.float32).toarray()[:, used]
+        block += dense.T @ dense
+    out[np.ix_(used, used)] = block
+    return out
 
 
 def _models(model: LabelModel, prefix: str = "model") -> List[Tuple[str, LabelModel]]:
