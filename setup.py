@@ -13,12 +13,14 @@ EXTRAS = {
     "plot": ["matplotlib>=3.7"],
     "progress": ["tqdm>=4.60"],
     "bench": ["crowd-kit>=1.4", "scikit-learn>=1.3"],
+    # crowd_keras.distributed: label models on Dask, sharded parquet files for training
+    "dask": ["dask[dataframe]>=2025.1", "distributed>=2025.1", "pyarrow>=14"],
 }
 EXTRAS["test"] = sorted({
     "pytest>=8", "hypothesis>=6.100", "tqdm>=4.60", "scikit-learn>=1.3",
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)
     "label-studio==1.23.2",
-    *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"],
+    *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"], *EXTRAS["dask"],
 })
 EXTRAS["all"] = sorted({dep for deps in EXTRAS.values() for dep in deps})
 

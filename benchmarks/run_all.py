@@ -45,6 +45,7 @@ SCRIPTS = [
     ("conal.py", [], ["--quick"], 3600),
     ("mixture_of_groups.py", [], ["--quick"], 3600),
     ("lia.py", [], ["--quick"], 3600),
+    ("scale_out.py", [], ["--quick"], 3600),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "snorkel", "crowdkit",

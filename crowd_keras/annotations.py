@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .codes import (check_unique_ids, coerce_int_labels, frozen, ids_array, integer_codes,
-                    label_matrix_problem, show)
+from .codes import (check_unique_ids, dense_codes, factorize_ids, factorize_labels, frozen,
+                    ids_array, integer_codes, label_matrix_codes, show, sort_order)
 from .errors import CrowdDataError
 from .numerics import MISSING, pair_index
 
@@ -79,27 +79,48 @@ class Annotations:
                     f"{what} code {int(codes[n])} out of range {limit} at annotation {n} "
                     f"(item code {int(items[n])}, annotator code {int(annotators[n])})")
 
-        self._item_ids = ids_array(range(n_items) if item_ids is None else item_ids)
-        self._annotator_ids = ids_array(range(n_annotators) if annotator_ids is None
-                                         else annotator_ids)
-        self._classes = ids_array(range(n_classes) if classes is None else classes)
-        check_unique_ids(self._item_ids, "item")
-        check_unique_ids(self._annotator_ids, "annotator")
-        check_unique_ids(self._classes, "class")
+        self._item_ids = self._ids(item_ids, n_items, "item")
+        self._annotator_ids = self._ids(annotator_ids, n_annotators, "annotator")
+        self._classes = self._ids(classes, n_classes, "class")
+        self._store(items, annotators, labels, duplicates)
 
-        # Stable sort by (item, annotator): later rows of a duplicate pair stay later.
-        order = np.lexsort((annotators, items))
-        items, annotators, labels = items[order], annotators[order], labels[order]
+    @staticmethod
+    def _ids(ids: Any, n: int, what: str) -> np.ndarray:
+        if ids is None:
+            return frozen(np.arange(n))
+        out = ids_array(ids)
+        check_unique_ids(out, what)
+        return out
+
+    def _store(self, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray,
+               duplicates: str) -> None:
+        """Sort the (n,) int64 code arrays by (item, annotator), stably (later rows of a
+        duplicate pair stay later), apply the duplicate policy and store them."""
+        n_ann = max(len(self._annotator_ids), 1)
+        fits = len(self._item_ids) * n_ann < 2 ** 62
+        key = items * n_ann + annotators if fits else None  # one int64 sort key per annotation
+        order = sort_order(items, annotators, len(self._item_ids), n_ann, key)
+        if order is not None:
+            labels = labels[order]
+            if fits:
+                key = key[order]
+            else:
+                items, annotators = items[order], annotators[order]
         same = np.zeros(len(items), dtype=bool)
         if len(items) > 1:
-            same[1:] = (items[1:] == items[:-1]) & (annotators[1:] == annotators[:-1])
+            same[1:] = (key[1:] == key[:-1]) if fits else \
+                (items[1:] == items[:-1]) & (annotators[1:] == annotators[:-1])
+        if fits:
+            items, annotators = np.divmod(key, n_ann)
         n_dup = int(same.sum())
         if n_dup and duplicates == "error":
             n = int(np.argmax(same))
+            rows = sorted(int(order[k]) if order is not None else k for k in (n - 1, n))
             raise CrowdDataError(
                 f"{n_dup} duplicate (item, annotator) annotation(s); first: item "
-                f"{show(self._item_ids[items[n]])}, annotator {show(self._annotator_ids[annotators[n]])}. "
-                "Pass duplicates='last' (or 'first') to keep one and count the rest")
+                f"{show(self._item_ids[items[n]])}, annotator {show(self._annotator_ids[annotators[n]])} "
+                f"at row {rows[0]} and row {rows[1]} (input order). Pass duplicates='last' (or "
+                "duplicates='first') to keep one and count the rest")
         if n_dup:
             keep = ~same if duplicates == "first" else ~np.append(same[1:], False)
             items, annotators, labels = items[keep], annotators[keep], labels[keep]
@@ -118,7 +139,15 @@ class Annotations:
             return size
         if n is not None:
             return int(n)
-        return int(codes.max()) + 1 if len(codes) else 0
+        size = int(codes.max()) + 1 if len(codes) else 0
+        if size > max(2 ** 20, 16 * len(codes)):  # a stray code, not a size: no huge id array
+            k = int(np.argmax(codes))
+            whats = "classes" if what == "class" else f"{what}s"
+            raise CrowdDataError(
+                f"{what} code {size - 1} at annotation {k} would make {size} {whats} for "
+                f"{len(codes)} annotations; codes index {whats} 0..n-1: pass n_{whats}= (or "
+                f"the ids), or build with Annotations.from_frame, which factorises values")
+        return size
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -131,32 +160,11 @@ class Annotations:
             missing: the marker of an absent annotation (default -1; may be NaN).
             classes: class names in code order; default ``0..max code``.
         """
-        m = np.asarray(matrix)
-        if m.ndim != 2:
-            raise CrowdDataError(f"dense annotations must be 2-d (items × annotators), got shape {m.shape}")
-        if m.size == 0 and item_ids is None:
-            raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
-        if m.dtype == object:
-            try:
-                m = m.astype(float)
-            except (TypeError, ValueError) as exc:
-                raise CrowdDataError(f"dense annotations must be numeric codes: {exc}") from None
-        if m.dtype.kind not in "iufb":
-            raise CrowdDataError(f"dense annotations must be numeric codes, got dtype {m.dtype}")
-        if missing is None or (isinstance(missing, float) and np.isnan(missing)):
-            present = ~np.isnan(m) if m.dtype.kind == "f" else np.ones(m.shape, bool)
-        else:
-            present = m != missing
-        codes = integer_codes(np.where(present, m, 0), "dense annotations", "(row, column) ")
-        neg = present & (codes < 0)
-        if neg.any():
-            r, c = np.argwhere(neg)[0]
-            raise CrowdDataError(f"negative code {codes[r, c]} at row {r}, column {c}; "
-                                 f"only the missing marker {show(missing)} may be negative")
-        rows, cols = np.nonzero(present)
-        return cls._checked(rows, cols, codes[rows, cols], classes,
+        rows, cols, labels, classes, shape = dense_codes(matrix, missing, classes,
+                                                         allow_empty=item_ids is not None)
+        return cls._checked(rows, cols, labels, classes,
                             item_ids=item_ids, annotator_ids=annotator_ids,
-                            n_items=m.shape[0], n_annotators=m.shape[1],
+                            n_items=shape[0], n_annotators=shape[1],
                             where=lambda n: f"row {rows[n]}, column {cols[n]}")
 
     @classmethod
@@ -175,45 +183,12 @@ class Annotations:
         Raises :class:`crowd_keras.CrowdDataError` naming the row and column of the first bad
         entry (NaN, a non-integer, a code below -1 or outside the classes), as :meth:`from_dense`.
         """
-        m = np.asarray(L)
-        if m.ndim != 2:
-            raise CrowdDataError(f"dense annotations must be 2-d (items × annotators), got shape {m.shape}")
-        if m.dtype == object:
-            try:
-                m = m.astype(float)
-            except (TypeError, ValueError) as exc:
-                raise CrowdDataError(f"dense annotations must be numeric codes: {exc}") from None
-        if m.dtype.kind not in "iufb":
-            raise CrowdDataError(f"dense annotations must be numeric codes, got dtype {m.dtype}")
-        if m.size == 0:
-            raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
-        if classes is None and cardinality is not None:
-            classes = list(range(int(cardinality)))
-        if classes is None:
-            top = float(m.max()) if m.size else -1.0
-            n_classes = int(top) + 1 if np.isfinite(top) and top >= 0 else 1
-        else:
-            n_classes = len(classes)
-        bad = label_matrix_problem(m, n_classes)
-        if bad is not None:
-            reason, r, c, value = bad
-            if reason == "nan":
-                raise CrowdDataError(f"dense annotations contains NaN at (row, column) ({r}, {c}); "
-                                     "use the missing marker (-1) for absent annotations")
-            if reason in ("inf", "fraction"):
-                raise CrowdDataError(f"dense annotations has a non-integer code {show(value)} at "
-                                     f"(row, column) ({r}, {c})")
-            if reason == "below":
-                raise CrowdDataError(f"negative code {value:g} at row {r}, column {c}: below -1, "
-                                     "the missing marker (abstain)")
-            shown = list(classes) if classes is not None else list(range(n_classes))
-            raise CrowdDataError(f"label code {value:g} at row {r}, column {c} is outside the "
-                                 f"{n_classes} classes {shown}")
+        m, classes = label_matrix_codes(L, cardinality, classes)
         flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
         rows, cols = np.divmod(flat, m.shape[1])
         return cls._trusted(rows, cols, m.reshape(-1)[flat], n_items=m.shape[0],
                             n_annotators=m.shape[1],
-                            classes=classes if classes is not None else range(n_classes))
+                            classes=classes)
 
     @classmethod
     def _trusted(cls, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray, *,
@@ -239,10 +214,18 @@ class Annotations:
                    duplicates: str = "error") -> "Annotations":
         """From a long frame with one row per annotation (crowd-kit's layout).
 
-        Labels may be strings or integers. Without ``classes``, integer labels give classes
-        ``0..max`` and other labels their sorted distinct values. ``item_ids`` may list
-        items that have no annotation (they are kept); without it the items are the
-        distinct values of the ``item`` column in sorted order.
+        Labels may be strings or integers. Without ``classes``, compact integer labels give
+        classes ``0..max`` (:func:`~crowd_keras.codes.compact_codes`), other labels their
+        sorted distinct values (one stray ``10**9`` makes one class, not a billion).
+        ``item_ids`` may list items that have no annotation (they are kept); without it the
+        items are the distinct values of the ``item`` column in sorted order.
+
+        Vectorised: each column is checked and factorised in a few numpy/pandas passes and
+        the rows are ordered by two counting sorts (10M rows in seconds on one core). Bad
+        rows raise :class:`~crowd_keras.CrowdDataError` naming the row, its item and
+        annotator and the value: a missing value, a list/dict value, a column mixing types
+        (``1`` and ``"1"``), a negative, fractional, infinite or too large number, a
+        duplicate (item, annotator) pair (both rows named).
         """
         if not isinstance(df, pd.DataFrame):
             raise CrowdDataError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -251,47 +234,43 @@ class Annotations:
             raise CrowdDataError(f"frame has no column(s) {missing_cols}; columns are {list(df.columns)}")
         if len(df) == 0 and item_ids is None:
             raise CrowdDataError("frame has no annotations")
-        for col in (item, annotator, label):
-            null = df[col].isna().to_numpy()
+        cols = {"item": df[item], "annotator": df[annotator], "label": df[label]}
+        cols = {k: pd.Series(np.asarray(c, dtype=object), index=c.index)
+                if isinstance(c.dtype, pd.CategoricalDtype) else c for k, c in cols.items()}
+
+        def where(n: int, skip: str = "label") -> str:
+            shown = ", ".join(f"{role} {show(cols[role].iloc[n])}"
+                              for role in ("item", "annotator", "label") if role not in (skip, "label"))
+            return f"row {n} ({shown})" if shown else f"row {n}"
+
+        for role, name in (("item", item), ("annotator", annotator), ("label", label)):
+            null = cols[role].isna().to_numpy()
             if null.any():
                 r = int(np.argmax(null))
-                raise CrowdDataError(f"missing value (NaN/None) in column {show(col)} at row {r} "
-                                     f"(item {show(df[item].iloc[r])}, annotator {show(df[annotator].iloc[r])})")
-        raw = df[label].to_numpy()
-        where = lambda n: f"row {n} (item {show(df[item].iloc[n])}, annotator {show(df[annotator].iloc[n])})"
+                raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
+                                     f"{where(r, skip=role)}: the {role} of every row is needed")
         if classes is None:
-            kind = pd.api.types.infer_dtype(raw, skipna=False)
-            if kind in ("integer", "floating", "mixed-integer-float", "boolean"):
-                codes = coerce_int_labels(raw.astype(float) if kind != "integer" else raw, where)
-                classes = list(range(int(codes.max()) + 1)) if len(codes) else [0]
-            else:
-                classes = sorted(pd.unique(raw).tolist(), key=str)
-                codes = None
+            codes, classes = factorize_labels(cols["label"], where)
         else:
-            codes = None
-        if codes is None:
-            codes = pd.Index(list(classes)).get_indexer(raw)
+            codes = pd.Index(list(classes)).get_indexer(cols["label"])
             if (codes < 0).any():
                 n = int(np.argmax(codes < 0))
-                raise CrowdDataError(f"label {show(raw[n])} at {where(n)} is not one of the classes "
-                                     f"{list(classes)}")
-        if item_ids is None:
-            item_codes, item_ids = pd.factorize(df[item], sort=True)
-        else:
-            item_codes = pd.Index(list(item_ids)).get_indexer(df[item])
-            if (item_codes < 0).any():
-                n = int(np.argmax(item_codes < 0))
-                raise CrowdDataError(f"item {show(df[item].iloc[n])} at row {n} is not in item_ids")
-        if annotator_ids is None:
-            ann_codes, annotator_ids = pd.factorize(df[annotator], sort=True)
-        else:
-            ann_codes = pd.Index(list(annotator_ids)).get_indexer(df[annotator])
-            if (ann_codes < 0).any():
-                n = int(np.argmax(ann_codes < 0))
-                raise CrowdDataError(f"annotator {show(df[annotator].iloc[n])} at row {n} is not in "
-                                     "annotator_ids")
-        return cls._checked(item_codes, ann_codes, codes, classes, item_ids=list(item_ids),
-                            annotator_ids=list(annotator_ids), duplicates=duplicates, where=where)
+                raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
+                                     f"of the classes {list(classes)}")
+        ids = {}
+        for role, given in (("item", item_ids), ("annotator", annotator_ids)):
+            if given is None:
+                ids[role] = factorize_ids(cols[role], role, lambda n, r=role: where(n, skip=r))
+                continue
+            found = pd.Index(list(given)).get_indexer(cols[role])
+            if (found < 0).any():
+                n = int(np.argmax(found < 0))
+                raise CrowdDataError(f"{role} {show(cols[role].iloc[n])} at row {n} is not in "
+                                     f"{role}_ids")
+            ids[role] = (found.astype(np.int64), given)
+        (item_codes, item_ids), (ann_codes, annotator_ids) = ids["item"], ids["annotator"]
+        return cls._checked(item_codes, ann_codes, codes, classes, item_ids=item_ids,
+                            annotator_ids=annotator_ids, duplicates=duplicates, where=where)
 
     @classmethod
     def from_counts(cls, counts: Any, classes: Optional[Sequence] = None) -> "Annotations":

@@ -2,10 +2,12 @@
 
 The checks behind :class:`~crowd_keras.annotations.Annotations`' constructors: each raises
 :class:`~crowd_keras.CrowdDataError` naming the position (row, column, slot) and the value.
+Vectorised: a column is checked and factorised by numpy/pandas in a few passes; Python runs
+per value only after a problem is found, to name its position.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,7 +15,12 @@ import pandas as pd
 from .errors import CrowdDataError
 
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
-           "coerce_int_labels", "label_matrix_problem"]
+           "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
+           "factorize_ids", "sort_order", "dense_codes", "label_matrix_codes", "MAX_CODE",
+           "infer_classes"]
+
+#: Largest magnitude of a float read as an exact integer code (2**53).
+MAX_CODE = 2 ** 53
 
 
 def show(value: Any) -> str:
@@ -38,47 +45,47 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
 
 
 def check_unique_ids(ids: np.ndarray, what: str) -> None:
-    uniq, counts = np.unique(ids.astype(str) if ids.dtype == object else ids, return_counts=True)
-    if (counts > 1).any():
-        raise CrowdDataError(f"{what} ids must be unique; repeated: {list(uniq[counts > 1][:5])}")
+    """Raise when an id repeats. Ids are compared by value and type (``1`` and ``"1"`` are two
+    ids), and the message names both positions of the first repeat."""
+    index = pd.Index(ids)
+    dup = index.duplicated()
+    if dup.any():
+        n = int(np.argmax(dup))
+        first = int(np.argmax(index[:n] == index[n])) if n else 0
+        raise CrowdDataError(f"{what} ids must be unique; {what} id {show(ids[n])} at position {n} "
+                             f"repeats position {first} ({int(dup.sum())} repeat(s))")
 
 
 def integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
-    """Validate that `values` hold integer codes (ints or integral floats, no NaN)."""
+    """Validate that `values` hold integer codes (ints or integral floats; no NaN, inf or float
+    beyond 2**53) and return them as a new int64 array (never the caller's, which
+    :class:`Annotations` would freeze); ``where`` prefixes the position tuple."""
     values = np.asarray(values)
-    if values.dtype.kind in "iu":
-        return values.astype(np.int64)
-    if values.dtype.kind == "b":
+    if values.dtype.kind in "iub":
         return values.astype(np.int64)
     if values.dtype.kind == "f":
-        nan = np.isnan(values)
-        if nan.any():
-            pos = np.argwhere(nan)[0]
-            raise CrowdDataError(f"{what} contains NaN at {where}{tuple(int(p) for p in pos)}; "
-                                 "use the missing marker (-1) for absent annotations")
+        finite = np.isfinite(values)
+        if not finite.all():
+            pos = np.argwhere(~finite)[0]
+            value = values[tuple(pos)].item()
+            at = f"{where}{tuple(int(p) for p in pos)}"
+            if np.isnan(value):
+                raise CrowdDataError(f"{what} contains NaN at {at} (NaN or None); use the "
+                                     "missing marker (-1) for absent annotations")
+            raise CrowdDataError(f"{what} has a non-finite code {value} at {at}")
         frac = values != np.round(values)
         if frac.any():
             pos = np.argwhere(frac)[0]
             raise CrowdDataError(f"{what} has a non-integer code {show(values[tuple(pos)].item())} at "
                                  f"{where}{tuple(int(p) for p in pos)}")
+        huge = np.abs(values) > MAX_CODE
+        if huge.any():
+            pos = np.argwhere(huge)[0]
+            raise CrowdDataError(f"{what} has a code {values[tuple(pos)].item():g} at "
+                                 f"{where}{tuple(int(p) for p in pos)}, too large for an exact "
+                                 "integer code")
         return values.astype(np.int64)
     raise CrowdDataError(f"{what} must hold integer class codes, got dtype {values.dtype}")
-
-
-def coerce_int_labels(raw: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
-    """Integer labels (ints or integral floats, non-negative) as int64; ``where(n)`` names row n."""
-    values = np.asarray(raw)
-    if values.dtype.kind == "f":
-        bad = ~np.isfinite(values) | (values != np.round(values))
-        if bad.any():
-            n = int(np.argmax(bad))
-            raise CrowdDataError(f"non-integer label {show(values[n].item())} at {where(n)}")
-    codes = values.astype(np.int64)
-    if (codes < 0).any():
-        n = int(np.argmax(codes < 0))
-        raise CrowdDataError(f"negative label {codes[n]} at {where(n)}; drop missing "
-                             "annotations from a long frame instead of coding them")
-    return codes
 
 
 def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
@@ -113,3 +120,314 @@ def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
         return "below", int(r), int(c), L[r, c].item()
     r, c = np.argwhere(L >= n_classes)[0]
     return "above", int(r), int(c), L[r, c].item()
+
+
+# ----------------------------------------------------------------------------- arrays
+def as_matrix(data: Any, what: str) -> np.ndarray:
+    """``np.asarray(data)``, raising :class:`CrowdDataError` on ragged rows (naming the first
+    row whose length differs from row 0's) instead of numpy's "inhomogeneous shape" error."""
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, (pd.DataFrame, pd.Series)):
+        return data.to_numpy()
+    try:
+        arr = np.asarray(data)
+        # numbers mixed with strings become all text: keep the types to name the string
+        return np.asarray(data, dtype=object) if arr.dtype.kind in "US" else arr
+    except (ValueError, TypeError) as exc:
+        rows = list(data) if isinstance(data, (list, tuple)) else None
+        if rows:
+            def size(row: Any) -> Optional[int]:
+                return len(row) if isinstance(row, (list, tuple, np.ndarray)) else None
+            width = size(rows[0])
+            for r, row in enumerate(rows):
+                inner = [c for c, v in enumerate(row) if size(v) is not None] \
+                    if size(row) == width and width else []
+                if inner:
+                    v = row[inner[0]]
+                    raise CrowdDataError(f"{what}: the entry at row {r}, column {inner[0]} is a "
+                                         f"{type(v).__name__} {show(v)}, not a code") from None
+                if size(row) != width:
+                    got = f"has {size(row)} entries" if size(row) is not None else \
+                        f"is {type(row).__name__} {show(row)}, not a row of entries,"
+                    raise CrowdDataError(f"{what}: row {r} {got} but row 0 has "
+                                         f"{width if width is not None else 'no'} entries; "
+                                         "rows must all have one length") from None
+        raise CrowdDataError(f"{what} is not a rectangular array ({exc})") from None
+
+
+def numeric_matrix(m: np.ndarray, what: str) -> np.ndarray:
+    """A 2-d array of numbers (object arrays converted to float); a string, list or other
+    non-number entry raises naming its (row, column)."""
+    if m.dtype == object:
+        number = pd.Series(m.ravel(), dtype=object).map(
+            lambda v: v is None or (isinstance(v, (int, float, np.number))
+                                    and not isinstance(v, bool))).to_numpy()
+        if not number.all():
+            r, c = np.unravel_index(int(np.argmax(~number)), m.shape)
+            v = m[r, c]
+            raise CrowdDataError(f"{what} must be numeric codes: {type(v).__name__} {show(v)} at "
+                                 f"row {r}, column {c}")
+        with np.errstate(over="ignore"):
+            try:
+                m = m.astype(np.float64)
+            except OverflowError:  # an int beyond float range
+                r, c = next((r, c) for (r, c), v in np.ndenumerate(m)
+                            if v is not None and abs(v) > MAX_CODE)
+                raise CrowdDataError(f"{what} has a code {show(m[r, c])} at (row, column) "
+                                     f"({r}, {c}), too large for an exact integer code") from None
+    if m.dtype.kind not in "iufb":
+        what_kind = "text" if m.dtype.kind in "US" else f"dtype {m.dtype}"
+        raise CrowdDataError(f"{what} must be numeric codes, got {what_kind} (e.g. "
+                             f"{show(m.flat[0]) if m.size else 'nothing'} at row 0, column 0)")
+    return m
+
+
+def compact_codes(n_distinct: int, top: int) -> bool:
+    """True when non-negative integer labels with ``n_distinct`` values and maximum ``top``
+    may keep their values as class codes ``0..top`` (at most ``n_distinct + 32`` of them
+    unseen); otherwise they are factorised into their distinct values, so that one stray
+    value such as ``10**9`` never makes 10**9 classes."""
+    return top + 1 <= 2 * n_distinct + 32
+
+
+def _int_values(raw: np.ndarray, where: Callable[[int], str], what: str) -> np.ndarray:
+    """int64 values of integer or integral-float labels; the first bad one is located."""
+    values = raw
+    if values.dtype == object:
+        try:
+            values = values.astype(np.int64) if pd.api.types.infer_dtype(
+                values, skipna=False) == "integer" else values.astype(np.float64)
+        except OverflowError:
+            n = next(i for i, v in enumerate(raw) if abs(int(v)) > MAX_CODE)
+            raise CrowdDataError(f"{what} {show(raw[n])} at {where(n)} is too large for an "
+                                 "integer class code (beyond 2**53)") from None
+    if values.dtype.kind == "b":
+        values = values.astype(np.int64)
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():
+            n = int(np.argmax(bad))
+            kind = "non-integer" if np.isfinite(values[n]) else "non-finite"
+            raise CrowdDataError(f"{kind} {what} {show(values[n].item())} at {where(n)}")
+        huge = np.abs(values) > MAX_CODE
+        if huge.any():
+            n = int(np.argmax(huge))
+            raise CrowdDataError(f"{what} {values[n].item():g} at {where(n)} is too large for an "
+                                 "integer class code (beyond 2**53)")
+        values = values.astype(np.int64)
+    return values.astype(np.int64, copy=False)
+
+
+def _int_classes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, classes) of non-negative int64 labels: the values themselves and ``0..max``
+    when compact (:func:`compact_codes`), else the inverse of their sorted distinct values."""
+    if not len(values):
+        return values, np.arange(1)
+    top = int(values.max())
+    if top < 4 * len(values) + 64:   # cheap distinct count by bincount
+        seen = np.bincount(values, minlength=top + 1) > 0
+        n_distinct = int(seen.sum())
+        if compact_codes(n_distinct, top):
+            return values, np.arange(top + 1)
+        return (np.cumsum(seen) - 1)[values], np.flatnonzero(seen)
+    classes, codes = np.unique(values, return_inverse=True)
+    if compact_codes(len(classes), top):
+        return values, np.arange(top + 1)
+    return codes.astype(np.int64), classes
+
+
+_NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "boolean")
+
+
+def _first_other_type(raw: np.ndarray) -> tuple[int, int]:
+    """Positions of the first value and of the first value of another type (error path)."""
+    kinds = pd.Series(raw, dtype=object).map(
+        lambda v: "number" if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+        else type(v).__name__).to_numpy()
+    other = kinds != kinds[0]
+    return 0, int(np.argmax(other))
+
+
+def _check_scalars(column: pd.Series, kind: str, what: str, where: Callable[[int], str]) -> None:
+    """Raise on list/dict/set values and on a column that mixes types (``1`` and ``"1"``)."""
+    if kind in _NUMBER_KINDS + ("string", "empty"):
+        return
+    raw = column.to_numpy()
+    scalar = pd.Series(raw, dtype=object).map(
+        lambda v: not isinstance(v, (list, tuple, dict, set, frozenset, np.ndarray))).to_numpy()
+    if not scalar.all():
+        n = int(np.argmax(~scalar))
+        raise CrowdDataError(f"{what} {show(raw[n])} at {where(n)} is a {type(raw[n]).__name__}; "
+                             f"each {what} must be one value (a string or an integer)")
+    if kind in ("mixed", "mixed-integer"):
+        a, b = _first_other_type(raw)
+        raise CrowdDataError(
+            f"{what}s mix types: {type(raw[a]).__name__} {show(raw[a])} at {where(a)} and "
+            f"{type(raw[b]).__name__} {show(raw[b])} at {where(b)}; give the column one type "
+            "(e.g. all strings: .astype(str))")
+    raise CrowdDataError(f"{what}s must be strings or integers, got {kind} values "
+                         f"(e.g. {show(raw[0])} at {where(0)})")
+
+
+def factorize_labels(column: pd.Series, where: Callable[[int], str],
+                     what: str = "label") -> tuple[np.ndarray, np.ndarray]:
+    """Label values of one frame column -> ``(codes (n,) int64, classes (k,))``.
+
+    Strings: the sorted distinct values. Integers (or integral floats, booleans): their
+    values as codes ``0..max`` when compact (:func:`compact_codes`), else their sorted
+    distinct values; never ``range(max)`` for a stray large value. Raises
+    :class:`CrowdDataError` naming ``where(n)`` for a negative, non-integer, non-finite or
+    too large number, a list/dict value, or a column that mixes types.
+    """
+    kind = pd.api.types.infer_dtype(column, skipna=False)
+    _check_scalars(column, kind, what, where)
+    if kind == "string":
+        codes, classes = pd.factorize(column, sort=True)
+        return codes.astype(np.int64), np.asarray(classes, dtype=object)
+    values = _int_values(column.to_numpy(), where, what)
+    neg = values < 0
+    if neg.any():
+        n = int(np.argmax(neg))
+        raise CrowdDataError(f"negative {what} {values[n]} at {where(n)}; drop missing "
+                             "annotations from a long frame instead of coding them")
+    return _int_classes(values)
+
+
+def infer_classes(raw: np.ndarray, where: Callable[[int], str]
+                  ) -> tuple[list, Optional[np.ndarray]]:
+    """The classes of label values given without them, and their codes when the labels are
+    their own codes (compact integers), else None.
+
+    The rule of :meth:`Annotations.from_frame` (:func:`factorize_labels`), applied by the
+    partitioned fits of ``crowd_keras.distributed`` to the distinct values of a column, so
+    both code the classes alike (the decision depends only on the distinct values).
+    """
+    codes, classes = factorize_labels(pd.Series(raw), where)
+    own = classes.dtype.kind in "iu" and np.array_equal(classes, np.arange(len(classes)))
+    return list(classes), (codes if own else None)
+
+
+def factorize_ids(column: pd.Series, what: str,
+                  where: Callable[[int], str]) -> tuple[np.ndarray, np.ndarray]:
+    """Identifiers of one frame column -> ``(codes (n,) int64, sorted distinct ids (m,))``.
+
+    Non-negative integer ids below ``4 n + 64`` are coded with a bincount (no hash table, no
+    sort of the column); others by ``pandas.factorize``. Raises on list/dict values and on a
+    column that mixes types (``1`` and ``"1"`` would otherwise be two items printed alike).
+    """
+    kind = pd.api.types.infer_dtype(column, skipna=False)
+    _check_scalars(column, kind, what, where)
+    raw = column.to_numpy() if column.dtype.kind in "iu" else None
+    if raw is not None and len(raw):
+        lo, hi = int(raw.min()), int(raw.max())
+        if lo >= 0 and hi < 4 * len(raw) + 64:
+            seen = np.bincount(raw, minlength=hi + 1) > 0
+            return (np.cumsum(seen) - 1)[raw].astype(np.int64), np.flatnonzero(seen)
+    codes, uniques = pd.factorize(column, sort=True)
+    ids = np.asarray(uniques)
+    return codes.astype(np.int64), ids if ids.dtype.kind in "iub" else ids.astype(object)
+
+
+def sort_order(items: np.ndarray, annotators: np.ndarray, n_items: int, n_annotators: int,
+               key: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    """Stable order (n,) sorting annotations by (item, annotator); None when already sorted.
+
+    ``key`` (optional) is ``items * n_annotators + annotators``: one comparison pass tells
+    whether the input is sorted already. Otherwise two stable counting sorts (by annotator,
+    then by item: O(n + items + annotators)) through pandas' group sorter, which falls back
+    to a merge sort where counting does not pay.
+    """
+    if len(items) < 2:
+        return None
+    if key is not None and (key[1:] >= key[:-1]).all():
+        return None
+    try:  # stable counting sorts, O(n + groups)
+        from pandas.core.sorting import get_group_index_sorter
+    except ImportError:  # pragma: no cover - a pandas without it: a stable comparison sort
+        return np.lexsort((annotators, items))
+    by_ann = get_group_index_sorter(annotators.astype(np.intp, copy=False), max(n_annotators, 1))
+    by_item = get_group_index_sorter(items[by_ann].astype(np.intp, copy=False), max(n_items, 1))
+    return by_ann[by_item]
+
+
+# ----------------------------------------------------------------------------- matrices
+def dense_codes(matrix: Any, missing: Any, classes: Optional[Sequence], *,
+                allow_empty: bool = False) -> tuple:
+    """Validate an items × annotators matrix of class codes (``missing`` where absent).
+
+    Returns ``(rows, cols, labels, classes, shape)``: the (n,) positions and codes of the
+    present entries in row-major order, and the classes (``None`` = ``0..max code``; when
+    the codes are not compact, e.g. one stray ``10**9``, the sorted distinct codes, with
+    ``labels`` re-coded). Bad entries raise naming their row and column.
+    """
+    m = as_matrix(matrix, "dense annotations")
+    if m.ndim != 2:
+        raise CrowdDataError(f"dense annotations must be 2-d (items × annotators), got shape {m.shape}")
+    if m.size == 0 and not allow_empty:
+        raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
+    m = numeric_matrix(m, "dense annotations")
+    if missing is None or (isinstance(missing, float) and np.isnan(missing)):
+        present = ~np.isnan(m) if m.dtype.kind == "f" else np.ones(m.shape, bool)
+    else:
+        present = m != missing
+    codes = integer_codes(np.where(present, m, 0), "dense annotations", "(row, column) ")
+    neg = present & (codes < 0)
+    if neg.any():
+        r, c = np.argwhere(neg)[0]
+        raise CrowdDataError(f"negative code {codes[r, c]} at row {r}, column {c}; "
+                             f"only the missing marker {show(missing)} may be negative")
+    rows, cols = np.nonzero(present)
+    labels = codes[rows, cols]
+    if classes is None and len(labels):
+        top = int(labels.max())
+        distinct = np.unique(labels) if top >= 2 ** 20 else np.flatnonzero(np.bincount(labels))
+        if not compact_codes(len(distinct), top):  # e.g. one 10**9: classes = values seen
+            labels, classes = np.searchsorted(distinct, labels), distinct
+    return rows, cols, labels, classes, m.shape
+
+
+def label_matrix_codes(L: Any, cardinality: Optional[int],
+                       classes: Optional[Sequence]) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a Snorkel label matrix (items × functions, -1 = abstain, codes ``0..k-1``).
+
+    Returns ``(m, classes)``: the matrix as an array (no copy when it is one) and the
+    classes (``classes``, ``0..cardinality-1`` or ``0..max``). Raises naming the row and
+    column of the first bad entry (see :func:`label_matrix_problem`).
+    """
+    m = as_matrix(L, "dense annotations")
+    if m.ndim != 2:
+        raise CrowdDataError(f"dense annotations must be 2-d (items × annotators), got shape {m.shape}")
+    m = numeric_matrix(m, "dense annotations")
+    if m.size == 0:
+        raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
+    if classes is None and cardinality is not None:
+        classes = list(range(int(cardinality)))
+    if classes is None:
+        top = float(m.max()) if m.size else -1.0
+        n_classes = int(top) + 1 if np.isfinite(top) and top >= 0 else 1
+        if n_classes > 64 and np.isfinite(top) and not compact_codes(
+                len(np.unique(m[m >= 0])), n_classes - 1):
+            r, c = np.argwhere(m == top)[0]
+            raise CrowdDataError(
+                f"label code {int(top)} at row {r}, column {c} would make {n_classes} classes "
+                "from a few distinct codes; pass cardinality= (codes 0..k-1, -1 = abstain)")
+    else:
+        n_classes = len(classes)
+    bad = label_matrix_problem(m, n_classes)
+    if bad is not None:
+        reason, r, c, value = bad
+        if reason == "nan":
+            raise CrowdDataError(f"dense annotations contains NaN at (row, column) ({r}, {c}); "
+                                 "use the missing marker (-1) for absent annotations")
+        if reason in ("inf", "fraction"):
+            kind = "non-integer" if reason == "fraction" else "non-finite"
+            raise CrowdDataError(f"dense annotations has a {kind} code {show(value)} at "
+                                 f"(row, column) ({r}, {c})")
+        if reason == "below":
+            raise CrowdDataError(f"negative code {value:g} at row {r}, column {c}: below -1, "
+                                 "the missing marker (abstain)")
+        shown = list(classes) if classes is not None else list(range(n_classes))
+        raise CrowdDataError(f"label code {value:g} at row {r}, column {c} is outside the "
+                             f"{n_classes} classes {shown[:20]}")
+    return m, np.asarray(classes) if classes is not None else np.arange(n_classes)

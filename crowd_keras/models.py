@@ -158,6 +158,32 @@ class CrowdModel(keras.Model):
             kwargs["callbacks"] = [_NoiseWarmup(self), *(kwargs.get("callbacks") or [])]
         return super().fit(x, y, **kwargs)
 
+    # -------------------------------------------- tf.distribute with several workers (Keras 3)
+    # Keras 3's TensorFlow trainer fails under MultiWorkerMirroredStrategy with more than one
+    # worker (keras-team/keras#20585, #20329): it averages a first batch across workers to read
+    # its shapes, which tf.distribute cannot do for a nested batch, and it averages the logs of
+    # every step along an axis 0 that scalar logs do not have. CrowdModel reads the shapes
+    # from the local part of the batch and gives its logs that axis.
+    def _maybe_symbolic_build(self, iterator: Any = None, data_batch: Any = None) -> None:
+        strategy = getattr(self, "_distribute_strategy", None)
+        if iterator is not None and strategy is not None:
+            import tensorflow as tf
+
+            for _, _, batches in iterator:
+                data_batch = tf.nest.map_structure(
+                    lambda v: (strategy.experimental_local_results(v)[0]
+                               if isinstance(v, tf.distribute.DistributedValues) else v),
+                    next(batches))
+                break
+            iterator = None
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> dict:
+        logs = super().compute_metrics(x, y, y_pred, sample_weight)
+        if not _several_workers():
+            return logs
+        return {name: ops.expand_dims(value, 0) for name, value in logs.items()}
+
     def evaluate(self, x: Any = None, y: Any = None, **kwargs: Any) -> Any:
         x, y = self.crowd_data(x, y)
         return super().evaluate(x, y, **kwargs)
@@ -276,6 +302,17 @@ class CrowdModel(keras.Model):
         noise_layer = keras.saving.deserialize_keras_object(config.pop("noise_layer"),
                                                             custom_objects=custom_objects)
         return cls(classifier, noise_layer, **config)
+
+
+def _several_workers() -> bool:
+    """True inside a ``MultiWorkerMirroredStrategy`` with more than one worker."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    strategy = tf.distribute.get_strategy()
+    return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and strategy.extended._in_multi_worker_mode())
 
 
 class _NoiseWarmup(keras.callbacks.Callback):

@@ -1,7 +1,25 @@
-"""Progress bars for EM loops: tqdm when installed, a silent stand-in otherwise."""
+"""Progress on long work: tqdm when installed, otherwise periodic lines on stderr.
+
+* :func:`progress_bar` wraps an iterable (the EM loops of the label models; silent without
+  tqdm, since a library loop should not print).
+* :class:`Progress` counts steps of a known total (a push of predictions): a tqdm bar, or
+  without tqdm one line on ``stream`` at the start, every ``interval`` seconds and at the end.
+* :class:`Heartbeat` marks work of unknown length (a fit): nothing for ``delay`` seconds,
+  then a tqdm timer, or without tqdm a line every ``every`` seconds, and a last line.
+
+``disable=True`` silences each (the command lines' ``--quiet``).
+"""
 from __future__ import annotations
 
-from typing import Any, Iterable
+import sys
+import threading
+import time
+from typing import Any, Iterable, Optional, TextIO
+
+__all__ = ["progress_bar", "Progress", "Heartbeat", "HEARTBEAT_DELAY"]
+
+#: Seconds of silence before :class:`Heartbeat` shows that a fit is still running.
+HEARTBEAT_DELAY = 3.0
 
 
 class _Silent:
@@ -18,12 +36,125 @@ class _Silent:
         pass
 
 
-def progress_bar(iterable: Iterable, desc: str = "", disable: bool = False, **kwargs: Any):
-    """A tqdm bar over `iterable` (``disable=True`` or no tqdm: a silent wrapper)."""
-    if disable:
-        return _Silent(iterable)
+def _tqdm() -> Any:
     try:
         from tqdm.auto import tqdm
     except ImportError:  # tqdm is optional
+        return None
+    return tqdm
+
+
+def progress_bar(iterable: Iterable, desc: str = "", disable: bool = False, **kwargs: Any):
+    """A tqdm bar over `iterable` (``disable=True`` or no tqdm: a silent wrapper)."""
+    tqdm = None if disable else _tqdm()
+    if tqdm is None:
         return _Silent(iterable)
     return tqdm(iterable, desc=desc, **kwargs)
+
+
+class Progress:
+    """Progress of ``total`` steps: ``update(n)`` after each, ``close()`` (or ``with``) at the end.
+
+    Args:
+        total: number of steps.
+        desc: what is done ("pushing predictions").
+        disable: print nothing.
+        stream: where lines or the bar go (default ``sys.stderr``).
+        interval: seconds between two lines without tqdm.
+        use_tqdm: ``None`` = tqdm when installed; ``False`` = plain lines.
+    """
+
+    def __init__(self, total: int, desc: str, *, disable: bool = False,
+                 stream: Optional[TextIO] = None, interval: float = 2.0,
+                 use_tqdm: Optional[bool] = None, unit: str = "it") -> None:
+        self.total, self.desc, self.disable, self.unit = int(total), desc, disable, unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval, self.done = interval, 0
+        self._start = self._last = time.monotonic()
+        tqdm = None if disable or use_tqdm is False else _tqdm()
+        self._bar = tqdm(total=self.total, desc=desc, file=self.stream, unit=unit) if tqdm else None
+        if self._bar is None and not disable:
+            self._line("started")
+
+    def _line(self, note: str) -> None:
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        print(f"{self.desc}: {self.done}/{self.total} {self.unit} ({pct:.0f}%), "
+              f"{time.monotonic() - self._start:.1f} s, {note}", file=self.stream, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self.disable:
+            return
+        if self._bar is not None:
+            self._bar.update(n)
+        elif time.monotonic() - self._last >= self.interval:
+            self._last = time.monotonic()
+            self._line("running")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif not self.disable and self.interval is not None:
+            self._line("done" if self.done >= self.total else "stopped")
+            self.interval = None  # closed: one last line only
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Heartbeat:
+    """``with Heartbeat("fitting dawid_skene"):`` shows that long work goes on.
+
+    Nothing is shown when the block ends within ``delay`` seconds (default
+    :data:`HEARTBEAT_DELAY`). After that: a tqdm timer
+    refreshed every second, or without tqdm a line on ``stream`` every ``every`` seconds;
+    when the block ends, a last line with the time it took.
+    """
+
+    def __init__(self, desc: str, *, disable: bool = False, stream: Optional[TextIO] = None,
+                 delay: Optional[float] = None, every: float = 5.0,
+                 use_tqdm: Optional[bool] = None) -> None:
+        self.desc, self.disable, self.every = desc, disable, every
+        self.delay = HEARTBEAT_DELAY if delay is None else delay
+        self.stream = stream if stream is not None else sys.stderr
+        self._tqdm = None if use_tqdm is False else _tqdm()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.shown = False
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        self.shown = True
+        start = self._start
+        if self._tqdm is not None:
+            bar = self._tqdm(total=None, desc=self.desc, file=self.stream,
+                             bar_format="{desc}: {elapsed} elapsed")
+            while not self._stop.wait(1.0):
+                bar.refresh()
+            bar.close()
+            return
+        while True:
+            print(f"{self.desc}: still running, {time.monotonic() - start:.0f} s",
+                  file=self.stream, flush=True)
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> "Heartbeat":
+        self._start = time.monotonic()
+        if not self.disable:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            if self.shown:
+                print(f"{self.desc}: {'done' if exc[0] is None else 'stopped'} in "
+                      f"{time.monotonic() - self._start:.1f} s", file=self.stream, flush=True)

@@ -27,3 +27,17 @@ def require_data(*parts: str) -> Path:
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return require_data()
+
+
+@pytest.fixture(autouse=True)
+def _registry_restored():
+    """A test that registers a label model (``register_label_model``, Snorkel's
+    ``register_method``) must not leak it into later tests of the same process."""
+    from crowd_keras.aggregation import registry
+
+    factories, aliases = dict(registry._FACTORIES), dict(registry._ALIASES)
+    yield
+    registry._FACTORIES.clear()
+    registry._FACTORIES.update(factories)
+    registry._ALIASES.clear()
+    registry._ALIASES.update(aliases)

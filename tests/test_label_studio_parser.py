@@ -495,7 +495,15 @@ class FakeLabelStudio:
                 outer._maybe_fail("delete")
                 outer.store.pop(id)
 
+            def update(self, id, result, score, model_version, request_options=None):
+                outer.calls.append("update")
+                outer._maybe_fail("update")
+                outer.store[id].result, outer.store[id].score = result, score
+
         class Projects:
+            def get(self, id, request_options=None):  # the pre-flight check (not counted)
+                return type("Project", (), {"id": id, "label_config": ""})()
+
             def import_predictions(self, id, request, request_options=None):
                 outer.calls.append("import")
                 mode = outer._maybe_fail("import", store=lambda: outer._add(request))

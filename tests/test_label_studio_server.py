@@ -218,6 +218,18 @@ def test_cli_aggregate_pushes_without_showing_the_token(ls_server, client, simul
         assert ls_token not in (tmp_path / name).read_text()
 
 
+def _own_server_project(tmp_path, executable, template, token, title, n_tasks):
+    """A server of its own (it gets killed), a project on it and its ``n_tasks`` task ids."""
+    from label_studio_sdk import LabelStudio
+    server = start_copy(executable, template, tmp_path / "data", token)
+    client = LabelStudio(base_url=server.url, api_key=token)
+    project = client.projects.create(title=title, label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"{title} {i}"}
+                                                           for i in range(n_tasks)],
+                                         return_task_ids=True).task_ids
+    return server, client, project, tasks
+
+
 class _KillDuringImport:
     """Client proxy: on the n-th import call, kill the server while the request is in flight."""
 
@@ -228,6 +240,9 @@ class _KillDuringImport:
         self.calls = 0
 
         class Projects:
+            def get(self, id, **kwargs):  # the pre-flight check
+                return client.projects.get(id=id, **kwargs)
+
             def import_predictions(self, id, **kwargs):
                 outer.calls += 1
                 if outer.calls == at_call:
@@ -241,12 +256,9 @@ def test_server_killed_during_push_then_rerun_completes(tmp_path, ls_executable,
                                                         ls_token, delay=0.02):
     from label_studio_sdk import LabelStudio
     ls = ls_module()
-    server = start_copy(ls_executable, ls_template, tmp_path / "data", ls_token)
+    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
+                                                         ls_token, "kill test", 300)
     try:
-        client = LabelStudio(base_url=server.url, api_key=ls_token)
-        project = client.projects.create(title="kill test", label_config=DEMO_CONFIG).id
-        tasks = client.projects.import_tasks(project, request=[{"text": f"k{i}"} for i in range(300)],
-                                             return_task_ids=True).task_ids
         preds = [{"task": t, "model_version": "kill-v1", "score": 0.5 + (t % 7) / 20,
                   "result": demo_result(CLASSES[t % 3])} for t in tasks]
         proxy = _KillDuringImport(client, server, at_call=4, delay=delay)
@@ -293,3 +305,240 @@ def test_example_round_trip_runs(ls_server, ls_token, tmp_path):
     assert "accuracy against the hidden truth" in first.stdout
     assert "0 created, 60 unchanged" in again.stdout  # the re-run duplicates nothing
     assert (tmp_path / "annotators.csv").exists() and (tmp_path / "predictions.json").exists()
+
+
+# ---------------------------------------------------------------------------- kill and resume
+class _KillAt:
+    """An httpx request hook (the real SDK and server; only the timing is ours): when the
+    ``at``-th request of ``kind`` goes out, kill the server at once (``"before"``: the request
+    meets a dead server) or ``delay`` seconds later (``"during"``: it may or may not be
+    committed, its reply is lost)."""
+
+    KINDS = {"update": ("PATCH", "/api/predictions/"), "delete": ("DELETE", "/api/predictions/"),
+             "import": ("POST", "/import/predictions"), "list": ("GET", "/api/predictions")}
+
+    def __init__(self, server, kind: str, at: int, when: str, delay: float = 0.03):
+        self.server, self.kind, self.at, self.when, self.delay = server, kind, at, when, delay
+        self.seen, self.fired = 0, False
+
+    def __call__(self, request) -> None:
+        method, path = self.KINDS[self.kind]
+        if self.fired or request.method != method or path not in request.url.path:
+            return
+        self.seen += 1
+        if self.seen == self.at:
+            self.fired = True
+            if self.when == "before":
+                self.server.kill()
+            else:
+                threading.Timer(self.delay, self.server.kill).start()
+
+
+def _held(client, project, version):
+    out = {}
+    for p in client.predictions.list(project=project):
+        if p.model_version == version:
+            out.setdefault(p.task, []).append(p)
+    return out
+
+
+def _content(p) -> tuple:
+    result = p["result"] if isinstance(p, dict) else p.result
+    score = p["score"] if isinstance(p, dict) else p.score
+    return json.dumps(result, sort_keys=True), round(float(score), 9)
+
+
+# (kind of request, which one of this run, kill before it is sent or while it is in flight)
+KILL_POINTS = [("list", 1, "before"), ("update", 1, "before"), ("update", 4, "during"),
+               ("update", 3, "during"), ("delete", 1, "during"), ("import", 1, "during"),
+               ("import", 1, "before")]
+
+
+@pytest.mark.slow
+def test_killed_at_every_stage_of_an_update_push_no_task_loses_its_prediction(
+        tmp_path, ls_executable, ls_template, ls_token):
+    """Update push (same model_version, new labels) of 36 tasks: 15 predictions to update in
+    place, 9 identical, 12 new, 2 extra copies to remove. The server is killed at seven points
+    (listing, updates, deletes, imports; before a request or while it is in flight); after each
+    kill it restarts and the state is checked: every task that had a prediction has one,
+    none has more copies than before, each copy is the old or the new one. A last re-run
+    completes: every task holds exactly the new prediction."""
+    import httpx
+    from label_studio_sdk import LabelStudio
+    ls = ls_module()
+    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
+                                                         ls_token, "kill and resume", 36)
+    try:
+        version = "resume-v1"
+        old = [{"task": t, "model_version": version, "score": 0.6,
+                "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:24])]
+        client.projects.import_predictions(project, request=old)
+        # two extra copies, as an older tool might have left: one identical, one different
+        client.projects.import_predictions(project, request=[old[0], dict(old[1], score=0.1)])
+        new = [{"task": t, "model_version": version,
+                "score": 0.6 if i % 8 < 3 else 0.9,   # 9 of the 24 old ones stay identical
+                "result": demo_result(CLASSES[i % 3] if i % 8 < 3 else CLASSES[(i + 1) % 3])}
+               for i, t in enumerate(tasks)]
+        contents = {p["task"]: {_content(p)} for p in old}
+        contents[old[1]["task"]].add(_content(dict(old[1], score=0.1)))
+        for p in new:
+            contents.setdefault(p["task"], set()).add(_content(p))
+        before = {t: len(v) for t, v in _held(client, project, version).items()}
+        assert len(before) == 24 and sum(before.values()) == 26
+
+        for kind, at, when in KILL_POINTS:
+            hook = _KillAt(server, kind, at, when)
+            killable = LabelStudio(base_url=server.url, api_key=ls_token,
+                                   httpx_client=httpx.Client(event_hooks={"request": [hook]},
+                                                             timeout=30))
+            with pytest.raises(ls.LabelStudioError, match="Re-run with the same model_version") as info:
+                ls.push_predictions(killable, project, new, batch_size=5, retries=1, backoff=0.05)
+            assert hook.fired and info.value.transient, (kind, at, when)
+            assert ls_token not in str(info.value)
+            if server.process is not None:  # a kill "during" may land after the failure
+                server.process.wait(10)
+                server.process = None
+            server.start()
+            client = LabelStudio(base_url=server.url, api_key=ls_token)
+            held = _held(client, project, version)
+            lost = sorted(set(before) - set(held))
+            assert not lost, f"killed at {kind} {at} ({when}): tasks {lost} lost their prediction"
+            grown = {t: len(v) for t, v in held.items() if len(v) > before.get(t, 1)}
+            assert not grown, f"killed at {kind} {at} ({when}): more copies {grown}"
+            strange = [p.task for v in held.values() for p in v if _content(p) not in contents[p.task]]
+            assert not strange, f"killed at {kind} {at} ({when}): unknown content on {strange}"
+        final = ls.push_predictions(client, project, new, batch_size=5)
+        held = _held(client, project, version)
+        assert sorted(held) == sorted(tasks) and all(len(v) == 1 for v in held.values())
+        want = {p["task"]: _content(p) for p in new}
+        assert all(_content(v[0]) == want[t] for t, v in held.items())
+        again = ls.push_predictions(client, project, new, batch_size=5)
+        assert (again.n_created, again.n_unchanged, again.n_deleted) == (0, len(tasks), 0)
+        assert final.n_created + final.n_unchanged == len(tasks)
+    finally:
+        server.stop()
+    assert ls_token not in server.log_text()
+
+
+# ---------------------------------------------------------------------------- pre-flight, error classes
+def _sdk(url, token):
+    from label_studio_sdk import LabelStudio
+    return LabelStudio(base_url=url, api_key=token, max_retries=0)
+
+
+def _count_version(client, project, version):
+    return sum(p.model_version == version for p in client.predictions.list(project=project))
+
+
+@pytest.mark.parametrize("case", ["bad_token", "unknown_project", "wrong_path"])
+def test_permanent_errors_fail_fast_before_any_write_without_rerun_advice(
+        case, ls_server, client, simulated, ls_token):
+    import time
+    ls = ls_module()
+    project, truth, _ = simulated
+    target = {"bad_token": (ls_server.url, "f" * 40, project),
+              "unknown_project": (ls_server.url, ls_token, 987654),
+              "wrong_path": (ls_server.url + "/not-the-api", ls_token, project)}[case]
+    preds = [{"task": t, "model_version": f"never-{case}", "score": 0.5,
+              "result": demo_result("positive")} for t in truth]
+    start = time.monotonic()
+    with pytest.raises(ls.LabelStudioError) as info:
+        ls.push_predictions(_sdk(target[0], target[1]), target[2], preds, retries=3, backoff=20)
+    assert time.monotonic() - start < 10  # not retried (a retry would sleep 20 s)
+    text = str(info.value)
+    assert not info.value.transient and "re-run" not in text.lower() and "not retried" in text
+    expected = {"bad_token": "refused the API token (HTTP 401", "unknown_project":
+                "project 987654 does not exist", "wrong_path": "does not answer as a Label Studio API"}
+    assert expected[case] in text, text
+    assert "f" * 40 not in text and ls_token not in text
+    assert _count_version(client, project, f"never-{case}") == 0  # nothing was written
+
+
+def test_transient_errors_are_retried_with_backoff_and_say_so(ls_token):
+    """Connection refused (nothing listens) and HTTP 503 (a real HTTP server that answers
+    503): each call is tried 1 + retries times, then fails as transient with re-run advice."""
+    import http.server
+    import time
+    from label_studio_server import free_port
+    ls = ls_module()
+
+    hits = []
+
+    class Busy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            hits.append(self.path)
+            self.send_response(503)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"detail": "overloaded"}')
+
+        def log_message(self, *args):
+            pass
+
+    busy = http.server.HTTPServer(("127.0.0.1", 0), Busy)
+    thread = threading.Thread(target=busy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        for url in (f"http://127.0.0.1:{busy.server_address[1]}", f"http://127.0.0.1:{free_port()}"):
+            start = time.monotonic()
+            with pytest.raises(ls.LabelStudioError) as info:
+                ls.push_predictions(_sdk(url, "t" * 40), 1, [{"task": 1, "model_version": "v",
+                                                             "result": []}],
+                                    retries=2, backoff=0.2)
+            assert time.monotonic() - start >= 0.2 + 0.4  # backoff 0.2 s, then 0.4 s
+            assert info.value.transient and "after 3 attempt(s), retried with backoff" in str(info.value)
+    finally:
+        busy.shutdown()
+    assert len(hits) == 3  # the 503 server saw the first try and two retries
+
+
+def test_url_without_scheme_is_refused_at_once(monkeypatch, ls_token):
+    ls = ls_module()
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+    with pytest.raises(ls.LabelStudioError, match=r"has no scheme: use 'http://localhost:8080'"):
+        ls.connect("localhost:8080")
+
+
+def test_cli_permanent_error_writes_nothing_and_prints_no_traceback(ls_server, simulated,
+                                                                     tmp_path, ls_token):
+    import os
+    import subprocess
+    import sys
+    project, _, _ = simulated
+    from pathlib import Path
+    export = Path(__file__).parent / "data" / "label_studio" / "demo.json"
+    for url, proj, token, words in (
+            (ls_server.url, project, "0" * 40, "refused the API token"),
+            (ls_server.url, 987654, ls_token, "project 987654 does not exist"),
+            (ls_server.url.replace("http://", ""), project, ls_token, "has no scheme")):
+        env = {**os.environ, "LABEL_STUDIO_API_KEY": token}
+        run = subprocess.run([sys.executable, "-m", "crowd_keras", "label-studio", "aggregate",
+                              str(export), "--control", "sentiment", "--out",
+                              str(tmp_path / "p.json"), "--url", url, "--project", str(proj)],
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1, run.stderr
+        assert words in run.stderr and "Traceback" not in run.stderr
+        assert "re-run" not in run.stderr.lower() and token not in run.stderr + run.stdout
+        assert not (tmp_path / "p.json").exists()  # checked before anything is written
+
+
+def test_cli_push_shows_progress_unless_quiet(ls_server, client, simulated, tmp_path,
+                                              monkeypatch, capsys, ls_token):
+    from crowd_keras.cli import main
+    project, truth, _ = simulated
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+    # CSV alone with --control: the object name comes from the project's config
+    (tmp_path / "export.csv").write_bytes(export_bytes(client, project, "CSV"))
+    argv = ["label-studio", "aggregate", str(tmp_path / "export.csv"), "--control", "sentiment",
+            "--out", str(tmp_path / "p.json"), "--url", ls_server.url, "--project", str(project),
+            "--method", "mv", "--model-version", "progress-v1", "--batch-size", "50"]
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    assert "pushing predictions" in first.err and f"{len(truth)} created" in first.out
+    held = [p for p in client.predictions.list(project=project) if p.model_version == "progress-v1"]
+    assert len(held) == len(truth) and held[0].result[0]["to_name"] == "text"
+    assert main(argv + ["--quiet", "--on-existing", "replace"]) == 0
+    second = capsys.readouterr()
+    assert "pushing predictions" not in second.err
+    # identical predictions written again are not "replacing a different one"
+    assert f"0 replacing a different prediction, {len(truth)} rewritten though identical" in second.out

@@ -34,12 +34,61 @@ from ..errors import CrowdDataError
 from ..numerics import normalize_rows, softmax_rows, top_classes
 from ..progress import progress_bar
 from .base import LabelModel, as_annotations, check_prior
-from .regime import one_class_vote_share
+from .regime import one_class_share
 
-__all__ = ["AbstainAwareDawidSkene"]
+__all__ = ["AbstainAwareDawidSkene", "abstain_m_step", "abstain_logits"]
 
 _ABSTAIN = ("auto", "response", "ignore")
 _ANCHOR = ("auto", "votes", "none")
+
+
+# The EM steps as functions of sums over items (the statistics of dawid_skene's
+# sufficient_statistics), so that a partitioned fit (crowd_keras.distributed) runs the same steps.
+def abstain_m_step(counts: np.ndarray, class_mass: np.ndarray, n_items: int,
+                   votes_per_function: np.ndarray, modelled: np.ndarray, smoothing: float,
+                   fixed_prior: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Log class prior (K,) and log response matrices (functions, K, K + 1), abstain last.
+
+    Args:
+        counts: (functions·K, K) ``XT @ post``: ``counts[a·K + l, t]`` = expected number of
+            votes l of function a when the truth was t. class_mass: (K,) ``Σ_i post_i``.
+        n_items: number of items (rows of ``L``, voted or not).
+        votes_per_function: (functions,) votes cast. modelled: (functions,) bool, abstention
+            modelled per class. smoothing: the pseudo-count. fixed_prior: the prior to hold.
+    """
+    s = smoothing
+    m, k = modelled.shape[0], class_mass.shape[0]
+    # resp[a, t, l]: expected number of times function a gave response l (last: abstain)
+    # when the truth was t, plus the pseudo-count
+    votes = counts.reshape(m, k, k).transpose(0, 2, 1)
+    n_true = class_mass
+    resp = np.empty((m, k, k + 1))
+    resp[:, :, :k] = votes + s
+    resp[:, :, k] = np.maximum(n_true[None, :] - votes.sum(axis=2), 0.0) + s
+    resp = normalize_rows(resp)
+    if not modelled.all():
+        # not modelled: p(abstain) is one shared rate, so it cancels from the posterior
+        rest = ~modelled
+        rate = (n_items - votes_per_function[rest] + s) / (n_items + 2 * s)
+        cond = votes[rest] + s
+        cond = normalize_rows(cond)
+        resp[rest, :, :k] = cond * (1.0 - rate)[:, None, None]
+        resp[rest, :, k] = rate[:, None]
+    if fixed_prior is not None:
+        prior = fixed_prior
+    else:
+        prior = (n_true + s) / (n_true + s).sum()
+    return np.log(np.maximum(prior, 1e-300)), np.log(resp)
+
+
+def abstain_logits(X: sp.csr_matrix, log_resp: np.ndarray, log_prior: np.ndarray,
+                   abstain_weight: float) -> np.ndarray:
+    """Items × classes unnormalized log posteriors (E-step) of (a block of) items."""
+    k = log_prior.shape[0]
+    w = abstain_weight
+    log_abstain = log_resp[:, :, k]  # (functions, classes)
+    W = (log_resp[:, :, :k] - w * log_abstain[:, :, None]).transpose(0, 2, 1).reshape(-1, k)
+    return np.asarray(X @ W) + (w * log_abstain.sum(axis=0) + log_prior)[None, :]
 
 
 class AbstainAwareDawidSkene(LabelModel):
@@ -106,16 +155,17 @@ class AbstainAwareDawidSkene(LabelModel):
         self.progress = progress
 
     # ------------------------------------------------------------------ settings
-    def _resolve(self, ann: Annotations) -> None:
-        """Pick the regime from the votes and resolve every ``"auto"`` setting."""
+    def _resolve(self, votes: np.ndarray) -> None:
+        """Pick the regime from the (functions, K) vote counts and resolve every ``"auto"``
+        setting."""
         if self.abstain not in _ABSTAIN:
             raise ValueError(f"abstain must be one of {_ABSTAIN}, got {self.abstain!r}")
         if self.anchor not in _ANCHOR:
             raise ValueError(f"anchor must be one of {_ANCHOR}, got {self.anchor!r}")
         if not self.smoothing > 0:
             raise ValueError(f"smoothing must be > 0, got {self.smoothing!r}")
-        n_votes = ann.annotations_per_annotator()
-        share = one_class_vote_share(ann)
+        n_votes = votes.sum(axis=1)
+        share = one_class_share(votes)
         self.one_class_vote_share_ = share
         lf = share >= self.one_class_share
         self.regime_ = "labeling_functions" if lf else "crowd"
@@ -154,7 +204,7 @@ class AbstainAwareDawidSkene(LabelModel):
         ann = as_annotations(annotations, **kwargs)
         if ann.n_annotations == 0:
             raise CrowdDataError("no votes to fit: every entry abstains")
-        self._resolve(ann)
+        self._resolve(ann.annotator_label_counts())
         k = ann.n_classes
         fixed_prior = self._fixed_prior(k)
         X = ann.vote_incidence()
@@ -177,51 +227,32 @@ class AbstainAwareDawidSkene(LabelModel):
                 break
             prev = history[-1]
         bar.close()
+        self._set_fitted(ann, log_prior, log_resp, post.mean(axis=0), history)
+        self.posteriors_ = self._report(logits, counts) if self.anchor_ == "votes" else post
+        return self
+
+    def _set_fitted(self, ann: Annotations, log_prior: np.ndarray, log_resp: np.ndarray,
+                    class_balance: np.ndarray, history: list) -> None:
+        """The fitted parameters from the last M-step (also a partitioned fit's)."""
+        k = log_prior.shape[0]
         self.annotations_ = ann
         self.response_matrices_ = np.exp(log_resp)
         self.class_priors_ = np.exp(log_prior)
-        self.class_balance_ = post.mean(axis=0)
+        self.class_balance_ = class_balance
         votes = self.response_matrices_[:, :, :k]
         self.confusion_matrices_ = normalize_rows(votes)
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
-        self.posteriors_ = self._report(logits, counts) if self.anchor_ == "votes" else post
-        return self
 
     def _m_step(self, XT: sp.csr_matrix, post: np.ndarray, n_items: int,
                 fixed_prior: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        s = self.smoothing
-        modelled = self.abstain_modelled_
-        m, k = modelled.shape[0], post.shape[1]
-        # resp[a, t, l]: expected number of times function a gave response l (last: abstain)
-        # when the truth was t, plus the pseudo-count
-        votes = np.asarray(XT @ post).reshape(m, k, k).transpose(0, 2, 1)
         n_true = np.ones(post.shape[0]) @ post  # a column sum of (items, k): BLAS, not strided
-        resp = np.empty((m, k, k + 1))
-        resp[:, :, :k] = votes + s
-        resp[:, :, k] = np.maximum(n_true[None, :] - votes.sum(axis=2), 0.0) + s
-        resp = normalize_rows(resp)
-        if not modelled.all():
-            # not modelled: p(abstain) is one shared rate, so it cancels from the posterior
-            rest = ~modelled
-            rate = (n_items - self._votes_per_function[rest] + s) / (n_items + 2 * s)
-            cond = votes[rest] + s
-            cond = normalize_rows(cond)
-            resp[rest, :, :k] = cond * (1.0 - rate)[:, None, None]
-            resp[rest, :, k] = rate[:, None]
-        if fixed_prior is not None:
-            prior = fixed_prior
-        else:
-            prior = (n_true + s) / (n_true + s).sum()
-        return np.log(np.maximum(prior, 1e-300)), np.log(resp)
+        return abstain_m_step(np.asarray(XT @ post), n_true, n_items, self._votes_per_function,
+                              self.abstain_modelled_, self.smoothing, fixed_prior)
 
     def _logits(self, X: sp.csr_matrix, log_resp: np.ndarray, log_prior: np.ndarray) -> np.ndarray:
         """Items × classes unnormalized log posteriors (E-step)."""
-        k = log_prior.shape[0]
-        w = self.abstain_weight_
-        log_abstain = log_resp[:, :, k]  # (functions, classes)
-        W = (log_resp[:, :, :k] - w * log_abstain[:, :, None]).transpose(0, 2, 1).reshape(-1, k)
-        return np.asarray(X @ W) + (w * log_abstain.sum(axis=0) + log_prior)[None, :]
+        return abstain_logits(X, log_resp, log_prior, self.abstain_weight_)
 
     @staticmethod
     def _report(logits: np.ndarray, counts: np.ndarray) -> np.ndarray:

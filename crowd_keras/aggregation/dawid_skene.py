@@ -127,13 +127,18 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
                 break
             ll_prev = ll
         bar.close()
+        self._set_fitted(ann, post, prior, log_pi, history)
+        return self
+
+    def _set_fitted(self, ann: Annotations, post: np.ndarray, prior: np.ndarray,
+                    log_pi: np.ndarray, history: list) -> None:
+        """The fitted state from the last M-step and E-step (also a partitioned fit's)."""
         self.annotations_ = ann
         self.posteriors_ = post
         self.class_priors_ = prior
         self.confusion_matrices_ = np.exp(log_pi)
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
-        return self
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         return e_step(ann.vote_incidence(), np.log(self.confusion_matrices_),

@@ -68,8 +68,17 @@ class LabelingFunctionFallback:
         self.labeling_function_model_ = None
         if mode == "ignore" or not is_labeling_function_data(ann):
             return False
+        self._adopt_labeling_function_model(self._labeling_function_model().fit(ann), ann)
+        return True
+
+    def _labeling_function_model(self) -> AbstainAwareDawidSkene:
+        """The unfitted labeling-function model, with this model's settings."""
         settings = {name: getattr(self, name) for name in self._LF_SETTINGS}
-        model = AbstainAwareDawidSkene(abstain="response", **settings).fit(ann)
+        return AbstainAwareDawidSkene(abstain="response", **settings)
+
+    def _adopt_labeling_function_model(self, model: AbstainAwareDawidSkene,
+                                       ann: Annotations) -> None:
+        """Answer through the fitted labeling-function ``model`` (fitted on ``ann``)."""
         self.regime_ = "labeling_functions"
         self.labeling_function_model_ = model
         self.annotations_ = ann
@@ -77,7 +86,6 @@ class LabelingFunctionFallback:
         self.class_priors_ = model.class_priors_
         self.confusion_matrices_ = model.confusion_matrices_
         self.n_iter_ = model.n_iter_
-        return True
 
     def _require_crowd_regime(self, missing: str) -> None:
         """Raise for a crowd-model query after the labeling-function model was fitted."""

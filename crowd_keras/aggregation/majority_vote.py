@@ -46,17 +46,25 @@ class MajorityVote(LabelModel):
         labelled = ann.annotations_per_item() > 0
         counts = np.zeros((ann.n_annotators, ann.n_classes, ann.n_classes))
         np.add.at(counts, (ann.annotators, winners[ann.items], ann.labels), 1.0)
-        self.confusion_matrices_ = normalize_rows(counts + 1e-2)
         prior = np.bincount(winners[labelled], minlength=ann.n_classes).astype(float)
-        self.class_priors_ = (prior + 1e-2) / (prior + 1e-2).sum()
+        self._set_parameters(counts, prior)
         return self
 
+    def _set_parameters(self, counts: np.ndarray, winners: np.ndarray) -> None:
+        """Confusion matrices and prior from the (annotators, winner, label) counts and the
+        number of labelled items each class won (sums over items: a partitioned fit's too)."""
+        self.confusion_matrices_ = normalize_rows(counts + 1e-2)
+        self.class_priors_ = (winners + 1e-2) / (winners + 1e-2).sum()
+
     def _vote_prior(self, ann: Annotations) -> np.ndarray:
-        votes = np.bincount(ann.labels, minlength=ann.n_classes).astype(float)
-        return votes / votes.sum() if votes.sum() else np.full(ann.n_classes, 1.0 / ann.n_classes)
+        """The frequency of each class among all votes (uniform without votes)."""
+        return normalize_rows(np.bincount(ann.labels, minlength=ann.n_classes).astype(float))
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        counts = ann.label_counts()
+        return self._posteriors_from_counts(ann.label_counts(), self._vote_prior(ann))
+
+    def _posteriors_from_counts(self, counts: np.ndarray, vote_prior: np.ndarray) -> np.ndarray:
+        """Posteriors from (items, K) label counts; items without votes get ``vote_prior``."""
         empty = counts.sum(axis=1) == 0
         if self.soft:
             proba = counts / np.where(empty, 1.0, counts.sum(axis=1))[:, None]
@@ -70,6 +78,6 @@ class MajorityVote(LabelModel):
                     pick = np.argmax(np.where(top, noise, -1.0), axis=1)
                 else:
                     pick = np.argmax(top, axis=1)
-                proba = np.eye(ann.n_classes)[pick]
-        proba[empty] = self._vote_prior(ann)
+                proba = np.eye(counts.shape[1])[pick]
+        proba[empty] = vote_prior
         return proba

@@ -7,9 +7,12 @@ so the label models switch regime on :func:`one_class_vote_share` (see
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..annotations import Annotations
 
-__all__ = ["LABELING_FUNCTION_SHARE", "one_class_vote_share", "is_labeling_function_data"]
+__all__ = ["LABELING_FUNCTION_SHARE", "one_class_vote_share", "one_class_share",
+           "is_labeling_function_data"]
 
 #: Share of votes cast by one-class annotators from which the data are labeling functions.
 LABELING_FUNCTION_SHARE = 0.5
@@ -20,7 +23,12 @@ def one_class_vote_share(ann: Annotations) -> float:
 
     High for Snorkel labeling functions, low for crowds (an annotator answering any class).
     """
-    votes = ann.annotator_label_counts()                     # (annotators, K)
+    return one_class_share(ann.annotator_label_counts())
+
+
+def one_class_share(votes: np.ndarray) -> float:
+    """:func:`one_class_vote_share` from the (annotators, K) vote counts (sums over items, as a
+    partitioned fit has them)."""
     n_votes = votes.sum(axis=1)
     one_class = (votes > 0).sum(axis=1) == 1
     return float(n_votes[one_class].sum() / max(n_votes.sum(), 1))

@@ -40,13 +40,15 @@ JSON keyed by user id and e-mail. The API token is read from an argument or the
 Modules: :mod:`.reader` parses an export into a :class:`LabelStudioExport` (with the private
 ``_records`` for the export formats and ``_controls`` for the labeling config);
 :mod:`.predictions` and :mod:`.report` turn a label model fitted on it into predictions and
-an annotator report; :mod:`.client` talks to a server. Everything is importable from here.
+an annotator report; :mod:`.client` talks to a server (checks, retries) and :mod:`.push`
+sends predictions (create, update in place, never a task left without one). Everything is importable from here.
 """
 import os  # noqa: F401 - kept reachable as ``ls.os`` (tests patch ``ls.os.replace``)
 
-from .client import (API_KEY_ENV, LabelStudioError, PushResult, connect, describe_error,
-                     fetch_user_emails, push_predictions)
+from .client import (API_KEY_ENV, LabelStudioError, check_project, check_url, connect,
+                     describe_error, fetch_user_emails, is_transient)
 from .client import _scrub  # noqa: F401 - used as ``ls._scrub`` (tests)
+from .push import PushResult, push_predictions
 from .predictions import predictions_from_model, to_predictions, write_predictions
 from .reader import FORMATS  # noqa: F401 - public constant, not in __all__ (as before)
 from .reader import ExportSummary, LabelStudioExport, read_export
@@ -56,5 +58,5 @@ __all__ = [
     "LabelStudioExport", "ExportSummary", "PushResult", "LabelStudioError", "read_export",
     "to_predictions", "predictions_from_model", "write_predictions", "push_predictions",
     "annotator_report", "write_report", "gold_accuracy", "connect", "fetch_user_emails",
-    "describe_error", "API_KEY_ENV",
+    "describe_error", "API_KEY_ENV", "check_project", "check_url", "is_transient",
 ]

@@ -84,6 +84,12 @@ def _pick_control_full(control: Optional[str], config: Optional[dict], seen: dic
         if control not in config:
             raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls "
                                  f"are {sorted(config)}")
+        unknown = sorted(set(seen) - set(config))
+        if control not in seen and unknown:  # e.g. the config of another project
+            raise CrowdDataError(
+                f"{origin}: no annotation result names control '{control}'; the results name "
+                f"{unknown}, which the labeling config does not declare (its controls: "
+                f"{sorted(config)}): is it this project's config?")
         kind, _, to_name, _ = config[control]
         if control in seen and seen[control][0] != kind:
             raise CrowdDataError(f"{origin}: results of control '{control}' have type "
@@ -115,8 +121,9 @@ def _pick_control_rows(control: Optional[str], config: Optional[dict], columns: 
     if control not in columns:
         raise CrowdDataError(f"{origin}: no column '{control}' for the control; columns are "
                              f"{data_cols}")
-    if config is None:
-        return control, "", None  # the kind is inferred from the values
+    if config is None:  # the kind is inferred from the values; the object only when unique
+        others = [c for c in data_cols if c != control]
+        return control, "", others[0] if len(others) == 1 else None
     if control not in config:
         raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls are "
                              f"{sorted(config)}")

@@ -109,14 +109,12 @@ def _as_task_list(loaded: Any, origin: str) -> list:
 
 
 def _json_kind(loaded: Any, fmt: Optional[str], origin: str) -> str:
-    if isinstance(loaded, dict):
-        first = loaded
-    elif isinstance(loaded, list) and loaded and isinstance(loaded[0], dict):
-        first = loaded[0]
-    else:
-        first = {}
+    rows = [loaded] if isinstance(loaded, dict) else loaded if isinstance(loaded, list) else []
+    rows = [r for r in rows if isinstance(r, dict)]
+    first = rows[0] if rows else {}
     full = any(k in first for k in ("annotations", "completions", "data"))
-    minimal = any(k in first for k in ("annotator", "annotation_id"))
+    # a JSON_MIN row of a task without annotation may hold only the id and the data fields
+    minimal = not full and any(k in r for r in rows for k in ("annotator", "annotation_id"))
     kind = "JSON" if full else "JSON_MIN" if minimal else None
     if fmt in ("JSON", "JSON_MIN"):
         return fmt
@@ -162,32 +160,48 @@ def _csv_rows(text: str, delimiter: str, origin: str) -> list:
     return out
 
 
-def _task_id(value: Any, where: str) -> Any:
-    if isinstance(value, bool) or value is None:
-        raise CrowdDataError(f"{where}: task id must be an integer, got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, str) and value.strip():
-        return int(value) if value.strip().lstrip("-").isdigit() else value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise CrowdDataError(f"{where}: task id must be an integer, got {type(value).__name__} "
-                         f"{value!r}")
+#: Label Studio's ids (tasks, annotations, users) are positive 64-bit database keys.
+_MAX_ID = 2 ** 63 - 1
 
 
-def _opt_id(value: Any, where: str, what: str) -> Any:
+def _integer_id(value: Any, where: str, what: str) -> int:
+    """An id as an int: an int, an integral float or a string of digits, within 0..2**63-1.
+
+    Anything else (text such as ``"abc"``, ``True``, a list, ``10**30``) raises
+    :class:`CrowdDataError` naming ``where`` and the value, never becomes an id of its own.
+    """
+    number = None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        number = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value.strip())
+    if number is None:
+        shown = repr(value) if isinstance(value, bool) else f"{type(value).__name__} {value!r}"
+        raise CrowdDataError(f"{where}: {what} must be an integer, got {shown}")
+    if not 0 <= number <= _MAX_ID:
+        shown = f"{number}" if abs(number) < 10 ** 24 else f"{number:.3e}"
+        raise CrowdDataError(f"{where}: {what} {shown} is outside Label Studio's id range "
+                             "(0 to 2**63-1)")
+    return number
+
+
+def _task_id(value: Any, where: str) -> int:
     if value is None:
-        return None
-    if isinstance(value, bool):
-        raise CrowdDataError(f"{where}: {what} must be an integer, got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise CrowdDataError(f"{where}: {what} must be an integer, got {type(value).__name__} "
-                         f"{value!r}")
+        raise CrowdDataError(f"{where}: task id must be an integer, got None")
+    return _integer_id(value, where, "task id")
+
+
+def _opt_id(value: Any, where: str, what: str) -> Optional[int]:
+    return None if value is None else _integer_id(value, where, what)
+
+
+def _claim_once(seen: dict, key: Any, owner: str, where: str, what: str) -> None:
+    """Record that ``key`` (an annotation id) belongs to ``owner``; raise if it was seen."""
+    if key in seen:
+        raise CrowdDataError(f"{where}: {what} {key} appears twice (also at {seen[key]})")
+    seen[key] = owner
 
 
 def _flag(ann: dict, keys: Sequence[str], where: str) -> bool:
@@ -225,12 +239,12 @@ def _annotator(value: Any, where: str) -> tuple[Any, Optional[str]]:
     if isinstance(value, bool) or value is None:
         raise CrowdDataError(f"{where}: annotator (completed_by) must be a user id or e-mail, "
                              f"got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        return int(value), None
+    if isinstance(value, (int, np.integer, float)):
+        return _integer_id(value, where, "annotator (completed_by) id"), None
     if isinstance(value, str) and value.strip():
         value = value.strip()
-        if value.isdigit():
-            return int(value), None
+        if value.lstrip("-").isdigit():
+            return _integer_id(value, where, "annotator (completed_by) id"), None
         return value, (value if "@" in value else None)
     raise CrowdDataError(f"{where}: annotator (completed_by) must be a user id or e-mail, "
                          f"got {type(value).__name__} {value!r}")
@@ -238,16 +252,12 @@ def _annotator(value: Any, where: str) -> tuple[Any, Optional[str]]:
 
 def _records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
     """Task ids, one _Record per annotation, and {control: (type, to_name)} seen in results."""
-    task_ids, records, seen, ann_ids = [], [], {}, {}
-    seen_tasks = set()
+    task_ids, records, seen, ann_ids, task_at = [], [], {}, {}, {}
     for i, task in enumerate(tasks):
         if "id" not in task:
             raise CrowdDataError(f"{origin}: task at position {i} has no 'id'")
         tid = _task_id(task["id"], f"{origin}: task at position {i}")
-        if tid in seen_tasks:
-            raise CrowdDataError(f"{origin}: task id {tid!r} appears twice (positions "
-                                 f"{task_ids.index(tid)} and {i})")
-        seen_tasks.add(tid)
+        _claim_once(task_at, tid, f"position {i}", f"{origin}: task at position {i}", "task id")
         task_ids.append(tid)
         key = "annotations" if "annotations" in task else "completions"
         anns = task.get(key)
@@ -266,10 +276,7 @@ def _records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
             aid = _opt_id(ann.get("id"), where, "annotation id")
             if aid is not None:
                 where = f"{origin}: task {tid!r}, annotation {aid}"
-                if aid in ann_ids:
-                    raise CrowdDataError(f"{where}: annotation id {aid} appears twice (also in "
-                                         f"task {ann_ids[aid]!r})")
-                ann_ids[aid] = tid
+                _claim_once(ann_ids, aid, f"task {tid!r}", where, "annotation id")
             if "completed_by" not in ann:
                 raise CrowdDataError(f"{where} has no 'completed_by'")
             key_, email = _annotator(ann["completed_by"], where)
@@ -326,10 +333,7 @@ def _records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]
             continue
         if aid is not None:
             where = f"{origin}: {at} (task {tid!r}, annotation {aid})"
-            if aid in ann_ids:
-                raise CrowdDataError(f"{where}: annotation id {aid} appears twice (also at "
-                                     f"{ann_ids[aid]})")
-            ann_ids[aid] = at
+            _claim_once(ann_ids, aid, at, where, "annotation id")
         if annotator is None:
             raise CrowdDataError(f"{where}: no 'annotator'")
         key_, email = _annotator(annotator, where)

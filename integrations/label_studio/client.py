@@ -1,17 +1,13 @@
-"""Talk to a Label Studio server through ``label-studio-sdk`` (imported lazily): connect, list
-users' e-mails and push predictions idempotently, with retries of transient failures and
-error messages without response headers or the API token."""
+"""Talk to a Label Studio server through ``label-studio-sdk`` (imported lazily): connect, check
+the URL, token and project once (:func:`check_project`), list users' e-mails; every call is
+classified (:func:`is_transient`): transient failures are retried with backoff, permanent ones
+fail at once. Messages carry no response headers and no API token. Pushing is in :mod:`.push`."""
 from __future__ import annotations
 
-import json
-import math
 import os
 import re
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Sequence
-
-from crowd_keras.errors import CrowdDataError
+from typing import Any, Callable, Iterable, Optional
 
 from ._controls import _INSTALL_HINT
 
@@ -22,18 +18,16 @@ _NO_RETRY = {"max_retries": 0}
 
 
 class LabelStudioError(RuntimeError):
-    """A call to a Label Studio server failed (message scrubbed of the API token)."""
+    """A call to a Label Studio server failed (message scrubbed of the API token).
 
+    ``transient`` is True when retrying later may succeed (connection refused or reset,
+    timeouts, HTTP 408/425/429/5xx) and False when it cannot (a bad token, an unknown
+    project, a malformed URL, a request the server rejects).
+    """
 
-@dataclass(frozen=True)
-class PushResult:
-    """What :func:`push_predictions` did: predictions created, left as they were, replaced."""
-
-    model_version: str
-    n_created: int
-    n_unchanged: int
-    n_replaced: int
-    n_batches: int
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 _TOKEN_PATTERN = re.compile(r"(?i)\b(token|bearer)(\s+|=)([A-Za-z0-9._\-]{16,})")
@@ -71,12 +65,18 @@ def describe_error(exc: BaseException, client: Any = None) -> str:
     return _scrub(_describe(exc), _secrets_of(client))
 
 
-def _transient(exc: BaseException) -> bool:
+def is_transient(exc: BaseException) -> bool:
+    """True for failures a later attempt may not meet: HTTP 408/425/429/5xx, connection
+    errors (refused, reset, lost reply) and timeouts; False for the rest (401, 404, 400, a URL
+    without ``http://``, ...)."""
     status = getattr(exc, "status_code", None)
     if status is not None:
         return status in (408, 425, 429) or status >= 500
     try:
         import httpx
+        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL,
+                            httpx.LocalProtocolError)):
+            return False
         if isinstance(exc, httpx.TransportError):
             return True
     except ImportError:  # pragma: no cover
@@ -85,17 +85,44 @@ def _transient(exc: BaseException) -> bool:
 
 
 def _call(fn: Callable[[], Any], what: str, secrets: list, retries: int, backoff: float,
-          before_retry: Optional[Callable[[], None]] = None) -> Any:
+          before_retry: Optional[Callable[[], None]] = None,
+          explain: Optional[Callable[[BaseException], Optional[str]]] = None) -> Any:
+    """``fn()``, retried ``retries`` times with exponential ``backoff`` on transient failures.
+
+    Raises :class:`LabelStudioError` (``transient`` set) whose message says whether the call
+    was retried; ``explain(exc)`` may give a plainer reason for a permanent failure.
+    """
     for attempt in range(retries + 1):
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised scrubbed
-            if not _transient(exc) or attempt == retries:
-                raise LabelStudioError(_scrub(f"{what} failed after {attempt + 1} attempt(s): "
-                                              f"{_describe(exc)}", secrets)) from None
+            transient = is_transient(exc)
+            if not transient:
+                reason = (explain(exc) if explain else None) or _describe(exc)
+                raise LabelStudioError(_scrub(f"{what} failed: {reason} (a permanent error: "
+                                              "not retried)", secrets)) from None
+            if attempt == retries:
+                raise LabelStudioError(_scrub(
+                    f"{what} failed after {attempt + 1} attempt(s), retried with backoff: "
+                    f"{_describe(exc)}", secrets), transient=True) from None
             time.sleep(backoff * 2 ** attempt)
             if before_retry is not None:
                 before_retry()
+
+
+def check_url(url: str) -> str:
+    """``url`` without a trailing slash; raises :class:`LabelStudioError` when it has no
+    ``http://``/``https://`` scheme or no host (such a URL never works: not retried)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(url))
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        if "://" not in str(url):
+            raise LabelStudioError(f"Label Studio URL {str(url)!r} has no scheme: use "
+                                   f"'http://{url}' (or https://)")
+        raise LabelStudioError(f"Label Studio URL {str(url)!r} needs http:// or https:// and a "
+                               "host, as in 'http://localhost:8080'")
+    return str(url).rstrip("/")
 
 
 def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -> Any:
@@ -108,9 +135,11 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError(f"talking to Label Studio needs label-studio-sdk; "
                           f"{_INSTALL_HINT}") from None
+    url = check_url(url)
     key = api_key or os.environ.get(API_KEY_ENV)
     if not key:
-        raise LabelStudioError(f"no Label Studio API token: pass api_key= or set {API_KEY_ENV}")
+        raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
+                               "variable (Python: api_key=)")
     try:
         return LabelStudio(base_url=url, api_key=key, timeout=timeout, max_retries=0)
     except Exception as exc:  # noqa: BLE001
@@ -125,129 +154,43 @@ def fetch_user_emails(client: Any, *, retries: int = 3, backoff: float = 0.5) ->
     return {int(u.id): u.email for u in users if getattr(u, "id", None) is not None}
 
 
-def _result_key(result: Any) -> str:
-    items = [{k: r.get(k) for k in ("from_name", "to_name", "type", "value")}
-             for r in (result or []) if isinstance(r, dict)]
-    return json.dumps(items, sort_keys=True)
-
-
-def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], *,
-                     model_version: Optional[str] = None, batch_size: int = 100,
-                     retries: int = 3, backoff: float = 0.5, on_existing: str = "update",
-                     progress: bool = False) -> PushResult:
-    """Send predictions to a project, idempotently, in batches with retries.
-
-    Before sending, the project's predictions of ``model_version`` are listed. A task that
-    already has one: ``on_existing="update"`` (default) leaves it when its result and score
-    are the same and replaces it otherwise; ``"skip"`` always leaves it; ``"replace"``
-    always deletes and re-creates it. Extra copies of one version on one task are deleted.
-    So a re-run with the same ``model_version`` neither duplicates nor loses predictions,
-    and a run stopped half-way (killed client or server) completes when run again.
-
-    Transient failures (connection errors, timeouts, HTTP 408/429/5xx) are retried
-    ``retries`` times with exponential ``backoff``; before a batch is sent again the
-    project's predictions are listed again, so a batch whose reply was lost is not sent
-    twice. Other failures raise :class:`LabelStudioError` with the API token scrubbed.
-    """
-    from crowd_keras.progress import progress_bar
-
-    if on_existing not in ("update", "skip", "replace"):
-        raise ValueError(f"on_existing must be 'update', 'skip' or 'replace', got {on_existing!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    preds = [dict(p) for p in predictions]
-    versions = {p.get("model_version") for p in preds} - {None}
-    if model_version is None:
-        if len(versions) != 1:
-            raise CrowdDataError(f"predictions carry model versions {sorted(versions)}; pass one "
-                                 "model_version=")
-        model_version = versions.pop()
-    elif versions - {model_version}:
-        raise CrowdDataError(f"predictions carry model versions {sorted(versions)}, not "
-                             f"{model_version!r}")
-    tasks = []
-    for n, p in enumerate(preds):
-        if "task" not in p or not isinstance(p.get("result"), list):
-            raise CrowdDataError(f"prediction {n} needs a 'task' and a 'result' list")
-        p["model_version"] = model_version
-        tasks.append(p["task"])
-    if len(set(tasks)) != len(tasks):
-        raise CrowdDataError("several predictions for one task; Label Studio keeps one per "
-                             "model version and task")
-    secrets = _secrets_of(client)
-    wanted = set(tasks)
-
-    def existing() -> dict:
-        listed = _call(lambda: client.predictions.list(project=project_id,
-                                                       request_options=_NO_RETRY),
-                       f"listing predictions of project {project_id}", secrets, retries, backoff)
-        out: dict = {}
-        for pr in listed:
-            if getattr(pr, "model_version", None) == model_version and pr.task in wanted:
-                out.setdefault(pr.task, []).append(pr)
-        return out
-
-    def delete(pred_id: int) -> None:
-        _call(lambda: client.predictions.delete(id=pred_id, request_options=_NO_RETRY),
-              f"deleting prediction {pred_id}",
-              secrets, retries, backoff)
-
-    state = {"created": 0, "batches": 0, "unchanged": 0, "replaced": 0, "n_batches": None}
+def _base_url(client: Any) -> str:
+    wrapper = getattr(client, "_client_wrapper", None)
     try:
-        todo = _plan(preds, existing(), on_existing, delete, state)
-        batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
-        state["n_batches"] = len(batches)
-        for batch in progress_bar(batches, desc="pushing predictions", disable=not progress):
-            pending = list(batch)
-
-            def refresh() -> None:  # the failed attempt may have been stored, its reply lost
-                present = existing()
-                pending[:] = [p for p in pending if p["task"] not in present]
-
-            def send() -> Any:
-                if not pending:
-                    return None
-                return client.projects.import_predictions(project_id, request=pending,
-                                                          request_options=_NO_RETRY)
-
-            _call(send, f"importing batch {state['batches'] + 1} of {len(batches)}", secrets,
-                  retries, backoff, before_retry=refresh)
-            state["created"] += len(batch)
-            state["batches"] += 1
-    except LabelStudioError as exc:
-        where = (f"batch {state['batches'] + 1} of {state['n_batches']}"
-                 if state["n_batches"] is not None else "checking existing predictions")
-        raise LabelStudioError(
-            f"push of model_version {model_version!r} to project {project_id} stopped at {where} "
-            f"({state['created']} created so far): {exc}. Re-run with the same model_version to "
-            "complete: nothing is duplicated") from None
-    return PushResult(model_version=model_version, n_created=state["created"],
-                      n_unchanged=state["unchanged"], n_replaced=state["replaced"],
-                      n_batches=state["batches"])
+        return str(wrapper.get_base_url()).rstrip("/")
+    except AttributeError:
+        return "the server"
 
 
-def _plan(preds: list, have: dict, on_existing: str, delete: Callable[[int], None],
-          state: dict) -> list:
-    """Predictions still to send; deletes extra copies and those to be replaced."""
-    todo = []
-    for p in preds:
-        olds = sorted(have.get(p["task"], []), key=lambda pr: pr.id)
-        for extra in olds[1:]:
-            delete(extra.id)
-        if olds:
-            old = olds[0]
-            same = (_result_key(old.result) == _result_key(p["result"])
-                    and _close(getattr(old, "score", None), p.get("score")))
-            if on_existing == "skip" or (on_existing == "update" and same):
-                state["unchanged"] += 1
-                continue
-            delete(old.id)
-            state["replaced"] += 1
-        todo.append(p)
-    return todo
+def check_project(client: Any, project_id: int, *, retries: int = 3,
+                  backoff: float = 0.5) -> Any:
+    """Check the URL, the token and the project with one request (``GET /api/projects/<id>``)
+    before anything is written; returns the project (its ``label_config`` included).
 
+    Raises :class:`LabelStudioError` with a precise reason: the token refused (401/403),
+    no such project (404 from the API), a URL that is not Label Studio's API (404 or an HTML
+    page), all permanent and not retried; or the server unreachable after ``retries``
+    retries with backoff (``transient=True``).
+    """
+    url = _base_url(client)
 
-def _close(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    def explain(exc: BaseException) -> Optional[str]:
+        status, body = getattr(exc, "status_code", None), getattr(exc, "body", None)
+        detail = body.get("detail") if isinstance(body, dict) else None
+        if status == 401:
+            return (f"{url} refused the API token (HTTP 401{': ' + detail if detail else ''}); "
+                    f"check {API_KEY_ENV} (a legacy token or a personal access token)")
+        if status == 403:
+            return f"the token's user may not open project {project_id} on {url} (HTTP 403)"
+        if status == 404 and detail:
+            return f"project {project_id} does not exist on {url} (HTTP 404: {detail})"
+        if status == 404 or (status is not None and not isinstance(body, dict)):
+            return (f"{url} does not answer as a Label Studio API (HTTP {status} for "
+                    f"/api/projects/{project_id}); check the URL")
+        if status is None and "protocol" in str(exc).lower():
+            return f"{url} is not an http(s) URL ({str(exc)[:200]})"
+        return None
+
+    return _call(lambda: client.projects.get(id=project_id, request_options=_NO_RETRY),
+                 f"checking project {project_id} at {url}", _secrets_of(client), retries, backoff,
+                 explain=explain)

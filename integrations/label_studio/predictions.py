@@ -40,8 +40,9 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
     to_name = to_name or export.to_name
     if not to_name:
         raise CrowdDataError(f"the {export.format} export does not name the object control "
-                             f"'{export.control}' labels; pass to_name= or read it with "
-                             "label_config=")
+                             f"'{export.control}' labels; pass to_name= (the name= of the object "
+                             "tag its toName points to, e.g. 'text' for <Text name=\"text\" "
+                             "value=\"$text\"/>) or read the export with label_config=")
     best = np.argmax(p, axis=1)
     score = p[np.arange(len(p)), best]
     rows = np.arange(len(p)) if include_unannotated else \

@@ -155,6 +155,9 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
     else:
         tasks, records, columns, bare = _records_from_rows(payload, origin)
         name, kind, to_name = _pick_control_rows(control, config, columns, fmt, origin)
+        if to_name is not None and config is None:
+            notes.append(f"to_name '{to_name}' (the object the control labels) is the export's "
+                         "only data column; pass to_name= if the object tag is named otherwise")
         for where, row in bare:
             if row.get(name) not in (None, ""):
                 raise CrowdDataError(f"{where}: a value {row[name]!r} for control '{name}' but no "
@@ -171,10 +174,16 @@ def _build(tasks: list, records: list, fmt: str, control: str, kind: str, to_nam
            config: Optional[dict], multiple: str, separator: str, include_gold: bool,
            notes: list) -> LabelStudioExport:
     if fmt != "JSON" and not kind:
-        kinds = {("rating" if isinstance(r.selection[0], int) else "choices")
-                 for r in records if r.selection}
+        first: dict = {}  # kind -> first record holding it
+        for r in records:
+            if r.selection:
+                first.setdefault("rating" if isinstance(r.selection[0], int) else "choices", r)
+        kinds = set(first)
         if len(kinds) > 1:
-            raise CrowdDataError(f"control '{control}' holds both choices and ratings")
+            c, r = first["choices"], first["rating"]
+            raise CrowdDataError(f"{r.where}: control '{control}' holds the rating "
+                                 f"{r.selection[0]!r}, but a choice {c.selection[0]!r} at "
+                                 f"{c.where}: one control holds one kind")
         kind = kinds.pop() if kinds else "choices"
     # ---- validate values against the config
     allowed = None

@@ -12,10 +12,13 @@ from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_m
                                      get_label_model, register_label_model)
 from crowd_keras.aggregation.regime import LABELING_FUNCTION_SHARE, one_class_vote_share
 from crowd_keras.annotations import Annotations
+from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError
 
 from .metrics import probs_to_preds, score as _score
 from .validation import check_class_balance, check_label_matrix, check_train_config
+from .votes import (COVOTE_MISFIT, covote_misfit_from, covote_step, function_summary,
+                    votes_fixed_by_design)
 
 __all__ = ["CrowdLabelModel", "DEFAULT_METHOD", "register_method", "available_methods",
            "covote_misfit"]
@@ -34,15 +37,6 @@ _TRAIN_ARGS = {
 # Snorkel's semantics, set when the label model takes a constructor argument of that name and
 # the user did not: a tie of majority votes is split evenly (MajorityLabelVoter).
 _SNORKEL_SETTINGS = {"tie_break": "uniform"}
-# Votes per data point fixed by design (crowd assignment: var/expected below this) means
-# abstaining says nothing about the class; otherwise it is modelled per class.
-_FIXED_VOTES_RATIO = 0.5
-# One-class labeling functions are anchored to their votes (the model only breaks ties)
-# unless the un-anchored model explains the co-votes of every pair of functions to within
-# this share (conditional independence holds) from at least _MIN_COVOTES co-votes.
-_COVOTE_MISFIT = 0.1
-_MIN_COVOTES = 1000
-_COVOTE_ROWS = 200_000
 _FORMAT = "crowd-keras/snorkel-label-model"
 
 
@@ -77,17 +71,9 @@ def _takes(fn: Callable, name: str) -> bool:
 
 
 def _votes_fixed_by_design(ann: Annotations) -> bool:
-    """True when every data point gets (nearly) the same number of votes, as crowd work
-    assigns each item to r workers; labeling functions vote independently of each other.
-
-    Under independent abstention the variance of the votes per data point is about
-    ``Σ_j q_j (1 - q_j)`` (``q_j``: coverage of function j): 0.9-1.2 times that on the WRENCH
-    and Snorkel synthetic matrices, 0-0.14 times on the crowd sets (product, dog, LabelMe).
-    """
-    per_row = ann.annotations_per_item()
+    """:func:`.votes.votes_fixed_by_design` of the votes in ``ann``."""
     q = ann.annotations_per_annotator() / max(ann.n_items, 1)
-    expected = float((q * (1 - q)).sum())
-    return expected <= 0 or float(per_row.var()) < _FIXED_VOTES_RATIO * expected
+    return votes_fixed_by_design(float(ann.annotations_per_item().var()), q)
 
 
 def covote_misfit(model: LabelModel, ann: Annotations) -> Optional[float]:
@@ -100,23 +86,13 @@ def covote_misfit(model: LabelModel, ann: Annotations) -> Optional[float]:
     0.31-0.77 on the WRENCH and YouTube functions (written from overlapping keywords). None
     when the model has no response matrices or there are too few co-votes to tell.
     """
-    R = getattr(model, "response_matrices_", None)
-    pi = getattr(model, "class_balance_", None)
-    k, m, n = ann.n_classes, ann.n_annotators, ann.n_items
-    if R is None or pi is None or m * k > 2000 or n == 0:
+    step = covote_step(model, ann.n_annotators, ann.n_classes, ann.n_items)
+    if step is None:
         return None
     X = ann.vote_incidence()
-    if n > _COVOTE_ROWS:  # an evenly spread sample of rows is plenty for rates of this size
-        X = X[:: -(-n // _COVOTE_ROWS)]
-        n = X.shape[0]
-    observed = (X.T @ X).toarray()
-    off = np.repeat(np.arange(m), k)
-    off = off[:, None] != off[None, :]
-    if observed[off].sum() < _MIN_COVOTES:
-        return None
-    votes = np.asarray(R)[:, :, :k].transpose(1, 0, 2).reshape(k, m * k)  # [y, (a, l)]
-    implied = votes.T @ (np.asarray(pi)[:, None] * votes) * n
-    return float(np.abs(observed - implied)[off].sum() / observed[off].sum())
+    if step > 1:  # an evenly spread sample of rows
+        X = X[::step]
+    return covote_misfit_from(model, (X.T @ X).toarray(), X.shape[0])
 
 
 def _models(model: LabelModel, prefix: str = "model") -> List[Tuple[str, LabelModel]]:
@@ -188,20 +164,17 @@ class CrowdLabelModel:
         if not isinstance(self.cardinality, (int, np.integer)) or self.cardinality < 2:
             raise ValueError(f"cardinality must be an integer >= 2, got {self.cardinality!r}")
         k = int(self.cardinality)
+        if is_dask_array(L_train):  # rows in chunks: fitted by crowd_keras.distributed
+            from .partitioned import fit_partitioned
+            return fit_partitioned(self, L_train, Y_dev, class_balance, progress_bar, features,
+                                   given, train_config, config["mu_eps"])
         L = check_label_matrix(L_train, k, name="L_train")
-        if L.shape[0] == 0:
-            raise CrowdDataError("L_train has no data points")
-        model_type = type(get_label_model(_key(self.method)))
-        if L.shape[1] < 3 and not issubclass(model_type, MajorityVote):
-            raise CrowdDataError(f"L_train should have at least 3 labeling functions (got "
-                                 f"{L.shape[1]}; Snorkel's rule: fewer cannot be told apart "
-                                 "from their accuracies). method='majority_vote' takes any number")
-        balance = check_class_balance(class_balance, Y_dev, k)
-        self.train_config_ = check_train_config({**given, **train_config}, L.shape[1])
+        model_type, balance = self._check_setup(L.shape, Y_dev, class_balance,
+                                                {**given, **train_config})
         ann = Annotations.from_label_matrix(L, cardinality=k)
         if ann.n_annotations == 0:
             raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
-        kwargs = self._model_kwargs(model_type, ann, balance,
+        kwargs = self._model_kwargs(model_type, _votes_fixed_by_design(ann), balance,
                                     {**given, "progress_bar": progress_bar, **train_config})
         model = None
         self.covote_misfit_ = None
@@ -210,7 +183,7 @@ class CrowdLabelModel:
             # one-class functions: the full model if it explains the co-votes, else anchored
             trial = get_label_model(_key(self.method), **kwargs, anchor="none").fit(ann)
             self.covote_misfit_ = covote_misfit(trial, ann)
-            if self.covote_misfit_ is not None and self.covote_misfit_ < _COVOTE_MISFIT:
+            if self.covote_misfit_ is not None and self.covote_misfit_ < COVOTE_MISFIT:
                 model = trial
         if model is None:
             model = get_label_model(_key(self.method), **kwargs)
@@ -230,8 +203,23 @@ class CrowdLabelModel:
         self._summarize(ann, probs, config["mu_eps"])
         return self
 
-    def _model_kwargs(self, model_type: type, ann: Annotations, balance: Optional[np.ndarray],
-                      train: Dict[str, Any]) -> Dict[str, Any]:
+    def _check_setup(self, shape: Tuple[int, int], Y_dev: Any, class_balance: Any,
+                     train_config: Dict[str, Any]) -> Tuple[type, Optional[np.ndarray]]:
+        """The label model's class and the class balance, after the checks of ``fit`` that
+        need only the shape of ``L``; sets ``train_config_``."""
+        if shape[0] == 0:
+            raise CrowdDataError("L_train has no data points")
+        model_type = type(get_label_model(_key(self.method)))
+        if shape[1] < 3 and not issubclass(model_type, MajorityVote):
+            raise CrowdDataError(f"L_train should have at least 3 labeling functions (got "
+                                 f"{shape[1]}; Snorkel's rule: fewer cannot be told apart "
+                                 "from their accuracies). method='majority_vote' takes any number")
+        balance = check_class_balance(class_balance, Y_dev, int(self.cardinality))
+        self.train_config_ = check_train_config(train_config, shape[1])
+        return model_type, balance
+
+    def _model_kwargs(self, model_type: type, fixed_by_design: bool,
+                      balance: Optional[np.ndarray], train: Dict[str, Any]) -> Dict[str, Any]:
         kwargs = dict(self.method_kwargs)
         init = model_type.__init__
         for arg, value in train.items():
@@ -244,8 +232,7 @@ class CrowdLabelModel:
         for arg, value in _SNORKEL_SETTINGS.items():
             if _takes(init, arg) and arg not in kwargs:
                 kwargs[arg] = value
-        if _takes(init, "abstain") and "abstain" not in kwargs \
-                and not _votes_fixed_by_design(ann):
+        if _takes(init, "abstain") and "abstain" not in kwargs and not fixed_by_design:
             kwargs["abstain"] = "response"  # labeling functions: abstaining depends on the class
         if balance is not None and _takes(init, "class_prior"):
             kwargs["class_prior"] = balance
@@ -263,31 +250,13 @@ class CrowdLabelModel:
         return X
 
     def _summarize(self, ann: Annotations, probs: np.ndarray, mu_eps: Optional[float]) -> None:
-        """Per-function weights and Snorkel's conditional probability table.
-
-        ``probs``: the (n, k) predictions on the training rows. ``P(lf_j = l | Y = y) =
-        Σ_i q_iy [L_ij = l] / Σ_i q_iy`` (a class without mass: the function's vote rates),
-        restricted to ``[mu_eps, 1 - mu_eps]`` as Snorkel's, with Snorkel's default
-        ``min(0.01, 10^-ceil(log10 n))``; abstain is the rest.
-        """
-        k = int(self.cardinality)
-        n, m = ann.n_items, ann.n_annotators
+        """Per-function weights and Snorkel's conditional probability table
+        (:func:`.votes.function_summary`) from ``probs``, the (n, k) predictions on the
+        training rows."""
         X = ann.vote_incidence()  # (n, m·k): data point i got vote l from function j
-        joint = np.asarray(X.T @ probs).reshape(m, k, k)  # [j, l, y] = Σ_i q_iy [L_ij = l]
-        n_votes = ann.annotations_per_annotator()
-        # accuracy of a function = mean posterior of the labels it voted (NaN: never voted)
-        agree = np.trace(joint, axis1=1, axis2=2)
-        self.weights_ = np.where(n_votes > 0, agree / np.maximum(n_votes, 1), np.nan)
-        mass = probs.sum(axis=0)
-        rates = joint.sum(axis=2, keepdims=True) / max(n, 1)
-        cond = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), rates)
-        eps = mu_eps if mu_eps is not None else min(0.01, 10.0 ** -np.ceil(np.log10(max(n, 2))))
-        cond = np.clip(cond, eps, 1.0 - eps)
-        total = cond.sum(axis=1, keepdims=True)
-        cond = np.where(total > 1.0, cond / total, cond)
-        # Snorkel's layout: cprobs[j, l + 1, y] = P(lf_j = l | Y = y), abstain first
-        self.conditional_probs_ = np.concatenate([1.0 - cond.sum(axis=1, keepdims=True), cond],
-                                                 axis=1)
+        self.weights_, self.conditional_probs_ = function_summary(
+            np.asarray(X.T @ probs), ann.annotations_per_annotator(), probs.sum(axis=0),
+            ann.n_items, mu_eps)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "label_model_"):
@@ -300,6 +269,9 @@ class CrowdLabelModel:
         Snorkel's (with ``features``, the feature-aware model's answer)."""
         self._check_fitted()
         k = int(self.cardinality)
+        if is_dask_array(L):  # a Dask array in, a Dask array out, chunk by chunk
+            from .partitioned import predict_proba_partitioned
+            return predict_proba_partitioned(self, L, features)
         L = check_label_matrix(L, k, n_functions=self.n_functions_)
         if L.shape[0] == 0:
             return np.zeros((0, k))

@@ -12,9 +12,8 @@ import numbers
 from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
-import pandas as pd
 
-from crowd_keras.codes import label_matrix_problem
+from crowd_keras.codes import as_matrix, label_matrix_problem, numeric_matrix
 from crowd_keras.errors import CrowdDataError
 
 __all__ = ["check_label_matrix", "check_class_balance", "check_train_config", "TRAIN_DEFAULTS",
@@ -57,7 +56,7 @@ def check_label_matrix(L: Any, cardinality: int, name: str = "L",
     if hasattr(L, "toarray") and not isinstance(L, np.ndarray):
         raise CrowdDataError(f"{name} is a sparse matrix: pass a dense array (sparse zeros would "
                              "read as votes for class 0; abstain is -1)")
-    arr = L.to_numpy() if isinstance(L, (pd.DataFrame, pd.Series)) else np.asarray(L)
+    arr = as_matrix(L, name)  # ragged rows: located, not numpy's "inhomogeneous shape"
     if arr.ndim != 2:
         hint = " (one function: L.reshape(-1, 1))" if arr.ndim == 1 else ""
         raise CrowdDataError(f"{name} must be 2-d (data points × labeling functions), got shape "
@@ -67,11 +66,8 @@ def check_label_matrix(L: Any, cardinality: int, name: str = "L",
     if n_functions is not None and arr.shape[1] != n_functions:
         raise CrowdDataError(f"{name} has {arr.shape[1]} labeling functions but the model was "
                              f"fitted with {n_functions}")
-    if arr.dtype.kind == "O":  # e.g. a frame with mixed columns
-        try:
-            arr = arr.astype(np.float64)
-        except (TypeError, ValueError):
-            pass
+    if arr.dtype.kind == "O":  # e.g. a frame with mixed columns: a non-number is located
+        arr = numeric_matrix(arr, name)
     if arr.dtype.kind not in "iuf":
         what = "non-numeric values" if arr.dtype.kind in "OUS" else f"dtype {arr.dtype}"
         raise CrowdDataError(f"{name} must hold integer labels (-1 = abstain), got {what}")

@@ -1,0 +1,102 @@
+"""Encoding speed: ``Annotations.from_frame`` / ``from_dense`` / ``from_label_matrix`` at 1M and
+10M rows on one core, with the peak memory of each call.
+
+Run ``python benchmarks/encoding.py`` (``--quick``: 1M rows only). Each row of the table is
+measured in a fresh subprocess (so that peak RSS is the call's own: the process's peak
+resident memory after the call minus before it, and tracemalloc's peak of numpy/pandas
+allocations). Frames hold shuffled rows (the worst case for the (item, annotator) sort):
+10 annotations per item, 10,000 annotators, 5 classes. Matrices have ``rows`` entries
+(rows/20 items × 20 annotators or labeling functions), half of them missing (-1).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+CASES = ("from_frame int labels", "from_frame string labels", "from_frame string ids",
+         "from_dense", "from_label_matrix")
+
+
+def _data(case: str, rows: int):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n_items, n_annotators = rows // 10, 10_000
+    if case in ("from_dense", "from_label_matrix"):  # rows = entries: (rows/20) × 20, half set
+        m = rng.integers(0, 5, (rows // 20, 20))
+        m[rng.random(m.shape) < 0.5] = -1
+        return m
+    items = np.repeat(np.arange(n_items), 10)
+    annotators = (items * 7919 + np.tile(np.arange(10) * 997, n_items)) % n_annotators
+    order = rng.permutation(rows)
+    frame = pd.DataFrame({"task": items[order], "worker": annotators[order],
+                          "label": rng.integers(0, 5, rows)})
+    if case == "from_frame string labels":
+        frame["label"] = np.array(["cat", "dog", "eel", "fox", "gnu"], dtype=object)[frame["label"]]
+    if case == "from_frame string ids":
+        frame["task"] = "task-" + frame["task"].astype(str)
+        frame["worker"] = "user-" + frame["worker"].astype(str)
+    return frame
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(case: str, rows: int) -> dict:
+    """Seconds, peak RSS growth and tracemalloc peak (MB) of one call in this process."""
+    import time
+    import tracemalloc
+
+    from crowd_keras import Annotations
+
+    data = _data(case, rows)
+    call = {"from_dense": lambda: Annotations.from_dense(data),
+            "from_label_matrix": lambda: Annotations.from_label_matrix(data, cardinality=5)
+            }.get(case, lambda: Annotations.from_frame(data))
+    rss0 = _peak_rss_mb()
+    start = time.perf_counter()
+    ann = call()
+    seconds = time.perf_counter() - start
+    rss = _peak_rss_mb() - rss0
+    tracemalloc.start()
+    call()
+    traced = tracemalloc.get_traced_memory()[1] / 2 ** 20
+    tracemalloc.stop()
+    return {"case": case, "rows": rows, "annotations": ann.n_annotations, "seconds": seconds,
+            "peak_rss_mb": rss, "tracemalloc_mb": traced}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1M rows only")
+    parser.add_argument("--one", nargs=2, metavar=("CASE", "ROWS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(measure(args.one[0], int(args.one[1]))))
+        return
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    print("| call | rows (annotations) | seconds | peak RSS growth (MB) | tracemalloc peak (MB) |")
+    print("|---|---:|---:|---:|---:|")
+    for rows in (1_000_000,) if args.quick else (1_000_000, 10_000_000):
+        for case in CASES:
+            cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'encoding';"
+                   "from benchmarks.encoding import main; main(sys.argv[1:])", "--one", case,
+                   str(rows)]
+            if os.uname().sysname == "Linux":  # one core, as in the target
+                cmd = ["taskset", "-c", "0"] + cmd
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True,
+                                 cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"| {r['case']} | {r['rows']:,} ({r['annotations']:,}) | {r['seconds']:.2f} | "
+                  f"{r['peak_rss_mb']:.0f} | {r['tracemalloc_mb']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""What both command lines share: the help formatter (every default shown), the ``--method``
+option fed by the one registry, ``--quiet``/``--debug``, and error messages in CLI words
+(``--to-name``, not ``to_name=``)."""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import traceback
+from typing import Any, Callable
+
+from ..aggregation.registry import (DEFAULT_LABEL_MODEL, _ALIASES, available_label_models,
+                                    normalize_name)
+
+__all__ = ["HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
+           "method_choices"]
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows ``(default: X)`` after every option that has a default other than None/False."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" not in text and "default:" not in text and action.option_strings
+                and default not in (None, False, argparse.SUPPRESS) and not isinstance(
+                    action, (argparse._HelpAction, argparse._VersionAction))):
+            text += " (default: %(default)s)"
+        return text
+
+
+def method_choices() -> str:
+    """The registry's label models, one per line of help: ``name (aliases: a, b)``."""
+    primary = available_label_models(aliases=False)
+    parts = []
+    for name in primary:
+        aliases = sorted(a for a, p in _ALIASES.items() if p == name and a != name)
+        parts.append(name + (f" (alias {', '.join(aliases)})" if aliases else ""))
+    return "; ".join(parts)
+
+
+def _method(value: str) -> str:
+    key = normalize_name(value)
+    if key not in _ALIASES:
+        raise argparse.ArgumentTypeError(
+            f"unknown label model {value!r}; choose from {', '.join(available_label_models(False))} "
+            f"(aliases: {', '.join(a for a in available_label_models() if a not in available_label_models(False))})")
+    return _ALIASES[key]
+
+
+def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
+    """``--method NAME``: any name or alias of the registry (case and '-' ignored)."""
+    parser.add_argument("--method", type=_method, default=DEFAULT_LABEL_MODEL, metavar="NAME",
+                        choices=available_label_models(),
+                        help=f"label model, from the registry: {method_choices()}{extra}")
+
+
+def common_options() -> argparse.ArgumentParser:
+    """A parent parser with ``--quiet`` and ``--debug`` for every sub-command."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--quiet", action="store_true",
+                        help="no progress output (bars or periodic lines on stderr)")
+    parent.add_argument("--debug", action="store_true",
+                        help="print the Python traceback when the command fails")
+    return parent
+
+
+# Python argument names in library messages -> the flags of the command lines.
+_FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "--to-name",
+          "include_gold": "--include-gold", "multiple": "--multiple",
+          "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
+          "on_existing": "--on-existing", "batch_size": "--batch-size"}
+_ARG = re.compile(r"(?<![\w.\-/])(" + "|".join(_FLAGS) + r")=('[^']*'|\"[^\"]*\"|True\b|[\w.\-]+)?")
+
+
+def cli_words(message: str) -> str:
+    """A library message with ``to_name=`` / ``multiple='skip'`` written as CLI flags, and
+    the ``(CLI: ...)`` asides dropped (the flags are now in the text)."""
+    message = re.sub(r"\s*\((CLI|Python): [^)]*\)", "", message)
+
+    def flag(m: re.Match) -> str:
+        name, value = m.group(1), m.group(2)
+        if value in (None, "True"):
+            return _FLAGS[name]
+        return f"{_FLAGS[name]} {value.strip(chr(39) + chr(34))}"
+
+    return _ARG.sub(flag, message)
+
+
+def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace,
+                prog: str = "crowd-keras") -> int:
+    """Run a sub-command; a failure prints one line (no traceback unless ``--debug``)."""
+    from ..errors import CrowdDataError
+
+    try:
+        return int(func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        if isinstance(exc, CrowdDataError):
+            print(f"{prog}: error: {cli_words(str(exc))}", file=sys.stderr)
+        elif isinstance(exc, ImportError):
+            print(f"{prog}: error: {cli_words(str(exc))}", file=sys.stderr)
+            return 2
+        else:
+            print(f"{prog}: error: {type(exc).__name__}: {cli_words(str(exc))}"
+                  + ("" if getattr(args, "debug", False) else " (--debug shows the traceback)"),
+                  file=sys.stderr)
+        return 1

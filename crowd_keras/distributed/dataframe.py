@@ -1,0 +1,136 @@
+"""``aggregate``: a label model fitted on a Dask DataFrame of annotations, results back as Dask.
+
+    import dask.dataframe as dd
+    from crowd_keras.distributed import aggregate
+
+    ddf = dd.read_parquet("answers/")                     # task, worker, label
+    result = aggregate(ddf, method="dawid_skene", item="task", annotator="worker", label="label")
+    result.labels                 # Dask DataFrame indexed by task: label, p_<class>...
+    result.annotator_quality      # pandas: annotator, n_annotations, accuracy
+    result.to_parquet("out/")     # out/labels/*.parquet, out/annotator_quality.parquet
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from ..aggregation.base import LabelModel
+from .engine import PartitionedAnnotations
+from .methods import Fit, method_for
+
+__all__ = ["aggregate", "AggregationResult", "to_parquet"]
+
+
+class AggregationResult:
+    """A label model fitted partition by partition.
+
+    Attributes:
+        labels: Dask DataFrame indexed by item id (sorted within each partition; with known
+            divisions when the input was indexed by item with known divisions): ``label`` (the
+            most probable class, ties to the lowest code) and one probability column per class,
+            ``p_<class>`` (:attr:`probability_columns`). Lazy: computing it runs one E-step
+            per partition on the workers that hold the partitions.
+        annotator_quality: pandas, the in-memory model's ``annotator_quality_`` columns.
+        model: the fitted in-memory label model: its parameters (``confusion_matrices_``,
+            ``class_priors_``, ...; ``n_iter_``, ``log_likelihood_``) and
+            ``predict_proba(new_annotations)`` for new items; its ``posteriors_`` are empty
+            (the per-item posteriors are :attr:`labels`).
+        classes, annotator_ids: the coding (as ``Annotations.from_frame`` codes the data).
+        n_items, n_annotations: sizes. fit_info: the EM record (log-likelihood and seconds
+        per iteration, the last statistics).
+
+    The blocks of items stay in the workers' memory while the result lives (``labels`` is
+    computed from them); drop the result to free them.
+    """
+
+    def __init__(self, data: PartitionedAnnotations, fit: Fit, quality: pd.DataFrame) -> None:
+        self.data = data
+        self.fit_info = fit
+        self.model: LabelModel = fit.model
+        self.annotator_quality = quality
+        self.labels = data.labels(fit)
+        self.classes = data.classes
+        self.annotator_ids = data.annotator_ids
+        self.n_items = fit.summary.n_items
+        self.n_annotations = fit.summary.n_annotations
+
+    @property
+    def probability_columns(self) -> dict:
+        """Class → its probability column in :attr:`labels`."""
+        return dict(zip(self.classes.tolist(), self.labels.columns[1:]))
+
+    @property
+    def n_iter(self) -> int:
+        return len(self.fit_info.history)
+
+    @property
+    def log_likelihood(self) -> np.ndarray:
+        return np.asarray(self.fit_info.history)
+
+    def to_parquet(self, path: Union[str, Path], **kwargs: Any) -> Path:
+        """See :func:`to_parquet`."""
+        return to_parquet(self, path, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"AggregationResult({type(self.model).__name__}, n_items={self.n_items}, "
+                f"n_annotations={self.n_annotations}, n_annotators={len(self.annotator_ids)}, "
+                f"classes={self.classes.tolist()}, n_iter={self.n_iter})")
+
+
+def aggregate(ddf: Any, method: Any = "dawid_skene", item: str = "task",
+              annotator: str = "worker", label: str = "label", *,
+              classes: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
+              item_partitioned: bool = False, **params: Any) -> AggregationResult:
+    """Fit a label model on a Dask DataFrame of annotations, partition by partition.
+
+    The E-step runs per partition of items on the workers and the M-step on a tree reduction
+    of the partitions' sufficient statistics, with the in-memory model's own step functions,
+    start and stopping rule: labels equal the in-memory fit's on the same data and
+    probabilities agree to floating-point summation order (well within 1e-6). Works with the
+    threaded scheduler and with a ``dask.distributed`` client (whichever is active).
+
+    Args:
+        ddf: ``dask.dataframe`` with one row per annotation (any partitioning: a frame not
+            indexed by ``item`` with known divisions is shuffled on ``item`` so that each
+            item's annotations share a partition).
+        method: ``"dawid_skene"`` (default; on labeling-function votes it fits the
+            abstain-aware model, as in memory), ``"majority_vote"``,
+            ``"abstain_dawid_skene"`` (registry names and aliases), an unfitted label model of
+            those kinds, or a :class:`~crowd_keras.distributed.Method`. Others raise
+            ``ValueError`` listing the supported ones (:func:`supported_methods`).
+        item, annotator, label: column names (crowd-kit's layout by default).
+        classes, annotator_ids: the coding, when known (saves one pass over the data);
+            default as :meth:`crowd_keras.Annotations.from_frame`.
+        item_partitioned: the caller guarantees that each item's annotations share a
+            partition (e.g. files written per item range): no shuffle.
+        **params: constructor arguments of the named model (``max_iter``, ``tol``, ...).
+
+    Returns:
+        :class:`AggregationResult` (``labels``, ``annotator_quality``, ``model``).
+    """
+    strategy = method_for(method, **params)
+    data = PartitionedAnnotations.from_frame(ddf, item=item, annotator=annotator, label=label,
+                                             classes=classes, annotator_ids=annotator_ids,
+                                             item_partitioned=item_partitioned)
+    fit = data.fit(strategy)
+    report = data.statistics(fit) if fit.method.needs_report else None
+    return AggregationResult(data, fit, fit.method.quality(fit.model, fit, report))
+
+
+def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any) -> Path:
+    """Write ``result.labels`` to ``path/labels/`` (one parquet file per partition, item id
+    as the index) and ``result.annotator_quality`` to ``path/annotator_quality.parquet``.
+
+    ``kwargs`` go to ``dask.dataframe.to_parquet``. Returns ``path``.
+    """
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    result.labels.to_parquet(path / "labels", write_index=True, **kwargs)
+    quality = result.annotator_quality.copy()
+    if quality["annotator"].dtype == object:  # mixed ids: parquet needs one type per column
+        quality["annotator"] = quality["annotator"].map(str)
+    quality.to_parquet(path / "annotator_quality.parquet", index=False)
+    return path

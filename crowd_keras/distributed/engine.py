@@ -1,0 +1,247 @@
+"""Annotations partitioned by Dask: blocks of items built once, EM steps mapped over them.
+
+:class:`PartitionedAnnotations` turns a Dask DataFrame of annotations (or a Dask array of a
+label matrix) into one :class:`~crowd_keras.distributed.blocks.Block` per partition,
+persisted where it was built: on the workers of a ``dask.distributed`` cluster, or in this
+process under the threaded scheduler (the collections API, ``dask.persist`` and
+``dask.compute``, picks whichever scheduler is active). :meth:`~PartitionedAnnotations.fit`
+runs a :class:`~crowd_keras.distributed.methods.Method`: per EM iteration one task per
+block (E-step and statistics) and a tree of sums, so the client receives one set of
+statistics per iteration and no block ever leaves its worker.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, List, Optional, Sequence
+
+import dask
+import numpy as np
+import pandas as pd
+from dask import delayed
+
+from ..aggregation.dawid_skene import sufficient_statistics
+from ..annotations import Annotations
+from ..codes import infer_classes, show
+from ..errors import CrowdDataError
+from ..progress import progress_bar
+from .blocks import Block, Summary, add, frame_block, matrix_block
+from .methods import Fit, Method
+
+__all__ = ["PartitionedAnnotations", "tree_sum"]
+
+#: Partial sums combined per task in the reduction tree.
+SPLIT_EVERY = 8
+
+
+def tree_sum(parts: Sequence[Any], split_every: int = SPLIT_EVERY) -> Any:
+    """A Dask task tree adding ``parts`` (delayed statistics) ``split_every`` at a time."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [delayed(add, pure=True)(*parts[i:i + split_every])
+                 for i in range(0, len(parts), split_every)]
+    return parts[0]
+
+
+def _covotes(block: Block, step: int) -> tuple:
+    rows = np.flatnonzero(block.item_ids % step == 0)
+    X = block.X[rows]
+    return (X.T @ X).toarray(), len(rows)
+
+
+def _report_statistics(block: Block, method: Method, params: Any,
+                       transform: Optional[Callable]) -> tuple:
+    post = method.posteriors(block, params)
+    if transform is not None:
+        post = transform(post, block)
+    return sufficient_statistics(block.XT, post)
+
+
+def _label_frame(block: Block, method: Method, params: Any, classes: np.ndarray, item: str,
+                 columns: List[str], index_dtype: Any, label_dtype: Any) -> pd.DataFrame:
+    post = method.posteriors(block, params)
+    index = pd.Index(block.item_ids, dtype=index_dtype, name=item)
+    frame = pd.DataFrame(post, index=index, columns=columns)
+    frame.insert(0, "label", pd.Series(classes[np.argmax(post, axis=1)], index=index,
+                                       dtype=label_dtype))
+    return frame
+
+
+class PartitionedAnnotations:
+    """Annotations held as blocks of items by Dask, coded as one ``Annotations`` would be.
+
+    Build with :meth:`from_frame` (a long Dask DataFrame) or :meth:`from_label_matrix` (a Dask
+    array ``L``). Annotator ids and classes are coded globally, by the rules of
+    :meth:`Annotations.from_frame` (annotator ids sorted; integer labels give classes
+    ``0..max``, other labels their distinct values sorted by ``str``), so codes and results
+    line up with an in-memory fit of the same data.
+
+    Attributes:
+        blocks: one persisted ``dask.delayed`` :class:`Block` per partition.
+        summary: :class:`Summary` (sums over all items). classes, annotator_ids: the coding.
+        item: name of the item column; divisions: the items' divisions when known.
+    """
+
+    def __init__(self, blocks: List[Any], classes: Sequence, annotator_ids: Sequence,
+                 item: str = "item", divisions: Optional[tuple] = None,
+                 index_dtype: Any = np.int64) -> None:
+        self.blocks = blocks
+        self.classes = np.asarray(classes)
+        self.annotator_ids = np.asarray(annotator_ids)
+        self.item = item
+        self.divisions = divisions
+        self.index_dtype = index_dtype
+        k = len(self.classes)
+        self.summary: Summary = self.reduce(Block.summary, k)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_frame(cls, ddf: Any, item: str = "task", annotator: str = "worker",
+                   label: str = "label", classes: Optional[Sequence] = None,
+                   annotator_ids: Optional[Sequence] = None,
+                   item_partitioned: bool = False) -> "PartitionedAnnotations":
+        """From a Dask DataFrame with one row per annotation, any partitioning.
+
+        The annotations of an item must sit in one partition: a frame indexed by the item
+        column with known divisions (``set_index(item)``), or one the caller declares so
+        (``item_partitioned=True``), is used as it is; any other is shuffled on the item
+        column first. ``classes`` and ``annotator_ids`` fix the coding (as in
+        :meth:`Annotations.from_frame`); without them one pass over the data finds them.
+        """
+        columns = list(ddf.columns)
+        indexed = item not in columns and ddf.index.name == item
+        missing = [c for c in (annotator, label) + (() if indexed else (item,)) if c not in columns]
+        if missing:
+            raise CrowdDataError(f"frame has no column(s) {missing}; columns are {columns}")
+        classes, annotator_ids, int_labels = _coding(ddf, annotator, label, classes,
+                                                     annotator_ids)
+        divisions = None
+        if indexed and ddf.known_divisions:
+            divisions = ddf.divisions
+        elif not item_partitioned:
+            ddf = (ddf.reset_index() if indexed else ddf).shuffle(on=item)
+        index_dtype = ddf.index.dtype if item not in ddf.columns else ddf[item].dtype
+        coding = delayed((list(classes), list(annotator_ids)), traverse=False)
+        parts = [delayed(_frame_block)(part, item, annotator, label, coding, int_labels)
+                 for part in ddf.to_delayed()]
+        return cls(list(dask.persist(*parts)), classes, annotator_ids, item, divisions,
+                   index_dtype)
+
+    @classmethod
+    def from_label_matrix(cls, L: Any, cardinality: int,
+                          check: Optional[Callable[[np.ndarray, int], np.ndarray]] = None
+                          ) -> "PartitionedAnnotations":
+        """From a Dask array ``L`` (rows = items, columns = labeling functions, -1 = abstain)
+        in chunks of rows; ``check(chunk, first_row)`` validates each chunk on its worker."""
+        if L.ndim == 2 and len(L.chunks[1]) > 1:
+            L = L.rechunk({1: -1})   # a block needs every function of its rows
+        starts = np.concatenate([[0], np.cumsum(L.chunks[0])[:-1]]).astype(int)
+        chunks = L.to_delayed().ravel()
+        parts = [delayed(matrix_block)(chunk, int(cardinality), int(start), check)
+                 for chunk, start, rows in zip(chunks, starts, L.chunks[0]) if rows > 0]
+        n_functions = L.shape[1] if L.ndim == 2 else 0
+        return cls(list(dask.persist(*parts)), np.arange(int(cardinality)),
+                   np.arange(n_functions), item="row", divisions=None, index_dtype=np.int64)
+
+    # ------------------------------------------------------------------ mapping
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def template(self) -> Annotations:
+        """Annotations with the coding and no items: the fitted models' ``annotations_``
+        (they score new annotations by annotator id and class, as after ``load``)."""
+        empty = np.zeros(0, dtype=np.int64)
+        return Annotations(empty, empty, empty, item_ids=[], annotator_ids=self.annotator_ids,
+                           classes=self.classes)
+
+    def map(self, fn: Callable, *args: Any) -> List[Any]:
+        """``fn(block, *args)`` per block, as delayed tasks."""
+        return [delayed(fn)(block, *args) for block in self.blocks]
+
+    def reduce(self, fn: Callable, *args: Any) -> Any:
+        """The sum over blocks of ``fn(block, *args)``, computed (a tree of partial sums)."""
+        return dask.compute(tree_sum(self.map(fn, *args)))[0]
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, method: Method) -> Fit:
+        """Run ``method`` over the blocks: its settings from :attr:`summary`, then EM as the
+        in-memory model runs it (same start, same steps, same stopping rule)."""
+        summary = self.summary
+        method = method.prepare(summary)
+        fit = Fit(method, None, self.reduce(method.initial), summary)
+        if method.iterative:
+            self._iterate(fit)
+        else:
+            fit.params = method.update(fit.stats, summary)
+        fit.model = method.finish(fit, self.template())
+        return fit
+
+    def _iterate(self, fit: Fit) -> None:
+        """EM as in memory: M-step on the statistics of the last posteriors, E-step, stop when
+        the mean log-likelihood changes by less than ``tol``; the parameters kept are those of
+        the last E-step."""
+        method, summary = fit.method, fit.summary
+        show_bar = bool(getattr(method.model, "progress", False))
+        bar = progress_bar(range(method.max_iter), desc=f"{type(method.model).__name__} EM "
+                           "(partitioned)", disable=not show_bar)
+        previous = -np.inf
+        for _ in bar:
+            start = time.perf_counter()
+            fit.params = method.update(fit.stats, summary)
+            fit.stats, loglik = self.reduce(method.step, delayed(fit.params, traverse=False))
+            fit.history.append(loglik / method.normalizer(summary))
+            fit.seconds.append(time.perf_counter() - start)
+            if show_bar:
+                bar.set_postfix(loglik=f"{fit.history[-1]:.6f}")
+            if abs(fit.history[-1] - previous) < method.tol:
+                break
+            previous = fit.history[-1]
+        bar.close()
+
+    def statistics(self, fit: Fit, transform: Optional[Callable] = None) -> tuple:
+        """Summed ``(Xᵀ P, Σ P)`` of the reported posteriors ``P`` (after
+        ``transform(P, block)``)."""
+        return self.reduce(_report_statistics, fit.method,
+                           delayed(fit.params, traverse=False), transform)
+
+    def covotes(self, step: int) -> tuple:
+        """``(XᵀX, rows)`` over the rows whose index is a multiple of ``step``."""
+        return self.reduce(_covotes, step)
+
+    def labels(self, fit: Fit, prefix: str = "p_") -> Any:
+        """A Dask DataFrame indexed by item id: ``label`` and one probability column per class
+        (``prefix + class``), computed from the blocks when asked for."""
+        import dask.dataframe as dd
+
+        columns = [f"{prefix}{c}" for c in self.classes]
+        label_dtype = pd.Series(self.classes).dtype
+        meta = pd.DataFrame({"label": pd.Series([], dtype=label_dtype),
+                             **{c: pd.Series([], dtype=np.float64) for c in columns}},
+                            index=pd.Index([], dtype=self.index_dtype, name=self.item))
+        parts = self.map(_label_frame, fit.method, delayed(fit.params, traverse=False),
+                         self.classes, self.item, columns, self.index_dtype, label_dtype)
+        return dd.from_delayed(parts, meta=meta, divisions=self.divisions, verify_meta=False)
+
+
+def _frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, coding: tuple,
+                 int_labels: bool) -> Block:
+    return frame_block(df, item, annotator, label, coding[0], coding[1], int_labels)
+
+
+def _coding(ddf: Any, annotator: str, label: str, classes: Optional[Sequence],
+            annotator_ids: Optional[Sequence]) -> tuple:
+    """Global classes and annotator ids, found in one pass when not given."""
+    todo = {}
+    if annotator_ids is None:
+        todo["annotators"] = ddf[annotator].drop_duplicates(split_out=1)
+    if classes is None:
+        todo["labels"] = ddf[label].drop_duplicates(split_out=1)
+    found = dict(zip(todo, dask.compute(*todo.values()))) if todo else {}
+    int_labels = False
+    if classes is None:
+        values = found["labels"].dropna().to_numpy()
+        classes, codes = infer_classes(values, lambda n: f"a row of column {show(label)}")
+        int_labels = codes is not None
+    if annotator_ids is None:
+        annotator_ids = pd.factorize(found["annotators"].dropna(), sort=True)[1]
+    return list(classes), list(annotator_ids), int_labels

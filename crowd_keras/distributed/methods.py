@@ -1,0 +1,312 @@
+"""Label models fitted block by block: each a small strategy of numpy steps.
+
+A :class:`Method` wraps an unfitted in-memory label model (it holds the settings and, at the
+end, the fitted parameters) and gives the engine (:mod:`crowd_keras.distributed.engine`)
+the steps it maps over blocks of items (:class:`~crowd_keras.distributed.blocks.Block`):
+
+- ``prepare(summary)``: resolve the settings from sums over all items; may hand over to
+  another method (Dawid-Skene on labeling-function votes fits the abstain-aware model, as the
+  in-memory ``DawidSkene`` does);
+- ``initial(block)``: per block, the sufficient statistics of the initial posteriors;
+- ``update(stats, summary)``: the M-step on the statistics summed over the blocks (a tree
+  reduction), run once in the client: the in-memory model's own M-step function;
+- ``step(block, params)``: per block, the E-step, the statistics of its posteriors and its
+  summed log-likelihood; EM stops when the mean log-likelihood (``normalizer``) changes by
+  less than the model's ``tol``, as in memory;
+- ``posteriors(block, params)``: the reported posteriors of a block's items;
+- ``finish(fit, template)`` and ``quality(model, fit, report)``: the fitted in-memory model
+  (parameters; the per-item posteriors stay partitioned) and its ``annotator_quality_``.
+
+Because the statistics are sums over items and every step is the in-memory model's function,
+a partitioned fit equals the in-memory fit however the items are split (up to the order of
+floating-point sums). **Adding a method** (the ``"auto"`` default label model, a new model):
+write its strategy here and ``register_method(registry_name, factory)``; ``aggregate`` and
+the Snorkel adapter's Dask path then accept it by its registry name or an instance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..aggregation.abstain_dawid_skene import (AbstainAwareDawidSkene, abstain_logits,
+                                               abstain_m_step)
+from ..aggregation.base import LabelModel, check_prior
+from ..aggregation.dawid_skene import e_step, m_step, sufficient_statistics
+from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
+from ..aggregation.registry import get_label_model, label_model_class, normalize_name
+from ..annotations import Annotations
+from ..errors import CrowdDataError
+from ..numerics import normalize_rows, soft_vote, softmax_rows
+from .blocks import Block, Summary
+
+__all__ = ["Method", "Fit", "MajorityVoteMethod", "DawidSkeneMethod", "AbstainDawidSkeneMethod",
+           "METHODS", "register_method", "supported_methods", "method_for"]
+
+
+@dataclass
+class Fit:
+    """What a partitioned fit leaves: the prepared method, the last parameters, the statistics
+    of the last posteriors, the log-likelihood and wall time (s) per EM iteration, and the
+    fitted model."""
+
+    method: "Method"
+    params: Any
+    stats: tuple
+    summary: Summary
+    history: List[float] = field(default_factory=list)
+    seconds: List[float] = field(default_factory=list)
+    model: Optional[LabelModel] = None
+
+
+class Method:
+    """One label model fitted block by block (see the module docstring for the protocol)."""
+
+    #: False: ``initial`` + ``update`` is the whole fit (majority vote).
+    iterative = True
+    #: True: ``quality`` needs the statistics of the reported posteriors (one more pass).
+    needs_report = False
+
+    def __init__(self, model: LabelModel) -> None:
+        self.model = model
+
+    @property
+    def max_iter(self) -> int:
+        return int(self.model.max_iter)
+
+    @property
+    def tol(self) -> float:
+        return float(self.model.tol)
+
+    def prepare(self, summary: Summary) -> "Method":
+        self.k = summary.votes.shape[1]
+        return self
+
+    def initial(self, block: Block) -> tuple:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def update(self, stats: tuple, summary: Summary) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def step(self, block: Block, params: Any) -> tuple:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def normalizer(self, summary: Summary) -> float:
+        """What the summed log-likelihood is divided by for the stopping rule."""
+        return max(summary.n_annotations, 1)
+
+    def posteriors(self, block: Block, params: Any) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def finish(self, fit: Fit, template: Annotations) -> LabelModel:  # pragma: no cover
+        raise NotImplementedError
+
+    def quality(self, model: LabelModel, fit: Fit, report: Optional[tuple]) -> pd.DataFrame:
+        """The model's ``annotator_quality_`` (crowd models: Σ_k prior_k π_kk)."""
+        return model._annotator_quality(fit.summary.votes.sum(axis=1))
+
+    def _check_iterations(self) -> None:
+        if self.max_iter < 1:
+            raise ValueError(f"max_iter must be at least 1, got {self.max_iter}")
+
+
+class MajorityVoteMethod(Method):
+    """:class:`~crowd_keras.aggregation.MajorityVote`: one pass (posteriors, then the
+    confusion counts of each annotator against the winners)."""
+
+    iterative = False
+
+    def prepare(self, summary: Summary) -> Method:
+        tie_break = self.model.tie_break
+        if tie_break not in ("lowest", "uniform"):
+            raise ValueError(f"tie_break must be 'lowest' or 'uniform' in a partitioned fit, got "
+                             f"{tie_break!r} ('random' draws per item in the order of all "
+                             "items, which no partition has)")
+        self.vote_prior = summary.vote_shares
+        return super().prepare(summary)
+
+    def posteriors(self, block: Block, params: Any = None) -> np.ndarray:
+        return self.model._posteriors_from_counts(block.label_counts(self.k), self.vote_prior)
+
+    def initial(self, block: Block) -> tuple:
+        winners = np.argmax(self.posteriors(block), axis=1)
+        won = np.eye(self.k)[winners] * (block.annotations_per_item() > 0)[:, None]
+        return sufficient_statistics(block.XT, won)
+
+    def update(self, stats: tuple, summary: Summary) -> Any:
+        counts, winners = stats   # counts[a·K + label, winner]
+        return counts.reshape(-1, self.k, self.k).transpose(0, 2, 1), winners
+
+    def finish(self, fit: Fit, template: Annotations) -> LabelModel:
+        model = self.model
+        model.annotations_ = template
+        model.posteriors_ = np.zeros((0, self.k))
+        model._set_parameters(*fit.params)
+        return model
+
+
+class DawidSkeneMethod(Method):
+    """:class:`~crowd_keras.aggregation.DawidSkene`: ``sufficient_statistics``, ``m_step`` and
+    ``e_step`` of its module, from the soft majority vote. On labeling-function votes
+    (``labeling_functions="auto"``) it hands over to :class:`AbstainDawidSkeneMethod`, as
+    the in-memory model does."""
+
+    def prepare(self, summary: Summary) -> Method:
+        model = self.model
+        mode = model.labeling_functions
+        if mode not in ("auto", "ignore"):
+            raise ValueError(f"labeling_functions must be one of ('auto', 'ignore'), got {mode!r}")
+        if mode == "auto" and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
+            lf_method = AbstainDawidSkeneMethod(model._labeling_function_model(), owner=model)
+            return lf_method.prepare(summary)
+        if not (isinstance(model.init, str) and model.init == "mv"):
+            raise ValueError(f"a partitioned Dawid-Skene starts from the soft majority vote: init "
+                             f"must be 'mv', got {model.init!r}")
+        self._check_iterations()
+        self.fixed_prior = check_prior(model.class_prior, summary.votes.shape[1])
+        self.fallback = summary.vote_shares   # soft_vote's answer for items without votes
+        return super().prepare(summary)
+
+    def initial(self, block: Block) -> tuple:
+        post = soft_vote(block.label_counts(self.k))
+        post[block.annotations_per_item() == 0] = self.fallback
+        return sufficient_statistics(block.XT, post)
+
+    def update(self, stats: tuple, summary: Summary) -> Any:
+        return m_step(*stats, self.model.smoothing, self.fixed_prior)
+
+    def step(self, block: Block, params: Any) -> tuple:
+        post, loglik = e_step(block.X, params[1], params[0])
+        return sufficient_statistics(block.XT, post), loglik
+
+    def posteriors(self, block: Block, params: Any) -> np.ndarray:
+        return e_step(block.X, params[1], params[0])[0]
+
+    def finish(self, fit: Fit, template: Annotations) -> LabelModel:
+        model = self.model
+        model.regime_, model.labeling_function_model_ = "crowd", None
+        prior, log_pi = fit.params
+        model._set_fitted(template, np.zeros((0, self.k)), prior, log_pi, fit.history)
+        return model
+
+
+class AbstainDawidSkeneMethod(Method):
+    """:class:`~crowd_keras.aggregation.AbstainAwareDawidSkene`: ``abstain_m_step`` and
+    ``abstain_logits`` of its module, with its settings resolved from the summed votes.
+
+    ``owner``: a crowd model (``DawidSkene``) that answers through this model, as its
+    in-memory ``labeling_functions="auto"`` fit does.
+    """
+
+    needs_report = True
+
+    def __init__(self, model: AbstainAwareDawidSkene, owner: Any = None) -> None:
+        super().__init__(model)
+        self.owner = owner
+
+    def prepare(self, summary: Summary) -> Method:
+        if summary.n_annotations == 0:
+            raise CrowdDataError("no votes to fit: every entry abstains")
+        self.model._resolve(summary.votes)
+        self._check_iterations()
+        self.fixed_prior = self.model._fixed_prior(summary.votes.shape[1])
+        return super().prepare(summary)
+
+    def normalizer(self, summary: Summary) -> float:
+        return max(summary.n_items, 1)
+
+    def initial(self, block: Block) -> tuple:
+        return sufficient_statistics(block.XT, normalize_rows(block.label_counts(self.k)))
+
+    def update(self, stats: tuple, summary: Summary) -> Any:
+        model = self.model
+        return abstain_m_step(*stats, summary.n_items, model._votes_per_function,
+                              model.abstain_modelled_, model.smoothing, self.fixed_prior)
+
+    def _logits(self, block: Block, params: Any) -> np.ndarray:
+        return abstain_logits(block.X, params[1], params[0], self.model.abstain_weight_)
+
+    def step(self, block: Block, params: Any) -> tuple:
+        post, log_norm = softmax_rows(self._logits(block, params))
+        return sufficient_statistics(block.XT, post), float(log_norm.sum())
+
+    def posteriors(self, block: Block, params: Any) -> np.ndarray:
+        logits = self._logits(block, params)
+        if self.model.anchor_ == "votes":
+            return self.model._report(logits, block.label_counts(self.k))
+        return softmax_rows(logits)[0]
+
+    def finish(self, fit: Fit, template: Annotations) -> LabelModel:
+        model = self.model
+        log_prior, log_resp = fit.params
+        model._set_fitted(template, log_prior, log_resp, fit.stats[1] / fit.summary.n_items,
+                          fit.history)
+        model.posteriors_ = np.zeros((0, self.k))
+        if self.owner is None:
+            return model
+        self.owner._adopt_labeling_function_model(model, template)
+        return self.owner
+
+    def quality(self, model: LabelModel, fit: Fit, report: Optional[tuple]) -> pd.DataFrame:
+        """Per function: votes, coverage and the mean reported posterior of the labels it
+        voted (``AbstainAwareDawidSkene.annotator_quality_``)."""
+        n = fit.summary.votes.sum(axis=1)
+        agree = np.trace(report[0].reshape(-1, self.k, self.k), axis1=1, axis2=2)
+        return pd.DataFrame({"annotator": model.annotations_.annotator_ids, "n_annotations": n,
+                             "coverage": n / max(fit.summary.n_items, 1),
+                             "accuracy": np.where(n > 0, agree / np.maximum(n, 1), np.nan)})
+
+
+#: Registry name → strategy factory (called with the unfitted in-memory model).
+METHODS: Dict[str, Callable[[Any], Method]] = {
+    "majority_vote": MajorityVoteMethod,
+    "dawid_skene": DawidSkeneMethod,
+    "abstain_dawid_skene": AbstainDawidSkeneMethod,
+}
+
+
+def register_method(name: str, factory: Callable[[Any], Method]) -> None:
+    """Fit the label model registered as ``name`` (``crowd_keras.aggregation`` registry)
+    partition by partition with ``factory(model)``, a :class:`Method`."""
+    METHODS[normalize_name(name)] = factory
+
+
+def supported_methods() -> List[str]:
+    """Registry names that ``aggregate`` and the Snorkel adapter's Dask path accept."""
+    return list(METHODS)
+
+
+def _supported_name(method: Any) -> str:
+    """The :data:`METHODS` key of a registry name, alias or label model class."""
+    try:
+        cls = method if isinstance(method, type) else label_model_class(method)
+    except (ValueError, KeyError):
+        cls = None
+    for name in METHODS:
+        try:
+            if cls is not None and label_model_class(name) is cls:
+                return name
+        except ValueError:  # a strategy registered before its label model
+            continue
+    shown = method.__name__ if isinstance(method, type) else repr(method)
+    raise ValueError(f"{shown} cannot be fitted partition by partition; supported methods: "
+                     f"{supported_methods()} (crowd_keras.distributed.register_method adds one)")
+
+
+def method_for(method: Any, **params: Any) -> Method:
+    """The strategy for ``method``: a registry name (``params`` go to the model's constructor),
+    an unfitted label model (copied with its parameters), or a :class:`Method`."""
+    if isinstance(method, Method):
+        model = None
+    elif isinstance(method, LabelModel):
+        name = _supported_name(type(method))
+        model = type(method)(**method.get_params())
+    else:
+        name = _supported_name(method)
+        model = get_label_model(name, **params)
+    if params and not isinstance(method, str):
+        raise TypeError(f"settings {sorted(params)} go with a method name; pass them to the "
+                        "model's constructor instead")
+    return method if model is None else METHODS[name](model)

@@ -1,0 +1,121 @@
+"""Sharded parquet files of items for training at scale: features, annotator ids and labels.
+
+:func:`write_shards` writes one row per item (its id, its features and its annotations in
+the padded form ``CrowdModel`` takes: annotator codes and labels, -1 = none) to
+``part-00000.parquet ...`` plus ``_crowd_shards.json`` (the sizes, the coding, the rows per
+file). Any other writer (Spark, Dask's ``to_parquet``) may produce the same layout: fixed-size
+list columns ``x`` (float32), ``annotator_ids`` and ``labels`` (int32), and the JSON file.
+:func:`read_shards` reads the description; :func:`iter_file` streams one file in record
+batches of numpy arrays (``crowd_keras.distributed.training`` feeds them to ``tf.data``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional, Union
+
+import numpy as np
+
+from ..annotations import Annotations
+from ..errors import CrowdDataError
+from ..files import atomic_write_text
+
+__all__ = ["write_shards", "read_shards", "iter_file", "SHARDS_FILE"]
+
+SHARDS_FILE = "_crowd_shards.json"
+_FORMAT = "crowd-keras/shards"
+
+
+def _fixed_lists(values: np.ndarray) -> Any:
+    import pyarrow as pa
+
+    width = values.shape[1]
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(values).ravel()), width)
+
+
+def _plain(values: np.ndarray) -> list:
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
+
+
+def write_shards(annotations: Annotations, x: Any, directory: Union[str, Path],
+                 n_shards: int = 8, row_group_size: int = 65536,
+                 max_annotations: Optional[int] = None) -> Dict[str, Any]:
+    """Write the items of ``annotations`` with their features ``x`` as parquet shards.
+
+    Args:
+        annotations: the crowd labels; rows are its items in code order.
+        x: (n_items, ...) features, one row per item of ``annotations`` (stored as float32).
+        directory: created if needed; existing shards there are an error.
+        n_shards: number of files (contiguous ranges of items). For N training workers use a
+            multiple of N: each worker reads every N-th file.
+        row_group_size: rows per parquet row group (the unit the reader streams).
+        max_annotations: width of the padded annotator ids and labels (default: the largest
+            number of annotations on one item).
+
+    Returns:
+        The description written to ``_crowd_shards.json``: ``files``, ``rows`` per file,
+        ``feature_shape``, ``max_annotations``, ``n_annotators``, ``n_classes``, ``classes``,
+        ``n_items``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    x = np.asarray(x)
+    if x.shape[0] != annotations.n_items:
+        raise CrowdDataError(f"x has {x.shape[0]} rows but the annotations have "
+                             f"{annotations.n_items} items")
+    if not 1 <= n_shards <= max(annotations.n_items, 1):
+        raise ValueError(f"n_shards must be in 1..{annotations.n_items} (one item per file at "
+                         f"least), got {n_shards}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if (directory / SHARDS_FILE).exists() or any(directory.glob("part-*.parquet")):
+        raise FileExistsError(f"{directory} already holds shards; write to an empty folder")
+    ids, labels = annotations.to_padded(max_annotations)
+    features = x.reshape(len(x), -1).astype(np.float32, copy=False)
+    files, rows = [], []
+    for n, part in enumerate(np.array_split(np.arange(annotations.n_items), n_shards)):
+        lo, hi = (int(part[0]), int(part[-1]) + 1) if len(part) else (0, 0)
+        table = pa.table({"item": pa.array(_plain(annotations.item_ids[lo:hi])),
+                          "x": _fixed_lists(features[lo:hi]),
+                          "annotator_ids": _fixed_lists(ids[lo:hi].astype(np.int32)),
+                          "labels": _fixed_lists(labels[lo:hi].astype(np.int32))})
+        name = f"part-{n:05d}.parquet"
+        pq.write_table(table, directory / name, row_group_size=row_group_size)
+        files.append(name)
+        rows.append(hi - lo)
+    meta = {"format": _FORMAT, "version": 1, "files": files, "rows": rows,
+            "n_items": annotations.n_items, "feature_shape": list(x.shape[1:]),
+            "max_annotations": int(ids.shape[1]), "n_annotators": annotations.n_annotators,
+            "n_classes": annotations.n_classes, "classes": _plain(annotations.classes)}
+    atomic_write_text(directory / SHARDS_FILE, json.dumps(meta, indent=1, default=str))
+    return meta
+
+
+def read_shards(directory: Union[str, Path]) -> Dict[str, Any]:
+    """The description of the shards in ``directory``, with ``paths`` (absolute file paths)."""
+    directory = Path(directory)
+    try:
+        meta = json.loads((directory / SHARDS_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CrowdDataError(f"{directory} has no {SHARDS_FILE}: not written by write_shards "
+                             "(or a writer of the same layout)") from None
+    if meta.get("format") != _FORMAT:
+        raise CrowdDataError(f"{directory / SHARDS_FILE} is not a crowd-keras shard description")
+    meta["paths"] = [str(directory / name) for name in meta["files"]]
+    return meta
+
+
+def iter_file(path: Union[str, bytes], feature_size: int, width: int,
+              batch_rows: int = 65536) -> Iterator[tuple]:
+    """``(x (b, feature_size) float32, annotator_ids (b, width), labels (b, width) int32)``
+    per record batch of one shard file."""
+    import pyarrow.parquet as pq
+
+    path = path.decode() if isinstance(path, bytes) else path
+    with pq.ParquetFile(path) as reader:
+        for batch in reader.iter_batches(batch_size=batch_rows,
+                                         columns=["x", "annotator_ids", "labels"]):
+            x, ids, labels = (col.flatten().to_numpy(zero_copy_only=False)
+                              for col in batch.columns)
+            yield (x.reshape(-1, feature_size), ids.reshape(-1, width), labels.reshape(-1, width))

@@ -1,0 +1,114 @@
+"""``CrowdModel`` trained on several workers: a ``tf.data`` pipeline over sharded files.
+
+Write the items once with :func:`~crowd_keras.distributed.shards.write_shards`; on every
+worker::
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()      # reads TF_CONFIG
+    with strategy.scope():
+        model = CrowdModel(classifier, CrowdLayer(n_annotators))
+        model.compile(keras.optimizers.Adam(1e-3))
+    data, steps = distribute_crowd_dataset(strategy, "shards/", global_batch_size=256)
+    model.fit(data, epochs=10, steps_per_epoch=steps)
+
+Each worker reads its own files (every N-th of them, N = number of workers) in record batches
+streamed from parquet; batches are ``({"x": x, "annotator_ids": ids}, labels)``, the
+indexed form ``CrowdModel`` takes, padded with -1. Every worker runs the same number of steps
+per epoch (``steps``: the smallest of the workers' full batches), so the all-reduce never
+waits for a worker that ran out of data.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+import tensorflow as tf
+
+from .shards import iter_file, read_shards
+
+__all__ = ["crowd_dataset", "distribute_crowd_dataset", "steps_per_epoch"]
+
+
+def _pipeline_files(meta: dict, pipeline: int, n_pipelines: int) -> tuple:
+    paths, rows = meta["paths"][pipeline::n_pipelines], meta["rows"][pipeline::n_pipelines]
+    if not paths:
+        raise ValueError(f"{len(meta['paths'])} shard files for {n_pipelines} workers: write at "
+                         "least one file per worker (a multiple of the number of workers)")
+    return paths, int(sum(rows))
+
+
+def steps_per_epoch(directory: Union[str, Path], batch_size: int, n_pipelines: int = 1) -> int:
+    """Full batches of ``batch_size`` rows that every one of ``n_pipelines`` workers has."""
+    meta = read_shards(directory)
+    steps = min(_pipeline_files(meta, p, n_pipelines)[1] // batch_size for p in range(n_pipelines))
+    if steps == 0:
+        raise ValueError(f"a worker has fewer than {batch_size} items: lower the batch size")
+    return steps
+
+
+def crowd_dataset(directory: Union[str, Path], batch_size: int,
+                  input_context: Optional[tf.distribute.InputContext] = None, *,
+                  steps: Optional[int] = None, repeat: bool = False, shuffle_buffer: int = 0,
+                  seed: Optional[int] = None, read_rows: int = 65536) -> tf.data.Dataset:
+    """Batches ``({"x": x, "annotator_ids": ids}, labels)`` read from the shards in ``directory``.
+
+    Args:
+        batch_size: the global batch size; with ``input_context`` each worker's pipeline
+            batches ``input_context.get_per_replica_batch_size(batch_size)`` rows.
+        input_context: from ``strategy.distribute_datasets_from_function``: this pipeline
+            reads files ``pipeline_id, pipeline_id + n, ...`` (n = number of pipelines).
+        steps: keep this many full batches per pass (default: all full batches of this
+            pipeline); ``repeat``: start again after them (for ``steps_per_epoch``).
+        shuffle_buffer: rows shuffled in a buffer of this size (0: file order); ``seed``.
+        read_rows: rows per record batch read from parquet.
+    """
+    meta = read_shards(directory)
+    pipeline, n_pipelines = ((input_context.input_pipeline_id, input_context.num_input_pipelines)
+                             if input_context is not None else (0, 1))
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    paths, n_rows = _pipeline_files(meta, pipeline, n_pipelines)
+    shape = tuple(meta["feature_shape"])
+    size, width = int(np.prod(shape, dtype=np.int64)), int(meta["max_annotations"])
+    signature = (tf.TensorSpec((None, size), tf.float32), tf.TensorSpec((None, width), tf.int32),
+                 tf.TensorSpec((None, width), tf.int32))
+
+    def read(path: tf.Tensor) -> tf.data.Dataset:
+        return tf.data.Dataset.from_generator(iter_file, args=(path, size, width, read_rows),
+                                              output_signature=signature)
+
+    data = tf.data.Dataset.from_tensor_slices(paths).interleave(read, cycle_length=1)
+    data = data.unbatch()
+    if steps is None:
+        steps = n_rows // batch_size
+    data = data.take(steps * batch_size)
+    if shuffle_buffer:
+        data = data.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    data = data.batch(batch_size, drop_remainder=True)
+    if repeat:
+        data = data.repeat()
+
+    def to_inputs(x: tf.Tensor, ids: tf.Tensor, labels: tf.Tensor) -> tuple:
+        return {"x": tf.reshape(x, (-1,) + shape), "annotator_ids": ids}, labels
+
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return data.map(to_inputs).prefetch(tf.data.AUTOTUNE).with_options(options)
+
+
+def distribute_crowd_dataset(strategy: tf.distribute.Strategy, directory: Union[str, Path],
+                             global_batch_size: int, **kwargs: Any) -> tuple:
+    """``(distributed dataset, steps_per_epoch)`` for ``model.fit(data, steps_per_epoch=...)``
+    under ``strategy`` (e.g. ``MultiWorkerMirroredStrategy``): each worker's pipeline reads its
+    own files; every worker runs ``steps_per_epoch`` full batches per epoch (the dataset
+    repeats). ``kwargs`` go to :func:`crowd_dataset`."""
+    found: dict = {}
+
+    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        per_replica = context.get_per_replica_batch_size(global_batch_size)
+        found["steps"] = steps_per_epoch(directory, per_replica, context.num_input_pipelines)
+        return crowd_dataset(directory, global_batch_size, context, steps=found["steps"],
+                             repeat=True, **kwargs)
+
+    data = strategy.distribute_datasets_from_function(dataset_fn)
+    return data, found["steps"]

@@ -1,0 +1,107 @@
+"""``CrowdLabelModel`` on a Dask array ``L``: the in-memory ``fit``, chunk of rows by chunk.
+
+``CrowdLabelModel.fit`` hands a Dask array over to :func:`fit_partitioned`. The rows stay in
+blocks on the Dask workers (:class:`crowd_keras.distributed.PartitionedAnnotations`); the
+adapter takes its decisions from sums over rows (:mod:`.votes`, the functions of the
+in-memory fit) and the label model is fitted by the engine of :mod:`crowd_keras.distributed`
+(the model's own EM steps per block), so the fitted model, ``get_weights()``,
+``get_conditional_probs()`` and ``predict_proba`` equal the in-memory adapter's on the same
+``L``. Methods: those of :func:`crowd_keras.distributed.supported_methods` (the default
+abstain-aware Dawid-Skene, ``"dawid_skene"``, ``"majority_vote"``); feature-aware methods
+need ``L`` in memory.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from crowd_keras.aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
+from crowd_keras.distributed.engine import PartitionedAnnotations
+from crowd_keras.distributed.methods import method_for
+from crowd_keras.errors import CrowdDataError
+
+from .validation import check_label_matrix
+from .votes import (COVOTE_MISFIT, covote_misfit_from, covote_step, function_summary,
+                    votes_fixed_by_design)
+
+__all__ = ["fit_partitioned", "predict_proba_partitioned"]
+
+
+def _check_chunk(chunk: np.ndarray, start: int, cardinality: int) -> np.ndarray:
+    """``check_label_matrix`` of one chunk, its rows counted from ``start``."""
+    try:
+        return check_label_matrix(chunk, cardinality, name="L_train")
+    except CrowdDataError as exc:
+        raise CrowdDataError(f"{exc} (row within the chunk of rows starting at row {start} of "
+                             "the Dask array)") from None
+
+
+def _check_layout(L: Any, cardinality: int, n_functions: Optional[int] = None) -> None:
+    """The checks of ``check_label_matrix`` that need only the shape and dtype."""
+    check_label_matrix(np.empty((0,) + tuple(L.shape[1:]), dtype=L.dtype), cardinality,
+                       name="L_train", n_functions=n_functions)
+
+
+def _no_features(features: Any) -> None:
+    if features is not None:
+        raise ValueError("features= needs L in memory: feature-aware methods are not fitted "
+                         "chunk by chunk (pass L as a numpy array)")
+
+
+def fit_partitioned(adapter: Any, L: Any, Y_dev: Any, class_balance: Any, progress_bar: bool,
+                    features: Any, given: Dict[str, Any], train_config: Dict[str, Any],
+                    mu_eps: Optional[float]) -> Any:
+    """``adapter.fit(L, ...)`` for a Dask array ``L`` (chunks of rows); returns ``adapter``."""
+    _no_features(features)
+    k = int(adapter.cardinality)
+    _check_layout(L, k)
+    model_type, balance = adapter._check_setup(L.shape, Y_dev, class_balance,
+                                               {**given, **train_config})
+    method_for(adapter.method)  # an unsupported method fails before any work
+    data = PartitionedAnnotations.from_label_matrix(
+        L, k, check=functools.partial(_check_chunk, cardinality=k))
+    summary = data.summary
+    if summary.n_annotations == 0:
+        raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
+    coverage = summary.votes.sum(axis=1) / max(summary.n_items, 1)
+    kwargs = adapter._model_kwargs(model_type,
+                                   votes_fixed_by_design(summary.row_variance, coverage), balance,
+                                   {**given, "progress_bar": progress_bar, **train_config})
+    fit = None
+    adapter.covote_misfit_ = None
+    if "anchor" in inspect.signature(model_type).parameters and "anchor" not in kwargs \
+            and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
+        # one-class functions: the full model if it explains the co-votes, else anchored
+        trial = data.fit(method_for(adapter.method, **kwargs, anchor="none"))
+        step = covote_step(trial.model, L.shape[1], k, summary.n_items)
+        if step is not None:
+            adapter.covote_misfit_ = covote_misfit_from(trial.model, *data.covotes(step))
+        if adapter.covote_misfit_ is not None and adapter.covote_misfit_ < COVOTE_MISFIT:
+            fit = trial
+    if fit is None:
+        fit = data.fit(method_for(adapter.method, **kwargs))
+    adapter.label_model_ = fit.model
+    adapter.n_functions_ = L.shape[1]
+    adapter.class_balance_ = balance
+    adapter._train_cache = None
+    joint, mass = data.statistics(fit, transform=adapter._finish)
+    adapter.weights_, adapter.conditional_probs_ = function_summary(
+        joint, summary.votes.sum(axis=1), mass, summary.n_items, mu_eps)
+    return adapter
+
+
+def predict_proba_partitioned(adapter: Any, L: Any, features: Any = None) -> Any:
+    """``adapter.predict_proba(L)`` for a Dask array: a Dask array (n, cardinality), each chunk
+    of rows answered by the in-memory ``predict_proba``."""
+    _no_features(features)
+    k = int(adapter.cardinality)
+    _check_layout(L, k, adapter.n_functions_)
+    if len(L.chunks[1]) > 1:
+        L = L.rechunk({1: -1})
+    light = copy.copy(adapter)
+    light._train_cache = None   # not shipped to the workers
+    return L.map_blocks(light.predict_proba, dtype=np.float64, chunks=(L.chunks[0], (k,)))

@@ -1,0 +1,50 @@
+"""crowd_keras.distributed on a real dask.distributed LocalCluster: 2 worker processes on
+127.0.0.1, a simulated crowd in many partitions, compared with the in-memory fits.
+
+One test function, so that a run with pytest-xdist starts one cluster only.
+"""
+import numpy as np
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from crowd_keras import Annotations  # noqa: E402
+from crowd_keras.aggregation import DawidSkene  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
+from crowd_keras.distributed import aggregate  # noqa: E402
+
+from test_distributed import TOL, assert_same_labels, lf_matrix  # noqa: E402
+
+
+def test_two_local_workers_fit_what_one_process_fits():
+    sim = simulate_crowd(n_items=4000, n_classes=4, n_annotators=60, annotations_per_item=5,
+                         seed=7)
+    df = sim.annotations.to_frame().sample(frac=1, random_state=0)   # items spread out
+    ann = Annotations.from_frame(df)
+    L = lf_matrix(n=8000, seed=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None,
+                                  memory_limit="1GiB") as cluster, \
+            distributed.Client(cluster) as client:
+        addresses = [cluster.scheduler_address, *client.scheduler_info()["workers"]]
+        assert all(a.startswith("tcp://127.0.0.1:") for a in addresses), addresses
+        ddf = dd.from_pandas(df, npartitions=24)
+        result = aggregate(ddf, method="dawid_skene")
+        delta = assert_same_labels(result, DawidSkene().fit(ann), ann)
+        assert result.model.n_iter_ == DawidSkene().fit(ann).n_iter_
+        print(f"Dawid-Skene, 2 workers, 24 partitions: max |dp| = {delta:.2e}")
+        # the blocks live on both workers
+        blocks = {block.key for block in result.data.blocks}
+        holders = {w for w, keys in client.has_what().items() if blocks & set(keys)}
+        assert len(holders) == 2, holders
+
+        from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+        memory = CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+        chunked = CrowdLabelModel(cardinality=2).fit(da.from_array(L, chunks=(700, 8)),
+                                                     progress_bar=False)
+        probs = chunked.predict_proba(da.from_array(L, chunks=700)).compute()
+        assert float(np.abs(probs - memory.predict_proba(L)).max()) < TOL
+        np.testing.assert_allclose(chunked.get_weights(), memory.get_weights(), atol=TOL)
