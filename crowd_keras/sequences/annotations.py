@@ -200,7 +200,8 @@ class SequenceAnnotations:
     def from_spans(cls, texts: Any, spans: pd.DataFrame, *, seen: Any = None,
                    doc_ids: Any = None, labels: Optional[Sequence] = None, scheme: str = "IO",
                    tokenizer: Tokenizer = None, text_mismatch: str = "count",
-                   default_label: str = "span") -> "SequenceAnnotations":
+                   default_label: str = "span",
+                   tokens: Optional[Tokens] = None) -> "SequenceAnnotations":
         """From one row per span.
 
         Args:
@@ -214,7 +215,8 @@ class SequenceAnnotations:
                 included. Default: only the pairs that have spans.
             labels: the span labels allowed (in code order); default the sorted labels seen.
             scheme: ``"IO"`` (default) or ``"BIO"``.
-            tokenizer: see :func:`.tokens.tokenize`.
+            tokenizer: see :func:`.tokens.tokenize`; or ``tokens``: the texts' tokens already
+                made (e.g. another ``SequenceAnnotations``' ``tokens``).
             text_mismatch: ``"count"`` (default: keep the offsets, count the span in
                 ``summary.text_mismatch``) or ``"error"``.
         """
@@ -268,7 +270,8 @@ class SequenceAnnotations:
         ukey, inverse = np.unique(key, return_inverse=True)
         return cls(text_list, ids, np.asarray(ann_ids, dtype=object), list(labels),
                    ukey // len(ann_ids), ukey % len(ann_ids), inverse[:len(frame)], start, end,
-                   s_label, scheme=scheme, tokenizer=tokenizer, span_mismatch=mismatch)
+                   s_label, scheme=scheme, tokenizer=tokenizer, tokens=tokens,
+                   span_mismatch=mismatch)
 
     @classmethod
     def from_dict(cls, texts: Any, spans: Mapping, **kwargs: Any) -> "SequenceAnnotations":

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
+import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
 
@@ -340,3 +341,15 @@ def _records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]
         records.append(_Record(tid, aid, key_, email, False, False, _timestamp(row, where), where,
                                raw=row))
     return task_ids, records, columns, bare
+
+
+def _parse_times(values: list, wheres: list) -> pd.Series:
+    """``updated_at``/``created_at`` strings as UTC times (None stays NaT); located error on an
+    unreadable one."""
+    parsed = pd.to_datetime(pd.Series(values, dtype=object), utc=True, errors="coerce",
+                            format="ISO8601")
+    bad = parsed.isna().to_numpy() & pd.notna(pd.Series(values, dtype=object)).to_numpy()
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"{wheres[n]}: unreadable date-time {values[n]!r}")
+    return parsed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -12,6 +12,8 @@ from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
 from ._model import _ensure_fitted
+from ._span_results import span_predictions_from_model
+from ._spans import LabelStudioSpans
 from .reader import LabelStudioExport, _plain
 
 
@@ -30,6 +32,10 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
         to_name: the object the control labels; default ``export.to_name`` (JSON_MIN/CSV
             exports do not carry it: pass it or read with ``label_config=``).
     """
+    if isinstance(export, LabelStudioSpans):
+        raise CrowdDataError("a span export's predictions are spans, not class probabilities: "
+                             "use span_predictions(export, model.predict_spans(), version) or "
+                             "predictions_from_model(export, model)")
     p = np.asarray(proba, dtype=np.float64)
     shape = (len(export.task_ids), len(export.classes))
     if p.shape != shape:
@@ -59,14 +65,18 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
     return out
 
 
-def predictions_from_model(export: LabelStudioExport, model: Any = None,
+def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], model: Any = None,
                            model_version: Optional[str] = None, **kwargs: Any) -> list[dict]:
     """Fit ``model`` on the export if needed; return its predictions.
 
-    ``model`` defaults to a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``).
+    ``model`` defaults to a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``;
+    for a span export, the sequence registry's ``DEFAULT_SEQUENCE_MODEL``, and the
+    predictions hold ``labels`` regions: see :mod:`._span_results`).
     ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``; other keyword arguments go to
     :func:`to_predictions`.
     """
+    if isinstance(export, LabelStudioSpans):
+        return span_predictions_from_model(export, model, model_version, **kwargs)
     model = _ensure_fitted(export, model)
     version = model_version or f"crowd-keras-{type(model).__name__}"
     return to_predictions(export, model.predict_proba(), version, **kwargs)
