@@ -46,6 +46,7 @@ SCRIPTS = [
     ("mixture_of_groups.py", [], ["--quick"], 3600),
     ("lia.py", [], ["--quick"], 3600),
     ("scale_out.py", [], ["--quick"], 3600),
+    ("spans.py", [], ["--quick"], 3600),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "snorkel", "crowdkit",

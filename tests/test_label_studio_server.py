@@ -586,7 +586,7 @@ def test_span_project_exported_aggregated_pushed_and_read_back(ls_server, client
                                  label_config=SPAN_CONFIG) for fmt in ("JSON", "JSON_MIN", "CSV")}
     ref = reads["JSON"]
     assert isinstance(ref, ls.LabelStudioSpans) and sorted(ref.task_ids) == sorted(ids)
-    assert ref.summary.n_used == 11 and ref.summary.n_without_spans == 3
+    assert ref.summary.n_used == 11 and ref.summary.n_without_label == 3
     assert ref.summary.spans.spans == 18 and ref.summary.spans.text_mismatch == 0
     for fmt in ("JSON_MIN", "CSV"):
         assert reads[fmt].sequences.annotations == ref.sequences.annotations, fmt

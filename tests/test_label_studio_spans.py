@@ -47,7 +47,7 @@ def test_full_json_spans_per_task_and_annotator():
         [1, 1, 0, 4, "PER", "John"], [1, 1, 9, 13, "PER", "Mary"],
         [1, 2, 0, 4, "PER", "John"], [1, 2, 17, 22, "LOC", "Paris"]]
     s = e.summary
-    assert (s.n_used, s.n_superseded, s.n_cancelled, s.n_without_spans) == (3, 1, 1, 1)
+    assert (s.n_used, s.n_superseded, s.n_cancelled, s.n_without_label) == (3, 1, 1, 1)
     assert (s.n_tasks, s.n_tasks_unannotated) == (2, 1)
     dense = e.sequences.annotations.to_dense()          # tokens × users 1, 2, 3
     tags = list(e.sequences.tags)

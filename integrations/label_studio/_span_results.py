@@ -21,6 +21,7 @@ from crowd_keras.sequences.quality import annotator_quality, token_prf
 from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model
 
 from ._controls import SPAN_TAGS
+from ._model import _prediction_target
 from ._spans import LabelStudioSpans
 from .reader import _plain
 
@@ -72,13 +73,7 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
         include_unannotated: also predict tasks without a used annotation.
         to_name: the object the control labels (default ``export.to_name``).
     """
-    if not isinstance(model_version, str) or not model_version:
-        raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
-    to_name = to_name or export.to_name
-    if not to_name:
-        raise CrowdDataError(f"the {export.format} export does not name the object control "
-                             f"'{export.control}' labels; pass to_name= or read the export with "
-                             "label_config=")
+    to_name = _prediction_target(export, model_version, to_name)
     seq = export.sequences
     annotated = np.bincount(seq.assign_doc, minlength=seq.n_docs) > 0
     rows = np.arange(seq.n_docs) if include_unannotated else np.flatnonzero(annotated)

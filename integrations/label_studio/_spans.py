@@ -29,40 +29,28 @@ from crowd_keras.errors import CrowdDataError
 from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 
 from ._controls import _MIN_META, SPAN_TAGS, _object_fields
-from ._records import _parse_times, _task_id
+from ._records import ExportSummary, _parse_times, _task_id
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
 
 
 @dataclass(frozen=True)
-class SpanExportSummary:
-    """What was read from a span control (annotations) and what became of the spans."""
+class SpanExportSummary(ExportSummary):
+    """:class:`~._records.ExportSummary` of a span control (``n_without_label``: used
+    annotations without a span, i.e. all O) and what became of the spans (``spans``)."""
 
-    format: str
-    control: str
-    control_type: str
-    n_tasks: int
-    n_tasks_unannotated: int
-    n_annotations_read: int
-    n_used: int
-    n_cancelled: int
-    n_without_spans: int
-    n_superseded: int
-    n_gold: int
-    n_annotators: int
-    spans: SpanSummary
-    notes: tuple = ()
+    spans: Optional[SpanSummary] = None
 
     def to_dict(self) -> dict:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["spans"], out["notes"] = self.spans.to_dict(), list(self.notes)
+        out = super().to_dict()
+        out["spans"] = self.spans.to_dict() if self.spans is not None else None
         return out
 
     def __str__(self) -> str:
         return (f"{self.format} export, span control '{self.control}' ({self.control_type}): "
                 f"{self.n_tasks} tasks ({self.n_tasks_unannotated} without a used annotation), "
                 f"{self.n_annotators} annotators, {self.n_annotations_read} annotations read, "
-                f"{self.n_used} used ({self.n_without_spans} without spans: all O), "
+                f"{self.n_used} used ({self.n_without_label} without spans: all O), "
                 f"{self.n_cancelled} skipped/cancelled, {self.n_superseded} superseded, "
                 f"{self.n_gold} ground truth; spans: {self.spans}")
 
@@ -338,9 +326,10 @@ def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame,
         format=fmt, control=control, control_type=kind, n_tasks=seq.n_docs,
         n_tasks_unannotated=int((per_doc == 0).sum()), n_annotations_read=len(records),
         n_used=len(seq.assign_doc), n_cancelled=sum(r.cancelled for r in records),
-        n_without_spans=seq.summary.annotations_without_spans,
-        n_superseded=int(superseded.sum()), n_gold=int(len(gold_rows)),
-        n_annotators=len(seq.annotator_ids), spans=seq.summary, notes=tuple(notes))
+        n_without_label=seq.summary.annotations_without_spans,
+        n_superseded=int(superseded.sum()), n_gold=int(len(gold_rows)), n_gold_conflicts=0,
+        n_multiple_skipped=0, n_annotators=len(seq.annotator_ids), notes=tuple(notes),
+        spans=seq.summary)
     return LabelStudioSpans(
         sequences=seq, spans=spans.drop(columns="where"),
         gold=gold.drop(columns=["where", "annotator"]),

@@ -11,7 +11,7 @@ import numpy as np
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
-from ._model import _ensure_fitted
+from ._model import _ensure_fitted, _prediction_target
 from ._span_results import span_predictions_from_model
 from ._spans import LabelStudioSpans
 from .reader import LabelStudioExport, _plain
@@ -41,14 +41,7 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
     if p.shape != shape:
         raise CrowdDataError(f"probabilities must have shape {shape} (tasks × classes), got "
                              f"{p.shape}")
-    if not isinstance(model_version, str) or not model_version:
-        raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
-    to_name = to_name or export.to_name
-    if not to_name:
-        raise CrowdDataError(f"the {export.format} export does not name the object control "
-                             f"'{export.control}' labels; pass to_name= (the name= of the object "
-                             "tag its toName points to, e.g. 'text' for <Text name=\"text\" "
-                             "value=\"$text\"/>) or read the export with label_config=")
+    to_name = _prediction_target(export, model_version, to_name)
     best = np.argmax(p, axis=1)
     score = p[np.arange(len(p)), best]
     rows = np.arange(len(p)) if include_unannotated else \

@@ -17,51 +17,12 @@ from crowd_keras.errors import CrowdDataError
 
 from ._controls import (SPAN_TAGS, _parse_config, _pick_control_full, _pick_control_rows,
                         _selection_full, _selection_min)
-from ._records import _load, _parse_times, _records_from_full, _records_from_rows
+from ._records import (ExportSummary, _load, _parse_times, _records_from_full,
+                       _records_from_rows)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 _MULTIPLE = ("error", "combination", "skip")
-
-
-@dataclass(frozen=True)
-class ExportSummary:
-    """What :func:`read_export` read, used and left out (counts of annotations)."""
-
-    format: str
-    control: str
-    control_type: str
-    n_tasks: int
-    n_tasks_unannotated: int
-    n_annotations_read: int
-    n_used: int
-    n_cancelled: int
-    n_without_label: int
-    n_superseded: int
-    n_gold: int
-    n_gold_conflicts: int
-    n_multiple_skipped: int
-    n_annotators: int
-    notes: tuple = ()
-
-    def to_dict(self) -> dict:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["notes"] = list(self.notes)
-        return out
-
-    def __str__(self) -> str:
-        parts = [f"{self.format} export, control '{self.control}' ({self.control_type}):",
-                 f"{self.n_tasks} tasks ({self.n_tasks_unannotated} without a used annotation),",
-                 f"{self.n_annotators} annotators, {self.n_annotations_read} annotations read,",
-                 f"{self.n_used} used, {self.n_cancelled} skipped/cancelled,",
-                 f"{self.n_without_label} without a label for the control,",
-                 f"{self.n_superseded} superseded by a later one of the same user,",
-                 f"{self.n_gold} ground truth"]
-        if self.n_gold_conflicts:
-            parts.append(f"({self.n_gold_conflicts} conflicting)")
-        if self.n_multiple_skipped:
-            parts.append(f", {self.n_multiple_skipped} multi-choice skipped")
-        return " ".join(parts)
 
 
 @dataclass(frozen=True, eq=False)
