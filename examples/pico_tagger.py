@@ -48,7 +48,7 @@ SPLITS = ("train", "dev", "acl17-test")
 #: The crowd layer's start: every worker trusted at 3·I (P(correct) = e³/(e³+1) = 0.95 for two
 #: tags), as in the prototype's per-token crowd layer. At the paper's start (1·I) the workers
 #: look almost random and the tagger tags nothing (its dev loss is also far worse: 0.291 vs
-#: 0.187); see docs/sequences.md for how this was chosen.
+#: 0.187); README, "Spans and sequences", says how this was chosen.
 CROWD_LAYER = {"init_scale": 3.0}
 
 
