@@ -46,6 +46,7 @@ SCRIPTS = [
     ("gpu.py", ["--items", "20000", "--annotators", "10000", "--batch-size", "64",
                 "--precisions", "float32", "--repeat", "3"],
      ["--items", "2000", "--annotators", "100", "--precisions", "float32", "--epochs", "2"], 3600),
+    ("spans.py", [], ["--quick"], 3600),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "snorkel", "crowdkit",

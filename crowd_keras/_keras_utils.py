@@ -14,7 +14,14 @@ from .numerics import MISSING
 
 __all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer",
            "checked_noise_scale", "weight_in_use", "is_shape_list", "n_rows", "split_padding",
-           "seeded_construction", "scale_and_shift", "checked_layer_args"]
+           "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
+           "hide_masked_steps", "first_mask"]
+
+try:  # the one place that reads the mask Keras attaches to a tensor (no public accessor)
+    from keras.src.backend import get_keras_mask as _get_keras_mask
+except ImportError:  # pragma: no cover - other Keras 3 releases
+    def _get_keras_mask(x: Any) -> Any:
+        return getattr(x, "_keras_mask", None)
 
 
 @contextlib.contextmanager
@@ -132,3 +139,34 @@ def weight_in_use(weight: Any, multiplier: float, dtype: Any) -> Any:
     """
     w = ops.cast(weight, dtype)
     return w if multiplier == 1.0 else w * multiplier
+
+
+def keras_mask(x: Any) -> Any:
+    """The Keras mask attached to ``x`` (e.g. ``(batch, time)`` from ``Embedding(mask_zero=True)``
+    through the layers that propagate it), or None."""
+    return _get_keras_mask(x)
+
+
+def first_mask(mask: Any) -> Any:
+    """The mask of a layer's first input (``[probs, annotator_ids]`` → the mask of ``probs``):
+    the crowd layers' output keeps the time steps of the probabilities."""
+    if isinstance(mask, (list, tuple)):
+        return mask[0] if mask else None
+    return mask
+
+
+def hide_masked_steps(y_true: Any, y_pred: Any, mask: Any, missing: Any) -> tuple[Any, Any]:
+    """Targets with ``missing`` at the steps ``mask`` (a prefix of ``y_true``'s shape, e.g.
+    ``(batch, time)``) marks False, and ``y_pred`` as a new tensor without Keras' mask.
+
+    The masked losses then count only real steps through their own missing marker, and
+    Keras' ``Loss.__call__`` does not weight the per-item values by a mask of another shape.
+    """
+    y_true = ops.convert_to_tensor(y_true)
+    if isinstance(missing, float):
+        y_true = ops.cast(y_true, y_pred.dtype)
+    mask = ops.cast(mask, "bool")
+    while len(mask.shape) < len(y_true.shape):
+        mask = ops.expand_dims(mask, -1)
+    y_true = ops.where(mask, y_true, ops.full_like(y_true, missing))
+    return y_true, ops.add(y_pred, ops.zeros((), dtype=y_pred.dtype))

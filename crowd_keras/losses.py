@@ -13,6 +13,12 @@ the gradient contributions of missing labels to zero, normalised by the number o
 exist), so the dense and indexed layouts of the same data give the same value and gradients.
 A batch with no observed annotation gives 0, not NaN.
 
+**Keras masks.** A mask attached to the predictions (``(batch, time)``, from
+``Embedding(mask_zero=True)`` or a ``Masking`` layer through the layers that propagate it,
+:class:`~crowd_keras.layers.CrowdLayer` included) marks padded steps: their targets count as
+missing whatever they hold, so a padded batch never trains on its padding, and the mean is
+over the observed annotations of the real steps.
+
 The family-specific losses live with their family and are re-exported here:
 :class:`LabelCountCrossEntropy` (mixture of groups); the LIA losses are in
 :mod:`crowd_keras.lia.losses`.
@@ -29,7 +35,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from ._keras_utils import split_padding
+from ._keras_utils import hide_masked_steps, keras_mask, split_padding
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
@@ -53,8 +59,20 @@ def _observed_mean(values: Any, mask: Any) -> Any:
     return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
 
 
+class _KerasMaskAware(keras.losses.Loss):
+    """Turns a Keras mask on ``y_pred`` into missing targets (``_missing``) before the loss."""
+
+    _missing: Any = -1
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        mask = keras_mask(y_pred)
+        if mask is not None:
+            y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
+        return super().__call__(y_true, y_pred, sample_weight)
+
+
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MaskedMultiCrossEntropy(keras.losses.Loss):
+class MaskedMultiCrossEntropy(_KerasMaskAware):
     """Cross-entropy of each annotator's integer label, -1 = missing, mean over observed labels.
 
     Args:
@@ -88,7 +106,7 @@ class MaskedMultiCrossEntropy(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MaskedMultiMSE(keras.losses.Loss):
+class MaskedMultiMSE(_KerasMaskAware):
     """Squared error of each annotator's answer, NaN = missing, mean over observed answers.
 
     Shapes: ``y_pred`` and ``y_true`` both ``(batch, [time,] slots)`` (the output of
@@ -98,6 +116,8 @@ class MaskedMultiMSE(keras.losses.Loss):
     def __init__(self, reduction: str = "sum_over_batch_size", name: str = "masked_multi_mse",
                  dtype: Any = None) -> None:
         super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    _missing = float("nan")
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         _check_rank(y_true, tuple(y_pred.shape), self.name)

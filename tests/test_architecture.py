@@ -22,7 +22,12 @@ LAYERS = {
         "crowd_keras.params", "crowd_keras.codes"],
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers"],
     2: ["crowd_keras.aggregation", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
-        "crowd_keras.mixture_of_groups.label_model", "crowd_keras.datasets"],
+        "crowd_keras.mixture_of_groups.label_model", "crowd_keras.datasets",
+        "crowd_keras.sequences.tokens", "crowd_keras.sequences.spans",
+        "crowd_keras.sequences.annotations", "crowd_keras.sequences.chains",
+        "crowd_keras.sequences.base", "crowd_keras.sequences.models", "crowd_keras.sequences.hmm",
+        "crowd_keras.sequences.quality", "crowd_keras.sequences.selection",
+        "crowd_keras.sequences.registry", "crowd_keras.sequences.batches"],
     3: ["crowd_keras._keras_utils", "crowd_keras.losses", "crowd_keras.optimizers",
         "crowd_keras.callbacks", "crowd_keras.regularizers", "crowd_keras.inputs",
         "crowd_keras.layers", "crowd_keras.crowd_layer", "crowd_keras.conal.layers",
@@ -35,7 +40,8 @@ LAYERS = {
 }
 # Family packages hold a docstring only (so importing a numpy module of a family never
 # imports its Keras modules); they belong to no layer.
-FAMILY_PACKAGES = {"crowd_keras.conal", "crowd_keras.mixture_of_groups", "crowd_keras.lia"}
+FAMILY_PACKAGES = {"crowd_keras.conal", "crowd_keras.mixture_of_groups", "crowd_keras.lia",
+                   "crowd_keras.sequences"}
 KERAS_FREE_UP_TO = 2
 HEAVY = ("keras", "tensorflow", "torch", "jax")
 

@@ -32,6 +32,14 @@ def test_keras_conal_example():
     assert "classifier test accuracy" in out and "learned common confusion" in out
 
 
+@pytest.mark.slow
+def test_pico_tagger_example():
+    data = require_data("pico")
+    out = run_example(ROOT / "examples" / "pico_tagger.py", "--quick", "--data", data.parent)
+    assert "tagger trained on crowd layer" in out and "tagger trained on majority-vote tags" in out
+    assert "spans predicted on the test abstracts" in out and "gold half token P" in out
+
+
 def test_demo_command_is_the_readme_main_job():
     out = run_example("-m", "crowd_keras", "demo", "--items", "300")
     assert "majority_vote" in out and "dawid_skene" in out

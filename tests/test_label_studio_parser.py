@@ -275,10 +275,10 @@ MALFORMED = {
     "two_results_for_one_control": (_mut(lambda d: d[0]["annotations"][0]["result"].append(
                                         copy.deepcopy(d[0]["annotations"][0]["result"][0]))),
                                     {"control": "sentiment"}, r"task 1, annotation 1: 2 results for control 'sentiment'"),
-    "span_labels_control": (_mut(lambda d: d[0]["annotations"][0]["result"].append(
-                                {"from_name": "ner", "to_name": "text", "type": "labels",
-                                 "value": {"start": 0, "end": 2, "labels": ["PER"]}})),
-                            {"control": "ner"}, r"control 'ner' is a labels control; only Choices and Rating"),
+    "textarea_control": (_mut(lambda d: d[0]["annotations"][0]["result"].append(
+                             {"from_name": "notes", "to_name": "text", "type": "textarea",
+                              "value": {"text": ["a note"]}})),
+                         {"control": "notes"}, r"control 'notes' is a textarea control; only Choices and Rating"),
     "multiple_choice_without_option": (DATA / "demo.json", {"control": "topics"},
                                        r"task 1, annotation 2: 2 choices.*multiple='combination'"),
     "control_not_in_results": (DATA / "demo.json", {"control": "mood"},

@@ -542,3 +542,88 @@ def test_cli_push_shows_progress_unless_quiet(ls_server, client, simulated, tmp_
     assert "pushing predictions" not in second.err
     # identical predictions written again are not "replacing a different one"
     assert f"0 replacing a different prediction, {len(truth)} rewritten though identical" in second.out
+
+
+# ---------------------------------------------------------------------------- span controls
+SPAN_CONFIG = ('<View><Text name="text" value="$text"/><Labels name="label" toName="text">'
+               '<Label value="PER"/><Label value="LOC"/></Labels></View>')
+SPAN_TASKS = {  # text: the spans each of four users marked (user 3 saw the first two only)
+    "John met Mary in Paris": [[(0, 4, "PER"), (9, 13, "PER"), (17, 22, "LOC")],
+                               [(0, 4, "PER"), (9, 13, "PER"), (17, 22, "LOC")],
+                               [(0, 4, "PER"), (17, 22, "PER")],
+                               [(0, 8, "PER")]],
+    "Anna flew to Rome with Bob": [[(0, 4, "PER"), (13, 17, "LOC"), (23, 26, "PER")],
+                                   [(0, 4, "PER"), (13, 17, "LOC")],
+                                   [(0, 4, "PER"), (13, 17, "LOC"), (23, 26, "PER")],
+                                   []],
+    "No names at all here": [[], [], [(0, 2, "LOC")]],
+}
+
+
+def _span_region(text, start, end, label):
+    return {"from_name": "label", "to_name": "text", "type": "labels",
+            "value": {"start": start, "end": end, "text": text[start:end], "labels": [label]}}
+
+
+def test_span_project_exported_aggregated_pushed_and_read_back(ls_server, client, tmp_path,
+                                                               monkeypatch, capsys, ls_token):
+    """A Labels project made through the API: several users' span annotations, exported in
+    three formats, aggregated, pushed back (API and CLI) and read again."""
+    from crowd_keras.cli import label_studio as cli_label_studio
+    from crowd_keras.sequences.models import TokenDawidSkene
+
+    ls = ls_module()
+    users = ensure_users(client, [f"spans{k}@example.com" for k in range(4)])
+    project = client.projects.create(title="spans", label_config=SPAN_CONFIG).id
+    texts = list(SPAN_TASKS)
+    ids = client.projects.import_tasks(project, request=[{"text": t} for t in texts],
+                                       return_task_ids=True).task_ids
+    for task, text in zip(ids, texts):
+        for user, marks in zip(users, SPAN_TASKS[text]):
+            client.annotations.create(id=task, completed_by=user, ground_truth=False,
+                                      result=[_span_region(text, *m) for m in marks])
+    reads = {fmt: ls.read_export(export_bytes(client, project, fmt), control="label",
+                                 label_config=SPAN_CONFIG) for fmt in ("JSON", "JSON_MIN", "CSV")}
+    ref = reads["JSON"]
+    assert isinstance(ref, ls.LabelStudioSpans) and sorted(ref.task_ids) == sorted(ids)
+    assert ref.summary.n_used == 11 and ref.summary.n_without_label == 3
+    assert ref.summary.spans.spans == 18 and ref.summary.spans.text_mismatch == 0
+    for fmt in ("JSON_MIN", "CSV"):
+        assert reads[fmt].sequences.annotations == ref.sequences.annotations, fmt
+    model = TokenDawidSkene().fit(ref.sequences)
+    spans = model.predict_spans()
+    assert set(spans.loc[spans["doc"] == ids[0], "text"]) == {"John", "Mary", "Paris"}
+    preds = ls.predictions_from_model(ref, model, "crowd-keras-spans")
+    first = ls.push_predictions(client, project, preds)
+    assert first.n_created == len(ids)
+    held = {p.task: p for p in client.predictions.list(project=project)
+            if p.model_version == "crowd-keras-spans"}
+    assert sorted(held) == sorted(ids)
+    for task in ids:
+        got = sorted((r["value"]["start"], r["value"]["end"], r["value"]["labels"][0],
+                      r["value"]["text"]) for r in held[task].result)
+        want = sorted(spans.loc[spans["doc"] == task, ["start", "end", "label", "text"]]
+                      .itertuples(index=False, name=None))
+        assert got == want, task
+    again = ls.push_predictions(client, project, preds)
+    assert (again.n_created, again.n_unchanged) == (0, len(ids))
+    # read again: the export after the push holds the same annotations
+    after = ls.read_export(export_bytes(client, project, "JSON"), label_config=SPAN_CONFIG)
+    assert after.sequences.annotations == ref.sequences.annotations
+    # the command line, pushing a second model version
+    path = tmp_path / "spans.json"
+    path.write_bytes(export_bytes(client, project, "JSON"))
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+    parser = argparse.ArgumentParser(prog="crowd-keras")
+    cli_label_studio.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["label-studio", "aggregate", str(path), "--control", "label",
+                              "--out", str(tmp_path / "p.json"), "--annotators",
+                              str(tmp_path / "a.csv"), "--url", ls_server.url, "--project",
+                              str(project), "--model-version", "cli-spans"])
+    assert args.func(args) == 0
+    assert f"{len(ids)} created" in capsys.readouterr().out
+    held = [p for p in client.predictions.list(project=project) if p.model_version == "cli-spans"]
+    assert len(held) == len(ids) and all(p.result[0]["type"] == "labels" for p in held
+                                         if p.result)
+    report = json.loads((tmp_path / "a.json").read_text())["annotators"]
+    assert {r["email"] for r in report} == {f"spans{k}@example.com" for k in range(4)}

@@ -22,6 +22,8 @@ from typing import Any, Sequence
 
 from crowd_keras.aggregation.registry import get_label_model
 from crowd_keras.progress import Heartbeat
+from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
+                                           get_sequence_model)
 
 from ._common import HelpFormatter, add_method_option, cli_words, common_options
 
@@ -56,9 +58,23 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "else, and the predictions are pushed idempotently (a re-run with the same "
             "--model-version neither duplicates nor loses predictions; an interrupted push "
             "leaves every task with a prediction). The API token is read from the "
-            "LABEL_STUDIO_API_KEY environment variable."))
+            "LABEL_STUDIO_API_KEY environment variable.\n\n"
+            "Span controls (Labels, HyperTextLabels, ParagraphLabels) are aggregated per token "
+            "by --sequence-model (tokens: whitespace runs of the task text, tags --scheme); "
+            "the predictions hold the aggregate spans (start, end, text, labels, score) and "
+            "the report span and token precision/recall/F1 per annotator."))
     agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
     add_method_option(agg)
+    agg.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
+                     choices=available_sequence_models(), metavar="NAME",
+                     help="label model for span controls (--method is for Choices/Rating): "
+                          + ", ".join(available_sequence_models()))
+    agg.add_argument("--scheme", default="IO", choices=["IO", "BIO"],
+                     help="span controls: tags per token (IO, or BIO to tell adjacent spans "
+                          "apart)")
+    agg.add_argument("--text-key", default=None, metavar="KEY",
+                     help="span controls: the task data field holding the text (default: from "
+                          "the config's object, else the field named like the object)")
     agg.add_argument("--out", default="predictions.json", help="predictions file to write")
     agg.add_argument("--annotators", default=None, metavar="CSV",
                      help="annotator quality report (CSV) to write, a .json report beside it "
@@ -66,8 +82,9 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--annotators-json", default=None, metavar="JSON",
                      help="where to write the JSON report (default: the CSV path with .json)")
     agg.add_argument("--control", default=None, metavar="NAME",
-                     help="name of the Choices/Rating control to read (default: the one control "
-                          "used, full JSON only; needed for JSON_MIN/CSV/TSV without a config)")
+                     help="name of the control to read: Choices, Rating or a span control "
+                          "(default: the one such control used, full JSON only; needed for "
+                          "JSON_MIN/CSV/TSV without a config)")
     agg.add_argument("--label-config", default=None, metavar="FILE",
                      help="the project's labeling config (XML): classes in config order, values "
                           "checked against it (default: the project's when pushing, else none; "
@@ -140,7 +157,8 @@ def aggregate_command(args: argparse.Namespace) -> int:
     try:
         export = ls.read_export(args.export, control=args.control, label_config=config,
                                 format=args.format, multiple=args.multiple,
-                                include_gold=args.include_gold)
+                                include_gold=args.include_gold, scheme=args.scheme,
+                                text_key=args.text_key)
     except ImportError as exc:
         _err(str(exc))
         return 2
@@ -150,29 +168,40 @@ def aggregate_command(args: argparse.Namespace) -> int:
     print(export.summary)
     for note in export.summary.notes:
         print(f"note: {cli_words(note)}")
-    if export.annotations.n_annotations == 0:
+    spans = isinstance(export, ls.LabelStudioSpans)
+    if (export.sequences.annotations if spans else export.annotations).n_annotations == 0:
         _err("no annotation left to aggregate (see the notes above)")
         return 2
     if not (args.to_name or export.to_name):
         _err(f"the {export.format} export does not name the object that control "
              f"'{export.control}' labels, which predictions need: {_TO_NAME_HELP}")
         return 2
-    model = get_label_model(args.method)
-    with Heartbeat(f"fitting {args.method}", disable=quiet):
-        model.fit(export.annotations)
-    version = args.model_version or f"crowd-keras-{args.method}"
+    name = args.sequence_model if spans else args.method
+    model = get_sequence_model(name) if spans else get_label_model(name)
+    with Heartbeat(f"fitting {name}", disable=quiet):
+        model.fit(export.sequences if spans else export.annotations)
+    version = args.model_version or f"crowd-keras-{name}"
     try:
-        predictions = ls.to_predictions(export, model.predict_proba(), version,
-                                        include_unannotated=args.include_unannotated,
-                                        to_name=args.to_name)
+        predictions = (ls.predictions_from_model(export, model, version,
+                                                 include_unannotated=args.include_unannotated,
+                                                 to_name=args.to_name) if spans else
+                       ls.to_predictions(export, model.predict_proba(), version,
+                                         include_unannotated=args.include_unannotated,
+                                         to_name=args.to_name))
     except CrowdDataError as exc:
         _err(str(exc))
         return 2
     out = ls.write_predictions(args.out, predictions)
     print(f"wrote {len(predictions)} predictions (model_version {version!r}) to {out}")
-    n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
-    if n_gold:
-        print(f"aggregate accuracy on {n_gold} ground-truth tasks: {acc:.3f}")
+    if spans:
+        n_gold, (p, r, f1) = ls.gold_span_scores(export, model.predict())
+        if n_gold:
+            print(f"aggregate spans on {n_gold} ground-truth tasks: token precision {p:.3f}, "
+                  f"recall {r:.3f}, F1 {f1:.3f}")
+    else:
+        n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
+        if n_gold:
+            print(f"aggregate accuracy on {n_gold} ground-truth tasks: {acc:.3f}")
     if args.annotators is not None:
         _report(args, ls, export, model, client, version)
     if client is not None:
@@ -206,5 +235,5 @@ def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: 
         json_path = csv_path.with_name(csv_path.name + ".json")
     ls.annotator_report(export, model, csv_path=csv_path, json_path=json_path, emails=emails,
                         model_version=version)
-    print(f"wrote the annotator report for {export.annotations.n_annotators} annotators to "
+    print(f"wrote the annotator report for {len(export.annotator_ids)} annotators to "
           f"{csv_path} and {json_path}")

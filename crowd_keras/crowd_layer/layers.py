@@ -42,9 +42,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (checked_layer_args, checked_noise_scale, gather_annotators,
-                            identity_initializer, insert_annotator_axis, is_shape_list,
-                            scale_and_shift, weight_in_use)
+from .._keras_utils import (checked_layer_args, checked_noise_scale, first_mask,
+                            gather_annotators, identity_initializer, insert_annotator_axis,
+                            is_shape_list, scale_and_shift, weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
@@ -84,6 +84,7 @@ class CrowdLayer(keras.layers.Layer):
             init_scale, learning_rate_multiplier)
         self.conn_type = conn
         self.num_classes = None
+        self.supports_masking = True
         self.kernel = self.scale = self.bias = None
 
     # ------------------------------------------------------------------ weights
@@ -157,6 +158,12 @@ class CrowdLayer(keras.layers.Layer):
             eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
             return ops.einsum(eq, probs, self._effective(kernel, probs.dtype))
         return scale_and_shift(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The Keras mask of the outputs: the time-step mask of the first input (a
+        ``(batch, time)`` mask from ``Embedding(mask_zero=True)``, say) is kept on the
+        ``(batch, time, slots[, K])`` output, so the masked losses skip padded steps."""
+        return first_mask(mask)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if is_shape_list(input_shape):

@@ -14,7 +14,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from .._keras_utils import (checked_layer_args, gather_annotators, is_shape_list,
+from .._keras_utils import (checked_layer_args, first_mask, gather_annotators, is_shape_list,
                             scale_and_shift)
 
 __all__ = ["CrowdRegressionLayer"]
@@ -42,6 +42,7 @@ class CrowdRegressionLayer(keras.layers.Layer):
         self.num_annotators, conn = checked_layer_args(num_annotators, conn_type, CONN_TYPES)
         self.conn_type = conn
         self.scale = self.bias = None
+        self.supports_masking = True
 
     def build(self, input_shape: Any) -> None:
         shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
@@ -70,6 +71,12 @@ class CrowdRegressionLayer(keras.layers.Layer):
         else:
             mu, scale, bias = inputs, self.scale, self.bias
         return scale_and_shift(mu, scale, bias)   # (..., 1) broadcasts against (..., A or k)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The Keras mask of the outputs: the time-step mask of the first input (a
+        ``(batch, time)`` mask from ``Embedding(mask_zero=True)``, say) is kept on the
+        ``(batch, time, slots[, K])`` output, so the masked losses skip padded steps."""
+        return first_mask(mask)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if is_shape_list(input_shape):

@@ -25,6 +25,14 @@ Mapping
   joining the choices with ``separator``; predictions write the set back) or
   ``multiple="skip"`` (such annotations are left out and counted). One annotation per
   chosen label is never produced: it would make one user vote twice on one task.
+* Span controls (``Labels``, ``HyperTextLabels``, ``ParagraphLabels``): ``read_export`` returns
+  a :class:`LabelStudioSpans`: per task and user the spans (start, end, label, text) and a
+  :class:`~crowd_keras.sequences.annotations.SequenceAnnotations` (documents = tasks, the
+  text from the task data field the control's object shows). A user's used annotation
+  without spans says "no span here" (all tokens O); no annotation means not seen. Fit a
+  sequence label model (``crowd_keras.sequences``); :func:`predictions_from_model` writes
+  ``labels`` predictions (start, end, text, labels, score) that go through the same
+  idempotent push, and :func:`annotator_report` span and token precision/recall/F1.
 
 Formats
 -------
@@ -38,7 +46,8 @@ JSON keyed by user id and e-mail. The API token is read from an argument or the
 ``LABEL_STUDIO_API_KEY`` environment variable and is scrubbed from every error message.
 
 Modules: :mod:`.reader` parses an export into a :class:`LabelStudioExport` (with the private
-``_records`` for the export formats and ``_controls`` for the labeling config);
+``_records`` for the export formats, ``_controls`` for the labeling config and ``_spans`` for
+span controls, whose predictions and report are in ``_span_results``);
 :mod:`.predictions` and :mod:`.report` turn a label model fitted on it into predictions and
 an annotator report; :mod:`.client` talks to a server (checks, retries) and :mod:`.push`
 sends predictions (create, update in place, never a task left without one). Everything is importable from here.
@@ -53,10 +62,14 @@ from .predictions import predictions_from_model, to_predictions, write_predictio
 from .reader import FORMATS  # noqa: F401 - public constant, not in __all__ (as before)
 from .reader import ExportSummary, LabelStudioExport, read_export
 from .report import annotator_report, gold_accuracy, write_report
+from ._span_results import gold_span_scores, span_predictions, span_report
+from ._spans import LabelStudioSpans, SpanExportSummary
 
 __all__ = [
     "LabelStudioExport", "ExportSummary", "PushResult", "LabelStudioError", "read_export",
     "to_predictions", "predictions_from_model", "write_predictions", "push_predictions",
     "annotator_report", "write_report", "gold_accuracy", "connect", "fetch_user_emails",
     "describe_error", "API_KEY_ENV", "check_project", "check_url", "is_transient",
+    "LabelStudioSpans", "SpanExportSummary", "span_predictions", "span_report",
+    "gold_span_scores",
 ]

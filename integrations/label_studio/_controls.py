@@ -1,5 +1,6 @@
-"""The labeling control: parse the labeling config, pick the Choices/Rating control and read its
-value (the selection) from each record."""
+"""The labeling control: parse the labeling config, pick the control (a Choices/Rating control,
+or a span control: Labels, HyperTextLabels, ParagraphLabels) and read a Choices/Rating value
+(the selection) from each record (span values are read by ``_spans``)."""
 from __future__ import annotations
 
 import json
@@ -12,13 +13,19 @@ from crowd_keras.errors import CrowdDataError
 from ._records import _Record
 
 _SUPPORTED_TAGS = frozenset({"choices", "rating"})  # config tag = result type, lower case
+#: Span controls (config tag = result type, lower case) and the key of their labels in a value.
+SPAN_TAGS = {"labels": "labels", "hypertextlabels": "htmllabels",
+             "paragraphlabels": "paragraphlabels"}
+_READABLE = _SUPPORTED_TAGS | set(SPAN_TAGS)
+_NOT_READABLE = ("; only Choices and Rating controls (one class per task) and Labels, "
+                 "HyperTextLabels and ParagraphLabels controls (spans) can be read")
 _MIN_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time",
              "agreement", "draft_created_at"}
 _INSTALL_HINT = "install the optional extra: pip install 'crowd-keras[label-studio]'"
 
 
-def _parse_config(label_config: Any) -> dict:
-    """{control name: (type, labels or None, to_name, max_rating)} from a labeling config."""
+def _interface(label_config: Any) -> Any:
+    """The SDK's ``LabelInterface`` of a config given as XML text, a path or an interface."""
     try:
         from label_studio_sdk.label_interface import LabelInterface
     except ImportError:  # pragma: no cover - depends on the environment
@@ -41,6 +48,22 @@ def _parse_config(label_config: Any) -> dict:
             li = LabelInterface(text)
         except Exception as exc:  # the SDK raises several unrelated exception types
             raise CrowdDataError(f"label_config could not be parsed: {exc}") from None
+    return li
+
+
+def _object_fields(label_config: Any) -> dict:
+    """{object name: (tag, data key of its ``value="$key"`` or None, attributes)}."""
+    out = {}
+    for obj in _interface(label_config).objects:
+        value = obj.value or ""
+        out[obj.name] = (obj.tag.lower(), value[1:] if value.startswith("$") else None,
+                         dict(obj.attr))
+    return out
+
+
+def _parse_config(label_config: Any) -> dict:
+    """{control name: (type, labels or None, to_name, max_rating)} from a labeling config."""
+    li = _interface(label_config)
     out = {}
     for ctl in li.controls:
         kind = ctl.tag.lower()
@@ -52,19 +75,23 @@ def _parse_config(label_config: Any) -> dict:
             except (TypeError, ValueError):
                 raise CrowdDataError(f"label_config: Rating '{ctl.name}' has "
                                      f"maxRating={raw!r}") from None
-        out[ctl.name] = (kind, list(ctl.labels) if kind == "choices" else None,
+        out[ctl.name] = (kind, list(ctl.labels) if kind == "choices" or kind in SPAN_TAGS else None,
                          ctl.to_name[0] if ctl.to_name else None, max_rating)
     if not out:
         raise CrowdDataError("label_config declares no control tags")
     return out
 
 
-def _pick_from(candidates: list, what: str, origin: str) -> str:
+def _pick_from(candidates: list, what: str, origin: str, spans: Optional[list] = None) -> str:
+    """The one candidate control; the span controls are candidates only when no Choices or
+    Rating control is."""
+    if not candidates and spans:
+        candidates = spans
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        raise CrowdDataError(f"{origin}: no Choices or Rating control found in {what}; only those "
-                             "give one class per task")
+        raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control found in "
+                             f"{what}{_NOT_READABLE}")
     raise CrowdDataError(f"{origin}: several controls in {what}: {candidates}; pass control= "
                          "(CLI: --control) to pick one")
 
@@ -75,11 +102,14 @@ def _pick_control_full(control: Optional[str], config: Optional[dict], seen: dic
         if config is not None:
             declared = [n for n, c in config.items() if c[0] in _SUPPORTED_TAGS]
             used = [n for n in declared if n in seen]
+            spans = [n for n, c in config.items() if c[0] in SPAN_TAGS]
             control = _pick_from(used or declared, "the labeling config" + (
-                " used in the annotation results" if used else ""), origin)
+                " used in the annotation results" if used else ""), origin,
+                [n for n in spans if n in seen] or spans)
         else:
             control = _pick_from(sorted(n for n, (t, _) in seen.items() if t in _SUPPORTED_TAGS),
-                                 "the annotation results", origin)
+                                 "the annotation results", origin,
+                                 sorted(n for n, (t, _) in seen.items() if t in SPAN_TAGS))
     if config is not None:
         if control not in config:
             raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls "
@@ -99,9 +129,8 @@ def _pick_control_full(control: Optional[str], config: Optional[dict], seen: dic
     else:
         raise CrowdDataError(f"{origin}: control '{control}' appears in no annotation result; "
                              f"controls seen: {sorted(seen)}")
-    if kind not in _SUPPORTED_TAGS:
-        raise CrowdDataError(f"control '{control}' is a {kind} control; only Choices and Rating "
-                             "controls give one class per task")
+    if kind not in _READABLE:
+        raise CrowdDataError(f"control '{control}' is a {kind} control{_NOT_READABLE}")
     if control in seen and seen[control][1] is not None:
         to_name = seen[control][1]
     return control, kind, to_name
@@ -117,7 +146,8 @@ def _pick_control_rows(control: Optional[str], config: Optional[dict], columns: 
                                  "(CLI: --control, --label-config)")
         control = _pick_from([n for n, c in config.items()
                               if c[0] in _SUPPORTED_TAGS and n in columns],
-                             "both the labeling config and the export columns", origin)
+                             "both the labeling config and the export columns", origin,
+                             [n for n, c in config.items() if c[0] in SPAN_TAGS and n in columns])
     if control not in columns:
         raise CrowdDataError(f"{origin}: no column '{control}' for the control; columns are "
                              f"{data_cols}")
@@ -128,9 +158,8 @@ def _pick_control_rows(control: Optional[str], config: Optional[dict], columns: 
         raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls are "
                              f"{sorted(config)}")
     kind, _, to_name, _ = config[control]
-    if kind not in _SUPPORTED_TAGS:
-        raise CrowdDataError(f"control '{control}' is a {kind} control; only Choices and Rating "
-                             "controls give one class per task")
+    if kind not in _READABLE:
+        raise CrowdDataError(f"control '{control}' is a {kind} control{_NOT_READABLE}")
     return control, kind, to_name
 
 

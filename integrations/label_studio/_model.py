@@ -1,5 +1,5 @@
-"""The label model fitted on an export when the caller passes none, and the check that a given
-model belongs to the export."""
+"""The label model fitted on an export when the caller passes none, the check that a given
+model belongs to the export, and the check of what predictions label (version, object)."""
 from __future__ import annotations
 
 from typing import Any
@@ -26,3 +26,17 @@ def _ensure_fitted(export: LabelStudioExport, model: Any) -> Any:
         raise CrowdDataError("the label model was fitted on other annotations than this export's; "
                              "fit it on export.annotations (or pass an unfitted model)")
     return model
+
+
+def _prediction_target(export: Any, model_version: Any, to_name: Any) -> str:
+    """The object name predictions label (``to_name`` or the export's); raises on a bad
+    ``model_version`` or when neither names the object."""
+    if not isinstance(model_version, str) or not model_version:
+        raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
+    to_name = to_name or export.to_name
+    if not to_name:
+        raise CrowdDataError(f"the {export.format} export does not name the object control "
+                             f"'{export.control}' labels; pass to_name= (the name= of the object "
+                             "tag its toName points to, e.g. 'text' for <Text name=\"text\" "
+                             "value=\"$text\"/>) or read the export with label_config=")
+    return to_name

@@ -12,8 +12,49 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
+import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What :func:`read_export` read, used and left out (counts of annotations)."""
+
+    format: str
+    control: str
+    control_type: str
+    n_tasks: int
+    n_tasks_unannotated: int
+    n_annotations_read: int
+    n_used: int
+    n_cancelled: int
+    n_without_label: int
+    n_superseded: int
+    n_gold: int
+    n_gold_conflicts: int
+    n_multiple_skipped: int
+    n_annotators: int
+    notes: tuple = ()
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["notes"] = list(self.notes)
+        return out
+
+    def __str__(self) -> str:
+        parts = [f"{self.format} export, control '{self.control}' ({self.control_type}):",
+                 f"{self.n_tasks} tasks ({self.n_tasks_unannotated} without a used annotation),",
+                 f"{self.n_annotators} annotators, {self.n_annotations_read} annotations read,",
+                 f"{self.n_used} used, {self.n_cancelled} skipped/cancelled,",
+                 f"{self.n_without_label} without a label for the control,",
+                 f"{self.n_superseded} superseded by a later one of the same user,",
+                 f"{self.n_gold} ground truth"]
+        if self.n_gold_conflicts:
+            parts.append(f"({self.n_gold_conflicts} conflicting)")
+        if self.n_multiple_skipped:
+            parts.append(f", {self.n_multiple_skipped} multi-choice skipped")
+        return " ".join(parts)
 
 
 @dataclass
@@ -340,3 +381,15 @@ def _records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]
         records.append(_Record(tid, aid, key_, email, False, False, _timestamp(row, where), where,
                                raw=row))
     return task_ids, records, columns, bare
+
+
+def _parse_times(values: list, wheres: list) -> pd.Series:
+    """``updated_at``/``created_at`` strings as UTC times (None stays NaT); located error on an
+    unreadable one."""
+    parsed = pd.to_datetime(pd.Series(values, dtype=object), utc=True, errors="coerce",
+                            format="ISO8601")
+    bad = parsed.isna().to_numpy() & pd.notna(pd.Series(values, dtype=object)).to_numpy()
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"{wheres[n]}: unreadable date-time {values[n]!r}")
+    return parsed

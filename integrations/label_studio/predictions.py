@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
-from ._model import _ensure_fitted
+from ._model import _ensure_fitted, _prediction_target
+from ._span_results import span_predictions_from_model
+from ._spans import LabelStudioSpans
 from .reader import LabelStudioExport, _plain
 
 
@@ -30,19 +32,16 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
         to_name: the object the control labels; default ``export.to_name`` (JSON_MIN/CSV
             exports do not carry it: pass it or read with ``label_config=``).
     """
+    if isinstance(export, LabelStudioSpans):
+        raise CrowdDataError("a span export's predictions are spans, not class probabilities: "
+                             "use span_predictions(export, model.predict_spans(), version) or "
+                             "predictions_from_model(export, model)")
     p = np.asarray(proba, dtype=np.float64)
     shape = (len(export.task_ids), len(export.classes))
     if p.shape != shape:
         raise CrowdDataError(f"probabilities must have shape {shape} (tasks × classes), got "
                              f"{p.shape}")
-    if not isinstance(model_version, str) or not model_version:
-        raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
-    to_name = to_name or export.to_name
-    if not to_name:
-        raise CrowdDataError(f"the {export.format} export does not name the object control "
-                             f"'{export.control}' labels; pass to_name= (the name= of the object "
-                             "tag its toName points to, e.g. 'text' for <Text name=\"text\" "
-                             "value=\"$text\"/>) or read the export with label_config=")
+    to_name = _prediction_target(export, model_version, to_name)
     best = np.argmax(p, axis=1)
     score = p[np.arange(len(p)), best]
     rows = np.arange(len(p)) if include_unannotated else \
@@ -59,14 +58,18 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
     return out
 
 
-def predictions_from_model(export: LabelStudioExport, model: Any = None,
+def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], model: Any = None,
                            model_version: Optional[str] = None, **kwargs: Any) -> list[dict]:
     """Fit ``model`` on the export if needed; return its predictions.
 
-    ``model`` defaults to a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``).
+    ``model`` defaults to a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``;
+    for a span export, the sequence registry's ``DEFAULT_SEQUENCE_MODEL``, and the
+    predictions hold ``labels`` regions: see :mod:`._span_results`).
     ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``; other keyword arguments go to
     :func:`to_predictions`.
     """
+    if isinstance(export, LabelStudioSpans):
+        return span_predictions_from_model(export, model, model_version, **kwargs)
     model = _ensure_fitted(export, model)
     version = model_version or f"crowd-keras-{type(model).__name__}"
     return to_predictions(export, model.predict_proba(), version, **kwargs)

@@ -7,7 +7,7 @@ format carries, is described in the package docstring (``integrations/label_stud
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -15,52 +15,14 @@ import pandas as pd
 from crowd_keras.annotations import Annotations
 from crowd_keras.errors import CrowdDataError
 
-from ._controls import (_parse_config, _pick_control_full, _pick_control_rows, _selection_full,
-                        _selection_min)
-from ._records import _load, _records_from_full, _records_from_rows
+from ._controls import (SPAN_TAGS, _parse_config, _pick_control_full, _pick_control_rows,
+                        _selection_full, _selection_min)
+from ._records import (ExportSummary, _load, _parse_times, _records_from_full,
+                       _records_from_rows)
+from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 _MULTIPLE = ("error", "combination", "skip")
-
-
-@dataclass(frozen=True)
-class ExportSummary:
-    """What :func:`read_export` read, used and left out (counts of annotations)."""
-
-    format: str
-    control: str
-    control_type: str
-    n_tasks: int
-    n_tasks_unannotated: int
-    n_annotations_read: int
-    n_used: int
-    n_cancelled: int
-    n_without_label: int
-    n_superseded: int
-    n_gold: int
-    n_gold_conflicts: int
-    n_multiple_skipped: int
-    n_annotators: int
-    notes: tuple = ()
-
-    def to_dict(self) -> dict:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["notes"] = list(self.notes)
-        return out
-
-    def __str__(self) -> str:
-        parts = [f"{self.format} export, control '{self.control}' ({self.control_type}):",
-                 f"{self.n_tasks} tasks ({self.n_tasks_unannotated} without a used annotation),",
-                 f"{self.n_annotators} annotators, {self.n_annotations_read} annotations read,",
-                 f"{self.n_used} used, {self.n_cancelled} skipped/cancelled,",
-                 f"{self.n_without_label} without a label for the control,",
-                 f"{self.n_superseded} superseded by a later one of the same user,",
-                 f"{self.n_gold} ground truth"]
-        if self.n_gold_conflicts:
-            parts.append(f"({self.n_gold_conflicts} conflicting)")
-        if self.n_multiple_skipped:
-            parts.append(f", {self.n_multiple_skipped} multi-choice skipped")
-        return " ".join(parts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,15 +78,23 @@ class LabelStudioExport:
 
 def read_export(source: Any, control: Optional[str] = None, label_config: Any = None, *,
                 format: Optional[str] = None, multiple: str = "error", separator: str = "|",
-                include_gold: bool = False) -> LabelStudioExport:
+                include_gold: bool = False, scheme: str = "IO", tokenizer: Any = None,
+                text_key: Optional[str] = None,
+                text_mismatch: str = "count") -> Union[LabelStudioExport, LabelStudioSpans]:
     """Read a Label Studio export into crowd annotations.
+
+    A Choices or Rating control gives a :class:`LabelStudioExport` (one class per task); a span
+    control (Labels, HyperTextLabels, ParagraphLabels) gives a
+    :class:`~._spans.LabelStudioSpans` (per task and annotator the spans, and their
+    :class:`~crowd_keras.sequences.annotations.SequenceAnnotations`).
 
     Args:
         source: a path, a file object (text or binary), ``bytes``, or loaded JSON (a list of
             tasks or JSON_MIN rows). Full JSON, JSON_MIN, CSV and TSV are told apart by content
             (and the ``.tsv``/``.csv`` suffix); ``format`` forces one of ``FORMATS``.
-        control: the ``name`` of the Choices/Rating control to read. Optional for full JSON
-            when one such control is used (or declared in ``label_config``).
+        control: the ``name`` of the control to read. Optional for full JSON when one
+            Choices/Rating control is used (or declared in ``label_config``), or else one span
+            control.
         label_config: the project's labeling config (XML text, a path to it, or a
             ``LabelInterface``); gives the classes in config order and validates values.
         multiple: what an annotation with several choices means: ``"error"`` (default),
@@ -132,9 +102,15 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
         separator: joins the choices of a set into a class name (``multiple="combination"``).
         include_gold: also use ``ground_truth`` annotations as ordinary annotations (they
             are always returned in ``gold`` too).
+        scheme, tokenizer: span controls only: the tag scheme (``"IO"``/``"BIO"``) and the
+            tokenizer (default whitespace runs; see :mod:`crowd_keras.sequences.tokens`).
+        text_key: span controls only: the task data field holding the text (default: from
+            the config's object, else the field named like ``to_name``, else the only one).
+        text_mismatch: span controls only: a span ``text`` that differs from the task's
+            characters is counted (``"count"``, default) or an error (``"error"``).
 
     Returns:
-        :class:`LabelStudioExport`.
+        :class:`LabelStudioExport` or :class:`~._spans.LabelStudioSpans`.
 
     Raises:
         CrowdDataError: malformed export (the message names the task, annotation and value).
@@ -146,9 +122,14 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
     config = _parse_config(label_config) if label_config is not None else None
     fmt, payload, origin = _load(source, format.upper() if format else None)
     notes = []
+    spans = dict(label_config=label_config, config=config, include_gold=include_gold,
+                 scheme=scheme, tokenizer=tokenizer, text_key=text_key,
+                 text_mismatch=text_mismatch, origin=origin, notes=notes)
     if fmt == "JSON":
         tasks, records, seen = _records_from_full(payload, origin)
         name, kind, to_name = _pick_control_full(control, config, seen, origin)
+        if kind in SPAN_TAGS:
+            return read_spans(fmt, payload, tasks, records, name, kind, to_name, **spans)
         for rec in records:
             if not rec.cancelled:
                 rec.selection = _selection_full(rec, name, kind)
@@ -162,10 +143,13 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
             if row.get(name) not in (None, ""):
                 raise CrowdDataError(f"{where}: a value {row[name]!r} for control '{name}' but no "
                                      "annotator nor annotation_id")
-        for rec in records:
-            rec.selection = _selection_min(rec, name, kind)
         notes.append(f"{fmt} exports leave out skipped annotations, ground_truth flags and "
                      "tasks whose annotations were all skipped")
+        if kind in SPAN_TAGS or (not kind and looks_like_spans(records, name)):
+            return read_spans(fmt, payload, tasks, records, name, kind or "labels", to_name,
+                              **spans)
+        for rec in records:
+            rec.selection = _selection_min(rec, name, kind)
     return _build(tasks, records, fmt, name, kind, to_name, config, multiple, separator,
                   include_gold, notes)
 
@@ -303,14 +287,6 @@ def _build(tasks: list, records: list, fmt: str, control: str, kind: str, to_nam
         summary=summary, annotator_stats=stats)
 
 
-def _parse_times(values: list, wheres: list) -> pd.Series:
-    parsed = pd.to_datetime(pd.Series(values, dtype=object), utc=True, errors="coerce",
-                            format="ISO8601")
-    bad = parsed.isna().to_numpy() & pd.notna(pd.Series(values, dtype=object)).to_numpy()
-    if bad.any():
-        n = int(np.argmax(bad))
-        raise CrowdDataError(f"{wheres[n]}: unreadable date-time {values[n]!r}")
-    return parsed
 
 
 

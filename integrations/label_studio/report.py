@@ -12,6 +12,8 @@ import pandas as pd
 from crowd_keras.files import atomic_write_text
 
 from ._model import _ensure_fitted
+from ._span_results import fitted_sequence_model, span_report
+from ._spans import LabelStudioSpans
 from .reader import LabelStudioExport, _plain
 
 
@@ -28,12 +30,22 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     the truth). Label Studio has no place for these numbers: they are written to
     ``csv_path`` and ``json_path`` (atomically) when given.
 
+    A span export (:class:`~._spans.LabelStudioSpans`, with a sequence label model) gets the
+    span columns of :func:`~._span_results.span_report` instead: span and token
+    precision/recall/F1 against the aggregate and against the ground-truth spans.
+
     Args:
         model: a label model fitted on ``export.annotations`` or unfitted (it is fitted);
             default: a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``).
         emails: user id -> e-mail, filling e-mails the export lacks (see
             :func:`fetch_user_emails`).
     """
+    if isinstance(export, LabelStudioSpans):
+        model = fitted_sequence_model(export, model)
+        frame = span_report(export, model, emails)
+        meta = {"model": type(model).__name__, "model_version": model_version,
+                "control": export.control, "labels": [_plain(c) for c in export.labels]}
+        return _written(frame, csv_path, json_path, meta)
     model = _ensure_fitted(export, model)
     ann = export.annotations
     n_users = ann.n_annotators
@@ -70,6 +82,10 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     frame.loc[per_user == 0, ["accuracy"] + [f"recall[{c}]" for c in export.classes]] = np.nan
     meta = {"model": type(model).__name__, "model_version": model_version,
             "control": export.control, "classes": [_plain(c) for c in export.classes]}
+    return _written(frame, csv_path, json_path, meta)
+
+
+def _written(frame: pd.DataFrame, csv_path: Any, json_path: Any, meta: dict) -> pd.DataFrame:
     if csv_path is not None:
         write_report(frame, csv_path)
     if json_path is not None:

@@ -1,0 +1,70 @@
+"""PICO (Nguyen et al., ACL 2017): "Participants" spans of medical abstracts by AMT workers.
+
+Reads the layout of ``../shared/data/pico`` (see its README): ``docs.jsonl`` (texts),
+``crowd_{split}.jsonl`` (``{docid, spans: {worker: [[start, end], ...]}}``), the gold spans of
+half the ``acl17-test`` abstracts and the authors' own aggregates. Every worker listed for an
+abstract saw it (unmarked tokens are O); unlisted workers did not (missing).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence, Union
+
+import numpy as np
+
+from ..errors import CrowdDataError
+from ..sequences.annotations import SequenceAnnotations
+from ..sequences.tokens import Tokenizer
+from .loaders import CrowdDataset
+
+__all__ = ["load_pico", "PICO_SPLITS", "PICO_LABEL"]
+
+PICO_SPLITS = ("train", "dev", "test", "acl17-test")
+PICO_LABEL = "Participants"
+_AUTHORS = ("HMMCrowd", "DawidSkene", "MajorityVote")
+
+
+def _jsonl(path: Path) -> list:
+    if not path.exists():
+        raise CrowdDataError(f"no PICO file at {path}")
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_pico(root: Union[str, Path], splits: Sequence[str] = PICO_SPLITS, scheme: str = "IO",
+              tokenizer: Tokenizer = None) -> CrowdDataset:
+    """The PICO crowd annotations of ``splits`` as one :class:`SequenceAnnotations`.
+
+    Args:
+        root: the ``pico`` folder or the shared data folder that contains it.
+        splits: crowd splits to read, in order (documents keep that order).
+        scheme, tokenizer: see :class:`SequenceAnnotations` (default: whitespace tokens, IO).
+
+    Returns:
+        :class:`CrowdDataset` with ``sequences`` (span label ``"Participants"``), ``split``
+        (D,) split name of each document, ``gold`` ``{docid: [[start, end], ...]}`` (the
+        medical student's spans, even docids of acl17-test) and ``authors``
+        ``{"HMMCrowd" | "DawidSkene" | "MajorityVote": {docid: spans}}``.
+    """
+    root = Path(root)
+    d = root if (root / "docs.jsonl").exists() else root / "pico"
+    unknown = [s for s in splits if s not in PICO_SPLITS]
+    if unknown:
+        raise ValueError(f"unknown PICO split(s) {unknown}; splits are {PICO_SPLITS}")
+    texts = {r["docid"]: r["text"] for r in _jsonl(d / "docs.jsonl")}
+    spans, split = {}, []
+    for name in splits:
+        for rec in _jsonl(d / f"crowd_{name}.jsonl"):
+            if rec["docid"] not in texts:
+                raise CrowdDataError(f"crowd_{name}.jsonl: docid {rec['docid']!r} has no text")
+            spans[rec["docid"]] = rec["spans"]
+            split.append(name)
+    seq = SequenceAnnotations.from_dict({k: texts[k] for k in spans}, spans, labels=[PICO_LABEL],
+                                        default_label=PICO_LABEL, scheme=scheme,
+                                        tokenizer=tokenizer)
+    gold = {r["docid"]: r["spans"] for r in _jsonl(d / "gold_acl17_even.jsonl")}
+    authors_rows = _jsonl(d / "authors_aggregates_acl17.jsonl")
+    authors = {k: {r["docid"]: r[k] for r in authors_rows} for k in _AUTHORS}
+    return CrowdDataset(sequences=seq, split=np.asarray(split, dtype=object), gold=gold,
+                        authors=authors)

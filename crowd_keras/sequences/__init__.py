@@ -1,0 +1,22 @@
+"""Spans and sequences from crowds: tokens, span ↔ tag coding, sequence label models.
+
+A family package (docstring only, like ``crowd_keras.conal``): every module here is numpy
+only (layer 2 of ``ARCHITECTURE.md``); the Keras side of sequence labelling is the sequence
+form of :class:`crowd_keras.layers.CrowdLayer` with its Keras mask.
+
+Modules:
+
+* :mod:`.tokens`: explicit, pluggable tokenisation (default: maximal runs of non-space
+  characters, ``str.isspace``, with character offsets) into one flat :class:`Tokens` table.
+* :mod:`.spans`: character spans ↔ per-token IO/BIO tags, vectorised, with every odd case
+  counted.
+* :mod:`.annotations`: :class:`SequenceAnnotations`, who marked which spans in which
+  document, encoded for the label models as a token-level :class:`crowd_keras.Annotations`.
+* :mod:`.models` (token majority vote, token Dawid-Skene with shrinkage, a text prior and
+  tempered decoding), :mod:`.hmm` (HMM-Crowd), on the surface of :mod:`.base`; by name
+  through :mod:`.registry`.
+* :mod:`.chains`: forward-backward and Viterbi vectorised across sequences.
+* :mod:`.quality` (per-annotator span/token quality, token P/R/F1), :mod:`.selection` (the
+  held-out worker likelihood used to choose settings without gold), :mod:`.batches`
+  (vocabulary and fixed-length windows for Keras taggers).
+"""

@@ -1,0 +1,408 @@
+"""`SequenceAnnotations`: which annotator marked which spans in which document.
+
+The container keeps the documents (ids, texts, :class:`~.tokens.Tokens`), the *annotations*
+(one annotator on one document: the annotator saw the document) and their character spans
+with a label each. For the label models it encodes them as a token-level
+:class:`crowd_keras.Annotations` (:attr:`SequenceAnnotations.annotations`):
+
+* items = the tokens of all documents (item ``t`` is token ``t`` of :attr:`tokens`);
+* annotators = the annotators; classes = the tags (``"O"``, ``"I-label"`` / ``"B-label"``);
+* an annotator who saw a document labels *every* token of it: unmarked tokens are ``O``
+  (an annotation without spans says "no span here"); an annotator who did not see a document
+  has no annotation on its tokens (missing, not ``O``).
+
+Bad input raises a located :class:`~crowd_keras.CrowdDataError` (unknown document, negative or
+reversed offsets, a label outside ``labels``, a span whose ``text`` differs from the document
+with ``text_mismatch="error"``); odd but usable spans are handled and counted in
+:attr:`SequenceAnnotations.summary` (see :mod:`.spans`), never dropped silently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..annotations import Annotations
+from ..codes import frozen, ids_array, show
+from ..errors import CrowdDataError
+from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
+                    tag_names, tags_to_spans)
+from .tokens import Tokenizer, Tokens, _code_points, tokenize
+
+__all__ = ["SequenceAnnotations", "SpanSummary"]
+
+_MISMATCH = ("count", "error")
+
+
+@dataclass(frozen=True)
+class SpanSummary:
+    """What became of the spans (counts); see :mod:`.spans` for each odd case."""
+
+    documents: int
+    annotators: int
+    annotations: int
+    annotations_without_spans: int
+    spans: int
+    spans_used: int
+    text_mismatch: int
+    past_text_clipped: int
+    empty_dropped: int
+    whitespace_only_dropped: int
+    start_mid_token: int
+    end_mid_token: int
+    overlapping_own: int
+    tokens_two_labels_own: int
+    overlapping_others_differently: int
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def __str__(self) -> str:
+        d = self.to_dict()
+        head = (f"{d.pop('documents')} documents, {d.pop('annotators')} annotators, "
+                f"{d.pop('annotations')} annotations ({d.pop('annotations_without_spans')} "
+                f"without spans), {d.pop('spans')} spans ({d.pop('spans_used')} used)")
+        odd = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in d.items() if v)
+        return head + (f"; {odd}" if odd else "")
+
+
+def _texts_and_ids(texts: Any, doc_ids: Any) -> tuple[list, np.ndarray]:
+    if isinstance(texts, pd.Series):
+        return texts.astype(object).tolist(), ids_array(texts.index if doc_ids is None else doc_ids)
+    if isinstance(texts, Mapping):
+        return list(texts.values()), ids_array(list(texts.keys()) if doc_ids is None else doc_ids)
+    texts = list(texts)
+    return texts, ids_array(range(len(texts)) if doc_ids is None else doc_ids)
+
+
+def _codes(values: pd.Series, table: pd.Index, what: str, row_ids: np.ndarray,
+           row: str = "span row") -> np.ndarray:
+    codes = table.get_indexer(values)
+    if (codes < 0).any():
+        r = int(np.argmax(codes < 0))
+        raise CrowdDataError(f"{row} {row_ids[r]}: {what} {show(values.iloc[r])} is not among "
+                             f"the {len(table)} {what}s given")
+    return codes.astype(np.int64)
+
+
+def _offsets(frame: pd.DataFrame, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    out = []
+    for col in ("start", "end"):
+        v = pd.to_numeric(frame[col], errors="coerce").to_numpy(np.float64)
+        bad = ~np.isfinite(v) | (v != np.round(v))
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise CrowdDataError(f"span row {row_ids[r]}: {col} must be an integer character "
+                                 f"offset, got {show(frame[col].iloc[r])}")
+        out.append(v.astype(np.int64))
+    start, end = out
+    for bad, what in ((start < 0, "negative start"), (end < start, "end before start")):
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise CrowdDataError(f"span row {row_ids[r]}: {what} (start {start[r]}, end {end[r]})")
+    return start, end
+
+
+def _text_mismatch(texts: list, doc: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   given: pd.Series) -> np.ndarray:
+    """(S,) bool: the span's ``text`` differs from ``texts[doc][start:end]`` (vectorised over
+    code points; spans without a text are not checked)."""
+    has = given.notna().to_numpy()
+    given_text = given.where(has, "").astype(str).tolist()
+    glen = np.fromiter((len(t) for t in given_text), np.int64, len(given_text))
+    bad = has & (glen != end - start)
+    check = np.flatnonzero(has & ~bad)
+    if len(check):
+        cp, base = _code_points(texts)
+        span_cp, span_base = _code_points([given_text[i] for i in check])
+        lens = glen[check]
+        owner = np.repeat(np.arange(len(check)), lens)
+        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        src = base[doc[check]][owner] + start[check][owner] + within
+        dst = span_base[owner] + within
+        src = np.minimum(src, len(cp) - 1)      # spans past the text mismatch anyway
+        differs = np.bincount(owner, weights=cp[src] != span_cp[dst], minlength=len(check))
+        bad[check] = differs > 0
+    return bad
+
+
+class SequenceAnnotations:
+    """Span annotations of documents by several annotators (see the module docstring).
+
+    Build with :meth:`from_spans` (a long frame, one row per span) or :meth:`from_dict`
+    (``{doc: {annotator: [[start, end(, label)], ...]}}``, PICO's layout).
+
+    Attributes:
+        doc_ids (D,), texts (D,), tokens (:class:`Tokens`), annotator_ids (W,), labels (L,)
+        span labels, scheme (``"IO"``/``"BIO"``), tags (K,) tag names;
+        assign_doc, assign_annotator (A,): the annotations (annotator saw document);
+        span_assign, span_start, span_end, span_label (S,): the spans (character offsets);
+        span_token_start, span_token_end (S,): their global token range ``[a, b)``, -1 if
+        left out; summary (:class:`SpanSummary`).
+    """
+
+    def __init__(self, texts: Sequence[str], doc_ids: np.ndarray, annotator_ids: np.ndarray,
+                 labels: Sequence, assign_doc: np.ndarray, assign_annotator: np.ndarray,
+                 span_assign: np.ndarray, span_start: np.ndarray, span_end: np.ndarray,
+                 span_label: np.ndarray, *, scheme: str = "IO", tokens: Optional[Tokens] = None,
+                 tokenizer: Tokenizer = None,
+                 span_mismatch: Optional[np.ndarray] = None) -> None:
+        self.texts = list(texts)
+        self.doc_ids = ids_array(doc_ids)
+        self.annotator_ids = ids_array(annotator_ids)
+        self.labels = ids_array(labels)
+        self.scheme = check_scheme(scheme)
+        self.tags = np.array(tag_names(self.labels.tolist(), self.scheme), dtype=object)
+        self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer)
+        if self.tokens.n_docs != len(self.texts):
+            raise CrowdDataError(f"{self.tokens.n_docs} tokenised documents for "
+                                 f"{len(self.texts)} texts")
+        order = np.lexsort((assign_annotator, assign_doc))     # annotations by (doc, annotator)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        self.assign_doc = frozen(np.asarray(assign_doc, np.int64)[order])
+        self.assign_annotator = frozen(np.asarray(assign_annotator, np.int64)[order])
+        dup = (np.diff(self.assign_doc) == 0) & (np.diff(self.assign_annotator) == 0)
+        if dup.any():
+            i = int(np.argmax(dup))
+            raise CrowdDataError(f"annotator {show(self.annotator_ids[self.assign_annotator[i]])} "
+                                 f"has two annotations of document "
+                                 f"{show(self.doc_ids[self.assign_doc[i]])}; give each "
+                                 "(document, annotator) one annotation (all its spans)")
+        self.span_assign = frozen(rank[np.asarray(span_assign, np.int64)])
+        self.span_start = frozen(np.asarray(span_start, np.int64))
+        self.span_end = frozen(np.asarray(span_end, np.int64))
+        self.span_label = frozen(np.asarray(span_label, np.int64))
+        self.span_mismatch = frozen(np.zeros(len(self.span_start), bool) if span_mismatch is None
+                                    else np.asarray(span_mismatch, bool))
+        self.text_len = frozen(np.fromiter((len(t) for t in self.texts), np.int64,
+                                           len(self.texts)))
+        flat = spans_to_tags(self.tokens, self.text_len, self.assign_doc, self.span_assign,
+                             self.span_start, self.span_end, self.span_label, len(self.labels),
+                             self.scheme)
+        self.obs_assign = frozen(flat["obs_assign"])
+        self.obs_token = frozen(flat["obs_token"])
+        self.obs_tag = frozen(flat["obs_tag"])
+        self.span_token_start = frozen(flat["span_a"])
+        self.span_token_end = frozen(flat["span_b"])
+        n_spans = np.bincount(self.span_assign, minlength=len(self.assign_doc))
+        self.summary = SpanSummary(
+            documents=len(self.texts), annotators=len(self.annotator_ids),
+            annotations=len(self.assign_doc), annotations_without_spans=int((n_spans == 0).sum()),
+            spans=len(self.span_start), spans_used=int((self.span_token_start >= 0).sum()),
+            text_mismatch=int(self.span_mismatch.sum()), **{k: flat["counts"][k] for k in COUNT_KEYS})
+        self._annotations: Optional[Annotations] = None
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_spans(cls, texts: Any, spans: pd.DataFrame, *, seen: Any = None,
+                   doc_ids: Any = None, labels: Optional[Sequence] = None, scheme: str = "IO",
+                   tokenizer: Tokenizer = None, text_mismatch: str = "count",
+                   default_label: str = "span",
+                   tokens: Optional[Tokens] = None) -> "SequenceAnnotations":
+        """From one row per span.
+
+        Args:
+            texts: the documents: a sequence of strings (ids ``0..D-1`` or ``doc_ids``), a
+                mapping ``{doc_id: text}`` or a Series indexed by doc id.
+            spans: frame with columns ``doc``, ``annotator``, ``start``, ``end`` (character
+                offsets, end exclusive) and optionally ``label`` (else ``default_label``) and
+                ``text`` (checked against the document).
+            seen: the (document, annotator) pairs who saw a document, as a frame with columns
+                ``doc`` and ``annotator`` or a list of pairs; pairs with spans are always
+                included. Default: only the pairs that have spans.
+            labels: the span labels allowed (in code order); default the sorted labels seen.
+            scheme: ``"IO"`` (default) or ``"BIO"``.
+            tokenizer: see :func:`.tokens.tokenize`; or ``tokens``: the texts' tokens already
+                made (e.g. another ``SequenceAnnotations``' ``tokens``).
+            text_mismatch: ``"count"`` (default: keep the offsets, count the span in
+                ``summary.text_mismatch``) or ``"error"``.
+        """
+        if text_mismatch not in _MISMATCH:
+            raise ValueError(f"text_mismatch must be one of {_MISMATCH}, got {text_mismatch!r}")
+        text_list, ids = _texts_and_ids(texts, doc_ids)
+        if not isinstance(spans, pd.DataFrame):
+            raise CrowdDataError(f"spans must be a DataFrame, got {type(spans).__name__}")
+        missing = [c for c in ("doc", "annotator", "start", "end") if c not in spans.columns]
+        if missing:
+            raise CrowdDataError(f"spans frame has no column(s) {missing}; columns are "
+                                 f"{list(spans.columns)}")
+        frame = spans.reset_index(drop=True)
+        row_ids = spans.index.to_numpy()
+        doc_index = pd.Index(ids)
+        s_doc = _codes(frame["doc"], doc_index, "document", row_ids)
+        start, end = _offsets(frame, row_ids)
+        lab_col = (frame["label"] if "label" in frame.columns
+                   else pd.Series([default_label] * len(frame), dtype=object))
+        if lab_col.isna().any():
+            r = int(np.argmax(lab_col.isna().to_numpy()))
+            raise CrowdDataError(f"span row {row_ids[r]}: missing label")
+        if labels is None:
+            labels = sorted(pd.unique(lab_col).tolist(), key=str) or [default_label]
+        s_label = _codes(lab_col, pd.Index(list(labels)), "label", row_ids)
+        mismatch = np.zeros(len(frame), bool)
+        if "text" in frame.columns and len(frame):
+            lens = np.fromiter((len(t) for t in text_list), np.int64, len(text_list))
+            mismatch = bad = _text_mismatch(text_list, s_doc, start,
+                                            np.minimum(end, lens[s_doc]), frame["text"])
+            if bad.any() and text_mismatch == "error":
+                r = int(np.argmax(bad))
+                raise CrowdDataError(
+                    f"span row {row_ids[r]}: text {show(frame['text'].iloc[r])} differs from the "
+                    f"document's characters {int(start[r])}:{int(end[r])} "
+                    f"{show(text_list[s_doc[r]][start[r]:end[r]])}")
+        pair_doc, pair_annotator = [s_doc], [frame["annotator"]]
+        if seen is not None:
+            seen_frame = (seen if isinstance(seen, pd.DataFrame)
+                          else pd.DataFrame(list(seen), columns=["doc", "annotator"]))
+            pair_doc.append(_codes(seen_frame["doc"].reset_index(drop=True), doc_index,
+                                   "document", seen_frame.index.to_numpy(), "seen row"))
+            pair_annotator.append(seen_frame["annotator"])
+        annotators = pd.concat(pair_annotator, ignore_index=True)
+        if annotators.isna().any():
+            r = int(np.argmax(annotators.isna().to_numpy()))
+            where = f"span row {row_ids[r]}" if r < len(frame) else f"seen row {r - len(frame)}"
+            raise CrowdDataError(f"{where}: missing annotator id")
+        ann_codes, ann_ids = pd.factorize(annotators, sort=True)
+        key = np.concatenate(pair_doc) * len(ann_ids) + ann_codes
+        ukey, inverse = np.unique(key, return_inverse=True)
+        return cls(text_list, ids, np.asarray(ann_ids, dtype=object), list(labels),
+                   ukey // len(ann_ids), ukey % len(ann_ids), inverse[:len(frame)], start, end,
+                   s_label, scheme=scheme, tokenizer=tokenizer, tokens=tokens,
+                   span_mismatch=mismatch)
+
+    @classmethod
+    def from_dict(cls, texts: Any, spans: Mapping, **kwargs: Any) -> "SequenceAnnotations":
+        """From ``{doc_id: {annotator: [[start, end], ...]}}`` (a third entry is the label).
+
+        Every annotator listed for a document saw it (an empty list: no span there). Other
+        keyword arguments as in :meth:`from_spans`.
+        """
+        rows, seen = [], []
+        for doc, by_annotator in spans.items():
+            for annotator, marks in by_annotator.items():
+                seen.append((doc, annotator))
+                rows.extend((doc, annotator, *m) for m in marks)
+        width = max((len(r) for r in rows), default=4)
+        cols = ["doc", "annotator", "start", "end", "label"][:width]
+        return cls.from_spans(texts, pd.DataFrame(rows, columns=cols), seen=seen, **kwargs)
+
+    # ------------------------------------------------------------------ sizes and views
+    @property
+    def n_docs(self) -> int:
+        return len(self.texts)
+
+    @property
+    def n_tokens(self) -> int:
+        return self.tokens.n_tokens
+
+    @property
+    def n_tags(self) -> int:
+        return n_tags(len(self.labels), self.scheme)
+
+    def __repr__(self) -> str:
+        return (f"SequenceAnnotations(n_docs={self.n_docs}, n_tokens={self.n_tokens}, "
+                f"n_annotators={len(self.annotator_ids)}, n_annotations={len(self.assign_doc)}, "
+                f"scheme={self.scheme!r}, labels={self.labels.tolist()})")
+
+    @property
+    def annotations(self) -> Annotations:
+        """Token-level :class:`crowd_keras.Annotations` (items = tokens, classes = tags)."""
+        if self._annotations is None:
+            self._annotations = Annotations(
+                self.obs_token, self.assign_annotator[self.obs_assign], self.obs_tag,
+                item_ids=np.arange(self.n_tokens), annotator_ids=self.annotator_ids,
+                classes=self.tags)
+        return self._annotations
+
+    def spans_frame(self) -> pd.DataFrame:
+        """The spans read: ``doc, annotator, start, end, label, text, used``."""
+        doc = self.assign_doc[self.span_assign]
+        return pd.DataFrame({
+            "doc": self.doc_ids[doc], "annotator": self.annotator_ids[
+                self.assign_annotator[self.span_assign]],
+            "start": self.span_start, "end": self.span_end,
+            "label": self.labels[self.span_label],
+            "text": [self.texts[d][s:e] for d, s, e in zip(doc, self.span_start, self.span_end)],
+            "used": self.span_token_start >= 0})
+
+    def decode(self, tags: np.ndarray, scores: Optional[np.ndarray] = None,
+               docs: Optional[np.ndarray] = None) -> pd.DataFrame:
+        """Spans of per-token tags: frame ``doc, start, end, label, text`` (+ ``score``).
+
+        Args:
+            tags: (T,) tag codes of all tokens.
+            scores: optional (T,) per-token score; a span's score is the mean over its tokens.
+            docs: optional document codes to keep.
+        """
+        tags = np.asarray(tags)
+        if tags.shape != (self.n_tokens,):
+            raise ValueError(f"tags must have shape ({self.n_tokens},), got {tags.shape}")
+        first = self.tokens.position == 0
+        begin, last, label = tags_to_spans(tags, first, self.scheme)
+        doc = self.tokens.doc[begin]
+        keep = np.ones(len(begin), bool) if docs is None else np.isin(doc, docs)
+        begin, last, label, doc = begin[keep], last[keep], label[keep], doc[keep]
+        start, end = self.tokens.start[begin], self.tokens.end[last]
+        out = pd.DataFrame({"doc": self.doc_ids[doc], "start": start, "end": end,
+                            "label": self.labels[label],
+                            "text": [self.texts[d][s:e] for d, s, e in zip(doc, start, end)]})
+        if scores is not None:
+            csum = np.concatenate([[0.0], np.cumsum(np.asarray(scores, np.float64))])
+            out["score"] = (csum[last + 1] - csum[begin]) / (last + 1 - begin)
+        return out
+
+    def token_ranges(self, doc: Any, start: Any, end: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Global token range ``[a, b)`` overlapped by character spans of document ids ``doc``."""
+        codes = pd.Index(self.doc_ids).get_indexer(list(doc))
+        if (codes < 0).any():
+            raise CrowdDataError(f"unknown document id {show(list(doc)[int(np.argmax(codes < 0))])}")
+        return span_token_ranges(self.tokens, codes, np.asarray(start), np.asarray(end))
+
+    def annotation_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Each annotation's spans after tagging, as token ranges: ``(assignment, first
+        token, last token (inclusive), label)``; overlapping spans of one annotator are one."""
+        first = np.concatenate([[True], self.obs_assign[1:] != self.obs_assign[:-1]])
+        begin, last, label = tags_to_spans(self.obs_tag, first, self.scheme)
+        return self.obs_assign[begin], self.obs_token[begin], self.obs_token[last], label
+
+    def drop_annotations(self, drop: np.ndarray) -> "SequenceAnnotations":
+        """A copy without the annotations where ``drop`` (A,) is True (same tokens, ids)."""
+        drop = np.asarray(drop, bool)
+        if drop.shape != self.assign_doc.shape:
+            raise ValueError(f"drop must have shape {self.assign_doc.shape}, got {drop.shape}")
+        keep = np.flatnonzero(~drop)
+        recode = np.full(len(drop), -1)
+        recode[keep] = np.arange(len(keep))
+        s = ~drop[self.span_assign]
+        return SequenceAnnotations(
+            self.texts, self.doc_ids, self.annotator_ids, self.labels, self.assign_doc[keep],
+            self.assign_annotator[keep], recode[self.span_assign[s]], self.span_start[s],
+            self.span_end[s], self.span_label[s], scheme=self.scheme, tokens=self.tokens,
+            span_mismatch=self.span_mismatch[s])
+
+    def subset(self, docs: Sequence[int]) -> "SequenceAnnotations":
+        """The documents with codes ``docs`` (in that order), their annotations and spans."""
+        docs = np.asarray(docs, np.int64)
+        tokens, _ = self.tokens.subset(docs)
+        recode_doc = np.full(self.n_docs, -1)
+        recode_doc[docs] = np.arange(len(docs))
+        keep = np.flatnonzero(recode_doc[self.assign_doc] >= 0)
+        recode = np.full(len(self.assign_doc), -1)
+        recode[keep] = np.arange(len(keep))
+        s = recode[self.span_assign] >= 0
+        return SequenceAnnotations(
+            [self.texts[d] for d in docs], self.doc_ids[docs], self.annotator_ids, self.labels,
+            recode_doc[self.assign_doc[keep]], self.assign_annotator[keep],
+            recode[self.span_assign[s]], self.span_start[s], self.span_end[s],
+            self.span_label[s], scheme=self.scheme, tokens=tokens,
+            span_mismatch=self.span_mismatch[s])
+
+    def with_scheme(self, scheme: str) -> "SequenceAnnotations":
+        """The same annotations tagged with another scheme (``"IO"`` or ``"BIO"``)."""
+        return SequenceAnnotations(
+            self.texts, self.doc_ids, self.annotator_ids, self.labels, self.assign_doc,
+            self.assign_annotator, self.span_assign, self.span_start, self.span_end,
+            self.span_label, scheme=scheme, tokens=self.tokens, span_mismatch=self.span_mismatch)

@@ -1,0 +1,178 @@
+"""The label-model surface extended to sequences, and the steps the sequence models share.
+
+A sequence label model is a :class:`crowd_keras.aggregation.LabelModel` whose items are the
+tokens of a :class:`~.annotations.SequenceAnnotations` and whose classes are its tags:
+
+* ``fit(sequences, token_prior=None) -> self``;
+* ``predict_proba()`` (T, K): per-token tag distribution; ``predict()`` (T,): decoded tags
+  (not an argmax over tags: see :func:`decode_marginals`); ``predict_spans()``: the decoded
+  spans (``doc, start, end, label, text, score``);
+* ``annotator_quality_``: per annotator, span precision/recall/F1 and token
+  precision/recall/F1 against the aggregate, and the model's estimated token accuracy;
+  ``confusion_matrices_`` (W, K, K): token confusion matrices, rows = true tag;
+* with new ``SequenceAnnotations`` (the fitted annotators and tags), ``predict_proba``,
+  ``predict`` and ``predict_spans`` score them under the fitted model.
+
+They are not in :func:`crowd_keras.aggregation.get_label_model`'s registry: their ``fit``
+needs the documents' token order (HMM-Crowd's transitions) and texts (spans), which an
+:class:`~crowd_keras.Annotations` does not carry; :mod:`.registry` lists them by name.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..aggregation.base import LabelModel
+from ..aggregation.dawid_skene import m_step, sufficient_statistics
+from ..errors import CrowdDataError
+from ..numerics import normalize_rows
+from .annotations import SequenceAnnotations
+from .quality import annotator_quality
+
+__all__ = ["SequenceLabelModel", "decode_marginals", "shrunk_m_step", "emission_loglik",
+           "token_log_prior"]
+
+
+def decode_marginals(post: np.ndarray, ties_positive: bool = False) -> np.ndarray:
+    """(T,) tags from per-token marginals (T, K).
+
+    A token is tagged when the tags other than ``O`` have more than half of its mass (at least
+    half with ``ties_positive``: majority vote's "at least half of the annotators" rule), and
+    then gets the most probable of them; otherwise it is ``O``. For one span label in IO this
+    is ``P(I) > 1/2``; in BIO, ``P(B) + P(I) > 1/2`` and then the likelier of B and I.
+    """
+    p_out = post[:, 0]
+    tagged = p_out <= 0.5 if ties_positive else p_out < 0.5
+    best = 1 + np.argmax(post[:, 1:], axis=1)
+    return np.where(tagged, best, 0)
+
+
+def shrunk_m_step(XT: sp.csr_matrix, post: np.ndarray, strength: float, smoothing: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dawid-Skene M-step with every annotator shrunk toward the pooled annotator.
+
+    ``π_w[t, l] ∝ E#_w(z=t, y=l) + s·π̄[t, l] + smoothing`` with ``π̄`` the row-normalised sum
+    of all annotators' expected counts (an empirical-Bayes Dirichlet prior of strength ``s``
+    centred on the pooled confusion): the expected counts of
+    :func:`~crowd_keras.aggregation.dawid_skene.sufficient_statistics` plus ``s·π̄`` go to
+    :func:`~crowd_keras.aggregation.dawid_skene.m_step` (Dawid & Skene 1979, Eq. 2.3-2.4).
+
+    Returns:
+        ``(class_prior (K,), log_pi (W, K, K), pooled (K, K))``; rows = true tag.
+    """
+    counts, mass = sufficient_statistics(XT, post)           # counts[w·K + l, t]
+    k = mass.shape[0]
+    pooled = normalize_rows(counts.reshape(-1, k, k).sum(0).T + smoothing)   # (t, l)
+    if strength:
+        counts = counts + strength * np.tile(pooled.T, (counts.shape[0] // k, 1))
+    prior, log_pi = m_step(counts, mass, smoothing)
+    return prior, log_pi, pooled
+
+
+def emission_loglik(X: sp.csr_matrix, log_pi: np.ndarray) -> np.ndarray:
+    """(T, K): ``e_t(z) = Σ_{annotations (t, w, l)} log π_w[z, l]``, one sparse product with
+    the (T, W·K) vote incidence ``X`` (the log-likelihood of a token's labels given its tag)."""
+    k = log_pi.shape[1]
+    return np.asarray(X @ log_pi.transpose(0, 2, 1).reshape(-1, k))
+
+
+def token_log_prior(token_prior: Any, n_tokens: int, k: int) -> Optional[tuple]:
+    """Validate a per-token tag prior: ``(log q (T', K), rows (T',))`` of the tokens that have
+    one, or None. ``token_prior`` is (T, K) probabilities with NaN rows where there is none,
+    or (T,) ``P(tagged)`` for two tags."""
+    if token_prior is None:
+        return None
+    q = np.asarray(token_prior, np.float64)
+    if q.ndim == 1 and k == 2:
+        q = np.stack([1.0 - q, q], axis=1)
+    if q.shape != (n_tokens, k):
+        raise CrowdDataError(f"token_prior must have shape ({n_tokens}, {k}) (or ({n_tokens},) "
+                             f"for two tags), got {np.shape(token_prior)}")
+    rows = np.flatnonzero(~np.isnan(q).any(axis=1))
+    q = q[rows]
+    if ((q < 0) | (q > 1)).any() or not np.allclose(q.sum(1), 1.0, atol=1e-4):
+        raise CrowdDataError("token_prior rows must be probabilities summing to 1 (NaN = none)")
+    return np.log(np.clip(q, 1e-6, 1.0)), rows
+
+
+class SequenceLabelModel(LabelModel):
+    """Base class of the sequence label models (see the module docstring).
+
+    Subclasses implement ``fit`` (setting ``sequences_``, ``annotations_``, ``posteriors_``,
+    ``confusion_matrices_``, ``class_priors_``) and ``_sequence_posteriors(sequences,
+    token_prior)`` for new sequences; ``_decode`` may be overridden (Viterbi).
+    """
+
+    _ties_positive = False
+    sequences_: SequenceAnnotations
+
+    def _check_sequences(self, sequences: Any) -> SequenceAnnotations:
+        if not isinstance(sequences, SequenceAnnotations):
+            raise CrowdDataError(f"{type(self).__name__} fits SequenceAnnotations (documents, "
+                                 f"spans), got {type(sequences).__name__}")
+        return sequences
+
+    def _aligned(self, sequences: SequenceAnnotations):
+        if list(sequences.tags) != list(self.sequences_.tags):
+            raise CrowdDataError(f"tags {list(sequences.tags)} differ from the fitted tags "
+                                 f"{list(self.sequences_.tags)}")
+        return self._align(sequences.annotations)
+
+    def predict_proba(self, sequences: Optional[SequenceAnnotations] = None,
+                      token_prior: Any = None) -> np.ndarray:
+        """(T, K) tag distribution of every token (of ``sequences`` under the fitted model)."""
+        self._check_fitted()
+        if sequences is None:
+            return self.posteriors_.copy()
+        return self._sequence_posteriors(self._check_sequences(sequences), token_prior)
+
+    def _sequence_posteriors(self, sequences: SequenceAnnotations,
+                             token_prior: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _decode(self, post: np.ndarray, sequences: SequenceAnnotations) -> np.ndarray:
+        return decode_marginals(post, self._ties_positive)
+
+    def predict(self, sequences: Optional[SequenceAnnotations] = None,
+                token_prior: Any = None) -> np.ndarray:
+        """(T,) decoded tag codes (classes: ``sequences.tags``)."""
+        seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
+        return self._decode(self.predict_proba(sequences, token_prior), seq)
+
+    def predict_spans(self, sequences: Optional[SequenceAnnotations] = None,
+                      token_prior: Any = None) -> pd.DataFrame:
+        """Decoded spans: ``doc, start, end, label, text, score`` (score: the mean over the
+        span's tokens of the probability that the token is in a span of that label)."""
+        seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
+        post = self.predict_proba(sequences, token_prior)
+        tags = self.predict(sequences, token_prior)
+        return seq.decode(tags, scores=_label_mass(post, tags, seq))
+
+    @property
+    def annotator_quality_(self) -> pd.DataFrame:
+        """Per annotator: ``annotator, n_documents, n_spans, accuracy`` (the model's token
+        accuracy, Σ_k ρ_k π_kk), ``span_precision, span_recall, span_f1`` and
+        ``token_precision, token_recall, token_f1`` against the aggregate (decoded) spans."""
+        self._check_fitted()
+        return annotator_quality(self.sequences_, self.predict(), self.confusion_matrices_,
+                                 self.class_priors_)
+
+    def _set_fitted(self, seq: SequenceAnnotations, post: np.ndarray, log_pi: np.ndarray,
+                    prior: np.ndarray) -> None:
+        self.sequences_ = seq
+        self.annotations_ = seq.annotations
+        self.posteriors_ = post
+        self.confusion_matrices_ = np.exp(log_pi)
+        self.class_priors_ = prior
+
+
+def _label_mass(post: np.ndarray, tags: np.ndarray, seq: SequenceAnnotations) -> np.ndarray:
+    """(T,) probability that each token carries its decoded tag's span label (B + I mass)."""
+    if seq.scheme == "IO":
+        return post[np.arange(len(tags)), tags]
+    lab = np.maximum((tags - 1) // 2, 0)
+    rows = np.arange(len(tags))
+    return np.where(tags > 0, post[rows, 1 + 2 * lab] + post[rows, 2 + 2 * lab], post[:, 0])

@@ -1,0 +1,108 @@
+"""Per-annotator quality against an aggregate, and token-level scores of spans.
+
+Spans are compared as token ranges with their label: an annotator's span matches an aggregate
+span when both cover exactly the same tokens of the same document with the same label (after
+tagging, so offsets that differ inside a token do not matter). Token scores count tokens that
+carry the same span label. All counts are ``bincount``\\ s over the flat annotations.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..errors import CrowdDataError
+from .annotations import SequenceAnnotations
+from .spans import tag_labels, tags_to_spans, token_coverage
+
+__all__ = ["annotator_quality", "token_confusions", "token_prf", "spans_token_mask"]
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return np.divide(num, den, out=np.full(len(num), np.nan), where=den > 0)
+
+
+def _f1(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return _ratio(2 * p * r, p + r)
+
+
+def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
+                      confusion: Optional[np.ndarray] = None,
+                      class_prior: Optional[np.ndarray] = None) -> pd.DataFrame:
+    """Per annotator, against the aggregate ``tags`` (T,).
+
+    Returns a frame with ``annotator, n_documents, n_spans`` (after tagging), ``accuracy``
+    (``Σ_k ρ_k π_kk`` of the model's token confusion, when given), ``span_precision``
+    (share of the annotator's spans that are aggregate spans), ``span_recall`` (share of the
+    aggregate spans in the documents the annotator saw that the annotator marked),
+    ``span_f1``, and ``token_precision / token_recall / token_f1`` (tokens with the same span
+    label). NaN where a ratio has no denominator.
+    """
+    n_ann = len(seq.annotator_ids)
+    n_lab = max(len(seq.labels), 1)
+    T = seq.n_tokens
+    first = seq.tokens.position == 0
+    g_begin, g_last, g_label = tags_to_spans(tags, first, seq.scheme)
+    agg_key = (g_begin * (T + 1) + g_last) * n_lab + g_label
+    a_assign, a_begin, a_last, a_label = seq.annotation_spans()
+    hit = np.isin((a_begin * (T + 1) + a_last) * n_lab + a_label, agg_key)
+    who = seq.assign_annotator[a_assign]
+    n_spans = np.bincount(who, minlength=n_ann)
+    n_hit = np.bincount(who, weights=hit, minlength=n_ann)
+    agg_per_doc = np.bincount(seq.tokens.doc[g_begin], minlength=seq.n_docs)
+    n_agg = np.bincount(seq.assign_annotator, weights=agg_per_doc[seq.assign_doc],
+                        minlength=n_ann)
+    span_p, span_r = _ratio(n_hit, n_spans), _ratio(n_hit, n_agg)
+
+    obs_who = seq.assign_annotator[seq.obs_assign]
+    mine = tag_labels(seq.obs_tag, seq.scheme)
+    theirs = tag_labels(np.asarray(tags)[seq.obs_token], seq.scheme)
+    tp = np.bincount(obs_who, weights=(mine >= 0) & (mine == theirs), minlength=n_ann)
+    tok_p = _ratio(tp, np.bincount(obs_who, weights=mine >= 0, minlength=n_ann))
+    tok_r = _ratio(tp, np.bincount(obs_who, weights=theirs >= 0, minlength=n_ann))
+    out = pd.DataFrame({"annotator": seq.annotator_ids,
+                        "n_documents": np.bincount(seq.assign_annotator, minlength=n_ann),
+                        "n_spans": n_spans})
+    if confusion is not None and class_prior is not None:
+        out["accuracy"] = np.einsum("k,akk->a", class_prior, confusion)
+    out["span_precision"], out["span_recall"], out["span_f1"] = span_p, span_r, _f1(span_p, span_r)
+    out["token_precision"], out["token_recall"], out["token_f1"] = tok_p, tok_r, _f1(tok_p, tok_r)
+    return out
+
+
+def token_confusions(seq: SequenceAnnotations, tags: np.ndarray) -> np.ndarray:
+    """(W, K, K) counts: annotator ``w`` gave tag ``l`` (column) where the aggregate ``tags``
+    say ``t`` (row), over the tokens of the documents ``w`` saw."""
+    k = seq.n_tags
+    n_ann = len(seq.annotator_ids)
+    who = seq.assign_annotator[seq.obs_assign]
+    cell = (who * k + np.asarray(tags)[seq.obs_token]) * k + seq.obs_tag
+    return np.bincount(cell, minlength=n_ann * k * k).reshape(n_ann, k, k)
+
+
+def token_prf(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float, float]:
+    """Precision, recall and F1 of the positive tokens of boolean ``pred`` against ``gold``."""
+    pred, gold = np.asarray(pred, bool), np.asarray(gold, bool)
+    tp = float((pred & gold).sum())
+    p = tp / max(int(pred.sum()), 1)
+    r = tp / max(int(gold.sum()), 1)
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def spans_token_mask(seq: SequenceAnnotations, spans: Any) -> np.ndarray:
+    """(T,) bool: tokens of ``seq`` overlapped by ``spans`` (the PICO metric's rule).
+
+    ``spans``: a frame with ``doc, start, end`` (doc ids of ``seq``) or a mapping
+    ``{doc_id: [[start, end], ...]}``.
+    """
+    if isinstance(spans, Mapping):
+        rows = [(d, s[0], s[1]) for d, marks in spans.items() for s in marks]
+        spans = pd.DataFrame(rows, columns=["doc", "start", "end"])
+    if len(spans) == 0:
+        return np.zeros(seq.n_tokens, bool)
+    doc = pd.Index(seq.doc_ids).get_indexer(spans["doc"])
+    if (doc < 0).any():
+        raise CrowdDataError(f"span row {int(np.argmax(doc < 0))}: document "
+                             f"{spans['doc'].iloc[int(np.argmax(doc < 0))]!r} is not in the sequences")
+    return token_coverage(seq.tokens, doc, spans["start"].to_numpy(), spans["end"].to_numpy())

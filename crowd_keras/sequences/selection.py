@@ -1,0 +1,142 @@
+"""Choosing sequence models and their settings from the crowd alone (no gold).
+
+The criterion: hide one annotation in each of some documents (chosen at random among those
+with at least two annotations; several random draws), fit the model on everything else, and
+score the hidden annotator's tags by their predictive log-likelihood under the fitted model,
+
+    log p(y_hidden | other annotations[, text]) / (number of hidden token-labels),
+
+a proper scoring rule for the model's prediction of a new annotator: for token models
+``Σ_t log Σ_z p(z_t | others) π_w[z, y_tw]``; for HMM-Crowd ``log p(all) - log p(others)``
+per document (two forward passes). Higher is better. The agreement F1 of the decoded tags
+with the hidden annotator's tags is reported beside it as a second check.
+
+It compares settings within one model family well (temperature, shrinkage, a text prior);
+across families that define the truth differently it can mislead (a model whose "truth" is
+the union of spans predicts each annotator's spans well), so read it with the agreement F1.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .annotations import SequenceAnnotations
+from .base import SequenceLabelModel, decode_marginals
+from .hmm import HMMCrowd
+from .models import TokenDawidSkene
+from .spans import tag_labels
+
+__all__ = ["heldout_annotations", "heldout_log_likelihood", "heldout_scores",
+           "choose_temperature"]
+
+
+def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None,
+                        seed: int = 0) -> np.ndarray:
+    """(A,) bool: one random annotation per document of ``docs`` (codes; default all) among
+    the documents with at least two annotations."""
+    rng = np.random.default_rng(seed)
+    per_doc = np.bincount(seq.assign_doc, minlength=seq.n_docs)
+    in_docs = np.ones(len(seq.assign_doc), bool) if docs is None else np.isin(seq.assign_doc, docs)
+    cand = np.flatnonzero(in_docs & (per_doc[seq.assign_doc] >= 2))
+    order = np.lexsort((rng.random(len(cand)), seq.assign_doc[cand]))
+    c = cand[order]
+    first = np.concatenate([[True], seq.assign_doc[c][1:] != seq.assign_doc[c][:-1]])
+    hidden = np.zeros(len(seq.assign_doc), bool)
+    hidden[c[first]] = True
+    return hidden
+
+
+def _hidden_obs(full: SequenceAnnotations, model: SequenceLabelModel,
+                hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    obs = np.flatnonzero(hidden[full.obs_assign])
+    fitted = pd.Index(model.sequences_.annotator_ids)
+    who = fitted.get_indexer(full.annotator_ids[full.assign_annotator[full.obs_assign[obs]]])
+    return full.obs_token[obs], who, full.obs_tag[obs].astype(np.int64)
+
+
+def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
+                           hidden: np.ndarray, proba: Optional[np.ndarray] = None) -> float:
+    """Mean log-likelihood per hidden token-label (module docstring).
+
+    Args:
+        model: fitted on ``full.drop_annotations(hidden)``.
+        full: all annotations; hidden: (A,) bool mask of the hidden ones.
+        proba: (T, K) predictive tag distribution to use for a token model (default
+            ``model.predict_proba()``; e.g. ``model.tempered_proba(τ)``).
+    """
+    tok, who, tag = _hidden_obs(full, model, hidden)
+    if isinstance(model, HMMCrowd):
+        docs = np.unique(full.assign_doc[hidden])
+        diff = model.log_likelihood(full) - model.log_likelihood()
+        return float(diff[docs].sum() / max(len(tok), 1))
+    p = model.predict_proba() if proba is None else proba
+    pi_y = model.confusion_matrices_[who, :, tag]            # (n, K): π_w[z, y]
+    return float(np.log(np.einsum("nk,nk->n", p[tok], pi_y)).mean())
+
+
+def _agreement_f1(tags: np.ndarray, full: SequenceAnnotations, hidden: np.ndarray) -> float:
+    obs = np.flatnonzero(hidden[full.obs_assign])
+    theirs = tag_labels(full.obs_tag[obs], full.scheme)
+    mine = tag_labels(np.asarray(tags)[full.obs_token[obs]], full.scheme)
+    tp = (mine >= 0) & (mine == theirs)
+    p = tp.sum() / max((mine >= 0).sum(), 1)
+    r = tp.sum() / max((theirs >= 0).sum(), 1)
+    return float(2 * p * r / (p + r)) if p + r else 0.0
+
+
+def heldout_scores(seq: SequenceAnnotations, models: Dict[str, Any], docs: Optional[Sequence[int]]
+                   = None, n_draws: int = 5, seed: int = 0,
+                   token_priors: Optional[Dict[str, Any]] = None) -> pd.DataFrame:
+    """Held-out log-likelihood and agreement F1 of several models, per draw.
+
+    Args:
+        models: ``{name: model}``; a fresh copy with the same parameters is fitted per draw.
+        docs: document codes whose annotations may be hidden (e.g. a dev split).
+        token_priors: ``{name: token_prior}`` for the models that take one.
+
+    Returns:
+        frame ``model, draw, heldout_loglik, agreement_f1``.
+    """
+    rows = []
+    for draw in range(n_draws):
+        hidden = heldout_annotations(seq, docs, seed + draw)
+        rest = seq.drop_annotations(hidden)
+        for name, template in models.items():
+            model = type(template)(**template.get_params(deep=False))
+            prior = (token_priors or {}).get(name)
+            model.fit(rest, **({"token_prior": prior} if prior is not None else {}))
+            rows.append({"model": name, "draw": draw,
+                         "heldout_loglik": heldout_log_likelihood(model, seq, hidden),
+                         "agreement_f1": _agreement_f1(model.predict(), seq, hidden)})
+    return pd.DataFrame(rows)
+
+
+def choose_temperature(seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None,
+                       temperatures: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9,
+                                                        1.0),
+                       n_draws: int = 5, seed: int = 0, token_prior: Any = None,
+                       **params: Any) -> tuple[float, pd.DataFrame]:
+    """τ of :class:`~.models.TokenDawidSkene` with the best mean held-out log-likelihood.
+
+    One fit per draw (τ changes the decoding only, :meth:`TokenDawidSkene.tempered_proba`).
+
+    Returns:
+        ``(best τ, frame)``, the frame with ``temperature, heldout_loglik, agreement_f1``
+        (means over the draws), one row per τ.
+    """
+    rows = []
+    for draw in range(n_draws):
+        hidden = heldout_annotations(seq, docs, seed + draw)
+        model = TokenDawidSkene(**{**params, "temperature": 1.0})
+        model.fit(seq.drop_annotations(hidden), token_prior=token_prior)
+        for tau in temperatures:
+            p = model.tempered_proba(tau)
+            rows.append({"temperature": float(tau), "draw": draw,
+                         "heldout_loglik": heldout_log_likelihood(model, seq, hidden, p),
+                         "agreement_f1": _agreement_f1(decode_marginals(p), seq, hidden)})
+    table = (pd.DataFrame(rows).groupby("temperature", as_index=False)
+             [["heldout_loglik", "agreement_f1"]].mean())
+    best = float(table.loc[table["heldout_loglik"].idxmax(), "temperature"])
+    return best, table

@@ -1,0 +1,339 @@
+"""Span controls of a Label Studio export (Labels, HyperTextLabels, ParagraphLabels): per task,
+per annotator, the spans (start, end, label, text), and a :class:`SequenceAnnotations`.
+
+Mapping: documents = tasks (their text is the task data field the control's object shows),
+annotators = users; one used annotation of a user on a task = that user saw the task, and
+its spans for the control are the user's spans (an annotation with none says "no span
+here": every token O); a user without an annotation on a task did not see it. Skipped,
+superseded and ground-truth annotations are handled as for choices (``reader``).
+
+Offsets: ``Labels`` on ``Text`` give character offsets (``value.start``/``value.end``);
+``HyperTextLabels`` give character offsets in ``value.globalOffsets`` (used as offsets into
+the task's data value: right for plain text shown as HyperText; the ``text`` check counts
+the spans where that is not so); ``ParagraphLabels`` give a paragraph index and an offset in
+it, turned into offsets in the paragraphs' texts joined with ``"\\n"``. Bad span input
+(negative or reversed offsets, a label outside the config, a span without label) raises a
+located :class:`~crowd_keras.CrowdDataError`; a ``text`` that differs from the document is
+counted (``text_mismatch="error"`` makes it an error).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from crowd_keras.errors import CrowdDataError
+from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
+
+from ._controls import _MIN_META, SPAN_TAGS, _object_fields
+from ._records import ExportSummary, _parse_times, _task_id
+
+__all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
+
+
+@dataclass(frozen=True)
+class SpanExportSummary(ExportSummary):
+    """:class:`~._records.ExportSummary` of a span control (``n_without_label``: used
+    annotations without a span, i.e. all O) and what became of the spans (``spans``)."""
+
+    spans: Optional[SpanSummary] = None
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        out["spans"] = self.spans.to_dict() if self.spans is not None else None
+        return out
+
+    def __str__(self) -> str:
+        return (f"{self.format} export, span control '{self.control}' ({self.control_type}): "
+                f"{self.n_tasks} tasks ({self.n_tasks_unannotated} without a used annotation), "
+                f"{self.n_annotators} annotators, {self.n_annotations_read} annotations read, "
+                f"{self.n_used} used ({self.n_without_label} without spans: all O), "
+                f"{self.n_cancelled} skipped/cancelled, {self.n_superseded} superseded, "
+                f"{self.n_gold} ground truth; spans: {self.spans}")
+
+
+@dataclass(frozen=True, eq=False)
+class LabelStudioSpans:
+    """A Label Studio export of a span control, read for crowd learning.
+
+    Attributes:
+        sequences: :class:`~crowd_keras.sequences.annotations.SequenceAnnotations`; documents
+            = tasks (``doc_ids`` = task ids, in export order), annotators = users.
+        spans: the spans of the used annotations: ``task, annotator, annotation_id, start,
+            end, label, text`` (character offsets into the task's text).
+        gold: spans of the latest ``ground_truth`` annotation of each task (same columns,
+            without ``annotator``); empty when there is none.
+        control, control_type, to_name: the control, its type (``"labels"``,
+            ``"hypertextlabels"``, ``"paragraphlabels"``) and the object it labels;
+        text_key: the task data field holding the text; format; summary
+        (:class:`SpanExportSummary`); annotator_emails; annotator_stats (per user:
+        ``annotator, email, n_used, n_cancelled, n_superseded, n_gold``).
+    """
+
+    sequences: SequenceAnnotations
+    spans: pd.DataFrame = field(repr=False)
+    gold: pd.DataFrame = field(repr=False)
+    annotator_emails: np.ndarray
+    control: str
+    control_type: str
+    to_name: Optional[str]
+    text_key: str
+    format: str
+    summary: SpanExportSummary
+    annotator_stats: pd.DataFrame = field(repr=False)
+    paragraph_starts: dict = field(default_factory=dict, repr=False)
+
+    task_ids = property(lambda self: self.sequences.doc_ids, doc="(n_tasks,) task ids.")
+    annotator_ids = property(lambda self: self.sequences.annotator_ids,
+                             doc="(n_annotators,) user ids.")
+    labels = property(lambda self: self.sequences.labels, doc="span labels in code order.")
+
+
+def looks_like_spans(records: list, control: str) -> bool:
+    """JSON_MIN/CSV without a config: does the control's column hold span regions?"""
+    for rec in records:
+        raw = rec.raw.get(control)
+        if isinstance(raw, str) and raw.lstrip().startswith("["):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                return False
+        if isinstance(raw, list) and raw and isinstance(raw[0], dict):
+            return "start" in raw[0] or "globalOffsets" in raw[0]
+        if raw not in (None, "", []):
+            return False
+    return False
+
+
+def _text_key(text_key: Optional[str], to_name: Optional[str], objects: dict,
+              data_fields: dict, origin: str) -> str:
+    if text_key is not None:
+        return text_key
+    if to_name in objects and objects[to_name][1]:
+        return objects[to_name][1]
+    if to_name in data_fields:
+        return to_name
+    texts = [k for k, v in data_fields.items() if isinstance(v, (str, list))]
+    if len(texts) == 1:
+        return texts[0]
+    raise CrowdDataError(f"{origin}: cannot tell which task data field holds the text the spans "
+                         f"are in (fields: {sorted(data_fields)[:10]}); pass text_key= "
+                         "(CLI: --text-key) or label_config=")
+
+
+def _document(value: Any, kind: str, where: str, text_key: str,
+              paragraph_key: str) -> tuple[str, Optional[np.ndarray]]:
+    """(text, paragraph start offsets or None) of a task's data value."""
+    if kind == "paragraphlabels":
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise CrowdDataError(f"{where}: data field '{text_key}' is not a JSON list of "
+                                     "paragraphs") from None
+        if not isinstance(value, list) or not all(isinstance(p, dict) and isinstance(
+                p.get(paragraph_key), str) for p in value):
+            raise CrowdDataError(f"{where}: data field '{text_key}' must be a list of paragraphs "
+                                 f"with a '{paragraph_key}' text each")
+        parts = [p[paragraph_key] for p in value]
+        lens = np.fromiter((len(t) + 1 for t in parts), np.int64, len(parts))
+        return "\n".join(parts), np.concatenate([[0], np.cumsum(lens)[:-1]])
+    if not isinstance(value, str):
+        raise CrowdDataError(f"{where}: data field '{text_key}' must be text, got "
+                             f"{type(value).__name__}")
+    return value, None
+
+
+def _offset(value: Any, where: str, what: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise CrowdDataError(f"{where}: {what} must be an integer character offset, got "
+                             f"{value!r}")
+    return int(value)
+
+
+def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray]) -> list:
+    """(start, end, label, text, where) per label of each region value."""
+    rows = []
+    for j, v in enumerate(values):
+        at = f"{where}, span {j}"
+        if not isinstance(v, dict):
+            raise CrowdDataError(f"{at}: a region must be an object, got {type(v).__name__}")
+        if kind == "hypertextlabels" and isinstance(v.get("globalOffsets"), dict):
+            start = _offset(v["globalOffsets"].get("start"), at, "globalOffsets.start")
+            end = _offset(v["globalOffsets"].get("end"), at, "globalOffsets.end")
+        elif kind == "paragraphlabels":
+            if bases is None:
+                raise CrowdDataError(f"{at}: the task has no paragraphs")
+            p0, p1 = (_offset(v.get(k), at, k) for k in ("start", "end"))
+            if not (0 <= p0 < len(bases) and 0 <= p1 < len(bases)):
+                raise CrowdDataError(f"{at}: paragraph {max(p0, p1)} is outside the task's "
+                                     f"{len(bases)} paragraphs")
+            start = int(bases[p0]) + _offset(v.get("startOffset"), at, "startOffset")
+            end = int(bases[p1]) + _offset(v.get("endOffset"), at, "endOffset")
+        else:
+            start = _offset(v.get("start"), at, "start")
+            end = _offset(v.get("end"), at, "end")
+        if start < 0:
+            raise CrowdDataError(f"{at}: negative start offset {start}")
+        if end < start:
+            raise CrowdDataError(f"{at}: end {end} before start {start}")
+        labels = v.get(SPAN_TAGS[kind], v.get("labels"))
+        if not isinstance(labels, list) or not labels or not all(isinstance(x, str)
+                                                                 for x in labels):
+            raise CrowdDataError(f"{at}: value.{SPAN_TAGS[kind]} must be a non-empty list of "
+                                 f"label names, got {labels!r}")
+        text = v.get("text")
+        rows += [(start, end, lab, text if isinstance(text, str) else None, at)
+                 for lab in dict.fromkeys(labels)]
+    return rows
+
+
+def _values(rec: Any, control: str, kind: str) -> list:
+    if rec.result is not None:                                    # full JSON
+        items = [r for r in rec.result if r["from_name"] == control]
+        for item in items:
+            if str(item["type"]).lower() != kind:
+                raise CrowdDataError(f"{rec.where}: a result of control '{control}' has type "
+                                     f"'{item['type']}', expected '{kind}'")
+        return [item["value"] for item in items]
+    raw = rec.raw.get(control)                                    # JSON_MIN / CSV
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise CrowdDataError(f"{rec.where}: column '{control}' holds invalid JSON text "
+                                 f"({exc.msg}): {raw[:80]!r}") from None
+    if raw is None:
+        return []
+    if isinstance(raw, dict):
+        return [raw]
+    if not isinstance(raw, list):
+        raise CrowdDataError(f"{rec.where}: column '{control}' holds {type(raw).__name__} "
+                             f"{raw!r}; expected a list of span regions")
+    return raw
+
+
+def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str, kind: str,
+               to_name: Optional[str], label_config: Any, config: Optional[dict], *,
+               include_gold: bool, scheme: str, tokenizer: Any, text_key: Optional[str],
+               text_mismatch: str, origin: str, notes: list) -> LabelStudioSpans:
+    """The span reading behind :func:`~.reader.read_export` (after the control is picked)."""
+    objects = _object_fields(label_config) if label_config is not None else {}
+    paragraph_key = objects.get(to_name, (None, None, {}))[2].get("textKey", "text")
+    if fmt == "JSON":
+        data = {tid: (t.get("data") or {}) for tid, t in zip(tasks, payload)}
+    else:
+        data = {}
+        for i, row in enumerate(payload):
+            tid = _task_id(row.get("id"), f"{origin}: row {i}")
+            data.setdefault(tid, {k: v for k, v in row.items()
+                                  if k not in _MIN_META and k != control and k != "__line__"})
+    key = _text_key(text_key, to_name, objects,
+                    next((d for d in data.values() if d), {}), origin)
+    texts, bases = {}, {}
+    for tid in tasks:
+        if key not in data.get(tid, {}):
+            raise CrowdDataError(f"{origin}: task {tid!r} has no data field '{key}' (the text "
+                                 f"the spans of '{control}' are in)")
+        texts[tid], bases[tid] = _document(data[tid][key], kind, f"{origin}: task {tid!r}", key,
+                                           paragraph_key)
+    live = [r for r in records if not r.cancelled]
+    frame = pd.DataFrame({
+        "task": pd.Series([r.task for r in live], dtype=object),
+        "annotator": pd.Series([r.annotator for r in live], dtype=object),
+        "gold": np.array([r.gold for r in live], dtype=bool),
+        "aid": np.array([r.annotation_id if isinstance(r.annotation_id, int) else -1
+                         for r in live], dtype=np.int64),
+        "row": np.arange(len(live))})
+    frame["time"] = _parse_times([r.time for r in live], [r.where for r in live])
+    frame = frame.sort_values(["time", "aid", "row"], na_position="first", kind="stable")
+    gold_rows = frame[frame["gold"]]
+    used = frame if include_gold else frame[~frame["gold"]]
+    superseded = used.duplicated(["task", "annotator"], keep="last")
+    kept = used[~superseded].sort_values("row")
+    gold_kept = gold_rows.drop_duplicates("task", keep="last").sort_values("row")
+
+    def spans_of(rows: pd.DataFrame) -> pd.DataFrame:
+        out = []
+        for r in rows["row"]:
+            rec = live[r]
+            for start, end, lab, text, at in _span_rows(_values(rec, control, kind), kind,
+                                                        rec.where, bases[rec.task]):
+                out.append((rec.task, rec.annotator, rec.annotation_id, start, end, lab, text, at))
+        return pd.DataFrame(out, columns=["task", "annotator", "annotation_id", "start", "end",
+                                          "label", "text", "where"])
+
+    spans, gold = spans_of(kept), spans_of(gold_kept)
+    allowed = config[control][1] if config is not None and control in config else None
+    for frame_, what in ((spans, "span"), (gold, "ground-truth span")):
+        if allowed is not None and len(frame_):
+            bad = ~frame_["label"].isin(allowed).to_numpy()
+            if bad.any():
+                r = int(np.argmax(bad))
+                raise CrowdDataError(f"{frame_['where'].iloc[r]}: label {frame_['label'].iloc[r]!r} "
+                                     f"of control '{control}' is not in the labeling config "
+                                     f"(labels: {allowed})")
+    labels = allowed if allowed is not None else sorted(set(spans["label"]) | set(gold["label"]))
+    if not labels:
+        raise CrowdDataError(f"{origin}: no annotation holds a span for control '{control}' and "
+                             "no labeling config names its labels; pass label_config=")
+    seq = SequenceAnnotations.from_spans(
+        texts, spans.rename(columns={"task": "doc"}),
+        seen=kept[["task", "annotator"]].rename(columns={"task": "doc"}), labels=labels,
+        scheme=scheme, tokenizer=tokenizer)
+    if text_mismatch == "error" and seq.span_mismatch.any():
+        r = int(np.argmax(seq.span_mismatch))
+        raise CrowdDataError(f"{spans['where'].iloc[r]}: text {spans['text'].iloc[r]!r} differs "
+                             f"from the task's characters {spans['start'].iloc[r]}:"
+                             f"{spans['end'].iloc[r]}")
+    return _assemble(seq, spans, gold, records, frame, used, superseded, gold_rows, fmt, control,
+                     kind, to_name, key, notes, bases)
+
+
+def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame, records: list,
+              frame: pd.DataFrame, used: pd.DataFrame, superseded: pd.Series,
+              gold_rows: pd.DataFrame, fmt: str, control: str, kind: str,
+              to_name: Optional[str], key: str, notes: list, bases: dict) -> LabelStudioSpans:
+    users = pd.Index(seq.annotator_ids)
+    everyone = sorted({r.annotator for r in records}, key=lambda a: (isinstance(a, str), a))
+    missing = [a for a in everyone if a not in users]
+    if missing:     # users with only skipped/gold annotations still get a row in the stats
+        users = pd.Index(list(seq.annotator_ids) + missing)
+    emails = {}
+    for rec in records:
+        if rec.email and rec.annotator not in emails:
+            emails[rec.annotator] = rec.email
+
+    def per_user(values: Any) -> np.ndarray:
+        return np.bincount(users.get_indexer(list(values)), minlength=len(users))
+
+    n_used = per_user(used.loc[~superseded, "annotator"])
+    stats = pd.DataFrame({"annotator": pd.Series(list(users), dtype=object),
+                          "email": np.array([emails.get(a) for a in users], dtype=object),
+                          "n_used": n_used,
+                          "n_cancelled": per_user(r.annotator for r in records if r.cancelled),
+                          "n_superseded": per_user(used.loc[superseded, "annotator"]),
+                          "n_gold": per_user(gold_rows["annotator"])})
+    per_doc = np.bincount(seq.assign_doc, minlength=seq.n_docs)
+    summary = SpanExportSummary(
+        format=fmt, control=control, control_type=kind, n_tasks=seq.n_docs,
+        n_tasks_unannotated=int((per_doc == 0).sum()), n_annotations_read=len(records),
+        n_used=len(seq.assign_doc), n_cancelled=sum(r.cancelled for r in records),
+        n_without_label=seq.summary.annotations_without_spans,
+        n_superseded=int(superseded.sum()), n_gold=int(len(gold_rows)), n_gold_conflicts=0,
+        n_multiple_skipped=0, n_annotators=len(seq.annotator_ids), notes=tuple(notes),
+        spans=seq.summary)
+    return LabelStudioSpans(
+        sequences=seq, spans=spans.drop(columns="where"),
+        gold=gold.drop(columns=["where", "annotator"]),
+        annotator_emails=np.array([emails.get(a) for a in seq.annotator_ids], dtype=object),
+        control=control, control_type=kind, to_name=to_name, text_key=key, format=fmt,
+        summary=summary, annotator_stats=stats,
+        paragraph_starts={t: b for t, b in bases.items() if b is not None})

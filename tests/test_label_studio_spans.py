@@ -1,0 +1,229 @@
+"""Label Studio span controls: read (JSON, JSON_MIN, CSV), aggregate, predictions, report, CLI."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import require_data
+from crowd_keras import CrowdDataError
+from crowd_keras.cli import build_parser
+from crowd_keras.integrations import label_studio as ls
+from crowd_keras.sequences.models import TokenDawidSkene
+
+CONFIG = ('<View><Text name="text" value="$text"/><Labels name="label" toName="text">'
+          '<Label value="PER"/><Label value="LOC"/></Labels></View>')
+TEXT = "John met Mary in Paris"
+
+
+def region(start, end, text=None, label="PER", control="label", kind="labels", key="labels"):
+    value = {"start": start, "end": end, "text": TEXT[start:end] if text is None else text,
+             key: [label]}
+    return {"from_name": control, "to_name": "text", "type": kind, "value": value}
+
+
+def export(extra=()):
+    """Task 1 marked by users 1-3 (3: no span), user 4 skipped, user 1 twice (the later
+    annotation wins); task 2 seen by nobody."""
+    return [{"id": 1, "data": {"text": TEXT}, "annotations": [
+        {"id": 10, "completed_by": 1, "result": [region(0, 4)], "updated_at": "2024-01-01T00:00:00Z"},
+        {"id": 11, "completed_by": 1, "result": [region(0, 4), region(9, 13)],
+         "updated_at": "2024-01-02T00:00:00Z"},
+        {"id": 12, "completed_by": 2, "result": [region(0, 4), region(17, 22, label="LOC")]},
+        {"id": 13, "completed_by": 3, "result": []},
+        {"id": 14, "completed_by": 4, "result": [], "was_cancelled": True},
+        *extra]},
+        {"id": 2, "data": {"text": "Nobody here"}, "annotations": []}]
+
+
+def test_full_json_spans_per_task_and_annotator():
+    e = ls.read_export(export(), label_config=CONFIG)
+    assert isinstance(e, ls.LabelStudioSpans) and e.control == "label" and e.text_key == "text"
+    assert e.spans[["task", "annotator", "start", "end", "label", "text"]].values.tolist() == [
+        [1, 1, 0, 4, "PER", "John"], [1, 1, 9, 13, "PER", "Mary"],
+        [1, 2, 0, 4, "PER", "John"], [1, 2, 17, 22, "LOC", "Paris"]]
+    s = e.summary
+    assert (s.n_used, s.n_superseded, s.n_cancelled, s.n_without_label) == (3, 1, 1, 1)
+    assert (s.n_tasks, s.n_tasks_unannotated) == (2, 1)
+    dense = e.sequences.annotations.to_dense()          # tokens × users 1, 2, 3
+    tags = list(e.sequences.tags)
+    assert tags == ["O", "I-PER", "I-LOC"]
+    assert dense[:5].tolist() == [[1, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 2, 0]]
+    assert (dense[5:] == -1).all()                        # task 2: seen by nobody
+    assert e.annotator_stats.set_index("annotator").loc[4, "n_cancelled"] == 1
+    # without a config: the labels seen, and the one span control is found by itself
+    assert list(ls.read_export(export()).labels) == ["LOC", "PER"]
+
+
+@pytest.fixture()
+def converted(tmp_path):
+    """The same export as JSON_MIN and CSV, written by the SDK's offline converter."""
+    converter = pytest.importorskip("label_studio_sdk.converter").Converter
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(export()))
+    conv = converter(config=CONFIG, project_dir=None, download_resources=False)
+    conv.convert_to_json_min(str(src), str(tmp_path / "min"), is_dir=False)
+    conv.convert_to_csv(str(src), str(tmp_path / "csv"), is_dir=False, sep=",")
+    return src, tmp_path / "min" / "result.json", tmp_path / "csv" / "result.csv"
+
+
+def test_json_min_and_csv_read_to_the_same_spans(converted):
+    full_path, min_path, csv_path = converted
+    full = ls.read_export(full_path, control="label", label_config=CONFIG)
+    for path, fmt in ((min_path, "JSON_MIN"), (csv_path, "CSV")):
+        got = ls.read_export(path, control="label", label_config=CONFIG)
+        assert got.format == fmt and isinstance(got, ls.LabelStudioSpans)
+        assert got.sequences.annotations == full.sequences.annotations, fmt
+        cols = ["task", "annotator", "start", "end", "label", "text"]
+        assert got.spans[cols].values.tolist() == full.spans[cols].values.tolist()
+    # without a config the span column is recognised from its values
+    rows = json.loads(min_path.read_text())
+    assert isinstance(ls.read_export(rows, control="label"), ls.LabelStudioSpans)
+
+
+BAD = {
+    "negative_start": (lambda t: t[0]["annotations"][2]["result"][0]["value"].update(start=-1),
+                       {}, r"task 1, annotation 12, span 0: negative start offset -1"),
+    "reversed": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(start=20, end=18),
+                 {}, r"task 1, annotation 12, span 1: end 18 before start 20"),
+    "unknown_label": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(labels=["ORG"]),
+                      {"label_config": CONFIG},
+                      r"task 1, annotation 12, span 1: label 'ORG' of control 'label' is not in"),
+    "no_label": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(labels=[]), {},
+                 r"task 1, annotation 12, span 1: value.labels must be a non-empty list"),
+    "xpath_offsets": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(start="/p[1]"),
+                      {}, r"annotation 12, span 1: start must be an integer character offset"),
+    "text_mismatch": (lambda t: t[0]["annotations"][2]["result"][0]["value"].update(text="Jon"),
+                      {"text_mismatch": "error"},
+                      r"task 1, annotation 12, span 0: text 'Jon' differs from the task's "
+                      r"characters 0:4"),
+    "no_text_field": (lambda t: t[1]["data"].pop("text"), {"label_config": CONFIG},
+                      r"task 2 has no data field 'text'"),
+    "wrong_type": (lambda t: t[0]["annotations"][2]["result"][0].update(type="choices"),
+                   {"control": "label"}, r"annotation 12: a result of control 'label' has type"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_span_input_gets_a_located_error(case):
+    change, kwargs, message = BAD[case]
+    tasks = export()
+    change(tasks)
+    with pytest.raises(CrowdDataError, match=message):
+        ls.read_export(tasks, **kwargs)
+
+
+def test_text_mismatch_is_counted_by_default():
+    tasks = export()
+    tasks[0]["annotations"][2]["result"][0]["value"]["text"] = "Jon"
+    assert ls.read_export(tasks).summary.spans.text_mismatch == 1
+
+
+def test_hypertext_global_offsets_and_paragraph_offsets_are_character_offsets():
+    html = [{"id": 1, "data": {"html": TEXT}, "annotations": [{"id": 1, "completed_by": 1, "result": [
+        {"from_name": "h", "to_name": "html", "type": "hypertextlabels",
+         "value": {"start": "/text()[1]", "end": "/text()[1]", "startOffset": 9,
+                   "endOffset": 13, "globalOffsets": {"start": 9, "end": 13}, "text": "Mary",
+                   "htmllabels": ["PER"]}}]}]}]
+    e = ls.read_export(html)
+    assert e.spans[["start", "end", "label"]].values.tolist() == [[9, 13, "PER"]]
+    with pytest.raises(CrowdDataError, match="XPath offsets"):
+        ls.predictions_from_model(e, None, "v")
+    dialog = [{"id": 1, "data": {"dialog": [{"author": "a", "text": "hi there"},
+                                            {"author": "b", "text": "John here"}]},
+               "annotations": [{"id": 1, "completed_by": 1, "result": [
+                   {"from_name": "p", "to_name": "dialog", "type": "paragraphlabels",
+                    "value": {"start": "1", "end": "1", "startOffset": 0, "endOffset": 4,
+                              "text": "John", "paragraphlabels": ["PER"]}}]}]}]
+    e = ls.read_export(dialog)
+    assert e.sequences.texts == ["hi there\nJohn here"]
+    assert e.spans[["start", "end", "text"]].values.tolist() == [[9, 13, "John"]]
+    assert e.summary.spans.text_mismatch == 0
+    value = ls.predictions_from_model(e, None, "v")[0]["result"][0]["value"]
+    assert value == {"start": "1", "end": "1", "startOffset": 0, "endOffset": 4, "text": "John",
+                     "paragraphlabels": ["PER"]}
+
+
+def test_predictions_report_and_gold():
+    gold = {"id": 20, "completed_by": 9, "ground_truth": True,
+            "result": [region(0, 4), region(9, 13)]}
+    e = ls.read_export(export([gold]), label_config=CONFIG)
+    assert len(e.gold) == 2 and e.summary.n_gold == 1
+    model = TokenDawidSkene().fit(e.sequences)
+    preds = ls.predictions_from_model(e, model, "v1")
+    assert [p["task"] for p in preds] == [1]               # annotated tasks only
+    spans = model.predict_spans()
+    got = [(r["value"]["start"], r["value"]["end"], r["value"]["text"], r["value"]["labels"][0])
+           for r in preds[0]["result"]]
+    assert got == list(spans[["start", "end", "text", "label"]].itertuples(index=False, name=None))
+    assert all(r["type"] == "labels" and r["to_name"] == "text" for r in preds[0]["result"])
+    assert 0.5 < preds[0]["score"] <= 1
+    report = ls.annotator_report(e, model).set_index("annotator")
+    assert report.loc[3, "n_spans"] == 0 and report.loc[1, "n_annotations"] == 1
+    assert report.loc[1, "n_gold"] == 1 and report.loc[1, "gold_span_f1"] == 1.0
+    assert np.isnan(report.loc[3, "gold_span_f1"])          # no span: precision undefined
+    assert ls.gold_span_scores(e, model.predict())[0] == 1
+    with pytest.raises(CrowdDataError, match="spans, not class probabilities"):
+        ls.to_predictions(e, np.zeros((2, 3)), "v")
+    other = TokenDawidSkene().fit(ls.read_export(export(), label_config=CONFIG.replace(
+        '<Label value="LOC"/>', '<Label value="LOC"/><Label value="ORG"/>')).sequences)
+    with pytest.raises(CrowdDataError, match="fitted on other annotations"):
+        ls.predictions_from_model(e, other, "v")
+
+
+def cli(argv):
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_aggregates_a_span_control(tmp_path, capsys):
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(export()))
+    out, rep = tmp_path / "pred.json", tmp_path / "annotators.csv"
+    assert cli(["label-studio", "aggregate", str(src), "--control", "label", "--out", str(out),
+                "--annotators", str(rep), "--sequence-model", "hmm_crowd", "--scheme",
+                "BIO"]) == 0
+    preds = json.loads(out.read_text())
+    assert preds[0]["model_version"] == "crowd-keras-hmm_crowd"
+    assert {r["value"]["text"] for r in preds[0]["result"]} >= {"John"}
+    report = pd.read_csv(rep)
+    assert report["annotator"].tolist() == [1, 2, 3] and "span_f1" in report.columns
+    printed = capsys.readouterr().out
+    assert "span control 'label'" in printed and "1 without spans: all O" in printed
+
+
+# ---------------------------------------------------------------------------- PICO round trip
+def test_a_pico_abstract_round_trips_through_a_label_studio_export(tmp_path):
+    from crowd_keras.datasets import load_pico
+
+    pico = load_pico(require_data("pico"), splits=("acl17-test",))
+    seq = pico.sequences.subset([0])
+    doc, text = seq.doc_ids[0], seq.texts[0]
+    frame = seq.spans_frame()
+    users = {w: n + 1 for n, w in enumerate(seq.annotator_ids[seq.assign_annotator])}
+    annotations = []
+    for w, uid in users.items():
+        mine = frame[frame["annotator"] == w]
+        annotations.append({"id": uid, "completed_by": uid, "result": [
+            {"from_name": "participants", "to_name": "text", "type": "labels",
+             "value": {"start": int(r.start), "end": int(r.end), "text": r.text,
+                       "labels": ["Participants"]}} for r in mine.itertuples()]})
+    path = tmp_path / "pico_export.json"
+    path.write_text(json.dumps([{"id": 7, "data": {"text": text, "docid": doc},
+                                 "annotations": annotations}]))
+    e = ls.read_export(path)
+    assert e.summary.n_used == len(users) and e.summary.spans.spans == len(frame)
+    model = TokenDawidSkene().fit(e.sequences)
+    out = ls.write_predictions(tmp_path / "predictions.json",
+                               ls.predictions_from_model(e, model, "pico-ds"))
+    preds = json.loads(Path(out).read_text())
+    got = [(r["value"]["start"], r["value"]["end"], r["value"]["text"]) for r in preds[0]["result"]]
+    expect = model.predict_spans()[["start", "end", "text"]].itertuples(index=False, name=None)
+    assert got == list(expect) and got
+    # the same abstract aggregated straight from the PICO files gives the same spans
+    direct = TokenDawidSkene().fit(seq).predict_spans()
+    assert got == list(direct[["start", "end", "text"]].itertuples(index=False, name=None))
+    assert all(text[s:e] == t for s, e, t in got)

@@ -1,0 +1,48 @@
+"""PICO (real data): the README's reference figures, reproduced on the acl17-test slice."""
+import numpy as np
+import pytest
+
+from conftest import require_data
+from crowd_keras.datasets import load_pico
+from crowd_keras.sequences.hmm import HMMCrowd
+from crowd_keras.sequences.models import TokenDawidSkene, TokenMajorityVote
+from crowd_keras.sequences.quality import spans_token_mask, token_prf
+
+
+@pytest.fixture(scope="module")
+def acl17():
+    return load_pico(require_data("pico"), splits=("acl17-test",))
+
+
+def gold_half(pico):
+    seq = pico.sequences
+    on = np.isin(seq.tokens.doc, np.flatnonzero(np.isin(seq.doc_ids, list(pico.gold))))
+    return on, spans_token_mask(seq, pico.gold)[on]
+
+
+def test_readme_figures_of_the_authors_aggregates_and_token_majority(acl17):
+    on, gold = gold_half(acl17)
+    assert on.any() and len(acl17.gold) == 98
+    expect = {"HMMCrowd": (0.597, 0.840, 0.698), "DawidSkene": (0.764, 0.730, 0.746),
+              "MajorityVote": (0.849, 0.611, 0.710)}
+    for name, prf in expect.items():
+        spans = {d: acl17.authors[name][d] for d in acl17.gold}
+        got = token_prf(spans_token_mask(acl17.sequences, spans)[on], gold)
+        assert np.round(got, 3).tolist() == list(prf), name
+    mv = TokenMajorityVote().fit(acl17.sequences)
+    assert np.round(token_prf(mv.predict()[on] > 0, gold), 3).tolist() == [0.812, 0.613, 0.699]
+
+
+def test_token_dawid_skene_and_hmm_crowd_on_the_191_abstracts(acl17):
+    on, gold = gold_half(acl17)
+    seq = acl17.sequences
+    summary = seq.summary
+    assert summary.spans == summary.spans_used and summary.empty_dropped == 0
+    ds = TokenDawidSkene().fit(seq)
+    assert round(token_prf(ds.predict()[on] > 0, gold)[2], 3) == 0.739
+    hmm = HMMCrowd().fit(seq.with_scheme("BIO"))
+    p, r, f = token_prf(hmm.predict()[on] > 0, gold)
+    assert round(f, 3) == 0.655 and r > p          # HMM-Crowd: high recall, low precision
+    spans = ds.predict_spans()
+    assert set(spans.columns) == {"doc", "start", "end", "label", "text", "score"}
+    assert (spans["label"] == "Participants").all() and spans["score"].between(0.5, 1).all()
