@@ -129,12 +129,12 @@ def test_integer_labels_and_an_item_indexed_frame_need_no_shuffle():
 
 def test_unsupported_methods_raise_and_name_the_supported_ones():
     ddf = dd.from_pandas(crowd_frame(100), npartitions=2)
-    for method in ("conal", "auto", "no_such_model"):
+    for method in ("conal", "glad", "no_such_model"):
         with pytest.raises(ValueError, match="supported methods") as info:
             aggregate(ddf, method=method)
         for name in ("majority_vote", "dawid_skene"):
             assert name in str(info.value)
-    assert {"majority_vote", "dawid_skene"} <= set(supported_methods())
+    assert {"auto", "majority_vote", "dawid_skene"} <= set(supported_methods())
     with pytest.raises(ValueError, match="tie_break"):
         aggregate(ddf, method="majority_vote", tie_break="random")
     with pytest.raises(ValueError, match="init"):
@@ -158,7 +158,7 @@ def test_bad_frames_raise_crowd_data_errors():
 
 def test_to_parquet_writes_labels_and_annotator_quality(tmp_path):
     df = crowd_frame(300)
-    result = aggregate(dd.from_pandas(df, npartitions=3))
+    result = aggregate(dd.from_pandas(df, npartitions=3), min_heldout=300)   # the default: auto
     out = result.to_parquet(tmp_path / "out")
     labels = pd.read_parquet(out / "labels")
     quality = pd.read_parquet(out / "annotator_quality.parquet")

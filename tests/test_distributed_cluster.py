@@ -1,5 +1,6 @@
 """crowd_keras.distributed on a real dask.distributed LocalCluster: 2 worker processes on
-127.0.0.1, a simulated crowd in many partitions, compared with the in-memory fits.
+127.0.0.1, a simulated crowd in many partitions, compared with the in-memory fits
+(Dawid-Skene, the default label model `auto`, the Snorkel adapter's default path).
 
 One test function, so that a run with pytest-xdist starts one cluster only.
 """
@@ -11,11 +12,12 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from crowd_keras import Annotations  # noqa: E402
-from crowd_keras.aggregation import DawidSkene  # noqa: E402
+from crowd_keras.aggregation import AutoLabelModel, DawidSkene  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.distributed import aggregate  # noqa: E402
 
 from test_distributed import TOL, assert_same_labels, lf_matrix  # noqa: E402
+from test_distributed_auto import assert_same_choice  # noqa: E402
 
 
 def test_two_local_workers_fit_what_one_process_fits():
@@ -39,6 +41,13 @@ def test_two_local_workers_fit_what_one_process_fits():
         blocks = {block.key for block in result.data.blocks}
         holders = {w for w, keys in client.has_what().items() if blocks & set(keys)}
         assert len(holders) == 2, holders
+
+        # the default label model: held-out fits of its candidates, each partitioned
+        reference = AutoLabelModel(min_heldout=3000).fit(ann)
+        result = aggregate(ddf, min_heldout=3000)
+        assert_same_choice(result, reference)
+        delta = assert_same_labels(result, reference, ann)
+        print(f"auto, 2 workers: chose {reference.chosen_}, max |dp| = {delta:.2e}")
 
         from crowd_keras.integrations.snorkel import CrowdLabelModel
 

@@ -25,8 +25,8 @@ from .base import LabelModel
 from .dawid_skene import DawidSkene, OneCoinDawidSkene
 from .labeling_functions import LabelingFunctionFallback
 
-__all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "heldout_log_likelihood",
-           "item_offsets"]
+__all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
+           "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets"]
 
 
 def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
@@ -61,6 +61,20 @@ def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
             % np.uint64(n_folds)).astype(np.int64)
 
 
+def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
+                     seed: int) -> np.ndarray:
+    """:func:`heldout_folds` of annotations stored by item: ``per_item[i]`` annotations of the
+    item ``item_ids[i]``, consecutive. Only the items' ids and their annotations' ranks
+    decide, so a block of items (a partitioned fit) draws the folds of its annotations alone,
+    exactly as the whole set draws them."""
+    per_item = np.asarray(per_item, dtype=np.int64)
+    starts = np.cumsum(per_item) - per_item
+    rank = np.arange(int(per_item.sum())) - np.repeat(starts, per_item)
+    fold = (rank + np.repeat(item_offsets(item_ids, n_folds, seed), per_item)) % n_folds
+    fold[np.repeat(per_item < 2, per_item)] = -1
+    return fold
+
+
 def heldout_folds(ann: Annotations, n_folds: int, seed: int) -> np.ndarray:
     """Fold of each annotation, ``(n_annotations,)`` in ``0..n_folds-1``; -1: never held out.
 
@@ -68,23 +82,25 @@ def heldout_folds(ann: Annotations, n_folds: int, seed: int) -> np.ndarray:
     stored by item, then annotator) goes to fold ``(r + o_i) mod F`` with a pseudo-random
     offset ``o_i`` per item (:func:`item_offsets`), so a fold hides about ``n_i / F`` of an
     item's annotations and never all of them. Items with a single annotation are never held
-    out (nothing would be left to predict it from).
+    out (nothing would be left to predict it from). See :func:`annotation_folds`.
     """
-    per_item = ann.annotations_per_item()
-    starts = np.concatenate([[0], np.cumsum(per_item)[:-1]])
-    rank = np.arange(ann.n_annotations) - starts[ann.items]
-    offset = item_offsets(ann.item_ids, n_folds, seed)
-    fold = (rank + offset[ann.items]) % n_folds
-    fold[per_item[ann.items] < 2] = -1
-    return fold
+    return annotation_folds(ann.item_ids, ann.annotations_per_item(), n_folds, seed)
 
 
 def heldout_log_likelihood(model: LabelModel, ann: Annotations, mask: np.ndarray) -> np.ndarray:
     """``log Σ_k q_ik π_a[k, l]`` of the annotations where ``mask`` is true (the posterior
     predictive of a hidden label), for ``model`` fitted on the others of the same items."""
-    items, annotators, labels = ann.items[mask], ann.annotators[mask], ann.labels[mask]
-    p = np.einsum("nk,nk->n", model.posteriors_[items],
-                  model.confusion_matrices_[annotators, :, labels])
+    return predictive_log_likelihood(model.posteriors_[ann.items[mask]],
+                                     model.confusion_matrices_, ann.annotators[mask],
+                                     ann.labels[mask])
+
+
+def predictive_log_likelihood(posteriors: np.ndarray, confusion: np.ndarray,
+                              annotators: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``log Σ_k q_k π_a[k, l]`` per annotation: ``posteriors`` (n, K) of the annotations'
+    items, ``confusion`` (A, K, K) of a fitted model, the annotations' annotator and label
+    codes (n,)."""
+    p = np.einsum("nk,nk->n", posteriors, confusion[annotators, :, labels])
     return np.log(np.maximum(p, 1e-300))
 
 
@@ -180,13 +196,28 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             raise CrowdDataError("no annotations to fit")
         ladder = self._ladder(ann.n_classes)
         scores = self._heldout_scores(ann, ladder)
-        if scores is None:   # every item has one annotation: nothing to compare on
-            chosen, self.heldout_log_likelihood_ = ladder[0][0], {}
-        else:
-            means = {name: float(s.mean()) for name, s in scores.items()}
-            chosen = max((name for name, _ in ladder), key=lambda name: means[name])
-            self.heldout_log_likelihood_ = means
-        model = _clone(dict(ladder)[chosen]).fit(ann)
+        means = None if scores is None else {name: float(s.mean()) for name, s in scores.items()}
+        chosen = self._choose(ladder, means)
+        return self._adopt(chosen, self._candidate(ladder, chosen).fit(ann), ann)
+
+    def _choose(self, ladder: List[Tuple[str, LabelModel]],
+                means: Optional[Dict[str, float]]) -> str:
+        """The best mean held-out log-likelihood (``means``; None: nothing could be held out,
+        the simplest candidate); an exact tie goes to the earlier candidate. Sets
+        ``heldout_log_likelihood_``."""
+        self.heldout_log_likelihood_ = {} if means is None else dict(means)
+        if means is None:   # every item has one annotation: nothing to compare on
+            return ladder[0][0]
+        return max((name for name, _ in ladder), key=lambda name: means[name])
+
+    @staticmethod
+    def _candidate(ladder: List[Tuple[str, LabelModel]], name: str) -> LabelModel:
+        """A fresh, unfitted copy of the candidate ``name``."""
+        return _clone(dict(ladder)[name])
+
+    def _adopt(self, chosen: str, model: LabelModel, ann: Annotations) -> "AutoLabelModel":
+        """Answer through ``model``, the candidate ``chosen`` fitted on ``ann`` (also a
+        partitioned fit's, with ``ann`` its coding only)."""
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
         self.posteriors_ = model.posteriors_

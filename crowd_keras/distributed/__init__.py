@@ -2,14 +2,17 @@
 
 ``pip install crowd-keras[dask]`` (dask[dataframe], distributed, pyarrow). Two halves:
 
-- **Label models on Dask** (:func:`aggregate`): majority vote and Dawid-Skene (with its
+- **Label models on Dask** (:func:`aggregate`): the default label model ``"auto"``
+  (:class:`~crowd_keras.aggregation.AutoLabelModel`: held-out selection among its
+  candidates, :mod:`.auto`), Dawid-Skene, one-coin Dawid-Skene and majority vote (with the
   labeling-function regime, the abstain-aware Dawid-Skene) fitted on a ``dask.dataframe`` of
-  annotations, any partitioning. The items are split into blocks held by the workers; each EM
-  iteration runs the E-step per block and the M-step on a tree reduction of the blocks'
-  sufficient statistics, with the in-memory models' own step functions, so the results equal
-  the in-memory fit's. Runs on the threaded scheduler or on a ``dask.distributed`` cluster
-  (whichever is active). Snorkel users pass a Dask array of ``L`` to
-  ``CrowdLabelModel.fit`` (the same code path).
+  annotations, any partitioning (:func:`supported_methods`). The items are split into blocks
+  held by the workers; each EM iteration runs the E-step per block and the M-step on a tree
+  reduction of the blocks' sufficient statistics, with the in-memory models' own step
+  functions, so the results equal the in-memory fit's (``auto``: the same held-out folds,
+  drawn block by block, the same choice and refit). Runs on the threaded scheduler or on a
+  ``dask.distributed`` cluster (whichever is active). Snorkel users pass a Dask array of
+  ``L`` to ``CrowdLabelModel.fit`` (the same code path and the same default decision).
 - **Training on several workers** (:mod:`crowd_keras.distributed.training`): sharded
   parquet files of items (features, annotator ids, labels) written from ``Annotations``, a
   ``tf.data`` pipeline that reads one worker's shards, for ``CrowdModel`` under

@@ -43,6 +43,21 @@ class Block:
         """The transposed incidence (a view: no copy)."""
         return self.X.T
 
+    def select(self, keep: np.ndarray) -> "Block":
+        """The annotations where ``keep`` (one per annotation, in storage order: by item, then
+        annotator) is true; all items stay (as ``Annotations.select``)."""
+        X, per_item = self.X, self.annotations_per_item()
+        kept = np.bincount(np.repeat(np.arange(len(per_item)), per_item)[keep],
+                           minlength=len(per_item))
+        indptr = np.concatenate([[0], np.cumsum(kept)])
+        return Block(self.item_ids, sp.csr_matrix((X.data[keep], X.indices[keep], indptr),
+                                                  shape=X.shape))
+
+    def subset(self, rows: np.ndarray) -> "Block":
+        """The items where ``rows`` (a boolean mask over items) is true, in order (as
+        ``Annotations.subset``)."""
+        return Block(self.item_ids[rows], self.X[rows])
+
     def annotations_per_item(self) -> np.ndarray:
         """Annotations of each item (as ``Annotations.annotations_per_item``)."""
         return np.diff(self.X.indptr)

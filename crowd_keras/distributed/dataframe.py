@@ -4,7 +4,7 @@
     from crowd_keras.distributed import aggregate
 
     ddf = dd.read_parquet("answers/")                     # task, worker, label
-    result = aggregate(ddf, method="dawid_skene", item="task", annotator="worker", label="label")
+    result = aggregate(ddf, item="task", annotator="worker", label="label")   # method="auto"
     result.labels                 # Dask DataFrame indexed by task: label, p_<class>...
     result.annotator_quality      # pandas: annotator, n_annotations, accuracy
     result.to_parquet("out/")     # out/labels/*.parquet, out/annotator_quality.parquet
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..aggregation.base import LabelModel
+from ..aggregation.registry import DEFAULT_LABEL_MODEL
 from .engine import PartitionedAnnotations
 from .methods import Fit, method_for
 
@@ -80,7 +81,7 @@ class AggregationResult:
                 f"classes={self.classes.tolist()}, n_iter={self.n_iter})")
 
 
-def aggregate(ddf: Any, method: Any = "dawid_skene", item: str = "task",
+def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
               annotator: str = "worker", label: str = "label", *,
               classes: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
               item_partitioned: bool = False, **params: Any) -> AggregationResult:
@@ -96,11 +97,15 @@ def aggregate(ddf: Any, method: Any = "dawid_skene", item: str = "task",
         ddf: ``dask.dataframe`` with one row per annotation (any partitioning: a frame not
             indexed by ``item`` with known divisions is shuffled on ``item`` so that each
             item's annotations share a partition).
-        method: ``"dawid_skene"`` (default; on labeling-function votes it fits the
-            abstain-aware model, as in memory), ``"majority_vote"``,
-            ``"abstain_dawid_skene"`` (registry names and aliases), an unfitted label model of
-            those kinds, or a :class:`~crowd_keras.distributed.Method`. Others raise
-            ``ValueError`` listing the supported ones (:func:`supported_methods`).
+        method: the library's default label model (``DEFAULT_LABEL_MODEL``, ``"auto"``:
+            :class:`~crowd_keras.aggregation.AutoLabelModel`, the candidate with the best
+            held-out annotation likelihood, each held-out fit a partitioned fit),
+            ``"dawid_skene"``, ``"one_coin_dawid_skene"``, ``"majority_vote"``,
+            ``"abstain_dawid_skene"`` (registry names and aliases; on labeling-function votes
+            ``"auto"`` and the Dawid-Skene models fit the abstain-aware model, as in memory),
+            an unfitted label model of those kinds, or a
+            :class:`~crowd_keras.distributed.Method`. Others raise ``ValueError`` listing the
+            supported ones (:func:`supported_methods`).
         item, annotator, label: column names (crowd-kit's layout by default).
         classes, annotator_ids: the coding, when known (saves one pass over the data);
             default as :meth:`crowd_keras.Annotations.from_frame`.

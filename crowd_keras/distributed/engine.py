@@ -48,6 +48,15 @@ def _covotes(block: Block, step: int) -> tuple:
     return (X.T @ X).toarray(), len(rows)
 
 
+def _initial_statistics(block: Block, methods: List[Method]) -> tuple:
+    return tuple(method.initial(block) for method in methods)
+
+
+def _steps(block: Block, steps: List[tuple]) -> tuple:
+    """Each ``method.step(block, params)`` of ``steps``, ``[(method, params), ...]``."""
+    return tuple(method.step(block, params) for method, params in steps)
+
+
 def _report_statistics(block: Block, method: Method, params: Any,
                        transform: Optional[Callable]) -> tuple:
     post = method.posteriors(block, params)
@@ -158,44 +167,75 @@ class PartitionedAnnotations:
         """``fn(block, *args)`` per block, as delayed tasks."""
         return [delayed(fn)(block, *args) for block in self.blocks]
 
+    def derive(self, fn: Callable, *args: Any) -> "PartitionedAnnotations":
+        """Annotations of the blocks ``fn(block, *args) -> Block`` (e.g. a fold's training
+        annotations), persisted where their blocks are and coded as these."""
+        return PartitionedAnnotations(list(dask.persist(*self.map(fn, *args))), self.classes,
+                                      self.annotator_ids, self.item, self.divisions,
+                                      self.index_dtype)
+
     def reduce(self, fn: Callable, *args: Any) -> Any:
         """The sum over blocks of ``fn(block, *args)``, computed (a tree of partial sums)."""
         return dask.compute(tree_sum(self.map(fn, *args)))[0]
 
     # ------------------------------------------------------------------ fitting
     def fit(self, method: Method) -> Fit:
-        """Run ``method`` over the blocks: its settings from :attr:`summary`, then EM as the
+        """Run ``method`` over the blocks: its settings from :attr:`summary` (and, for a
+        method that picks its model by fitting, its choice: ``Method.choose``), then EM as the
         in-memory model runs it (same start, same steps, same stopping rule)."""
-        summary = self.summary
-        method = method.prepare(summary)
-        fit = Fit(method, None, self.reduce(method.initial), summary)
-        if method.iterative:
-            self._iterate(fit)
-        else:
-            fit.params = method.update(fit.stats, summary)
-        fit.model = method.finish(fit, self.template())
-        return fit
+        return self.fit_many([method])[0]
 
-    def _iterate(self, fit: Fit) -> None:
-        """EM as in memory: M-step on the statistics of the last posteriors, E-step, stop when
-        the mean log-likelihood changes by less than ``tol``; the parameters kept are those of
-        the last E-step."""
-        method, summary = fit.method, fit.summary
-        show_bar = bool(getattr(method.model, "progress", False))
-        bar = progress_bar(range(method.max_iter), desc=f"{type(method.model).__name__} EM "
-                           "(partitioned)", disable=not show_bar)
-        previous = -np.inf
+    def fit_many(self, methods: Sequence[Method]) -> List[Fit]:
+        """:meth:`fit` of several methods in lock-step: one task per block per EM iteration
+        runs the steps of every method still iterating (each stops by its own rule), so the
+        fits are those of one :meth:`fit` each, with one round of tasks per iteration instead
+        of one per method and iteration."""
+        summary = self.summary
+        methods = [method.prepare(summary).choose(self) for method in methods]
+        initial = self.reduce(_initial_statistics, delayed(methods, traverse=False))
+        fits = [Fit(method, None, stats, summary) for method, stats in zip(methods, initial)]
+        for fit in fits:
+            if not fit.method.iterative:
+                fit.params = fit.method.update(fit.stats, summary)
+        self._iterate([fit for fit in fits if fit.method.iterative])
+        for fit in fits:
+            fit.model = fit.method.finish(fit, self.template())
+        return fits
+
+    def _iterate(self, fits: List[Fit]) -> None:
+        """EM as in memory, for each fit: M-step on the statistics of the last posteriors,
+        E-step, stop when the mean log-likelihood changes by less than ``tol`` or after
+        ``max_iter`` iterations; the parameters kept are those of the last E-step."""
+        if not fits:
+            return
+        summary, first = self.summary, fits[0].method
+        show_bar = any(bool(getattr(fit.method.model, "progress", False)) for fit in fits)
+        bar = progress_bar(range(max(fit.method.max_iter for fit in fits)),
+                           desc=f"{type(first.model).__name__} EM (partitioned)"
+                           + (f" and {len(fits) - 1} more" if len(fits) > 1 else ""),
+                           disable=not show_bar)
+        previous = {id(fit): -np.inf for fit in fits}
+        running = list(fits)
         for _ in bar:
             start = time.perf_counter()
-            fit.params = method.update(fit.stats, summary)
-            fit.stats, loglik = self.reduce(method.step, delayed(fit.params, traverse=False))
-            fit.history.append(loglik / method.normalizer(summary))
-            fit.seconds.append(time.perf_counter() - start)
+            for fit in running:
+                fit.params = fit.method.update(fit.stats, summary)
+            steps = [(fit.method, fit.params) for fit in running]
+            results = self.reduce(_steps, delayed(steps, traverse=False))
+            seconds = time.perf_counter() - start
+            for fit, (stats, loglik) in zip(running, results):
+                fit.stats = stats
+                fit.history.append(loglik / fit.method.normalizer(summary))
+                fit.seconds.append(seconds)
             if show_bar:
-                bar.set_postfix(loglik=f"{fit.history[-1]:.6f}")
-            if abs(fit.history[-1] - previous) < method.tol:
+                bar.set_postfix(loglik=f"{running[0].history[-1]:.6f}")
+            running = [fit for fit in running
+                       if abs(fit.history[-1] - previous[id(fit)]) >= fit.method.tol
+                       and len(fit.history) < fit.method.max_iter]
+            if not running:
                 break
-            previous = fit.history[-1]
+            for fit in running:
+                previous[id(fit)] = fit.history[-1]
         bar.close()
 
     def statistics(self, fit: Fit, transform: Optional[Callable] = None) -> tuple:

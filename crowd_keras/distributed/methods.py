@@ -7,6 +7,9 @@ the steps it maps over blocks of items (:class:`~crowd_keras.distributed.blocks.
 - ``prepare(summary)``: resolve the settings from sums over all items; may hand over to
   another method (Dawid-Skene on labeling-function votes fits the abstain-aware model, as the
   in-memory ``DawidSkene`` does);
+- ``choose(data)``: a method that picks its model by fitting on the data (``"auto"``,
+  :mod:`crowd_keras.distributed.auto`: held-out fits of its candidates) does so here, with
+  the :class:`~crowd_keras.distributed.PartitionedAnnotations`; the others return themselves;
 - ``initial(block)``: per block, the sufficient statistics of the initial posteriors;
 - ``update(stats, summary)``: the M-step on the statistics summed over the blocks (a tree
   reduction), run once in the client: the in-memory model's own M-step function;
@@ -19,14 +22,15 @@ the steps it maps over blocks of items (:class:`~crowd_keras.distributed.blocks.
 
 Because the statistics are sums over items and every step is the in-memory model's function,
 a partitioned fit equals the in-memory fit however the items are split (up to the order of
-floating-point sums). **Adding a method** (the ``"auto"`` default label model, a new model):
-write its strategy here and ``register_method(registry_name, factory)``; ``aggregate`` and
-the Snorkel adapter's Dask path then accept it by its registry name or an instance.
+floating-point sums). **Adding a method**: write its strategy (here, or in its own module as
+``"auto"``) and ``register_method(registry_name, factory)``; ``aggregate`` and the Snorkel
+adapter's Dask path then accept it by its registry name or an instance.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -43,7 +47,8 @@ from ..numerics import normalize_rows, soft_vote, softmax_rows
 from .blocks import Block, Summary
 
 __all__ = ["Method", "Fit", "MajorityVoteMethod", "DawidSkeneMethod", "AbstainDawidSkeneMethod",
-           "METHODS", "register_method", "supported_methods", "method_for"]
+           "METHODS", "register_method", "supported_methods", "method_for",
+           "labeling_function_method"]
 
 
 @dataclass
@@ -82,6 +87,11 @@ class Method:
 
     def prepare(self, summary: Summary) -> "Method":
         self.k = summary.votes.shape[1]
+        return self
+
+    def choose(self, data: Any) -> "Method":
+        """The method to run on ``data`` (a ``PartitionedAnnotations``), after ``prepare``:
+        itself, unless the method picks its model by fitting on the data."""
         return self
 
     def initial(self, block: Block) -> tuple:  # pragma: no cover - abstract
@@ -155,12 +165,9 @@ class DawidSkeneMethod(Method):
 
     def prepare(self, summary: Summary) -> Method:
         model = self.model
-        mode = model.labeling_functions
-        if mode not in ("auto", "ignore"):
-            raise ValueError(f"labeling_functions must be one of ('auto', 'ignore'), got {mode!r}")
-        if mode == "auto" and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
-            lf_method = AbstainDawidSkeneMethod(model._labeling_function_model(), owner=model)
-            return lf_method.prepare(summary)
+        lf_method = labeling_function_method(model, summary)
+        if lf_method is not None:
+            return lf_method
         if not (isinstance(model.init, str) and model.init == "mv"):
             raise ValueError(f"a partitioned Dawid-Skene starts from the soft majority vote: init "
                              f"must be 'mv', got {model.init!r}")
@@ -192,6 +199,20 @@ class DawidSkeneMethod(Method):
         prior, log_pi = fit.params
         model._set_fitted(template, np.zeros((0, self.k)), prior, log_pi, fit.history)
         return model
+
+
+def labeling_function_method(model: Any, summary: Summary) -> Optional[Method]:
+    """The prepared abstain-aware method that a crowd ``model`` with
+    ``labeling_functions="auto"`` hands over to on labeling-function votes (as its in-memory
+    ``fit`` does), or None; checks ``labeling_functions``."""
+    mode = model.labeling_functions
+    if mode not in ("auto", "ignore"):
+        raise ValueError(f"labeling_functions must be one of ('auto', 'ignore'), got {mode!r}")
+    model.regime_, model.labeling_function_model_ = "crowd", None
+    if mode == "auto" and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
+        return AbstainDawidSkeneMethod(model._labeling_function_model(), owner=model) \
+            .prepare(summary)
+    return None
 
 
 class AbstainDawidSkeneMethod(Method):
@@ -263,8 +284,9 @@ class AbstainDawidSkeneMethod(Method):
                              "accuracy": np.where(n > 0, agree / np.maximum(n, 1), np.nan)})
 
 
-#: Registry name → strategy factory (called with the unfitted in-memory model).
-METHODS: Dict[str, Callable[[Any], Method]] = {
+#: Registry name → strategy factory (called with the unfitted in-memory model), or its lazy
+#: ``"module:Class"`` path (imported on first use, as the label model registry's entries).
+METHODS: Dict[str, Union[str, Callable[[Any], Method]]] = {
     "majority_vote": MajorityVoteMethod,
     "dawid_skene": DawidSkeneMethod,
     "one_coin_dawid_skene": DawidSkeneMethod,
@@ -272,10 +294,18 @@ METHODS: Dict[str, Callable[[Any], Method]] = {
 }
 
 
-def register_method(name: str, factory: Callable[[Any], Method]) -> None:
+def register_method(name: str, factory: Union[str, Callable[[Any], Method]]) -> None:
     """Fit the label model registered as ``name`` (``crowd_keras.aggregation`` registry)
-    partition by partition with ``factory(model)``, a :class:`Method`."""
+    partition by partition with ``factory(model)``, a :class:`Method` (or a lazy
+    ``"module:Class"`` path to it)."""
+    if isinstance(factory, str) and ":" not in factory:
+        raise ValueError(f"a lazy factory is 'module:Class', got {factory!r}")
     METHODS[normalize_name(name)] = factory
+
+
+# the default label model: held-out selection among its candidates, each fitted by the
+# strategies above (its module imports this one)
+register_method("auto", "crowd_keras.distributed.auto:AutoMethod")
 
 
 def supported_methods() -> List[str]:
@@ -314,4 +344,10 @@ def method_for(method: Any, **params: Any) -> Method:
     if params and not isinstance(method, str):
         raise TypeError(f"settings {sorted(params)} go with a method name; pass them to the "
                         "model's constructor instead")
-    return method if model is None else METHODS[name](model)
+    if model is None:
+        return method
+    factory = METHODS[name]
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory(model)

@@ -23,18 +23,19 @@ from crowd_keras.aggregation import AbstainAwareDawidSkene, DawidSkene
 from crowd_keras.aggregation.auto import item_offsets
 from crowd_keras.annotations import Annotations
 
-__all__ = ["abstaining_is_informative", "conditional_vote_log_likelihood"]
+__all__ = ["abstaining_is_informative", "conditional_vote_log_likelihood", "vote_log_likelihood",
+           "abstention_models", "held_out_gain", "too_few_rows", "row_folds", "FOLDS"]
 
-_FOLDS = 5
+FOLDS = 5
 #: Fewer data points than this per held-out fold cannot tell the two models apart: the label
 #: matrix is then taken for labeling functions, as Snorkel takes every label matrix.
 _MIN_ROWS_PER_FOLD = 20
 
 
-def _vote_terms(ann: Annotations, log_vote: np.ndarray) -> np.ndarray:
+def _vote_terms(X: sp.csr_matrix, log_vote: np.ndarray) -> np.ndarray:
     """(items, K): Σ over an item's votes of ``log_vote[a, k, l]`` (a sparse product)."""
     k = log_vote.shape[1]
-    return np.asarray(ann.vote_incidence() @ log_vote.transpose(0, 2, 1).reshape(-1, k))
+    return np.asarray(X @ log_vote.transpose(0, 2, 1).reshape(-1, k))
 
 
 def conditional_vote_log_likelihood(model: object, ann: Annotations) -> float:
@@ -45,6 +46,13 @@ def conditional_vote_log_likelihood(model: object, ann: Annotations) -> float:
     ``1 − R_j[k, ⊥]`` in place of each vote (the probability of the pattern). A crowd model
     (abstaining independent of the class): ``log Σ_k ρ_k Π_{j voted} π_j[k, l_j]``.
     """
+    return vote_log_likelihood(model, ann.vote_incidence())
+
+
+def vote_log_likelihood(model: object, X: sp.csr_matrix) -> float:
+    """:func:`conditional_vote_log_likelihood` of the items of the vote incidence ``X``
+    (items × (function, class), ``Annotations.vote_incidence()``): a block of rows of a
+    partitioned ``L`` adds up to the whole."""
     log_prior = np.log(np.maximum(model.class_priors_, 1e-300))
     if isinstance(model, AbstainAwareDawidSkene):
         R = np.maximum(model.response_matrices_, 1e-300)
@@ -52,37 +60,55 @@ def conditional_vote_log_likelihood(model: object, ann: Annotations) -> float:
         log_abstain = np.log(R[:, :, k])                                  # (m, K)
         log_voted = np.log(np.maximum(1.0 - R[:, :, k], 1e-300))          # (m, K)
         everyone_silent = log_abstain.sum(axis=0)                         # (K,)
-        swap = _vote_terms(ann, np.log(R[:, :, :k]) - log_abstain[:, :, None])
-        swap_pattern = np.asarray(sp.csr_matrix(
-            (np.ones(ann.n_annotations), (ann.items, ann.annotators)),
-            shape=(ann.n_items, ann.n_annotators)) @ (log_voted - log_abstain))
+        swap = _vote_terms(X, np.log(R[:, :, :k]) - log_abstain[:, :, None])
+        # which functions voted: every vote column of function j carries j's term
+        swap_pattern = np.asarray(X @ np.repeat(log_voted - log_abstain, k, axis=0))
         joint = logsumexp(log_prior + everyone_silent + swap, axis=1)
         pattern = logsumexp(log_prior + everyone_silent + swap_pattern, axis=1)
         return float((joint - pattern).sum())
     log_pi = np.log(np.maximum(model.confusion_matrices_, 1e-300))
-    voted = ann.annotations_per_item() > 0
-    return float(logsumexp(log_prior + _vote_terms(ann, log_pi), axis=1)[voted].sum())
+    voted = np.diff(X.indptr) > 0
+    return float(logsumexp(log_prior + _vote_terms(X, log_pi), axis=1)[voted].sum())
+
+
+def abstention_models() -> tuple:
+    """The two unfitted models compared: the per-class abstain model and Dawid-Skene."""
+    return (AbstainAwareDawidSkene(abstain="response", anchor="none", class_prior="learn"),
+            DawidSkene(labeling_functions="ignore"))
+
+
+def held_out_gain(abstain: object, crowd: object, X: sp.csr_matrix) -> float:
+    """How much better the fitted abstain model predicts the votes of the held-out items
+    ``X`` than the fitted crowd model (conditional vote log-likelihoods)."""
+    return vote_log_likelihood(abstain, X) - vote_log_likelihood(crowd, X)
+
+
+def too_few_rows(n_voted: int) -> bool:
+    """Too few data points with a vote to cross-validate (then: labeling functions)."""
+    return n_voted < FOLDS * _MIN_ROWS_PER_FOLD
+
+
+def row_folds(item_ids: np.ndarray, seed: int) -> np.ndarray:
+    """The held-out fold of each data point, from a seeded hash of its row id."""
+    return item_offsets(item_ids, FOLDS, seed)
 
 
 def abstaining_is_informative(ann: Annotations, seed: int = 0) -> bool:
     """True when the per-class abstain model predicts held-out data points' votes better than
-    Dawid-Skene (``_FOLDS``-fold cross-validation over data points, folds from a seeded hash
+    Dawid-Skene (``FOLDS``-fold cross-validation over data points, folds from a seeded hash
     of the row ids); ties go to Dawid-Skene, the model with fewer parameters. A matrix too
-    small to cross-validate is taken for labeling functions (True)."""
-    voted = ann.annotations_per_item() > 0
-    if voted.sum() < _FOLDS * _MIN_ROWS_PER_FOLD:
+    small to cross-validate is taken for labeling functions (True). The partitioned check of
+    a Dask ``L`` (``partitioned.py``) is the same, block by block."""
+    if too_few_rows(int((ann.annotations_per_item() > 0).sum())):
         return True
-    folds = item_offsets(ann.item_ids, _FOLDS, seed)
+    folds = row_folds(ann.item_ids, seed)
     gain = 0.0
-    for fold in range(_FOLDS):
+    for fold in range(FOLDS):
         test = np.flatnonzero(folds == fold)
         train = np.flatnonzero(folds != fold)
         if not len(test) or not len(train):
             continue
-        fit_on, score_on = ann.subset(train), ann.subset(test)
-        abstain = AbstainAwareDawidSkene(abstain="response", anchor="none",
-                                         class_prior="learn").fit(fit_on)
-        crowd = DawidSkene(labeling_functions="ignore").fit(fit_on)
-        gain += (conditional_vote_log_likelihood(abstain, score_on)
-                 - conditional_vote_log_likelihood(crowd, score_on))
+        fit_on = ann.subset(train)
+        abstain, crowd = (model.fit(fit_on) for model in abstention_models())
+        gain += held_out_gain(abstain, crowd, ann.subset(test).vote_incidence())
     return gain > 0

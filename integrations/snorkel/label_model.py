@@ -10,7 +10,8 @@ import numpy as np
 
 from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_models,
                                      get_label_model, register_label_model)
-from crowd_keras.aggregation.regime import LABELING_FUNCTION_SHARE, one_class_vote_share
+from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_share,
+                                            one_class_vote_share)
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError
@@ -202,7 +203,8 @@ class CrowdLabelModel:
         if ann.n_annotations == 0:
             raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
         fixed_by_design = _votes_fixed_by_design(ann)
-        method = self._resolved_method(ann)
+        method = self._resolved_method(ann.annotator_label_counts(),
+                                       lambda: abstaining_is_informative(ann))
         model_type = type(get_label_model(method))
         kwargs = self._model_kwargs(model_type, fixed_by_design, balance,
                                     {**given, "progress_bar": progress_bar, **train_config})
@@ -233,15 +235,17 @@ class CrowdLabelModel:
         self._summarize(ann, probs, config["mu_eps"])
         return self
 
-    def _resolved_method(self, ann: Annotations) -> str:
+    def _resolved_method(self, votes: np.ndarray, abstaining: Callable[[], bool]) -> str:
         """The registry name to fit: ``self.method``, with ``"auto"`` resolved (see the class
         docstring): labeling functions get :data:`LABELING_FUNCTION_METHOD`, crowd answers the
         library's ``"auto"`` model. Labeling functions: most votes from functions that vote one
-        class, or abstaining that tells the class (:func:`.abstention.abstaining_is_informative`:
-        held-out data points' votes are better predicted when abstaining is modelled)."""
+        class (``votes``: (functions, K) vote counts), or abstaining that tells the class
+        (``abstaining()``, asked only then: :func:`.abstention.abstaining_is_informative`, or
+        its partitioned form for a Dask ``L``: held-out data points' votes are better
+        predicted when abstaining is modelled)."""
         method = _key(self.method)
-        if method == "auto" and (one_class_vote_share(ann) >= LABELING_FUNCTION_SHARE
-                                 or abstaining_is_informative(ann)):
+        if method == "auto" and (one_class_share(votes) >= LABELING_FUNCTION_SHARE
+                                 or abstaining()):
             return LABELING_FUNCTION_METHOD
         return method
 

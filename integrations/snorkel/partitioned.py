@@ -6,8 +6,11 @@ adapter takes its decisions from sums over rows (:mod:`.votes`, the functions of
 in-memory fit) and the label model is fitted by the engine of :mod:`crowd_keras.distributed`
 (the model's own EM steps per block), so the fitted model, ``get_weights()``,
 ``get_conditional_probs()`` and ``predict_proba`` equal the in-memory adapter's on the same
-``L``. Methods: those of :func:`crowd_keras.distributed.supported_methods` (the default
-abstain-aware Dawid-Skene, ``"dawid_skene"``, ``"majority_vote"``); feature-aware methods
+``L``. The default ``method="auto"`` decides as in memory: one-class functions, or abstaining
+that tells the class (:func:`abstaining_is_informative_partitioned`, the held-out check on
+folds of rows, block by block), get the abstain-aware Dawid-Skene, crowd answers the
+library's ``"auto"`` model (held-out selection, :mod:`crowd_keras.distributed.auto`).
+Methods: those of :func:`crowd_keras.distributed.supported_methods`; feature-aware methods
 need ``L`` in memory.
 """
 from __future__ import annotations
@@ -21,15 +24,18 @@ import numpy as np
 
 from crowd_keras.aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
 from crowd_keras.aggregation.registry import get_label_model
+from crowd_keras.distributed.blocks import Block
 from crowd_keras.distributed.engine import PartitionedAnnotations
 from crowd_keras.distributed.methods import method_for
 from crowd_keras.errors import CrowdDataError
 
+from .abstention import FOLDS, abstention_models, held_out_gain, row_folds, too_few_rows
 from .validation import check_label_matrix
-from .votes import (COVOTE_MISFIT, LABELING_FUNCTION_METHOD, covote_misfit_from, covote_step,
-                    function_summary, votes_fixed_by_design)
+from .votes import (COVOTE_MISFIT, covote_misfit_from, covote_step, function_summary,
+                    votes_fixed_by_design)
 
-__all__ = ["fit_partitioned", "predict_proba_partitioned"]
+__all__ = ["fit_partitioned", "predict_proba_partitioned",
+           "abstaining_is_informative_partitioned"]
 
 
 def _check_chunk(chunk: np.ndarray, start: int, cardinality: int) -> np.ndarray:
@@ -71,11 +77,8 @@ def fit_partitioned(adapter: Any, L: Any, Y_dev: Any, class_balance: Any, progre
         raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
     coverage = summary.votes.sum(axis=1) / max(summary.n_items, 1)
     fixed_by_design = votes_fixed_by_design(summary.row_variance, coverage)
-    method = adapter.method
-    if method == "auto":   # as in memory, from sums over rows: one-class functions, or votes
-        # per row not fixed by design (the held-out check needs the rows in memory)
-        lf = one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE or not fixed_by_design
-        method = LABELING_FUNCTION_METHOD if lf else "auto"
+    method = adapter._resolved_method(summary.votes,
+                                      lambda: abstaining_is_informative_partitioned(data))
     model_type = type(get_label_model(method))
     kwargs = adapter._model_kwargs(model_type, fixed_by_design, balance,
                                    {**given, "progress_bar": progress_bar, **train_config})
@@ -100,6 +103,37 @@ def fit_partitioned(adapter: Any, L: Any, Y_dev: Any, class_balance: Any, progre
     adapter.weights_, adapter.conditional_probs_ = function_summary(
         joint, summary.votes.sum(axis=1), mass, summary.n_items, mu_eps)
     return adapter
+
+
+def _voted_rows(block: Block) -> int:
+    return int(np.count_nonzero(block.annotations_per_item()))
+
+
+def _fold_rows(block: Block, seed: int, fold: int, held_out: bool) -> Block:
+    """The rows of ``block`` in held-out fold ``fold`` (``held_out``) or the others."""
+    return block.subset((row_folds(block.item_ids, seed) == fold) == held_out)
+
+
+def _fold_gain(block: Block, seed: int, fold: int, models: tuple) -> float:
+    return held_out_gain(*models, _fold_rows(block, seed, fold, True).X)
+
+
+def abstaining_is_informative_partitioned(data: PartitionedAnnotations, seed: int = 0) -> bool:
+    """:func:`.abstention.abstaining_is_informative` of a partitioned ``L``: the same folds
+    of rows (a hash of the row ids, drawn block by block), per fold both models fitted on the
+    training rows by partitioned fits (each block's training rows persisted where the block
+    is) and their held-out gain summed over blocks."""
+    if too_few_rows(data.reduce(_voted_rows)):
+        return True
+    gain = 0.0
+    for fold in range(FOLDS):
+        train = data.derive(_fold_rows, seed, fold, False)
+        if train.summary.n_items in (0, data.summary.n_items):   # no training or test rows
+            continue
+        abstain, crowd = (fit.model for fit in train.fit_many(
+            [method_for(model) for model in abstention_models()]))
+        gain += data.reduce(_fold_gain, seed, fold, (abstain, crowd))
+    return gain > 0
 
 
 def predict_proba_partitioned(adapter: Any, L: Any, features: Any = None) -> Any:

@@ -1,0 +1,171 @@
+"""The default label model (`auto`) on Dask's threaded scheduler: the same held-out choice,
+labels and probabilities as `AutoLabelModel` in memory; the Snorkel adapter's Dask path
+decides labeling functions versus crowd answers as in memory (issue #22).
+
+The same fit on a dask.distributed LocalCluster is in test_distributed_cluster.py.
+"""
+import numpy as np
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+from crowd_keras import Annotations, CrowdDataError  # noqa: E402
+from crowd_keras.aggregation import GLAD, AutoLabelModel, DawidSkene  # noqa: E402
+from crowd_keras.aggregation.auto import heldout_folds  # noqa: E402
+from crowd_keras.datasets import load_truth_inference, simulate_crowd  # noqa: E402
+from crowd_keras.distributed import aggregate, supported_methods  # noqa: E402
+from crowd_keras.distributed.auto import _folds  # noqa: E402
+from crowd_keras.distributed.engine import PartitionedAnnotations  # noqa: E402
+
+from conftest import require_data  # noqa: E402
+from test_distributed import TOL, assert_same_labels, crowd_frame, lf_matrix  # noqa: E402
+
+SPAMMY = [{"name": "workers", "probability": 0.7, "accuracy": 0.75},
+          {"name": "spammers", "probability": 0.3, "accuracy": None}]
+
+
+@pytest.fixture(autouse=True)
+def threads():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+def assert_same_choice(result, reference, rel=1e-9):
+    """Same winner, same number of held-out annotations, same held-out log-likelihoods."""
+    model = result.model
+    assert isinstance(model, AutoLabelModel) and model.chosen_ == reference.chosen_
+    assert model.n_heldout_ == reference.n_heldout_ > 0
+    assert model.heldout_log_likelihood_.keys() == reference.heldout_log_likelihood_.keys()
+    for name, value in reference.heldout_log_likelihood_.items():
+        assert model.heldout_log_likelihood_[name] == pytest.approx(value, rel=rel), name
+    assert type(model.model_) is type(reference.model_)
+    assert model.n_iter_ == reference.n_iter_ == result.n_iter
+    np.testing.assert_allclose(model.confusion_matrices_, reference.confusion_matrices_, atol=TOL)
+
+
+def sparse_frame(seed=0):
+    """Few labels per worker, 30 % spammers, some items with one annotation (never held out)."""
+    sim = simulate_crowd(n_items=500, n_classes=3, n_annotators=150, annotations_per_item=3,
+                         groups=SPAMMY, activity=1.0, seed=seed)
+    df = sim.annotations.to_frame()
+    first = df.groupby("task")["worker"].transform("first")
+    return df[(df["task"] >= 60) | (df["worker"] == first)].sample(frac=1, random_state=seed)
+
+
+@pytest.mark.parametrize("ids", ["integers", "strings"])
+def test_the_blocks_draw_the_in_memory_folds(ids):
+    df = sparse_frame() if ids == "integers" else crowd_frame(400)
+    ann = Annotations.from_frame(df)
+    data = PartitionedAnnotations.from_frame(dd.from_pandas(df, npartitions=6))
+    blocks = dask.compute(*data.blocks)
+    order = np.argsort(np.concatenate([b.item_ids for b in blocks]), kind="stable")
+    for seed in (0, 3):
+        per_block = [_folds(b, 5, seed) for b in blocks]
+        sizes = [b.annotations_per_item() for b in blocks]
+        # back to the in-memory order (items sorted): split per item, reorder, join
+        per_item = [np.split(f, np.cumsum(s)[:-1]) for f, s in zip(per_block, sizes)]
+        flat = [part for parts in per_item for part in parts]
+        np.testing.assert_array_equal(np.concatenate([flat[i] for i in order]),
+                                      heldout_folds(ann, 5, seed))
+
+
+@pytest.mark.parametrize("case", ["dense", "sparse", "passes"])
+def test_auto_equals_the_in_memory_auto(case):
+    if case == "dense":     # every worker labels many items, each its own way: Dawid-Skene wins
+        sim = simulate_crowd(n_items=1200, n_classes=4, n_annotators=30, annotations_per_item=5,
+                             annotator_accuracy=(0.45, 0.9), individual_noise="asymmetric",
+                             seed=5)
+        df, settings = sim.annotations.to_frame(), {"min_heldout": 2000}
+    elif case == "sparse":  # few labels per worker: a shrunk model wins
+        df, settings = sparse_frame(), {"min_heldout": 1000}
+    else:                   # string ids; several passes, the last one stopped half-way
+        df, settings = crowd_frame(300), {"min_heldout": 1700, "max_repeats": 3, "n_folds": 4,
+                                          "random_state": 7}
+    ann = Annotations.from_frame(df)
+    reference = AutoLabelModel(**settings).fit(ann)
+    if case == "passes":
+        assert ann.n_annotations < settings["min_heldout"] < 1.5 * ann.n_annotations
+    result = aggregate(dd.from_pandas(df, npartitions=5), **settings)   # the default method
+    assert_same_choice(result, reference)
+    if case == "dense":
+        assert reference.chosen_.startswith("dawid_skene")
+    delta = assert_same_labels(result, reference, ann)
+    print(f"auto ({case}): chose {reference.chosen_}, max |dp| = {delta:.1e}")
+
+
+def test_auto_equals_the_in_memory_auto_on_a_real_crowd():
+    ann, _ = load_truth_inference(require_data("truth_inference", "weather_sentiment"))
+    reference = AutoLabelModel(min_heldout=5000).fit(ann)
+    result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), min_heldout=5000)
+    assert_same_choice(result, reference)
+    assert_same_labels(result, reference, ann)
+
+
+def test_auto_on_labeling_function_votes_is_the_abstain_aware_model_as_in_memory():
+    L = lf_matrix(n=3000)
+    ann = Annotations.from_frame(Annotations.from_label_matrix(L, cardinality=2).to_frame(),
+                                 classes=[0, 1])
+    result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), method="auto")
+    reference = AutoLabelModel().fit(ann)
+    assert result.model.regime_ == reference.regime_ == "labeling_functions"
+    assert not hasattr(result.model, "chosen_")
+    assert_same_labels(result, reference, ann)
+
+
+def test_auto_is_supported_and_refuses_candidates_without_a_strategy():
+    assert "auto" in supported_methods()
+    ddf = dd.from_pandas(crowd_frame(100), npartitions=2)
+    with pytest.raises(ValueError, match="supported methods"):
+        aggregate(ddf, method=AutoLabelModel(candidates=[("ds", DawidSkene()),
+                                                         ("glad", GLAD())]))
+    with pytest.raises(ValueError, match="n_folds"):
+        aggregate(ddf, n_folds=1)
+    with pytest.raises(CrowdDataError, match="no annotations"):
+        aggregate(ddf[ddf["task"] == "none"], classes=["cat", "dog"],
+                  annotator_ids=["w0"], item_partitioned=True)
+
+
+# ---------------------------------------------------------------------------- Snorkel adapter
+def crowd_matrix(seed=0):
+    """Crowd answers as a label matrix, votes per row not fixed (each answer kept with
+    probability 0.4): abstaining says nothing about the class."""
+    sim = simulate_crowd(n_items=700, n_classes=3, n_annotators=20, annotations_per_item=8,
+                         seed=seed)
+    L = sim.annotations.to_label_matrix()
+    return np.where(np.random.default_rng(seed).random(L.shape) < 0.4, L, -1)
+
+
+def snorkel_matrix(seed=0):
+    from test_snorkel_upstream import simple_label_matrix
+
+    return simple_label_matrix(2000, 10, 2, np.random.default_rng(seed))[2]
+
+
+@pytest.mark.parametrize("kind", ["crowd", "labeling_functions"])
+def test_snorkel_dask_path_decides_and_fits_as_in_memory(kind):
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+    from crowd_keras.integrations.snorkel.abstention import abstaining_is_informative
+    from crowd_keras.integrations.snorkel.label_model import _votes_fixed_by_design
+
+    L, k = (crowd_matrix(), 3) if kind == "crowd" else (snorkel_matrix(), 2)
+    ann = Annotations.from_label_matrix(L, cardinality=k)
+    # neither matrix is decided by the one-class share; votes per row vary in both
+    assert not _votes_fixed_by_design(ann)
+    assert abstaining_is_informative(ann) == (kind == "labeling_functions")
+    settings = {"min_heldout": 1500} if kind == "crowd" else {}
+    memory = CrowdLabelModel(cardinality=k, **settings).fit(L, progress_bar=False)
+    chunked = CrowdLabelModel(cardinality=k, **settings).fit(da.from_array(L, chunks=(300, -1)),
+                                                             progress_bar=False)
+    assert type(chunked.label_model_) is type(memory.label_model_)
+    if kind == "crowd":
+        assert isinstance(memory.label_model_, AutoLabelModel)
+        assert chunked.label_model_.chosen_ == memory.label_model_.chosen_
+    probs = chunked.predict_proba(da.from_array(L, chunks=500)).compute()
+    delta = float(np.abs(probs - memory.predict_proba(L)).max())
+    assert delta < TOL, delta
+    np.testing.assert_array_equal(chunked.predict(L), memory.predict(L))
+    np.testing.assert_allclose(chunked.get_weights(), memory.get_weights(), atol=TOL)
+    np.testing.assert_allclose(chunked.get_conditional_probs(), memory.get_conditional_probs(),
+                               atol=TOL)
