@@ -88,6 +88,20 @@ def test_folds_hide_part_of_each_item_and_never_single_annotations():
     np.testing.assert_array_equal(np.sort(heldout_folds(sub, 5, 0)[sub.items == 1]), np.sort(first))
 
 
+@pytest.mark.parametrize("ids", [np.arange(2000), np.arange(2000).astype(str).astype(object)],
+                         ids=["integer ids", "string ids"])
+def test_each_seed_draws_its_own_folds_whatever_the_id_type(ids):
+    # pandas' hash key seeds only strings: integer ids must get the seed too, or every
+    # repeated pass of AutoLabelModel would score the same folds again
+    from crowd_keras.aggregation.auto import item_offsets
+    draws = [item_offsets(ids, 5, seed) for seed in range(3)]
+    for a in range(3):
+        assert set(np.unique(draws[a])) == set(range(5))
+        for b in range(a + 1, 3):
+            assert (draws[a] != draws[b]).mean() > 0.5     # independent draws: about 0.8
+    np.testing.assert_array_equal(item_offsets(ids, 5, 1), draws[1])   # deterministic
+
+
 def test_auto_on_labeling_functions_is_the_abstain_aware_model():
     w = load_wrench(require_data("wrench", "youtube"), "train")
     ann = Annotations.from_label_matrix(w.L, cardinality=2)

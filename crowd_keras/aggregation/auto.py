@@ -56,9 +56,16 @@ def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """A pseudo-random fold offset per item, ``0..n_folds-1``, from a seeded hash of its id:
     the same for an item wherever it is (a partitioned fit draws the same folds)."""
-    key = f"crowd-keras{int(seed) % 10**5:05d}"                     # 16 characters
-    return (pd.util.hash_array(np.asarray(item_ids), hash_key=key, categorize=False)
-            % np.uint64(n_folds)).astype(np.int64)
+    ids = np.asarray(item_ids)
+    seed = int(seed) % 10**5
+    key = f"crowd-keras{seed:05d}"                                  # 16 characters
+    h = pd.util.hash_array(ids, hash_key=key, categorize=False)
+    if ids.dtype.kind not in "OSU" and seed:
+        # the key seeds only the hashing of strings: numbers get the seed by a second hash
+        # (seed 0 keeps the plain hash), so every pass of AutoLabelModel draws its own folds
+        h = pd.util.hash_array(h ^ np.uint64(seed * 0x9E3779B97F4A7C15 % 2**64),
+                               categorize=False)
+    return (h % np.uint64(n_folds)).astype(np.int64)
 
 
 def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
