@@ -51,8 +51,9 @@ from crowd_keras.datasets import load_labelme, load_truth_inference, load_wrench
 from integrations.snorkel import CrowdLabelModel, probs_to_preds  # noqa: E402
 
 REFERENCES = {
-    "WRENCH DS": dict(abstain="response", anchor="none", abstain_weight=1.0, class_prior="learn"),
-    "plain DS": dict(abstain="ignore", anchor="none"),
+    "WRENCH DS": dict(method="abstain_dawid_skene", abstain="response", anchor="none",
+                      abstain_weight=1.0, class_prior="learn"),
+    "plain DS": dict(method="abstain_dawid_skene", abstain="ignore", anchor="none"),
 }
 
 

@@ -169,3 +169,43 @@ def test_snorkel_dask_path_decides_and_fits_as_in_memory(kind):
     np.testing.assert_allclose(chunked.get_weights(), memory.get_weights(), atol=TOL)
     np.testing.assert_allclose(chunked.get_conditional_probs(), memory.get_conditional_probs(),
                                atol=TOL)
+
+
+@pytest.mark.parametrize("kind", ["crowd", "labeling_functions"])
+def test_the_check_on_a_sample_of_a_large_matrix_is_the_same_in_memory_and_on_dask(
+        kind, monkeypatch):
+    """Above MAX_CHECK_VOTES votes the check runs on a hashed sample of rows: the same rows,
+    hence the same held-out gains and decision, whole or block by block; and the sample
+    still tells labeling functions from crowd answers."""
+    from crowd_keras.integrations.snorkel import abstention, partitioned
+
+    L, k = (crowd_matrix(), 3) if kind == "crowd" else (snorkel_matrix(), 2)
+    ann = Annotations.from_label_matrix(L, cardinality=k)
+    monkeypatch.setattr(abstention, "MAX_CHECK_VOTES", ann.n_annotations // 2)
+    keep = abstention.check_sample(ann.item_ids, ann.n_annotations)
+    assert keep is not None and 0.4 < keep.mean() < 0.6          # about half of the rows
+    # a block of rows draws its share of the sample exactly as the whole matrix
+    np.testing.assert_array_equal(abstention.check_sample(ann.item_ids[300:900],
+                                                          ann.n_annotations), keep[300:900])
+    gains = {"memory": [], "dask": []}
+    original = abstention.held_out_gain
+
+    def recorded(where):
+        def gain(*args):
+            gains[where].append(original(*args))
+            return gains[where][-1]
+        return gain
+
+    monkeypatch.setattr(abstention, "held_out_gain", recorded("memory"))
+    in_memory = abstention.abstaining_is_informative(ann)
+    monkeypatch.setattr(partitioned, "held_out_gain", recorded("dask"))
+    data = PartitionedAnnotations.from_label_matrix(da.from_array(L, chunks=(300, -1)), k)
+    on_dask = partitioned.abstaining_is_informative_partitioned(data)
+    assert in_memory == on_dask == (kind == "labeling_functions")
+    assert len(gains["memory"]) == abstention.FOLDS
+    assert sum(gains["dask"]) == pytest.approx(sum(gains["memory"]), rel=1e-9, abs=1e-9)
+    # and the sample is what was checked: the whole matrix gives other gains
+    monkeypatch.setattr(abstention, "MAX_CHECK_VOTES", ann.n_annotations)
+    gains["memory"].clear()
+    abstention.abstaining_is_informative(ann)
+    assert sum(gains["memory"]) != pytest.approx(sum(gains["dask"]), rel=1e-6)

@@ -29,7 +29,8 @@ from crowd_keras.distributed.engine import PartitionedAnnotations
 from crowd_keras.distributed.methods import method_for
 from crowd_keras.errors import CrowdDataError
 
-from .abstention import FOLDS, abstention_models, held_out_gain, row_folds, too_few_rows
+from .abstention import (FOLDS, abstention_models, check_sample, held_out_gain, row_folds,
+                         sample_fraction, too_few_rows)
 from .validation import check_label_matrix
 from .votes import (COVOTE_MISFIT, covote_misfit_from, covote_step, function_summary,
                     votes_fixed_by_design)
@@ -109,6 +110,11 @@ def _voted_rows(block: Block) -> int:
     return int(np.count_nonzero(block.annotations_per_item()))
 
 
+def _sampled_rows(block: Block, n_votes: int) -> Block:
+    """The rows of ``block`` in the check's sample (:func:`.abstention.check_sample`)."""
+    return block.subset(check_sample(block.item_ids, n_votes))
+
+
 def _fold_rows(block: Block, seed: int, fold: int, held_out: bool) -> Block:
     """The rows of ``block`` in held-out fold ``fold`` (``held_out``) or the others."""
     return block.subset((row_folds(block.item_ids, seed) == fold) == held_out)
@@ -120,9 +126,12 @@ def _fold_gain(block: Block, seed: int, fold: int, models: tuple) -> float:
 
 def abstaining_is_informative_partitioned(data: PartitionedAnnotations, seed: int = 0) -> bool:
     """:func:`.abstention.abstaining_is_informative` of a partitioned ``L``: the same folds
-    of rows (a hash of the row ids, drawn block by block), per fold both models fitted on the
+    of rows (a hash of the row ids, drawn block by block; on a large ``L`` the same sample
+    of rows), per fold both models fitted on the
     training rows by partitioned fits (each block's training rows persisted where the block
     is) and their held-out gain summed over blocks."""
+    if sample_fraction(data.summary.n_annotations) < 1.0:
+        data = data.derive(_sampled_rows, data.summary.n_annotations)
     if too_few_rows(data.reduce(_voted_rows)):
         return True
     gain = 0.0
