@@ -18,6 +18,8 @@ EXTRAS = {
 }
 EXTRAS["test"] = sorted({
     "pytest>=8", "hypothesis>=6.100", "tqdm>=4.60", "scikit-learn>=1.3",
+    # the suite runs on two processes (tox.ini: -n 2), inside CI's 15 minutes on 2 cores
+    "pytest-xdist>=3.5",
     # the classic label models are checked against crowd-kit's on the same crowds
     "crowd-kit>=1.4",
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)

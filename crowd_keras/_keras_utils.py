@@ -15,7 +15,7 @@ from .numerics import MISSING
 __all__ = ["annotator_mask", "gather_annotators", "insert_annotator_axis", "identity_initializer",
            "checked_noise_scale", "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
-           "hide_masked_steps", "first_mask"]
+           "hide_masked_steps", "first_mask", "KeepsTimeStepMask"]
 
 try:  # the one place that reads the mask Keras attaches to a tensor (no public accessor)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -170,3 +170,13 @@ def hide_masked_steps(y_true: Any, y_pred: Any, mask: Any, missing: Any) -> tupl
         mask = ops.expand_dims(mask, -1)
     y_true = ops.where(mask, y_true, ops.full_like(y_true, missing))
     return y_true, ops.add(y_pred, ops.zeros((), dtype=y_pred.dtype))
+
+
+class KeepsTimeStepMask:
+    """Mixin of the annotator layers that take ``[probabilities, annotator_ids]``."""
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The Keras mask of the outputs: the time-step mask of the first input (a
+        ``(batch, time)`` mask from ``Embedding(mask_zero=True)``, say) is kept on the
+        ``(batch, time, slots[, K])`` output, so the masked losses skip padded steps."""
+        return first_mask(mask)

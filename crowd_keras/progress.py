@@ -2,6 +2,8 @@
 
 * :func:`progress_bar` wraps an iterable (the EM loops of the label models; silent without
   tqdm, since a library loop should not print).
+* :class:`Convergence` is the loop of every EM fit: a bounded number of iterations, a stop
+  when the objective settles, its history, and a progress bar.
 * :class:`Progress` counts steps of a known total (a push of predictions): a tqdm bar, or
   without tqdm one line on ``stream`` at the start, every ``interval`` seconds and at the end.
 * :class:`Heartbeat` marks work of unknown length (a fit): nothing for ``delay`` seconds,
@@ -16,7 +18,7 @@ import threading
 import time
 from typing import Any, Iterable, Optional, TextIO
 
-__all__ = ["progress_bar", "Progress", "Heartbeat", "HEARTBEAT_DELAY"]
+__all__ = ["progress_bar", "Convergence", "Progress", "Heartbeat", "HEARTBEAT_DELAY"]
 
 #: Seconds of silence before :class:`Heartbeat` shows that a fit is still running.
 HEARTBEAT_DELAY = 3.0
@@ -50,6 +52,50 @@ def progress_bar(iterable: Iterable, desc: str = "", disable: bool = False, **kw
     if tqdm is None:
         return _Silent(iterable)
     return tqdm(iterable, desc=desc, **kwargs)
+
+
+class Convergence:
+    """The loop of an EM fit: at most ``max_iter`` iterations, stopped after the first whose
+    objective moved by less than ``tol`` from the previous one (``relative=True``: less than
+    ``tol`` times its size)::
+
+        loop = Convergence(self.max_iter, self.tol, "Dawid-Skene EM", self.progress)
+        for _ in loop:
+            ...                       # one M-step and one E-step
+            loop.record(objective)    # the last statement of the body
+        self.log_likelihood_ = np.asarray(loop.history)
+
+    ``history``: the recorded objectives, one per iteration run.
+    """
+
+    def __init__(self, max_iter: int, tol: float, desc: str = "", progress: bool = False,
+                 relative: bool = False) -> None:
+        self.max_iter, self.tol, self.desc = int(max_iter), float(tol), desc
+        self.progress, self.relative = bool(progress), bool(relative)
+        self.history: list = []
+        self.converged = False
+        self._bar: Any = None
+
+    def __iter__(self):
+        self._bar = progress_bar(range(self.max_iter), desc=self.desc, disable=not self.progress)
+        try:
+            for i in self._bar:
+                yield i
+                if self.converged:
+                    break
+        finally:
+            self._bar.close()
+
+    def record(self, value: float) -> None:
+        """Record this iteration's objective; the loop stops after it if it has settled."""
+        value = float(value)
+        if self.history:
+            prev = self.history[-1]
+            limit = self.tol * abs(prev) if self.relative else self.tol
+            self.converged = abs(value - prev) < limit
+        self.history.append(value)
+        if self.progress and self._bar is not None:
+            self._bar.set_postfix(objective=f"{value:.6f}")
 
 
 class Progress:

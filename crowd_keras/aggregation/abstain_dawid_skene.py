@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import class_vote_counts, normalize_rows, softmax_rows, top_classes
-from ..progress import progress_bar
+from ..progress import Convergence
 from .base import LabelModel, as_annotations, check_prior
 from .regime import one_class_share
 
@@ -282,21 +282,13 @@ class AbstainAwareDawidSkene(LabelModel):
         X = ann.vote_incidence()
         counts = ann.label_counts()
         post = _Posteriors(X, ann.annotator_label_counts().reshape(-1), k, normalize_rows(counts))
-        history: list = []
-        prev = -np.inf
-        bar = progress_bar(range(self.max_iter), desc="Abstain-aware Dawid-Skene EM",
-                           disable=not self.progress)
-        for _ in bar:
+        loop = Convergence(self.max_iter, self.tol, "Abstain-aware Dawid-Skene EM", self.progress)
+        for _ in loop:
             log_prior, log_resp = self._m_step(*post.votes(ann.n_annotators), ann.n_items,
                                                fixed_prior)
             evidence = post.e_step(*self._weights(log_resp, log_prior))
-            history.append(evidence / max(ann.n_items, 1))
-            if self.progress:
-                bar.set_postfix(evidence=f"{history[-1]:.6f}")
-            if abs(history[-1] - prev) < self.tol:
-                break
-            prev = history[-1]
-        bar.close()
+            loop.record(evidence / max(ann.n_items, 1))
+        history = loop.history
         post = post.full()
         self._set_fitted(ann, log_prior, log_resp, post.mean(axis=0), history)
         if self.anchor_ == "votes":

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..numerics import normalize_rows, softmax_rows, soft_vote
-from ..progress import progress_bar
+from ..progress import Convergence
 from .base import LabelModel, check_prior
 from .labeling_functions import LabelingFunctionFallback
 
@@ -224,22 +224,13 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
             if post.shape != (ann.n_items, k):
                 raise ValueError(f"init posteriors must have shape {(ann.n_items, k)}, got "
                                  f"{post.shape}")
-        history = []
-        ll_prev = -np.inf
-        bar = progress_bar(range(self.max_iter), desc="Dawid-Skene EM", disable=not self.progress)
-        for _ in bar:
+        loop = Convergence(self.max_iter, self.tol, "Dawid-Skene EM", self.progress)
+        for _ in loop:
             prior, log_pi = m_step(*sufficient_statistics(XT, post), self.smoothing, fixed_prior,
                                    **self.m_step_settings())
             post, ll = e_step(X, log_pi, prior)
-            ll /= max(ann.n_annotations, 1)
-            history.append(ll)
-            if self.progress:
-                bar.set_postfix(loglik=f"{ll:.6f}")
-            if abs(ll - ll_prev) < self.tol:
-                break
-            ll_prev = ll
-        bar.close()
-        self._set_fitted(ann, post, prior, log_pi, history)
+            loop.record(ll / max(ann.n_annotations, 1))
+        self._set_fitted(ann, post, prior, log_pi, loop.history)
         return self
 
     def _set_fitted(self, ann: Annotations, post: np.ndarray, prior: np.ndarray,

@@ -10,7 +10,7 @@ from scipy.special import expit, log_expit
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import pair_index, softmax_rows
-from ..progress import progress_bar
+from ..progress import Convergence
 from .base import LabelModel, as_annotations
 
 __all__ = ["GLAD"]
@@ -69,9 +69,8 @@ class GLAD(LabelModel):
         beta = np.full(ann.n_items, float(self.beta_prior))
         log_prior = np.full(k, -np.log(k))
         post = self._e_step(ann, alpha, beta, log_prior)
-        history, q_prev = [], -np.inf
-        bar = progress_bar(range(int(self.max_iter)), desc="GLAD EM", disable=not self.progress)
-        for _ in bar:
+        loop = Convergence(self.max_iter, self.tol, "GLAD EM", self.progress)
+        for _ in loop:
             p = post[items, ann.labels]                     # q(z_i = l_n): label n is correct
             for _ in range(int(self.newton_rounds)):
                 alpha = self._newton_alpha(ann, p, alpha, beta)
@@ -81,11 +80,8 @@ class GLAD(LabelModel):
                 log_prior = np.log(mass / mass.sum())
             q = self._q_value(ann, p, alpha, beta) / max(ann.n_annotations, 1)
             post = self._e_step(ann, alpha, beta, log_prior)
-            history.append(q)
-            if abs(q - q_prev) < self.tol:
-                break
-            q_prev = q
-        bar.close()
+            loop.record(q)
+        history = loop.history
         self.annotations_ = ann
         self.posteriors_ = post
         self.abilities_ = alpha

@@ -23,7 +23,7 @@ from ..aggregation.base import LabelModel
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows, soft_vote
-from ..progress import progress_bar
+from ..progress import Convergence
 
 __all__ = ["CommonNoiseModel"]
 
@@ -79,9 +79,8 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         pi_g, pi_r, prior = self._m_confusions(counts, 0.5 * counts, post)
         b_a, b_b = self.omega_prior
         per_annotator = ann.annotations_per_annotator()
-        history, ll_prev = [], -np.inf
-        bar = progress_bar(range(self.max_iter), desc="CoNAL EM", disable=not self.progress)
-        for _ in bar:
+        loop = Convergence(self.max_iter, self.tol, "CoNAL EM", self.progress)
+        for _ in loop:
             # With ω tied per annotator, an annotation's likelihood under true class c,
             # ω_r π_g[c, y] + (1 − ω_r) π_r[c, y], depends on (r, c, y) only: the E-step is
             # Dawid-Skene's with these effective matrices, and q(s = 1 | z = c, y) too.
@@ -95,11 +94,8 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
             pi_g, pi_r, prior = self._m_confusions(counts, joint_common, post)
             omega = (joint_common.sum(axis=(1, 2)) + b_a - 1 + 1e-9) / \
                 (per_annotator + b_a + b_b - 2 + 2e-9)
-            history.append(ll)
-            if abs(ll - ll_prev) < self.tol:
-                break
-            ll_prev = ll
-        bar.close()
+            loop.record(ll)
+        history = loop.history
         self.annotations_ = ann
         self.posteriors_ = post
         self.class_priors_ = prior

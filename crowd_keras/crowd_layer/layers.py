@@ -42,7 +42,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (checked_layer_args, checked_noise_scale, first_mask,
+from .._keras_utils import (KeepsTimeStepMask, checked_layer_args, checked_noise_scale,
                             gather_annotators, identity_initializer, insert_annotator_axis,
                             is_shape_list, scale_and_shift, weight_in_use)
 
@@ -53,7 +53,7 @@ CONN_TYPES = ("MW", "VW", "VB", "VW+B", "S")
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CrowdLayer(keras.layers.Layer):
+class CrowdLayer(KeepsTimeStepMask, keras.layers.Layer):
     """Annotator-specific transformation of class probabilities (classification crowd layer).
 
     Args:
@@ -158,12 +158,6 @@ class CrowdLayer(keras.layers.Layer):
             eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
             return ops.einsum(eq, probs, self._effective(kernel, probs.dtype))
         return scale_and_shift(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
-
-    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        """The Keras mask of the outputs: the time-step mask of the first input (a
-        ``(batch, time)`` mask from ``Embedding(mask_zero=True)``, say) is kept on the
-        ``(batch, time, slots[, K])`` output, so the masked losses skip padded steps."""
-        return first_mask(mask)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if is_shape_list(input_shape):

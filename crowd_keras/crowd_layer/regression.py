@@ -14,8 +14,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from .._keras_utils import (checked_layer_args, first_mask, gather_annotators, is_shape_list,
-                            scale_and_shift)
+from .._keras_utils import (KeepsTimeStepMask, checked_layer_args, gather_annotators,
+                            is_shape_list, scale_and_shift)
 
 __all__ = ["CrowdRegressionLayer"]
 
@@ -23,7 +23,7 @@ CONN_TYPES = ("S", "B", "S+B")
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CrowdRegressionLayer(keras.layers.Layer):
+class CrowdRegressionLayer(KeepsTimeStepMask, keras.layers.Layer):
     """Annotator-specific scale and/or bias of a scalar regression output.
 
     Args:
@@ -71,12 +71,6 @@ class CrowdRegressionLayer(keras.layers.Layer):
         else:
             mu, scale, bias = inputs, self.scale, self.bias
         return scale_and_shift(mu, scale, bias)   # (..., 1) broadcasts against (..., A or k)
-
-    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        """The Keras mask of the outputs: the time-step mask of the first input (a
-        ``(batch, time)`` mask from ``Embedding(mask_zero=True)``, say) is kept on the
-        ``(batch, time, slots[, K])`` output, so the masked losses skip padded steps."""
-        return first_mask(mask)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if is_shape_list(input_shape):

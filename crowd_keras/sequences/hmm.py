@@ -32,7 +32,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..numerics import normalize_rows, soft_vote
-from ..progress import progress_bar
+from ..progress import Convergence
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel, emission_loglik, shrunk_m_step
 from .chains import Chains, forward_backward, forward_loglik, viterbi
@@ -98,19 +98,16 @@ class HMMCrowd(SequenceLabelModel):
         nxt = chains.tok[chains.nonfirst]
         xi = post[chains.tok[chains.prev]].T @ post[nxt]
         init = post[chains.tok[:chains.n_active[0]]].sum(0) if chains.n_slots else np.ones(k)
-        history: list = []
-        bar = progress_bar(range(self.max_iter), desc="HMM-Crowd EM", disable=not self.progress)
-        for _ in bar:
+        loop = Convergence(self.max_iter, self.tol, "HMM-Crowd EM", self.progress, relative=True)
+        for _ in loop:
             prior, log_pi, _ = shrunk_m_step(XT, post, self.prior_strength, self.smoothing)
             A = normalize_rows((xi + self.smoothing) * allowed)
             p0 = normalize_rows((init + self.smoothing) * start)
             em = emission_loglik(X, log_pi)
             gamma, xi, init, ll = forward_backward(chains, em, A, p0)
             post[chains.tok] = gamma
-            history.append(float(ll.sum()) / max(ann.n_annotations, 1))
-            if len(history) > 1 and abs(history[-1] - history[-2]) < self.tol * abs(history[-2]):
-                break
-        bar.close()
+            loop.record(float(ll.sum()) / max(ann.n_annotations, 1))
+        history = loop.history
         self.transitions_, self.initial_ = A, p0
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..numerics import normalize_rows, soft_vote, softmax_rows
-from ..progress import progress_bar
+from ..progress import Convergence
 from .annotations import SequenceAnnotations
 from .base import (SequenceLabelModel, emission_loglik, shrunk_m_step, token_log_prior)
 
@@ -104,17 +104,14 @@ class TokenDawidSkene(SequenceLabelModel):
         XT = X.T.tocsr()
         prior_rows = token_log_prior(token_prior, ann.n_items, k)
         post = self._initial(ann)
-        history: list = []
-        bar = progress_bar(range(self.max_iter), desc="token Dawid-Skene EM",
-                           disable=not self.progress)
-        for _ in bar:
+        loop = Convergence(self.max_iter, self.tol, "token Dawid-Skene EM", self.progress,
+                           relative=True)
+        for _ in loop:
             prior, log_pi, pooled = shrunk_m_step(XT, post, self.prior_strength, self.smoothing)
             em = emission_loglik(X, log_pi)
             post, log_norm = softmax_rows(em + _log_prior(prior, prior_rows, ann.n_items))
-            history.append(float(log_norm.sum()) / max(ann.n_annotations, 1))
-            if len(history) > 1 and abs(history[-1] - history[-2]) < self.tol * abs(history[-2]):
-                break
-        bar.close()
+            loop.record(float(log_norm.sum()) / max(ann.n_annotations, 1))
+        history = loop.history
         self.em_posteriors_ = post
         self.emission_loglik_ = em
         self.pooled_confusion_ = pooled

@@ -10,8 +10,7 @@ import numpy as np
 
 from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_models,
                                      get_label_model, register_label_model)
-from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_share,
-                                            one_class_vote_share)
+from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_share)
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError
@@ -202,16 +201,13 @@ class CrowdLabelModel:
         ann = Annotations.from_label_matrix(L, cardinality=k)
         if ann.n_annotations == 0:
             raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
-        fixed_by_design = _votes_fixed_by_design(ann)
-        method = self._resolved_method(ann.annotator_label_counts(),
-                                       lambda: abstaining_is_informative(ann))
-        model_type = type(get_label_model(method))
-        kwargs = self._model_kwargs(model_type, fixed_by_design, balance,
-                                    {**given, "progress_bar": progress_bar, **train_config})
+        method, kwargs, full_first = self._plan(
+            ann.annotator_label_counts(), lambda: abstaining_is_informative(ann),
+            _votes_fixed_by_design(ann), balance,
+            {**given, "progress_bar": progress_bar, **train_config})
         model = None
         self.covote_misfit_ = None
-        if features is None and _takes(model_type.__init__, "anchor") and "anchor" not in kwargs \
-                and one_class_vote_share(ann) >= LABELING_FUNCTION_SHARE:
+        if features is None and full_first:
             # one-class functions: the full model if it explains the co-votes, else anchored
             trial = get_label_model(method, **kwargs, anchor="none").fit(ann)
             self.covote_misfit_ = covote_misfit(trial, ann)
@@ -234,6 +230,19 @@ class CrowdLabelModel:
             self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32), probs)
         self._summarize(ann, probs, config["mu_eps"])
         return self
+
+    def _plan(self, votes: np.ndarray, abstaining: Callable[[], bool], fixed_by_design: bool,
+              balance: Optional[np.ndarray], train: Dict[str, Any]
+              ) -> Tuple[str, Dict[str, Any], bool]:
+        """What to fit, in memory or partitioned: the registry name (:meth:`_resolved_method`),
+        its keyword arguments, and whether to try the full model before anchoring it to the
+        votes (one-class functions, no ``anchor`` given: see :func:`covote_misfit`)."""
+        method = self._resolved_method(votes, abstaining)
+        model_type = type(get_label_model(method))
+        kwargs = self._model_kwargs(model_type, fixed_by_design, balance, train)
+        full_first = (_takes(model_type.__init__, "anchor") and "anchor" not in kwargs
+                      and one_class_share(votes) >= LABELING_FUNCTION_SHARE)
+        return method, kwargs, full_first
 
     def _resolved_method(self, votes: np.ndarray, abstaining: Callable[[], bool]) -> str:
         """The registry name to fit: ``self.method``, with ``"auto"`` resolved (see the class

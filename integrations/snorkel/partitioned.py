@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 from typing import Any, Dict, Optional
 
 import numpy as np
 
-from crowd_keras.aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
-from crowd_keras.aggregation.registry import get_label_model
 from crowd_keras.distributed.blocks import Block
 from crowd_keras.distributed.engine import PartitionedAnnotations
 from crowd_keras.distributed.methods import method_for
@@ -78,15 +75,12 @@ def fit_partitioned(adapter: Any, L: Any, Y_dev: Any, class_balance: Any, progre
         raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
     coverage = summary.votes.sum(axis=1) / max(summary.n_items, 1)
     fixed_by_design = votes_fixed_by_design(summary.row_variance, coverage)
-    method = adapter._resolved_method(summary.votes,
-                                      lambda: abstaining_is_informative_partitioned(data))
-    model_type = type(get_label_model(method))
-    kwargs = adapter._model_kwargs(model_type, fixed_by_design, balance,
-                                   {**given, "progress_bar": progress_bar, **train_config})
+    method, kwargs, full_first = adapter._plan(
+        summary.votes, lambda: abstaining_is_informative_partitioned(data), fixed_by_design,
+        balance, {**given, "progress_bar": progress_bar, **train_config})
     fit = None
     adapter.covote_misfit_ = None
-    if "anchor" in inspect.signature(model_type).parameters and "anchor" not in kwargs \
-            and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
+    if full_first:
         # one-class functions: the full model if it explains the co-votes, else anchored
         trial = data.fit(method_for(method, **kwargs, anchor="none"))
         step = covote_step(trial.model, L.shape[1], k, summary.n_items)
