@@ -19,6 +19,10 @@ Feature-free use (``x=None``): the instances are their indices, ``h_θ`` is a le
 embedding followed by a softmax layer and ``d_φ`` uses its own instance embeddings (the
 paper's LIA-E). Everything runs through ``keras.Model.fit`` / ``predict`` on a functional
 model, so any Keras 3 backend works.
+
+This module is over 500 lines because the trainer is one EM with its M-step, E-step,
+marginal fine-tuning and annotator summary sharing state; the layers, losses and the
+label-model wrapper are in their own modules.
 """
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""`CrowdLabelModel`: Snorkel's ``LabelModel`` surface over the label models of crowd-keras."""
+"""`CrowdLabelModel`: Snorkel's ``LabelModel`` surface over the label models of crowd-keras.
+
+About 500 lines because Snorkel's surface is one class (fit, predict, score, weights,
+conditional probabilities, save/load); its parts live beside it: validation, metrics, votes,
+abstention and the partitioned (Dask) fit.
+"""
 from __future__ import annotations
 
 import inspect
