@@ -77,6 +77,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1M rows only")
     parser.add_argument("--one", nargs=2, metavar=("CASE", "ROWS"), help=argparse.SUPPRESS)
+    parser.add_argument("--data", help="unused: the frames are generated (accepted as every "
+                        "benchmark script takes it)")
     args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(measure(args.one[0], int(args.one[1]))))

@@ -42,6 +42,7 @@ SCRIPTS = [
     ("lia.py", [], ["--quick"], 3600),
     ("scale_out.py", [], ["--quick"], 3600),
     ("scaling.py", [], ["--sizes", "100000", "--repeat", "1"], 3600),
+    ("encoding.py", [], ["--quick"], 900),
     # the CPU-sized run (a GPU run: python benchmarks/record.py gpu.py)
     ("gpu.py", ["--items", "20000", "--annotators", "10000", "--batch-size", "64",
                 "--precisions", "float32", "--repeat", "3"],

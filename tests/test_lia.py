@@ -357,6 +357,36 @@ def test_em_steps_are_traced_once_whatever_the_number_of_iterations(monkeypatch,
     assert counts[0][0] <= 2 and counts[0][1] <= 1, counts
 
 
+def test_every_m_step_passes_over_every_item(monkeypatch):
+    """Default minibatches grow with the items (``max(1024, ⌈items / m_steps⌉)``, here with
+    the bounds scaled down) so that each M-step's batches hold every item: a per-item
+    embedding is only updated on the steps that see its item."""
+    import crowd_keras.inputs as inputs
+    import crowd_keras.lia.trainer as lia_trainer
+
+    monkeypatch.setattr(lia_trainer, "_FULL_BATCH_MAX", 10)
+    monkeypatch.setattr(lia_trainer, "_MIN_BATCH", 8)
+    orders = []
+    row_order = inputs.row_order
+
+    def recording(n, batch, steps, rng):
+        out = row_order(n, batch, steps, rng)
+        orders.append((n, out))
+        return out
+
+    monkeypatch.setattr(inputs, "row_order", recording)
+    sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=4)
+    model = LIA(em_iterations=2, m_steps=6, tol=0.0, seed=0).fit(sim.annotations)
+    assert model.trainer_.batch_size_ == 25          # ⌈150 / 6⌉ > 8
+    assert len(orders) == 2                          # one draw per M-step
+    for n, order in orders:
+        assert n == 150 and len(order) == 150 and set(order.tolist()) == set(range(150))
+    # a batch size given is kept
+    assert LIA(em_iterations=1, m_steps=6, batch_size=8, seed=0).fit(
+        sim.annotations).trainer_.batch_size_ == 8
+
+
 def test_bad_inputs_raise_crowd_data_error():
     sim = simulate_crowd(n_items=30, n_classes=2, n_annotators=5, annotations_per_item=2, seed=3)
     with pytest.raises(CrowdDataError, match="features"):

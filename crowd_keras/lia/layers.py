@@ -234,7 +234,7 @@ class DifficultyCompetence(keras.layers.Layer):
                  ids: Any = None) -> Any:
         for n, (kernel, bias) in enumerate(layers):
             if n == 0 and first_is_table:
-                h = ops.take(kernel, ids, axis=0) + bias
+                h = gather_rows(kernel, ids) + bias
             else:
                 h = ops.matmul(h, ops.cast(kernel, h.dtype)) + ops.cast(bias, h.dtype)
             if n < len(layers) - 1:
@@ -266,11 +266,18 @@ class DifficultyCompetence(keras.layers.Layer):
         ``(batch, k, C, C, L)``; ``None`` → every annotator, ``(A, C, C, L)``.
         """
         if self.annotator_features is None:
+            if annotator_ids is not None:
+                # the batch's rows only (the MLP is row-wise): a step reads and updates
+                # O(batch · k) rows of the (A, ·) table, not all A
+                safe, _ = split_padding(annotator_ids)
+                rows = self._run_mlp(None, self.annotator_layers, first_is_table=True,
+                                     ids=ops.reshape(safe, (-1,)))
+                c, l = self.num_classes, self.latent_dim
+                return ops.reshape(rows, (ops.shape(safe)[0], ops.shape(safe)[1], c, c, l))
             ids = ops.arange(self.num_annotators, dtype="int32")
-            table = self._reshape(self._run_mlp(None, self.annotator_layers,
-                                                first_is_table=True, ids=ids))
-        else:
-            table = self.competence_from_features(self.annotator_features)
+            return self._reshape(self._run_mlp(None, self.annotator_layers,
+                                               first_is_table=True, ids=ids))
+        table = self.competence_from_features(self.annotator_features)
         if annotator_ids is None:
             return table
         gathered, _ = gather_annotators(table, annotator_ids)

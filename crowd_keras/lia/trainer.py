@@ -47,6 +47,7 @@ from .losses import ExpectedCompleteNLL, MarginalNLL
 __all__ = ["LIATrainer", "default_classifier"]
 
 _FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
+_MIN_BATCH = 1024        # beyond: the paper's batch, or one M-step's share of every item
 _E_STEP_BATCH = 2 ** 14  # items per forward pass of the E-step (larger ones spill the caches)
 _XLA_MIN_ANNOTATIONS = 50_000   # from this many annotations the steps are compiled by XLA
 
@@ -110,7 +111,10 @@ class LIATrainer(Params):
             uses 2000).
         marginal: ``"annotation"`` (Eq. 9 as printed) or ``"item"`` (exact marginal).
         batch_size: items per optimiser step; ``None`` (default): full batch (every step sees
-            every item, deterministic) up to 4096 items, else 1024 (the paper's size).
+            every item, deterministic) up to 4096 items, else ``max(1024, ⌈items / m_steps⌉)``
+            (the paper's 1024, grown so that each M-step passes over every item: a per-item
+            parameter, LIA-E's embeddings, is only updated on the steps that see its item;
+            with 1024 rows and 100 steps an M-step on 2M items would see one in twenty).
         learning_rate: AMSGrad learning rate. Default 0.05: with full batches and a few
             hundred steps per M-step, the paper's 1e-3 leaves the confusion logits (which
             need magnitudes of 3-4 for a reliable annotator) near their start.
@@ -360,7 +364,9 @@ class LIATrainer(Params):
 
     def _batch_size(self, n: int) -> int:
         if self.batch_size is None:
-            return n if n <= _FULL_BATCH_MAX else 1024
+            if n <= _FULL_BATCH_MAX:
+                return n
+            return max(_MIN_BATCH, -(-n // max(int(self.m_steps), 1)))
         if int(self.batch_size) < 1:
             raise ValueError(f"batch_size must be a positive integer or None, got "
                              f"{self.batch_size!r}")
