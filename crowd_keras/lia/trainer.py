@@ -49,7 +49,10 @@ __all__ = ["LIATrainer", "default_classifier"]
 _FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
 _MIN_BATCH = 1024        # beyond: the paper's batch, or one M-step's share of every item
 _E_STEP_BATCH = 2 ** 14  # items per forward pass of the E-step (larger ones spill the caches)
-_XLA_MIN_ANNOTATIONS = 50_000   # from this many annotations the steps are compiled by XLA
+# From this many annotations the steps are compiled by XLA. Feature-free fits of simulated
+# crowds (benchmarks/scaling.py's, 2 CPU cores, two runs each): 100k annotations 4.5 s
+# without XLA and 5.3-6.1 s with; 300k 5.0 s and 5.5 s; 1M 10.0 s and 8.4-8.9 s.
+_XLA_MIN_ANNOTATIONS = 500_000
 
 
 # ---------------------------------------------------------------------------- model pieces
@@ -270,7 +273,7 @@ class LIATrainer(Params):
 
     def _jit(self) -> Any:
         """XLA on TensorFlow, also on CPU, where Keras' ``"auto"`` turns it off: the LIA steps
-        are many small ops, and fused they run several times faster (from 50,000
+        are many small ops, and fused they run faster on large fits (from 500,000
         annotations; below, compiling costs more than it saves). Not under a
         ``tf.distribute`` strategy, with op determinism, or with a layer that does not
         support XLA (Keras' own conditions); elsewhere Keras' choice."""
