@@ -91,12 +91,13 @@ class MaskedMultiCrossEntropy(_KerasMaskAware):
     def call(self, y_true: Any, y_pred: Any) -> Any:
         _check_rank(y_true, tuple(y_pred.shape[:-1]), self.name)
         safe, mask = split_padding(y_true)
-        if self.from_logits:
-            log_p = ops.log_softmax(y_pred, axis=-1)
+        if self.from_logits:   # -log_softmax(y_pred)[safe], fused (one op on TensorFlow)
+            nll = ops.sparse_categorical_crossentropy(safe, y_pred, from_logits=True)
         else:
             eps = keras.config.epsilon()
             log_p = ops.log(ops.clip(y_pred, eps, 1.0))
-        nll = -ops.squeeze(ops.take_along_axis(log_p, ops.expand_dims(safe, -1), axis=-1), -1)
+            nll = -ops.squeeze(ops.take_along_axis(log_p, ops.expand_dims(safe, -1), axis=-1),
+                               -1)
         return _observed_mean(nll, mask)
 
     def get_config(self) -> dict:

@@ -257,6 +257,33 @@ def test_lazy_adam_updates_only_the_annotators_in_the_batch():
     assert isinstance(restored, LazyAdam)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="LazyAdam's sparse "
+                    "update is TensorFlow's (elsewhere it is Adam)")
+def test_lazy_adam_sums_repeated_rows_alike_with_and_without_xla():
+    # LIA compiles its steps with XLA from 500k annotations: the sparse update (tf.unique
+    # of the rows, a segment sum) must compile there and give the graph's numbers.
+    items = 300   # 600 slots on 6 annotators: every row repeated many times
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(items, 5)).astype("float32")
+    ids = rng.integers(0, 6, (items, 2)).astype("int32")
+    ids[::3, 1] = -1
+    labels = np.where(ids >= 0, rng.integers(0, 3, ids.shape), -1).astype("int32")
+
+    def kernel_after(jit_compile):
+        keras.utils.set_random_seed(0)
+        clf = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="softmax")])
+        model = CrowdModel(clf, CrowdLayer(8))
+        model.compile(LazyAdam(0.1), jit_compile=jit_compile)
+        for _ in range(3):
+            model.train_on_batch({"x": x, "annotator_ids": ids}, labels)
+        return keras.ops.convert_to_numpy(model.noise_layer.kernel)
+
+    graph, xla = kernel_after(False), kernel_after(True)
+    np.testing.assert_allclose(graph, xla, rtol=1e-4, atol=1e-5)
+    assert np.abs(graph[:6] - np.eye(3)).max() > 0.1            # the annotators in use moved
+    np.testing.assert_array_equal(graph[6:], np.broadcast_to(np.eye(3), (2, 3, 3)))
+
+
 def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
     sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=8, annotations_per_item=3,
                          seed=4)

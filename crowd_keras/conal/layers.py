@@ -21,8 +21,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (checked_noise_scale, gather_annotators, identity_initializer,
-                            weight_in_use)
+from .._keras_utils import (apply_annotator_matrices, checked_noise_scale, gather_annotators,
+                            identity_initializer, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -84,24 +84,34 @@ class AnnotatorGate(keras.layers.Layer):
             self.annotator_bias = self.add_weight(shape=(e,), initializer="zeros",
                                                   name="annotator_bias")
 
-    def annotator_embeddings(self) -> Any:
-        """û for every annotator, ``(annotators, embedding_dim)``, L2-normalised."""
+    def annotator_embeddings(self, annotator_ids: Any = None) -> Any:
+        """û, L2-normalised: ``(annotators, embedding_dim)`` for every annotator, or
+        ``(batch, k, embedding_dim)`` for padded ``annotator_ids (batch, k)`` (padding slots
+        hold annotator 0's).
+
+        The listed rows are gathered before the (row-wise) map and normalisation: a step
+        then costs O(batch), and the gradient of a learned embedding touches only the rows
+        in the batch (a sparse update with ``LazyAdam``) instead of the whole table.
+        """
         if self.annotator_features is None:
-            u = self.annotator_embedding
+            table = self.annotator_embedding
         else:
-            feats = ops.convert_to_tensor(self.annotator_features, dtype=self.compute_dtype)
-            u = ops.matmul(feats, self.annotator_kernel) + self.annotator_bias
-        return _l2_normalize(u)
+            table = ops.convert_to_tensor(self.annotator_features, dtype=self.compute_dtype)
+        if annotator_ids is not None:
+            table, _ = gather_annotators(table, annotator_ids)
+        if self.annotator_features is None:
+            return _l2_normalize(table)
+        return _l2_normalize(ops.matmul(table, self.annotator_kernel) + self.annotator_bias)
 
     def call(self, inputs: Any) -> Any:
         indexed = isinstance(inputs, (list, tuple))
         x = inputs[0] if indexed else inputs
         v = _l2_normalize(ops.matmul(x, self.instance_kernel) + self.instance_bias)  # (b, e)
-        u = self.annotator_embeddings()                                          # (A, e)
         if indexed:
-            u_k, _ = gather_annotators(u, inputs[1])                              # (b, k, e)
-            logits = ops.einsum("be,bke->bk", v, ops.cast(u_k, v.dtype))
+            u_k = ops.cast(self.annotator_embeddings(inputs[1]), v.dtype)         # (b, k, e)
+            logits = ops.squeeze(ops.matmul(u_k, ops.expand_dims(v, -1)), -1)     # (b, k)
         else:
+            u = self.annotator_embeddings()                                      # (A, e)
             logits = ops.matmul(v, ops.transpose(ops.cast(u, v.dtype)))           # (b, A)
         return ops.sigmoid(self.scale * logits)
 
@@ -230,8 +240,7 @@ class CommonNoiseAdaptation(keras.layers.Layer):
             individual = ops.einsum(eq, probs, weight_in_use(self.kernel, m, dt))
         else:
             kernel, _ = gather_annotators(self.kernel, ids)                      # (b,k,K,K)
-            eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
-            individual = ops.einsum(eq, probs, weight_in_use(kernel, m, dt))
+            individual = apply_annotator_matrices(probs, weight_in_use(kernel, m, dt))
         if omega is None:
             w = ops.cast(self.omega, probs.dtype)
         else:

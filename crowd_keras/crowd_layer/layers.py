@@ -42,9 +42,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (KeepsTimeStepMask, checked_layer_args, checked_noise_scale,
-                            gather_annotators, identity_initializer, insert_annotator_axis,
-                            is_shape_list, scale_and_shift, weight_in_use)
+from .._keras_utils import (KeepsTimeStepMask, apply_annotator_matrices, checked_layer_args,
+                            checked_noise_scale, gather_annotators, identity_initializer,
+                            insert_annotator_axis, is_shape_list, scale_and_shift,
+                            weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
@@ -155,8 +156,7 @@ class CrowdLayer(KeepsTimeStepMask, keras.layers.Layer):
 
         if self.conn_type == "MW":
             kernel, _ = gather_annotators(self.kernel, annotator_ids)   # (batch, k, K, K)
-            eq = "bti,bkij->btkj" if seq else "bi,bkij->bkj"
-            return ops.einsum(eq, probs, self._effective(kernel, probs.dtype))
+            return apply_annotator_matrices(probs, self._effective(kernel, probs.dtype))
         return scale_and_shift(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:

@@ -137,14 +137,19 @@ class MixtureOfGroups(keras.layers.Layer):
         beta = self._betas(probs.dtype)
         seq = len(probs.shape) == 3
         per_group = ops.einsum("btk,mkj->btmj" if seq else "bk,mkj->bmj", probs, beta)
-        member = ops.softmax(ops.cast(self.membership_logits, probs.dtype), axis=-1)  # (A, M)
         if ids is None:
+            member = ops.softmax(ops.cast(self.membership_logits, probs.dtype), axis=-1)  # (A, M)
             out = ops.einsum("btmj,am->btaj" if seq else "bmj,am->baj", per_group, member)
         else:
             if len(ids.shape) != 2:
                 raise ValueError(f"annotator_ids must be (batch, k), got shape {ids.shape}")
-            chosen, _ = gather_annotators(member, ids)                   # (batch, k, M)
-            out = ops.einsum("btmj,bkm->btkj" if seq else "bmj,bkm->bkj", per_group, chosen)
+            # the listed annotators' rows, then the (row-wise) softmax: O(batch) per step, and
+            # a gradient on those rows only (a sparse update with LazyAdam)
+            logits, _ = gather_annotators(self.membership_logits, ids)   # (batch, k, M)
+            chosen = ops.softmax(ops.cast(logits, probs.dtype), axis=-1)
+            if seq:
+                chosen = ops.expand_dims(chosen, 1)                      # (batch, 1, k, M)
+            out = ops.matmul(chosen, per_group)                          # (batch, [time,] k, K)
         return ops.log(ops.maximum(out, ops.cast(self.epsilon, out.dtype)))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
