@@ -33,6 +33,32 @@ def test_gate_is_sigmoid_of_normalized_embeddings_in_both_call_forms():
                                rtol=1e-5)
 
 
+@pytest.mark.parametrize("with_features", [False, True])
+def test_gate_indexed_form_reads_only_the_listed_annotators(with_features):
+    # ω for listed annotators gathers their rows before the (row-wise) map and normalisation:
+    # the same values as the dense form, and on TensorFlow a gradient on those rows only
+    # (sparse: LazyAdam then updates them alone, a step costs O(batch), not O(annotators)).
+    feats = np.random.default_rng(2).normal(size=(6, 4)).astype("float32")
+    gate = AnnotatorGate(num_annotators=6, embedding_dim=3,
+                         annotator_features=feats if with_features else None)
+    x = np.random.default_rng(3).normal(size=(5, 7)).astype("float32")
+    ids = np.array([[5, 1], [1, -1], [0, 5], [1, 1], [-1, -1]], "int32")
+    dense = ops.convert_to_numpy(gate(x))
+    indexed = ops.convert_to_numpy(gate([x, ids]))
+    real = ids >= 0
+    np.testing.assert_allclose(indexed[real], np.take_along_axis(dense, np.maximum(ids, 0), 1)[real],
+                               rtol=1e-5)
+    if keras.backend.backend() != "tensorflow" or with_features:
+        return
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        out = gate([x, ids])
+    grad = tape.gradient(out, gate.annotator_embedding.value)
+    assert isinstance(grad, tf.IndexedSlices)
+    assert set(np.unique(grad.indices.numpy())) <= {0, 1, 5}
+
+
 def test_gate_from_annotator_features():
     feats = np.eye(4, 2, dtype="float32") + 0.5
     gate = AnnotatorGate(embedding_dim=3, annotator_features=feats)

@@ -213,6 +213,24 @@ def test_global_layer_is_eq3():
         MixtureOfGroups(3, 5)(probs)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="sparse gradients of a gather are TensorFlow's")
+def test_indexed_layer_reads_only_the_listed_annotators_memberships():
+    # the listed rows are gathered before the (row-wise) softmax: a gradient on those rows
+    # only, so LazyAdam updates them alone (a step costs O(batch), not O(annotators))
+    import tensorflow as tf
+
+    layer = MixtureOfGroups(2, 3, num_annotators=50)
+    probs = np.random.default_rng(1).dirichlet(np.ones(3), size=4).astype("float32")
+    ids = np.array([[7, 3], [3, -1], [49, 7], [-1, -1]], "int32")
+    layer([probs, ids])
+    with tf.GradientTape() as tape:
+        out = layer([probs, ids])
+    grad = tape.gradient(out, layer.membership_logits.value)
+    assert isinstance(grad, tf.IndexedSlices)
+    assert set(np.unique(grad.indices.numpy())) <= {0, 3, 7, 49}
+
+
 def test_individual_layer_dense_and_indexed_agree():
     layer = MixtureOfGroups(2, 3, num_annotators=4)
     probs = np.random.default_rng(1).dirichlet(np.ones(3), size=6).astype("float32")
