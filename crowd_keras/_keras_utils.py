@@ -13,7 +13,8 @@ import numpy as np
 from .numerics import MISSING
 
 __all__ = ["annotator_mask", "apply_annotator_matrices", "gather_annotators",
-           "insert_annotator_axis", "identity_initializer", "checked_noise_scale", "weight_in_use", "is_shape_list", "n_rows", "split_padding",
+           "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
+           "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask"]
 

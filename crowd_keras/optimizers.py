@@ -15,7 +15,8 @@ def sum_repeated_rows(indices: Any, values: Any) -> tuple:
     TensorFlow only: ``tf.unique`` and a segment sum, so every row is written once. XLA
     compiles it too (measured on LIA's XLA-compiled fit at 1M annotations: the same time
     and results as the static-shape equality-matrix and sort forms this replaced, which
-    cost about 0.1 ms more per step of CrowdLayer MW at batch 64 on CPU, ``benchmarks/gpu.py``).
+    cost about 0.1 ms more per step of CrowdLayer MW at batch 64 on CPU,
+    ``benchmarks/gpu.py``).
     """
     import tensorflow as tf
 
@@ -75,7 +76,8 @@ class LazyAdam(keras.optimizers.Adam):
             v_hat = self._velocity_hats[index]
             scale = ops.maximum(take(v_hat), v_rows)
             updates.append((v_hat, scale))
-        step_rows = ops.divide(ops.multiply(m_rows, alpha), ops.add(ops.sqrt(scale), self.epsilon))
+        step_rows = ops.divide(ops.multiply(m_rows, alpha),
+                               ops.add(ops.sqrt(scale), self.epsilon))
         # each row once (summed above): scatter updates of distinct rows
         for target, value in updates:
             self.assign(target, tf.IndexedSlices(value, rows))
