@@ -30,8 +30,9 @@ _SUMMARY_MIN_ITEMS = 256   # the smallest item sample beyond that
 
 
 def _confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
-    """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) float64 probabilities
-    from (n, K, K, L) difficulty and competence rows (numpy: the summary's bulk pass).
+    """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) probabilities from
+    (n, K, K, L) difficulty and competence rows (numpy: the summary's bulk pass), in their
+    float dtype (the model's float32: the summary's sums accumulate in float64).
 
     The reductions run over the first axis of a transposed copy (numpy reduces long rows
     several times faster than 2-8 wide ones).
@@ -42,7 +43,7 @@ def _confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
     else:
         top = z.max(axis=0)
         logits = top + np.log(np.exp(z - top).sum(axis=0))
-    q = np.array(np.moveaxis(logits, -1, 0), dtype=np.float64)      # (K labels, n, K)
+    q = np.array(np.moveaxis(logits, -1, 0), dtype=np.result_type(logits, np.float32))
     q -= q.max(axis=0)
     np.exp(q, out=q)
     q /= q.sum(axis=0)
