@@ -30,8 +30,7 @@ def test_two_local_workers_fit_what_one_process_fits():
                                   host="127.0.0.1", dashboard_address=None,
                                   memory_limit="1GiB") as cluster, \
             distributed.Client(cluster) as client:
-        # both workers registered before any work: a shuffle places its output partitions
-        # on the workers the scheduler knows when it starts (one, on a slow start)
+        # both workers registered before any work, so that both can be asked to take part
         client.wait_for_workers(2, timeout=120)
         addresses = [cluster.scheduler_address, *client.scheduler_info()["workers"]]
         assert len(addresses) == 3, addresses
