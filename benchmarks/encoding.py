@@ -5,7 +5,9 @@ Run ``python benchmarks/encoding.py`` (``--quick``: 1M rows only). Each row of t
 measured in a fresh subprocess (so that peak RSS is the call's own: the process's peak
 resident memory after the call minus before it, and tracemalloc's peak of numpy/pandas
 allocations). Frames hold shuffled rows (the worst case for the (item, annotator) sort):
-10 annotations per item, 10,000 annotators, 5 classes. Matrices have ``rows`` entries
+10 annotations per item, 10,000 annotators, 5 classes; string ids are ``"task-N"`` /
+``"user-N"`` (a prefix and a counter, the common case) or 32 random hex digits (hashed ids,
+where no word of the string has few values: pandas' own factorisation). Matrices have ``rows`` entries
 (rows/20 items × 20 annotators or labeling functions), half of them missing (-1).
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ import subprocess
 import sys
 
 CASES = ("from_frame int labels", "from_frame string labels", "from_frame string ids",
-         "from_dense", "from_label_matrix")
+         "from_frame random hex ids", "from_dense", "from_label_matrix")
 
 
 def _data(case: str, rows: int):
@@ -40,6 +42,14 @@ def _data(case: str, rows: int):
     if case == "from_frame string ids":
         frame["task"] = "task-" + frame["task"].astype(str)
         frame["worker"] = "user-" + frame["worker"].astype(str)
+    if case == "from_frame random hex ids":   # 32 hex digits (hashes): no prefix, no counter
+        def hex_ids(n: int) -> pd.Series:
+            words = rng.integers(0, 2 ** 63, (n, 2), dtype=np.int64)
+            return pd.Series([f"{a:016x}{b:016x}" for a, b in words.tolist()], dtype="str")
+
+        frame["task"] = hex_ids(n_items).to_numpy()[frame["task"].to_numpy()]
+        frame["worker"] = hex_ids(n_annotators).to_numpy()[frame["worker"].to_numpy()]
+        frame = frame.astype({"task": "str", "worker": "str"})
     return frame
 
 

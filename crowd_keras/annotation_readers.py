@@ -110,8 +110,10 @@ class AnnotationReaders:
                 r = int(np.argmax(null))
                 raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
                                      f"{where(r, skip=role)}: the {role} of every row is needed")
+        distinct = []   # id arrays that a factorisation made (no repeats to look for)
         if classes is None:
             codes, classes = factorize_labels(cols["label"], where)
+            distinct.append("class")
         else:
             codes = pd.Index(list(classes)).get_indexer(cols["label"])
             if (codes < 0).any():
@@ -122,6 +124,7 @@ class AnnotationReaders:
         for role, given in (("item", item_ids), ("annotator", annotator_ids)):
             if given is None:
                 ids[role] = factorize_ids(cols[role], role, lambda n, r=role: where(n, skip=r))
+                distinct.append(role)
                 continue
             found = pd.Index(list(given)).get_indexer(cols[role])
             if (found < 0).any():
@@ -133,7 +136,7 @@ class AnnotationReaders:
         # every code came from a factorisation or a checked lookup: only sort and dedupe
         return cls._from_valid_codes(item_codes, ann_codes, codes, item_ids=item_ids,
                                      annotator_ids=annotator_ids, classes=classes,
-                                     duplicates=duplicates)
+                                     duplicates=duplicates, distinct=distinct)
 
     @classmethod
     def from_counts(cls, counts: Any, classes: Optional[Sequence] = None) -> "Annotations":

@@ -110,8 +110,10 @@ class Annotations(AnnotationReaders):
         if len(items) > 1:
             same[1:] = (key[1:] == key[:-1]) if fits else \
                 (items[1:] == items[:-1]) & (annotators[1:] == annotators[:-1])
-        if fits:
-            items, annotators = np.divmod(key, n_ann)
+        if fits:   # key is sorted: items are runs of their counts (no int64 division)
+            items = np.repeat(np.arange(len(self._item_ids)),
+                              np.bincount(items, minlength=len(self._item_ids)))
+            annotators = key - items * n_ann
         n_dup = int(same.sum())
         if n_dup and duplicates == "error":
             n = int(np.argmax(same))
@@ -171,17 +173,24 @@ class Annotations(AnnotationReaders):
     @classmethod
     def _from_valid_codes(cls, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray, *,
                           item_ids: Any, annotator_ids: Any, classes: Any,
-                          duplicates: str) -> "Annotations":
+                          duplicates: str, distinct: Iterable[str] = ()) -> "Annotations":
         """Build from int codes known to be in range (a constructor's own factorisation): the
-        ids are checked, the annotations sorted and deduplicated, the codes not re-validated."""
+        ids are checked, the annotations sorted and deduplicated, the codes not re-validated.
+
+        ``items`` and ``annotators`` are int64 arrays this call may keep (fresh codes);
+        ``labels`` is copied (integer labels can be their own codes, the caller's memory).
+        ``distinct`` names the id arrays (``"item"``, ``"annotator"``, ``"class"``) that are
+        the distinct values of a factorisation: they are not checked for repeats again.
+        """
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}, got {show(duplicates)}")
         self = object.__new__(cls)
-        self._item_ids = self._ids(item_ids, len(item_ids), "item")
-        self._annotator_ids = self._ids(annotator_ids, len(annotator_ids), "annotator")
-        self._classes = self._ids(classes, len(classes), "class")
-        # own copies: integer labels or ids can be their own codes, i.e. the caller's memory
-        self._store(np.array(items, dtype=np.int64), np.array(annotators, dtype=np.int64),
+        distinct = set(distinct)
+        self._item_ids, self._annotator_ids, self._classes = (
+            ids_array(ids) if what in distinct else self._ids(ids, len(ids), what)
+            for ids, what in ((item_ids, "item"), (annotator_ids, "annotator"),
+                              (classes, "class")))
+        self._store(np.asarray(items, dtype=np.int64), np.asarray(annotators, dtype=np.int64),
                     np.array(labels, dtype=np.int64), duplicates)
         return self
 

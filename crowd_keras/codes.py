@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import CrowdDataError
+from .string_codes import column_codes
 
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
@@ -313,7 +314,8 @@ def factorize_ids(column: pd.Series, what: str,
     """Identifiers of one frame column -> ``(codes (n,) int64, sorted distinct ids (m,))``.
 
     Non-negative integer ids below ``4 n + 64`` are coded with a bincount (no hash table, no
-    sort of the column); others by ``pandas.factorize``. Raises on list/dict values and on a
+    sort of the column); arrow string ids word by word where that pays
+    (:mod:`crowd_keras.string_codes`); others by ``pandas.factorize``. Raises on list/dict values and on a
     column that mixes types (``1`` and ``"1"`` would otherwise be two items printed alike).
     """
     kind = pd.api.types.infer_dtype(column, skipna=False)
@@ -324,9 +326,9 @@ def factorize_ids(column: pd.Series, what: str,
         if lo >= 0 and hi < 4 * len(raw) + 64:
             seen = np.bincount(raw, minlength=hi + 1) > 0
             return (np.cumsum(seen) - 1)[raw].astype(np.int64), np.flatnonzero(seen)
-    codes, uniques = pd.factorize(column, sort=True)
+    codes, uniques = column_codes(column)
     ids = np.asarray(uniques)
-    return codes.astype(np.int64), ids if ids.dtype.kind in "iub" else ids.astype(object)
+    return codes, ids if ids.dtype.kind in "iub" else ids.astype(object)
 
 
 def sort_order(items: np.ndarray, annotators: np.ndarray, n_items: int, n_annotators: int,
