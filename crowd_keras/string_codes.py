@@ -44,7 +44,7 @@ def _arrow(column: pd.Series) -> Any:
     except ImportError:  # pragma: no cover - pandas without pyarrow: no arrow columns
         return None
     array = column.array
-    if not hasattr(array, "__arrow_array__"):
+    if not isinstance(array, pd.arrays.ArrowExtensionArray):   # held in arrow, no conversion
         return None
     chunks = array.__arrow_array__()
     if not (pa.types.is_string(chunks.type) or pa.types.is_large_string(chunks.type)):
