@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import CrowdDataError
+from .numerics import dense_ranks
 from .string_codes import column_codes
 
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
@@ -315,8 +316,9 @@ def factorize_ids(column: pd.Series, what: str,
 
     Non-negative integer ids below ``4 n + 64`` are coded with a bincount (no hash table, no
     sort of the column); arrow string ids word by word where that pays
-    (:mod:`crowd_keras.string_codes`); others by ``pandas.factorize``. Raises on list/dict values and on a
-    column that mixes types (``1`` and ``"1"`` would otherwise be two items printed alike).
+    (:mod:`crowd_keras.string_codes`); others by ``pandas.factorize``. Raises on list/dict
+    values and on a column that mixes types (``1`` and ``"1"`` would otherwise be two items
+    printed alike).
     """
     kind = pd.api.types.infer_dtype(column, skipna=False)
     _check_scalars(column, kind, what, where)
@@ -324,8 +326,7 @@ def factorize_ids(column: pd.Series, what: str,
     if raw is not None and len(raw):
         lo, hi = int(raw.min()), int(raw.max())
         if lo >= 0 and hi < 4 * len(raw) + 64:
-            seen = np.bincount(raw, minlength=hi + 1) > 0
-            return (np.cumsum(seen) - 1)[raw].astype(np.int64), np.flatnonzero(seen)
+            return dense_ranks(raw, hi + 1)
     codes, uniques = column_codes(column)
     ids = np.asarray(uniques)
     return codes, ids if ids.dtype.kind in "iub" else ids.astype(object)

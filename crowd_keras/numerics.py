@@ -12,7 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "safe_log",
-           "incidence_matrix", "summing_matrix", "pair_index", "soft_vote", "top_classes",
+           "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
+           "top_classes",
            "class_vote_counts", "confusion_posteriors"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
@@ -113,6 +114,13 @@ def confusion_posteriors(X: sp.csr_matrix, log_conf: np.ndarray, log_prior: np.n
 def pair_index(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarray:
     """Flat index ``first · n_second + second`` (e.g. annotator × K + label), int64."""
     return np.asarray(first, dtype=np.int64) * int(n_second) + np.asarray(second, dtype=np.int64)
+
+
+def dense_ranks(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of non-negative integers below ``size`` in the order of their distinct values,
+    by a bincount (no hash table, no sort): ``(codes (n,) int64, distinct values (m,))``."""
+    seen = np.bincount(values, minlength=size) > 0
+    return (np.cumsum(seen, dtype=np.int64) - 1)[values], np.flatnonzero(seen)
 
 
 def soft_vote(counts: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ that is not arrow ``string``/``large_string``, shorter than 2**16 rows, with a n
 NUL byte (a string would not be told from its zero padding) or longer than 64 bytes; more
 than one word with many values (random ids such as UUIDs, where every word and every
 combination is a large hash table); few distinct strings (pandas' table of strings then
-fits the caches). On 10M rows with 1M distinct ids (one core, best of runs): ``"task-N"``
+fits the caches). On 10M rows with 1M distinct ids (one core, single runs): ``"task-N"``
 1.1 s against pandas' 2.1 s; 38-byte URLs ``".../images/000NNNN.jpg"`` 3.3 s against 3.6 s
 (five words); declining on UUIDs costs 0.04 s.
 """
@@ -26,6 +26,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+
+from .numerics import dense_ranks, pair_index
 
 __all__ = ["column_codes", "factorize_strings"]
 
@@ -94,16 +96,16 @@ class _Words:
 
 def _combine(code: Optional[np.ndarray], m: int, word_code: np.ndarray,
              m_word: int) -> tuple[np.ndarray, int]:
-    """Ranks of the pairs (code, word_code), both ranks themselves: (codes, count)."""
+    """Codes of the pairs (code, word_code) in their lexicographic order (both are ranks, of
+    ``m`` and ``m_word`` values), and their number."""
     if code is None:
         return word_code, m_word
-    pair = code * m_word + word_code
+    pair = pair_index(code, word_code, m_word)
     if m * m_word <= 4 * len(pair) + 64:   # as factorize_ids: a bincount, no hash table
-        seen = np.bincount(pair, minlength=m * m_word) > 0
-        rank = np.cumsum(seen) - 1
-        return rank[pair], int(rank[-1]) + 1
-    codes, uniques = pd.factorize(pair, sort=True)
-    return codes.astype(np.int64), len(uniques)
+        codes, values = dense_ranks(pair, m * m_word)
+        return codes, len(values)
+    codes, values = pd.factorize(pair, sort=True)
+    return codes.astype(np.int64), len(values)
 
 
 def _codes(words: _Words) -> tuple[np.ndarray, int]:
