@@ -102,7 +102,7 @@ def child(model_name: str, path: Path, repeat: int) -> dict:
     truth = data["truth"]
     return {"time": min(times), "fits": len(times), "peak_mib": float(np.nanmax(peaks)) / 1024,
             "accuracy": float((model.predict() == truth).mean()),
-            "n_iter": int(getattr(getattr(model, "trainer_", model), "n_iter_", 0) or 0)}
+            "n_iter": int(getattr(model, "n_iter_", 0) or 0)}
 
 
 def run_child(model_name: str, path: Path, repeat: int) -> dict:

@@ -12,11 +12,12 @@ Two feeders, one batch order:
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import keras
 import numpy as np
+
+from .numerics import row_order   # its home is numerics (the numpy LIA uses it too)
 
 __all__ = ["RandomBatches", "RowBatches", "annotation_dataset", "tensorflow_backend"]
 
@@ -24,13 +25,6 @@ __all__ = ["RandomBatches", "RowBatches", "annotation_dataset", "tensorflow_back
 def tensorflow_backend() -> bool:
     """True on the TensorFlow backend (where ``tf.data`` input runs inside the step)."""
     return keras.backend.backend() == "tensorflow"
-
-
-def row_order(n: int, batch: int, steps: int, rng: np.random.Generator) -> np.ndarray:
-    """``steps × batch`` row indices: shuffled epochs without replacement, concatenated."""
-    need = batch * steps
-    reps = math.ceil(need / n)
-    return np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
 
 
 class RandomBatches(keras.utils.PyDataset):

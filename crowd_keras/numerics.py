@@ -14,7 +14,7 @@ import scipy.sparse as sp
 __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "safe_log",
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
-           "class_vote_counts", "confusion_posteriors"]
+           "class_vote_counts", "confusion_posteriors", "row_order"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -121,6 +121,13 @@ def dense_ranks(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     by a bincount (no hash table, no sort): ``(codes (n,) int64, distinct values (m,))``."""
     seen = np.bincount(values, minlength=size) > 0
     return (np.cumsum(seen, dtype=np.int64) - 1)[values], np.flatnonzero(seen)
+
+
+def row_order(n: int, batch: int, steps: int, rng: np.random.Generator) -> np.ndarray:
+    """``steps × batch`` row indices: shuffled epochs without replacement, concatenated."""
+    need = batch * steps
+    reps = -(-need // n)
+    return np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
 
 
 def soft_vote(counts: np.ndarray) -> np.ndarray:

@@ -306,7 +306,7 @@ def test_annotator_summary_without_items_times_annotators_work(monkeypatch):
     comp = model.trainer_.competence_tensors().astype(float)
     d[:, :, 1, 1] += 900.0
     comp[:3, :, 0, 0] += 900.0
-    monkeypatch.setattr(model.trainer_, "difficulty_tensors", lambda items, *a: d[items])
+    monkeypatch.setattr(model.engine_, "difficulty_tensors", lambda items, *a: d[items])
     z = d[:, None] + comp[None]                                       # (I, A, K, K, L)
     top = z.max(-1)
     lq = top + np.log(np.exp(z - top[..., None]).sum(-1))
@@ -357,15 +357,16 @@ def test_em_steps_are_traced_once_whatever_the_number_of_iterations(monkeypatch,
     assert counts[0][0] <= 2 and counts[0][1] <= 1, counts
 
 
-def test_every_m_step_passes_over_every_item(monkeypatch):
+@pytest.mark.parametrize("engine", ["numpy", "keras"])
+def test_every_m_step_passes_over_every_item(monkeypatch, engine):
     """Default minibatches grow with the items (``max(1024, ⌈items / m_steps⌉)``, here with
     the bounds scaled down) so that each M-step's batches hold every item: a per-item
-    embedding is only updated on the steps that see its item."""
+    embedding is only updated on the steps that see its item (both engines)."""
     import crowd_keras.inputs as inputs
-    import crowd_keras.lia.trainer as lia_trainer
+    import crowd_keras.lia.em as lia_em
 
-    monkeypatch.setattr(lia_trainer, "_FULL_BATCH_MAX", 10)
-    monkeypatch.setattr(lia_trainer, "_MIN_BATCH", 8)
+    monkeypatch.setattr(lia_em, "_FULL_BATCH_MAX", 10)
+    monkeypatch.setattr(lia_em, "_MIN_BATCH", 8)
     orders = []
     row_order = inputs.row_order
 
@@ -375,15 +376,16 @@ def test_every_m_step_passes_over_every_item(monkeypatch):
         return out
 
     monkeypatch.setattr(inputs, "row_order", recording)
+    monkeypatch.setattr(lia_em, "row_order", recording)
     sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=3,
                          seed=4)
-    model = LIA(em_iterations=2, m_steps=6, tol=0.0, seed=0).fit(sim.annotations)
+    model = LIA(em_iterations=2, m_steps=6, tol=0.0, seed=0, engine=engine).fit(sim.annotations)
     assert model.trainer_.batch_size_ == 25          # ⌈150 / 6⌉ > 8
     assert len(orders) == 2                          # one draw per M-step
     for n, order in orders:
         assert n == 150 and len(order) == 150 and set(order.tolist()) == set(range(150))
     # a batch size given is kept
-    assert LIA(em_iterations=1, m_steps=6, batch_size=8, seed=0).fit(
+    assert LIA(em_iterations=1, m_steps=6, batch_size=8, seed=0, engine=engine).fit(
         sim.annotations).trainer_.batch_size_ == 8
 
 

@@ -6,6 +6,12 @@ learned embeddings (the paper's LIA-E) and the truth model ``h_θ`` is strongly 
 towards a class prior; with ``fit(annotations, features=X)`` ``h_θ`` is a (L2-regularised)
 softmax regression on the standardised features, so similar items inform each other, which
 is what helps most at low redundancy.
+
+Feature-free fits without marginal fine-tuning run the same EM in numpy
+(:class:`~crowd_keras.lia.em.FeatureFreeLIA`: the trainer's model, objective, optimiser and
+batches with the gradients written out), which skips Keras' tracing and graph overheads;
+``engine="keras"`` runs the trainer instead, and ``trainer_`` builds it from the numpy
+weights when asked for.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, summing_matrix
+from .em import FeatureFreeLIA, confusions as _confusions
 from .trainer import LIATrainer
 
 __all__ = ["LIA"]
@@ -27,27 +34,6 @@ __all__ = ["LIA"]
 _SUMMARY_CHUNK = 2 ** 20   # annotations (or item-annotator pairs) per block of the summary
 _SUMMARY_PAIRS = 2 ** 22   # items × annotators of the expected accuracy computed exactly
 _SUMMARY_MIN_ITEMS = 256   # the smallest item sample beyond that
-
-
-def _confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
-    """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) probabilities from
-    (n, K, K, L) difficulty and competence rows (numpy: the summary's bulk pass), in their
-    float dtype (the model's float32: the summary's sums accumulate in float64).
-
-    The reductions run over the first axis of a transposed copy (numpy reduces long rows
-    several times faster than 2-8 wide ones).
-    """
-    z = np.moveaxis(difficulty + competence, -1, 0)                 # (L, n, K, K)
-    if len(z) == 1:   # L = 1: the logsumexp of one value is that value
-        logits = z[0]
-    else:
-        top = z.max(axis=0)
-        logits = top + np.log(np.exp(z - top).sum(axis=0))
-    q = np.array(np.moveaxis(logits, -1, 0), dtype=np.result_type(logits, np.float32))
-    q -= q.max(axis=0)
-    np.exp(q, out=q)
-    q /= q.sum(axis=0)
-    return np.moveaxis(q, 0, -1)
 
 
 class LIA(LabelingFunctionFallback, LabelModel):
@@ -75,6 +61,11 @@ class LIA(LabelingFunctionFallback, LabelModel):
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
             look like Snorkel labeling functions are fitted by the abstain-aware model
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
+        engine: ``"auto"`` (default): numpy (:class:`~crowd_keras.lia.em.FeatureFreeLIA`)
+            when fitted without features, with ``hidden_units=()`` and ``marginal_steps=0``
+            (the same EM, results equal to float32 rounding from the same start, several
+            times faster), else the Keras trainer; ``"numpy"`` (an error where it does not
+            apply) or ``"keras"`` to choose.
 
     Attributes (after fit):
         posteriors_ (items, K): E-step posteriors (Eq. 4) with the final parameters;
@@ -87,7 +78,10 @@ class LIA(LabelingFunctionFallback, LabelModel):
             an evenly spaced sample of them when items × annotators exceeds
             ``max(2²², 4 · annotations)``, so that the summary stays linear in the
             annotations; ``expected_accuracy_items_`` is the number of items used);
-        trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence`` etc.).
+        trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence``,
+            ``trainer_.model_`` etc.); after a numpy fit it is built from the fitted weights
+            on first access; engine_: what was fitted (``FeatureFreeLIA`` or ``LIATrainer``);
+            n_iter_: EM iterations run.
     """
 
     def __init__(self, latent_dim: int = 1, hidden_units: Sequence[int] = (),
@@ -99,7 +93,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
                  marginal_learning_rate: Optional[float] = None,
                  tol: float = 1e-3, init: Any = "ds", standardize: bool = True,
                  seed: Optional[int] = 0, progress: bool = False,
-                 labeling_functions: str = "auto") -> None:
+                 labeling_functions: str = "auto", engine: str = "auto") -> None:
         self.latent_dim = latent_dim
         self.hidden_units = hidden_units
         self.classifier_l2 = classifier_l2
@@ -119,6 +113,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
         self.seed = seed
         self.progress = progress
         self.labeling_functions = labeling_functions
+        self.engine = engine
 
     # ------------------------------------------------------------------ fit
     def _features(self, features: Any, n_items: int, where: str) -> Optional[np.ndarray]:
@@ -159,25 +154,53 @@ class LIA(LabelingFunctionFallback, LabelModel):
         il2 = self.instance_l2
         if il2 is None:   # feature-free: a free difficulty per item overfits its own labels
             il2 = 100.0 if x is None else 1.0
-        trainer = LIATrainer(
+        settings = dict(
             num_classes=ann.n_classes, latent_dim=self.latent_dim,
-            hidden_units=self.hidden_units, classifier_l2=cl2,
             annotator_l2=self.annotator_l2, annotator_scale=self.annotator_scale,
-            instance_l2=il2,
+            instance_l2=il2, classifier_l2=cl2,
             em_iterations=self.em_iterations, m_steps=self.m_steps,
-            marginal_steps=self.marginal_steps, marginal=self.marginal,
-            batch_size=self.batch_size, learning_rate=self.learning_rate,
-            marginal_learning_rate=self.marginal_learning_rate, tol=self.tol,
+            batch_size=self.batch_size, learning_rate=self.learning_rate, tol=self.tol,
             seed=self.seed, progress=self.progress)
-        trainer.fit(x, ann, initial_posteriors=self._initial_posteriors(ann))
-        self.trainer_ = trainer
+        self._trainer_settings = dict(
+            settings, hidden_units=self.hidden_units, marginal_steps=self.marginal_steps,
+            marginal=self.marginal, marginal_learning_rate=self.marginal_learning_rate)
+        initial = self._initial_posteriors(ann)
+        self.__dict__.pop("_trainer", None)
+        if self._numpy_engine(x):
+            engine = FeatureFreeLIA(**settings).fit(ann, initial_posteriors=initial)
+        else:
+            engine = LIATrainer(**self._trainer_settings).fit(x, ann, initial_posteriors=initial)
+            self._trainer = engine
+        self.engine_ = engine
+        self.n_iter_ = engine.n_iter_
         self.uses_features_ = x is not None
         self.annotations_ = ann
-        self.posteriors_ = trainer.posteriors_
-        self.posteriors_em_ = trainer.posteriors_em_
+        self.posteriors_ = engine.posteriors_
+        self.posteriors_em_ = engine.posteriors_em_
         self.class_priors_ = self.posteriors_.mean(axis=0)
         self._summarise_annotators(x)
         return self
+
+    def _numpy_engine(self, x: Optional[np.ndarray]) -> bool:
+        """Whether this fit runs :class:`FeatureFreeLIA` (see ``engine``)."""
+        if self.engine not in ("auto", "numpy", "keras"):
+            raise ValueError(f"engine must be 'auto', 'numpy' or 'keras', got {self.engine!r}")
+        applies = x is None and not tuple(self.hidden_units) and not self.marginal_steps
+        if self.engine == "numpy" and not applies:
+            raise ValueError("engine='numpy' fits LIA-E only: no features, hidden_units=() "
+                             "and marginal_steps=0; use engine='keras' or 'auto'")
+        return applies and self.engine != "keras"
+
+    @property
+    def trainer_(self) -> LIATrainer:
+        """The fitted Keras :class:`LIATrainer` (built from the numpy weights on first access
+        after a numpy fit: the same model, ready for ``predict_competence``, ``model_``...)."""
+        if "_trainer" not in self.__dict__:
+            if not hasattr(self, "engine_"):
+                raise AttributeError("trainer_: this LIA is not fitted (or its labeling-"
+                                     "function fallback ran)")
+            self._trainer = LIATrainer(**self._trainer_settings).restore(self.engine_)
+        return self._trainer
 
     def _initial_posteriors(self, ann: Annotations) -> Optional[np.ndarray]:
         """The first E-step: ``None`` (the trainer's majority vote, Eq. 8) or (items, K)."""
@@ -198,7 +221,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
     def _summarise_annotators(self, x: Optional[np.ndarray]) -> None:
         """confusion_matrices_ = mean of Q_ij over each annotator's items; competence_;
         expected_accuracy_. O(annotations) plus a bounded sample of items × annotators."""
-        ann, trainer = self.annotations_, self.trainer_
+        ann, trainer = self.annotations_, self.engine_
         a, k = ann.n_annotators, ann.n_classes
         comp = trainer.competence_tensors()                             # (A, K, K, L)
         sums = np.zeros((a, k * k))
@@ -238,7 +261,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
             items = np.unique(np.linspace(0, n - 1, max(_SUMMARY_MIN_ITEMS, budget // a))
                               .round().astype(int))
         self.expected_accuracy_items_ = len(items)
-        d = self.trainer_.difficulty_tensors(items if x is None else x[items]).astype("float64")
+        d = self.engine_.difficulty_tensors(items if x is None else x[items]).astype("float64")
         comp = comp.astype("float64")
         post = self.posteriors_[items]
         # shift each (item, class) and (annotator, class) block to a maximum of 0: exp ≤ 1
@@ -310,12 +333,12 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if features is None:
             if self.uses_features_:
                 raise CrowdDataError("this LIA was fitted with item features: give features")
-            return self.trainer_.predict_competence(None, codes, class_probs=self.posteriors_)
+            return self.engine_.predict_competence(None, codes, class_probs=self.posteriors_)
         if not self.uses_features_:
             raise CrowdDataError("this LIA was fitted without features: call "
                                  "predict_competence() for its fitted items")
         x = self._features(features, len(np.asarray(features)), "predict_competence")
-        return self.trainer_.predict_competence(x, codes)
+        return self.engine_.predict_competence(x, codes)
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, annotations: Any = None, features: Any = None) -> np.ndarray:
@@ -344,4 +367,4 @@ class LIA(LabelingFunctionFallback, LabelModel):
                 raise CrowdDataError(f"a feature-free LIA scores only its {self.annotations_.n_items}"
                                      f" fitted items; got {new.n_items} items")
             x = None
-        return self.trainer_.posteriors(x, new)
+        return self.engine_.posteriors(x, new)

@@ -36,18 +36,17 @@ from ..annotations import Annotations
 from ..errors import CrowdDataError
 from .._keras_utils import seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
-from ..numerics import normalize_rows, softmax_rows
+from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import progress_bar
 from ..regularizers import CauchyShrinkage
+from .em import FeatureFreeLIA, initial_biases, lia_batch_size, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
 __all__ = ["LIATrainer", "default_classifier"]
 
-_FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
-_MIN_BATCH = 1024        # beyond: the paper's batch, or one M-step's share of every item
 _E_STEP_BATCH = 2 ** 14  # items per forward pass of the E-step (larger ones spill the caches)
 # From this many annotations the steps are compiled by XLA. Feature-free fits of simulated
 # crowds (benchmarks/scaling.py's, 2 CPU cores, two runs each): 100k annotations 4.5 s
@@ -366,14 +365,7 @@ class LIATrainer(Params):
         return self
 
     def _batch_size(self, n: int) -> int:
-        if self.batch_size is None:
-            if n <= _FULL_BATCH_MAX:
-                return n
-            return max(_MIN_BATCH, -(-n // max(int(self.m_steps), 1)))
-        if int(self.batch_size) < 1:
-            raise ValueError(f"batch_size must be a positive integer or None, got "
-                             f"{self.batch_size!r}")
-        return min(int(self.batch_size), n)
+        return lia_batch_size(self.batch_size, n, self.m_steps)
 
     def _initialise(self, post: np.ndarray, annotations: Annotations) -> None:
         """Start ``c_ψ`` and ``h_θ`` at the model that the first E-step ``post`` implies.
@@ -385,28 +377,79 @@ class LIATrainer(Params):
         components broken); the default classifier's output bias ``log ρ`` with ``ρ`` the
         mean posterior. Shapes: ``post (items, C)``; vectorised, no loop over annotations.
         """
-        k, lat = self.num_classes_, self.layer_.latent_dim
-        onehot = np.eye(k)[annotations.labels]                               # (n_ann, C)
-        pooled = post[annotations.items].T @ onehot + 0.5                    # (C, C)
-        log_pi = np.log(normalize_rows(pooled))
-        bias = np.repeat(log_pi[:, :, None], lat, axis=2) - np.log(lat)
+        bias, truth_bias = initial_biases(post, annotations, self.layer_.latent_dim)
         kernel, last_bias = self.layer_.annotator_layers[-1]
-        last_bias.assign(bias.reshape(-1).astype("float32"))
+        last_bias.assign(bias)
         if not self.layer_.uses_annotator_features:
             table = self.layer_.annotator_layers[0][0]
             rng = np.random.default_rng(self.seed)
             table.assign(rng.normal(scale=0.01, size=tuple(table.shape)).astype("float32"))
         if self.classifier is None and not self.from_logits:
-            prior = post.mean(0) + 1e-3
-            out = self.classifier_.get_layer("truth")
-            out.bias.assign(np.log(prior / prior.sum()).astype("float32"))
+            self.classifier_.get_layer("truth").bias.assign(truth_bias)
 
     @staticmethod
     def _majority_vote(annotations: Annotations, k: int) -> np.ndarray:
         """Eq. 8: vote fractions ``(items, k)``; unlabelled items uniform."""
-        counts = np.zeros((annotations.n_items, k))
-        counts[:, :annotations.n_classes] = annotations.label_counts()
-        return normalize_rows(counts)
+        return vote_fractions(annotations, k)
+
+    def _variables(self) -> dict:
+        """The feature-free default network's variables by :data:`~.em.WEIGHT_SHAPES` name."""
+        layer, clf = self.layer_, self.classifier_
+        return {"truth_embedding": clf.get_layer("instance_embedding").embeddings,
+                "truth_kernel": clf.get_layer("truth").kernel,
+                "truth_bias": clf.get_layer("truth").bias,
+                "difficulty_embedding": layer.instance_embedding,
+                "difficulty_kernel": layer.instance_layers[0][0],
+                "difficulty_bias": layer.instance_layers[0][1],
+                "competence_table": layer.annotator_layers[0][0],
+                "competence_bias": layer.annotator_layers[0][1]}
+
+    def initial_weights(self, annotations: Annotations, initial_posteriors: Any = None) -> dict:
+        """The starting weights that :meth:`fit` would use (built from ``seed``), as numpy
+        arrays by :data:`~.em.WEIGHT_SHAPES` name: feature-free, default network only. With
+        them, :class:`~.em.FeatureFreeLIA` and this trainer run the same fit."""
+        self._check_restorable()
+        _, k = self._check_inputs(None, annotations)
+        self._n_annotations = annotations.n_annotations
+        with seeded_construction(self.seed):
+            self._build(None, annotations, k)
+        post = (self._majority_vote(annotations, k) if initial_posteriors is None
+                else np.asarray(initial_posteriors, dtype="float64"))
+        if self.init_biases:
+            self._initialise(post, annotations)
+        return {name: ops.convert_to_numpy(v) for name, v in self._variables().items()}
+
+    def _check_restorable(self) -> None:
+        if self.classifier is not None or tuple(self.hidden_units) or self.difficulty_hidden \
+                or self.competence_hidden or self.annotator_features is not None \
+                or self.representation is not None:
+            raise ValueError("only the default feature-free network (no classifier, hidden "
+                             "layers, representation or annotator features) has the weights "
+                             "of FeatureFreeLIA")
+
+    def restore(self, fitted: FeatureFreeLIA) -> "LIATrainer":
+        """This trainer, fitted: the default feature-free network built for ``fitted``'s
+        annotations and given its weights, posteriors and history (no training). Returns
+        self."""
+        self._check_restorable()
+        ann = fitted.annotations_
+        _, k = self._check_inputs(None, ann)
+        if fitted.num_classes_ != k or fitted.latent_dim != self.latent_dim or \
+                fitted.embedding_dim != self.instance_embedding_dim:
+            raise ValueError("the fitted FeatureFreeLIA has another number of classes, "
+                             "latent_dim or embedding size than this trainer")
+        self._n_annotations = ann.n_annotations
+        with seeded_construction(self.seed):
+            self._build(None, ann, k)
+        for name, variable in self._variables().items():
+            variable.assign(fitted.weights_[name])
+        self.batch_size_ = fitted.batch_size_
+        self.history_ = [dict(h) for h in fitted.history_]
+        self.n_iter_ = fitted.n_iter_
+        self.posteriors_em_ = fitted.posteriors_em_
+        self.posteriors_ = fitted.posteriors_
+        self.annotations_ = ann
+        return self
 
     def _train(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
         batches = self._batches.epoch(target, steps, rng)

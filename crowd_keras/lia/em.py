@@ -1,0 +1,605 @@
+"""LIA-E's EM in numpy: the feature-free LIA of :class:`~.trainer.LIATrainer` without Keras.
+
+The same model, objective, optimiser, first E-step and batches as the trainer on its
+default feature-free network (the paper's LIA-E), with the gradients written out instead
+of traced:
+
+* ``h_θ``: a learned embedding ``e_i`` per item and a softmax layer,
+  ``h_i = softmax(e_i W + b)``;
+* ``d_φ``: its own item embedding ``u_i`` and a Dense map, ``D_i = u_i V + c`` (Eq. 1's
+  difficulty, ``(K, K, L)``);
+* ``c_ψ``: a row ``T_j`` per annotator plus a shared bias, ``C_j = T_j + t`` (competence);
+* ``Q_ij = softmax_l(logsumexp_m(D_i + C_j))`` (Eq. 1), M-step objective Eq. 7 (mean over
+  the batch's items of ``−Σ_k ŷ_ik [log h_ik + Σ_j log Q_ij[k, y_ij]]`` plus the
+  trainer's L2 / Cauchy penalties, the per-item tables charged on the batch's rows),
+  E-step Eq. 4, first E-step Eq. 8 (or given posteriors);
+* AMSGrad (Keras' Adam arithmetic) updating the item tables lazily (the batch's rows,
+  :class:`~crowd_keras.optimizers.LazyAdam`) and everything else densely.
+
+A step costs O(annotations of the batch) in a few dozen vectorised numpy calls: no graph,
+no tracing, no compile, which at 10⁵-10⁶ annotations is most of what a Keras fit spends.
+Numpy only (layer 2): :class:`~.label_model.LIA` runs this when it is fitted without
+features, and builds the Keras trainer from these weights only if asked for it.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from ..annotations import Annotations
+from ..errors import CrowdDataError
+from ..numerics import normalize_rows, row_order, softmax_rows
+from ..params import Params
+from ..progress import progress_bar
+
+__all__ = ["FeatureFreeLIA", "lia_batch_size", "initial_biases", "vote_fractions",
+           "confusions", "log_confusions", "WEIGHT_SHAPES"]
+
+_FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
+_MIN_BATCH = 1024        # beyond: the paper's batch, or one M-step's share of every item
+_CHUNK = 2 ** 16         # annotations per block of the E-step (its arrays fit the caches)
+_EPS_H = 1e-7            # h_θ is clipped here before its log (the trainer's AnnotationLogLikelihoods)
+_BETA_1, _BETA_2, _ADAM_EPS = 0.9, 0.999, 1e-7   # Keras' Adam defaults
+
+#: The weights of the model and their shapes (I items, A annotators, E embedding size,
+#: K classes, L latent size); :meth:`FeatureFreeLIA.fit` takes ``initial_weights`` by these
+#: names and ``weights_`` holds the fitted ones.
+WEIGHT_SHAPES = {
+    "truth_embedding": "(I, E)", "truth_kernel": "(E, K)", "truth_bias": "(K,)",
+    "difficulty_embedding": "(I, E)", "difficulty_kernel": "(E, K·K·L)",
+    "difficulty_bias": "(K·K·L,)", "competence_table": "(A, K·K·L)",
+    "competence_bias": "(K·K·L,)"}
+_ROW_TABLES = ("truth_embedding", "difficulty_embedding")   # updated on the batch's rows
+
+
+def lia_batch_size(batch_size: Optional[int], n: int, m_steps: int) -> int:
+    """Items per optimiser step: ``batch_size``, or (``None``) every item up to 4096, else
+    ``max(1024, ⌈n / m_steps⌉)`` so that each M-step passes over every item (a per-item
+    parameter, LIA-E's embeddings, is only updated on the steps that see its item)."""
+    if batch_size is None:
+        if n <= _FULL_BATCH_MAX:
+            return n
+        return max(_MIN_BATCH, -(-n // max(int(m_steps), 1)))
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
+    return min(int(batch_size), n)
+
+
+def vote_fractions(annotations: Annotations, k: int) -> np.ndarray:
+    """Eq. 8: vote fractions ``(items, k)``; unlabelled items uniform."""
+    counts = np.zeros((annotations.n_items, k))
+    counts[:, :annotations.n_classes] = annotations.label_counts()
+    return normalize_rows(counts)
+
+
+def initial_biases(post: np.ndarray, annotations: Annotations, latent_dim: int) -> tuple:
+    """The shared biases that the first E-step ``post (items, K)`` implies.
+
+    Competence bias ``t[k, l, :] = log π_kl − log L`` with ``π`` the confusion matrix pooled
+    over all annotations, ``π_kl ∝ 0.5 + Σ_{(i,j): y_ij = l} ŷ_ik`` (so ``Q_ij = π`` while
+    the per-annotator rows are 0), flattened ``(K·K·L,)``; truth bias ``log ρ`` with ``ρ``
+    the mean posterior (+10⁻³), ``(K,)``. Vectorised, no loop over annotations.
+    """
+    k = post.shape[1]
+    onehot = np.eye(k)[annotations.labels]                               # (n_ann, K)
+    pooled = post[annotations.items].T @ onehot + 0.5                    # (K, K)
+    log_pi = np.log(normalize_rows(pooled))
+    bias = np.repeat(log_pi[:, :, None], latent_dim, axis=2) - np.log(latent_dim)
+    prior = post.mean(0) + 1e-3
+    return (bias.reshape(-1).astype("float32"),
+            np.log(prior / prior.sum()).astype("float32"))
+
+
+def confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
+    """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) probabilities from
+    (n, K, K, L) difficulty and competence rows, in their float dtype.
+
+    The reductions run over the first axis of a transposed copy (numpy reduces long rows
+    several times faster than 2-8 wide ones).
+    """
+    z = np.moveaxis(difficulty + competence, -1, 0)                 # (L, n, K, K)
+    if len(z) == 1:   # L = 1: the logsumexp of one value is that value
+        logits = z[0]
+    else:
+        top = z.max(axis=0)
+        logits = top + np.log(np.exp(z - top).sum(axis=0))
+    q = np.array(np.moveaxis(logits, -1, 0), dtype=np.result_type(logits, np.float32))
+    q -= q.max(axis=0)
+    np.exp(q, out=q)
+    q /= q.sum(axis=0)
+    return np.moveaxis(q, 0, -1)
+
+
+def log_confusions(z: np.ndarray) -> np.ndarray:
+    """Eq. 1 in logs: ``log_softmax_l(logsumexp_m(z))`` of ``z = D + C (..., K, K, L)`` →
+    ``(..., K, K)`` (no underflow to ``log 0`` for confident annotators)."""
+    if z.shape[-1] == 1:
+        zq = z[..., 0]
+    else:
+        top = z.max(axis=-1, keepdims=True)
+        zq = top[..., 0] + np.log(np.exp(z - top).sum(axis=-1))
+    top = zq.max(axis=-1, keepdims=True)
+    return zq - (top + np.log(np.exp(zq - top).sum(axis=-1, keepdims=True)))
+
+
+def _log_confusions_t(z: np.ndarray) -> tuple:
+    """Eq. 1 for ``z = D + C`` laid out ``(K, K, L, m)`` (annotations last): ``(zq (K, K, m)
+    the logits of Q, lse (K, m) their log normaliser per true-class row, Q (K, K, m), the
+    latent softmax (K, K, L, m) or None for L = 1)``; ``log Q = zq − lse``."""
+    if z.shape[2] == 1:
+        zq, e4 = z[:, :, 0], None
+    else:   # logsumexp over the latent axis; its softmax carries the gradient back
+        top4 = z.max(axis=2, keepdims=True)
+        e4 = np.exp(z - top4)
+        s4 = e4.sum(axis=2, keepdims=True)
+        zq = top4[:, :, 0] + np.log(s4[:, :, 0])
+        e4 /= s4
+    top = zq.max(axis=1)
+    q = np.exp(zq - top[:, None])
+    s = q.sum(axis=1)
+    q /= s[:, None]
+    return zq, top + np.log(s), q, e4
+
+
+def _glorot(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    limit = np.sqrt(6.0 / (shape[0] + shape[1]))
+    return rng.uniform(-limit, limit, size=shape).astype("float32")
+
+
+class _Adam:
+    """Keras' Adam (``amsgrad`` on) on numpy arrays, in place: ``m += (g − m)(1 − β₁)``,
+    ``v += (g² − v)(1 − β₂)``, ``v̂ = max(v̂, v)``, ``w −= α m / (√v̂ + ε)`` with
+    ``α = lr √(1 − β₂ᵗ) / (1 − β₁ᵗ)``; :meth:`rows` is the lazy form on some rows."""
+
+    def __init__(self, weights: Dict[str, np.ndarray], learning_rate: float) -> None:
+        self.lr = float(learning_rate)
+        self.slots = {name: (np.zeros_like(w), np.zeros_like(w), np.zeros_like(w))
+                      for name, w in weights.items()}
+        self.t = 0
+
+    def alpha(self) -> np.float32:
+        t = np.float32(self.t + 1)
+        b1, b2 = np.float32(_BETA_1) ** t, np.float32(_BETA_2) ** t
+        return np.float32(self.lr) * np.sqrt(np.float32(1) - b2) / (np.float32(1) - b1)
+
+    @staticmethod
+    def _rule(g: np.ndarray, m: np.ndarray, v: np.ndarray, vh: np.ndarray,
+              alpha: np.float32) -> np.ndarray:
+        """Update the moments in place; the step ``α m / (√v̂ + ε)`` (in ``g``'s memory:
+        the gradient is spent)."""
+        t = g - m
+        t *= np.float32(1 - _BETA_1)
+        m += t
+        np.multiply(g, g, out=t)
+        t -= v
+        t *= np.float32(1 - _BETA_2)
+        v += t
+        np.maximum(vh, v, out=vh)
+        np.sqrt(vh, out=t)
+        t += np.float32(_ADAM_EPS)
+        np.divide(m, t, out=g)
+        g *= alpha
+        return g
+
+    def dense(self, name: str, w: np.ndarray, g: np.ndarray, alpha: np.float32) -> None:
+        m, v, vh = self.slots[name]
+        w -= self._rule(g, m, v, vh, alpha)
+
+    def rows(self, name: str, w: np.ndarray, rows: np.ndarray, g: np.ndarray,
+             alpha: np.float32) -> None:
+        """Update rows ``rows`` (distinct) of ``w`` with their gradient rows ``g``."""
+        m, v, vh = (np.take(s, rows, axis=0) for s in self.slots[name])
+        step = self._rule(g, m, v, vh, alpha)
+        for slot, value in zip(self.slots[name], (m, v, vh)):
+            slot[rows] = value
+        w[rows] -= step
+
+
+class FeatureFreeLIA(Params):
+    """LIA-E (the feature-free LIA of :class:`~.trainer.LIATrainer`) fitted by numpy EM.
+
+    Args:
+        num_classes: ``K``; default: the annotations' number of classes.
+        latent_dim: ``L`` of the difficulty and competence tensors (Eq. 1).
+        embedding_dim: ``E``, size of the two item embeddings (the trainer's
+            ``instance_embedding_dim``).
+        annotator_l2, annotator_scale, instance_l2, classifier_l2, em_iterations, m_steps,
+            batch_size, learning_rate, tol, seed, progress: as in
+            :class:`~.trainer.LIATrainer` (no marginal fine-tuning here).
+
+    Attributes (after :meth:`fit`): ``posteriors_`` (items, K) (Eq. 4, final parameters),
+    ``posteriors_em_`` (the same: there is no fine-tuning), ``weights_`` (float32 arrays by
+    the names of :data:`WEIGHT_SHAPES`), ``history_`` (one dict per M-step with its mean
+    loss and the largest posterior change), ``n_iter_``, ``batch_size_``, ``annotations_``.
+    """
+
+    def __init__(self, num_classes: Optional[int] = None, *, latent_dim: int = 1,
+                 embedding_dim: int = 16, annotator_l2: float = 1.0,
+                 annotator_scale: Optional[float] = None, instance_l2: float = 1.0,
+                 classifier_l2: float = 0.0, em_iterations: int = 10, m_steps: int = 200,
+                 batch_size: Optional[int] = None, learning_rate: float = 0.05,
+                 tol: float = 1e-3, seed: Optional[int] = None, progress: bool = False) -> None:
+        self.num_classes = num_classes
+        self.latent_dim = latent_dim
+        self.embedding_dim = embedding_dim
+        self.annotator_l2 = annotator_l2
+        self.annotator_scale = annotator_scale
+        self.instance_l2 = instance_l2
+        self.classifier_l2 = classifier_l2
+        self.em_iterations = em_iterations
+        self.m_steps = m_steps
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.tol = tol
+        self.seed = seed
+        self.progress = progress
+
+    # ------------------------------------------------------------------ set-up
+    def _initial_weights(self, annotations: Annotations, post: np.ndarray,
+                         rng: np.random.Generator) -> Dict[str, np.ndarray]:
+        """The trainer's initialisation (Keras' initializers' distributions, then its
+        ``init_biases``): item tables ``U(±0.05)`` / ``N(0, 0.1²)``, kernels Glorot-uniform,
+        the annotator table ``N(0, 0.01²)``, biases from :func:`initial_biases`."""
+        n, a = annotations.n_items, annotations.n_annotators
+        k, e, width = self.num_classes_, int(self.embedding_dim), self.width_
+        comp_bias, truth_bias = initial_biases(post, annotations, int(self.latent_dim))
+        return {
+            "truth_embedding": rng.uniform(-0.05, 0.05, size=(n, e)).astype("float32"),
+            "truth_kernel": _glorot(rng, (e, k)), "truth_bias": truth_bias,
+            "difficulty_embedding": rng.normal(scale=0.1, size=(n, e)).astype("float32"),
+            "difficulty_kernel": _glorot(rng, (e, width)),
+            "difficulty_bias": np.zeros(width, dtype="float32"),
+            # the trainer's own draw (numpy, from the seed): the same table
+            "competence_table": np.random.default_rng(self.seed).normal(
+                scale=0.01, size=(a, width)).astype("float32"),
+            "competence_bias": comp_bias}
+
+    def _check_weights(self, weights: Dict[str, Any], n: int, a: int) -> Dict[str, np.ndarray]:
+        k, e, width = self.num_classes_, int(self.embedding_dim), self.width_
+        shapes = {"truth_embedding": (n, e), "truth_kernel": (e, k), "truth_bias": (k,),
+                  "difficulty_embedding": (n, e), "difficulty_kernel": (e, width),
+                  "difficulty_bias": (width,), "competence_table": (a, width),
+                  "competence_bias": (width,)}
+        if set(weights) != set(shapes):
+            raise ValueError(f"initial_weights must name exactly {sorted(shapes)}, got "
+                             f"{sorted(weights)}")
+        out = {}
+        for name, shape in shapes.items():
+            w = np.array(weights[name], dtype="float32")   # a copy: fitting writes in place
+            if w.shape != shape:
+                raise ValueError(f"initial_weights[{name!r}] must have shape {shape}, got "
+                                 f"{w.shape}")
+            out[name] = w
+        return out
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, annotations: Annotations, initial_posteriors: Any = None,
+            initial_weights: Optional[Dict[str, Any]] = None) -> "FeatureFreeLIA":
+        """Run EM (Eqs. 8 or ``initial_posteriors``, then 7 and 4 in turn).
+
+        Args:
+            annotations: the crowd labels.
+            initial_posteriors: optional ``(items, K)`` replacing the majority-vote first
+                E-step (e.g. Dawid-Skene's posteriors).
+            initial_weights: optional starting weights by the names of
+                :data:`WEIGHT_SHAPES` (e.g. a Keras trainer's, to compare the two); default:
+                drawn from ``seed`` as the trainer draws them.
+        """
+        if not isinstance(annotations, Annotations):
+            raise CrowdDataError(f"annotations must be a crowd_keras.Annotations, got "
+                                 f"{type(annotations).__name__}")
+        if annotations.n_annotations == 0:
+            raise CrowdDataError("no annotations to learn from")
+        k = int(self.num_classes or annotations.n_classes)
+        if annotations.n_classes > k:
+            raise CrowdDataError(f"annotations have {annotations.n_classes} classes but "
+                                 f"num_classes={k}")
+        n = annotations.n_items
+        self.num_classes_ = k
+        self.width_ = k * k * int(self.latent_dim)
+        if initial_posteriors is None:
+            post = vote_fractions(annotations, k)                             # Eq. 8
+        else:
+            post = np.asarray(initial_posteriors, dtype="float64")
+            if post.shape != (n, k):
+                raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+        rng = np.random.default_rng(self.seed)
+        if initial_weights is None:
+            weights = self._initial_weights(annotations, post, np.random.default_rng(
+                None if self.seed is None else [int(self.seed), 1]))
+        else:
+            weights = self._check_weights(initial_weights, n, annotations.n_annotators)
+        # the annotator table held transposed while fitting, (K·K·L, A) in C order (the steps
+        # gather its columns); weights_ shows it as the (A, K·K·L) view
+        weights["competence_table"] = np.ascontiguousarray(weights["competence_table"].T).T
+        self._table_offsets = np.arange(self.width_)[:, None] * annotations.n_annotators
+        # the two item tables side by side, (items, 2E), and their Adam moments alike: a
+        # step gathers and updates the batch's rows of both at once; weights_ shows views
+        e = int(self.embedding_dim)
+        items_w = np.concatenate([weights[name] for name in _ROW_TABLES], axis=1)
+        for t, name in enumerate(_ROW_TABLES):
+            weights[name] = items_w[:, t * e:(t + 1) * e]
+        self._items_w = items_w
+        self.weights_ = weights
+        self.annotations_ = annotations
+        self.batch_size_ = lia_batch_size(self.batch_size, n, self.m_steps)
+        self._adam = _Adam({**{k: v for k, v in weights.items() if k not in _ROW_TABLES},
+                            "items": items_w}, self.learning_rate)
+        self.history_ = []
+        self.n_iter_ = 0
+        bar = progress_bar(range(int(self.em_iterations)), desc="LIA EM",
+                           disable=not self.progress)
+        for it in bar:
+            loss = self._m_step(post.astype("float32"), int(self.m_steps), rng)   # Eq. 7
+            new = self.posteriors(annotations=annotations)                      # Eq. 4
+            change = float(np.abs(new - post).max())
+            post = new
+            self.n_iter_ = it + 1
+            self.history_.append({"phase": "em", "iteration": it + 1, "loss": loss,
+                                  "max_change": change})
+            if change < self.tol:
+                break
+        bar.close()
+        del self._adam, self._table_offsets, self._items_w
+        for name in (*_ROW_TABLES, "competence_table"):   # plain C-order arrays again
+            weights[name] = np.ascontiguousarray(weights[name])
+        self.posteriors_ = self.posteriors_em_ = post
+        return self
+
+    def _m_step(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
+        """``steps`` optimiser steps on Eq. 7 with the E-step ``target (items, K)``; the mean
+        loss. The batches' annotations are gathered for the whole M-step at once."""
+        ann = self.annotations_
+        n, b = ann.n_items, self.batch_size_
+        if steps < 1:
+            return float("nan")
+        full = b >= n
+        order = (np.arange(n)[None, :] if full
+                 else row_order(n, b, steps, rng).reshape(steps, b))       # (S, b), S = 1: full
+        per_item = ann.annotations_per_item()
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(per_item, out=ptr[1:])
+        counts = per_item[order]                                              # (S, b)
+        flat = counts.ravel()
+        within = np.cumsum(flat) - flat                   # offset of each row's first annotation
+        total = int(flat.sum())
+        aidx = np.repeat(ptr[order.ravel()] - within, flat) + np.arange(total)
+        per_step = counts.sum(axis=1)
+        bounds = np.concatenate([[0], np.cumsum(per_step)])
+        who = ann.annotators[aidx].astype(np.intp)
+        loc = np.repeat(np.tile(np.arange(b, dtype=np.intp), len(order)), flat)
+        # log Q_ij[k, y_ij] sits at column y_ij · m + j of a step's (K, K·m) view of log Q
+        m_of = np.repeat(per_step, per_step)
+        pick = ann.labels[aidx] * m_of + (np.arange(total) - np.repeat(bounds[:-1], per_step))
+        seg = within.reshape(counts.shape) - bounds[:-1, None]                # (S, b)
+        target_t = np.ascontiguousarray(target.T)                             # (K, items)
+        e = int(self.embedding_dim)
+        self._row_penalty = np.repeat(np.array(
+            [2 * self.classifier_l2 / b, 2 * self.instance_l2 / b], dtype="float32"), e)
+        self._row_penalty = np.ascontiguousarray(np.broadcast_to(self._row_penalty, (b, 2 * e)))
+        losses = np.empty(steps)
+        for s in range(steps):
+            r = 0 if full else s
+            lo, hi = bounds[r], bounds[r + 1]
+            rows = order[r]
+            empty = counts[r] == 0
+            losses[s] = self._step(rows, np.take(target_t, rows, axis=1), who[lo:hi],
+                                   pick[lo:hi].astype(np.intp), loc[lo:hi], seg[r],
+                                   empty if empty.any() else None, repeats=not full and
+                                   (s * b) // n != ((s + 1) * b - 1) // n)
+        return float(losses.mean())
+
+    def _step(self, rows: np.ndarray, w: np.ndarray, who: np.ndarray, pick: np.ndarray,
+              loc: np.ndarray, seg: np.ndarray, empty: np.ndarray, repeats: bool) -> float:
+        """One AMSGrad step on a batch: ``rows (b,)`` items with E-step targets ``w (K, b)``;
+        their ``m`` annotations ``who, pick, loc (m,)`` (annotator, column of the observed
+        label in the (K, K·m) log Q, row of the batch), ``seg (b,)`` each row's first
+        annotation, ``empty (b,)`` rows without any (``None``: none). ``repeats``: the batch may hold an item
+        twice (it spans two shuffled passes). Returns the loss.
+
+        Everything per annotation is laid out annotations last, ``(K, K, L, m)``: numpy
+        reduces over a 2-8 wide last axis some fifty times slower than across such slabs.
+        """
+        p = self.weights_
+        k, lat, width = self.num_classes_, int(self.latent_dim), self.width_
+        n = self.annotations_.n_items
+        b, m = len(rows), len(who)
+        f32 = np.float32
+        inv_b = f32(1.0 / b)
+        cl2, il2, al2 = (f32(v) for v in (self.classifier_l2, self.instance_l2,
+                                           self.annotator_l2))
+        table_t = p["competence_table"].T                              # (K·K·L, A), C order
+        e = int(self.embedding_dim)
+        items_w = np.take(self._items_w, rows, axis=0)   # (b, 2E): the rows of both tables
+        eh, ed = items_w[:, :e], items_w[:, e:]
+        # ---- forward: h_θ (K, b), D (K·K·L, b), z = D_i + C_j (K·K·L, m)
+        h = p["truth_kernel"].T @ eh.T
+        h += p["truth_bias"][:, None]
+        h -= h.max(axis=0)
+        np.exp(h, out=h)
+        h /= h.sum(axis=0)
+        hc = np.clip(h, f32(_EPS_H), f32(1))
+        d = p["difficulty_kernel"].T @ ed.T
+        d += p["difficulty_bias"][:, None]
+        z = np.take(table_t, who, axis=1)
+        z += p["competence_bias"][:, None]
+        z += np.take(d, loc, axis=1)
+        zq, lse, q, e4 = _log_confusions_t(z.reshape(k, k, lat, m))     # (K, K, m) ...
+        obs = np.take(zq.reshape(k, k * m), pick, axis=1)
+        obs -= lse                                                      # log Q[k, y] (K, m)
+        wa = np.take(w, loc, axis=1)                                    # (K, m)
+        loss = -(float((w * np.log(hc)).sum()) + float((wa * obs).sum())) * float(inv_b)
+        # ---- backward: d loss / d zq = (Q − onehot(y)) · ŷ / b per true-class row
+        wa *= inv_b
+        q *= wa[:, None, :]
+        g_flat = q.reshape(k, k * m)
+        g_flat[:, pick] -= wa
+        g_z = (q[:, :, None, :] * e4 if lat > 1 else q).reshape(width, m)
+        # per-row sums of the batch's annotations (runs: annotations are sorted by item)
+        # (reduceat sums from each start to the next: only the rows that have annotations)
+        if empty is None:
+            g_d = np.add.reduceat(g_z, seg, axis=1)
+        else:
+            g_d = np.zeros((width, b), dtype=f32)
+            if m:
+                g_d[:, ~empty] = np.add.reduceat(g_z, seg[~empty], axis=1)
+        g_h = np.where(h >= f32(_EPS_H), -w * inv_b / hc, f32(0))
+        g_lh = h * (g_h - (h * g_h).sum(axis=0))                       # through the softmax
+        grads = {
+            "truth_kernel": eh.T @ g_lh.T, "truth_bias": g_lh.sum(axis=1),
+            "difficulty_kernel": ed.T @ g_d.T, "difficulty_bias": g_d.sum(axis=1),
+            "competence_bias": g_z.sum(axis=1)}
+        g_items = np.concatenate([g_lh.T @ p["truth_kernel"].T,
+                                  g_d.T @ p["difficulty_kernel"].T], axis=1)     # (b, 2E)
+        # ---- penalties (the trainer's regularisers: weights whole, item tables on the rows,
+        # 2·l2/b per row entry: self._row_penalty)
+        if cl2 or il2:
+            sq = items_w * items_w
+            loss += 0.5 * float(np.vdot(self._row_penalty, sq))
+            g_items += self._row_penalty * items_w
+            for name, l2 in (("truth_kernel", cl2), ("difficulty_kernel", il2)):
+                if l2:
+                    loss += float(l2 * (p[name] ** 2).sum() / n)
+                    grads[name] += (f32(2) * l2 / f32(n)) * p[name]
+        alpha = self._adam.alpha()
+        if al2:   # a weight penalty: the table's gradient is dense (as in Keras)
+            a = table_t.shape[1]
+            g_t = np.bincount((self._table_offsets + who).ravel(), weights=g_z.ravel(),
+                              minlength=width * a).reshape(width, a).astype(f32)
+            strength = al2 / f32(n)
+            if self.annotator_scale is None:
+                loss += float(strength * np.vdot(table_t, table_t))
+                g_t += (f32(2) * strength) * table_t
+            else:   # Cauchy: s² log(1 + w²/s²), gradient 2w / (1 + w²/s²)
+                s2 = f32(self.annotator_scale) ** 2
+                t2 = table_t * table_t
+                t2 /= s2
+                loss += float(strength * s2 * np.log1p(t2).sum())
+                t2 += f32(1)
+                np.divide(table_t, t2, out=t2)
+                t2 *= f32(2) * strength
+                g_t += t2
+            grads["competence_table"] = g_t.T                            # (A, K·K·L) view
+        else:     # only the batch's annotators have a gradient: their rows, lazily
+            uniq, inv = np.unique(who, return_inverse=True)
+            g_rows = np.zeros((len(uniq), width), dtype=f32)
+            np.add.at(g_rows, inv, g_z.T)
+            self._adam.rows("competence_table", p["competence_table"], uniq, g_rows, alpha)
+        for name, g in grads.items():
+            self._adam.dense(name, p[name], g.astype(f32, copy=False), alpha)
+        if repeats:   # an item twice in the batch: one update of its row, gradients summed
+            rows, inv = np.unique(rows, return_inverse=True)
+            summed = np.zeros((len(rows), 2 * e), dtype=f32)
+            np.add.at(summed, inv, g_items)
+            g_items = summed
+        self._adam.rows("items", self._items_w, rows, g_items, alpha)
+        self._adam.t += 1
+        return loss
+
+    # ------------------------------------------------------------------ inference
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "weights_"):
+            raise RuntimeError("this FeatureFreeLIA is not fitted yet; call fit() first")
+
+    def _items(self, items: Any) -> np.ndarray:
+        n = self.annotations_.n_items
+        idx = np.arange(n) if items is None else np.asarray(items)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu" or ((idx < 0) | (idx >= n)).any():
+            raise CrowdDataError(f"feature-free model: items must be item codes in 0..{n - 1}")
+        return idx
+
+    def _truth(self, items: np.ndarray) -> np.ndarray:
+        """``h_θ`` of items (n, K), float32 (computed as (K, n): long reductions)."""
+        p = self.weights_
+        h = p["truth_kernel"].T @ p["truth_embedding"][items].T
+        h += p["truth_bias"][:, None]
+        h -= h.max(axis=0)
+        np.exp(h, out=h)
+        h /= h.sum(axis=0)
+        return h.T
+
+    def predict_proba(self, items: Any = None) -> np.ndarray:
+        """``h_θ``: (n, K) class probabilities of item codes (``None``: every fitted item)."""
+        self._check_fitted()
+        return self._truth(self._items(items)).astype("float64")
+
+    def difficulty_tensors(self, items: Any = None) -> np.ndarray:
+        """``D_i`` of Eq. 1, ``(n, K, K, L)`` (float32), for item codes (``None``: all)."""
+        self._check_fitted()
+        p, k = self.weights_, self.num_classes_
+        d = p["difficulty_embedding"][self._items(items)] @ p["difficulty_kernel"]
+        return (d + p["difficulty_bias"]).reshape(-1, k, k, int(self.latent_dim))
+
+    def competence_tensors(self) -> np.ndarray:
+        """``C_j`` of Eq. 1 for the fitted annotators, ``(A, K, K, L)`` (float32)."""
+        self._check_fitted()
+        p, k = self.weights_, self.num_classes_
+        return (p["competence_table"] + p["competence_bias"]).reshape(
+            -1, k, k, int(self.latent_dim))
+
+    def posteriors(self, items: Any = None, annotations: Optional[Annotations] = None
+                   ) -> np.ndarray:
+        """E-step (Eq. 4) of the fitted items given ``annotations`` (item codes = the fitted
+        items', annotator codes the fit's; default the fitted ones): ``(items, K)``; items
+        without annotations get ``h_θ``. ``items`` must be ``None`` (the model knows only
+        its fitted items); the argument mirrors the trainer's ``posteriors(x, ...)``."""
+        self._check_fitted()
+        if items is not None:
+            self._items(items)
+        n = self.annotations_.n_items
+        ann = self.annotations_ if annotations is None else annotations
+        if not isinstance(ann, Annotations) or ann.n_items != n:
+            raise CrowdDataError(f"annotations must be an Annotations over the {n} fitted items")
+        if ann.n_annotators > len(self.weights_["competence_table"]):
+            raise CrowdDataError(f"annotations name {ann.n_annotators} annotators; the model "
+                                 f"knows {len(self.weights_['competence_table'])}")
+        k, lat, p = self.num_classes_, int(self.latent_dim), self.weights_
+        joint = np.log(np.clip(self._truth(np.arange(n)), _EPS_H, 1)).T.astype("float64")
+        d = p["difficulty_kernel"].T @ p["difficulty_embedding"].T           # (K·K·L, I)
+        d += p["difficulty_bias"][:, None]
+        table_t = p["competence_table"].T + p["competence_bias"][:, None]   # (K·K·L, A)
+        per_item = ann.annotations_per_item()
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(per_item, out=ptr[1:])
+        start = 0
+        while start < n:   # blocks of whole items, about _CHUNK annotations each
+            stop = max(int(np.searchsorted(ptr, ptr[start] + _CHUNK, side="right")) - 1,
+                       start + 1)
+            lo, hi = ptr[start], ptr[stop]
+            m = int(hi - lo)
+            if m:
+                z = np.take(table_t, ann.annotators[lo:hi], axis=1)
+                z += np.take(d, ann.items[lo:hi], axis=1)
+                zq, lse, _, _ = _log_confusions_t(z.reshape(k, k, lat, m))
+                obs = np.take(zq.reshape(k, k * m), ann.labels[lo:hi] * m + np.arange(m),
+                              axis=1) - lse                                  # (K, m)
+                # per-item sums: annotations are sorted by item, runs from ptr (reduceat sums
+                # from each start to the next: only the items that have annotations)
+                some = np.flatnonzero(per_item[start:stop]) + start
+                joint[:, some] += np.add.reduceat(obs, ptr[some] - lo, axis=1)
+            start = stop
+        return softmax_rows(joint.T)[0]
+
+    def predict_competence(self, items: Any = None, annotator_ids: Any = None,
+                           class_probs: Any = None, batch_size: int = 1024) -> np.ndarray:
+        """``Σ_k p_ik [Q_ij]_kk`` for items × annotators ``(n, m)``: ``p`` = ``class_probs``
+        (n, K) or ``h_θ``; ``annotator_ids`` (m,) codes, ``None``: every annotator."""
+        self._check_fitted()
+        idx = self._items(items)
+        comp = self.competence_tensors()
+        ids = np.arange(len(comp)) if annotator_ids is None else np.asarray(annotator_ids)
+        if ids.ndim != 1 or ids.dtype.kind not in "iu" or ((ids < 0) | (ids >= len(comp))).any():
+            raise CrowdDataError(f"annotator_ids must be codes in 0..{len(comp) - 1}")
+        p = self.predict_proba(idx) if class_probs is None else np.asarray(class_probs, "float64")
+        if p.shape != (len(idx), self.num_classes_):
+            raise CrowdDataError(f"class_probs must be ({len(idx)}, {self.num_classes_}), got "
+                                 f"{p.shape}")
+        comp = comp[ids][None]                                        # (1, m, K, K, L)
+        out = np.empty((len(idx), len(ids)))
+        for s in range(0, len(idx), batch_size):
+            d = self.difficulty_tensors(idx[s:s + batch_size])[:, None]  # (b, 1, K, K, L)
+            q = confusions(d, comp)                                      # (b, m, K, K)
+            diag = np.diagonal(q, axis1=-2, axis2=-1).astype("float64")
+            out[s:s + batch_size] = np.einsum("nmc,nc->nm", diag, p[s:s + batch_size])
+        return out

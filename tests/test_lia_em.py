@@ -1,0 +1,151 @@
+"""LIA-E's numpy EM (``crowd_keras.lia.em.FeatureFreeLIA``) against the Keras trainer.
+
+The numpy engine claims the trainer's model, objective, optimiser and batches with the
+gradients written out: from the same starting weights the two must give the same fit, step
+for step, to float32 rounding. Each case below changes one thing the gradients or the
+optimiser depend on (full batch or minibatches that repeat an item, the latent size, the
+annotator penalty: Cauchy, L2 or none, which makes the table's update lazy).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowd_keras.aggregation.dawid_skene import DawidSkene
+from crowd_keras.datasets import simulate_crowd
+from crowd_keras.errors import CrowdDataError
+from crowd_keras.lia.em import WEIGHT_SHAPES, FeatureFreeLIA
+from crowd_keras.lia.label_model import LIA
+from crowd_keras.lia.trainer import LIATrainer
+
+CASES = {
+    # name: (items, settings)
+    "full batch, Cauchy": (300, dict(annotator_l2=0.3, annotator_scale=1.0)),
+    "minibatches repeating items": (700, dict(annotator_l2=0.3, annotator_scale=1.0,
+                                              batch_size=160)),
+    "latent 2, L2": (300, dict(latent_dim=2, annotator_l2=1.0, annotator_scale=None)),
+    "no annotator penalty (lazy table)": (400, dict(annotator_l2=0.0, batch_size=128)),
+}
+
+
+def _fit_both(n_items: int, settings: dict, em_iterations: int = 3, m_steps: int = 15):
+    sim = simulate_crowd(n_items=n_items, n_classes=3, n_annotators=25,
+                         annotations_per_item=4, seed=11)
+    ann = sim.annotations
+    post = DawidSkene(labeling_functions="ignore").fit(ann).posteriors_
+    common = dict(num_classes=ann.n_classes, instance_l2=100.0, classifier_l2=100.0,
+                  em_iterations=em_iterations, m_steps=m_steps, tol=0.0, seed=0, **settings)
+    trainer_kw = dict(common, hidden_units=(), marginal_steps=0)
+    start = LIATrainer(**trainer_kw).initial_weights(ann, post)
+    keras_fit = LIATrainer(**trainer_kw).fit(None, ann, initial_posteriors=post)
+    numpy_fit = FeatureFreeLIA(**common).fit(ann, initial_posteriors=post, initial_weights=start)
+    return ann, keras_fit, numpy_fit
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numpy_em_is_the_trainers_fit(case):
+    n_items, settings = CASES[case]
+    ann, keras_fit, numpy_fit = _fit_both(n_items, settings)
+    if "batch_size" in settings:   # the case is there to cover batches holding an item twice
+        assert n_items % settings["batch_size"] != 0
+    np.testing.assert_allclose(numpy_fit.posteriors_, keras_fit.posteriors_, atol=2e-5)
+    np.testing.assert_allclose([h["loss"] for h in numpy_fit.history_],
+                               [h["loss"] for h in keras_fit.history_], rtol=2e-5)
+    assert numpy_fit.n_iter_ == keras_fit.n_iter_ == 3
+    # the fitted tensors of Eq. 1 too, not only the posteriors they give
+    np.testing.assert_allclose(numpy_fit.competence_tensors(), keras_fit.competence_tensors(),
+                               atol=2e-4)
+    np.testing.assert_allclose(numpy_fit.difficulty_tensors(), keras_fit.difficulty_tensors(),
+                               atol=2e-4)
+    np.testing.assert_allclose(numpy_fit.predict_proba(), keras_fit.predict_proba(), atol=2e-5)
+
+
+def test_label_model_engines_and_the_trainer_built_from_numpy_weights():
+    """``LIA`` runs numpy feature-free and Keras with features; ``trainer_`` after a numpy
+    fit is a Keras trainer holding the numpy weights: its E-step, competence and confusions
+    are the numpy model's."""
+    sim = simulate_crowd(n_items=200, n_classes=3, n_annotators=20, annotations_per_item=3,
+                         seed=2)
+    ann = sim.annotations
+    model = LIA(em_iterations=2, m_steps=10, seed=0).fit(ann)
+    assert isinstance(model.engine_, FeatureFreeLIA) and "_trainer" not in vars(model)
+    trainer = model.trainer_
+    assert isinstance(trainer, LIATrainer) and model.trainer_ is trainer
+    np.testing.assert_allclose(trainer.posteriors(None, ann), model.posteriors_, atol=1e-5)
+    np.testing.assert_allclose(
+        trainer.predict_competence(None, class_probs=model.posteriors_),
+        model.predict_competence(), atol=1e-5)
+    q = trainer.confusions()                                           # (items, A, K, K)
+    direct = np.einsum("iak,ik->a", np.diagonal(q, axis1=-2, axis2=-1), model.posteriors_)
+    np.testing.assert_allclose(model.expected_accuracy_, direct / ann.n_items, atol=1e-5)
+    assert model.n_iter_ == trainer.n_iter_ == 2
+    # new annotations of the fitted items: the numpy E-step
+    np.testing.assert_allclose(model.predict_proba(ann), model.posteriors_, atol=1e-6)
+    # a refit forgets the trainer built for the previous fit
+    model.fit(ann)
+    assert "_trainer" not in vars(model)
+    # with features, or hidden layers, or marginal fine-tuning: the Keras trainer
+    with_features = LIA(em_iterations=1, m_steps=3, seed=0).fit(ann, features=sim.x)
+    assert isinstance(with_features.engine_, LIATrainer)
+    assert with_features.trainer_ is with_features.engine_
+    keras = LIA(em_iterations=1, m_steps=3, seed=0, engine="keras").fit(ann)
+    assert isinstance(keras.engine_, LIATrainer)
+    assert isinstance(LIA(em_iterations=1, m_steps=3, seed=0, marginal_steps=2)
+                      .fit(ann).engine_, LIATrainer)
+    with pytest.raises(ValueError, match="engine='numpy' fits LIA-E only"):
+        LIA(engine="numpy", hidden_units=(4,)).fit(ann)
+    with pytest.raises(ValueError, match="engine must be"):
+        LIA(engine="jax").fit(ann)
+
+
+def test_numpy_em_is_seeded_and_checks_its_inputs():
+    sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=12, annotations_per_item=3,
+                         seed=6)
+    ann = sim.annotations
+    kw = dict(em_iterations=2, m_steps=5, seed=3)
+    a = FeatureFreeLIA(**kw).fit(ann)
+    b = FeatureFreeLIA(**kw).fit(ann)
+    np.testing.assert_array_equal(a.posteriors_, b.posteriors_)
+    assert set(a.weights_) == set(WEIGHT_SHAPES)
+    assert all(w.flags.c_contiguous and w.dtype == np.float32 for w in a.weights_.values())
+    other = FeatureFreeLIA(**dict(kw, seed=4)).fit(ann)
+    assert not np.array_equal(a.weights_["truth_embedding"], other.weights_["truth_embedding"])
+    with pytest.raises(CrowdDataError, match="initial_posteriors must be"):
+        FeatureFreeLIA(**kw).fit(ann, initial_posteriors=np.ones((3, 3)))
+    weights = dict(a.weights_)
+    weights["truth_kernel"] = weights["truth_kernel"][:, :2]
+    with pytest.raises(ValueError, match=r"initial_weights\['truth_kernel'\] must have shape"):
+        FeatureFreeLIA(**kw).fit(ann, initial_weights=weights)
+    with pytest.raises(ValueError, match="must name exactly"):
+        FeatureFreeLIA(**kw).fit(ann, initial_weights={"truth_kernel": 0})
+    with pytest.raises(CrowdDataError, match="item codes in"):
+        a.difficulty_tensors([150])
+    with pytest.raises(RuntimeError, match="not fitted"):
+        FeatureFreeLIA().competence_tensors()
+
+
+def test_items_without_annotations_and_e_step_blocks(monkeypatch):
+    """Items that nobody labelled (two in three here) sit in the batches and the E-step's
+    blocks without taking annotations from their neighbours: the same fit as the trainer,
+    and the same posteriors whatever the E-step's block size."""
+    import crowd_keras.lia.em as lia_em
+    from crowd_keras import Annotations
+
+    rng = np.random.default_rng(0)
+    items = np.sort(rng.choice(np.arange(0, 300, 3), 900))
+    ann = Annotations.from_frame(__import__("pandas").DataFrame(
+        {"task": items, "worker": rng.integers(0, 20, 900), "label": rng.integers(0, 3, 900)}
+    ).drop_duplicates(["task", "worker"]), item_ids=np.arange(300), classes=[0, 1, 2])
+    assert (ann.annotations_per_item() == 0).sum() == 200
+    kw = dict(num_classes=3, em_iterations=2, m_steps=5, batch_size=64, tol=0.0, seed=0,
+              instance_l2=100.0, classifier_l2=100.0, annotator_l2=0.3, annotator_scale=1.0)
+    trainer_kw = dict(kw, hidden_units=(), marginal_steps=0)
+    start = LIATrainer(**trainer_kw).initial_weights(ann)
+    keras_fit = LIATrainer(**trainer_kw).fit(None, ann)
+    numpy_fit = FeatureFreeLIA(**kw).fit(ann, initial_weights=start)
+    np.testing.assert_allclose(numpy_fit.posteriors_, keras_fit.posteriors_, atol=2e-5)
+    empty = ann.annotations_per_item() == 0
+    np.testing.assert_allclose(numpy_fit.posteriors_[empty], numpy_fit.predict_proba()[empty],
+                               atol=1e-6)
+    monkeypatch.setattr(lia_em, "_CHUNK", 7)
+    np.testing.assert_allclose(numpy_fit.posteriors(), numpy_fit.posteriors_, atol=1e-12)
