@@ -33,7 +33,7 @@ from ..numerics import normalize_rows, row_order, softmax_rows
 from ..params import Params
 from ..progress import progress_bar
 
-__all__ = ["FeatureFreeLIA", "lia_batch_size", "initial_biases", "vote_fractions",
+__all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size", "initial_biases", "vote_fractions",
            "confusions", "log_confusions", "WEIGHT_SHAPES"]
 
 _FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
@@ -140,6 +140,28 @@ def _log_confusions_t(z: np.ndarray) -> tuple:
     s = q.sum(axis=1)
     q /= s[:, None]
     return zq, top + np.log(s), q, e4
+
+
+def run_em(fitter: Any, post: np.ndarray, m_step: Any, e_step: Any) -> np.ndarray:
+    """LIA's EM loop, shared by both engines: ``m_step(target float32) -> loss`` (Eq. 7),
+    ``e_step() -> (items, K)`` (Eq. 4), up to ``fitter.em_iterations`` times, stopping when no
+    posterior moves by more than ``fitter.tol``; appends to ``fitter.history_``, sets
+    ``fitter.n_iter_``; returns the last posteriors."""
+    fitter.n_iter_ = 0
+    bar = progress_bar(range(int(fitter.em_iterations)), desc="LIA EM",
+                       disable=not fitter.progress)
+    for it in bar:
+        loss = m_step(post.astype("float32"))                                 # Eq. 7
+        new = e_step()                                                        # Eq. 4
+        change = float(np.abs(new - post).max())
+        post = new
+        fitter.n_iter_ = it + 1
+        fitter.history_.append({"phase": "em", "iteration": it + 1, "loss": loss,
+                                "max_change": change})
+        if change < fitter.tol:
+            break
+    bar.close()
+    return post
 
 
 def _glorot(rng: np.random.Generator, shape: tuple) -> np.ndarray:
@@ -327,20 +349,8 @@ class FeatureFreeLIA(Params):
         self._adam = _Adam({**{k: v for k, v in weights.items() if k not in _ROW_TABLES},
                             "items": items_w}, self.learning_rate)
         self.history_ = []
-        self.n_iter_ = 0
-        bar = progress_bar(range(int(self.em_iterations)), desc="LIA EM",
-                           disable=not self.progress)
-        for it in bar:
-            loss = self._m_step(post.astype("float32"), int(self.m_steps), rng)   # Eq. 7
-            new = self.posteriors(annotations=annotations)                      # Eq. 4
-            change = float(np.abs(new - post).max())
-            post = new
-            self.n_iter_ = it + 1
-            self.history_.append({"phase": "em", "iteration": it + 1, "loss": loss,
-                                  "max_change": change})
-            if change < self.tol:
-                break
-        bar.close()
+        post = run_em(self, post, lambda target: self._m_step(target, int(self.m_steps), rng),
+                      lambda: self.posteriors(annotations=annotations))
         del self._adam, self._table_offsets, self._items_w
         for name in (*_ROW_TABLES, "competence_table"):   # plain C-order arrays again
             weights[name] = np.ascontiguousarray(weights[name])

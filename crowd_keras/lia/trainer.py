@@ -39,9 +39,8 @@ from ..inputs import RowBatches, tensorflow_backend
 from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
-from ..progress import progress_bar
 from ..regularizers import CauchyShrinkage
-from .em import FeatureFreeLIA, initial_biases, lia_batch_size, vote_fractions
+from .em import FeatureFreeLIA, initial_biases, lia_batch_size, run_em, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
@@ -335,20 +334,8 @@ class LIATrainer(Params):
         self.model_.compile(optimizer=self._optimizer(), loss=ExpectedCompleteNLL(),
                             jit_compile=self._jit(),
                             steps_per_execution=self._steps_per_execution(self.m_steps))
-        bar = progress_bar(range(int(self.em_iterations)), desc="LIA EM",
-                           disable=not self.progress)
-        self.n_iter_ = 0
-        for it in bar:
-            loss = self._train(post.astype("float32"), self.m_steps, rng)   # M-step, Eq. 7
-            new = self._e_step()                                             # E-step, Eq. 4
-            change = float(np.abs(new - post).max())
-            post = new
-            self.n_iter_ = it + 1
-            self.history_.append({"phase": "em", "iteration": it + 1, "loss": loss,
-                                  "max_change": change})
-            if change < self.tol:
-                break
-        bar.close()
+        post = run_em(self, post, lambda target: self._train(target, self.m_steps, rng),
+                      self._e_step)
         self.posteriors_em_ = post
         if self.marginal_steps:
             lr = self.marginal_learning_rate
