@@ -272,6 +272,16 @@ class Annotations(AnnotationReaders):
         """Number of annotations of each item, (n_items,) (read-only, cached)."""
         return self._cached("per_item", lambda: np.bincount(self._items, minlength=self.n_items))
 
+    def item_starts(self) -> np.ndarray:
+        """(n_items + 1,) int64 offsets: item ``i``'s annotations are rows
+        ``item_starts()[i]:item_starts()[i + 1]`` (annotations are sorted by item; read-only,
+        cached)."""
+        def make() -> np.ndarray:
+            starts = np.zeros(self.n_items + 1, dtype=np.int64)
+            np.cumsum(self.annotations_per_item(), out=starts[1:])
+            return starts
+        return self._cached("item_starts", make)
+
     def annotations_per_annotator(self) -> np.ndarray:
         """Number of annotations by each annotator, (n_annotators,) (read-only, cached)."""
         return self._cached("per_annotator",
@@ -295,8 +305,7 @@ class Annotations(AnnotationReaders):
 
     def _incidence(self) -> Any:
         # annotations are sorted by (item, annotator): the CSR arrays directly, no COO sort
-        indptr = np.zeros(self.n_items + 1, dtype=np.int64)
-        np.cumsum(self.annotations_per_item(), out=indptr[1:])
+        indptr = self.item_starts().copy()   # scipy may keep and sort its arrays in place
         cols = pair_index(self._annotators, self._labels, self.n_classes)
         return sp.csr_matrix((np.ones(self.n_annotations), cols, indptr),
                              shape=(self.n_items, self.n_annotators * self.n_classes))
@@ -321,8 +330,7 @@ class Annotations(AnnotationReaders):
                 raise CrowdDataError(f"max_annotations={max_annotations} but an item has {k} "
                                      "annotations")
             k = int(max_annotations)
-        starts = np.concatenate([[0], np.cumsum(per_item)[:-1]])
-        slot = np.arange(self.n_annotations) - starts[self._items]  # rank within the item
+        slot = np.arange(self.n_annotations) - self.item_starts()[self._items]  # rank within the item
         ann = np.full((self.n_items, k), MISSING, dtype=np.int64)
         lab = np.full((self.n_items, k), MISSING, dtype=np.int64)
         ann[self._items, slot] = self._annotators

@@ -226,7 +226,7 @@ class FeatureFreeLIA(Params):
         latent_dim: ``L`` of the difficulty and competence tensors (Eq. 1).
         embedding_dim: ``E``, size of the two item embeddings (the trainer's
             ``instance_embedding_dim``).
-        annotator_l2, annotator_scale, instance_l2, classifier_l2, em_iterations, m_steps,
+        classifier_l2, instance_l2, annotator_l2, annotator_scale, em_iterations, m_steps,
             batch_size, learning_rate, tol, seed, progress: as in
             :class:`~.trainer.LIATrainer` (no marginal fine-tuning here).
 
@@ -237,18 +237,19 @@ class FeatureFreeLIA(Params):
     """
 
     def __init__(self, num_classes: Optional[int] = None, *, latent_dim: int = 1,
-                 embedding_dim: int = 16, annotator_l2: float = 1.0,
-                 annotator_scale: Optional[float] = None, instance_l2: float = 1.0,
-                 classifier_l2: float = 0.0, em_iterations: int = 10, m_steps: int = 200,
+                 embedding_dim: int = 16, classifier_l2: float = 0.0,
+                 instance_l2: float = 1.0, annotator_l2: float = 1.0,
+                 annotator_scale: Optional[float] = None, em_iterations: int = 10, m_steps: int = 200,
                  batch_size: Optional[int] = None, learning_rate: float = 0.05,
                  tol: float = 1e-3, seed: Optional[int] = None, progress: bool = False) -> None:
         self.num_classes = num_classes
         self.latent_dim = latent_dim
         self.embedding_dim = embedding_dim
+        # the penalties in the model's order: h_θ, d_φ, c_ψ
+        self.classifier_l2 = classifier_l2
+        self.instance_l2 = instance_l2
         self.annotator_l2 = annotator_l2
         self.annotator_scale = annotator_scale
-        self.instance_l2 = instance_l2
-        self.classifier_l2 = classifier_l2
         self.em_iterations = em_iterations
         self.m_steps = m_steps
         self.batch_size = batch_size
@@ -346,12 +347,18 @@ class FeatureFreeLIA(Params):
         self.weights_ = weights
         self.annotations_ = annotations
         self.batch_size_ = lia_batch_size(self.batch_size, n, self.m_steps)
+        # the item tables' L2, 2·l2/b per entry of a batch's (b, 2E) rows (whole: no broadcast
+        # in the step's elementwise passes)
+        e = int(self.embedding_dim)
+        self._row_penalty = np.ascontiguousarray(np.broadcast_to(np.repeat(np.array(
+            [2 * self.classifier_l2, 2 * self.instance_l2], dtype="float32") / self.batch_size_,
+            e), (self.batch_size_, 2 * e)))
         self._adam = _Adam({**{k: v for k, v in weights.items() if k not in _ROW_TABLES},
                             "items": items_w}, self.learning_rate)
         self.history_ = []
         post = run_em(self, post, lambda target: self._m_step(target, int(self.m_steps), rng),
                       lambda: self.posteriors(annotations=annotations))
-        del self._adam, self._table_offsets, self._items_w
+        del self._adam, self._table_offsets, self._items_w, self._row_penalty
         for name in (*_ROW_TABLES, "competence_table"):   # plain C-order arrays again
             weights[name] = np.ascontiguousarray(weights[name])
         self.posteriors_ = self.posteriors_em_ = post
@@ -367,9 +374,7 @@ class FeatureFreeLIA(Params):
         full = b >= n
         order = (np.arange(n)[None, :] if full
                  else row_order(n, b, steps, rng).reshape(steps, b))       # (S, b), S = 1: full
-        per_item = ann.annotations_per_item()
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(per_item, out=ptr[1:])
+        per_item, ptr = ann.annotations_per_item(), ann.item_starts()
         counts = per_item[order]                                              # (S, b)
         flat = counts.ravel()
         within = np.cumsum(flat) - flat                   # offset of each row's first annotation
@@ -384,10 +389,6 @@ class FeatureFreeLIA(Params):
         pick = ann.labels[aidx] * m_of + (np.arange(total) - np.repeat(bounds[:-1], per_step))
         seg = within.reshape(counts.shape) - bounds[:-1, None]                # (S, b)
         target_t = np.ascontiguousarray(target.T)                             # (K, items)
-        e = int(self.embedding_dim)
-        self._row_penalty = np.repeat(np.array(
-            [2 * self.classifier_l2 / b, 2 * self.instance_l2 / b], dtype="float32"), e)
-        self._row_penalty = np.ascontiguousarray(np.broadcast_to(self._row_penalty, (b, 2 * e)))
         losses = np.empty(steps)
         for s in range(steps):
             r = 0 if full else s
@@ -569,9 +570,7 @@ class FeatureFreeLIA(Params):
         d = p["difficulty_kernel"].T @ p["difficulty_embedding"].T           # (K·K·L, I)
         d += p["difficulty_bias"][:, None]
         table_t = p["competence_table"].T + p["competence_bias"][:, None]   # (K·K·L, A)
-        per_item = ann.annotations_per_item()
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(per_item, out=ptr[1:])
+        per_item, ptr = ann.annotations_per_item(), ann.item_starts()
         start = 0
         while start < n:   # blocks of whole items, about _CHUNK annotations each
             stop = max(int(np.searchsorted(ptr, ptr[start] + _CHUNK, side="right")) - 1,

@@ -226,7 +226,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
         comp = trainer.competence_tensors()                             # (A, K, K, L)
         sums = np.zeros((a, k * k))
         self.competence_ = np.empty(ann.n_annotations)
-        ptr = np.concatenate([[0], np.cumsum(ann.annotations_per_item())])
+        ptr = ann.item_starts()
         step = max(1, _SUMMARY_CHUNK // max(int(ann.annotations_per_item().max()), 1))
         for s in range(0, ann.n_items, step):   # annotations are sorted by item
             e = min(s + step, ann.n_items)

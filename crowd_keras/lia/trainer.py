@@ -261,6 +261,13 @@ class LIATrainer(Params):
         self.joint_model_.compile(jit_compile=self._jit())
         self.num_classes_ = k
 
+    def _seeded_build(self, x: Optional[np.ndarray], annotations: Annotations, k: int) -> None:
+        """:meth:`_build` with the weights drawn from ``seed`` (fit, ``initial_weights`` and
+        ``restore`` build the same network)."""
+        self._n_annotations = annotations.n_annotations
+        with seeded_construction(self.seed):
+            self._build(x, annotations, k)
+
     @staticmethod
     def _steps_per_execution(steps: int, most: int = 50) -> int:
         """Largest divisor of ``steps`` up to ``most``: optimiser steps per compiled call (1 on
@@ -312,9 +319,7 @@ class LIATrainer(Params):
         x, k = self._check_inputs(x, annotations)
         rng = np.random.default_rng(self.seed)
         n = annotations.n_items
-        self._n_annotations = annotations.n_annotations
-        with seeded_construction(self.seed):
-            self._build(x, annotations, k)
+        self._seeded_build(x, annotations, k)
         if annotations.n_annotations == 0:
             raise CrowdDataError("no annotations to learn from")
         ids, labels = annotations.to_padded()
@@ -397,9 +402,7 @@ class LIATrainer(Params):
         them, :class:`~.em.FeatureFreeLIA` and this trainer run the same fit."""
         self._check_restorable()
         _, k = self._check_inputs(None, annotations)
-        self._n_annotations = annotations.n_annotations
-        with seeded_construction(self.seed):
-            self._build(None, annotations, k)
+        self._seeded_build(None, annotations, k)
         post = (self._majority_vote(annotations, k) if initial_posteriors is None
                 else np.asarray(initial_posteriors, dtype="float64"))
         if self.init_biases:
@@ -425,9 +428,7 @@ class LIATrainer(Params):
                 fitted.embedding_dim != self.instance_embedding_dim:
             raise ValueError("the fitted FeatureFreeLIA has another number of classes, "
                              "latent_dim or embedding size than this trainer")
-        self._n_annotations = ann.n_annotations
-        with seeded_construction(self.seed):
-            self._build(None, ann, k)
+        self._seeded_build(None, ann, k)
         for name, variable in self._variables().items():
             variable.assign(fitted.weights_[name])
         self.batch_size_ = fitted.batch_size_
