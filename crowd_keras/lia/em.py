@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 import numpy as np
+from scipy import sparse
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
@@ -51,6 +52,8 @@ WEIGHT_SHAPES = {
     "difficulty_bias": "(K·K·L,)", "competence_table": "(A, K·K·L)",
     "competence_bias": "(K·K·L,)"}
 _ROW_TABLES = ("truth_embedding", "difficulty_embedding")   # updated on the batch's rows
+_DENSE = ("truth_kernel", "truth_bias", "difficulty_kernel", "difficulty_bias",
+          "competence_bias")                                  # updated whole, every step
 
 
 def lia_batch_size(batch_size: Optional[int], n: int, m_steps: int) -> int:
@@ -333,36 +336,59 @@ class FeatureFreeLIA(Params):
                 None if self.seed is None else [int(self.seed), 1]))
         else:
             weights = self._check_weights(initial_weights, n, annotations.n_annotators)
-        # the annotator table held transposed while fitting, (K·K·L, A) in C order (the steps
-        # gather its columns); weights_ shows it as the (A, K·K·L) view
-        weights["competence_table"] = np.ascontiguousarray(weights["competence_table"].T).T
-        self._table_offsets = np.arange(self.width_)[:, None] * annotations.n_annotators
-        # the two item tables side by side, (items, 2E), and their Adam moments alike: a
-        # step gathers and updates the batch's rows of both at once; weights_ shows views
-        e = int(self.embedding_dim)
-        items_w = np.concatenate([weights[name] for name in _ROW_TABLES], axis=1)
-        for t, name in enumerate(_ROW_TABLES):
-            weights[name] = items_w[:, t * e:(t + 1) * e]
-        self._items_w = items_w
-        self.weights_ = weights
         self.annotations_ = annotations
         self.batch_size_ = lia_batch_size(self.batch_size, n, self.m_steps)
-        # the item tables' L2, 2·l2/b per entry of a batch's (b, 2E) rows (whole: no broadcast
-        # in the step's elementwise passes)
-        e = int(self.embedding_dim)
-        self._row_penalty = np.ascontiguousarray(np.broadcast_to(np.repeat(np.array(
-            [2 * self.classifier_l2, 2 * self.instance_l2], dtype="float32") / self.batch_size_,
-            e), (self.batch_size_, 2 * e)))
-        self._adam = _Adam({**{k: v for k, v in weights.items() if k not in _ROW_TABLES},
-                            "items": items_w}, self.learning_rate)
+        self._fitting_layout(weights)
         self.history_ = []
         post = run_em(self, post, lambda target: self._m_step(target, int(self.m_steps), rng),
                       lambda: self.posteriors(annotations=annotations))
-        del self._adam, self._table_offsets, self._items_w, self._row_penalty
-        for name in (*_ROW_TABLES, "competence_table"):   # plain C-order arrays again
-            weights[name] = np.ascontiguousarray(weights[name])
+        for name in (*_ROW_TABLES, *_DENSE, "competence_table"):   # plain arrays again
+            weights[name] = np.array(weights[name], order="C")
+        del self._items, self._dense, self._grads, self._flat_grads, self._adam
+        del self._row_penalty
         self.posteriors_ = self.posteriors_em_ = post
         return self
+
+    def _fitting_layout(self, weights: Dict[str, np.ndarray]) -> None:
+        """Lay the weights out for the steps; ``weights_`` shows them as views.
+
+        * the two item tables and their three AMSGrad moments in one ``(items, 4, 2E)``
+          array (weights, m, v, v̂): a step gathers and scatters the batch's rows once;
+        * the shared weights (kernels, biases and, under a penalty, the annotator table)
+          in one flat vector, their gradients in another alike: one AMSGrad update a step;
+        * the annotator table transposed, ``(K·K·L, A)`` in C order (the steps gather its
+          columns); ``weights_`` shows the ``(A, K·K·L)`` view.
+        """
+        n, e = self.annotations_.n_items, int(self.embedding_dim)
+        items = np.zeros((n, 4, 2 * e), dtype="float32")
+        for t, name in enumerate(_ROW_TABLES):
+            items[:, 0, t * e:(t + 1) * e] = weights[name]
+            weights[name] = items[:, 0, t * e:(t + 1) * e]
+        table = np.ascontiguousarray(weights["competence_table"].T)        # (K·K·L, A)
+        dense = [*_DENSE, "competence_table"] if self.annotator_l2 else list(_DENSE)
+        shapes = {name: weights[name].shape for name in _DENSE}
+        shapes["competence_table"] = table.shape
+        sizes = [int(np.prod(shapes[name])) for name in dense]
+        flat, grads = np.empty(sum(sizes), dtype="float32"), np.empty(sum(sizes), dtype="float32")
+        self._grads = {}
+        for name, lo, size in zip(dense, np.cumsum([0, *sizes]), sizes):
+            view = flat[lo:lo + size].reshape(shapes[name])
+            view[...] = table if name == "competence_table" else weights[name]
+            weights[name] = view
+            self._grads[name] = grads[lo:lo + size].reshape(shapes[name])
+        if not self.annotator_l2:   # no penalty: the table is updated lazily, on its own
+            weights["competence_table"] = table
+        weights["competence_table"] = weights["competence_table"].T          # (A, K·K·L) view
+        self._items, self._dense, self._flat_grads = items, flat, grads
+        self.weights_ = weights
+        # the item tables' L2, 2·l2/b per entry of a batch's (b, 2E) rows (whole: no broadcast
+        # in the step's elementwise passes)
+        self._row_penalty = np.ascontiguousarray(np.broadcast_to(np.repeat(np.array(
+            [2 * self.classifier_l2, 2 * self.instance_l2], dtype="float32") / self.batch_size_,
+            e), (self.batch_size_, 2 * e)))
+        self._adam = _Adam({"dense": flat} if self.annotator_l2 else
+                           {"dense": flat, "competence_table": weights["competence_table"]},
+                           self.learning_rate)
 
     def _m_step(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
         """``steps`` optimiser steps on Eq. 7 with the E-step ``target (items, K)``; the mean
@@ -382,37 +408,46 @@ class FeatureFreeLIA(Params):
         aidx = np.repeat(ptr[order.ravel()] - within, flat) + np.arange(total)
         per_step = counts.sum(axis=1)
         bounds = np.concatenate([[0], np.cumsum(per_step)])
-        who = ann.annotators[aidx].astype(np.intp)
-        loc = np.repeat(np.tile(np.arange(b, dtype=np.intp), len(order)), flat)
+        who = ann.annotators[aidx].astype(np.int32)
+        labels = ann.labels[aidx].astype(np.intp)
+        loc = np.repeat(np.tile(np.arange(b, dtype=np.int32), len(order)), flat)
         # log Q_ij[k, y_ij] sits at column y_ij · m + j of a step's (K, K·m) view of log Q
         m_of = np.repeat(per_step, per_step)
-        pick = ann.labels[aidx] * m_of + (np.arange(total) - np.repeat(bounds[:-1], per_step))
-        seg = within.reshape(counts.shape) - bounds[:-1, None]                # (S, b)
+        pick = labels * m_of + (np.arange(total) - np.repeat(bounds[:-1], per_step))
         target_t = np.ascontiguousarray(target.T)                             # (K, items)
+        self._ones = np.ones(max(int(per_step.max()), b), dtype="float32")
+        self._columns = np.arange(int(per_step.max()) + 1, dtype=np.int32)
         losses = np.empty(steps)
         for s in range(steps):
             r = 0 if full else s
             lo, hi = bounds[r], bounds[r + 1]
             rows = order[r]
-            empty = counts[r] == 0
             losses[s] = self._step(rows, np.take(target_t, rows, axis=1), who[lo:hi],
-                                   pick[lo:hi].astype(np.intp), loc[lo:hi], seg[r],
-                                   empty if empty.any() else None, repeats=not full and
-                                   (s * b) // n != ((s + 1) * b - 1) // n)
+                                   labels[lo:hi], pick[lo:hi], loc[lo:hi], repeats=not full
+                                   and (s * b) // n != ((s + 1) * b - 1) // n)
+        del self._ones, self._columns
         return float(losses.mean())
 
-    def _step(self, rows: np.ndarray, w: np.ndarray, who: np.ndarray, pick: np.ndarray,
-              loc: np.ndarray, seg: np.ndarray, empty: np.ndarray, repeats: bool) -> float:
+    def _sums(self, index: np.ndarray, size: int, g_t: np.ndarray) -> np.ndarray:
+        """``out[r] = Σ_{j: index[j] = r} g_t[j]`` for ``g_t (m, W)`` → ``(size, W)``: a
+        product with the ``(size, m)`` incidence (one 1 per column), a scatter-add of whole
+        rows (cheaper than bincount's per-entry one or reduceat's strided segments)."""
+        m = len(index)
+        incidence = sparse.csc_array((self._ones[:m], index, self._columns[:m + 1]),
+                                     shape=(size, m))
+        return incidence @ g_t
+
+    def _step(self, rows: np.ndarray, w: np.ndarray, who: np.ndarray, labels: np.ndarray,
+              pick: np.ndarray, loc: np.ndarray, repeats: bool) -> float:
         """One AMSGrad step on a batch: ``rows (b,)`` items with E-step targets ``w (K, b)``;
-        their ``m`` annotations ``who, pick, loc (m,)`` (annotator, column of the observed
-        label in the (K, K·m) log Q, row of the batch), ``seg (b,)`` each row's first
-        annotation, ``empty (b,)`` rows without any (``None``: none). ``repeats``: the batch may hold an item
-        twice (it spans two shuffled passes). Returns the loss.
+        their ``m`` annotations ``who, labels, pick, loc (m,)`` (annotator, label, column of
+        the observed label in the (K, K·m) log Q, row of the batch). ``repeats``: the batch
+        may hold an item twice (it spans two shuffled passes). Returns the loss.
 
         Everything per annotation is laid out annotations last, ``(K, K, L, m)``: numpy
         reduces over a 2-8 wide last axis some fifty times slower than across such slabs.
         """
-        p = self.weights_
+        p, grads = self.weights_, self._grads
         k, lat, width = self.num_classes_, int(self.latent_dim), self.width_
         n = self.annotations_.n_items
         b, m = len(rows), len(who)
@@ -422,7 +457,8 @@ class FeatureFreeLIA(Params):
                                            self.annotator_l2))
         table_t = p["competence_table"].T                              # (K·K·L, A), C order
         e = int(self.embedding_dim)
-        items_w = np.take(self._items_w, rows, axis=0)   # (b, 2E): the rows of both tables
+        x = np.take(self._items, rows, axis=0)     # (b, 4, 2E): both tables' rows + moments
+        items_w = x[:, 0]
         eh, ed = items_w[:, :e], items_w[:, e:]
         # ---- forward: h_θ (K, b), D (K·K·L, b), z = D_i + C_j (K·K·L, m)
         h = p["truth_kernel"].T @ eh.T
@@ -443,26 +479,25 @@ class FeatureFreeLIA(Params):
         loss = -(float((w * np.log(hc)).sum()) + float((wa * obs).sum())) * float(inv_b)
         # ---- backward: d loss / d zq = (Q − onehot(y)) · ŷ / b per true-class row
         wa *= inv_b
-        q *= wa[:, None, :]
-        g_flat = q.reshape(k, k * m)
-        g_flat[:, pick] -= wa
-        g_z = (q[:, :, None, :] * e4 if lat > 1 else q).reshape(width, m)
-        # per-row sums of the batch's annotations (runs: annotations are sorted by item)
-        # (reduceat sums from each start to the next: only the rows that have annotations)
-        if empty is None:
-            g_d = np.add.reduceat(g_z, seg, axis=1)
-        else:
-            g_d = np.zeros((width, b), dtype=f32)
-            if m:
-                g_d[:, ~empty] = np.add.reduceat(g_z, seg[~empty], axis=1)
+        q -= labels == np.arange(k)[:, None]                           # (K, m) one-hot of y
+        if lat > 1:
+            q = q[:, :, None, :] * e4
+        # the gradient laid out (m, K·K·L) too, written there by the last product (cheaper
+        # than a transposed copy): the sums over items and annotators take its rows
+        g_zt = np.empty((m, width), dtype=f32)
+        np.multiply(q.reshape(k, -1, m), wa[:, None, :],
+                    out=g_zt.reshape(m, k, -1).transpose(1, 2, 0))
+        g_dt = self._sums(loc, b, g_zt)                                  # (b, K·K·L)
         g_h = np.where(h >= f32(_EPS_H), -w * inv_b / hc, f32(0))
         g_lh = h * (g_h - (h * g_h).sum(axis=0))                       # through the softmax
-        grads = {
-            "truth_kernel": eh.T @ g_lh.T, "truth_bias": g_lh.sum(axis=1),
-            "difficulty_kernel": ed.T @ g_d.T, "difficulty_bias": g_d.sum(axis=1),
-            "competence_bias": g_z.sum(axis=1)}
+        np.matmul(eh.T, g_lh.T, out=grads["truth_kernel"])
+        g_lh.sum(axis=1, out=grads["truth_bias"])
+        np.matmul(ed.T, g_dt, out=grads["difficulty_kernel"])
+        # both biases meet every annotation once, through its item's row: the same gradient
+        np.matmul(self._ones[:b], g_dt, out=grads["difficulty_bias"])
+        grads["competence_bias"][...] = grads["difficulty_bias"]
         g_items = np.concatenate([g_lh.T @ p["truth_kernel"].T,
-                                  g_d.T @ p["difficulty_kernel"].T], axis=1)     # (b, 2E)
+                                  g_dt @ p["difficulty_kernel"].T], axis=1)     # (b, 2E)
         # ---- penalties (the trainer's regularisers: weights whole, item tables on the rows,
         # 2·l2/b per row entry: self._row_penalty)
         if cl2 or il2:
@@ -474,10 +509,10 @@ class FeatureFreeLIA(Params):
                     loss += float(l2 * (p[name] ** 2).sum() / n)
                     grads[name] += (f32(2) * l2 / f32(n)) * p[name]
         alpha = self._adam.alpha()
+        a = table_t.shape[1]
         if al2:   # a weight penalty: the table's gradient is dense (as in Keras)
-            a = table_t.shape[1]
-            g_t = np.bincount((self._table_offsets + who).ravel(), weights=g_z.ravel(),
-                              minlength=width * a).reshape(width, a).astype(f32)
+            g_t = grads["competence_table"]                                 # (K·K·L, A)
+            g_t[...] = self._sums(who, a, g_zt).T
             strength = al2 / f32(n)
             if self.annotator_scale is None:
                 loss += float(strength * np.vdot(table_t, table_t))
@@ -491,20 +526,18 @@ class FeatureFreeLIA(Params):
                 np.divide(table_t, t2, out=t2)
                 t2 *= f32(2) * strength
                 g_t += t2
-            grads["competence_table"] = g_t.T                            # (A, K·K·L) view
         else:     # only the batch's annotators have a gradient: their rows, lazily
-            uniq, inv = np.unique(who, return_inverse=True)
-            g_rows = np.zeros((len(uniq), width), dtype=f32)
-            np.add.at(g_rows, inv, g_z.T)
+            uniq = np.flatnonzero(np.bincount(who, minlength=a))
+            g_rows = self._sums(who, a, g_zt)[uniq]
             self._adam.rows("competence_table", p["competence_table"], uniq, g_rows, alpha)
-        for name, g in grads.items():
-            self._adam.dense(name, p[name], g.astype(f32, copy=False), alpha)
+        self._adam.dense("dense", self._dense, self._flat_grads, alpha)
         if repeats:   # an item twice in the batch: one update of its row, gradients summed
-            rows, inv = np.unique(rows, return_inverse=True)
+            rows, first, inv = np.unique(rows, return_index=True, return_inverse=True)
             summed = np.zeros((len(rows), 2 * e), dtype=f32)
             np.add.at(summed, inv, g_items)
-            g_items = summed
-        self._adam.rows("items", self._items_w, rows, g_items, alpha)
+            g_items, x = summed, x[first]
+        x[:, 0] -= _Adam._rule(g_items, x[:, 1], x[:, 2], x[:, 3], alpha)
+        self._items[rows] = x
         self._adam.t += 1
         return loss
 
