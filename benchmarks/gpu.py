@@ -17,13 +17,30 @@ device, the Keras backend and whether it is a GPU head the output::
     KERAS_BACKEND=jax python benchmarks/gpu.py ...   # also torch; TensorFlow is not needed
 
 On a machine without a GPU it says so and runs on the CPU (use the smaller sizes there).
+The GPU records (``results/gpu.md`` on JAX, ``results/gpu_torch.md`` on torch) were made on a
+machine with CUDA builds of jax and torch and no TensorFlow, the project on ``PYTHONPATH``::
+
+    KERAS_BACKEND=jax TF_CPP_MIN_LOG_LEVEL=0 python benchmarks/record.py gpu.py
+    KERAS_BACKEND=torch python benchmarks/record.py --as gpu_torch gpu.py --annotators 10000
+
+On a GPU the table also counts the host round trips of a training epoch: after the timed
+epochs each model trains one more epoch under the backend's guard (torch: CUDA's
+synchronisation debug mode, every call that makes the host wait for the GPU; JAX: the
+device-to-host transfer guard; TensorFlow: not counted), and the list under the table names
+the code that made them (the innermost frame of crowd_keras, else of Keras).
 """
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import os
 import platform
+import re
 import sys
+import tempfile
+import traceback
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -95,13 +112,110 @@ def steady(times: list) -> float:
     return float(min(times[1:])) if len(times) > 1 else float(times[0])
 
 
-def keras_epoch(x, y, make_model, loss, epochs: int, batch: int, optimizer) -> float:
+def keras_epoch(x, y, make_model, loss, epochs: int, batch: int, optimizer,
+                syncs: "SyncCount | None" = None) -> float:
+    """Steady epoch time; with ``syncs``, one more epoch of the compiled model is counted."""
     keras.utils.set_random_seed(0)
     model = make_model()
     model.compile(optimizer(1e-3), loss=loss)
     timer = EpochTimer()
     model.fit(x, y, epochs=epochs, batch_size=batch, verbose=0, callbacks=[timer])
+    if syncs is not None:
+        with syncs:
+            model.fit(x, y, epochs=1, batch_size=batch, verbose=0)
+        syncs.locate_first(lambda: model.fit(x, y, epochs=1, batch_size=batch, verbose=0))
     return steady(timer.times)
+
+
+def _where(stack) -> str:
+    """Who made a host sync: the innermost crowd_keras frame that Keras called (a layer, loss
+    or optimizer of ours), else the innermost Keras frame (Keras' own: its data feed, loss
+    scaling), else the innermost frame. ``CrowdModel.fit`` around Keras' loop is not blamed."""
+    def inside(frame, part):
+        return part in frame.filename.replace(os.sep, "/")
+
+    def name(frame, part):
+        rest = frame.filename.replace(os.sep, "/").split(part, 1)[1]
+        return f"{part.strip('/')}/{rest}:{frame.lineno} ({frame.name})"
+
+    first_keras = next((i for i, f in enumerate(stack) if inside(f, "/keras/")), len(stack))
+    ours = [f for f in stack[first_keras:] if inside(f, "/crowd_keras/")]
+    if ours:
+        return name(ours[-1], "/crowd_keras/")
+    theirs = [f for f in stack if inside(f, "/keras/")]
+    if theirs:
+        return name(theirs[-1], "/keras/")
+    return f"{stack[-1].filename}:{stack[-1].lineno}" if stack else "?"
+
+
+class SyncCount:
+    """Counts the host round trips of the code run inside ``with`` on a GPU backend.
+
+    torch: ``torch.cuda.set_sync_debug_mode("warn")`` warns at every call that makes the
+    host wait for the GPU (``.item()``, ``nonzero``, a copy to the host); each warning is
+    attributed to its Python frame. JAX: ``transfer_guard_device_to_host("log")`` logs every
+    device-to-host transfer on stderr (read back from the file descriptor); the places are
+    then found by one more run under ``"disallow"``, which raises at the first. ``count``
+    is None where the backend has no such guard (TensorFlow, or no GPU).
+    """
+
+    def __init__(self, backend: str) -> None:
+        self.backend, self.count, self.where = backend, None, collections.Counter()
+
+    def __enter__(self):
+        self._stack = contextlib.ExitStack()
+        if self.backend == "torch":
+            import torch
+
+            self.count = 0
+
+            def record(message, category, *args, **kwargs):
+                if "synchronizing" in str(message).lower():
+                    self.count += 1
+                    self.where[_where(traceback.extract_stack()[:-1])] += 1
+
+            self._stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("always")
+            warnings.showwarning = record
+            torch.cuda.set_sync_debug_mode("warn")
+            self._stack.callback(torch.cuda.set_sync_debug_mode, 0)
+        elif self.backend == "jax":
+            import jax
+
+            self._log = tempfile.TemporaryFile()
+            sys.stderr.flush()
+            saved = os.dup(2)
+            os.dup2(self._log.fileno(), 2)
+            self._stack.callback(os.close, saved)
+            self._stack.callback(os.dup2, saved, 2)
+            self._stack.enter_context(jax.transfer_guard_device_to_host("log"))
+        return self
+
+    def __exit__(self, *exc):
+        self._stack.close()
+        if self.backend == "jax":
+            self._log.seek(0)
+            text = self._log.read().decode(errors="replace")
+            self._log.close()
+            self.count = len(re.findall(r"device-to-host transfer:", text))
+        return False
+
+    def locate_first(self, run) -> None:
+        """JAX: run ``run()`` under ``"disallow"`` and keep where the first transfer is (the
+        log's count is 0 where the C++ log level hides it: then the count reads "≥1")."""
+        if self.backend != "jax":
+            return
+        import jax
+
+        try:
+            with jax.transfer_guard_device_to_host("disallow"):
+                run()
+        except Exception as exc:  # noqa: BLE001 - the guard's error is the finding
+            if "transfer" not in str(exc).lower():
+                raise
+            self.where[_where(traceback.extract_tb(exc.__traceback__)) + " (the first)"] += 1
+            if not self.count:
+                self.count = "≥1"
 
 
 def peer_epoch(name: str, sim, epochs: int, batch: int, gpu: bool) -> float:
@@ -150,9 +264,11 @@ def main(argv=None) -> int:
           f"{max(args.repeat, 1)} interleaved run(s); "
           "Adam for the bare classifier, LazyAdam (Adam off TensorFlow) for the crowd models; "
           "crowd-kit in its PyTorch loop on the same device\n")
+    counted = gpu and keras.backend.backend() in ("torch", "jax")
     print("| precision | layer | annotators | bare classifier | crowd model | × bare | "
-          "crowd-kit | ours / crowd-kit |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+          "crowd-kit | ours / crowd-kit | host syncs / epoch (bare, crowd) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    places = {}
     for annotators in args.annotators:
         sim = simulate_crowd(n_items=args.items, n_classes=CLASSES, n_annotators=annotators,
                              annotations_per_item=PER_ITEM, n_features=FEATURES, seed=0)
@@ -161,16 +277,23 @@ def main(argv=None) -> int:
         for precision in args.precisions:
             keras.mixed_precision.set_global_policy(precision)
             try:
-                best = {}
-                for _ in range(max(args.repeat, 1)):   # interleaved: the same machine state
+                best, syncs = {}, {}
+                for repeat in range(max(args.repeat, 1)):   # interleaved: the same machine state
+                    def counter(key):   # the first repeat counts the host round trips
+                        if counted and repeat == 0:
+                            syncs[key] = SyncCount(keras.backend.backend())
+                            return syncs[key]
+                        return None
+
                     runs = {"bare": lambda: keras_epoch(
                         sim.x, first, classifier, "sparse_categorical_crossentropy",
-                        args.epochs, args.batch_size, keras.optimizers.Adam)}
+                        args.epochs, args.batch_size, keras.optimizers.Adam,
+                        counter("bare"))}
                     for layer in args.layers:
                         runs[layer] = lambda layer=layer: keras_epoch(
                             sim.x, (ids, labels),
                             lambda: CrowdModel(classifier(), noise_layer(layer, annotators)),
-                            None, args.epochs, args.batch_size, LazyAdam)
+                            None, args.epochs, args.batch_size, LazyAdam, counter(layer))
                         if not args.no_peer and precision == "float32" and layer in PEERS:
                             runs["peer " + layer] = lambda layer=layer: peer_epoch(
                                 layer, sim, args.epochs, args.batch_size, gpu)
@@ -181,11 +304,28 @@ def main(argv=None) -> int:
                     crowd, peer = best[layer], best.get("peer " + layer, float("nan"))
                     peer_cells = ("n/a | n/a" if np.isnan(peer)
                                   else f"{peer * 1e3:.0f} ms | {crowd / peer:.2f}")
+                    sync_cell = (f"{syncs['bare'].count}, {syncs[layer].count}" if counted
+                                 else "n/a")
                     print(f"| {precision} | {layer} | {annotators:,} | {bare * 1e3:.0f} ms | "
-                          f"{crowd * 1e3:.0f} ms | {crowd / bare:.2f} | {peer_cells} |",
-                          flush=True)
+                          f"{crowd * 1e3:.0f} ms | {crowd / bare:.2f} | {peer_cells} | "
+                          f"{sync_cell} |", flush=True)
+                for key, count in syncs.items():
+                    for where, n in count.where.items():
+                        places.setdefault((key, where), []).append(
+                            f"{precision}, {annotators:,}: {n}")
             finally:
                 keras.mixed_precision.set_global_policy("float32")
+    steps = -(-args.items // args.batch_size)
+    if counted:
+        print(f"\nHost syncs: in one more epoch ({steps} steps) of each model after the timed "
+              "ones" + (" (torch: CUDA sync debug mode)" if keras.backend.backend() == "torch"
+                        else " (JAX: device-to-host transfer guard)") + "; where they come from:")
+        for (key, where), counts in places.items():
+            print(f"- {key}: {where}: {'; '.join(counts)}")
+        if not places:
+            print("- none")
+    elif not gpu:
+        print("\nHost syncs are counted on a GPU only (torch and JAX backends).")
     return 0
 
 

@@ -3,6 +3,7 @@
     python benchmarks/record.py mixture_of_groups.py --seeds 5 --sim-seeds 2
     python benchmarks/record.py lia.py --repeats 10 --sets bluebirds dog
     python benchmarks/record.py --as crowd_layer_20_seeds crowd_layer.py --seeds 20 ...
+    python benchmarks/record.py --limit 300 gpu.py     # stopped after 300 s (rows so far kept)
 
 writes ``benchmarks/results/<script>.md`` (or ``<NAME>.md`` with ``--as NAME``, for a second
 run of a script that should not replace its main record): the exact command, the machine and
@@ -28,22 +29,34 @@ LIMIT_S = 4 * 3600
 
 def main(argv: list | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    prefix, name = [], None
-    if argv[:1] == ["--as"]:
-        if len(argv) < 2 or not re.fullmatch(r"[A-Za-z0-9_.-]+", argv[1]) or argv[1][0] == ".":
-            print("record.py: --as needs a plain file name (letters, digits, _ . -)",
-                  file=sys.stderr)
-            return 2
-        prefix, name, argv = argv[:2], argv[1], argv[2:]
+    prefix, name, limit = [], None, LIMIT_S
+    while argv[:1] in (["--as"], ["--limit"]):
+        if argv[0] == "--as":
+            if len(argv) < 2 or not re.fullmatch(r"[A-Za-z0-9_.-]+", argv[1]) \
+                    or argv[1][0] == ".":
+                print("record.py: --as needs a plain file name (letters, digits, _ . -)",
+                      file=sys.stderr)
+                return 2
+            name = argv[1]
+        else:
+            try:
+                limit = float(argv[1])
+            except (IndexError, ValueError):
+                limit = 0
+            if not limit > 0:
+                print("record.py: --limit needs a number of seconds above 0", file=sys.stderr)
+                return 2
+        prefix, argv = prefix + argv[:2], argv[2:]
     if not argv or argv[0] not in [s for s, *_ in run_all.SCRIPTS]:
         names = ", ".join(s for s, *_ in run_all.SCRIPTS)
-        print(f"usage: python benchmarks/record.py [--as NAME] SCRIPT [ARGS...]; SCRIPT is one "
-              f"of {names}", file=sys.stderr)
+        print(f"usage: python benchmarks/record.py [--as NAME] [--limit SECONDS] SCRIPT "
+              f"[ARGS...]; SCRIPT is one of {names}", file=sys.stderr)
         return 2
     script, args = argv[0], argv[1:]
-    # a --data among ARGS comes after the default one and wins (argparse keeps the last)
-    out, seconds, code = run_all.run_script(script, args, LIMIT_S,
-                                            run_all.ROOT.parent / "shared" / "data")
+    # a --data among ARGS comes after the default one and wins (argparse keeps the last);
+    # the output is printed as it comes (a stopped run's log keeps its rows)
+    out, seconds, code = run_all.run_script(script, args, limit,
+                                            run_all.ROOT.parent / "shared" / "data", echo=True)
     command = " ".join(["python benchmarks/record.py", *prefix, script, *args])
     lines = [f"# `benchmarks/{script}`", "", f"Produced by `{command}` (do not edit by hand).",
              "", *run_all.machine_report(),
@@ -52,7 +65,6 @@ def main(argv: list | None = None) -> int:
     RESULTS.mkdir(exist_ok=True)
     target = RESULTS / f"{name or Path(script).stem}.md"
     atomic_write_text(target, "\n".join(lines))
-    print(out.strip())
     print(f"wrote {target}")
     return code
 

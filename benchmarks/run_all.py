@@ -19,6 +19,8 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -50,8 +52,23 @@ SCRIPTS = [
     ("spans.py", [], ["--quick"], 3600),
 ]
 
-PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "snorkel", "crowdkit",
-            "label_studio_sdk", "sklearn"]
+PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "jax", "snorkel",
+            "crowdkit", "label_studio_sdk", "sklearn"]
+
+
+def gpu_report() -> str:
+    """The GPUs of this machine as the NVIDIA driver names them (no framework is initialised:
+    a JAX or TensorFlow start here would take GPU memory from the benchmark's process)."""
+    try:
+        res = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "none (CPU only)"
+    gpus = [line.strip() for line in res.stdout.splitlines() if line.strip()]
+    if res.returncode or not gpus:
+        return "none (CPU only)"
+    return "; ".join(" (".join(g.split(", ", 1)) + ")" if ", " in g else g for g in gpus)
 
 
 def machine_report() -> list:
@@ -70,14 +87,7 @@ def machine_report() -> list:
         except Exception:  # noqa: BLE001 - absent or broken optional package
             versions.append(f"{name} (not installed)")
     lines.append("- packages: " + ", ".join(versions))
-    try:
-        import tensorflow as tf
-
-        gpus = tf.config.list_physical_devices("GPU")
-        lines.append(f"- GPU: {', '.join(g.name for g in gpus)} (used by the TensorFlow backend)"
-                     if gpus else "- GPU: none (CPU only)")
-    except ImportError:
-        lines.append("- GPU: unknown (TensorFlow not installed)")
+    lines.append(f"- GPU: {gpu_report()}")
     return lines
 
 
@@ -147,18 +157,47 @@ def update_readme(table: list, command: str, path: Path = README) -> bool:
 
 
 # ------------------------------------------------------------------ part 2: scripts
-def run_script(script: str, args: list, limit: int, data: Path) -> tuple[str, float, int]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+def run_script(script: str, args: list, limit: float, data: Path,
+               echo: bool = False) -> tuple[str, float, int]:
+    """Run ``benchmarks/<script>`` in its own process: (its output, seconds, exit code).
+
+    The process is killed after ``limit`` seconds; its output up to then is kept, with a line
+    saying so, and the code is -1. With ``echo`` each line is also printed as it comes (a long
+    record shows its progress, and a log of it keeps the rows of a run that is stopped).
+    """
+    # one thread (comparable timings); C++ logs quiet unless the caller asks for them (gpu.py's
+    # JAX host-sync count reads the transfer guard's log: TF_CPP_MIN_LOG_LEVEL=0)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     start = time.perf_counter()
-    try:
-        res = subprocess.run([sys.executable, str(HERE / script), "--data", str(data), *args],
-                             capture_output=True, text=True, timeout=limit, env=env, cwd=ROOT)
-        out, code = res.stdout, res.returncode
-        if code:
-            out += "\n" + res.stderr[-2000:]
-    except subprocess.TimeoutExpired as exc:
-        out, code = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or ""), -1
-        out += f"\n(stopped after {limit} s)"
+    stopped = threading.Event()
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
+        proc = subprocess.Popen([sys.executable, str(HERE / script), "--data", str(data), *args],
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                cwd=ROOT)
+
+        def stop() -> None:
+            stopped.set()
+            proc.kill()
+
+        timer = threading.Timer(limit, stop)
+        timer.start()
+        lines = []
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                if echo:
+                    print(line, end="", flush=True)
+            code = proc.wait()
+        finally:
+            timer.cancel()
+            proc.stdout.close()
+        out = "".join(lines)
+        if stopped.is_set():
+            out, code = out + f"\n(stopped after {limit:g} s)", -1
+        elif code:
+            err.seek(0)
+            out += "\n" + err.read()[-2000:]
     return out, time.perf_counter() - start, code
 
 

@@ -61,8 +61,11 @@ def annotator_mask(annotator_ids: Any) -> Any:
     """Boolean mask of real slots in padded codes: False where a slot holds ``MISSING`` (-1).
 
     The one padding test of the layers and losses (annotator ids or labels, any shape).
+    The tensor's own ``>`` (``ops.greater`` on a symbolic one): ``ops.greater`` would make
+    ``MISSING`` a new device tensor at every step, a host-to-device copy that makes the host
+    wait for a GPU under torch.
     """
-    return ops.greater(annotator_ids, MISSING)
+    return annotator_ids > MISSING
 
 
 def split_padding(codes: Any) -> tuple[Any, Any]:

@@ -55,7 +55,9 @@ def _observed_mean(values: Any, mask: Any) -> Any:
     axes = tuple(range(1, len(values.shape)))
     per_item = ops.sum(values, axis=axes) if axes else values
     n_obs = ops.sum(ops.cast(mask, values.dtype))
-    batch = ops.cast(ops.shape(per_item)[0], values.dtype)
+    # the batch size counted on the device (a shape cast to a tensor is a host-to-device copy
+    # at every step, which makes the host wait for a GPU under torch)
+    batch = ops.sum(ops.ones_like(per_item))
     return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
 
 

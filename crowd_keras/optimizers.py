@@ -24,6 +24,16 @@ def sum_repeated_rows(indices: Any, values: Any) -> tuple:
     return rows, tf.math.unsorted_segment_sum(values, slot, tf.shape(rows)[0])
 
 
+def _torch_fused_adam() -> Any:
+    """Keras' multi-tensor Adam step for the torch backend (``fn(optimizer, grads, variables,
+    learning_rate)``), or None where this Keras has none (then the per-variable loop runs)."""
+    try:
+        from keras.src.backend.torch.optimizers.torch_adam import Adam as TorchAdam
+    except ImportError:
+        return None
+    return getattr(TorchAdam, "_parallel_update_step", None)
+
+
 @keras.saving.register_keras_serializable(package="crowd_keras")
 class LazyAdam(keras.optimizers.Adam):
     """Adam that updates only the rows a sparse gradient touches (TensorFlow backend).
@@ -38,13 +48,29 @@ class LazyAdam(keras.optimizers.Adam):
     instead of drifting on old momentum, and a step costs O(batch). When a batch touches
     every row (full batch) the numbers are Adam's. Dense gradients (every other weight, and
     all weights on the torch and JAX backends, whose gathers give dense gradients) get the
-    ordinary Adam update. Same arguments as ``keras.optimizers.Adam``.
+    ordinary Adam update: on torch Keras' multi-tensor form of it, as ``keras.optimizers.Adam``
+    has there. Same arguments as ``keras.optimizers.Adam``.
 
     Repeated rows (one annotator in several items of a batch) are summed before the update
     (:func:`sum_repeated_rows`), so the first step equals Adam's on the dense gradient.
     (Keras' own Adam, given those sparse gradients, squares each repeat separately for the
     second moment.)
     """
+
+    def _backend_update_step(self, grads: list, trainable_variables: list,
+                             learning_rate: Any) -> None:
+        fused = _torch_fused_adam() if keras.backend.backend() == "torch" else None
+        if fused is None:
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        # torch: Keras' multi-tensor Adam (``torch._foreach_*`` over every variable at once),
+        # the update ``keras.optimizers.Adam`` itself gets on this backend. The base class's
+        # per-variable loop made Adam's constants into new device tensors for each variable:
+        # six host-to-device copies per variable and step, each one a wait for the GPU
+        # (CrowdLayer MW: 30 of its 41 host syncs per step on an H100, benchmarks/gpu.py).
+        import torch
+
+        with torch.no_grad():
+            fused(self, grads, trainable_variables, learning_rate)
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
         if keras.backend.backend() != "tensorflow":

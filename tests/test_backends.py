@@ -135,6 +135,93 @@ def test_jax_backend(saved_by_tensorflow):
     assert "OK jax" in _run(SMOKE, ["jax", saved_by_tensorflow], KERAS_BACKEND="jax")
 
 
+# Host copies of a torch training step. On a GPU each tensor made from a host value (a Python
+# constant, a shape) is a copy that makes the host wait for the device: the counts here are
+# what CUDA's sync debug mode counted on an H100 (benchmarks/results/gpu_torch.md), measured on
+# the CPU by intercepting torch.as_tensor / torch.tensor on host data.
+HOST_COPIES = textwrap.dedent('''
+    import collections, os, traceback
+    import numpy as np
+    import keras, torch
+    from torch.overrides import TorchFunctionMode
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.models import CrowdModel, LazyAdam
+
+    class HostCopies(TorchFunctionMode):
+        """Tensors made from host data, by the innermost crowd_keras frame that Keras called
+        (None: Keras' own)."""
+        def __init__(self):
+            super().__init__()
+            self.by = collections.Counter()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if (getattr(func, "__name__", "") in ("as_tensor", "tensor") and args
+                    and not isinstance(args[0], torch.Tensor)):
+                stack = [f.filename.replace(os.sep, "/") + ":" + f.name
+                         for f in traceback.extract_stack()[:-1]]
+                first = next((i for i, f in enumerate(stack) if "/keras/" in f), len(stack))
+                ours = [f.split("/crowd_keras/")[1] for f in stack[first:] if "/crowd_keras/" in f]
+                self.by[ours[-1] if ours else None] += 1
+            return func(*args, **(kwargs or {}))
+
+    def mlp(depth):
+        return keras.Sequential([keras.Input((8,))]
+                                + [keras.layers.Dense(16, activation="relu") for _ in range(depth)]
+                                + [keras.layers.Dense(4, activation="softmax")])
+
+    rng = np.random.default_rng(0)
+    grads = None
+    # 1. LazyAdam (Adam off TensorFlow) is Keras' multi-tensor Adam here: its host copies per
+    #    step do not grow with the variables (the per-variable loop made 6 per variable), and
+    #    its updates are Adam's
+    copies = {}
+    for depth in (1, 5):
+        model, twin = mlp(depth), mlp(depth)
+        twin.set_weights(model.get_weights())
+        lazy, adam = LazyAdam(1e-2), keras.optimizers.Adam(1e-2)
+        lazy.build(model.trainable_variables)
+        adam.build(twin.trainable_variables)
+        for step in range(3):
+            grads = [rng.normal(size=tuple(v.shape)).astype("float32")
+                     for v in model.trainable_variables]
+            device_grads = [torch.as_tensor(g) for g in grads]
+            probe = HostCopies()
+            with probe:
+                lazy.apply(device_grads, model.trainable_variables)
+            copies[depth] = sum(probe.by.values())
+            adam.apply([torch.as_tensor(g) for g in grads], twin.trainable_variables)
+        for a, b in zip(model.get_weights(), twin.get_weights()):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert copies[1] == copies[5], copies
+
+    # 2. a CrowdModel step: the layer's padding mask and the loss's observed mean make none
+    x = rng.normal(size=(128, 8)).astype("float32")
+    ids = rng.integers(-1, 20, size=(128, 3)).astype("int32")
+    labels = np.where(ids >= 0, rng.integers(0, 4, size=ids.shape), -1).astype("int32")
+    model = CrowdModel(mlp(1), CrowdLayer(20, "MW"), warmup_epochs=0)
+    model.compile(LazyAdam(1e-3))
+    model.fit(x, (ids, labels), batch_size=32, epochs=1, verbose=0)
+    probe = HostCopies()
+    with probe:
+        model.fit(x, (ids, labels), batch_size=32, epochs=1, verbose=0)
+    mine = {where: n for where, n in probe.by.items()
+            if where and any(part in where for part in ("_keras_utils.py", "crowd_layer/",
+                                                       "_observed_mean"))}
+    assert not mine, dict(probe.by)
+    print("OK host copies", copies, dict(probe.by))
+''')
+
+
+def test_torch_training_step_makes_no_host_copies_of_its_own():
+    """On torch, LazyAdam runs Keras' fused Adam (same updates, host copies independent of the
+    number of variables) and the crowd layer's step copies no host value of its own."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    out = _run(HOST_COPIES, KERAS_BACKEND="torch")
+    assert "OK host copies" in out, out
+    print(out)
+
+
 # Two logical CPUs, configured before TensorFlow initialises its devices.
 TWO_CPUS = textwrap.dedent('''
     import tensorflow as tf

@@ -1,5 +1,6 @@
 """The benchmark report writer: the README results table is replaced by the command's output."""
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +72,31 @@ def test_record_as_name_keeps_the_main_record(tmp_path, monkeypatch):
     text = (tmp_path / "agg_small.md").read_text(encoding="utf-8")
     assert ("Produced by `python benchmarks/record.py --as agg_small aggregation.py "
             "--annotations 20000`") in text
+
+
+def test_record_limit_stops_the_script_and_keeps_its_rows(tmp_path, monkeypatch, capsys):
+    """``--limit`` kills a script that runs past it; the record keeps what it printed (also
+    echoed as it came) and says it was stopped; a bad limit is refused."""
+    import record  # noqa: E402
+    import run_all
+
+    (tmp_path / "slow.py").write_text(
+        "import sys, time\nprint('| row | 1 |', flush=True)\ntime.sleep(120)\n")
+    monkeypatch.setattr(run_all, "HERE", tmp_path)
+    monkeypatch.setattr(run_all, "SCRIPTS", [("slow.py", [], [], 10)])
+    monkeypatch.setattr(record, "RESULTS", tmp_path / "results")
+    assert record.main(["--limit", "0", "slow.py"]) == 2
+    assert record.main(["--limit", "soon", "slow.py"]) == 2
+    assert not (tmp_path / "results").exists()
+    capsys.readouterr()
+    started = time.perf_counter()
+    assert record.main(["--limit", "3", "--as", "slow_stopped", "slow.py"]) == -1
+    assert time.perf_counter() - started < 60
+    assert "| row | 1 |" in capsys.readouterr().out
+    text = (tmp_path / "results" / "slow_stopped.md").read_text(encoding="utf-8")
+    assert "Produced by `python benchmarks/record.py --limit 3 --as slow_stopped slow.py`" in text
+    assert "| row | 1 |" in text and "(stopped after 3 s)" in text
+    assert "exit code -1" in text
 
 
 def test_label_model_report_states_the_worst_margin_and_the_sets_near_the_best_peer():
