@@ -27,7 +27,7 @@ On a GPU the table also counts the host round trips of a training epoch: after t
 epochs each model trains one more epoch under the backend's guard (torch: CUDA's
 synchronisation debug mode, every call that makes the host wait for the GPU; JAX: the
 device-to-host transfer guard; TensorFlow: not counted), and the list under the table names
-the code that made them (the innermost frame of crowd_keras, else of Keras).
+the code that made them (the innermost crowd_keras frame that Keras called, else Keras').
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -97,6 +99,28 @@ def test_record_limit_stops_the_script_and_keeps_its_rows(tmp_path, monkeypatch,
     assert "Produced by `python benchmarks/record.py --limit 3 --as slow_stopped slow.py`" in text
     assert "| row | 1 |" in text and "(stopped after 3 s)" in text
     assert "exit code -1" in text
+
+
+def test_gpu_host_syncs_are_blamed_on_our_code_only_when_keras_called_it():
+    """gpu.py's attribution of a host sync: a layer of ours that Keras' loop called is ours;
+    Keras' own work under ``CrowdModel.fit`` (its data feed) is Keras'; neither: the frame."""
+    import traceback
+
+    gpu = pytest.importorskip("gpu")
+
+    def stack(*frames):
+        return [traceback.FrameSummary(path, line, name) for path, line, name in frames]
+
+    fit = ("/site/crowd_keras/models.py", 159, "fit")
+    loop = ("/site/keras/src/trainers/trainer.py", 300, "fit")
+    feed = ("/site/keras/src/backend/torch/core.py", 221, "convert_to_tensor")
+    mask = ("/site/crowd_keras/_keras_utils.py", 65, "annotator_mask")
+    assert gpu._where(stack(fit, loop, feed)) == \
+        "keras/src/backend/torch/core.py:221 (convert_to_tensor)"
+    assert gpu._where(stack(fit, loop, mask, feed)) == \
+        "crowd_keras/_keras_utils.py:65 (annotator_mask)"
+    assert gpu._where(stack(("/x/script.py", 3, "<module>"))) == "/x/script.py:3"
+    assert gpu._where([]) == "?"
 
 
 def test_label_model_report_states_the_worst_margin_and_the_sets_near_the_best_peer():
