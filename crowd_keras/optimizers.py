@@ -1,6 +1,7 @@
 """Keras optimizers of the library."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import keras
@@ -24,6 +25,7 @@ def sum_repeated_rows(indices: Any, values: Any) -> tuple:
     return rows, tf.math.unsorted_segment_sum(values, slot, tf.shape(rows)[0])
 
 
+@functools.lru_cache(maxsize=None)   # looked up once, not at every step
 def _torch_fused_adam() -> Any:
     """Keras' multi-tensor Adam step for the torch backend (``fn(optimizer, grads, variables,
     learning_rate)``), or None where this Keras has none (then the per-variable loop runs)."""

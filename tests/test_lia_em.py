@@ -8,6 +8,7 @@ annotator penalty: Cauchy, L2 or none, which makes the table's update lazy).
 """
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
 
@@ -28,13 +29,10 @@ CASES = {
 }
 
 
-def _lazy_updates_need_tensorflow() -> None:
-    """Minibatches (and a table without a penalty) update rows lazily: the numpy engine as
-    the trainer's LazyAdam does on TensorFlow; on JAX and torch LazyAdam is Adam."""
-    import keras
-
-    if keras.backend.backend() != "tensorflow":
-        pytest.skip("LazyAdam's sparse update is TensorFlow's (elsewhere it is Adam)")
+# Minibatches (and a table without a penalty) update rows lazily: the numpy engine as the
+# trainer's LazyAdam does on TensorFlow; on JAX and torch LazyAdam is Adam.
+LAZY = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                          reason="LazyAdam's sparse update is TensorFlow's (elsewhere it is Adam)")
 
 
 def _fit_both(n_items: int, settings: dict, em_iterations: int = 3, m_steps: int = 15):
@@ -51,11 +49,10 @@ def _fit_both(n_items: int, settings: dict, em_iterations: int = 3, m_steps: int
     return ann, keras_fit, numpy_fit
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=LAZY) if "batch_size" in CASES[c][1]
+                                  else c for c in sorted(CASES)])
 def test_numpy_em_is_the_trainers_fit(case):
     n_items, settings = CASES[case]
-    if "batch_size" in settings:
-        _lazy_updates_need_tensorflow()
     ann, keras_fit, numpy_fit = _fit_both(n_items, settings)
     if "batch_size" in settings:   # the case is there to cover batches holding an item twice
         assert n_items % settings["batch_size"] != 0
@@ -135,6 +132,7 @@ def test_numpy_em_is_seeded_and_checks_its_inputs():
         FeatureFreeLIA().competence_tensors()
 
 
+@LAZY   # batches of 64
 def test_items_without_annotations_and_e_step_blocks(monkeypatch):
     """Items that nobody labelled (two in three here) sit in the batches and the E-step's
     blocks without taking annotations from their neighbours: the same fit as the trainer,
@@ -142,7 +140,6 @@ def test_items_without_annotations_and_e_step_blocks(monkeypatch):
     import crowd_keras.lia.em as lia_em
     from crowd_keras import Annotations
 
-    _lazy_updates_need_tensorflow()   # batches of 64
     rng = np.random.default_rng(0)
     items = np.sort(rng.choice(np.arange(0, 300, 3), 900))
     ann = Annotations.from_frame(__import__("pandas").DataFrame(
