@@ -7,8 +7,9 @@ resident memory after the call minus before it, and tracemalloc's peak of numpy/
 allocations). Frames hold shuffled rows (the worst case for the (item, annotator) sort):
 10 annotations per item, 10,000 annotators, 5 classes; string ids are ``"task-N"`` /
 ``"user-N"`` (a prefix and a counter, the common case) or 32 random hex digits (hashed ids,
-where no word of the string has few values: pandas' own factorisation). Matrices have ``rows`` entries
-(rows/20 items × 20 annotators or labeling functions), half of them missing (-1).
+where no word of the string has few values: the items hashed and checked, the 10,000
+annotators factorised by pandas). Matrices have ``rows`` entries (rows/20 items × 20
+annotators or labeling functions), half of them missing (-1).
 """
 from __future__ import annotations
 

@@ -158,3 +158,47 @@ def test_items_without_annotations_and_e_step_blocks(monkeypatch):
                                atol=1e-6)
     monkeypatch.setattr(lia_em, "_CHUNK", 7)
     np.testing.assert_allclose(numpy_fit.posteriors(), numpy_fit.posteriors_, atol=1e-12)
+
+
+@pytest.mark.parametrize("annotators", [20, 2000])   # the logits' bound from the table, from z
+def test_unshifted_softmax_is_the_shifted_one(monkeypatch, annotators):
+    """With L = 1 and every logit within ±_EXP_SAFE a step computes Eq. 1's softmax without
+    the max shift, annotations first; the general path (forced by a zero bound) gives the
+    same fit. Logits beyond the bound (half the table started 100 higher) take the shifted
+    path and stay finite, where exp alone would overflow float32."""
+    import crowd_keras.lia.em as lia_em
+
+    sim = simulate_crowd(n_items=600, n_classes=3, n_annotators=annotators,
+                         annotations_per_item=3, seed=4)
+    ann = sim.annotations
+    kw = dict(num_classes=3, em_iterations=3, m_steps=8, batch_size=200, tol=0.0, seed=0,
+              instance_l2=100.0, classifier_l2=100.0, annotator_l2=0.3, annotator_scale=1.0)
+    calls = []
+    unshifted = FeatureFreeLIA._annotation_terms_l1
+
+    def counted(self, *args):
+        calls.append(len(args[0]))
+        return unshifted(self, *args)
+
+    monkeypatch.setattr(FeatureFreeLIA, "_annotation_terms_l1", counted)
+    fast = FeatureFreeLIA(**kw).fit(ann)
+    assert len(calls) == 3 * 8   # every step took the unshifted path
+    assert (annotators > max(calls)) == (annotators == 2000)   # both bounds were exercised
+    start = {name: np.array(w) for name, w in fast.weights_.items()}
+    start["competence_table"][::2] += 100.0
+    calls.clear()
+    big = FeatureFreeLIA(**kw).fit(ann, initial_weights=start)
+    assert not calls
+    assert np.isfinite(big.posteriors_).all()
+    assert all(np.isfinite(h["loss"]) for h in big.history_)
+    monkeypatch.setattr(lia_em, "_EXP_SAFE", 0.0)
+    calls.clear()
+    shifted = FeatureFreeLIA(**kw).fit(ann)
+    assert not calls
+    np.testing.assert_allclose(fast.posteriors_, shifted.posteriors_, atol=1e-5)
+    np.testing.assert_allclose([h["loss"] for h in fast.history_],
+                               [h["loss"] for h in shifted.history_], rtol=1e-5)
+    np.testing.assert_allclose(fast.competence_tensors(), shifted.competence_tensors(),
+                               atol=1e-4)
+    big_shifted = FeatureFreeLIA(**kw).fit(ann, initial_weights=start)
+    np.testing.assert_allclose(big.posteriors_, big_shifted.posteriors_, atol=1e-5)

@@ -42,6 +42,7 @@ _MIN_BATCH = 1024        # beyond: the paper's batch, or one M-step's share of e
 _CHUNK = 2 ** 16         # annotations per block of the E-step (its arrays fit the caches)
 _EPS_H = 1e-7            # h_θ is clipped here before its log (the trainer's AnnotationLogLikelihoods)
 _BETA_1, _BETA_2, _ADAM_EPS = 0.9, 0.999, 1e-7   # Keras' Adam defaults
+_EXP_SAFE = 64.0         # logits within ±this: float32 exp neither overflows nor vanishes
 
 #: The weights of the model and their shapes (I items, A annotators, E embedding size,
 #: K classes, L latent size); :meth:`FeatureFreeLIA.fit` takes ``initial_weights`` by these
@@ -143,6 +144,34 @@ def _log_confusions_t(z: np.ndarray) -> tuple:
     s = q.sum(axis=1)
     q /= s[:, None]
     return zq, top + np.log(s), q, e4
+
+
+def _unshifted_log_confusions(z: np.ndarray, hot: np.ndarray, k: int) -> tuple:
+    """Eq. 1 for ``L = 1`` without the max shift, for ``z = D_i + C_j (m, K·K)`` whose every
+    logit is within ``±_EXP_SAFE`` (float32 ``exp`` then neither overflows nor vanishes).
+
+    ``hot (m,)``: ``a·K·K + y_a``, the flat position of ``z[a, 0, y_a]``. ``z`` becomes
+    ``e^z`` in place. Returns ``(log Q[k, y_a] (K, m), Σ_l e^z (m·K,), the flat positions
+    of z[a, k, y_a] (K, m))``. Annotations first: the sums over ``l`` are one
+    matrix-vector product (a numpy reduction over a 2-8 wide axis is many times slower).
+    """
+    at = hot[None, :] + (np.arange(k) * k)[:, None]                     # (K, m)
+    obs = np.take(z.reshape(-1), at)
+    np.exp(z, out=z)
+    norm = z.reshape(-1, k) @ np.ones(k, dtype=z.dtype)
+    obs -= np.log(norm).reshape(-1, k).T
+    return obs, norm, at
+
+
+def _observed_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int
+                             ) -> np.ndarray:
+    """``log Q[k, y]`` of each annotation's observed label ``y``, ``(K, m)``, from ``z = D_i
+    + C_j`` laid out ``(m, K·K·L)`` (Eq. 1; ``z`` is overwritten)."""
+    m = len(z)
+    if lat == 1 and m and max(z.max(), -z.min()) < _EXP_SAFE:
+        return _unshifted_log_confusions(z, np.arange(m) * (k * k) + labels, k)[0]
+    zq, lse, _, _ = _log_confusions_t(np.ascontiguousarray(z.T).reshape(k, k, lat, m))
+    return np.take(zq.reshape(k, k * m), labels * m + np.arange(m), axis=1) - lse
 
 
 def run_em(fitter: Any, post: np.ndarray, m_step: Any, e_step: Any) -> np.ndarray:
@@ -344,7 +373,8 @@ class FeatureFreeLIA(Params):
                       lambda: self.posteriors(annotations=annotations))
         for name in (*_ROW_TABLES, *_DENSE, "competence_table"):   # plain arrays again
             weights[name] = np.array(weights[name], order="C")
-        del self._items, self._dense, self._grads, self._flat_grads, self._adam
+        del self._item_rows, self._slot_starts, self._dense, self._grads, self._flat_grads
+        del self._adam
         del self._row_penalty
         self.posteriors_ = self.posteriors_em_ = post
         return self
@@ -352,19 +382,20 @@ class FeatureFreeLIA(Params):
     def _fitting_layout(self, weights: Dict[str, np.ndarray]) -> None:
         """Lay the weights out for the steps; ``weights_`` shows them as views.
 
-        * the two item tables and their three AMSGrad moments in one ``(items, 4, 2E)``
-          array (weights, m, v, v̂): a step gathers and scatters the batch's rows once;
+        * the two item tables and their three AMSGrad moments in one ``(4, items, 2E)``
+          array (weights, m, v, v̂): a step gathers and scatters the batch's rows of all four
+          at once, and each comes out contiguous for the update's passes;
         * the shared weights (kernels, biases and, under a penalty, the annotator table)
           in one flat vector, their gradients in another alike: one AMSGrad update a step;
-        * the annotator table transposed, ``(K·K·L, A)`` in C order (the steps gather its
-          columns); ``weights_`` shows the ``(A, K·K·L)`` view.
+        * the annotator table ``(A, K·K·L)`` in C order: the steps gather whole rows.
         """
         n, e = self.annotations_.n_items, int(self.embedding_dim)
-        items = np.zeros((n, 4, 2 * e), dtype="float32")
+        items = np.zeros((4, n, 2 * e), dtype="float32")
         for t, name in enumerate(_ROW_TABLES):
-            items[:, 0, t * e:(t + 1) * e] = weights[name]
-            weights[name] = items[:, 0, t * e:(t + 1) * e]
-        table = np.ascontiguousarray(weights["competence_table"].T)        # (K·K·L, A)
+            items[0, :, t * e:(t + 1) * e] = weights[name]
+            weights[name] = items[0, :, t * e:(t + 1) * e]
+        self._slot_starts = np.arange(4)[:, None] * n       # row of item 0 of each slot
+        table = np.array(weights["competence_table"], order="C")            # (A, K·K·L)
         dense = [*_DENSE, "competence_table"] if self.annotator_l2 else list(_DENSE)
         shapes = {name: weights[name].shape for name in _DENSE}
         shapes["competence_table"] = table.shape
@@ -378,8 +409,7 @@ class FeatureFreeLIA(Params):
             self._grads[name] = grads[lo:lo + size].reshape(shapes[name])
         if not self.annotator_l2:   # no penalty: the table is updated lazily, on its own
             weights["competence_table"] = table
-        weights["competence_table"] = weights["competence_table"].T          # (A, K·K·L) view
-        self._items, self._dense, self._flat_grads = items, flat, grads
+        self._item_rows, self._dense, self._flat_grads = items.reshape(4 * n, 2 * e), flat, grads
         self.weights_ = weights
         # the item tables' L2, 2·l2/b per entry of a batch's (b, 2E) rows (whole: no broadcast
         # in the step's elementwise passes)
@@ -413,81 +443,139 @@ class FeatureFreeLIA(Params):
         loc = np.repeat(np.tile(np.arange(b, dtype=np.int32), len(order)), flat)
         # log Q_ij[k, y_ij] sits at column y_ij · m + j of a step's (K, K·m) view of log Q
         m_of = np.repeat(per_step, per_step)
-        pick = labels * m_of + (np.arange(total) - np.repeat(bounds[:-1], per_step))
+        position = np.arange(total) - np.repeat(bounds[:-1], per_step)   # within its step
+        pick = labels * m_of + position
+        # z[a, 0, y_a] in the step's flat (m, K·K) logits (L = 1)
+        hot = position * self.width_ + labels
+        # each annotation's two rows of the step's (b + A, m) incidence: its batch row and
+        # b + its annotator (self._sums: one product gives both sums)
+        pairs = np.empty((total, 2), dtype=np.int32)
+        pairs[:, 0] = loc
+        pairs[:, 1] = who
+        pairs[:, 1] += b
         target_t = np.ascontiguousarray(target.T)                             # (K, items)
-        self._ones = np.ones(max(int(per_step.max()), b), dtype="float32")
-        self._columns = np.arange(int(per_step.max()) + 1, dtype=np.int32)
+        self._ones = np.ones(max(2 * int(per_step.max()), b, self.num_classes_),
+                             dtype="float32")
+        self._columns = np.arange(0, 2 * int(per_step.max()) + 1, 2, dtype=np.int32)
         losses = np.empty(steps)
         for s in range(steps):
             r = 0 if full else s
             lo, hi = bounds[r], bounds[r + 1]
             rows = order[r]
             losses[s] = self._step(rows, np.take(target_t, rows, axis=1), who[lo:hi],
-                                   labels[lo:hi], pick[lo:hi], loc[lo:hi], repeats=not full
+                                   labels[lo:hi], pick[lo:hi], hot[lo:hi], loc[lo:hi],
+                                   pairs[lo:hi], repeats=not full
                                    and (s * b) // n != ((s + 1) * b - 1) // n)
         del self._ones, self._columns
         return float(losses.mean())
 
-    def _sums(self, index: np.ndarray, size: int, g_t: np.ndarray) -> np.ndarray:
-        """``out[r] = Σ_{j: index[j] = r} g_t[j]`` for ``g_t (m, W)`` → ``(size, W)``: a
-        product with the ``(size, m)`` incidence (one 1 per column), a scatter-add of whole
-        rows (cheaper than bincount's per-entry one or reduceat's strided segments)."""
-        m = len(index)
-        incidence = sparse.csc_array((self._ones[:m], index, self._columns[:m + 1]),
-                                     shape=(size, m))
-        return incidence @ g_t
+    def _sums(self, pairs: np.ndarray, size: int, g: np.ndarray) -> np.ndarray:
+        """Per batch row and per annotator sums of ``g (m, W)``, ``(size = b + A, W)``: row
+        ``r < b`` sums the annotations of batch row ``r``, row ``b + j`` those of annotator
+        ``j`` (``pairs (m, 2)`` names both rows of each annotation). One product with the
+        ``(b + A, m)`` incidence (two 1s per column): a scatter-add of whole rows, cheaper
+        than bincount's per-entry one or reduceat's strided segments."""
+        m = len(pairs)
+        incidence = sparse.csc_array((self._ones[:2 * m], pairs.reshape(-1),
+                                      self._columns[:m + 1]), shape=(size, m))
+        return incidence @ g
+
+    def _annotation_terms(self, d: np.ndarray, w: np.ndarray, who: np.ndarray,
+                          loc: np.ndarray, labels: np.ndarray, pick: np.ndarray,
+                          hot: np.ndarray, inv_b: np.float32) -> tuple:
+        """Eq. 1 and Eq. 7's annotation term for a batch's ``m`` annotations, and its gradient.
+
+        Args: ``d (b, K·K·L)`` the batch's difficulty rows with both shared biases, ``w (K,
+        b)`` its E-step targets; per annotation ``who, loc`` (annotator, batch row),
+        ``labels``, ``pick`` (column of its observed label in a ``(K, K·m)`` view of log Q)
+        and ``hot`` (``a·K·K + y``: its ``z[a, 0, y]`` in the flat ``(m, K·K)`` logits).
+
+        Returns ``(Σ ŷ log Q[k, y] (a float), d loss / d z (m, K·K·L))`` for ``z = D_i + C_j``:
+        ``(Q − onehot(y)) ŷ / b`` per true-class row.
+        """
+        table = self.weights_["competence_table"]                    # (A, K·K·L), C order
+        k, lat, m = self.num_classes_, int(self.latent_dim), len(who)
+        z = np.take(table, who, axis=0)          # (m, K·K·L): row gathers (a column gather
+        z += np.take(d, loc, axis=0)             # of the transposed table is 3x slower)
+        if lat == 1:
+            # |z| <= max|C| + max|D + t|, from whichever is smaller: the table or z itself
+            reach = (max(table.max(), -table.min()) + max(d.max(), -d.min())
+                     if len(table) < m else max(z.max(), -z.min()))
+            if reach < _EXP_SAFE:
+                return self._annotation_terms_l1(z, w, loc, hot, inv_b)
+        zt = np.ascontiguousarray(z.T)                                  # (K·K·L, m)
+        zq, lse, q, e4 = _log_confusions_t(zt.reshape(k, k, lat, m))    # (K, K, m) ...
+        obs = np.take(zq.reshape(k, k * m), pick, axis=1)
+        obs -= lse                                                      # log Q[k, y] (K, m)
+        wa = np.take(w, loc, axis=1)                                    # (K, m)
+        ann_loss = float(np.vdot(wa, obs))
+        wa *= inv_b
+        q -= labels == np.arange(k)[:, None]                           # (K, m) one-hot of y
+        if lat > 1:
+            q = q[:, :, None, :] * e4
+        # written straight into the (m, K·K·L) layout that the sums take (cheaper than a
+        # transposed copy)
+        g = np.empty((m, self.width_), dtype=np.float32)
+        np.multiply(q.reshape(k, -1, m), wa[:, None, :],
+                    out=g.reshape(m, k, -1).transpose(1, 2, 0))
+        return ann_loss, g
+
+    def _annotation_terms_l1(self, z: np.ndarray, w: np.ndarray, loc: np.ndarray,
+                             hot: np.ndarray, inv_b: np.float32) -> tuple:
+        """:meth:`_annotation_terms` for ``L = 1`` with every logit ``z (m, K·K)`` within
+        ``±_EXP_SAFE``, in place and annotations first (:func:`_unshifted_log_confusions`)."""
+        k = self.num_classes_
+        obs, norm, at = _unshifted_log_confusions(z, hot, k)
+        wa = np.take(w, loc, axis=1)                                    # (K, m)
+        ann_loss = float(np.vdot(wa, obs))
+        wa *= inv_b
+        np.divide(wa.T, norm.reshape(-1, k), out=norm.reshape(-1, k))   # ŷ / (b Σ_l e^z)
+        rows = z.reshape(-1, k)
+        np.multiply(rows, norm[:, None], out=rows)                      # Q ŷ / b
+        np.subtract.at(z.reshape(-1), at.reshape(-1), wa.reshape(-1))   # − onehot(y) ŷ / b
+        return ann_loss, z
 
     def _step(self, rows: np.ndarray, w: np.ndarray, who: np.ndarray, labels: np.ndarray,
-              pick: np.ndarray, loc: np.ndarray, repeats: bool) -> float:
+              pick: np.ndarray, hot: np.ndarray, loc: np.ndarray, pairs: np.ndarray,
+              repeats: bool) -> float:
         """One AMSGrad step on a batch: ``rows (b,)`` items with E-step targets ``w (K, b)``;
-        their ``m`` annotations ``who, labels, pick, loc (m,)`` (annotator, label, column of
-        the observed label in the (K, K·m) log Q, row of the batch). ``repeats``: the batch
-        may hold an item twice (it spans two shuffled passes). Returns the loss.
+        their ``m`` annotations: ``who, labels, loc (m,)`` (annotator, label, row of the
+        batch), ``pick, hot`` (see :meth:`_annotation_terms`), ``pairs (m, 2)`` (see
+        :meth:`_sums`). ``repeats``: the batch may hold an item twice (it spans two shuffled
+        passes). Returns the loss.
 
-        Everything per annotation is laid out annotations last, ``(K, K, L, m)``: numpy
-        reduces over a 2-8 wide last axis some fifty times slower than across such slabs.
+        Per-item arrays are laid out items last, ``(K, b)``: numpy reduces over a 2-8 wide
+        last axis some fifty times slower than across such slabs.
         """
         p, grads = self.weights_, self._grads
-        k, lat, width = self.num_classes_, int(self.latent_dim), self.width_
         n = self.annotations_.n_items
-        b, m = len(rows), len(who)
+        b = len(rows)
         f32 = np.float32
         inv_b = f32(1.0 / b)
         cl2, il2, al2 = (f32(v) for v in (self.classifier_l2, self.instance_l2,
                                            self.annotator_l2))
-        table_t = p["competence_table"].T                              # (K·K·L, A), C order
+        table = p["competence_table"]                                  # (A, K·K·L)
         e = int(self.embedding_dim)
-        x = np.take(self._items, rows, axis=0)     # (b, 4, 2E): both tables' rows + moments
-        items_w = x[:, 0]
+        # the batch's rows of both item tables and of their moments, (4, b, 2E)
+        x = np.take(self._item_rows, (rows + self._slot_starts).reshape(-1), axis=0).reshape(
+            4, b, 2 * e)
+        items_w = x[0]
         eh, ed = items_w[:, :e], items_w[:, e:]
-        # ---- forward: h_θ (K, b), D (K·K·L, b), z = D_i + C_j (K·K·L, m)
+        # ---- forward: h_θ (K, b), D + t (b, K·K·L) (both biases meet every annotation once)
         h = p["truth_kernel"].T @ eh.T
         h += p["truth_bias"][:, None]
         h -= h.max(axis=0)
         np.exp(h, out=h)
         h /= h.sum(axis=0)
         hc = np.clip(h, f32(_EPS_H), f32(1))
-        d = p["difficulty_kernel"].T @ ed.T
-        d += p["difficulty_bias"][:, None]
-        z = np.take(table_t, who, axis=1)
-        z += p["competence_bias"][:, None]
-        z += np.take(d, loc, axis=1)
-        zq, lse, q, e4 = _log_confusions_t(z.reshape(k, k, lat, m))     # (K, K, m) ...
-        obs = np.take(zq.reshape(k, k * m), pick, axis=1)
-        obs -= lse                                                      # log Q[k, y] (K, m)
-        wa = np.take(w, loc, axis=1)                                    # (K, m)
-        loss = -(float((w * np.log(hc)).sum()) + float((wa * obs).sum())) * float(inv_b)
-        # ---- backward: d loss / d zq = (Q − onehot(y)) · ŷ / b per true-class row
-        wa *= inv_b
-        q -= labels == np.arange(k)[:, None]                           # (K, m) one-hot of y
-        if lat > 1:
-            q = q[:, :, None, :] * e4
-        # the gradient laid out (m, K·K·L) too, written there by the last product (cheaper
-        # than a transposed copy): the sums over items and annotators take its rows
-        g_zt = np.empty((m, width), dtype=f32)
-        np.multiply(q.reshape(k, -1, m), wa[:, None, :],
-                    out=g_zt.reshape(m, k, -1).transpose(1, 2, 0))
-        g_dt = self._sums(loc, b, g_zt)                                  # (b, K·K·L)
+        d = ed @ p["difficulty_kernel"]
+        d += p["difficulty_bias"] + p["competence_bias"]
+        ann_loss, g_z = self._annotation_terms(d, w, who, loc, labels, pick, hot, inv_b)
+        loss = -(float((w * np.log(hc)).sum()) + ann_loss) * float(inv_b)
+        # ---- backward
+        a = len(table)
+        sums = self._sums(pairs, b + a, g_z)                            # (b + A, K·K·L)
+        g_dt = sums[:b]
         g_h = np.where(h >= f32(_EPS_H), -w * inv_b / hc, f32(0))
         g_lh = h * (g_h - (h * g_h).sum(axis=0))                       # through the softmax
         np.matmul(eh.T, g_lh.T, out=grads["truth_kernel"])
@@ -509,35 +597,33 @@ class FeatureFreeLIA(Params):
                     loss += float(l2 * (p[name] ** 2).sum() / n)
                     grads[name] += (f32(2) * l2 / f32(n)) * p[name]
         alpha = self._adam.alpha()
-        a = table_t.shape[1]
         if al2:   # a weight penalty: the table's gradient is dense (as in Keras)
-            g_t = grads["competence_table"]                                 # (K·K·L, A)
-            g_t[...] = self._sums(who, a, g_zt).T
+            g_t = grads["competence_table"]                                 # (A, K·K·L)
+            g_t[...] = sums[b:]
             strength = al2 / f32(n)
             if self.annotator_scale is None:
-                loss += float(strength * np.vdot(table_t, table_t))
-                g_t += (f32(2) * strength) * table_t
+                loss += float(strength * np.vdot(table, table))
+                g_t += (f32(2) * strength) * table
             else:   # Cauchy: s² log(1 + w²/s²), gradient 2w / (1 + w²/s²)
                 s2 = f32(self.annotator_scale) ** 2
-                t2 = table_t * table_t
+                t2 = table * table
                 t2 /= s2
                 loss += float(strength * s2 * np.log1p(t2).sum())
                 t2 += f32(1)
-                np.divide(table_t, t2, out=t2)
+                np.divide(table, t2, out=t2)
                 t2 *= f32(2) * strength
                 g_t += t2
         else:     # only the batch's annotators have a gradient: their rows, lazily
             uniq = np.flatnonzero(np.bincount(who, minlength=a))
-            g_rows = self._sums(who, a, g_zt)[uniq]
-            self._adam.rows("competence_table", p["competence_table"], uniq, g_rows, alpha)
+            self._adam.rows("competence_table", table, uniq, sums[b + uniq], alpha)
         self._adam.dense("dense", self._dense, self._flat_grads, alpha)
         if repeats:   # an item twice in the batch: one update of its row, gradients summed
             rows, first, inv = np.unique(rows, return_index=True, return_inverse=True)
             summed = np.zeros((len(rows), 2 * e), dtype=f32)
             np.add.at(summed, inv, g_items)
-            g_items, x = summed, x[first]
-        x[:, 0] -= _Adam._rule(g_items, x[:, 1], x[:, 2], x[:, 3], alpha)
-        self._items[rows] = x
+            g_items, x = summed, x[:, first]
+        x[0] -= _Adam._rule(g_items, x[1], x[2], x[3], alpha)
+        self._item_rows[(rows + self._slot_starts).reshape(-1)] = x.reshape(4 * len(rows), -1)
         self._adam.t += 1
         return loss
 
@@ -600,9 +686,9 @@ class FeatureFreeLIA(Params):
                                  f"knows {len(self.weights_['competence_table'])}")
         k, lat, p = self.num_classes_, int(self.latent_dim), self.weights_
         joint = np.log(np.clip(self._truth(np.arange(n)), _EPS_H, 1)).T.astype("float64")
-        d = p["difficulty_kernel"].T @ p["difficulty_embedding"].T           # (K·K·L, I)
-        d += p["difficulty_bias"][:, None]
-        table_t = p["competence_table"].T + p["competence_bias"][:, None]   # (K·K·L, A)
+        d = p["difficulty_embedding"] @ p["difficulty_kernel"]               # (I, K·K·L)
+        d += p["difficulty_bias"]
+        table = p["competence_table"] + p["competence_bias"]                 # (A, K·K·L)
         per_item, ptr = ann.annotations_per_item(), ann.item_starts()
         start = 0
         while start < n:   # blocks of whole items, about _CHUNK annotations each
@@ -611,11 +697,9 @@ class FeatureFreeLIA(Params):
             lo, hi = ptr[start], ptr[stop]
             m = int(hi - lo)
             if m:
-                z = np.take(table_t, ann.annotators[lo:hi], axis=1)
-                z += np.take(d, ann.items[lo:hi], axis=1)
-                zq, lse, _, _ = _log_confusions_t(z.reshape(k, k, lat, m))
-                obs = np.take(zq.reshape(k, k * m), ann.labels[lo:hi] * m + np.arange(m),
-                              axis=1) - lse                                  # (K, m)
+                z = np.take(table, ann.annotators[lo:hi], axis=0)            # (m, K·K·L)
+                z += np.take(d, ann.items[lo:hi], axis=0)
+                obs = _observed_log_confusions(z, ann.labels[lo:hi], k, lat)  # (K, m)
                 # per-item sums: annotations are sorted by item, runs from ptr (reduceat sums
                 # from each start to the next: only the items that have annotations)
                 some = np.flatnonzero(per_item[start:stop]) + start
