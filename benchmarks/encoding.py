@@ -9,7 +9,10 @@ allocations). Frames hold shuffled rows (the worst case for the (item, annotator
 ``"user-N"`` (a prefix and a counter, the common case) or 32 random hex digits (hashed ids,
 where no word of the string has few values: the items hashed and checked, the 10,000
 annotators factorised by pandas). Matrices have ``rows`` entries (rows/20 items × 20
-annotators or labeling functions), half of them missing (-1).
+annotators or labeling functions), half of them missing (-1). Two more rows time the hex
+frame's two id columns alone, through ``crowd_keras.string_codes.column_codes`` (what
+``from_frame`` uses) and through the peer, ``pandas.factorize(sort=True)``, and the line
+under the table gives their ratio in the same run.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ import sys
 
 CASES = ("from_frame int labels", "from_frame string labels", "from_frame string ids",
          "from_frame random hex ids", "from_dense", "from_label_matrix")
+# the hex frame's two id columns factorised alone, ours against the peer (same run)
+PEER_CASES = ("hex id columns: column_codes", "hex id columns: pandas.factorize")
 
 
 def _data(case: str, rows: int):
@@ -43,7 +48,7 @@ def _data(case: str, rows: int):
     if case == "from_frame string ids":
         frame["task"] = "task-" + frame["task"].astype(str)
         frame["worker"] = "user-" + frame["worker"].astype(str)
-    if case == "from_frame random hex ids":   # 32 hex digits (hashes): no prefix, no counter
+    if case == "from_frame random hex ids" or case in PEER_CASES:   # 32 hex digits (hashes)
         def hex_ids(n: int) -> pd.Series:
             words = rng.integers(0, 2 ** 63, (n, 2), dtype=np.int64)
             return pd.Series([f"{a:016x}{b:016x}" for a, b in words.tolist()], dtype="str")
@@ -65,11 +70,16 @@ def measure(case: str, rows: int) -> dict:
     import time
     import tracemalloc
 
+    import pandas as pd
+
     from crowd_keras import Annotations
+    from crowd_keras.string_codes import column_codes
 
     data = _data(case, rows)
     call = {"from_dense": lambda: Annotations.from_dense(data),
-            "from_label_matrix": lambda: Annotations.from_label_matrix(data, cardinality=5)
+            "from_label_matrix": lambda: Annotations.from_label_matrix(data, cardinality=5),
+            PEER_CASES[0]: lambda: [column_codes(data[c]) for c in ("task", "worker")],
+            PEER_CASES[1]: lambda: [pd.factorize(data[c], sort=True) for c in ("task", "worker")],
             }.get(case, lambda: Annotations.from_frame(data))
     rss0 = _peak_rss_mb()
     start = time.perf_counter()
@@ -80,7 +90,8 @@ def measure(case: str, rows: int) -> dict:
     call()
     traced = tracemalloc.get_traced_memory()[1] / 2 ** 20
     tracemalloc.stop()
-    return {"case": case, "rows": rows, "annotations": ann.n_annotations, "seconds": seconds,
+    return {"case": case, "rows": rows, "seconds": seconds,
+            "annotations": ann.n_annotations if isinstance(ann, Annotations) else rows,
             "peak_rss_mb": rss, "tracemalloc_mb": traced}
 
 
@@ -97,8 +108,9 @@ def main(argv=None) -> None:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     print("| call | rows (annotations) | seconds | peak RSS growth (MB) | tracemalloc peak (MB) |")
     print("|---|---:|---:|---:|---:|")
+    peer = {}
     for rows in (1_000_000,) if args.quick else (1_000_000, 10_000_000):
-        for case in CASES:
+        for case in CASES + PEER_CASES:
             cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'encoding';"
                    "from benchmarks.encoding import main; main(sys.argv[1:])", "--one", case,
                    str(rows)]
@@ -108,7 +120,15 @@ def main(argv=None) -> None:
                                  cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             r = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"| {r['case']} | {r['rows']:,} ({r['annotations']:,}) | {r['seconds']:.2f} | "
-                  f"{r['peak_rss_mb']:.0f} | {r['tracemalloc_mb']:.0f} |")
+                  f"{r['peak_rss_mb']:.0f} | {r['tracemalloc_mb']:.0f} |", flush=True)
+            if case in PEER_CASES:
+                peer[rows, case] = r["seconds"]
+    print()
+    for rows in sorted({rows for rows, _ in peer}):
+        ours, theirs = (peer[rows, case] for case in PEER_CASES)
+        print(f"Same run, {rows:,} rows: the hex frame's two id columns factorised in {ours:.2f} s "
+              f"by column_codes against {theirs:.2f} s by pandas.factorize(sort=True) "
+              f"({ours / theirs:.2f}x the peer's time)")
 
 
 if __name__ == "__main__":
