@@ -146,15 +146,16 @@ def _log_confusions_t(z: np.ndarray) -> tuple:
     return zq, top + np.log(s), q, e4
 
 
-def _unshifted_log_confusions(z: np.ndarray, hot: np.ndarray, k: int) -> tuple:
+def _unshifted_log_confusions(z: np.ndarray, labels: np.ndarray, k: int) -> tuple:
     """Eq. 1 for ``L = 1`` without the max shift, for ``z = D_i + C_j (m, K·K)`` whose every
     logit is within ``±_EXP_SAFE`` (float32 ``exp`` then neither overflows nor vanishes).
 
-    ``hot (m,)``: ``a·K·K + y_a``, the flat position of ``z[a, 0, y_a]``. ``z`` becomes
-    ``e^z`` in place. Returns ``(log Q[k, y_a] (K, m), Σ_l e^z (m·K,), the flat positions
-    of z[a, k, y_a] (K, m))``. Annotations first: the sums over ``l`` are one
-    matrix-vector product (a numpy reduction over a 2-8 wide axis is many times slower).
+    ``z`` becomes ``e^z`` in place. Returns ``(log Q[k, y_a] (K, m), Σ_l e^z (m·K,), the
+    flat positions of z[a, k, y_a] (K, m))`` for the observed labels ``y (m,)``.
+    Annotations first: the sums over ``l`` are one matrix-vector product (a numpy reduction
+    over a 2-8 wide axis is many times slower).
     """
+    hot = np.arange(len(z)) * (k * k) + labels                          # z[a, 0, y_a]
     at = hot[None, :] + (np.arange(k) * k)[:, None]                     # (K, m)
     obs = np.take(z.reshape(-1), at)
     np.exp(z, out=z)
@@ -163,15 +164,25 @@ def _unshifted_log_confusions(z: np.ndarray, hot: np.ndarray, k: int) -> tuple:
     return obs, norm, at
 
 
+def _shifted_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int) -> tuple:
+    """Eq. 1 with the max shifts (any logits, any ``L``) for ``z (m, K·K·L)``: ``(log Q[k,
+    y_a] (K, m), Q (K, K, m), the latent softmax (K, K, L, m) or None)`` (see
+    :func:`_log_confusions_t`)."""
+    m = len(z)
+    zq, lse, q, e4 = _log_confusions_t(np.ascontiguousarray(z.T).reshape(k, k, lat, m))
+    # log Q[k, y_a] sits at column y_a · m + a of the (K, K·m) view
+    obs = np.take(zq.reshape(k, k * m), labels * m + np.arange(m), axis=1)
+    obs -= lse
+    return obs, q, e4
+
+
 def _observed_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int
                              ) -> np.ndarray:
     """``log Q[k, y]`` of each annotation's observed label ``y``, ``(K, m)``, from ``z = D_i
     + C_j`` laid out ``(m, K·K·L)`` (Eq. 1; ``z`` is overwritten)."""
-    m = len(z)
-    if lat == 1 and m and max(z.max(), -z.min()) < _EXP_SAFE:
-        return _unshifted_log_confusions(z, np.arange(m) * (k * k) + labels, k)[0]
-    zq, lse, _, _ = _log_confusions_t(np.ascontiguousarray(z.T).reshape(k, k, lat, m))
-    return np.take(zq.reshape(k, k * m), labels * m + np.arange(m), axis=1) - lse
+    if lat == 1 and len(z) and max(z.max(), -z.min()) < _EXP_SAFE:
+        return _unshifted_log_confusions(z, labels, k)[0]
+    return _shifted_log_confusions(z, labels, k, lat)[0]
 
 
 def run_em(fitter: Any, post: np.ndarray, m_step: Any, e_step: Any) -> np.ndarray:
@@ -441,12 +452,6 @@ class FeatureFreeLIA(Params):
         who = ann.annotators[aidx].astype(np.int32)
         labels = ann.labels[aidx].astype(np.intp)
         loc = np.repeat(np.tile(np.arange(b, dtype=np.int32), len(order)), flat)
-        # log Q_ij[k, y_ij] sits at column y_ij · m + j of a step's (K, K·m) view of log Q
-        m_of = np.repeat(per_step, per_step)
-        position = np.arange(total) - np.repeat(bounds[:-1], per_step)   # within its step
-        pick = labels * m_of + position
-        # z[a, 0, y_a] in the step's flat (m, K·K) logits (L = 1)
-        hot = position * self.width_ + labels
         # each annotation's two rows of the step's (b + A, m) incidence: its batch row and
         # b + its annotator (self._sums: one product gives both sums)
         pairs = np.empty((total, 2), dtype=np.int32)
@@ -463,8 +468,7 @@ class FeatureFreeLIA(Params):
             lo, hi = bounds[r], bounds[r + 1]
             rows = order[r]
             losses[s] = self._step(rows, np.take(target_t, rows, axis=1), who[lo:hi],
-                                   labels[lo:hi], pick[lo:hi], hot[lo:hi], loc[lo:hi],
-                                   pairs[lo:hi], repeats=not full
+                                   labels[lo:hi], loc[lo:hi], pairs[lo:hi], repeats=not full
                                    and (s * b) // n != ((s + 1) * b - 1) // n)
         del self._ones, self._columns
         return float(losses.mean())
@@ -481,14 +485,12 @@ class FeatureFreeLIA(Params):
         return incidence @ g
 
     def _annotation_terms(self, d: np.ndarray, w: np.ndarray, who: np.ndarray,
-                          loc: np.ndarray, labels: np.ndarray, pick: np.ndarray,
-                          hot: np.ndarray, inv_b: np.float32) -> tuple:
+                          loc: np.ndarray, labels: np.ndarray, inv_b: np.float32) -> tuple:
         """Eq. 1 and Eq. 7's annotation term for a batch's ``m`` annotations, and its gradient.
 
         Args: ``d (b, K·K·L)`` the batch's difficulty rows with both shared biases, ``w (K,
-        b)`` its E-step targets; per annotation ``who, loc`` (annotator, batch row),
-        ``labels``, ``pick`` (column of its observed label in a ``(K, K·m)`` view of log Q)
-        and ``hot`` (``a·K·K + y``: its ``z[a, 0, y]`` in the flat ``(m, K·K)`` logits).
+        b)`` its E-step targets; per annotation ``who, loc, labels`` (annotator, batch row,
+        observed label).
 
         Returns ``(Σ ŷ log Q[k, y] (a float), d loss / d z (m, K·K·L))`` for ``z = D_i + C_j``:
         ``(Q − onehot(y)) ŷ / b`` per true-class row.
@@ -502,11 +504,8 @@ class FeatureFreeLIA(Params):
             reach = (max(table.max(), -table.min()) + max(d.max(), -d.min())
                      if len(table) < m else max(z.max(), -z.min()))
             if reach < _EXP_SAFE:
-                return self._annotation_terms_l1(z, w, loc, hot, inv_b)
-        zt = np.ascontiguousarray(z.T)                                  # (K·K·L, m)
-        zq, lse, q, e4 = _log_confusions_t(zt.reshape(k, k, lat, m))    # (K, K, m) ...
-        obs = np.take(zq.reshape(k, k * m), pick, axis=1)
-        obs -= lse                                                      # log Q[k, y] (K, m)
+                return self._annotation_terms_l1(z, w, loc, labels, inv_b)
+        obs, q, e4 = _shifted_log_confusions(z, labels, k, lat)         # (K, m), (K, K, m)
         wa = np.take(w, loc, axis=1)                                    # (K, m)
         ann_loss = float(np.vdot(wa, obs))
         wa *= inv_b
@@ -521,11 +520,11 @@ class FeatureFreeLIA(Params):
         return ann_loss, g
 
     def _annotation_terms_l1(self, z: np.ndarray, w: np.ndarray, loc: np.ndarray,
-                             hot: np.ndarray, inv_b: np.float32) -> tuple:
+                             labels: np.ndarray, inv_b: np.float32) -> tuple:
         """:meth:`_annotation_terms` for ``L = 1`` with every logit ``z (m, K·K)`` within
         ``±_EXP_SAFE``, in place and annotations first (:func:`_unshifted_log_confusions`)."""
         k = self.num_classes_
-        obs, norm, at = _unshifted_log_confusions(z, hot, k)
+        obs, norm, at = _unshifted_log_confusions(z, labels, k)
         wa = np.take(w, loc, axis=1)                                    # (K, m)
         ann_loss = float(np.vdot(wa, obs))
         wa *= inv_b
@@ -536,13 +535,11 @@ class FeatureFreeLIA(Params):
         return ann_loss, z
 
     def _step(self, rows: np.ndarray, w: np.ndarray, who: np.ndarray, labels: np.ndarray,
-              pick: np.ndarray, hot: np.ndarray, loc: np.ndarray, pairs: np.ndarray,
-              repeats: bool) -> float:
+              loc: np.ndarray, pairs: np.ndarray, repeats: bool) -> float:
         """One AMSGrad step on a batch: ``rows (b,)`` items with E-step targets ``w (K, b)``;
         their ``m`` annotations: ``who, labels, loc (m,)`` (annotator, label, row of the
-        batch), ``pick, hot`` (see :meth:`_annotation_terms`), ``pairs (m, 2)`` (see
-        :meth:`_sums`). ``repeats``: the batch may hold an item twice (it spans two shuffled
-        passes). Returns the loss.
+        batch), ``pairs (m, 2)`` (see :meth:`_sums`). ``repeats``: the batch may hold an item
+        twice (it spans two shuffled passes). Returns the loss.
 
         Per-item arrays are laid out items last, ``(K, b)``: numpy reduces over a 2-8 wide
         last axis some fifty times slower than across such slabs.
@@ -570,7 +567,7 @@ class FeatureFreeLIA(Params):
         hc = np.clip(h, f32(_EPS_H), f32(1))
         d = ed @ p["difficulty_kernel"]
         d += p["difficulty_bias"] + p["competence_bias"]
-        ann_loss, g_z = self._annotation_terms(d, w, who, loc, labels, pick, hot, inv_b)
+        ann_loss, g_z = self._annotation_terms(d, w, who, loc, labels, inv_b)
         loss = -(float((w * np.log(hc)).sum()) + ann_loss) * float(inv_b)
         # ---- backward
         a = len(table)
