@@ -184,12 +184,13 @@ HOST_COPIES = textwrap.dedent('''
         for step in range(3):
             grads = [rng.normal(size=tuple(v.shape)).astype("float32")
                      for v in model.trainable_variables]
-            device_grads = [torch.as_tensor(g) for g in grads]
+            # on the variables' device (a GPU where there is one), before the probe starts
+            device_grads = [keras.ops.convert_to_tensor(g) for g in grads]
             probe = HostCopies()
             with probe:
                 lazy.apply(device_grads, model.trainable_variables)
             copies[depth] = sum(probe.by.values())
-            adam.apply([torch.as_tensor(g) for g in grads], twin.trainable_variables)
+            adam.apply([keras.ops.convert_to_tensor(g) for g in grads], twin.trainable_variables)
         for a, b in zip(model.get_weights(), twin.get_weights()):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     assert copies[1] == copies[5], copies
