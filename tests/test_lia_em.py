@@ -202,3 +202,25 @@ def test_unshifted_softmax_is_the_shifted_one(monkeypatch, annotators):
                                atol=1e-4)
     big_shifted = FeatureFreeLIA(**kw).fit(ann, initial_weights=start)
     np.testing.assert_allclose(big.posteriors_, big_shifted.posteriors_, atol=1e-5)
+
+
+@pytest.mark.parametrize("num_classes, latent_dim", [(3, 1), (5, 2)])
+def test_initial_biases_pool_the_confusions_over_annotations(num_classes, latent_dim):
+    """The shared biases' pooled confusion matrix, summed per item from its label counts, is
+    the sum over annotations that defines it: π_kl ∝ 0.5 + Σ_{(i,j): y_ij = l} ŷ_ik (also with
+    more classes than the labels use, and a latent axis)."""
+    from crowd_keras.lia.em import initial_biases
+
+    ann = simulate_crowd(n_items=60, n_classes=3, n_annotators=7, annotations_per_item=3,
+                         seed=2).annotations
+    post = np.random.default_rng(0).dirichlet(np.ones(num_classes), size=ann.n_items)
+    pooled = np.full((num_classes, num_classes), 0.5)
+    for item, label in zip(ann.items, ann.labels):   # the definition, one annotation at a time
+        pooled[:, label] += post[item]
+    log_pi = np.log(pooled / pooled.sum(axis=1, keepdims=True))
+    bias, truth = initial_biases(post, ann, latent_dim)
+    np.testing.assert_allclose(
+        bias.reshape(num_classes, num_classes, latent_dim),
+        np.repeat(log_pi[:, :, None], latent_dim, axis=2) - np.log(latent_dim), rtol=1e-6)
+    prior = post.mean(0) + 1e-3
+    np.testing.assert_allclose(truth, np.log(prior / prior.sum()), rtol=1e-6)

@@ -23,6 +23,7 @@ features, and builds the Keras trainer from these weights only if asked for it.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -83,11 +84,13 @@ def initial_biases(post: np.ndarray, annotations: Annotations, latent_dim: int) 
     Competence bias ``t[k, l, :] = log π_kl − log L`` with ``π`` the confusion matrix pooled
     over all annotations, ``π_kl ∝ 0.5 + Σ_{(i,j): y_ij = l} ŷ_ik`` (so ``Q_ij = π`` while
     the per-annotator rows are 0), flattened ``(K·K·L,)``; truth bias ``log ρ`` with ``ρ``
-    the mean posterior (+10⁻³), ``(K,)``. Vectorised, no loop over annotations.
+    the mean posterior (+10⁻³), ``(K,)``. The sum over annotations is one over items, of
+    ``ŷ_ik`` times the item's count of label ``l``: O(items · K²).
     """
     k = post.shape[1]
-    onehot = np.eye(k)[annotations.labels]                               # (n_ann, K)
-    pooled = post[annotations.items].T @ onehot + 0.5                    # (K, K)
+    counts = np.zeros((annotations.n_items, k))
+    counts[:, :annotations.n_classes] = annotations.label_counts()       # (items, K)
+    pooled = post.T @ counts + 0.5                                       # (K, K)
     log_pi = np.log(normalize_rows(pooled))
     bias = np.repeat(log_pi[:, :, None], latent_dim, axis=2) - np.log(latent_dim)
     prior = post.mean(0) + 1e-3
@@ -146,22 +149,39 @@ def _log_confusions_t(z: np.ndarray) -> tuple:
     return zq, top + np.log(s), q, e4
 
 
+@functools.cache
+def _row_sums(k: int) -> np.ndarray:
+    """``(K·K, K)`` 0/1, float32: ``x (m, K·K) @ it`` sums each of the ``K`` rows of every
+    ``(K, K)`` block (over ``l``); its transpose spreads ``(m, K)`` over those rows. A small
+    matrix product: numpy reduces or broadcasts over a 2-8 wide axis many times slower."""
+    out = np.kron(np.eye(k, dtype=np.float32), np.ones((k, 1), dtype=np.float32))
+    out.flags.writeable = False
+    return out
+
+
+@functools.cache
+def _label_columns(k: int) -> np.ndarray:
+    """``(K, K·K)`` 0/1, float32: row ``y`` marks column ``y`` of every row of a ``(K, K)``
+    block (the observed label's entry of ``Q[k, ·]`` for every true class ``k``)."""
+    out = np.tile(np.eye(k, dtype=np.float32), (1, k))
+    out.flags.writeable = False
+    return out
+
+
 def _unshifted_log_confusions(z: np.ndarray, labels: np.ndarray, k: int) -> tuple:
     """Eq. 1 for ``L = 1`` without the max shift, for ``z = D_i + C_j (m, K·K)`` whose every
     logit is within ``±_EXP_SAFE`` (float32 ``exp`` then neither overflows nor vanishes).
 
-    ``z`` becomes ``e^z`` in place. Returns ``(log Q[k, y_a] (K, m), Σ_l e^z (m·K,), the
-    flat positions of z[a, k, y_a] (K, m))`` for the observed labels ``y (m,)``.
-    Annotations first: the sums over ``l`` are one matrix-vector product (a numpy reduction
-    over a 2-8 wide axis is many times slower).
+    ``z`` becomes ``e^z`` in place. Returns ``(log Q[k, y_a] (m, K), Σ_l e^z (m, K), the
+    observed labels' one-hot rows (m, K·K): 1 at [k, y_a] for every k)`` for the labels
+    ``y (m,)``. Annotations first, every sum over ``l`` one small matrix product.
     """
-    hot = np.arange(len(z)) * (k * k) + labels                          # z[a, 0, y_a]
-    at = hot[None, :] + (np.arange(k) * k)[:, None]                     # (K, m)
-    obs = np.take(z.reshape(-1), at)
+    hot = np.take(_label_columns(k), labels, axis=0)                    # (m, K·K)
+    obs = np.multiply(z, hot) @ _row_sums(k)                            # z[a, k, y_a]
     np.exp(z, out=z)
-    norm = z.reshape(-1, k) @ np.ones(k, dtype=z.dtype)
-    obs -= np.log(norm).reshape(-1, k).T
-    return obs, norm, at
+    norm = z @ _row_sums(k)
+    obs -= np.log(norm)
+    return obs, norm, hot
 
 
 def _shifted_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int) -> tuple:
@@ -181,7 +201,7 @@ def _observed_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int
     """``log Q[k, y]`` of each annotation's observed label ``y``, ``(K, m)``, from ``z = D_i
     + C_j`` laid out ``(m, K·K·L)`` (Eq. 1; ``z`` is overwritten)."""
     if lat == 1 and len(z) and max(z.max(), -z.min()) < _EXP_SAFE:
-        return _unshifted_log_confusions(z, labels, k)[0]
+        return _unshifted_log_confusions(z, labels, k)[0].T
     return _shifted_log_confusions(z, labels, k, lat)[0]
 
 
@@ -420,7 +440,10 @@ class FeatureFreeLIA(Params):
             self._grads[name] = grads[lo:lo + size].reshape(shapes[name])
         if not self.annotator_l2:   # no penalty: the table is updated lazily, on its own
             weights["competence_table"] = table
-        self._item_rows, self._dense, self._flat_grads = items.reshape(4 * n, 2 * e), flat, grads
+        # the rows as one 2E-float value each: numpy gathers and (4x faster) scatters such a
+        # 1-d array's elements whole, a 2-d array's rows through its general indexing
+        self._item_rows = items.reshape(-1).view(np.dtype((np.void, 2 * e * items.itemsize)))
+        self._dense, self._flat_grads = flat, grads
         self.weights_ = weights
         # the item tables' L2, 2·l2/b per entry of a batch's (b, 2E) rows (whole: no broadcast
         # in the step's elementwise passes)
@@ -462,6 +485,8 @@ class FeatureFreeLIA(Params):
         self._ones = np.ones(max(2 * int(per_step.max()), b, self.num_classes_),
                              dtype="float32")
         self._columns = np.arange(0, 2 * int(per_step.max()) + 1, 2, dtype=np.int32)
+        # the steps' (m, K·K·L) gathers of annotator and item rows (_annotation_terms)
+        self._work = np.empty((2, int(per_step.max()), self.width_), dtype=np.float32)
         losses = np.empty(steps)
         for s in range(steps):
             r = 0 if full else s
@@ -470,7 +495,7 @@ class FeatureFreeLIA(Params):
             losses[s] = self._step(rows, np.take(target_t, rows, axis=1), who[lo:hi],
                                    labels[lo:hi], loc[lo:hi], pairs[lo:hi], repeats=not full
                                    and (s * b) // n != ((s + 1) * b - 1) // n)
-        del self._ones, self._columns
+        del self._ones, self._columns, self._work
         return float(losses.mean())
 
     def _sums(self, pairs: np.ndarray, size: int, g: np.ndarray) -> np.ndarray:
@@ -497,8 +522,11 @@ class FeatureFreeLIA(Params):
         """
         table = self.weights_["competence_table"]                    # (A, K·K·L), C order
         k, lat, m = self.num_classes_, int(self.latent_dim), len(who)
-        z = np.take(table, who, axis=0)          # (m, K·K·L): row gathers (a column gather
-        z += np.take(d, loc, axis=0)             # of the transposed table is 3x slower)
+        # (m, K·K·L): row gathers (a column gather of the transposed table is 3x slower),
+        # into the M-step's two work arrays (fresh ones each step cost more); mode="clip":
+        # with out=, take's default mode gathers into a temporary first
+        z = np.take(table, who, axis=0, out=self._work[0, :m], mode="clip")
+        z += np.take(d, loc, axis=0, out=self._work[1, :m], mode="clip")
         if lat == 1:
             # |z| <= max|C| + max|D + t|, from whichever is smaller: the table or z itself
             reach = (max(table.max(), -table.min()) + max(d.max(), -d.min())
@@ -522,16 +550,18 @@ class FeatureFreeLIA(Params):
     def _annotation_terms_l1(self, z: np.ndarray, w: np.ndarray, loc: np.ndarray,
                              labels: np.ndarray, inv_b: np.float32) -> tuple:
         """:meth:`_annotation_terms` for ``L = 1`` with every logit ``z (m, K·K)`` within
-        ``±_EXP_SAFE``, in place and annotations first (:func:`_unshifted_log_confusions`)."""
+        ``±_EXP_SAFE``, in place and annotations first (:func:`_unshifted_log_confusions`):
+        ``e^z ŷ / (b Σ_l e^z) − onehot(y) ŷ / b`` per true-class row."""
         k = self.num_classes_
-        obs, norm, at = _unshifted_log_confusions(z, labels, k)
-        wa = np.take(w, loc, axis=1)                                    # (K, m)
+        obs, norm, hot = _unshifted_log_confusions(z, labels, k)       # (m, K), (m, K), (m, K·K)
+        wa = np.take(w.T, loc, axis=0)                                  # (m, K)
         ann_loss = float(np.vdot(wa, obs))
         wa *= inv_b
-        np.divide(wa.T, norm.reshape(-1, k), out=norm.reshape(-1, k))   # ŷ / (b Σ_l e^z)
-        rows = z.reshape(-1, k)
-        np.multiply(rows, norm[:, None], out=rows)                      # Q ŷ / b
-        np.subtract.at(z.reshape(-1), at.reshape(-1), wa.reshape(-1))   # − onehot(y) ŷ / b
+        np.divide(wa, norm, out=norm)                                   # ŷ / (b Σ_l e^z)
+        spread = _row_sums(k).T                                         # (K, K·K)
+        z *= norm @ spread                                              # Q ŷ / b
+        hot *= wa @ spread                                              # onehot(y) ŷ / b
+        z -= hot
         return ann_loss, z
 
     def _step(self, rows: np.ndarray, w: np.ndarray, who: np.ndarray, labels: np.ndarray,
@@ -554,8 +584,8 @@ class FeatureFreeLIA(Params):
         table = p["competence_table"]                                  # (A, K·K·L)
         e = int(self.embedding_dim)
         # the batch's rows of both item tables and of their moments, (4, b, 2E)
-        x = np.take(self._item_rows, (rows + self._slot_starts).reshape(-1), axis=0).reshape(
-            4, b, 2 * e)
+        x = np.take(self._item_rows, (rows + self._slot_starts).reshape(-1)).view(
+            np.float32).reshape(4, b, 2 * e)
         items_w = x[0]
         eh, ed = items_w[:, :e], items_w[:, e:]
         # ---- forward: h_θ (K, b), D + t (b, K·K·L) (both biases meet every annotation once)
@@ -620,7 +650,8 @@ class FeatureFreeLIA(Params):
             np.add.at(summed, inv, g_items)
             g_items, x = summed, x[:, first]
         x[0] -= _Adam._rule(g_items, x[1], x[2], x[3], alpha)
-        self._item_rows[(rows + self._slot_starts).reshape(-1)] = x.reshape(4 * len(rows), -1)
+        np.put(self._item_rows, (rows + self._slot_starts).reshape(-1),
+               x.reshape(-1).view(self._item_rows.dtype))
         self._adam.t += 1
         return loss
 
