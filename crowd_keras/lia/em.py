@@ -482,8 +482,7 @@ class FeatureFreeLIA(Params):
         pairs[:, 1] = who
         pairs[:, 1] += b
         target_t = np.ascontiguousarray(target.T)                             # (K, items)
-        self._ones = np.ones(max(2 * int(per_step.max()), b, self.num_classes_),
-                             dtype="float32")
+        self._ones = np.ones(max(2 * int(per_step.max()), b), dtype="float32")
         self._columns = np.arange(0, 2 * int(per_step.max()) + 1, 2, dtype=np.int32)
         # the steps' (m, K·K·L) gathers of annotator and item rows (_annotation_terms)
         self._work = np.empty((2, int(per_step.max()), self.width_), dtype=np.float32)
@@ -584,8 +583,8 @@ class FeatureFreeLIA(Params):
         table = p["competence_table"]                                  # (A, K·K·L)
         e = int(self.embedding_dim)
         # the batch's rows of both item tables and of their moments, (4, b, 2E)
-        x = np.take(self._item_rows, (rows + self._slot_starts).reshape(-1)).view(
-            np.float32).reshape(4, b, 2 * e)
+        at = (rows + self._slot_starts).reshape(-1)       # their rows in self._item_rows
+        x = np.take(self._item_rows, at).view(np.float32).reshape(4, b, 2 * e)
         items_w = x[0]
         eh, ed = items_w[:, :e], items_w[:, e:]
         # ---- forward: h_θ (K, b), D + t (b, K·K·L) (both biases meet every annotation once)
@@ -649,9 +648,9 @@ class FeatureFreeLIA(Params):
             summed = np.zeros((len(rows), 2 * e), dtype=f32)
             np.add.at(summed, inv, g_items)
             g_items, x = summed, x[:, first]
+            at = (rows + self._slot_starts).reshape(-1)
         x[0] -= _Adam._rule(g_items, x[1], x[2], x[3], alpha)
-        np.put(self._item_rows, (rows + self._slot_starts).reshape(-1),
-               x.reshape(-1).view(self._item_rows.dtype))
+        np.put(self._item_rows, at, x.reshape(-1).view(self._item_rows.dtype))
         self._adam.t += 1
         return loss
 
