@@ -15,7 +15,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .annotation_readers import AnnotationReaders
-from .codes import check_unique_ids, frozen, ids_array, integer_codes, show, sort_order
+from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_order, show,
+                    sort_order)
 from .errors import CrowdDataError
 from .numerics import MISSING, pair_index
 
@@ -99,8 +100,15 @@ class Annotations(AnnotationReaders):
         n_ann = max(len(self._annotator_ids), 1)
         fits = len(self._item_ids) * n_ann < 2 ** 62
         key = items * n_ann + annotators if fits else None  # one int64 sort key per annotation
-        order = sort_order(items, annotators, len(self._item_ids), n_ann, key)
-        if order is not None:
+        in_order = fits and (len(key) < 2 or bool((key[1:] >= key[:-1]).all()))
+        keyed = keyed_order(key, len(self._item_ids) * n_ann, labels, len(self._classes)) \
+            if fits and not in_order else None
+        if in_order:
+            order = None
+        elif keyed is not None:   # sorted with the keys and the labels: no gather of them
+            order, key, labels = keyed
+        else:   # (key=None: known not to be in order, or no key)
+            order = sort_order(items, annotators, len(self._item_ids), n_ann)
             labels = labels[order]
             if fits:
                 key = key[order]

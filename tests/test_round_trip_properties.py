@@ -184,3 +184,39 @@ def test_the_callers_arrays_stay_writable_and_unshared():
     items[0], labels[0] = 2, 0
     frame.loc[0, "label"] = 1
     assert direct.items[0] == 0 and direct.labels[0] == 1 and ann.labels[0] == 0  # own codes
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 1)),
+                min_size=2, max_size=60))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_both_sorts_give_one_order(monkeypatch, rows):
+    """Annotations are sorted by (item, annotator), later duplicates later, whichever sort
+    runs: one value sort of the keys with the row index in their low bits (the usual case),
+    or pandas' two counting sorts where key and row index do not fit in 63 bits together
+    (at 10M rows, beyond about 5·10¹¹ items × annotators: forced here)."""
+    from crowd_keras import annotations as module
+    from crowd_keras.codes import keyed_order, sort_order
+
+    items, annotators, labels = (np.array(c, dtype=np.int64) for c in zip(*rows))
+    key = items * 5 + annotators
+    expected = np.lexsort((np.arange(len(key)), annotators, items))
+    bits = max(int(len(key) - 1).bit_length(), 1)   # of the row index
+    # the labels ride below the row index, or (no room: 2**(63 - bits) values of key) are
+    # gathered; neither form changes the order
+    for size, n_labels in ((6 * 5, 2), (6 * 5, 2 ** 40), (2 ** (63 - bits), 2)):
+        order, sorted_key, sorted_labels = keyed_order(key, size, labels, n_labels)
+        np.testing.assert_array_equal(order, expected)
+        np.testing.assert_array_equal(sorted_key, key[expected])
+        np.testing.assert_array_equal(sorted_labels, labels[expected])
+    assert keyed_order(key, 6 * 5)[2] is None
+    assert keyed_order(key, 2 ** (63 - bits) + 1, labels, 2) is None   # key and row: 64 bits
+    counted = sort_order(items, annotators, 6, 5)
+    np.testing.assert_array_equal(expected if counted is None else counted, expected)
+    frame = pd.DataFrame({"task": items, "worker": annotators, "label": labels})
+    packed = Annotations.from_frame(frame, duplicates="last").to_frame()
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "keyed_order", lambda *args: None)
+        assert Annotations.from_frame(frame, duplicates="last").to_frame().equals(packed)
+    kept = frame.iloc[expected].drop_duplicates(["task", "worker"], keep="last")
+    assert list(map(tuple, packed.itertuples(index=False))) == \
+        list(map(tuple, kept.itertuples(index=False)))
