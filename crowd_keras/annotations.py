@@ -118,10 +118,9 @@ class Annotations(AnnotationReaders):
         if len(items) > 1:
             same[1:] = (key[1:] == key[:-1]) if fits else \
                 (items[1:] == items[:-1]) & (annotators[1:] == annotators[:-1])
-        if fits:   # key is sorted: items are runs of their counts (no int64 division)
-            items = np.repeat(np.arange(len(self._item_ids)),
-                              np.bincount(items, minlength=len(self._item_ids)))
-            annotators = key - items * n_ann
+        if fits:   # numpy divides by one integer without a hardware division (libdivide):
+            # half the time of rebuilding the items as runs of their counts
+            items, annotators = np.divmod(key, n_ann)
         n_dup = int(same.sum())
         if n_dup and duplicates == "error":
             n = int(np.argmax(same))
