@@ -107,7 +107,7 @@ class Annotations(AnnotationReaders):
             order = None
         elif keyed is not None:   # sorted with the keys and the labels: no gather of them
             order, key, labels = keyed
-        else:   # (key=None: known not to be in order, or no key)
+        else:   # pandas' counting sorts: key and row index need over 63 bits, or no key fits
             order = sort_order(items, annotators, len(self._item_ids), n_ann)
             labels = labels[order]
             if fits:
