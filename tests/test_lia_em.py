@@ -224,3 +224,26 @@ def test_initial_biases_pool_the_confusions_over_annotations(num_classes, latent
         np.repeat(log_pi[:, :, None], latent_dim, axis=2) - np.log(latent_dim), rtol=1e-6)
     prior = post.mean(0) + 1e-3
     np.testing.assert_allclose(truth, np.log(prior / prior.sum()), rtol=1e-6)
+
+
+@pytest.mark.parametrize("latent_dim, scale, dtype", [(1, 3.0, "float32"), (1, 3.0, "float64"),
+                                                      (1, 200.0, "float32"), (2, 3.0, "float32")])
+def test_confusions_are_eq1_in_every_form(latent_dim, scale, dtype):
+    """``confusions`` (the summary's and predict_competence's Eq. 1) against float64
+    logsumexp-softmax: the unshifted flat form (L = 1, logits within ±_EXP_SAFE), the
+    shifted one (logits of ±200 would overflow exp; L = 2), broadcast shapes, dtype kept."""
+    from scipy.special import logsumexp, softmax
+
+    from crowd_keras.lia.em import confusions
+
+    rng = np.random.default_rng(0)
+    d = (scale * rng.standard_normal((6, 1, 3, 3, latent_dim))).astype(dtype)
+    c = (scale * rng.standard_normal((1, 5, 3, 3, latent_dim))).astype(dtype)
+    z = d.astype("float64") + c.astype("float64")
+    expected = softmax(logsumexp(z, axis=-1), axis=-1)                  # (6, 5, 3, 3)
+    q = confusions(d, c)
+    assert q.shape == (6, 5, 3, 3) and q.dtype == np.dtype(dtype)
+    assert np.isfinite(q).all()
+    np.testing.assert_allclose(q, expected, atol=1e-6, rtol=1e-5)
+    row = confusions(d[:, 0], np.repeat(c[:, 0], 6, axis=0))            # (6, 3, 3, L) each
+    np.testing.assert_allclose(row, expected[:, 0], atol=1e-6, rtol=1e-5)

@@ -100,12 +100,24 @@ def initial_biases(post: np.ndarray, annotations: Annotations, latent_dim: int) 
 
 def confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
     """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) probabilities from
-    (n, K, K, L) difficulty and competence rows, in their float dtype.
+    (n, K, K, L) difficulty and competence rows (or any shapes that broadcast to
+    (..., K, K, L)), in their float dtype.
 
-    The reductions run over the first axis of a transposed copy (numpy reduces long rows
-    several times faster than 2-8 wide ones).
+    ``L = 1`` with every logit within ``±_EXP_SAFE`` (the usual case): the softmax of each
+    flat ``K·K`` row without its max shift (float32 ``exp`` neither overflows nor vanishes),
+    its sums over ``l`` and their spread back small matrix products, as in the steps.
+    Otherwise the reductions run over the first axis of a transposed copy (numpy reduces
+    long rows several times faster than 2-8 wide ones).
     """
-    z = np.moveaxis(difficulty + competence, -1, 0)                 # (L, n, K, K)
+    z = difficulty + competence                                      # (..., K, K, L)
+    k = z.shape[-2]
+    if z.shape[-1] == 1 and z.size and z.dtype in (np.float32, np.float64) and \
+            max(z.max(), -z.min()) < _EXP_SAFE:
+        flat = z.reshape(-1, k * k)                                  # a view: z is fresh
+        np.exp(flat, out=flat)
+        flat /= (flat @ _row_sums(k)) @ _row_sums(k).T
+        return flat.reshape(z.shape[:-1])
+    z = np.moveaxis(z, -1, 0)                                        # (L, n, K, K)
     if len(z) == 1:   # L = 1: the logsumexp of one value is that value
         logits = z[0]
     else:
