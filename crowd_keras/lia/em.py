@@ -98,6 +98,11 @@ def initial_biases(post: np.ndarray, annotations: Annotations, latent_dim: int) 
             np.log(prior / prior.sum()).astype("float32"))
 
 
+def _exp_safe(z: np.ndarray) -> bool:
+    """Whether ``z`` has values and all within ``±_EXP_SAFE`` (unshifted float32 ``exp``)."""
+    return bool(z.size) and max(z.max(), -z.min()) < _EXP_SAFE
+
+
 def confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
     """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) probabilities from
     (n, K, K, L) difficulty and competence rows (or any shapes that broadcast to
@@ -111,8 +116,7 @@ def confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
     """
     z = difficulty + competence                                      # (..., K, K, L)
     k = z.shape[-2]
-    if z.shape[-1] == 1 and z.size and z.dtype in (np.float32, np.float64) and \
-            max(z.max(), -z.min()) < _EXP_SAFE:
+    if z.shape[-1] == 1 and z.dtype in (np.float32, np.float64) and _exp_safe(z):
         flat = z.reshape(-1, k * k)                                  # a view: z is fresh
         np.exp(flat, out=flat)
         flat /= (flat @ _row_sums(k)) @ _row_sums(k).T
@@ -212,7 +216,7 @@ def _observed_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int
                              ) -> np.ndarray:
     """``log Q[k, y]`` of each annotation's observed label ``y``, ``(K, m)``, from ``z = D_i
     + C_j`` laid out ``(m, K·K·L)`` (Eq. 1; ``z`` is overwritten)."""
-    if lat == 1 and len(z) and max(z.max(), -z.min()) < _EXP_SAFE:
+    if lat == 1 and _exp_safe(z):
         return _unshifted_log_confusions(z, labels, k)[0].T
     return _shifted_log_confusions(z, labels, k, lat)[0]
 
