@@ -224,8 +224,9 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
     labels = _sample_rows(probs, rng)
     ann = Annotations(items, annotators, labels, n_items=n_items, n_annotators=n_annotators,
                       n_classes=k)
-    # Annotations sorts by (item, annotator): put per-annotation extras in the same order.
-    order = np.lexsort((annotators, items))
+    # Annotations sorts by (item, annotator): put per-annotation extras in the same order
+    # (the sort only where there are extras: seconds at 10M annotations).
+    order = np.lexsort((annotators, items)) if omega is not None or used is not None else None
     return SimulatedCrowd(
         x=x, y=y.astype(np.int64), annotations=ann, confusion_matrices=conf,
         common_confusion=common, omega=None if omega is None else omega[order],
