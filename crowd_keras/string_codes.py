@@ -11,7 +11,9 @@ an evenly spaced sample of 2**16 rows:
   ``"img_0042.jpg"``), where each word takes few distinct values: it factorises one word at
   a time, ranks each word's values in byte order (the order of the strings) and combines the
   running codes with each word's (a bincount where the product of the two counts is small,
-  an integer factorisation otherwise);
+  an integer factorisation otherwise); the distinct strings are rebuilt from their words,
+  carried through the combinations (no pass over the rows to find one of each: 0.15 s of
+  1.45 s at 10M rows);
 - hash then check, for random ids (hashes, UUIDs), where more than one word has many values
   (word by word, every word and every combination would be a large hash table): each row's
   words and length are mixed into one 64-bit hash (multiply and xor-shift per word,
@@ -129,32 +131,55 @@ class _Words:
         return key
 
 
-def _combine(code: Optional[np.ndarray], m: int, word_code: np.ndarray,
-             m_word: int) -> tuple[np.ndarray, int]:
+def _combine(code: np.ndarray, m: int, word_code: np.ndarray,
+             m_word: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes of the pairs (code, word_code) in their lexicographic order (both are ranks, of
-    ``m`` and ``m_word`` values), and their number."""
-    if code is None:
-        return word_code, m_word
+    ``m`` and ``m_word`` values), and the distinct pairs ``code · m_word + word_code`` in
+    that order."""
     pair = pair_index(code, word_code, m_word)
     if m * m_word <= 4 * len(pair) + 64:   # as factorize_ids: a bincount, no hash table
-        codes, values = dense_ranks(pair, m * m_word)
-        return codes, len(values)
+        return dense_ranks(pair, m * m_word)
     codes, values = pd.factorize(pair, sort=True)
-    return codes.astype(np.int64), len(values)
+    return codes.astype(np.int64), values
 
 
-def _codes(words: _Words) -> tuple[np.ndarray, int]:
-    """(codes, count) of the strings: each word factorised, the codes combined in order."""
-    code, m = None, 1
+def _codes(words: _Words) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes (n,), words of each distinct string (m, n_words) uint64)`` of the strings:
+    each word factorised, the codes combined in order. The distinct strings' words are
+    carried through the combinations (the table's rows follow the codes), so that their
+    strings are rebuilt without going back to the rows (:func:`_strings`)."""
+    code, table = None, np.zeros((1, 0), np.uint64)
     for w in range(words.n_words):
         word_code, word_values = pd.factorize(words(w))
-        if len(word_values) == 1:
-            continue   # a word every string shares (a common prefix) tells none apart
+        word_values = np.asarray(word_values, dtype=np.uint64)
+        if len(word_values) == 1:   # a word every string shares (a common prefix)
+            table = np.concatenate([table, np.full((len(table), 1), word_values[0])], axis=1)
+            continue
         # rank the values in byte order (their big-endian integer order): string order
+        order = np.argsort(word_values.byteswap())
         rank = np.empty(len(word_values), np.int64)
-        rank[np.argsort(word_values.byteswap())] = np.arange(len(word_values))
-        code, m = _combine(code, m, rank[word_code], len(word_values))
-    return (np.zeros(len(words.lengths), np.int64) if code is None else code), m
+        rank[order] = np.arange(len(word_values))
+        if code is None:
+            code, values = rank[word_code], np.arange(len(word_values))
+        else:
+            code, values = _combine(code, len(table), rank[word_code], len(word_values))
+        before, this = np.divmod(values, len(word_values))
+        table = np.concatenate([table[before], word_values[order][this][:, None]], axis=1)
+    return (np.zeros(len(words.lengths), np.int64) if code is None else code), table
+
+
+def _strings(table: np.ndarray) -> np.ndarray:
+    """The strings (m,) object whose 8-byte words (zero past each end; no NUL byte inside,
+    so a string's length is its count of non-zero bytes) are the rows of ``table``."""
+    import pyarrow as pa
+
+    raw = table.view(np.uint8)                        # (m, 8 · n_words): each string's bytes
+    kept = raw != 0
+    offsets = np.zeros(len(raw) + 1, np.int64)
+    np.cumsum(kept.sum(axis=1), out=offsets[1:])
+    strings = pa.Array.from_buffers(pa.large_string(), len(raw), [
+        None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(raw[kept]))])
+    return strings.to_numpy(zero_copy_only=False)
 
 
 # --------------------------------------------------------------- hash then verify
@@ -299,7 +324,7 @@ def _distinct(sample: _Words, random_ids: bool) -> int:
     """The number of distinct strings of a prepared sample: counted word by word, or for
     random ids (where that builds a table per word) as distinct hashes, a judgement only."""
     if not random_ids:
-        return _codes(sample)[1]
+        return len(_codes(sample)[1])
     words = np.stack([sample(w) for w in range(sample.n_words)], axis=1)
     return len(np.unique(_hash_rows(words, sample.lengths)))
 
@@ -335,10 +360,8 @@ def factorize_strings(column: pd.Series) -> Optional[tuple[np.ndarray, np.ndarra
     if not words.raw.all():   # a NUL byte: "a" and "a\0" would share their words
         return None
     words.prepare()
-    code, m = _codes(words)
-    first = np.empty(m, np.int64)
-    first[code] = np.arange(len(code))   # any row of each code: they hold one string
-    return code, column.array.take(first).to_numpy(dtype=object)
+    code, table = _codes(words)
+    return code, _strings(table)
 
 
 def column_codes(column: pd.Series) -> tuple[np.ndarray, Any]:
