@@ -173,7 +173,8 @@ def _strings(table: np.ndarray) -> np.ndarray:
     so a string's length is its count of non-zero bytes) are the rows of ``table``."""
     import pyarrow as pa
 
-    raw = table.view(np.uint8)                        # (m, 8 · n_words): each string's bytes
+    # (m, 8 · n_words): each string's bytes (the words were read little-endian)
+    raw = table.astype("<u8", copy=False).view(np.uint8)
     kept = raw != 0
     offsets = np.zeros(len(raw) + 1, np.int64)
     np.cumsum(kept.sum(axis=1), out=offsets[1:])
