@@ -109,11 +109,12 @@ class Annotations(AnnotationReaders):
             order, key, labels = keyed
         else:   # pandas' counting sorts: key and row index need over 63 bits, or no key fits
             order = sort_order(items, annotators, len(self._item_ids), n_ann)
-            labels = labels[order]
-            if fits:
-                key = key[order]
-            else:
-                items, annotators = items[order], annotators[order]
+            if order is not None:   # (None: fewer than two annotations)
+                labels = labels[order]
+                if fits:
+                    key = key[order]
+                else:
+                    items, annotators = items[order], annotators[order]
         same = np.zeros(len(items), dtype=bool)
         if len(items) > 1:
             same[1:] = (key[1:] == key[:-1]) if fits else \

@@ -372,20 +372,17 @@ def keyed_order(key: np.ndarray, size: int, payload: Optional[np.ndarray] = None
     return order, packed, carried
 
 
-def sort_order(items: np.ndarray, annotators: np.ndarray, n_items: int, n_annotators: int,
-               key: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
-    """Stable order (n,) sorting annotations by (item, annotator); None when already sorted
+def sort_order(items: np.ndarray, annotators: np.ndarray, n_items: int,
+               n_annotators: int) -> Optional[np.ndarray]:
+    """Stable order (n,) sorting annotations by (item, annotator); None for fewer than two
     (:func:`keyed_order` is faster where its packed key fits: :class:`Annotations` tries it
-    first).
+    first, and tells an input already in order itself).
 
-    ``key`` (optional) is ``items * n_annotators + annotators``: one comparison pass tells
-    whether the input is sorted already. Otherwise two stable counting sorts (by annotator,
-    then by item: O(n + items + annotators)) through pandas' group sorter, which falls back
-    to a merge sort where counting does not pay.
+    Two stable counting sorts (by annotator, then by item: O(n + items + annotators))
+    through pandas' group sorter, which falls back to a merge sort where counting does not
+    pay.
     """
     if len(items) < 2:
-        return None
-    if key is not None and (key[1:] >= key[:-1]).all():
         return None
     try:  # stable counting sorts, O(n + groups)
         from pandas.core.sorting import get_group_index_sorter
