@@ -247,3 +247,31 @@ def test_confusions_are_eq1_in_every_form(latent_dim, scale, dtype):
     np.testing.assert_allclose(q, expected, atol=1e-6, rtol=1e-5)
     row = confusions(d[:, 0], np.repeat(c[:, 0], 6, axis=0))            # (6, 3, 3, L) each
     np.testing.assert_allclose(row, expected[:, 0], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("annotator_l2", [0.3, 0.0])   # the annotator table dense, or lazy
+def test_blockwise_amsgrad_is_the_whole_array_update(monkeypatch, annotator_l2):
+    """Large AMSGrad updates run block by block (the caches); a block of 37 elements forces
+    it on a small fit (the item rows, the dense weights, a batch spanning two passes): the
+    weights and posteriors are bitwise those of whole-array updates."""
+    import crowd_keras.lia.em as lia_em
+
+    sim = simulate_crowd(n_items=500, n_classes=3, n_annotators=30, annotations_per_item=3,
+                         seed=5)
+    kw = dict(num_classes=3, em_iterations=2, m_steps=7, batch_size=150, tol=0.0, seed=0,
+              annotator_l2=annotator_l2)
+    whole = FeatureFreeLIA(**kw).fit(sim.annotations)
+    blocks = []
+    rule = lia_em._Adam._rule
+
+    def counted(g, *args):
+        blocks.append(g.size)
+        return rule(g, *args)
+
+    monkeypatch.setattr(lia_em, "_ADAM_BLOCK", 37)
+    monkeypatch.setattr(lia_em._Adam, "_rule", staticmethod(counted))
+    blocked = FeatureFreeLIA(**kw).fit(sim.annotations)
+    assert blocks.count(37) > 2 * 7 * 10   # every step's item rows in blocks
+    for name, w in whole.weights_.items():
+        assert np.array_equal(w, blocked.weights_[name]), name
+    assert np.array_equal(whole.posteriors_, blocked.posteriors_)
