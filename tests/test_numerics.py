@@ -1,0 +1,43 @@
+"""The shared numpy kernels (``crowd_keras.numerics``) against plain references."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from crowd_keras import numerics
+from crowd_keras.numerics import softmax_rows
+
+
+def _unblocked(logits: np.ndarray) -> tuple:
+    """softmax_rows' arithmetic on the whole (K, I) array at once (its form before blocks)."""
+    z = np.array(np.asarray(logits).T, dtype=np.float64, order="C", copy=True)
+    top = z.max(axis=0)
+    z -= top
+    np.exp(z, out=z)
+    total = z.sum(axis=0)
+    z /= total
+    return z.T, top + np.log(total)
+
+
+@pytest.mark.parametrize("n, k", [(0, 3), (1, 1), (5000, 4), (70_001, 3), (3000, 40)])
+def test_softmax_rows_blocks_change_no_bit(monkeypatch, n, k):
+    """Rows in blocks (a block of 1024 rows here: several, the last one short) give the
+    whole-array softmax bit for bit, and scipy's within rounding; ``out`` may be the input;
+    rows of -inf but one entry, float32 and transposed inputs are taken."""
+    monkeypatch.setattr(numerics, "_SOFTMAX_BLOCK", 1024 * k)
+    rng = np.random.default_rng(0)
+    logits = rng.normal(scale=30.0, size=(n, k))
+    if n and k > 1:
+        logits[::7, 1:] = -np.inf               # one finite entry in every seventh row
+    probs, lse = softmax_rows(logits)
+    ref_probs, ref_lse = _unblocked(logits)
+    assert np.array_equal(probs, ref_probs) and np.array_equal(lse, ref_lse)
+    np.testing.assert_allclose(lse, logsumexp(logits, axis=1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-12)
+    same = logits.copy()
+    assert softmax_rows(same, out=same)[0] is same and np.array_equal(same, ref_probs)
+    as_columns = np.ascontiguousarray(logits.T)          # (K, I): a transposed view in
+    assert np.array_equal(softmax_rows(as_columns.T)[0], ref_probs)
+    single = logits.astype(np.float32)
+    assert np.array_equal(softmax_rows(single)[0], _unblocked(single)[0])
