@@ -343,3 +343,22 @@ def test_em_trainer_rejects_bad_input(crowd):
     with pytest.raises(CrowdDataError, match="individual"):
         MixtureOfGroupsEM(small_mlp(10, 4), scenario="individual", progress=False).fit(
             crowd.x, counts=crowd.annotations.label_counts())
+
+
+def test_kmeans_distances_and_nearest_are_the_row_forms():
+    """K-means' clusters-first distances are bit for bit the (points, clusters) form, and
+    the nearest cluster is numpy's argmin (the first of equal distances: repeated centres
+    and points tie)."""
+    from crowd_keras.mixture_of_groups.em import _distances, _nearest
+
+    rng = np.random.default_rng(3)
+    x = rng.dirichlet(np.ones(9), size=2000)
+    x[::10] = x[1]
+    centres = np.concatenate([x[[1, 5]], x[[1]], rng.dirichlet(np.ones(9), size=3)])
+    sq = np.einsum("nd,nd->n", x, x)
+    rows = sq[:, None] - 2.0 * x @ centres.T + np.einsum("cd,cd->c", centres, centres)[None]
+    d = np.empty((len(centres), len(x)))
+    _distances(x, sq, centres, out=d)
+    assert np.array_equal(d, rows.T)
+    assert (rows[:, 0] == rows[:, 2]).all()             # cluster 2 repeats cluster 0
+    np.testing.assert_array_equal(_nearest(d), np.argmin(rows, axis=1))

@@ -49,13 +49,14 @@ def kmeans(points: np.ndarray, n_clusters: int, weights: Optional[np.ndarray] = 
         return np.zeros(n, dtype=np.int64)
     rng = np.random.default_rng(seed)
     sq = np.einsum("nd,nd->n", x, x)
+    d = np.empty((c, n))
     best_labels, best_inertia = None, np.inf
     for _ in range(max(int(n_init), 1)):
         centres = _kmeanspp(x, sq, w, c, rng)
         labels = None
         for _ in range(int(max_iter)):
-            d = sq[:, None] - 2.0 * x @ centres.T + np.einsum("cd,cd->c", centres, centres)[None]
-            new = np.argmin(d, axis=1)
+            _distances(x, sq, centres, out=d)
+            new = _nearest(d)
             if labels is not None and np.array_equal(new, labels):
                 break
             labels = new
@@ -64,11 +65,32 @@ def kmeans(points: np.ndarray, n_clusters: int, weights: Optional[np.ndarray] = 
             sums = onehot @ x
             filled = mass > 0
             centres[filled] = sums[filled] / mass[filled, None]
-        d = sq[:, None] - 2.0 * x @ centres.T + np.einsum("cd,cd->c", centres, centres)[None]
-        inertia = float((w * np.maximum(d[np.arange(n), labels], 0.0)).sum())
+        _distances(x, sq, centres, out=d)
+        inertia = float((w * np.maximum(d[labels, np.arange(n)], 0.0)).sum())
         if inertia < best_inertia:
             best_labels, best_inertia = labels, inertia
     return best_labels.astype(np.int64)
+
+
+def _distances(x: np.ndarray, sq: np.ndarray, centres: np.ndarray, out: np.ndarray) -> None:
+    """Squared distances ``|x_i|² − 2 x_i·c_j + |c_j|²`` into ``out (c, n)``, clusters
+    first: numpy's passes over a (n, c) array with c = 2-8 run an inner loop of c, several
+    times slower; the products and their order are those of the (n, c) form."""
+    np.multiply((x @ centres.T).T, 2.0, out=out)
+    np.subtract(sq, out, out=out)
+    out += np.einsum("cd,cd->c", centres, centres)[:, None]
+
+
+def _nearest(d: np.ndarray) -> np.ndarray:
+    """``argmin`` over the clusters of ``d (c, n)`` (the first of equal minima), by one
+    comparison per cluster row (an argmin over a c-wide axis is several times slower)."""
+    best = d[0].copy()
+    labels = np.zeros(d.shape[1], dtype=np.int64)
+    for j in range(1, len(d)):
+        closer = d[j] < best
+        labels[closer] = j
+        np.minimum(best, d[j], out=best)
+    return labels
 
 
 def _kmeanspp(x: np.ndarray, sq: np.ndarray, w: np.ndarray, c: int,
