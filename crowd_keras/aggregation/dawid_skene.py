@@ -19,11 +19,12 @@ __all__ = ["DawidSkene", "OneCoinDawidSkene", "sufficient_statistics", "m_step",
 # The EM steps as functions of sufficient statistics: the M-step needs only sums over items,
 # so a partitioned fit (crowd_keras.distributed) adds up the statistics of its partitions and
 # calls the same m_step: the same model, however the items are split.
-def sufficient_statistics(XT: sp.csr_matrix, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sufficient_statistics(XT: sp.spmatrix, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Expected counts of the M-step from (a block of) items.
 
     Args:
-        XT: (A·K, I) transposed vote incidence (``Annotations.vote_incidence().T``).
+        XT: (A·K, I) transposed vote incidence (``Annotations.vote_incidence().T``, the CSC
+            view: its product reads the posteriors item by item).
         post: (I, K) item posteriors.
 
     Returns:
@@ -214,7 +215,7 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         k = ann.n_classes
         fixed_prior = check_prior(self.class_prior, k)
         X = ann.vote_incidence()
-        XT = X.T.tocsr()
+        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
         if isinstance(self.init, str):
             if self.init != "mv":
                 raise ValueError(f"init must be 'mv' or an array, got {self.init!r}")

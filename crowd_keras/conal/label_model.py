@@ -71,7 +71,7 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
     def _fit_crowd(self, ann: Annotations) -> "CommonNoiseModel":
         a, n = ann.n_annotators, ann.n_annotations
         X = ann.vote_incidence()
-        XT = X.T.tocsr()
+        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
         post = soft_vote(ann.label_counts())
         omega = np.full(a, float(self.init_omega))
         # Start from the majority-vote counts: both matrices see every annotation.

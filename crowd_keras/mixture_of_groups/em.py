@@ -219,7 +219,7 @@ class IndividualEM:
         self.k, self.m = ann.n_classes, int(num_groups)
         self.smoothing = float(smoothing)
         self.X = ann.vote_incidence()
-        self.XT = self.X.T.tocsr()
+        self.XT = self.X.T   # a CSC view: its products stream through the items
         self.active = ann.annotations_per_annotator() > 0
 
     def counts(self, post: np.ndarray) -> np.ndarray:

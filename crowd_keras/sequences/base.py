@@ -50,7 +50,7 @@ def decode_marginals(post: np.ndarray, ties_positive: bool = False) -> np.ndarra
     return np.where(tagged, best, 0)
 
 
-def shrunk_m_step(XT: sp.csr_matrix, post: np.ndarray, strength: float, smoothing: float
+def shrunk_m_step(XT: sp.spmatrix, post: np.ndarray, strength: float, smoothing: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dawid-Skene M-step with every annotator shrunk toward the pooled annotator.
 

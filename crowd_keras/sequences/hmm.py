@@ -89,7 +89,7 @@ class HMMCrowd(SequenceLabelModel):
         ann = seq.annotations
         k = seq.n_tags
         X = ann.vote_incidence()
-        XT = X.T.tocsr()
+        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
         has = ann.annotations_per_item() > 0
         docs = np.unique(seq.tokens.doc[has])
         chains = Chains(seq.tokens, docs)

@@ -101,7 +101,7 @@ class TokenDawidSkene(SequenceLabelModel):
         ann = seq.annotations
         k = seq.n_tags
         X = ann.vote_incidence()
-        XT = X.T.tocsr()
+        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
         prior_rows = token_log_prior(token_prior, ann.n_items, k)
         post = self._initial(ann)
         loop = Convergence(self.max_iter, self.tol, "token Dawid-Skene EM", self.progress,
