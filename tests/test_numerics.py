@@ -41,3 +41,20 @@ def test_softmax_rows_blocks_change_no_bit(monkeypatch, n, k):
     assert np.array_equal(softmax_rows(as_columns.T)[0], ref_probs)
     single = logits.astype(np.float32)
     assert np.array_equal(softmax_rows(single)[0], _unblocked(single)[0])
+
+
+def test_class_vote_counts_from_the_csc_view():
+    """The counts' product with the CSC view ``X.T`` (the models' form) is the CSR copy's
+    bit for bit and the dense definition N[a, k, l] = Σ_{i: a said l on i} post[i, k]."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.numerics import class_vote_counts
+
+    ann = simulate_crowd(n_items=3000, n_classes=3, n_annotators=40, annotations_per_item=4,
+                         seed=2).annotations
+    post = np.random.default_rng(0).dirichlet(np.ones(3), size=ann.n_items)
+    X = ann.vote_incidence()
+    counts = class_vote_counts(X.T, post, ann.n_annotators)
+    assert np.array_equal(counts, class_vote_counts(X.T.tocsr(), post, ann.n_annotators))
+    dense = np.zeros((ann.n_annotators, 3, 3))
+    np.add.at(dense, (ann.annotators, slice(None), ann.labels), post[ann.items])
+    np.testing.assert_allclose(counts, dense, rtol=1e-12, atol=1e-12)
