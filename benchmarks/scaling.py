@@ -8,8 +8,10 @@ that loads the crowd from a file (the imports, TensorFlow's included, before the
 starts), so its peak memory is its own: the peak resident set during the fit above the
 resident set before it (Linux ``VmHWM`` after resetting it). Times are the best of
 ``--repeat`` fits (fewer when a fit takes over a minute); the ratio is to Dawid-Skene's fit on
-the same crowd in the same run, and µs / annotation is the fit time divided by the
-annotations::
+the same crowd in the same run, µs / annotation is the fit time divided by the annotations,
+and µs / annotation / iteration divides that by the EM iterations the fit ran (for the mixture
+of groups, those of all its restarts: ``restart_n_iter_``), the cost of one pass of the
+model's EM, which a linear model keeps constant across sizes::
 
     python benchmarks/scaling.py [--sizes 100000 1000000 10000000] [--models ...]
         [--repeat 3]
@@ -100,9 +102,11 @@ def child(model_name: str, path: Path, repeat: int) -> dict:
         if times[-1] > SLOW_S:
             break
     truth = data["truth"]
+    n_iter = int(getattr(model, "n_iter_", 0) or 0)
+    restarts = getattr(model, "restart_n_iter_", None)   # the mixture of groups' restarts
     return {"time": min(times), "fits": len(times), "peak_mib": float(np.nanmax(peaks)) / 1024,
-            "accuracy": float((model.predict() == truth).mean()),
-            "n_iter": int(getattr(model, "n_iter_", 0) or 0)}
+            "accuracy": float((model.predict() == truth).mean()), "n_iter": n_iter,
+            "all_iter": n_iter if restarts is None else int(np.sum(restarts))}
 
 
 def run_child(model_name: str, path: Path, repeat: int) -> dict:
@@ -152,16 +156,20 @@ def print_table(rows: list, models: list) -> None:
           "ratio = fit time / Dawid-Skene's on the same crowd; peak = resident memory above "
           "the crowd's during the fit\n")
     print("| annotations | items × annotators | model | fit | × DS | µs / annotation | "
-          "peak MiB | EM iterations | accuracy |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+          "µs / annotation / iteration | peak MiB | EM iterations | accuracy |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for size, results in rows:
         ds = results["dawid_skene"]["time"]
         shape = f"{size // PER_ITEM:,} × {max(size // PER_ANNOTATOR, PER_ITEM):,}"
         for name in models:
             r = results[name]
+            every = r.get("all_iter", r["n_iter"])
+            per_iter = f"{r['time'] / size / every * 1e6:.3f}" if every else "–"
+            iters = f"{r['n_iter']}" if every == r["n_iter"] else \
+                f"{r['n_iter']} ({every} with restarts)"
             print(f"| {size:,} | {shape} | {NAMES[name]} | {_seconds(r['time'])} | "
-                  f"{r['time'] / ds:.1f}× | {r['time'] / size * 1e6:.2f} | {r['peak_mib']:.0f} | "
-                  f"{r['n_iter']} | {r['accuracy']:.4f} |")
+                  f"{r['time'] / ds:.1f}× | {r['time'] / size * 1e6:.2f} | {per_iter} | "
+                  f"{r['peak_mib']:.0f} | {iters} | {r['accuracy']:.4f} |")
     limits = {"conal": 10.0, "mixture_of_groups": 10.0, "lia": 20.0}
     over = [f"{NAMES[name]} at {size:,} ({results[name]['time'] / results['dawid_skene']['time']:.0f}×)"
             for size, results in rows for name, limit in limits.items()

@@ -93,6 +93,21 @@ def test_extra_group_gets_zero_weight(crowd):
     assert adjusted_rand_score(crowd.annotator_groups, model.memberships_.argmax(1)) >= 0.9
 
 
+def test_restart_iterations_are_each_restarts_own():
+    """``restart_n_iter_`` counts each restart's EM iterations (the fit's work): restart ``r``
+    is the one-restart fit seeded ``seed + r``, and ``n_iter_`` is the kept restart's."""
+    ann = simulate_crowd(n_items=800, n_classes=4, n_annotators=40, annotations_per_item=3,
+                         seed=1).annotations
+    model = MixtureOfGroupsModel(restarts=3, seed=5).fit(ann)
+    assert model.restart_n_iter_.shape == (3,)
+    assert len(set(model.restart_n_iter_.tolist())) > 1   # the restarts differ here
+    for r in range(3):
+        alone = MixtureOfGroupsModel(restarts=1, seed=5 + r).fit(ann)
+        assert model.restart_n_iter_[r] == alone.n_iter_ == len(alone.log_likelihood_)
+        assert model.restart_objectives_[r] == alone.objective_
+    assert model.n_iter_ == model.restart_n_iter_[model.restart_objectives_.argmax()]
+
+
 def test_global_scenario_from_counts(crowd):
     counts = crowd.annotations.label_counts()
     model = MixtureOfGroupsModel(num_groups=3).fit_counts(counts)

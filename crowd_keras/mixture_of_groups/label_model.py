@@ -78,7 +78,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         (annotators, M); confusion_matrices_ ``Σ_m p(g=m|a) β_m`` (annotators, K, K);
         global_confusion_ ``Σ_m α_m β_m`` (K, K); scenario_; objective_ (best restart:
         log-likelihood, global, or mean-field bound, individual); log_likelihood_ (its
-        history per annotation); n_iter_; restart_objectives_.
+        history per annotation); n_iter_ (its EM iterations); restart_objectives_ and
+        restart_n_iter_ ``(restarts,)`` (each restart's objective and EM iterations; the
+        fit's work is ``restart_n_iter_.sum()`` iterations).
     """
 
     def __init__(self, num_groups: int = 3, scenario: str = "individual", max_iter: int = 100,
@@ -138,6 +140,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
             runs.append(run)
         best = max(runs, key=lambda run: run["objective"])
         self.restart_objectives_ = np.array([run["objective"] for run in runs])
+        self.restart_n_iter_ = np.array([len(run["history"]) for run in runs])
         self.annotations_ = ann
         self.scenario_ = scenario
         self.posteriors_ = best["post"]
