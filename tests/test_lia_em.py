@@ -15,7 +15,7 @@ import pytest
 from crowd_keras.aggregation.dawid_skene import DawidSkene
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.errors import CrowdDataError
-from crowd_keras.lia.em import WEIGHT_SHAPES, FeatureFreeLIA
+from crowd_keras.lia.em import WEIGHT_SHAPES, FeatureFreeLIA, lia_batch_size
 from crowd_keras.lia.label_model import LIA
 from crowd_keras.lia.trainer import LIATrainer
 
@@ -275,3 +275,19 @@ def test_blockwise_amsgrad_is_the_whole_array_update(monkeypatch, annotator_l2):
     for name, w in whole.weights_.items():
         assert np.array_equal(w, blocked.weights_[name]), name
     assert np.array_equal(whole.posteriors_, blocked.posteriors_)
+
+
+def test_default_batch_is_the_papers_1024_unless_a_pass_needs_more():
+    """``batch_size=None``: every item up to 1024 (full batch), then 1024 items until an
+    M-step of ``m_steps`` steps needs more to pass over every item: no jump in a step's work
+    (with full batches up to 4096 items, 4,000 items cost six times 4,200). Both engines
+    take their batches from this rule."""
+    n = np.arange(1, 300_001)
+    for m_steps in (1, 100, 200):
+        got = np.array([lia_batch_size(None, int(i), m_steps) for i in n])
+        want = np.minimum(n, np.maximum(1024, -(-n // m_steps)))
+        np.testing.assert_array_equal(got, want)
+        assert (np.diff(got) >= 0).all()   # never fewer items per step for more items
+    assert lia_batch_size(64, 5000, 100) == 64 and lia_batch_size(64, 10, 100) == 10
+    with pytest.raises(ValueError, match="batch_size"):
+        lia_batch_size(0, 10, 100)

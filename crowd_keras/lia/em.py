@@ -38,7 +38,11 @@ from ..progress import progress_bar
 __all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size", "initial_biases", "vote_fractions",
            "confusions", "log_confusions", "WEIGHT_SHAPES"]
 
-_FULL_BATCH_MAX = 4096   # items: up to this, batch_size=None means full-batch steps
+# items: up to this, batch_size=None means full-batch steps; the minibatch floor itself, so
+# a step's work grows with the items without a jump (with 4096 here, 4,000 items of 5 labels
+# took 12.9 s and 4,200 items 2.2 s; on 30 simulated crowds of 1,500 and 3,000 items the two
+# batchings agreed within 0.4 points, 0.02 on average)
+_FULL_BATCH_MAX = 1024
 _MIN_BATCH = 1024        # beyond: the paper's batch, or one M-step's share of every item
 _CHUNK = 2 ** 16         # annotations per block of the E-step (its arrays fit the caches)
 _EPS_H = 1e-7            # h_θ is clipped here before its log (the trainer's AnnotationLogLikelihoods)
@@ -60,9 +64,10 @@ _DENSE = ("truth_kernel", "truth_bias", "difficulty_kernel", "difficulty_bias",
 
 
 def lia_batch_size(batch_size: Optional[int], n: int, m_steps: int) -> int:
-    """Items per optimiser step: ``batch_size``, or (``None``) every item up to 4096, else
-    ``max(1024, ⌈n / m_steps⌉)`` so that each M-step passes over every item (a per-item
-    parameter, LIA-E's embeddings, is only updated on the steps that see its item)."""
+    """Items per optimiser step: ``batch_size``, or (``None``) every item up to 1024 (the
+    paper's batch), else ``max(1024, ⌈n / m_steps⌉)`` so that each M-step passes over every
+    item (a per-item parameter, LIA-E's embeddings, is only updated on the steps that see its
+    item)."""
     if batch_size is None:
         if n <= _FULL_BATCH_MAX:
             return n

@@ -112,7 +112,7 @@ class LIATrainer(Params):
             uses 2000).
         marginal: ``"annotation"`` (Eq. 9 as printed) or ``"item"`` (exact marginal).
         batch_size: items per optimiser step; ``None`` (default): full batch (every step sees
-            every item, deterministic) up to 4096 items, else ``max(1024, ⌈items / m_steps⌉)``
+            every item, deterministic) up to 1024 items, else ``max(1024, ⌈items / m_steps⌉)``
             (the paper's 1024, grown so that each M-step passes over every item: a per-item
             parameter, LIA-E's embeddings, is only updated on the steps that see its item;
             with 1024 rows and 100 steps an M-step on 2M items would see one in twenty).
