@@ -163,7 +163,7 @@ def print_table(rows: list, models: list) -> None:
         shape = f"{size // PER_ITEM:,} × {max(size // PER_ANNOTATOR, PER_ITEM):,}"
         for name in models:
             r = results[name]
-            every = r.get("all_iter", r["n_iter"])
+            every = r["all_iter"]
             per_iter = f"{r['time'] / size / every * 1e6:.3f}" if every else "–"
             iters = f"{r['n_iter']}" if every == r["n_iter"] else \
                 f"{r['n_iter']} ({every} with restarts)"

@@ -282,7 +282,9 @@ def test_default_batch_is_the_papers_1024_unless_a_pass_needs_more():
     M-step of ``m_steps`` steps needs more to pass over every item: no jump in a step's work
     (with full batches up to 4096 items, 4,000 items cost six times 4,200). Both engines
     take their batches from this rule."""
-    n = np.arange(1, 300_001)
+    # every size to 20,000, then around each m_steps bound (1024 · m_steps)
+    n = np.unique(np.r_[1:20_001, [b + d for b in (102_400, 204_800) for d in (-1, 0, 1)],
+                        300_000])
     for m_steps in (1, 100, 200):
         got = np.array([lia_batch_size(None, int(i), m_steps) for i in n])
         want = np.minimum(n, np.maximum(1024, -(-n // m_steps)))
