@@ -138,3 +138,26 @@ def test_label_model_report_states_the_worst_margin_and_the_sets_near_the_best_p
     assert "auto below majority vote on: ['b']" in text
     assert "1 of 2 sets (not on ['b'])" in text
     assert "b: 12 dropped" in text
+
+
+def test_scaling_table_gives_the_cost_per_annotation_and_em_pass(capsys):
+    """``scaling.py``'s table: µs per annotation, and per annotation and EM iteration counted
+    over all the fit's iterations (the mixture of groups' restarts too); a bound passed is
+    named, a model without EM iterations gets a dash."""
+    import scaling
+
+    def result(seconds, n_iter, all_iter):
+        return {"time": seconds, "peak_mib": 1.0, "accuracy": 0.9, "n_iter": n_iter,
+                "all_iter": all_iter}
+
+    rows = [(100_000, {"majority_vote": result(0.01, 0, 0), "dawid_skene": result(0.1, 20, 20),
+                       "mixture_of_groups": result(1.2, 30, 80), "lia": result(2.5, 10, 10)})]
+    scaling.print_table(rows, ["majority_vote", "dawid_skene", "mixture_of_groups", "lia"])
+    out = capsys.readouterr().out
+    lines = {line.split(" | ")[2]: line.split(" | ") for line in out.splitlines()
+             if line.startswith("| 100,000")}
+    assert lines["Dawid-Skene"][5:7] == ["1.00", "0.050"]          # 0.1 s / 1e5 / 20
+    assert lines["mixture of groups"][4:7] == ["12.0×", "12.00", "0.150"]   # / 80, not / 30
+    assert lines["mixture of groups"][8] == "30 (80 with restarts)"
+    assert lines["majority vote"][6] == "–"
+    assert "mixture of groups at 100,000 (12×)" in out and "LIA-E at 100,000 (25×)" in out
