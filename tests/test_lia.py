@@ -365,7 +365,6 @@ def test_every_m_step_passes_over_every_item(monkeypatch, engine):
     import crowd_keras.inputs as inputs
     import crowd_keras.lia.em as lia_em
 
-    monkeypatch.setattr(lia_em, "_FULL_BATCH_MAX", 10)
     monkeypatch.setattr(lia_em, "_MIN_BATCH", 8)
     orders = []
     row_order = inputs.row_order
