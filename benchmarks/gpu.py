@@ -20,7 +20,7 @@ On a machine without a GPU it says so and runs on the CPU (use the smaller sizes
 The GPU records (``results/gpu.md`` on JAX, ``results/gpu_torch.md`` on torch) were made on a
 machine with CUDA builds of jax and torch and no TensorFlow, the project on ``PYTHONPATH``::
 
-    KERAS_BACKEND=jax TF_CPP_MIN_LOG_LEVEL=0 python benchmarks/record.py gpu.py
+    KERAS_BACKEND=jax TF_CPP_MIN_LOG_LEVEL=0 python benchmarks/record.py gpu.py --repeat 2
     KERAS_BACKEND=torch python benchmarks/record.py --as gpu_torch gpu.py --annotators 10000
 
 On a GPU the table also counts the host round trips of a training epoch: after the timed
