@@ -6,11 +6,11 @@ measured in fresh subprocesses (so that peak RSS is the call's own: the process'
 resident memory after the call minus before it, and tracemalloc's peak of numpy/pandas
 allocations), ``--repeat`` of them (default 3), interleaved over the cases: the seconds are
 the fastest process's first call (as in ``scaling.py``: this machine's timings vary by
-20-50% from one run to the next), the memory the largest. Frames hold shuffled rows (the worst case for the (item, annotator) sort):
-10 annotations per item, 10,000 annotators, 5 classes; string ids are ``"task-N"`` /
-``"user-N"`` (a prefix and a counter, the common case) or 32 random hex digits (hashed ids,
-where no word of the string has few values: the items hashed and checked, the 10,000
-annotators factorised by pandas). Matrices have ``rows`` entries (rows/20 items × 20
+20-50% from one run to the next), the memory the largest. Frames hold shuffled rows (the
+worst case for the (item, annotator) sort): 10 annotations per item, 10,000 annotators,
+5 classes; string ids are ``"task-N"`` / ``"user-N"`` (a prefix and a counter, the common
+case) or 32 random hex digits (hashed ids, where no word of the string has few values: the
+items hashed and checked, the 10,000 annotators factorised by pandas). Matrices have ``rows`` entries (rows/20 items × 20
 annotators or labeling functions), half of them missing (-1). Two more rows time the hex
 frame's two id columns alone, through ``crowd_keras.string_codes.column_codes`` (what
 ``from_frame`` uses) and through the peer, ``pandas.factorize(sort=True)``, and the line
@@ -99,8 +99,9 @@ def measure(case: str, rows: int) -> dict:
 
 def _measure_in_subprocess(case: str, rows: int, env: dict) -> dict:
     """:func:`measure` in a fresh process (pinned to one core on Linux)."""
-    cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'encoding';"
-           "from benchmarks.encoding import main; main(sys.argv[1:])", "--one", case, str(rows)]
+    script = ("import sys; sys.argv[0] = 'encoding';"
+              "from benchmarks.encoding import main; main(sys.argv[1:])")
+    cmd = [sys.executable, "-c", script, "--one", case, str(rows)]
     if os.uname().sysname == "Linux":  # one core, as in the target
         cmd = ["taskset", "-c", "0"] + cmd
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True,
@@ -131,8 +132,8 @@ def main(argv=None) -> None:
     for rows in (1_000_000,) if args.quick else (1_000_000, 10_000_000):
         runs = {case: [] for case in CASES + PEER_CASES}
         for _ in range(args.repeat):   # interleaved: a slow spell of the machine hits every case
-            for case in runs:
-                runs[case].append(_measure_in_subprocess(case, rows, env))
+            for case, results in runs.items():
+                results.append(_measure_in_subprocess(case, rows, env))
         for case, results in runs.items():
             best = min(results, key=lambda r: r["seconds"])
             slowest = max(r["seconds"] for r in results)
