@@ -320,3 +320,44 @@ def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
     assert np.abs(kernel(model) - identity).max() > 1e-3
     with pytest.raises(ValueError, match="warmup_epochs"):
         CrowdModel(clf, CrowdLayer(8), warmup_epochs=-1)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="TensorFlow's resource variables: other backends gather tensors")
+@pytest.mark.parametrize("noise", ["CrowdLayer MW", "CrowdLayer VW+B", "CoNAL with gate",
+                                   "MixtureOfGroups", "CrowdRegressionLayer S+B"])
+def test_a_step_reads_only_the_batchs_rows_of_the_annotator_tables(noise):
+    """The per-annotator tables are gathered through their resource (the batch's rows), never
+    read whole: a whole read alive at the step's sparse update makes TensorFlow copy the
+    table each step (O(annotators); CrowdLayer MW with 10,000 annotators was 1.8x the bare
+    classifier's epoch on one core, 1.2x without the copies)."""
+    import tensorflow as tf
+
+    from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation, MixtureOfGroups
+
+    n_annotators = 11   # a first axis no other weight has
+    layer = {"CrowdLayer MW": lambda: CrowdLayer(n_annotators, "MW"),
+             "CrowdLayer VW+B": lambda: CrowdLayer(n_annotators, "VW+B"),
+             "CoNAL with gate": lambda: CommonNoiseAdaptation(
+                 n_annotators, K, gate=AnnotatorGate(n_annotators, embedding_dim=4)),
+             "MixtureOfGroups": lambda: MixtureOfGroups(3, K, num_annotators=n_annotators),
+             "CrowdRegressionLayer S+B": lambda: CrowdRegressionLayer(n_annotators, "S+B"),
+             }[noise]()
+    regression = isinstance(layer, CrowdRegressionLayer)
+    clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(
+        1 if regression else K, activation=None if regression else "softmax")])
+    model = CrowdModel(clf, layer)
+    x = np.zeros((4, 10), "float32")
+    ids = np.array([[0, 3, -1], [4, 10, -1], [2, 1, 0], [5, -1, -1]], dtype="int32")
+    model({"x": x, "annotator_ids": ids})   # build
+    tables = [w for w in model.noise_layer.weights if w.shape[0] == n_annotators]
+    assert tables
+
+    step = tf.function(lambda x, ids: model({"x": x, "annotator_ids": ids}, training=True))
+    graph = step.get_concrete_function(tf.TensorSpec((None, 10)),
+                                       tf.TensorSpec((None, 3), tf.int32)).graph
+    inside = {id(outer): inner for outer, inner in graph.captures}
+    for table in tables:
+        handle = inside[id(table.value.handle)]
+        reads = sorted({op.type for op in handle.consumers()})
+        assert reads == ["ResourceGather"], (table.path, reads)

@@ -36,25 +36,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import gather_annotators, is_shape_list, split_padding
+from .._keras_utils import gather_annotators, gather_rows, is_shape_list, split_padding
 
 __all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbedding"]
 
 _EPS = 1e-7
-
-
-def gather_rows(table: Any, idx: Any) -> Any:
-    """``table[idx]`` for a weight updated row by row (``LazyAdam``).
-
-    On TensorFlow a resource gather, which reads the rows only: once scatter updates write a
-    variable, TensorFlow copies the whole table on every full read, an O(rows of the table)
-    cost per step. Elsewhere ``ops.take``.
-    """
-    if keras.backend.backend() == "tensorflow" and isinstance(table, keras.Variable):
-        import tensorflow as tf
-
-        return tf.gather(table.value, idx)
-    return ops.take(table, idx, axis=0)
 
 
 def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: int) -> None:
