@@ -7,6 +7,8 @@ from typing import Any
 import keras
 from keras import ops
 
+from ._keras_utils import gather_rows
+
 __all__ = ["LazyAdam"]
 
 
@@ -90,19 +92,16 @@ class LazyAdam(keras.optimizers.Adam):
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
 
-        def take(table: Any) -> Any:   # a resource gather: reads the rows, not the table
-            return tf.gather(table.value if isinstance(table, keras.Variable) else table, rows)
-
         # Keras' Adam arithmetic on the rows: m += (g − m)(1 − β₁), v += (g² − v)(1 − β₂)
-        m_rows = take(m)
+        m_rows = gather_rows(m, rows)
         m_rows = m_rows + ops.multiply(ops.subtract(g, m_rows), 1 - self.beta_1)
-        v_rows = take(v)
+        v_rows = gather_rows(v, rows)
         v_rows = v_rows + ops.multiply(ops.subtract(ops.square(g), v_rows), 1 - self.beta_2)
         updates = [(m, m_rows), (v, v_rows)]
         scale = v_rows
         if self.amsgrad:
             v_hat = self._velocity_hats[index]
-            scale = ops.maximum(take(v_hat), v_rows)
+            scale = ops.maximum(gather_rows(v_hat, rows), v_rows)
             updates.append((v_hat, scale))
         step_rows = ops.divide(ops.multiply(m_rows, alpha),
                                ops.add(ops.sqrt(scale), self.epsilon))
