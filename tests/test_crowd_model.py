@@ -329,8 +329,7 @@ def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
 def test_a_step_reads_only_the_batchs_rows_of_the_annotator_tables(noise):
     """The per-annotator tables are gathered through their resource (the batch's rows), never
     read whole: a whole read alive at the step's sparse update makes TensorFlow copy the
-    table each step (O(annotators); CrowdLayer MW with 10,000 annotators was 1.8x the bare
-    classifier's epoch on one core, 1.2x without the copies)."""
+    table each step, an O(annotators) cost (see ``gather_rows``)."""
     import tensorflow as tf
 
     from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation, MixtureOfGroups
