@@ -360,3 +360,43 @@ def test_a_step_reads_only_the_batchs_rows_of_the_annotator_tables(noise):
         handle = inside[id(table.value.handle)]
         reads = sorted({op.type for op in handle.consumers()})
         assert reads == ["ResourceGather"], (table.path, reads)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="TensorFlow's CPU kernels: the other backends compile their own")
+@pytest.mark.parametrize("noise", ["CrowdLayer MW", "CoNAL", "MixtureOfGroups"])
+@pytest.mark.parametrize("seq", [False, True])
+def test_a_step_multiplies_the_annotator_slots_without_a_batched_matmul(noise, seq):
+    """The per-slot vector × matrix products of the indexed layers (and their gradients) are
+    broadcast products and sums: TensorFlow's batched matmul of such small matrices costs
+    more per call than the arithmetic (see ``batched_vector_matrix``)."""
+    import tensorflow as tf
+
+    from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation, MixtureOfGroups
+
+    n_annotators = 11
+    layer = {"CrowdLayer MW": lambda: CrowdLayer(n_annotators, "MW"),
+             # the gate reads a representation per item: on sequences a fixed ω
+             "CoNAL": lambda: CommonNoiseAdaptation(
+                 n_annotators, K, **({"omega": 0.5} if seq else
+                                     {"gate": AnnotatorGate(n_annotators, embedding_dim=4)})),
+             "MixtureOfGroups": lambda: MixtureOfGroups(3, K, num_annotators=n_annotators),
+             }[noise]()
+    shape = (6, 10) if seq else (10,)
+    clf = keras.Sequential([keras.Input(shape), keras.layers.Dense(K, activation="softmax")])
+    model = CrowdModel(clf, layer)
+    x = np.zeros((4,) + shape, "float32")
+    ids = np.array([[0, 3, -1], [4, 10, -1], [2, 1, 0], [5, -1, -1]], dtype="int32")
+    model({"x": x, "annotator_ids": ids})   # build
+
+    def forward_and_gradient(x, ids):
+        with tf.GradientTape() as tape:
+            out = model({"x": x, "annotator_ids": ids}, training=True)
+            loss = tf.reduce_sum(out * out)
+        return out, tape.gradient(loss, model.trainable_variables)
+
+    graph = tf.function(forward_and_gradient).get_concrete_function(
+        tf.TensorSpec((None,) + shape), tf.TensorSpec((None, 3), tf.int32)).graph
+    types = {op.type for op in graph.get_operations()}
+    assert "ResourceGather" in types   # the indexed form was traced
+    assert not {t for t in types if t.startswith("BatchMatMul")}, sorted(types)

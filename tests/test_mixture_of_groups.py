@@ -265,6 +265,29 @@ def test_individual_layer_dense_and_indexed_agree():
         MixtureOfGroups(2, 3)([probs, ids])
 
 
+def test_individual_layer_indexed_form_on_sequences_matches_the_dense_form():
+    # (batch, time, K) probabilities: the listed annotators' outputs at every step are the
+    # dense form's, and both are Eq. 3 per annotator
+    layer = MixtureOfGroups(2, 3, num_annotators=4)
+    probs = np.random.default_rng(3).dirichlet(np.ones(3), size=(5, 7)).astype("float32")
+    layer(probs)
+    memberships = np.array([[1, 0], [0, 1], [0.5, 0.5], [0.2, 0.8]])
+    layer.set_parameters(memberships=memberships)
+    dense = keras.ops.convert_to_numpy(layer(probs))
+    assert dense.shape == (5, 7, 4, 3)
+    ids = np.array([[3, 1, -1], [0, 2, 1], [2, -1, -1], [1, 3, 0], [0, 0, 2]], dtype="int32")
+    indexed = keras.ops.convert_to_numpy(layer([probs, ids]))
+    assert indexed.shape == (5, 7, 3, 3)
+    expected = np.einsum("btk,am,mkj->btaj", probs, np.maximum(memberships, 1e-7),
+                         layer.group_confusions())
+    np.testing.assert_allclose(np.exp(dense), expected, rtol=1e-4, atol=1e-6)
+    for b, row in enumerate(ids):
+        for slot, a in enumerate(row):
+            if a >= 0:
+                np.testing.assert_allclose(indexed[b, :, slot], dense[b, :, a], rtol=1e-5,
+                                           atol=1e-6)
+
+
 def test_layer_save_and_load(tmp_path):
     clf = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="softmax")])
     x = np.random.default_rng(2).normal(size=(8, 5)).astype("float32")

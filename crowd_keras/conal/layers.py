@@ -109,7 +109,9 @@ class AnnotatorGate(keras.layers.Layer):
         v = _l2_normalize(ops.matmul(x, self.instance_kernel) + self.instance_bias)  # (b, e)
         if indexed:
             u_k = ops.cast(self.annotator_embeddings(inputs[1]), v.dtype)         # (b, k, e)
-            logits = ops.squeeze(ops.matmul(u_k, ops.expand_dims(v, -1)), -1)     # (b, k)
+            # u_k · v per slot: a product and a sum, not a batched matmul (as
+            # batched_vector_matrix: cheaper for such small vectors on TensorFlow's CPU)
+            logits = ops.sum(u_k * ops.expand_dims(v, 1), axis=-1)                # (b, k)
         else:
             u = self.annotator_embeddings()                                      # (A, e)
             logits = ops.matmul(v, ops.transpose(ops.cast(u, v.dtype)))           # (b, A)

@@ -29,7 +29,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import gather_annotators, is_shape_list
+from .._keras_utils import batched_vector_matrix, gather_annotators, is_shape_list
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
 
@@ -136,7 +136,9 @@ class MixtureOfGroups(keras.layers.Layer):
     def _individual(self, probs: Any, ids: Any) -> Any:
         beta = self._betas(probs.dtype)
         seq = len(probs.shape) == 3
-        per_group = ops.einsum("btk,mkj->btmj" if seq else "bk,mkj->bmj", probs, beta)
+        # Σ_k probs[.., k] β_m[k, j] (batch, [time,] M, K): a tensordot (one 2-D matmul), as
+        # Keras' Dense; the einsum on sequences was a batched matmul per item
+        per_group = ops.tensordot(probs, beta, axes=[[-1], [1]])
         if ids is None:
             member = ops.softmax(ops.cast(self.membership_logits, probs.dtype), axis=-1)  # (A, M)
             out = ops.einsum("btmj,am->btaj" if seq else "bmj,am->baj", per_group, member)
@@ -149,7 +151,8 @@ class MixtureOfGroups(keras.layers.Layer):
             chosen = ops.softmax(ops.cast(logits, probs.dtype), axis=-1)
             if seq:
                 chosen = ops.expand_dims(chosen, 1)                      # (batch, 1, k, M)
-            out = ops.matmul(chosen, per_group)                          # (batch, [time,] k, K)
+            # Σ_m chosen[.., k, m] per_group[.., m, j]: (batch, [time,] k, K)
+            out = batched_vector_matrix(chosen, ops.expand_dims(per_group, -3))
         return ops.log(ops.maximum(out, ops.cast(self.epsilon, out.dtype)))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
