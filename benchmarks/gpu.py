@@ -13,10 +13,15 @@ device, the Keras backend and whether it is a GPU head the output::
 
     python benchmarks/gpu.py                       # 100,000 items, 1,000 and 10,000 annotators
     python benchmarks/gpu.py --items 20000 --annotators 10000 --precisions float32 \\
-        --batch-size 64                            # the CPU run of issue 21
+        --batch-size 64 --alternate 16             # the CPU run of issue 21
     KERAS_BACKEND=jax python benchmarks/gpu.py ...   # also torch; TensorFlow is not needed
 
 On a machine without a GPU it says so and runs on the CPU (use the smaller sizes there).
+``--alternate ROUNDS`` builds each model once and trains the bare classifier and the crowd
+models one epoch each in turn, ROUNDS times; the table then gives median epochs, and × bare
+is the median of the rounds' ratios, each between two epochs run one after the other. On a
+machine whose speed drifts from minute to minute (this project's CPU machines: 20-50%
+between runs) that ratio holds still where the best epoch of separate runs does not.
 The GPU records (``results/gpu.md`` on JAX, ``results/gpu_torch.md`` on torch) were made on a
 machine with CUDA builds of jax and torch and no TensorFlow, the project on ``PYTHONPATH``::
 
@@ -39,6 +44,7 @@ import platform
 import re
 import sys
 import tempfile
+import time
 import traceback
 import warnings
 from pathlib import Path
@@ -125,6 +131,36 @@ def keras_epoch(x, y, make_model, loss, epochs: int, batch: int, optimizer,
             model.fit(x, y, epochs=1, batch_size=batch, verbose=0)
         syncs.locate_first(lambda: model.fit(x, y, epochs=1, batch_size=batch, verbose=0))
     return steady(timer.times)
+
+
+def alternating_epochs(fits: dict, rounds: int) -> dict:
+    """Epoch times of several models trained in turn: each ``fits[key]()`` trains its model
+    one epoch; the first call of each compiles and is not counted, then ``rounds`` rounds of
+    one epoch of every model, in the same order. ``{key: [seconds per round]}``."""
+    for fit in fits.values():
+        fit()
+    times = {key: [] for key in fits}
+    for _ in range(rounds):
+        for key, fit in fits.items():
+            start = time.perf_counter()
+            fit()
+            times[key].append(time.perf_counter() - start)
+    return times
+
+
+def median_ratio(times: list, base: list) -> float:
+    """Median over rounds of ``times[r] / base[r]``: each ratio compares two epochs run one
+    after the other, in the same state of the machine (the ratio of the medians would
+    compare epochs of different rounds)."""
+    return float(np.median(np.asarray(times) / np.asarray(base)))
+
+
+def epoch_fit(x, y, make_model, loss, batch: int, optimizer):
+    """A compiled model's ``fit`` of one epoch, as a function."""
+    keras.utils.set_random_seed(0)
+    model = make_model()
+    model.compile(optimizer(1e-3), loss=loss)
+    return lambda: model.fit(x, y, epochs=1, batch_size=batch, verbose=0)
 
 
 def _where(stack) -> str:
@@ -237,6 +273,33 @@ def peer_epoch(name: str, sim, epochs: int, batch: int, gpu: bool) -> float:
     return steady(times)
 
 
+def alternated_run(sim, targets, first, annotators: int, precision: str, args, gpu: bool,
+                   counted: bool) -> tuple:
+    """``--alternate``: ``(median epoch by model, median crowd / bare ratio by layer, host
+    sync counts)``; crowd-kit's layers are timed as without it (their own loop)."""
+    fits = {"bare": epoch_fit(sim.x, first, classifier, "sparse_categorical_crossentropy",
+                              args.batch_size, keras.optimizers.Adam)}
+    for layer in args.layers:
+        fits[layer] = epoch_fit(
+            sim.x, targets,
+            lambda layer=layer: CrowdModel(classifier(), noise_layer(layer, annotators)),
+            None, args.batch_size, LazyAdam)
+    times = alternating_epochs(fits, args.alternate)
+    best = {key: float(np.median(t)) for key, t in times.items()}
+    ratio = {layer: median_ratio(times[layer], times["bare"]) for layer in args.layers}
+    syncs = {}
+    for key, fit in fits.items() if counted else ():   # one more epoch, counted
+        syncs[key] = SyncCount(keras.backend.backend())
+        with syncs[key]:
+            fit()
+        syncs[key].locate_first(fit)
+    if not args.no_peer and precision == "float32":
+        for layer in (layer for layer in args.layers if layer in PEERS):
+            best["peer " + layer] = min(peer_epoch(layer, sim, args.epochs, args.batch_size, gpu)
+                                        for _ in range(max(args.repeat, 1)))
+    return best, ratio, syncs
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000)
@@ -249,6 +312,12 @@ def main(argv=None) -> int:
                         "compiles; the best of the others is reported)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each model, "
                         "interleaved (the best epoch over all of them is reported)")
+    parser.add_argument("--alternate", type=int, default=0, metavar="ROUNDS",
+                        help="instead of --epochs/--repeat: build each model once and train "
+                        "the bare classifier and the crowd models one epoch each in turn, "
+                        "ROUNDS times (after a compiling epoch); report median epochs and the "
+                        "median of the rounds' crowd / bare ratios (crowd-kit: --epochs as "
+                        "before)")
     parser.add_argument("--data", type=Path, help="unused: the crowds are simulated "
                         "(accepted as every benchmark script takes it)")
     parser.add_argument("--no-peer", action="store_true", help="skip crowd-kit's layers")
@@ -256,12 +325,16 @@ def main(argv=None) -> int:
     if torch_peer.available():
         torch_peer.torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
     name, gpu = device_name()
+    how = (f"median epoch over {args.alternate} rounds of one epoch of each model in turn, "
+           "after a compiling epoch (× bare: the median of the rounds' crowd / bare ratios; "
+           f"crowd-kit: best epoch after the first over {max(args.repeat, 1)} run(s))"
+           if args.alternate else
+           f"best epoch after the first over {max(args.repeat, 1)} interleaved run(s)")
     print(f"## Crowd layers per epoch on {name} (Keras backend {keras.backend.backend()})\n")
     if not gpu:
         print("No GPU found: this run is on the CPU.\n")
     print(f"{args.items:,} items, {PER_ITEM} annotations per item, {CLASSES} classes, "
-          f"{FEATURES} features; batch {args.batch_size}; best epoch after the first over "
-          f"{max(args.repeat, 1)} interleaved run(s); "
+          f"{FEATURES} features; batch {args.batch_size}; {how}; "
           "Adam for the bare classifier, LazyAdam (Adam off TensorFlow) for the crowd models; "
           "crowd-kit in its PyTorch loop on the same device\n")
     counted = gpu and keras.backend.backend() in ("torch", "jax")
@@ -277,8 +350,12 @@ def main(argv=None) -> int:
         for precision in args.precisions:
             keras.mixed_precision.set_global_policy(precision)
             try:
-                best, syncs = {}, {}
-                for repeat in range(max(args.repeat, 1)):   # interleaved: the same machine state
+                best, syncs, ratio = {}, {}, {}
+                if args.alternate:
+                    best, ratio, syncs = alternated_run(sim, (ids, labels), first, annotators,
+                                                        precision, args, gpu, counted)
+                for repeat in range(0 if args.alternate else max(args.repeat, 1)):
+                    # interleaved: the same machine state
                     def counter(key):   # the first repeat counts the host round trips
                         if counted and repeat == 0:
                             syncs[key] = SyncCount(keras.backend.backend())
@@ -307,7 +384,8 @@ def main(argv=None) -> int:
                     sync_cell = (f"{syncs['bare'].count}, {syncs[layer].count}" if counted
                                  else "n/a")
                     print(f"| {precision} | {layer} | {annotators:,} | {bare * 1e3:.0f} ms | "
-                          f"{crowd * 1e3:.0f} ms | {crowd / bare:.2f} | {peer_cells} | "
+                          f"{crowd * 1e3:.0f} ms | {ratio.get(layer, crowd / bare):.2f} | "
+                          f"{peer_cells} | "
                           f"{sync_cell} |", flush=True)
                 for key, count in syncs.items():
                     for where, n in count.where.items():

@@ -47,7 +47,7 @@ SCRIPTS = [
     ("encoding.py", [], ["--quick"], 900),
     # the CPU-sized run (a GPU run: python benchmarks/record.py gpu.py)
     ("gpu.py", ["--items", "20000", "--annotators", "10000", "--batch-size", "64",
-                "--precisions", "float32", "--repeat", "3"],
+                "--precisions", "float32", "--repeat", "3", "--alternate", "16"],
      ["--items", "2000", "--annotators", "100", "--precisions", "float32", "--epochs", "2"], 3600),
     ("spans.py", [], ["--quick"], 3600),
 ]

@@ -192,3 +192,18 @@ def test_encoding_rows_report_the_fastest_process_and_the_largest_memory(monkeyp
     assert first[2:4] == ["0.50", f"{last + 1:.2f}"]              # fastest, then slowest
     assert first[4:6] == [f"{last + 1:.0f}", f"{2 * (last + 1):.0f} |"]   # the largest
     assert "(1.00x the peer's time)" in out                      # 0.5 s against 0.5 s
+
+
+def test_gpu_alternating_epochs_run_each_model_in_turn_after_an_uncounted_first_epoch():
+    gpu = pytest.importorskip("gpu")
+    calls = []
+    fits = {key: (lambda key=key: calls.append(key)) for key in ("bare", "crowd", "other")}
+    times = gpu.alternating_epochs(fits, 2)
+    assert calls == ["bare", "crowd", "other"] * 3   # the compiling epoch, then 2 rounds
+    assert {key: len(t) for key, t in times.items()} == {"bare": 2, "crowd": 2, "other": 2}
+
+
+def test_gpu_ratio_is_the_median_of_the_rounds_ratios_not_the_ratio_of_medians():
+    gpu = pytest.importorskip("gpu")
+    # rounds: 1/1, 4/1, 3/3 → ratios 1, 4, 1 (median 1); the medians' ratio would be 3
+    assert gpu.median_ratio([1.0, 4.0, 3.0], [1.0, 1.0, 3.0]) == 1.0
