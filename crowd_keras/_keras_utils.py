@@ -87,6 +87,10 @@ def gather_rows(table: Any, idx: Any) -> Any:
     the rows) copies the whole table: an O(rows of the table) cost per step (CrowdLayer MW's
     table of 10,000 annotators: its gather, gradient and update took 0.30 ms per step
     against 0.05 ms, one core). Elsewhere (and for tensors) ``ops.take``.
+
+    The crowd layers' per-annotator tables are made with ``autocast=False``: under a mixed
+    precision policy Keras' autocast would read and cast the whole table to float16 at every
+    step, an O(annotators) cost again; the layers cast the rows they gathered instead.
     """
     if keras.backend.backend() == "tensorflow" and isinstance(table, keras.Variable):
         import tensorflow as tf

@@ -326,10 +326,21 @@ def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
                     reason="TensorFlow's resource variables: other backends gather tensors")
 @pytest.mark.parametrize("noise", ["CrowdLayer MW", "CrowdLayer VW+B", "CoNAL with gate",
                                    "MixtureOfGroups", "CrowdRegressionLayer S+B"])
-def test_a_step_reads_only_the_batchs_rows_of_the_annotator_tables(noise):
+@pytest.mark.parametrize("precision", ["float32", "mixed_float16"])
+def test_a_step_reads_only_the_batchs_rows_of_the_annotator_tables(noise, precision):
     """The per-annotator tables are gathered through their resource (the batch's rows), never
     read whole: a whole read alive at the step's sparse update makes TensorFlow copy the
-    table each step, an O(annotators) cost (see ``gather_rows``)."""
+    table each step, an O(annotators) cost (see ``gather_rows``). Under mixed precision too:
+    Keras' autocast would cast the whole table to float16 at every step (the tables are not
+    autocast; their rows are cast once gathered)."""
+    keras.mixed_precision.set_global_policy(precision)
+    try:
+        _check_the_step_reads_only_the_batchs_rows(noise)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def _check_the_step_reads_only_the_batchs_rows(noise):
     import tensorflow as tf
 
     from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation, MixtureOfGroups

@@ -74,9 +74,10 @@ class AnnotatorGate(keras.layers.Layer):
                                                name="instance_kernel")
         self.instance_bias = self.add_weight(shape=(e,), initializer="zeros", name="instance_bias")
         if self.annotator_features is None:
+            # per-annotator tables: not autocast (gather_rows), rows cast once gathered
             self.annotator_embedding = self.add_weight(
                 shape=(self.num_annotators, e), initializer="glorot_uniform",
-                name="annotator_embedding")
+                name="annotator_embedding", autocast=False)
         else:
             f = self.annotator_features.shape[1]
             self.annotator_kernel = self.add_weight(shape=(f, e), initializer="glorot_uniform",

@@ -98,16 +98,18 @@ class CrowdLayer(KeepsTimeStepMask, keras.layers.Layer):
         a = self.num_annotators
         self.num_classes = k
         start = self.init_scale / self.learning_rate_multiplier   # stored value at init
+        # per-annotator tables: not autocast (gather_rows), rows cast once gathered
         if self.conn_type == "MW":
             self.kernel = self.add_weight(
-                shape=(a, k, k), name="kernel",
+                shape=(a, k, k), name="kernel", autocast=False,
                 initializer=lambda shape, dtype=None: start * identity_initializer(shape, dtype))
         if self.conn_type in ("VW", "VW+B", "S"):
             self.scale = self.add_weight(shape=(a, 1 if self.conn_type == "S" else k),
                                          initializer=keras.initializers.Constant(start),
-                                         name="scale")
+                                         name="scale", autocast=False)
         if self.conn_type in ("VB", "VW+B"):
-            self.bias = self.add_weight(shape=(a, k), initializer="zeros", name="bias")
+            self.bias = self.add_weight(shape=(a, k), initializer="zeros", name="bias",
+                                        autocast=False)
 
     def _effective(self, weight: Any, dtype: Any) -> Any:
         """The weight in use: the stored variable times ``learning_rate_multiplier``."""

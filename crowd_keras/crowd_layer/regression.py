@@ -49,12 +49,13 @@ class CrowdRegressionLayer(KeepsTimeStepMask, keras.layers.Layer):
         if len(shape) not in (2, 3) or shape[-1] != 1:
             raise ValueError("CrowdRegressionLayer expects outputs of shape (batch, 1) or "
                              f"(batch, time, 1), got {tuple(shape)}")
+        # per-annotator tables: not autocast (gather_rows), rows cast once gathered
         if "S" in self.conn_type:
             self.scale = self.add_weight(shape=(self.num_annotators,), initializer="ones",
-                                         name="scale")
+                                         name="scale", autocast=False)
         if "B" in self.conn_type:
             self.bias = self.add_weight(shape=(self.num_annotators,), initializer="zeros",
-                                        name="bias")
+                                        name="bias", autocast=False)
 
     def call(self, inputs: Any) -> Any:
         if isinstance(inputs, (list, tuple)):

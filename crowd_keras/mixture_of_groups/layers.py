@@ -106,8 +106,10 @@ class MixtureOfGroups(keras.layers.Layer):
             shape=(m, k, k), name="confusion_logits",
             initializer=self.confusion_initializer or self._default_confusion)
         if self.individual:
+            # per-annotator tables: not autocast (gather_rows), rows cast once gathered
             self.membership_logits = self.add_weight(shape=(self.num_annotators, m),
-                                                     initializer="zeros", name="membership_logits")
+                                                     initializer="zeros", name="membership_logits",
+                                                     autocast=False)
         else:
             self.group_logits = self.add_weight(shape=(m,), initializer="zeros",
                                                 name="group_logits")
