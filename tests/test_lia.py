@@ -100,6 +100,37 @@ def test_layer_feature_free_and_annotator_features():
     np.testing.assert_allclose(new, known, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="TensorFlow's resource variables: other backends gather tensors")
+def test_layer_under_mixed_precision_gathers_its_tables_rows_and_computes_in_float16():
+    """The per-instance and per-annotator tables are not autocast: under mixed_float16 their
+    rows are gathered (never the whole table read and cast each step) and cast after."""
+    import tensorflow as tf
+
+    from crowd_keras.lia.layers import InstanceEmbedding
+
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        layer = DifficultyCompetence(3, latent_dim=2, num_annotators=11, num_instances=13)
+        embed = InstanceEmbedding(13, 4)
+        idx = np.array([3, 9, 0], dtype="int32")
+        ids = np.array([[0, 5], [2, -1], [10, 1]], dtype="int32")
+        out = layer([idx, ids])
+        embed(idx)
+        assert out.dtype == "float16" and embed(idx).dtype == "float16"
+        tables = [layer.instance_embedding, layer.annotator_layers[0][0], embed.embeddings]
+        assert [t.dtype for t in tables] == ["float32"] * 3
+        step = tf.function(lambda i, a: (layer([i, a]), embed(i)))
+        graph = step.get_concrete_function(tf.TensorSpec((None,), tf.int32),
+                                           tf.TensorSpec((None, 2), tf.int32)).graph
+        inside = {id(outer): inner for outer, inner in graph.captures}
+        for table in tables:
+            reads = sorted({op.type for op in inside[id(table.value.handle)].consumers()})
+            assert reads == ["ResourceGather"], (table.path, reads)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 def test_layer_config_round_trip_and_keras_save_load(tmp_path):
     layer = DifficultyCompetence(3, latent_dim=2, num_annotators=5, instance_hidden=(4,),
                                  instance_regularizer=keras.regularizers.L2(0.01),

@@ -80,14 +80,15 @@ class InstanceEmbedding(keras.layers.Layer):
         self.embeddings_regularizer = keras.regularizers.get(embeddings_regularizer)
 
     def build(self, input_shape: Any) -> None:
+        # a table of rows: not autocast (gather_rows), the rows cast once gathered
         self.embeddings = self.add_weight(shape=(self.input_dim, self.output_dim),
                                           initializer=self.embeddings_initializer,
-                                          name="embeddings")
+                                          name="embeddings", autocast=False)
 
     def call(self, inputs: Any) -> Any:
         rows = gather_rows(self.embeddings, ops.cast(inputs, "int32"))
         charge_rows(self, self.embeddings_regularizer, rows, self.input_dim)
-        return rows
+        return ops.cast(rows, self.compute_dtype)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return (*tuple(input_shape), self.output_dim)
@@ -180,12 +181,16 @@ class DifficultyCompetence(keras.layers.Layer):
         return self.annotator_features is not None
 
     # ------------------------------------------------------------------ weights
-    def _mlp(self, prefix: str, sizes: Sequence[int], regularizer: Any) -> list:
-        """Kernels and biases of an MLP with layer sizes ``sizes`` (input first)."""
+    def _mlp(self, prefix: str, sizes: Sequence[int], regularizer: Any,
+             first_is_table: bool = False) -> list:
+        """Kernels and biases of an MLP with layer sizes ``sizes`` (input first); with
+        ``first_is_table`` the first kernel is a table of rows (one-hot inputs), gathered and
+        not autocast (``gather_rows``)."""
         out = []
         for n, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
             kernel = self.add_weight(shape=(a, b), initializer="glorot_uniform",
-                                     regularizer=regularizer, name=f"{prefix}_kernel_{n}")
+                                     regularizer=regularizer, name=f"{prefix}_kernel_{n}",
+                                     autocast=not (first_is_table and n == 0))
             bias = self.add_weight(shape=(b,), initializer="zeros", name=f"{prefix}_bias_{n}")
             out.append((kernel, bias))
         return out
@@ -197,7 +202,8 @@ class DifficultyCompetence(keras.layers.Layer):
             self.instance_embedding = self.add_weight(
                 shape=(self.num_instances, self.instance_embedding_dim),
                 initializer=keras.initializers.RandomNormal(stddev=0.1),
-                name="instance_embedding")   # regularised on the rows in use (difficulty)
+                name="instance_embedding",   # regularised on the rows in use (difficulty)
+                autocast=False)              # a table of rows (gather_rows)
             d_in = self.instance_embedding_dim
         else:
             if len(inst_shape) != 2 or inst_shape[-1] is None:
@@ -213,14 +219,16 @@ class DifficultyCompetence(keras.layers.Layer):
         else:
             a_in = self.annotator_features.shape[1]
         self.annotator_layers = self._mlp("annotator", (a_in, *self.annotator_hidden, width),
-                                          self.annotator_regularizer)
+                                          self.annotator_regularizer,
+                                          first_is_table=self.annotator_features is None)
 
     # ------------------------------------------------------------------ tensors
     def _run_mlp(self, h: Any, layers: list, first_is_table: bool = False,
                  ids: Any = None) -> Any:
         for n, (kernel, bias) in enumerate(layers):
             if n == 0 and first_is_table:
-                h = gather_rows(kernel, ids) + bias
+                h = ops.cast(gather_rows(kernel, ids), self.compute_dtype) + \
+                    ops.cast(bias, self.compute_dtype)
             else:
                 h = ops.matmul(h, ops.cast(kernel, h.dtype)) + ops.cast(bias, h.dtype)
             if n < len(layers) - 1:
@@ -241,6 +249,7 @@ class DifficultyCompetence(keras.layers.Layer):
             h = gather_rows(self.instance_embedding, idx)
             if _charge:   # in call(): the table's penalty on the rows of the batch
                 charge_rows(self, self.instance_regularizer, h, self.num_instances)
+            h = ops.cast(h, self.compute_dtype)
         else:
             h = ops.cast(instance, self.compute_dtype)
         return self._reshape(self._run_mlp(h, self.instance_layers))
