@@ -139,7 +139,7 @@ class MixtureOfGroups(keras.layers.Layer):
         beta = self._betas(probs.dtype)
         seq = len(probs.shape) == 3
         # Σ_k probs[.., k] β_m[k, j] (batch, [time,] M, K): a tensordot (one 2-D matmul), as
-        # Keras' Dense; the einsum on sequences was a batched matmul per item
+        # Keras' Dense; the einsum on sequences ran as a batched matmul over the items
         per_group = ops.tensordot(probs, beta, axes=[[-1], [1]])
         if ids is None:
             member = ops.softmax(ops.cast(self.membership_logits, probs.dtype), axis=-1)  # (A, M)
