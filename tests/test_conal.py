@@ -33,6 +33,29 @@ def test_gate_is_sigmoid_of_normalized_embeddings_in_both_call_forms():
                                rtol=1e-5)
 
 
+def test_gate_per_time_step_in_both_call_forms_and_under_a_sequence_crowd_model():
+    # a representation per time step (batch, time, d): ω per step, the indexed form the
+    # dense form's listed columns (it failed with a shape error)
+    gate = AnnotatorGate(num_annotators=6, embedding_dim=3)
+    x = np.random.default_rng(4).normal(size=(4, 5, 7)).astype("float32")
+    ids = np.array([[4, 0, -1], [2, -1, -1], [1, 3, 0], [5, 5, 2]], "int32")
+    dense = ops.convert_to_numpy(gate(x))
+    assert dense.shape == (4, 5, 6)
+    indexed = ops.convert_to_numpy(gate([x, ids]))
+    assert indexed.shape == (4, 5, 3)
+    for b, row in enumerate(ids):
+        for slot, a in enumerate(row):
+            if a >= 0:
+                np.testing.assert_allclose(indexed[b, :, slot], dense[b, :, a], rtol=1e-5)
+
+    from crowd_keras.models import CrowdModel
+
+    clf = keras.Sequential([keras.Input((5, 7)), keras.layers.Dense(3, activation="softmax")])
+    model = CrowdModel(clf, CommonNoiseAdaptation(6, 3, gate=AnnotatorGate(6, embedding_dim=3)))
+    out = ops.convert_to_numpy(model({"x": x, "annotator_ids": ids}))
+    assert out.shape == (4, 5, 3, 3)
+
+
 @pytest.mark.parametrize("with_features", [False, True])
 def test_gate_indexed_form_reads_only_the_listed_annotators(with_features):
     # ω for listed annotators gathers their rows before the (row-wise) map and normalisation:

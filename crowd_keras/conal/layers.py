@@ -51,6 +51,8 @@ class AnnotatorGate(keras.layers.Layer):
         * ``gate(x)``: ``x (batch, d)`` → ω ``(batch, annotators)``.
         * ``gate([x, annotator_ids])``: ids ``(batch, k)`` padded -1 → ω ``(batch, k)``
           (padding slots hold a meaningless value; the loss masks them).
+        * ``x (batch, time, d)``, a representation per time step: ω ``(batch, time,
+          annotators)`` or ``(batch, time, k)``.
     """
 
     def __init__(self, num_annotators: Optional[int] = None, embedding_dim: int = 20,
@@ -110,9 +112,13 @@ class AnnotatorGate(keras.layers.Layer):
         v = _l2_normalize(ops.matmul(x, self.instance_kernel) + self.instance_bias)  # (b, e)
         if indexed:
             u_k = ops.cast(self.annotator_embeddings(inputs[1]), v.dtype)         # (b, k, e)
+            if len(v.shape) == 3:   # a representation per time step: ω (b, t, k)
+                u_k, v = ops.expand_dims(u_k, 1), ops.expand_dims(v, 2)
+            else:
+                v = ops.expand_dims(v, 1)
             # u_k · v per slot: a product and a sum, not a batched matmul (as
             # batched_vector_matrix: cheaper for such small vectors on TensorFlow's CPU)
-            logits = ops.sum(u_k * ops.expand_dims(v, 1), axis=-1)                # (b, k)
+            logits = ops.sum(u_k * v, axis=-1)                                   # (b, [t,] k)
         else:
             u = self.annotator_embeddings()                                      # (A, e)
             logits = ops.matmul(v, ops.transpose(ops.cast(u, v.dtype)))           # (b, A)
