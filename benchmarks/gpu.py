@@ -354,28 +354,28 @@ def main(argv=None) -> int:
                 if args.alternate:
                     best, ratio, syncs = alternated_run(sim, (ids, labels), first, annotators,
                                                         precision, args, gpu, counted)
-                for repeat in range(0 if args.alternate else max(args.repeat, 1)):
-                    # interleaved: the same machine state
-                    def counter(key):   # the first repeat counts the host round trips
-                        if counted and repeat == 0:
-                            syncs[key] = SyncCount(keras.backend.backend())
-                            return syncs[key]
-                        return None
+                else:
+                    for repeat in range(max(args.repeat, 1)):   # interleaved: the same state
+                        def counter(key):   # the first repeat counts the host round trips
+                            if counted and repeat == 0:
+                                syncs[key] = SyncCount(keras.backend.backend())
+                                return syncs[key]
+                            return None
 
-                    runs = {"bare": lambda: keras_epoch(
-                        sim.x, first, classifier, "sparse_categorical_crossentropy",
-                        args.epochs, args.batch_size, keras.optimizers.Adam,
-                        counter("bare"))}
-                    for layer in args.layers:
-                        runs[layer] = lambda layer=layer: keras_epoch(
-                            sim.x, (ids, labels),
-                            lambda: CrowdModel(classifier(), noise_layer(layer, annotators)),
-                            None, args.epochs, args.batch_size, LazyAdam, counter(layer))
-                        if not args.no_peer and precision == "float32" and layer in PEERS:
-                            runs["peer " + layer] = lambda layer=layer: peer_epoch(
-                                layer, sim, args.epochs, args.batch_size, gpu)
-                    for key, run in runs.items():
-                        best[key] = min(best.get(key, np.inf), run())
+                        runs = {"bare": lambda: keras_epoch(
+                            sim.x, first, classifier, "sparse_categorical_crossentropy",
+                            args.epochs, args.batch_size, keras.optimizers.Adam,
+                            counter("bare"))}
+                        for layer in args.layers:
+                            runs[layer] = lambda layer=layer: keras_epoch(
+                                sim.x, (ids, labels),
+                                lambda: CrowdModel(classifier(), noise_layer(layer, annotators)),
+                                None, args.epochs, args.batch_size, LazyAdam, counter(layer))
+                            if not args.no_peer and precision == "float32" and layer in PEERS:
+                                runs["peer " + layer] = lambda layer=layer: peer_epoch(
+                                    layer, sim, args.epochs, args.batch_size, gpu)
+                        for key, run in runs.items():
+                            best[key] = min(best.get(key, np.inf), run())
                 bare = best["bare"]
                 for layer in args.layers:
                     crowd, peer = best[layer], best.get("peer " + layer, float("nan"))
