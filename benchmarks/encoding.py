@@ -10,8 +10,9 @@ the fastest process's first call (as in ``scaling.py``: this machine's timings v
 worst case for the (item, annotator) sort): 10 annotations per item, 10,000 annotators,
 5 classes; string ids are ``"task-N"`` / ``"user-N"`` (a prefix and a counter, the common
 case) or 32 random hex digits (hashed ids, where no word of the string has few values: the
-items hashed and checked, the 10,000 annotators factorised by pandas). Matrices have ``rows`` entries (rows/20 items × 20
-annotators or labeling functions), half of them missing (-1). Two more rows time the hex
+items hashed and checked, the 10,000 annotators factorised by pandas). Matrices have
+``rows`` entries (rows/20 items × 20 annotators or labeling functions), half of them
+missing (-1). Two more rows time the hex
 frame's two id columns alone, through ``crowd_keras.string_codes.column_codes`` (what
 ``from_frame`` uses) and through the peer, ``pandas.factorize(sort=True)``, and the line
 under the table gives their ratio in the same run.

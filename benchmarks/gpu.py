@@ -118,12 +118,19 @@ def steady(times: list) -> float:
     return float(min(times[1:])) if len(times) > 1 else float(times[0])
 
 
-def keras_epoch(x, y, make_model, loss, epochs: int, batch: int, optimizer,
-                syncs: "SyncCount | None" = None) -> float:
-    """Steady epoch time; with ``syncs``, one more epoch of the compiled model is counted."""
+def compiled_model(make_model, loss, optimizer) -> keras.Model:
+    """``make_model()`` seeded (the same start for every run) and compiled with
+    ``optimizer(1e-3)``."""
     keras.utils.set_random_seed(0)
     model = make_model()
     model.compile(optimizer(1e-3), loss=loss)
+    return model
+
+
+def keras_epoch(x, y, make_model, loss, epochs: int, batch: int, optimizer,
+                syncs: "SyncCount | None" = None) -> float:
+    """Steady epoch time; with ``syncs``, one more epoch of the compiled model is counted."""
+    model = compiled_model(make_model, loss, optimizer)
     timer = EpochTimer()
     model.fit(x, y, epochs=epochs, batch_size=batch, verbose=0, callbacks=[timer])
     if syncs is not None:
@@ -157,9 +164,7 @@ def median_ratio(times: list, base: list) -> float:
 
 def epoch_fit(x, y, make_model, loss, batch: int, optimizer):
     """A compiled model's ``fit`` of one epoch, as a function."""
-    keras.utils.set_random_seed(0)
-    model = make_model()
-    model.compile(optimizer(1e-3), loss=loss)
+    model = compiled_model(make_model, loss, optimizer)
     return lambda: model.fit(x, y, epochs=1, batch_size=batch, verbose=0)
 
 
