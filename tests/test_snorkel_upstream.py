@@ -54,8 +54,19 @@ NOT_APPLICABLE = {
 }
 
 
+class _SeededLabelModel(LabelModel):
+    """Snorkel's ``LabelModel`` with ``fit``'s seed fixed where a test gives none. Snorkel's
+    default seed is drawn once per process (``np.random.randint`` when it is imported), so
+    an unseeded fit changes from run to run: upstream's ``test_predict`` fails for about
+    one seed in 60 (seed 30 of 0-59 predicts a label, not the abstains), which made CI
+    fail at random."""
+
+    def fit(self, *args, seed=0, **kwargs):
+        return super().fit(*args, seed=seed, **kwargs)
+
+
 def _snorkel(cardinality=2, **kw):
-    return LabelModel(cardinality=cardinality, verbose=False, **kw)
+    return _SeededLabelModel(cardinality=cardinality, verbose=False, **kw)
 
 
 def _crowd(cardinality=2, **kw):
