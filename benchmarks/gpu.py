@@ -25,8 +25,9 @@ between runs) that ratio holds still where the best epoch of separate runs does 
 The GPU records (``results/gpu.md`` on JAX, ``results/gpu_torch.md`` on torch) were made on a
 machine with CUDA builds of jax and torch and no TensorFlow, the project on ``PYTHONPATH``::
 
-    KERAS_BACKEND=jax TF_CPP_MIN_LOG_LEVEL=0 python benchmarks/record.py gpu.py --repeat 2
-    KERAS_BACKEND=torch python benchmarks/record.py --as gpu_torch gpu.py --annotators 10000
+    KERAS_BACKEND=jax python benchmarks/record.py gpu.py --alternate 8
+    KERAS_BACKEND=torch python benchmarks/record.py --as gpu_torch gpu.py --annotators 10000 \
+        --alternate 3
 
 On a GPU the table also counts the host round trips of a training epoch: after the timed
 epochs each model trains one more epoch under the backend's guard (torch: CUDA's
@@ -54,6 +55,12 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+
+if os.environ.get("KERAS_BACKEND") == "jax":
+    # JAX's transfer guard logs through the C++ log, whose level jax sets to 1 (warnings) when
+    # unset: the host-sync count needs 0. The 2026-11-27 08:46 record ran without it and
+    # counted 0 transfers where the "disallow" guard then found our warm-up callback's.
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
 
 import keras  # noqa: E402
 
