@@ -188,6 +188,38 @@ def checked_noise_scale(init_scale: float, learning_rate_multiplier: float) -> t
     return float(init_scale), float(learning_rate_multiplier)
 
 
+def scalar_like(x: Any, value: float) -> Any:
+    """``value`` as a 0-d tensor of ``x``'s dtype: ``ops.cast(value, x.dtype)``, made on the
+    device.
+
+    Keras' torch backend turns a Python number given to an op (``ops.maximum(x, 1e-7)``)
+    into a new tensor on the device at every call: a host-to-device copy that makes the host
+    wait for the GPU, one per op and step (``benchmarks/gpu.py``'s host-sync count). A zero
+    made on the device plus the number is no copy on any backend; in a compiled graph
+    (TensorFlow, JAX) it is folded to a constant.
+    """
+    return ops.zeros((), dtype=keras.backend.standardize_dtype(x.dtype)) + value
+
+
+def batch_size_on_device(x: Any, dtype: Any = "float32") -> Any:
+    """The length of ``x``'s first axis as a 0-d ``dtype`` tensor, counted on the device: the
+    shape cast to a tensor would be a host-to-device copy at every step (see
+    :func:`scalar_like`)."""
+    first = x[(slice(None),) + (0,) * (len(x.shape) - 1)]
+    return ops.sum(ops.ones_like(first, dtype=dtype))
+
+
+def floor_at(x: Any, value: float) -> Any:
+    """``max(x, value)`` elementwise for a Python number ``value``, without a host copy of it
+    (:func:`scalar_like`)."""
+    return ops.maximum(x, scalar_like(x, value))
+
+
+def clip_probabilities(p: Any, eps: float) -> Any:
+    """``clip(p, eps, 1)``, without host copies of the bounds (:func:`scalar_like`)."""
+    return ops.clip(p, scalar_like(p, eps), scalar_like(p, 1.0))
+
+
 def weight_in_use(weight: Any, multiplier: float, dtype: Any) -> Any:
     """A noise layer's weight as used: the stored variable × ``learning_rate_multiplier``.
 

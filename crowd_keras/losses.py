@@ -35,7 +35,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from ._keras_utils import hide_masked_steps, keras_mask, split_padding
+from ._keras_utils import (batch_size_on_device, clip_probabilities, hide_masked_steps,
+                           keras_mask, split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
@@ -55,9 +56,7 @@ def _observed_mean(values: Any, mask: Any) -> Any:
     axes = tuple(range(1, len(values.shape)))
     per_item = ops.sum(values, axis=axes) if axes else values
     n_obs = ops.sum(ops.cast(mask, values.dtype))
-    # the batch size counted on the device (a shape cast to a tensor is a host-to-device copy
-    # at every step, which makes the host wait for a GPU under torch)
-    batch = ops.sum(ops.ones_like(per_item))
+    batch = batch_size_on_device(per_item, values.dtype)
     return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
 
 
@@ -97,7 +96,7 @@ class MaskedMultiCrossEntropy(_KerasMaskAware):
             nll = ops.sparse_categorical_crossentropy(safe, y_pred, from_logits=True)
         else:
             eps = keras.config.epsilon()
-            log_p = ops.log(ops.clip(y_pred, eps, 1.0))
+            log_p = ops.log(clip_probabilities(y_pred, eps))
             nll = -ops.squeeze(ops.take_along_axis(log_p, ops.expand_dims(safe, -1), axis=-1),
                                -1)
         return _observed_mean(nll, mask)

@@ -41,7 +41,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import n_rows
+from ._keras_utils import floor_at, n_rows
 from .annotations import Annotations
 from .callbacks import TruthValidation
 from .crowd_layer.regression import CrowdRegressionLayer
@@ -129,7 +129,7 @@ class CrowdModel(keras.Model):
             return noisy
         # Warm-up: the identity noise model, log p(y|x) for every annotator slot; the
         # multiplication by 0 also gives the noise layer a zero gradient.
-        log_p = out if self.from_logits else ops.log(ops.maximum(out, 1e-7))
+        log_p = out if self.from_logits else ops.log(floor_at(out, 1e-7))
         log_p = ops.log_softmax(log_p, axis=-1)
         identity = ops.broadcast_to(ops.expand_dims(ops.cast(log_p, noisy.dtype), -2),
                                     ops.shape(noisy))

@@ -21,14 +21,14 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (apply_annotator_matrices, checked_noise_scale, gather_annotators,
-                            identity_initializer, weight_in_use)
+from .._keras_utils import (apply_annotator_matrices, checked_noise_scale, floor_at,
+                            gather_annotators, identity_initializer, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
 
 def _l2_normalize(x: Any, axis: int = -1) -> Any:
-    return x / ops.sqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), 1e-12))
+    return x / ops.sqrt(floor_at(ops.sum(ops.square(x), axis=axis, keepdims=True), 1e-12))
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")

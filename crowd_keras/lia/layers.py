@@ -36,7 +36,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import gather_annotators, gather_rows, is_shape_list, split_padding
+from .._keras_utils import (batch_size_on_device, clip_probabilities, gather_annotators,
+                            gather_rows, is_shape_list, split_padding)
 
 __all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbedding"]
 
@@ -54,7 +55,7 @@ def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: 
     if regularizer is None:
         return
     rows = ops.cast(rows, "float32")
-    batch = ops.cast(ops.shape(rows)[0], "float32")
+    batch = batch_size_on_device(rows)
     layer.add_loss(ops.cast(regularizer(rows), "float32") * (float(n_rows) / batch))
 
 
@@ -364,9 +365,11 @@ class AnnotationLogLikelihoods(keras.layers.Layer):
         h, log_q, labels = inputs
         c = log_q.shape[-1]
         log_h = (ops.log_softmax(h, axis=-1) if self.from_logits
-                 else ops.log(ops.clip(h, _EPS, 1.0)))
+                 else ops.log(clip_probabilities(h, _EPS)))
         safe, mask = split_padding(labels)
-        onehot = ops.one_hot(safe, c, dtype=log_q.dtype) * ops.cast(mask, log_q.dtype)[..., None]
+        # one-hot as a comparison with arange (Keras' torch one_hot copies a host 0 every call)
+        hit = ops.equal(ops.expand_dims(safe, -1), ops.arange(c, dtype="int32"))
+        onehot = ops.cast(ops.logical_and(hit, ops.expand_dims(mask, -1)), log_q.dtype)
         observed = ops.einsum("bkcl,bkl->bkc", log_q, onehot)
         return ops.concatenate([ops.expand_dims(ops.cast(log_h, log_q.dtype), 1), observed],
                                axis=1)

@@ -29,7 +29,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import batched_vector_matrix, gather_annotators, is_shape_list
+from .._keras_utils import batched_vector_matrix, floor_at, gather_annotators, is_shape_list
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
 
@@ -155,7 +155,7 @@ class MixtureOfGroups(keras.layers.Layer):
                 chosen = ops.expand_dims(chosen, 1)                      # (batch, 1, k, M)
             # Σ_m chosen[.., k, m] per_group[.., m, j]: (batch, [time,] k, K)
             out = batched_vector_matrix(chosen, ops.expand_dims(per_group, -3))
-        return ops.log(ops.maximum(out, ops.cast(self.epsilon, out.dtype)))
+        return ops.log(floor_at(out, self.epsilon))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if is_shape_list(input_shape):

@@ -14,6 +14,8 @@ from typing import Any
 import keras
 from keras import ops
 
+from .._keras_utils import batch_size_on_device, clip_probabilities
+
 __all__ = ["LabelCountCrossEntropy"]
 
 
@@ -49,16 +51,16 @@ class LabelCountCrossEntropy(keras.losses.Loss):
         if self.from_logits:
             log_p = ops.log_softmax(y_pred, axis=-1)
         else:
-            log_p = ops.log(ops.clip(y_pred, keras.config.epsilon(), 1.0))
+            log_p = ops.log(clip_probabilities(y_pred, keras.config.epsilon()))
         n_labels = ops.sum(counts, axis=-1)                               # (batch, [time])
         nll = -ops.sum(counts * log_p, axis=-1)
         if self.normalize:
             nll = nll / ops.maximum(n_labels, ops.ones_like(n_labels))
-        labelled = ops.cast(ops.greater(n_labels, 0), nll.dtype)
+        labelled = ops.cast(ops.greater(n_labels, ops.zeros_like(n_labels)), nll.dtype)
         axes = tuple(range(1, len(nll.shape)))
         per_item = ops.sum(nll, axis=axes) if axes else nll
         n_obs = ops.sum(labelled)
-        batch = ops.cast(ops.shape(per_item)[0], nll.dtype)
+        batch = batch_size_on_device(per_item, nll.dtype)
         return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
 
     def get_config(self) -> dict:
