@@ -18,7 +18,8 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
            "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
-           "hide_masked_steps", "first_mask", "KeepsTimeStepMask"]
+           "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "scalar_like",
+           "batch_size_on_device", "observed_mean", "floor_at", "clip_probabilities"]
 
 try:  # the one place that reads the mask Keras attaches to a tensor (no public accessor)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -207,6 +208,16 @@ def batch_size_on_device(x: Any, dtype: Any = "float32") -> Any:
     :func:`scalar_like`)."""
     first = x[(slice(None),) + (0,) * (len(x.shape) - 1)]
     return ops.sum(ops.ones_like(first, dtype=dtype))
+
+
+def observed_mean(values: Any, mask: Any) -> Any:
+    """Per-item values ``(batch,)`` whose batch mean is ``Σ values[mask] / n_observed``."""
+    values = ops.where(mask, values, ops.zeros_like(values))
+    axes = tuple(range(1, len(values.shape)))
+    per_item = ops.sum(values, axis=axes) if axes else values
+    n_obs = ops.sum(ops.cast(mask, values.dtype))
+    batch = batch_size_on_device(per_item, values.dtype)
+    return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
 
 
 def floor_at(x: Any, value: float) -> Any:

@@ -35,8 +35,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from ._keras_utils import (batch_size_on_device, clip_probabilities, hide_masked_steps,
-                           keras_mask, split_padding)
+from ._keras_utils import (clip_probabilities, hide_masked_steps, keras_mask, observed_mean,
+                           split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
@@ -48,16 +48,6 @@ def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
                                         for g, e in zip(got, expected)):
         raise ValueError(f"{what}: targets of shape {got} do not match predictions; expected "
                          f"{expected} (one entry per item and annotator slot)")
-
-
-def _observed_mean(values: Any, mask: Any) -> Any:
-    """Per-item values ``(batch,)`` whose batch mean is ``Σ values[mask] / n_observed``."""
-    values = ops.where(mask, values, ops.zeros_like(values))
-    axes = tuple(range(1, len(values.shape)))
-    per_item = ops.sum(values, axis=axes) if axes else values
-    n_obs = ops.sum(ops.cast(mask, values.dtype))
-    batch = batch_size_on_device(per_item, values.dtype)
-    return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
 
 
 class _KerasMaskAware(keras.losses.Loss):
@@ -99,7 +89,7 @@ class MaskedMultiCrossEntropy(_KerasMaskAware):
             log_p = ops.log(clip_probabilities(y_pred, eps))
             nll = -ops.squeeze(ops.take_along_axis(log_p, ops.expand_dims(safe, -1), axis=-1),
                                -1)
-        return _observed_mean(nll, mask)
+        return observed_mean(nll, mask)
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -126,4 +116,4 @@ class MaskedMultiMSE(_KerasMaskAware):
         y_true = ops.cast(y_true, y_pred.dtype)
         mask = ops.logical_not(ops.isnan(y_true))
         diff = y_pred - ops.where(mask, y_true, ops.zeros_like(y_true))
-        return _observed_mean(ops.square(diff), mask)
+        return observed_mean(ops.square(diff), mask)

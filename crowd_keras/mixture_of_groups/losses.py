@@ -14,7 +14,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from .._keras_utils import batch_size_on_device, clip_probabilities
+from .._keras_utils import clip_probabilities, observed_mean
 
 __all__ = ["LabelCountCrossEntropy"]
 
@@ -56,12 +56,7 @@ class LabelCountCrossEntropy(keras.losses.Loss):
         nll = -ops.sum(counts * log_p, axis=-1)
         if self.normalize:
             nll = nll / ops.maximum(n_labels, ops.ones_like(n_labels))
-        labelled = ops.cast(ops.greater(n_labels, ops.zeros_like(n_labels)), nll.dtype)
-        axes = tuple(range(1, len(nll.shape)))
-        per_item = ops.sum(nll, axis=axes) if axes else nll
-        n_obs = ops.sum(labelled)
-        batch = batch_size_on_device(per_item, nll.dtype)
-        return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
+        return observed_mean(nll, ops.greater(n_labels, ops.zeros_like(n_labels)))
 
     def get_config(self) -> dict:
         config = super().get_config()
