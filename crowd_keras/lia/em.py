@@ -478,9 +478,10 @@ class FeatureFreeLIA(Params):
             self._grads[name] = grads[lo:lo + size].reshape(shapes[name])
         if not self.annotator_l2:   # no penalty: the table is updated lazily, on its own
             weights["competence_table"] = table
-        # an item's record as one value: numpy gathers and (4x faster) scatters such a 1-d
-        # array's elements whole, a 2-d array's rows through its general indexing
-        self._item_rows = items.reshape(-1).view(np.dtype((np.void, 8 * e * items.itemsize)))
+        # an item's record (4 × 2E floats) as one value: numpy gathers and (4x faster)
+        # scatters such a 1-d array's elements whole, a 2-d array's rows through its general
+        # indexing
+        self._item_rows = items.reshape(-1).view(np.dtype((np.void, items[0].nbytes)))
         self._dense, self._flat_grads = flat, grads
         self.weights_ = weights
         # the item tables' L2, 2·l2/b per entry of a batch's (b, 2E) rows (whole: no broadcast
