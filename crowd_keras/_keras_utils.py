@@ -19,13 +19,18 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "scalar_like",
-           "batch_size_on_device", "observed_mean", "floor_at", "clip_probabilities"]
+           "batch_size_on_device", "observed_mean", "floor_at", "clip_probabilities",
+           "softmax", "softmax_logits", "with_keras_mask"]
 
-try:  # the one place that reads the mask Keras attaches to a tensor (no public accessor)
+try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
     from keras.src.backend import get_keras_mask as _get_keras_mask
+    from keras.src.backend import set_keras_mask as _set_keras_mask
 except ImportError:  # pragma: no cover - other Keras 3 releases
     def _get_keras_mask(x: Any) -> Any:
         return getattr(x, "_keras_mask", None)
+
+    def _set_keras_mask(x: Any, mask: Any) -> None:
+        x._keras_mask = mask
 
 
 @contextlib.contextmanager
@@ -231,6 +236,41 @@ def clip_probabilities(p: Any, eps: float) -> Any:
     return ops.clip(p, scalar_like(p, eps), scalar_like(p, 1.0))
 
 
+def softmax(x: Any, axis: int = -1) -> Any:
+    """``ops.softmax(x, axis)``, computed on TensorFlow as ``exp(log_softmax(x))``.
+
+    The crowd layers' softmaxes run on tiny tensors at every step (mixture of groups' (M, K, K)
+    confusions and (batch, k, M) memberships, LIA's (batch, k, C, C) rows). TensorFlow's CPU
+    build hands ``Softmax`` to oneDNN, whose call costs far more than the arithmetic: forward
+    and backward of a (3, 8, 8) softmax took about 195 µs more than no softmax, against about
+    26 µs for ``exp(log_softmax)`` (two cores, best fifths of 15 rounds). The two agree to
+    rounding. Other backends: ``ops.softmax`` (one fused kernel).
+    """
+    if keras.backend.backend() == "tensorflow":
+        return ops.exp(ops.log_softmax(x, axis=axis))
+    return ops.softmax(x, axis=axis)
+
+
+def softmax_logits(probs: Any) -> Any:
+    """The logits ``z`` of probabilities made as ``softmax(z)`` over the last axis, or None.
+
+    TensorFlow graph tensors only, where the producing op can be read: a ``Softmax`` op
+    (TensorFlow's softmax over another axis ends in a transpose, so this is the last axis),
+    the same test Keras' own TensorFlow losses use to take a classifier's logits. Elsewhere
+    (eager tensors, torch, JAX) None: the ``_keras_logits`` that Keras attaches there is also
+    set by a sigmoid, so it does not say which activation made the tensor.
+
+    Why: ``CrowdModel`` wants both the probabilities and their log. From the logits that is
+    ``exp(log_softmax(z))`` and ``log_softmax(z)``, one pass each, instead of the oneDNN
+    ``Softmax`` plus a floor, a log and another ``log_softmax``; on the CPU a softmax over a
+    (64, 8) batch costs more in oneDNN's call than in its arithmetic.
+    """
+    op = getattr(probs, "op", None)
+    if op is None or getattr(op, "type", None) != "Softmax" or len(op.inputs) != 1:
+        return None
+    return op.inputs[0]
+
+
 def weight_in_use(weight: Any, multiplier: float, dtype: Any) -> Any:
     """A noise layer's weight as used: the stored variable × ``learning_rate_multiplier``.
 
@@ -245,6 +285,14 @@ def keras_mask(x: Any) -> Any:
     """The Keras mask attached to ``x`` (e.g. ``(batch, time)`` from ``Embedding(mask_zero=True)``
     through the layers that propagate it), or None."""
     return _get_keras_mask(x)
+
+
+def with_keras_mask(x: Any, mask: Any) -> Any:
+    """``x`` carrying the Keras mask ``mask`` (None: unchanged), for a tensor computed from a
+    masked one outside a layer, so that the next layer still sees the mask."""
+    if mask is not None:
+        _set_keras_mask(x, mask)
+    return x
 
 
 def first_mask(mask: Any) -> Any:

@@ -41,7 +41,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import floor_at, n_rows
+from ._keras_utils import floor_at, keras_mask, n_rows, softmax_logits, with_keras_mask
 from .annotations import Annotations
 from .callbacks import TruthValidation
 from .crowd_layer.regression import CrowdRegressionLayer
@@ -116,7 +116,11 @@ class CrowdModel(keras.Model):
         else:
             x, ids = inputs, None
         out = self.classifier(x, training=training)
-        probs = ops.softmax(out, axis=-1) if self.from_logits else out
+        # From the logits when they are known (from_logits, or a TensorFlow softmax output):
+        # the probabilities and the warm-up's log-probabilities from one log_softmax.
+        logits = out if self.from_logits else softmax_logits(out)
+        log_p = None if logits is None else ops.log_softmax(logits, axis=-1)
+        probs = out if log_p is None else with_keras_mask(ops.exp(log_p), keras_mask(out))
         if not self.uses_features:
             noisy = self.noise_layer(probs) if ids is None else self.noise_layer([probs, ids])
         else:
@@ -129,12 +133,13 @@ class CrowdModel(keras.Model):
             return noisy
         # Warm-up: the identity noise model, log p(y|x) for every annotator slot; the
         # multiplication by 0 also gives the noise layer a zero gradient.
-        log_p = out if self.from_logits else ops.log(floor_at(out, 1e-7))
-        log_p = ops.log_softmax(log_p, axis=-1)
+        if log_p is None:
+            log_p = ops.log_softmax(ops.log(floor_at(out, 1e-7)), axis=-1)
         identity = ops.broadcast_to(ops.expand_dims(ops.cast(log_p, noisy.dtype), -2),
                                     ops.shape(noisy))
         on = ops.cast(self.noise_on, noisy.dtype)
-        return on * noisy + (1.0 - on) * identity
+        # the noise layer's time-step mask (a sequence model's padding) stays on the output
+        return with_keras_mask(on * noisy + (1.0 - on) * identity, keras_mask(noisy))
 
     # ------------------------------------------------------------------ training API
     def compile(self, optimizer: Any = "adam", loss: Any = None, **kwargs: Any) -> None:

@@ -411,3 +411,107 @@ def test_a_step_multiplies_the_annotator_slots_without_a_batched_matmul(noise, s
     types = {op.type for op in graph.get_operations()}
     assert "ResourceGather" in types   # the indexed form was traced
     assert not {t for t in types if t.startswith("BatchMatMul")}, sorted(types)
+
+
+def _noise_layer(noise, n_annotators):
+    from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation, MixtureOfGroups
+
+    return {"CrowdLayer MW": lambda: CrowdLayer(n_annotators, "MW"),
+            "CoNAL with gate": lambda: CommonNoiseAdaptation(
+                n_annotators, K, gate=AnnotatorGate(n_annotators, embedding_dim=4)),
+            "MixtureOfGroups": lambda: MixtureOfGroups(3, K, num_annotators=n_annotators),
+            }[noise]()
+
+
+@pytest.mark.parametrize("noise", ["CrowdLayer MW", "CoNAL with gate", "MixtureOfGroups"])
+def test_outputs_are_the_noise_layer_on_the_classifiers_softmax(noise):
+    """On and off warm-up, CrowdModel's output is the noise layer on ``softmax(logits)`` and
+    the identity ``log softmax(logits)``, computed here apart from the model (the model takes
+    them from the logits; see ``softmax_logits``)."""
+    ops = keras.ops
+    keras.utils.set_random_seed(3)
+    clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(K, activation="softmax")])
+    model = CrowdModel(clf, _noise_layer(noise, 11))
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 10)).astype("float32") * 3
+    ids = np.array([[0, 3, -1], [4, 10, -1], [2, 1, 0], [5, -1, -1]], "int32")
+    inputs = {"x": x, "annotator_ids": ids}
+    model(inputs)                                            # build
+    kernel, bias = (ops.convert_to_numpy(w) for w in clf.layers[-1].weights)
+    logits = x @ kernel + bias
+    probs = ops.softmax(ops.convert_to_tensor(logits))
+    layer_in = [probs, ids, x] if model.uses_features else [probs, ids]
+    noisy = ops.convert_to_numpy(model.noise_layer(layer_in))
+    log_p = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1,
+                                                                                keepdims=True))
+    log_p -= logits.max(-1, keepdims=True)
+    for on, want in ((1.0, noisy), (0.0, np.broadcast_to(log_p[:, None, :], noisy.shape))):
+        model.noise_on.assign(on)
+        np.testing.assert_allclose(ops.convert_to_numpy(model(inputs)), want, atol=2e-5)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="TensorFlow's CPU kernels: oneDNN's Softmax op")
+@pytest.mark.parametrize("noise", ["CrowdLayer MW", "CoNAL with gate", "MixtureOfGroups"])
+def test_a_step_has_no_softmax_op(noise):
+    """A training step computes its softmaxes as ``exp(log_softmax)``, the classifier's from
+    its logits: TensorFlow's CPU ``Softmax`` (oneDNN) costs more per call than the
+    arithmetic of such small tensors (see ``crowd_keras._keras_utils.softmax``)."""
+    import tensorflow as tf
+
+    clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(K, activation="softmax")])
+    model = CrowdModel(clf, _noise_layer(noise, 11))
+    x = np.zeros((4, 10), "float32")
+    ids = np.array([[0, 3, -1], [4, 10, -1], [2, 1, 0], [5, -1, -1]], "int32")
+    model({"x": x, "annotator_ids": ids})   # build
+
+    def forward_and_gradient(x, ids):
+        with tf.GradientTape() as tape:
+            out = model({"x": x, "annotator_ids": ids}, training=True)
+            loss = tf.reduce_sum(out * out)
+        return out, tape.gradient(loss, model.trainable_variables)
+
+    graph = tf.function(forward_and_gradient).get_concrete_function(
+        tf.TensorSpec((None, 10)), tf.TensorSpec((None, 3), tf.int32)).graph
+    ops_by_type = {}
+    for op in graph.get_operations():
+        ops_by_type.setdefault(op.type, []).append(op)
+    assert "LogSoftmax" in ops_by_type
+    # the classifier's own Softmax is traced, but nothing reads it (the run prunes it)
+    used = [op.name for op in ops_by_type.get("Softmax", []) if op.outputs[0].consumers()]
+    assert not used, used
+
+
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_a_sequence_crowd_model_keeps_the_time_step_mask(warmup):
+    """Padded time steps (``Embedding(mask_zero=True)``) carry no loss, warm-up or not: labels
+    put on them change neither the loss nor the trained weights."""
+    steps, annotators, k = 7, 6, 3
+    words = np.array([[3, 4, 5, 0, 0, 0, 0], [6, 7, 8, 9, 1, 2, 0]], "int32")
+    ids = np.array([[0, 1, -1], [2, 3, 4]], "int32")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, k, (2, steps, 3)).astype("int32")
+    y[np.broadcast_to(ids[:, None, :] < 0, y.shape)] = -1
+    pad = np.broadcast_to((words == 0)[..., None], y.shape) & (y >= 0)
+    y_other = np.where(pad, (y + 1) % k, y)          # other real labels on the padding
+
+    def trained(labels):
+        keras.utils.set_random_seed(0)
+        clf = keras.Sequential([keras.Input((steps,), dtype="int32"),
+                                keras.layers.Embedding(20, 8, mask_zero=True),
+                                keras.layers.LSTM(4, return_sequences=True),
+                                keras.layers.Dense(k, activation="softmax")])
+        model = CrowdModel(clf, CrowdLayer(annotators), warmup_epochs=warmup)
+        model.compile(keras.optimizers.Adam(0.05))
+        out = model({"x": words, "annotator_ids": ids})
+        mask = keras.ops.convert_to_numpy(out._keras_mask)
+        np.testing.assert_array_equal(mask, words > 0)
+        loss = model.evaluate(words, (ids, labels), verbose=0)
+        model.fit(words, (ids, labels), epochs=2, batch_size=2, verbose=0, shuffle=False)
+        return loss, [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
+
+    (loss, weights), (loss_other, weights_other) = trained(y), trained(y_other)
+    assert np.isclose(loss, loss_other)
+    for a, b in zip(weights, weights_other):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+

@@ -37,7 +37,7 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (batch_size_on_device, clip_probabilities, gather_annotators,
-                            gather_rows, is_shape_list, split_padding)
+                            gather_rows, is_shape_list, softmax, split_padding)
 
 __all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbedding"]
 
@@ -299,7 +299,7 @@ class DifficultyCompetence(keras.layers.Layer):
         logits = z[..., 0] if self.latent_dim == 1 else ops.logsumexp(z, axis=-1)  # (b, k, C, C)
         if self.output_mode == "log_probs":
             return ops.log_softmax(logits, axis=-1)
-        return ops.softmax(logits, axis=-1)
+        return softmax(logits, axis=-1)
 
     # ------------------------------------------------------------------ forward
     def call(self, inputs: Any) -> Any:

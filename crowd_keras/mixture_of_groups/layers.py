@@ -29,7 +29,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import batched_vector_matrix, floor_at, gather_annotators, is_shape_list
+from .._keras_utils import (batched_vector_matrix, floor_at, gather_annotators, is_shape_list,
+                            softmax)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
 
@@ -116,7 +117,7 @@ class MixtureOfGroups(keras.layers.Layer):
 
     # ------------------------------------------------------------------ forward
     def _betas(self, dtype: Any) -> Any:
-        return ops.softmax(ops.cast(self.confusion_logits, dtype), axis=-1)      # (M, K, K)
+        return softmax(ops.cast(self.confusion_logits, dtype), axis=-1)          # (M, K, K)
 
     def call(self, inputs: Any) -> Any:
         if isinstance(inputs, (list, tuple)):
@@ -131,7 +132,7 @@ class MixtureOfGroups(keras.layers.Layer):
         if self.individual:
             return self._individual(inputs, None)
         beta = self._betas(inputs.dtype)
-        alpha = ops.softmax(ops.cast(self.group_logits, inputs.dtype))
+        alpha = softmax(ops.cast(self.group_logits, inputs.dtype))
         mixed = ops.einsum("m,mkj->kj", alpha, beta)                  # Σ_m α_m β_m (K, K)
         return ops.matmul(inputs, mixed)                                # Eq. 3
 
@@ -142,7 +143,7 @@ class MixtureOfGroups(keras.layers.Layer):
         # Keras' Dense; the einsum on sequences ran as a batched matmul over the items
         per_group = ops.tensordot(probs, beta, axes=[[-1], [1]])
         if ids is None:
-            member = ops.softmax(ops.cast(self.membership_logits, probs.dtype), axis=-1)  # (A, M)
+            member = softmax(ops.cast(self.membership_logits, probs.dtype), axis=-1)  # (A, M)
             out = ops.einsum("btmj,am->btaj" if seq else "bmj,am->baj", per_group, member)
         else:
             if len(ids.shape) != 2:
@@ -150,7 +151,7 @@ class MixtureOfGroups(keras.layers.Layer):
             # the listed annotators' rows, then the (row-wise) softmax: O(batch) per step, and
             # a gradient on those rows only (a sparse update with LazyAdam)
             logits, _ = gather_annotators(self.membership_logits, ids)   # (batch, k, M)
-            chosen = ops.softmax(ops.cast(logits, probs.dtype), axis=-1)
+            chosen = softmax(ops.cast(logits, probs.dtype), axis=-1)
             if seq:
                 chosen = ops.expand_dims(chosen, 1)                      # (batch, 1, k, M)
             # Σ_m chosen[.., k, m] per_group[.., m, j]: (batch, [time,] k, K)
