@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any
 
 import keras
@@ -63,6 +64,14 @@ class LazyAdam(keras.optimizers.Adam):
 
     def _backend_update_step(self, grads: list, trainable_variables: list,
                              learning_rate: Any) -> None:
+        if keras.backend.backend() == "tensorflow":
+            # the step's scalars, made once per step (and device) for all variables while
+            # the update is traced: see _step_scalars
+            self._scalars = types.SimpleNamespace(made={})
+            try:
+                return super()._backend_update_step(grads, trainable_variables, learning_rate)
+            finally:
+                self._scalars = None
         fused = _torch_fused_adam() if keras.backend.backend() == "torch" else None
         if fused is None:
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
@@ -82,13 +91,10 @@ class LazyAdam(keras.optimizers.Adam):
         import tensorflow as tf  # only reached on the TensorFlow backend
 
         if not isinstance(gradient, tf.IndexedSlices):
-            return super().update_step(gradient, variable, learning_rate)
+            return self._fused_dense_update(gradient, variable, learning_rate)
         dtype = variable.dtype
         rows, g = sum_repeated_rows(gradient.indices, ops.cast(gradient.values, dtype))
-        step = ops.cast(self.iterations + 1, dtype)
-        b1_power = ops.power(ops.cast(self.beta_1, dtype), step)
-        b2_power = ops.power(ops.cast(self.beta_2, dtype), step)
-        alpha = ops.cast(learning_rate, dtype) * ops.sqrt(1 - b2_power) / (1 - b1_power)
+        alpha = self._step_scalars(variable, learning_rate).alpha
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
 
@@ -109,3 +115,50 @@ class LazyAdam(keras.optimizers.Adam):
         for target, value in updates:
             self.assign(target, tf.IndexedSlices(value, rows))
         self.assign_sub(variable, tf.IndexedSlices(step_rows, rows))
+
+    def _fused_dense_update(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
+        """Adam's update of a dense gradient as TensorFlow's one fused op per variable
+        (``ResourceApplyAdam``, ``ResourceApplyAdamWithAmsgrad``): the arithmetic of
+        ``keras.optimizers.Adam.update_step`` (same formulas, same order), which on the
+        TensorFlow backend runs as about fifteen small ops per variable. On the CPU each op
+        costs more in the executor than in its arithmetic for the small weights of a crowd
+        layer or a classifier head."""
+        import tensorflow as tf
+
+        c = self._step_scalars(variable, learning_rate)
+        index = self._get_variable_index(variable)
+        args = dict(var=variable.handle, m=self._momentums[index].value.handle,
+                    v=self._velocities[index].value.handle, beta1_power=c.beta_1_power,
+                    beta2_power=c.beta_2_power, lr=c.learning_rate, beta1=c.beta_1,
+                    beta2=c.beta_2, epsilon=c.epsilon,
+                    grad=ops.cast(gradient, variable.dtype))
+        if self.amsgrad:
+            tf.raw_ops.ResourceApplyAdamWithAmsgrad(
+                vhat=self._velocity_hats[index].value.handle, **args)
+        else:
+            tf.raw_ops.ResourceApplyAdam(**args)
+
+    def _step_scalars(self, variable: Any, learning_rate: Any) -> Any:
+        """Adam's scalars of this step in ``variable``'s dtype: β₁ᵗ, β₂ᵗ, the learning rate,
+        β₁, β₂, ε and the step size ``alpha = lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ)``.
+
+        Made once per step for all variables of a dtype and device (Keras' Adam makes them
+        for each variable: two powers, casts and reads of the step counter per variable,
+        about half of a crowd model's optimizer ops on TensorFlow, which does not merge
+        them). Outside :meth:`_backend_update_step` (no cache) they are made afresh.
+        """
+        dtype = variable.dtype
+        cache = getattr(getattr(self, "_scalars", None), "made", None)
+        key = (dtype, getattr(variable, "device", None))
+        if cache is not None and key in cache:
+            return cache[key]
+        step = ops.cast(self.iterations + 1, dtype)
+        c = types.SimpleNamespace(
+            beta_1=ops.cast(self.beta_1, dtype), beta_2=ops.cast(self.beta_2, dtype),
+            epsilon=ops.cast(self.epsilon, dtype), learning_rate=ops.cast(learning_rate, dtype))
+        c.beta_1_power = ops.power(c.beta_1, step)
+        c.beta_2_power = ops.power(c.beta_2, step)
+        c.alpha = c.learning_rate * ops.sqrt(1 - c.beta_2_power) / (1 - c.beta_1_power)
+        if cache is not None:
+            cache[key] = c
+        return c

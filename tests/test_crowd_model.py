@@ -515,3 +515,45 @@ def test_a_sequence_crowd_model_keeps_the_time_step_mask(warmup):
     for a, b in zip(weights, weights_other):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_lazy_adam_on_dense_weights_is_keras_adam(amsgrad):
+    """LazyAdam's dense update (TensorFlow: one fused op per weight, the step's scalars made
+    once) gives Keras Adam's weights."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 5)).astype("float32")
+    y = rng.integers(0, 3, 64)
+
+    def weights_after(optimizer):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(4, activation="relu"),
+                                  keras.layers.Dense(3)])
+        model.compile(optimizer, loss=keras.losses.SparseCategoricalCrossentropy(True))
+        model.fit(x, y, epochs=5, batch_size=8, verbose=0, shuffle=False)
+        return [keras.ops.convert_to_numpy(w) for w in model.weights]
+
+    ref = weights_after(keras.optimizers.Adam(0.01, amsgrad=amsgrad))
+    got = weights_after(LazyAdam(0.01, amsgrad=amsgrad))
+    for a, b in zip(ref, got):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    start = weights_after(keras.optimizers.SGD(0.0))
+    assert max(np.abs(a - b).max() for a, b in zip(ref, start)) > 0.01   # they moved
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="the TensorFlow update's ops")
+def test_lazy_adam_makes_the_steps_scalars_once_for_all_weights():
+    """Keras' Adam makes β₁ᵗ and β₂ᵗ (two powers, casts, reads of the step counter) for each
+    weight; LazyAdam once per step: two powers however many weights, dense or sparse."""
+    import tensorflow as tf
+
+    weights = [keras.Variable(np.ones((3, 2), "float32")) for _ in range(4)]
+    opt = LazyAdam(0.1)
+    opt.build(weights)
+    grads = [tf.ones((3, 2)) for _ in range(3)]
+    grads.append(tf.IndexedSlices(tf.ones((2, 2)), tf.constant([0, 2])))   # a sparse one
+
+    graph = tf.function(lambda: opt.apply(grads, weights)).get_concrete_function().graph
+    types = [op.type for op in graph.get_operations()]
+    assert types.count("Pow") == 2, sorted(types)
+    assert types.count("ResourceApplyAdam") == 3
