@@ -290,7 +290,12 @@ def alternated_run(sim, targets, first, annotators: int, precision: str, args, g
     """``--alternate``: ``(median epoch by model, median crowd / bare ratio by layer, host
     sync counts)``; crowd-kit's layers are timed as without it (their own loop)."""
     fits = {"bare": epoch_fit(sim.x, first, classifier, "sparse_categorical_crossentropy",
-                              args.batch_size, keras.optimizers.Adam)}
+                              args.batch_size, keras.optimizers.Adam),
+            # the same classifier under the crowd models' optimizer: shows how much of a
+            # crowd / bare ratio is the optimizer's rather than the noise layer's
+            "bare LazyAdam": epoch_fit(sim.x, first, classifier,
+                                       "sparse_categorical_crossentropy", args.batch_size,
+                                       LazyAdam)}
     for layer in args.layers:
         fits[layer] = epoch_fit(
             sim.x, targets,
@@ -299,6 +304,7 @@ def alternated_run(sim, targets, first, annotators: int, precision: str, args, g
     times = alternating_epochs(fits, args.alternate)
     best = {key: float(np.median(t)) for key, t in times.items()}
     ratio = {layer: median_ratio(times[layer], times["bare"]) for layer in args.layers}
+    ratio["bare LazyAdam"] = median_ratio(times["bare LazyAdam"], times["bare"])
     syncs = {}
     for key, fit in fits.items() if counted else ():   # one more epoch, counted
         syncs[key] = SyncCount(keras.backend.backend())
@@ -399,6 +405,10 @@ def main(argv=None) -> int:
                           f"{crowd * 1e3:.0f} ms | {ratio.get(layer, crowd / bare):.2f} | "
                           f"{peer_cells} | "
                           f"{sync_cell} |", flush=True)
+                if "bare LazyAdam" in best:   # --alternate: the optimizer's share
+                    print(f"| {precision} | none (bare classifier, LazyAdam) | {annotators:,} | "
+                          f"{bare * 1e3:.0f} ms | {best['bare LazyAdam'] * 1e3:.0f} ms | "
+                          f"{ratio['bare LazyAdam']:.2f} | n/a | n/a | n/a |", flush=True)
                 for key, count in syncs.items():
                     for where, n in count.where.items():
                         places.setdefault((key, where), []).append(
