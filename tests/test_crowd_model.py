@@ -381,8 +381,6 @@ def test_a_step_multiplies_the_annotator_slots_without_a_batched_matmul(noise, s
     """The per-slot vector × matrix products of the indexed layers (and their gradients) are
     broadcast products and sums: TensorFlow's batched matmul of such small matrices costs
     more per call than the arithmetic (see ``batched_vector_matrix``)."""
-    import tensorflow as tf
-
     from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation, MixtureOfGroups
 
     n_annotators = 11
@@ -399,6 +397,16 @@ def test_a_step_multiplies_the_annotator_slots_without_a_batched_matmul(noise, s
     x = np.zeros((4,) + shape, "float32")
     ids = np.array([[0, 3, -1], [4, 10, -1], [2, 1, 0], [5, -1, -1]], dtype="int32")
     model({"x": x, "annotator_ids": ids})   # build
+    graph = _training_step_graph(model, shape)
+    types = {op.type for op in graph.get_operations()}
+    assert "ResourceGather" in types   # the indexed form was traced
+    assert not {t for t in types if t.startswith("BatchMatMul")}, sorted(types)
+
+
+def _training_step_graph(model, x_shape):
+    """The TensorFlow graph of a forward pass of ``model`` on ``{"x", "annotator_ids" (3
+    slots)}`` and the gradient of a loss on its output."""
+    import tensorflow as tf
 
     def forward_and_gradient(x, ids):
         with tf.GradientTape() as tape:
@@ -406,11 +414,8 @@ def test_a_step_multiplies_the_annotator_slots_without_a_batched_matmul(noise, s
             loss = tf.reduce_sum(out * out)
         return out, tape.gradient(loss, model.trainable_variables)
 
-    graph = tf.function(forward_and_gradient).get_concrete_function(
-        tf.TensorSpec((None,) + shape), tf.TensorSpec((None, 3), tf.int32)).graph
-    types = {op.type for op in graph.get_operations()}
-    assert "ResourceGather" in types   # the indexed form was traced
-    assert not {t for t in types if t.startswith("BatchMatMul")}, sorted(types)
+    return tf.function(forward_and_gradient).get_concrete_function(
+        tf.TensorSpec((None,) + tuple(x_shape)), tf.TensorSpec((None, 3), tf.int32)).graph
 
 
 def _noise_layer(noise, n_annotators):
@@ -457,23 +462,13 @@ def test_a_step_has_no_softmax_op(noise):
     """A training step computes its softmaxes as ``exp(log_softmax)``, the classifier's from
     its logits: TensorFlow's CPU ``Softmax`` (oneDNN) costs more per call than the
     arithmetic of such small tensors (see ``crowd_keras._keras_utils.softmax``)."""
-    import tensorflow as tf
-
     clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(K, activation="softmax")])
     model = CrowdModel(clf, _noise_layer(noise, 11))
     x = np.zeros((4, 10), "float32")
     ids = np.array([[0, 3, -1], [4, 10, -1], [2, 1, 0], [5, -1, -1]], "int32")
     model({"x": x, "annotator_ids": ids})   # build
-
-    def forward_and_gradient(x, ids):
-        with tf.GradientTape() as tape:
-            out = model({"x": x, "annotator_ids": ids}, training=True)
-            loss = tf.reduce_sum(out * out)
-        return out, tape.gradient(loss, model.trainable_variables)
-
-    graph = tf.function(forward_and_gradient).get_concrete_function(
-        tf.TensorSpec((None, 10)), tf.TensorSpec((None, 3), tf.int32)).graph
     ops_by_type = {}
+    graph = _training_step_graph(model, (10,))
     for op in graph.get_operations():
         ops_by_type.setdefault(op.type, []).append(op)
     assert "LogSoftmax" in ops_by_type
