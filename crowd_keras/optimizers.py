@@ -67,12 +67,12 @@ class LazyAdam(keras.optimizers.Adam):
                              learning_rate: Any) -> None:
         if keras.backend.backend() == "tensorflow":
             # the step size, made once per step (and device) for all variables while the
-            # update is traced: see _step_size
-            self._scalars = types.SimpleNamespace(made={})
+            # update is traced (see _step_size); a namespace, as Keras would wrap a dict
+            self._step_sizes = types.SimpleNamespace(by_key={})
             try:
                 return super()._backend_update_step(grads, trainable_variables, learning_rate)
             finally:
-                self._scalars = None
+                self._step_sizes = None
         fused = _torch_fused_adam() if keras.backend.backend() == "torch" else None
         if fused is None:
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
@@ -146,7 +146,7 @@ class LazyAdam(keras.optimizers.Adam):
         :meth:`_backend_update_step` (no cache) it is made afresh.
         """
         dtype = variable.dtype
-        cache = getattr(getattr(self, "_scalars", None), "made", None)
+        cache = getattr(getattr(self, "_step_sizes", None), "by_key", None)
         key = (dtype, getattr(variable, "device", None))
         if cache is not None and key in cache:
             return cache[key]
