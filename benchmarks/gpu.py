@@ -169,10 +169,43 @@ def median_ratio(times: list, base: list) -> float:
     return float(np.median(np.asarray(times) / np.asarray(base)))
 
 
+class StepTimer(keras.callbacks.Callback):
+    """The median wall time of a training step in each epoch (``medians``, one per epoch):
+    from one step's end to the next's, the first from its start. A burst of other work on a
+    shared machine slows some steps of an epoch, which the median leaves out and the epoch's
+    total keeps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.medians = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._steps, self._last = [], None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._last is None:
+            self._last = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = time.perf_counter()
+        self._steps.append(now - self._last)
+        self._last = now
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.medians.append(float(np.median(self._steps)))
+
+
 def epoch_fit(x, y, make_model, loss, batch: int, optimizer):
-    """A compiled model's ``fit`` of one epoch, as a function."""
+    """A compiled model's ``fit`` of one epoch, as a function; its ``step_medians`` lists the
+    median step time of each epoch it ran (:class:`StepTimer`)."""
     model = compiled_model(make_model, loss, optimizer)
-    return lambda: model.fit(x, y, epochs=1, batch_size=batch, verbose=0)
+    timer = StepTimer()
+
+    def fit():
+        model.fit(x, y, epochs=1, batch_size=batch, verbose=0, callbacks=[timer])
+
+    fit.step_medians = timer.medians
+    return fit
 
 
 def _where(stack) -> str:
@@ -305,6 +338,10 @@ def alternated_run(sim, targets, first, annotators: int, precision: str, args, g
     best = {key: float(np.median(t)) for key, t in times.items()}
     ratio = {layer: median_ratio(times[layer], times["bare"]) for layer in args.layers}
     ratio["bare LazyAdam"] = median_ratio(times["bare LazyAdam"], times["bare"])
+    # the same, from each epoch's median step (the compiling epoch left out)
+    counted_steps = {key: fit.step_medians[1:1 + args.alternate] for key, fit in fits.items()}
+    ratio.update({"step " + key: median_ratio(counted_steps[key], counted_steps["bare"])
+                  for key in fits if key != "bare"})
     syncs = {}
     for key, fit in fits.items() if counted else ():   # one more epoch, counted
         syncs[key] = SyncCount(keras.backend.backend())
@@ -316,6 +353,12 @@ def alternated_run(sim, targets, first, annotators: int, precision: str, args, g
             best["peer " + layer] = min(peer_epoch(layer, sim, args.epochs, args.batch_size, gpu)
                                         for _ in range(max(args.repeat, 1)))
     return best, ratio, syncs
+
+
+def step_cell(ratio: dict, key: str) -> str:
+    """The table's median-step ratio of ``key`` (``--alternate`` only), else n/a."""
+    value = ratio.get("step " + key)
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def main(argv=None) -> int:
@@ -345,6 +388,8 @@ def main(argv=None) -> int:
     name, gpu = device_name()
     how = (f"median epoch over {args.alternate} rounds of one epoch of each model in turn, "
            "after a compiling epoch (× bare: the median of the rounds' crowd / bare ratios; "
+           "median step: the same from each epoch's median step time, which leaves out "
+           "bursts of other work; "
            f"crowd-kit: best epoch after the first over {max(args.repeat, 1)} run(s))"
            if args.alternate else
            f"best epoch after the first over {max(args.repeat, 1)} interleaved run(s)")
@@ -357,8 +402,9 @@ def main(argv=None) -> int:
           "crowd-kit in its PyTorch loop on the same device\n")
     counted = gpu and keras.backend.backend() in ("torch", "jax")
     print("| precision | layer | annotators | bare classifier | crowd model | × bare | "
-          "crowd-kit | ours / crowd-kit | host syncs / epoch (bare, crowd) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "× bare, median step | crowd-kit | ours / crowd-kit | "
+          "host syncs / epoch (bare, crowd) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     places = {}
     for annotators in args.annotators:
         sim = simulate_crowd(n_items=args.items, n_classes=CLASSES, n_annotators=annotators,
@@ -403,12 +449,13 @@ def main(argv=None) -> int:
                                  else "n/a")
                     print(f"| {precision} | {layer} | {annotators:,} | {bare * 1e3:.0f} ms | "
                           f"{crowd * 1e3:.0f} ms | {ratio.get(layer, crowd / bare):.2f} | "
-                          f"{peer_cells} | "
+                          f"{step_cell(ratio, layer)} | {peer_cells} | "
                           f"{sync_cell} |", flush=True)
                 if "bare LazyAdam" in best:   # --alternate: the optimizer's share
                     print(f"| {precision} | none (bare classifier, LazyAdam) | {annotators:,} | "
                           f"{bare * 1e3:.0f} ms | {best['bare LazyAdam'] * 1e3:.0f} ms | "
-                          f"{ratio['bare LazyAdam']:.2f} | n/a | n/a | n/a |", flush=True)
+                          f"{ratio['bare LazyAdam']:.2f} | {step_cell(ratio, 'bare LazyAdam')} | "
+                          "n/a | n/a | n/a |", flush=True)
                 for key, count in syncs.items():
                     for where, n in count.where.items():
                         places.setdefault((key, where), []).append(
