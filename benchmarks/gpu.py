@@ -195,16 +195,19 @@ class StepTimer(keras.callbacks.Callback):
         self.medians.append(float(np.median(self._steps)))
 
 
-def epoch_fit(x, y, make_model, loss, batch: int, optimizer):
-    """A compiled model's ``fit`` of one epoch, as a function; its ``step_medians`` lists the
-    median step time of each epoch it ran (:class:`StepTimer`)."""
+def epoch_fit(x, y, make_model, loss, batch: int, optimizer, step_times: bool = False):
+    """A compiled model's ``fit`` of one epoch, as a function. With ``step_times`` its
+    ``step_medians`` lists the median step time of each epoch it ran (:class:`StepTimer`).
+    CPU only: a batch-end callback makes Keras read the step's logs back at every step, a
+    host sync per step on a GPU."""
     model = compiled_model(make_model, loss, optimizer)
-    timer = StepTimer()
+    timer = StepTimer() if step_times else None
 
     def fit():
-        model.fit(x, y, epochs=1, batch_size=batch, verbose=0, callbacks=[timer])
+        model.fit(x, y, epochs=1, batch_size=batch, verbose=0,
+                  callbacks=[timer] if timer else None)
 
-    fit.step_medians = timer.medians
+    fit.step_medians = timer.medians if timer else None
     return fit
 
 
@@ -322,26 +325,27 @@ def alternated_run(sim, targets, first, annotators: int, precision: str, args, g
                    counted: bool) -> tuple:
     """``--alternate``: ``(median epoch by model, median crowd / bare ratio by layer, host
     sync counts)``; crowd-kit's layers are timed as without it (their own loop)."""
+    steps = not gpu   # median step times on the CPU only (see epoch_fit)
     fits = {"bare": epoch_fit(sim.x, first, classifier, "sparse_categorical_crossentropy",
-                              args.batch_size, keras.optimizers.Adam),
+                              args.batch_size, keras.optimizers.Adam, steps),
             # the same classifier under the crowd models' optimizer: shows how much of a
             # crowd / bare ratio is the optimizer's rather than the noise layer's
             "bare LazyAdam": epoch_fit(sim.x, first, classifier,
                                        "sparse_categorical_crossentropy", args.batch_size,
-                                       LazyAdam)}
+                                       LazyAdam, steps)}
     for layer in args.layers:
         fits[layer] = epoch_fit(
             sim.x, targets,
             lambda layer=layer: CrowdModel(classifier(), noise_layer(layer, annotators)),
-            None, args.batch_size, LazyAdam)
+            None, args.batch_size, LazyAdam, steps)
     times = alternating_epochs(fits, args.alternate)
     best = {key: float(np.median(t)) for key, t in times.items()}
     ratio = {layer: median_ratio(times[layer], times["bare"]) for layer in args.layers}
     ratio["bare LazyAdam"] = median_ratio(times["bare LazyAdam"], times["bare"])
-    # the same, from each epoch's median step (the compiling epoch left out)
-    counted_steps = {key: fit.step_medians[1:1 + args.alternate] for key, fit in fits.items()}
-    ratio.update({"step " + key: median_ratio(counted_steps[key], counted_steps["bare"])
-                  for key in fits if key != "bare"})
+    if steps:   # the same, from each epoch's median step (the compiling epoch left out)
+        counted = {key: fit.step_medians[1:1 + args.alternate] for key, fit in fits.items()}
+        ratio.update({"step " + key: median_ratio(counted[key], counted["bare"])
+                      for key in fits if key != "bare"})
     syncs = {}
     for key, fit in fits.items() if counted else ():   # one more epoch, counted
         syncs[key] = SyncCount(keras.backend.backend())
@@ -388,8 +392,8 @@ def main(argv=None) -> int:
     name, gpu = device_name()
     how = (f"median epoch over {args.alternate} rounds of one epoch of each model in turn, "
            "after a compiling epoch (× bare: the median of the rounds' crowd / bare ratios; "
-           "median step: the same from each epoch's median step time, which leaves out "
-           "bursts of other work; "
+           "median step (CPU): the same from each epoch's median step time, which leaves "
+           "out bursts of other work; "
            f"crowd-kit: best epoch after the first over {max(args.repeat, 1)} run(s))"
            if args.alternate else
            f"best epoch after the first over {max(args.repeat, 1)} interleaved run(s)")
