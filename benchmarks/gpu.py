@@ -325,24 +325,24 @@ def alternated_run(sim, targets, first, annotators: int, precision: str, args, g
                    counted: bool) -> tuple:
     """``--alternate``: ``(median epoch by model, median crowd / bare ratio by layer, host
     sync counts)``; crowd-kit's layers are timed as without it (their own loop)."""
-    steps = not gpu   # median step times on the CPU only (see epoch_fit)
+    step_times = not gpu   # median step times on the CPU only (see epoch_fit)
     fits = {"bare": epoch_fit(sim.x, first, classifier, "sparse_categorical_crossentropy",
-                              args.batch_size, keras.optimizers.Adam, steps),
+                              args.batch_size, keras.optimizers.Adam, step_times),
             # the same classifier under the crowd models' optimizer: shows how much of a
             # crowd / bare ratio is the optimizer's rather than the noise layer's
             "bare LazyAdam": epoch_fit(sim.x, first, classifier,
                                        "sparse_categorical_crossentropy", args.batch_size,
-                                       LazyAdam, steps)}
+                                       LazyAdam, step_times)}
     for layer in args.layers:
         fits[layer] = epoch_fit(
             sim.x, targets,
             lambda layer=layer: CrowdModel(classifier(), noise_layer(layer, annotators)),
-            None, args.batch_size, LazyAdam, steps)
+            None, args.batch_size, LazyAdam, step_times)
     times = alternating_epochs(fits, args.alternate)
     best = {key: float(np.median(t)) for key, t in times.items()}
     ratio = {layer: median_ratio(times[layer], times["bare"]) for layer in args.layers}
     ratio["bare LazyAdam"] = median_ratio(times["bare LazyAdam"], times["bare"])
-    if steps:   # the same, from each epoch's median step (the compiling epoch left out)
+    if step_times:   # the same from each epoch's median step (compiling epoch left out)
         counted = {key: fit.step_medians[1:1 + args.alternate] for key, fit in fits.items()}
         ratio.update({"step " + key: median_ratio(counted[key], counted["bare"])
                       for key in fits if key != "bare"})

@@ -209,21 +209,17 @@ def test_gpu_ratio_is_the_median_of_the_rounds_ratios_not_the_ratio_of_medians()
     assert gpu.median_ratio([1.0, 4.0, 3.0], [1.0, 1.0, 3.0]) == 1.0
 
 
-def test_gpu_step_timer_keeps_each_epochs_median_step():
+def test_gpu_step_timer_keeps_each_epochs_median_step(monkeypatch):
     gpu = pytest.importorskip("gpu")
     timer = gpu.StepTimer()
     ticks = iter([0.0, 1.0, 2.0, 12.0, 13.0, 100.0, 100.5, 101.5])   # perf_counter values
-    real = gpu.time.perf_counter
-    gpu.time.perf_counter = lambda: next(ticks)
-    try:
-        for epoch, steps in enumerate((4, 2)):
-            timer.on_epoch_begin(epoch)
-            for step in range(steps):
-                timer.on_train_batch_begin(step)
-                timer.on_train_batch_end(step)
-            timer.on_epoch_end(epoch)
-    finally:
-        gpu.time.perf_counter = real
+    monkeypatch.setattr(gpu.time, "perf_counter", lambda: next(ticks))
+    for epoch, steps in enumerate((4, 2)):
+        timer.on_epoch_begin(epoch)
+        for step in range(steps):
+            timer.on_train_batch_begin(step)
+            timer.on_train_batch_end(step)
+        timer.on_epoch_end(epoch)
     # epoch 0: start 0, ends 1, 2, 12, 13 → steps 1, 1, 10, 1 (the burst of 10 left out);
     # epoch 1: start 100 (its own), ends 100.5, 101.5 → 0.5, 1
     assert timer.medians == [1.0, 0.75]

@@ -447,9 +447,8 @@ def test_outputs_are_the_noise_layer_on_the_classifiers_softmax(noise):
     probs = ops.softmax(ops.convert_to_tensor(logits))
     layer_in = [probs, ids, x] if model.uses_features else [probs, ids]
     noisy = ops.convert_to_numpy(model.noise_layer(layer_in))
-    log_p = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1,
-                                                                                keepdims=True))
-    log_p -= logits.max(-1, keepdims=True)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     for on, want in ((1.0, noisy), (0.0, np.broadcast_to(log_p[:, None, :], noisy.shape))):
         model.noise_on.assign(on)
         np.testing.assert_allclose(ops.convert_to_numpy(model(inputs)), want, atol=2e-5)
@@ -513,8 +512,8 @@ def test_a_sequence_crowd_model_keeps_the_time_step_mask(warmup):
 
 @pytest.mark.parametrize("amsgrad", [False, True])
 def test_lazy_adam_on_dense_weights_is_keras_adam(amsgrad):
-    """LazyAdam's dense update (on TensorFlow its own, with the step's scalars made once)
-    gives Keras Adam's weights."""
+    """LazyAdam's dense update (on TensorFlow its own, with the step size made once per
+    step) gives Keras Adam's weights."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 5)).astype("float32")
     y = rng.integers(0, 3, 64)
