@@ -19,7 +19,8 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "scalar_like",
-           "batch_size_on_device", "observed_mean", "floor_at", "clip_probabilities",
+           "batch_size_on_device", "observed_mean", "observed_mean_of_all",
+           "scaled_for_replicas", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
@@ -80,8 +81,9 @@ def split_padding(codes: Any) -> tuple[Any, Any]:
     """``(safe, mask)`` of padded int codes: ``safe`` has ``MISSING`` replaced by 0 (a valid
     index to gather with), ``mask`` is True at real slots."""
     codes = ops.cast(codes, "int32")
-    mask = annotator_mask(codes)
-    return ops.where(mask, codes, ops.zeros_like(codes)), mask
+    # max(codes, 0): 0 wherever the mask is False (every negative code), the code elsewhere;
+    # one op where a select needs two (and its zeros)
+    return floor_at(codes, 0), annotator_mask(codes)
 
 
 def gather_rows(table: Any, idx: Any) -> Any:
@@ -223,6 +225,29 @@ def observed_mean(values: Any, mask: Any) -> Any:
     n_obs = ops.sum(ops.cast(mask, values.dtype))
     batch = batch_size_on_device(per_item, values.dtype)
     return per_item * (batch / ops.maximum(n_obs, ops.ones_like(n_obs)))
+
+
+def observed_mean_of_all(values: Any, mask: Any) -> Any:
+    """``Σ values[mask] / n_observed`` as one 0-d value (0 when nothing is observed), for
+    ``values`` and ``mask`` of one shape, any layout; values outside the mask are left out
+    (NaN ones too) and get a zero gradient. The scalar that :func:`observed_mean`'s per-item values average to, made with fewer ops
+    (no batch size, no per-item sums)."""
+    total = ops.sum(ops.where(mask, values, scalar_like(values, 0.0)))
+    return ops.divide_no_nan(total, ops.sum(ops.cast(mask, values.dtype)))
+
+
+def scaled_for_replicas(loss: Any) -> Any:
+    """``loss`` divided by the number of replicas of the ``tf.distribute`` strategy in scope
+    (TensorFlow; unchanged elsewhere), as Keras scales its reduced losses
+    (``keras.losses.Loss`` with ``"sum_over_batch_size"``): the replicas' gradients are
+    summed."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        if replicas > 1:
+            loss = loss * ops.cast(1.0 / replicas, loss.dtype)
+    return loss
 
 
 def floor_at(x: Any, value: float) -> Any:

@@ -305,6 +305,18 @@ MIRRORED = TWO_CPUS + textwrap.dedent('''
         assert acc >= 0.85, acc
         cm = model.confusion_matrices()
         np.testing.assert_allclose(cm.sum(-1), 1.0, rtol=1e-5)
+    # the masked loss is scaled by 1 / replicas as Keras scales its reduced losses (the
+    # replicas' gradients are summed), by its own default reduction as by Keras' one
+    from crowd_keras.losses import MaskedMultiCrossEntropy
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 3, 3)).astype("float32")
+    labels = rng.integers(-1, 3, (4, 3)).astype("int32")
+    loss = MaskedMultiCrossEntropy()
+    alone = float(loss(labels, logits))
+    with strategy.scope():
+        own = float(loss(labels, logits))
+        keras_way = float(loss(labels, logits, sample_weight=np.ones(4, "float32")))
+    assert abs(own - alone / 2) < 1e-6 and abs(keras_way - own) < 1e-6, (alone, own, keras_way)
     print("OK mirrored")
 ''')
 

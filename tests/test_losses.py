@@ -148,3 +148,84 @@ def test_dense_and_indexed_forms_give_same_loss_and_gradients(conn_type):
     for g in grad_d[2:]:
         assert np.all(g[silent] == 0)
     assert any(np.abs(g).max() > 0 for g in grad_d)
+
+
+def _value_and_gradient(loss, y_true, y_pred, **kwargs):
+    """The loss and its gradient with respect to ``y_pred`` (on any backend)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        p = tf.Variable(y_pred)
+        with tf.GradientTape() as tape:
+            value = loss(y_true, p, **kwargs)
+        return float(value), tape.gradient(value, p).numpy()
+    if backend == "torch":
+        import torch
+
+        p = torch.tensor(y_pred, requires_grad=True)
+        value = loss(y_true, p, **kwargs)
+        value.backward()
+        return float(value), p.grad.numpy()
+    import jax
+
+    value, grad = jax.value_and_grad(lambda p: loss(y_true, p, **kwargs))(y_pred)
+    return float(value), np.asarray(grad)
+
+
+def _ce_case(seed, shape=(5, 4), k=3):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=shape + (k,)).astype("float32")
+    labels = np.where(rng.random(shape) < 0.4, -1, rng.integers(0, k, shape)).astype("int32")
+    return labels, logits
+
+
+@pytest.mark.parametrize("case", ["logits", "probabilities", "sequence", "mse", "all missing"])
+def test_default_reduction_equals_keras_reduction_of_call(case):
+    """The default call (no sample weight) makes the observed mean directly; Keras' own
+    reduction of ``call``'s per-item values (forced by a sample weight of ones) must give the
+    same value and the same gradient."""
+    if case == "mse":
+        rng = np.random.default_rng(5)
+        pred = rng.normal(size=(6, 4)).astype("float32")
+        true = np.where(rng.random((6, 4)) < 0.4, np.nan, rng.normal(size=(6, 4)))
+        loss, y_true, y_pred = MaskedMultiMSE(), true.astype("float32"), pred
+    elif case == "sequence":
+        y_true, y_pred = _ce_case(6, shape=(3, 5, 2), k=4)
+        loss = MaskedMultiCrossEntropy()
+    else:
+        y_true, y_pred = _ce_case(7)
+        if case == "all missing":
+            y_true[:] = -1
+        loss = MaskedMultiCrossEntropy(from_logits=case != "probabilities")
+        if case == "probabilities":
+            y_pred = np.exp(log_softmax(y_pred)).astype("float32")
+    ones = np.ones(len(y_true), "float32")
+    fast, fast_grad = _value_and_gradient(loss, y_true, y_pred)
+    slow, slow_grad = _value_and_gradient(loss, y_true, y_pred, sample_weight=ones)
+    assert np.isfinite(fast) and np.isfinite(fast_grad).all()
+    assert fast == pytest.approx(slow, rel=1e-6, abs=1e-7)
+    np.testing.assert_allclose(fast_grad, slow_grad, rtol=1e-5, atol=1e-7)
+    if case == "all missing":
+        assert fast == 0.0 and not fast_grad.any()
+
+
+def test_default_cross_entropy_graph_is_lean():
+    """TensorFlow: the default reduction's graph has no run-time shape assertion (the rank-3
+    path of ``tf.nn.sparse_softmax_cross_entropy_with_logits``) and under half the ops of
+    Keras' reduction of the per-item values."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("graph ops are TensorFlow's")
+    import tensorflow as tf
+
+    loss = MaskedMultiCrossEntropy()
+    spec = (tf.TensorSpec((None, 3), tf.int32), tf.TensorSpec((None, 3, 4), tf.float32))
+
+    def ops_of(fn):
+        graph = tf.function(fn).get_concrete_function(*spec).graph
+        return [op.type for op in graph.get_operations()]
+
+    fast = ops_of(lambda y, p: loss(y, p))
+    slow = ops_of(lambda y, p: loss(y, p, sample_weight=tf.ones(tf.shape(y)[:1])))
+    assert "Assert" not in fast and "SparseSoftmaxCrossEntropyWithLogits" in fast
+    assert len(fast) < len(slow) / 2, (len(fast), len(slow))
