@@ -233,7 +233,9 @@ def observed_mean_of_all(values: Any, mask: Any) -> Any:
     (NaN ones too) and get a zero gradient. The scalar that :func:`observed_mean`'s per-item values average to, made with fewer ops
     (no batch size, no per-item sums)."""
     total = ops.sum(ops.where(mask, values, scalar_like(values, 0.0)))
-    return ops.divide_no_nan(total, ops.sum(ops.cast(mask, values.dtype)))
+    n_obs = ops.sum(ops.cast(mask, values.dtype))
+    # max(n, 1), not divide_no_nan: its Python 0 would be a host copy per step under torch
+    return total / ops.maximum(n_obs, ops.ones_like(n_obs))
 
 
 def scaled_for_replicas(loss: Any) -> Any:
