@@ -135,7 +135,9 @@ def apply_annotator_matrices(probs: Any, matrices: Any) -> Any:
     matrices = ops.cast(matrices, probs.dtype)
     if len(probs.shape) == 3:
         matrices = ops.expand_dims(matrices, 1)                      # (batch, 1, k, K, K')
-    return batched_vector_matrix(probs[..., None, :], matrices)
+    # expand_dims, not probs[..., None, :]: a strided slice's gradient is TensorFlow's generic
+    # StridedSliceGrad, expand_dims' a reshape
+    return batched_vector_matrix(ops.expand_dims(probs, -2), matrices)
 
 
 def batched_vector_matrix(vectors: Any, matrices: Any) -> Any:
