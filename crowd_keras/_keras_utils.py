@@ -232,8 +232,8 @@ def observed_mean(values: Any, mask: Any) -> Any:
 def observed_mean_of_all(values: Any, mask: Any) -> Any:
     """``Σ values[mask] / n_observed`` as one 0-d value (0 when nothing is observed), for
     ``values`` and ``mask`` of one shape, any layout; values outside the mask are left out
-    (NaN ones too) and get a zero gradient. The scalar that :func:`observed_mean`'s per-item values average to, made with fewer ops
-    (no batch size, no per-item sums)."""
+    (NaN ones too) and get a zero gradient. The scalar that :func:`observed_mean`'s per-item
+    values average to, made with fewer ops (no batch size, no per-item sums)."""
     total = ops.sum(ops.where(mask, values, scalar_like(values, 0.0)))
     n_obs = ops.sum(ops.cast(mask, values.dtype))
     # max(n, 1), not divide_no_nan: its Python 0 would be a host copy per step under torch

@@ -23,10 +23,12 @@ The family-specific losses live with their family and are re-exported here:
 :class:`LabelCountCrossEntropy` (mixture of groups); the LIA losses are in
 :mod:`crowd_keras.lia.losses`.
 
-Keras' default reduction (``"sum_over_batch_size"``) divides the per-item values returned by
-``call`` by the batch size; ``call`` scales them by ``batch / n_observed`` so that the reduced
-value is that mean (and Keras' per-replica scaling under ``tf.distribute`` stays correct).
-``sample_weight`` (per item) multiplies each item's annotation losses.
+With Keras' default reduction (``"sum_over_batch_size"``) and no ``sample_weight`` the loss
+makes that mean itself, as one value (divided by the number of replicas under
+``tf.distribute``, as Keras divides its reduced losses). Otherwise Keras reduces the per-item
+values returned by ``call``: it divides their sum by the batch size, and ``call`` scales them
+by ``batch / n_observed`` so that the reduced value is the same mean. ``sample_weight`` (per
+item) multiplies each item's annotation losses.
 """
 from __future__ import annotations
 
