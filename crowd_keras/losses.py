@@ -52,7 +52,7 @@ def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
                          f"{expected} (one entry per item and annotator slot)")
 
 
-class _KerasMaskAware(keras.losses.Loss):
+class _MaskedMultiLoss(keras.losses.Loss):
     """A masked multi-annotator loss: per-slot values and their observed mask
     (:meth:`slot_values`), averaged over the observed slots.
 
@@ -92,7 +92,7 @@ class _KerasMaskAware(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MaskedMultiCrossEntropy(_KerasMaskAware):
+class MaskedMultiCrossEntropy(_MaskedMultiLoss):
     """Cross-entropy of each annotator's integer label, -1 = missing, mean over observed labels.
 
     Args:
@@ -132,7 +132,7 @@ class MaskedMultiCrossEntropy(_KerasMaskAware):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MaskedMultiMSE(_KerasMaskAware):
+class MaskedMultiMSE(_MaskedMultiLoss):
     """Squared error of each annotator's answer, NaN = missing, mean over observed answers.
 
     Shapes: ``y_pred`` and ``y_true`` both ``(batch, [time,] slots)`` (the output of
