@@ -27,14 +27,15 @@ from .._keras_utils import (apply_annotator_matrices, checked_noise_scale, floor
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
 
-def _l2_normalize(x: Any, axis: int = -1) -> Any:
-    return x / ops.sqrt(floor_at(ops.sum(ops.square(x), axis=axis, keepdims=True), 1e-12))
-
-
 def _inverse_norm(x: Any) -> Any:
-    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``), with
-    :func:`_l2_normalize`'s floor: ``x · _inverse_norm(x)[..., None]`` is its ``x̂``."""
+    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``), the squared norm floored
+    at 10⁻¹² (a zero vector stays finite)."""
     return ops.rsqrt(floor_at(ops.sum(ops.square(x), axis=-1), 1e-12))
+
+
+def _l2_normalize(x: Any) -> Any:
+    """``x̂ = x / ‖x‖`` over the last axis (:func:`_inverse_norm`'s floor)."""
+    return x * ops.expand_dims(_inverse_norm(x), -1)
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
