@@ -343,8 +343,8 @@ def alternated_run(sim, targets, first, annotators: int, precision: str, args, g
     ratio = {layer: median_ratio(times[layer], times["bare"]) for layer in args.layers}
     ratio["bare LazyAdam"] = median_ratio(times["bare LazyAdam"], times["bare"])
     if step_times:   # the same from each epoch's median step (compiling epoch left out)
-        counted = {key: fit.step_medians[1:1 + args.alternate] for key, fit in fits.items()}
-        ratio.update({"step " + key: median_ratio(counted[key], counted["bare"])
+        medians = {key: fit.step_medians[1:1 + args.alternate] for key, fit in fits.items()}
+        ratio.update({"step " + key: median_ratio(medians[key], medians["bare"])
                       for key in fits if key != "bare"})
     syncs = {}
     for key, fit in fits.items() if counted else ():   # one more epoch, counted

@@ -223,3 +223,29 @@ def test_gpu_step_timer_keeps_each_epochs_median_step(monkeypatch):
     # epoch 0: start 0, ends 1, 2, 12, 13 → steps 1, 1, 10, 1 (the burst of 10 left out);
     # epoch 1: start 100 (its own), ends 100.5, 101.5 → 0.5, 1
     assert timer.medians == [1.0, 0.75]
+
+
+def test_gpu_script_runs_on_a_cpu_and_counts_no_host_syncs_there():
+    """Without a GPU, gpu.py still runs (it says so) and counts no host syncs: on torch the
+    sync counter needs CUDA, and its per-step medians once switched the counter on."""
+    import importlib.util
+    import os
+    import subprocess
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    env = dict(os.environ, KERAS_BACKEND="torch", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--items", "400",
+         "--annotators", "10", "--alternate", "1", "--precisions", "float32",
+         "--layers", "CrowdLayer MW", "--no-peer"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if "No GPU found" not in proc.stdout:
+        pytest.skip("a GPU is present: this checks the CPU path")
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| float32 |")]
+    assert [row.split(" | ")[1] for row in rows] == [
+        "CrowdLayer MW", "none (bare classifier, LazyAdam)"]
+    assert all(row.rstrip(" |").endswith("n/a") for row in rows)
+    assert "Host syncs are counted on a GPU only" in proc.stdout
