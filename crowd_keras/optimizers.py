@@ -116,7 +116,7 @@ class LazyAdam(keras.optimizers.Adam):
         # too, as read rows minus the step: TensorFlow's CPU scatter_sub evaluates each row
         # as a separate Eigen expression, while scatter_update copies rows (192 rows of a
         # (10,000, 64) table in a graph: 142 µs against 98 µs for the gather and the update)
-        updates.append((variable, gather_rows(variable, rows) - step_rows))
+        updates.append((variable, ops.subtract(gather_rows(variable, rows), step_rows)))
         for target, value in updates:
             self.assign(target, tf.IndexedSlices(value, rows))
 

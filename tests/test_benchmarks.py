@@ -1,4 +1,7 @@
 """The benchmark report writer: the README results table is replaced by the command's output."""
+import importlib.util
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -228,10 +231,6 @@ def test_gpu_step_timer_keeps_each_epochs_median_step(monkeypatch):
 def test_gpu_script_runs_on_a_cpu_and_counts_no_host_syncs_there():
     """Without a GPU, gpu.py still runs (it says so) and counts no host syncs: on torch the
     sync counter needs CUDA, and its per-step medians once switched the counter on."""
-    import importlib.util
-    import os
-    import subprocess
-
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
     env = dict(os.environ, KERAS_BACKEND="torch", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
