@@ -1,15 +1,15 @@
 """Dawid-Skene: one confusion matrix per annotator, fitted by EM (Dawid & Skene, 1979)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, softmax_rows, soft_vote
-from ..progress import Convergence
-from .base import LabelModel, check_prior
+from ..numerics import normalize_rows, softmax_rows
+from .base import check_prior
+from .em import Block, EMLabelModel, Summary
 from .labeling_functions import LabelingFunctionFallback
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "sufficient_statistics", "m_step", "e_step",
@@ -132,20 +132,24 @@ def m_step(counts: np.ndarray, class_mass: np.ndarray, smoothing: float,
     return prior / prior.sum(), log_pi
 
 
-def e_step(X: sp.csr_matrix, log_pi: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, float]:
+def e_step(X: sp.csr_matrix, log_pi: np.ndarray, prior: np.ndarray,
+           item_log_prior: Optional[np.ndarray] = None) -> tuple[np.ndarray, float]:
     """Item posteriors (I, K) and the summed log-likelihood of (a block of) items.
 
     ``log p(z_i = t | labels) ∝ log ρ_t + Σ_{(i,a,l)} log π_a[t, l]``: one sparse product
-    with the (I, A·K) vote incidence ``X``.
+    with the (I, A·K) vote incidence ``X``; ``item_log_prior`` (I, K), when given, is added
+    to each item's scores (gold clamps: see :mod:`crowd_keras.aggregation.em`).
     """
     k = prior.shape[0]
     logits = X @ log_pi.transpose(0, 2, 1).reshape(-1, k)         # W[(a, l), t] = log π_a[t, l]
     logits += np.log(np.maximum(prior, 1e-300))[None, :]
+    if item_log_prior is not None:
+        logits += item_log_prior
     post, log_norm = softmax_rows(logits, out=logits)
     return post, float(log_norm.sum())
 
 
-class DawidSkene(LabelingFunctionFallback, LabelModel):
+class DawidSkene(LabelingFunctionFallback, EMLabelModel):
     """Dawid-Skene label model fitted by EM in log space.
 
     Each annotator ``a`` has a confusion matrix ``π_a`` (true class × given label). The
@@ -211,28 +215,45 @@ class DawidSkene(LabelingFunctionFallback, LabelModel):
         return {"structure": self._structure, "prior_strength": float(self.prior_strength),
                 "prior_mean": self.prior_mean}
 
-    def _fit_crowd(self, ann: Annotations) -> "DawidSkene":
-        k = ann.n_classes
-        fixed_prior = check_prior(self.class_prior, k)
-        X = ann.vote_incidence()
-        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
-        if isinstance(self.init, str):
-            if self.init != "mv":
-                raise ValueError(f"init must be 'mv' or an array, got {self.init!r}")
-            post = soft_vote(ann.label_counts())
-        else:
-            post = np.asarray(self.init, dtype=np.float64)
-            if post.shape != (ann.n_items, k):
-                raise ValueError(f"init posteriors must have shape {(ann.n_items, k)}, got "
-                                 f"{post.shape}")
-        loop = Convergence(self.max_iter, self.tol, "Dawid-Skene EM", self.progress)
-        for _ in loop:
-            prior, log_pi = m_step(*sufficient_statistics(XT, post), self.smoothing, fixed_prior,
-                                   **self.m_step_settings())
-            post, ll = e_step(X, log_pi, prior)
-            loop.record(ll / max(ann.n_annotations, 1))
-        self._set_fitted(ann, post, prior, log_pi, loop.history)
+    # the EM-step protocol (crowd_keras.aggregation.em)
+    em_name = "EM"
+
+    def init_state(self, summary: Summary) -> "DawidSkene":
+        self._check_params()
+        super().init_state(summary)
+        self.fixed_prior_ = check_prior(self.class_prior, summary.n_classes)
+        if isinstance(self.init, str) and self.init != "mv":
+            raise ValueError(f"init must be 'mv' or an array, got {self.init!r}")
         return self
+
+    def initial_posteriors(self, block: Block) -> np.ndarray:
+        if isinstance(self.init, str):
+            return super().initial_posteriors(block)
+        post = np.asarray(self.init, dtype=np.float64)
+        if post.shape != (block.n_items, self.n_classes_):
+            raise ValueError(f"init posteriors must have shape {(block.n_items, self.n_classes_)}"
+                             f", got {post.shape}")
+        return post
+
+    def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
+        return sufficient_statistics(block.XT, latent)
+
+    def m_step(self, stats: tuple) -> tuple:
+        return m_step(*stats, self.smoothing, self.fixed_prior_, **self.m_step_settings())
+
+    def e_step(self, block: Block, state: tuple) -> tuple:
+        prior, log_pi = state
+        return e_step(block.X, log_pi, prior, block.item_log_prior)
+
+    def finish(self, state: tuple, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> "DawidSkene":
+        prior, log_pi = state
+        self._set_fitted(template, np.zeros((0, summary.n_classes)), prior, log_pi, history)
+        return self
+
+    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None
+                   ) -> "DawidSkene":
+        return self.fit_block(ann, item_log_prior)
 
     def _set_fitted(self, ann: Annotations, post: np.ndarray, prior: np.ndarray,
                     log_pi: np.ndarray, history: list) -> None:

@@ -1,0 +1,286 @@
+"""The public EM-step protocol of the label models, and the one loop that runs it.
+
+Every EM-style label model (Dawid-Skene and its variants, the Bayesian models IBCC, EBCC and
+BWA, ...) is written as pure steps over a :class:`Block` of items, so that the in-memory fit,
+the Dask engine (:mod:`crowd_keras.distributed`), the default model's held-out folds and the
+Snorkel adapter's partitioned fit are the same loop over the same steps:
+
+==============================================  ==============================================
+``init_state(summary) -> model``                settings from sums over all items
+                                                (:class:`Summary`); returns the model that runs
+                                                (itself, or another on a hand-over)
+``initial_statistics(block) -> stats``          statistics of the starting posteriors
+``m_step(stats) -> state``                      parameters from statistics summed over blocks
+``e_step(block, state) -> (latent, objective)`` per-item latent posteriors and the block's
+                                                summed objective (log-likelihood or its bound)
+``sufficient_statistics(block, latent)``        summable statistics of a block's posteriors
+``combine(*stats) -> stats``                    sum of partial statistics (:func:`add`)
+``class_posteriors(latent) -> (I, K)``          the items' class posteriors
+``finish(state, summary, template, history)``   the fitted model (parameters; no per-item state)
+==============================================  ==============================================
+
+Because statistics are sums over items, a fit that splits the items into blocks and adds the
+blocks' statistics runs the same EM as one block of all items. :func:`run_em` is the loop;
+``fit`` of an :class:`EMLabelModel` is ``run_em`` over one block.
+
+Known classes of some items (gold) enter every model the same way: the block's
+``item_log_prior`` (I, K) is added to each item's class log-scores before they are normalised
+(0 for the known class and ``-inf`` for the others clamps an item).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..annotations import Annotations
+from ..numerics import normalize_rows, pair_index, soft_vote
+from ..progress import Convergence
+from .base import LabelModel
+
+__all__ = ["Block", "Summary", "add", "EMLabelModel", "run_em", "EMRun", "gold_log_prior"]
+
+
+@dataclass
+class Block:
+    """The annotations of a block of items, as the EM steps read them.
+
+    Attributes:
+        item_ids: (I,) the items' ids.
+        X: (I, A·K) CSR vote incidence: ``X[i, a·K + l] = 1`` when annotator a said l on item i
+            (``Annotations.vote_incidence()``; annotators and classes coded alike in every block).
+        item_log_prior: optional (I, K) log-weights added to each item's class scores before
+            normalisation (gold clamps, outside priors); None: none.
+    """
+
+    item_ids: np.ndarray
+    X: sp.csr_matrix
+    item_log_prior: Optional[np.ndarray] = None
+
+    @classmethod
+    def from_annotations(cls, ann: Annotations, item_ids: Optional[np.ndarray] = None,
+                         item_log_prior: Optional[np.ndarray] = None) -> "Block":
+        return cls(np.asarray(ann.item_ids if item_ids is None else item_ids),
+                   ann.vote_incidence(), item_log_prior)
+
+    @property
+    def XT(self) -> Any:
+        """The transposed incidence (a CSC view: no copy)."""
+        return self.X.T
+
+    @property
+    def n_items(self) -> int:
+        return self.X.shape[0]
+
+    def select(self, keep: np.ndarray) -> "Block":
+        """The annotations where ``keep`` (one per annotation, in storage order: by item, then
+        annotator) is true; all items stay (as ``Annotations.select``)."""
+        X, per_item = self.X, self.annotations_per_item()
+        kept = np.bincount(np.repeat(np.arange(len(per_item)), per_item)[keep],
+                           minlength=len(per_item))
+        indptr = np.concatenate([[0], np.cumsum(kept)])
+        return replace(self, X=sp.csr_matrix((X.data[keep], X.indices[keep], indptr),
+                                             shape=X.shape))
+
+    def subset(self, rows: np.ndarray) -> "Block":
+        """The items where ``rows`` (a boolean mask over items) is true, in order."""
+        prior = None if self.item_log_prior is None else self.item_log_prior[rows]
+        return Block(self.item_ids[rows], self.X[rows], prior)
+
+    def annotations_per_item(self) -> np.ndarray:
+        """Annotations of each item (as ``Annotations.annotations_per_item``)."""
+        return np.diff(self.X.indptr)
+
+    def label_counts(self, k: int) -> np.ndarray:
+        """(I, K) float vote counts per item and class (as ``Annotations.label_counts``)."""
+        rows = np.repeat(np.arange(self.X.shape[0]), self.annotations_per_item())
+        return np.bincount(pair_index(rows, self.X.indices % k, k),
+                           minlength=self.X.shape[0] * k).reshape(-1, k).astype(np.float64)
+
+    def with_log_prior(self, logits: np.ndarray) -> np.ndarray:
+        """``logits`` (I, K) plus the block's item log-prior (in place when there is one)."""
+        if self.item_log_prior is not None:
+            logits += self.item_log_prior
+        return logits
+
+    def summary(self, k: int) -> "Summary":
+        per_item = self.annotations_per_item().astype(np.int64)
+        votes = np.bincount(self.X.indices, minlength=self.X.shape[1]).reshape(-1, k)
+        return Summary(len(per_item), int(per_item.sum()), int((per_item ** 2).sum()), votes)
+
+
+@dataclass
+class Summary:
+    """Sums over all items, gathered before EM.
+
+    Attributes:
+        n_items, n_annotations: counts. sum_squared_votes: Σ_i (annotations of item i)².
+        votes: (A, K) int64 votes of each annotator per class
+        (``Annotations.annotator_label_counts()``).
+    """
+
+    n_items: int
+    n_annotations: int
+    sum_squared_votes: int
+    votes: np.ndarray
+
+    def __add__(self, other: "Summary") -> "Summary":
+        return Summary(self.n_items + other.n_items, self.n_annotations + other.n_annotations,
+                       self.sum_squared_votes + other.sum_squared_votes, self.votes + other.votes)
+
+    @property
+    def n_classes(self) -> int:
+        return self.votes.shape[1]
+
+    @property
+    def row_variance(self) -> float:
+        """Variance of the number of annotations per item."""
+        n = max(self.n_items, 1)
+        return self.sum_squared_votes / n - (self.n_annotations / n) ** 2
+
+    @property
+    def vote_shares(self) -> np.ndarray:
+        """(K,) frequency of each class among all votes (uniform without votes)."""
+        return normalize_rows(self.votes.sum(axis=0).astype(np.float64))
+
+
+def add(*parts: Any) -> Any:
+    """Element-wise sum of statistics: arrays, numbers, summaries, or tuples of them."""
+    first = parts[0]
+    if isinstance(first, tuple):
+        return tuple(add(*column) for column in zip(*parts))
+    total = first
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def gold_log_prior(n_items: int, n_classes: int, gold_items: np.ndarray,
+                   gold_classes: np.ndarray) -> np.ndarray:
+    """(I, K) item log-prior that clamps the items ``gold_items`` (codes) to ``gold_classes``
+    (codes): 0 on the known class, ``-inf`` on the others, 0 everywhere for other items."""
+    prior = np.zeros((n_items, n_classes))
+    prior[gold_items] = -np.inf
+    prior[gold_items, gold_classes] = 0.0
+    return prior
+
+
+class EMLabelModel(LabelModel):
+    """A label model written as the public EM-step protocol (see the module docstring).
+
+    Subclasses implement :meth:`sufficient_statistics`, :meth:`m_step`, :meth:`e_step` and
+    :meth:`finish`, and may override :meth:`init_state`, :meth:`initial_posteriors` (soft
+    majority vote by default), :meth:`initial_statistics`, :meth:`class_posteriors`,
+    :meth:`combine` and :meth:`objective_scale`. They hold ``max_iter`` and ``tol`` (EM stops
+    when the objective per :meth:`objective_scale` changes by less than ``tol``) and may hold
+    ``progress``. :meth:`fit_block` fits one block in memory.
+    """
+
+    max_iter: int
+    tol: float
+
+    #: name of the EM loop in progress bars
+    em_name = "EM"
+
+    # ---------------------------------------------------------------- the protocol
+    def init_state(self, summary: Summary) -> "EMLabelModel":
+        """Resolve settings from sums over all items; the model that runs (default: self)."""
+        self.n_classes_ = summary.n_classes
+        self.vote_shares_ = summary.vote_shares
+        return self
+
+    def initial_posteriors(self, block: Block) -> np.ndarray:
+        """(I, K) starting posteriors: the soft majority vote (items without votes: the
+        crowd's vote shares), then the block's item log-prior."""
+        post = soft_vote(block.label_counts(self.n_classes_))
+        post[block.annotations_per_item() == 0] = self.vote_shares_
+        if block.item_log_prior is not None:
+            with np.errstate(divide="ignore"):
+                post = normalize_rows(np.exp(np.log(post + 1e-300) + block.item_log_prior))
+        return post
+
+    def initial_statistics(self, block: Block) -> Any:
+        """Statistics of :meth:`initial_posteriors` (a model with other latent variables
+        overrides this)."""
+        return self.sufficient_statistics(block, self.initial_posteriors(block))
+
+    def sufficient_statistics(self, block: Block, latent: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    @staticmethod
+    def combine(*stats: Any) -> Any:
+        """Sum of partial statistics of disjoint blocks."""
+        return add(*stats)
+
+    def m_step(self, stats: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def e_step(self, block: Block, state: Any) -> Tuple[Any, float]:  # pragma: no cover
+        raise NotImplementedError
+
+    def class_posteriors(self, latent: Any) -> np.ndarray:
+        """(I, K) class posteriors from the E-step's latent posteriors (default: the same)."""
+        return latent
+
+    def objective_scale(self, summary: Summary) -> float:
+        """What the summed objective is divided by for the stopping rule."""
+        return float(max(summary.n_annotations, 1))
+
+    def finish(self, state: Any, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> LabelModel:  # pragma: no cover - abstract
+        """Set the fitted parameters (``class_priors_``, ``confusion_matrices_``, ``n_iter_``,
+        ...) from the last state; ``template`` is the coding (``annotations_``). Returns the
+        fitted model (self, or the model it handed over to)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- in memory
+    def fit_block(self, ann: Annotations,
+                  item_log_prior: Optional[np.ndarray] = None) -> LabelModel:
+        """:func:`run_em` over all of ``ann`` as one block; sets ``posteriors_``."""
+        block = Block.from_annotations(ann, item_log_prior=item_log_prior)
+        run = run_em(self, [block], block.summary(ann.n_classes))
+        model = run.runner.finish(run.state, run.summary, ann, run.history)
+        model.annotations_ = ann
+        model.posteriors_ = run.runner.class_posteriors(run.latents[0])
+        return model
+
+
+@dataclass
+class EMRun:
+    """What :func:`run_em` leaves: the model that ran, its last state and statistics, each
+    block's last latent posteriors, the objective history and the summary."""
+
+    runner: EMLabelModel
+    state: Any
+    stats: Any
+    latents: List[Any]
+    summary: Summary
+    history: List[float] = field(default_factory=list)
+
+
+def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
+           map_blocks: Optional[Callable[[Callable, Sequence[Block]], List[Any]]] = None
+           ) -> EMRun:
+    """The EM loop of the protocol over ``blocks``: M-step on the combined statistics, E-step
+    per block, stop when the objective per ``objective_scale`` moves by less than ``tol`` or
+    after ``max_iter`` iterations. ``map_blocks(fn, blocks)`` applies ``fn`` to each block
+    (default: in this process, in order)."""
+    runner = model.init_state(summary)
+    apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
+    stats = runner.combine(*apply(runner.initial_statistics, blocks))
+    loop = Convergence(runner.max_iter, runner.tol, f"{type(runner).__name__} {runner.em_name}",
+                       bool(getattr(runner, "progress", False)))
+    scale = runner.objective_scale(summary)
+    state, latents = None, []
+    for _ in loop:
+        state = runner.m_step(stats)
+        steps = apply(lambda b: runner.e_step(b, state), blocks)
+        latents = [latent for latent, _ in steps]
+        stats = runner.combine(*[runner.sufficient_statistics(b, latent)
+                                 for b, latent in zip(blocks, latents)])
+        loop.record(sum(objective for _, objective in steps) / scale)
+    if state is None:
+        raise ValueError(f"max_iter must be at least 1, got {runner.max_iter}")
+    return EMRun(runner, state, stats, latents, summary, list(loop.history))
