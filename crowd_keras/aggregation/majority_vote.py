@@ -7,7 +7,7 @@ import numpy as np
 
 from ..annotations import Annotations
 from ..numerics import normalize_rows, top_classes
-from .base import LabelModel, as_annotations
+from .base import LabelModel, as_annotations, gold_codes
 
 __all__ = ["MajorityVote"]
 
@@ -39,12 +39,20 @@ class MajorityVote(LabelModel):
         self.tie_break = tie_break
         self.random_state = random_state
 
-    def fit(self, annotations: Any, **kwargs: Any) -> "MajorityVote":
+    accepts_gold = True
+
+    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "MajorityVote":
+        """Vote on each item; ``gold`` (see :func:`~crowd_keras.aggregation.base.gold_codes`)
+        fixes the gold items' labels, and the annotators' confusions are counted against
+        them there."""
         if self.tie_break not in _TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
         ann = as_annotations(annotations, **kwargs)
         self.annotations_ = ann
         self.posteriors_ = self._posteriors_for(ann)
+        if gold is not None:
+            items, classes = gold_codes(ann, gold)
+            self.posteriors_[items] = np.eye(ann.n_classes)[classes]
         winners = np.argmax(self.posteriors_, axis=1)
         labelled = ann.annotations_per_item() > 0
         counts = np.zeros((ann.n_annotators, ann.n_classes, ann.n_classes))
