@@ -34,7 +34,7 @@ from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
-           "agreement_scores", "annotator_weights", "SELECTION_EXPONENT"]
+           "agreement_scores", "agreement_bounds", "annotator_weights", "SELECTION_EXPONENT"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
@@ -73,6 +73,27 @@ def agreement_scores(posteriors: np.ndarray, items: np.ndarray, labels: np.ndarr
     without these annotations, their item and label codes (n,)."""
     top = top_classes(posteriors, tol=1e-9)
     return top[items, labels] / top[items].sum(axis=1)
+
+
+def agreement_bounds(agreement: Dict[str, np.ndarray], weights: np.ndarray, items: np.ndarray,
+                     z: float) -> Dict[str, float]:
+    """Per candidate, ``gain − z·SE`` of its weighted mean agreement over the first
+    candidate's (the reference, whose bound is 0): ``agreement`` maps names to per-annotation
+    scores (n,), ``weights`` (n,), ``items`` (n,) their item codes. The standard error is
+    clustered by item (an item's hidden labels share one prediction)."""
+    names = list(agreement)
+    base = agreement[names[0]]
+    total = weights.sum()
+    _, item = np.unique(items, return_inverse=True)
+    w_item = np.bincount(item, weights=weights)
+    bounds = {names[0]: 0.0}
+    for name in names[1:]:
+        d = agreement[name] - base
+        gain = float((weights * d).sum() / total)
+        resid = np.bincount(item, weights=weights * d) - gain * w_item
+        se = float(np.sqrt((resid ** 2).sum()) / total)
+        bounds[name] = gain - z * se
+    return bounds
 
 
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
@@ -181,7 +202,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def __init__(self, candidates: Optional[Sequence[Tuple[str, LabelModel]]] = None,
                  n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 3,
-                 selection_exponent: float = SELECTION_EXPONENT, min_gold: int = 20,
+                 selection_exponent: float = SELECTION_EXPONENT, confidence: float = 1.0,
+                 min_gold: int = 20,
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
                  tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,
                  progress: bool = False, labeling_functions: str = "auto") -> None:
@@ -190,6 +212,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.min_heldout = min_heldout
         self.max_repeats = max_repeats
         self.selection_exponent = selection_exponent
+        self.confidence = confidence
         self.min_gold = min_gold
         self.gold_folds = gold_folds
         self.random_state = random_state
@@ -240,7 +263,6 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         else:
             scores = self._heldout_scores(ann, ladder, item_log_prior)
             self.selection_ = "single" if scores is None else "agreement"
-            self.heldout_agreement_ = {} if scores is None else dict(scores)
         self.selection_scores_ = {} if scores is None else dict(scores)
         chosen = self.choose(ladder, scores)
         model = _fit(dict(ladder)[chosen], ann, item_log_prior)
@@ -249,11 +271,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     @staticmethod
     def choose(ladder: List[Tuple[str, LabelModel]],
                scores: Optional[Dict[str, float]]) -> str:
-        """The name with the best score (None: the first candidate); an exact tie goes to the
-        earlier candidate."""
+        """The scored name with the best score (None: the first candidate); an exact tie goes
+        to the earlier candidate."""
         if not scores:
             return ladder[0][0]
-        return max((name for name, _ in ladder), key=lambda name: scores[name])
+        return max((name for name, _ in ladder if name in scores), key=lambda n: scores[n])
 
     def adopt(self, chosen: str, model: LabelModel, ann: Annotations) -> "AutoLabelModel":
         """Answer through ``model``, the candidate ``chosen`` fitted on ``ann`` (or fitted
@@ -268,8 +290,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def _heldout_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
                         item_log_prior: Optional[np.ndarray]) -> Optional[Dict[str, float]]:
-        """Per candidate, the weighted mean held-out agreement (each annotation's score
-        averaged over the passes that held it out); None when nothing can be held out."""
+        """Per candidate, the lower confidence bound of its weighted held-out agreement gain
+        over the first candidate (:func:`agreement_bounds`); sets ``heldout_agreement_`` to
+        the weighted mean agreements. None when nothing can be held out."""
         total = {name: np.zeros(ann.n_annotations) for name, _ in ladder}
         times = np.zeros(ann.n_annotations)
         seed = 0 if self.random_state is None else int(self.random_state)
@@ -297,8 +320,13 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         if not held.any():
             return None
         w = annotator_weights(ann, self.selection_exponent)[held]
-        return {name: float((w * t[held] / times[held]).sum() / w.sum())
-                for name, t in total.items()}
+        agree = {name: t[held] / times[held] for name, t in total.items()}
+        self.heldout_agreement_ = {name: float((w * a).sum() / w.sum())
+                                   for name, a in agree.items()}
+        bounds = agreement_bounds(agree, w, ann.items[held], float(self.confidence))
+        first = next(iter(agree))
+        return {name: score for name, score in self.heldout_agreement_.items()
+                if name == first or bounds[name] > 0}
 
     def _gold_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
                      item_log_prior: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
