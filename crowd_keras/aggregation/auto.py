@@ -155,10 +155,12 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         labeling_functions: ``"auto"`` or ``"ignore"`` (see :class:`DawidSkene`).
 
     Attributes:
-        chosen_: the winning candidate's name; model_: it, refitted on all annotations;
-        heldout_log_likelihood_: ``{name: mean held-out log-likelihood}``; n_heldout_: number of
-        annotations scored; posteriors_, confusion_matrices_, class_priors_, n_iter_: the
-        chosen model's (the labeling-function model's in that regime).
+        chosen_: the winning candidate's name.
+        model_: the winning candidate, refitted on all annotations.
+        heldout_log_likelihood_: ``{name: mean held-out log-likelihood}``.
+        n_heldout_: number of annotations scored.
+        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's (the
+            labeling-function model's in that regime).
     """
 
     def __init__(self, candidates: Optional[Sequence[Tuple[str, LabelModel]]] = None,
