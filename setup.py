@@ -15,6 +15,8 @@ EXTRAS = {
     "bench": ["crowd-kit>=1.4", "scikit-learn>=1.3"],
     # crowd_keras.distributed: label models on Dask, sharded parquet files for training
     "dask": ["dask[dataframe]>=2025.1", "distributed>=2025.1", "pyarrow>=14"],
+    # the documentation site (mkdocs.yml, docs/): mkdocs serve / mkdocs build --strict
+    "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
 }
 EXTRAS["test"] = sorted({
     "pytest>=8", "hypothesis>=6.100", "tqdm>=4.60", "scikit-learn>=1.3",
@@ -25,6 +27,8 @@ EXTRAS["test"] = sorted({
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)
     "label-studio==1.23.2",
     *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"], *EXTRAS["dask"],
+    # tests/test_docs.py builds the site with --strict
+    *EXTRAS["docs"],
 })
 EXTRAS["all"] = sorted({dep for deps in EXTRAS.values() for dep in deps})
 

@@ -205,9 +205,10 @@ class MixtureOfGroups(keras.layers.Layer):
         """Load probabilities (e.g. from the EM trainer) into the logits.
 
         Args:
-            confusions: (M, K, K) row-stochastic ``β``; mixing: (M,) ``α`` (global form);
-            memberships: (A, M) ``p(g|a)`` (individual form). Zeros are floored at
-            ``epsilon`` before the log.
+            confusions: (M, K, K) row-stochastic ``β``; zeros (here and below) are floored
+                at ``epsilon`` before the log.
+            mixing: (M,) ``α`` (global form).
+            memberships: (A, M) ``p(g|a)`` (individual form).
         """
         self._require_built()
         eps = self.epsilon

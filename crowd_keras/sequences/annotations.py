@@ -135,12 +135,17 @@ class SequenceAnnotations:
     (``{doc: {annotator: [[start, end(, label)], ...]}}``, PICO's layout).
 
     Attributes:
-        doc_ids (D,), texts (D,), tokens (:class:`Tokens`), annotator_ids (W,), labels (L,)
-        span labels, scheme (``"IO"``/``"BIO"``), tags (K,) tag names;
-        assign_doc, assign_annotator (A,): the annotations (annotator saw document);
-        span_assign, span_start, span_end, span_label (S,): the spans (character offsets);
-        span_token_start, span_token_end (S,): their global token range ``[a, b)``, -1 if
-        left out; summary (:class:`SpanSummary`).
+        doc_ids, texts: (D,) the documents.
+        tokens: the :class:`Tokens` table.
+        annotator_ids: (W,).
+        labels: (L,) span labels.
+        scheme: ``"IO"`` or ``"BIO"``.
+        tags: (K,) tag names.
+        assign_doc, assign_annotator: (A,) the annotations (annotator saw document).
+        span_assign, span_start, span_end, span_label: (S,) the spans (character offsets).
+        span_token_start, span_token_end: (S,) their global token range ``[a, b)``, -1 if
+            left out.
+        summary: the :class:`SpanSummary`.
     """
 
     def __init__(self, texts: Sequence[str], doc_ids: np.ndarray, annotator_ids: np.ndarray,

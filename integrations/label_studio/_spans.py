@@ -68,9 +68,11 @@ class LabelStudioSpans:
             without ``annotator``); empty when there is none.
         control, control_type, to_name: the control, its type (``"labels"``,
             ``"hypertextlabels"``, ``"paragraphlabels"``) and the object it labels;
-        text_key: the task data field holding the text; format; summary
-        (:class:`SpanExportSummary`); annotator_emails; annotator_stats (per user:
-        ``annotator, email, n_used, n_cancelled, n_superseded, n_gold``).
+        text_key: the task data field holding the text.
+        format, summary, annotator_emails: the export format, its
+            :class:`SpanExportSummary`, the users' e-mails.
+        annotator_stats: per user, ``annotator, email, n_used, n_cancelled, n_superseded,
+            n_gold``.
     """
 
     sequences: SequenceAnnotations
