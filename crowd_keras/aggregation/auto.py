@@ -28,13 +28,15 @@ from ..numerics import top_classes
 from ..progress import progress_bar
 from .base import LabelModel
 from .dawid_skene import DawidSkene
+from .em import Block
 from .labeling_functions import LabelingFunctionFallback
 from .majority_vote import MajorityVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
-           "agreement_scores", "agreement_bounds", "annotator_weights", "SELECTION_EXPONENT"]
+           "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
+           "selection_steps", "selection_done", "SELECTION_EXPONENT"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
@@ -61,10 +63,12 @@ def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
             ("ebcc", get_label_model("ebcc"))]
 
 
-def annotator_weights(ann: Annotations, exponent: float = SELECTION_EXPONENT) -> np.ndarray:
-    """(annotations,) weight ``n_a^-γ`` of each annotation, ``n_a`` its annotator's count."""
-    n = np.maximum(ann.annotations_per_annotator(), 1).astype(np.float64)
-    return n[ann.annotators] ** -float(exponent)
+def annotator_weights(counts: np.ndarray, annotators: np.ndarray,
+                      exponent: float = SELECTION_EXPONENT) -> np.ndarray:
+    """(n,) weight ``n_a^-γ`` of annotations by ``annotators`` (n,) codes, ``counts`` (A,) the
+    annotators' numbers of annotations over all items."""
+    n = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    return n[annotators] ** -float(exponent)
 
 
 def agreement_scores(posteriors: np.ndarray, items: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -75,25 +79,74 @@ def agreement_scores(posteriors: np.ndarray, items: np.ndarray, labels: np.ndarr
     return top[items, labels] / top[items].sum(axis=1)
 
 
-def agreement_bounds(agreement: Dict[str, np.ndarray], weights: np.ndarray, items: np.ndarray,
-                     z: float) -> Dict[str, float]:
-    """Per candidate, ``gain − z·SE`` of its weighted mean agreement over the first
-    candidate's (the reference, whose bound is 0): ``agreement`` maps names to per-annotation
-    scores (n,), ``weights`` (n,), ``items`` (n,) their item codes. The standard error is
-    clustered by item (an item's hidden labels share one prediction)."""
-    names = list(agreement)
-    base = agreement[names[0]]
-    total = weights.sum()
-    _, item = np.unique(items, return_inverse=True)
-    w_item = np.bincount(item, weights=weights)
-    bounds = {names[0]: 0.0}
-    for name in names[1:]:
-        d = agreement[name] - base
-        gain = float((weights * d).sum() / total)
-        resid = np.bincount(item, weights=weights * d) - gain * w_item
-        se = float(np.sqrt((resid ** 2).sum()) / total)
-        bounds[name] = gain - z * se
-    return bounds
+def selection_steps(n_folds: int, max_repeats: int) -> List[Tuple[int, int]]:
+    """The (pass, fold) fits in order; scoring may stop after any fold of the first pass and
+    after the last fold of a later pass (so every scored annotation was held out equally
+    often)."""
+    return [(r, f) for r in range(int(max_repeats)) for f in range(int(n_folds))]
+
+
+def selection_done(step: Tuple[int, int], n_folds: int, scored: int, min_heldout: int) -> bool:
+    """Whether scoring stops after ``step`` with ``scored`` annotations held out so far."""
+    repeat, fold = step
+    return scored >= min_heldout and (repeat == 0 or fold == n_folds - 1)
+
+
+def agreement_sums(block: Block, tests: Sequence[np.ndarray],
+                   posteriors: Sequence[Sequence[np.ndarray]], weights: np.ndarray) -> np.ndarray:
+    """Sums over a block's items from which held-out agreement and its standard error follow
+    (:func:`agreement_bounds`); summable over blocks.
+
+    Args:
+        block: the items and all their annotations.
+        tests: per fit ``s``, the (n,) mask of the block's annotations held out.
+        posteriors: ``posteriors[s][c]`` (I, K): candidate c fitted without ``tests[s]``.
+        weights: (n,) weight of each annotation (:func:`annotator_weights`).
+
+    Returns:
+        (C, 5): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]`` and, in a 6th
+        column of row 0, ``Σ_i W_i²``: ``ā`` an annotation's agreement averaged over the fits
+        that held it out, ``D_i = Σ_{n∈i} w_n (ā_c − ā_0)`` and ``W_i = Σ_{n∈i} w_n`` over the
+        scored annotations of item i (the reference is candidate 0).
+    """
+    n_cand = len(posteriors[0]) if posteriors else 0
+    per_item = block.annotations_per_item()
+    items = np.repeat(np.arange(block.n_items), per_item)
+    n_classes = posteriors[0][0].shape[1] if n_cand else 1
+    labels = block.X.indices % n_classes
+    total = np.zeros((n_cand, len(items)))
+    times = np.zeros(len(items))
+    for test, posts in zip(tests, posteriors):
+        for c, post in enumerate(posts):
+            total[c, test] += agreement_scores(post, items[test], labels[test])
+        times[test] += 1
+    held = times > 0
+    w = np.where(held, weights, 0.0)
+    mean = total / np.maximum(times, 1)
+    w_item = np.bincount(items, weights=w, minlength=block.n_items)
+    out = np.zeros((n_cand, 6))
+    for c in range(n_cand):
+        d_item = np.bincount(items, weights=w * (mean[c] - mean[0]), minlength=block.n_items)
+        out[c, :5] = [(w * mean[c]).sum(), w.sum(), d_item.sum(), (d_item ** 2).sum(),
+                      (d_item * w_item).sum()]
+    if n_cand:
+        out[0, 5] = (w_item ** 2).sum()
+    return out
+
+
+def agreement_bounds(sums: np.ndarray, z: float) -> Tuple[np.ndarray, np.ndarray]:
+    """From :func:`agreement_sums` summed over blocks: per candidate the weighted mean
+    held-out agreement (C,) and ``gain − z·SE`` of its gain over candidate 0 (C,; 0 for it),
+    the standard error clustered by item (an item's hidden labels share one prediction)."""
+    total_w = max(float(sums[0, 1]), 1e-300)
+    means = sums[:, 0] / total_w
+    gain = sums[:, 2] / total_w
+    # Σ_i (D_i − gain·W_i)² expanded into sums over items
+    resid = sums[:, 3] - 2 * gain * sums[:, 4] + gain ** 2 * sums[0, 5]
+    se = np.sqrt(np.maximum(resid, 0.0)) / total_w
+    bounds = gain - float(z) * se
+    bounds[0] = 0.0
+    return means, bounds
 
 
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
@@ -235,6 +288,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def ladder(self, n_classes: int) -> List[Tuple[str, LabelModel]]:
         """The unfitted candidates with this model's EM settings: ``[(name, model), ...]``."""
+        self._check_params()
         ladder = default_candidates(n_classes) if self.candidates is None else list(self.candidates)
         names = [name for name, _ in ladder]
         if not ladder or len(set(names)) != len(names):
@@ -290,43 +344,48 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def _heldout_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
                         item_log_prior: Optional[np.ndarray]) -> Optional[Dict[str, float]]:
-        """Per candidate, the lower confidence bound of its weighted held-out agreement gain
-        over the first candidate (:func:`agreement_bounds`); sets ``heldout_agreement_`` to
-        the weighted mean agreements. None when nothing can be held out."""
-        total = {name: np.zeros(ann.n_annotations) for name, _ in ladder}
-        times = np.zeros(ann.n_annotations)
+        """The eligible candidates' weighted mean held-out agreement: the first candidate's,
+        and each other's whose gain over it is above ``confidence`` standard errors. Sets
+        ``heldout_agreement_`` (every candidate's) and ``n_heldout_``; None when nothing can
+        be held out."""
         seed = 0 if self.random_state is None else int(self.random_state)
         n_folds, scored = int(self.n_folds), 0
-        bar = progress_bar(range(int(self.max_repeats) * n_folds), desc="auto: held-out fits",
+        tests, posteriors = [], []
+        folds: Dict[int, np.ndarray] = {}
+        bar = progress_bar(selection_steps(n_folds, self.max_repeats), desc="auto: held-out fits",
                            disable=not self.progress)
-        for step in bar:
-            repeat, fold = divmod(step, n_folds)
-            if fold == 0:
-                folds = heldout_folds(ann, n_folds, seed + repeat)
-            test = folds == fold
-            if not test.any():
-                continue
-            train = ann.select(~test)
-            for name, model in ladder:
-                post = _fit(model, train, item_log_prior).posteriors_
-                total[name][test] += agreement_scores(post, ann.items[test], ann.labels[test])
-            times[test] += 1
-            scored += int(test.sum())
-            if scored >= int(self.min_heldout):
+        for repeat, fold in bar:
+            if repeat not in folds:
+                folds[repeat] = heldout_folds(ann, n_folds, seed + repeat)
+            test = folds[repeat] == fold
+            if test.any():
+                train = ann.select(~test)
+                tests.append(test)
+                posteriors.append([_fit(model, train, item_log_prior).posteriors_
+                                   for _, model in ladder])
+                scored += int(test.sum())
+            if selection_done((repeat, fold), n_folds, scored, int(self.min_heldout)):
                 break
         bar.close()
-        held = times > 0
-        self.n_heldout_ = int(held.sum())
-        if not held.any():
+        if not tests:
+            self.n_heldout_ = 0
             return None
-        w = annotator_weights(ann, self.selection_exponent)[held]
-        agree = {name: t[held] / times[held] for name, t in total.items()}
-        self.heldout_agreement_ = {name: float((w * a).sum() / w.sum())
-                                   for name, a in agree.items()}
-        bounds = agreement_bounds(agree, w, ann.items[held], float(self.confidence))
-        first = next(iter(agree))
-        return {name: score for name, score in self.heldout_agreement_.items()
-                if name == first or bounds[name] > 0}
+        self.n_heldout_ = int(np.logical_or.reduce(tests).sum())
+        weights = annotator_weights(ann.annotations_per_annotator(), ann.annotators,
+                                    self.selection_exponent)
+        sums = agreement_sums(Block.from_annotations(ann), tests, posteriors, weights)
+        return self.eligible_scores(ladder, sums)
+
+    def eligible_scores(self, ladder: List[Tuple[str, LabelModel]],
+                        sums: np.ndarray) -> Dict[str, float]:
+        """From summed :func:`agreement_sums`: sets ``heldout_agreement_`` and returns the
+        mean agreement of the first candidate and of each candidate whose gain over it is
+        more than ``confidence`` standard errors."""
+        means, bounds = agreement_bounds(sums, float(self.confidence))
+        names = [name for name, _ in ladder]
+        self.heldout_agreement_ = dict(zip(names, means.tolist()))
+        return {name: float(m) for i, (name, m) in enumerate(zip(names, means))
+                if i == 0 or bounds[i] > 0}
 
     def _gold_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
                      item_log_prior: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
