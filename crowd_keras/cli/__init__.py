@@ -11,7 +11,7 @@ import argparse
 import re
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -89,6 +89,26 @@ def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> Cr
     return CrowdDataError(f"{path}: {text}")
 
 
+def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
+    """The --gold file (columns --item and --label, one row per item) as item -> label."""
+    import pandas as pd
+
+    df = _read_table(args.gold, args.label, args.string_labels)
+    missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
+               if role != "annotator" and (c := getattr(args, role)) not in df.columns]
+    if missing:
+        raise CrowdDataError(f"{args.gold}: no column {', '.join(missing)}; its columns are "
+                             f"{list(df.columns)}")
+    dup = df[args.item].duplicated()
+    if dup.any():
+        raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
+                             f"one gold label (line {int(dup.to_numpy().argmax()) + 2})")
+    labels = df[args.label]
+    if not args.string_labels and ann.classes.dtype.kind in "iu" and labels.dtype.kind == "f":
+        labels = labels.astype("Int64")
+    return pd.Series(labels.to_numpy(), index=df[args.item].to_numpy())
+
+
 def _aggregate(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -106,8 +126,15 @@ def _aggregate(args: argparse.Namespace) -> int:
                                      label=args.label, duplicates=args.duplicates)
     except CrowdDataError as exc:
         raise _frame_error(exc, args.input, args) from None
+    model = get_label_model(args.method)
+    gold = None
+    if args.gold:
+        if not model.accepts_gold:
+            raise CrowdDataError(f"--method {args.method} does not take gold labels (--gold); "
+                                 "the default method does")
+        gold = _read_gold(args, ann)
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
-        model = get_label_model(args.method).fit(ann)
+        model = model.fit(ann) if gold is None else model.fit(ann, gold=gold)
     proba = model.predict_proba()
     out = pd.DataFrame({args.item: ann.item_ids, "label": ann.classes[proba.argmax(axis=1)],
                         "probability": proba.max(axis=1),
@@ -119,7 +146,8 @@ def _aggregate(args: argparse.Namespace) -> int:
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}; "
           f"wrote {len(out)} labels to {args.out}")
-    chosen = f" (chose {model.chosen_})" if getattr(model, "chosen_", None) else ""
+    chosen = (f" (chose {model.chosen_} by {model.selection_})"
+              if getattr(model, "chosen_", None) else "")
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (the lowest class code "
           "given; column 'tied')")
     if args.annotators:
@@ -175,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
                      help="several rows of one annotator on one item: error, or keep the last "
                           "or the first (the others are counted)")
+    agg.add_argument("--gold", metavar="FILE",
+                     help="CSV of known true labels of some items (columns --item and --label): "
+                     "held fixed in the fit, and with 20 or more the default method chooses "
+                     "its model by them")
     agg.add_argument("--out", required=True, help="CSV of aggregated labels to write (required)")
     agg.add_argument("--annotators", help="CSV of the annotator quality report to write "
                                           "(default: none)")

@@ -94,6 +94,10 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--multiple", default="error", choices=["error", "combination", "skip"],
                      help="annotations with several choices: error, combination (each set of "
                           "choices is one class) or skip (left out, counted)")
+    agg.add_argument("--no-gold", action="store_true",
+                     help="fit without the ground-truth annotations' labels (by default a "
+                     "model that takes gold holds those tasks at their label, and the default "
+                     "model chooses by them when there are 20 or more)")
     agg.add_argument("--include-gold", action="store_true",
                      help="also use ground_truth annotations as ordinary votes")
     agg.add_argument("--include-unannotated", action="store_true",
@@ -178,8 +182,15 @@ def aggregate_command(args: argparse.Namespace) -> int:
         return 2
     name = args.sequence_model if spans else args.method
     model = get_sequence_model(name) if spans else get_label_model(name)
+    gold = None
+    if not spans and not args.no_gold and getattr(model, "accepts_gold", False) \
+            and (export.gold_codes() >= 0).any():
+        gold = export.gold_codes()
     with Heartbeat(f"fitting {name}", disable=quiet):
-        model.fit(export.sequences if spans else export.annotations)
+        if gold is None:
+            model.fit(export.sequences if spans else export.annotations)
+        else:
+            model.fit(export.annotations, gold=gold)
     version = args.model_version or f"crowd-keras-{name}"
     try:
         predictions = (ls.predictions_from_model(export, model, version,
@@ -198,6 +209,9 @@ def aggregate_command(args: argparse.Namespace) -> int:
         if n_gold:
             print(f"aggregate spans on {n_gold} ground-truth tasks: token precision {p:.3f}, "
                   f"recall {r:.3f}, F1 {f1:.3f}")
+    elif gold is not None:
+        print(f"{int((gold >= 0).sum())} ground-truth tasks held at their label in the fit "
+              "(--no-gold fits without them and scores the aggregate against them)")
     else:
         n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
         if n_gold:
