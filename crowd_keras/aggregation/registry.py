@@ -34,6 +34,7 @@ _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "mixture_of_groups": ("crowd_keras.mixture_of_groups.label_model:MixtureOfGroupsModel",
                           ("mog", "cmm")),
     "lia": ("crowd_keras.lia.label_model:LIA", ("difficulty_competence",)),
+    "ibcc": ("crowd_keras.aggregation.bayesian.ibcc:IBCC", ()),
 }
 
 _FACTORIES: Dict[str, Factory] = {}   # primary name -> factory
