@@ -35,6 +35,8 @@ _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {
                           ("mog", "cmm")),
     "lia": ("crowd_keras.lia.label_model:LIA", ("difficulty_competence",)),
     "ibcc": ("crowd_keras.aggregation.bayesian.ibcc:IBCC", ()),
+    "ebcc": ("crowd_keras.aggregation.bayesian.ebcc:EBCC", ()),
+    "bwa": ("crowd_keras.aggregation.bayesian.bwa:BWA", ()),
 }
 
 _FACTORIES: Dict[str, Factory] = {}   # primary name -> factory

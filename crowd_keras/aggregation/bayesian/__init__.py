@@ -14,6 +14,8 @@ over items of sparse products with the vote incidence, so a fit split into block
 same fit (see :mod:`crowd_keras.aggregation.em`). See ``docs/bayesian-label-models.md``.
 """
 from .base import BayesianLabelModel
+from .bwa import BWA
+from .ebcc import EBCC
 from .ibcc import IBCC
 
-__all__ = ["BayesianLabelModel", "IBCC"]
+__all__ = ["BayesianLabelModel", "IBCC", "EBCC", "BWA"]
