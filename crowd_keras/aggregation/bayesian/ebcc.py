@@ -25,6 +25,7 @@ draws the same start.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -35,8 +36,8 @@ from ...numerics import softmax_rows
 from ..em import Block, Summary
 from .base import BayesianLabelModel, check_positive, confusion_prior, expected_log_dirichlet
 
-__all__ = ["EBCC", "ebcc_statistics", "ebcc_m_step", "ebcc_e_step", "subtype_draws",
-           "vote_share_totals"]
+__all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_e_step",
+           "subtype_draws", "vote_share_totals"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -70,10 +71,33 @@ def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int
     return draws / draws.sum(axis=2, keepdims=True)
 
 
-def ebcc_statistics(XT: sp.spmatrix, latent: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """``(N, mass)``: N (A·K, K·M) ``N[a·K + l, k·M + m] = Σ_{i: y_ia = l} q_ikm``, and
-    mass (K·M,) ``Σ_i q_ikm``; ``latent`` is q (I, K·M). Sums over items."""
-    return np.asarray(XT @ latent), latent.sum(axis=0)
+@dataclass
+class SubtypeStatistics:
+    """Summable statistics of the live subtypes ``active`` (column codes ``k·M + m``).
+
+    Attributes:
+        counts: (A·K, S) ``Σ_{i: y_ia = l} q_ikm`` at ``[a·K + l, s]`` for subtype s.
+        mass: (S,) ``Σ_i q_ikm``. prior_mass: (K,) the empirical prior's vote totals, or 0.
+        active: (S,) the subtypes' column codes (the same in every block).
+    """
+
+    counts: np.ndarray
+    mass: np.ndarray
+    prior_mass: Any
+    active: np.ndarray
+
+    def __add__(self, other: "SubtypeStatistics") -> "SubtypeStatistics":
+        if not np.array_equal(self.active, other.active):
+            raise ValueError("EBCC statistics of different live subtypes cannot be added")
+        return SubtypeStatistics(self.counts + other.counts, self.mass + other.mass,
+                                 self.prior_mass + other.prior_mass, self.active)
+
+
+def ebcc_statistics(XT: sp.spmatrix, values: np.ndarray, active: np.ndarray,
+                    prior_mass: Any = 0.0) -> SubtypeStatistics:
+    """The statistics of ``q`` on the live subtypes: ``values`` (I, S) with columns
+    ``active``; one sparse product ``Xᵀ q``. Sums over items."""
+    return SubtypeStatistics(np.asarray(XT @ values), values.sum(axis=0), prior_mass, active)
 
 
 def vote_share_totals(block: Block, vote_shares: np.ndarray) -> np.ndarray:
@@ -87,37 +111,51 @@ def vote_share_totals(block: Block, vote_shares: np.ndarray) -> np.ndarray:
     return totals + (per_item == 0).sum() * vote_shares
 
 
-def ebcc_m_step(counts: np.ndarray, mass: np.ndarray, n_groups: int, a_pi: float,
-                alpha: Any, a_v: float, b_v: float) -> tuple:
+def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: float,
+                alpha: Any, a_v: float, b_v: float, prune_below: float = 0.0) -> tuple:
     """The variational parameters and expectations from the summed statistics.
 
+    Subtypes whose expected number of items ``Σ_i q_ikm`` is below ``prune_below`` are
+    dropped (never the largest of a class): their counts are nil, so ``q(v_akm)`` is the prior
+    and ``E[log π_km] ≈ ψ(a_pi / M) − ψ(·)`` (about −100 at the defaults) keeps them at
+    ``q_ikm`` far below ``prune_below`` on every item whose labels the live subtypes explain.
+
     Returns:
-        ``(bias, log_v, eta, nu, mu)``: bias (K·M,) ``E[log τ_k] + E[log π_km]``; log_v
-        (A·K, K·M) ``E[log v_akml]`` at ``[a·K + l, k·M + m]`` (the E-step's weights); the
-        concentrations eta (K, M) of ``q(π)``, nu (K,) of ``q(τ)`` and mu (A, K_l, K, M) of
-        ``q(v)`` (``mu[a, l, k, m]``).
+        ``(bias, log_v, live, eta, nu, mu)``: for the S live subtypes ``live`` (column codes
+        ``k·M + m``): bias (S,) ``E[log τ_k] + E[log π_km]``, log_v (A·K, S) ``E[log v_akml]``
+        at ``[a·K + l, s]`` (the E-step's weights) and mu (A, K_l, S) the concentrations of
+        ``q(v)``; eta (K, M) of ``q(π)`` and nu (K,) of ``q(τ)`` over all subtypes.
     """
-    k = counts.shape[1] // n_groups
-    eta = mass.reshape(k, n_groups) + a_pi / n_groups
-    nu = mass.reshape(k, n_groups).sum(axis=1) + alpha
-    # the statistics' layout [a, l, k, m] is the E-step's: normalise over l (axis 1)
-    mu = counts.reshape(-1, k, k, n_groups) + confusion_prior(k, a_v, b_v)[None, :, :, None]
-    log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, k * n_groups)
+    k, m = n_classes, n_groups
+    mass = np.zeros(k * m)
+    mass[stats.active] = stats.mass
+    eta = mass.reshape(k, m) + a_pi / m
+    nu = mass.reshape(k, m).sum(axis=1) + alpha
+    keep = stats.mass >= prune_below
+    largest = np.full(k, -1.0)
+    np.maximum.at(largest, stats.active // m, stats.mass)
+    keep |= stats.mass == largest[stats.active // m]
+    live = stats.active[keep]
+    # the statistics' layout [a, l, s] is the E-step's: normalise over l (axis 1)
+    mu = stats.counts[:, keep].reshape(-1, k, len(live)) \
+        + confusion_prior(k, a_v, b_v)[:, live // m][None]
+    log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, len(live))
     bias = expected_log_dirichlet(eta, axis=1) + expected_log_dirichlet(nu, axis=0)[:, None]
-    return bias.ravel(), log_v, eta, nu, mu
+    return bias.ravel()[live], log_v, live, eta, nu, mu
 
 
-def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray,
-                item_log_prior: Optional[np.ndarray] = None) -> Tuple[np.ndarray, float]:
-    """``q(z, g)`` (I, K·M) and the summed log normaliser ``Σ_i log Σ_{k,m} exp(score_ikm)``;
-    ``item_log_prior`` (I, K) is added to every subtype of its class."""
+def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray, live: np.ndarray,
+                n_groups: int, item_log_prior: Optional[np.ndarray] = None
+                ) -> Tuple[Tuple[np.ndarray, np.ndarray], float]:
+    """``q(z, g)`` on the live subtypes, ``(values (I, S), live)``, and the summed log
+    normaliser ``Σ_i log Σ_{k,m} exp(score_ikm)``; ``item_log_prior`` (I, K) is added to
+    every subtype of its class."""
     logits = X @ log_v
     logits += bias
     if item_log_prior is not None:
-        groups = logits.shape[1] // item_log_prior.shape[1]
-        logits.reshape(len(logits), -1, groups)[...] += item_log_prior[:, :, None]
-    latent, log_norm = softmax_rows(logits, out=logits)
-    return latent, float(log_norm.sum())
+        logits += item_log_prior[:, live // n_groups]
+    values, log_norm = softmax_rows(logits, out=logits)
+    return (values, live), float(log_norm.sum())
 
 
 class EBCC(BayesianLabelModel):
@@ -135,6 +173,10 @@ class EBCC(BayesianLabelModel):
         seed: seed of the random start (per item: :func:`subtype_draws`).
         init: ``"random"``, or an explicit start ``q(z, g)`` of shape (I, K, M) or
             (I, K·M) for a one-block fit (e.g. the authors' code's draw).
+        prune_below: drop a subtype once its expected number of items ``Σ_i q_ikm`` falls
+            below this (never a class's largest; see :func:`ebcc_m_step`): with
+            ``a_pi / M`` small most subtypes die within tens of iterations, and the live ones
+            are all the sparse products then compute. 0: keep every subtype (the exact VB).
         max_iter: maximum number of VB iterations.
         tol: stop when the summed log normaliser per annotation moves by less than this.
         progress: show a progress bar over iterations.
@@ -145,7 +187,8 @@ class EBCC(BayesianLabelModel):
         posteriors_: (items, K) ``Σ_m q(z_i = k, g_i = m)``. class_priors_: (K,) ``E[τ]``.
         confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
         marginal ``Σ_m E[π_km] E[v_akm·]``. subtype_weights_: (K, M) ``E[π]``.
-        state_: the last iteration's ``(bias, E[log v], eta, nu, mu)``. objective_: the
+        live_subtypes_: (K, M) bool, the subtypes not dropped.
+        state_: the last iteration's ``(bias, E[log v], live, eta, nu, mu)``. objective_: the
         summed log normaliser per iteration. n_iter_.
     """
 
@@ -153,8 +196,8 @@ class EBCC(BayesianLabelModel):
 
     def __init__(self, num_groups: int = 10, a_pi: float = 0.1, alpha: float = 1.0,
                  a_v: float = 4.0, b_v: float = 1.0, empirical_prior: bool = False,
-                 seed: int = 1234, init: Any = "random", max_iter: int = 500,
-                 tol: float = 1e-6, progress: bool = False,
+                 seed: int = 1234, init: Any = "random", prune_below: float = 1e-10,
+                 max_iter: int = 500, tol: float = 1e-6, progress: bool = False,
                  labeling_functions: str = "auto") -> None:
         self.num_groups = num_groups
         self.a_pi = a_pi
@@ -164,6 +207,7 @@ class EBCC(BayesianLabelModel):
         self.empirical_prior = empirical_prior
         self.seed = seed
         self.init = init
+        self.prune_below = prune_below
         self.max_iter = max_iter
         self.tol = tol
         self.progress = progress
@@ -174,49 +218,74 @@ class EBCC(BayesianLabelModel):
         if not (isinstance(self.num_groups, (int, np.integer)) and self.num_groups >= 1):
             raise ValueError(f"EBCC: num_groups must be a positive integer, got "
                              f"{self.num_groups!r}")
+        if not float(self.prune_below) >= 0:
+            raise ValueError(f"EBCC: prune_below must be >= 0, got {self.prune_below!r}")
         if not isinstance(self.seed, (int, np.integer)):
             raise TypeError(f"EBCC: seed must be an integer, got {self.seed!r}")
         if isinstance(self.init, str) and self.init != "random":
             raise ValueError(f"EBCC: init must be 'random' or an array, got {self.init!r}")
 
     # the EM-step protocol (crowd_keras.aggregation.em)
-    def initial_latent(self, block: Block) -> np.ndarray:
-        """(I, K·M) starting ``q(z, g)``: the soft majority vote times per-item subtype
-        draws, or the explicit ``init``."""
+    def initial_latent(self, block: Block) -> Tuple[np.ndarray, np.ndarray]:
+        """The starting ``q(z, g)``: ``(values (I, K·M), all subtypes)``, the soft majority
+        vote times per-item subtype draws, or the explicit ``init``."""
         k, m = self.n_classes_, self.num_groups
+        every = np.arange(k * m)
         if not isinstance(self.init, str):
             start = np.asarray(self.init, dtype=np.float64)
             if start.shape not in ((block.n_items, k, m), (block.n_items, k * m)):
                 raise ValueError(f"EBCC: init must have shape {(block.n_items, k, m)} or "
                                  f"{(block.n_items, k * m)}, got {start.shape}")
-            return start.reshape(block.n_items, k * m).copy()
+            return start.reshape(block.n_items, k * m).copy(), every
         post = self.initial_posteriors(block)
         draws = subtype_draws(block.item_ids, k, m, int(self.seed))
-        return (draws * post[:, :, None]).reshape(block.n_items, k * m)
+        return (draws * post[:, :, None]).reshape(block.n_items, k * m), every
 
-    def initial_statistics(self, block: Block) -> tuple:
+    def initial_statistics(self, block: Block) -> SubtypeStatistics:
         return self.sufficient_statistics(block, self.initial_latent(block))
 
-    def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
-        counts, mass = ebcc_statistics(block.XT, latent)
+    def sufficient_statistics(self, block: Block, latent: tuple) -> SubtypeStatistics:
         prior_mass = vote_share_totals(block, self.vote_shares_) if self.empirical_prior else 0.0
-        return counts, mass, prior_mass
+        return ebcc_statistics(block.XT, latent[0], latent[1], prior_mass)
 
-    def m_step(self, stats: tuple) -> tuple:
-        counts, mass, prior_mass = stats
-        alpha = prior_mass if self.empirical_prior else self.alpha
-        return ebcc_m_step(counts, mass, self.num_groups, self.a_pi, alpha, self.a_v, self.b_v)
+    def m_step(self, stats: SubtypeStatistics) -> tuple:
+        alpha = stats.prior_mass if self.empirical_prior else self.alpha
+        return ebcc_m_step(stats, self.n_classes_, self.num_groups, self.a_pi, alpha,
+                           self.a_v, self.b_v, float(self.prune_below))
 
-    def e_step(self, block: Block, state: tuple) -> Tuple[np.ndarray, float]:
-        return ebcc_e_step(block.X, state[0], state[1], block.item_log_prior)
+    def e_step(self, block: Block, state: tuple) -> Tuple[tuple, float]:
+        return ebcc_e_step(block.X, state[0], state[1], state[2], self.num_groups,
+                           block.item_log_prior)
 
-    def class_posteriors(self, latent: np.ndarray) -> np.ndarray:
-        k = self.n_classes_
-        return latent.reshape(len(latent), k, -1).sum(axis=2)
+    def class_posteriors(self, latent: tuple) -> np.ndarray:
+        values, live = latent
+        post = np.zeros((len(values), self.n_classes_))
+        # columns of one class are adjacent (codes k·M + m, ascending): add them up
+        classes = live // self.num_groups
+        starts = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])
+        post[:, classes[starts]] = np.add.reduceat(values, starts, axis=1)
+        return post
+
+    def subtype_posteriors(self, latent: tuple) -> np.ndarray:
+        """(I, K, M) ``q(z_i = k, g_i = m)`` (0 for dropped subtypes) from a latent."""
+        values, live = latent
+        full = np.zeros((len(values), self.n_classes_ * self.num_groups))
+        full[:, live] = values
+        return full.reshape(len(values), self.n_classes_, self.num_groups)
 
     def _set_parameters(self, state: tuple, summary: Summary) -> None:
-        _, _, eta, nu, mu = state
+        _, _, live, eta, nu, mu = state
+        k, m = self.n_classes_, self.num_groups
         self.class_priors_ = nu / nu.sum()
-        self.subtype_weights_ = eta / eta.sum(axis=1, keepdims=True)
-        rows = mu / mu.sum(axis=1, keepdims=True)                       # E[v] at [a, l, k, m]
-        self.confusion_matrices_ = np.einsum("km,alkm->akl", self.subtype_weights_, rows)
+        weights = eta / eta.sum(axis=1, keepdims=True)
+        self.subtype_weights_ = weights
+        self.live_subtypes_ = np.zeros((k, m), dtype=bool)
+        self.live_subtypes_.ravel()[live] = True
+        # Σ_m E[π_km] E[v_akm·]; a dropped subtype's q(v) is its prior
+        rows = mu / mu.sum(axis=1, keepdims=True)                       # E[v] at [a, l, s]
+        prior = confusion_prior(k, self.a_v, self.b_v)
+        prior /= prior.sum(axis=1, keepdims=True)
+        dropped = np.where(self.live_subtypes_, 0.0, weights).sum(axis=1)
+        of_class = (live // m)[:, None] == np.arange(k)[None, :]          # (S, K)
+        live_part = ((rows * weights.ravel()[live]) @ of_class).transpose(0, 2, 1)
+        self.confusion_matrices_ = live_part + dropped[None, :, None] * prior[None]
