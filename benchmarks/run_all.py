@@ -50,6 +50,9 @@ SCRIPTS = [
                 "--precisions", "float32", "--repeat", "3", "--alternate", "16"],
      ["--items", "2000", "--annotators", "100", "--precisions", "float32", "--epochs", "2"], 3600),
     ("spans.py", [], ["--quick"], 3600),
+    ("bayesian.py", [], ["--sets", "bluebirds", "dog", "--sizes", "100000", "--reference-sizes",
+                         "100000", "--whole-sizes", "100000", "--iters", "2", "--repeat", "1"],
+     3600),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "jax", "snorkel",

@@ -15,6 +15,7 @@ from typing import Any
 from .abstain_dawid_skene import AbstainAwareDawidSkene
 from .auto import AutoLabelModel
 from .base import LabelModel, as_annotations
+from .bayesian import BWA, EBCC, IBCC
 from .dawid_skene import DawidSkene, OneCoinDawidSkene
 from .glad import GLAD
 from .mace import MACE
@@ -23,7 +24,7 @@ from .registry import (available_label_models, get_label_model, label_model_clas
                        register_label_model)
 
 __all__ = ["LabelModel", "as_annotations", "AutoLabelModel", "MajorityVote", "DawidSkene",
-           "OneCoinDawidSkene", "GLAD", "MACE", "AbstainAwareDawidSkene",
+           "OneCoinDawidSkene", "GLAD", "MACE", "AbstainAwareDawidSkene", "IBCC", "EBCC", "BWA",
            "CommonNoiseModel", "MixtureOfGroupsModel", "LIA", "counts_to_annotations",
            "register_label_model", "get_label_model", "label_model_class",
            "available_label_models"]

@@ -34,6 +34,9 @@ _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "mixture_of_groups": ("crowd_keras.mixture_of_groups.label_model:MixtureOfGroupsModel",
                           ("mog", "cmm")),
     "lia": ("crowd_keras.lia.label_model:LIA", ("difficulty_competence",)),
+    "ibcc": ("crowd_keras.aggregation.bayesian.ibcc:IBCC", ()),
+    "ebcc": ("crowd_keras.aggregation.bayesian.ebcc:EBCC", ()),
+    "bwa": ("crowd_keras.aggregation.bayesian.bwa:BWA", ()),
 }
 
 _FACTORIES: Dict[str, Factory] = {}   # primary name -> factory
