@@ -7,3 +7,10 @@ class CrowdDataError(ValueError):
     The message names what is wrong and where (row, item id, annotator id) so that
     the user can find the offending record in their own data.
     """
+
+
+class MissingExtraError(ImportError):
+    """A part of crowd-keras needs an optional dependency that is not installed.
+
+    The message is one line that names the ``pip install 'crowd-keras[...]'`` to run.
+    """
