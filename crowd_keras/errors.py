@@ -14,3 +14,9 @@ class MissingExtraError(ImportError):
 
     The message is one line that names the ``pip install 'crowd-keras[...]'`` to run.
     """
+
+
+class DownloadError(OSError):
+    """A data set could not be downloaded (offline, HTTP error, or a file whose checksum
+    differs from the pinned one). The message names the URL and the environment variables
+    that point the loaders at local files instead."""
