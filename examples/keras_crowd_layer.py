@@ -10,7 +10,7 @@ The story, end to end:
 5. read what the layer learned about each annotator (confusion matrices, rows = true class);
 6. save the crowd model as ``.keras`` and load it back.
 
-Run from the repository root (data from ``../shared/data`` by default)::
+Run from the repository root (LabelMe from ``CROWD_KERAS_DATA``, the cache or a download)::
 
     python examples/keras_crowd_layer.py               # 60 epochs, about a minute on a CPU
     python examples/keras_crowd_layer.py --quick       # 3 epochs: a smoke test
@@ -18,18 +18,18 @@ Run from the repository root (data from ``../shared/data`` by default)::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from crowd_keras.quiet import quiet_tensorflow  # noqa: E402
+
+quiet_tensorflow("--verbose" in sys.argv)  # before Keras imports TensorFlow
 import keras  # noqa: E402
 
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
@@ -51,14 +51,18 @@ def make_classifier(n_features: int, n_classes: int) -> keras.Model:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data", type=Path, default=None,
+                   help="folder that holds labelme/ (default: CROWD_KERAS_DATA, the cache, or "
+                        "a download)")
     p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", action="store_true",
+                   help="show TensorFlow's start-up messages")
     p.add_argument("--quick", action="store_true", help="3 epochs (smoke test)")
     args = p.parse_args(argv)
     epochs = 3 if args.quick else args.epochs
 
-    data = load_labelme(args.data / "labelme")
+    data = load_labelme(args.data)
     ann = data.annotations
     print(f"LabelMe: {ann.n_items} training images, {ann.n_annotators} annotators, "
           f"{ann.n_annotations} labels, {ann.n_classes} classes")

@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # (layer, module prefixes): the longest matching prefix places a module.
 LAYERS = {
-    0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.progress", "crowd_keras.numerics",
-        "crowd_keras.params", "crowd_keras.codes", "crowd_keras.string_codes"],
+    0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.quiet", "crowd_keras.tables",
+        "crowd_keras.progress", "crowd_keras.numerics", "crowd_keras.params", "crowd_keras.codes",
+        "crowd_keras.string_codes"],
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers"],
     2: ["crowd_keras.aggregation", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
         "crowd_keras.mixture_of_groups.label_model", "crowd_keras.lia.em", "crowd_keras.datasets",
