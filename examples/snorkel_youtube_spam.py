@@ -11,7 +11,7 @@
 
 Run from the repository root (about 10 s)::
 
-    python examples/snorkel_youtube_spam.py [--data ../shared/data]
+    python examples/snorkel_youtube_spam.py [--data FOLDER]  # default: CROWD_KERAS_DATA, cache
 """
 from __future__ import annotations
 

@@ -71,3 +71,27 @@ def test_core_and_both_command_lines_run_without_any_framework(tmp_path):
     """ % (BLOCKED,), *BLOCKED, cwd=tmp_path)
     assert "CORE OK" in res.stdout, res.stderr[-3000:]
     assert (tmp_path / "labels.csv").read_text().startswith("task,label,probability")
+
+
+def _setup_kwargs() -> dict:
+    import runpy
+    from unittest import mock
+
+    with mock.patch("setuptools.setup") as setup:  # read setup.py's arguments, build nothing
+        runpy.run_path(str(ROOT / "setup.py"), run_name="__main__")
+    return setup.call_args.kwargs
+
+
+def test_install_requires_is_the_light_core_and_each_backend_extra_brings_keras():
+    kwargs = _setup_kwargs()
+    names = {req.split(">")[0].split("=")[0].split("<")[0].strip()
+             for req in kwargs["install_requires"]}
+    assert names == {"numpy", "pandas", "scipy"}
+    extras = kwargs["extras_require"]
+    for extra, backend in (("tensorflow", "tensorflow"), ("tensorflow-cpu", "tensorflow-cpu"),
+                           ("torch", "torch"), ("jax", "jax")):
+        assert any(r.startswith("keras") for r in extras[extra]), extra
+        assert any(r.startswith(backend) for r in extras[extra]), extra
+    # the suite's Keras tests need TensorFlow (models saved there load on torch and jax)
+    assert any(r.startswith("tensorflow>") for r in extras["test"])
+    assert not any(r.startswith("tensorflow-cpu") for r in extras["test"] + extras["all"])
