@@ -14,10 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from crowd_keras.quiet import quiet_tensorflow  # noqa: E402
+from crowd_keras.quiet import quiet_import  # noqa: E402
 
-quiet_tensorflow("--verbose" in sys.argv)  # before Keras imports TensorFlow
-import keras  # noqa: E402
+with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
+    import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from crowd_keras.aggregation import MajorityVote  # noqa: E402

@@ -27,10 +27,10 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowd_keras.quiet import quiet_tensorflow  # noqa: E402
+from crowd_keras.quiet import quiet_import  # noqa: E402
 
-quiet_tensorflow("--verbose" in sys.argv)  # before Keras imports TensorFlow
-import keras  # noqa: E402
+with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
+    import keras  # noqa: E402
 
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
 from crowd_keras.datasets import load_labelme  # noqa: E402
