@@ -21,6 +21,7 @@ with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, un
 import numpy as np  # noqa: E402
 
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
+from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme, simulate_crowd  # noqa: E402
 from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
 from crowd_keras.models import CrowdModel, TruthValidation  # noqa: E402
@@ -74,7 +75,8 @@ def main(argv=None) -> int:
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     # Model selection on a validation split with true labels, never on the test set.
     model.fit(d["x"], ann, epochs=args.epochs, batch_size=64, verbose=0,
-              callbacks=[TruthValidation(d["x_valid"], d["y_valid"])])
+              callbacks=[TruthValidation(d["x_valid"], d["y_valid"]),
+                         FitProgress("training the CoNAL model")])
 
     # After training the noise layers are dropped: the classifier alone predicts the truth.
     test_acc = float((classifier.predict(d["x_test"], verbose=0).argmax(1) == d["y_test"]).mean())

@@ -33,6 +33,7 @@ with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, un
     import keras  # noqa: E402
 
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
+from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
 from crowd_keras.models import CrowdModel, TruthValidation  # noqa: E402
@@ -73,7 +74,8 @@ def main(argv=None) -> dict:
     model = CrowdModel(classifier, CrowdLayer(ann.n_annotators, conn_type="MW"))
     model.compile(optimizer=keras.optimizers.Adam(1e-3))   # loss: MaskedMultiCrossEntropy
     select = TruthValidation(data.x_valid, data.y_valid)     # gold validation split, not test
-    model.fit(data.x_train, ann, epochs=epochs, batch_size=64, verbose=0, callbacks=[select])
+    model.fit(data.x_train, ann, epochs=epochs, batch_size=64, verbose=0,
+              callbacks=[select, FitProgress("training the crowd model")])
 
     # 4. the plain classifier is the truth estimate
     acc = float(np.mean(classifier.predict(data.x_test, verbose=0).argmax(-1) == data.y_test))
@@ -83,7 +85,7 @@ def main(argv=None) -> dict:
     baseline.compile(keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
     mv_select = TruthValidation(data.x_valid, data.y_valid, classifier=baseline)
     baseline.fit(data.x_train, MajorityVote().fit(ann).predict(), epochs=epochs, batch_size=64,
-                 verbose=0, callbacks=[mv_select])
+                 verbose=0, callbacks=[mv_select, FitProgress("training on majority vote")])
     mv_acc = float(np.mean(baseline.predict(data.x_test, verbose=0).argmax(-1) == data.y_test))
     print(f"test accuracy: crowd layer (MW) {acc:.3f} (best epoch {select.best_epoch_ + 1}), "
           f"majority-vote labels {mv_acc:.3f}")

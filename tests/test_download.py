@@ -246,3 +246,15 @@ def test_loaders_download_real_sets_from_a_mirror(server, cache, monkeypatch):
                                                "/mirror/truth_inference/dog/truth.csv",
                                                "/mirror/wrench/youtube/test.json",
                                                "/mirror/wrench/youtube/label.json"}
+
+
+def test_labelme_without_classes_file_uses_the_built_in_names(tmp_path):
+    from crowd_keras.datasets import LABELME_CLASSES, load_labelme
+
+    src = require_data("labelme")
+    for name in SOURCES["labelme"].files:
+        if name != "classes.txt":
+            (tmp_path / name).write_bytes((src / name).read_bytes())
+    data = load_labelme(tmp_path)
+    assert data.classes == list(LABELME_CLASSES) == (src / "classes.txt").read_text().split()
+    assert data.annotations.n_annotations == load_labelme(src).annotations.n_annotations
