@@ -52,7 +52,8 @@ def test_progress_lines_carry_the_postfix():
         bar.set_postfix(epoch=1, loss="0.5000")
         bar.update(2)
     last = out.getvalue().strip().splitlines()[-1]
-    assert last.startswith("training: 4/4 batch (100%)") and last.endswith("done, epoch 1, loss 0.5000")
+    assert last.startswith("training: 4/4 batch (100%)")
+    assert last.endswith("done, epoch 1, loss 0.5000")
 
 
 @pytest.mark.slow  # imports TensorFlow
@@ -69,7 +70,8 @@ def test_fit_progress_callback_reports_a_keras_fit():
               callbacks=[FitProgress("toy fit", interval=0.0, stream=err, use_tqdm=False)])
     lines = err.getvalue().strip().splitlines()
     assert lines[0].startswith("toy fit: 0/12 batch (0%)") and lines[0].endswith("started")
-    assert lines[-1].startswith("toy fit: 12/12 batch (100%)") and "done, epoch 3, loss" in lines[-1]
+    assert lines[-1].startswith("toy fit: 12/12 batch (100%)")
+    assert "done, epoch 3, loss" in lines[-1]
     err = io.StringIO()  # early stopping ends the bar short of its total
     model.fit(x, y, epochs=3, batch_size=10, verbose=0,
               callbacks=[stop, FitProgress("toy fit", stream=err, use_tqdm=False)])
@@ -130,7 +132,8 @@ def test_gold_comparison_says_why_there_is_no_score():
                      "the aggregate is right on 0 of 1")
     assert few.startswith("1 ground-truth task: too few") and "0.000" not in few
     enough = _gold_line(MIN_GOLD_FOR_SCORE, "accuracy 0.900 (9 of 10 right)", "labels")
-    assert enough == f"aggregate labels on {MIN_GOLD_FOR_SCORE} ground-truth tasks: accuracy 0.900 (9 of 10 right)"
+    assert enough == (f"aggregate labels on {MIN_GOLD_FOR_SCORE} ground-truth tasks: "
+                      "accuracy 0.900 (9 of 10 right)")
 
 
 def test_story_two_prints_no_score_from_one_gold_task(tmp_path, capsys):

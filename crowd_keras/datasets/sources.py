@@ -66,9 +66,12 @@ _SETS = [
     DataSource("labelme", {
         **_github(*_LABELME, {
             "answers.txt": "354c282e10835a59962494acb1d180fe997b65a0aa1e27f870cdb4ef51ef3e2b",
-            "LabelMe_Z_train.txt": "229556bdc5da327dd7d4e4154ba180969091c83f43cf8cbee3727131c5a062f6",
-            "LabelMe_Z_valid.txt": "40aba43f903a539b38243c411e214da1f8c696cc47aa59811cc3388cc6899892",
-            "LabelMe_Z_test.txt": "6d508b638d41fa84b2628615270456df96a49dce18054d201ac6261b03ea77bc",
+            "LabelMe_Z_train.txt":
+                "229556bdc5da327dd7d4e4154ba180969091c83f43cf8cbee3727131c5a062f6",
+            "LabelMe_Z_valid.txt":
+                "40aba43f903a539b38243c411e214da1f8c696cc47aa59811cc3388cc6899892",
+            "LabelMe_Z_test.txt":
+                "6d508b638d41fa84b2628615270456df96a49dce18054d201ac6261b03ea77bc",
             "LabelMe_VGG_avg_train.npy":
                 "0ddfbcbd722aab70e81525a459cc37d47c1d344322b401ee35a3e9b158a209e8",
             "LabelMe_VGG_avg_valid.npy":
@@ -76,7 +79,8 @@ _SETS = [
             "LabelMe_VGG_avg_test.npy":
                 "af407538f702f98e775f233652152cdcb58583c9d4668492308151c126ce7873"}),
         # the class names in code order; the loader knows them when the file is absent
-        "classes.txt": RemoteFile("6425b593d24e71bc73559b2efce4f0597589f2cda45a4172d8d180b76011b8c4"),
+        "classes.txt":
+            RemoteFile("6425b593d24e71bc73559b2efce4f0597589f2cda45a4172d8d180b76011b8c4"),
     }, "http://fprodrigues.com/publications/deep-crowds/", optional=("classes.txt",)),
     DataSource("music", {
         "music_genre_annotations.csv":
@@ -107,11 +111,13 @@ _SETS = [
         "truth.csv": "9a5757c726ef1a32b05f6a675924c483b24d602c61b1a2d087ab3d84f90b3766"}),
         "https://github.com/zhydhkcws/crowd_truth_infer"),
     DataSource("truth_inference/adult_content", {
-        "answer.csv": RemoteFile("1781ea89e193b5d09a84db9ef5002fd4eb277b2109606891e61c47117c0c5d2d"),
+        "answer.csv":
+            RemoteFile("1781ea89e193b5d09a84db9ef5002fd4eb277b2109606891e61c47117c0c5d2d"),
         "truth.csv": RemoteFile("395c88167c5be38a62be2f57230a80defded6fc4972e64ecb71f1ef3b6821b71"),
     }, "https://github.com/zhydhkcws/crowd_truth_infer"),
     DataSource("truth_inference/weather_sentiment", {
-        "answer.csv": RemoteFile("9bd1b6fd80376a986ddc6983f820fb094e4a757ffda81385b72beaa376b589d0"),
+        "answer.csv":
+            RemoteFile("9bd1b6fd80376a986ddc6983f820fb094e4a757ffda81385b72beaa376b589d0"),
         "truth.csv": RemoteFile("57c19d99a45183e6c871e15e5f2624d2481432461d520483f92f84ac4f9f73f8"),
     }, "https://github.com/zhydhkcws/crowd_truth_infer"),
     DataSource("wrench/youtube", _github(*_WRENCH, "datasets/youtube", {
@@ -135,7 +141,8 @@ _SETS = [
     # PICO-data's own layout is one JSON file per split and a text file per abstract; the
     # loader reads the JSON-lines rewrite below (contents unchanged)
     DataSource("pico", {
-        "docs.jsonl": RemoteFile("4d969a7f96f71f3145fb47893a181c0d5e570e630cc05423e2fd3f17dae6c4f1"),
+        "docs.jsonl":
+            RemoteFile("4d969a7f96f71f3145fb47893a181c0d5e570e630cc05423e2fd3f17dae6c4f1"),
         "crowd_train.jsonl":
             RemoteFile("af358886e5bedfc5e1a8aace9079722b44f4d936115e28c31314865897610374"),
         "crowd_dev.jsonl":
