@@ -1,8 +1,9 @@
 """PICO (Nguyen et al., ACL 2017): "Participants" spans of medical abstracts by AMT workers.
 
 Reads the project's JSON-lines layout of the PICO-data files (:func:`load_pico`):
-``docs.jsonl`` (texts), ``crowd_{split}.jsonl`` (``{docid, spans: {worker: [[start, end], ...]}}``), the gold spans of
-half the ``acl17-test`` abstracts and the authors' own aggregates. Every worker listed for an
+``docs.jsonl`` (texts), ``crowd_{split}.jsonl`` (``{docid, spans: {worker: [[start, end],
+...]}}``), the gold spans of half the ``acl17-test`` abstracts and the authors' own
+aggregates. Every worker listed for an
 abstract saw it (unmarked tokens are O); unlisted workers did not (missing).
 """
 from __future__ import annotations
