@@ -3,8 +3,8 @@
 Reads the project's JSON-lines layout of the PICO-data files (:func:`load_pico`):
 ``docs.jsonl`` (texts), ``crowd_{split}.jsonl`` (``{docid, spans: {worker: [[start, end],
 ...]}}``), the gold spans of half the ``acl17-test`` abstracts and the authors' own
-aggregates. Every worker listed for an
-abstract saw it (unmarked tokens are O); unlisted workers did not (missing).
+aggregates. Every worker listed for an abstract saw it (unmarked tokens are O); unlisted
+workers did not (missing).
 """
 from __future__ import annotations
 
