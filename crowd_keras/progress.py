@@ -148,7 +148,8 @@ class Progress:
         self.postfix = ""
         self._start = self._last = time.monotonic()
         tqdm = None if disable or use_tqdm is False else _tqdm()
-        self._bar = tqdm(total=self.total, desc=desc, file=self.stream, unit=unit) if tqdm else None
+        self._bar = (tqdm(total=self.total, desc=desc, file=self.stream, unit=unit,
+                          unit_scale=unit == "B") if tqdm else None)  # bytes as kB, MB
         if self._bar is None and not disable:
             self._line("started")
 

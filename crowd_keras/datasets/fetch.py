@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tarfile
 import tempfile
 import urllib.error
@@ -41,6 +42,7 @@ CACHE_ENV = "CROWD_KERAS_CACHE"
 MIRROR_ENV = "CROWD_KERAS_MIRROR"
 _CHUNK = 1 << 20
 _TIMEOUT = 60.0
+_SHOWN_FROM = 1 << 18  # bytes: smaller downloads get no progress of their own
 
 PathLike = Union[str, os.PathLike]
 
@@ -105,7 +107,8 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
                 have = 0
             length = response.headers.get("Content-Length")
             total = have + int(length) if length else 0
-            bar = Progress(max(total, 1), f"downloading {what}", disable=not progress,
+            show = progress and (not total or total - have >= _SHOWN_FROM)
+            bar = Progress(max(total, 1), f"downloading {what}", disable=not show,
                            unit="B", interval=5.0)
             bar.update(have)
             try:
@@ -169,6 +172,11 @@ def _extract(src: DataSource, archive: Path, folder: Path, wanted: Sequence[str]
 def _download(src: DataSource, folder: Path, names: Sequence[str], progress: bool) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     mirror = bool(os.environ.get(MIRROR_ENV))
+    if progress:
+        origin = (os.environ[MIRROR_ENV] if mirror else src.archive.url if src.archive
+                  else src.homepage)
+        print(f"{src.name}: downloading {len(names)} file(s) from {origin} into {folder} "
+              f"(once; checked against pinned sha256)", file=sys.stderr, flush=True)
     if src.archive is not None and not mirror:
         from_archive = [n for n in names if n in src.archive.members.values()]
         if from_archive:
