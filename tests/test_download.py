@@ -29,6 +29,7 @@ class Server:
 
     def __init__(self):
         self.files, self.requests, self.ignore_range = {}, [], False
+        self.cut_after = None  # bytes of the body sent before the connection drops
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +55,9 @@ class Server:
                     self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if outer.cut_after is not None:
+                    body, outer.cut_after = body[:outer.cut_after], None
+                    self.close_connection = True
                 self.wfile.write(body)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -126,6 +130,17 @@ def test_a_partial_file_is_resumed_with_a_range_request(server, cache, tiny):
     assert (cache / "tiny" / "payload.bin").read_bytes() == PAYLOAD
     assert server.requests == [("/tiny/payload.bin", "bytes=300000-")]
     assert not part.exists()
+
+
+def test_a_dropped_connection_keeps_the_part_and_the_next_call_resumes(server, cache, tiny):
+    server.cut_after = 400_000
+    with pytest.raises(DownloadError, match="interrupted"):
+        locate("tiny", files=["payload.bin"], progress=False)
+    part = cache / "tiny" / "payload.bin.part"
+    assert part.stat().st_size == 400_000 and not (cache / "tiny" / "payload.bin").exists()
+    locate("tiny", files=["payload.bin"], progress=False)
+    assert (cache / "tiny" / "payload.bin").read_bytes() == PAYLOAD
+    assert server.requests[-1] == ("/tiny/payload.bin", "bytes=400000-")
 
 
 def test_a_server_that_ignores_range_gives_the_whole_file_again(server, cache, tiny):

@@ -19,6 +19,7 @@ Without network the error names the URL and the environment variables.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import sys
 import tarfile
@@ -111,18 +112,23 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
             bar = Progress(max(total, 1), f"downloading {what}", disable=not show,
                            unit="B", interval=5.0)
             bar.update(have)
+            got_bytes = have
             try:
                 with open(part, "ab" if have else "wb") as fh:
                     for block in iter(lambda: response.read(_CHUNK), b""):
                         fh.write(block)
+                        got_bytes += len(block)
                         bar.update(len(block))
                     fh.flush()
                     os.fsync(fh.fileno())
-            except OSError as exc:  # a dropped connection: keep .part for the next call
+            except (OSError, http.client.HTTPException) as exc:  # a dropped connection
                 raise DownloadError(f"download of {what} from {url} was interrupted ({exc}); "
                                     f"run again to resume") from None
             finally:
                 bar.close()
+            if total and got_bytes < total:  # the body ended early: keep .part to resume
+                raise DownloadError(f"download of {what} from {url} was interrupted after "
+                                    f"{got_bytes} of {total} bytes; run again to resume")
     got = sha256_of(part) if sha256 is not None else None
     if got != sha256:
         part.unlink(missing_ok=True)
