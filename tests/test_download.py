@@ -228,6 +228,22 @@ def test_archive_members_are_extracted_and_checked(server, cache, monkeypatch):
         locate("arch2", progress=False)
 
 
+def test_zip_archive_members_are_extracted(server, cache, monkeypatch):
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("Youtube01-Psy.csv", SMALL)
+        zf.writestr("__MACOSX/._Youtube01-Psy.csv", b"resource fork")
+    server.files = {"/spam.zip": buf.getvalue()}
+    monkeypatch.setitem(SOURCES, "zipped", DataSource(
+        "zipped", {"Youtube01-Psy.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest())}, "x",
+        archive=Archive(f"{server.url}/spam.zip", {"Youtube01-Psy.csv": "Youtube01-Psy.csv"})))
+    folder = locate("zipped", progress=False)
+    assert [p.name for p in folder.iterdir()] == ["Youtube01-Psy.csv"]
+    assert (folder / "Youtube01-Psy.csv").read_bytes() == SMALL
+
+
 def test_a_file_without_public_url_says_where_to_get_it(cache):
     with pytest.raises(DownloadError, match="CROWD_KERAS_MIRROR") as err:
         locate("pico", files=["docs.jsonl"], progress=False)
