@@ -226,6 +226,11 @@ def test_archive_members_are_extracted_and_checked(server, cache, monkeypatch):
         archive=Archive(f"{server.url}/sets.tar.gz", {"set/answers.csv": "answer.csv"})))
     with pytest.raises(DownloadError, match="checksum mismatch for set/answers.csv"):
         locate("arch2", progress=False)
+    (folder / "answer.csv").unlink()
+    server.files["/sets.tar.gz"] = b"not an archive at all"
+    with pytest.raises(DownloadError, match="not a readable archive"):
+        locate("arch", progress=False)
+    assert not list((cache / "downloads").iterdir())  # removed: the next call tries again
 
 
 def test_zip_archive_members_are_extracted(server, cache, monkeypatch):

@@ -189,8 +189,13 @@ def _download(src: DataSource, folder: Path, names: Sequence[str], progress: boo
             archive = cache_dir() / "downloads" / src.archive.url.rsplit("/", 1)[-1]
             download_file(src.archive.url, archive, None, progress=progress, what=src.name,
                           dataset=src.name)
-            _extract(src, archive, folder, from_archive)
-            archive.unlink(missing_ok=True)
+            try:
+                _extract(src, archive, folder, from_archive)
+            except (tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
+                raise DownloadError(f"{src.archive.url} is not a readable archive ({exc}); it "
+                                    f"was removed. {_where_else(src.name)}") from None
+            finally:  # extracted, or useless: the next call downloads it again
+                archive.unlink(missing_ok=True)
         names = [n for n in names if n not in from_archive]
     for name in names:
         url = _url(src, name)
