@@ -6,6 +6,7 @@ import contextlib
 import random
 from typing import Any, Iterator, Optional
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 from keras import ops
 
 import keras

@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # (layer, module prefixes): the longest matching prefix places a module.
 LAYERS = {
-    0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.progress", "crowd_keras.numerics",
-        "crowd_keras.params", "crowd_keras.codes", "crowd_keras.string_codes"],
+    0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.quiet", "crowd_keras.tables",
+        "crowd_keras.progress", "crowd_keras.numerics", "crowd_keras.params", "crowd_keras.codes",
+        "crowd_keras.string_codes"],
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers"],
     2: ["crowd_keras.aggregation", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
         "crowd_keras.mixture_of_groups.label_model", "crowd_keras.lia.em", "crowd_keras.datasets",
@@ -28,7 +29,8 @@ LAYERS = {
         "crowd_keras.sequences.base", "crowd_keras.sequences.models", "crowd_keras.sequences.hmm",
         "crowd_keras.sequences.quality", "crowd_keras.sequences.selection",
         "crowd_keras.sequences.registry", "crowd_keras.sequences.batches"],
-    3: ["crowd_keras._keras_utils", "crowd_keras.losses", "crowd_keras.optimizers",
+    3: ["crowd_keras._keras_utils", "crowd_keras.keras_required", "crowd_keras.losses",
+        "crowd_keras.optimizers",
         "crowd_keras.callbacks", "crowd_keras.regularizers", "crowd_keras.inputs",
         "crowd_keras.layers", "crowd_keras.crowd_layer", "crowd_keras.conal.layers",
         "crowd_keras.mixture_of_groups.layers", "crowd_keras.mixture_of_groups.losses",

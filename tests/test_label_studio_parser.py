@@ -651,7 +651,8 @@ def test_cli_aggregate_writes_predictions_and_report(tmp_path, capsys):
     assert pd.read_csv(rep)["annotator"].tolist() == [1, 2, 3, 4]
     assert json.loads((tmp_path / "annotators.json").read_text())["model"] == "DawidSkene"
     printed = capsys.readouterr().out
-    assert "12 used" in printed and "ground-truth tasks" in printed
+    # one ground-truth task: counts and the reason, not an accuracy of 0 or 1
+    assert "12 used" in printed and "1 ground-truth task: too few to score" in printed
 
 
 def test_cli_reports_bad_input_without_traceback(tmp_path, capsys):

@@ -19,9 +19,10 @@ from ..aggregation.registry import available_label_models
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from ..progress import Heartbeat
+from ..quiet import quiet_tensorflow
 from ._common import HelpFormatter, add_method_option, common_options, run_handler
 
-__all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS"]
+__all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -60,6 +61,24 @@ SLOW_METHODS = ("lia",)
 
 def _default_methods(available: Sequence[str]) -> list:
     return [m for m in available if m not in SLOW_METHODS]
+
+
+# The candidates of the "auto" label model, by the family part of their name ("family@m")
+_CHOICES = {
+    "majority_vote": "no candidate agreed with held-out labels clearly better than voting",
+    "bwa": "one precision per annotator, Bayesian",
+    "ibcc": "a confusion matrix per annotator with Dirichlet priors",
+    "ebcc": "confusions as mixtures of subtypes shared by annotators (correlated workers)",
+    "dawid_skene": "a confusion matrix per annotator, shrunk toward the crowd's by {m} "
+                   "pseudo-labels per row",
+}
+
+
+def describe_choice(name: str) -> str:
+    """``"dawid_skene@32"`` -> the name and what it means (``@m``: the prior strength)."""
+    family, _, m = str(name).partition("@")
+    template = _CHOICES.get(family)
+    return f"{name}: {template.format(m=m)}" if template else str(name)
 
 
 def _read_table(path: str, label: str, string_labels: bool):
@@ -146,7 +165,7 @@ def _aggregate(args: argparse.Namespace) -> int:
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}; "
           f"wrote {len(out)} labels to {args.out}")
-    chosen = (f" (chose {model.chosen_} by {model.selection_})"
+    chosen = (f" (chose {describe_choice(model.chosen_)}; by {model.selection_})"
               if getattr(model, "chosen_", None) else "")
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (the lowest class code "
           "given; column 'tied')")
@@ -226,6 +245,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    quiet_tensorflow(verbose=getattr(args, "verbose", False))  # before any Keras model runs
     return run_handler(args.func, args)
 
 

@@ -56,12 +56,14 @@ def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
 
 
 def common_options() -> argparse.ArgumentParser:
-    """A parent parser with ``--quiet`` and ``--debug`` for every sub-command."""
+    """A parent parser with ``--quiet``, ``--debug`` and ``--verbose`` for every sub-command."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--quiet", action="store_true",
                         help="no progress output (bars or periodic lines on stderr)")
     parent.add_argument("--debug", action="store_true",
                         help="print the Python traceback when the command fails")
+    parent.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up messages (hidden by default)")
     return parent
 
 

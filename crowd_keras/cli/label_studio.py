@@ -34,6 +34,22 @@ _TO_NAME_HELP = ("pass --to-name NAME (the name= of the object tag the control's
                  "FILE, or push with --url and --project (the project's config is then used)")
 
 
+#: Fewer ground-truth tasks than this give counts, not a score: one task scores 0 or 1.
+MIN_GOLD_FOR_SCORE = 10
+
+
+def _gold_line(n_gold: int, score: str, what: str, counts: str = "") -> str:
+    """The comparison with the ground-truth tasks, or why there is none."""
+    if n_gold == 0:
+        return (f"no ground-truth annotations in the export: nothing to score the aggregate "
+                f"{what} against (mark some tasks' annotations as ground truth to get one)")
+    tasks = f"{n_gold} ground-truth task{'s' if n_gold != 1 else ''}"
+    if n_gold < MIN_GOLD_FOR_SCORE:
+        return (f"{tasks}: too few to score the aggregate {what} (at least "
+                f"{MIN_GOLD_FOR_SCORE} needed){'; ' + counts if counts else ''}")
+    return f"aggregate {what} on {tasks}: {score}"
+
+
 def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
     """Add ``label-studio`` (with its ``aggregate`` sub-command) to ``subparsers``."""
     parents = list(parents) or [common_options()]
@@ -182,6 +198,8 @@ def aggregate_command(args: argparse.Namespace) -> int:
         return 2
     name = args.sequence_model if spans else args.method
     model = get_sequence_model(name) if spans else get_label_model(name)
+    if "progress" in model.get_params():  # the Heartbeat below is this command's one progress
+        model.set_params(progress=False)
     gold = None
     if not spans and not args.no_gold and getattr(model, "accepts_gold", False) \
             and (export.gold_codes() >= 0).any():
@@ -206,16 +224,16 @@ def aggregate_command(args: argparse.Namespace) -> int:
     print(f"wrote {len(predictions)} predictions (model_version {version!r}) to {out}")
     if spans:
         n_gold, (p, r, f1) = ls.gold_span_scores(export, model.predict())
-        if n_gold:
-            print(f"aggregate spans on {n_gold} ground-truth tasks: token precision {p:.3f}, "
-                  f"recall {r:.3f}, F1 {f1:.3f}")
+        print(_gold_line(n_gold, f"token precision {p:.3f}, recall {r:.3f}, F1 {f1:.3f}",
+                         "spans"))
     elif gold is not None:
         print(f"{int((gold >= 0).sum())} ground-truth tasks held at their label in the fit "
               "(--no-gold fits without them and scores the aggregate against them)")
     else:
         n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
-        if n_gold:
-            print(f"aggregate accuracy on {n_gold} ground-truth tasks: {acc:.3f}")
+        right = round(acc * n_gold) if n_gold else 0
+        print(_gold_line(n_gold, f"accuracy {acc:.3f} ({right} of {n_gold} right)",
+                         "labels", f"the aggregate is right on {right} of {n_gold}"))
     if args.annotators is not None:
         _report(args, ls, export, model, client, version)
     if client is not None:
