@@ -30,7 +30,7 @@ from .base import LabelModel
 from .dawid_skene import DawidSkene
 from .em import Block
 from .labeling_functions import LabelingFunctionFallback
-from .majority_vote import MajorityVote
+from .majority_vote import TieBrokenVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
@@ -46,7 +46,8 @@ SELECTION_EXPONENT = 0.5
 def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
     """The candidates, simplest first (an exact tie goes to the earlier): ``[(name, model)]``.
 
-    - ``"majority_vote"`` (ties split evenly): the reference every other must beat;
+    - ``"majority_vote"``: voting, ties broken by IBCC (:class:`TieBrokenVote`): the
+      reference every other must beat by more than ``confidence`` standard errors;
     - ``"bwa"``: one precision per annotator, Bayesian (Li, Rubinstein & Cohn, WWW 2019);
     - ``"ibcc"``: a confusion matrix per annotator with Dirichlet priors (Kim & Ghahramani
       2012);
@@ -56,7 +57,7 @@ def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
       Rubinstein & Cohn, ICML 2019).
     """
     k = int(n_classes)
-    return [("majority_vote", MajorityVote(tie_break="uniform")),
+    return [("majority_vote", TieBrokenVote()),
             ("bwa", get_label_model("bwa")),
             ("ibcc", get_label_model("ibcc")),
             (f"dawid_skene@{k}", DawidSkene(prior_strength=float(k))),
@@ -255,7 +256,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def __init__(self, candidates: Optional[Sequence[Tuple[str, LabelModel]]] = None,
                  n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 3,
-                 selection_exponent: float = SELECTION_EXPONENT, confidence: float = 1.0,
+                 selection_exponent: float = SELECTION_EXPONENT, confidence: float = 1.64,
                  min_gold: int = 20,
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
                  tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,

@@ -295,6 +295,7 @@ METHODS: Dict[str, Union[str, Callable[[Any], Method]]] = {
     "ibcc": ProtocolMethod,
     "ebcc": ProtocolMethod,
     "bwa": ProtocolMethod,
+    "tie_broken_vote": ProtocolMethod,
 }
 
 
