@@ -1,7 +1,6 @@
 """Loaders for the public crowdsourcing data layouts (read-only, folder given by the caller)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Union
 
@@ -10,6 +9,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..files import read_json_text, read_npz
 
 __all__ = ["CrowdDataset", "load_labelme", "load_music", "load_truth_inference",
            "load_truth_inference_features", "load_wrench"]
@@ -103,8 +103,13 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any) -> np.ndarray
     path = Path(folder) / "vgg16_features.npz"
     if not path.exists():
         raise CrowdDataError(f"no features file at {path}")
-    with np.load(path) as npz:
-        ids, feats = npz["ids"], npz["features"]
+    npz = read_npz(path, "a features file")
+    missing = [name for name in ("ids", "features") if name not in npz]
+    if missing:
+        raise CrowdDataError(f"{path} has no {missing} entries (entries: {sorted(npz)})")
+    ids, feats = npz["ids"], npz["features"]
+    if feats.ndim != 2 or len(feats) != len(ids):
+        raise CrowdDataError(f"{path}: features of shape {feats.shape} for {len(ids)} ids")
     pos = pd.Index(ids).get_indexer(list(item_ids))
     if (pos < 0).any():
         raise CrowdDataError(f"item {list(item_ids)[int(np.argmax(pos < 0))]!r} has no features in {path}")
@@ -117,11 +122,26 @@ def load_wrench(folder: PathLike, split: str = "train") -> CrowdDataset:
     path = d / f"{split}.json"
     if not path.exists():
         raise CrowdDataError(f"no WRENCH split at {path}")
-    records = json.loads(path.read_text())
+    records = read_json_text(path.read_bytes(), path, "a WRENCH split")
+    if not isinstance(records, dict) or not all(
+            isinstance(r, dict) and "weak_labels" in r and "label" in r for r in records.values()):
+        raise CrowdDataError(f"{path}: a WRENCH split maps ids to records holding "
+                             "'weak_labels' and 'label'")
     rows = list(records.values())
-    L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
-    labels = json.loads((d / "label.json").read_text()) if (d / "label.json").exists() else None
-    classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
-    return CrowdDataset(L=L, y=np.array([r["label"] for r in rows], dtype=np.int64),
-                        texts=[r.get("data", {}).get("text", "") for r in rows],
+    try:
+        L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
+        y = np.array([r["label"] for r in rows], dtype=np.int64)
+    except (TypeError, ValueError) as exc:
+        raise CrowdDataError(f"{path}: weak_labels and label must be integers, one list of "
+                             f"one length per record ({exc})") from None
+    label_path = d / "label.json"
+    labels = read_json_text(label_path.read_bytes(), label_path, "the class names") \
+        if label_path.exists() else None
+    try:
+        classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
+    except (TypeError, ValueError, AttributeError):
+        raise CrowdDataError(f"{label_path}: must map class codes ('0', '1', ...) to "
+                             "names") from None
+    return CrowdDataset(L=L, y=y, texts=[r.get("data", {}).get("text", "") if isinstance(
+                            r.get("data"), dict) else "" for r in rows],
                         ids=list(records.keys()), classes=classes)
