@@ -28,7 +28,7 @@ from ..progress import progress_bar
 from .blocks import Block, Summary, add, frame_block, matrix_block
 from .methods import Fit, Method
 from .reading import (Coding, coding_of, first_row_named, number_rows, row_column,
-                      scan_partition, split_items, unconverted)
+                      object_kinds, scan_partition, split_items, unconverted)
 
 __all__ = ["PartitionedAnnotations", "tree_sum"]
 
@@ -129,7 +129,13 @@ class PartitionedAnnotations:
             raise TypeError(f"expected a Dask DataFrame, got {type(ddf).__module__}."
                             f"{type(ddf).__name__}; a pandas frame: dd.from_pandas(df, "
                             "npartitions=...) or Annotations.from_frame(df)")
-        ddf = unconverted(ddf, (item, annotator, label))
+        raw = unconverted(ddf, (item, annotator, label))
+        if raw is not None:   # Dask made text of object columns: keep it only if they were
+            kinds = set().union(*dask.compute(*[delayed(object_kinds)(part, (item, annotator,
+                                                                                label))
+                                                for part in raw.to_delayed()]))
+            if not kinds <= {"string", "empty"}:
+                ddf = raw
         columns = list(ddf.columns)
         indexed = item not in columns and ddf.index.name == item
         check_frame_columns(columns + ([item] if indexed else []),

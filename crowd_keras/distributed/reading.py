@@ -137,11 +137,13 @@ def coding_of(scans: List[PartitionScan], classes: Optional[Sequence],
 
 def unconverted(ddf: Any, columns: Sequence[str]) -> Any:
     """``ddf`` as its pandas frame holds it, when it is ``dd.from_pandas`` of a frame whose
-    role ``columns`` hold Python objects: Dask's ``dataframe.convert-string`` turns object
-    columns into text, so that labels ``[0, 1, 1.5]`` or ``[0, 1, "x"]`` would arrive as the
-    string classes ``"0", "1", "1.5"``; read unconverted they meet the in-memory rules (an
-    error there, integer classes for an object column of integers). Any other frame, or a
-    Dask without these expression methods, is returned as it is."""
+    role ``columns`` hold Python objects (else None): Dask's ``dataframe.convert-string``
+    turns object columns into text, so that labels ``[0, 1, 1.5]`` or ``[0, 1, "x"]`` would
+    arrive as the string classes ``"0", "1", "1.5"``; read unconverted they meet the
+    in-memory rules (an error there, integer classes for an object column of integers).
+    None too for another frame, or a Dask without these expression methods. The engine
+    keeps the converted frame where every such column holds only strings
+    (:func:`object_kinds`): arrow strings are coded faster."""
     try:
         from dask.dataframe.dask_expr import new_collection
 
@@ -153,7 +155,13 @@ def unconverted(ddf: Any, columns: Sequence[str]) -> Any:
             return raw
     except (ImportError, AttributeError, KeyError, TypeError, ValueError):
         pass
-    return ddf
+    return None
+
+
+def object_kinds(df: pd.DataFrame, columns: Sequence[str]) -> set:
+    """The kinds (``pandas.api.types.infer_dtype``) of a partition's object ``columns``."""
+    return {pd.api.types.infer_dtype(df[c], skipna=False) for c in columns
+            if c in df.columns and df[c].dtype == object}
 
 
 def row_column(columns: Sequence) -> str:
