@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import CrowdDataError
 
-__all__ = ["atomic_write_text", "read_npz", "read_json_text", "MAX_DEFLATE_RATIO"]
+__all__ = ["atomic_write_text", "read_npz", "read_npy", "read_json_text", "MAX_DEFLATE_RATIO"]
 
 #: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
 MAX_DEFLATE_RATIO = 1032
@@ -90,6 +90,19 @@ def read_npz(source: os.PathLike, what: str = "an .npz file") -> Dict[str, np.nd
     return out
 
 
+def read_npy(source: os.PathLike) -> np.ndarray:
+    """The array of a ``.npy`` file (``np.save``), its header checked against the file's size
+    before anything is allocated; no pickles. :class:`CrowdDataError` names the file."""
+    source = Path(source)
+    try:
+        with source.open("rb") as fh:
+            return _read_npy(fh, source.stat().st_size, str(source))
+    except CrowdDataError:
+        raise
+    except (ValueError, EOFError, SyntaxError) as exc:
+        raise CrowdDataError(f"{source}: not a readable .npy file ({exc})") from None
+
+
 def _read_npy(fh: Any, member_size: int, where: str) -> np.ndarray:
     """One ``.npy`` member, its header checked against ``member_size`` before reading."""
     fmt = np.lib.format
@@ -106,8 +119,8 @@ def _read_npy(fh: Any, member_size: int, where: str) -> np.ndarray:
     left = member_size - fh.tell()
     if claimed != left:
         raise CrowdDataError(f"{where}: its header claims shape {tuple(shape)} of {dtype} "
-                             f"({claimed} bytes) but the member holds {max(left, 0)} bytes of "
-                             "data (corrupt or truncated)")
+                             f"({claimed} bytes) but {max(left, 0)} bytes of data follow it "
+                             "(corrupt or truncated)")
     data = fh.read(claimed)
     if len(data) != claimed:
         raise CrowdDataError(f"{where}: truncated ({len(data)} of {claimed} bytes)")

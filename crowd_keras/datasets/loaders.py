@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..files import read_json_text, read_npz
+from ..files import read_json_text, read_npy, read_npz
 
 __all__ = ["CrowdDataset", "load_labelme", "load_music", "load_truth_inference",
            "load_truth_inference_features", "load_wrench"]
@@ -36,6 +36,14 @@ def _folder(root: PathLike, name: str, marker: str) -> Path:
     raise CrowdDataError(f"no {name} data at {root} (looked for {marker})")
 
 
+def _integer_table(path: Path) -> np.ndarray:
+    """``np.loadtxt(path, dtype=int64)``; an unreadable value raises naming the file."""
+    try:
+        return np.loadtxt(path, dtype=np.int64)
+    except ValueError as exc:
+        raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
+
+
 def load_labelme(root: PathLike) -> CrowdDataset:
     """LabelMe as prepared by Rodrigues & Pereira (2018), with 512-d VGG16 pooled features.
 
@@ -47,9 +55,9 @@ def load_labelme(root: PathLike) -> CrowdDataset:
     classes = [c.strip() for c in (d / "classes.txt").read_text().split("\n") if c.strip()]
     out = CrowdDataset(classes=classes)
     for split in ("train", "valid", "test"):
-        out[f"x_{split}"] = np.load(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
-        out[f"y_{split}"] = np.loadtxt(d / f"LabelMe_Z_{split}.txt", dtype=np.int64)
-    answers = np.loadtxt(d / "answers.txt", dtype=np.int64)
+        out[f"x_{split}"] = read_npy(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
+        out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt")
+    answers = _integer_table(d / "answers.txt")
     out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
     return out
 
