@@ -882,6 +882,29 @@ case("files", "wrench-ragged-votes",
      error(r"train.json: weak_labels and label must be integers"))
 
 
+def _npy_file(mutate):
+    def run(tmp_path):
+        from crowd_keras.files import read_npy
+        path = tmp_path / "x.npy"
+        path.write_bytes(mutate(_npy(np.arange(6.0).reshape(2, 3))))
+        return read_npy(path)
+    return run
+
+
+case("files", "npy-header-claims-80-GB",
+     _npy_file(lambda raw: raw.replace(b"(2, 3)", b"(99999, 99999)")),
+     error(r"x.npy: its header claims shape \(99999, 99999\) of float64 \(79998400008 bytes\) "
+           r"but 56 bytes of data follow it"))
+case("files", "npy-truncated", _npy_file(lambda raw: raw[:-5]),
+     error(r"x.npy: its header claims shape \(2, 3\) .* but 43 bytes of data follow it"))
+case("files", "npy-not-npy", _npy_file(lambda raw: b"garbage"),
+     error(r"x.npy: not a readable .npy file"))
+case("files", "npy-object", _npy_file(lambda raw: _npy(np.array([1, "a"], dtype=object))),
+     error(r"x.npy: holds Python objects"))
+case("files", "npy-round-trip", _npy_file(lambda raw: raw),
+     accept(lambda a: a.shape == (2, 3) and bool(a[1, 2] == 5.0)))
+
+
 # ---------------------------------------------------------------------------- spans
 SPAN_TEXTS = ["the cat sat", "a dog ran far"]
 

@@ -165,7 +165,8 @@ class SequenceAnnotations:
         self.labels = ids_array(labels)
         self.scheme = check_scheme(scheme)
         self.tags = np.array(tag_names(self.labels.tolist(), self.scheme), dtype=object)
-        self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer)
+        self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer,
+                                                                 doc_ids=self.doc_ids)
         if self.tokens.n_docs != len(self.texts):
             raise CrowdDataError(f"{self.tokens.n_docs} tokenised documents for "
                                  f"{len(self.texts)} texts")
