@@ -398,7 +398,8 @@ def concrete_values(x: Any) -> Optional[np.ndarray]:
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        if tf.is_tensor(x) and not tf.is_symbolic_tensor(x) and tf.executing_eagerly():
+        symbolic = getattr(tf, "is_symbolic_tensor", lambda t: not hasattr(t, "numpy"))
+        if tf.is_tensor(x) and tf.executing_eagerly() and not symbolic(x):
             return x.numpy()
     return None
 
