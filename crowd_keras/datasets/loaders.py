@@ -8,7 +8,6 @@ files as the sources serve, where a source serves them as they are).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -17,6 +16,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..files import read_json_text, read_npy, read_npz
 from .fetch import locate
 
 __all__ = ["CrowdDataset", "load_labelme", "load_music", "load_truth_inference",
@@ -42,6 +42,14 @@ class CrowdDataset(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+def _integer_table(path: Path) -> np.ndarray:
+    """``np.loadtxt(path, dtype=int64)``; an unreadable value raises naming the file."""
+    try:
+        return np.loadtxt(path, dtype=np.int64)
+    except ValueError as exc:
+        raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
 
 
 def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
@@ -71,9 +79,9 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
     classes = [c.strip() for c in names if c.strip()]
     out = CrowdDataset(classes=classes)
     for split in ("train", "valid", "test"):
-        out[f"x_{split}"] = np.load(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
-        out[f"y_{split}"] = np.loadtxt(d / f"LabelMe_Z_{split}.txt", dtype=np.int64)
-    answers = np.loadtxt(d / "answers.txt", dtype=np.int64)
+        out[f"x_{split}"] = read_npy(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
+        out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt")
+    answers = _integer_table(d / "answers.txt")
     out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
     return out
 
@@ -169,8 +177,13 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
     path = (named if named is not None else Path(folder)) / "vgg16_features.npz"
     if not path.exists():
         raise CrowdDataError(f"no features file at {path}")
-    with np.load(path) as npz:
-        ids, feats = npz["ids"], npz["features"]
+    npz = read_npz(path, "a features file")
+    missing = [name for name in ("ids", "features") if name not in npz]
+    if missing:
+        raise CrowdDataError(f"{path} has no {missing} entries (entries: {sorted(npz)})")
+    ids, feats = npz["ids"], npz["features"]
+    if feats.ndim != 2 or len(feats) != len(ids):
+        raise CrowdDataError(f"{path}: features of shape {feats.shape} for {len(ids)} ids")
     pos = pd.Index(ids).get_indexer(list(item_ids))
     if (pos < 0).any():
         raise CrowdDataError(f"item {list(item_ids)[int(np.argmax(pos < 0))]!r} has no features in {path}")
@@ -201,11 +214,26 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
     path = d / f"{split}.json"
     if not path.exists():
         raise CrowdDataError(f"no WRENCH split at {path}")
-    records = json.loads(path.read_text())
+    records = read_json_text(path.read_bytes(), path, "a WRENCH split")
+    if not isinstance(records, dict) or not all(
+            isinstance(r, dict) and "weak_labels" in r and "label" in r for r in records.values()):
+        raise CrowdDataError(f"{path}: a WRENCH split maps ids to records holding "
+                             "'weak_labels' and 'label'")
     rows = list(records.values())
-    L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
-    labels = json.loads((d / "label.json").read_text()) if (d / "label.json").exists() else None
-    classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
-    return CrowdDataset(L=L, y=np.array([r["label"] for r in rows], dtype=np.int64),
-                        texts=[r.get("data", {}).get("text", "") for r in rows],
+    try:
+        L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
+        y = np.array([r["label"] for r in rows], dtype=np.int64)
+    except (TypeError, ValueError) as exc:
+        raise CrowdDataError(f"{path}: weak_labels and label must be integers, one list of "
+                             f"one length per record ({exc})") from None
+    label_path = d / "label.json"
+    labels = read_json_text(label_path.read_bytes(), label_path, "the class names") \
+        if label_path.exists() else None
+    try:
+        classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
+    except (TypeError, ValueError, AttributeError):
+        raise CrowdDataError(f"{label_path}: must map class codes ('0', '1', ...) to "
+                             "names") from None
+    return CrowdDataset(L=L, y=y, texts=[r.get("data", {}).get("text", "") if isinstance(
+                            r.get("data"), dict) else "" for r in rows],
                         ids=list(records.keys()), classes=classes)

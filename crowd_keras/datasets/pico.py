@@ -8,13 +8,13 @@ workers did not (missing).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import CrowdDataError
+from ..files import read_json_text
 from ..sequences.annotations import SequenceAnnotations
 from ..sequences.tokens import Tokenizer
 from .fetch import locate
@@ -31,7 +31,8 @@ def _jsonl(path: Path) -> list:
     if not path.exists():
         raise CrowdDataError(f"no PICO file at {path}")
     with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [read_json_text(line, f"{path}, line {n + 1}", "the record")
+                for n, line in enumerate(f) if line.strip()]
 
 
 def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = PICO_SPLITS,

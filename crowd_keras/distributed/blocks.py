@@ -16,17 +16,21 @@ import scipy.sparse as sp
 
 from ..aggregation.em import Block, Summary, add
 from ..annotations import Annotations
+from ..errors import CrowdDataError
 
 __all__ = ["Block", "Summary", "frame_block", "matrix_block", "add"]
 
 
 def frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, classes: Sequence,
-                annotator_ids: Sequence, int_labels: bool) -> Block:
+                annotator_ids: Sequence, int_labels: bool, row: Optional[str] = None) -> Block:
     """The block of one partition of a long frame holding every annotation of its items.
 
     Coded by :meth:`Annotations.from_frame` with the global ``classes`` and ``annotator_ids``
     (so every check and error of the in-memory reader applies); items are the partition's
     distinct ids, sorted. ``int_labels``: labels are numbers (booleans become 0/1 codes).
+    ``row``: the column holding each row's number in the whole frame, which messages name
+    (a failing partition is read again in frame order, so the message does not depend on
+    the order a shuffle left its rows in).
     """
     if item not in df.columns and df.index.name == item:
         df = df.reset_index()
@@ -36,8 +40,17 @@ def frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, classes
                      sp.csr_matrix((0, n_cols), dtype=np.float64))
     if int_labels and df[label].dtype.kind == "b":
         df = df.assign(**{label: df[label].astype(np.int64)})
-    ann = Annotations.from_frame(df, item=item, annotator=annotator, label=label, classes=classes,
-                                 annotator_ids=annotator_ids)
+    def build(df: pd.DataFrame) -> Annotations:
+        return Annotations.from_frame(df, item=item, annotator=annotator, label=label,
+                                      classes=classes, annotator_ids=annotator_ids,
+                                      row_numbers=None if row is None else df[row].to_numpy())
+
+    try:
+        ann = build(df)
+    except CrowdDataError:
+        if row is None:
+            raise
+        ann = build(df.sort_values(row, kind="stable"))
     return Block.from_annotations(ann)
 
 

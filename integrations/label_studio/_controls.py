@@ -180,10 +180,23 @@ def _selection_value(value: dict, kind: str, where: str, control: str) -> Option
     return (rating,)
 
 
+#: Keys of a span region's value (Labels, HyperTextLabels, ParagraphLabels).
+_REGION_KEYS = ("start", "end", "labels", "hypertextlabels", "paragraphlabels", "globalOffsets",
+                "startOffset")
+
+
 def _selection_full(rec: _Record, control: str, kind: str) -> Optional[tuple]:
     items = [r for r in rec.result if r["from_name"] == control]
     if not items:
         return None
+    for item in items:   # a span result mistyped: say so, not "per-region controls"
+        region = [k for k in _REGION_KEYS if k in item["value"]]
+        if region and not any(k in item["value"] for k in ("choices", "rating")):
+            raise CrowdDataError(
+                f"{rec.where}: a result of control '{control}' has type '{item['type']}' but its "
+                f"value is a span region (keys {region}); a <Labels> control's results have type "
+                "'labels': correct the result's type, or pass label_config= so the control's "
+                "kind comes from the config")
     if len(items) > 1:
         raise CrowdDataError(f"{rec.where}: {len(items)} results for control '{control}' "
                              "(per-region controls are not supported: one class per task is "
