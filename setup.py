@@ -22,6 +22,8 @@ EXTRAS["test"] = sorted({
     "pytest-xdist>=3.5",
     # the classic label models are checked against crowd-kit's on the same crowds
     "crowd-kit>=1.4",
+    # crowd_keras.agreement is checked against the reference alpha and Fleiss' kappa
+    "krippendorff>=0.6", "statsmodels>=0.14",
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)
     "label-studio==1.23.2",
     *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"], *EXTRAS["dask"],
