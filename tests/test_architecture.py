@@ -35,7 +35,7 @@ LAYERS = {
         "crowd_keras.lia.layers", "crowd_keras.lia.losses"],
     4: ["crowd_keras.models", "crowd_keras.training", "crowd_keras.mixture_of_groups.trainer",
         "crowd_keras.lia.trainer", "crowd_keras.lia.label_model"],
-    5: ["crowd_keras.integrations", "crowd_keras.plot", "crowd_keras.distributed"],
+    5: ["crowd_keras.integrations", "crowd_keras.plot", "crowd_keras.quality_page", "crowd_keras.distributed"],
     6: ["crowd_keras.cli", "crowd_keras.__main__"],
 }
 # Family packages hold a docstring only (so importing a numpy module of a family never
