@@ -21,7 +21,8 @@ from ..errors import CrowdDataError
 from ..sequences.annotations import SequenceAnnotations
 
 __all__ = ["as_annotations", "check_agreement_input", "label_count_matrix", "presence_matrix",
-           "agreement_matrix", "class_values"]
+           "agreement_matrix", "class_values", "dense_counts_fit", "own_label_counts",
+           "values_at"]
 
 
 def as_annotations(data: Any) -> Annotations:
@@ -51,10 +52,41 @@ def check_agreement_input(ann: Annotations) -> np.ndarray:
     return m
 
 
+def dense_counts_fit(ann: Annotations) -> bool:
+    """Whether the dense items × classes counts (``Annotations.label_counts``, cached) are
+    small next to the annotations themselves."""
+    return ann.n_items * ann.n_classes <= max(8 * ann.n_annotations, 1 << 20)
+
+
+def own_label_counts(ann: Annotations) -> np.ndarray:
+    """(n_annotations,) ``n_{i, l}``: how many annotators gave the annotation's item its
+    label (the annotation itself included)."""
+    if dense_counts_fit(ann):
+        return ann.label_counts()[ann.items, ann.labels]
+    _, inverse, counts = np.unique(ann.items * ann.n_classes + ann.labels, return_inverse=True,
+                                   return_counts=True)
+    return counts[inverse].astype(np.float64)
+
+
+def values_at(matrix: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``matrix[rows, cols]`` (0 where absent) by a sorted search over the (row, column) keys:
+    linear in the entries, where scipy's fancy indexing is not for millions of queries."""
+    m = sp.csr_matrix(matrix)
+    m.sum_duplicates()          # canonical: sorted indices, so the keys below are sorted
+    n_cols = np.int64(m.shape[1])
+    keys = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr)) * n_cols \
+        + m.indices
+    query = np.asarray(rows, np.int64) * n_cols + np.asarray(cols, np.int64)
+    if not len(keys):
+        return np.zeros(len(query))
+    pos = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    return np.where(keys[pos] == query, m.data[pos], 0.0)
+
+
 def label_count_matrix(ann: Annotations) -> sp.csr_matrix:
     """(n_items, n_classes) float64 CSR: votes per item and class."""
     k = ann.n_classes
-    if ann.n_items * k <= max(8 * ann.n_annotations, 1 << 20):   # small enough: the cached bincount
+    if dense_counts_fit(ann):   # small enough: from the cached bincount
         return sp.csr_matrix(ann.label_counts())
     counts = sp.csr_matrix((np.ones(ann.n_annotations), (ann.items, ann.labels)),
                            shape=(ann.n_items, k))

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._counts import as_annotations, check_agreement_input, class_values, label_count_matrix
+from ._counts import (as_annotations, check_agreement_input, class_values, dense_counts_fit,
+                      label_count_matrix)
 
 __all__ = ["LEVELS", "krippendorff_alpha", "coincidence_matrix", "per_class_alpha",
            "alpha_from_coincidences", "item_coincidences"]
@@ -37,8 +38,14 @@ def coincidence_matrix(annotations: Any) -> np.ndarray:
     """(K, K) float64 coincidence matrix ``o`` of the annotations (see the module docstring)."""
     ann = as_annotations(annotations)
     m = check_agreement_input(ann)
-    counts = label_count_matrix(ann)
     w = np.divide(1.0, m - 1.0, out=np.zeros(len(m)), where=m >= 2)
+    if dense_counts_fit(ann):          # items × K dense: one small matrix product
+        counts = ann.label_counts()
+        weighted = counts * w[:, None]
+        o = counts.T @ weighted
+        o[np.diag_indices_from(o)] -= weighted.sum(axis=0)
+        return o
+    counts = label_count_matrix(ann)
     weighted = sp.diags(w) @ counts
     o = (counts.T @ weighted).toarray()
     o[np.diag_indices_from(o)] -= np.asarray(weighted.sum(axis=0)).ravel()

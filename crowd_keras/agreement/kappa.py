@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from ..numerics import pair_index
 from ._counts import (agreement_matrix, as_annotations, check_agreement_input,
-                      label_count_matrix, presence_matrix)
+                      label_count_matrix, own_label_counts, presence_matrix, values_at)
 
 __all__ = ["fleiss_kappa", "percent_agreement", "item_agreement", "pairwise_kappas",
            "cohen_kappa_matrix", "overlap_matrix", "annotator_agreement", "fleiss_parts",
@@ -88,27 +88,26 @@ def kappa_from_sums(a_sum: Any, m_sum: Any, n_items: Any, class_sums: Any) -> np
 def _pairs(ann: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``a < b`` of annotators who share an item: ``(a, b, n_ab, agree_ab,
     chance_ab)`` with ``chance_ab = Σ_k R_k[b, a] R_k[a, b]`` (counts, not yet / n²)."""
-    presence = presence_matrix(ann).astype(np.float64)
+    presence = presence_matrix(ann)
     overlap = sp.triu(presence.T @ presence, k=1).tocsr()
     overlap.eliminate_zeros()
-    overlap.sort_indices()
+    overlap.sum_duplicates()
     a = np.repeat(np.arange(ann.n_annotators), np.diff(overlap.indptr))
     b = overlap.indices.astype(np.int64)
     n_ab = overlap.data
     z = agreement_matrix(ann)
-    agree = np.asarray((z.T @ z)[a, b]).ravel() if len(a) else np.zeros(0)
-    chance = np.zeros(len(a))
-    counts_on = presence.tocsc()
+    agree = values_at(z.T @ z, a, b)
+    chance = sp.csr_matrix((ann.n_annotators, ann.n_annotators))
+    by_column = presence.tocsc()
     for k in range(ann.n_classes):      # a loop over classes: each product is O(pairs)
         sel = ann.labels == k
         if not sel.any():
             continue
         xk = sp.csr_matrix((np.ones(int(sel.sum())), (ann.items[sel], ann.annotators[sel])),
                            shape=presence.shape)
-        rk = (counts_on.T @ xk).tocsr()            # rk[b, a]: items of both where a said k
-        if len(a):
-            chance += np.asarray(rk[b, a]).ravel() * np.asarray(rk[a, b]).ravel()
-    return a, b, n_ab, agree, chance
+        rk = (by_column.T @ xk).tocsr()            # rk[b, a]: items of both where a said k
+        chance = chance + rk.multiply(rk.T.tocsr())
+    return a, b, n_ab, agree, values_at(chance, a, b)
 
 
 def pairwise_kappas(annotations: Any) -> pd.DataFrame:
@@ -191,7 +190,7 @@ def annotator_agreement(annotations: Any, pairs: Any = None) -> pd.DataFrame:
     n_a, k = ann.n_annotators, ann.n_classes
     others = m[ann.items] - 1.0                                  # pair partners per annotation
     counts = label_count_matrix(ann)
-    same = np.asarray(counts[ann.items, ann.labels]).ravel() - 1.0
+    same = own_label_counts(ann) - 1.0
     n_pairs = np.bincount(ann.annotators, weights=others, minlength=n_a)
     agree = np.bincount(ann.annotators, weights=same, minlength=n_a)
     own = np.bincount(pair_index(ann.annotators, ann.labels, k), weights=others,
