@@ -349,3 +349,20 @@ def test_report_round_trips_to_json(crowd):
     assert doc["kappa_matrix"]["kappa"][0][0] is None          # NaN diagonal as null
     frame = pd.DataFrame(doc["per_annotator"])
     assert frame["n_annotations"].sum() == crowd.n_annotations
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_docs_examples_run(index):
+    """docs/agreement.md's python blocks run as written (in this process: numpy only)."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "agreement.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(blocks[index], f"docs/agreement.md block {index}", "exec"), {})
+    assert "alpha" in out.getvalue()
