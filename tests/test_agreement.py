@@ -241,6 +241,25 @@ def test_bad_input_gets_clear_errors(crowd):
         bootstrap_ci(crowd, "kappa")
 
 
+@pytest.mark.parametrize("classes", [2, 5])
+def test_both_pair_methods_agree(classes):
+    """The within-item pair enumeration (packed sort) and the sparse co-occurrence products
+    give the same pairs and counts (items of 1 to 12 annotations, unused classes)."""
+    from crowd_keras.agreement.kappa import _pairs
+
+    rng = np.random.default_rng(classes)
+    per_item = rng.integers(1, 13, 400)
+    items = np.repeat(np.arange(400), per_item)
+    annotators = np.concatenate([rng.choice(40, k, replace=False) for k in per_item])
+    ann = Annotations(items, annotators, rng.integers(0, classes, len(items)),
+                      n_classes=classes + 1)
+    enumerated, sparse = _pairs(ann, "enumerate"), _pairs(ann, "sparse")
+    for x, y in zip(enumerated, sparse):
+        assert np.array_equal(x, y)
+    with pytest.raises(ValueError, match="method must be"):
+        _pairs(ann, "dense")
+
+
 def test_pairwise_memory_follows_overlapping_pairs():
     """10,000 annotators, each item labelled by a pair of neighbours: 10,000 overlapping pairs
     out of 50 million; the table and the memory follow the pairs, not annotators²."""

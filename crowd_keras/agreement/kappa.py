@@ -85,9 +85,81 @@ def kappa_from_sums(a_sum: Any, m_sum: Any, n_items: Any, class_sums: Any) -> np
         return np.where(denom > 0, 1.0 - a_sum / denom, np.nan)
 
 
-def _pairs(ann: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+#: Largest number of within-item annotation pairs (times the annotations) for which the pairs
+#: are enumerated; above it (items labelled by very many annotators) the sparse products run.
+ENUMERATE_PAIRS_FACTOR = 8
+
+
+def _pair_count(ann: Any) -> int:
+    m = ann.annotations_per_item().astype(np.int64)
+    return int((m * (m - 1) // 2).sum())
+
+
+def _pairs(ann: Any, method: str = "auto") -> tuple:
     """Every pair ``a < b`` of annotators who share an item: ``(a, b, n_ab, agree_ab,
-    chance_ab)`` with ``chance_ab = Σ_k R_k[b, a] R_k[a, b]`` (counts, not yet / n²)."""
+    chance_ab)`` with ``chance_ab = Σ_k c_a(k) c_b(k)`` (label counts of each on the shared
+    items; divided by ``n_ab²`` it is Cohen's chance agreement).
+
+    ``method``: ``"enumerate"`` lists the within-item pairs of annotations (O(Σ_i m_i²)
+    memory, one sort of int64 keys), ``"sparse"`` uses co-occurrence products (memory
+    O(overlapping pairs) whatever the items), ``"auto"`` enumerates unless the pairs outnumber
+    the annotations ``ENUMERATE_PAIRS_FACTOR`` times (or a pair and its two labels do not fit
+    in 62 bits).
+    """
+    bits = max(int(ann.n_classes - 1).bit_length(), 1)
+    packable = float(ann.n_annotators) ** 2 * 4.0 ** bits < 2.0 ** 62
+    if method == "auto":
+        method = ("enumerate" if packable and _pair_count(ann) <= ENUMERATE_PAIRS_FACTOR * max(
+            ann.n_annotations, 1 << 20) else "sparse")
+    if method not in ("enumerate", "sparse"):
+        raise ValueError(f"method must be 'auto', 'enumerate' or 'sparse', got {method!r}")
+    return _pairs_enumerated(ann) if method == "enumerate" else _pairs_sparse(ann)
+
+
+def _pairs_enumerated(ann: Any) -> tuple:
+    # annotations are sorted by (item, annotator): the annotation d places after j on the
+    # same item is by a later annotator, so (annotator[j], annotator[j + d]) has a < b
+    m = ann.annotations_per_item()
+    pos = np.arange(ann.n_annotations) - ann.item_starts()[ann.items]
+    left = m[ann.items] - pos - 1                 # annotations after j on its item
+    active = np.flatnonzero(left > 0)
+    firsts, gaps = [], []
+    d = 1
+    while len(active):                            # a loop over within-item offsets
+        firsts.append(active)
+        gaps.append(np.full(len(active), d, dtype=np.int32))
+        d += 1
+        active = active[left[active] >= d]
+    first = np.concatenate(firsts) if firsts else np.zeros(0, np.int64)
+    second = first + (np.concatenate(gaps) if gaps else 0)
+    del firsts, gaps
+    # one int64 per pair holds (a, b, label of a, label of b): a plain sort groups the pairs
+    # of annotators with their labels along, and every statistic is a bincount of the groups
+    n_a, k = np.int64(ann.n_annotators), ann.n_classes
+    bits = np.int64(max(int(k - 1).bit_length(), 1))
+    packed = (((ann.annotators[first] * n_a + ann.annotators[second]) << (2 * bits))
+              | (ann.labels[first] << bits) | ann.labels[second])
+    del first, second
+    packed.sort()
+    pair = packed >> (2 * bits)
+    new = np.concatenate([[True], pair[1:] != pair[:-1]])
+    keys = pair[new]
+    del pair
+    group = np.cumsum(new) - 1
+    del new
+    mask = (np.int64(1) << bits) - 1
+    la, lb = (packed >> bits) & mask, packed & mask
+    del packed
+    u = len(keys)
+    n_ab = np.bincount(group, minlength=u).astype(np.float64)
+    agree = np.bincount(group[la == lb], minlength=u).astype(np.float64)
+    chance = (np.bincount(group * k + la, minlength=u * k).reshape(u, k)
+              * np.bincount(group * k + lb, minlength=u * k).reshape(u, k)).sum(axis=1)
+    chance = chance.astype(np.float64)
+    return keys // n_a, keys % n_a, n_ab, agree, chance
+
+
+def _pairs_sparse(ann: Any) -> tuple:
     presence = presence_matrix(ann)
     overlap = sp.triu(presence.T @ presence, k=1).tocsr()
     overlap.eliminate_zeros()
