@@ -23,6 +23,7 @@ __all__ = ["bootstrap_ci", "STATISTICS"]
 
 STATISTICS = ("alpha", "fleiss_kappa", "percent_agreement")
 _BLOCK = 64
+_BLOCK_DRAWS = 1 << 23     # draws per block (replicates × items): bounds the block's memory
 
 
 def _parts(ann: Any, statistic: str, level: str) -> tuple[sp.csr_matrix, Any]:
@@ -35,7 +36,8 @@ def _parts(ann: Any, statistic: str, level: str) -> tuple[sp.csr_matrix, Any]:
         return parts, lambda s: alpha_from_coincidences(s.reshape(-1, k, k), level, values)
     if statistic == "fleiss_kappa":
         a, m, counts = fleiss_parts(ann)
-        parts = sp.hstack([sp.csr_matrix(np.stack([a, m, np.ones_like(m)], 1)), counts]).tocsr()
+        parts = sp.hstack([sp.csr_matrix(np.stack([a, m, np.ones_like(m)], 1)),
+                           sp.csr_matrix(counts)]).tocsr()
         return parts, lambda s: kappa_from_sums(s[:, 0], s[:, 1], s[:, 2], s[:, 3:])
     share = item_agreement(ann)
     share = share[np.isfinite(share)]
@@ -74,8 +76,9 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
                 "percent_agreement": lambda: percent_agreement(ann)}[statistic]()
     rng = np.random.default_rng(seed)
     reps = []
-    for start in range(0, int(n_bootstrap), _BLOCK):     # blocks of replicates bound memory
-        b = min(_BLOCK, int(n_bootstrap) - start)
+    block = max(1, min(_BLOCK, _BLOCK_DRAWS // max(n, 1)))
+    for start in range(0, int(n_bootstrap), block):      # blocks of replicates bound memory
+        b = min(block, int(n_bootstrap) - start)
         draws = rng.integers(0, n, size=(b, n))
         mult = np.bincount((draws + (np.arange(b) * n)[:, None]).ravel(),
                            minlength=b * n).reshape(b, n).astype(np.float64)

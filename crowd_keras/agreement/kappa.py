@@ -18,7 +18,8 @@ import scipy.sparse as sp
 
 from ..numerics import pair_index
 from ._counts import (agreement_matrix, as_annotations, check_agreement_input,
-                      label_count_matrix, own_label_counts, presence_matrix, values_at)
+                      dense_counts_fit, label_count_matrix, own_label_counts, presence_matrix,
+                      values_at)
 
 __all__ = ["fleiss_kappa", "percent_agreement", "item_agreement", "pairwise_kappas",
            "cohen_kappa_matrix", "overlap_matrix", "annotator_agreement", "fleiss_parts",
@@ -30,8 +31,7 @@ def item_agreement(annotations: Any) -> np.ndarray:
     ``Σ_k n_ik (n_ik - 1) / (m_i (m_i - 1))``; NaN for items with fewer than two."""
     ann = as_annotations(annotations)
     m = ann.annotations_per_item().astype(np.float64)
-    counts = label_count_matrix(ann)
-    same = np.asarray(counts.multiply(counts).sum(axis=1)).ravel() - m
+    same = _squares(ann) - m
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(m >= 2, same / (m * (m - 1.0)), np.nan)
 
@@ -47,14 +47,24 @@ def percent_agreement(annotations: Any) -> float:
 def fleiss_parts(annotations: Any) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
     """Per pairable item (``m_i >= 2``): ``(a_i, m_i, x_i)`` with the within-item disagreement
     ``a_i = Σ_j x_ij (m_i - x_ij) / m_i`` (n,), the number of ratings ``m_i`` (n,) and the
-    class counts ``x_i`` (n, K) CSR; :func:`fleiss_kappa` and its bootstrap use them."""
+    class counts ``x_i`` (n, K) (dense, or CSR when items × classes is large);
+    :func:`fleiss_kappa` and its bootstrap use them."""
     ann = as_annotations(annotations)
     m = check_agreement_input(ann).astype(np.float64)
     keep = np.flatnonzero(m >= 2)
-    counts = label_count_matrix(ann)[keep]
+    counts = (ann.label_counts() if dense_counts_fit(ann) else label_count_matrix(ann))[keep]
     mk = m[keep]
-    sq = np.asarray(counts.multiply(counts).sum(axis=1)).ravel()
+    sq = _squares(ann)[keep]
     return (mk * mk - sq) / mk, mk, counts
+
+
+def _squares(ann: Any) -> np.ndarray:
+    """(n_items,) ``Σ_k n_ik²``."""
+    if dense_counts_fit(ann):
+        counts = ann.label_counts()
+        return np.einsum("ik,ik->i", counts, counts)
+    counts = label_count_matrix(ann)
+    return np.asarray(counts.multiply(counts).sum(axis=1)).ravel()
 
 
 def fleiss_kappa(annotations: Any) -> float:
@@ -203,9 +213,20 @@ def pairwise_kappas(annotations: Any) -> pd.DataFrame:
         p_e = chance / (n_ab * n_ab)
         kappa = np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
     ids = ann.annotator_ids
-    return pd.DataFrame({"annotator_a": ids[a], "annotator_b": ids[b],
-                         "n_items": n_ab.astype(np.int64), "agreement": p_o, "expected": p_e,
-                         "kappa": kappa})
+    frame = pd.DataFrame({"annotator_a": ids[a], "annotator_b": ids[b],
+                          "n_items": n_ab.astype(np.int64), "agreement": p_o, "expected": p_e,
+                          "kappa": kappa})
+    frame.attrs["annotator_codes"] = (a, b)    # spares a lookup of millions of ids later
+    return frame
+
+
+def _pair_codes(ann: Any, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Annotator codes of a :func:`pairwise_kappas` table's rows."""
+    codes = table.attrs.get("annotator_codes")
+    if codes is not None and len(codes[0]) == len(table):
+        return codes
+    idx = pd.Index(list(ann.annotator_ids))
+    return idx.get_indexer(table["annotator_a"]), idx.get_indexer(table["annotator_b"])
 
 
 def _square(ann: Any, a: np.ndarray, b: np.ndarray, values: np.ndarray, fill: float,
@@ -228,10 +249,8 @@ def cohen_kappa_matrix(annotations: Any, pairs: Any = None) -> pd.DataFrame:
     """
     ann = as_annotations(annotations)
     table = pairwise_kappas(ann) if pairs is None else pairs
-    idx = pd.Index(list(ann.annotator_ids))
-    return _square(ann, idx.get_indexer(table["annotator_a"]),
-                   idx.get_indexer(table["annotator_b"]), table["kappa"].to_numpy(), np.nan,
-                   np.nan)
+    a, b = _pair_codes(ann, table)
+    return _square(ann, a, b, table["kappa"].to_numpy(), np.nan, np.nan)
 
 
 def overlap_matrix(annotations: Any) -> pd.DataFrame:
@@ -261,20 +280,21 @@ def annotator_agreement(annotations: Any, pairs: Any = None) -> pd.DataFrame:
     m = check_agreement_input(ann).astype(np.float64)
     n_a, k = ann.n_annotators, ann.n_classes
     others = m[ann.items] - 1.0                                  # pair partners per annotation
-    counts = label_count_matrix(ann)
     same = own_label_counts(ann) - 1.0
     n_pairs = np.bincount(ann.annotators, weights=others, minlength=n_a)
     agree = np.bincount(ann.annotators, weights=same, minlength=n_a)
     own = np.bincount(pair_index(ann.annotators, ann.labels, k), weights=others,
                       minlength=n_a * k).reshape(n_a, k)
-    rest = (presence_matrix(ann).T @ counts).toarray() - ann.annotator_label_counts()
+    counts = ann.label_counts() if dense_counts_fit(ann) else label_count_matrix(ann)
+    rest = presence_matrix(ann).T @ counts          # others' labels on each one's items
+    rest = (rest.toarray() if sp.issparse(rest) else np.asarray(rest)) \
+        - ann.annotator_label_counts()
     with np.errstate(invalid="ignore", divide="ignore"):
         p_o = agree / n_pairs
         p_e = (own * rest).sum(axis=1) / (n_pairs * n_pairs)
         kappa = np.where((n_pairs > 0) & (p_e < 1.0), (p_o - p_e) / (1.0 - p_e), np.nan)
     table = pairwise_kappas(ann) if pairs is None else pairs
-    idx = pd.Index(list(ann.annotator_ids))
-    pa, pb = idx.get_indexer(table["annotator_a"]), idx.get_indexer(table["annotator_b"])
+    pa, pb = _pair_codes(ann, table)
     kap, shared = table["kappa"].to_numpy(), table["n_items"].to_numpy(np.float64)
     ok = np.isfinite(kap)
     ends = np.concatenate([pa[ok], pb[ok]])
