@@ -158,5 +158,7 @@ def per_class_alpha(annotations: Any) -> pd.DataFrame:
         alpha = np.where((n_k > 0) & (n_not > 0), 1.0 - (n - 1.0) * o_cross / (n_k * n_not),
                          np.nan)
         specific = np.where(n_k > 0, o_kk / n_k, np.nan)
-    return pd.DataFrame({"class": pd.Series(list(ann.classes), dtype=object), "n_pairable": n_k,
+    pairable = np.asarray(counts[m >= 2].sum(axis=0)).ravel().round().astype(np.int64)
+    return pd.DataFrame({"class": pd.Series(list(ann.classes), dtype=object),
+                         "n_pairable": pairable,
                          "specific_agreement": specific, "alpha": alpha})
