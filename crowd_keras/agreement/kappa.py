@@ -192,6 +192,21 @@ def _pairs_sparse(ann: Any) -> tuple:
     return a, b, n_ab, agree, values_at(chance, a, b)
 
 
+def _kappa_table(ann: Any) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The :func:`pairwise_kappas` frame and its rows' annotator codes ``(a, b)``."""
+    check_agreement_input(ann)
+    a, b, n_ab, agree, chance = _pairs(ann)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_o = agree / n_ab
+        p_e = chance / (n_ab * n_ab)
+        kappa = np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
+    ids = ann.annotator_ids
+    frame = pd.DataFrame({"annotator_a": ids[a], "annotator_b": ids[b],
+                          "n_items": n_ab.astype(np.int64), "agreement": p_o, "expected": p_e,
+                          "kappa": kappa})
+    return frame, a, b
+
+
 def pairwise_kappas(annotations: Any) -> pd.DataFrame:
     """Cohen's kappa of every pair of annotators who share at least one item.
 
@@ -205,28 +220,18 @@ def pairwise_kappas(annotations: Any) -> pd.DataFrame:
         ``annotator_a, annotator_b, n_items, agreement, expected, kappa``. Its size is the
         number of overlapping pairs (no annotators × annotators table).
     """
-    ann = as_annotations(annotations)
-    check_agreement_input(ann)
-    a, b, n_ab, agree, chance = _pairs(ann)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_o = agree / n_ab
-        p_e = chance / (n_ab * n_ab)
-        kappa = np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
-    ids = ann.annotator_ids
-    frame = pd.DataFrame({"annotator_a": ids[a], "annotator_b": ids[b],
-                          "n_items": n_ab.astype(np.int64), "agreement": p_o, "expected": p_e,
-                          "kappa": kappa})
-    frame.attrs["annotator_codes"] = (a, b)    # spares a lookup of millions of ids later
-    return frame
+    return _kappa_table(as_annotations(annotations))[0]
 
 
-def _pair_codes(ann: Any, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Annotator codes of a :func:`pairwise_kappas` table's rows."""
-    codes = table.attrs.get("annotator_codes")
-    if codes is not None and len(codes[0]) == len(table):
-        return codes
+def _resolve_pairs(ann: Any, pairs: Any) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """``(table, a, b)``: computed (``pairs=None``), passed through (a ``_kappa_table``
+    result), or a caller's :func:`pairwise_kappas` frame with its annotator ids looked up."""
+    if pairs is None:
+        return _kappa_table(ann)
+    if isinstance(pairs, tuple):
+        return pairs
     idx = pd.Index(list(ann.annotator_ids))
-    return idx.get_indexer(table["annotator_a"]), idx.get_indexer(table["annotator_b"])
+    return pairs, idx.get_indexer(pairs["annotator_a"]), idx.get_indexer(pairs["annotator_b"])
 
 
 def _square(ann: Any, a: np.ndarray, b: np.ndarray, values: np.ndarray, fill: float,
@@ -248,8 +253,7 @@ def cohen_kappa_matrix(annotations: Any, pairs: Any = None) -> pd.DataFrame:
     ``pairs``: the :func:`pairwise_kappas` frame when already computed.
     """
     ann = as_annotations(annotations)
-    table = pairwise_kappas(ann) if pairs is None else pairs
-    a, b = _pair_codes(ann, table)
+    table, a, b = _resolve_pairs(ann, pairs)
     return _square(ann, a, b, table["kappa"].to_numpy(), np.nan, np.nan)
 
 
@@ -293,8 +297,7 @@ def annotator_agreement(annotations: Any, pairs: Any = None) -> pd.DataFrame:
         p_o = agree / n_pairs
         p_e = (own * rest).sum(axis=1) / (n_pairs * n_pairs)
         kappa = np.where((n_pairs > 0) & (p_e < 1.0), (p_o - p_e) / (1.0 - p_e), np.nan)
-    table = pairwise_kappas(ann) if pairs is None else pairs
-    pa, pb = _pair_codes(ann, table)
+    table, pa, pb = _resolve_pairs(ann, pairs)
     kap, shared = table["kappa"].to_numpy(), table["n_items"].to_numpy(np.float64)
     ok = np.isfinite(kap)
     ends = np.concatenate([pa[ok], pb[ok]])

@@ -13,7 +13,7 @@ from ._counts import as_annotations, check_agreement_input
 from .alpha import _check_level, coincidence_matrix, per_class_alpha
 from .bootstrap import bootstrap_ci
 from .alpha import krippendorff_alpha
-from .kappa import (annotator_agreement, cohen_kappa_matrix, fleiss_kappa, pairwise_kappas,
+from .kappa import (_kappa_table, annotator_agreement, cohen_kappa_matrix, fleiss_kappa,
                     percent_agreement)
 from .spans import span_agreement, span_pairs, span_pairwise_f1
 
@@ -142,7 +142,8 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
         else:
             value, low, high = _ESTIMATES[stat](ann, level), np.nan, np.nan
         rows.append((name, value, low, high))
-    pairs = pairwise_kappas(ann)
+    kappa_table = _kappa_table(ann)
+    pairs = kappa_table[0]
     ok = np.isfinite(pairs["kappa"].to_numpy())
     weights = pairs["n_items"].to_numpy(np.float64)[ok]
     mean_kappa = (float(np.average(pairs["kappa"].to_numpy()[ok], weights=weights))
@@ -162,8 +163,9 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
     return AgreementReport(
         summary=pd.DataFrame(rows, columns=["statistic", "value", "low", "high"]),
         counts=counts, pairwise=pairs,
-        kappa_matrix=cohen_kappa_matrix(ann, pairs) if ann.n_annotators <= max_matrix else None,
-        per_class=per_class_alpha(ann), per_annotator=annotator_agreement(ann, pairs),
+        kappa_matrix=(cohen_kappa_matrix(ann, kappa_table) if ann.n_annotators <= max_matrix
+                      else None),
+        per_class=per_class_alpha(ann), per_annotator=annotator_agreement(ann, kappa_table),
         coincidences=pd.DataFrame(coincidence_matrix(ann), index=classes,
                                   columns=classes.rename(None)),
         spans=spans, span_pairs=span_f1, level=level, confidence=confidence,
