@@ -1,12 +1,15 @@
 """Kappas and percent agreement: Fleiss' kappa for many raters (with its generalisation to
-varying numbers of ratings per item), Cohen's kappa for every pair of annotators from sparse
-co-occurrence products, and each annotator's agreement with the rest.
+varying numbers of ratings per item), Cohen's kappa for every pair of annotators, and each
+annotator's agreement with the rest.
 
-Pairwise statistics come from three sparse products over the item × annotator matrices of
-:mod:`._counts`: overlaps ``N = Yᵀ Y``, agreements ``G = Zᵀ Z`` and, per class ``k``,
-``R_k = Yᵀ X_k`` (``R_k[b, a]`` = items both labelled on which ``a`` said ``k``), so that
-Cohen's chance agreement of a pair is ``Σ_k R_k[b, a] R_k[a, b] / N_ab²``. Their memory is
-O(pairs of annotators that share an item), never annotators² unless every pair overlaps.
+Per pair of annotators ``a < b`` Cohen's kappa needs the items both labelled ``n_ab``, those
+they agree on, and each one's label counts on them (``p_e = Σ_k c_a(k) c_b(k) / n_ab²``).
+Two ways, same numbers (:func:`_pairs`): the within-item pairs of annotations, each packed
+with its two labels into one int64 and sorted, so every count is a bincount over the groups
+(O(Σ_i m_i²) memory); or, for items labelled by very many annotators, sparse co-occurrence
+products over the item × annotator matrices of :mod:`._counts` (overlaps ``Yᵀ Y``, agreements
+``Zᵀ Z`` and per class ``R_k = Yᵀ X_k``, ``R_k[b, a]`` = shared items on which ``a`` said
+``k``). Either way the memory follows the pairs that share an item, never annotators².
 """
 from __future__ import annotations
 
