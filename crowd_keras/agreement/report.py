@@ -17,7 +17,7 @@ from .kappa import (_kappa_table, annotator_agreement, cohen_kappa_matrix, fleis
                     percent_agreement)
 from .spans import span_agreement, span_pairs, span_pairwise_f1
 
-__all__ = ["AgreementReport", "agreement_report", "item_counts", "plain", "records"]
+__all__ = ["AgreementReport", "agreement_report", "item_counts", "plain", "records", "nested"]
 
 _ESTIMATES = {"alpha": krippendorff_alpha, "fleiss_kappa": lambda ann, level: fleiss_kappa(ann),
               "percent_agreement": lambda ann, level: percent_agreement(ann)}
@@ -44,6 +44,14 @@ def plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def nested(array: Any) -> list:
+    """An array as nested lists of plain values (NaN and inf as None)."""
+    a = np.asarray(array)
+    if a.ndim == 0:
+        return plain(a[()])
+    return [nested(x) for x in a] if a.ndim > 1 else [plain(v) for v in a.tolist()]
 
 
 def records(frame: Optional[pd.DataFrame]) -> Optional[list]:
@@ -107,7 +115,7 @@ class AgreementReport:
                 "per_class": records(self.per_class), "per_annotator": records(self.per_annotator),
                 "pairwise": records(self.pairwise), "kappa_matrix": matrix,
                 "coincidences": {"classes": [plain(c) for c in self.coincidences.index],
-                                 "values": self.coincidences.to_numpy().tolist()},
+                                 "values": nested(self.coincidences.to_numpy())},
                 "spans": records(self.spans), "span_pairs": records(self.span_pairs)}
 
 

@@ -142,7 +142,7 @@ def _agree(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..agreement import agreement_report
-    from ..agreement.report import records
+    from ..agreement.report import nested, records
 
     df, ann = _read_annotations(args)
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
@@ -171,7 +171,7 @@ def _agree(args: argparse.Namespace) -> int:
         doc = {"title": f"Annotator agreement: {Path(args.input).name}", "source": args.input,
                "agreement": report.to_dict(), "annotators": records(quality),
                "model": type(model).__name__,
-               "confusion_matrices": np.asarray(model.confusion_matrices_).tolist()}
+               "confusion_matrices": nested(model.confusion_matrices_)}
         body = agreement_section(report, "agreement", quality=quality,
                                  quality_path="annotators",
                                  confusion=np.asarray(model.confusion_matrices_),

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from crowd_keras.agreement import agreement_report
-from crowd_keras.agreement.report import plain, records
+from crowd_keras.agreement.report import nested, plain, records
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
@@ -87,7 +87,7 @@ def _one_control(source: Any, name: str, *, method: Optional[str],
     doc = {"control": name, "type": export.control_type, "level": lvl,
            "model": type(model).__name__, "summary_of_export": str(export.summary),
            "agreement": report.to_dict(), "annotators": records(quality),
-           "confusion_matrices": np.asarray(model.confusion_matrices_).tolist(),
+           "confusion_matrices": nested(model.confusion_matrices_),
            "classes": [plain(c) for c in classes], "error": None}
     return doc, (report, quality, np.asarray(model.confusion_matrices_), classes)
 
