@@ -193,10 +193,14 @@ def report_command(args: argparse.Namespace) -> int:
             print(f"control '{name}': not reported: {cli_words(control['error'])}")
             continue
         summary = {r["statistic"]: r["value"] for r in control["agreement"]["summary"]}
-        print(f"control '{name}' ({control['type']}): " + ", ".join(
-            f"{k} {_fmt(summary.get(k))}" for k in ("krippendorff_alpha", "fleiss_kappa",
-                                                   "percent_agreement", "mean_pairwise_kappa")
-            ) + f"; tasks with one annotation (left out): {int(summary['n_items_single'])}")
+        spans = "span_f1_overlap" in summary      # span controls: the items are tokens
+        shown = ("krippendorff_alpha", "fleiss_kappa", "percent_agreement",
+                 "mean_pairwise_kappa") + (("span_f1_exact", "span_f1_overlap",
+                                            "span_f1_token") if spans else ())
+        print(f"control '{name}' ({control['type']}{', token level' if spans else ''}): "
+              + ", ".join(f"{k} {_fmt(summary.get(k))}" for k in shown)
+              + f"; {'tokens' if spans else 'tasks'} with one annotation (left out): "
+              f"{int(summary['n_items_single'])}")
     print("overall (mean over controls): " + ", ".join(
         f"{r['statistic']} {_fmt(r['value'])}" for r in doc["overall"]))
     print(f"wrote {out['html']} and {out['json']}")
