@@ -35,6 +35,8 @@ EXTRAS["test"] = sorted({
     "pytest-xdist>=3.5",
     # the classic label models are checked against crowd-kit's on the same crowds
     "crowd-kit>=1.4",
+    # crowd_keras.agreement is checked against the reference alpha and Fleiss' kappa
+    "krippendorff>=0.6", "statsmodels>=0.14",
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)
     "label-studio==1.23.2",
     # the Keras tests: TensorFlow (the backend tests save with it and load on torch/jax)

@@ -53,6 +53,7 @@ SCRIPTS = [
     ("bayesian.py", [], ["--sets", "bluebirds", "dog", "--sizes", "100000", "--reference-sizes",
                          "100000", "--whole-sizes", "100000", "--iters", "2", "--repeat", "1"],
      3600),
+    ("agreement.py", [], ["--quick"], 1800),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "jax", "snorkel",

@@ -22,7 +22,7 @@ LAYERS = {
         "crowd_keras.progress", "crowd_keras.numerics", "crowd_keras.params", "crowd_keras.codes",
         "crowd_keras.string_codes"],
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers"],
-    2: ["crowd_keras.aggregation", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
+    2: ["crowd_keras.aggregation", "crowd_keras.agreement", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
         "crowd_keras.mixture_of_groups.label_model", "crowd_keras.lia.em", "crowd_keras.datasets",
         "crowd_keras.sequences.tokens", "crowd_keras.sequences.spans",
         "crowd_keras.sequences.annotations", "crowd_keras.sequences.chains",
@@ -37,7 +37,7 @@ LAYERS = {
         "crowd_keras.lia.layers", "crowd_keras.lia.losses"],
     4: ["crowd_keras.models", "crowd_keras.training", "crowd_keras.mixture_of_groups.trainer",
         "crowd_keras.lia.trainer", "crowd_keras.lia.label_model"],
-    5: ["crowd_keras.integrations", "crowd_keras.plot", "crowd_keras.distributed"],
+    5: ["crowd_keras.integrations", "crowd_keras.plot", "crowd_keras.quality_page", "crowd_keras.distributed"],
     6: ["crowd_keras.cli", "crowd_keras.__main__"],
 }
 # Family packages hold a docstring only (so importing a numpy module of a family never

@@ -2,7 +2,8 @@
 
 ``crowd-keras demo`` simulates a crowd with known truth, fits the label models and prints
 their accuracy; ``crowd-keras aggregate`` turns a long CSV of annotations into labels and an
-annotator report; ``crowd-keras label-studio ...`` works on Label Studio exports (when that
+annotator report; ``crowd-keras agree`` measures how much the annotators of such a CSV agree
+(and writes the HTML/JSON report); ``crowd-keras label-studio ...`` works on Label Studio exports (when that
 integration is installed). Heavy libraries (Keras, TensorFlow) are never imported here.
 """
 from __future__ import annotations
@@ -128,10 +129,9 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     return pd.Series(labels.to_numpy(), index=df[args.item].to_numpy())
 
 
-def _aggregate(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from ..aggregation import get_label_model
+def _read_annotations(args: argparse.Namespace):
+    """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
+    columns; errors name the file's lines and the flags."""
     from ..annotations import Annotations
 
     df = _read_table(args.input, args.label, args.string_labels)
@@ -145,6 +145,15 @@ def _aggregate(args: argparse.Namespace) -> int:
                                      label=args.label, duplicates=args.duplicates)
     except CrowdDataError as exc:
         raise _frame_error(exc, args.input, args) from None
+    return df, ann
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..aggregation import get_label_model
+
+    df, ann = _read_annotations(args)
     model = get_label_model(args.method)
     gold = None
     if args.gold:
@@ -173,6 +182,65 @@ def _aggregate(args: argparse.Namespace) -> int:
         atomic_write_text(args.annotators, model.annotator_quality_.to_csv(index=False))
         print(f"wrote the annotator report to {args.annotators}")
     return 0
+
+
+def _agree(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..agreement import agreement_report
+    from ..agreement.report import nested, records
+
+    df, ann = _read_annotations(args)
+    print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
+          f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
+          f"{ann.n_classes} classes")
+    with Heartbeat("computing agreement", disable=args.quiet):
+        report = agreement_report(ann, level=args.level, n_bootstrap=args.bootstrap,
+                                  seed=args.seed)
+    print(f"items with two or more annotations: {report.counts['n_items_pairable']}; with one "
+          f"(left out of alpha and kappa): {report.counts['n_items_single']}")
+    width = max(len(s) for s in report.summary["statistic"])
+    for row in report.summary.itertuples(index=False):
+        if row.statistic == "n_items_single":
+            continue
+        ci = (f"  [{row.low:.3f}, {row.high:.3f}]" if np.isfinite(row.low) else "")
+        name = f"{row.statistic} ({args.level})" if row.statistic == "krippendorff_alpha" \
+            else row.statistic
+        print(f"{name:<{width + 11}}  {row.value:8.4f}{ci}")
+    if args.out:
+        from ..aggregation import get_label_model
+        from ..quality_page import agreement_section, page_html
+
+        with Heartbeat(f"fitting {args.method}", disable=args.quiet):
+            model = get_label_model(args.method).fit(ann)
+        quality = model.annotator_quality_
+        doc = {"title": f"Annotator agreement: {Path(args.input).name}", "source": args.input,
+               "agreement": report.to_dict(), "annotators": records(quality),
+               "model": type(model).__name__,
+               "confusion_matrices": nested(model.confusion_matrices_)}
+        body = agreement_section(report, "agreement", quality=quality,
+                                 quality_path="annotators",
+                                 confusion=np.asarray(model.confusion_matrices_),
+                                 classes=list(ann.classes), plots=not args.no_plots)
+        out = Path(args.out)
+        atomic_write_text(out / "report.html", page_html(doc["title"], body, not args.no_plots))
+        atomic_write_text(out / "report.json", json.dumps(doc, indent=1, ensure_ascii=False,
+                                                          allow_nan=False) + "\n")
+        print(f"wrote {out / 'report.html'} and {out / 'report.json'}")
+    return 0
+
+
+def _add_table_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs)")
+    p.add_argument("--item", default="task", help="column of the item ids")
+    p.add_argument("--annotator", default="worker", help="column of the annotator ids")
+    p.add_argument("--label", default="label", help="column of the labels")
+    p.add_argument("--string-labels", action="store_true",
+                   help="read labels as text (e.g. '01' and '1' stay two classes)")
+    p.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
+                   help="several rows of one annotator on one item: error, or keep the last "
+                        "or the first (the others are counted)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,16 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "annotator, label), fit a label model and write one label "
                                      "per item with its probability. Errors name the line of "
                                      "the file.")
-    agg.add_argument("input", help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs)")
-    agg.add_argument("--item", default="task", help="column of the item ids")
-    agg.add_argument("--annotator", default="worker", help="column of the annotator ids")
-    agg.add_argument("--label", default="label", help="column of the labels")
-    agg.add_argument("--string-labels", action="store_true",
-                     help="read labels as text (e.g. '01' and '1' stay two classes)")
+    _add_table_options(agg)
     add_method_option(agg)
-    agg.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
-                     help="several rows of one annotator on one item: error, or keep the last "
-                          "or the first (the others are counted)")
     agg.add_argument("--gold", metavar="FILE",
                      help="CSV of known true labels of some items (columns --item and --label): "
                      "held fixed in the fit, and with 20 or more the default method chooses "
@@ -230,6 +290,31 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("--annotators", help="CSV of the annotator quality report to write "
                                           "(default: none)")
     agg.set_defaults(func=_aggregate)
+
+    agree = sub.add_parser("agree", parents=[common], formatter_class=HelpFormatter,
+                           help="inter-annotator agreement of a long CSV of annotations",
+                           description="Read a CSV/TSV with one row per annotation (item, "
+                                       "annotator, label) and print Krippendorff's alpha, "
+                                       "Fleiss' kappa, percent agreement (with bootstrap "
+                                       "intervals over items) and the mean pairwise Cohen's "
+                                       "kappa; with --out DIR also write DIR/report.html (one "
+                                       "self-contained page: kappa heat map, per-class "
+                                       "agreement, each annotator against the others, the "
+                                       "label model's quality and confusion matrices) and "
+                                       "DIR/report.json with the same numbers. Items with one "
+                                       "annotation are left out and counted.")
+    _add_table_options(agree)
+    agree.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval"],
+                       help="level of Krippendorff's alpha (interval needs numeric labels)")
+    agree.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                       help="bootstrap replicates over items for the intervals (0: none)")
+    agree.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    agree.add_argument("--out", default=None, metavar="DIR",
+                       help="folder for report.html and report.json (default: print only)")
+    add_method_option(agree, " (the report's annotator quality and confusion matrices)")
+    agree.add_argument("--no-plots", action="store_true",
+                       help="tables only, even when matplotlib is installed")
+    agree.set_defaults(func=_agree)
 
     from . import label_studio
 

@@ -27,7 +27,7 @@ from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_se
 
 from ._common import HelpFormatter, add_method_option, cli_words, common_options
 
-__all__ = ["register", "aggregate_command"]
+__all__ = ["register", "aggregate_command", "report_command"]
 
 _TO_NAME_HELP = ("pass --to-name NAME (the name= of the object tag the control's toName points "
                  "to, e.g. text for <Text name=\"text\" value=\"$text\"/>), or --label-config "
@@ -135,7 +135,100 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--retries", type=int, default=3,
                      help="retries, with backoff, of a request that failed transiently")
     agg.set_defaults(func=aggregate_command)
+    _register_report(sub, parents)
     return ls
+
+
+def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    rep = sub.add_parser(
+        "report", parents=parents, formatter_class=HelpFormatter,
+        help="agreement and quality report of an export: one HTML page and a JSON",
+        description=(
+            "Read every Choices, Rating and span control of a Label Studio export and write "
+            "DIR/report.html (one self-contained page: no network needed to view it) and "
+            "DIR/report.json (the same numbers): per control and overall (the mean over the "
+            "controls), Krippendorff's alpha, Fleiss' kappa and percent agreement with "
+            "bootstrap intervals over tasks, Cohen's kappa for every pair of annotators (heat "
+            "map), one-vs-rest agreement per class, each annotator's agreement with the others "
+            "and the label model's estimated accuracy and confusion matrices, and for span "
+            "controls the pairwise span F1 (exact, overlap, token-proportional) and the "
+            "boundary disagreements. The pictures need matplotlib (crowd-keras[plot]); without "
+            "it the page has the tables and says how to get them."))
+    rep.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
+    rep.add_argument("--out", required=True, metavar="DIR",
+                     help="folder to write report.html and report.json into (required)")
+    rep.add_argument("--control", action="append", default=None, metavar="NAME",
+                     help="a control to report, repeatable (default: every readable control of "
+                          "the config or of a full JSON export; needed for JSON_MIN/CSV/TSV "
+                          "without --label-config)")
+    rep.add_argument("--label-config", default=None, metavar="FILE",
+                     help="the project's labeling config (XML; needs crowd-keras[label-studio])")
+    rep.add_argument("--format", default=None, choices=["JSON", "JSON_MIN", "CSV", "TSV"],
+                     help="export format (default: detected from the content and suffix)")
+    add_method_option(rep, " (for the per-annotator quality and confusion matrices)")
+    rep.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
+                     choices=available_sequence_models(), metavar="NAME",
+                     help="label model for span controls: " + ", ".join(available_sequence_models()))
+    rep.add_argument("--level", default=None, choices=["nominal", "ordinal", "interval"],
+                     help="level of Krippendorff's alpha (default: interval for Rating controls, "
+                          "nominal otherwise)")
+    rep.add_argument("--multiple", default="combination", choices=["error", "combination", "skip"],
+                     help="annotations with several choices: each set one class (combination), "
+                          "left out (skip) or an error")
+    rep.add_argument("--include-gold", action="store_true",
+                     help="also use ground_truth annotations as ordinary annotations")
+    rep.add_argument("--scheme", default="IO", choices=["IO", "BIO"], help="span controls: tags")
+    rep.add_argument("--text-key", default=None, metavar="KEY",
+                     help="span controls: the task data field holding the text")
+    rep.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                     help="bootstrap replicates over tasks for the intervals (0: none)")
+    rep.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    rep.add_argument("--no-plots", action="store_true",
+                     help="tables only, even when matplotlib is installed")
+    rep.set_defaults(func=report_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Handler of ``label-studio report``; returns the exit code (2: bad input)."""
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.integrations import label_studio as ls
+
+    try:
+        with Heartbeat("computing agreement", disable=getattr(args, "quiet", False)):
+            out = ls.quality_report(
+                args.export, args.out, controls=args.control, label_config=args.label_config,
+                format=args.format, method=args.method, sequence_model=args.sequence_model,
+                level=args.level, multiple=args.multiple, include_gold=args.include_gold,
+                scheme=args.scheme, text_key=args.text_key, n_bootstrap=args.bootstrap,
+                seed=args.seed, plots=not args.no_plots)
+    except ImportError as exc:
+        _err(str(exc))
+        return 2
+    except (CrowdDataError, ValueError) as exc:
+        _err(str(exc))
+        return 2
+    doc = out["report"]
+    for name, control in doc["controls"].items():
+        if control["error"] is not None:
+            print(f"control '{name}': not reported: {cli_words(control['error'])}")
+            continue
+        summary = {r["statistic"]: r["value"] for r in control["agreement"]["summary"]}
+        spans = "span_f1_overlap" in summary      # span controls: the items are tokens
+        shown = ("krippendorff_alpha", "fleiss_kappa", "percent_agreement",
+                 "mean_pairwise_kappa") + (("span_f1_exact", "span_f1_overlap",
+                                            "span_f1_token") if spans else ())
+        print(f"control '{name}' ({control['type']}{', token level' if spans else ''}): "
+              + ", ".join(f"{k} {_fmt(summary.get(k))}" for k in shown)
+              + f"; {'tokens' if spans else 'tasks'} with one annotation (left out): "
+              f"{int(summary['n_items_single'])}")
+    print("overall (mean over controls): " + ", ".join(
+        f"{r['statistic']} {_fmt(r['value'])}" for r in doc["overall"]))
+    print(f"wrote {out['html']} and {out['json']}")
+    return 0
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _err(msg: str) -> None:

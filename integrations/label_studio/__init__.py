@@ -62,6 +62,7 @@ from .predictions import predictions_from_model, to_predictions, write_predictio
 from .reader import FORMATS  # noqa: F401 - public constant, not in __all__ (as before)
 from .reader import ExportSummary, LabelStudioExport, read_export
 from .report import annotator_report, gold_accuracy, write_report
+from .quality import export_controls, quality_report
 from ._span_results import gold_span_scores, span_predictions, span_report
 from ._spans import LabelStudioSpans, SpanExportSummary
 
@@ -71,5 +72,5 @@ __all__ = [
     "annotator_report", "write_report", "gold_accuracy", "connect", "fetch_user_emails",
     "describe_error", "API_KEY_ENV", "check_project", "check_url", "is_transient",
     "LabelStudioSpans", "SpanExportSummary", "span_predictions", "span_report",
-    "gold_span_scores",
+    "gold_span_scores", "export_controls", "quality_report",
 ]
