@@ -25,6 +25,7 @@ from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
 
+from ._checks import check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, cli_words, common_options
 
 __all__ = ["register", "aggregate_command"]
@@ -106,13 +107,15 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--url", default=None,
                      help="Label Studio URL to push to, with http:// or https:// (default: no "
                           "push)")
-    agg.add_argument("--project", type=int, default=None, help="project id to push to (with --url)")
+    agg.add_argument("--project", type=int_at_least(1), default=None,
+                     help="project id to push to (with --url)")
     agg.add_argument("--on-existing", default="update", choices=["update", "skip", "replace"],
                      help="a task already holding a prediction of this model version: update it "
                           "when different, skip it, or replace (write it again even when "
                           "identical)")
-    agg.add_argument("--batch-size", type=int, default=100, help="new predictions per request")
-    agg.add_argument("--retries", type=int, default=3,
+    agg.add_argument("--batch-size", type=int_at_least(1), default=100,
+                     help="predictions per import request")
+    agg.add_argument("--retries", type=int_at_least(0), default=3,
                      help="retries, with backoff, of a request that failed transiently")
     agg.set_defaults(func=aggregate_command)
     return ls
@@ -135,6 +138,15 @@ def aggregate_command(args: argparse.Namespace) -> int:
     quiet = getattr(args, "quiet", False)
     if (args.url is None) != (args.project is None):
         _err("--url and --project go together")
+        return 2
+    csv_path, json_path = _report_paths(args)
+    try:  # before any work: an output must not overwrite the export or another output
+        check_paths([("the export", args.export), ("--label-config", args.label_config)],
+                    [("--out", args.out), ("--annotators", csv_path),
+                     ("--annotators-json" if args.annotators_json else "the JSON report",
+                      json_path)])
+    except CrowdDataError as exc:
+        _err(str(exc))
         return 2
     try:
         from crowd_keras.integrations import label_studio as ls
@@ -220,6 +232,18 @@ def aggregate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_paths(args: argparse.Namespace) -> tuple:
+    """(CSV, JSON) paths of the annotator report, (None, None) without ``--annotators``."""
+    if args.annotators is None:
+        return None, None
+    csv_path = Path(args.annotators)
+    json_path = Path(args.annotators_json) if args.annotators_json else \
+        csv_path.with_suffix(".json")
+    if json_path == csv_path:
+        json_path = csv_path.with_name(csv_path.name + ".json")
+    return csv_path, json_path
+
+
 def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: Any,
             version: str) -> None:
     emails = None
@@ -228,11 +252,7 @@ def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: 
             emails = ls.fetch_user_emails(client, retries=args.retries)
         except ls.LabelStudioError as exc:
             print(f"warning: could not read user e-mails: {exc}", file=sys.stderr)
-    csv_path = Path(args.annotators)
-    json_path = Path(args.annotators_json) if args.annotators_json else \
-        csv_path.with_suffix(".json")
-    if json_path == csv_path:
-        json_path = csv_path.with_name(csv_path.name + ".json")
+    csv_path, json_path = _report_paths(args)
     ls.annotator_report(export, model, csv_path=csv_path, json_path=json_path, emails=emails,
                         model_version=version)
     print(f"wrote the annotator report for {len(export.annotator_ids)} annotators to "
