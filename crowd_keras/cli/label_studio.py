@@ -5,9 +5,10 @@
 happen inside the handler; ``--method`` takes any name of the label-model registry.
 
 With ``--url``/``--project`` the server is checked first (URL, token, project: one request,
-before the export is read or anything written), and the project's labeling config is used
-when ``--label-config`` is not given (it names the classes and the object the predictions
-label). Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server
+before the export is read or anything written), then the export's tasks against the
+project's (ids, data, project id: ``check_tasks``, before the fit; a mismatch is bad input),
+and the project's labeling config is used when ``--label-config`` is not given (it names the
+classes and the object the predictions label). Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server
 failed (the message says how far the push got and, for transient failures only, that a
 re-run with the same ``--model-version`` completes it without duplicates). The API token is
 read from ``LABEL_STUDIO_API_KEY`` only: it never appears on the command line, in the
@@ -56,7 +57,9 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "the object the control labels, taken from --label-config, from the project when "
             "pushing, from --to-name, or from the export's only data column.\n\n"
             "With --url and --project the URL, token and project are checked before anything "
-            "else, and the predictions are pushed idempotently (a re-run with the same "
+            "else, then that every task of the export is in the project with the same data "
+            "(--allow-data-mismatch accepts edited data), and the predictions are pushed "
+            "idempotently (a re-run with the same "
             "--model-version neither duplicates nor loses predictions; an interrupted push "
             "leaves every task with a prediction). The API token is read from the "
             "LABEL_STUDIO_API_KEY environment variable.\n\n"
@@ -113,6 +116,10 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
                      help="a task already holding a prediction of this model version: update it "
                           "when different, skip it, or replace (write it again even when "
                           "identical)")
+    agg.add_argument("--allow-data-mismatch", action="store_true",
+                     help="push even where a task's data in the project differ from the "
+                          "export's (task data edited on purpose); tasks missing from the "
+                          "project, or an export of another project, are always refused")
     agg.add_argument("--batch-size", type=int_at_least(1), default=100,
                      help="predictions per import request")
     agg.add_argument("--retries", type=int_at_least(0), default=3,
@@ -177,6 +184,21 @@ def aggregate_command(args: argparse.Namespace) -> int:
     except (CrowdDataError, ValueError) as exc:
         _err(str(exc))
         return 2
+    if client is not None:
+        try:  # the export's tasks must be the project's, before anything is fitted or written
+            check = ls.check_tasks(client, args.project, args.export, format=args.format,
+                                   allow_data_mismatch=args.allow_data_mismatch,
+                                   retries=args.retries)
+        except CrowdDataError as exc:
+            _err(str(exc))
+            return 2
+        except ls.LabelStudioError as exc:
+            _err(str(exc))
+            return 1
+        if check.n_changed:
+            print(f"note: {check.n_changed} of {check.n_tasks} tasks hold other data in project "
+                  f"{args.project} than in the export (first: {check.first}); pushing anyway "
+                  "(--allow-data-mismatch)")
     print(export.summary)
     for note in export.summary.notes:
         print(f"note: {cli_words(note)}")

@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 from crowd_keras.errors import CrowdDataError
 
 from .client import _NO_RETRY, LabelStudioError, _call, _secrets_of, check_project
+from .target import check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
 
@@ -99,12 +100,19 @@ def _plan(preds: list, have: dict, on_existing: str) -> tuple[list, list, list, 
 def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], *,
                      model_version: Optional[str] = None, batch_size: int = 100,
                      retries: int = 3, backoff: float = 0.5, on_existing: str = "update",
-                     progress: bool = False, preflight: bool = True) -> PushResult:
+                     progress: bool = False, preflight: bool = True, export: Any = None,
+                     allow_data_mismatch: bool = False) -> PushResult:
     """Send predictions to a project, idempotently, in batches with retries.
 
     First (``preflight=True``) the URL, token and project are checked once
     (:func:`check_project`): a bad token, an unknown project or a malformed URL fails before
-    anything is written. Then the project's predictions of ``model_version`` are listed. A
+    anything is written. Then the target's tasks are checked (:func:`~.target.check_tasks`):
+    with ``export`` (the export the predictions were made from: a path, file object, bytes
+    or loaded JSON) every task of it must be in the project with the same ``data`` (and a
+    full JSON export's project id must be ``project_id``); without it, the predictions'
+    tasks must be in the project. A mismatch raises :class:`~crowd_keras.CrowdDataError`
+    before anything is written; ``allow_data_mismatch=True`` accepts tasks whose data were
+    edited on purpose. ``preflight=False`` skips both checks (the caller made them). Then the project's predictions of ``model_version`` are listed. A
     task that already has one: ``on_existing="update"`` (default) leaves it when its result
     and score are the same and updates it in place otherwise; ``"skip"`` always leaves it;
     ``"replace"`` writes it again even when identical (counted as ``n_rewritten``, not as
@@ -128,6 +136,8 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     preds, model_version = _checked_predictions(predictions, model_version)
     if preflight:
         check_project(client, project_id, retries=retries, backoff=backoff)
+        check_tasks(client, project_id, export, task_ids=[p["task"] for p in preds],
+                    allow_data_mismatch=allow_data_mismatch, retries=retries, backoff=backoff)
     secrets, wanted = _secrets_of(client), {p["task"] for p in preds}
 
     def existing() -> dict:
