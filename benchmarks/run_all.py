@@ -50,6 +50,8 @@ SCRIPTS = [
                 "--precisions", "float32", "--repeat", "3", "--alternate", "16"],
      ["--items", "2000", "--annotators", "100", "--precisions", "float32", "--epochs", "2"], 3600),
     ("spans.py", [], ["--quick"], 3600),
+    # a real Label Studio server (skipped without the label-studio executable)
+    ("label_studio_push.py", [], ["--sizes", "200", "--in-place", "20"], 3600),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "jax", "snorkel",

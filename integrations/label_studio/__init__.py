@@ -49,9 +49,10 @@ Modules: :mod:`.reader` parses an export into a :class:`LabelStudioExport` (with
 ``_records`` for the export formats, ``_controls`` for the labeling config and ``_spans`` for
 span controls, whose predictions and report are in ``_span_results``);
 :mod:`.predictions` and :mod:`.report` turn a label model fitted on it into predictions and
-an annotator report; :mod:`.client` talks to a server (checks, retries), :mod:`.target` checks that the
-export's tasks are the target project's and :mod:`.push` sends predictions (created and
-updated in batches, never a task left without one). Everything is importable from here.
+an annotator report; :mod:`.client` talks to a server (checks, retries), :mod:`.target`
+checks that the export's tasks are the target project's, and :mod:`.push` sends predictions
+(created in batches; changed ones updated in place or swapped in bulk; never a task left
+without one), through the requests of ``_push_ops``. Everything is importable from here.
 """
 import os  # noqa: F401 - kept reachable as ``ls.os`` (tests patch ``ls.os.replace``)
 

@@ -179,14 +179,14 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
     first = (f"task {missing[0]} is not in {where}" if missing else
              f"task {changed[0][0]}: {changed[0][1]}" if changed else None)
     result = TaskCheck(len(wanted), len(missing), len(changed), first)
-    source = mine.origin if mine is not None else "the predictions"
+    source = f"{mine.origin} does" if mine is not None else "the predictions do"
     if missing:
         raise CrowdDataError(
-            f"{source} does not match {where}: {len(missing)} of {len(wanted)} tasks are not in "
+            f"{source} not match {where}: {len(missing)} of {len(wanted)} tasks are not in "
             f"it (first: {first}); is this the export of that project? Nothing was written")
     if changed and not allow_data_mismatch:
         raise CrowdDataError(
-            f"{source} does not match {where}: {len(changed)} of {len(wanted)} tasks hold other "
+            f"{source} not match {where}: {len(changed)} of {len(wanted)} tasks hold other "
             f"data there (first: {first}). Nothing was written. If the task data were edited "
             "on purpose, pass allow_data_mismatch=True (CLI: --allow-data-mismatch)")
     return result
