@@ -129,7 +129,7 @@ def _plan(preds: list, have: dict, on_existing: str) -> tuple:
 # DELETE): an import request, each prediction it carries, and each prediction row a
 # version delete removes (Label Studio saves the row's task in a pre_delete signal). Measured
 # on a real server: benchmarks/label_studio_push.py, benchmarks/results/label_studio_push.md.
-_COST_IMPORT_REQUEST, _COST_IMPORT_ROW, _COST_DELETED_ROW = 1.5, 0.015, 0.1
+_COST_IMPORT_REQUEST, _COST_IMPORT_ROW, _COST_DELETED_ROW = 3.0, 0.01, 0.1
 
 
 def _import_cost(n: int, batch_size: int) -> float:
