@@ -510,11 +510,16 @@ class FakeLabelStudio:
                 if mode is None:
                     outer._add(request)
 
+        class Tasks:
+            def list(self, project=None, request_options=None, **kwargs):  # pre-flight, too
+                return [type("Task", (), {"id": t, "data": {}})() for t in range(1, 9)]
+
         class Wrapper:
             class _tokens_client:
                 _api_key = api_key
 
         self.predictions, self.projects, self._client_wrapper = Predictions(), Projects(), Wrapper()
+        self.tasks = Tasks()
 
     def _add(self, request):
         for p in request:
@@ -590,8 +595,11 @@ def test_push_retries_without_duplicating_a_lost_reply():
 def test_push_stopped_half_way_completes_on_rerun(capsys):
     client, preds = FakeLabelStudio(), _demo_predictions()
     client.failures = [("import", None), ("import", "down"), ("import", "down")]
-    with pytest.raises(ls.LabelStudioError, match=r"stopped at batch 2 of 3 \(2 created so far\).*Re-run") as info:
+    with pytest.raises(ls.LabelStudioError, match=r"stopped at batch 2 of 3 \(2 of 6 new "
+                       r"predictions created.*Re-run.*; 4 tasks without a prediction of this "
+                       r"version still have none$") as info:
         ls.push_predictions(client, 1, preds, batch_size=2, backoff=0, retries=1)
+    assert "every task keeps" not in str(info.value)  # 4 tasks never had one
     assert info.value.__cause__ is None and info.value.__suppress_context__
     assert len(client.versions("ds-1")) == 2  # the first batch got in
     res = ls.push_predictions(client, 1, preds, batch_size=2, backoff=0)

@@ -1042,3 +1042,99 @@ def test_malformed_input(key, tmp_path, capsys):
         err = capsys.readouterr().err
         assert "answers.csv" in err and "Traceback" not in err
         assert re.search(r"line \d|no column 'answer' \(--label\)", err), err
+
+
+# ---------------------------------------------------------------------------- CLI files, flags
+# Issue 45 point 3: an output path that is an input or another output (after resolving links),
+# and a numeric flag out of range, are refused before any work: nothing is written, no server is
+# contacted, the input keeps its bytes. (name, argv with {dir} and the files below, exit code,
+# message regex on stderr)
+ANSWERS = "task,worker,label\na,u,1\nb,v,0\nb,u,1\n"
+EXPORT = DATA / "demo.json"
+_SAME = r"is the same file as {}"
+_TWO = r"are the same file: one output would overwrite the other"
+CLI_FILE_CASES = [
+    ("aggregate-out-is-input", ["aggregate", "{dir}/answers.csv", "--out", "{dir}/answers.csv"],
+     1, r"--out '.*answers\.csv' " + _SAME.format("the input file")),
+    ("aggregate-out-is-symlink-to-input",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/link.csv"], 1,
+     r"--out '.*link\.csv' " + _SAME.format(r"the input file '.*answers\.csv' \(both are")),
+    ("aggregate-out-is-hard-link-to-input",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/hard.csv"], 1,
+     r"--out '.*hard\.csv' " + _SAME.format("the input file")),
+    ("aggregate-out-through-dot-dot",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/sub/../answers.csv"], 1,
+     _SAME.format("the input file")),
+    ("aggregate-annotators-is-out",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/o.csv", "--annotators", "{dir}/./o.csv"],
+     1, r"--annotators '.*o\.csv' and --out '.*o\.csv' " + _TWO),
+    ("aggregate-annotators-is-input",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/o.csv", "--annotators",
+      "{dir}/link.csv"], 1, r"--annotators .*" + _SAME.format("the input file")),
+    ("ls-out-is-export", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                          "{dir}/export.json"], 2,
+     r"--out '.*export\.json' " + _SAME.format("the export")),
+    ("ls-out-is-export-with-url", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                   "{dir}/export.json", "--url", "http://127.0.0.1:9",
+                                   "--project", "1", "--retries", "0"], 2,
+     _SAME.format("the export")),
+    ("ls-report-json-is-export", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                  "{dir}/p.json", "--annotators", "{dir}/export.csv"], 2,
+     r"the JSON report '.*export\.json' " + _SAME.format("the export")),
+    ("ls-annotators-json-is-export", ["label-studio", "aggregate", "{dir}/export.json",
+                                      "--out", "{dir}/p.json", "--annotators", "{dir}/a.csv",
+                                      "--annotators-json", "{dir}/export-link.json"], 2,
+     r"--annotators-json '.*export-link\.json' " + _SAME.format("the export")),
+    ("ls-out-is-label-config", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                "{dir}/config.xml", "--label-config", "{dir}/config.xml"], 2,
+     r"--out '.*config\.xml' " + _SAME.format("--label-config")),
+    ("ls-out-is-report-json", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                               "{dir}/r.json", "--annotators", "{dir}/r.csv"], 2,
+     r"the JSON report '.*r\.json' and --out '.*r\.json' " + _TWO),
+    ("ls-out-is-annotators", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                              "{dir}/r.csv", "--annotators", "{dir}/r.csv"], 2,
+     r"--annotators '.*r\.csv' and --out '.*r\.csv' " + _TWO),
+]
+for _flag, _value, _low in (("--retries", "-1", 0), ("--retries", "two", 0),
+                            ("--retries", "1.5", 0), ("--batch-size", "0", 1),
+                            ("--batch-size", "-3", 1), ("--project", "0", 1),
+                            ("--project", "-5", 1), ("--project", "1e3", 1)):
+    CLI_FILE_CASES.append(
+        (f"ls{_flag}={_value}", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                 "{dir}/p.json", "--url", "http://127.0.0.1:9", "--project", "1",
+                                 _flag, _value], 2,
+         rf"argument {_flag}: must be an integer >= {_low}, got '{re.escape(_value)}'"))
+for _flag, _value, _low in (("--items", "0", 1), ("--annotators", "-1", 1), ("--classes", "1", 2),
+                            ("--per-item", "0", 1), ("--seed", "-1", 0), ("--items", "2k", 1)):
+    CLI_FILE_CASES.append((f"demo{_flag}={_value}", ["demo", _flag, _value], 2,
+                           rf"argument {_flag}: must be an integer >= {_low}, got '{_value}'"))
+CLI_FILE_CASES.append(("demo-per-item-above-annotators",
+                       ["demo", "--per-item", "9", "--annotators", "3"], 1,
+                       r"--per-item 9 exceeds --annotators 3"))
+
+
+@pytest.mark.parametrize("name,argv,code,pattern", CLI_FILE_CASES,
+                         ids=[c[0] for c in CLI_FILE_CASES])
+def test_cli_refuses_clashing_paths_and_bad_numbers_before_any_work(name, argv, code, pattern,
+                                                                    tmp_path, capsys):
+    import os
+
+    from crowd_keras.cli import main
+    (tmp_path / "answers.csv").write_text(ANSWERS)
+    (tmp_path / "link.csv").symlink_to(tmp_path / "answers.csv")
+    os.link(tmp_path / "answers.csv", tmp_path / "hard.csv")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "export.json").write_bytes(EXPORT.read_bytes())
+    (tmp_path / "export-link.json").symlink_to(tmp_path / "export.json")
+    (tmp_path / "config.xml").write_bytes(CONFIG.read_bytes())
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    try:
+        got = main([a.format(dir=tmp_path) for a in argv] + ["--quiet"])
+    except SystemExit as exc:  # argparse: bad usage
+        got = exc.code
+    err = capsys.readouterr().err
+    assert got == code, err
+    assert re.search(pattern, err), f"{err!r} does not match {pattern!r}"
+    assert "Traceback" not in err and "failed" not in err  # no server was contacted
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert after == before  # nothing written, nothing overwritten

@@ -21,6 +21,7 @@ from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_tensorflow
+from ._checks import check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, common_options, run_handler
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
@@ -30,6 +31,9 @@ def _demo(args: argparse.Namespace) -> int:
     from ..aggregation import get_label_model
     from ..datasets import simulate_crowd
 
+    if args.per_item > args.annotators:
+        raise CrowdDataError(f"--per-item {args.per_item} exceeds --annotators "
+                             f"{args.annotators}: an annotator labels an item once")
     sim = simulate_crowd(n_items=args.items, n_classes=args.classes, n_annotators=args.annotators,
                          annotations_per_item=args.per_item, annotator_accuracy=(0.35, 0.9),
                          common_noise=args.common_noise, seed=args.seed)
@@ -134,6 +138,9 @@ def _read_annotations(args: argparse.Namespace):
     columns; errors name the file's lines and the flags."""
     from ..annotations import Annotations
 
+    check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
+                [("--out", getattr(args, "out", None)),
+                 ("--annotators", getattr(args, "annotators", None))])
     df = _read_table(args.input, args.label, args.string_labels)
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if (c := getattr(args, role)) not in df.columns]
@@ -258,10 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="simulate a crowd and compare the label models",
                           description="Simulate a crowd with known truth, fit label models and "
                                       "print their accuracy and how well they rank annotators.")
-    demo.add_argument("--items", type=int, default=2000, help="items to simulate")
-    demo.add_argument("--annotators", type=int, default=50, help="annotators to simulate")
-    demo.add_argument("--classes", type=int, default=4, help="classes")
-    demo.add_argument("--per-item", type=int, default=5, help="annotations per item")
+    demo.add_argument("--items", type=int_at_least(1), default=2000, help="items to simulate")
+    demo.add_argument("--annotators", type=int_at_least(1), default=50,
+                      help="annotators to simulate")
+    demo.add_argument("--classes", type=int_at_least(2), default=4, help="classes")
+    demo.add_argument("--per-item", type=int_at_least(1), default=5, help="annotations per item")
     demo.add_argument("--common-noise", choices=["asymmetric", "symmetric"], default=None,
                       help="confusions shared by annotators (default: none): asymmetric or "
                            "symmetric")
@@ -271,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"label models to compare (default: {' '.join(default_methods)}; "
                            f"{', '.join(SLOW_METHODS)} trains neural networks and runs only "
                            "when named)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed of the simulation")
+    demo.add_argument("--seed", type=int_at_least(0), default=0,
+                      help="random seed of the simulation")
     demo.set_defaults(func=_demo)
 
     agg = sub.add_parser("aggregate", parents=[common], formatter_class=HelpFormatter,

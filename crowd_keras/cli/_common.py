@@ -71,7 +71,8 @@ def common_options() -> argparse.ArgumentParser:
 _FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "--to-name",
           "include_gold": "--include-gold", "multiple": "--multiple",
           "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
-          "on_existing": "--on-existing", "batch_size": "--batch-size"}
+          "on_existing": "--on-existing", "batch_size": "--batch-size",
+          "allow_data_mismatch": "--allow-data-mismatch"}
 _ARG = re.compile(r"(?<![\w.\-/])(" + "|".join(_FLAGS) + r")=('[^']*'|\"[^\"]*\"|True\b|[\w.\-]+)?")
 
 

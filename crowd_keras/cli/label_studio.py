@@ -5,9 +5,10 @@
 happen inside the handler; ``--method`` takes any name of the label-model registry.
 
 With ``--url``/``--project`` the server is checked first (URL, token, project: one request,
-before the export is read or anything written), and the project's labeling config is used
-when ``--label-config`` is not given (it names the classes and the object the predictions
-label). Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server
+before the export is read or anything written), then the export's tasks against the
+project's (ids, data, project id: ``check_tasks``, before the fit; a mismatch is bad input),
+and the project's labeling config is used when ``--label-config`` is not given (it names the
+classes and the object the predictions label). Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server
 failed (the message says how far the push got and, for transient failures only, that a
 re-run with the same ``--model-version`` completes it without duplicates). The API token is
 read from ``LABEL_STUDIO_API_KEY`` only: it never appears on the command line, in the
@@ -25,6 +26,7 @@ from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
 
+from ._checks import check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, cli_words, common_options
 
 __all__ = ["register", "aggregate_command", "report_command"]
@@ -71,7 +73,9 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "the object the control labels, taken from --label-config, from the project when "
             "pushing, from --to-name, or from the export's only data column.\n\n"
             "With --url and --project the URL, token and project are checked before anything "
-            "else, and the predictions are pushed idempotently (a re-run with the same "
+            "else, then that every task of the export is in the project with the same data "
+            "(--allow-data-mismatch accepts edited data), and the predictions are pushed "
+            "idempotently (a re-run with the same "
             "--model-version neither duplicates nor loses predictions; an interrupted push "
             "leaves every task with a prediction). The API token is read from the "
             "LABEL_STUDIO_API_KEY environment variable.\n\n"
@@ -126,13 +130,19 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--url", default=None,
                      help="Label Studio URL to push to, with http:// or https:// (default: no "
                           "push)")
-    agg.add_argument("--project", type=int, default=None, help="project id to push to (with --url)")
+    agg.add_argument("--project", type=int_at_least(1), default=None,
+                     help="project id to push to (with --url)")
     agg.add_argument("--on-existing", default="update", choices=["update", "skip", "replace"],
                      help="a task already holding a prediction of this model version: update it "
                           "when different, skip it, or replace (write it again even when "
                           "identical)")
-    agg.add_argument("--batch-size", type=int, default=100, help="new predictions per request")
-    agg.add_argument("--retries", type=int, default=3,
+    agg.add_argument("--allow-data-mismatch", action="store_true",
+                     help="push even where a task's data in the project differ from the "
+                          "export's (task data edited on purpose); tasks missing from the "
+                          "project, or an export of another project, are always refused")
+    agg.add_argument("--batch-size", type=int_at_least(1), default=100,
+                     help="predictions per import request")
+    agg.add_argument("--retries", type=int_at_least(0), default=3,
                      help="retries, with backoff, of a request that failed transiently")
     agg.set_defaults(func=aggregate_command)
     _register_report(sub, parents)
@@ -249,6 +259,15 @@ def aggregate_command(args: argparse.Namespace) -> int:
     if (args.url is None) != (args.project is None):
         _err("--url and --project go together")
         return 2
+    csv_path, json_path = _report_paths(args)
+    try:  # before any work: an output must not overwrite the export or another output
+        check_paths([("the export", args.export), ("--label-config", args.label_config)],
+                    [("--out", args.out), ("--annotators", csv_path),
+                     ("--annotators-json" if args.annotators_json else "the JSON report",
+                      json_path)])
+    except CrowdDataError as exc:
+        _err(str(exc))
+        return 2
     try:
         from crowd_keras.integrations import label_studio as ls
     except ImportError as exc:  # pragma: no cover - the integration ships with the package
@@ -278,6 +297,21 @@ def aggregate_command(args: argparse.Namespace) -> int:
     except (CrowdDataError, ValueError) as exc:
         _err(str(exc))
         return 2
+    if client is not None:
+        try:  # the export's tasks must be the project's, before anything is fitted or written
+            check = ls.check_tasks(client, args.project, args.export, format=args.format,
+                                   allow_data_mismatch=args.allow_data_mismatch,
+                                   retries=args.retries)
+        except CrowdDataError as exc:
+            _err(str(exc))
+            return 2
+        except ls.LabelStudioError as exc:
+            _err(str(exc))
+            return 1
+        if check.n_changed:
+            print(f"note: {check.n_changed} of {check.n_tasks} tasks hold other data in project "
+                  f"{args.project} than in the export (first: {check.first}); pushing anyway "
+                  "(--allow-data-mismatch)")
     print(export.summary)
     for note in export.summary.notes:
         print(f"note: {cli_words(note)}")
@@ -345,6 +379,18 @@ def aggregate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_paths(args: argparse.Namespace) -> tuple:
+    """(CSV, JSON) paths of the annotator report, (None, None) without ``--annotators``."""
+    if args.annotators is None:
+        return None, None
+    csv_path = Path(args.annotators)
+    json_path = Path(args.annotators_json) if args.annotators_json else \
+        csv_path.with_suffix(".json")
+    if json_path == csv_path:
+        json_path = csv_path.with_name(csv_path.name + ".json")
+    return csv_path, json_path
+
+
 def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: Any,
             version: str) -> None:
     emails = None
@@ -353,11 +399,7 @@ def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: 
             emails = ls.fetch_user_emails(client, retries=args.retries)
         except ls.LabelStudioError as exc:
             print(f"warning: could not read user e-mails: {exc}", file=sys.stderr)
-    csv_path = Path(args.annotators)
-    json_path = Path(args.annotators_json) if args.annotators_json else \
-        csv_path.with_suffix(".json")
-    if json_path == csv_path:
-        json_path = csv_path.with_name(csv_path.name + ".json")
+    csv_path, json_path = _report_paths(args)
     ls.annotator_report(export, model, csv_path=csv_path, json_path=json_path, emails=emails,
                         model_version=version)
     print(f"wrote the annotator report for {len(export.annotator_ids)} annotators to "
