@@ -115,7 +115,7 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
 
     Args:
         n_items, n_workers, per_item: sizes (distinct workers per item).
-        prior: (K,) class balance.
+        prior: class balance (K,), assigned to the class codes in a random order.
         activity: None (every worker equally likely per item) or a Zipf exponent s (worker of
             rank r chosen ``∝ r^-s``: a few busy accounts, many with a label or two).
         types: ``{worker type: share}`` (see the module docstring).
@@ -137,7 +137,9 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
         raise CrowdDataError(f"prior must be two or more non-negative shares, got {prior!r}")
     if per_item > n_workers:
         raise CrowdDataError(f"per_item ({per_item}) exceeds n_workers ({n_workers})")
-    prior = prior / prior.sum()
+    # class codes in a random order of frequency, as sorted class names are: a rule that
+    # favours low codes (ties to the lowest) gains nothing by construction
+    prior = rng.permutation(prior / prior.sum())
     k = len(prior)
     y = rng.choice(k, n_items, p=prior)
     rank_weight = np.ones(n_workers) if activity is None else \

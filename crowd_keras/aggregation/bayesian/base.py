@@ -55,6 +55,7 @@ class BayesianLabelModel(LabelingFunctionFallback, EMLabelModel):
 
     #: settings that carry over to the labeling-function model
     _LF_SETTINGS: tuple = ("max_iter", "tol")
+    accepts_gold = True
 
     def init_state(self, summary: Summary) -> "BayesianLabelModel":
         self._check_params()
