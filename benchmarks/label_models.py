@@ -5,8 +5,9 @@
 
 One run, the same annotations for every model: majority vote (ties to the lowest class code,
 the library's default, and ties split at random, in expectation), each label model of the
-library, ``auto`` (the default), and the peers: crowd-kit's MajorityVote, DawidSkene and GLAD
-and Snorkel's LabelModel (its defaults, ``seed=0``). Accuracy of the aggregated labels against
+library, ``auto`` (the default), and the peers: crowd-kit's MajorityVote, DawidSkene and GLAD,
+Snorkel's LabelModel (its defaults, ``seed=0``) and the authors' EBCC (one seed,
+``empirical_prior=True``) and BWA (``../shared/reference/truth_inference``). Accuracy of the aggregated labels against
 the gold labels of the same items (WRENCH sms: F1 of the spam class); crowd answers are the
 truth-inference sets, LabelMe and Music; WRENCH sets are Snorkel label matrices.
 
@@ -36,7 +37,9 @@ from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference
                                   load_wrench)
 
 CROWD_SETS = ("bluebirds", "product", "dog", "adult_content", "weather_sentiment")
-PEERS = ("crowd-kit MV", "crowd-kit DS", "crowd-kit GLAD", "Snorkel LabelModel")
+PEERS = ("crowd-kit MV", "crowd-kit DS", "crowd-kit GLAD", "Snorkel LabelModel",
+         "EBCC (authors)", "BWA (authors)")
+REFERENCE = ROOT.parent / "shared" / "reference" / "truth_inference"
 
 
 # ------------------------------------------------------------------ data
@@ -121,6 +124,32 @@ def crowdkit(name: str) -> Callable:
     return fit
 
 
+def authors(name: str, **settings) -> Callable:
+    """The authors' code of EBCC or BWA (``../shared/reference/truth_inference``, a peer),
+    with their settings of the issue's table (EBCC: one seed, ``empirical_prior=True``),
+    on the items with labels (codes without gaps, as it needs; an item without labels gets
+    the most voted class), ``argmax`` with ties to the lowest class."""
+    def fit(ann: Annotations) -> np.ndarray:
+        if not REFERENCE.exists():
+            raise ImportError(f"the authors' code is not at {REFERENCE}")
+        sys.path.insert(0, str(REFERENCE))
+        try:
+            module = __import__(name)
+        finally:
+            sys.path.pop(0)
+        labelled = np.flatnonzero(ann.annotations_per_item() > 0)
+        sub = ann.subset(labelled)
+        workers = np.unique(sub.annotators, return_inverse=True)[1]
+        tuples = np.stack([sub.items, workers, sub.labels], axis=1).astype(np.int64)
+        z = module.ebcc_vb(tuples, **settings)[0] if name == "ebcc" else \
+            module.bwa(tuples, **settings)
+        pred = np.full(ann.n_items, int(np.argmax(np.bincount(ann.labels,
+                                                              minlength=ann.n_classes))))
+        pred[labelled] = np.argmax(z, axis=1)
+        return pred
+    return fit
+
+
 def snorkel(ann: Annotations) -> np.ndarray:
     from snorkel.labeling.model import LabelModel
 
@@ -135,11 +164,14 @@ def methods(quick: bool) -> Dict[str, Callable]:
              "one-coin DS": ours("one_coin_dawid_skene"), "GLAD": ours("glad"),
              "MACE": ours("mace"), "abstain-aware DS": ours("abstain_dawid_skene"),
              "CoNAL (no features)": ours("conal"), "mixture of groups": ours("mixture_of_groups"),
+             "IBCC": ours("ibcc"), "EBCC": ours("ebcc"), "BWA": ours("bwa"),
              "CrowdLabelModel (default)": crowd_label_model}
     if not quick:
         table["LIA (no features)"] = ours("lia")
     table.update({"crowd-kit MV": crowdkit("MajorityVote"), "crowd-kit DS": crowdkit("DawidSkene"),
-                  "crowd-kit GLAD": crowdkit("GLAD"), "Snorkel LabelModel": snorkel})
+                  "crowd-kit GLAD": crowdkit("GLAD"), "Snorkel LabelModel": snorkel,
+                  "EBCC (authors)": authors("ebcc", empirical_prior=True),
+                  "BWA (authors)": authors("bwa")})
     return table
 
 
