@@ -248,6 +248,12 @@ def test_surface_and_params(name):
                            seed=3).y
     vote = (MajorityVote().fit(ann).predict() == truth).mean()
     assert (fitted.predict() == truth).mean() >= vote - 0.02
+    # a long frame and the reader's keyword arguments, as every label model takes them
+    frame = ann.to_frame(item="q", annotator="w", label="y")
+    again = clone(fitted).fit(frame, item="q", annotator="w", label="y")
+    np.testing.assert_allclose(again.posteriors_, fitted.posteriors_, atol=1e-12)
+    with pytest.raises(TypeError):
+        clone(fitted).fit(frame, item="q", annotator="w", label="y", no_such_reader_option=1)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
