@@ -138,8 +138,8 @@ def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: f
     keep |= stats.mass == largest[stats.active // m]
     live = stats.active[keep]
     # the statistics' layout [a, l, s] is the E-step's: normalise over l (axis 1)
-    mu = stats.counts[:, keep].reshape(-1, k, len(live)) \
-        + confusion_prior(k, a_v, b_v)[:, live // m][None]
+    counts = stats.counts if keep.all() else stats.counts[:, keep]
+    mu = counts.reshape(-1, k, len(live)) + confusion_prior(k, a_v, b_v)[:, live // m][None]
     log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, len(live))
     bias = expected_log_dirichlet(eta, axis=1) + expected_log_dirichlet(nu, axis=0)[:, None]
     return bias.ravel()[live], log_v, live, eta, nu, mu
