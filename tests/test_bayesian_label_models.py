@@ -204,7 +204,7 @@ def test_gold_clamp(name):
     least = np.argmin(ann.label_counts() + 1e-3 * np.arange(ann.n_classes), axis=1)
     gold = np.arange(0, ann.n_items, 10)
     prior = gold_log_prior(ann.n_items, ann.n_classes, gold, least[gold])
-    model = get_label_model(name, labeling_functions="ignore")._fit_crowd(ann, prior)
+    model = get_label_model(name, labeling_functions="ignore").fit_block(ann, prior)
     np.testing.assert_array_equal(model.predict()[gold], least[gold])
     np.testing.assert_allclose(model.posteriors_[gold, least[gold]], 1.0, atol=1e-12)
     free = get_label_model(name, labeling_functions="ignore").fit(ann)
