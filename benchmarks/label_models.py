@@ -5,8 +5,9 @@
 
 One run, the same annotations for every model: majority vote (ties to the lowest class code,
 the library's default, and ties split at random, in expectation), each label model of the
-library, ``auto`` (the default), and the peers: crowd-kit's MajorityVote, DawidSkene and GLAD
-and Snorkel's LabelModel (its defaults, ``seed=0``). Accuracy of the aggregated labels against
+library, ``auto`` (the default), and the peers: crowd-kit's MajorityVote, DawidSkene and GLAD,
+Snorkel's LabelModel (its defaults, ``seed=0``) and the authors' EBCC (one seed,
+``empirical_prior=True``) and BWA (``../shared/reference/truth_inference``). Accuracy of the aggregated labels against
 the gold labels of the same items (WRENCH sms: F1 of the spam class); crowd answers are the
 truth-inference sets, LabelMe and Music; WRENCH sets are Snorkel label matrices.
 
@@ -124,19 +125,29 @@ def crowdkit(name: str) -> Callable:
     return fit
 
 
-def authors(name: str, **params) -> Callable:
-    """The authors' EBCC / BWA / IBCC (``../shared/reference/truth_inference``) on the same
-    annotations; EBCC with ``empirical_prior=True`` and its default seed, as the issue's runs."""
+def authors(name: str, **settings) -> Callable:
+    """The authors' code of EBCC, BWA or IBCC (``../shared/reference/truth_inference``, a peer),
+    with their settings of the issue's table (EBCC: one seed, ``empirical_prior=True``),
+    on the items with labels (codes without gaps, as it needs; an item without labels gets
+    the most voted class), ``argmax`` with ties to the lowest class."""
     def fit(ann: Annotations) -> np.ndarray:
-        if str(REFERENCE) not in sys.path:
-            sys.path.insert(0, str(REFERENCE))
-        module = __import__(name)
-        tuples = np.stack([ann.items, ann.annotators, ann.labels], axis=1).astype(np.int64)
-        z = getattr(module, {"ebcc": "ebcc_vb"}.get(name, name))(tuples, **params)
-        z = z[0] if isinstance(z, tuple) else z
-        out = np.zeros((ann.n_items, ann.n_classes))   # items/classes past the last coded one
-        out[:z.shape[0], :z.shape[1]] = z
-        return out.argmax(axis=1)
+        if not REFERENCE.exists():
+            raise ImportError(f"the authors' code is not at {REFERENCE}")
+        sys.path.insert(0, str(REFERENCE))
+        try:
+            module = __import__(name)
+        finally:
+            sys.path.pop(0)
+        labelled = np.flatnonzero(ann.annotations_per_item() > 0)
+        sub = ann.subset(labelled)
+        workers = np.unique(sub.annotators, return_inverse=True)[1]
+        tuples = np.stack([sub.items, workers, sub.labels], axis=1).astype(np.int64)
+        z = module.ebcc_vb(tuples, **settings)[0] if name == "ebcc" else \
+            getattr(module, name)(tuples, **settings)
+        pred = np.full(ann.n_items, int(np.argmax(np.bincount(ann.labels,
+                                                              minlength=ann.n_classes))))
+        pred[labelled] = np.argmax(z, axis=1)
+        return pred
     return fit
 
 

@@ -120,6 +120,29 @@ def test_ebcc_matches_reference(name, empirical, cap, prune, monkeypatch):
     np.testing.assert_allclose(model.posteriors_, expected, rtol=0, atol=1e-6)
 
 
+def test_ebcc_elbo_is_the_references_up_to_its_prior_constants(monkeypatch):
+    """The authors' ELBO leaves out the priors' normalisers ``−log B(·)``; with them added it
+    is ours, at the same converged point, for every seed."""
+    from scipy.special import gammaln
+
+    ann = load_set("bluebirds")
+    ref = TightReference("ebcc", monkeypatch)
+    k, m, a_pi = ann.n_classes, 10, 0.1
+
+    def log_beta(a):
+        return gammaln(a).sum(axis=-1) - gammaln(a.sum(axis=-1))
+
+    beta = np.eye(k) * 3.0 + 1.0
+    constants = -(ann.n_annotators * m * log_beta(beta).sum() + k * log_beta(np.full(m, a_pi / m))
+                  + log_beta(np.ones(k)))
+    for seed in (1, 2):
+        ref.calls = 0
+        _, elbo = ref.module.ebcc_vb(tuples_of(ann), seed=seed, max_iter=2000)
+        model = EBCC(init=reference_start(ann, seed), max_iter=ref.calls, tol=-1.0,
+                     prune_below=0.0, labeling_functions="ignore").fit(ann)
+        assert model.elbo_ == pytest.approx(elbo + constants, abs=1e-6)
+
+
 def test_ebcc_start_is_per_item():
     ann = small_crowd(4)
     model = EBCC(max_iter=1).fit(ann)
@@ -181,7 +204,7 @@ def test_gold_clamp(name):
     least = np.argmin(ann.label_counts() + 1e-3 * np.arange(ann.n_classes), axis=1)
     gold = np.arange(0, ann.n_items, 10)
     prior = gold_log_prior(ann.n_items, ann.n_classes, gold, least[gold])
-    model = get_label_model(name, labeling_functions="ignore")._fit_crowd(ann, prior)
+    model = get_label_model(name, labeling_functions="ignore").fit_block(ann, prior)
     np.testing.assert_array_equal(model.predict()[gold], least[gold])
     np.testing.assert_allclose(model.posteriors_[gold, least[gold]], 1.0, atol=1e-12)
     free = get_label_model(name, labeling_functions="ignore").fit(ann)
@@ -225,6 +248,12 @@ def test_surface_and_params(name):
                            seed=3).y
     vote = (MajorityVote().fit(ann).predict() == truth).mean()
     assert (fitted.predict() == truth).mean() >= vote - 0.02
+    # a long frame and the reader's keyword arguments, as every label model takes them
+    frame = ann.to_frame(item="q", annotator="w", label="y")
+    again = clone(fitted).fit(frame, item="q", annotator="w", label="y")
+    np.testing.assert_allclose(again.posteriors_, fitted.posteriors_, atol=1e-12)
+    with pytest.raises(TypeError):
+        clone(fitted).fit(frame, item="q", annotator="w", label="y", no_such_reader_option=1)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 import numpy as np
-from scipy.special import digamma
+from scipy.special import digamma, gammaln
 
 from ...annotations import Annotations
 from ..em import Block, EMLabelModel, Summary
 from ..labeling_functions import LabelingFunctionFallback
 
 __all__ = ["BayesianLabelModel", "confusion_prior", "expected_log_dirichlet",
-           "check_positive"]
+           "dirichlet_kl", "check_positive"]
 
 
 def confusion_prior(n_classes: int, a_v: float, b_v: float) -> np.ndarray:
@@ -26,6 +26,16 @@ def expected_log_dirichlet(concentration: np.ndarray, axis: int) -> np.ndarray:
     """``E[log θ] = ψ(α) − ψ(Σ α)`` of Dirichlet(α) distributions along ``axis`` (the
     mean-field expectation that replaces ``log θ`` in every VB update)."""
     return digamma(concentration) - digamma(concentration.sum(axis=axis, keepdims=True))
+
+
+def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int) -> float:
+    """``Σ KL(Dir(posterior) ‖ Dir(prior))`` over the Dirichlets along ``axis`` (arrays
+    broadcast): ``log Γ(Σa) − Σ log Γ(a) − log Γ(Σb) + Σ log Γ(b) + Σ (a − b)(ψ(a) − ψ(Σa))``."""
+    a, b = np.broadcast_arrays(posterior, prior)
+    a_sum, b_sum = a.sum(axis=axis), b.sum(axis=axis)
+    kl = gammaln(a_sum) - gammaln(a).sum(axis=axis) - gammaln(b_sum) + gammaln(b).sum(axis=axis)
+    kl += ((a - b) * expected_log_dirichlet(a, axis)).sum(axis=axis)
+    return float(kl.sum())
 
 
 def check_positive(model: Any, *names: str) -> None:

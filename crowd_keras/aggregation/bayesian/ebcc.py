@@ -34,7 +34,8 @@ import scipy.sparse as sp
 
 from ...numerics import softmax_rows
 from ..em import Block, Summary
-from .base import BayesianLabelModel, check_positive, confusion_prior, expected_log_dirichlet
+from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
+                   expected_log_dirichlet)
 
 __all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_e_step",
            "subtype_draws", "vote_share_totals"]
@@ -137,8 +138,8 @@ def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: f
     keep |= stats.mass == largest[stats.active // m]
     live = stats.active[keep]
     # the statistics' layout [a, l, s] is the E-step's: normalise over l (axis 1)
-    mu = stats.counts[:, keep].reshape(-1, k, len(live)) \
-        + confusion_prior(k, a_v, b_v)[:, live // m][None]
+    counts = stats.counts if keep.all() else stats.counts[:, keep]
+    mu = counts.reshape(-1, k, len(live)) + confusion_prior(k, a_v, b_v)[:, live // m][None]
     log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, len(live))
     bias = expected_log_dirichlet(eta, axis=1) + expected_log_dirichlet(nu, axis=0)[:, None]
     return bias.ravel()[live], log_v, live, eta, nu, mu
@@ -188,6 +189,8 @@ class EBCC(BayesianLabelModel):
         confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
         marginal ``Σ_m E[π_km] E[v_akm·]``. subtype_weights_: (K, M) ``E[π]``.
         live_subtypes_: (K, M) bool, the subtypes not dropped.
+        elbo_: the evidence lower bound of the fit (Li et al. 2019 keep the best of several
+        seeds by it).
         state_: the last iteration's ``(bias, E[log v], live, eta, nu, mu)``. objective_: the
         summed log normaliser per iteration. n_iter_.
     """
@@ -289,3 +292,11 @@ class EBCC(BayesianLabelModel):
         of_class = (live // m)[:, None] == np.arange(k)[None, :]          # (S, K)
         live_part = ((rows * weights.ravel()[live]) @ of_class).transpose(0, 2, 1)
         self.confusion_matrices_ = live_part + dropped[None, :, None] * prior[None]
+        # evidence lower bound: the last E-step's Σ_i log Z_i (the expected log joint of the
+        # labels and q(z, g) plus its entropy) less the KL of q(τ), q(π), q(v) from their
+        # priors (a dropped subtype's q(v) is its prior: no KL)
+        alpha = nu - (eta - self.a_pi / m).sum(axis=1)
+        self.elbo_ = float(self.objective_[-1]) * self.objective_scale(summary) \
+            - dirichlet_kl(nu, alpha, 0) \
+            - dirichlet_kl(eta, self.a_pi / m, 1) \
+            - dirichlet_kl(mu, confusion_prior(k, self.a_v, self.b_v)[:, live // m][None], 1)

@@ -110,8 +110,7 @@ class IBCC(BayesianLabelModel):
         return sufficient_statistics(block.XT, latent)
 
     def m_step(self, stats: tuple) -> tuple:
-        log_tau, log_v, nu, mu = ibcc_m_step(*stats, self.a_v, self.b_v, self.alpha)
-        return log_tau, log_v, nu, mu
+        return ibcc_m_step(*stats, self.a_v, self.b_v, self.alpha)
 
     def e_step(self, block: Block, state: tuple) -> Tuple[np.ndarray, float]:
         return ibcc_e_step(block.X, state[0], state[1], block.item_log_prior)
