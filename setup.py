@@ -15,6 +15,9 @@ EXTRAS = {
     "bench": ["crowd-kit>=1.4", "scikit-learn>=1.3"],
     # crowd_keras.distributed: label models on Dask, sharded parquet files for training
     "dask": ["dask[dataframe]>=2025.1", "distributed>=2025.1", "pyarrow>=14"],
+    # crowd_keras.sequences.formats: spans to and from spaCy Doc.spans / Doc.ents (a blank
+    # pipeline: no model download)
+    "spacy": ["spacy>=3.5,<4"],
 }
 EXTRAS["test"] = sorted({
     "pytest>=8", "hypothesis>=6.100", "tqdm>=4.60", "scikit-learn>=1.3",
@@ -25,6 +28,7 @@ EXTRAS["test"] = sorted({
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)
     "label-studio==1.23.2",
     *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"], *EXTRAS["dask"],
+    *EXTRAS["spacy"],
 })
 EXTRAS["all"] = sorted({dep for deps in EXTRAS.values() for dep in deps})
 
