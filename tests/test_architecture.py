@@ -30,7 +30,7 @@ LAYERS = {
         "crowd_keras.sequences.registry", "crowd_keras.sequences.batches",
         "crowd_keras.sequences.bsc", "crowd_keras.sequences.calibration",
         "crowd_keras.sequences.text_prior", "crowd_keras.sequences.formats",
-        "crowd_keras.sequences.labeling_functions"],
+        "crowd_keras.sequences.labeling_functions", "crowd_keras.sequences.weak"],
     3: ["crowd_keras._keras_utils", "crowd_keras.losses", "crowd_keras.optimizers",
         "crowd_keras.callbacks", "crowd_keras.regularizers", "crowd_keras.inputs",
         "crowd_keras.layers", "crowd_keras.crowd_layer", "crowd_keras.conal.layers",
