@@ -14,8 +14,10 @@ from typing import Any, Dict, List
 __all__ = ["get_sequence_model", "sequence_model_class", "available_sequence_models",
            "DEFAULT_SEQUENCE_MODEL"]
 
-#: The sequence model used when none is named (the Label Studio span aggregation's default).
-DEFAULT_SEQUENCE_MODEL = "dawid_skene"
+#: The sequence model used when none is named (the Label Studio span aggregation's default):
+#: token Dawid-Skene with a cross-fitted word-window prior, chosen by held-out annotator
+#: agreement on PICO's training abstracts (benchmarks/results/spans.md gives the rule).
+DEFAULT_SEQUENCE_MODEL = "text_prior_dawid_skene"
 
 _MODELS: Dict[str, str] = {
     "majority_vote": "crowd_keras.sequences.models:TokenMajorityVote",
