@@ -177,68 +177,102 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     codes = {lab: i for i, lab in enumerate(seq.labels.tolist())}
     default = {j: _label_code(lf.label, codes, f"labeling function {lf.name!r}")
                if lf.label is not None else 0 for j, lf in enumerate(lfs)}
-    tok, lfc, lab, beg = [], [], [], []
+    # the functions run per document (they are Python); their outputs are gathered raw and
+    # checked and turned into token votes in one vectorised pass afterwards
+    sp_doc, sp_lf, sp_se, sp_lab = [], [], [], []
+    tg_doc, tg_lf, tg_vals = [], [], []
     for d, doc in enumerate(progress_bar(_documents(seq), desc="labeling functions",
                                          disable=not progress, total=seq.n_docs)):
-        base = int(seq.tokens.doc_ptr[d])
         for j, lf in enumerate(lfs):
-            where = f"labeling function {lf.name!r} on document {show(doc.id)}"
             try:
                 out = lf(doc)
             except Exception as err:
-                raise CrowdDataError(f"{where} raised {type(err).__name__}: {err}") from err
+                raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                     f"{show(doc.id)} raised {type(err).__name__}: {err}") from err
             if out is None:
                 continue
             if lf.returns == "spans":
-                rows = [tuple(s) for s in out]
-                if not rows:
-                    continue
-                if any(len(r) not in (2, 3) for r in rows):
-                    raise CrowdDataError(f"{where}: spans must be (start, end[, label]), got "
-                                         f"{show(next(r for r in rows if len(r) not in (2, 3)))}")
-                se = np.array([r[:2] for r in rows], np.int64)
-                bad = (se[:, 0] < 0) | (se[:, 1] < se[:, 0]) | (se[:, 1] > len(doc.text))
-                if bad.any():
-                    s, e = se[int(np.argmax(bad))]
-                    raise CrowdDataError(f"{where}: span [{s}, {e}) is outside the text "
-                                         f"({len(doc.text)} characters)")
-                span_lab = np.array([_label_code(r[2], codes, where) if len(r) == 3
-                                     else default[j] for r in rows], np.int64)
-                a, b = span_token_ranges(seq.tokens, np.full(len(rows), d), se[:, 0], se[:, 1])
-                n = np.maximum(b - a, 0)
-                t = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-                first = np.zeros(len(t), bool)
-                first[np.cumsum(n)[n > 0] - n[n > 0]] = True
-                lab_t = np.repeat(span_lab, n)
-                # a token covered twice keeps its first vote (a function votes once a token)
-                t, keep = np.unique(t, return_index=True)
-                tok.append(t)
-                lab.append(lab_t[keep])
-                beg.append(first[keep])
-                lfc.append(np.full(len(t), j))
+                for r in out:
+                    r = tuple(r)
+                    if len(r) not in (2, 3):
+                        raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                             f"{show(doc.id)}: spans must be (start, end[, "
+                                             f"label]), got {show(r)}")
+                    sp_doc.append(d)
+                    sp_lf.append(j)
+                    sp_se.append(r[:2])
+                    sp_lab.append(r[2] if len(r) == 3 else None)
             else:
                 tags = list(out)
                 if len(tags) != len(doc.tokens):
-                    raise CrowdDataError(f"{where}: {len(tags)} tags for {len(doc.tokens)} "
-                                         "tokens")
-                for i, tag in enumerate(tags):
-                    if tag is None or (not isinstance(tag, str) and tag == ABSTAIN):
-                        continue
-                    tag = str(tag)
-                    if tag == "O":
-                        code, start = _OUTSIDE, False
-                    else:
-                        prefix, _, name = tag.partition("-") if tag[:2] in ("B-", "I-") \
-                            else ("I", "", tag)
-                        code = _label_code(name, codes, f"{where}, token {i}")
-                        start = prefix == "B"
-                    tok.append(np.array([base + i]))
-                    lab.append(np.array([code]))
-                    beg.append(np.array([start]))
-                    lfc.append(np.array([j]))
-    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
-    token, lf_code = cat(tok, np.int64), cat(lfc, np.int64)
-    label, begin = cat(lab, np.int64), cat(beg, bool)
+                    raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                         f"{show(doc.id)}: {len(tags)} tags for "
+                                         f"{len(doc.tokens)} tokens")
+                tg_doc.append(np.full(len(tags), d))
+                tg_lf.append(np.full(len(tags), j))
+                tg_vals.extend(tags)
+    label_index = pd.Index(seq.labels.tolist())
+
+    def where(k_doc: np.ndarray, k_lf: np.ndarray, i: int) -> str:
+        return (f"labeling function {lfs[int(k_lf[i])].name!r} on document "
+                f"{show(seq.doc_ids[int(k_doc[i])])}")
+
+    def codes_of(names: pd.Series, k_doc: np.ndarray, k_lf: np.ndarray, pos: Any = None
+                 ) -> np.ndarray:
+        c = label_index.get_indexer(names)
+        if (c < 0).any():
+            i = int(np.argmax(c < 0))
+            at = "" if pos is None else f", token {int(pos[i])}"
+            raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: label {show(names.iloc[i])} is "
+                                 f"not among the labels {label_index.tolist()}")
+        return c.astype(np.int64)
+
+    # span outputs → covered tokens
+    s_doc, s_lf = np.asarray(sp_doc, np.int64), np.asarray(sp_lf, np.int64)
+    se = np.asarray(sp_se, np.int64).reshape(-1, 2)
+    text_len = seq.text_len[s_doc]
+    bad = (se[:, 0] < 0) | (se[:, 1] < se[:, 0]) | (se[:, 1] > text_len)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"{where(s_doc, s_lf, i)}: span [{se[i, 0]}, {se[i, 1]}) is "
+                             f"outside the text ({int(text_len[i])} characters)")
+    given = pd.Series(sp_lab, dtype=object)
+    s_lab = np.array([default[j] for j in s_lf.tolist()], np.int64)
+    has = given.notna().to_numpy()
+    if has.any():
+        s_lab[has] = codes_of(given[has].reset_index(drop=True), s_doc[has], s_lf[has])
+    a, b = span_token_ranges(seq.tokens, s_doc, se[:, 0], se[:, 1])
+    n = np.maximum(b - a, 0)
+    t_span = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    first = np.zeros(len(t_span), bool)
+    first[(np.cumsum(n) - n)[n > 0]] = True
+    # a token covered twice by one function keeps one vote (its first span's)
+    key = np.repeat(s_lf, n) * (seq.n_tokens + 1) + t_span
+    _, keep = np.unique(key, return_index=True)
+    span_votes = (t_span[keep], np.repeat(s_lf, n)[keep], np.repeat(s_lab, n)[keep], first[keep])
+
+    # tag outputs → votes (ABSTAIN / None dropped, "O" = -1, "B-x" begins)
+    t_doc = np.concatenate(tg_doc) if tg_doc else np.zeros(0, np.int64)
+    t_lf = np.concatenate(tg_lf) if tg_lf else np.zeros(0, np.int64)
+    vals = pd.Series(tg_vals, dtype=object)
+    pos = np.arange(len(vals)) - np.repeat(np.cumsum([len(x) for x in tg_doc]) -
+                                           np.array([len(x) for x in tg_doc], np.int64),
+                                           [len(x) for x in tg_doc]) if tg_doc else np.zeros(0)
+    text = vals.astype(str)
+    vote = (vals.notna() & (text != str(ABSTAIN))).to_numpy()
+    text, t_doc, t_lf, pos = text[vote].reset_index(drop=True), t_doc[vote], t_lf[vote], pos[vote]
+    outside = (text == "O").to_numpy()
+    prefixed = text.str[:2].isin(["B-", "I-"]).to_numpy()
+    tag_label = text.where(~prefixed, text.str[2:])
+    t_lab = np.full(len(text), _OUTSIDE, np.int64)
+    if (~outside).any():
+        t_lab[~outside] = codes_of(tag_label[~outside].reset_index(drop=True), t_doc[~outside],
+                                   t_lf[~outside], pos[~outside])
+    tag_votes = (seq.tokens.doc_ptr[t_doc] + pos.astype(np.int64), t_lf, t_lab,
+                 (text.str[:2] == "B-").to_numpy())
+    token, lf_code, label, begin = (np.concatenate([x, y]) for x, y in zip(span_votes, tag_votes))
+    token, lf_code, label = (x.astype(np.int64) for x in (token, lf_code, label))
+    begin = begin.astype(bool)
     # BIO: a vote continuing no span of the same function and label begins one
     order = np.lexsort((token, lf_code))
     token, lf_code, label, begin = token[order], lf_code[order], label[order], begin[order]
