@@ -33,7 +33,7 @@ from scipy.optimize import minimize
 
 from ..numerics import softmax_rows
 from .annotations import SequenceAnnotations
-from .base import SequenceLabelModel, token_log_prior
+from .base import SequenceLabelModel
 from .batches import Vocabulary
 from .models import TokenDawidSkene
 
@@ -175,5 +175,4 @@ class WindowPriorDawidSkene(SequenceLabelModel):
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
         if token_prior is None:
             token_prior = self.text_proba(sequences)
-        token_log_prior(token_prior, sequences.n_tokens, sequences.n_tags)   # validated
         return self.model_.predict_proba(sequences, token_prior)

@@ -8,7 +8,9 @@ function a very confident "outside" annotator; dropping them as missing would ma
 function that only ever votes "inside" uninformative (its confusion row would be "inside"
 whatever the truth). Here an abstain is an observed outcome of its own, as in Snorkel's
 label model (Ratner et al. 2019, where the abstain rate is part of each function's
-accuracy model):
+accuracy model) and as :class:`crowd_keras.aggregation.AbstainAwareDawidSkene` does for
+classification ("abstain" a response); here on tokens, with human annotators (who never
+abstain: an unmarked token is their ``O``) shrunk toward the pooled human beside them:
 
 * true tag ``z_t ~ Cat(ρ)`` per token (K tags), tokens independent;
 * annotator or function ``j`` on token t: ``λ_tj | z_t ~ Cat(π_j[z_t])`` over K + 1 outcomes,
