@@ -28,6 +28,9 @@ EXTRAS = {
     "dask": ["dask[dataframe]>=2025.1", "distributed>=2025.1", "pyarrow>=14"],
     # the documentation site (mkdocs.yml, docs/): mkdocs serve / mkdocs build --strict
     "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
+    # crowd_keras.sequences.formats: spans to and from spaCy Doc.spans / Doc.ents (a blank
+    # pipeline: no model download)
+    "spacy": ["spacy>=3.5,<4"],
 }
 EXTRAS["test"] = sorted({
     "pytest>=8", "hypothesis>=6.100", "tqdm>=4.60", "scikit-learn>=1.3",
@@ -44,6 +47,7 @@ EXTRAS["test"] = sorted({
     *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"], *EXTRAS["dask"],
     # tests/test_docs.py builds the site with --strict
     *EXTRAS["docs"],
+    *EXTRAS["spacy"],
 })
 # everything but the CPU-only TensorFlow wheel (it provides the same module as "tensorflow")
 EXTRAS["all"] = sorted({dep for name, deps in EXTRAS.items() if name != "tensorflow-cpu"

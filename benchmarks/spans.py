@@ -40,13 +40,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
+import pico_lfs  # noqa: E402
 import pico_tagger  # noqa: E402
 
 from crowd_keras.datasets import load_pico  # noqa: E402
+from crowd_keras.sequences.bsc import SequentialAnnotatorHMM  # noqa: E402
+from crowd_keras.sequences.calibration import CalibratedThreshold  # noqa: E402
 from crowd_keras.sequences.hmm import HMMCrowd  # noqa: E402
+from crowd_keras.sequences.labeling_functions import apply_lfs, lf_summary  # noqa: E402
 from crowd_keras.sequences.models import TokenDawidSkene, TokenMajorityVote  # noqa: E402
 from crowd_keras.sequences.quality import spans_token_mask, token_prf  # noqa: E402
-from crowd_keras.sequences.selection import choose_temperature  # noqa: E402
+from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model  # noqa: E402
+from crowd_keras.sequences.selection import (agreement_f1, choose_temperature,  # noqa: E402
+                                             heldout_annotations, heldout_log_likelihood)
+from crowd_keras.sequences.text_prior import WindowPriorDawidSkene  # noqa: E402
+from crowd_keras.sequences.weak import AbstainDawidSkene  # noqa: E402
 
 TEMPERATURES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -95,6 +103,113 @@ def timed_fit(model, seq, **kw):
     model.fit(seq, **kw)
     return model, time.perf_counter() - start
 
+# ---------------------------------------------------------------------------- issue 49
+#: The rule of ``results/spans.md`` ("Choosing the default sequence label model"), fixed
+#: before any new candidate was scored on the gold half; printed with the tables.
+RULE = """the default is chosen by the crowd alone: on 1,000 training abstracts (seed 0), one
+annotation hidden per abstract with >= 2 (draws 0, 1, 2), each candidate fitted on the rest;
+criterion: micro token F1 of its decoded tags against the hidden workers' tags (held-out
+agreement), mean over draws; a more complex candidate (A < B < C < D; plain < calibrated) must
+beat every simpler one by >= 0.002. The gold half is read only after that choice."""
+
+#: name -> (scheme, factory); A-C as first written in the rule, D added before any gold score.
+CANDIDATES = {
+    "A token DS (IO)": ("IO", TokenDawidSkene),
+    "A + calibrated θ": ("IO", lambda: CalibratedThreshold(TokenDawidSkene())),
+    "B token DS (BIO: B/I/O confusions)": ("BIO", TokenDawidSkene),
+    "B + calibrated θ": ("BIO", lambda: CalibratedThreshold(TokenDawidSkene())),
+    "C BSC-seq worker model (BIO chain)": ("BIO", SequentialAnnotatorHMM),
+    "C + calibrated θ": ("BIO", lambda: CalibratedThreshold(SequentialAnnotatorHMM())),
+    "D token DS + word-window prior (IO)": ("IO", WindowPriorDawidSkene),
+    "D + calibrated θ": ("IO", lambda: CalibratedThreshold(WindowPriorDawidSkene())),
+}
+
+
+def _views(seq) -> dict:
+    return {"IO": seq if seq.scheme == "IO" else seq.with_scheme("IO"),
+            "BIO": seq if seq.scheme == "BIO" else seq.with_scheme("BIO")}
+
+
+def select_default(pico, n_docs: int, draws: int) -> None:
+    """The crowd-only table of the rule: held-out agreement F1 on training abstracts."""
+    train = np.flatnonzero(pico.split == "train")
+    docs = np.sort(np.random.default_rng(0).choice(train, min(n_docs, len(train)),
+                                                   replace=False))
+    views = _views(pico.sequences.subset(docs))
+    print(f"\nchoosing the default from the crowd alone: {len(docs)} training abstracts, "
+          f"{draws} draws (no gold read)")
+    print("| candidate | held-out agreement F1 (mean) | per draw | held-out log-lik | θ chosen "
+          "| time |\n|---|---:|---|---:|---|---:|")
+    for name, (scheme, make) in CANDIDATES.items():
+        full = views[scheme]
+        f1s, lls, thetas = [], [], []
+        start = time.perf_counter()
+        for draw in range(draws):
+            hidden = heldout_annotations(full, None, draw)
+            model = make().fit(full.drop_annotations(hidden))
+            f1s.append(agreement_f1(model.predict(), full, hidden))
+            inner = getattr(model, "model_", model)
+            lls.append(heldout_log_likelihood(inner, full, hidden)
+                       if not isinstance(inner, SequentialAnnotatorHMM) else np.nan)
+            if hasattr(model, "threshold_"):
+                thetas.append(f"{model.threshold_:g}")
+        ll = "" if np.isnan(lls).all() else f"{np.mean(lls):.5f}"
+        print(f"| {name} | **{np.mean(f1s):.4f}** | {', '.join(f'{f:.4f}' for f in f1s)} | "
+              f"{ll} | {', '.join(thetas)} | {time.perf_counter() - start:.0f} s |")
+
+
+def confirm_default(pico, gold: "GoldHalf", fit_sets: dict) -> None:
+    """Every candidate (and the default) on the gold half, fitted on each document set."""
+    print(f"\nthe candidates on the gold half (default: {DEFAULT_SEQUENCE_MODEL!r}; "
+          "chosen before this table was made)")
+    print("| candidate | fitted on | P | R | F1 | fit time |\n|---|---|---:|---:|---:|---:|")
+    boots = []
+    for label, docs in fit_sets.items():
+        seq = pico.sequences.subset(docs)
+        views = _views(seq)
+        sub_gold = {"IO": GoldHalf(views["IO"], pico.gold), "BIO": GoldHalf(views["BIO"], pico.gold)}
+        fitted = []
+        for name, (scheme, make) in CANDIDATES.items():
+            model, t = timed_fit(make(), views[scheme])
+            fitted.append((model, scheme, t))
+            print(row(name, label, sub_gold[scheme].score(model.predict()), t))
+        default = get_sequence_model()
+        same = [(m, sch, t) for m, sch, t in fitted if sch == "IO" and type(m) is type(default)
+                and m.get_params() == default.get_params()]
+        if same:
+            model, _, t = same[0]
+        else:
+            model, t = timed_fit(default, views["IO"])
+        print(row(f"**default `{DEFAULT_SEQUENCE_MODEL}`** (a row above)" if same else
+                  f"**default `{DEFAULT_SEQUENCE_MODEL}`**", label,
+                  sub_gold["IO"].score(model.predict()), t))
+        m, lo, hi, ple = sub_gold["IO"].bootstrap(model.predict(), gold_tags(
+            sub_gold["IO"], pico.authors["DawidSkene"], pico.gold))
+        boots.append(f"fitted on {label}: paired bootstrap over the gold abstracts (2,000 "
+                     f"resamples), default − authors' DawidSkene: {m:+.3f} [{lo:+.3f}, "
+                     f"{hi:+.3f}], P(≤ 0) = {ple:.3f}")
+    print("\n" + "\n".join(boots))
+
+
+def labeling_functions(pico, gold: "GoldHalf") -> None:
+    """examples/pico_lfs.py's functions: summary, alone, with the crowd (all abstracts)."""
+    seq = pico.sequences
+    texts = dict(zip(seq.doc_ids, seq.texts))
+    start = time.perf_counter()
+    alone = apply_lfs(texts, pico_lfs.PICO_LFS, labels=["Participants"], progress=False)
+    mixed = apply_lfs(seq, pico_lfs.PICO_LFS, progress=False)
+    t_apply = time.perf_counter() - start
+    print(f"\nlabeling functions (examples/pico_lfs.py; written from the training abstracts), "
+          f"applied to {seq.n_docs} abstracts twice in {t_apply:.0f} s; summary on all tokens, "
+          "accuracy on the gold half")
+    print(lf_summary(alone, pico.gold).round(3).to_string(index=False))
+    print("\n| model | fitted on | P | R | F1 | fit time |\n|---|---|---:|---:|---:|---:|")
+    for name, data in (("functions alone (AbstainDawidSkene)", alone),
+                       ("crowd alone (AbstainDawidSkene = token DS)", seq),
+                       ("crowd + functions (AbstainDawidSkene)", mixed)):
+        model, t = timed_fit(AbstainDawidSkene(), data)
+        print(row(name, "all 4,740", gold.score(model.predict()), t))
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
@@ -105,6 +220,12 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--draws", type=int, default=5, help="held-out draws for choosing τ")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--part", choices=("all", "select", "default"), default="all",
+                   help="select: the crowd-only choice of the default (no gold); default: the "
+                        "candidates, the default and the labeling functions on the gold half "
+                        "(no taggers); all: everything but select")
+    p.add_argument("--select-docs", type=int, default=1000)
+    p.add_argument("--select-draws", type=int, default=3)
     args = p.parse_args(argv)
     seeds = 1 if args.quick else args.seeds
     epochs = 2 if args.quick else args.epochs
@@ -112,6 +233,11 @@ def main(argv=None) -> int:
 
     pico = load_pico(args.data)                              # all 4,740 abstracts, IO
     seq, split = pico.sequences, pico.split
+    if args.part == "select":
+        print(RULE)
+        select_default(pico, 200 if args.quick else args.select_docs,
+                       1 if args.quick else args.select_draws)
+        return 0
     gold = GoldHalf(seq, pico.gold)
     print(f"PICO: {seq.n_docs} abstracts, {seq.n_tokens} tokens, {len(seq.annotator_ids)} "
           f"workers, {len(seq.assign_doc)} worker-abstract annotations "
@@ -121,6 +247,16 @@ def main(argv=None) -> int:
     for name in ("HMMCrowd", "DawidSkene", "MajorityVote"):
         lines.append(row(f"authors' {name}", "(their file)", gold.spans(
             {d: pico.authors[name][d] for d in pico.gold})))
+    acl = np.flatnonzero(split == "acl17-test")
+    fit_sets = {"acl17-test (191)": acl}
+    if not args.quick:
+        fit_sets["all 4,740"] = np.arange(seq.n_docs)
+    if args.part == "default":
+        print("\n".join(lines))
+        print("\n" + RULE)
+        confirm_default(pico, gold, fit_sets)
+        labeling_functions(pico, gold)
+        return 0
     mv, t = timed_fit(TokenMajorityVote(), seq)
     lines.append(row("token majority vote (≥ half of the listed workers)", "-",
                      gold.score(mv.predict()), t))
@@ -195,6 +331,8 @@ def main(argv=None) -> int:
               f"{r['agreement_f1']:.3f} |")
     print("\ntaggers (the same BiLSTM; F1 on the gold half)")
     print("\n".join(tag_lines))
+    confirm_default(pico, gold, fit_sets)
+    labeling_functions(pico, gold)
     return 0
 
 

@@ -43,6 +43,17 @@ def test_pico_tagger_example():
     assert "0 spans predicted" not in out
 
 
+@pytest.mark.slow
+def test_pico_labeling_functions_example():
+    data = require_data("pico")
+    out = run_example(ROOT / "examples" / "pico_lfs.py", "--data", data.parent)
+    for lf in ("people_phrase", "with_condition", "age_range", "n_equals", "statistics_outside"):
+        assert lf in out
+    assert "emp_accuracy" in out and "conflicts" in out
+    for name in ("functions alone", "crowd alone", "crowd + functions"):
+        assert f"{name}: token P" in out
+
+
 def test_demo_command_is_the_readme_main_job():
     out = run_example("-m", "crowd_keras", "demo", "--items", "300")
     assert "majority_vote" in out and "dawid_skene" in out

@@ -36,16 +36,19 @@ __all__ = ["SequenceLabelModel", "decode_marginals", "shrunk_m_step", "emission_
            "token_log_prior"]
 
 
-def decode_marginals(post: np.ndarray, ties_positive: bool = False) -> np.ndarray:
+def decode_marginals(post: np.ndarray, ties_positive: bool = False,
+                     threshold: float = 0.5) -> np.ndarray:
     """(T,) tags from per-token marginals (T, K).
 
-    A token is tagged when the tags other than ``O`` have more than half of its mass (at least
-    half with ``ties_positive``: majority vote's "at least half of the annotators" rule), and
-    then gets the most probable of them; otherwise it is ``O``. For one span label in IO this
-    is ``P(I) > 1/2``; in BIO, ``P(B) + P(I) > 1/2`` and then the likelier of B and I.
+    A token is tagged when the tags other than ``O`` have more than ``threshold`` of its mass
+    (default half; at least that with ``ties_positive``: majority vote's "at least half of the
+    annotators" rule), and then gets the most probable of them; otherwise it is ``O``. For one
+    span label in IO this is ``P(I) > θ``; in BIO, ``P(B) + P(I) > θ`` and then the likelier of
+    B and I.
     """
     p_out = post[:, 0]
-    tagged = p_out <= 0.5 if ties_positive else p_out < 0.5
+    cut = 1.0 - threshold
+    tagged = p_out <= cut if ties_positive else p_out < cut
     best = 1 + np.argmax(post[:, 1:], axis=1)
     return np.where(tagged, best, 0)
 

@@ -14,15 +14,22 @@ from typing import Any, Dict, List
 __all__ = ["get_sequence_model", "sequence_model_class", "available_sequence_models",
            "DEFAULT_SEQUENCE_MODEL"]
 
-#: The sequence model used when none is named (the Label Studio span aggregation's default).
-DEFAULT_SEQUENCE_MODEL = "dawid_skene"
+#: The sequence model used when none is named (the Label Studio span aggregation's default):
+#: token Dawid-Skene with a cross-fitted word-window prior, chosen by held-out annotator
+#: agreement on PICO's training abstracts (benchmarks/results/spans.md gives the rule).
+DEFAULT_SEQUENCE_MODEL = "text_prior_dawid_skene"
 
 _MODELS: Dict[str, str] = {
     "majority_vote": "crowd_keras.sequences.models:TokenMajorityVote",
     "dawid_skene": "crowd_keras.sequences.models:TokenDawidSkene",
     "hmm_crowd": "crowd_keras.sequences.hmm:HMMCrowd",
+    "text_prior_dawid_skene": "crowd_keras.sequences.text_prior:WindowPriorDawidSkene",
+    "bsc_seq": "crowd_keras.sequences.bsc:SequentialAnnotatorHMM",
+    "calibrated": "crowd_keras.sequences.calibration:CalibratedThreshold",
+    "abstain_dawid_skene": "crowd_keras.sequences.weak:AbstainDawidSkene",
 }
-_ALIASES = {"mv": "majority_vote", "ds": "dawid_skene", "hmm": "hmm_crowd"}
+_ALIASES = {"mv": "majority_vote", "ds": "dawid_skene", "hmm": "hmm_crowd",
+            "text_ds": "text_prior_dawid_skene", "bsc": "bsc_seq", "lf_ds": "abstain_dawid_skene"}
 
 
 def _key(name: str) -> str:
@@ -34,7 +41,8 @@ def _key(name: str) -> str:
 
 
 def sequence_model_class(name: str) -> Any:
-    """The class registered under ``name`` (or an alias: ``mv``, ``ds``, ``hmm``)."""
+    """The class registered under ``name`` (or an alias: ``mv``, ``ds``, ``hmm``, ``text_ds``,
+    ``bsc``, ``lf_ds``)."""
     module, _, attr = _MODELS[_key(name)].partition(":")
     return getattr(importlib.import_module(module), attr)
 

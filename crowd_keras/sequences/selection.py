@@ -29,7 +29,7 @@ from .models import TokenDawidSkene
 from .spans import tag_labels
 
 __all__ = ["heldout_annotations", "heldout_log_likelihood", "heldout_scores",
-           "choose_temperature"]
+           "choose_temperature", "agreement_f1"]
 
 
 def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None,
@@ -76,7 +76,9 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
     return float(np.log(np.einsum("nk,nk->n", p[tok], pi_y)).mean())
 
 
-def _agreement_f1(tags: np.ndarray, full: SequenceAnnotations, hidden: np.ndarray) -> float:
+def agreement_f1(tags: np.ndarray, full: SequenceAnnotations, hidden: np.ndarray) -> float:
+    """Micro token F1 of decoded ``tags`` (T,) against the hidden annotations' tags (a span
+    token agrees when both give it the same span label)."""
     obs = np.flatnonzero(hidden[full.obs_assign])
     theirs = tag_labels(full.obs_tag[obs], full.scheme)
     mine = tag_labels(np.asarray(tags)[full.obs_token[obs]], full.scheme)
@@ -109,7 +111,7 @@ def heldout_scores(seq: SequenceAnnotations, models: Dict[str, Any], docs: Optio
             model.fit(rest, **({"token_prior": prior} if prior is not None else {}))
             rows.append({"model": name, "draw": draw,
                          "heldout_loglik": heldout_log_likelihood(model, seq, hidden),
-                         "agreement_f1": _agreement_f1(model.predict(), seq, hidden)})
+                         "agreement_f1": agreement_f1(model.predict(), seq, hidden)})
     return pd.DataFrame(rows)
 
 
@@ -135,7 +137,7 @@ def choose_temperature(seq: SequenceAnnotations, docs: Optional[Sequence[int]] =
             p = model.tempered_proba(tau)
             rows.append({"temperature": float(tau), "draw": draw,
                          "heldout_loglik": heldout_log_likelihood(model, seq, hidden, p),
-                         "agreement_f1": _agreement_f1(decode_marginals(p), seq, hidden)})
+                         "agreement_f1": agreement_f1(decode_marginals(p), seq, hidden)})
     table = (pd.DataFrame(rows).groupby("temperature", as_index=False)
              [["heldout_loglik", "agreement_f1"]].mean())
     best = float(table.loc[table["heldout_loglik"].idxmax(), "temperature"])

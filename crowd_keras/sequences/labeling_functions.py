@@ -1,0 +1,338 @@
+"""Span labeling functions: weak supervision for spans, alone or beside human annotators.
+
+A labeling function (LF) reads one document and votes on some of its tokens, abstaining on
+the rest. It is a Python callable ``fn(doc) -> output`` wrapped by :func:`span_lf` or
+:func:`tag_lf`, where ``doc`` is a :class:`Document` (``id``, ``text``, ``tokens`` (strings),
+``offsets`` (n, 2) character offsets):
+
+* :func:`span_lf`: the output is character spans ``(start, end)`` or ``(start, end, label)``
+  (a dictionary match, a regular expression, a model's predicted entities); the tokens a
+  span overlaps get a vote for its label, every other token an **abstain** (the function
+  says nothing there, which is not the same as saying "outside");
+* :func:`tag_lf`: the output is one entry per token: :data:`ABSTAIN` (or None), ``"O"`` (a
+  vote for outside: e.g. "a sentence about outcomes holds no participants"), or a label
+  (``"label"``, ``"I-label"``; ``"B-label"`` starts a new span).
+
+:func:`apply_lfs` runs the functions over a corpus (a progress bar over the documents; an
+exception or a malformed output is re-raised naming the function and the document) and
+returns :class:`TokenVotes`: the votes as flat token-level arrays, bound to the documents'
+:class:`~.annotations.SequenceAnnotations` (human annotations on the same documents, when
+given, stay there). :func:`lf_summary` is the per-function table in the manner of Snorkel's
+``LFAnalysis`` (coverage, overlaps, conflicts; with gold spans, empirical accuracy and token
+precision / recall). :class:`~.weak.AbstainDawidSkene` fits functions and annotators together.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..codes import show
+from ..errors import CrowdDataError
+from ..progress import progress_bar
+from .annotations import SequenceAnnotations
+from .quality import spans_token_mask
+from .spans import span_token_ranges
+from .tokens import Tokenizer, token_strings
+
+__all__ = ["ABSTAIN", "Document", "SpanLabelingFunction", "span_lf", "tag_lf", "TokenVotes",
+           "apply_lfs", "lf_summary"]
+
+#: A tag function's "no opinion on this token".
+ABSTAIN = -1
+_OUTSIDE = -1        # label code of an explicit "O" vote in TokenVotes
+
+
+@dataclass(frozen=True)
+class Document:
+    """What a labeling function reads: ``id``, ``text``, ``tokens`` (n,) strings and
+    ``offsets`` (n, 2) character offsets (end exclusive)."""
+
+    id: Any
+    text: str
+    tokens: List[str]
+    offsets: np.ndarray
+
+
+@dataclass(frozen=True)
+class SpanLabelingFunction:
+    """A named labeling function (see the module docstring); ``returns`` is ``"spans"`` or
+    ``"tags"``; ``label``: the label of spans given without one (default: the first label)."""
+
+    name: str
+    fn: Callable[[Document], Any]
+    returns: str = "spans"
+    label: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.returns not in ("spans", "tags"):
+            raise ValueError(f"returns must be 'spans' or 'tags', got {self.returns!r}")
+        if not callable(self.fn):
+            raise TypeError(f"labeling function {self.name!r}: fn is not callable")
+
+    def __call__(self, doc: Document) -> Any:
+        return self.fn(doc)
+
+
+def span_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable:
+    """Decorator: ``fn(doc) -> iterable of (start, end[, label])`` character spans."""
+    def wrap(fn: Callable) -> SpanLabelingFunction:
+        return SpanLabelingFunction(name or fn.__name__, fn, "spans", label)
+    return wrap
+
+
+def tag_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable:
+    """Decorator: ``fn(doc) -> one tag per token`` (ABSTAIN/None, ``"O"``, a label)."""
+    def wrap(fn: Callable) -> SpanLabelingFunction:
+        return SpanLabelingFunction(name or fn.__name__, fn, "tags", label)
+    return wrap
+
+
+@dataclass(frozen=True)
+class TokenVotes:
+    """Labeling-function votes on the tokens of ``sequences``, flat (N votes).
+
+    Attributes:
+        sequences: the documents (and any human annotations on them).
+        names: (J,) function names.
+        token (N,) global token, lf (N,) function code, label (N,) span label code or -1 for
+            an explicit ``O`` vote, begin (N,) bool: the vote starts a span (BIO's ``B``).
+        applied: (J, D) bool, the function was run on the document (abstains elsewhere).
+    """
+
+    sequences: SequenceAnnotations
+    names: np.ndarray
+    token: np.ndarray
+    lf: np.ndarray
+    label: np.ndarray
+    begin: np.ndarray
+    applied: np.ndarray
+
+    @property
+    def n_lfs(self) -> int:
+        return len(self.names)
+
+    def tags(self, scheme: Optional[str] = None) -> np.ndarray:
+        """(N,) tag code of each vote in ``scheme`` (default the sequences' scheme)."""
+        scheme = (scheme or self.sequences.scheme).upper()
+        out = self.label + 1 if scheme == "IO" else 1 + 2 * self.label + (~self.begin)
+        return np.where(self.label >= 0, out, 0).astype(np.int64)
+
+    def matrix(self) -> np.ndarray:
+        """(T, J) int: each token's vote per function, span label code, -1 = ``O``,
+        -2 = abstain (Snorkel's label matrix with abstain -2 here, since -1 is ``O``)."""
+        out = np.full((self.sequences.n_tokens, self.n_lfs), -2, np.int64)
+        out[self.token, self.lf] = self.label
+        return out
+
+
+def _documents(seq: SequenceAnnotations) -> Iterable[Document]:
+    strings = token_strings(seq.texts, seq.tokens)
+    ptr = seq.tokens.doc_ptr
+    for d in range(seq.n_docs):
+        lo, hi = ptr[d], ptr[d + 1]
+        yield Document(seq.doc_ids[d], seq.texts[d], strings[lo:hi].tolist(),
+                       np.stack([seq.tokens.start[lo:hi], seq.tokens.end[lo:hi]], 1))
+
+
+def _label_code(value: Any, labels: Mapping, where: str) -> int:
+    if value not in labels:
+        raise CrowdDataError(f"{where}: label {show(value)} is not among the labels "
+                             f"{list(labels)}")
+    return labels[value]
+
+
+def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
+              labels: Optional[Sequence[str]] = None, tokenizer: Tokenizer = None,
+              progress: bool = True) -> TokenVotes:
+    """Run every function on every document.
+
+    Args:
+        documents: a :class:`~.annotations.SequenceAnnotations` (its documents, tokens,
+            labels and human annotations are kept), or texts (a list, ``{doc_id: text}``).
+        lfs: the functions (:func:`span_lf` / :func:`tag_lf`); names must be unique.
+        labels: span labels (with texts; default: the functions' ``label`` values, in order).
+        tokenizer: with texts, see :func:`.tokens.tokenize`.
+        progress: a progress bar over the documents (tqdm, when installed).
+
+    Raises:
+        CrowdDataError: a function failed or returned something malformed (a span outside
+            the text, a tag list of the wrong length, an unknown label), naming the function
+            and the document.
+    """
+    lfs = list(lfs)
+    names = [lf.name for lf in lfs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"labeling function names must be unique, got {names}")
+    if not isinstance(documents, SequenceAnnotations):
+        if labels is None:
+            labels = list(dict.fromkeys(lf.label for lf in lfs if lf.label is not None)) or ["span"]
+        empty = pd.DataFrame(columns=["doc", "annotator", "start", "end"])
+        texts = documents if isinstance(documents, Mapping) else list(documents)
+        documents = SequenceAnnotations.from_spans(texts, empty, labels=list(labels),
+                                                   tokenizer=tokenizer)
+    seq = documents
+    codes = {lab: i for i, lab in enumerate(seq.labels.tolist())}
+    default = {j: _label_code(lf.label, codes, f"labeling function {lf.name!r}")
+               if lf.label is not None else 0 for j, lf in enumerate(lfs)}
+    # the functions run per document (they are Python); their outputs are gathered raw and
+    # checked and turned into token votes in one vectorised pass afterwards
+    sp_doc, sp_lf, sp_se, sp_lab = [], [], [], []
+    tg_doc, tg_lf, tg_vals = [], [], []
+    for d, doc in enumerate(progress_bar(_documents(seq), desc="labeling functions",
+                                         disable=not progress, total=seq.n_docs)):
+        for j, lf in enumerate(lfs):
+            try:
+                out = lf(doc)
+            except Exception as err:
+                raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                     f"{show(doc.id)} raised {type(err).__name__}: {err}") from err
+            if out is None:
+                continue
+            if lf.returns == "spans":
+                for r in out:
+                    r = tuple(r)
+                    if len(r) not in (2, 3):
+                        raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                             f"{show(doc.id)}: spans must be (start, end[, "
+                                             f"label]), got {show(r)}")
+                    sp_doc.append(d)
+                    sp_lf.append(j)
+                    sp_se.append(r[:2])
+                    sp_lab.append(r[2] if len(r) == 3 else None)
+            else:
+                tags = list(out)
+                if len(tags) != len(doc.tokens):
+                    raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                         f"{show(doc.id)}: {len(tags)} tags for "
+                                         f"{len(doc.tokens)} tokens")
+                tg_doc.append(np.full(len(tags), d))
+                tg_lf.append(np.full(len(tags), j))
+                tg_vals.extend(tags)
+    label_index = pd.Index(seq.labels.tolist())
+
+    def where(k_doc: np.ndarray, k_lf: np.ndarray, i: int) -> str:
+        return (f"labeling function {lfs[int(k_lf[i])].name!r} on document "
+                f"{show(seq.doc_ids[int(k_doc[i])])}")
+
+    def codes_of(names: pd.Series, k_doc: np.ndarray, k_lf: np.ndarray, pos: Any = None
+                 ) -> np.ndarray:
+        c = label_index.get_indexer(names)
+        if (c < 0).any():
+            i = int(np.argmax(c < 0))
+            at = "" if pos is None else f", token {int(pos[i])}"
+            raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: label {show(names.iloc[i])} is "
+                                 f"not among the labels {label_index.tolist()}")
+        return c.astype(np.int64)
+
+    # span outputs → covered tokens
+    s_doc, s_lf = np.asarray(sp_doc, np.int64), np.asarray(sp_lf, np.int64)
+    se = np.asarray(sp_se, np.int64).reshape(-1, 2)
+    text_len = seq.text_len[s_doc]
+    bad = (se[:, 0] < 0) | (se[:, 1] < se[:, 0]) | (se[:, 1] > text_len)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"{where(s_doc, s_lf, i)}: span [{se[i, 0]}, {se[i, 1]}) is "
+                             f"outside the text ({int(text_len[i])} characters)")
+    given = pd.Series(sp_lab, dtype=object)
+    s_lab = np.array([default[j] for j in s_lf.tolist()], np.int64)
+    has = given.notna().to_numpy()
+    if has.any():
+        s_lab[has] = codes_of(given[has].reset_index(drop=True), s_doc[has], s_lf[has])
+    a, b = span_token_ranges(seq.tokens, s_doc, se[:, 0], se[:, 1])
+    n = np.maximum(b - a, 0)
+    t_span = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    first = np.zeros(len(t_span), bool)
+    first[(np.cumsum(n) - n)[n > 0]] = True
+    # a token covered twice by one function keeps one vote (its first span's)
+    key = np.repeat(s_lf, n) * (seq.n_tokens + 1) + t_span
+    _, keep = np.unique(key, return_index=True)
+    span_votes = (t_span[keep], np.repeat(s_lf, n)[keep], np.repeat(s_lab, n)[keep], first[keep])
+
+    # tag outputs → votes (ABSTAIN / None dropped, "O" = -1, "B-x" begins)
+    t_doc = np.concatenate(tg_doc) if tg_doc else np.zeros(0, np.int64)
+    t_lf = np.concatenate(tg_lf) if tg_lf else np.zeros(0, np.int64)
+    vals = pd.Series(tg_vals, dtype=object)
+    pos = np.arange(len(vals)) - np.repeat(np.cumsum([len(x) for x in tg_doc]) -
+                                           np.array([len(x) for x in tg_doc], np.int64),
+                                           [len(x) for x in tg_doc]) if tg_doc else np.zeros(0)
+    text = vals.astype(str)
+    vote = (vals.notna() & (text != str(ABSTAIN))).to_numpy()
+    text, t_doc, t_lf, pos = text[vote].reset_index(drop=True), t_doc[vote], t_lf[vote], pos[vote]
+    outside = (text == "O").to_numpy()
+    prefixed = text.str[:2].isin(["B-", "I-"]).to_numpy()
+    tag_label = text.where(~prefixed, text.str[2:])
+    t_lab = np.full(len(text), _OUTSIDE, np.int64)
+    if (~outside).any():
+        t_lab[~outside] = codes_of(tag_label[~outside].reset_index(drop=True), t_doc[~outside],
+                                   t_lf[~outside], pos[~outside])
+    tag_votes = (seq.tokens.doc_ptr[t_doc] + pos.astype(np.int64), t_lf, t_lab,
+                 (text.str[:2] == "B-").to_numpy())
+    token, lf_code, label, begin = (np.concatenate([x, y]) for x, y in zip(span_votes, tag_votes))
+    token, lf_code, label = (x.astype(np.int64) for x in (token, lf_code, label))
+    begin = begin.astype(bool)
+    # BIO: a vote continuing no span of the same function and label begins one
+    order = np.lexsort((token, lf_code))
+    token, lf_code, label, begin = token[order], lf_code[order], label[order], begin[order]
+    prev_same = np.concatenate([[False], (lf_code[1:] == lf_code[:-1]) &
+                                (token[1:] == token[:-1] + 1) & (label[1:] == label[:-1]) &
+                                (seq.tokens.doc[token[1:]] == seq.tokens.doc[token[:-1]])])
+    begin = (begin | ~prev_same) & (label >= 0)
+    applied = np.ones((len(lfs), seq.n_docs), bool)
+    return TokenVotes(seq, np.asarray(names, dtype=object), token, lf_code, label, begin,
+                      applied)
+
+
+def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
+    """Per labeling function, as Snorkel's ``LFAnalysis.lf_summary`` for tokens.
+
+    Columns: ``lf``, ``polarity`` (the labels it votes, ``O`` included), ``coverage``
+    (share of the tokens it votes on), ``overlaps`` (share of the tokens where it and another
+    function vote), ``conflicts`` (share where another function votes a different label),
+    ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end`` or
+    ``{doc: [[start, end], ...]}``, a label column ignored; scored on the documents it
+    names): ``correct``, ``incorrect``, ``emp_accuracy`` (its votes against the gold's
+    inside/outside), ``token_precision`` and ``token_recall`` of its span votes.
+    """
+    seq = votes.sequences
+    T, J = seq.n_tokens, votes.n_lfs
+    n_vote = np.bincount(votes.token, minlength=T)
+    pos = votes.label >= 0
+    # tokens with votes of two different labels (O = -1 counts as a label here)
+    lo = np.full(T, np.iinfo(np.int64).max)
+    hi = np.full(T, np.iinfo(np.int64).min)
+    np.minimum.at(lo, votes.token, votes.label)
+    np.maximum.at(hi, votes.token, votes.label)
+    conflict_tok = (n_vote > 1) & (lo != hi)
+    per = lambda w: np.bincount(votes.lf, weights=w, minlength=J)   # noqa: E731
+    pol = [sorted({("O" if c < 0 else str(seq.labels[c])) for c in votes.label[votes.lf == j]})
+           for j in range(J)]
+    out = pd.DataFrame({
+        "lf": votes.names, "polarity": pol,
+        "coverage": per(np.ones(len(votes.token))) / max(T, 1),
+        "overlaps": per(n_vote[votes.token] > 1) / max(T, 1),
+        "conflicts": per(conflict_tok[votes.token]) / max(T, 1),
+        "n_spans": per(votes.begin & pos).astype(np.int64)})
+    if gold is not None:
+        if isinstance(gold, Mapping):
+            rows = [(d, s[0], s[1]) for d, marks in gold.items() for s in marks]
+            gold = pd.DataFrame(rows, columns=["doc", "start", "end"])
+        docs = pd.Index(seq.doc_ids).get_indexer(pd.unique(gold["doc"]))
+        if (docs < 0).any():
+            raise CrowdDataError(f"gold document {show(pd.unique(gold['doc'])[int(np.argmax(docs < 0))])} "
+                                 "is not among the labelled documents")
+        on = np.isin(seq.tokens.doc, docs)
+        inside = spans_token_mask(seq, gold[["doc", "start", "end"]])
+        scored = on[votes.token]
+        right = scored & (pos == inside[votes.token])
+        out["correct"] = per(right).astype(np.int64)
+        out["incorrect"] = per(scored & ~right).astype(np.int64)
+        n = out["correct"] + out["incorrect"]
+        out["emp_accuracy"] = np.where(n > 0, out["correct"] / n.where(n > 0, 1), np.nan)
+        tp = per(scored & pos & inside[votes.token])
+        n_pos = per(scored & pos)
+        out["token_precision"] = np.divide(tp, n_pos, out=np.full(J, np.nan), where=n_pos > 0)
+        out["token_recall"] = tp / max(int((inside & on).sum()), 1)
+    return out

@@ -1,0 +1,178 @@
+"""Token Dawid-Skene with a word-window text prior learned inside EM (Raykar et al. 2010).
+
+The crowd's tags and the words are two views of the same truth: a token that no annotator
+covered confidently but whose words read like a participant description ("patients with
+...") is more likely inside a span. :class:`WindowPriorDawidSkene` learns a small text
+model from the crowd's own posteriors and feeds it back as the per-token prior of
+:class:`~.models.TokenDawidSkene`, in the way Raykar et al. (JMLR 2010, §2) alternate a
+classifier and the annotators' confusions, with two changes for spans:
+
+* the text model is a multinomial logistic regression on the words in a window of
+  ``±window`` tokens around each token (one-hot word ids per offset, lower case, digits read
+  as ``0``; :class:`~.batches.Vocabulary`), fitted on soft labels (the posteriors) with an L2
+  penalty by L-BFGS;
+* it is **cross-fitted**: the documents are split into ``n_folds`` folds and a token's prior
+  comes from the model fitted on the other folds, so the prior never restates the crowd
+  labels of the token it is a prior for (a model fitted on all documents would learn those
+  labels word by word and add nothing but over-confidence).
+
+EM: start from token Dawid-Skene without a prior; then ``n_rounds`` times: fit the text
+models on the current posteriors, then token Dawid-Skene with that prior (started from the
+current posteriors). Decoding as :class:`~.models.TokenDawidSkene` (tempered by
+``temperature``). New documents get the prior of a text model fitted on all documents.
+
+Shapes: T tokens, K tags, V words, F = (2·window + 1)·V + 1 features.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from ..numerics import softmax_rows
+from .annotations import SequenceAnnotations
+from .base import SequenceLabelModel
+from .batches import Vocabulary
+from .models import TokenDawidSkene
+
+__all__ = ["WindowPriorDawidSkene", "window_features", "fit_soft_logistic"]
+
+
+def window_features(word_ids: np.ndarray, seq: SequenceAnnotations, window: int,
+                    n_words: int) -> sp.csr_matrix:
+    """(T, F) one-hot words at offsets ``-window..window`` (a boundary id past the document's
+    edges) and a bias column; F = (2·window + 1)·(n_words + 1) + 1."""
+    T = seq.n_tokens
+    pos, lens = seq.tokens.position, seq.tokens.lengths[seq.tokens.doc]
+    width = n_words + 1                      # id n_words = outside the document
+    cols = []
+    for k, o in enumerate(range(-window, window + 1)):
+        inside = (pos + o >= 0) & (pos + o < lens)
+        src = np.clip(np.arange(T) + o, 0, max(T - 1, 0))
+        cols.append(k * width + np.where(inside, word_ids[src], n_words))
+    n_off = 2 * window + 1
+    cols.append(np.full(T, n_off * width))
+    col = np.stack(cols, 1).ravel()
+    indptr = np.arange(0, T * (n_off + 1) + 1, n_off + 1)
+    return sp.csr_matrix((np.ones(len(col)), col, indptr), shape=(T, n_off * width + 1))
+
+
+def fit_soft_logistic(X: sp.csr_matrix, q: np.ndarray, l2: float, max_iter: int,
+                      w0: Any = None) -> np.ndarray:
+    """(F, K) weights of a multinomial logistic regression fitted to soft labels ``q`` (n, K):
+    minimises ``-Σ_t Σ_k q_tk log softmax(X W)_tk + ½·l2·‖W‖²`` (the bias column unpenalised)
+    by L-BFGS."""
+    f, k = X.shape[1], q.shape[1]
+    XT = X.T.tocsr()
+    pen = np.full((f, 1), l2)
+    pen[-1] = 0.0
+
+    def loss(w: np.ndarray) -> tuple:
+        W = w.reshape(f, k)
+        logits = np.asarray(X @ W)
+        p, log_norm = softmax_rows(logits)
+        value = log_norm @ q.sum(1) - np.einsum("nk,nk->", q, logits) \
+            + 0.5 * float((pen * W * W).sum())
+        grad = np.asarray(XT @ (p * q.sum(1, keepdims=True) - q)) + pen * W
+        return value, grad.ravel()
+
+    start = np.zeros(f * k) if w0 is None else np.asarray(w0, np.float64).ravel()
+    res = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+    return res.x.reshape(f, k)
+
+
+class WindowPriorDawidSkene(SequenceLabelModel):
+    """Token Dawid-Skene with a cross-fitted word-window prior (module docstring).
+
+    Args:
+        window: words on each side of the token.
+        min_count: words seen fewer times are one out-of-vocabulary id.
+        l2: L2 penalty of the text model (per weight, against a loss summed over tokens).
+        n_folds: document folds of the cross-fitting (at least 2).
+        n_rounds: text-model / Dawid-Skene alternations.
+        text_max_iter: L-BFGS iterations per text-model fit.
+        prior_strength, temperature, smoothing, max_iter, tol: of the inner
+            :class:`~.models.TokenDawidSkene`.
+        seed: the fold split.
+
+    Attributes (besides the common ones): model_ (the final TokenDawidSkene), token_prior_
+    (T, K) the cross-fitted prior, vocabulary_, text_weights_ (F, K) of the text model
+    fitted on all documents, n_iter_ (inner EM iterations of the last round).
+    """
+
+    def __init__(self, window: int = 2, min_count: int = 2, l2: float = 1.0, n_folds: int = 2,
+                 n_rounds: int = 2, text_max_iter: int = 100, prior_strength: float = 3.0,
+                 temperature: float = 1.0, smoothing: float = 0.01, max_iter: int = 100,
+                 tol: float = 1e-7, seed: int = 0) -> None:
+        self.window = window
+        self.min_count = min_count
+        self.l2 = l2
+        self.n_folds = n_folds
+        self.n_rounds = n_rounds
+        self.text_max_iter = text_max_iter
+        self.prior_strength = prior_strength
+        self.temperature = temperature
+        self.smoothing = smoothing
+        self.max_iter = max_iter
+        self.tol = tol
+        self.seed = seed
+
+    def _ds(self, init: Any = "mv") -> TokenDawidSkene:
+        return TokenDawidSkene(prior_strength=self.prior_strength, temperature=self.temperature,
+                               smoothing=self.smoothing, max_iter=self.max_iter, tol=self.tol,
+                               init=init)
+
+    def _features(self, seq: SequenceAnnotations) -> sp.csr_matrix:
+        return window_features(self.vocabulary_.encode(seq).astype(np.int64), seq,
+                               int(self.window), self.vocabulary_.size)
+
+    def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
+            ) -> "WindowPriorDawidSkene":
+        seq = self._check_sequences(sequences)
+        if token_prior is not None:
+            raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
+                             "TokenDawidSkene(token_prior=...) for a given one")
+        if int(self.n_folds) < 2:
+            raise ValueError(f"n_folds must be at least 2, got {self.n_folds!r}")
+        if int(self.window) < 0:
+            raise ValueError(f"window must be non-negative, got {self.window!r}")
+        self.vocabulary_ = Vocabulary(self.min_count).fit(seq)
+        X = self._features(seq)
+        seen = seq.annotations.annotations_per_item() > 0
+        rng = np.random.default_rng(self.seed)
+        fold = rng.permutation(seq.n_docs) % int(self.n_folds)
+        tok_fold = fold[seq.tokens.doc]
+        model = self._ds().fit(seq)
+        prior = np.full((seq.n_tokens, seq.n_tags), np.nan)
+        weights = [None] * int(self.n_folds)
+        for _ in range(int(self.n_rounds)):
+            post = model.em_posteriors_
+            for f in range(int(self.n_folds)):
+                train = seen & (tok_fold != f)
+                if not train.any():
+                    continue
+                weights[f] = fit_soft_logistic(X[train], post[train], self.l2,
+                                               self.text_max_iter, weights[f])
+                rows = tok_fold == f
+                prior[rows] = softmax_rows(np.asarray(X[rows] @ weights[f]))[0]
+            model = self._ds(init=post).fit(seq, token_prior=prior)
+        self.model_ = model
+        self.token_prior_ = prior
+        self.text_weights_ = fit_soft_logistic(X[seen], model.em_posteriors_[seen], self.l2,
+                                               self.text_max_iter)
+        self.n_iter_ = model.n_iter_
+        self._set_fitted(seq, model.posteriors_, np.log(model.confusion_matrices_),
+                         model.class_priors_)
+        return self
+
+    def text_proba(self, sequences: SequenceAnnotations) -> np.ndarray:
+        """(T, K) the text model's ``p(tag | words)`` for the tokens of ``sequences``."""
+        self._check_fitted()
+        return softmax_rows(np.asarray(self._features(sequences) @ self.text_weights_))[0]
+
+    def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
+        if token_prior is None:
+            token_prior = self.text_proba(sequences)
+        return self.model_.predict_proba(sequences, token_prior)

@@ -1,0 +1,142 @@
+"""The default-model candidates of issue 49: calibrated threshold, BSC-seq's worker model,
+token Dawid-Skene with a cross-fitted word-window prior."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.sequences.annotations import SequenceAnnotations
+from crowd_keras.sequences.base import decode_marginals
+from crowd_keras.sequences.bsc import SequentialAnnotatorHMM, previous_tags
+from crowd_keras.sequences.calibration import CalibratedThreshold, agreement_counts
+from crowd_keras.sequences.models import TokenDawidSkene
+from crowd_keras.sequences.quality import token_prf
+from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model
+from crowd_keras.sequences.selection import heldout_annotations
+from crowd_keras.sequences.text_prior import WindowPriorDawidSkene, window_features
+
+from sequence_data import simulated_spans
+
+
+@pytest.fixture(scope="module")
+def crowd():
+    return simulated_spans(n_docs=60, per_doc=4, seed=3)
+
+
+def test_threshold_decoding_and_agreement_counts(crowd):
+    seq, _ = crowd
+    post = np.array([[0.7, 0.3], [0.4, 0.6], [0.5, 0.5]])
+    assert decode_marginals(post).tolist() == [0, 1, 0]
+    assert decode_marginals(post, threshold=0.25).tolist() == [1, 1, 1]
+    assert decode_marginals(post, ties_positive=True).tolist() == [0, 1, 1]
+    hidden = heldout_annotations(seq, seed=0)
+    model = TokenDawidSkene().fit(seq.drop_annotations(hidden))
+    c = agreement_counts(model.predict_proba(), seq, hidden, [0.01, 0.5, 0.99])
+    obs = hidden[seq.obs_assign]
+    theirs = seq.obs_tag[obs] > 0
+    mine = model.predict_proba()[seq.obs_token[obs], 1] > 0.5
+    assert c[1].tolist() == [(mine & theirs).sum(), mine.sum(), theirs.sum()]
+    assert c[0, 1] >= c[1, 1] >= c[2, 1]          # a lower threshold tags more
+
+
+def test_calibrated_threshold_is_chosen_from_the_crowd_and_used_to_decode(crowd):
+    seq, truth = crowd
+    model = CalibratedThreshold("dawid_skene", n_draws=2).fit(seq)
+    table = model.threshold_table_
+    assert model.threshold_ in table["threshold"].tolist()
+    assert table.loc[table["agreement_f1"].idxmax(), "agreement_f1"] == pytest.approx(
+        table.set_index("threshold").loc[model.threshold_, "agreement_f1"])
+    p_in = 1 - model.predict_proba()[:, 0]
+    assert ((model.predict() > 0) == (p_in > model.threshold_)).all()
+    assert token_prf(model.predict() > 0, truth > 0)[2] > 0.85
+    bio = CalibratedThreshold(TokenDawidSkene(prior_strength=1.0), scheme="BIO",
+                              n_draws=1).fit(seq)
+    assert bio.sequences_.scheme == "BIO" and bio.model_.prior_strength == 1.0
+    # IO sequences given to a BIO-calibrated model are re-tagged
+    assert bio.predict(seq).shape == (seq.n_tokens,)
+    assert set(bio.predict_spans(seq).columns) >= {"doc", "start", "end", "score"}
+    with pytest.raises(ValueError, match="grid"):
+        CalibratedThreshold(grid=[0.0, 0.5]).fit(seq)
+    with pytest.raises(TypeError, match="sequence model name or a SequenceLabelModel"):
+        CalibratedThreshold(model=3).fit(seq)
+
+
+def test_previous_tags_restart_at_each_annotation():
+    seq = SequenceAnnotations.from_dict(["a b c", "d e"], {0: {"u": [[0, 3]], "v": [[4, 5]]},
+                                                           1: {"u": [[0, 1]]}}, scheme="BIO")
+    assert seq.obs_tag.tolist() == [1, 2, 0, 0, 0, 1, 1, 0]
+    assert previous_tags(seq).tolist() == [0, 1, 2, 0, 0, 0, 0, 1]
+
+
+def test_sequential_annotator_hmm_fits_and_scores_new_sequences(crowd):
+    seq, truth = crowd
+    bio = seq.with_scheme("BIO")
+    model = SequentialAnnotatorHMM(max_iter=30).fit(bio)
+    assert model.sequential_confusions_.shape == (len(seq.annotator_ids), 3, 3, 3)
+    np.testing.assert_allclose(model.sequential_confusions_.sum(-1), 1.0)
+    np.testing.assert_allclose(model.confusion_matrices_.sum(-1), 1.0)
+    assert np.isfinite(model.log_likelihood_).all()
+    assert token_prf(model.predict() > 0, truth > 0)[2] > 0.8
+    np.testing.assert_allclose(model.predict_proba(bio), model.predict_proba(), atol=1e-8)
+    with pytest.raises(ValueError, match="token_prior"):
+        SequentialAnnotatorHMM().fit(bio, token_prior=np.zeros(bio.n_tokens))
+
+
+def _worded_crowd(seed=0, n_docs=120):
+    """Documents of random filler words where a span is always the word "pat" and the next
+    word; a weak crowd of two workers per document who each find a span with probability
+    0.6 and add false spans on filler often: the words say more than the crowd."""
+    rng = np.random.default_rng(seed)
+    filler = [f"w{i}" for i in range(40)]
+    texts, rows, seen, truth = [], [], [], []
+    for d in range(n_docs):
+        words, tags = [], []
+        for _ in range(int(rng.integers(15, 30))):
+            if rng.random() < 0.12:
+                words += ["pat", str(rng.choice(filler))]
+                tags += [1, 1]
+            else:
+                words.append(str(rng.choice(filler)))
+                tags.append(0)
+        text = " ".join(words)
+        starts = np.concatenate([[0], np.cumsum([len(w) + 1 for w in words])[:-1]])
+        texts.append(text)
+        truth += tags
+        for w in rng.choice(6, 2, replace=False):
+            seen.append((d, f"a{w}"))
+            for i, t in enumerate(tags):
+                begins = t and (i == 0 or not tags[i - 1])
+                if begins and rng.random() < 0.6:
+                    rows.append((d, f"a{w}", starts[i], starts[i + 1] + len(words[i + 1])))
+                elif not t and rng.random() < 0.05:
+                    rows.append((d, f"a{w}", starts[i], starts[i] + len(words[i])))
+    frame = pd.DataFrame(rows, columns=["doc", "annotator", "start", "end"])
+    return SequenceAnnotations.from_spans(texts, frame, seen=seen), np.array(truth)
+
+
+def test_window_features_are_one_hot_per_offset_with_a_boundary_id():
+    seq = SequenceAnnotations.from_dict(["a b", "c"], {0: {"u": []}})
+    X = window_features(np.array([0, 1, 2]), seq, window=1, n_words=3).toarray()
+    width = 4                                  # 3 words + the boundary id
+    assert X.shape == (3, 3 * width + 1)
+    assert np.flatnonzero(X[0]).tolist() == [3, width + 0, 2 * width + 1, 3 * width]
+    assert np.flatnonzero(X[2]).tolist() == [3, width + 2, 2 * width + 3, 3 * width]
+
+
+def test_window_prior_beats_plain_dawid_skene_when_the_words_tell():
+    seq, truth = _worded_crowd()
+    plain = TokenDawidSkene().fit(seq)
+    model = WindowPriorDawidSkene(n_rounds=2, text_max_iter=50).fit(seq)
+    f_plain = token_prf(plain.predict() > 0, truth > 0)[2]
+    f_text = token_prf(model.predict() > 0, truth > 0)[2]
+    assert f_text > f_plain + 0.05, (f_text, f_plain)
+    # the cross-fitted prior comes from the other fold's model: it is not the posterior
+    assert np.isfinite(model.token_prior_).all()
+    assert model.text_proba(seq).shape == (seq.n_tokens, 2)
+    new = model.predict(seq)
+    assert token_prf(new > 0, truth > 0)[2] > f_plain
+    with pytest.raises(ValueError, match="n_folds"):
+        WindowPriorDawidSkene(n_folds=1).fit(seq)
+
+
+def test_the_default_is_registered():
+    assert get_sequence_model(DEFAULT_SEQUENCE_MODEL) is not None

@@ -1,0 +1,170 @@
+"""Span formats in and out (crowd_keras.sequences.formats): token tags, JSON lines, spaCy."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import CrowdDataError
+from crowd_keras.sequences.formats import (read_spans_jsonl, spacy_to_spans, spans_to_spacy,
+                                           spans_to_token_tags, token_tags_to_spans,
+                                           write_spans_jsonl)
+
+from conftest import require_data
+
+TEXTS = {"d1": "Forty adults with asthma were enrolled .", "d2": "No spans here", "d3": "a b c d"}
+
+
+def frame(rows, cols=("doc", "start", "end", "label")):
+    return pd.DataFrame(rows, columns=list(cols))
+
+
+def canon(df):
+    cols = [c for c in ("doc", "annotator", "start", "end", "label") if c in df.columns]
+    return sorted(map(tuple, df[cols].astype(str).to_numpy().tolist()))
+
+
+def random_spans(rng, texts, n, nested=True, with_annotator=False):
+    """Word-aligned random spans; with ``nested`` some share words (overlap or nest)."""
+    rows = []
+    for d, text in texts.items():
+        starts = [0] + [i + 1 for i, c in enumerate(text) if c == " "]
+        ends = [i for i, c in enumerate(text) if c == " "] + [len(text)]
+        used = np.zeros(len(starts), bool)
+        for _ in range(n):
+            i = int(rng.integers(len(starts)))
+            j = min(len(starts), i + int(rng.integers(1, 4)))
+            if not nested and used[i:j].any():
+                continue
+            used[i:j] = True
+            row = [d, starts[i], ends[j - 1], str(rng.choice(["P", "I"]))]
+            if with_annotator:
+                row.append(f"w{int(rng.integers(2))}")
+            rows.append(row)
+    cols = ["doc", "start", "end", "label"] + (["annotator"] if with_annotator else [])
+    return frame(rows, cols).drop_duplicates(ignore_index=True)
+
+
+@pytest.mark.parametrize("scheme", ["IO", "BIO", "IOB2", "BILOU", "BIOES"])
+def test_token_tags_round_trip_on_generated_spans(scheme):
+    rng = np.random.default_rng(1)
+    texts = {f"t{i}": " ".join(f"w{k}" for k in range(int(rng.integers(3, 15))))
+             for i in range(30)}
+    # IO cannot tell two touching spans of one label apart: one span per text there
+    spans = random_spans(rng, texts, 1 if scheme == "IO" else 3, nested=False)
+    rows = spans_to_token_tags(texts, spans, scheme=scheme)
+    assert [r["doc"] for r in rows] == list(texts)
+    back_texts, back = token_tags_to_spans(rows, scheme=scheme)
+    assert back_texts == texts
+    assert canon(back) == canon(spans)
+
+
+def test_token_tags_by_annotator_and_the_tag_strings():
+    spans = frame([("d1", 0, 12, "P", "a"), ("d1", 18, 24, "C", "a"), ("d3", 2, 3, "P", "b")],
+                  ("doc", "start", "end", "label", "annotator"))
+    rows = spans_to_token_tags(TEXTS, spans, scheme="BILOU")
+    assert [(r["doc"], r["annotator"]) for r in rows] == [("d1", "a"), ("d3", "b")]
+    assert rows[0]["tags"] == ["B-P", "L-P", "O", "U-C", "O", "O", "O"]
+    assert rows[0]["offsets"][:2] == [[0, 5], [6, 12]]
+    assert rows[1]["tags"] == ["O", "U-P", "O", "O"]
+    texts, back = token_tags_to_spans(rows, scheme="BILOU")
+    assert canon(back) == canon(spans)
+
+
+def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
+    nested = frame([("d1", 0, 24, "P"), ("d1", 6, 12, "P")])
+    with pytest.raises(CrowdDataError, match=r"document 'd1': spans \[0, 24\) and \[6, 12\) "
+                                             r"share a token; BIO tags cannot hold"):
+        spans_to_token_tags(TEXTS, nested)
+    mid = frame([("d3", 0, 3, "P", "u"), ("d3", 2, 7, "P", "u")],
+                ("doc", "start", "end", "label", "annotator"))
+    with pytest.raises(CrowdDataError, match=r"document 'd3', annotator 'u': spans \[0, 3\) "
+                                             r"and \[2, 7\)"):
+        spans_to_token_tags(TEXTS, mid, scheme="BILOU")
+    # two annotators' overlapping spans are two rows: no clash
+    two = frame([("d3", 0, 3, "P", "u"), ("d3", 2, 7, "P", "v")],
+                ("doc", "start", "end", "label", "annotator"))
+    assert len(spans_to_token_tags(TEXTS, two)) == 2
+    with pytest.raises(CrowdDataError, match=r"span \[13, 13\) covers no token"):
+        spans_to_token_tags(TEXTS, frame([("d2", 13, 13, "P")]))
+
+
+def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
+    rows = [{"tokens": ["a", "b", "c", "d", "e"], "tags": ["I-X", "I-X", "O", "I-Y", "B-Y"]}]
+    texts, spans = token_tags_to_spans(rows)
+    assert texts == {0: "a b c d e"}
+    assert spans[["start", "end", "label"]].values.tolist() == [[0, 3, "X"], [6, 7, "Y"],
+                                                                [8, 9, "Y"]]
+    hf = [{"id": "s1", "tokens": ["EU", "rejects", "German"], "ner_tags": [3, 0, 7]}]
+    names = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+    _, spans = token_tags_to_spans(hf, label_names=names, tags_key="ner_tags", doc_key="id")
+    assert spans.values.tolist() == [["s1", 0, 2, "ORG"], ["s1", 11, 17, "MISC"]]
+    with pytest.raises(CrowdDataError, match=r"row 0, token 1: tag 'L-X' is not a BIO tag"):
+        token_tags_to_spans([{"tokens": ["a", "b"], "tags": ["B-X", "L-X"]}])
+    with pytest.raises(CrowdDataError, match="row 0: tag id 9 is not among the 9 label names"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": [9]}], label_names=names)
+    with pytest.raises(CrowdDataError, match="row 1: 1 tags for 2 tokens"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["O"]}, {"tokens": ["a", "b"],
+                                                                "tags": ["O"]}])
+
+
+def test_jsonl_round_trip_holds_nested_spans_and_checks_offsets(tmp_path):
+    rng = np.random.default_rng(2)
+    spans = random_spans(rng, TEXTS, 6, nested=True, with_annotator=True)
+    path = write_spans_jsonl(tmp_path / "spans.jsonl", TEXTS, spans)
+    texts, back = read_spans_jsonl(path)
+    assert texts == TEXTS
+    assert canon(back) == canon(spans)
+    (tmp_path / "bad.jsonl").write_text('{"doc": 1, "text": "abc", "spans": []}\n'
+                                        '{"doc": 2, "text": "ab", "spans": [{"start": 1, '
+                                        '"end": 5}]}\n', encoding="utf-8")
+    with pytest.raises(CrowdDataError, match=r"bad.jsonl:2: span 0 \[1, 5\) is outside the text "
+                                             r"of document 2"):
+        read_spans_jsonl(tmp_path / "bad.jsonl")
+
+
+def test_spacy_round_trip_of_nested_spans_and_ents():
+    pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
+    rng = np.random.default_rng(3)
+    spans = random_spans(rng, TEXTS, 6, nested=True)
+    docs = spans_to_spacy(TEXTS, spans)
+    assert [d.text for d in docs] == list(TEXTS.values())
+    texts, back = spacy_to_spans(docs, doc_ids=list(TEXTS))
+    assert texts == TEXTS and canon(back) == canon(spans)
+    crowd = random_spans(rng, TEXTS, 4, nested=True, with_annotator=True)
+    _, back = spacy_to_spans(spans_to_spacy(TEXTS, crowd), spans_key=None, doc_ids=list(TEXTS))
+    assert canon(back) == canon(crowd)
+    flat = random_spans(rng, TEXTS, 3, nested=False)
+    _, back = spacy_to_spans(spans_to_spacy(TEXTS, flat, ents=True), ents=True,
+                             doc_ids=list(TEXTS))
+    assert canon(back) == canon(flat)
+    with pytest.raises(CrowdDataError, match=r"document 'd1': spans \[0, 24\) and \[6, 12\) "
+                                             r"overlap; Doc.ents cannot hold"):
+        spans_to_spacy(TEXTS, frame([("d1", 0, 24, "P"), ("d1", 6, 12, "P")]), ents=True)
+    with pytest.raises(CrowdDataError, match=r"document 'd1': span \[1, 12\) does not align"):
+        spans_to_spacy(TEXTS, frame([("d1", 1, 12, "P")]))
+
+
+@pytest.mark.slow
+def test_pico_spans_round_trip_through_every_format(tmp_path):
+    from crowd_keras.datasets import load_pico
+    from crowd_keras.sequences.models import TokenDawidSkene
+    pico = load_pico(require_data("pico"), splits=("acl17-test",))
+    seq = pico.sequences
+    texts = dict(zip(seq.doc_ids, seq.texts))
+    # the workers' own spans (overlaps of one worker included) through JSON lines
+    crowd = seq.spans_frame()[["doc", "annotator", "start", "end", "label"]]
+    _, back = read_spans_jsonl(write_spans_jsonl(tmp_path / "pico.jsonl", texts, crowd))
+    assert canon(back) == canon(crowd)
+    # the aggregate (token-aligned, never overlapping) through BIO, BILOU and spaCy
+    agg = TokenDawidSkene().fit(seq).predict_spans()[["doc", "start", "end", "label"]]
+    for scheme in ("BIO", "BILOU"):
+        _, back = token_tags_to_spans(spans_to_token_tags(texts, agg, scheme=scheme),
+                                      scheme=scheme)
+        assert canon(back) == canon(agg)
+    pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
+    _, back = spacy_to_spans(spans_to_spacy(texts, agg, ents=True), ents=True,
+                             doc_ids=list(texts))
+    assert canon(back) == canon(agg)
+    # one worker's overlapping spans: BIO says where
+    own = crowd.groupby(["doc", "annotator"]).filter(lambda g: len(g) > 1)
+    with pytest.raises(CrowdDataError, match="share a token; BIO tags cannot hold"):
+        spans_to_token_tags(texts, own)

@@ -1,0 +1,156 @@
+"""Span labeling functions, their summary, and the abstain-aware token label model."""
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import CrowdDataError
+from crowd_keras.sequences.labeling_functions import (ABSTAIN, apply_lfs, lf_summary, span_lf,
+                                                      tag_lf)
+from crowd_keras.sequences.models import TokenDawidSkene
+from crowd_keras.sequences.quality import token_prf
+from crowd_keras.sequences.weak import AbstainDawidSkene
+
+from sequence_data import simulated_spans
+
+
+@span_lf(label="P")
+def adults(doc):
+    return [m.span() for m in re.finditer(r"\d+ adults", doc.text)]
+
+
+@tag_lf()
+def not_after_placebo(doc):
+    return ["O" if i and doc.tokens[i - 1] == "placebo" else ABSTAIN
+            for i in range(len(doc.tokens))]
+
+
+@span_lf()
+def with_x(doc):
+    return [(m.start(), m.end(), "P") for m in re.finditer(r"with \w+", doc.text)]
+
+
+TEXTS = {"a": "40 adults with asthma got placebo tablets", "b": "no match here", "c": "12 adults"}
+
+
+def test_apply_gives_votes_with_abstains_and_begins():
+    votes = apply_lfs(TEXTS, [adults, not_after_placebo, with_x], progress=False)
+    seq = votes.sequences
+    assert list(votes.names) == ["adults", "not_after_placebo", "with_x"]
+    m = votes.matrix()                         # label code, -1 = O, -2 = abstain
+    assert m[:7, 0].tolist() == [0, 0, -2, -2, -2, -2, -2]
+    assert m[:7, 1].tolist() == [-2, -2, -2, -2, -2, -2, -1]
+    assert m[:7, 2].tolist() == [-2, -2, 0, 0, -2, -2, -2]
+    assert m[7:10].max() == -2                 # document b: every function abstains
+    bio = votes.tags("BIO")[votes.lf == 0]
+    assert bio.tolist() == [1, 2, 1, 2]        # B I in a, B I in c
+    assert seq.n_docs == 3 and seq.annotations.n_annotations == 0
+
+
+def test_summary_counts_coverage_overlaps_conflicts_and_accuracy_against_gold():
+    votes = apply_lfs(TEXTS, [adults, not_after_placebo, with_x], progress=False)
+    gold = {"a": [[0, 21]], "b": [], "c": [[0, 9]]}
+    s = lf_summary(votes, gold).set_index("lf")
+    T = votes.sequences.n_tokens                # 7 + 3 + 2
+    assert T == 12
+    assert s.loc["adults", "coverage"] == pytest.approx(4 / T)
+    assert s.loc["with_x", "overlaps"] == 0 and s.loc["adults", "conflicts"] == 0
+    assert s.loc["adults", "n_spans"] == 2 and s.loc["not_after_placebo", "polarity"] == ["O"]
+    assert s.loc["adults", "emp_accuracy"] == 1.0
+    assert s.loc["not_after_placebo", "correct"] == 1    # "tablets" is outside the gold
+    assert s.loc["with_x", "token_precision"] == 1.0
+    assert s.loc["adults", "token_recall"] == pytest.approx(4 / 6)
+    # two functions voting differently on one token conflict
+    @tag_lf(label="P")
+    def all_out(doc):
+        return ["O"] * len(doc.tokens)
+    s = lf_summary(apply_lfs(TEXTS, [adults, all_out], progress=False)).set_index("lf")
+    assert s.loc["adults", "conflicts"] == pytest.approx(4 / T)
+    assert s.loc["all_out", "overlaps"] == pytest.approx(4 / T)
+
+
+def test_bad_functions_are_named_with_the_document():
+    @span_lf(label="P")
+    def past_end(doc):
+        return [(0, len(doc.text) + 3)]
+
+    @tag_lf(label="P")
+    def short(doc):
+        return ["O"]
+
+    @span_lf(label="P")
+    def broken(doc):
+        raise KeyError("x")
+
+    @span_lf()
+    def unknown(doc):
+        return [(0, 1, "Q")]
+    with pytest.raises(CrowdDataError, match=r"'past_end' on document 'a': span \[0, 44\) is "
+                                             r"outside"):
+        apply_lfs(TEXTS, [past_end], progress=False)
+    with pytest.raises(CrowdDataError, match="'short' on document 'a': 1 tags for 7 tokens"):
+        apply_lfs(TEXTS, [short], progress=False)
+    with pytest.raises(CrowdDataError, match="'broken' on document 'a' raised KeyError"):
+        apply_lfs(TEXTS, [broken], progress=False)
+    with pytest.raises(CrowdDataError, match="label 'Q' is not among the labels"):
+        apply_lfs(TEXTS, [adults, unknown], progress=False)
+    with pytest.raises(ValueError, match="unique"):
+        apply_lfs(TEXTS, [adults, adults], progress=False)
+
+
+def _truth_lfs(truth, seq, outside_abstains=True):
+    """Functions that see the simulated truth: ``precise`` votes inside on half the true
+    span tokens (abstains elsewhere); ``outside`` votes O on 90 % of the outside tokens and
+    abstains elsewhere (or, with ``outside_abstains=False``, votes O there too)."""
+    ptr = seq.tokens.doc_ptr
+
+    def truth_of(doc):
+        d = int(doc.id)
+        return truth[ptr[d]:ptr[d + 1]].astype(bool), np.random.default_rng([7, d])
+
+    @span_lf(name="precise")
+    def precise(doc):
+        t, rng = truth_of(doc)
+        on = (t & (rng.random(len(t)) < 0.5)) | (~t & (rng.random(len(t)) < 0.01))
+        return [tuple(doc.offsets[i]) for i in np.flatnonzero(on)]
+
+    @tag_lf(name="outside")
+    def outside(doc):
+        t, rng = truth_of(doc)
+        rng.random(2 * len(t))
+        say = ~t & (rng.random(len(t)) < 0.9)
+        return ["O" if s or not outside_abstains else ABSTAIN for s in say]
+    return [precise, outside]
+
+
+def test_abstain_is_an_outcome_not_an_outside_vote():
+    seq, truth = simulated_spans(n_docs=80, per_doc=2, seed=4)
+    texts = dict(zip(seq.doc_ids, seq.texts))
+    votes = apply_lfs(texts, _truth_lfs(truth, seq), labels=["span"], progress=False)
+    model = AbstainDawidSkene().fit(votes)
+    f_abstain = token_prf(model.predict() > 0, truth > 0)[2]
+    as_o = apply_lfs(texts, _truth_lfs(truth, seq, outside_abstains=False), labels=["span"],
+                     progress=False)
+    f_as_o = token_prf(AbstainDawidSkene().fit(as_o).predict() > 0, truth > 0)[2]
+    assert f_abstain > f_as_o + 0.05
+    rates = pd.DataFrame(model.abstain_rates_, index=model.source_ids_, columns=["O", "I"])
+    assert rates.loc["outside", "I"] > 0.9 > rates.loc["outside", "O"]
+    assert rates.loc["precise", "O"] > rates.loc["precise", "I"]
+
+
+def test_functions_and_a_crowd_together():
+    seq, truth = simulated_spans(n_docs=80, per_doc=2, seed=4)
+    votes = apply_lfs(seq, _truth_lfs(truth, seq), progress=False)
+    crowd = TokenDawidSkene().fit(seq)
+    mixed = AbstainDawidSkene().fit(votes)
+    assert mixed.source_ids_.tolist()[-2:] == ["precise", "outside"]
+    assert mixed.confusion_matrices_.shape == (len(seq.annotator_ids), 2, 2)
+    f_crowd = token_prf(crowd.predict() > 0, truth > 0)[2]
+    f_mixed = token_prf(mixed.predict() > 0, truth > 0)[2]
+    assert f_mixed > f_crowd
+    # humans only: token Dawid-Skene, up to the pseudo-count of the unused abstain column
+    np.testing.assert_allclose(AbstainDawidSkene().fit(seq).predict_proba(),
+                               crowd.predict_proba(), atol=5e-3)
+    spans = mixed.predict_spans()
+    assert {"doc", "start", "end", "label", "score"} <= set(spans.columns)
