@@ -17,10 +17,7 @@ def sum_repeated_rows(indices: Any, values: Any) -> tuple:
     """Rows and values of a sparse gradient with each repeated row summed into one.
 
     TensorFlow only: ``tf.unique`` and a segment sum, so every row is written once. XLA
-    compiles it too (measured on LIA's XLA-compiled fit at 1M annotations: the same time
-    and results as the static-shape equality-matrix and sort forms this replaced, which
-    cost about 0.1 ms more per step of CrowdLayer MW at batch 64 on CPU,
-    ``benchmarks/gpu.py``).
+    compiles it too.
     """
     import tensorflow as tf
 
@@ -114,8 +111,7 @@ class LazyAdam(keras.optimizers.Adam):
                                ops.add(ops.sqrt(scale), self.epsilon))
         # each row once (summed above): scatter updates of distinct rows. The weight's rows
         # too, as read rows minus the step: TensorFlow's CPU scatter_sub evaluates each row
-        # as a separate Eigen expression, while scatter_update copies rows (192 rows of a
-        # (10,000, 64) table in a graph: 142 µs against 98 µs for the gather and the update)
+        # as a separate Eigen expression, while scatter_update copies rows
         updates.append((variable, ops.subtract(gather_rows(variable, rows), step_rows)))
         for target, value in updates:
             self.assign(target, tf.IndexedSlices(value, rows))
@@ -124,9 +120,8 @@ class LazyAdam(keras.optimizers.Adam):
         """``keras.optimizers.Adam.update_step`` (the same formulas in the same order), with
         the step size shared by all weights (:meth:`_step_size`).
 
-        TensorFlow's fused ``ResourceApplyAdam`` op was measured and not used: on this CPU
-        it took longer than these separate ops (four weights of a 64-128-8 MLP, in a graph:
-        about 185 µs per step against 115 µs over an empty step)."""
+        Separate ops, not TensorFlow's fused ``ResourceApplyAdam``: on CPU the fused op
+        costs more (records in ``benchmarks/PERFORMANCE.md``)."""
         alpha = self._step_size(variable, learning_rate)
         gradient = ops.cast(gradient, variable.dtype)
         index = self._get_variable_index(variable)

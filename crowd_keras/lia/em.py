@@ -40,9 +40,7 @@ __all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size", "initial_biases", "vote
 
 # items per step with batch_size=None: every item up to this (full batch), then this or one
 # M-step's share of every item. One bound for both, so a step's work grows with the items
-# without a jump (full batches up to 4096 items: 4,000 items of 5 labels took 12.9 s and
-# 4,200 items 2.2 s; on 30 simulated crowds of 1,500 and 3,000 items the two batchings
-# agreed within 0.4 points, 0.02 on average)
+# without a jump
 _MIN_BATCH = 1024        # the paper's batch
 _CHUNK = 2 ** 16         # annotations per block of the E-step (its arrays fit the caches)
 _EPS_H = 1e-7            # h_θ is clipped here before its log (the trainer's AnnotationLogLikelihoods)
@@ -294,8 +292,8 @@ class _Adam:
         one shape. Over more than four blocks of ``_ADAM_BLOCK`` elements (C-contiguous
         arrays), block by block: one block's five arrays (1.25 MiB) stay in the L2 cache
         through the rule's dozen passes, where whole arrays of 10M annotations' annotator
-        table (1.6M elements) go to memory on each; exact (elementwise). 2.2x faster at 320k
-        elements, 1.4x at 1.6M; at 160k or fewer, whole arrays are as fast or faster."""
+        table (1.6M elements) go to memory on each; exact (elementwise). Small arrays are
+        updated whole."""
         arrays = (w, g, m, v, vh)
         if g.size <= 4 * _ADAM_BLOCK or not all(a.flags.c_contiguous for a in arrays):
             w -= cls._rule(g, m, v, vh, alpha)
@@ -453,7 +451,7 @@ class FeatureFreeLIA(Params):
         * the two item tables and their three AMSGrad moments in one ``(items, 4, 2E)``
           array (weights, m, v, v̂): an item's four rows are one 512-byte record (E = 16),
           so a step gathers and scatters one record per item of its batch (a quarter of the
-          random memory accesses of four separate tables: 12% off a 100,000-annotation fit)
+          random memory accesses of four separate tables)
           and transposes them to ``(4, b, 2E)``, contiguous for the update's passes;
         * the shared weights (kernels, biases and, under a penalty, the annotator table)
           in one flat vector, their gradients in another alike: one AMSGrad update a step;
@@ -478,7 +476,7 @@ class FeatureFreeLIA(Params):
             self._grads[name] = grads[lo:lo + size].reshape(shapes[name])
         if not self.annotator_l2:   # no penalty: the table is updated lazily, on its own
             weights["competence_table"] = table
-        # an item's record (4 × 2E floats) as one value: numpy gathers and (4x faster)
+        # an item's record (4 × 2E floats) as one value: numpy gathers and (much faster)
         # scatters such a 1-d array's elements whole, a 2-d array's rows through its general
         # indexing
         self._item_rows = items.reshape(-1).view(np.dtype((np.void, items[0].nbytes)))
@@ -560,7 +558,7 @@ class FeatureFreeLIA(Params):
         """
         table = self.weights_["competence_table"]                    # (A, K·K·L), C order
         k, lat, m = self.num_classes_, int(self.latent_dim), len(who)
-        # (m, K·K·L): row gathers (a column gather of the transposed table is 3x slower),
+        # (m, K·K·L): row gathers (a column gather of the transposed table is slower),
         # into the M-step's two work arrays (fresh ones each step cost more); mode="clip":
         # with out=, take's default mode gathers into a temporary first
         z = np.take(table, who, axis=0, out=self._work[0, :m], mode="clip")

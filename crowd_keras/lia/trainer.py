@@ -47,9 +47,8 @@ from .losses import ExpectedCompleteNLL, MarginalNLL
 __all__ = ["LIATrainer", "default_classifier"]
 
 _E_STEP_BATCH = 2 ** 14  # items per forward pass of the E-step (larger ones spill the caches)
-# From this many annotations the steps are compiled by XLA. Feature-free fits of simulated
-# crowds (benchmarks/scaling.py's, 2 CPU cores, two runs each): 100k annotations 4.5 s
-# without XLA and 5.3-6.1 s with; 300k 5.0 s and 5.5 s; 1M 10.0 s and 8.4-8.9 s.
+# From this many annotations the steps are compiled by XLA (below, compiling costs more
+# than it saves; benchmarks/scaling.py).
 _XLA_MIN_ANNOTATIONS = 500_000
 
 
