@@ -37,11 +37,8 @@ def data_dir() -> Path:
 def _registry_restored():
     """A test that registers a label model (``register_label_model``, Snorkel's
     ``register_method``) must not leak it into later tests of the same process."""
-    from crowd_keras.aggregation import registry
+    from crowd_keras.aggregation.registry import LABEL_MODELS
 
-    factories, aliases = dict(registry._FACTORIES), dict(registry._ALIASES)
+    saved = LABEL_MODELS.snapshot()
     yield
-    registry._FACTORIES.clear()
-    registry._FACTORIES.update(factories)
-    registry._ALIASES.clear()
-    registry._ALIASES.update(aliases)
+    LABEL_MODELS.restore(saved)

@@ -9,8 +9,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
-from ..aggregation.registry import (DEFAULT_LABEL_MODEL, _ALIASES, available_label_models,
-                                    normalize_name)
+from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
 
 __all__ = ["HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
            "method_choices"]
@@ -34,18 +33,17 @@ def method_choices() -> str:
     primary = available_label_models(aliases=False)
     parts = []
     for name in primary:
-        aliases = sorted(a for a, p in _ALIASES.items() if p == name and a != name)
+        aliases = LABEL_MODELS.aliases_of(name)
         parts.append(name + (f" (alias {', '.join(aliases)})" if aliases else ""))
     return "; ".join(parts)
 
 
 def _method(value: str) -> str:
-    key = normalize_name(value)
-    if key not in _ALIASES:
+    if value not in LABEL_MODELS:
         raise argparse.ArgumentTypeError(
             f"unknown label model {value!r}; choose from {', '.join(available_label_models(False))} "
             f"(aliases: {', '.join(a for a in available_label_models() if a not in available_label_models(False))})")
-    return _ALIASES[key]
+    return LABEL_MODELS.primary(value)
 
 
 def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
