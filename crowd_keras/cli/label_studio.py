@@ -118,7 +118,7 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     return ls
 
 
-def _err(msg: str) -> None:
+def _err(msg: Any) -> None:
     print(f"crowd-keras label-studio: error: {cli_words(msg)}", file=sys.stderr)
 
 
@@ -139,17 +139,17 @@ def aggregate_command(args: argparse.Namespace) -> int:
     try:
         from crowd_keras.integrations import label_studio as ls
     except ImportError as exc:  # pragma: no cover - the integration ships with the package
-        _err(str(exc))
+        _err(exc)
         return 2
     client = project = None
     if args.url is not None:
         try:
             client, project = _server(args, ls)
         except ImportError as exc:
-            _err(str(exc))
+            _err(exc)
             return 2
         except ls.LabelStudioError as exc:
-            _err(str(exc))
+            _err(exc)
             return 1
     config = args.label_config
     if config is None and project is not None and getattr(project, "label_config", None):
@@ -160,10 +160,10 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                 include_gold=args.include_gold, scheme=args.scheme,
                                 text_key=args.text_key)
     except ImportError as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     except (CrowdDataError, ValueError) as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     print(export.summary)
     for note in export.summary.notes:
@@ -189,7 +189,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                          include_unannotated=args.include_unannotated,
                                          to_name=args.to_name))
     except CrowdDataError as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     out = ls.write_predictions(args.out, predictions)
     print(f"wrote {len(predictions)} predictions (model_version {version!r}) to {out}")
