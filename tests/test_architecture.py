@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.progress", "crowd_keras.numerics",
         "crowd_keras.params", "crowd_keras.codes", "crowd_keras.string_codes",
-        "crowd_keras.registry"],
+        "crowd_keras.registry", "crowd_keras.adam"],
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers"],
     2: ["crowd_keras.aggregation", "crowd_keras.conal.label_model", "crowd_keras.mixture_of_groups.em",
         "crowd_keras.mixture_of_groups.label_model", "crowd_keras.lia.em", "crowd_keras.datasets",

@@ -29,6 +29,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 from scipy import sparse
 
+from .. import adam
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, row_order, softmax_rows
@@ -263,27 +264,20 @@ class _Adam:
 
     def alpha(self) -> np.float32:
         t = np.float32(self.t + 1)
-        b1, b2 = np.float32(_BETA_1) ** t, np.float32(_BETA_2) ** t
-        return np.float32(self.lr) * np.sqrt(np.float32(1) - b2) / (np.float32(1) - b1)
+        return adam.step_size(np.float32(self.lr), np.float32(_BETA_1) ** t,
+                              np.float32(_BETA_2) ** t, np.sqrt)
 
     @staticmethod
     def _rule(g: np.ndarray, m: np.ndarray, v: np.ndarray, vh: np.ndarray,
               alpha: np.float32) -> np.ndarray:
-        """Update the moments in place; the step ``α m / (√v̂ + ε)`` (in ``g``'s memory:
-        the gradient is spent)."""
-        t = g - m
-        t *= np.float32(1 - _BETA_1)
-        m += t
-        np.multiply(g, g, out=t)
-        t -= v
-        t *= np.float32(1 - _BETA_2)
-        v += t
+        """Adam's rule (:mod:`crowd_keras.adam`): update the moments in place, return the
+        step ``α m / (√v̂ + ε)``."""
+        # Python floats: 1 − β is rounded to float32 once, as in Keras
+        dm, dv = adam.moment_increments(g, m, v, _BETA_1, _BETA_2)
+        m += dm
+        v += dv
         np.maximum(vh, v, out=vh)
-        np.sqrt(vh, out=t)
-        t += np.float32(_ADAM_EPS)
-        np.divide(m, t, out=g)
-        g *= alpha
-        return g
+        return adam.step(m, vh, alpha, _ADAM_EPS, np.sqrt)
 
     @classmethod
     def apply(cls, w: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray,
