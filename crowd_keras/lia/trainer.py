@@ -40,7 +40,8 @@ from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
 from ..regularizers import CauchyShrinkage
-from .em import FeatureFreeLIA, initial_biases, lia_batch_size, run_em, vote_fractions
+from .em import FeatureFreeLIA, lia_batch_size, run_em
+from .model import initial_biases, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
@@ -384,7 +385,7 @@ class LIATrainer(Params):
         return vote_fractions(annotations, k)
 
     def _variables(self) -> dict:
-        """The feature-free default network's variables by :data:`~.em.WEIGHT_SHAPES` name."""
+        """The feature-free default network's variables by :data:`~.model.WEIGHT_SHAPES` name."""
         layer, clf = self.layer_, self.classifier_
         return {"truth_embedding": clf.get_layer("instance_embedding").embeddings,
                 "truth_kernel": clf.get_layer("truth").kernel,
@@ -397,7 +398,7 @@ class LIATrainer(Params):
 
     def initial_weights(self, annotations: Annotations, initial_posteriors: Any = None) -> dict:
         """The starting weights that :meth:`fit` would use (built from ``seed``), as numpy
-        arrays by :data:`~.em.WEIGHT_SHAPES` name: feature-free, default network only. With
+        arrays by :data:`~.model.WEIGHT_SHAPES` name: feature-free, default network only. With
         them, :class:`~.em.FeatureFreeLIA` and this trainer run the same fit."""
         self._check_restorable()
         _, k = self._check_inputs(None, annotations)
