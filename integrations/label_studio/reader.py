@@ -143,22 +143,31 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
     reading = _Reading(fmt=fmt, control=name, kind=kind, to_name=to_name,
                        allowed=_allowed_values(config, name, kind), multiple=multiple,
                        separator=separator, include_gold=include_gold)
+    return _export(reading, tasks, records, selections, notes)
+
+
+def _export(reading: "_Reading", tasks: list, records: list, selections: list,
+            notes: list) -> LabelStudioExport:
+    """The steps after select (:func:`_select`) for a Choices or Rating control: validate,
+    one class per annotation, resolve duplicates, encode; then the counts."""
     _validate(reading, records, selections)
     labelled, n_multiple_skipped = _one_class_each(reading, records, selections)
     class_choices = _class_keys(reading, [s for _, s in labelled])
+    classes = [k[0] if len(k) == 1 else reading.separator.join(str(v) for v in k)
+               for k in class_choices]
     frame = _annotation_frame(labelled, {k: n for n, k in enumerate(class_choices)})
-    classes = [k[0] if len(k) == 1 else separator.join(str(v) for v in k) for k in class_choices]
-    resolved = _resolve_duplicates(frame, tasks, classes, include_gold)
+    resolved = _resolve_duplicates(frame, tasks, classes, reading.include_gold)
     annotators = sorted({r.annotator for r in records}, key=lambda a: (isinstance(a, str), a))
     annotations = _encode(resolved.kept, tasks, annotators, classes)
-    if annotations.n_annotations == 0 and len(resolved.gold_rows) and not include_gold:
-        notes.append(Message(
+    if annotations.n_annotations == 0 and len(resolved.gold_rows) and not reading.include_gold:
+        notes = notes + [Message(
             "all {n} labelled annotations are ground_truth (Label Studio flags annotations "
             "imported with tasks so): pass {gold} to use them", n=len(resolved.gold_rows),
-            gold=Argument("include_gold", True)))
+            gold=Argument("include_gold", True))]
     emails = _emails(records, annotators)
     summary = ExportSummary(
-        format=fmt, control=name, control_type=kind, n_tasks=len(tasks),
+        format=reading.fmt, control=reading.control, control_type=reading.kind,
+        n_tasks=len(tasks),
         n_tasks_unannotated=int((annotations.annotations_per_item() == 0).sum()),
         n_annotations_read=len(records), n_used=annotations.n_annotations,
         n_cancelled=sum(r.cancelled for r in records),
@@ -169,8 +178,8 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
         n_annotators=len(annotators), notes=tuple(notes))
     return LabelStudioExport(
         annotations=annotations, annotator_emails=emails, class_choices=class_choices,
-        gold=resolved.gold, control=name, control_type=kind, to_name=to_name, format=fmt,
-        summary=summary,
+        gold=resolved.gold, control=reading.control, control_type=reading.kind,
+        to_name=reading.to_name, format=reading.fmt, summary=summary,
         annotator_stats=_annotator_stats(records, annotators, emails, annotations, resolved))
 
 
