@@ -130,7 +130,8 @@ class Annotations(AnnotationReaders):
                 "{n} duplicate (item, annotator) annotation(s); first: item {item}, annotator "
                 "{annotator} at row {row0} and row {row1} (input order). Pass {last} (or "
                 "{first}) to keep one and count the rest", n=n_dup,
-                item=show(self._item_ids[items[n]]), annotator=show(self._annotator_ids[annotators[n]]),
+                item=show(self._item_ids[items[n]]),
+                annotator=show(self._annotator_ids[annotators[n]]),
                 row0=rows[0], row1=rows[1], last=Argument("duplicates", "last"),
                 first=Argument("duplicates", "first")))
         if n_dup:

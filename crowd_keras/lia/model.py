@@ -37,7 +37,7 @@ __all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "confusions",
            "annotator_penalty", "e_step"]
 
 _CHUNK = 2 ** 16         # annotations per block of the E-step (its arrays fit the caches)
-_EPS_H = 1e-7            # h_θ is clipped here before its log (the trainer's AnnotationLogLikelihoods)
+_EPS_H = 1e-7            # h_θ is clipped here before its log (as AnnotationLogLikelihoods)
 _EXP_SAFE = 64.0         # logits within ±this: float32 exp neither overflows nor vanishes
 
 #: The weights of the model and their shapes (I items, A annotators, E embedding size,

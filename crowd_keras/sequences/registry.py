@@ -4,7 +4,8 @@ A registry of its own, beside :mod:`crowd_keras.aggregation.registry`: the model
 :class:`~.annotations.SequenceAnnotations` (documents, token order, texts), not the
 :class:`~crowd_keras.Annotations` that ``get_label_model``'s contract (and every command line
 and adapter using it) hands a label model, so listing them there would offer models that
-cannot fit what those callers pass. A :class:`~crowd_keras.registry.LazyRegistry` of lazy ``"module:Class"`` paths, as there.
+cannot fit what those callers pass. A :class:`~crowd_keras.registry.LazyRegistry` of lazy
+``"module:Class"`` paths, as there.
 """
 from __future__ import annotations
 
