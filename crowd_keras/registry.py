@@ -71,7 +71,7 @@ class LazyRegistry:
     ``register(name, factory, *aliases)`` (a name registered again is replaced), then
     ``resolve(name)`` (the factory, imported), ``create(name, **kwargs)``, ``primary(name)``
     (the primary name of a name or alias; ``ValueError`` naming the registered ones when
-    unknown), ``names()``, ``aliases_of(name)``, ``name in registry``,
+    unknown), ``names()`` (also ``iter`` and ``len``), ``aliases_of(name)``, ``name in registry``,
     ``registry.normalize(name)``, and ``snapshot()`` / ``restore(snapshot)``.
     """
 
@@ -104,6 +104,13 @@ class LazyRegistry:
     def __contains__(self, name: object) -> bool:
         self._ready()
         return isinstance(name, str) and normalize_name(name) in self._aliases
+
+    def __iter__(self):
+        """The primary names, in registration order (as :meth:`names`)."""
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
 
     def primary(self, name: str) -> str:
         """The primary name of ``name`` (itself or an alias)."""

@@ -21,6 +21,7 @@ def test_lazy_entries_resolve_on_first_use_with_aliases():
     reg.register("Fraction-Type", "fractions:Fraction", "frac", "F")
     reg.register("dict", dict)
     assert reg.names() == ["fraction_type", "dict"]
+    assert list(reg) == reg.names() and len(reg) == 2
     assert reg.names(aliases=True) == ["dict", "f", "frac", "fraction_type"]
     assert reg.factory("FRAC") == "fractions:Fraction"   # still a string: nothing imported
     assert reg.create("f", numerator=3, denominator=6) == 0.5
