@@ -131,3 +131,25 @@ def test_gradients_are_the_keras_networks_autodiff(latent_dim, scale):
         scale_of = np.abs(g).max()
         np.testing.assert_allclose(grads[name], g, rtol=1e-4, atol=1e-5 * scale_of,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("latent_dim", [1, 2])
+def test_eq1_is_one_function_for_numpy_and_keras(latent_dim):
+    """``eq1`` with keras.ops (what the Keras layer runs) and with scipy
+    (``log_confusions``) give the numpy engine's ``confusions``."""
+    from keras import ops
+
+    from crowd_keras.lia.model import confusions, eq1, log_confusions
+
+    rng = np.random.default_rng(2)
+    d = rng.normal(scale=2.0, size=(4, 1, 3, 3, latent_dim)).astype("float32")
+    c = rng.normal(scale=2.0, size=(1, 5, 3, 3, latent_dim)).astype("float32")
+    z = d + c
+    q = confusions(d, c)
+    np.testing.assert_allclose(np.exp(log_confusions(z.astype("float64"))), q, atol=1e-6)
+    keras_log = ops.convert_to_numpy(eq1(ops.convert_to_tensor(z), ops.logsumexp,
+                                         ops.log_softmax))
+    keras_probs = ops.convert_to_numpy(eq1(ops.convert_to_tensor(z), ops.logsumexp,
+                                           ops.softmax))
+    np.testing.assert_allclose(np.exp(keras_log), q, atol=1e-6)
+    np.testing.assert_allclose(keras_probs, q, atol=1e-6)

@@ -25,14 +25,15 @@ trainer runs the same equations through its layers and automatic differentiation
 from __future__ import annotations
 
 import functools
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
+from scipy import special
 
 from ..annotations import Annotations
 from ..numerics import normalize_rows, softmax_rows
 
-__all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "confusions",
+__all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "eq1", "confusions",
            "log_confusions", "truth_probabilities", "annotation_terms", "objective",
            "annotator_penalty", "e_step"]
 
@@ -112,16 +113,23 @@ def confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
     return np.moveaxis(q, 0, -1)
 
 
+def eq1(z: Any, logsumexp: Callable, normalize: Callable) -> Any:
+    """Eq. 1 on ``z = D + C (..., K, K, L)``, written once for any array library:
+    ``normalize_l(logsumexp_m(z))`` → ``(..., K, K)`` (``L = 1``: the logsumexp of one value is
+    that value, exactly, and is skipped). ``normalize`` is a softmax (probabilities) or a
+    log-softmax (log-probabilities) over the last axis.
+
+    The Keras layer (``DifficultyCompetence.combine``) calls it with ``keras.ops``,
+    :func:`log_confusions` with scipy; the numpy engine's steps compute the same equation in
+    their own layouts (:func:`annotation_terms`, :func:`confusions`), tested against it."""
+    logits = z[..., 0] if z.shape[-1] == 1 else logsumexp(z, axis=-1)
+    return normalize(logits, axis=-1)
+
+
 def log_confusions(z: np.ndarray) -> np.ndarray:
-    """Eq. 1 in logs: ``log_softmax_l(logsumexp_m(z))`` of ``z = D + C (..., K, K, L)`` →
-    ``(..., K, K)`` (no underflow to ``log 0`` for confident annotators)."""
-    if z.shape[-1] == 1:
-        zq = z[..., 0]
-    else:
-        top = z.max(axis=-1, keepdims=True)
-        zq = top[..., 0] + np.log(np.exp(z - top).sum(axis=-1))
-    top = zq.max(axis=-1, keepdims=True)
-    return zq - (top + np.log(np.exp(zq - top).sum(axis=-1, keepdims=True)))
+    """Eq. 1 in logs, :func:`eq1` in numpy: ``log_softmax_l(logsumexp_m(z))`` of ``z = D + C
+    (..., K, K, L)`` → ``(..., K, K)`` (no underflow to ``log 0`` for confident annotators)."""
+    return eq1(z, special.logsumexp, special.log_softmax)
 
 
 def _log_confusions_t(z: np.ndarray) -> tuple:
