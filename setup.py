@@ -5,9 +5,20 @@ from setuptools import find_packages, setup
 
 HERE = Path(__file__).parent
 
+KERAS = "keras>=3.5,<4"
 EXTRAS = {
-    # snorkel needs torch: install torch==2.13.0 (CPU build) *before* this extra, or pip pulls
-    # the multi-GB CUDA build (see README).
+    # The Keras layers, losses and models: Keras 3 with one backend each. The core (label
+    # models, Annotations, both command lines, the Label Studio reader) needs none of them.
+    # "tensorflow" is the full wheel (CPU, and GPUs on Linux); "tensorflow-cpu" the CPU-only
+    # wheel, half the size: both provide the `tensorflow` module, so install one of them.
+    "tensorflow": [KERAS, "tensorflow>=2.16"],
+    "tensorflow-cpu": [KERAS, "tensorflow-cpu>=2.16"],
+    # Any torch build works; PyPI's plain `torch` is a CUDA build on Linux, a CPU build comes
+    # from PyTorch's own index (docs/install.md).
+    "torch": [KERAS, "torch>=2.1"],
+    "jax": [KERAS, "jax>=0.4"],
+    # snorkel needs torch: install a CPU torch *before* this extra, or pip pulls the
+    # multi-GB CUDA build (docs/install.md).
     "snorkel": ["snorkel>=0.10,<0.11"],
     "label-studio": ["label-studio-sdk>=2.1,<3"],
     "plot": ["matplotlib>=3.7"],
@@ -15,6 +26,8 @@ EXTRAS = {
     "bench": ["crowd-kit>=1.4", "scikit-learn>=1.3"],
     # crowd_keras.distributed: label models on Dask, sharded parquet files for training
     "dask": ["dask[dataframe]>=2025.1", "distributed>=2025.1", "pyarrow>=14"],
+    # the documentation site (mkdocs.yml, docs/): mkdocs serve / mkdocs build --strict
+    "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
 }
 EXTRAS["test"] = sorted({
     "pytest>=8", "hypothesis>=6.100", "tqdm>=4.60", "scikit-learn>=1.3",
@@ -22,11 +35,19 @@ EXTRAS["test"] = sorted({
     "pytest-xdist>=3.5",
     # the classic label models are checked against crowd-kit's on the same crowds
     "crowd-kit>=1.4",
+    # crowd_keras.agreement is checked against the reference alpha and Fleiss' kappa
+    "krippendorff>=0.6", "statsmodels>=0.14",
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)
     "label-studio==1.23.2",
+    # the Keras tests: TensorFlow (the backend tests save with it and load on torch/jax)
+    *EXTRAS["tensorflow"],
     *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"], *EXTRAS["dask"],
+    # tests/test_docs.py builds the site with --strict
+    *EXTRAS["docs"],
 })
-EXTRAS["all"] = sorted({dep for deps in EXTRAS.values() for dep in deps})
+# everything but the CPU-only TensorFlow wheel (it provides the same module as "tensorflow")
+EXTRAS["all"] = sorted({dep for name, deps in EXTRAS.items() if name != "tensorflow-cpu"
+                        for dep in deps})
 
 setup(
     name="crowd-keras",
@@ -44,9 +65,8 @@ setup(
     package_dir={"crowd_keras.integrations": "integrations",
                  "crowd_keras.integrations.label_studio": "integrations/label_studio",
                  "crowd_keras.integrations.snorkel": "integrations/snorkel"},
+    # the light core; Keras and a backend come with an extra (see EXTRAS)
     install_requires=[
-        "keras>=3.5,<4",
-        "tensorflow>=2.16",
         "numpy>=1.26,<2.3",
         "pandas>=2.0",
         "scipy>=1.10",

@@ -5,8 +5,9 @@
 
 One run, the same annotations for every model: majority vote (ties to the lowest class code,
 the library's default, and ties split at random, in expectation), each label model of the
-library, ``auto`` (the default), and the peers: crowd-kit's MajorityVote, DawidSkene and GLAD
-and Snorkel's LabelModel (its defaults, ``seed=0``). Accuracy of the aggregated labels against
+library, ``auto`` (the default), and the peers: crowd-kit's MajorityVote, DawidSkene and GLAD,
+Snorkel's LabelModel (its defaults, ``seed=0``) and the authors' EBCC (one seed,
+``empirical_prior=True``) and BWA (``../shared/reference/truth_inference``). Accuracy of the aggregated labels against
 the gold labels of the same items (WRENCH sms: F1 of the spam class); crowd answers are the
 truth-inference sets, LabelMe and Music; WRENCH sets are Snorkel label matrices.
 
@@ -36,7 +37,10 @@ from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference
                                   load_wrench)
 
 CROWD_SETS = ("bluebirds", "product", "dog", "adult_content", "weather_sentiment")
-PEERS = ("crowd-kit MV", "crowd-kit DS", "crowd-kit GLAD", "Snorkel LabelModel")
+PEERS = ("crowd-kit MV", "crowd-kit DS", "crowd-kit GLAD", "crowd-kit MACE", "Snorkel LabelModel",
+         "authors' EBCC", "authors' BWA")
+#: the authors' code of EBCC, BWA and IBCC (a peer, imported from beside the checkout)
+REFERENCE = ROOT.parent / "shared" / "reference" / "truth_inference"
 
 
 # ------------------------------------------------------------------ data
@@ -121,6 +125,32 @@ def crowdkit(name: str) -> Callable:
     return fit
 
 
+def authors(name: str, **settings) -> Callable:
+    """The authors' code of EBCC, BWA or IBCC (``../shared/reference/truth_inference``, a peer),
+    with their settings of the issue's table (EBCC: one seed, ``empirical_prior=True``),
+    on the items with labels (codes without gaps, as it needs; an item without labels gets
+    the most voted class), ``argmax`` with ties to the lowest class."""
+    def fit(ann: Annotations) -> np.ndarray:
+        if not REFERENCE.exists():
+            raise ImportError(f"the authors' code is not at {REFERENCE}")
+        sys.path.insert(0, str(REFERENCE))
+        try:
+            module = __import__(name)
+        finally:
+            sys.path.pop(0)
+        labelled = np.flatnonzero(ann.annotations_per_item() > 0)
+        sub = ann.subset(labelled)
+        workers = np.unique(sub.annotators, return_inverse=True)[1]
+        tuples = np.stack([sub.items, workers, sub.labels], axis=1).astype(np.int64)
+        z = module.ebcc_vb(tuples, **settings)[0] if name == "ebcc" else \
+            getattr(module, name)(tuples, **settings)
+        pred = np.full(ann.n_items, int(np.argmax(np.bincount(ann.labels,
+                                                              minlength=ann.n_classes))))
+        pred[labelled] = np.argmax(z, axis=1)
+        return pred
+    return fit
+
+
 def snorkel(ann: Annotations) -> np.ndarray:
     from snorkel.labeling.model import LabelModel
 
@@ -132,14 +162,18 @@ def snorkel(ann: Annotations) -> np.ndarray:
 
 def methods(quick: bool) -> Dict[str, Callable]:
     table = {"auto (default)": ours("auto"), "Dawid-Skene": ours("dawid_skene"),
-             "one-coin DS": ours("one_coin_dawid_skene"), "GLAD": ours("glad"),
+             "one-coin DS": ours("one_coin_dawid_skene"), "IBCC": ours("ibcc"),
+             "EBCC": ours("ebcc"), "BWA": ours("bwa"), "GLAD": ours("glad"),
              "MACE": ours("mace"), "abstain-aware DS": ours("abstain_dawid_skene"),
              "CoNAL (no features)": ours("conal"), "mixture of groups": ours("mixture_of_groups"),
              "CrowdLabelModel (default)": crowd_label_model}
     if not quick:
         table["LIA (no features)"] = ours("lia")
     table.update({"crowd-kit MV": crowdkit("MajorityVote"), "crowd-kit DS": crowdkit("DawidSkene"),
-                  "crowd-kit GLAD": crowdkit("GLAD"), "Snorkel LabelModel": snorkel})
+                  "crowd-kit GLAD": crowdkit("GLAD"), "crowd-kit MACE": crowdkit("MACE"),
+                  "Snorkel LabelModel": snorkel,
+                  "authors' EBCC": authors("ebcc", empirical_prior=True),
+                  "authors' BWA": authors("bwa"), "authors' IBCC": authors("ibcc")})
     return table
 
 
@@ -205,12 +239,47 @@ def report(scores: dict, times: dict, sets: dict) -> list:
     return lines
 
 
+def gold_curve(data: Path, sizes=(0, 10, 20, 50, 100, 200), names: Optional[list] = None,
+               draws: int = 3) -> list:
+    """Accuracy of the default on the items without gold, against the number of gold items
+    given (``fit(ann, gold=...)``), ``draws`` random gold draws per size: markdown lines."""
+    sets = label_sets(data, names)
+    lines = ["| set | " + " | ".join(f"{n} gold" for n in sizes) + " |",
+             "|---|" + "---:|" * len(sizes)]
+    for set_name, (ann, truth, metric, _) in sets.items():
+        known = np.flatnonzero(truth >= 0)
+        if metric != "accuracy" or len(known) < 2 * max(sizes):
+            continue
+        cells = []
+        for n in sizes:
+            accs = []
+            for draw in range(draws if n else 1):
+                rng = np.random.default_rng(draw)
+                gold = np.full(ann.n_items, -1, dtype=np.int64)
+                chosen = rng.choice(known, n, replace=False) if n else np.zeros(0, int)
+                gold[chosen] = truth[chosen]
+                model = get_label_model("auto")
+                model = model.fit(ann, gold=gold) if n else model.fit(ann)
+                rest = (truth >= 0) & (gold < 0)
+                accs.append(float((model.predict()[rest] == truth[rest]).mean()))
+            cells.append(f"{np.mean(accs):.3f}")
+        lines.append(f"| {set_name} | " + " | ".join(cells) + " |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--quick", action="store_true", help="skip LIA (Keras training)")
     parser.add_argument("--sets", nargs="*", help="only these sets")
+    parser.add_argument("--gold-curve", action="store_true",
+                        help="the default's accuracy against the number of gold items instead")
     args = parser.parse_args(argv)
+    if args.gold_curve:
+        print("\n## The default with gold items (accuracy on the items without gold)\n")
+        print("\n".join(gold_curve(args.data, names=args.sets)))
+        return 0
     scores, times, sets = run(args.data, args.quick, args.sets)
     print("\n## Label models on the shared sets (accuracy; WRENCH sms: F1 of the spam class)\n")
     print("\n".join(report(scores, times, sets)))

@@ -50,6 +50,12 @@ SCRIPTS = [
                 "--precisions", "float32", "--repeat", "3", "--alternate", "16"],
      ["--items", "2000", "--annotators", "100", "--precisions", "float32", "--epochs", "2"], 3600),
     ("spans.py", [], ["--quick"], 3600),
+    ("bayesian.py", [], ["--sets", "bluebirds", "dog", "--sizes", "100000", "--reference-sizes",
+                         "100000", "--whole-sizes", "100000", "--iters", "2", "--repeat", "1"],
+     3600),
+    ("agreement.py", [], ["--quick"], 1800),
+    # a real Label Studio server (skipped without the label-studio executable)
+    ("label_studio_push.py", [], ["--sizes", "200", "--in-place", "20"], 3600),
 ]
 
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "jax", "snorkel",
@@ -126,8 +132,9 @@ def plot_scores(scores: dict, path: Path) -> bool:
 
 SUMMARY = ["majority vote", "auto (default)", "Dawid-Skene", "CrowdLabelModel (default)",
            "GLAD", "MACE", "crowd-kit MV", "crowd-kit DS", "crowd-kit GLAD", "Snorkel LabelModel"]
-README = ROOT / "README.md"
-README_MARKERS = ("<!-- results:start (written by python -m benchmarks) -->",
+# the label-model table of the docs site's results page
+RESULTS_PAGE = ROOT / "docs" / "results.md"
+RESULTS_MARKERS = ("<!-- results:start (written by python -m benchmarks) -->",
                   "<!-- results:end -->")
 
 
@@ -141,10 +148,10 @@ def summary_table(scores: dict) -> list:
     return lines
 
 
-def update_readme(table: list, command: str, path: Path = README) -> bool:
-    """Replace the README's results table (between ``README_MARKERS``) with this run's."""
+def update_results_page(table: list, command: str, path: Path = RESULTS_PAGE) -> bool:
+    """Replace the results page's table (between ``RESULTS_MARKERS``) with this run's."""
     text = path.read_text(encoding="utf-8")
-    start, end = README_MARKERS
+    start, end = RESULTS_MARKERS
     if start not in text or end not in text:
         return False
     head, rest = text.split(start, 1)
@@ -224,8 +231,8 @@ def main(argv=None) -> int:
                "fit times and peak memory at scale are in `benchmarks/scaling.py`.", ""] + lines
     summary = summary_table(scores)
     report += ["", "### Summary (accuracy; sms: F1)", ""] + summary
-    if args.out == HERE / "RESULTS.md" and update_readme(summary, command):
-        print(f"updated the results table in {README}")
+    if args.out == HERE / "RESULTS.md" and update_results_page(summary, command):
+        print(f"updated the results table in {RESULTS_PAGE}")
     if plot_scores(scores, plots / "label_models.png"):
         report += ["", "![label models](plots/label_models.png)"]
 

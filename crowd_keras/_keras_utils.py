@@ -6,11 +6,13 @@ import contextlib
 import random
 from typing import Any, Iterator, Optional
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 from keras import ops
 
 import keras
 import numpy as np
 
+from .errors import CrowdDataError
 from .numerics import MISSING
 
 __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix",
@@ -21,7 +23,8 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "scalar_like",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "floor_at", "clip_probabilities",
-           "softmax", "softmax_logits", "with_keras_mask"]
+           "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
+           "concrete_values", "checked_codes", "ChecksIdsAtEntry"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -180,9 +183,7 @@ def checked_layer_args(num_annotators: Any, conn_type: str, choices: tuple) -> t
     conn = str(conn_type).upper().replace(" ", "")
     if conn not in choices:
         raise ValueError(f"conn_type must be one of {choices}, got {conn_type!r}")
-    if int(num_annotators) < 1:
-        raise ValueError(f"num_annotators must be a positive integer, got {num_annotators!r}")
-    return int(num_annotators), conn
+    return checked_int(num_annotators, "num_annotators"), conn
 
 
 def checked_noise_scale(init_scale: float, learning_rate_multiplier: float) -> tuple[float, float]:
@@ -350,3 +351,118 @@ class KeepsTimeStepMask:
         ``(batch, time)`` mask from ``Embedding(mask_zero=True)``, say) is kept on the
         ``(batch, time, slots[, K])`` output, so the masked losses skip padded steps."""
         return first_mask(mask)
+
+
+# ----------------------------------------------------------------------------- argument checks
+def checked_int(value: Any, name: str, minimum: int = 1, allow_none: bool = False) -> Any:
+    """``value`` as an int, or ValueError as Keras' own layers raise for ``units=2.5``: an
+    integer (Python or numpy; not a bool, not a float, even an integral one) of at least
+    ``minimum`` (None passes through when ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < minimum:
+        raise ValueError(f"Received an invalid value for `{name}`, expected an integer of at "
+                         f"least {minimum}. Received: {name}={value!r}")
+    return int(value)
+
+
+def checked_bool(value: Any, name: str) -> bool:
+    """``value`` as a bool, or ValueError for anything but True/False (or 0/1)."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer))
+                                               and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"Received an invalid value for `{name}`, expected True or False. "
+                     f"Received: {name}={value!r}")
+
+
+# ----------------------------------------------------------------------------- data checks
+def concrete_values(x: Any) -> Optional[np.ndarray]:
+    """The values of data entering a layer or loss from outside a compiled step: a numpy
+    array, a list, or an eager TensorFlow tensor; None for a symbolic or traced tensor (a
+    training step's: nothing is added to its graph) and for torch and JAX tensors (whose
+    steps run eagerly: a check there would be a per-step copy to the host)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (list, tuple)):
+        try:
+            return np.asarray(x)
+        except (ValueError, TypeError):
+            return None
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        symbolic = getattr(tf, "is_symbolic_tensor", lambda t: not hasattr(t, "numpy"))
+        if tf.is_tensor(x) and tf.executing_eagerly() and not symbolic(x):
+            return x.numpy()
+    return None
+
+
+def checked_codes(values: Any, bound: Optional[int], what: str, argument: str,
+                  bound_name: str) -> np.ndarray:
+    """Integer codes in ``-1..bound-1`` (-1 = missing or padding; ``bound`` None: no upper
+    bound) as an int32 array, else :class:`~crowd_keras.CrowdDataError` naming the argument,
+    the position and the value: a fraction (``1.7``), a NaN, a code below -1 (``-2`` is no
+    padding marker), a code at or above ``bound``. One vectorised pass per array: run where
+    data enter (``CrowdModel.fit``'s targets, a dataset builder), never per step."""
+    a = np.asarray(values)
+    if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
+        if a.dtype == object:
+            try:
+                a = a.astype(np.float64)
+            except (TypeError, ValueError):
+                raise CrowdDataError(f"{argument}: {what}s must be integer codes, got values of "
+                                     f"type {sorted({type(v).__name__ for v in a.ravel()})}") \
+                    from None
+        else:
+            raise CrowdDataError(f"{argument}: {what}s must be integer codes, got dtype {a.dtype}")
+
+    def at(bad: np.ndarray) -> tuple:
+        pos = tuple(int(p) for p in np.argwhere(bad)[0])
+        value = a[pos].item()
+        return pos, value, int(bad.sum())
+
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a) | (a != np.round(a))
+        if bad.any():
+            pos, value, n = at(bad)
+            raise CrowdDataError(f"{argument}: {what} {value!r} at {pos} is not an integer "
+                                 f"code ({n} such value(s)); -1 is the code for a missing one")
+    a = a.astype(np.int64)
+    bad = a < -1
+    if bad.any():
+        pos, value, n = at(bad)
+        raise CrowdDataError(f"{argument}: {what} {value} at {pos} is below -1 ({n} such "
+                             f"value(s)); -1 is the only code for a missing one")
+    if bound is not None:
+        bad = a >= bound
+        if bad.any():
+            pos, value, n = at(bad)
+            limit = f"{bound_name}={bound}" if bound_name.startswith("num_") else \
+                f"{bound} {bound_name}"
+            raise CrowdDataError(f"{argument}: {what} {value} at {pos} is outside 0..{bound - 1} "
+                                 f"({limit}; {n} such value(s))")
+    return a.astype(np.int32)
+
+
+class ChecksIdsAtEntry:
+    """A layer mixin: annotator ids that enter a call as data (numpy, a list or an eager
+    TensorFlow tensor: :func:`concrete_values`) are checked against ``num_annotators``
+    before the call (:func:`checked_codes`): ``-2`` would read annotator 0's weights and
+    ``1.7`` be truncated to 1. Tensors inside a compiled step are not checked: no op is added
+    to the graph (``CrowdModel.fit`` checks its targets once, before training)."""
+
+    def entry_ids(self, inputs: Any) -> Any:
+        """The annotator ids among a call's ``inputs`` (``[probs, annotator_ids, ...]``)."""
+        if isinstance(inputs, (list, tuple)) and len(inputs) >= 2:
+            return inputs[1]
+        return None
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = getattr(self, "num_annotators", None)
+        if bound is not None:
+            ids = concrete_values(self.entry_ids(inputs))
+            if ids is not None:
+                checked_codes(ids, bound, "annotator id",
+                              f"{type(self).__name__} annotator_ids", "num_annotators")
+        return super().__call__(inputs, *args, **kwargs)

@@ -19,7 +19,7 @@ from .numerics import MISSING
 if TYPE_CHECKING:   # for the return annotations only (annotations.py imports this module)
     from .annotations import Annotations
 
-__all__ = ["AnnotationReaders"]
+__all__ = ["AnnotationReaders", "frame_codes", "check_frame_columns"]
 
 
 class AnnotationReaders:
@@ -72,7 +72,7 @@ class AnnotationReaders:
     def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",
                    label: str = "label", classes: Optional[Sequence] = None, *,
                    item_ids: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
-                   duplicates: str = "error") -> "Annotations":
+                   duplicates: str = "error", row_numbers: Any = None) -> "Annotations":
         """From a long frame with one row per annotation (crowd-kit's layout).
 
         Labels may be strings or integers. Without ``classes``, compact integer labels give
@@ -86,57 +86,23 @@ class AnnotationReaders:
         rows in seconds on one core). Bad rows raise :class:`~crowd_keras.CrowdDataError`
         naming the row, its item and annotator and the value: a missing value, a list/dict
         value, a column mixing types (``1`` and ``"1"``), a negative, fractional, infinite
-        or too large number, a duplicate (item, annotator) pair (both rows named).
+        or too large number, a duplicate (item, annotator) pair (both rows named), two
+        columns of one name, one column given for two roles (:func:`frame_codes`).
+
+        ``row_numbers`` (n,): the row numbers that messages name (default ``0..n-1``): a
+        partition of a larger frame names the larger frame's rows (``crowd_keras.distributed``).
         """
-        if not isinstance(df, pd.DataFrame):
-            raise CrowdDataError(f"expected a pandas DataFrame, got {type(df).__name__}")
-        missing_cols = [c for c in (item, annotator, label) if c not in df.columns]
-        if missing_cols:
-            raise CrowdDataError(f"frame has no column(s) {missing_cols}; columns are {list(df.columns)}")
-        if len(df) == 0 and item_ids is None:
-            raise CrowdDataError("frame has no annotations")
-        cols = {"item": df[item], "annotator": df[annotator], "label": df[label]}
-        cols = {k: pd.Series(np.asarray(c, dtype=object), index=c.index)
-                if isinstance(c.dtype, pd.CategoricalDtype) else c for k, c in cols.items()}
-
-        def where(n: int, skip: str = "label") -> str:
-            shown = ", ".join(f"{role} {show(cols[role].iloc[n])}"
-                              for role in ("item", "annotator", "label") if role not in (skip, "label"))
-            return f"row {n} ({shown})" if shown else f"row {n}"
-
-        for role, name in (("item", item), ("annotator", annotator), ("label", label)):
-            null = cols[role].isna().to_numpy()
-            if null.any():
-                r = int(np.argmax(null))
-                raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
-                                     f"{where(r, skip=role)}: the {role} of every row is needed")
-        distinct = []   # id arrays that a factorisation made (no repeats to look for)
-        if classes is None:
-            codes, classes = factorize_labels(cols["label"], where)
-            distinct.append("class")
-        else:
-            codes = pd.Index(list(classes)).get_indexer(cols["label"])
-            if (codes < 0).any():
-                n = int(np.argmax(codes < 0))
-                raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
-                                     f"of the classes {list(classes)}")
-        ids = {}
-        for role, given in (("item", item_ids), ("annotator", annotator_ids)):
-            if given is None:
-                ids[role] = factorize_ids(cols[role], role, lambda n, r=role: where(n, skip=r))
-                distinct.append(role)
-                continue
-            found = pd.Index(list(given)).get_indexer(cols[role])
-            if (found < 0).any():
-                n = int(np.argmax(found < 0))
-                raise CrowdDataError(f"{role} {show(cols[role].iloc[n])} at row {n} is not in "
-                                     f"{role}_ids")
-            ids[role] = (found.astype(np.int64), given)
+        rows = _row_numbers(row_numbers, df)
+        codes, classes, ids, distinct = frame_codes(df, item, annotator, label, classes,
+                                                    item_ids=item_ids,
+                                                    annotator_ids=annotator_ids,
+                                                    row_numbers=rows)
         (item_codes, item_ids), (ann_codes, annotator_ids) = ids["item"], ids["annotator"]
         # every code came from a factorisation or a checked lookup: only sort and dedupe
         return cls._from_valid_codes(item_codes, ann_codes, codes, item_ids=item_ids,
                                      annotator_ids=annotator_ids, classes=classes,
-                                     duplicates=duplicates, distinct=distinct)
+                                     duplicates=duplicates, distinct=distinct,
+                                     row_numbers=rows)
 
     @classmethod
     def from_counts(cls, counts: Any, classes: Optional[Sequence] = None) -> "Annotations":
@@ -206,3 +172,95 @@ class AnnotationReaders:
                 raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
                                      f"{len(classes)} classes {list(classes)}")
         return cls(items, annotators, labels, classes=classes, **kwargs)
+
+
+def _row_numbers(row_numbers: Any, df: Any) -> Optional[np.ndarray]:
+    if row_numbers is None:
+        return None
+    rows = np.asarray(row_numbers)
+    if rows.ndim != 1 or rows.dtype.kind not in "iu" or (
+            isinstance(df, pd.DataFrame) and len(rows) != len(df)):
+        raise ValueError(f"row_numbers must be a 1-d integer array with one entry per row, got "
+                         f"shape {rows.shape} and dtype {rows.dtype}")
+    return rows
+
+
+def check_frame_columns(columns: Sequence, roles: dict) -> None:
+    """Raise :class:`CrowdDataError` when a role's column is absent or named twice in
+    ``columns``, or when one column is given for two roles; ``roles`` maps a role
+    (``"item"``, ``"annotator"``, ``"label"``) to its column name."""
+    columns = list(columns)
+    absent = [name for name in roles.values() if name not in columns]
+    if absent:
+        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}")
+    for role, name in roles.items():
+        if columns.count(name) > 1:
+            raise CrowdDataError(f"frame has {columns.count(name)} columns named {show(name)} (the "
+                                 f"{role} column); give each column a distinct name")
+    seen: dict = {}
+    for role, name in roles.items():
+        if name in seen:
+            raise CrowdDataError(f"column {show(name)} is given as both the {seen[name]} and the "
+                                 f"{role} column; they must be two different columns")
+        seen[name] = role
+
+
+def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
+                classes: Optional[Sequence] = None, *, item_ids: Optional[Sequence] = None,
+                annotator_ids: Optional[Sequence] = None,
+                row_numbers: Optional[np.ndarray] = None) -> tuple:
+    """The checks and codes of :meth:`AnnotationReaders.from_frame`, without building.
+
+    Returns ``(label codes (n,), classes, {"item": (codes (n,), ids), "annotator": (codes
+    (n,), ids)}, distinct)``, ``distinct`` naming the id arrays a factorisation made. Raises
+    :class:`CrowdDataError` naming the row (``row_numbers[n]`` when given), its item and
+    annotator and the value. Used by ``crowd_keras.distributed`` to check each partition of
+    a Dask frame by the same rules, with the frame's row numbers.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise CrowdDataError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    check_frame_columns(df.columns, {"item": item, "annotator": annotator, "label": label})
+    if len(df) == 0 and item_ids is None:
+        raise CrowdDataError("frame has no annotations")
+    rows = row_numbers
+    cols = {"item": df[item], "annotator": df[annotator], "label": df[label]}
+    cols = {k: pd.Series(np.asarray(c, dtype=object), index=c.index)
+            if isinstance(c.dtype, pd.CategoricalDtype) else c for k, c in cols.items()}
+
+    def row(n: int) -> int:
+        return int(rows[n]) if rows is not None else n
+
+    def where(n: int, skip: str = "label") -> str:
+        shown = ", ".join(f"{role} {show(cols[role].iloc[n])}"
+                          for role in ("item", "annotator", "label") if role not in (skip, "label"))
+        return f"row {row(n)} ({shown})" if shown else f"row {row(n)}"
+
+    for role, name in (("item", item), ("annotator", annotator), ("label", label)):
+        null = cols[role].isna().to_numpy()
+        if null.any():
+            r = int(np.argmax(null))
+            raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
+                                 f"{where(r, skip=role)}: the {role} of every row is needed")
+    distinct = []   # id arrays that a factorisation made (no repeats to look for)
+    if classes is None:
+        codes, classes = factorize_labels(cols["label"], where)
+        distinct.append("class")
+    else:
+        codes = pd.Index(list(classes)).get_indexer(cols["label"])
+        if (codes < 0).any():
+            n = int(np.argmax(codes < 0))
+            raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
+                                 f"of the classes {list(classes)}")
+    ids = {}
+    for role, given in (("item", item_ids), ("annotator", annotator_ids)):
+        if given is None:
+            ids[role] = factorize_ids(cols[role], role, lambda n, r=role: where(n, skip=r))
+            distinct.append(role)
+            continue
+        found = pd.Index(list(given)).get_indexer(cols[role])
+        if (found < 0).any():
+            n = int(np.argmax(found < 0))
+            raise CrowdDataError(f"{role} {show(cols[role].iloc[n])} at row {row(n)} is not in "
+                                 f"{role}_ids")
+        ids[role] = (found.astype(np.int64), given)
+    return codes, classes, ids, distinct

@@ -94,7 +94,7 @@ class Annotations(AnnotationReaders):
         return out
 
     def _store(self, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray,
-               duplicates: str) -> None:
+               duplicates: str, row_numbers: Optional[np.ndarray] = None) -> None:
         """Sort the (n,) int64 code arrays by (item, annotator), stably (later rows of a
         duplicate pair stay later), apply the duplicate policy and store them."""
         n_ann = max(len(self._annotator_ids), 1)
@@ -126,6 +126,8 @@ class Annotations(AnnotationReaders):
         if n_dup and duplicates == "error":
             n = int(np.argmax(same))
             rows = sorted(int(order[k]) if order is not None else k for k in (n - 1, n))
+            if row_numbers is not None:
+                rows = sorted(int(row_numbers[r]) for r in rows)
             raise CrowdDataError(Message(
                 "{n} duplicate (item, annotator) annotation(s); first: item {item}, annotator "
                 "{annotator} at row {row0} and row {row1} (input order). Pass {last} (or "
@@ -184,7 +186,8 @@ class Annotations(AnnotationReaders):
     @classmethod
     def _from_valid_codes(cls, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray, *,
                           item_ids: Any, annotator_ids: Any, classes: Any,
-                          duplicates: str, distinct: Iterable[str] = ()) -> "Annotations":
+                          duplicates: str, distinct: Iterable[str] = (),
+                          row_numbers: Optional[np.ndarray] = None) -> "Annotations":
         """Build from int codes known to be in range (a constructor's own factorisation): the
         ids are checked, the annotations sorted and deduplicated, the codes not re-validated.
 
@@ -192,6 +195,7 @@ class Annotations(AnnotationReaders):
         ``labels`` is copied (integer labels can be their own codes, the caller's memory).
         ``distinct`` names the id arrays (``"item"``, ``"annotator"``, ``"class"``) that are
         the distinct values of a factorisation: they are not checked for repeats again.
+        ``row_numbers`` (n,): the rows a duplicate's message names (default ``0..n-1``).
         """
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}, got {show(duplicates)}")
@@ -202,7 +206,7 @@ class Annotations(AnnotationReaders):
             for ids, what in ((item_ids, "item"), (annotator_ids, "annotator"),
                               (classes, "class")))
         self._store(np.asarray(items, dtype=np.int64), np.asarray(annotators, dtype=np.int64),
-                    np.array(labels, dtype=np.int64), duplicates)
+                    np.array(labels, dtype=np.int64), duplicates, row_numbers)
         return self
 
     # ------------------------------------------------------------------ properties

@@ -3,11 +3,55 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops
 
-__all__ = ["TruthValidation"]
+from .progress import Progress
+
+__all__ = ["TruthValidation", "FitProgress"]
+
+
+class FitProgress(keras.callbacks.Callback):
+    """Progress of ``model.fit(..., verbose=0)`` through :class:`crowd_keras.progress.Progress`:
+    a tqdm bar over all batches of all epochs when tqdm is installed, else a line on stderr
+    every ``interval`` seconds, and a last line with the epoch reached and its logs.
+
+    Keras' own ``verbose=1`` bar is per epoch and floods a log file; this one is one bar for
+    the whole fit, and ends early (``stopped``) under early stopping. ``stream`` and
+    ``use_tqdm`` as in :class:`~crowd_keras.progress.Progress`.
+    """
+
+    def __init__(self, desc: str = "training", interval: float = 5.0, disable: bool = False,
+                 stream: Any = None, use_tqdm: Any = None) -> None:
+        super().__init__()
+        self.desc, self.interval, self.disable = desc, interval, disable
+        self.stream, self.use_tqdm = stream, use_tqdm
+        self._bar = None
+        self._epoch = 0
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        steps = self.params.get("steps") or 1
+        epochs = self.params.get("epochs") or 1
+        self._bar = Progress(steps * epochs, self.desc, disable=self.disable,
+                             interval=self.interval, unit="batch", stream=self.stream,
+                             use_tqdm=self.use_tqdm)
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        self._bar.update(1)
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if logs:
+            self._bar.set_postfix(epoch=epoch + 1,
+                                  **{k: f"{float(v):.4f}" for k, v in logs.items()})
+
+    def on_train_end(self, logs: Any = None) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 class TruthValidation(keras.callbacks.Callback):

@@ -65,3 +65,16 @@ class Message(str):
 
 def _message(template: str, fields: dict) -> Message:
     return Message(template, **fields)
+
+
+class MissingExtraError(ImportError):
+    """A part of crowd-keras needs an optional dependency that is not installed.
+
+    The message is one line that names the ``pip install 'crowd-keras[...]'`` to run.
+    """
+
+
+class DownloadError(OSError):
+    """A data set could not be downloaded (offline, HTTP error, or a file whose checksum
+    differs from the pinned one). The message names the URL and the environment variables
+    that point the loaders at local files instead."""

@@ -1,11 +1,46 @@
-"""Atomic file writes: a reader never sees a half-written labels file or report."""
+"""Files: atomic writes (a reader never sees a half-written labels file, report or
+download) and checked reads (a corrupt or partial file is one
+:class:`~crowd_keras.CrowdDataError` naming the file and what is wrong, never a raw
+``BadZipFile``, ``JSONDecodeError`` or an allocation of a size the file merely claims).
+
+A file is written beside its target under a temporary name, flushed to disk and renamed over
+the target. ``tempfile.mkstemp`` creates it ``-rw-------``; before the rename it gets the mode
+a plain ``open`` would give (``0o666`` less the process umask).
+"""
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
+import zipfile
+import zlib
 from pathlib import Path
+from typing import Any, Dict
 
-__all__ = ["atomic_write_text"]
+import numpy as np
+
+from .errors import CrowdDataError
+
+__all__ = ["atomic_write_text", "default_file_mode", "publish_file", "read_npz", "read_npy",
+           "read_json_text", "MAX_DEFLATE_RATIO"]
+
+#: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
+MAX_DEFLATE_RATIO = 1032
+
+
+def default_file_mode() -> int:
+    """``0o666 & ~umask``: the mode ``open(path, "w")`` gives a new file."""
+    umask = os.umask(0)  # the only portable way to read the umask is to set it
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def publish_file(tmp: os.PathLike, path: os.PathLike) -> Path:
+    """Give the finished temporary file ``tmp`` the default mode and rename it to ``path``."""
+    os.chmod(tmp, default_file_mode())
+    os.replace(tmp, path)
+    return Path(path)
 
 
 def atomic_write_text(path: os.PathLike, text: str) -> Path:
@@ -18,8 +53,98 @@ def atomic_write_text(path: os.PathLike, text: str) -> Path:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        publish_file(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def read_json_text(text: Any, source: Any, what: str) -> Any:
+    """``json.loads(text)``, or :class:`CrowdDataError` naming ``source``, ``what`` it is and
+    the line and column of the syntax error."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+        raise CrowdDataError(f"{source}: {what} is not valid JSON ({exc})") from None
+
+
+def read_npz(source: os.PathLike, what: str = "an .npz file") -> Dict[str, np.ndarray]:
+    """Every array of an ``.npz`` (``np.savez``) as ``{name: array}``, without pickles.
+
+    Checked before anything is allocated: the zip directory (a truncated file has none),
+    each member's size against the file's (``MAX_DEFLATE_RATIO`` times its compressed size
+    when compressed), and each ``.npy`` header's shape and dtype against the member's size:
+    a header claiming 1 GiB in a 300-byte member is refused, not allocated. A bad member,
+    a truncated one or a CRC mismatch raises :class:`CrowdDataError` naming ``source`` and
+    the member.
+    """
+    source = Path(source)
+    try:
+        size = source.stat().st_size
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
+        raise CrowdDataError(f"{source} is not {what}: not a readable zip archive, perhaps "
+                             f"truncated ({exc})") from None
+    except OSError as exc:
+        raise CrowdDataError(f"{source}: cannot read {what} ({exc.strerror or exc})") from None
+    out: Dict[str, np.ndarray] = {}
+    with archive:
+        for info in archive.infolist():
+            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            where = f"{source}, member {name!r}"
+            limit = size if info.compress_type == zipfile.ZIP_STORED \
+                else MAX_DEFLATE_RATIO * max(info.compress_size, 1)
+            if info.file_size > limit or info.compress_size > size:
+                raise CrowdDataError(f"{where}: claims {info.file_size} bytes, more than the "
+                                     f"file of {size} bytes can hold (corrupt or truncated)")
+            try:
+                with archive.open(info) as fh:
+                    out[name] = _read_npy(fh, info.file_size, where)
+            except CrowdDataError:
+                raise
+            except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError,
+                    NotImplementedError) as exc:
+                raise CrowdDataError(f"{where}: unreadable ({type(exc).__name__}: {exc}); the "
+                                     "file is corrupt or truncated") from None
+    return out
+
+
+def read_npy(source: os.PathLike) -> np.ndarray:
+    """The array of a ``.npy`` file (``np.save``), its header checked against the file's size
+    before anything is allocated; no pickles. :class:`CrowdDataError` names the file."""
+    source = Path(source)
+    try:
+        with source.open("rb") as fh:
+            return _read_npy(fh, source.stat().st_size, str(source))
+    except CrowdDataError:
+        raise
+    except (ValueError, EOFError, SyntaxError) as exc:
+        raise CrowdDataError(f"{source}: not a readable .npy file ({exc})") from None
+
+
+def _read_npy(fh: Any, member_size: int, where: str) -> np.ndarray:
+    """One ``.npy`` member, its header checked against ``member_size`` before reading."""
+    fmt = np.lib.format
+    version = fmt.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = fmt.read_array_header_1_0(fh)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = fmt.read_array_header_2_0(fh)
+    else:
+        raise CrowdDataError(f"{where}: unknown .npy format version {version}")
+    if dtype.hasobject:
+        raise CrowdDataError(f"{where}: holds Python objects (a pickle); refused")
+    claimed = math.prod(int(n) for n in shape) * dtype.itemsize   # Python ints: no overflow
+    left = member_size - fh.tell()
+    if claimed != left:
+        raise CrowdDataError(f"{where}: its header claims shape {tuple(shape)} of {dtype} "
+                             f"({claimed} bytes) but {max(left, 0)} bytes of data follow it "
+                             "(corrupt or truncated)")
+    data = fh.read(claimed)
+    if len(data) != claimed:
+        raise CrowdDataError(f"{where}: truncated ({len(data)} of {claimed} bytes)")
+    fh.read(1)   # at the end of the member: the zip's CRC check runs here
+    array = np.frombuffer(data, dtype=dtype)
+    order = "F" if fortran else "C"
+    return array.reshape(shape, order=order).copy(order=order)

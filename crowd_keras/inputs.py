@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 
+from ._keras_utils import checked_codes
+from .errors import CrowdDataError
 from .numerics import row_order   # its home is numerics (the numpy LIA uses it too)
 
 __all__ = ["RandomBatches", "RowBatches", "annotation_dataset", "tensorflow_backend"]
@@ -89,7 +92,8 @@ class RowBatches:
 
 
 def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: bool = True,
-                       seed: Optional[int] = None) -> Any:
+                       seed: Optional[int] = None, *, num_annotators: Optional[int] = None,
+                       num_classes: Optional[int] = None) -> Any:
     """A ``tf.data.Dataset`` of ``({"x": x, "annotator_ids": ids}, labels)`` batches of items.
 
     The indexed form ``CrowdModel.fit`` consumes, built in the graph: ``x`` (items, ...)
@@ -98,19 +102,33 @@ def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: 
     are held as tensors; each epoch reshuffles the items (``seed``) and gathers its batches
     in the pipeline, so ``Model.fit`` runs without a Python generator. TensorFlow only
     (``tf.data``); ``model.fit(annotation_dataset(x, ann, 64), epochs=...)``.
+
+    The padded arrays are checked once, here (one vectorised pass; nothing per step):
+    integer codes, -1 the only padding, ids below ``num_annotators`` and labels below
+    ``num_classes`` when given (an ``Annotations`` gives its own); else
+    :class:`~crowd_keras.CrowdDataError` naming the argument, position and value.
     """
     import tensorflow as tf
 
     if hasattr(annotations, "to_padded"):
         annotator_ids, labels = annotations.to_padded()
-    else:
+        num_annotators = annotations.n_annotators if num_annotators is None else num_annotators
+        num_classes = annotations.n_classes if num_classes is None else num_classes
+    elif isinstance(annotations, (tuple, list)) and len(annotations) == 2:
         annotator_ids, labels = annotations
+    else:
+        raise TypeError("annotations must be an Annotations or its padded (annotator_ids, "
+                        f"labels), got {type(annotations).__name__}")
+    annotator_ids = checked_codes(annotator_ids, num_annotators, "annotator id",
+                                  "annotation_dataset annotator_ids", "num_annotators")
+    labels = checked_codes(labels, num_classes, "label", "annotation_dataset labels",
+                           "num_classes")
     n = len(labels)
-    if len(x) != n:
-        raise ValueError(f"x has {len(x)} rows but the annotations {n} items")
-    held = {"x": tf.convert_to_tensor(x),
-            "annotator_ids": tf.convert_to_tensor(np.asarray(annotator_ids, dtype=np.int32))}
-    targets = tf.convert_to_tensor(np.asarray(labels, dtype=np.int32))
+    if len(x) != n or len(annotator_ids) != n:
+        raise CrowdDataError(f"x has {len(x)} rows, annotator_ids {len(annotator_ids)} and "
+                             f"labels {n}: one row per item in each")
+    held = {"x": tf.convert_to_tensor(x), "annotator_ids": tf.convert_to_tensor(annotator_ids)}
+    targets = tf.convert_to_tensor(labels)
     ds = tf.data.Dataset.range(n)
     if shuffle:
         ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)

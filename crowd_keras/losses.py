@@ -34,11 +34,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from ._keras_utils import (clip_probabilities, hide_masked_steps, keras_mask, observed_mean,
-                           observed_mean_of_all, scaled_for_replicas, split_padding)
+from ._keras_utils import (checked_bool, checked_codes, clip_probabilities, concrete_values,
+                           hide_masked_steps, keras_mask, observed_mean, observed_mean_of_all,
+                           scaled_for_replicas, split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
@@ -67,6 +69,7 @@ class _MaskedMultiLoss(keras.losses.Loss):
     _missing: Any = -1
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        self.check_targets(y_true, y_pred)
         mask = keras_mask(y_pred)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
@@ -76,6 +79,11 @@ class _MaskedMultiLoss(keras.losses.Loss):
             y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
             values, observed = self.slot_values(ops.convert_to_tensor(y_true), y_pred)
             return scaled_for_replicas(observed_mean_of_all(values, observed))
+
+    def check_targets(self, y_true: Any, y_pred: Any) -> None:
+        """Check targets that enter as data (numpy, a list, an eager TensorFlow tensor:
+        ``_keras_utils.concrete_values``) once per call; a compiled step's symbolic targets
+        are not checked (``CrowdModel.fit`` checks its targets before training)."""
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         """Per-item values ``(batch,)`` whose batch mean is the mean over observed slots."""
@@ -106,7 +114,13 @@ class MaskedMultiCrossEntropy(_MaskedMultiLoss):
     def __init__(self, from_logits: bool = True, reduction: str = "sum_over_batch_size",
                  name: str = "masked_multi_cross_entropy", dtype: Any = None) -> None:
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.from_logits = bool(from_logits)
+        self.from_logits = checked_bool(from_logits, "from_logits")
+
+    def check_targets(self, y_true: Any, y_pred: Any) -> None:
+        """Integer labels in ``0..K-1`` or -1 (``-2`` is no missing marker; ``1.7`` no label)."""
+        labels = concrete_values(y_true)
+        if labels is not None:
+            checked_codes(labels, y_pred.shape[-1], "label", f"{self.name} y_true", "classes")
 
     def slot_values(self, y_true: Any, y_pred: Any) -> tuple:
         """Flat ``(slots,)`` negative log-likelihoods of the observed labels and the mask."""

@@ -37,11 +37,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import floor_at, keras_mask, n_rows, softmax_logits, with_keras_mask
+from ._keras_utils import (checked_codes, concrete_values, floor_at, keras_mask, n_rows,
+                           softmax_logits, with_keras_mask)
 from .annotations import Annotations
 from .callbacks import TruthValidation
 from .crowd_layer.regression import CrowdRegressionLayer
@@ -206,14 +208,31 @@ class CrowdModel(keras.Model):
         return self.noise_layer.confusion_matrices()
 
     # ------------------------------------------------------------------ data
+    def predict(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """``keras.Model.predict``; annotator ids given as arrays in ``{"x", "annotator_ids"}``
+        are checked first (one pass)."""
+        return super().predict(self._checked_inputs(x), *args, **kwargs)
+
+    def _checked_inputs(self, x: Any) -> Any:
+        """``x`` with its ``annotator_ids`` checked when they are arrays (not a dataset)."""
+        if isinstance(x, dict) and IDS_KEY in x and concrete_values(x[IDS_KEY]) is not None:
+            return {**x, IDS_KEY: self._checked_ids(concrete_values(x[IDS_KEY]), "inputs")}
+        return x
+
     def crowd_data(self, x: Any, y: Any) -> tuple[Any, Any]:
         """``(inputs, targets)`` as the model consumes them, after checking the targets.
+
+        One vectorised pass over the arrays given (never an op in the training step):
+        annotator ids must be integer codes in ``0..A-1`` (-1 = padding: ``-2`` or ``1.7``
+        raise), labels integer codes in ``0..K-1`` (-1 = missing). A ``tf.data`` dataset or
+        a generator is consumed as it is (``annotation_dataset`` checks what it is built
+        from).
 
         Raises:
             CrowdDataError: misaligned rows, unknown annotators, labels out of range.
         """
         if y is None:
-            return x, y
+            return self._checked_inputs(x), y
         n = n_rows(x)
         if isinstance(y, Annotations):
             if self.is_regression:
@@ -255,19 +274,10 @@ class CrowdModel(keras.Model):
         except (AttributeError, ValueError, TypeError, IndexError):
             return None
 
-    def _checked_ids(self, ids: np.ndarray, where: str) -> np.ndarray:
-        if ids.dtype.kind not in "iu":
-            if ids.dtype.kind != "f" or np.any(ids != np.round(ids)):
-                raise CrowdDataError(f"{where}: annotator ids must be integer codes, got "
-                                     f"{ids.dtype}")
-        ids = ids.astype(np.int32)
-        a = self.noise_layer.num_annotators
-        bad = (ids < -1) | (ids >= a)
-        if bad.any():
-            r, c = np.argwhere(bad)[0]
-            raise CrowdDataError(f"{where}: annotator code {ids[r, c]} at item {r}, slot {c} is "
-                                 f"outside 0..{a - 1} (-1 = padding)")
-        return ids
+    def _checked_ids(self, ids: Any, where: str) -> np.ndarray:
+        """(items, k) annotator codes in ``0..A-1``, -1 = padding (one vectorised pass)."""
+        return checked_codes(ids, self.noise_layer.num_annotators, "annotator id",
+                             f"{where} annotator_ids", "num_annotators")
 
     def _checked_labels(self, labels: np.ndarray, where: str) -> np.ndarray:
         if self.is_regression:
@@ -275,22 +285,8 @@ class CrowdModel(keras.Model):
                 raise CrowdDataError(f"{where}: regression targets must be numbers, got "
                                      f"{labels.dtype}")
             return labels.astype(np.float32)
-        if labels.dtype.kind == "f":
-            bad = ~np.isfinite(labels) | (labels != np.round(labels))
-            if bad.any():
-                pos = tuple(int(p) for p in np.argwhere(bad)[0])
-                raise CrowdDataError(f"{where}: label {labels[pos]} at {pos} is not an integer "
-                                     "class code (use -1 for a missing label)")
-        elif labels.dtype.kind not in "iub":
-            raise CrowdDataError(f"{where}: labels must be integer class codes, got {labels.dtype}")
-        labels = labels.astype(np.int32)
-        k = self._num_classes()
-        bad = (labels < -1) | ((labels >= k) if k is not None else False)
-        if np.any(bad):
-            pos = tuple(int(p) for p in np.argwhere(bad)[0])
-            raise CrowdDataError(f"{where}: label {labels[pos]} at {pos} is outside "
-                                 f"0..{'K-1' if k is None else k - 1} (-1 = missing)")
-        return labels
+        return checked_codes(labels, self._num_classes(), "label", f"{where} labels",
+                             "classes")
 
     # ------------------------------------------------------------------ serialization
     def get_config(self) -> dict:

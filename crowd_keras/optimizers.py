@@ -5,6 +5,7 @@ import functools
 import types
 from typing import Any
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 

@@ -14,7 +14,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["confusion_matrix", "confusion_matrices", "annotator_quality", "omega_distribution"]
+__all__ = ["confusion_matrix", "confusion_matrices", "annotator_quality", "omega_distribution",
+           "kappa_matrix", "class_agreement", "span_boundaries"]
 
 
 def _plt():
@@ -141,4 +142,64 @@ def omega_distribution(omega: Any, ax: Any = None, bins: int = 30, title: Option
     ax.set_ylabel("annotations")
     ax.set_title(title or "ω distribution")
     ax.legend()
+    return ax
+
+
+def kappa_matrix(matrix: Any, ax: Any = None, title: Optional[str] = None):
+    """Heat map of pairwise agreement (e.g. ``crowd_keras.agreement.cohen_kappa_matrix``):
+    annotators × annotators, NaN (no shared item) in grey. Returns the ``Axes``."""
+    plt = _plt()
+    m = np.asarray(matrix, dtype=float)
+    names = [str(n) for n in getattr(matrix, "index", range(len(m)))]
+    if ax is None:
+        size = 2.5 + 0.22 * len(names)
+        _, ax = plt.subplots(figsize=(size + 1.2, size))
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#dddddd")
+    image = ax.imshow(np.ma.masked_invalid(m), vmin=-0.2, vmax=1.0, cmap=cmap)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    ax.set_title(title or "Cohen's kappa per pair (grey: no shared item)")
+    ax.figure.colorbar(image, ax=ax, fraction=0.046)
+    return ax
+
+
+def class_agreement(per_class: Any, ax: Any = None, column: str = "alpha",
+                    title: Optional[str] = None):
+    """Horizontal bars of per-class agreement (``crowd_keras.agreement.per_class_alpha``:
+    columns ``class`` and ``alpha``). Returns the ``Axes``."""
+    plt = _plt()
+    labels = [str(c) for c in per_class["class"]]
+    values = np.nan_to_num(np.asarray(per_class[column], dtype=float))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.8 + 0.3 * len(labels)))
+    y = np.arange(len(labels))
+    ax.barh(y, values, color="tab:blue")
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel(f"one-vs-rest {column}")
+    ax.set_title(title or "agreement per class")
+    return ax
+
+
+def span_boundaries(spans: Any, ax: Any = None, title: Optional[str] = None):
+    """Stacked bars, per span label, of how another annotator marked each span (exact, end
+    differs, start differs, both differ, no overlap): ``crowd_keras.agreement.span_agreement``.
+    Returns the ``Axes``."""
+    plt = _plt()
+    kinds = ["exact", "end_differs", "start_differs", "both_differ", "no_overlap"]
+    rows = spans[spans["label"] != "(all)"]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.9 + 0.35 * len(rows)))
+    y = np.arange(len(rows))
+    left = np.zeros(len(rows))
+    for kind in kinds:
+        v = np.asarray(rows[kind], dtype=float)
+        ax.barh(y, v, left=left, label=kind.replace("_", " "))
+        left += v
+    ax.set_yticks(y, [str(x) for x in rows["label"]])
+    ax.invert_yaxis()
+    ax.set_xlabel("(span, other annotator) pairs")
+    ax.set_title(title or "span boundaries: how another annotator marked each span")
+    ax.legend(fontsize=7, loc="lower right")
     return ax

@@ -3,7 +3,8 @@
 * :func:`progress_bar` wraps an iterable (the EM loops of the label models; silent without
   tqdm, since a library loop should not print).
 * :class:`Convergence` is the loop of every EM fit: a bounded number of iterations, a stop
-  when the objective settles, its history, and a progress bar.
+  when the objective settles, its history, and a progress bar (``progress="auto"``: lines
+  on stderr only once the fit has run :data:`HEARTBEAT_DELAY` seconds).
 * :class:`Progress` counts steps of a known total (a push of predictions): a tqdm bar, or
   without tqdm one line on ``stream`` at the start, every ``interval`` seconds and at the end.
 * :class:`Heartbeat` marks work of unknown length (a fit): nothing for ``delay`` seconds,
@@ -68,16 +69,31 @@ class Convergence:
     ``history``: the recorded objectives, one per iteration run.
     """
 
-    def __init__(self, max_iter: int, tol: float, desc: str = "", progress: bool = False,
-                 relative: bool = False) -> None:
+    def __init__(self, max_iter: int, tol: float, desc: str = "", progress: Any = False,
+                 relative: bool = False, *, stream: Optional[TextIO] = None,
+                 delay: Optional[float] = None, every: float = 5.0) -> None:
+        if progress not in (True, False, "auto"):
+            raise ValueError(f"progress must be True, False or 'auto', got {progress!r}")
         self.max_iter, self.tol, self.desc = int(max_iter), float(tol), desc
-        self.progress, self.relative = bool(progress), bool(relative)
+        self.progress, self.relative = progress, bool(relative)
+        self.stream = stream if stream is not None else sys.stderr
+        self.delay = HEARTBEAT_DELAY if delay is None else float(delay)
+        self.every = float(every)
         self.history: list = []
         self.converged = False
         self._bar: Any = None
+        self._lines = False   # periodic lines instead of a tqdm bar
+        self._shown = False
 
     def __iter__(self):
-        self._bar = progress_bar(range(self.max_iter), desc=self.desc, disable=not self.progress)
+        # True: a tqdm bar (lines without tqdm); "auto": lines once the fit has run `delay`
+        # seconds, so short fits stay silent and a long one is never silent
+        bar = self.progress is True and _tqdm() is not None
+        self._lines = self.progress == "auto" or (self.progress is True and not bar)
+        if self.progress is True and not bar:
+            self.delay = 0.0
+        self._start = self._last = time.monotonic()
+        self._bar = progress_bar(range(self.max_iter), desc=self.desc, disable=not bar)
         try:
             for i in self._bar:
                 yield i
@@ -85,6 +101,11 @@ class Convergence:
                     break
         finally:
             self._bar.close()
+            if self._shown:
+                how = (f"converged after {len(self.history)} iterations" if self.converged else
+                       f"stopped after {len(self.history)} iterations")
+                print(f"{self.desc}: {how} in {time.monotonic() - self._start:.1f} s",
+                      file=self.stream, flush=True)
 
     def record(self, value: float) -> None:
         """Record this iteration's objective; the loop stops after it if it has settled."""
@@ -96,6 +117,14 @@ class Convergence:
         self.history.append(value)
         if self.progress and self._bar is not None:
             self._bar.set_postfix(objective=f"{value:.6f}")
+        if self._lines:
+            now = time.monotonic()
+            if now - self._start >= self.delay and (now - self._last >= self.every
+                                                    or not self._shown):
+                self._last, self._shown = now, True
+                print(f"{self.desc}: iteration {len(self.history)}/{self.max_iter}, "
+                      f"objective {value:.6g}, {now - self._start:.0f} s", file=self.stream,
+                      flush=True)
 
 
 class Progress:
@@ -116,16 +145,25 @@ class Progress:
         self.total, self.desc, self.disable, self.unit = int(total), desc, disable, unit
         self.stream = stream if stream is not None else sys.stderr
         self.interval, self.done = interval, 0
+        self.postfix = ""
         self._start = self._last = time.monotonic()
         tqdm = None if disable or use_tqdm is False else _tqdm()
-        self._bar = tqdm(total=self.total, desc=desc, file=self.stream, unit=unit) if tqdm else None
+        self._bar = (tqdm(total=self.total, desc=desc, file=self.stream, unit=unit,
+                          unit_scale=unit == "B") if tqdm else None)  # bytes as kB, MB
         if self._bar is None and not disable:
             self._line("started")
 
     def _line(self, note: str) -> None:
         pct = 100.0 * self.done / self.total if self.total else 100.0
         print(f"{self.desc}: {self.done}/{self.total} {self.unit} ({pct:.0f}%), "
-              f"{time.monotonic() - self._start:.1f} s, {note}", file=self.stream, flush=True)
+              f"{time.monotonic() - self._start:.1f} s, {note}{self.postfix}", file=self.stream,
+              flush=True)
+
+    def set_postfix(self, **values: Any) -> None:
+        """Values shown after the count (the last epoch's loss): on the bar, or in the lines."""
+        if self._bar is not None:
+            self._bar.set_postfix(values)
+        self.postfix = "".join(f", {k} {v}" for k, v in values.items())
 
     def update(self, n: int = 1) -> None:
         self.done += n

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 

@@ -5,22 +5,23 @@ confusions. Wrap the classifier in a ``CrowdModel`` with a ``CommonNoiseAdaptati
 gated by an ``AnnotatorGate``, train on the raw annotations, then use the classifier alone.
 
     python examples/keras_conal.py                 # a simulated crowd with common confusion
-    python examples/keras_conal.py --labelme       # LabelMe from ../shared/data
+    python examples/keras_conal.py --labelme       # LabelMe (CROWD_KERAS_DATA, cache or download)
     python examples/keras_conal.py --epochs 2      # quick smoke run
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from crowd_keras.quiet import quiet_import  # noqa: E402
 
-import keras  # noqa: E402
+with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
+    import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
+from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme, simulate_crowd  # noqa: E402
 from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
 from crowd_keras.models import CrowdModel, TruthValidation  # noqa: E402
@@ -54,9 +55,13 @@ def load(args) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--labelme", action="store_true", help="use LabelMe instead of a simulation")
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="folder that holds labelme/ (default: CROWD_KERAS_DATA, the cache, "
+                             "or a download)")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up messages")
     args = parser.parse_args(argv)
     d = load(args)
     ann = d["annotations"]
@@ -70,7 +75,8 @@ def main(argv=None) -> int:
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     # Model selection on a validation split with true labels, never on the test set.
     model.fit(d["x"], ann, epochs=args.epochs, batch_size=64, verbose=0,
-              callbacks=[TruthValidation(d["x_valid"], d["y_valid"])])
+              callbacks=[TruthValidation(d["x_valid"], d["y_valid"]),
+                         FitProgress("training the CoNAL model")])
 
     # After training the noise layers are dropped: the classifier alone predicts the truth.
     test_acc = float((classifier.predict(d["x_test"], verbose=0).argmax(1) == d["y_test"]).mean())

@@ -10,7 +10,7 @@ The story, end to end:
 5. read what the layer learned about each annotator (confusion matrices, rows = true class);
 6. save the crowd model as ``.keras`` and load it back.
 
-Run from the repository root (data from ``../shared/data`` by default)::
+Run from the repository root (LabelMe from ``CROWD_KERAS_DATA``, the cache or a download)::
 
     python examples/keras_crowd_layer.py               # 60 epochs, about a minute on a CPU
     python examples/keras_crowd_layer.py --quick       # 3 epochs: a smoke test
@@ -18,21 +18,22 @@ Run from the repository root (data from ``../shared/data`` by default)::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import keras  # noqa: E402
+from crowd_keras.quiet import quiet_import  # noqa: E402
+
+with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
+    import keras  # noqa: E402
 
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
+from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
 from crowd_keras.models import CrowdModel, TruthValidation  # noqa: E402
@@ -51,14 +52,18 @@ def make_classifier(n_features: int, n_classes: int) -> keras.Model:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data", type=Path, default=None,
+                   help="folder that holds labelme/ (default: CROWD_KERAS_DATA, the cache, or "
+                        "a download)")
     p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", action="store_true",
+                   help="show TensorFlow's start-up messages")
     p.add_argument("--quick", action="store_true", help="3 epochs (smoke test)")
     args = p.parse_args(argv)
     epochs = 3 if args.quick else args.epochs
 
-    data = load_labelme(args.data / "labelme")
+    data = load_labelme(args.data)
     ann = data.annotations
     print(f"LabelMe: {ann.n_items} training images, {ann.n_annotators} annotators, "
           f"{ann.n_annotations} labels, {ann.n_classes} classes")
@@ -69,7 +74,8 @@ def main(argv=None) -> dict:
     model = CrowdModel(classifier, CrowdLayer(ann.n_annotators, conn_type="MW"))
     model.compile(optimizer=keras.optimizers.Adam(1e-3))   # loss: MaskedMultiCrossEntropy
     select = TruthValidation(data.x_valid, data.y_valid)     # gold validation split, not test
-    model.fit(data.x_train, ann, epochs=epochs, batch_size=64, verbose=0, callbacks=[select])
+    model.fit(data.x_train, ann, epochs=epochs, batch_size=64, verbose=0,
+              callbacks=[select, FitProgress("training the crowd model")])
 
     # 4. the plain classifier is the truth estimate
     acc = float(np.mean(classifier.predict(data.x_test, verbose=0).argmax(-1) == data.y_test))
@@ -79,7 +85,7 @@ def main(argv=None) -> dict:
     baseline.compile(keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
     mv_select = TruthValidation(data.x_valid, data.y_valid, classifier=baseline)
     baseline.fit(data.x_train, MajorityVote().fit(ann).predict(), epochs=epochs, batch_size=64,
-                 verbose=0, callbacks=[mv_select])
+                 verbose=0, callbacks=[mv_select, FitProgress("training on majority vote")])
     mv_acc = float(np.mean(baseline.predict(data.x_test, verbose=0).argmax(-1) == data.y_test))
     print(f"test accuracy: crowd layer (MW) {acc:.3f} (best epoch {select.best_epoch_ + 1}), "
           f"majority-vote labels {mv_acc:.3f}")

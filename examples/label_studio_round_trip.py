@@ -10,7 +10,7 @@
    again: nothing is duplicated (unchanged predictions are left alone).
 5. Write the per-annotator quality report (CSV and JSON): Label Studio has no place for it.
 
-Start a local server (see the README), then from the repository root::
+Start a local server (docs/guides/label-studio-server.md), then from the repository root::
 
     export LABEL_STUDIO_API_KEY=...   # Account & Settings > Access Token (never printed)
     python examples/label_studio_round_trip.py --url http://localhost:8080

@@ -15,7 +15,7 @@ The story, end to end:
 5. epochs chosen by each model's own loss on the crowd dev split (no gold), then spans
    predicted on the test abstracts (``acl17-test``), scored on the gold half when present.
 
-Run from the repository root (data from ``../shared/data`` by default)::
+Run from the repository root (PICO from ``CROWD_KERAS_DATA`` or the cache)::
 
     python examples/pico_tagger.py              # ~5 min on 2 CPU cores per model
     python examples/pico_tagger.py --quick      # a few hundred abstracts, 2 epochs
@@ -23,20 +23,22 @@ Run from the repository root (data from ``../shared/data`` by default)::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from typing import Optional
 
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import keras  # noqa: E402
+from crowd_keras.quiet import quiet_import  # noqa: E402
 
+with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
+    import keras  # noqa: E402
+
+from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_pico  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
 from crowd_keras.losses import MaskedMultiCrossEntropy  # noqa: E402
@@ -52,7 +54,7 @@ SPLITS = ("train", "dev", "acl17-test")
 CROWD_LAYER = {"init_scale": 3.0}
 
 
-def load(data: Path, quick: bool = False, window: int = 128) -> dict:
+def load(data: Optional[Path], quick: bool = False, window: int = 128) -> dict:
     """PICO's train / dev / acl17-test abstracts, vocabulary, windows and majority-vote tags."""
     pico = load_pico(data, splits=SPLITS)
     seq, split = pico.sequences, pico.split
@@ -123,8 +125,9 @@ def train_tagger(d: dict, kind: str, seed: int = 0, epochs: int = 15, batch_size
                                          restore_best_weights=True)
     x, y = arrays("train")
     start = time.perf_counter()
+    name = "crowd layer" if kind == "crowd" else "majority-vote tags"
     hist = model.fit(x, y, validation_data=arrays("dev"), epochs=epochs, batch_size=batch_size,
-                     verbose=0, callbacks=[stop])
+                     verbose=0, callbacks=[stop, FitProgress(f"training the tagger on {name}")])
     info = {"epochs": len(hist.history["loss"]),
             "best_epoch": int(np.argmin(hist.history["val_loss"])) + 1,
             "seconds": time.perf_counter() - start}
@@ -153,10 +156,12 @@ def gold_scores(d: dict, tags: np.ndarray) -> tuple[float, float, float]:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "CROWD_KERAS_DATA", ROOT.parent / "shared" / "data")))
+    p.add_argument("--data", type=Path, default=None,
+                   help="folder that holds pico/ (default: CROWD_KERAS_DATA or the cache)")
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", action="store_true",
+                   help="show TensorFlow's start-up messages")
     p.add_argument("--arch", choices=("lstm", "conv"), default="lstm")
     p.add_argument("--quick", action="store_true", help="a slice of PICO, 2 epochs")
     args = p.parse_args(argv)
@@ -177,8 +182,15 @@ def main(argv=None) -> dict:
         P, R, F = gold_scores(d, tags)
         scores[kind] = F
         name = "crowd layer" if kind == "crowd" else "majority-vote tags"
-        print(f"tagger trained on {name}: {info['epochs']} epochs (best {info['best_epoch']}, "
-              f"{info['seconds']:.0f} s); {len(spans)} spans predicted on the test abstracts; "
+        trained = (f"tagger trained on {name}: {info['epochs']} epochs (best "
+                   f"{info['best_epoch']}, {info['seconds']:.0f} s)")
+        if len(spans) == 0:  # precision and F1 of no span are undefined, not 0
+            print(f"{trained}; it predicts no span on the test abstracts (every token O"
+                  f"{', as expected of --quick: 2 epochs on a slice' if args.quick else ''}), "
+                  f"so there is no precision or F1 to report")
+            scores[kind] = float("nan")
+            continue
+        print(f"{trained}; {len(spans)} spans predicted on the test abstracts; "
               f"gold half token P {P:.3f} R {R:.3f} F1 {F:.3f}")
         if kind == "crowd":
             print(spans.head(3)[["doc", "start", "end", "text", "score"]].to_string(index=False))

@@ -11,7 +11,7 @@
 
 Run from the repository root (about 10 s)::
 
-    python examples/snorkel_youtube_spam.py [--data ../shared/data]
+    python examples/snorkel_youtube_spam.py [--data FOLDER]  # default: CROWD_KERAS_DATA, cache
 """
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 from youtube_spam_lfs import LFS, apply_lfs, load_youtube_spam  # noqa: E402
+
+from crowd_keras.datasets import locate  # noqa: E402
 
 from integrations.snorkel import CrowdLabelModel, lf_quality  # noqa: E402
 
@@ -57,8 +59,9 @@ def train_end_model(texts_train, probs_train, texts_test, y_test, seed: int = 0)
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data",
-                        help="the shared data folder (holds youtube_spam/)")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="folder that holds youtube_spam/ (default: CROWD_KERAS_DATA, the "
+                             "cache, or a download)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger().setLevel(logging.ERROR)  # Snorkel logs at INFO/WARNING
@@ -66,7 +69,7 @@ def main(argv=None) -> int:
     from snorkel.labeling import LFAnalysis, filter_unlabeled_dataframe
     from snorkel.labeling.model import LabelModel, MajorityLabelVoter
 
-    df_train, df_test = load_youtube_spam(args.data / "youtube_spam")
+    df_train, df_test = load_youtube_spam(locate("youtube_spam", args.data))
     L_train, L_test = apply_lfs(df_train), apply_lfs(df_test)
     y_test = df_test.label.to_numpy()
     print(f"{len(LFS)} labeling functions, {len(df_train)} training comments (videos 1-4), "

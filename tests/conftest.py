@@ -15,6 +15,8 @@ import pytest  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CROWD_KERAS_DATA", ROOT.parent / "shared" / "data"))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+if DATA.exists():  # the loaders and the examples' subprocesses read it without a path
+    os.environ.setdefault("CROWD_KERAS_DATA", str(DATA))
 
 
 def require_data(*parts: str) -> Path:

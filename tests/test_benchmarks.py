@@ -1,4 +1,4 @@
-"""The benchmark report writer: the README results table is replaced by the command's output."""
+"""The benchmark report writer: the results page's table is replaced by the command's output."""
 import importlib.util
 import os
 import subprocess
@@ -23,26 +23,26 @@ def test_summary_table_has_one_row_per_set_and_known_columns_only():
     assert lines[3] == "| dog | 0.818 | n/a |"
 
 
-def test_update_readme_replaces_only_the_marked_block(tmp_path):
-    start, end = run_all.README_MARKERS
-    readme = tmp_path / "README.md"
+def test_update_results_page_replaces_only_the_marked_block(tmp_path):
+    start, end = run_all.RESULTS_MARKERS
+    readme = tmp_path / "results.md"
     readme.write_text(f"# title\n\nbefore\n{start}\nold table\n{end}\nafter\n", encoding="utf-8")
-    assert run_all.update_readme(["| set | x |", "|---|---:|", "| a | 0.5 |"],
+    assert run_all.update_results_page(["| set | x |", "|---|---:|", "| a | 0.5 |"],
                                  "python -m benchmarks --quick", readme)
     text = readme.read_text(encoding="utf-8")
     assert "old table" not in text and "| a | 0.5 |" in text
     assert text.startswith("# title\n\nbefore\n") and text.endswith(f"{end}\nafter\n")
     assert "`python -m benchmarks --quick`" in text
-    # a README without the markers is left alone
+    # a page without the markers is left alone
     plain = tmp_path / "PLAIN.md"
     plain.write_text("no markers\n", encoding="utf-8")
-    assert not run_all.update_readme(["| a |"], "cmd", plain)
+    assert not run_all.update_results_page(["| a |"], "cmd", plain)
     assert plain.read_text(encoding="utf-8") == "no markers\n"
 
 
-def test_the_project_readme_has_the_results_markers():
-    text = run_all.README.read_text(encoding="utf-8")
-    start, end = run_all.README_MARKERS
+def test_the_results_page_has_the_results_markers():
+    text = run_all.RESULTS_PAGE.read_text(encoding="utf-8")
+    start, end = run_all.RESULTS_MARKERS
     assert text.count(start) == 1 and text.count(end) == 1 and text.index(start) < text.index(end)
 
 

@@ -119,7 +119,7 @@ def test_bad_targets_raise_crowd_data_error(sim):
     ids, labels = sim.annotations.to_padded()
     ids = ids.copy()
     ids[2, 1] = A + 5
-    with pytest.raises(CrowdDataError, match="annotator code 25 at item 2, slot 1"):
+    with pytest.raises(CrowdDataError, match=r"annotator id 25 at \(2, 1\) is outside 0..19"):
         model.fit(sim.x, (ids, labels))
     other = Annotations.from_dense(np.array([[0, 1], [2, -1]]), classes=["a", "b", "c"])
     with pytest.raises(CrowdDataError, match="3 classes"):

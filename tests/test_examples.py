@@ -37,7 +37,10 @@ def test_pico_tagger_example():
     data = require_data("pico")
     out = run_example(ROOT / "examples" / "pico_tagger.py", "--quick", "--data", data.parent)
     assert "tagger trained on crowd layer" in out and "tagger trained on majority-vote tags" in out
-    assert "spans predicted on the test abstracts" in out and "gold half token P" in out
+    # --quick (2 epochs on a slice) may tag nothing: then it says so instead of "F1 0.000"
+    assert (("spans predicted on the test abstracts" in out and "gold half token P" in out)
+            or "predicts no span on the test abstracts" in out), out
+    assert "0 spans predicted" not in out
 
 
 def test_demo_command_is_the_readme_main_job():

@@ -510,11 +510,16 @@ class FakeLabelStudio:
                 if mode is None:
                     outer._add(request)
 
+        class Tasks:
+            def list(self, project=None, request_options=None, **kwargs):  # pre-flight, too
+                return [type("Task", (), {"id": t, "data": {}})() for t in range(1, 9)]
+
         class Wrapper:
             class _tokens_client:
                 _api_key = api_key
 
         self.predictions, self.projects, self._client_wrapper = Predictions(), Projects(), Wrapper()
+        self.tasks = Tasks()
 
     def _add(self, request):
         for p in request:
@@ -590,8 +595,11 @@ def test_push_retries_without_duplicating_a_lost_reply():
 def test_push_stopped_half_way_completes_on_rerun(capsys):
     client, preds = FakeLabelStudio(), _demo_predictions()
     client.failures = [("import", None), ("import", "down"), ("import", "down")]
-    with pytest.raises(ls.LabelStudioError, match=r"stopped at batch 2 of 3 \(2 created so far\).*Re-run") as info:
+    with pytest.raises(ls.LabelStudioError, match=r"stopped at batch 2 of 3 \(2 of 6 new "
+                       r"predictions created.*Re-run.*; 4 tasks without a prediction of this "
+                       r"version still have none$") as info:
         ls.push_predictions(client, 1, preds, batch_size=2, backoff=0, retries=1)
+    assert "every task keeps" not in str(info.value)  # 4 tasks never had one
     assert info.value.__cause__ is None and info.value.__suppress_context__
     assert len(client.versions("ds-1")) == 2  # the first batch got in
     res = ls.push_predictions(client, 1, preds, batch_size=2, backoff=0)
@@ -651,7 +659,8 @@ def test_cli_aggregate_writes_predictions_and_report(tmp_path, capsys):
     assert pd.read_csv(rep)["annotator"].tolist() == [1, 2, 3, 4]
     assert json.loads((tmp_path / "annotators.json").read_text())["model"] == "DawidSkene"
     printed = capsys.readouterr().out
-    assert "12 used" in printed and "ground-truth tasks" in printed
+    # one ground-truth task: counts and the reason, not an accuracy of 0 or 1
+    assert "12 used" in printed and "1 ground-truth task: too few to score" in printed
 
 
 def test_cli_reports_bad_input_without_traceback(tmp_path, capsys):

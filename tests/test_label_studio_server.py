@@ -235,6 +235,7 @@ class _KillDuringImport:
 
     def __init__(self, client, server, at_call: int, delay: float):
         self.predictions = client.predictions
+        self.tasks = client.tasks  # the pre-flight check of the tasks
         self._client_wrapper = client._client_wrapper
         outer = self
         self.calls = 0
@@ -265,11 +266,16 @@ def test_server_killed_during_push_then_rerun_completes(tmp_path, ls_executable,
         with pytest.raises(ls.LabelStudioError, match=r"stopped at batch \d of 15.*Re-run with the same model_version") as info:
             ls.push_predictions(proxy, project, preds, batch_size=20, retries=1, backoff=0.05)
         assert ls_token not in str(info.value)
+        # a first push: the tasks not reached never had a prediction, and the message says so
+        missing = re.search(r"; (\d+) tasks without a prediction of this version still have none",
+                            str(info.value))
+        assert missing and "every task keeps" not in str(info.value), str(info.value)
         assert server.process is None  # it was killed
         server.start()  # same data folder, maybe another port
         client = LabelStudio(base_url=server.url, api_key=ls_token)
         before = len(client.predictions.list(project=project))
         assert 3 * 20 <= before <= 4 * 20  # three batches in, the fourth maybe
+        assert int(missing.group(1)) in (len(tasks) - before, len(tasks) - 3 * 20)
         result = ls.push_predictions(client, project, preds, batch_size=20)
         assert result.n_created + result.n_unchanged == len(tasks)
         assert result.n_unchanged == before
@@ -315,7 +321,8 @@ class _KillAt:
     committed, its reply is lost)."""
 
     KINDS = {"update": ("PATCH", "/api/predictions/"), "delete": ("DELETE", "/api/predictions/"),
-             "import": ("POST", "/import/predictions"), "list": ("GET", "/api/predictions")}
+             "import": ("POST", "/import/predictions"), "list": ("GET", "/api/predictions"),
+             "version": ("DELETE", "/model-versions/")}
 
     def __init__(self, server, kind: str, at: int, when: str, delay: float = 0.03):
         self.server, self.kind, self.at, self.when, self.delay = server, kind, at, when, delay
@@ -627,3 +634,200 @@ def test_span_project_exported_aggregated_pushed_and_read_back(ls_server, client
                                          if p.result)
     report = json.loads((tmp_path / "a.json").read_text())["annotators"]
     assert {r["email"] for r in report} == {f"spans{k}@example.com" for k in range(4)}
+
+
+
+# ---------------------------------------------------------------------------- target project check
+def _demo_export_for(client, title, n_tasks=8):
+    """A project whose task ids are those of a full JSON export made elsewhere (another
+    server's project: the committed fixture ``demo.json``), but whose tasks hold other texts:
+    the README's Story 2 pushed to the wrong project. Returns (project, export tasks)."""
+    from pathlib import Path
+    project = client.projects.create(title=title, label_config=DEMO_CONFIG).id
+    ids = client.projects.import_tasks(project, request=[{"text": f"demo text {i}"}
+                                                        for i in range(n_tasks)],
+                                       return_task_ids=True).task_ids
+    fixture = json.loads((Path(__file__).parent / "data" / "label_studio" / "demo.json")
+                         .read_text())
+    assert len(fixture) == n_tasks
+    for task, new_id in zip(fixture, ids):
+        task["id"] = new_id
+        task["project"] = project
+        for ann in task["annotations"]:
+            ann["task"] = new_id
+    return project, fixture
+
+
+def test_push_to_a_project_whose_tasks_are_not_the_exports_is_refused_before_any_write(
+        ls_server, client, tmp_path, monkeypatch, capsys, ls_token):
+    from crowd_keras import CrowdDataError
+    from crowd_keras.cli import main
+    ls = ls_module()
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+    project, fixture = _demo_export_for(client, "not the export's")
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(fixture))
+    argv = ["label-studio", "aggregate", str(export), "--control", "sentiment", "--out",
+            str(tmp_path / "p.json"), "--url", ls_server.url, "--project", str(project),
+            "--model-version", "wrong-target", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    first = fixture[0]["id"]
+    assert (f"does not match project {project}: 8 of 8 tasks hold other data there (first: "
+            f"task {first}: its data differ") in err, err
+    assert "export 't1', project 'demo text 0'" in err and "--allow-data-mismatch" in err
+    assert "allow_data_mismatch" not in err and "Traceback" not in err
+    assert not (tmp_path / "p.json").exists()  # refused before the fit and any write
+    assert _count_version(client, project, "wrong-target") == 0
+    # the Python API, with a JSON_MIN export (data fields are columns there)
+    preds = [{"task": t["id"], "model_version": "wrong-target", "score": 0.5,
+              "result": demo_result("positive")} for t in fixture]
+    minimal = [{"id": t["id"], "text": t["data"]["text"], "annotator": 1, "annotation_id": n}
+               for n, t in enumerate(fixture)]
+    with pytest.raises(CrowdDataError, match=r"8 of 8 tasks hold other data .* field 'text' "
+                                             r"differs: export 't1', project 'demo text 0'"):
+        ls.push_predictions(client, project, preds, export=minimal)
+    assert _count_version(client, project, "wrong-target") == 0
+    # edited on purpose: --allow-data-mismatch pushes, and says how many differ
+    assert main(argv + ["--allow-data-mismatch"]) == 0
+    out = capsys.readouterr().out
+    assert "note: 8 of 8 tasks hold other data" in out and "created or updated" in out
+    assert _count_version(client, project, "wrong-target") > 0
+
+
+def test_push_checks_ids_and_the_exports_project(client, simulated):
+    from crowd_keras import CrowdDataError
+    ls = ls_module()
+    project, truth, _ = simulated
+    other = client.projects.create(title="another project", label_config=DEMO_CONFIG).id
+    client.projects.import_tasks(other, request=[{"text": "x"}])
+    full = export_bytes(client, project, "JSON")
+    preds = [{"task": t, "model_version": "never-here", "score": 0.5,
+              "result": demo_result("positive")} for t in truth]
+    with pytest.raises(CrowdDataError, match=rf"comes from project {project}, not project {other}"):
+        ls.push_predictions(client, other, preds, export=full)
+    # JSON_MIN and CSV name no project: the ids are checked
+    for fmt in ("JSON_MIN", "CSV"):
+        n = len(truth)
+        with pytest.raises(CrowdDataError, match=rf"{n} of {n} tasks are not in it \(first: "
+                                                 rf"task \d+ is not in project {other}"):
+            ls.push_predictions(client, other, preds, export=export_bytes(client, project, fmt),
+                                allow_data_mismatch=True)  # never lets missing tasks through
+    # without an export the predictions' tasks must be the project's
+    with pytest.raises(CrowdDataError, match=rf"the predictions do not match project {other}: "
+                                             rf"{len(truth)} of {len(truth)} tasks are not in"):
+        ls.push_predictions(client, other, preds)
+    assert _count_version(client, other, "never-here") == 0
+    # the export's own project, in every format: accepted (nothing to write twice)
+    for fmt in ("JSON", "JSON_MIN", "CSV", "TSV"):
+        check = ls.check_tasks(client, project, export_bytes(client, project, fmt))
+        assert (check.n_tasks, check.n_missing, check.n_changed) == (len(truth), 0, 0), fmt
+
+
+# ---------------------------------------------------------------------------- bulk updates
+def test_update_of_most_predictions_goes_in_bulk(client):
+    """All 40 predictions of a version changed: a bulk swap (a handful of requests, not 40
+    PATCHes); every task holds exactly the new one, other versions untouched, no staging copy
+    left, the project's selected version still this one; a re-run changes nothing."""
+    ls = ls_module()
+    project = client.projects.create(title="bulk update", label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"b{i}"} for i in range(40)],
+                                         return_task_ids=True).task_ids
+    client.projects.import_predictions(project, request=[
+        {"task": t, "model_version": "other", "score": 0.1, "result": demo_result("neutral")}
+        for t in tasks[:3]])
+    old = [{"task": t, "model_version": "bulk-v1", "score": 0.5,
+            "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:30])]
+    assert ls.push_predictions(client, project, old, batch_size=20).n_new == 30
+    client.projects.update(id=project, model_version="bulk-v1")
+    new = [{"task": t, "model_version": "bulk-v1", "score": 0.75,
+            "result": demo_result(CLASSES[(i + 1) % 3])} for i, t in enumerate(tasks)]
+    result = ls.push_predictions(client, project, new, batch_size=20)
+    assert result.bulk and (result.n_replaced, result.n_new, result.n_unchanged) == (30, 10, 0)
+    assert result.n_requests <= 2 * 2 + 6 + 2  # imports, deletes, project, listings, checks
+    held = _held(client, project, "bulk-v1")
+    assert sorted(held) == sorted(tasks) and all(len(v) == 1 for v in held.values())
+    want = {p["task"]: _content(p) for p in new}
+    assert all(_content(v[0]) == want[t] for t, v in held.items())
+    assert len(_held(client, project, "other")) == 3
+    assert not _held(client, project, ls.push.staging_version("bulk-v1"))
+    assert client.projects.get(id=project).model_version == "bulk-v1"
+    again = ls.push_predictions(client, project, new, batch_size=20)
+    assert (again.n_created, again.n_unchanged, again.bulk) == (0, 40, False)
+    # a few changed among many: in place (one PATCH each is cheaper than moving all 40)
+    few = [dict(p, score=0.9) if i < 2 else p for i, p in enumerate(new)]
+    small = ls.push_predictions(client, project, few, batch_size=20)
+    assert (small.bulk, small.n_replaced, small.n_unchanged) == (False, 2, 38)
+
+
+# Each run first completes what the run before it stopped, so the points fall on: staging the
+# new predictions; completing that stopped swap (deleting the staging copies, reply lost);
+# the next swap's import as the version after the old ones were deleted (only the staging
+# copies left); completing that one (its staging copies deleted after the version's restored).
+BULK_KILL_POINTS = [("import", 2, "during"), ("version", 1, "during"), ("import", 3, "before"),
+                    ("version", 1, "before")]
+
+
+@pytest.mark.slow
+def test_killed_during_a_bulk_update_no_task_loses_its_prediction(
+        tmp_path, ls_executable, ls_template, ls_token):
+    """A bulk update (36 tasks: 24 with an old prediction, all changed, the version selected in
+    the project) killed at four points of the swap. After each kill: every task that had a
+    prediction holds its old or new content (as the version or the staging version), never
+    two copies of one version; the selected version is the version or the staging one. The
+    next push completes the stopped swap, then pushes: every task holds exactly the new one."""
+    import httpx
+    from label_studio_sdk import LabelStudio
+    ls = ls_module()
+    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
+                                                         ls_token, "bulk kill", 36)
+    try:
+        version = "bulk-resume"
+        staging = ls.push.staging_version(version)
+        old = [{"task": t, "model_version": version, "score": 0.6,
+                "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:24])]
+        client.projects.import_predictions(project, request=old)
+        client.projects.update(id=project, model_version=version)
+        new = [{"task": t, "model_version": version, "score": 0.9,
+                "result": demo_result(CLASSES[(i + 1) % 3])} for i, t in enumerate(tasks)]
+        contents = {p["task"]: {_content(p)} for p in old}
+        for p in new:
+            contents.setdefault(p["task"], set()).add(_content(p))
+        had = set(contents) & {p["task"] for p in old}
+        for kind, at, when in BULK_KILL_POINTS:
+            hook = _KillAt(server, kind, at, when)
+            killable = LabelStudio(base_url=server.url, api_key=ls_token,
+                                   httpx_client=httpx.Client(event_hooks={"request": [hook]},
+                                                             timeout=30))
+            with pytest.raises(ls.LabelStudioError,
+                               match="Re-run with the same model_version") as info:
+                ls.push_predictions(killable, project, new, batch_size=20, retries=1,
+                                    backoff=0.05)
+            assert hook.fired and info.value.transient, (kind, at, when)
+            assert "bulk update" in str(info.value) and ls_token not in str(info.value)
+            if server.process is not None:  # a kill "during" may land after the failure
+                server.process.wait(10)
+                server.process = None
+            server.start()
+            client = LabelStudio(base_url=server.url, api_key=ls_token)
+            main, staged = _held(client, project, version), _held(client, project, staging)
+            lost = sorted(t for t in had if t not in main and t not in staged)
+            assert not lost, f"killed at {kind} {at} ({when}): tasks {lost} lost their prediction"
+            two = {t: len(v) for held in (main, staged) for t, v in held.items() if len(v) > 1}
+            assert not two, f"killed at {kind} {at} ({when}): two copies of a version {two}"
+            strange = [p.task for held in (main, staged) for v in held.values() for p in v
+                       if _content(p) not in contents[p.task]]
+            assert not strange, f"killed at {kind} {at} ({when}): unknown content on {strange}"
+            assert client.projects.get(id=project).model_version in (version, staging)
+        final = ls.push_predictions(client, project, new, batch_size=20)
+        held = _held(client, project, version)
+        assert sorted(held) == sorted(tasks) and all(len(v) == 1 for v in held.values())
+        want = {p["task"]: _content(p) for p in new}
+        assert all(_content(v[0]) == want[t] for t, v in held.items())
+        assert not _held(client, project, staging)
+        assert client.projects.get(id=project).model_version == version
+        again = ls.push_predictions(client, project, new, batch_size=20)
+        assert (again.n_created, again.n_unchanged) == (0, len(tasks)) and final is not None
+    finally:
+        server.stop()
+    assert ls_token not in server.log_text()

@@ -4,7 +4,11 @@ or an input rightly accepted and counted.
 Families: Label Studio full JSON, JSON_MIN, CSV and TSV exports (mutations of the committed
 fixtures, each written to a file whose name the message must carry), long frames
 (``Annotations.from_frame``), dense matrices (``from_dense``), Snorkel label matrices
-(``from_label_matrix`` and ``CrowdLabelModel.fit``) and the ``crowd-keras aggregate`` command.
+(``from_label_matrix`` and ``CrowdLabelModel.fit``), the ``crowd-keras aggregate`` command,
+and (issue 45) the Dask reader (``distributed.aggregate``: the in-memory message, the
+frame's row, stable across runs), the Keras layers, losses and ``CrowdModel`` data path,
+saved files (``CrowdLabelModel.load``) and spans (``SequenceAnnotations``, tokenizers,
+Label Studio span regions).
 An error case asserts ``CrowdDataError`` (a ``ValueError``) and a regex that names the
 position (task and annotation, line, row, row and column) and the offending value; an
 accepted case asserts what was read and counted. Outcomes are tallied in
@@ -29,12 +33,14 @@ CONFIG = DATA / "config.xml"
 CASES: dict = {}  # id -> (family, run(tmp_path) -> result, expectation)
 
 
-def error(pattern: str) -> tuple:
-    return ("error", pattern)
+def error(pattern: str, exc: type = CrowdDataError) -> tuple:
+    """An error case: ``exc`` exactly (CrowdDataError, or ValueError/TypeError where Keras'
+    own layers raise those) and a message matching ``pattern``."""
+    return ("error", pattern, exc)
 
 
 def accept(check) -> tuple:
-    return ("accept", check)
+    return ("accept", check, None)
 
 
 def case(family: str, name: str, run, expect) -> None:
@@ -461,33 +467,674 @@ for name, text, flags in (("missing-annotator", "task,worker,label\na,u,1\nb,,1\
     case("cli", name, cli_aggregate(text, *flags), error(r"exit code 1"))
 
 
+# ---------------------------------------------------------------------------- frames (issue 45)
+case("frame", "two-label-columns",
+     lambda tmp_path: Annotations.from_frame(pd.DataFrame(
+         [["a", "u", 0, 1], ["b", "v", 1, 0]], columns=["task", "worker", "label", "label"])),
+     error(r"frame has 2 columns named 'label' \(the label column\)"))
+case("frame", "item-column-is-annotator-column",
+     lambda tmp_path: Annotations.from_frame(pd.DataFrame(
+         {"task": ["a", "b", "a"], "label": [0, 1, 0]}), annotator="task"),
+     error(r"column 'task' is given as both the item and the annotator column"))
+
+
+# ---------------------------------------------------------------------------- Dask frames
+def _crowd(n_items=10, per_item=4):
+    """Items 0..9, each annotated by annotators 0..3: row 4 i + a is (item i, annotator a)."""
+    return pd.DataFrame({"task": np.repeat(np.arange(n_items), per_item),
+                         "worker": np.tile(np.arange(per_item), n_items),
+                         "label": np.tile([0, 1, 2, 1], n_items)})
+
+
+def dask_frame(mutate=None, npartitions=3, compare=True, **kwargs):
+    """``distributed.aggregate`` (threaded scheduler) on ``dd.from_pandas`` of a mutated
+    frame: run twice (the message must not change between runs) and, with ``compare``,
+    the message must equal ``Annotations.from_frame``'s on the same pandas frame."""
+    def run(tmp_path):
+        dask = pytest.importorskip("dask")
+        dd = pytest.importorskip("dask.dataframe")
+        from crowd_keras.distributed import aggregate
+        df = _crowd()
+        if mutate is not None:
+            df = mutate(df)
+        messages = []
+        with dask.config.set(scheduler="threads"):
+            for _ in range(2):
+                try:
+                    result = aggregate(dd.from_pandas(df, npartitions=npartitions),
+                                       method="majority_vote", **kwargs)
+                except CrowdDataError as exc:
+                    messages.append(str(exc))
+                else:
+                    return result
+        assert messages[0] == messages[1], messages
+        if compare:
+            with pytest.raises(CrowdDataError) as memory:
+                Annotations.from_frame(df)
+            assert str(memory.value) == messages[0], (str(memory.value), messages[0])
+        raise CrowdDataError(messages[0])
+    return run
+
+
+def _set_cell(column, row, value):
+    def mutate(df):
+        df = df.astype({column: object})
+        df.loc[row, column] = value
+        return df
+    return mutate
+
+
+for column, row, value, pattern in (
+        ("label", 7, 1.5, r"non-integer label 1.5 at row 7 \(item 1, annotator 3\)"),
+        ("label", 37, "x", r"labels mix types: int 0 at row 0 .* and str 'x' at row 37"),
+        ("label", 29, -1, r"negative label -1 at row 29 \(item 7, annotator 1\)"),
+        ("label", 33, 10 ** 30, r"label 10+ at row 33 .* too large"),
+        ("label", 17, None, r"missing value \(NaN/None\) in column 'label' at row 17 "
+                            r"\(item 4, annotator 1\)"),
+        ("label", 18, [1], r"label \[1\] at row 18 \(item 4, annotator 2\) is a list"),
+        ("worker", 17, None, r"missing value \(NaN/None\) in column 'worker' at row 17 "
+                             r"\(item 4\)"),
+        ("worker", 37, "1", r"annotators mix types: int 0 at row 0 \(item 0\) and str '1' at "
+                            r"row 37 \(item 9\)"),
+        ("task", 17, np.nan, r"missing value \(NaN/None\) in column 'task' at row 17 "
+                             r"\(annotator 1\)"),
+        ("task", 25, "6", r"items mix types: int 0 at row 0 .* and str '6' at row 25")):
+    case("dask", f"{column}-{value!r}-row-{row}", dask_frame(_set_cell(column, row, value)),
+         error(pattern))
+case("dask", "label-x-in-its-own-partition",
+     dask_frame(lambda df: df.assign(label=pd.Series([0] * 36 + ["x"] * 4, dtype=object))),
+     error(r"labels mix types: int 0 at row 0 \(item 0, annotator 0\) and str 'x' at row 36 "
+           r"\(item 9, annotator 0\)"))
+case("dask", "duplicate-across-partitions",
+     dask_frame(lambda df: df.assign(task=np.where(df.index == 37, 0, df["task"]))),
+     error(r"1 duplicate \(item, annotator\) annotation\(s\); first: item 0, annotator 1 at row "
+           r"1 and row 37"))
+case("dask", "no-rows", dask_frame(lambda df: df.iloc[:0]), error(r"^frame has no annotations$"))
+case("dask", "two-label-columns",
+     dask_frame(lambda df: pd.concat([df, df[["label"]]], axis=1)),
+     error(r"frame has 2 columns named 'label'"))
+case("dask", "item-column-is-annotator-column", dask_frame(annotator="task", compare=False),
+     error(r"column 'task' is given as both the item and the annotator column"))
+case("dask", "item-partitioned-claim-false",
+     dask_frame(lambda df: df.sample(frac=1, random_state=1).reset_index(drop=True),
+                compare=False, item_partitioned=True),
+     error(r"item_partitioned=True, but the annotations of item \d+ lie in partitions "
+           r"\[\d+, \d+(, \d+)?\] \(\d+ item\(s\) split over partitions\)"))
+case("dask", "pandas-frame-given",
+     lambda tmp_path: __import__("crowd_keras.distributed", fromlist=["aggregate"]).aggregate(
+         _crowd()),
+     error(r"expected a Dask DataFrame, got pandas.*DataFrame", TypeError))
+case("dask", "item-partitioned-claim-true",
+     dask_frame(npartitions=2, item_partitioned=True),   # rows by item: 20 | 20
+     accept(lambda r: (r.n_items, r.n_annotations) == (10, 40)))
+case("dask", "object-integer-labels-stay-integers",
+     dask_frame(lambda df: df.astype({"label": object})),
+     accept(lambda r: r.classes.tolist() == [0, 1, 2] and r.n_items == 10))
+
+
+# ---------------------------------------------------------------------------- Keras
+def keras_call(build):
+    """``build(layers, losses, np)`` makes and calls a layer, loss or model on tiny arrays."""
+    def run(tmp_path):
+        pytest.importorskip("keras")
+        import crowd_keras.layers as layers
+        import crowd_keras.losses as losses
+        return build(layers, losses)
+    return run
+
+
+P3 = np.full((2, 3), 1 / 3, "float32")       # (batch, K=3) class probabilities
+IDS = {"-2": [[0, -2], [1, 2]], "1.7": [[0, 1.7], [1, 2]], "4": [[0, 3], [4, 2]],
+       "nan": [[0, np.nan], [1, 2]]}
+IDS_PATTERN = {"-2": r"annotator id -2 at \(0, 1\) is below -1",
+               "1.7": r"annotator id 1.7 at \(0, 1\) is not an integer code",
+               "4": r"annotator id 4 at \(1, 0\) is outside 0..3 \(num_annotators=4",
+               "nan": r"annotator id nan at \(0, 1\) is not an integer code"}
+for name, ids in IDS.items():
+    a = np.array(ids)
+    case("keras", f"crowd-layer-ids-{name}",
+         keras_call(lambda L, _, a=a: L.CrowdLayer(4)([P3, a])),
+         error(r"CrowdLayer annotator_ids: " + IDS_PATTERN[name]))
+    case("keras", f"common-noise-ids-{name}",
+         keras_call(lambda L, _, a=a: L.CommonNoiseAdaptation(4, 3, omega=0.5)([P3, a])),
+         error(r"CommonNoiseAdaptation annotator_ids: " + IDS_PATTERN[name]))
+    case("keras", f"mixture-of-groups-ids-{name}",
+         keras_call(lambda L, _, a=a: L.MixtureOfGroups(2, 3, num_annotators=4)([P3, a])),
+         error(r"MixtureOfGroups annotator_ids: " + IDS_PATTERN[name]))
+case("keras", "crowd-layer-ids-list",
+     keras_call(lambda L, _: L.CrowdLayer(4)([P3, [[0, 1], [9, -1]]])),
+     error(r"annotator id 9 at \(1, 0\) is outside 0..3"))
+case("keras", "crowd-layer-ids-eager-tensor",
+     keras_call(lambda L, _: L.CrowdLayer(4)([P3, __import__("keras").ops.convert_to_tensor(
+         np.array([[0, 1], [-2, -1]]))])),
+     error(r"annotator id -2 at \(1, 0\) is below -1"))
+case("keras", "regression-layer-ids-3",
+     keras_call(lambda L, _: L.CrowdRegressionLayer(3)([np.zeros((2, 1), "float32"),
+                                                        np.array([[0, 3], [1, 1]])])),
+     error(r"CrowdRegressionLayer annotator_ids: annotator id 3 at \(0, 1\) is outside 0..2"))
+case("keras", "annotator-gate-ids",
+     keras_call(lambda L, _: L.AnnotatorGate(3)([P3, np.array([[0, 5]])])),
+     error(r"AnnotatorGate annotator_ids: annotator id 5 at \(0, 1\) is outside 0..2"))
+case("keras", "padding-accepted",
+     keras_call(lambda L, _: L.CrowdLayer(4)([P3, np.array([[0, -1], [3, 2]])])),
+     accept(lambda out: tuple(out.shape) == (2, 2, 3)))
+
+
+def _lia(build):
+    def run(tmp_path):
+        pytest.importorskip("keras")
+        from crowd_keras.lia import layers, losses
+        return build(layers, losses)
+    return run
+
+
+case("keras", "lia-competence-ids",
+     _lia(lambda L, _: L.DifficultyCompetence(3, num_annotators=2)(
+         [np.zeros((2, 4), "float32"), np.array([[0, 2], [1, -1]])])),
+     error(r"DifficultyCompetence annotator_ids: annotator id 2 at \(0, 1\) is outside 0..1"))
+case("keras", "lia-instance-index",
+     _lia(lambda L, _: L.InstanceEmbedding(10, 2)(np.array([1, 10]))),
+     error(r"InstanceEmbedding inputs: instance index 10 at \(1,\) is outside 0..9"))
+case("keras", "lia-labels--2",
+     _lia(lambda L, _: L.AnnotationLogLikelihoods()(
+         [P3, np.zeros((2, 2, 3, 3), "float32"), np.array([[0, -2], [1, 1]])])),
+     error(r"AnnotationLogLikelihoods labels: label -2 at \(0, 1\) is below -1"))
+case("keras", "lia-marginal-nll-labels--2",
+     _lia(lambda _, losses: losses.MarginalNLL()(np.array([[0, -2], [1, 1]]),
+                                                 np.zeros((2, 3, 3), "float32"))),
+     error(r"lia_marginal_nll y_true: label -2 at \(0, 1\) is below -1"))
+for value, pattern in ((-2, r"label -2 at \(0, 1\) is below -1 .* the only code for a missing"),
+                       (3, r"label 3 at \(0, 1\) is outside 0..2 \(3 classes"),
+                       (1.5, r"label 1.5 at \(0, 1\) is not an integer code")):
+    case("keras", f"masked-cross-entropy-label-{value}",
+         keras_call(lambda _, losses, v=value: losses.MaskedMultiCrossEntropy()(
+             np.array([[0, v]]), np.zeros((1, 2, 3), "float32"))),
+         error(r"masked_multi_cross_entropy y_true: " + pattern))
+case("keras", "masked-cross-entropy-missing-accepted",
+     keras_call(lambda _, losses: losses.MaskedMultiCrossEntropy()(
+         np.array([[0, -1]]), np.zeros((1, 2, 3), "float32"))),
+     accept(lambda loss: bool(abs(float(loss) - np.log(3)) < 1e-5)))
+
+for name, make, argument in (
+        ("crowd-layer-2.5", lambda L: L.CrowdLayer(2.5), "num_annotators=2.5"),
+        ("crowd-layer-True", lambda L: L.CrowdLayer(True), "num_annotators=True"),
+        ("crowd-layer-2.0", lambda L: L.CrowdLayer(2.0), "num_annotators=2.0"),
+        ("crowd-layer-0", lambda L: L.CrowdLayer(0), "num_annotators=0"),
+        ("regression-layer-1.5", lambda L: L.CrowdRegressionLayer(1.5), "num_annotators=1.5"),
+        ("common-noise-classes-2.5", lambda L: L.CommonNoiseAdaptation(3, 2.5), "num_classes=2.5"),
+        ("common-noise-annotators-'3'", lambda L: L.CommonNoiseAdaptation("3", 2),
+         "num_annotators='3'"),
+        ("gate-2.5", lambda L: L.AnnotatorGate(2.5), "num_annotators=2.5"),
+        ("gate-embedding-0", lambda L: L.AnnotatorGate(3, embedding_dim=0), "embedding_dim=0"),
+        ("mixture-groups-2.5", lambda L: L.MixtureOfGroups(2.5, 3), "num_groups=2.5"),
+        ("mixture-annotators-1.5", lambda L: L.MixtureOfGroups(2, 3, num_annotators=1.5),
+         "num_annotators=1.5"),
+        ("loss-from-logits-'yes'", lambda L: __import__("crowd_keras.losses", fromlist=["x"])
+         .MaskedMultiCrossEntropy(from_logits="yes"), "from_logits='yes'")):
+    case("keras", f"argument-{name}", keras_call(lambda L, _, make=make: make(L)),
+         error(r"Received an invalid value for `\w+`, expected .* Received: " +
+               re.escape(argument) + "$", ValueError))
+for name, make, argument in (
+        ("lia-annotators-2.5", lambda L: L.DifficultyCompetence(3, num_annotators=2.5),
+         "num_annotators=2.5"),
+        ("lia-latent-1.5", lambda L: L.DifficultyCompetence(3, 1.5, num_annotators=2),
+         "latent_dim=1.5"),
+        ("lia-embedding-2.5", lambda L: L.InstanceEmbedding(2.5, 2), "input_dim=2.5")):
+    case("keras", f"argument-{name}", _lia(lambda L, _, make=make: make(L)),
+         error(r"Received an invalid value for `\w+`.* Received: " + re.escape(argument) + "$",
+               ValueError))
+case("keras", "argument-numpy-int-accepted",
+     keras_call(lambda L, _: L.CrowdLayer(np.int64(3))),
+     accept(lambda layer: layer.num_annotators == 3 and type(layer.num_annotators) is int))
+
+
+def crowd_model_fit(ids, labels, method="fit"):
+    """``CrowdModel.fit`` (or ``predict``) on 2 items, 4 annotators, 3 classes: the targets
+    are checked before any training step."""
+    def run(tmp_path):
+        keras = pytest.importorskip("keras")
+        from crowd_keras.layers import CrowdLayer
+        from crowd_keras.models import CrowdModel
+        clf = keras.Sequential([keras.Input((3,)), keras.layers.Dense(3, activation="softmax")])
+        model = CrowdModel(clf, CrowdLayer(4))
+        model.compile()
+        x = np.zeros((2, 3), "float32")
+        if method == "predict":
+            return model.predict({"x": x, "annotator_ids": np.array(ids)}, verbose=0)
+        if method == "dataset":
+            from crowd_keras.inputs import annotation_dataset
+            return annotation_dataset(x, (np.array(ids), np.array(labels)), num_annotators=4,
+                                      num_classes=3)
+        return model.fit(x, (np.array(ids), np.array(labels)), epochs=1, verbose=0)
+    return run
+
+
+GOOD_IDS, GOOD_LABELS = [[0, 1], [2, -1]], [[0, 2], [1, -1]]
+for name, ids, labels, pattern in (
+        ("ids--2", [[0, -2], [2, -1]], GOOD_LABELS,
+         r"annotator_ids: annotator id -2 at \(0, 1\) is below -1"),
+        ("ids-1.7", [[0, 1.7], [2, -1]], GOOD_LABELS,
+         r"annotator_ids: annotator id 1.7 at \(0, 1\) is not an integer code"),
+        ("ids-4", [[0, 4], [2, -1]], GOOD_LABELS,
+         r"annotator_ids: annotator id 4 at \(0, 1\) is outside 0..3 \(num_annotators=4"),
+        ("labels-3", GOOD_IDS, [[0, 3], [1, -1]], r"labels: label 3 at \(0, 1\) is outside 0..2"),
+        ("labels--2", GOOD_IDS, [[0, -2], [1, -1]], r"labels: label -2 at \(0, 1\) is below -1"),
+        ("labels-0.5", GOOD_IDS, [[0, 0.5], [1, -1]],
+         r"labels: label 0.5 at \(0, 1\) is not an integer code")):
+    case("keras", f"crowd-model-fit-{name}", crowd_model_fit(ids, labels),
+         error(r"^padded targets " + pattern))
+    case("keras", f"annotation-dataset-{name}", crowd_model_fit(ids, labels, "dataset"),
+         error(r"^annotation_dataset " + pattern))
+case("keras", "crowd-model-predict-ids-7", crowd_model_fit([[0, 1], [7, -1]], None, "predict"),
+     error(r"inputs annotator_ids: annotator id 7 at \(1, 0\) is outside 0..3"))
+case("keras", "crowd-model-fit-accepted", crowd_model_fit(GOOD_IDS, GOOD_LABELS),
+     accept(lambda history: len(history.history["loss"]) == 1))
+
+
+# ---------------------------------------------------------------------------- saved files
+def _saved_model(tmp_path):
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+    L = np.array([[0, 1, -1], [1, 1, 0], [0, -1, 0], [1, 0, 1]] * 5)
+    path = tmp_path / "model.npz"
+    CrowdLabelModel(cardinality=2).fit(L, progress_bar=False).save(path)
+    return path
+
+
+def _npz_members(path):
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        return {i.filename: z.read(i) for i in z.infolist()}
+
+
+def _write_npz(path, members):
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
+def _npy(array):
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def _meta_of(members):
+    return json.loads(str(np.load(io.BytesIO(members["__meta__.npy"]))))
+
+
+def corrupt_model(mutate):
+    """``CrowdLabelModel.load`` of a saved model whose bytes or members ``mutate`` changes
+    (``mutate(raw bytes, members) -> bytes or members``)."""
+    def run(tmp_path):
+        from crowd_keras.integrations.snorkel import CrowdLabelModel
+        path = _saved_model(tmp_path)
+        raw = path.read_bytes()
+        out = mutate(raw, _npz_members(path))
+        bad = tmp_path / "bad.npz"
+        if isinstance(out, bytes):
+            bad.write_bytes(out)
+        else:
+            _write_npz(bad, out)
+        return CrowdLabelModel().load(bad)
+    return run
+
+
+def _with_meta(change):
+    def mutate(raw, members):
+        meta = _meta_of(members)
+        change(meta)
+        return {**members, "__meta__.npy": _npy(np.array(json.dumps(meta)))}
+    return mutate
+
+
+def _huge_header(raw, members):
+    return {**members, "weights.npy": members["weights.npy"].replace(b"(3,)", b"(134217728,)")}
+
+
+def _flip_weights_byte(raw, members):
+    data = bytearray(raw)
+    data[raw.index(b"weights.npy") + len("weights.npy") + 140] ^= 0xFF
+    return bytes(data)
+
+
+for name, mutate, pattern in (
+        ("truncated-half", lambda raw, m: raw[:len(raw) // 2],
+         r"bad.npz is not a saved CrowdLabelModel: not a readable zip archive, perhaps truncated"),
+        ("truncated-tail", lambda raw, m: raw[:-10], r"not a readable zip archive"),
+        ("empty", lambda raw, m: b"", r"bad.npz is not a saved CrowdLabelModel \(not an .npz"),
+        ("pickle", lambda raw, m: b"\x80\x04" + raw, r"bad.npz is a pickle"),
+        ("header-claims-1-GiB", _huge_header,
+         r"member 'weights': its header claims shape \(134217728,\) of float64 \(1073741824 "
+         r"bytes\) but \d+ bytes of data follow it"),
+        ("crc-mismatch", _flip_weights_byte, r"member 'weights': unreadable \(BadZipFile: Bad "
+                                             r"CRC-32"),
+        ("object-array", lambda raw, m: {**m, "weights.npy": _npy(np.array([1, "a"], object))},
+         r"member 'weights': holds Python objects"),
+        ("broken-json", lambda raw, m: {**m, "__meta__.npy": _npy(np.array('{"format": '))},
+         r"the metadata \(__meta__\) is not valid JSON \(Expecting value: line 1 column 12"),
+        ("meta-not-object", lambda raw, m: {**m, "__meta__.npy": _npy(np.array("[1, 2]"))},
+         r"the metadata must be a JSON object, got list"),
+        ("meta-missing", lambda raw, m: {k: v for k, v in m.items() if k != "__meta__.npy"},
+         r"is not a saved CrowdLabelModel \(no __meta__ entry\)"),
+        ("weights-missing", lambda raw, m: {k: v for k, v in m.items() if k != "weights.npy"},
+         r"the saved model has no 'weights' entry"),
+        ("weights-wrong-shape", lambda raw, m: {**m, "weights.npy": _npy(np.zeros(5))},
+         r"entry 'weights' has shape \(5,\) of float64, expected floats of shape \(3,\)"),
+        ("cardinality-text", _with_meta(lambda d: d.update(cardinality="2")),
+         r"metadata entry 'cardinality' must be an integer, got '2'"),
+        ("models-missing", _with_meta(lambda d: d.pop("models")),
+         r"metadata entry 'models' must be an object, got None"),
+        ("unknown-model", _with_meta(lambda d: d["models"]["model"].update(name="nope")),
+         r"metadata model 'model' \('nope'\) cannot be rebuilt: unknown label model 'nope'"),
+        ("bad-model-param", _with_meta(lambda d: d["models"]["model"]["params"].update(bogus=1)),
+         r"metadata model 'model' .* cannot be rebuilt"),
+        ("class-balance-text", _with_meta(lambda d: d.update(class_balance="0.5,0.5")),
+         r"metadata 'class_balance' must be null or 2 numbers, got '0.5,0.5'")):
+    case("files", f"snorkel-load-{name}", corrupt_model(mutate), error(pattern))
+case("files", "snorkel-load-round-trip", corrupt_model(lambda raw, m: raw),
+     accept(lambda model: model.weights_.shape == (3,) and model.cardinality == 2))
+
+
+def _snorkel_fit_balance(balance):
+    def run(tmp_path):
+        from crowd_keras.integrations.snorkel import CrowdLabelModel
+        L = np.array([[0, 1, -1], [1, 1, 0]] * 5)
+        return CrowdLabelModel(cardinality=2).fit(L, class_balance=balance, progress_bar=False)
+    return run
+
+
+case("snorkel", "class-balance-string", _snorkel_fit_balance("0.5,0.5"),
+     error(r"class_balance must be 2 numbers \(a list or an array\), got the string '0.5,0.5'"))
+case("snorkel", "class-balance-dict", _snorkel_fit_balance({"a": 0.5}),
+     error(r"class_balance must be 2 numbers \(a list or an array\), got \{'a': 0.5\}"))
+
+
+def _shards(text):
+    def run(tmp_path):
+        from crowd_keras.distributed.shards import SHARDS_FILE, read_shards
+        (tmp_path / SHARDS_FILE).write_text(text)
+        return read_shards(tmp_path)
+    return run
+
+
+case("files", "shards-broken-json", _shards('{"format": "crowd-keras'),
+     error(r"the shard description is not valid JSON"))
+case("files", "shards-rows-mismatch",
+     _shards(json.dumps({"format": "crowd-keras/shards", "files": ["a.parquet"], "rows": []})),
+     error(r"is not a crowd-keras shard description|'files' must list file names and 'rows'"))
+
+
+def _wrench(text):
+    def run(tmp_path):
+        from crowd_keras.datasets import loaders
+        (tmp_path / "train.json").write_text(text)
+        return loaders.load_wrench(tmp_path)
+    return run
+
+
+case("files", "wrench-broken-json", _wrench('{"0": {"weak_labels": [0, -1], "label": 1'),
+     error(r"train.json: a WRENCH split is not valid JSON"))
+case("files", "wrench-record-without-label", _wrench('{"0": {"weak_labels": [0, -1]}}'),
+     error(r"train.json: a WRENCH split maps ids to records holding 'weak_labels' and 'label'"))
+case("files", "wrench-ragged-votes",
+     _wrench('{"0": {"weak_labels": [0, -1], "label": 1}, "1": {"weak_labels": [0], "label": 0}}'),
+     error(r"train.json: weak_labels and label must be integers"))
+
+
+def _npy_file(mutate):
+    def run(tmp_path):
+        from crowd_keras.files import read_npy
+        path = tmp_path / "x.npy"
+        path.write_bytes(mutate(_npy(np.arange(6.0).reshape(2, 3))))
+        return read_npy(path)
+    return run
+
+
+case("files", "npy-header-claims-80-GB",
+     _npy_file(lambda raw: raw.replace(b"(2, 3)", b"(99999, 99999)")),
+     error(r"x.npy: its header claims shape \(99999, 99999\) of float64 \(79998400008 bytes\) "
+           r"but 56 bytes of data follow it"))
+case("files", "npy-truncated", _npy_file(lambda raw: raw[:-5]),
+     error(r"x.npy: its header claims shape \(2, 3\) .* but 43 bytes of data follow it"))
+case("files", "npy-not-npy", _npy_file(lambda raw: b"garbage"),
+     error(r"x.npy: not a readable .npy file"))
+case("files", "npy-object", _npy_file(lambda raw: _npy(np.array([1, "a"], dtype=object))),
+     error(r"x.npy: holds Python objects"))
+case("files", "npy-round-trip", _npy_file(lambda raw: raw),
+     accept(lambda a: a.shape == (2, 3) and bool(a[1, 2] == 5.0)))
+
+
+# ---------------------------------------------------------------------------- spans
+SPAN_TEXTS = ["the cat sat", "a dog ran far"]
+
+
+def sequence(spans, **kwargs):
+    def run(tmp_path):
+        from crowd_keras.sequences.annotations import SequenceAnnotations
+        return SequenceAnnotations.from_spans(SPAN_TEXTS, pd.DataFrame(spans), **kwargs)
+    return run
+
+
+def _span_rows(**change):
+    rows = {"doc": [0, 1, 1], "annotator": ["a", "a", "b"], "start": [4, 2, 0], "end": [7, 5, 1]}
+    for key, (i, value) in change.items():
+        rows[key] = pd.Series(rows[key], dtype=object)
+        rows[key][i] = value
+    return rows
+
+
+for key, value, pattern in (
+        ("end", 10 ** 30, r"span row 1: end 10+ is too large for a character offset \(beyond "
+                          r"2\*\*53\)"),
+        ("start", 2 ** 63, r"span row 1: start 9223372036854775808 is too large"),
+        ("end", 1e300, r"span row 1: end 1e\+300 is too large"),
+        ("start", -3, r"span row 1: negative start \(start -3, end 5\)"),
+        ("start", 2.5, r"span row 1: start must be an integer character offset, got 2.5"),
+        ("start", True, r"span row 1: start must be an integer character offset, got True"),
+        ("end", "x", r"span row 1: end must be an integer character offset, got 'x'"),
+        ("end", 1, r"span row 1: end before start \(start 2, end 1\)"),
+        ("annotator", 1, r"annotators mix types: str 'a' at span row 0 and int 1 at span row 1"),
+        ("annotator", None, r"span row 1: missing annotator id")):
+    case("spans", f"{key}-{value!r}", sequence(_span_rows(**{key: (1, value)})), error(pattern))
+case("spans", "annotators-1-and-'1'",
+     sequence({"doc": [0, 1], "annotator": pd.Series([1, "1"], dtype=object), "start": [4, 2],
+               "end": [7, 5]}),
+     error(r"annotators mix types: int 1 at span row 0 and str '1' at span row 1"))
+case("spans", "end-past-text-clipped", sequence(_span_rows(end=(1, 99))),
+     accept(lambda s: s.summary.past_text_clipped == 1 and s.summary.spans_used == 3))
+for name, tokenizer, pattern in (
+        ("str.split", str.split, r"document 0, token 0: tokenizer split gave str 'the' \(strings, "
+                                 r"as str.split gives"),
+        ("triples", lambda t: [(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", t)],
+         r"document 0, token 0: tokenizer <lambda> gave tuple \(0, 3, 'the'\) \(a \(start, end, "
+         r"text\) triple"),
+        ("float-offsets", lambda t: [(float(a), b) for a, b in
+                                     (m.span() for m in re.finditer(r"\S+", t))],
+         r"gave tuple \(0.0, 3\) \(offsets must be non-negative integers"),
+        ("huge-offsets", lambda t: [(0, 10 ** 30)], r"gave tuple \(0, 10+\)"),
+        ("one-string", lambda t: t, r"document 0: tokenizer <lambda> returned str 'the cat sat'"),
+        ("overlapping", lambda t: [(0, 3), (2, 5)],
+         r"document 0, token 1: the tokenizer's token \(2, 5\) overlaps")):
+    case("spans", f"tokenizer-{name}", sequence(_span_rows(), tokenizer=tokenizer),
+         error(pattern + r".*(a tokenizer is a callable text -> iterable of \(start, end\)|$)"))
+case("spans", "tokenizer-regex-accepted",
+     sequence(_span_rows(), tokenizer=lambda t: [m.span() for m in re.finditer(r"\w+", t)]),
+     accept(lambda s: s.n_tokens == 7))
+
+LS_SPAN_CONFIG = ('<View><Text name="text" value="$text"/><Labels name="label" toName="text">'
+                  '<Label value="PER"/><Label value="LOC"/></Labels></View>')
+LS_TEXT = "John met Mary in Paris"
+
+
+def ls_spans(mutate, **kwargs):
+    def region(start, end, label="PER"):
+        return {"from_name": "label", "to_name": "text", "type": "labels",
+                "value": {"start": start, "end": end, "text": LS_TEXT[start:end],
+                          "labels": [label]}}
+
+    data = [{"id": 1, "data": {"text": LS_TEXT}, "annotations": [
+        {"id": 10, "completed_by": 1, "result": [region(0, 4), region(9, 13)]},
+        {"id": 11, "completed_by": 2, "result": [region(0, 4), region(17, 22, "LOC")]}]}]
+    mutate(data)
+
+    def run(tmp_path):
+        from crowd_keras.integrations import label_studio as ls
+        path = tmp_path / "export.json"
+        path.write_text(json.dumps(data))
+        return ls.read_export(path, **kwargs)
+    return run
+
+
+for key, value, pattern in (
+        ("end", 10 ** 30, r"task 1, annotation 11, span 1: end 1.000e\+30 is too large for a "
+                          r"character offset"),
+        ("start", -(10 ** 30), r"task 1, annotation 11, span 1: start -1.000e\+30 is too large"),
+        ("start", 2 ** 60, r"task 1, annotation 11, span 1: start 1152921504606846976 is too "
+                           r"large"),
+        ("end", 1e300, r"task 1, annotation 11, span 1: end must be an integer character offset, "
+                       r"got 1e\+300|end 1.000e\+300 is too large")):
+    case("spans", f"label-studio-{key}-{value!r}",
+         ls_spans(_set([0, "annotations", 1, "result", 1, "value", key], value),
+                  label_config=LS_SPAN_CONFIG),
+         error(pattern))
+case("spans", "label-studio-labels-typed-choices",
+     ls_spans(_set([0, "annotations", 0, "result", 0, "type"], "choices")),
+     error(r"task 1, annotation 10: a result of control 'label' has type 'choices' but its value "
+           r"is a span region"))
+case("spans", "label-studio-tokenizer-str.split",
+     ls_spans(lambda d: None, label_config=LS_SPAN_CONFIG, tokenizer=str.split),
+     error(r"tokenizer split gave str 'John'.*a tokenizer is a callable"))
+case("spans", "label-studio-email-and-id-annotators",
+     ls_spans(_set([0, "annotations", 1, "completed_by"], "x@y.org"), label_config=LS_SPAN_CONFIG),
+     accept(lambda e: list(e.annotator_ids) == [1, "x@y.org"]))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}
-    for family, _, (kind, _) in CASES.values():
+    for family, _, (kind, _, _) in CASES.values():
         outcomes.setdefault(kind, 0)
         outcomes[kind] += 1
     families = {family for family, _, _ in CASES.values()}
-    assert len(CASES) >= 150, len(CASES)
+    assert len(CASES) >= 350, len(CASES)
     assert {"json", "json_min", "csv", "tsv", "frame", "dense", "label_matrix", "snorkel",
-            "cli"} <= families
-    assert outcomes["accept"] >= 10 and outcomes["error"] >= 140, outcomes
+            "cli", "dask", "keras", "files", "spans"} <= families
+    assert outcomes["accept"] >= 24 and outcomes["error"] >= 325, outcomes
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
 def test_malformed_input(key, tmp_path, capsys):
-    family, run, (kind, expected) = CASES[key]
+    family, run, (kind, expected, exc) = CASES[key]
     if kind == "accept":
         assert expected(run(tmp_path)) is True
         return
-    with pytest.raises(CrowdDataError) as info:
+    with pytest.raises(exc) as info:
         run(tmp_path)
     text = str(info.value)
-    assert type(info.value) is CrowdDataError and isinstance(info.value, ValueError)
+    assert type(info.value) is exc, (type(info.value), text)
     assert re.search(expected, text), f"{text!r} does not match {expected!r}"
     if family in ("json", "json_min", "csv", "tsv"):  # the file is named
         assert str(tmp_path / "export") in text, text
+    if family == "files":
+        assert str(tmp_path) in text, text
     if family == "cli":  # a located message on stderr, never a traceback
         err = capsys.readouterr().err
         assert "answers.csv" in err and "Traceback" not in err
         assert re.search(r"line \d|no column 'answer' \(--label\)", err), err
+
+
+# ---------------------------------------------------------------------------- CLI files, flags
+# Issue 45 point 3: an output path that is an input or another output (after resolving links),
+# and a numeric flag out of range, are refused before any work: nothing is written, no server is
+# contacted, the input keeps its bytes. (name, argv with {dir} and the files below, exit code,
+# message regex on stderr)
+ANSWERS = "task,worker,label\na,u,1\nb,v,0\nb,u,1\n"
+EXPORT = DATA / "demo.json"
+_SAME = r"is the same file as {}"
+_TWO = r"are the same file: one output would overwrite the other"
+CLI_FILE_CASES = [
+    ("aggregate-out-is-input", ["aggregate", "{dir}/answers.csv", "--out", "{dir}/answers.csv"],
+     1, r"--out '.*answers\.csv' " + _SAME.format("the input file")),
+    ("aggregate-out-is-symlink-to-input",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/link.csv"], 1,
+     r"--out '.*link\.csv' " + _SAME.format(r"the input file '.*answers\.csv' \(both are")),
+    ("aggregate-out-is-hard-link-to-input",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/hard.csv"], 1,
+     r"--out '.*hard\.csv' " + _SAME.format("the input file")),
+    ("aggregate-out-through-dot-dot",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/sub/../answers.csv"], 1,
+     _SAME.format("the input file")),
+    ("aggregate-annotators-is-out",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/o.csv", "--annotators", "{dir}/./o.csv"],
+     1, r"--annotators '.*o\.csv' and --out '.*o\.csv' " + _TWO),
+    ("aggregate-annotators-is-input",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/o.csv", "--annotators",
+      "{dir}/link.csv"], 1, r"--annotators .*" + _SAME.format("the input file")),
+    ("ls-out-is-export", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                          "{dir}/export.json"], 2,
+     r"--out '.*export\.json' " + _SAME.format("the export")),
+    ("ls-out-is-export-with-url", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                   "{dir}/export.json", "--url", "http://127.0.0.1:9",
+                                   "--project", "1", "--retries", "0"], 2,
+     _SAME.format("the export")),
+    ("ls-report-json-is-export", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                  "{dir}/p.json", "--annotators", "{dir}/export.csv"], 2,
+     r"the JSON report '.*export\.json' " + _SAME.format("the export")),
+    ("ls-annotators-json-is-export", ["label-studio", "aggregate", "{dir}/export.json",
+                                      "--out", "{dir}/p.json", "--annotators", "{dir}/a.csv",
+                                      "--annotators-json", "{dir}/export-link.json"], 2,
+     r"--annotators-json '.*export-link\.json' " + _SAME.format("the export")),
+    ("ls-out-is-label-config", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                "{dir}/config.xml", "--label-config", "{dir}/config.xml"], 2,
+     r"--out '.*config\.xml' " + _SAME.format("--label-config")),
+    ("ls-out-is-report-json", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                               "{dir}/r.json", "--annotators", "{dir}/r.csv"], 2,
+     r"the JSON report '.*r\.json' and --out '.*r\.json' " + _TWO),
+    ("ls-out-is-annotators", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                              "{dir}/r.csv", "--annotators", "{dir}/r.csv"], 2,
+     r"--annotators '.*r\.csv' and --out '.*r\.csv' " + _TWO),
+]
+for _flag, _value, _low in (("--retries", "-1", 0), ("--retries", "two", 0),
+                            ("--retries", "1.5", 0), ("--batch-size", "0", 1),
+                            ("--batch-size", "-3", 1), ("--project", "0", 1),
+                            ("--project", "-5", 1), ("--project", "1e3", 1)):
+    CLI_FILE_CASES.append(
+        (f"ls{_flag}={_value}", ["label-studio", "aggregate", "{dir}/export.json", "--out",
+                                 "{dir}/p.json", "--url", "http://127.0.0.1:9", "--project", "1",
+                                 _flag, _value], 2,
+         rf"argument {_flag}: must be an integer >= {_low}, got '{re.escape(_value)}'"))
+for _flag, _value, _low in (("--items", "0", 1), ("--annotators", "-1", 1), ("--classes", "1", 2),
+                            ("--per-item", "0", 1), ("--seed", "-1", 0), ("--items", "2k", 1)):
+    CLI_FILE_CASES.append((f"demo{_flag}={_value}", ["demo", _flag, _value], 2,
+                           rf"argument {_flag}: must be an integer >= {_low}, got '{_value}'"))
+CLI_FILE_CASES.append(("demo-per-item-above-annotators",
+                       ["demo", "--per-item", "9", "--annotators", "3"], 1,
+                       r"--per-item 9 exceeds --annotators 3"))
+
+
+@pytest.mark.parametrize("name,argv,code,pattern", CLI_FILE_CASES,
+                         ids=[c[0] for c in CLI_FILE_CASES])
+def test_cli_refuses_clashing_paths_and_bad_numbers_before_any_work(name, argv, code, pattern,
+                                                                    tmp_path, capsys):
+    import os
+
+    from crowd_keras.cli import main
+    (tmp_path / "answers.csv").write_text(ANSWERS)
+    (tmp_path / "link.csv").symlink_to(tmp_path / "answers.csv")
+    os.link(tmp_path / "answers.csv", tmp_path / "hard.csv")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "export.json").write_bytes(EXPORT.read_bytes())
+    (tmp_path / "export-link.json").symlink_to(tmp_path / "export.json")
+    (tmp_path / "config.xml").write_bytes(CONFIG.read_bytes())
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    try:
+        got = main([a.format(dir=tmp_path) for a in argv] + ["--quiet"])
+    except SystemExit as exc:  # argparse: bad usage
+        got = exc.code
+    err = capsys.readouterr().err
+    assert got == code, err
+    assert re.search(pattern, err), f"{err!r} does not match {pattern!r}"
+    assert "Traceback" not in err and "failed" not in err  # no server was contacted
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert after == before  # nothing written, nothing overwritten

@@ -202,13 +202,16 @@ class AbstainAwareDawidSkene(LabelModel):
         progress: show a progress bar over EM iterations.
 
     Attributes:
-        regime_: ``"labeling_functions"`` or ``"crowd"``; abstain_, anchor_,
-        abstain_weight_: the resolved settings. response_matrices_: (functions, classes,
-        classes + 1), last column = abstain. confusion_matrices_: (functions, classes,
-        classes), ``p(vote l | true k, voted)``. class_priors_: (classes,) prior used in
-        the E-step. class_balance_: (classes,) mean un-anchored posterior of the fitted items.
-        posteriors_: (items, classes). abstain_modelled_: (functions,) bool. n_iter_,
-        log_likelihood_ (mean log evidence per item, per iteration).
+        regime_: ``"labeling_functions"`` or ``"crowd"``.
+        abstain_, anchor_, abstain_weight_: the resolved settings.
+        response_matrices_: (functions, classes, classes + 1), last column = abstain.
+        confusion_matrices_: (functions, classes, classes), ``p(vote l | true k, voted)``.
+        class_priors_: (classes,) prior used in the E-step.
+        class_balance_: (classes,) mean un-anchored posterior of the fitted items.
+        posteriors_: (items, classes).
+        abstain_modelled_: (functions,) bool.
+        n_iter_: EM iterations run.
+        log_likelihood_: mean log evidence per item, per iteration.
     """
 
     def __init__(self, abstain: str = "auto", anchor: str = "auto",

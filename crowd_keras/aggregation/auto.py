@@ -1,15 +1,19 @@
-"""The default label model: pick the model the crowd supports, by held-out annotation likelihood.
+"""The default label model: the candidate that agrees best with annotations it did not see.
 
-Plain Dawid-Skene run to convergence wins by 2-14 points on crowds whose annotators each give
-many labels, and falls below majority vote where many annotators give few labels or answer
-alike (it fits every annotator's confusion matrix to a handful of labels). Which case a crowd
-is cannot be read off its size; it can be measured without gold: hide some of each item's
-annotations, fit a model on the rest, and score how well it predicts the hidden labels. A
-model that overfits its annotators predicts their hidden labels badly.
+No single label model is right for every crowd: per-annotator confusion matrices win where
+annotators give many labels with their own biases and lose to voting where a few prolific or
+correlated workers dominate; one-accuracy-per-worker and Bayesian models sit in between.
+Choosing by held-out annotation *likelihood* rewards the model that best predicts the
+annotators' habits (a prolific worker's bias, the crowd's shared confusions), not the truth.
 
-:class:`AutoLabelModel` does that over a ladder of models from "the whole crowd is one
-annotator" to "every annotator has its own confusion matrix", with the hierarchical prior's
-strength (Paun et al., TACL 2018) as the rung, and refits the winner on all annotations.
+:class:`AutoLabelModel` chooses by held-out **agreement** instead: hide part of each item's
+annotations, fit each candidate on the rest, and count how often its most probable class
+equals a hidden label, each annotator's hidden labels weighted by ``n_a^-γ`` (``γ = 1/2``) so
+that a few prolific workers cannot decide alone. For an annotator whose most likely answer is
+the truth, agreement with its hidden label rises with the accuracy of the prediction,
+whatever the annotator's confusions; the model's own picture of the annotators plays no part.
+With enough gold labels the choice is by cross-validated accuracy on them instead, and every
+fit holds the gold items' classes fixed.
 """
 from __future__ import annotations
 
@@ -20,37 +24,130 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..numerics import top_classes
 from ..progress import progress_bar
 from .base import LabelModel
-from .dawid_skene import DawidSkene, OneCoinDawidSkene
+from .dawid_skene import DawidSkene
+from .em import Block
 from .labeling_functions import LabelingFunctionFallback
+from .majority_vote import TieBrokenVote
+from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
-           "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets"]
+           "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
+           "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
+           "selection_steps", "selection_done", "SELECTION_EXPONENT"]
+
+#: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
+#: workers decide) and every annotator once (1, single-label annotators' noise decides)
+SELECTION_EXPONENT = 0.5
 
 
 def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
-    """The ladder, simplest first: ``[(name, unfitted model), ...]``.
+    """The candidates, simplest first (an exact tie goes to the earlier): ``[(name, model)]``.
 
-    - ``"shared"``: one confusion matrix for the whole crowd (prior strength ∞): a vote-level
-      model that still learns which classes the crowd confuses;
-    - ``"one_coin@m"``: one accuracy per annotator, shrunk toward the crowd's with
-      ``m ∈ {32, 8, 2}`` pseudo-labels;
-    - ``"dawid_skene@m"``: a confusion matrix per annotator, shrunk toward the crowd's
-      (population mean) with ``m ∈ {16K, 4K, K}`` pseudo-labels per row.
-
-    The grid starts at one pseudo-count per outcome of the estimated distribution (2 for
-    right/wrong, K for a confusion row: Laplace's rule centred on the crowd) and grows by 4
-    toward voting. Nothing in it refers to a data set: on the 7 crowd sets of the benchmark
-    and on simulated crowds the held-out optimum lies inside it.
+    - ``"majority_vote"``: voting, ties broken by IBCC (:class:`TieBrokenVote`): the
+      reference every other must beat by more than ``confidence`` standard errors;
+    - ``"bwa"``: one precision per annotator, Bayesian (Li, Rubinstein & Cohn, WWW 2019);
+    - ``"ibcc"``: a confusion matrix per annotator with Dirichlet priors (Kim & Ghahramani
+      2012);
+    - ``"dawid_skene@K"``: Dawid-Skene shrunk toward the crowd's matrix with K pseudo-labels per
+      row (Paun et al. 2018);
+    - ``"ebcc"``: confusions as mixtures of shared subtypes, for correlated workers (Li,
+      Rubinstein & Cohn, ICML 2019).
     """
     k = int(n_classes)
-    ladder: List[Tuple[str, LabelModel]] = [
-        ("shared", DawidSkene(prior_strength=np.inf, prior_mean="pooled"))]
-    ladder += [(f"one_coin@{m}", OneCoinDawidSkene(prior_strength=float(m))) for m in (32, 8, 2)]
-    ladder += [(f"dawid_skene@{m * k}", DawidSkene(prior_strength=float(m * k)))
-               for m in (16, 4, 1)]
-    return ladder
+    return [("majority_vote", TieBrokenVote()),
+            ("bwa", get_label_model("bwa")),
+            ("ibcc", get_label_model("ibcc")),
+            (f"dawid_skene@{k}", DawidSkene(prior_strength=float(k))),
+            ("ebcc", get_label_model("ebcc"))]
+
+
+def annotator_weights(counts: np.ndarray, annotators: np.ndarray,
+                      exponent: float = SELECTION_EXPONENT) -> np.ndarray:
+    """(n,) weight ``n_a^-γ`` of annotations by ``annotators`` (n,) codes, ``counts`` (A,) the
+    annotators' numbers of annotations over all items."""
+    n = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    return n[annotators] ** -float(exponent)
+
+
+def agreement_scores(posteriors: np.ndarray, items: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per hidden annotation, the share of the item's most probable classes that equal its
+    label (1 or 0; ``1/t`` when ``t`` classes tie): ``posteriors`` (I, K) of a model fitted
+    without these annotations, their item and label codes (n,)."""
+    top = top_classes(posteriors, tol=1e-9)
+    return top[items, labels] / top[items].sum(axis=1)
+
+
+def selection_steps(n_folds: int, max_repeats: int) -> List[Tuple[int, int]]:
+    """The (pass, fold) fits in order; scoring may stop after any fold of the first pass and
+    after the last fold of a later pass (so every scored annotation was held out equally
+    often)."""
+    return [(r, f) for r in range(int(max_repeats)) for f in range(int(n_folds))]
+
+
+def selection_done(step: Tuple[int, int], n_folds: int, scored: int, min_heldout: int) -> bool:
+    """Whether scoring stops after ``step`` with ``scored`` annotations held out so far."""
+    repeat, fold = step
+    return scored >= min_heldout and (repeat == 0 or fold == n_folds - 1)
+
+
+def agreement_sums(block: Block, tests: Sequence[np.ndarray],
+                   posteriors: Sequence[Sequence[np.ndarray]], weights: np.ndarray) -> np.ndarray:
+    """Sums over a block's items from which held-out agreement and its standard error follow
+    (:func:`agreement_bounds`); summable over blocks.
+
+    Args:
+        block: the items and all their annotations.
+        tests: per fit ``s``, the (n,) mask of the block's annotations held out.
+        posteriors: ``posteriors[s][c]`` (I, K): candidate c fitted without ``tests[s]``.
+        weights: (n,) weight of each annotation (:func:`annotator_weights`).
+
+    Returns:
+        (C, 5): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]`` and, in a 6th
+        column of row 0, ``Σ_i W_i²``: ``ā`` an annotation's agreement averaged over the fits
+        that held it out, ``D_i = Σ_{n∈i} w_n (ā_c − ā_0)`` and ``W_i = Σ_{n∈i} w_n`` over the
+        scored annotations of item i (the reference is candidate 0).
+    """
+    n_cand = len(posteriors[0]) if posteriors else 0
+    per_item = block.annotations_per_item()
+    items = np.repeat(np.arange(block.n_items), per_item)
+    n_classes = posteriors[0][0].shape[1] if n_cand else 1
+    labels = block.X.indices % n_classes
+    total = np.zeros((n_cand, len(items)))
+    times = np.zeros(len(items))
+    for test, posts in zip(tests, posteriors):
+        for c, post in enumerate(posts):
+            total[c, test] += agreement_scores(post, items[test], labels[test])
+        times[test] += 1
+    held = times > 0
+    w = np.where(held, weights, 0.0)
+    mean = total / np.maximum(times, 1)
+    w_item = np.bincount(items, weights=w, minlength=block.n_items)
+    out = np.zeros((n_cand, 6))
+    for c in range(n_cand):
+        d_item = np.bincount(items, weights=w * (mean[c] - mean[0]), minlength=block.n_items)
+        out[c, :5] = [(w * mean[c]).sum(), w.sum(), d_item.sum(), (d_item ** 2).sum(),
+                      (d_item * w_item).sum()]
+    if n_cand:
+        out[0, 5] = (w_item ** 2).sum()
+    return out
+
+
+def agreement_bounds(sums: np.ndarray, z: float) -> Tuple[np.ndarray, np.ndarray]:
+    """From :func:`agreement_sums` summed over blocks: per candidate the weighted mean
+    held-out agreement (C,) and ``gain − z·SE`` of its gain over candidate 0 (C,; 0 for it),
+    the standard error clustered by item (an item's hidden labels share one prediction)."""
+    total_w = max(float(sums[0, 1]), 1e-300)
+    means = sums[:, 0] / total_w
+    gain = sums[:, 2] / total_w
+    # Σ_i (D_i − gain·W_i)² expanded into sums over items
+    resid = sums[:, 3] - 2 * gain * sums[:, 4] + gain ** 2 * sums[0, 5]
+    se = np.sqrt(np.maximum(resid, 0.0)) / total_w
+    bounds = gain - float(z) * se
+    bounds[0] = 0.0
+    return means, bounds
 
 
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
@@ -116,31 +213,21 @@ def _clone(model: LabelModel, **params: Any) -> LabelModel:
 
 
 class AutoLabelModel(LabelingFunctionFallback, LabelModel):
-    """The model the crowd supports, chosen by held-out annotation likelihood (no gold).
+    """The candidate that agrees best with held-out annotations (or gold), refitted on all.
 
     1. Labeling functions (most votes cast by functions that only ever vote one class): the
        abstain-aware Dawid-Skene (``regime_``, as every crowd model of the library).
-    2. Otherwise each candidate (:func:`default_candidates`: one shared matrix, one-coin and
-       full Dawid-Skene each at three prior strengths) is scored by the mean log-likelihood of
-       held-out annotations: within-item folds (:func:`heldout_folds`); for each fold the
-       candidate is fitted on the other annotations (every item keeps at least one) and scores
-       each hidden one by its posterior predictive (:func:`heldout_log_likelihood`). Folds are
-       scored until ``min_heldout`` annotations have been held out or ``max_repeats`` passes
-       are done (large sets: one fold; small sets: repeated passes, so the choice does not
-       hinge on one split).
-    3. The best mean wins; an exact tie goes to the simpler candidate (earlier in the list).
-    4. The winner is refitted on all annotations; the fitted model is ``model_`` and this
-       object answers through it.
-
-    Why: Dawid-Skene's per-annotator matrices are what wins on crowds with many labels per
-    annotator and what overfits on crowds with few; the prior's strength says how many labels
-    an annotator needs before its own estimate dominates, and the held-out likelihood is the
-    unsupervised test of that (an overconfident annotator model predicts its annotator's
-    hidden labels badly). Measured (``benchmarks/label_models.py``): at least majority vote
-    on every shared set and within 0.005 of the best of crowd-kit's MV / DS / GLAD and
-    Snorkel there; on simulated crowds with few labels per annotator and 30 % spammers never
-    below majority vote. Held-out likelihood rewards modelling the annotations, not the truth:
-    a crowd whose shared errors follow another concept than the gold can still mislead it.
+    2. With at least ``min_gold`` gold items (``fit(..., gold=...)``): each candidate is
+       scored by its accuracy on gold items hidden from it (``gold_folds`` folds over the gold
+       items, the others held fixed) and the best wins.
+    3. Otherwise each candidate (:func:`default_candidates`) is scored by held-out agreement:
+       within-item folds (:func:`heldout_folds`); for each fold the candidate is fitted on the
+       other annotations (every item keeps at least one) and each hidden annotation scores
+       :func:`agreement_scores`, weighted by :func:`annotator_weights`. Folds are scored until
+       ``min_heldout`` annotations were held out or ``max_repeats`` passes are done.
+    4. The best score wins; an exact tie goes to the earlier candidate.
+    5. The winner is refitted on all annotations (gold items held at their class); the fitted
+       model is ``model_`` and this object answers through it.
 
     Args:
         candidates: ``[(name, unfitted label model), ...]`` (simplest first), or None for
@@ -148,6 +235,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             this model's.
         n_folds: folds per pass. min_heldout: stop scoring once this many annotations were
             held out. max_repeats: most passes (each with its own fold draw).
+        selection_exponent: γ of the weights ``n_a^-γ`` (:data:`SELECTION_EXPONENT`).
+        min_gold: gold items needed to choose by gold; gold_folds: its folds.
         random_state: seed of the fold draws (the only randomness).
         max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class
             prior (see :class:`DawidSkene`).
@@ -156,20 +245,30 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     Attributes:
         chosen_: the winning candidate's name; model_: it, refitted on all annotations;
-        heldout_log_likelihood_: ``{name: mean held-out log-likelihood}``; n_heldout_: number of
-        annotations scored; posteriors_, confusion_matrices_, class_priors_, n_iter_: the
-        chosen model's (the labeling-function model's in that regime).
+        selection_: ``"agreement"``, ``"gold"`` or ``"single"`` (nothing to compare on);
+        selection_scores_: ``{name: score}`` (held-out agreement or gold accuracy);
+        heldout_agreement_: the agreement scores (empty when chosen by gold); n_heldout_:
+        annotations scored; n_gold_: gold items given; posteriors_, confusion_matrices_,
+        class_priors_, n_iter_: the chosen model's.
     """
 
+    accepts_gold = True
+
     def __init__(self, candidates: Optional[Sequence[Tuple[str, LabelModel]]] = None,
-                 n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 5,
-                 random_state: Optional[int] = 0, max_iter: int = 100, tol: float = 1e-5,
-                 smoothing: float = 0.01, class_prior: Optional[Any] = None,
+                 n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 3,
+                 selection_exponent: float = SELECTION_EXPONENT, confidence: float = 1.64,
+                 min_gold: int = 20,
+                 gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
+                 tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,
                  progress: bool = False, labeling_functions: str = "auto") -> None:
         self.candidates = candidates
         self.n_folds = n_folds
         self.min_heldout = min_heldout
         self.max_repeats = max_repeats
+        self.selection_exponent = selection_exponent
+        self.confidence = confidence
+        self.min_gold = min_gold
+        self.gold_folds = gold_folds
         self.random_state = random_state
         self.max_iter = max_iter
         self.tol = tol
@@ -183,8 +282,14 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             raise ValueError(f"n_folds must be at least 2, got {self.n_folds!r}")
         if int(self.max_repeats) < 1:
             raise ValueError(f"max_repeats must be at least 1, got {self.max_repeats!r}")
+        if int(self.gold_folds) < 2:
+            raise ValueError(f"gold_folds must be at least 2, got {self.gold_folds!r}")
+        if not float(self.selection_exponent) >= 0:
+            raise ValueError(f"selection_exponent must be >= 0, got {self.selection_exponent!r}")
 
-    def _ladder(self, n_classes: int) -> List[Tuple[str, LabelModel]]:
+    def ladder(self, n_classes: int) -> List[Tuple[str, LabelModel]]:
+        """The unfitted candidates with this model's EM settings: ``[(name, model), ...]``."""
+        self._check_params()
         ladder = default_candidates(n_classes) if self.candidates is None else list(self.candidates)
         names = [name for name, _ in ladder]
         if not ladder or len(set(names)) != len(names):
@@ -198,76 +303,115 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             out.append((name, _clone(model, **{k: v for k, v in settings.items() if k in own})))
         return out
 
-    def _fit_crowd(self, ann: Annotations) -> "AutoLabelModel":
+    def _fit_crowd(self, ann: Annotations,
+                   item_log_prior: Optional[np.ndarray] = None) -> "AutoLabelModel":
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
-        ladder = self._ladder(ann.n_classes)
-        scores = self._heldout_scores(ann, ladder)
-        means = None if scores is None else {name: float(s.mean()) for name, s in scores.items()}
-        chosen = self._choose(ladder, means)
-        return self._adopt(chosen, self._candidate(ladder, chosen).fit(ann), ann)
-
-    def _choose(self, ladder: List[Tuple[str, LabelModel]],
-                means: Optional[Dict[str, float]]) -> str:
-        """The best mean held-out log-likelihood (``means``; None: nothing could be held out,
-        the simplest candidate); an exact tie goes to the earlier candidate. Sets
-        ``heldout_log_likelihood_``."""
-        self.heldout_log_likelihood_ = {} if means is None else dict(means)
-        if means is None:   # every item has one annotation: nothing to compare on
-            return ladder[0][0]
-        return max((name for name, _ in ladder), key=lambda name: means[name])
+        ladder = self.ladder(ann.n_classes)
+        gold = None
+        if item_log_prior is not None:
+            gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
+        self.n_gold_ = 0 if gold is None else len(gold)
+        self.heldout_agreement_, self.n_heldout_ = {}, 0
+        if self.n_gold_ >= int(self.min_gold) and len(ladder) > 1:
+            scores, self.selection_ = self._gold_scores(ann, ladder, item_log_prior, gold), "gold"
+        else:
+            scores = self._heldout_scores(ann, ladder, item_log_prior)
+            self.selection_ = "single" if scores is None else "agreement"
+        self.selection_scores_ = {} if scores is None else dict(scores)
+        chosen = self.choose(ladder, scores)
+        model = _fit(dict(ladder)[chosen], ann, item_log_prior)
+        return self.adopt(chosen, model, ann)
 
     @staticmethod
-    def _candidate(ladder: List[Tuple[str, LabelModel]], name: str) -> LabelModel:
-        """A fresh, unfitted copy of the candidate ``name``."""
-        return _clone(dict(ladder)[name])
+    def choose(ladder: List[Tuple[str, LabelModel]],
+               scores: Optional[Dict[str, float]]) -> str:
+        """The scored name with the best score (None: the first candidate); an exact tie goes
+        to the earlier candidate."""
+        if not scores:
+            return ladder[0][0]
+        return max((name for name, _ in ladder if name in scores), key=lambda n: scores[n])
 
-    def _adopt(self, chosen: str, model: LabelModel, ann: Annotations) -> "AutoLabelModel":
-        """Answer through ``model``, the candidate ``chosen`` fitted on ``ann`` (also a
-        partitioned fit's, with ``ann`` its coding only)."""
+    def adopt(self, chosen: str, model: LabelModel, ann: Annotations) -> "AutoLabelModel":
+        """Answer through ``model``, the candidate ``chosen`` fitted on ``ann`` (or fitted
+        elsewhere, a partitioned fit, with ``ann`` its coding). Returns self."""
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
         self.posteriors_ = model.posteriors_
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
-        self.n_iter_ = model.n_iter_
+        self.n_iter_ = getattr(model, "n_iter_", 1)
         return self
 
-    def _heldout_scores(self, ann: Annotations,
-                        ladder: List[Tuple[str, LabelModel]]) -> Optional[Dict[str, np.ndarray]]:
-        """Per candidate, the held-out log-likelihood of every scored annotation (averaged over
-        the passes that held it out); None when no annotation can be held out."""
-        total = {name: np.zeros(ann.n_annotations) for name, _ in ladder}
-        times = np.zeros(ann.n_annotations)
+    def _heldout_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
+                        item_log_prior: Optional[np.ndarray]) -> Optional[Dict[str, float]]:
+        """The eligible candidates' weighted mean held-out agreement: the first candidate's,
+        and each other's whose gain over it is above ``confidence`` standard errors. Sets
+        ``heldout_agreement_`` (every candidate's) and ``n_heldout_``; None when nothing can
+        be held out."""
         seed = 0 if self.random_state is None else int(self.random_state)
         n_folds, scored = int(self.n_folds), 0
-        bar = progress_bar(range(int(self.max_repeats) * n_folds), desc="auto: held-out fits",
+        tests, posteriors = [], []
+        folds: Dict[int, np.ndarray] = {}
+        bar = progress_bar(selection_steps(n_folds, self.max_repeats), desc="auto: held-out fits",
                            disable=not self.progress)
-        for step in bar:
-            repeat, fold = divmod(step, n_folds)
-            if fold == 0:
-                folds = heldout_folds(ann, n_folds, seed + repeat)
-            test = folds == fold
-            if not test.any():
-                continue
-            train = ann.select(~test)
-            for name, model in ladder:
-                total[name][test] += heldout_log_likelihood(_clone(model).fit(train), ann, test)
-            times[test] += 1
-            scored += int(test.sum())
-            if scored >= int(self.min_heldout):
+        for repeat, fold in bar:
+            if repeat not in folds:
+                folds[repeat] = heldout_folds(ann, n_folds, seed + repeat)
+            test = folds[repeat] == fold
+            if test.any():
+                train = ann.select(~test)
+                tests.append(test)
+                posteriors.append([_fit(model, train, item_log_prior).posteriors_
+                                   for _, model in ladder])
+                scored += int(test.sum())
+            if selection_done((repeat, fold), n_folds, scored, int(self.min_heldout)):
                 break
         bar.close()
-        held = times > 0
-        self.n_heldout_ = int(held.sum())
-        if not held.any():
+        if not tests:
+            self.n_heldout_ = 0
             return None
-        return {name: t[held] / times[held] for name, t in total.items()}
+        self.n_heldout_ = int(np.logical_or.reduce(tests).sum())
+        weights = annotator_weights(ann.annotations_per_annotator(), ann.annotators,
+                                    self.selection_exponent)
+        sums = agreement_sums(Block.from_annotations(ann), tests, posteriors, weights)
+        return self.eligible_scores(ladder, sums)
+
+    def eligible_scores(self, ladder: List[Tuple[str, LabelModel]],
+                        sums: np.ndarray) -> Dict[str, float]:
+        """From summed :func:`agreement_sums`: sets ``heldout_agreement_`` and returns the
+        mean agreement of the first candidate and of each candidate whose gain over it is
+        more than ``confidence`` standard errors."""
+        means, bounds = agreement_bounds(sums, float(self.confidence))
+        names = [name for name, _ in ladder]
+        self.heldout_agreement_ = dict(zip(names, means.tolist()))
+        return {name: float(m) for i, (name, m) in enumerate(zip(names, means))
+                if i == 0 or bounds[i] > 0}
+
+    def _gold_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
+                     item_log_prior: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
+        """Per candidate, its accuracy on gold items hidden from it (ties: fractional), over
+        ``gold_folds`` folds of the gold items drawn from their ids."""
+        n_folds = min(int(self.gold_folds), len(gold))
+        seed = 0 if self.random_state is None else int(self.random_state)
+        fold_of = item_offsets(ann.item_ids[gold], n_folds, seed)
+        truth = np.argmax(item_log_prior[gold], axis=1)
+        hits = {name: 0.0 for name, _ in ladder}
+        for fold in range(n_folds):
+            hidden = gold[fold_of == fold]
+            if len(hidden) == 0:
+                continue
+            prior = item_log_prior.copy()
+            prior[hidden] = 0.0
+            for name, model in ladder:
+                post = _fit(model, ann, prior).posteriors_
+                hits[name] += float(agreement_scores(post, hidden, truth[fold_of == fold]).sum())
+        return {name: h / len(gold) for name, h in hits.items()}
 
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
         if getattr(self, "labeling_function_model_", None) is not None:
             return super()._posteriors_for_new(new)
-        return self.model_._posteriors_for_new(new)
+        return self.model_.predict_proba(new)
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:
@@ -275,3 +419,20 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         if getattr(self, "labeling_function_model_", None) is not None:
             return self.labeling_function_model_.annotator_quality_
         return self.model_.annotator_quality_
+
+    def __repr__(self) -> str:
+        chosen = getattr(self, "chosen_", None)
+        return super().__repr__() if chosen is None else \
+            f"{super().__repr__()}  # chose {chosen!r} by {self.selection_}"
+
+
+def _fit(model: LabelModel, ann: Annotations, item_log_prior: Optional[np.ndarray]) -> LabelModel:
+    """A fresh copy of ``model`` fitted on ``ann``, with the items whose ``item_log_prior``
+    allows one class only held at that class."""
+    fresh = _clone(model)
+    if item_log_prior is None:
+        return fresh.fit(ann)
+    gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
+    codes = np.full(ann.n_items, -1, dtype=np.int64)
+    codes[gold] = np.argmax(item_log_prior[gold], axis=1)
+    return fresh.fit(ann, gold=codes)

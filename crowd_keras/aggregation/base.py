@@ -25,7 +25,7 @@ from ..errors import CrowdDataError
 from ..numerics import top_classes
 from ..params import Params
 
-__all__ = ["LabelModel", "as_annotations", "check_prior"]
+__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -35,6 +35,9 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
     ``classes``, ``duplicates``) or to :meth:`Annotations.from_dense` for a matrix.
     """
     if isinstance(data, Annotations):
+        if kwargs:
+            raise TypeError(f"unexpected keyword argument(s) {sorted(kwargs)}: they read a frame "
+                            "or a matrix, and these annotations are already read")
         return data
     if isinstance(data, pd.DataFrame):
         return Annotations.from_frame(data, **kwargs)
@@ -54,6 +57,41 @@ def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
     return p
 
 
+def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Item codes and class codes of the known true classes in ``gold``.
+
+    ``gold`` is a mapping (or ``pandas.Series``) from item id to class label, or an array of
+    class *codes* aligned with ``ann.item_ids`` with -1 where the class is unknown (the
+    ``truth`` arrays of the loaders). Unknown items, labels outside ``ann.classes`` and codes
+    out of range are errors naming the item and the value.
+    """
+    if isinstance(gold, (dict, pd.Series)):
+        series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else gold
+        items = ann.item_ids
+        pos = pd.Index(items).get_indexer(series.index)
+        if (pos < 0).any():
+            bad = series.index[int(np.argmax(pos < 0))]
+            raise CrowdDataError(f"gold item {bad!r} is not an item of the annotations")
+        cls = pd.Index(ann.classes).get_indexer(series.to_numpy())
+        if (cls < 0).any():
+            j = int(np.argmax(cls < 0))
+            raise CrowdDataError(f"gold label {series.iloc[j]!r} of item {series.index[j]!r} is "
+                                 f"not one of the classes {list(ann.classes)}")
+        return pos.astype(np.int64), cls.astype(np.int64)
+    codes = np.asarray(gold)
+    if codes.shape != (ann.n_items,) or codes.dtype.kind not in "iu":
+        raise CrowdDataError(f"gold must be a mapping item -> label, or {ann.n_items} integer "
+                             f"class codes aligned with the items (-1 = unknown); got an array "
+                             f"of shape {codes.shape} and dtype {codes.dtype}")
+    bad = (codes < -1) | (codes >= ann.n_classes)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"gold code {codes[i]} of item {ann.item_ids[i]!r} is outside "
+                             f"-1..{ann.n_classes - 1}")
+    known = np.flatnonzero(codes >= 0)
+    return known.astype(np.int64), codes[known].astype(np.int64)
+
+
 class LabelModel(Params):
     """Base class: a model of annotators that infers each item's true label.
 
@@ -61,6 +99,9 @@ class LabelModel(Params):
     ``confusion_matrices_`` (annotators, K, K; rows = true class) and ``class_priors_``
     (K,), and :meth:`_posteriors_for` to score new annotations.
     """
+
+    #: True: ``fit(annotations, gold=...)`` fixes the true class of the gold items
+    accepts_gold: bool = False
 
     annotations_: Annotations
     posteriors_: np.ndarray

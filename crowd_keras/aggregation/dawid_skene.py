@@ -187,6 +187,7 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
 
     #: confusion form of the M-step (:func:`m_step`); subclasses change it
     _structure = "full"
+    accepts_gold = True
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  init: Any = "mv", class_prior: Optional[Any] = None,

@@ -43,10 +43,14 @@ class GLAD(LabelModel):
         progress: show a progress bar over EM iterations.
 
     Attributes:
-        posteriors_ (items, K); abilities_ (annotators,) α; log_inverse_difficulties_ (items,) β;
-        confusion_matrices_ (annotators, K, K): each annotator's matrix averaged over its items
-        (item-specific matrices are what the model uses); class_priors_ (K,); n_iter_;
-        log_likelihood_ (Q per annotation, per iteration).
+        posteriors_: (items, K).
+        abilities_: (annotators,) α.
+        log_inverse_difficulties_: (items,) β.
+        confusion_matrices_: (annotators, K, K), each annotator's matrix averaged over its
+            items (item-specific matrices are what the model uses).
+        class_priors_: (K,).
+        n_iter_: EM iterations run.
+        log_likelihood_: ``Q`` per annotation, per iteration.
     """
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, alpha_prior: float = 1.0,

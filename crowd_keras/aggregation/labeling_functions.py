@@ -21,7 +21,8 @@ import pandas as pd
 
 from ..annotations import Annotations
 from .abstain_dawid_skene import AbstainAwareDawidSkene
-from .base import as_annotations
+from .base import as_annotations, gold_codes
+from .em import gold_log_prior
 from .regime import is_labeling_function_data
 
 __all__ = ["LabelingFunctionFallback"]
@@ -44,14 +45,28 @@ class LabelingFunctionFallback:
     #: the crowd model's settings that carry over to the labeling-function model
     _LF_SETTINGS: tuple = ("max_iter", "tol", "smoothing")
 
-    def fit(self, annotations: Any, **kwargs: Any) -> Any:
+    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> Any:
         """Fit on annotations (an ``Annotations``, a dense items × annotators matrix with -1
-        where missing, or a long frame: ``kwargs`` go to its reader). Returns self."""
+        where missing, or a long frame: ``kwargs`` go to its reader). Returns self.
+
+        ``gold``: known true classes of some items (see :func:`~crowd_keras.aggregation.base.
+        gold_codes`), for models with ``accepts_gold``: their class is fixed in every E-step
+        (semi-supervised EM). On labeling-function votes the abstain-aware model is fitted
+        without them and the gold items' posteriors are set to their known class.
+        """
         self._check_params()
         ann = as_annotations(annotations, **kwargs)
+        if gold is not None and not self.accepts_gold:
+            raise TypeError(f"{type(self).__name__}.fit() does not take gold labels")
+        known = None if gold is None else gold_codes(ann, gold)
         if self._fit_labeling_functions(ann):
+            if known is not None:
+                self.posteriors_ = self.posteriors_.copy()
+                self.posteriors_[known[0]] = np.eye(ann.n_classes)[known[1]]
             return self
-        return self._fit_crowd(ann)
+        if known is None:
+            return self._fit_crowd(ann)
+        return self._fit_crowd(ann, gold_log_prior(ann.n_items, ann.n_classes, *known))
 
     def _check_params(self) -> None:
         """Validate the constructor arguments before any work (subclasses extend it)."""

@@ -42,10 +42,14 @@ class MACE(LabelModel):
         progress: show a progress bar over the restarts.
 
     Attributes:
-        posteriors_ (items, K); trustworthiness_ (annotators,) θ (the spam detector: low θ is a
-        spammer); strategies_ (annotators, K) ξ; confusion_matrices_ (annotators, K, K);
-        class_priors_ (K,) uniform; log_marginal_likelihood_; restart_ (the winning run);
-        n_iter_.
+        posteriors_: (items, K).
+        trustworthiness_: (annotators,) θ, the spam detector: low θ is a spammer.
+        strategies_: (annotators, K) ξ.
+        confusion_matrices_: (annotators, K, K).
+        class_priors_: (K,), uniform.
+        log_marginal_likelihood_: of the winning run.
+        restart_: the winning run.
+        n_iter_: EM iterations of the winning run.
     """
 
     def __init__(self, method: str = "vb", theta_prior: tuple = (0.5, 0.5),

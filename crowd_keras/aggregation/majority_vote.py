@@ -1,15 +1,16 @@
 """Majority vote, hard and soft."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..annotations import Annotations
 from ..numerics import normalize_rows, top_classes
-from .base import LabelModel, as_annotations
+from .base import LabelModel, as_annotations, gold_codes
+from .em import Block, EMLabelModel, Summary, gold_log_prior
 
-__all__ = ["MajorityVote"]
+__all__ = ["MajorityVote", "TieBrokenVote"]
 
 _TIE_BREAKS = ("lowest", "random", "uniform")
 
@@ -39,12 +40,20 @@ class MajorityVote(LabelModel):
         self.tie_break = tie_break
         self.random_state = random_state
 
-    def fit(self, annotations: Any, **kwargs: Any) -> "MajorityVote":
+    accepts_gold = True
+
+    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "MajorityVote":
+        """Vote on each item; ``gold`` (see :func:`~crowd_keras.aggregation.base.gold_codes`)
+        fixes the gold items' labels, and the annotators' confusions are counted against
+        them there."""
         if self.tie_break not in _TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
         ann = as_annotations(annotations, **kwargs)
         self.annotations_ = ann
         self.posteriors_ = self._posteriors_for(ann)
+        if gold is not None:
+            items, classes = gold_codes(ann, gold)
+            self.posteriors_[items] = np.eye(ann.n_classes)[classes]
         winners = np.argmax(self.posteriors_, axis=1)
         labelled = ann.annotations_per_item() > 0
         counts = np.zeros((ann.n_annotators, ann.n_classes, ann.n_classes))
@@ -91,3 +100,102 @@ class MajorityVote(LabelModel):
                 proba = np.eye(counts.shape[1])[pick]
         proba[empty] = vote_prior
         return proba
+
+
+class TieBrokenVote(EMLabelModel):
+    """Majority vote whose ties are broken by a Bayesian label model's posterior.
+
+    An item's most-voted classes win; among tied classes the posterior of ``tie_model``
+    (IBCC by default, an EM-protocol model fitted on the same annotations) decides, and with no
+    vote at all its posterior is the answer. Voting with ties split at random loses half of
+    every tie, and a crowd with two labels per item left ties on most disagreements: as the
+    default label model's reference this vote is compared with candidates that weigh
+    annotators, which break ties by construction (see :class:`~crowd_keras.aggregation.
+    AutoLabelModel`). Runs through the EM-step protocol of ``tie_model``, so it fits
+    partitioned like any EM model.
+
+    Args:
+        tie_model: registry name of the EM-protocol model that breaks ties.
+        max_iter, tol, smoothing, class_prior, progress: that model's EM settings, where it
+            takes them.
+
+    Attributes:
+        tie_model_: the fitted tie-breaking model. posteriors_: (items, classes), mass only on
+            the most-voted classes. confusion_matrices_, class_priors_, n_iter_: the
+            tie-breaking model's.
+    """
+
+    accepts_gold = True
+    em_name = "EM (tie-breaking model)"
+
+    def __init__(self, tie_model: str = "ibcc", max_iter: int = 100, tol: float = 1e-5,
+                 smoothing: float = 0.01, class_prior: Optional[Any] = None,
+                 progress: bool = False) -> None:
+        self.tie_model = tie_model
+        self.max_iter = max_iter
+        self.tol = tol
+        self.smoothing = smoothing
+        self.class_prior = class_prior
+        self.progress = progress
+
+    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "TieBrokenVote":
+        """Fit the tie-breaking model and vote; ``gold`` as in :class:`MajorityVote`."""
+        ann = as_annotations(annotations, **kwargs)
+        prior = None
+        if gold is not None:
+            prior = gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
+        return self.fit_block(ann, prior)
+
+    # the EM-step protocol: the tie-breaking model's, with the votes beside its latent state
+    def init_state(self, summary: Summary) -> "TieBrokenVote":
+        from .registry import get_label_model
+
+        super().init_state(summary)
+        own = {"max_iter": self.max_iter, "tol": self.tol, "smoothing": self.smoothing,
+               "class_prior": self.class_prior, "labeling_functions": "ignore"}
+        model = get_label_model(self.tie_model)
+        if not isinstance(model, EMLabelModel):
+            raise ValueError(f"tie_model must name an EM-protocol label model, got "
+                             f"{self.tie_model!r}")
+        params = model.get_params(deep=False)
+        model.set_params(**{k: v for k, v in own.items() if k in params})
+        self.tie_model_ = model.init_state(summary)
+        return self
+
+    def initial_statistics(self, block: Block) -> Any:
+        return self.tie_model_.initial_statistics(block)
+
+    def m_step(self, stats: Any) -> Any:
+        return self.tie_model_.m_step(stats)
+
+    def e_step(self, block: Block, state: Any) -> tuple:
+        latent, objective = self.tie_model_.e_step(block, state)
+        top = top_classes(block.label_counts(self.n_classes_)).astype(np.float64)
+        top[block.annotations_per_item() == 0] = 1.0
+        if block.item_log_prior is not None:   # gold items: their known class only
+            known = np.isfinite(block.item_log_prior)
+            clamped = known.sum(axis=1) < known.shape[1]
+            top[clamped] = known[clamped]
+        return (latent, top), objective
+
+    def sufficient_statistics(self, block: Block, latent: Any) -> Any:
+        return self.tie_model_.sufficient_statistics(block, latent[0])
+
+    def class_posteriors(self, latent: Any) -> np.ndarray:
+        inner, top = latent
+        post = top * self.tie_model_.class_posteriors(inner)
+        empty = post.sum(axis=1) <= 0
+        post[empty] = top[empty]
+        return normalize_rows(post)
+
+    def objective_scale(self, summary: Summary) -> float:
+        return self.tie_model_.objective_scale(summary)
+
+    def finish(self, state: Any, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> "TieBrokenVote":
+        model = self.tie_model_.finish(state, summary, template, history)
+        self.annotations_ = template
+        self.confusion_matrices_ = model.confusion_matrices_
+        self.class_priors_ = model.class_priors_
+        self.n_iter_ = model.n_iter_
+        return self

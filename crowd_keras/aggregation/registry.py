@@ -28,6 +28,7 @@ LABEL_MODELS = LazyRegistry("label model", discover=True)
 _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "auto": ("crowd_keras.aggregation.auto:AutoLabelModel", ("default",)),
     "majority_vote": ("crowd_keras.aggregation.majority_vote:MajorityVote", ("mv",)),
+    "tie_broken_vote": ("crowd_keras.aggregation.majority_vote:TieBrokenVote", ()),
     "dawid_skene": ("crowd_keras.aggregation.dawid_skene:DawidSkene", ("ds",)),
     "one_coin_dawid_skene": ("crowd_keras.aggregation.dawid_skene:OneCoinDawidSkene",
                              ("one_coin", "one_coin_ds")),
@@ -38,6 +39,9 @@ _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "conal": ("crowd_keras.conal.label_model:CommonNoiseModel", ("common_noise",)),
     "mixture_of_groups": ("crowd_keras.mixture_of_groups.label_model:MixtureOfGroupsModel",
                           ("mog", "cmm")),
+    "ibcc": ("crowd_keras.aggregation.bayesian.ibcc:IBCC", ()),
+    "ebcc": ("crowd_keras.aggregation.bayesian.ebcc:EBCC", ()),
+    "bwa": ("crowd_keras.aggregation.bayesian.bwa:BWA", ()),
 }
 
 

@@ -2,7 +2,8 @@
 
 ``crowd-keras demo`` simulates a crowd with known truth, fits the label models and prints
 their accuracy; ``crowd-keras aggregate`` turns a long CSV of annotations into labels and an
-annotator report; ``crowd-keras label-studio ...`` works on Label Studio exports (when that
+annotator report; ``crowd-keras agree`` measures how much the annotators of such a CSV agree
+(and writes the HTML/JSON report); ``crowd-keras label-studio ...`` works on Label Studio exports (when that
 integration is installed). Heavy libraries (Keras, TensorFlow) are never imported here.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import re
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -19,15 +20,20 @@ from ..aggregation.registry import available_label_models
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from ..progress import Heartbeat
+from ..quiet import quiet_tensorflow
+from ._checks import check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, cli_words, common_options, run_handler
 
-__all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS"]
+__all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
 
 def _demo(args: argparse.Namespace) -> int:
     from ..aggregation import get_label_model
     from ..datasets import simulate_crowd
 
+    if args.per_item > args.annotators:
+        raise CrowdDataError(f"--per-item {args.per_item} exceeds --annotators "
+                             f"{args.annotators}: an annotator labels an item once")
     sim = simulate_crowd(n_items=args.items, n_classes=args.classes, n_annotators=args.annotators,
                          annotations_per_item=args.per_item, annotator_accuracy=(0.35, 0.9),
                          common_noise=args.common_noise, seed=args.seed)
@@ -62,6 +68,24 @@ def _default_methods(available: Sequence[str]) -> list:
     return [m for m in available if m not in SLOW_METHODS]
 
 
+# The candidates of the "auto" label model, by the family part of their name ("family@m")
+_CHOICES = {
+    "majority_vote": "no candidate agreed with held-out labels clearly better than voting",
+    "bwa": "one precision per annotator, Bayesian",
+    "ibcc": "a confusion matrix per annotator with Dirichlet priors",
+    "ebcc": "confusions as mixtures of subtypes shared by annotators (correlated workers)",
+    "dawid_skene": "a confusion matrix per annotator, shrunk toward the crowd's by {m} "
+                   "pseudo-labels per row",
+}
+
+
+def describe_choice(name: str) -> str:
+    """``"dawid_skene@32"`` -> the name and what it means (``@m``: the prior strength)."""
+    family, _, m = str(name).partition("@")
+    template = _CHOICES.get(family)
+    return f"{name}: {template.format(m=m)}" if template else str(name)
+
+
 def _read_table(path: str, label: str, string_labels: bool):
     import pandas as pd
 
@@ -89,12 +113,34 @@ def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> Cr
     return CrowdDataError(f"{path}: {text}")
 
 
-def _aggregate(args: argparse.Namespace) -> int:
+def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
+    """The --gold file (columns --item and --label, one row per item) as item -> label."""
     import pandas as pd
 
-    from ..aggregation import get_label_model
+    df = _read_table(args.gold, args.label, args.string_labels)
+    missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
+               if role != "annotator" and (c := getattr(args, role)) not in df.columns]
+    if missing:
+        raise CrowdDataError(f"{args.gold}: no column {', '.join(missing)}; its columns are "
+                             f"{list(df.columns)}")
+    dup = df[args.item].duplicated()
+    if dup.any():
+        raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
+                             f"one gold label (line {int(dup.to_numpy().argmax()) + 2})")
+    labels = df[args.label]
+    if not args.string_labels and ann.classes.dtype.kind in "iu" and labels.dtype.kind == "f":
+        labels = labels.astype("Int64")
+    return pd.Series(labels.to_numpy(), index=df[args.item].to_numpy())
+
+
+def _read_annotations(args: argparse.Namespace):
+    """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
+    columns; errors name the file's lines and the flags."""
     from ..annotations import Annotations
 
+    check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
+                [("--out", getattr(args, "out", None)),
+                 ("--annotators", getattr(args, "annotators", None))])
     df = _read_table(args.input, args.label, args.string_labels)
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if (c := getattr(args, role)) not in df.columns]
@@ -106,8 +152,24 @@ def _aggregate(args: argparse.Namespace) -> int:
                                      label=args.label, duplicates=args.duplicates)
     except CrowdDataError as exc:
         raise _frame_error(exc, args.input, args) from None
+    return df, ann
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..aggregation import get_label_model
+
+    df, ann = _read_annotations(args)
+    model = get_label_model(args.method)
+    gold = None
+    if args.gold:
+        if not model.accepts_gold:
+            raise CrowdDataError(f"--method {args.method} does not take gold labels (--gold); "
+                                 "the default method does")
+        gold = _read_gold(args, ann)
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
-        model = get_label_model(args.method).fit(ann)
+        model = model.fit(ann) if gold is None else model.fit(ann, gold=gold)
     proba = model.predict_proba()
     out = pd.DataFrame({args.item: ann.item_ids, "label": ann.classes[proba.argmax(axis=1)],
                         "probability": proba.max(axis=1),
@@ -119,13 +181,73 @@ def _aggregate(args: argparse.Namespace) -> int:
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}; "
           f"wrote {len(out)} labels to {args.out}")
-    chosen = f" (chose {model.chosen_})" if getattr(model, "chosen_", None) else ""
+    chosen = (f" (chose {describe_choice(model.chosen_)}; by {model.selection_})"
+              if getattr(model, "chosen_", None) else "")
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (the lowest class code "
           "given; column 'tied')")
     if args.annotators:
         atomic_write_text(args.annotators, model.annotator_quality_.to_csv(index=False))
         print(f"wrote the annotator report to {args.annotators}")
     return 0
+
+
+def _agree(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..agreement import agreement_report
+    from ..agreement.report import nested, records
+
+    df, ann = _read_annotations(args)
+    print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
+          f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
+          f"{ann.n_classes} classes")
+    with Heartbeat("computing agreement", disable=args.quiet):
+        report = agreement_report(ann, level=args.level, n_bootstrap=args.bootstrap,
+                                  seed=args.seed)
+    print(f"items with two or more annotations: {report.counts['n_items_pairable']}; with one "
+          f"(left out of alpha and kappa): {report.counts['n_items_single']}")
+    width = max(len(s) for s in report.summary["statistic"])
+    for row in report.summary.itertuples(index=False):
+        if row.statistic == "n_items_single":
+            continue
+        ci = (f"  [{row.low:.3f}, {row.high:.3f}]" if np.isfinite(row.low) else "")
+        name = f"{row.statistic} ({args.level})" if row.statistic == "krippendorff_alpha" \
+            else row.statistic
+        print(f"{name:<{width + 11}}  {row.value:8.4f}{ci}")
+    if args.out:
+        from ..aggregation import get_label_model
+        from ..quality_page import agreement_section, page_html
+
+        with Heartbeat(f"fitting {args.method}", disable=args.quiet):
+            model = get_label_model(args.method).fit(ann)
+        quality = model.annotator_quality_
+        doc = {"title": f"Annotator agreement: {Path(args.input).name}", "source": args.input,
+               "agreement": report.to_dict(), "annotators": records(quality),
+               "model": type(model).__name__,
+               "confusion_matrices": nested(model.confusion_matrices_)}
+        body = agreement_section(report, "agreement", quality=quality,
+                                 quality_path="annotators",
+                                 confusion=np.asarray(model.confusion_matrices_),
+                                 classes=list(ann.classes), plots=not args.no_plots)
+        out = Path(args.out)
+        atomic_write_text(out / "report.html", page_html(doc["title"], body, not args.no_plots))
+        atomic_write_text(out / "report.json", json.dumps(doc, indent=1, ensure_ascii=False,
+                                                          allow_nan=False) + "\n")
+        print(f"wrote {out / 'report.html'} and {out / 'report.json'}")
+    return 0
+
+
+def _add_table_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs)")
+    p.add_argument("--item", default="task", help="column of the item ids")
+    p.add_argument("--annotator", default="worker", help="column of the annotator ids")
+    p.add_argument("--label", default="label", help="column of the labels")
+    p.add_argument("--string-labels", action="store_true",
+                   help="read labels as text (e.g. '01' and '1' stay two classes)")
+    p.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
+                   help="several rows of one annotator on one item: error, or keep the last "
+                        "or the first (the others are counted)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,10 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="simulate a crowd and compare the label models",
                           description="Simulate a crowd with known truth, fit label models and "
                                       "print their accuracy and how well they rank annotators.")
-    demo.add_argument("--items", type=int, default=2000, help="items to simulate")
-    demo.add_argument("--annotators", type=int, default=50, help="annotators to simulate")
-    demo.add_argument("--classes", type=int, default=4, help="classes")
-    demo.add_argument("--per-item", type=int, default=5, help="annotations per item")
+    demo.add_argument("--items", type=int_at_least(1), default=2000, help="items to simulate")
+    demo.add_argument("--annotators", type=int_at_least(1), default=50,
+                      help="annotators to simulate")
+    demo.add_argument("--classes", type=int_at_least(2), default=4, help="classes")
+    demo.add_argument("--per-item", type=int_at_least(1), default=5, help="annotations per item")
     demo.add_argument("--common-noise", choices=["asymmetric", "symmetric"], default=None,
                       help="confusions shared by annotators (default: none): asymmetric or "
                            "symmetric")
@@ -156,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"label models to compare (default: {' '.join(default_methods)}; "
                            f"{', '.join(SLOW_METHODS)} trains neural networks and runs only "
                            "when named)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed of the simulation")
+    demo.add_argument("--seed", type=int_at_least(0), default=0,
+                      help="random seed of the simulation")
     demo.set_defaults(func=_demo)
 
     agg = sub.add_parser("aggregate", parents=[common], formatter_class=HelpFormatter,
@@ -165,20 +289,41 @@ def build_parser() -> argparse.ArgumentParser:
                                      "annotator, label), fit a label model and write one label "
                                      "per item with its probability. Errors name the line of "
                                      "the file.")
-    agg.add_argument("input", help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs)")
-    agg.add_argument("--item", default="task", help="column of the item ids")
-    agg.add_argument("--annotator", default="worker", help="column of the annotator ids")
-    agg.add_argument("--label", default="label", help="column of the labels")
-    agg.add_argument("--string-labels", action="store_true",
-                     help="read labels as text (e.g. '01' and '1' stay two classes)")
+    _add_table_options(agg)
     add_method_option(agg)
-    agg.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
-                     help="several rows of one annotator on one item: error, or keep the last "
-                          "or the first (the others are counted)")
+    agg.add_argument("--gold", metavar="FILE",
+                     help="CSV of known true labels of some items (columns --item and --label): "
+                     "held fixed in the fit, and with 20 or more the default method chooses "
+                     "its model by them")
     agg.add_argument("--out", required=True, help="CSV of aggregated labels to write (required)")
     agg.add_argument("--annotators", help="CSV of the annotator quality report to write "
                                           "(default: none)")
     agg.set_defaults(func=_aggregate)
+
+    agree = sub.add_parser("agree", parents=[common], formatter_class=HelpFormatter,
+                           help="inter-annotator agreement of a long CSV of annotations",
+                           description="Read a CSV/TSV with one row per annotation (item, "
+                                       "annotator, label) and print Krippendorff's alpha, "
+                                       "Fleiss' kappa, percent agreement (with bootstrap "
+                                       "intervals over items) and the mean pairwise Cohen's "
+                                       "kappa; with --out DIR also write DIR/report.html (one "
+                                       "self-contained page: kappa heat map, per-class "
+                                       "agreement, each annotator against the others, the "
+                                       "label model's quality and confusion matrices) and "
+                                       "DIR/report.json with the same numbers. Items with one "
+                                       "annotation are left out and counted.")
+    _add_table_options(agree)
+    agree.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval"],
+                       help="level of Krippendorff's alpha (interval needs numeric labels)")
+    agree.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                       help="bootstrap replicates over items for the intervals (0: none)")
+    agree.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    agree.add_argument("--out", default=None, metavar="DIR",
+                       help="folder for report.html and report.json (default: print only)")
+    add_method_option(agree, " (the report's annotator quality and confusion matrices)")
+    agree.add_argument("--no-plots", action="store_true",
+                       help="tables only, even when matplotlib is installed")
+    agree.set_defaults(func=_agree)
 
     from . import label_studio
 
@@ -194,6 +339,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    quiet_tensorflow(verbose=getattr(args, "verbose", False))  # before any Keras model runs
     return run_handler(args.func, args)
 
 

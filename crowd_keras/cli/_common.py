@@ -55,12 +55,14 @@ def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
 
 
 def common_options() -> argparse.ArgumentParser:
-    """A parent parser with ``--quiet`` and ``--debug`` for every sub-command."""
+    """A parent parser with ``--quiet``, ``--debug`` and ``--verbose`` for every sub-command."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--quiet", action="store_true",
                         help="no progress output (bars or periodic lines on stderr)")
     parent.add_argument("--debug", action="store_true",
                         help="print the Python traceback when the command fails")
+    parent.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up messages (hidden by default)")
     return parent
 
 
@@ -68,7 +70,8 @@ def common_options() -> argparse.ArgumentParser:
 FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "--to-name",
          "include_gold": "--include-gold", "multiple": "--multiple",
          "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
-         "on_existing": "--on-existing", "batch_size": "--batch-size", "text_key": "--text-key"}
+         "on_existing": "--on-existing", "batch_size": "--batch-size", "text_key": "--text-key",
+         "allow_data_mismatch": "--allow-data-mismatch", "controls": "--control NAME"}
 
 
 def _flag(argument: Argument) -> str:

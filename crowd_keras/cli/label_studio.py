@@ -5,9 +5,10 @@
 happen inside the handler; ``--method`` takes any name of the label-model registry.
 
 With ``--url``/``--project`` the server is checked first (URL, token, project: one request,
-before the export is read or anything written), and the project's labeling config is used
-when ``--label-config`` is not given (it names the classes and the object the predictions
-label). Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server
+before the export is read or anything written), then the export's tasks against the
+project's (ids, data, project id: ``check_tasks``, before the fit; a mismatch is bad input),
+and the project's labeling config is used when ``--label-config`` is not given (it names the
+classes and the object the predictions label). Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server
 failed (the message says how far the push got and, for transient failures only, that a
 re-run with the same ``--model-version`` completes it without duplicates). The API token is
 read from ``LABEL_STUDIO_API_KEY`` only: it never appears on the command line, in the
@@ -25,13 +26,30 @@ from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
 
+from ._checks import check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, cli_words, common_options
 
-__all__ = ["register", "aggregate_command"]
+__all__ = ["register", "aggregate_command", "report_command"]
 
 _TO_NAME_HELP = ("pass --to-name NAME (the name= of the object tag the control's toName points "
                  "to, e.g. text for <Text name=\"text\" value=\"$text\"/>), or --label-config "
                  "FILE, or push with --url and --project (the project's config is then used)")
+
+
+#: Fewer ground-truth tasks than this give counts, not a score: one task scores 0 or 1.
+MIN_GOLD_FOR_SCORE = 10
+
+
+def _gold_line(n_gold: int, score: str, what: str, counts: str = "") -> str:
+    """The comparison with the ground-truth tasks, or why there is none."""
+    if n_gold == 0:
+        return (f"no ground-truth annotations in the export: nothing to score the aggregate "
+                f"{what} against (mark some tasks' annotations as ground truth to get one)")
+    tasks = f"{n_gold} ground-truth task{'s' if n_gold != 1 else ''}"
+    if n_gold < MIN_GOLD_FOR_SCORE:
+        return (f"{tasks}: too few to score the aggregate {what} (at least "
+                f"{MIN_GOLD_FOR_SCORE} needed){'; ' + counts if counts else ''}")
+    return f"aggregate {what} on {tasks}: {score}"
 
 
 def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
@@ -55,7 +73,9 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "the object the control labels, taken from --label-config, from the project when "
             "pushing, from --to-name, or from the export's only data column.\n\n"
             "With --url and --project the URL, token and project are checked before anything "
-            "else, and the predictions are pushed idempotently (a re-run with the same "
+            "else, then that every task of the export is in the project with the same data "
+            "(--allow-data-mismatch accepts edited data), and the predictions are pushed "
+            "idempotently (a re-run with the same "
             "--model-version neither duplicates nor loses predictions; an interrupted push "
             "leaves every task with a prediction). The API token is read from the "
             "LABEL_STUDIO_API_KEY environment variable.\n\n"
@@ -94,6 +114,10 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--multiple", default="error", choices=["error", "combination", "skip"],
                      help="annotations with several choices: error, combination (each set of "
                           "choices is one class) or skip (left out, counted)")
+    agg.add_argument("--no-gold", action="store_true",
+                     help="fit without the ground-truth annotations' labels (by default a "
+                     "model that takes gold holds those tasks at their label, and the default "
+                     "model chooses by them when there are 20 or more)")
     agg.add_argument("--include-gold", action="store_true",
                      help="also use ground_truth annotations as ordinary votes")
     agg.add_argument("--include-unannotated", action="store_true",
@@ -106,16 +130,115 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--url", default=None,
                      help="Label Studio URL to push to, with http:// or https:// (default: no "
                           "push)")
-    agg.add_argument("--project", type=int, default=None, help="project id to push to (with --url)")
+    agg.add_argument("--project", type=int_at_least(1), default=None,
+                     help="project id to push to (with --url)")
     agg.add_argument("--on-existing", default="update", choices=["update", "skip", "replace"],
                      help="a task already holding a prediction of this model version: update it "
                           "when different, skip it, or replace (write it again even when "
                           "identical)")
-    agg.add_argument("--batch-size", type=int, default=100, help="new predictions per request")
-    agg.add_argument("--retries", type=int, default=3,
+    agg.add_argument("--allow-data-mismatch", action="store_true",
+                     help="push even where a task's data in the project differ from the "
+                          "export's (task data edited on purpose); tasks missing from the "
+                          "project, or an export of another project, are always refused")
+    agg.add_argument("--batch-size", type=int_at_least(1), default=100,
+                     help="predictions per import request")
+    agg.add_argument("--retries", type=int_at_least(0), default=3,
                      help="retries, with backoff, of a request that failed transiently")
     agg.set_defaults(func=aggregate_command)
+    _register_report(sub, parents)
     return ls
+
+
+def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    rep = sub.add_parser(
+        "report", parents=parents, formatter_class=HelpFormatter,
+        help="agreement and quality report of an export: one HTML page and a JSON",
+        description=(
+            "Read every Choices, Rating and span control of a Label Studio export and write "
+            "DIR/report.html (one self-contained page: no network needed to view it) and "
+            "DIR/report.json (the same numbers): per control and overall (the mean over the "
+            "controls), Krippendorff's alpha, Fleiss' kappa and percent agreement with "
+            "bootstrap intervals over tasks, Cohen's kappa for every pair of annotators (heat "
+            "map), one-vs-rest agreement per class, each annotator's agreement with the others "
+            "and the label model's estimated accuracy and confusion matrices, and for span "
+            "controls the pairwise span F1 (exact, overlap, token-proportional) and the "
+            "boundary disagreements. The pictures need matplotlib (crowd-keras[plot]); without "
+            "it the page has the tables and says how to get them."))
+    rep.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
+    rep.add_argument("--out", required=True, metavar="DIR",
+                     help="folder to write report.html and report.json into (required)")
+    rep.add_argument("--control", action="append", default=None, metavar="NAME",
+                     help="a control to report, repeatable (default: every readable control of "
+                          "the config or of a full JSON export; needed for JSON_MIN/CSV/TSV "
+                          "without --label-config)")
+    rep.add_argument("--label-config", default=None, metavar="FILE",
+                     help="the project's labeling config (XML; needs crowd-keras[label-studio])")
+    rep.add_argument("--format", default=None, choices=["JSON", "JSON_MIN", "CSV", "TSV"],
+                     help="export format (default: detected from the content and suffix)")
+    add_method_option(rep, " (for the per-annotator quality and confusion matrices)")
+    rep.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
+                     choices=available_sequence_models(), metavar="NAME",
+                     help="label model for span controls: " + ", ".join(available_sequence_models()))
+    rep.add_argument("--level", default=None, choices=["nominal", "ordinal", "interval"],
+                     help="level of Krippendorff's alpha (default: interval for Rating controls, "
+                          "nominal otherwise)")
+    rep.add_argument("--multiple", default="combination", choices=["error", "combination", "skip"],
+                     help="annotations with several choices: each set one class (combination), "
+                          "left out (skip) or an error")
+    rep.add_argument("--include-gold", action="store_true",
+                     help="also use ground_truth annotations as ordinary annotations")
+    rep.add_argument("--scheme", default="IO", choices=["IO", "BIO"], help="span controls: tags")
+    rep.add_argument("--text-key", default=None, metavar="KEY",
+                     help="span controls: the task data field holding the text")
+    rep.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                     help="bootstrap replicates over tasks for the intervals (0: none)")
+    rep.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    rep.add_argument("--no-plots", action="store_true",
+                     help="tables only, even when matplotlib is installed")
+    rep.set_defaults(func=report_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Handler of ``label-studio report``; returns the exit code (2: bad input)."""
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.integrations import label_studio as ls
+
+    try:
+        with Heartbeat("computing agreement", disable=getattr(args, "quiet", False)):
+            out = ls.quality_report(
+                args.export, args.out, controls=args.control, label_config=args.label_config,
+                format=args.format, method=args.method, sequence_model=args.sequence_model,
+                level=args.level, multiple=args.multiple, include_gold=args.include_gold,
+                scheme=args.scheme, text_key=args.text_key, n_bootstrap=args.bootstrap,
+                seed=args.seed, plots=not args.no_plots)
+    except ImportError as exc:
+        _err(exc)
+        return 2
+    except (CrowdDataError, ValueError) as exc:
+        _err(exc)
+        return 2
+    doc = out["report"]
+    for name, control in doc["controls"].items():
+        if control["error"] is not None:
+            print(f"control '{name}': not reported: {cli_words(control['error'])}")
+            continue
+        summary = {r["statistic"]: r["value"] for r in control["agreement"]["summary"]}
+        spans = "span_f1_overlap" in summary      # span controls: the items are tokens
+        shown = ("krippendorff_alpha", "fleiss_kappa", "percent_agreement",
+                 "mean_pairwise_kappa") + (("span_f1_exact", "span_f1_overlap",
+                                            "span_f1_token") if spans else ())
+        print(f"control '{name}' ({control['type']}{', token level' if spans else ''}): "
+              + ", ".join(f"{k} {_fmt(summary.get(k))}" for k in shown)
+              + f"; {'tokens' if spans else 'tasks'} with one annotation (left out): "
+              f"{int(summary['n_items_single'])}")
+    print("overall (mean over controls): " + ", ".join(
+        f"{r['statistic']} {_fmt(r['value'])}" for r in doc["overall"]))
+    print(f"wrote {out['html']} and {out['json']}")
+    return 0
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _err(msg: Any) -> None:
@@ -135,6 +258,15 @@ def aggregate_command(args: argparse.Namespace) -> int:
     quiet = getattr(args, "quiet", False)
     if (args.url is None) != (args.project is None):
         _err("--url and --project go together")
+        return 2
+    csv_path, json_path = _report_paths(args)
+    try:  # before any work: an output must not overwrite the export or another output
+        check_paths([("the export", args.export), ("--label-config", args.label_config)],
+                    [("--out", args.out), ("--annotators", csv_path),
+                     ("--annotators-json" if args.annotators_json else "the JSON report",
+                      json_path)])
+    except CrowdDataError as exc:
+        _err(exc)
         return 2
     try:
         from crowd_keras.integrations import label_studio as ls
@@ -165,6 +297,21 @@ def aggregate_command(args: argparse.Namespace) -> int:
     except (CrowdDataError, ValueError) as exc:
         _err(exc)
         return 2
+    if client is not None:
+        try:  # the export's tasks must be the project's, before anything is fitted or written
+            check = ls.check_tasks(client, args.project, args.export, format=args.format,
+                                   allow_data_mismatch=args.allow_data_mismatch,
+                                   retries=args.retries)
+        except CrowdDataError as exc:
+            _err(exc)
+            return 2
+        except ls.LabelStudioError as exc:
+            _err(exc)
+            return 1
+        if check.n_changed:
+            print(f"note: {check.n_changed} of {check.n_tasks} tasks hold other data in project "
+                  f"{args.project} than in the export (first: {check.first}); pushing anyway "
+                  "(--allow-data-mismatch)")
     print(export.summary)
     for note in export.summary.notes:
         print(f"note: {cli_words(note)}")
@@ -178,8 +325,17 @@ def aggregate_command(args: argparse.Namespace) -> int:
         return 2
     name = args.sequence_model if spans else args.method
     model = get_sequence_model(name) if spans else get_label_model(name)
+    if "progress" in model.get_params():  # the Heartbeat below is this command's one progress
+        model.set_params(progress=False)
+    gold = None
+    if not spans and not args.no_gold and getattr(model, "accepts_gold", False) \
+            and (export.gold_codes() >= 0).any():
+        gold = export.gold_codes()
     with Heartbeat(f"fitting {name}", disable=quiet):
-        model.fit(export.sequences if spans else export.annotations)
+        if gold is None:
+            model.fit(export.sequences if spans else export.annotations)
+        else:
+            model.fit(export.annotations, gold=gold)
     version = args.model_version or f"crowd-keras-{name}"
     try:
         predictions = (ls.predictions_from_model(export, model, version,
@@ -195,13 +351,16 @@ def aggregate_command(args: argparse.Namespace) -> int:
     print(f"wrote {len(predictions)} predictions (model_version {version!r}) to {out}")
     if spans:
         n_gold, (p, r, f1) = ls.gold_span_scores(export, model.predict())
-        if n_gold:
-            print(f"aggregate spans on {n_gold} ground-truth tasks: token precision {p:.3f}, "
-                  f"recall {r:.3f}, F1 {f1:.3f}")
+        print(_gold_line(n_gold, f"token precision {p:.3f}, recall {r:.3f}, F1 {f1:.3f}",
+                         "spans"))
+    elif gold is not None:
+        print(f"{int((gold >= 0).sum())} ground-truth tasks held at their label in the fit "
+              "(--no-gold fits without them and scores the aggregate against them)")
     else:
         n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
-        if n_gold:
-            print(f"aggregate accuracy on {n_gold} ground-truth tasks: {acc:.3f}")
+        right = round(acc * n_gold) if n_gold else 0
+        print(_gold_line(n_gold, f"accuracy {acc:.3f} ({right} of {n_gold} right)",
+                         "labels", f"the aggregate is right on {right} of {n_gold}"))
     if args.annotators is not None:
         _report(args, ls, export, model, client, version)
     if client is not None:
@@ -220,6 +379,18 @@ def aggregate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_paths(args: argparse.Namespace) -> tuple:
+    """(CSV, JSON) paths of the annotator report, (None, None) without ``--annotators``."""
+    if args.annotators is None:
+        return None, None
+    csv_path = Path(args.annotators)
+    json_path = Path(args.annotators_json) if args.annotators_json else \
+        csv_path.with_suffix(".json")
+    if json_path == csv_path:
+        json_path = csv_path.with_name(csv_path.name + ".json")
+    return csv_path, json_path
+
+
 def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: Any,
             version: str) -> None:
     emails = None
@@ -228,11 +399,7 @@ def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: 
             emails = ls.fetch_user_emails(client, retries=args.retries)
         except ls.LabelStudioError as exc:
             print(f"warning: could not read user e-mails: {exc}", file=sys.stderr)
-    csv_path = Path(args.annotators)
-    json_path = Path(args.annotators_json) if args.annotators_json else \
-        csv_path.with_suffix(".json")
-    if json_path == csv_path:
-        json_path = csv_path.with_name(csv_path.name + ".json")
+    csv_path, json_path = _report_paths(args)
     ls.annotator_report(export, model, csv_path=csv_path, json_path=json_path, emails=emails,
                         model_version=version)
     print(f"wrote the annotator report for {len(export.annotator_ids)} annotators to "

@@ -42,10 +42,14 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes:
-        posteriors_ (items, K); common_confusion_ (K, K); individual_confusions_ (A, K, K);
-        omega_ (A,) share of each annotator's labels explained by the common matrix;
-        confusion_matrices_ (A, K, K): each annotator's effective matrix
-        ω_r π_g + (1 − ω_r) π_r; class_priors_ (K,); log_likelihood_; n_iter_.
+        posteriors_: (items, K).
+        common_confusion_: (K, K).
+        individual_confusions_: (A, K, K).
+        omega_: (A,) share of each annotator's labels explained by the common matrix.
+        confusion_matrices_: (A, K, K), each annotator's effective matrix
+            ω_r π_g + (1 − ω_r) π_r.
+        class_priors_: (K,).
+        log_likelihood_, n_iter_: per iteration; EM iterations run.
     """
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (apply_annotator_matrices, checked_noise_scale, floor_at,
+from .._keras_utils import (ChecksIdsAtEntry, apply_annotator_matrices, checked_int,
+                            checked_noise_scale, floor_at,
                             gather_annotators, identity_initializer, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
@@ -39,7 +41,7 @@ def _l2_normalize(x: Any) -> Any:
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class AnnotatorGate(keras.layers.Layer):
+class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
     """The gate ω_ri = σ(û_r · v̂_i) of CoNAL (paper Eq. 3).
 
     ``v_i = W_v x_i + b_v`` from the instance representation ``x_i``; ``u_r = W_u e_r + b_u``
@@ -68,10 +70,11 @@ class AnnotatorGate(keras.layers.Layer):
         feats = None if annotator_features is None else np.asarray(annotator_features, "float32")
         if feats is not None and feats.ndim != 2:
             raise ValueError(f"annotator_features must be (annotators, features), got {feats.shape}")
-        if feats is None and (num_annotators is None or int(num_annotators) < 1):
+        if feats is None and num_annotators is None:
             raise ValueError("AnnotatorGate needs num_annotators or annotator_features")
-        self.num_annotators = int(feats.shape[0] if feats is not None else num_annotators)
-        self.embedding_dim = int(embedding_dim)
+        self.num_annotators = (int(feats.shape[0]) if feats is not None
+                               else checked_int(num_annotators, "num_annotators"))
+        self.embedding_dim = checked_int(embedding_dim, "embedding_dim")
         self.annotator_features = feats
         self.scale = float(scale)
 
@@ -155,7 +158,7 @@ class AnnotatorGate(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CommonNoiseAdaptation(keras.layers.Layer):
+class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
     """Common + individual noise adaptation layers mixed by ω (CoNAL, paper Eq. 1-2).
 
     Holds the common matrix ``W_g (K, K)`` and the individual matrices ``W_r (A, K, K)``,
@@ -195,9 +198,8 @@ class CommonNoiseAdaptation(keras.layers.Layer):
                  init_scale: float = 1.0, learning_rate_multiplier: float = 1.0,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if int(num_annotators) < 1 or int(num_classes) < 2:
-            raise ValueError("num_annotators must be ≥ 1 and num_classes ≥ 2, got "
-                             f"{num_annotators}, {num_classes}")
+        num_annotators = checked_int(num_annotators, "num_annotators")
+        num_classes = checked_int(num_classes, "num_classes", minimum=2)
         if omega is not None and not 0.0 <= float(omega) <= 1.0:
             raise ValueError(f"a fixed omega must be in [0, 1], got {omega}")
         if omega is not None and gate is not None:
@@ -248,6 +250,9 @@ class CommonNoiseAdaptation(keras.layers.Layer):
         raise ValueError("CommonNoiseAdaptation takes [probs, omega] or [probs, annotator_ids, "
                          "omega]; with a gate [probs, x] or [probs, annotator_ids, x]; with a "
                          f"fixed omega probs or [probs, annotator_ids]; got {len(parts)} inputs")
+
+    def entry_ids(self, inputs: Any) -> Any:
+        return self._split(inputs)[1]
 
     def call(self, inputs: Any) -> Any:
         probs, ids, omega, rep = self._split(inputs)

@@ -38,11 +38,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (KeepsTimeStepMask, apply_annotator_matrices, checked_layer_args,
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices, checked_layer_args,
                             checked_noise_scale, gather_annotators, identity_initializer,
                             insert_annotator_axis, is_shape_list, scale_and_shift,
                             weight_in_use)
@@ -54,7 +55,7 @@ CONN_TYPES = ("MW", "VW", "VB", "VW+B", "S")
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CrowdLayer(KeepsTimeStepMask, keras.layers.Layer):
+class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """Annotator-specific transformation of class probabilities (classification crowd layer).
 
     Args:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from .._keras_utils import (KeepsTimeStepMask, checked_layer_args, gather_annotators,
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, checked_layer_args, gather_annotators,
                             is_shape_list, scale_and_shift)
 
 __all__ = ["CrowdRegressionLayer"]
@@ -23,7 +24,7 @@ CONN_TYPES = ("S", "B", "S+B")
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CrowdRegressionLayer(KeepsTimeStepMask, keras.layers.Layer):
+class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """Annotator-specific scale and/or bias of a scalar regression output.
 
     Args:

@@ -1,20 +1,37 @@
-"""Loaders for the public crowdsourcing data layouts (read-only, folder given by the caller)."""
+"""Loaders for the public crowdsourcing data sets.
+
+Each loader takes its files from the folder it is given, else from ``$CROWD_KERAS_DATA``, else
+from the user cache, else downloads them once into that cache from the set's public source
+with pinned checksums (:mod:`crowd_keras.datasets.fetch`; ``download=False`` forbids it).
+The sha256 checksums pin the files as distributed by this project's data layout (the same
+files as the sources serve, where a source serves them as they are).
+"""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..files import read_json_text, read_npy, read_npz
+from .fetch import locate
 
 __all__ = ["CrowdDataset", "load_labelme", "load_music", "load_truth_inference",
-           "load_truth_inference_features", "load_wrench"]
+           "load_truth_inference_features", "load_wrench", "TRUTH_INFERENCE_SETS",
+           "WRENCH_SETS", "LABELME_CLASSES"]
 
 PathLike = Union[str, Path]
+
+#: The truth-inference sets by name (``load_truth_inference("dog")``).
+TRUTH_INFERENCE_SETS = ("bluebirds", "product", "dog", "adult_content", "weather_sentiment")
+#: The WRENCH sets by name (``load_wrench("youtube")``).
+WRENCH_SETS = ("youtube", "sms", "trec")
+#: LabelMe's classes in code order (``classes.txt`` of the prepared set).
+LABELME_CLASSES = ("highway", "insidecity", "tallbuilding", "street", "forest", "coast",
+                   "mountain", "opencountry")
 
 
 class CrowdDataset(dict):
@@ -27,39 +44,62 @@ class CrowdDataset(dict):
             raise AttributeError(name) from None
 
 
-def _folder(root: PathLike, name: str, marker: str) -> Path:
-    """Accept the set's own folder or the shared data folder that contains it."""
-    root = Path(root)
-    for cand in (root, root / name):
-        if (cand / marker).exists():
-            return cand
-    raise CrowdDataError(f"no {name} data at {root} (looked for {marker})")
+def _integer_table(path: Path) -> np.ndarray:
+    """``np.loadtxt(path, dtype=int64)``; an unreadable value raises naming the file."""
+    try:
+        return np.loadtxt(path, dtype=np.int64)
+    except ValueError as exc:
+        raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
 
 
-def load_labelme(root: PathLike) -> CrowdDataset:
+def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
     """LabelMe as prepared by Rodrigues & Pereira (2018), with 512-d VGG16 pooled features.
+
+    Args:
+        root: the ``labelme`` folder or a data folder that holds it; ``None``:
+            ``$CROWD_KERAS_DATA``, the cache, or a download (about 5 MB).
+        download: ``False``: raise instead of downloading.
 
     Returns a :class:`CrowdDataset` with ``x_train, y_train, x_valid, y_valid, x_test,
     y_test`` (features float32, truth int64), ``annotations`` (1000 train items × 59
     annotators, -1 in ``answers.txt`` = not labelled) and ``classes``.
+
+    Source: the files of the PyLearningCrowds repository (Mena et al.,
+    github.com/fmenat/PyLearningCrowds, ``data/LabelMe`` at a fixed commit): the Amazon
+    Mechanical Turk labels collected by Rodrigues & Pereira and global-average-pooled VGG16
+    features of the LabelMe images (Russell et al. 2008). Licence: none is stated by the
+    distributors; the labels are shared for research, the images are LabelMe's (free for
+    research). Cite: F. Rodrigues and F. Pereira, "Deep learning from crowds", AAAI 2018;
+    B. Russell, A. Torralba, K. Murphy, W. Freeman, "LabelMe: a database and web-based tool for
+    image annotation", IJCV 77, 2008.
     """
-    d = _folder(root, "labelme", "answers.txt")
-    classes = [c.strip() for c in (d / "classes.txt").read_text().split("\n") if c.strip()]
+    d = locate("labelme", root, download=download)
+    names = ((d / "classes.txt").read_text().split("\n") if (d / "classes.txt").exists()
+             else LABELME_CLASSES)
+    classes = [c.strip() for c in names if c.strip()]
     out = CrowdDataset(classes=classes)
     for split in ("train", "valid", "test"):
-        out[f"x_{split}"] = np.load(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
-        out[f"y_{split}"] = np.loadtxt(d / f"LabelMe_Z_{split}.txt", dtype=np.int64)
-    answers = np.loadtxt(d / "answers.txt", dtype=np.int64)
+        out[f"x_{split}"] = read_npy(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
+        out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt")
+    answers = _integer_table(d / "answers.txt")
     out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
     return out
 
 
-def load_music(root: PathLike) -> CrowdDataset:
+def load_music(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
     """Music genre (Rodrigues et al. 2014): 700 train songs with AMT labels, 300 test songs.
 
     Items follow the order of ``music_genre_gold.csv``; ``x_*`` are the 124 Marsyas features.
+    ``root`` and ``download`` as in :func:`load_labelme`.
+
+    Source: ``mturk-datasets.tar.gz`` on fprodrigues.com (members
+    ``music_genre_classification/music_genre_{mturk,gold,test}.csv``; the crowd file is read
+    as ``music_genre_annotations.csv``), clips of the GTZAN collection (Tzanetakis & Cook
+    2002). Licence: none is stated by the distributor; shared for research. Cite:
+    F. Rodrigues, F. Pereira, B. Ribeiro, "Gaussian process classification and active
+    learning with multiple annotators", ICML 2014.
     """
-    d = _folder(root, "music", "music_genre_annotations.csv")
+    d = locate("music", root, download=download)
     gold = pd.read_csv(d / "music_genre_gold.csv")
     test = pd.read_csv(d / "music_genre_test.csv")
     answers = pd.read_csv(d / "music_genre_annotations.csv")
@@ -74,14 +114,40 @@ def load_music(root: PathLike) -> CrowdDataset:
         annotations=ann, classes=classes)
 
 
-def load_truth_inference(folder: PathLike) -> tuple[Annotations, np.ndarray]:
+def _named_set(folder: PathLike, family: str, names: tuple, files: list,
+               download: bool) -> Optional[Path]:
+    """The located folder when ``folder`` is a set's name (and not an existing folder)."""
+    if isinstance(folder, str) and folder in names and not Path(folder).is_dir():
+        return locate(f"{family}/{folder}", files=files, download=download)
+    return None
+
+
+def load_truth_inference(folder: PathLike, *, download: bool = True
+                         ) -> tuple[Annotations, np.ndarray]:
     """A set of the truth-inference benchmark (Zheng et al. 2017): ``answer.csv`` + ``truth.csv``.
+
+    Args:
+        folder: a folder with ``answer.csv`` (and ``truth.csv``), or the name of a set in
+            :data:`TRUTH_INFERENCE_SETS` (``"dog"``): then ``$CROWD_KERAS_DATA``, the cache or
+            a download (less than 1 MB each, ``adult_content`` 1 MB).
+        download: ``False``: raise instead of downloading.
 
     Returns ``(annotations, truth)`` with ``truth`` aligned to ``annotations.item_ids``
     (-1 where the item has no known truth). Items that appear only in ``truth.csv`` are
     kept as items without annotations.
+
+    Source: the survey's repository (github.com/zhydhkcws/crowd_truth_infer, at a fixed
+    commit): ``bluebirds`` is its "Duck Identification" (Welinder et al. 2010), ``product``
+    its "jn-product" (Wang et al. 2012), ``dog`` its "Dog data" (Zhou et al. 2012);
+    ``adult_content`` (Ipeirotis et al. 2010) and ``weather_sentiment`` are rewrites of the
+    same collections into this layout, served by ``$CROWD_KERAS_DATA`` or a mirror only.
+    Licence: none is stated by the repository; shared for research. Cite: Y. Zheng, G. Li,
+    Y. Li, C. Shan, R. Cheng, "Truth inference in crowdsourcing: is the problem solved?",
+    VLDB 2017, and the set's own paper.
     """
-    d = Path(folder)
+    named = _named_set(folder, "truth_inference", TRUTH_INFERENCE_SETS,
+                       ["answer.csv", "truth.csv"], download)
+    d = named if named is not None else Path(folder)
     if not (d / "answer.csv").exists():
         raise CrowdDataError(f"no answer.csv in {d}")
     answers = pd.read_csv(d / "answer.csv")
@@ -98,30 +164,76 @@ def load_truth_inference(folder: PathLike) -> tuple[Annotations, np.ndarray]:
     return ann, y
 
 
-def load_truth_inference_features(folder: PathLike, item_ids: Any) -> np.ndarray:
-    """Instance features from ``vgg16_features.npz`` (bluebirds), rows in ``item_ids`` order."""
-    path = Path(folder) / "vgg16_features.npz"
+def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
+                                  download: bool = True) -> np.ndarray:
+    """Instance features from ``vgg16_features.npz`` (bluebirds), rows in ``item_ids`` order.
+
+    ``folder``: the set's folder or its name (``"bluebirds"``). The features are the VGG16
+    image features of the LIA authors' public code, rewritten to one ``.npz``: they come from
+    ``$CROWD_KERAS_DATA`` or a mirror (``$CROWD_KERAS_MIRROR``), not from a public URL.
+    """
+    named = _named_set(folder, "truth_inference", TRUTH_INFERENCE_SETS,
+                       ["vgg16_features.npz"], download)
+    path = (named if named is not None else Path(folder)) / "vgg16_features.npz"
     if not path.exists():
         raise CrowdDataError(f"no features file at {path}")
-    with np.load(path) as npz:
-        ids, feats = npz["ids"], npz["features"]
+    npz = read_npz(path, "a features file")
+    missing = [name for name in ("ids", "features") if name not in npz]
+    if missing:
+        raise CrowdDataError(f"{path} has no {missing} entries (entries: {sorted(npz)})")
+    ids, feats = npz["ids"], npz["features"]
+    if feats.ndim != 2 or len(feats) != len(ids):
+        raise CrowdDataError(f"{path}: features of shape {feats.shape} for {len(ids)} ids")
     pos = pd.Index(ids).get_indexer(list(item_ids))
     if (pos < 0).any():
         raise CrowdDataError(f"item {list(item_ids)[int(np.argmax(pos < 0))]!r} has no features in {path}")
     return feats[pos].astype(np.float32)
 
 
-def load_wrench(folder: PathLike, split: str = "train") -> CrowdDataset:
-    """A WRENCH weak-supervision split: label matrix ``L`` (-1 = abstain), gold ``y``, ``texts``."""
-    d = Path(folder)
+def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
+                ) -> CrowdDataset:
+    """A WRENCH weak-supervision split: label matrix ``L`` (-1 = abstain), gold ``y``, ``texts``.
+
+    Args:
+        folder: a folder with ``{split}.json`` and ``label.json``, or the name of a set in
+            :data:`WRENCH_SETS` (``"youtube"``): then ``$CROWD_KERAS_DATA``, the cache or a
+            download (youtube 0.4 MB, sms and trec 2.4 MB).
+        split: ``"train"``, ``"valid"`` or ``"test"``.
+        download: ``False``: raise instead of downloading.
+
+    Source: the WRENCH release (github.com/JieyuZ2/wrench), as vendored by a public research
+    repository (github.com/JerrryNie/DyGen, ``datasets/``, at a fixed commit). Licence: the
+    WRENCH code is Apache-2.0; each set keeps its origin's terms (youtube: TubeSpam, UCI,
+    CC BY 4.0; sms: SMS Spam Collection, UCI, CC BY 4.0; trec: Li & Roth 2002). Cite:
+    J. Zhang, Y. Yu, Y. Li, Y. Wang, Y. Yang, M. Yang, A. Ratner, "WRENCH: a comprehensive
+    benchmark for weak supervision", NeurIPS 2021 Datasets and Benchmarks.
+    """
+    named = _named_set(folder, "wrench", WRENCH_SETS, [f"{split}.json", "label.json"],
+                       download)
+    d = named if named is not None else Path(folder)
     path = d / f"{split}.json"
     if not path.exists():
         raise CrowdDataError(f"no WRENCH split at {path}")
-    records = json.loads(path.read_text())
+    records = read_json_text(path.read_bytes(), path, "a WRENCH split")
+    if not isinstance(records, dict) or not all(
+            isinstance(r, dict) and "weak_labels" in r and "label" in r for r in records.values()):
+        raise CrowdDataError(f"{path}: a WRENCH split maps ids to records holding "
+                             "'weak_labels' and 'label'")
     rows = list(records.values())
-    L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
-    labels = json.loads((d / "label.json").read_text()) if (d / "label.json").exists() else None
-    classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
-    return CrowdDataset(L=L, y=np.array([r["label"] for r in rows], dtype=np.int64),
-                        texts=[r.get("data", {}).get("text", "") for r in rows],
+    try:
+        L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
+        y = np.array([r["label"] for r in rows], dtype=np.int64)
+    except (TypeError, ValueError) as exc:
+        raise CrowdDataError(f"{path}: weak_labels and label must be integers, one list of "
+                             f"one length per record ({exc})") from None
+    label_path = d / "label.json"
+    labels = read_json_text(label_path.read_bytes(), label_path, "the class names") \
+        if label_path.exists() else None
+    try:
+        classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
+    except (TypeError, ValueError, AttributeError):
+        raise CrowdDataError(f"{label_path}: must map class codes ('0', '1', ...) to "
+                             "names") from None
+    return CrowdDataset(L=L, y=y, texts=[r.get("data", {}).get("text", "") if isinstance(
+                            r.get("data"), dict) else "" for r in rows],
                         ids=list(records.keys()), classes=classes)

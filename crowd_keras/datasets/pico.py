@@ -1,21 +1,23 @@
 """PICO (Nguyen et al., ACL 2017): "Participants" spans of medical abstracts by AMT workers.
 
-Reads the layout of ``../shared/data/pico`` (see its README): ``docs.jsonl`` (texts),
-``crowd_{split}.jsonl`` (``{docid, spans: {worker: [[start, end], ...]}}``), the gold spans of
-half the ``acl17-test`` abstracts and the authors' own aggregates. Every worker listed for an
-abstract saw it (unmarked tokens are O); unlisted workers did not (missing).
+Reads the project's JSON-lines layout of the PICO-data files (:func:`load_pico`):
+``docs.jsonl`` (texts), ``crowd_{split}.jsonl`` (``{docid, spans: {worker: [[start, end],
+...]}}``), the gold spans of half the ``acl17-test`` abstracts and the authors' own
+aggregates. Every worker listed for an abstract saw it (unmarked tokens are O); unlisted
+workers did not (missing).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import CrowdDataError
+from ..files import read_json_text
 from ..sequences.annotations import SequenceAnnotations
 from ..sequences.tokens import Tokenizer
+from .fetch import locate
 from .loaders import CrowdDataset
 
 __all__ = ["load_pico", "PICO_SPLITS", "PICO_LABEL"]
@@ -29,17 +31,29 @@ def _jsonl(path: Path) -> list:
     if not path.exists():
         raise CrowdDataError(f"no PICO file at {path}")
     with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [read_json_text(line, f"{path}, line {n + 1}", "the record")
+                for n, line in enumerate(f) if line.strip()]
 
 
-def load_pico(root: Union[str, Path], splits: Sequence[str] = PICO_SPLITS, scheme: str = "IO",
-              tokenizer: Tokenizer = None) -> CrowdDataset:
+def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = PICO_SPLITS,
+              scheme: str = "IO", tokenizer: Tokenizer = None, *,
+              download: bool = True) -> CrowdDataset:
     """The PICO crowd annotations of ``splits`` as one :class:`SequenceAnnotations`.
 
     Args:
-        root: the ``pico`` folder or the shared data folder that contains it.
+        root: the ``pico`` folder or a data folder that contains it; ``None``:
+            ``$CROWD_KERAS_DATA``, the cache, or a mirror (``$CROWD_KERAS_MIRROR``).
         splits: crowd splits to read, in order (documents keep that order).
         scheme, tokenizer: see :class:`SequenceAnnotations` (default: whitespace tokens, IO).
+        download: ``False``: never download.
+
+    Source: the PICO-data repository (github.com/yinfeiy/PICO-data; abstracts of the
+    EBM-NLP corpus), rewritten to JSON lines with contents unchanged. The original serves
+    another layout (one JSON file per split, one text file per abstract), so these files come
+    from ``$CROWD_KERAS_DATA`` or a mirror of this layout, not from its URL. Licence: as
+    distributed by the authors for research (see the repository). Cite: A. T. Nguyen,
+    B. C. Wallace, J. J. Li, A. Nenkova, M. Lease, "Aggregating and predicting sequence labels
+    from crowd annotations", ACL 2017.
 
     Returns:
         :class:`CrowdDataset` with ``sequences`` (span label ``"Participants"``), ``split``
@@ -47,11 +61,12 @@ def load_pico(root: Union[str, Path], splits: Sequence[str] = PICO_SPLITS, schem
         medical student's spans, even docids of acl17-test) and ``authors``
         ``{"HMMCrowd" | "DawidSkene" | "MajorityVote": {docid: spans}}``.
     """
-    root = Path(root)
-    d = root if (root / "docs.jsonl").exists() else root / "pico"
     unknown = [s for s in splits if s not in PICO_SPLITS]
     if unknown:
         raise ValueError(f"unknown PICO split(s) {unknown}; splits are {PICO_SPLITS}")
+    files = ["docs.jsonl", *(f"crowd_{s}.jsonl" for s in splits), "gold_acl17_even.jsonl",
+             "authors_aggregates_acl17.jsonl"]
+    d = locate("pico", root, files=files, download=download)
     texts = {r["docid"]: r["text"] for r in _jsonl(d / "docs.jsonl")}
     spans, split = {}, []
     for name in splits:

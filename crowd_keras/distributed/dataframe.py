@@ -40,8 +40,9 @@ class AggregationResult:
             ``predict_proba(new_annotations)`` for new items; its ``posteriors_`` are empty
             (the per-item posteriors are :attr:`labels`).
         classes, annotator_ids: the coding (as ``Annotations.from_frame`` codes the data).
-        n_items, n_annotations: sizes. fit_info: the EM record (log-likelihood and seconds
-        per iteration, the last statistics).
+        n_items, n_annotations: sizes.
+        fit_info: the EM record (log-likelihood and seconds per iteration, the last
+            statistics).
 
     The blocks of items stay in the workers' memory while the result lives (``labels`` is
     computed from them); drop the result to free them.

@@ -20,12 +20,15 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.dawid_skene import sufficient_statistics
+from ..annotation_readers import check_frame_columns, frame_codes
 from ..annotations import Annotations
-from ..codes import infer_classes, show
+from ..codes import show
 from ..errors import CrowdDataError
 from ..progress import progress_bar
 from .blocks import Block, Summary, add, frame_block, matrix_block
 from .methods import Fit, Method
+from .reading import (Coding, coding_of, first_row_named, number_rows, row_column,
+                      object_kinds, scan_partition, split_items, unconverted)
 
 __all__ = ["PartitionedAnnotations", "tree_sum"]
 
@@ -112,28 +115,57 @@ class PartitionedAnnotations:
 
         The annotations of an item must sit in one partition: a frame indexed by the item
         column with known divisions (``set_index(item)``), or one the caller declares so
-        (``item_partitioned=True``), is used as it is; any other is shuffled on the item
-        column first. ``classes`` and ``annotator_ids`` fix the coding (as in
-        :meth:`Annotations.from_frame`); without them one pass over the data finds them.
+        (``item_partitioned=True``, checked: an item in two partitions raises), is used as
+        it is; any other is shuffled on the item column first. ``classes`` and
+        ``annotator_ids`` fix the coding (as in :meth:`Annotations.from_frame`); without them
+        the pass that checks the partitions finds them.
+
+        Every partition is checked by the rules and with the messages of
+        :meth:`Annotations.from_frame`, naming the frame's row (its position in
+        ``ddf.compute()``; :mod:`crowd_keras.distributed.reading`); a frame with no rows
+        raises :class:`~crowd_keras.CrowdDataError` as in memory.
         """
+        if not all(hasattr(ddf, name) for name in ("to_delayed", "shuffle", "columns")):
+            raise TypeError(f"expected a Dask DataFrame, got {type(ddf).__module__}."
+                            f"{type(ddf).__name__}; a pandas frame: dd.from_pandas(df, "
+                            "npartitions=...) or Annotations.from_frame(df)")
+        raw = unconverted(ddf, (item, annotator, label))
+        if raw is not None:   # Dask made text of object columns: keep it only if they were
+            kinds = set().union(*dask.compute(*[delayed(object_kinds)(part, (item, annotator,
+                                                                                label))
+                                                for part in raw.to_delayed()]))
+            if not kinds <= {"string", "empty"}:
+                ddf = raw
         columns = list(ddf.columns)
         indexed = item not in columns and ddf.index.name == item
-        missing = [c for c in (annotator, label) + (() if indexed else (item,)) if c not in columns]
-        if missing:
-            raise CrowdDataError(f"frame has no column(s) {missing}; columns are {columns}")
-        classes, annotator_ids, int_labels = _coding(ddf, annotator, label, classes,
-                                                     annotator_ids)
+        check_frame_columns(columns + ([item] if indexed else []),
+                            {"item": item, "annotator": annotator, "label": label})
+        coding = _coding(ddf, item, annotator, label, classes, annotator_ids)
+        row = row_column(columns)
+        ddf = ddf.map_partitions(number_rows, coding.offsets, row)
         divisions = None
         if indexed and ddf.known_divisions:
             divisions = ddf.divisions
         elif not item_partitioned:
             ddf = (ddf.reset_index() if indexed else ddf).shuffle(on=item)
         index_dtype = ddf.index.dtype if item not in ddf.columns else ddf[item].dtype
-        coding = delayed((list(classes), list(annotator_ids)), traverse=False)
-        parts = [delayed(_frame_block)(part, item, annotator, label, coding, int_labels)
-                 for part in ddf.to_delayed()]
-        return cls(list(dask.persist(*parts)), classes, annotator_ids, item, divisions,
-                   index_dtype)
+        shared = delayed((coding.classes, coding.annotator_ids), traverse=False)
+        parts = list(dask.persist(*[
+            delayed(_frame_block)(part, item, annotator, label, shared, coding.int_labels, row)
+            for part in ddf.to_delayed()]))
+        failures = [f for f in dask.compute(*[delayed(_failure)(part) for part in parts])
+                    if f is not None]
+        if failures:
+            raise CrowdDataError(min(failures, key=first_row_named))
+        if item_partitioned and divisions is None:
+            split = dask.compute(delayed(split_items)(*[delayed(_item_ids)(part)
+                                                        for part in parts]))[0]
+            if split is not None:
+                raise CrowdDataError(
+                    f"item_partitioned=True, but the annotations of item {show(split[0])} lie "
+                    f"in partitions {split[1]} ({split[2]} item(s) split over partitions); "
+                    "leave item_partitioned False to shuffle on the item column")
+        return cls(parts, coding.classes, coding.annotator_ids, item, divisions, index_dtype)
 
     @classmethod
     def from_label_matrix(cls, L: Any, cardinality: int,
@@ -264,24 +296,42 @@ class PartitionedAnnotations:
 
 
 def _frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, coding: tuple,
-                 int_labels: bool) -> Block:
-    return frame_block(df, item, annotator, label, coding[0], coding[1], int_labels)
+                 int_labels: bool, row: str) -> Any:
+    """The partition's Block, or its error's message (the client reports the one naming the
+    first frame row, whichever partition finished first)."""
+    try:
+        return frame_block(df, item, annotator, label, coding[0], coding[1], int_labels, row)
+    except CrowdDataError as exc:
+        return str(exc)
 
 
-def _coding(ddf: Any, annotator: str, label: str, classes: Optional[Sequence],
-            annotator_ids: Optional[Sequence]) -> tuple:
-    """Global classes and annotator ids, found in one pass when not given."""
-    todo = {}
-    if annotator_ids is None:
-        todo["annotators"] = ddf[annotator].drop_duplicates(split_out=1)
-    if classes is None:
-        todo["labels"] = ddf[label].drop_duplicates(split_out=1)
-    found = dict(zip(todo, dask.compute(*todo.values()))) if todo else {}
-    int_labels = False
-    if classes is None:
-        values = found["labels"].dropna().to_numpy()
-        classes, codes = infer_classes(values, lambda n: f"a row of column {show(label)}")
-        int_labels = codes is not None
-    if annotator_ids is None:
-        annotator_ids = pd.factorize(found["annotators"].dropna(), sort=True)[1]
-    return list(classes), list(annotator_ids), int_labels
+def _failure(part: Any) -> Optional[str]:
+    return part if isinstance(part, str) else None
+
+
+def _item_ids(block: Block) -> np.ndarray:
+    return block.item_ids
+
+
+def _coding(ddf: Any, item: str, annotator: str, label: str, classes: Optional[Sequence],
+            annotator_ids: Optional[Sequence]) -> Coding:
+    """Every partition checked by the in-memory rules and the global coding (classes and
+    annotator ids, found in the same pass when not given); errors name the frame's rows."""
+    scans = dask.compute(*[delayed(scan_partition)(part, item, annotator, label, classes,
+                                                   annotator_ids)
+                           for part in ddf.to_delayed()])
+
+    def part(p: int) -> pd.DataFrame:
+        df = ddf.partitions[p].compute()
+        return df.reset_index() if item not in df.columns and df.index.name == item else df
+
+    def recheck(p: int, first_row: int) -> None:
+        # behind the frame's row 0, as in memory: a column mixing types names row 0's type
+        df, rows = part(p), np.arange(first_row, first_row + scans[p].n_rows)
+        if first_row:
+            first = next(q for q, scan in enumerate(scans) if scan.n_rows)
+            df, rows = pd.concat([part(first).iloc[:1], df]), np.concatenate([[0], rows])
+        frame_codes(df, item, annotator, label, classes, annotator_ids=annotator_ids,
+                    row_numbers=rows)
+
+    return coding_of(list(scans), classes, annotator_ids, recheck)

@@ -37,16 +37,18 @@ import pandas as pd
 
 from ..aggregation.abstain_dawid_skene import (AbstainAwareDawidSkene, abstain_logits,
                                                abstain_m_step)
-from ..aggregation.base import LabelModel, check_prior
-from ..aggregation.dawid_skene import e_step, m_step, sufficient_statistics
+from ..aggregation.base import LabelModel
+from ..aggregation.em import EMLabelModel
+from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
 from ..aggregation.registry import get_label_model, label_model_class, normalize_name
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..numerics import normalize_rows, soft_vote, softmax_rows
+from ..numerics import normalize_rows, softmax_rows
 from .blocks import Block, Summary
 
-__all__ = ["Method", "Fit", "MajorityVoteMethod", "DawidSkeneMethod", "AbstainDawidSkeneMethod",
+__all__ = ["Method", "Fit", "MajorityVoteMethod", "AbstainDawidSkeneMethod",
+           "ProtocolMethod",
            "METHODS", "register_method", "supported_methods", "method_for",
            "labeling_function_method"]
 
@@ -157,50 +159,6 @@ class MajorityVoteMethod(Method):
         return model
 
 
-class DawidSkeneMethod(Method):
-    """:class:`~crowd_keras.aggregation.DawidSkene`: ``sufficient_statistics``, ``m_step`` and
-    ``e_step`` of its module, from the soft majority vote. On labeling-function votes
-    (``labeling_functions="auto"``) it hands over to :class:`AbstainDawidSkeneMethod`, as
-    the in-memory model does."""
-
-    def prepare(self, summary: Summary) -> Method:
-        model = self.model
-        lf_method = labeling_function_method(model, summary)
-        if lf_method is not None:
-            return lf_method
-        if not (isinstance(model.init, str) and model.init == "mv"):
-            raise ValueError(f"a partitioned Dawid-Skene starts from the soft majority vote: init "
-                             f"must be 'mv', got {model.init!r}")
-        self._check_iterations()
-        model._check_params()
-        self.fixed_prior = check_prior(model.class_prior, summary.votes.shape[1])
-        self.fallback = summary.vote_shares   # soft_vote's answer for items without votes
-        return super().prepare(summary)
-
-    def initial(self, block: Block) -> tuple:
-        post = soft_vote(block.label_counts(self.k))
-        post[block.annotations_per_item() == 0] = self.fallback
-        return sufficient_statistics(block.XT, post)
-
-    def update(self, stats: tuple, summary: Summary) -> Any:
-        return m_step(*stats, self.model.smoothing, self.fixed_prior,
-                      **self.model.m_step_settings())
-
-    def step(self, block: Block, params: Any) -> tuple:
-        post, loglik = e_step(block.X, params[1], params[0])
-        return sufficient_statistics(block.XT, post), loglik
-
-    def posteriors(self, block: Block, params: Any) -> np.ndarray:
-        return e_step(block.X, params[1], params[0])[0]
-
-    def finish(self, fit: Fit, template: Annotations) -> LabelModel:
-        model = self.model
-        model.regime_, model.labeling_function_model_ = "crowd", None
-        prior, log_pi = fit.params
-        model._set_fitted(template, np.zeros((0, self.k)), prior, log_pi, fit.history)
-        return model
-
-
 def labeling_function_method(model: Any, summary: Summary) -> Optional[Method]:
     """The prepared abstain-aware method that a crowd ``model`` with
     ``labeling_functions="auto"`` hands over to on labeling-function votes (as its in-memory
@@ -284,13 +242,60 @@ class AbstainDawidSkeneMethod(Method):
                              "accuracy": np.where(n > 0, agree / np.maximum(n, 1), np.nan)})
 
 
+class ProtocolMethod(Method):
+    """Any :class:`~crowd_keras.aggregation.em.EMLabelModel`, through its public EM-step
+    protocol: ``init_state`` on the summed votes, ``initial_statistics`` and ``e_step`` +
+    ``sufficient_statistics`` per block, ``m_step`` on the summed statistics, ``finish`` at
+    the end. A new EM label model runs on Dask with no strategy of its own."""
+
+    def prepare(self, summary: Summary) -> Method:
+        model = self.model
+        if getattr(model, "labeling_functions", None) is not None:
+            lf_method = labeling_function_method(model, summary)
+            if lf_method is not None:
+                return lf_method
+        self.runner = model.init_state(summary)
+        self._check_iterations()
+        return super().prepare(summary)
+
+    @property
+    def max_iter(self) -> int:
+        return int(self.model.max_iter)
+
+    def initial(self, block: Block) -> Any:
+        return self.runner.initial_statistics(block)
+
+    def update(self, stats: Any, summary: Summary) -> Any:
+        return self.runner.m_step(stats)
+
+    def step(self, block: Block, params: Any) -> tuple:
+        latent, objective = self.runner.e_step(block, params)
+        return self.runner.sufficient_statistics(block, latent), float(objective)
+
+    def normalizer(self, summary: Summary) -> float:
+        return self.runner.objective_scale(summary)
+
+    def posteriors(self, block: Block, params: Any) -> np.ndarray:
+        return self.runner.class_posteriors(self.runner.e_step(block, params)[0])
+
+    def finish(self, fit: Fit, template: Annotations) -> LabelModel:
+        model = self.runner.finish(fit.params, fit.summary, template, fit.history)
+        model.annotations_ = template
+        model.posteriors_ = np.zeros((0, self.k))
+        return model
+
+
 #: Registry name → strategy factory (called with the unfitted in-memory model), or its lazy
 #: ``"module:Class"`` path (imported on first use, as the label model registry's entries).
 METHODS: Dict[str, Union[str, Callable[[Any], Method]]] = {
     "majority_vote": MajorityVoteMethod,
-    "dawid_skene": DawidSkeneMethod,
-    "one_coin_dawid_skene": DawidSkeneMethod,
+    "dawid_skene": ProtocolMethod,
+    "one_coin_dawid_skene": ProtocolMethod,
     "abstain_dawid_skene": AbstainDawidSkeneMethod,
+    "ibcc": ProtocolMethod,
+    "ebcc": ProtocolMethod,
+    "bwa": ProtocolMethod,
+    "tie_broken_vote": ProtocolMethod,
 }
 
 
@@ -313,8 +318,9 @@ def supported_methods() -> List[str]:
     return list(METHODS)
 
 
-def _supported_name(method: Any) -> str:
-    """The :data:`METHODS` key of a registry name, alias or label model class."""
+def _supported_name(method: Any) -> Optional[str]:
+    """The :data:`METHODS` key of a registry name, alias or label model class; None for an
+    EM-protocol model without a strategy of its own (it runs as :class:`ProtocolMethod`)."""
     try:
         cls = method if isinstance(method, type) else label_model_class(method)
     except (ValueError, KeyError):
@@ -325,9 +331,12 @@ def _supported_name(method: Any) -> str:
                 return name
         except ValueError:  # a strategy registered before its label model
             continue
+    if isinstance(cls, type) and issubclass(cls, EMLabelModel):
+        return None
     shown = method.__name__ if isinstance(method, type) else repr(method)
     raise ValueError(f"{shown} cannot be fitted partition by partition; supported methods: "
-                     f"{supported_methods()} (crowd_keras.distributed.register_method adds one)")
+                     f"{supported_methods()} and every EM-protocol label model "
+                     "(crowd_keras.distributed.register_method adds one)")
 
 
 def method_for(method: Any, **params: Any) -> Method:
@@ -340,12 +349,14 @@ def method_for(method: Any, **params: Any) -> Method:
         model = type(method)(**method.get_params())
     else:
         name = _supported_name(method)
-        model = get_label_model(name, **params)
+        model = get_label_model(method if name is None else name, **params)
     if params and not isinstance(method, str):
         raise TypeError(f"settings {sorted(params)} go with a method name; pass them to the "
                         "model's constructor instead")
     if model is None:
         return method
+    if name is None:
+        return ProtocolMethod(model)
     factory = METHODS[name]
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..files import atomic_write_text
+from ..files import atomic_write_text, read_json_text
 
 __all__ = ["write_shards", "read_shards", "iter_file", "SHARDS_FILE"]
 
@@ -95,13 +95,25 @@ def write_shards(annotations: Annotations, x: Any, directory: Union[str, Path],
 def read_shards(directory: Union[str, Path]) -> Dict[str, Any]:
     """The description of the shards in ``directory``, with ``paths`` (absolute file paths)."""
     directory = Path(directory)
+    path = directory / SHARDS_FILE
     try:
-        meta = json.loads((directory / SHARDS_FILE).read_text(encoding="utf-8"))
+        text = path.read_bytes()
     except FileNotFoundError:
         raise CrowdDataError(f"{directory} has no {SHARDS_FILE}: not written by write_shards "
                              "(or a writer of the same layout)") from None
-    if meta.get("format") != _FORMAT:
-        raise CrowdDataError(f"{directory / SHARDS_FILE} is not a crowd-keras shard description")
+    meta = read_json_text(text, path, "the shard description")
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise CrowdDataError(f"{path} is not a crowd-keras shard description")
+    files, rows = meta.get("files"), meta.get("rows")
+    if not (isinstance(files, list) and all(isinstance(f, str) for f in files)
+            and isinstance(rows, list) and len(rows) == len(files)
+            and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in rows)):
+        raise CrowdDataError(f"{path}: 'files' must list file names and 'rows' one row count "
+                             f"per file; got files={files!r}, rows={rows!r}")
+    for key in ("n_items", "max_annotations", "n_annotators", "n_classes"):
+        value = meta.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise CrowdDataError(f"{path}: {key!r} must be a non-negative integer, got {value!r}")
     meta["paths"] = [str(directory / name) for name in meta["files"]]
     return meta
 

@@ -32,12 +32,15 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (batch_size_on_device, clip_probabilities, gather_annotators,
+from .._keras_utils import (ChecksIdsAtEntry, batch_size_on_device, checked_bool, checked_codes,
+                            checked_int, concrete_values, clip_probabilities, gather_annotators,
                             gather_rows, is_shape_list, softmax, split_padding)
+from ..errors import CrowdDataError
 from .model import eq1
 
 __all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbedding"]
@@ -74,10 +77,8 @@ class InstanceEmbedding(keras.layers.Layer):
     def __init__(self, input_dim: int, output_dim: int, embeddings_initializer: Any = "uniform",
                  embeddings_regularizer: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if int(input_dim) < 1 or int(output_dim) < 1:
-            raise ValueError(f"input_dim and output_dim must be positive, got {input_dim!r}, "
-                             f"{output_dim!r}")
-        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.input_dim = checked_int(input_dim, "input_dim")
+        self.output_dim = checked_int(output_dim, "output_dim")
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.embeddings_regularizer = keras.regularizers.get(embeddings_regularizer)
 
@@ -86,6 +87,18 @@ class InstanceEmbedding(keras.layers.Layer):
         self.embeddings = self.add_weight(shape=(self.input_dim, self.output_dim),
                                           initializer=self.embeddings_initializer,
                                           name="embeddings", autocast=False)
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        # instance indices entering as data are checked once (no op in a step's graph)
+        index = concrete_values(inputs)
+        if index is not None:
+            index = checked_codes(index, self.input_dim, "instance index",
+                                  "InstanceEmbedding inputs", "input_dim")
+            if (index < 0).any():
+                pos = tuple(int(p) for p in np.argwhere(index < 0)[0])
+                raise CrowdDataError(f"InstanceEmbedding inputs: instance index -1 at {pos}; "
+                                     "every row needs an index in 0..input_dim-1")
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         rows = gather_rows(self.embeddings, ops.cast(inputs, "int32"))
@@ -107,7 +120,7 @@ class InstanceEmbedding(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class DifficultyCompetence(keras.layers.Layer):
+class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
     """Instance-difficulty × annotator-competence confusion matrices (LIA, paper Eq. 1).
 
     Args:
@@ -149,20 +162,21 @@ class DifficultyCompetence(keras.layers.Layer):
         super().__init__(**kwargs)
         feats = None if annotator_features is None else np.asarray(annotator_features,
                                                                     dtype="float32")
-        if int(num_classes) < 2:
-            raise ValueError(f"num_classes must be at least 2, got {num_classes!r}")
-        if int(latent_dim) < 1:
-            raise ValueError(f"latent_dim must be a positive integer, got {latent_dim!r}")
+        num_classes = checked_int(num_classes, "num_classes", minimum=2)
+        latent_dim = checked_int(latent_dim, "latent_dim")
+        num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
+        num_instances = checked_int(num_instances, "num_instances", allow_none=True)
+        instance_embedding_dim = checked_int(instance_embedding_dim, "instance_embedding_dim")
+        instance_hidden = [checked_int(u, "instance_hidden") for u in instance_hidden]
+        annotator_hidden = [checked_int(u, "annotator_hidden") for u in annotator_hidden]
         if feats is not None and feats.ndim != 2:
             raise ValueError(f"annotator_features must be (annotators, features), got shape "
                              f"{feats.shape}")
-        if feats is None and (num_annotators is None or int(num_annotators) < 1):
+        if feats is None and num_annotators is None:
             raise ValueError("DifficultyCompetence needs num_annotators or annotator_features")
         if feats is not None and num_annotators is not None and int(num_annotators) != len(feats):
             raise ValueError(f"num_annotators={num_annotators} but annotator_features has "
                              f"{len(feats)} rows")
-        if num_instances is not None and int(num_instances) < 1:
-            raise ValueError(f"num_instances must be a positive integer, got {num_instances!r}")
         if output_mode not in ("probs", "log_probs"):
             raise ValueError(f"output_mode must be 'probs' or 'log_probs', got {output_mode!r}")
         self.num_classes = int(num_classes)
@@ -357,7 +371,16 @@ class AnnotationLogLikelihoods(keras.layers.Layer):
 
     def __init__(self, from_logits: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.from_logits = bool(from_logits)
+        self.from_logits = checked_bool(from_logits, "from_logits")
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        # labels entering as data are checked once (no op in a step's graph)
+        if isinstance(inputs, (list, tuple)) and len(inputs) == 3:
+            labels = concrete_values(inputs[2])
+            if labels is not None:
+                checked_codes(labels, inputs[1].shape[-1], "label",
+                              "AnnotationLogLikelihoods labels", "classes")
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         h, log_q, labels = inputs

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
+
+from .._keras_utils import checked_codes, concrete_values
 
 __all__ = ["ExpectedCompleteNLL", "MarginalNLL"]
 
@@ -43,6 +46,14 @@ class MarginalNLL(keras.losses.Loss):
         if per not in ("annotation", "item"):
             raise ValueError(f"per must be 'annotation' or 'item', got {per!r}")
         self.per = per
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        # labels entering as data are checked once (-2 is no missing marker); a compiled
+        # step's symbolic ones are not (no op in the graph)
+        labels = concrete_values(y_true)
+        if labels is not None:
+            checked_codes(labels, y_pred.shape[-1], "label", f"{self.name} y_true", "classes")
+        return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         if self.per == "item":

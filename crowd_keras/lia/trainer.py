@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops

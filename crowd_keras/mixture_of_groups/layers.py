@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (batched_vector_matrix, floor_at, gather_annotators, is_shape_list,
+from .._keras_utils import (ChecksIdsAtEntry, batched_vector_matrix, checked_int, floor_at, gather_annotators, is_shape_list,
                             softmax)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
@@ -48,7 +49,7 @@ def default_group_accuracies(num_groups: int, num_classes: int) -> np.ndarray:
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MixtureOfGroups(keras.layers.Layer):
+class MixtureOfGroups(ChecksIdsAtEntry, keras.layers.Layer):
     """Mixture of M group confusion matrices over the classifier's class probabilities.
 
     Args:
@@ -69,18 +70,9 @@ class MixtureOfGroups(keras.layers.Layer):
     def __init__(self, num_groups: int, num_classes: int, num_annotators: Optional[int] = None,
                  confusion_initializer: Any = None, epsilon: float = 1e-7, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        for name, value in (("num_groups", num_groups), ("num_classes", num_classes)):
-            if int(value) != value or int(value) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if int(num_classes) < 2:
-            raise ValueError(f"num_classes must be at least 2, got {num_classes!r}")
-        if num_annotators is not None and (int(num_annotators) != num_annotators
-                                           or int(num_annotators) < 1):
-            raise ValueError(f"num_annotators must be None or a positive integer, got "
-                             f"{num_annotators!r}")
-        self.num_groups = int(num_groups)
-        self.num_classes = int(num_classes)
-        self.num_annotators = None if num_annotators is None else int(num_annotators)
+        self.num_groups = checked_int(num_groups, "num_groups")
+        self.num_classes = checked_int(num_classes, "num_classes", minimum=2)
+        self.num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
         self.confusion_initializer = (None if confusion_initializer is None
                                       else keras.initializers.get(confusion_initializer))
         self.epsilon = float(epsilon)
@@ -205,9 +197,10 @@ class MixtureOfGroups(keras.layers.Layer):
         """Load probabilities (e.g. from the EM trainer) into the logits.
 
         Args:
-            confusions: (M, K, K) row-stochastic ``β``; mixing: (M,) ``α`` (global form);
-            memberships: (A, M) ``p(g|a)`` (individual form). Zeros are floored at
-            ``epsilon`` before the log.
+            confusions: (M, K, K) row-stochastic ``β``; zeros (here and below) are floored
+                at ``epsilon`` before the log.
+            mixing: (M,) ``α`` (global form).
+            memberships: (A, M) ``p(g|a)`` (individual form).
         """
         self._require_built()
         eps = self.epsilon

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from .._keras_utils import clip_probabilities, observed_mean
+from .._keras_utils import checked_bool, clip_probabilities, observed_mean
 
 __all__ = ["LabelCountCrossEntropy"]
 
@@ -37,8 +38,8 @@ class LabelCountCrossEntropy(keras.losses.Loss):
                  reduction: str = "sum_over_batch_size", name: str = "label_count_cross_entropy",
                  dtype: Any = None) -> None:
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.from_logits = bool(from_logits)
-        self.normalize = bool(normalize)
+        self.from_logits = checked_bool(from_logits, "from_logits")
+        self.normalize = checked_bool(normalize, "normalize")
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         if len(y_true.shape) != len(y_pred.shape) or (

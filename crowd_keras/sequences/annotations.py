@@ -25,11 +25,11 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import frozen, ids_array, show
+from ..codes import factorize_ids, frozen, ids_array, show
 from ..errors import CrowdDataError
 from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
                     tag_names, tags_to_spans)
-from .tokens import Tokenizer, Tokens, _code_points, tokenize
+from .tokens import MAX_OFFSET, Tokenizer, Tokens, _code_points, tokenize
 
 __all__ = ["SequenceAnnotations", "SpanSummary"]
 
@@ -88,14 +88,24 @@ def _codes(values: pd.Series, table: pd.Index, what: str, row_ids: np.ndarray,
 
 
 def _offsets(frame: pd.DataFrame, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S,) int64 start and end offsets, each checked to be an integer in ``0..2**53`` before
+    any arithmetic (``10**30`` would wrap to a negative int64)."""
     out = []
     for col in ("start", "end"):
-        v = pd.to_numeric(frame[col], errors="coerce").to_numpy(np.float64)
-        bad = ~np.isfinite(v) | (v != np.round(v))
+        raw = frame[col]
+        is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(bool) \
+            if raw.dtype == object or raw.dtype.kind == "b" else np.zeros(len(raw), bool)
+        v = pd.to_numeric(raw, errors="coerce").to_numpy(np.float64)
+        bad = ~np.isfinite(v) | (v != np.round(v)) | is_bool
         if bad.any():
             r = int(np.argmax(bad))
             raise CrowdDataError(f"span row {row_ids[r]}: {col} must be an integer character "
-                                 f"offset, got {show(frame[col].iloc[r])}")
+                                 f"offset, got {show(raw.iloc[r])}")
+        huge = np.abs(v) > MAX_OFFSET
+        if huge.any():
+            r = int(np.argmax(huge))
+            raise CrowdDataError(f"span row {row_ids[r]}: {col} {show(raw.iloc[r])} is too large "
+                                 "for a character offset (beyond 2**53)")
         out.append(v.astype(np.int64))
     start, end = out
     for bad, what in ((start < 0, "negative start"), (end < start, "end before start")):
@@ -135,12 +145,17 @@ class SequenceAnnotations:
     (``{doc: {annotator: [[start, end(, label)], ...]}}``, PICO's layout).
 
     Attributes:
-        doc_ids (D,), texts (D,), tokens (:class:`Tokens`), annotator_ids (W,), labels (L,)
-        span labels, scheme (``"IO"``/``"BIO"``), tags (K,) tag names;
-        assign_doc, assign_annotator (A,): the annotations (annotator saw document);
-        span_assign, span_start, span_end, span_label (S,): the spans (character offsets);
-        span_token_start, span_token_end (S,): their global token range ``[a, b)``, -1 if
-        left out; summary (:class:`SpanSummary`).
+        doc_ids, texts: (D,) the documents.
+        tokens: the :class:`Tokens` table.
+        annotator_ids: (W,).
+        labels: (L,) span labels.
+        scheme: ``"IO"`` or ``"BIO"``.
+        tags: (K,) tag names.
+        assign_doc, assign_annotator: (A,) the annotations (annotator saw document).
+        span_assign, span_start, span_end, span_label: (S,) the spans (character offsets).
+        span_token_start, span_token_end: (S,) their global token range ``[a, b)``, -1 if
+            left out.
+        summary: the :class:`SpanSummary`.
     """
 
     def __init__(self, texts: Sequence[str], doc_ids: np.ndarray, annotator_ids: np.ndarray,
@@ -155,7 +170,8 @@ class SequenceAnnotations:
         self.labels = ids_array(labels)
         self.scheme = check_scheme(scheme)
         self.tags = np.array(tag_names(self.labels.tolist(), self.scheme), dtype=object)
-        self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer)
+        self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer,
+                                                                 doc_ids=self.doc_ids)
         if self.tokens.n_docs != len(self.texts):
             raise CrowdDataError(f"{self.tokens.n_docs} tokenised documents for "
                                  f"{len(self.texts)} texts")
@@ -201,7 +217,8 @@ class SequenceAnnotations:
                    doc_ids: Any = None, labels: Optional[Sequence] = None, scheme: str = "IO",
                    tokenizer: Tokenizer = None, text_mismatch: str = "count",
                    default_label: str = "span",
-                   tokens: Optional[Tokens] = None) -> "SequenceAnnotations":
+                   tokens: Optional[Tokens] = None,
+                   annotator_ids: Optional[Sequence] = None) -> "SequenceAnnotations":
         """From one row per span.
 
         Args:
@@ -219,6 +236,13 @@ class SequenceAnnotations:
                 made (e.g. another ``SequenceAnnotations``' ``tokens``).
             text_mismatch: ``"count"`` (default: keep the offsets, count the span in
                 ``summary.text_mismatch``) or ``"error"``.
+            annotator_ids: the annotators in code order (every annotator of ``spans`` and
+                ``seen`` among them); default their sorted distinct ids, by the rules of
+                :meth:`Annotations.from_frame <crowd_keras.Annotations.from_frame>` (a column
+                mixing ``1`` and ``"1"`` raises: two annotators printed alike).
+
+        Offsets must be integers in ``0..2**53`` (checked before any arithmetic); an end
+        past the text is clipped and counted.
         """
         if text_mismatch not in _MISMATCH:
             raise ValueError(f"text_mismatch must be one of {_MISMATCH}, got {text_mismatch!r}")
@@ -261,11 +285,19 @@ class SequenceAnnotations:
                                    "document", seen_frame.index.to_numpy(), "seen row"))
             pair_annotator.append(seen_frame["annotator"])
         annotators = pd.concat(pair_annotator, ignore_index=True)
+
+        def where(r: int) -> str:
+            return f"span row {row_ids[r]}" if r < len(frame) else f"seen row {r - len(frame)}"
+
         if annotators.isna().any():
             r = int(np.argmax(annotators.isna().to_numpy()))
-            where = f"span row {row_ids[r]}" if r < len(frame) else f"seen row {r - len(frame)}"
-            raise CrowdDataError(f"{where}: missing annotator id")
-        ann_codes, ann_ids = pd.factorize(annotators, sort=True)
+            raise CrowdDataError(f"{where(r)}: missing annotator id")
+        if annotator_ids is None:   # the rules of Annotations.from_frame: 1 and "1" raise
+            ann_codes, ann_ids = factorize_ids(annotators, "annotator", where)
+        else:
+            ann_ids = list(annotator_ids)
+            ann_codes = _codes(annotators, pd.Index(ann_ids), "annotator",
+                               np.concatenate([row_ids, np.arange(len(annotators) - len(frame))]))
         key = np.concatenate(pair_doc) * len(ann_ids) + ann_codes
         ukey, inverse = np.unique(key, return_inverse=True)
         return cls(text_list, ids, np.asarray(ann_ids, dtype=object), list(labels),

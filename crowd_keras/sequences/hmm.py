@@ -63,7 +63,9 @@ class HMMCrowd(SequenceLabelModel):
         max_iter, tol: EM iterations and relative log-likelihood tolerance.
         decode: ``"posterior"`` (marginal rule) or ``"viterbi"`` (most probable tag path).
         constrain_bio: forbid ``O → I`` moves under BIO.
-        progress: show a progress bar.
+        progress: ``"auto"`` (default): a line on stderr every few seconds once the fit has
+            run a few seconds (a long fit is never silent); ``True``: a progress bar from the
+            start; ``False``: nothing.
 
     Attributes (besides the common ones): transitions_ (K, K), initial_ (K,),
     log_likelihood_ (per EM iteration, per token-label), n_iter_.
@@ -71,7 +73,7 @@ class HMMCrowd(SequenceLabelModel):
 
     def __init__(self, prior_strength: float = 3.0, smoothing: float = 0.01,
                  max_iter: int = 200, tol: float = 1e-7, decode: str = "posterior",
-                 constrain_bio: bool = True, progress: bool = False) -> None:
+                 constrain_bio: bool = True, progress: Any = "auto") -> None:
         self.prior_strength = prior_strength
         self.smoothing = smoothing
         self.max_iter = max_iter

@@ -75,7 +75,9 @@ class TokenDawidSkene(SequenceLabelModel):
         smoothing: Dirichlet pseudo-count on every confusion cell and on ρ.
         max_iter, tol: EM iterations and relative log-likelihood tolerance.
         init: ``"mv"`` (vote shares) or a (T, K) array of initial posteriors.
-        progress: show a progress bar.
+        progress: ``"auto"`` (default): a line on stderr every few seconds once the fit has
+            run a few seconds (a long fit is never silent); ``True``: a progress bar from the
+            start; ``False``: nothing.
 
     Attributes (besides the common ones): em_posteriors_ (T, K) untempered posteriors,
     emission_loglik_ (T, K) ``Σ_w log π_w[z, y_tw]``, pooled_confusion_ (K, K),
@@ -84,7 +86,7 @@ class TokenDawidSkene(SequenceLabelModel):
 
     def __init__(self, prior_strength: float = 3.0, temperature: float = 1.0,
                  smoothing: float = 0.01, max_iter: int = 100, tol: float = 1e-7,
-                 init: Any = "mv", progress: bool = False) -> None:
+                 init: Any = "mv", progress: Any = "auto") -> None:
         self.prior_strength = prior_strength
         self.temperature = temperature
         self.smoothing = smoothing

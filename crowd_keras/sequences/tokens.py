@@ -21,13 +21,16 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from ..codes import frozen
+from ..codes import MAX_CODE, frozen, show
 from ..errors import CrowdDataError
 
 __all__ = ["Tokens", "tokenize", "whitespace_tokenize", "regex_tokenizer", "token_strings",
-           "Tokenizer"]
+           "Tokenizer", "TOKENIZER_CONTRACT", "MAX_OFFSET"]
 
 Tokenizer = Union[None, str, Callable[[str], Any]]
+
+#: Largest character offset read (2**53: exact in float64, far beyond any text).
+MAX_OFFSET = MAX_CODE
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,37 +148,88 @@ def regex_tokenizer(pattern: str = r"\w+|[^\w\s]") -> Callable[[str], list]:
     return tokenizer
 
 
-def tokenize(texts: Sequence[str], tokenizer: Tokenizer = None) -> Tokens:
+def tokenize(texts: Sequence[str], tokenizer: Tokenizer = None, *,
+             doc_ids: Optional[Sequence] = None) -> Tokens:
     """Tokenise every text.
 
     Args:
         texts: (D,) document texts.
         tokenizer: ``None`` or ``"whitespace"`` (the default, :func:`whitespace_tokenize`), or a
             callable ``text -> iterable of (start, end)`` called once per document.
+        doc_ids: (D,) the documents' ids, which error messages name (default positions).
 
     Raises:
         CrowdDataError: a user tokenizer returned an empty token, a token outside the text,
             or tokens out of order or overlapping (naming the document and token).
     """
     texts = list(texts)
+
+    def named(i: int) -> str:   # a document as messages name it: its id when given
+        return show(doc_ids[i]) if doc_ids is not None else str(i)
+
     not_text = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if not_text:
         i = not_text[0]
-        raise CrowdDataError(f"document {i}: text must be a string, got {type(texts[i]).__name__}")
+        raise CrowdDataError(f"document {named(i)}: text must be a string, got "
+                             f"{type(texts[i]).__name__}")
     if tokenizer is None or tokenizer == "whitespace":
         return whitespace_tokenize(texts)
     if not callable(tokenizer):
         raise ValueError(f"tokenizer must be None, 'whitespace' or a callable, got {tokenizer!r}")
-    per_doc = [np.asarray(list(tokenizer(t)), dtype=np.int64).reshape(-1, 2) for t in texts]
+    per_doc = [_token_pairs(tokenizer(t), named(i), tokenizer) for i, t in enumerate(texts)]
     lens = np.fromiter((len(p) for p in per_doc), dtype=np.int64, count=len(per_doc))
     pairs = np.concatenate(per_doc) if per_doc else np.zeros((0, 2), np.int64)
     doc = np.repeat(np.arange(len(texts)), lens)
     tokens = Tokens.from_arrays(doc, pairs[:, 0], pairs[:, 1], len(texts))
-    _check_tokens(tokens, doc, np.fromiter((len(t) for t in texts), np.int64, len(texts)))
+    _check_tokens(tokens, doc, np.fromiter((len(t) for t in texts), np.int64, len(texts)),
+                  named)
     return tokens
 
 
-def _check_tokens(tokens: Tokens, doc: np.ndarray, text_len: np.ndarray) -> None:
+#: What a tokenizer must return, as error messages state it.
+TOKENIZER_CONTRACT = ("a tokenizer is a callable text -> iterable of (start, end) character "
+                      "offset pairs, e.g. [(0, 5), (6, 11)] (regex_tokenizer(pattern) builds one)")
+
+
+def _token_pairs(result: Any, doc: Any, tokenizer: Any) -> np.ndarray:
+    """(n, 2) int64 offsets of one document's tokens, or :class:`CrowdDataError` stating the
+    tokenizer contract and the first token that breaks it (a string, as ``str.split`` gives;
+    a ``(start, end, text)`` triple; a float, a bool, an offset beyond 2**53)."""
+    name = getattr(tokenizer, "__name__", type(tokenizer).__name__)
+    if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
+        raise CrowdDataError(f"document {doc}: tokenizer {name} returned {type(result).__name__} "
+                             f"{result!r:.60}; {TOKENIZER_CONTRACT}")
+    items = list(result)
+    if not items:
+        return np.zeros((0, 2), np.int64)
+    try:
+        pairs = np.asarray(items)
+    except (ValueError, TypeError):   # ragged: pairs mixed with triples or scalars
+        pairs = np.zeros(0)
+    if pairs.ndim == 2 and pairs.shape[1] == 2 and pairs.dtype.kind in "iu" \
+            and (pairs.dtype.kind == "i" or pairs.max() <= MAX_OFFSET):
+        return pairs.astype(np.int64)
+
+    def fine(item: Any) -> bool:
+        return (isinstance(item, (tuple, list, np.ndarray)) and len(item) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+            and 0 <= v <= MAX_OFFSET for v in item))
+
+    n = next((k for k, item in enumerate(items) if not fine(item)), 0)
+    item = items[n]
+    hint = ""
+    if isinstance(item, str):
+        hint = " (strings, as str.split gives: return their offsets instead)"
+    elif isinstance(item, (tuple, list)) and len(item) == 3:
+        hint = " (a (start, end, text) triple: return (start, end) only)"
+    elif isinstance(item, (tuple, list)) and len(item) == 2:
+        hint = " (offsets must be non-negative integers below 2**53)"
+    raise CrowdDataError(f"document {doc}, token {n}: tokenizer {name} gave "
+                         f"{type(item).__name__} {item!r:.60}{hint}; {TOKENIZER_CONTRACT}")
+
+
+def _check_tokens(tokens: Tokens, doc: np.ndarray, text_len: np.ndarray,
+                  named: Callable[[int], Any] = str) -> None:
     start, end = tokens.start, tokens.end
     first = np.zeros(len(start), bool)
     first[tokens.doc_ptr[:-1][tokens.lengths > 0]] = True
@@ -186,7 +240,7 @@ def _check_tokens(tokens: Tokens, doc: np.ndarray, text_len: np.ndarray) -> None
     for bad, what in problems:
         if bad.any():
             t = int(np.argmax(bad))
-            raise CrowdDataError(f"document {int(doc[t])}, token {int(t - tokens.doc_ptr[doc[t]])}: "
+            raise CrowdDataError(f"document {named(int(doc[t]))}, token {int(t - tokens.doc_ptr[doc[t]])}: "
                                  f"the tokenizer's token ({int(start[t])}, {int(end[t])}) {what}")
 
 

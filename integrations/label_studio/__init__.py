@@ -49,8 +49,10 @@ Modules: :mod:`.reader` parses an export into a :class:`LabelStudioExport` (with
 ``_records`` for the export formats, ``_controls`` for the labeling config and ``_spans`` for
 span controls, whose predictions and report are in ``_span_results``);
 :mod:`.predictions` and :mod:`.report` turn a label model fitted on it into predictions and
-an annotator report; :mod:`.client` talks to a server (checks, retries) and :mod:`.push`
-sends predictions (create, update in place, never a task left without one). Everything is importable from here.
+an annotator report; :mod:`.client` talks to a server (checks, retries), :mod:`.target`
+checks that the export's tasks are the target project's, and :mod:`.push` sends predictions
+(created in batches; changed ones updated in place or swapped in bulk; never a task left
+without one), through the requests of ``_push_ops``. Everything is importable from here.
 """
 import os  # noqa: F401 - kept reachable as ``ls.os`` (tests patch ``ls.os.replace``)
 
@@ -58,10 +60,12 @@ from .client import (API_KEY_ENV, LabelStudioError, check_project, check_url, co
                      describe_error, fetch_user_emails, is_transient)
 from .client import _scrub  # noqa: F401 - used as ``ls._scrub`` (tests)
 from .push import PushResult, push_predictions
+from .target import TaskCheck, check_tasks
 from .predictions import predictions_from_model, to_predictions, write_predictions
 from .reader import FORMATS  # noqa: F401 - public constant, kept out of __all__
 from .reader import ExportSummary, LabelStudioExport, read_export
 from .report import annotator_report, gold_accuracy, write_report
+from .quality import export_controls, quality_report
 from ._span_results import gold_span_scores, span_predictions, span_report
 from ._spans import LabelStudioSpans, SpanExportSummary
 
@@ -71,5 +75,5 @@ __all__ = [
     "annotator_report", "write_report", "gold_accuracy", "connect", "fetch_user_emails",
     "describe_error", "API_KEY_ENV", "check_project", "check_url", "is_transient",
     "LabelStudioSpans", "SpanExportSummary", "span_predictions", "span_report",
-    "gold_span_scores",
+    "gold_span_scores", "export_controls", "quality_report", "check_tasks", "TaskCheck",
 ]

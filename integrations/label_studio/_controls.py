@@ -19,13 +19,12 @@ _SUPPORTED_TAGS = frozenset({"choices", "rating"})  # config tag = result type, 
 #: Span controls (config tag = result type, lower case) and the key of their labels in a value.
 SPAN_TAGS = {"labels": "labels", "hypertextlabels": "htmllabels",
              "paragraphlabels": "paragraphlabels"}
-_READABLE = _SUPPORTED_TAGS | set(SPAN_TAGS)
+READABLE = _SUPPORTED_TAGS | set(SPAN_TAGS)
 _NOT_READABLE = ("; only Choices and Rating controls (one class per task) and Labels, "
                  "HyperTextLabels and ParagraphLabels controls (spans) can be read")
 MIN_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time",
              "agreement", "draft_created_at"}
 INSTALL_HINT = "install the optional extra: pip install 'crowd-keras[label-studio]'"
-_INSTALL_HINT = INSTALL_HINT   # the name client.py imports
 
 
 def _interface(label_config: Any) -> Any:
@@ -135,7 +134,7 @@ def pick_control_full(control: Optional[str], config: Optional[dict], seen: dict
     else:
         raise CrowdDataError(f"{origin}: control '{control}' appears in no annotation result; "
                              f"controls seen: {sorted(seen)}")
-    if kind not in _READABLE:
+    if kind not in READABLE:
         raise CrowdDataError(f"control '{control}' is a {kind} control{_NOT_READABLE}")
     if control in seen and seen[control][1] is not None:
         to_name = seen[control][1]
@@ -166,7 +165,7 @@ def pick_control_rows(control: Optional[str], config: Optional[dict], columns: l
         raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls are "
                              f"{sorted(config)}")
     kind, _, to_name, _ = config[control]
-    if kind not in _READABLE:
+    if kind not in READABLE:
         raise CrowdDataError(f"control '{control}' is a {kind} control{_NOT_READABLE}")
     return control, kind, to_name
 
@@ -188,10 +187,23 @@ def _selection_value(value: dict, kind: str, where: str, control: str) -> Option
     return (rating,)
 
 
+#: Keys of a span region's value (Labels, HyperTextLabels, ParagraphLabels).
+_REGION_KEYS = ("start", "end", "labels", "hypertextlabels", "paragraphlabels", "globalOffsets",
+                "startOffset")
+
+
 def selection_full(rec: Record, control: str, kind: str) -> Optional[tuple]:
     items = [r for r in rec.result if r["from_name"] == control]
     if not items:
         return None
+    for item in items:   # a span result mistyped: say so, not "per-region controls"
+        region = [k for k in _REGION_KEYS if k in item["value"]]
+        if region and not any(k in item["value"] for k in ("choices", "rating")):
+            raise CrowdDataError(
+                f"{rec.where}: a result of control '{control}' has type '{item['type']}' but its "
+                f"value is a span region (keys {region}); a <Labels> control's results have type "
+                "'labels': correct the result's type, or pass label_config= so the control's "
+                "kind comes from the config")
     if len(items) > 1:
         raise CrowdDataError(f"{rec.where}: {len(items)} results for control '{control}' "
                              "(per-region controls are not supported: one class per task is "

@@ -27,6 +27,7 @@ import pandas as pd
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
+from crowd_keras.sequences.tokens import MAX_OFFSET
 
 from ._controls import MIN_META, SPAN_TAGS, object_fields
 from ._records import ExportSummary, parse_times, task_id
@@ -68,9 +69,11 @@ class LabelStudioSpans:
             without ``annotator``); empty when there is none.
         control, control_type, to_name: the control, its type (``"labels"``,
             ``"hypertextlabels"``, ``"paragraphlabels"``) and the object it labels;
-        text_key: the task data field holding the text; format; summary
-        (:class:`SpanExportSummary`); annotator_emails; annotator_stats (per user:
-        ``annotator, email, n_used, n_cancelled, n_superseded, n_gold``).
+        text_key: the task data field holding the text.
+        format, summary, annotator_emails: the export format, its
+            :class:`SpanExportSummary`, the users' e-mails.
+        annotator_stats: per user, ``annotator, email, n_used, n_cancelled, n_superseded,
+            n_gold``.
     """
 
     sequences: SequenceAnnotations
@@ -156,6 +159,10 @@ def _offset(value: Any, where: str, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise CrowdDataError(f"{where}: {what} must be an integer character offset, got "
                              f"{value!r}")
+    if abs(int(value)) > MAX_OFFSET:   # before any arithmetic: no int64 wrap-around
+        shown = f"{int(value)}" if abs(int(value)) < 10 ** 24 else f"{int(value):.3e}"
+        raise CrowdDataError(f"{where}: {what} {shown} is too large for a character offset "
+                             "(beyond 2**53)")
     return int(value)
 
 
@@ -287,10 +294,12 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
             "{origin}: no annotation holds a span for control '{control}' and no labeling "
             "config names its labels; pass {config}", origin=origin, control=control,
             config=Argument("label_config")))
+    # users are ints or emails (the records' rules), ints first as in the choices reader
+    users = sorted(set(kept["annotator"]), key=lambda a: (isinstance(a, str), a))
     seq = SequenceAnnotations.from_spans(
         texts, spans.rename(columns={"task": "doc"}),
         seen=kept[["task", "annotator"]].rename(columns={"task": "doc"}), labels=labels,
-        scheme=scheme, tokenizer=tokenizer)
+        scheme=scheme, tokenizer=tokenizer, annotator_ids=users)
     if text_mismatch == "error" and seq.span_mismatch.any():
         r = int(np.argmax(seq.span_mismatch))
         raise CrowdDataError(f"{spans['where'].iloc[r]}: text {spans['text'].iloc[r]!r} differs "

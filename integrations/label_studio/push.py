@@ -1,12 +1,29 @@
-"""Push predictions to a Label Studio project: idempotent, and safe to interrupt.
+"""Push predictions to a Label Studio project: idempotent, in as few requests as the API
+allows, and safe to interrupt.
 
-Plan (after one listing of the project's predictions of the model version): a task without
-one gets it created (``import_predictions`` in batches); a task whose prediction differs is
-updated in place (``PATCH /api/predictions/<id>``, the SDK's ``predictions.update``), so it
-holds the old prediction or the new one at every instant, never none and never two; extra
-copies of the version on one task are deleted, one of them always kept. Killing the client
-or the server at any point therefore leaves every task that had a prediction with exactly
-one, and a re-run with the same model version completes the push without duplicates.
+Plan (after one listing of the project's predictions): a task without a prediction of the
+model version gets one created (``import_predictions`` in batches); a task whose prediction
+differs gets the new one by the cheaper of two routes (estimated from the number of
+requests and of predictions each moves; see ``_swap_cost``):
+
+* **in place**: one ``PATCH /api/predictions/<id>`` per changed prediction (and one
+  ``DELETE`` per extra copy of the version on a task). A task holds the old prediction or the
+  new one at every instant, never none and never two.
+* **bulk swap** (Label Studio has no bulk update, nor a bulk delete by prediction id): every
+  prediction the version is to hold in the project is imported under a staging version
+  (:func:`staging_version`), all predictions of the version are deleted in one request
+  (``DELETE /api/projects/<id>/model-versions/``, one transaction), the same predictions are
+  imported under the version, and the staging version is deleted: ``2 * ceil(n / batch_size)
+  + 2`` requests for ``n`` predictions, whatever number changed (but the server deletes
+  ``2 * n`` rows one by one). The project's selected model version, when it is this one,
+  points at the staging copies meanwhile.
+
+A stopped push loses nothing: every task that had a prediction of the version holds its old
+or its new content, at most one copy per version; after a stopped bulk swap some hold it
+under the staging version, beside the old one or in its place. The next push of the same
+model version first completes the stopped swap (staging copies of tasks without the version
+are imported as the version, the staging version is deleted), then pushes: a re-run
+completes without duplicates.
 """
 from __future__ import annotations
 
@@ -17,7 +34,9 @@ from typing import Any, Optional, Sequence
 
 from crowd_keras.errors import CrowdDataError
 
-from .client import _NO_RETRY, LabelStudioError, _call, _secrets_of, check_project
+from ._push_ops import PushOps
+from .client import LabelStudioError, check_project
+from .target import check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
 
@@ -28,8 +47,10 @@ class PushResult:
 
     ``n_created``: predictions this push wrote (``n_new`` created on tasks without one, plus
     ``n_replaced`` updated because they differed, plus ``n_rewritten`` identical ones written
-    again under ``on_existing="replace"``); ``n_unchanged``: left as they were;
-    ``n_deleted``: extra copies of the version removed; ``n_batches``: import requests.
+    again under ``on_existing="replace"``); ``n_unchanged``: left as they were (content;
+    a bulk swap re-creates them with new ids); ``n_deleted``: extra copies of the version
+    removed; ``n_batches``: import requests; ``n_requests``: all requests sent;
+    ``bulk``: True when changed predictions went through the bulk swap (module docstring).
     """
 
     model_version: str
@@ -40,6 +61,13 @@ class PushResult:
     n_new: int = 0
     n_rewritten: int = 0
     n_deleted: int = 0
+    n_requests: int = 0
+    bulk: bool = False
+
+
+def staging_version(model_version: str) -> str:
+    """The model version a bulk swap of ``model_version`` stages the new predictions under."""
+    return f"{model_version}::crowd-keras-staging"
 
 
 def _result_key(result: Any) -> str:
@@ -78,11 +106,12 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     return preds, model_version
 
 
-def _plan(preds: list, have: dict, on_existing: str) -> tuple[list, list, list, int]:
-    """(updates [(prediction id, new, identical)], deletes [ids], creates [new], unchanged)."""
-    updates, deletes, creates, unchanged = [], [], [], 0
+def _plan(preds: list, have: dict, on_existing: str) -> tuple:
+    """(updates [(prediction id, new, identical)], deletes [ids], creates [new], kept
+    {task: the old prediction left in place})."""
+    updates, deletes, creates, kept = [], [], [], {}
     for p in preds:
-        olds = sorted(have.get(p["task"], []), key=lambda pr: pr.id)
+        olds = have.get(p["task"], [])
         if not olds:
             creates.append(p)
             continue
@@ -90,27 +119,60 @@ def _plan(preds: list, have: dict, on_existing: str) -> tuple[list, list, list, 
         deletes += [o.id for o in olds if o is not keep]
         identical = _same(keep, p)
         if on_existing == "skip" or (on_existing == "update" and identical):
-            unchanged += 1
+            kept[p["task"]] = keep
         else:
             updates.append((keep.id, p, identical))
-    return updates, deletes, creates, unchanged
+    return updates, deletes, creates, kept
+
+
+# Relative costs of a push's parts, in units of one single-prediction request (a PATCH or a
+# DELETE): an import request, each prediction it carries, and each prediction row a
+# version delete removes (Label Studio saves the row's task in a pre_delete signal). Measured
+# on a real server: benchmarks/label_studio_push.py, benchmarks/results/label_studio_push.md.
+_COST_IMPORT_REQUEST, _COST_IMPORT_ROW, _COST_DELETED_ROW = 3.0, 0.01, 0.1
+
+
+def _import_cost(n: int, batch_size: int) -> float:
+    return -(-n // batch_size) * _COST_IMPORT_REQUEST + n * _COST_IMPORT_ROW
+
+
+def _in_place_cost(n_updates: int, n_deletes: int, n_creates: int, batch_size: int) -> float:
+    return n_updates + n_deletes + _import_cost(n_creates, batch_size)
+
+
+def _swap_cost(n_final: int, batch_size: int) -> float:
+    """Two imports of every prediction, two version deletes, reading the project."""
+    return 2 * _import_cost(n_final, batch_size) + 2 * n_final * _COST_DELETED_ROW + 3
+
+
+def _content(task: int, old: Any) -> dict:
+    return {"task": task, "result": old.result, "score": getattr(old, "score", None)}
 
 
 def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], *,
                      model_version: Optional[str] = None, batch_size: int = 100,
                      retries: int = 3, backoff: float = 0.5, on_existing: str = "update",
-                     progress: bool = False, preflight: bool = True) -> PushResult:
+                     progress: bool = False, preflight: bool = True, export: Any = None,
+                     allow_data_mismatch: bool = False) -> PushResult:
     """Send predictions to a project, idempotently, in batches with retries.
 
     First (``preflight=True``) the URL, token and project are checked once
     (:func:`check_project`): a bad token, an unknown project or a malformed URL fails before
-    anything is written. Then the project's predictions of ``model_version`` are listed. A
-    task that already has one: ``on_existing="update"`` (default) leaves it when its result
-    and score are the same and updates it in place otherwise; ``"skip"`` always leaves it;
-    ``"replace"`` writes it again even when identical (counted as ``n_rewritten``, not as
-    replacing a different one). Extra copies of one version on one task are deleted. See
-    the module docstring for why an interrupted push never leaves a task without its
-    prediction.
+    anything is written. Then the target's tasks are checked (:func:`~.target.check_tasks`):
+    with ``export`` (the export the predictions were made from: a path, file object, bytes
+    or loaded JSON) every task of it must be in the project with the same ``data`` (and a
+    full JSON export's project id must be ``project_id``); without it, the predictions'
+    tasks must be in the project. A mismatch raises :class:`~crowd_keras.CrowdDataError`
+    before anything is written; ``allow_data_mismatch=True`` accepts tasks whose data were
+    edited on purpose. ``preflight=False`` skips both checks (the caller made them).
+
+    Then the project's predictions are listed. A task that already has one of
+    ``model_version``: ``on_existing="update"`` (default) leaves it when its result and
+    score are the same and replaces it otherwise; ``"skip"`` always leaves it; ``"replace"``
+    writes it again even when identical (counted as ``n_rewritten``, not as replacing a
+    different one). Extra copies of one version on one task are deleted. Changed
+    predictions are updated in place or by a bulk swap, whichever takes fewer requests; see
+    the module docstring for both and for why a stopped push never loses a prediction.
 
     Transient failures (connection errors, timeouts, HTTP 408/429/5xx) are retried
     ``retries`` times with exponential ``backoff``; before a batch is sent again the
@@ -123,93 +185,143 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
 
     if on_existing not in _ON_EXISTING:
         raise ValueError(f"on_existing must be 'update', 'skip' or 'replace', got {on_existing!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
     preds, model_version = _checked_predictions(predictions, model_version)
     if preflight:
         check_project(client, project_id, retries=retries, backoff=backoff)
-    secrets, wanted = _secrets_of(client), {p["task"] for p in preds}
-
-    def existing() -> dict:
-        listed = _call(lambda: client.predictions.list(project=project_id,
-                                                       request_options=_NO_RETRY),
-                       f"listing predictions of project {project_id}", secrets, retries, backoff)
-        out: dict = {}
-        for pr in listed:
-            if getattr(pr, "model_version", None) == model_version and pr.task in wanted:
-                out.setdefault(pr.task, []).append(pr)
-        return out
-
-    counts = dict(new=0, replaced=0, rewritten=0, deleted=0, batches=0)
-    stage = "checking existing predictions"
+        check_tasks(client, project_id, export, task_ids=[p["task"] for p in preds],
+                    allow_data_mismatch=allow_data_mismatch, retries=retries, backoff=backoff)
+    ops = PushOps(client, project_id, retries, backoff)
+    staging = staging_version(model_version)
+    counts = dict(new=0, replaced=0, rewritten=0, deleted=0, batches=0, to_create=0)
+    state = {"stage": "checking existing predictions", "bulk": False}
     bar = None
     try:
-        updates, deletes, creates, unchanged = _plan(preds, existing(), on_existing)
-        batches = [creates[i:i + batch_size] for i in range(0, len(creates), batch_size)]
-        bar = Progress(len(updates) + len(deletes) + len(creates), "pushing predictions",
-                       disable=not progress, unit="predictions")
-        for n, (pred_id, p, identical) in enumerate(updates):
-            stage = f"update {n + 1} of {len(updates)}"
-            _call(lambda: client.predictions.update(
-                id=pred_id, result=p["result"], score=p.get("score"), model_version=model_version,
-                request_options=_NO_RETRY), f"updating prediction {pred_id} (task {p['task']})",
-                secrets, retries, backoff)
-            counts["rewritten" if identical else "replaced"] += 1
-            bar.update()
-        for n, pred_id in enumerate(deletes):
-            stage = f"removing extra copy {n + 1} of {len(deletes)}"
-            _delete(client, pred_id, secrets, retries, backoff)
-            counts["deleted"] += 1
-            bar.update()
-        for n, batch in enumerate(batches):
-            stage = f"batch {n + 1} of {len(batches)}"
-            pending = list(batch)
-
-            def refresh() -> None:  # the failed attempt may have been stored, its reply lost
-                present = existing()
-                pending[:] = [p for p in pending if p["task"] not in present]
-
-            def send() -> Any:
-                if not pending:
-                    return None
-                return client.projects.import_predictions(project_id, request=pending,
-                                                          request_options=_NO_RETRY)
-
-            _call(send, f"importing batch {n + 1} of {len(batches)}", secrets, retries, backoff,
-                  before_retry=refresh)
-            counts["new"] += len(batch)
-            counts["batches"] += 1
-            bar.update(len(batch))
+        listing = ops.listing()
+        if any(getattr(p, "model_version", None) == staging for p in listing):
+            state["stage"] = f"completing a stopped bulk update (staging version {staging!r})"
+            _complete_swap(ops, listing, model_version, staging, batch_size)
+            listing = ops.listing()
+        have: dict = {}
+        for pr in sorted(listing, key=lambda p: p.id):
+            if getattr(pr, "model_version", None) == model_version:
+                have.setdefault(pr.task, []).append(pr)
+        wanted = {p["task"] for p in preds}
+        updates, deletes, creates, kept = _plan(preds, {t: v for t, v in have.items()
+                                                       if t in wanted}, on_existing)
+        counts["to_create"] = len(creates)
+        final = ([_content(t, o) for t, o in kept.items()] + [p for _, p, _ in updates]
+                 + creates + [_content(t, v[0]) for t, v in have.items() if t not in wanted])
+        if updates and _swap_cost(len(final), batch_size) < _in_place_cost(
+                len(updates), len(deletes), len(creates), batch_size):
+            state["bulk"] = True
+            bar = Progress(2 * len(final), "pushing predictions (bulk update)",
+                           disable=not progress, unit="predictions")
+            counts["batches"] = _swap(ops, final, model_version, staging, batch_size, bar,
+                                      state)
+            counts["new"] = len(creates)
+            counts["deleted"] = sum(len(v) - 1 for v in have.values())
+            for _, _, identical in updates:
+                counts["rewritten" if identical else "replaced"] += 1
+        else:
+            bar = Progress(len(updates) + len(deletes) + len(creates), "pushing predictions",
+                           disable=not progress, unit="predictions")
+            _in_place(ops, updates, deletes, creates, model_version, batch_size, bar, state,
+                      counts)
     except LabelStudioError as exc:
-        done = (f"({counts['new']} created so far) after updating {counts['replaced']} changed "
-                f"and {counts['rewritten']} identical predictions")
-        advice = ("Re-run with the same model_version to complete: nothing is duplicated and "
-                  "every task keeps a prediction" if exc.transient else
-                  "Nothing more was sent; every task keeps the prediction it had")
-        raise LabelStudioError(
-            f"push of model_version {model_version!r} to project {project_id} stopped at {stage} "
-            f"{done}: {exc}. {advice}", transient=exc.transient) from None
+        raise LabelStudioError(_stopped(exc, model_version, project_id, staging, state, counts),
+                               transient=exc.transient) from None
     finally:
         if bar is not None:
             bar.close()
     written = counts["new"] + counts["replaced"] + counts["rewritten"]
-    return PushResult(model_version=model_version, n_created=written, n_unchanged=unchanged,
-                      n_replaced=counts["replaced"], n_batches=counts["batches"],
-                      n_new=counts["new"], n_rewritten=counts["rewritten"],
-                      n_deleted=counts["deleted"])
+    return PushResult(model_version=model_version, n_created=written,
+                      n_unchanged=len(kept), n_replaced=counts["replaced"],
+                      n_batches=counts["batches"], n_new=counts["new"],
+                      n_rewritten=counts["rewritten"], n_deleted=counts["deleted"],
+                      n_requests=ops.n_requests, bulk=state["bulk"])
 
 
-def _delete(client: Any, pred_id: int, secrets: list, retries: int, backoff: float) -> None:
-    """Delete an extra copy; a 404 on a retry means the lost first attempt did it."""
-    tries = []
+def _in_place(ops: PushOps, updates: list, deletes: list, creates: list, version: str,
+              batch_size: int, bar: Any, state: dict, counts: dict) -> None:
+    """Update changed predictions one request each, delete extra copies, import new ones."""
+    for n, (pred_id, p, identical) in enumerate(updates):
+        state["stage"] = f"update {n + 1} of {len(updates)}"
+        ops.update(pred_id, p, version)
+        counts["rewritten" if identical else "replaced"] += 1
+        bar.update()
+    for n, pred_id in enumerate(deletes):
+        state["stage"] = f"removing extra copy {n + 1} of {len(deletes)}"
+        ops.delete(pred_id)
+        counts["deleted"] += 1
+        bar.update()
+    def done(n: int) -> None:
+        counts["new"] += n
+        counts["batches"] += 1
+        bar.update(n)
 
-    def fn() -> None:
-        tries.append(1)
-        try:
-            client.predictions.delete(id=pred_id, request_options=_NO_RETRY)
-        except Exception as exc:  # noqa: BLE001 - re-raised unless it is that 404
-            if len(tries) > 1 and getattr(exc, "status_code", None) == 404:
-                return
-            raise
+    ops.import_batches(creates, version, batch_size, state, "", done)
 
-    _call(fn, f"deleting extra prediction {pred_id}", secrets, retries, backoff)
+
+def _swap(ops: PushOps, final: list, version: str, staging: str, batch_size: int, bar: Any,
+          state: dict) -> int:
+    """The bulk swap (module docstring); returns the number of import requests."""
+    n = ops.import_batches(final, staging, batch_size, state, "staging the predictions, ",
+                           bar.update)
+    selected = ops.selected_version()
+    if selected == version:  # deleting the selected version would clear the setting
+        ops.select_version(staging)
+    state["stage"] = f"deleting the old predictions of {version!r}"
+    ops.delete_version(version)
+    n += ops.import_batches(final, version, batch_size, state,
+                            f"importing the predictions as {version!r}, ", bar.update)
+    if selected == version:
+        ops.select_version(version)
+    state["stage"] = f"deleting the staging version {staging!r}"
+    ops.delete_version(staging)
+    if selected not in (None, version) and ops.selected_version() != selected:
+        ops.select_version(selected)  # Label Studio clears an ML backend's selection too
+    return n
+
+
+def _complete_swap(ops: PushOps, listing: list, version: str, staging: str,
+                   batch_size: int) -> None:
+    """Finish a stopped bulk swap: a task with a staging copy and no copy of ``version``
+    gets that content as ``version``; then the staging version is deleted."""
+    holding = {p.task for p in listing if getattr(p, "model_version", None) == version}
+    staged: dict = {}
+    for p in sorted(listing, key=lambda p: p.id):
+        if getattr(p, "model_version", None) == staging:
+            staged.setdefault(p.task, p)
+    lacking = [_content(t, p) for t, p in staged.items() if t not in holding]
+    ops.import_batches(lacking, version, batch_size, {}, "completing a stopped bulk update, ",
+                       lambda n: None)
+    if ops.selected_version() == staging:
+        ops.select_version(version)
+    ops.delete_version(staging)
+
+
+def _stopped(exc: LabelStudioError, version: str, project_id: int, staging: str, state: dict,
+             counts: dict) -> str:
+    """The message of a stopped push: how far it got, what every task holds, what to do."""
+    head = f"push of model_version {version!r} to project {project_id} stopped at {state['stage']}"
+    if state["bulk"]:
+        done = "(a bulk update)"
+        holds = ("no task lost its prediction; some hold the new one as model version "
+                 f"{staging!r}, beside the old one or in its place")
+        advice = ("Re-run with the same model_version to complete: it finishes the swap, "
+                  "nothing is duplicated" if exc.transient else
+                  "Nothing more was sent; the next push of this model_version finishes the swap")
+        return f"{head} {done}: {exc}. {advice}; {holds}"
+    missing = counts["to_create"] - counts["new"]
+    done = (f"({counts['new']} of {counts['to_create']} new predictions created, "
+            f"{counts['replaced']} changed and {counts['rewritten']} identical updated in place)")
+    holds = "no task lost a prediction it had" + (
+        f"; {missing} tasks without a prediction of this version still have none"
+        if missing else "")
+    advice = ("Re-run with the same model_version to complete: nothing is duplicated"
+              if exc.transient else "Nothing more was sent")
+    return f"{head} {done}: {exc}. {advice}; {holds}"

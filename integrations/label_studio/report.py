@@ -9,6 +9,9 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from crowd_keras.agreement import agreement_report, annotator_agreement
+from crowd_keras.agreement.report import records
+from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
 from ._model import ensure_fitted
@@ -31,6 +34,14 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     the truth). Label Studio has no place for these numbers: they are written to
     ``csv_path`` and ``json_path`` (atomically) when given.
 
+    Agreement with the other annotators (:func:`crowd_keras.agreement.annotator_agreement`,
+    for spans on the token tags): ``agreement_with_others`` (share of the pairs of the user's
+    label and another user's label on the same task that agree), ``kappa_with_others`` (the
+    same, chance-corrected), ``mean_pairwise_kappa`` (Cohen's kappa with each other user,
+    averaged weighted by shared tasks) and ``n_partners``; NaN when no task is shared. The
+    JSON's ``agreement`` holds the control's summary (Krippendorff's alpha, Fleiss' kappa,
+    percent agreement, mean pairwise kappa, the tasks with one annotation).
+
     A span export (:class:`~._spans.LabelStudioSpans`, with a sequence label model) gets the
     span columns of :func:`~._span_results.span_report` instead: span and token
     precision/recall/F1 against the aggregate and against the ground-truth spans.
@@ -46,6 +57,7 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
         frame = span_report(export, model, emails)
         meta = {"model": type(model).__name__, "model_version": model_version,
                 "control": export.control, "labels": [python_scalar(c) for c in export.labels]}
+        frame, meta["agreement"] = _with_agreement(frame, export.sequences)
         return _written(frame, csv_path, json_path, meta)
     model = ensure_fitted(export, model)
     ann = export.annotations
@@ -83,7 +95,29 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     frame.loc[per_user == 0, ["accuracy"] + [f"recall[{c}]" for c in export.classes]] = np.nan
     meta = {"model": type(model).__name__, "model_version": model_version,
             "control": export.control, "classes": [python_scalar(c) for c in export.classes]}
+    frame, meta["agreement"] = _with_agreement(frame, ann)
     return _written(frame, csv_path, json_path, meta)
+
+
+AGREEMENT_COLUMNS = {"agreement": "agreement_with_others", "kappa": "kappa_with_others",
+                     "mean_pairwise_kappa": "mean_pairwise_kappa", "n_partners": "n_partners"}
+
+
+def _with_agreement(frame: pd.DataFrame, data: Any) -> tuple[pd.DataFrame, Optional[list]]:
+    """The report with the agreement columns (rows are the export's users in code order) and
+    the control's agreement summary (None, with NaN columns, when there is nothing to agree
+    on: one user, or no task annotated twice)."""
+    frame = frame.copy()
+    try:
+        per_user = annotator_agreement(data)
+        summary = records(agreement_report(data, n_bootstrap=0).summary)
+    except CrowdDataError:
+        for col in AGREEMENT_COLUMNS.values():
+            frame[col] = np.nan
+        return frame, None
+    for src, col in AGREEMENT_COLUMNS.items():
+        frame[col] = per_user[src].to_numpy()
+    return frame, summary
 
 
 def _written(frame: pd.DataFrame, csv_path: Any, json_path: Any, meta: dict) -> pd.DataFrame:

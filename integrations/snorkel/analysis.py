@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
+from crowd_keras.tables import SummaryTable
 
 from .label_model import DEFAULT_METHOD, CrowdLabelModel
 from .validation import check_label_matrix
@@ -29,7 +30,8 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         cardinality: number of classes; default the model's, else ``max(L) + 1`` (at least 2).
 
     Returns:
-        DataFrame indexed by function name with ``j``, ``Polarity`` (classes it votes),
+        DataFrame (a :class:`~crowd_keras.tables.SummaryTable`: it prints whole) indexed by
+        function name with ``j``, ``Polarity`` (classes it votes),
         ``Coverage``, ``Overlaps``, ``Conflicts`` (as in Snorkel), ``Est. Acc.`` (the model's
         accuracy of the function when it votes, NaN if it never votes), ``Est. Confusion``
         (nested list, rows = true class, columns = vote then abstain: ``p(response | class)``)
@@ -80,4 +82,4 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         frame["Incorrect"] = incorrect
         with np.errstate(invalid="ignore", divide="ignore"):
             frame["Emp. Acc."] = correct / (correct + incorrect)
-    return frame
+    return SummaryTable(frame)  # prints whole: every promised column shows

@@ -19,6 +19,7 @@ from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_s
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError
+from crowd_keras.files import read_json_text, read_npz
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
@@ -453,22 +454,20 @@ class CrowdLabelModel:
                 "snorkel.labeling.model.LabelModel")
         if head[:2] != b"PK":
             raise CrowdDataError(f"{source} is not a saved CrowdLabelModel (not an .npz file)")
-        with np.load(source, allow_pickle=False) as npz:
-            if "__meta__" not in npz.files:
-                raise CrowdDataError(f"{source} is not a saved CrowdLabelModel")
-            meta = json.loads(str(npz["__meta__"]))
-            arrays = {name: npz[name] for name in npz.files if name != "__meta__"}
-        if meta.get("format") != _FORMAT or meta.get("version") != 2:
-            raise CrowdDataError(f"{source} is not a saved CrowdLabelModel (format "
-                                 f"{meta.get('format')!r} version {meta.get('version')!r})")
-        k, m = int(meta["cardinality"]), int(meta["n_functions"])
+        arrays = read_npz(source, "a saved CrowdLabelModel")
+        meta = _checked_meta(arrays.pop("__meta__", None), arrays, source)
+        k, m = meta["cardinality"], meta["n_functions"]
         # predict_proba(new L) aligns on the function ids and classes of the fitted data
         empty = Annotations(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                             item_ids=[], annotator_ids=np.arange(m), classes=np.arange(k))
         built: Dict[str, LabelModel] = {}
         for prefix in sorted(meta["models"], key=len):  # parents first
             spec = meta["models"][prefix]
-            model = get_label_model(spec["name"], **spec["params"])
+            try:
+                model = get_label_model(spec["name"], **spec["params"])
+            except (TypeError, ValueError, KeyError) as exc:
+                raise CrowdDataError(f"{source}: metadata model {prefix!r} ({spec['name']!r}) "
+                                     f"cannot be rebuilt: {exc}") from None
             for attr, value in spec["state"].items():
                 setattr(model, attr, value)
             model.annotations_ = empty
@@ -476,6 +475,9 @@ class CrowdLabelModel:
             built[prefix] = model
             parent, _, attr = prefix.rpartition("/")
             if parent:
+                if parent not in built:
+                    raise CrowdDataError(f"{source}: metadata model {prefix!r} has no parent "
+                                         f"{parent!r}")
                 setattr(built[parent], attr, model)
         for name, value in arrays.items():
             parent, _, attr = name.rpartition("/")
@@ -487,11 +489,62 @@ class CrowdLabelModel:
         self.label_model_ = built["model"]
         self.n_functions_ = m
         balance = meta["class_balance"]
-        self.class_balance_ = None if balance is None else np.asarray(balance)
+        self.class_balance_ = None if balance is None else np.asarray(balance, dtype=np.float64)
         self.weights_ = arrays["weights"]
         self.conditional_probs_ = arrays["conditional_probs"]
         self._train_cache = None
         return self
+
+
+def _checked_meta(raw: Optional[np.ndarray], arrays: Dict[str, np.ndarray], source: Any) -> dict:
+    """The metadata of a saved model, checked against the arrays beside it: the format and
+    version, integer sizes, a model spec per prefix, ``weights`` (m,) and
+    ``conditional_probs`` (m, k + 1, k) present with those shapes, a class balance of k
+    numbers; else :class:`CrowdDataError` naming the file and the entry."""
+    if raw is None:
+        raise CrowdDataError(f"{source} is not a saved CrowdLabelModel (no __meta__ entry)")
+    if raw.dtype.kind != "U" or raw.ndim != 0:
+        raise CrowdDataError(f"{source}: __meta__ must be one JSON string, got {raw.dtype} of "
+                             f"shape {raw.shape}")
+    meta = read_json_text(str(raw), source, "the metadata (__meta__)")
+    if not isinstance(meta, dict):
+        raise CrowdDataError(f"{source}: the metadata must be a JSON object, got "
+                             f"{type(meta).__name__}")
+    if meta.get("format") != _FORMAT or meta.get("version") != 2:
+        raise CrowdDataError(f"{source} is not a saved CrowdLabelModel (format "
+                             f"{meta.get('format')!r} version {meta.get('version')!r})")
+    kinds = {"cardinality": int, "n_functions": int, "method": str, "method_kwargs": dict,
+             "models": dict}
+    for key, kind in kinds.items():
+        value = meta.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            noun = {int: "an integer", str: "a string", dict: "an object"}[kind]
+            raise CrowdDataError(f"{source}: metadata entry {key!r} must be {noun}, got "
+                                 f"{value!r}")
+    k, m = meta["cardinality"], meta["n_functions"]
+    if k < 2 or m < 0:
+        raise CrowdDataError(f"{source}: metadata says cardinality {k} and {m} functions")
+    if "model" not in meta["models"]:
+        raise CrowdDataError(f"{source}: metadata 'models' has no entry 'model'")
+    for prefix, spec in meta["models"].items():
+        if not (isinstance(spec, dict) and isinstance(spec.get("name"), str)
+                and isinstance(spec.get("params"), dict) and isinstance(spec.get("state"), dict)):
+            raise CrowdDataError(f"{source}: metadata model {prefix!r} must hold a 'name' "
+                                 f"string and 'params' and 'state' objects, got {spec!r}")
+    for name, shape in (("weights", (m,)), ("conditional_probs", (m, k + 1, k))):
+        if name not in arrays:
+            raise CrowdDataError(f"{source}: the saved model has no {name!r} entry (entries: "
+                                 f"{sorted(arrays)})")
+        if arrays[name].shape != shape or arrays[name].dtype.kind != "f":
+            raise CrowdDataError(f"{source}: entry {name!r} has shape {arrays[name].shape} of "
+                                 f"{arrays[name].dtype}, expected floats of shape {shape}")
+    balance = meta.get("class_balance")
+    if balance is not None and not (isinstance(balance, list) and len(balance) == k and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in balance)):
+        raise CrowdDataError(f"{source}: metadata 'class_balance' must be null or {k} numbers, "
+                             f"got {balance!r}")
+    meta["class_balance"] = balance
+    return meta
 
 
 def _registry_name(model: LabelModel) -> str:

@@ -101,7 +101,14 @@ def check_class_balance(class_balance: Any, Y_dev: Any, cardinality: int) -> Opt
     """
     k = int(cardinality)
     if class_balance is not None:
-        p = np.asarray(class_balance, dtype=np.float64).ravel()
+        if isinstance(class_balance, (str, bytes)):
+            raise CrowdDataError(f"class_balance must be {k} numbers (a list or an array), got "
+                                 f"the string {class_balance!r}")
+        try:
+            p = np.asarray(class_balance, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            raise CrowdDataError(f"class_balance must be {k} numbers (a list or an array), got "
+                                 f"{class_balance!r}") from None
         if len(p) != k:
             raise CrowdDataError(f"class_balance has {len(p)} entries. Does not match LabelModel "
                                  f"cardinality {k}.")

@@ -1,0 +1,93 @@
+"""What the Bayesian label models share: the fit through the EM-step protocol, scoring new
+annotations with the fitted state, and the Dirichlet algebra of their variational steps."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from scipy.special import digamma, gammaln
+
+from ...annotations import Annotations
+from ..em import Block, EMLabelModel, Summary
+from ..labeling_functions import LabelingFunctionFallback
+
+__all__ = ["BayesianLabelModel", "confusion_prior", "expected_log_dirichlet",
+           "dirichlet_kl", "check_positive"]
+
+
+def confusion_prior(n_classes: int, a_v: float, b_v: float) -> np.ndarray:
+    """(K, K) Dirichlet pseudo-counts of a confusion matrix: ``a_v`` on the diagonal (the
+    annotator gives the true class), ``b_v`` elsewhere (symmetric, so either index may be the
+    true class)."""
+    return np.eye(n_classes) * (a_v - b_v) + b_v
+
+
+def expected_log_dirichlet(concentration: np.ndarray, axis: int) -> np.ndarray:
+    """``E[log θ] = ψ(α) − ψ(Σ α)`` of Dirichlet(α) distributions along ``axis`` (the
+    mean-field expectation that replaces ``log θ`` in every VB update)."""
+    return digamma(concentration) - digamma(concentration.sum(axis=axis, keepdims=True))
+
+
+def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int) -> float:
+    """``Σ KL(Dir(posterior) ‖ Dir(prior))`` over the Dirichlets along ``axis`` (arrays
+    broadcast): ``log Γ(Σa) − Σ log Γ(a) − log Γ(Σb) + Σ log Γ(b) + Σ (a − b)(ψ(a) − ψ(Σa))``."""
+    a, b = np.broadcast_arrays(posterior, prior)
+    a_sum, b_sum = a.sum(axis=axis), b.sum(axis=axis)
+    kl = gammaln(a_sum) - gammaln(a).sum(axis=axis) - gammaln(b_sum) + gammaln(b).sum(axis=axis)
+    kl += ((a - b) * expected_log_dirichlet(a, axis)).sum(axis=axis)
+    return float(kl.sum())
+
+
+def check_positive(model: Any, *names: str) -> None:
+    """ValueError naming the first of ``names`` that is not a positive finite number."""
+    for name in names:
+        value = getattr(model, name)
+        try:
+            ok = bool(np.isfinite(float(value)) and float(value) > 0)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"{type(model).__name__}: {name} must be a positive number, "
+                             f"got {value!r}")
+
+
+class BayesianLabelModel(LabelingFunctionFallback, EMLabelModel):
+    """Base of :class:`IBCC`, :class:`EBCC` and :class:`BWA`.
+
+    ``fit(annotations, **reader_kwargs)`` is :func:`~crowd_keras.aggregation.em.run_em` over
+    one block (:meth:`fit_block`; on labeling-function votes the abstain-aware model of
+    :class:`LabelingFunctionFallback`). The fitted state of the last M-step is kept in
+    ``state_``: ``predict_proba(new)`` is the E-step of the new items under it.
+
+    Subclasses implement the protocol's steps, :meth:`_check_params` and
+    :meth:`_set_parameters` (the common fitted attributes from the last state).
+    """
+
+    #: settings that carry over to the labeling-function model
+    _LF_SETTINGS: tuple = ("max_iter", "tol")
+    accepts_gold = True
+
+    def init_state(self, summary: Summary) -> "BayesianLabelModel":
+        self._check_params()
+        super().init_state(summary)
+        return self
+
+    def finish(self, state: Any, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> "BayesianLabelModel":
+        self.state_ = state
+        self.objective_ = np.asarray(history)
+        self.n_iter_ = len(history)
+        self._set_parameters(state, summary)
+        return self
+
+    def _set_parameters(self, state: Any, summary: Summary) -> None:  # pragma: no cover
+        """Set ``class_priors_`` (K,) and ``confusion_matrices_`` (A, K, K) from ``state``."""
+        raise NotImplementedError
+
+    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None
+                   ) -> "BayesianLabelModel":
+        return self.fit_block(ann, item_log_prior)
+
+    def _posteriors_for(self, ann: Annotations) -> np.ndarray:
+        latent, _ = self.e_step(Block.from_annotations(ann), self.state_)
+        return self.class_posteriors(latent)

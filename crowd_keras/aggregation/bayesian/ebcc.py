@@ -1,0 +1,302 @@
+"""EBCC: enhanced Bayesian classifier combination (Li, Rubinstein & Cohn, ICML 2019).
+
+IBCC (:mod:`.ibcc`) whose items of each true class ``k`` fall into ``M`` subtypes
+(``num_groups``), each with its own confusion row for every annotator; annotators who err
+alike on the same subtype of items are correlated through it (Li et al. 2019, section 3):
+
+- ``τ ~ Dirichlet(alpha)``; ``π_k ~ Dirichlet(a_pi / M, …)`` over the subtypes of class k;
+- ``z_i ~ Categorical(τ)``, ``g_i | z_i = k ~ Categorical(π_k)``;
+- ``v_akm ~ Dirichlet(β_k)`` (``β_kl = a_v`` if ``l = k`` else ``b_v``), and
+  ``y_ia ~ Categorical(v_{a z_i g_i})``.
+
+Mean-field VB over ``q(z, g) q(τ) q(π) q(v)`` (section 4): with ``q_ikm = q(z_i = k,
+g_i = m)`` and expected counts ``N_aklm = Σ_{i: y_ia = l} q_ikm`` (one sparse product
+``Xᵀ q``, ``q`` as (I, K·M)):
+
+- ``q(τ) = Dir(alpha + Σ_{i,m} q_ikm)``, ``q(π_k) = Dir(a_pi / M + Σ_i q_ikm)``,
+  ``q(v_akm) = Dir(β_k + N_akm·)``;
+- ``log q_ikm = E[log τ_k] + E[log π_km] + Σ_{a: y_ia = l} E[log v_akml] + const``,
+  normalised over all ``(k, m)`` of the item (one sparse product ``X W``, ``W`` (A·K, K·M)).
+
+The symmetry between subtypes is broken by a random start: ``q_ikm = q⁰_ik d_ikm`` with
+``q⁰`` the soft majority vote and ``d_ik ~ Dirichlet(1, …, 1)``, drawn per item from the
+seed and the item's id (:func:`subtype_draws`), so that any split of the items into blocks
+draws the same start.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ...numerics import softmax_rows
+from ..em import Block, Summary
+from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
+                   expected_log_dirichlet)
+
+__all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_e_step",
+           "subtype_draws", "vote_share_totals"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser (Steele, Lea & Flood 2014): a bijection of uint64 whose outputs
+    pass as independent uniform words for consecutive inputs (a counter-based generator)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int) -> np.ndarray:
+    """(I, K, M) Dirichlet(1, …, 1) draws over the M subtypes, one per item and class.
+
+    Item ``i``'s draws depend only on ``seed`` and ``item_ids[i]`` (its pandas hash, stable
+    across processes): word ``c`` of item ``i`` is ``mix(mix(hash_i + mix(seed)) + c·γ)``,
+    its uniform ``u`` gives an Exponential(1) ``−log u``, and normalised exponentials are
+    a Dirichlet(1, …, 1) draw.
+    """
+    ids = np.asarray(item_ids)
+    with np.errstate(over="ignore"):
+        key = pd.util.hash_array(ids.astype(object) if ids.dtype.kind not in "iub" else ids)
+        key = _mix64(key.astype(np.uint64) + _mix64(np.array([seed], dtype=np.uint64)))
+        counter = np.arange(1, n_classes * n_groups + 1, dtype=np.uint64) * _GOLDEN
+        words = _mix64(key[:, None] + counter[None, :])
+    uniform = ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53   # (0, 1)
+    draws = -np.log(uniform).reshape(len(ids), n_classes, n_groups)
+    return draws / draws.sum(axis=2, keepdims=True)
+
+
+@dataclass
+class SubtypeStatistics:
+    """Summable statistics of the live subtypes ``active`` (column codes ``k·M + m``).
+
+    Attributes:
+        counts: (A·K, S) ``Σ_{i: y_ia = l} q_ikm`` at ``[a·K + l, s]`` for subtype s.
+        mass: (S,) ``Σ_i q_ikm``. prior_mass: (K,) the empirical prior's vote totals, or 0.
+        active: (S,) the subtypes' column codes (the same in every block).
+    """
+
+    counts: np.ndarray
+    mass: np.ndarray
+    prior_mass: Any
+    active: np.ndarray
+
+    def __add__(self, other: "SubtypeStatistics") -> "SubtypeStatistics":
+        if not np.array_equal(self.active, other.active):
+            raise ValueError("EBCC statistics of different live subtypes cannot be added")
+        return SubtypeStatistics(self.counts + other.counts, self.mass + other.mass,
+                                 self.prior_mass + other.prior_mass, self.active)
+
+
+def ebcc_statistics(XT: sp.spmatrix, values: np.ndarray, active: np.ndarray,
+                    prior_mass: Any = 0.0) -> SubtypeStatistics:
+    """The statistics of ``q`` on the live subtypes: ``values`` (I, S) with columns
+    ``active``; one sparse product ``Xᵀ q``. Sums over items."""
+    return SubtypeStatistics(np.asarray(XT @ values), values.sum(axis=0), prior_mass, active)
+
+
+def vote_share_totals(block: Block, vote_shares: np.ndarray) -> np.ndarray:
+    """(K,) ``Σ_i q⁰_i`` of the soft majority vote ``q⁰`` (items without votes: the crowd's
+    ``vote_shares``): the empirical class prior, a statistic of the block's votes alone
+    (one sparse product with the items' inverse vote counts)."""
+    k = vote_shares.shape[0]
+    per_item = block.annotations_per_item()
+    inverse = np.divide(1.0, per_item, out=np.zeros(len(per_item)), where=per_item > 0)
+    totals = np.asarray(block.XT @ inverse).reshape(-1, k).sum(axis=0)
+    return totals + (per_item == 0).sum() * vote_shares
+
+
+def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: float,
+                alpha: Any, a_v: float, b_v: float, prune_below: float = 0.0) -> tuple:
+    """The variational parameters and expectations from the summed statistics.
+
+    Subtypes whose expected number of items ``Σ_i q_ikm`` is below ``prune_below`` are
+    dropped (never the largest of a class): their counts are nil, so ``q(v_akm)`` is the prior
+    and ``E[log π_km] ≈ ψ(a_pi / M) − ψ(·)`` (about −100 at the defaults) keeps them at
+    ``q_ikm`` far below ``prune_below`` on every item whose labels the live subtypes explain.
+
+    Returns:
+        ``(bias, log_v, live, eta, nu, mu)``: for the S live subtypes ``live`` (column codes
+        ``k·M + m``): bias (S,) ``E[log τ_k] + E[log π_km]``, log_v (A·K, S) ``E[log v_akml]``
+        at ``[a·K + l, s]`` (the E-step's weights) and mu (A, K_l, S) the concentrations of
+        ``q(v)``; eta (K, M) of ``q(π)`` and nu (K,) of ``q(τ)`` over all subtypes.
+    """
+    k, m = n_classes, n_groups
+    mass = np.zeros(k * m)
+    mass[stats.active] = stats.mass
+    eta = mass.reshape(k, m) + a_pi / m
+    nu = mass.reshape(k, m).sum(axis=1) + alpha
+    keep = stats.mass >= prune_below
+    largest = np.full(k, -1.0)
+    np.maximum.at(largest, stats.active // m, stats.mass)
+    keep |= stats.mass == largest[stats.active // m]
+    live = stats.active[keep]
+    # the statistics' layout [a, l, s] is the E-step's: normalise over l (axis 1)
+    counts = stats.counts if keep.all() else stats.counts[:, keep]
+    mu = counts.reshape(-1, k, len(live)) + confusion_prior(k, a_v, b_v)[:, live // m][None]
+    log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, len(live))
+    bias = expected_log_dirichlet(eta, axis=1) + expected_log_dirichlet(nu, axis=0)[:, None]
+    return bias.ravel()[live], log_v, live, eta, nu, mu
+
+
+def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray, live: np.ndarray,
+                n_groups: int, item_log_prior: Optional[np.ndarray] = None
+                ) -> Tuple[Tuple[np.ndarray, np.ndarray], float]:
+    """``q(z, g)`` on the live subtypes, ``(values (I, S), live)``, and the summed log
+    normaliser ``Σ_i log Σ_{k,m} exp(score_ikm)``; ``item_log_prior`` (I, K) is added to
+    every subtype of its class."""
+    logits = X @ log_v
+    logits += bias
+    if item_log_prior is not None:
+        logits += item_log_prior[:, live // n_groups]
+    values, log_norm = softmax_rows(logits, out=logits)
+    return (values, live), float(log_norm.sum())
+
+
+class EBCC(BayesianLabelModel):
+    """Enhanced Bayesian classifier combination: confusions as mixtures of subtypes, which
+    captures correlated annotators (Li, Rubinstein & Cohn 2019; their defaults).
+
+    Args:
+        num_groups: M, subtypes per true class.
+        a_pi: Dirichlet pseudo-count of the subtype weights of a class (``a_pi / M`` each).
+        alpha: Dirichlet pseudo-count of the class proportions (ignored with
+            ``empirical_prior``).
+        a_v, b_v: Dirichlet pseudo-counts of a confusion row, on and off the true class.
+        empirical_prior: use the soft majority vote's class totals ``Σ_i q⁰_i`` as ``alpha``
+            (the votes only: gold clamps do not enter it; :func:`vote_share_totals`).
+        seed: seed of the random start (per item: :func:`subtype_draws`).
+        init: ``"random"``, or an explicit start ``q(z, g)`` of shape (I, K, M) or
+            (I, K·M) for a one-block fit (e.g. the authors' code's draw).
+        prune_below: drop a subtype once its expected number of items ``Σ_i q_ikm`` falls
+            below this (never a class's largest; see :func:`ebcc_m_step`): with
+            ``a_pi / M`` small most subtypes die within tens of iterations, and the live ones
+            are all the sparse products then compute. 0: keep every subtype (the exact VB).
+        max_iter: maximum number of VB iterations.
+        tol: stop when the summed log normaliser per annotation moves by less than this.
+        progress: show a progress bar over iterations.
+        labeling_functions: ``"auto"`` (default) or ``"ignore"`` (see
+            :class:`~crowd_keras.aggregation.labeling_functions.LabelingFunctionFallback`).
+
+    Attributes:
+        posteriors_: (items, K) ``Σ_m q(z_i = k, g_i = m)``. class_priors_: (K,) ``E[τ]``.
+        confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
+        marginal ``Σ_m E[π_km] E[v_akm·]``. subtype_weights_: (K, M) ``E[π]``.
+        live_subtypes_: (K, M) bool, the subtypes not dropped.
+        elbo_: the evidence lower bound of the fit (Li et al. 2019 keep the best of several
+        seeds by it).
+        state_: the last iteration's ``(bias, E[log v], live, eta, nu, mu)``. objective_: the
+        summed log normaliser per iteration. n_iter_.
+    """
+
+    em_name = "VB"
+
+    def __init__(self, num_groups: int = 10, a_pi: float = 0.1, alpha: float = 1.0,
+                 a_v: float = 4.0, b_v: float = 1.0, empirical_prior: bool = False,
+                 seed: int = 1234, init: Any = "random", prune_below: float = 1e-10,
+                 max_iter: int = 500, tol: float = 1e-6, progress: bool = False,
+                 labeling_functions: str = "auto") -> None:
+        self.num_groups = num_groups
+        self.a_pi = a_pi
+        self.alpha = alpha
+        self.a_v = a_v
+        self.b_v = b_v
+        self.empirical_prior = empirical_prior
+        self.seed = seed
+        self.init = init
+        self.prune_below = prune_below
+        self.max_iter = max_iter
+        self.tol = tol
+        self.progress = progress
+        self.labeling_functions = labeling_functions
+
+    def _check_params(self) -> None:
+        check_positive(self, "a_pi", "alpha", "a_v", "b_v")
+        if not (isinstance(self.num_groups, (int, np.integer)) and self.num_groups >= 1):
+            raise ValueError(f"EBCC: num_groups must be a positive integer, got "
+                             f"{self.num_groups!r}")
+        if not float(self.prune_below) >= 0:
+            raise ValueError(f"EBCC: prune_below must be >= 0, got {self.prune_below!r}")
+        if not isinstance(self.seed, (int, np.integer)):
+            raise TypeError(f"EBCC: seed must be an integer, got {self.seed!r}")
+        if isinstance(self.init, str) and self.init != "random":
+            raise ValueError(f"EBCC: init must be 'random' or an array, got {self.init!r}")
+
+    # the EM-step protocol (crowd_keras.aggregation.em)
+    def initial_latent(self, block: Block) -> Tuple[np.ndarray, np.ndarray]:
+        """The starting ``q(z, g)``: ``(values (I, K·M), all subtypes)``, the soft majority
+        vote times per-item subtype draws, or the explicit ``init``."""
+        k, m = self.n_classes_, self.num_groups
+        every = np.arange(k * m)
+        if not isinstance(self.init, str):
+            start = np.asarray(self.init, dtype=np.float64)
+            if start.shape not in ((block.n_items, k, m), (block.n_items, k * m)):
+                raise ValueError(f"EBCC: init must have shape {(block.n_items, k, m)} or "
+                                 f"{(block.n_items, k * m)}, got {start.shape}")
+            return start.reshape(block.n_items, k * m).copy(), every
+        post = self.initial_posteriors(block)
+        draws = subtype_draws(block.item_ids, k, m, int(self.seed))
+        return (draws * post[:, :, None]).reshape(block.n_items, k * m), every
+
+    def initial_statistics(self, block: Block) -> SubtypeStatistics:
+        return self.sufficient_statistics(block, self.initial_latent(block))
+
+    def sufficient_statistics(self, block: Block, latent: tuple) -> SubtypeStatistics:
+        prior_mass = vote_share_totals(block, self.vote_shares_) if self.empirical_prior else 0.0
+        return ebcc_statistics(block.XT, latent[0], latent[1], prior_mass)
+
+    def m_step(self, stats: SubtypeStatistics) -> tuple:
+        alpha = stats.prior_mass if self.empirical_prior else self.alpha
+        return ebcc_m_step(stats, self.n_classes_, self.num_groups, self.a_pi, alpha,
+                           self.a_v, self.b_v, float(self.prune_below))
+
+    def e_step(self, block: Block, state: tuple) -> Tuple[tuple, float]:
+        return ebcc_e_step(block.X, state[0], state[1], state[2], self.num_groups,
+                           block.item_log_prior)
+
+    def class_posteriors(self, latent: tuple) -> np.ndarray:
+        values, live = latent
+        post = np.zeros((len(values), self.n_classes_))
+        # columns of one class are adjacent (codes k·M + m, ascending): add them up
+        classes = live // self.num_groups
+        starts = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])
+        post[:, classes[starts]] = np.add.reduceat(values, starts, axis=1)
+        return post
+
+    def subtype_posteriors(self, latent: tuple) -> np.ndarray:
+        """(I, K, M) ``q(z_i = k, g_i = m)`` (0 for dropped subtypes) from a latent."""
+        values, live = latent
+        full = np.zeros((len(values), self.n_classes_ * self.num_groups))
+        full[:, live] = values
+        return full.reshape(len(values), self.n_classes_, self.num_groups)
+
+    def _set_parameters(self, state: tuple, summary: Summary) -> None:
+        _, _, live, eta, nu, mu = state
+        k, m = self.n_classes_, self.num_groups
+        self.class_priors_ = nu / nu.sum()
+        weights = eta / eta.sum(axis=1, keepdims=True)
+        self.subtype_weights_ = weights
+        self.live_subtypes_ = np.zeros((k, m), dtype=bool)
+        self.live_subtypes_.ravel()[live] = True
+        # Σ_m E[π_km] E[v_akm·]; a dropped subtype's q(v) is its prior
+        rows = mu / mu.sum(axis=1, keepdims=True)                       # E[v] at [a, l, s]
+        prior = confusion_prior(k, self.a_v, self.b_v)
+        prior /= prior.sum(axis=1, keepdims=True)
+        dropped = np.where(self.live_subtypes_, 0.0, weights).sum(axis=1)
+        of_class = (live // m)[:, None] == np.arange(k)[None, :]          # (S, K)
+        live_part = ((rows * weights.ravel()[live]) @ of_class).transpose(0, 2, 1)
+        self.confusion_matrices_ = live_part + dropped[None, :, None] * prior[None]
+        # evidence lower bound: the last E-step's Σ_i log Z_i (the expected log joint of the
+        # labels and q(z, g) plus its entropy) less the KL of q(τ), q(π), q(v) from their
+        # priors (a dropped subtype's q(v) is its prior: no KL)
+        alpha = nu - (eta - self.a_pi / m).sum(axis=1)
+        self.elbo_ = float(self.objective_[-1]) * self.objective_scale(summary) \
+            - dirichlet_kl(nu, alpha, 0) \
+            - dirichlet_kl(eta, self.a_pi / m, 1) \
+            - dirichlet_kl(mu, confusion_prior(k, self.a_v, self.b_v)[:, live // m][None], 1)

@@ -1,0 +1,122 @@
+"""IBCC: independent Bayesian classifier combination (Kim & Ghahramani, AISTATS 2012).
+
+The Dawid-Skene model with conjugate priors, fitted by mean-field variational Bayes:
+
+- class proportions ``τ ~ Dirichlet(alpha)``, true class ``z_i ~ Categorical(τ)``;
+- each annotator ``a`` and true class ``k``: a confusion row ``v_ak ~ Dirichlet(β_k)`` with
+  ``β_kl = a_v`` if ``l = k`` else ``b_v``; the label ``y_ia ~ Categorical(v_{a z_i})``.
+
+With ``q(z) q(τ) q(v)`` the updates are (Kim & Ghahramani 2012, section 3, the VB algorithm):
+
+- ``q(τ) = Dirichlet(alpha + Σ_i q_i)``, ``q(v_ak) = Dirichlet(β_k + N_ak)`` with expected
+  counts ``N_akl = Σ_{i: y_ia = l} q_ik`` (one sparse product ``Xᵀ q``);
+- ``log q_ik = E[log τ_k] + Σ_{a: y_ia = l} E[log v_akl] + const`` (one sparse product
+  ``X W``), ``E[log θ] = ψ(θ's concentration) − ψ(its sum)``.
+
+The statistics ``(Xᵀ q, Σ_i q_i)`` are those of Dawid-Skene
+(:func:`crowd_keras.aggregation.dawid_skene.sufficient_statistics`): sums over items.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...numerics import softmax_rows
+from ..dawid_skene import sufficient_statistics
+from ..em import Block, Summary
+from .base import BayesianLabelModel, check_positive, confusion_prior, expected_log_dirichlet
+
+__all__ = ["IBCC", "ibcc_m_step", "ibcc_e_step"]
+
+
+def ibcc_m_step(counts: np.ndarray, class_mass: np.ndarray, a_v: float, b_v: float,
+                alpha: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The variational parameters and expectations from the summed statistics.
+
+    Args:
+        counts: (A·K, K) expected counts, ``counts[a·K + l, k] = Σ_{i: y_ia = l} q_ik``.
+        class_mass: (K,) ``Σ_i q_i``.
+        a_v, b_v, alpha: the prior pseudo-counts.
+
+    Returns:
+        ``(log_tau, log_v, nu, mu)``: ``E[log τ]`` (K,); ``E[log v]`` as the E-step's weight
+        matrix (A·K, K), ``log_v[a·K + l, k] = E[log v_akl]``; the concentrations ``nu`` (K,)
+        of ``q(τ)`` and ``mu`` (A, K_l, K) of ``q(v)`` (``mu[a, l, k]``: true class k).
+    """
+    k = class_mass.shape[0]
+    # the (A·K_l, K) layout of the statistics is the E-step's: normalise over l (axis 1)
+    mu = counts.reshape(-1, k, k) + confusion_prior(k, a_v, b_v)
+    log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, k)
+    nu = class_mass + alpha
+    return expected_log_dirichlet(nu, axis=0), log_v, nu, mu
+
+
+def ibcc_e_step(X: sp.csr_matrix, log_tau: np.ndarray, log_v: np.ndarray,
+                item_log_prior: Optional[np.ndarray] = None) -> Tuple[np.ndarray, float]:
+    """``q(z)`` (I, K) and the summed log normaliser ``Σ_i log Σ_k exp(score_ik)``.
+
+    ``score_ik = E[log τ_k] + Σ_{a: y_ia = l} E[log v_akl]`` (+ ``item_log_prior``): one sparse
+    product of the (I, A·K) vote incidence with ``log_v`` (A·K, K).
+    """
+    logits = X @ log_v
+    logits += log_tau
+    if item_log_prior is not None:
+        logits += item_log_prior
+    post, log_norm = softmax_rows(logits, out=logits)
+    return post, float(log_norm.sum())
+
+
+class IBCC(BayesianLabelModel):
+    """Independent Bayesian classifier combination: variational Dawid-Skene with Dirichlet
+    priors (Kim & Ghahramani 2012; the authors of EBCC's defaults).
+
+    Args:
+        a_v: Dirichlet pseudo-count of a confusion row on its diagonal (the true class).
+        b_v: pseudo-count on every other cell of the row.
+        alpha: Dirichlet pseudo-count of the class proportions.
+        max_iter: maximum number of VB iterations.
+        tol: stop when the summed log normaliser per annotation moves by less than this.
+        progress: show a progress bar over iterations.
+        labeling_functions: ``"auto"`` (default) or ``"ignore"`` (see
+            :class:`~crowd_keras.aggregation.labeling_functions.LabelingFunctionFallback`).
+
+    Attributes:
+        posteriors_: (items, K) ``q(z)``. class_priors_: (K,) ``E[τ]``.
+        confusion_matrices_: (annotators, K, K) ``E[v]``, rows = true class.
+        state_: ``(E[log τ], E[log v])`` of the last iteration (``predict_proba(new)``).
+        objective_: the summed log normaliser per iteration. n_iter_.
+    """
+
+    em_name = "VB"
+
+    def __init__(self, a_v: float = 4.0, b_v: float = 1.0, alpha: float = 1.0,
+                 max_iter: int = 500, tol: float = 1e-6, progress: bool = False,
+                 labeling_functions: str = "auto") -> None:
+        self.a_v = a_v
+        self.b_v = b_v
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.tol = tol
+        self.progress = progress
+        self.labeling_functions = labeling_functions
+
+    def _check_params(self) -> None:
+        check_positive(self, "a_v", "b_v", "alpha")
+
+    # the EM-step protocol (crowd_keras.aggregation.em)
+    def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
+        return sufficient_statistics(block.XT, latent)
+
+    def m_step(self, stats: tuple) -> tuple:
+        return ibcc_m_step(*stats, self.a_v, self.b_v, self.alpha)
+
+    def e_step(self, block: Block, state: tuple) -> Tuple[np.ndarray, float]:
+        return ibcc_e_step(block.X, state[0], state[1], block.item_log_prior)
+
+    def _set_parameters(self, state: tuple, summary: Summary) -> None:
+        _, _, nu, mu = state
+        self.class_priors_ = nu / nu.sum()
+        # mu[a, l, k] -> E[v_ak·] as rows (A, K_true, K_label)
+        self.confusion_matrices_ = (mu / mu.sum(axis=1, keepdims=True)).transpose(0, 2, 1).copy()

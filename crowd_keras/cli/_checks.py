@@ -1,0 +1,67 @@
+"""Checks the command lines make before any work: numeric flags in range (argparse ``type=``
+functions, so a bad value stops the parse with the flag's name) and output paths that are
+neither an input nor another output (so a command never overwrites what it reads or writes
+twice)."""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Callable, Iterable, Optional
+
+from ..errors import CrowdDataError
+
+__all__ = ["int_at_least", "check_paths"]
+
+
+def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
+    """An argparse ``type=``: an integer ``>= low``; argparse prefixes the flag to the message
+    (``argument --retries: must be an integer >= 0, got '-1'``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(str(text).strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer >= {low}{what}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}{what}, got {text!r}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"  # argparse names the type in some messages
+    return parse
+
+
+def _key(path: str) -> str:
+    return os.path.normcase(os.path.realpath(os.path.abspath(os.path.expanduser(path))))
+
+
+def _same(a: str, b: str) -> bool:
+    if _key(a) == _key(b):  # one file after links are resolved (or not there yet)
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links: two names, one file
+    except OSError:
+        return False
+
+
+def check_paths(inputs: Iterable[tuple[str, Optional[str]]],
+                outputs: Iterable[tuple[str, Optional[str]]]) -> None:
+    """Raise :class:`~crowd_keras.errors.CrowdDataError` when an output path is an input path
+    or another output path (after resolving symbolic links; hard links compared with
+    ``os.path.samefile``). ``inputs``/``outputs``: ``(flag or argument name, path or None)``;
+    ``None`` entries are skipped."""
+    ins = [(name, str(p)) for name, p in inputs if p is not None]
+    seen: list[tuple[str, str]] = []
+    for name, path in ((n, str(p)) for n, p in outputs if p is not None):
+        for in_name, in_path in ins:
+            if _same(path, in_path):
+                raise CrowdDataError(
+                    f"{name} {path!r} is the same file as {in_name} {in_path!r}"
+                    + ("" if path == in_path else f" (both are {_key(in_path)!r})")
+                    + ": writing it would destroy the input; choose another path")
+        for out_name, out_path in seen:
+            if _same(path, out_path):
+                raise CrowdDataError(f"{name} {path!r} and {out_name} {out_path!r} are the same "
+                                     "file: one output would overwrite the other; choose two "
+                                     "paths")
+        seen.append((name, path))

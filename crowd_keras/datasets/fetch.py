@@ -1,0 +1,250 @@
+"""Find a public data set on disk, or download it once into a user cache.
+
+Every loader of :mod:`crowd_keras.datasets` looks for its files, in this order:
+
+1. the folder given to the loader (nothing else is tried);
+2. ``$CROWD_KERAS_DATA/<set>`` (a folder with one sub-folder per set, as the project's
+   shared data);
+3. the user cache, ``$CROWD_KERAS_CACHE/<set>`` (default ``$XDG_CACHE_HOME/crowd-keras``,
+   else ``~/.cache/crowd-keras``);
+4. a download into that cache from the set's public source (:mod:`.sources`), or from
+   ``$CROWD_KERAS_MIRROR/<set>/<file>`` when that base URL is set (a local or institutional
+   copy of the same layout).
+
+A download shows its progress (:class:`crowd_keras.progress.Progress`), goes to a ``.part``
+file that a later call resumes with an HTTP ``Range`` request, is checked against the pinned
+sha256 and only then renamed into place, so the cache never holds a partial or altered file.
+Without network the error names the URL and the environment variables.
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Union
+
+from ..errors import CrowdDataError, DownloadError
+from ..files import publish_file
+from ..progress import Progress
+from .sources import DataSource, source
+
+__all__ = ["DATA_ENV", "CACHE_ENV", "MIRROR_ENV", "cache_dir", "locate", "download_file",
+           "sha256_of"]
+
+DATA_ENV = "CROWD_KERAS_DATA"
+CACHE_ENV = "CROWD_KERAS_CACHE"
+MIRROR_ENV = "CROWD_KERAS_MIRROR"
+_CHUNK = 1 << 20
+_TIMEOUT = 60.0
+_SHOWN_FROM = 1 << 18  # bytes: smaller downloads get no progress of their own
+
+PathLike = Union[str, os.PathLike]
+
+
+def cache_dir() -> Path:
+    """The download cache: ``$CROWD_KERAS_CACHE``, else ``$XDG_CACHE_HOME/crowd-keras``,
+    else ``~/.cache/crowd-keras``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "crowd-keras"
+
+
+def sha256_of(path: PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _where_else(name: str) -> str:
+    return (f"To use local files instead, set {DATA_ENV} to a folder that holds {name}/ (or "
+            f"pass that folder to the loader), or set {MIRROR_ENV} to the URL of a server that "
+            f"mirrors <set>/<file>.")
+
+
+def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: bool = True,
+                  what: Optional[str] = None, dataset: Optional[str] = None) -> Path:
+    """Download ``url`` to ``dest`` atomically, resuming ``dest.part`` and checking ``sha256``
+    (``None``: an archive whose members are checked once extracted).
+
+    Raises:
+        DownloadError: the server cannot be reached or answers an error (the message names
+            ``url`` and the environment variables), or the finished file's sha256 is not
+            ``sha256`` (the partial file is removed, so the next call starts afresh).
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    have = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(url, headers={"User-Agent": "crowd-keras"})
+    if have:
+        request.add_header("Range", f"bytes={have}-")
+    what = what or dest.name
+    hint = _where_else(dataset or dest.parent.name)
+    try:
+        response = urllib.request.urlopen(request, timeout=_TIMEOUT)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and have:  # nothing left to send: the .part file is whole
+            response = None
+        else:
+            raise DownloadError(f"downloading {what} from {url} failed: HTTP {exc.code} "
+                                f"{exc.reason}. {hint}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DownloadError(f"cannot download {what} from {url} ({reason}): no network? "
+                            f"{hint}") from None
+    if response is not None:
+        with response:
+            if have and response.status != 206:  # the server ignored Range: start again
+                have = 0
+            length = response.headers.get("Content-Length")
+            total = have + int(length) if length else 0
+            show = progress and (not total or total - have >= _SHOWN_FROM)
+            bar = Progress(max(total, 1), f"downloading {what}", disable=not show,
+                           unit="B", interval=5.0)
+            bar.update(have)
+            got_bytes = have
+            try:
+                with open(part, "ab" if have else "wb") as fh:
+                    for block in iter(lambda: response.read(_CHUNK), b""):
+                        fh.write(block)
+                        got_bytes += len(block)
+                        bar.update(len(block))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except (OSError, http.client.HTTPException) as exc:  # a dropped connection
+                raise DownloadError(f"download of {what} from {url} was interrupted ({exc}); "
+                                    f"run again to resume") from None
+            finally:
+                bar.close()
+            if total and got_bytes < total:  # the body ended early: keep .part to resume
+                raise DownloadError(f"download of {what} from {url} was interrupted after "
+                                    f"{got_bytes} of {total} bytes; run again to resume")
+    got = sha256_of(part) if sha256 is not None else None
+    if got != sha256:
+        part.unlink(missing_ok=True)
+        raise DownloadError(f"checksum mismatch for {what} from {url}: sha256 {got}, expected "
+                            f"{sha256} (the pinned file as distributed); the download was "
+                            f"removed. {hint}")
+    return publish_file(part, dest)
+
+
+def _missing(folder: Path, names: Iterable[str]) -> list:
+    return [n for n in names if not (folder / n).is_file()]
+
+
+def _url(src: DataSource, name: str) -> Optional[str]:
+    mirror = os.environ.get(MIRROR_ENV)
+    if mirror:
+        return f"{mirror.rstrip('/')}/{src.name}/{name}"
+    return src.files[name].url
+
+
+def _extract(src: DataSource, archive: Path, folder: Path, wanted: Sequence[str]) -> None:
+    """Copy the ``wanted`` members of ``archive`` into ``folder``, each checked and atomic."""
+    by_file = {v: k for k, v in src.archive.members.items()}
+    opened = (zipfile.ZipFile(archive) if zipfile.is_zipfile(archive)
+              else tarfile.open(archive, "r:*"))
+    with opened:
+        for name in wanted:
+            member = by_file[name]
+            try:
+                data = (opened.read(member) if isinstance(opened, zipfile.ZipFile)
+                        else opened.extractfile(member).read())
+            except (KeyError, AttributeError):
+                raise DownloadError(f"{src.archive.url} has no member {member!r} (for "
+                                    f"{src.name}/{name}). {_where_else(src.name)}") from None
+            got = hashlib.sha256(data).hexdigest()
+            if got != src.files[name].sha256:
+                raise DownloadError(
+                    f"checksum mismatch for {member} of {src.archive.url}: sha256 {got}, "
+                    f"expected {src.files[name].sha256} (the pinned file as distributed). "
+                    f"{_where_else(src.name)}")
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            publish_file(tmp, folder / name)
+
+
+def _download(src: DataSource, folder: Path, names: Sequence[str], progress: bool) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    mirror = bool(os.environ.get(MIRROR_ENV))
+    if progress:
+        origin = (os.environ[MIRROR_ENV] if mirror else src.archive.url if src.archive
+                  else src.homepage)
+        print(f"{src.name}: downloading {len(names)} file(s) from {origin} into {folder} "
+              f"(once; checked against pinned sha256)", file=sys.stderr, flush=True)
+    if src.archive is not None and not mirror:
+        from_archive = [n for n in names if n in src.archive.members.values()]
+        if from_archive:
+            archive = cache_dir() / "downloads" / src.archive.url.rsplit("/", 1)[-1]
+            download_file(src.archive.url, archive, None, progress=progress, what=src.name,
+                          dataset=src.name)
+            try:
+                _extract(src, archive, folder, from_archive)
+            except (tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
+                raise DownloadError(f"{src.archive.url} is not a readable archive ({exc}); it "
+                                    f"was removed. {_where_else(src.name)}") from None
+            finally:  # extracted, or useless: the next call downloads it again
+                archive.unlink(missing_ok=True)
+        names = [n for n in names if n not in from_archive]
+    for name in names:
+        url = _url(src, name)
+        if url is None:
+            raise DownloadError(
+                f"{src.name}/{name} is not served as this loader reads it by its public source "
+                f"({src.homepage}, in another layout); set {DATA_ENV} to a folder that holds "
+                f"{src.name}/, or {MIRROR_ENV} to a server that mirrors it")
+        download_file(url, folder / name, src.files[name].sha256, progress=progress,
+                      what=f"{src.name}/{name}", dataset=src.name)
+
+
+def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[str]] = None,
+           *, download: bool = True, progress: bool = True) -> Path:
+    """The folder of data set ``name`` holding ``files`` (default: all but its optional ones).
+
+    Args:
+        name: the set's folder name, a key of :data:`crowd_keras.datasets.sources.SOURCES`.
+        root: a folder given by the caller: the set's own folder or a data root that holds
+            ``name``; when given, nothing else is tried.
+        files: the file names the caller reads.
+        download: ``False``: raise instead of downloading.
+        progress: show download progress on stderr.
+
+    Raises:
+        CrowdDataError: ``root`` lacks the files.
+        DownloadError: the files are not on disk and cannot be downloaded.
+    """
+    src = source(name)
+    wanted = list(files) if files is not None else [n for n in src.files
+                                                   if n not in src.optional]
+    unknown = [n for n in wanted if n not in src.files]
+    if unknown:
+        raise ValueError(f"{name} has no file(s) {unknown}; its files are {list(src.files)}")
+    if root is not None:
+        root = Path(root)
+        for cand in (root, root / name):
+            if not _missing(cand, wanted):
+                return cand
+        raise CrowdDataError(f"no {name} data at {root}: missing {_missing(root, wanted)}")
+    if os.environ.get(DATA_ENV):
+        folder = Path(os.environ[DATA_ENV]).expanduser() / name
+        if not _missing(folder, wanted):
+            return folder
+    folder = cache_dir() / name
+    missing = _missing(folder, wanted)
+    if missing:
+        if not download:
+            raise DownloadError(f"{name} is not in {folder} (missing {missing}). "
+                                f"{_where_else(name)}")
+        _download(src, folder, missing, progress)
+    return folder

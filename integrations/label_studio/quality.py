@@ -1,0 +1,182 @@
+"""The agreement and quality report of a whole export: every control, and overall.
+
+Label Studio's community edition has no agreement statistics (its agreement views are an
+Enterprise feature). :func:`quality_report` reads each Choices, Rating and span control of an
+export, fits a label model on it (for the per-annotator quality and confusion matrices),
+computes :func:`crowd_keras.agreement.agreement_report` on it, and writes one self-contained
+HTML page and a JSON with the same numbers. Following Label Studio's convention, statistics
+are given per control and ``overall`` as the mean over the controls where they are defined.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import html
+import json
+
+import numpy as np
+import pandas as pd
+
+from crowd_keras.agreement import agreement_report
+from crowd_keras.agreement.report import nested, plain, records
+from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
+from crowd_keras.errors import Argument, CrowdDataError, Message
+from crowd_keras.files import atomic_write_text
+from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
+
+from ._controls import READABLE, parse_config
+from ._records import load_export, records_from_full
+from ._span_results import fitted_sequence_model
+from ._spans import LabelStudioSpans
+from .reader import read_export
+from .report import annotator_report
+
+__all__ = ["export_controls", "quality_report", "OVERALL_STATISTICS"]
+
+#: Statistics averaged over the controls for the ``overall`` table.
+OVERALL_STATISTICS = ("krippendorff_alpha", "fleiss_kappa", "percent_agreement",
+                      "mean_pairwise_kappa", "span_f1_exact", "span_f1_overlap", "span_f1_token")
+
+
+def export_controls(source: Any, label_config: Any = None,
+                    format: Optional[str] = None) -> list:
+    """The readable controls of an export, ``[(name, type)]``: from the labeling config when
+    given (those it declares), else from the annotation results of a full JSON export.
+    JSON_MIN, CSV and TSV do not say which columns are controls: pass ``label_config``."""
+    if label_config is not None:
+        config = parse_config(label_config)
+        return [(n, c[0]) for n, c in config.items() if c[0] in READABLE]
+    fmt, payload, origin = load_export(source, format.upper() if format else None)
+    if fmt != "JSON":
+        raise CrowdDataError(Message(
+            "{origin}: {fmt} exports do not say which columns are labeling controls; pass "
+            "{controls} (one name per control) or {config}", origin=origin, fmt=fmt,
+            controls=Argument("controls"), config=Argument("label_config")))
+    _, _, seen = records_from_full(payload, origin)
+    found = sorted((n, t) for n, (t, _) in seen.items() if t in READABLE)
+    if not found:
+        raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control in the "
+                             "annotation results")
+    return found
+
+
+def _level(export: Any, level: Optional[str]) -> str:
+    if level is not None:
+        return level
+    numeric = all(isinstance(plain(c), (int, float)) and not isinstance(plain(c), bool)
+                  for c in export.classes)
+    return "interval" if export.control_type == "rating" and numeric else "nominal"
+
+
+def _one_control(source: Any, name: str, *, method: Optional[str],
+                 sequence_model: Optional[str], level: Optional[str], n_bootstrap: int,
+                 seed: Any, read: dict) -> tuple[dict, Any]:
+    """(the control's JSON, what the page needs to draw it) for one control."""
+    export = read_export(source, control=name, **read)
+    spans = isinstance(export, LabelStudioSpans)
+    if spans:
+        model = fitted_sequence_model(export, sequence_model)
+        data, classes = export.sequences, list(export.sequences.tags)
+        lvl = level or "nominal"
+    else:
+        model = get_label_model(method or DEFAULT_LABEL_MODEL).fit(export.annotations)
+        data, classes = export.annotations, list(export.classes)
+        lvl = _level(export, level)
+    quality = annotator_report(export, model)
+    report = agreement_report(data, level=lvl, n_bootstrap=n_bootstrap, seed=seed)
+    doc = {"control": name, "type": export.control_type, "level": lvl,
+           "model": type(model).__name__, "summary_of_export": str(export.summary),
+           "agreement": report.to_dict(), "annotators": records(quality),
+           "confusion_matrices": nested(model.confusion_matrices_),
+           "classes": [plain(c) for c in classes], "error": None}
+    return doc, (report, quality, np.asarray(model.confusion_matrices_), classes)
+
+
+def _overall(controls: dict) -> pd.DataFrame:
+    rows = []
+    for stat in OVERALL_STATISTICS:
+        values = [r["value"] for doc in controls.values() if doc["error"] is None
+                  for r in doc["agreement"]["summary"] if r["statistic"] == stat]
+        defined = [v for v in values if v is not None]
+        if values:
+            rows.append({"statistic": stat, "value": float(np.mean(defined)) if defined
+                         else float("nan"), "n_controls": len(defined)})
+    return pd.DataFrame(rows, columns=["statistic", "value", "n_controls"])
+
+
+def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str]] = None,
+                   label_config: Any = None, format: Optional[str] = None,
+                   method: Optional[str] = None, sequence_model: Optional[str] = None,
+                   level: Optional[str] = None, multiple: str = "combination",
+                   include_gold: bool = False, scheme: str = "IO",
+                   text_key: Optional[str] = None, n_bootstrap: int = 1000, seed: Any = 0,
+                   plots: bool = True, title: Optional[str] = None) -> dict:
+    """Write ``report.html`` and ``report.json`` (atomically) into ``out_dir``.
+
+    Args:
+        source: the export (path, file, bytes or loaded JSON; see :func:`read_export`).
+        controls: the controls to report (default: :func:`export_controls`).
+        label_config, format, multiple, include_gold, scheme, text_key: as in
+            :func:`read_export` (``multiple`` defaults to ``"combination"``: a set of choices
+            is one class, so a multiple-choice control does not stop the report).
+        method, sequence_model: label models for the quality columns and the confusion
+            matrices (default: the registries' defaults).
+        level: the alpha level for every control (default: ``"interval"`` for Rating
+            controls with numeric values, else ``"nominal"``).
+        n_bootstrap, seed: bootstrap intervals over tasks.
+        plots: draw the pictures (needs matplotlib; without it the page says how to get them).
+
+    Returns:
+        ``{"html": Path, "json": Path, "report": the JSON document}``.
+
+    Raises:
+        CrowdDataError: a bad export, or no control with anything to agree on (the first
+            control's error); a control that fails while others work is reported in its
+            section and in the JSON (``error``).
+    """
+    names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
+                                                                           format)]
+    if isinstance(source, (str, Path)) and Path(source).suffix.lower() == ".json" and not format:
+        origin = str(source)
+    else:
+        origin = "export" if not isinstance(source, (str, Path)) else str(source)
+    read = dict(label_config=label_config, format=format, multiple=multiple,
+                include_gold=include_gold, scheme=scheme, text_key=text_key)
+    docs, drawn, errors = {}, {}, []
+    for name in names:
+        try:
+            docs[name], drawn[name] = _one_control(source, name, method=method,
+                                                   sequence_model=sequence_model, level=level,
+                                                   n_bootstrap=n_bootstrap, seed=seed, read=read)
+        except CrowdDataError as exc:
+            errors.append(exc)
+            docs[name] = {"control": name, "error": str(exc)}
+    if not drawn:
+        raise errors[0]
+    overall = _overall(docs)
+    title = title or f"Annotator agreement and quality: {Path(origin).name}"
+    document = {"title": title, "source": origin, "controls": docs,
+                "overall": records(overall)}
+    body = ["<h2>Overall</h2>",
+            "<p class='note'>Mean over the controls where the statistic is defined (Label "
+            "Studio's convention: agreement per control, overall as their mean).</p>",
+            table_html(overall, "overall")]
+    for name, doc in docs.items():
+        body.append(f"<h2>Control <code>{html.escape(str(name))}</code></h2>")
+        if doc["error"] is not None:
+            body.append(f"<p class='hint'>not reported: {html.escape(doc['error'])}</p>")
+            continue
+        report, quality, confusion, classes = drawn[name]
+        body.append(f"<p class='note'>{html.escape(doc['type'])} control; label model "
+                    f"{html.escape(doc['model'])}; {html.escape(doc['summary_of_export'])}</p>")
+        body.append(agreement_section(report, join_path("controls", name, "agreement"),
+                                      quality=quality,
+                                      quality_path=join_path("controls", name, "annotators"),
+                                      confusion=confusion, classes=classes, plots=plots))
+    out = Path(out_dir)
+    html_path = atomic_write_text(out / "report.html", page_html(title, "\n".join(body), plots))
+    json_path = atomic_write_text(out / "report.json",
+                                  json.dumps(document, indent=1, ensure_ascii=False,
+                                             allow_nan=False) + "\n")
+    return {"html": html_path, "json": json_path, "report": document}

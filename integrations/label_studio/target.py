@@ -1,0 +1,193 @@
+"""Is the target project the export's project? Checked before a push writes anything.
+
+Label Studio's import endpoint takes any prediction whose ``task`` id exists in the project:
+pushed to a project that is not the export's (another server, a re-created project), the
+predictions would land on whatever tasks carry those ids. :func:`check_tasks` compares every
+task of the export with the project's task of the same id: the id must exist there, the
+task's ``data`` must be the same (a SHA-256 of its canonical JSON for full JSON exports; the
+project's data fields against the row's columns for JSON_MIN, CSV and TSV, which hold the
+data fields at the top level of each row), and a full JSON export's ``project`` id must be
+the target's. One listing of the project's tasks (``id`` and ``data`` only, pages of 1,000).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from crowd_keras.errors import Argument, CrowdDataError, Message
+
+from ._records import load_export
+from .client import _NO_RETRY, _call, _secrets_of
+
+__all__ = ["TaskCheck", "check_tasks", "data_hash", "export_tasks"]
+
+#: Columns a JSON_MIN/CSV/TSV row has besides the task's data fields.
+_ROW_KEYS = frozenset({"id", "annotator", "annotation_id", "created_at", "updated_at",
+                       "lead_time", "__line__"})
+_PAGE = 1000
+
+
+def data_hash(data: Any) -> str:
+    """SHA-256 (hex) of a task's ``data`` as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class _ExportTasks:
+    format: str
+    origin: str
+    data: dict          # task id -> data (full JSON) or the task's first row (flat formats)
+    projects: frozenset  # the ``project`` ids the tasks name (full JSON only)
+
+
+def _task_id(value: Any, where: str) -> int:
+    try:
+        ok = not isinstance(value, bool) and float(value) == int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise CrowdDataError(f"{where}: task id {value!r} is not an integer")
+    return int(float(value))
+
+
+def export_tasks(source: Any, format: Optional[str] = None) -> _ExportTasks:
+    """The tasks of an export (path, file object, bytes or loaded JSON, as
+    :func:`~.reader.read_export` takes): their ids, data and the project they name."""
+    fmt, payload, origin = load_export(source, format.upper() if format else None)
+    data, projects = {}, set()
+    for n, row in enumerate(payload):
+        where = f"{origin}, {'task' if fmt == 'JSON' else 'row'} {n}"
+        if "id" not in row:
+            raise CrowdDataError(f"{where}: no task 'id'")
+        task = _task_id(row["id"], where)
+        if fmt == "JSON":
+            data[task] = row.get("data")
+            if row.get("project") is not None:
+                projects.add(row["project"])
+        else:
+            data.setdefault(task, row)
+    return _ExportTasks(fmt, origin, data, frozenset(projects))
+
+
+@dataclass(frozen=True)
+class TaskCheck:
+    """What :func:`check_tasks` found: ``n_tasks`` of the export, ``n_missing`` not in the
+    project, ``n_changed`` whose data differ; ``first`` describes the first such task."""
+
+    n_tasks: int
+    n_missing: int
+    n_changed: int
+    first: Optional[str] = None
+
+
+def _cell_equal(cell: Any, value: Any, fmt: str) -> bool:
+    """A row's column equals a data field: JSON_MIN holds JSON values; CSV/TSV hold text
+    (``True``, ``1.5``, compact JSON for objects and lists; empty for null and '')."""
+    if fmt == "JSON_MIN":
+        return data_hash(cell) == data_hash(value)
+    if value is None or value == "":
+        return cell is None
+    if cell is None:
+        return False
+    if isinstance(value, str):
+        return cell == value
+    if cell == str(value):
+        return True
+    try:
+        return data_hash(json.loads(cell)) == data_hash(value)
+    except ValueError:
+        return False
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _difference(mine: Any, theirs: Any, fmt: str) -> Optional[str]:
+    """None when the export's task matches the project's data, else what differs."""
+    if not isinstance(theirs, dict):
+        theirs = {"": theirs}
+    if fmt == "JSON":
+        if data_hash(mine) == data_hash(theirs):
+            return None
+        keys = sorted(set(mine or {}) | set(theirs), key=str) if isinstance(mine, dict) else []
+        key = next((k for k in keys if not isinstance(mine, dict) or k not in mine
+                    or k not in theirs or data_hash(mine[k]) != data_hash(theirs[k])), None)
+        detail = (f"; field {key!r}: export {_short(mine.get(key, '(absent)'))}, project "
+                  f"{_short(theirs.get(key, '(absent)'))}" if key is not None else "")
+        return (f"its data differ (SHA-256 {data_hash(mine)[:12]} in the export, "
+                f"{data_hash(theirs)[:12]} in the project){detail}")
+    for key, value in theirs.items():
+        if key in _ROW_KEYS:
+            continue
+        if key not in mine:
+            return f"the project's data field {key!r} is not a column of the export"
+        if not _cell_equal(mine[key], value, fmt):
+            return (f"its data field {key!r} differs: export {_short(mine[key])}, project "
+                    f"{_short(value)}")
+    return None
+
+
+def _project_data(client: Any, project_id: int, retries: int, backoff: float) -> dict:
+    def fetch() -> dict:
+        pages = client.tasks.list(project=project_id, fields="task_only", include="id,data",
+                                  resolve_uri=False, page_size=_PAGE, request_options=_NO_RETRY)
+        return {int(t.id): t.data for t in pages}
+
+    return _call(fetch, f"listing the tasks of project {project_id}", _secrets_of(client),
+                 retries, backoff)
+
+
+def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: Any = None,
+                allow_data_mismatch: bool = False, format: Optional[str] = None,
+                retries: int = 3, backoff: float = 0.5) -> TaskCheck:
+    """Check that the export's tasks are the project's tasks before a push writes anything.
+
+    ``export``: the export (a path, file object, bytes or loaded JSON, as ``read_export``
+    takes); every task of it must exist in project ``project_id`` with the same ``data``,
+    and a full JSON export's ``project`` id must be ``project_id``. Without ``export``, the
+    ``task_ids`` (e.g. those of the predictions) must exist in the project.
+    ``allow_data_mismatch=True`` accepts tasks whose data differ (task data edited on
+    purpose) and counts them; missing tasks and another project id are always refused.
+
+    Raises:
+        CrowdDataError: naming the project, how many tasks do not match and the first one.
+        LabelStudioError: the listing failed (see :func:`~.client.check_project`).
+    """
+    if export is None and task_ids is None:
+        raise TypeError("check_tasks needs export= or task_ids=")
+    mine = export_tasks(export, format) if export is not None else None
+    where = f"project {project_id}"
+    if mine is not None:
+        others = sorted(p for p in mine.projects if p != project_id)
+        if others:
+            raise CrowdDataError(
+                f"{mine.origin} comes from project {others[0]}, not {where}: refusing to push "
+                f"its predictions there (push to project {others[0]}, or export project "
+                f"{project_id} and aggregate that)")
+    theirs = _project_data(client, project_id, retries, backoff)
+    wanted = list(mine.data) if mine is not None else []
+    wanted += sorted({int(t) for t in task_ids or ()} - set(wanted))  # existence only
+    missing = [t for t in wanted if t not in theirs]
+    changed = [] if mine is None else [
+        (t, d) for t in mine.data if t in theirs
+        if (d := _difference(mine.data[t], theirs[t], mine.format)) is not None]
+    first = (f"task {missing[0]} is not in {where}" if missing else
+             f"task {changed[0][0]}: {changed[0][1]}" if changed else None)
+    result = TaskCheck(len(wanted), len(missing), len(changed), first)
+    source = f"{mine.origin} does" if mine is not None else "the predictions do"
+    if missing:
+        raise CrowdDataError(
+            f"{source} not match {where}: {len(missing)} of {len(wanted)} tasks are not in "
+            f"it (first: {first}); is this the export of that project? Nothing was written")
+    if changed and not allow_data_mismatch:
+        raise CrowdDataError(Message(
+            "{source} not match {where}: {n} of {total} tasks hold other data there (first: "
+            "{first}). Nothing was written. If the task data were edited on purpose, pass "
+            "{allow}", source=source, where=where, n=len(changed), total=len(wanted),
+            first=first, allow=Argument("allow_data_mismatch", True)))
+    return result

@@ -1,0 +1,262 @@
+"""IBCC, EBCC and BWA (crowd_keras.aggregation.bayesian) against their authors' code, and on
+the EM-step protocol's contract (blocks, gold clamps, new items, parameters).
+
+The authors' code (``../shared/reference/truth_inference``, a peer, imported, never copied)
+stops when the posteriors move by less than 1e-3. To compare at 1e-6 its module's ``np`` is
+replaced by a namespace whose ``allclose`` asks for 1e-12 and counts its calls (the
+reference's iterations); ours then runs exactly that many iterations (``tol=-1``), from the
+same start: the same trajectory, however far from its fixed point the reference stopped.
+"""
+import sys
+import types
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from conftest import require_data
+from crowd_keras import Annotations
+from crowd_keras.aggregation import MajorityVote, get_label_model
+from crowd_keras.aggregation.bayesian import BWA, EBCC, IBCC
+from crowd_keras.aggregation.em import Block, gold_log_prior, run_em
+from crowd_keras.datasets import load_labelme, load_music, simulate_crowd
+
+TRUTH_INFERENCE = ("bluebirds", "dog", "product", "weather_sentiment", "adult_content")
+SETS = TRUTH_INFERENCE + ("labelme", "music")
+MODELS = {"ibcc": IBCC, "ebcc": EBCC, "bwa": BWA}
+
+
+# ------------------------------------------------------------------ data and the reference
+def load_set(name: str) -> Annotations:
+    """The set's annotations; repeated (item, worker) answers reduced to the latest (the
+    reference gets the same tuples)."""
+    if name == "labelme":
+        return load_labelme(require_data("labelme")).annotations
+    if name == "music":
+        return load_music(require_data("music")).annotations
+    answers = pd.read_csv(require_data("truth_inference", name, "answer.csv"))
+    k = int(answers["answer"].max()) + 1
+    return Annotations.from_frame(answers, item="question", annotator="worker", label="answer",
+                                  classes=list(range(k)), duplicates="last")
+
+
+def tuples_of(ann: Annotations) -> np.ndarray:
+    """(item, worker, class) rows, as the reference reads them (every code used)."""
+    assert (ann.annotations_per_item() > 0).all() and (ann.annotations_per_annotator() > 0).all()
+    return np.stack([ann.items, ann.annotators, ann.labels], axis=1).astype(np.int64)
+
+
+class TightReference:
+    """A reference module whose posterior-change test asks for 1e-12 and counts iterations."""
+
+    def __init__(self, module_name: str, monkeypatch, cap: Optional[int] = None) -> None:
+        sys.path.insert(0, str(require_data("..", "reference", "truth_inference")))
+        try:
+            self.module = __import__(module_name)
+        finally:
+            sys.path.pop(0)
+        self.calls = 0
+
+        def allclose(a, b, rtol=1e-5, atol=1e-8):   # ``cap``: stop after that many
+            self.calls += 1
+            return self.calls == cap or np.allclose(a, b, rtol=0.0, atol=1e-12)
+
+        tight = types.SimpleNamespace(**{n: getattr(np, n) for n in dir(np)
+                                         if not n.startswith("__")})
+        tight.allclose = allclose
+        monkeypatch.setattr(self.module, "np", tight)
+
+
+# ------------------------------------------------------------------ IBCC = the authors' IBCC
+# adult_content runs 455 iterations to 1e-12: 100 of them here (the same trajectory), all slow
+@pytest.mark.parametrize("name,cap", [(name, 100 if name == "adult_content" else None)
+                                      for name in SETS]
+                         + [pytest.param("adult_content", None, marks=pytest.mark.slow)])
+def test_ibcc_matches_reference(name, cap, monkeypatch):
+    ann = load_set(name)
+    ref = TightReference("ibcc", monkeypatch, cap)
+    expected = ref.module.ibcc(tuples_of(ann), a_v=4, b_v=1, alpha=1)
+    model = IBCC(a_v=4, b_v=1, alpha=1, max_iter=ref.calls, tol=-1.0,
+                 labeling_functions="ignore").fit(ann)
+    assert model.n_iter_ == ref.calls and (cap is None or ref.calls == cap)
+    np.testing.assert_allclose(model.posteriors_, expected, rtol=0, atol=1e-6)
+
+
+# ------------------------------------------------------------------ EBCC = the authors' EBCC
+def reference_start(ann: Annotations, seed: int = 1234, groups: int = 10) -> np.ndarray:
+    """The authors' start: the soft vote times ``np.random.dirichlet`` after ``seed``."""
+    vote = ann.label_counts() / ann.annotations_per_item()[:, None]
+    np.random.seed(seed)
+    return np.random.dirichlet(np.ones(groups), vote.shape) * vote[:, :, None]
+
+
+# (set, empirical_prior, iterations, prune_below): iterations None runs to the reference's own
+# 1e-12 stop, a number caps both (the same trajectory, a shorter test); prune_below 0 is the
+# exact VB, the default 1e-10 drops dead subtypes (the same posteriors to 1e-6)
+EBCC_CASES = [("bluebirds", False, None, 0.0), ("bluebirds", True, None, 1e-10),
+              ("dog", True, None, 1e-10), ("weather_sentiment", False, 60, 1e-10),
+              ("labelme", True, 40, 1e-10), ("music", False, 30, 1e-10),
+              ("product", True, 20, 1e-10), ("adult_content", False, 10, 1e-10),
+              pytest.param("weather_sentiment", True, None, 1e-10, marks=pytest.mark.slow),
+              pytest.param("labelme", False, None, 1e-10, marks=pytest.mark.slow),
+              pytest.param("music", True, None, 1e-10, marks=pytest.mark.slow),
+              pytest.param("product", False, None, 1e-10, marks=pytest.mark.slow),
+              pytest.param("adult_content", True, 60, 1e-10, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name,empirical,cap,prune", EBCC_CASES)
+def test_ebcc_matches_reference(name, empirical, cap, prune, monkeypatch):
+    ann = load_set(name)
+    ref = TightReference("ebcc", monkeypatch)
+    expected, _ = ref.module.ebcc_vb(tuples_of(ann), num_groups=10, a_pi=0.1, alpha=1, a_v=4,
+                                     b_v=1, seed=1234, max_iter=cap or 500,
+                                     empirical_prior=empirical)
+    model = EBCC(num_groups=10, a_pi=0.1, alpha=1, a_v=4, b_v=1, empirical_prior=empirical,
+                 init=reference_start(ann), prune_below=prune, max_iter=ref.calls, tol=-1.0,
+                 labeling_functions="ignore").fit(ann)
+    assert model.n_iter_ == ref.calls and (cap is None or ref.calls == cap)
+    np.testing.assert_allclose(model.posteriors_, expected, rtol=0, atol=1e-6)
+
+
+def test_ebcc_elbo_is_the_references_up_to_its_prior_constants(monkeypatch):
+    """The authors' ELBO leaves out the priors' normalisers ``−log B(·)``; with them added it
+    is ours, at the same converged point, for every seed."""
+    from scipy.special import gammaln
+
+    ann = load_set("bluebirds")
+    ref = TightReference("ebcc", monkeypatch)
+    k, m, a_pi = ann.n_classes, 10, 0.1
+
+    def log_beta(a):
+        return gammaln(a).sum(axis=-1) - gammaln(a.sum(axis=-1))
+
+    beta = np.eye(k) * 3.0 + 1.0
+    constants = -(ann.n_annotators * m * log_beta(beta).sum() + k * log_beta(np.full(m, a_pi / m))
+                  + log_beta(np.ones(k)))
+    for seed in (1, 2):
+        ref.calls = 0
+        _, elbo = ref.module.ebcc_vb(tuples_of(ann), seed=seed, max_iter=2000)
+        model = EBCC(init=reference_start(ann, seed), max_iter=ref.calls, tol=-1.0,
+                     prune_below=0.0, labeling_functions="ignore").fit(ann)
+        assert model.elbo_ == pytest.approx(elbo + constants, abs=1e-6)
+
+
+def test_ebcc_start_is_per_item():
+    ann = small_crowd(4)
+    model = EBCC(max_iter=1).fit(ann)
+    model.init_state(Block.from_annotations(ann).summary(ann.n_classes))
+    whole = model.initial_latent(Block.from_annotations(ann))[0]
+    part = model.initial_latent(Block.from_annotations(ann.subset(np.arange(50, 80))))[0]
+    np.testing.assert_array_equal(part, whole[50:80])
+    other = clone(model).set_params(seed=7)
+    other.init_state(Block.from_annotations(ann).summary(ann.n_classes))
+    assert not np.allclose(other.initial_latent(Block.from_annotations(ann))[0], whole)
+    # each (item, class) draw is a Dirichlet(1, ..., 1) times the soft vote
+    draws = whole.reshape(ann.n_items, ann.n_classes, -1)
+    np.testing.assert_allclose(draws.sum(axis=2), ann.label_counts(normalize=True))
+    assert abs(draws[:, 0].max(axis=1).mean() / draws[:, 0].sum(axis=1).mean()
+               - np.mean([1 / k for k in range(1, 11)]) * 1.0) < 0.05
+
+
+# ------------------------------------------------------------------ BWA = the authors' BWA
+@pytest.mark.parametrize("name", SETS)
+def test_bwa_matches_reference(name, monkeypatch):
+    ann = load_set(name)
+    ref = TightReference("bwa", monkeypatch)
+    expected = ref.module.bwa(tuples_of(ann), a_v=15, lambda_=1, prior_correction=True)
+    model = BWA(a_v=15, lambda_=1, prior_correction=True, max_iter=3000, tol=1e-13,
+                labeling_functions="ignore").fit(ann)
+    assert model.n_iter_ < 3000
+    np.testing.assert_allclose(model.scores_, expected, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(model.posteriors_, expected / expected.sum(axis=1)[:, None],
+                               rtol=0, atol=1e-6)
+
+
+# ------------------------------------------------------------------ the protocol's contract
+def small_crowd(seed: int = 0) -> Annotations:
+    return simulate_crowd(n_items=300, n_classes=3, n_annotators=12, annotations_per_item=4,
+                          seed=seed).annotations
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_blocks_sum_to_one_fit(name):
+    ann = small_crowd()
+    k = ann.n_classes
+    model = get_label_model(name, max_iter=15, tol=-1.0, labeling_functions="ignore")
+    whole = Block.from_annotations(ann)
+    one = run_em(model, [whole], whole.summary(k))
+    parts = np.array_split(np.arange(ann.n_items), 3)
+    blocks = [whole.subset(np.isin(np.arange(ann.n_items), rows)) for rows in parts]
+    summary = blocks[0].summary(k) + blocks[1].summary(k) + blocks[2].summary(k)
+    split = run_em(clone(model), blocks, summary)
+    post_one = one.runner.class_posteriors(one.latents[0])
+    post_split = np.concatenate([split.runner.class_posteriors(lat) for lat in split.latents])
+    np.testing.assert_allclose(post_split, post_one, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(split.history, one.history, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_gold_clamp(name):
+    ann = small_crowd(1)
+    # clamp items to the class their votes favour least: only the prior can put them there
+    least = np.argmin(ann.label_counts() + 1e-3 * np.arange(ann.n_classes), axis=1)
+    gold = np.arange(0, ann.n_items, 10)
+    prior = gold_log_prior(ann.n_items, ann.n_classes, gold, least[gold])
+    model = get_label_model(name, labeling_functions="ignore").fit_block(ann, prior)
+    np.testing.assert_array_equal(model.predict()[gold], least[gold])
+    np.testing.assert_allclose(model.posteriors_[gold, least[gold]], 1.0, atol=1e-12)
+    free = get_label_model(name, labeling_functions="ignore").fit(ann)
+    assert (free.predict()[gold] != least[gold]).mean() > 0.5   # the clamp did the work
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_predict_proba_new_items(name):
+    ann = small_crowd(2)
+    model = get_label_model(name, labeling_functions="ignore").fit(ann)
+    np.testing.assert_allclose(model.predict_proba(ann), model.posteriors_, atol=1e-8)
+    half = ann.subset(np.arange(0, ann.n_items, 2))
+    new = model.predict_proba(half)
+    assert new.shape == (half.n_items, ann.n_classes)
+    np.testing.assert_allclose(new.sum(axis=1), 1.0)
+    # an item's posterior under the fitted state depends on its own annotations only
+    np.testing.assert_allclose(new, model.posteriors_[::2], atol=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_surface_and_params(name):
+    ann = small_crowd(3)
+    model = get_label_model(name)
+    assert set(vars(model)) == set(model.get_params())               # no work in __init__
+    twin = clone(model.set_params(max_iter=7))
+    assert twin.get_params() == model.get_params() and twin is not model
+    with pytest.raises(TypeError):
+        type(model)(no_such_setting=1)
+    fitted = model.fit(ann)
+    k, a = ann.n_classes, ann.n_annotators
+    assert fitted.posteriors_.shape == (ann.n_items, k)
+    np.testing.assert_allclose(fitted.posteriors_.sum(axis=1), 1.0)
+    np.testing.assert_allclose(fitted.class_priors_.sum(), 1.0)
+    assert fitted.confusion_matrices_.shape == (a, k, k)
+    np.testing.assert_allclose(fitted.confusion_matrices_.sum(axis=2), 1.0)
+    quality = fitted.annotator_quality_
+    assert list(quality.columns) == ["annotator", "n_annotations", "accuracy"]
+    assert ((quality["accuracy"] > 0) & (quality["accuracy"] < 1)).all()
+    assert 1 <= fitted.n_iter_ <= 7
+    truth = simulate_crowd(n_items=300, n_classes=3, n_annotators=12, annotations_per_item=4,
+                           seed=3).y
+    vote = (MajorityVote().fit(ann).predict() == truth).mean()
+    assert (fitted.predict() == truth).mean() >= vote - 0.02
+    # a long frame and the reader's keyword arguments, as every label model takes them
+    frame = ann.to_frame(item="q", annotator="w", label="y")
+    again = clone(fitted).fit(frame, item="q", annotator="w", label="y")
+    np.testing.assert_allclose(again.posteriors_, fitted.posteriors_, atol=1e-12)
+    with pytest.raises(TypeError):
+        clone(fitted).fit(frame, item="q", annotator="w", label="y", no_such_reader_option=1)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_bad_settings_raise(name):
+    with pytest.raises(ValueError, match="must be a positive number"):
+        get_label_model(name, a_v=-1).fit(small_crowd())

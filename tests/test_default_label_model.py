@@ -1,0 +1,148 @@
+"""The default label model (`auto`) on the simulated failure kinds, its selection score, and gold.
+
+The failure kinds (``crowd_keras.datasets.simulate_failure_kind``) reproduce the statistics of
+the real crowds where the previous default fell below majority vote: copying cliques among
+the busiest workers, repeated answers, skewed and rare classes, hundreds of workers with a
+label or two, graded answers with ambiguous items; and crowds where annotator models should
+win (biased experts, a skewed crowd of class-biased workers).
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.aggregation import (AutoLabelModel, DawidSkene, MajorityVote, TieBrokenVote,
+                                     get_label_model)
+from crowd_keras.aggregation.auto import agreement_bounds, agreement_sums, annotator_weights
+from crowd_keras.aggregation.em import Block
+from crowd_keras.datasets import FAILURE_KINDS, simulate_crowd, simulate_failure_kind
+
+SEEDS = range(3)
+
+
+def accuracy(model, y):
+    return float((model.predict() == y).mean())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(FAILURE_KINDS))
+def test_default_is_at_least_majority_vote_on_every_seed_of_every_failure_kind(kind):
+    gains = []
+    for seed in SEEDS:
+        crowd = simulate_failure_kind(kind, seed=seed, scale=0.5)
+        ann, y = crowd.annotations, crowd.y
+        vote = accuracy(MajorityVote().fit(ann), y)    # ties to the lowest class, as reported
+        auto = AutoLabelModel().fit(ann)
+        gains.append(accuracy(auto, y) - vote)
+        assert gains[-1] >= 0, (kind, seed, auto.chosen_, auto.heldout_agreement_)
+    if kind in ("prolific_cliques", "skewed_prolific", "biased_experts"):
+        assert np.mean(gains) > 0.02, gains     # where a model should win, it does
+
+
+def test_the_clique_kind_defeats_independent_models_and_the_old_rule():
+    """The simulator reproduces the failure: conditionally independent models follow the
+    busy copying cliques far below voting; the default does not."""
+    crowd = simulate_failure_kind("prolific_cliques", seed=0, scale=0.5)
+    ann, y = crowd.annotations, crowd.y
+    vote = accuracy(MajorityVote().fit(ann), y)
+    assert accuracy(DawidSkene().fit(ann), y) < vote - 0.05
+    assert accuracy(get_label_model("ibcc").fit(ann), y) < vote - 0.05
+    assert accuracy(AutoLabelModel().fit(ann), y) >= vote
+
+
+def test_counting_every_label_alike_lets_the_prolific_cliques_decide():
+    """Exponent 0 (every held-out label counts once) follows the busy cliques; the default
+    n_a^-1/2 does not (the reason for the weights)."""
+    crowd = simulate_failure_kind("prolific_cliques", seed=0, scale=0.5)
+    ann, y = crowd.annotations, crowd.y
+    flat = AutoLabelModel(selection_exponent=0.0, confidence=0.0).fit(ann)
+    weighted = AutoLabelModel(confidence=0.0).fit(ann)
+    assert accuracy(weighted, y) > accuracy(flat, y) + 0.02, (flat.chosen_, weighted.chosen_)
+
+
+def test_agreement_sums_add_over_blocks():
+    sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=20, annotations_per_item=4,
+                         seed=2)
+    ann = sim.annotations
+    rng = np.random.default_rng(0)
+    tests = [rng.random(ann.n_annotations) < 0.2 for _ in range(2)]
+    posts = [[rng.dirichlet(np.ones(3), ann.n_items) for _ in range(3)] for _ in tests]
+    weights = annotator_weights(ann.annotations_per_annotator(), ann.annotators)
+    whole = agreement_sums(Block.from_annotations(ann), tests, posts, weights)
+    cut = np.array([0, 90, 200, ann.n_items])
+    per_item = ann.annotations_per_item()
+    starts = np.concatenate([[0], np.cumsum(per_item)])
+    parts = []
+    for lo, hi in zip(cut[:-1], cut[1:]):
+        rows = np.zeros(ann.n_items, bool)
+        rows[lo:hi] = True
+        span = slice(starts[lo], starts[hi])
+        parts.append(agreement_sums(Block.from_annotations(ann).subset(rows),
+                                    [t[span] for t in tests],
+                                    [[p[lo:hi] for p in ps] for ps in posts], weights[span]))
+    np.testing.assert_allclose(sum(parts), whole, rtol=1e-10, atol=1e-12)
+    means, bounds = agreement_bounds(whole, 1.64)
+    assert bounds[0] == 0 and np.all(bounds[1:] < means[1:] - means[0] + 1e-12)
+
+
+def test_tie_broken_vote_is_the_vote_except_on_ties():
+    sim = simulate_crowd(n_items=600, n_classes=2, annotations_per_item=2, seed=0)
+    ann = sim.annotations
+    vote = MajorityVote().fit(ann)
+    broken = TieBrokenVote().fit(ann)
+    tied = vote.tied_items_
+    assert tied.any() and (~tied).any()
+    np.testing.assert_array_equal(broken.predict()[~tied], vote.predict()[~tied])
+    counts = ann.label_counts()
+    assert (counts[tied, broken.predict()[tied]] == counts[tied].max(axis=1)).all()
+
+
+def gold_codes_of(y, n, seed=0):
+    gold = np.full(len(y), -1, dtype=np.int64)
+    idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
+    gold[idx] = y[idx]
+    return gold
+
+
+def test_enough_gold_chooses_by_gold_and_holds_those_items():
+    crowd = simulate_failure_kind("biased_experts", seed=1, scale=0.5)
+    ann, y = crowd.annotations, crowd.y
+    gold = gold_codes_of(y, 40)
+    model = AutoLabelModel().fit(ann, gold=gold)
+    assert model.selection_ == "gold" and model.n_gold_ == 40
+    known = gold >= 0
+    np.testing.assert_array_equal(model.predict()[known], y[known])
+    plain = AutoLabelModel().fit(ann)
+    assert accuracy(model, y) >= accuracy(plain, y) - 0.01
+
+
+def test_a_little_gold_is_held_fixed_but_the_choice_stays_by_agreement():
+    crowd = simulate_failure_kind("biased_experts", seed=1, scale=0.5)
+    ann, y = crowd.annotations, crowd.y
+    gold = gold_codes_of(y, 10)
+    model = AutoLabelModel().fit(ann, gold=gold)
+    assert model.selection_ == "agreement" and model.n_gold_ == 10
+    np.testing.assert_array_equal(model.predict()[gold >= 0], y[gold >= 0])
+
+
+def test_gold_as_a_mapping_of_item_ids_and_labels_and_its_errors():
+    frame = pd.DataFrame({"task": ["a", "a", "b", "b", "c"], "worker": [1, 2, 1, 2, 1],
+                          "label": ["x", "y", "y", "y", "x"]})
+    ann = Annotations.from_frame(frame)
+    model = DawidSkene().fit(ann, gold={"a": "y"})
+    assert model.predict_labels()[0] == "y"
+    with pytest.raises(CrowdDataError, match="gold item 'z'"):
+        DawidSkene().fit(ann, gold={"z": "x"})
+    with pytest.raises(CrowdDataError, match="gold label 'w' of item 'a'"):
+        DawidSkene().fit(ann, gold={"a": "w"})
+    with pytest.raises(CrowdDataError, match="3 integer class codes"):
+        DawidSkene().fit(ann, gold=np.array([0, 1]))
+    with pytest.raises(TypeError):
+        get_label_model("glad").fit(ann, gold={"a": "y"})
+
+
+@pytest.mark.parametrize("name", ["dawid_skene", "auto", "majority_vote", "ibcc"])
+def test_unknown_keywords_are_type_errors(name):
+    ann = simulate_crowd(n_items=50, seed=0).annotations
+    with pytest.raises(TypeError):
+        get_label_model(name).fit(ann, totally_bogus="x")

@@ -1,0 +1,296 @@
+"""Data sets that fetch themselves, against a real HTTP server on loopback (no network).
+
+The server serves a small fixture (and, where the shared data is present, real files as a
+mirror of ``CROWD_KERAS_DATA``'s layout) and honours ``Range`` like a static file server.
+"""
+import hashlib
+import io
+import os
+import socket
+import stat
+import tarfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from crowd_keras.datasets import fetch, load_truth_inference, load_wrench, locate
+from crowd_keras.datasets.sources import SOURCES, Archive, DataSource, RemoteFile
+from crowd_keras.errors import CrowdDataError, DownloadError
+
+from conftest import require_data
+
+PAYLOAD = bytes(range(256)) * 4096  # 1 MiB: more than one read chunk is not needed
+SMALL = b"question,worker,answer\n1,a,0\n1,b,1\n2,a,1\n"
+
+
+class Server:
+    """A static file server on 127.0.0.1 with Range support and a request log."""
+
+    def __init__(self):
+        self.files, self.requests, self.ignore_range = {}, [], False
+        self.cut_after = None  # bytes of the body sent before the connection drops
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                outer.requests.append((self.path, self.headers.get("Range")))
+                body = outer.files.get(self.path)
+                if body is None:
+                    self.send_error(404)
+                    return
+                rng = self.headers.get("Range")
+                if rng and not outer.ignore_range:
+                    start = int(rng.split("=")[1].split("-")[0])
+                    if start >= len(body):
+                        self.send_error(416)
+                        return
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                    body = body[start:]
+                else:
+                    self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if outer.cut_after is not None:
+                    body, outer.cut_after = body[:outer.cut_after], None
+                    self.close_connection = True
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    srv = Server()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache, no CROWD_KERAS_DATA and no mirror."""
+    monkeypatch.setenv(fetch.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(fetch.DATA_ENV, raising=False)
+    monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def tiny(server, monkeypatch):
+    """A set "tiny" of two files served by the loopback server."""
+    server.files = {"/tiny/payload.bin": PAYLOAD, "/tiny/answer.csv": SMALL}
+    src = DataSource("tiny", {
+        "payload.bin": RemoteFile(hashlib.sha256(PAYLOAD).hexdigest(),
+                                  f"{server.url}/tiny/payload.bin"),
+        "answer.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest(),
+                                 f"{server.url}/tiny/answer.csv")}, "http://example.org/tiny")
+    monkeypatch.setitem(SOURCES, "tiny", src)
+    return src
+
+
+def test_download_into_the_cache_then_a_cache_hit_asks_nothing(server, cache, tiny):
+    folder = locate("tiny", progress=False)
+    assert folder == cache / "tiny"
+    assert (folder / "payload.bin").read_bytes() == PAYLOAD
+    assert (folder / "answer.csv").read_bytes() == SMALL
+    assert sorted(p.name for p in folder.iterdir()) == ["answer.csv", "payload.bin"]  # no .part
+    mode = stat.S_IMODE((folder / "payload.bin").stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask
+    n = len(server.requests)
+    assert n == 2
+    assert locate("tiny", progress=False) == folder
+    assert len(server.requests) == n  # cache hit: no request
+
+
+def test_download_shows_progress_on_stderr(server, cache, tiny, capsys):
+    locate("tiny", files=["payload.bin"])
+    err = capsys.readouterr().err
+    assert "downloading tiny/payload.bin" in err
+
+
+def test_a_partial_file_is_resumed_with_a_range_request(server, cache, tiny):
+    part = cache / "tiny" / "payload.bin.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(PAYLOAD[:300_000])
+    locate("tiny", files=["payload.bin"], progress=False)
+    assert (cache / "tiny" / "payload.bin").read_bytes() == PAYLOAD
+    assert server.requests == [("/tiny/payload.bin", "bytes=300000-")]
+    assert not part.exists()
+
+
+def test_a_dropped_connection_keeps_the_part_and_the_next_call_resumes(server, cache, tiny):
+    server.cut_after = 400_000
+    with pytest.raises(DownloadError, match="interrupted"):
+        locate("tiny", files=["payload.bin"], progress=False)
+    part = cache / "tiny" / "payload.bin.part"
+    assert part.stat().st_size == 400_000 and not (cache / "tiny" / "payload.bin").exists()
+    locate("tiny", files=["payload.bin"], progress=False)
+    assert (cache / "tiny" / "payload.bin").read_bytes() == PAYLOAD
+    assert server.requests[-1] == ("/tiny/payload.bin", "bytes=400000-")
+
+
+def test_a_server_that_ignores_range_gives_the_whole_file_again(server, cache, tiny):
+    server.ignore_range = True
+    part = cache / "tiny" / "payload.bin.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"x" * 1000)  # not even a prefix of the file: must be overwritten
+    locate("tiny", files=["payload.bin"], progress=False)
+    assert (cache / "tiny" / "payload.bin").read_bytes() == PAYLOAD
+
+
+def test_checksum_mismatch_is_an_error_and_leaves_nothing(server, cache, tiny):
+    server.files["/tiny/answer.csv"] = SMALL.replace(b"1,b,1", b"1,b,0")
+    with pytest.raises(DownloadError, match="checksum mismatch") as err:
+        locate("tiny", files=["answer.csv"], progress=False)
+    assert f"{server.url}/tiny/answer.csv" in str(err.value)
+    assert not (cache / "tiny" / "answer.csv").exists()
+    assert not (cache / "tiny" / "answer.csv.part").exists()
+
+
+def test_offline_names_the_url_and_the_environment_variable(cache, monkeypatch):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/tiny/answer.csv"
+    monkeypatch.setitem(SOURCES, "tiny", DataSource(
+        "tiny", {"answer.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest(), url)}, "x"))
+    with pytest.raises(DownloadError) as err:
+        locate("tiny", progress=False)
+    msg = str(err.value)
+    assert url in msg and "CROWD_KERAS_DATA" in msg and "no network" in msg
+
+
+def test_http_error_names_the_url(server, cache, tiny):
+    del server.files["/tiny/answer.csv"]
+    with pytest.raises(DownloadError, match="HTTP 404") as err:
+        locate("tiny", files=["answer.csv"], progress=False)
+    assert f"{server.url}/tiny/answer.csv" in str(err.value)
+
+
+def test_download_false_raises_instead(cache, tiny, server):
+    with pytest.raises(DownloadError, match="CROWD_KERAS_DATA"):
+        locate("tiny", download=False)
+    assert server.requests == []
+
+
+def test_order_explicit_folder_then_data_env_then_cache(server, cache, tiny, tmp_path,
+                                                         monkeypatch):
+    own = tmp_path / "own" / "tiny"
+    own.mkdir(parents=True)
+    for name in tiny.files:
+        (own / name).write_bytes(b"mine")
+    assert locate("tiny", root=own) == own
+    assert locate("tiny", root=own.parent) == own
+    with pytest.raises(CrowdDataError, match="no tiny data"):
+        locate("tiny", root=tmp_path / "nowhere")
+    monkeypatch.setenv(fetch.DATA_ENV, str(own.parent))
+    assert locate("tiny") == own
+    monkeypatch.setenv(fetch.DATA_ENV, str(tmp_path / "empty"))  # lacks the set: the cache
+    assert locate("tiny", progress=False) == cache / "tiny"
+    assert server.requests  # it was downloaded
+
+
+def test_archive_members_are_extracted_and_checked(server, cache, monkeypatch):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in (("set/answers.csv", SMALL), ("set/other.txt", b"not wanted")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    server.files = {"/sets.tar.gz": buf.getvalue()}
+    src = DataSource("arch", {"answer.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest())},
+                     "x", archive=Archive(f"{server.url}/sets.tar.gz",
+                                          {"set/answers.csv": "answer.csv"}))
+    monkeypatch.setitem(SOURCES, "arch", src)
+    folder = locate("arch", progress=False)
+    assert (folder / "answer.csv").read_bytes() == SMALL
+    assert not (folder / "other.txt").exists()
+    assert not list((cache / "downloads").iterdir())  # the archive is not kept
+    # a member that differs from the pinned file
+    monkeypatch.setitem(SOURCES, "arch2", DataSource(
+        "arch2", {"answer.csv": RemoteFile("0" * 64)}, "x",
+        archive=Archive(f"{server.url}/sets.tar.gz", {"set/answers.csv": "answer.csv"})))
+    with pytest.raises(DownloadError, match="checksum mismatch for set/answers.csv"):
+        locate("arch2", progress=False)
+    (folder / "answer.csv").unlink()
+    server.files["/sets.tar.gz"] = b"not an archive at all"
+    with pytest.raises(DownloadError, match="not a readable archive"):
+        locate("arch", progress=False)
+    assert not list((cache / "downloads").iterdir())  # removed: the next call tries again
+
+
+def test_zip_archive_members_are_extracted(server, cache, monkeypatch):
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("Youtube01-Psy.csv", SMALL)
+        zf.writestr("__MACOSX/._Youtube01-Psy.csv", b"resource fork")
+    server.files = {"/spam.zip": buf.getvalue()}
+    monkeypatch.setitem(SOURCES, "zipped", DataSource(
+        "zipped", {"Youtube01-Psy.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest())}, "x",
+        archive=Archive(f"{server.url}/spam.zip", {"Youtube01-Psy.csv": "Youtube01-Psy.csv"})))
+    folder = locate("zipped", progress=False)
+    assert [p.name for p in folder.iterdir()] == ["Youtube01-Psy.csv"]
+    assert (folder / "Youtube01-Psy.csv").read_bytes() == SMALL
+
+
+def test_a_file_without_public_url_says_where_to_get_it(cache):
+    with pytest.raises(DownloadError, match="CROWD_KERAS_MIRROR") as err:
+        locate("pico", files=["docs.jsonl"], progress=False)
+    assert "github.com/yinfeiy/PICO-data" in str(err.value)
+
+
+def test_pinned_checksums_are_those_of_the_shared_files():
+    root = require_data()
+    for name, src in SOURCES.items():
+        for file, remote in src.files.items():
+            path = root / name / file
+            assert fetch.sha256_of(path) == remote.sha256, path
+
+
+def test_loaders_download_real_sets_from_a_mirror(server, cache, monkeypatch):
+    """The real files, served by a loopback mirror, through the loaders' set names."""
+    root = require_data()
+    for name in ("truth_inference/dog", "wrench/youtube"):
+        for file in SOURCES[name].files:
+            server.files[f"/mirror/{name}/{file}"] = (root / name / file).read_bytes()
+    monkeypatch.setenv(fetch.MIRROR_ENV, f"{server.url}/mirror/")
+    ann, truth = load_truth_inference("dog")
+    ref, ref_truth = load_truth_inference(root / "truth_inference" / "dog")
+    assert ann.n_annotations == ref.n_annotations == 8070 and (truth == ref_truth).all()
+    wr = load_wrench("youtube", "test")
+    assert wr.L.shape == (250, 10)
+    asked = len(server.requests)
+    load_truth_inference("dog")
+    assert len(server.requests) == asked  # cached
+    assert {p for p, _ in server.requests} == {"/mirror/truth_inference/dog/answer.csv",
+                                               "/mirror/truth_inference/dog/truth.csv",
+                                               "/mirror/wrench/youtube/test.json",
+                                               "/mirror/wrench/youtube/label.json"}
+
+
+def test_labelme_without_classes_file_uses_the_built_in_names(tmp_path):
+    from crowd_keras.datasets import LABELME_CLASSES, load_labelme
+
+    src = require_data("labelme")
+    for name in SOURCES["labelme"].files:
+        if name != "classes.txt":
+            (tmp_path / name).write_bytes((src / name).read_bytes())
+    data = load_labelme(tmp_path)
+    assert data.classes == list(LABELME_CLASSES) == (src / "classes.txt").read_text().split()
+    assert data.annotations.n_annotations == load_labelme(src).annotations.n_annotations
