@@ -40,7 +40,9 @@ def _registry_restored():
     """A test that registers a label model (``register_label_model``, Snorkel's
     ``register_method``) must not leak it into later tests of the same process."""
     from crowd_keras.aggregation.registry import LABEL_MODELS
+    from crowd_keras.distributed.methods import METHODS
 
-    saved = LABEL_MODELS.snapshot()
+    saved = [(r, r.snapshot()) for r in (LABEL_MODELS, METHODS)]
     yield
-    LABEL_MODELS.restore(saved)
+    for registry, snapshot in saved:
+        registry.restore(snapshot)

@@ -213,22 +213,10 @@ def test_core_import_loads_no_deep_learning_framework():
 
 
 # ---------------------------------------------------------------------------- private names
-# Accesses of another package's underscore names that are still to be removed, one per line:
-# "accessing module -> name". The distributed engine and the Snorkel adapter's partitioned
-# fit drive the models' private steps until they run on the public EM protocol
-# (aggregation.em); this list shrinks to empty with that work, and gains no line.
-PRIVATE_ACCESS_ALLOWED = set("""
-crowd_keras.distributed.methods -> _adopt_labeling_function_model
-crowd_keras.distributed.methods -> _annotator_quality
-crowd_keras.distributed.methods -> _fixed_prior
-crowd_keras.distributed.methods -> _labeling_function_model
-crowd_keras.distributed.methods -> _posteriors_from_counts
-crowd_keras.distributed.methods -> _report
-crowd_keras.distributed.methods -> _resolve
-crowd_keras.distributed.methods -> _set_fitted
-crowd_keras.distributed.methods -> _set_parameters
-crowd_keras.distributed.methods -> _votes_per_function
-""".split("\n")) - {""}
+# Accesses of another package's underscore names still to be removed, one per line:
+# "accessing module -> name". Empty: the distributed engine and the Snorkel adapter use the
+# models' public EM protocol and methods; it gains no line.
+PRIVATE_ACCESS_ALLOWED: set = set()
 
 
 def _private_scope(module: str) -> str:
