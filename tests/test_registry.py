@@ -48,6 +48,27 @@ def test_snapshot_and_restore_undo_registrations():
     assert reg.items() == [("a", dict)] and "bee" not in reg
 
 
+def test_dask_strategies_are_a_lazy_registry_the_fixture_restores():
+    """``distributed.methods.METHODS`` is a LazyRegistry: a lazy path is checked for its
+    form and not imported when registered; conftest's fixture undoes the registration."""
+    pytest.importorskip("dask")
+    from crowd_keras.distributed.methods import METHODS, register_method, supported_methods
+
+    assert isinstance(METHODS, LazyRegistry) and "dawid_skene" in supported_methods()
+    register_method("Toy-Strategy", "no_such_package.toy:ToyMethod")
+    assert supported_methods()[-1] == "toy_strategy"
+    assert METHODS.factory("toy-strategy") == "no_such_package.toy:ToyMethod"
+    with pytest.raises(ValueError, match="module:Attribute"):
+        register_method("broken", "no_colon_here")
+
+
+def test_the_fixture_removed_the_toy_strategy():
+    pytest.importorskip("dask")
+    from crowd_keras.distributed.methods import supported_methods
+
+    assert "toy_strategy" not in supported_methods()
+
+
 def test_discovery_finds_the_families_registrations_without_naming_them():
     """A fresh process that imports only the label-model registry lists LIA (registered by
     crowd_keras/lia/registration.py) without importing LIA's module or Keras."""
