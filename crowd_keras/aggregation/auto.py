@@ -30,7 +30,7 @@ from .base import LabelModel
 from .dawid_skene import DawidSkene
 from .em import Block
 from .labeling_functions import LabelingFunctionFallback
-from .majority_vote import TieBrokenVote
+from .majority_vote import MajorityVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
@@ -46,8 +46,8 @@ SELECTION_EXPONENT = 0.5
 def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
     """The candidates, simplest first (an exact tie goes to the earlier): ``[(name, model)]``.
 
-    - ``"majority_vote"``: voting, ties broken by IBCC (:class:`TieBrokenVote`): the
-      reference every other must beat by more than ``confidence`` standard errors;
+    - ``"majority_vote"`` (ties to the lowest class code): the reference every other must
+      beat by more than ``confidence`` standard errors;
     - ``"bwa"``: one precision per annotator, Bayesian (Li, Rubinstein & Cohn, WWW 2019);
     - ``"ibcc"``: a confusion matrix per annotator with Dirichlet priors (Kim & Ghahramani
       2012);
@@ -57,7 +57,7 @@ def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
       Rubinstein & Cohn, ICML 2019).
     """
     k = int(n_classes)
-    return [("majority_vote", TieBrokenVote()),
+    return [("majority_vote", MajorityVote()),
             ("bwa", get_label_model("bwa")),
             ("ibcc", get_label_model("ibcc")),
             (f"dawid_skene@{k}", DawidSkene(prior_strength=float(k))),

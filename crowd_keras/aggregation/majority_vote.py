@@ -12,7 +12,7 @@ from .em import Block, EMLabelModel, Summary, gold_log_prior
 
 __all__ = ["MajorityVote", "TieBrokenVote"]
 
-_TIE_BREAKS = ("lowest", "random", "uniform")
+_TIE_BREAKS = ("lowest", "random", "uniform", "prior")
 
 
 class MajorityVote(LabelModel):
@@ -24,7 +24,9 @@ class MajorityVote(LabelModel):
         tie_break: how hard votes resolve ties: ``"lowest"`` (default) gives the win to the
             lowest class code; ``"random"`` picks one of the tied classes with
             ``random_state``; ``"uniform"`` splits the probability evenly among them (then
-            ``predict`` returns the lowest tied code).
+            ``predict`` returns the lowest tied code); ``"prior"`` gives the win to the tied
+            class most frequent among all votes (the maximum a posteriori class when every
+            annotator is equally reliable).
         random_state: seed for ``tie_break="random"``.
 
     Items with no annotation get the class prior: the frequency of each class among all
@@ -93,7 +95,9 @@ class MajorityVote(LabelModel):
             if self.tie_break == "uniform":
                 proba = top / top.sum(axis=1, keepdims=True)
             else:
-                if self.tie_break == "random":
+                if self.tie_break == "prior":
+                    pick = np.argmax(np.where(top, vote_prior[None, :], -1.0), axis=1)
+                elif self.tie_break == "random":
                     noise = np.random.default_rng(self.random_state).random(counts.shape)
                     pick = np.argmax(np.where(top, noise, -1.0), axis=1)
                 else:

@@ -132,8 +132,9 @@ class MajorityVoteMethod(Method):
 
     def prepare(self, summary: Summary) -> Method:
         tie_break = self.model.tie_break
-        if tie_break not in ("lowest", "uniform"):
-            raise ValueError(f"tie_break must be 'lowest' or 'uniform' in a partitioned fit, got "
+        if tie_break not in ("lowest", "uniform", "prior"):
+            raise ValueError(f"tie_break must be 'lowest', 'uniform' or 'prior' in a partitioned "
+                             f"fit, got "
                              f"{tie_break!r} ('random' draws per item in the order of all "
                              "items, which no partition has)")
         self.vote_prior = summary.vote_shares
