@@ -199,11 +199,12 @@ def selection_full(rec: Record, control: str, kind: str) -> Optional[tuple]:
     for item in items:   # a span result mistyped: say so, not "per-region controls"
         region = [k for k in _REGION_KEYS if k in item["value"]]
         if region and not any(k in item["value"] for k in ("choices", "rating")):
-            raise CrowdDataError(
-                f"{rec.where}: a result of control '{control}' has type '{item['type']}' but its "
-                f"value is a span region (keys {region}); a <Labels> control's results have type "
-                "'labels': correct the result's type, or pass label_config= so the control's "
-                "kind comes from the config")
+            raise CrowdDataError(Message(
+                "{where}: a result of control '{control}' has type '{type}' but its value is a "
+                "span region (keys {region}); a <Labels> control's results have type 'labels': "
+                "correct the result's type, or pass {config} so the control's kind comes from "
+                "the config", where=rec.where, control=control, type=item["type"],
+                region=region, config=Argument("label_config")))
     if len(items) > 1:
         raise CrowdDataError(f"{rec.where}: {len(items)} results for control '{control}' "
                              "(per-region controls are not supported: one class per task is "
