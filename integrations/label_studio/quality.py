@@ -151,7 +151,9 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
                                                    n_bootstrap=n_bootstrap, seed=seed, read=read)
         except CrowdDataError as exc:
             errors.append(exc)
-            docs[name] = {"control": name, "error": str(exc)}
+            # a Message stays one (a str): the command line renders its arguments as flags
+            text = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+            docs[name] = {"control": name, "error": text}
     if not drawn:
         raise errors[0]
     overall = _overall(docs)
