@@ -340,7 +340,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.posteriors_ = model.posteriors_
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
-        self.n_iter_ = getattr(model, "n_iter_", 1)
+        self.n_iter_ = getattr(model, "n_iter_", 0)
         return self
 
     def _heldout_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
