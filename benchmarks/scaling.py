@@ -35,9 +35,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-MODELS = ("majority_vote", "dawid_skene", "conal", "mixture_of_groups", "lia")
+MODELS = ("majority_vote", "dawid_skene", "conal", "mixture_of_groups", "lia", "auto", "ibcc",
+          "ebcc", "bwa")
 NAMES = {"majority_vote": "majority vote", "dawid_skene": "Dawid-Skene", "conal": "CoNAL",
-         "mixture_of_groups": "mixture of groups", "lia": "LIA-E"}
+         "mixture_of_groups": "mixture of groups", "lia": "LIA-E", "auto": "auto (default)",
+         "ibcc": "IBCC", "ebcc": "EBCC", "bwa": "BWA"}
 PER_ITEM, PER_ANNOTATOR, CLASSES = 5, 100, 4
 SLOW_S = 60.0    # after a fit this long, no more repeats
 

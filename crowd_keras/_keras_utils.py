@@ -95,9 +95,8 @@ def gather_rows(table: Any, idx: Any) -> Any:
     On TensorFlow a Keras variable is gathered through its resource (``ResourceGather``),
     which reads the rows only. ``ops.take`` reads the whole variable first, and while such a
     read may be alive TensorFlow's next sparse update of the variable (``LazyAdam``, SGD on
-    the rows) copies the whole table: an O(rows of the table) cost per step (CrowdLayer MW's
-    table of 10,000 annotators: its gather, gradient and update took 0.30 ms per step
-    against 0.05 ms, one core). Elsewhere (and for tensors) ``ops.take``.
+    the rows) copies the whole table: an O(rows of the table) cost per step. Elsewhere (and
+    for tensors) ``ops.take``.
 
     The crowd layers' per-annotator tables are made with ``autocast=False``: under a mixed
     precision policy Keras' autocast would read and cast the whole table to float16 at every
@@ -149,12 +148,8 @@ def batched_vector_matrix(vectors: Any, matrices: Any) -> Any:
 
     A broadcast product and a sum over ``i``, not ``ops.matmul`` on ``(..., 1, I)``: the
     crowd layers' matrices are tiny (K × K per annotator slot), and TensorFlow's CPU batched
-    matmul (oneDNN) and its two gradient matmuls cost more per call than the arithmetic.
-    ``benchmarks/gpu.py --alternate 16`` (20,000 items, 10,000 annotators, batch 64, two
-    cores; median of the rounds' crowd / bare epoch ratios): CrowdLayer MW 1.45× the bare
-    classifier with the batched matmul, 1.28× with this (CoNAL 1.70× → 1.47×, mixture of
-    groups 1.52× → 1.31×). The einsum it once was (``"bi,bkij->bkj"``) ran with transposes
-    and was slower than the batched matmul.
+    matmul (oneDNN) and its two gradient matmuls cost more per call than the arithmetic;
+    an einsum (``"bi,bkij->bkj"``) runs with transposes.
     """
     return ops.sum(ops.expand_dims(vectors, -1) * matrices, axis=-2)
 
@@ -271,10 +266,8 @@ def softmax(x: Any, axis: int = -1) -> Any:
 
     The crowd layers' softmaxes run on tiny tensors at every step (mixture of groups' (M, K, K)
     confusions and (batch, k, M) memberships, LIA's (batch, k, C, C) rows). TensorFlow's CPU
-    build hands ``Softmax`` to oneDNN, whose call costs far more than the arithmetic: forward
-    and backward of a (3, 8, 8) softmax took about 195 µs more than no softmax, against about
-    26 µs for ``exp(log_softmax)`` (two cores, best fifths of 15 rounds). The two agree to
-    rounding. Other backends: ``ops.softmax`` (one fused kernel).
+    build hands ``Softmax`` to oneDNN, whose call costs far more than the arithmetic of
+    ``exp(log_softmax)``. The two agree to rounding. Other backends: ``ops.softmax`` (one fused kernel).
     """
     if keras.backend.backend() == "tensorflow":
         return ops.exp(ops.log_softmax(x, axis=axis))

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .annotation_readers import AnnotationReaders
 from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_order, show,
                     sort_order)
-from .errors import CrowdDataError
+from .errors import Argument, CrowdDataError, Message
 from .numerics import MISSING, pair_index
 
 __all__ = ["Annotations"]
@@ -128,11 +128,14 @@ class Annotations(AnnotationReaders):
             rows = sorted(int(order[k]) if order is not None else k for k in (n - 1, n))
             if row_numbers is not None:
                 rows = sorted(int(row_numbers[r]) for r in rows)
-            raise CrowdDataError(
-                f"{n_dup} duplicate (item, annotator) annotation(s); first: item "
-                f"{show(self._item_ids[items[n]])}, annotator {show(self._annotator_ids[annotators[n]])} "
-                f"at row {rows[0]} and row {rows[1]} (input order). Pass duplicates='last' (or "
-                "duplicates='first') to keep one and count the rest")
+            raise CrowdDataError(Message(
+                "{n} duplicate (item, annotator) annotation(s); first: item {item}, annotator "
+                "{annotator} at row {row0} and row {row1} (input order). Pass {last} (or "
+                "{first}) to keep one and count the rest", n=n_dup,
+                item=show(self._item_ids[items[n]]),
+                annotator=show(self._annotator_ids[annotators[n]]),
+                row0=rows[0], row1=rows[1], last=Argument("duplicates", "last"),
+                first=Argument("duplicates", "first")))
         if n_dup:
             keep = ~same if duplicates == "first" else ~np.append(same[1:], False)
             items, annotators, labels = items[keep], annotators[keep], labels[keep]

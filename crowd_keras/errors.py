@@ -1,4 +1,5 @@
-"""Exceptions raised by crowd-keras."""
+"""Exceptions raised by crowd-keras, and messages that name Python arguments (:class:`Message`),
+which a command line renders with its own flags."""
 
 
 class CrowdDataError(ValueError):
@@ -7,6 +8,63 @@ class CrowdDataError(ValueError):
     The message names what is wrong and where (row, item id, annotator id) so that
     the user can find the offending record in their own data.
     """
+
+
+_NO_VALUE = object()
+
+
+class Argument:
+    """A Python argument named in a :class:`Message`: ``name=value``, or ``name=`` when the
+    message names the argument without a value. Front ends (the command lines) render it in
+    their own words (a flag) from their own table."""
+
+    __slots__ = ("name", "value")
+
+    def __init__(self, name: str, value: object = _NO_VALUE) -> None:
+        self.name, self.value = name, value
+
+    @property
+    def has_value(self) -> bool:
+        return self.value is not _NO_VALUE
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value!r}" if self.has_value else f"{self.name}="
+
+    def __repr__(self) -> str:
+        return f"Argument({self.name!r}" + (f", {self.value!r})" if self.has_value else ")")
+
+    def __reduce__(self) -> tuple:
+        return (Argument, (self.name, self.value) if self.has_value else (self.name,))
+
+
+class Message(str):
+    """An error message or note that names Python arguments, as a ``str`` in Python's words.
+
+    ``Message("pass {fix} to keep one", fix=Argument("duplicates", "last"))`` reads ``pass
+    duplicates='last' to keep one``; :meth:`render` writes the arguments otherwise (the
+    command lines: ``--duplicates last``) without touching the rest of the text. Fields
+    that are not :class:`Argument` are formatted as usual.
+    """
+
+    template: str
+    fields: dict
+
+    def __new__(cls, template: str, **fields: object) -> "Message":
+        self = super().__new__(cls, template.format(**fields))
+        self.template, self.fields = template, fields
+        return self
+
+    def render(self, argument) -> str:
+        """The text with each :class:`Argument` written as ``argument(arg)`` returns."""
+        return self.template.format(**{k: argument(v) if isinstance(v, Argument) else v
+                                       for k, v in self.fields.items()})
+
+    def __reduce__(self) -> tuple:
+        return (_message, (self.template, self.fields))
+
+
+def _message(template: str, fields: dict) -> Message:
+    return Message(template, **fields)
 
 
 class MissingExtraError(ImportError):

@@ -51,7 +51,7 @@ from .errors import CrowdDataError
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
 from .optimizers import LazyAdam
 
-# TruthValidation (callbacks) and LazyAdam (optimizers) are re-exported: this was their home.
+# TruthValidation (callbacks) and LazyAdam (optimizers) are re-exported for existing imports.
 __all__ = ["CrowdModel", "TruthValidation", "LazyAdam"]
 
 X_KEY, IDS_KEY = "x", "annotator_ids"

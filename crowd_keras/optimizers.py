@@ -9,6 +9,7 @@ from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
+from . import adam
 from ._keras_utils import gather_rows
 
 __all__ = ["LazyAdam"]
@@ -18,10 +19,7 @@ def sum_repeated_rows(indices: Any, values: Any) -> tuple:
     """Rows and values of a sparse gradient with each repeated row summed into one.
 
     TensorFlow only: ``tf.unique`` and a segment sum, so every row is written once. XLA
-    compiles it too (measured on LIA's XLA-compiled fit at 1M annotations: the same time
-    and results as the static-shape equality-matrix and sort forms this replaced, which
-    cost about 0.1 ms more per step of CrowdLayer MW at batch 64 on CPU,
-    ``benchmarks/gpu.py``).
+    compiles it too.
     """
     import tensorflow as tf
 
@@ -100,23 +98,20 @@ class LazyAdam(keras.optimizers.Adam):
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
 
-        # Keras' Adam arithmetic on the rows: m += (g − m)(1 − β₁), v += (g² − v)(1 − β₂)
-        m_rows = gather_rows(m, rows)
-        m_rows = m_rows + ops.multiply(ops.subtract(g, m_rows), 1 - self.beta_1)
-        v_rows = gather_rows(v, rows)
-        v_rows = v_rows + ops.multiply(ops.subtract(ops.square(g), v_rows), 1 - self.beta_2)
+        # Adam's arithmetic (crowd_keras.adam) on the rows
+        m_rows, v_rows = gather_rows(m, rows), gather_rows(v, rows)
+        dm, dv = adam.moment_increments(g, m_rows, v_rows, self.beta_1, self.beta_2)
+        m_rows, v_rows = m_rows + dm, v_rows + dv
         updates = [(m, m_rows), (v, v_rows)]
         scale = v_rows
         if self.amsgrad:
             v_hat = self._velocity_hats[index]
             scale = ops.maximum(gather_rows(v_hat, rows), v_rows)
             updates.append((v_hat, scale))
-        step_rows = ops.divide(ops.multiply(m_rows, alpha),
-                               ops.add(ops.sqrt(scale), self.epsilon))
+        step_rows = adam.step(m_rows, scale, alpha, self.epsilon, ops.sqrt)
         # each row once (summed above): scatter updates of distinct rows. The weight's rows
         # too, as read rows minus the step: TensorFlow's CPU scatter_sub evaluates each row
-        # as a separate Eigen expression, while scatter_update copies rows (192 rows of a
-        # (10,000, 64) table in a graph: 142 µs against 98 µs for the gather and the update)
+        # as a separate Eigen expression, while scatter_update copies rows
         updates.append((variable, ops.subtract(gather_rows(variable, rows), step_rows)))
         for target, value in updates:
             self.assign(target, tf.IndexedSlices(value, rows))
@@ -125,21 +120,20 @@ class LazyAdam(keras.optimizers.Adam):
         """``keras.optimizers.Adam.update_step`` (the same formulas in the same order), with
         the step size shared by all weights (:meth:`_step_size`).
 
-        TensorFlow's fused ``ResourceApplyAdam`` op was measured and not used: on this CPU
-        it took longer than these separate ops (four weights of a 64-128-8 MLP, in a graph:
-        about 185 µs per step against 115 µs over an empty step)."""
+        Separate ops, not TensorFlow's fused ``ResourceApplyAdam``: on CPU the fused op
+        costs more (records in ``benchmarks/PERFORMANCE.md``)."""
         alpha = self._step_size(variable, learning_rate)
         gradient = ops.cast(gradient, variable.dtype)
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
-        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
-        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        dm, dv = adam.moment_increments(gradient, m, v, self.beta_1, self.beta_2)
+        self.assign_add(m, dm)
+        self.assign_add(v, dv)
         if self.amsgrad:
             v_hat = self._velocity_hats[index]
             self.assign(v_hat, ops.maximum(v_hat, v))
             v = v_hat
-        self.assign_sub(variable, ops.divide(ops.multiply(m, alpha),
-                                             ops.add(ops.sqrt(v), self.epsilon)))
+        self.assign_sub(variable, adam.step(m, v, alpha, self.epsilon, ops.sqrt))
 
     def _step_size(self, variable: Any, learning_rate: Any) -> Any:
         """Adam's step size of this step, ``lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ)``, in ``variable``'s dtype.
@@ -157,7 +151,7 @@ class LazyAdam(keras.optimizers.Adam):
         step = ops.cast(self.iterations + 1, dtype)
         beta_1_power = ops.power(ops.cast(self.beta_1, dtype), step)
         beta_2_power = ops.power(ops.cast(self.beta_2, dtype), step)
-        alpha = ops.cast(learning_rate, dtype) * ops.sqrt(1 - beta_2_power) / (1 - beta_1_power)
+        alpha = adam.step_size(ops.cast(learning_rate, dtype), beta_1_power, beta_2_power, ops.sqrt)
         if cache is not None:
             cache[key] = alpha
         return alpha

@@ -2,7 +2,7 @@
 string's words.
 
 ``pandas.factorize`` of an arrow string column hashes every string into a table of strings;
-with 10M rows and 1M distinct ids the table spills the caches (2-3 s on one core). This
+with millions of distinct ids the table spills the caches. This
 module reads each string's 8-byte words (zero past its end) straight from the column's
 arrow buffers as integers and works on integer hash tables, by one of two routes, chosen on
 an evenly spaced sample of 2**16 rows:
@@ -12,8 +12,7 @@ an evenly spaced sample of 2**16 rows:
   a time, ranks each word's values in byte order (the order of the strings) and combines the
   running codes with each word's (a bincount where the product of the two counts is small,
   an integer factorisation otherwise); the distinct strings are rebuilt from their words,
-  carried through the combinations (no pass over the rows to find one of each: 0.15 s of
-  1.45 s at 10M rows);
+  carried through the combinations (no pass over the rows to find one of each);
 - hash then check, for random ids (hashes, UUIDs), where more than one word has many values
   (word by word, every word and every combination would be a large hash table): each row's
   words and length are mixed into one 64-bit hash (multiply and xor-shift per word,
@@ -28,18 +27,8 @@ It declines (returns ``None``: the caller uses ``pandas.factorize``) where it wo
 exact or not pay: a column that is not arrow ``string``/``large_string``, shorter than 2**16
 rows, with a null or longer than 64 bytes; on the word route, a NUL byte (a string would not
 be told from its zero padding; the hash route compares lengths too); few distinct strings in
-the sample (pandas' table of strings then fits the caches; declining costs about 0.02 s at
-10M rows); a hash collision.
-
-On 10M rows with 1M distinct ids (one core; this machine's timings vary by 20-30% from run
-to run): ``"task-N"`` 1.0-1.1 s against pandas' 2.1 s; 38-byte URLs
-``".../images/000NNNN.jpg"`` 3.3 s against 3.6 s (five words); 32 hex digits 1.3-1.7 s
-against 2.9-3.0 s (the rows are read in the arrow buffer: factorising the hashes 0.5-0.6 s,
-hashing 0.2, the check 0.15, renumbering 0.07, the first row of each group 0.07, the sort
-0.07, the distinct strings as Python objects 0.11); UUIDs 2.0-2.3 s against 3.5-3.8 s (36
-bytes: each block's rows copied into 40-byte rows); ``"user-"`` and 32 hex digits 2.7-2.8 s
-against 3.5 s (4096 values of the first word: the sort reads two words); hex ids of 12 to 40
-bytes 3.0 s against 3.0 s (several lengths: each word gathered row by row).
+the sample (pandas' table of strings then fits the caches, and declining is cheap); a hash
+collision. Timings against ``pandas.factorize`` are in ``benchmarks/PERFORMANCE.md``.
 """
 from __future__ import annotations
 

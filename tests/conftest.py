@@ -39,11 +39,10 @@ def data_dir() -> Path:
 def _registry_restored():
     """A test that registers a label model (``register_label_model``, Snorkel's
     ``register_method``) must not leak it into later tests of the same process."""
-    from crowd_keras.aggregation import registry
+    from crowd_keras.aggregation.registry import LABEL_MODELS
+    from crowd_keras.distributed.methods import METHODS
 
-    factories, aliases = dict(registry._FACTORIES), dict(registry._ALIASES)
+    saved = [(r, r.snapshot()) for r in (LABEL_MODELS, METHODS)]
     yield
-    registry._FACTORIES.clear()
-    registry._FACTORIES.update(factories)
-    registry._ALIASES.clear()
-    registry._ALIASES.update(aliases)
+    for registry, snapshot in saved:
+        registry.restore(snapshot)

@@ -15,7 +15,8 @@ import pytest
 from crowd_keras.aggregation.dawid_skene import DawidSkene
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.errors import CrowdDataError
-from crowd_keras.lia.em import WEIGHT_SHAPES, FeatureFreeLIA, lia_batch_size
+from crowd_keras.lia.em import FeatureFreeLIA, lia_batch_size
+from crowd_keras.lia.model import WEIGHT_SHAPES
 from crowd_keras.lia.label_model import LIA
 from crowd_keras.lia.trainer import LIATrainer
 
@@ -137,7 +138,7 @@ def test_items_without_annotations_and_e_step_blocks(monkeypatch):
     """Items that nobody labelled (two in three here) sit in the batches and the E-step's
     blocks without taking annotations from their neighbours: the same fit as the trainer,
     and the same posteriors whatever the E-step's block size."""
-    import crowd_keras.lia.em as lia_em
+    import crowd_keras.lia.model as lia_model
     from crowd_keras import Annotations
 
     rng = np.random.default_rng(0)
@@ -156,7 +157,7 @@ def test_items_without_annotations_and_e_step_blocks(monkeypatch):
     empty = ann.annotations_per_item() == 0
     np.testing.assert_allclose(numpy_fit.posteriors_[empty], numpy_fit.predict_proba()[empty],
                                atol=1e-6)
-    monkeypatch.setattr(lia_em, "_CHUNK", 7)
+    monkeypatch.setattr(lia_model, "_CHUNK", 7)
     np.testing.assert_allclose(numpy_fit.posteriors(), numpy_fit.posteriors_, atol=1e-12)
 
 
@@ -166,7 +167,7 @@ def test_unshifted_softmax_is_the_shifted_one(monkeypatch, annotators):
     the max shift, annotations first; the general path (forced by a zero bound) gives the
     same fit. Logits beyond the bound (half the table started 100 higher) take the shifted
     path and stay finite, where exp alone would overflow float32."""
-    import crowd_keras.lia.em as lia_em
+    import crowd_keras.lia.model as lia_model
 
     sim = simulate_crowd(n_items=600, n_classes=3, n_annotators=annotators,
                          annotations_per_item=3, seed=4)
@@ -174,13 +175,13 @@ def test_unshifted_softmax_is_the_shifted_one(monkeypatch, annotators):
     kw = dict(num_classes=3, em_iterations=3, m_steps=8, batch_size=200, tol=0.0, seed=0,
               instance_l2=100.0, classifier_l2=100.0, annotator_l2=0.3, annotator_scale=1.0)
     calls = []
-    unshifted = FeatureFreeLIA._annotation_terms_l1
+    unshifted = lia_model._annotation_terms_l1
 
-    def counted(self, *args):
+    def counted(*args):
         calls.append(len(args[0]))
-        return unshifted(self, *args)
+        return unshifted(*args)
 
-    monkeypatch.setattr(FeatureFreeLIA, "_annotation_terms_l1", counted)
+    monkeypatch.setattr(lia_model, "_annotation_terms_l1", counted)
     fast = FeatureFreeLIA(**kw).fit(ann)
     assert len(calls) == 3 * 8   # every step took the unshifted path
     assert (annotators > max(calls)) == (annotators == 2000)   # both bounds were exercised
@@ -191,7 +192,7 @@ def test_unshifted_softmax_is_the_shifted_one(monkeypatch, annotators):
     assert not calls
     assert np.isfinite(big.posteriors_).all()
     assert all(np.isfinite(h["loss"]) for h in big.history_)
-    monkeypatch.setattr(lia_em, "_EXP_SAFE", 0.0)
+    monkeypatch.setattr(lia_model, "_EXP_SAFE", 0.0)
     calls.clear()
     shifted = FeatureFreeLIA(**kw).fit(ann)
     assert not calls
@@ -209,7 +210,7 @@ def test_initial_biases_pool_the_confusions_over_annotations(num_classes, latent
     """The shared biases' pooled confusion matrix, summed per item from its label counts, is
     the sum over annotations that defines it: π_kl ∝ 0.5 + Σ_{(i,j): y_ij = l} ŷ_ik (also with
     more classes than the labels use, and a latent axis)."""
-    from crowd_keras.lia.em import initial_biases
+    from crowd_keras.lia.model import initial_biases
 
     ann = simulate_crowd(n_items=60, n_classes=3, n_annotators=7, annotations_per_item=3,
                          seed=2).annotations
@@ -234,7 +235,7 @@ def test_confusions_are_eq1_in_every_form(latent_dim, scale, dtype):
     shifted one (logits of ±200 would overflow exp; L = 2), broadcast shapes, dtype kept."""
     from scipy.special import logsumexp, softmax
 
-    from crowd_keras.lia.em import confusions
+    from crowd_keras.lia.model import confusions
 
     rng = np.random.default_rng(0)
     d = (scale * rng.standard_normal((6, 1, 3, 3, latent_dim))).astype(dtype)

@@ -33,13 +33,17 @@ __all__ = ["LabelModel", "as_annotations", "AutoLabelModel", "MajorityVote", "Ti
 # (PEP 562): an eager import here would be an import cycle.
 _LAZY = {"CommonNoiseModel": "crowd_keras.conal.label_model",
          "MixtureOfGroupsModel": "crowd_keras.mixture_of_groups.label_model",
-         "counts_to_annotations": "crowd_keras.mixture_of_groups.label_model",
-         "LIA": "crowd_keras.lia.label_model"}
+         "counts_to_annotations": "crowd_keras.mixture_of_groups.label_model"}
+# Models of higher layers, re-exported through the registry (which their own layer fills):
+# this package names no module above it.
+_FROM_REGISTRY = {"LIA": "lia"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _FROM_REGISTRY:
+        return label_model_class(_FROM_REGISTRY[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -230,9 +230,11 @@ class AbstainAwareDawidSkene(LabelModel):
         self.progress = progress
 
     # ------------------------------------------------------------------ settings
-    def _resolve(self, votes: np.ndarray) -> None:
+    def resolve_settings(self, votes: np.ndarray) -> None:
         """Pick the regime from the (functions, K) vote counts and resolve every ``"auto"``
-        setting."""
+        setting (sets ``regime_``, ``abstain_``, ``anchor_``, ``abstain_weight_``,
+        ``abstain_modelled_``, ``votes_per_function_``); the first step of :meth:`fit` and of
+        a partitioned fit, which passes votes summed over its partitions."""
         if self.abstain not in _ABSTAIN:
             raise ValueError(f"abstain must be one of {_ABSTAIN}, got {self.abstain!r}")
         if self.anchor not in _ANCHOR:
@@ -257,10 +259,11 @@ class AbstainAwareDawidSkene(LabelModel):
                 raise ValueError(f"abstain_weight must be in [0, 1], got {w}")
             self.abstain_weight_ = w
         self.abstain_modelled_ = (n_votes > 0) & (self.abstain_ == "response")
-        self._votes_per_function = n_votes
+        self.votes_per_function_ = n_votes
 
-    def _fixed_prior(self, k: int) -> Optional[np.ndarray]:
-        """The class prior to hold fixed, or None to learn it."""
+    def fixed_prior(self, k: int) -> Optional[np.ndarray]:
+        """The (K,) class prior to hold fixed, or None to learn it (after
+        :meth:`resolve_settings`)."""
         p = self.class_prior
         if isinstance(p, str):
             if p == "auto":
@@ -279,9 +282,9 @@ class AbstainAwareDawidSkene(LabelModel):
         ann = as_annotations(annotations, **kwargs)
         if ann.n_annotations == 0:
             raise CrowdDataError("no votes to fit: every entry abstains")
-        self._resolve(ann.annotator_label_counts())
+        self.resolve_settings(ann.annotator_label_counts())
         k = ann.n_classes
-        fixed_prior = self._fixed_prior(k)
+        fixed_prior = self.fixed_prior(k)
         X = ann.vote_incidence()
         counts = ann.label_counts()
         post = _Posteriors(X, ann.annotator_label_counts().reshape(-1), k, normalize_rows(counts))
@@ -293,15 +296,18 @@ class AbstainAwareDawidSkene(LabelModel):
             loop.record(evidence / max(ann.n_items, 1))
         history = loop.history
         post = post.full()
-        self._set_fitted(ann, log_prior, log_resp, post.mean(axis=0), history)
+        self.set_fitted(ann, log_prior, log_resp, post.mean(axis=0), history)
         if self.anchor_ == "votes":
-            post = self._report(self._logits(X, log_resp, log_prior), counts)
+            post = self.anchored_posteriors(self._logits(X, log_resp, log_prior), counts)
         self.posteriors_ = post
         return self
 
-    def _set_fitted(self, ann: Annotations, log_prior: np.ndarray, log_resp: np.ndarray,
-                    class_balance: np.ndarray, history: list) -> None:
-        """The fitted parameters from the last M-step (also a partitioned fit's)."""
+    def set_fitted(self, ann: Annotations, log_prior: np.ndarray, log_resp: np.ndarray,
+                   class_balance: np.ndarray, history: list) -> None:
+        """Set the fitted parameters from the last M-step: ``log_prior`` (K,), ``log_resp``
+        (functions, K, K + 1), ``class_balance`` (K,) and the log-likelihood per iteration.
+        Public so that a partitioned fit (:mod:`crowd_keras.distributed`) finishes the model
+        as :meth:`fit` does."""
         k = log_prior.shape[0]
         self.annotations_ = ann
         self.response_matrices_ = np.exp(log_resp)
@@ -315,7 +321,7 @@ class AbstainAwareDawidSkene(LabelModel):
     def _m_step(self, votes: np.ndarray, n_true: np.ndarray, n_items: int,
                 fixed_prior: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``votes`` (m, K true, K label): expected votes; ``n_true`` (K,): class sizes."""
-        return abstain_m_step(votes, n_true, n_items, self._votes_per_function,
+        return abstain_m_step(votes, n_true, n_items, self.votes_per_function_,
                               self.abstain_modelled_, self.smoothing, fixed_prior)
 
     def _weights(self, log_resp: np.ndarray, log_prior: np.ndarray
@@ -328,16 +334,17 @@ class AbstainAwareDawidSkene(LabelModel):
         return abstain_logits(X, log_resp, log_prior, self.abstain_weight_)
 
     @staticmethod
-    def _report(logits: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """Anchor to the votes: keep only the most-voted classes, then normalize (log space)."""
+    def anchored_posteriors(logits: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Posteriors anchored to the votes: of the (items, K) ``logits`` keep only each item's
+        most-voted classes in the (items, K) label ``counts``, then normalize (log space)."""
         return softmax_rows(np.where(top_classes(counts), logits, -np.inf))[0]
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         log_resp = np.log(self.response_matrices_)
         log_prior = np.log(np.maximum(self.class_priors_, 1e-300))
         if self.anchor_ == "votes":
-            return self._report(self._logits(ann.vote_incidence(), log_resp, log_prior),
-                                ann.label_counts())
+            return self.anchored_posteriors(
+                self._logits(ann.vote_incidence(), log_resp, log_prior), ann.label_counts())
         # the E-step of fit (the same arithmetic: the same numbers on the training votes)
         post = _Posteriors(ann.vote_incidence(), ann.annotator_label_counts().reshape(-1),
                            ann.n_classes)

@@ -182,11 +182,11 @@ class LabelModel(Params):
         the truth under the fitted model.
         """
         self._check_fitted()
-        return self._annotator_quality(self.annotations_.annotations_per_annotator())
+        return self.annotator_quality(self.annotations_.annotations_per_annotator())
 
-    def _annotator_quality(self, n_annotations: np.ndarray) -> pd.DataFrame:
-        """:attr:`annotator_quality_` given the annotations per annotator (a partitioned fit
-        counts them over its partitions)."""
+    def annotator_quality(self, n_annotations: np.ndarray) -> pd.DataFrame:
+        """:attr:`annotator_quality_` given the (annotators,) annotations per annotator (a
+        partitioned fit counts them over its partitions)."""
         acc = np.einsum("k,akk->a", self.class_priors_, self.confusion_matrices_)
         return pd.DataFrame({"annotator": self.annotations_.annotator_ids,
                              "n_annotations": n_annotations, "accuracy": acc})

@@ -83,16 +83,16 @@ class LabelingFunctionFallback:
         self.labeling_function_model_ = None
         if mode == "ignore" or not is_labeling_function_data(ann):
             return False
-        self._adopt_labeling_function_model(self._labeling_function_model().fit(ann), ann)
+        self.adopt_labeling_function_model(self.labeling_function_model().fit(ann), ann)
         return True
 
-    def _labeling_function_model(self) -> AbstainAwareDawidSkene:
+    def labeling_function_model(self) -> AbstainAwareDawidSkene:
         """The unfitted labeling-function model, with this model's settings."""
         settings = {name: getattr(self, name) for name in self._LF_SETTINGS}
         return AbstainAwareDawidSkene(abstain="response", **settings)
 
-    def _adopt_labeling_function_model(self, model: AbstainAwareDawidSkene,
-                                       ann: Annotations) -> None:
+    def adopt_labeling_function_model(self, model: AbstainAwareDawidSkene,
+                                      ann: Annotations) -> None:
         """Answer through the fitted labeling-function ``model`` (fitted on ``ann``)."""
         self.regime_ = "labeling_functions"
         self.labeling_function_model_ = model

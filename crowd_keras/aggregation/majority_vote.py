@@ -61,7 +61,7 @@ class MajorityVote(LabelModel):
         counts = np.zeros((ann.n_annotators, ann.n_classes, ann.n_classes))
         np.add.at(counts, (ann.annotators, winners[ann.items], ann.labels), 1.0)
         prior = np.bincount(winners[labelled], minlength=ann.n_classes).astype(float)
-        self._set_parameters(counts, prior)
+        self.set_fitted_counts(counts, prior)
         return self
 
     @property
@@ -71,9 +71,10 @@ class MajorityVote(LabelModel):
         counts = self.annotations_.label_counts()
         return (top_classes(counts).sum(axis=1) > 1) & (counts.sum(axis=1) > 0)
 
-    def _set_parameters(self, counts: np.ndarray, winners: np.ndarray) -> None:
-        """Confusion matrices and prior from the (annotators, winner, label) counts and the
-        number of labelled items each class won (sums over items: a partitioned fit's too)."""
+    def set_fitted_counts(self, counts: np.ndarray, winners: np.ndarray) -> None:
+        """Set the confusion matrices and prior from the (annotators, winner, label) counts and
+        the (K,) number of labelled items each class won: sums over items, so a partitioned fit
+        (:mod:`crowd_keras.distributed`) finishes the model with its summed counts."""
         self.confusion_matrices_ = normalize_rows(counts + 1e-2)
         self.class_priors_ = (winners + 1e-2) / (winners + 1e-2).sum()
 
@@ -82,9 +83,9 @@ class MajorityVote(LabelModel):
         return normalize_rows(np.bincount(ann.labels, minlength=ann.n_classes).astype(float))
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        return self._posteriors_from_counts(ann.label_counts(), self._vote_prior(ann))
+        return self.posteriors_from_counts(ann.label_counts(), self._vote_prior(ann))
 
-    def _posteriors_from_counts(self, counts: np.ndarray, vote_prior: np.ndarray) -> np.ndarray:
+    def posteriors_from_counts(self, counts: np.ndarray, vote_prior: np.ndarray) -> np.ndarray:
         """Posteriors from (items, K) label counts; items without votes get ``vote_prior``."""
         empty = counts.sum(axis=1) == 0
         if self.soft:

@@ -22,7 +22,7 @@ from ..files import atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_tensorflow
 from ._checks import check_paths, int_at_least
-from ._common import HelpFormatter, add_method_option, common_options, run_handler
+from ._common import HelpFormatter, add_method_option, cli_words, common_options, run_handler
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
@@ -105,7 +105,7 @@ _COLUMN_FLAGS = {"item": "--item", "annotator": "--annotator", "label": "--label
 
 def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> CrowdDataError:
     """A frame error in the file's terms: rows as line numbers, columns with their flag."""
-    text = _ROW.sub(lambda m: f"line {int(m.group(1)) + 2}", str(exc))
+    text = _ROW.sub(lambda m: f"line {int(m.group(1)) + 2}", cli_words(exc))
     for role, flag in _COLUMN_FLAGS.items():
         name = getattr(args, role)
         text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")

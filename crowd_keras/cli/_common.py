@@ -1,19 +1,19 @@
 """What both command lines share: the help formatter (every default shown), the ``--method``
-option fed by the one registry, ``--quiet``/``--debug``, and error messages in CLI words
-(``--to-name``, not ``to_name=``)."""
+option fed by the one registry, ``--quiet``/``--debug``, and library messages in CLI words
+(``--to-name``, not ``to_name=``): the one table :data:`FLAGS` renders the
+:class:`~crowd_keras.errors.Argument` fields of a :class:`~crowd_keras.errors.Message`."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import traceback
 from typing import Any, Callable
 
-from ..aggregation.registry import (DEFAULT_LABEL_MODEL, _ALIASES, available_label_models,
-                                    normalize_name)
+from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
+from ..errors import Argument, Message
 
 __all__ = ["HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
-           "method_choices"]
+           "method_choices", "FLAGS"]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -34,18 +34,17 @@ def method_choices() -> str:
     primary = available_label_models(aliases=False)
     parts = []
     for name in primary:
-        aliases = sorted(a for a, p in _ALIASES.items() if p == name and a != name)
+        aliases = LABEL_MODELS.aliases_of(name)
         parts.append(name + (f" (alias {', '.join(aliases)})" if aliases else ""))
     return "; ".join(parts)
 
 
 def _method(value: str) -> str:
-    key = normalize_name(value)
-    if key not in _ALIASES:
+    if value not in LABEL_MODELS:
         raise argparse.ArgumentTypeError(
             f"unknown label model {value!r}; choose from {', '.join(available_label_models(False))} "
             f"(aliases: {', '.join(a for a in available_label_models() if a not in available_label_models(False))})")
-    return _ALIASES[key]
+    return LABEL_MODELS.primary(value)
 
 
 def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
@@ -67,27 +66,32 @@ def common_options() -> argparse.ArgumentParser:
     return parent
 
 
-# Python argument names in library messages -> the flags of the command lines.
-_FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "--to-name",
-          "include_gold": "--include-gold", "multiple": "--multiple",
-          "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
-          "on_existing": "--on-existing", "batch_size": "--batch-size",
-          "allow_data_mismatch": "--allow-data-mismatch"}
-_ARG = re.compile(r"(?<![\w.\-/])(" + "|".join(_FLAGS) + r")=('[^']*'|\"[^\"]*\"|True\b|[\w.\-]+)?")
+#: Python arguments of the library -> the command lines' flags (the one table).
+FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "--to-name",
+         "include_gold": "--include-gold", "multiple": "--multiple",
+         "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
+         "on_existing": "--on-existing", "batch_size": "--batch-size", "text_key": "--text-key",
+         "allow_data_mismatch": "--allow-data-mismatch", "controls": "--control NAME"}
 
 
-def cli_words(message: str) -> str:
-    """A library message with ``to_name=`` / ``multiple='skip'`` written as CLI flags, and
-    the ``(CLI: ...)`` asides dropped (the flags are now in the text)."""
-    message = re.sub(r"\s*\((CLI|Python): [^)]*\)", "", message)
+def _flag(argument: Argument) -> str:
+    flag = FLAGS.get(argument.name)
+    if flag is None:   # an argument the command lines do not offer: Python's words
+        return str(argument)
+    if not argument.has_value or argument.value is True:
+        return flag
+    return f"{flag} {argument.value}"
 
-    def flag(m: re.Match) -> str:
-        name, value = m.group(1), m.group(2)
-        if value in (None, "True"):
-            return _FLAGS[name]
-        return f"{_FLAGS[name]} {value.strip(chr(39) + chr(34))}"
 
-    return _ARG.sub(flag, message)
+def cli_words(message: Any) -> str:
+    """A library message (a ``str``, or an exception) in command-line words: the
+    :class:`~crowd_keras.errors.Argument` fields of a :class:`~crowd_keras.errors.Message`
+    written as flags (``multiple='skip'`` -> ``--multiple skip``) from :data:`FLAGS`;
+    any other text as it is."""
+    if isinstance(message, BaseException):
+        args = message.args
+        message = args[0] if len(args) == 1 and isinstance(args[0], Message) else str(message)
+    return message.render(_flag) if isinstance(message, Message) else str(message)
 
 
 def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace,
@@ -104,12 +108,12 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
         if getattr(args, "debug", False):
             traceback.print_exc()
         if isinstance(exc, CrowdDataError):
-            print(f"{prog}: error: {cli_words(str(exc))}", file=sys.stderr)
+            print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
         elif isinstance(exc, ImportError):
-            print(f"{prog}: error: {cli_words(str(exc))}", file=sys.stderr)
+            print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
             return 2
         else:
-            print(f"{prog}: error: {type(exc).__name__}: {cli_words(str(exc))}"
+            print(f"{prog}: error: {type(exc).__name__}: {cli_words(exc)}"
                   + ("" if getattr(args, "debug", False) else " (--debug shows the traceback)"),
                   file=sys.stderr)
         return 1

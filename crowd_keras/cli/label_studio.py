@@ -212,10 +212,10 @@ def report_command(args: argparse.Namespace) -> int:
                 scheme=args.scheme, text_key=args.text_key, n_bootstrap=args.bootstrap,
                 seed=args.seed, plots=not args.no_plots)
     except ImportError as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     except (CrowdDataError, ValueError) as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     doc = out["report"]
     for name, control in doc["controls"].items():
@@ -241,7 +241,7 @@ def _fmt(value: Any) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _err(msg: str) -> None:
+def _err(msg: Any) -> None:
     print(f"crowd-keras label-studio: error: {cli_words(msg)}", file=sys.stderr)
 
 
@@ -266,22 +266,22 @@ def aggregate_command(args: argparse.Namespace) -> int:
                      ("--annotators-json" if args.annotators_json else "the JSON report",
                       json_path)])
     except CrowdDataError as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     try:
         from crowd_keras.integrations import label_studio as ls
     except ImportError as exc:  # pragma: no cover - the integration ships with the package
-        _err(str(exc))
+        _err(exc)
         return 2
     client = project = None
     if args.url is not None:
         try:
             client, project = _server(args, ls)
         except ImportError as exc:
-            _err(str(exc))
+            _err(exc)
             return 2
         except ls.LabelStudioError as exc:
-            _err(str(exc))
+            _err(exc)
             return 1
     config = args.label_config
     if config is None and project is not None and getattr(project, "label_config", None):
@@ -292,10 +292,10 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                 include_gold=args.include_gold, scheme=args.scheme,
                                 text_key=args.text_key)
     except ImportError as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     except (CrowdDataError, ValueError) as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     if client is not None:
         try:  # the export's tasks must be the project's, before anything is fitted or written
@@ -303,10 +303,10 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                    allow_data_mismatch=args.allow_data_mismatch,
                                    retries=args.retries)
         except CrowdDataError as exc:
-            _err(str(exc))
+            _err(exc)
             return 2
         except ls.LabelStudioError as exc:
-            _err(str(exc))
+            _err(exc)
             return 1
         if check.n_changed:
             print(f"note: {check.n_changed} of {check.n_tasks} tasks hold other data in project "
@@ -345,7 +345,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                          include_unannotated=args.include_unannotated,
                                          to_name=args.to_name))
     except CrowdDataError as exc:
-        _err(str(exc))
+        _err(exc)
         return 2
     out = ls.write_predictions(args.out, predictions)
     print(f"wrote {len(predictions)} predictions (model_version {version!r}) to {out}")

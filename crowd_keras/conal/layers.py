@@ -177,11 +177,8 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
         init_scale: the matrices start at ``init_scale · I`` (the authors' code uses 2).
         learning_rate_multiplier: the matrices move this many times faster under Adam than
             the classifier (the variables hold ``W / m``; see
-            :class:`~crowd_keras.layers.CrowdLayer`). On Music (fixed 60 epochs, no
-            validation split) ``init_scale=3, learning_rate_multiplier=10`` lifts test
-            accuracy from 0.650 to 0.713 (5 seeds); on LabelMe, selected on its gold
-            validation split, the defaults do better (0.869 vs 0.856); see
-            ``benchmarks/results/conal.md``.
+            :class:`~crowd_keras.layers.CrowdLayer`). Larger values help where the
+            classifier would otherwise absorb the noise; see ``benchmarks/results/conal.md``.
 
         gate: an :class:`AnnotatorGate` owned by this layer: ω is then computed from the
             instance representation passed as the last input (``CrowdModel`` passes ``x``).

@@ -111,7 +111,7 @@ def _pick_annotators(n_items: int, n_annotators: int, k: int, rng: np.random.Gen
         return np.argsort(rng.random((n_items, n_annotators)), axis=1)[:, :k]
 
     def draw(n: int) -> np.ndarray:
-        if weights is None:   # the uniform draw as before: the same crowd for the same seed
+        if weights is None:   # uniform: the same crowd for the same seed as without weights
             return rng.integers(0, n_annotators, size=(n, k))
         return rng.choice(n_annotators, size=(n, k), p=weights)
 

@@ -28,9 +28,8 @@ adapter's Dask path then accept it by its registry name or an instance.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -41,10 +40,11 @@ from ..aggregation.base import LabelModel
 from ..aggregation.em import EMLabelModel
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
-from ..aggregation.registry import get_label_model, label_model_class, normalize_name
+from ..aggregation.registry import get_label_model, label_model_class
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, softmax_rows
+from ..registry import LazyRegistry
 from .blocks import Block, Summary
 
 __all__ = ["Method", "Fit", "MajorityVoteMethod", "AbstainDawidSkeneMethod",
@@ -117,7 +117,7 @@ class Method:
 
     def quality(self, model: LabelModel, fit: Fit, report: Optional[tuple]) -> pd.DataFrame:
         """The model's ``annotator_quality_`` (crowd models: Σ_k prior_k π_kk)."""
-        return model._annotator_quality(fit.summary.votes.sum(axis=1))
+        return model.annotator_quality(fit.summary.votes.sum(axis=1))
 
     def _check_iterations(self) -> None:
         if self.max_iter < 1:
@@ -141,7 +141,7 @@ class MajorityVoteMethod(Method):
         return super().prepare(summary)
 
     def posteriors(self, block: Block, params: Any = None) -> np.ndarray:
-        return self.model._posteriors_from_counts(block.label_counts(self.k), self.vote_prior)
+        return self.model.posteriors_from_counts(block.label_counts(self.k), self.vote_prior)
 
     def initial(self, block: Block) -> tuple:
         winners = np.argmax(self.posteriors(block), axis=1)
@@ -156,7 +156,7 @@ class MajorityVoteMethod(Method):
         model = self.model
         model.annotations_ = template
         model.posteriors_ = np.zeros((0, self.k))
-        model._set_parameters(*fit.params)
+        model.set_fitted_counts(*fit.params)
         return model
 
 
@@ -169,7 +169,7 @@ def labeling_function_method(model: Any, summary: Summary) -> Optional[Method]:
         raise ValueError(f"labeling_functions must be one of ('auto', 'ignore'), got {mode!r}")
     model.regime_, model.labeling_function_model_ = "crowd", None
     if mode == "auto" and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
-        return AbstainDawidSkeneMethod(model._labeling_function_model(), owner=model) \
+        return AbstainDawidSkeneMethod(model.labeling_function_model(), owner=model) \
             .prepare(summary)
     return None
 
@@ -191,9 +191,9 @@ class AbstainDawidSkeneMethod(Method):
     def prepare(self, summary: Summary) -> Method:
         if summary.n_annotations == 0:
             raise CrowdDataError("no votes to fit: every entry abstains")
-        self.model._resolve(summary.votes)
+        self.model.resolve_settings(summary.votes)
         self._check_iterations()
-        self.fixed_prior = self.model._fixed_prior(summary.votes.shape[1])
+        self.fixed_prior = self.model.fixed_prior(summary.votes.shape[1])
         return super().prepare(summary)
 
     def normalizer(self, summary: Summary) -> float:
@@ -206,7 +206,7 @@ class AbstainDawidSkeneMethod(Method):
         model = self.model
         counts, class_mass = stats
         votes = counts.reshape(-1, self.k, self.k).transpose(0, 2, 1)   # (m, K true, K label)
-        return abstain_m_step(votes, class_mass, summary.n_items, model._votes_per_function,
+        return abstain_m_step(votes, class_mass, summary.n_items, model.votes_per_function_,
                               model.abstain_modelled_, model.smoothing, self.fixed_prior)
 
     def _logits(self, block: Block, params: Any) -> np.ndarray:
@@ -219,18 +219,18 @@ class AbstainDawidSkeneMethod(Method):
     def posteriors(self, block: Block, params: Any) -> np.ndarray:
         logits = self._logits(block, params)
         if self.model.anchor_ == "votes":
-            return self.model._report(logits, block.label_counts(self.k))
+            return self.model.anchored_posteriors(logits, block.label_counts(self.k))
         return softmax_rows(logits)[0]
 
     def finish(self, fit: Fit, template: Annotations) -> LabelModel:
         model = self.model
         log_prior, log_resp = fit.params
-        model._set_fitted(template, log_prior, log_resp, fit.stats[1] / fit.summary.n_items,
+        model.set_fitted(template, log_prior, log_resp, fit.stats[1] / fit.summary.n_items,
                           fit.history)
         model.posteriors_ = np.zeros((0, self.k))
         if self.owner is None:
             return model
-        self.owner._adopt_labeling_function_model(model, template)
+        self.owner.adopt_labeling_function_model(model, template)
         return self.owner
 
     def quality(self, model: LabelModel, fit: Fit, report: Optional[tuple]) -> pd.DataFrame:
@@ -288,25 +288,21 @@ class ProtocolMethod(Method):
 
 #: Registry name → strategy factory (called with the unfitted in-memory model), or its lazy
 #: ``"module:Class"`` path (imported on first use, as the label model registry's entries).
-METHODS: Dict[str, Union[str, Callable[[Any], Method]]] = {
-    "majority_vote": MajorityVoteMethod,
-    "dawid_skene": ProtocolMethod,
-    "one_coin_dawid_skene": ProtocolMethod,
-    "abstain_dawid_skene": AbstainDawidSkeneMethod,
-    "ibcc": ProtocolMethod,
-    "ebcc": ProtocolMethod,
-    "bwa": ProtocolMethod,
-    "tie_broken_vote": ProtocolMethod,
-}
+METHODS = LazyRegistry("partitioned method")
+
+for _name, _factory in (("majority_vote", MajorityVoteMethod), ("dawid_skene", ProtocolMethod),
+                        ("one_coin_dawid_skene", ProtocolMethod),
+                        ("abstain_dawid_skene", AbstainDawidSkeneMethod),
+                        ("ibcc", ProtocolMethod), ("ebcc", ProtocolMethod),
+                        ("bwa", ProtocolMethod), ("tie_broken_vote", ProtocolMethod)):
+    METHODS.register(_name, _factory)
 
 
 def register_method(name: str, factory: Union[str, Callable[[Any], Method]]) -> None:
     """Fit the label model registered as ``name`` (``crowd_keras.aggregation`` registry)
     partition by partition with ``factory(model)``, a :class:`Method` (or a lazy
     ``"module:Class"`` path to it)."""
-    if isinstance(factory, str) and ":" not in factory:
-        raise ValueError(f"a lazy factory is 'module:Class', got {factory!r}")
-    METHODS[normalize_name(name)] = factory
+    METHODS.register(name, factory)
 
 
 # the default label model: held-out selection among its candidates, each fitted by the
@@ -316,7 +312,7 @@ register_method("auto", "crowd_keras.distributed.auto:AutoMethod")
 
 def supported_methods() -> List[str]:
     """Registry names that ``aggregate`` and the Snorkel adapter's Dask path accept."""
-    return list(METHODS)
+    return METHODS.names()
 
 
 def _supported_name(method: Any) -> Optional[str]:
@@ -358,8 +354,4 @@ def method_for(method: Any, **params: Any) -> Method:
         return method
     if name is None:
         return ProtocolMethod(model)
-    factory = METHODS[name]
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    return factory(model)
+    return METHODS.resolve(name)(model)

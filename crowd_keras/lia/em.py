@@ -1,20 +1,11 @@
-"""LIA-E's EM in numpy: the feature-free LIA of :class:`~.trainer.LIATrainer` without Keras.
+"""LIA-E's EM in numpy: the engine that fits :mod:`.model` (the feature-free LIA) without Keras.
 
-The same model, objective, optimiser, first E-step and batches as the trainer on its
-default feature-free network (the paper's LIA-E), with the gradients written out instead
-of traced:
-
-* ``h_θ``: a learned embedding ``e_i`` per item and a softmax layer,
-  ``h_i = softmax(e_i W + b)``;
-* ``d_φ``: its own item embedding ``u_i`` and a Dense map, ``D_i = u_i V + c`` (Eq. 1's
-  difficulty, ``(K, K, L)``);
-* ``c_ψ``: a row ``T_j`` per annotator plus a shared bias, ``C_j = T_j + t`` (competence);
-* ``Q_ij = softmax_l(logsumexp_m(D_i + C_j))`` (Eq. 1), M-step objective Eq. 7 (mean over
-  the batch's items of ``−Σ_k ŷ_ik [log h_ik + Σ_j log Q_ij[k, y_ij]]`` plus the
-  trainer's L2 / Cauchy penalties, the per-item tables charged on the batch's rows),
-  E-step Eq. 4, first E-step Eq. 8 (or given posteriors);
-* AMSGrad (Keras' Adam arithmetic) updating the item tables lazily (the batch's rows,
-  :class:`~crowd_keras.optimizers.LazyAdam`) and everything else densely.
+The same model, objective, optimiser, first E-step and batches as
+:class:`~.trainer.LIATrainer` on its default feature-free network (the paper's LIA-E); the
+equations and their gradients are :mod:`.model`'s. This module lays the weights out for the
+steps, draws the batches, runs AMSGrad (:mod:`crowd_keras.adam`: the item tables lazily,
+on the batch's rows, as :class:`~crowd_keras.optimizers.LazyAdam`, everything else densely)
+and the EM loop (:func:`run_em`, shared with the trainer).
 
 A step costs O(annotations of the batch) in a few dozen vectorised numpy calls: no graph,
 no tracing, no compile, which at 10⁵-10⁶ annotations is most of what a Keras fit spends.
@@ -23,41 +14,29 @@ features, and builds the Keras trainer from these weights only if asked for it.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Dict, Optional
 
 import numpy as np
 from scipy import sparse
 
+from .. import adam
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..numerics import normalize_rows, row_order, softmax_rows
+from ..numerics import row_order
 from ..params import Params
 from ..progress import progress_bar
+from .model import (annotator_penalty, confusions, e_step, initial_biases, objective,
+                    truth_probabilities, vote_fractions)
 
-__all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size", "initial_biases", "vote_fractions",
-           "confusions", "log_confusions", "WEIGHT_SHAPES"]
+__all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size"]
 
 # items per step with batch_size=None: every item up to this (full batch), then this or one
 # M-step's share of every item. One bound for both, so a step's work grows with the items
-# without a jump (full batches up to 4096 items: 4,000 items of 5 labels took 12.9 s and
-# 4,200 items 2.2 s; on 30 simulated crowds of 1,500 and 3,000 items the two batchings
-# agreed within 0.4 points, 0.02 on average)
+# without a jump
 _MIN_BATCH = 1024        # the paper's batch
-_CHUNK = 2 ** 16         # annotations per block of the E-step (its arrays fit the caches)
-_EPS_H = 1e-7            # h_θ is clipped here before its log (the trainer's AnnotationLogLikelihoods)
 _BETA_1, _BETA_2, _ADAM_EPS = 0.9, 0.999, 1e-7   # Keras' Adam defaults
-_EXP_SAFE = 64.0         # logits within ±this: float32 exp neither overflows nor vanishes
 _ADAM_BLOCK = 1 << 16    # elements per block of a large AMSGrad update (_Adam.apply)
 
-#: The weights of the model and their shapes (I items, A annotators, E embedding size,
-#: K classes, L latent size); :meth:`FeatureFreeLIA.fit` takes ``initial_weights`` by these
-#: names and ``weights_`` holds the fitted ones.
-WEIGHT_SHAPES = {
-    "truth_embedding": "(I, E)", "truth_kernel": "(E, K)", "truth_bias": "(K,)",
-    "difficulty_embedding": "(I, E)", "difficulty_kernel": "(E, K·K·L)",
-    "difficulty_bias": "(K·K·L,)", "competence_table": "(A, K·K·L)",
-    "competence_bias": "(K·K·L,)"}
 _ROW_TABLES = ("truth_embedding", "difficulty_embedding")   # updated on the batch's rows
 _DENSE = ("truth_kernel", "truth_bias", "difficulty_kernel", "difficulty_bias",
           "competence_bias")                                  # updated whole, every step
@@ -73,156 +52,6 @@ def lia_batch_size(batch_size: Optional[int], n: int, m_steps: int) -> int:
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
     return min(int(batch_size), n)
-
-
-def vote_fractions(annotations: Annotations, k: int) -> np.ndarray:
-    """Eq. 8: vote fractions ``(items, k)``; unlabelled items uniform."""
-    counts = np.zeros((annotations.n_items, k))
-    counts[:, :annotations.n_classes] = annotations.label_counts()
-    return normalize_rows(counts)
-
-
-def initial_biases(post: np.ndarray, annotations: Annotations, latent_dim: int) -> tuple:
-    """The shared biases that the first E-step ``post (items, K)`` implies.
-
-    Competence bias ``t[k, l, :] = log π_kl − log L`` with ``π`` the confusion matrix pooled
-    over all annotations, ``π_kl ∝ 0.5 + Σ_{(i,j): y_ij = l} ŷ_ik`` (so ``Q_ij = π`` while
-    the per-annotator rows are 0), flattened ``(K·K·L,)``; truth bias ``log ρ`` with ``ρ``
-    the mean posterior (+10⁻³), ``(K,)``. The sum over annotations is one over items, of
-    ``ŷ_ik`` times the item's count of label ``l``: O(items · K²).
-    """
-    k = post.shape[1]
-    counts = np.zeros((annotations.n_items, k))
-    counts[:, :annotations.n_classes] = annotations.label_counts()       # (items, K)
-    pooled = post.T @ counts + 0.5                                       # (K, K)
-    log_pi = np.log(normalize_rows(pooled))
-    bias = np.repeat(log_pi[:, :, None], latent_dim, axis=2) - np.log(latent_dim)
-    prior = post.mean(0) + 1e-3
-    return (bias.reshape(-1).astype("float32"),
-            np.log(prior / prior.sum()).astype("float32"))
-
-
-def _exp_safe(z: np.ndarray) -> bool:
-    """Whether ``z`` has values and all within ``±_EXP_SAFE`` (unshifted float32 ``exp``)."""
-    return bool(z.size) and max(z.max(), -z.min()) < _EXP_SAFE
-
-
-def confusions(difficulty: np.ndarray, competence: np.ndarray) -> np.ndarray:
-    """Eq. 1 row by row: ``softmax_l(logsumexp_m(D + C))``, (n, K, K) probabilities from
-    (n, K, K, L) difficulty and competence rows (or any shapes that broadcast to
-    (..., K, K, L)), in their float dtype.
-
-    ``L = 1`` with every logit within ``±_EXP_SAFE`` (the usual case): the softmax of each
-    flat ``K·K`` row without its max shift (float32 ``exp`` neither overflows nor vanishes),
-    its sums over ``l`` and their spread back small matrix products, as in the steps.
-    Otherwise the reductions run over the first axis of a transposed copy (numpy reduces
-    long rows several times faster than 2-8 wide ones).
-    """
-    z = difficulty + competence                                      # (..., K, K, L)
-    k = z.shape[-2]
-    if z.shape[-1] == 1 and z.dtype in (np.float32, np.float64) and _exp_safe(z):
-        flat = z.reshape(-1, k * k)                                  # a view: z is fresh
-        np.exp(flat, out=flat)
-        flat /= (flat @ _row_sums(k)) @ _row_sums(k).T
-        return flat.reshape(z.shape[:-1])
-    z = np.moveaxis(z, -1, 0)                                        # (L, n, K, K)
-    if len(z) == 1:   # L = 1: the logsumexp of one value is that value
-        logits = z[0]
-    else:
-        top = z.max(axis=0)
-        logits = top + np.log(np.exp(z - top).sum(axis=0))
-    q = np.array(np.moveaxis(logits, -1, 0), dtype=np.result_type(logits, np.float32))
-    q -= q.max(axis=0)
-    np.exp(q, out=q)
-    q /= q.sum(axis=0)
-    return np.moveaxis(q, 0, -1)
-
-
-def log_confusions(z: np.ndarray) -> np.ndarray:
-    """Eq. 1 in logs: ``log_softmax_l(logsumexp_m(z))`` of ``z = D + C (..., K, K, L)`` →
-    ``(..., K, K)`` (no underflow to ``log 0`` for confident annotators)."""
-    if z.shape[-1] == 1:
-        zq = z[..., 0]
-    else:
-        top = z.max(axis=-1, keepdims=True)
-        zq = top[..., 0] + np.log(np.exp(z - top).sum(axis=-1))
-    top = zq.max(axis=-1, keepdims=True)
-    return zq - (top + np.log(np.exp(zq - top).sum(axis=-1, keepdims=True)))
-
-
-def _log_confusions_t(z: np.ndarray) -> tuple:
-    """Eq. 1 for ``z = D + C`` laid out ``(K, K, L, m)`` (annotations last): ``(zq (K, K, m)
-    the logits of Q, lse (K, m) their log normaliser per true-class row, Q (K, K, m), the
-    latent softmax (K, K, L, m) or None for L = 1)``; ``log Q = zq − lse``."""
-    if z.shape[2] == 1:
-        zq, e4 = z[:, :, 0], None
-    else:   # logsumexp over the latent axis; its softmax carries the gradient back
-        top4 = z.max(axis=2, keepdims=True)
-        e4 = np.exp(z - top4)
-        s4 = e4.sum(axis=2, keepdims=True)
-        zq = top4[:, :, 0] + np.log(s4[:, :, 0])
-        e4 /= s4
-    top = zq.max(axis=1)
-    q = np.exp(zq - top[:, None])
-    s = q.sum(axis=1)
-    q /= s[:, None]
-    return zq, top + np.log(s), q, e4
-
-
-@functools.cache
-def _row_sums(k: int) -> np.ndarray:
-    """``(K·K, K)`` 0/1, float32: ``x (m, K·K) @ it`` sums each of the ``K`` rows of every
-    ``(K, K)`` block (over ``l``); its transpose spreads ``(m, K)`` over those rows. A small
-    matrix product: numpy reduces or broadcasts over a 2-8 wide axis many times slower."""
-    out = np.kron(np.eye(k, dtype=np.float32), np.ones((k, 1), dtype=np.float32))
-    out.flags.writeable = False
-    return out
-
-
-@functools.cache
-def _label_columns(k: int) -> np.ndarray:
-    """``(K, K·K)`` 0/1, float32: row ``y`` marks column ``y`` of every row of a ``(K, K)``
-    block (the observed label's entry of ``Q[k, ·]`` for every true class ``k``)."""
-    out = np.tile(np.eye(k, dtype=np.float32), (1, k))
-    out.flags.writeable = False
-    return out
-
-
-def _unshifted_log_confusions(z: np.ndarray, labels: np.ndarray, k: int) -> tuple:
-    """Eq. 1 for ``L = 1`` without the max shift, for ``z = D_i + C_j (m, K·K)`` whose every
-    logit is within ``±_EXP_SAFE`` (float32 ``exp`` then neither overflows nor vanishes).
-
-    ``z`` becomes ``e^z`` in place. Returns ``(log Q[k, y_a] (m, K), Σ_l e^z (m, K), the
-    observed labels' one-hot rows (m, K·K): 1 at [k, y_a] for every k)`` for the labels
-    ``y (m,)``. Annotations first, every sum over ``l`` one small matrix product.
-    """
-    hot = np.take(_label_columns(k), labels, axis=0)                    # (m, K·K)
-    obs = np.multiply(z, hot) @ _row_sums(k)                            # z[a, k, y_a]
-    np.exp(z, out=z)
-    norm = z @ _row_sums(k)
-    obs -= np.log(norm)
-    return obs, norm, hot
-
-
-def _shifted_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int) -> tuple:
-    """Eq. 1 with the max shifts (any logits, any ``L``) for ``z (m, K·K·L)``: ``(log Q[k,
-    y_a] (K, m), Q (K, K, m), the latent softmax (K, K, L, m) or None)`` (see
-    :func:`_log_confusions_t`)."""
-    m = len(z)
-    zq, lse, q, e4 = _log_confusions_t(np.ascontiguousarray(z.T).reshape(k, k, lat, m))
-    # log Q[k, y_a] sits at column y_a · m + a of the (K, K·m) view
-    obs = np.take(zq.reshape(k, k * m), labels * m + np.arange(m), axis=1)
-    obs -= lse
-    return obs, q, e4
-
-
-def _observed_log_confusions(z: np.ndarray, labels: np.ndarray, k: int, lat: int
-                             ) -> np.ndarray:
-    """``log Q[k, y]`` of each annotation's observed label ``y``, ``(K, m)``, from ``z = D_i
-    + C_j`` laid out ``(m, K·K·L)`` (Eq. 1; ``z`` is overwritten)."""
-    if lat == 1 and _exp_safe(z):
-        return _unshifted_log_confusions(z, labels, k)[0].T
-    return _shifted_log_confusions(z, labels, k, lat)[0]
 
 
 def run_em(fitter: Any, post: np.ndarray, m_step: Any, e_step: Any) -> np.ndarray:
@@ -265,27 +94,20 @@ class _Adam:
 
     def alpha(self) -> np.float32:
         t = np.float32(self.t + 1)
-        b1, b2 = np.float32(_BETA_1) ** t, np.float32(_BETA_2) ** t
-        return np.float32(self.lr) * np.sqrt(np.float32(1) - b2) / (np.float32(1) - b1)
+        return adam.step_size(np.float32(self.lr), np.float32(_BETA_1) ** t,
+                              np.float32(_BETA_2) ** t, np.sqrt)
 
     @staticmethod
     def _rule(g: np.ndarray, m: np.ndarray, v: np.ndarray, vh: np.ndarray,
               alpha: np.float32) -> np.ndarray:
-        """Update the moments in place; the step ``α m / (√v̂ + ε)`` (in ``g``'s memory:
-        the gradient is spent)."""
-        t = g - m
-        t *= np.float32(1 - _BETA_1)
-        m += t
-        np.multiply(g, g, out=t)
-        t -= v
-        t *= np.float32(1 - _BETA_2)
-        v += t
+        """Adam's rule (:mod:`crowd_keras.adam`): update the moments in place, return the
+        step ``α m / (√v̂ + ε)``."""
+        # Python floats: 1 − β is rounded to float32 once, as in Keras
+        dm, dv = adam.moment_increments(g, m, v, _BETA_1, _BETA_2)
+        m += dm
+        v += dv
         np.maximum(vh, v, out=vh)
-        np.sqrt(vh, out=t)
-        t += np.float32(_ADAM_EPS)
-        np.divide(m, t, out=g)
-        g *= alpha
-        return g
+        return adam.step(m, vh, alpha, _ADAM_EPS, np.sqrt)
 
     @classmethod
     def apply(cls, w: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray,
@@ -294,8 +116,8 @@ class _Adam:
         one shape. Over more than four blocks of ``_ADAM_BLOCK`` elements (C-contiguous
         arrays), block by block: one block's five arrays (1.25 MiB) stay in the L2 cache
         through the rule's dozen passes, where whole arrays of 10M annotations' annotator
-        table (1.6M elements) go to memory on each; exact (elementwise). 2.2x faster at 320k
-        elements, 1.4x at 1.6M; at 160k or fewer, whole arrays are as fast or faster."""
+        table (1.6M elements) go to memory on each; exact (elementwise). Small arrays are
+        updated whole."""
         arrays = (w, g, m, v, vh)
         if g.size <= 4 * _ADAM_BLOCK or not all(a.flags.c_contiguous for a in arrays):
             w -= cls._rule(g, m, v, vh, alpha)
@@ -332,7 +154,7 @@ class FeatureFreeLIA(Params):
 
     Attributes (after :meth:`fit`): ``posteriors_`` (items, K) (Eq. 4, final parameters),
     ``posteriors_em_`` (the same: there is no fine-tuning), ``weights_`` (float32 arrays by
-    the names of :data:`WEIGHT_SHAPES`), ``history_`` (one dict per M-step with its mean
+    the names of :data:`~.model.WEIGHT_SHAPES`), ``history_`` (one dict per M-step with its mean
     loss and the largest posterior change), ``n_iter_``, ``batch_size_``, ``annotations_``.
     """
 
@@ -406,7 +228,7 @@ class FeatureFreeLIA(Params):
             initial_posteriors: optional ``(items, K)`` replacing the majority-vote first
                 E-step (e.g. Dawid-Skene's posteriors).
             initial_weights: optional starting weights by the names of
-                :data:`WEIGHT_SHAPES` (e.g. a Keras trainer's, to compare the two); default:
+                :data:`~.model.WEIGHT_SHAPES` (e.g. a Keras trainer's, to compare the two); default:
                 drawn from ``seed`` as the trainer draws them.
         """
         if not isinstance(annotations, Annotations):
@@ -453,7 +275,7 @@ class FeatureFreeLIA(Params):
         * the two item tables and their three AMSGrad moments in one ``(items, 4, 2E)``
           array (weights, m, v, v̂): an item's four rows are one 512-byte record (E = 16),
           so a step gathers and scatters one record per item of its batch (a quarter of the
-          random memory accesses of four separate tables: 12% off a 100,000-annotation fit)
+          random memory accesses of four separate tables)
           and transposes them to ``(4, b, 2E)``, contiguous for the update's passes;
         * the shared weights (kernels, biases and, under a penalty, the annotator table)
           in one flat vector, their gradients in another alike: one AMSGrad update a step;
@@ -478,7 +300,7 @@ class FeatureFreeLIA(Params):
             self._grads[name] = grads[lo:lo + size].reshape(shapes[name])
         if not self.annotator_l2:   # no penalty: the table is updated lazily, on its own
             weights["competence_table"] = table
-        # an item's record (4 × 2E floats) as one value: numpy gathers and (4x faster)
+        # an item's record (4 × 2E floats) as one value: numpy gathers and (much faster)
         # scatters such a 1-d array's elements whole, a 2-d array's rows through its general
         # indexing
         self._item_rows = items.reshape(-1).view(np.dtype((np.void, items[0].nbytes)))
@@ -523,7 +345,7 @@ class FeatureFreeLIA(Params):
         target_t = np.ascontiguousarray(target.T)                             # (K, items)
         self._ones = np.ones(max(2 * int(per_step.max()), b), dtype="float32")
         self._columns = np.arange(0, 2 * int(per_step.max()) + 1, 2, dtype=np.int32)
-        # the steps' (m, K·K·L) gathers of annotator and item rows (_annotation_terms)
+        # the steps' (m, K·K·L) gathers of annotator and item rows (model.annotation_terms)
         self._work = np.empty((2, int(per_step.max()), self.width_), dtype=np.float32)
         losses = np.empty(steps)
         for s in range(steps):
@@ -547,138 +369,34 @@ class FeatureFreeLIA(Params):
                                       self._columns[:m + 1]), shape=(size, m))
         return incidence @ g
 
-    def _annotation_terms(self, d: np.ndarray, w: np.ndarray, who: np.ndarray,
-                          loc: np.ndarray, labels: np.ndarray, inv_b: np.float32) -> tuple:
-        """Eq. 1 and Eq. 7's annotation term for a batch's ``m`` annotations, and its gradient.
-
-        Args: ``d (b, K·K·L)`` the batch's difficulty rows with both shared biases, ``w (K,
-        b)`` its E-step targets; per annotation ``who, loc, labels`` (annotator, batch row,
-        observed label).
-
-        Returns ``(Σ ŷ log Q[k, y] (a float), d loss / d z (m, K·K·L))`` for ``z = D_i + C_j``:
-        ``(Q − onehot(y)) ŷ / b`` per true-class row.
-        """
-        table = self.weights_["competence_table"]                    # (A, K·K·L), C order
-        k, lat, m = self.num_classes_, int(self.latent_dim), len(who)
-        # (m, K·K·L): row gathers (a column gather of the transposed table is 3x slower),
-        # into the M-step's two work arrays (fresh ones each step cost more); mode="clip":
-        # with out=, take's default mode gathers into a temporary first
-        z = np.take(table, who, axis=0, out=self._work[0, :m], mode="clip")
-        z += np.take(d, loc, axis=0, out=self._work[1, :m], mode="clip")
-        if lat == 1:
-            # |z| <= max|C| + max|D + t|, from whichever is smaller: the table or z itself
-            reach = (max(table.max(), -table.min()) + max(d.max(), -d.min())
-                     if len(table) < m else max(z.max(), -z.min()))
-            if reach < _EXP_SAFE:
-                return self._annotation_terms_l1(z, w, loc, labels, inv_b)
-        obs, q, e4 = _shifted_log_confusions(z, labels, k, lat)         # (K, m), (K, K, m)
-        wa = np.take(w, loc, axis=1)                                    # (K, m)
-        ann_loss = float(np.vdot(wa, obs))
-        wa *= inv_b
-        q -= labels == np.arange(k)[:, None]                           # (K, m) one-hot of y
-        if lat > 1:
-            q = q[:, :, None, :] * e4
-        # written straight into the (m, K·K·L) layout that the sums take (cheaper than a
-        # transposed copy)
-        g = np.empty((m, self.width_), dtype=np.float32)
-        np.multiply(q.reshape(k, -1, m), wa[:, None, :],
-                    out=g.reshape(m, k, -1).transpose(1, 2, 0))
-        return ann_loss, g
-
-    def _annotation_terms_l1(self, z: np.ndarray, w: np.ndarray, loc: np.ndarray,
-                             labels: np.ndarray, inv_b: np.float32) -> tuple:
-        """:meth:`_annotation_terms` for ``L = 1`` with every logit ``z (m, K·K)`` within
-        ``±_EXP_SAFE``, in place and annotations first (:func:`_unshifted_log_confusions`):
-        ``e^z ŷ / (b Σ_l e^z) − onehot(y) ŷ / b`` per true-class row."""
-        k = self.num_classes_
-        obs, norm, hot = _unshifted_log_confusions(z, labels, k)       # (m, K), (m, K), (m, K·K)
-        wa = np.take(w.T, loc, axis=0)                                  # (m, K)
-        ann_loss = float(np.vdot(wa, obs))
-        wa *= inv_b
-        np.divide(wa, norm, out=norm)                                   # ŷ / (b Σ_l e^z)
-        spread = _row_sums(k).T                                         # (K, K·K)
-        z *= norm @ spread                                              # Q ŷ / b
-        hot *= wa @ spread                                              # onehot(y) ŷ / b
-        z -= hot
-        return ann_loss, z
-
     def _step(self, rows: np.ndarray, w: np.ndarray, who: np.ndarray, labels: np.ndarray,
               loc: np.ndarray, pairs: np.ndarray, repeats: bool) -> float:
         """One AMSGrad step on a batch: ``rows (b,)`` items with E-step targets ``w (K, b)``;
         their ``m`` annotations: ``who, labels, loc (m,)`` (annotator, label, row of the
         batch), ``pairs (m, 2)`` (see :meth:`_sums`). ``repeats``: the batch may hold an item
-        twice (it spans two shuffled passes). Returns the loss.
-
-        Per-item arrays are laid out items last, ``(K, b)``: numpy reduces over a 2-8 wide
-        last axis some fifty times slower than across such slabs.
-        """
+        twice (it spans two shuffled passes). Returns the loss (:func:`.model.objective`)."""
         p, grads = self.weights_, self._grads
         n = self.annotations_.n_items
         b = len(rows)
         f32 = np.float32
-        inv_b = f32(1.0 / b)
-        cl2, il2, al2 = (f32(v) for v in (self.classifier_l2, self.instance_l2,
-                                           self.annotator_l2))
+        al2 = f32(self.annotator_l2)
         table = p["competence_table"]                                  # (A, K·K·L)
+        a = len(table)
         e = int(self.embedding_dim)
         # the batch's rows of both item tables and of their moments, (4, b, 2E) (contiguous:
         # the update's dozen passes over strided rows cost more than this copy)
         x = np.take(self._item_rows, rows).view(np.float32).reshape(b, 4, 2 * e)
         x = np.ascontiguousarray(x.transpose(1, 0, 2))
-        items_w = x[0]
-        eh, ed = items_w[:, :e], items_w[:, e:]
-        # ---- forward: h_θ (K, b), D + t (b, K·K·L) (both biases meet every annotation once)
-        h = p["truth_kernel"].T @ eh.T
-        h += p["truth_bias"][:, None]
-        h -= h.max(axis=0)
-        np.exp(h, out=h)
-        h /= h.sum(axis=0)
-        hc = np.clip(h, f32(_EPS_H), f32(1))
-        d = ed @ p["difficulty_kernel"]
-        d += p["difficulty_bias"] + p["competence_bias"]
-        ann_loss, g_z = self._annotation_terms(d, w, who, loc, labels, inv_b)
-        loss = -(float((w * np.log(hc)).sum()) + ann_loss) * float(inv_b)
-        # ---- backward
-        a = len(table)
-        sums = self._sums(pairs, b + a, g_z)                            # (b + A, K·K·L)
-        g_dt = sums[:b]
-        g_h = np.where(h >= f32(_EPS_H), -w * inv_b / hc, f32(0))
-        g_lh = h * (g_h - (h * g_h).sum(axis=0))                       # through the softmax
-        np.matmul(eh.T, g_lh.T, out=grads["truth_kernel"])
-        g_lh.sum(axis=1, out=grads["truth_bias"])
-        np.matmul(ed.T, g_dt, out=grads["difficulty_kernel"])
-        # both biases meet every annotation once, through its item's row: the same gradient
-        np.matmul(self._ones[:b], g_dt, out=grads["difficulty_bias"])
-        grads["competence_bias"][...] = grads["difficulty_bias"]
-        g_items = np.concatenate([g_lh.T @ p["truth_kernel"].T,
-                                  g_dt @ p["difficulty_kernel"].T], axis=1)     # (b, 2E)
-        # ---- penalties (the trainer's regularisers: weights whole, item tables on the rows,
-        # 2·l2/b per row entry: self._row_penalty)
-        if cl2 or il2:
-            sq = items_w * items_w
-            loss += 0.5 * float(np.vdot(self._row_penalty, sq))
-            g_items += self._row_penalty * items_w
-            for name, l2 in (("truth_kernel", cl2), ("difficulty_kernel", il2)):
-                if l2:
-                    loss += float(l2 * (p[name] ** 2).sum() / n)
-                    grads[name] += (f32(2) * l2 / f32(n)) * p[name]
+        loss, g_items, sums = objective(
+            p, x[0], w, who, loc, labels, lambda g: self._sums(pairs, b + a, g), grads,
+            n_items=n, latent_dim=int(self.latent_dim), classifier_l2=self.classifier_l2,
+            instance_l2=self.instance_l2, row_penalty=self._row_penalty, ones=self._ones,
+            work=self._work)
         alpha = self._adam.alpha()
         if al2:   # a weight penalty: the table's gradient is dense (as in Keras)
             g_t = grads["competence_table"]                                 # (A, K·K·L)
             g_t[...] = sums[b:]
-            strength = al2 / f32(n)
-            if self.annotator_scale is None:
-                loss += float(strength * np.vdot(table, table))
-                g_t += (f32(2) * strength) * table
-            else:   # Cauchy: s² log(1 + w²/s²), gradient 2w / (1 + w²/s²)
-                s2 = f32(self.annotator_scale) ** 2
-                t2 = table * table
-                t2 /= s2
-                loss += float(strength * s2 * np.log1p(t2).sum())
-                t2 += f32(1)
-                np.divide(table, t2, out=t2)
-                t2 *= f32(2) * strength
-                g_t += t2
+            loss += annotator_penalty(table, al2 / f32(n), self.annotator_scale, g_t)
         else:     # only the batch's annotators have a gradient: their rows, lazily
             uniq = np.flatnonzero(np.bincount(who, minlength=a))
             self._adam.rows("competence_table", table, uniq, sums[b + uniq], alpha)
@@ -709,12 +427,8 @@ class FeatureFreeLIA(Params):
     def _truth(self, items: np.ndarray) -> np.ndarray:
         """``h_θ`` of items (n, K), float32 (computed as (K, n): long reductions)."""
         p = self.weights_
-        h = p["truth_kernel"].T @ p["truth_embedding"][items].T
-        h += p["truth_bias"][:, None]
-        h -= h.max(axis=0)
-        np.exp(h, out=h)
-        h /= h.sum(axis=0)
-        return h.T
+        return truth_probabilities(p["truth_kernel"], p["truth_bias"],
+                                   p["truth_embedding"][items]).T
 
     def predict_proba(self, items: Any = None) -> np.ndarray:
         """``h_θ``: (n, K) class probabilities of item codes (``None``: every fitted item)."""
@@ -751,28 +465,7 @@ class FeatureFreeLIA(Params):
         if ann.n_annotators > len(self.weights_["competence_table"]):
             raise CrowdDataError(f"annotations name {ann.n_annotators} annotators; the model "
                                  f"knows {len(self.weights_['competence_table'])}")
-        k, lat, p = self.num_classes_, int(self.latent_dim), self.weights_
-        joint = np.log(np.clip(self._truth(np.arange(n)), _EPS_H, 1)).T.astype("float64")
-        d = p["difficulty_embedding"] @ p["difficulty_kernel"]               # (I, K·K·L)
-        d += p["difficulty_bias"]
-        table = p["competence_table"] + p["competence_bias"]                 # (A, K·K·L)
-        per_item, ptr = ann.annotations_per_item(), ann.item_starts()
-        start = 0
-        while start < n:   # blocks of whole items, about _CHUNK annotations each
-            stop = max(int(np.searchsorted(ptr, ptr[start] + _CHUNK, side="right")) - 1,
-                       start + 1)
-            lo, hi = ptr[start], ptr[stop]
-            m = int(hi - lo)
-            if m:
-                z = np.take(table, ann.annotators[lo:hi], axis=0)            # (m, K·K·L)
-                z += np.take(d, ann.items[lo:hi], axis=0)
-                obs = _observed_log_confusions(z, ann.labels[lo:hi], k, lat)  # (K, m)
-                # per-item sums: annotations are sorted by item, runs from ptr (reduceat sums
-                # from each start to the next: only the items that have annotations)
-                some = np.flatnonzero(per_item[start:stop]) + start
-                joint[:, some] += np.add.reduceat(obs, ptr[some] - lo, axis=1)
-            start = stop
-        return softmax_rows(joint.T)[0]
+        return e_step(self.weights_, ann, int(self.latent_dim))
 
     def predict_competence(self, items: Any = None, annotator_ids: Any = None,
                            class_probs: Any = None, batch_size: int = 1024) -> np.ndarray:

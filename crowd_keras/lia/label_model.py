@@ -26,7 +26,8 @@ from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, summing_matrix
-from .em import FeatureFreeLIA, confusions as _confusions
+from .em import FeatureFreeLIA
+from .model import confusions as _confusions
 from .trainer import LIATrainer
 
 __all__ = ["LIA"]

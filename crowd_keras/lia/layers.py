@@ -41,6 +41,7 @@ from .._keras_utils import (ChecksIdsAtEntry, batch_size_on_device, checked_bool
                             checked_int, concrete_values, clip_probabilities, gather_annotators,
                             gather_rows, is_shape_list, softmax, split_padding)
 from ..errors import CrowdDataError
+from .model import eq1
 
 __all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbedding"]
 
@@ -309,11 +310,8 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         """
         d = ops.expand_dims(difficulty, 1)                          # (b, 1, C, C, L)
         z = d + ops.cast(competence, d.dtype)
-        # L = 1: the logsumexp of one value is that value (exactly): skip its five passes
-        logits = z[..., 0] if self.latent_dim == 1 else ops.logsumexp(z, axis=-1)  # (b, k, C, C)
-        if self.output_mode == "log_probs":
-            return ops.log_softmax(logits, axis=-1)
-        return softmax(logits, axis=-1)
+        normalize = ops.log_softmax if self.output_mode == "log_probs" else softmax
+        return eq1(z, ops.logsumexp, normalize)                     # (b, k, C, C)
 
     # ------------------------------------------------------------------ forward
     def call(self, inputs: Any) -> Any:

@@ -41,16 +41,16 @@ from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
 from ..regularizers import CauchyShrinkage
-from .em import FeatureFreeLIA, initial_biases, lia_batch_size, run_em, vote_fractions
+from .em import FeatureFreeLIA, lia_batch_size, run_em
+from .model import initial_biases, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
 __all__ = ["LIATrainer", "default_classifier"]
 
 _E_STEP_BATCH = 2 ** 14  # items per forward pass of the E-step (larger ones spill the caches)
-# From this many annotations the steps are compiled by XLA. Feature-free fits of simulated
-# crowds (benchmarks/scaling.py's, 2 CPU cores, two runs each): 100k annotations 4.5 s
-# without XLA and 5.3-6.1 s with; 300k 5.0 s and 5.5 s; 1M 10.0 s and 8.4-8.9 s.
+# From this many annotations the steps are compiled by XLA (below, compiling costs more
+# than it saves; benchmarks/scaling.py).
 _XLA_MIN_ANNOTATIONS = 500_000
 
 
@@ -386,7 +386,7 @@ class LIATrainer(Params):
         return vote_fractions(annotations, k)
 
     def _variables(self) -> dict:
-        """The feature-free default network's variables by :data:`~.em.WEIGHT_SHAPES` name."""
+        """The feature-free default network's variables by :data:`~.model.WEIGHT_SHAPES` name."""
         layer, clf = self.layer_, self.classifier_
         return {"truth_embedding": clf.get_layer("instance_embedding").embeddings,
                 "truth_kernel": clf.get_layer("truth").kernel,
@@ -399,7 +399,7 @@ class LIATrainer(Params):
 
     def initial_weights(self, annotations: Annotations, initial_posteriors: Any = None) -> dict:
         """The starting weights that :meth:`fit` would use (built from ``seed``), as numpy
-        arrays by :data:`~.em.WEIGHT_SHAPES` name: feature-free, default network only. With
+        arrays by :data:`~.model.WEIGHT_SHAPES` name: feature-free, default network only. With
         them, :class:`~.em.FeatureFreeLIA` and this trainer run the same fit."""
         self._check_restorable()
         _, k = self._check_inputs(None, annotations)

@@ -69,9 +69,8 @@ class MixtureOfGroupsEM(Params):
             is also fitted by ``f B`` equal to the labels' frequencies, so its EM tends to
             drift to ``B ≈ I`` (the classifier absorbs the noise); the item likelihood pins
             ``B`` down from ≥ 2 labels per item. ``"annotation"`` is the paper's Eq. 4 as
-            written (every label marginalises its own true class). Measured in
-            ``benchmarks/mixture_of_groups.py`` (3 seeds, 10,000 annotators × 1.5 labels:
-            0.928 vs 0.920; LabelMe global, 5 seeds: 0.856 vs 0.843).
+            written (every label marginalises its own true class); the comparison is
+            recorded by ``benchmarks/mixture_of_groups.py``.
         seed: seeds K-means, the batch order and the fresh weights of restarts (and the
             dropout of those clones), without touching global random state; ``None``: not
             seeded. Restart 0 trains ``classifier`` from its current weights.

@@ -62,7 +62,7 @@ from .client import _scrub  # noqa: F401 - used as ``ls._scrub`` (tests)
 from .push import PushResult, push_predictions
 from .target import TaskCheck, check_tasks
 from .predictions import predictions_from_model, to_predictions, write_predictions
-from .reader import FORMATS  # noqa: F401 - public constant, not in __all__ (as before)
+from .reader import FORMATS  # noqa: F401 - public constant, kept out of __all__
 from .reader import ExportSummary, LabelStudioExport, read_export
 from .report import annotator_report, gold_accuracy, write_report
 from .quality import export_controls, quality_report

@@ -8,20 +8,23 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import Argument, CrowdDataError, Message
 
-from ._records import _Record
+from ._records import Record
+
+__all__ = ["SPAN_TAGS", "MIN_META", "INSTALL_HINT", "parse_config", "object_fields",
+           "pick_control_full", "pick_control_rows", "selection_full", "selection_min"]
 
 _SUPPORTED_TAGS = frozenset({"choices", "rating"})  # config tag = result type, lower case
 #: Span controls (config tag = result type, lower case) and the key of their labels in a value.
 SPAN_TAGS = {"labels": "labels", "hypertextlabels": "htmllabels",
              "paragraphlabels": "paragraphlabels"}
-_READABLE = _SUPPORTED_TAGS | set(SPAN_TAGS)
+READABLE = _SUPPORTED_TAGS | set(SPAN_TAGS)
 _NOT_READABLE = ("; only Choices and Rating controls (one class per task) and Labels, "
                  "HyperTextLabels and ParagraphLabels controls (spans) can be read")
-_MIN_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time",
+MIN_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time",
              "agreement", "draft_created_at"}
-_INSTALL_HINT = "install the optional extra: pip install 'crowd-keras[label-studio]'"
+INSTALL_HINT = "install the optional extra: pip install 'crowd-keras[label-studio]'"
 
 
 def _interface(label_config: Any) -> Any:
@@ -29,7 +32,8 @@ def _interface(label_config: Any) -> Any:
     try:
         from label_studio_sdk.label_interface import LabelInterface
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError(f"label_config= needs label-studio-sdk; {_INSTALL_HINT}") from None
+        raise ImportError(Message("{arg} needs label-studio-sdk; {hint}",
+                                  arg=Argument("label_config"), hint=INSTALL_HINT)) from None
     if isinstance(label_config, LabelInterface):
         li = label_config
     else:
@@ -51,7 +55,7 @@ def _interface(label_config: Any) -> Any:
     return li
 
 
-def _object_fields(label_config: Any) -> dict:
+def object_fields(label_config: Any) -> dict:
     """{object name: (tag, data key of its ``value="$key"`` or None, attributes)}."""
     out = {}
     for obj in _interface(label_config).objects:
@@ -61,7 +65,7 @@ def _object_fields(label_config: Any) -> dict:
     return out
 
 
-def _parse_config(label_config: Any) -> dict:
+def parse_config(label_config: Any) -> dict:
     """{control name: (type, labels or None, to_name, max_rating)} from a labeling config."""
     li = _interface(label_config)
     out = {}
@@ -92,11 +96,12 @@ def _pick_from(candidates: list, what: str, origin: str, spans: Optional[list] =
     if not candidates:
         raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control found in "
                              f"{what}{_NOT_READABLE}")
-    raise CrowdDataError(f"{origin}: several controls in {what}: {candidates}; pass control= "
-                         "(CLI: --control) to pick one")
+    raise CrowdDataError(Message("{origin}: several controls in {what}: {candidates}; pass "
+                                 "{control} to pick one", origin=origin, what=what,
+                                 candidates=candidates, control=Argument("control")))
 
 
-def _pick_control_full(control: Optional[str], config: Optional[dict], seen: dict,
+def pick_control_full(control: Optional[str], config: Optional[dict], seen: dict,
                        origin: str) -> tuple[str, str, Optional[str]]:
     if control is None:
         if config is not None:
@@ -129,21 +134,23 @@ def _pick_control_full(control: Optional[str], config: Optional[dict], seen: dic
     else:
         raise CrowdDataError(f"{origin}: control '{control}' appears in no annotation result; "
                              f"controls seen: {sorted(seen)}")
-    if kind not in _READABLE:
+    if kind not in READABLE:
         raise CrowdDataError(f"control '{control}' is a {kind} control{_NOT_READABLE}")
     if control in seen and seen[control][1] is not None:
         to_name = seen[control][1]
     return control, kind, to_name
 
 
-def _pick_control_rows(control: Optional[str], config: Optional[dict], columns: list, fmt: str,
+def pick_control_rows(control: Optional[str], config: Optional[dict], columns: list, fmt: str,
                        origin: str) -> tuple[str, str, Optional[str]]:
-    data_cols = [c for c in columns if c not in _MIN_META]
+    data_cols = [c for c in columns if c not in MIN_META]
     if control is None:
         if config is None:
-            raise CrowdDataError(f"{origin}: {fmt} exports do not say which columns are labeling "
-                                 f"controls; pass control= (one of {data_cols}) or label_config= "
-                                 "(CLI: --control, --label-config)")
+            raise CrowdDataError(Message(
+                "{origin}: {fmt} exports do not say which columns are labeling controls; pass "
+                "{control} (one of {data_cols}) or {config}", origin=origin, fmt=fmt,
+                data_cols=data_cols, control=Argument("control"),
+                config=Argument("label_config")))
         control = _pick_from([n for n, c in config.items()
                               if c[0] in _SUPPORTED_TAGS and n in columns],
                              "both the labeling config and the export columns", origin,
@@ -158,7 +165,7 @@ def _pick_control_rows(control: Optional[str], config: Optional[dict], columns: 
         raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls are "
                              f"{sorted(config)}")
     kind, _, to_name, _ = config[control]
-    if kind not in _READABLE:
+    if kind not in READABLE:
         raise CrowdDataError(f"control '{control}' is a {kind} control{_NOT_READABLE}")
     return control, kind, to_name
 
@@ -185,18 +192,19 @@ _REGION_KEYS = ("start", "end", "labels", "hypertextlabels", "paragraphlabels", 
                 "startOffset")
 
 
-def _selection_full(rec: _Record, control: str, kind: str) -> Optional[tuple]:
+def selection_full(rec: Record, control: str, kind: str) -> Optional[tuple]:
     items = [r for r in rec.result if r["from_name"] == control]
     if not items:
         return None
     for item in items:   # a span result mistyped: say so, not "per-region controls"
         region = [k for k in _REGION_KEYS if k in item["value"]]
         if region and not any(k in item["value"] for k in ("choices", "rating")):
-            raise CrowdDataError(
-                f"{rec.where}: a result of control '{control}' has type '{item['type']}' but its "
-                f"value is a span region (keys {region}); a <Labels> control's results have type "
-                "'labels': correct the result's type, or pass label_config= so the control's "
-                "kind comes from the config")
+            raise CrowdDataError(Message(
+                "{where}: a result of control '{control}' has type '{type}' but its value is a "
+                "span region (keys {region}); a <Labels> control's results have type 'labels': "
+                "correct the result's type, or pass {config} so the control's kind comes from "
+                "the config", where=rec.where, control=control, type=item["type"],
+                region=region, config=Argument("label_config")))
     if len(items) > 1:
         raise CrowdDataError(f"{rec.where}: {len(items)} results for control '{control}' "
                              "(per-region controls are not supported: one class per task is "
@@ -207,7 +215,7 @@ def _selection_full(rec: _Record, control: str, kind: str) -> Optional[tuple]:
     return _selection_value(items[0]["value"], kind, rec.where, control)
 
 
-def _selection_min(rec: _Record, control: str, kind: str) -> Optional[tuple]:
+def selection_min(rec: Record, control: str, kind: str) -> Optional[tuple]:
     """Selection from a JSON_MIN/CSV cell: 'a', {"choices": [...]}, [{"rating": 3}] or JSON text."""
     raw = rec.raw.get(control)
     if raw is None:

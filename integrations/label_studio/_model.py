@@ -7,12 +7,14 @@ from typing import Any
 import numpy as np
 
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from .reader import LabelStudioExport
 
+__all__ = ["ensure_fitted", "prediction_target"]
 
-def _ensure_fitted(export: LabelStudioExport, model: Any) -> Any:
+
+def ensure_fitted(export: LabelStudioExport, model: Any) -> Any:
     """``model`` (a new ``DEFAULT_LABEL_MODEL`` when None), fitted on ``export.annotations`` if
     it is not fitted yet; raises when it was fitted on other annotations."""
     if model is None:
@@ -28,15 +30,17 @@ def _ensure_fitted(export: LabelStudioExport, model: Any) -> Any:
     return model
 
 
-def _prediction_target(export: Any, model_version: Any, to_name: Any) -> str:
+def prediction_target(export: Any, model_version: Any, to_name: Any) -> str:
     """The object name predictions label (``to_name`` or the export's); raises on a bad
     ``model_version`` or when neither names the object."""
     if not isinstance(model_version, str) or not model_version:
         raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
     to_name = to_name or export.to_name
     if not to_name:
-        raise CrowdDataError(f"the {export.format} export does not name the object control "
-                             f"'{export.control}' labels; pass to_name= (the name= of the object "
-                             "tag its toName points to, e.g. 'text' for <Text name=\"text\" "
-                             "value=\"$text\"/>) or read the export with label_config=")
+        raise CrowdDataError(Message(
+            "the {fmt} export does not name the object control '{control}' labels; pass "
+            "{to_name} (the name= of the object tag its toName points to, e.g. 'text' for "
+            "<Text name=\"text\" value=\"$text\"/>) or read the export with {config}",
+            fmt=export.format, control=export.control, to_name=Argument("to_name"),
+            config=Argument("label_config")))
     return to_name

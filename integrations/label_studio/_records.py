@@ -16,6 +16,9 @@ import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
 
+__all__ = ["ExportSummary", "Record", "load_export", "records_from_full", "records_from_rows",
+           "task_id", "parse_times", "python_scalar"]
+
 
 @dataclass(frozen=True)
 class ExportSummary:
@@ -57,9 +60,10 @@ class ExportSummary:
         return " ".join(parts)
 
 
-@dataclass
-class _Record:
-    """One annotation as read, before the control's value is turned into a class."""
+@dataclass(frozen=True)
+class Record:
+    """One annotation as read, before the control's value is turned into a class (the
+    reading steps never change it)."""
 
     task: Any
     annotation_id: Any
@@ -71,10 +75,9 @@ class _Record:
     where: str
     result: Any = None  # full JSON: the result list
     raw: Any = None  # JSON_MIN/CSV: the control column's value
-    selection: Optional[tuple] = None
 
 
-def _load(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
+def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
     """(format, payload, description): payload is a list of dicts (JSON) or of CSV rows."""
     origin = "export"
     if isinstance(source, (list, dict)):
@@ -228,7 +231,7 @@ def _integer_id(value: Any, where: str, what: str) -> int:
     return number
 
 
-def _task_id(value: Any, where: str) -> int:
+def task_id(value: Any, where: str) -> int:
     if value is None:
         raise CrowdDataError(f"{where}: task id must be an integer, got None")
     return _integer_id(value, where, "task id")
@@ -291,13 +294,13 @@ def _annotator(value: Any, where: str) -> tuple[Any, Optional[str]]:
                          f"got {type(value).__name__} {value!r}")
 
 
-def _records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
-    """Task ids, one _Record per annotation, and {control: (type, to_name)} seen in results."""
+def records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
+    """Task ids, one Record per annotation, and {control: (type, to_name)} seen in results."""
     task_ids, records, seen, ann_ids, task_at = [], [], {}, {}, {}
     for i, task in enumerate(tasks):
         if "id" not in task:
             raise CrowdDataError(f"{origin}: task at position {i} has no 'id'")
-        tid = _task_id(task["id"], f"{origin}: task at position {i}")
+        tid = task_id(task["id"], f"{origin}: task at position {i}")
         _claim_once(task_at, tid, f"position {i}", f"{origin}: task at position {i}", "task id")
         task_ids.append(tid)
         key = "annotations" if "annotations" in task else "completions"
@@ -332,7 +335,7 @@ def _records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
                 _check_result_item(item, f"{where}, result item {r_pos}")
                 if not cancelled and item["from_name"] not in seen:
                     seen[item["from_name"]] = (str(item["type"]).lower(), item.get("to_name"))
-            records.append(_Record(tid, aid, key_, email, cancelled,
+            records.append(Record(tid, aid, key_, email, cancelled,
                                    _flag(ann, ("ground_truth",), where), _timestamp(ann, where),
                                    where, result=result))
     return task_ids, records, seen
@@ -349,8 +352,8 @@ def _check_result_item(item: Any, where: str) -> None:
                                  f"{type(item[key]).__name__} {item[key]!r}")
 
 
-def _records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]:
-    """JSON_MIN / CSV rows: task ids, one _Record per annotation row, the column names and the
+def records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]:
+    """JSON_MIN / CSV rows: task ids, one Record per annotation row, the column names and the
     rows of tasks without annotation as (where, row)."""
     task_ids, records, columns, bare = [], [], [], []
     seen_tasks, seen_cols, ann_ids = set(), set(), {}
@@ -362,7 +365,7 @@ def _records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]
                 columns.append(col)
         if row.get("id") is None:
             raise CrowdDataError(f"{origin}: {at} has no task 'id'")
-        tid = _task_id(row["id"], f"{origin}: {at}")
+        tid = task_id(row["id"], f"{origin}: {at}")
         if tid not in seen_tasks:
             seen_tasks.add(tid)
             task_ids.append(tid)
@@ -378,12 +381,12 @@ def _records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]
         if annotator is None:
             raise CrowdDataError(f"{where}: no 'annotator'")
         key_, email = _annotator(annotator, where)
-        records.append(_Record(tid, aid, key_, email, False, False, _timestamp(row, where), where,
+        records.append(Record(tid, aid, key_, email, False, False, _timestamp(row, where), where,
                                raw=row))
     return task_ids, records, columns, bare
 
 
-def _parse_times(values: list, wheres: list) -> pd.Series:
+def parse_times(values: list, wheres: list) -> pd.Series:
     """``updated_at``/``created_at`` strings as UTC times (None stays NaT); located error on an
     unreadable one."""
     parsed = pd.to_datetime(pd.Series(values, dtype=object), utc=True, errors="coerce",
@@ -393,3 +396,8 @@ def _parse_times(values: list, wheres: list) -> pd.Series:
         n = int(np.argmax(bad))
         raise CrowdDataError(f"{wheres[n]}: unreadable date-time {values[n]!r}")
     return parsed
+
+
+def python_scalar(value: Any) -> Any:
+    """A numpy scalar as the Python value (JSON-ready); anything else as it is."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -21,9 +21,9 @@ from crowd_keras.sequences.quality import annotator_quality, token_prf
 from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model
 
 from ._controls import SPAN_TAGS
-from ._model import _prediction_target
+from ._model import prediction_target
+from ._records import python_scalar
 from ._spans import LabelStudioSpans
-from .reader import _plain
 
 __all__ = ["fitted_sequence_model", "span_predictions", "span_predictions_from_model",
            "span_report", "gold_span_scores"]
@@ -73,7 +73,7 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
         include_unannotated: also predict tasks without a used annotation.
         to_name: the object the control labels (default ``export.to_name``).
     """
-    to_name = _prediction_target(export, model_version, to_name)
+    to_name = prediction_target(export, model_version, to_name)
     seq = export.sequences
     annotated = np.bincount(seq.assign_doc, minlength=seq.n_docs) > 0
     rows = np.arange(seq.n_docs) if include_unannotated else np.flatnonzero(annotated)
@@ -82,7 +82,7 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
     for i in rows:
         task = seq.doc_ids[i]
         regions = by_task.get(task, spans.iloc[:0])
-        result = [{"id": f"{_plain(task)}-{k}", "from_name": export.control, "to_name": to_name,
+        result = [{"id": f"{python_scalar(task)}-{k}", "from_name": export.control, "to_name": to_name,
                    "type": export.control_type,
                    "value": _region(export, task, r.start, r.end, r.label, r.text),
                    **({"score": float(r.score)} if "score" in regions.columns else {})}
@@ -91,7 +91,7 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
             score = float(task_scores[i])
         else:
             score = float(regions["score"].mean()) if "score" in regions and len(regions) else 1.0
-        out.append({"task": _plain(task), "model_version": model_version, "score": score,
+        out.append({"task": python_scalar(task), "model_version": model_version, "score": score,
                     "result": result})
     return out
 
@@ -147,7 +147,7 @@ def span_report(export: LabelStudioSpans, model: Any = None,
     seq = export.sequences
     q = model.annotator_quality_
     stats = export.annotator_stats.set_index("annotator")
-    ids = [_plain(a) for a in seq.annotator_ids]
+    ids = [python_scalar(a) for a in seq.annotator_ids]
     email = np.array([(emails or {}).get(a) or stats["email"].get(a) for a in ids], dtype=object)
     frame = pd.DataFrame({"annotator": pd.Series(ids, dtype=object), "email": email,
                           "n_annotations": q["n_documents"].to_numpy(),

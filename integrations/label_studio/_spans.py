@@ -25,12 +25,12 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 from crowd_keras.sequences.tokens import MAX_OFFSET
 
-from ._controls import _MIN_META, SPAN_TAGS, _object_fields
-from ._records import ExportSummary, _parse_times, _task_id
+from ._controls import MIN_META, SPAN_TAGS, object_fields
+from ._records import ExportSummary, parse_times, task_id
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
 
@@ -122,9 +122,10 @@ def _text_key(text_key: Optional[str], to_name: Optional[str], objects: dict,
     texts = [k for k, v in data_fields.items() if isinstance(v, (str, list))]
     if len(texts) == 1:
         return texts[0]
-    raise CrowdDataError(f"{origin}: cannot tell which task data field holds the text the spans "
-                         f"are in (fields: {sorted(data_fields)[:10]}); pass text_key= "
-                         "(CLI: --text-key) or label_config=")
+    raise CrowdDataError(Message(
+        "{origin}: cannot tell which task data field holds the text the spans are in (fields: "
+        "{fields}); pass {text_key} or {config}", origin=origin, fields=sorted(data_fields)[:10],
+        text_key=Argument("text_key"), config=Argument("label_config")))
 
 
 def _document(value: Any, kind: str, where: str, text_key: str,
@@ -232,16 +233,16 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
                include_gold: bool, scheme: str, tokenizer: Any, text_key: Optional[str],
                text_mismatch: str, origin: str, notes: list) -> LabelStudioSpans:
     """The span reading behind :func:`~.reader.read_export` (after the control is picked)."""
-    objects = _object_fields(label_config) if label_config is not None else {}
+    objects = object_fields(label_config) if label_config is not None else {}
     paragraph_key = objects.get(to_name, (None, None, {}))[2].get("textKey", "text")
     if fmt == "JSON":
         data = {tid: (t.get("data") or {}) for tid, t in zip(tasks, payload)}
     else:
         data = {}
         for i, row in enumerate(payload):
-            tid = _task_id(row.get("id"), f"{origin}: row {i}")
+            tid = task_id(row.get("id"), f"{origin}: row {i}")
             data.setdefault(tid, {k: v for k, v in row.items()
-                                  if k not in _MIN_META and k != control and k != "__line__"})
+                                  if k not in MIN_META and k != control and k != "__line__"})
     key = _text_key(text_key, to_name, objects,
                     next((d for d in data.values() if d), {}), origin)
     texts, bases = {}, {}
@@ -259,7 +260,7 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         "aid": np.array([r.annotation_id if isinstance(r.annotation_id, int) else -1
                          for r in live], dtype=np.int64),
         "row": np.arange(len(live))})
-    frame["time"] = _parse_times([r.time for r in live], [r.where for r in live])
+    frame["time"] = parse_times([r.time for r in live], [r.where for r in live])
     frame = frame.sort_values(["time", "aid", "row"], na_position="first", kind="stable")
     gold_rows = frame[frame["gold"]]
     used = frame if include_gold else frame[~frame["gold"]]
@@ -289,8 +290,10 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
                                      f"(labels: {allowed})")
     labels = allowed if allowed is not None else sorted(set(spans["label"]) | set(gold["label"]))
     if not labels:
-        raise CrowdDataError(f"{origin}: no annotation holds a span for control '{control}' and "
-                             "no labeling config names its labels; pass label_config=")
+        raise CrowdDataError(Message(
+            "{origin}: no annotation holds a span for control '{control}' and no labeling "
+            "config names its labels; pass {config}", origin=origin, control=control,
+            config=Argument("label_config")))
     # users are ints or emails (the records' rules), ints first as in the choices reader
     users = sorted(set(kept["annotator"]), key=lambda a: (isinstance(a, str), a))
     seq = SequenceAnnotations.from_spans(

@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any, Callable, Iterable, Optional
 
-from ._controls import _INSTALL_HINT
+from ._controls import INSTALL_HINT
 
 API_KEY_ENV = "LABEL_STUDIO_API_KEY"
 # The SDK retries connection errors itself, also for POST: a lost reply would then duplicate a
@@ -134,7 +134,7 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
         from label_studio_sdk import LabelStudio
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError(f"talking to Label Studio needs label-studio-sdk; "
-                          f"{_INSTALL_HINT}") from None
+                          f"{INSTALL_HINT}") from None
     url = check_url(url)
     key = api_key or os.environ.get(API_KEY_ENV)
     if not key:

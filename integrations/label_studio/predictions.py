@@ -11,10 +11,11 @@ import numpy as np
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
-from ._model import _ensure_fitted, _prediction_target
+from ._model import ensure_fitted, prediction_target
 from ._span_results import span_predictions_from_model
 from ._spans import LabelStudioSpans
-from .reader import LabelStudioExport, _plain
+from ._records import python_scalar
+from .reader import LabelStudioExport
 
 
 def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
@@ -41,7 +42,7 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
     if p.shape != shape:
         raise CrowdDataError(f"probabilities must have shape {shape} (tasks × classes), got "
                              f"{p.shape}")
-    to_name = _prediction_target(export, model_version, to_name)
+    to_name = prediction_target(export, model_version, to_name)
     best = np.argmax(p, axis=1)
     score = p[np.arange(len(p)), best]
     rows = np.arange(len(p)) if include_unannotated else \
@@ -51,7 +52,7 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
         choice = export.class_choices[best[i]]
         value = {"rating": int(choice[0])} if export.control_type == "rating" else \
             {"choices": [str(c) for c in choice]}
-        out.append({"task": _plain(export.task_ids[i]), "model_version": model_version,
+        out.append({"task": python_scalar(export.task_ids[i]), "model_version": model_version,
                     "score": float(score[i]),
                     "result": [{"from_name": export.control, "to_name": to_name,
                                 "type": export.control_type, "value": value}]})
@@ -70,7 +71,7 @@ def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], m
     """
     if isinstance(export, LabelStudioSpans):
         return span_predictions_from_model(export, model, model_version, **kwargs)
-    model = _ensure_fitted(export, model)
+    model = ensure_fitted(export, model)
     version = model_version or f"crowd-keras-{type(model).__name__}"
     return to_predictions(export, model.predict_proba(), version, **kwargs)
 

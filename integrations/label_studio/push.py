@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
 from .client import LabelStudioError, check_project
@@ -88,8 +88,9 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     versions = {p.get("model_version") for p in preds} - {None}
     if model_version is None:
         if len(versions) != 1:
-            raise CrowdDataError(f"predictions carry model versions {sorted(versions)}; pass one "
-                                 "model_version=")
+            raise CrowdDataError(Message("predictions carry model versions {versions}; pass "
+                                         "one {version}", versions=sorted(versions),
+                                         version=Argument("model_version")))
         model_version = versions.pop()
     elif versions - {model_version}:
         raise CrowdDataError(f"predictions carry model versions {sorted(versions)}, not "

@@ -21,12 +21,12 @@ import pandas as pd
 from crowd_keras.agreement import agreement_report
 from crowd_keras.agreement.report import nested, plain, records
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.files import atomic_write_text
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
 
-from ._controls import _READABLE, _parse_config
-from ._records import _load, _records_from_full
+from ._controls import READABLE, parse_config
+from ._records import load_export, records_from_full
 from ._span_results import fitted_sequence_model
 from ._spans import LabelStudioSpans
 from .reader import read_export
@@ -45,15 +45,16 @@ def export_controls(source: Any, label_config: Any = None,
     given (those it declares), else from the annotation results of a full JSON export.
     JSON_MIN, CSV and TSV do not say which columns are controls: pass ``label_config``."""
     if label_config is not None:
-        config = _parse_config(label_config)
-        return [(n, c[0]) for n, c in config.items() if c[0] in _READABLE]
-    fmt, payload, origin = _load(source, format.upper() if format else None)
+        config = parse_config(label_config)
+        return [(n, c[0]) for n, c in config.items() if c[0] in READABLE]
+    fmt, payload, origin = load_export(source, format.upper() if format else None)
     if fmt != "JSON":
-        raise CrowdDataError(f"{origin}: {fmt} exports do not say which columns are labeling "
-                             "controls; pass controls=[...] (the command line: --control NAME, once per "
-                             "control) or label_config=")
-    _, _, seen = _records_from_full(payload, origin)
-    found = sorted((n, t) for n, (t, _) in seen.items() if t in _READABLE)
+        raise CrowdDataError(Message(
+            "{origin}: {fmt} exports do not say which columns are labeling controls; pass "
+            "{controls} (one name per control) or {config}", origin=origin, fmt=fmt,
+            controls=Argument("controls"), config=Argument("label_config")))
+    _, _, seen = records_from_full(payload, origin)
+    found = sorted((n, t) for n, (t, _) in seen.items() if t in READABLE)
     if not found:
         raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control in the "
                              "annotation results")
@@ -150,7 +151,9 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
                                                    n_bootstrap=n_bootstrap, seed=seed, read=read)
         except CrowdDataError as exc:
             errors.append(exc)
-            docs[name] = {"control": name, "error": str(exc)}
+            # a Message stays one (a str): the command line renders its arguments as flags
+            text = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+            docs[name] = {"control": name, "error": text}
     if not drawn:
         raise errors[0]
     overall = _overall(docs)

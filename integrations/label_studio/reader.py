@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from crowd_keras.annotations import Annotations
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import Argument, CrowdDataError, Message
 
-from ._controls import (SPAN_TAGS, _parse_config, _pick_control_full, _pick_control_rows,
-                        _selection_full, _selection_min)
-from ._records import (ExportSummary, _load, _parse_times, _records_from_full,
-                       _records_from_rows)
+from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
+                        selection_full, selection_min)
+from ._records import (ExportSummary, load_export, parse_times, records_from_full,
+                       records_from_rows)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
@@ -119,127 +119,239 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
         raise ValueError(f"multiple must be one of {_MULTIPLE}, got {multiple!r}")
     if format is not None and format.upper() not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
-    config = _parse_config(label_config) if label_config is not None else None
-    fmt, payload, origin = _load(source, format.upper() if format else None)
-    notes = []
+    config = parse_config(label_config) if label_config is not None else None
+    fmt, payload, origin = load_export(source, format.upper() if format else None)
+    notes: list = []
     spans = dict(label_config=label_config, config=config, include_gold=include_gold,
                  scheme=scheme, tokenizer=tokenizer, text_key=text_key,
                  text_mismatch=text_mismatch, origin=origin, notes=notes)
     if fmt == "JSON":
-        tasks, records, seen = _records_from_full(payload, origin)
-        name, kind, to_name = _pick_control_full(control, config, seen, origin)
+        tasks, records, seen = records_from_full(payload, origin)
+        name, kind, to_name = pick_control_full(control, config, seen, origin)
         if kind in SPAN_TAGS:
             return read_spans(fmt, payload, tasks, records, name, kind, to_name, **spans)
-        for rec in records:
-            if not rec.cancelled:
-                rec.selection = _selection_full(rec, name, kind)
     else:
-        tasks, records, columns, bare = _records_from_rows(payload, origin)
-        name, kind, to_name = _pick_control_rows(control, config, columns, fmt, origin)
-        if to_name is not None and config is None:
-            notes.append(f"to_name '{to_name}' (the object the control labels) is the export's "
-                         "only data column; pass to_name= if the object tag is named otherwise")
-        for where, row in bare:
-            if row.get(name) not in (None, ""):
-                raise CrowdDataError(f"{where}: a value {row[name]!r} for control '{name}' but no "
-                                     "annotator nor annotation_id")
-        notes.append(f"{fmt} exports leave out skipped annotations, ground_truth flags and "
-                     "tasks whose annotations were all skipped")
+        tasks, records, columns, bare = records_from_rows(payload, origin)
+        name, kind, to_name = pick_control_rows(control, config, columns, fmt, origin)
+        notes += _row_format_notes(fmt, name, to_name, config, bare)
         if kind in SPAN_TAGS or (not kind and looks_like_spans(records, name)):
             return read_spans(fmt, payload, tasks, records, name, kind or "labels", to_name,
                               **spans)
-        for rec in records:
-            rec.selection = _selection_min(rec, name, kind)
-    return _build(tasks, records, fmt, name, kind, to_name, config, multiple, separator,
-                  include_gold, notes)
-
-
-def _build(tasks: list, records: list, fmt: str, control: str, kind: str, to_name: Optional[str],
-           config: Optional[dict], multiple: str, separator: str, include_gold: bool,
-           notes: list) -> LabelStudioExport:
+    selections = _select(records, fmt, name, kind)
     if fmt != "JSON" and not kind:
-        first: dict = {}  # kind -> first record holding it
-        for r in records:
-            if r.selection:
-                first.setdefault("rating" if isinstance(r.selection[0], int) else "choices", r)
-        kinds = set(first)
-        if len(kinds) > 1:
-            c, r = first["choices"], first["rating"]
-            raise CrowdDataError(f"{r.where}: control '{control}' holds the rating "
-                                 f"{r.selection[0]!r}, but a choice {c.selection[0]!r} at "
-                                 f"{c.where}: one control holds one kind")
-        kind = kinds.pop() if kinds else "choices"
-    # ---- validate values against the config
-    allowed = None
-    if config is not None:
-        _, labels, _, max_rating = config[control]
-        allowed = labels if kind == "choices" else list(range(1, max_rating + 1))
-    order = {v: n for n, v in enumerate(allowed)} if allowed is not None else None
-    for rec in records:
-        if rec.selection is None or rec.cancelled:
+        kind = _value_kind(records, selections, name)
+    reading = _Reading(fmt=fmt, control=name, kind=kind, to_name=to_name,
+                       allowed=_allowed_values(config, name, kind), multiple=multiple,
+                       separator=separator, include_gold=include_gold)
+    return _export(reading, tasks, records, selections, notes)
+
+
+def _export(reading: "_Reading", tasks: list, records: list, selections: list,
+            notes: list) -> LabelStudioExport:
+    """The steps after select (:func:`_select`) for a Choices or Rating control: validate,
+    one class per annotation, resolve duplicates, encode; then the counts."""
+    _validate(reading, records, selections)
+    labelled, n_multiple_skipped = _one_class_each(reading, records, selections)
+    class_choices = _class_keys(reading, [s for _, s in labelled])
+    classes = [k[0] if len(k) == 1 else reading.separator.join(str(v) for v in k)
+               for k in class_choices]
+    frame = _annotation_frame(labelled, {k: n for n, k in enumerate(class_choices)})
+    resolved = _resolve_duplicates(frame, tasks, classes, reading.include_gold)
+    annotators = sorted({r.annotator for r in records}, key=lambda a: (isinstance(a, str), a))
+    annotations = _encode(resolved.kept, tasks, annotators, classes)
+    if annotations.n_annotations == 0 and len(resolved.gold_rows) and not reading.include_gold:
+        notes = notes + [Message(
+            "all {n} labelled annotations are ground_truth (Label Studio flags annotations "
+            "imported with tasks so): pass {gold} to use them", n=len(resolved.gold_rows),
+            gold=Argument("include_gold", True))]
+    emails = _emails(records, annotators)
+    summary = ExportSummary(
+        format=reading.fmt, control=reading.control, control_type=reading.kind,
+        n_tasks=len(tasks),
+        n_tasks_unannotated=int((annotations.annotations_per_item() == 0).sum()),
+        n_annotations_read=len(records), n_used=annotations.n_annotations,
+        n_cancelled=sum(r.cancelled for r in records),
+        n_without_label=sum(1 for r, s in zip(records, selections)
+                            if not r.cancelled and s is None),
+        n_superseded=int(resolved.superseded.sum()), n_gold=int(len(resolved.gold_rows)),
+        n_gold_conflicts=resolved.n_gold_conflicts, n_multiple_skipped=n_multiple_skipped,
+        n_annotators=len(annotators), notes=tuple(notes))
+    return LabelStudioExport(
+        annotations=annotations, annotator_emails=emails, class_choices=class_choices,
+        gold=resolved.gold, control=reading.control, control_type=reading.kind,
+        to_name=reading.to_name, format=reading.fmt, summary=summary,
+        annotator_stats=_annotator_stats(records, annotators, emails, annotations, resolved))
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What the steps read the selections for: the control, its value kind (``"choices"``
+    or ``"rating"``), the values the labeling config allows (``None``: any) and the caller's
+    choices."""
+
+    fmt: str
+    control: str
+    kind: str
+    to_name: Optional[str]
+    allowed: Optional[list]
+    multiple: str
+    separator: str
+    include_gold: bool
+
+    @property
+    def order(self) -> Optional[dict]:
+        """Each allowed value's position in the config (``None`` without a config)."""
+        return None if self.allowed is None else {v: n for n, v in enumerate(self.allowed)}
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """The annotation frame after duplicates: ``kept`` (latest per task and annotator),
+    ``used`` (the rows that compete: without gold unless ``include_gold``), ``superseded``
+    (bool over ``used``), the gold rows, the latest gold label per task and the number of
+    tasks whose gold annotations disagree."""
+
+    kept: pd.DataFrame
+    used: pd.DataFrame
+    superseded: pd.Series
+    gold_rows: pd.DataFrame
+    gold: pd.Series
+    n_gold_conflicts: int
+
+
+def _row_format_notes(fmt: str, control: str, to_name: Optional[str], config: Optional[dict],
+                      bare: list) -> list:
+    """Check the rows without annotator (no value allowed there) and the notes a JSON_MIN,
+    CSV or TSV export always gets."""
+    for where, row in bare:
+        if row.get(control) not in (None, ""):
+            raise CrowdDataError(f"{where}: a value {row[control]!r} for control '{control}' "
+                                 "but no annotator nor annotation_id")
+    notes: list = []
+    if to_name is not None and config is None:
+        notes.append(Message("to_name '{name}' (the object the control labels) is the "
+                             "export's only data column; pass {arg} if the object tag is "
+                             "named otherwise", name=to_name, arg=Argument("to_name")))
+    notes.append(f"{fmt} exports leave out skipped annotations, ground_truth flags and "
+                 "tasks whose annotations were all skipped")
+    return notes
+
+
+def _select(records: list, fmt: str, control: str, kind: str) -> list:
+    """Step 1, select: the control's values in each record, ``(values...)`` or ``None``
+    (cancelled, or no value for the control); the records are not changed."""
+    if fmt == "JSON":
+        return [None if r.cancelled else selection_full(r, control, kind) for r in records]
+    return [selection_min(r, control, kind) for r in records]
+
+
+def _value_kind(records: list, selections: list, control: str) -> str:
+    """The kind of a row export's control, not declared anywhere: ``"rating"`` where its
+    values are integers, else ``"choices"``; raises where one control holds both."""
+    first: dict = {}  # kind -> (first record holding it, its selection)
+    for rec, sel in zip(records, selections):
+        if sel:
+            first.setdefault("rating" if isinstance(sel[0], int) else "choices", (rec, sel))
+    if len(first) > 1:
+        (c, c_sel), (r, r_sel) = first["choices"], first["rating"]
+        raise CrowdDataError(f"{r.where}: control '{control}' holds the rating {r_sel[0]!r}, "
+                             f"but a choice {c_sel[0]!r} at {c.where}: one control holds one "
+                             "kind")
+    return next(iter(first), "choices")
+
+
+def _allowed_values(config: Optional[dict], control: str, kind: str) -> Optional[list]:
+    """The values the labeling config allows for the control, in config order (``None``
+    without a config): its choices, or ratings ``1..max``."""
+    if config is None:
+        return None
+    _, labels, _, max_rating = config[control]
+    return labels if kind == "choices" else list(range(1, max_rating + 1))
+
+
+def _validate(reading: _Reading, records: list, selections: list) -> None:
+    """Step 2, validate: ratings are integers, values are in the labeling config."""
+    order, allowed = reading.order, reading.allowed
+    for rec, sel in zip(records, selections):
+        if sel is None or rec.cancelled:
             continue
-        for value in rec.selection:
-            if kind == "rating" and not isinstance(value, int):
+        for value in sel:
+            if reading.kind == "rating" and not isinstance(value, int):
                 raise CrowdDataError(f"{rec.where}: rating {value!r} is not an integer")
             if order is not None and value not in order:
-                what = f"rating {value!r} is outside 1..{len(allowed)}" if kind == "rating" else \
-                    f"value {value!r} of control '{control}' is not in the labeling config"
+                what = (f"rating {value!r} is outside 1..{len(allowed)}" if reading.kind == "rating"
+                        else f"value {value!r} of control '{reading.control}' is not in the "
+                             "labeling config")
                 raise CrowdDataError(f"{rec.where}: {what} (classes: {allowed})")
-    # ---- one class per annotation
-    n_multi_skipped = 0
-    labelled = []
-    for rec in records:
-        if rec.cancelled or rec.selection is None:
-            continue
-        if len(rec.selection) > 1:
-            if multiple == "error":
-                raise CrowdDataError(
-                    f"{rec.where}: {len(rec.selection)} choices {list(rec.selection)} for control "
-                    f"'{control}'; single-label models need one class per annotation. Pass "
-                    "multiple='combination' to treat each set of choices as one class, or "
-                    "multiple='skip' to leave these annotations out, counted (CLI: --multiple)")
-            if multiple == "skip":
-                n_multi_skipped += 1
-                continue
-        rec.selection = tuple(sorted(rec.selection,
-                                     key=(order.__getitem__ if order is not None else str)))
-        labelled.append(rec)
-    keys = sorted({r.selection for r in labelled},
-                  key=lambda s: (len(s), tuple(order[v] for v in s) if order is not None
-                                 else tuple(str(v) for v in s) if kind == "choices" else s))
-    if allowed is not None and multiple != "combination":
-        keys = [(v,) for v in allowed]
-    elif allowed is not None:
-        keys = [(v,) for v in allowed] + [k for k in keys if len(k) > 1]
-    if not keys:
-        raise CrowdDataError(f"no annotation holds a value for control '{control}'; nothing to "
-                             "learn from (are the control name and the export right?)")
-    class_choices = tuple(keys)
-    classes = [k[0] if len(k) == 1 else separator.join(str(v) for v in k) for k in keys]
-    code_of = {k: n for n, k in enumerate(keys)}
 
-    # ---- frame of labelled annotations; latest per (task, annotator) wins
-    annotator_keys = sorted({r.annotator for r in records},
-                            key=lambda a: (isinstance(a, str), a))
-    emails = {}
-    for rec in records:
-        if rec.email and rec.annotator not in emails:
-            emails[rec.annotator] = rec.email
-    task_index = pd.Index(tasks)
+
+def _one_class_each(reading: _Reading, records: list, selections: list) -> tuple[list, int]:
+    """Step 3a: ``[(record, its values in class order)]`` of the labelled annotations, and
+    how many multi-choice annotations ``multiple="skip"`` left out."""
+    order = reading.order
+    key = order.__getitem__ if order is not None else str
+    labelled, n_skipped = [], 0
+    for rec, sel in zip(records, selections):
+        if rec.cancelled or sel is None:
+            continue
+        if len(sel) > 1:
+            if reading.multiple == "error":
+                raise CrowdDataError(Message(
+                    "{where}: {n} choices {values} for control '{control}'; single-label "
+                    "models need one class per annotation. Pass {combination} to treat each "
+                    "set of choices as one class, or {skip} to leave these annotations out, "
+                    "counted", where=rec.where, n=len(sel), values=list(sel),
+                    control=reading.control, combination=Argument("multiple", "combination"),
+                    skip=Argument("multiple", "skip")))
+            if reading.multiple == "skip":
+                n_skipped += 1
+                continue
+        labelled.append((rec, tuple(sorted(sel, key=key))))
+    return labelled, n_skipped
+
+
+def _class_keys(reading: _Reading, selections: list) -> tuple:
+    """Step 3b: the classes as tuples of values: the config's values in its order (and, with
+    ``multiple="combination"``, the sets seen), else the values seen, shorter sets first."""
+    order = reading.order
+    keys = sorted(set(selections),
+                  key=lambda s: (len(s), tuple(order[v] for v in s) if order is not None
+                                 else tuple(str(v) for v in s) if reading.kind == "choices"
+                                 else s))
+    if reading.allowed is not None:
+        combined = [k for k in keys if len(k) > 1] if reading.multiple == "combination" else []
+        keys = [(v,) for v in reading.allowed] + combined
+    if not keys:
+        raise CrowdDataError(f"no annotation holds a value for control '{reading.control}'; "
+                             "nothing to learn from (are the control name and the export "
+                             "right?)")
+    return tuple(keys)
+
+
+def _annotation_frame(labelled: list, code_of: dict) -> pd.DataFrame:
+    """The labelled annotations as a frame (task, annotator, class code, gold flag,
+    annotation id, time), in the order they win: by time, then annotation id, then as read."""
+    records = [rec for rec, _ in labelled]
     frame = pd.DataFrame({
-        "task": pd.Series([r.task for r in labelled], dtype=object),
-        "annotator": pd.Series([r.annotator for r in labelled], dtype=object),
-        "code": np.array([code_of[r.selection] for r in labelled], dtype=np.int64),
-        "gold": np.array([r.gold for r in labelled], dtype=bool),
+        "task": pd.Series([r.task for r in records], dtype=object),
+        "annotator": pd.Series([r.annotator for r in records], dtype=object),
+        "code": np.array([code_of[sel] for _, sel in labelled], dtype=np.int64),
+        "gold": np.array([r.gold for r in records], dtype=bool),
         "aid": pd.Series([r.annotation_id if isinstance(r.annotation_id, int) else -1
-                          for r in labelled], dtype=np.int64),
-        "row": np.arange(len(labelled)),
+                          for r in records], dtype=np.int64),
+        "row": np.arange(len(records)),
     })
-    frame["time"] = _parse_times([r.time for r in labelled], [r.where for r in labelled])
-    frame = frame.sort_values(["time", "aid", "row"], na_position="first", kind="stable")
+    frame["time"] = parse_times([r.time for r in records], [r.where for r in records])
+    return frame.sort_values(["time", "aid", "row"], na_position="first", kind="stable")
+
+
+def _resolve_duplicates(frame: pd.DataFrame, tasks: list, classes: list,
+                        include_gold: bool) -> _Resolved:
+    """Step 4, resolve duplicates: the latest annotation per (task, annotator) wins, and the
+    latest gold annotation per task is its gold label."""
     gold_rows = frame[frame["gold"]]
     gold_last = gold_rows.drop_duplicates("task", keep="last")
-    n_gold_conflicts = int((gold_rows.groupby("task")["code"].nunique() > 1).sum())
+    n_conflicts = int((gold_rows.groupby("task")["code"].nunique() > 1).sum())
     gold = pd.Series(np.asarray(classes, dtype=object)[gold_last["code"].to_numpy()],
                      index=pd.Index(gold_last["task"].tolist(), name="task"), name="gold",
                      dtype=object)
@@ -247,48 +359,41 @@ def _build(tasks: list, records: list, fmt: str, control: str, kind: str, to_nam
     gold = gold.reindex(pd.Index([t for t in tasks if t in has_gold], name="task"))
     used = frame if include_gold else frame[~frame["gold"]]
     superseded = used.duplicated(["task", "annotator"], keep="last")
-    kept = used[~superseded]
-    ann_index = pd.Index(annotator_keys)
-    annotations = Annotations(task_index.get_indexer(kept["task"]),
-                              ann_index.get_indexer(kept["annotator"]),
-                              kept["code"].to_numpy(), item_ids=tasks,
-                              annotator_ids=annotator_keys, classes=classes)
+    return _Resolved(kept=used[~superseded], used=used, superseded=superseded,
+                     gold_rows=gold_rows, gold=gold, n_gold_conflicts=n_conflicts)
 
-    # ---- per-annotator counts
+
+def _encode(kept: pd.DataFrame, tasks: list, annotators: list, classes: list) -> Annotations:
+    """Step 5, encode: tasks -> items, users -> annotators (every one read, in id order)."""
+    return Annotations(pd.Index(tasks).get_indexer(kept["task"]),
+                       pd.Index(annotators).get_indexer(kept["annotator"]),
+                       kept["code"].to_numpy(), item_ids=tasks, annotator_ids=annotators,
+                       classes=classes)
+
+
+def _emails(records: list, annotators: list) -> np.ndarray:
+    """(n_annotators,) object array: each user's first e-mail read, ``None`` without one."""
+    emails: dict = {}
+    for rec in records:
+        if rec.email and rec.annotator not in emails:
+            emails[rec.annotator] = rec.email
+    return np.array([emails.get(a) for a in annotators], dtype=object)
+
+
+def _annotator_stats(records: list, annotators: list, emails: np.ndarray,
+                     annotations: Annotations, resolved: _Resolved) -> pd.DataFrame:
+    """Per user: annotations used, cancelled, superseded and gold."""
+    index = pd.Index(annotators)
+
     def per_user(values: Iterable[Any]) -> np.ndarray:
-        codes = ann_index.get_indexer(list(values))
-        return np.bincount(codes, minlength=len(ann_index)).astype(np.int64)
+        codes = index.get_indexer(list(values))
+        return np.bincount(codes, minlength=len(index)).astype(np.int64)
 
-    email_arr = np.array([emails.get(a) for a in annotator_keys], dtype=object)
-    stats = pd.DataFrame({
-        "annotator": pd.Series(annotator_keys, dtype=object),
-        "email": email_arr,
+    return pd.DataFrame({
+        "annotator": pd.Series(annotators, dtype=object),
+        "email": emails,
         "n_used": annotations.annotations_per_annotator(),
         "n_cancelled": per_user(r.annotator for r in records if r.cancelled),
-        "n_superseded": per_user(used.loc[superseded, "annotator"]),
-        "n_gold": per_user(gold_rows["annotator"]),
+        "n_superseded": per_user(resolved.used.loc[resolved.superseded, "annotator"]),
+        "n_gold": per_user(resolved.gold_rows["annotator"]),
     })
-    n_without = sum(1 for r in records if not r.cancelled and r.selection is None)
-    if annotations.n_annotations == 0 and len(gold_rows) and not include_gold:
-        notes.append(f"all {len(gold_rows)} labelled annotations are ground_truth (Label Studio "
-                     "flags annotations imported with tasks so): pass include_gold=True "
-                     "(CLI: --include-gold) to use them")
-    summary = ExportSummary(
-        format=fmt, control=control, control_type=kind, n_tasks=len(tasks),
-        n_tasks_unannotated=int((annotations.annotations_per_item() == 0).sum()),
-        n_annotations_read=len(records), n_used=annotations.n_annotations,
-        n_cancelled=sum(r.cancelled for r in records), n_without_label=n_without,
-        n_superseded=int(superseded.sum()), n_gold=int(len(gold_rows)),
-        n_gold_conflicts=n_gold_conflicts, n_multiple_skipped=n_multi_skipped,
-        n_annotators=len(annotator_keys), notes=tuple(notes))
-    return LabelStudioExport(
-        annotations=annotations, annotator_emails=email_arr, class_choices=class_choices,
-        gold=gold, control=control, control_type=kind, to_name=to_name, format=fmt,
-        summary=summary, annotator_stats=stats)
-
-
-
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value

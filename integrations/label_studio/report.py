@@ -14,10 +14,11 @@ from crowd_keras.agreement.report import records
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
-from ._model import _ensure_fitted
+from ._model import ensure_fitted
 from ._span_results import fitted_sequence_model, span_report
 from ._spans import LabelStudioSpans
-from .reader import LabelStudioExport, _plain
+from ._records import python_scalar
+from .reader import LabelStudioExport
 
 
 def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: Any = None,
@@ -55,10 +56,10 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
         model = fitted_sequence_model(export, model)
         frame = span_report(export, model, emails)
         meta = {"model": type(model).__name__, "model_version": model_version,
-                "control": export.control, "labels": [_plain(c) for c in export.labels]}
+                "control": export.control, "labels": [python_scalar(c) for c in export.labels]}
         frame, meta["agreement"] = _with_agreement(frame, export.sequences)
         return _written(frame, csv_path, json_path, meta)
-    model = _ensure_fitted(export, model)
+    model = ensure_fitted(export, model)
     ann = export.annotations
     n_users = ann.n_annotators
     per_user = ann.annotations_per_annotator()
@@ -75,10 +76,10 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     if emails:
         for n, uid in enumerate(export.annotator_ids):
             if email[n] is None:
-                email[n] = emails.get(_plain(uid))
+                email[n] = emails.get(python_scalar(uid))
     with np.errstate(invalid="ignore", divide="ignore"):
         frame = pd.DataFrame({
-            "annotator": pd.Series([_plain(a) for a in export.annotator_ids], dtype=object),
+            "annotator": pd.Series([python_scalar(a) for a in export.annotator_ids], dtype=object),
             "email": email,
             "n_annotations": per_user,
             "n_cancelled": export.annotator_stats["n_cancelled"].to_numpy(),
@@ -93,7 +94,7 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
         frame[f"recall[{name}]"] = recall[:, k]
     frame.loc[per_user == 0, ["accuracy"] + [f"recall[{c}]" for c in export.classes]] = np.nan
     meta = {"model": type(model).__name__, "model_version": model_version,
-            "control": export.control, "classes": [_plain(c) for c in export.classes]}
+            "control": export.control, "classes": [python_scalar(c) for c in export.classes]}
     frame, meta["agreement"] = _with_agreement(frame, ann)
     return _written(frame, csv_path, json_path, meta)
 

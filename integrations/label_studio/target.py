@@ -16,9 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import Argument, CrowdDataError, Message
 
-from ._records import _load
+from ._records import load_export
 from .client import _NO_RETRY, _call, _secrets_of
 
 __all__ = ["TaskCheck", "check_tasks", "data_hash", "export_tasks"]
@@ -56,7 +56,7 @@ def _task_id(value: Any, where: str) -> int:
 def export_tasks(source: Any, format: Optional[str] = None) -> _ExportTasks:
     """The tasks of an export (path, file object, bytes or loaded JSON, as
     :func:`~.reader.read_export` takes): their ids, data and the project they name."""
-    fmt, payload, origin = _load(source, format.upper() if format else None)
+    fmt, payload, origin = load_export(source, format.upper() if format else None)
     data, projects = {}, set()
     for n, row in enumerate(payload):
         where = f"{origin}, {'task' if fmt == 'JSON' else 'row'} {n}"
@@ -185,8 +185,9 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
             f"{source} not match {where}: {len(missing)} of {len(wanted)} tasks are not in "
             f"it (first: {first}); is this the export of that project? Nothing was written")
     if changed and not allow_data_mismatch:
-        raise CrowdDataError(
-            f"{source} not match {where}: {len(changed)} of {len(wanted)} tasks hold other "
-            f"data there (first: {first}). Nothing was written. If the task data were edited "
-            "on purpose, pass allow_data_mismatch=True (CLI: --allow-data-mismatch)")
+        raise CrowdDataError(Message(
+            "{source} not match {where}: {n} of {total} tasks hold other data there (first: "
+            "{first}). Nothing was written. If the task data were edited on purpose, pass "
+            "{allow}", source=source, where=where, n=len(changed), total=len(wanted),
+            first=first, allow=Argument("allow_data_mismatch", True)))
     return result

@@ -1,0 +1,96 @@
+"""The lazy-registry helper (``crowd_keras.registry``) and the messages that name Python
+arguments (``crowd_keras.errors.Message``), which the command lines render as flags."""
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crowd_keras.cli._common import FLAGS, cli_words
+from crowd_keras.errors import Argument, CrowdDataError, Message
+from crowd_keras.registry import LazyRegistry
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_lazy_entries_resolve_on_first_use_with_aliases():
+    reg = LazyRegistry("widget")
+    reg.register("Fraction-Type", "fractions:Fraction", "frac", "F")
+    reg.register("dict", dict)
+    assert reg.names() == ["fraction_type", "dict"]
+    assert list(reg) == reg.names() and len(reg) == 2
+    assert reg.names(aliases=True) == ["dict", "f", "frac", "fraction_type"]
+    assert reg.factory("FRAC") == "fractions:Fraction"   # still a string: nothing imported
+    assert reg.create("f", numerator=3, denominator=6) == 0.5
+    assert reg.primary(" Fraction-type ") == "fraction_type" and "frac" in reg
+    assert reg.aliases_of("fraction_type") == ["f", "frac"] and reg.aliases_of("dict") == []
+    with pytest.raises(ValueError, match=r"unknown widget 'nope'; available: \['fraction_type'"):
+        reg.resolve("nope")
+
+
+@pytest.mark.parametrize("factory, error", [("fractions.Fraction", ValueError),
+                                            (":Fraction", ValueError), (3, TypeError)])
+def test_bad_factories_are_refused_when_registered(factory, error):
+    with pytest.raises(error):
+        LazyRegistry("widget").register("x", factory)
+
+
+def test_snapshot_and_restore_undo_registrations():
+    reg = LazyRegistry("widget")
+    reg.register("a", dict)
+    saved = reg.snapshot()
+    reg.register("b", list, "bee")
+    reg.register("a", set)
+    reg.restore(saved)
+    assert reg.items() == [("a", dict)] and "bee" not in reg
+
+
+def test_dask_strategies_are_a_lazy_registry_the_fixture_restores():
+    """``distributed.methods.METHODS`` is a LazyRegistry: a lazy path is checked for its
+    form and not imported when registered; conftest's fixture undoes the registration."""
+    pytest.importorskip("dask")
+    from crowd_keras.distributed.methods import METHODS, register_method, supported_methods
+
+    assert isinstance(METHODS, LazyRegistry) and "dawid_skene" in supported_methods()
+    register_method("Toy-Strategy", "no_such_package.toy:ToyMethod")
+    assert supported_methods()[-1] == "toy_strategy"
+    assert METHODS.factory("toy-strategy") == "no_such_package.toy:ToyMethod"
+    with pytest.raises(ValueError, match="module:Attribute"):
+        register_method("broken", "no_colon_here")
+
+
+def test_the_fixture_removed_the_toy_strategy():
+    pytest.importorskip("dask")
+    from crowd_keras.distributed.methods import supported_methods
+
+    assert "toy_strategy" not in supported_methods()
+
+
+def test_discovery_finds_the_families_registrations_without_naming_them():
+    """A fresh process that imports only the label-model registry lists LIA (registered by
+    crowd_keras/lia/registration.py) without importing LIA's module or Keras."""
+    code = ("import sys\nfrom crowd_keras.aggregation.registry import LABEL_MODELS\n"
+            "print(LABEL_MODELS.names()[-1], 'crowd_keras.lia.registration' in sys.modules,"
+            " 'crowd_keras.lia.label_model' in sys.modules, 'keras' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["lia", "True", "False", "False"]
+
+
+def test_messages_read_as_python_and_render_as_flags():
+    msg = Message("{where}: pass {fix} (or {other}), or {flag} or {name}; not {keep}",
+                  where="row {3}", fix=Argument("duplicates", "last"),
+                  other=Argument("multiple", "skip"), flag=Argument("include_gold", True),
+                  name=Argument("to_name"), keep=Argument("api_key"))
+    assert msg == ("row {3}: pass duplicates='last' (or multiple='skip'), or include_gold=True "
+                   "or to_name=; not api_key=")
+    exc = CrowdDataError(msg)
+    assert cli_words(exc) == ("row {3}: pass --duplicates last (or --multiple skip), or "
+                              "--include-gold or --to-name; not api_key=")
+    assert cli_words(pickle.loads(pickle.dumps(exc))) == cli_words(exc)
+    assert cli_words("multiple='skip' in plain text stays") == "multiple='skip' in plain text stays"
+    assert set(FLAGS.values()) >= {"--multiple", "--duplicates", "--to-name", "--control"}
