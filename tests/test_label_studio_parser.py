@@ -660,7 +660,7 @@ def test_cli_aggregate_writes_predictions_and_report(tmp_path, capsys):
     assert json.loads((tmp_path / "annotators.json").read_text())["model"] == "DawidSkene"
     printed = capsys.readouterr().out
     # one ground-truth task: counts and the reason, not an accuracy of 0 or 1
-    assert "12 used" in printed and "1 ground-truth task: too few to score" in printed
+    assert "12 used" in printed and "1 ground-truth task held at their label" in printed
 
 
 def test_cli_reports_bad_input_without_traceback(tmp_path, capsys):

@@ -141,8 +141,13 @@ def test_story_two_prints_no_score_from_one_gold_task(tmp_path, capsys):
                  "sentiment", "--label-config", str(LS_DATA / "config.xml"), "--out",
                  str(tmp_path / "p.json"), "--quiet"])
     out = capsys.readouterr().out
-    assert code == 0 and "1 ground-truth task: too few to score" in out
+    assert code == 0 and "1 ground-truth task held at their label" in out
     assert "0.000" not in out
+    code = main(["label-studio", "aggregate", str(LS_DATA / "demo.json"), "--control",
+                 "sentiment", "--label-config", str(LS_DATA / "config.xml"), "--out",
+                 str(tmp_path / "q.json"), "--quiet", "--no-gold"])
+    out = capsys.readouterr().out
+    assert code == 0 and "1 ground-truth task: too few to score" in out
 
 
 def test_auto_choice_names_are_explained():

@@ -354,8 +354,9 @@ def aggregate_command(args: argparse.Namespace) -> int:
         print(_gold_line(n_gold, f"token precision {p:.3f}, recall {r:.3f}, F1 {f1:.3f}",
                          "spans"))
     elif gold is not None:
-        print(f"{int((gold >= 0).sum())} ground-truth tasks held at their label in the fit "
-              "(--no-gold fits without them and scores the aggregate against them)")
+        n_known = int((gold >= 0).sum())
+        print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} held at their label "
+              "in the fit (--no-gold fits without them and scores the aggregate against them)")
     else:
         n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
         right = round(acc * n_gold) if n_gold else 0
