@@ -15,13 +15,23 @@ span overlaps it):
    and tempered decoding, τ chosen in this run by the held-out worker likelihood on the crowd
    dev split (``choose_temperature``): no setting is read from the gold.
 
-A paired bootstrap over the gold abstracts compares the recommended model with the authors'
-Dawid-Skene. The gold is read only to print the tables.
+5. issue 49's default-model candidates (token DS IO / BIO, BSC-seq's worker model, token DS
+   with a cross-fitted word-window prior, each plain and with a calibrated threshold) and
+   the registry's default, fitted on the 191 acl17-test abstracts and on all 4,740;
+6. the labeling functions of ``examples/pico_lfs.py``: their summary, alone and with the
+   crowd (``AbstainDawidSkene``).
+
+A paired bootstrap over the gold abstracts compares the recommended model (and the default)
+with the authors' Dawid-Skene. The gold is read only to print the tables.
 
     python benchmarks/spans.py [--data ../shared/data] [--seeds 3] [--quick]
+                               [--part all|select|default]
 
-``--quick``: a slice of the train and dev splits, one seed, 2 epochs, 1 held-out draw, and
-HMM-Crowd on the 191 test abstracts only.
+``--part select``: only the crowd-only choice of the default (held-out agreement F1 on 1,000
+training abstracts, 3 draws; reads no gold); ``--part default``: 1, 5 and 6 (no taggers).
+``--quick``: a slice of the train and dev splits, one seed, 2 epochs, 1 held-out draw,
+HMM-Crowd, the candidates and the labeling functions on the 191 test abstracts only (select:
+200 abstracts, 1 draw).
 """
 from __future__ import annotations
 
@@ -191,16 +201,21 @@ def confirm_default(pico, gold: "GoldHalf", fit_sets: dict) -> None:
     print("\n" + "\n".join(boots))
 
 
-def labeling_functions(pico, gold: "GoldHalf") -> None:
-    """examples/pico_lfs.py's functions: summary, alone, with the crowd (all abstracts)."""
+def labeling_functions(pico, gold: "GoldHalf", quick: bool = False) -> None:
+    """examples/pico_lfs.py's functions: summary, alone, with the crowd (all abstracts;
+    ``quick``: the 191 acl17-test abstracts)."""
     seq = pico.sequences
+    label = "all 4,740"
+    if quick:
+        seq = seq.subset(np.flatnonzero(pico.split == "acl17-test"))
+        gold, label = GoldHalf(seq, pico.gold), "acl17-test (191)"
     texts = dict(zip(seq.doc_ids, seq.texts))
     start = time.perf_counter()
     alone = apply_lfs(texts, pico_lfs.PICO_LFS, labels=["Participants"], progress=False)
     mixed = apply_lfs(seq, pico_lfs.PICO_LFS, progress=False)
     t_apply = time.perf_counter() - start
     print(f"\nlabeling functions (examples/pico_lfs.py; written from the training abstracts), "
-          f"applied to {seq.n_docs} abstracts twice in {t_apply:.0f} s; summary on all tokens, "
+          f"applied to {seq.n_docs} abstracts twice in {t_apply:.0f} s; summary on their tokens, "
           "accuracy on the gold half")
     print(lf_summary(alone, pico.gold).round(3).to_string(index=False))
     print("\n| model | fitted on | P | R | F1 | fit time |\n|---|---|---:|---:|---:|---:|")
@@ -208,7 +223,7 @@ def labeling_functions(pico, gold: "GoldHalf") -> None:
                        ("crowd alone (AbstainDawidSkene = token DS)", seq),
                        ("crowd + functions (AbstainDawidSkene)", mixed)):
         model, t = timed_fit(AbstainDawidSkene(), data)
-        print(row(name, "all 4,740", gold.score(model.predict()), t))
+        print(row(name, label, gold.score(model.predict()), t))
 
 
 def main(argv=None) -> int:
@@ -255,7 +270,7 @@ def main(argv=None) -> int:
         print("\n".join(lines))
         print("\n" + RULE)
         confirm_default(pico, gold, fit_sets)
-        labeling_functions(pico, gold)
+        labeling_functions(pico, gold, args.quick)
         return 0
     mv, t = timed_fit(TokenMajorityVote(), seq)
     lines.append(row("token majority vote (≥ half of the listed workers)", "-",
@@ -332,7 +347,7 @@ def main(argv=None) -> int:
     print("\ntaggers (the same BiLSTM; F1 on the gold half)")
     print("\n".join(tag_lines))
     confirm_default(pico, gold, fit_sets)
-    labeling_functions(pico, gold)
+    labeling_functions(pico, gold, args.quick)
     return 0
 
 

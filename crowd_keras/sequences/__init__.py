@@ -15,6 +15,14 @@ Modules:
 * :mod:`.models` (token majority vote, token Dawid-Skene with shrinkage, a text prior and
   tempered decoding), :mod:`.hmm` (HMM-Crowd), on the surface of :mod:`.base`; by name
   through :mod:`.registry`.
+* :mod:`.text_prior` (token Dawid-Skene with a cross-fitted word-window prior: the default),
+  :mod:`.bsc` (BSC-seq's sequential worker model by EM), :mod:`.calibration` (a decoding
+  threshold chosen by held-out annotator agreement).
+* :mod:`.labeling_functions` (span labeling functions, their votes and summary) and
+  :mod:`.weak` (token Dawid-Skene with abstain as an outcome: functions and annotators
+  together).
+* :mod:`.formats`: spans in and out as token tag lists (IO, BIO, BILOU), character-offset
+  JSON lines and spaCy ``Doc.spans`` / ``Doc.ents``.
 * :mod:`.chains`: forward-backward and Viterbi vectorised across sequences.
 * :mod:`.quality` (per-annotator span/token quality, token P/R/F1), :mod:`.selection` (the
   held-out worker likelihood used to choose settings without gold), :mod:`.batches`
