@@ -100,7 +100,8 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
             item's annotations share a partition).
         method: the library's default label model (``DEFAULT_LABEL_MODEL``, ``"auto"``:
             :class:`~crowd_keras.aggregation.AutoLabelModel`, the candidate with the best
-            held-out annotation likelihood, each held-out fit a partitioned fit),
+            held-out agreement, each held-out fit a partitioned fit), every EM-protocol
+            model (``"ibcc"``, ``"ebcc"``, ``"bwa"``, ...),
             ``"dawid_skene"``, ``"one_coin_dawid_skene"``, ``"majority_vote"``,
             ``"abstain_dawid_skene"`` (registry names and aliases; on labeling-function votes
             ``"auto"`` and the Dawid-Skene models fit the abstain-aware model, as in memory),
