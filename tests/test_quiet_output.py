@@ -154,8 +154,8 @@ def test_auto_choice_names_are_explained():
     assert describe_choice("dawid_skene@32") == (
         "dawid_skene@32: a confusion matrix per annotator, shrunk toward the crowd's by 32 "
         "pseudo-labels per row")
-    assert describe_choice("one_coin@8").startswith("one_coin@8: one accuracy per annotator")
-    assert describe_choice("shared").startswith("shared: one confusion matrix")
+    assert describe_choice("ebcc").startswith("ebcc: confusions as mixtures of subtypes")
+    assert describe_choice("majority_vote").startswith("majority_vote: no candidate agreed")
     assert describe_choice("my_model") == "my_model"
 
 
