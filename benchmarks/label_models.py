@@ -242,16 +242,20 @@ def report(scores: dict, times: dict, sets: dict) -> list:
 def gold_curve(data: Path, sizes=(0, 10, 20, 50, 100, 200), names: Optional[list] = None,
                draws: int = 3) -> list:
     """Accuracy of the default on the items without gold, against the number of gold items
-    given (``fit(ann, gold=...)``), ``draws`` random gold draws per size: markdown lines."""
+    given (``fit(ann, gold=...)``), ``draws`` random gold draws per size (sizes above half of
+    a set's gold items: n/a): markdown lines."""
     sets = label_sets(data, names)
     lines = ["| set | " + " | ".join(f"{n} gold" for n in sizes) + " |",
              "|---|" + "---:|" * len(sizes)]
     for set_name, (ann, truth, metric, _) in sets.items():
         known = np.flatnonzero(truth >= 0)
-        if metric != "accuracy" or len(known) < 2 * max(sizes):
+        if metric != "accuracy":
             continue
         cells = []
         for n in sizes:
+            if 2 * n > len(known):     # keep at least half of the gold items to score on
+                cells.append("n/a")
+                continue
             accs = []
             for draw in range(draws if n else 1):
                 rng = np.random.default_rng(draw)

@@ -225,7 +225,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
        other annotations (every item keeps at least one) and each hidden annotation scores
        :func:`agreement_scores`, weighted by :func:`annotator_weights`. Folds are scored until
        ``min_heldout`` annotations were held out or ``max_repeats`` passes are done.
-    4. The best score wins; an exact tie goes to the earlier candidate.
+    4. The first candidate (majority vote) is the reference: another is eligible only if its
+       agreement gain over it exceeds ``confidence`` standard errors, clustered by item
+       (:func:`agreement_bounds`). The eligible candidate with the best score wins; an exact
+       tie goes to the earlier candidate.
     5. The winner is refitted on all annotations (gold items held at their class); the fitted
        model is ``model_`` and this object answers through it.
 
@@ -236,6 +239,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         n_folds: folds per pass. min_heldout: stop scoring once this many annotations were
             held out. max_repeats: most passes (each with its own fold draw).
         selection_exponent: γ of the weights ``n_a^-γ`` (:data:`SELECTION_EXPONENT`).
+        confidence: standard errors by which a candidate must beat the reference.
         min_gold: gold items needed to choose by gold; gold_folds: its folds.
         random_state: seed of the fold draws (the only randomness).
         max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class

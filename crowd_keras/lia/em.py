@@ -300,7 +300,7 @@ class FeatureFreeLIA(Params):
             self._grads[name] = grads[lo:lo + size].reshape(shapes[name])
         if not self.annotator_l2:   # no penalty: the table is updated lazily, on its own
             weights["competence_table"] = table
-        # an item's record (4 × 2E floats) as one value: numpy gathers and (much faster)
+        # an item's record (4·2E floats) as one value: numpy gathers and (much faster)
         # scatters such a 1-d array's elements whole, a 2-d array's rows through its general
         # indexing
         self._item_rows = items.reshape(-1).view(np.dtype((np.void, items[0].nbytes)))
