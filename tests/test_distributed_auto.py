@@ -210,3 +210,38 @@ def test_the_check_on_a_sample_of_a_large_matrix_is_the_same_in_memory_and_on_da
     gains["memory"].clear()
     abstention.abstaining_is_informative(ann)
     assert sum(gains["memory"]) != pytest.approx(sum(gains["dask"]), rel=1e-6)
+
+
+@pytest.mark.parametrize("n_gold", [10, 40])
+def test_gold_on_dask_is_gold_in_memory(n_gold):
+    """Gold items held at their class on Dask as in memory; with 40 (>= min_gold) the default
+    chooses by them, with 10 by held-out agreement, the same choice on both engines."""
+    sim = simulate_crowd(n_items=600, n_classes=3, n_annotators=30, annotations_per_item=4,
+                         annotator_accuracy=(0.45, 0.9), individual_noise="asymmetric", seed=2)
+    ann = sim.annotations
+    rng = np.random.default_rng(0)
+    idx = rng.choice(ann.n_items, n_gold, replace=False)
+    gold = {ann.item_ids[i]: ann.classes[(sim.y[i] + 1) % 3] for i in idx}   # not the truth
+    reference = AutoLabelModel(min_heldout=1000).fit(ann, gold=gold)
+    result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), gold=gold,
+                       min_heldout=1000)
+    model = result.model
+    assert model.selection_ == reference.selection_ == ("gold" if n_gold >= 20 else "agreement")
+    assert model.n_gold_ == reference.n_gold_ == n_gold
+    assert model.chosen_ == reference.chosen_
+    for name, value in reference.selection_scores_.items():
+        assert model.selection_scores_[name] == pytest.approx(value, rel=1e-9), name
+    assert_same_labels(result, reference, ann)
+    labels = result.labels.compute().loc[list(gold)]
+    assert (labels["label"].to_numpy() == np.array(list(gold.values()))).all()
+
+
+def test_gold_on_dask_names_unknown_items_and_labels():
+    df = crowd_frame(200)
+    ddf = dd.from_pandas(df, npartitions=2)
+    with pytest.raises(CrowdDataError, match="gold item 'nope'"):
+        aggregate(ddf, method="dawid_skene", gold={"nope": "cat"})
+    with pytest.raises(CrowdDataError, match="gold label 'yak'"):
+        aggregate(ddf, method="dawid_skene", gold={df["task"].iloc[0]: "yak"})
+    with pytest.raises(TypeError, match="does not take gold"):
+        aggregate(ddf, method="abstain_dawid_skene", gold={df["task"].iloc[0]: "cat"})

@@ -24,14 +24,16 @@ up to the order of floating-point sums.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 from dask import delayed
 
-from ..aggregation.auto import (AutoLabelModel, agreement_sums, annotation_folds,
-                                annotator_weights, selection_done, selection_steps)
+from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
+                                annotation_folds, annotator_weights, item_offsets,
+                                selection_done, selection_steps)
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..progress import progress_bar
@@ -66,6 +68,45 @@ def _score_block(block: Block, n_folds: int, seed: int, fitted: Sequence[tuple],
             int(np.logical_or.reduce(tests).sum()))
 
 
+def _gold_rows(block: Block) -> np.ndarray:
+    """Boolean (items,): the block's gold items (one class left by its item log-prior)."""
+    if block.item_log_prior is None:
+        return np.zeros(len(block.item_ids), dtype=bool)
+    return np.isfinite(block.item_log_prior).sum(axis=1) == 1
+
+
+def _count_gold(block: Block) -> int:
+    return int(_gold_rows(block).sum())
+
+
+def _hidden_gold(block: Block, n_folds: int, seed: int, fold: int) -> np.ndarray:
+    """The block's gold items of ``fold`` (folds drawn from the items' ids, as in memory)."""
+    return _gold_rows(block) & (item_offsets(block.item_ids, n_folds, seed) == fold)
+
+
+def _gold_fold_block(block: Block, n_folds: int, seed: int, fold: int) -> Block:
+    """The block with the gold items of ``fold`` no longer held at their class."""
+    hidden = _hidden_gold(block, n_folds, seed, fold)
+    if not hidden.any():
+        return block
+    prior = block.item_log_prior.copy()
+    prior[hidden] = 0.0
+    return replace(block, item_log_prior=prior)
+
+
+def _gold_hits(block: Block, n_folds: int, seed: int, fold: int,
+               fits: Sequence[tuple]) -> np.ndarray:
+    """Per candidate, the summed agreement of its posteriors with the hidden gold items of
+    ``fold`` (``fits``: strategy and parameters fitted without them)."""
+    hidden = np.flatnonzero(_hidden_gold(block, n_folds, seed, fold))
+    if len(hidden) == 0:
+        return np.zeros(len(fits))
+    train = _gold_fold_block(block, n_folds, seed, fold)
+    truth = np.argmax(block.item_log_prior[hidden], axis=1)
+    return np.array([agreement_scores(method.posteriors(train, params), hidden, truth).sum()
+                     for method, params in fits])
+
+
 class AutoMethod(Method):
     """:class:`~crowd_keras.aggregation.AutoLabelModel` fitted partition by partition (see the
     module docstring). After :meth:`choose` it runs the winner's strategy (``inner``) and
@@ -97,17 +138,34 @@ class AutoMethod(Method):
         """Score the candidates on held-out annotations of ``data``, pick one and prepare its
         strategy for the refit on all blocks."""
         model = self.model
-        scores = self._heldout_scores(data)
-        model.n_gold_ = 0
-        model.selection_ = "single" if scores is None else "agreement"
+        model.n_gold_ = int(data.reduce(_count_gold))
+        model.heldout_agreement_, model.n_heldout_ = {}, 0
+        if model.n_gold_ >= int(model.min_gold) and len(self.ladder) > 1:
+            scores, model.selection_ = self._gold_scores(data), "gold"
+        else:
+            scores = self._heldout_scores(data)
+            model.selection_ = "single" if scores is None else "agreement"
         model.selection_scores_ = {} if scores is None else dict(scores)
         self.chosen = model.choose(self.ladder, scores)
         self.inner = method_for(dict(self.ladder)[self.chosen]).prepare(data.summary)
         return self
 
+    def _gold_scores(self, data: Any) -> dict:
+        """``AutoLabelModel``'s gold accuracy per candidate, from partitioned fits."""
+        model = self.model
+        n_folds = min(int(model.gold_folds), model.n_gold_)
+        seed = 0 if model.random_state is None else int(model.random_state)
+        hits = np.zeros(len(self.ladder))
+        for fold in range(n_folds):
+            train = data.derive(_gold_fold_block, n_folds, seed, fold)
+            fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
+            hits += data.reduce(_gold_hits, n_folds, seed, fold,
+                                delayed([(fit.method, fit.params) for fit in fits],
+                                        traverse=False))
+        return {name: float(h) / model.n_gold_ for (name, _), h in zip(self.ladder, hits)}
+
     def _heldout_scores(self, data: Any) -> Optional[dict]:
         model = self.model
-        model.heldout_agreement_ = {}
         seed = 0 if model.random_state is None else int(model.random_state)
         n_folds, scored = int(model.n_folds), 0
         fitted: List[tuple] = []

@@ -85,7 +85,8 @@ class AggregationResult:
 def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
               annotator: str = "worker", label: str = "label", *,
               classes: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
-              item_partitioned: bool = False, **params: Any) -> AggregationResult:
+              item_partitioned: bool = False, gold: Any = None,
+              **params: Any) -> AggregationResult:
     """Fit a label model on a Dask DataFrame of annotations, partition by partition.
 
     The E-step runs per partition of items on the workers and the M-step on a tree reduction
@@ -113,6 +114,9 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
             default as :meth:`crowd_keras.Annotations.from_frame`.
         item_partitioned: the caller guarantees that each item's annotations share a
             partition (e.g. files written per item range): no shuffle.
+        gold: known classes of some items (a dict or ``pandas.Series`` from item id to class
+            label), held fixed in every fit as in memory (``fit(annotations, gold=...)``); the
+            default model chooses by them when there are ``min_gold`` or more.
         **params: constructor arguments of the named model (``max_iter``, ``tol``, ...).
 
     Returns:
@@ -122,6 +126,10 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
     data = PartitionedAnnotations.from_frame(ddf, item=item, annotator=annotator, label=label,
                                              classes=classes, annotator_ids=annotator_ids,
                                              item_partitioned=item_partitioned)
+    if gold is not None:
+        if not getattr(strategy.model, "accepts_gold", False):
+            raise TypeError(f"{type(strategy.model).__name__} does not take gold labels")
+        data = data.with_gold(gold)
     fit = data.fit(strategy)
     report = data.statistics(fit) if fit.method.needs_report else None
     return AggregationResult(data, fit, fit.method.quality(fit.model, fit, report))

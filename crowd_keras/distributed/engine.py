@@ -12,6 +12,7 @@ statistics per iteration and no block ever leaves its worker.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Callable, List, Optional, Sequence
 
 import dask
@@ -206,6 +207,24 @@ class PartitionedAnnotations:
                                       self.annotator_ids, self.item, self.divisions,
                                       self.index_dtype)
 
+    def with_gold(self, gold: Any) -> "PartitionedAnnotations":
+        """These annotations with known classes of some items held fixed in every fit:
+        ``gold`` maps item ids to class labels (a dict or ``pandas.Series``), as
+        ``fit(annotations, gold=...)`` in memory. Unknown items or labels are errors naming
+        them."""
+        series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else pd.Series(gold)
+        codes = pd.Index(self.classes).get_indexer(series.to_numpy())
+        if (codes < 0).any():
+            j = int(np.argmax(codes < 0))
+            raise CrowdDataError(f"gold label {series.iloc[j]!r} of item {series.index[j]!r} is "
+                                 f"not one of the classes {list(self.classes)}")
+        ids = series.index.to_numpy()
+        found = self.reduce(_gold_found, ids)
+        if (np.asarray(found) == 0).any():
+            bad = ids[int(np.argmax(np.asarray(found) == 0))]
+            raise CrowdDataError(f"gold item {bad!r} is not an item of the annotations")
+        return self.derive(_gold_block, ids, codes.astype(np.int64), len(self.classes))
+
     def reduce(self, fn: Callable, *args: Any) -> Any:
         """The sum over blocks of ``fn(block, *args)``, computed (a tree of partial sums)."""
         return dask.compute(tree_sum(self.map(fn, *args)))[0]
@@ -293,6 +312,23 @@ class PartitionedAnnotations:
         parts = self.map(_label_frame, fit.method, delayed(fit.params, traverse=False),
                          self.classes, self.item, columns, self.index_dtype, label_dtype)
         return dd.from_delayed(parts, meta=meta, divisions=self.divisions, verify_meta=False)
+
+
+def _gold_found(block: Block, ids: np.ndarray) -> np.ndarray:
+    """(gold items,) 1 where the gold item is one of the block's items."""
+    return (pd.Index(block.item_ids).get_indexer(ids) >= 0).astype(np.int64)
+
+
+def _gold_block(block: Block, ids: np.ndarray, codes: np.ndarray, k: int) -> Block:
+    """The block with its gold items clamped to their class (``item_log_prior``)."""
+    pos = pd.Index(ids).get_indexer(block.item_ids)
+    rows = np.flatnonzero(pos >= 0)
+    if len(rows) == 0:
+        return block
+    prior = np.zeros((len(block.item_ids), k))
+    prior[rows] = -np.inf
+    prior[rows, codes[pos[rows]]] = 0.0
+    return replace(block, item_log_prior=prior)
 
 
 def _frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, coding: tuple,

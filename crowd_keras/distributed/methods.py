@@ -141,7 +141,12 @@ class MajorityVoteMethod(Method):
         return super().prepare(summary)
 
     def posteriors(self, block: Block, params: Any = None) -> np.ndarray:
-        return self.model.posteriors_from_counts(block.label_counts(self.k), self.vote_prior)
+        post = self.model.posteriors_from_counts(block.label_counts(self.k), self.vote_prior)
+        if block.item_log_prior is not None:   # gold items: their known class
+            known = np.isfinite(block.item_log_prior)
+            clamped = known.sum(axis=1) == 1
+            post[clamped] = known[clamped]
+        return post
 
     def initial(self, block: Block) -> tuple:
         winners = np.argmax(self.posteriors(block), axis=1)
