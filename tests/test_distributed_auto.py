@@ -215,7 +215,7 @@ def test_the_check_on_a_sample_of_a_large_matrix_is_the_same_in_memory_and_on_da
 @pytest.mark.parametrize("n_gold", [10, 40])
 def test_gold_on_dask_is_gold_in_memory(n_gold):
     """Gold items held at their class on Dask as in memory; with 40 (>= min_gold) the default
-    chooses by them, with 10 by held-out agreement, the same choice on both engines."""
+    also scores the candidates on them, with 10 it does not; the same choice on both engines."""
     sim = simulate_crowd(n_items=600, n_classes=3, n_annotators=30, annotations_per_item=4,
                          annotator_accuracy=(0.45, 0.9), individual_noise="asymmetric", seed=2)
     ann = sim.annotations
@@ -226,9 +226,12 @@ def test_gold_on_dask_is_gold_in_memory(n_gold):
     result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), gold=gold,
                        min_heldout=1000)
     model = result.model
-    assert model.selection_ == reference.selection_ == ("gold" if n_gold >= 20 else "agreement")
+    assert model.selection_ == reference.selection_
     assert model.n_gold_ == reference.n_gold_ == n_gold
     assert model.chosen_ == reference.chosen_
+    assert bool(reference.gold_accuracy_) == (n_gold >= 20)
+    for name, value in reference.gold_accuracy_.items():
+        assert model.gold_accuracy_[name] == pytest.approx(value, rel=1e-9), name
     for name, value in reference.selection_scores_.items():
         assert model.selection_scores_[name] == pytest.approx(value, rel=1e-9), name
     assert_same_labels(result, reference, ann)

@@ -36,7 +36,8 @@ from .registry import get_label_model
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
            "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
-           "selection_steps", "selection_done", "SELECTION_EXPONENT"]
+           "selection_steps", "selection_done", "gold_sums", "gold_bounds",
+           "SELECTION_EXPONENT"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
@@ -150,6 +151,30 @@ def agreement_bounds(sums: np.ndarray, z: float) -> Tuple[np.ndarray, np.ndarray
     return means, bounds
 
 
+def gold_sums(hits: np.ndarray) -> np.ndarray:
+    """(C, 1 + C) sums over gold items of per-item hits ``hits`` (C, n): ``[Σ_i h_c,i,
+    Σ_i h_c,i h_c',i]``, from which gold accuracies and paired standard errors follow
+    (:func:`gold_bounds`); summable over folds and blocks."""
+    hits = np.asarray(hits, dtype=np.float64)
+    return np.concatenate([hits.sum(axis=1, keepdims=True), hits @ hits.T], axis=1)
+
+
+def gold_bounds(sums: np.ndarray, n_gold: int, reference: int,
+                z: float) -> Tuple[np.ndarray, np.ndarray]:
+    """From :func:`gold_sums` over ``n_gold`` items: each candidate's gold accuracy (C,) and
+    ``gain − z·SE`` of its gain over candidate ``reference`` (paired over gold items; 0 for
+    the reference)."""
+    n = max(int(n_gold), 1)
+    acc = sums[:, 0] / n
+    gain = acc - acc[reference]
+    second = sums[:, 1:]
+    sq = np.diag(second) - 2 * second[:, reference] + second[reference, reference]
+    var = np.maximum(sq / n - gain ** 2, 0.0) / max(n - 1, 1)
+    bounds = gain - float(z) * np.sqrt(var)
+    bounds[reference] = 0.0
+    return acc, bounds
+
+
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """A pseudo-random fold offset per item, ``0..n_folds-1``, from a seeded hash of its id:
     the same for an item wherever it is (a partitioned fit draws the same folds)."""
@@ -217,18 +242,20 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     1. Labeling functions (most votes cast by functions that only ever vote one class): the
        abstain-aware Dawid-Skene (``regime_``, as every crowd model of the library).
-    2. With at least ``min_gold`` gold items (``fit(..., gold=...)``): each candidate is
-       scored by its accuracy on gold items hidden from it (``gold_folds`` folds over the gold
-       items, the others held fixed) and the best wins.
-    3. Otherwise each candidate (:func:`default_candidates`) is scored by held-out agreement:
+    2. Each candidate (:func:`default_candidates`) is scored by held-out agreement:
        within-item folds (:func:`heldout_folds`); for each fold the candidate is fitted on the
        other annotations (every item keeps at least one) and each hidden annotation scores
        :func:`agreement_scores`, weighted by :func:`annotator_weights`. Folds are scored until
        ``min_heldout`` annotations were held out or ``max_repeats`` passes are done.
-    4. The first candidate (majority vote) is the reference: another is eligible only if its
+    3. The first candidate (majority vote) is the reference: another is eligible only if its
        agreement gain over it exceeds ``confidence`` standard errors, clustered by item
        (:func:`agreement_bounds`). The eligible candidate with the best score wins; an exact
        tie goes to the earlier candidate.
+    4. With at least ``min_gold`` gold items (``fit(..., gold=...)``): each candidate is
+       also scored by its accuracy on gold items hidden from it (``gold_folds`` folds over the
+       gold items, the others held fixed); the best candidate that beats the choice above by
+       more than ``confidence`` paired standard errors replaces it
+       (:meth:`choose_by_gold`).
     5. The winner is refitted on all annotations (gold items held at their class); the fitted
        model is ``model_`` and this object answers through it.
 
@@ -250,8 +277,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     Attributes:
         chosen_: the winning candidate's name; model_: it, refitted on all annotations;
         selection_: ``"agreement"``, ``"gold"`` or ``"single"`` (nothing to compare on);
-        selection_scores_: ``{name: score}`` (held-out agreement or gold accuracy);
-        heldout_agreement_: the agreement scores (empty when chosen by gold); n_heldout_:
+        selection_scores_: ``{name: score}`` the eligible candidates' held-out agreement;
+        gold_accuracy_: ``{name: accuracy}`` on hidden gold items (empty without enough gold);
+        heldout_agreement_: every candidate's agreement score; n_heldout_:
         annotations scored; n_gold_: gold items given; posteriors_, confusion_matrices_,
         class_priors_, n_iter_: the chosen model's.
     """
@@ -316,16 +344,30 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         if item_log_prior is not None:
             gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
         self.n_gold_ = 0 if gold is None else len(gold)
-        self.heldout_agreement_, self.n_heldout_ = {}, 0
-        if self.n_gold_ >= int(self.min_gold) and len(ladder) > 1:
-            scores, self.selection_ = self._gold_scores(ann, ladder, item_log_prior, gold), "gold"
-        else:
-            scores = self._heldout_scores(ann, ladder, item_log_prior)
-            self.selection_ = "single" if scores is None else "agreement"
+        self.heldout_agreement_, self.n_heldout_, self.gold_accuracy_ = {}, 0, {}
+        scores = self._heldout_scores(ann, ladder, item_log_prior)
+        self.selection_ = "single" if scores is None else "agreement"
         self.selection_scores_ = {} if scores is None else dict(scores)
         chosen = self.choose(ladder, scores)
+        if self.n_gold_ >= int(self.min_gold) and len(ladder) > 1:
+            chosen = self.choose_by_gold(ladder, chosen,
+                                         self._gold_sums(ann, ladder, item_log_prior, gold))
         model = _fit(dict(ladder)[chosen], ann, item_log_prior)
         return self.adopt(chosen, model, ann)
+
+    def choose_by_gold(self, ladder: List[Tuple[str, LabelModel]], chosen: str,
+                       sums: np.ndarray) -> str:
+        """The candidate whose gold accuracy beats that of ``chosen`` (the choice by held-out
+        agreement) by more than ``confidence`` paired standard errors and is the best such,
+        else ``chosen``; sets ``gold_accuracy_`` and, on a switch, ``selection_ = "gold"``."""
+        names = [name for name, _ in ladder]
+        acc, bounds = gold_bounds(sums, self.n_gold_, names.index(chosen), float(self.confidence))
+        self.gold_accuracy_ = dict(zip(names, acc.tolist()))
+        eligible = [i for i in range(len(names)) if bounds[i] > 0]
+        if not eligible:
+            return chosen
+        self.selection_ = "gold"
+        return names[max(eligible, key=lambda i: acc[i])]
 
     @staticmethod
     def choose(ladder: List[Tuple[str, LabelModel]],
@@ -392,25 +434,25 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         return {name: float(m) for i, (name, m) in enumerate(zip(names, means))
                 if i == 0 or bounds[i] > 0}
 
-    def _gold_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
-                     item_log_prior: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
-        """Per candidate, its accuracy on gold items hidden from it (ties: fractional), over
-        ``gold_folds`` folds of the gold items drawn from their ids."""
+    def _gold_sums(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
+                   item_log_prior: np.ndarray, gold: np.ndarray) -> np.ndarray:
+        """:func:`gold_sums` of each candidate's hits on gold items hidden from it (ties:
+        fractional), over ``gold_folds`` folds of the gold items drawn from their ids."""
         n_folds = min(int(self.gold_folds), len(gold))
         seed = 0 if self.random_state is None else int(self.random_state)
         fold_of = item_offsets(ann.item_ids[gold], n_folds, seed)
         truth = np.argmax(item_log_prior[gold], axis=1)
-        hits = {name: 0.0 for name, _ in ladder}
+        sums = np.zeros((len(ladder), 1 + len(ladder)))
         for fold in range(n_folds):
             hidden = gold[fold_of == fold]
             if len(hidden) == 0:
                 continue
             prior = item_log_prior.copy()
             prior[hidden] = 0.0
-            for name, model in ladder:
-                post = _fit(model, ann, prior).posteriors_
-                hits[name] += float(agreement_scores(post, hidden, truth[fold_of == fold]).sum())
-        return {name: h / len(gold) for name, h in hits.items()}
+            hits = [agreement_scores(_fit(model, ann, prior).posteriors_, hidden,
+                                     truth[fold_of == fold]) for _, model in ladder]
+            sums += gold_sums(np.stack(hits))
+        return sums
 
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
         if getattr(self, "labeling_function_model_", None) is not None:

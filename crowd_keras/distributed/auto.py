@@ -32,7 +32,7 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
-                                annotation_folds, annotator_weights, item_offsets,
+                                annotation_folds, annotator_weights, gold_sums, item_offsets,
                                 selection_done, selection_steps)
 from ..annotations import Annotations
 from ..errors import CrowdDataError
@@ -96,15 +96,15 @@ def _gold_fold_block(block: Block, n_folds: int, seed: int, fold: int) -> Block:
 
 def _gold_hits(block: Block, n_folds: int, seed: int, fold: int,
                fits: Sequence[tuple]) -> np.ndarray:
-    """Per candidate, the summed agreement of its posteriors with the hidden gold items of
-    ``fold`` (``fits``: strategy and parameters fitted without them)."""
+    """:func:`gold_sums` of each candidate's hits on the hidden gold items of ``fold``
+    (``fits``: strategy and parameters fitted without them)."""
     hidden = np.flatnonzero(_hidden_gold(block, n_folds, seed, fold))
     if len(hidden) == 0:
-        return np.zeros(len(fits))
+        return np.zeros((len(fits), 1 + len(fits)))
     train = _gold_fold_block(block, n_folds, seed, fold)
     truth = np.argmax(block.item_log_prior[hidden], axis=1)
-    return np.array([agreement_scores(method.posteriors(train, params), hidden, truth).sum()
-                     for method, params in fits])
+    return gold_sums(np.stack([agreement_scores(method.posteriors(train, params), hidden, truth)
+                               for method, params in fits]))
 
 
 class AutoMethod(Method):
@@ -139,30 +139,29 @@ class AutoMethod(Method):
         strategy for the refit on all blocks."""
         model = self.model
         model.n_gold_ = int(data.reduce(_count_gold))
-        model.heldout_agreement_, model.n_heldout_ = {}, 0
-        if model.n_gold_ >= int(model.min_gold) and len(self.ladder) > 1:
-            scores, model.selection_ = self._gold_scores(data), "gold"
-        else:
-            scores = self._heldout_scores(data)
-            model.selection_ = "single" if scores is None else "agreement"
+        model.heldout_agreement_, model.n_heldout_, model.gold_accuracy_ = {}, 0, {}
+        scores = self._heldout_scores(data)
+        model.selection_ = "single" if scores is None else "agreement"
         model.selection_scores_ = {} if scores is None else dict(scores)
         self.chosen = model.choose(self.ladder, scores)
+        if model.n_gold_ >= int(model.min_gold) and len(self.ladder) > 1:
+            self.chosen = model.choose_by_gold(self.ladder, self.chosen, self._gold_sums(data))
         self.inner = method_for(dict(self.ladder)[self.chosen]).prepare(data.summary)
         return self
 
-    def _gold_scores(self, data: Any) -> dict:
-        """``AutoLabelModel``'s gold accuracy per candidate, from partitioned fits."""
+    def _gold_sums(self, data: Any) -> np.ndarray:
+        """``AutoLabelModel``'s gold sums (:func:`gold_sums`), from partitioned fits."""
         model = self.model
         n_folds = min(int(model.gold_folds), model.n_gold_)
         seed = 0 if model.random_state is None else int(model.random_state)
-        hits = np.zeros(len(self.ladder))
+        sums = np.zeros((len(self.ladder), 1 + len(self.ladder)))
         for fold in range(n_folds):
             train = data.derive(_gold_fold_block, n_folds, seed, fold)
             fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
-            hits += data.reduce(_gold_hits, n_folds, seed, fold,
+            sums += data.reduce(_gold_hits, n_folds, seed, fold,
                                 delayed([(fit.method, fit.params) for fit in fits],
                                         traverse=False))
-        return {name: float(h) / model.n_gold_ for (name, _), h in zip(self.ladder, hits)}
+        return sums
 
     def _heldout_scores(self, data: Any) -> Optional[dict]:
         model = self.model
