@@ -4,7 +4,8 @@ The failure kinds (``crowd_keras.datasets.simulate_failure_kind``) reproduce the
 the real crowds where the previous default fell below majority vote: copying cliques among
 the busiest workers, repeated answers, skewed and rare classes, hundreds of workers with a
 label or two, graded answers with ambiguous items; and crowds where annotator models should
-win (biased experts, a skewed crowd of class-biased workers).
+win (biased experts, a skewed crowd of class-biased workers, lenient and strict graders of
+relevance, a dense crowd of class-biased workers).
 """
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ def test_default_is_at_least_majority_vote_on_every_seed_of_every_failure_kind(k
         assert gains[-1] >= -1.0 / len(y) - 1e-12, (kind, seed, auto.chosen_,
                                                      auto.heldout_agreement_)
     assert np.mean(gains) >= 0, gains
-    if kind in ("skewed_prolific", "biased_experts"):
+    if kind in ("skewed_prolific", "biased_experts", "lenient_strict", "dense_biased"):
         assert np.mean(gains) > 0.015, gains    # where annotator models should win, they do
 
 

@@ -13,7 +13,9 @@ Worker types (confusion rows = true class):
 - ``"weak"``: accuracy U(1/K + 0.05, 0.6), errors spread evenly;
 - ``"biased"``: a share b ~ U(0.3, 0.7) of answers is a favourite class whatever the truth;
 - ``"spammer"``: one fixed answer distribution whatever the truth;
-- ``"adjacent"``: graded answers, errors to the neighbouring grades.
+- ``"adjacent"``: graded answers, errors to the neighbouring grades;
+- ``"shifted"``: a lenient or strict grader: accuracy U(0.3, 0.7), the other answers one
+  grade above (lenient) or below (strict) the truth, each worker one way.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from ..errors import CrowdDataError
 
 __all__ = ["FAILURE_KINDS", "FailureCrowd", "simulate_failure_kind", "simulate_hard_crowd"]
 
-WORKER_TYPES = ("good", "weak", "biased", "spammer", "adjacent")
+WORKER_TYPES = ("good", "weak", "biased", "spammer", "adjacent", "shifted")
 
 #: kind -> settings of :func:`simulate_hard_crowd` (sizes at ``scale=1``)
 FAILURE_KINDS: Dict[str, Dict[str, Any]] = {
@@ -59,6 +61,13 @@ FAILURE_KINDS: Dict[str, Dict[str, Any]] = {
                              per_item=20, activity=1.0,
                              types={"adjacent": .6, "weak": .25, "spammer": .15},
                              ambiguity=(0.4, 0.45)),
+    # graded relevance: half the graders lenient or strict, moderately sparse, busy graders
+    "lenient_strict": dict(n_items=2000, prior=(.35, .3, .2, .1, .05), n_workers=150,
+                           per_item=5, activity=0.8,
+                           types={"shifted": .5, "good": .3, "weak": .2}),
+    # every worker labels every item; most answer a favourite class whatever the truth
+    "dense_biased": dict(n_items=108, prior=(.5, .5), n_workers=39, per_item=39,
+                         types={"biased": .6, "good": .2, "weak": .2}),
     # where per-annotator confusions should win: few workers, most of them class-biased
     "biased_experts": dict(n_items=1000, prior=(.25, .25, .25, .25), n_workers=20, per_item=4,
                            types={"biased": .6, "good": .2, "weak": .2}),
@@ -101,7 +110,15 @@ def _confusions(types: np.ndarray, k: int, prior: np.ndarray,
     near = (np.abs(grades[:, None] - grades[None, :]) == 1).astype(float)
     near /= near.sum(axis=1, keepdims=True)
     adjacent = np.eye(k)[None] * acc[:, None, None] + (1 - acc)[:, None, None] * near[None]
-    table = np.stack([good, weak, biased, spammer, adjacent])          # (types, n, K, K)
+    shifted = np.zeros((n, k, k))
+    if (types == WORKER_TYPES.index("shifted")).any():
+        # drawn only when asked for, so the other kinds keep their random streams
+        hit = rng.uniform(0.3, 0.7, n)
+        up = rng.random(n) < 0.5
+        target = np.clip(grades[None, :] + np.where(up, 1, -1)[:, None], 0, k - 1)   # (n, K)
+        shifted[np.arange(n)[:, None], grades[None, :], target] += (1 - hit)[:, None]
+        shifted[:, grades, grades] += hit[:, None]
+    table = np.stack([good, weak, biased, spammer, adjacent, shifted])  # (types, n, K, K)
     return table[types, np.arange(n)]
 
 
