@@ -23,7 +23,8 @@ from crowd_keras.files import read_json_text, read_npz
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
-from .validation import check_class_balance, check_label_matrix, check_train_config
+from .validation import (check_class_balance, check_dev_set, check_label_matrix,
+                         check_train_config)
 from .votes import (COVOTE_MISFIT, DEFAULT_METHOD, LABELING_FUNCTION_METHOD,
                     covote_misfit_from, covote_step, function_summary, votes_fixed_by_design)
 
@@ -173,14 +174,25 @@ class CrowdLabelModel:
 
     # --------------------------------------------------------------------- fitting
     def fit(self, L_train: Any, Y_dev: Any = None, class_balance: Any = None,
-            progress_bar: bool = True, *, features: Any = None, n_epochs: Optional[int] = None,
-            lr: Optional[float] = None, seed: Optional[int] = None,
-            **train_config: Any) -> "CrowdLabelModel":
+            progress_bar: bool = True, *, L_dev: Any = None, features: Any = None,
+            n_epochs: Optional[int] = None, lr: Optional[float] = None,
+            seed: Optional[int] = None, **train_config: Any) -> "CrowdLabelModel":
         """Fit the label model to ``L_train`` (n × m, -1 = abstain). Returns self.
 
         Args:
-            Y_dev: gold labels of some data points, used only for the class balance (Snorkel).
+            Y_dev: gold labels (``0..cardinality-1``) of the data points of a dev split. As in
+                Snorkel, without ``class_balance`` their class shares are the class balance.
             class_balance: (cardinality,) class proportions; fixes the model's class prior.
+            L_dev: (n_dev, m) the dev split's label matrix, one row per label of ``Y_dev``
+                (not in Snorkel). With it the dev rows join the fit as gold: a label model
+                that takes gold (``accepts_gold``: the default for crowd answers, the
+                Dawid-Skene family, the Bayesian models, CoNAL, voting) holds each at its
+                ``Y_dev`` class in every E-step, and the default ``"auto"`` model chooses
+                among its candidates by their accuracy on hidden gold rows when there are
+                enough (``AutoLabelModel(min_gold=...)``). A model that does not take gold
+                (the abstain-aware model of labeling functions) is fitted on the dev rows'
+                votes without holding them. ``gold_in_fit_`` says which; the weights and
+                conditional probabilities count the dev rows at their gold class.
             progress_bar: show a progress bar over EM iterations / epochs.
             features: (n, d) item features for feature-aware methods (end to end).
             n_epochs: maximum EM iterations (or epochs); default the model's own (100).
@@ -198,13 +210,26 @@ class CrowdLabelModel:
             raise ValueError(f"cardinality must be an integer >= 2, got {self.cardinality!r}")
         k = int(self.cardinality)
         if is_dask_array(L_train):  # rows in chunks: fitted by crowd_keras.distributed
+            if L_dev is not None:
+                raise ValueError("L_dev needs L_train in memory (a numpy array), not a Dask "
+                                 "array")
             from .partitioned import fit_partitioned
             return fit_partitioned(self, L_train, Y_dev, class_balance, progress_bar, features,
                                    given, train_config, config["mu_eps"])
         L = check_label_matrix(L_train, k, name="L_train")
+        dev = check_dev_set(L_dev, Y_dev, k, L.shape[1])
+        if dev is not None and features is not None:
+            raise ValueError("L_dev with features= is not supported: the dev rows have no "
+                             "features; fit on L_train with features, or drop features=")
         model_type, balance = self._check_setup(L.shape, Y_dev, class_balance,
                                                 {**given, **train_config})
-        ann = Annotations.from_label_matrix(L, cardinality=k)
+        n_train = L.shape[0]
+        gold = None
+        if dev is not None:   # the dev rows follow the training rows, held at their class
+            gold = np.concatenate([np.full(n_train, -1, dtype=np.int64), dev[1]])
+            ann = Annotations.from_label_matrix(np.vstack([L, dev[0]]), cardinality=k)
+        else:
+            ann = Annotations.from_label_matrix(L, cardinality=k)
         if ann.n_annotations == 0:
             raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
         method, kwargs, full_first = self._plan(
@@ -223,17 +248,26 @@ class CrowdLabelModel:
             model = get_label_model(method, **kwargs)
             if features is not None:
                 model.fit(ann, features=self._check_features(model, features, L.shape[0]))
+            elif gold is not None and model.accepts_gold:
+                model.fit(ann, gold=gold)
             else:
                 model.fit(ann)
         self.label_model_ = model
         self.n_functions_ = L.shape[1]
         self.class_balance_ = balance
+        self.n_gold_ = 0 if dev is None else len(dev[1])
+        # a crowd model on labeling-function votes answers through a model without gold
+        self.gold_in_fit_ = bool(gold is not None and model.accepts_gold
+                                 and getattr(model, "regime_", "crowd") == "crowd")
         probs = model.predict_proba()
         self._train_cache = None
         if features is None:
             probs = self._finish(probs, ann)
+            if dev is not None:   # the dev rows count at their gold class
+                probs[n_train:] = np.eye(k)[dev[1]]
             # predict_proba(L_train) answers from here: L_train becomes Annotations once
-            self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32), probs)
+            self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32),
+                                 probs[:n_train].copy())
         self._summarize(ann, probs, config["mu_eps"])
         return self
 
