@@ -126,9 +126,21 @@ def test_dev_errors_name_the_argument(crowd, kwargs, message):
         CrowdLabelModel(cardinality=K).fit(L, progress_bar=False, **args)
 
 
-def test_dev_with_a_dask_l_train_needs_it_in_memory(crowd):
+@pytest.mark.parametrize("method", ["dawid_skene", "auto"])
+def test_dev_gold_on_a_dask_l_train_equals_the_in_memory_fit(crowd, method):
     da = pytest.importorskip("dask.array")
+    import dask
+
     L, L_dev, y, y_dev = crowd
-    with pytest.raises(ValueError, match="L_dev needs L_train in memory"):
-        CrowdLabelModel(cardinality=K).fit(da.from_array(L, chunks=200), Y_dev=y_dev,
-                                           L_dev=L_dev, progress_bar=False)
+    wrong = (y_dev + 1) % K
+    memory = CrowdLabelModel(cardinality=K, method=method).fit(
+        L, Y_dev=wrong, L_dev=L_dev, progress_bar=False)
+    with dask.config.set(scheduler="sync"):
+        chunked = CrowdLabelModel(cardinality=K, method=method).fit(
+            da.from_array(L, chunks=250), Y_dev=wrong, L_dev=L_dev, progress_bar=False)
+        proba = chunked.predict_proba(da.from_array(L, chunks=250)).compute()
+    assert chunked.gold_in_fit_ and chunked.n_gold_ == len(y_dev)
+    np.testing.assert_allclose(proba, memory.predict_proba(L), atol=1e-8)
+    np.testing.assert_allclose(chunked.get_weights(), memory.get_weights(), atol=1e-8)
+    np.testing.assert_allclose(chunked.get_conditional_probs(), memory.get_conditional_probs(),
+                               atol=1e-8)

@@ -6,6 +6,7 @@ abstention and the partitioned (Dask) fit.
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 from pathlib import Path
@@ -210,12 +211,10 @@ class CrowdLabelModel:
             raise ValueError(f"cardinality must be an integer >= 2, got {self.cardinality!r}")
         k = int(self.cardinality)
         if is_dask_array(L_train):  # rows in chunks: fitted by crowd_keras.distributed
-            if L_dev is not None:
-                raise ValueError("L_dev needs L_train in memory (a numpy array), not a Dask "
-                                 "array")
-            from .partitioned import fit_partitioned
-            return fit_partitioned(self, L_train, Y_dev, class_balance, progress_bar, features,
-                                   given, train_config, config["mu_eps"])
+            return self._fit_partitioned(L_train, Y_dev, class_balance, L_dev, features,
+                                         {**given, **train_config},
+                                         {**given, "progress_bar": progress_bar,
+                                          **train_config}, config["mu_eps"])
         L = check_label_matrix(L_train, k, name="L_train")
         dev = check_dev_set(L_dev, Y_dev, k, L.shape[1])
         if dev is not None and features is not None:
@@ -269,6 +268,46 @@ class CrowdLabelModel:
             self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32),
                                  probs[:n_train].copy())
         self._summarize(ann, probs, config["mu_eps"])
+        return self
+
+    def _fit_partitioned(self, L: Any, Y_dev: Any, class_balance: Any, L_dev: Any,
+                         features: Any, given: Dict[str, Any], train: Dict[str, Any],
+                         mu_eps: Optional[float]) -> "CrowdLabelModel":
+        """:meth:`fit` of a Dask array ``L`` (chunks of rows): the same decisions from sums
+        over rows, the label model fitted by :mod:`crowd_keras.distributed` (its public
+        EM-step protocol over the blocks), the same fitted state (:mod:`.partitioned`)."""
+        from crowd_keras.distributed.methods import method_for
+
+        from . import partitioned
+
+        partitioned.no_features(features)
+        k = int(self.cardinality)
+        partitioned.check_layout(L, k)
+        dev = check_dev_set(L_dev, Y_dev, k, L.shape[1])
+        _, balance = self._check_setup(L.shape, Y_dev, class_balance, given)
+        if self.method != "auto":
+            method_for(self.method)  # an unsupported method fails before any work
+        data, with_gold = partitioned.partitioned_label_matrix(L, k, dev)
+        method, kwargs, full_first = self._plan(
+            data.summary.votes, lambda: partitioned.abstaining_is_informative_partitioned(data),
+            partitioned.fixed_by_design(data), balance, train)
+        takes_gold = with_gold is not None and get_label_model(method).accepts_gold
+        fit, self.covote_misfit_ = partitioned.fit_method(
+            with_gold if takes_gold else data, method, kwargs, full_first)
+        self.label_model_ = fit.model
+        self.n_functions_ = L.shape[1]
+        self.class_balance_ = balance
+        self.n_gold_ = 0 if dev is None else len(dev[1])
+        self.gold_in_fit_ = bool(takes_gold and getattr(fit.model, "regime_", "crowd") == "crowd")
+        self._train_cache = None
+
+        def report(post: np.ndarray, block: Any) -> np.ndarray:
+            return partitioned.gold_rows(self._finish(post, block), block)
+
+        joint, mass = (with_gold or data).statistics(fit, transform=report)
+        summary = data.summary
+        self.weights_, self.conditional_probs_ = function_summary(
+            joint, summary.votes.sum(axis=1), mass, summary.n_items, mu_eps)
         return self
 
     def _plan(self, votes: np.ndarray, abstaining: Callable[[], bool], fixed_by_design: bool,
@@ -365,8 +404,11 @@ class CrowdLabelModel:
         self._check_fitted()
         k = int(self.cardinality)
         if is_dask_array(L):  # a Dask array in, a Dask array out, chunk by chunk
-            from .partitioned import predict_proba_partitioned
-            return predict_proba_partitioned(self, L, features)
+            from .partitioned import no_features, predict_proba_partitioned
+            no_features(features)
+            light = copy.copy(self)
+            light._train_cache = None   # not shipped to the workers
+            return predict_proba_partitioned(light.predict_proba, L, k, self.n_functions_)
         L = check_label_matrix(L, k, n_functions=self.n_functions_)
         if L.shape[0] == 0:
             return np.zeros((0, k))
