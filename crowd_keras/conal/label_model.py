@@ -47,7 +47,7 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
         smoothing: Dirichlet pseudo-count on every confusion cell and on the class prior.
         omega_prior: Beta pseudo-counts ``(a, b)`` on each annotator's ω (default (1, 1)).
         init_omega: starting ω for every annotator.
-        progress: show a progress bar over EM iterations (``"auto"``: only on a long fit).
+        progress: show a progress bar over EM iterations.
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
             look like Snorkel labeling functions are fitted by the abstain-aware model
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
@@ -70,7 +70,7 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  omega_prior: tuple = (1.0, 1.0), init_omega: float = 0.3,
-                 progress: Any = False, labeling_functions: str = "auto") -> None:
+                 progress: bool = False, labeling_functions: str = "auto") -> None:
         self.max_iter = max_iter
         self.tol = tol
         self.smoothing = smoothing

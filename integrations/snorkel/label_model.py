@@ -162,7 +162,8 @@ class CrowdLabelModel:
     Fitted attributes: ``label_model_`` (the crowd-keras model), ``n_functions_``,
     ``class_balance_`` (given or None), ``weights_``, ``conditional_probs_``,
     ``train_config_`` (Snorkel's train settings, validated), ``covote_misfit_`` (None when
-    not checked).
+    not checked), ``n_gold_`` (rows of ``L_dev``; 0 without) and ``gold_in_fit_`` (the label
+    model held them at their ``Y_dev`` class).
     """
 
     def __init__(self, cardinality: int = 2, method: str = DEFAULT_METHOD, verbose: bool = False,
