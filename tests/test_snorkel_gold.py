@@ -126,7 +126,7 @@ def test_dev_errors_name_the_argument(crowd, kwargs, message):
         CrowdLabelModel(cardinality=K).fit(L, progress_bar=False, **args)
 
 
-@pytest.mark.parametrize("method", ["dawid_skene", "auto"])
+@pytest.mark.parametrize("method", ["dawid_skene", pytest.param("auto", marks=pytest.mark.slow)])
 def test_dev_gold_on_a_dask_l_train_equals_the_in_memory_fit(crowd, method):
     da = pytest.importorskip("dask.array")
     import dask
