@@ -21,10 +21,21 @@ def split(ann, parts):
             for r in range(parts)]
 
 
-def test_a_fit_over_several_blocks_is_the_one_block_fit(crowd):
+def shared_set(name):
+    from conftest import require_data
+    from crowd_keras.datasets import load_labelme, load_music
+
+    loader = {"labelme": load_labelme, "music": load_music}[name]
+    return loader(require_data(name).parent, download=False).annotations
+
+
+@pytest.mark.parametrize("source", ["simulated", "labelme", "music"])
+def test_a_fit_over_several_blocks_is_the_one_block_fit(crowd, source):
+    if source != "simulated":
+        crowd = shared_set(source)
     whole = CommonNoiseModel(labeling_functions="ignore").fit(crowd)
     model = CommonNoiseModel(labeling_functions="ignore")
-    run = run_em(model, split(crowd, 4), Block.from_annotations(crowd).summary(3))
+    run = run_em(model, split(crowd, 4), Block.from_annotations(crowd).summary(crowd.n_classes))
     fitted = run.runner.finish(run.state, run.summary, crowd, run.history)
     assert len(run.history) == whole.n_iter_
     np.testing.assert_allclose(run.history, whole.log_likelihood_, atol=1e-10)
