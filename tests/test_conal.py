@@ -282,6 +282,8 @@ def test_common_noise_em_equals_its_per_annotation_form():
     pi_g, pi_r, prior = m_step(post[it], 0.5 * post[it], post)
     omega = np.full(ann.n_annotators, 0.3)
     for _ in range(3):
+        # the fitted parameters are those of the last E-step (the protocol's state)
+        fitted = pi_g, pi_r, omega
         lg, lr, w = pi_g[:, y].T, pi_r[ia, :, y], omega[ia][:, None]
         mix = w * lg + (1 - w) * lr
         logp = np.log(prior) + np.array([np.log(mix[it == i]).sum(0) for i in range(ann.n_items)])
@@ -293,9 +295,11 @@ def test_common_noise_em_equals_its_per_annotation_form():
             (np.bincount(ia, minlength=ann.n_annotators) + 2e-9)
     model = CommonNoiseModel(max_iter=3, tol=0).fit(ann)
     np.testing.assert_allclose(model.posteriors_, post, atol=1e-10)
-    np.testing.assert_allclose(model.common_confusion_, pi_g, atol=1e-10)
-    np.testing.assert_allclose(model.individual_confusions_, pi_r, atol=1e-10)
-    np.testing.assert_allclose(model.omega_, omega, atol=1e-10)
+    np.testing.assert_allclose(model.common_confusion_, fitted[0], atol=1e-10)
+    np.testing.assert_allclose(model.individual_confusions_, fitted[1], atol=1e-10)
+    np.testing.assert_allclose(model.omega_, fitted[2], atol=1e-10)
+    # so the fitted model scores its own annotations as the fit did
+    np.testing.assert_allclose(model.predict_proba(ann), model.posteriors_, atol=1e-10)
 
 
 @pytest.mark.parametrize("name", ["bluebirds", "dog"])

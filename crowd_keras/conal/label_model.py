@@ -16,20 +16,31 @@ sparse product each way per iteration), with no Python loop over annotations or 
 """
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..aggregation.base import LabelModel
+from ..aggregation.em import Block, EMLabelModel, Summary
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
-from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows, soft_vote
-from ..progress import Convergence
+from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows
 
 __all__ = ["CommonNoiseModel"]
 
 
-class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
+class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
     """Feature-free CoNAL label model (common + individual confusion, EM).
+
+    Written as the EM-step protocol of :mod:`crowd_keras.aggregation.em`, so the same fit
+    runs in memory, split into blocks of items, on Dask and in the default model's folds:
+
+    * statistics (summed over items): ``(counts (A, K, K), class_mass (K,), common (A, K, K),
+      start)``: the expected votes ``Σ_i q(z_i = c) [a said y on i]``, ``Σ_i q(z_i)``, the
+      part of the votes the common matrix explains (``counts · q(s = 1 | c, y)``), and the
+      number of blocks whose statistics are the starting ones (> 0: the first M-step, where
+      each matrix sees half of every vote and ω is ``init_omega``);
+    * state: ``(ω (A,), π_g (K, K), π_r (A, K, K), ρ (K,))``;
+    * latent posteriors of a block: ``(q(z) (I, K), q(s = 1 | c, y) (A, K, K))``.
 
     Args:
         max_iter, tol: EM stops when the mean log-likelihood per annotation gains < tol.
@@ -40,6 +51,8 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
             look like Snorkel labeling functions are fitted by the abstain-aware model
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
+
+    ``fit(annotations, gold=...)`` fixes the known class of gold items in every E-step.
 
     Attributes:
         posteriors_: (items, K).
@@ -52,6 +65,9 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         log_likelihood_, n_iter_: per iteration; EM iterations run.
     """
 
+    accepts_gold = True
+    em_name = "EM"
+
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  omega_prior: tuple = (1.0, 1.0), init_omega: float = 0.3,
                  progress: bool = False, labeling_functions: str = "auto") -> None:
@@ -63,45 +79,70 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    def _fit_labeling_functions(self, ann: Annotations) -> bool:
-        if not super()._fit_labeling_functions(ann):
-            return False
+    def adopt_labeling_function_model(self, model: Any, ann: Annotations) -> None:
+        super().adopt_labeling_function_model(model, ann)
         # one common matrix cannot be told apart here: report the average behaviour
         self.common_confusion_ = self.confusion_matrices_.mean(axis=0)
         self.individual_confusions_ = self.confusion_matrices_
         self.omega_ = np.zeros(ann.n_annotators)
-        return True
 
-    def _fit_crowd(self, ann: Annotations) -> "CommonNoiseModel":
-        a, n = ann.n_annotators, ann.n_annotations
-        X = ann.vote_incidence()
-        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
-        post = soft_vote(ann.label_counts())
-        omega = np.full(a, float(self.init_omega))
+    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None
+                   ) -> "CommonNoiseModel":
+        return self.fit_block(ann, item_log_prior)
+
+    # ---------------------------------------------------------------- the EM-step protocol
+    def init_state(self, summary: Summary) -> "CommonNoiseModel":
+        super().init_state(summary)
+        self.n_annotators_ = summary.votes.shape[0]
+        self.votes_per_annotator_ = summary.votes.sum(axis=1)
+        return self
+
+    def initial_statistics(self, block: Block) -> tuple:
         # Start from the majority-vote counts: both matrices see every annotation.
-        counts = class_vote_counts(XT, post, a)                          # (A, K true, K label)
-        pi_g, pi_r, prior = self._m_confusions(counts, 0.5 * counts, post)
-        b_a, b_b = self.omega_prior
-        per_annotator = ann.annotations_per_annotator()
-        loop = Convergence(self.max_iter, self.tol, "CoNAL EM", self.progress)
-        for _ in loop:
-            # With ω tied per annotator, an annotation's likelihood under true class c,
-            # ω_r π_g[c, y] + (1 − ω_r) π_r[c, y], depends on (r, c, y) only: the E-step is
-            # Dawid-Skene's with these effective matrices, and q(s = 1 | z = c, y) too.
-            common = omega[:, None, None] * pi_g[None]                     # (A, K, K)
-            mix = common + (1 - omega[:, None, None]) * pi_r
-            post, log_norm = confusion_posteriors(X, np.log(mix), np.log(prior))
-            ll = float(log_norm.sum()) / max(n, 1)
-            # M-step on the expected counts: Σ_i q(z_i = c) q(s = 1 | c, y) per (r, c, y)
-            counts = class_vote_counts(XT, post, a)
-            joint_common = counts * (common / mix)
-            pi_g, pi_r, prior = self._m_confusions(counts, joint_common, post)
-            omega = (joint_common.sum(axis=(1, 2)) + b_a - 1 + 1e-9) / \
-                (per_annotator + b_a + b_b - 2 + 2e-9)
-            loop.record(ll)
-        history = loop.history
-        self.annotations_ = ann
-        self.posteriors_ = post
+        post = self.initial_posteriors(block)
+        counts = class_vote_counts(block.XT, post, self.n_annotators_)
+        return counts, post.sum(axis=0), 0.5 * counts, 1
+
+    def sufficient_statistics(self, block: Block, latent: tuple) -> tuple:
+        post, common_share = latent
+        counts = class_vote_counts(block.XT, post, self.n_annotators_)
+        return counts, post.sum(axis=0), counts * common_share, 0
+
+    def m_step(self, stats: tuple) -> tuple:
+        """Closed-form π_g, π_r, ρ (the Lagrange solutions of App. B) and ω (a Beta-smoothed
+        share of each annotator's votes explained by the common matrix)."""
+        counts, class_mass, common, start = stats
+        pi_g = normalize_rows(common.sum(axis=0) + self.smoothing)
+        pi_r = normalize_rows(counts - common + self.smoothing)
+        prior = class_mass + self.smoothing
+        if start:
+            omega = np.full(self.n_annotators_, float(self.init_omega))
+        else:
+            b_a, b_b = self.omega_prior
+            omega = (common.sum(axis=(1, 2)) + b_a - 1 + 1e-9) / \
+                (self.votes_per_annotator_ + b_a + b_b - 2 + 2e-9)
+        return omega, pi_g, pi_r, prior / prior.sum()
+
+    def e_step(self, block: Block, state: tuple) -> tuple:
+        # With ω tied per annotator, an annotation's likelihood under true class c,
+        # ω_r π_g[c, y] + (1 − ω_r) π_r[c, y], depends on (r, c, y) only: the E-step is
+        # Dawid-Skene's with these effective matrices, and q(s = 1 | z = c, y) too.
+        omega, pi_g, pi_r, prior = state
+        common = omega[:, None, None] * pi_g[None]                         # (A, K, K)
+        mix = common + (1 - omega[:, None, None]) * pi_r
+        log_prior = np.log(prior)
+        if block.item_log_prior is not None:
+            log_prior = log_prior + block.item_log_prior
+        post, log_norm = confusion_posteriors(block.X, np.log(mix), log_prior)
+        return (post, common / mix), float(log_norm.sum())
+
+    def class_posteriors(self, latent: tuple) -> np.ndarray:
+        return latent[0]
+
+    def finish(self, state: tuple, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> "CommonNoiseModel":
+        omega, pi_g, pi_r, prior = state
+        self.annotations_ = template
         self.class_priors_ = prior
         self.common_confusion_ = pi_g
         self.individual_confusions_ = pi_r
@@ -110,17 +151,6 @@ class CommonNoiseModel(LabelingFunctionFallback, LabelModel):
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
         return self
-
-    def _m_confusions(self, counts: np.ndarray, common: np.ndarray, post: np.ndarray) -> tuple:
-        """Closed-form π_g, π_r (Lagrange solutions of App. B) and the class prior ρ.
-
-        ``counts`` (A, K, K): expected votes per (annotator, true class, label);
-        ``common`` (A, K, K): the part of them attributed to the common matrix.
-        """
-        pi_g = normalize_rows(common.sum(axis=0) + self.smoothing)
-        pi_r = normalize_rows(counts - common + self.smoothing)
-        prior = post.sum(axis=0) + self.smoothing
-        return pi_g, pi_r, prior / prior.sum()
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         return confusion_posteriors(ann.vote_incidence(), np.log(self.confusion_matrices_),

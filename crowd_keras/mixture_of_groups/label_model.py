@@ -41,7 +41,7 @@ from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import safe_log, soft_vote
-from ..progress import progress_bar
+from ..progress import Convergence
 from .em import GlobalEM, IndividualEM, best_removal, group_probabilities
 
 __all__ = ["MixtureOfGroupsModel", "counts_to_annotations", "SCENARIOS"]
@@ -67,7 +67,8 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         prune_groups: individual scenario: drop a group when the data are better explained
             without it (collapsed Dirichlet evidence); its annotators join the other groups.
         seed: seeds K-means.
-        progress: progress bar over EM iterations.
+        progress: progress over EM iterations (``True``: a bar, or lines without tqdm;
+            ``"auto"``: lines only on a long fit; default off, as every label model).
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
             look like Snorkel labeling functions are fitted by the abstain-aware model
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
@@ -86,7 +87,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
     def __init__(self, num_groups: int = 3, scenario: str = "individual", max_iter: int = 100,
                  tol: float = 1e-6, smoothing: float = 1.0, restarts: int = 3,
                  prune_groups: bool = True, seed: Optional[int] = 0,
-                 progress: bool = False, labeling_functions: str = "auto") -> None:
+                 progress: Any = False, labeling_functions: str = "auto") -> None:
         self.num_groups = num_groups
         self.scenario = scenario
         self.max_iter = max_iter
@@ -159,9 +160,10 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
                                              self.group_confusions_)
         return self
 
-    def _bar(self, restart: int) -> Any:
-        return progress_bar(range(int(self.max_iter)), desc=f"MixtureOfGroups EM #{restart + 1}",
-                            disable=not self.progress)
+    def _loop(self, restart: int) -> Convergence:
+        """The EM loop of one restart, with the progress of every label model's EM."""
+        return Convergence(self.max_iter, self.tol, f"MixtureOfGroups EM #{restart + 1}",
+                           self.progress)
 
     def _rho(self, post: np.ndarray) -> np.ndarray:
         rho = post.sum(axis=0) + self.smoothing
@@ -171,21 +173,15 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         n_annotations = em.pair_counts.sum()
         post = soft_vote(em.counts)
         q = em.kmeans_groups(post, seed)[:, :, None] * post[em.pair_items][:, None, :]
-        history, prev = [], -np.inf
-        bar = self._bar(restart)
-        for _ in bar:
+        loop = self._loop(restart)
+        for _ in loop:
             alpha, beta, _ = em.m_step(q)                                   # Eq. 6
             rho = self._rho(post)
             post, ll = em.item_posteriors(np.log(rho), alpha, beta)        # E-step (z)
             q = em.latent_class_joint(post, alpha, beta)                   # E-step (m, k)
-            obj = (ll + self.smoothing * (safe_log(beta).sum() + np.log(rho).sum())) \
-                / n_annotations
-            history.append(obj)
-            bar.set_postfix(objective=f"{obj:.6f}")
-            if abs(obj - prev) < self.tol:
-                break
-            prev = obj
-        bar.close()
+            loop.record((ll + self.smoothing * (safe_log(beta).sum() + np.log(rho).sum()))
+                        / n_annotations)
+        history = list(loop.history)
         return dict(post=post, rho=rho, alpha=alpha, beta=beta, objective=history[-1],
                     history=history)
 
@@ -193,9 +189,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         ann = em.ann
         post = soft_vote(ann.label_counts())
         groups = em.kmeans_groups(post, seed)
-        history, prev = [], -np.inf
-        bar = self._bar(restart)
-        for _ in bar:
+        prev = -np.inf
+        loop = self._loop(restart)
+        for _ in loop:
             counts = em.counts(post)                                        # one pass
             alpha, beta, _ = em.m_step(post, groups, counts)
             rho = self._rho(post)
@@ -204,16 +200,18 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
             post, lse = em.item_step(np.log(rho), groups, beta, lb)
             prior = self.smoothing * (safe_log(beta).sum() + np.log(rho).sum())
             obj = (em.elbo(lse, groups, alpha) + prior) / ann.n_annotations
-            history.append(obj)
-            bar.set_postfix(objective=f"{obj:.6f}", groups=int((alpha > 1e-9).sum()))
+            loop.record(obj)
+            # settled: drop a surplus group and go on, counting from the new start
+            loop.converged = False
             if abs(obj - prev) < self.tol:
                 fewer = best_removal(em, post, alpha, beta) if self.prune_groups else None
                 if fewer is None:
-                    break
+                    loop.converged = True
+                    continue
                 groups, prev = fewer, -np.inf
                 continue
             prev = obj
-        bar.close()
+        history = list(loop.history)
         alpha, beta, _ = em.m_step(post, groups)
         return dict(post=post, rho=self._rho(post), alpha=alpha, beta=beta, groups=groups,
                     objective=history[-1], history=history)

@@ -26,7 +26,9 @@ Snorkel's contract, kept:
   the model: uniform unless ``class_balance`` or ``Y_dev`` was given, so ``predict`` returns
   -1 there under ``tie_break_policy="abstain"`` and ``score`` leaves it out (not covered).
 - ``class_balance`` / ``Y_dev`` and every train setting of Snorkel's ``fit`` are validated as
-  Snorkel does (see :func:`check_train_config`); ``mu_eps`` bounds the conditional
+  Snorkel does (see :func:`check_train_config`); ``Y_dev`` alone sets the class balance, as in
+  Snorkel, and with ``L_dev`` (the dev split's label matrix, not in Snorkel) the dev rows join
+  the fit as gold (:func:`check_dev_set`); ``mu_eps`` bounds the conditional
   probabilities; EM has no optimizer, so ``lr``, ``l2``, ``optimizer*``, ``lr_scheduler*``,
   ``prec_init`` and ``log_freq`` are checked and otherwise without effect.
 - A function that never votes has no influence on the predictions; its weight is NaN.
@@ -40,9 +42,9 @@ from .analysis import lf_quality
 from .label_model import (DEFAULT_METHOD, CrowdLabelModel, available_methods, covote_misfit,
                           register_method)
 from .metrics import probs_to_preds
-from .validation import (UnexpectedArgumentError, check_class_balance, check_label_matrix,
-                         check_train_config)
+from .validation import (UnexpectedArgumentError, check_class_balance, check_dev_set,
+                         check_gold_labels, check_label_matrix, check_train_config)
 
 __all__ = ["CrowdLabelModel", "DEFAULT_METHOD", "covote_misfit", "lf_quality", "check_label_matrix",
-           "check_class_balance", "check_train_config", "probs_to_preds", "register_method",
-           "available_methods", "UnexpectedArgumentError"]
+           "check_class_balance", "check_dev_set", "check_gold_labels", "check_train_config",
+           "probs_to_preds", "register_method", "available_methods", "UnexpectedArgumentError"]

@@ -20,10 +20,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.special import logsumexp
 
 from crowd_keras.aggregation import AbstainAwareDawidSkene, DawidSkene
 from crowd_keras.aggregation.auto import item_offsets
+from crowd_keras.aggregation.vote_fit import (conditional_vote_log_likelihood,
+                                              vote_log_likelihood)
 from crowd_keras.annotations import Annotations
 
 __all__ = ["abstaining_is_informative", "conditional_vote_log_likelihood", "vote_log_likelihood",
@@ -40,45 +41,6 @@ _MIN_ROWS_PER_FOLD = 20
 #: Without it the check cost ten fits, several times the model's own fit at 1,000,000 rows.
 MAX_CHECK_VOTES = 100_000
 _SAMPLE_SALT = np.uint64(0x2545F4914F6CDD1D)   # the sample is drawn apart from the folds
-
-
-def _vote_terms(X: sp.csr_matrix, log_vote: np.ndarray) -> np.ndarray:
-    """(items, K): Σ over an item's votes of ``log_vote[a, k, l]`` (a sparse product)."""
-    k = log_vote.shape[1]
-    return np.asarray(X @ log_vote.transpose(0, 2, 1).reshape(-1, k))
-
-
-def conditional_vote_log_likelihood(model: object, ann: Annotations) -> float:
-    """``Σ_i log p(votes_i | which functions voted on i)`` of ``ann``'s items under ``model``.
-
-    The abstain model (response matrices ``R``, ``(m, K, K+1)``, last column abstain):
-    ``log Σ_k ρ_k Π_{j voted} R_j[k, l_j] Π_{j silent} R_j[k, ⊥]`` minus the same with
-    ``1 − R_j[k, ⊥]`` in place of each vote (the probability of the pattern). A crowd model
-    (abstaining independent of the class): ``log Σ_k ρ_k Π_{j voted} π_j[k, l_j]``.
-    """
-    return vote_log_likelihood(model, ann.vote_incidence())
-
-
-def vote_log_likelihood(model: object, X: sp.csr_matrix) -> float:
-    """:func:`conditional_vote_log_likelihood` of the items of the vote incidence ``X``
-    (items × (function, class), ``Annotations.vote_incidence()``): a block of rows of a
-    partitioned ``L`` adds up to the whole."""
-    log_prior = np.log(np.maximum(model.class_priors_, 1e-300))
-    if isinstance(model, AbstainAwareDawidSkene):
-        R = np.maximum(model.response_matrices_, 1e-300)
-        k = R.shape[1]
-        log_abstain = np.log(R[:, :, k])                                  # (m, K)
-        log_voted = np.log(np.maximum(1.0 - R[:, :, k], 1e-300))          # (m, K)
-        everyone_silent = log_abstain.sum(axis=0)                         # (K,)
-        swap = _vote_terms(X, np.log(R[:, :, :k]) - log_abstain[:, :, None])
-        # which functions voted: every vote column of function j carries j's term
-        swap_pattern = np.asarray(X @ np.repeat(log_voted - log_abstain, k, axis=0))
-        joint = logsumexp(log_prior + everyone_silent + swap, axis=1)
-        pattern = logsumexp(log_prior + everyone_silent + swap_pattern, axis=1)
-        return float((joint - pattern).sum())
-    log_pi = np.log(np.maximum(model.confusion_matrices_, 1e-300))
-    voted = np.diff(X.indptr) > 0
-    return float(logsumexp(log_prior + _vote_terms(X, log_pi), axis=1)[voted].sum())
 
 
 def abstention_models() -> tuple:

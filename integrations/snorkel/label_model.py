@@ -6,6 +6,7 @@ abstention and the partitioned (Dask) fit.
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 from pathlib import Path
@@ -23,7 +24,8 @@ from crowd_keras.files import read_json_text, read_npz
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
-from .validation import check_class_balance, check_label_matrix, check_train_config
+from .validation import (check_class_balance, check_dev_set, check_label_matrix,
+                         check_train_config)
 from .votes import (COVOTE_MISFIT, DEFAULT_METHOD, LABELING_FUNCTION_METHOD,
                     covote_misfit_from, covote_step, function_summary, votes_fixed_by_design)
 
@@ -160,7 +162,8 @@ class CrowdLabelModel:
     Fitted attributes: ``label_model_`` (the crowd-keras model), ``n_functions_``,
     ``class_balance_`` (given or None), ``weights_``, ``conditional_probs_``,
     ``train_config_`` (Snorkel's train settings, validated), ``covote_misfit_`` (None when
-    not checked).
+    not checked), ``n_gold_`` (rows of ``L_dev``; 0 without) and ``gold_in_fit_`` (the label
+    model held them at their ``Y_dev`` class).
     """
 
     def __init__(self, cardinality: int = 2, method: str = DEFAULT_METHOD, verbose: bool = False,
@@ -173,14 +176,25 @@ class CrowdLabelModel:
 
     # --------------------------------------------------------------------- fitting
     def fit(self, L_train: Any, Y_dev: Any = None, class_balance: Any = None,
-            progress_bar: bool = True, *, features: Any = None, n_epochs: Optional[int] = None,
-            lr: Optional[float] = None, seed: Optional[int] = None,
-            **train_config: Any) -> "CrowdLabelModel":
+            progress_bar: bool = True, *, L_dev: Any = None, features: Any = None,
+            n_epochs: Optional[int] = None, lr: Optional[float] = None,
+            seed: Optional[int] = None, **train_config: Any) -> "CrowdLabelModel":
         """Fit the label model to ``L_train`` (n × m, -1 = abstain). Returns self.
 
         Args:
-            Y_dev: gold labels of some data points, used only for the class balance (Snorkel).
+            Y_dev: gold labels (``0..cardinality-1``) of the data points of a dev split. As in
+                Snorkel, without ``class_balance`` their class shares are the class balance.
             class_balance: (cardinality,) class proportions; fixes the model's class prior.
+            L_dev: (n_dev, m) the dev split's label matrix, one row per label of ``Y_dev``
+                (not in Snorkel). With it the dev rows join the fit as gold: a label model
+                that takes gold (``accepts_gold``: the default for crowd answers, the
+                Dawid-Skene family, the Bayesian models, CoNAL, voting) holds each at its
+                ``Y_dev`` class in every E-step, and the default ``"auto"`` model chooses
+                among its candidates by their accuracy on hidden gold rows when there are
+                enough (``AutoLabelModel(min_gold=...)``). A model that does not take gold
+                (the abstain-aware model of labeling functions) is fitted on the dev rows'
+                votes without holding them. ``gold_in_fit_`` says which; the weights and
+                conditional probabilities count the dev rows at their gold class.
             progress_bar: show a progress bar over EM iterations / epochs.
             features: (n, d) item features for feature-aware methods (end to end).
             n_epochs: maximum EM iterations (or epochs); default the model's own (100).
@@ -198,13 +212,24 @@ class CrowdLabelModel:
             raise ValueError(f"cardinality must be an integer >= 2, got {self.cardinality!r}")
         k = int(self.cardinality)
         if is_dask_array(L_train):  # rows in chunks: fitted by crowd_keras.distributed
-            from .partitioned import fit_partitioned
-            return fit_partitioned(self, L_train, Y_dev, class_balance, progress_bar, features,
-                                   given, train_config, config["mu_eps"])
+            return self._fit_partitioned(L_train, Y_dev, class_balance, L_dev, features,
+                                         {**given, **train_config},
+                                         {**given, "progress_bar": progress_bar,
+                                          **train_config}, config["mu_eps"])
         L = check_label_matrix(L_train, k, name="L_train")
+        dev = check_dev_set(L_dev, Y_dev, k, L.shape[1])
+        if dev is not None and features is not None:
+            raise ValueError("L_dev with features= is not supported: the dev rows have no "
+                             "features; fit on L_train with features, or drop features=")
         model_type, balance = self._check_setup(L.shape, Y_dev, class_balance,
                                                 {**given, **train_config})
-        ann = Annotations.from_label_matrix(L, cardinality=k)
+        n_train = L.shape[0]
+        gold = None
+        if dev is not None:   # the dev rows follow the training rows, held at their class
+            gold = np.concatenate([np.full(n_train, -1, dtype=np.int64), dev[1]])
+            ann = Annotations.from_label_matrix(np.vstack([L, dev[0]]), cardinality=k)
+        else:
+            ann = Annotations.from_label_matrix(L, cardinality=k)
         if ann.n_annotations == 0:
             raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
         method, kwargs, full_first = self._plan(
@@ -223,18 +248,67 @@ class CrowdLabelModel:
             model = get_label_model(method, **kwargs)
             if features is not None:
                 model.fit(ann, features=self._check_features(model, features, L.shape[0]))
+            elif gold is not None and model.accepts_gold:
+                model.fit(ann, gold=gold)
             else:
                 model.fit(ann)
         self.label_model_ = model
         self.n_functions_ = L.shape[1]
         self.class_balance_ = balance
+        self.n_gold_ = 0 if dev is None else len(dev[1])
+        # a crowd model on labeling-function votes answers through a model without gold
+        self.gold_in_fit_ = bool(gold is not None and model.accepts_gold
+                                 and getattr(model, "regime_", "crowd") == "crowd")
         probs = model.predict_proba()
         self._train_cache = None
         if features is None:
             probs = self._finish(probs, ann)
+            if dev is not None:   # the dev rows count at their gold class
+                probs[n_train:] = np.eye(k)[dev[1]]
             # predict_proba(L_train) answers from here: L_train becomes Annotations once
-            self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32), probs)
+            self._train_cache = (L.astype(np.int8 if k <= 127 else np.int32),
+                                 probs[:n_train].copy())
         self._summarize(ann, probs, config["mu_eps"])
+        return self
+
+    def _fit_partitioned(self, L: Any, Y_dev: Any, class_balance: Any, L_dev: Any,
+                         features: Any, given: Dict[str, Any], train: Dict[str, Any],
+                         mu_eps: Optional[float]) -> "CrowdLabelModel":
+        """:meth:`fit` of a Dask array ``L`` (chunks of rows): the same decisions from sums
+        over rows, the label model fitted by :mod:`crowd_keras.distributed` (its public
+        EM-step protocol over the blocks), the same fitted state (:mod:`.partitioned`)."""
+        from crowd_keras.distributed.methods import method_for
+
+        from . import partitioned
+
+        partitioned.no_features(features)
+        k = int(self.cardinality)
+        partitioned.check_layout(L, k)
+        dev = check_dev_set(L_dev, Y_dev, k, L.shape[1])
+        _, balance = self._check_setup(L.shape, Y_dev, class_balance, given)
+        if self.method != "auto":
+            method_for(self.method)  # an unsupported method fails before any work
+        data, with_gold = partitioned.partitioned_label_matrix(L, k, dev)
+        method, kwargs, full_first = self._plan(
+            data.summary.votes, lambda: partitioned.abstaining_is_informative_partitioned(data),
+            partitioned.fixed_by_design(data), balance, train)
+        takes_gold = with_gold is not None and get_label_model(method).accepts_gold
+        fit, self.covote_misfit_ = partitioned.fit_method(
+            with_gold if takes_gold else data, method, kwargs, full_first)
+        self.label_model_ = fit.model
+        self.n_functions_ = L.shape[1]
+        self.class_balance_ = balance
+        self.n_gold_ = 0 if dev is None else len(dev[1])
+        self.gold_in_fit_ = bool(takes_gold and getattr(fit.model, "regime_", "crowd") == "crowd")
+        self._train_cache = None
+
+        def report(post: np.ndarray, block: Any) -> np.ndarray:
+            return partitioned.gold_rows(self._finish(post, block), block)
+
+        joint, mass = (with_gold or data).statistics(fit, transform=report)
+        summary = data.summary
+        self.weights_, self.conditional_probs_ = function_summary(
+            joint, summary.votes.sum(axis=1), mass, summary.n_items, mu_eps)
         return self
 
     def _plan(self, votes: np.ndarray, abstaining: Callable[[], bool], fixed_by_design: bool,
@@ -331,8 +405,11 @@ class CrowdLabelModel:
         self._check_fitted()
         k = int(self.cardinality)
         if is_dask_array(L):  # a Dask array in, a Dask array out, chunk by chunk
-            from .partitioned import predict_proba_partitioned
-            return predict_proba_partitioned(self, L, features)
+            from .partitioned import no_features, predict_proba_partitioned
+            no_features(features)
+            light = copy.copy(self)
+            light._train_cache = None   # not shipped to the workers
+            return predict_proba_partitioned(light.predict_proba, L, k, self.n_functions_)
         L = check_label_matrix(L, k, n_functions=self.n_functions_)
         if L.shape[0] == 0:
             return np.zeros((0, k))

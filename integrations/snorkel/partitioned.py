@@ -1,38 +1,39 @@
-"""``CrowdLabelModel`` on a Dask array ``L``: the in-memory ``fit``, chunk of rows by chunk.
+"""``CrowdLabelModel`` on a Dask array ``L``: the pieces of the in-memory ``fit``, chunk of
+rows by chunk.
 
-``CrowdLabelModel.fit`` hands a Dask array over to :func:`fit_partitioned`. The rows stay in
-blocks on the Dask workers (:class:`crowd_keras.distributed.PartitionedAnnotations`); the
-adapter takes its decisions from sums over rows (:mod:`.votes`, the functions of the
-in-memory fit) and the label model is fitted by the engine of :mod:`crowd_keras.distributed`
-(the model's own EM steps per block), so the fitted model, ``get_weights()``,
+``CrowdLabelModel.fit`` of a Dask array takes the same decisions as in memory from sums over
+rows (:mod:`.votes`) and fits the label model by the engine of
+:mod:`crowd_keras.distributed` (for an EM label model, the public EM-step protocol run over
+the blocks: ``distributed.methods.ProtocolMethod``), so the fitted model, ``get_weights()``,
 ``get_conditional_probs()`` and ``predict_proba`` equal the in-memory adapter's on the same
-``L``. The default ``method="auto"`` decides as in memory: one-class functions, or abstaining
-that tells the class (:func:`abstaining_is_informative_partitioned`, the held-out check on
-folds of rows, block by block), get the abstain-aware Dawid-Skene, crowd answers the
-library's ``"auto"`` model (held-out selection, :mod:`crowd_keras.distributed.auto`).
-Methods: those of :func:`crowd_keras.distributed.supported_methods`; feature-aware methods
-need ``L`` in memory.
+``L``. The functions here know nothing of the adapter: they take the data, a method and
+plain settings, and return what the adapter keeps. The rows stay in blocks on the Dask
+workers (:class:`crowd_keras.distributed.PartitionedAnnotations`). The abstention check of
+the default method is :func:`abstaining_is_informative_partitioned` (the held-out check on
+folds of rows, block by block); crowd answers get the library's ``"auto"`` model (held-out
+selection, :mod:`crowd_keras.distributed.auto`). Methods: those of
+:func:`crowd_keras.distributed.supported_methods` and every EM-protocol label model;
+feature-aware methods need ``L`` in memory.
 """
 from __future__ import annotations
 
-import copy
 import functools
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
 from crowd_keras.distributed.blocks import Block
 from crowd_keras.distributed.engine import PartitionedAnnotations
-from crowd_keras.distributed.methods import method_for
+from crowd_keras.distributed.methods import Fit, method_for
 from crowd_keras.errors import CrowdDataError
 
 from .abstention import (FOLDS, abstention_models, check_sample, held_out_gain, row_folds,
                          sample_fraction, too_few_rows)
 from .validation import check_label_matrix
-from .votes import (COVOTE_MISFIT, covote_misfit_from, covote_step, function_summary,
-                    votes_fixed_by_design)
+from .votes import COVOTE_MISFIT, covote_misfit_from, covote_step, votes_fixed_by_design
 
-__all__ = ["fit_partitioned", "predict_proba_partitioned",
+__all__ = ["check_layout", "no_features", "partitioned_label_matrix", "fixed_by_design",
+           "fit_method", "gold_rows", "predict_proba_partitioned",
            "abstaining_is_informative_partitioned"]
 
 
@@ -45,59 +46,76 @@ def _check_chunk(chunk: np.ndarray, start: int, cardinality: int) -> np.ndarray:
                              "the Dask array)") from None
 
 
-def _check_layout(L: Any, cardinality: int, n_functions: Optional[int] = None) -> None:
-    """The checks of ``check_label_matrix`` that need only the shape and dtype."""
+def check_layout(L: Any, cardinality: int, n_functions: Optional[int] = None) -> None:
+    """The checks of ``check_label_matrix`` that need only the shape and dtype of ``L``."""
     check_label_matrix(np.empty((0,) + tuple(L.shape[1:]), dtype=L.dtype), cardinality,
                        name="L_train", n_functions=n_functions)
 
 
-def _no_features(features: Any) -> None:
+def no_features(features: Any) -> None:
+    """Feature-aware methods are not fitted chunk by chunk."""
     if features is not None:
         raise ValueError("features= needs L in memory: feature-aware methods are not fitted "
                          "chunk by chunk (pass L as a numpy array)")
 
 
-def fit_partitioned(adapter: Any, L: Any, Y_dev: Any, class_balance: Any, progress_bar: bool,
-                    features: Any, given: Dict[str, Any], train_config: Dict[str, Any],
-                    mu_eps: Optional[float]) -> Any:
-    """``adapter.fit(L, ...)`` for a Dask array ``L`` (chunks of rows); returns ``adapter``."""
-    _no_features(features)
-    k = int(adapter.cardinality)
-    _check_layout(L, k)
-    _, balance = adapter._check_setup(L.shape, Y_dev, class_balance,
-                                               {**given, **train_config})
-    if adapter.method != "auto":
-        method_for(adapter.method)  # an unsupported method fails before any work
+def partitioned_label_matrix(L: Any, cardinality: int,
+                             dev: Optional[Tuple[np.ndarray, np.ndarray]] = None
+                             ) -> Tuple[PartitionedAnnotations, Optional[PartitionedAnnotations]]:
+    """The rows of the Dask array ``L`` (each chunk checked on its worker) as partitioned
+    annotations, and, with a dev split ``dev = (L_dev, Y_dev)`` (in memory), the same with
+    the dev rows appended after ``L``'s and held at their gold class (else None)."""
+    import dask.array as da
+
+    k = int(cardinality)
+    if dev is not None:
+        L = da.concatenate([L, da.from_array(dev[0], chunks=(max(len(dev[0]), 1), -1))])
     data = PartitionedAnnotations.from_label_matrix(
         L, k, check=functools.partial(_check_chunk, cardinality=k))
-    summary = data.summary
-    if summary.n_annotations == 0:
+    if data.summary.n_annotations == 0:
         raise CrowdDataError("L_train has no votes: every entry is -1 (abstain)")
+    if dev is None:
+        return data, None
+    first = L.shape[0] - len(dev[1])
+    return data, data.with_gold(dict(zip(range(first, L.shape[0]), dev[1].tolist())))
+
+
+def fixed_by_design(data: PartitionedAnnotations) -> bool:
+    """:func:`.votes.votes_fixed_by_design` from the summed votes of ``data``."""
+    summary = data.summary
     coverage = summary.votes.sum(axis=1) / max(summary.n_items, 1)
-    fixed_by_design = votes_fixed_by_design(summary.row_variance, coverage)
-    method, kwargs, full_first = adapter._plan(
-        summary.votes, lambda: abstaining_is_informative_partitioned(data), fixed_by_design,
-        balance, {**given, "progress_bar": progress_bar, **train_config})
-    fit = None
-    adapter.covote_misfit_ = None
+    return votes_fixed_by_design(summary.row_variance, coverage)
+
+
+def fit_method(data: PartitionedAnnotations, method: str, kwargs: Dict[str, Any],
+               full_first: bool) -> Tuple[Fit, Optional[float]]:
+    """The partitioned fit of the registry name ``method`` with ``kwargs``, and the co-vote
+    misfit of the un-anchored model when ``full_first`` (one-class functions: the full model
+    is kept if it explains the co-votes, :data:`.votes.COVOTE_MISFIT`, else the anchored
+    one is fitted), as the in-memory fit decides."""
+    misfit = None
     if full_first:
-        # one-class functions: the full model if it explains the co-votes, else anchored
         trial = data.fit(method_for(method, **kwargs, anchor="none"))
-        step = covote_step(trial.model, L.shape[1], k, summary.n_items)
+        summary = data.summary
+        step = covote_step(trial.model, len(data.annotator_ids), data.n_classes,
+                           summary.n_items)
         if step is not None:
-            adapter.covote_misfit_ = covote_misfit_from(trial.model, *data.covotes(step))
-        if adapter.covote_misfit_ is not None and adapter.covote_misfit_ < COVOTE_MISFIT:
-            fit = trial
-    if fit is None:
-        fit = data.fit(method_for(method, **kwargs))
-    adapter.label_model_ = fit.model
-    adapter.n_functions_ = L.shape[1]
-    adapter.class_balance_ = balance
-    adapter._train_cache = None
-    joint, mass = data.statistics(fit, transform=adapter._finish)
-    adapter.weights_, adapter.conditional_probs_ = function_summary(
-        joint, summary.votes.sum(axis=1), mass, summary.n_items, mu_eps)
-    return adapter
+            misfit = covote_misfit_from(trial.model, *data.covotes(step))
+        if misfit is not None and misfit < COVOTE_MISFIT:
+            return trial, misfit
+    return data.fit(method_for(method, **kwargs)), misfit
+
+
+def gold_rows(post: np.ndarray, block: Block) -> np.ndarray:
+    """``post`` (I, K) with the block's gold rows (an item log-prior with one finite class)
+    set to their class: how the weights count the dev rows."""
+    if block.item_log_prior is None:
+        return post
+    known = np.isfinite(block.item_log_prior)
+    clamped = known.sum(axis=1) == 1
+    post = np.array(post, dtype=np.float64)
+    post[clamped] = known[clamped]
+    return post
 
 
 def _voted_rows(block: Block) -> int:
@@ -139,14 +157,12 @@ def abstaining_is_informative_partitioned(data: PartitionedAnnotations, seed: in
     return gain > 0
 
 
-def predict_proba_partitioned(adapter: Any, L: Any, features: Any = None) -> Any:
-    """``adapter.predict_proba(L)`` for a Dask array: a Dask array (n, cardinality), each chunk
-    of rows answered by the in-memory ``predict_proba``."""
-    _no_features(features)
-    k = int(adapter.cardinality)
-    _check_layout(L, k, adapter.n_functions_)
+def predict_proba_partitioned(predict_proba: Callable[[np.ndarray], np.ndarray], L: Any,
+                              cardinality: int, n_functions: int) -> Any:
+    """``predict_proba(L)`` for a Dask array: a Dask array (n, cardinality), each chunk of
+    rows answered by the in-memory ``predict_proba`` (a function of a label matrix)."""
+    k = int(cardinality)
+    check_layout(L, k, n_functions)
     if len(L.chunks[1]) > 1:
         L = L.rechunk({1: -1})
-    light = copy.copy(adapter)
-    light._train_cache = None   # not shipped to the workers
-    return L.map_blocks(light.predict_proba, dtype=np.float64, chunks=(L.chunks[0], (k,)))
+    return L.map_blocks(predict_proba, dtype=np.float64, chunks=(L.chunks[0], (k,)))

@@ -9,15 +9,15 @@ ours add the position or the allowed values. Bad label matrices and class balanc
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from crowd_keras.codes import as_matrix, label_matrix_problem, numeric_matrix
 from crowd_keras.errors import CrowdDataError
 
-__all__ = ["check_label_matrix", "check_class_balance", "check_train_config", "TRAIN_DEFAULTS",
-           "UnexpectedArgumentError"]
+__all__ = ["check_label_matrix", "check_class_balance", "check_gold_labels", "check_dev_set",
+           "check_train_config", "TRAIN_DEFAULTS", "UnexpectedArgumentError"]
 
 
 class UnexpectedArgumentError(TypeError, ValueError):
@@ -116,18 +116,7 @@ def check_class_balance(class_balance: Any, Y_dev: Any, cardinality: int) -> Opt
             raise CrowdDataError(f"class_balance must be {k} non-negative numbers summing to 1, "
                                  f"got {class_balance!r}")
     elif Y_dev is not None:
-        y = np.asarray(Y_dev).ravel()
-        if len(y) == 0:
-            raise CrowdDataError("Y_dev is empty")
-        if y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all():
-            y = y.astype(np.int64)
-        if y.dtype.kind not in "iu":
-            raise CrowdDataError(f"Y_dev must hold integer labels 0..{k - 1}, got dtype {y.dtype}")
-        outside = (y < 0) | (y >= k)
-        if outside.any():
-            i = int(np.argmax(outside))
-            raise CrowdDataError(f"Y_dev has {y[i]} at position {i}; labels are 0..{k - 1} "
-                                 "(leave out the data points without a gold label)")
+        y = check_gold_labels(Y_dev, k)
         counts = np.bincount(y, minlength=k)
         present = int((counts > 0).sum())
         if present != k:
@@ -140,6 +129,53 @@ def check_class_balance(class_balance: Any, Y_dev: Any, cardinality: int) -> Opt
     if len(zero):
         raise CrowdDataError(f"Class balance prior is 0 for class(es) {zero.tolist()}.")
     return p
+
+
+def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev") -> np.ndarray:
+    """``Y_dev`` as an int64 array of class labels ``0..cardinality-1`` (integral floats
+    accepted); an empty array, another dtype or a label outside the range raises
+    :class:`crowd_keras.CrowdDataError` naming the position and the value."""
+    k = int(cardinality)
+    y = np.asarray(Y_dev).ravel()
+    if len(y) == 0:
+        raise CrowdDataError(f"{name} is empty")
+    if y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all():
+        y = y.astype(np.int64)
+    if y.dtype.kind not in "iu":
+        raise CrowdDataError(f"{name} must hold integer labels 0..{k - 1}, got dtype {y.dtype}")
+    outside = (y < 0) | (y >= k)
+    if outside.any():
+        i = int(np.argmax(outside))
+        raise CrowdDataError(f"{name} has {y[i]} at position {i}; labels are 0..{k - 1} "
+                             "(leave out the data points without a gold label)")
+    return y.astype(np.int64)
+
+
+def check_dev_set(L_dev: Any, Y_dev: Any, cardinality: int,
+                  n_functions: int) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """The dev split ``(L_dev (n_dev, m) int64, Y_dev (n_dev,) int64)``, or None without
+    ``L_dev``.
+
+    ``L_dev`` is checked as ``L_train`` is (:func:`check_label_matrix`, the same ``m``
+    functions); ``Y_dev`` must give one label ``0..cardinality-1`` per row of ``L_dev``.
+    ``L_dev`` without ``Y_dev``, or lengths that differ, raise
+    :class:`crowd_keras.CrowdDataError`.
+    """
+    if L_dev is None:
+        return None
+    if Y_dev is None:
+        raise CrowdDataError("L_dev needs Y_dev: the gold label of each row of L_dev (without "
+                             "Y_dev, L_dev says nothing L_train does not)")
+    shape = np.shape(L_dev)
+    if len(shape) == 2 and shape[1] != n_functions:
+        raise CrowdDataError(f"L_dev has {shape[1]} labeling functions but L_train has "
+                             f"{n_functions}: the dev rows need the same functions")
+    L = check_label_matrix(L_dev, cardinality, name="L_dev", n_functions=n_functions)
+    y = check_gold_labels(Y_dev, cardinality)
+    if len(y) != L.shape[0]:
+        raise CrowdDataError(f"Y_dev has {len(y)} labels but L_dev has {L.shape[0]} rows: give "
+                             "one gold label per row of L_dev")
+    return L, y
 
 
 # ----------------------------------------------------------------------------- train config

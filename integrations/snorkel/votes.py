@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from crowd_keras.aggregation.vote_fit import covote_misfit_from
+
 __all__ = ["DEFAULT_METHOD", "LABELING_FUNCTION_METHOD", "COVOTE_MISFIT", "votes_fixed_by_design", "covote_step", "covote_misfit_from",
            "function_summary"]
 
@@ -27,9 +29,8 @@ LABELING_FUNCTION_METHOD = "abstain_dawid_skene"
 _FIXED_VOTES_RATIO = 0.5
 # One-class labeling functions are anchored to their votes (the model only breaks ties)
 # unless the un-anchored model explains the co-votes of every pair of functions to within
-# this share (conditional independence holds) from at least _MIN_COVOTES co-votes.
+# this share (conditional independence holds; crowd_keras.aggregation.vote_fit measures it).
 COVOTE_MISFIT = 0.1
-_MIN_COVOTES = 1000
 _COVOTE_ROWS = 200_000
 
 
@@ -58,24 +59,6 @@ def covote_step(model: Any, n_functions: int, n_classes: int, n_rows: int) -> Op
             n_functions * n_classes > 2000 or n_rows == 0:
         return None
     return max(-(-n_rows // _COVOTE_ROWS), 1)
-
-
-def covote_misfit_from(model: Any, observed: np.ndarray, n_rows: int) -> Optional[float]:
-    """:func:`~crowd_keras.integrations.snorkel.covote_misfit` from the co-vote counts.
-
-    Args:
-        observed: (m·k, m·k) ``XᵀX`` over the sampled rows (``X``: the vote incidence).
-        n_rows: number of sampled rows.
-    """
-    R, pi = np.asarray(model.response_matrices_), np.asarray(model.class_balance_)
-    m, k = R.shape[0], R.shape[1]
-    off = np.repeat(np.arange(m), k)
-    off = off[:, None] != off[None, :]
-    if observed[off].sum() < _MIN_COVOTES:
-        return None
-    votes = R[:, :, :k].transpose(1, 0, 2).reshape(k, m * k)  # [y, (a, l)]
-    implied = votes.T @ (pi[:, None] * votes) * n_rows
-    return float(np.abs(observed - implied)[off].sum() / observed[off].sum())
 
 
 def function_summary(joint: np.ndarray, n_votes: np.ndarray, mass: np.ndarray, n_rows: int,

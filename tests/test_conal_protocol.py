@@ -1,0 +1,88 @@
+"""The feature-free CoNAL model on the public EM-step protocol (split fits, Dask, gold), and
+the progress of the mixture of groups' EM."""
+import numpy as np
+import pytest
+
+from crowd_keras.aggregation import get_label_model
+from crowd_keras.aggregation.em import Block, run_em
+from crowd_keras.conal.label_model import CommonNoiseModel
+from crowd_keras.datasets import simulate_crowd
+from crowd_keras.mixture_of_groups.label_model import MixtureOfGroupsModel
+
+
+@pytest.fixture(scope="module")
+def crowd():
+    return simulate_crowd(n_items=500, n_classes=3, n_annotators=15, annotations_per_item=4,
+                          common_noise="asymmetric", seed=2).annotations
+
+
+def split(ann, parts):
+    return [Block.from_annotations(ann.subset(np.flatnonzero(np.arange(ann.n_items) % parts == r)))
+            for r in range(parts)]
+
+
+def shared_set(name):
+    from conftest import require_data
+    from crowd_keras.datasets import load_labelme, load_music
+
+    loader = {"labelme": load_labelme, "music": load_music}[name]
+    return loader(require_data(name).parent, download=False).annotations
+
+
+@pytest.mark.parametrize("source", ["simulated", "labelme", "music"])
+def test_a_fit_over_several_blocks_is_the_one_block_fit(crowd, source):
+    if source != "simulated":
+        crowd = shared_set(source)
+    whole = CommonNoiseModel(labeling_functions="ignore").fit(crowd)
+    model = CommonNoiseModel(labeling_functions="ignore")
+    run = run_em(model, split(crowd, 4), Block.from_annotations(crowd).summary(crowd.n_classes))
+    fitted = run.runner.finish(run.state, run.summary, crowd, run.history)
+    assert len(run.history) == whole.n_iter_
+    np.testing.assert_allclose(run.history, whole.log_likelihood_, atol=1e-10)
+    for name in ("omega_", "common_confusion_", "individual_confusions_", "class_priors_",
+                 "confusion_matrices_"):
+        np.testing.assert_allclose(getattr(fitted, name), getattr(whole, name), atol=1e-10,
+                                   err_msg=name)
+    # each block's posteriors are the whole fit's for its items
+    post = np.concatenate([run.runner.class_posteriors(latent) for latent in run.latents])
+    order = np.concatenate([np.flatnonzero(np.arange(crowd.n_items) % 4 == r) for r in range(4)])
+    np.testing.assert_allclose(post, whole.posteriors_[order], atol=1e-10)
+
+
+def test_it_runs_on_dask_with_no_strategy_of_its_own(crowd):
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    from crowd_keras.distributed import aggregate
+
+    reference = get_label_model("conal").fit(crowd)
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(crowd.to_frame(), npartitions=3), method="conal")
+    labels = result.labels.compute().loc[crowd.item_ids]
+    proba = labels[list(result.probability_columns.values())].to_numpy()
+    np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-8)
+
+
+def test_gold_items_are_held_at_their_class(crowd):
+    votes = CommonNoiseModel().fit(crowd).predict()
+    gold = np.full(crowd.n_items, -1)
+    gold[:25] = (votes[:25] + 1) % 3                       # deliberately not the fitted label
+    model = CommonNoiseModel().fit(crowd, gold=gold)
+    np.testing.assert_array_equal(model.predict()[:25], gold[:25])
+    np.testing.assert_allclose(model.predict_proba()[:25], np.eye(3)[gold[:25]])
+
+
+def test_mixture_of_groups_shows_progress_only_when_asked(crowd, capsys):
+    MixtureOfGroupsModel(restarts=1).fit(crowd)
+    assert capsys.readouterr().err == ""                   # off by default, as every model
+    model = MixtureOfGroupsModel(restarts=1, progress="auto")
+    model.fit(crowd)                                      # "auto": silent on a short fit
+    assert capsys.readouterr().err == ""
+    with pytest.raises(ValueError, match="progress must be True, False or 'auto'"):
+        MixtureOfGroupsModel(restarts=1, progress="yes").fit(crowd)
+
+
+def test_mixture_of_groups_progress_names_each_restart(crowd, capsys):
+    MixtureOfGroupsModel(restarts=2, progress=True).fit(crowd)
+    err = capsys.readouterr().err                          # a tqdm bar, or lines without it
+    assert "MixtureOfGroups EM #1" in err and "MixtureOfGroups EM #2" in err
