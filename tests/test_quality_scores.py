@@ -201,3 +201,57 @@ def test_next_to_label_beats_random_relabelling_with_the_default_model():
     results = np.array([_relabel_budget(AutoLabelModel, seed) for seed in range(3)])
     assert results[:, 0].mean() > results[:, 1].mean() + 0.03, results
     assert (results[:, 0] > results[:, 1]).sum() >= 2, results
+
+
+# ------------------------------------------------------------------ Label Studio: score, report
+LS_DATA = __import__("pathlib").Path(__file__).resolve().parent / "data" / "label_studio"
+
+
+def test_label_studio_predictions_carry_the_consensus_quality():
+    from crowd_keras.integrations import label_studio as ls
+    export = ls.read_export(LS_DATA / "demo.json", control="sentiment",
+                            label_config=LS_DATA / "config.xml")
+    model = DawidSkene().fit(export.annotations)
+    preds = ls.predictions_from_model(export, model, "ds-q")
+    quality_of = dict(zip(export.task_ids.tolist(), model.consensus_quality()))
+    assert preds and all(p["score"] == pytest.approx(quality_of[p["task"]]) for p in preds)
+    # raw probabilities keep their own score; a bad score vector is refused
+    raw = ls.to_predictions(export, model.predict_proba(), "ds-raw")
+    assert [p["score"] for p in raw] != [p["score"] for p in preds]
+    with pytest.raises(CrowdDataError, match="scores must be"):
+        ls.to_predictions(export, model.predict_proba(), "ds-q", scores=[0.5])
+
+
+def test_label_studio_cli_scores_and_gold(tmp_path):
+    import json
+    from crowd_keras.cli import main
+    from crowd_keras.integrations import label_studio as ls
+    out = tmp_path / "p.json"
+    assert main(["label-studio", "aggregate", str(LS_DATA / "demo.json"), "--control",
+                 "sentiment", "--label-config", str(LS_DATA / "config.xml"), "--method",
+                 "dawid_skene", "--out", str(out), "--quiet"]) == 0
+    export = ls.read_export(LS_DATA / "demo.json", control="sentiment",
+                            label_config=LS_DATA / "config.xml")
+    gold = export.gold_codes()
+    model = DawidSkene().fit(export.annotations, gold=gold)
+    expected = np.where(gold >= 0, 1.0, model.consensus_quality())
+    by_task = dict(zip(export.task_ids.tolist(), expected))
+    preds = json.loads(out.read_text())
+    assert all(p["score"] == pytest.approx(by_task[p["task"]]) for p in preds)
+
+
+def test_label_studio_report_lists_the_items_to_review_first(tmp_path):
+    import json
+    from crowd_keras.integrations import label_studio as ls
+    from crowd_keras.integrations.label_studio.quality import REVIEW_ITEMS
+    result = ls.quality_report(LS_DATA / "demo.json", tmp_path, controls=["sentiment"],
+                               method="dawid_skene", n_bootstrap=0, plots=False)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    review = pd.DataFrame(doc["controls"]["sentiment"]["items_to_review"])
+    export = ls.read_export(LS_DATA / "demo.json", control="sentiment")
+    issues = DawidSkene().fit(export.annotations).label_issues().head(REVIEW_ITEMS)
+    assert review["task"].tolist() == issues["item"].tolist()
+    np.testing.assert_allclose(review["consensus_quality"], issues["consensus_quality"])
+    page = result["html"].read_text()
+    assert "Items to review first" in page
+    assert "controls/sentiment/items_to_review/0/consensus_quality" in page
