@@ -114,6 +114,24 @@ def test_next_to_label_never_asks_for_a_label_already_given():
         model.next_to_label(5, annotators=["nobody"])
 
 
+@pytest.mark.parametrize("cells", [None, 30 * 4 * 50], ids=["one_block", "blocks_of_50"])
+def test_next_to_label_is_the_exhaustive_top_k(cells, monkeypatch):
+    # with small blocks it stops early: the same answer as scoring every pair
+    if cells is not None:
+        monkeypatch.setattr(quality, "_CELLS", cells)
+    ann, _ = _crowd("uniform", 8)
+    model = DawidSkene().fit(ann)
+    picks = model.next_to_label(40)
+    belief = quality.held_out_posteriors(model.posteriors_, ann)
+    pi = quality.annotator_confusions(belief, ann, model.confusion_matrices_)
+    gains = quality.expected_gains(belief, pi, exclude=ann)
+    best = gains.max(axis=1)
+    top = np.argsort(-best, kind="stable")[:40]
+    np.testing.assert_allclose(picks["expected_gain"], best[top])
+    np.testing.assert_array_equal(picks["item"], ann.item_ids[top])
+    np.testing.assert_array_equal(picks["annotator"], ann.annotator_ids[gains[top].argmax(1)])
+
+
 def test_expected_gain_matches_its_definition():
     rng = np.random.default_rng(0)
     belief = rng.dirichlet(np.ones(3), size=5)

@@ -239,8 +239,12 @@ class LabelModel(Params):
         ids to choose from (default every fitted annotator); each item gets the one with the
         highest expected gain among those who have not labelled it, under the fitted
         confusion matrices shrunk toward the crowd's (see
-        :func:`crowd_keras.aggregation.quality.next_to_label`)."""
+        :func:`crowd_keras.aggregation.quality.next_to_label`). New ``annotations`` are
+        read with the fitted annotators' codes (others' labels are left out, as in
+        ``predict_proba``)."""
         from . import quality
         ann, post = self._scored(annotations)
+        if ann is not self.annotations_:   # the fitted annotators' codes, to use their matrices
+            ann = self._align(ann)
         return quality.next_to_label(k, post, ann, confusions=self._known_confusions(ann),
                                      annotators=annotators)

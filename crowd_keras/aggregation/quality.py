@@ -51,7 +51,7 @@ PSEUDO_LABELS = 10.0
 #: re-estimations of the held-out posteriors (the first starts from the model's posteriors)
 ROUNDS = 3
 _SMOOTHING = 0.01           # Dirichlet pseudo-count per cell, as the label models' default
-_CELLS = 1 << 22            # values per item block in the expected-gain products
+_CELLS = 1 << 22            # values per block of annotations or items (bounds memory)
 
 
 def _check(posteriors: Any, ann: Annotations) -> np.ndarray:
@@ -88,14 +88,18 @@ def _held_out_round(post: np.ndarray, ann: Annotations, pseudo_labels: float) ->
     n_items, k_dim = post.shape
     counts = _label_counts(post, ann)
     pool = _pooled(counts)
-    own = post[ann.items]                                               # (n, K)
-    # π_a^{-i}[k, l] of each annotation (i, a, l), for every true class k: (n, K)
-    num = counts[ann.annotators, :, ann.labels] - own + pseudo_labels * pool[:, ann.labels].T
-    den = counts.sum(axis=2)[ann.annotators] - own + pseudo_labels + k_dim * _SMOOTHING
-    log_pi = np.log(np.maximum(num + _SMOOTHING, 1e-300)) - np.log(den)
-    scores = np.empty((n_items, k_dim))
-    for k in range(k_dim):
-        scores[:, k] = np.bincount(ann.items, weights=log_pi[:, k], minlength=n_items)
+    rows = counts.sum(axis=2)
+    scores = np.zeros((n_items, k_dim))
+    step = max(1, _CELLS // k_dim)
+    for lo in range(0, ann.n_annotations, step):    # blocks of annotations bound the memory
+        items, who, labels = (v[lo:lo + step] for v in (ann.items, ann.annotators, ann.labels))
+        own = post[items]                                               # (n, K)
+        # π_a^{-i}[k, l] of each annotation (i, a, l), for every true class k: (n, K)
+        num = counts[who, :, labels] - own + pseudo_labels * pool[:, labels].T + _SMOOTHING
+        den = rows[who] - own + pseudo_labels + k_dim * _SMOOTHING
+        log_pi = np.log(np.maximum(num, 1e-300)) - np.log(den)
+        for k in range(k_dim):
+            scores[:, k] += np.bincount(items, weights=log_pi[:, k], minlength=n_items)
     # ρ^{-i}: the class shares without item i (add-one smoothed)
     scores += np.log((post.sum(axis=0)[None, :] - post + 1.0) / (n_items - 1.0 + k_dim))
     return softmax_rows(scores, out=scores)[0]
@@ -227,20 +231,27 @@ def expected_gains(belief: Any, confusions: np.ndarray,
     """
     b = np.asarray(belief, dtype=np.float64)
     pi = np.asarray(confusions, dtype=np.float64)
-    n_items, k_dim = b.shape
-    a_dim = pi.shape[0]
-    gains = np.empty((n_items, a_dim))
-    step = max(1, _CELLS // max(a_dim * k_dim, 1))
-    for start in range(0, n_items, step):
-        part = b[start:start + step]
-        total = np.zeros((len(part), a_dim))
-        for label in range(k_dim):
-            # (items, A, K): b_i(k) π_a[k, label]; its max over k
-            total += np.max(part[:, None, :] * pi[None, :, :, label], axis=2)
-        gains[start:start + step] = total - part.max(axis=1, keepdims=True)
+    gains = np.empty((b.shape[0], pi.shape[0]))
+    for start, stop in _item_blocks(b.shape[0], pi.shape[0] * b.shape[1]):
+        gains[start:stop] = _block_gains(b[start:stop], pi)
     if exclude is not None and exclude.n_annotations:
         gains[exclude.items, exclude.annotators] = -np.inf
     return gains
+
+
+def _item_blocks(n_items: int, per_item: int) -> list:
+    """(start, stop) blocks of items with about ``_CELLS`` values of ``per_item`` each."""
+    step = max(1, _CELLS // max(per_item, 1))
+    return [(lo, min(lo + step, n_items)) for lo in range(0, n_items, step)]
+
+
+def _block_gains(b: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """(items, A) expected gains of a block of beliefs (items, K) under ``pi`` (A, K, K)."""
+    total = np.zeros((b.shape[0], pi.shape[0]))
+    for label in range(b.shape[1]):
+        # (items, A, K): b_i(k) π_a[k, label]; its max over k
+        total += np.max(b[:, None, :] * pi[None, :, :, label], axis=2)
+    return total - b.max(axis=1, keepdims=True)
 
 
 def next_to_label(k: int, posteriors: Any, annotations: Annotations,
@@ -265,9 +276,6 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     post = _check(posteriors, annotations)
     belief = held_out_posteriors(post, annotations, pseudo_labels, rounds)
     known = confusions is not None or accuracies is not None
-    if confusions is None and accuracies is not None:
-        confusions = confusions_from_accuracies(accuracies, annotations.n_classes)
-    pi = annotator_confusions(belief, annotations, confusions, pseudo_labels)
     if not known:
         pooled = _pooled(_label_counts(belief, annotations))
         gains = expected_gains(belief, pooled[None])[:, 0]
@@ -279,17 +287,44 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
         candidates = np.arange(annotations.n_annotators)
     else:
         candidates = np.unique(annotations.annotator_index(list(annotators)))
-    gains = expected_gains(belief, pi[candidates])
-    if annotations.n_annotations:    # an annotator does not label the same item twice
-        column = np.full(annotations.n_annotators, -1)
-        column[candidates] = np.arange(len(candidates))
-        mine = column[annotations.annotators] >= 0
-        gains[annotations.items[mine], column[annotations.annotators[mine]]] = -np.inf
-    best = np.argmax(gains, axis=1)
-    item_gain = gains[np.arange(len(best)), best]
-    order = np.argsort(-item_gain, kind="stable")[:int(k)]
+        if len(candidates) == 0:
+            raise ValueError("annotators is empty: name at least one annotator id, or pass "
+                             "None for every annotator")
+    if confusions is None:
+        confusions = confusions_from_accuracies(accuracies, annotations.n_classes)
+    pi = annotator_confusions(belief, annotations, confusions, pseudo_labels)[candidates]
+    # Each item's best candidate, in blocks of items by decreasing chance of error
+    # 1 - max_k b_i(k): no label can gain more than that, so once k items gain at least the
+    # next item's chance of error the rest cannot enter the top k (exact, and it stops early).
+    column = np.full(annotations.n_annotators, -1)
+    column[candidates] = np.arange(len(candidates))
+    starts = annotations.item_starts()
+    error = 1.0 - belief.max(axis=1)
+    by_error = np.argsort(-error, kind="stable")
+    done, gain_of, best_of = [], [], []
+    for start, stop in _item_blocks(annotations.n_items, len(candidates) * annotations.n_classes):
+        items = by_error[start:stop]
+        gains = _block_gains(belief[items], pi)
+        # pairs already labelled: the annotations of each item in the block (sorted by item)
+        n_own = starts[items + 1] - starts[items]
+        rows = np.repeat(np.arange(len(items)), n_own)
+        own = np.repeat(starts[items] - np.cumsum(n_own) + n_own, n_own) + np.arange(n_own.sum())
+        col = column[annotations.annotators[own]]
+        gains[rows[col >= 0], col[col >= 0]] = -np.inf   # nobody labels an item twice
+        best = np.argmax(gains, axis=1)
+        done.append(items)
+        best_of.append(best)
+        gain_of.append(gains[np.arange(len(items)), best])
+        found = np.concatenate(gain_of)
+        if stop < len(by_error) and int(k) > 0 and np.isfinite(found).sum() >= int(k) and \
+                np.sort(found)[-int(k)] >= error[by_error[stop]]:
+            break
+    items = np.concatenate(done) if done else np.zeros(0, dtype=np.int64)
+    best = np.concatenate(best_of) if best_of else np.zeros(0, dtype=np.int64)
+    item_gain = np.concatenate(gain_of) if gain_of else np.zeros(0)
+    order = np.lexsort((items, -item_gain))[:int(k)]     # best first, ties by item order
     order = order[np.isfinite(item_gain[order])]
-    return pd.DataFrame({"item": annotations.item_ids[order],
+    return pd.DataFrame({"item": annotations.item_ids[items[order]],
                          "annotator": annotations.annotator_ids[candidates[best[order]]],
                          "expected_gain": item_gain[order]})
 
