@@ -145,12 +145,12 @@ def test_aggregate_push_and_read_back(client, simulated):
     held = [p for p in client.predictions.list(project=project)
             if p.model_version == "crowd-keras-ds-test"]
     assert sorted(p.task for p in held) == sorted(truth)  # one per task
-    proba = model.predict_proba()
+    proba, quality = model.predict_proba(), model.consensus_quality()
     row = {t: i for i, t in enumerate(export.task_ids)}
     for p in held:
         k = int(np.argmax(proba[row[p.task]]))
         assert p.result[0]["value"]["choices"] == [export.classes[k]]
-        assert p.score == pytest.approx(proba[row[p.task], k])
+        assert p.score == pytest.approx(quality[row[p.task]])   # the consensus quality
     again = ls.push_predictions(client, project, preds, batch_size=25)
     assert (again.n_created, again.n_unchanged) == (0, len(truth))
     assert len([p for p in client.predictions.list(project=project)

@@ -190,3 +190,61 @@ class LabelModel(Params):
         acc = np.einsum("k,akk->a", self.class_priors_, self.confusion_matrices_)
         return pd.DataFrame({"annotator": self.annotations_.annotator_ids,
                              "n_annotations": n_annotations, "accuracy": acc})
+
+    # Quality scores (crowd_keras.aggregation.quality): the fitted items' by default, or
+    # those of new annotations scored by the fitted model.
+
+    def _scored(self, annotations: Any) -> tuple[Annotations, np.ndarray]:
+        """The annotations scored and the model's posteriors for their items."""
+        self._check_fitted()
+        if annotations is None or annotations is self.annotations_:
+            return self.annotations_, self.posteriors_
+        ann = as_annotations(annotations)
+        return ann, self.predict_proba(ann)
+
+    def _known_confusions(self, ann: Annotations) -> Optional[np.ndarray]:
+        """The fitted confusion matrices when ``ann`` is coded with the fitted annotators."""
+        conf = getattr(self, "confusion_matrices_", None)
+        if conf is None or not np.array_equal(ann.annotator_ids, self.annotations_.annotator_ids):
+            return None
+        conf = np.asarray(conf)
+        return conf if conf.shape == (ann.n_annotators, ann.n_classes, ann.n_classes) else None
+
+    def consensus_quality(self, annotations: Any = None) -> np.ndarray:
+        """(items,) calibrated chance in [0, 1] that each item's consensus (``predict``) is
+        its true class: the held-out posterior of the consensus class (see
+        :mod:`crowd_keras.aggregation.quality`). ``annotations``: default the fitted ones."""
+        from . import quality
+        ann, post = self._scored(annotations)
+        return quality.consensus_quality(post, ann)
+
+    def annotation_quality(self, annotations: Any = None) -> np.ndarray:
+        """(annotations,) chance that each annotation's label is its item's true class, in the
+        annotations' stored order (``annotations_.to_frame()`` rows)."""
+        from . import quality
+        ann, post = self._scored(annotations)
+        return quality.annotation_quality(post, ann)
+
+    def label_issues(self, annotations: Any = None) -> pd.DataFrame:
+        """Items ranked by likely error, lowest consensus quality first: a frame ``item,
+        consensus_label, consensus_quality, n_annotations``."""
+        from . import quality
+        ann, post = self._scored(annotations)
+        return quality.label_issues(post, ann)
+
+    def next_to_label(self, k: int, annotations: Any = None,
+                      annotators: Optional[Any] = None) -> pd.DataFrame:
+        """The ``k`` items whose one more annotation would most reduce the expected error, and
+        by whom: a frame ``item, annotator, expected_gain`` (best first). ``annotators``: the
+        ids to choose from (default every fitted annotator); each item gets the one with the
+        highest expected gain among those who have not labelled it, under the fitted
+        confusion matrices shrunk toward the crowd's (see
+        :func:`crowd_keras.aggregation.quality.next_to_label`). New ``annotations`` are
+        read with the fitted annotators' codes (others' labels are left out, as in
+        ``predict_proba``)."""
+        from . import quality
+        ann, post = self._scored(annotations)
+        if ann is not self.annotations_:   # the fitted annotators' codes, to use their matrices
+            ann = self._align(ann)
+        return quality.next_to_label(k, post, ann, confusions=self._known_confusions(ann),
+                                     annotators=annotators)

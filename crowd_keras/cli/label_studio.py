@@ -245,6 +245,14 @@ def _err(msg: Any) -> None:
     print(f"crowd-keras label-studio: error: {cli_words(msg)}", file=sys.stderr)
 
 
+def _prediction_scores(model: Any, gold: Any) -> Any:
+    """Each prediction's score: the label model's consensus quality, 1 on the ground-truth
+    tasks the fit held at their label."""
+    import numpy as np
+    scores = model.consensus_quality()
+    return scores if gold is None else np.where(np.asarray(gold) >= 0, 1.0, scores)
+
+
 def _server(args: argparse.Namespace, ls: Any) -> tuple[Any, Any]:
     """(client, project) after the pre-flight check; raises LabelStudioError/ImportError."""
     client = ls.connect(args.url)
@@ -343,7 +351,8 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                                  to_name=args.to_name) if spans else
                        ls.to_predictions(export, model.predict_proba(), version,
                                          include_unannotated=args.include_unannotated,
-                                         to_name=args.to_name))
+                                         to_name=args.to_name,
+                                         scores=_prediction_scores(model, gold)))
     except CrowdDataError as exc:
         _err(exc)
         return 2

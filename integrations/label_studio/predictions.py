@@ -20,18 +20,21 @@ from .reader import LabelStudioExport
 
 def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
                    include_unannotated: bool = False,
-                   to_name: Optional[str] = None) -> list[dict]:
+                   to_name: Optional[str] = None, scores: Any = None) -> list[dict]:
     """Label Studio predictions from items × classes probabilities.
 
     One prediction per task (tasks without a used annotation only with
     ``include_unannotated=True``): ``{"task", "model_version", "score", "result"}`` where
-    ``score`` is the probability of the predicted class and ``result`` holds one item in the
-    control's format (``{"choices": [...]}`` or ``{"rating": n}``).
+    ``score`` is ``scores`` (default: the probability of the predicted class) and ``result``
+    holds one item in the control's format (``{"choices": [...]}`` or ``{"rating": n}``).
 
     Args:
         proba: (n_tasks, n_classes) rows in ``export.task_ids`` order.
         to_name: the object the control labels; default ``export.to_name`` (JSON_MIN/CSV
             exports do not carry it: pass it or read with ``label_config=``).
+        scores: (n_tasks,) each prediction's ``score`` in [0, 1]; :func:`predictions_from_model`
+            passes the label model's ``consensus_quality()`` (the calibrated chance that the
+            predicted class is right).
     """
     if isinstance(export, LabelStudioSpans):
         raise CrowdDataError("a span export's predictions are spans, not class probabilities: "
@@ -44,7 +47,12 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
                              f"{p.shape}")
     to_name = prediction_target(export, model_version, to_name)
     best = np.argmax(p, axis=1)
-    score = p[np.arange(len(p)), best]
+    score = p[np.arange(len(p)), best] if scores is None else np.asarray(scores, dtype=np.float64)
+    if score.shape != (len(p),) or not ((score >= 0) & (score <= 1)).all():
+        raise CrowdDataError(f"scores must be {len(p)} numbers in [0, 1] (one per task in "
+                             f"export.task_ids order), got {score.shape} values from "
+                             f"{np.nanmin(score) if score.size else None} to "
+                             f"{np.nanmax(score) if score.size else None}")
     rows = np.arange(len(p)) if include_unannotated else \
         np.flatnonzero(export.annotations.annotations_per_item() > 0)
     out = []
@@ -67,12 +75,15 @@ def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], m
     for a span export, the sequence registry's ``DEFAULT_SEQUENCE_MODEL``, and the
     predictions hold ``labels`` regions: see :mod:`._span_results`).
     ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``; other keyword arguments go to
-    :func:`to_predictions`.
+    :func:`to_predictions`. Each prediction's ``score`` is the model's ``consensus_quality()``
+    when it has one (the label models), else the probability of the predicted class.
     """
     if isinstance(export, LabelStudioSpans):
         return span_predictions_from_model(export, model, model_version, **kwargs)
     model = ensure_fitted(export, model)
     version = model_version or f"crowd-keras-{type(model).__name__}"
+    if "scores" not in kwargs and hasattr(model, "consensus_quality"):
+        kwargs["scores"] = model.consensus_quality()
     return to_predictions(export, model.predict_proba(), version, **kwargs)
 
 

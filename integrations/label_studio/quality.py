@@ -37,6 +37,8 @@ __all__ = ["export_controls", "quality_report", "OVERALL_STATISTICS"]
 #: Statistics averaged over the controls for the ``overall`` table.
 OVERALL_STATISTICS = ("krippendorff_alpha", "fleiss_kappa", "percent_agreement",
                       "mean_pairwise_kappa", "span_f1_exact", "span_f1_overlap", "span_f1_token")
+#: Tasks listed per control under "Items to review first" (the label model's label_issues).
+REVIEW_ITEMS = 25
 
 
 def export_controls(source: Any, label_config: Any = None,
@@ -85,12 +87,16 @@ def _one_control(source: Any, name: str, *, method: Optional[str],
         lvl = _level(export, level)
     quality = annotator_report(export, model)
     report = agreement_report(data, level=lvl, n_bootstrap=n_bootstrap, seed=seed)
+    # the tasks whose consensus is most likely wrong (sequence models have no such ranking)
+    review = model.label_issues().head(REVIEW_ITEMS).rename(columns={"item": "task"}) \
+        if hasattr(model, "label_issues") else None
     doc = {"control": name, "type": export.control_type, "level": lvl,
            "model": type(model).__name__, "summary_of_export": str(export.summary),
            "agreement": report.to_dict(), "annotators": records(quality),
            "confusion_matrices": nested(model.confusion_matrices_),
-           "classes": [plain(c) for c in classes], "error": None}
-    return doc, (report, quality, np.asarray(model.confusion_matrices_), classes)
+           "classes": [plain(c) for c in classes], "items_to_review": records(review),
+           "error": None}
+    return doc, (report, quality, np.asarray(model.confusion_matrices_), classes, review)
 
 
 def _overall(controls: dict) -> pd.DataFrame:
@@ -169,13 +175,19 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
         if doc["error"] is not None:
             body.append(f"<p class='hint'>not reported: {html.escape(doc['error'])}</p>")
             continue
-        report, quality, confusion, classes = drawn[name]
+        report, quality, confusion, classes, review = drawn[name]
         body.append(f"<p class='note'>{html.escape(doc['type'])} control; label model "
                     f"{html.escape(doc['model'])}; {html.escape(doc['summary_of_export'])}</p>")
         body.append(agreement_section(report, join_path("controls", name, "agreement"),
                                       quality=quality,
                                       quality_path=join_path("controls", name, "annotators"),
                                       confusion=confusion, classes=classes, plots=plots))
+        if review is not None:
+            body.append("<h3>Items to review first</h3><p class='note'>The tasks whose "
+                        "consensus label is most likely wrong: lowest consensus quality (the "
+                        "label model's calibrated chance that the consensus is right) first."
+                        "</p>")
+            body.append(table_html(review, join_path("controls", name, "items_to_review")))
     out = Path(out_dir)
     html_path = atomic_write_text(out / "report.html", page_html(title, "\n".join(body), plots))
     json_path = atomic_write_text(out / "report.json",

@@ -1,0 +1,275 @@
+"""Quality scores of label models: calibration, per-annotation quality, label issues and
+what to label next (crowd_keras.aggregation.quality, the LabelModel methods)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.aggregation import AutoLabelModel, DawidSkene, MajorityVote
+from crowd_keras.aggregation import quality
+from crowd_keras.aggregation.quality import expected_calibration_error
+from crowd_keras.annotations import Annotations
+from crowd_keras.datasets.failure_kinds import simulate_failure_kind
+from crowd_keras.datasets.simulate import simulate_crowd
+from crowd_keras.errors import CrowdDataError
+
+
+def _crowd(kind: str, seed: int):
+    """(annotations, truth) of three kinds of simulated crowds."""
+    if kind == "uniform":     # 30 annotators of accuracy U(.5, .9), 3 labels per item
+        c = simulate_crowd(n_items=1000, n_classes=4, n_annotators=30, annotations_per_item=3,
+                           seed=seed)
+    elif kind == "zipf":      # heavy-tailed activity: many annotators with a label or two
+        c = simulate_crowd(n_items=1000, n_classes=3, n_annotators=60, annotations_per_item=4,
+                           activity=1.0, seed=seed)
+    else:                     # few workers, most of them class-biased
+        c = simulate_failure_kind("biased_experts", seed=seed, scale=0.5)
+    return c.annotations, c.y
+
+
+@pytest.mark.parametrize("kind", ["uniform", "zipf", "biased_experts"])
+@pytest.mark.parametrize("make,seeds", [(DawidSkene, (0, 1, 2)), (AutoLabelModel, (0, 1))],
+                         ids=["dawid_skene", "auto"])
+def test_consensus_quality_is_calibrated(kind, make, seeds):
+    for seed in seeds:
+        ann, y = _crowd(kind, seed)
+        model = make().fit(ann)
+        score = model.consensus_quality()
+        right = model.predict() == y
+        assert score.shape == (ann.n_items,)
+        assert ((score >= 0) & (score <= 1)).all()
+        ece = expected_calibration_error(score, right)
+        assert ece < 0.05, (kind, seed, ece)
+        # and it ranks: the items it scores low are wrong more often
+        low = score < np.quantile(score, 0.2)
+        assert right[low].mean() < right[~low].mean()
+
+
+def test_expected_calibration_error_by_hand():
+    conf = np.array([0.05, 0.15, 0.95, 0.95])
+    hit = np.array([0, 1, 1, 0])
+    # bins 0, 1 and 9: |0.05 - 0| + |0.15 - 1| + |1.9 - 1|, over 4
+    assert expected_calibration_error(conf, hit) == pytest.approx((0.05 + 0.85 + 0.9) / 4)
+    with pytest.raises(ValueError):
+        expected_calibration_error(conf, hit[:3])
+
+
+def test_annotation_quality_follows_the_truth():
+    ann, y = _crowd("uniform", 3)
+    model = DawidSkene().fit(ann)
+    q = model.annotation_quality()
+    assert q.shape == (ann.n_annotations,)
+    right = ann.labels == y[ann.items]
+    assert q[right].mean() > q[~right].mean() + 0.4
+    assert expected_calibration_error(q, right) < 0.05
+    # the same values through the pure function, in the stored annotation order
+    np.testing.assert_allclose(q, quality.annotation_quality(model.posteriors_, ann))
+
+
+def test_label_issues_ranks_the_wrong_consensus_first():
+    ann, y = _crowd("uniform", 4)
+    model = DawidSkene().fit(ann)
+    issues = model.label_issues()
+    assert list(issues.columns) == ["item", "consensus_label", "consensus_quality",
+                                    "n_annotations"]
+    assert len(issues) == ann.n_items
+    assert issues["consensus_quality"].is_monotonic_increasing
+    codes = ann.item_index(issues["item"])
+    np.testing.assert_array_equal(issues["consensus_label"], ann.classes[model.predict()[codes]])
+    np.testing.assert_array_equal(issues["n_annotations"], ann.annotations_per_item()[codes])
+    wrong = model.predict()[codes] != y[codes]
+    top = len(issues) // 10
+    assert wrong[:top].mean() > 3 * wrong.mean()
+
+
+def test_scores_on_new_annotations_and_string_ids():
+    frame = pd.DataFrame({"task": ["t1", "t1", "t1", "t2", "t2", "t3", "t3", "t3"],
+                          "worker": ["a", "b", "c", "a", "b", "a", "b", "c"],
+                          "label": ["x", "x", "y", "y", "y", "x", "y", "y"]})
+    model = DawidSkene().fit(frame)
+    issues = model.label_issues()
+    assert set(issues["item"]) == {"t1", "t2", "t3"}
+    new = frame[frame["task"] != "t2"]
+    score = model.consensus_quality(Annotations.from_frame(new, classes=["x", "y"]))
+    assert score.shape == (2,)
+    nxt = model.next_to_label(5)
+    # t2 has two labels; c is the only annotator who has not labelled it
+    assert set(nxt["item"]) == {"t2"} and set(nxt["annotator"]) == {"c"}
+    assert list(nxt.columns) == ["item", "annotator", "expected_gain"]
+
+
+def test_next_to_label_never_asks_for_a_label_already_given():
+    ann, _ = _crowd("uniform", 5)
+    model = DawidSkene().fit(ann)
+    picks = model.next_to_label(200)
+    assert len(picks) == 200 and picks["item"].is_unique
+    assert (np.diff(picks["expected_gain"].to_numpy()) <= 1e-12).all()
+    assert (picks["expected_gain"] >= -1e-12).all()
+    given = set(zip(ann.item_ids[ann.items], ann.annotator_ids[ann.annotators]))
+    assert not given & set(zip(picks["item"], picks["annotator"]))
+    chosen = model.next_to_label(50, annotators=[3, 7])
+    assert set(chosen["annotator"]) <= {3, 7}
+    with pytest.raises(CrowdDataError, match="unknown annotator id"):
+        model.next_to_label(5, annotators=["nobody"])
+
+
+@pytest.mark.parametrize("cells", [None, 30 * 4 * 50], ids=["one_block", "blocks_of_50"])
+def test_next_to_label_is_the_exhaustive_top_k(cells, monkeypatch):
+    # with small blocks it stops early: the same answer as scoring every pair
+    if cells is not None:
+        monkeypatch.setattr(quality, "_CELLS", cells)
+    ann, _ = _crowd("uniform", 8)
+    model = DawidSkene().fit(ann)
+    picks = model.next_to_label(40)
+    belief = quality.held_out_posteriors(model.posteriors_, ann)
+    pi = quality.annotator_confusions(belief, ann, model.confusion_matrices_)
+    gains = quality.expected_gains(belief, pi, exclude=ann)
+    best = gains.max(axis=1)
+    top = np.argsort(-best, kind="stable")[:40]
+    np.testing.assert_allclose(picks["expected_gain"], best[top])
+    np.testing.assert_array_equal(picks["item"], ann.item_ids[top])
+    np.testing.assert_array_equal(picks["annotator"], ann.annotator_ids[gains[top].argmax(1)])
+
+
+def test_expected_gain_matches_its_definition():
+    rng = np.random.default_rng(0)
+    belief = rng.dirichlet(np.ones(3), size=5)
+    pi = rng.dirichlet(np.ones(3), size=(4, 3))
+    gains = quality.expected_gains(belief, pi)
+    for i in range(5):
+        for a in range(4):
+            p_label = belief[i] @ pi[a]
+            after = [np.max(belief[i] * pi[a][:, l] / p_label[l]) for l in range(3)]
+            assert gains[i, a] == pytest.approx(p_label @ after - belief[i].max())
+
+
+def test_without_annotator_quality_the_annotator_is_left_open():
+    ann, _ = _crowd("uniform", 6)
+    post = DawidSkene().fit(ann).posteriors_
+    picks = quality.next_to_label(10, post, ann)
+    assert picks["annotator"].isna().all() and len(picks) == 10
+    by_acc = quality.next_to_label(10, post, ann, accuracies=np.linspace(.5, .9, 30))
+    assert by_acc["annotator"].notna().all()
+
+
+def test_majority_vote_gets_graded_scores():
+    # majority vote's posterior is 0/1: the held-out posterior still grades its items
+    ann, y = _crowd("uniform", 7)
+    model = MajorityVote().fit(ann)
+    score = model.consensus_quality()
+    assert len(np.unique(np.round(score, 3))) > 20
+    assert expected_calibration_error(score, model.predict() == y) < 0.08
+
+
+def test_bad_input_is_named():
+    ann, _ = _crowd("uniform", 0)
+    with pytest.raises(CrowdDataError, match="posteriors must have shape"):
+        quality.consensus_quality(np.ones((3, 4)) / 4, ann)
+    post = np.full((ann.n_items, ann.n_classes), 0.25)
+    post[2, 0] = np.nan
+    with pytest.raises(CrowdDataError, match="item 2"):
+        quality.consensus_quality(post, ann)
+    with pytest.raises(ValueError, match="rounds"):
+        quality.held_out_posteriors(np.full((ann.n_items, 4), .25), ann, rounds=0)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        DawidSkene().consensus_quality()
+
+
+def _add(ann, items, annotators, labels):
+    return Annotations(np.r_[ann.items, items], np.r_[ann.annotators, annotators],
+                       np.r_[ann.labels, labels], n_items=ann.n_items,
+                       n_annotators=ann.n_annotators, n_classes=ann.n_classes)
+
+
+def _answers(crowd, items, annotators, rng):
+    """The chosen annotators' answers drawn from their true confusion rows."""
+    probs = crowd.confusion_matrices[annotators, crowd.y[items]]
+    u = rng.random((len(items), 1))
+    return np.minimum((probs.cumsum(axis=1) < u).sum(axis=1), probs.shape[1] - 1)
+
+
+def _relabel_budget(make, seed, budget=150, rounds=3):
+    """Accuracy after ``budget`` extra labels chosen by next_to_label vs at random."""
+    crowd = simulate_crowd(n_items=300, n_classes=3, n_annotators=15, annotations_per_item=2,
+                           annotator_accuracy=(0.35, 0.95), seed=seed)
+    rng = np.random.default_rng(100 + seed)
+    ann, model = crowd.annotations, make().fit(crowd.annotations)
+    for _ in range(rounds):
+        picks = model.next_to_label(budget // rounds)
+        items, who = ann.item_index(picks["item"]), ann.annotator_index(picks["annotator"])
+        ann = _add(ann, items, who, _answers(crowd, items, who, rng))
+        model = make().fit(ann)
+    chosen = np.mean(model.predict() == crowd.y)
+    free = np.argwhere(crowd.annotations.to_dense() < 0)      # pairs not yet labelled
+    pick = free[rng.choice(len(free), budget, replace=False)]
+    rand = _add(crowd.annotations, pick[:, 0], pick[:, 1],
+                _answers(crowd, pick[:, 0], pick[:, 1], rng))
+    return chosen, np.mean(make().fit(rand).predict() == crowd.y)
+
+
+def test_next_to_label_beats_random_relabelling():
+    results = np.array([_relabel_budget(DawidSkene, seed) for seed in range(4)])
+    assert results[:, 0].mean() > results[:, 1].mean() + 0.03, results
+    assert (results[:, 0] > results[:, 1]).sum() >= 3, results
+
+
+@pytest.mark.slow
+def test_next_to_label_beats_random_relabelling_with_the_default_model():
+    results = np.array([_relabel_budget(AutoLabelModel, seed) for seed in range(3)])
+    assert results[:, 0].mean() > results[:, 1].mean() + 0.03, results
+    assert (results[:, 0] > results[:, 1]).sum() >= 2, results
+
+
+# ------------------------------------------------------------------ Label Studio: score, report
+LS_DATA = __import__("pathlib").Path(__file__).resolve().parent / "data" / "label_studio"
+
+
+def test_label_studio_predictions_carry_the_consensus_quality():
+    from crowd_keras.integrations import label_studio as ls
+    export = ls.read_export(LS_DATA / "demo.json", control="sentiment",
+                            label_config=LS_DATA / "config.xml")
+    model = DawidSkene().fit(export.annotations)
+    preds = ls.predictions_from_model(export, model, "ds-q")
+    quality_of = dict(zip(export.task_ids.tolist(), model.consensus_quality()))
+    assert preds and all(p["score"] == pytest.approx(quality_of[p["task"]]) for p in preds)
+    # raw probabilities keep their own score; a bad score vector is refused
+    raw = ls.to_predictions(export, model.predict_proba(), "ds-raw")
+    assert [p["score"] for p in raw] != [p["score"] for p in preds]
+    with pytest.raises(CrowdDataError, match="scores must be"):
+        ls.to_predictions(export, model.predict_proba(), "ds-q", scores=[0.5])
+
+
+def test_label_studio_cli_scores_and_gold(tmp_path):
+    import json
+    from crowd_keras.cli import main
+    from crowd_keras.integrations import label_studio as ls
+    out = tmp_path / "p.json"
+    assert main(["label-studio", "aggregate", str(LS_DATA / "demo.json"), "--control",
+                 "sentiment", "--label-config", str(LS_DATA / "config.xml"), "--method",
+                 "dawid_skene", "--out", str(out), "--quiet"]) == 0
+    export = ls.read_export(LS_DATA / "demo.json", control="sentiment",
+                            label_config=LS_DATA / "config.xml")
+    gold = export.gold_codes()
+    model = DawidSkene().fit(export.annotations, gold=gold)
+    expected = np.where(gold >= 0, 1.0, model.consensus_quality())
+    by_task = dict(zip(export.task_ids.tolist(), expected))
+    preds = json.loads(out.read_text())
+    assert all(p["score"] == pytest.approx(by_task[p["task"]]) for p in preds)
+
+
+def test_label_studio_report_lists_the_items_to_review_first(tmp_path):
+    import json
+    from crowd_keras.integrations import label_studio as ls
+    from crowd_keras.integrations.label_studio.quality import REVIEW_ITEMS
+    result = ls.quality_report(LS_DATA / "demo.json", tmp_path, controls=["sentiment"],
+                               method="dawid_skene", n_bootstrap=0, plots=False)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    review = pd.DataFrame(doc["controls"]["sentiment"]["items_to_review"])
+    export = ls.read_export(LS_DATA / "demo.json", control="sentiment")
+    issues = DawidSkene().fit(export.annotations).label_issues().head(REVIEW_ITEMS)
+    assert review["task"].tolist() == issues["item"].tolist()
+    np.testing.assert_allclose(review["consensus_quality"], issues["consensus_quality"])
+    page = result["html"].read_text()
+    assert "Items to review first" in page
+    assert "controls/sentiment/items_to_review/0/consensus_quality" in page
