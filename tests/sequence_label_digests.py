@@ -82,7 +82,7 @@ CASES: Dict[str, Tuple[str, str, str, Callable[[], Any], bool]] = {
 }
 
 #: the cases that take more than a few seconds (marked slow in the test)
-SLOW = ("sim-IO/window_prior_ds", "pico-dev-BIO/hmm")
+SLOW = ("pico-acl17-BIO/hmm_viterbi", "pico-dev-BIO/hmm")
 
 
 def sequences_of(name: str, pico_root: Any = None) -> Any:
