@@ -50,8 +50,10 @@ def _text_prior(seq: Any) -> np.ndarray:
 
 
 def _pico(root: Path, split: str, scheme: str) -> Any:
-    from crowd_keras.datasets import load_pico
-    return load_pico(root, splits=(split,), scheme=scheme).sequences
+    """One split of PICO, or all four (``"all"``)."""
+    from crowd_keras.datasets import PICO_SPLITS, load_pico
+    splits = PICO_SPLITS if split == "all" else (split,)
+    return load_pico(root, splits=splits, scheme=scheme).sequences
 
 
 #: name -> (data: "simulated" or "pico", scheme, split, model factory, uses a token prior)
@@ -79,10 +81,12 @@ CASES: Dict[str, Tuple[str, str, str, Callable[[], Any], bool]] = {
     "pico-dev-IO/token_ds": ("pico", "IO", "dev", lambda: TokenDawidSkene(progress=False),
                              False),
     "pico-dev-BIO/hmm": ("pico", "BIO", "dev", lambda: HMMCrowd(progress=False), False),
+    "pico-all-IO/token_ds": ("pico", "IO", "all", lambda: TokenDawidSkene(progress=False),
+                             False),
 }
 
 #: the cases that take more than a few seconds (marked slow in the test)
-SLOW = ("pico-acl17-BIO/hmm_viterbi", "pico-dev-BIO/hmm")
+SLOW = ("pico-acl17-BIO/hmm_viterbi", "pico-dev-BIO/hmm", "pico-all-IO/token_ds")
 
 
 def sequences_of(name: str, pico_root: Any = None) -> Any:
