@@ -8,7 +8,7 @@ import pytest
 
 from conftest import require_data
 from crowd_keras import CrowdDataError
-from crowd_keras.aggregation.em import Summary, add, run_em
+from crowd_keras.aggregation.em import Block, Summary, add, run_em
 from crowd_keras.sequences.em import (DocumentBlock, SequenceSummary, document_blocks)
 from crowd_keras.sequences.hmm import HMMCrowd
 from crowd_keras.sequences.models import TokenDawidSkene
@@ -103,6 +103,19 @@ def test_run_em_drives_the_sequence_models_through_any_block_mapper(crowd):
     np.testing.assert_allclose(A, fitted.transitions_, atol=1e-8)
     np.testing.assert_allclose(p0, fitted.initial_, atol=1e-8)
     np.testing.assert_allclose(np.exp(log_pi), fitted.confusion_matrices_, atol=1e-8)
+    assert len(run.history) == fitted.n_iter_
+
+
+def test_token_dawid_skene_steps_run_on_plain_blocks_of_tokens(crowd):
+    """Tokens are independent under token Dawid-Skene: its steps take any Block of tokens."""
+    ann = crowd.annotations
+    tokens = np.arange(ann.n_items)
+    blocks = [Block.from_annotations(ann.subset(part)) for part in (tokens[:500], tokens[500:])]
+    run = run_em(TokenDawidSkene(progress=False), blocks,
+                 add(*[b.summary(crowd.n_tags) for b in blocks]))
+    fitted = TokenDawidSkene(progress=False).fit(crowd)
+    np.testing.assert_allclose(run.state[0], fitted.class_priors_, atol=1e-8)
+    np.testing.assert_allclose(np.exp(run.state[1]), fitted.confusion_matrices_, atol=1e-8)
     assert len(run.history) == fitted.n_iter_
 
 

@@ -130,12 +130,14 @@ class TokenDawidSkene(SequenceEMModel):
         """``(prior, log_pi, pooled)`` of :func:`~.base.pooled_m_step`."""
         return pooled_m_step(*stats, self.prior_strength, self.smoothing)
 
-    def e_step(self, block: DocumentBlock, state: tuple) -> tuple:
+    def e_step(self, block: Block, state: tuple) -> tuple:
         """Untempered posteriors ``p(z_t | y) ∝ q_t(z) Π_w π_w[z, y_tw]`` (T_b, K) and the
-        block's summed log-likelihood."""
+        block's summed log-likelihood (the tokens are independent: any block of tokens, a
+        :class:`~.em.DocumentBlock` with its token prior or a plain one)."""
         prior, log_pi, _ = state
         em = emission_loglik(block.X, log_pi)
-        logits = block.with_log_prior(em + _log_prior(prior, block.token_prior, block.n_items))
+        token_prior = getattr(block, "token_prior", None)
+        logits = block.with_log_prior(em + _log_prior(prior, token_prior, block.n_items))
         post, log_norm = softmax_rows(logits)
         return post, float(log_norm.sum())
 
