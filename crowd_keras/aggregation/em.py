@@ -174,8 +174,10 @@ class EMLabelModel(LabelModel):
     :meth:`finish`, and may override :meth:`init_state`, :meth:`initial_posteriors` (soft
     majority vote by default), :meth:`initial_statistics`, :meth:`class_posteriors`,
     :meth:`combine` and :meth:`objective_scale`. They hold ``max_iter`` and ``tol`` (EM stops
-    when the objective per :meth:`objective_scale` changes by less than ``tol``) and may hold
-    ``progress``. :meth:`fit_block` fits one block in memory.
+    when the objective per :meth:`objective_scale` changes by less than ``tol``, or by less
+    than ``tol`` times its size with :attr:`relative_tol`) and may hold ``progress``
+    (``True``, ``False`` or ``"auto"``, as :class:`~crowd_keras.progress.Convergence`).
+    :meth:`fit_block` fits one block in memory.
     """
 
     max_iter: int
@@ -183,6 +185,8 @@ class EMLabelModel(LabelModel):
 
     #: name of the EM loop in progress bars
     em_name = "EM"
+    #: True: EM stops when the objective moves by less than ``tol`` times its size
+    relative_tol = False
 
     # ---------------------------------------------------------------- the protocol
     def init_state(self, summary: Summary) -> "EMLabelModel":
@@ -264,14 +268,16 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
            map_blocks: Optional[Callable[[Callable, Sequence[Block]], List[Any]]] = None
            ) -> EMRun:
     """The EM loop of the protocol over ``blocks``: M-step on the combined statistics, E-step
-    per block, stop when the objective per ``objective_scale`` moves by less than ``tol`` or
-    after ``max_iter`` iterations. ``map_blocks(fn, blocks)`` applies ``fn`` to each block
-    (default: in this process, in order)."""
+    per block, stop when the objective per ``objective_scale`` moves by less than ``tol`` (times
+    its size with ``relative_tol``) or after ``max_iter`` iterations. ``map_blocks(fn,
+    blocks)`` applies ``fn`` to each block (default: in this process, in order)."""
     runner = model.init_state(summary)
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
     stats = runner.combine(*apply(runner.initial_statistics, blocks))
+    progress = getattr(runner, "progress", False)
     loop = Convergence(runner.max_iter, runner.tol, f"{type(runner).__name__} {runner.em_name}",
-                       bool(getattr(runner, "progress", False)))
+                       "auto" if isinstance(progress, str) and progress == "auto"
+                       else bool(progress), relative=runner.relative_tol)
     scale = runner.objective_scale(summary)
     state, latents = None, []
     for _ in loop:

@@ -14,7 +14,8 @@ Modules:
   document, encoded for the label models as a token-level :class:`crowd_keras.Annotations`.
 * :mod:`.models` (token majority vote, token Dawid-Skene with shrinkage, a text prior and
   tempered decoding), :mod:`.hmm` (HMM-Crowd), on the surface of :mod:`.base`; by name
-  through :mod:`.registry`.
+  through :mod:`.registry`. Token Dawid-Skene and HMM-Crowd are the EM-step protocol of
+  :mod:`crowd_keras.aggregation.em` over blocks of whole documents (:mod:`.em`).
 * :mod:`.text_prior` (token Dawid-Skene with a cross-fitted word-window prior: the default),
   :mod:`.bsc` (BSC-seq's sequential worker model by EM), :mod:`.calibration` (a decoding
   threshold chosen by held-out annotator agreement).

@@ -32,8 +32,8 @@ from ..numerics import normalize_rows
 from .annotations import SequenceAnnotations
 from .quality import annotator_quality
 
-__all__ = ["SequenceLabelModel", "decode_marginals", "shrunk_m_step", "emission_loglik",
-           "token_log_prior"]
+__all__ = ["SequenceLabelModel", "decode_marginals", "shrunk_m_step", "pooled_m_step",
+           "emission_loglik", "token_log_prior"]
 
 
 def decode_marginals(post: np.ndarray, ties_positive: bool = False,
@@ -55,23 +55,37 @@ def decode_marginals(post: np.ndarray, ties_positive: bool = False,
 
 def shrunk_m_step(XT: sp.spmatrix, post: np.ndarray, strength: float, smoothing: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dawid-Skene M-step with every annotator shrunk toward the pooled annotator, from the
+    (W·K, T) transposed vote incidence ``XT`` and the (T, K) token posteriors: the
+    statistics of :func:`~crowd_keras.aggregation.dawid_skene.sufficient_statistics`, then
+    :func:`pooled_m_step`."""
+    return pooled_m_step(*sufficient_statistics(XT, post), strength, smoothing)
+
+
+def pooled_m_step(counts: np.ndarray, class_mass: np.ndarray, strength: float,
+                  smoothing: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dawid-Skene M-step with every annotator shrunk toward the pooled annotator.
 
     ``π_w[t, l] ∝ E#_w(z=t, y=l) + s·π̄[t, l] + smoothing`` with ``π̄`` the row-normalised sum
     of all annotators' expected counts (an empirical-Bayes Dirichlet prior of strength ``s``
-    centred on the pooled confusion): the expected counts of
-    :func:`~crowd_keras.aggregation.dawid_skene.sufficient_statistics` plus ``s·π̄`` go to
+    centred on the pooled confusion): the expected counts plus ``s·π̄`` go to
     :func:`~crowd_keras.aggregation.dawid_skene.m_step` (Dawid & Skene 1979, Eq. 2.3-2.4).
+    The arguments are sums over tokens, so the statistics of blocks of documents add up.
+
+    Args:
+        counts: (W·K, K) expected counts, ``counts[w·K + l, t]`` = expected number of tokens of
+            true tag t that annotator w tagged l (the first statistic of
+            :func:`~crowd_keras.aggregation.dawid_skene.sufficient_statistics`).
+        class_mass: (K,) expected number of tokens of each true tag.
 
     Returns:
         ``(class_prior (K,), log_pi (W, K, K), pooled (K, K))``; rows = true tag.
     """
-    counts, mass = sufficient_statistics(XT, post)           # counts[w·K + l, t]
-    k = mass.shape[0]
+    k = class_mass.shape[0]
     pooled = normalize_rows(counts.reshape(-1, k, k).sum(0).T + smoothing)   # (t, l)
     if strength:
         counts = counts + strength * np.tile(pooled.T, (counts.shape[0] // k, 1))
-    prior, log_pi = m_step(counts, mass, smoothing)
+    prior, log_pi = m_step(counts, class_mass, smoothing)
     return prior, log_pi, pooled
 
 

@@ -12,30 +12,36 @@ Model, per document of tokens ``1..n``:
 * each annotator ``w`` who saw the document: ``y_tw | z_t ~ Cat(π_w[z_t])``, independent
   given the chain (the same confusion as Dawid-Skene, shrunk toward the pooled annotator).
 
-EM: E-step = forward-backward on every annotated document at once (:mod:`.chains`; the loop
-is over positions, vectorised across documents), giving the marginals γ and expected
-transitions ξ; M-step: ``π`` by :func:`~.base.shrunk_m_step` on γ,
+EM: E-step = forward-backward on every annotated document of a block at once
+(:mod:`.chains`; the loop is over positions, vectorised across documents), giving the
+marginals γ and expected transitions ξ; M-step: ``π`` by :func:`~.base.pooled_m_step` on γ,
 ``A ∝ ξ + smoothing``, ``p0 ∝ γ_1 + smoothing`` (Rabiner 1989, Eq. 40; Bishop 2006,
 Eq. 13.18-13.19). Decoding: the marginal rule of :func:`~.base.decode_marginals` or Viterbi.
+The steps are the EM-step protocol (:mod:`crowd_keras.aggregation.em`) over blocks of whole
+documents (:mod:`.em`): the statistics (expected confusion counts, transitions and first
+tags) are sums over documents, so :meth:`HMMCrowd.fit_blocks` over any split of the
+documents is the same fit.
 
-Why it scores lower than token Dawid-Skene on PICO (0.65 vs 0.74 token F1 on the gold half):
-with transitions, the latent "inside" state comes to mean "a region that some annotators
-marked": runs of tokens where a minority marked a span are explained as one inside region
-with annotators who missed it (pooled P(y=O | z=I) ≈ 0.5 vs 0.3 under Dawid-Skene), so it
-tags about twice as many tokens (high recall, low precision). The held-out annotator
+Why it scores lower than token Dawid-Skene on PICO (``benchmarks/results/spans.md``): with
+transitions, the latent "inside" state comes to mean "a region that some annotators marked":
+runs of tokens where a minority marked a span are explained as one inside region with
+annotators who missed it (the pooled annotator's miss rate P(y=O | z=I) is higher than under
+Dawid-Skene), so it tags more tokens (high recall, low precision). The held-out annotator
 likelihood flags this without gold (it is lower than Dawid-Skene's on the crowd dev split).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from ..numerics import normalize_rows, soft_vote
-from ..progress import Convergence
+from ..aggregation.dawid_skene import sufficient_statistics
+from ..aggregation.em import Summary
+from ..numerics import normalize_rows
 from .annotations import SequenceAnnotations
-from .base import SequenceLabelModel, emission_loglik, shrunk_m_step
+from .base import emission_loglik, pooled_m_step
 from .chains import Chains, forward_backward, forward_loglik, viterbi
+from .em import DocumentBlock, SequenceEMModel, SequenceSummary
 
 __all__ = ["HMMCrowd"]
 
@@ -54,7 +60,7 @@ def allowed_moves(scheme: str, k: int, constrain: bool) -> tuple[np.ndarray, np.
     return allowed, start
 
 
-class HMMCrowd(SequenceLabelModel):
+class HMMCrowd(SequenceEMModel):
     """HMM-Crowd (see the module docstring), fitted by EM with forward-backward.
 
     Args:
@@ -83,40 +89,90 @@ class HMMCrowd(SequenceLabelModel):
         self.progress = progress
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None) -> "HMMCrowd":
-        seq = self._check_sequences(sequences)
         if token_prior is not None:
             raise ValueError("HMMCrowd takes no token_prior (use TokenDawidSkene for a text prior)")
+        return super().fit(sequences)
+
+    def fit_blocks(self, sequences: SequenceAnnotations,
+                   blocks: Sequence[DocumentBlock]) -> "HMMCrowd":
+        blocks = list(blocks)
+        if any(getattr(b, "token_prior", None) is not None for b in blocks):
+            raise ValueError("HMMCrowd takes no token_prior (use TokenDawidSkene for a text prior)")
+        return super().fit_blocks(sequences, blocks)
+
+    # the EM-step protocol (crowd_keras.aggregation.em) over blocks of whole documents (.em)
+    def init_state(self, summary: Summary) -> "HMMCrowd":
         if self.decode not in _DECODES:
             raise ValueError(f"decode must be one of {_DECODES}, got {self.decode!r}")
-        ann = seq.annotations
-        k = seq.n_tags
-        X = ann.vote_incidence()
-        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
-        has = ann.annotations_per_item() > 0
-        docs = np.unique(seq.tokens.doc[has])
-        chains = Chains(seq.tokens, docs)
-        allowed, start = allowed_moves(seq.scheme, k, self.constrain_bio)
-        post = soft_vote(ann.label_counts())
-        nxt = chains.tok[chains.nonfirst]
-        xi = post[chains.tok[chains.prev]].T @ post[nxt]
-        init = post[chains.tok[:chains.n_active[0]]].sum(0) if chains.n_slots else np.ones(k)
-        loop = Convergence(self.max_iter, self.tol, "HMM-Crowd EM", self.progress, relative=True)
-        for _ in loop:
-            prior, log_pi, _ = shrunk_m_step(XT, post, self.prior_strength, self.smoothing)
-            A = normalize_rows((xi + self.smoothing) * allowed)
-            p0 = normalize_rows((init + self.smoothing) * start)
-            em = emission_loglik(X, log_pi)
-            gamma, xi, init, ll = forward_backward(chains, em, A, p0)
-            post[chains.tok] = gamma
-            loop.record(float(ll.sum()) / max(ann.n_annotations, 1))
-        history = loop.history
+        if not isinstance(summary, SequenceSummary):
+            raise TypeError("HMMCrowd fits blocks of documents: its summary is a SequenceSummary "
+                            f"(DocumentBlock.summary), got {type(summary).__name__}")
+        super().init_state(summary)
+        self._moves = allowed_moves(summary.scheme, summary.n_classes, self.constrain_bio)
+        return self
+
+    def initial_statistics(self, block: DocumentBlock) -> tuple:
+        """The statistics of the soft majority vote: its confusion counts, and its products
+        over consecutive tokens and first tokens as the transitions and first tags."""
+        post = self.initial_posteriors(block)
+        chains = block.chains
+        xi = post[chains.tok[chains.prev]].T @ post[chains.tok[chains.nonfirst]]
+        init = post[chains.tok[:chains.n_active[0]]].sum(0) if chains.n_slots else \
+            np.zeros(self.n_classes_)
+        return sufficient_statistics(block.XT, post) + (xi, init)
+
+    def sufficient_statistics(self, block: DocumentBlock, latent: tuple) -> tuple:
+        """``(counts (W·K, K), tag mass (K,), ξ (K, K), first tags (K,))``, sums over the
+        block's tokens and documents."""
+        post, xi, init = latent
+        return sufficient_statistics(block.XT, post) + (xi, init)
+
+    def m_step(self, stats: tuple) -> tuple:
+        """``(log_pi (W, K, K), A (K, K), p0 (K,))``: :func:`~.base.pooled_m_step`,
+        ``A ∝ ξ + smoothing`` and ``p0 ∝ γ_1 + smoothing`` on the allowed moves."""
+        counts, mass, xi, init = stats
+        allowed, start = self._moves
+        _, log_pi, _ = pooled_m_step(counts, mass, self.prior_strength, self.smoothing)
+        A = normalize_rows((xi + self.smoothing) * allowed)
+        p0 = normalize_rows((init + self.smoothing) * start)
+        return log_pi, A, p0
+
+    def e_step(self, block: DocumentBlock, state: tuple) -> tuple:
+        """Forward-backward over the block's annotated documents: ``(γ (T_b, K), ξ (K, K),
+        first-tag marginals (K,))`` (γ = 0 on the tokens of documents nobody annotated) and
+        the block's summed log-likelihood."""
+        log_pi, A, p0 = state
+        chains = block.chains
+        em = block.with_log_prior(emission_loglik(block.X, log_pi))
+        gamma, xi, init, ll = forward_backward(chains, em, A, p0)
+        post = np.zeros((block.n_items, A.shape[0]))
+        post[chains.tok] = gamma
+        return (post, xi, init), float(ll.sum())
+
+    def class_posteriors(self, latent: tuple) -> np.ndarray:
+        return latent[0]
+
+    def finish(self, state: tuple, summary: Summary, template: Any,
+               history: Sequence[float]) -> "HMMCrowd":
+        log_pi, A, p0 = state
         self.transitions_, self.initial_ = A, p0
+        self._log_pi = log_pi
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
-        self._log_pi = log_pi
-        post = self._chain_posteriors(seq, em)[0]  # every document, unannotated ones included
-        self._set_fitted(seq, post, log_pi, normalize_rows(post[has].sum(0) + self.smoothing))
+        self.annotations_ = template
+        self.confusion_matrices_ = np.exp(log_pi)
         return self
+
+    def _fit_tokens(self, sequences: SequenceAnnotations, blocks: List[DocumentBlock],
+                    posteriors: np.ndarray) -> None:
+        # every document, the unannotated ones included, under the last M-step's parameters
+        em = np.zeros_like(posteriors)
+        for block in blocks:
+            em[block.item_ids] = emission_loglik(block.X, self._log_pi)
+        post = self._chain_posteriors(sequences, em)[0]
+        has = sequences.annotations.annotations_per_item() > 0
+        self._set_fitted(sequences, post, self._log_pi,
+                         normalize_rows(post[has].sum(0) + self.smoothing))
 
     def _chain_posteriors(self, seq: SequenceAnnotations, em: np.ndarray
                           ) -> tuple[np.ndarray, Chains]:

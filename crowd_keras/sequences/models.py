@@ -4,14 +4,16 @@ spans. The sequence-aware model is :class:`~.hmm.HMMCrowd`.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from ..aggregation.dawid_skene import sufficient_statistics
+from ..aggregation.em import Block, Summary
 from ..numerics import normalize_rows, soft_vote, softmax_rows
-from ..progress import Convergence
 from .annotations import SequenceAnnotations
-from .base import (SequenceLabelModel, emission_loglik, shrunk_m_step, token_log_prior)
+from .base import SequenceLabelModel, emission_loglik, pooled_m_step, token_log_prior
+from .em import DocumentBlock, SequenceEMModel
 
 __all__ = ["TokenMajorityVote", "TokenDawidSkene"]
 
@@ -49,7 +51,7 @@ class TokenMajorityVote(SequenceLabelModel):
         return soft_vote(self._aligned(sequences).label_counts())
 
 
-class TokenDawidSkene(SequenceLabelModel):
+class TokenDawidSkene(SequenceEMModel):
     """Token Dawid-Skene with shrinkage, an optional per-token text prior and tempering.
 
     Model (tokens independent): ``z_t ~ Cat(q_t)`` with ``q_t`` the given ``token_prior[t]``
@@ -57,10 +59,14 @@ class TokenDawidSkene(SequenceLabelModel):
     fixed) where there is one and the learned tag prior ``ρ`` elsewhere; each annotator ``w``
     who saw the document labels the token ``y_tw | z_t ~ Cat(π_w[z_t])`` (Dawid & Skene 1979).
 
-    EM: E-step ``p(z_t | y) ∝ q_t(z) Π_w π_w[z, y_tw]``; M-step :func:`~.base.shrunk_m_step`,
+    EM: E-step ``p(z_t | y) ∝ q_t(z) Π_w π_w[z, y_tw]``; M-step :func:`~.base.pooled_m_step`,
     which adds ``prior_strength · π̄`` (the pooled annotator's confusion) to each annotator's
     expected counts: annotators with few tokens are pulled toward the crowd's behaviour.
-    Stops when the log-likelihood changes by less than ``tol`` (relative).
+    Stops when the log-likelihood changes by less than ``tol`` (relative). The steps are the
+    EM-step protocol (:mod:`crowd_keras.aggregation.em`) over blocks of documents
+    (:mod:`.em`): the statistics are Dawid-Skene's
+    (:func:`~crowd_keras.aggregation.dawid_skene.sufficient_statistics`), sums over tokens, so
+    :meth:`fit_blocks` over any split of the documents is the same fit.
 
     Decoding (``predict_proba``): the tempered marginal
     ``p_τ(z_t) ∝ q_t(z) · exp(τ Σ_w log π_w[z, y_tw])`` (``temperature`` τ; the fitted π, ρ are
@@ -95,45 +101,70 @@ class TokenDawidSkene(SequenceLabelModel):
         self.init = init
         self.progress = progress
 
-    def fit(self, sequences: SequenceAnnotations, token_prior: Any = None) -> "TokenDawidSkene":
-        """Fit by EM; ``token_prior`` (T, K) or (T,) optional text prior (NaN rows: none)."""
-        seq = self._check_sequences(sequences)
+    # the EM-step protocol (crowd_keras.aggregation.em) over blocks of documents (.em)
+    def init_state(self, summary: Summary) -> "TokenDawidSkene":
         if not self.temperature > 0:
             raise ValueError(f"temperature must be positive, got {self.temperature!r}")
-        ann = seq.annotations
-        k = seq.n_tags
-        X = ann.vote_incidence()
-        XT = X.T   # a CSC view: its products stream through the items (no transposed copy)
-        prior_rows = token_log_prior(token_prior, ann.n_items, k)
-        post = self._initial(ann)
-        loop = Convergence(self.max_iter, self.tol, "token Dawid-Skene EM", self.progress,
-                           relative=True)
-        for _ in loop:
-            prior, log_pi, pooled = shrunk_m_step(XT, post, self.prior_strength, self.smoothing)
-            em = emission_loglik(X, log_pi)
-            post, log_norm = softmax_rows(em + _log_prior(prior, prior_rows, ann.n_items))
-            loop.record(float(log_norm.sum()) / max(ann.n_annotations, 1))
-        history = loop.history
-        self.em_posteriors_ = post
-        self.emission_loglik_ = em
-        self.pooled_confusion_ = pooled
-        self.log_likelihood_ = np.asarray(history)
-        self.n_iter_ = len(history)
-        self._prior_rows = prior_rows
-        self.class_priors_ = prior
-        self._set_fitted(seq, self.tempered_proba(self.temperature), log_pi, prior)
-        return self
-
-    def _initial(self, ann: Any) -> np.ndarray:
+        super().init_state(summary)
         if isinstance(self.init, str):
             if self.init != "mv":
                 raise ValueError(f"init must be 'mv' or an array, got {self.init!r}")
-            return soft_vote(ann.label_counts())
-        post = np.asarray(self.init, np.float64)
-        if post.shape != (ann.n_items, ann.n_classes):
-            raise ValueError(f"init posteriors must have shape {(ann.n_items, ann.n_classes)}, "
-                             f"got {post.shape}")
-        return post
+        else:
+            post = np.asarray(self.init, np.float64)
+            shape = (summary.n_items, summary.n_classes)
+            if post.shape != shape:
+                raise ValueError(f"init posteriors must have shape {shape}, got {post.shape}")
+        return self
+
+    def initial_posteriors(self, block: Block) -> np.ndarray:
+        """The soft majority vote (tokens without labels: the crowd's tag shares), or the
+        block's rows of ``init``."""
+        if isinstance(self.init, str):
+            return super().initial_posteriors(block)
+        return np.asarray(self.init, np.float64)[block.item_ids]
+
+    def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
+        return sufficient_statistics(block.XT, latent)
+
+    def m_step(self, stats: tuple) -> tuple:
+        """``(prior, log_pi, pooled)`` of :func:`~.base.pooled_m_step`."""
+        return pooled_m_step(*stats, self.prior_strength, self.smoothing)
+
+    def e_step(self, block: Block, state: tuple) -> tuple:
+        """Untempered posteriors ``p(z_t | y) ∝ q_t(z) Π_w π_w[z, y_tw]`` (T_b, K) and the
+        block's summed log-likelihood (the tokens are independent: any block of tokens, a
+        :class:`~.em.DocumentBlock` with its token prior or a plain one)."""
+        prior, log_pi, _ = state
+        em = emission_loglik(block.X, log_pi)
+        token_prior = getattr(block, "token_prior", None)
+        logits = block.with_log_prior(em + _log_prior(prior, token_prior, block.n_items))
+        post, log_norm = softmax_rows(logits)
+        return post, float(log_norm.sum())
+
+    def finish(self, state: tuple, summary: Summary, template: Any,
+               history: Sequence[float]) -> "TokenDawidSkene":
+        prior, log_pi, pooled = state
+        self._log_pi = log_pi
+        self.pooled_confusion_ = pooled
+        self.log_likelihood_ = np.asarray(history)
+        self.n_iter_ = len(history)
+        self.annotations_ = template
+        self.class_priors_ = prior
+        self.confusion_matrices_ = np.exp(log_pi)
+        return self
+
+    def _fit_tokens(self, sequences: SequenceAnnotations, blocks: List[DocumentBlock],
+                    posteriors: np.ndarray) -> None:
+        self.em_posteriors_ = posteriors
+        self.emission_loglik_ = np.zeros_like(posteriors)
+        for block in blocks:
+            self.emission_loglik_[block.item_ids] = emission_loglik(block.X, self._log_pi)
+        priors = [(b.token_prior[0], b.item_ids[b.token_prior[1]]) for b in blocks
+                  if b.token_prior is not None]
+        self._prior_rows = None if not priors else (
+            np.concatenate([q for q, _ in priors]), np.concatenate([r for _, r in priors]))
+        self._set_fitted(sequences, self.tempered_proba(self.temperature), self._log_pi,
+                         self.class_priors_)
 
     def tempered_proba(self, temperature: float) -> np.ndarray:
         """(T, K) ``p_τ(z_t) ∝ q_t(z) exp(τ e_t(z))`` of the fitted tokens for any τ (the same
