@@ -150,3 +150,18 @@ def test_models_without_the_prior_refuse_it(model, crowds):
     sim, good, _ = crowds[0]
     with pytest.raises(TypeError, match="pred_probs"):
         model.fit(sim.annotations, pred_probs=good)
+
+
+def test_auto_passes_the_classifier_to_its_candidates(crowds):
+    from crowd_keras.aggregation import AutoLabelModel
+
+    gains, losses = [], []
+    for sim, good, random in crowds[:2]:
+        alone = AutoLabelModel().fit(sim.annotations)
+        with_good = AutoLabelModel().fit(sim.annotations, pred_probs=good)
+        with_random = AutoLabelModel().fit(sim.annotations, pred_probs=random)
+        gains.append(accuracy(with_good, sim.y) - accuracy(alone, sim.y))
+        losses.append(accuracy(alone, sim.y) - accuracy(with_random, sim.y))
+        if with_good.chosen_ != "majority_vote":
+            assert with_good.classifier_weight_ == with_good.model_.classifier_weight_
+    assert min(gains) > 0.03 and max(losses) < 0.02, (gains, losses)
