@@ -389,7 +389,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
         self.n_iter_ = getattr(model, "n_iter_", 0)
-        for name in ("classifier_weight_", "classifier_quality_"):   # fitted with pred_probs
+        for name in ("classifier_weight_", "classifier_quality_", "classifier_marginal_"):
             if hasattr(model, name):
                 setattr(self, name, getattr(model, name))
         return self

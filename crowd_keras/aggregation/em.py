@@ -29,8 +29,8 @@ Known classes of some items (gold) enter every model the same way: the block's
 
 A classifier's out-of-fold probabilities (``fit(annotations, pred_probs=...)``) ride on the
 block as ``pred_probs`` (I, K): :class:`ClassifierAnnotator` runs any model's steps with the
-classifier's tempered probabilities ``p^w`` as each item's prior, joining ``item_log_prior`` in
-the E-step (gold clamps, ``-inf``, still win), and w learned in the M-step.
+classifier's tempered likelihood ratio ``(p / p̄)^w`` joining ``item_log_prior`` in the E-step
+(gold clamps, ``-inf``, still win), w learned in the M-step.
 """
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ from ..progress import Convergence
 from .base import LabelModel
 
 __all__ = ["Block", "Summary", "add", "EMLabelModel", "run_em", "EMRun", "gold_log_prior",
-           "ClassifierAnnotator", "classifier_statistics", "classifier_m_step",
-           "classifier_log_probs", "tempered_prior", "classifier_log_prior", "fitted_classifier_log_prior",
+           "ClassifierAnnotator", "ClassifierState", "classifier_statistics",
+           "classifier_m_step", "classifier_log_probs", "fitted_classifier_log_prior",
            "INITIAL_CLASSIFIER_WEIGHT", "MAX_CLASSIFIER_WEIGHT", "PROBABILITY_FLOOR"]
 
 
@@ -316,59 +316,85 @@ def classifier_log_probs(pred_probs: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(pred_probs, PROBABILITY_FLOOR))
 
 
-def tempered_prior(log_p: np.ndarray, weight: float) -> Tuple[np.ndarray, np.ndarray]:
-    """``(π, log Z)``: the per-item prior ``π_i(k) = p_i(k)^w / Z_i`` (I, K) and its log
-    normalisers (I,)."""
-    return softmax_rows(weight * log_p)
+@dataclass
+class ClassifierState:
+    """The classifier's part of a :class:`ClassifierAnnotator` state.
+
+    Attributes:
+        weight: w. log_marginal: (K,) ``log p̄``, the classifier's mean probabilities (its own
+        class prior, divided out so that the class prior is counted once). log_class_prior:
+        (K,) ``log ρ̂``, the consensus' class shares, in the objective of w. quality: the mean
+        posterior of the classifier's top class.
+    """
+
+    weight: float
+    log_marginal: np.ndarray
+    log_class_prior: np.ndarray
+    quality: float = float("nan")
+
+    def evidence(self, pred_probs: np.ndarray) -> np.ndarray:
+        """(I, K) ``ℓ_ik = log p_ik − log p̄_k``: the classifier's log-likelihood ratios."""
+        return classifier_log_probs(pred_probs) - self.log_marginal
+
+    def item_log_prior(self, pred_probs: np.ndarray) -> np.ndarray:
+        """(I, K) ``w ℓ_ik − log Σ_k ρ̂_k exp(w ℓ_ik)``: what the E-step adds to each item's
+        class scores (the item constant keeps the objective a log-likelihood)."""
+        scores = self.weight * self.evidence(pred_probs)
+        _, log_z = softmax_rows(scores + self.log_class_prior)
+        return scores - log_z[:, None]
 
 
-def classifier_log_prior(pred_probs: np.ndarray, weight: float) -> np.ndarray:
-    """(I, K) ``log π_i(k) = w log p_i(k) − log Z_i``, the item log-prior of the classifier."""
-    log_p = classifier_log_probs(pred_probs)
-    _, log_z = tempered_prior(log_p, weight)
-    return weight * log_p - log_z[:, None]
+def classifier_statistics(post: np.ndarray, pred_probs: np.ndarray,
+                          state: Optional[ClassifierState]) -> np.ndarray:
+    """(5 + 2K,) sums over items for the classifier's M-step, at ``state`` (None: before the
+    first M-step, which keeps w at :data:`INITIAL_CLASSIFIER_WEIGHT`).
 
-
-def classifier_statistics(post: np.ndarray, pred_probs: np.ndarray, weight: float) -> np.ndarray:
-    """(5,) sums over items at the current weight w, for the M-step's Newton step on w:
-    ``[Σ_i (E_q[log p_i] − E_π[log p_i]), Σ_i Var_π[log p_i], Σ_i q_i(argmax p_i), I, w·I]``
-    (the gradient and minus the curvature of ``Σ_i Σ_k q_ik log π_i(k)`` in w, the expected
-    agreement of the classifier's top class with the posterior, the items, and w·I so that
-    w travels with the sums)."""
-    log_p = classifier_log_probs(pred_probs)
-    pi, _ = tempered_prior(log_p, weight)
-    mean = (pi * log_p).sum(axis=1)
-    gradient = ((post * log_p).sum(axis=1) - mean).sum()
-    curvature = ((pi * log_p * log_p).sum(axis=1) - mean * mean).sum()
-    top = post[np.arange(len(post)), np.argmax(pred_probs, axis=1)].sum()
+    ``[g, h, Σ_i q_i(argmax p_i), I, w·I, Σ_i q_i (K), Σ_i p_i (K)]``: g and h the gradient
+    and minus the curvature in w of ``Σ_i Σ_k q_ik log π_i(k)``, ``π_i ∝ ρ̂ exp(w ℓ_i)``
+    (:meth:`ClassifierState.evidence`), w·I so that w travels with the sums."""
     n = float(len(post))
-    return np.array([gradient, curvature, top, n, weight * n])
+    probs = np.maximum(pred_probs, PROBABILITY_FLOOR)
+    head = np.array([0.0, 1.0, post[np.arange(len(post)), np.argmax(pred_probs, axis=1)].sum(),
+                     n, INITIAL_CLASSIFIER_WEIGHT * n])
+    if state is not None:
+        evidence = state.evidence(pred_probs)
+        pi, _ = softmax_rows(state.weight * evidence + state.log_class_prior)
+        mean = (pi * evidence).sum(axis=1)
+        head[0] = ((post * evidence).sum(axis=1) - mean).sum()
+        head[1] = ((pi * evidence * evidence).sum(axis=1) - mean * mean).sum()
+        head[4] = state.weight * n
+    return np.concatenate([head, post.sum(axis=0), probs.sum(axis=0)])
 
 
-def classifier_m_step(sums: np.ndarray) -> Tuple[float, float]:
-    """``(w, quality)`` from summed :func:`classifier_statistics`: one Newton step of the
-    concave ``Σ_i Σ_k q_ik log π_i(k)`` in w from the weight the sums were taken at (a
-    generalised EM step), clipped to ``[0, MAX_CLASSIFIER_WEIGHT]``; quality = the mean
-    posterior of the classifier's top class."""
-    gradient, curvature, top, n, weighted = sums
+def classifier_m_step(sums: np.ndarray) -> ClassifierState:
+    """The classifier's state from summed :func:`classifier_statistics`: one Newton step of
+    the concave ``Σ_i Σ_k q_ik log π_i(k)`` in w from the weight the sums were taken at (a
+    generalised EM step), clipped to ``[0, MAX_CLASSIFIER_WEIGHT]``; ``p̄`` and ``ρ̂`` from
+    the summed probabilities and posteriors."""
+    gradient, curvature, top, n, weighted = sums[:5]
+    k = (len(sums) - 5) // 2
+    mass, probs = sums[5:5 + k], sums[5 + k:]
     n = max(float(n), 1.0)
-    step = gradient / curvature if curvature > 1e-12 else np.sign(gradient)
+    step = gradient / curvature if curvature > 1e-12 else float(np.sign(gradient))
     weight = float(np.clip(weighted / n + step, 0.0, MAX_CLASSIFIER_WEIGHT))
-    return weight, float(top / n)
+    return ClassifierState(weight, np.log(probs / probs.sum()),
+                           np.log((mass + 1.0) / (mass.sum() + k)), float(top / n))
 
 
 class ClassifierAnnotator(EMLabelModel):
     """Any EM-protocol model with a classifier's probabilities as a learned per-item prior.
 
-    Each item's class prior is the classifier's tempered probabilities ``π_i(k) ∝ p_i(k)^w``
-    (the block's ``pred_probs``), added as ``w log p_i`` to ``item_log_prior`` before the
-    wrapped model's E-step (gold clamps, ``-inf``, still win). The weight w is learned in the
-    M-step by maximising the expected complete log-likelihood ``Σ_i Σ_k q_ik log π_i(k)``
-    (one Newton step per iteration, :func:`classifier_m_step`): it measures how well the
-    classifier predicts the crowd's consensus, as CROWDLAB weights its classifier (Goh,
-    Tkachenko & Mueller 2022). One exponent, not a confusion matrix: it corrects an under- or
-    over-confident classifier's scale, where a soft annotator's matrix would dilute soft
-    probabilities; a classifier unrelated to the truth gets w near 0.
+    Each item's prior over classes is ``π_i(k) ∝ ρ_k (p_i(k) / p̄_k)^w``: the wrapped model's
+    class prior ρ times the classifier's tempered likelihood ratio (its probabilities p_i,
+    the block's ``pred_probs``, over their mean p̄, so that the class prior is counted once),
+    added to ``item_log_prior`` before the wrapped model's E-step (gold clamps, ``-inf``,
+    still win). The weight w is learned in the M-step by maximising the expected complete
+    log-likelihood ``Σ_i Σ_k q_ik log π_i(k)`` (one Newton step per iteration,
+    :func:`classifier_m_step`): how well the classifier predicts the consensus, as CROWDLAB
+    weights its classifier by its agreement with the consensus (Goh, Tkachenko & Mueller
+    2022). One exponent, not a confusion matrix: it corrects an under- or over-confident
+    classifier's scale, where a soft annotator's matrix would dilute soft probabilities; a
+    classifier unrelated to the truth gets w near 0.
 
     Statistics are ``(wrapped model's, classifier_statistics)``, sums over items, so the fit
     splits into blocks as the wrapped model's (each block carries its items' ``pred_probs``).
@@ -408,47 +434,50 @@ class ClassifierAnnotator(EMLabelModel):
     def initial_statistics(self, block: Block) -> Tuple[Any, np.ndarray]:
         return (self.runner_.initial_statistics(block),
                 classifier_statistics(self.runner_.initial_posteriors(block), self._probs(block),
-                                      INITIAL_CLASSIFIER_WEIGHT))
+                                      None))
 
     def combine(self, *stats: Any) -> Tuple[Any, np.ndarray]:  # type: ignore[override]
         return (self.runner_.combine(*[s[0] for s in stats]), add(*[s[1] for s in stats]))
 
-    def m_step(self, stats: Tuple[Any, np.ndarray]) -> Tuple[Any, float, float]:
-        return (self.runner_.m_step(stats[0]),) + classifier_m_step(stats[1])
+    def m_step(self, stats: Tuple[Any, np.ndarray]) -> Tuple[Any, ClassifierState]:
+        return self.runner_.m_step(stats[0]), classifier_m_step(stats[1])
 
-    def e_step(self, block: Block, state: Tuple[Any, float, float]) -> Tuple[Any, float]:
-        prior = block.with_log_prior(classifier_log_prior(self._probs(block), state[1]))
+    def e_step(self, block: Block, state: Tuple[Any, ClassifierState]) -> Tuple[Any, float]:
+        prior = block.with_log_prior(state[1].item_log_prior(self._probs(block)))
         latent, objective = self.runner_.e_step(replace(block, item_log_prior=prior), state[0])
         return (latent, state[1]), objective
 
-    def sufficient_statistics(self, block: Block, latent: Tuple[Any, float]
+    def sufficient_statistics(self, block: Block, latent: Tuple[Any, ClassifierState]
                               ) -> Tuple[Any, np.ndarray]:
-        inner, weight = latent
+        inner, classifier = latent
         return (self.runner_.sufficient_statistics(block, inner),
                 classifier_statistics(self.runner_.class_posteriors(inner), self._probs(block),
-                                      weight))
+                                      classifier))
 
-    def class_posteriors(self, latent: Tuple[Any, float]) -> np.ndarray:
+    def class_posteriors(self, latent: Tuple[Any, ClassifierState]) -> np.ndarray:
         return self.runner_.class_posteriors(latent[0])
 
     def objective_scale(self, summary: Summary) -> float:
         return self.runner_.objective_scale(summary)
 
-    def finish(self, state: Tuple[Any, float, float], summary: Summary, template: Annotations,
-               history: Sequence[float]) -> LabelModel:
-        """The wrapped model's fit, with ``classifier_weight_`` (the learned w) and
-        ``classifier_quality_`` (the mean posterior of the classifier's top class: its
-        accuracy against the consensus, as ``annotator_quality_``'s)."""
+    def finish(self, state: Tuple[Any, ClassifierState], summary: Summary,
+               template: Annotations, history: Sequence[float]) -> LabelModel:
+        """The wrapped model's fit, with ``classifier_weight_`` (the learned w),
+        ``classifier_marginal_`` (K,) p̄, and ``classifier_quality_`` (the mean posterior of
+        the classifier's top class: its accuracy against the consensus, as
+        ``annotator_quality_``'s)."""
         model = self.runner_.finish(state[0], summary, template, history)
-        model.classifier_weight_ = float(state[1])
-        model.classifier_quality_ = float(state[2])
+        model.classifier_weight_ = float(state[1].weight)
+        model.classifier_marginal_ = np.exp(state[1].log_marginal)
+        model.classifier_quality_ = float(state[1].quality)
         return model
 
 
 def fitted_classifier_log_prior(model: LabelModel, pred_probs: np.ndarray,
                                 item_log_prior: Optional[np.ndarray] = None) -> np.ndarray:
-    """(I, K) the item log-prior of a fit's classifier, ``log π_i`` at its
-    ``classifier_weight_``, plus ``item_log_prior``: what :class:`ClassifierAnnotator`'s
-    E-step adds."""
-    prior = classifier_log_prior(pred_probs, model.classifier_weight_)
+    """(I, K) the item log-prior of a fit's classifier, ``w (log p_i − log p̄)`` (up to a
+    constant per item), plus ``item_log_prior``: what :class:`ClassifierAnnotator`'s E-step
+    adds."""
+    prior = model.classifier_weight_ * (classifier_log_probs(pred_probs)
+                                        - np.log(model.classifier_marginal_))
     return prior if item_log_prior is None else prior + item_log_prior

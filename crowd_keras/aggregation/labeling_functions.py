@@ -59,9 +59,9 @@ class LabelingFunctionFallback:
         ``pred_probs``: a classifier's out-of-fold class probabilities of the items (I, K), or
         a frame indexed by item id (:func:`~crowd_keras.aggregation.pred_probs.
         check_pred_probs`), for models with ``accepts_pred_probs``: each item's prior is the
-        classifier's ``p^w``, w learned by its agreement with the consensus
-        (:class:`~crowd_keras.aggregation.em.ClassifierAnnotator`; ``classifier_weight_``,
-        ``classifier_quality_``).
+        class prior times the classifier's ``(p / p̄)^w``, w learned by its agreement with
+        the consensus (:class:`~crowd_keras.aggregation.em.ClassifierAnnotator`;
+        ``classifier_weight_``, ``classifier_quality_``, ``classifier_marginal_``).
         """
         self._check_params()
         ann = as_annotations(annotations, **kwargs)
@@ -69,7 +69,7 @@ class LabelingFunctionFallback:
             raise TypeError(f"{type(self).__name__}.fit() does not take gold labels")
         if pred_probs is not None and not getattr(self, "accepts_pred_probs", False):
             raise TypeError(f"{type(self).__name__}.fit() does not take pred_probs")
-        for name in ("classifier_quality_", "classifier_weight_"):
+        for name in ("classifier_quality_", "classifier_weight_", "classifier_marginal_"):
             self.__dict__.pop(name, None)                      # from an earlier fit
         probs = None if pred_probs is None else check_pred_probs(pred_probs, ann)
         known = None if gold is None else gold_codes(ann, gold)
