@@ -123,8 +123,9 @@ def _fold_probabilities(model: Any, x_train: Any, y_train: np.ndarray, x_test: A
             raise CrowdDataError(f"the Keras model predicts shape {proba.shape}, expected "
                                  f"(items, {k}): one soft-max output per class")
         sums = proba.sum(axis=1)
-        if len(sums) and np.abs(sums - 1.0).max() > 1e-3:
-            raise CrowdDataError(f"the Keras model's outputs sum to {sums[np.argmax(np.abs(sums - 1))]:.4g}"
+        off = np.abs(sums - 1.0)
+        if len(sums) and off.max() > 1e-3:
+            raise CrowdDataError(f"the Keras model's outputs sum to {sums[np.argmax(off)]:.4g}"
                                  ", not 1: end it with a soft-max activation (probabilities, "
                                  "not logits)")
         return proba

@@ -88,8 +88,8 @@ def check_pred_probs(pred_probs: Any, ann: Annotations) -> np.ndarray:
     for bad, what in checks:
         if bad.any():
             i = int(np.argmax(bad))
-            raise CrowdDataError(f"pred_probs of item {_plain(ann.item_ids[i])!r} (row {i}) {what}: "
-                                 f"{p[i].tolist()}")
+            raise CrowdDataError(f"pred_probs of item {_plain(ann.item_ids[i])!r} (row {i}) "
+                                 f"{what}: {p[i].tolist()}")
     sums = p.sum(axis=1)
     bad = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
     if bad.any():

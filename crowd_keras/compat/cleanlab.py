@@ -18,7 +18,7 @@ The scores are the label model's (they are not CROWDLAB's weighted averages):
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 import numpy as np
 import pandas as pd

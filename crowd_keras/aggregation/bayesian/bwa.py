@@ -26,7 +26,8 @@ import scipy.sparse as sp
 
 from ...annotations import Annotations
 from ...numerics import normalize_rows
-from ..em import Block, Summary, fitted_classifier_log_prior
+from ..classifier_prior import fitted_classifier_log_prior
+from ..em import Block, Summary
 from .base import BayesianLabelModel, check_positive
 
 __all__ = ["BWA", "bwa_statistics", "bwa_m_step", "bwa_e_step"]
