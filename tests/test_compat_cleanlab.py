@@ -83,3 +83,14 @@ def test_worst_class_is_where_an_annotator_errs_most():
                       n_annotators=2, n_classes=2)
     post = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.2, 0.8]])
     np.testing.assert_array_equal(worst_classes(ann, post), [1, -1])
+
+
+def test_other_annotations_are_scored_under_the_fitted_model(case):
+    sim, wide, ann, pred_probs, _ = case
+    model = IBCC().fit(ann)
+    half = Annotations.from_wide(wide.iloc[:60], n_classes=3)
+    out = to_cleanlab(model, half, return_detailed_quality=False)
+    assert list(out) == ["label_quality", "annotator_stats"]
+    np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
+                               model.predict_proba(half).max(axis=1))
+    assert list(out["label_quality"].index) == list(wide.index[:60])
