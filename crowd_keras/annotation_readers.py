@@ -15,6 +15,7 @@ from .codes import (check_unique_ids, dense_codes, factorize_ids, factorize_labe
                     integer_codes, label_matrix_codes, show)
 from .errors import CrowdDataError
 from .numerics import MISSING
+from .wide import wide_codes
 
 if TYPE_CHECKING:   # for the return annotations only (annotations.py imports this module)
     from .annotations import Annotations
@@ -23,7 +24,8 @@ __all__ = ["AnnotationReaders", "frame_codes", "check_frame_columns"]
 
 
 class AnnotationReaders:
-    """``from_dense``, ``from_label_matrix``, ``from_frame``, ``from_counts``, ``from_padded``."""
+    """``from_dense``, ``from_wide``, ``from_label_matrix``, ``from_frame``, ``from_counts``,
+    ``from_padded``."""
 
     __slots__ = ()   # Annotations stores its state in slots: no instance __dict__
 
@@ -43,6 +45,32 @@ class AnnotationReaders:
                             item_ids=item_ids, annotator_ids=annotator_ids,
                             n_items=shape[0], n_annotators=shape[1],
                             where=lambda n: f"row {rows[n]}, column {cols[n]}")
+
+    @classmethod
+    def from_wide(cls, frame: Any, classes: Optional[Sequence] = None, *,
+                  n_classes: Optional[int] = None) -> "Annotations":
+        """From cleanlab's wide layout: an items × annotators frame of class codes with NaN
+        where missing (``labels_multiannotator`` of ``cleanlab.multiannotator``).
+
+        Every non-NaN cell is one annotation. The frame's index gives the item ids and its
+        columns the annotator ids (a 2-d array: ``0..n-1``). Items (rows) with no label at
+        all are kept, with no annotation (``annotations_per_item() == 0``; label models give
+        them the class prior, or a classifier's ``pred_probs``), as are annotators with none.
+
+        Args:
+            frame: ``pandas.DataFrame`` or 2-d array of codes ``0..K-1`` and NaN.
+            classes: class names in code order (default ``0..K-1``).
+            n_classes: K, when the largest class never appears (cleanlab takes it from
+                ``pred_probs``); default ``len(classes)`` or the largest code + 1.
+
+        Raises :class:`crowd_keras.CrowdDataError` naming the item, the annotator (and their
+        row and column) and the value of the first cell that is not a whole number in
+        ``0..K-1``. :meth:`Annotations.to_wide` writes the layout back.
+        """
+        rows, cols, codes, item_ids, annotator_ids, k = wide_codes(frame, n_classes, classes)
+        return cls(rows, cols, codes, item_ids=item_ids, annotator_ids=annotator_ids,
+                   classes=classes, n_classes=None if classes is not None else k,
+                   n_items=len(item_ids), n_annotators=len(annotator_ids))
 
     @classmethod
     def from_label_matrix(cls, L: Any, cardinality: Optional[int] = None, *,

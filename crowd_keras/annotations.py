@@ -19,6 +19,7 @@ from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_or
                     sort_order)
 from .errors import Argument, CrowdDataError, Message
 from .numerics import MISSING, pair_index
+from .wide import to_wide as wide_frame
 
 __all__ = ["Annotations"]
 
@@ -262,6 +263,14 @@ class Annotations(AnnotationReaders):
         out = np.full((self.n_items, self.n_annotators), missing, dtype=np.int64)
         out[self._items, self._annotators] = self._labels
         return out
+
+    def to_wide(self, class_names: bool = False) -> pd.DataFrame:
+        """cleanlab's wide layout (:meth:`from_wide`): items × annotators, index = item ids,
+        columns = annotator ids, class codes as floats (``class_names``: the class names),
+        NaN where absent."""
+        labels = self._classes[self._labels] if class_names else self._labels
+        return wide_frame(self._items, self._annotators, labels, self._item_ids,
+                       self._annotator_ids)
 
     def to_label_matrix(self) -> np.ndarray:
         """Snorkel's layout: items × annotators (labeling functions), -1 = abstain."""

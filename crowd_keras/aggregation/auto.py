@@ -285,6 +285,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     """
 
     accepts_gold = True
+    accepts_pred_probs = True
 
     def __init__(self, candidates: Optional[Sequence[Tuple[str, LabelModel]]] = None,
                  n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 3,
@@ -335,8 +336,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             out.append((name, _clone(model, **{k: v for k, v in settings.items() if k in own})))
         return out
 
-    def _fit_crowd(self, ann: Annotations,
-                   item_log_prior: Optional[np.ndarray] = None) -> "AutoLabelModel":
+    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
+                   pred_probs: Optional[np.ndarray] = None) -> "AutoLabelModel":
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
         ladder = self.ladder(ann.n_classes)
@@ -345,14 +346,15 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
         self.n_gold_ = 0 if gold is None else len(gold)
         self.heldout_agreement_, self.n_heldout_, self.gold_accuracy_ = {}, 0, {}
-        scores = self._heldout_scores(ann, ladder, item_log_prior)
+        scores = self._heldout_scores(ann, ladder, item_log_prior, pred_probs)
         self.selection_ = "single" if scores is None else "agreement"
         self.selection_scores_ = {} if scores is None else dict(scores)
         chosen = self.choose(ladder, scores)
         if self.n_gold_ >= int(self.min_gold) and len(ladder) > 1:
             chosen = self.choose_by_gold(ladder, chosen,
-                                         self._gold_sums(ann, ladder, item_log_prior, gold))
-        model = _fit(dict(ladder)[chosen], ann, item_log_prior)
+                                         self._gold_sums(ann, ladder, item_log_prior, gold,
+                                                         pred_probs))
+        model = _fit(dict(ladder)[chosen], ann, item_log_prior, pred_probs)
         return self.adopt(chosen, model, ann)
 
     def choose_by_gold(self, ladder: List[Tuple[str, LabelModel]], chosen: str,
@@ -387,10 +389,14 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
         self.n_iter_ = getattr(model, "n_iter_", 0)
+        for name in ("classifier_weight_", "classifier_quality_", "classifier_marginal_"):
+            if hasattr(model, name):
+                setattr(self, name, getattr(model, name))
         return self
 
     def _heldout_scores(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
-                        item_log_prior: Optional[np.ndarray]) -> Optional[Dict[str, float]]:
+                        item_log_prior: Optional[np.ndarray],
+                        pred_probs: Optional[np.ndarray] = None) -> Optional[Dict[str, float]]:
         """The eligible candidates' weighted mean held-out agreement: the first candidate's,
         and each other's whose gain over it is above ``confidence`` standard errors. Sets
         ``heldout_agreement_`` (every candidate's) and ``n_heldout_``; None when nothing can
@@ -408,7 +414,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             if test.any():
                 train = ann.select(~test)
                 tests.append(test)
-                posteriors.append([_fit(model, train, item_log_prior).posteriors_
+                posteriors.append([_fit(model, train, item_log_prior, pred_probs).posteriors_
                                    for _, model in ladder])
                 scored += int(test.sum())
             if selection_done((repeat, fold), n_folds, scored, int(self.min_heldout)):
@@ -435,7 +441,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                 if i == 0 or bounds[i] > 0}
 
     def _gold_sums(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
-                   item_log_prior: np.ndarray, gold: np.ndarray) -> np.ndarray:
+                   item_log_prior: np.ndarray, gold: np.ndarray,
+                   pred_probs: Optional[np.ndarray] = None) -> np.ndarray:
         """:func:`gold_sums` of each candidate's hits on gold items hidden from it (ties:
         fractional), over ``gold_folds`` folds of the gold items drawn from their ids."""
         n_folds = min(int(self.gold_folds), len(gold))
@@ -449,7 +456,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                 continue
             prior = item_log_prior.copy()
             prior[hidden] = 0.0
-            hits = [agreement_scores(_fit(model, ann, prior).posteriors_, hidden,
+            hits = [agreement_scores(_fit(model, ann, prior, pred_probs).posteriors_, hidden,
                                      truth[fold_of == fold]) for _, model in ladder]
             sums += gold_sums(np.stack(hits))
         return sums
@@ -472,13 +479,17 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             f"{super().__repr__()}  # chose {chosen!r} by {self.selection_}"
 
 
-def _fit(model: LabelModel, ann: Annotations, item_log_prior: Optional[np.ndarray]) -> LabelModel:
+def _fit(model: LabelModel, ann: Annotations, item_log_prior: Optional[np.ndarray],
+         pred_probs: Optional[np.ndarray] = None) -> LabelModel:
     """A fresh copy of ``model`` fitted on ``ann``, with the items whose ``item_log_prior``
-    allows one class only held at that class."""
+    allows one class only held at that class, and ``pred_probs`` for a candidate that
+    ``accepts_pred_probs`` (the others fit the annotations alone)."""
     fresh = _clone(model)
+    extra = {"pred_probs": pred_probs} if pred_probs is not None and \
+        getattr(fresh, "accepts_pred_probs", False) else {}
     if item_log_prior is None:
-        return fresh.fit(ann)
+        return fresh.fit(ann, **extra)
     gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
     codes = np.full(ann.n_items, -1, dtype=np.int64)
     codes[gold] = np.argmax(item_log_prior[gold], axis=1)
-    return fresh.fit(ann, gold=codes)
+    return fresh.fit(ann, gold=codes, **extra)

@@ -102,6 +102,8 @@ class LabelModel(Params):
 
     #: True: ``fit(annotations, gold=...)`` fixes the true class of the gold items
     accepts_gold: bool = False
+    #: True: ``fit(annotations, pred_probs=...)`` takes a classifier's probabilities of the items
+    accepts_pred_probs: bool = False
 
     annotations_: Annotations
     posteriors_: np.ndarray

@@ -188,6 +188,7 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
     #: confusion form of the M-step (:func:`m_step`); subclasses change it
     _structure = "full"
     accepts_gold = True
+    accepts_pred_probs = True
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  init: Any = "mv", class_prior: Optional[Any] = None,
@@ -252,9 +253,9 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
         self._set_fitted(template, np.zeros((0, summary.n_classes)), prior, log_pi, history)
         return self
 
-    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None
-                   ) -> "DawidSkene":
-        return self.fit_block(ann, item_log_prior)
+    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
+                   pred_probs: Optional[np.ndarray] = None) -> "DawidSkene":
+        return self.fit_block(ann, item_log_prior, pred_probs)
 
     def _set_fitted(self, ann: Annotations, post: np.ndarray, prior: np.ndarray,
                     log_pi: np.ndarray, history: list) -> None:

@@ -26,6 +26,11 @@ blocks' statistics runs the same EM as one block of all items. :func:`run_em` is
 Known classes of some items (gold) enter every model the same way: the block's
 ``item_log_prior`` (I, K) is added to each item's class log-scores before they are normalised
 (0 for the known class and ``-inf`` for the others clamps an item).
+
+A classifier's out-of-fold probabilities (``fit(annotations, pred_probs=...)``) ride on the
+block as ``pred_probs`` (I, K): :class:`ClassifierAnnotator` runs any model's steps with the
+classifier's tempered likelihood ratio ``(p / p̄)^w`` joining ``item_log_prior`` in the E-step
+(gold clamps, ``-inf``, still win), w learned in the M-step.
 """
 from __future__ import annotations
 
@@ -39,8 +44,10 @@ from ..annotations import Annotations
 from ..numerics import normalize_rows, pair_index, soft_vote
 from ..progress import Convergence
 from .base import LabelModel
+from .classifier_prior import ClassifierState, classifier_m_step, classifier_statistics
 
-__all__ = ["Block", "Summary", "add", "EMLabelModel", "run_em", "EMRun", "gold_log_prior"]
+__all__ = ["Block", "Summary", "add", "EMLabelModel", "run_em", "EMRun", "gold_log_prior",
+           "ClassifierAnnotator"]
 
 
 @dataclass
@@ -53,17 +60,21 @@ class Block:
             (``Annotations.vote_incidence()``; annotators and classes coded alike in every block).
         item_log_prior: optional (I, K) log-weights added to each item's class scores before
             normalisation (gold clamps, outside priors); None: none.
+        pred_probs: optional (I, K) a classifier's (out-of-fold) class probabilities of the
+            items, read by :class:`ClassifierAnnotator`; None: none.
     """
 
     item_ids: np.ndarray
     X: sp.csr_matrix
     item_log_prior: Optional[np.ndarray] = None
+    pred_probs: Optional[np.ndarray] = None
 
     @classmethod
     def from_annotations(cls, ann: Annotations, item_ids: Optional[np.ndarray] = None,
-                         item_log_prior: Optional[np.ndarray] = None) -> "Block":
+                         item_log_prior: Optional[np.ndarray] = None,
+                         pred_probs: Optional[np.ndarray] = None) -> "Block":
         return cls(np.asarray(ann.item_ids if item_ids is None else item_ids),
-                   ann.vote_incidence(), item_log_prior)
+                   ann.vote_incidence(), item_log_prior, pred_probs)
 
     @property
     def XT(self) -> Any:
@@ -87,7 +98,8 @@ class Block:
     def subset(self, rows: np.ndarray) -> "Block":
         """The items where ``rows`` (a boolean mask over items) is true, in order."""
         prior = None if self.item_log_prior is None else self.item_log_prior[rows]
-        return Block(self.item_ids[rows], self.X[rows], prior)
+        probs = None if self.pred_probs is None else self.pred_probs[rows]
+        return Block(self.item_ids[rows], self.X[rows], prior, probs)
 
     def annotations_per_item(self) -> np.ndarray:
         """Annotations of each item (as ``Annotations.annotations_per_item``)."""
@@ -240,11 +252,14 @@ class EMLabelModel(LabelModel):
         raise NotImplementedError
 
     # ---------------------------------------------------------------- in memory
-    def fit_block(self, ann: Annotations,
-                  item_log_prior: Optional[np.ndarray] = None) -> LabelModel:
-        """:func:`run_em` over all of ``ann`` as one block; sets ``posteriors_``."""
-        block = Block.from_annotations(ann, item_log_prior=item_log_prior)
-        run = run_em(self, [block], block.summary(ann.n_classes))
+    def fit_block(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
+                  pred_probs: Optional[np.ndarray] = None) -> LabelModel:
+        """:func:`run_em` over all of ``ann`` as one block; sets ``posteriors_``. With
+        ``pred_probs`` (I, K, checked) the classifier is one more annotator
+        (:class:`ClassifierAnnotator`)."""
+        block = Block.from_annotations(ann, item_log_prior=item_log_prior, pred_probs=pred_probs)
+        model = self if pred_probs is None else ClassifierAnnotator(self)
+        run = run_em(model, [block], block.summary(ann.n_classes))
         model = run.runner.finish(run.state, run.summary, ann, run.history)
         model.annotations_ = ann
         model.posteriors_ = run.runner.class_posteriors(run.latents[0])
@@ -290,3 +305,96 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     if state is None:
         raise ValueError(f"max_iter must be at least 1, got {runner.max_iter}")
     return EMRun(runner, state, stats, latents, summary, list(loop.history))
+
+
+
+class ClassifierAnnotator(EMLabelModel):
+    """Any EM-protocol model with a classifier's probabilities as a learned per-item prior.
+
+    Each item's prior over classes is ``π_i(k) ∝ ρ_k (p_i(k) / p̄_k)^w``: the wrapped model's
+    class prior ρ times the classifier's tempered likelihood ratio (its probabilities p_i,
+    the block's ``pred_probs``, over their mean p̄, so that the class prior is counted once),
+    added to ``item_log_prior`` before the wrapped model's E-step (gold clamps, ``-inf``,
+    still win). The weight w is learned in the M-step by maximising the expected complete
+    log-likelihood ``Σ_i Σ_k q_ik log π_i(k)`` (one Newton step per iteration,
+    :func:`classifier_m_step`): how well the classifier predicts the consensus, as CROWDLAB
+    weights its classifier by its agreement with the consensus (Goh, Tkachenko & Mueller
+    2022). One exponent, not a confusion matrix: it corrects an under- or over-confident
+    classifier's scale, where a soft annotator's matrix would dilute soft probabilities; a
+    classifier unrelated to the truth gets w near 0.
+
+    Statistics are ``(wrapped model's, classifier_statistics)``, sums over items, so the fit
+    splits into blocks as the wrapped model's (each block carries its items' ``pred_probs``).
+    """
+
+    def __init__(self, model: EMLabelModel) -> None:
+        self.model = model
+
+    # run_em reads these from the model that runs
+    @property
+    def max_iter(self) -> int:  # type: ignore[override]
+        return self.model.max_iter
+
+    @property
+    def tol(self) -> float:  # type: ignore[override]
+        return self.model.tol
+
+    @property
+    def progress(self) -> bool:
+        return bool(getattr(self.model, "progress", False))
+
+    @property
+    def em_name(self) -> str:  # type: ignore[override]
+        return f"{self.model.em_name} with a classifier"
+
+    def init_state(self, summary: Summary) -> "ClassifierAnnotator":
+        self.n_classes_ = summary.n_classes
+        self.runner_ = self.model.init_state(summary)
+        return self
+
+    @staticmethod
+    def _probs(block: Block) -> np.ndarray:
+        if block.pred_probs is None:
+            raise ValueError("ClassifierAnnotator needs blocks with pred_probs")
+        return block.pred_probs
+
+    def initial_statistics(self, block: Block) -> Tuple[Any, np.ndarray]:
+        return (self.runner_.initial_statistics(block),
+                classifier_statistics(self.runner_.initial_posteriors(block), self._probs(block),
+                                      None))
+
+    def combine(self, *stats: Any) -> Tuple[Any, np.ndarray]:  # type: ignore[override]
+        return (self.runner_.combine(*[s[0] for s in stats]), add(*[s[1] for s in stats]))
+
+    def m_step(self, stats: Tuple[Any, np.ndarray]) -> Tuple[Any, ClassifierState]:
+        return self.runner_.m_step(stats[0]), classifier_m_step(stats[1])
+
+    def e_step(self, block: Block, state: Tuple[Any, ClassifierState]) -> Tuple[Any, float]:
+        prior = block.with_log_prior(state[1].item_log_prior(self._probs(block)))
+        latent, objective = self.runner_.e_step(replace(block, item_log_prior=prior), state[0])
+        return (latent, state[1]), objective
+
+    def sufficient_statistics(self, block: Block, latent: Tuple[Any, ClassifierState]
+                              ) -> Tuple[Any, np.ndarray]:
+        inner, classifier = latent
+        return (self.runner_.sufficient_statistics(block, inner),
+                classifier_statistics(self.runner_.class_posteriors(inner), self._probs(block),
+                                      classifier))
+
+    def class_posteriors(self, latent: Tuple[Any, ClassifierState]) -> np.ndarray:
+        return self.runner_.class_posteriors(latent[0])
+
+    def objective_scale(self, summary: Summary) -> float:
+        return self.runner_.objective_scale(summary)
+
+    def finish(self, state: Tuple[Any, ClassifierState], summary: Summary,
+               template: Annotations, history: Sequence[float]) -> LabelModel:
+        """The wrapped model's fit, with ``classifier_weight_`` (the learned w),
+        ``classifier_marginal_`` (K,) p̄, and ``classifier_quality_`` (the mean posterior of
+        the classifier's top class: its accuracy against the consensus, as
+        ``annotator_quality_``'s)."""
+        model = self.runner_.finish(state[0], summary, template, history)
+        model.classifier_weight_ = float(state[1].weight)
+        model.classifier_marginal_ = np.exp(state[1].log_marginal)
+        model.classifier_quality_ = float(state[1].quality)
+        return model

@@ -23,6 +23,7 @@ from ..annotations import Annotations
 from .abstain_dawid_skene import AbstainAwareDawidSkene
 from .base import as_annotations, gold_codes
 from .em import gold_log_prior
+from .pred_probs import check_pred_probs
 from .regime import is_labeling_function_data
 
 __all__ = ["LabelingFunctionFallback"]
@@ -45,7 +46,8 @@ class LabelingFunctionFallback:
     #: the crowd model's settings that carry over to the labeling-function model
     _LF_SETTINGS: tuple = ("max_iter", "tol", "smoothing")
 
-    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> Any:
+    def fit(self, annotations: Any, gold: Any = None, pred_probs: Any = None,
+            **kwargs: Any) -> Any:
         """Fit on annotations (an ``Annotations``, a dense items × annotators matrix with -1
         where missing, or a long frame: ``kwargs`` go to its reader). Returns self.
 
@@ -53,20 +55,40 @@ class LabelingFunctionFallback:
         gold_codes`), for models with ``accepts_gold``: their class is fixed in every E-step
         (semi-supervised EM). On labeling-function votes the abstain-aware model is fitted
         without them and the gold items' posteriors are set to their known class.
+
+        ``pred_probs``: a classifier's out-of-fold class probabilities of the items (I, K), or
+        a frame indexed by item id (:func:`~crowd_keras.aggregation.pred_probs.
+        check_pred_probs`), for models with ``accepts_pred_probs``: each item's prior is the
+        class prior times the classifier's ``(p / p̄)^w``, w learned by its agreement with
+        the consensus (:class:`~crowd_keras.aggregation.em.ClassifierAnnotator`;
+        ``classifier_weight_``, ``classifier_quality_``, ``classifier_marginal_``).
         """
         self._check_params()
         ann = as_annotations(annotations, **kwargs)
         if gold is not None and not self.accepts_gold:
             raise TypeError(f"{type(self).__name__}.fit() does not take gold labels")
+        if pred_probs is not None and not getattr(self, "accepts_pred_probs", False):
+            raise TypeError(f"{type(self).__name__}.fit() does not take pred_probs")
+        for name in ("classifier_quality_", "classifier_weight_", "classifier_marginal_"):
+            self.__dict__.pop(name, None)                      # from an earlier fit
+        probs = None if pred_probs is None else check_pred_probs(pred_probs, ann)
         known = None if gold is None else gold_codes(ann, gold)
         if self._fit_labeling_functions(ann):
+            if probs is not None:
+                raise ValueError(f"{type(self).__name__}: these votes look like labeling "
+                                 "functions and the abstain-aware model that fits them takes "
+                                 "no pred_probs; pass labeling_functions='ignore' to fit this "
+                                 "model with the classifier")
             if known is not None:
                 self.posteriors_ = self.posteriors_.copy()
                 self.posteriors_[known[0]] = np.eye(ann.n_classes)[known[1]]
             return self
-        if known is None:
+        prior = None if known is None else gold_log_prior(ann.n_items, ann.n_classes, *known)
+        if probs is not None:
+            return self._fit_crowd(ann, prior, pred_probs=probs)
+        if prior is None:
             return self._fit_crowd(ann)
-        return self._fit_crowd(ann, gold_log_prior(ann.n_items, ann.n_classes, *known))
+        return self._fit_crowd(ann, prior)
 
     def _check_params(self) -> None:
         """Validate the constructor arguments before any work (subclasses extend it)."""

@@ -66,6 +66,7 @@ class BayesianLabelModel(LabelingFunctionFallback, EMLabelModel):
     #: settings that carry over to the labeling-function model
     _LF_SETTINGS: tuple = ("max_iter", "tol")
     accepts_gold = True
+    accepts_pred_probs = True
 
     def init_state(self, summary: Summary) -> "BayesianLabelModel":
         self._check_params()
@@ -84,9 +85,9 @@ class BayesianLabelModel(LabelingFunctionFallback, EMLabelModel):
         """Set ``class_priors_`` (K,) and ``confusion_matrices_`` (A, K, K) from ``state``."""
         raise NotImplementedError
 
-    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None
-                   ) -> "BayesianLabelModel":
-        return self.fit_block(ann, item_log_prior)
+    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
+                   pred_probs: Optional[np.ndarray] = None) -> "BayesianLabelModel":
+        return self.fit_block(ann, item_log_prior, pred_probs)
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         latent, _ = self.e_step(Block.from_annotations(ann), self.state_)

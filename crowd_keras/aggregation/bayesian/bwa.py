@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from ...annotations import Annotations
 from ...numerics import normalize_rows
+from ..classifier_prior import fitted_classifier_log_prior
 from ..em import Block, Summary
 from .base import BayesianLabelModel, check_positive
 
@@ -173,9 +174,12 @@ class BWA(BayesianLabelModel):
         self.class_priors_ = normalize_rows(mean)
         self.confusion_matrices_ = normalize_rows(sums + CONFUSION_SMOOTHING)
 
-    def fit_block(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None) -> "BWA":
-        model = super().fit_block(ann, item_log_prior)
+    def fit_block(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
+                  pred_probs: Optional[np.ndarray] = None) -> "BWA":
+        model = super().fit_block(ann, item_log_prior, pred_probs)
         # the last E-step again, for the raw scores (the protocol keeps only posteriors)
+        if pred_probs is not None:
+            item_log_prior = fitted_classifier_log_prior(model, pred_probs, item_log_prior)
         block = Block.from_annotations(ann, item_log_prior=item_log_prior)
         model.scores_ = model.e_step(block, model.state_)[0]
         return model

@@ -1,0 +1,132 @@
+"""A fitted label model's results as cleanlab's multi-annotator output dictionary.
+
+:func:`to_cleanlab` gives what ``cleanlab.multiannotator.get_label_quality_multiannotator``
+returns (cleanlab 2.x: the keys, the column names and order, the dtypes, the indexes and the
+annotator table's order), with crowd-keras's model behind every number, for users who move
+code written against cleanlab. cleanlab itself is not imported.
+
+The scores are the label model's (they are not CROWDLAB's weighted averages):
+
+- ``consensus_quality_score``: the posterior probability of the consensus class;
+- ``detailed_label_quality``: the posterior probability of each annotator's label (the
+  chance that the label is the true class; NaN where the annotator gave none);
+- ``annotator_quality``: the model's accuracy of the annotator, ``Σ_k ρ_k π_a[k, k]``
+  (``annotator_quality_``);
+- ``worst_class``: the true class on which the annotator's labels are most often wrong
+  under the posteriors, ``argmax_k Σ_i q_ik [y_ia ≠ k] / Σ_i q_ik`` over the classes of the
+  items it labelled (cleanlab groups by the annotator's given label instead).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+import pandas as pd
+
+from ..aggregation.base import LabelModel, as_annotations
+from ..annotations import Annotations
+
+__all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
+           "DETAILED_PREFIX"]
+
+#: cleanlab's ``label_quality`` columns, in its order
+LABEL_QUALITY_COLUMNS = ("consensus_label", "consensus_quality_score", "annotator_agreement",
+                         "num_annotations")
+#: cleanlab's ``annotator_stats`` columns, in its order
+ANNOTATOR_STATS_COLUMNS = ("annotator_quality", "agreement_with_consensus", "worst_class",
+                           "num_examples_labeled")
+#: prefix of cleanlab's ``detailed_label_quality`` columns (then the annotator id)
+DETAILED_PREFIX = "quality_annotator_"
+
+
+def _fraction(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, NaN where the denominator is 0 (no label: no agreement)."""
+    out = np.full(numerator.shape, np.nan)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
+
+
+def worst_classes(ann: Annotations, posteriors: np.ndarray) -> np.ndarray:
+    """(A,) int64 the true class with the highest expected error rate of each annotator,
+    ``Σ_i q_ik [y_ia ≠ k] / Σ_i q_ik`` over its labels (-1 for an annotator without labels)."""
+    k = ann.n_classes
+    q = posteriors[ann.items]                                   # (n, K)
+    mass = np.zeros((ann.n_annotators, k))
+    np.add.at(mass, ann.annotators, q)
+    wrong = mass.copy()
+    np.add.at(wrong, (ann.annotators, ann.labels), -q[np.arange(len(q)), ann.labels])
+    rate = np.where(mass > 1e-12, wrong / np.maximum(mass, 1e-12), -np.inf)
+    worst = np.argmax(rate, axis=1).astype(np.int64)
+    worst[ann.annotations_per_annotator() == 0] = -1
+    return worst
+
+
+def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
+                class_names: bool = False, return_detailed_quality: bool = True,
+                return_annotator_stats: bool = True) -> Dict[str, Any]:
+    """The dictionary of ``cleanlab.multiannotator.get_label_quality_multiannotator``.
+
+    Args:
+        label_model: a fitted label model (any of :mod:`crowd_keras.aggregation`, fitted with
+            or without ``pred_probs``).
+        annotations: None (the fitted annotations) or other annotations with the fitted
+            annotators and classes, scored with ``label_model.predict_proba(annotations)``.
+        class_names: False (cleanlab's layout: class codes 0..K-1 in ``consensus_label`` and
+            ``worst_class``) or True (the class names of ``annotations.classes``).
+        return_detailed_quality, return_annotator_stats: include those tables (as cleanlab's
+            arguments of the same names).
+
+    Returns:
+        ``{"label_quality": DataFrame (items; consensus_label, consensus_quality_score,
+        annotator_agreement, num_annotations), "detailed_label_quality": DataFrame (items ×
+        quality_annotator_<id>), "annotator_stats": DataFrame (annotators, sorted by
+        annotator_quality then agreement_with_consensus; annotator_quality,
+        agreement_with_consensus, worst_class, num_examples_labeled)}``, indexed by the
+        item ids and the annotator ids. The scores are the label model's (module docstring).
+        The detailed table is dense (items × annotators).
+    """
+    if annotations is None:
+        post = label_model.predict_proba()                  # raises when not fitted
+        ann = label_model.annotations_
+    else:
+        ann = as_annotations(annotations)
+        post = label_model.predict_proba(ann)
+    consensus = np.argmax(post, axis=1)
+    per_item = ann.annotations_per_item()
+    agrees = ann.labels == consensus[ann.items]
+    names = ann.classes if class_names else np.arange(ann.n_classes)
+
+    # the posterior of the chosen class (a quality module may refine this score)
+    label_quality = pd.DataFrame({
+        "consensus_label": names[consensus],
+        "consensus_quality_score": post[np.arange(len(post)), consensus],
+        "annotator_agreement": _fraction(np.bincount(ann.items, agrees, ann.n_items), per_item),
+        "num_annotations": per_item.astype(np.int64),
+    }, index=pd.Index(ann.item_ids))
+    out: Dict[str, Any] = {"label_quality": label_quality}
+
+    if return_detailed_quality:
+        detailed = np.full((ann.n_items, ann.n_annotators), np.nan)
+        detailed[ann.items, ann.annotators] = post[ann.items, ann.labels]
+        out["detailed_label_quality"] = pd.DataFrame(
+            detailed, index=pd.Index(ann.item_ids),
+            columns=[f"{DETAILED_PREFIX}{a}" for a in ann.annotator_ids])
+
+    if return_annotator_stats:
+        per_annotator = ann.annotations_per_annotator()
+        fitted = label_model.annotator_quality_                # by id: new annotations may
+        quality = pd.Series(fitted["accuracy"].to_numpy(dtype=np.float64),   # code them apart
+                            index=pd.Index(fitted["annotator"])).reindex(ann.annotator_ids)
+        worst = worst_classes(ann, post)
+        if class_names:
+            worst = np.where(worst >= 0, names[np.maximum(worst, 0)].astype(object), None)
+        stats = pd.DataFrame({
+            "annotator_quality": quality.to_numpy(),
+            "agreement_with_consensus": _fraction(
+                np.bincount(ann.annotators, agrees, ann.n_annotators), per_annotator),
+            "worst_class": worst,
+            "num_examples_labeled": per_annotator.astype(np.int64),
+        }, index=pd.Index(ann.annotator_ids))
+        out["annotator_stats"] = stats.sort_values(by=["annotator_quality",
+                                                       "agreement_with_consensus"])
+    return out

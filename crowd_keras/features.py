@@ -1,0 +1,200 @@
+"""Out-of-fold class probabilities from any classifier, for ``fit(annotations, pred_probs=...)``.
+
+:func:`out_of_fold` trains a fresh classifier on all folds but one and predicts the held-out
+fold, for every fold: each item's probabilities come from a model that never saw its label,
+so they carry the features' evidence without echoing the (noisy) training label. This is
+the input that label models take as ``pred_probs`` (and that cleanlab's CROWDLAB takes).
+
+Any classifier works: a scikit-learn-style estimator (``fit(x, y)``, ``predict_proba(x)``,
+``classes_``) or a compiled Keras model (``fit(x, y, verbose=0)``, ``predict(x)``
+returning probabilities). Neither library is imported here: the core stays light.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+from .aggregation.base import LabelModel
+from .aggregation.registry import get_label_model
+from .annotations import Annotations
+from .errors import CrowdDataError
+from .numerics import MISSING
+
+__all__ = ["out_of_fold", "stratified_folds", "training_labels"]
+
+
+def stratified_folds(codes: np.ndarray, n_splits: int, random_state: Optional[int] = 0
+                     ) -> np.ndarray:
+    """(I,) fold of each item, 0..n_splits-1: each class's items (and the unlabelled ones,
+    code -1) shuffled and dealt round the folds from a random first fold, so every fold gets
+    its share of every class (a class with fewer items than folds is missing from some)."""
+    rng = np.random.default_rng(random_state)
+    fold = np.empty(len(codes), dtype=np.int64)
+    for code in np.unique(codes):                       # a loop over classes, not items
+        members = rng.permutation(np.flatnonzero(codes == code))
+        fold[members] = (np.arange(len(members)) + rng.integers(n_splits)) % n_splits
+    return fold
+
+
+def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = None,
+                    label_model: Any = "majority_vote") -> Tuple[np.ndarray, np.ndarray]:
+    """``(codes (I,), classes (K,))`` of the training targets.
+
+    ``labels``: (I,) class labels (codes ``0..K-1`` or names; -1 or None/NaN: no label, the
+    item is predicted but not trained on); a fitted label model (its ``predict_labels()``);
+    or :class:`Annotations` (fitted with ``label_model``, a name or an unfitted model).
+    """
+    if isinstance(labels, Annotations):
+        model = get_label_model(label_model) if isinstance(label_model, str) else label_model
+        labels = model.fit(labels)
+    if isinstance(labels, LabelModel):
+        return labels.predict().astype(np.int64), np.asarray(labels.annotations_.classes)
+    values = labels.to_numpy() if isinstance(labels, (pd.Series, pd.Index)) else \
+        np.asarray(labels)
+    if values.ndim != 1 or len(values) != n_items:
+        raise CrowdDataError(f"labels must be one per item of x ({n_items}), got shape "
+                             f"{values.shape}")
+    known = ~pd.isna(values)
+    if values.dtype.kind in "iu":
+        known = values != MISSING
+        if classes is None:
+            if (values[known] < 0).any():
+                raise CrowdDataError(f"label code {values[known].min()} is negative (-1: no "
+                                     "label)")
+            classes = np.arange(int(values[known].max()) + 1 if known.any() else 1)
+            return np.where(known, values, MISSING).astype(np.int64), classes
+    classes = np.asarray(classes) if classes is not None else np.unique(values[known])
+    codes = np.full(len(values), MISSING, dtype=np.int64)
+    codes[known] = pd.Index(classes).get_indexer(values[known])
+    bad = known & (codes < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"label {values[i]!r} of item {i} is not one of the classes "
+                             f"{list(classes)}")
+    return codes, classes
+
+
+def _take(x: Any, rows: np.ndarray) -> Any:
+    """Rows of features: an array, a frame (by position) or a dict of arrays (Keras inputs)."""
+    if isinstance(x, (pd.DataFrame, pd.Series)):
+        return x.iloc[rows]
+    if isinstance(x, dict):
+        return {name: _take(value, rows) for name, value in x.items()}
+    if isinstance(x, (list, tuple)) and len(x) and hasattr(x[0], "shape"):
+        return type(x)(_take(value, rows) for value in x)
+    return np.asarray(x)[rows]
+
+
+def _n_rows(x: Any) -> int:
+    if isinstance(x, dict):
+        return len(next(iter(x.values())))
+    if isinstance(x, (list, tuple)) and len(x) and hasattr(x[0], "shape"):
+        return len(x[0])
+    return len(x)
+
+
+def _is_keras(model: Any) -> bool:
+    return not hasattr(model, "predict_proba") and hasattr(model, "compile") \
+        and hasattr(model, "predict")
+
+
+def _new_model(model_fn: Any) -> Any:
+    if hasattr(model_fn, "get_params") and hasattr(model_fn, "fit"):   # an estimator: clone it
+        from sklearn.base import clone
+        return clone(model_fn)
+    if not callable(model_fn):
+        raise TypeError(f"model_fn must be a function returning a fresh classifier, got "
+                        f"{type(model_fn).__name__}")
+    return model_fn()
+
+
+def _fold_probabilities(model: Any, x_train: Any, y_train: np.ndarray, x_test: Any, k: int,
+                        one_hot: Optional[bool], fit_kwargs: Dict[str, Any]) -> np.ndarray:
+    """(n_test, K) probabilities of one fold, every class a column."""
+    if _is_keras(model):
+        loss = str(getattr(model, "loss", ""))
+        dense = ("sparse" not in loss) if one_hot is None else bool(one_hot)
+        target = np.eye(k, dtype=np.float32)[y_train] if dense else y_train
+        model.fit(x_train, target, **{"verbose": 0, **fit_kwargs})
+        proba = np.asarray(model.predict(x_test, verbose=0), dtype=np.float64)
+        if proba.ndim != 2 or proba.shape[1] != k:
+            raise CrowdDataError(f"the Keras model predicts shape {proba.shape}, expected "
+                                 f"(items, {k}): one soft-max output per class")
+        sums = proba.sum(axis=1)
+        off = np.abs(sums - 1.0)
+        if len(sums) and off.max() > 1e-3:
+            raise CrowdDataError(f"the Keras model's outputs sum to {sums[np.argmax(off)]:.4g}"
+                                 ", not 1: end it with a soft-max activation (probabilities, "
+                                 "not logits)")
+        return proba
+    if not hasattr(model, "predict_proba"):
+        raise TypeError(f"{type(model).__name__} has no predict_proba (scikit-learn style) "
+                        "nor compile/predict (Keras)")
+    model.fit(x_train, y_train, **fit_kwargs)
+    part = np.asarray(model.predict_proba(x_test), dtype=np.float64)
+    seen = np.asarray(getattr(model, "classes_", np.arange(part.shape[1])))
+    if part.shape[1] != len(seen) or (seen < 0).any() or (seen >= k).any():
+        raise CrowdDataError(f"{type(model).__name__}.predict_proba gives {part.shape[1]} "
+                             f"columns for classes {seen.tolist()}; expected codes 0..{k - 1}")
+    proba = np.zeros((part.shape[0], k))
+    proba[:, seen.astype(np.int64)] = part              # a class the fold lacked: 0
+    return proba
+
+
+def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int = 5, *,
+                random_state: Optional[int] = 0, classes: Optional[Sequence] = None,
+                label_model: Any = "majority_vote", one_hot: Optional[bool] = None,
+                fit_kwargs: Optional[Dict[str, Any]] = None, min_probability: float = 1e-6,
+                return_folds: bool = False) -> Any:
+    """Out-of-fold class probabilities (I, K) of every item from a fresh model per fold.
+
+    Args:
+        model_fn: ``model_fn()`` returns a fresh, unfitted classifier: a scikit-learn-style
+            estimator (``fit``/``predict_proba``/``classes_``; an estimator instance is
+            cloned instead) or a compiled Keras model whose ``predict`` gives K soft-max
+            probabilities.
+        x: features of the I items (array, ``pandas.DataFrame`` or a dict of arrays).
+        labels: the training targets per item (codes ``0..K-1``, names, -1/NaN for none), a
+            fitted label model, or :class:`Annotations` (fitted with ``label_model``).
+        n_splits: folds (at least 2); stratified by label, seeded by ``random_state``.
+        classes: the classes in column order (default: from ``labels``).
+        one_hot: Keras targets one-hot (True) or class codes (False); default: codes when
+            the model's loss names ``sparse``, else one-hot.
+        fit_kwargs: extra arguments of every ``fit`` (Keras: ``epochs``, ``batch_size``, ...).
+        min_probability: each probability is at least this, rows renormalised (a classifier's
+            0 is never certain).
+        return_folds: also return the (I,) fold of each item.
+
+    Returns:
+        (I, K) float64 probabilities, rows summing to 1, columns in class order (a class
+        missing from a fold's training items gets 0 there, then ``min_probability``);
+        with ``return_folds``, ``(probabilities, folds)``.
+    """
+    n = _n_rows(x)
+    if int(n_splits) < 2:
+        raise ValueError(f"n_splits must be at least 2, got {n_splits!r}")
+    codes, classes = training_labels(labels, n, classes, label_model)
+    if len(codes) != n:
+        raise CrowdDataError(f"labels are for {len(codes)} items, x has {n}")
+    k = len(classes)
+    folds = stratified_folds(codes, int(n_splits), random_state)
+    proba = np.zeros((n, k))
+    for fold in range(int(n_splits)):
+        test = folds == fold
+        train = ~test & (codes >= 0)
+        if not test.any():
+            continue
+        if not train.any():
+            raise CrowdDataError(f"fold {fold} has no labelled training item")
+        model = _new_model(model_fn)
+        proba[test] = _fold_probabilities(model, _take(x, np.flatnonzero(train)), codes[train],
+                                          _take(x, np.flatnonzero(test)), k, one_hot,
+                                          dict(fit_kwargs or {}))
+    if not np.isfinite(proba).all() or (proba < 0).any():
+        raise CrowdDataError("the classifier's probabilities have NaN, infinite or negative "
+                             "values")
+    proba = np.maximum(proba, float(min_probability))
+    proba /= proba.sum(axis=1, keepdims=True)
+    return (proba, folds) if return_folds else proba

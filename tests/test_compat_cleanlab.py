@@ -1,0 +1,96 @@
+"""crowd_keras.compat.cleanlab.to_cleanlab against real cleanlab output (same keys, columns,
+order, dtypes and indexes, and the same counts and agreements where the consensus agrees)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import Annotations
+from crowd_keras.aggregation import DawidSkene, IBCC
+from crowd_keras.compat.cleanlab import to_cleanlab, worst_classes
+from crowd_keras.datasets import simulate_crowd
+
+multiannotator = pytest.importorskip("cleanlab.multiannotator")
+
+
+@pytest.fixture(scope="module")
+def case():
+    sim = simulate_crowd(n_items=120, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=4)
+    dense = sim.annotations.to_dense().astype(float)
+    dense[dense < 0] = np.nan
+    wide = pd.DataFrame(dense, index=[f"item{i}" for i in range(len(dense))],
+                        columns=[f"w{a}" for a in range(dense.shape[1])])
+    ann = Annotations.from_wide(wide, n_classes=3)
+    rng = np.random.default_rng(0)
+    pred_probs = normalize(np.eye(3)[sim.y] + rng.random((len(sim.y), 3)))
+    reference = multiannotator.get_label_quality_multiannotator(wide, pred_probs, verbose=False)
+    return sim, wide, ann, pred_probs, reference
+
+
+def normalize(p):
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def test_the_layout_is_cleanlabs(case):
+    sim, wide, ann, pred_probs, reference = case
+    model = DawidSkene().fit(ann, pred_probs=pd.DataFrame(pred_probs, index=wide.index))
+    ours = to_cleanlab(model)
+    assert list(ours) == list(reference)
+    for key in reference:
+        assert list(ours[key].columns) == list(reference[key].columns), key
+        assert ours[key].dtypes.to_dict() == reference[key].dtypes.to_dict(), key
+    for key in ("label_quality", "detailed_label_quality"):
+        assert list(ours[key].index) == list(reference[key].index)
+    assert set(ours["annotator_stats"].index) == set(reference["annotator_stats"].index)
+    stats = ours["annotator_stats"]
+    assert stats["annotator_quality"].is_monotonic_increasing
+    np.testing.assert_array_equal(ours["detailed_label_quality"].isna().to_numpy(),
+                                  reference["detailed_label_quality"].isna().to_numpy())
+
+
+def test_counts_and_agreements_match_where_the_consensus_does(case):
+    sim, wide, ann, pred_probs, reference = case
+    ours = to_cleanlab(IBCC().fit(ann, pred_probs=pred_probs))
+    mine, theirs = ours["label_quality"], reference["label_quality"]
+    np.testing.assert_array_equal(mine["num_annotations"], theirs["num_annotations"])
+    same = mine["consensus_label"] == theirs["consensus_label"]
+    assert same.mean() > 0.8
+    np.testing.assert_allclose(mine.loc[same, "annotator_agreement"],
+                               theirs.loc[same, "annotator_agreement"])
+    a = ours["annotator_stats"].sort_index()
+    b = reference["annotator_stats"].sort_index()
+    np.testing.assert_array_equal(a["num_examples_labeled"], b["num_examples_labeled"])
+    if same.all():
+        np.testing.assert_allclose(a["agreement_with_consensus"], b["agreement_with_consensus"])
+
+
+def test_scores_are_the_models_posteriors(case):
+    sim, wide, ann, pred_probs, _ = case
+    model = IBCC().fit(ann)
+    out = to_cleanlab(model, class_names=True)
+    post = model.predict_proba()
+    np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"], post.max(axis=1))
+    detailed = out["detailed_label_quality"].to_numpy()
+    np.testing.assert_allclose(detailed[ann.items, ann.annotators], post[ann.items, ann.labels])
+    quality = model.annotator_quality_.set_index("annotator")["accuracy"]
+    np.testing.assert_allclose(out["annotator_stats"]["annotator_quality"],
+                               quality.loc[out["annotator_stats"].index])
+
+
+def test_worst_class_is_where_an_annotator_errs_most():
+    # annotator 0 is right on class 0 and always says 0 on class 1 items
+    ann = Annotations(items=[0, 1, 2, 3], annotators=[0, 0, 0, 0], labels=[0, 0, 0, 0],
+                      n_annotators=2, n_classes=2)
+    post = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.2, 0.8]])
+    np.testing.assert_array_equal(worst_classes(ann, post), [1, -1])
+
+
+def test_other_annotations_are_scored_under_the_fitted_model(case):
+    sim, wide, ann, pred_probs, _ = case
+    model = IBCC().fit(ann)
+    half = Annotations.from_wide(wide.iloc[:60], n_classes=3)
+    out = to_cleanlab(model, half, return_detailed_quality=False)
+    assert list(out) == ["label_quality", "annotator_stats"]
+    np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
+                               model.predict_proba(half).max(axis=1))
+    assert list(out["label_quality"].index) == list(wide.index[:60])

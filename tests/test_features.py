@@ -1,0 +1,123 @@
+"""crowd_keras.features.out_of_fold: out-of-fold probabilities from scikit-learn-style and
+Keras classifiers, and the whole path into a label model's pred_probs."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.aggregation import DawidSkene, MajorityVote
+from crowd_keras.datasets import simulate_crowd
+from crowd_keras.errors import CrowdDataError
+from crowd_keras.features import out_of_fold, stratified_folds
+
+sklearn_linear = pytest.importorskip("sklearn.linear_model")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_crowd(n_items=400, n_classes=3, n_annotators=20, annotations_per_item=3,
+                          annotator_accuracy=(0.45, 0.75), class_sep=2.0, seed=2)
+
+
+def logistic():
+    return sklearn_linear.LogisticRegression(max_iter=500)
+
+
+def test_folds_are_stratified_and_seeded():
+    codes = np.repeat([0, 1, 2], [50, 30, 20])
+    folds = stratified_folds(codes, 5, random_state=1)
+    for c in range(3):
+        counts = np.bincount(folds[codes == c], minlength=5)
+        assert counts.max() - counts.min() <= 1
+    np.testing.assert_array_equal(folds, stratified_folds(codes, 5, random_state=1))
+    assert not np.array_equal(folds, stratified_folds(codes, 5, random_state=2))
+
+
+def test_probabilities_are_out_of_fold(sim):
+    # a 1-nearest-neighbour model recites its training labels: in fold it would be 100% right
+    from sklearn.neighbors import KNeighborsClassifier
+
+    noisy = MajorityVote().fit(sim.annotations).predict()
+    proba = out_of_fold(lambda: KNeighborsClassifier(1), sim.x, noisy, n_splits=5)
+    assert proba.shape == (len(sim.y), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert (proba.argmax(axis=1) == noisy).mean() < 0.95
+
+
+def test_a_class_missing_from_a_fold_still_gets_its_column(sim):
+    labels = MajorityVote().fit(sim.annotations).predict()
+    labels = np.where(labels == 2, 0, labels)
+    labels[0] = 2                           # one item of class 2: its fold trains without it
+    proba, folds = out_of_fold(logistic, sim.x, labels, n_splits=5, return_folds=True)
+    assert proba.shape == (len(labels), 3)
+    lacking = [f for f in range(5) if not (labels[folds != f] == 2).any()]
+    assert lacking == [folds[0]]
+    assert (proba[np.isin(folds, lacking), 2] < 1e-5).all()
+
+
+def test_labels_from_annotations_names_and_frames(sim):
+    frame = pd.DataFrame(sim.x, index=[f"i{n}" for n in range(len(sim.y))])
+    a = out_of_fold(logistic, frame, sim.annotations, label_model="dawid_skene")
+    codes = DawidSkene().fit(sim.annotations).predict()
+    b = out_of_fold(logistic, sim.x, codes)
+    names = np.array(["cat", "dog", "eel"])[codes]
+    c = out_of_fold(logistic(), sim.x, names)               # an estimator is cloned
+    np.testing.assert_allclose(a, b, atol=1e-9)
+    np.testing.assert_allclose(b, c, atol=1e-9)
+
+
+def test_out_of_fold_probabilities_help_a_label_model(sim):
+    labels = MajorityVote().fit(sim.annotations).predict()
+    proba = out_of_fold(logistic, sim.x, labels)
+    alone = (DawidSkene().fit(sim.annotations).predict() == sim.y).mean()
+    model = DawidSkene().fit(sim.annotations, pred_probs=proba)
+    assert (model.predict() == sim.y).mean() > alone + 0.02
+    assert model.classifier_weight_ > 0.3
+
+
+def test_bad_inputs_are_named(sim):
+    with pytest.raises(CrowdDataError, match="one per item"):
+        out_of_fold(logistic, sim.x, np.zeros(3, dtype=int))
+    with pytest.raises(ValueError, match="n_splits"):
+        out_of_fold(logistic, sim.x, sim.y, n_splits=1)
+    with pytest.raises(CrowdDataError, match="not one of the classes"):
+        out_of_fold(logistic, sim.x, np.array(["a"] * len(sim.y)), classes=["b", "c"])
+    with pytest.raises(TypeError, match="model_fn"):
+        out_of_fold(42, sim.x, sim.y)
+
+
+@pytest.mark.slow
+def test_a_keras_model(sim):
+    keras = pytest.importorskip("keras")
+
+    def make():
+        model = keras.Sequential([keras.Input((sim.x.shape[1],)),
+                                  keras.layers.Dense(3, activation="softmax")])
+        model.compile(optimizer=keras.optimizers.Adam(0.05),
+                      loss="sparse_categorical_crossentropy")
+        return model
+
+    proba = out_of_fold(make, sim.x, sim.y, n_splits=3, fit_kwargs={"epochs": 20})
+    assert proba.shape == (len(sim.y), 3)
+    assert (proba.argmax(axis=1) == sim.y).mean() > 0.7
+
+    def logits():
+        model = keras.Sequential([keras.Input((sim.x.shape[1],)), keras.layers.Dense(3)])
+        model.compile(optimizer="adam", loss="categorical_crossentropy")
+        return model
+
+    with pytest.raises(CrowdDataError, match="soft-max"):
+        out_of_fold(logits, sim.x, sim.y, n_splits=2, fit_kwargs={"epochs": 1})
+
+
+def test_importing_them_imports_no_keras_sklearn_or_cleanlab():
+    code = ("import sys\nimport crowd_keras.features, crowd_keras.compat.cleanlab\n"
+            "heavy = [m for m in ('keras', 'tensorflow', 'sklearn', 'cleanlab', 'torch', 'jax')"
+            " if m in sys.modules]\nassert not heavy, heavy\nprint('LIGHT')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": ""}, cwd=ROOT, timeout=120)
+    assert "LIGHT" in res.stdout, res.stderr

@@ -1,0 +1,182 @@
+"""fit(annotations, pred_probs=...): a classifier's probabilities as a learned per-item prior
+(aggregation.em.ClassifierAnnotator) on the Dawid-Skene family and the Bayesian models."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.aggregation import (BWA, EBCC, IBCC, DawidSkene, GLAD, MajorityVote,
+                                     OneCoinDawidSkene)
+from crowd_keras.aggregation.em import Block, ClassifierAnnotator, run_em
+from crowd_keras.datasets import simulate_crowd
+from crowd_keras.errors import CrowdDataError
+
+MODELS = [DawidSkene, OneCoinDawidSkene, IBCC, EBCC, BWA]
+SEEDS = range(3)
+
+
+def classifier(y, k, accuracy, confidence, rng):
+    """Probabilities of a classifier whose top class is right with chance ``accuracy`` and
+    that puts ``confidence`` on it."""
+    n = len(y)
+    top = np.where(rng.random(n) < accuracy, y, (y + rng.integers(1, k, n)) % k)
+    p = np.full((n, k), (1 - confidence) / (k - 1))
+    p[np.arange(n), top] = confidence
+    return p
+
+
+def crowd(seed, n_items=500):
+    return simulate_crowd(n_items=n_items, n_classes=4, n_annotators=30, annotations_per_item=3,
+                          annotator_accuracy=(0.4, 0.8), seed=seed)
+
+
+@pytest.fixture(scope="module")
+def crowds():
+    out = []
+    for seed in SEEDS:
+        sim = crowd(seed)
+        rng = np.random.default_rng(100 + seed)
+        good = classifier(sim.y, 4, 0.8, 0.8, rng)
+        random = rng.dirichlet(np.ones(4), len(sim.y))
+        out.append((sim, good, random))
+    return out
+
+
+def accuracy(model, y):
+    return float((model.predict() == y).mean())
+
+
+@pytest.mark.parametrize("model_class", MODELS)
+def test_a_good_classifier_raises_accuracy_and_a_random_one_costs_little(model_class, crowds):
+    gains, losses = [], []
+    for sim, good, random in crowds:
+        alone = accuracy(model_class().fit(sim.annotations), sim.y)
+        gains.append(accuracy(model_class().fit(sim.annotations, pred_probs=good), sim.y) - alone)
+        losses.append(alone - accuracy(model_class().fit(sim.annotations, pred_probs=random),
+                                       sim.y))
+    # an 80%-accurate classifier beside three 40-80% annotators: a clear gain on every seed
+    assert min(gains) > 0.03, gains
+    # a classifier that ignores the truth gets (almost) no say
+    # (plain Dawid-Skene has local optima: any nudge moves single seeds by a point or two)
+    assert np.mean(losses) < 0.01 and max(losses) < 0.03, losses
+
+
+def test_the_weight_is_learned_from_agreement_with_the_crowd(crowds):
+    sim, _, random = crowds[0]
+    rng = np.random.default_rng(7)
+    fitted = {}
+    for name, confidence in (("under", 0.5), ("calibrated", 0.8), ("over", 0.99)):
+        p = classifier(sim.y, 4, 0.8 if name != "over" else 0.7, confidence, rng)
+        fitted[name] = DawidSkene().fit(sim.annotations, pred_probs=p)
+    fitted["random"] = DawidSkene().fit(sim.annotations, pred_probs=random)
+    w = {name: m.classifier_weight_ for name, m in fitted.items()}
+    # an under-confident classifier is sharpened, an over-confident one flattened, noise off
+    assert w["under"] > w["calibrated"] > w["over"] > w["random"], w
+    assert w["random"] < 0.1 and 0.5 < w["calibrated"] < 2.0, w
+    q = {name: m.classifier_quality_ for name, m in fitted.items()}
+    assert q["calibrated"] > 0.6 and q["random"] < 0.4, q
+
+
+@pytest.mark.parametrize("model_class", [DawidSkene, IBCC, EBCC, BWA])
+def test_a_split_fit_is_the_one_block_fit(model_class, crowds):
+    sim, good, _ = crowds[0]
+    ann = sim.annotations
+    whole = model_class(max_iter=30, tol=0).fit(ann, pred_probs=good)
+    parts = [np.flatnonzero(np.arange(ann.n_items) % 3 == r) for r in range(3)]
+    blocks = [Block.from_annotations(ann.subset(rows), pred_probs=good[rows]) for rows in parts]
+    run = run_em(ClassifierAnnotator(model_class(max_iter=30, tol=0)), blocks,
+                 Block.from_annotations(ann).summary(4))
+    post = np.zeros((ann.n_items, 4))
+    for rows, latent in zip(parts, run.latents):
+        post[rows] = run.runner.class_posteriors(latent)
+    np.testing.assert_allclose(post, whole.posteriors_, atol=1e-8)
+    assert run.state[1].weight == pytest.approx(whole.classifier_weight_, abs=1e-9)
+
+
+@pytest.mark.parametrize("model_class", [DawidSkene, IBCC])
+def test_a_classifier_biased_to_one_class_does_not_drag_the_class_prior(model_class, crowds):
+    # the classifier's own class prior is divided out (p / p̄): the model's prior counts once
+    for sim, good, _ in crowds:
+        biased = good * np.array([4.0, 1.0, 1.0, 1.0])
+        biased /= biased.sum(axis=1, keepdims=True)
+        alone = model_class().fit(sim.annotations)
+        model = model_class().fit(sim.annotations, pred_probs=biased)
+        assert accuracy(model, sim.y) > accuracy(alone, sim.y) + 0.03
+        shares = np.bincount(sim.y, minlength=4) / len(sim.y)
+        assert np.abs(model.class_priors_ - shares).max() < 0.1, model.class_priors_
+
+
+def test_gold_clamps_win_over_the_classifier(crowds):
+    sim, good, _ = crowds[0]
+    wrong = (sim.y + 1) % 4
+    confident_wrong = np.eye(4)[wrong] * 0.96 + 0.01
+    gold = np.full(len(sim.y), -1)
+    gold[:50] = sim.y[:50]
+    model = IBCC().fit(sim.annotations, gold=gold, pred_probs=confident_wrong)
+    np.testing.assert_array_equal(model.predict()[:50], sim.y[:50])
+    np.testing.assert_allclose(model.posteriors_[:50].max(axis=1), 1.0)
+
+
+def test_items_without_annotations_follow_the_classifier():
+    sim = crowd(0, n_items=300)
+    ann = sim.annotations
+    kept = ann.select(ann.items >= 20)          # items 0..19 keep no annotation
+    p = classifier(sim.y, 4, 1.0, 0.9, np.random.default_rng(0))
+    model = DawidSkene().fit(kept, pred_probs=p)
+    np.testing.assert_array_equal(model.predict()[:20], sim.y[:20])
+
+
+def test_a_frame_is_aligned_by_item_id(crowds):
+    sim, good, _ = crowds[0]
+    ann = sim.annotations
+    frame = pd.DataFrame(good, index=ann.item_ids, columns=list(ann.classes))
+    shuffled = frame.sample(frac=1.0, random_state=0)[list(ann.classes)[::-1]]
+    a = DawidSkene().fit(ann, pred_probs=good)
+    b = DawidSkene().fit(ann, pred_probs=shuffled)
+    np.testing.assert_allclose(a.posteriors_, b.posteriors_, atol=1e-12)
+
+
+def test_a_refit_without_the_classifier_forgets_it(crowds):
+    sim, good, _ = crowds[0]
+    model = DawidSkene().fit(sim.annotations, pred_probs=good)
+    assert hasattr(model, "classifier_weight_")
+    model.fit(sim.annotations)
+    assert not hasattr(model, "classifier_weight_") and not hasattr(model, "classifier_quality_")
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda p, ann: p[:-1], r"shape \(items, classes\)"),
+    (lambda p, ann: np.where(np.arange(p.size).reshape(p.shape) == 5, np.nan, p), "NaN"),
+    (lambda p, ann: p - np.eye(4)[np.arange(len(p)) % 4] * 2, "negative"),
+    (lambda p, ann: p * 2, "sum to 2"),
+    (lambda p, ann: pd.DataFrame(p, index=ann.item_ids).iloc[1:], r"no row for 1 item"),
+    (lambda p, ann: pd.concat([pd.DataFrame(p, index=ann.item_ids),
+                               pd.DataFrame(p[:2], index=[10_001, 10_002])]), "10001"),
+    (lambda p, ann: pd.DataFrame(p[:, :3], index=ann.item_ids), "3 columns"),
+])
+def test_bad_pred_probs_are_named(bad, match, crowds):
+    sim, good, _ = crowds[0]
+    with pytest.raises(CrowdDataError, match=match):
+        DawidSkene().fit(sim.annotations, pred_probs=bad(good, sim.annotations))
+
+
+@pytest.mark.parametrize("model", [MajorityVote(), GLAD()])
+def test_models_without_the_prior_refuse_it(model, crowds):
+    sim, good, _ = crowds[0]
+    with pytest.raises(TypeError, match="pred_probs"):
+        model.fit(sim.annotations, pred_probs=good)
+
+
+@pytest.mark.slow
+def test_auto_passes_the_classifier_to_its_candidates(crowds):
+    from crowd_keras.aggregation import AutoLabelModel
+
+    gains, losses = [], []
+    for sim, good, random in crowds[:2]:
+        alone = AutoLabelModel().fit(sim.annotations)
+        with_good = AutoLabelModel().fit(sim.annotations, pred_probs=good)
+        with_random = AutoLabelModel().fit(sim.annotations, pred_probs=random)
+        gains.append(accuracy(with_good, sim.y) - accuracy(alone, sim.y))
+        losses.append(accuracy(alone, sim.y) - accuracy(with_random, sim.y))
+        if with_good.chosen_ != "majority_vote":
+            assert with_good.classifier_weight_ == with_good.model_.classifier_weight_
+    assert min(gains) > 0.03 and max(losses) < 0.02, (gains, losses)

@@ -1,0 +1,46 @@
+"""Annotations.from_wide / to_wide: cleanlab's items × annotators layout with NaN."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.datasets import simulate_crowd
+
+
+def test_round_trip_keeps_ids_and_items_without_labels():
+    frame = pd.DataFrame({"ann_a": [0, np.nan, 2, np.nan], "ann_b": [1, 1, np.nan, np.nan]},
+                         index=["x", "y", "z", "w"])
+    ann = Annotations.from_wide(frame)
+    assert list(ann.item_ids) == ["x", "y", "z", "w"]
+    assert list(ann.annotator_ids) == ["ann_a", "ann_b"]
+    assert ann.n_classes == 3 and ann.n_annotations == 4
+    np.testing.assert_array_equal(ann.annotations_per_item(), [2, 1, 1, 0])   # "w" kept
+    pd.testing.assert_frame_equal(ann.to_wide(), frame.astype(float))
+
+
+def test_a_simulated_crowd_round_trips():
+    ann = simulate_crowd(n_items=50, n_classes=3, n_annotators=6, seed=1).annotations
+    again = Annotations.from_wide(ann.to_wide(), n_classes=3)
+    assert again == ann
+
+
+def test_nullable_integers_and_arrays():
+    frame = pd.DataFrame({"a": pd.array([0, None, 1], dtype="Int64")})
+    assert Annotations.from_wide(frame).n_annotations == 2
+    ann = Annotations.from_wide(np.array([[0, np.nan], [2, 1]]), classes=["no", "maybe", "yes"])
+    assert list(ann.classes) == ["no", "maybe", "yes"] and ann.n_annotations == 3
+    assert ann.to_wide(class_names=True).iloc[1, 0] == "yes"
+
+
+@pytest.mark.parametrize("cell, match", [
+    (0.5, r"label 0.5 of item 'y' \(row 1\), annotator 'b' \(column 1\) is not a class code"),
+    ("cat", r"label 'cat' of item 'y' \(row 1\), annotator 'b'"),
+    (-1, r"label -1.0 of item 'y'"),
+    (np.inf, r"label inf of item 'y'"),
+    (3, r"label 3.0 of item 'y' \(row 1\), annotator 'b' \(column 1\) is outside the 3 classes"),
+])
+def test_bad_cells_are_named(cell, match):
+    frame = pd.DataFrame({"a": [0, 1], "b": [2, np.nan]}, index=["x", "y"], dtype=object)
+    frame.loc["y", "b"] = cell
+    with pytest.raises(CrowdDataError, match=match):
+        Annotations.from_wide(frame, n_classes=3)
