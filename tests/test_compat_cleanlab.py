@@ -64,15 +64,16 @@ def test_counts_and_agreements_match_where_the_consensus_does(case):
         np.testing.assert_allclose(a["agreement_with_consensus"], b["agreement_with_consensus"])
 
 
-def test_scores_are_the_models_posteriors(case):
+def test_scores_are_the_models_quality_scores(case):
     sim, wide, ann, pred_probs, _ = case
     model = IBCC().fit(ann)
     out = to_cleanlab(model, class_names=True)
     post = model.predict_proba()
-    np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"], post.max(axis=1))
+    np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
+                               model.consensus_quality())
     detailed = out["detailed_label_quality"].to_numpy()
     np.testing.assert_allclose(detailed[ann.items, ann.annotators], post[ann.items, ann.labels])
-    quality = model.annotator_quality_.set_index("annotator")["accuracy"]
+    quality = model.annotator_quality_.set_index("annotator")["expected_accuracy"]
     np.testing.assert_allclose(out["annotator_stats"]["annotator_quality"],
                                quality.loc[out["annotator_stats"].index])
 
@@ -92,5 +93,5 @@ def test_other_annotations_are_scored_under_the_fitted_model(case):
     out = to_cleanlab(model, half, return_detailed_quality=False)
     assert list(out) == ["label_quality", "annotator_stats"]
     np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
-                               model.predict_proba(half).max(axis=1))
+                               model.consensus_quality(half))
     assert list(out["label_quality"].index) == list(wide.index[:60])

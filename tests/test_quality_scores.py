@@ -273,3 +273,36 @@ def test_label_studio_report_lists_the_items_to_review_first(tmp_path):
     page = result["html"].read_text()
     assert "Items to review first" in page
     assert "controls/sentiment/items_to_review/0/consensus_quality" in page
+
+
+def test_annotator_accuracy_divides_out_the_annotators_own_vote():
+    # item 0: annotators 0 and 1; item 1: annotator 0 alone
+    ann = Annotations(items=[0, 0, 1], annotators=[0, 1, 0], labels=[0, 1, 1],
+                      n_items=2, n_annotators=2, n_classes=2)
+    post = np.array([[0.8, 0.2], [0.3, 0.7]])
+    pi = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.6, 0.4], [0.4, 0.6]]])
+    got = quality.annotator_accuracy(post, ann, pi)
+    # annotator 0, item 0 label 0: 0.8/0.9 vs 0.2/0.2; item 1 label 1: 0.3/0.1 vs 0.7/0.8
+    first = (0.8 / 0.9) / (0.8 / 0.9 + 1.0)
+    second = (0.7 / 0.8) / (3.0 + 0.7 / 0.8)
+    np.testing.assert_allclose(got, [(first + second) / 2,
+                                     (0.2 / 0.6) / (0.8 / 0.4 + 0.2 / 0.6)])
+
+
+def test_expected_accuracy_ranks_sparse_annotators_better_than_the_models_accuracy():
+    """Annotators with few labels: their confusion rows are mostly prior, so Σ ρ_k π_kk is
+    noisy; scoring their own labels by the others' posterior is not."""
+    corr_model, corr_expected = [], []
+    for seed in range(3):
+        sim = simulate_crowd(n_items=600, n_classes=5, n_annotators=80, annotations_per_item=3,
+                             annotator_accuracy=(0.3, 0.95), seed=seed)
+        ann = sim.annotations
+        model = DawidSkene().fit(ann)
+        frame = model.annotator_quality_
+        hit = ann.labels == sim.y[ann.items]
+        truth = pd.Series(np.bincount(ann.annotators, hit, ann.n_annotators)
+                          / np.bincount(ann.annotators, minlength=ann.n_annotators))
+        corr_model.append(frame["accuracy"].rank().corr(truth.rank()))
+        corr_expected.append(frame["expected_accuracy"].rank().corr(truth.rank()))
+    assert np.mean(corr_expected) > 0.8, corr_expected
+    assert np.mean(corr_expected) > np.mean(corr_model), (corr_expected, corr_model)

@@ -178,10 +178,14 @@ class LabelModel(Params):
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:
-        """Per annotator: id, number of annotations and estimated accuracy.
+        """Per annotator: id, number of annotations, estimated accuracy and expected accuracy.
 
-        Estimated accuracy is Σ_k prior_k π_kk: the chance that the annotator's label equals
-        the truth under the fitted model.
+        ``accuracy`` is Σ_k prior_k π_kk: the chance that the annotator's label equals the
+        truth under the fitted model. ``expected_accuracy`` (when the fitted annotations are
+        at hand) is the share of its own labels expected to be right, each scored by its
+        item's posterior without the annotator's vote
+        (:func:`crowd_keras.aggregation.quality.annotator_accuracy`): it depends on no
+        confusion row the annotator rarely met, so it ranks annotators with few labels better.
         """
         self._check_fitted()
         return self.annotator_quality(self.annotations_.annotations_per_annotator())
@@ -190,8 +194,13 @@ class LabelModel(Params):
         """:attr:`annotator_quality_` given the (annotators,) annotations per annotator (a
         partitioned fit counts them over its partitions)."""
         acc = np.einsum("k,akk->a", self.class_priors_, self.confusion_matrices_)
-        return pd.DataFrame({"annotator": self.annotations_.annotator_ids,
-                             "n_annotations": n_annotations, "accuracy": acc})
+        frame = pd.DataFrame({"annotator": self.annotations_.annotator_ids,
+                              "n_annotations": n_annotations, "accuracy": acc})
+        ann, post = self.annotations_, getattr(self, "posteriors_", None)
+        if post is not None and post.shape[0] == ann.n_items and ann.n_annotations:
+            from .quality import annotator_accuracy
+            frame["expected_accuracy"] = annotator_accuracy(post, ann, self.confusion_matrices_)
+        return frame
 
     # Quality scores (crowd_keras.aggregation.quality): the fitted items' by default, or
     # those of new annotations scored by the fitted model.

@@ -44,7 +44,8 @@ from ..numerics import softmax_rows
 
 __all__ = ["PSEUDO_LABELS", "ROUNDS", "held_out_posteriors", "annotator_confusions",
            "consensus_quality", "annotation_quality", "label_issues", "expected_gains",
-           "next_to_label", "confusions_from_accuracies", "expected_calibration_error"]
+           "next_to_label", "confusions_from_accuracies", "expected_calibration_error",
+           "annotator_accuracy"]
 
 #: pseudo-labels per confusion row pulling each annotator toward the crowd's pooled confusion
 PSEUDO_LABELS = 10.0
@@ -340,3 +341,33 @@ def expected_calibration_error(confidence: Any, correct: Any, n_bins: int = 10) 
     bins = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
     gap = np.bincount(bins, conf - hit, minlength=n_bins)
     return float(np.abs(gap).sum() / len(conf))
+
+
+def annotator_accuracy(posteriors: Any, annotations: Annotations, confusions: Any) -> np.ndarray:
+    """(A,) each annotator's expected accuracy on the items it labelled, NaN without labels.
+
+    Each label ``(i, a, l)`` is scored by the posterior of its item with the annotator's own
+    vote divided out, ``q_i^{-a}(k) ∝ q_i(k) / π_a[k, l]`` (Dawid & Skene Eq. 2.5 without
+    that factor), so an annotator earns nothing for agreeing with itself; the score is the mean
+    of ``q_i^{-a}(l)`` over its labels. ``posteriors`` (I, K), ``confusions`` (A, K, K) rows =
+    true class.
+    """
+    post = _check(posteriors, annotations)
+    pi = np.asarray(confusions, dtype=np.float64)
+    k = annotations.n_classes
+    if pi.shape != (annotations.n_annotators, k, k):
+        raise CrowdDataError(f"confusions must have shape (annotators, classes, classes) = "
+                             f"{(annotations.n_annotators, k, k)}, got {pi.shape}")
+    items, who, labels = annotations.items, annotations.annotators, annotations.labels
+    score = np.empty(len(items))
+    step = max(1, _CELLS // max(k, 1))
+    for start in range(0, len(items), step):
+        part = slice(start, start + step)
+        own = pi[who[part], :, labels[part]]                        # (n, K) p(l | k, a)
+        rest = post[items[part]] / np.maximum(own, 1e-300)
+        total = rest.sum(axis=1)
+        score[part] = np.where(total > 0, rest[np.arange(len(own)), labels[part]]
+                               / np.where(total > 0, total, 1.0), np.nan)
+    n = np.bincount(who, minlength=annotations.n_annotators)
+    sums = np.bincount(who, weights=np.nan_to_num(score), minlength=annotations.n_annotators)
+    return np.where(n > 0, sums / np.maximum(n, 1), np.nan)

@@ -7,11 +7,14 @@ code written against cleanlab. cleanlab itself is not imported.
 
 The scores are the label model's (they are not CROWDLAB's weighted averages):
 
-- ``consensus_quality_score``: the posterior probability of the consensus class;
+- ``consensus_quality_score``: the calibrated chance that the consensus is right
+  (``LabelModel.consensus_quality``: the held-out posterior of the consensus class);
 - ``detailed_label_quality``: the posterior probability of each annotator's label (the
   chance that the label is the true class; NaN where the annotator gave none);
-- ``annotator_quality``: the model's accuracy of the annotator, ``Σ_k ρ_k π_a[k, k]``
-  (``annotator_quality_``);
+- ``annotator_quality``: the annotator's expected accuracy on the items it labelled, each
+  label scored by its item's posterior without the annotator's own vote
+  (``annotator_quality_["expected_accuracy"]``; the model's ``Σ_k ρ_k π_a[k, k]``,
+  ``"accuracy"``, where that column is absent);
 - ``worst_class``: the true class on which the annotator's labels are most often wrong
   under the posteriors, ``argmax_k Σ_i q_ik [y_ia ≠ k] / Σ_i q_ik`` over the classes of the
   items it labelled (cleanlab groups by the annotator's given label instead).
@@ -96,10 +99,10 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
     agrees = ann.labels == consensus[ann.items]
     names = ann.classes if class_names else np.arange(ann.n_classes)
 
-    # the posterior of the chosen class (a quality module may refine this score)
     label_quality = pd.DataFrame({
         "consensus_label": names[consensus],
-        "consensus_quality_score": post[np.arange(len(post)), consensus],
+        "consensus_quality_score": np.asarray(label_model.consensus_quality(ann),
+                                              dtype=np.float64),
         "annotator_agreement": _fraction(np.bincount(ann.items, agrees, ann.n_items), per_item),
         "num_annotations": per_item.astype(np.int64),
     }, index=pd.Index(ann.item_ids))
@@ -115,7 +118,8 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
     if return_annotator_stats:
         per_annotator = ann.annotations_per_annotator()
         fitted = label_model.annotator_quality_                # by id: new annotations may
-        quality = pd.Series(fitted["accuracy"].to_numpy(dtype=np.float64),   # code them apart
+        column = "expected_accuracy" if "expected_accuracy" in fitted else "accuracy"
+        quality = pd.Series(fitted[column].to_numpy(dtype=np.float64),       # code them apart
                             index=pd.Index(fitted["annotator"])).reindex(ann.annotator_ids)
         worst = worst_classes(ann, post)
         if class_names:
