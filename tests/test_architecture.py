@@ -27,6 +27,7 @@ LAYERS = {
         "crowd_keras.string_codes", "crowd_keras.registry", "crowd_keras.adam"],
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers"],
     2: ["crowd_keras.aggregation", "crowd_keras.agreement", "crowd_keras.conal.label_model",
+        "crowd_keras.item_consensus",
         "crowd_keras.mixture_of_groups.em", "crowd_keras.mixture_of_groups.label_model",
         "crowd_keras.lia.em", "crowd_keras.lia.model", "crowd_keras.datasets",
         "crowd_keras.sequences.tokens", "crowd_keras.sequences.spans",
