@@ -156,8 +156,8 @@ class CrowdConsensus:
 
     def _crowd_summary(self) -> CrowdSummary:
         summary = getattr(self, "crowd_summary_", None)
-        if summary is None:
-            raise AttributeError(
+        if summary is None:   # RuntimeError, as a label model's before fit
+            raise RuntimeError(
                 f"this {type(self).__name__} has no annotator summary yet: it is learned by "
                 "fit on arrays (or summarize_annotators(x, annotations) where offered)")
         return summary

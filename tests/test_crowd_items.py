@@ -166,7 +166,7 @@ def test_save_and_load_keep_the_label_model(tmp_path):
 def test_summary_needs_arrays_and_class_labels():
     sim = crowd(0, n_items=60)
     model = CrowdModel(mlp(0), CrowdLayer(A, "MW"))
-    with pytest.raises(AttributeError, match="summarize_annotators"):
+    with pytest.raises(RuntimeError, match="summarize_annotators"):
         model.annotator_quality_
     model.compile()
     model.summarize_annotators(sim.x, sim.annotations)           # without training: allowed
