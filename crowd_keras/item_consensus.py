@@ -28,7 +28,8 @@ from .annotations import Annotations
 from .numerics import softmax_rows, summing_matrix
 
 __all__ = ["CrowdSummary", "CrowdConsensus", "confusion_log_likelihood", "item_posteriors",
-           "padded_log_likelihood", "mean_confusions", "summary_from_posteriors"]
+           "padded_log_likelihood", "mean_confusions", "posterior_label_counts",
+           "summary_from_posteriors", "summary_from_label_counts"]
 
 
 def item_posteriors(log_prior: np.ndarray, log_likelihood: np.ndarray) -> np.ndarray:
@@ -81,6 +82,25 @@ def mean_confusions(annotators: np.ndarray, confusions: np.ndarray,
     total = summing_matrix(np.asarray(annotators), n_annotators) @ confusions.reshape(m, k * k)
     counts = np.bincount(np.asarray(annotators), minlength=n_annotators).astype(np.float64)
     return np.asarray(total).reshape(n_annotators, k, k), counts
+
+
+def posterior_label_counts(annotators: np.ndarray, labels: np.ndarray,
+                           posteriors: np.ndarray, n_annotators: int) -> np.ndarray:
+    """``C[a, k, j] = Σ_{i: y_ia = j} p(z_i = k | ...)``: each annotator's labels tabulated
+    against the posteriors of the items they labelled (Dawid & Skene's M-step counts).
+
+    Args:
+        annotators, labels: ``(m,)`` codes of each annotation.
+        posteriors: ``(m, K)`` the posterior of each annotation's item.
+        n_annotators: ``A``.
+
+    Returns:
+        ``(A, K, K)``, rows = true class.
+    """
+    k = posteriors.shape[1]
+    rows = np.asarray(annotators) * k + np.asarray(labels)
+    counts = summing_matrix(rows, n_annotators * k) @ np.asarray(posteriors, np.float64)
+    return np.asarray(counts).reshape(n_annotators, k, k).transpose(0, 2, 1)
 
 
 @dataclass(frozen=True)
@@ -137,6 +157,20 @@ def summary_from_posteriors(posteriors: np.ndarray, confusion_sums: np.ndarray,
     ids = np.arange(a) if annotator_ids is None else np.asarray(annotator_ids)
     return CrowdSummary(class_priors=posteriors.mean(axis=0), confusion_matrices=conf,
                         n_annotations=counts, annotator_ids=ids)
+
+
+def summary_from_label_counts(posteriors: np.ndarray, counts: np.ndarray,
+                              annotator_ids: Optional[Any] = None,
+                              smoothing: float = 0.01) -> CrowdSummary:
+    """A :class:`CrowdSummary` whose matrices are the :func:`posterior_label_counts`
+    ``counts (A, K, K)`` normalised per row after adding ``smoothing`` to every cell (as
+    :class:`~crowd_keras.aggregation.DawidSkene`'s M-step)."""
+    counts = np.asarray(counts, np.float64)
+    conf = (counts + smoothing) / (counts.sum(-1, keepdims=True) + counts.shape[-1] * smoothing)
+    ids = np.arange(len(counts)) if annotator_ids is None else np.asarray(annotator_ids)
+    return CrowdSummary(class_priors=np.asarray(posteriors, np.float64).mean(axis=0),
+                        confusion_matrices=conf, n_annotations=np.rint(counts.sum((1, 2))),
+                        annotator_ids=ids)
 
 
 class CrowdConsensus:

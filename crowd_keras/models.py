@@ -49,8 +49,9 @@ from .annotations import Annotations
 from .callbacks import TruthValidation
 from .crowd_layer.regression import CrowdRegressionLayer
 from .errors import CrowdDataError
-from .item_consensus import (CrowdConsensus, CrowdSummary, mean_confusions, item_posteriors,
-                             padded_log_likelihood, summary_from_posteriors)
+from .item_consensus import (CrowdConsensus, CrowdSummary, item_posteriors, mean_confusions,
+                             padded_log_likelihood, posterior_label_counts,
+                             summary_from_label_counts, summary_from_posteriors)
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
 from .optimizers import LazyAdam
 
@@ -247,20 +248,34 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         return self._item_pass(x, annotations, batch_size, summarize=False)[0]
 
-    def summarize_annotators(self, x: Any, annotations: Any,
-                             batch_size: int = 1024) -> "CrowdModel":
+    def summarize_annotators(self, x: Any, annotations: Any, batch_size: int = 1024,
+                             confusions: str = "model") -> "CrowdModel":
         """Learn ``class_priors_`` (the mean of :meth:`predict_proba_items`),
-        ``confusion_matrices_`` (each annotator's matrix averaged over its annotations: with
-        CoNAL the common matrix mixed in by each item's ω) and ``annotator_quality_`` from
-        training items; ``fit`` on arrays calls it. Returns self."""
-        post, (sums, counts, fallback) = self._item_pass(x, annotations, batch_size,
-                                                         summarize=True)
+        ``confusion_matrices_`` and ``annotator_quality_`` from training items; ``fit`` on
+        arrays calls it with the defaults. Returns self.
+
+        Args:
+            x, annotations, batch_size: as in :meth:`predict_proba_items`.
+            confusions: where each annotator's matrix comes from. ``"model"``: the noise
+                layer's, averaged over the annotator's annotations (with CoNAL the common
+                matrix mixed in by each item's ω). ``"posterior"``: the annotator's labels
+                tabulated against the posteriors of the items labelled (one Dawid-Skene
+                M-step from this model's consensus, smoothing 0.01), which does not rely
+                on how far training moved the layer's weights from their start.
+        """
+        if confusions not in ("model", "posterior"):
+            raise ValueError(f"confusions must be 'model' or 'posterior', got {confusions!r}")
+        post, (sums, counts, fallback, label_counts) = self._item_pass(
+            x, annotations, batch_size, summarize=True)
         ids = annotations.annotator_ids if isinstance(annotations, Annotations) else None
         if ids is not None:   # the annotations may know fewer annotators than the layer
             a = len(ids)
-            sums, counts = sums[:a], counts[:a]
+            sums, counts, label_counts = sums[:a], counts[:a], label_counts[:a]
             fallback = None if fallback is None else fallback[:a]
-        self.crowd_summary_ = summary_from_posteriors(post, sums, counts, ids, fallback)
+        if confusions == "posterior":
+            self.crowd_summary_ = summary_from_label_counts(post, label_counts, ids)
+        else:
+            self.crowd_summary_ = summary_from_posteriors(post, sums, counts, ids, fallback)
         return self
 
     def _summarizable(self, x: Any, y: Any) -> bool:
@@ -270,17 +285,17 @@ class CrowdModel(CrowdConsensus, keras.Model):
             return False
         if _several_workers():
             return False
-        labels = y.labels if isinstance(y, Annotations) else (
-            y[1] if isinstance(y, (tuple, list)) and len(y) == 2 else y)
         if isinstance(y, Annotations):
             return _arrays(x)
+        labels = y[1] if isinstance(y, (tuple, list)) and len(y) == 2 else y
         return isinstance(labels, np.ndarray) and labels.ndim == 2 and _arrays(x)
 
     def _item_pass(self, x: Any, annotations: Any, batch_size: int,
                    summarize: bool) -> tuple[np.ndarray, Any]:
         """The posteriors ``(items, K)`` and, with ``summarize``, per annotator the sums and
-        counts of the matrices in effect for its annotations (and the layer's own matrices
-        for annotators without any, when they do not depend on the item)."""
+        counts of the matrices in effect for its annotations, the layer's own matrices for
+        annotators without any (when they do not depend on the item), and its labels
+        tabulated against the posteriors (:func:`posterior_label_counts`)."""
         if self.is_regression:
             raise ValueError("predict_proba_items needs class labels: a regression noise layer "
                              "has no true class to infer")
@@ -307,18 +322,21 @@ class CrowdModel(CrowdConsensus, keras.Model):
             posts.append(item_posteriors(log_prior, padded_log_likelihood(log_conf, lb)))
             if summarize:
                 valid = (lb >= 0) & (ids[lo:hi] >= 0)
-                s, c = mean_confusions(ids[lo:hi][valid], np.exp(log_conf[valid]), a)
-                sums, counts = (s, c) if sums is None else (sums + s, counts + c)
+                who = ids[lo:hi][valid]
+                s, c = mean_confusions(who, np.exp(log_conf[valid]), a)
+                lc = posterior_label_counts(who, lb[valid], posts[-1][np.nonzero(valid)[0]], a)
+                sums, counts, label_counts = ((s, c, lc) if sums is None else
+                                              (sums + s, counts + c, label_counts + lc))
         k = self._num_classes() or (posts[0].shape[1] if posts else 0)
         post = np.concatenate(posts) if posts else np.zeros((0, k))
         if not summarize:
             return post, None
         if sums is None:
-            sums, counts = np.zeros((a, k, k)), np.zeros(a)
+            sums, counts, label_counts = np.zeros((a, k, k)), np.zeros(a), np.zeros((a, k, k))
         fallback = None
         if not self.uses_features and hasattr(self.noise_layer, "confusion_matrices"):
             fallback = np.asarray(self.noise_layer.confusion_matrices(), np.float64)
-        return post, (sums, counts, fallback)
+        return post, (sums, counts, fallback, label_counts)
 
     def _item_terms(self, xb: Any, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``log p(k | x)`` ``(b, K)`` and the log label distribution of each annotation slot
