@@ -313,7 +313,8 @@ class CrowdModel(CrowdConsensus, keras.Model):
                              f"(items, annotations), got shape {labels.shape} (sequences?)")
         n, a = labels.shape[0], self.noise_layer.num_annotators
         ids = np.asarray(ids, dtype=np.int32)
-        posts, sums, counts = [], None, None
+        posts: list = []
+        sums = counts = label_counts = None   # per annotator, summed over the batches
         for lo in range(0, n, int(batch_size)):
             hi = min(lo + int(batch_size), n)
             xb = keras.tree.map_structure(lambda v: v[lo:hi], x)
