@@ -35,6 +35,7 @@ outputs logits (``from_logits=True``).
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 from . import keras_required  # noqa: F401  (one clear line without Keras)
@@ -48,6 +49,9 @@ from .annotations import Annotations
 from .callbacks import TruthValidation
 from .crowd_layer.regression import CrowdRegressionLayer
 from .errors import CrowdDataError
+from .item_consensus import (CrowdConsensus, CrowdSummary, item_posteriors, mean_confusions,
+                             padded_log_likelihood, posterior_label_counts,
+                             summary_from_label_counts, summary_from_posteriors)
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
 from .optimizers import LazyAdam
 
@@ -55,11 +59,18 @@ from .optimizers import LazyAdam
 __all__ = ["CrowdModel", "TruthValidation", "LazyAdam"]
 
 X_KEY, IDS_KEY = "x", "annotator_ids"
+_SUMMARY_FILE = "crowd_summary.npz"   # crowd_summary_ in a saved model's assets
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CrowdModel(keras.Model):
+class CrowdModel(CrowdConsensus, keras.Model):
     """A classifier followed by a noise layer, trained on the annotators' raw labels.
+
+    A trained model is also a label model (:mod:`crowd_keras.item_consensus`):
+    :meth:`predict_proba_items` gives each training item's posterior given its features and
+    its annotations, :meth:`consensus_labels` its argmax, and after ``fit`` on arrays (or
+    :meth:`summarize_annotators`) ``annotator_quality_``, ``confusion_matrices_`` and
+    ``class_priors_`` describe the crowd as the label models do (saved with the model).
 
     Args:
         classifier: any Keras model or layer mapping ``x`` to class probabilities
@@ -157,13 +168,20 @@ class CrowdModel(keras.Model):
             self.optimizer.build(self.trainable_variables)
 
     def fit(self, x: Any = None, y: Any = None, **kwargs: Any) -> Any:
-        """``keras.Model.fit`` on crowd targets (see the module doc for the accepted forms)."""
+        """``keras.Model.fit`` on crowd targets (see the module doc for the accepted forms).
+
+        With arrays of class labels, the annotators are then summarised
+        (:meth:`summarize_annotators`: one more pass over the training items)."""
+        given_x, given_y = x, y
         x, y = self.crowd_data(x, y)
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._validation(kwargs["validation_data"])
         if self.warmup_epochs and not self.is_regression:
             kwargs["callbacks"] = [_NoiseWarmup(self), *(kwargs.get("callbacks") or [])]
-        return super().fit(x, y, **kwargs)
+        history = super().fit(x, y, **kwargs)
+        if self._summarizable(given_x, given_y):
+            self.summarize_annotators(given_x, given_y)
+        return history
 
     # -------------------------------------------- tf.distribute with several workers (Keras 3)
     # Keras 3's TensorFlow trainer fails under MultiWorkerMirroredStrategy with more than one
@@ -206,6 +224,155 @@ class CrowdModel(keras.Model):
         if not hasattr(self.noise_layer, "confusion_matrices"):
             raise AttributeError(f"{type(self.noise_layer).__name__} has no confusion matrices")
         return self.noise_layer.confusion_matrices()
+
+    # ------------------------------------------------------------------ as a label model
+    def predict_proba_items(self, x: Any, annotations: Any, batch_size: int = 1024) -> np.ndarray:
+        """Posterior of each item's true class given its features and its annotations.
+
+        ``p(z_i = k | x_i, y_i) ∝ p(k | x_i) · Π_a p(y_ia | z = k, a, x_i)``: the classifier's
+        output times the noise layer's label distribution for each annotation when the
+        classifier is certain of class ``k`` (the layer at the one-hot vector ``e_k``: the
+        crowd layer's matrices; for CoNAL the item's mix ``ω_ia W_g + (1-ω_ia) W_a`` with ω
+        from the gate), summed in log space. Missing annotations (-1) are ignored: an item
+        without any gets the classifier's ``p(z | x)``.
+
+        Args:
+            x: the items' inputs (arrays; row ``i`` = item ``i``).
+            annotations: their labels in any target form of :meth:`fit` except a dataset
+                (``Annotations``, padded ``(annotator_ids, labels)``, dense items ×
+                annotators with -1).
+            batch_size: items per forward pass.
+
+        Returns:
+            ``(items, K)`` posteriors.
+        """
+        return self._item_pass(x, annotations, batch_size, summarize=False)[0]
+
+    def summarize_annotators(self, x: Any, annotations: Any, batch_size: int = 1024,
+                             confusions: str = "model") -> "CrowdModel":
+        """Learn ``class_priors_`` (the mean of :meth:`predict_proba_items`),
+        ``confusion_matrices_`` and ``annotator_quality_`` from training items; ``fit`` on
+        arrays calls it with the defaults. Returns self.
+
+        Args:
+            x, annotations, batch_size: as in :meth:`predict_proba_items`.
+            confusions: where each annotator's matrix comes from. ``"model"``: the noise
+                layer's, averaged over the annotator's annotations (with CoNAL the common
+                matrix mixed in by each item's ω). ``"posterior"``: the annotator's labels
+                tabulated against the posteriors of the items labelled (one Dawid-Skene
+                M-step from this model's consensus, smoothing 0.01), which does not rely
+                on how far training moved the layer's weights from their start.
+        """
+        if confusions not in ("model", "posterior"):
+            raise ValueError(f"confusions must be 'model' or 'posterior', got {confusions!r}")
+        post, (sums, counts, fallback, label_counts) = self._item_pass(
+            x, annotations, batch_size, summarize=True)
+        ids = annotations.annotator_ids if isinstance(annotations, Annotations) else None
+        if ids is not None:   # the annotations may know fewer annotators than the layer
+            a = len(ids)
+            sums, counts, label_counts = sums[:a], counts[:a], label_counts[:a]
+            fallback = None if fallback is None else fallback[:a]
+        if confusions == "posterior":
+            self.crowd_summary_ = summary_from_label_counts(post, label_counts, ids)
+        else:
+            self.crowd_summary_ = summary_from_posteriors(post, sums, counts, ids, fallback)
+        return self
+
+    def _summarizable(self, x: Any, y: Any) -> bool:
+        """Whether ``fit(x, y)`` can summarise the annotators afterwards: class labels of
+        single items given as arrays, outside ``tf.distribute``."""
+        if y is None or self.is_regression or getattr(self, "_distribute_strategy", None):
+            return False
+        if _several_workers():
+            return False
+        if isinstance(y, Annotations):
+            return _arrays(x)
+        labels = y[1] if isinstance(y, (tuple, list)) and len(y) == 2 else y
+        return isinstance(labels, np.ndarray) and labels.ndim == 2 and _arrays(x)
+
+    def _item_pass(self, x: Any, annotations: Any, batch_size: int,
+                   summarize: bool) -> tuple[np.ndarray, Any]:
+        """The posteriors ``(items, K)`` and, with ``summarize``, per annotator the sums and
+        counts of the matrices in effect for its annotations, the layer's own matrices for
+        annotators without any (when they do not depend on the item), and its labels
+        tabulated against the posteriors (:func:`posterior_label_counts`)."""
+        if self.is_regression:
+            raise ValueError("predict_proba_items needs class labels: a regression noise layer "
+                             "has no true class to infer")
+        if not _arrays(x):
+            raise TypeError("predict_proba_items takes x as arrays (one row per item), not a "
+                            f"dataset or generator; got {type(x).__name__}")
+        inputs, labels = self.crowd_data(x, annotations)
+        if isinstance(inputs, dict) and IDS_KEY in inputs:
+            x, ids = inputs[X_KEY], inputs[IDS_KEY]
+        else:
+            a = self.noise_layer.num_annotators
+            ids = np.broadcast_to(np.arange(a, dtype=np.int32), labels.shape[:1] + (a,))
+        if labels.ndim != 2:
+            raise ValueError("predict_proba_items infers one class per item: labels must be "
+                             f"(items, annotations), got shape {labels.shape} (sequences?)")
+        n, a = labels.shape[0], self.noise_layer.num_annotators
+        ids = np.asarray(ids, dtype=np.int32)
+        posts: list = []
+        sums = counts = label_counts = None   # per annotator, summed over the batches
+        for lo in range(0, n, int(batch_size)):
+            hi = min(lo + int(batch_size), n)
+            xb = keras.tree.map_structure(lambda v: v[lo:hi], x)
+            log_prior, log_conf = self._item_terms(xb, ids[lo:hi])
+            lb = labels[lo:hi]
+            posts.append(item_posteriors(log_prior, padded_log_likelihood(log_conf, lb)))
+            if summarize:
+                valid = (lb >= 0) & (ids[lo:hi] >= 0)
+                who = ids[lo:hi][valid]
+                s, c = mean_confusions(who, np.exp(log_conf[valid]), a)
+                lc = posterior_label_counts(who, lb[valid], posts[-1][np.nonzero(valid)[0]], a)
+                sums, counts, label_counts = ((s, c, lc) if sums is None else
+                                              (sums + s, counts + c, label_counts + lc))
+        k = self._num_classes() or (posts[0].shape[1] if posts else 0)
+        post = np.concatenate(posts) if posts else np.zeros((0, k))
+        if not summarize:
+            return post, None
+        if sums is None:
+            sums, counts, label_counts = np.zeros((a, k, k)), np.zeros(a), np.zeros((a, k, k))
+        fallback = None
+        if not self.uses_features and hasattr(self.noise_layer, "confusion_matrices"):
+            fallback = np.asarray(self.noise_layer.confusion_matrices(), np.float64)
+        return post, (sums, counts, fallback, label_counts)
+
+    def _item_terms(self, xb: Any, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``log p(k | x)`` ``(b, K)`` and the log label distribution of each annotation slot
+        given each true class, ``(b, slots, K, K)`` (rows = true class)."""
+        out = self.classifier(xb, training=False)
+        if len(out.shape) != 2:
+            raise ValueError("predict_proba_items infers one class per item: the classifier "
+                             f"must output (batch, classes), got {tuple(out.shape)}")
+        # eager outputs: the logits of probabilities are their logs (floored: a certain
+        # classifier stays finite)
+        logits = out if self.from_logits else ops.log(floor_at(ops.cast(out, "float32"), 1e-30))
+        log_prior = ops.convert_to_numpy(ops.log_softmax(ops.cast(logits, "float32"), -1))
+        b, k = log_prior.shape
+        ids_t = ops.convert_to_tensor(ids, dtype="int32")
+        rows = []
+        for c in range(k):   # the layer at each class's one-hot vector (K calls, not A)
+            onehot = ops.convert_to_tensor(np.tile(np.eye(k, dtype="float32")[c], (b, 1)))
+            parts = [onehot, ids_t, xb] if self.uses_features else [onehot, ids_t]
+            rows.append(ops.convert_to_numpy(ops.cast(self.noise_layer(parts), "float32")))
+        noisy = np.stack(rows, axis=2).astype(np.float64)           # (b, slots, K, K)
+        top = noisy.max(axis=-1, keepdims=True)
+        log_conf = noisy - top - np.log(np.exp(noisy - top).sum(axis=-1, keepdims=True))
+        return log_prior.astype(np.float64), log_conf
+
+    def save_assets(self, dir_path: str) -> None:
+        """Save ``crowd_summary_`` (when learned) with the model (``.keras``)."""
+        summary = getattr(self, "crowd_summary_", None)
+        if summary is not None:
+            np.savez(os.path.join(dir_path, _SUMMARY_FILE), **summary.to_arrays())
+
+    def load_assets(self, dir_path: str) -> None:
+        path = os.path.join(dir_path, _SUMMARY_FILE)
+        if os.path.exists(path):
+            with np.load(path, allow_pickle=False) as arrays:
+                self.crowd_summary_ = CrowdSummary.from_arrays(arrays)
 
     # ------------------------------------------------------------------ data
     def predict(self, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -303,6 +470,12 @@ class CrowdModel(keras.Model):
         noise_layer = keras.saving.deserialize_keras_object(config.pop("noise_layer"),
                                                             custom_objects=custom_objects)
         return cls(classifier, noise_layer, **config)
+
+
+def _arrays(x: Any) -> bool:
+    """Whether ``x`` is arrays (a numpy array, or a dict/list of them), not a dataset."""
+    leaves = keras.tree.flatten(x) if isinstance(x, (dict, list, tuple)) else [x]
+    return bool(leaves) and all(isinstance(v, np.ndarray) for v in leaves)
 
 
 def _several_workers() -> bool:

@@ -28,6 +28,7 @@ LAYERS = {
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers",
         "crowd_keras.wide"],
     2: ["crowd_keras.aggregation", "crowd_keras.agreement", "crowd_keras.conal.label_model",
+        "crowd_keras.item_consensus",
         "crowd_keras.mixture_of_groups.em", "crowd_keras.mixture_of_groups.label_model",
         "crowd_keras.lia.em", "crowd_keras.lia.model", "crowd_keras.datasets",
         "crowd_keras.sequences.tokens", "crowd_keras.sequences.spans",

@@ -37,9 +37,11 @@ from ..annotations import Annotations
 from ..errors import CrowdDataError
 from .._keras_utils import seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
+from ..item_consensus import CrowdConsensus, mean_confusions, summary_from_posteriors
 from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
+from ..progress import Progress
 from ..regularizers import CauchyShrinkage
 from .em import FeatureFreeLIA, lia_batch_size, run_em
 from .model import initial_biases, vote_fractions
@@ -83,7 +85,7 @@ def default_classifier(num_classes: int, input_shape: Optional[Sequence[int]] = 
 
 
 # ---------------------------------------------------------------------------- trainer
-class LIATrainer(Params):
+class LIATrainer(CrowdConsensus, Params):
     """Train ``h_θ``, ``d_φ`` and ``c_ψ`` with the LIA paper's EM (Eqs. 4, 7, 8, 9).
 
     Args:
@@ -132,13 +134,17 @@ class LIATrainer(Params):
         seed: seeds the weights this trainer creates (default classifier, difficulty and
             competence maps) and the batch order, without touching global random state;
             ``None``: not seeded. A given ``classifier`` keeps its own weights.
-        progress: progress bar over EM iterations.
+        progress: progress bars over the EM iterations and the fine-tuning steps.
 
     Attributes (after :meth:`fit`):
         posteriors_ (items, C): E-step ``ŷ`` with the final parameters (Eq. 4);
         posteriors_em_ (items, C): the same before marginal fine-tuning;
         classifier_, layer_ (the :class:`DifficultyCompetence`), model_ (the training model);
-        history_: one dict per M-step / phase with its final loss; n_iter_: EM iterations run.
+        history_: one dict per M-step / phase with its final loss; n_iter_: EM iterations run;
+        the label-model surface (:mod:`crowd_keras.item_consensus`): ``class_priors_`` (mean
+        of ``posteriors_``), ``confusion_matrices_`` (each annotator's ``Q_ij`` averaged over
+        its items) and ``annotator_quality_``; :meth:`predict_proba_items` is
+        :meth:`posteriors`.
     """
 
     def __init__(self, classifier: Any = None, num_classes: Optional[int] = None, *,
@@ -152,7 +158,7 @@ class LIATrainer(Params):
                  marginal: str = "annotation", batch_size: Optional[int] = None,
                  learning_rate: float = 0.05, marginal_learning_rate: Optional[float] = None,
                  tol: float = 1e-3, init_biases: bool = True,
-                 seed: Optional[int] = None, progress: bool = False) -> None:
+                 seed: Optional[int] = None, progress: bool = True) -> None:
         self.classifier = classifier
         self.num_classes = num_classes
         self.latent_dim = latent_dim
@@ -349,13 +355,33 @@ class LIATrainer(Params):
             self.model_.compile(optimizer=self._optimizer(lr), loss=MarginalNLL(self.marginal),
                                 jit_compile=self._jit(),
                                 steps_per_execution=self._steps_per_execution(self.marginal_steps))
-            loss = self._train(self._data["labels"], self.marginal_steps, rng)   # Eq. 9
+            with Progress(self.marginal_steps, "LIA marginal fine-tuning", unit="step",
+                          disable=not self.progress) as bar:
+                loss = self._train(self._data["labels"], self.marginal_steps, rng,
+                                   [_StepProgress(bar)])                       # Eq. 9
             post = self._e_step()
             self.history_.append({"phase": "marginal", "iteration": 1, "loss": loss})
         self.posteriors_ = post
         self.annotations_ = annotations
         del self._data, self._batches
+        self.crowd_summary_ = self._summary(x, annotations)
         return self
+
+    def _summary(self, x: Optional[np.ndarray], annotations: Annotations,
+                 batch_size: int = 1024) -> Any:
+        """The annotators' ``Q_ij`` averaged over their training items, with ``ρ`` the mean
+        of ``posteriors_`` (:class:`~crowd_keras.item_consensus.CrowdSummary`)."""
+        ids, labels = annotations.to_padded()
+        a, k = annotations.n_annotators, self.num_classes_
+        sums, counts = np.zeros((a, k, k)), np.zeros(a)
+        rows = np.arange(annotations.n_items, dtype="int32") if x is None else x
+        for lo in range(0, annotations.n_items, batch_size):
+            ib = ids[lo:lo + batch_size]
+            q = self.confusions(rows[lo:lo + batch_size], ib, batch_size=batch_size)
+            valid = ib >= 0
+            s, c = mean_confusions(ib[valid], q[valid], a)
+            sums, counts = sums + s, counts + c
+        return summary_from_posteriors(self.posteriors_, sums, counts, annotations.annotator_ids)
 
     def _batch_size(self, n: int) -> int:
         return lia_batch_size(self.batch_size, n, self.m_steps)
@@ -438,11 +464,13 @@ class LIATrainer(Params):
         self.posteriors_em_ = fitted.posteriors_em_
         self.posteriors_ = fitted.posteriors_
         self.annotations_ = ann
+        self.crowd_summary_ = self._summary(None, ann)
         return self
 
-    def _train(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> float:
+    def _train(self, target: np.ndarray, steps: int, rng: np.random.Generator,
+               callbacks: Optional[list] = None) -> float:
         batches = self._batches.epoch(target, steps, rng)
-        hist = self.model_.fit(batches, epochs=1, verbose=0, shuffle=False)
+        hist = self.model_.fit(batches, epochs=1, verbose=0, shuffle=False, callbacks=callbacks)
         return float(hist.history["loss"][-1])
 
     def _e_step(self, data: Optional[dict] = None) -> np.ndarray:
@@ -500,6 +528,12 @@ class LIATrainer(Params):
         ids, labels = annotations.to_padded()
         return self._e_step({"x": x, "annotator_ids": ids.astype("int32"),
                              "labels": labels.astype("int32")})
+
+    def predict_proba_items(self, x: Any, annotations: Annotations) -> np.ndarray:
+        """Posterior of each item's true class given its features and its annotations,
+        ``p(z_i = k | x_i, y_i) ∝ h_θ(x_i)_k Π_j [Q_ij]_{k, y_ij}`` (Eq. 4), ``(n, C)``:
+        :meth:`posteriors` under the label-model name."""
+        return self.posteriors(x, annotations)
 
     def predict_proba(self, x: Any = None) -> np.ndarray:
         """``h_θ(x)``: ``(n, C)`` class probabilities (feature-free: ``x`` = item codes or None)."""
@@ -587,3 +621,18 @@ class LIATrainer(Params):
             raise CrowdDataError(f"class_probs must be ({q.shape[0]}, {q.shape[-1]}), got {p.shape}")
         diag = np.diagonal(q, axis1=-2, axis2=-1)                       # (n, m, C)
         return np.einsum("nmc,nc->nm", diag, p)
+
+
+class _StepProgress(keras.callbacks.Callback):
+    """Advance a :class:`~crowd_keras.progress.Progress` by the optimiser steps run (Keras
+    reports a batch per compiled call of ``steps_per_execution`` steps)."""
+
+    def __init__(self, bar: Progress) -> None:
+        super().__init__()
+        self._bar, self._done = bar, 0
+
+    def on_train_batch_end(self, batch: int, logs: Optional[dict] = None) -> None:
+        self._bar.update(batch + 1 - self._done)
+        self._done = batch + 1
+        if logs and "loss" in logs:
+            self._bar.set_postfix(loss=f"{float(logs['loss']):.4f}")

@@ -36,6 +36,8 @@ import numpy as np
 from .._keras_utils import n_rows, seeded_construction
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
+                              mean_confusions, summary_from_posteriors)
 from ..numerics import normalize_rows, safe_log, soft_vote
 from ..params import Params
 from ..progress import progress_bar
@@ -45,7 +47,7 @@ from .layers import MixtureOfGroups
 __all__ = ["MixtureOfGroupsEM"]
 
 
-class MixtureOfGroupsEM(Params):
+class MixtureOfGroupsEM(CrowdConsensus, Params):
     """Train a classifier from crowd labels with the mixture-of-groups EM (section 3.3).
 
     Args:
@@ -82,7 +84,10 @@ class MixtureOfGroupsEM(Params):
         was last trained on, log_likelihood_ (history of the kept run), n_iter_,
         restart_log_likelihoods_, memberships_ (individual: ``q(g_a)``), layer_ (a
         :class:`MixtureOfGroups` holding ``α, β``), history_ (per iteration: log-likelihood,
-        and validation accuracy with ``validation_data``).
+        and validation accuracy with ``validation_data``); when fitted on ``annotations``,
+        the label-model surface (:mod:`crowd_keras.item_consensus`): ``class_priors_``,
+        ``confusion_matrices_`` (each annotator's ``Σ_m p(g=m|a) β_m``) and
+        ``annotator_quality_``.
     """
 
     def __init__(self, classifier: keras.Model, num_groups: int = 3, *, scenario: str = "global",
@@ -224,6 +229,15 @@ class MixtureOfGroupsEM(Params):
             self.memberships_ = best["groups"]
             self.annotations_ = annotations
         self.layer_ = self._layer()
+        self.crowd_summary_ = None
+        if annotations is not None:   # label counts alone do not name the annotators
+            conf = self._annotator_matrices(x, annotations)
+            post = self._items_posteriors(x, annotations, conf)
+            sums, n = mean_confusions(annotations.annotators,
+                                      conf[annotations.annotators], annotations.n_annotators)
+            # every annotation of an annotator has its one matrix: the mean is that matrix
+            self.crowd_summary_ = summary_from_posteriors(post, sums, n,
+                                                          annotations.annotator_ids, conf)
         return self
 
     def _record(self, history: list, ll: float, beta: np.ndarray, model: keras.Model,
@@ -364,6 +378,39 @@ class MixtureOfGroupsEM(Params):
                                  f"{annotations.n_items} items")
         return group_probabilities(annotations, f, self.mixing_coefficients_,
                                    self.group_confusions_)
+
+    def predict_proba_items(self, x: Any, annotations: Annotations) -> np.ndarray:
+        """Posterior of each item's true class given its features and its annotations,
+        ``p(z_i = k | x_i, y_i) ∝ f_k(x_i) Π_a π_a[k, y_ia]`` (items, K), in log space, with
+        each annotator's matrix ``π_a = Σ_m p(g=m|a) β_m``: the fitted memberships
+        (individual scenario) or section 3.4's group probabilities from these annotations
+        (global). Items without annotations get ``f(x_i)``."""
+        self._check_fitted()
+        return self._items_posteriors(x, annotations, self._annotator_matrices(x, annotations))
+
+    def _annotator_matrices(self, x: Any, annotations: Annotations) -> np.ndarray:
+        """Each annotator's ``Σ_m p(g=m|a) β_m`` (annotators, K, K)."""
+        if self.scenario == "global":
+            return self.annotator_confusions(x, annotations)
+        if not isinstance(annotations, Annotations):
+            raise CrowdDataError("annotations must be a crowd_keras.Annotations")
+        if annotations.n_annotators > len(self.memberships_):
+            raise CrowdDataError(f"annotations name {annotations.n_annotators} annotators; the "
+                                 f"model knows {len(self.memberships_)}")
+        return np.einsum("am,mkj->akj", self.memberships_[:annotations.n_annotators],
+                         self.group_confusions_)
+
+    def _items_posteriors(self, x: Any, annotations: Annotations,
+                          matrices: np.ndarray) -> np.ndarray:
+        if annotations.n_classes != self.num_classes_:
+            raise CrowdDataError(f"annotations have {annotations.n_classes} classes, the model "
+                                 f"{self.num_classes_}")
+        log_prior = safe_log(self.predict_proba(x))
+        if len(log_prior) != annotations.n_items:
+            raise CrowdDataError(f"x has {len(log_prior)} rows but the annotations have "
+                                 f"{annotations.n_items} items")
+        return item_posteriors(log_prior, confusion_log_likelihood(annotations,
+                                                                   safe_log(matrices)))
 
     def annotator_confusions(self, x: Any, annotations: Annotations) -> np.ndarray:
         """Each annotator's implied matrix ``Σ_m p(g=m|a) β_m`` (annotators, K, K)."""

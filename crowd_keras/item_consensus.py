@@ -1,0 +1,214 @@
+"""A trained crowd model as a label model: item posteriors and annotator quality (numpy).
+
+A crowd model (``CrowdModel`` with a crowd layer or CoNAL, the mixture-of-groups and LIA
+trainers) holds a classifier ``p(z | x)`` and a model of each annotator's labels given the
+true class. Together they give the posterior of a training item's true class given its
+features *and* its annotations (Bayes' rule, as the E-step of Dawid & Skene 1979 with the
+classifier in place of the class prior)::
+
+    p(z_i = k | x_i, y_i) ∝ p(k | x_i) · Π_{a labelled i} π_ia[k, y_ia]
+
+with ``π_ia`` annotator ``a``'s confusion matrix for item ``i`` (rows = true class; the same
+for every item in a crowd layer, ``softmax(ω_ia W_g + (1-ω_ia) W_a)`` per item in CoNAL).
+Computed in log space. The helpers here are the shared numpy part; the Keras models
+compute the per-item terms. :class:`CrowdConsensus` gives every model the same surface as
+the label models of :mod:`crowd_keras.aggregation.base`: ``consensus_labels``,
+``class_priors_``, ``confusion_matrices_`` and ``annotator_quality_`` (accuracy
+``Σ_k ρ_k π_a[k, k]`` with ``ρ`` the mean posterior of the training items).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from .annotations import Annotations
+from .numerics import softmax_rows, summing_matrix
+
+__all__ = ["CrowdSummary", "CrowdConsensus", "confusion_log_likelihood", "item_posteriors",
+           "padded_log_likelihood", "mean_confusions", "posterior_label_counts",
+           "summary_from_posteriors", "summary_from_label_counts"]
+
+
+def item_posteriors(log_prior: np.ndarray, log_likelihood: np.ndarray) -> np.ndarray:
+    """``softmax(log p(k|x_i) + log p(y_i|k))`` row by row: ``(items, K)`` posteriors."""
+    return softmax_rows(np.asarray(log_prior, np.float64)
+                        + np.asarray(log_likelihood, np.float64))[0]
+
+
+def confusion_log_likelihood(annotations: Annotations, log_confusions: np.ndarray) -> np.ndarray:
+    """``Σ_a log π_a[k, y_ia]`` per item and class, ``(items, K)``, with one matrix per
+    annotator, ``log_confusions (A, K, K)`` (rows = true class); items without annotations
+    get 0 (their posterior is the classifier's)."""
+    log_conf = np.asarray(log_confusions, np.float64)
+    terms = log_conf[annotations.annotators, :, annotations.labels]     # (annotations, K)
+    return summing_matrix(annotations.items, annotations.n_items) @ terms
+
+
+def padded_log_likelihood(log_confusions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``Σ_slots log π[k, y]`` per item and class from per-slot matrices.
+
+    Args:
+        log_confusions: ``(items, slots, K, K)`` log confusion of each annotation slot (rows
+            = true class), e.g. a noise layer evaluated at each class's one-hot vector.
+        labels: ``(items, slots)`` label codes, -1 where there is no annotation (ignored).
+
+    Returns:
+        ``(items, K)``.
+    """
+    labels = np.asarray(labels)
+    valid = labels >= 0
+    safe = np.where(valid, labels, 0)
+    picked = np.take_along_axis(log_confusions, safe[:, :, None, None], axis=-1)[..., 0]
+    return np.where(valid[:, :, None], picked, 0.0).sum(axis=1)
+
+
+def mean_confusions(annotators: np.ndarray, confusions: np.ndarray,
+                    n_annotators: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per annotator, the mean of the per-annotation matrices and the number of them.
+
+    Args:
+        annotators: ``(m,)`` annotator code of each annotation.
+        confusions: ``(m, K, K)`` the matrix in effect for that annotation.
+        n_annotators: ``A``.
+
+    Returns:
+        ``(sums (A, K, K), counts (A,))``: sums, not means, so that batches add up; divide by
+        ``counts`` (annotators without annotations have 0).
+    """
+    m, k = confusions.shape[0], confusions.shape[-1]
+    total = summing_matrix(np.asarray(annotators), n_annotators) @ confusions.reshape(m, k * k)
+    counts = np.bincount(np.asarray(annotators), minlength=n_annotators).astype(np.float64)
+    return np.asarray(total).reshape(n_annotators, k, k), counts
+
+
+def posterior_label_counts(annotators: np.ndarray, labels: np.ndarray,
+                           posteriors: np.ndarray, n_annotators: int) -> np.ndarray:
+    """``C[a, k, j] = Σ_{i: y_ia = j} p(z_i = k | ...)``: each annotator's labels tabulated
+    against the posteriors of the items they labelled (Dawid & Skene's M-step counts).
+
+    Args:
+        annotators, labels: ``(m,)`` codes of each annotation.
+        posteriors: ``(m, K)`` the posterior of each annotation's item.
+        n_annotators: ``A``.
+
+    Returns:
+        ``(A, K, K)``, rows = true class.
+    """
+    k = posteriors.shape[1]
+    rows = np.asarray(annotators) * k + np.asarray(labels)
+    counts = summing_matrix(rows, n_annotators * k) @ np.asarray(posteriors, np.float64)
+    return np.asarray(counts).reshape(n_annotators, k, k).transpose(0, 2, 1)
+
+
+@dataclass(frozen=True)
+class CrowdSummary:
+    """What a crowd model learned about its training items' annotators.
+
+    Attributes:
+        class_priors: ``(K,)`` ρ, the mean posterior of the training items.
+        confusion_matrices: ``(A, K, K)`` each annotator's confusion (rows = true class),
+            averaged over that annotator's training annotations where it varies by item;
+            NaN for annotators without any where it does.
+        n_annotations: ``(A,)`` training annotations per annotator.
+        annotator_ids: ``(A,)`` the annotators' ids (codes when none were given).
+    """
+
+    class_priors: np.ndarray
+    confusion_matrices: np.ndarray
+    n_annotations: np.ndarray
+    annotator_ids: np.ndarray
+
+    def annotator_quality(self) -> pd.DataFrame:
+        """``annotator``, ``n_annotations``, ``accuracy = Σ_k ρ_k π_a[k, k]``."""
+        acc = np.einsum("k,akk->a", self.class_priors, self.confusion_matrices)
+        return pd.DataFrame({"annotator": self.annotator_ids,
+                             "n_annotations": self.n_annotations.astype(np.int64),
+                             "accuracy": acc})
+
+    def to_arrays(self) -> dict:
+        """The fields as arrays (annotator ids as text when they are not numbers or text)."""
+        ids = np.asarray(self.annotator_ids)
+        if ids.dtype.kind not in "iuUS":
+            ids = ids.astype(str)
+        return {"class_priors": self.class_priors, "confusion_matrices": self.confusion_matrices,
+                "n_annotations": self.n_annotations, "annotator_ids": ids}
+
+    @classmethod
+    def from_arrays(cls, arrays: Any) -> "CrowdSummary":
+        return cls(**{name: np.asarray(arrays[name]) for name in
+                      ("class_priors", "confusion_matrices", "n_annotations", "annotator_ids")})
+
+
+def summary_from_posteriors(posteriors: np.ndarray, confusion_sums: np.ndarray,
+                            counts: np.ndarray, annotator_ids: Optional[Any] = None,
+                            fallback: Optional[np.ndarray] = None) -> CrowdSummary:
+    """A :class:`CrowdSummary` from the training posteriors ``(items, K)`` and the
+    per-annotator sums and counts of :func:`mean_confusions`; ``fallback (A, K, K)``: the
+    matrices of annotators without annotations (NaN without it)."""
+    posteriors = np.asarray(posteriors, np.float64)
+    a = len(counts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        conf = confusion_sums / counts[:, None, None]
+    if fallback is not None:
+        conf = np.where((counts > 0)[:, None, None], conf, fallback)
+    ids = np.arange(a) if annotator_ids is None else np.asarray(annotator_ids)
+    return CrowdSummary(class_priors=posteriors.mean(axis=0), confusion_matrices=conf,
+                        n_annotations=counts, annotator_ids=ids)
+
+
+def summary_from_label_counts(posteriors: np.ndarray, counts: np.ndarray,
+                              annotator_ids: Optional[Any] = None,
+                              smoothing: float = 0.01) -> CrowdSummary:
+    """A :class:`CrowdSummary` whose matrices are the :func:`posterior_label_counts`
+    ``counts (A, K, K)`` normalised per row after adding ``smoothing`` to every cell (as
+    :class:`~crowd_keras.aggregation.DawidSkene`'s M-step)."""
+    counts = np.asarray(counts, np.float64)
+    conf = (counts + smoothing) / (counts.sum(-1, keepdims=True) + counts.shape[-1] * smoothing)
+    ids = np.arange(len(counts)) if annotator_ids is None else np.asarray(annotator_ids)
+    return CrowdSummary(class_priors=np.asarray(posteriors, np.float64).mean(axis=0),
+                        confusion_matrices=conf, n_annotations=np.rint(counts.sum((1, 2))),
+                        annotator_ids=ids)
+
+
+class CrowdConsensus:
+    """The label-model surface of a trained crowd model.
+
+    A subclass implements ``predict_proba_items(x, annotations)`` and sets
+    ``crowd_summary_`` (a :class:`CrowdSummary`) when it learns one.
+    """
+
+    def consensus_labels(self, x: Any, annotations: Any) -> np.ndarray:
+        """The most probable true class code of each item (``argmax`` of
+        ``predict_proba_items``; ties to the lowest code), ``(items,)``."""
+        return np.argmax(self.predict_proba_items(x, annotations), axis=1)
+
+    def predict_proba_items(self, x: Any, annotations: Any) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _crowd_summary(self) -> CrowdSummary:
+        summary = getattr(self, "crowd_summary_", None)
+        if summary is None:   # RuntimeError, as a label model's before fit
+            raise RuntimeError(
+                f"this {type(self).__name__} has no annotator summary yet: it is learned by "
+                "fit on arrays (or summarize_annotators(x, annotations) where offered)")
+        return summary
+
+    @property
+    def class_priors_(self) -> np.ndarray:
+        """``(K,)`` ρ: the mean posterior of the training items."""
+        return self._crowd_summary().class_priors
+
+    @property
+    def confusion_matrices_(self) -> np.ndarray:
+        """``(A, K, K)`` each annotator's confusion over its training items (rows = truth)."""
+        return self._crowd_summary().confusion_matrices
+
+    @property
+    def annotator_quality_(self) -> pd.DataFrame:
+        """Per annotator: ``annotator``, ``n_annotations`` and ``accuracy = Σ_k ρ_k
+        π_a[k, k]``, the chance that its label is the true class (as a label model's)."""
+        return self._crowd_summary().annotator_quality()
+
