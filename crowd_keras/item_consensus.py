@@ -18,12 +18,13 @@ the label models of :mod:`crowd_keras.aggregation.base`: ``consensus_labels``,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
+from .aggregation.quality import annotator_accuracy
 from .annotations import Annotations
 from .numerics import softmax_rows, summing_matrix
 
@@ -114,32 +115,59 @@ class CrowdSummary:
             NaN for annotators without any where it does.
         n_annotations: ``(A,)`` training annotations per annotator.
         annotator_ids: ``(A,)`` the annotators' ids (codes when none were given).
+        expected_accuracy: ``(A,)`` or None: each annotator's labels scored by their items'
+            posteriors without its own vote
+            (:func:`crowd_keras.aggregation.quality.annotator_accuracy`), when the
+            annotations were at hand.
     """
 
     class_priors: np.ndarray
     confusion_matrices: np.ndarray
     n_annotations: np.ndarray
     annotator_ids: np.ndarray
+    expected_accuracy: Optional[np.ndarray] = None
 
     def annotator_quality(self) -> pd.DataFrame:
-        """``annotator``, ``n_annotations``, ``accuracy = Σ_k ρ_k π_a[k, k]``."""
+        """``annotator``, ``n_annotations``, ``accuracy = Σ_k ρ_k π_a[k, k]`` and, when
+        known, ``expected_accuracy``."""
         acc = np.einsum("k,akk->a", self.class_priors, self.confusion_matrices)
-        return pd.DataFrame({"annotator": self.annotator_ids,
-                             "n_annotations": self.n_annotations.astype(np.int64),
-                             "accuracy": acc})
+        frame = pd.DataFrame({"annotator": self.annotator_ids,
+                              "n_annotations": self.n_annotations.astype(np.int64),
+                              "accuracy": acc})
+        if self.expected_accuracy is not None:
+            frame["expected_accuracy"] = self.expected_accuracy
+        return frame
 
     def to_arrays(self) -> dict:
         """The fields as arrays (annotator ids as text when they are not numbers or text)."""
         ids = np.asarray(self.annotator_ids)
         if ids.dtype.kind not in "iuUS":
             ids = ids.astype(str)
-        return {"class_priors": self.class_priors, "confusion_matrices": self.confusion_matrices,
-                "n_annotations": self.n_annotations, "annotator_ids": ids}
+        out = {"class_priors": self.class_priors, "confusion_matrices": self.confusion_matrices,
+               "n_annotations": self.n_annotations, "annotator_ids": ids}
+        if self.expected_accuracy is not None:
+            out["expected_accuracy"] = self.expected_accuracy
+        return out
 
     @classmethod
     def from_arrays(cls, arrays: Any) -> "CrowdSummary":
-        return cls(**{name: np.asarray(arrays[name]) for name in
-                      ("class_priors", "confusion_matrices", "n_annotations", "annotator_ids")})
+        fields = {name: np.asarray(arrays[name]) for name in
+                  ("class_priors", "confusion_matrices", "n_annotations", "annotator_ids")}
+        if "expected_accuracy" in arrays:
+            fields["expected_accuracy"] = np.asarray(arrays["expected_accuracy"])
+        return cls(**fields)
+
+
+def with_expected_accuracy(summary: CrowdSummary, posteriors: np.ndarray,
+                           annotations: Optional[Annotations]) -> CrowdSummary:
+    """``summary`` with its ``expected_accuracy`` from the training ``posteriors (I, K)`` and
+    ``annotations`` (unchanged when they are not :class:`Annotations`)."""
+    if not isinstance(annotations, Annotations) or annotations.n_annotations == 0:
+        return summary
+    a = annotations.n_annotators
+    conf = np.nan_to_num(summary.confusion_matrices[:a], nan=1.0 / posteriors.shape[1])
+    acc = annotator_accuracy(posteriors, annotations, conf)
+    return replace(summary, expected_accuracy=acc)
 
 
 def summary_from_posteriors(posteriors: np.ndarray, confusion_sums: np.ndarray,

@@ -51,7 +51,8 @@ from .crowd_layer.regression import CrowdRegressionLayer
 from .errors import CrowdDataError
 from .item_consensus import (CrowdConsensus, CrowdSummary, item_posteriors, mean_confusions,
                              padded_log_likelihood, posterior_label_counts,
-                             summary_from_label_counts, summary_from_posteriors)
+                             summary_from_label_counts, summary_from_posteriors,
+                             with_expected_accuracy)
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
 from .optimizers import LazyAdam
 
@@ -273,9 +274,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
             sums, counts, label_counts = sums[:a], counts[:a], label_counts[:a]
             fallback = None if fallback is None else fallback[:a]
         if confusions == "posterior":
-            self.crowd_summary_ = summary_from_label_counts(post, label_counts, ids)
+            summary = summary_from_label_counts(post, label_counts, ids)
         else:
-            self.crowd_summary_ = summary_from_posteriors(post, sums, counts, ids, fallback)
+            summary = summary_from_posteriors(post, sums, counts, ids, fallback)
+        self.crowd_summary_ = with_expected_accuracy(summary, post, annotations)
         return self
 
     def _summarizable(self, x: Any, y: Any) -> bool:

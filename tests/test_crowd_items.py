@@ -44,8 +44,8 @@ def majority_accuracy(sim):
     return accuracy(MajorityVote().fit(sim.annotations).predict(), sim.y)
 
 
-def rank_correlation(quality, sim):
-    return spearmanr(quality["accuracy"], sim.annotator_accuracy())[0]
+def rank_correlation(quality, sim, column="accuracy"):
+    return spearmanr(quality[column], sim.annotator_accuracy())[0]
 
 
 def crowd_model(sim, seed, kind="MW"):
@@ -76,11 +76,13 @@ def check_label_model(sim, post, classifier_probs, quality, n_annotators=A, min_
     consensus = accuracy(post.argmax(1), sim.y)
     assert consensus >= accuracy(classifier_probs.argmax(1), sim.y)
     assert consensus >= majority_accuracy(sim)
-    assert list(quality.columns) == ["annotator", "n_annotations", "accuracy"]
+    assert list(quality.columns) == ["annotator", "n_annotations", "accuracy",
+                                     "expected_accuracy"]
     assert len(quality) == n_annotators
     np.testing.assert_array_equal(quality["n_annotations"],
                                   sim.annotations.annotations_per_annotator())
     assert rank_correlation(quality, sim) > min_rank
+    assert rank_correlation(quality, sim, "expected_accuracy") > min_rank
 
 
 # ---------------------------------------------------------------------------- CrowdModel
@@ -194,7 +196,7 @@ def test_summary_needs_arrays_and_class_labels():
         model.annotator_quality_
     model.compile()
     model.summarize_annotators(sim.x, sim.annotations)           # without training: allowed
-    assert model.annotator_quality_.shape == (A, 3)
+    assert model.annotator_quality_.shape == (A, 4)
     with pytest.raises(TypeError, match="arrays"):
         model.predict_proba_items(iter([sim.x]), sim.annotations)
     with pytest.raises(CrowdDataError):

@@ -37,7 +37,8 @@ from ..annotations import Annotations
 from ..errors import CrowdDataError
 from .._keras_utils import seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
-from ..item_consensus import CrowdConsensus, mean_confusions, summary_from_posteriors
+from ..item_consensus import (CrowdConsensus, mean_confusions, summary_from_posteriors,
+                              with_expected_accuracy)
 from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
@@ -381,7 +382,9 @@ class LIATrainer(CrowdConsensus, Params):
             valid = ib >= 0
             s, c = mean_confusions(ib[valid], q[valid], a)
             sums, counts = sums + s, counts + c
-        return summary_from_posteriors(self.posteriors_, sums, counts, annotations.annotator_ids)
+        return with_expected_accuracy(
+            summary_from_posteriors(self.posteriors_, sums, counts, annotations.annotator_ids),
+            self.posteriors_, annotations)
 
     def _batch_size(self, n: int) -> int:
         return lia_batch_size(self.batch_size, n, self.m_steps)

@@ -37,7 +37,8 @@ from .._keras_utils import n_rows, seeded_construction
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
-                              mean_confusions, summary_from_posteriors)
+                              mean_confusions, summary_from_posteriors,
+                              with_expected_accuracy)
 from ..numerics import normalize_rows, safe_log, soft_vote
 from ..params import Params
 from ..progress import progress_bar
@@ -236,8 +237,9 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
             sums, n = mean_confusions(annotations.annotators,
                                       conf[annotations.annotators], annotations.n_annotators)
             # every annotation of an annotator has its one matrix: the mean is that matrix
-            self.crowd_summary_ = summary_from_posteriors(post, sums, n,
-                                                          annotations.annotator_ids, conf)
+            self.crowd_summary_ = with_expected_accuracy(
+                summary_from_posteriors(post, sums, n, annotations.annotator_ids, conf),
+                post, annotations)
         return self
 
     def _record(self, history: list, ll: float, beta: np.ndarray, model: keras.Model,
