@@ -273,7 +273,8 @@ class EBCC(BayesianLabelModel):
             return start.reshape(block.n_items, k * m).copy(), every
         post = self.initial_posteriors(block)
         draws = subtype_draws(block.item_ids, k, m, int(self.seed))
-        return (draws * post[:, :, None]).reshape(block.n_items, k * m), every
+        draws *= post[:, :, None]
+        return draws.reshape(block.n_items, k * m), every
 
     def initial_statistics(self, block: Block) -> SubtypeStatistics:
         return self.sufficient_statistics(block, self.initial_latent(block))
