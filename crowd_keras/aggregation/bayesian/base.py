@@ -30,12 +30,14 @@ def expected_log_dirichlet(concentration: np.ndarray, axis: int) -> np.ndarray:
     return expected
 
 
-def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int) -> float:
+def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int,
+                 expected_log: Optional[np.ndarray] = None) -> float:
     """``Σ KL(Dir(posterior) ‖ Dir(prior))`` over the Dirichlets along ``axis`` (arrays
     broadcast): ``log Γ(Σa) − Σ log Γ(a) − log Γ(Σb) + Σ log Γ(b) + Σ (a − b)(ψ(a) − ψ(Σa))``.
 
     The terms of the prior alone are computed on the prior's own Dirichlets (a prior shared
-    by many posteriors is broadcast) and counted as often as it repeats.
+    by many posteriors is broadcast) and counted as often as it repeats. ``expected_log``:
+    ``ψ(a) − ψ(Σa)`` of the posterior when the caller has it (the M-step's), else computed.
     """
     a = np.asarray(posterior, dtype=np.float64)
     shape = np.broadcast_shapes(a.shape, np.shape(prior))
@@ -48,7 +50,9 @@ def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int) -> float:
     a_sum = a.sum(axis=axis)
     kl = float((gammaln(a_sum) - gammaln(a).sum(axis=axis)).sum())
     kl += float((gammaln(b).sum(axis=axis) - gammaln(b.sum(axis=axis))).sum()) * repeats
-    kl += float(((a - b) * expected_log_dirichlet(a, axis)).sum())
+    if expected_log is None:
+        expected_log = expected_log_dirichlet(a, axis)
+    kl += float(((a - b) * expected_log).sum())
     return kl
 
 

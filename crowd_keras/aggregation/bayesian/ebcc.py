@@ -309,7 +309,7 @@ class EBCC(BayesianLabelModel):
         return full.reshape(len(values), self.n_classes_, self.num_groups)
 
     def _set_parameters(self, state: tuple, summary: Summary) -> None:
-        _, _, live, eta, nu, mu = state
+        _, log_v, live, eta, nu, mu = state
         k, m = self.n_classes_, self.num_groups
         self.class_priors_ = nu / nu.sum()
         weights = eta / eta.sum(axis=1, keepdims=True)
@@ -331,4 +331,5 @@ class EBCC(BayesianLabelModel):
         self.elbo_ = float(self.objective_[-1]) * self.objective_scale(summary) \
             - dirichlet_kl(nu, alpha, 0) \
             - dirichlet_kl(eta, self.a_pi / m, 1) \
-            - dirichlet_kl(mu, confusion_prior(k, self.a_v, self.b_v)[:, live // m][None], 1)
+            - dirichlet_kl(mu, confusion_prior(k, self.a_v, self.b_v)[:, live // m][None], 1,
+                           log_v.reshape(mu.shape))
