@@ -26,7 +26,8 @@ LOG_TINY = -745.0
 _SOFTMAX_BLOCK = 1 << 16   # values per block of softmax_rows (its arrays stay in the L2 cache)
 
 
-def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None
+def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None,
+                 offset: Optional[np.ndarray] = None, shift: bool = True
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise softmax of ``logits`` (I, K) and each row's log normaliser (I,).
 
@@ -40,6 +41,13 @@ def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None
     Args:
         logits: (I, K) unnormalised log probabilities (not modified, unless it is ``out``).
         out: optional (I, K) array to write the probabilities into (may be ``logits``).
+        offset: optional (K,) log-weights added to every row first (a class prior), inside
+            the blocks: no separate pass over the (I, K) array.
+        shift: subtract each row's maximum before ``exp`` (the exact form above). False, for
+            wide rows: rows are exponentiated as they are, in (rows, K) layout (no transposed
+            copies, no maximum), and only a row whose total is not a normal number (every
+            entry below about -667, or an overflow) is redone with the shift; the results
+            equal the shifted ones to rounding.
 
     Returns:
         ``(probs, log_normalizer)``: probs (I, K) rows summing to 1; log_normalizer (I,)
@@ -51,11 +59,16 @@ def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None
         out = np.empty((n, k))
     lse = np.empty(n)
     block = max(_SOFTMAX_BLOCK // max(k, 1), 1024)
+    if not shift:
+        return _softmax_rows_unshifted(logits, out, offset, lse, block)
     work = np.empty((k, min(block, n)))                          # (K, rows) of one block
+    column = None if offset is None else np.asarray(offset, dtype=np.float64).reshape(k, 1)
     for lo in range(0, n, block):
         hi = min(lo + block, n)
         z = work[:, :hi - lo]
         z[...] = logits[lo:hi].T
+        if offset is not None:
+            z += column
         top = z.max(axis=0)
         z -= top
         np.exp(z, out=z)
@@ -63,6 +76,47 @@ def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None
         z /= total
         out[lo:hi] = z.T
         lse[lo:hi] = top + np.log(total)
+    return out, lse
+
+
+#: row totals of exp(logits) outside this range are redone with the maximum subtracted:
+#: above it, no entry is subnormal enough to matter; below the upper end, nothing overflowed
+_UNSHIFTED_RANGE = (1e-290, 1e290)
+
+
+def _softmax_rows_unshifted(logits: np.ndarray, out: np.ndarray, offset: Optional[np.ndarray],
+                            lse: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`softmax_rows` with ``shift=False``: block by block in a (rows, K) buffer, the
+    logits of a block stay intact until its rows are known to be in range. Contiguous passes
+    only: the offset is added as a tiled (rows·K,) vector and the row totals are a
+    matrix-vector product (numpy reduces a short last axis row by row)."""
+    n, k = logits.shape
+    rows = min(block, n)
+    work = np.empty(rows * k)
+    tiled = None if offset is None else np.tile(np.asarray(offset, dtype=np.float64), rows)
+    ones = np.ones(k)
+    low, high = _UNSHIFTED_RANGE
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        flat = work[:(hi - lo) * k]
+        part = np.ascontiguousarray(logits[lo:hi]).reshape(-1)
+        if tiled is None:
+            flat[...] = part
+        else:
+            np.add(part, tiled[:len(flat)], out=flat)
+        z = flat.reshape(hi - lo, k)
+        with np.errstate(over="ignore"):
+            np.exp(flat, out=flat)
+        total = z @ ones
+        bad = ~((total >= low) & (total <= high))              # also NaN
+        total[bad] = 1.0
+        np.log(total, out=lse[lo:hi])
+        np.divide(1.0, total, out=total)
+        z *= total[:, None]
+        if bad.any():
+            redo = np.flatnonzero(bad)
+            z[redo], lse[lo + redo] = softmax_rows(logits[lo + redo], offset=offset)
+        out[lo:hi] = z
     return out, lse
 
 

@@ -160,6 +160,27 @@ def test_ebcc_start_is_per_item():
                - np.mean([1 / k for k in range(1, 11)]) * 1.0) < 0.05
 
 
+def test_subtype_draws_blocks_change_no_bit(monkeypatch):
+    """The in-place draws, block by block (several blocks, the last one short), equal the
+    whole-array formula of the docstring bit for bit, for integer and string ids."""
+    from crowd_keras.aggregation.bayesian import ebcc
+
+    def whole(ids, k, m, seed):
+        key = pd.util.hash_array(ids.astype(object) if ids.dtype.kind not in "iub" else ids)
+        with np.errstate(over="ignore"):
+            key = ebcc._mix64(key.astype(np.uint64)
+                              + ebcc._mix64(np.array([seed], dtype=np.uint64)))
+            words = ebcc._mix64(key[:, None]
+                                + np.arange(1, k * m + 1, dtype=np.uint64) * ebcc._GOLDEN)
+        draws = -np.log(((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53)
+        draws = draws.reshape(len(ids), k, m)
+        return draws / draws.sum(axis=2, keepdims=True)
+
+    monkeypatch.setattr(ebcc, "_DRAW_BLOCK", 64 * 12)
+    for ids in (np.arange(1000, 1301), np.array([f"item {i}" for i in range(130)], dtype=object)):
+        np.testing.assert_array_equal(ebcc.subtype_draws(ids, 3, 4, 99), whole(ids, 3, 4, 99))
+
+
 # ------------------------------------------------------------------ BWA = the authors' BWA
 @pytest.mark.parametrize("name", SETS)
 def test_bwa_matches_reference(name, monkeypatch):

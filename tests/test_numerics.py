@@ -43,6 +43,38 @@ def test_softmax_rows_blocks_change_no_bit(monkeypatch, n, k):
     assert np.array_equal(softmax_rows(single)[0], _unblocked(single)[0])
 
 
+@pytest.mark.parametrize("n, k", [(0, 40), (1, 1), (5000, 40), (3001, 7)])
+def test_softmax_rows_unshifted_equals_the_shifted_form(monkeypatch, n, k):
+    """``shift=False`` (no row maximum) gives the shifted softmax to rounding, with and
+    without ``offset`` and ``out``, across blocks; rows whose total would underflow or
+    overflow unshifted (all entries near -800, one near +800), rows of -inf but one entry
+    and a row of only -inf (NaN, as shifted) are redone with the shift."""
+    monkeypatch.setattr(numerics, "_SOFTMAX_BLOCK", 1024 * k)
+    rng = np.random.default_rng(1)
+    logits = -np.abs(rng.normal(scale=30.0, size=(n, k)))
+    offset = -rng.random(k) * 3
+    if n > 10:
+        logits[3] -= 800.0                       # underflows without the shift
+        logits[5, 0] = 800.0                     # overflows without the shift
+        logits[::7, 1:] = -np.inf               # one finite entry in every seventh row
+        logits[9] = -np.inf                      # nothing finite: NaN either way
+    for off in (None, offset):
+        with np.errstate(invalid="ignore"):
+            ref_probs, ref_lse = softmax_rows(logits, offset=off)
+            probs, lse = softmax_rows(logits, offset=off, shift=False)
+        finite = np.isfinite(ref_lse)
+        assert np.array_equal(finite, np.isfinite(lse))
+        assert np.isnan(probs[~finite]).all()
+        np.testing.assert_allclose(probs[finite], ref_probs[finite], rtol=1e-13, atol=1e-300)
+        np.testing.assert_allclose(lse[finite], ref_lse[finite], rtol=1e-13, atol=1e-13)
+    same = logits.copy()
+    with np.errstate(invalid="ignore"):
+        assert softmax_rows(same, out=same, offset=offset, shift=False)[0] is same
+        ref_probs = softmax_rows(logits, offset=offset)[0]
+    rows = np.isfinite(ref_probs).all(axis=1)
+    np.testing.assert_allclose(same[rows], ref_probs[rows], rtol=1e-13, atol=1e-300)
+
+
 def test_class_vote_counts_from_the_csc_view():
     """The counts' product with the CSC view ``X.T`` (the models' form) is the CSR copy's
     bit for bit and the dense definition N[a, k, l] = Σ_{i: a said l on i} post[i, k]."""

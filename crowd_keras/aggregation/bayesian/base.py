@@ -25,17 +25,35 @@ def confusion_prior(n_classes: int, a_v: float, b_v: float) -> np.ndarray:
 def expected_log_dirichlet(concentration: np.ndarray, axis: int) -> np.ndarray:
     """``E[log θ] = ψ(α) − ψ(Σ α)`` of Dirichlet(α) distributions along ``axis`` (the
     mean-field expectation that replaces ``log θ`` in every VB update)."""
-    return digamma(concentration) - digamma(concentration.sum(axis=axis, keepdims=True))
+    expected = digamma(concentration)
+    expected -= digamma(concentration.sum(axis=axis, keepdims=True))
+    return expected
 
 
-def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int) -> float:
+def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int,
+                 expected_log: Optional[np.ndarray] = None) -> float:
     """``Σ KL(Dir(posterior) ‖ Dir(prior))`` over the Dirichlets along ``axis`` (arrays
-    broadcast): ``log Γ(Σa) − Σ log Γ(a) − log Γ(Σb) + Σ log Γ(b) + Σ (a − b)(ψ(a) − ψ(Σa))``."""
-    a, b = np.broadcast_arrays(posterior, prior)
-    a_sum, b_sum = a.sum(axis=axis), b.sum(axis=axis)
-    kl = gammaln(a_sum) - gammaln(a).sum(axis=axis) - gammaln(b_sum) + gammaln(b).sum(axis=axis)
-    kl += ((a - b) * expected_log_dirichlet(a, axis)).sum(axis=axis)
-    return float(kl.sum())
+    broadcast): ``log Γ(Σa) − Σ log Γ(a) − log Γ(Σb) + Σ log Γ(b) + Σ (a − b)(ψ(a) − ψ(Σa))``.
+
+    The terms of the prior alone are computed on the prior's own Dirichlets (a prior shared
+    by many posteriors is broadcast) and counted as often as it repeats. ``expected_log``:
+    ``ψ(a) − ψ(Σa)`` of the posterior when the caller has it (the M-step's), else computed.
+    """
+    a = np.asarray(posterior, dtype=np.float64)
+    shape = np.broadcast_shapes(a.shape, np.shape(prior))
+    a = np.broadcast_to(a, shape)
+    axis = axis % len(shape)
+    b = np.asarray(prior, dtype=np.float64)
+    b = b.reshape((1,) * (len(shape) - b.ndim) + b.shape)
+    b = np.broadcast_to(b, b.shape[:axis] + (shape[axis],) + b.shape[axis + 1:])
+    repeats = np.prod(shape) / max(b.size, 1)
+    a_sum = a.sum(axis=axis)
+    kl = float((gammaln(a_sum) - gammaln(a).sum(axis=axis)).sum())
+    kl += float((gammaln(b).sum(axis=axis) - gammaln(b.sum(axis=axis))).sum()) * repeats
+    if expected_log is None:
+        expected_log = expected_log_dirichlet(a, axis)
+    kl += float(((a - b) * expected_log).sum())
+    return kl
 
 
 def check_positive(model: Any, *names: str) -> None:

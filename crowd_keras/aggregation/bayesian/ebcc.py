@@ -43,14 +43,25 @@ __all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _mix64(x: np.ndarray) -> np.ndarray:
+_DRAW_BLOCK = 1 << 15   # words per block of subtype_draws (its arrays stay in the L2 cache)
+
+
+def _mix64(x: np.ndarray, scratch: Optional[np.ndarray] = None) -> np.ndarray:
     """SplitMix64's finaliser (Steele, Lea & Flood 2014): a bijection of uint64 whose outputs
-    pass as independent uniform words for consecutive inputs (a counter-based generator)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    pass as independent uniform words for consecutive inputs (a counter-based generator).
+    With ``scratch`` (an array of ``x``'s shape), ``x`` is mixed in place."""
+    if scratch is None:
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
+        np.right_shift(x, np.uint64(shift), out=scratch)
+        np.bitwise_xor(x, scratch, out=x)
+        if factor is not None:
+            np.multiply(x, np.uint64(factor), out=x)
+    return x
 
 
 def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int) -> np.ndarray:
@@ -59,17 +70,34 @@ def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int
     Item ``i``'s draws depend only on ``seed`` and ``item_ids[i]`` (its pandas hash, stable
     across processes): word ``c`` of item ``i`` is ``mix(mix(hash_i + mix(seed)) + c·γ)``,
     its uniform ``u`` gives an Exponential(1) ``−log u``, and normalised exponentials are
-    a Dirichlet(1, …, 1) draw.
+    a Dirichlet(1, …, 1) draw. Computed block by block of items in place (every value is
+    computed alone: the blocks change no bit).
     """
     ids = np.asarray(item_ids)
+    n, width = len(ids), n_classes * n_groups
     with np.errstate(over="ignore"):
         key = pd.util.hash_array(ids.astype(object) if ids.dtype.kind not in "iub" else ids)
         key = _mix64(key.astype(np.uint64) + _mix64(np.array([seed], dtype=np.uint64)))
-        counter = np.arange(1, n_classes * n_groups + 1, dtype=np.uint64) * _GOLDEN
-        words = _mix64(key[:, None] + counter[None, :])
-    uniform = ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53   # (0, 1)
-    draws = -np.log(uniform).reshape(len(ids), n_classes, n_groups)
-    return draws / draws.sum(axis=2, keepdims=True)
+        counter = np.arange(1, width + 1, dtype=np.uint64) * _GOLDEN
+    draws = np.empty((n, n_classes, n_groups))
+    rows = max(_DRAW_BLOCK // max(width, 1), 1)
+    words = np.empty((min(rows, n), width), dtype=np.uint64)
+    scratch = np.empty_like(words)
+    for lo in range(0, n, rows):
+        hi = min(lo + rows, n)
+        w, t = words[:hi - lo], scratch[:hi - lo]
+        np.add(key[lo:hi, None], counter[None, :], out=w)
+        _mix64(w, t)
+        np.right_shift(w, np.uint64(11), out=w)
+        part = draws[lo:hi]
+        flat = part.reshape(hi - lo, width)
+        flat[...] = w                                                  # exact below 2^53
+        flat += 0.5
+        flat *= 2.0 ** -53                                             # uniform in (0, 1)
+        np.log(flat, out=flat)
+        np.negative(flat, out=flat)
+        part /= part.sum(axis=2, keepdims=True)
+    return draws
 
 
 @dataclass
@@ -98,7 +126,10 @@ def ebcc_statistics(XT: sp.spmatrix, values: np.ndarray, active: np.ndarray,
                     prior_mass: Any = 0.0) -> SubtypeStatistics:
     """The statistics of ``q`` on the live subtypes: ``values`` (I, S) with columns
     ``active``; one sparse product ``Xᵀ q``. Sums over items."""
-    return SubtypeStatistics(np.asarray(XT @ values), values.sum(axis=0), prior_mass, active)
+    # the column sums as a matrix-vector product: one streaming pass over q (a reduction
+    # over axis 0 of an (I, S) array steps row by row)
+    mass = np.ones(values.shape[0]) @ values
+    return SubtypeStatistics(np.asarray(XT @ values), mass, prior_mass, active)
 
 
 def vote_share_totals(block: Block, vote_shares: np.ndarray) -> np.ndarray:
@@ -152,10 +183,10 @@ def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray, live: np.
     normaliser ``Σ_i log Σ_{k,m} exp(score_ikm)``; ``item_log_prior`` (I, K) is added to
     every subtype of its class."""
     logits = X @ log_v
-    logits += bias
     if item_log_prior is not None:
         logits += item_log_prior[:, live // n_groups]
-    values, log_norm = softmax_rows(logits, out=logits)
+    # wide rows (S columns): exponentiated without their maximum (rows out of range redone)
+    values, log_norm = softmax_rows(logits, out=logits, offset=bias, shift=False)
     return (values, live), float(log_norm.sum())
 
 
@@ -242,7 +273,8 @@ class EBCC(BayesianLabelModel):
             return start.reshape(block.n_items, k * m).copy(), every
         post = self.initial_posteriors(block)
         draws = subtype_draws(block.item_ids, k, m, int(self.seed))
-        return (draws * post[:, :, None]).reshape(block.n_items, k * m), every
+        draws *= post[:, :, None]
+        return draws.reshape(block.n_items, k * m), every
 
     def initial_statistics(self, block: Block) -> SubtypeStatistics:
         return self.sufficient_statistics(block, self.initial_latent(block))
@@ -277,7 +309,7 @@ class EBCC(BayesianLabelModel):
         return full.reshape(len(values), self.n_classes_, self.num_groups)
 
     def _set_parameters(self, state: tuple, summary: Summary) -> None:
-        _, _, live, eta, nu, mu = state
+        _, log_v, live, eta, nu, mu = state
         k, m = self.n_classes_, self.num_groups
         self.class_priors_ = nu / nu.sum()
         weights = eta / eta.sum(axis=1, keepdims=True)
@@ -299,4 +331,5 @@ class EBCC(BayesianLabelModel):
         self.elbo_ = float(self.objective_[-1]) * self.objective_scale(summary) \
             - dirichlet_kl(nu, alpha, 0) \
             - dirichlet_kl(eta, self.a_pi / m, 1) \
-            - dirichlet_kl(mu, confusion_prior(k, self.a_v, self.b_v)[:, live // m][None], 1)
+            - dirichlet_kl(mu, confusion_prior(k, self.a_v, self.b_v)[:, live // m][None], 1,
+                           log_v.reshape(mu.shape))
