@@ -3,6 +3,7 @@
     python benchmarks/label_digests.py             # rewrite tests/data/label_digests.json
     python benchmarks/label_digests.py --check     # compare with it; exit 1 on a difference
     python benchmarks/label_digests.py --time      # also print each fit's wall time
+    python benchmarks/label_digests.py --models glad   # rewrite these models' entries only
 
 A refactor of a label model must leave what it answers unchanged. For each (model, set) the
 file keeps the sha256 of the labels (argmax of ``predict_proba()``, int64 little-endian: a
@@ -140,6 +141,13 @@ def main(argv=None) -> int:
                     for line in differences(stored.get(name, {}), entries)]
         print("\n".join(problems) or "all labels and posterior checksums unchanged")
         return 1 if problems else 0
+    if args.models and DIGESTS.exists():   # only these models' entries are rewritten
+        stored = json.loads(DIGESTS.read_text(encoding="utf-8"))
+        for key in ("digests", "skipped"):
+            for name in args.models:
+                stored[key].pop(name, None)
+            stored[key].update(result[key])
+        result = stored
     DIGESTS.parent.mkdir(parents=True, exist_ok=True)
     DIGESTS.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {DIGESTS}: {sum(map(len, result['digests'].values()))} digests, "

@@ -266,7 +266,7 @@ class ProtocolMethod(Method):
 
     @property
     def max_iter(self) -> int:
-        return int(self.model.max_iter)
+        return int(self.runner.max_iter)   # the model that runs (a hand-over has its own)
 
     def initial(self, block: Block) -> Any:
         return self.runner.initial_statistics(block)
@@ -299,7 +299,8 @@ for _name, _factory in (("majority_vote", MajorityVoteMethod), ("dawid_skene", P
                         ("one_coin_dawid_skene", ProtocolMethod),
                         ("abstain_dawid_skene", AbstainDawidSkeneMethod),
                         ("ibcc", ProtocolMethod), ("ebcc", ProtocolMethod),
-                        ("bwa", ProtocolMethod), ("tie_broken_vote", ProtocolMethod)):
+                        ("bwa", ProtocolMethod), ("tie_broken_vote", ProtocolMethod),
+                        ("glad", ProtocolMethod), ("mace", ProtocolMethod)):
     METHODS.register(_name, _factory)
 
 
