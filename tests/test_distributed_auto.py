@@ -251,5 +251,3 @@ def test_gold_on_dask_names_unknown_items_and_labels():
         aggregate(ddf, method="dawid_skene", gold={"nope": "cat"})
     with pytest.raises(CrowdDataError, match="gold label 'yak'"):
         aggregate(ddf, method="dawid_skene", gold={df["task"].iloc[0]: "yak"})
-    with pytest.raises(TypeError, match="does not take gold"):
-        aggregate(ddf, method="abstain_dawid_skene", gold={df["task"].iloc[0]: "cat"})

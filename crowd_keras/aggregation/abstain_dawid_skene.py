@@ -343,6 +343,12 @@ class AbstainAwareDawidSkene(EMLabelModel):
         (functions, K true, K label) and the class mass ``Σ_i q_i`` (K,)."""
         return self._statistics(block, latent.q)
 
+    def class_mass(self, stats: tuple) -> np.ndarray:
+        """(K,) ``Σ_i q_i`` of the statistics (summed over blocks)."""
+        if np.ndim(stats[1]) == 0:                         # two classes: (Xᵀ p, Σ_i p_i)
+            return np.array([self.n_items_ - stats[1], stats[1]])
+        return np.asarray(stats[1])
+
     @staticmethod
     def _statistics(block: Block, q: np.ndarray) -> tuple:
         if q.ndim == 1:                                   # two classes: p(class 1)

@@ -17,10 +17,13 @@ __all__ = ["GLAD", "GLADState", "GLADLatent"]
 
 
 class GLADState(NamedTuple):
-    """The M-step's parameters: abilities ``α`` (A,) and the log class prior (K,)."""
+    """The M-step's parameters: abilities ``α`` (A,) and the log class prior (K,); and each
+    annotator's accuracy (A,), ``σ(α e^β)`` averaged over its items at the E-step the M-step
+    started from (the prior's ``β`` for an annotator without labels)."""
 
     alpha: np.ndarray
     log_prior: np.ndarray
+    accuracy: Optional[np.ndarray] = None
 
 
 class GLADLatent(NamedTuple):
@@ -90,9 +93,9 @@ class GLAD(EMLabelModel):
         abilities_: (annotators,) α.
         log_inverse_difficulties_: (items,) β of the fitted items (a partitioned fit keeps
             them with the items' blocks: NaN here).
-        confusion_matrices_: (annotators, K, K), each annotator's matrix averaged over its
-            items (item-specific matrices are what the model uses; the prior's ``β`` where
-            the items' are not at hand).
+        confusion_matrices_: (annotators, K, K), one-coin matrices of each annotator's
+            accuracy ``σ(α e^β)`` averaged over its items (at the E-step the last M-step
+            started from; item-specific matrices are what the model uses).
         class_priors_: (K,).
         n_iter_: EM iterations run.
         log_likelihood_: the objective per annotation, per iteration.
@@ -128,6 +131,7 @@ class GLAD(EMLabelModel):
             raise CrowdDataError("GLAD needs at least two classes")
         super().init_state(summary)
         self.n_annotators_ = summary.votes.shape[0]
+        self.per_annotator_ = summary.votes.sum(axis=1)
         return self
 
     def _start(self) -> GLADState:
@@ -229,11 +233,15 @@ class GLAD(EMLabelModel):
         p = latent.post.ravel()[v.cells]
         grad = np.bincount(v.annotators, weights=(p - sg) * eb, minlength=a)
         hess = np.bincount(v.annotators, weights=sg * (1 - sg) * eb * eb, minlength=a)
-        return grad, hess, latent.post.sum(axis=0), _Shared(latent.state.alpha)
+        correct = np.bincount(v.annotators, weights=sg, minlength=a)
+        return grad, hess, correct, latent.post.sum(axis=0), _Shared(latent.state.alpha)
 
     def m_step(self, stats: tuple) -> GLADState:
-        grad, hess, mass, shared = stats
+        grad, hess, correct, mass, shared = stats
         alpha = shared.value
+        n = self.per_annotator_
+        accuracy = np.where(n > 0, correct / np.maximum(n, 1),
+                            expit(alpha * np.exp(self.beta_prior)))
         grad = grad - (alpha - self.alpha_prior)
         alpha = alpha + np.clip(grad / (hess + 1.0), -1.0, 1.0)
         k = self.n_classes_
@@ -242,7 +250,7 @@ class GLAD(EMLabelModel):
             log_prior = np.log(mass / mass.sum())
         else:
             log_prior = np.full(k, -np.log(k))
-        return GLADState(alpha, log_prior)
+        return GLADState(alpha, log_prior, accuracy)
 
     def objective_scale(self, summary: Summary) -> float:
         return float(max(summary.n_annotations, 1))
@@ -259,7 +267,10 @@ class GLAD(EMLabelModel):
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
         self.log_inverse_difficulties_ = np.full(summary.n_items, np.nan)
-        self._set_confusions(None)
+        acc = state.accuracy
+        off = (1 - acc) / (k - 1)
+        self.confusion_matrices_ = np.where(np.eye(k, dtype=bool), acc[:, None, None],
+                                            off[:, None, None])
         return self
 
     def fit_block(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None) -> "GLAD":
@@ -270,25 +281,7 @@ class GLAD(EMLabelModel):
         latent = run.latents[0]
         self.posteriors_ = latent.post
         self.log_inverse_difficulties_ = latent.beta
-        self._set_confusions(latent.beta)
         return self
-
-    def _set_confusions(self, beta: Optional[np.ndarray]) -> None:
-        """Each annotator's accuracy ``σ(α e^β)`` averaged over its items (``beta`` None: at
-        the prior's ``β``), as a one-coin matrix."""
-        k, alpha = self.n_classes_, self.abilities_
-        at_prior = expit(alpha * np.exp(self.beta_prior))
-        if beta is None:
-            acc = at_prior
-        else:
-            ann = self.annotations_
-            correct = expit(alpha[ann.annotators] * np.exp(beta[ann.items]))
-            n = ann.annotations_per_annotator()
-            acc = np.bincount(ann.annotators, weights=correct, minlength=ann.n_annotators)
-            acc = np.where(n > 0, acc / np.maximum(n, 1), at_prior)
-        off = (1 - acc) / (k - 1)
-        self.confusion_matrices_ = np.where(np.eye(k, dtype=bool), acc[:, None, None],
-                                            off[:, None, None])
 
     # ------------------------------------------------------------------ new annotations
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
