@@ -83,7 +83,7 @@ class GLAD(EMLabelModel):
             difficulty (unit variance).
         learn_class_prior: learn the class prior (default: uniform, as the paper and crowd-kit).
         newton_rounds: at most this many Newton steps per item and E-step for ``β`` (an item
-            stops once its step is below 1e-10).
+            stops once its step is below 1e-7: Newton steps, so the error left is far smaller).
         progress: show a progress bar over EM iterations.
 
     ``fit(annotations, gold=...)`` fixes the true class of the gold items in every E-step.
@@ -166,7 +166,7 @@ class GLAD(EMLabelModel):
         ``f″ = Σ_n (q_{l_n} − σ_n) x_n − Σ_n σ_n(1 − σ_n) x_n² + Var_q(Σ_{n: l_n = k} x_n) − 1``
         (``x_n = α_{a_n} e^β``); where ``f″ ≥ 0`` (not concave) an ascent step with the
         curvature of ``Q`` plus ``|Σ_n (q − σ) x|``; steps capped at 1. An item stops once
-        its step is below 1e-10, so each item's ``β`` depends on its own labels only (not on
+        its step is below 1e-7, so each item's ``β`` depends on its own labels only (not on
         the block it is in); the steps then run on the items still moving."""
         k = self.n_classes_
         beta0 = float(self.beta_prior)
@@ -194,7 +194,7 @@ class GLAD(EMLabelModel):
             np.clip(step, -1.0, 1.0, out=step)
             b += step
             beta[where] = b
-            moving = np.abs(step) >= 1e-10
+            moving = np.abs(step) >= 1e-7
             if not moving.any():
                 break
             if moving.mean() < 0.5:        # go on with the items still moving only
