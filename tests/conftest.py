@@ -42,6 +42,7 @@ def _registry_restored():
     from crowd_keras.aggregation.registry import LABEL_MODELS
     from crowd_keras.distributed.methods import METHODS
 
+    LABEL_MODELS.names()   # registrations found on disk first, so a restore keeps them
     saved = [(r, r.snapshot()) for r in (LABEL_MODELS, METHODS)]
     yield
     for registry, snapshot in saved:

@@ -129,7 +129,7 @@ def test_integer_labels_and_an_item_indexed_frame_need_no_shuffle():
 
 def test_unsupported_methods_raise_and_name_the_supported_ones():
     ddf = dd.from_pandas(crowd_frame(100), npartitions=2)
-    for method in ("conal", "glad", "no_such_model"):
+    for method in ("conal", "no_such_model"):
         with pytest.raises(ValueError, match="supported methods") as info:
             aggregate(ddf, method=method)
         for name in ("majority_vote", "dawid_skene"):

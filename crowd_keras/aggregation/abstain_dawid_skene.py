@@ -2,10 +2,9 @@
 
 A labeling function that only ever votes "spam" tells nothing through its votes alone: a
 Dawid-Skene model that drops abstentions sees a confusion matrix whose every row says
-"spam" and learns nothing about it (crowd-kit's DS: 0.53 on WRENCH youtube). Treating
-"abstain" as one more response (each function gets a true class × (classes + abstain)
-matrix, as WRENCH's Dawid-Skene does) makes such a function informative: it votes "spam"
-far more often when the item is spam.
+"spam" and learns nothing about it. Treating "abstain" as one more response (each function
+gets a true class × (classes + abstain) matrix, as WRENCH's Dawid-Skene does) makes such a
+function informative: it votes "spam" far more often when the item is spam.
 
 Two regimes, told apart from the data (``regime_``):
 
@@ -14,16 +13,19 @@ Two regimes, told apart from the data (``regime_``):
   ``LabelModel.predict_proba`` does, ``abstain_weight=0``) under a uniform class prior, and
   the reported class is the one with the most votes, the model deciding among tied classes
   (``anchor="votes"``). Functions written by one person from overlapping keywords violate
-  the conditional independence every such model assumes: on WRENCH trec even the
-  Dawid-Skene parameters estimated from the gold labels score 0.50-0.53 against 0.61 for
-  voting, so counting votes first is what keeps the model at least as good as voting there.
+  the conditional independence every such model assumes, so that even parameters estimated
+  from the gold labels can fall below voting; counting votes first keeps the model at least
+  as good as voting there.
 - **crowd** (annotators answer any class): annotators skip items for reasons unrelated to
   the label, so abstention is not modelled (``abstain="ignore"``, plain Dawid-Skene with a
-  learned class prior); the posterior decides (product: 0.94 against 0.90 for voting).
+  learned class prior); the posterior decides.
+
+The fit is the EM-step protocol of :mod:`crowd_keras.aggregation.em` (statistics are sums
+over items), so it runs split into blocks and on Dask as in memory.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -32,11 +34,12 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import class_vote_counts, normalize_rows, softmax_rows, top_classes
-from ..progress import Convergence
-from .base import LabelModel, as_annotations, check_prior
+from .base import as_annotations, check_prior, gold_codes
+from .em import Block, EMLabelModel, Summary, gold_log_prior, run_em
 from .regime import one_class_share
 
-__all__ = ["AbstainAwareDawidSkene", "abstain_m_step", "abstain_weights", "abstain_logits"]
+__all__ = ["AbstainAwareDawidSkene", "abstain_m_step", "abstain_weights", "abstain_logits",
+           "AbstainState", "AbstainLatent", "two_class_e_step", "two_class_posteriors"]
 
 _ABSTAIN = ("auto", "response", "ignore")
 _ANCHOR = ("auto", "votes", "none")
@@ -97,63 +100,62 @@ def abstain_logits(X: sp.csr_matrix, log_resp: np.ndarray, log_prior: np.ndarray
     return np.asarray(X @ W) + const[None, :]
 
 
-class _Posteriors:
-    """The EM's item posteriors and the two products it takes with them.
+class AbstainLatent(NamedTuple):
+    """The E-step's posteriors of a block, with the block and state they came from (the
+    reported posteriors, anchored to the votes or not, are computed from them).
 
-    General K: the (items, K) posteriors; ``Xᵀ q`` (expected votes) and the softmax of
-    ``X W + const``. Two classes (most labeling-function sets) carry only ``p = q_·1``
-    (items,): ``Xᵀ q`` is ``Xᵀ p`` and the column vote counts minus it, the E-step is one
-    product with ``W₁ − W₀`` and ``p = σ(d)``, ``d = l₁ − l₀``, and the evidence
-    ``Σ_i log(e^l₀ + e^l₁) = Σ_i l₁ + Σ_i log(1 + e^−d)`` with ``Σ_i l₁ = votes · W₁ + I const₁``.
-    The same numbers as the general path up to rounding (≤ 1e-12 on the fitted model).
+    ``q``: (I, K) posteriors; two classes (most labeling-function sets): ``q`` (I,) is
+    ``p(class 1)`` only. ``d``: (I,) ``l₁ − l₀`` of the two-class path (None otherwise).
+    ``full``: the (I, K) posteriors when the E-step made them (None on the two-class path).
     """
 
-    def __init__(self, X: sp.csr_matrix, column_votes: np.ndarray, k: int,
-                 post: Optional[np.ndarray] = None) -> None:
-        self.X, self.XT = X, X.T   # Xᵀ as a CSC view: its products stream through the items
-        self.column_votes = column_votes
-        self.binary = k == 2
-        self.q = np.ascontiguousarray(post[:, 1]) if self.binary and post is not None else post
-        self.d = None
+    q: np.ndarray
+    d: Optional[np.ndarray]
+    full: Optional[np.ndarray]
+    block: Block
+    state: "AbstainState"
 
-    def votes(self, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """Expected votes (m, K true, K label) and expected class sizes (K,)."""
-        if not self.binary:
-            return class_vote_counts(self.XT, self.q, m), np.ones(len(self.q)) @ self.q
-        one = np.asarray(self.XT @ self.q).reshape(m, 2)          # [a, label] given class 1
-        votes = np.empty((m, 2, 2))
-        votes[:, 1] = one
-        np.subtract(self.column_votes.reshape(m, 2), one, out=votes[:, 0])
-        n1 = float(self.q.sum())
-        return votes, np.array([len(self.q) - n1, n1])
 
-    def e_step(self, W: np.ndarray, const: np.ndarray) -> float:
-        """Replace the posteriors by those of ``X @ W + const``; returns the total evidence."""
-        if not self.binary:
-            logits = np.asarray(self.X @ W)
-            logits += const
-            self.q, log_norm = softmax_rows(logits, out=logits)
-            return float(log_norm.sum())
-        d = np.asarray(self.X @ (W[:, 1] - W[:, 0]))
-        d += const[1] - const[0]
-        with np.errstate(over="ignore"):
-            den = np.exp(-d)                                 # e^(l₀ − l₁)
-        den += 1.0
-        tail = float(np.log(den).sum())                      # Σ_i log(1 + e^(l₀ − l₁))
-        if not np.isfinite(tail):                            # some l₀ − l₁ > 709
-            tail = float(np.maximum(-d, 0.0).sum()) + float(np.log1p(np.exp(-np.abs(d))).sum())
-        self.q = np.reciprocal(den, out=den)                 # σ(d)
-        self.d = d
-        return float(self.column_votes @ W[:, 1]) + len(d) * float(const[1]) + tail
+class AbstainState(NamedTuple):
+    """The M-step's parameters: log class prior (K,), log response matrices (functions, K,
+    K + 1), the E-step weights ``W`` (functions × K, K) and ``const`` (K,) of
+    :func:`abstain_weights`, and the mean posterior (K,) of the statistics it was made from."""
 
-    def full(self) -> np.ndarray:
-        """(items, K) posteriors."""
-        if not self.binary:
-            return self.q
-        post = np.empty((len(self.q), 2))
-        post[:, 1] = self.q
-        post[:, 0] = _sigmoid(-self.d) if self.d is not None else 1.0 - self.q
-        return post
+    log_prior: np.ndarray
+    log_resp: np.ndarray
+    W: np.ndarray
+    const: np.ndarray
+    balance: np.ndarray
+
+
+def two_class_e_step(X: sp.csr_matrix, W: np.ndarray, const: np.ndarray,
+                     column_votes: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The E-step of two classes on ``p = q_·1`` alone: ``p = σ(d)``, ``d = l₁ − l₀`` one
+    product with ``W₁ − W₀``, and the evidence ``Σ_i log(e^l₀ + e^l₁) = Σ_i l₁ + Σ_i log(1 +
+    e^−d)`` with ``Σ_i l₁ = votes · W₁ + I const₁`` (``column_votes``: the block's votes per
+    column of ``X``). The same numbers as the general path up to rounding.
+
+    Returns ``(p, d, evidence)``, ``p`` and ``d`` of shape (I,).
+    """
+    d = np.asarray(X @ (W[:, 1] - W[:, 0]))
+    d += const[1] - const[0]
+    with np.errstate(over="ignore"):
+        den = np.exp(-d)                                 # e^(l₀ − l₁)
+    den += 1.0
+    tail = float(np.log(den).sum())                      # Σ_i log(1 + e^(l₀ − l₁))
+    if not np.isfinite(tail):                            # some l₀ − l₁ > 709
+        tail = float(np.maximum(-d, 0.0).sum()) + float(np.log1p(np.exp(-np.abs(d))).sum())
+    p = np.reciprocal(den, out=den)                      # σ(d)
+    return p, d, float(column_votes @ W[:, 1]) + len(d) * float(const[1]) + tail
+
+
+def two_class_posteriors(p: np.ndarray, d: Optional[np.ndarray]) -> np.ndarray:
+    """(I, 2) posteriors from ``p = σ(d)``; ``p(class 0) = σ(−d)`` (exact where ``1 − p``
+    would round to 0)."""
+    post = np.empty((len(p), 2))
+    post[:, 1] = p
+    post[:, 0] = _sigmoid(-d) if d is not None else 1.0 - p
+    return post
 
 
 def _sigmoid(d: np.ndarray) -> np.ndarray:
@@ -163,7 +165,7 @@ def _sigmoid(d: np.ndarray) -> np.ndarray:
     return np.reciprocal(out, out=out)
 
 
-class AbstainAwareDawidSkene(LabelModel):
+class AbstainAwareDawidSkene(EMLabelModel):
     """Dawid-Skene whose annotators (labeling functions) may abstain as a response.
 
     Function ``a`` has a response matrix ``R_a`` of shape (classes, classes + 1): row ``k``
@@ -179,10 +181,14 @@ class AbstainAwareDawidSkene(LabelModel):
       + w Σ_a log R_a[k, ⊥] + const``, where ``w`` is ``abstain_weight`` (1: the full
       likelihood; 0: votes only, as Snorkel's ``predict_proba``). Both steps are sparse
       products over the items × (functions × classes) vote matrix: no Python loop over
-      items, functions or votes.
+      items, functions or votes. Two classes run on ``p(class 1)`` alone
+      (:func:`two_class_e_step`).
     - Anchor (``anchor="votes"``): the reported posterior is zero outside the classes with
       the most votes and proportional to ``q`` among them; items without any vote keep ``q``.
       EM itself runs on the un-anchored ``q``; the anchor applies to what is reported.
+
+    The steps are the EM-step protocol (:mod:`crowd_keras.aggregation.em`): statistics are
+    the expected votes ``Xᵀ q`` and the class mass ``Σ_i q_i``, sums over items.
 
     Args:
         abstain: ``"response"`` (abstention modelled per class for every function that votes),
@@ -201,18 +207,25 @@ class AbstainAwareDawidSkene(LabelModel):
             all votes comes from functions that vote for a single class only.
         progress: show a progress bar over EM iterations.
 
+    ``fit(annotations, gold=...)`` fixes the true class of the gold items in every E-step
+    (the block's item log-prior; a gold item is reported at its class even when it is not
+    among its most-voted classes).
+
     Attributes:
         regime_: ``"labeling_functions"`` or ``"crowd"``.
         abstain_, anchor_, abstain_weight_: the resolved settings.
         response_matrices_: (functions, classes, classes + 1), last column = abstain.
         confusion_matrices_: (functions, classes, classes), ``p(vote l | true k, voted)``.
         class_priors_: (classes,) prior used in the E-step.
-        class_balance_: (classes,) mean un-anchored posterior of the fitted items.
+        class_balance_: (classes,) mean un-anchored posterior of the fitted items (a fit
+            through the generic partitioned protocol: of the posteriors the last M-step used).
         posteriors_: (items, classes).
         abstain_modelled_: (functions,) bool.
         n_iter_: EM iterations run.
         log_likelihood_: mean log evidence per item, per iteration.
     """
+
+    accepts_gold = True
 
     def __init__(self, abstain: str = "auto", anchor: str = "auto",
                  abstain_weight: Union[str, float] = "auto",
@@ -233,8 +246,8 @@ class AbstainAwareDawidSkene(LabelModel):
     def resolve_settings(self, votes: np.ndarray) -> None:
         """Pick the regime from the (functions, K) vote counts and resolve every ``"auto"``
         setting (sets ``regime_``, ``abstain_``, ``anchor_``, ``abstain_weight_``,
-        ``abstain_modelled_``, ``votes_per_function_``); the first step of :meth:`fit` and of
-        a partitioned fit, which passes votes summed over its partitions."""
+        ``abstain_modelled_``, ``votes_per_function_``); the first step of a fit, in memory
+        or partitioned (votes summed over the partitions)."""
         if self.abstain not in _ABSTAIN:
             raise ValueError(f"abstain must be one of {_ABSTAIN}, got {self.abstain!r}")
         if self.anchor not in _ANCHOR:
@@ -277,37 +290,129 @@ class AbstainAwareDawidSkene(LabelModel):
         return check_prior(p, k)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, annotations: Any, **kwargs: Any) -> "AbstainAwareDawidSkene":
-        """Fit by EM. ``annotations``: `Annotations`, a label matrix (-1 = abstain) or a frame."""
+    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "AbstainAwareDawidSkene":
+        """Fit by EM. ``annotations``: `Annotations`, a label matrix (-1 = abstain) or a frame
+        (``kwargs`` go to its reader); ``gold``: known classes of some items (see
+        :func:`~crowd_keras.aggregation.base.gold_codes`)."""
         ann = as_annotations(annotations, **kwargs)
-        if ann.n_annotations == 0:
+        prior = None if gold is None else \
+            gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
+        return self.fit_block(ann, prior)
+
+    def fit_block(self, ann: Annotations,
+                  item_log_prior: Optional[np.ndarray] = None) -> "AbstainAwareDawidSkene":
+        """:func:`~crowd_keras.aggregation.em.run_em` over all of ``ann`` as one block; the
+        class balance is that of the last E-step's posteriors."""
+        block = Block.from_annotations(ann, item_log_prior=item_log_prior)
+        run = run_em(self, [block], block.summary(ann.n_classes))
+        self.finish(run.state, run.summary, ann, run.history)
+        latent = run.latents[0]
+        self.class_balance_ = self.unanchored_posteriors(latent).mean(axis=0)
+        self.posteriors_ = self.class_posteriors(latent)
+        return self
+
+    # the EM-step protocol (crowd_keras.aggregation.em)
+    def init_state(self, summary: Summary) -> "AbstainAwareDawidSkene":
+        if summary.n_annotations == 0:
             raise CrowdDataError("no votes to fit: every entry abstains")
-        self.resolve_settings(ann.annotator_label_counts())
-        k = ann.n_classes
-        fixed_prior = self.fixed_prior(k)
-        X = ann.vote_incidence()
-        counts = ann.label_counts()
-        post = _Posteriors(X, ann.annotator_label_counts().reshape(-1), k, normalize_rows(counts))
-        loop = Convergence(self.max_iter, self.tol, "Abstain-aware Dawid-Skene EM", self.progress)
-        for _ in loop:
-            log_prior, log_resp = self._m_step(*post.votes(ann.n_annotators), ann.n_items,
-                                               fixed_prior)
-            evidence = post.e_step(*self._weights(log_resp, log_prior))
-            loop.record(evidence / max(ann.n_items, 1))
-        history = loop.history
-        post = post.full()
-        self.set_fitted(ann, log_prior, log_resp, post.mean(axis=0), history)
-        if self.anchor_ == "votes":
-            post = self.anchored_posteriors(self._logits(X, log_resp, log_prior), counts)
-        self.posteriors_ = post
+        self.resolve_settings(summary.votes)
+        super().init_state(summary)
+        self.fixed_prior_ = self.fixed_prior(summary.n_classes)
+        self.n_items_ = summary.n_items
+        self.column_votes_ = summary.votes.reshape(-1)
+        return self
+
+    def objective_scale(self, summary: Summary) -> float:
+        return float(max(summary.n_items, 1))
+
+    def initial_posteriors(self, block: Block) -> np.ndarray:
+        """The vote shares (items without votes: uniform), then the block's item log-prior."""
+        post = normalize_rows(block.label_counts(self.n_classes_))
+        if block.item_log_prior is not None:
+            with np.errstate(divide="ignore"):
+                post = normalize_rows(np.exp(np.log(post + 1e-300) + block.item_log_prior))
+        return post
+
+    def initial_statistics(self, block: Block) -> tuple:
+        post = self.initial_posteriors(block)
+        q = np.ascontiguousarray(post[:, 1]) if self.n_classes_ == 2 else post
+        return self._statistics(block, q)
+
+    def sufficient_statistics(self, block: Block, latent: AbstainLatent) -> tuple:
+        """Two classes: ``(Xᵀ p, Σ_i p_i)`` of ``p = q_·1``; else the expected votes
+        (functions, K true, K label) and the class mass ``Σ_i q_i`` (K,)."""
+        return self._statistics(block, latent.q)
+
+    def class_mass(self, stats: tuple) -> np.ndarray:
+        """(K,) ``Σ_i q_i`` of the statistics (summed over blocks)."""
+        if np.ndim(stats[1]) == 0:                         # two classes: (Xᵀ p, Σ_i p_i)
+            return np.array([self.n_items_ - stats[1], stats[1]])
+        return np.asarray(stats[1])
+
+    @staticmethod
+    def _statistics(block: Block, q: np.ndarray) -> tuple:
+        if q.ndim == 1:                                   # two classes: p(class 1)
+            return np.asarray(block.XT @ q), float(q.sum())
+        return class_vote_counts(block.XT, q, block.X.shape[1] // q.shape[1]), \
+            np.ones(len(q)) @ q
+
+    def m_step(self, stats: tuple) -> AbstainState:
+        k, n = self.n_classes_, self.n_items_
+        if k == 2:
+            one, n1 = stats
+            m = len(one) // 2
+            one = one.reshape(m, 2)                           # [a, label] given class 1
+            votes = np.empty((m, 2, 2))
+            votes[:, 1] = one
+            np.subtract(self.column_votes_.reshape(m, 2), one, out=votes[:, 0])
+            n_true = np.array([n - n1, n1])
+        else:
+            votes, n_true = stats
+        log_prior, log_resp = abstain_m_step(votes, n_true, n, self.votes_per_function_,
+                                             self.abstain_modelled_, self.smoothing,
+                                             self.fixed_prior_)
+        return self._state(log_prior, log_resp, n_true / max(n, 1))
+
+    def _state(self, log_prior: np.ndarray, log_resp: np.ndarray,
+               balance: np.ndarray) -> AbstainState:
+        W, const = abstain_weights(log_resp, log_prior, self.abstain_weight_)
+        return AbstainState(log_prior, log_resp, W, const, balance)
+
+    def e_step(self, block: Block, state: AbstainState) -> tuple[AbstainLatent, float]:
+        k = state.log_prior.shape[0]
+        if k == 2 and block.item_log_prior is None:
+            votes = np.bincount(block.X.indices, minlength=block.X.shape[1])
+            p, d, evidence = two_class_e_step(block.X, state.W, state.const, votes)
+            return AbstainLatent(p, d, None, block, state), evidence
+        logits = np.asarray(block.X @ state.W)
+        logits += state.const
+        block.with_log_prior(logits)
+        post, log_norm = softmax_rows(logits, out=logits)
+        q = np.ascontiguousarray(post[:, 1]) if k == 2 else post
+        return AbstainLatent(q, None, post, block, state), float(log_norm.sum())
+
+    def unanchored_posteriors(self, latent: AbstainLatent) -> np.ndarray:
+        """(I, K) posteriors of the E-step (EM's ``q``)."""
+        return latent.full if latent.full is not None else two_class_posteriors(latent.q,
+                                                                                latent.d)
+
+    def class_posteriors(self, latent: AbstainLatent) -> np.ndarray:
+        """The reported (I, K) posteriors: anchored to the votes when ``anchor_ == "votes"``."""
+        if self.anchor_ != "votes":
+            return self.unanchored_posteriors(latent)
+        block, state = latent.block, latent.state
+        logits = block.with_log_prior(self._logits(block.X, state.log_resp, state.log_prior))
+        return self.anchored_posteriors(logits, block.label_counts(state.log_prior.shape[0]))
+
+    def finish(self, state: AbstainState, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> "AbstainAwareDawidSkene":
+        self.set_fitted(template, state.log_prior, state.log_resp, state.balance, history)
         return self
 
     def set_fitted(self, ann: Annotations, log_prior: np.ndarray, log_resp: np.ndarray,
-                   class_balance: np.ndarray, history: list) -> None:
+                   class_balance: np.ndarray, history: Sequence[float]) -> None:
         """Set the fitted parameters from the last M-step: ``log_prior`` (K,), ``log_resp``
-        (functions, K, K + 1), ``class_balance`` (K,) and the log-likelihood per iteration.
-        Public so that a partitioned fit (:mod:`crowd_keras.distributed`) finishes the model
-        as :meth:`fit` does."""
+        (functions, K, K + 1), ``class_balance`` (K,) and the log-likelihood per iteration."""
         k = log_prior.shape[0]
         self.annotations_ = ann
         self.response_matrices_ = np.exp(log_resp)
@@ -318,17 +423,6 @@ class AbstainAwareDawidSkene(LabelModel):
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
 
-    def _m_step(self, votes: np.ndarray, n_true: np.ndarray, n_items: int,
-                fixed_prior: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """``votes`` (m, K true, K label): expected votes; ``n_true`` (K,): class sizes."""
-        return abstain_m_step(votes, n_true, n_items, self.votes_per_function_,
-                              self.abstain_modelled_, self.smoothing, fixed_prior)
-
-    def _weights(self, log_resp: np.ndarray, log_prior: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-        """E-step weights: logits = ``X @ W + const``, ``W`` (functions × classes, classes)."""
-        return abstain_weights(log_resp, log_prior, self.abstain_weight_)
-
     def _logits(self, X: sp.csr_matrix, log_resp: np.ndarray, log_prior: np.ndarray) -> np.ndarray:
         """Items × classes unnormalized log posteriors (E-step)."""
         return abstain_logits(X, log_resp, log_prior, self.abstain_weight_)
@@ -336,20 +430,19 @@ class AbstainAwareDawidSkene(LabelModel):
     @staticmethod
     def anchored_posteriors(logits: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Posteriors anchored to the votes: of the (items, K) ``logits`` keep only each item's
-        most-voted classes in the (items, K) label ``counts``, then normalize (log space)."""
-        return softmax_rows(np.where(top_classes(counts), logits, -np.inf))[0]
+        most-voted classes in the (items, K) label ``counts``, then normalize (log space). An
+        item whose most-voted classes all have zero probability (a gold item of another
+        class) keeps its un-anchored posterior."""
+        kept = np.where(top_classes(counts), logits, -np.inf)
+        dead = ~np.isfinite(kept).any(axis=1)
+        if dead.any():
+            kept[dead] = logits[dead]
+        return softmax_rows(kept)[0]
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        log_resp = np.log(self.response_matrices_)
-        log_prior = np.log(np.maximum(self.class_priors_, 1e-300))
-        if self.anchor_ == "votes":
-            return self.anchored_posteriors(
-                self._logits(ann.vote_incidence(), log_resp, log_prior), ann.label_counts())
-        # the E-step of fit (the same arithmetic: the same numbers on the training votes)
-        post = _Posteriors(ann.vote_incidence(), ann.annotator_label_counts().reshape(-1),
-                           ann.n_classes)
-        post.e_step(*self._weights(log_resp, log_prior))
-        return post.full()
+        state = self._state(np.log(np.maximum(self.class_priors_, 1e-300)),
+                            np.log(self.response_matrices_), self.class_balance_)
+        return self.class_posteriors(self.e_step(Block.from_annotations(ann), state)[0])
 
     # ------------------------------------------------------------------ reporting
     @property
@@ -358,8 +451,8 @@ class AbstainAwareDawidSkene(LabelModel):
 
         ``accuracy_a = mean over the votes (i, l) of a of posteriors_[i, l]``: the expected
         share of its votes that match the inferred label (NaN for a function that never
-        votes). On the WRENCH and truth-inference sets this tracks the accuracy measured
-        against the gold labels more closely than one read off the response matrices.
+        votes), which tracks the accuracy measured against gold labels more closely than one
+        read off the response matrices.
         """
         self._check_fitted()
         ann = self.annotations_

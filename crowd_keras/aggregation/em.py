@@ -35,6 +35,7 @@ classifier's tempered likelihood ratio ``(p / p̄)^w`` joining ``item_log_prior`
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -76,10 +77,15 @@ class Block:
         return cls(np.asarray(ann.item_ids if item_ids is None else item_ids),
                    ann.vote_incidence(), item_log_prior, pred_probs)
 
-    @property
+    @cached_property
     def XT(self) -> Any:
-        """The transposed incidence (a CSC view: no copy)."""
+        """The transposed incidence (a CSC view: no copy; made once per block, since building
+        the view costs as much as a product on a small block)."""
         return self.X.T
+
+    def __getstate__(self) -> dict:
+        # the cached view is not part of the block's data: not pickled
+        return {name: value for name, value in self.__dict__.items() if name != "XT"}
 
     @property
     def n_items(self) -> int:

@@ -34,16 +34,13 @@ from typing import Any, Callable, List, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..aggregation.abstain_dawid_skene import (AbstainAwareDawidSkene, abstain_logits,
-                                               abstain_m_step)
+from ..aggregation.abstain_dawid_skene import AbstainAwareDawidSkene
 from ..aggregation.base import LabelModel
 from ..aggregation.em import EMLabelModel
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
 from ..aggregation.registry import get_label_model, label_model_class
 from ..annotations import Annotations
-from ..errors import CrowdDataError
-from ..numerics import normalize_rows, softmax_rows
 from ..registry import LazyRegistry
 from .blocks import Block, Summary
 
@@ -179,75 +176,6 @@ def labeling_function_method(model: Any, summary: Summary) -> Optional[Method]:
     return None
 
 
-class AbstainDawidSkeneMethod(Method):
-    """:class:`~crowd_keras.aggregation.AbstainAwareDawidSkene`: ``abstain_m_step`` and
-    ``abstain_logits`` of its module, with its settings resolved from the summed votes.
-
-    ``owner``: a crowd model (``DawidSkene``) that answers through this model, as its
-    in-memory ``labeling_functions="auto"`` fit does.
-    """
-
-    needs_report = True
-
-    def __init__(self, model: AbstainAwareDawidSkene, owner: Any = None) -> None:
-        super().__init__(model)
-        self.owner = owner
-
-    def prepare(self, summary: Summary) -> Method:
-        if summary.n_annotations == 0:
-            raise CrowdDataError("no votes to fit: every entry abstains")
-        self.model.resolve_settings(summary.votes)
-        self._check_iterations()
-        self.fixed_prior = self.model.fixed_prior(summary.votes.shape[1])
-        return super().prepare(summary)
-
-    def normalizer(self, summary: Summary) -> float:
-        return max(summary.n_items, 1)
-
-    def initial(self, block: Block) -> tuple:
-        return sufficient_statistics(block.XT, normalize_rows(block.label_counts(self.k)))
-
-    def update(self, stats: tuple, summary: Summary) -> Any:
-        model = self.model
-        counts, class_mass = stats
-        votes = counts.reshape(-1, self.k, self.k).transpose(0, 2, 1)   # (m, K true, K label)
-        return abstain_m_step(votes, class_mass, summary.n_items, model.votes_per_function_,
-                              model.abstain_modelled_, model.smoothing, self.fixed_prior)
-
-    def _logits(self, block: Block, params: Any) -> np.ndarray:
-        return abstain_logits(block.X, params[1], params[0], self.model.abstain_weight_)
-
-    def step(self, block: Block, params: Any) -> tuple:
-        post, log_norm = softmax_rows(self._logits(block, params))
-        return sufficient_statistics(block.XT, post), float(log_norm.sum())
-
-    def posteriors(self, block: Block, params: Any) -> np.ndarray:
-        logits = self._logits(block, params)
-        if self.model.anchor_ == "votes":
-            return self.model.anchored_posteriors(logits, block.label_counts(self.k))
-        return softmax_rows(logits)[0]
-
-    def finish(self, fit: Fit, template: Annotations) -> LabelModel:
-        model = self.model
-        log_prior, log_resp = fit.params
-        model.set_fitted(template, log_prior, log_resp, fit.stats[1] / fit.summary.n_items,
-                          fit.history)
-        model.posteriors_ = np.zeros((0, self.k))
-        if self.owner is None:
-            return model
-        self.owner.adopt_labeling_function_model(model, template)
-        return self.owner
-
-    def quality(self, model: LabelModel, fit: Fit, report: Optional[tuple]) -> pd.DataFrame:
-        """Per function: votes, coverage and the mean reported posterior of the labels it
-        voted (``AbstainAwareDawidSkene.annotator_quality_``)."""
-        n = fit.summary.votes.sum(axis=1)
-        agree = np.trace(report[0].reshape(-1, self.k, self.k), axis1=1, axis2=2)
-        return pd.DataFrame({"annotator": model.annotations_.annotator_ids, "n_annotations": n,
-                             "coverage": n / max(fit.summary.n_items, 1),
-                             "accuracy": np.where(n > 0, agree / np.maximum(n, 1), np.nan)})
-
-
 class ProtocolMethod(Method):
     """Any :class:`~crowd_keras.aggregation.em.EMLabelModel`, through its public EM-step
     protocol: ``init_state`` on the summed votes, ``initial_statistics`` and ``e_step`` +
@@ -266,7 +194,7 @@ class ProtocolMethod(Method):
 
     @property
     def max_iter(self) -> int:
-        return int(self.model.max_iter)
+        return int(self.runner.max_iter)   # the model that runs (a hand-over has its own)
 
     def initial(self, block: Block) -> Any:
         return self.runner.initial_statistics(block)
@@ -291,6 +219,38 @@ class ProtocolMethod(Method):
         return model
 
 
+class AbstainDawidSkeneMethod(ProtocolMethod):
+    """:class:`~crowd_keras.aggregation.AbstainAwareDawidSkene` through its EM-step protocol,
+    with its own ``annotator_quality_`` (from the reported posteriors) and class balance.
+
+    ``owner``: a crowd model (``DawidSkene``) that answers through this model, as its
+    in-memory ``labeling_functions="auto"`` fit does.
+    """
+
+    needs_report = True
+
+    def __init__(self, model: AbstainAwareDawidSkene, owner: Any = None) -> None:
+        super().__init__(model)
+        self.owner = owner
+
+    def finish(self, fit: Fit, template: Annotations) -> LabelModel:
+        model = super().finish(fit, template)
+        model.class_balance_ = model.class_mass(fit.stats) / max(fit.summary.n_items, 1)
+        if self.owner is None:
+            return model
+        self.owner.adopt_labeling_function_model(model, template)
+        return self.owner
+
+    def quality(self, model: LabelModel, fit: Fit, report: Optional[tuple]) -> pd.DataFrame:
+        """Per function: votes, coverage and the mean reported posterior of the labels it
+        voted (``AbstainAwareDawidSkene.annotator_quality_``)."""
+        n = fit.summary.votes.sum(axis=1)
+        agree = np.trace(report[0].reshape(-1, self.k, self.k), axis1=1, axis2=2)
+        return pd.DataFrame({"annotator": model.annotations_.annotator_ids, "n_annotations": n,
+                             "coverage": n / max(fit.summary.n_items, 1),
+                             "accuracy": np.where(n > 0, agree / np.maximum(n, 1), np.nan)})
+
+
 #: Registry name → strategy factory (called with the unfitted in-memory model), or its lazy
 #: ``"module:Class"`` path (imported on first use, as the label model registry's entries).
 METHODS = LazyRegistry("partitioned method")
@@ -299,7 +259,8 @@ for _name, _factory in (("majority_vote", MajorityVoteMethod), ("dawid_skene", P
                         ("one_coin_dawid_skene", ProtocolMethod),
                         ("abstain_dawid_skene", AbstainDawidSkeneMethod),
                         ("ibcc", ProtocolMethod), ("ebcc", ProtocolMethod),
-                        ("bwa", ProtocolMethod), ("tie_broken_vote", ProtocolMethod)):
+                        ("bwa", ProtocolMethod), ("tie_broken_vote", ProtocolMethod),
+                        ("glad", ProtocolMethod), ("mace", ProtocolMethod)):
     METHODS.register(_name, _factory)
 
 
