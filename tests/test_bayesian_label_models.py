@@ -262,7 +262,7 @@ def test_surface_and_params(name):
     assert fitted.confusion_matrices_.shape == (a, k, k)
     np.testing.assert_allclose(fitted.confusion_matrices_.sum(axis=2), 1.0)
     quality = fitted.annotator_quality_
-    assert list(quality.columns) == ["annotator", "n_annotations", "accuracy"]
+    assert list(quality.columns) == ["annotator", "n_annotations", "accuracy", "expected_accuracy"]
     assert ((quality["accuracy"] > 0) & (quality["accuracy"] < 1)).all()
     assert 1 <= fitted.n_iter_ <= 7
     truth = simulate_crowd(n_items=300, n_classes=3, n_annotators=12, annotations_per_item=4,
