@@ -50,9 +50,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
         instance_l2: L2 on the difficulty map (item embeddings or feature kernels); ``None``:
             100 without features, 1 with features. Without features each item's difficulty
             is a free embedding fitted to that item's own few labels: it explains their
-            disagreement away and drifts hard items to the majority class (at full
-            redundancy, instance_l2=10: dog 0.832 and product 0.918 against Dawid-Skene's
-            0.844 and 0.939; 100: 0.841 and 0.939; identical at redundancy 2 and 5).
+            disagreement away and drifts hard items to the majority class, which the
+            strong default penalty prevents (``benchmarks/PERFORMANCE.md``).
         em_iterations, m_steps, marginal_steps, marginal, batch_size, learning_rate: see
             :class:`~crowd_keras.lia.trainer.LIATrainer` (``marginal_steps=0`` skips the
             marginal-likelihood fine-tuning).

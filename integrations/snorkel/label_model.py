@@ -89,9 +89,9 @@ def covote_misfit(model: LabelModel, ann: Annotations) -> Optional[float]:
     ``Σ |O - O_model| / Σ O`` over pairs of distinct functions ``a, b`` and votes ``l, l'``,
     with ``O = XᵀX / n`` the observed co-vote rates and ``O_model = Σ_y π_y R_a[y, l]
     R_b[y, l']`` the rates the conditional-independence model implies (``R``: its response
-    matrices, ``π``: its class balance). 0.004-0.014 on Snorkel-style synthetic functions,
-    0.31-0.77 on the WRENCH and YouTube functions (written from overlapping keywords). None
-    when the model has no response matrices or there are too few co-votes to tell.
+    matrices, ``π``: its class balance): near 0 for conditionally independent functions,
+    large for functions written from overlapping keywords. None when the model has no
+    response matrices or there are too few co-votes to tell.
     """
     step = covote_step(model, ann.n_annotators, ann.n_classes, ann.n_items)
     if step is None:
