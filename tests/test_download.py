@@ -249,10 +249,31 @@ def test_zip_archive_members_are_extracted(server, cache, monkeypatch):
     assert (folder / "Youtube01-Psy.csv").read_bytes() == SMALL
 
 
-def test_a_file_without_public_url_says_where_to_get_it(cache):
+def test_a_file_without_public_url_says_where_to_get_it(cache, monkeypatch, tmp_path):
     with pytest.raises(DownloadError, match="CROWD_KERAS_MIRROR") as err:
         locate("pico", files=["docs.jsonl"], progress=False)
-    assert "github.com/yinfeiy/PICO-data" in str(err.value)
+    msg = str(err.value)
+    assert "github.com/yinfeiy/PICO-data" in msg and "CROWD_KERAS_DATA is not set" in msg
+    assert "pico: docs.jsonl cannot be downloaded" in msg
+    assert "DIR/pico/ and set CROWD_KERAS_DATA=DIR" in msg and "SOURCES['pico']" in msg
+    monkeypatch.setenv("CROWD_KERAS_DATA", str(tmp_path))  # set, but without the set
+    with pytest.raises(DownloadError) as err:
+        load_truth_inference("adult_content")
+    msg = str(err.value)
+    assert "answer.csv, truth.csv cannot be downloaded" in msg
+    assert f"CROWD_KERAS_DATA is {tmp_path}, and {tmp_path / 'truth_inference/adult_content'}" \
+           f" lacks them" in msg
+
+
+def test_a_set_with_a_file_no_source_serves_downloads_nothing(server, cache, monkeypatch):
+    """One file served, one without a public URL: the error comes before any request."""
+    monkeypatch.setitem(SOURCES, "half", DataSource("half", {
+        "answer.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest(), f"{server.url}/half/a.csv"),
+        "truth.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest())}, "https://example.org"))
+    server.files["/half/a.csv"] = SMALL
+    with pytest.raises(DownloadError, match="half: truth.csv cannot be downloaded"):
+        locate("half", progress=False)
+    assert server.requests == [] and not (cache / "half").exists()
 
 
 def test_pinned_checksums_are_those_of_the_shared_files():

@@ -167,3 +167,28 @@ def test_summary_tables_print_whole():
     assert len(text.splitlines()) == 81
     assert isinstance(table.round(1), SummaryTable) and isinstance(table, pd.DataFrame)
     assert "..." in repr(pd.DataFrame(table))  # a plain frame is cut: the difference is real
+
+
+@pytest.mark.slow  # a fresh TensorFlow import and a LIA fit
+@pytest.mark.skipif(sys.platform != "linux", reason="TensorFlow's banners as on Linux")
+def test_cli_with_a_keras_label_model_prints_no_tensorflow_start_up_lines(tmp_path):
+    """``crowd-keras aggregate --method lia``: LIA's module imports TensorFlow, whose full
+    wheel writes its CUDA probe from C++ while loading; the command's stderr has none of it
+    (nor any other line)."""
+    pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, 40)
+    rows = [(f"i{i}", f"a{a}", int(y if rng.random() < 0.8 else rng.integers(0, 3)))
+            for i, y in enumerate(truth) for a in rng.choice(5, 3, replace=False)]
+    csv = tmp_path / "answers.csv"
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(csv, index=False)
+    env = {k: v for k, v in os.environ.items() if k not in QUIET_ENV and k != "KERAS_BACKEND"}
+
+    res = subprocess.run(
+        [sys.executable, "-c", "import sys; from crowd_keras.cli import main; "
+         "sys.exit(main(sys.argv[1:]))", "aggregate", str(csv), "--method", "lia",
+         "--quiet", "--out", str(tmp_path / "labels.csv")],
+        capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == "", res.stderr
+    assert "wrote 40 labels" in res.stdout

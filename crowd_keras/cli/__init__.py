@@ -4,7 +4,8 @@
 their accuracy; ``crowd-keras aggregate`` turns a long CSV of annotations into labels and an
 annotator report; ``crowd-keras agree`` measures how much the annotators of such a CSV agree
 (and writes the HTML/JSON report); ``crowd-keras label-studio ...`` works on Label Studio exports (when that
-integration is installed). Heavy libraries (Keras, TensorFlow) are never imported here.
+integration is installed). Heavy libraries (Keras, TensorFlow) are imported only for a label
+model that needs them, and then with TensorFlow's start-up lines filtered.
 """
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..aggregation.registry import available_label_models
+from ..aggregation.registry import LABEL_MODELS, available_label_models
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from ..progress import Heartbeat
-from ..quiet import quiet_tensorflow
+from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, cli_words, common_options, run_handler
 
@@ -340,7 +341,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return 2
     quiet_tensorflow(verbose=getattr(args, "verbose", False))  # before any Keras model runs
+    import_methods_quietly(args)
     return run_handler(args.func, args)
+
+
+def import_methods_quietly(args: argparse.Namespace) -> None:
+    """Import the label models a command will fit (``--method``, ``--methods``) with
+    TensorFlow's load-time lines filtered (:func:`~crowd_keras.quiet.quiet_import`).
+
+    A model built on Keras (LIA) imports TensorFlow with its module, and the full wheel then
+    writes its CUDA probe from C++ before any logging setting applies: only a filter on
+    descriptor 2 around that import hides it. ``--verbose`` filters nothing. A model that
+    fails to import is left to the command, which reports it in its own words.
+    """
+    names = [getattr(args, "method", None), *(getattr(args, "methods", None) or [])]
+    names = [n for n in names if isinstance(n, str) and n in LABEL_MODELS]
+    if not names:
+        return
+    with quiet_import(verbose=getattr(args, "verbose", False)):
+        for name in names:
+            try:
+                LABEL_MODELS.resolve(name)
+            except Exception:  # noqa: BLE001 - the command imports it again and reports
+                pass
 
 
 if __name__ == "__main__":  # pragma: no cover

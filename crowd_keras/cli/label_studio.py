@@ -141,7 +141,8 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
                           "export's (task data edited on purpose); tasks missing from the "
                           "project, or an export of another project, are always refused")
     agg.add_argument("--batch-size", type=int_at_least(1), default=100,
-                     help="predictions per import request")
+                     help="predictions per import request of new predictions (a bulk "
+                          "update of changed ones sends larger requests: see the push docs)")
     agg.add_argument("--retries", type=int_at_least(0), default=3,
                      help="retries, with backoff, of a request that failed transiently")
     agg.set_defaults(func=aggregate_command)

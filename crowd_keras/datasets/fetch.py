@@ -175,9 +175,27 @@ def _extract(src: DataSource, archive: Path, folder: Path, wanted: Sequence[str]
             publish_file(tmp, folder / name)
 
 
+def _no_public_source(src: DataSource, names: Sequence[str]) -> str:
+    """What to do for files no public URL serves as the loader reads them."""
+    data = os.environ.get(DATA_ENV)
+    looked = (f"{DATA_ENV} is {data}, and {Path(data).expanduser() / src.name} lacks them"
+              if data else f"{DATA_ENV} is not set")
+    return (f"{src.name}: {', '.join(names)} cannot be downloaded: no public source serves "
+            f"them in the layout this loader reads (the original, {src.homepage}, publishes "
+            f"the data in another layout) and {looked}. To use them, put them in a folder "
+            f"DIR/{src.name}/ and set {DATA_ENV}=DIR (or pass DIR/{src.name} to the loader), "
+            f"or set {MIRROR_ENV} to a server that serves {src.name}/<file>. The files expected "
+            f"are pinned by sha256 in crowd_keras.datasets.sources.SOURCES[{src.name!r}].")
+
+
 def _download(src: DataSource, folder: Path, names: Sequence[str], progress: bool) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
     mirror = bool(os.environ.get(MIRROR_ENV))
+    archived = set(src.archive.members.values()) if src.archive is not None and not mirror \
+        else set()
+    unserved = [n for n in names if n not in archived and _url(src, n) is None]
+    if unserved:  # before any download: no set half fetched
+        raise DownloadError(_no_public_source(src, unserved))
+    folder.mkdir(parents=True, exist_ok=True)
     if progress:
         origin = (os.environ[MIRROR_ENV] if mirror else src.archive.url if src.archive
                   else src.homepage)
@@ -198,13 +216,7 @@ def _download(src: DataSource, folder: Path, names: Sequence[str], progress: boo
                 archive.unlink(missing_ok=True)
         names = [n for n in names if n not in from_archive]
     for name in names:
-        url = _url(src, name)
-        if url is None:
-            raise DownloadError(
-                f"{src.name}/{name} is not served as this loader reads it by its public source "
-                f"({src.homepage}, in another layout); set {DATA_ENV} to a folder that holds "
-                f"{src.name}/, or {MIRROR_ENV} to a server that mirrors it")
-        download_file(url, folder / name, src.files[name].sha256, progress=progress,
+        download_file(_url(src, name), folder / name, src.files[name].sha256, progress=progress,
                       what=f"{src.name}/{name}", dataset=src.name)
 
 

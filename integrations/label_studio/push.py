@@ -13,10 +13,21 @@ requests and of predictions each moves; see ``_swap_cost``):
   prediction the version is to hold in the project is imported under a staging version
   (:func:`staging_version`), all predictions of the version are deleted in one request
   (``DELETE /api/projects/<id>/model-versions/``, one transaction), the same predictions are
-  imported under the version, and the staging version is deleted: ``2 * ceil(n / batch_size)
-  + 2`` requests for ``n`` predictions, whatever number changed (but the server deletes
-  ``2 * n`` rows one by one). The project's selected model version, when it is this one,
-  points at the staging copies meanwhile.
+  imported under the version, and the staging version is deleted: ``2 * ceil(n /
+  bulk_batch_size) + 2`` requests for ``n`` predictions, whatever number changed (but the
+  server deletes ``2 * n`` rows one by one). The project's selected model version, when it is
+  this one, points at the staging copies meanwhile.
+
+Import requests are few and large in the swap: after each one, Label Studio recounts the
+predictions of every task of the project that holds a prediction or an annotation, so a
+request costs in proportion to the project, not to the batch. New predictions on tasks
+without one go in ``batch_size`` requests (a stopped first push resumes batch by batch); the
+swap, which moves every prediction of the version twice and is resumed as a whole, sends each
+move in requests of up to ``bulk_batch_size``.
+
+The data manager's "delete predictions" action (``POST /api/dm/actions``) is not used: it
+deletes every prediction of the selected tasks, of every model version, so between it and
+the import a task would hold none.
 
 A stopped push loses nothing: every task that had a prediction of the version holds its old
 or its new content, at most one copy per version; after a stopped bulk swap some hold it
@@ -127,23 +138,29 @@ def _plan(preds: list, have: dict, on_existing: str) -> tuple:
 
 
 # Relative costs of a push's parts, in units of one single-prediction request (a PATCH or a
-# DELETE): an import request, each prediction it carries, and each prediction row a
-# version delete removes (Label Studio saves the row's task in a pre_delete signal). Measured
-# on a real server: benchmarks/label_studio_push.py, benchmarks/results/label_studio_push.md.
-_COST_IMPORT_REQUEST, _COST_IMPORT_ROW, _COST_DELETED_ROW = 3.0, 0.01, 0.1
+# DELETE): an import request, plus its recount of each task that holds a prediction (module
+# docstring), each prediction it carries, and each prediction row a version delete removes
+# (Label Studio saves the row's task in a pre_delete signal). Measured on a real server:
+# benchmarks/label_studio_push.py, benchmarks/results/label_studio_push.md.
+_COST_IMPORT_REQUEST, _COST_RECOUNTED_TASK = 1.0, 0.01
+_COST_IMPORT_ROW, _COST_DELETED_ROW = 0.01, 0.1
 
 
-def _import_cost(n: int, batch_size: int) -> float:
-    return -(-n // batch_size) * _COST_IMPORT_REQUEST + n * _COST_IMPORT_ROW
+def _import_cost(n: int, batch_size: int, n_holding: int) -> float:
+    """``n`` predictions in requests of ``batch_size``, ``n_holding`` tasks holding one."""
+    per_request = _COST_IMPORT_REQUEST + n_holding * _COST_RECOUNTED_TASK
+    return -(-n // batch_size) * per_request + n * _COST_IMPORT_ROW
 
 
-def _in_place_cost(n_updates: int, n_deletes: int, n_creates: int, batch_size: int) -> float:
-    return n_updates + n_deletes + _import_cost(n_creates, batch_size)
+def _in_place_cost(n_updates: int, n_deletes: int, n_creates: int, batch_size: int,
+                   n_holding: int) -> float:
+    return n_updates + n_deletes + _import_cost(n_creates, batch_size, n_holding + n_creates)
 
 
-def _swap_cost(n_final: int, batch_size: int) -> float:
+def _swap_cost(n_final: int, bulk_batch_size: int, n_holding: int) -> float:
     """Two imports of every prediction, two version deletes, reading the project."""
-    return 2 * _import_cost(n_final, batch_size) + 2 * n_final * _COST_DELETED_ROW + 3
+    return (2 * _import_cost(n_final, bulk_batch_size, n_holding + n_final)
+            + 2 * n_final * _COST_DELETED_ROW + 3)
 
 
 def _content(task: int, old: Any) -> dict:
@@ -154,7 +171,8 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
                      model_version: Optional[str] = None, batch_size: int = 100,
                      retries: int = 3, backoff: float = 0.5, on_existing: str = "update",
                      progress: bool = False, preflight: bool = True, export: Any = None,
-                     allow_data_mismatch: bool = False) -> PushResult:
+                     allow_data_mismatch: bool = False,
+                     bulk_batch_size: int = 5000) -> PushResult:
     """Send predictions to a project, idempotently, in batches with retries.
 
     First (``preflight=True``) the URL, token and project are checked once
@@ -174,6 +192,10 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     different one). Extra copies of one version on one task are deleted. Changed
     predictions are updated in place or by a bulk swap, whichever takes fewer requests; see
     the module docstring for both and for why a stopped push never loses a prediction.
+    ``batch_size``: predictions per import request of new predictions (in place);
+    ``bulk_batch_size``: per import request of a bulk swap, which moves every prediction of
+    the version and is resumed as a whole (larger requests: each one costs the server a
+    recount of the project).
 
     Transient failures (connection errors, timeouts, HTTP 408/429/5xx) are retried
     ``retries`` times with exponential ``backoff``; before a batch is sent again the
@@ -186,8 +208,9 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
 
     if on_existing not in _ON_EXISTING:
         raise ValueError(f"on_existing must be 'update', 'skip' or 'replace', got {on_existing!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    for name, value in (("batch_size", batch_size), ("bulk_batch_size", bulk_batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
     preds, model_version = _checked_predictions(predictions, model_version)
@@ -204,7 +227,7 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
         listing = ops.listing()
         if any(getattr(p, "model_version", None) == staging for p in listing):
             state["stage"] = f"completing a stopped bulk update (staging version {staging!r})"
-            _complete_swap(ops, listing, model_version, staging, batch_size)
+            _complete_swap(ops, listing, model_version, staging, bulk_batch_size)
             listing = ops.listing()
         have: dict = {}
         for pr in sorted(listing, key=lambda p: p.id):
@@ -216,13 +239,14 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
         counts["to_create"] = len(creates)
         final = ([_content(t, o) for t, o in kept.items()] + [p for _, p, _ in updates]
                  + creates + [_content(t, v[0]) for t, v in have.items() if t not in wanted])
-        if updates and _swap_cost(len(final), batch_size) < _in_place_cost(
-                len(updates), len(deletes), len(creates), batch_size):
+        n_holding = len({p.task for p in listing})
+        if updates and _swap_cost(len(final), bulk_batch_size, n_holding) < _in_place_cost(
+                len(updates), len(deletes), len(creates), batch_size, n_holding):
             state["bulk"] = True
             bar = Progress(2 * len(final), "pushing predictions (bulk update)",
                            disable=not progress, unit="predictions")
-            counts["batches"] = _swap(ops, final, model_version, staging, batch_size, bar,
-                                      state)
+            counts["batches"] = _swap(ops, final, model_version, staging, bulk_batch_size,
+                                      bar, state)
             counts["new"] = len(creates)
             counts["deleted"] = sum(len(v) - 1 for v in have.values())
             for _, _, identical in updates:
