@@ -59,7 +59,8 @@ def assert_same_labels(result, model, ann):
     np.testing.assert_array_equal(labels["label"].to_numpy(), ann.classes[model.predict()])
     expected = model.annotator_quality_
     got = result.annotator_quality
-    assert list(got.columns) == list(expected.columns)
+    # expected_accuracy needs the annotations in memory: a partitioned fit has the rest
+    assert list(got.columns) == [c for c in expected.columns if c != "expected_accuracy"]
     np.testing.assert_array_equal(got["annotator"].to_numpy(), expected["annotator"].to_numpy())
     np.testing.assert_array_equal(got["n_annotations"], expected["n_annotations"])
     np.testing.assert_allclose(got["accuracy"], expected["accuracy"], atol=TOL)
@@ -129,7 +130,7 @@ def test_integer_labels_and_an_item_indexed_frame_need_no_shuffle():
 
 def test_unsupported_methods_raise_and_name_the_supported_ones():
     ddf = dd.from_pandas(crowd_frame(100), npartitions=2)
-    for method in ("conal", "no_such_model"):
+    for method in ("lia", "no_such_model"):
         with pytest.raises(ValueError, match="supported methods") as info:
             aggregate(ddf, method=method)
         for name in ("majority_vote", "dawid_skene"):
@@ -208,7 +209,7 @@ def test_crowd_label_model_on_a_dask_array_refuses_what_it_cannot_fit():
     L = lf_matrix(n=500)
     chunks = da.from_array(L, chunks=100)
     with pytest.raises(ValueError, match="dawid_skene"):
-        CrowdLabelModel(cardinality=2, method="conal").fit(chunks, progress_bar=False)
+        CrowdLabelModel(cardinality=2, method="lia").fit(chunks, progress_bar=False)
     with pytest.raises(ValueError, match="features"):
         CrowdLabelModel(cardinality=2).fit(chunks, features=np.zeros((500, 2)))
     bad = L.copy()

@@ -123,8 +123,8 @@ def document_blocks(sequences: SequenceAnnotations, blocks: Union[int, Sequence[
     lengths = sequences.tokens.lengths
     groups = [g for g in _document_groups(sequences, blocks) if lengths[g].sum() > 0]
     if len(groups) <= 1:   # the whole corpus (a block of documents without tokens is none)
-        return [DocumentBlock(np.arange(sequences.n_tokens), X, None, sequences.tokens,
-                              sequences.scheme, prior)]
+        return [DocumentBlock(np.arange(sequences.n_tokens), X, tokens=sequences.tokens,
+                              scheme=sequences.scheme, token_prior=prior)]
     # token -> its row in the prior (-1: none), to cut the prior with the documents
     prior_row = None
     if prior is not None:
@@ -137,7 +137,8 @@ def document_blocks(sequences: SequenceAnnotations, blocks: Union[int, Sequence[
         if prior_row is not None:
             rows = np.flatnonzero(prior_row[idx] >= 0)
             local = (prior[0][prior_row[idx[rows]]], rows)
-        out.append(DocumentBlock(idx, X[idx], None, tokens, sequences.scheme, local))
+        out.append(DocumentBlock(idx, X[idx], tokens=tokens, scheme=sequences.scheme,
+                                 token_prior=local))
     return out
 
 
