@@ -28,6 +28,12 @@ code) or of the annotators (individual: their smoothed majority-vote confusion m
 and run several restarts, keeping the best objective. Every step is a sparse product over
 the annotations: cost O(annotations × M × K) per iteration, no Python loop over
 annotations or annotators.
+
+The individual scenario is the EM-step protocol of :mod:`crowd_keras.aggregation.em`
+(:class:`MixtureOfGroupsRestarts`): its statistics are sums over items (Dawid-Skene's
+expected votes, the class mass, the item E-step's log normalisers) and everything at the
+annotators' level (K-means start, memberships, pruning, the choice among restarts) runs in
+the M-step on those sums, so the same fit runs split into blocks of items and on Dask.
 """
 from __future__ import annotations
 
