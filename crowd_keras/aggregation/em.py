@@ -246,6 +246,11 @@ class EMLabelModel(LabelModel):
         """(I, K) class posteriors from the E-step's latent posteriors (default: the same)."""
         return latent
 
+    @property
+    def progress_name(self) -> str:
+        """Name of the EM loop in progress bars (default: the class name and :attr:`em_name`)."""
+        return f"{type(self).__name__} {self.em_name}"
+
     def objective_scale(self, summary: Summary) -> float:
         """What the summed objective is divided by for the stopping rule."""
         return float(max(summary.n_annotations, 1))
@@ -296,7 +301,7 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
     stats = runner.combine(*apply(runner.initial_statistics, blocks))
     progress = getattr(runner, "progress", False)
-    loop = Convergence(runner.max_iter, runner.tol, f"{type(runner).__name__} {runner.em_name}",
+    loop = Convergence(runner.max_iter, runner.tol, runner.progress_name,
                        "auto" if isinstance(progress, str) and progress == "auto"
                        else bool(progress), relative=runner.relative_tol)
     scale = runner.objective_scale(summary)

@@ -5,16 +5,21 @@ and the Keras :class:`~crowd_keras.mixture_of_groups.trainer.MixtureOfGroupsEM`:
 
 * :class:`GlobalEM`: the global scenario on label counts (paper Eqs. 4-6), over the observed
   ``(item, label)`` pairs, so memory does not grow with the number of annotators;
-* :class:`IndividualEM`: one group per annotator, mean-field ``q(z_i) q(g_a)``;
-* :func:`kmeans` (the authors' K-means initialisation), :func:`best_removal` (drop a surplus
-  group by collapsed Dirichlet evidence) and :func:`group_probabilities` (section 3.4).
+* :class:`IndividualEM`: one group per annotator, mean-field ``q(z_i) q(g_a)``, on the
+  annotations of all items; its annotator-level steps are functions of the expected counts
+  ``N[a, k, y]`` (sums over items: :func:`kmeans_memberships`, :func:`groups_m_step`,
+  :func:`group_posteriors`, :func:`annotator_bound`, :func:`fewer_groups`), which the label
+  model's EM-step protocol runs on statistics summed over blocks of items;
+* :func:`kmeans` (the authors' K-means initialisation), :func:`best_removal` /
+  :func:`fewer_groups` (drop a surplus group by collapsed Dirichlet evidence) and
+  :func:`group_probabilities` (section 3.4).
 
 Every step is a sparse product over the annotations: O(annotations × M × K) per iteration,
 no Python loop over annotations or annotators.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from scipy.special import gammaln
@@ -23,8 +28,9 @@ from ..annotations import Annotations
 from ..numerics import (class_vote_counts, confusion_posteriors, normalize_rows, safe_log,
                         softmax_rows, summing_matrix)
 
-__all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "collapsed_evidence",
-           "group_probabilities"]
+__all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "fewer_groups",
+           "collapsed_evidence", "group_probabilities", "kmeans_memberships", "groups_m_step",
+           "group_posteriors", "annotator_log_confusions", "annotator_bound"]
 
 
 def kmeans(points: np.ndarray, n_clusters: int, weights: Optional[np.ndarray] = None,
@@ -228,35 +234,20 @@ class IndividualEM:
 
     def kmeans_groups(self, post: np.ndarray, seed: Optional[int],
                       strength: float = 2.0, counts: Optional[np.ndarray] = None) -> np.ndarray:
-        """(annotators, M) hard groups from K-means on smoothed majority-vote confusions.
-
-        Each annotator's rows ``Σ_i q(z_i=k) [y=j]`` are shrunk toward the crowd's matrix
-        with ``strength`` pseudo-labels per row (few labels: close to the crowd), flattened,
-        and clustered with weights = number of labels (the authors' ``"flatten"`` option).
-        """
-        ann = self.ann
+        """(annotators, M) hard groups from K-means (:func:`kmeans_memberships`) on the
+        counts of ``post`` (``counts``: when the caller already has them)."""
         counts = self.counts(post) if counts is None else counts        # (a, true, label)
-        crowd = normalize_rows(counts.sum(axis=0))
-        prof = (counts + strength * crowd) / (counts.sum(axis=2, keepdims=True) + strength)
-        memberships = np.zeros((ann.n_annotators, self.m))
-        act = np.flatnonzero(self.active)
-        weights = ann.annotations_per_annotator()[act]
-        labels = kmeans(prof[act].reshape(len(act), -1), self.m, weights=weights, seed=seed)
-        memberships[act, labels] = 1.0
-        return memberships
+        return kmeans_memberships(counts, self.ann.annotations_per_annotator(), self.m, seed,
+                                  strength)
 
     def m_step(self, post: np.ndarray, groups: np.ndarray,
                counts: Optional[np.ndarray] = None) -> tuple:
-        """``α`` (M,), ``β`` (M, K, K) and raw expected counts (M, K, K) from q(z), q(g).
-
-        ``counts``: :meth:`counts` of ``post`` when the caller already has them.
+        """``α`` (M,), ``β`` (M, K, K) and raw expected counts (M, K, K) from q(z), q(g)
+        (:func:`groups_m_step`). ``counts``: :meth:`counts` of ``post`` when the caller
+        already has them.
         """
         counts = self.counts(post) if counts is None else counts
-        raw = np.einsum("am,aky->mky", groups, counts)
-        alpha = groups[self.active].sum(axis=0)
-        alpha = alpha / alpha.sum()
-        beta = normalize_rows(raw + self.smoothing)
-        return alpha, beta, raw
+        return groups_m_step(counts, groups, self.active, self.smoothing)
 
     @staticmethod
     def label_log_beta(beta: np.ndarray) -> np.ndarray:
@@ -266,13 +257,10 @@ class IndividualEM:
     def group_step(self, post: np.ndarray, alpha: np.ndarray, beta: np.ndarray,
                    lb: Optional[np.ndarray] = None,
                    counts: Optional[np.ndarray] = None) -> np.ndarray:
-        """q(g_a) (annotators, M); annotators without labels get ``α``."""
+        """q(g_a) (annotators, M) (:func:`group_posteriors`)."""
         lb = self.label_log_beta(beta) if lb is None else lb
         counts = self.counts(post) if counts is None else counts
-        logits = np.einsum("aky,mky->am", counts, lb) + safe_log(alpha)[None, :]
-        groups, _ = softmax_rows(logits)
-        groups[~self.active] = alpha
-        return groups
+        return group_posteriors(counts, lb, alpha, self.active)
 
     def item_step(self, log_prior: np.ndarray, groups: np.ndarray, beta: np.ndarray,
                   lb: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
@@ -281,15 +269,70 @@ class IndividualEM:
         ``log_prior`` is (K,) (label model: log ρ) or (items, K) (trainer: log f(x_i)).
         """
         lb = self.label_log_beta(beta) if lb is None else lb
-        return confusion_posteriors(self.X, np.einsum("am,mky->aky", groups, lb),
+        return confusion_posteriors(self.X, annotator_log_confusions(groups, lb),
                                     np.atleast_2d(log_prior))
 
     def elbo(self, lse: np.ndarray, groups: np.ndarray, alpha: np.ndarray) -> float:
         """Mean-field bound: ``Σ_i lse_i + Σ_a Σ_m q(g_a=m) (log α_m − log q(g_a=m))``."""
-        g = groups[self.active]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(g > 0, g * (safe_log(alpha)[None, :] - np.log(g)), 0.0)
-        return float(lse.sum() + terms.sum())
+        return float(lse.sum() + annotator_bound(groups, alpha, self.active))
+
+
+# ------------------------------------------------------- individual EM on summed statistics
+# The annotator-level steps read the items only through the expected counts N[a, k, y]
+# (sums over items), so they run unchanged on statistics summed over blocks of items.
+def kmeans_memberships(counts: np.ndarray, per_annotator: np.ndarray, num_groups: int,
+                       seed: Optional[int], strength: float = 2.0) -> np.ndarray:
+    """(annotators, M) hard groups from K-means on smoothed majority-vote confusions.
+
+    Each annotator's rows ``counts[a] = Σ_i q(z_i=k) [y=j]`` (A, K, K) are shrunk toward the
+    crowd's matrix with ``strength`` pseudo-labels per row (few labels: close to the crowd),
+    flattened, and clustered with weights = number of labels ``per_annotator`` (A,) (the
+    authors' ``"flatten"`` option). Annotators without labels get no group (a zero row).
+    """
+    crowd = normalize_rows(counts.sum(axis=0))
+    prof = (counts + strength * crowd) / (counts.sum(axis=2, keepdims=True) + strength)
+    memberships = np.zeros((len(per_annotator), int(num_groups)))
+    act = np.flatnonzero(np.asarray(per_annotator) > 0)
+    labels = kmeans(prof[act].reshape(len(act), -1), int(num_groups),
+                    weights=np.asarray(per_annotator)[act], seed=seed)
+    memberships[act, labels] = 1.0
+    return memberships
+
+
+def groups_m_step(counts: np.ndarray, groups: np.ndarray, active: np.ndarray,
+                  smoothing: float) -> tuple:
+    """M-step: ``α`` (M,) (share of the annotators with labels), ``β`` (M, K, K) (expected
+    counts + ``smoothing``, rows = true class) and the raw expected counts (M, K, K), from
+    the counts (A, K, K) and memberships q(g) (A, M)."""
+    raw = np.einsum("am,aky->mky", groups, counts)
+    alpha = groups[active].sum(axis=0)
+    alpha = alpha / alpha.sum()
+    beta = normalize_rows(raw + smoothing)
+    return alpha, beta, raw
+
+
+def group_posteriors(counts: np.ndarray, log_beta: np.ndarray, alpha: np.ndarray,
+                     active: np.ndarray) -> np.ndarray:
+    """Mean-field ``q(g_a = m) ∝ α_m exp(Σ_{k,y} N[a, k, y] log β_m[k, y])`` (A, M);
+    annotators without labels get ``α``."""
+    logits = np.einsum("aky,mky->am", counts, log_beta) + safe_log(alpha)[None, :]
+    groups, _ = softmax_rows(logits)
+    groups[~active] = alpha
+    return groups
+
+
+def annotator_log_confusions(groups: np.ndarray, log_beta: np.ndarray) -> np.ndarray:
+    """``W[a, k, y] = Σ_m q(g_a = m) log β_m[k, y]`` (A, K, K): what the item E-step reads."""
+    return np.einsum("am,mky->aky", groups, log_beta)
+
+
+def annotator_bound(groups: np.ndarray, alpha: np.ndarray, active: np.ndarray) -> Any:
+    """The annotators' part of the mean-field bound, ``Σ_a Σ_m q(g_a=m) (log α_m − log
+    q(g_a=m))`` over annotators with labels (a numpy scalar)."""
+    g = groups[active]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(g > 0, g * (safe_log(alpha)[None, :] - np.log(g)), 0.0)
+    return terms.sum()
 
 
 def _dirichlet_evidence(counts: np.ndarray, c: float = 1.0) -> float:
@@ -319,17 +362,23 @@ def collapsed_evidence(raw: np.ndarray, groups: np.ndarray, active: np.ndarray) 
 
 def best_removal(em: "IndividualEM", post: np.ndarray, alpha: np.ndarray,
                  beta: np.ndarray) -> Optional[np.ndarray]:
+    """:func:`fewer_groups` of the counts of ``post``."""
+    return fewer_groups(em.counts(post), alpha, beta, em.active)
+
+
+def fewer_groups(counts: np.ndarray, alpha: np.ndarray, beta: np.ndarray,
+                 active: np.ndarray) -> Optional[np.ndarray]:
     """Memberships without the group whose removal most raises the collapsed evidence.
 
     For each non-empty group, its annotators are re-assigned among the others (an E-step
     with that group's ``α`` set to 0) and the collapsed evidence of the result is compared
-    with keeping all groups (the Bayes factor of ``M − 1`` against ``M`` groups). Returns
-    the new memberships, or None when every group is worth keeping. Loops over groups only.
+    with keeping all groups (the Bayes factor of ``M − 1`` against ``M`` groups). ``counts``
+    (A, K, K) are the expected votes of the current item posteriors. Returns the new
+    memberships, or None when every group is worth keeping. Loops over groups only.
     """
-    lb = em.label_log_beta(beta)
-    counts = em.counts(post)
-    groups = em.group_step(post, alpha, beta, lb, counts=counts)
-    best = collapsed_evidence(em.m_step(post, groups, counts)[2], groups, em.active)
+    lb = safe_log(beta)
+    groups = group_posteriors(counts, lb, alpha, active)
+    best = collapsed_evidence(groups_m_step(counts, groups, active, 0.0)[2], groups, active)
     choice = None
     for m in np.flatnonzero(alpha > 1e-9):
         if (alpha > 1e-9).sum() < 2:
@@ -337,9 +386,9 @@ def best_removal(em: "IndividualEM", post: np.ndarray, alpha: np.ndarray,
         reduced = alpha.copy()
         reduced[m] = 0.0
         reduced /= reduced.sum()
-        candidate = em.group_step(post, reduced, beta, lb, counts=counts)
-        evidence = collapsed_evidence(em.m_step(post, candidate, counts)[2], candidate,
-                                      em.active)
+        candidate = group_posteriors(counts, lb, reduced, active)
+        evidence = collapsed_evidence(groups_m_step(counts, candidate, active, 0.0)[2],
+                                      candidate, active)
         if evidence > best:
             best, choice = evidence, candidate
     return choice

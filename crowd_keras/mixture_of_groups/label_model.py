@@ -28,23 +28,34 @@ code) or of the annotators (individual: their smoothed majority-vote confusion m
 and run several restarts, keeping the best objective. Every step is a sparse product over
 the annotations: cost O(annotations × M × K) per iteration, no Python loop over
 annotations or annotators.
+
+The individual scenario is the EM-step protocol of :mod:`crowd_keras.aggregation.em`
+(:class:`MixtureOfGroupsRestarts`): its statistics are sums over items (Dawid-Skene's
+expected votes, the class mass, the item E-step's log normalisers) and everything at the
+annotators' level (K-means start, memberships, pruning, the choice among restarts) runs in
+the M-step on those sums, so the same fit runs split into blocks of items and on Dask.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import LabelModel, as_annotations
+from ..aggregation.base import as_annotations
+from ..aggregation.em import Block, EMLabelModel, Summary, run_em
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..numerics import safe_log, soft_vote
+from ..numerics import class_vote_counts, confusion_posteriors, safe_log, soft_vote
 from ..progress import Convergence
-from .em import GlobalEM, IndividualEM, best_removal, group_probabilities
+from .em import (GlobalEM, IndividualEM, annotator_bound, annotator_log_confusions,
+                 fewer_groups, group_posteriors, group_probabilities, groups_m_step,
+                 kmeans_memberships)
 
-__all__ = ["MixtureOfGroupsModel", "counts_to_annotations", "SCENARIOS"]
+__all__ = ["MixtureOfGroupsModel", "MixtureOfGroupsRestarts", "GroupsState",
+           "GroupsStatistics", "RestartFit", "counts_to_annotations", "SCENARIOS"]
 
 SCENARIOS = ("individual", "global")
 
@@ -53,8 +64,15 @@ counts_to_annotations = Annotations.from_counts
 
 
 # ---------------------------------------------------------------------------- label model
-class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
+class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
     """Feature-free mixture of annotator groups (CMM label model, paper Eqs. 1-6, section 3.4).
+
+    The individual scenario is written as the EM-step protocol of
+    :mod:`crowd_keras.aggregation.em` (:meth:`init_state` hands over to
+    :class:`MixtureOfGroupsRestarts`), so the same fit runs split into blocks of items and on
+    Dask (``distributed.aggregate(..., method="mixture_of_groups")``). The global scenario
+    clusters all annotations at once to start (K-means over every label) and runs in memory
+    only.
 
     Args:
         num_groups: ``M`` group confusion matrices (paper: 3 on LabelMe).
@@ -84,6 +102,8 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         fit's work is ``restart_n_iter_.sum()`` iterations).
     """
 
+    em_name = "EM"
+
     def __init__(self, num_groups: int = 3, scenario: str = "individual", max_iter: int = 100,
                  tol: float = 1e-6, smoothing: float = 1.0, restarts: int = 3,
                  prune_groups: bool = True, seed: Optional[int] = 0,
@@ -109,6 +129,27 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
             raise ValueError(f"restarts must be at least 1, got {self.restarts!r}")
         if self.smoothing < 0:
             raise ValueError(f"smoothing must be non-negative, got {self.smoothing!r}")
+        if int(self.max_iter) < 1:
+            raise ValueError(f"max_iter must be at least 1, got {self.max_iter!r}")
+        if self.progress not in (True, False, "auto"):
+            raise ValueError(f"progress must be True, False or 'auto', got {self.progress!r}")
+
+    def restart_seed(self, restart: int) -> Optional[int]:
+        """The K-means seed of restart ``restart`` (``seed + restart``; None: unseeded)."""
+        return None if self.seed is None else int(self.seed) + int(restart)
+
+    # ------------------------------------------------------------------ the EM-step protocol
+    def init_state(self, summary: Summary) -> "MixtureOfGroupsRestarts":
+        """Hand over to every restart side by side (:class:`MixtureOfGroupsRestarts`);
+        the individual scenario only (the global one starts from all annotations at once)."""
+        self._check_params()
+        if self.scenario != "individual":
+            raise ValueError("only scenario='individual' runs as EM steps over blocks of items "
+                             "(the global scenario starts from a K-means over all annotations "
+                             "at once); fit it in memory")
+        if summary.n_annotations == 0:
+            raise CrowdDataError("no annotations to fit")
+        return MixtureOfGroupsRestarts(self, summary, range(int(self.restarts)))
 
     # ------------------------------------------------------------------ fitting
     _LF_SETTINGS = ("max_iter",)
@@ -130,46 +171,54 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
     def _fit(self, ann: Annotations, scenario: str) -> "MixtureOfGroupsModel":
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
-        runs = []
-        # the restarts share the data's sparse matrices (and differ in their K-means seed)
-        em = IndividualEM(ann, self.num_groups, self.smoothing) if scenario == "individual" \
-            else GlobalEM(ann.label_counts(), self.num_groups, self.smoothing)
-        for r in range(int(self.restarts)):
-            seed = None if self.seed is None else int(self.seed) + r
-            run = (self._fit_individual(em, seed, r) if scenario == "individual"
-                   else self._fit_global(em, seed, r))
-            runs.append(run)
-        best = max(runs, key=lambda run: run["objective"])
-        self.restart_objectives_ = np.array([run["objective"] for run in runs])
-        self.restart_n_iter_ = np.array([len(run["history"]) for run in runs])
-        self.annotations_ = ann
-        self.scenario_ = scenario
-        self.posteriors_ = best["post"]
-        self.class_priors_ = best["rho"]
-        self.mixing_coefficients_ = best["alpha"]
-        self.group_confusions_ = best["beta"]
-        self.global_confusion_ = np.einsum("m,mkj->kj", best["alpha"], best["beta"])
-        self.objective_ = best["objective"]
-        self.log_likelihood_ = np.asarray(best["history"])
-        self.n_iter_ = len(best["history"])
         if scenario == "individual":
-            self.memberships_ = best["groups"]
-        else:
-            self.memberships_ = self._section34(ann, self.posteriors_)
+            # one protocol loop per restart (each with its own progress), on one block
+            block = Block.from_annotations(ann)
+            summary = block.summary(ann.n_classes)
+            fits, posts = [], []
+            for r in range(int(self.restarts)):
+                run = run_em(MixtureOfGroupsRestarts(self, summary, [r]), [block], summary)
+                fits.append(run.state.fits[0])
+                posts.append(run.runner.class_posteriors(run.latents[0]))
+            best = choose_restart(fits)
+            self.adopt_restarts(ann, fits, best)
+            self.posteriors_ = posts[best]
+            return self
+        em = GlobalEM(ann.label_counts(), self.num_groups, self.smoothing)
+        runs = [self._fit_global(em, self.restart_seed(r), r) for r in range(int(self.restarts))]
+        best = choose_restart(runs)
+        self.adopt_restarts(ann, runs, best)
+        self.posteriors_ = runs[best].post
+        return self
+
+    def adopt_restarts(self, ann: Annotations, fits: Sequence["RestartFit"], best: int) -> None:
+        """Set the fitted parameters from each restart's fit and the winner ``best`` (the
+        item posteriors ``posteriors_`` are set by the caller)."""
+        fit = fits[best]
+        self.restart_objectives_ = np.array([f.objective for f in fits])
+        self.restart_n_iter_ = np.array([len(f.history) for f in fits])
+        self.annotations_ = ann
+        self.scenario_ = "global" if fit.groups is None else "individual"
+        self.class_priors_ = fit.rho
+        self.mixing_coefficients_ = fit.alpha
+        self.group_confusions_ = fit.beta
+        self.global_confusion_ = np.einsum("m,mkj->kj", fit.alpha, fit.beta)
+        self.objective_ = fit.objective
+        self.log_likelihood_ = np.asarray(fit.history)
+        self.n_iter_ = len(fit.history)
+        self.memberships_ = (self._section34(ann, fit.post) if fit.groups is None
+                             else fit.groups)
         self.confusion_matrices_ = np.einsum("am,mkj->akj", self.memberships_,
                                              self.group_confusions_)
-        return self
 
     def _loop(self, restart: int) -> Convergence:
         """The EM loop of one restart, with the progress of every label model's EM."""
-        return Convergence(self.max_iter, self.tol, f"MixtureOfGroups EM #{restart + 1}",
-                           self.progress)
+        return Convergence(self.max_iter, self.tol, restart_name(restart), self.progress)
 
     def _rho(self, post: np.ndarray) -> np.ndarray:
-        rho = post.sum(axis=0) + self.smoothing
-        return rho / rho.sum()
+        return class_prior(post.sum(axis=0), self.smoothing)
 
-    def _fit_global(self, em: GlobalEM, seed: Optional[int], restart: int) -> dict:
+    def _fit_global(self, em: GlobalEM, seed: Optional[int], restart: int) -> "RestartFit":
         n_annotations = em.pair_counts.sum()
         post = soft_vote(em.counts)
         q = em.kmeans_groups(post, seed)[:, :, None] * post[em.pair_items][:, None, :]
@@ -182,39 +231,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
             loop.record((ll + self.smoothing * (safe_log(beta).sum() + np.log(rho).sum()))
                         / n_annotations)
         history = list(loop.history)
-        return dict(post=post, rho=rho, alpha=alpha, beta=beta, objective=history[-1],
-                    history=history)
-
-    def _fit_individual(self, em: IndividualEM, seed: Optional[int], restart: int) -> dict:
-        ann = em.ann
-        post = soft_vote(ann.label_counts())
-        groups = em.kmeans_groups(post, seed)
-        prev = -np.inf
-        loop = self._loop(restart)
-        for _ in loop:
-            counts = em.counts(post)                                        # one pass
-            alpha, beta, _ = em.m_step(post, groups, counts)
-            rho = self._rho(post)
-            lb = em.label_log_beta(beta)
-            groups = em.group_step(post, alpha, beta, lb, counts=counts)
-            post, lse = em.item_step(np.log(rho), groups, beta, lb)
-            prior = self.smoothing * (safe_log(beta).sum() + np.log(rho).sum())
-            obj = (em.elbo(lse, groups, alpha) + prior) / ann.n_annotations
-            loop.record(obj)
-            # settled: drop a surplus group and go on, counting from the new start
-            loop.converged = False
-            if abs(obj - prev) < self.tol:
-                fewer = best_removal(em, post, alpha, beta) if self.prune_groups else None
-                if fewer is None:
-                    loop.converged = True
-                    continue
-                groups, prev = fewer, -np.inf
-                continue
-            prev = obj
-        history = list(loop.history)
-        alpha, beta, _ = em.m_step(post, groups)
-        return dict(post=post, rho=self._rho(post), alpha=alpha, beta=beta, groups=groups,
-                    objective=history[-1], history=history)
+        return RestartFit(rho, alpha, beta, None, history[-1], history, post)
 
     # ------------------------------------------------------------------ section 3.4
     def _section34(self, ann: Annotations, truth: np.ndarray) -> np.ndarray:
@@ -304,3 +321,268 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, LabelModel):
         """Each annotator's implied matrix ``Σ_m p(g=m|a) β_m``: (annotators, K, K)."""
         return np.einsum("am,mkj->akj", self.group_probabilities(annotations, item_posteriors),
                          self.group_confusions_)
+
+
+# ---------------------------------------------------------------------------- restarts
+def restart_name(restart: int) -> str:
+    """Name of restart ``restart``'s EM loop in progress bars."""
+    return f"MixtureOfGroups EM #{restart + 1}"
+
+
+def class_prior(mass: np.ndarray, smoothing: float) -> np.ndarray:
+    """``ρ`` (K,): the items' class mass ``Σ_i q(z_i)`` plus ``smoothing``, normalised."""
+    rho = mass + smoothing
+    return rho / rho.sum()
+
+
+def choose_restart(fits: Sequence["RestartFit"]) -> int:
+    """The restart with the highest objective (the first on ties)."""
+    return max(range(len(fits)), key=lambda r: fits[r].objective)
+
+
+@dataclass
+class RestartFit:
+    """What one finished restart leaves.
+
+    Attributes:
+        rho (K,), alpha (M,), beta (M, K, K): the parameters after its last E-step;
+        groups: (A, M) memberships q(g_a) (individual scenario; None: global);
+        objective: its last objective per annotation; history: one per EM iteration;
+        post: (I, K) its item posteriors (global scenario in memory; None otherwise: the
+        protocol's E-step reports them per block).
+    """
+
+    rho: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    groups: Optional[np.ndarray]
+    objective: float
+    history: List[float]
+    post: Optional[np.ndarray] = None
+
+
+@dataclass
+class GroupsState:
+    """Where every restart of the individual scenario stands (one entry per restart).
+
+    Attributes:
+        groups: (A, M) memberships q(g_a) of the E-step; carried to the next M-step, which
+            starts from them (they are the annotators', not sums over items).
+        alpha (M,), beta (M, K, K), rho (K,): the E-step's parameters.
+        log_conf: (A, K, K) ``Σ_m q(g_a=m) log β_m``, the E-step's annotator matrices.
+        previous: last objective per annotation (``-inf`` at the start and after a group
+            was dropped). history: objectives so far.
+        fits: a :class:`RestartFit` once the restart is done, else None.
+        best: the winning restart once every restart is done (-1 before).
+        step: number of M-steps so far (the loop's objective, see
+            :class:`MixtureOfGroupsRestarts`).
+    """
+
+    groups: List[np.ndarray]
+    alpha: List[np.ndarray]
+    beta: List[np.ndarray]
+    rho: List[np.ndarray]
+    log_conf: List[np.ndarray]
+    previous: List[float]
+    history: List[List[float]]
+    fits: List[Optional[RestartFit]]
+    best: int = -1
+    step: int = 0
+
+
+@dataclass
+class GroupsStatistics:
+    """Sums over items of one E-step of every restart, with the state it ran under (which
+    every block carries alike: the sum keeps one; None: the starting statistics).
+
+    Attributes:
+        counts: per restart (A, K, K) expected votes ``N[a, k, y] = Σ_i q(z_i=k) [a said y
+            on i]`` (None: not running; at the start one entry, the soft vote's, for all).
+        mass: per restart (K,) ``Σ_i q(z_i)``. lse: per restart ``Σ_i log`` normaliser of
+            the item E-step.
+    """
+
+    counts: List[Optional[np.ndarray]]
+    mass: List[Optional[np.ndarray]]
+    lse: List[float]
+    state: Optional[GroupsState]
+
+    def __add__(self, other: "GroupsStatistics") -> "GroupsStatistics":
+        return GroupsStatistics(
+            [None if a is None else a + b for a, b in zip(self.counts, other.counts)],
+            [None if a is None else a + b for a, b in zip(self.mass, other.mass)],
+            [a + b for a, b in zip(self.lse, other.lse)], self.state)
+
+
+class MixtureOfGroupsRestarts(EMLabelModel):
+    """The individual scenario's restarts side by side, as one EM-step protocol.
+
+    Statistics are Dawid-Skene's: the expected votes ``N[a, k, y]``, the class mass and the
+    item E-step's summed log normaliser, sums over items. Everything at the annotators'
+    level runs in the M-step on those sums: the K-means start (on the soft vote's counts),
+    ``α``, ``β`` and ``ρ``, the mean-field memberships q(g_a) (which the state carries from
+    one M-step to the next), the objective (the mean-field bound, its annotator terms from
+    the state), the stopping rule and the removal of a surplus group (collapsed Dirichlet
+    evidence). The E-step per block is the item posteriors under each annotator's matrices
+    ``Σ_m q(g_a=m) log β_m``. Each restart follows its own EM, as if run alone: when its
+    objective settles it drops a group and goes on, or is done; once all are, the one with
+    the highest objective wins and the next E-step gives its posteriors.
+
+    The loop's objective is the number of M-steps (in steps larger than ``tol``), which stops
+    moving only once the winner is chosen, so the loop (in memory or on Dask) runs until
+    then: at most ``max_iter + 1`` iterations (its ``max_iter``).
+
+    Args:
+        model: the :class:`MixtureOfGroupsModel` (settings; its ``finish`` target).
+        summary: sums over all items. restarts: the restarts to run (their numbers seed
+            K-means: ``model.restart_seed``).
+    """
+
+    em_name = "EM"
+
+    def __init__(self, model: MixtureOfGroupsModel, summary: Summary,
+                 restarts: Sequence[int]) -> None:
+        self.model = model
+        self.summary = summary
+        self.restarts_ = [int(r) for r in restarts]
+        self.max_iter = int(model.max_iter) + 1
+        self.tol = float(model.tol)
+        self.progress = model.progress
+        super().init_state(summary)
+        self.n_annotators_ = summary.votes.shape[0]
+        self.per_annotator_ = summary.votes.sum(axis=1)
+        self.active_ = self.per_annotator_ > 0
+        self.smoothing_ = float(model.smoothing)
+        self.objective_step_ = max(1.0, 2.0 * self.tol) if np.isfinite(self.tol) else 1.0
+
+    @property
+    def progress_name(self) -> str:
+        """One restart: ``"MixtureOfGroups EM #r"``; several: their loop."""
+        if len(self.restarts_) == 1:
+            return restart_name(self.restarts_[0])
+        return f"MixtureOfGroups EM ({len(self.restarts_)} restarts)"
+
+    # ------------------------------------------------------------------ the protocol
+    def initial_statistics(self, block: Block) -> GroupsStatistics:
+        """The soft majority vote's counts (one entry: every restart starts from them)."""
+        post = self.initial_posteriors(block)
+        return GroupsStatistics([class_vote_counts(block.XT, post, self.n_annotators_)],
+                                [post.sum(axis=0)], [0.0], None)
+
+    def m_step(self, stats: GroupsStatistics) -> GroupsState:
+        old = stats.state
+        if old is None:
+            return self._start(stats)
+        if old.best >= 0:
+            return old
+        n = len(self.restarts_)
+        new = replace(old, groups=list(old.groups), alpha=list(old.alpha),
+                      beta=list(old.beta), rho=list(old.rho), log_conf=list(old.log_conf),
+                      previous=list(old.previous), history=list(old.history),
+                      fits=list(old.fits), step=old.step + 1)
+        for r in range(n):
+            if old.fits[r] is None:
+                self._advance(new, r, stats.counts[r], stats.mass[r], stats.lse[r])
+        if all(fit is not None for fit in new.fits):
+            new.best = choose_restart(new.fits)
+            new.step = old.step        # the objective stops moving: the loop ends
+        return new
+
+    def _start(self, stats: GroupsStatistics) -> GroupsState:
+        """Each restart's K-means memberships on the soft vote's counts, then its first
+        parameters."""
+        n = len(self.restarts_)
+        state = GroupsState([None] * n, [None] * n, [None] * n, [None] * n, [None] * n,
+                            [-np.inf] * n, [[] for _ in range(n)], [None] * n, step=1)
+        counts, mass = stats.counts[0], stats.mass[0]
+        for r, restart in enumerate(self.restarts_):
+            groups = kmeans_memberships(counts, self.per_annotator_, self.model.num_groups,
+                                        self.model.restart_seed(restart))
+            self._parameters(state, r, counts, mass, groups)
+        return state
+
+    def _parameters(self, state: GroupsState, r: int, counts: np.ndarray, mass: np.ndarray,
+                    groups: np.ndarray) -> None:
+        """Restart r's M-step from memberships ``groups``: ``α``, ``β``, ``ρ``, then the
+        new memberships q(g_a) and the annotator matrices of the E-step."""
+        alpha, beta, _ = groups_m_step(counts, groups, self.active_, self.smoothing_)
+        rho = class_prior(mass, self.smoothing_)
+        lb = safe_log(beta)
+        groups = group_posteriors(counts, lb, alpha, self.active_)
+        state.groups[r], state.alpha[r], state.beta[r], state.rho[r] = groups, alpha, beta, rho
+        state.log_conf[r] = annotator_log_confusions(groups, lb)
+
+    def _advance(self, state: GroupsState, r: int, counts: np.ndarray, mass: np.ndarray,
+                 lse: float) -> None:
+        """Restart r after its E-step: its objective; settled: drop a group or be done;
+        then its next parameters (running) or its fit (done)."""
+        groups, alpha, beta, rho = state.groups[r], state.alpha[r], state.beta[r], state.rho[r]
+        prior = self.smoothing_ * (safe_log(beta).sum() + np.log(rho).sum())
+        elbo = float(lse + annotator_bound(groups, alpha, self.active_))
+        obj = (elbo + prior) / self.summary.n_annotations
+        state.history[r] = state.history[r] + [float(obj)]
+        done, previous = False, obj
+        if abs(obj - state.previous[r]) < self.tol:
+            fewer = fewer_groups(counts, alpha, beta, self.active_) \
+                if self.model.prune_groups else None
+            if fewer is None:
+                done = True
+            else:   # settled with a surplus group: drop it and go on from a new start
+                groups, previous = fewer, -np.inf
+        state.previous[r] = previous
+        if done or len(state.history[r]) >= self.model.max_iter:
+            alpha, beta, _ = groups_m_step(counts, groups, self.active_, self.smoothing_)
+            history = state.history[r]
+            state.fits[r] = RestartFit(class_prior(mass, self.smoothing_), alpha, beta, groups,
+                                       history[-1], history)
+            return
+        self._parameters(state, r, counts, mass, groups)
+
+    def e_step(self, block: Block, state: GroupsState) -> tuple:
+        """Per restart running, its item posteriors (I, K) and summed log normaliser; once a
+        winner is chosen, its posteriors (the report)."""
+        n = len(self.restarts_)
+        posts: List[Optional[np.ndarray]] = [None] * n
+        lse = [0.0] * n
+        report = None
+        for r in range(n):
+            if state.best >= 0 and r != state.best:
+                continue
+            if state.best < 0 and state.fits[r] is not None:
+                continue
+            log_prior = np.atleast_2d(np.log(state.rho[r]))
+            if block.item_log_prior is not None:
+                log_prior = log_prior + block.item_log_prior
+            post, log_norm = confusion_posteriors(block.X, state.log_conf[r], log_prior)
+            if state.best >= 0:
+                report = post
+            else:
+                posts[r], lse[r] = post, log_norm.sum()
+        objective = block.n_items * state.step * self.objective_step_
+        return (posts, lse, report, state), float(objective)
+
+    def sufficient_statistics(self, block: Block, latent: tuple) -> GroupsStatistics:
+        posts, lse, _report, state = latent
+        counts = [None if post is None else class_vote_counts(block.XT, post, self.n_annotators_)
+                  for post in posts]
+        mass = [None if post is None else post.sum(axis=0) for post in posts]
+        return GroupsStatistics(counts, mass, list(lse), state)
+
+    def objective_scale(self, summary: Summary) -> float:
+        return float(max(summary.n_items, 1))
+
+    def class_posteriors(self, latent: tuple) -> np.ndarray:
+        report = latent[2]
+        if report is None:
+            raise RuntimeError("the mixture of groups' restarts stopped before a winner was "
+                               "chosen")
+        return report
+
+    def finish(self, state: GroupsState, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> MixtureOfGroupsModel:
+        if state.best < 0:
+            raise RuntimeError("the mixture of groups' restarts stopped before a winner was "
+                               "chosen")
+        model = self.model
+        model.adopt_restarts(template, state.fits, state.best)
+        return model

@@ -1,0 +1,102 @@
+"""The feature-free mixture of groups (individual scenario) on the public EM-step protocol:
+a fit split into blocks of items is the one-block fit, the restarts side by side are the
+restarts one after the other, and it runs on Dask with no strategy of its own."""
+import numpy as np
+import pytest
+
+from crowd_keras.aggregation.em import Block, run_em
+from crowd_keras.datasets import simulate_crowd
+from crowd_keras.mixture_of_groups.label_model import MixtureOfGroupsModel
+
+ATTRIBUTES = ("class_priors_", "mixing_coefficients_", "group_confusions_", "memberships_",
+              "confusion_matrices_", "global_confusion_", "restart_objectives_")
+
+
+@pytest.fixture(scope="module")
+def crowd():
+    # two clearly different groups of annotators, and more groups asked for than there are,
+    # so that the fit drops a surplus group inside the EM steps
+    return simulate_crowd(n_items=400, n_classes=3, n_annotators=12, annotations_per_item=4,
+                          common_noise="asymmetric", seed=5).annotations
+
+
+def split(ann, parts):
+    return [Block.from_annotations(ann.subset(np.flatnonzero(np.arange(ann.n_items) % parts == r)))
+            for r in range(parts)]
+
+
+def shared_set(name):
+    from conftest import require_data
+    from crowd_keras.datasets import load_labelme, load_music
+
+    loader = {"labelme": load_labelme, "music": load_music}[name]
+    return loader(require_data(name).parent, download=False).annotations
+
+
+def split_fit(model, ann, parts):
+    run = run_em(model, split(ann, parts), Block.from_annotations(ann).summary(ann.n_classes))
+    fitted = run.runner.finish(run.state, run.summary, ann, run.history)
+    post = np.concatenate([run.runner.class_posteriors(latent) for latent in run.latents])
+    order = np.concatenate([np.flatnonzero(np.arange(ann.n_items) % parts == r)
+                            for r in range(parts)])
+    return fitted, post, order
+
+
+@pytest.mark.parametrize("source", ["simulated", "labelme", "music"])
+def test_a_fit_over_several_blocks_is_the_one_block_fit(crowd, source):
+    if source != "simulated":
+        crowd = shared_set(source)
+    settings = dict(num_groups=4, labeling_functions="ignore")
+    whole = MixtureOfGroupsModel(**settings).fit(crowd)
+    # in memory the restarts run one after the other; here side by side, over 4 blocks
+    fitted, post, order = split_fit(MixtureOfGroupsModel(**settings), crowd, 4)
+    np.testing.assert_array_equal(fitted.restart_n_iter_, whole.restart_n_iter_)
+    assert fitted.n_iter_ == whole.n_iter_
+    np.testing.assert_allclose(fitted.log_likelihood_, whole.log_likelihood_, atol=1e-8)
+    for name in ATTRIBUTES:
+        np.testing.assert_allclose(getattr(fitted, name), getattr(whole, name), atol=1e-8,
+                                   err_msg=name)
+    np.testing.assert_allclose(post, whole.posteriors_[order], atol=1e-8)
+
+
+def test_a_surplus_group_is_dropped_inside_the_em_steps(crowd):
+    pruned = MixtureOfGroupsModel(num_groups=4, restarts=1).fit(crowd)
+    kept = MixtureOfGroupsModel(num_groups=4, restarts=1, prune_groups=False).fit(crowd)
+    assert (pruned.mixing_coefficients_ < 1e-9).any()      # a group emptied, the fit went on
+    assert (kept.mixing_coefficients_ > 1e-3).all()
+    assert pruned.n_iter_ > kept.n_iter_
+    fitted, post, order = split_fit(MixtureOfGroupsModel(num_groups=4, restarts=1), crowd, 3)
+    np.testing.assert_allclose(fitted.mixing_coefficients_, pruned.mixing_coefficients_,
+                               atol=1e-8)
+    np.testing.assert_allclose(post, pruned.posteriors_[order], atol=1e-8)
+
+
+def test_max_iter_bounds_each_restart(crowd):
+    model = MixtureOfGroupsModel(max_iter=3, restarts=2).fit(crowd)
+    np.testing.assert_array_equal(model.restart_n_iter_, [3, 3])
+    with pytest.raises(ValueError, match="max_iter must be at least 1"):
+        MixtureOfGroupsModel(max_iter=0).fit(crowd)
+
+
+def test_the_global_scenario_is_refused_on_blocks_with_a_reason(crowd):
+    with pytest.raises(ValueError, match="scenario='individual'.*in memory"):
+        split_fit(MixtureOfGroupsModel(scenario="global"), crowd, 2)
+    assert MixtureOfGroupsModel(scenario="global").fit(crowd).scenario_ == "global"
+
+
+def test_it_runs_on_dask_with_the_labels_in_memory(crowd):
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    from crowd_keras.distributed import aggregate
+
+    reference = MixtureOfGroupsModel().fit(crowd)
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(crowd.to_frame(), npartitions=3),
+                           method="mixture_of_groups")
+    labels = result.labels.compute().loc[crowd.item_ids]
+    proba = labels[list(result.probability_columns.values())].to_numpy()
+    np.testing.assert_array_equal(np.argmax(proba, axis=1), reference.predict())
+    np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-8)
+    np.testing.assert_allclose(result.model.mixing_coefficients_,
+                               reference.mixing_coefficients_, atol=1e-8)
