@@ -180,3 +180,20 @@ def test_auto_passes_the_classifier_to_its_candidates(crowds):
         if with_good.chosen_ != "majority_vote":
             assert with_good.classifier_weight_ == with_good.model_.classifier_weight_
     assert min(gains) > 0.03 and max(losses) < 0.02, (gains, losses)
+
+
+def test_quality_scores_count_the_classifier_the_fit_used(crowds):
+    """The held-out consensus quality adds the fit's item log-prior (``item_log_prior_``):
+    without the classifier's share it is far from the chance that the consensus is right."""
+    from crowd_keras.aggregation import quality
+    with_prior, without = [], []
+    for sim, good, _ in crowds:
+        model = DawidSkene().fit(sim.annotations, pred_probs=good)
+        right = model.predict() == sim.y
+        assert model.item_log_prior_.shape == good.shape
+        with_prior.append(quality.expected_calibration_error(model.consensus_quality(), right))
+        bare = quality.consensus_quality(model.posteriors_, sim.annotations)
+        without.append(quality.expected_calibration_error(bare, right))
+    assert np.mean(with_prior) < 0.06, with_prior
+    assert np.mean(with_prior) < np.mean(without), (with_prior, without)
+    assert DawidSkene().fit(crowds[0][0].annotations).item_log_prior_ is None

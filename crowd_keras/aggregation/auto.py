@@ -386,6 +386,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
         self.posteriors_ = model.posteriors_
+        self.item_log_prior_ = getattr(model, "item_log_prior_", None)
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
         self.n_iter_ = getattr(model, "n_iter_", 0)

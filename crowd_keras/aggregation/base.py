@@ -205,13 +205,14 @@ class LabelModel(Params):
     # Quality scores (crowd_keras.aggregation.quality): the fitted items' by default, or
     # those of new annotations scored by the fitted model.
 
-    def _scored(self, annotations: Any) -> tuple[Annotations, np.ndarray]:
-        """The annotations scored and the model's posteriors for their items."""
+    def _scored(self, annotations: Any) -> tuple[Annotations, np.ndarray, Optional[np.ndarray]]:
+        """The annotations scored, the model's posteriors for their items and, for the fitted
+        items, the item log-prior of the fit (``item_log_prior_``: gold, a classifier)."""
         self._check_fitted()
         if annotations is None or annotations is self.annotations_:
-            return self.annotations_, self.posteriors_
+            return self.annotations_, self.posteriors_, getattr(self, "item_log_prior_", None)
         ann = as_annotations(annotations)
-        return ann, self.predict_proba(ann)
+        return ann, self.predict_proba(ann), None
 
     def _known_confusions(self, ann: Annotations) -> Optional[np.ndarray]:
         """The fitted confusion matrices when ``ann`` is coded with the fitted annotators."""
@@ -226,22 +227,22 @@ class LabelModel(Params):
         its true class: the held-out posterior of the consensus class (see
         :mod:`crowd_keras.aggregation.quality`). ``annotations``: default the fitted ones."""
         from . import quality
-        ann, post = self._scored(annotations)
-        return quality.consensus_quality(post, ann)
+        ann, post, prior = self._scored(annotations)
+        return quality.consensus_quality(post, ann, item_log_prior=prior)
 
     def annotation_quality(self, annotations: Any = None) -> np.ndarray:
         """(annotations,) chance that each annotation's label is its item's true class, in the
         annotations' stored order (``annotations_.to_frame()`` rows)."""
         from . import quality
-        ann, post = self._scored(annotations)
-        return quality.annotation_quality(post, ann)
+        ann, post, prior = self._scored(annotations)
+        return quality.annotation_quality(post, ann, item_log_prior=prior)
 
     def label_issues(self, annotations: Any = None) -> pd.DataFrame:
         """Items ranked by likely error, lowest consensus quality first: a frame ``item,
         consensus_label, consensus_quality, n_annotations``."""
         from . import quality
-        ann, post = self._scored(annotations)
-        return quality.label_issues(post, ann)
+        ann, post, prior = self._scored(annotations)
+        return quality.label_issues(post, ann, item_log_prior=prior)
 
     def next_to_label(self, k: int, annotations: Any = None,
                       annotators: Optional[Any] = None) -> pd.DataFrame:
@@ -254,8 +255,8 @@ class LabelModel(Params):
         read with the fitted annotators' codes (others' labels are left out, as in
         ``predict_proba``)."""
         from . import quality
-        ann, post = self._scored(annotations)
+        ann, post, prior = self._scored(annotations)
         if ann is not self.annotations_:   # the fitted annotators' codes, to use their matrices
             ann = self._align(ann)
         return quality.next_to_label(k, post, ann, confusions=self._known_confusions(ann),
-                                     annotators=annotators)
+                                     annotators=annotators, item_log_prior=prior)

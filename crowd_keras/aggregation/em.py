@@ -45,7 +45,8 @@ from ..annotations import Annotations
 from ..numerics import normalize_rows, pair_index, soft_vote
 from ..progress import Convergence
 from .base import LabelModel
-from .classifier_prior import ClassifierState, classifier_m_step, classifier_statistics
+from .classifier_prior import (ClassifierState, classifier_m_step, classifier_statistics,
+                               fitted_classifier_log_prior)
 
 __all__ = ["Block", "Summary", "add", "EMLabelModel", "run_em", "EMRun", "gold_log_prior",
            "ClassifierAnnotator"]
@@ -267,13 +268,18 @@ class EMLabelModel(LabelModel):
                   pred_probs: Optional[np.ndarray] = None) -> LabelModel:
         """:func:`run_em` over all of ``ann`` as one block; sets ``posteriors_``. With
         ``pred_probs`` (I, K, checked) the classifier is one more annotator
-        (:class:`ClassifierAnnotator`)."""
+        (:class:`ClassifierAnnotator`). Sets ``item_log_prior_`` (I, K, or None): what the
+        items' class scores got besides their labels (gold clamps, the fitted classifier
+        prior), which the quality scores add too."""
         block = Block.from_annotations(ann, item_log_prior=item_log_prior, pred_probs=pred_probs)
         model = self if pred_probs is None else ClassifierAnnotator(self)
         run = run_em(model, [block], block.summary(ann.n_classes))
         model = run.runner.finish(run.state, run.summary, ann, run.history)
         model.annotations_ = ann
         model.posteriors_ = run.runner.class_posteriors(run.latents[0])
+        # what each item's scores got besides its labels, for the quality scores
+        model.item_log_prior_ = item_log_prior if pred_probs is None else \
+            fitted_classifier_log_prior(model, pred_probs, item_log_prior)
         return model
 
 

@@ -24,6 +24,10 @@ consensus class (no gold needed):
 3. Steps 1-2 are repeated ``rounds`` times from the held-out posteriors (the model's
    posteriors only start it), so over-confident posteriors do not inflate the counts.
 
+What an item's scores got besides its labels in the fit (gold clamps, a classifier's prior:
+the model's ``item_log_prior_``) is added in step 2 too, so a consensus that rests on the
+classifier is scored with it.
+
 The consensus quality of item ``i`` is ``q_i(c_i)`` with ``c_i`` the model's consensus. On
 simulated crowds its expected calibration error against the truth stays below 0.05
 (``tests/test_quality_scores.py``). Crowds whose annotators copy each other's errors break
@@ -84,7 +88,8 @@ def _pooled(counts: np.ndarray) -> np.ndarray:
     return pool / pool.sum(axis=1, keepdims=True)
 
 
-def _held_out_round(post: np.ndarray, ann: Annotations, pseudo_labels: float) -> np.ndarray:
+def _held_out_round(post: np.ndarray, ann: Annotations, pseudo_labels: float,
+                    item_log_prior: Optional[np.ndarray] = None) -> np.ndarray:
     """One re-estimation (steps 1-2 of the module docstring): (I, K) held-out posteriors."""
     n_items, k_dim = post.shape
     counts = _label_counts(post, ann)
@@ -103,11 +108,14 @@ def _held_out_round(post: np.ndarray, ann: Annotations, pseudo_labels: float) ->
             scores[:, k] += np.bincount(items, weights=log_pi[:, k], minlength=n_items)
     # ρ^{-i}: the class shares without item i (add-one smoothed)
     scores += np.log((post.sum(axis=0)[None, :] - post + 1.0) / (n_items - 1.0 + k_dim))
+    if item_log_prior is not None:      # what the item knows besides its labels: gold, a classifier
+        scores += item_log_prior
     return softmax_rows(scores, out=scores)[0]
 
 
 def held_out_posteriors(posteriors: Any, annotations: Annotations,
-                        pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS) -> np.ndarray:
+                        pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS,
+                        item_log_prior: Optional[Any] = None) -> np.ndarray:
     """Each item's posterior with its own labels left out of the annotators' matrices, (I, K).
 
     Args:
@@ -116,14 +124,23 @@ def held_out_posteriors(posteriors: Any, annotations: Annotations,
         annotations: the annotations the posteriors were computed from.
         pseudo_labels: pseudo-labels per confusion row toward the crowd's pooled confusion.
         rounds: re-estimations (at least 1).
+        item_log_prior: optional (I, K) log-weights the model added to each item's class
+            scores (gold clamps, a classifier's prior: the fit's ``item_log_prior_``), added
+            to the held-out scores too.
     """
     post = _check(posteriors, annotations)
+    prior = None
+    if item_log_prior is not None:
+        prior = np.asarray(item_log_prior, dtype=np.float64)
+        if prior.shape != post.shape:
+            raise CrowdDataError(f"item_log_prior must have shape (items, classes) = "
+                                 f"{post.shape}, got {prior.shape}")
     if int(rounds) < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds!r}")
     if not float(pseudo_labels) >= 0:
         raise ValueError(f"pseudo_labels must be >= 0, got {pseudo_labels!r}")
     for _ in range(int(rounds)):
-        post = _held_out_round(post, annotations, float(pseudo_labels))
+        post = _held_out_round(post, annotations, float(pseudo_labels), prior)
     return post
 
 
@@ -179,25 +196,27 @@ def _consensus(post: np.ndarray, consensus: Optional[Any]) -> np.ndarray:
 
 
 def consensus_quality(posteriors: Any, annotations: Annotations, consensus: Optional[Any] = None,
-                      pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS) -> np.ndarray:
+                      pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS,
+                      item_log_prior: Optional[Any] = None) -> np.ndarray:
     """(I,) calibrated chance in [0, 1] that each item's consensus class is its true class.
 
     The held-out posterior (:func:`held_out_posteriors`) of ``consensus`` (I,) class codes
     (default: the argmax of ``posteriors``).
     """
-    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds)
+    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds, item_log_prior)
     codes = _consensus(np.asarray(posteriors, dtype=np.float64), consensus)
     return held[np.arange(len(codes)), codes]
 
 
 def annotation_quality(posteriors: Any, annotations: Annotations,
-                       pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS) -> np.ndarray:
+                       pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS,
+                       item_log_prior: Optional[Any] = None) -> np.ndarray:
     """(n_annotations,) chance that each annotation's label is its item's true class.
 
     ``q_i(l)`` for annotation ``(i, a, l)``: the held-out posterior of the label given, in
     the annotations' stored order (``annotations.items`` / ``annotations.to_frame()`` rows).
     """
-    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds)
+    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds, item_log_prior)
     return held[annotations.items, annotations.labels]
 
 
@@ -259,7 +278,8 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
                   confusions: Optional[np.ndarray] = None,
                   accuracies: Optional[Any] = None,
                   annotators: Optional[Sequence[Any]] = None,
-                  pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS) -> pd.DataFrame:
+                  pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS,
+                  item_log_prior: Optional[Any] = None) -> pd.DataFrame:
     """The ``k`` items whose one more annotation would most reduce the expected error.
 
     The belief is the held-out posterior (:func:`held_out_posteriors`); each candidate
@@ -275,7 +295,7 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     if int(k) < 0:
         raise ValueError(f"k must be a non-negative number of items, got {k!r}")
     post = _check(posteriors, annotations)
-    belief = held_out_posteriors(post, annotations, pseudo_labels, rounds)
+    belief = held_out_posteriors(post, annotations, pseudo_labels, rounds, item_log_prior)
     known = confusions is not None or accuracies is not None
     if not known:
         pooled = _pooled(_label_counts(belief, annotations))
