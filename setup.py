@@ -23,7 +23,7 @@ EXTRAS = {
     "label-studio": ["label-studio-sdk>=2.1,<3"],
     "plot": ["matplotlib>=3.7"],
     "progress": ["tqdm>=4.60"],
-    "bench": ["crowd-kit>=1.4", "scikit-learn>=1.3"],
+    "bench": ["crowd-kit>=1.4", "scikit-learn>=1.3", "cleanlab>=2.7"],
     # crowd_keras.distributed: label models on Dask, sharded parquet files for training
     "dask": ["dask[dataframe]>=2025.1", "distributed>=2025.1", "pyarrow>=14"],
     # the documentation site (mkdocs.yml, docs/): mkdocs serve / mkdocs build --strict
@@ -34,6 +34,8 @@ EXTRAS = {
 }
 EXTRAS["test"] = sorted({
     "pytest>=8", "hypothesis>=6.100", "tqdm>=4.60", "scikit-learn>=1.3",
+    # crowd_keras.compat.cleanlab is checked against cleanlab's own output
+    "cleanlab>=2.7",
     # the suite runs on two processes (tox.ini: -n 2), inside CI's 15 minutes on 2 cores
     "pytest-xdist>=3.5",
     # the classic label models are checked against crowd-kit's on the same crowds
