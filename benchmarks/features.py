@@ -38,6 +38,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from crowd_keras.aggregation import DawidSkene, MajorityVote, get_label_model  # noqa: E402
+from crowd_keras.aggregation.quality import expected_calibration_error  # noqa: E402
 from crowd_keras.datasets import (load_labelme, load_music, load_truth_inference,  # noqa: E402
                                   load_truth_inference_features)
 
@@ -87,16 +88,6 @@ def annotator_truth(ann, y) -> pd.Series:
 def rank_corr(estimate: pd.Series, truth: pd.Series) -> float:
     both = pd.concat([estimate.rename("e"), truth.rename("t")], axis=1).dropna()
     return float(both["e"].rank().corr(both["t"].rank()))
-
-
-def ece(score: np.ndarray, right: np.ndarray, bins: int = 10) -> float:
-    edges = np.minimum((np.asarray(score) * bins).astype(int), bins - 1)
-    total = 0.0
-    for b in range(bins):
-        inside = edges == b
-        if inside.any():
-            total += inside.sum() * abs(score[inside].mean() - right[inside].mean())
-    return float(total / len(score))
 
 
 def run_crowdlab(ann, pred_probs: np.ndarray):
@@ -149,7 +140,7 @@ def one(name: str, d: Dict, seed: int) -> List[Dict]:
                          consensus=float(right.mean()),
                          test=test_accuracy(d["x"], labels, d["x_test"], d["y_test"], seed),
                          rank=rank_corr(quality, truth) if quality is not None else np.nan,
-                         ece=ece(score[gold], right) if score is not None else np.nan))
+                         ece=expected_calibration_error(score[gold], right) if score is not None else np.nan))
     return rows
 
 

@@ -5,8 +5,9 @@ import pytest
 
 from crowd_keras import Annotations
 from crowd_keras.aggregation import GLAD, MACE, AbstainAwareDawidSkene
-from crowd_keras.aggregation.em import Block, add, run_em
 from crowd_keras.datasets import simulate_crowd
+
+from protocol_blocks import split_fit
 
 dd = pytest.importorskip("dask.dataframe")
 dask = pytest.importorskip("dask")
@@ -40,25 +41,12 @@ MODELS = {
 }
 
 
-def split_fit(model, ann, n_blocks):
-    """run_em over ``n_blocks`` blocks of items (every n_blocks-th item); the fitted model and
-    the posteriors in item order."""
-    parts = [np.flatnonzero(np.arange(ann.n_items) % n_blocks == r) for r in range(n_blocks)]
-    blocks = [Block.from_annotations(ann.subset(rows)) for rows in parts]
-    run = run_em(model, blocks, add(*[b.summary(ann.n_classes) for b in blocks]))
-    fitted = run.runner.finish(run.state, run.summary, ann, run.history)
-    post = np.empty((ann.n_items, ann.n_classes))
-    for rows, latent in zip(parts, run.latents):
-        post[rows] = run.runner.class_posteriors(latent)
-    return fitted, post
-
-
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_a_fit_split_into_blocks_is_the_one_block_fit(name):
     make, data = MODELS[name]
     ann = data()
     whole = make().fit(ann)
-    split, post = split_fit(make(), ann, 3)
+    _, split, post = split_fit(make(), ann, 3)
     np.testing.assert_allclose(post, whole.posteriors_, atol=TOL)
     np.testing.assert_allclose(split.confusion_matrices_, whole.confusion_matrices_, atol=TOL)
     np.testing.assert_allclose(split.class_priors_, whole.class_priors_, atol=TOL)
