@@ -178,20 +178,29 @@ def copying_pairs(common: sp.spmatrix, agreed: sp.spmatrix, votes: np.ndarray, z
                          shape=(n, n))
 
 
-def copy_weights(block: Block, pairs: sp.spmatrix, n_classes: int) -> np.ndarray:
+def copy_weights(block: Block, pairs: sp.spmatrix, n_classes: int,
+                 scored: Optional[np.ndarray] = None) -> np.ndarray:
     """(n,) factor ``1 / (1 + c)`` per annotation of a block, ``c`` the number of its
     annotator's copying partners (``pairs``, :func:`copying_pairs`) that labelled the same
-    item: a copy group's hidden labels on an item count as one."""
+    item: a copy group's hidden labels on an item count as one. ``scored``: optional (n,)
+    mask of the annotations that need it (the others get 1)."""
     k = int(n_classes)
     X = block.X
+    pairs = sp.csr_matrix(pairs, dtype=np.float64)
+    factor = np.ones(X.nnz)
     if pairs.nnz == 0 or X.nnz == 0:
-        return np.ones(X.nnz)
-    items = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        return factor
     annotators = X.indices // k
-    by_item = sp.csr_matrix((np.ones(len(items)), (items, annotators)),
+    items = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    in_pair = np.diff(pairs.indptr) > 0
+    # partners are looked up among the annotations of annotators in a pair only
+    member = in_pair[annotators]
+    by_item = sp.csr_matrix((np.ones(int(member.sum())), (items[member], annotators[member])),
                             shape=(X.shape[0], X.shape[1] // k))
-    partners = by_item @ sp.csr_matrix(pairs, dtype=np.float64)
-    return 1.0 / (1.0 + np.asarray(partners[items, annotators]).ravel())
+    need = member if scored is None else member & scored
+    partners = (by_item @ pairs)[items[need], annotators[need]]
+    factor[need] = 1.0 / (1.0 + np.asarray(partners).ravel())
+    return factor
 
 
 def agreement_scores(posteriors: np.ndarray, items: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -476,6 +485,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
         self.n_gold_ = 0 if gold is None else len(gold)
         self.heldout_agreement_, self.n_heldout_, self.gold_accuracy_ = {}, 0, {}
+        self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(ann, ladder, item_log_prior, pred_probs)
         self.selection_ = "single" if scores is None else "agreement"
         self.selection_scores_ = {} if scores is None else dict(scores)
@@ -559,13 +569,16 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         weights = annotator_weights(ann.annotations_per_annotator(), ann.annotators,
                                     self.selection_exponent)
         sample = (pair_buckets(ann.n_annotations), seed + int(self.max_repeats))
-        pairs = self.copying_pairs(None if self.copy_confidence is None else
-                                   pair_sums(block, ann.n_classes, *sample), ann.annotator_ids)
-        weights = weights * copy_weights(block, pairs, ann.n_classes)
+        pairs = self.find_copying_pairs(None if self.copy_confidence is None else
+                                        pair_sums(block, ann.n_classes, *sample),
+                                        ann.annotator_ids)
+        weights = weights * copy_weights(block, pairs, ann.n_classes,
+                                         np.logical_or.reduce(tests))
         sums = agreement_sums(block, tests, posteriors, weights)
         return self.eligible_scores(ladder, sums)
 
-    def copying_pairs(self, sums: Optional[tuple], annotator_ids: np.ndarray) -> sp.csr_matrix:
+    def find_copying_pairs(self, sums: Optional[tuple],
+                           annotator_ids: np.ndarray) -> sp.csr_matrix:
         """:func:`copying_pairs` from summed :func:`pair_sums` (None: no detection, an empty
         matrix); sets ``copy_pairs_``, the (P, 2) annotator ids of the pairs."""
         n = len(annotator_ids)

@@ -68,7 +68,7 @@ def _score_block(block: Block, n_folds: int, seed: int, fitted: Sequence[tuple],
         posteriors.append([method.posteriors(train, params) for method, params in fits])
     k = posteriors[0][0].shape[1]
     weights = annotator_weights(counts, block.X.indices // k, exponent) * \
-        copy_weights(block, pairs, k)
+        copy_weights(block, pairs, k, np.logical_or.reduce(tests))
     return (agreement_sums(block, tests, posteriors, weights),
             int(np.logical_or.reduce(tests).sum()))
 
@@ -145,6 +145,7 @@ class AutoMethod(Method):
         model = self.model
         model.n_gold_ = int(data.reduce(_count_gold))
         model.heldout_agreement_, model.n_heldout_, model.gold_accuracy_ = {}, 0, {}
+        model.copy_pairs_ = np.asarray(data.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(data)
         model.selection_ = "single" if scores is None else "agreement"
         model.selection_scores_ = {} if scores is None else dict(scores)
@@ -191,8 +192,9 @@ class AutoMethod(Method):
         counts = data.summary.votes.sum(axis=1)
         k = data.summary.votes.shape[1]
         sample = (pair_buckets(data.summary.n_annotations), seed + int(model.max_repeats))
-        pairs = model.copying_pairs(None if model.copy_confidence is None else
-                                    data.reduce(pair_sums, k, *sample), data.annotator_ids)
+        pairs = model.find_copying_pairs(None if model.copy_confidence is None else
+                                         data.reduce(pair_sums, k, *sample),
+                                         data.annotator_ids)
         sums, model.n_heldout_ = data.reduce(_score_block, n_folds, seed,
                                              delayed(fitted, traverse=False), counts,
                                              float(model.selection_exponent),
