@@ -15,7 +15,9 @@ from crowd_keras import Annotations, CrowdDataError  # noqa: E402
 from crowd_keras.aggregation import AutoLabelModel, DawidSkene  # noqa: E402
 from crowd_keras.aggregation.base import LabelModel  # noqa: E402
 from crowd_keras.aggregation.auto import heldout_folds  # noqa: E402
-from crowd_keras.datasets import load_truth_inference, simulate_crowd  # noqa: E402
+from crowd_keras.aggregation import auto as auto_module  # noqa: E402
+from crowd_keras.datasets import (load_truth_inference, simulate_crowd,  # noqa: E402
+                                  simulate_failure_kind)
 from crowd_keras.distributed import aggregate, supported_methods  # noqa: E402
 from crowd_keras.distributed.auto import _folds  # noqa: E402
 from crowd_keras.distributed.engine import PartitionedAnnotations  # noqa: E402
@@ -95,6 +97,20 @@ def test_auto_equals_the_in_memory_auto(case):
         assert reference.chosen_ != "majority_vote"
     delta = assert_same_labels(result, reference, ann)
     print(f"auto ({case}): chose {reference.chosen_}, max |dp| = {delta:.1e}")
+
+
+def test_copying_pairs_and_their_weights_on_dask_are_those_in_memory(monkeypatch):
+    """Copying cliques found from pairwise sums over blocks, on a hashed sample of the items
+    (a smaller sample size than the default, so that the sample is drawn), as in memory."""
+    monkeypatch.setattr(auto_module, "PAIR_ANNOTATIONS", 7000)
+    ann = simulate_failure_kind("prolific_cliques", seed=0, scale=1.0).annotations
+    settings = {"min_heldout": 3000}
+    reference = AutoLabelModel(**settings).fit(ann)
+    assert auto_module.pair_buckets(ann.n_annotations) > 1 and len(reference.copy_pairs_) > 0
+    result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), **settings)
+    np.testing.assert_array_equal(np.sort(result.model.copy_pairs_, axis=0),
+                                  np.sort(reference.copy_pairs_, axis=0))
+    assert_same_choice(result, reference)
 
 
 def test_auto_equals_the_in_memory_auto_on_a_real_crowd():

@@ -12,6 +12,11 @@ equals a hidden label, each annotator's hidden labels weighted by ``n_a^-γ`` (`
 that a few prolific workers cannot decide alone. For an annotator whose most likely answer is
 the truth, agreement with its hidden label rises with the accuracy of the prediction,
 whatever the annotator's confusions; the model's own picture of the annotators plays no part.
+A hidden label is a fair test label only if, given the truth, it is independent of the labels
+the candidate saw on the same item; annotators who copy each other break that (a copier's
+hidden label rewards reproducing its partners), so pairs of annotators that agree far more
+than independent annotators can (:func:`copying_pairs`) count as one voice on an item
+(:func:`copy_weights`).
 With enough gold labels the choice is by cross-validated accuracy on them instead, and every
 fit holds the gold items' classes fixed.
 """
@@ -21,6 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
@@ -37,11 +43,20 @@ __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
            "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
-           "SELECTION_EXPONENT"]
+           "pair_sums", "pair_buckets", "copying_pairs", "copy_weights", "SELECTION_EXPONENT",
+           "MIN_COMMON_ITEMS", "PAIR_ANNOTATIONS"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
 SELECTION_EXPONENT = 0.5
+
+#: items two annotators must share before their agreement can mark them as copying each other
+MIN_COMMON_ITEMS = 20
+
+#: pairwise agreements are summed over the items of about this many annotations (a hashed
+#: sample of a larger crowd): enough for any pair busy enough to matter, without pairwise
+#: products over every item of a large crowd
+PAIR_ANNOTATIONS = 1_000_000
 
 
 def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
@@ -71,6 +86,121 @@ def annotator_weights(counts: np.ndarray, annotators: np.ndarray,
     annotators' numbers of annotations over all items."""
     n = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
     return n[annotators] ** -float(exponent)
+
+
+def pair_buckets(n_annotations: int) -> int:
+    """Buckets of items of which :func:`pair_sums` reads one: about :data:`PAIR_ANNOTATIONS`
+    annotations (1: every item)."""
+    return max(1, -(-int(n_annotations) // PAIR_ANNOTATIONS))
+
+
+def pair_sums(block: Block, n_classes: int, buckets: int = 1,
+              seed: int = 0) -> Tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+    """Pairwise sums over a block's items from which copying pairs follow
+    (:func:`copying_pairs`); summable over blocks. With ``buckets`` > 1 only the items whose
+    :func:`item_offsets` (``buckets``, ``seed``) is 0 count (a sample drawn from the ids, the
+    same wherever an item is).
+
+    Returns:
+        ``common`` (A, A) sparse: items labelled by both annotators (the diagonal: each one's
+        labels); ``agreed`` (A, A) sparse: those on which both gave the same label; ``votes``
+        (A, K): each annotator's labels per class.
+    """
+    k = int(n_classes)
+    if int(buckets) > 1:
+        block = block.subset(item_offsets(block.item_ids, int(buckets), seed) == 0)
+    X = block.X
+    n_items, n_annotators = X.shape[0], X.shape[1] // k
+    items = np.repeat(np.arange(n_items), np.diff(X.indptr))
+    annotators, labels = X.indices // k, X.indices % k
+    ones = np.ones(len(items))
+    by_item = sp.csr_matrix((ones, (items, annotators)), shape=(n_items, n_annotators))
+    by_label = sp.csr_matrix((ones, (items * k + labels, annotators)),
+                             shape=(n_items * k, n_annotators))
+    votes = np.bincount(X.indices, minlength=X.shape[1]).reshape(-1, k)
+    return ((by_item.T @ by_item).tocsr(), (by_label.T @ by_label).tocsr(), votes)
+
+
+def _rank_one(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, weights: np.ndarray,
+              n: int, n_iter: int = 100) -> np.ndarray:
+    """(n,) ``t`` minimising ``Σ w (x_ab − t_a t_b)²`` over the given symmetric entries, by
+    damped alternating least squares (the undamped update swaps the scale of ``t`` each step)."""
+    total = np.bincount(rows, weights=weights, minlength=n)
+    mean = np.bincount(rows, weights=weights * values, minlength=n) / np.maximum(total, 1e-300)
+    t = np.sqrt(np.maximum(mean, 1e-4))
+    for _ in range(n_iter):
+        num = np.bincount(rows, weights=weights * values * t[cols], minlength=n)
+        den = np.bincount(rows, weights=weights * t[cols] ** 2, minlength=n)
+        t = 0.5 * (t + np.where(den > 0, num / np.maximum(den, 1e-300), 0.0))
+    return t
+
+
+def copying_pairs(common: sp.spmatrix, agreed: sp.spmatrix, votes: np.ndarray, z: float,
+                  min_common: int = MIN_COMMON_ITEMS, fit_z: float = 2.0,
+                  max_rounds: int = 20) -> sp.csr_matrix:
+    """(A, A) symmetric boolean sparse: pairs of annotators who agree far more than annotators
+    independent given the truth can, from :func:`pair_sums` (no truth needed).
+
+    When annotators label independently given the true class k, each with label distribution
+    ``α_a e_k + β_a`` (a one-coin worker with errors spread evenly, a spammer, a worker biased
+    to a favourite class: Dawid-Skene confusions of that form), the agreement above chance on
+    items both labelled, ``x_ab = o_ab − Σ_l m_a(l) m_b(l)`` (``m`` each one's label shares),
+    is ``α_a α_b Σ_l p_l (1 − p_l)``: rank one, ``t_a t_b``.
+
+    ``t`` is fitted by least squares over the pairs sharing at least ``min_common`` items, one
+    equation per pair (weighting by the items shared would let an annotator's few busiest
+    pairs, the copying ones among them, set its ``t`` and hide themselves), leaving out the
+    pairs whose agreement exceeds the fit by more than ``fit_z`` binomial standard errors of
+    the fitted agreement, refitted until that set is stable. A pair is copying when its
+    agreement exceeds the final fit by more than ``z`` such standard errors (large: many pairs
+    are tested).
+    """
+    common = sp.coo_matrix(common)
+    keep = (common.row != common.col) & (common.data >= int(min_common))
+    rows, cols, shared = common.row[keep], common.col[keep], common.data[keep].astype(np.float64)
+    n = votes.shape[0]
+    if not len(rows):
+        return sp.csr_matrix((n, n), dtype=bool)
+    agree = np.asarray(sp.csr_matrix(agreed)[rows, cols]).ravel() / shared
+    shares = votes / np.maximum(votes.sum(axis=1, keepdims=True), 1)
+    chance = np.einsum("pk,pk->p", shares[rows], shares[cols])
+    excess = agree - chance
+    left_out = np.zeros(len(rows), dtype=bool)
+    for _ in range(int(max_rounds)):
+        t = _rank_one(rows, cols, excess, (~left_out).astype(np.float64), n)
+        expected = np.clip(chance + t[rows] * t[cols], 0.5 / shared, 1 - 0.5 / shared)
+        score = (agree - expected) / np.sqrt(expected * (1 - expected) / shared)
+        if np.array_equal(score > float(fit_z), left_out):
+            break
+        left_out = score > float(fit_z)
+    marked = score > float(z)
+    return sp.csr_matrix((np.ones(int(marked.sum()), dtype=bool), (rows[marked], cols[marked])),
+                         shape=(n, n))
+
+
+def copy_weights(block: Block, pairs: sp.spmatrix, n_classes: int,
+                 scored: Optional[np.ndarray] = None) -> np.ndarray:
+    """(n,) factor ``1 / (1 + c)`` per annotation of a block, ``c`` the number of its
+    annotator's copying partners (``pairs``, :func:`copying_pairs`) that labelled the same
+    item: a copy group's hidden labels on an item count as one. ``scored``: optional (n,)
+    mask of the annotations that need it (the others get 1)."""
+    k = int(n_classes)
+    X = block.X
+    pairs = sp.csr_matrix(pairs, dtype=np.float64)
+    factor = np.ones(X.nnz)
+    if pairs.nnz == 0 or X.nnz == 0:
+        return factor
+    annotators = X.indices // k
+    items = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    in_pair = np.diff(pairs.indptr) > 0
+    # partners are looked up among the annotations of annotators in a pair only
+    member = in_pair[annotators]
+    by_item = sp.csr_matrix((np.ones(int(member.sum())), (items[member], annotators[member])),
+                            shape=(X.shape[0], X.shape[1] // k))
+    need = member if scored is None else member & scored
+    partners = (by_item @ pairs)[items[need], annotators[need]]
+    factor[need] = 1.0 / (1.0 + np.asarray(partners).ravel())
+    return factor
 
 
 def agreement_scores(posteriors: np.ndarray, items: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -245,8 +375,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     2. Each candidate (:func:`default_candidates`) is scored by held-out agreement:
        within-item folds (:func:`heldout_folds`); for each fold the candidate is fitted on the
        other annotations (every item keeps at least one) and each hidden annotation scores
-       :func:`agreement_scores`, weighted by :func:`annotator_weights`. Folds are scored until
-       ``min_heldout`` annotations were held out or ``max_repeats`` passes are done.
+       :func:`agreement_scores`, weighted by :func:`annotator_weights` and, for annotators
+       that copy each other (:func:`copying_pairs`), by :func:`copy_weights`. Folds are
+       scored until ``min_heldout`` annotations were held out or ``max_repeats`` passes are
+       done.
     3. The first candidate (majority vote) is the reference: another is eligible only if its
        agreement gain over it exceeds ``confidence`` standard errors, clustered by item
        (:func:`agreement_bounds`). The eligible candidate with the best score wins; an exact
@@ -267,6 +399,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             held out. max_repeats: most passes (each with its own fold draw).
         selection_exponent: γ of the weights ``n_a^-γ`` (:data:`SELECTION_EXPONENT`).
         confidence: standard errors by which a candidate must beat the reference.
+        copy_confidence: standard errors by which a pair's agreement must exceed what
+            independent annotators explain to be taken as copying (:func:`copying_pairs`);
+            None: no pair is.
         min_gold: gold items needed to choose by gold; gold_folds: its folds.
         random_state: seed of the fold draws (the only randomness).
         max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class
@@ -280,8 +415,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         selection_scores_: ``{name: score}`` the eligible candidates' held-out agreement;
         gold_accuracy_: ``{name: accuracy}`` on hidden gold items (empty without enough gold);
         heldout_agreement_: every candidate's agreement score; n_heldout_:
-        annotations scored; n_gold_: gold items given; posteriors_, confusion_matrices_,
-        class_priors_, n_iter_: the chosen model's.
+        annotations scored; copy_pairs_: (P, 2) annotator ids of the copying pairs found;
+        n_gold_: gold items given; posteriors_, confusion_matrices_, class_priors_, n_iter_:
+        the chosen model's.
     """
 
     accepts_gold = True
@@ -290,7 +426,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     def __init__(self, candidates: Optional[Sequence[Tuple[str, LabelModel]]] = None,
                  n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 3,
                  selection_exponent: float = SELECTION_EXPONENT, confidence: float = 1.64,
-                 min_gold: int = 20,
+                 copy_confidence: Optional[float] = 4.0, min_gold: int = 20,
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
                  tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,
                  progress: bool = False, labeling_functions: str = "auto") -> None:
@@ -300,6 +436,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.max_repeats = max_repeats
         self.selection_exponent = selection_exponent
         self.confidence = confidence
+        self.copy_confidence = copy_confidence
         self.min_gold = min_gold
         self.gold_folds = gold_folds
         self.random_state = random_state
@@ -319,6 +456,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             raise ValueError(f"gold_folds must be at least 2, got {self.gold_folds!r}")
         if not float(self.selection_exponent) >= 0:
             raise ValueError(f"selection_exponent must be >= 0, got {self.selection_exponent!r}")
+        if self.copy_confidence is not None and not float(self.copy_confidence) > 0:
+            raise ValueError(f"copy_confidence must be > 0 or None, got {self.copy_confidence!r}")
 
     def ladder(self, n_classes: int) -> List[Tuple[str, LabelModel]]:
         """The unfitted candidates with this model's EM settings: ``[(name, model), ...]``."""
@@ -346,6 +485,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
         self.n_gold_ = 0 if gold is None else len(gold)
         self.heldout_agreement_, self.n_heldout_, self.gold_accuracy_ = {}, 0, {}
+        self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(ann, ladder, item_log_prior, pred_probs)
         self.selection_ = "single" if scores is None else "agreement"
         self.selection_scores_ = {} if scores is None else dict(scores)
@@ -425,10 +565,31 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             self.n_heldout_ = 0
             return None
         self.n_heldout_ = int(np.logical_or.reduce(tests).sum())
+        block = Block.from_annotations(ann)
         weights = annotator_weights(ann.annotations_per_annotator(), ann.annotators,
                                     self.selection_exponent)
-        sums = agreement_sums(Block.from_annotations(ann), tests, posteriors, weights)
+        sample = (pair_buckets(ann.n_annotations), seed + int(self.max_repeats))
+        pairs = self.find_copying_pairs(None if self.copy_confidence is None else
+                                        pair_sums(block, ann.n_classes, *sample),
+                                        ann.annotator_ids)
+        weights = weights * copy_weights(block, pairs, ann.n_classes,
+                                         np.logical_or.reduce(tests))
+        sums = agreement_sums(block, tests, posteriors, weights)
         return self.eligible_scores(ladder, sums)
+
+    def find_copying_pairs(self, sums: Optional[tuple],
+                           annotator_ids: np.ndarray) -> sp.csr_matrix:
+        """:func:`copying_pairs` from summed :func:`pair_sums` (None: no detection, an empty
+        matrix); sets ``copy_pairs_``, the (P, 2) annotator ids of the pairs."""
+        n = len(annotator_ids)
+        if sums is None:
+            pairs = sp.csr_matrix((n, n), dtype=bool)
+        else:
+            pairs = copying_pairs(*sums, z=float(self.copy_confidence))
+        upper = sp.triu(pairs, k=1).tocoo()
+        ids = np.asarray(annotator_ids)
+        self.copy_pairs_ = np.stack([ids[upper.row], ids[upper.col]], axis=1)
+        return pairs
 
     def eligible_scores(self, ladder: List[Tuple[str, LabelModel]],
                         sums: np.ndarray) -> Dict[str, float]:

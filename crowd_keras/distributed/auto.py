@@ -13,7 +13,9 @@ one by one:
    and on them a partitioned fit of every candidate in lock-step
    (``PartitionedAnnotations.fit_many``), with the in-memory stopping rule
    (:func:`~crowd_keras.aggregation.auto.selection_done`);
-4. one pass over the blocks scores every fit's hidden annotations
+4. one pass over the blocks sums the pairwise agreements from which copying annotators
+   are found (:func:`~crowd_keras.aggregation.auto.pair_sums`), one more scores every fit's
+   hidden annotations
    (:func:`~crowd_keras.aggregation.auto.agreement_sums`, summed over blocks) and the
    in-memory model's rule picks the candidate (``AutoLabelModel.eligible_scores`` and
    ``AutoLabelModel.choose``);
@@ -32,8 +34,9 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
-                                annotation_folds, annotator_weights, gold_sums, item_offsets,
-                                selection_done, selection_steps)
+                                annotation_folds, annotator_weights, copy_weights, gold_sums,
+                                item_offsets, pair_buckets, pair_sums, selection_done,
+                                selection_steps)
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..progress import progress_bar
@@ -53,9 +56,10 @@ def _training_block(block: Block, n_folds: int, seed: int, fold: int) -> Block:
 
 
 def _score_block(block: Block, n_folds: int, seed: int, fitted: Sequence[tuple],
-                 counts: np.ndarray, exponent: float) -> Tuple[np.ndarray, int]:
+                 counts: np.ndarray, exponent: float, pairs: Any) -> Tuple[np.ndarray, int]:
     """:func:`agreement_sums` of one block for the fits ``fitted`` (``[((pass, fold),
-    [(strategy, parameters), ...]), ...]``) and the number of its annotations held out."""
+    [(strategy, parameters), ...]), ...]``) and the number of its annotations held out;
+    ``pairs``: the copying pairs (:func:`copy_weights`)."""
     tests, posteriors = [], []
     for (repeat, fold), fits in fitted:
         test = _folds(block, n_folds, seed + repeat) == fold
@@ -63,7 +67,8 @@ def _score_block(block: Block, n_folds: int, seed: int, fitted: Sequence[tuple],
         tests.append(test)
         posteriors.append([method.posteriors(train, params) for method, params in fits])
     k = posteriors[0][0].shape[1]
-    weights = annotator_weights(counts, block.X.indices // k, exponent)
+    weights = annotator_weights(counts, block.X.indices // k, exponent) * \
+        copy_weights(block, pairs, k, np.logical_or.reduce(tests))
     return (agreement_sums(block, tests, posteriors, weights),
             int(np.logical_or.reduce(tests).sum()))
 
@@ -140,6 +145,7 @@ class AutoMethod(Method):
         model = self.model
         model.n_gold_ = int(data.reduce(_count_gold))
         model.heldout_agreement_, model.n_heldout_, model.gold_accuracy_ = {}, 0, {}
+        model.copy_pairs_ = np.asarray(data.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(data)
         model.selection_ = "single" if scores is None else "agreement"
         model.selection_scores_ = {} if scores is None else dict(scores)
@@ -184,9 +190,15 @@ class AutoMethod(Method):
             model.n_heldout_ = 0
             return None
         counts = data.summary.votes.sum(axis=1)
+        k = data.summary.votes.shape[1]
+        sample = (pair_buckets(data.summary.n_annotations), seed + int(model.max_repeats))
+        pairs = model.find_copying_pairs(None if model.copy_confidence is None else
+                                         data.reduce(pair_sums, k, *sample),
+                                         data.annotator_ids)
         sums, model.n_heldout_ = data.reduce(_score_block, n_folds, seed,
                                              delayed(fitted, traverse=False), counts,
-                                             float(model.selection_exponent))
+                                             float(model.selection_exponent),
+                                             delayed(pairs, traverse=False))
         return model.eligible_scores(self.ladder, sums)
 
     def initial(self, block: Block) -> tuple:
