@@ -414,10 +414,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         selection_: ``"agreement"``, ``"gold"`` or ``"single"`` (nothing to compare on);
         selection_scores_: ``{name: score}`` the eligible candidates' held-out agreement;
         gold_accuracy_: ``{name: accuracy}`` on hidden gold items (empty without enough gold);
-        heldout_agreement_: every candidate's agreement score; n_heldout_:
-        annotations scored; copy_pairs_: (P, 2) annotator ids of the copying pairs found;
-        n_gold_: gold items given; posteriors_, confusion_matrices_, class_priors_, n_iter_:
-        the chosen model's.
+        heldout_agreement_: every candidate's agreement score.
+        n_heldout_: annotations scored.
+        copy_pairs_: (P, 2) annotator ids of the copying pairs found.
+        n_gold_: gold items given.
+        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's.
     """
 
     accepts_gold = True
