@@ -74,7 +74,7 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
         CrowdDataError: not one column per class, or columns of which some are class names
         and others are not (the unknown columns and the classes without a column are named).
     """
-    columns, classes = list(columns), list(classes)
+    columns, classes = [_plain(c) for c in columns], [_plain(c) for c in classes]
     if len(columns) != len(classes):
         raise CrowdDataError(f"pred_probs: {len(columns)} columns, expected one per class "
                              f"({len(classes)}: {classes})")
