@@ -29,7 +29,7 @@ from ..aggregation.pred_probs import (align_pred_probs, check_rows, class_column
 from ..errors import CrowdDataError
 from .blocks import Block
 
-__all__ = ["join_pred_probs", "is_dask_frame"]
+__all__ = ["join_pred_probs", "check_frame", "is_dask_frame"]
 
 _SHOWN = 5          # ids named in a message (as the in-memory messages)
 _BLOCK, _MERGE = "_crowd_keras_block", "_merge"
@@ -125,13 +125,18 @@ def _joined_block(block: Block, part: pd.DataFrame, k: int) -> Any:
         return "missing", missing.to_numpy()
     pos = pd.Index(ids).get_indexer(block.item_ids)
     try:
-        values = part.iloc[:, 1:1 + k].to_numpy(dtype=np.float64)[pos]
+        values = part[_columns(k)].to_numpy(dtype=np.float64)[pos]
         probs = check_rows(values, block.item_ids, rows=())
     except (TypeError, ValueError) as err:
         return "rows", f"pred_probs must be numbers: {err}"
     except CrowdDataError as err:
         return "rows", str(err)
     return replace(block, pred_probs=probs)
+
+
+def _columns(k: int) -> List[str]:
+    """The probability columns of the joined frame, in class-code order."""
+    return [f"_p{c}" for c in range(k)]
 
 
 def _failure(part: Any) -> Optional[tuple]:
@@ -143,7 +148,7 @@ def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any)
 
     k = len(classes)
     names = [ddf.columns[c] for c in class_columns(ddf.columns, classes)]
-    probs = ddf[names].rename(columns={name: f"_p{c}" for c, name in enumerate(names)})
+    probs = ddf[names].rename(columns=dict(zip(names, _columns(k))))
     meta = pd.DataFrame({_BLOCK: pd.Series([], dtype=np.int64)},
                         index=pd.Index([], dtype=index_dtype))
     keys = dd.from_delayed([delayed(_item_keys)(block, j, index_dtype)
