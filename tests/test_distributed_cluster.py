@@ -1,10 +1,12 @@
 """crowd_keras.distributed on a real dask.distributed LocalCluster: 2 worker processes on
 127.0.0.1, a simulated crowd in many partitions, compared with the in-memory fits
-(Dawid-Skene, the default label model `auto`, the Snorkel adapter's default path).
+(Dawid-Skene, with a classifier's probabilities too, the default label model `auto`, the
+Snorkel adapter's default path).
 
 One test function, so that a run with pytest-xdist starts one cluster only.
 """
 import numpy as np
+import pandas as pd
 import pytest
 
 dd = pytest.importorskip("dask.dataframe")
@@ -56,6 +58,19 @@ def test_two_local_workers_fit_what_one_process_fits():
         assert_same_choice(result, reference)
         delta = assert_same_labels(result, reference, ann)
         print(f"auto, 2 workers: chose {reference.chosen_}, max |dp| = {delta:.2e}")
+
+        # a classifier's probabilities as a Dask frame: joined to the blocks on the workers
+        rng = np.random.default_rng(0)
+        probs = pd.DataFrame(0.5 * rng.dirichlet(np.ones(4), ann.n_items) + 0.5 * np.eye(4)[sim.y],
+                             index=ann.item_ids)
+        reference = DawidSkene().fit(ann, pred_probs=probs)
+        result = aggregate(ddf, method="dawid_skene",
+                           pred_probs=dd.from_pandas(probs.sample(frac=1, random_state=1),
+                                                     npartitions=5))
+        delta = assert_same_labels(result, reference, ann)
+        assert result.model.classifier_weight_ == pytest.approx(reference.classifier_weight_,
+                                                                abs=1e-10)
+        print(f"Dawid-Skene with a classifier, 2 workers: max |dp| = {delta:.2e}")
 
         from crowd_keras.integrations.snorkel import CrowdLabelModel
 

@@ -127,7 +127,8 @@ class Block:
     def summary(self, k: int) -> "Summary":
         per_item = self.annotations_per_item().astype(np.int64)
         votes = np.bincount(self.X.indices, minlength=self.X.shape[1]).reshape(-1, k)
-        return Summary(len(per_item), int(per_item.sum()), int((per_item ** 2).sum()), votes)
+        return Summary(len(per_item), int(per_item.sum()), int((per_item ** 2).sum()), votes,
+                       n_pred_probs=len(per_item) if self.pred_probs is not None else 0)
 
 
 @dataclass
@@ -138,16 +139,21 @@ class Summary:
         n_items, n_annotations: counts. sum_squared_votes: Σ_i (annotations of item i)².
         votes: (A, K) int64 votes of each annotator per class
         (``Annotations.annotator_label_counts()``).
+        n_pred_probs: items whose block carries a classifier's probabilities (``pred_probs``):
+            a partitioned fit's strategies run the model with the classifier
+            (:class:`ClassifierAnnotator`) when every item has them.
     """
 
     n_items: int
     n_annotations: int
     sum_squared_votes: int
     votes: np.ndarray
+    n_pred_probs: int = field(default=0, kw_only=True)
 
     def __add__(self, other: "Summary") -> "Summary":
         return Summary(self.n_items + other.n_items, self.n_annotations + other.n_annotations,
-                       self.sum_squared_votes + other.sum_squared_votes, self.votes + other.votes)
+                       self.sum_squared_votes + other.sum_squared_votes, self.votes + other.votes,
+                       n_pred_probs=self.n_pred_probs + getattr(other, "n_pred_probs", 0))
 
     @property
     def n_classes(self) -> int:

@@ -5,10 +5,15 @@
 indexed by item id (aligned by id; columns the classes, or K columns in class-code order).
 Out-of-fold probabilities (:func:`crowd_keras.features.out_of_fold`) are the ones to pass: a
 classifier's probabilities on its own training items agree with their labels too well.
+
+The checks are also public one by one (:func:`class_columns`, :func:`check_rows` and the
+errors for missing, extra and repeated items), so that a partitioned fit
+(:func:`crowd_keras.distributed.aggregate`), which sees the items block by block, applies
+the same rules with the same messages.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,7 +21,9 @@ import pandas as pd
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 
-__all__ = ["check_pred_probs", "ROW_SUM_TOLERANCE"]
+__all__ = ["check_pred_probs", "align_pred_probs", "class_columns", "check_rows",
+           "missing_items_error", "extra_items_error", "repeated_items_error",
+           "ROW_SUM_TOLERANCE"]
 
 #: how far a row's sum may be from 1 (float32 soft-max outputs are within it)
 ROW_SUM_TOLERANCE = 1e-3
@@ -28,34 +35,132 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _show(values: Any, n: int = 5) -> str:
+def _show(values: Any, n: int = 5, total: Optional[int] = None) -> str:
     values = [_plain(v) for v in values]
-    more = f" and {len(values) - n} more" if len(values) > n else ""
+    total = len(values) if total is None else total
+    more = f" and {total - min(n, len(values))} more" if total > n else ""
     return ", ".join(repr(v) for v in values[:n]) + more
 
 
-def _align_frame(frame: pd.DataFrame, ann: Annotations) -> np.ndarray:
-    """The frame's rows in ``ann.item_ids`` order and its columns in class-code order."""
-    if frame.index.has_duplicates:
-        dup = frame.index[frame.index.duplicated()].unique()
-        raise CrowdDataError(f"pred_probs: item ids repeated in the frame's index: {_show(dup)}")
-    pos = frame.index.get_indexer(ann.item_ids)
-    if (pos < 0).any():
-        missing = ann.item_ids[pos < 0]
-        raise CrowdDataError(f"pred_probs: no row for {len(missing)} item(s) of the annotations: "
-                             f"{_show(missing)}")
-    if len(frame) > ann.n_items:
-        extra = frame.index[~frame.index.isin(ann.item_ids)]
-        raise CrowdDataError(f"pred_probs: {len(extra)} row(s) for items that are not in the "
-                             f"annotations: {_show(extra)}")
-    columns = list(frame.columns)
-    classes = list(ann.classes)
-    if len(columns) != ann.n_classes:
+def missing_items_error(missing: Sequence, n_missing: Optional[int] = None) -> CrowdDataError:
+    """The error for items of the annotations without a row: ``missing`` their ids (the first
+    few are named), ``n_missing`` how many in all (default ``len(missing)``)."""
+    n = len(missing) if n_missing is None else int(n_missing)
+    return CrowdDataError(f"pred_probs: no row for {n} item(s) of the annotations: "
+                          f"{_show(missing, total=n)}")
+
+
+def extra_items_error(extra: Sequence, n_extra: Optional[int] = None) -> CrowdDataError:
+    """The error for rows of items that are not in the annotations (as
+    :func:`missing_items_error`)."""
+    n = len(extra) if n_extra is None else int(n_extra)
+    return CrowdDataError(f"pred_probs: {n} row(s) for items that are not in the "
+                          f"annotations: {_show(extra, total=n)}")
+
+
+def repeated_items_error(repeated: Sequence) -> CrowdDataError:
+    """The error for item ids that index more than one row."""
+    return CrowdDataError(f"pred_probs: item ids repeated in the frame's index: "
+                          f"{_show(repeated)}")
+
+
+def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
+    """(K,) the position in ``columns`` of each class, in class-code order.
+
+    Columns named by the classes (any order) are read by name; K columns none of which is a
+    class name (``0..K-1`` from an array, or other names) are taken in class-code order.
+
+    Raises:
+        CrowdDataError: not one column per class, or columns of which some are class names
+        and others are not (the unknown columns and the classes without a column are named).
+    """
+    columns, classes = [_plain(c) for c in columns], [_plain(c) for c in classes]
+    if len(columns) != len(classes):
         raise CrowdDataError(f"pred_probs: {len(columns)} columns, expected one per class "
-                             f"({ann.n_classes}: {classes})")
-    if set(columns) == set(classes):
-        frame = frame[classes]
-    return frame.to_numpy(dtype=np.float64)[pos]
+                             f"({len(classes)}: {classes})")
+    index = pd.Index(columns)
+    if index.has_duplicates:
+        raise CrowdDataError(f"pred_probs: columns repeated: "
+                             f"{_show(index[index.duplicated()].unique())}")
+    positions = index.get_indexer(classes)
+    positional = columns == list(range(len(classes)))
+    if (positions >= 0).all():
+        return positions
+    if positional or not (positions >= 0).any():
+        return np.arange(len(classes))
+    known = set(columns) & set(classes)
+    unknown = [c for c in columns if c not in known]
+    absent = [c for c in classes if c not in known]
+    raise CrowdDataError(f"pred_probs: column(s) {_show(unknown)} are not classes of the "
+                         f"annotations {classes} (no column for {_show(absent)}); name one "
+                         "column per class")
+
+
+def check_rows(p: np.ndarray, item_ids: Sequence, rows: Optional[Sequence] = None
+               ) -> np.ndarray:
+    """``p`` (I, K) with its rows renormalised, after checking that they are probabilities.
+
+    ``item_ids`` (I,) name the rows in messages, ``rows`` (I,) the row numbers shown beside
+    them (default ``0..I-1``; an empty sequence: none).
+
+    Raises:
+        CrowdDataError: NaN or infinite values, negative values or rows whose sum is not 1
+        (within :data:`ROW_SUM_TOLERANCE`); the message names the first offending item.
+    """
+    rows = np.arange(len(p)) if rows is None else np.asarray(rows)
+
+    def where(i: int) -> str:
+        at = f" (row {_plain(rows[i])})" if len(rows) else ""
+        return f"pred_probs of item {_plain(item_ids[i])!r}{at}"
+
+    checks = ((~np.isfinite(p)).any(axis=1), "is NaN or infinite"),  \
+        ((p < 0).any(axis=1), "is negative")
+    for bad, what in checks:
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise CrowdDataError(f"{where(i)} {what}: {p[i].tolist()}")
+    sums = p.sum(axis=1)
+    bad = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"{where(i)} sum to {sums[i]:.6g}, not 1 ({int(bad.sum())} such "
+                             "rows): pass probabilities (soft-max outputs), not scores")
+    return p / sums[:, None]
+
+
+def _numbers(frame: Any) -> np.ndarray:
+    try:
+        return np.asarray(frame, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise CrowdDataError(f"pred_probs must be numbers: {err}") from None
+
+
+def _align_frame(frame: pd.DataFrame, item_ids: np.ndarray, classes: Sequence) -> np.ndarray:
+    """The frame's rows in ``item_ids`` order and its columns in class-code order."""
+    if frame.index.has_duplicates:
+        raise repeated_items_error(frame.index[frame.index.duplicated()].unique())
+    pos = frame.index.get_indexer(item_ids)
+    if (pos < 0).any():
+        raise missing_items_error(item_ids[pos < 0])
+    if len(frame) > len(item_ids):
+        raise extra_items_error(frame.index[~frame.index.isin(item_ids)])
+    columns = class_columns(frame.columns, classes)
+    return _numbers(frame.iloc[:, columns])[pos]
+
+
+def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> np.ndarray:
+    """(I, K) float64 class probabilities aligned with ``item_ids``, rows renormalised: the
+    rules of :func:`check_pred_probs` for items ``item_ids`` (I,) and ``classes`` (K,)."""
+    item_ids = np.asarray(item_ids)
+    if isinstance(pred_probs, pd.DataFrame):
+        p = _align_frame(pred_probs, item_ids, classes)
+    else:
+        p = _numbers(pred_probs)
+        if p.shape != (len(item_ids), len(classes)):
+            raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
+                                 f"{(len(item_ids), len(classes))} in the annotations' item "
+                                 f"order, got {p.shape}")
+    return check_rows(p, item_ids)
 
 
 def check_pred_probs(pred_probs: Any, ann: Annotations) -> np.ndarray:
@@ -64,37 +169,13 @@ def check_pred_probs(pred_probs: Any, ann: Annotations) -> np.ndarray:
     Args:
         pred_probs: (I, K) array-like in ``ann.item_ids`` order, or a ``pandas.DataFrame``
             indexed by item id (every item once, no other item; columns ``ann.classes`` in
-            any order, or K columns in class-code order).
+            any order, or K columns none of which is a class name, in class-code order:
+            :func:`class_columns`).
         ann: the annotations being fitted.
 
     Raises:
-        CrowdDataError: wrong shape, missing or extra items, NaN or infinite values,
-        negative values or rows whose sum is not 1 (within :data:`ROW_SUM_TOLERANCE`);
-        the message names the first offending item.
+        CrowdDataError: wrong shape or columns, missing or extra items, NaN or infinite
+        values, negative values or rows whose sum is not 1 (within
+        :data:`ROW_SUM_TOLERANCE`); the message names the first offending item or column.
     """
-    if isinstance(pred_probs, pd.DataFrame):
-        p = _align_frame(pred_probs, ann)
-    else:
-        try:
-            p = np.asarray(pred_probs, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise CrowdDataError(f"pred_probs must be numbers: {err}") from None
-        if p.shape != (ann.n_items, ann.n_classes):
-            raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
-                                 f"{(ann.n_items, ann.n_classes)} in the annotations' item "
-                                 f"order, got {p.shape}")
-    checks = ((~np.isfinite(p)).any(axis=1), "is NaN or infinite"),  \
-        ((p < 0).any(axis=1), "is negative")
-    for bad, what in checks:
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise CrowdDataError(f"pred_probs of item {_plain(ann.item_ids[i])!r} (row {i}) "
-                                 f"{what}: {p[i].tolist()}")
-    sums = p.sum(axis=1)
-    bad = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise CrowdDataError(f"pred_probs of item {_plain(ann.item_ids[i])!r} (row {i}) sum to "
-                             f"{sums[i]:.6g}, not 1 ({int(bad.sum())} such rows): pass "
-                             "probabilities (soft-max outputs), not scores")
-    return p / sums[:, None]
+    return align_pred_probs(pred_probs, ann.item_ids, ann.classes)

@@ -49,7 +49,7 @@ from ..numerics import softmax_rows
 __all__ = ["PSEUDO_LABELS", "ROUNDS", "held_out_posteriors", "annotator_confusions",
            "consensus_quality", "annotation_quality", "label_issues", "expected_gains",
            "next_to_label", "confusions_from_accuracies", "expected_calibration_error",
-           "annotator_accuracy"]
+           "annotator_accuracy", "annotator_accuracy_sums"]
 
 #: pseudo-labels per confusion row pulling each annotator toward the crowd's pooled confusion
 PSEUDO_LABELS = 10.0
@@ -363,14 +363,38 @@ def expected_calibration_error(confidence: Any, correct: Any, n_bins: int = 10) 
     return float(np.abs(gap).sum() / len(conf))
 
 
+def annotator_accuracy_sums(posteriors: np.ndarray, items: np.ndarray, annotators: np.ndarray,
+                            labels: np.ndarray, confusions: np.ndarray) -> np.ndarray:
+    """(A,) per annotator the sum over its labels of ``q_i^{-a}(l)``: the numerators of
+    :func:`annotator_accuracy`, sums over annotations, so that blocks of items add up.
+
+    ``posteriors`` (I, K) of the items that ``items`` (n,) index; ``annotators`` and
+    ``labels`` (n,) codes; ``confusions`` (A, K, K) rows = true class. A label whose item has
+    no mass left once the own vote is divided out scores 0.
+    """
+    pi = np.asarray(confusions, dtype=np.float64)
+    k = pi.shape[1]
+    sums = np.zeros(pi.shape[0])
+    step = max(1, _CELLS // max(k, 1))
+    for start in range(0, len(items), step):
+        part = slice(start, start + step)
+        own = pi[annotators[part], :, labels[part]]                 # (n, K) p(l | k, a)
+        rest = posteriors[items[part]] / np.maximum(own, 1e-300)
+        total = rest.sum(axis=1)
+        score = rest[np.arange(len(own)), labels[part]] / np.where(total > 0, total, 1.0)
+        sums += np.bincount(annotators[part], weights=np.where(total > 0, score, 0.0),
+                            minlength=len(sums))
+    return sums
+
+
 def annotator_accuracy(posteriors: Any, annotations: Annotations, confusions: Any) -> np.ndarray:
     """(A,) each annotator's expected accuracy on the items it labelled, NaN without labels.
 
     Each label ``(i, a, l)`` is scored by the posterior of its item with the annotator's own
     vote divided out, ``q_i^{-a}(k) ∝ q_i(k) / π_a[k, l]`` (Dawid & Skene Eq. 2.5 without
     that factor), so an annotator earns nothing for agreeing with itself; the score is the mean
-    of ``q_i^{-a}(l)`` over its labels. ``posteriors`` (I, K), ``confusions`` (A, K, K) rows =
-    true class.
+    of ``q_i^{-a}(l)`` over its labels (:func:`annotator_accuracy_sums` over the number of
+    labels). ``posteriors`` (I, K), ``confusions`` (A, K, K) rows = true class.
     """
     post = _check(posteriors, annotations)
     pi = np.asarray(confusions, dtype=np.float64)
@@ -378,16 +402,7 @@ def annotator_accuracy(posteriors: Any, annotations: Annotations, confusions: An
     if pi.shape != (annotations.n_annotators, k, k):
         raise CrowdDataError(f"confusions must have shape (annotators, classes, classes) = "
                              f"{(annotations.n_annotators, k, k)}, got {pi.shape}")
-    items, who, labels = annotations.items, annotations.annotators, annotations.labels
-    score = np.empty(len(items))
-    step = max(1, _CELLS // max(k, 1))
-    for start in range(0, len(items), step):
-        part = slice(start, start + step)
-        own = pi[who[part], :, labels[part]]                        # (n, K) p(l | k, a)
-        rest = post[items[part]] / np.maximum(own, 1e-300)
-        total = rest.sum(axis=1)
-        score[part] = np.where(total > 0, rest[np.arange(len(own)), labels[part]]
-                               / np.where(total > 0, total, 1.0), np.nan)
-    n = np.bincount(who, minlength=annotations.n_annotators)
-    sums = np.bincount(who, weights=np.nan_to_num(score), minlength=annotations.n_annotators)
+    sums = annotator_accuracy_sums(post, annotations.items, annotations.annotators,
+                                   annotations.labels, pi)
+    n = np.bincount(annotations.annotators, minlength=annotations.n_annotators)
     return np.where(n > 0, sums / np.maximum(n, 1), np.nan)

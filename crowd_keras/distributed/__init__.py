@@ -11,7 +11,9 @@
   reduction of the blocks' sufficient statistics, with the in-memory models' own step
   functions, so the results equal the in-memory fit's (``auto``: the same held-out folds,
   drawn block by block, the same choice and refit). Runs on the threaded scheduler or on a
-  ``dask.distributed`` cluster (whichever is active). Snorkel users pass a Dask array of
+  ``dask.distributed`` cluster (whichever is active). Gold labels (``gold=``) and a
+  classifier's probabilities of the items (``pred_probs=``, a pandas or Dask frame by item
+  id, :mod:`.pred_probs`) enter as in memory. Snorkel users pass a Dask array of
   ``L`` to ``CrowdLabelModel.fit`` (the same code path and the same default decision).
 - **Training on several workers** (:mod:`crowd_keras.distributed.training`): sharded
   parquet files of items (features, annotator ids, labels) written from ``Annotations``, a

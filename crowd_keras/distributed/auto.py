@@ -124,6 +124,7 @@ class AutoMethod(Method):
     # the protocol, the winner's once chosen
     iterative = property(lambda self: self.inner.iterative)
     needs_report = property(lambda self: self.inner.needs_report)
+    reports_expected_accuracy = property(lambda self: self.inner.reports_expected_accuracy)
     max_iter = property(lambda self: self.inner.max_iter)
     tol = property(lambda self: self.inner.tol)
 

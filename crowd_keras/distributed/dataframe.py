@@ -6,7 +6,7 @@
     ddf = dd.read_parquet("answers/")                     # task, worker, label
     result = aggregate(ddf, item="task", annotator="worker", label="label")   # method="auto"
     result.labels                 # Dask DataFrame indexed by task: label, p_<class>...
-    result.annotator_quality      # pandas: annotator, n_annotations, accuracy
+    result.annotator_quality      # pandas: annotator, n_annotations, accuracy, expected_accuracy
     result.to_parquet("out/")     # out/labels/*.parquet, out/annotator_quality.parquet
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..aggregation.base import LabelModel
 from ..aggregation.registry import DEFAULT_LABEL_MODEL
 from .engine import PartitionedAnnotations
 from .methods import Fit, method_for
+from .pred_probs import check_frame
 
 __all__ = ["aggregate", "AggregationResult", "to_parquet"]
 
@@ -85,7 +86,7 @@ class AggregationResult:
 def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
               annotator: str = "worker", label: str = "label", *,
               classes: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
-              item_partitioned: bool = False, gold: Any = None,
+              item_partitioned: bool = False, gold: Any = None, pred_probs: Any = None,
               **params: Any) -> AggregationResult:
     """Fit a label model on a Dask DataFrame of annotations, partition by partition.
 
@@ -117,12 +118,25 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
         gold: known classes of some items (a dict or ``pandas.Series`` from item id to class
             label), held fixed in every fit as in memory (``fit(annotations, gold=...)``); the
             default model chooses by them when there are ``min_gold`` or more.
+        pred_probs: a classifier's out-of-fold class probabilities of the items: a pandas or
+            Dask DataFrame indexed by item id with one column per class (named by the
+            classes), every item once and no other; joined to each partition's items and
+            taken as a learned per-item prior by the models that accept it (Dawid-Skene,
+            one-coin Dawid-Skene, IBCC, EBCC, BWA, ``"auto"``), as ``fit(annotations,
+            pred_probs=...)`` in memory: the same posteriors, the same classifier weight
+            (``result.model.classifier_weight_``). Missing, extra or repeated items, unknown
+            columns and rows that are not probabilities raise
+            :class:`~crowd_keras.CrowdDataError` naming them.
         **params: constructor arguments of the named model (``max_iter``, ``tol``, ...).
 
     Returns:
         :class:`AggregationResult` (``labels``, ``annotator_quality``, ``model``).
     """
     strategy = method_for(method, **params)
+    if pred_probs is not None:
+        if not getattr(strategy.model, "accepts_pred_probs", False):
+            raise TypeError(f"{type(strategy.model).__name__} does not take pred_probs")
+        check_frame(pred_probs)
     data = PartitionedAnnotations.from_frame(ddf, item=item, annotator=annotator, label=label,
                                              classes=classes, annotator_ids=annotator_ids,
                                              item_partitioned=item_partitioned)
@@ -130,9 +144,25 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
         if not getattr(strategy.model, "accepts_gold", False):
             raise TypeError(f"{type(strategy.model).__name__} does not take gold labels")
         data = data.with_gold(gold)
+    if pred_probs is not None:
+        data = data.with_pred_probs(pred_probs)
     fit = data.fit(strategy)
     report = data.statistics(fit) if fit.method.needs_report else None
-    return AggregationResult(data, fit, fit.method.quality(fit.model, fit, report))
+    return AggregationResult(data, fit, _annotator_report(data, fit, report))
+
+
+def _annotator_report(data: PartitionedAnnotations, fit: Fit, report: Any = None
+                     ) -> pd.DataFrame:
+    """The fitted model's annotator report (``Method.quality``), with ``expected_accuracy``
+    after ``accuracy`` when the method reports it (one more pass over the blocks:
+    :meth:`PartitionedAnnotations.annotator_accuracy`), as the in-memory report has it."""
+    quality = fit.method.quality(fit.model, fit, report)
+    if fit.method.reports_expected_accuracy and "accuracy" in quality.columns and \
+            "expected_accuracy" not in quality.columns and \
+            hasattr(fit.model, "confusion_matrices_"):
+        quality.insert(quality.columns.get_loc("accuracy") + 1, "expected_accuracy",
+                       data.annotator_accuracy(fit))
+    return quality
 
 
 def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any) -> Path:

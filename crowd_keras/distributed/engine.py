@@ -21,6 +21,7 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.dawid_skene import sufficient_statistics
+from ..aggregation.quality import annotator_accuracy_sums
 from ..annotation_readers import check_frame_columns, frame_codes
 from ..annotations import Annotations
 from ..codes import show
@@ -28,6 +29,7 @@ from ..errors import CrowdDataError
 from ..progress import progress_bar
 from .blocks import Block, Summary, add, frame_block, matrix_block
 from .methods import Fit, Method
+from .pred_probs import join_pred_probs
 from .reading import (Coding, coding_of, first_row_named, number_rows, row_column,
                       object_kinds, scan_partition, split_items, unconverted)
 
@@ -67,6 +69,16 @@ def _report_statistics(block: Block, method: Method, params: Any,
     if transform is not None:
         post = transform(post, block)
     return sufficient_statistics(block.XT, post)
+
+
+def _accuracy_sums(block: Block, method: Method, params: Any, confusions: np.ndarray
+                   ) -> np.ndarray:
+    """(A,) :func:`annotator_accuracy_sums` of the block's annotations under its reported
+    posteriors."""
+    k = confusions.shape[1]
+    items = np.repeat(np.arange(block.n_items), block.annotations_per_item())
+    return annotator_accuracy_sums(method.posteriors(block, params), items,
+                                   block.X.indices // k, block.X.indices % k, confusions)
 
 
 def _label_frame(block: Block, method: Method, params: Any, classes: np.ndarray, item: str,
@@ -225,6 +237,17 @@ class PartitionedAnnotations:
             raise CrowdDataError(f"gold item {bad!r} is not an item of the annotations")
         return self.derive(_gold_block, ids, codes.astype(np.int64), len(self.classes))
 
+    def with_pred_probs(self, pred_probs: Any) -> "PartitionedAnnotations":
+        """These annotations with a classifier's probabilities of their items in every
+        block (``Block.pred_probs``): a fit of a model that ``accepts_pred_probs`` then takes
+        them as a learned per-item prior, as ``fit(annotations, pred_probs=...)`` in memory.
+        ``pred_probs``: a pandas or Dask DataFrame indexed by item id, one column per class
+        (:func:`~crowd_keras.distributed.pred_probs.join_pred_probs`; every item once, no
+        other item, rows that are probabilities: errors name the item or column)."""
+        blocks = join_pred_probs(self.blocks, self.classes, pred_probs, self.index_dtype)
+        return PartitionedAnnotations(blocks, self.classes, self.annotator_ids, self.item,
+                                      self.divisions, self.index_dtype)
+
     def reduce(self, fn: Callable, *args: Any) -> Any:
         """The sum over blocks of ``fn(block, *args)``, computed (a tree of partial sums)."""
         return dask.compute(tree_sum(self.map(fn, *args)))[0]
@@ -294,6 +317,16 @@ class PartitionedAnnotations:
         ``transform(P, block)``)."""
         return self.reduce(_report_statistics, fit.method,
                            delayed(fit.params, traverse=False), transform)
+
+    def annotator_accuracy(self, fit: Fit) -> np.ndarray:
+        """(A,) each annotator's expected accuracy under the fit (NaN without labels): its
+        labels scored by their items' reported posteriors with its own vote divided out,
+        :func:`crowd_keras.aggregation.quality.annotator_accuracy` from sums over blocks."""
+        confusions = np.asarray(fit.model.confusion_matrices_, dtype=np.float64)
+        sums = self.reduce(_accuracy_sums, fit.method, delayed(fit.params, traverse=False),
+                           confusions)
+        n = fit.summary.votes.sum(axis=1)
+        return np.where(n > 0, sums / np.maximum(n, 1), np.nan)
 
     def covotes(self, step: int) -> tuple:
         """``(XᵀX, rows)`` over the rows whose index is a multiple of ``step``."""

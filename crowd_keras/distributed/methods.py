@@ -18,7 +18,15 @@ the steps it maps over blocks of items (:class:`~crowd_keras.distributed.blocks.
   less than the model's ``tol``, as in memory;
 - ``posteriors(block, params)``: the reported posteriors of a block's items;
 - ``finish(fit, template)`` and ``quality(model, fit, report)``: the fitted in-memory model
-  (parameters; the per-item posteriors stay partitioned) and its ``annotator_quality_``.
+  (parameters; the per-item posteriors stay partitioned) and its ``annotator_quality_``
+  (``expected_accuracy``, a sum over annotations, comes from one more pass over the blocks
+  when ``reports_expected_accuracy``).
+
+Blocks that carry a classifier's probabilities (``Block.pred_probs``; the summary counts
+them, ``Summary.n_pred_probs``) are fitted with the classifier as a learned per-item prior by
+every model that ``accepts_pred_probs``
+(:class:`~crowd_keras.aggregation.em.ClassifierAnnotator`, as ``fit(annotations,
+pred_probs=...)`` in memory); the others fit the annotations alone.
 
 Because the statistics are sums over items and every step is the in-memory model's function,
 a partitioned fit equals the in-memory fit however the items are split (up to the order of
@@ -36,7 +44,7 @@ import pandas as pd
 
 from ..aggregation.abstain_dawid_skene import AbstainAwareDawidSkene
 from ..aggregation.base import LabelModel
-from ..aggregation.em import EMLabelModel
+from ..aggregation.em import ClassifierAnnotator, EMLabelModel
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
 from ..aggregation.registry import get_label_model, label_model_class
@@ -72,6 +80,9 @@ class Method:
     iterative = True
     #: True: ``quality`` needs the statistics of the reported posteriors (one more pass).
     needs_report = False
+    #: True: the annotator report gets ``expected_accuracy`` from the reported posteriors and
+    #: the fitted confusion matrices (one more pass), as the in-memory model's report has it.
+    reports_expected_accuracy = True
 
     def __init__(self, model: LabelModel) -> None:
         self.model = model
@@ -171,6 +182,11 @@ def labeling_function_method(model: Any, summary: Summary) -> Optional[Method]:
         raise ValueError(f"labeling_functions must be one of ('auto', 'ignore'), got {mode!r}")
     model.regime_, model.labeling_function_model_ = "crowd", None
     if mode == "auto" and one_class_share(summary.votes) >= LABELING_FUNCTION_SHARE:
+        if summary.n_pred_probs:    # as the in-memory fit (LabelingFunctionFallback.fit)
+            raise ValueError(f"{type(model).__name__}: these votes look like labeling "
+                             "functions and the abstain-aware model that fits them takes "
+                             "no pred_probs; pass labeling_functions='ignore' to fit this "
+                             "model with the classifier")
         return AbstainDawidSkeneMethod(model.labeling_function_model(), owner=model) \
             .prepare(summary)
     return None
@@ -180,7 +196,10 @@ class ProtocolMethod(Method):
     """Any :class:`~crowd_keras.aggregation.em.EMLabelModel`, through its public EM-step
     protocol: ``init_state`` on the summed votes, ``initial_statistics`` and ``e_step`` +
     ``sufficient_statistics`` per block, ``m_step`` on the summed statistics, ``finish`` at
-    the end. A new EM label model runs on Dask with no strategy of its own."""
+    the end. A new EM label model runs on Dask with no strategy of its own. On blocks with a
+    classifier's probabilities a model that ``accepts_pred_probs`` runs inside
+    :class:`~crowd_keras.aggregation.em.ClassifierAnnotator` (its weight learned in the
+    M-step from summed statistics, as in memory)."""
 
     def prepare(self, summary: Summary) -> Method:
         model = self.model
@@ -188,6 +207,11 @@ class ProtocolMethod(Method):
             lf_method = labeling_function_method(model, summary)
             if lf_method is not None:
                 return lf_method
+        if summary.n_pred_probs and getattr(model, "accepts_pred_probs", False):
+            if summary.n_pred_probs != summary.n_items:
+                raise ValueError(f"pred_probs on {summary.n_pred_probs} of "
+                                 f"{summary.n_items} items: every block needs them")
+            model = ClassifierAnnotator(model)
         self.runner = model.init_state(summary)
         self._check_iterations()
         return super().prepare(summary)
@@ -228,6 +252,7 @@ class AbstainDawidSkeneMethod(ProtocolMethod):
     """
 
     needs_report = True
+    reports_expected_accuracy = False   # its in-memory report has coverage instead
 
     def __init__(self, model: AbstainAwareDawidSkene, owner: Any = None) -> None:
         super().__init__(model)

@@ -1,0 +1,185 @@
+"""A classifier's probabilities of the items, joined to the blocks of a partitioned fit.
+
+``aggregate(ddf, pred_probs=...)`` takes a frame indexed by item id with one column per
+class (as ``fit(annotations, pred_probs=...)`` in memory): each block gets its items' rows
+as ``Block.pred_probs`` (I_b, K), checked by the in-memory rules and messages
+(:mod:`crowd_keras.aggregation.pred_probs`):
+
+- a **pandas** frame is in the client already: the blocks' item ids come back (one id per
+  item), the frame is checked and aligned once on all of them in sorted order (the in-memory
+  item order, so errors read as in memory) and each block is sent its rows;
+- a **Dask** frame is joined on item id to the blocks' items (one merge and one shuffle that
+  routes each block its rows, by block number), so it never passes through the client; each
+  block checks its rows, and the client names missing, extra and repeated items from the
+  blocks' findings.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, List, Optional, Sequence, Tuple
+
+import dask
+import numpy as np
+import pandas as pd
+from dask import delayed
+
+from ..aggregation.pred_probs import (align_pred_probs, check_rows, class_columns,
+                                      extra_items_error, missing_items_error,
+                                      repeated_items_error)
+from ..errors import CrowdDataError
+from .blocks import Block
+
+__all__ = ["join_pred_probs", "check_frame", "is_dask_frame"]
+
+_SHOWN = 5          # ids named in a message (as the in-memory messages)
+_BLOCK, _MERGE = "_crowd_keras_block", "_merge"
+
+
+def is_dask_frame(obj: Any) -> bool:
+    """True for a Dask DataFrame (duck-typed: Dask's frame classes moved between versions)."""
+    return all(hasattr(obj, name) for name in ("to_delayed", "npartitions", "columns")) \
+        and not isinstance(obj, pd.DataFrame)
+
+
+def check_frame(pred_probs: Any) -> None:
+    """TypeError unless ``pred_probs`` is a pandas or Dask DataFrame."""
+    if not (isinstance(pred_probs, pd.DataFrame) or is_dask_frame(pred_probs)):
+        raise TypeError(f"pred_probs of a partitioned fit must be a DataFrame indexed by item id "
+                        f"with one column per class (pandas or Dask), got "
+                        f"{type(pred_probs).__module__}.{type(pred_probs).__name__}")
+
+
+def join_pred_probs(blocks: Sequence[Any], classes: Sequence, pred_probs: Any,
+                    index_dtype: Any) -> List[Any]:
+    """The blocks (persisted ``dask.delayed`` :class:`Block` s) with their items' rows of
+    ``pred_probs`` as ``Block.pred_probs`` (I_b, K) in class-code order, persisted where
+    they are; ``index_dtype`` is the dtype of the blocks' item ids.
+
+    Raises:
+        TypeError: ``pred_probs`` is not a pandas or Dask DataFrame.
+        CrowdDataError: columns that are not one per class, items of the annotations
+        without a row, rows of other items, repeated items, rows that are not probabilities
+        (:func:`~crowd_keras.aggregation.pred_probs.align_pred_probs`' rules).
+    """
+    check_frame(pred_probs)
+    class_columns(pred_probs.columns, classes)      # before any pass over the data
+    if isinstance(pred_probs, pd.DataFrame):
+        return _from_pandas(list(blocks), classes, pred_probs)
+    return _from_dask(list(blocks), classes, pred_probs, index_dtype)
+
+
+# ---------------------------------------------------------------------- a pandas frame
+def _item_ids(block: Block) -> np.ndarray:
+    return block.item_ids
+
+
+def _with_probs(block: Block, probs: np.ndarray) -> Block:
+    return replace(block, pred_probs=probs)
+
+
+def _sort_order(ids: np.ndarray) -> np.ndarray:
+    """The order that sorts the item ids (their in-memory order); ids of mixed types that do
+    not sort keep the blocks' order."""
+    try:
+        return np.argsort(ids, kind="stable")
+    except TypeError:
+        return np.arange(len(ids))
+
+
+def _from_pandas(blocks: List[Any], classes: Sequence, frame: pd.DataFrame) -> List[Any]:
+    ids = dask.compute(*[delayed(_item_ids)(block) for block in blocks])
+    sizes = [len(i) for i in ids]
+    all_ids = np.concatenate([np.asarray(i, dtype=object) for i in ids])
+    order = _sort_order(all_ids)
+    probs = np.empty((len(all_ids), len(classes)))
+    probs[order] = align_pred_probs(frame, all_ids[order], classes)
+    bounds = np.cumsum([0] + sizes)
+    return list(dask.persist(*[delayed(_with_probs)(block, probs[lo:hi])
+                               for block, lo, hi in zip(blocks, bounds[:-1], bounds[1:])]))
+
+
+# ---------------------------------------------------------------------- a Dask frame
+def _item_keys(block: Block, number: int, index_dtype: Any) -> pd.DataFrame:
+    """The block's items (index) and its number (column), to join the probabilities to."""
+    return pd.DataFrame({_BLOCK: np.full(len(block.item_ids), number, dtype=np.int64)},
+                        index=pd.Index(block.item_ids, dtype=index_dtype))
+
+
+def _extra_ids(*parts: pd.DataFrame) -> Tuple[int, list]:
+    """How many rows of the probabilities matched no item, and the first few ids."""
+    n = sum(len(part) for part in parts)
+    shown = [v for part in parts for v in part.index[:_SHOWN].tolist()][:_SHOWN]
+    return n, shown
+
+
+def _joined_block(block: Block, part: pd.DataFrame, k: int) -> Any:
+    """The block with its rows of the probabilities (``part``: the item ids, the ``k``
+    columns in class-code order and the merge indicator), or what is wrong with them:
+    ``("repeated" | "missing" | "rows", ids or message)``."""
+    ids = part.iloc[:, 0]
+    repeated = ids[ids.duplicated()]
+    if len(repeated):
+        return "repeated", repeated.unique()
+    missing = ids[(part[_MERGE] == "left_only").to_numpy()]
+    if len(missing):
+        return "missing", missing.to_numpy()
+    pos = pd.Index(ids).get_indexer(block.item_ids)
+    try:
+        values = part[_columns(k)].to_numpy(dtype=np.float64)[pos]
+        probs = check_rows(values, block.item_ids, rows=())
+    except (TypeError, ValueError) as err:
+        return "rows", f"pred_probs must be numbers: {err}"
+    except CrowdDataError as err:
+        return "rows", str(err)
+    return replace(block, pred_probs=probs)
+
+
+def _columns(k: int) -> List[str]:
+    """The probability columns of the joined frame, in class-code order."""
+    return [f"_p{c}" for c in range(k)]
+
+
+def _failure(part: Any) -> Optional[tuple]:
+    return part if isinstance(part, tuple) else None
+
+
+def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any) -> List[Any]:
+    import dask.dataframe as dd
+
+    k = len(classes)
+    names = [ddf.columns[c] for c in class_columns(ddf.columns, classes)]
+    probs = ddf[names].rename(columns=dict(zip(names, _columns(k))))
+    meta = pd.DataFrame({_BLOCK: pd.Series([], dtype=np.int64)},
+                        index=pd.Index([], dtype=index_dtype))
+    keys = dd.from_delayed([delayed(_item_keys)(block, j, index_dtype)
+                            for j, block in enumerate(blocks)], meta=meta, verify_meta=False)
+    try:
+        joined = keys.merge(probs, left_index=True, right_index=True, how="outer",
+                            indicator=True)
+    except (TypeError, ValueError) as err:
+        raise CrowdDataError(f"pred_probs: its index (item ids, {ddf.index.dtype}) cannot be "
+                             f"joined to the items of the annotations ({index_dtype}): "
+                             f"{err}") from None
+    extra = joined[joined[_MERGE] == "right_only"]
+    routed = joined[joined[_MERGE] != "right_only"].reset_index()
+    routed = routed.assign(**{_BLOCK: routed[_BLOCK].astype(np.int64)})
+    # block j's rows in partition j: divisions [j, j + 1) by block number
+    routed = routed.set_index(_BLOCK, divisions=list(range(len(blocks) + 1)))
+    *parts, found = dask.persist(*[delayed(_joined_block)(block, part, k)
+                                   for block, part in zip(blocks, routed.to_delayed())],
+                                 delayed(_extra_ids)(*extra.to_delayed()))
+    failures = [f for f in dask.compute(*[delayed(_failure)(p) for p in parts])
+                if f is not None]
+    for kind in ("repeated", "missing"):
+        found_ids = [ids for what, ids in failures if what == kind]
+        if found_ids:
+            ids = np.concatenate(found_ids)
+            shown = ids[_sort_order(ids)]
+            raise (repeated_items_error(shown) if kind == "repeated"
+                   else missing_items_error(shown[:_SHOWN], len(ids)))
+    n_extra, shown = dask.compute(found)[0]
+    if n_extra:
+        raise extra_items_error(shown, n_extra)
+    if failures:
+        raise CrowdDataError(failures[0][1])
+    return parts
