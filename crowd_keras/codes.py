@@ -19,7 +19,7 @@ from .string_codes import column_codes
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
-           "MAX_CODE", "infer_classes"]
+           "MAX_CODE", "infer_classes", "check_id_values"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
@@ -125,9 +125,10 @@ def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
 
 
 # ----------------------------------------------------------------------------- arrays
-def as_matrix(data: Any, what: str) -> np.ndarray:
+def as_matrix(data: Any, what: str, noun: str = "a code") -> np.ndarray:
     """``np.asarray(data)``, raising :class:`CrowdDataError` on ragged rows (naming the first
-    row whose length differs from row 0's) instead of numpy's "inhomogeneous shape" error."""
+    row whose length differs from row 0's) instead of numpy's "inhomogeneous shape" error;
+    ``noun``: what one entry should be (messages say "not a code")."""
     if isinstance(data, np.ndarray):
         return data
     if isinstance(data, (pd.DataFrame, pd.Series)):
@@ -148,7 +149,7 @@ def as_matrix(data: Any, what: str) -> np.ndarray:
                 if inner:
                     v = row[inner[0]]
                     raise CrowdDataError(f"{what}: the entry at row {r}, column {inner[0]} is a "
-                                         f"{type(v).__name__} {show(v)}, not a code") from None
+                                         f"{type(v).__name__} {show(v)}, not {noun}") from None
                 if size(row) != width:
                     got = f"has {size(row)} entries" if size(row) is not None else \
                         f"is {type(row).__name__} {show(row)}, not a row of entries,"
@@ -158,9 +159,9 @@ def as_matrix(data: Any, what: str) -> np.ndarray:
         raise CrowdDataError(f"{what} is not a rectangular array ({exc})") from None
 
 
-def numeric_matrix(m: np.ndarray, what: str) -> np.ndarray:
+def numeric_matrix(m: np.ndarray, what: str, noun: str = "numeric codes") -> np.ndarray:
     """A 2-d array of numbers (object arrays converted to float); a string, list or other
-    non-number entry raises naming its (row, column)."""
+    non-number entry raises naming its (row, column); ``noun``: what the entries should be."""
     if m.dtype == object:
         number = pd.Series(m.ravel(), dtype=object).map(
             lambda v: v is None or (isinstance(v, (int, float, np.number))
@@ -168,7 +169,7 @@ def numeric_matrix(m: np.ndarray, what: str) -> np.ndarray:
         if not number.all():
             r, c = np.unravel_index(int(np.argmax(~number)), m.shape)
             v = m[r, c]
-            raise CrowdDataError(f"{what} must be numeric codes: {type(v).__name__} {show(v)} at "
+            raise CrowdDataError(f"{what} must be {noun}: {type(v).__name__} {show(v)} at "
                                  f"row {r}, column {c}")
         with np.errstate(over="ignore"):
             try:
@@ -180,7 +181,7 @@ def numeric_matrix(m: np.ndarray, what: str) -> np.ndarray:
                                      f"({r}, {c}), too large for an exact integer code") from None
     if m.dtype.kind not in "iufb":
         what_kind = "text" if m.dtype.kind in "US" else f"dtype {m.dtype}"
-        raise CrowdDataError(f"{what} must be numeric codes, got {what_kind} (e.g. "
+        raise CrowdDataError(f"{what} must be {noun}, got {what_kind} (e.g. "
                              f"{show(m.flat[0]) if m.size else 'nothing'} at row 0, column 0)")
     return m
 
@@ -270,6 +271,20 @@ def _check_scalars(column: pd.Series, kind: str, what: str, where: Callable[[int
             "(e.g. all strings: .astype(str))")
     raise CrowdDataError(f"{what}s must be strings or integers, got {kind} values "
                          f"(e.g. {show(raw[0])} at {where(0)})")
+
+
+def check_id_values(ids: Any, what: str, where: Callable[[int], str]) -> None:
+    """Raise on a missing id (NaN/None), a list/dict/tuple id, or ids that mix types (``1``
+    and ``"1"``), the rules of a frame's id columns, for ids given otherwise (a wide frame's
+    index and columns); ``where(n)`` names position ``n``."""
+    values = np.asarray(ids if not isinstance(ids, pd.MultiIndex) else ids.to_flat_index(),
+                        dtype=object)
+    missing = pd.isna(values)
+    if missing.any():
+        n = int(np.argmax(missing))
+        raise CrowdDataError(f"missing {what} id ({show(values[n])}) at {where(n)}")
+    column = pd.Series(values, dtype=object)
+    _check_scalars(column, pd.api.types.infer_dtype(column, skipna=False), what, where)
 
 
 def factorize_labels(column: pd.Series, where: Callable[[int], str],

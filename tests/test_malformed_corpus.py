@@ -1010,6 +1010,330 @@ case("spans", "label-studio-email-and-id-annotators",
      accept(lambda e: list(e.annotator_ids) == [1, "x@y.org"]))
 
 
+# ---------------------------------------------------------------------------- label models' fit
+# (issue 45, round three) ``fit(annotations, pred_probs=..., gold=...)`` of the EM models and
+# the default model: a classifier's probabilities and known labels are read like annotations.
+def _crowd_ann():
+    """30 items 'it00'.. 'it29', 4 annotators, classes 'a', 'b', 'c' (seeded)."""
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, 30)
+    rows = [(f"it{i:02d}", f"w{a}", "abc"[truth[i] if rng.random() < .75 else rng.integers(3)])
+            for i in range(30) for a in range(4)]
+    return Annotations.from_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]))
+
+
+CROWD = _crowd_ann()
+UNIFORM = np.full((30, 3), 1 / 3)
+
+
+def label_model_fit(name, **fit_kwargs):
+    def run(tmp_path):
+        from crowd_keras.aggregation import get_label_model
+        return get_label_model(name).fit(CROWD, **fit_kwargs)
+    return run
+
+
+def _row(p, i, values):
+    p = p.copy()
+    p[i] = values
+    return p
+
+
+PRED_PROBS_CASES = (
+    ("list-ragged", UNIFORM.tolist()[:5] + [[.5, .5]] + UNIFORM.tolist()[6:],
+     r"pred_probs: row 5 has 2 entries but row 0 has 3"),
+    ("strings", np.full((30, 3), "0.33"),
+     r"pred_probs must be probabilities \(numbers\), got text \(e.g. '0.33' at row 0"),
+    ("object-with-a-string", _row(UNIFORM.astype(object), 4, [.5, "0.25", .25]),
+     r"pred_probs must be probabilities \(numbers\): str '0.25' at row 4, column 1"),
+    ("frame-text-values", pd.DataFrame(UNIFORM.round(4).astype(str), index=CROWD.item_ids,
+                                       columns=CROWD.classes),
+     r"pred_probs must be probabilities \(numbers\): str '0.3333' at row 0, column 0"),
+    ("frame-some-columns-name-classes", pd.DataFrame(UNIFORM, index=CROWD.item_ids,
+                                                     columns=["b", "a", "zz"]),
+     r"columns 'b', 'a', 'zz' name some of the classes 'a', 'b', 'c' but not each once "
+     r"\(e.g. 'zz'\)"),
+    ("frame-a-class-twice", pd.DataFrame(UNIFORM, index=CROWD.item_ids, columns=["a", "a", "c"]),
+     r"columns 'a', 'a', 'c' name some of the classes .* \(e.g. 'a'\)"),
+    ("dict-of-rows", dict(zip(CROWD.item_ids, UNIFORM.tolist())),
+     r"or a pandas DataFrame indexed by item id; got a dict \(a dict of rows: "
+     r"pandas.DataFrame.from_dict\(d, orient='index'\)\)"),
+    ("series-of-rows", pd.Series(list(UNIFORM), index=CROWD.item_ids),
+     r"or a pandas DataFrame indexed by item id; got a Series$"),
+    ("row-sums-to-2", _row(UNIFORM, 3, [1, .5, .5]),
+     r"pred_probs of item 'it03' \(row 3\) sum to 2, not 1"),
+    ("K-mismatch", np.full((30, 2), .5), r"shape \(items, classes\) = \(30, 3\) .* got \(30, 2\)"),
+    ("frame-index-nan", pd.DataFrame(UNIFORM, index=list(CROWD.item_ids[:-1]) + [np.nan],
+                                     columns=CROWD.classes),
+     r"pred_probs: no row for 1 item\(s\) of the annotations: 'it29'"),
+)
+for model in ("dawid_skene", "ibcc", "ebcc", "bwa", "one_coin_dawid_skene", "auto"):
+    for name, value, pattern in PRED_PROBS_CASES:
+        if model not in ("dawid_skene", "auto") and name not in (
+                "list-ragged", "frame-some-columns-name-classes", "strings"):
+            continue
+        case("label_model", f"{model}-pred_probs-{name}",
+             label_model_fit(model, pred_probs=value), error(pattern))
+    case("label_model", f"{model}-unknown-keyword",
+         label_model_fit(model, pred_probs=UNIFORM, totally_bogus="x"),
+         error(r"unexpected keyword argument\(s\) \['totally_bogus'\]", TypeError))
+RANDOM_PROBS = np.random.default_rng(1).dirichlet(np.ones(3), 30)
+case("label_model", "dawid_skene-pred_probs-frame-in-another-order",   # aligned by id and name
+     label_model_fit("dawid_skene", pred_probs=pd.DataFrame(
+         RANDOM_PROBS, index=CROWD.item_ids, columns=CROWD.classes).iloc[::-1, ::-1]),
+     accept(lambda m: bool(np.allclose(m.predict_proba(), label_model_fit(
+         "dawid_skene", pred_probs=RANDOM_PROBS)(None).predict_proba()))))
+case("label_model", "dawid_skene-pred_probs-list-of-lists",
+     label_model_fit("dawid_skene", pred_probs=UNIFORM.tolist()),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+case("label_model", "dawid_skene-pred_probs-one-hot-bool",   # a hard prior is a distribution
+     label_model_fit("dawid_skene", pred_probs=np.eye(3, dtype=bool)[np.arange(30) % 3]),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+case("label_model", "dawid_skene-pred_probs-frame-columns-in-code-order",
+     label_model_fit("dawid_skene", pred_probs=pd.DataFrame(UNIFORM, index=CROWD.item_ids,
+                                                           columns=["p0", "p1", "p2"])),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+
+GOLD_CASES = (
+    ("series-item-twice", pd.Series(["a", "b"], index=["it01", "it01"]),
+     r"gold item 'it01' is given more than once \(1 repeat\(s\)\)"),
+    ("list-label", {"it01": ["a"]}, r"gold label \['a'\] of item 'it01' is not one of the "
+                                    r"classes \['a', 'b', 'c'\]"),
+    ("frame", pd.DataFrame({"task": ["it01"], "label": ["a"]}),
+     r"gold must be a mapping item -> label .* got DataFrame \(a frame of item and label "
+     r"columns: frame.set_index\(ITEM\)\[LABEL\]\)"),
+    ("set", {"it01"}, r"gold must be a mapping .* got set$"),
+    ("one-label", "a", r"gold must be a mapping .* got str$"),
+    ("nan-label", {"it01": np.nan}, r"gold label nan of item 'it01' is not one of the classes"),
+    ("code-for-string-classes", {"it02": 0},
+     r"gold label 0 of item 'it02' is not one of the classes \['a', 'b', 'c'\]"),
+    ("unknown-item", {"it99": "a"}, r"gold item 'it99' is not an item of the annotations"),
+    ("codes-wrong-length", np.zeros(29, dtype=int),
+     r"30 integer class codes .* got an array of shape \(29,\)"),
+    ("codes-out-of-range", np.full(30, 3), r"gold code 3 of item 'it00' is outside -1..2"),
+)
+for model in ("dawid_skene", "ibcc", "auto", "majority_vote"):
+    for name, value, pattern in GOLD_CASES:
+        if model != "dawid_skene" and name not in ("series-item-twice", "list-label", "frame"):
+            continue
+        case("label_model", f"{model}-gold-{name}", label_model_fit(model, gold=value),
+             error(pattern))
+case("label_model", "dawid_skene-gold-empty-dict", label_model_fit("dawid_skene", gold={}),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+case("label_model", "dawid_skene-gold-codes-as-list", label_model_fit(
+    "dawid_skene", gold=[-1] * 29 + [2]), accept(lambda m: int(m.predict()[29]) == 2))
+
+
+# ---------------------------------------------------------------------------- out-of-fold features
+def oof(x=None, labels=None, model_fn=None, **kwargs):
+    """``features.out_of_fold`` with a scikit-learn logistic regression on 40 items, 3
+    features (the label is the sign of the first)."""
+    def run(tmp_path):
+        from sklearn.linear_model import LogisticRegression
+
+        from crowd_keras.features import out_of_fold
+        rng = np.random.default_rng(0)
+        xs = rng.normal(size=(40, 3))
+        ys = (xs[:, 0] > 0).astype(int)
+        return out_of_fold(model_fn or (lambda: LogisticRegression()),
+                           xs if x is None else x(xs), ys if labels is None else labels(ys),
+                           **kwargs)
+    return run
+
+
+for name, kwargs, pattern, exc in (
+        ("n_splits-2.5", {"n_splits": 2.5}, r"n_splits must be an integer >= 2 \(a whole number, "
+                                            r"not a float\), got float 2.5", TypeError),
+        ("n_splits-'3'", {"n_splits": "3"}, r"n_splits must be an integer >= 2, got str '3'",
+         TypeError),
+        ("n_splits-nan", {"n_splits": float("nan")}, r"got float nan", TypeError),
+        ("n_splits-None", {"n_splits": None}, r"got NoneType None", TypeError),
+        ("min_probability-negative", {"min_probability": -1},
+         r"min_probability must be a finite number in \[0, 0.5\), got -1", ValueError),
+        ("min_probability-nan", {"min_probability": float("nan")}, r"got nan", ValueError),
+        ("min_probability-1", {"min_probability": 1.0},
+         r"min_probability must be a finite number in \[0, 0.5\), got 1.0", ValueError),
+        ("min_probability-text", {"min_probability": "0.1"},
+         r"min_probability must be a number, got str '0.1'", TypeError),
+        ("fit_kwargs-list", {"fit_kwargs": [1]}, r"fit_kwargs must be a dict of fit\(\)'s "
+                                                 r"arguments, got list", TypeError),
+        ("random_state-text", {"random_state": "a"},
+         r"random_state must be a non-negative int or None, got 'a'", ValueError),
+        ("classes-twice", {"classes": [0, 0]}, r"class id 0 at position 1 repeats position 0",
+         CrowdDataError),
+        ("x-dict-of-unequal-inputs", {"x": lambda xs: {"a": xs, "b": xs[:-2]}},
+         r"x's inputs differ in rows: 'a' has 40, 'b' has 38", CrowdDataError),
+        ("x-None", {"x": lambda xs: None}, r"x must be the features of the items .* got NoneType",
+         TypeError),
+        ("labels-fractional", {"labels": lambda ys: ys + 0.5},
+         r"label 1.5 of item 0 is not a whole number", CrowdDataError),
+        ("labels-not-in-classes", {"labels": lambda ys: np.where(ys == 1, 5, 0),
+                                   "classes": [0, 1]},
+         r"label 5 of item 0 is not one of the classes \[0, 1\]$", CrowdDataError),
+        ("label_model-not-a-model", {"labels": lambda ys: Annotations.from_dense(
+            np.tile(ys[:, None], (1, 3))), "label_model": 3},
+         r"label_model must be a label model's name or an unfitted label model, got int 3",
+         TypeError),
+        ("model_fn-a-transformer-class",
+         {"model_fn": __import__("sklearn.preprocessing", fromlist=["x"]).StandardScaler},
+         r"StandardScaler has no predict_proba \(scikit-learn style\) nor compile/predict",
+         TypeError)):
+    kwargs = dict(kwargs)
+    case("features", f"out_of_fold-{name}",
+         oof(kwargs.pop("x", None), kwargs.pop("labels", None), kwargs.pop("model_fn", None),
+             **kwargs), error(pattern, exc))
+case("features", "out_of_fold-estimator-class",     # a class is a function making a fresh one
+     oof(model_fn=__import__("sklearn.linear_model", fromlist=["x"]).LogisticRegression),
+     accept(lambda p: p.shape == (40, 2) and bool(np.allclose(p.sum(axis=1), 1))))
+case("features", "out_of_fold-more-folds-than-items",     # leave-one-out: empty folds skipped
+     oof(x=lambda xs: xs[:6], labels=lambda ys: ys[:6], n_splits=10),
+     accept(lambda p: p.shape == (6, 2)))
+case("features", "out_of_fold-unseen-class-gets-the-floor",
+     oof(classes=[0, 1, 2]), accept(lambda p: p.shape == (40, 3) and bool((p[:, 2] < 1e-5).all())))
+
+
+# ---------------------------------------------------------------------------- wide frames
+WIDE = pd.DataFrame([[0, 1, np.nan], [1, np.nan, 1], [np.nan, 2, 2]], index=["i1", "i2", "i3"],
+                    columns=["a", "b", "c"])
+
+
+def wide(make, **kwargs):
+    return lambda tmp_path: Annotations.from_wide(make(WIDE.copy()), **kwargs)
+
+
+for name, make, kwargs, pattern, exc in (
+        ("annotator-id-nan", lambda w: w.set_axis(["a", np.nan, "c"], axis=1), {},
+         r"missing annotator id \(nan\) at column 1 of the wide frame", CrowdDataError),
+        ("item-id-None", lambda w: w.set_axis(["i1", None, "i3"], axis=0), {},
+         r"missing item id \((None|nan)\) at row 1 of the wide frame's index", CrowdDataError),
+        ("annotators-1-and-'1'", lambda w: w.set_axis([1, "1", "c"], axis=1), {},
+         r"annotators mix types: int 1 at column 0 of the wide frame and str '1' at column 1",
+         CrowdDataError),
+        ("annotator-tuples", lambda w: w.set_axis(pd.MultiIndex.from_tuples(
+            [("x", 1), ("x", 2), ("y", 1)]), axis=1), {},
+         r"annotator \('x', 1\) at column 0 of the wide frame is a tuple", CrowdDataError),
+        ("digit-strings", lambda w: w.fillna(-1).astype(int).astype(str).replace("-1", np.nan),
+         {}, r"label '0' of item 'i1' \(row 0\), annotator 'a' \(column 0\) is not a class code",
+         CrowdDataError),
+        ("a-bool-among-codes", lambda w: w.astype(object).where(w != 2, True), {},
+         r"label True of item 'i3' \(row 2\), annotator 'b' \(column 1\) is not a class code",
+         CrowdDataError),
+        ("code-1e30", lambda w: w.replace(2, 1e30), {},
+         r"label 1e\+30 of item 'i3' \(row 2\), annotator 'b' \(column 1\) is a code that would "
+         r"make 1e\+30 classes from 3 distinct codes; pass n_classes= or classes=",
+         CrowdDataError),
+        ("code-10**9", lambda w: w.replace(2, 10 ** 9), {},
+         r"would make 1e\+09 classes", CrowdDataError),
+        ("n_classes-3.5", lambda w: w, {"n_classes": 3.5},
+         r"n_classes must be an integer >= 1 \(a whole number, not a float\), got float 3.5",
+         TypeError),
+        ("n_classes-'3'", lambda w: w, {"n_classes": "3"}, r"got str '3'", TypeError),
+        ("n_classes-0", lambda w: w, {"n_classes": 0}, r"n_classes must be an integer >= 1, "
+                                                       r"got 0", ValueError),
+        ("array-text", lambda w: np.array([["0", "1"], ["1", None]], dtype=object), {},
+         r"wide annotations must be class codes \(numbers, NaN where missing\): str '0' at row 0, "
+         r"column 0", CrowdDataError),
+        ("array-ragged", lambda w: [[0, 1], [1]], {}, r"wide annotations: row 1 has 1 entries "
+                                                      r"but row 0 has 2", CrowdDataError)):
+    case("wide", name, wide(make, **kwargs), error(pattern, exc))
+case("wide", "code-10**9-with-n_classes", wide(lambda w: w.replace(2, 10 ** 9), n_classes=3),
+     error(r"label 1000000000.0 of item 'i3' \(row 2\), annotator 'b' \(column 1\) is outside "
+           r"the 3 classes \(codes 0..2\)"))
+case("wide", "bool-column", wide(lambda w: pd.DataFrame({"u": [True, False], "v": [False, True]})),
+     accept(lambda a: a.classes.tolist() == [0, 1] and a.n_annotations == 4))   # as from_dense
+case("wide", "nullable-Int64", wide(lambda w: w.astype("Int64")),
+     accept(lambda a: a.n_annotations == 6 and a.annotations_per_item().tolist() == [2, 2, 2]))
+case("wide", "all-missing-row-kept", wide(lambda w: pd.concat([w, pd.DataFrame(
+    [[np.nan] * 3], index=["i4"], columns=w.columns)])),
+     accept(lambda a: a.n_items == 4 and a.annotations_per_item().tolist() == [2, 2, 2, 0]))
+
+
+# ---------------------------------------------------------------------------- quality scores
+def _fitted():
+    from crowd_keras.aggregation import DawidSkene
+    return DawidSkene().fit(Annotations.from_wide(WIDE))
+
+
+def quality(call):
+    """``call(quality module, fitted model, posteriors, annotations)``."""
+    def run(tmp_path):
+        from crowd_keras.aggregation import quality as q
+        model = _fitted()
+        return call(q, model, model.predict_proba(), model.annotations_)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("posteriors-times-2", lambda q, m, p, a: q.consensus_quality(p * 2, a),
+         r"posteriors of item 'i1' \(row 0\) are not probabilities \(finite, non-negative, "
+         r"summing to 1\)", CrowdDataError),
+        ("annotations-a-frame", lambda q, m, p, a: q.consensus_quality(p, WIDE),
+         r"annotations must be an Annotations \(Annotations.from_frame, from_dense, ...\), "
+         r"got DataFrame", TypeError),
+        ("annotations-None", lambda q, m, p, a: q.annotation_quality(p, None), r"got NoneType",
+         TypeError),
+        ("rounds-2.5", lambda q, m, p, a: q.consensus_quality(p, a, rounds=2.5),
+         r"rounds must be an integer >= 1 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("rounds-nan", lambda q, m, p, a: q.consensus_quality(p, a, rounds=float("nan")),
+         r"rounds must be an integer >= 1 .* got float nan", TypeError),
+        ("pseudo_labels-inf", lambda q, m, p, a: q.consensus_quality(p, a, pseudo_labels=np.inf),
+         r"pseudo_labels must be a finite number >= 0, got inf", ValueError),
+        ("item_log_prior-nan", lambda q, m, p, a: q.consensus_quality(
+            p, a, item_log_prior=_row(np.zeros(p.shape), 1, np.nan)),
+         r"item_log_prior of item 'i2' \(row 1\) is not a log-weight per class", CrowdDataError),
+        ("label_issues-quality-short", lambda q, m, p, a: q.label_issues(p, a, quality=[.5]),
+         r"quality must be one consensus quality per item \(3,\), got shape \(1,\)",
+         CrowdDataError),
+        ("next_to_label-accuracies-one", lambda q, m, p, a: q.next_to_label(2, p, a,
+                                                                            accuracies=[.9]),
+         r"accuracies must be one per annotator \(3,\), got shape \(1,\)", CrowdDataError),
+        ("next_to_label-accuracy-nan", lambda q, m, p, a: q.next_to_label(
+            2, p, a, accuracies=[np.nan, .9, .9]),
+         r"accuracy nan of annotator 0 is not a probability in \[0, 1\]", CrowdDataError),
+        ("next_to_label-accuracy-5", lambda q, m, p, a: q.next_to_label(
+            2, p, a, accuracies=[.9, 5, .9]), r"accuracy 5.0 of annotator 1", CrowdDataError),
+        ("model-next_to_label-annotators-a-string",
+         lambda q, m, p, a: m.next_to_label(2, annotators="ab"),
+         r"annotators must be a list of annotator ids, got the string 'ab' \(one annotator: "
+         r"\['ab'\]\)", TypeError),
+        ("unfitted", lambda q, m, p, a: type(m)().label_issues(),
+         r"this DawidSkene is not fitted yet; call fit\(\) first", __import__(
+             "crowd_keras.errors", fromlist=["x"]).NotFittedError)):
+    case("quality", name, quality(call), error(pattern, exc))
+for k, exc in ((2.5, TypeError), ("2", TypeError), (True, TypeError), (float("inf"), TypeError),
+               (None, TypeError), (-1, ValueError)):
+    case("quality", f"next_to_label-k={k!r}", quality(lambda q, m, p, a, k=k: m.next_to_label(k)),
+         error(r"k \(items to choose\) must be an integer >= 0" +
+               (r", got -1" if k == -1 else r".* got \w+ " + re.escape(repr(k))), exc))
+case("quality", "next_to_label-k-beyond-the-items", quality(lambda q, m, p, a: m.next_to_label(
+    10 ** 9)), accept(lambda frame: len(frame) == 3))     # "at most k rows"
+case("quality", "next_to_label-k=0", quality(lambda q, m, p, a: m.next_to_label(0)),
+     accept(lambda frame: len(frame) == 0))
+
+
+def cleanlab(model, annotations=None):
+    def run(tmp_path):
+        from crowd_keras.compat.cleanlab import to_cleanlab
+        return to_cleanlab(model() if callable(model) and not isinstance(model, type) else model,
+                           annotations)
+    return run
+
+
+case("cleanlab", "a-name-not-a-model", cleanlab("dawid_skene"),
+     error(r"to_cleanlab needs a fitted label model \(crowd_keras.aggregation\), got str",
+           TypeError))
+case("cleanlab", "the-class-not-a-model",
+     cleanlab(__import__("crowd_keras.aggregation", fromlist=["x"]).DawidSkene),
+     error(r"got the class DawidSkene", TypeError))
+case("cleanlab", "other-classes", cleanlab(_fitted, Annotations.from_dense([[0, 1], [1, 0]])),
+     error(r"classes \[0, 1\] differ from the fitted classes \[0, 1, 2\]$"))
+case("cleanlab", "new-annotator-only",    # unknown annotators are left out, as predict_proba
+     cleanlab(_fitted, Annotations.from_frame(pd.DataFrame(
+         {"task": ["i1"], "worker": ["zzz"], "label": [1]}), classes=[0, 1, 2])),
+     accept(lambda out: out["label_quality"].shape[0] == 1))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}
@@ -1019,7 +1343,8 @@ def test_corpus_size_and_tally():
     families = {family for family, _, _ in CASES.values()}
     assert len(CASES) >= 350, len(CASES)
     assert {"json", "json_min", "csv", "tsv", "frame", "dense", "label_matrix", "snorkel",
-            "cli", "dask", "keras", "files", "spans"} <= families
+            "cli", "dask", "keras", "files", "spans", "label_model", "features", "wide",
+            "quality", "cleanlab"} <= families
     assert outcomes["accept"] >= 24 and outcomes["error"] >= 325, outcomes
 
 

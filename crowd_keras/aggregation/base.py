@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..errors import CrowdDataError
+from ..codes import show
+from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
 
@@ -68,16 +69,33 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(gold, (dict, pd.Series)):
         series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else gold
         items = ann.item_ids
+        if series.index.has_duplicates:
+            dup = series.index[series.index.duplicated()][0]
+            raise CrowdDataError(f"gold item {show(dup)} is given more than once "
+                                 f"({int(series.index.duplicated().sum())} repeat(s)): one known "
+                                 "label per item")
         pos = pd.Index(items).get_indexer(series.index)
         if (pos < 0).any():
             bad = series.index[int(np.argmax(pos < 0))]
-            raise CrowdDataError(f"gold item {bad!r} is not an item of the annotations")
-        cls = pd.Index(ann.classes).get_indexer(series.to_numpy())
+            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
+        values = series.to_numpy()
+        try:
+            cls = pd.Index(ann.classes).get_indexer(values)
+        except TypeError:   # an unhashable label (a list, a dict): find it to name it
+            cls = np.array([-1 if isinstance(v, (list, dict, set, np.ndarray)) else 0
+                            for v in values])
         if (cls < 0).any():
             j = int(np.argmax(cls < 0))
-            raise CrowdDataError(f"gold label {series.iloc[j]!r} of item {series.index[j]!r} is "
-                                 f"not one of the classes {list(ann.classes)}")
+            raise CrowdDataError(f"gold label {show(series.iloc[j])} of item "
+                                 f"{show(series.index[j])} is not one of the classes "
+                                 f"{ann.classes.tolist()}")
         return pos.astype(np.int64), cls.astype(np.int64)
+    if isinstance(gold, (pd.DataFrame, set, frozenset, str, bytes)) or np.ndim(gold) == 0:
+        hint = " (a frame of item and label columns: frame.set_index(ITEM)[LABEL])" \
+            if isinstance(gold, pd.DataFrame) else ""
+        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
+                             f"Series), or {ann.n_items} integer class codes aligned with the "
+                             f"items (-1 = unknown); got {type(gold).__name__}{hint}")
     codes = np.asarray(gold)
     if codes.shape != (ann.n_items,) or codes.dtype.kind not in "iu":
         raise CrowdDataError(f"gold must be a mapping item -> label, or {ann.n_items} integer "
@@ -86,7 +104,7 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     bad = (codes < -1) | (codes >= ann.n_classes)
     if bad.any():
         i = int(np.argmax(bad))
-        raise CrowdDataError(f"gold code {codes[i]} of item {ann.item_ids[i]!r} is outside "
+        raise CrowdDataError(f"gold code {codes[i]} of item {show(ann.item_ids[i])} is outside "
                              f"-1..{ann.n_classes - 1}")
     known = np.flatnonzero(codes >= 0)
     return known.astype(np.int64), codes[known].astype(np.int64)
@@ -118,7 +136,7 @@ class LabelModel(Params):
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "posteriors_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
 
     def predict_proba(self, annotations: Any = None) -> np.ndarray:
         """Items × classes posterior of the true class (see the module docstring).
@@ -149,8 +167,8 @@ class LabelModel(Params):
         """Re-code `new` onto the fitted annotator ids and classes (unknown annotators dropped)."""
         ref = self.annotations_
         if not np.array_equal(new.classes, ref.classes):
-            raise CrowdDataError(f"classes {list(new.classes)} differ from the fitted classes "
-                                 f"{list(ref.classes)}")
+            raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted "
+                                 f"classes {ref.classes.tolist()}")
         if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
             self.n_unknown_annotations_ = 0
             return new

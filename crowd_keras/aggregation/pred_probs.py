@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
+from ..codes import as_matrix, numeric_matrix
 from ..errors import CrowdDataError
 
 __all__ = ["check_pred_probs", "ROW_SUM_TOLERANCE"]
@@ -52,10 +53,21 @@ def _align_frame(frame: pd.DataFrame, ann: Annotations) -> np.ndarray:
     classes = list(ann.classes)
     if len(columns) != ann.n_classes:
         raise CrowdDataError(f"pred_probs: {len(columns)} columns, expected one per class "
-                             f"({ann.n_classes}: {classes})")
-    if set(columns) == set(classes):
+                             f"({ann.n_classes}: {_show(classes, 10)})")
+    named = pd.Index(classes).get_indexer(frame.columns)
+    if (named >= 0).all() and len(set(named.tolist())) == len(classes):
         frame = frame[classes]
-    return frame.to_numpy(dtype=np.float64)[pos]
+    elif (named >= 0).any() or frame.columns.has_duplicates:
+        # some columns name classes and others do not: reading them by position would put a
+        # class's probabilities under another class
+        odd = [c for c, n in zip(columns, named) if n < 0] or \
+            frame.columns[frame.columns.duplicated()].unique().tolist()
+        raise CrowdDataError(f"pred_probs: columns {_show(columns, 10)} name some of the classes "
+                             f"{_show(classes, 10)} but not each once (e.g. {_show(odd, 3)}): "
+                             "name every class once, or give K columns in class-code order "
+                             "that name no class")
+    return numeric_matrix(frame.to_numpy(), "pred_probs", "probabilities (numbers)"
+                          ).astype(np.float64)[pos]
 
 
 def check_pred_probs(pred_probs: Any, ann: Annotations) -> np.ndarray:
@@ -74,11 +86,17 @@ def check_pred_probs(pred_probs: Any, ann: Annotations) -> np.ndarray:
     """
     if isinstance(pred_probs, pd.DataFrame):
         p = _align_frame(pred_probs, ann)
+    elif isinstance(pred_probs, (dict, pd.Series, set, str, bytes)):
+        raise CrowdDataError(f"pred_probs must be an (items, classes) array in the annotations' "
+                             f"item order, or a pandas DataFrame indexed by item id; got a "
+                             f"{type(pred_probs).__name__}" +
+                             (" (a dict of rows: pandas.DataFrame.from_dict(d, orient='index'))"
+                              if isinstance(pred_probs, dict) else ""))
     else:
-        try:
-            p = np.asarray(pred_probs, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise CrowdDataError(f"pred_probs must be numbers: {err}") from None
+        p = as_matrix(pred_probs, "pred_probs", "a probability")
+        if p.ndim == 2:
+            p = numeric_matrix(p, "pred_probs", "probabilities (numbers)")
+        p = p.astype(np.float64)
         if p.shape != (ann.n_items, ann.n_classes):
             raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
                                  f"{(ann.n_items, ann.n_classes)} in the annotations' item "

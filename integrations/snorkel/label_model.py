@@ -19,7 +19,7 @@ from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_m
 from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_share)
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import CrowdDataError, NotFittedError
 from crowd_keras.files import read_json_text, read_npz
 
 from .metrics import probs_to_preds, score as _score
@@ -395,7 +395,7 @@ class CrowdLabelModel:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "label_model_"):
-            raise RuntimeError("this CrowdLabelModel is not fitted yet; call fit() or load()")
+            raise NotFittedError("this CrowdLabelModel is not fitted yet; call fit() or load()")
 
     # --------------------------------------------------------------------- predicting
     def predict_proba(self, L: Any, features: Any = None) -> np.ndarray:
