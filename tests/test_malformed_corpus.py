@@ -1334,6 +1334,258 @@ case("cleanlab", "new-annotator-only",    # unknown annotators are left out, as 
      accept(lambda out: out["label_quality"].shape[0] == 1))
 
 
+# ---------------------------------------------------------------------------- Snorkel: score, Y_dev
+def snorkel_call(call):
+    """``call(fitted CrowdLabelModel, L, Y)`` on 30 rows of 3 functions."""
+    def run(tmp_path):
+        from crowd_keras.integrations.snorkel import CrowdLabelModel
+        L = np.array([[0, 1, -1], [1, 1, 0], [0, -1, 0], [1, 0, 1], [0, 0, 0], [1, 1, 1]] * 5)
+        Y = np.array([0, 1, 0, 1, 0, 1] * 5)
+        return call(CrowdLabelModel(cardinality=2).fit(L, progress_bar=False), L, Y)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("score-Y-5", lambda m, L, Y: m.score(L, np.full(30, 5)),
+         r"^Y has 5 at position 0; labels are 0..1, -1 = no gold label$", CrowdDataError),
+        ("score-Y-fractional", lambda m, L, Y: m.score(L, Y + 0.5),
+         r"^Y must hold integer labels 0..1, got dtype float64 \(0.5 at position 0\)$",
+         CrowdDataError),
+        ("score-Y-text", lambda m, L, Y: m.score(L, np.array(["a"] * 30)),
+         r"^Y must hold integer labels 0..1, got dtype <U1$", CrowdDataError),
+        ("score-Y-nan", lambda m, L, Y: m.score(L, np.where(Y == 1, np.nan, 0)),
+         r"\(nan at position 1\)", CrowdDataError),
+        ("score-Y-all-abstain", lambda m, L, Y: m.score(L, np.full(30, -1)),
+         r"^Y has no gold label: every entry is -1$", CrowdDataError),
+        ("score-Y-matrix", lambda m, L, Y: m.score(L, Y.reshape(5, 6)),
+         r"^Y must be one label per data point, got shape \(5, 6\)$", CrowdDataError),
+        ("score-metrics-a-string", lambda m, L, Y: m.score(L, Y, metrics="accuracy"),
+         r"metrics must be a list of metric names, got the string 'accuracy' \(one metric: "
+         r"\['accuracy'\]\)", TypeError),
+        ("fit-Y_dev-matrix", lambda m, L, Y: m.fit(L, Y_dev=Y.reshape(5, 6), progress_bar=False),
+         r"^Y_dev must be one label per data point, got shape \(5, 6\)$", CrowdDataError),
+        ("fit-Y_dev-nan", lambda m, L, Y: m.fit(L, Y_dev=np.where(Y == 1, np.nan, 0),
+                                                progress_bar=False),
+         r"^Y_dev must hold integer labels 0..1, got dtype float64 \(nan at position 1\)$",
+         CrowdDataError),
+        ("predict-unfitted", lambda m, L, Y: type(m)().predict(L),
+         r"not fitted yet; call fit\(\) or load\(\)",
+         __import__("crowd_keras.errors", fromlist=["x"]).NotFittedError)):
+    case("snorkel", name, snorkel_call(call), error(pattern, exc))
+case("snorkel", "score-Y-with-abstains",       # -1: no gold for the row, left out (Snorkel)
+     snorkel_call(lambda m, L, Y: m.score(L, np.where(np.arange(30) < 6, -1, Y))),
+     accept(lambda out: 0.0 <= out["accuracy"] <= 1.0))
+case("snorkel", "score-Y-column-vector",       # (n, 1), as scikit-learn reads a column
+     snorkel_call(lambda m, L, Y: m.score(L, Y[:, None])),
+     accept(lambda out: out == {"accuracy": snorkel_call(
+         lambda m, L, Y: m.score(L, Y))(None)["accuracy"]}))
+case("snorkel", "Y_dev-without-L_dev-of-another-length",   # a dev split's class shares (Snorkel)
+     snorkel_call(lambda m, L, Y: m.fit(L, Y_dev=Y[:5], progress_bar=False)),
+     accept(lambda m: m.class_balance_ is None or len(m.class_balance_) == 2))
+
+
+# ---------------------------------------------------------------------------- span converters
+CONVERT_TEXTS = ["John met Mary", "in Paris today"]
+
+
+def convert(call, **change):
+    """``call(formats, texts, spans)`` with span row 1 of three changed."""
+    def run(tmp_path):
+        from crowd_keras.sequences import formats
+        rows = {"doc": [0, 0, 1], "start": [0, 9, 3], "end": [4, 13, 8],
+                "label": ["PER", "PER", "LOC"]}
+        for key, value in change.items():
+            rows[key] = pd.Series(rows[key], dtype=object)
+            rows[key][1] = value
+        return call(formats, CONVERT_TEXTS, pd.DataFrame(rows), tmp_path)
+    return run
+
+
+TO_TAGS = (lambda F, t, s, p: F.spans_to_token_tags(t, s))
+TO_JSONL = (lambda F, t, s, p: F.write_spans_jsonl(p / "out.jsonl", t, s))
+TO_SPACY = (lambda F, t, s, p: F.spans_to_spacy(t, s))
+for target, call in (("tags", TO_TAGS), ("jsonl", TO_JSONL), ("spacy", TO_SPACY)):
+    for key, value, pattern in (
+            ("start", 9.5, r"span row 1: start must be an integer character offset, got 9.5"),
+            ("start", np.nan, r"span row 1: start must be an integer character offset, got nan"),
+            ("start", "9", r"span row 1: start must be an integer character offset, got '9'"),
+            ("start", True, r"span row 1: start must be an integer character offset, got True"),
+            ("end", 10 ** 30, r"span row 1: end 10+ is too large for a character offset"),
+            ("start", -1, r"span row 1: negative start \(start -1, end 13\)"),
+            ("end", 5, r"span row 1: end before start \(start 9, end 5\)")):
+        if target != "tags" and key == "start" and value in ("9", True, -1):
+            continue
+        case("spans", f"{target}-{key}-{value!r}", convert(call, **{key: value}), error(pattern))
+    case("spans", f"{target}-label-None", convert(call, label=None),
+         error(r"span row 1: missing label \(None\)"))
+case("spans", "tags-texts-None", lambda tmp_path: __import__(
+    "crowd_keras.sequences.formats", fromlist=["x"]).spans_to_token_tags(None, pd.DataFrame(
+        {"doc": [0], "start": [0], "end": [1]})),
+     error(r"texts must be a list of strings, a \{doc_id: text\} mapping or a Series, got "
+           r"NoneType", TypeError))
+case("spans", "spacy-nlp-a-name", convert(lambda F, t, s, p: F.spans_to_spacy(t, s, nlp="en")),
+     error(r"nlp must be a spaCy pipeline .* got str", TypeError))
+case("spans", "spacy-to-spans-of-strings", lambda tmp_path: __import__(
+    "crowd_keras.sequences.formats", fromlist=["x"]).spacy_to_spans(["John met"]),
+     error(r"docs\[0\] is a str, not a spaCy Doc", TypeError))
+case("spans", "spacy-integral-float-offset", convert(TO_SPACY, start=9.0),
+     accept(lambda docs: [(s.start_char, s.end_char) for s in docs[0].spans["sc"]] ==
+            [(0, 4), (9, 13)]))
+
+
+def tag_rows(rows, **kwargs):
+    def run(tmp_path):
+        from crowd_keras.sequences.formats import token_tags_to_spans
+        return token_tags_to_spans(rows, **kwargs)
+    return run
+
+
+NAMES = ["O", "B-PER", "I-PER"]
+OFFSET_ROW = {"tags": ["B-PER", "O"], "text": "John met"}
+for name, rows, kwargs, pattern in (
+        ("tag-id--1", [{"tags": [-1, 0, 1], "tokens": ["a", "b", "c"]}], {"label_names": NAMES},
+         r"row 0: tag id -1 is not among the 3 label names \(ids 0..2\)"),
+        ("tag-id-1.7", [{"tags": [1.7, 0, 1], "tokens": ["a", "b", "c"]}],
+         {"label_names": NAMES}, r"row 0: tag id 1.7 is not among the 3 label names"),
+        ("tag-id-True", [{"tags": [True, 0, 1], "tokens": ["a", "b", "c"]}],
+         {"label_names": NAMES}, r"row 0: tag id True is not among"),
+        ("tags-a-string", [{"tags": "B-PER O", "tokens": ["a", "b"]}], {},
+         r"row 0: 'tags' must be a list of tags, got str 'B-PER O'"),
+        ("tag-None", [{"tags": ["B-PER", None], "tokens": ["a", "b"]}], {},
+         r"row 0, token 1: tag None is missing \(every token needs a tag"),
+        ("tag-B-without-label", [{"tags": ["B-", "O"], "tokens": ["a", "b"]}], {},
+         r"row 0, token 0: tag 'B-' is not a BIO tag"),
+        ("offsets-fractional", [{**OFFSET_ROW, "offsets": [[0, 4.5], [5, 8]]}], {},
+         r"row 0, token 0: end must be an integer character offset, got 4.5"),
+        ("offsets-three-numbers", [{**OFFSET_ROW, "offsets": [0, 4, 5]}], {},
+         r"row 0: 'offsets' must be one \[start, end\] pair per token, got shape \(3,\)"),
+        ("offsets-text", [{**OFFSET_ROW, "offsets": [["a", 4], [5, 8]]}], {},
+         r"row 0, token 0: start must be an integer character offset, got 'a'"),
+        ("offsets-past-the-text", [{**OFFSET_ROW, "offsets": [[0, 4], [5, 40]]}], {},
+         r"row 0, token 1: offsets \[5, 40\) end past the text \(8 characters\)"),
+        ("offsets-reversed", [{**OFFSET_ROW, "offsets": [[4, 0], [5, 8]]}], {},
+         r"row 0, token 0: end before start \(start 4, end 0\)"),
+        ("offsets-10**30", [{**OFFSET_ROW, "offsets": [[0, 10 ** 30], [5, 8]]}], {},
+         r"row 0, token 0: end 10+ is too large"),
+        ("text-a-number", [{"tags": ["O"], "text": 5, "offsets": [[0, 1]]}], {},
+         r"row 0: 'text' must be a string, got int"),
+        ("doc-a-list", [{"tags": ["O"], "tokens": ["a"], "doc": [1]}], {},
+         r"row 0: 'doc' must be a document id \(a string or an integer\), got \[1\]"),
+        ("row-a-list", [["B-PER"]], {}, r"row 0: expected a dict with 'tags', got list")):
+    case("spans", f"tag-lists-{name}", tag_rows(rows, **kwargs), error(pattern))
+case("spans", "tag-lists-None", tag_rows(None),
+     error(r"rows must be an iterable of dicts \(one per tag list\), got NoneType", TypeError))
+case("spans", "tag-lists-I-without-B",       # read as IOB1 readers do: an I after O begins a span
+     tag_rows([{"tags": ["I-PER", "O", "I-PER"], "tokens": ["John", "met", "Mary"]}]),
+     accept(lambda out: out[1][["start", "end"]].values.tolist() == [[0, 4], [9, 13]]))
+
+
+def spans_jsonl(text, raw=None):
+    def run(tmp_path):
+        from crowd_keras.sequences.formats import read_spans_jsonl
+        path = tmp_path / "spans.jsonl"
+        path.write_bytes(raw if raw is not None else text.encode("utf-8"))
+        return read_spans_jsonl(path)
+    return run
+
+
+def _line(spans='[{"start": 0, "end": 4}]', doc="0", text='"John met"'):
+    return f'{{"doc": {doc}, "text": {text}, "spans": {spans}}}\n'
+
+
+for name, text, raw, pattern in (
+        ("float-offset", _line('[{"start": 0, "end": 4.7}]'), None,
+         r"spans.jsonl:1: span 0: end must be an integer character offset, got 4.7"),
+        ("bool-offset", _line('[{"start": true, "end": 4}]'), None,
+         r"spans.jsonl:1: span 0: start must be an integer character offset, got True"),
+        ("text-offset", _line('[{"start": "0", "end": 4}]'), None,
+         r"spans.jsonl:1: span 0: start must be an integer character offset, got '0'"),
+        ("huge-offset", _line('[{"start": 0, "end": 1e400}]'), None,
+         r"spans.jsonl:1: span 0: end must be an integer character offset, got inf"),
+        ("offset-past-text", "\n" + _line('[{"start": 5, "end": 9}]'), None,
+         r"spans.jsonl:2: span 0 \[5, 9\) is outside the text of document 0 \(8 characters\)"),
+        ("text-a-number", _line(text="5"), None, r"spans.jsonl:1: 'text' must be a string, got int"),
+        ("doc-a-list", _line(doc="[0]"), None,
+         r"spans.jsonl:1: 'doc' must be a string or an integer id, got \[0\]"),
+        ("doc-null", _line(doc="null"), None, r"'doc' must be a string or an integer id, got None"),
+        ("spans-an-object", _line('{"start": 0, "end": 1}'), None,
+         r"spans.jsonl:1: 'spans' must be a list of span objects, got dict"),
+        ("spans-null", _line("null"), None, r"'spans' must be a list of span objects, got NoneType"),
+        ("label-a-list", _line('[{"start": 0, "end": 4, "label": ["X"]}]'), None,
+         r"spans.jsonl:1: span 0: label must be a string or an integer, got \['X'\]"),
+        ("latin-1", None, _line(text='"caf\xe9"').encode("latin-1"),
+         r"spans.jsonl:1: not UTF-8 text \(byte 0xe9 at offset 23\)")):
+    case("spans", f"jsonl-{name}", spans_jsonl(text, raw), error(pattern))
+case("spans", "jsonl-byte-order-mark-and-crlf",
+     spans_jsonl(None, ("\ufeff" + _line() + _line(doc="1").replace("\n", "\r\n")).encode()),
+     accept(lambda out: list(out[0]) == [0, 1] and len(out[1]) == 2))
+
+
+def run_lfs(returned, returns="spans", texts=("John met Mary",), **kwargs):
+    def run(tmp_path):
+        from crowd_keras.sequences.labeling_functions import SpanLabelingFunction, apply_lfs
+        lf = SpanLabelingFunction("f", lambda doc: returned, returns)
+        return apply_lfs(list(texts) if isinstance(texts, tuple) else texts, [lf],
+                         labels=["PER"], progress=False, **kwargs)
+    return run
+
+
+for name, returned, returns, pattern in (
+        ("span-None", [None], "spans", r"labeling function 'f' on document 0: span 0 must be "
+                                       r"\(start, end\[, label\]\), got NoneType None"),
+        ("spans-an-int", 5, "spans", r"labeling function 'f' on document 0 returned int 5; it must "
+                                     r"return a list of spans \(start, end\[, label\]\) \(or None\)"),
+        ("span-a-dict", [{"start": 0, "end": 4}], "spans",
+         r"span 0 must be \(start, end\[, label\]\), got dict"),
+        ("span-text-offsets", [("a", "b")], "spans",
+         r"labeling function 'f' on document 0: start must be an integer character offset, got 'a'"),
+        ("span-fractional", [(0.5, 4.2)], "spans",
+         r"labeling function 'f' on document 0: start must be an integer character offset, "
+         r"got 0.5"),
+        ("span-10**30", [(0, 10 ** 30)], "spans", r"end 10+ is too large for a character offset"),
+        ("span-True", [(True, 4)], "spans", r"start must be an integer character offset, got True"),
+        ("span-nan", [(np.nan, 4)], "spans", r"start must be an integer character offset, got nan"),
+        ("span-reversed", [(4, 0)], "spans",
+         r"labeling function 'f' on document 0: end before start \(start 4, end 0\)"),
+        ("tags-a-string", "OOO", "tags", r"returned str 'OOO'; it must return a list of one tag "
+                                         r"per token \(or None\)")):
+    case("spans", f"lf-{name}", run_lfs(returned, returns), error(pattern))
+case("spans", "lf-documents-one-string", run_lfs([], texts="John met Mary"),
+     error(r"documents must be a SequenceAnnotations or texts .* got one string", TypeError))
+case("spans", "lf-a-plain-function", lambda tmp_path: __import__(
+    "crowd_keras.sequences.labeling_functions", fromlist=["x"]).apply_lfs(
+        ["John met Mary"], [lambda doc: []], labels=["PER"], progress=False),
+     error(r"lfs\[0\] is a function, not a labeling function: decorate it with @span_lf\(\) or "
+           r"@tag_lf\(\)", TypeError))
+case("spans", "lf-numpy-integer-offsets", run_lfs([(np.int64(0), np.int64(4))]),
+     accept(lambda votes: votes.matrix().ravel().tolist() == [0, -2, -2]))
+
+for name, make, pattern in (
+        ("doc_ids-twice", lambda S: S.from_spans(["a b", "c d"], pd.DataFrame(
+            {"doc": [0], "annotator": ["u"], "start": [0], "end": [1]}), doc_ids=[0, 0]),
+         r"document ids must be unique; document id 0 at position 1 repeats position 0"),
+        ("labels-twice", lambda S: S.from_spans(["a b"], pd.DataFrame(
+            {"doc": [0], "annotator": ["u"], "start": [0], "end": [1], "label": ["X"]}),
+            labels=["X", "X"]), r"label ids must be unique; label id 'X' at position 1"),
+        ("label-a-list", lambda S: S.from_spans(["a b"], pd.DataFrame(
+            {"doc": [0, 0], "annotator": ["u", "v"], "start": [0, 2], "end": [1, 3],
+             "label": pd.Series(["X", ["X"]], dtype=object)})),
+         r"label \['X'\] at span row 1 is a list; each label must be one value"),
+        ("seen-not-pairs", lambda S: S.from_spans(["a b"], pd.DataFrame(
+            {"doc": [0], "annotator": ["u"], "start": [0], "end": [1]}), seen=[(0,)]),
+         r"seen row 0: expected a \(document, annotator\) pair, got \(0,\)"),
+        ("from_dict-marks-an-int", lambda S: S.from_dict(["a b"], {0: {"u": 5}}),
+         r"document 0, annotator 'u': expected a list of \[start, end\(, label\)\] spans, got "
+         r"int 5"),
+        ("from_dict-a-one-number-span", lambda S: S.from_dict(["a b"], {0: {"u": [[0]]}}),
+         r"document 0, annotator 'u': a span is \[start, end\] or \[start, end, label\], got "
+         r"\[0\]")):
+    case("spans", f"sequence-{name}",
+         lambda tmp_path, make=make: make(__import__("crowd_keras.sequences.annotations",
+                                                     fromlist=["x"]).SequenceAnnotations),
+         error(pattern))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}

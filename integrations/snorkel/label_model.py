@@ -24,8 +24,8 @@ from crowd_keras.files import read_json_text, read_npz
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
-from .validation import (check_class_balance, check_dev_set, check_label_matrix,
-                         check_train_config)
+from .validation import (check_class_balance, check_dev_set, check_gold_labels,
+                         check_label_matrix, check_train_config)
 from .votes import (COVOTE_MISFIT, DEFAULT_METHOD, LABELING_FUNCTION_METHOD,
                     covote_misfit_from, covote_step, function_summary, votes_fixed_by_design)
 
@@ -453,9 +453,13 @@ class CrowdLabelModel:
         As in Snorkel, rows whose gold label or prediction is -1 are left out of every metric
         but ``coverage``: under ``tie_break_policy="abstain"`` ties are not counted as errors.
         """
+        if isinstance(metrics, str):
+            raise TypeError(f"metrics must be a list of metric names, got the string "
+                            f"{metrics!r} (one metric: [{metrics!r}])")
         preds, probs = self.predict(L, return_probs=True, tie_break_policy=tie_break_policy,
                                     features=features)
-        return _score(np.asarray(Y), preds, probs, metrics or [])
+        gold = check_gold_labels(Y, int(self.cardinality), "Y", allow_missing=True)
+        return _score(gold, preds, probs, metrics or [])
 
     # --------------------------------------------------------------------- inspecting
     def get_weights(self) -> np.ndarray:
