@@ -1586,6 +1586,126 @@ for name, make, pattern in (
          error(pattern))
 
 
+# ---------------------------------------------------------------------------- CLI input files, flags
+# (issue 45, round three) ``crowd-keras aggregate --gold``, the input table, output paths and
+# flags that would be ignored: a located message and an exit code, nothing written.
+GOLD_ANSWERS = "task,worker,label\n" + "".join(f"t{i},w{a},{(i + (a == 2 and i % 3 == 0)) % 2}\n"
+                                               for i in range(12) for a in range(3))
+
+
+def cli_files(argv, files=None, code=1):
+    """``main(argv)`` with ``{dir}`` the case's folder holding ``answers.csv``,
+    ``export.json`` and ``files`` (name -> text or bytes); a non-zero exit raises
+    CrowdDataError(stderr) after checking the code, that nothing was written and that no
+    traceback was printed."""
+    def run(tmp_path):
+        import contextlib
+
+        from crowd_keras.cli import main
+        (tmp_path / "answers.csv").write_text(GOLD_ANSWERS)
+        (tmp_path / "export.json").write_bytes(EXPORT.read_bytes())
+        for name, content in (files or {}).items():
+            target = tmp_path / name
+            target.write_bytes(content if isinstance(content, bytes) else content.encode())
+        before = sorted(p.name for p in tmp_path.iterdir())
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                got = main([a.format(dir=tmp_path) for a in argv] + ["--quiet"])
+        except SystemExit as exc:
+            got = exc.code
+        if got == 0:
+            return tmp_path
+        assert got == code, (got, err.getvalue())
+        assert sorted(p.name for p in tmp_path.iterdir()) == before    # nothing written
+        assert "Traceback" not in err.getvalue()
+        raise CrowdDataError(err.getvalue().strip())
+    return run
+
+
+AGG = ["aggregate", "{dir}/answers.csv", "--out", "{dir}/out.csv", "--method", "ds"]
+for name, gold, pattern in (
+        ("unknown-item", "task,label\nzz,1\n",
+         r"gold.csv: line 2: item 'zz' is not an item of .*answers.csv"),
+        ("label-not-a-class", "task,label\nt1,1\nt2,7\n",
+         r"gold.csv: line 3: label 7 of item 't2' is not one of the classes \[0, 1\]"),
+        ("text-label", "task,label\nt1,yes\n",
+         r"gold.csv: line 2: label 'yes' of item 't1' is not one of the classes"),
+        ("fractional-label", "task,label\nt1,0.5\n",
+         r"gold.csv: line 2: label 0.5 of item 't1' is not one of the classes \[0, 1\]"),
+        ("empty-label", "task,label\nt1,1\nt2,\n",
+         r"gold.csv: line 3: missing label \('label', --label\) of item 't2'"),
+        ("missing-item", "task,label\n,1\n", r"gold.csv: line 2: missing item \('task', --item\)"),
+        ("empty-file", "", r"gold.csv: the file is empty \(no header line\)"),
+        ("latin-1", "task,label\nt\xe9,1\n".encode("latin-1"),
+         r"gold.csv: not UTF-8 text: byte 0xe9 on line 2"),
+        ("a-row-too-long", "task,label\nt1,1,0\n",
+         r"gold.csv: line 2 has 3 fields but the header has 2")):
+    case("cli_input", f"aggregate-gold-{name}",
+         cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": gold}), error(pattern))
+case("cli_input", "aggregate-gold-a-folder", cli_files(AGG + ["--gold", "{dir}"]),
+     error(r"pytest.*: is a folder, not a file"))
+case("cli_input", "aggregate-gold-bom-crlf",     # Excel's UTF-8 CSV: accepted
+     cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": "\ufefftask,label\r\nt1,1\r\n"}),
+     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 5)))
+case("cli_input", "aggregate-gold-float-codes",     # 1.0 of a column with a blank: class 1
+     cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": "task,label\nt1,1.0\nt2,0.0\n"}),
+     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 5)))
+for name, text, pattern in (
+        ("a-row-too-long", "task,worker,label\na,u,1,9\nb,v,0\n",
+         r"answers.csv: line 2 has 4 fields but the header has 3"),
+        ("latin-1", "task,worker,label\nt\xe9,u,1\n".encode("latin-1"),
+         r"answers.csv: not UTF-8 text: byte 0xe9 on line 2"),
+        ("empty", "", r"answers.csv: the file is empty \(no header line\)")):
+    case("cli_input", f"aggregate-input-{name}",
+         cli_files(["aggregate", "{dir}/answers.csv", "--out", "{dir}/out.csv"],
+                   {"answers.csv": text}), error(pattern))
+for name, argv, pattern in (
+        ("out-a-folder", ["aggregate", "{dir}/answers.csv", "--out", "{dir}"],
+         r"--out '.*' is a folder; give the path of a file to write"),
+        ("annotators-a-folder", AGG + ["--annotators", "{dir}"],
+         r"--annotators '.*' is a folder; give the path of a file to write"),
+        ("agree-out-a-file", ["agree", "{dir}/answers.csv", "--out", "{dir}/export.json",
+                              "--bootstrap", "0"],
+         r"--out '.*export.json' is a file; give a folder \(it is created when missing\)")):
+    case("cli_input", name, cli_files(argv), error(pattern))
+LS_AGG = ["label-studio", "aggregate", "{dir}/export.json", "--control", "sentiment", "--out",
+          "{dir}/p.json"]
+for name, flags, pattern in (
+        ("on-existing-without-url", ["--on-existing", "replace"],
+         r"--on-existing only applies to a push: add --url and --project, or drop it"),
+        ("retries-and-batch-size-without-url", ["--retries", "2", "--batch-size", "5"],
+         r"--batch-size, --retries only apply to a push"),
+        ("allow-data-mismatch-without-url", ["--allow-data-mismatch"],
+         r"--allow-data-mismatch only applies to a push"),
+        ("text-key-for-choices", ["--text-key", "body"],
+         r"--text-key applies to span controls; control 'sentiment' is not one"),
+        ("scheme-for-choices", ["--scheme", "BIO"], r"--scheme BIO applies to span controls"),
+        ("to-name-not-the-export's", ["--to-name", "nope"],
+         r"--to-name 'nope' differs from the object 'text' that the export's results of control "
+         r"'sentiment' label"),
+        ("model-version-empty", ["--model-version", " "], r"--model-version is empty"),
+        ("out-a-folder", ["--out", "{dir}"], r"--out '.*' is a folder")):
+    case("cli_input", f"ls-{name}", cli_files(LS_AGG + flags, code=2), error(pattern))
+for name, flags, pattern in (
+        ("report-out-a-file", ["--out", "{dir}/answers.csv"],
+         r"--out '.*answers.csv' is a file; give a folder"),
+        ("report-bootstrap--1", ["--out", "{dir}/r", "--bootstrap", "-1"],
+         r"argument --bootstrap: must be an integer >= 0, got '-1'"),
+        ("report-seed-text", ["--out", "{dir}/r", "--seed", "x"],
+         r"argument --seed: must be an integer >= 0, got 'x'")):
+    case("cli_input", f"ls-{name}",
+         cli_files(["label-studio", "report", "{dir}/export.json"] + flags, code=2),
+         error(pattern))
+for flag, value in (("--bootstrap", "-5"), ("--seed", "-1"), ("--bootstrap", "2.5")):
+    case("cli_input", f"agree{flag}={value}",
+         cli_files(["agree", "{dir}/answers.csv", flag, value], code=2),
+         error(rf"argument {flag}: must be an integer >= 0, got '{re.escape(value)}'"))
+case("cli_input", "ls-push-flags-with-url-are-not-refused-as-ignored",   # checked, then the token
+     cli_files(LS_AGG + ["--url", "http://127.0.0.1:9", "--project", "1", "--retries", "0"]),
+     error(r"no Label Studio API token|could not reach|Connection"))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}
@@ -1596,7 +1716,7 @@ def test_corpus_size_and_tally():
     assert len(CASES) >= 350, len(CASES)
     assert {"json", "json_min", "csv", "tsv", "frame", "dense", "label_matrix", "snorkel",
             "cli", "dask", "keras", "files", "spans", "label_model", "features", "wide",
-            "quality", "cleanlab"} <= families
+            "quality", "cleanlab", "cli_input"} <= families
     assert outcomes["accept"] >= 24 and outcomes["error"] >= 325, outcomes
 
 
