@@ -49,10 +49,9 @@ def check_number(value: Any, name: str, low: float = 0.0, high: Optional[float] 
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {_shown(value)}")
     out = float(value)
-    bounds = f"[{low:g}, {high:g}{']' if high_inclusive else ')'}" if high is not None \
-        else f">= {low:g}"
+    bounds = f" in [{low:g}, {high:g}{']' if high_inclusive else ')'}" if high is not None \
+        else f" >= {low:g}" if math.isfinite(low) else ""
     if not math.isfinite(out) or out < low or (high is not None and
                                                (out > high if high_inclusive else out >= high)):
-        raise ValueError(f"{name} must be a finite number {'in ' if high is not None else ''}"
-                         f"{bounds}, got {_shown(value)}")
+        raise ValueError(f"{name} must be a finite number{bounds}, got {_shown(value)}")
     return out

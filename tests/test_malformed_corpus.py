@@ -1124,6 +1124,45 @@ case("label_model", "dawid_skene-gold-codes-as-list", label_model_fit(
     "dawid_skene", gold=[-1] * 29 + [2]), accept(lambda m: int(m.predict()[29]) == 2))
 
 
+# ---------------------------------------------------------------------------- label models' settings
+def settings_fit(name, **params):
+    def run(tmp_path):
+        from crowd_keras.aggregation import get_label_model
+        return get_label_model(name, **params).fit(
+            np.array([[0, 1, 1], [1, 1, -1], [0, 0, 1], [1, -1, 1]] * 5))
+    return run
+
+
+for model, cls in (("dawid_skene", "DawidSkene"), ("ibcc", "IBCC"), ("ebcc", "EBCC"),
+                   ("bwa", "BWA"), ("glad", "GLAD"), ("mace", "MACE"),
+                   ("one_coin_dawid_skene", "OneCoinDawidSkene")):
+    for params, pattern, exc in (
+            ({"max_iter": 2.5}, rf"{cls} max_iter must be an integer >= 0 \(a whole number, not "
+                                r"a float\), got float 2.5", TypeError),
+            ({"max_iter": "10"}, rf"{cls} max_iter must be an integer >= 0, got str '10'",
+             TypeError),
+            ({"tol": float("nan")}, rf"{cls} tol must be a finite number, got nan", ValueError)):
+        if model not in ("dawid_skene", "mace") and "max_iter" in params and \
+                params["max_iter"] == "10":
+            continue
+        key, value = next(iter(params.items()))
+        case("label_model", f"{model}-{key}={value!r}", settings_fit(model, **params),
+             error(pattern, exc))
+for value, exc, pattern in ((-1, ValueError, r"must be a finite number >= 0, got -1"),
+                            (float("inf"), ValueError, r"must be a finite number >= 0, got inf"),
+                            ("0.1", TypeError, r"must be a number, got str '0.1'")):
+    case("label_model", f"dawid_skene-smoothing={value!r}",
+         settings_fit("dawid_skene", smoothing=value),
+         error(r"DawidSkene smoothing " + pattern, exc))
+case("label_model", "dawid_skene-negative-tol-runs-every-iteration",
+     settings_fit("dawid_skene", tol=-1.0, max_iter=7), accept(lambda m: m.n_iter_ == 7))
+case("label_model", "predict_labels-unfitted",
+     lambda tmp_path: __import__("crowd_keras.aggregation", fromlist=["x"]).DawidSkene()
+     .predict_labels(),
+     error(r"this DawidSkene is not fitted yet",
+           __import__("crowd_keras.errors", fromlist=["x"]).NotFittedError))
+
+
 # ---------------------------------------------------------------------------- out-of-fold features
 def oof(x=None, labels=None, model_fn=None, **kwargs):
     """``features.out_of_fold`` with a scikit-learn logistic regression on 40 items, 3

@@ -21,12 +21,13 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..codes import show
 from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
 
-__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes"]
+__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "check_settings"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -56,6 +57,21 @@ def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
         raise CrowdDataError(f"class prior must be {n_classes} non-negative numbers summing to 1, "
                              f"got {prior!r}")
     return p
+
+
+def check_settings(model: Any) -> None:
+    """The iteration settings the label models share, checked before any work as
+    scikit-learn checks its parameters (``2.5`` or ``"10"`` iterations are not truncated or
+    compared with ints): ``max_iter`` an integer >= 0, ``tol`` a number that is not NaN (a
+    negative ``tol`` runs every iteration), ``smoothing`` (when set) a finite number >= 0."""
+    settings = vars(model)
+    name = type(model).__name__
+    if settings.get("max_iter") is not None:
+        check_count(settings["max_iter"], f"{name} max_iter", 0)
+    if settings.get("tol") is not None:
+        check_number(settings["tol"], f"{name} tol", low=-np.inf)
+    if settings.get("smoothing") is not None:
+        check_number(settings["smoothing"], f"{name} smoothing")
 
 
 def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -155,6 +171,7 @@ class LabelModel(Params):
 
     def predict_labels(self, annotations: Any = None) -> np.ndarray:
         """Most probable class name per item."""
+        self._check_fitted()
         return self.annotations_.classes[self.predict(annotations)]
 
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
