@@ -134,6 +134,10 @@ def _is_keras(model: Any) -> bool:
 def _new_model(model_fn: Any) -> Any:
     if isinstance(model_fn, type):      # a class (LogisticRegression): calling it makes one
         return model_fn()
+    if _is_keras(model_fn) and hasattr(model_fn, "layers"):    # a model, not a function
+        raise TypeError(f"model_fn is a Keras model ({type(model_fn).__name__}); pass a "
+                        "function that builds and compiles a fresh one (every fold trains its "
+                        "own), e.g. lambda: make_model()")
     if hasattr(model_fn, "get_params") and hasattr(model_fn, "fit"):   # an estimator: clone it
         from sklearn.base import clone
         return clone(model_fn)
@@ -147,6 +151,13 @@ def _fold_probabilities(model: Any, x_train: Any, y_train: np.ndarray, x_test: A
                         one_hot: Optional[bool], fit_kwargs: Dict[str, Any]) -> np.ndarray:
     """(n_test, K) probabilities of one fold, every class a column."""
     if _is_keras(model):
+        try:
+            width = model.output_shape[-1]
+        except (AttributeError, ValueError, TypeError, IndexError):  # not built yet
+            width = None
+        if isinstance(width, int) and width != k:
+            raise CrowdDataError(f"the Keras model outputs {width} value(s) per item, expected "
+                                 f"{k}: one soft-max output per class")
         loss = str(getattr(model, "loss", ""))
         dense = ("sparse" not in loss) if one_hot is None else bool(one_hot)
         target = np.eye(k, dtype=np.float32)[y_train] if dense else y_train

@@ -1745,6 +1745,62 @@ case("cli_input", "ls-push-flags-with-url-are-not-refused-as-ignored",   # check
      error(r"no Label Studio API token|could not reach|Connection"))
 
 
+def keras_oof(make, **kwargs):
+    """``out_of_fold`` with Keras models made by ``make(keras)`` on 30 items, 3 features."""
+    def run(tmp_path):
+        keras = pytest.importorskip("keras")
+        from crowd_keras.features import out_of_fold
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(30, 3)).astype("float32")
+        return out_of_fold(make(keras), x, (x[:, 0] > 0).astype(int), n_splits=2,
+                           fit_kwargs={"epochs": 1}, **kwargs)
+    return run
+
+
+def _dense(keras, units, activation="softmax", loss="categorical_crossentropy"):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(units,
+                                                                    activation=activation)])
+    model.compile(loss=loss, optimizer="adam")
+    return model
+
+
+case("features", "out_of_fold-keras-three-outputs-for-two-classes",
+     keras_oof(lambda keras: lambda: _dense(keras, 3)),
+     error(r"the Keras model outputs 3 value\(s\) per item, expected 2: one soft-max output "
+           r"per class"))
+case("features", "out_of_fold-keras-one-sigmoid",
+     keras_oof(lambda keras: lambda: _dense(keras, 1, "sigmoid", "binary_crossentropy")),
+     error(r"the Keras model outputs 1 value\(s\) per item, expected 2"))
+case("features", "out_of_fold-keras-a-model-not-a-function",
+     keras_oof(lambda keras: _dense(keras, 2)),
+     error(r"model_fn is a Keras model \(Sequential\); pass a function that builds and "
+           r"compiles a fresh one", TypeError))
+case("features", "out_of_fold-keras-logits",
+     keras_oof(lambda keras: lambda: _dense(keras, 2, None)),
+     error(r"the Keras model's outputs sum to .*, not 1: end it with a soft-max activation"))
+case("keras", "crowd-layer-ids-rows-differ",
+     keras_call(lambda L, _: L.CrowdLayer(4)([P3, np.array([[0, 1], [1, 2], [2, 3]])])),
+     error(r"CrowdLayer: annotator_ids have 3 rows but the first input has 2: one row of "
+           r"annotator ids per item", ValueError))
+
+
+def snorkel_path(call):
+    def run(tmp_path):
+        from crowd_keras.integrations.snorkel import CrowdLabelModel
+        L = np.array([[0, 1, -1], [1, 1, 0], [0, -1, 0], [1, 0, 1]] * 5)
+        return call(CrowdLabelModel().fit(L, progress_bar=False), CrowdLabelModel, tmp_path)
+    return run
+
+
+case("files", "snorkel-save-to-a-folder", snorkel_path(lambda m, M, d: m.save(d)),
+     error(r"pytest.* is a folder; save to a file \(e.g. label_model.npz\)"))
+case("files", "snorkel-load-a-folder", snorkel_path(lambda m, M, d: M().load(d)),
+     error(r"pytest.* is a folder; load a file"))
+case("snorkel", "save-to-an-int",     # open(3, "wb") would write to file descriptor 3
+     snorkel_path(lambda m, M, d: m.save(3)),
+     error(r"destination must be a file path \(str or pathlib.Path\), got int 3", TypeError))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}

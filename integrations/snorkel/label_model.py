@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -133,6 +134,17 @@ def _models(model: LabelModel, prefix: str = "model") -> List[Tuple[str, LabelMo
         if attr.endswith("_") and isinstance(value, LabelModel):
             out += _models(value, f"{prefix}/{attr}")
     return out
+
+
+def _check_path(path: Any, name: str, write: bool = False) -> None:
+    """A file path for ``save``/``load``: a str or path (an int would be an open file
+    descriptor), not a folder."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path (str or pathlib.Path), got "
+                        f"{type(path).__name__} {path!r}")
+    if os.path.isdir(path):
+        raise CrowdDataError(f"{path} is a folder; {'save to' if write else 'load'} a file "
+                             "(e.g. label_model.npz)")
 
 
 class CrowdLabelModel:
@@ -489,6 +501,7 @@ class CrowdLabelModel:
         label model it delegated to); training-set posteriors are not.
         """
         self._check_fitted()
+        _check_path(destination, "destination", write=True)
         arrays: Dict[str, np.ndarray] = {"weights": self.weights_,
                                          "conditional_probs": self.conditional_probs_}
         models = {}
@@ -525,6 +538,7 @@ class CrowdLabelModel:
         :class:`crowd_keras.CrowdDataError` that says so: unpickling runs code, and its
         parameters are not those of a crowd-keras model. Refit on ``L_train`` instead.
         """
+        _check_path(source, "source")
         with open(source, "rb") as fh:
             head = fh.read(4)
         if head[:1] == b"\x80" or head[:1] == b"(":
