@@ -572,6 +572,38 @@ case("dask", "object-integer-labels-stay-integers",
      accept(lambda r: r.classes.tolist() == [0, 1, 2] and r.n_items == 10))
 
 
+for name, kwargs, pattern, exc in (
+        ("gold-item-twice", {"gold": pd.Series([0, 1], index=[1, 1])},
+         r"^gold item 1 is given more than once \(1 repeat\(s\)\)", CrowdDataError),
+        ("gold-a-frame", {"gold": pd.DataFrame({"task": [1], "label": [0]})},
+         r"gold must be a mapping item -> label .*got DataFrame \(a frame of item and label "
+         r"columns", CrowdDataError),
+        ("gold-a-list-label", {"gold": {1: [0]}},
+         r"^gold label \[0\] of item 1 is not one of the classes \[0, 1, 2\]$", CrowdDataError),
+        ("gold-codes-array", {"gold": np.full(10, -1)},
+         r"gold must be a mapping .* got ndarray \(class codes aligned with the items need the "
+         r"annotations in memory\)", CrowdDataError),
+        ("gold-unknown-item-named-plainly", {"gold": {99: 1}},
+         r"^gold item 99 is not an item of the annotations$", CrowdDataError),
+        ("max_iter-2.5", {"max_iter": 2.5},
+         r"^DawidSkene max_iter must be an integer >= 0 .* got float 2.5$", TypeError),
+        ("item_partitioned-a-string", {"item_partitioned": "no"},
+         r"item_partitioned must be True or False, got str 'no'", TypeError),
+        ("classes-twice", {"classes": [0, 1, 1]},
+         r"class ids must be unique; class id 1 at position 2 repeats position 1",
+         CrowdDataError)):
+    method = {"method": "dawid_skene"} if name.startswith(("gold", "max_iter")) else {}
+
+    def run(tmp_path, kwargs=kwargs, method=method):
+        dask = pytest.importorskip("dask")
+        dd = pytest.importorskip("dask.dataframe")
+        from crowd_keras.distributed import aggregate
+        with dask.config.set(scheduler="threads"):
+            return aggregate(dd.from_pandas(_crowd(), npartitions=3),
+                             **{"method": "majority_vote", **method}, **kwargs)
+    case("dask", name, run, error(pattern, exc))
+
+
 # ---------------------------------------------------------------------------- Keras
 def keras_call(build):
     """``build(layers, losses, np)`` makes and calls a layer, loss or model on tiny arrays."""

@@ -27,7 +27,8 @@ from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
 
-__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "check_settings"]
+__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "gold_mapping",
+           "check_settings"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -74,6 +75,53 @@ def check_settings(model: Any) -> None:
         check_number(settings["smoothing"], f"{name} smoothing")
 
 
+def _not_a_mapping(gold: Any, alternative: str) -> None:
+    """Raise for a gold value of no accepted kind (a frame, a set, a string, a scalar)."""
+    if isinstance(gold, (pd.DataFrame, set, frozenset, str, bytes)) or np.ndim(gold) == 0:
+        hint = " (a frame of item and label columns: frame.set_index(ITEM)[LABEL])" \
+            if isinstance(gold, pd.DataFrame) else ""
+        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
+                             f"Series){', ' + alternative if alternative else ''}; got "
+                             f"{type(gold).__name__}{hint}")
+
+
+def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``(item ids (G,), class codes (G,))`` of a mapping item id -> class label (a dict or a
+    ``pandas.Series``). An item given twice, an unknown item (with ``items``: the
+    annotations' item ids) and a label outside ``classes`` (NaN, a list, another type) are
+    errors naming the item and the value. Shared by the in-memory fit
+    (:func:`gold_codes`) and the partitioned one (``crowd_keras.distributed``)."""
+    if not isinstance(gold, (dict, pd.Series)):
+        _not_a_mapping(gold, "")
+        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
+                             f"Series), got {type(gold).__name__} (class codes aligned with "
+                             "the items need the annotations in memory)")
+    series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else gold
+    if series.index.has_duplicates:
+        dup = series.index[series.index.duplicated()][0]
+        raise CrowdDataError(f"gold item {show(dup)} is given more than once "
+                             f"({int(series.index.duplicated().sum())} repeat(s)): one known "
+                             "label per item")
+    if items is not None:
+        pos = pd.Index(items).get_indexer(series.index)
+        if (pos < 0).any():
+            bad = series.index[int(np.argmax(pos < 0))]
+            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
+    values = series.to_numpy()
+    try:
+        cls = pd.Index(classes).get_indexer(values)
+    except TypeError:   # an unhashable label (a list, a dict): find it to name it
+        cls = np.array([-1 if isinstance(v, (list, dict, set, np.ndarray)) else 0
+                        for v in values])
+    if (cls < 0).any():
+        j = int(np.argmax(cls < 0))
+        raise CrowdDataError(f"gold label {show(series.iloc[j])} of item "
+                             f"{show(series.index[j])} is not one of the classes "
+                             f"{np.asarray(classes).tolist()}")
+    return series.index.to_numpy(), cls.astype(np.int64)
+
+
 def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     """Item codes and class codes of the known true classes in ``gold``.
 
@@ -83,35 +131,10 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     out of range are errors naming the item and the value.
     """
     if isinstance(gold, (dict, pd.Series)):
-        series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else gold
-        items = ann.item_ids
-        if series.index.has_duplicates:
-            dup = series.index[series.index.duplicated()][0]
-            raise CrowdDataError(f"gold item {show(dup)} is given more than once "
-                                 f"({int(series.index.duplicated().sum())} repeat(s)): one known "
-                                 "label per item")
-        pos = pd.Index(items).get_indexer(series.index)
-        if (pos < 0).any():
-            bad = series.index[int(np.argmax(pos < 0))]
-            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
-        values = series.to_numpy()
-        try:
-            cls = pd.Index(ann.classes).get_indexer(values)
-        except TypeError:   # an unhashable label (a list, a dict): find it to name it
-            cls = np.array([-1 if isinstance(v, (list, dict, set, np.ndarray)) else 0
-                            for v in values])
-        if (cls < 0).any():
-            j = int(np.argmax(cls < 0))
-            raise CrowdDataError(f"gold label {show(series.iloc[j])} of item "
-                                 f"{show(series.index[j])} is not one of the classes "
-                                 f"{ann.classes.tolist()}")
-        return pos.astype(np.int64), cls.astype(np.int64)
-    if isinstance(gold, (pd.DataFrame, set, frozenset, str, bytes)) or np.ndim(gold) == 0:
-        hint = " (a frame of item and label columns: frame.set_index(ITEM)[LABEL])" \
-            if isinstance(gold, pd.DataFrame) else ""
-        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
-                             f"Series), or {ann.n_items} integer class codes aligned with the "
-                             f"items (-1 = unknown); got {type(gold).__name__}{hint}")
+        ids, cls = gold_mapping(gold, ann.classes, items=ann.item_ids)
+        return pd.Index(ann.item_ids).get_indexer(ids).astype(np.int64), cls
+    _not_a_mapping(gold, f"or {ann.n_items} integer class codes aligned with the items "
+                         "(-1 = unknown)")
     codes = np.asarray(gold)
     if codes.shape != (ann.n_items,) or codes.dtype.kind not in "iu":
         raise CrowdDataError(f"gold must be a mapping item -> label, or {ann.n_items} integer "
