@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
@@ -37,7 +38,11 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 
 def ids_array(ids: Iterable[Any]) -> np.ndarray:
-    """Identifiers as a 1-d array; integers stay integers, anything else is an object array."""
+    """Identifiers as a 1-d array; integers stay integers, anything else is an object array.
+    One string is refused (``classes="xy"`` would be the two classes 'x' and 'y')."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"identifiers must be a list, got the string {ids!r} (one id: "
+                        f"[{ids!r}])")
     arr = np.asarray(list(ids) if not isinstance(ids, (np.ndarray, pd.Index)) else ids)
     if arr.ndim != 1:
         raise CrowdDataError(f"identifiers must be one-dimensional, got shape {arr.shape}")
@@ -423,6 +428,10 @@ def dense_codes(matrix: Any, missing: Any, classes: Optional[Sequence], *,
     if m.size == 0 and not allow_empty:
         raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
     m = numeric_matrix(m, "dense annotations")
+    if missing is not None and (isinstance(missing, (bool, np.bool_)) or
+                                not isinstance(missing, (int, float, np.number))):
+        raise TypeError(f"missing must be a number (the code of an absent annotation, e.g. -1) "
+                        f"or NaN, got {type(missing).__name__} {missing!r}")
     if missing is None or (isinstance(missing, float) and np.isnan(missing)):
         present = ~np.isnan(m) if m.dtype.kind == "f" else np.ones(m.shape, bool)
     else:
@@ -458,7 +467,7 @@ def label_matrix_codes(L: Any, cardinality: Optional[int],
     if m.size == 0:
         raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
     if classes is None and cardinality is not None:
-        classes = list(range(int(cardinality)))
+        classes = list(range(check_count(cardinality, "cardinality", 1)))
     if classes is None:
         top = float(m.max()) if m.size else -1.0
         n_classes = int(top) + 1 if np.isfinite(top) and top >= 0 else 1

@@ -1833,6 +1833,72 @@ case("snorkel", "save-to-an-int",     # open(3, "wb") would write to file descri
      error(r"destination must be a file path \(str or pathlib.Path\), got int 3", TypeError))
 
 
+# ---------------------------------------------------------------------------- readers' arguments
+SMALL = pd.DataFrame({"task": [1, 1, 2], "worker": ["a", "b", "a"], "label": ["x", "y", "x"]})
+for name, make, pattern, exc in (
+        ("frame-classes-twice", lambda: Annotations.from_frame(SMALL, classes=["x", "x", "y"]),
+         r"class ids must be unique; class id 'x' at position 1 repeats position 0",
+         CrowdDataError),
+        ("frame-item_ids-twice", lambda: Annotations.from_frame(SMALL, item_ids=[1, 2, 2]),
+         r"item ids must be unique; item id 2 at position 2 repeats position 1", CrowdDataError),
+        ("frame-classes-one-string", lambda: Annotations.from_frame(SMALL, classes="xy"),
+         r"identifiers must be a list, got the string 'xy' \(one id: \['xy'\]\)", TypeError),
+        ("dense-classes-one-string", lambda: Annotations.from_dense([[0, 1]], classes="ab"),
+         r"identifiers must be a list, got the string 'ab'", TypeError),
+        ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
+         r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
+         r"str 'x'", TypeError),
+        ("label-matrix-cardinality-2.5",
+         lambda: Annotations.from_label_matrix([[0, 1]], cardinality=2.5),
+         r"cardinality must be an integer >= 1 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("label-matrix-cardinality-'2'",
+         lambda: Annotations.from_label_matrix([[0, 1]], cardinality="2"),
+         r"cardinality must be an integer >= 1, got str '2'", TypeError),
+        ("label-matrix-cardinality-0",
+         lambda: Annotations.from_label_matrix([[0, -1]], cardinality=0),
+         r"cardinality must be an integer >= 1, got 0", ValueError),
+        ("padded-n_annotators-2.5",
+         lambda: Annotations.from_padded([[0, 1]], [[0, 1]], n_annotators=2.5),
+         r"n_annotators must be an integer >= 0 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("counts-10**12", lambda: Annotations.from_counts([[10 ** 12, 0]]),
+         r"label counts add up to 1e\+12 annotations, more than 2.15e\+09: too many to expand",
+         CrowdDataError),
+        ("subset-unknown-code", lambda: Annotations.from_frame(SMALL).subset([5]),
+         r"item code 5 at position 0 is outside 0..1 \(subset takes item codes", CrowdDataError)):
+    case("frame", f"arguments-{name}", lambda tmp_path, make=make: make(), error(pattern, exc))
+
+
+def agreement_call(call):
+    def run(tmp_path):
+        from crowd_keras import agreement
+        from crowd_keras.agreement.report import agreement_report
+        ann = Annotations.from_dense(np.array([[0, 1, 1], [1, 1, -1], [0, 0, 1], [1, -1, 1]] * 5))
+        return call(agreement, agreement_report, ann)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("bootstrap-n-2.5", lambda ag, rep, ann: ag.bootstrap_ci(ann, n_bootstrap=2.5),
+         r"n_bootstrap must be an integer >= 1 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("bootstrap-seed-text", lambda ag, rep, ann: ag.bootstrap_ci(ann, seed="a"),
+         r"seed must be a non-negative int or None, got 'a'", ValueError),
+        ("report-n_bootstrap-2.5", lambda ag, rep, ann: rep(ann, n_bootstrap=2.5),
+         r"n_bootstrap must be an integer >= 0 .* got float 2.5", TypeError),
+        ("cohen-pairs-a-list", lambda ag, rep, ann: ag.cohen_kappa_matrix(ann, pairs=[(0, 9)]),
+         r"pairs must be a pairwise_kappas\(\) frame \(columns annotator_a, annotator_b, ...\), "
+         r"got list", TypeError),
+        ("cohen-pairs-unknown-annotator", lambda ag, rep, ann: ag.cohen_kappa_matrix(
+            ann, pairs=ag.pairwise_kappas(ann).assign(annotator_b=9)),
+         r"pairs row 0: annotator 9 is not an annotator of these annotations", CrowdDataError)):
+    case("agreement", name, agreement_call(call), error(pattern, exc))
+case("agreement", "report-without-intervals", agreement_call(
+    lambda ag, rep, ann: rep(ann, n_bootstrap=0)),
+     accept(lambda r: bool(np.isnan(r.summary["low"]).all())))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}
@@ -1843,7 +1909,7 @@ def test_corpus_size_and_tally():
     assert len(CASES) >= 350, len(CASES)
     assert {"json", "json_min", "csv", "tsv", "frame", "dense", "label_matrix", "snorkel",
             "cli", "dask", "keras", "files", "spans", "label_model", "features", "wide",
-            "quality", "cleanlab", "cli_input"} <= families
+            "quality", "cleanlab", "cli_input", "agreement"} <= families
     assert outcomes["accept"] >= 24 and outcomes["error"] >= 325, outcomes
 
 
