@@ -11,8 +11,8 @@ class CrowdDataError(ValueError):
 
 
 class NotFittedError(RuntimeError, ValueError):
-    """A model was used before ``fit``: a ``ValueError`` as scikit-learn's ``NotFittedError``
-    (and a ``RuntimeError``, as crowd-keras raised before)."""
+    """A model was used before ``fit``: a ``ValueError`` as scikit-learn's ``NotFittedError``,
+    and a ``RuntimeError``."""
 
 
 _NO_VALUE = object()
