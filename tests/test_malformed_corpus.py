@@ -1899,6 +1899,40 @@ case("agreement", "report-without-intervals", agreement_call(
      accept(lambda r: bool(np.isnan(r.summary["low"]).all())))
 
 
+def sequence_call(call):
+    def run(tmp_path):
+        from crowd_keras.sequences.annotations import SequenceAnnotations
+        from crowd_keras.sequences.registry import get_sequence_model
+        seq = SequenceAnnotations.from_spans(["John met Mary", "in Paris today"], pd.DataFrame(
+            {"doc": [0, 0, 1, 0, 1], "annotator": ["a", "a", "a", "b", "b"],
+             "start": [0, 9, 3, 0, 3], "end": [4, 13, 8, 4, 8],
+             "label": ["PER", "PER", "LOC", "PER", "LOC"]}))
+        return call(seq, get_sequence_model)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("decode-code-9", lambda s, g: s.decode(np.full(s.n_tokens, 9)),
+         r"tag code 9 of token 0 is outside 0..2 \(IO tags of 2 label\(s\)\)", CrowdDataError),
+        ("decode-fraction", lambda s, g: s.decode(np.full(s.n_tokens, 0.5)),
+         r"tags has a non-integer code 0.5 at token \(0,\)", CrowdDataError),
+        ("subset-code-9", lambda s, g: s.subset([9]),
+         r"document code 9 at position 0 is outside 0..1 \(subset takes document codes\)",
+         CrowdDataError),
+        ("token_prior-row-half-nan", lambda s, g: g("dawid_skene").fit(
+            s, token_prior=_row(np.full((s.n_tokens, s.n_tags), 1 / 3), 2, [np.nan, .5, .5])),
+         r"token_prior row 2 mixes NaN and numbers: \[nan, 0.5, 0.5\]", CrowdDataError),
+        ("model-max_iter-2.5", lambda s, g: g("dawid_skene", max_iter=2.5).fit(s),
+         r"TokenDawidSkene max_iter must be an integer >= 0 .* got float 2.5", TypeError),
+        ("model-tol-nan", lambda s, g: g("hmm_crowd", tol=float("nan")).fit(s),
+         r"HMMCrowd tol must be a finite number, got nan", ValueError)):
+    case("spans", f"sequence-{name}", sequence_call(call), error(pattern, exc))
+case("spans", "sequence-token_prior-all-nan-is-none",      # NaN rows: no prior (documented)
+     sequence_call(lambda s, g: (g("dawid_skene").fit(s, token_prior=np.full(
+         (s.n_tokens, s.n_tags), np.nan)).predict(), g("dawid_skene").fit(s).predict())),
+     accept(lambda pair: bool(np.array_equal(*pair))))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}

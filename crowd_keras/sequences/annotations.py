@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import check_id_values, check_unique_ids, factorize_ids, frozen, ids_array, show
+from ..codes import (check_id_values, check_unique_ids, factorize_ids, frozen, ids_array,
+                     integer_codes, show)
 from ..errors import CrowdDataError
 from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
                     tag_names, tags_to_spans)
@@ -382,6 +383,13 @@ class SequenceAnnotations:
         tags = np.asarray(tags)
         if tags.shape != (self.n_tokens,):
             raise ValueError(f"tags must have shape ({self.n_tokens},), got {tags.shape}")
+        tags = integer_codes(tags, "tags", "token ")
+        bad = (tags < 0) | (tags >= self.n_tags)
+        if bad.any():
+            t = int(np.argmax(bad))
+            raise CrowdDataError(f"tag code {int(tags[t])} of token {t} is outside "
+                                 f"0..{self.n_tags - 1} ({self.scheme} tags of "
+                                 f"{len(self.labels)} label(s))")
         first = self.tokens.position == 0
         begin, last, label = tags_to_spans(tags, first, self.scheme)
         doc = self.tokens.doc[begin]
@@ -427,7 +435,12 @@ class SequenceAnnotations:
 
     def subset(self, docs: Sequence[int]) -> "SequenceAnnotations":
         """The documents with codes ``docs`` (in that order), their annotations and spans."""
-        docs = np.asarray(docs, np.int64)
+        docs = integer_codes(np.asarray(docs).ravel(), "document codes", "position ")
+        bad = (docs < 0) | (docs >= self.n_docs)
+        if bad.any():
+            n = int(np.argmax(bad))
+            raise CrowdDataError(f"document code {int(docs[n])} at position {n} is outside "
+                                 f"0..{self.n_docs - 1} (subset takes document codes)")
         tokens, _ = self.tokens.subset(docs)
         recode_doc = np.full(self.n_docs, -1)
         recode_doc[docs] = np.arange(len(docs))
