@@ -1937,6 +1937,39 @@ case("spans", "sequence-token_prior-all-nan-is-none",      # NaN rows: no prior 
      accept(lambda pair: bool(np.array_equal(*pair))))
 
 
+def ls_predictions(call):
+    """``call(label_studio module, export, uniform probabilities, tmp_path)`` on the demo
+    export's sentiment control."""
+    def run(tmp_path):
+        from crowd_keras.integrations import label_studio as ls
+        export = ls.read_export(EXPORT, control="sentiment")
+        uniform = np.full((len(export.task_ids), len(export.classes)), 1 / len(export.classes))
+        return call(ls, export, uniform, tmp_path)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("negative-probability", lambda ls, e, p, d: ls.to_predictions(
+            e, _row(p, 1, [-1.0, 1.0, 1.0]), "v1"),
+         r"probabilities of task 2 \(row 1\) are not probabilities \(finite, non-negative, "
+         r"summing to 1\): \[-1.0, 1.0, 1.0\]", CrowdDataError),
+        ("nan-probabilities", lambda ls, e, p, d: ls.to_predictions(
+            e, _row(p, 1, np.nan), "v1"),
+         r"probabilities of task 2 \(row 1\) are not probabilities", CrowdDataError),
+        ("to_name-an-int", lambda ls, e, p, d: ls.to_predictions(e, p, "v1", to_name=5),
+         r"to_name must be the name of the labeled object \(a non-empty string\), got 5",
+         CrowdDataError),
+        ("write-a-dict", lambda ls, e, p, d: ls.write_predictions(d / "p.json", {"task": 1}),
+         r"predictions must be a list of prediction dicts, got dict", TypeError),
+        ("write-entries-without-task", lambda ls, e, p, d: ls.write_predictions(
+            d / "p.json", [{"result": []}]),
+         r"prediction 0 is not a dict naming its 'task'", CrowdDataError),
+        ("write-to-a-folder", lambda ls, e, p, d: ls.write_predictions(d, []),
+         r"pytest.* is a folder; give the path of a file to write", CrowdDataError)):
+    case("files" if name.startswith("write-to") else "label_studio", f"predictions-{name}",
+         ls_predictions(call), error(pattern, exc))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}
@@ -1944,11 +1977,11 @@ def test_corpus_size_and_tally():
         outcomes.setdefault(kind, 0)
         outcomes[kind] += 1
     families = {family for family, _, _ in CASES.values()}
-    assert len(CASES) >= 660, len(CASES)
+    assert len(CASES) >= 669, len(CASES)
     assert {"json", "json_min", "csv", "tsv", "frame", "dense", "label_matrix", "snorkel",
             "cli", "dask", "keras", "files", "spans", "label_model", "features", "wide",
-            "quality", "cleanlab", "cli_input", "agreement"} <= families
-    assert outcomes["accept"] >= 50 and outcomes["error"] >= 610, outcomes
+            "quality", "cleanlab", "cli_input", "agreement", "label_studio"} <= families
+    assert outcomes["accept"] >= 52 and outcomes["error"] >= 617, outcomes
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
