@@ -1160,7 +1160,7 @@ case("label_model", "dawid_skene-gold-codes-as-list", label_model_fit(
     "dawid_skene", gold=[-1] * 29 + [2]), accept(lambda m: int(m.predict()[29]) == 2))
 
 
-# ---------------------------------------------------------------------------- label models' settings
+# ---------------------------------------------------------------------------- model settings
 def settings_fit(name, **params):
     def run(tmp_path):
         from crowd_keras.aggregation import get_label_model
@@ -1579,13 +1579,15 @@ for name, text, raw, pattern in (
          r"spans.jsonl:1: span 0: end must be an integer character offset, got inf"),
         ("offset-past-text", "\n" + _line('[{"start": 5, "end": 9}]'), None,
          r"spans.jsonl:2: span 0 \[5, 9\) is outside the text of document 0 \(8 characters\)"),
-        ("text-a-number", _line(text="5"), None, r"spans.jsonl:1: 'text' must be a string, got int"),
+        ("text-a-number", _line(text="5"), None,
+         r"spans.jsonl:1: 'text' must be a string, got int"),
         ("doc-a-list", _line(doc="[0]"), None,
          r"spans.jsonl:1: 'doc' must be a string or an integer id, got \[0\]"),
         ("doc-null", _line(doc="null"), None, r"'doc' must be a string or an integer id, got None"),
         ("spans-an-object", _line('{"start": 0, "end": 1}'), None,
          r"spans.jsonl:1: 'spans' must be a list of span objects, got dict"),
-        ("spans-null", _line("null"), None, r"'spans' must be a list of span objects, got NoneType"),
+        ("spans-null", _line("null"), None,
+         r"'spans' must be a list of span objects, got NoneType"),
         ("label-a-list", _line('[{"start": 0, "end": 4, "label": ["X"]}]'), None,
          r"spans.jsonl:1: span 0: label must be a string or an integer, got \['X'\]"),
         ("latin-1", None, _line(text='"caf\xe9"').encode("latin-1"),
@@ -1608,12 +1610,14 @@ def run_lfs(returned, returns="spans", texts=("John met Mary",), **kwargs):
 for name, returned, returns, pattern in (
         ("span-None", [None], "spans", r"labeling function 'f' on document 0: span 0 must be "
                                        r"\(start, end\[, label\]\), got NoneType None"),
-        ("spans-an-int", 5, "spans", r"labeling function 'f' on document 0 returned int 5; it must "
-                                     r"return a list of spans \(start, end\[, label\]\) \(or None\)"),
+        ("spans-an-int", 5, "spans",
+         r"labeling function 'f' on document 0 returned int 5; it must return a list of spans "
+         r"\(start, end\[, label\]\) \(or None\)"),
         ("span-a-dict", [{"start": 0, "end": 4}], "spans",
          r"span 0 must be \(start, end\[, label\]\), got dict"),
         ("span-text-offsets", [("a", "b")], "spans",
-         r"labeling function 'f' on document 0: start must be an integer character offset, got 'a'"),
+         r"labeling function 'f' on document 0: start must be an integer character offset, "
+         r"got 'a'"),
         ("span-fractional", [(0.5, 4.2)], "spans",
          r"labeling function 'f' on document 0: start must be an integer character offset, "
          r"got 0.5"),
@@ -1661,7 +1665,7 @@ for name, make, pattern in (
          error(pattern))
 
 
-# ---------------------------------------------------------------------------- CLI input files, flags
+# ---------------------------------------------------------------------------- CLI inputs, flags
 # (issue 45, round three) ``crowd-keras aggregate --gold``, the input table, output paths and
 # flags that would be ignored: a located message and an exit code, nothing written.
 GOLD_ANSWERS = "task,worker,label\n" + "".join(f"t{i},w{a},{(i + (a == 2 and i % 3 == 0)) % 2}\n"
