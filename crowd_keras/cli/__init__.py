@@ -188,19 +188,19 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
 
 
-def _read_annotations(args: argparse.Namespace):
+def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
     """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
-    columns; errors name the file's lines and the flags."""
+    columns; errors name the file's lines and the flags. ``out_folder``: ``--out`` names a
+    folder (``agree``), else a file (``aggregate``)."""
     from ..annotations import Annotations
 
     check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
                 [("--out", getattr(args, "out", None)),
                  ("--annotators", getattr(args, "annotators", None))])
-    folder_out = args.func is _agree     # agree --out is a folder, aggregate's a file
-    check_output_kinds(files=[] if folder_out else [("--out", getattr(args, "out", None)),
-                                                    ("--annotators",
-                                                     getattr(args, "annotators", None))],
-                       folders=[("--out", getattr(args, "out", None))] if folder_out else [])
+    outputs = [("--out", getattr(args, "out", None)),
+               ("--annotators", getattr(args, "annotators", None))]
+    check_output_kinds(files=[] if out_folder else outputs,
+                       folders=outputs[:1] if out_folder else [])
     df = _read_table(args.input, args.label, args.string_labels)
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if (c := getattr(args, role)) not in df.columns]
@@ -258,7 +258,7 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement import agreement_report
     from ..agreement.report import nested, records
 
-    df, ann = _read_annotations(args)
+    df, ann = _read_annotations(args, out_folder=True)
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes")
