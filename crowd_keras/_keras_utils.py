@@ -465,4 +465,11 @@ class ChecksIdsAtEntry:
             if ids is not None:
                 checked_codes(ids, bound, "annotator id",
                               f"{type(self).__name__} annotator_ids", "num_annotators")
+                # one row of ids per item: a mismatch is otherwise a raw backend error
+                first = concrete_values(inputs[0])
+                if first is not None and np.ndim(first) and np.ndim(ids) and \
+                        len(first) != len(ids):
+                    raise ValueError(f"{type(self).__name__}: annotator_ids have {len(ids)} "
+                                     f"rows but the first input has {len(first)}: one row of "
+                                     "annotator ids per item")
         return super().__call__(inputs, *args, **kwargs)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from .codes import (check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
                     integer_codes, label_matrix_codes, show)
+from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
 from .wide import wide_codes
@@ -21,6 +22,10 @@ if TYPE_CHECKING:   # for the return annotations only (annotations.py imports th
     from .annotations import Annotations
 
 __all__ = ["AnnotationReaders", "frame_codes", "check_frame_columns"]
+
+
+#: Most annotations ``from_counts`` expands (one code per label: 2**31 is 48 GiB of codes)
+MAX_EXPANDED = 2 ** 31
 
 
 class AnnotationReaders:
@@ -151,6 +156,10 @@ class AnnotationReaders:
             pos = tuple(int(p) for p in np.argwhere((r < 0) | (r != np.round(r)))[0])
             raise CrowdDataError(f"label counts must be non-negative integers; got {r[pos]} at "
                                  f"(item, class) {pos}")
+        total = float(r.sum()) if r.size else 0.0
+        if total > MAX_EXPANDED:   # checked before the expansion allocates one code per label
+            raise CrowdDataError(f"label counts add up to {total:.3g} annotations, more than "
+                                 f"{MAX_EXPANDED:.3g}: too many to expand one by one")
         r = r.astype(np.int64)
         n, k = r.shape
         if classes is not None and len(classes) != k:
@@ -182,6 +191,8 @@ class AnnotationReaders:
             raise CrowdDataError(f"padding mismatch at row {r}, slot {c}: annotator {a[r, c]}, "
                                  f"label {y[r, c]} (both must be -1 or both set)")
         rows, slots = np.nonzero(present)
+        if n_annotators is not None:
+            n_annotators = check_count(n_annotators, "n_annotators", 0)
         if n_annotators is None and annotator_ids is None:
             n_annotators = int(a.max()) + 1 if present.any() else 0
         return cls._checked(rows, a[rows, slots], y[rows, slots], classes, item_ids=item_ids,
@@ -269,6 +280,9 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
             r = int(np.argmax(null))
             raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
                                  f"{where(r, skip=role)}: the {role} of every row is needed")
+    for given, what in ((classes, "class"), (item_ids, "item"), (annotator_ids, "annotator")):
+        if given is not None:   # a repeat would make the lookups below ambiguous
+            check_unique_ids(ids_array(given), what)
     distinct = []   # id arrays that a factorisation made (no repeats to look for)
     if classes is None:
         codes, classes = factorize_labels(cols["label"], where)

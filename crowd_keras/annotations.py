@@ -375,7 +375,13 @@ class Annotations(AnnotationReaders):
 
     def subset(self, items: Any) -> "Annotations":
         """The annotations of the given item codes (in that order), keeping all annotators."""
-        sel = np.asarray(items, dtype=np.int64)
+        sel = integer_codes(np.asarray(items).ravel(), "item codes", "position ")
+        bad = (sel < 0) | (sel >= self.n_items)
+        if bad.any():
+            n = int(np.argmax(bad))
+            raise CrowdDataError(f"item code {int(sel[n])} at position {n} is outside "
+                                 f"0..{self.n_items - 1} (subset takes item codes; item ids: "
+                                 "subset(annotations.item_index(ids)))")
         remap = np.full(self.n_items, -1, dtype=np.int64)
         remap[sel] = np.arange(len(sel))
         keep = remap[self._items] >= 0

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
@@ -19,7 +20,7 @@ from .string_codes import column_codes
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
-           "MAX_CODE", "infer_classes"]
+           "MAX_CODE", "infer_classes", "check_id_values"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
@@ -37,7 +38,11 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 
 def ids_array(ids: Iterable[Any]) -> np.ndarray:
-    """Identifiers as a 1-d array; integers stay integers, anything else is an object array."""
+    """Identifiers as a 1-d array; integers stay integers, anything else is an object array.
+    One string is refused (``classes="xy"`` would be the two classes 'x' and 'y')."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"identifiers must be a list, got the string {ids!r} (one id: "
+                        f"[{ids!r}])")
     arr = np.asarray(list(ids) if not isinstance(ids, (np.ndarray, pd.Index)) else ids)
     if arr.ndim != 1:
         raise CrowdDataError(f"identifiers must be one-dimensional, got shape {arr.shape}")
@@ -125,9 +130,10 @@ def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
 
 
 # ----------------------------------------------------------------------------- arrays
-def as_matrix(data: Any, what: str) -> np.ndarray:
+def as_matrix(data: Any, what: str, noun: str = "a code") -> np.ndarray:
     """``np.asarray(data)``, raising :class:`CrowdDataError` on ragged rows (naming the first
-    row whose length differs from row 0's) instead of numpy's "inhomogeneous shape" error."""
+    row whose length differs from row 0's) instead of numpy's "inhomogeneous shape" error;
+    ``noun``: what one entry should be (messages say "not a code")."""
     if isinstance(data, np.ndarray):
         return data
     if isinstance(data, (pd.DataFrame, pd.Series)):
@@ -148,7 +154,7 @@ def as_matrix(data: Any, what: str) -> np.ndarray:
                 if inner:
                     v = row[inner[0]]
                     raise CrowdDataError(f"{what}: the entry at row {r}, column {inner[0]} is a "
-                                         f"{type(v).__name__} {show(v)}, not a code") from None
+                                         f"{type(v).__name__} {show(v)}, not {noun}") from None
                 if size(row) != width:
                     got = f"has {size(row)} entries" if size(row) is not None else \
                         f"is {type(row).__name__} {show(row)}, not a row of entries,"
@@ -158,9 +164,9 @@ def as_matrix(data: Any, what: str) -> np.ndarray:
         raise CrowdDataError(f"{what} is not a rectangular array ({exc})") from None
 
 
-def numeric_matrix(m: np.ndarray, what: str) -> np.ndarray:
+def numeric_matrix(m: np.ndarray, what: str, noun: str = "numeric codes") -> np.ndarray:
     """A 2-d array of numbers (object arrays converted to float); a string, list or other
-    non-number entry raises naming its (row, column)."""
+    non-number entry raises naming its (row, column); ``noun``: what the entries should be."""
     if m.dtype == object:
         number = pd.Series(m.ravel(), dtype=object).map(
             lambda v: v is None or (isinstance(v, (int, float, np.number))
@@ -168,7 +174,7 @@ def numeric_matrix(m: np.ndarray, what: str) -> np.ndarray:
         if not number.all():
             r, c = np.unravel_index(int(np.argmax(~number)), m.shape)
             v = m[r, c]
-            raise CrowdDataError(f"{what} must be numeric codes: {type(v).__name__} {show(v)} at "
+            raise CrowdDataError(f"{what} must be {noun}: {type(v).__name__} {show(v)} at "
                                  f"row {r}, column {c}")
         with np.errstate(over="ignore"):
             try:
@@ -180,7 +186,7 @@ def numeric_matrix(m: np.ndarray, what: str) -> np.ndarray:
                                      f"({r}, {c}), too large for an exact integer code") from None
     if m.dtype.kind not in "iufb":
         what_kind = "text" if m.dtype.kind in "US" else f"dtype {m.dtype}"
-        raise CrowdDataError(f"{what} must be numeric codes, got {what_kind} (e.g. "
+        raise CrowdDataError(f"{what} must be {noun}, got {what_kind} (e.g. "
                              f"{show(m.flat[0]) if m.size else 'nothing'} at row 0, column 0)")
     return m
 
@@ -270,6 +276,20 @@ def _check_scalars(column: pd.Series, kind: str, what: str, where: Callable[[int
             "(e.g. all strings: .astype(str))")
     raise CrowdDataError(f"{what}s must be strings or integers, got {kind} values "
                          f"(e.g. {show(raw[0])} at {where(0)})")
+
+
+def check_id_values(ids: Any, what: str, where: Callable[[int], str]) -> None:
+    """Raise on a missing id (NaN/None), a list/dict/tuple id, or ids that mix types (``1``
+    and ``"1"``), the rules of a frame's id columns, for ids given otherwise (a wide frame's
+    index and columns); ``where(n)`` names position ``n``."""
+    values = np.asarray(ids if not isinstance(ids, pd.MultiIndex) else ids.to_flat_index(),
+                        dtype=object)
+    missing = pd.isna(values)
+    if missing.any():
+        n = int(np.argmax(missing))
+        raise CrowdDataError(f"missing {what} id ({show(values[n])}) at {where(n)}")
+    column = pd.Series(values, dtype=object)
+    _check_scalars(column, pd.api.types.infer_dtype(column, skipna=False), what, where)
 
 
 def factorize_labels(column: pd.Series, where: Callable[[int], str],
@@ -408,6 +428,10 @@ def dense_codes(matrix: Any, missing: Any, classes: Optional[Sequence], *,
     if m.size == 0 and not allow_empty:
         raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
     m = numeric_matrix(m, "dense annotations")
+    if missing is not None and (isinstance(missing, (bool, np.bool_)) or
+                                not isinstance(missing, (int, float, np.number))):
+        raise TypeError(f"missing must be a number (the code of an absent annotation, e.g. -1) "
+                        f"or NaN, got {type(missing).__name__} {missing!r}")
     if missing is None or (isinstance(missing, float) and np.isnan(missing)):
         present = ~np.isnan(m) if m.dtype.kind == "f" else np.ones(m.shape, bool)
     else:
@@ -443,7 +467,7 @@ def label_matrix_codes(L: Any, cardinality: Optional[int],
     if m.size == 0:
         raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
     if classes is None and cardinality is not None:
-        classes = list(range(int(cardinality)))
+        classes = list(range(check_count(cardinality, "cardinality", 1)))
     if classes is None:
         top = float(m.max()) if m.size else -1.0
         n_classes = int(top) + 1 if np.isfinite(top) and top >= 0 else 1

@@ -10,6 +10,11 @@ class CrowdDataError(ValueError):
     """
 
 
+class NotFittedError(RuntimeError, ValueError):
+    """A model was used before ``fit``: a ``ValueError`` as scikit-learn's ``NotFittedError``,
+    and a ``RuntimeError``."""
+
+
 _NO_VALUE = object()
 
 

@@ -19,6 +19,8 @@ import pandas as pd
 from .aggregation.base import LabelModel
 from .aggregation.registry import get_label_model
 from .annotations import Annotations
+from .arguments import check_count, check_number
+from .codes import check_unique_ids, ids_array, show
 from .errors import CrowdDataError
 from .numerics import MISSING
 
@@ -30,7 +32,11 @@ def stratified_folds(codes: np.ndarray, n_splits: int, random_state: Optional[in
     """(I,) fold of each item, 0..n_splits-1: each class's items (and the unlabelled ones,
     code -1) shuffled and dealt round the folds from a random first fold, so every fold gets
     its share of every class (a class with fewer items than folds is missing from some)."""
-    rng = np.random.default_rng(random_state)
+    try:
+        rng = np.random.default_rng(random_state)
+    except (TypeError, ValueError):
+        raise ValueError(f"random_state must be a non-negative int or None, got "
+                         f"{random_state!r}") from None
     fold = np.empty(len(codes), dtype=np.int64)
     for code in np.unique(codes):                       # a loop over classes, not items
         members = rng.permutation(np.flatnonzero(codes == code))
@@ -48,6 +54,9 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     """
     if isinstance(labels, Annotations):
         model = get_label_model(label_model) if isinstance(label_model, str) else label_model
+        if not isinstance(model, LabelModel):
+            raise TypeError(f"label_model must be a label model's name or an unfitted label "
+                            f"model, got {type(model).__name__} {model!r}")
         labels = model.fit(labels)
     if isinstance(labels, LabelModel):
         return labels.predict().astype(np.int64), np.asarray(labels.annotations_.classes)
@@ -56,7 +65,17 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     if values.ndim != 1 or len(values) != n_items:
         raise CrowdDataError(f"labels must be one per item of x ({n_items}), got shape "
                              f"{values.shape}")
+    if classes is not None:
+        check_unique_ids(ids_array(classes), "class")
     known = ~pd.isna(values)
+    if values.dtype.kind == "f":
+        # a classifier's classes are labels, not measurements (scikit-learn refuses a
+        # "continuous" target): a fractional label is a mistake, not a class named 0.5
+        frac = known & (values != np.round(values))
+        if frac.any():
+            i = int(np.argmax(frac))
+            raise CrowdDataError(f"label {show(values[i])} of item {i} is not a whole number: "
+                                 "labels are class codes or names (NaN: no label)")
     if values.dtype.kind in "iu":
         known = values != MISSING
         if classes is None:
@@ -71,8 +90,8 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     bad = known & (codes < 0)
     if bad.any():
         i = int(np.argmax(bad))
-        raise CrowdDataError(f"label {values[i]!r} of item {i} is not one of the classes "
-                             f"{list(classes)}")
+        raise CrowdDataError(f"label {show(values[i])} of item {i} is not one of the classes "
+                             f"{np.asarray(classes).tolist()}")
     return codes, classes
 
 
@@ -88,10 +107,22 @@ def _take(x: Any, rows: np.ndarray) -> Any:
 
 
 def _n_rows(x: Any) -> int:
-    if isinstance(x, dict):
-        return len(next(iter(x.values())))
-    if isinstance(x, (list, tuple)) and len(x) and hasattr(x[0], "shape"):
-        return len(x[0])
+    """Rows of features ``x``; the inputs of a dict or a list of arrays must agree."""
+    if isinstance(x, dict) or (isinstance(x, (list, tuple)) and len(x) and
+                               hasattr(x[0], "shape")):
+        parts = list(x.items()) if isinstance(x, dict) else list(enumerate(x))
+        if not parts:
+            raise CrowdDataError("x is an empty dict: no features")
+        sizes = {name: _n_rows(value) for name, value in parts}
+        first = parts[0][0]
+        for name, size in sizes.items():
+            if size != sizes[first]:
+                raise CrowdDataError(f"x's inputs differ in rows: {first!r} has "
+                                     f"{sizes[first]}, {name!r} has {size}")
+        return sizes[first]
+    if x is None or np.ndim(x) == 0:
+        raise TypeError(f"x must be the features of the items (an array, a DataFrame or a dict "
+                        f"of arrays), got {type(x).__name__}")
     return len(x)
 
 
@@ -101,6 +132,12 @@ def _is_keras(model: Any) -> bool:
 
 
 def _new_model(model_fn: Any) -> Any:
+    if isinstance(model_fn, type):      # a class (LogisticRegression): calling it makes one
+        return model_fn()
+    if _is_keras(model_fn) and hasattr(model_fn, "layers"):    # a model, not a function
+        raise TypeError(f"model_fn is a Keras model ({type(model_fn).__name__}); pass a "
+                        "function that builds and compiles a fresh one (every fold trains its "
+                        "own), e.g. lambda: make_model()")
     if hasattr(model_fn, "get_params") and hasattr(model_fn, "fit"):   # an estimator: clone it
         from sklearn.base import clone
         return clone(model_fn)
@@ -114,6 +151,13 @@ def _fold_probabilities(model: Any, x_train: Any, y_train: np.ndarray, x_test: A
                         one_hot: Optional[bool], fit_kwargs: Dict[str, Any]) -> np.ndarray:
     """(n_test, K) probabilities of one fold, every class a column."""
     if _is_keras(model):
+        try:
+            width = model.output_shape[-1]
+        except (AttributeError, ValueError, TypeError, IndexError):  # not built yet
+            width = None
+        if isinstance(width, int) and width != k:
+            raise CrowdDataError(f"the Keras model outputs {width} value(s) per item, expected "
+                                 f"{k}: one soft-max output per class")
         loss = str(getattr(model, "loss", ""))
         dense = ("sparse" not in loss) if one_hot is None else bool(one_hot)
         target = np.eye(k, dtype=np.float32)[y_train] if dense else y_train
@@ -173,15 +217,20 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
         with ``return_folds``, ``(probabilities, folds)``.
     """
     n = _n_rows(x)
-    if int(n_splits) < 2:
-        raise ValueError(f"n_splits must be at least 2, got {n_splits!r}")
+    n_splits = check_count(n_splits, "n_splits", 2)
+    if fit_kwargs is not None and not isinstance(fit_kwargs, dict):
+        raise TypeError(f"fit_kwargs must be a dict of fit()'s arguments, got "
+                        f"{type(fit_kwargs).__name__}")
     codes, classes = training_labels(labels, n, classes, label_model)
     if len(codes) != n:
         raise CrowdDataError(f"labels are for {len(codes)} items, x has {n}")
     k = len(classes)
-    folds = stratified_folds(codes, int(n_splits), random_state)
+    # below 1/K: a floor of 1/K or more would make every row uniform
+    min_probability = check_number(min_probability, "min_probability", 0.0, 1.0 / k,
+                                   high_inclusive=False)
+    folds = stratified_folds(codes, n_splits, random_state)
     proba = np.zeros((n, k))
-    for fold in range(int(n_splits)):
+    for fold in range(n_splits):
         test = folds == fold
         train = ~test & (codes >= 0)
         if not test.any():
@@ -195,6 +244,6 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
     if not np.isfinite(proba).all() or (proba < 0).any():
         raise CrowdDataError("the classifier's probabilities have NaN, infinite or negative "
                              "values")
-    proba = np.maximum(proba, float(min_probability))
+    proba = np.maximum(proba, min_probability)
     proba /= proba.sum(axis=1, keepdims=True)
     return (proba, folds) if return_folds else proba

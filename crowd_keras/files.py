@@ -46,6 +46,8 @@ def publish_file(tmp: os.PathLike, path: os.PathLike) -> Path:
 def atomic_write_text(path: os.PathLike, text: str) -> Path:
     """Write `text` to `path` through a temporary file in the same folder, fsync and rename."""
     path = Path(path)
+    if path.is_dir():   # checked first: the rename would fail naming the temporary file
+        raise CrowdDataError(f"{path} is a folder; give the path of a file to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

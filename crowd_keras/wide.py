@@ -9,6 +9,8 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from .arguments import check_count
+from .codes import MAX_CODE, as_matrix, check_id_values, compact_codes, numeric_matrix
 from .errors import CrowdDataError
 
 __all__ = ["wide_codes", "to_wide"]
@@ -32,32 +34,40 @@ def wide_codes(frame: Any, n_classes: Optional[int] = None,
         CrowdDataError: a cell that is not a whole non-negative number, or a code ``>= K``,
         naming the item (row), the annotator (column) and the value.
     """
+    if n_classes is not None:
+        n_classes = check_count(n_classes, "n_classes", 1)
     if isinstance(frame, pd.DataFrame):
+        check_id_values(frame.index, "item", lambda n: f"row {n} of the wide frame's index")
+        check_id_values(frame.columns, "annotator",
+                        lambda n: f"column {n} of the wide frame")
         item_ids, annotator_ids = frame.index.to_numpy(), frame.columns.to_numpy()
-        try:
+        # numbers (a bool column too, as from_dense reads a bool matrix); object columns are
+        # checked per cell, so that the text "1" is not read as the code 1
+        numeric = all(pd.api.types.is_numeric_dtype(t) for t in frame.dtypes)
+        values = None
+        if numeric:
             values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            values = None
-        if values is None:       # a cell that is not a number: find it
+        else:       # text, booleans or other objects: find the first cell that is no number
             raw = frame.to_numpy(dtype=object)
-            for r, c in zip(*np.nonzero(~pd.isna(raw))):
-                try:
-                    float(raw[r, c])
-                except (TypeError, ValueError):
-                    raise CrowdDataError(
-                        f"wide annotations: label {raw[r, c]!r} of item {_plain(item_ids[r])!r} "
-                        f"(row {r}), annotator {_plain(annotator_ids[c])!r} (column {c}) is "
-                        "not a class code (whole numbers 0..K-1, NaN where missing)") from None
+            number = pd.Series(raw.ravel(), dtype=object).map(
+                lambda v: v is None or v is pd.NA or (isinstance(v, (int, float, np.number))
+                                                      and not isinstance(v, (bool, np.bool_)))
+            ).to_numpy().reshape(raw.shape)
+            if not number.all():
+                r, c = (int(v) for v in np.argwhere(~number)[0])
+                raise CrowdDataError(
+                    f"wide annotations: label {_plain(raw[r, c])!r} of item "
+                    f"{_plain(item_ids[r])!r} (row {r}), annotator {_plain(annotator_ids[c])!r} "
+                    f"(column {c}) is not a class code (whole numbers 0..K-1, NaN where "
+                    "missing)")
             values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
-        try:
-            values = np.asarray(frame, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise CrowdDataError(f"wide annotations must be numbers with NaN where missing: "
-                                 f"{err}") from None
+        values = as_matrix(frame, "wide annotations")
         if values.ndim != 2:
             raise CrowdDataError(f"wide annotations must be 2-d (items × annotators), got shape "
                                  f"{values.shape}")
+        values = numeric_matrix(values, "wide annotations",
+                                "class codes (numbers, NaN where missing)").astype(np.float64)
         item_ids, annotator_ids = np.arange(values.shape[0]), np.arange(values.shape[1])
     present = ~np.isnan(values)
     rows, cols = np.nonzero(present)
@@ -67,6 +77,13 @@ def wide_codes(frame: Any, n_classes: Optional[int] = None,
         raise CrowdDataError(f"n_classes={n_classes} but {len(classes)} classes given")
     bad = ~np.isfinite(labels) | (labels != np.round(labels)) | (labels < 0)
     what = "not a class code (whole numbers 0..K-1, NaN where missing)"
+    if k is None and not bad.any() and len(labels) and labels.max() >= 64:
+        # the classes would be 0..max: one stray large code must not make millions
+        top = float(labels.max())
+        if top > MAX_CODE or not compact_codes(len(np.unique(labels)), int(top)):
+            bad, what = labels == top, (f"a code that would make {top + 1:.6g} classes from "
+                                        f"{len(np.unique(labels))} distinct codes; pass "
+                                        "n_classes= or classes=")
     if k is not None:
         bad_range = ~bad & (labels >= int(k))
         if bad_range.any() and not bad.any():

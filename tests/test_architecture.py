@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     0: ["crowd_keras.errors", "crowd_keras.files", "crowd_keras.quiet", "crowd_keras.tables",
         "crowd_keras.progress", "crowd_keras.numerics", "crowd_keras.params", "crowd_keras.codes",
-        "crowd_keras.string_codes", "crowd_keras.registry", "crowd_keras.adam"],
+        "crowd_keras.string_codes", "crowd_keras.registry", "crowd_keras.adam",
+        "crowd_keras.arguments"],
     1: ["crowd_keras", "crowd_keras.annotations", "crowd_keras.annotation_readers",
         "crowd_keras.wide"],
     2: ["crowd_keras.aggregation", "crowd_keras.agreement", "crowd_keras.conal.label_model",

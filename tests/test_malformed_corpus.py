@@ -8,7 +8,11 @@ fixtures, each written to a file whose name the message must carry), long frames
 and (issue 45) the Dask reader (``distributed.aggregate``: the in-memory message, the
 frame's row, stable across runs), the Keras layers, losses and ``CrowdModel`` data path,
 saved files (``CrowdLabelModel.load``) and spans (``SequenceAnnotations``, tokenizers,
-Label Studio span regions).
+Label Studio span regions); then (issue 45, round three) the label models' ``fit``
+arguments (``pred_probs``, ``gold``, settings), ``features.out_of_fold``, wide frames,
+quality scores, ``to_cleanlab``, the readers' and agreement functions' arguments, the
+Snorkel adapter's ``score``/``save``/``load``, the span converters and labeling functions,
+and the command lines' input files, outputs and flags they would ignore (``cli_input``).
 An error case asserts ``CrowdDataError`` (a ``ValueError``) and a regex that names the
 position (task and annotation, line, row, row and column) and the offending value; an
 accepted case asserts what was read and counted. Outcomes are tallied in
@@ -572,6 +576,38 @@ case("dask", "object-integer-labels-stay-integers",
      accept(lambda r: r.classes.tolist() == [0, 1, 2] and r.n_items == 10))
 
 
+for name, kwargs, pattern, exc in (
+        ("gold-item-twice", {"gold": pd.Series([0, 1], index=[1, 1])},
+         r"^gold item 1 is given more than once \(1 repeat\(s\)\)", CrowdDataError),
+        ("gold-a-frame", {"gold": pd.DataFrame({"task": [1], "label": [0]})},
+         r"gold must be a mapping item -> label .*got DataFrame \(a frame of item and label "
+         r"columns", CrowdDataError),
+        ("gold-a-list-label", {"gold": {1: [0]}},
+         r"^gold label \[0\] of item 1 is not one of the classes \[0, 1, 2\]$", CrowdDataError),
+        ("gold-codes-array", {"gold": np.full(10, -1)},
+         r"gold must be a mapping .* got ndarray \(class codes aligned with the items need the "
+         r"annotations in memory\)", CrowdDataError),
+        ("gold-unknown-item-named-plainly", {"gold": {99: 1}},
+         r"^gold item 99 is not an item of the annotations$", CrowdDataError),
+        ("max_iter-2.5", {"max_iter": 2.5},
+         r"^DawidSkene max_iter must be an integer >= 0 .* got float 2.5$", TypeError),
+        ("item_partitioned-a-string", {"item_partitioned": "no"},
+         r"item_partitioned must be True or False, got str 'no'", TypeError),
+        ("classes-twice", {"classes": [0, 1, 1]},
+         r"class ids must be unique; class id 1 at position 2 repeats position 1",
+         CrowdDataError)):
+    method = {"method": "dawid_skene"} if name.startswith(("gold", "max_iter")) else {}
+
+    def run(tmp_path, kwargs=kwargs, method=method):
+        dask = pytest.importorskip("dask")
+        dd = pytest.importorskip("dask.dataframe")
+        from crowd_keras.distributed import aggregate
+        with dask.config.set(scheduler="threads"):
+            return aggregate(dd.from_pandas(_crowd(), npartitions=3),
+                             **{"method": "majority_vote", **method}, **kwargs)
+    case("dask", name, run, error(pattern, exc))
+
+
 # ---------------------------------------------------------------------------- Keras
 def keras_call(build):
     """``build(layers, losses, np)`` makes and calls a layer, loss or model on tiny arrays."""
@@ -1010,6 +1046,934 @@ case("spans", "label-studio-email-and-id-annotators",
      accept(lambda e: list(e.annotator_ids) == [1, "x@y.org"]))
 
 
+# ---------------------------------------------------------------------------- label models' fit
+# (issue 45, round three) ``fit(annotations, pred_probs=..., gold=...)`` of the EM models and
+# the default model: a classifier's probabilities and known labels are read like annotations.
+def _crowd_ann():
+    """30 items 'it00'.. 'it29', 4 annotators, classes 'a', 'b', 'c' (seeded)."""
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, 30)
+    rows = [(f"it{i:02d}", f"w{a}", "abc"[truth[i] if rng.random() < .75 else rng.integers(3)])
+            for i in range(30) for a in range(4)]
+    return Annotations.from_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]))
+
+
+CROWD = _crowd_ann()
+UNIFORM = np.full((30, 3), 1 / 3)
+
+
+def label_model_fit(name, **fit_kwargs):
+    def run(tmp_path):
+        from crowd_keras.aggregation import get_label_model
+        return get_label_model(name).fit(CROWD, **fit_kwargs)
+    return run
+
+
+def _row(p, i, values):
+    p = p.copy()
+    p[i] = values
+    return p
+
+
+PRED_PROBS_CASES = (
+    ("list-ragged", UNIFORM.tolist()[:5] + [[.5, .5]] + UNIFORM.tolist()[6:],
+     r"pred_probs: row 5 has 2 entries but row 0 has 3"),
+    ("strings", np.full((30, 3), "0.33"),
+     r"pred_probs must be probabilities \(numbers\), got text \(e.g. '0.33' at row 0"),
+    ("object-with-a-string", _row(UNIFORM.astype(object), 4, [.5, "0.25", .25]),
+     r"pred_probs must be probabilities \(numbers\): str '0.25' at row 4, column 1"),
+    ("frame-text-values", pd.DataFrame(UNIFORM.round(4).astype(str), index=CROWD.item_ids,
+                                       columns=CROWD.classes),
+     r"pred_probs must be probabilities \(numbers\): str '0.3333' at row 0, column 0"),
+    ("frame-some-columns-name-classes", pd.DataFrame(UNIFORM, index=CROWD.item_ids,
+                                                     columns=["b", "a", "zz"]),
+     r"column\(s\) 'zz' are not classes of the annotations \['a', 'b', 'c'\] "
+     r"\(no column for 'c'\)"),
+    ("frame-a-class-twice", pd.DataFrame(UNIFORM, index=CROWD.item_ids, columns=["a", "a", "c"]),
+     r"pred_probs: columns repeated: 'a'$"),
+    ("dict-of-rows", dict(zip(CROWD.item_ids, UNIFORM.tolist())),
+     r"or a pandas DataFrame indexed by item id; got a dict \(a dict of rows: "
+     r"pandas.DataFrame.from_dict\(d, orient='index'\)\)"),
+    ("series-of-rows", pd.Series(list(UNIFORM), index=CROWD.item_ids),
+     r"or a pandas DataFrame indexed by item id; got a Series$"),
+    ("row-sums-to-2", _row(UNIFORM, 3, [1, .5, .5]),
+     r"pred_probs of item 'it03' \(row 3\) sum to 2, not 1"),
+    ("K-mismatch", np.full((30, 2), .5), r"shape \(items, classes\) = \(30, 3\) .* got \(30, 2\)"),
+    ("frame-index-nan", pd.DataFrame(UNIFORM, index=list(CROWD.item_ids[:-1]) + [np.nan],
+                                     columns=CROWD.classes),
+     r"pred_probs: no row for 1 item\(s\) of the annotations: 'it29'"),
+)
+for model in ("dawid_skene", "ibcc", "ebcc", "bwa", "one_coin_dawid_skene", "auto"):
+    for name, value, pattern in PRED_PROBS_CASES:
+        if model not in ("dawid_skene", "auto") and name not in (
+                "list-ragged", "frame-some-columns-name-classes", "strings"):
+            continue
+        case("label_model", f"{model}-pred_probs-{name}",
+             label_model_fit(model, pred_probs=value), error(pattern))
+    case("label_model", f"{model}-unknown-keyword",
+         label_model_fit(model, pred_probs=UNIFORM, totally_bogus="x"),
+         error(r"unexpected keyword argument\(s\) \['totally_bogus'\]", TypeError))
+RANDOM_PROBS = np.random.default_rng(1).dirichlet(np.ones(3), 30)
+case("label_model", "dawid_skene-pred_probs-frame-in-another-order",   # aligned by id and name
+     label_model_fit("dawid_skene", pred_probs=pd.DataFrame(
+         RANDOM_PROBS, index=CROWD.item_ids, columns=CROWD.classes).iloc[::-1, ::-1]),
+     accept(lambda m: bool(np.allclose(m.predict_proba(), label_model_fit(
+         "dawid_skene", pred_probs=RANDOM_PROBS)(None).predict_proba()))))
+case("label_model", "dawid_skene-pred_probs-list-of-lists",
+     label_model_fit("dawid_skene", pred_probs=UNIFORM.tolist()),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+case("label_model", "dawid_skene-pred_probs-one-hot-bool",   # a hard prior is a distribution
+     label_model_fit("dawid_skene", pred_probs=np.eye(3, dtype=bool)[np.arange(30) % 3]),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+case("label_model", "dawid_skene-pred_probs-frame-columns-in-code-order",
+     label_model_fit("dawid_skene", pred_probs=pd.DataFrame(UNIFORM, index=CROWD.item_ids,
+                                                           columns=["p0", "p1", "p2"])),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+
+GOLD_CASES = (
+    ("series-item-twice", pd.Series(["a", "b"], index=["it01", "it01"]),
+     r"gold item 'it01' is given more than once \(1 repeat\(s\)\)"),
+    ("list-label", {"it01": ["a"]}, r"gold label \['a'\] of item 'it01' is not one of the "
+                                    r"classes \['a', 'b', 'c'\]"),
+    ("frame", pd.DataFrame({"task": ["it01"], "label": ["a"]}),
+     r"gold must be a mapping item -> label .* got DataFrame \(a frame of item and label "
+     r"columns: frame.set_index\(ITEM\)\[LABEL\]\)"),
+    ("set", {"it01"}, r"gold must be a mapping .* got set$"),
+    ("one-label", "a", r"gold must be a mapping .* got str$"),
+    ("nan-label", {"it01": np.nan}, r"gold label nan of item 'it01' is not one of the classes"),
+    ("code-for-string-classes", {"it02": 0},
+     r"gold label 0 of item 'it02' is not one of the classes \['a', 'b', 'c'\]"),
+    ("unknown-item", {"it99": "a"}, r"gold item 'it99' is not an item of the annotations"),
+    ("codes-wrong-length", np.zeros(29, dtype=int),
+     r"30 integer class codes .* got an array of shape \(29,\)"),
+    ("codes-out-of-range", np.full(30, 3), r"gold code 3 of item 'it00' is outside -1..2"),
+)
+for model in ("dawid_skene", "ibcc", "auto", "majority_vote"):
+    for name, value, pattern in GOLD_CASES:
+        if model != "dawid_skene" and name not in ("series-item-twice", "list-label", "frame"):
+            continue
+        case("label_model", f"{model}-gold-{name}", label_model_fit(model, gold=value),
+             error(pattern))
+case("label_model", "dawid_skene-gold-empty-dict", label_model_fit("dawid_skene", gold={}),
+     accept(lambda m: m.predict_proba().shape == (30, 3)))
+case("label_model", "dawid_skene-gold-codes-as-list", label_model_fit(
+    "dawid_skene", gold=[-1] * 29 + [2]), accept(lambda m: int(m.predict()[29]) == 2))
+
+
+# ---------------------------------------------------------------------------- model settings
+def settings_fit(name, **params):
+    def run(tmp_path):
+        from crowd_keras.aggregation import get_label_model
+        return get_label_model(name, **params).fit(
+            np.array([[0, 1, 1], [1, 1, -1], [0, 0, 1], [1, -1, 1]] * 5))
+    return run
+
+
+for model, cls in (("dawid_skene", "DawidSkene"), ("ibcc", "IBCC"), ("ebcc", "EBCC"),
+                   ("bwa", "BWA"), ("glad", "GLAD"), ("mace", "MACE"),
+                   ("one_coin_dawid_skene", "OneCoinDawidSkene")):
+    for params, pattern, exc in (
+            ({"max_iter": 2.5}, rf"{cls} max_iter must be an integer >= 0 \(a whole number, not "
+                                r"a float\), got float 2.5", TypeError),
+            ({"max_iter": "10"}, rf"{cls} max_iter must be an integer >= 0, got str '10'",
+             TypeError),
+            ({"tol": float("nan")}, rf"{cls} tol must be a finite number, got nan", ValueError)):
+        if model not in ("dawid_skene", "mace") and "max_iter" in params and \
+                params["max_iter"] == "10":
+            continue
+        key, value = next(iter(params.items()))
+        case("label_model", f"{model}-{key}={value!r}", settings_fit(model, **params),
+             error(pattern, exc))
+for value, exc, pattern in ((-1, ValueError, r"must be a finite number >= 0, got -1"),
+                            (float("inf"), ValueError, r"must be a finite number >= 0, got inf"),
+                            ("0.1", TypeError, r"must be a number, got str '0.1'")):
+    case("label_model", f"dawid_skene-smoothing={value!r}",
+         settings_fit("dawid_skene", smoothing=value),
+         error(r"DawidSkene smoothing " + pattern, exc))
+case("label_model", "dawid_skene-negative-tol-runs-every-iteration",
+     settings_fit("dawid_skene", tol=-1.0, max_iter=7), accept(lambda m: m.n_iter_ == 7))
+case("label_model", "predict_labels-unfitted",
+     lambda tmp_path: __import__("crowd_keras.aggregation", fromlist=["x"]).DawidSkene()
+     .predict_labels(),
+     error(r"this DawidSkene is not fitted yet",
+           __import__("crowd_keras.errors", fromlist=["x"]).NotFittedError))
+
+
+# ---------------------------------------------------------------------------- out-of-fold features
+def oof(x=None, labels=None, model_fn=None, **kwargs):
+    """``features.out_of_fold`` with a scikit-learn logistic regression on 40 items, 3
+    features (the label is the sign of the first)."""
+    def run(tmp_path):
+        from sklearn.linear_model import LogisticRegression
+
+        from crowd_keras.features import out_of_fold
+        rng = np.random.default_rng(0)
+        xs = rng.normal(size=(40, 3))
+        ys = (xs[:, 0] > 0).astype(int)
+        return out_of_fold(model_fn or (lambda: LogisticRegression()),
+                           xs if x is None else x(xs), ys if labels is None else labels(ys),
+                           **kwargs)
+    return run
+
+
+for name, kwargs, pattern, exc in (
+        ("n_splits-2.5", {"n_splits": 2.5}, r"n_splits must be an integer >= 2 \(a whole number, "
+                                            r"not a float\), got float 2.5", TypeError),
+        ("n_splits-'3'", {"n_splits": "3"}, r"n_splits must be an integer >= 2, got str '3'",
+         TypeError),
+        ("n_splits-nan", {"n_splits": float("nan")}, r"got float nan", TypeError),
+        ("n_splits-None", {"n_splits": None}, r"got NoneType None", TypeError),
+        ("min_probability-negative", {"min_probability": -1},
+         r"min_probability must be a finite number in \[0, 0.5\), got -1", ValueError),
+        ("min_probability-nan", {"min_probability": float("nan")}, r"got nan", ValueError),
+        ("min_probability-1", {"min_probability": 1.0},
+         r"min_probability must be a finite number in \[0, 0.5\), got 1.0", ValueError),
+        ("min_probability-text", {"min_probability": "0.1"},
+         r"min_probability must be a number, got str '0.1'", TypeError),
+        ("fit_kwargs-list", {"fit_kwargs": [1]}, r"fit_kwargs must be a dict of fit\(\)'s "
+                                                 r"arguments, got list", TypeError),
+        ("random_state-text", {"random_state": "a"},
+         r"random_state must be a non-negative int or None, got 'a'", ValueError),
+        ("classes-twice", {"classes": [0, 0]}, r"class id 0 at position 1 repeats position 0",
+         CrowdDataError),
+        ("x-dict-of-unequal-inputs", {"x": lambda xs: {"a": xs, "b": xs[:-2]}},
+         r"x's inputs differ in rows: 'a' has 40, 'b' has 38", CrowdDataError),
+        ("x-None", {"x": lambda xs: None}, r"x must be the features of the items .* got NoneType",
+         TypeError),
+        ("labels-fractional", {"labels": lambda ys: ys + 0.5},
+         r"label 1.5 of item 0 is not a whole number", CrowdDataError),
+        ("labels-not-in-classes", {"labels": lambda ys: np.where(ys == 1, 5, 0),
+                                   "classes": [0, 1]},
+         r"label 5 of item 0 is not one of the classes \[0, 1\]$", CrowdDataError),
+        ("label_model-not-a-model", {"labels": lambda ys: Annotations.from_dense(
+            np.tile(ys[:, None], (1, 3))), "label_model": 3},
+         r"label_model must be a label model's name or an unfitted label model, got int 3",
+         TypeError),
+        ("model_fn-a-transformer-class",
+         {"model_fn": __import__("sklearn.preprocessing", fromlist=["x"]).StandardScaler},
+         r"StandardScaler has no predict_proba \(scikit-learn style\) nor compile/predict",
+         TypeError)):
+    kwargs = dict(kwargs)
+    case("features", f"out_of_fold-{name}",
+         oof(kwargs.pop("x", None), kwargs.pop("labels", None), kwargs.pop("model_fn", None),
+             **kwargs), error(pattern, exc))
+case("features", "out_of_fold-estimator-class",     # a class is a function making a fresh one
+     oof(model_fn=__import__("sklearn.linear_model", fromlist=["x"]).LogisticRegression),
+     accept(lambda p: p.shape == (40, 2) and bool(np.allclose(p.sum(axis=1), 1))))
+case("features", "out_of_fold-more-folds-than-items",     # leave-one-out: empty folds skipped
+     oof(x=lambda xs: xs[:6], labels=lambda ys: ys[:6], n_splits=10),
+     accept(lambda p: p.shape == (6, 2)))
+case("features", "out_of_fold-unseen-class-gets-the-floor",
+     oof(classes=[0, 1, 2]), accept(lambda p: p.shape == (40, 3) and bool((p[:, 2] < 1e-5).all())))
+
+
+# ---------------------------------------------------------------------------- wide frames
+WIDE = pd.DataFrame([[0, 1, np.nan], [1, np.nan, 1], [np.nan, 2, 2]], index=["i1", "i2", "i3"],
+                    columns=["a", "b", "c"])
+
+
+def wide(make, **kwargs):
+    return lambda tmp_path: Annotations.from_wide(make(WIDE.copy()), **kwargs)
+
+
+for name, make, kwargs, pattern, exc in (
+        ("annotator-id-nan", lambda w: w.set_axis(["a", np.nan, "c"], axis=1), {},
+         r"missing annotator id \(nan\) at column 1 of the wide frame", CrowdDataError),
+        ("item-id-None", lambda w: w.set_axis(["i1", None, "i3"], axis=0), {},
+         r"missing item id \((None|nan)\) at row 1 of the wide frame's index", CrowdDataError),
+        ("annotators-1-and-'1'", lambda w: w.set_axis([1, "1", "c"], axis=1), {},
+         r"annotators mix types: int 1 at column 0 of the wide frame and str '1' at column 1",
+         CrowdDataError),
+        ("annotator-tuples", lambda w: w.set_axis(pd.MultiIndex.from_tuples(
+            [("x", 1), ("x", 2), ("y", 1)]), axis=1), {},
+         r"annotator \('x', 1\) at column 0 of the wide frame is a tuple", CrowdDataError),
+        ("digit-strings", lambda w: w.fillna(-1).astype(int).astype(str).replace("-1", np.nan),
+         {}, r"label '0' of item 'i1' \(row 0\), annotator 'a' \(column 0\) is not a class code",
+         CrowdDataError),
+        ("a-bool-among-codes", lambda w: w.astype(object).where(w != 2, True), {},
+         r"label True of item 'i3' \(row 2\), annotator 'b' \(column 1\) is not a class code",
+         CrowdDataError),
+        ("code-1e30", lambda w: w.replace(2, 1e30), {},
+         r"label 1e\+30 of item 'i3' \(row 2\), annotator 'b' \(column 1\) is a code that would "
+         r"make 1e\+30 classes from 3 distinct codes; pass n_classes= or classes=",
+         CrowdDataError),
+        ("code-10**9", lambda w: w.replace(2, 10 ** 9), {},
+         r"would make 1e\+09 classes", CrowdDataError),
+        ("n_classes-3.5", lambda w: w, {"n_classes": 3.5},
+         r"n_classes must be an integer >= 1 \(a whole number, not a float\), got float 3.5",
+         TypeError),
+        ("n_classes-'3'", lambda w: w, {"n_classes": "3"}, r"got str '3'", TypeError),
+        ("n_classes-0", lambda w: w, {"n_classes": 0}, r"n_classes must be an integer >= 1, "
+                                                       r"got 0", ValueError),
+        ("array-text", lambda w: np.array([["0", "1"], ["1", None]], dtype=object), {},
+         r"wide annotations must be class codes \(numbers, NaN where missing\): str '0' at row 0, "
+         r"column 0", CrowdDataError),
+        ("array-ragged", lambda w: [[0, 1], [1]], {}, r"wide annotations: row 1 has 1 entries "
+                                                      r"but row 0 has 2", CrowdDataError)):
+    case("wide", name, wide(make, **kwargs), error(pattern, exc))
+case("wide", "code-10**9-with-n_classes", wide(lambda w: w.replace(2, 10 ** 9), n_classes=3),
+     error(r"label 1000000000.0 of item 'i3' \(row 2\), annotator 'b' \(column 1\) is outside "
+           r"the 3 classes \(codes 0..2\)"))
+case("wide", "bool-column", wide(lambda w: pd.DataFrame({"u": [True, False], "v": [False, True]})),
+     accept(lambda a: a.classes.tolist() == [0, 1] and a.n_annotations == 4))   # as from_dense
+case("wide", "nullable-Int64", wide(lambda w: w.astype("Int64")),
+     accept(lambda a: a.n_annotations == 6 and a.annotations_per_item().tolist() == [2, 2, 2]))
+case("wide", "all-missing-row-kept", wide(lambda w: pd.concat([w, pd.DataFrame(
+    [[np.nan] * 3], index=["i4"], columns=w.columns)])),
+     accept(lambda a: a.n_items == 4 and a.annotations_per_item().tolist() == [2, 2, 2, 0]))
+
+
+# ---------------------------------------------------------------------------- quality scores
+def _fitted():
+    from crowd_keras.aggregation import DawidSkene
+    return DawidSkene().fit(Annotations.from_wide(WIDE))
+
+
+def quality(call):
+    """``call(quality module, fitted model, posteriors, annotations)``."""
+    def run(tmp_path):
+        from crowd_keras.aggregation import quality as q
+        model = _fitted()
+        return call(q, model, model.predict_proba(), model.annotations_)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("posteriors-times-2", lambda q, m, p, a: q.consensus_quality(p * 2, a),
+         r"posteriors of item 'i1' \(row 0\) are not probabilities \(finite, non-negative, "
+         r"summing to 1\)", CrowdDataError),
+        ("annotations-a-frame", lambda q, m, p, a: q.consensus_quality(p, WIDE),
+         r"annotations must be an Annotations \(Annotations.from_frame, from_dense, ...\), "
+         r"got DataFrame", TypeError),
+        ("annotations-None", lambda q, m, p, a: q.annotation_quality(p, None), r"got NoneType",
+         TypeError),
+        ("rounds-2.5", lambda q, m, p, a: q.consensus_quality(p, a, rounds=2.5),
+         r"rounds must be an integer >= 1 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("rounds-nan", lambda q, m, p, a: q.consensus_quality(p, a, rounds=float("nan")),
+         r"rounds must be an integer >= 1 .* got float nan", TypeError),
+        ("pseudo_labels-inf", lambda q, m, p, a: q.consensus_quality(p, a, pseudo_labels=np.inf),
+         r"pseudo_labels must be a finite number >= 0, got inf", ValueError),
+        ("item_log_prior-nan", lambda q, m, p, a: q.consensus_quality(
+            p, a, item_log_prior=_row(np.zeros(p.shape), 1, np.nan)),
+         r"item_log_prior of item 'i2' \(row 1\) is not a log-weight per class", CrowdDataError),
+        ("label_issues-quality-short", lambda q, m, p, a: q.label_issues(p, a, quality=[.5]),
+         r"quality must be one consensus quality per item \(3,\), got shape \(1,\)",
+         CrowdDataError),
+        ("next_to_label-accuracies-one", lambda q, m, p, a: q.next_to_label(2, p, a,
+                                                                            accuracies=[.9]),
+         r"accuracies must be one per annotator \(3,\), got shape \(1,\)", CrowdDataError),
+        ("next_to_label-accuracy-nan", lambda q, m, p, a: q.next_to_label(
+            2, p, a, accuracies=[np.nan, .9, .9]),
+         r"accuracy nan of annotator 0 is not a probability in \[0, 1\]", CrowdDataError),
+        ("next_to_label-accuracy-5", lambda q, m, p, a: q.next_to_label(
+            2, p, a, accuracies=[.9, 5, .9]), r"accuracy 5.0 of annotator 1", CrowdDataError),
+        ("model-next_to_label-annotators-a-string",
+         lambda q, m, p, a: m.next_to_label(2, annotators="ab"),
+         r"annotators must be a list of annotator ids, got the string 'ab' \(one annotator: "
+         r"\['ab'\]\)", TypeError),
+        ("unfitted", lambda q, m, p, a: type(m)().label_issues(),
+         r"this DawidSkene is not fitted yet; call fit\(\) first", __import__(
+             "crowd_keras.errors", fromlist=["x"]).NotFittedError)):
+    case("quality", name, quality(call), error(pattern, exc))
+for k, exc in ((2.5, TypeError), ("2", TypeError), (True, TypeError), (float("inf"), TypeError),
+               (None, TypeError), (-1, ValueError)):
+    case("quality", f"next_to_label-k={k!r}", quality(lambda q, m, p, a, k=k: m.next_to_label(k)),
+         error(r"k \(items to choose\) must be an integer >= 0" +
+               (r", got -1" if k == -1 else r".* got \w+ " + re.escape(repr(k))), exc))
+case("quality", "next_to_label-k-beyond-the-items", quality(lambda q, m, p, a: m.next_to_label(
+    10 ** 9)), accept(lambda frame: len(frame) == 3))     # "at most k rows"
+case("quality", "next_to_label-k=0", quality(lambda q, m, p, a: m.next_to_label(0)),
+     accept(lambda frame: len(frame) == 0))
+
+
+def cleanlab(model, annotations=None):
+    def run(tmp_path):
+        from crowd_keras.compat.cleanlab import to_cleanlab
+        return to_cleanlab(model() if callable(model) and not isinstance(model, type) else model,
+                           annotations)
+    return run
+
+
+case("cleanlab", "a-name-not-a-model", cleanlab("dawid_skene"),
+     error(r"to_cleanlab needs a fitted label model \(crowd_keras.aggregation\), got str",
+           TypeError))
+case("cleanlab", "the-class-not-a-model",
+     cleanlab(__import__("crowd_keras.aggregation", fromlist=["x"]).DawidSkene),
+     error(r"got the class DawidSkene", TypeError))
+case("cleanlab", "other-classes", cleanlab(_fitted, Annotations.from_dense([[0, 1], [1, 0]])),
+     error(r"classes \[0, 1\] differ from the fitted classes \[0, 1, 2\]$"))
+case("cleanlab", "new-annotator-only",    # unknown annotators are left out, as predict_proba
+     cleanlab(_fitted, Annotations.from_frame(pd.DataFrame(
+         {"task": ["i1"], "worker": ["zzz"], "label": [1]}), classes=[0, 1, 2])),
+     accept(lambda out: out["label_quality"].shape[0] == 1))
+
+
+# ---------------------------------------------------------------------------- Snorkel: score, Y_dev
+def snorkel_call(call):
+    """``call(fitted CrowdLabelModel, L, Y)`` on 30 rows of 3 functions."""
+    def run(tmp_path):
+        from crowd_keras.integrations.snorkel import CrowdLabelModel
+        L = np.array([[0, 1, -1], [1, 1, 0], [0, -1, 0], [1, 0, 1], [0, 0, 0], [1, 1, 1]] * 5)
+        Y = np.array([0, 1, 0, 1, 0, 1] * 5)
+        return call(CrowdLabelModel(cardinality=2).fit(L, progress_bar=False), L, Y)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("score-Y-5", lambda m, L, Y: m.score(L, np.full(30, 5)),
+         r"^Y has 5 at position 0; labels are 0..1, -1 = no gold label$", CrowdDataError),
+        ("score-Y-fractional", lambda m, L, Y: m.score(L, Y + 0.5),
+         r"^Y must hold integer labels 0..1, got dtype float64 \(0.5 at position 0\)$",
+         CrowdDataError),
+        ("score-Y-text", lambda m, L, Y: m.score(L, np.array(["a"] * 30)),
+         r"^Y must hold integer labels 0..1, got dtype <U1$", CrowdDataError),
+        ("score-Y-nan", lambda m, L, Y: m.score(L, np.where(Y == 1, np.nan, 0)),
+         r"\(nan at position 1\)", CrowdDataError),
+        ("score-Y-all-abstain", lambda m, L, Y: m.score(L, np.full(30, -1)),
+         r"^Y has no gold label: every entry is -1$", CrowdDataError),
+        ("score-Y-matrix", lambda m, L, Y: m.score(L, Y.reshape(5, 6)),
+         r"^Y must be one label per data point, got shape \(5, 6\)$", CrowdDataError),
+        ("score-metrics-a-string", lambda m, L, Y: m.score(L, Y, metrics="accuracy"),
+         r"metrics must be a list of metric names, got the string 'accuracy' \(one metric: "
+         r"\['accuracy'\]\)", TypeError),
+        ("fit-Y_dev-matrix", lambda m, L, Y: m.fit(L, Y_dev=Y.reshape(5, 6), progress_bar=False),
+         r"^Y_dev must be one label per data point, got shape \(5, 6\)$", CrowdDataError),
+        ("fit-Y_dev-nan", lambda m, L, Y: m.fit(L, Y_dev=np.where(Y == 1, np.nan, 0),
+                                                progress_bar=False),
+         r"^Y_dev must hold integer labels 0..1, got dtype float64 \(nan at position 1\)$",
+         CrowdDataError),
+        ("predict-unfitted", lambda m, L, Y: type(m)().predict(L),
+         r"not fitted yet; call fit\(\) or load\(\)",
+         __import__("crowd_keras.errors", fromlist=["x"]).NotFittedError)):
+    case("snorkel", name, snorkel_call(call), error(pattern, exc))
+case("snorkel", "score-Y-with-abstains",       # -1: no gold for the row, left out (Snorkel)
+     snorkel_call(lambda m, L, Y: m.score(L, np.where(np.arange(30) < 6, -1, Y))),
+     accept(lambda out: 0.0 <= out["accuracy"] <= 1.0))
+case("snorkel", "score-Y-column-vector",       # (n, 1), as scikit-learn reads a column
+     snorkel_call(lambda m, L, Y: m.score(L, Y[:, None])),
+     accept(lambda out: out == {"accuracy": snorkel_call(
+         lambda m, L, Y: m.score(L, Y))(None)["accuracy"]}))
+case("snorkel", "Y_dev-without-L_dev-of-another-length",   # a dev split's class shares (Snorkel)
+     snorkel_call(lambda m, L, Y: m.fit(L, Y_dev=Y[:5], progress_bar=False)),
+     accept(lambda m: m.class_balance_ is None or len(m.class_balance_) == 2))
+
+
+# ---------------------------------------------------------------------------- span converters
+CONVERT_TEXTS = ["John met Mary", "in Paris today"]
+
+
+def convert(call, **change):
+    """``call(formats, texts, spans)`` with span row 1 of three changed."""
+    def run(tmp_path):
+        from crowd_keras.sequences import formats
+        rows = {"doc": [0, 0, 1], "start": [0, 9, 3], "end": [4, 13, 8],
+                "label": ["PER", "PER", "LOC"]}
+        for key, value in change.items():
+            rows[key] = pd.Series(rows[key], dtype=object)
+            rows[key][1] = value
+        return call(formats, CONVERT_TEXTS, pd.DataFrame(rows), tmp_path)
+    return run
+
+
+TO_TAGS = (lambda F, t, s, p: F.spans_to_token_tags(t, s))
+TO_JSONL = (lambda F, t, s, p: F.write_spans_jsonl(p / "out.jsonl", t, s))
+TO_SPACY = (lambda F, t, s, p: F.spans_to_spacy(t, s))
+for target, call in (("tags", TO_TAGS), ("jsonl", TO_JSONL), ("spacy", TO_SPACY)):
+    for key, value, pattern in (
+            ("start", 9.5, r"span row 1: start must be an integer character offset, got 9.5"),
+            ("start", np.nan, r"span row 1: start must be an integer character offset, got nan"),
+            ("start", "9", r"span row 1: start must be an integer character offset, got '9'"),
+            ("start", True, r"span row 1: start must be an integer character offset, got True"),
+            ("end", 10 ** 30, r"span row 1: end 10+ is too large for a character offset"),
+            ("start", -1, r"span row 1: negative start \(start -1, end 13\)"),
+            ("end", 5, r"span row 1: end before start \(start 9, end 5\)")):
+        if target != "tags" and key == "start" and value in ("9", True, -1):
+            continue
+        case("spans", f"{target}-{key}-{value!r}", convert(call, **{key: value}), error(pattern))
+    case("spans", f"{target}-label-None", convert(call, label=None),
+         error(r"span row 1: missing label \(None\)"))
+case("spans", "tags-texts-None", lambda tmp_path: __import__(
+    "crowd_keras.sequences.formats", fromlist=["x"]).spans_to_token_tags(None, pd.DataFrame(
+        {"doc": [0], "start": [0], "end": [1]})),
+     error(r"texts must be a list of strings, a \{doc_id: text\} mapping or a Series, got "
+           r"NoneType", TypeError))
+case("spans", "spacy-nlp-a-name", convert(lambda F, t, s, p: F.spans_to_spacy(t, s, nlp="en")),
+     error(r"nlp must be a spaCy pipeline .* got str", TypeError))
+case("spans", "spacy-to-spans-of-strings", lambda tmp_path: __import__(
+    "crowd_keras.sequences.formats", fromlist=["x"]).spacy_to_spans(["John met"]),
+     error(r"docs\[0\] is a str, not a spaCy Doc", TypeError))
+case("spans", "spacy-integral-float-offset", convert(TO_SPACY, start=9.0),
+     accept(lambda docs: [(s.start_char, s.end_char) for s in docs[0].spans["sc"]] ==
+            [(0, 4), (9, 13)]))
+
+
+def tag_rows(rows, **kwargs):
+    def run(tmp_path):
+        from crowd_keras.sequences.formats import token_tags_to_spans
+        return token_tags_to_spans(rows, **kwargs)
+    return run
+
+
+NAMES = ["O", "B-PER", "I-PER"]
+OFFSET_ROW = {"tags": ["B-PER", "O"], "text": "John met"}
+for name, rows, kwargs, pattern in (
+        ("tag-id--1", [{"tags": [-1, 0, 1], "tokens": ["a", "b", "c"]}], {"label_names": NAMES},
+         r"row 0: tag id -1 is not among the 3 label names \(ids 0..2\)"),
+        ("tag-id-1.7", [{"tags": [1.7, 0, 1], "tokens": ["a", "b", "c"]}],
+         {"label_names": NAMES}, r"row 0: tag id 1.7 is not among the 3 label names"),
+        ("tag-id-True", [{"tags": [True, 0, 1], "tokens": ["a", "b", "c"]}],
+         {"label_names": NAMES}, r"row 0: tag id True is not among"),
+        ("tags-a-string", [{"tags": "B-PER O", "tokens": ["a", "b"]}], {},
+         r"row 0: 'tags' must be a list of tags, got str 'B-PER O'"),
+        ("tag-None", [{"tags": ["B-PER", None], "tokens": ["a", "b"]}], {},
+         r"row 0, token 1: tag None is missing \(every token needs a tag"),
+        ("tag-B-without-label", [{"tags": ["B-", "O"], "tokens": ["a", "b"]}], {},
+         r"row 0, token 0: tag 'B-' is not a BIO tag"),
+        ("offsets-fractional", [{**OFFSET_ROW, "offsets": [[0, 4.5], [5, 8]]}], {},
+         r"row 0, token 0: end must be an integer character offset, got 4.5"),
+        ("offsets-three-numbers", [{**OFFSET_ROW, "offsets": [0, 4, 5]}], {},
+         r"row 0: 'offsets' must be one \[start, end\] pair per token, got shape \(3,\)"),
+        ("offsets-text", [{**OFFSET_ROW, "offsets": [["a", 4], [5, 8]]}], {},
+         r"row 0, token 0: start must be an integer character offset, got 'a'"),
+        ("offsets-past-the-text", [{**OFFSET_ROW, "offsets": [[0, 4], [5, 40]]}], {},
+         r"row 0, token 1: offsets \[5, 40\) end past the text \(8 characters\)"),
+        ("offsets-reversed", [{**OFFSET_ROW, "offsets": [[4, 0], [5, 8]]}], {},
+         r"row 0, token 0: end before start \(start 4, end 0\)"),
+        ("offsets-10**30", [{**OFFSET_ROW, "offsets": [[0, 10 ** 30], [5, 8]]}], {},
+         r"row 0, token 0: end 10+ is too large"),
+        ("text-a-number", [{"tags": ["O"], "text": 5, "offsets": [[0, 1]]}], {},
+         r"row 0: 'text' must be a string, got int"),
+        ("doc-a-list", [{"tags": ["O"], "tokens": ["a"], "doc": [1]}], {},
+         r"row 0: 'doc' must be a document id \(a string or an integer\), got \[1\]"),
+        ("row-a-list", [["B-PER"]], {}, r"row 0: expected a dict with 'tags', got list")):
+    case("spans", f"tag-lists-{name}", tag_rows(rows, **kwargs), error(pattern))
+case("spans", "tag-lists-None", tag_rows(None),
+     error(r"rows must be an iterable of dicts \(one per tag list\), got NoneType", TypeError))
+case("spans", "tag-lists-I-without-B",       # read as IOB1 readers do: an I after O begins a span
+     tag_rows([{"tags": ["I-PER", "O", "I-PER"], "tokens": ["John", "met", "Mary"]}]),
+     accept(lambda out: out[1][["start", "end"]].values.tolist() == [[0, 4], [9, 13]]))
+
+
+def spans_jsonl(text, raw=None):
+    def run(tmp_path):
+        from crowd_keras.sequences.formats import read_spans_jsonl
+        path = tmp_path / "spans.jsonl"
+        path.write_bytes(raw if raw is not None else text.encode("utf-8"))
+        return read_spans_jsonl(path)
+    return run
+
+
+def _line(spans='[{"start": 0, "end": 4}]', doc="0", text='"John met"'):
+    return f'{{"doc": {doc}, "text": {text}, "spans": {spans}}}\n'
+
+
+for name, text, raw, pattern in (
+        ("float-offset", _line('[{"start": 0, "end": 4.7}]'), None,
+         r"spans.jsonl:1: span 0: end must be an integer character offset, got 4.7"),
+        ("bool-offset", _line('[{"start": true, "end": 4}]'), None,
+         r"spans.jsonl:1: span 0: start must be an integer character offset, got True"),
+        ("text-offset", _line('[{"start": "0", "end": 4}]'), None,
+         r"spans.jsonl:1: span 0: start must be an integer character offset, got '0'"),
+        ("huge-offset", _line('[{"start": 0, "end": 1e400}]'), None,
+         r"spans.jsonl:1: span 0: end must be an integer character offset, got inf"),
+        ("offset-past-text", "\n" + _line('[{"start": 5, "end": 9}]'), None,
+         r"spans.jsonl:2: span 0 \[5, 9\) is outside the text of document 0 \(8 characters\)"),
+        ("text-a-number", _line(text="5"), None,
+         r"spans.jsonl:1: 'text' must be a string, got int"),
+        ("doc-a-list", _line(doc="[0]"), None,
+         r"spans.jsonl:1: 'doc' must be a string or an integer id, got \[0\]"),
+        ("doc-null", _line(doc="null"), None, r"'doc' must be a string or an integer id, got None"),
+        ("spans-an-object", _line('{"start": 0, "end": 1}'), None,
+         r"spans.jsonl:1: 'spans' must be a list of span objects, got dict"),
+        ("spans-null", _line("null"), None,
+         r"'spans' must be a list of span objects, got NoneType"),
+        ("label-a-list", _line('[{"start": 0, "end": 4, "label": ["X"]}]'), None,
+         r"spans.jsonl:1: span 0: label must be a string or an integer, got \['X'\]"),
+        ("latin-1", None, _line(text='"caf\xe9"').encode("latin-1"),
+         r"spans.jsonl:1: not UTF-8 text \(byte 0xe9 at offset 23\)")):
+    case("spans", f"jsonl-{name}", spans_jsonl(text, raw), error(pattern))
+case("spans", "jsonl-byte-order-mark-and-crlf",
+     spans_jsonl(None, ("\ufeff" + _line() + _line(doc="1").replace("\n", "\r\n")).encode()),
+     accept(lambda out: list(out[0]) == [0, 1] and len(out[1]) == 2))
+
+
+def run_lfs(returned, returns="spans", texts=("John met Mary",), **kwargs):
+    def run(tmp_path):
+        from crowd_keras.sequences.labeling_functions import SpanLabelingFunction, apply_lfs
+        lf = SpanLabelingFunction("f", lambda doc: returned, returns)
+        return apply_lfs(list(texts) if isinstance(texts, tuple) else texts, [lf],
+                         labels=["PER"], progress=False, **kwargs)
+    return run
+
+
+for name, returned, returns, pattern in (
+        ("span-None", [None], "spans", r"labeling function 'f' on document 0: span 0 must be "
+                                       r"\(start, end\[, label\]\), got NoneType None"),
+        ("spans-an-int", 5, "spans",
+         r"labeling function 'f' on document 0 returned int 5; it must return a list of spans "
+         r"\(start, end\[, label\]\) \(or None\)"),
+        ("span-a-dict", [{"start": 0, "end": 4}], "spans",
+         r"span 0 must be \(start, end\[, label\]\), got dict"),
+        ("span-text-offsets", [("a", "b")], "spans",
+         r"labeling function 'f' on document 0: start must be an integer character offset, "
+         r"got 'a'"),
+        ("span-fractional", [(0.5, 4.2)], "spans",
+         r"labeling function 'f' on document 0: start must be an integer character offset, "
+         r"got 0.5"),
+        ("span-10**30", [(0, 10 ** 30)], "spans", r"end 10+ is too large for a character offset"),
+        ("span-True", [(True, 4)], "spans", r"start must be an integer character offset, got True"),
+        ("span-nan", [(np.nan, 4)], "spans", r"start must be an integer character offset, got nan"),
+        ("span-reversed", [(4, 0)], "spans",
+         r"labeling function 'f' on document 0: end before start \(start 4, end 0\)"),
+        ("tags-a-string", "OOO", "tags", r"returned str 'OOO'; it must return a list of one tag "
+                                         r"per token \(or None\)")):
+    case("spans", f"lf-{name}", run_lfs(returned, returns), error(pattern))
+case("spans", "lf-documents-one-string", run_lfs([], texts="John met Mary"),
+     error(r"documents must be a SequenceAnnotations or texts .* got one string", TypeError))
+case("spans", "lf-a-plain-function", lambda tmp_path: __import__(
+    "crowd_keras.sequences.labeling_functions", fromlist=["x"]).apply_lfs(
+        ["John met Mary"], [lambda doc: []], labels=["PER"], progress=False),
+     error(r"lfs\[0\] is a function, not a labeling function: decorate it with @span_lf\(\) or "
+           r"@tag_lf\(\)", TypeError))
+case("spans", "lf-numpy-integer-offsets", run_lfs([(np.int64(0), np.int64(4))]),
+     accept(lambda votes: votes.matrix().ravel().tolist() == [0, -2, -2]))
+
+for name, make, pattern in (
+        ("doc_ids-twice", lambda S: S.from_spans(["a b", "c d"], pd.DataFrame(
+            {"doc": [0], "annotator": ["u"], "start": [0], "end": [1]}), doc_ids=[0, 0]),
+         r"document ids must be unique; document id 0 at position 1 repeats position 0"),
+        ("labels-twice", lambda S: S.from_spans(["a b"], pd.DataFrame(
+            {"doc": [0], "annotator": ["u"], "start": [0], "end": [1], "label": ["X"]}),
+            labels=["X", "X"]), r"label ids must be unique; label id 'X' at position 1"),
+        ("label-a-list", lambda S: S.from_spans(["a b"], pd.DataFrame(
+            {"doc": [0, 0], "annotator": ["u", "v"], "start": [0, 2], "end": [1, 3],
+             "label": pd.Series(["X", ["X"]], dtype=object)})),
+         r"label \['X'\] at span row 1 is a list; each label must be one value"),
+        ("seen-not-pairs", lambda S: S.from_spans(["a b"], pd.DataFrame(
+            {"doc": [0], "annotator": ["u"], "start": [0], "end": [1]}), seen=[(0,)]),
+         r"seen row 0: expected a \(document, annotator\) pair, got \(0,\)"),
+        ("from_dict-marks-an-int", lambda S: S.from_dict(["a b"], {0: {"u": 5}}),
+         r"document 0, annotator 'u': expected a list of \[start, end\(, label\)\] spans, got "
+         r"int 5"),
+        ("from_dict-a-one-number-span", lambda S: S.from_dict(["a b"], {0: {"u": [[0]]}}),
+         r"document 0, annotator 'u': a span is \[start, end\] or \[start, end, label\], got "
+         r"\[0\]")):
+    case("spans", f"sequence-{name}",
+         lambda tmp_path, make=make: make(__import__("crowd_keras.sequences.annotations",
+                                                     fromlist=["x"]).SequenceAnnotations),
+         error(pattern))
+
+
+# ---------------------------------------------------------------------------- CLI inputs, flags
+# (issue 45, round three) ``crowd-keras aggregate --gold``, the input table, output paths and
+# flags that would be ignored: a located message and an exit code, nothing written.
+GOLD_ANSWERS = "task,worker,label\n" + "".join(f"t{i},w{a},{(i + (a == 2 and i % 3 == 0)) % 2}\n"
+                                               for i in range(12) for a in range(3))
+
+
+def cli_files(argv, files=None, code=1):
+    """``main(argv)`` with ``{dir}`` the case's folder holding ``answers.csv``,
+    ``export.json`` and ``files`` (name -> text or bytes); a non-zero exit raises
+    CrowdDataError(stderr) after checking the code, that nothing was written and that no
+    traceback was printed."""
+    def run(tmp_path):
+        import contextlib
+
+        from crowd_keras.cli import main
+        (tmp_path / "answers.csv").write_text(GOLD_ANSWERS)
+        (tmp_path / "export.json").write_bytes(EXPORT.read_bytes())
+        for name, content in (files or {}).items():
+            target = tmp_path / name
+            target.write_bytes(content if isinstance(content, bytes) else content.encode())
+        before = sorted(p.name for p in tmp_path.iterdir())
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                got = main([a.format(dir=tmp_path) for a in argv] + ["--quiet"])
+        except SystemExit as exc:
+            got = exc.code
+        if got == 0:
+            return tmp_path
+        assert got == code, (got, err.getvalue())
+        assert sorted(p.name for p in tmp_path.iterdir()) == before    # nothing written
+        assert "Traceback" not in err.getvalue()
+        raise CrowdDataError(err.getvalue().strip())
+    return run
+
+
+AGG = ["aggregate", "{dir}/answers.csv", "--out", "{dir}/out.csv", "--method", "ds"]
+for name, gold, pattern in (
+        ("unknown-item", "task,label\nzz,1\n",
+         r"gold.csv: line 2: item 'zz' is not an item of .*answers.csv"),
+        ("label-not-a-class", "task,label\nt1,1\nt2,7\n",
+         r"gold.csv: line 3: label 7 of item 't2' is not one of the classes \[0, 1\]"),
+        ("text-label", "task,label\nt1,yes\n",
+         r"gold.csv: line 2: label 'yes' of item 't1' is not one of the classes"),
+        ("fractional-label", "task,label\nt1,0.5\n",
+         r"gold.csv: line 2: label 0.5 of item 't1' is not one of the classes \[0, 1\]"),
+        ("empty-label", "task,label\nt1,1\nt2,\n",
+         r"gold.csv: line 3: missing label \('label', --label\) of item 't2'"),
+        ("missing-item", "task,label\n,1\n", r"gold.csv: line 2: missing item \('task', --item\)"),
+        ("empty-file", "", r"gold.csv: the file is empty \(no header line\)"),
+        ("latin-1", "task,label\nt\xe9,1\n".encode("latin-1"),
+         r"gold.csv: not UTF-8 text: byte 0xe9 on line 2"),
+        ("a-row-too-long", "task,label\nt1,1,0\n",
+         r"gold.csv: line 2 has 3 fields but the header has 2")):
+    case("cli_input", f"aggregate-gold-{name}",
+         cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": gold}), error(pattern))
+case("cli_input", "aggregate-gold-a-folder", cli_files(AGG + ["--gold", "{dir}"]),
+     error(r"pytest.*: is a folder, not a file"))
+case("cli_input", "aggregate-gold-bom-crlf",     # Excel's UTF-8 CSV: accepted
+     cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": "\ufefftask,label\r\nt1,1\r\n"}),
+     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 5)))
+case("cli_input", "aggregate-gold-float-codes",     # 1.0 of a column with a blank: class 1
+     cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": "task,label\nt1,1.0\nt2,0.0\n"}),
+     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 5)))
+for name, text, pattern in (
+        ("a-row-too-long", "task,worker,label\na,u,1,9\nb,v,0\n",
+         r"answers.csv: line 2 has 4 fields but the header has 3"),
+        ("latin-1", "task,worker,label\nt\xe9,u,1\n".encode("latin-1"),
+         r"answers.csv: not UTF-8 text: byte 0xe9 on line 2"),
+        ("empty", "", r"answers.csv: the file is empty \(no header line\)")):
+    case("cli_input", f"aggregate-input-{name}",
+         cli_files(["aggregate", "{dir}/answers.csv", "--out", "{dir}/out.csv"],
+                   {"answers.csv": text}), error(pattern))
+for name, argv, pattern in (
+        ("out-a-folder", ["aggregate", "{dir}/answers.csv", "--out", "{dir}"],
+         r"--out '.*' is a folder; give the path of a file to write"),
+        ("annotators-a-folder", AGG + ["--annotators", "{dir}"],
+         r"--annotators '.*' is a folder; give the path of a file to write"),
+        ("agree-out-a-file", ["agree", "{dir}/answers.csv", "--out", "{dir}/export.json",
+                              "--bootstrap", "0"],
+         r"--out '.*export.json' is a file; give a folder \(it is created when missing\)")):
+    case("cli_input", name, cli_files(argv), error(pattern))
+LS_AGG = ["label-studio", "aggregate", "{dir}/export.json", "--control", "sentiment", "--out",
+          "{dir}/p.json"]
+for name, flags, pattern in (
+        ("on-existing-without-url", ["--on-existing", "replace"],
+         r"--on-existing only applies to a push: add --url and --project, or drop it"),
+        ("retries-and-batch-size-without-url", ["--retries", "2", "--batch-size", "5"],
+         r"--batch-size, --retries only apply to a push"),
+        ("allow-data-mismatch-without-url", ["--allow-data-mismatch"],
+         r"--allow-data-mismatch only applies to a push"),
+        ("text-key-for-choices", ["--text-key", "body"],
+         r"--text-key applies to span controls; control 'sentiment' is not one"),
+        ("scheme-for-choices", ["--scheme", "BIO"], r"--scheme BIO applies to span controls"),
+        ("to-name-not-the-export's", ["--to-name", "nope"],
+         r"--to-name 'nope' differs from the object 'text' that the export's results of control "
+         r"'sentiment' label"),
+        ("model-version-empty", ["--model-version", " "], r"--model-version is empty"),
+        ("out-a-folder", ["--out", "{dir}"], r"--out '.*' is a folder")):
+    case("cli_input", f"ls-{name}", cli_files(LS_AGG + flags, code=2), error(pattern))
+for name, flags, pattern in (
+        ("report-out-a-file", ["--out", "{dir}/answers.csv"],
+         r"--out '.*answers.csv' is a file; give a folder"),
+        ("report-bootstrap--1", ["--out", "{dir}/r", "--bootstrap", "-1"],
+         r"argument --bootstrap: must be an integer >= 0, got '-1'"),
+        ("report-seed-text", ["--out", "{dir}/r", "--seed", "x"],
+         r"argument --seed: must be an integer >= 0, got 'x'")):
+    case("cli_input", f"ls-{name}",
+         cli_files(["label-studio", "report", "{dir}/export.json"] + flags, code=2),
+         error(pattern))
+for flag, value in (("--bootstrap", "-5"), ("--seed", "-1"), ("--bootstrap", "2.5")):
+    case("cli_input", f"agree{flag}={value}",
+         cli_files(["agree", "{dir}/answers.csv", flag, value], code=2),
+         error(rf"argument {flag}: must be an integer >= 0, got '{re.escape(value)}'"))
+case("cli_input", "ls-push-flags-with-url-are-not-refused-as-ignored",   # checked, then the token
+     cli_files(LS_AGG + ["--url", "http://127.0.0.1:9", "--project", "1", "--retries", "0"]),
+     error(r"no Label Studio API token|could not reach|Connection"))
+
+
+def keras_oof(make, **kwargs):
+    """``out_of_fold`` with Keras models made by ``make(keras)`` on 30 items, 3 features."""
+    def run(tmp_path):
+        keras = pytest.importorskip("keras")
+        from crowd_keras.features import out_of_fold
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(30, 3)).astype("float32")
+        return out_of_fold(make(keras), x, (x[:, 0] > 0).astype(int), n_splits=2,
+                           fit_kwargs={"epochs": 1}, **kwargs)
+    return run
+
+
+def _dense(keras, units, activation="softmax", loss="categorical_crossentropy"):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(units,
+                                                                    activation=activation)])
+    model.compile(loss=loss, optimizer="adam")
+    return model
+
+
+case("features", "out_of_fold-keras-three-outputs-for-two-classes",
+     keras_oof(lambda keras: lambda: _dense(keras, 3)),
+     error(r"the Keras model outputs 3 value\(s\) per item, expected 2: one soft-max output "
+           r"per class"))
+case("features", "out_of_fold-keras-one-sigmoid",
+     keras_oof(lambda keras: lambda: _dense(keras, 1, "sigmoid", "binary_crossentropy")),
+     error(r"the Keras model outputs 1 value\(s\) per item, expected 2"))
+case("features", "out_of_fold-keras-a-model-not-a-function",
+     keras_oof(lambda keras: _dense(keras, 2)),
+     error(r"model_fn is a Keras model \(Sequential\); pass a function that builds and "
+           r"compiles a fresh one", TypeError))
+case("features", "out_of_fold-keras-logits",
+     keras_oof(lambda keras: lambda: _dense(keras, 2, None)),
+     error(r"the Keras model's outputs sum to .*, not 1: end it with a soft-max activation"))
+case("keras", "crowd-layer-ids-rows-differ",
+     keras_call(lambda L, _: L.CrowdLayer(4)([P3, np.array([[0, 1], [1, 2], [2, 3]])])),
+     error(r"CrowdLayer: annotator_ids have 3 rows but the first input has 2: one row of "
+           r"annotator ids per item", ValueError))
+
+
+def snorkel_path(call):
+    def run(tmp_path):
+        from crowd_keras.integrations.snorkel import CrowdLabelModel
+        L = np.array([[0, 1, -1], [1, 1, 0], [0, -1, 0], [1, 0, 1]] * 5)
+        return call(CrowdLabelModel().fit(L, progress_bar=False), CrowdLabelModel, tmp_path)
+    return run
+
+
+case("files", "snorkel-save-to-a-folder", snorkel_path(lambda m, M, d: m.save(d)),
+     error(r"pytest.* is a folder; save to a file \(e.g. label_model.npz\)"))
+case("files", "snorkel-load-a-folder", snorkel_path(lambda m, M, d: M().load(d)),
+     error(r"pytest.* is a folder; load a file"))
+case("snorkel", "save-to-an-int",     # open(3, "wb") would write to file descriptor 3
+     snorkel_path(lambda m, M, d: m.save(3)),
+     error(r"destination must be a file path \(str or pathlib.Path\), got int 3", TypeError))
+
+
+# ---------------------------------------------------------------------------- readers' arguments
+SMALL = pd.DataFrame({"task": [1, 1, 2], "worker": ["a", "b", "a"], "label": ["x", "y", "x"]})
+for name, make, pattern, exc in (
+        ("frame-classes-twice", lambda: Annotations.from_frame(SMALL, classes=["x", "x", "y"]),
+         r"class ids must be unique; class id 'x' at position 1 repeats position 0",
+         CrowdDataError),
+        ("frame-item_ids-twice", lambda: Annotations.from_frame(SMALL, item_ids=[1, 2, 2]),
+         r"item ids must be unique; item id 2 at position 2 repeats position 1", CrowdDataError),
+        ("frame-classes-one-string", lambda: Annotations.from_frame(SMALL, classes="xy"),
+         r"identifiers must be a list, got the string 'xy' \(one id: \['xy'\]\)", TypeError),
+        ("dense-classes-one-string", lambda: Annotations.from_dense([[0, 1]], classes="ab"),
+         r"identifiers must be a list, got the string 'ab'", TypeError),
+        ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
+         r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
+         r"str 'x'", TypeError),
+        ("label-matrix-cardinality-2.5",
+         lambda: Annotations.from_label_matrix([[0, 1]], cardinality=2.5),
+         r"cardinality must be an integer >= 1 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("label-matrix-cardinality-'2'",
+         lambda: Annotations.from_label_matrix([[0, 1]], cardinality="2"),
+         r"cardinality must be an integer >= 1, got str '2'", TypeError),
+        ("label-matrix-cardinality-0",
+         lambda: Annotations.from_label_matrix([[0, -1]], cardinality=0),
+         r"cardinality must be an integer >= 1, got 0", ValueError),
+        ("padded-n_annotators-2.5",
+         lambda: Annotations.from_padded([[0, 1]], [[0, 1]], n_annotators=2.5),
+         r"n_annotators must be an integer >= 0 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("counts-10**12", lambda: Annotations.from_counts([[10 ** 12, 0]]),
+         r"label counts add up to 1e\+12 annotations, more than 2.15e\+09: too many to expand",
+         CrowdDataError),
+        ("subset-unknown-code", lambda: Annotations.from_frame(SMALL).subset([5]),
+         r"item code 5 at position 0 is outside 0..1 \(subset takes item codes", CrowdDataError)):
+    case("frame", f"arguments-{name}", lambda tmp_path, make=make: make(), error(pattern, exc))
+
+
+def agreement_call(call):
+    def run(tmp_path):
+        from crowd_keras import agreement
+        from crowd_keras.agreement.report import agreement_report
+        ann = Annotations.from_dense(np.array([[0, 1, 1], [1, 1, -1], [0, 0, 1], [1, -1, 1]] * 5))
+        return call(agreement, agreement_report, ann)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("bootstrap-n-2.5", lambda ag, rep, ann: ag.bootstrap_ci(ann, n_bootstrap=2.5),
+         r"n_bootstrap must be an integer >= 1 \(a whole number, not a float\), got float 2.5",
+         TypeError),
+        ("bootstrap-seed-text", lambda ag, rep, ann: ag.bootstrap_ci(ann, seed="a"),
+         r"seed must be a non-negative int or None, got 'a'", ValueError),
+        ("report-n_bootstrap-2.5", lambda ag, rep, ann: rep(ann, n_bootstrap=2.5),
+         r"n_bootstrap must be an integer >= 0 .* got float 2.5", TypeError),
+        ("cohen-pairs-a-list", lambda ag, rep, ann: ag.cohen_kappa_matrix(ann, pairs=[(0, 9)]),
+         r"pairs must be a pairwise_kappas\(\) frame \(columns annotator_a, annotator_b, ...\), "
+         r"got list", TypeError),
+        ("cohen-pairs-unknown-annotator", lambda ag, rep, ann: ag.cohen_kappa_matrix(
+            ann, pairs=ag.pairwise_kappas(ann).assign(annotator_b=9)),
+         r"pairs row 0: annotator 9 is not an annotator of these annotations", CrowdDataError)):
+    case("agreement", name, agreement_call(call), error(pattern, exc))
+case("agreement", "report-without-intervals", agreement_call(
+    lambda ag, rep, ann: rep(ann, n_bootstrap=0)),
+     accept(lambda r: bool(np.isnan(r.summary["low"]).all())))
+
+
+def sequence_call(call):
+    def run(tmp_path):
+        from crowd_keras.sequences.annotations import SequenceAnnotations
+        from crowd_keras.sequences.registry import get_sequence_model
+        seq = SequenceAnnotations.from_spans(["John met Mary", "in Paris today"], pd.DataFrame(
+            {"doc": [0, 0, 1, 0, 1], "annotator": ["a", "a", "a", "b", "b"],
+             "start": [0, 9, 3, 0, 3], "end": [4, 13, 8, 4, 8],
+             "label": ["PER", "PER", "LOC", "PER", "LOC"]}))
+        return call(seq, get_sequence_model)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("decode-code-9", lambda s, g: s.decode(np.full(s.n_tokens, 9)),
+         r"tag code 9 of token 0 is outside 0..2 \(IO tags of 2 label\(s\)\)", CrowdDataError),
+        ("decode-fraction", lambda s, g: s.decode(np.full(s.n_tokens, 0.5)),
+         r"tags has a non-integer code 0.5 at token \(0,\)", CrowdDataError),
+        ("subset-code-9", lambda s, g: s.subset([9]),
+         r"document code 9 at position 0 is outside 0..1 \(subset takes document codes\)",
+         CrowdDataError),
+        ("token_prior-row-half-nan", lambda s, g: g("dawid_skene").fit(
+            s, token_prior=_row(np.full((s.n_tokens, s.n_tags), 1 / 3), 2, [np.nan, .5, .5])),
+         r"token_prior row 2 mixes NaN and numbers: \[nan, 0.5, 0.5\]", CrowdDataError),
+        ("model-max_iter-2.5", lambda s, g: g("dawid_skene", max_iter=2.5).fit(s),
+         r"TokenDawidSkene max_iter must be an integer >= 0 .* got float 2.5", TypeError),
+        ("model-tol-nan", lambda s, g: g("hmm_crowd", tol=float("nan")).fit(s),
+         r"HMMCrowd tol must be a finite number, got nan", ValueError)):
+    case("spans", f"sequence-{name}", sequence_call(call), error(pattern, exc))
+case("spans", "sequence-token_prior-all-nan-is-none",      # NaN rows: no prior (documented)
+     sequence_call(lambda s, g: (g("dawid_skene").fit(s, token_prior=np.full(
+         (s.n_tokens, s.n_tags), np.nan)).predict(), g("dawid_skene").fit(s).predict())),
+     accept(lambda pair: bool(np.array_equal(*pair))))
+
+
+def ls_predictions(call):
+    """``call(label_studio module, export, uniform probabilities, tmp_path)`` on the demo
+    export's sentiment control."""
+    def run(tmp_path):
+        from crowd_keras.integrations import label_studio as ls
+        export = ls.read_export(EXPORT, control="sentiment")
+        uniform = np.full((len(export.task_ids), len(export.classes)), 1 / len(export.classes))
+        return call(ls, export, uniform, tmp_path)
+    return run
+
+
+for name, call, pattern, exc in (
+        ("negative-probability", lambda ls, e, p, d: ls.to_predictions(
+            e, _row(p, 1, [-1.0, 1.0, 1.0]), "v1"),
+         r"probabilities of task 2 \(row 1\) are not probabilities \(finite, non-negative, "
+         r"summing to 1\): \[-1.0, 1.0, 1.0\]", CrowdDataError),
+        ("nan-probabilities", lambda ls, e, p, d: ls.to_predictions(
+            e, _row(p, 1, np.nan), "v1"),
+         r"probabilities of task 2 \(row 1\) are not probabilities", CrowdDataError),
+        ("to_name-an-int", lambda ls, e, p, d: ls.to_predictions(e, p, "v1", to_name=5),
+         r"to_name must be the name of the labeled object \(a non-empty string\), got 5",
+         CrowdDataError),
+        ("write-a-dict", lambda ls, e, p, d: ls.write_predictions(d / "p.json", {"task": 1}),
+         r"predictions must be a list of prediction dicts, got dict", TypeError),
+        ("write-entries-without-task", lambda ls, e, p, d: ls.write_predictions(
+            d / "p.json", [{"result": []}]),
+         r"prediction 0 is not a dict naming its 'task'", CrowdDataError),
+        ("write-to-a-folder", lambda ls, e, p, d: ls.write_predictions(d, []),
+         r"pytest.* is a folder; give the path of a file to write", CrowdDataError)):
+    case("files" if name.startswith("write-to") else "label_studio", f"predictions-{name}",
+         ls_predictions(call), error(pattern, exc))
+
+
 # ---------------------------------------------------------------------------- the tests
 def test_corpus_size_and_tally():
     outcomes = {}
@@ -1017,10 +1981,11 @@ def test_corpus_size_and_tally():
         outcomes.setdefault(kind, 0)
         outcomes[kind] += 1
     families = {family for family, _, _ in CASES.values()}
-    assert len(CASES) >= 350, len(CASES)
+    assert len(CASES) >= 669, len(CASES)
     assert {"json", "json_min", "csv", "tsv", "frame", "dense", "label_matrix", "snorkel",
-            "cli", "dask", "keras", "files", "spans"} <= families
-    assert outcomes["accept"] >= 24 and outcomes["error"] >= 325, outcomes
+            "cli", "dask", "keras", "files", "spans", "label_model", "features", "wide",
+            "quality", "cleanlab", "cli_input", "agreement", "label_studio"} <= families
+    assert outcomes["accept"] >= 52 and outcomes["error"] >= 617, outcomes
 
 
 @pytest.mark.parametrize("key", sorted(CASES))

@@ -21,11 +21,14 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..errors import CrowdDataError
+from ..arguments import check_count, check_number
+from ..codes import show
+from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
 
-__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes"]
+__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "gold_mapping",
+           "check_settings"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -57,6 +60,68 @@ def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
     return p
 
 
+def check_settings(model: Any) -> None:
+    """The iteration settings the label models share, checked before any work as
+    scikit-learn checks its parameters (``2.5`` or ``"10"`` iterations are not truncated or
+    compared with ints): ``max_iter`` an integer >= 0, ``tol`` a number that is not NaN (a
+    negative ``tol`` runs every iteration), ``smoothing`` (when set) a finite number >= 0."""
+    settings = vars(model)
+    name = type(model).__name__
+    if settings.get("max_iter") is not None:
+        check_count(settings["max_iter"], f"{name} max_iter", 0)
+    if settings.get("tol") is not None:
+        check_number(settings["tol"], f"{name} tol", low=-np.inf)
+    if settings.get("smoothing") is not None:
+        check_number(settings["smoothing"], f"{name} smoothing")
+
+
+def _not_a_mapping(gold: Any, alternative: str) -> None:
+    """Raise for a gold value of no accepted kind (a frame, a set, a string, a scalar)."""
+    if isinstance(gold, (pd.DataFrame, set, frozenset, str, bytes)) or np.ndim(gold) == 0:
+        hint = " (a frame of item and label columns: frame.set_index(ITEM)[LABEL])" \
+            if isinstance(gold, pd.DataFrame) else ""
+        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
+                             f"Series){', ' + alternative if alternative else ''}; got "
+                             f"{type(gold).__name__}{hint}")
+
+
+def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``(item ids (G,), class codes (G,))`` of a mapping item id -> class label (a dict or a
+    ``pandas.Series``). An item given twice, an unknown item (with ``items``: the
+    annotations' item ids) and a label outside ``classes`` (NaN, a list, another type) are
+    errors naming the item and the value. Shared by the in-memory fit
+    (:func:`gold_codes`) and the partitioned one (``crowd_keras.distributed``)."""
+    if not isinstance(gold, (dict, pd.Series)):
+        _not_a_mapping(gold, "")
+        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
+                             f"Series), got {type(gold).__name__} (class codes aligned with "
+                             "the items need the annotations in memory)")
+    series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else gold
+    if series.index.has_duplicates:
+        dup = series.index[series.index.duplicated()][0]
+        raise CrowdDataError(f"gold item {show(dup)} is given more than once "
+                             f"({int(series.index.duplicated().sum())} repeat(s)): one known "
+                             "label per item")
+    if items is not None:
+        pos = pd.Index(items).get_indexer(series.index)
+        if (pos < 0).any():
+            bad = series.index[int(np.argmax(pos < 0))]
+            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
+    values = series.to_numpy()
+    try:
+        cls = pd.Index(classes).get_indexer(values)
+    except TypeError:   # an unhashable label (a list, a dict): find it to name it
+        cls = np.array([-1 if isinstance(v, (list, dict, set, np.ndarray)) else 0
+                        for v in values])
+    if (cls < 0).any():
+        j = int(np.argmax(cls < 0))
+        raise CrowdDataError(f"gold label {show(series.iloc[j])} of item "
+                             f"{show(series.index[j])} is not one of the classes "
+                             f"{np.asarray(classes).tolist()}")
+    return series.index.to_numpy(), cls.astype(np.int64)
+
+
 def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     """Item codes and class codes of the known true classes in ``gold``.
 
@@ -66,18 +131,10 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     out of range are errors naming the item and the value.
     """
     if isinstance(gold, (dict, pd.Series)):
-        series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else gold
-        items = ann.item_ids
-        pos = pd.Index(items).get_indexer(series.index)
-        if (pos < 0).any():
-            bad = series.index[int(np.argmax(pos < 0))]
-            raise CrowdDataError(f"gold item {bad!r} is not an item of the annotations")
-        cls = pd.Index(ann.classes).get_indexer(series.to_numpy())
-        if (cls < 0).any():
-            j = int(np.argmax(cls < 0))
-            raise CrowdDataError(f"gold label {series.iloc[j]!r} of item {series.index[j]!r} is "
-                                 f"not one of the classes {list(ann.classes)}")
-        return pos.astype(np.int64), cls.astype(np.int64)
+        ids, cls = gold_mapping(gold, ann.classes, items=ann.item_ids)
+        return pd.Index(ann.item_ids).get_indexer(ids).astype(np.int64), cls
+    _not_a_mapping(gold, f"or {ann.n_items} integer class codes aligned with the items "
+                         "(-1 = unknown)")
     codes = np.asarray(gold)
     if codes.shape != (ann.n_items,) or codes.dtype.kind not in "iu":
         raise CrowdDataError(f"gold must be a mapping item -> label, or {ann.n_items} integer "
@@ -86,7 +143,7 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     bad = (codes < -1) | (codes >= ann.n_classes)
     if bad.any():
         i = int(np.argmax(bad))
-        raise CrowdDataError(f"gold code {codes[i]} of item {ann.item_ids[i]!r} is outside "
+        raise CrowdDataError(f"gold code {codes[i]} of item {show(ann.item_ids[i])} is outside "
                              f"-1..{ann.n_classes - 1}")
     known = np.flatnonzero(codes >= 0)
     return known.astype(np.int64), codes[known].astype(np.int64)
@@ -118,7 +175,7 @@ class LabelModel(Params):
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "posteriors_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
 
     def predict_proba(self, annotations: Any = None) -> np.ndarray:
         """Items × classes posterior of the true class (see the module docstring).
@@ -137,6 +194,7 @@ class LabelModel(Params):
 
     def predict_labels(self, annotations: Any = None) -> np.ndarray:
         """Most probable class name per item."""
+        self._check_fitted()
         return self.annotations_.classes[self.predict(annotations)]
 
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
@@ -149,8 +207,8 @@ class LabelModel(Params):
         """Re-code `new` onto the fitted annotator ids and classes (unknown annotators dropped)."""
         ref = self.annotations_
         if not np.array_equal(new.classes, ref.classes):
-            raise CrowdDataError(f"classes {list(new.classes)} differ from the fitted classes "
-                                 f"{list(ref.classes)}")
+            raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted "
+                                 f"classes {ref.classes.tolist()}")
         if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
             self.n_unknown_annotations_ = 0
             return new

@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..numerics import normalize_rows, pair_index, soft_vote
 from ..progress import Convergence
-from .base import LabelModel
+from .base import LabelModel, check_settings
 from .classifier_prior import (ClassifierState, classifier_m_step, classifier_statistics,
                                fitted_classifier_log_prior)
 
@@ -309,6 +309,7 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     per block, stop when the objective per ``objective_scale`` moves by less than ``tol`` (times
     its size with ``relative_tol``) or after ``max_iter`` iterations. ``map_blocks(fn,
     blocks)`` applies ``fn`` to each block (default: in this process, in order)."""
+    check_settings(model)
     runner = model.init_state(summary)
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
     stats = runner.combine(*apply(runner.initial_statistics, blocks))

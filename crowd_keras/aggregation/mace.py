@@ -11,7 +11,7 @@ from scipy.special import digamma
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows
-from .base import as_annotations, gold_codes
+from .base import as_annotations, check_settings, gold_codes
 from .dawid_skene import e_step
 from .em import Block, EMLabelModel, Summary, gold_log_prior
 
@@ -155,6 +155,7 @@ class MACE(EMLabelModel):
         long frame: ``kwargs`` go to its reader); ``gold``: known classes of some items (see
         :func:`~crowd_keras.aggregation.base.gold_codes`). Returns self."""
         self._check_method()
+        check_settings(self)
         ann = as_annotations(annotations, **kwargs)
         prior = None if gold is None else \
             gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))

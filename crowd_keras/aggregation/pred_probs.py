@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
+from ..codes import as_matrix, numeric_matrix
 from ..errors import CrowdDataError
 
 __all__ = ["check_pred_probs", "align_pred_probs", "class_columns", "check_rows",
@@ -128,9 +129,14 @@ def check_rows(p: np.ndarray, item_ids: Sequence, rows: Optional[Sequence] = Non
     return p / sums[:, None]
 
 
-def _numbers(frame: Any) -> np.ndarray:
+def _numbers(values: Any) -> np.ndarray:
+    """Float64 probabilities from an array-like: ragged rows and non-numbers named by
+    (row, column)."""
+    p = as_matrix(values, "pred_probs", "a probability")
+    if p.ndim == 2:
+        p = numeric_matrix(p, "pred_probs", "probabilities (numbers)")
     try:
-        return np.asarray(frame, dtype=np.float64)
+        return p.astype(np.float64)
     except (TypeError, ValueError) as err:
         raise CrowdDataError(f"pred_probs must be numbers: {err}") from None
 
@@ -154,6 +160,12 @@ def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> 
     item_ids = np.asarray(item_ids)
     if isinstance(pred_probs, pd.DataFrame):
         p = _align_frame(pred_probs, item_ids, classes)
+    elif isinstance(pred_probs, (dict, pd.Series, set, str, bytes)):
+        raise CrowdDataError(f"pred_probs must be an (items, classes) array in the annotations' "
+                             f"item order, or a pandas DataFrame indexed by item id; got a "
+                             f"{type(pred_probs).__name__}" +
+                             (" (a dict of rows: pandas.DataFrame.from_dict(d, orient='index'))"
+                              if isinstance(pred_probs, dict) else ""))
     else:
         p = _numbers(pred_probs)
         if p.shape != (len(item_ids), len(classes)):

@@ -42,9 +42,11 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..codes import show
 from ..errors import CrowdDataError
 from ..numerics import softmax_rows
+from .pred_probs import ROW_SUM_TOLERANCE
 
 __all__ = ["PSEUDO_LABELS", "ROUNDS", "held_out_posteriors", "annotator_confusions",
            "consensus_quality", "annotation_quality", "label_issues", "expected_gains",
@@ -60,13 +62,20 @@ _CELLS = 1 << 22            # values per block of annotations or items (bounds m
 
 
 def _check(posteriors: Any, ann: Annotations) -> np.ndarray:
+    """(I, K) float64 posteriors of ``ann``'s items: finite, non-negative, rows summing to 1."""
+    if not isinstance(ann, Annotations):
+        raise TypeError(f"annotations must be an Annotations (Annotations.from_frame, "
+                        f"from_dense, ...), got {type(ann).__name__}")
     post = np.asarray(posteriors, dtype=np.float64)
     if post.shape != (ann.n_items, ann.n_classes):
         raise CrowdDataError(f"posteriors must have shape (items, classes) = "
                              f"{(ann.n_items, ann.n_classes)}, got {post.shape}")
-    if not np.isfinite(post).all() or (post < 0).any():
-        i = int(np.argmax(~np.isfinite(post).all(axis=1) | (post < 0).any(axis=1)))
-        raise CrowdDataError(f"posteriors of item {show(ann.item_ids[i])} are not probabilities: "
+    bad = ~np.isfinite(post).all(axis=1) | (post < 0).any(axis=1)
+    bad |= ~bad & (np.abs(post.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"posteriors of item {show(ann.item_ids[i])} (row {i}) are not "
+                             f"probabilities (finite, non-negative, summing to 1): "
                              f"{post[i].tolist()}")
     return post
 
@@ -135,12 +144,18 @@ def held_out_posteriors(posteriors: Any, annotations: Annotations,
         if prior.shape != post.shape:
             raise CrowdDataError(f"item_log_prior must have shape (items, classes) = "
                                  f"{post.shape}, got {prior.shape}")
-    if int(rounds) < 1:
-        raise ValueError(f"rounds must be at least 1, got {rounds!r}")
-    if not float(pseudo_labels) >= 0:
-        raise ValueError(f"pseudo_labels must be >= 0, got {pseudo_labels!r}")
-    for _ in range(int(rounds)):
-        post = _held_out_round(post, annotations, float(pseudo_labels), prior)
+        # -inf rules a class out (a gold clamp); NaN or +inf is no log-weight
+        bad = np.isnan(prior).any(axis=1) | (prior == np.inf).any(axis=1) | \
+            (prior == -np.inf).all(axis=1)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise CrowdDataError(f"item_log_prior of item {show(annotations.item_ids[i])} (row "
+                                 f"{i}) is not a log-weight per class (NaN, +inf, or every "
+                                 f"class -inf): {prior[i].tolist()}")
+    rounds = check_count(rounds, "rounds", 1)
+    pseudo_labels = check_number(pseudo_labels, "pseudo_labels")
+    for _ in range(rounds):
+        post = _held_out_round(post, annotations, pseudo_labels, prior)
     return post
 
 
@@ -176,9 +191,14 @@ def annotator_confusions(posteriors: Any, annotations: Annotations,
 
 def confusions_from_accuracies(accuracies: Any, n_classes: int) -> np.ndarray:
     """(A, K, K) one-coin matrices: accuracy on the diagonal, the rest spread evenly."""
-    acc = np.clip(np.asarray(accuracies, dtype=np.float64), 0.0, 1.0)
+    acc = np.asarray(accuracies, dtype=np.float64)
     if acc.ndim != 1:
         raise CrowdDataError(f"accuracies must be one number per annotator, got shape {acc.shape}")
+    bad = ~((acc >= 0) & (acc <= 1))      # NaN too
+    if bad.any():
+        a = int(np.argmax(bad))
+        raise CrowdDataError(f"accuracy {show(acc[a])} of annotator {a} is not a probability in "
+                             "[0, 1]")
     k = int(n_classes)
     off = (1.0 - acc)[:, None, None] / max(k - 1, 1)
     return np.where(np.eye(k, dtype=bool)[None], acc[:, None, None], off)
@@ -232,6 +252,11 @@ def label_issues(posteriors: Any, annotations: Annotations, consensus: Optional[
     codes = _consensus(post, consensus)
     if quality is None:
         quality = consensus_quality(post, annotations, codes, **kwargs)
+    elif kwargs:
+        raise TypeError(f"label_issues: {sorted(kwargs)} compute the quality, which is given")
+    elif np.shape(quality) != (annotations.n_items,):
+        raise CrowdDataError(f"quality must be one consensus quality per item "
+                             f"({annotations.n_items},), got shape {np.shape(quality)}")
     frame = pd.DataFrame({"item": annotations.item_ids,
                           "consensus_label": annotations.classes[codes],
                           "consensus_quality": np.asarray(quality, dtype=np.float64),
@@ -292,8 +317,10 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     per item). Without ``confusions`` or ``accuracies`` nobody's quality is known: the
     gain is that of an annotator with the crowd's pooled matrix and ``annotator`` is None.
     """
-    if int(k) < 0:
-        raise ValueError(f"k must be a non-negative number of items, got {k!r}")
+    k = check_count(k, "k (items to choose)", 0)
+    if isinstance(annotators, (str, bytes)):
+        raise TypeError(f"annotators must be a list of annotator ids, got the string "
+                        f"{annotators!r} (one annotator: [{annotators!r}])")
     post = _check(posteriors, annotations)
     belief = held_out_posteriors(post, annotations, pseudo_labels, rounds, item_log_prior)
     known = confusions is not None or accuracies is not None
@@ -312,6 +339,10 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
             raise ValueError("annotators is empty: name at least one annotator id, or pass "
                              "None for every annotator")
     if confusions is None:
+        if np.shape(accuracies) != (annotations.n_annotators,):
+            raise CrowdDataError(f"accuracies must be one per annotator "
+                                 f"({annotations.n_annotators},), got shape "
+                                 f"{np.shape(accuracies)}")
         confusions = confusions_from_accuracies(accuracies, annotations.n_classes)
     pi = annotator_confusions(belief, annotations, confusions, pseudo_labels)[candidates]
     # Each item's best candidate, in blocks of items by decreasing chance of error

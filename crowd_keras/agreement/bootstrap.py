@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..arguments import check_count
 from ._counts import as_annotations, class_values
 from .alpha import _check_level, alpha_from_coincidences, item_coincidences, krippendorff_alpha
 from .kappa import (fleiss_kappa, fleiss_parts, item_agreement, kappa_from_sums,
@@ -65,8 +66,11 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if int(n_bootstrap) < 1:
-        raise ValueError(f"n_bootstrap must be at least 1, got {n_bootstrap!r}")
+    n_bootstrap = check_count(n_bootstrap, "n_bootstrap", 1)
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError):
+        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}") from None
     level = _check_level(level)
     ann = as_annotations(annotations)
     parts, stat = _parts(ann, statistic, level)
@@ -74,7 +78,6 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
     estimate = {"alpha": lambda: krippendorff_alpha(ann, level),
                 "fleiss_kappa": lambda: fleiss_kappa(ann),
                 "percent_agreement": lambda: percent_agreement(ann)}[statistic]()
-    rng = np.random.default_rng(seed)
     reps = []
     block = max(1, min(_BLOCK, _BLOCK_DRAWS // max(n, 1)))
     for start in range(0, int(n_bootstrap), block):      # blocks of replicates bound memory

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..codes import show
+from ..errors import CrowdDataError
 from ..numerics import pair_index
 from ._counts import (agreement_matrix, as_annotations, check_agreement_input,
                       dense_counts_fit, label_count_matrix, own_label_counts, presence_matrix,
@@ -233,8 +235,19 @@ def _resolve_pairs(ann: Any, pairs: Any) -> tuple[pd.DataFrame, np.ndarray, np.n
         return _kappa_table(ann)
     if isinstance(pairs, tuple):
         return pairs
+    if not isinstance(pairs, pd.DataFrame) or not {"annotator_a", "annotator_b"} <= \
+            set(pairs.columns):
+        raise TypeError(f"pairs must be a pairwise_kappas() frame (columns annotator_a, "
+                        f"annotator_b, ...), got {type(pairs).__name__}")
     idx = pd.Index(list(ann.annotator_ids))
-    return pairs, idx.get_indexer(pairs["annotator_a"]), idx.get_indexer(pairs["annotator_b"])
+    a, b = idx.get_indexer(pairs["annotator_a"]), idx.get_indexer(pairs["annotator_b"])
+    bad = (a < 0) | (b < 0)
+    if bad.any():
+        r = int(np.argmax(bad))
+        who = pairs["annotator_a"].iloc[r] if a[r] < 0 else pairs["annotator_b"].iloc[r]
+        raise CrowdDataError(f"pairs row {r}: annotator {show(who)} is not an annotator of "
+                             "these annotations")
+    return pairs, a, b
 
 
 def _square(ann: Any, a: np.ndarray, b: np.ndarray, values: np.ndarray, fill: float,

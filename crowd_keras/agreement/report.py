@@ -8,6 +8,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_count
 from ..sequences.annotations import SequenceAnnotations
 from ._counts import as_annotations, check_agreement_input
 from .alpha import _check_level, coincidence_matrix, per_class_alpha
@@ -139,6 +140,7 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
         for spans also ``span_f1_exact``, ``span_f1_overlap``, ``span_f1_token``.
     """
     level = _check_level(level)
+    n_bootstrap = check_count(n_bootstrap, "n_bootstrap", 0)     # 0: no intervals
     ann = as_annotations(annotations)
     check_agreement_input(ann)
     rows = []

@@ -18,11 +18,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..aggregation.registry import LABEL_MODELS, available_label_models
+from ..codes import show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
-from ._checks import check_paths, int_at_least
+from ._checks import check_output_kinds, check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, cli_words, common_options, run_handler
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
@@ -88,16 +89,55 @@ def describe_choice(name: str) -> str:
 
 
 def _read_table(path: str, label: str, string_labels: bool):
+    import warnings
+
     import pandas as pd
 
     sep = "\t" if str(path).endswith((".tsv", ".tab")) else ","
     try:
-        df = pd.read_csv(path, sep=sep, dtype={label: str} if string_labels else None)
+        # index_col=False: a row with one field too many must not turn the first column into
+        # the index (every value would shift one column left, silently)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(path, sep=sep, dtype={label: str} if string_labels else None,
+                             index_col=False)
     except FileNotFoundError:
         raise CrowdDataError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise CrowdDataError(f"{path}: is a folder, not a file") from None
+    except pd.errors.EmptyDataError:
+        raise CrowdDataError(f"{path}: the file is empty (no header line)") from None
+    except UnicodeDecodeError:
+        raise CrowdDataError(f"{path}: {_not_utf8(path)}") from None
+    except pd.errors.ParserWarning:
+        raise CrowdDataError(f"{path}: {_long_row(path, sep)}") from None
     except (OSError, ValueError) as exc:
         raise CrowdDataError(f"cannot read {path}: {exc}") from None
     return df
+
+
+def _not_utf8(path: str) -> str:
+    """Where a file stops being UTF-8 (error path: the file is read again as bytes)."""
+    raw = open(path, "rb").read()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        return f"not UTF-8 text: byte {raw[err.start]:#04x} on line {line} (save it as UTF-8)"
+    return "not UTF-8 text"
+
+
+def _long_row(path: str, sep: str) -> str:
+    """The first line with more fields than the header (error path)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = csv.reader(fh, delimiter=sep)
+        width = len(next(rows, []))
+        for n, row in enumerate(rows, 2):
+            if len(row) > width:
+                return f"line {n} has {len(row)} fields but the header has {width}"
+    return "a line has more fields than the header"
 
 
 _ROW = re.compile(r"\brow (\d+)\b")
@@ -128,20 +168,39 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     if dup.any():
         raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
                              f"one gold label (line {int(dup.to_numpy().argmax()) + 2})")
-    labels = df[args.label]
-    if not args.string_labels and ann.classes.dtype.kind in "iu" and labels.dtype.kind == "f":
-        labels = labels.astype("Int64")
-    return pd.Series(labels.to_numpy(), index=df[args.item].to_numpy())
+    # every row checked against the annotations here, so that errors name the gold file's line
+    items, labels = df[args.item], df[args.label]
+    pos = pd.Index(ann.item_ids).get_indexer(items)
+    codes = pd.Index(ann.classes).get_indexer(labels)
+    for bad, what in ((items.isna().to_numpy(), lambda r: f"missing item ({args.item!r}, "
+                                                          "--item)"),
+                      (pos < 0, lambda r: f"item {show(items.iloc[r])} is not an item of "
+                                          f"{args.input}"),
+                      (labels.isna().to_numpy(), lambda r: f"missing label ({args.label!r}, "
+                                                           "--label) of item "
+                                                           f"{show(items.iloc[r])}"),
+                      (codes < 0, lambda r: f"label {show(labels.iloc[r])} of item "
+                                            f"{show(items.iloc[r])} is not one of the classes "
+                                            f"{ann.classes.tolist()[:20]}")):
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise CrowdDataError(f"{args.gold}: line {r + 2}: {what(r)}")
+    return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
 
 
-def _read_annotations(args: argparse.Namespace):
+def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
     """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
-    columns; errors name the file's lines and the flags."""
+    columns; errors name the file's lines and the flags. ``out_folder``: ``--out`` names a
+    folder (``agree``), else a file (``aggregate``)."""
     from ..annotations import Annotations
 
     check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
                 [("--out", getattr(args, "out", None)),
                  ("--annotators", getattr(args, "annotators", None))])
+    outputs = [("--out", getattr(args, "out", None)),
+               ("--annotators", getattr(args, "annotators", None))]
+    check_output_kinds(files=[] if out_folder else outputs,
+                       folders=outputs[:1] if out_folder else [])
     df = _read_table(args.input, args.label, args.string_labels)
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if (c := getattr(args, role)) not in df.columns]
@@ -199,7 +258,7 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement import agreement_report
     from ..agreement.report import nested, records
 
-    df, ann = _read_annotations(args)
+    df, ann = _read_annotations(args, out_folder=True)
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes")
@@ -316,9 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_options(agree)
     agree.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval"],
                        help="level of Krippendorff's alpha (interval needs numeric labels)")
-    agree.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    agree.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="N",
                        help="bootstrap replicates over items for the intervals (0: none)")
-    agree.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    agree.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")
     agree.add_argument("--out", default=None, metavar="DIR",
                        help="folder for report.html and report.json (default: print only)")
     add_method_option(agree, " (the report's annotator quality and confusion matrices)")

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 
 from ..errors import CrowdDataError
 
-__all__ = ["int_at_least", "check_paths"]
+__all__ = ["int_at_least", "check_paths", "check_output_kinds"]
 
 
 def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
@@ -65,3 +65,18 @@ def check_paths(inputs: Iterable[tuple[str, Optional[str]]],
                                      "file: one output would overwrite the other; choose two "
                                      "paths")
         seen.append((name, path))
+
+
+def check_output_kinds(files: Iterable[tuple[str, Optional[str]]] = (),
+                       folders: Iterable[tuple[str, Optional[str]]] = ()) -> None:
+    """Raise :class:`~crowd_keras.errors.CrowdDataError` before any work when an output file
+    path is an existing folder, or an output folder path an existing file (the write would
+    otherwise fail only after the fit). ``(flag, path or None)`` pairs; None is skipped."""
+    for name, path in files:
+        if path is not None and os.path.isdir(path):
+            raise CrowdDataError(f"{name} {str(path)!r} is a folder; give the path of a file "
+                                 "to write")
+    for name, path in folders:
+        if path is not None and os.path.exists(path) and not os.path.isdir(path):
+            raise CrowdDataError(f"{name} {str(path)!r} is a file; give a folder (it is "
+                                 "created when missing)")

@@ -19,14 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from crowd_keras.aggregation.registry import get_label_model
 from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
 
-from ._checks import check_paths, int_at_least
+from ._checks import check_output_kinds, check_paths, int_at_least
 from ._common import HelpFormatter, add_method_option, cli_words, common_options
 
 __all__ = ["register", "aggregate_command", "report_command"]
@@ -38,6 +38,10 @@ _TO_NAME_HELP = ("pass --to-name NAME (the name= of the object tag the control's
 
 #: Fewer ground-truth tasks than this give counts, not a score: one task scores 0 or 1.
 MIN_GOLD_FOR_SCORE = 10
+
+
+#: Defaults of the push-only flags (given only with --url; see _push_flags)
+_PUSH_DEFAULTS = {"on_existing": "update", "batch_size": 100, "retries": 3}
 
 
 def _gold_line(n_gold: int, score: str, what: str, counts: str = "") -> str:
@@ -132,19 +136,21 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
                           "push)")
     agg.add_argument("--project", type=int_at_least(1), default=None,
                      help="project id to push to (with --url)")
-    agg.add_argument("--on-existing", default="update", choices=["update", "skip", "replace"],
+    agg.add_argument("--on-existing", default=None, choices=["update", "skip", "replace"],
                      help="a task already holding a prediction of this model version: update it "
                           "when different, skip it, or replace (write it again even when "
-                          "identical)")
+                          "identical) (default: update)")
     agg.add_argument("--allow-data-mismatch", action="store_true",
                      help="push even where a task's data in the project differ from the "
                           "export's (task data edited on purpose); tasks missing from the "
                           "project, or an export of another project, are always refused")
-    agg.add_argument("--batch-size", type=int_at_least(1), default=100,
+    agg.add_argument("--batch-size", type=int_at_least(1), default=None,
                      help="predictions per import request of new predictions (a bulk "
-                          "update of changed ones sends larger requests: see the push docs)")
-    agg.add_argument("--retries", type=int_at_least(0), default=3,
-                     help="retries, with backoff, of a request that failed transiently")
+                          "update of changed ones sends larger requests: see the push docs) "
+                          f"(default: {_PUSH_DEFAULTS['batch_size']})")
+    agg.add_argument("--retries", type=int_at_least(0), default=None,
+                     help="retries, with backoff, of a request that failed transiently "
+                          f"(default: {_PUSH_DEFAULTS['retries']})")
     agg.set_defaults(func=aggregate_command)
     _register_report(sub, parents)
     return ls
@@ -191,9 +197,9 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
     rep.add_argument("--scheme", default="IO", choices=["IO", "BIO"], help="span controls: tags")
     rep.add_argument("--text-key", default=None, metavar="KEY",
                      help="span controls: the task data field holding the text")
-    rep.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    rep.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="N",
                      help="bootstrap replicates over tasks for the intervals (0: none)")
-    rep.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    rep.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")
     rep.add_argument("--no-plots", action="store_true",
                      help="tables only, even when matplotlib is installed")
     rep.set_defaults(func=report_command)
@@ -204,6 +210,13 @@ def report_command(args: argparse.Namespace) -> int:
     from crowd_keras.errors import CrowdDataError
     from crowd_keras.integrations import label_studio as ls
 
+    try:  # before any work: the report folder must not be the export nor an existing file
+        check_paths([("the export", args.export), ("--label-config", args.label_config)],
+                    [("--out", args.out)])
+        check_output_kinds(folders=[("--out", args.out)])
+    except CrowdDataError as exc:
+        _err(exc)
+        return 2
     try:
         with Heartbeat("computing agreement", disable=getattr(args, "quiet", False)):
             out = ls.quality_report(
@@ -260,6 +273,37 @@ def _server(args: argparse.Namespace, ls: Any) -> tuple[Any, Any]:
     return client, ls.check_project(client, args.project, retries=args.retries)
 
 
+def _push_flags(args: argparse.Namespace) -> Optional[str]:
+    """The push-only flags given without ``--url`` (an error: they would be ignored), else
+    None after filling in their defaults."""
+    given = [flag for flag, dest in (("--on-existing", "on_existing"),
+                                     ("--batch-size", "batch_size"), ("--retries", "retries"),
+                                     ("--allow-data-mismatch", "allow_data_mismatch"))
+             if getattr(args, dest) not in (None, False)]
+    if args.url is None and given:
+        return (f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to a push: "
+                f"add --url and --project, or drop {'them' if len(given) > 1 else 'it'}")
+    for dest, value in _PUSH_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, value)
+    return None
+
+
+def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool) -> Optional[str]:
+    """Flags the export makes meaningless (an error rather than silently ignored)."""
+    if args.model_version is not None and not args.model_version.strip():
+        return "--model-version is empty: give a name, or drop it for crowd-keras-<method>"
+    if not spans and (args.text_key is not None or args.scheme != "IO"):
+        flag = "--text-key" if args.text_key is not None else f"--scheme {args.scheme}"
+        return (f"{flag} applies to span controls; control '{export.control}' is not one "
+                "(drop it)")
+    if args.to_name and export.format == "JSON" and export.to_name and \
+            args.to_name != export.to_name:
+        return (f"--to-name {args.to_name!r} differs from the object {export.to_name!r} that "
+                f"the export's results of control '{export.control}' label (drop --to-name)")
+    return None
+
+
 def aggregate_command(args: argparse.Namespace) -> int:
     """Handler of ``label-studio aggregate``; returns the exit code."""
     from crowd_keras.errors import CrowdDataError
@@ -268,12 +312,19 @@ def aggregate_command(args: argparse.Namespace) -> int:
     if (args.url is None) != (args.project is None):
         _err("--url and --project go together")
         return 2
+    problem = _push_flags(args)
+    if problem:
+        _err(problem)
+        return 2
     csv_path, json_path = _report_paths(args)
     try:  # before any work: an output must not overwrite the export or another output
         check_paths([("the export", args.export), ("--label-config", args.label_config)],
                     [("--out", args.out), ("--annotators", csv_path),
                      ("--annotators-json" if args.annotators_json else "the JSON report",
                       json_path)])
+        check_output_kinds(files=[("--out", args.out), ("--annotators", csv_path),
+                                  ("--annotators-json" if args.annotators_json else
+                                   "the JSON report", json_path)])
     except CrowdDataError as exc:
         _err(exc)
         return 2
@@ -325,6 +376,10 @@ def aggregate_command(args: argparse.Namespace) -> int:
     for note in export.summary.notes:
         print(f"note: {cli_words(note)}")
     spans = isinstance(export, ls.LabelStudioSpans)
+    problem = _ignored_flags(args, export, spans)
+    if problem:
+        _err(problem)
+        return 2
     if (export.sequences.annotations if spans else export.annotations).n_annotations == 0:
         _err("no annotation left to aggregate (see the notes above)")
         return 2

@@ -88,6 +88,11 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         item ids and the annotator ids. The scores are the label model's (module docstring).
         The detailed table is dense (items × annotators).
     """
+    if not isinstance(label_model, LabelModel):
+        what = f"the class {label_model.__name__}" if isinstance(label_model, type) else \
+            type(label_model).__name__
+        raise TypeError(f"to_cleanlab needs a fitted label model (crowd_keras.aggregation), "
+                        f"got {what}")
     if annotations is None:
         post = label_model.predict_proba()                  # raises when not fitted
         ann = label_model.annotations_

@@ -17,8 +17,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import LabelModel
+from ..aggregation.base import LabelModel, check_settings
 from ..aggregation.registry import DEFAULT_LABEL_MODEL
+from ..codes import check_unique_ids, ids_array
 from .engine import PartitionedAnnotations
 from .methods import Fit, method_for
 from .pred_probs import check_frame
@@ -133,6 +134,13 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
         :class:`AggregationResult` (``labels``, ``annotator_quality``, ``model``).
     """
     strategy = method_for(method, **params)
+    check_settings(strategy.model)
+    if not isinstance(item_partitioned, (bool, np.bool_)):
+        raise TypeError(f"item_partitioned must be True or False, got "
+                        f"{type(item_partitioned).__name__} {item_partitioned!r}")
+    for ids, what in ((classes, "class"), (annotator_ids, "annotator")):
+        if ids is not None:
+            check_unique_ids(ids_array(ids), what)
     if pred_probs is not None:
         if not getattr(strategy.model, "accepts_pred_probs", False):
             raise TypeError(f"{type(strategy.model).__name__} does not take pred_probs")

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from dask import delayed
 
+from ..aggregation.base import gold_mapping
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.quality import annotator_accuracy_sums
 from ..annotation_readers import check_frame_columns, frame_codes
@@ -224,17 +225,11 @@ class PartitionedAnnotations:
         ``gold`` maps item ids to class labels (a dict or ``pandas.Series``), as
         ``fit(annotations, gold=...)`` in memory. Unknown items or labels are errors naming
         them."""
-        series = pd.Series(gold, dtype=object) if isinstance(gold, dict) else pd.Series(gold)
-        codes = pd.Index(self.classes).get_indexer(series.to_numpy())
-        if (codes < 0).any():
-            j = int(np.argmax(codes < 0))
-            raise CrowdDataError(f"gold label {series.iloc[j]!r} of item {series.index[j]!r} is "
-                                 f"not one of the classes {list(self.classes)}")
-        ids = series.index.to_numpy()
+        ids, codes = gold_mapping(gold, np.asarray(self.classes))
         found = self.reduce(_gold_found, ids)
         if (np.asarray(found) == 0).any():
             bad = ids[int(np.argmax(np.asarray(found) == 0))]
-            raise CrowdDataError(f"gold item {bad!r} is not an item of the annotations")
+            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
         return self.derive(_gold_block, ids, codes.astype(np.int64), len(self.classes))
 
     def with_pred_probs(self, pred_probs: Any) -> "PartitionedAnnotations":

@@ -21,7 +21,7 @@ from scipy import sparse
 
 from .. import adam
 from ..annotations import Annotations
-from ..errors import CrowdDataError
+from ..errors import CrowdDataError, NotFittedError
 from ..numerics import row_order
 from ..params import Params
 from ..progress import progress_bar
@@ -415,7 +415,7 @@ class FeatureFreeLIA(Params):
     # ------------------------------------------------------------------ inference
     def _check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
-            raise RuntimeError("this FeatureFreeLIA is not fitted yet; call fit() first")
+            raise NotFittedError("this FeatureFreeLIA is not fitted yet; call fit() first")
 
     def _items(self, items: Any) -> np.ndarray:
         n = self.annotations_.n_items

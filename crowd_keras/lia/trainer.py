@@ -34,7 +34,7 @@ import numpy as np
 from keras import ops
 
 from ..annotations import Annotations
-from ..errors import CrowdDataError
+from ..errors import CrowdDataError, NotFittedError
 from .._keras_utils import seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
 from ..item_consensus import (CrowdConsensus, mean_confusions, summary_from_posteriors,
@@ -494,7 +494,7 @@ class LIATrainer(CrowdConsensus, Params):
     # ------------------------------------------------------------------ inference
     def _check_fitted(self) -> None:
         if not hasattr(self, "posteriors_"):
-            raise RuntimeError("this LIATrainer is not fitted yet; call fit() first")
+            raise NotFittedError("this LIATrainer is not fitted yet; call fit() first")
 
     def _instances(self, x: Any) -> np.ndarray:
         if self.feature_free_:

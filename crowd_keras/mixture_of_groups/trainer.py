@@ -35,7 +35,7 @@ import numpy as np
 
 from .._keras_utils import n_rows, seeded_construction
 from ..annotations import Annotations
-from ..errors import CrowdDataError
+from ..errors import CrowdDataError, NotFittedError
 from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
                               mean_confusions, summary_from_posteriors,
                               with_expected_accuracy)
@@ -324,7 +324,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
     # ------------------------------------------------------------------ after fitting
     def _check_fitted(self) -> None:
         if not hasattr(self, "group_confusions_"):
-            raise RuntimeError("this MixtureOfGroupsEM is not fitted yet; call fit() first")
+            raise NotFittedError("this MixtureOfGroupsEM is not fitted yet; call fit() first")
 
     def _layer(self) -> MixtureOfGroups:
         m, k = self.group_confusions_.shape[:2]

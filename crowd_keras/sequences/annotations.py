@@ -25,11 +25,12 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import factorize_ids, frozen, ids_array, show
+from ..codes import (check_id_values, check_unique_ids, factorize_ids, frozen, ids_array,
+                     integer_codes, show)
 from ..errors import CrowdDataError
 from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
                     tag_names, tags_to_spans)
-from .tokens import MAX_OFFSET, Tokenizer, Tokens, _code_points, tokenize
+from .tokens import Tokenizer, Tokens, _code_points, check_offsets, tokenize
 
 __all__ = ["SequenceAnnotations", "SpanSummary"]
 
@@ -88,31 +89,8 @@ def _codes(values: pd.Series, table: pd.Index, what: str, row_ids: np.ndarray,
 
 
 def _offsets(frame: pd.DataFrame, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(S,) int64 start and end offsets, each checked to be an integer in ``0..2**53`` before
-    any arithmetic (``10**30`` would wrap to a negative int64)."""
-    out = []
-    for col in ("start", "end"):
-        raw = frame[col]
-        is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(bool) \
-            if raw.dtype == object or raw.dtype.kind == "b" else np.zeros(len(raw), bool)
-        v = pd.to_numeric(raw, errors="coerce").to_numpy(np.float64)
-        bad = ~np.isfinite(v) | (v != np.round(v)) | is_bool
-        if bad.any():
-            r = int(np.argmax(bad))
-            raise CrowdDataError(f"span row {row_ids[r]}: {col} must be an integer character "
-                                 f"offset, got {show(raw.iloc[r])}")
-        huge = np.abs(v) > MAX_OFFSET
-        if huge.any():
-            r = int(np.argmax(huge))
-            raise CrowdDataError(f"span row {row_ids[r]}: {col} {show(raw.iloc[r])} is too large "
-                                 "for a character offset (beyond 2**53)")
-        out.append(v.astype(np.int64))
-    start, end = out
-    for bad, what in ((start < 0, "negative start"), (end < start, "end before start")):
-        if bad.any():
-            r = int(np.argmax(bad))
-            raise CrowdDataError(f"span row {row_ids[r]}: {what} (start {start[r]}, end {end[r]})")
-    return start, end
+    """(S,) int64 start and end offsets of the span rows (:func:`.tokens.check_offsets`)."""
+    return check_offsets(frame["start"], frame["end"], lambda r: f"span row {row_ids[r]}")
 
 
 def _text_mismatch(texts: list, doc: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -247,6 +225,9 @@ class SequenceAnnotations:
         if text_mismatch not in _MISMATCH:
             raise ValueError(f"text_mismatch must be one of {_MISMATCH}, got {text_mismatch!r}")
         text_list, ids = _texts_and_ids(texts, doc_ids)
+        if len(ids) != len(text_list):
+            raise CrowdDataError(f"{len(ids)} doc_ids for {len(text_list)} texts")
+        check_unique_ids(ids, "document")
         if not isinstance(spans, pd.DataFrame):
             raise CrowdDataError(f"spans must be a DataFrame, got {type(spans).__name__}")
         missing = [c for c in ("doc", "annotator", "start", "end") if c not in spans.columns]
@@ -263,8 +244,13 @@ class SequenceAnnotations:
         if lab_col.isna().any():
             r = int(np.argmax(lab_col.isna().to_numpy()))
             raise CrowdDataError(f"span row {row_ids[r]}: missing label")
+        check_id_values(lab_col, "label", lambda r: f"span row {row_ids[r]}")
         if labels is None:
             labels = sorted(pd.unique(lab_col).tolist(), key=str) or [default_label]
+        elif isinstance(labels, (str, bytes)):
+            raise TypeError(f"labels must be a list of span labels, got the string {labels!r} "
+                            f"(one label: [{labels!r}])")
+        check_unique_ids(ids_array(list(labels)), "label")
         s_label = _codes(lab_col, pd.Index(list(labels)), "label", row_ids)
         mismatch = np.zeros(len(frame), bool)
         if "text" in frame.columns and len(frame):
@@ -279,8 +265,20 @@ class SequenceAnnotations:
                     f"{show(text_list[s_doc[r]][start[r]:end[r]])}")
         pair_doc, pair_annotator = [s_doc], [frame["annotator"]]
         if seen is not None:
-            seen_frame = (seen if isinstance(seen, pd.DataFrame)
-                          else pd.DataFrame(list(seen), columns=["doc", "annotator"]))
+            if isinstance(seen, pd.DataFrame):
+                seen_frame = seen
+            else:
+                pairs = list(seen)
+                odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
+                       np.ndim(p) != 1 or len(p) != 2]
+                if odd:
+                    raise CrowdDataError(f"seen row {odd[0]}: expected a (document, annotator) "
+                                         f"pair, got {show(pairs[odd[0]])}")
+                seen_frame = pd.DataFrame(pairs, columns=["doc", "annotator"])
+            missing = [c for c in ("doc", "annotator") if c not in seen_frame.columns]
+            if missing:
+                raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
+                                     f"{list(seen_frame.columns)}")
             pair_doc.append(_codes(seen_frame["doc"].reset_index(drop=True), doc_index,
                                    "document", seen_frame.index.to_numpy(), "seen row"))
             pair_annotator.append(seen_frame["annotator"])
@@ -314,9 +312,22 @@ class SequenceAnnotations:
         """
         rows, seen = [], []
         for doc, by_annotator in spans.items():
+            if not isinstance(by_annotator, Mapping):
+                raise CrowdDataError(f"document {show(doc)}: expected {{annotator: [[start, end]"
+                                     f", ...]}}, got {type(by_annotator).__name__}")
             for annotator, marks in by_annotator.items():
                 seen.append((doc, annotator))
-                rows.extend((doc, annotator, *m) for m in marks)
+                if not isinstance(marks, (list, tuple, np.ndarray)):
+                    raise CrowdDataError(f"document {show(doc)}, annotator {show(annotator)}: "
+                                         f"expected a list of [start, end(, label)] spans, got "
+                                         f"{type(marks).__name__} {show(marks)}")
+                for m in marks:
+                    if isinstance(m, (str, bytes, Mapping)) or not hasattr(m, "__len__") or \
+                            len(m) not in (2, 3):
+                        raise CrowdDataError(f"document {show(doc)}, annotator "
+                                             f"{show(annotator)}: a span is [start, end] or "
+                                             f"[start, end, label], got {show(m)}")
+                    rows.append((doc, annotator, *m))
         width = max((len(r) for r in rows), default=4)
         cols = ["doc", "annotator", "start", "end", "label"][:width]
         return cls.from_spans(texts, pd.DataFrame(rows, columns=cols), seen=seen, **kwargs)
@@ -372,6 +383,13 @@ class SequenceAnnotations:
         tags = np.asarray(tags)
         if tags.shape != (self.n_tokens,):
             raise ValueError(f"tags must have shape ({self.n_tokens},), got {tags.shape}")
+        tags = integer_codes(tags, "tags", "token ")
+        bad = (tags < 0) | (tags >= self.n_tags)
+        if bad.any():
+            t = int(np.argmax(bad))
+            raise CrowdDataError(f"tag code {int(tags[t])} of token {t} is outside "
+                                 f"0..{self.n_tags - 1} ({self.scheme} tags of "
+                                 f"{len(self.labels)} label(s))")
         first = self.tokens.position == 0
         begin, last, label = tags_to_spans(tags, first, self.scheme)
         doc = self.tokens.doc[begin]
@@ -417,7 +435,12 @@ class SequenceAnnotations:
 
     def subset(self, docs: Sequence[int]) -> "SequenceAnnotations":
         """The documents with codes ``docs`` (in that order), their annotations and spans."""
-        docs = np.asarray(docs, np.int64)
+        docs = integer_codes(np.asarray(docs).ravel(), "document codes", "position ")
+        bad = (docs < 0) | (docs >= self.n_docs)
+        if bad.any():
+            n = int(np.argmax(bad))
+            raise CrowdDataError(f"document code {int(docs[n])} at position {n} is outside "
+                                 f"0..{self.n_docs - 1} (subset takes document codes)")
         tokens, _ = self.tokens.subset(docs)
         recode_doc = np.full(self.n_docs, -1)
         recode_doc[docs] = np.arange(len(docs))

@@ -108,7 +108,13 @@ def token_log_prior(token_prior: Any, n_tokens: int, k: int) -> Optional[tuple]:
     if q.shape != (n_tokens, k):
         raise CrowdDataError(f"token_prior must have shape ({n_tokens}, {k}) (or ({n_tokens},) "
                              f"for two tags), got {np.shape(token_prior)}")
-    rows = np.flatnonzero(~np.isnan(q).any(axis=1))
+    nan = np.isnan(q)
+    partial = nan.any(axis=1) & ~nan.all(axis=1)
+    if partial.any():   # NaN marks a token without a prior: the whole row, not one entry
+        t = int(np.argmax(partial))
+        raise CrowdDataError(f"token_prior row {t} mixes NaN and numbers: {q[t].tolist()} "
+                             "(a row of NaN: no prior for that token)")
+    rows = np.flatnonzero(~nan.any(axis=1))
     q = q[rows]
     if ((q < 0) | (q > 1)).any() or not np.allclose(q.sum(1), 1.0, atol=1e-4):
         raise CrowdDataError("token_prior rows must be probabilities summing to 1 (NaN = none)")

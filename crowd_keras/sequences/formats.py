@@ -32,7 +32,7 @@ from ..codes import show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from .spans import span_token_ranges
-from .tokens import Tokenizer, token_strings, tokenize
+from .tokens import Tokenizer, check_offsets, token_strings, tokenize
 
 __all__ = ["TAG_SCHEMES", "spans_to_token_tags", "token_tags_to_spans", "write_spans_jsonl",
            "read_spans_jsonl", "spans_to_spacy", "spacy_to_spans"]
@@ -50,11 +50,39 @@ def _scheme(scheme: str) -> tuple[str, bool]:
 
 
 def _texts(texts: Any) -> dict:
+    """``{doc_id: text}`` of a mapping, a Series or a sequence (ids ``0..D-1``); every text a
+    string."""
     if isinstance(texts, pd.Series):
-        return dict(texts.items())
-    if isinstance(texts, Mapping):
-        return dict(texts)
-    return dict(enumerate(texts))
+        out = dict(texts.items())
+    elif isinstance(texts, Mapping):
+        out = dict(texts)
+    elif isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be a list of strings, a {{doc_id: text}} mapping or a "
+                        f"Series, got {type(texts).__name__}")
+    else:
+        out = dict(enumerate(texts))
+    odd = [d for d, t in out.items() if not isinstance(t, str)]
+    if odd:
+        raise CrowdDataError(f"document {show(odd[0])}: text must be a string, got "
+                             f"{type(out[odd[0]]).__name__}")
+    return out
+
+
+def _span_offsets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The frame's checked (start, end) offsets (:func:`.tokens.check_offsets`)."""
+    return check_offsets(frame["start"], frame["end"], lambda r: f"span row {r}")
+
+
+def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
+    """(S,) labels of the span rows; a missing one is an error, not the label 'None'."""
+    if "label" not in frame.columns:
+        return np.full(len(frame), default_label, dtype=object)
+    labels = frame["label"].astype(object)
+    missing = labels.isna().to_numpy()
+    if missing.any():
+        r = int(np.argmax(missing))
+        raise CrowdDataError(f"span row {r}: missing label ({show(labels.iloc[r])})")
+    return labels.to_numpy()
 
 
 def _frame(spans: Any) -> pd.DataFrame:
@@ -106,12 +134,10 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         r = int(np.argmax(doc_code < 0))
         raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} is not "
                              f"among the {len(ids)} texts")
+    start, end = _span_offsets(frame)
+    label = _labels(frame, default_label)
     tokens = tokenize([text_of[d] for d in ids], tokenizer)
-    start = frame["start"].to_numpy(np.int64)
-    end = frame["end"].to_numpy(np.int64)
     a, b = span_token_ranges(tokens, doc_code, start, end)
-    label = (frame["label"].astype(object).to_numpy() if "label" in frame.columns
-             else np.full(len(frame), default_label, dtype=object))
     has_ann = "annotator" in frame.columns
     annotator = frame["annotator"].to_numpy(object) if has_ann else np.zeros(len(frame), object)
     empty = b <= a
@@ -194,22 +220,44 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     """
     base, _ = _scheme(scheme)
     allowed = _PREFIXES[base]
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        raise TypeError(f"rows must be an iterable of dicts (one per tag list), got "
+                        f"{type(rows).__name__}")
     texts: dict = {}
     parts = []
+    given_offsets = []     # (row, raw offsets, text length): checked together below
     for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise CrowdDataError(f"row {i}: expected a dict with {tags_key!r}, got "
+                                 f"{type(row).__name__}")
         if tags_key not in row:
             raise CrowdDataError(f"row {i}: no {tags_key!r} entry (keys: {sorted(row)})")
+        if isinstance(row[tags_key], (str, bytes, Mapping)) or \
+                not isinstance(row[tags_key], Iterable):
+            raise CrowdDataError(f"row {i}: {tags_key!r} must be a list of tags, got "
+                                 f"{type(row[tags_key]).__name__} {show(row[tags_key])}")
         tags = list(row[tags_key])
         if label_names is not None:
-            try:
-                tags = [label_names[int(t)] if not isinstance(t, str) else t for t in tags]
-            except IndexError:
-                bad = next(t for t in tags if not isinstance(t, str) and
-                           not 0 <= int(t) < len(label_names))
-                raise CrowdDataError(f"row {i}: tag id {bad} is not among the "
-                                     f"{len(label_names)} label names") from None
+            ids = [t for t in tags if not isinstance(t, str)]
+            odd = [t for t in ids if isinstance(t, (bool, np.bool_)) or
+                   not isinstance(t, (int, np.integer)) or not 0 <= int(t) < len(label_names)]
+            if odd:
+                raise CrowdDataError(f"row {i}: tag id {show(odd[0])} is not among the "
+                                     f"{len(label_names)} label names (ids 0.."
+                                     f"{len(label_names) - 1})")
+            tags = [label_names[int(t)] if not isinstance(t, str) else t for t in tags]
         if "offsets" in row and "text" in row:
-            text, offsets = str(row["text"]), np.asarray(row["offsets"], np.int64).reshape(-1, 2)
+            if not isinstance(row["text"], str):
+                raise CrowdDataError(f"row {i}: 'text' must be a string, got "
+                                     f"{type(row['text']).__name__}")
+            text = row["text"]
+            raw = np.asarray(row["offsets"], dtype=object) if np.ndim(row["offsets"]) else None
+            if raw is None or raw.ndim != 2 or raw.shape[1] != 2:
+                shape = "a scalar" if raw is None else f"shape {raw.shape}"
+                raise CrowdDataError(f"row {i}: 'offsets' must be one [start, end] pair per "
+                                     f"token, got {shape}")
+            given_offsets.append((i, raw, len(text)))
+            offsets = np.zeros(raw.shape, np.int64)     # read below, after the checks
         elif tokens_key in row:
             toks = [str(t) for t in row[tokens_key]]
             lens = np.fromiter((len(t) for t in toks), np.int64, len(toks))
@@ -220,17 +268,46 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         if len(offsets) != len(tags):
             raise CrowdDataError(f"row {i}: {len(tags)} tags for {len(offsets)} tokens")
         doc = row.get(doc_key, i)
+        if doc is None or isinstance(doc, (list, dict, set, np.ndarray)):
+            raise CrowdDataError(f"row {i}: {doc_key!r} must be a document id (a string or an "
+                                 f"integer), got {show(doc)}")
         if doc in texts and texts[doc] != text:
             raise CrowdDataError(f"row {i}: document {show(doc)} has another text in an "
                                  "earlier row")
         texts[doc] = text
         parts.append((i, doc, row.get(annotator_key), tags, offsets))
+    if given_offsets:   # every token offset of every row, checked in one pass
+        pos = np.concatenate([np.arange(len(raw)) for _, raw, _ in given_offsets])
+        row_no = np.concatenate([np.full(len(raw), i) for i, raw, _ in given_offsets])
+        flat = np.concatenate([raw for _, raw, _ in given_offsets]) if pos.size else \
+            np.zeros((0, 2), object)
+        start, end = check_offsets(list(flat[:, 0]), list(flat[:, 1]),
+                                   lambda k: f"row {row_no[k]}, token {pos[k]}")
+        length = np.concatenate([np.full(len(raw), n) for _, raw, n in given_offsets])
+        past = end > length
+        if past.any():
+            k = int(np.argmax(past))
+            raise CrowdDataError(f"row {row_no[k]}, token {pos[k]}: offsets [{start[k]}, "
+                                 f"{end[k]}) end past the text ({int(length[k])} characters)")
+        pieces = np.split(np.stack([start, end], 1), np.cumsum(
+            [len(raw) for _, raw, _ in given_offsets])[:-1])
+        by_row = {i: piece for (i, _, _), piece in zip(given_offsets, pieces)}
+        parts = [(i, doc, ann, tags, by_row.get(i, offsets))
+                 for i, doc, ann, tags, offsets in parts]
     cols = ["doc", "start", "end", "label"]
     has_ann = any(p[2] is not None for p in parts)
     if not parts:
         return texts, pd.DataFrame(columns=cols + (["annotator"] if has_ann else []))
     lens = np.array([len(p[3]) for p in parts])
-    flat = pd.Series([t for p in parts for t in p[3]], dtype=object).astype(str)
+    flat = pd.Series([t for p in parts for t in p[3]], dtype=object)
+    missing = flat.isna().to_numpy()
+    if missing.any():   # None is no tag (a missing one is not the tag 'None' nor 'nan')
+        k = int(np.argmax(missing))
+        r = int(np.searchsorted(np.cumsum(lens), k, side="right"))
+        raise CrowdDataError(f"row {parts[r][0]}, token {k - int(np.sum(lens[:r]))}: tag "
+                             f"{show(flat.iloc[k])} is missing (every token needs a tag, 'O' "
+                             "outside spans)")
+    flat = flat.astype(str)
     row_of = np.repeat(np.arange(len(parts)), lens)
     prefix = flat.str[0].str.upper().to_numpy()
     if base == "BILOU":
@@ -239,6 +316,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     bad = ~np.isin(prefix, list(allowed)) | ((prefix != "O") & ~flat.str[1:2].eq("-")
                                                .to_numpy()) | ((prefix == "O") & (flat.str.len()
                                                                                  .to_numpy() > 1))
+    bad |= (prefix != "O") & (flat.str.len().to_numpy() <= 2)     # "B-" names no label
     if bad.any():
         k = int(np.argmax(bad))
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
@@ -274,10 +352,12 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
     if unknown.any():
         r = int(np.argmax(unknown.to_numpy()))
         raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} has no text")
+    start, end = _span_offsets(frame)
+    _labels(frame, "span")
     keep = [c for c in ("start", "end", "label", "annotator") if c in frame.columns]
     records = frame[keep].astype(object).to_dict("records")
-    for rec in records:
-        rec["start"], rec["end"] = int(rec["start"]), int(rec["end"])
+    for rec, s, e in zip(records, start.tolist(), end.tolist()):
+        rec["start"], rec["end"] = s, e
     by_doc: dict = {d: [] for d in text_of}
     for d, rec in zip(frame["doc"].tolist(), records):
         by_doc[d].append(rec)
@@ -287,38 +367,64 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
 
 
 def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
-    """``(texts, spans)`` from :func:`write_spans_jsonl`'s layout (offsets checked against
-    each text; errors name the file, line and span)."""
+    """``(texts, spans)`` from :func:`write_spans_jsonl`'s layout (UTF-8, a byte-order mark
+    and CRLF line ends accepted; offsets checked as integers within each text; errors name
+    the file, line and span)."""
     path = Path(path)
+    raw = path.read_bytes()
+    try:
+        content = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise CrowdDataError(f"{path}:{line}: not UTF-8 text (byte {raw[err.start]:#04x} at "
+                             f"offset {err.start})") from None
     texts: dict = {}
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CrowdDataError(f"{where}: not JSON ({err.msg})") from None
-            if not isinstance(rec, dict) or "text" not in rec or "doc" not in rec:
-                raise CrowdDataError(f"{where}: needs 'doc' and 'text'")
-            doc, text = rec["doc"], rec["text"]
-            if doc in texts:
-                raise CrowdDataError(f"{where}: document {show(doc)} appears twice")
-            texts[doc] = text
-            for k, s in enumerate(rec.get("spans", [])):
-                try:
-                    start, end = int(s["start"]), int(s["end"])
-                except (KeyError, TypeError, ValueError):
-                    raise CrowdDataError(f"{where}: span {k} needs integer 'start' and "
-                                         f"'end', got {show(s)}") from None
-                if not 0 <= start <= end <= len(text):
-                    raise CrowdDataError(f"{where}: span {k} [{start}, {end}) is outside the "
-                                         f"text of document {show(doc)} ({len(text)} "
-                                         "characters)")
-                rows.append({"doc": doc, "start": start, "end": end,
-                             **{c: s[c] for c in ("label", "annotator") if c in s}})
+    rows, starts, ends, where, limit = [], [], [], [], []
+    for n, line in enumerate(content.splitlines(), 1):
+        if not line.strip():
+            continue
+        at = f"{path}:{n}"
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise CrowdDataError(f"{at}: not JSON ({err.msg})") from None
+        if not isinstance(rec, dict) or "text" not in rec or "doc" not in rec:
+            raise CrowdDataError(f"{at}: needs 'doc' and 'text'")
+        doc, text = rec["doc"], rec["text"]
+        if isinstance(doc, bool) or not isinstance(doc, (str, int)):
+            raise CrowdDataError(f"{at}: 'doc' must be a string or an integer id, got "
+                                 f"{show(doc)}")
+        if not isinstance(text, str):
+            raise CrowdDataError(f"{at}: 'text' must be a string, got {type(text).__name__}")
+        if doc in texts:
+            raise CrowdDataError(f"{at}: document {show(doc)} appears twice")
+        texts[doc] = text
+        spans = rec.get("spans", [])
+        if not isinstance(spans, list):
+            raise CrowdDataError(f"{at}: 'spans' must be a list of span objects, got "
+                                 f"{type(spans).__name__}")
+        for k, sp in enumerate(spans):
+            if not isinstance(sp, dict) or "start" not in sp or "end" not in sp:
+                raise CrowdDataError(f"{at}: span {k} needs integer 'start' and 'end', got "
+                                     f"{show(sp)}")
+            odd = [c for c in ("label", "annotator") if c in sp and (
+                isinstance(sp[c], bool) or not isinstance(sp[c], (str, int)))]
+            if odd:
+                raise CrowdDataError(f"{at}: span {k}: {odd[0]} must be a string or an "
+                                     f"integer, got {show(sp[odd[0]])}")
+            starts.append(sp["start"])
+            ends.append(sp["end"])
+            where.append(f"{at}: span {k}")
+            limit.append(len(text))
+            rows.append({"doc": doc, **{c: sp[c] for c in ("label", "annotator") if c in sp}})
+    start, end = check_offsets(starts, ends, lambda k: where[k])
+    past = end > np.asarray(limit, np.int64)
+    if past.any():
+        k = int(np.argmax(past))
+        raise CrowdDataError(f"{where[k]} [{start[k]}, {end[k]}) is outside the text of "
+                             f"document {show(rows[k]['doc'])} ({limit[k]} characters)")
+    for row, s, e in zip(rows, start.tolist(), end.tolist()):
+        row["start"], row["end"] = s, e
     cols = ["doc", "start", "end", "label"] + (["annotator"] if any("annotator" in r for r in rows)
                                                 else [])
     return texts, pd.DataFrame(rows, columns=cols)
@@ -352,8 +458,13 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     """
     spacy = _spacy()
     nlp = spacy.blank("en") if nlp is None else nlp
+    if not hasattr(nlp, "make_doc"):
+        raise TypeError(f"nlp must be a spaCy pipeline (spacy.blank('en'), spacy.load(...)), "
+                        f"got {type(nlp).__name__}")
     text_of = _texts(texts)
     frame = _frame(spans)
+    starts, ends = _span_offsets(frame)
+    labels = _labels(frame, "span")
     has_ann = "annotator" in frame.columns
     groups = frame.groupby("doc", sort=False).indices if len(frame) else {}
     unknown = set(groups) - set(text_of)
@@ -365,8 +476,7 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
         doc = nlp.make_doc(text)
         made: dict = {}
         for r in groups.get(d, []):
-            s, e = int(frame["start"].iloc[r]), int(frame["end"].iloc[r])
-            lab = str(frame["label"].iloc[r]) if "label" in frame.columns else "span"
+            s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
             span = doc.char_span(s, e, label=lab, alignment_mode=alignment)
             if span is None or len(span) == 0:
                 raise CrowdDataError(f"document {show(d)}: span [{s}, {e}) does not align with "
@@ -400,6 +510,10 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
         doc_ids: the documents' ids (default ``0..len(docs)-1``).
     """
     docs = list(docs)
+    odd = [k for k, doc in enumerate(docs) if not (hasattr(doc, "text") and hasattr(doc, "spans")
+                                                   and hasattr(doc, "ents"))]
+    if odd:
+        raise TypeError(f"docs[{odd[0]}] is a {type(docs[odd[0]]).__name__}, not a spaCy Doc")
     ids = list(range(len(docs))) if doc_ids is None else list(doc_ids)
     if len(ids) != len(docs):
         raise ValueError(f"{len(ids)} doc_ids for {len(docs)} docs")

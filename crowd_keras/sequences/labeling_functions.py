@@ -35,7 +35,7 @@ from ..progress import progress_bar
 from .annotations import SequenceAnnotations
 from .quality import spans_token_mask
 from .spans import span_token_ranges
-from .tokens import Tokenizer, token_strings
+from .tokens import Tokenizer, check_offsets, token_strings
 
 __all__ = ["ABSTAIN", "Document", "SpanLabelingFunction", "span_lf", "tag_lf", "TokenVotes",
            "apply_lfs", "lf_summary"]
@@ -163,6 +163,16 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
             and the document.
     """
     lfs = list(lfs)
+    odd = [j for j, lf in enumerate(lfs) if not isinstance(lf, SpanLabelingFunction)]
+    if odd:
+        raise TypeError(f"lfs[{odd[0]}] is a {type(lfs[odd[0]]).__name__}, not a labeling "
+                        "function: decorate it with @span_lf() or @tag_lf()")
+    if isinstance(documents, (str, bytes)):
+        raise TypeError("documents must be a SequenceAnnotations or texts (a list of strings, "
+                        "{doc_id: text}), got one string (one document: [text])")
+    if isinstance(labels, (str, bytes)):
+        raise TypeError(f"labels must be a list of span labels, got the string {labels!r} (one "
+                        f"label: [{labels!r}])")
     names = [lf.name for lf in lfs]
     if len(set(names)) != len(names):
         raise ValueError(f"labeling function names must be unique, got {names}")
@@ -191,13 +201,27 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                                      f"{show(doc.id)} raised {type(err).__name__}: {err}") from err
             if out is None:
                 continue
+            if isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Iterable):
+                what = "spans (start, end[, label])" if lf.returns == "spans" else \
+                    "one tag per token"
+                raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                     f"{show(doc.id)} returned {type(out).__name__} "
+                                     f"{show(out)}; it must return a list of {what} (or None)")
             if lf.returns == "spans":
-                for r in out:
-                    r = tuple(r)
-                    if len(r) not in (2, 3):
+                try:
+                    items = list(out)
+                except Exception as err:    # a generator that fails part way
+                    raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                         f"{show(doc.id)} raised {type(err).__name__}: {err}"
+                                         ) from err
+                for k, item in enumerate(items):
+                    r = tuple(item) if isinstance(item, (tuple, list, np.ndarray)) else None
+                    if r is None or len(r) not in (2, 3):
+                        shown = show(r) if r is not None else \
+                            f"{type(item).__name__} {show(item)}"
                         raise CrowdDataError(f"labeling function {lf.name!r} on document "
-                                             f"{show(doc.id)}: spans must be (start, end[, "
-                                             f"label]), got {show(r)}")
+                                             f"{show(doc.id)}: span {k} must be (start, end[, "
+                                             f"label]), got {shown}")
                     sp_doc.append(d)
                     sp_lf.append(j)
                     sp_se.append(r[:2])
@@ -229,9 +253,10 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
 
     # span outputs → covered tokens
     s_doc, s_lf = np.asarray(sp_doc, np.int64), np.asarray(sp_lf, np.int64)
-    se = np.asarray(sp_se, np.int64).reshape(-1, 2)
+    se = np.stack(check_offsets([r[0] for r in sp_se], [r[1] for r in sp_se],
+                                lambda i: where(s_doc, s_lf, i)), 1).reshape(-1, 2)
     text_len = seq.text_len[s_doc]
-    bad = (se[:, 0] < 0) | (se[:, 1] < se[:, 0]) | (se[:, 1] > text_len)
+    bad = se[:, 1] > text_len
     if bad.any():
         i = int(np.argmax(bad))
         raise CrowdDataError(f"{where(s_doc, s_lf, i)}: span [{se[i, 0]}, {se[i, 1]}) is "

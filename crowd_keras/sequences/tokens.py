@@ -20,17 +20,54 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
+import pandas as pd
 
 from ..codes import MAX_CODE, frozen, show
 from ..errors import CrowdDataError
 
 __all__ = ["Tokens", "tokenize", "whitespace_tokenize", "regex_tokenizer", "token_strings",
-           "Tokenizer", "TOKENIZER_CONTRACT", "MAX_OFFSET"]
+           "Tokenizer", "TOKENIZER_CONTRACT", "MAX_OFFSET", "check_offsets"]
 
 Tokenizer = Union[None, str, Callable[[str], Any]]
 
 #: Largest character offset read (2**53: exact in float64, far beyond any text).
 MAX_OFFSET = MAX_CODE
+
+
+def check_offsets(start: Any, end: Any, where: Callable[[int], str]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) int64 start and end character offsets of n spans, each checked to be an integer
+    in ``0..2**53`` before any arithmetic (``10**30`` would wrap to a negative int64; ``2.5``
+    would be truncated), with ``start >= 0`` and ``end >= start``. Booleans and text are not
+    offsets. ``where(i)`` names span ``i`` in the message. Vectorised: object values are
+    looked at one by one only when the column is not numeric."""
+    out = []
+    for col, values in (("start", start), ("end", end)):
+        raw = values if isinstance(values, pd.Series) else pd.Series(
+            np.asarray(values) if not isinstance(values, list) else values,
+            dtype=None if not isinstance(values, list) else object)
+        raw = raw.reset_index(drop=True)
+        odd = raw.map(lambda v: isinstance(v, (bool, np.bool_, str, bytes))).to_numpy(bool) \
+            if raw.dtype == object or raw.dtype.kind in "bSU" else np.zeros(len(raw), bool)
+        v = pd.to_numeric(raw.where(~odd, None) if odd.any() else raw,
+                          errors="coerce").to_numpy(np.float64)
+        bad = ~np.isfinite(v) | (v != np.round(v)) | odd
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise CrowdDataError(f"{where(r)}: {col} must be an integer character offset, got "
+                                 f"{show(raw.iloc[r])}")
+        huge = np.abs(v) > MAX_OFFSET
+        if huge.any():
+            r = int(np.argmax(huge))
+            raise CrowdDataError(f"{where(r)}: {col} {show(raw.iloc[r])} is too large for a "
+                                 "character offset (beyond 2**53)")
+        out.append(v.astype(np.int64))
+    start, end = out
+    for bad, what in ((start < 0, "negative start"), (end < start, "end before start")):
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise CrowdDataError(f"{where(r)}: {what} (start {start[r]}, end {end[r]})")
+    return start, end
 
 
 @dataclass(frozen=True, eq=False)

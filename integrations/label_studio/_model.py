@@ -35,6 +35,9 @@ def prediction_target(export: Any, model_version: Any, to_name: Any) -> str:
     ``model_version`` or when neither names the object."""
     if not isinstance(model_version, str) or not model_version:
         raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
+    if to_name is not None and (not isinstance(to_name, str) or not to_name):
+        raise CrowdDataError(f"to_name must be the name of the labeled object (a non-empty "
+                             f"string), got {to_name!r}")
     to_name = to_name or export.to_name
     if not to_name:
         raise CrowdDataError(Message(

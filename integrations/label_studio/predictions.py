@@ -8,6 +8,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from crowd_keras.aggregation.pred_probs import ROW_SUM_TOLERANCE
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
@@ -45,6 +46,13 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
     if p.shape != shape:
         raise CrowdDataError(f"probabilities must have shape {shape} (tasks × classes), got "
                              f"{p.shape}")
+    bad = ~np.isfinite(p).all(axis=1) | (p < 0).any(axis=1)
+    bad |= ~bad & (np.abs(p.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"probabilities of task {python_scalar(export.task_ids[i])} (row "
+                             f"{i}) are not probabilities (finite, non-negative, summing to 1):"
+                             f" {p[i].tolist()}")
     to_name = prediction_target(export, model_version, to_name)
     best = np.argmax(p, axis=1)
     score = p[np.arange(len(p)), best] if scores is None else np.asarray(scores, dtype=np.float64)
@@ -93,4 +101,11 @@ def write_predictions(path: Any, predictions: Sequence[dict]) -> Path:
     Each entry names its ``task``: the file is what ``POST /api/projects/<id>/import/predictions``
     (SDK: ``client.projects.import_predictions(id, request=...)``) takes for existing tasks.
     """
+    if isinstance(predictions, (dict, str, bytes)) or not isinstance(predictions, Sequence):
+        raise TypeError(f"predictions must be a list of prediction dicts, got "
+                        f"{type(predictions).__name__}")
+    odd = [i for i, p in enumerate(predictions) if not isinstance(p, dict) or "task" not in p]
+    if odd:
+        raise CrowdDataError(f"prediction {odd[0]} is not a dict naming its 'task': "
+                             f"{str(predictions[odd[0]])[:80]}")
     return atomic_write_text(path, json.dumps(list(predictions), indent=1, ensure_ascii=False) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -19,13 +20,13 @@ from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_m
 from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_share)
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import CrowdDataError, NotFittedError
 from crowd_keras.files import read_json_text, read_npz
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
-from .validation import (check_class_balance, check_dev_set, check_label_matrix,
-                         check_train_config)
+from .validation import (check_class_balance, check_dev_set, check_gold_labels,
+                         check_label_matrix, check_train_config)
 from .votes import (COVOTE_MISFIT, DEFAULT_METHOD, LABELING_FUNCTION_METHOD,
                     covote_misfit_from, covote_step, function_summary, votes_fixed_by_design)
 
@@ -133,6 +134,17 @@ def _models(model: LabelModel, prefix: str = "model") -> List[Tuple[str, LabelMo
         if attr.endswith("_") and isinstance(value, LabelModel):
             out += _models(value, f"{prefix}/{attr}")
     return out
+
+
+def _check_path(path: Any, name: str, write: bool = False) -> None:
+    """A file path for ``save``/``load``: a str or path (an int would be an open file
+    descriptor), not a folder."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path (str or pathlib.Path), got "
+                        f"{type(path).__name__} {path!r}")
+    if os.path.isdir(path):
+        raise CrowdDataError(f"{path} is a folder; {'save to' if write else 'load'} a file "
+                             "(e.g. label_model.npz)")
 
 
 class CrowdLabelModel:
@@ -395,7 +407,7 @@ class CrowdLabelModel:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "label_model_"):
-            raise RuntimeError("this CrowdLabelModel is not fitted yet; call fit() or load()")
+            raise NotFittedError("this CrowdLabelModel is not fitted yet; call fit() or load()")
 
     # --------------------------------------------------------------------- predicting
     def predict_proba(self, L: Any, features: Any = None) -> np.ndarray:
@@ -453,9 +465,13 @@ class CrowdLabelModel:
         As in Snorkel, rows whose gold label or prediction is -1 are left out of every metric
         but ``coverage``: under ``tie_break_policy="abstain"`` ties are not counted as errors.
         """
+        if isinstance(metrics, str):
+            raise TypeError(f"metrics must be a list of metric names, got the string "
+                            f"{metrics!r} (one metric: [{metrics!r}])")
         preds, probs = self.predict(L, return_probs=True, tie_break_policy=tie_break_policy,
                                     features=features)
-        return _score(np.asarray(Y), preds, probs, metrics or [])
+        gold = check_gold_labels(Y, int(self.cardinality), "Y", allow_missing=True)
+        return _score(gold, preds, probs, metrics or [])
 
     # --------------------------------------------------------------------- inspecting
     def get_weights(self) -> np.ndarray:
@@ -485,6 +501,7 @@ class CrowdLabelModel:
         label model it delegated to); training-set posteriors are not.
         """
         self._check_fitted()
+        _check_path(destination, "destination", write=True)
         arrays: Dict[str, np.ndarray] = {"weights": self.weights_,
                                          "conditional_probs": self.conditional_probs_}
         models = {}
@@ -521,6 +538,7 @@ class CrowdLabelModel:
         :class:`crowd_keras.CrowdDataError` that says so: unpickling runs code, and its
         parameters are not those of a crowd-keras model. Refit on ``L_train`` instead.
         """
+        _check_path(source, "source")
         with open(source, "rb") as fh:
             head = fh.read(4)
         if head[:1] == b"\x80" or head[:1] == b"(":

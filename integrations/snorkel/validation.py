@@ -131,23 +131,37 @@ def check_class_balance(class_balance: Any, Y_dev: Any, cardinality: int) -> Opt
     return p
 
 
-def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev") -> np.ndarray:
+def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev",
+                      allow_missing: bool = False) -> np.ndarray:
     """``Y_dev`` as an int64 array of class labels ``0..cardinality-1`` (integral floats
-    accepted); an empty array, another dtype or a label outside the range raises
+    accepted; with ``allow_missing``, -1 too: a row without gold, as ``score``'s ``Y``); an
+    empty array, a matrix, another dtype or a label outside the range raises
     :class:`crowd_keras.CrowdDataError` naming the position and the value."""
     k = int(cardinality)
-    y = np.asarray(Y_dev).ravel()
+    y = np.asarray(Y_dev)
+    if y.ndim > 1 and not (y.ndim == 2 and y.shape[1] == 1):
+        raise CrowdDataError(f"{name} must be one label per data point, got shape {y.shape}")
+    y = y.ravel()
     if len(y) == 0:
         raise CrowdDataError(f"{name} is empty")
     if y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all():
         y = y.astype(np.int64)
     if y.dtype.kind not in "iu":
-        raise CrowdDataError(f"{name} must hold integer labels 0..{k - 1}, got dtype {y.dtype}")
-    outside = (y < 0) | (y >= k)
+        bad = ""
+        if y.dtype.kind == "f":
+            i = int(np.argmax(~np.isfinite(y) | (y != np.round(y))))
+            bad = f" ({y[i].item()!r} at position {i})"
+        raise CrowdDataError(f"{name} must hold integer labels 0..{k - 1}, got dtype "
+                             f"{y.dtype}{bad}")
+    low = -1 if allow_missing else 0
+    outside = (y < low) | (y >= k)
     if outside.any():
         i = int(np.argmax(outside))
-        raise CrowdDataError(f"{name} has {y[i]} at position {i}; labels are 0..{k - 1} "
-                             "(leave out the data points without a gold label)")
+        raise CrowdDataError(f"{name} has {y[i]} at position {i}; labels are 0..{k - 1}" +
+                             (", -1 = no gold label" if allow_missing else
+                              " (leave out the data points without a gold label)"))
+    if allow_missing and (y == -1).all():
+        raise CrowdDataError(f"{name} has no gold label: every entry is -1")
     return y.astype(np.int64)
 
 
