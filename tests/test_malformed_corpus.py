@@ -1199,6 +1199,37 @@ case("label_model", "predict_labels-unfitted",
            __import__("crowd_keras.errors", fromlist=["x"]).NotFittedError))
 
 
+def auto_fit(**params):
+    def run(tmp_path):
+        from crowd_keras.aggregation import AutoLabelModel
+        return AutoLabelModel(**params).fit(CROWD)
+    return run
+
+
+for params, exc, pattern in (
+        ({"min_gold": -1}, ValueError, r"^AutoLabelModel min_gold must be an integer >= 0, got -1$"),
+        ({"min_gold": 2.5}, TypeError, r"^AutoLabelModel min_gold must be an integer >= 0 \(a "
+                                       r"whole number, not a float\), got float 2.5$"),
+        ({"n_folds": 1}, ValueError, r"^AutoLabelModel n_folds must be an integer >= 2, got 1$"),
+        ({"max_repeats": "3"}, TypeError, r"AutoLabelModel max_repeats must be an integer >= 1, "
+                                          r"got str '3'$"),
+        ({"min_heldout": 1e5}, TypeError, r"AutoLabelModel min_heldout .*got float 100000.0$"),
+        ({"random_state": "a"}, TypeError, r"AutoLabelModel random_state must be an integer >= "
+                                           r"0, got str 'a'$"),
+        ({"confidence": float("nan")}, ValueError, r"AutoLabelModel confidence must be a finite "
+                                                   r"number >= 0, got nan$"),
+        ({"copy_confidence": 0}, ValueError, r"AutoLabelModel copy_confidence must be > 0 or "
+                                             r"None, got 0$"),
+        ({"candidates": "ds"}, TypeError, r"AutoLabelModel candidates must be a list of \(name, "
+                                          r"unfitted label model\) pairs, got 'ds'$"),
+        ({"candidates": ["nope"]}, TypeError, r"candidates must be a list .* got 'nope'$")):
+    key, value = next(iter(params.items()))
+    case("label_model", f"auto-{key}={value!r}", auto_fit(**params), error(pattern, exc))
+case("label_model", "auto-random_state-None-and-copy_confidence-None",
+     auto_fit(random_state=None, copy_confidence=None),
+     accept(lambda m: m.chosen_ is not None and len(m.copy_pairs_) == 0))
+
+
 # ---------------------------------------------------------------------------- out-of-fold features
 def oof(x=None, labels=None, model_fn=None, **kwargs):
     """``features.out_of_fold`` with a scikit-learn logistic regression on 40 items, 3
@@ -1981,11 +2012,11 @@ def test_corpus_size_and_tally():
         outcomes.setdefault(kind, 0)
         outcomes[kind] += 1
     families = {family for family, _, _ in CASES.values()}
-    assert len(CASES) >= 669, len(CASES)
+    assert len(CASES) >= 680, len(CASES)
     assert {"json", "json_min", "csv", "tsv", "frame", "dense", "label_matrix", "snorkel",
             "cli", "dask", "keras", "files", "spans", "label_model", "features", "wide",
             "quality", "cleanlab", "cli_input", "agreement", "label_studio"} <= families
-    assert outcomes["accept"] >= 52 and outcomes["error"] >= 617, outcomes
+    assert outcomes["accept"] >= 53 and outcomes["error"] >= 627, outcomes
 
 
 @pytest.mark.parametrize("key", sorted(CASES))

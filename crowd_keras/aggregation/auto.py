@@ -29,6 +29,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from ..numerics import top_classes
 from ..progress import progress_bar
@@ -449,16 +450,25 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.labeling_functions = labeling_functions
 
     def _check_params(self) -> None:
-        if int(self.n_folds) < 2:
-            raise ValueError(f"n_folds must be at least 2, got {self.n_folds!r}")
-        if int(self.max_repeats) < 1:
-            raise ValueError(f"max_repeats must be at least 1, got {self.max_repeats!r}")
-        if int(self.gold_folds) < 2:
-            raise ValueError(f"gold_folds must be at least 2, got {self.gold_folds!r}")
-        if not float(self.selection_exponent) >= 0:
-            raise ValueError(f"selection_exponent must be >= 0, got {self.selection_exponent!r}")
-        if self.copy_confidence is not None and not float(self.copy_confidence) > 0:
-            raise ValueError(f"copy_confidence must be > 0 or None, got {self.copy_confidence!r}")
+        for name, low in (("n_folds", 2), ("max_repeats", 1), ("gold_folds", 2),
+                          ("min_gold", 0), ("min_heldout", 0)):
+            check_count(getattr(self, name), f"AutoLabelModel {name}", low)
+        check_number(self.selection_exponent, "AutoLabelModel selection_exponent")
+        check_number(self.confidence, "AutoLabelModel confidence")
+        if self.copy_confidence is not None and \
+                not check_number(self.copy_confidence, "AutoLabelModel copy_confidence") > 0:
+            raise ValueError(f"AutoLabelModel copy_confidence must be > 0 or None, got "
+                             f"{self.copy_confidence!r}")
+        if self.random_state is not None:
+            check_count(self.random_state, "AutoLabelModel random_state")
+        if self.candidates is not None:
+            bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
+                               else [self.candidates])
+                   if not (isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str)
+                           and isinstance(c[1], LabelModel))]
+            if bad or not isinstance(self.candidates, (list, tuple)):
+                raise TypeError(f"AutoLabelModel candidates must be a list of (name, unfitted "
+                                f"label model) pairs, got {bad[0] if bad else self.candidates!r}")
 
     def ladder(self, n_classes: int) -> List[Tuple[str, LabelModel]]:
         """The unfitted candidates with this model's EM settings: ``[(name, model), ...]``."""
