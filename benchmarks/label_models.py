@@ -160,6 +160,10 @@ def snorkel(ann: Annotations) -> np.ndarray:
     return model.predict_proba(L).argmax(axis=1)
 
 
+#: columns whose import failed in this process: {label: "ImportError: ..."}
+NOT_RUN: Dict[str, str] = {}
+
+
 def methods(quick: bool) -> Dict[str, Callable]:
     table = {"auto (default)": ours("auto"), "Dawid-Skene": ours("dawid_skene"),
              "one-coin DS": ours("one_coin_dawid_skene"), "IBCC": ours("ibcc"),
@@ -192,7 +196,11 @@ def run(data: Path, quick: bool, names: Optional[list] = None, verbose: bool = T
             start = time.perf_counter()
             try:
                 pred = fn(ann)
-            except ImportError:
+            except ImportError as exc:
+                # an optional peer that is not installed: the column is left out, and said so
+                if label not in NOT_RUN:
+                    NOT_RUN[label] = f"{type(exc).__name__}: {exc}"
+                    print(f"  {label}: not run ({NOT_RUN[label]})", file=sys.stderr, flush=True)
                 continue
             times.setdefault(set_name, {})[label] = time.perf_counter() - start
             row[label] = score(pred, truth, metric)
@@ -230,6 +238,7 @@ def report(scores: dict, times: dict, sets: dict) -> list:
               "Duplicated (item, annotator) answers: the latest kept for every model"
               + ("".join(f"; {n}: {d} dropped" for n, d in dups.items()) if dups else "; none")
               + "."]
+    lines += [f"Not run (import failed): {label} ({why})." for label, why in NOT_RUN.items()]
     ds = {n: t["Dawid-Skene"] for n, t in times.items() if "Dawid-Skene" in t}
     if ds:
         ratios = [times[n][auto] / ds[n] for n in ds if auto in times[n]]
