@@ -23,11 +23,41 @@ from ..codes import as_matrix, numeric_matrix
 from ..errors import CrowdDataError
 
 __all__ = ["check_pred_probs", "align_pred_probs", "class_columns", "check_rows",
+           "bad_probability_rows", "check_probability_matrix",
            "missing_items_error", "extra_items_error", "repeated_items_error",
            "ROW_SUM_TOLERANCE"]
 
 #: how far a row's sum may be from 1 (float32 soft-max outputs are within it)
 ROW_SUM_TOLERANCE = 1e-3
+
+
+def bad_probability_rows(p: np.ndarray) -> np.ndarray:
+    """(I,) True where a row of ``p`` (I, K) is not a probability vector: a NaN, infinite or
+    negative entry, or a sum farther than :data:`ROW_SUM_TOLERANCE` from 1."""
+    bad = ~np.isfinite(p).all(axis=1) | (p < 0).any(axis=1)
+    return bad | (~bad & (np.abs(p.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE))
+
+
+def check_probability_matrix(values: Any, shape: tuple, what: str, shape_text: str,
+                             row_name: Any) -> np.ndarray:
+    """``values`` as a float64 array of ``shape`` whose rows are probability vectors.
+
+    ``what`` names the array in messages, ``shape_text`` says the expected shape, and
+    ``row_name(i)`` names row ``i`` (e.g. "item 'a'" or "task 7").
+
+    Raises:
+        CrowdDataError: another shape, or the first row that is not a probability vector
+        (:func:`bad_probability_rows`), with its values.
+    """
+    p = np.asarray(values, dtype=np.float64)
+    if p.shape != tuple(shape):
+        raise CrowdDataError(f"{what} must have shape {shape_text}, got {p.shape}")
+    bad = bad_probability_rows(p)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"{what} of {row_name(i)} (row {i}) are not probabilities "
+                             f"(finite, non-negative, summing to 1): {p[i].tolist()}")
+    return p
 
 
 def _plain(value: Any) -> Any:

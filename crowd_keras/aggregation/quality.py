@@ -46,7 +46,7 @@ from ..arguments import check_count, check_number
 from ..codes import show
 from ..errors import CrowdDataError
 from ..numerics import softmax_rows
-from .pred_probs import ROW_SUM_TOLERANCE
+from .pred_probs import check_probability_matrix
 
 __all__ = ["PSEUDO_LABELS", "ROUNDS", "held_out_posteriors", "annotator_confusions",
            "consensus_quality", "annotation_quality", "label_issues", "expected_gains",
@@ -66,17 +66,10 @@ def _check(posteriors: Any, ann: Annotations) -> np.ndarray:
     if not isinstance(ann, Annotations):
         raise TypeError(f"annotations must be an Annotations (Annotations.from_frame, "
                         f"from_dense, ...), got {type(ann).__name__}")
-    post = np.asarray(posteriors, dtype=np.float64)
-    if post.shape != (ann.n_items, ann.n_classes):
-        raise CrowdDataError(f"posteriors must have shape (items, classes) = "
-                             f"{(ann.n_items, ann.n_classes)}, got {post.shape}")
-    bad = ~np.isfinite(post).all(axis=1) | (post < 0).any(axis=1)
-    bad |= ~bad & (np.abs(post.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise CrowdDataError(f"posteriors of item {show(ann.item_ids[i])} (row {i}) are not "
-                             f"probabilities (finite, non-negative, summing to 1): "
-                             f"{post[i].tolist()}")
+    shape = (ann.n_items, ann.n_classes)
+    post = check_probability_matrix(posteriors, shape, "posteriors",
+                                    f"(items, classes) = {shape}",
+                                    lambda i: f"item {show(ann.item_ids[i])}")
     return post
 
 

@@ -8,7 +8,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from crowd_keras.aggregation.pred_probs import ROW_SUM_TOLERANCE
+from crowd_keras.aggregation.pred_probs import check_probability_matrix
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import atomic_write_text
 
@@ -41,18 +41,9 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
         raise CrowdDataError("a span export's predictions are spans, not class probabilities: "
                              "use span_predictions(export, model.predict_spans(), version) or "
                              "predictions_from_model(export, model)")
-    p = np.asarray(proba, dtype=np.float64)
     shape = (len(export.task_ids), len(export.classes))
-    if p.shape != shape:
-        raise CrowdDataError(f"probabilities must have shape {shape} (tasks × classes), got "
-                             f"{p.shape}")
-    bad = ~np.isfinite(p).all(axis=1) | (p < 0).any(axis=1)
-    bad |= ~bad & (np.abs(p.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise CrowdDataError(f"probabilities of task {python_scalar(export.task_ids[i])} (row "
-                             f"{i}) are not probabilities (finite, non-negative, summing to 1):"
-                             f" {p[i].tolist()}")
+    p = check_probability_matrix(proba, shape, "probabilities", f"{shape} (tasks × classes)",
+                                 lambda i: f"task {python_scalar(export.task_ids[i])}")
     to_name = prediction_target(export, model_version, to_name)
     best = np.argmax(p, axis=1)
     score = p[np.arange(len(p)), best] if scores is None else np.asarray(scores, dtype=np.float64)
