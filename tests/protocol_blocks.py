@@ -30,3 +30,19 @@ def shared_set(name):
 
     loader = {"labelme": load_labelme, "music": load_music}[name]
     return loader(require_data(name).parent, download=False).annotations
+
+
+def dask_posteriors(ann, method, npartitions, **params):
+    """``distributed.aggregate`` of ``ann`` as a Dask frame of ``npartitions`` on the
+    synchronous scheduler: ``(probabilities (I, K), result, labels frame)``, the frame's rows
+    and the probabilities in ``ann.item_ids`` order."""
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras.distributed import aggregate
+
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=npartitions),
+                           method=method, **params)
+        labels = result.labels.compute().loc[ann.item_ids]
+    return labels[list(result.probability_columns.values())].to_numpy(), result, labels

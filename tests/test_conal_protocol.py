@@ -8,7 +8,7 @@ from crowd_keras.conal.label_model import CommonNoiseModel
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.mixture_of_groups.label_model import MixtureOfGroupsModel
 
-from protocol_blocks import shared_set, split_fit
+from protocol_blocks import dask_posteriors, shared_set, split_fit
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +35,9 @@ def test_a_fit_over_several_blocks_is_the_one_block_fit(crowd, source):
 
 
 def test_it_runs_on_dask_with_no_strategy_of_its_own(crowd):
-    dd = pytest.importorskip("dask.dataframe")
-    import dask
-
-    from crowd_keras.distributed import aggregate
-
+    pytest.importorskip("dask.dataframe")
     reference = get_label_model("conal").fit(crowd)
-    with dask.config.set(scheduler="sync"):
-        result = aggregate(dd.from_pandas(crowd.to_frame(), npartitions=3), method="conal")
-    labels = result.labels.compute().loc[crowd.item_ids]
-    proba = labels[list(result.probability_columns.values())].to_numpy()
+    proba, *_ = dask_posteriors(crowd, "conal", 3)
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-8)
 
 

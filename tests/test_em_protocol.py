@@ -12,8 +12,9 @@ from crowd_keras.aggregation.registry import register_label_model
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.numerics import softmax_rows
 
-dd = pytest.importorskip("dask.dataframe")
-dask = pytest.importorskip("dask")
+from protocol_blocks import dask_posteriors
+
+pytest.importorskip("dask.dataframe")
 
 
 class SharedAccuracy(EMLabelModel):
@@ -74,17 +75,13 @@ def test_a_split_fit_is_the_one_block_fit(crowd):
 
 
 def test_one_registration_line_runs_it_on_dask(crowd):
-    from crowd_keras.distributed import aggregate, register_method
+    from crowd_keras.distributed import register_method
     from crowd_keras.distributed.methods import ProtocolMethod
 
     register_label_model("shared_accuracy", SharedAccuracy)
     register_method("shared_accuracy", ProtocolMethod)       # the one line for Dask
     reference = get_label_model("shared_accuracy").fit(crowd)
-    with dask.config.set(scheduler="sync"):
-        result = aggregate(dd.from_pandas(crowd.to_frame(), npartitions=4),
-                           method="shared_accuracy")
-    labels = result.labels.compute().loc[crowd.item_ids]
-    proba = labels[list(result.probability_columns.values())].to_numpy()
+    proba, *_ = dask_posteriors(crowd, "shared_accuracy", 4)
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)
 
 

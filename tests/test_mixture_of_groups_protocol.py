@@ -7,7 +7,7 @@ import pytest
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.mixture_of_groups.label_model import MixtureOfGroupsModel
 
-from protocol_blocks import shared_set, split_fit
+from protocol_blocks import dask_posteriors, shared_set, split_fit
 
 ATTRIBUTES = ("class_priors_", "mixing_coefficients_", "group_confusions_", "memberships_",
               "confusion_matrices_", "global_confusion_", "restart_objectives_")
@@ -64,17 +64,9 @@ def test_the_global_scenario_is_refused_on_blocks_with_a_reason(crowd):
 
 
 def test_it_runs_on_dask_with_the_labels_in_memory(crowd):
-    dd = pytest.importorskip("dask.dataframe")
-    import dask
-
-    from crowd_keras.distributed import aggregate
-
+    pytest.importorskip("dask.dataframe")
     reference = MixtureOfGroupsModel().fit(crowd)
-    with dask.config.set(scheduler="sync"):
-        result = aggregate(dd.from_pandas(crowd.to_frame(), npartitions=3),
-                           method="mixture_of_groups")
-    labels = result.labels.compute().loc[crowd.item_ids]
-    proba = labels[list(result.probability_columns.values())].to_numpy()
+    proba, result, _ = dask_posteriors(crowd, "mixture_of_groups", 3)
     np.testing.assert_array_equal(np.argmax(proba, axis=1), reference.predict())
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-8)
     np.testing.assert_allclose(result.model.mixing_coefficients_,

@@ -7,10 +7,9 @@ from crowd_keras import Annotations
 from crowd_keras.aggregation import GLAD, MACE, AbstainAwareDawidSkene
 from crowd_keras.datasets import simulate_crowd
 
-from protocol_blocks import split_fit
+from protocol_blocks import dask_posteriors, split_fit
 
-dd = pytest.importorskip("dask.dataframe")
-dask = pytest.importorskip("dask")
+pytest.importorskip("dask.dataframe")
 
 TOL = 1e-6
 
@@ -55,16 +54,13 @@ def test_a_fit_split_into_blocks_is_the_one_block_fit(name):
 
 @pytest.mark.parametrize("name", ["glad", "mace"])
 def test_on_dask_by_registry_name_as_in_memory(name):
-    from crowd_keras.distributed import aggregate, supported_methods
+    from crowd_keras.distributed import supported_methods
 
     assert name in supported_methods()
     ann = crowd()
     reference = MODELS[name][0]().fit(ann)
     params = {"restarts": 3} if name == "mace" else {}
-    with dask.config.set(scheduler="sync"):
-        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), method=name, **params)
-        labels = result.labels.compute().loc[ann.item_ids]
-    proba = labels[list(result.probability_columns.values())].to_numpy()
+    proba, result, _ = dask_posteriors(ann, name, 4, **params)
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=TOL)
     expected, got = reference.annotator_quality_, result.annotator_quality
     assert list(got.columns) == list(expected.columns)
@@ -74,17 +70,12 @@ def test_on_dask_by_registry_name_as_in_memory(name):
 
 @pytest.mark.parametrize("data", [crowd, labeling_functions])
 def test_abstain_aware_model_on_dask_through_the_protocol(data):
-    from crowd_keras.distributed import aggregate
     from crowd_keras.distributed.methods import ProtocolMethod
 
     ann = data()
     ann = ann.subset(np.flatnonzero(ann.annotations_per_item() > 0))   # a frame's items vote
     reference = AbstainAwareDawidSkene().fit(ann)
-    with dask.config.set(scheduler="sync"):
-        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=3),
-                           method=ProtocolMethod(AbstainAwareDawidSkene()))
-        labels = result.labels.compute().loc[ann.item_ids]
-    proba = labels[list(result.probability_columns.values())].to_numpy()
+    proba, result, _ = dask_posteriors(ann, ProtocolMethod(AbstainAwareDawidSkene()), 3)
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=TOL)
     assert result.model.regime_ == reference.regime_
 
@@ -116,17 +107,11 @@ def test_gold_items_are_held_at_their_class(name):
 @pytest.mark.parametrize("name, make", [("glad", GLAD), ("mace", lambda: MACE(restarts=10)),
                                         ("abstain_dawid_skene", AbstainAwareDawidSkene)])
 def test_gold_on_dask_as_in_memory(name, make):
-    from crowd_keras.distributed import aggregate
-
     ann = crowd()
     gold = gold_against_the_votes(ann)
     mapping = {ann.item_ids[i]: ann.classes[gold[i]] for i in range(25)}
     reference = make().fit(ann, gold=mapping)
-    with dask.config.set(scheduler="sync"):
-        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=3), method=name,
-                           gold=mapping)
-        labels = result.labels.compute().loc[ann.item_ids]
-    proba = labels[list(result.probability_columns.values())].to_numpy()
+    proba, _, labels = dask_posteriors(ann, name, 3, gold=mapping)
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=TOL)
     assert (labels["label"].to_numpy()[:25] == ann.classes[gold[:25]]).all()
 
