@@ -19,12 +19,13 @@ from .bayesian import BWA, EBCC, IBCC
 from .dawid_skene import DawidSkene, OneCoinDawidSkene
 from .glad import GLAD
 from .mace import MACE
-from .majority_vote import MajorityVote, TieBrokenVote
+from .majority_vote import CalibratedVote, MajorityVote, TieBrokenVote
 from .registry import (available_label_models, get_label_model, label_model_class,
                        register_label_model)
 
-__all__ = ["LabelModel", "as_annotations", "AutoLabelModel", "MajorityVote", "TieBrokenVote", "DawidSkene",
-           "OneCoinDawidSkene", "GLAD", "MACE", "AbstainAwareDawidSkene", "IBCC", "EBCC", "BWA",
+__all__ = ["LabelModel", "as_annotations", "AutoLabelModel", "MajorityVote", "TieBrokenVote",
+           "CalibratedVote", "DawidSkene", "OneCoinDawidSkene", "GLAD", "MACE",
+           "AbstainAwareDawidSkene", "IBCC", "EBCC", "BWA",
            "CommonNoiseModel", "MixtureOfGroupsModel", "LIA", "counts_to_annotations",
            "register_label_model", "get_label_model", "label_model_class",
            "available_label_models"]

@@ -37,7 +37,7 @@ from .base import LabelModel
 from .dawid_skene import DawidSkene
 from .em import Block
 from .labeling_functions import LabelingFunctionFallback
-from .majority_vote import MajorityVote
+from .majority_vote import CalibratedVote, MajorityVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
@@ -58,6 +58,9 @@ MIN_COMMON_ITEMS = 20
 #: sample of a larger crowd): enough for any pair busy enough to matter, without pairwise
 #: products over every item of a large crowd
 PAIR_ANNOTATIONS = 1_000_000
+
+#: what ``AutoLabelModel(vote_posterior=...)`` accepts
+VOTE_POSTERIORS = ("calibrated", "one_hot")
 
 
 def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
@@ -390,7 +393,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
        more than ``confidence`` paired standard errors replaces it
        (:meth:`choose_by_gold`).
     5. The winner is refitted on all annotations (gold items held at their class); the fitted
-       model is ``model_`` and this object answers through it.
+       model is ``model_`` and this object answers through it. When majority vote wins, its
+       labels are answered with the posterior of :class:`CalibratedVote` (one accuracy shared
+       by the crowd, fitted by EM): the same labels, a calibrated ``predict_proba``
+       (``vote_posterior``; :meth:`final_model`).
 
     Args:
         candidates: ``[(name, unfitted label model), ...]`` (simplest first), or None for
@@ -409,6 +415,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             prior (see :class:`DawidSkene`).
         progress: show a progress bar over the held-out fits.
         labeling_functions: ``"auto"`` or ``"ignore"`` (see :class:`DawidSkene`).
+        vote_posterior: ``"calibrated"`` (default) or ``"one_hot"``: the posterior returned
+            when majority vote (ties to the lowest code) is chosen; the labels are the same.
 
     Attributes:
         chosen_: the winning candidate's name; model_: it, refitted on all annotations;
@@ -431,7 +439,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                  copy_confidence: Optional[float] = 4.0, min_gold: int = 20,
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
                  tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,
-                 progress: bool = False, labeling_functions: str = "auto") -> None:
+                 progress: bool = False, labeling_functions: str = "auto",
+                 vote_posterior: str = "calibrated") -> None:
         self.candidates = candidates
         self.n_folds = n_folds
         self.min_heldout = min_heldout
@@ -448,6 +457,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.class_prior = class_prior
         self.progress = progress
         self.labeling_functions = labeling_functions
+        self.vote_posterior = vote_posterior
 
     def _check_params(self) -> None:
         for name, low in (("n_folds", 2), ("max_repeats", 1), ("gold_folds", 2),
@@ -461,6 +471,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                              f"{self.copy_confidence!r}")
         if self.random_state is not None:
             check_count(self.random_state, "AutoLabelModel random_state")
+        if self.vote_posterior not in VOTE_POSTERIORS:
+            raise ValueError(f"AutoLabelModel vote_posterior must be one of {VOTE_POSTERIORS}, "
+                             f"got {self.vote_posterior!r}")
         if self.candidates is not None:
             bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
                                else [self.candidates])
@@ -505,8 +518,19 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             chosen = self.choose_by_gold(ladder, chosen,
                                          self._gold_sums(ann, ladder, item_log_prior, gold,
                                                          pred_probs))
-        model = _fit(dict(ladder)[chosen], ann, item_log_prior, pred_probs)
+        model = _fit(self.final_model(ladder, chosen), ann, item_log_prior, pred_probs)
         return self.adopt(chosen, model, ann)
+
+    def final_model(self, ladder: List[Tuple[str, LabelModel]], chosen: str) -> LabelModel:
+        """The unfitted model refitted on all annotations for the candidate ``chosen``: the
+        candidate itself, except hard majority vote with ties to the lowest code, which with
+        ``vote_posterior="calibrated"`` answers through :class:`CalibratedVote` (its labels,
+        a posterior that is not one-hot)."""
+        model = dict(ladder)[chosen]
+        if self.vote_posterior == "calibrated" and isinstance(model, MajorityVote) and \
+                not model.soft and model.tie_break == "lowest":
+            return CalibratedVote(max_iter=int(self.max_iter), smoothing=float(self.smoothing))
+        return model
 
     def choose_by_gold(self, ladder: List[Tuple[str, LabelModel]], chosen: str,
                        sums: np.ndarray) -> str:

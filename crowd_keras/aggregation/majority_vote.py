@@ -6,11 +6,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, top_classes
+from ..numerics import normalize_rows, softmax_rows, top_classes
 from .base import LabelModel, as_annotations, gold_codes
+from .dawid_skene import sufficient_statistics
 from .em import Block, EMLabelModel, Summary, gold_log_prior
 
-__all__ = ["MajorityVote", "TieBrokenVote"]
+__all__ = ["MajorityVote", "TieBrokenVote", "CalibratedVote"]
 
 _TIE_BREAKS = ("lowest", "random", "uniform", "prior")
 
@@ -204,3 +205,108 @@ class TieBrokenVote(EMLabelModel):
         self.class_priors_ = model.class_priors_
         self.n_iter_ = model.n_iter_
         return self
+
+
+class CalibratedVote(EMLabelModel):
+    """Majority vote's labels with the posterior of a crowd whose annotators share one
+    accuracy: a calibrated ``predict_proba`` for the vote.
+
+    The model is Dawid-Skene (1979) with one symmetric confusion matrix for every annotator
+    (accuracy ``p`` on the diagonal, ``(1 − p)/(K − 1)`` elsewhere) and equal class weights,
+    so an item's posterior depends on its vote counts ``v_ik`` alone:
+    ``q_ik ∝ r^{v_ik}`` with ``r = p (K − 1) / (1 − p)``, whose most probable class is the
+    most-voted one, ties to the lowest code (``r`` is kept above 1 so that a crowd no better
+    than chance still orders the classes by their votes). EM fits ``p``: the expected share of
+    all labels equal to their item's class (Eq. 2.3 with the counts pooled over annotators).
+    Items without votes get the crowd's vote shares, as :class:`MajorityVote`; gold items
+    (``fit(..., gold=...)``) are held at their class and enter ``p``.
+
+    Args:
+        max_iter: maximum number of EM iterations. tol: stop when the mean log-likelihood per
+            annotation moves by less than this.
+        smoothing: pseudo-count of the reported confusion counts and class frequencies.
+        progress: show a progress bar over EM iterations.
+
+    Attributes:
+        posteriors_: (items, K) the item posteriors.
+        accuracy_: the shared accuracy ``p``.
+        log_odds_: ``log r``.
+        confusion_matrices_: (annotators, K, K), rows = true class: each annotator's labels
+            counted against the posteriors (reported, as :class:`MajorityVote`'s; the
+            posterior uses ``p`` alone).
+        class_priors_: (K,) the posteriors' class totals, normalised.
+        n_iter_: EM iterations.
+        log_likelihood_: the log-likelihood after each iteration.
+    """
+
+    accepts_gold = True
+    em_name = "EM"
+
+    def __init__(self, max_iter: int = 100, tol: float = 1e-6, smoothing: float = 0.01,
+                 progress: bool = False) -> None:
+        self.max_iter = max_iter
+        self.tol = tol
+        self.smoothing = smoothing
+        self.progress = progress
+
+    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "CalibratedVote":
+        """Fit ``p`` and the posteriors; ``gold`` as in :class:`MajorityVote`."""
+        ann = as_annotations(annotations, **kwargs)
+        prior = None
+        if gold is not None:
+            prior = gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
+        return self.fit_block(ann, prior)
+
+    # the EM-step protocol (crowd_keras.aggregation.em)
+    def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
+        return sufficient_statistics(block.XT, latent)
+
+    def m_step(self, stats: tuple) -> tuple:
+        """``(log r, log (r + K − 1), counts, class_mass)`` from the pooled expected counts."""
+        counts, class_mass = stats
+        k = class_mass.shape[0]
+        by_label = counts.reshape(-1, k, k)                    # [annotator, label, truth]
+        agreed = np.trace(by_label, axis1=1, axis2=2).sum()
+        p = (agreed + self.smoothing) / (counts.sum() + 2 * self.smoothing)
+        log_r = max(np.log(p) - np.log1p(-p) + np.log(max(k - 1, 1)), _MIN_LOG_ODDS) \
+            if k > 1 else 0.0
+        return log_r, np.logaddexp(log_r, np.log(max(k - 1, 1e-300))), counts, class_mass
+
+    def e_step(self, block: Block, state: tuple) -> tuple:
+        log_r, log_norm, _, _ = state
+        counts = block.label_counts(self.n_classes_)
+        logits = counts * log_r
+        per_item = block.annotations_per_item()
+        empty = per_item == 0
+        logits[empty] = np.log(np.maximum(self.vote_shares_, 1e-300))
+        if block.item_log_prior is not None:
+            logits += block.item_log_prior
+        post, lse = softmax_rows(logits, out=logits)
+        # log p(labels_i) = log Σ_k (1/K) r^{v_ik} (r + K − 1)^{-n_i}; items without votes: 0
+        voted = ~empty
+        objective = lse[voted].sum() - voted.sum() * np.log(self.n_classes_) \
+            - log_norm * per_item.sum()
+        return post, float(objective)
+
+    def finish(self, state: tuple, summary: Summary, template: Annotations,
+               history: Sequence[float]) -> "CalibratedVote":
+        log_r, log_norm, counts, class_mass = state
+        k = summary.n_classes
+        self.annotations_ = template
+        self.accuracy_ = float(np.exp(log_r - log_norm)) if k > 1 else 1.0
+        self.log_odds_ = float(log_r)
+        self.confusion_matrices_ = normalize_rows(
+            counts.reshape(-1, k, k).transpose(0, 2, 1) + self.smoothing)
+        self.class_priors_ = normalize_rows(class_mass + self.smoothing)
+        self.log_likelihood_ = np.asarray(history)
+        self.n_iter_ = len(history)
+        return self
+
+    def _posteriors_for(self, ann: Annotations) -> np.ndarray:
+        logits = ann.label_counts().astype(np.float64) * self.log_odds_
+        logits[ann.annotations_per_item() == 0] = np.log(np.maximum(self.vote_shares_, 1e-300))
+        return softmax_rows(logits, out=logits)[0]
+
+
+#: the smallest ``log r``: a crowd no better than chance still ranks classes by their votes
+_MIN_LOG_ODDS = 1e-6

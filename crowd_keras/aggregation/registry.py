@@ -29,6 +29,7 @@ _BUILTIN: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "auto": ("crowd_keras.aggregation.auto:AutoLabelModel", ("default",)),
     "majority_vote": ("crowd_keras.aggregation.majority_vote:MajorityVote", ("mv",)),
     "tie_broken_vote": ("crowd_keras.aggregation.majority_vote:TieBrokenVote", ()),
+    "calibrated_vote": ("crowd_keras.aggregation.majority_vote:CalibratedVote", ()),
     "dawid_skene": ("crowd_keras.aggregation.dawid_skene:DawidSkene", ("ds",)),
     "one_coin_dawid_skene": ("crowd_keras.aggregation.dawid_skene:OneCoinDawidSkene",
                              ("one_coin", "one_coin_ds")),

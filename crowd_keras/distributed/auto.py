@@ -153,7 +153,7 @@ class AutoMethod(Method):
         self.chosen = model.choose(self.ladder, scores)
         if model.n_gold_ >= int(model.min_gold) and len(self.ladder) > 1:
             self.chosen = model.choose_by_gold(self.ladder, self.chosen, self._gold_sums(data))
-        self.inner = method_for(dict(self.ladder)[self.chosen]).prepare(data.summary)
+        self.inner = method_for(model.final_model(self.ladder, self.chosen)).prepare(data.summary)
         return self
 
     def _gold_sums(self, data: Any) -> np.ndarray:

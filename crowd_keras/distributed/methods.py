@@ -285,6 +285,7 @@ for _name, _factory in (("majority_vote", MajorityVoteMethod), ("dawid_skene", P
                         ("abstain_dawid_skene", AbstainDawidSkeneMethod),
                         ("ibcc", ProtocolMethod), ("ebcc", ProtocolMethod),
                         ("bwa", ProtocolMethod), ("tie_broken_vote", ProtocolMethod),
+                        ("calibrated_vote", ProtocolMethod),
                         ("glad", ProtocolMethod), ("mace", ProtocolMethod)):
     METHODS.register(_name, _factory)
 
