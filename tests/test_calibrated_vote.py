@@ -104,3 +104,19 @@ def test_a_vote_with_another_tie_rule_is_not_replaced():
     model = AutoLabelModel(candidates=ladder).fit(ann)
     assert type(model.model_) is MajorityVote
     np.testing.assert_array_equal(model.predict(), MajorityVote(tie_break="prior").fit(ann).predict())
+
+
+def test_the_snorkel_adapter_keeps_predicting_wherever_a_function_votes():
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    sim = simulate_crowd(n_items=600, n_classes=2, n_annotators=6, annotations_per_item=2,
+                         annotator_accuracy=0.7, seed=0)
+    wide = sim.annotations.to_wide().to_numpy(dtype=float)
+    L = np.where(np.isnan(wide), -1, wide).astype(int)
+    default = CrowdLabelModel().fit(L, progress_bar=False)
+    assert default.label_model_.chosen_ == "majority_vote"      # two equal votes per item
+    assert (default.predict(L) != -1).all()                       # Snorkel #1422
+    calibrated = CrowdLabelModel(vote_posterior="calibrated").fit(L, progress_bar=False)
+    assert isinstance(calibrated.label_model_.model_, CalibratedVote)
+    tied = MajorityVote().fit(sim.annotations).tied_items_
+    np.testing.assert_array_equal(calibrated.predict(L) == -1, tied)

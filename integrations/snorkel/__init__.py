@@ -32,6 +32,11 @@ Snorkel's contract, kept:
   probabilities; EM has no optimizer, so ``lr``, ``l2``, ``optimizer*``, ``lr_scheduler*``,
   ``prec_init`` and ``log_freq`` are checked and otherwise without effect.
 - A function that never votes has no influence on the predictions; its weight is NaN.
+- A data point where any function votes gets a class under ``tie_break_policy="abstain"``
+  (Snorkel #1422): when the default model keeps majority vote on crowd answers, its posterior
+  stays one-hot here (``vote_posterior="one_hot"``; ``CrowdLabelModel(vote_posterior=
+  "calibrated")`` gives :class:`~crowd_keras.aggregation.CalibratedVote`'s posterior, whose
+  ties of votes are ties).
 
 What differs: the model (EM on the votes and, for labeling functions, on the abstentions,
 instead of Snorkel's matrix completion), so predictions on rows with votes, the weights and

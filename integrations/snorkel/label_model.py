@@ -43,8 +43,10 @@ _TRAIN_ARGS = {
     "progress_bar": ("progress", "progress_bar"),
 }
 # Snorkel's semantics, set when the label model takes a constructor argument of that name and
-# the user did not: a tie of majority votes is split evenly (MajorityLabelVoter).
-_SNORKEL_SETTINGS = {"tie_break": "uniform"}
+# the user did not: a tie of majority votes is split evenly (MajorityLabelVoter); the default
+# model keeps voting's one-hot posterior, since a LabelModel predicts wherever a function
+# votes (Snorkel #1422) and a calibrated vote's exact ties would be -1 under "abstain".
+_SNORKEL_SETTINGS = {"tie_break": "uniform", "vote_posterior": "one_hot"}
 _FORMAT = "crowd-keras/snorkel-label-model"
 
 
