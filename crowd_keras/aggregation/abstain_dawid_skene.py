@@ -34,8 +34,8 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import class_vote_counts, normalize_rows, softmax_rows, top_classes
-from .base import as_annotations, check_prior, gold_codes
-from .em import Block, EMLabelModel, Summary, gold_log_prior, run_em
+from .base import check_prior
+from .em import Block, EMLabelModel, Summary, run_em
 from .regime import one_class_share
 
 __all__ = ["AbstainAwareDawidSkene", "abstain_m_step", "abstain_weights", "abstain_logits",
@@ -290,15 +290,6 @@ class AbstainAwareDawidSkene(EMLabelModel):
         return check_prior(p, k)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "AbstainAwareDawidSkene":
-        """Fit by EM. ``annotations``: `Annotations`, a label matrix (-1 = abstain) or a frame
-        (``kwargs`` go to its reader); ``gold``: known classes of some items (see
-        :func:`~crowd_keras.aggregation.base.gold_codes`)."""
-        ann = as_annotations(annotations, **kwargs)
-        prior = None if gold is None else \
-            gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
-        return self.fit_block(ann, prior)
-
     def fit_block(self, ann: Annotations,
                   item_log_prior: Optional[np.ndarray] = None) -> "AbstainAwareDawidSkene":
         """:func:`~crowd_keras.aggregation.em.run_em` over all of ``ann`` as one block; the

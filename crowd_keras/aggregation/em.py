@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..numerics import normalize_rows, pair_index, soft_vote
 from ..progress import Convergence
-from .base import LabelModel, check_settings
+from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .classifier_prior import (ClassifierState, classifier_m_step, classifier_statistics,
                                fitted_classifier_log_prior)
 
@@ -270,6 +270,18 @@ class EMLabelModel(LabelModel):
         raise NotImplementedError
 
     # ---------------------------------------------------------------- in memory
+    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> LabelModel:
+        """Fit on annotations (an ``Annotations``, a dense matrix with -1 where missing, or a
+        long frame: ``kwargs`` go to its reader); ``gold``: known classes of some items (see
+        :func:`~crowd_keras.aggregation.base.gold_codes`), held at their class in every
+        E-step. Returns the fitted model (:meth:`fit_block`'s)."""
+        ann = as_annotations(annotations, **kwargs)
+        if gold is not None and not self.accepts_gold:
+            raise TypeError(f"{type(self).__name__}.fit() does not take gold labels")
+        prior = None if gold is None else \
+            gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
+        return self.fit_block(ann, prior)
+
     def fit_block(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
                   pred_probs: Optional[np.ndarray] = None) -> LabelModel:
         """:func:`run_em` over all of ``ann`` as one block; sets ``posteriors_``. With

@@ -1,7 +1,7 @@
 """GLAD: annotator ability and item difficulty (Whitehill, Ruvolo, Wu, Bergsma & Movellan 2009)."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -10,8 +10,7 @@ from scipy.special import expit, log_expit
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import softmax_rows
-from .base import as_annotations, gold_codes
-from .em import Block, EMLabelModel, Summary, gold_log_prior, run_em
+from .em import Block, EMLabelModel, Summary, run_em
 
 __all__ = ["GLAD", "GLADState", "GLADLatent"]
 
@@ -114,16 +113,6 @@ class GLAD(EMLabelModel):
         self.learn_class_prior = learn_class_prior
         self.newton_rounds = newton_rounds
         self.progress = progress
-
-    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "GLAD":
-        """Fit on annotations (an ``Annotations``, a dense matrix with -1 where missing, or a
-        long frame: ``kwargs`` go to its reader); ``gold``: known classes of some items (see
-        :func:`~crowd_keras.aggregation.base.gold_codes`). Returns self."""
-        ann = as_annotations(annotations, **kwargs)
-        prior = None if gold is None else \
-            gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
-        self.fit_block(ann, prior)
-        return self
 
     # ------------------------------------------------------------------ the protocol
     def init_state(self, summary: Summary) -> "GLAD":

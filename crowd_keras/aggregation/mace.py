@@ -11,9 +11,9 @@ from scipy.special import digamma
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows
-from .base import as_annotations, check_settings, gold_codes
+from .base import check_settings
 from .dawid_skene import e_step
-from .em import Block, EMLabelModel, Summary, gold_log_prior
+from .em import Block, EMLabelModel, Summary
 
 __all__ = ["MACE", "MACERestarts", "MACEState", "MACEStatistics"]
 
@@ -156,10 +156,7 @@ class MACE(EMLabelModel):
         :func:`~crowd_keras.aggregation.base.gold_codes`). Returns self."""
         self._check_method()
         check_settings(self)
-        ann = as_annotations(annotations, **kwargs)
-        prior = None if gold is None else \
-            gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
-        return self.fit_block(ann, prior)
+        return super().fit(annotations, gold, **kwargs)
 
     def _check_method(self) -> None:
         if self.method not in _METHODS:

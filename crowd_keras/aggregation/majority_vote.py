@@ -9,7 +9,7 @@ from ..annotations import Annotations
 from ..numerics import normalize_rows, softmax_rows, top_classes
 from .base import LabelModel, as_annotations, gold_codes
 from .dawid_skene import sufficient_statistics
-from .em import Block, EMLabelModel, Summary, gold_log_prior
+from .em import Block, EMLabelModel, Summary
 
 __all__ = ["MajorityVote", "TieBrokenVote", "CalibratedVote"]
 
@@ -144,14 +144,6 @@ class TieBrokenVote(EMLabelModel):
         self.class_prior = class_prior
         self.progress = progress
 
-    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "TieBrokenVote":
-        """Fit the tie-breaking model and vote; ``gold`` as in :class:`MajorityVote`."""
-        ann = as_annotations(annotations, **kwargs)
-        prior = None
-        if gold is not None:
-            prior = gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
-        return self.fit_block(ann, prior)
-
     # the EM-step protocol: the tie-breaking model's, with the votes beside its latent state
     def init_state(self, summary: Summary) -> "TieBrokenVote":
         from .registry import get_label_model
@@ -248,14 +240,6 @@ class CalibratedVote(EMLabelModel):
         self.tol = tol
         self.smoothing = smoothing
         self.progress = progress
-
-    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "CalibratedVote":
-        """Fit ``p`` and the posteriors; ``gold`` as in :class:`MajorityVote`."""
-        ann = as_annotations(annotations, **kwargs)
-        prior = None
-        if gold is not None:
-            prior = gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
-        return self.fit_block(ann, prior)
 
     # the EM-step protocol (crowd_keras.aggregation.em)
     def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
