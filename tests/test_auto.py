@@ -114,7 +114,10 @@ def test_auto_on_labeling_functions_is_the_abstain_aware_model():
     w = load_wrench(require_data("wrench", "youtube"), "train")
     ann = Annotations.from_label_matrix(w.L, cardinality=2)
     auto = AutoLabelModel().fit(ann)
-    assert auto.regime_ == "labeling_functions"
+    assert auto.regime_ == auto.selection_ == "labeling_functions"
+    assert auto.chosen_ == "abstain_dawid_skene" and auto.model_ is auto.labeling_function_model_
+    assert auto.heldout_agreement_ == {} and auto.copy_pairs_.shape == (0, 2)
+    assert "chose 'abstain_dawid_skene' by labeling_functions" in repr(auto)
     assert (auto.predict() == w.y).mean() >= (MajorityVote().fit(ann).predict() == w.y).mean()
 
 

@@ -128,7 +128,8 @@ def test_auto_on_labeling_function_votes_is_the_abstain_aware_model_as_in_memory
     result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), method="auto")
     reference = AutoLabelModel().fit(ann)
     assert result.model.regime_ == reference.regime_ == "labeling_functions"
-    assert not hasattr(result.model, "chosen_")
+    assert result.model.chosen_ == reference.chosen_ == "abstain_dawid_skene"
+    assert result.model.selection_ == reference.selection_ == "labeling_functions"
     assert_same_labels(result, reference, ann)
 
 

@@ -420,7 +420,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     Attributes:
         chosen_: the winning candidate's name; model_: it, refitted on all annotations;
-        selection_: ``"agreement"``, ``"gold"`` or ``"single"`` (nothing to compare on);
+        selection_: ``"agreement"``, ``"gold"``, ``"single"`` (nothing to compare on) or
+        ``"labeling_functions"`` (step 1: ``chosen_`` is ``"abstain_dawid_skene"``);
         selection_scores_: ``{name: score}`` the eligible candidates' held-out agreement;
         gold_accuracy_: ``{name: accuracy}`` on hidden gold items (empty without enough gold);
         heldout_agreement_: every candidate's agreement score.
@@ -520,6 +521,15 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                                                          pred_probs))
         model = _fit(self.final_model(ladder, chosen), ann, item_log_prior, pred_probs)
         return self.adopt(chosen, model, ann)
+
+    def adopt_labeling_function_model(self, model: LabelModel, ann: Annotations) -> None:
+        """Step 1: answer through the abstain-aware model; the selection attributes say so."""
+        super().adopt_labeling_function_model(model, ann)
+        self.chosen_, self.model_, self.selection_ = "abstain_dawid_skene", model, \
+            "labeling_functions"
+        self.selection_scores_, self.heldout_agreement_, self.gold_accuracy_ = {}, {}, {}
+        self.n_heldout_ = 0
+        self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
 
     def final_model(self, ladder: List[Tuple[str, LabelModel]], chosen: str) -> LabelModel:
         """The unfitted model refitted on all annotations for the candidate ``chosen``: the
