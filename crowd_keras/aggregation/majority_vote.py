@@ -198,6 +198,9 @@ class TieBrokenVote(EMLabelModel):
         self.n_iter_ = model.n_iter_
         return self
 
+#: the smallest ``log r``: a crowd no better than chance still ranks classes by their votes
+_MIN_LOG_ODDS = 1e-6
+
 
 class CalibratedVote(EMLabelModel):
     """Majority vote's labels with the posterior of a crowd whose annotators share one
@@ -291,6 +294,3 @@ class CalibratedVote(EMLabelModel):
         logits[ann.annotations_per_item() == 0] = np.log(np.maximum(self.vote_shares_, 1e-300))
         return softmax_rows(logits, out=logits)[0]
 
-
-#: the smallest ``log r``: a crowd no better than chance still ranks classes by their votes
-_MIN_LOG_ODDS = 1e-6
