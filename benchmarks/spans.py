@@ -58,6 +58,7 @@ from crowd_keras.sequences.bsc import SequentialAnnotatorHMM  # noqa: E402
 from crowd_keras.sequences.calibration import CalibratedThreshold  # noqa: E402
 from crowd_keras.sequences.hmm import HMMCrowd  # noqa: E402
 from crowd_keras.sequences.labeling_functions import apply_lfs, lf_summary  # noqa: E402
+from crowd_keras.sequences.length_prior import SpanLengthPrior  # noqa: E402
 from crowd_keras.sequences.models import TokenDawidSkene, TokenMajorityVote  # noqa: E402
 from crowd_keras.sequences.quality import spans_token_mask, token_prf  # noqa: E402
 from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model  # noqa: E402
@@ -122,7 +123,8 @@ criterion: micro token F1 of its decoded tags against the hidden workers' tags (
 agreement), mean over draws; a more complex candidate (A < B < C < D; plain < calibrated) must
 beat every simpler one by >= 0.002. The gold half is read only after that choice."""
 
-#: name -> (scheme, factory); A-C as first written in the rule, D added before any gold score.
+#: name -> (scheme, factory); A-C as first written in the rule, D added before any gold score,
+#: E (amendment 2) before its crowd-only score.
 CANDIDATES = {
     "A token DS (IO)": ("IO", TokenDawidSkene),
     "A + calibrated θ": ("IO", lambda: CalibratedThreshold(TokenDawidSkene())),
@@ -132,6 +134,7 @@ CANDIDATES = {
     "C + calibrated θ": ("BIO", lambda: CalibratedThreshold(SequentialAnnotatorHMM())),
     "D token DS + word-window prior (IO)": ("IO", WindowPriorDawidSkene),
     "D + calibrated θ": ("IO", lambda: CalibratedThreshold(WindowPriorDawidSkene())),
+    "E D + the crowd's tag chain (IO)": ("IO", lambda: SpanLengthPrior(WindowPriorDawidSkene())),
 }
 
 

@@ -39,6 +39,7 @@ LAYERS = {
         "crowd_keras.sequences.quality", "crowd_keras.sequences.selection",
         "crowd_keras.sequences.registry", "crowd_keras.sequences.batches",
         "crowd_keras.sequences.bsc", "crowd_keras.sequences.calibration",
+        "crowd_keras.sequences.length_prior",
         "crowd_keras.sequences.text_prior", "crowd_keras.sequences.formats",
         "crowd_keras.sequences.labeling_functions", "crowd_keras.sequences.weak",
         "crowd_keras.features", "crowd_keras.compat"],

@@ -18,7 +18,8 @@ Modules:
   :mod:`crowd_keras.aggregation.em` over blocks of whole documents (:mod:`.em`).
 * :mod:`.text_prior` (token Dawid-Skene with a cross-fitted word-window prior: the default),
   :mod:`.bsc` (BSC-seq's sequential worker model by EM), :mod:`.calibration` (a decoding
-  threshold chosen by held-out annotator agreement).
+  threshold chosen by held-out annotator agreement), :mod:`.length_prior` (the crowd's own
+  tag chain as a span-length prior over any token model).
 * :mod:`.labeling_functions` (span labeling functions, their votes and summary) and
   :mod:`.weak` (token Dawid-Skene with abstain as an outcome: functions and annotators
   together).

@@ -30,6 +30,8 @@ SEQUENCE_MODELS.register("text_prior_dawid_skene",
                          "crowd_keras.sequences.text_prior:WindowPriorDawidSkene", "text_ds")
 SEQUENCE_MODELS.register("bsc_seq", "crowd_keras.sequences.bsc:SequentialAnnotatorHMM", "bsc")
 SEQUENCE_MODELS.register("calibrated", "crowd_keras.sequences.calibration:CalibratedThreshold")
+SEQUENCE_MODELS.register("span_length_prior",
+                         "crowd_keras.sequences.length_prior:SpanLengthPrior", "chain")
 SEQUENCE_MODELS.register("abstain_dawid_skene", "crowd_keras.sequences.weak:AbstainDawidSkene",
                          "lf_ds")
 
@@ -42,7 +44,7 @@ def register_sequence_model(name: str, factory: Any, *aliases: str) -> None:
 
 def sequence_model_class(name: str) -> Any:
     """The class registered under ``name`` (or an alias: ``mv``, ``ds``, ``hmm``, ``text_ds``,
-    ``bsc``, ``lf_ds``)."""
+    ``bsc``, ``chain``, ``lf_ds``)."""
     return SEQUENCE_MODELS.resolve(name)
 
 
