@@ -97,8 +97,10 @@ class TokenVotes:
     Attributes:
         sequences: the documents (and any human annotations on them).
         names: (J,) function names.
-        token (N,) global token, lf (N,) function code, label (N,) span label code or -1 for
-            an explicit ``O`` vote, begin (N,) bool: the vote starts a span (BIO's ``B``).
+        token: (N,) global token of each vote.
+        lf: (N,) function code.
+        label: (N,) span label code, or -1 for an explicit ``O`` vote.
+        begin: (N,) bool, the vote starts a span (BIO's ``B``).
         applied: (J, D) bool, the function was run on the document (abstains elsewhere).
     """
 

@@ -74,8 +74,9 @@ class SpanLengthPrior(SequenceLabelModel):
         transitions_: (K, K) ``A``, rows = the previous tag.
         initial_: (K,) ``p0``.
         tag_frequencies_: (K,) ``π``, the stationary distribution of ``A``.
-        posteriors_: (T, K) the chain's marginals; confusion_matrices_, class_priors_: those
-        of ``model_``.
+        posteriors_: (T, K) the chain's marginals.
+        confusion_matrices_: (W, K, K) those of ``model_``.
+        class_priors_: (K,) those of ``model_``.
     """
 
     def __init__(self, model: Any = "text_prior_dawid_skene", smoothing: float = 1.0) -> None:
