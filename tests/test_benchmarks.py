@@ -248,3 +248,24 @@ def test_gpu_script_runs_on_a_cpu_and_counts_no_host_syncs_there():
         "CrowdLayer MW", "none (bare classifier, LazyAdam)"]
     assert all(row.rstrip(" |").endswith("n/a") for row in rows)
     assert "Host syncs are counted on a GPU only" in proc.stdout
+
+
+def test_failure_kinds_table_counts_the_dips_and_takes_the_best_candidate_per_crowd():
+    import failure_kinds
+
+    def crowd(kind, seed, default, gains, chosen, n=1000):
+        return {"kind": kind, "seed": seed, "scale": 0.5, "n": n, "chosen": chosen,
+                "default": default, "gains": {"majority_vote": 0.0, **gains}}
+
+    rows = failure_kinds.table([
+        crowd("cliques", 0, 0.010, {"ibcc": -0.02, "ebcc": 0.010}, "ebcc"),
+        crowd("cliques", 1, -0.003, {"ibcc": -0.003, "ebcc": 0.004}, "ibcc"),
+        crowd("cliques", 2, -0.001, {"ibcc": -0.001, "ebcc": -0.004}, "ibcc"),
+        crowd("skewed", 0, 0.0, {"ibcc": 0.02, "ebcc": 0.01}, "majority_vote")])
+    assert rows[0].startswith("| kind | scale | items | crowds | default | ibcc | ebcc | oracle")
+    cells = [c.strip() for c in rows[2].split("|")[1:-1]]
+    assert cells[:5] == ["cliques", "0.5", "1000", "3", "**+0.0020**"]
+    assert cells[5:8] == ["-0.0080", "+0.0033", f"{(0.010 + 0.004 + 0.0) / 3:+.4f}"]
+    assert cells[8] == "1: -3"             # three items below voting; one item is not a dip
+    assert cells[9] == "ibcc 2, ebcc 1"
+    assert [c.strip() for c in rows[3].split("|")[1:-1]][8:] == ["none", "majority_vote 1"]

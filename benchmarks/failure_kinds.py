@@ -1,0 +1,111 @@
+"""The default label model on the simulated failure kinds: its accuracy gain over majority
+vote, crowd by crowd, against each of its candidates alone and a per-crowd oracle.
+
+Every crowd of ``crowd_keras.datasets.simulate_failure_kind`` (each kind, each seed, at each
+``--scale``) and the two sparse crowds with 30 % spammers (``--spammy-seeds``) is fitted by
+``AutoLabelModel()`` and by each candidate of its ladder alone (majority vote with ties to the
+lowest code is the reference). Per kind: the mean gain over voting of the default, of each
+candidate and of the best candidate per crowd (oracle), the crowds where the default is more
+than one item below voting, and what it chose. ``benchmarks/results/default_label_model.md``
+reads these tables; no decision there is taken on the shared sets::
+
+    python benchmarks/failure_kinds.py [--seeds 0 1 2] [--scales 0.5 1.0] [--spammy-seeds 0 1 2]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from crowd_keras.aggregation import AutoLabelModel  # noqa: E402
+from crowd_keras.datasets import FAILURE_KINDS, simulate_crowd, simulate_failure_kind  # noqa: E402
+
+#: the sparse crowds with 30 % spammers of tests/test_auto.py
+SPAMMY = [{"name": "workers", "probability": 0.7, "accuracy": 0.75},
+          {"name": "spammers", "probability": 0.3, "accuracy": None}]
+
+
+def make_crowd(kind: str, seed: int, scale: float):
+    if kind.startswith("spammy"):
+        return simulate_crowd(n_items=2000, n_classes=int(kind[len("spammy"):]), n_annotators=800,
+                              annotations_per_item=3, groups=SPAMMY, activity=1.0, seed=seed)
+    return simulate_failure_kind(kind, seed, scale)
+
+
+def evaluate(job: tuple) -> dict:
+    """One crowd: the default's choice and every candidate's accuracy minus voting's."""
+    kind, seed, scale = job
+    crowd = make_crowd(kind, seed, scale)
+    ann, y = crowd.annotations, np.asarray(crowd.y)
+    auto = AutoLabelModel().fit(ann)
+    acc = {}
+    for name, model in auto.ladder(ann.n_classes):
+        labels = auto.predict() if name == auto.chosen_ else model.fit(ann).predict()
+        acc[name.split("@")[0]] = float((labels == y).mean())   # dawid_skene@K: one column
+    vote = next(iter(acc.values()))
+    return {"kind": kind, "seed": seed, "scale": scale, "n": len(y), "chosen": auto.chosen_,
+            "default": float((auto.predict() == y).mean()) - vote,
+            "gains": {name: a - vote for name, a in acc.items()}}
+
+
+def table(results: list) -> list:
+    names = list(results[0]["gains"])[1:]
+    lines = ["| kind | scale | items | crowds | default | " + " | ".join(names)
+             + " | oracle | default > 1 item below voting (seed: items) | chosen |",
+             "|---|---:|---:|---:|---:|" + "---:|" * len(names) + "---:|---|---|"]
+    groups = {}
+    for r in results:
+        groups.setdefault((r["kind"], r["scale"]), []).append(r)
+    for (kind, scale), rows in groups.items():
+        below = [f"{r['seed']}: {round(r['default'] * r['n']):+d}" for r in rows
+                 if round(r["default"] * r["n"]) < -1]
+        chosen = Counter(r["chosen"] for r in rows)
+        lines.append(
+            f"| {kind} | {scale if not kind.startswith('spammy') else '-'} | {rows[0]['n']} | "
+            f"{len(rows)} | **{np.mean([r['default'] for r in rows]):+.4f}** | "
+            + " | ".join(f"{np.mean([r['gains'][n] for r in rows]):+.4f}" for n in names)
+            + f" | {np.mean([max(r['gains'].values()) for r in rows]):+.4f} | "
+            f"{', '.join(below) or 'none'} | "
+            + ", ".join(f"{name} {count}" for name, count in chosen.most_common()) + " |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", nargs="*", type=int, default=list(range(6)))
+    parser.add_argument("--scales", nargs="*", type=float, default=[0.5, 1.0])
+    parser.add_argument("--spammy-seeds", nargs="*", type=int, default=list(range(6)))
+    parser.add_argument("--jobs", type=int, default=2, help="crowds fitted at once")
+    parser.add_argument("--quick", action="store_true", help="seed 0 at scale 0.25")
+    parser.add_argument("--data", type=Path, help="unused: the crowds are simulated (accepted "
+                        "as every benchmark's)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.scales, args.spammy_seeds = [0], [0.25], [0]
+    jobs = [(kind, seed, scale) for scale in args.scales for kind in sorted(FAILURE_KINDS)
+            for seed in args.seeds]
+    jobs += [(f"spammy{k}", seed, 1.0) for k in (2, 4) for seed in args.spammy_seeds]
+    with ProcessPoolExecutor(max(1, args.jobs)) as pool:
+        results = list(pool.map(evaluate, jobs))
+    print(f"seeds {args.seeds} of every kind at scales {args.scales}; the sparse spammy crowds "
+          f"(2,000 items, 3 labels each, 2 or 4 classes) seeds {args.spammy_seeds}. Mean "
+          "accuracy gain over majority vote (ties to the lowest code), per crowd then averaged.\n")
+    print("\n".join(table(results)))
+    gains = np.array([r["default"] for r in results])
+    below = sum(round(r["default"] * r["n"]) < -1 for r in results)
+    oracle = np.mean([max(r["gains"].values()) for r in results])
+    print(f"\nall {len(results)} crowds: default {gains.mean():+.4f} (more than one item below "
+          f"voting on {below}); oracle {oracle:+.4f}; each candidate alone: "
+          + ", ".join(f"{n} {np.mean([r['gains'][n] for r in results]):+.4f}"
+                      for n in list(results[0]["gains"])[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
