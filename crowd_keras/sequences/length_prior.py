@@ -84,13 +84,8 @@ class SpanLengthPrior(SequenceLabelModel):
         self.smoothing = smoothing
 
     def _new_model(self) -> SequenceLabelModel:
-        if isinstance(self.model, str):
-            from .registry import get_sequence_model   # lazy: the registry lists this module
-            return get_sequence_model(self.model)
-        if not isinstance(self.model, SequenceLabelModel):
-            raise TypeError(f"model must be a sequence model name or a SequenceLabelModel, "
-                            f"got {type(self.model).__name__}")
-        return type(self.model)(**self.model.get_params(deep=False))
+        from .registry import new_sequence_model   # lazy: the registry lists this module
+        return new_sequence_model(self.model)
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None) -> "SpanLengthPrior":
         seq = self._check_sequences(sequences)

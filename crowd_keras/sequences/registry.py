@@ -14,7 +14,7 @@ from typing import Any, List
 from ..registry import LazyRegistry
 
 __all__ = ["get_sequence_model", "sequence_model_class", "available_sequence_models",
-           "register_sequence_model", "DEFAULT_SEQUENCE_MODEL", "SEQUENCE_MODELS"]
+           "register_sequence_model", "new_sequence_model", "DEFAULT_SEQUENCE_MODEL", "SEQUENCE_MODELS"]
 
 #: The sequence model used when none is named (the Label Studio span aggregation's default):
 #: token Dawid-Skene with a cross-fitted word-window prior, chosen by held-out annotator
@@ -51,6 +51,18 @@ def sequence_model_class(name: str) -> Any:
 def get_sequence_model(name: str = DEFAULT_SEQUENCE_MODEL, **kwargs: Any) -> Any:
     """A new, unfitted sequence label model."""
     return SEQUENCE_MODELS.create(name, **kwargs)
+
+
+def new_sequence_model(model: Any) -> Any:
+    """A new, unfitted sequence model from a registered name, or from an unfitted sequence
+    model (a clone built from its ``get_params``): what a wrapper model fits."""
+    from .base import SequenceLabelModel
+    if isinstance(model, str):
+        return get_sequence_model(model)
+    if not isinstance(model, SequenceLabelModel):
+        raise TypeError(f"model must be a sequence model name or a SequenceLabelModel, "
+                        f"got {type(model).__name__}")
+    return type(model)(**model.get_params(deep=False))
 
 
 def available_sequence_models() -> List[str]:
