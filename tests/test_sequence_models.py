@@ -198,7 +198,7 @@ def test_sequence_models_have_their_own_registry_and_the_estimator_protocol():
     sklearn_base = pytest.importorskip("sklearn.base")
     assert available_sequence_models() == ["majority_vote", "dawid_skene", "hmm_crowd",
                                            "text_prior_dawid_skene", "bsc_seq", "calibrated",
-                                           "abstain_dawid_skene"]
+                                           "span_length_prior", "abstain_dawid_skene"]
     assert type(get_sequence_model("hmm")) is HMMCrowd
     assert type(get_sequence_model("DS", temperature=0.3)).__name__ == "TokenDawidSkene"
     with pytest.raises(ValueError, match="unknown sequence model"):
