@@ -6,8 +6,11 @@ Every crowd of ``crowd_keras.datasets.simulate_failure_kind`` (each kind, each s
 ``AutoLabelModel()`` and by each candidate of its ladder alone (majority vote with ties to the
 lowest code is the reference). Per kind: the mean gain over voting of the default, of each
 candidate and of the best candidate per crowd (oracle), the crowds where the default is more
-than one item below voting, and what it chose. ``benchmarks/results/default_label_model.md``
-reads these tables; no decision there is taken on the shared sets::
+than one item below voting, and what it chose. A second table gives the mean recall over
+classes (balanced accuracy) of voting, of the default and of ``AutoLabelModel(target_prior=
+"uniform")``, with the latter's accuracy gain over voting.
+``benchmarks/results/default_label_model.md`` reads these tables; no decision there is taken
+on the shared sets::
 
     python benchmarks/failure_kinds.py [--seeds 0 1 2] [--scales 0.5 1.0] [--spammy-seeds 0 1 2]
 """
@@ -49,9 +52,20 @@ def evaluate(job: tuple) -> dict:
         labels = auto.predict() if name == auto.chosen_ else model.fit(ann).predict()
         acc[name.split("@")[0]] = float((labels == y).mean())   # dawid_skene@K: one column
     vote = next(iter(acc.values()))
+    uniform = AutoLabelModel(target_prior="uniform").fit(ann).predict()
+    voted = auto.ladder(ann.n_classes)[0][1].fit(ann).predict()
+    recall = {key: mean_recall(labels, y, ann.n_classes)
+              for key, labels in (("vote", voted), ("default", auto.predict()),
+                                  ("uniform", uniform))}
     return {"kind": kind, "seed": seed, "scale": scale, "n": len(y), "chosen": auto.chosen_,
             "default": float((auto.predict() == y).mean()) - vote,
-            "gains": {name: a - vote for name, a in acc.items()}}
+            "gains": {name: a - vote for name, a in acc.items()},
+            "recall": recall, "uniform_gain": float((uniform == y).mean()) - vote}
+
+
+def mean_recall(labels: np.ndarray, y: np.ndarray, k: int) -> float:
+    """Mean over the classes present of the share of their items labelled right."""
+    return float(np.mean([(labels[y == c] == c).mean() for c in range(k) if (y == c).any()]))
 
 
 def table(results: list) -> list:
@@ -73,6 +87,21 @@ def table(results: list) -> list:
             + f" | {np.mean([max(r['gains'].values()) for r in rows]):+.4f} | "
             f"{', '.join(below) or 'none'} | "
             + ", ".join(f"{name} {count}" for name, count in chosen.most_common()) + " |")
+    return lines
+
+
+def recall_table(results: list) -> list:
+    lines = ["| kind | scale | mean recall: voting | default | target_prior='uniform' | "
+             "accuracy gain over voting of target_prior='uniform' |",
+             "|---|---:|---:|---:|---:|---:|"]
+    groups = {}
+    for r in results:
+        groups.setdefault((r["kind"], r["scale"]), []).append(r)
+    for (kind, scale), rows in groups.items():
+        mean = {key: np.mean([r["recall"][key] for r in rows]) for key in rows[0]["recall"]}
+        lines.append(f"| {kind} | {scale if not kind.startswith('spammy') else '-'} | "
+                     f"{mean['vote']:.4f} | {mean['default']:.4f} | {mean['uniform']:.4f} | "
+                     f"{np.mean([r['uniform_gain'] for r in rows]):+.4f} |")
     return lines
 
 
@@ -104,6 +133,11 @@ def main(argv=None) -> int:
           f"voting on {below}); oracle {oracle:+.4f}; each candidate alone: "
           + ", ".join(f"{n} {np.mean([r['gains'][n] for r in results]):+.4f}"
                       for n in list(results[0]["gains"])[1:]))
+    print("\n" + "\n".join(recall_table(results)))
+    below = [r for r in results if r["recall"]["default"] < r["recall"]["vote"] - 1e-12]
+    print(f"\nmean recall over classes below voting's: default on {len(below)} of "
+          f"{len(results)} crowds, target_prior='uniform' on "
+          f"{sum(r['recall']['uniform'] < r['recall']['vote'] - 1e-12 for r in results)}")
     return 0
 
 

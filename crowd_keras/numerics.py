@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "safe_log",
+__all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class_prior", "safe_log",
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
            "class_vote_counts", "confusion_posteriors", "row_order"]
@@ -126,6 +126,14 @@ def normalize_rows(counts: np.ndarray, axis: int = -1) -> np.ndarray:
     total = counts.sum(axis=axis, keepdims=True)
     k = counts.shape[axis]
     return np.divide(counts, total, out=np.full_like(counts, 1.0 / k), where=total > 0)
+
+
+def shift_class_prior(post: np.ndarray, prior: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """(I, K) posteriors computed under the class prior ``prior`` (K,), re-expressed under
+    ``target`` (K,): ``q'_ik ∝ q_ik · target_k / prior_k`` (Bayes' rule with the prior
+    swapped; Saerens, Latinne & Decaestecker 2002, Eq. 2.4). Rows that are one-hot stay so."""
+    ratio = np.asarray(target, np.float64) / np.maximum(np.asarray(prior, np.float64), 1e-300)
+    return normalize_rows(np.asarray(post, np.float64) * ratio)
 
 
 def safe_log(x: np.ndarray) -> np.ndarray:

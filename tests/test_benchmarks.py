@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,3 +270,16 @@ def test_failure_kinds_table_counts_the_dips_and_takes_the_best_candidate_per_cr
     assert cells[8] == "1: -3"             # three items below voting; one item is not a dip
     assert cells[9] == "ibcc 2, ebcc 1"
     assert [c.strip() for c in rows[3].split("|")[1:-1]][8:] == ["none", "majority_vote 1"]
+
+
+def test_failure_kinds_recall_table_averages_over_the_seeds_of_a_kind():
+    import failure_kinds
+
+    y = np.array([0, 0, 0, 1])
+    assert failure_kinds.mean_recall(np.array([0, 0, 1, 0]), y, 3) == pytest.approx(1 / 3)
+    rows = failure_kinds.recall_table([
+        {"kind": "skewed", "scale": 1.0, "uniform_gain": 0.02,
+         "recall": {"vote": 0.8, "default": 0.6, "uniform": 0.9}},
+        {"kind": "skewed", "scale": 1.0, "uniform_gain": 0.0,
+         "recall": {"vote": 0.7, "default": 0.7, "uniform": 0.8}}])
+    assert rows[2] == "| skewed | 1.0 | 0.7500 | 0.6500 | 0.8500 | +0.0100 |"

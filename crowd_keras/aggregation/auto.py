@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import top_classes
+from ..numerics import shift_class_prior, top_classes
 from ..progress import progress_bar
 from .base import LabelModel
 from .dawid_skene import DawidSkene
@@ -417,6 +417,15 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         labeling_functions: ``"auto"`` or ``"ignore"`` (see :class:`DawidSkene`).
         vote_posterior: ``"calibrated"`` (default) or ``"one_hot"``: the posterior returned
             when majority vote (ties to the lowest code) is chosen; the labels are the same.
+        target_prior: the class balance the labels are decided for. None (default): the
+            chosen model's own class priors, which maximise the expected accuracy on these
+            items. ``"uniform"`` (every class alike: the expected mean recall over classes,
+            for rare classes or a class-balanced test set) or a (K,) vector: the chosen
+            model's posteriors are re-expressed under that prior
+            (:func:`~crowd_keras.numerics.shift_class_prior`) when they are Bayes' rule with a
+            class prior (``posterior_has_class_prior``: Dawid-Skene, IBCC, EBCC); majority
+            vote's and BWA's carry none and are returned as they are. The choice of model
+            is not changed.
 
     Attributes:
         chosen_: the winning candidate's name; model_: it, refitted on all annotations;
@@ -428,7 +437,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         n_heldout_: annotations scored.
         copy_pairs_: (P, 2) annotator ids of the copying pairs found.
         n_gold_: gold items given.
-        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's.
+        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's
+        (``posteriors_`` under ``target_prior`` when one is set and applies).
+        target_prior_applied_: whether ``posteriors_`` were re-expressed under
+        ``target_prior``.
     """
 
     accepts_gold = True
@@ -441,7 +453,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
                  tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,
                  progress: bool = False, labeling_functions: str = "auto",
-                 vote_posterior: str = "calibrated") -> None:
+                 vote_posterior: str = "calibrated", target_prior: Optional[Any] = None) -> None:
         self.candidates = candidates
         self.n_folds = n_folds
         self.min_heldout = min_heldout
@@ -459,6 +471,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
         self.vote_posterior = vote_posterior
+        self.target_prior = target_prior
 
     def _check_params(self) -> None:
         for name, low in (("n_folds", 2), ("max_repeats", 1), ("gold_folds", 2),
@@ -475,6 +488,13 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         if self.vote_posterior not in VOTE_POSTERIORS:
             raise ValueError(f"AutoLabelModel vote_posterior must be one of {VOTE_POSTERIORS}, "
                              f"got {self.vote_posterior!r}")
+        if not (self.target_prior is None or isinstance(self.target_prior, str)
+                or np.ndim(self.target_prior) == 1):
+            raise ValueError(f"AutoLabelModel target_prior must be None, 'uniform' or a vector "
+                             f"of class probabilities, got {self.target_prior!r}")
+        if isinstance(self.target_prior, str) and self.target_prior != "uniform":
+            raise ValueError(f"AutoLabelModel target_prior must be None, 'uniform' or a vector "
+                             f"of class probabilities, got {self.target_prior!r}")
         if self.candidates is not None:
             bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
                                else [self.candidates])
@@ -504,6 +524,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                    pred_probs: Optional[np.ndarray] = None) -> "AutoLabelModel":
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
+        self.target_prior_vector(ann.n_classes)      # a wrong target fails before the fits
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:
@@ -530,6 +551,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.selection_scores_, self.heldout_agreement_, self.gold_accuracy_ = {}, {}, {}
         self.n_heldout_ = 0
         self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
+        self.target_prior_applied_ = False      # labeling functions: their model's own prior
 
     def final_model(self, ladder: List[Tuple[str, LabelModel]], chosen: str) -> LabelModel:
         """The unfitted model refitted on all annotations for the candidate ``chosen``: the
@@ -570,7 +592,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         elsewhere, a partitioned fit, with ``ann`` its coding). Returns self."""
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
-        self.posteriors_ = model.posteriors_
+        self.target_prior_applied_ = self.target_prior is not None and \
+            bool(getattr(model, "posterior_has_class_prior", False))
+        self.posteriors_ = self.to_target(model.posteriors_, ann.n_classes)
         self.item_log_prior_ = getattr(model, "item_log_prior_", None)
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
@@ -671,7 +695,31 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
         if getattr(self, "labeling_function_model_", None) is not None:
             return super()._posteriors_for_new(new)
-        return self.model_.predict_proba(new)
+        return self.to_target(self.model_.predict_proba(new), self.annotations_.n_classes)
+
+    def target_prior_vector(self, n_classes: int) -> Optional[np.ndarray]:
+        """``target_prior`` as a (K,) vector (None when it is None); a clear error when it
+        does not fit ``n_classes``."""
+        self._check_params()
+        if self.target_prior is None:
+            return None
+        if isinstance(self.target_prior, str):
+            return np.full(int(n_classes), 1.0 / int(n_classes))
+        target = np.asarray(self.target_prior, np.float64)
+        if target.shape != (int(n_classes),) or not np.isfinite(target).all() or \
+                (target <= 0).any() or abs(target.sum() - 1.0) > 1e-6:
+            raise ValueError(f"AutoLabelModel target_prior must be {n_classes} positive class "
+                             f"probabilities summing to 1 (class order: the annotations' "
+                             f"classes), got {self.target_prior!r}")
+        return target
+
+    def to_target(self, post: np.ndarray, n_classes: int) -> np.ndarray:
+        """(I, K) posteriors of the fitted winner re-expressed under ``target_prior`` when
+        ``target_prior_applied_``, else ``post`` itself."""
+        if not getattr(self, "target_prior_applied_", False):
+            return post
+        return shift_class_prior(post, self.model_.class_priors_,
+                                 self.target_prior_vector(n_classes))
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:

@@ -161,6 +161,10 @@ class LabelModel(Params):
     accepts_gold: bool = False
     #: True: ``fit(annotations, pred_probs=...)`` takes a classifier's probabilities of the items
     accepts_pred_probs: bool = False
+    #: True: ``posteriors_`` are Bayes' rule with ``class_priors_`` as the class prior
+    #: (``q_ik ∝ class_priors_[k] · p(labels_i | z_i = k)``), so the prior can be swapped
+    #: (:func:`~crowd_keras.numerics.shift_class_prior`; ``AutoLabelModel(target_prior=...)``)
+    posterior_has_class_prior: bool = False
 
     annotations_: Annotations
     posteriors_: np.ndarray

@@ -185,6 +185,8 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
         rows = true class; class_priors_: (classes,); n_iter_; log_likelihood_ (history).
     """
 
+    posterior_has_class_prior = True
+
     #: confusion form of the M-step (:func:`m_step`); subclasses change it
     _structure = "full"
     accepts_gold = True

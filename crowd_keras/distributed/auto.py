@@ -217,6 +217,11 @@ class AutoMethod(Method):
     def posteriors(self, block: Block, params: Any) -> np.ndarray:
         return self.inner.posteriors(block, params)
 
+    def label_posteriors(self, block: Block, params: Any, model: AutoLabelModel) -> np.ndarray:
+        """The winner's posteriors, under ``target_prior`` where it applies (as in memory)."""
+        post = self.inner.posteriors(block, params)
+        return model.to_target(post, post.shape[1])
+
     def finish(self, fit: Fit, template: Annotations) -> AutoLabelModel:
         return self.model.adopt(self.chosen, self.inner.finish(fit, template), template)
 

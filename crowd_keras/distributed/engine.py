@@ -82,9 +82,10 @@ def _accuracy_sums(block: Block, method: Method, params: Any, confusions: np.nda
                                    block.X.indices // k, block.X.indices % k, confusions)
 
 
-def _label_frame(block: Block, method: Method, params: Any, classes: np.ndarray, item: str,
-                 columns: List[str], index_dtype: Any, label_dtype: Any) -> pd.DataFrame:
-    post = method.posteriors(block, params)
+def _label_frame(block: Block, method: Method, params: Any, model: Any, classes: np.ndarray,
+                 item: str, columns: List[str], index_dtype: Any, label_dtype: Any
+                 ) -> pd.DataFrame:
+    post = method.label_posteriors(block, params, model)
     index = pd.Index(block.item_ids, dtype=index_dtype, name=item)
     frame = pd.DataFrame(post, index=index, columns=columns)
     frame.insert(0, "label", pd.Series(classes[np.argmax(post, axis=1)], index=index,
@@ -338,7 +339,7 @@ class PartitionedAnnotations:
                              **{c: pd.Series([], dtype=np.float64) for c in columns}},
                             index=pd.Index([], dtype=self.index_dtype, name=self.item))
         parts = self.map(_label_frame, fit.method, delayed(fit.params, traverse=False),
-                         self.classes, self.item, columns, self.index_dtype, label_dtype)
+                         delayed(fit.model, traverse=False), self.classes, self.item, columns, self.index_dtype, label_dtype)
         return dd.from_delayed(parts, meta=meta, divisions=self.divisions, verify_meta=False)
 
 

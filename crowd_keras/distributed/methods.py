@@ -120,6 +120,12 @@ class Method:
     def posteriors(self, block: Block, params: Any) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def label_posteriors(self, block: Block, params: Any, model: LabelModel) -> np.ndarray:
+        """(items, K) the posteriors the returned labels are read from, given the finished
+        ``model``: :meth:`posteriors` (``AutoLabelModel`` may re-express them under its
+        ``target_prior``)."""
+        return self.posteriors(block, params)
+
     def finish(self, fit: Fit, template: Annotations) -> LabelModel:  # pragma: no cover
         raise NotImplementedError
 

@@ -226,6 +226,8 @@ class EBCC(BayesianLabelModel):
         summed log normaliser per iteration. n_iter_.
     """
 
+    posterior_has_class_prior = True
+
     em_name = "VB"
 
     def __init__(self, num_groups: int = 10, a_pi: float = 0.1, alpha: float = 1.0,

@@ -89,6 +89,8 @@ class IBCC(BayesianLabelModel):
         objective_: the summed log normaliser per iteration. n_iter_.
     """
 
+    posterior_has_class_prior = True
+
     em_name = "VB"
 
     def __init__(self, a_v: float = 4.0, b_v: float = 1.0, alpha: float = 1.0,
