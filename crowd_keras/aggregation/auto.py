@@ -437,10 +437,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         n_heldout_: annotations scored.
         copy_pairs_: (P, 2) annotator ids of the copying pairs found.
         n_gold_: gold items given.
-        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's
-        (``posteriors_`` under ``target_prior`` when one is set and applies).
-        target_prior_applied_: whether ``posteriors_`` were re-expressed under
-        ``target_prior``.
+        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's.
+        target_prior_applied_: whether ``posteriors_`` are under ``target_prior``.
     """
 
     accepts_gold = True
