@@ -45,3 +45,23 @@ def test_aggregate_reports_bad_rows(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "duplicate" in err and "item 'a', annotator 'u'" in err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_aggregate_with_a_uniform_target_prior_gives_the_python_labels(tmp_path, capsys):
+    import numpy as np
+
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.datasets import simulate_failure_kind
+
+    ann = simulate_failure_kind("skewed_prolific", 0, scale=0.25).annotations
+    src, out = tmp_path / "answers.csv", tmp_path / "labels.csv"
+    frame = ann.to_frame()
+    frame.to_csv(src, index=False)
+    assert main(["aggregate", str(src), "--target-prior", "uniform", "--out", str(out)]) == 0
+    expected = AutoLabelModel(target_prior="uniform").fit(ann)
+    labels = pd.read_csv(out).set_index("task").loc[ann.item_ids]
+    assert expected.target_prior_applied_
+    np.testing.assert_array_equal(labels["label"].to_numpy(), ann.classes[expected.predict()])
+    assert main(["aggregate", str(src), "--method", "dawid_skene", "--target-prior", "uniform",
+                 "--out", str(out)]) != 0
+    assert "--target-prior applies to --method auto" in capsys.readouterr().err

@@ -412,7 +412,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         min_gold: gold items needed to choose by gold; gold_folds: its folds.
         random_state: seed of the fold draws (the only randomness).
         max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class
-            prior (see :class:`DawidSkene`).
+            prior (see :class:`DawidSkene`), each passed to the candidates that take it
+            (``class_prior``: the Dawid-Skene ones; to decide labels for another class
+            balance, use ``target_prior``).
         progress: show a progress bar over the held-out fits.
         labeling_functions: ``"auto"`` or ``"ignore"`` (see :class:`DawidSkene`).
         vote_posterior: ``"calibrated"`` (default) or ``"one_hot"``: the posterior returned

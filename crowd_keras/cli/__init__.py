@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..aggregation.registry import LABEL_MODELS, available_label_models
+from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
 from ..codes import show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
@@ -221,7 +221,13 @@ def _aggregate(args: argparse.Namespace) -> int:
     from ..aggregation import get_label_model
 
     df, ann = _read_annotations(args)
-    model = get_label_model(args.method)
+    settings = {}
+    if args.target_prior:
+        if args.method != DEFAULT_LABEL_MODEL:
+            raise CrowdDataError(f"--target-prior applies to --method {DEFAULT_LABEL_MODEL} "
+                                 f"(the default), not to --method {args.method}")
+        settings["target_prior"] = args.target_prior
+    model = get_label_model(args.method, **settings)
     gold = None
     if args.gold:
         if not model.accepts_gold:
@@ -355,6 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="CSV of known true labels of some items (columns --item and --label): "
                      "held fixed in the fit, and with 20 or more the default method chooses "
                      "its model by them")
+    agg.add_argument("--target-prior", choices=["uniform"], default=None,
+                     help="decide the labels as if every class were equally likely a priori "
+                     "(rare classes, or labels judged on a class-balanced sample); the default "
+                     "method only")
     agg.add_argument("--out", required=True, help="CSV of aggregated labels to write (required)")
     agg.add_argument("--annotators", help="CSV of the annotator quality report to write "
                                           "(default: none)")
