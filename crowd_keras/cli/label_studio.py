@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from crowd_keras.aggregation.registry import get_label_model
+from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
 from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
@@ -89,6 +89,10 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "the report span and token precision/recall/F1 per annotator."))
     agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
     add_method_option(agg)
+    agg.add_argument("--target-prior", choices=["uniform"], default=None,
+                     help="decide the labels as if every class were equally likely a priori "
+                     "(rare classes, or labels judged on a class-balanced sample); the default "
+                     "--method of Choices/Rating controls only")
     agg.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
                      choices=available_sequence_models(), metavar="NAME",
                      help="label model for span controls (--method is for Choices/Rating): "
@@ -388,7 +392,14 @@ def aggregate_command(args: argparse.Namespace) -> int:
              f"'{export.control}' labels, which predictions need: {_TO_NAME_HELP}")
         return 2
     name = args.sequence_model if spans else args.method
+    if args.target_prior and (spans or name != DEFAULT_LABEL_MODEL):
+        what = "a span control's sequence model" if spans else f"--method {name}"
+        _err(f"--target-prior applies to --method {DEFAULT_LABEL_MODEL} (the default) on "
+             f"Choices/Rating controls, not to {what}")
+        return 2
     model = get_sequence_model(name) if spans else get_label_model(name)
+    if args.target_prior:
+        model.set_params(target_prior=args.target_prior)
     if "progress" in model.get_params():  # the Heartbeat below is this command's one progress
         model.set_params(progress=False)
     gold = None
