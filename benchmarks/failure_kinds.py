@@ -68,15 +68,20 @@ def mean_recall(labels: np.ndarray, y: np.ndarray, k: int) -> float:
     return float(np.mean([(labels[y == c] == c).mean() for c in range(k) if (y == c).any()]))
 
 
+def by_kind(results: list) -> dict:
+    """``{(kind, scale): [result, ...]}`` in the order the kinds first appear."""
+    groups: dict = {}
+    for r in results:
+        groups.setdefault((r["kind"], r["scale"]), []).append(r)
+    return groups
+
+
 def table(results: list) -> list:
     names = list(results[0]["gains"])[1:]
     lines = ["| kind | scale | items | crowds | default | " + " | ".join(names)
              + " | oracle | default > 1 item below voting (seed: items) | chosen |",
              "|---|---:|---:|---:|---:|" + "---:|" * len(names) + "---:|---|---|"]
-    groups = {}
-    for r in results:
-        groups.setdefault((r["kind"], r["scale"]), []).append(r)
-    for (kind, scale), rows in groups.items():
+    for (kind, scale), rows in by_kind(results).items():
         below = [f"{r['seed']}: {round(r['default'] * r['n']):+d}" for r in rows
                  if round(r["default"] * r["n"]) < -1]
         chosen = Counter(r["chosen"] for r in rows)
@@ -94,10 +99,7 @@ def recall_table(results: list) -> list:
     lines = ["| kind | scale | mean recall: voting | default | target_prior='uniform' | "
              "accuracy gain over voting of target_prior='uniform' |",
              "|---|---:|---:|---:|---:|---:|"]
-    groups = {}
-    for r in results:
-        groups.setdefault((r["kind"], r["scale"]), []).append(r)
-    for (kind, scale), rows in groups.items():
+    for (kind, scale), rows in by_kind(results).items():
         mean = {key: np.mean([r["recall"][key] for r in rows]) for key in rows[0]["recall"]}
         lines.append(f"| {kind} | {scale if not kind.startswith('spammy') else '-'} | "
                      f"{mean['vote']:.4f} | {mean['default']:.4f} | {mean['uniform']:.4f} | "
