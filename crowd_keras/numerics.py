@@ -11,7 +11,8 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class_prior", "safe_log",
+__all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class_prior",
+           "safe_log",
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
            "class_vote_counts", "confusion_posteriors", "row_order"]

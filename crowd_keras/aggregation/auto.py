@@ -488,13 +488,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         if self.vote_posterior not in VOTE_POSTERIORS:
             raise ValueError(f"AutoLabelModel vote_posterior must be one of {VOTE_POSTERIORS}, "
                              f"got {self.vote_posterior!r}")
-        if not (self.target_prior is None or isinstance(self.target_prior, str)
-                or np.ndim(self.target_prior) == 1):
+        target = self.target_prior
+        if not (target is None or (target == "uniform" if isinstance(target, str)
+                                   else np.ndim(target) == 1)):
             raise ValueError(f"AutoLabelModel target_prior must be None, 'uniform' or a vector "
-                             f"of class probabilities, got {self.target_prior!r}")
-        if isinstance(self.target_prior, str) and self.target_prior != "uniform":
-            raise ValueError(f"AutoLabelModel target_prior must be None, 'uniform' or a vector "
-                             f"of class probabilities, got {self.target_prior!r}")
+                             f"of class probabilities, got {target!r}")
         if self.candidates is not None:
             bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
                                else [self.candidates])

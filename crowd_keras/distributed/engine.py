@@ -339,7 +339,8 @@ class PartitionedAnnotations:
                              **{c: pd.Series([], dtype=np.float64) for c in columns}},
                             index=pd.Index([], dtype=self.index_dtype, name=self.item))
         parts = self.map(_label_frame, fit.method, delayed(fit.params, traverse=False),
-                         delayed(fit.model, traverse=False), self.classes, self.item, columns, self.index_dtype, label_dtype)
+                         delayed(fit.model, traverse=False), self.classes, self.item, columns,
+                         self.index_dtype, label_dtype)
         return dd.from_delayed(parts, meta=meta, divisions=self.divisions, verify_meta=False)
 
 

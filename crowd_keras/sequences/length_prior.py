@@ -47,7 +47,8 @@ def annotation_transitions(sequences: SequenceAnnotations, smoothing: float = 1.
     assign, token, tag = sequences.obs_assign, sequences.obs_token, sequences.obs_tag
     same = (assign[1:] == assign[:-1]) & (token[1:] == token[:-1] + 1)
     counts = np.bincount(tag[:-1][same] * k + tag[1:][same], minlength=k * k).reshape(k, k)
-    first = np.concatenate([[True], assign[1:] != assign[:-1]]) if len(assign) else np.zeros(0, bool)
+    first = (np.concatenate([[True], assign[1:] != assign[:-1]]) if len(assign)
+             else np.zeros(0, bool))
     starts = np.bincount(tag[first], minlength=k)
     return (normalize_rows(counts + float(smoothing)),
             (starts + float(smoothing)) / (starts.sum() + k * float(smoothing)))

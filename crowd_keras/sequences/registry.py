@@ -14,7 +14,8 @@ from typing import Any, List
 from ..registry import LazyRegistry
 
 __all__ = ["get_sequence_model", "sequence_model_class", "available_sequence_models",
-           "register_sequence_model", "new_sequence_model", "DEFAULT_SEQUENCE_MODEL", "SEQUENCE_MODELS"]
+           "register_sequence_model", "new_sequence_model", "DEFAULT_SEQUENCE_MODEL",
+           "SEQUENCE_MODELS"]
 
 #: The sequence model used when none is named (the Label Studio span aggregation's default):
 #: token Dawid-Skene with a cross-fitted word-window prior, chosen by held-out annotator
