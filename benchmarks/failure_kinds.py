@@ -47,13 +47,13 @@ def evaluate(job: tuple) -> dict:
     crowd = make_crowd(kind, seed, scale)
     ann, y = crowd.annotations, np.asarray(crowd.y)
     auto = AutoLabelModel().fit(ann)
-    acc = {}
-    for name, model in auto.ladder(ann.n_classes):
-        labels = auto.predict() if name == auto.chosen_ else model.fit(ann).predict()
-        acc[name.split("@")[0]] = float((labels == y).mean())   # dawid_skene@K: one column
+    predicted = {name.split("@")[0]:                        # dawid_skene@K: one column
+                 auto.predict() if name == auto.chosen_ else model.fit(ann).predict()
+                 for name, model in auto.ladder(ann.n_classes)}
+    acc = {name: float((labels == y).mean()) for name, labels in predicted.items()}
     vote = next(iter(acc.values()))
+    voted = next(iter(predicted.values()))                     # majority vote, the reference
     uniform = AutoLabelModel(target_prior="uniform").fit(ann).predict()
-    voted = auto.ladder(ann.n_classes)[0][1].fit(ann).predict()
     recall = {key: mean_recall(labels, y, ann.n_classes)
               for key, labels in (("vote", voted), ("default", auto.predict()),
                                   ("uniform", uniform))}
