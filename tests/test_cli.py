@@ -47,7 +47,7 @@ def test_aggregate_reports_bad_rows(tmp_path, capsys):
     assert not (tmp_path / "x.csv").exists()
 
 
-def test_aggregate_with_a_uniform_target_prior_gives_the_python_labels(tmp_path, capsys):
+def test_aggregate_target_priors_give_the_python_labels(tmp_path, capsys):
     import numpy as np
 
     from crowd_keras.aggregation import AutoLabelModel
@@ -57,11 +57,16 @@ def test_aggregate_with_a_uniform_target_prior_gives_the_python_labels(tmp_path,
     src, out = tmp_path / "answers.csv", tmp_path / "labels.csv"
     frame = ann.to_frame()
     frame.to_csv(src, index=False)
-    assert main(["aggregate", str(src), "--target-prior", "uniform", "--out", str(out)]) == 0
-    expected = AutoLabelModel(target_prior="uniform").fit(ann)
-    labels = pd.read_csv(out).set_index("task").loc[ann.item_ids]
-    assert expected.target_prior_applied_
-    np.testing.assert_array_equal(labels["label"].to_numpy(), ann.classes[expected.predict()])
+    uniform = AutoLabelModel(target_prior="uniform").fit(ann)
+    learned = AutoLabelModel(target_prior="learned").fit(ann)
+    assert uniform.target_prior_applied_ and not learned.target_prior_applied_
+    assert (uniform.predict() != learned.predict()).any()
+    for flags, expected in (([], uniform), (["--target-prior", "uniform"], uniform),
+                            (["--target-prior", "learned"], learned)):
+        assert main(["aggregate", str(src), *flags, "--out", str(out)]) == 0
+        labels = pd.read_csv(out).set_index("task").loc[ann.item_ids]
+        np.testing.assert_array_equal(labels["label"].to_numpy(),
+                                      ann.classes[expected.predict()])
     assert main(["aggregate", str(src), "--method", "dawid_skene", "--target-prior", "uniform",
                  "--out", str(out)]) != 0
     assert "--target-prior applies to --method auto" in capsys.readouterr().err

@@ -704,11 +704,13 @@ def test_reader_and_cli_do_not_need_the_sdk(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
 
 
-def test_cli_aggregate_with_a_uniform_target_prior(tmp_path, capsys):
+def test_cli_aggregate_with_a_target_prior(tmp_path, capsys):
     out = tmp_path / "pred.json"
     argv = ["label-studio", "aggregate", str(DATA / "demo.json"), "--control", "sentiment",
             "--label-config", str(CONFIG), "--target-prior", "uniform", "--out", str(out)]
     assert _cli(argv) == 0
+    assert len(json.loads(out.read_text())) == 6
+    assert _cli(argv[:-4] + ["--target-prior", "learned", "--out", str(out)]) == 0
     assert len(json.loads(out.read_text())) == 6
     assert _cli(argv[:-2] + ["--method", "dawid_skene", "--out", str(out)]) == 2
     assert "--target-prior applies to --method auto" in capsys.readouterr().err

@@ -144,3 +144,26 @@ def test_dev_gold_on_a_dask_l_train_equals_the_in_memory_fit(crowd, method):
     np.testing.assert_allclose(chunked.get_weights(), memory.get_weights(), atol=1e-8)
     np.testing.assert_allclose(chunked.get_conditional_probs(), memory.get_conditional_probs(),
                                atol=1e-8)
+
+
+def test_crowd_answers_are_labelled_for_the_given_class_balance():
+    # Snorkel's class_balance is P(Y): the default model of crowd answers decides its labels
+    # under it (uniform when none is given, Snorkel's own default)
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.datasets import simulate_failure_kind
+
+    ann = simulate_failure_kind("skewed_prolific", 0, scale=0.25).annotations
+    L = ann.to_dense()
+    balance = np.array([0.2, 0.6, 0.2])
+    answers = []
+    for given, target in ((None, "uniform"), (balance, balance)):
+        ours = CrowdLabelModel(cardinality=K).fit(L, class_balance=given, progress_bar=False)
+        inner = ours.label_model_
+        assert isinstance(inner, AutoLabelModel) and inner.target_prior_applied_
+        np.testing.assert_array_equal(np.asarray(inner.target_prior), np.asarray(target))
+        expected = AutoLabelModel(class_prior=given, target_prior=target,
+                                  vote_posterior="one_hot").fit(Annotations.from_label_matrix(
+                                      L, cardinality=K))
+        np.testing.assert_allclose(ours.predict_proba(L), expected.predict_proba(), atol=1e-9)
+        answers.append(ours.predict(L))
+    assert (answers[0] != answers[1]).any()

@@ -35,8 +35,8 @@ def test_shift_class_prior_is_bayes_rule_with_the_prior_swapped(skewed):
 
 def test_uniform_target_raises_the_mean_recall_and_keeps_the_choice(skewed):
     ann, y, k = skewed.annotations, np.asarray(skewed.y), skewed.annotations.n_classes
-    plain = AutoLabelModel().fit(ann)
-    uniform = AutoLabelModel(target_prior="uniform").fit(ann)
+    plain = AutoLabelModel(target_prior="learned").fit(ann)
+    uniform = AutoLabelModel().fit(ann)                     # the default (step 24)
     assert uniform.chosen_ == plain.chosen_ != "majority_vote"
     assert uniform.target_prior_applied_ and not plain.target_prior_applied_
     np.testing.assert_allclose(
@@ -49,6 +49,10 @@ def test_uniform_target_raises_the_mean_recall_and_keeps_the_choice(skewed):
     assert mean_recall(uniform.predict(), y, k) >= mean_recall(vote, y, k)
     assert (uniform.predict() == y).mean() > (vote == y).mean()
     assert uniform.get_params()["target_prior"] == "uniform"
+    # None is the learned prior too
+    none = AutoLabelModel(target_prior=None).fit(ann)
+    assert not none.target_prior_applied_
+    np.testing.assert_array_equal(none.predict_proba(), plain.predict_proba())
     # a vector: the same as "uniform" when it is uniform
     same = AutoLabelModel(target_prior=np.full(k, 1 / k)).fit(ann)
     np.testing.assert_allclose(same.predict_proba(), uniform.predict_proba(), atol=1e-12)
@@ -57,35 +61,34 @@ def test_uniform_target_raises_the_mean_recall_and_keeps_the_choice(skewed):
 def test_voting_carries_no_class_prior_and_is_returned_as_it_is():
     crowd = simulate_failure_kind("many_sparse", 0, scale=0.25)
     model = AutoLabelModel(target_prior="uniform").fit(crowd.annotations)
-    reference = AutoLabelModel().fit(crowd.annotations)
+    reference = AutoLabelModel(target_prior="learned").fit(crowd.annotations)
     assert model.chosen_ == reference.chosen_ == "majority_vote"
     assert not model.model_.posterior_has_class_prior and not model.target_prior_applied_
     np.testing.assert_array_equal(model.predict_proba(), reference.predict_proba())
 
 
 @pytest.mark.parametrize("target, match", [
-    ("balanced", "target_prior must be None, 'uniform'"),
+    ("balanced", "target_prior must be 'uniform', 'learned'"),
     ([0.5, 0.5], "3 positive class probabilities"),
     ([0.2, 0.2, 0.2], "summing to 1"),
     ([1.2, -0.1, -0.1], "positive"),
-    ([[0.3, 0.3, 0.4]], "target_prior must be None, 'uniform'"),
+    ([[0.3, 0.3, 0.4]], "target_prior must be 'uniform', 'learned'"),
 ])
 def test_a_wrong_target_is_an_error_before_any_fit(skewed, target, match):
     with pytest.raises(ValueError, match=match):
         AutoLabelModel(target_prior=target).fit(skewed.annotations)
 
 
-def test_dask_gives_the_in_memory_labels_under_the_target():
+def test_dask_gives_the_in_memory_labels_under_the_default_target():
     dd = pytest.importorskip("dask.dataframe")
     dask = pytest.importorskip("dask")
     from crowd_keras.distributed import aggregate
     crowd = simulate_failure_kind("skewed_prolific", 1, scale=0.25)
     ann = crowd.annotations
     df = ann.to_frame()
-    memory = AutoLabelModel(target_prior="uniform", min_heldout=2000).fit(ann)
+    memory = AutoLabelModel(min_heldout=2000).fit(ann)          # uniform: the default
     with dask.config.set(scheduler="threads"):
-        result = aggregate(dd.from_pandas(df, npartitions=4), target_prior="uniform",
-                           min_heldout=2000)
+        result = aggregate(dd.from_pandas(df, npartitions=4), min_heldout=2000)
     labels = result.labels.compute().loc[ann.item_ids]
     assert result.model.chosen_ == memory.chosen_ and result.model.target_prior_applied_
     proba = labels[list(result.probability_columns.values())].to_numpy()

@@ -45,7 +45,8 @@ __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_
            "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
            "pair_sums", "pair_buckets", "copying_pairs", "copy_weights", "SELECTION_EXPONENT",
-           "MIN_COMMON_ITEMS", "PAIR_ANNOTATIONS"]
+           "MIN_COMMON_ITEMS", "PAIR_ANNOTATIONS", "TARGET_PRIORS",
+           "LEARNED_PRIOR"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
@@ -58,6 +59,11 @@ MIN_COMMON_ITEMS = 20
 #: sample of a larger crowd): enough for any pair busy enough to matter, without pairwise
 #: products over every item of a large crowd
 PAIR_ANNOTATIONS = 1_000_000
+
+#: ``AutoLabelModel(target_prior=...)``'s names: a uniform prior, or the chosen model's own
+#: (also None)
+LEARNED_PRIOR = "learned"
+TARGET_PRIORS = ("uniform", LEARNED_PRIOR)
 
 #: what ``AutoLabelModel(vote_posterior=...)`` accepts
 VOTE_POSTERIORS = ("calibrated", "one_hot")
@@ -419,15 +425,18 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         labeling_functions: ``"auto"`` or ``"ignore"`` (see :class:`DawidSkene`).
         vote_posterior: ``"calibrated"`` (default) or ``"one_hot"``: the posterior returned
             when majority vote (ties to the lowest code) is chosen; the labels are the same.
-        target_prior: the class balance the labels are decided for. None (default): the
-            chosen model's own class priors, which maximise the expected accuracy on these
-            items. ``"uniform"`` (every class alike: the expected mean recall over classes,
-            for rare classes or a class-balanced test set) or a (K,) vector: the chosen
-            model's posteriors are re-expressed under that prior
+        target_prior: the class balance the labels are decided for. ``"uniform"``
+            (default): every class alike, as majority vote decides (it carries no class
+            prior): what the chosen model adds to voting is then per-class recall, which holds
+            whatever the mix of classes in the items the labels are judged on (a random
+            sample or a class-balanced one). ``"learned"`` (or None): the chosen model's own
+            class priors, which maximise the expected accuracy on items drawn like the
+            crowd's (rare classes then need stronger evidence). A (K,) vector: that prior.
+            The chosen model's posteriors are re-expressed under the target
             (:func:`~crowd_keras.numerics.shift_class_prior`) when they are Bayes' rule with a
             class prior (``posterior_has_class_prior``: Dawid-Skene, IBCC, EBCC); majority
             vote's and BWA's carry none and are returned as they are. The choice of model
-            is not changed.
+            is not changed (``benchmarks/results/default_label_model.md``, step 24).
 
     Attributes:
         chosen_: the winning candidate's name; model_: it, refitted on all annotations;
@@ -453,7 +462,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
                  tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,
                  progress: bool = False, labeling_functions: str = "auto",
-                 vote_posterior: str = "calibrated", target_prior: Optional[Any] = None) -> None:
+                 vote_posterior: str = "calibrated", target_prior: Optional[Any] = "uniform"
+                 ) -> None:
         self.candidates = candidates
         self.n_folds = n_folds
         self.min_heldout = min_heldout
@@ -489,10 +499,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             raise ValueError(f"AutoLabelModel vote_posterior must be one of {VOTE_POSTERIORS}, "
                              f"got {self.vote_posterior!r}")
         target = self.target_prior
-        if not (target is None or (target == "uniform" if isinstance(target, str)
+        if not (target is None or (target in TARGET_PRIORS if isinstance(target, str)
                                    else np.ndim(target) == 1)):
-            raise ValueError(f"AutoLabelModel target_prior must be None, 'uniform' or a vector "
-                             f"of class probabilities, got {target!r}")
+            raise ValueError(f"AutoLabelModel target_prior must be 'uniform', 'learned' (or "
+                             f"None) or a vector of class probabilities, got {target!r}")
         if self.candidates is not None:
             bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
                                else [self.candidates])
@@ -590,7 +600,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         elsewhere, a partitioned fit, with ``ann`` its coding). Returns self."""
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
-        self.target_prior_applied_ = self.target_prior is not None and \
+        self.target_prior_applied_ = self.target_prior_vector(ann.n_classes) is not None and \
             bool(getattr(model, "posterior_has_class_prior", False))
         self.posteriors_ = self.to_target(model.posteriors_, ann.n_classes)
         self.item_log_prior_ = getattr(model, "item_log_prior_", None)
@@ -696,10 +706,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         return self.to_target(self.model_.predict_proba(new), self.annotations_.n_classes)
 
     def target_prior_vector(self, n_classes: int) -> Optional[np.ndarray]:
-        """``target_prior`` as a (K,) vector (None when it is None); a clear error when it
-        does not fit ``n_classes``."""
+        """``target_prior`` as a (K,) vector (None for the learned prior); a clear error when
+        it does not fit ``n_classes``."""
         self._check_params()
-        if self.target_prior is None:
+        if self.target_prior is None or (isinstance(self.target_prior, str)
+                                         and self.target_prior == LEARNED_PRIOR):
             return None
         if isinstance(self.target_prior, str):
             return np.full(int(n_classes), 1.0 / int(n_classes))

@@ -24,7 +24,8 @@ from ..files import atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_output_kinds, check_paths, int_at_least
-from ._common import HelpFormatter, add_method_option, cli_words, common_options, run_handler
+from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
+                      cli_words, common_options, run_handler)
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
@@ -361,10 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="CSV of known true labels of some items (columns --item and --label): "
                      "held fixed in the fit, and with 20 or more the default method chooses "
                      "its model by them")
-    agg.add_argument("--target-prior", choices=["uniform"], default=None,
-                     help="decide the labels as if every class were equally likely a priori "
-                     "(rare classes, or labels judged on a class-balanced sample); the default "
-                     "method only")
+    add_target_prior_option(agg, "the default method only")
     agg.add_argument("--out", required=True, help="CSV of aggregated labels to write (required)")
     agg.add_argument("--annotators", help="CSV of the annotator quality report to write "
                                           "(default: none)")

@@ -9,6 +9,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
+from ..aggregation.auto import TARGET_PRIORS
 from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
 from ..errors import Argument, Message
 
@@ -52,6 +53,16 @@ def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
     parser.add_argument("--method", type=_method, default=DEFAULT_LABEL_MODEL, metavar="NAME",
                         choices=available_label_models(),
                         help=f"label model, from the registry: {method_choices()}{extra}")
+
+
+def add_target_prior_option(parser: argparse.ArgumentParser, scope: str) -> None:
+    """``--target-prior uniform|learned``: ``AutoLabelModel(target_prior=...)`` (its own
+    default when not given)."""
+    parser.add_argument("--target-prior", choices=TARGET_PRIORS, default=None,
+                        help="the class balance the labels are decided for: uniform (the "
+                             "default: every class alike, as voting decides) or learned (the "
+                             "crowd's own class balance, for items drawn like the crowd's); "
+                             + scope)
 
 
 def common_options() -> argparse.ArgumentParser:

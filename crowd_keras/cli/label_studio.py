@@ -27,7 +27,8 @@ from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_se
                                            get_sequence_model)
 
 from ._checks import check_output_kinds, check_paths, int_at_least
-from ._common import HelpFormatter, add_method_option, cli_words, common_options
+from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
+                      cli_words, common_options)
 
 __all__ = ["register", "aggregate_command", "report_command"]
 
@@ -89,10 +90,7 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "the report span and token precision/recall/F1 per annotator."))
     agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
     add_method_option(agg)
-    agg.add_argument("--target-prior", choices=["uniform"], default=None,
-                     help="decide the labels as if every class were equally likely a priori "
-                     "(rare classes, or labels judged on a class-balanced sample); the default "
-                     "--method of Choices/Rating controls only")
+    add_target_prior_option(agg, "the default --method of Choices/Rating controls only")
     agg.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
                      choices=available_sequence_models(), metavar="NAME",
                      help="label model for span controls (--method is for Choices/Rating): "

@@ -385,6 +385,8 @@ class CrowdLabelModel:
             kwargs["abstain"] = "response"  # labeling functions: abstaining depends on the class
         if balance is not None and _takes(init, "class_prior"):
             kwargs["class_prior"] = balance
+        if balance is not None and _takes(init, "target_prior") and "target_prior" not in kwargs:
+            kwargs["target_prior"] = balance      # Snorkel's P(Y): the labels are decided for it
         return kwargs
 
     @staticmethod
