@@ -278,8 +278,14 @@ def test_failure_kinds_recall_table_averages_over_the_seeds_of_a_kind():
     y = np.array([0, 0, 0, 1])
     assert failure_kinds.mean_recall(np.array([0, 0, 1, 0]), y, 3) == pytest.approx(1 / 3)
     rows = failure_kinds.recall_table([
-        {"kind": "skewed", "scale": 1.0, "uniform_gain": 0.02,
-         "recall": {"vote": 0.8, "default": 0.6, "uniform": 0.9}},
-        {"kind": "skewed", "scale": 1.0, "uniform_gain": 0.0,
-         "recall": {"vote": 0.7, "default": 0.7, "uniform": 0.8}}])
-    assert rows[2] == "| skewed | 1.0 | 0.7500 | 0.6500 | 0.8500 | +0.0100 |"
+        {"kind": "skewed", "scale": 1.0, "learned_gain": 0.02,
+         "recall": {"vote": 0.8, "default": 0.9, "learned": 0.6}},
+        {"kind": "skewed", "scale": 1.0, "learned_gain": 0.0,
+         "recall": {"vote": 0.7, "default": 0.8, "learned": 0.7}}])
+    assert rows[2] == "| skewed | 1.0 | 0.7500 | 0.8500 | 0.6500 | +0.0100 |"
+    # below voting by more than one item: in accuracy 1/n, in mean recall one item of the
+    # smallest class
+    crowd = {"n": 100, "default": -0.011, "learned_gain": -0.01, "recall_item": 0.05,
+             "recall": {"vote": 0.8, "default": 0.76, "learned": 0.74}}
+    assert failure_kinds.below_voting(crowd, "default") == (True, False)
+    assert failure_kinds.below_voting(crowd, "learned") == (False, True)
