@@ -101,11 +101,15 @@ def table(results: list) -> list:
     return lines
 
 
+def accuracy_gain(r: dict, key: str) -> float:
+    """The accuracy gain over voting of ``key`` (``"default"`` or ``"learned"``) on crowd r."""
+    return r["default"] if key == "default" else r["learned_gain"]
+
+
 def below_voting(r: dict, key: str) -> tuple:
     """Whether ``key`` (``"default"`` or ``"learned"``) is more than one item below voting on
     crowd ``r``: (in accuracy, in mean recall)."""
-    gain = r["default"] if key == "default" else r["learned_gain"]
-    return (gain < -1.0 / r["n"] - 1e-12,
+    return (accuracy_gain(r, key) < -1.0 / r["n"] - 1e-12,
             r["recall"][key] - r["recall"]["vote"] < -r["recall_item"] - 1e-12)
 
 
@@ -153,8 +157,8 @@ def main(argv=None) -> int:
     print()
     for key, label in (("default", "default"), ("learned", "target_prior='learned'")):
         flags = np.array([below_voting(r, key) for r in results])
-        two = np.mean([(r["default"] if key == "default" else r["learned_gain"])
-                       + r["recall"][key] - r["recall"]["vote"] for r in results]) / 2
+        two = np.mean([accuracy_gain(r, key) + r["recall"][key] - r["recall"]["vote"]
+                       for r in results]) / 2
         print(f"{label}: more than one item below voting on {flags[:, 0].sum()} crowds in "
               f"accuracy and {flags[:, 1].sum()} in mean recall ({flags.sum()} of "
               f"{2 * len(results)} pairs); mean of the two designs' gains over voting "
