@@ -56,6 +56,7 @@ SCRIPTS = [
     ("agreement.py", [], ["--quick"], 1800),
     ("vote_posterior.py", [], ["--quick"], 1800),
     ("failure_kinds.py", [], ["--quick"], 1800),
+    ("gold_designs.py", [], ["--quick"], 1800),
     ("features.py", [], ["--sets", "music", "--seeds", "1"], 1800),
     # a real Label Studio server (skipped without the label-studio executable)
     ("label_studio_push.py", [], ["--sizes", "200", "--in-place", "20"], 3600),

@@ -234,20 +234,23 @@ def test_the_check_on_a_sample_of_a_large_matrix_is_the_same_in_memory_and_on_da
     assert sum(gains["memory"]) != pytest.approx(sum(gains["dask"]), rel=1e-6)
 
 
-@pytest.mark.parametrize("n_gold", [10, 40])
-def test_gold_on_dask_is_gold_in_memory(n_gold):
+@pytest.mark.parametrize("n_gold, target", [(10, "uniform"), (40, "uniform"), (40, "gold")])
+def test_gold_on_dask_is_gold_in_memory(n_gold, target):
     """Gold items held at their class on Dask as in memory; with 40 (>= min_gold) the default
-    also scores the candidates on them, with 10 it does not; the same choice on both engines."""
+    also scores the candidates on them, with 10 it does not; the same choice on both engines,
+    and with ``target_prior="gold"`` the same target from the gold's classes."""
     sim = simulate_crowd(n_items=600, n_classes=3, n_annotators=30, annotations_per_item=4,
                          annotator_accuracy=(0.45, 0.9), individual_noise="asymmetric", seed=2)
     ann = sim.annotations
     rng = np.random.default_rng(0)
     idx = rng.choice(ann.n_items, n_gold, replace=False)
     gold = {ann.item_ids[i]: ann.classes[(sim.y[i] + 1) % 3] for i in idx}   # not the truth
-    reference = AutoLabelModel(min_heldout=1000).fit(ann, gold=gold)
+    reference = AutoLabelModel(min_heldout=1000, target_prior=target).fit(ann, gold=gold)
     result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=4), gold=gold,
-                       min_heldout=1000)
+                       min_heldout=1000, target_prior=target)
     model = result.model
+    np.testing.assert_array_equal(model.gold_class_counts_, reference.gold_class_counts_)
+    np.testing.assert_allclose(model.target_prior_, reference.target_prior_, rtol=1e-12)
     assert model.selection_ == reference.selection_
     assert model.n_gold_ == reference.n_gold_ == n_gold
     assert model.chosen_ == reference.chosen_

@@ -148,7 +148,7 @@ def test_dev_gold_on_a_dask_l_train_equals_the_in_memory_fit(crowd, method):
 
 def test_crowd_answers_are_labelled_for_the_given_class_balance():
     # Snorkel's class_balance is P(Y): the default model of crowd answers decides its labels
-    # under it (uniform when none is given, Snorkel's own default)
+    # under it (the default target when none is given: without Y_dev uniform, Snorkel's own)
     from crowd_keras.aggregation import AutoLabelModel
     from crowd_keras.datasets import simulate_failure_kind
 
@@ -156,11 +156,13 @@ def test_crowd_answers_are_labelled_for_the_given_class_balance():
     L = ann.to_dense()
     balance = np.array([0.2, 0.6, 0.2])
     answers = []
-    for given, target in ((None, "uniform"), (balance, balance)):
+    for given, target in ((None, "gold"), (balance, balance)):
         ours = CrowdLabelModel(cardinality=K).fit(L, class_balance=given, progress_bar=False)
         inner = ours.label_model_
         assert isinstance(inner, AutoLabelModel) and inner.target_prior_applied_
         np.testing.assert_array_equal(np.asarray(inner.target_prior), np.asarray(target))
+        np.testing.assert_allclose(inner.target_prior_, np.full(K, 1 / K) if given is None
+                                   else balance)
         expected = AutoLabelModel(class_prior=given, target_prior=target,
                                   vote_posterior="one_hot").fit(Annotations.from_label_matrix(
                                       L, cardinality=K))

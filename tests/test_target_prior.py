@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from crowd_keras.aggregation import AutoLabelModel, DawidSkene, MajorityVote
+from crowd_keras.aggregation.auto import gold_target, under_target
 from crowd_keras.datasets import simulate_failure_kind
 from crowd_keras.numerics import shift_class_prior
 
@@ -36,7 +37,7 @@ def test_shift_class_prior_is_bayes_rule_with_the_prior_swapped(skewed):
 def test_uniform_target_raises_the_mean_recall_and_keeps_the_choice(skewed):
     ann, y, k = skewed.annotations, np.asarray(skewed.y), skewed.annotations.n_classes
     plain = AutoLabelModel(target_prior="learned").fit(ann)
-    uniform = AutoLabelModel().fit(ann)                     # the default (step 24)
+    uniform = AutoLabelModel().fit(ann)         # the default: without gold, uniform (24-25)
     assert uniform.chosen_ == plain.chosen_ != "majority_vote"
     assert uniform.target_prior_applied_ and not plain.target_prior_applied_
     np.testing.assert_allclose(
@@ -48,7 +49,8 @@ def test_uniform_target_raises_the_mean_recall_and_keeps_the_choice(skewed):
     assert mean_recall(uniform.predict(), y, k) > mean_recall(plain.predict(), y, k)
     assert mean_recall(uniform.predict(), y, k) >= mean_recall(vote, y, k)
     assert (uniform.predict() == y).mean() > (vote == y).mean()
-    assert uniform.get_params()["target_prior"] == "uniform"
+    assert uniform.get_params()["target_prior"] == "gold"
+    np.testing.assert_allclose(uniform.target_prior_, np.full(k, 1 / k))
     # None is the learned prior too
     none = AutoLabelModel(target_prior=None).fit(ann)
     assert not none.target_prior_applied_
@@ -67,8 +69,75 @@ def test_voting_carries_no_class_prior_and_is_returned_as_it_is():
     np.testing.assert_array_equal(model.predict_proba(), reference.predict_proba())
 
 
+def test_gold_target_is_the_posterior_mean_of_the_gold_mix():
+    np.testing.assert_allclose(gold_target(np.zeros(4)), np.full(4, 0.25))
+    np.testing.assert_allclose(gold_target(np.array([3, 0, 1])), np.array([4, 1, 2]) / 7)
+    many = gold_target(np.array([9000, 1000]))
+    np.testing.assert_allclose(many, [0.9, 0.1], atol=1e-3)
+
+
+def skewed_gold(crowd, design, n=60, seed=0):
+    """Gold on ``n`` items of ``crowd``: a random sample, or an equal number per class."""
+    y, rng = np.asarray(crowd.y), np.random.default_rng(seed)
+    if design == "random":
+        rows = rng.choice(len(y), n, replace=False)
+    else:
+        rows = np.concatenate([rng.choice(np.flatnonzero(y == c), n // 3, replace=False)
+                               for c in range(3)])
+    ann = crowd.annotations
+    return rows, {ann.item_ids[i]: ann.classes[y[i]] for i in rows}
+
+
+def test_gold_target_without_gold_is_the_uniform_one(skewed):
+    ann = skewed.annotations
+    uniform = AutoLabelModel(target_prior="uniform").fit(ann)
+    gold = AutoLabelModel(target_prior="gold").fit(ann)
+    assert gold.chosen_ == uniform.chosen_ and gold.target_prior_applied_
+    np.testing.assert_array_equal(gold.gold_class_counts_, [0, 0, 0])
+    np.testing.assert_allclose(gold.target_prior_, np.full(3, 1 / 3))
+    np.testing.assert_allclose(gold.predict_proba(), uniform.predict_proba(), atol=1e-12)
+
+
+@pytest.mark.parametrize("design", ["random", "balanced"])
+def test_gold_target_decides_for_the_gold_mix(skewed, design):
+    """Random gold of a 3/92/5 crowd moves the target to the common class; class-balanced
+    gold keeps it near uniform; either way the labels are the winner's posteriors under it."""
+    ann, y = skewed.annotations, np.asarray(skewed.y)
+    rows, gold = skewed_gold(skewed, design)
+    model = AutoLabelModel(target_prior="gold").fit(ann, gold=gold)
+    counts = np.bincount(y[rows], minlength=3)
+    np.testing.assert_array_equal(model.gold_class_counts_, counts)
+    np.testing.assert_allclose(model.target_prior_, (counts + 1) / (len(rows) + 3))
+    if design == "random":
+        common = np.argmax(np.bincount(y))
+        assert model.target_prior_[common] > 0.8
+    else:
+        np.testing.assert_allclose(model.target_prior_, np.full(3, 1 / 3))
+    expected = under_target(model.model_.posteriors_, model.model_.class_priors_,
+                            model.target_prior_, model.model_.posterior_has_class_prior)
+    np.testing.assert_allclose(model.predict_proba(), expected, atol=1e-12)
+    assert (model.predict()[rows] == y[rows]).all()          # gold items keep their class
+
+
+def test_gold_scores_the_labels_that_would_be_returned(skewed):
+    """Choice by gold scores each candidate under the target: with the learned prior the
+    gold accuracies are those of the learned-prior labels, under the uniform target they
+    differ where the prior shift changes labels of hidden gold items."""
+    ann = skewed.annotations
+    _, gold = skewed_gold(skewed, "balanced")
+    learned = AutoLabelModel(target_prior="learned").fit(ann, gold=gold)
+    uniform = AutoLabelModel(target_prior="uniform").fit(ann, gold=gold)
+    assert set(learned.gold_accuracy_) == set(uniform.gold_accuracy_)
+    assert learned.gold_accuracy_["majority_vote"] == uniform.gold_accuracy_["majority_vote"]
+    changed = [name for name in learned.gold_accuracy_
+               if learned.gold_accuracy_[name] != uniform.gold_accuracy_[name]]
+    assert changed                                          # a class-prior model moved
+    # balanced gold: the uniform target's labels score at least as well on it
+    assert all(uniform.gold_accuracy_[name] >= learned.gold_accuracy_[name] for name in changed)
+
+
 @pytest.mark.parametrize("target, match", [
-    ("balanced", "target_prior must be 'uniform', 'learned'"),
+    ("balanced", "target_prior must be 'uniform', 'learned' \\(or None\\), 'gold'"),
     ([0.5, 0.5], "3 positive class probabilities"),
     ([0.2, 0.2, 0.2], "summing to 1"),
     ([1.2, -0.1, -0.1], "positive"),

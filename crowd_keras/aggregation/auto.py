@@ -46,7 +46,7 @@ __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
            "pair_sums", "pair_buckets", "copying_pairs", "copy_weights", "SELECTION_EXPONENT",
            "MIN_COMMON_ITEMS", "PAIR_ANNOTATIONS", "TARGET_PRIORS",
-           "LEARNED_PRIOR"]
+           "LEARNED_PRIOR", "GOLD_PRIOR", "gold_target", "under_target"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
@@ -60,10 +60,11 @@ MIN_COMMON_ITEMS = 20
 #: products over every item of a large crowd
 PAIR_ANNOTATIONS = 1_000_000
 
-#: ``AutoLabelModel(target_prior=...)``'s names: a uniform prior, or the chosen model's own
-#: (also None)
+#: ``AutoLabelModel(target_prior=...)``'s names: a uniform prior, the chosen model's own (also
+#: None), or the class mix of the gold items given (:func:`gold_target`)
 LEARNED_PRIOR = "learned"
-TARGET_PRIORS = ("uniform", LEARNED_PRIOR)
+GOLD_PRIOR = "gold"
+TARGET_PRIORS = ("uniform", LEARNED_PRIOR, GOLD_PRIOR)
 
 #: what ``AutoLabelModel(vote_posterior=...)`` accepts
 VOTE_POSTERIORS = ("calibrated", "one_hot")
@@ -315,6 +316,25 @@ def gold_bounds(sums: np.ndarray, n_gold: int, reference: int,
     return acc, bounds
 
 
+def gold_target(gold_counts: np.ndarray) -> np.ndarray:
+    """(K,) the class mix to decide labels for, from ``gold_counts`` (K,) gold items per class:
+    ``(n_k + 1) / (n + K)``, the posterior mean of the mix under a uniform Dirichlet prior
+    (uniform without gold). Expected accuracy on items of mix ``π`` is ``Σ_k π_k recall_k``,
+    linear in ``π``, so this mean is the mix to decide for when it is uncertain."""
+    counts = np.asarray(gold_counts, dtype=np.float64)
+    return (counts + 1.0) / (counts.sum() + len(counts))
+
+
+def under_target(post: np.ndarray, class_priors: np.ndarray, target: Optional[np.ndarray],
+                 has_class_prior: bool) -> np.ndarray:
+    """(I, K) posteriors ``post`` of a model with class priors ``class_priors`` (K,)
+    re-expressed under ``target`` (K,) when it is given and the posteriors are Bayes' rule
+    with a class prior (``has_class_prior``); else ``post`` itself."""
+    if target is None or not has_class_prior:
+        return post
+    return shift_class_prior(post, class_priors, target)
+
+
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """A pseudo-random fold offset per item, ``0..n_folds-1``, from a seeded hash of its id:
     the same for an item wherever it is (a partitioned fit draws the same folds)."""
@@ -425,18 +445,23 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         labeling_functions: ``"auto"`` or ``"ignore"`` (see :class:`DawidSkene`).
         vote_posterior: ``"calibrated"`` (default) or ``"one_hot"``: the posterior returned
             when majority vote (ties to the lowest code) is chosen; the labels are the same.
-        target_prior: the class balance the labels are decided for. ``"uniform"``
-            (default): every class alike, as majority vote decides (it carries no class
-            prior): what the chosen model adds to voting is then per-class recall, which holds
-            whatever the mix of classes in the items the labels are judged on (a random
-            sample or a class-balanced one). ``"learned"`` (or None): the chosen model's own
-            class priors, which maximise the expected accuracy on items drawn like the
-            crowd's (rare classes then need stronger evidence). A (K,) vector: that prior.
-            The chosen model's posteriors are re-expressed under the target
+        target_prior: the class balance the labels are decided for. ``"gold"`` (default):
+            the mix of the gold items' classes given to ``fit``, ``(n_k + 1) / (n + K)``
+            (:func:`gold_target`), so without gold every class alike. With every class alike
+            the labels are decided as majority vote decides (it carries no class prior): what
+            the chosen model adds to voting is per-class recall, which holds whatever the mix
+            of classes in the items the labels are judged on; gold is the user's sample of
+            those items, so its mix moves the target toward the classes it holds.
+            ``"uniform"``: every class alike, gold or not. ``"learned"`` (or None): the chosen
+            model's own class priors, which maximise the expected accuracy on items drawn
+            like the crowd's (rare classes then need stronger evidence). A (K,) vector: that
+            prior. The chosen model's posteriors are re-expressed under the target
             (:func:`~crowd_keras.numerics.shift_class_prior`) when they are Bayes' rule with a
             class prior (``posterior_has_class_prior``: Dawid-Skene, IBCC, EBCC); majority
-            vote's and BWA's carry none and are returned as they are. The choice of model
-            is not changed (``benchmarks/results/default_label_model.md``, step 24).
+            vote's and BWA's carry none and are returned as they are. Choice by gold scores
+            each candidate's labels under the target (of the gold outside the hidden fold);
+            the choice by agreement does not depend on it
+            (``benchmarks/results/default_label_model.md``, steps 24-25).
 
     Attributes:
         chosen_: the winning candidate's name; model_: it, refitted on all annotations;
@@ -449,7 +474,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         copy_pairs_: (P, 2) annotator ids of the copying pairs found.
         n_gold_: gold items given.
         posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's.
-        target_prior_applied_: whether ``posteriors_`` are under ``target_prior``.
+        target_prior_applied_: whether ``posteriors_`` are under ``target_prior``;
+        target_prior_: (K,) the target decided for (None: the learned prior);
+        gold_class_counts_: (K,) gold items per class.
     """
 
     accepts_gold = True
@@ -462,7 +489,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
                  tol: float = 1e-5, smoothing: float = 0.01, class_prior: Optional[Any] = None,
                  progress: bool = False, labeling_functions: str = "auto",
-                 vote_posterior: str = "calibrated", target_prior: Optional[Any] = "uniform"
+                 vote_posterior: str = "calibrated", target_prior: Optional[Any] = GOLD_PRIOR
                  ) -> None:
         self.candidates = candidates
         self.n_folds = n_folds
@@ -502,7 +529,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         if not (target is None or (target in TARGET_PRIORS if isinstance(target, str)
                                    else np.ndim(target) == 1)):
             raise ValueError(f"AutoLabelModel target_prior must be 'uniform', 'learned' (or "
-                             f"None) or a vector of class probabilities, got {target!r}")
+                             f"None), 'gold' or a vector of class probabilities, got {target!r}")
         if self.candidates is not None:
             bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
                                else [self.candidates])
@@ -538,6 +565,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         if item_log_prior is not None:
             gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
         self.n_gold_ = 0 if gold is None else len(gold)
+        self.gold_class_counts_ = np.zeros(ann.n_classes, dtype=np.int64) if gold is None else \
+            np.bincount(np.argmax(item_log_prior[gold], axis=1), minlength=ann.n_classes)
         self.heldout_agreement_, self.n_heldout_, self.gold_accuracy_ = {}, 0, {}
         self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(ann, ladder, item_log_prior, pred_probs)
@@ -560,6 +589,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.n_heldout_ = 0
         self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         self.target_prior_applied_ = False      # labeling functions: their model's own prior
+        self.target_prior_ = None
 
     def final_model(self, ladder: List[Tuple[str, LabelModel]], chosen: str) -> LabelModel:
         """The unfitted model refitted on all annotations for the candidate ``chosen``: the
@@ -600,7 +630,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         elsewhere, a partitioned fit, with ``ann`` its coding). Returns self."""
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
-        self.target_prior_applied_ = self.target_prior_vector(ann.n_classes) is not None and \
+        self.target_prior_ = self.target_prior_vector(
+            ann.n_classes, getattr(self, "gold_class_counts_", None))
+        self.target_prior_applied_ = self.target_prior_ is not None and \
             bool(getattr(model, "posterior_has_class_prior", False))
         self.posteriors_ = self.to_target(model.posteriors_, ann.n_classes)
         self.item_log_prior_ = getattr(model, "item_log_prior_", None)
@@ -683,7 +715,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                    item_log_prior: np.ndarray, gold: np.ndarray,
                    pred_probs: Optional[np.ndarray] = None) -> np.ndarray:
         """:func:`gold_sums` of each candidate's hits on gold items hidden from it (ties:
-        fractional), over ``gold_folds`` folds of the gold items drawn from their ids."""
+        fractional), over ``gold_folds`` folds of the gold items drawn from their ids; each
+        candidate's labels are those it would return, under the target of the gold items
+        outside the fold (:meth:`target_prior_vector`)."""
         n_folds = min(int(self.gold_folds), len(gold))
         seed = 0 if self.random_state is None else int(self.random_state)
         fold_of = item_offsets(ann.item_ids[gold], n_folds, seed)
@@ -695,8 +729,14 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                 continue
             prior = item_log_prior.copy()
             prior[hidden] = 0.0
-            hits = [agreement_scores(_fit(model, ann, prior, pred_probs).posteriors_, hidden,
-                                     truth[fold_of == fold]) for _, model in ladder]
+            target = self.target_prior_vector(
+                ann.n_classes, np.bincount(truth[fold_of != fold], minlength=ann.n_classes))
+            hits = []
+            for _, model in ladder:
+                fitted = _fit(model, ann, prior, pred_probs)
+                post = under_target(fitted.posteriors_, fitted.class_priors_, target,
+                                    getattr(fitted, "posterior_has_class_prior", False))
+                hits.append(agreement_scores(post, hidden, truth[fold_of == fold]))
             sums += gold_sums(np.stack(hits))
         return sums
 
@@ -705,13 +745,18 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             return super()._posteriors_for_new(new)
         return self.to_target(self.model_.predict_proba(new), self.annotations_.n_classes)
 
-    def target_prior_vector(self, n_classes: int) -> Optional[np.ndarray]:
-        """``target_prior`` as a (K,) vector (None for the learned prior); a clear error when
+    def target_prior_vector(self, n_classes: int,
+                            gold_counts: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+        """``target_prior`` as a (K,) vector (None for the learned prior; ``"gold"``:
+        :func:`gold_target` of ``gold_counts`` (K,), uniform when None); a clear error when
         it does not fit ``n_classes``."""
         self._check_params()
         if self.target_prior is None or (isinstance(self.target_prior, str)
                                          and self.target_prior == LEARNED_PRIOR):
             return None
+        if isinstance(self.target_prior, str) and self.target_prior == GOLD_PRIOR:
+            return gold_target(np.zeros(int(n_classes)) if gold_counts is None
+                               else gold_counts)
         if isinstance(self.target_prior, str):
             return np.full(int(n_classes), 1.0 / int(n_classes))
         target = np.asarray(self.target_prior, np.float64)
@@ -727,8 +772,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         ``target_prior_applied_``, else ``post`` itself."""
         if not getattr(self, "target_prior_applied_", False):
             return post
-        return shift_class_prior(post, self.model_.class_priors_,
-                                 self.target_prior_vector(n_classes))
+        return under_target(post, self.model_.class_priors_, self.target_prior_, True)
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:

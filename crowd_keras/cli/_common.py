@@ -56,13 +56,14 @@ def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
 
 
 def add_target_prior_option(parser: argparse.ArgumentParser, scope: str) -> None:
-    """``--target-prior uniform|learned``: ``AutoLabelModel(target_prior=...)`` (its own
+    """``--target-prior gold|uniform|learned``: ``AutoLabelModel(target_prior=...)`` (its own
     default when not given)."""
     parser.add_argument("--target-prior", choices=TARGET_PRIORS, default=None,
-                        help="the class balance the labels are decided for: uniform (the "
-                             "default: every class alike, as voting decides) or learned (the "
-                             "crowd's own class balance, for items drawn like the crowd's); "
-                             + scope)
+                        help="the class balance the labels are decided for: gold (the "
+                             "default: the gold items' class mix, one extra item per class; "
+                             "without gold every class alike, as voting decides), uniform "
+                             "(every class alike) or learned (the crowd's own class balance, "
+                             "for items drawn like the crowd's); " + scope)
 
 
 def common_options() -> argparse.ArgumentParser:

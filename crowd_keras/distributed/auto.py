@@ -36,7 +36,7 @@ from dask import delayed
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
                                 annotation_folds, annotator_weights, copy_weights, gold_sums,
                                 item_offsets, pair_buckets, pair_sums, selection_done,
-                                selection_steps)
+                                selection_steps, under_target)
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..progress import progress_bar
@@ -80,8 +80,14 @@ def _gold_rows(block: Block) -> np.ndarray:
     return np.isfinite(block.item_log_prior).sum(axis=1) == 1
 
 
-def _count_gold(block: Block) -> int:
-    return int(_gold_rows(block).sum())
+def _gold_fold_counts(block: Block, n_folds: int, seed: int, k: int) -> np.ndarray:
+    """(n_folds, K) the block's gold items per fold (folds as :func:`_hidden_gold`) and class."""
+    rows = np.flatnonzero(_gold_rows(block))
+    if len(rows) == 0:
+        return np.zeros((n_folds, k), dtype=np.int64)
+    fold = item_offsets(block.item_ids[rows], n_folds, seed)
+    truth = np.argmax(block.item_log_prior[rows], axis=1)
+    return np.bincount(fold * k + truth, minlength=n_folds * k).reshape(n_folds, k)
 
 
 def _hidden_gold(block: Block, n_folds: int, seed: int, fold: int) -> np.ndarray:
@@ -99,17 +105,20 @@ def _gold_fold_block(block: Block, n_folds: int, seed: int, fold: int) -> Block:
     return replace(block, item_log_prior=prior)
 
 
-def _gold_hits(block: Block, n_folds: int, seed: int, fold: int,
-               fits: Sequence[tuple]) -> np.ndarray:
+def _gold_hits(block: Block, n_folds: int, seed: int, fold: int, fits: Sequence[tuple],
+               target: Optional[np.ndarray]) -> np.ndarray:
     """:func:`gold_sums` of each candidate's hits on the hidden gold items of ``fold``
-    (``fits``: strategy and parameters fitted without them)."""
+    (``fits``: strategy, parameters, class priors and whether its posteriors carry them,
+    fitted without those items), its labels under ``target`` (as in memory)."""
     hidden = np.flatnonzero(_hidden_gold(block, n_folds, seed, fold))
     if len(hidden) == 0:
         return np.zeros((len(fits), 1 + len(fits)))
     train = _gold_fold_block(block, n_folds, seed, fold)
     truth = np.argmax(block.item_log_prior[hidden], axis=1)
-    return gold_sums(np.stack([agreement_scores(method.posteriors(train, params), hidden, truth)
-                               for method, params in fits]))
+    return gold_sums(np.stack([
+        agreement_scores(under_target(method.posteriors(train, params), priors, target, has),
+                         hidden, truth)
+        for method, params, priors, has in fits]))
 
 
 class AutoMethod(Method):
@@ -144,7 +153,12 @@ class AutoMethod(Method):
         """Score the candidates on held-out annotations of ``data``, pick one and prepare its
         strategy for the refit on all blocks."""
         model = self.model
-        model.n_gold_ = int(data.reduce(_count_gold))
+        k = data.summary.votes.shape[1]
+        seed = 0 if model.random_state is None else int(model.random_state)
+        # gold per fold and class (the folds of :meth:`_gold_sums`; summed: the gold's classes)
+        self.gold_folds = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)
+        model.gold_class_counts_ = self.gold_folds.sum(axis=0)
+        model.n_gold_ = int(model.gold_class_counts_.sum())
         model.heldout_agreement_, model.n_heldout_, model.gold_accuracy_ = {}, 0, {}
         model.copy_pairs_ = np.asarray(data.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(data)
@@ -161,13 +175,19 @@ class AutoMethod(Method):
         model = self.model
         n_folds = min(int(model.gold_folds), model.n_gold_)
         seed = 0 if model.random_state is None else int(model.random_state)
+        k = data.summary.votes.shape[1]
+        counts = self.gold_folds if n_folds == int(model.gold_folds) else \
+            data.reduce(_gold_fold_counts, n_folds, seed, k)
         sums = np.zeros((len(self.ladder), 1 + len(self.ladder)))
         for fold in range(n_folds):
             train = data.derive(_gold_fold_block, n_folds, seed, fold)
             fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
+            target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold])
+            scored = [(fit.method, fit.params, fit.model.class_priors_,
+                       bool(getattr(fit.model, "posterior_has_class_prior", False)))
+                      for fit in fits]
             sums += data.reduce(_gold_hits, n_folds, seed, fold,
-                                delayed([(fit.method, fit.params) for fit in fits],
-                                        traverse=False))
+                                delayed(scored, traverse=False), target)
         return sums
 
     def _heldout_scores(self, data: Any) -> Optional[dict]:
