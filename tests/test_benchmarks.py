@@ -289,3 +289,21 @@ def test_failure_kinds_recall_table_averages_over_the_seeds_of_a_kind():
              "recall": {"vote": 0.8, "default": 0.76, "learned": 0.74}}
     assert failure_kinds.below_voting(crowd, "default") == (True, False)
     assert failure_kinds.below_voting(crowd, "learned") == (False, True)
+
+
+def test_gold_designs_draws_random_and_class_balanced_gold():
+    import gold_designs
+
+    y = np.array([0] * 90 + [1] * 7 + [2] * 3)
+    rows = gold_designs.draw_gold(y, "random", 20, [1, 2])
+    assert len(np.unique(rows)) == 20 and (np.diff(rows) > 0).all()
+    np.testing.assert_array_equal(rows, gold_designs.draw_gold(y, "random", 20, [1, 2]))
+    assert not np.array_equal(rows, gold_designs.draw_gold(y, "random", 20, [1, 3]))
+    balanced = gold_designs.draw_gold(y, "balanced", 18, [1, 2])
+    # six of each class, as far as a class has items: all three of class 2
+    assert np.bincount(y[balanced]).tolist() == [6, 6, 3]
+    crowd = {"random": {"gains": {"gold": -0.011, "uniform": -0.01}, "item": 0.01},
+             "balanced": {"gains": {"gold": 0.0, "uniform": -0.2}, "item": 0.05}}
+    assert gold_designs.below(crowd, "random", "gold")
+    assert not gold_designs.below(crowd, "random", "uniform")     # one item is not a dip
+    assert gold_designs.below(crowd, "balanced", "uniform")

@@ -1,5 +1,8 @@
 """AutoLabelModel(target_prior=...): labels decided for another class balance (a prior
 shift of the winner's posteriors, Saerens et al. 2002), in memory and on Dask."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -163,3 +166,36 @@ def test_dask_gives_the_in_memory_labels_under_the_default_target():
     proba = labels[list(result.probability_columns.values())].to_numpy()
     np.testing.assert_allclose(proba, memory.predict_proba(), atol=1e-6)
     np.testing.assert_array_equal(labels["label"].to_numpy(), ann.classes[memory.predict()])
+
+
+@pytest.mark.parametrize("kind, seed, scale, design", [
+    ("cliques_moderate", 0, 1.0, "random"),
+    ("skewed_prolific", 5, 1.0, "random"),
+    ("skewed_prolific", 1, 0.5, "balanced"),
+])
+def test_gold_target_keeps_the_default_at_voting_where_the_uniform_one_fell(kind, seed, scale,
+                                                                            design):
+    """Crowds of step 25 where gold on 50 items left the uniform target (with gold scoring
+    learned-prior labels) more than one item below voting: the gold target is not."""
+    import zlib
+
+    sys_path = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    from gold_designs import draw_gold
+    from failure_kinds import mean_recall as recall
+
+    crowd = simulate_failure_kind(kind, seed, scale)
+    ann, y, k = crowd.annotations, np.asarray(crowd.y), crowd.annotations.n_classes
+    rows = draw_gold(y, design, 50, [zlib.crc32(kind.encode()), seed, int(scale * 100),
+                                     0 if design == "random" else 1])
+    gold = {ann.item_ids[i]: ann.classes[y[i]] for i in rows}
+    rest = np.setdiff1d(np.arange(len(y)), rows)
+    labels = AutoLabelModel().fit(ann, gold=gold).predict()
+    vote = MajorityVote().fit(ann).predict()
+    if design == "random":
+        assert (labels[rest] == y[rest]).mean() >= (vote[rest] == y[rest]).mean() - 1 / len(rest)
+    else:
+        counts = np.bincount(y[rest], minlength=k)
+        item = 1 / ((counts > 0).sum() * counts[counts > 0].min())
+        assert recall(labels[rest], y[rest], k) >= recall(vote[rest], y[rest], k) - item
