@@ -156,8 +156,8 @@ class AutoMethod(Method):
         k = data.summary.votes.shape[1]
         seed = 0 if model.random_state is None else int(model.random_state)
         # gold per fold and class (the folds of :meth:`_gold_sums`; summed: the gold's classes)
-        self.gold_folds = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)
-        model.gold_class_counts_ = self.gold_folds.sum(axis=0)
+        self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)
+        model.gold_class_counts_ = self.gold_fold_counts.sum(axis=0)
         model.n_gold_ = int(model.gold_class_counts_.sum())
         model.heldout_agreement_, model.n_heldout_, model.gold_accuracy_ = {}, 0, {}
         model.copy_pairs_ = np.asarray(data.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
@@ -176,7 +176,7 @@ class AutoMethod(Method):
         n_folds = min(int(model.gold_folds), model.n_gold_)
         seed = 0 if model.random_state is None else int(model.random_state)
         k = data.summary.votes.shape[1]
-        counts = self.gold_folds if n_folds == int(model.gold_folds) else \
+        counts = self.gold_fold_counts if n_folds == int(model.gold_folds) else \
             data.reduce(_gold_fold_counts, n_folds, seed, k)
         sums = np.zeros((len(self.ladder), 1 + len(self.ladder)))
         for fold in range(n_folds):
