@@ -125,8 +125,8 @@ def recall_table(results: list) -> list:
     return lines
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_crowd_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that pick the simulated crowds (and ``--jobs``, ``--quick``, ``--data``)."""
     parser.add_argument("--seeds", nargs="*", type=int, default=list(range(6)))
     parser.add_argument("--scales", nargs="*", type=float, default=[0.5, 1.0])
     parser.add_argument("--spammy-seeds", nargs="*", type=int, default=list(range(6)))
@@ -134,12 +134,23 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="seed 0 at scale 0.25")
     parser.add_argument("--data", type=Path, help="unused: the crowds are simulated (accepted "
                         "as every benchmark's)")
-    args = parser.parse_args(argv)
+
+
+def crowd_jobs(args: argparse.Namespace) -> list:
+    """``[(kind, seed, scale), ...]`` of the parsed :func:`add_crowd_arguments` (``--quick``
+    applied to ``args``): every kind at every scale and seed, then the spammy crowds."""
     if args.quick:
         args.seeds, args.scales, args.spammy_seeds = [0], [0.25], [0]
     jobs = [(kind, seed, scale) for scale in args.scales for kind in sorted(FAILURE_KINDS)
             for seed in args.seeds]
-    jobs += [(f"spammy{k}", seed, 1.0) for k in (2, 4) for seed in args.spammy_seeds]
+    return jobs + [(f"spammy{k}", seed, 1.0) for k in (2, 4) for seed in args.spammy_seeds]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_crowd_arguments(parser)
+    args = parser.parse_args(argv)
+    jobs = crowd_jobs(args)
     with ProcessPoolExecutor(max(1, args.jobs)) as pool:
         results = list(pool.map(evaluate, jobs))
     print(f"seeds {args.seeds} of every kind at scales {args.scales}; the sparse spammy crowds "

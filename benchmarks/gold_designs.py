@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crowd_keras.aggregation import AutoLabelModel, MajorityVote  # noqa: E402
-from crowd_keras.datasets import FAILURE_KINDS  # noqa: E402
-from failure_kinds import by_kind, make_crowd, mean_recall  # noqa: E402
+from failure_kinds import (add_crowd_arguments, by_kind, crowd_jobs, make_crowd,  # noqa: E402
+                           mean_recall)
 
 TARGETS = ("gold", "uniform", "learned")
 DESIGNS = ("random", "balanced")
@@ -80,20 +80,10 @@ def below(r: dict, design: str, target: str) -> bool:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", nargs="*", type=int, default=list(range(6)))
-    parser.add_argument("--scales", nargs="*", type=float, default=[0.5, 1.0])
-    parser.add_argument("--spammy-seeds", nargs="*", type=int, default=list(range(6)))
+    add_crowd_arguments(parser)
     parser.add_argument("--n-gold", type=int, default=50)
-    parser.add_argument("--jobs", type=int, default=2, help="crowds fitted at once")
-    parser.add_argument("--quick", action="store_true", help="seed 0 at scale 0.25")
-    parser.add_argument("--data", type=Path, help="unused: the crowds are simulated (accepted "
-                        "as every benchmark's)")
     args = parser.parse_args(argv)
-    if args.quick:
-        args.seeds, args.scales, args.spammy_seeds = [0], [0.25], [0]
-    jobs = [(kind, seed, scale, args.n_gold) for scale in args.scales
-            for kind in sorted(FAILURE_KINDS) for seed in args.seeds]
-    jobs += [(f"spammy{k}", seed, 1.0, args.n_gold) for k in (2, 4) for seed in args.spammy_seeds]
+    jobs = [job + (args.n_gold,) for job in crowd_jobs(args)]
     with ProcessPoolExecutor(max(1, args.jobs)) as pool:
         results = list(pool.map(evaluate, jobs))
     print(f"Gold on {args.n_gold} items per crowd; seeds {args.seeds} of every kind at scales "
