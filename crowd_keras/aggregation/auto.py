@@ -633,7 +633,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.target_prior_ = self.target_prior_vector(
             ann.n_classes, getattr(self, "gold_class_counts_", None))
         self.target_prior_applied_ = self.target_prior_ is not None and \
-            bool(getattr(model, "posterior_has_class_prior", False))
+            model.posterior_has_class_prior
         self.posteriors_ = self.to_target(model.posteriors_, ann.n_classes)
         self.item_log_prior_ = getattr(model, "item_log_prior_", None)
         self.confusion_matrices_ = model.confusion_matrices_
@@ -735,7 +735,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             for _, model in ladder:
                 fitted = _fit(model, ann, prior, pred_probs)
                 post = under_target(fitted.posteriors_, fitted.class_priors_, target,
-                                    getattr(fitted, "posterior_has_class_prior", False))
+                                    fitted.posterior_has_class_prior)
                 hits.append(agreement_scores(post, hidden, truth[fold_of == fold]))
             sums += gold_sums(np.stack(hits))
         return sums

@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
+from ..aggregation.registry import LABEL_MODELS, available_label_models
 from ..codes import show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
@@ -25,7 +25,7 @@ from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_output_kinds, check_paths, int_at_least
 from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
-                      cli_words, common_options, run_handler)
+                      cli_words, common_options, run_handler, target_prior_problem)
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
@@ -222,12 +222,10 @@ def _aggregate(args: argparse.Namespace) -> int:
     from ..aggregation import get_label_model
 
     df, ann = _read_annotations(args)
-    settings = {}
-    if args.target_prior:
-        if args.method != DEFAULT_LABEL_MODEL:
-            raise CrowdDataError(f"--target-prior applies to --method {DEFAULT_LABEL_MODEL} "
-                                 f"(the default), not to --method {args.method}")
-        settings["target_prior"] = args.target_prior
+    problem = target_prior_problem(args.target_prior, args.method)
+    if problem:
+        raise CrowdDataError(problem)
+    settings = {"target_prior": args.target_prior} if args.target_prior else {}
     model = get_label_model(args.method, **settings)
     gold = None
     if args.gold:

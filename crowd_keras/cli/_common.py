@@ -66,6 +66,16 @@ def add_target_prior_option(parser: argparse.ArgumentParser, scope: str) -> None
                              "for items drawn like the crowd's); " + scope)
 
 
+def target_prior_problem(target_prior: Any, method: str, where: str = "",
+                         other: str = "") -> str:
+    """Why ``--target-prior`` cannot apply (it sets the default method's ``target_prior``),
+    or "" when it can: given for ``--method method`` (or for ``other``, a thing named so)."""
+    if not target_prior or (method == DEFAULT_LABEL_MODEL and not other):
+        return ""
+    return (f"--target-prior applies to --method {DEFAULT_LABEL_MODEL} (the default){where}, "
+            f"not to {other or f'--method {method}'}")
+
+
 def common_options() -> argparse.ArgumentParser:
     """A parent parser with ``--quiet``, ``--debug`` and ``--verbose`` for every sub-command."""
     parent = argparse.ArgumentParser(add_help=False)

@@ -21,14 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
+from crowd_keras.aggregation.registry import get_label_model
 from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
 
 from ._checks import check_output_kinds, check_paths, int_at_least
 from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
-                      cli_words, common_options)
+                      cli_words, common_options, target_prior_problem)
 
 __all__ = ["register", "aggregate_command", "report_command"]
 
@@ -390,10 +390,10 @@ def aggregate_command(args: argparse.Namespace) -> int:
              f"'{export.control}' labels, which predictions need: {_TO_NAME_HELP}")
         return 2
     name = args.sequence_model if spans else args.method
-    if args.target_prior and (spans or name != DEFAULT_LABEL_MODEL):
-        what = "a span control's sequence model" if spans else f"--method {name}"
-        _err(f"--target-prior applies to --method {DEFAULT_LABEL_MODEL} (the default) on "
-             f"Choices/Rating controls, not to {what}")
+    problem = target_prior_problem(args.target_prior, name, " on Choices/Rating controls",
+                                   "a span control's sequence model" if spans else "")
+    if problem:
+        _err(problem)
         return 2
     model = get_sequence_model(name) if spans else get_label_model(name)
     if args.target_prior:

@@ -184,8 +184,7 @@ class AutoMethod(Method):
             fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
             target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold])
             scored = [(fit.method, fit.params, fit.model.class_priors_,
-                       bool(getattr(fit.model, "posterior_has_class_prior", False)))
-                      for fit in fits]
+                       fit.model.posterior_has_class_prior) for fit in fits]
             sums += data.reduce(_gold_hits, n_folds, seed, fold,
                                 delayed(scored, traverse=False), target)
         return sums
