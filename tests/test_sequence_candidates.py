@@ -60,6 +60,17 @@ def test_calibrated_threshold_is_chosen_from_the_crowd_and_used_to_decode(crowd)
         CalibratedThreshold(model=3).fit(seq)
 
 
+@pytest.mark.parametrize("spans", [{0: {"x": [[2, 5]]}},                       # one document
+                                   {d: {"x": [[0, 3]]} for d in range(3)}])    # one annotator
+def test_calibrated_threshold_with_nothing_to_hold_out_keeps_one_half(spans):
+    """No document has two annotations: no draw can hide one, so the plain rule θ = ½."""
+    seq = SequenceAnnotations.from_dict({d: "a b c d e f" for d in spans}, spans)
+    assert not heldout_annotations(seq).any()
+    model = CalibratedThreshold().fit(seq)
+    assert model.threshold_ == 0.5
+    np.testing.assert_array_equal(model.predict(), model.model_.predict())
+
+
 def test_previous_tags_restart_at_each_annotation():
     seq = SequenceAnnotations.from_dict(["a b c", "d e"], {0: {"u": [[0, 3]], "v": [[4, 5]]},
                                                            1: {"u": [[0, 1]]}}, scheme="BIO")

@@ -8,6 +8,7 @@ import pytest
 from crowd_keras import CrowdDataError
 from crowd_keras.aggregation import available_label_models
 from crowd_keras.aggregation.dawid_skene import m_step, sufficient_statistics
+from crowd_keras.errors import NotFittedError
 from crowd_keras.numerics import softmax_rows
 from crowd_keras.sequences.annotations import SequenceAnnotations
 from crowd_keras.sequences.base import decode_marginals, shrunk_m_step
@@ -207,6 +208,15 @@ def test_sequence_models_have_their_own_registry_and_the_estimator_protocol():
     model = TokenDawidSkene(temperature=0.3)
     clone = sklearn_base.clone(model)
     assert clone.get_params() == model.get_params() and clone is not model
+
+
+@pytest.mark.parametrize("name", available_sequence_models())
+def test_every_sequence_model_says_when_it_is_not_fitted(name):
+    model = get_sequence_model(name)
+    for use in (model.predict_proba, model.predict, model.predict_spans,
+                lambda: model.annotator_quality_):
+        with pytest.raises(NotFittedError, match="not fitted yet"):
+            use()
 
 
 # ---------------------------------------------------------------------------- selection

@@ -162,6 +162,7 @@ class SequenceLabelModel(LabelModel):
     def predict(self, sequences: Optional[SequenceAnnotations] = None,
                 token_prior: Any = None) -> np.ndarray:
         """(T,) decoded tag codes (classes: ``sequences.tags``)."""
+        self._check_fitted()
         seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
         return self._decode(self.predict_proba(sequences, token_prior), seq)
 
@@ -169,6 +170,7 @@ class SequenceLabelModel(LabelModel):
                       token_prior: Any = None) -> pd.DataFrame:
         """Decoded spans: ``doc, start, end, label, text, score`` (score: the mean over the
         span's tokens of the probability that the token is in a span of that label)."""
+        self._check_fitted()
         seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
         post = self.predict_proba(sequences, token_prior)
         tags = self.predict(sequences, token_prior)

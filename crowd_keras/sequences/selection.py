@@ -42,7 +42,8 @@ def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] 
     cand = np.flatnonzero(in_docs & (per_doc[seq.assign_doc] >= 2))
     order = np.lexsort((rng.random(len(cand)), seq.assign_doc[cand]))
     c = cand[order]
-    first = np.concatenate([[True], seq.assign_doc[c][1:] != seq.assign_doc[c][:-1]])
+    # the first candidate of each document (none when no document has two annotations)
+    first = np.diff(seq.assign_doc[c], prepend=-1) != 0
     hidden = np.zeros(len(seq.assign_doc), bool)
     hidden[c[first]] = True
     return hidden
