@@ -168,3 +168,38 @@ def test_never_below_voting_on_labeling_functions(model_cls):
     plain = model_cls(labeling_functions="ignore").fit(ann)
     assert plain.regime_ == "crowd"
     assert (plain.predict() == w.y).mean() < mv  # why the guard exists: it collapses
+
+
+def labeling_function_votes(n=200, seed=0):
+    """Binary truth; six functions that each vote one class only (the labeling-function
+    regime)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.4).astype(int)
+    target = np.array([1, 1, 1, 0, 0, 0])
+    fire = np.where(y[:, None] == target[None, :], 0.5, 0.08)
+    return Annotations.from_label_matrix(np.where(rng.random((n, 6)) < fire, target, -1),
+                                         cardinality=2)
+
+
+#: the registered models with the labeling-function fallback (``labeling_functions=``)
+FALLBACK_MODELS = [name for name in available_label_models(aliases=False)
+                   if "labeling_functions" in get_label_model(name).get_params()]
+FAST = {"lia": {"em_iterations": 1, "m_steps": 5}}
+
+
+@pytest.mark.parametrize("name", FALLBACK_MODELS)
+def test_a_labeling_function_refit_keeps_nothing_of_an_earlier_crowd_fit(name):
+    """A crowd fit (with gold where the model takes it) then a refit on labeling-function
+    votes answers as a fresh model: no gold prior, log-likelihood or network of the first
+    crowd is left behind."""
+    crowd = simulate_crowd(n_items=60, n_classes=3, n_annotators=8, annotations_per_item=3,
+                           seed=0).annotations
+    votes = labeling_function_votes()
+    model = get_label_model(name, **FAST.get(name, {}))
+    gold = {"gold": {crowd.item_ids[0]: crowd.classes[1]}} if model.accepts_gold else {}
+    assert model.fit(crowd, **gold).regime_ == "crowd"
+    fresh = get_label_model(name, **FAST.get(name, {})).fit(votes)
+    assert model.fit(votes).regime_ == "labeling_functions"
+    assert sorted(vars(model)) == sorted(vars(fresh))
+    np.testing.assert_array_equal(model.predict_proba(), fresh.predict_proba())
+    np.testing.assert_allclose(model.consensus_quality(), fresh.consensus_quality())

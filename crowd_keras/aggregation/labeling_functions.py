@@ -105,6 +105,11 @@ class LabelingFunctionFallback:
         self.labeling_function_model_ = None
         if mode == "ignore" or not is_labeling_function_data(ann):
             return False
+        # the fallback sets the common attributes only: the crowd model's own from an earlier
+        # fit (its item_log_prior_ of gold, a log-likelihood, LIA's networks) would outlive it
+        params = set(self.get_params(deep=False))   # type: ignore[attr-defined]
+        for name in [name for name in vars(self) if name not in params]:
+            delattr(self, name)
         self.adopt_labeling_function_model(self.labeling_function_model().fit(ann), ann)
         return True
 
