@@ -143,6 +143,17 @@ def test_ebcc_elbo_is_the_references_up_to_its_prior_constants(monkeypatch):
         assert model.elbo_ == pytest.approx(elbo + constants, abs=1e-6)
 
 
+
+def test_ebcc_empirical_prior_with_a_class_no_one_voted_has_a_finite_elbo():
+    """The empirical prior gives an unvoted class no mass (α_k = 0): the class gets no
+    posterior and the ELBO stays a number (its Dirichlets' KL is over the other classes)."""
+    labels = np.random.default_rng(2).integers(1, 3, (30, 4))     # class 0 is never used
+    ann = Annotations.from_dense(labels, classes=[0, 1, 2])
+    model = EBCC(empirical_prior=True).fit(ann)
+    assert np.isfinite(model.elbo_)
+    assert model.class_priors_[0] == 0 and (model.posteriors_[:, 0] == 0).all()
+    np.testing.assert_allclose(model.posteriors_.sum(axis=1), 1.0)
+
 def test_ebcc_start_is_per_item():
     ann = small_crowd(4)
     model = EBCC(max_iter=1).fit(ann)

@@ -330,8 +330,11 @@ class EBCC(BayesianLabelModel):
         # labels and q(z, g) plus its entropy) less the KL of q(τ), q(π), q(v) from their
         # priors (a dropped subtype's q(v) is its prior: no KL)
         alpha = nu - (eta - self.a_pi / m).sum(axis=1)
+        # an empirical prior gives a class that no vote names no mass (α_k = ν_k = 0): both
+        # Dirichlets lie on the face τ_k = 0, and the KL is the one over the other classes
+        named = (alpha > 0) | (nu > 0)
         self.elbo_ = float(self.objective_[-1]) * self.objective_scale(summary) \
-            - dirichlet_kl(nu, alpha, 0) \
+            - dirichlet_kl(nu[named], alpha[named], 0) \
             - dirichlet_kl(eta, self.a_pi / m, 1) \
             - dirichlet_kl(mu, confusion_prior(k, self.a_v, self.b_v)[:, live // m][None], 1,
                            log_v.reshape(mu.shape))
