@@ -217,6 +217,9 @@ def test_every_sequence_model_says_when_it_is_not_fitted(name):
                 lambda: model.annotator_quality_):
         with pytest.raises(NotFittedError, match="not fitted yet"):
             use()
+    if isinstance(model, HMMCrowd):
+        with pytest.raises(NotFittedError, match="not fitted yet"):
+            model.log_likelihood()
 
 
 # ---------------------------------------------------------------------------- selection

@@ -205,6 +205,7 @@ class HMMCrowd(SequenceEMModel):
     def log_likelihood(self, sequences: Optional[SequenceAnnotations] = None) -> np.ndarray:
         """(D,) per-document ``log p(annotations)`` under the fitted model (0 for documents
         without tokens)."""
+        self._check_fitted()
         seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
         ann = seq.annotations if sequences is None else self._aligned(seq)
         em = emission_loglik(ann.vote_incidence(), self._log_pi)
