@@ -147,6 +147,10 @@ def test_window_prior_beats_plain_dawid_skene_when_the_words_tell():
     assert token_prf(new > 0, truth > 0)[2] > f_plain
     with pytest.raises(ValueError, match="n_folds"):
         WindowPriorDawidSkene(n_folds=1).fit(seq)
+    # a given prior: the error names the call that takes one, and that call works
+    with pytest.raises(ValueError, match=r"TokenDawidSkene\(\)\.fit\(sequences, token_prior="):
+        WindowPriorDawidSkene().fit(seq, token_prior=model.token_prior_)
+    assert TokenDawidSkene().fit(seq, token_prior=model.token_prior_).predict().shape == new.shape
 
 
 def test_the_default_is_registered():

@@ -133,7 +133,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         seq = self._check_sequences(sequences)
         if token_prior is not None:
             raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
-                             "TokenDawidSkene(token_prior=...) for a given one")
+                             "TokenDawidSkene().fit(sequences, token_prior=...) for a given one")
         if int(self.n_folds) < 2:
             raise ValueError(f"n_folds must be at least 2, got {self.n_folds!r}")
         if int(self.window) < 0:
