@@ -248,3 +248,15 @@ def test_choose_temperature_scores_every_tau_of_one_fit(crowd):
     best, table = choose_temperature(seq, docs=np.arange(40), temperatures=(0.3, 1.0), n_draws=2)
     assert table["temperature"].tolist() == [0.3, 1.0] and best in (0.3, 1.0)
     assert best == table.loc[table["heldout_loglik"].idxmax(), "temperature"]
+
+
+def test_the_heldout_criterion_says_when_there_is_nothing_to_hold_out():
+    """One annotation per document: no draw can hide one, so there is no score (a clear
+    error, not a NaN score or pandas' all-NA error)."""
+    seq = SequenceAnnotations.from_dict({d: "a b c d" for d in range(3)},
+                                        {d: {"x": [[0, 3]]} for d in range(3)})
+    assert not heldout_annotations(seq).any()
+    with pytest.raises(CrowdDataError, match="no annotation to hold out"):
+        heldout_scores(seq, {"ds": TokenDawidSkene()}, n_draws=1)
+    with pytest.raises(CrowdDataError, match="no annotation to hold out"):
+        choose_temperature(seq, temperatures=(0.5, 1.0), n_draws=1)

@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..errors import CrowdDataError
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel, decode_marginals
 from .hmm import HMMCrowd
@@ -46,6 +47,17 @@ def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] 
     first = np.diff(seq.assign_doc[c], prepend=-1) != 0
     hidden = np.zeros(len(seq.assign_doc), bool)
     hidden[c[first]] = True
+    return hidden
+
+
+def _some_held_out(seq: SequenceAnnotations, docs: Optional[Sequence[int]],
+                   seed: int) -> np.ndarray:
+    """:func:`heldout_annotations`, or a clear error when nothing can be hidden (no held-out
+    token-label to score)."""
+    hidden = heldout_annotations(seq, docs, seed)
+    if not hidden.any():
+        raise CrowdDataError("no document" + ("" if docs is None else " of docs") + " has two "
+                             "annotations: there is no annotation to hold out and score")
     return hidden
 
 
@@ -104,7 +116,7 @@ def heldout_scores(seq: SequenceAnnotations, models: Dict[str, Any], docs: Optio
     """
     rows = []
     for draw in range(n_draws):
-        hidden = heldout_annotations(seq, docs, seed + draw)
+        hidden = _some_held_out(seq, docs, seed + draw)
         rest = seq.drop_annotations(hidden)
         for name, template in models.items():
             model = type(template)(**template.get_params(deep=False))
@@ -131,7 +143,7 @@ def choose_temperature(seq: SequenceAnnotations, docs: Optional[Sequence[int]] =
     """
     rows = []
     for draw in range(n_draws):
-        hidden = heldout_annotations(seq, docs, seed + draw)
+        hidden = _some_held_out(seq, docs, seed + draw)
         model = TokenDawidSkene(**{**params, "temperature": 1.0})
         model.fit(seq.drop_annotations(hidden), token_prior=token_prior)
         for tau in temperatures:
