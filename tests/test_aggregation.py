@@ -5,7 +5,7 @@ import pytest
 
 from conftest import require_data
 from crowd_keras import Annotations, CrowdDataError
-from crowd_keras.aggregation import (LIA, CommonNoiseModel, DawidSkene, MajorityVote,
+from crowd_keras.aggregation import (LIA, AutoLabelModel, CommonNoiseModel, DawidSkene, MajorityVote,
                                      MixtureOfGroupsModel,
                                      available_label_models,
                                      get_label_model)
@@ -203,3 +203,22 @@ def test_a_labeling_function_refit_keeps_nothing_of_an_earlier_crowd_fit(name):
     assert sorted(vars(model)) == sorted(vars(fresh))
     np.testing.assert_array_equal(model.predict_proba(), fresh.predict_proba())
     np.testing.assert_allclose(model.consensus_quality(), fresh.consensus_quality())
+
+
+def test_auto_on_labeling_functions_counts_its_gold_and_forgets_an_earlier_fit():
+    """The labeling-function path of ``auto`` reports the gold it was given (``n_gold_``,
+    ``gold_class_counts_``), as the crowd path does, and none of an earlier fit's."""
+    votes = labeling_function_votes()
+    crowd = simulate_crowd(n_items=60, n_classes=2, n_annotators=8, annotations_per_item=3,
+                           seed=0).annotations
+    model = AutoLabelModel().fit(crowd, gold={crowd.item_ids[i]: crowd.classes[1]
+                                             for i in range(5)})
+    np.testing.assert_array_equal(model.gold_class_counts_, [0, 5])
+    model.fit(votes)
+    assert model.regime_ == "labeling_functions" and model.n_gold_ == 0
+    np.testing.assert_array_equal(model.gold_class_counts_, [0, 0])
+    gold = {votes.item_ids[i]: votes.classes[c] for i, c in [(0, 0), (1, 0), (2, 1)]}
+    model.fit(votes, gold=gold)
+    assert model.n_gold_ == 3
+    np.testing.assert_array_equal(model.gold_class_counts_, [2, 1])
+    np.testing.assert_array_equal(model.predict()[:3], [0, 0, 1])

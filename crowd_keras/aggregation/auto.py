@@ -590,6 +590,12 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         self.target_prior_applied_ = False      # labeling functions: their model's own prior
         self.target_prior_ = None
+        self.n_gold_, self.gold_class_counts_ = 0, np.zeros(ann.n_classes, dtype=np.int64)
+
+    def hold_gold(self, items: np.ndarray, classes: np.ndarray, n_classes: int) -> None:
+        super().hold_gold(items, classes, n_classes)
+        self.n_gold_ = len(items)
+        self.gold_class_counts_ = np.bincount(classes, minlength=n_classes).astype(np.int64)
 
     def final_model(self, ladder: List[Tuple[str, LabelModel]], chosen: str) -> LabelModel:
         """The unfitted model refitted on all annotations for the candidate ``chosen``: the

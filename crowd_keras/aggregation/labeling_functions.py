@@ -80,8 +80,7 @@ class LabelingFunctionFallback:
                                  "no pred_probs; pass labeling_functions='ignore' to fit this "
                                  "model with the classifier")
             if known is not None:
-                self.posteriors_ = self.posteriors_.copy()
-                self.posteriors_[known[0]] = np.eye(ann.n_classes)[known[1]]
+                self.hold_gold(known[0], known[1], ann.n_classes)
             return self
         prior = None if known is None else gold_log_prior(ann.n_items, ann.n_classes, *known)
         if probs is not None:
@@ -89,6 +88,12 @@ class LabelingFunctionFallback:
         if prior is None:
             return self._fit_crowd(ann)
         return self._fit_crowd(ann, prior)
+
+    def hold_gold(self, items: np.ndarray, classes: np.ndarray, n_classes: int) -> None:
+        """After a labeling-function fit: the gold ``items`` (G,) answer their known
+        ``classes`` (G,) (the abstain-aware model is fitted without them)."""
+        self.posteriors_ = self.posteriors_.copy()
+        self.posteriors_[items] = np.eye(n_classes)[classes]
 
     def _check_params(self) -> None:
         """Validate the constructor arguments before any work (subclasses extend it)."""
