@@ -2091,6 +2091,25 @@ CLI_FILE_CASES = [
                               "{dir}/r.csv", "--annotators", "{dir}/r.csv"], 2,
      r"--annotators '.*r\.csv' and --out '.*r\.csv' " + _TWO),
 ]
+# an output under a path that is a file: refused before the fit, not after --out is written
+_UNDER = r"'.*answers\.csv' is a file, so no folder can be made there"
+CLI_FILE_CASES += [
+    ("aggregate-annotators-under-a-file",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/o.csv", "--annotators",
+      "{dir}/answers.csv/a.csv"], 1, r"--annotators '.*answers\.csv/a\.csv': " + _UNDER),
+    ("aggregate-out-two-folders-under-a-file",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/answers.csv/x/o.csv"], 1,
+     r"--out '.*answers\.csv/x/o\.csv': " + _UNDER),
+    ("agree-out-under-a-file",
+     ["agree", "{dir}/answers.csv", "--out", "{dir}/answers.csv/r", "--bootstrap", "0"], 1,
+     r"--out '.*answers\.csv/r': " + _UNDER),
+    ("ls-annotators-under-a-file",
+     ["label-studio", "aggregate", "{dir}/export.json", "--out", "{dir}/p.json",
+      "--annotators", "{dir}/answers.csv/a.csv"], 2, r"--annotators .*" + _UNDER),
+    ("ls-report-out-under-a-file",
+     ["label-studio", "report", "{dir}/export.json", "--out", "{dir}/answers.csv/r"], 2,
+     r"--out '.*answers\.csv/r': " + _UNDER),
+]
 for _flag, _value, _low in (("--retries", "-1", 0), ("--retries", "two", 0),
                             ("--retries", "1.5", 0), ("--batch-size", "0", 1),
                             ("--batch-size", "-3", 1), ("--project", "0", 1),
