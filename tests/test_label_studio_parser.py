@@ -267,6 +267,12 @@ MALFORMED = {
     "rating_out_of_range": (_mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", 9)),
                             {"control": "quality", "label_config": CONFIG},
                             r"task 1, annotation 1: rating 9 is outside 1..5"),
+    "rating_below_one_without_config": (
+        _mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", 0)),
+        {"control": "quality"}, r"task 1, annotation 1: rating 0 is below 1"),
+    "min_rating_negative_without_config": (_min_mut(lambda d: d[0].__setitem__(
+        "quality", [{"rating": -3}])), {"control": "quality"},
+        r"row 0 \(task 1, annotation 3\): rating -3 is below 1"),
     "rating_wrong_type": (_mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", "five")),
                           {"control": "quality"}, r"task 1, annotation 1: control 'quality' value.rating must be an integer"),
     "result_type_differs_from_config": (_mut(lambda d: d[0]["annotations"][0]["result"][0].__setitem__("type", "rating")),

@@ -278,6 +278,9 @@ def _validate(reading: _Reading, records: list, selections: list) -> None:
         for value in sel:
             if reading.kind == "rating" and not isinstance(value, int):
                 raise CrowdDataError(f"{rec.where}: rating {value!r} is not an integer")
+            if reading.kind == "rating" and order is None and value < 1:
+                raise CrowdDataError(f"{rec.where}: rating {value!r} is below 1 (Label Studio "
+                                     "ratings run from 1 to the Rating tag's maxRating)")
             if order is not None and value not in order:
                 what = (f"rating {value!r} is outside 1..{len(allowed)}" if reading.kind == "rating"
                         else f"value {value!r} of control '{reading.control}' is not in the "
