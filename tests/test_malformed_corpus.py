@@ -1577,7 +1577,18 @@ for name, rows, kwargs, pattern in (
          r"row 0: 'text' must be a string, got int"),
         ("doc-a-list", [{"tags": ["O"], "tokens": ["a"], "doc": [1]}], {},
          r"row 0: 'doc' must be a document id \(a string or an integer\), got \[1\]"),
-        ("row-a-list", [["B-PER"]], {}, r"row 0: expected a dict with 'tags', got list")):
+        ("row-a-list", [["B-PER"]], {}, r"row 0: expected a dict with 'tags', got list"),
+        ("tokens-a-string", [{"tags": ["B-PER", "I-PER", "I-PER", "I-PER"], "tokens": "John"}],
+         {}, r"row 0: 'tokens' must be a list of tokens, got str 'John'"),
+        ("tokens-None", [{"tags": ["O"], "tokens": None}], {},
+         r"row 0: 'tokens' must be a list of tokens, got NoneType None"),
+        ("offsets-out-of-order", [{**OFFSET_ROW, "offsets": [[5, 8], [0, 4]]}], {},
+         r"row 0, token 1: offsets \[0, 4\) begin before the end of token 0 \(8\)"),
+        ("offsets-overlapping", [{"tags": ["B-X", "I-X"], "text": "abc",
+                                  "offsets": [[0, 2], [1, 3]]}], {},
+         r"row 0, token 1: offsets \[1, 3\) begin before the end of token 0 \(2\)"),
+        ("doc-nan", [{"tags": ["O"], "tokens": ["a"], "doc": float("nan")}], {},
+         r"row 0: 'doc' must be a document id \(a string or an integer\), got nan")):
     case("spans", f"tag-lists-{name}", tag_rows(rows, **kwargs), error(pattern))
 case("spans", "tag-lists-None", tag_rows(None),
      error(r"rows must be an iterable of dicts \(one per tag list\), got NoneType", TypeError))

@@ -259,6 +259,11 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             given_offsets.append((i, raw, len(text)))
             offsets = np.zeros(raw.shape, np.int64)     # read below, after the checks
         elif tokens_key in row:
+            if isinstance(row[tokens_key], (str, bytes, Mapping)) or \
+                    not isinstance(row[tokens_key], Iterable):   # a string: one per character
+                raise CrowdDataError(f"row {i}: {tokens_key!r} must be a list of tokens, got "
+                                     f"{type(row[tokens_key]).__name__} "
+                                     f"{show(row[tokens_key])}")
             toks = [str(t) for t in row[tokens_key]]
             lens = np.fromiter((len(t) for t in toks), np.int64, len(toks))
             starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
@@ -268,7 +273,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         if len(offsets) != len(tags):
             raise CrowdDataError(f"row {i}: {len(tags)} tags for {len(offsets)} tokens")
         doc = row.get(doc_key, i)
-        if doc is None or isinstance(doc, (list, dict, set, np.ndarray)):
+        if doc is None or isinstance(doc, (list, dict, set, np.ndarray)) or (
+                isinstance(doc, (float, np.floating)) and np.isnan(doc)):
             raise CrowdDataError(f"row {i}: {doc_key!r} must be a document id (a string or an "
                                  f"integer), got {show(doc)}")
         if doc in texts and texts[doc] != text:
@@ -289,6 +295,14 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             k = int(np.argmax(past))
             raise CrowdDataError(f"row {row_no[k]}, token {pos[k]}: offsets [{start[k]}, "
                                  f"{end[k]}) end past the text ({int(length[k])} characters)")
+        # tokens in text order without overlap: else a span could end before it starts
+        back = (row_no[1:] == row_no[:-1]) & (start[1:] < end[:-1])
+        if back.any():
+            k = int(np.argmax(back)) + 1
+            raise CrowdDataError(f"row {row_no[k]}, token {pos[k]}: offsets [{start[k]}, "
+                                 f"{end[k]}) begin before the end of token {pos[k] - 1} "
+                                 f"({end[k - 1]}); tokens must be in text order, not "
+                                 "overlapping")
         pieces = np.split(np.stack([start, end], 1), np.cumsum(
             [len(raw) for _, raw, _ in given_offsets])[:-1])
         by_row = {i: piece for (i, _, _), piece in zip(given_offsets, pieces)}
