@@ -1524,6 +1524,14 @@ for target, call in (("tags", TO_TAGS), ("jsonl", TO_JSONL), ("spacy", TO_SPACY)
         case("spans", f"{target}-{key}-{value!r}", convert(call, **{key: value}), error(pattern))
     case("spans", f"{target}-label-None", convert(call, label=None),
          error(r"span row 1: missing label \(None\)"))
+for target, call in (("tags", TO_TAGS), ("jsonl", TO_JSONL)):   # a reader would refuse it
+    case("spans", f"{target}-end-past-the-text", convert(call, end=20),
+         error(r"span row 1: \[9, 20\) is outside the text of document 0 \(13 characters\)"))
+case("spans", "tags-texts-series-with-a-repeated-id",
+     lambda tmp_path: __import__("crowd_keras.sequences.formats", fromlist=["x"])
+     .spans_to_token_tags(pd.Series(CONVERT_TEXTS, index=[0, 0]), pd.DataFrame(
+         {"doc": [0], "start": [0], "end": [2]})),
+     error(r"document ids must be unique; document id 0 at position 1 repeats position 0"))
 case("spans", "tags-texts-None", lambda tmp_path: __import__(
     "crowd_keras.sequences.formats", fromlist=["x"]).spans_to_token_tags(None, pd.DataFrame(
         {"doc": [0], "start": [0], "end": [1]})),

@@ -28,7 +28,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..codes import show
+from ..codes import check_unique_ids, ids_array, show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from .spans import span_token_ranges
@@ -53,6 +53,7 @@ def _texts(texts: Any) -> dict:
     """``{doc_id: text}`` of a mapping, a Series or a sequence (ids ``0..D-1``); every text a
     string."""
     if isinstance(texts, pd.Series):
+        check_unique_ids(ids_array(texts.index), "document")   # dict() keeps the last only
         out = dict(texts.items())
     elif isinstance(texts, Mapping):
         out = dict(texts)
@@ -71,6 +72,19 @@ def _texts(texts: Any) -> dict:
 def _span_offsets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The frame's checked (start, end) offsets (:func:`.tokens.check_offsets`)."""
     return check_offsets(frame["start"], frame["end"], lambda r: f"span row {r}")
+
+
+def _check_in_text(frame: pd.DataFrame, start: np.ndarray, end: np.ndarray,
+                   text_of: dict) -> None:
+    """Raise for a span row that ends past its document's text (``read_spans_jsonl``
+    refuses such a span; a tag list would silently cut it)."""
+    lengths = np.array([len(t) for t in text_of.values()], np.int64)
+    length = lengths[pd.Index(list(text_of)).get_indexer(frame["doc"])]
+    past = end > length
+    if past.any():
+        r = int(np.argmax(past))
+        raise CrowdDataError(f"span row {r}: [{start[r]}, {end[r]}) is outside the text of "
+                             f"document {show(frame['doc'].iloc[r])} ({length[r]} characters)")
 
 
 def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
@@ -135,6 +149,7 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} is not "
                              f"among the {len(ids)} texts")
     start, end = _span_offsets(frame)
+    _check_in_text(frame, start, end, text_of)
     label = _labels(frame, default_label)
     tokens = tokenize([text_of[d] for d in ids], tokenizer)
     a, b = span_token_ranges(tokens, doc_code, start, end)
@@ -367,6 +382,7 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
         r = int(np.argmax(unknown.to_numpy()))
         raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} has no text")
     start, end = _span_offsets(frame)
+    _check_in_text(frame, start, end, text_of)
     _labels(frame, "span")
     keep = [c for c in ("start", "end", "label", "annotator") if c in frame.columns]
     records = frame[keep].astype(object).to_dict("records")
