@@ -273,6 +273,11 @@ MALFORMED = {
     "min_rating_negative_without_config": (_min_mut(lambda d: d[0].__setitem__(
         "quality", [{"rating": -3}])), {"control": "quality"},
         r"row 0 \(task 1, annotation 3\): rating -3 is below 1"),
+    "every_annotation_cancelled": (_mut(lambda d: [a.__setitem__("was_cancelled", True)
+                                                   for t in d for a in t["annotations"]]),
+                                   {"control": "sentiment"},
+                                   r"all 18 annotations are cancelled \(was_cancelled\): none "
+                                   r"holds a label"),
     "rating_wrong_type": (_mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", "five")),
                           {"control": "quality"}, r"task 1, annotation 1: control 'quality' value.rating must be an integer"),
     "result_type_differs_from_config": (_mut(lambda d: d[0]["annotations"][0]["result"][0].__setitem__("type", "rating")),
