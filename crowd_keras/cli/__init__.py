@@ -89,19 +89,22 @@ def describe_choice(name: str) -> str:
     return f"{name}: {template.format(m=m)}" if template else str(name)
 
 
-def _read_table(path: str, label: str, string_labels: bool):
+def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = (),
+                int_ids: bool = True):
+    """The table at ``path``; the ``ids`` columns are read as text (:func:`_plain_integers`
+    when ``int_ids``), the ``label`` column too with ``string_labels``."""
     import warnings
 
     import pandas as pd
 
     sep = "\t" if str(path).endswith((".tsv", ".tab")) else ","
+    dtype = {**{c: str for c in ids}, **({label: str} if string_labels else {})}
     try:
         # index_col=False: a row with one field too many must not turn the first column into
         # the index (every value would shift one column left, silently)
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(path, sep=sep, dtype={label: str} if string_labels else None,
-                             index_col=False)
+            df = pd.read_csv(path, sep=sep, dtype=dtype or None, index_col=False)
     except FileNotFoundError:
         raise CrowdDataError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -114,7 +117,23 @@ def _read_table(path: str, label: str, string_labels: bool):
         raise CrowdDataError(f"{path}: {_long_row(path, sep)}") from None
     except (OSError, ValueError) as exc:
         raise CrowdDataError(f"cannot read {path}: {exc}") from None
+    for column in ids if int_ids else ():
+        if column in df.columns and df.columns.tolist().count(column) == 1:
+            df[column] = _plain_integers(df[column])
     return df
+
+
+def _plain_integers(column: Any) -> Any:
+    """An id column read as text, as integers when every id is an integer written plainly
+    (``12``; not ``012``, ``12.0`` or ``+12``, which would merge with ``12``): else the text."""
+    import pandas as pd
+
+    given = column.dropna()
+    if not given.str.fullmatch(r"-?(0|[1-9][0-9]{0,17})").all():
+        return column
+    return column.astype("int64") if len(given) == len(column) else \
+        pd.Series([int(v) if isinstance(v, str) else v for v in column], index=column.index,
+                  dtype=object)
 
 
 def _not_utf8(path: str) -> str:
@@ -159,7 +178,9 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     """The --gold file (columns --item and --label, one row per item) as item -> label."""
     import pandas as pd
 
-    df = _read_table(args.gold, args.label, args.string_labels)
+    # the items as the annotations' ids: integers only where theirs are
+    df = _read_table(args.gold, args.label, args.string_labels, ids=[args.item],
+                     int_ids=ann.item_ids.dtype.kind in "iu")
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if role != "annotator" and (c := getattr(args, role)) not in df.columns]
     if missing:
@@ -202,7 +223,8 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
                ("--annotators", getattr(args, "annotators", None))]
     check_output_kinds(files=[] if out_folder else outputs,
                        folders=outputs[:1] if out_folder else [])
-    df = _read_table(args.input, args.label, args.string_labels)
+    df = _read_table(args.input, args.label, args.string_labels,
+                     ids=[args.item, args.annotator])
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if (c := getattr(args, role)) not in df.columns]
     if missing:
