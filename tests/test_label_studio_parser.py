@@ -352,6 +352,15 @@ def test_malformed_export_gives_clear_error(case):
     assert outside == []
 
 
+@pytest.mark.parametrize("text", ["null", "5", '"tasks"', "id,annotator\n"])
+def test_a_json_file_that_holds_no_list_or_object_is_not_read_as_csv(text, tmp_path):
+    path = tmp_path / "export.json"
+    path.write_text(text)
+    with pytest.raises(CrowdDataError, match=r"export\.json': a JSON export must start with "
+                                             r"'\[' or '\{', got "):
+        ls.read_export(path, control="sentiment")
+
+
 def test_bad_options_raise_value_error():
     with pytest.raises(ValueError, match="multiple must be one of"):
         ls.read_export(DATA / "demo.json", multiple="first")
