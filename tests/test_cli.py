@@ -87,7 +87,9 @@ def test_aggregate_keeps_ids_as_written(tmp_path, capsys):
     assert labels["n_annotations"].tolist() == [2, 1, 1]
     assert labels["label"].tolist()[0] == 1     # the gold label, held fixed
     assert pd.read_csv(report, dtype={"annotator": str})["annotator"].tolist() == ["007", "7"]
-    assert "4 annotations of 3 items by 2 annotators" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "4 annotations of 3 items by 2 annotators" in printed
+    assert f"1 gold label from {gold} held fixed in the fit" in printed
     src.write_text("task,worker,label\n10,1,1\n2,1,0\n10,2,1\n")
     gold.write_text("task,label\n2,0\n")
     assert main(["aggregate", str(src), "--method", "dawid_skene", "--out", str(out),

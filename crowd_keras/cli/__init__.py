@@ -272,6 +272,9 @@ def _aggregate(args: argparse.Namespace) -> int:
               if getattr(model, "chosen_", None) else "")
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (the lowest class code "
           "given; column 'tied')")
+    if gold is not None:   # every gold row accounted for: each names a distinct item
+        print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} held "
+              "fixed in the fit")
     if args.annotators:
         atomic_write_text(args.annotators, model.annotator_quality_.to_csv(index=False))
         print(f"wrote the annotator report to {args.annotators}")
