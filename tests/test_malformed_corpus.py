@@ -1769,7 +1769,11 @@ for name, gold, pattern in (
         ("latin-1", "task,label\nt\xe9,1\n".encode("latin-1"),
          r"gold.csv: not UTF-8 text: byte 0xe9 on line 2"),
         ("a-row-too-long", "task,label\nt1,1,0\n",
-         r"gold.csv: line 2 has 3 fields but the header has 2")):
+         r"gold.csv: line 2 has 3 fields but the header has 2"),
+        ("after-blank-lines", "task,label\n\nt1,1\n \nzz,1\n",   # pandas skips blank lines
+         r"gold.csv: line 5: item 'zz' is not an item of"),
+        ("twice-after-a-quoted-line-end", 'task,label\n"t\n1",1\nt2,1\nt2,0\n',
+         r"gold.csv: item 't2' has more than one gold label \(line 5\)")):
     case("cli_input", f"aggregate-gold-{name}",
          cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": gold}), error(pattern))
 case("cli_input", "aggregate-gold-a-folder", cli_files(AGG + ["--gold", "{dir}"]),
@@ -1785,7 +1789,9 @@ for name, text, pattern in (
          r"answers.csv: line 2 has 4 fields but the header has 3"),
         ("latin-1", "task,worker,label\nt\xe9,u,1\n".encode("latin-1"),
          r"answers.csv: not UTF-8 text: byte 0xe9 on line 2"),
-        ("empty", "", r"answers.csv: the file is empty \(no header line\)")):
+        ("empty", "", r"answers.csv: the file is empty \(no header line\)"),
+        ("bad-row-after-blank-lines", "\ntask,worker,label\na,u,1\n\n\nb,v,-1\n",
+         r"answers.csv: negative label -1 at line 6 \(item 'b', annotator 'v'\)")):
     case("cli_input", f"aggregate-input-{name}",
          cli_files(["aggregate", "{dir}/answers.csv", "--out", "{dir}/out.csv"],
                    {"answers.csv": text}), error(pattern))

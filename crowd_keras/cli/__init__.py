@@ -97,7 +97,7 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
 
     import pandas as pd
 
-    sep = "\t" if str(path).endswith((".tsv", ".tab")) else ","
+    sep = _separator(path)
     dtype = {**{c: str for c in ids}, **({label: str} if string_labels else {})}
     try:
         # index_col=False: a row with one field too many must not turn the first column into
@@ -147,6 +147,26 @@ def _not_utf8(path: str) -> str:
     return "not UTF-8 text"
 
 
+def _separator(path: str) -> str:
+    return "\t" if str(path).endswith((".tsv", ".tab")) else ","
+
+
+def _line_of(path: str) -> Any:
+    """``row -> line``: the file line on which data row ``row`` starts (error path: the file
+    is read again). Row r is line r + 2 only without blank lines (pandas skips them) and
+    quoted line ends."""
+    import csv
+
+    starts, line = [], 0
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = csv.reader(fh, delimiter=_separator(path))
+        for row in rows:
+            if len(row) > 1 or (row and row[0].strip()):   # pandas' blank lines: skipped
+                starts.append(line + 1)
+            line = rows.line_num
+    return lambda r: starts[r + 1] if r + 1 < len(starts) else r + 2
+
+
 def _long_row(path: str, sep: str) -> str:
     """The first line with more fields than the header (error path)."""
     import csv
@@ -166,7 +186,8 @@ _COLUMN_FLAGS = {"item": "--item", "annotator": "--annotator", "label": "--label
 
 def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> CrowdDataError:
     """A frame error in the file's terms: rows as line numbers, columns with their flag."""
-    text = _ROW.sub(lambda m: f"line {int(m.group(1)) + 2}", cli_words(exc))
+    line = _line_of(path)
+    text = _ROW.sub(lambda m: f"line {line(int(m.group(1)))}", cli_words(exc))
     for role, flag in _COLUMN_FLAGS.items():
         name = getattr(args, role)
         text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")
@@ -189,7 +210,8 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     dup = df[args.item].duplicated()
     if dup.any():
         raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
-                             f"one gold label (line {int(dup.to_numpy().argmax()) + 2})")
+                             f"one gold label (line "
+                             f"{_line_of(args.gold)(int(dup.to_numpy().argmax()))})")
     # every row checked against the annotations here, so that errors name the gold file's line
     items, labels = df[args.item], df[args.label]
     pos = pd.Index(ann.item_ids).get_indexer(items)
@@ -206,7 +228,7 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
                                             f"{ann.classes.tolist()[:20]}")):
         if bad.any():
             r = int(np.argmax(bad))
-            raise CrowdDataError(f"{args.gold}: line {r + 2}: {what(r)}")
+            raise CrowdDataError(f"{args.gold}: line {_line_of(args.gold)(r)}: {what(r)}")
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
 
 
