@@ -1909,6 +1909,8 @@ for name, make, pattern, exc in (
          r"identifiers must be a list, got the string 'xy' \(one id: \['xy'\]\)", TypeError),
         ("dense-classes-one-string", lambda: Annotations.from_dense([[0, 1]], classes="ab"),
          r"identifiers must be a list, got the string 'ab'", TypeError),
+        ("frame-item_ids-one-number", lambda: Annotations.from_frame(SMALL, item_ids=5),
+         r"identifiers must be a list, got int 5 \(one id: \[5\]\)", TypeError),
         ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
          r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
          r"str 'x'", TypeError),
