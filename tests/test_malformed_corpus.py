@@ -1713,6 +1713,15 @@ for name, make, pattern in (
          lambda tmp_path, make=make: make(__import__("crowd_keras.sequences.annotations",
                                                      fromlist=["x"]).SequenceAnnotations),
          error(pattern))
+for name, texts, pattern in (
+        ("one-string", "abc", r"got str \(one string: pass \[text\] for one document\)$"),
+        ("None", None, r"got NoneType$")):     # a string was read as one document per letter
+    case("spans", f"sequence-texts-{name}",
+         lambda tmp_path, texts=texts: __import__(
+             "crowd_keras.sequences.annotations", fromlist=["x"]).SequenceAnnotations.from_spans(
+             texts, pd.DataFrame({"doc": [0], "annotator": ["u"], "start": [0], "end": [1]})),
+         error(r"^texts must be a list of strings, a \{doc_id: text\} mapping or a Series, "
+               + pattern, TypeError))
 
 
 # ---------------------------------------------------------------------------- CLI inputs, flags
