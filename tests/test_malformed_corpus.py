@@ -1713,6 +1713,10 @@ for name, make, pattern in (
          lambda tmp_path, make=make: make(__import__("crowd_keras.sequences.annotations",
                                                      fromlist=["x"]).SequenceAnnotations),
          error(pattern))
+case("spans", "tokenize-one-string", lambda tmp_path: __import__(
+    "crowd_keras.sequences.tokens", fromlist=["x"]).tokenize("John met"),
+     error(r"^texts must be a list of document texts, got one str \(pass \[text\] for one "
+           r"document\)$", TypeError))
 for name, texts, pattern in (
         ("one-string", "abc", r"got str \(one string: pass \[text\] for one document\)$"),
         ("None", None, r"got NoneType$")):     # a string was read as one document per letter
