@@ -125,11 +125,12 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
 
 def _plain_integers(column: Any) -> Any:
     """An id column read as text, as integers when every id is an integer written plainly
-    (``12``; not ``012``, ``12.0`` or ``+12``, which would merge with ``12``): else the text."""
+    (``12``; not ``012``, ``12.0``, ``+12`` or ``-0``, which would merge with another id):
+    else the text."""
     import pandas as pd
 
     given = column.dropna()
-    if not given.str.fullmatch(r"-?(0|[1-9][0-9]{0,17})").all():
+    if not given.str.fullmatch(r"0|-?[1-9][0-9]{0,17}").all():
         return column
     return column.astype("int64") if len(given) == len(column) else \
         pd.Series([int(v) if isinstance(v, str) else v for v in column], index=column.index,
