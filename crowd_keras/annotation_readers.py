@@ -191,6 +191,7 @@ class AnnotationReaders:
             raise CrowdDataError(f"padding mismatch at row {r}, slot {c}: annotator {a[r, c]}, "
                                  f"label {y[r, c]} (both must be -1 or both set)")
         rows, slots = np.nonzero(present)
+        _check_padded_repeats(rows, slots, a[rows, slots])
         if n_annotators is not None:
             n_annotators = check_count(n_annotators, "n_annotators", 0)
         if n_annotators is None and annotator_ids is None:
@@ -211,6 +212,22 @@ class AnnotationReaders:
                 raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
                                      f"{len(classes)} classes {list(classes)}")
         return cls(items, annotators, labels, classes=classes, **kwargs)
+
+
+def _check_padded_repeats(rows: np.ndarray, slots: np.ndarray, annotators: np.ndarray) -> None:
+    """Raise for an annotator in two slots of one padded row, naming the row and both slots
+    (the constructor's duplicate message would name positions and a ``duplicates=`` that
+    :meth:`AnnotationReaders.from_padded` does not take)."""
+    if len(rows) < 2:
+        return
+    order = np.lexsort((slots, annotators, rows))
+    r, a = rows[order], annotators[order]
+    again = (r[1:] == r[:-1]) & (a[1:] == a[:-1])
+    if again.any():
+        k = int(np.argmax(again))
+        raise CrowdDataError(f"padded row {r[k]}: annotator {a[k]} is in slots "
+                             f"{slots[order[k]]} and {slots[order[k + 1]]}; an annotator "
+                             "labels an item once")
 
 
 def _row_numbers(row_numbers: Any, df: Any) -> Optional[np.ndarray]:

@@ -43,6 +43,9 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"identifiers must be a list, got the string {ids!r} (one id: "
                         f"[{ids!r}])")
+    if not isinstance(ids, Iterable):   # else Python's "'int' object is not iterable"
+        raise TypeError(f"identifiers must be a list, got {type(ids).__name__} {show(ids)} "
+                        f"(one id: [{show(ids)}])")
     arr = np.asarray(list(ids) if not isinstance(ids, (np.ndarray, pd.Index)) else ids)
     if arr.ndim != 1:
         raise CrowdDataError(f"identifiers must be one-dimensional, got shape {arr.shape}")

@@ -48,7 +48,11 @@ def atomic_write_text(path: os.PathLike, text: str) -> Path:
     path = Path(path)
     if path.is_dir():   # checked first: the rename would fail naming the temporary file
         raise CrowdDataError(f"{path} is a folder; give the path of a file to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):   # a file where a folder above must be
+        raise CrowdDataError(f"{path}: cannot make its folder {path.parent}: a file is in "
+                             "the way") from None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:

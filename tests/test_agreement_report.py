@@ -205,7 +205,9 @@ def test_agree_command(tmp_path, capsys):
     words = tmp_path / "words.csv"
     words.write_text("task,worker,label\n1,a,x\n1,b,y\n")
     assert main(["agree", str(words), "--level", "interval", "--quiet"]) == 1
-    assert "needs numeric classes" in capsys.readouterr().err
+    assert ("--level interval needs numeric classes (the distance between two labels is "
+            "their difference), but class 'x' is not a number; classes are ['x', 'y']; use "
+            "--level ordinal (class order) or --level nominal") in capsys.readouterr().err
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

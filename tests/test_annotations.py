@@ -118,6 +118,11 @@ def test_bad_constructor_shapes_and_ranges():
         Annotations([0], [4], [0], n_annotators=2, n_classes=2)
     with pytest.raises(CrowdDataError, match="padding mismatch at row 0, slot 1"):
         Annotations.from_padded([[0, 1]], [[1, -1]])
+    # one annotator twice in a row: named by its padded row and slots (from_padded takes no
+    # duplicates= to suggest)
+    with pytest.raises(CrowdDataError, match=r"^padded row 1: annotator 2 is in slots 0 and 3; "
+                                             r"an annotator labels an item once$"):
+        Annotations.from_padded([[0, 1, -1, -1], [2, 0, 1, 2]], [[0, 1, -1, -1], [1, 1, 0, 0]])
     with pytest.raises(CrowdDataError, match="item ids must be unique"):
         Annotations([0], [0], [0], item_ids=["a", "a"], n_classes=1)
     with pytest.raises(CrowdDataError, match="not a pandas DataFrame|expected a pandas DataFrame"):

@@ -70,3 +70,28 @@ def test_aggregate_target_priors_give_the_python_labels(tmp_path, capsys):
     assert main(["aggregate", str(src), "--method", "dawid_skene", "--target-prior", "uniform",
                  "--out", str(out)]) != 0
     assert "--target-prior applies to --method auto" in capsys.readouterr().err
+
+
+def test_aggregate_keeps_ids_as_written(tmp_path, capsys):
+    # '001', '01' and '1' are three items and '007', '7' two annotators (read as numbers
+    # they merged silently); plain integer ids stay integers, ordered as numbers
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n001,007,1\n001,7,0\n1,007,0\n01,7,1\n")
+    out, report = tmp_path / "labels.csv", tmp_path / "annotators.csv"
+    gold = tmp_path / "gold.csv"
+    gold.write_text("task,label\n001,1\n")
+    assert main(["aggregate", str(src), "--method", "dawid_skene", "--out", str(out),
+                 "--annotators", str(report), "--gold", str(gold)]) == 0
+    labels = pd.read_csv(out, dtype={"task": str})
+    assert labels["task"].tolist() == ["001", "01", "1"]
+    assert labels["n_annotations"].tolist() == [2, 1, 1]
+    assert labels["label"].tolist()[0] == 1     # the gold label, held fixed
+    assert pd.read_csv(report, dtype={"annotator": str})["annotator"].tolist() == ["007", "7"]
+    printed = capsys.readouterr().out
+    assert "4 annotations of 3 items by 2 annotators" in printed
+    assert f"1 gold label from {gold} held fixed in the fit" in printed
+    src.write_text("task,worker,label\n10,1,1\n2,1,0\n10,2,1\n")
+    gold.write_text("task,label\n2,0\n")
+    assert main(["aggregate", str(src), "--method", "dawid_skene", "--out", str(out),
+                 "--gold", str(gold)]) == 0
+    assert pd.read_csv(out)["task"].tolist() == [2, 10]

@@ -81,11 +81,13 @@ def test_unknown_method_is_one_line_with_the_registry(capsys):
 def test_failure_without_traceback_unless_debug(tmp_path, capsys):
     src = tmp_path / "answers.csv"
     pd.DataFrame({"task": ["a"], "worker": ["u"], "label": ["x"]}).to_csv(src, index=False)
-    # an output under a file: the write fails with an OSError no check foresees
-    argv = ["aggregate", str(src), "--out", str(src / "labels.csv"), "--method", "mv", "--quiet"]
+    # a name longer than the file system allows: the write fails with an OSError no check
+    # foresees (an output under a file is now refused before the fit)
+    argv = ["aggregate", str(src), "--out", str(tmp_path / ("x" * 300 + ".csv")), "--method",
+            "mv", "--quiet"]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert re.search(r"crowd-keras: error: (NotADirectoryError|FileExistsError)", err), err
+    assert re.search(r"crowd-keras: error: OSError: \[Errno \d+\] File name too long", err), err
     assert "--debug" in err
     assert "Traceback" not in err
     assert main(argv + ["--debug"]) == 1

@@ -4,6 +4,7 @@ import stat
 
 import pytest
 
+from crowd_keras import CrowdDataError
 from crowd_keras.files import atomic_write_text, default_file_mode
 
 
@@ -29,3 +30,11 @@ def test_default_file_mode_leaves_the_umask_as_it_was():
         assert os.umask(0o027) == 0o027
     finally:
         os.umask(old)
+
+
+def test_atomic_write_under_a_file_names_the_path(tmp_path):
+    (tmp_path / "labels.csv").write_text("x")
+    with pytest.raises(CrowdDataError, match=r"out\.csv: cannot make its folder .*labels\.csv"
+                                             r"/sub: a file is in the way"):
+        atomic_write_text(tmp_path / "labels.csv" / "sub" / "out.csv", "a\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.csv"]

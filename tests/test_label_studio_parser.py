@@ -267,6 +267,17 @@ MALFORMED = {
     "rating_out_of_range": (_mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", 9)),
                             {"control": "quality", "label_config": CONFIG},
                             r"task 1, annotation 1: rating 9 is outside 1..5"),
+    "rating_below_one_without_config": (
+        _mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", 0)),
+        {"control": "quality"}, r"task 1, annotation 1: rating 0 is below 1"),
+    "min_rating_negative_without_config": (_min_mut(lambda d: d[0].__setitem__(
+        "quality", [{"rating": -3}])), {"control": "quality"},
+        r"row 0 \(task 1, annotation 3\): rating -3 is below 1"),
+    "every_annotation_cancelled": (_mut(lambda d: [a.__setitem__("was_cancelled", True)
+                                                   for t in d for a in t["annotations"]]),
+                                   {"control": "sentiment"},
+                                   r"all 18 annotations are cancelled \(was_cancelled\): none "
+                                   r"holds a label"),
     "rating_wrong_type": (_mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", "five")),
                           {"control": "quality"}, r"task 1, annotation 1: control 'quality' value.rating must be an integer"),
     "result_type_differs_from_config": (_mut(lambda d: d[0]["annotations"][0]["result"][0].__setitem__("type", "rating")),
@@ -339,6 +350,15 @@ def test_malformed_export_gives_clear_error(case):
                if "crowd_keras" not in str(entry.path) and "integrations" not in str(entry.path)
                and "tests" not in str(entry.path)]
     assert outside == []
+
+
+@pytest.mark.parametrize("text", ["null", "5", '"tasks"', "id,annotator\n"])
+def test_a_json_file_that_holds_no_list_or_object_is_not_read_as_csv(text, tmp_path):
+    path = tmp_path / "export.json"
+    path.write_text(text)
+    with pytest.raises(CrowdDataError, match=r"export\.json': a JSON export must start with "
+                                             r"'\[' or '\{', got "):
+        ls.read_export(path, control="sentiment")
 
 
 def test_bad_options_raise_value_error():

@@ -1524,6 +1524,14 @@ for target, call in (("tags", TO_TAGS), ("jsonl", TO_JSONL), ("spacy", TO_SPACY)
         case("spans", f"{target}-{key}-{value!r}", convert(call, **{key: value}), error(pattern))
     case("spans", f"{target}-label-None", convert(call, label=None),
          error(r"span row 1: missing label \(None\)"))
+for target, call in (("tags", TO_TAGS), ("jsonl", TO_JSONL)):   # a reader would refuse it
+    case("spans", f"{target}-end-past-the-text", convert(call, end=20),
+         error(r"span row 1: \[9, 20\) is outside the text of document 0 \(13 characters\)"))
+case("spans", "tags-texts-series-with-a-repeated-id",
+     lambda tmp_path: __import__("crowd_keras.sequences.formats", fromlist=["x"])
+     .spans_to_token_tags(pd.Series(CONVERT_TEXTS, index=[0, 0]), pd.DataFrame(
+         {"doc": [0], "start": [0], "end": [2]})),
+     error(r"document ids must be unique; document id 0 at position 1 repeats position 0"))
 case("spans", "tags-texts-None", lambda tmp_path: __import__(
     "crowd_keras.sequences.formats", fromlist=["x"]).spans_to_token_tags(None, pd.DataFrame(
         {"doc": [0], "start": [0], "end": [1]})),
@@ -1577,7 +1585,18 @@ for name, rows, kwargs, pattern in (
          r"row 0: 'text' must be a string, got int"),
         ("doc-a-list", [{"tags": ["O"], "tokens": ["a"], "doc": [1]}], {},
          r"row 0: 'doc' must be a document id \(a string or an integer\), got \[1\]"),
-        ("row-a-list", [["B-PER"]], {}, r"row 0: expected a dict with 'tags', got list")):
+        ("row-a-list", [["B-PER"]], {}, r"row 0: expected a dict with 'tags', got list"),
+        ("tokens-a-string", [{"tags": ["B-PER", "I-PER", "I-PER", "I-PER"], "tokens": "John"}],
+         {}, r"row 0: 'tokens' must be a list of tokens, got str 'John'"),
+        ("tokens-None", [{"tags": ["O"], "tokens": None}], {},
+         r"row 0: 'tokens' must be a list of tokens, got NoneType None"),
+        ("offsets-out-of-order", [{**OFFSET_ROW, "offsets": [[5, 8], [0, 4]]}], {},
+         r"row 0, token 1: offsets \[0, 4\) begin before the end of token 0 \(8\)"),
+        ("offsets-overlapping", [{"tags": ["B-X", "I-X"], "text": "abc",
+                                  "offsets": [[0, 2], [1, 3]]}], {},
+         r"row 0, token 1: offsets \[1, 3\) begin before the end of token 0 \(2\)"),
+        ("doc-nan", [{"tags": ["O"], "tokens": ["a"], "doc": float("nan")}], {},
+         r"row 0: 'doc' must be a document id \(a string or an integer\), got nan")):
     case("spans", f"tag-lists-{name}", tag_rows(rows, **kwargs), error(pattern))
 case("spans", "tag-lists-None", tag_rows(None),
      error(r"rows must be an iterable of dicts \(one per tag list\), got NoneType", TypeError))
@@ -1694,6 +1713,19 @@ for name, make, pattern in (
          lambda tmp_path, make=make: make(__import__("crowd_keras.sequences.annotations",
                                                      fromlist=["x"]).SequenceAnnotations),
          error(pattern))
+case("spans", "tokenize-one-string", lambda tmp_path: __import__(
+    "crowd_keras.sequences.tokens", fromlist=["x"]).tokenize("John met"),
+     error(r"^texts must be a list of document texts, got one str \(pass \[text\] for one "
+           r"document\)$", TypeError))
+for name, texts, pattern in (
+        ("one-string", "abc", r"got str \(one string: pass \[text\] for one document\)$"),
+        ("None", None, r"got NoneType$")):     # a string was read as one document per letter
+    case("spans", f"sequence-texts-{name}",
+         lambda tmp_path, texts=texts: __import__(
+             "crowd_keras.sequences.annotations", fromlist=["x"]).SequenceAnnotations.from_spans(
+             texts, pd.DataFrame({"doc": [0], "annotator": ["u"], "start": [0], "end": [1]})),
+         error(r"^texts must be a list of strings, a \{doc_id: text\} mapping or a Series, "
+               + pattern, TypeError))
 
 
 # ---------------------------------------------------------------------------- CLI inputs, flags
@@ -1750,7 +1782,11 @@ for name, gold, pattern in (
         ("latin-1", "task,label\nt\xe9,1\n".encode("latin-1"),
          r"gold.csv: not UTF-8 text: byte 0xe9 on line 2"),
         ("a-row-too-long", "task,label\nt1,1,0\n",
-         r"gold.csv: line 2 has 3 fields but the header has 2")):
+         r"gold.csv: line 2 has 3 fields but the header has 2"),
+        ("after-blank-lines", "task,label\n\nt1,1\n \nzz,1\n",   # pandas skips blank lines
+         r"gold.csv: line 5: item 'zz' is not an item of"),
+        ("twice-after-a-quoted-line-end", 'task,label\n"t\n1",1\nt2,1\nt2,0\n',
+         r"gold.csv: item 't2' has more than one gold label \(line 5\)")):
     case("cli_input", f"aggregate-gold-{name}",
          cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": gold}), error(pattern))
 case("cli_input", "aggregate-gold-a-folder", cli_files(AGG + ["--gold", "{dir}"]),
@@ -1766,7 +1802,9 @@ for name, text, pattern in (
          r"answers.csv: line 2 has 4 fields but the header has 3"),
         ("latin-1", "task,worker,label\nt\xe9,u,1\n".encode("latin-1"),
          r"answers.csv: not UTF-8 text: byte 0xe9 on line 2"),
-        ("empty", "", r"answers.csv: the file is empty \(no header line\)")):
+        ("empty", "", r"answers.csv: the file is empty \(no header line\)"),
+        ("bad-row-after-blank-lines", "\ntask,worker,label\na,u,1\n\n\nb,v,-1\n",
+         r"answers.csv: negative label -1 at line 6 \(item 'b', annotator 'v'\)")):
     case("cli_input", f"aggregate-input-{name}",
          cli_files(["aggregate", "{dir}/answers.csv", "--out", "{dir}/out.csv"],
                    {"answers.csv": text}), error(pattern))
@@ -1884,6 +1922,8 @@ for name, make, pattern, exc in (
          r"identifiers must be a list, got the string 'xy' \(one id: \['xy'\]\)", TypeError),
         ("dense-classes-one-string", lambda: Annotations.from_dense([[0, 1]], classes="ab"),
          r"identifiers must be a list, got the string 'ab'", TypeError),
+        ("frame-item_ids-one-number", lambda: Annotations.from_frame(SMALL, item_ids=5),
+         r"identifiers must be a list, got int 5 \(one id: \[5\]\)", TypeError),
         ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
          r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
          r"str 'x'", TypeError),
@@ -2090,6 +2130,25 @@ CLI_FILE_CASES = [
     ("ls-out-is-annotators", ["label-studio", "aggregate", "{dir}/export.json", "--out",
                               "{dir}/r.csv", "--annotators", "{dir}/r.csv"], 2,
      r"--annotators '.*r\.csv' and --out '.*r\.csv' " + _TWO),
+]
+# an output under a path that is a file: refused before the fit, not after --out is written
+_UNDER = r"'.*answers\.csv' is a file, so no folder can be made there"
+CLI_FILE_CASES += [
+    ("aggregate-annotators-under-a-file",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/o.csv", "--annotators",
+      "{dir}/answers.csv/a.csv"], 1, r"--annotators '.*answers\.csv/a\.csv': " + _UNDER),
+    ("aggregate-out-two-folders-under-a-file",
+     ["aggregate", "{dir}/answers.csv", "--out", "{dir}/answers.csv/x/o.csv"], 1,
+     r"--out '.*answers\.csv/x/o\.csv': " + _UNDER),
+    ("agree-out-under-a-file",
+     ["agree", "{dir}/answers.csv", "--out", "{dir}/answers.csv/r", "--bootstrap", "0"], 1,
+     r"--out '.*answers\.csv/r': " + _UNDER),
+    ("ls-annotators-under-a-file",
+     ["label-studio", "aggregate", "{dir}/export.json", "--out", "{dir}/p.json",
+      "--annotators", "{dir}/answers.csv/a.csv"], 2, r"--annotators .*" + _UNDER),
+    ("ls-report-out-under-a-file",
+     ["label-studio", "report", "{dir}/export.json", "--out", "{dir}/answers.csv/r"], 2,
+     r"--out '.*answers\.csv/r': " + _UNDER),
 ]
 for _flag, _value, _low in (("--retries", "-1", 0), ("--retries", "two", 0),
                             ("--retries", "1.5", 0), ("--batch-size", "0", 1),

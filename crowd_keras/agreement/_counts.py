@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..codes import show
-from ..errors import CrowdDataError
+from ..errors import Argument, CrowdDataError, Message
 from ..sequences.annotations import SequenceAnnotations
 
 __all__ = ["as_annotations", "check_agreement_input", "label_count_matrix", "presence_matrix",
@@ -114,9 +114,11 @@ def class_values(ann: Annotations, level: str) -> np.ndarray:
     for c in ann.classes:
         item = c.item() if hasattr(c, "item") else c
         if isinstance(item, bool) or not isinstance(item, (int, float)) or item != item:
-            raise CrowdDataError(f"level={level!r} needs numeric classes (the distance between "
-                                 f"two labels is their difference), but class {show(c)} is not a "
-                                 f"number; classes are {[show(x) for x in ann.classes[:10]]}; use "
-                                 "level='ordinal' (class order) or 'nominal'")
+            raise CrowdDataError(Message(
+                "{level} needs numeric classes (the distance between two labels is their "
+                "difference), but class {c} is not a number; classes are [{shown}]; use "
+                "{ordinal} (class order) or {nominal}", level=Argument("level", level),
+                c=show(c), shown=", ".join(show(x) for x in ann.classes[:10]),
+                ordinal=Argument("level", "ordinal"), nominal=Argument("level", "nominal")))
         values.append(float(item))
     return np.asarray(values, dtype=np.float64)

@@ -89,19 +89,22 @@ def describe_choice(name: str) -> str:
     return f"{name}: {template.format(m=m)}" if template else str(name)
 
 
-def _read_table(path: str, label: str, string_labels: bool):
+def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = (),
+                int_ids: bool = True):
+    """The table at ``path``; the ``ids`` columns are read as text (:func:`_plain_integers`
+    when ``int_ids``), the ``label`` column too with ``string_labels``."""
     import warnings
 
     import pandas as pd
 
-    sep = "\t" if str(path).endswith((".tsv", ".tab")) else ","
+    sep = _separator(path)
+    dtype = {**{c: str for c in ids}, **({label: str} if string_labels else {})}
     try:
         # index_col=False: a row with one field too many must not turn the first column into
         # the index (every value would shift one column left, silently)
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(path, sep=sep, dtype={label: str} if string_labels else None,
-                             index_col=False)
+            df = pd.read_csv(path, sep=sep, dtype=dtype or None, index_col=False)
     except FileNotFoundError:
         raise CrowdDataError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -114,7 +117,24 @@ def _read_table(path: str, label: str, string_labels: bool):
         raise CrowdDataError(f"{path}: {_long_row(path, sep)}") from None
     except (OSError, ValueError) as exc:
         raise CrowdDataError(f"cannot read {path}: {exc}") from None
+    for column in ids if int_ids else ():
+        if column in df.columns and df.columns.tolist().count(column) == 1:
+            df[column] = _plain_integers(df[column])
     return df
+
+
+def _plain_integers(column: Any) -> Any:
+    """An id column read as text, as integers when every id is an integer written plainly
+    (``12``; not ``012``, ``12.0``, ``+12`` or ``-0``, which would merge with another id):
+    else the text."""
+    import pandas as pd
+
+    given = column.dropna()
+    if not given.str.fullmatch(r"0|-?[1-9][0-9]{0,17}").all():
+        return column
+    return column.astype("int64") if len(given) == len(column) else \
+        pd.Series([int(v) if isinstance(v, str) else v for v in column], index=column.index,
+                  dtype=object)
 
 
 def _not_utf8(path: str) -> str:
@@ -126,6 +146,26 @@ def _not_utf8(path: str) -> str:
         line = raw.count(b"\n", 0, err.start) + 1
         return f"not UTF-8 text: byte {raw[err.start]:#04x} on line {line} (save it as UTF-8)"
     return "not UTF-8 text"
+
+
+def _separator(path: str) -> str:
+    return "\t" if str(path).endswith((".tsv", ".tab")) else ","
+
+
+def _line_of(path: str) -> Any:
+    """``row -> line``: the file line on which data row ``row`` starts (error path: the file
+    is read again). Row r is line r + 2 only without blank lines (pandas skips them) and
+    quoted line ends."""
+    import csv
+
+    starts, line = [], 0
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = csv.reader(fh, delimiter=_separator(path))
+        for row in rows:
+            if len(row) > 1 or (row and row[0].strip()):   # pandas' blank lines: skipped
+                starts.append(line + 1)
+            line = rows.line_num
+    return lambda r: starts[r + 1] if r + 1 < len(starts) else r + 2
 
 
 def _long_row(path: str, sep: str) -> str:
@@ -147,7 +187,8 @@ _COLUMN_FLAGS = {"item": "--item", "annotator": "--annotator", "label": "--label
 
 def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> CrowdDataError:
     """A frame error in the file's terms: rows as line numbers, columns with their flag."""
-    text = _ROW.sub(lambda m: f"line {int(m.group(1)) + 2}", cli_words(exc))
+    line = _line_of(path)
+    text = _ROW.sub(lambda m: f"line {line(int(m.group(1)))}", cli_words(exc))
     for role, flag in _COLUMN_FLAGS.items():
         name = getattr(args, role)
         text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")
@@ -159,7 +200,9 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     """The --gold file (columns --item and --label, one row per item) as item -> label."""
     import pandas as pd
 
-    df = _read_table(args.gold, args.label, args.string_labels)
+    # the items as the annotations' ids: integers only where theirs are
+    df = _read_table(args.gold, args.label, args.string_labels, ids=[args.item],
+                     int_ids=ann.item_ids.dtype.kind in "iu")
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if role != "annotator" and (c := getattr(args, role)) not in df.columns]
     if missing:
@@ -168,7 +211,8 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     dup = df[args.item].duplicated()
     if dup.any():
         raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
-                             f"one gold label (line {int(dup.to_numpy().argmax()) + 2})")
+                             f"one gold label (line "
+                             f"{_line_of(args.gold)(int(dup.to_numpy().argmax()))})")
     # every row checked against the annotations here, so that errors name the gold file's line
     items, labels = df[args.item], df[args.label]
     pos = pd.Index(ann.item_ids).get_indexer(items)
@@ -185,7 +229,7 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
                                             f"{ann.classes.tolist()[:20]}")):
         if bad.any():
             r = int(np.argmax(bad))
-            raise CrowdDataError(f"{args.gold}: line {r + 2}: {what(r)}")
+            raise CrowdDataError(f"{args.gold}: line {_line_of(args.gold)(r)}: {what(r)}")
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
 
 
@@ -202,7 +246,8 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
                ("--annotators", getattr(args, "annotators", None))]
     check_output_kinds(files=[] if out_folder else outputs,
                        folders=outputs[:1] if out_folder else [])
-    df = _read_table(args.input, args.label, args.string_labels)
+    df = _read_table(args.input, args.label, args.string_labels,
+                     ids=[args.item, args.annotator])
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if (c := getattr(args, role)) not in df.columns]
     if missing:
@@ -250,6 +295,9 @@ def _aggregate(args: argparse.Namespace) -> int:
               if getattr(model, "chosen_", None) else "")
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (the lowest class code "
           "given; column 'tied')")
+    if gold is not None:   # every gold row accounted for: each names a distinct item
+        print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} held "
+              "fixed in the fit")
     if args.annotators:
         atomic_write_text(args.annotators, model.annotator_quality_.to_csv(index=False))
         print(f"wrote the annotator report to {args.annotators}")

@@ -70,8 +70,11 @@ def check_paths(inputs: Iterable[tuple[str, Optional[str]]],
 def check_output_kinds(files: Iterable[tuple[str, Optional[str]]] = (),
                        folders: Iterable[tuple[str, Optional[str]]] = ()) -> None:
     """Raise :class:`~crowd_keras.errors.CrowdDataError` before any work when an output file
-    path is an existing folder, or an output folder path an existing file (the write would
-    otherwise fail only after the fit). ``(flag, path or None)`` pairs; None is skipped."""
+    path is an existing folder, an output folder path an existing file, or a file stands
+    where a folder above either would be made (the write would otherwise fail only after the
+    fit, perhaps after another output was written). ``(flag, path or None)`` pairs; None is
+    skipped."""
+    files, folders = list(files), list(folders)
     for name, path in files:
         if path is not None and os.path.isdir(path):
             raise CrowdDataError(f"{name} {str(path)!r} is a folder; give the path of a file "
@@ -80,3 +83,19 @@ def check_output_kinds(files: Iterable[tuple[str, Optional[str]]] = (),
         if path is not None and os.path.exists(path) and not os.path.isdir(path):
             raise CrowdDataError(f"{name} {str(path)!r} is a file; give a folder (it is "
                                  "created when missing)")
+    for name, path in files + folders:
+        blocker = None if path is None else _file_above(path)
+        if blocker is not None:
+            raise CrowdDataError(f"{name} {str(path)!r}: {blocker!r} is a file, so no folder "
+                                 "can be made there; choose another path")
+
+
+def _file_above(path: str) -> Optional[str]:
+    """The nearest existing path above ``path`` when it is a file, not a folder, else None."""
+    parent = os.path.dirname(os.path.abspath(os.path.expanduser(str(path))))
+    while not os.path.exists(parent):
+        up = os.path.dirname(parent)
+        if up == parent:
+            return None
+        parent = up
+    return None if os.path.isdir(parent) else parent

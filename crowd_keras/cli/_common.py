@@ -93,7 +93,8 @@ FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "-
          "include_gold": "--include-gold", "multiple": "--multiple",
          "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
          "on_existing": "--on-existing", "batch_size": "--batch-size", "text_key": "--text-key",
-         "allow_data_mismatch": "--allow-data-mismatch", "controls": "--control NAME"}
+         "allow_data_mismatch": "--allow-data-mismatch", "controls": "--control NAME",
+         "level": "--level"}
 
 
 def _flag(argument: Argument) -> str:

@@ -19,7 +19,7 @@ with ``text_mismatch="error"``); odd but usable spans are handled and counted in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -74,6 +74,11 @@ def _texts_and_ids(texts: Any, doc_ids: Any) -> tuple[list, np.ndarray]:
         return texts.astype(object).tolist(), ids_array(texts.index if doc_ids is None else doc_ids)
     if isinstance(texts, Mapping):
         return list(texts.values()), ids_array(list(texts.keys()) if doc_ids is None else doc_ids)
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):   # 'abc': 3 docs
+        raise TypeError(f"texts must be a list of strings, a {{doc_id: text}} mapping or a "
+                        f"Series, got {type(texts).__name__}"
+                        + (" (one string: pass [text] for one document)"
+                           if isinstance(texts, (str, bytes)) else ""))
     texts = list(texts)
     return texts, ids_array(range(len(texts)) if doc_ids is None else doc_ids)
 

@@ -28,7 +28,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..codes import show
+from ..codes import check_unique_ids, ids_array, show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from .spans import span_token_ranges
@@ -53,6 +53,7 @@ def _texts(texts: Any) -> dict:
     """``{doc_id: text}`` of a mapping, a Series or a sequence (ids ``0..D-1``); every text a
     string."""
     if isinstance(texts, pd.Series):
+        check_unique_ids(ids_array(texts.index), "document")   # dict() keeps the last only
         out = dict(texts.items())
     elif isinstance(texts, Mapping):
         out = dict(texts)
@@ -71,6 +72,19 @@ def _texts(texts: Any) -> dict:
 def _span_offsets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The frame's checked (start, end) offsets (:func:`.tokens.check_offsets`)."""
     return check_offsets(frame["start"], frame["end"], lambda r: f"span row {r}")
+
+
+def _check_in_text(frame: pd.DataFrame, start: np.ndarray, end: np.ndarray,
+                   text_of: dict) -> None:
+    """Raise for a span row that ends past its document's text (``read_spans_jsonl``
+    refuses such a span; a tag list would silently cut it)."""
+    lengths = np.array([len(t) for t in text_of.values()], np.int64)
+    length = lengths[pd.Index(list(text_of)).get_indexer(frame["doc"])]
+    past = end > length
+    if past.any():
+        r = int(np.argmax(past))
+        raise CrowdDataError(f"span row {r}: [{start[r]}, {end[r]}) is outside the text of "
+                             f"document {show(frame['doc'].iloc[r])} ({length[r]} characters)")
 
 
 def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
@@ -135,6 +149,7 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} is not "
                              f"among the {len(ids)} texts")
     start, end = _span_offsets(frame)
+    _check_in_text(frame, start, end, text_of)
     label = _labels(frame, default_label)
     tokens = tokenize([text_of[d] for d in ids], tokenizer)
     a, b = span_token_ranges(tokens, doc_code, start, end)
@@ -259,6 +274,11 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             given_offsets.append((i, raw, len(text)))
             offsets = np.zeros(raw.shape, np.int64)     # read below, after the checks
         elif tokens_key in row:
+            if isinstance(row[tokens_key], (str, bytes, Mapping)) or \
+                    not isinstance(row[tokens_key], Iterable):   # a string: one per character
+                raise CrowdDataError(f"row {i}: {tokens_key!r} must be a list of tokens, got "
+                                     f"{type(row[tokens_key]).__name__} "
+                                     f"{show(row[tokens_key])}")
             toks = [str(t) for t in row[tokens_key]]
             lens = np.fromiter((len(t) for t in toks), np.int64, len(toks))
             starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
@@ -268,7 +288,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         if len(offsets) != len(tags):
             raise CrowdDataError(f"row {i}: {len(tags)} tags for {len(offsets)} tokens")
         doc = row.get(doc_key, i)
-        if doc is None or isinstance(doc, (list, dict, set, np.ndarray)):
+        if doc is None or isinstance(doc, (list, dict, set, np.ndarray)) or (
+                isinstance(doc, (float, np.floating)) and np.isnan(doc)):
             raise CrowdDataError(f"row {i}: {doc_key!r} must be a document id (a string or an "
                                  f"integer), got {show(doc)}")
         if doc in texts and texts[doc] != text:
@@ -289,6 +310,14 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             k = int(np.argmax(past))
             raise CrowdDataError(f"row {row_no[k]}, token {pos[k]}: offsets [{start[k]}, "
                                  f"{end[k]}) end past the text ({int(length[k])} characters)")
+        # tokens in text order without overlap: else a span could end before it starts
+        back = (row_no[1:] == row_no[:-1]) & (start[1:] < end[:-1])
+        if back.any():
+            k = int(np.argmax(back)) + 1
+            raise CrowdDataError(f"row {row_no[k]}, token {pos[k]}: offsets [{start[k]}, "
+                                 f"{end[k]}) begin before the end of token {pos[k] - 1} "
+                                 f"({end[k - 1]}); tokens must be in text order, not "
+                                 "overlapping")
         pieces = np.split(np.stack([start, end], 1), np.cumsum(
             [len(raw) for _, raw, _ in given_offsets])[:-1])
         by_row = {i: piece for (i, _, _), piece in zip(given_offsets, pieces)}
@@ -353,6 +382,7 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
         r = int(np.argmax(unknown.to_numpy()))
         raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} has no text")
     start, end = _span_offsets(frame)
+    _check_in_text(frame, start, end, text_of)
     _labels(frame, "span")
     keep = [c for c in ("start", "end", "label", "annotator") if c in frame.columns]
     records = frame[keep].astype(object).to_dict("records")

@@ -198,7 +198,11 @@ def tokenize(texts: Sequence[str], tokenizer: Tokenizer = None, *,
     Raises:
         CrowdDataError: a user tokenizer returned an empty token, a token outside the text,
             or tokens out of order or overlapping (naming the document and token).
+        TypeError: ``texts`` is one string (it would be one document per character).
     """
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"texts must be a list of document texts, got one {type(texts).__name__}"
+                        " (pass [text] for one document)")
     texts = list(texts)
 
     def named(i: int) -> str:   # a document as messages name it: its id when given

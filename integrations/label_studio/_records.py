@@ -128,8 +128,10 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
                 f"{origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
                 "(truncated or not a JSON export?)") from None
         return _json_kind(loaded, fmt, origin), _as_task_list(loaded, origin), origin
-    if fmt in ("JSON", "JSON_MIN"):
-        raise CrowdDataError(f"{origin}: a {fmt} export must start with '[' or '{{'")
+    if fmt in ("JSON", "JSON_MIN") or (fmt is None and suffix == ".json"):
+        # a .json file is not read as CSV (whose error would be about missing columns)
+        raise CrowdDataError(f"{origin}: a {fmt or 'JSON'} export must start with '[' or "
+                             f"'{{', got {stripped[:20]!r}")
     if fmt is None:
         first = stripped.splitlines()[0]
         fmt = ("TSV" if suffix == ".tsv" else "CSV" if suffix == ".csv"

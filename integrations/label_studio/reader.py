@@ -127,6 +127,10 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
                  text_mismatch=text_mismatch, origin=origin, notes=notes)
     if fmt == "JSON":
         tasks, records, seen = records_from_full(payload, origin)
+        if config is None and not seen and records and all(r.cancelled for r in records):
+            # else the control is said to appear in no result, though cancelled ones name it
+            raise CrowdDataError(f"{origin}: all {len(records)} annotations are cancelled "
+                                 "(was_cancelled): none holds a label to read")
         name, kind, to_name = pick_control_full(control, config, seen, origin)
         if kind in SPAN_TAGS:
             return read_spans(fmt, payload, tasks, records, name, kind, to_name, **spans)
@@ -278,6 +282,9 @@ def _validate(reading: _Reading, records: list, selections: list) -> None:
         for value in sel:
             if reading.kind == "rating" and not isinstance(value, int):
                 raise CrowdDataError(f"{rec.where}: rating {value!r} is not an integer")
+            if reading.kind == "rating" and order is None and value < 1:
+                raise CrowdDataError(f"{rec.where}: rating {value!r} is below 1 (Label Studio "
+                                     "ratings run from 1 to the Rating tag's maxRating)")
             if order is not None and value not in order:
                 what = (f"rating {value!r} is outside 1..{len(allowed)}" if reading.kind == "rating"
                         else f"value {value!r} of control '{reading.control}' is not in the "
