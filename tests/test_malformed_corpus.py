@@ -977,6 +977,9 @@ case("spans", "annotators-1-and-'1'",
      sequence({"doc": [0, 1], "annotator": pd.Series([1, "1"], dtype=object), "start": [4, 2],
                "end": [7, 5]}),
      error(r"annotators mix types: int 1 at span row 0 and str '1' at span row 1"))
+case("spans", "start-a-column-of-strings",        # pandas' str dtype, not object
+     sequence({"doc": [0, 1], "annotator": ["a", "a"], "start": ["4", "2"], "end": [7, 5]}),
+     error(r"span row 0: start must be an integer character offset, got '4'"))
 case("spans", "end-past-text-clipped", sequence(_span_rows(end=(1, 99))),
      accept(lambda s: s.summary.past_text_clipped == 1 and s.summary.spans_used == 3))
 for name, tokenizer, pattern in (

@@ -99,6 +99,39 @@ def test_bad_functions_are_named_with_the_document():
         apply_lfs(TEXTS, [adults, adults], progress=False)
 
 
+def test_a_tag_generator_failing_part_way_is_named_with_the_document():
+    @tag_lf(label="P")
+    def stops(doc):
+        yield "O"
+        raise KeyError("boom")
+    with pytest.raises(CrowdDataError, match="'stops' on document 'a' raised KeyError"):
+        apply_lfs(TEXTS, [stops], progress=False)
+
+
+def test_summary_scores_every_gold_document_named_and_checks_the_gold():
+    @tag_lf(label="P")
+    def all_p(doc):
+        return ["P"] * len(doc.tokens)
+    votes = apply_lfs(TEXTS, [all_p], progress=False)
+    # b (3 tokens) named with no spans is all outside: 2 right of a's 7, none of b's 3
+    s = lf_summary(votes, {"a": [[0, 9]], "b": []}).iloc[0]
+    assert (s["correct"], s["incorrect"]) == (2, 8)
+    assert s["token_precision"] == pytest.approx(2 / 10) and s["token_recall"] == 1.0
+    s = lf_summary(votes, {"b": []}).iloc[0]      # no gold token inside: recall undefined
+    assert (s["correct"], s["incorrect"]) == (0, 3) and np.isnan(s["token_recall"])
+    for gold, pattern in (({"b": [[0, 20]]}, r"gold span 0 \(document 'b'\): \[0, 20\) is "
+                                              r"outside the text \(13 characters\)"),
+                          ({"b": [[-1, 2]]}, r"gold span 0 \(document 'b'\): negative start"),
+                          (pd.DataFrame({"doc": ["b"], "start": ["0"], "end": ["2"]}),
+                           r"gold span 0 \(document 'b'\): start must be an integer"),
+                          (pd.DataFrame({"doc": ["b"], "begin": [0], "end": [2]}),
+                           r"gold has no column 'start'")):
+        with pytest.raises(CrowdDataError, match=pattern):
+            lf_summary(votes, gold)
+    with pytest.raises(TypeError, match="gold must be a frame"):
+        lf_summary(votes, [("b", 0, 2)])
+
+
 def _truth_lfs(truth, seq, outside_abstains=True):
     """Functions that see the simulated truth: ``precise`` votes inside on half the true
     span tokens (abstains elsewhere); ``outside`` votes O on 90 % of the outside tokens and

@@ -209,13 +209,13 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                 raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                      f"{show(doc.id)} returned {type(out).__name__} "
                                      f"{show(out)}; it must return a list of {what} (or None)")
+            try:
+                items = list(out)
+            except Exception as err:    # a generator that fails part way
+                raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                     f"{show(doc.id)} raised {type(err).__name__}: {err}"
+                                     ) from err
             if lf.returns == "spans":
-                try:
-                    items = list(out)
-                except Exception as err:    # a generator that fails part way
-                    raise CrowdDataError(f"labeling function {lf.name!r} on document "
-                                         f"{show(doc.id)} raised {type(err).__name__}: {err}"
-                                         ) from err
                 for k, item in enumerate(items):
                     r = tuple(item) if isinstance(item, (tuple, list, np.ndarray)) else None
                     if r is None or len(r) not in (2, 3):
@@ -229,7 +229,7 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                     sp_se.append(r[:2])
                     sp_lab.append(r[2] if len(r) == 3 else None)
             else:
-                tags = list(out)
+                tags = items
                 if len(tags) != len(doc.tokens):
                     raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                          f"{show(doc.id)}: {len(tags)} tags for "
@@ -343,13 +343,21 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
         "conflicts": per(conflict_tok[votes.token]) / max(T, 1),
         "n_spans": per(votes.begin & pos).astype(np.int64)})
     if gold is not None:
-        if isinstance(gold, Mapping):
-            rows = [(d, s[0], s[1]) for d, marks in gold.items() for s in marks]
-            gold = pd.DataFrame(rows, columns=["doc", "start", "end"])
-        docs = pd.Index(seq.doc_ids).get_indexer(pd.unique(gold["doc"]))
+        gold, named = _gold_frame(gold)
+        docs = pd.Index(seq.doc_ids).get_indexer(named)
         if (docs < 0).any():
-            raise CrowdDataError(f"gold document {show(pd.unique(gold['doc'])[int(np.argmax(docs < 0))])} "
+            raise CrowdDataError(f"gold document {show(named[int(np.argmax(docs < 0))])} "
                                  "is not among the labelled documents")
+        row_doc = pd.Index(seq.doc_ids).get_indexer(gold["doc"])
+        start, end = check_offsets(gold["start"], gold["end"],
+                                   lambda i: f"gold span {i} (document {show(gold['doc'].iloc[i])})")
+        text_len = seq.text_len[row_doc]
+        past = end > text_len
+        if past.any():
+            i = int(np.argmax(past))
+            raise CrowdDataError(f"gold span {i} (document {show(gold['doc'].iloc[i])}): "
+                                 f"[{start[i]}, {end[i]}) is outside the text "
+                                 f"({int(text_len[i])} characters)")
         on = np.isin(seq.tokens.doc, docs)
         inside = spans_token_mask(seq, gold[["doc", "start", "end"]])
         scored = on[votes.token]
@@ -361,5 +369,24 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
         tp = per(scored & pos & inside[votes.token])
         n_pos = per(scored & pos)
         out["token_precision"] = np.divide(tp, n_pos, out=np.full(J, np.nan), where=n_pos > 0)
-        out["token_recall"] = tp / max(int((inside & on).sum()), 1)
+        n_inside = int((inside & on).sum())      # no gold token inside: recall undefined
+        out["token_recall"] = tp / n_inside if n_inside else np.nan
     return out
+
+
+def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
+    """Gold spans as a ``doc, start, end`` frame and the documents they score: a mapping
+    names its documents (one with no spans is scored as all outside), a frame its rows'."""
+    if isinstance(gold, Mapping):
+        rows = [(d, s[0], s[1]) for d, marks in gold.items() for s in marks]
+        return (pd.DataFrame(rows, columns=["doc", "start", "end"]),
+                pd.unique(pd.Series(list(gold), dtype=object)))
+    if not isinstance(gold, pd.DataFrame):
+        raise TypeError(f"gold must be a frame with columns doc, start, end or {{doc: [[start, "
+                        f"end], ...]}}, got {type(gold).__name__}")
+    missing = [c for c in ("doc", "start", "end") if c not in gold.columns]
+    if missing:
+        raise CrowdDataError(f"gold has no column {missing[0]!r} (columns: doc, start, end; "
+                             f"got {list(gold.columns)})")
+    gold = gold[["doc", "start", "end"]].reset_index(drop=True)
+    return gold, pd.unique(gold["doc"])

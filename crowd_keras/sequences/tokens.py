@@ -48,7 +48,7 @@ def check_offsets(start: Any, end: Any, where: Callable[[int], str]
             dtype=None if not isinstance(values, list) else object)
         raw = raw.reset_index(drop=True)
         odd = raw.map(lambda v: isinstance(v, (bool, np.bool_, str, bytes))).to_numpy(bool) \
-            if raw.dtype == object or raw.dtype.kind in "bSU" else np.zeros(len(raw), bool)
+            if raw.dtype.kind in "bSUO" else np.zeros(len(raw), bool)   # "O": pandas' str too
         v = pd.to_numeric(raw.where(~odd, None) if odd.any() else raw,
                           errors="coerce").to_numpy(np.float64)
         bad = ~np.isfinite(v) | (v != np.round(v)) | odd
