@@ -187,3 +187,15 @@ def test_functions_and_a_crowd_together():
                                crowd.predict_proba(), atol=5e-3)
     spans = mixed.predict_spans()
     assert {"doc", "start", "end", "label", "score"} <= set(spans.columns)
+
+
+def test_with_sequences_the_labels_and_annotator_names_are_theirs():
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    seq = SequenceAnnotations.from_spans(TEXTS, pd.DataFrame(
+        {"doc": ["a"], "annotator": ["adults"], "start": [0], "end": [9], "label": ["P"]}))
+    assert apply_lfs(seq, [with_x], labels=["P"], progress=False).n_lfs == 1
+    with pytest.raises(ValueError, match=r"labels \['Q'\] differ from the sequences' labels "
+                                         r"\['P'\]"):
+        apply_lfs(seq, [with_x], labels=["Q"], progress=False)
+    with pytest.raises(ValueError, match="function 'adults' has the name of an annotator"):
+        apply_lfs(seq, [adults], progress=False)

@@ -178,7 +178,16 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     names = [lf.name for lf in lfs]
     if len(set(names)) != len(names):
         raise ValueError(f"labeling function names must be unique, got {names}")
-    if not isinstance(documents, SequenceAnnotations):
+    if isinstance(documents, SequenceAnnotations):
+        if labels is not None and list(labels) != documents.labels.tolist():
+            raise ValueError(f"labels {list(labels)} differ from the sequences' labels "
+                             f"{documents.labels.tolist()} (with SequenceAnnotations the labels "
+                             "are theirs: leave labels out)")
+        clash = [n for n in names if n in set(documents.annotator_ids.tolist())]
+        if clash:   # a source's rows (abstain_rates_, source_ids_) would be ambiguous
+            raise ValueError(f"labeling function {clash[0]!r} has the name of an annotator of "
+                             "the sequences: rename the function")
+    else:
         if labels is None:
             labels = list(dict.fromkeys(lf.label for lf in lfs if lf.label is not None)) or ["span"]
         empty = pd.DataFrame(columns=["doc", "annotator", "start", "end"])
