@@ -46,6 +46,10 @@ def test_apply_gives_votes_with_abstains_and_begins():
     bio = votes.tags("BIO")[votes.lf == 0]
     assert bio.tolist() == [1, 2, 1, 2]        # B I in a, B I in c
     assert seq.n_docs == 3 and seq.annotations.n_annotations == 0
+    # texts as a Series keep its index as the document ids (were 0, 1, 2)
+    series = apply_lfs(pd.Series(TEXTS), [adults], progress=False)
+    assert series.sequences.doc_ids.tolist() == ["a", "b", "c"]
+    np.testing.assert_array_equal(series.matrix()[:, 0], m[:, 0])
 
 
 def test_summary_counts_coverage_overlaps_conflicts_and_accuracy_against_gold():

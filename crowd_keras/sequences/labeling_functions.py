@@ -153,7 +153,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
 
     Args:
         documents: a :class:`~.annotations.SequenceAnnotations` (its documents, tokens,
-            labels and human annotations are kept), or texts (a list, ``{doc_id: text}``).
+            labels and human annotations are kept), or texts (a list, ``{doc_id: text}``, a
+            Series indexed by doc id).
         lfs: the functions (:func:`span_lf` / :func:`tag_lf`); names must be unique.
         labels: span labels (with texts; default: the functions' ``label`` values, in order).
         tokenizer: with texts, see :func:`.tokens.tokenize`.
@@ -191,7 +192,7 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
         if labels is None:
             labels = list(dict.fromkeys(lf.label for lf in lfs if lf.label is not None)) or ["span"]
         empty = pd.DataFrame(columns=["doc", "annotator", "start", "end"])
-        texts = documents if isinstance(documents, Mapping) else list(documents)
+        texts = documents if isinstance(documents, (Mapping, pd.Series)) else list(documents)
         documents = SequenceAnnotations.from_spans(texts, empty, labels=list(labels),
                                                    tokenizer=tokenizer)
     seq = documents
