@@ -129,7 +129,10 @@ def test_summary_scores_every_gold_document_named_and_checks_the_gold():
                           (pd.DataFrame({"doc": ["b"], "start": ["0"], "end": ["2"]}),
                            r"gold span 0 \(document 'b'\): start must be an integer"),
                           (pd.DataFrame({"doc": ["b"], "begin": [0], "end": [2]}),
-                           r"gold has no column 'start'")):
+                           r"gold has no column 'start'"),
+                          ({"b": [0, 2]}, r"gold document 'b': spans must be a list of \[start, "
+                                          r"end\], got \[0, 2\]"),
+                          ({"b": [{"start": 0, "end": 2}]}, r"gold document 'b': spans must be")):
         with pytest.raises(CrowdDataError, match=pattern):
             lf_summary(votes, gold)
     with pytest.raises(TypeError, match="gold must be a frame"):

@@ -388,6 +388,12 @@ def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
     """Gold spans as a ``doc, start, end`` frame and the documents they score: a mapping
     names its documents (one with no spans is scored as all outside), a frame its rows'."""
     if isinstance(gold, Mapping):
+        seq_types = (list, tuple, np.ndarray)
+        for d, marks in gold.items():
+            if not isinstance(marks, seq_types) or not all(
+                    isinstance(m, seq_types) and len(m) in (2, 3) for m in marks):
+                raise CrowdDataError(f"gold document {show(d)}: spans must be a list of [start, "
+                                     f"end], got {show(marks)}")
         rows = [(d, s[0], s[1]) for d, marks in gold.items() for s in marks]
         return (pd.DataFrame(rows, columns=["doc", "start", "end"]),
                 pd.unique(pd.Series(list(gold), dtype=object)))
