@@ -103,6 +103,20 @@ def test_bad_functions_are_named_with_the_document():
         apply_lfs(TEXTS, [adults, adults], progress=False)
 
 
+def test_decorators_without_parentheses():
+    @span_lf
+    def bare(doc):
+        return [(0, 2)]
+
+    @tag_lf
+    def bare_tags(doc):
+        return ["O"] * len(doc.tokens)
+    assert (bare.name, bare.returns, bare_tags.name, bare_tags.returns) == \
+        ("bare", "spans", "bare_tags", "tags")
+    m = apply_lfs(TEXTS, [bare, bare_tags], labels=["P"], progress=False).matrix()
+    assert m[0].tolist() == [0, -1] and m[1].tolist() == [-2, -1]
+
+
 def test_a_tag_generator_failing_part_way_is_named_with_the_document():
     @tag_lf(label="P")
     def stops(doc):

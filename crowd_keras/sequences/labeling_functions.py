@@ -77,14 +77,22 @@ class SpanLabelingFunction:
 
 
 def span_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable:
-    """Decorator: ``fn(doc) -> iterable of (start, end[, label])`` character spans."""
+    """Decorator: ``fn(doc) -> iterable of (start, end[, label])`` character spans
+    (``@span_lf`` without parentheses is ``@span_lf()``)."""
+    if callable(name):      # @span_lf without parentheses: name is the function
+        return SpanLabelingFunction(name.__name__, name, "spans", label)
+
     def wrap(fn: Callable) -> SpanLabelingFunction:
         return SpanLabelingFunction(name or fn.__name__, fn, "spans", label)
     return wrap
 
 
 def tag_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable:
-    """Decorator: ``fn(doc) -> one tag per token`` (ABSTAIN/None, ``"O"``, a label)."""
+    """Decorator: ``fn(doc) -> one tag per token`` (ABSTAIN/None, ``"O"``, a label)
+    (``@tag_lf`` without parentheses is ``@tag_lf()``)."""
+    if callable(name):      # @tag_lf without parentheses: name is the function
+        return SpanLabelingFunction(name.__name__, name, "tags", label)
+
     def wrap(fn: Callable) -> SpanLabelingFunction:
         return SpanLabelingFunction(name or fn.__name__, fn, "tags", label)
     return wrap
