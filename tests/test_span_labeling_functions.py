@@ -117,6 +117,13 @@ def test_decorators_without_parentheses():
     assert m[0].tolist() == [0, -1] and m[1].tolist() == [-2, -1]
 
 
+def test_empty_and_whitespace_spans_vote_on_no_token():
+    @span_lf(label="P")
+    def empty(doc):          # inside "40", between tokens, on a space
+        return [(1, 1), (2, 2), (2, 3)]
+    assert apply_lfs(TEXTS, [empty], progress=False).matrix().max() == -2
+
+
 def test_a_tag_generator_failing_part_way_is_named_with_the_document():
     @tag_lf(label="P")
     def stops(doc):

@@ -287,7 +287,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     if has.any():
         s_lab[has] = codes_of(given[has].reset_index(drop=True), s_doc[has], s_lf[has])
     a, b = span_token_ranges(seq.tokens, s_doc, se[:, 0], se[:, 1])
-    n = np.maximum(b - a, 0)
+    # an empty span (start == end) covers no character, so no token (as in from_spans)
+    n = np.where(se[:, 0] < se[:, 1], np.maximum(b - a, 0), 0)
     t_span = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     first = np.zeros(len(t_span), bool)
     first[(np.cumsum(n) - n)[n > 0]] = True
