@@ -260,3 +260,25 @@ def test_the_heldout_criterion_says_when_there_is_nothing_to_hold_out():
         heldout_scores(seq, {"ds": TokenDawidSkene()}, n_draws=1)
     with pytest.raises(CrowdDataError, match="no annotation to hold out"):
         choose_temperature(seq, temperatures=(0.5, 1.0), n_draws=1)
+
+
+def test_a_corpus_without_annotations_is_refused_and_unseen_tokens_stay_outside():
+    texts = {"a": "40 adults with asthma", "b": "no match here"}
+    none = SequenceAnnotations.from_spans(texts, pd.DataFrame(
+        columns=["doc", "annotator", "start", "end"]))
+    for name in available_sequence_models():
+        if name != "abstain_dawid_skene":       # its own message: tests/test_span_labeling_...
+            with pytest.raises(CrowdDataError, match="nothing to fit, none of the 2 documents "
+                                                     "has an annotation"):
+                get_sequence_model(name).fit(none)
+    seq = SequenceAnnotations.from_spans(texts, pd.DataFrame(
+        {"doc": ["a", "a", "b"], "annotator": ["x", "y", "x"], "start": [0, 0, 0],
+         "end": [9, 2, 2]}))
+    mv = TokenMajorityVote().fit(seq)
+    np.testing.assert_allclose(mv.tag_frequencies_, [7 / 11, 4 / 11])   # 4 of 11 votes in
+    # new documents marked only by an annotator the model never met: nobody it knows saw them,
+    # so their tokens get the fitted frequencies (not a tie at one half tagging the document)
+    new = SequenceAnnotations.from_spans({"n": "the adults got placebo"}, pd.DataFrame(
+        {"doc": ["n"], "annotator": ["stranger"], "start": [4], "end": [10]}))
+    np.testing.assert_allclose(mv.predict_proba(new), np.tile(mv.tag_frequencies_, (4, 1)))
+    assert mv.predict_spans(new).empty

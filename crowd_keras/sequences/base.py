@@ -138,6 +138,15 @@ class SequenceLabelModel(LabelModel):
                                  f"spans), got {type(sequences).__name__}")
         return sequences
 
+    def _check_fit_sequences(self, sequences: Any) -> SequenceAnnotations:
+        """The sequences to fit: at least one annotation (without any, every token's
+        posterior is a tie that would decode as a guess)."""
+        seq = self._check_sequences(sequences)
+        if seq.annotations.n_annotations == 0:
+            raise CrowdDataError(f"{type(self).__name__}: nothing to fit, none of the "
+                                 f"{seq.n_docs} documents has an annotation")
+        return seq
+
     def _aligned(self, sequences: SequenceAnnotations):
         if list(sequences.tags) != list(self.sequences_.tags):
             raise CrowdDataError(f"tags {list(sequences.tags)} differ from the fitted tags "

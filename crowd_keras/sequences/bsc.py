@@ -98,7 +98,7 @@ class SequentialAnnotatorHMM(SequenceLabelModel):
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
             ) -> "SequentialAnnotatorHMM":
-        seq = self._check_sequences(sequences)
+        seq = self._check_fit_sequences(sequences)
         if token_prior is not None:
             raise ValueError("SequentialAnnotatorHMM takes no token_prior")
         ann = seq.annotations

@@ -98,7 +98,7 @@ class CalibratedThreshold(SequenceLabelModel):
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
             ) -> "CalibratedThreshold":
         from .selection import heldout_annotations   # selection imports the model modules
-        seq = self._check_sequences(sequences)
+        seq = self._check_fit_sequences(sequences)
         grid = np.asarray(self.grid, np.float64)
         if grid.ndim != 1 or not len(grid) or ((grid <= 0) | (grid >= 1)).any():
             raise ValueError(f"grid must be thresholds in (0, 1), got {self.grid!r}")

@@ -89,7 +89,7 @@ class SpanLengthPrior(SequenceLabelModel):
         return new_sequence_model(self.model)
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None) -> "SpanLengthPrior":
-        seq = self._check_sequences(sequences)
+        seq = self._check_fit_sequences(sequences)
         if not float(self.smoothing) > 0:
             raise ValueError(f"smoothing must be positive, got {self.smoothing!r}")
         extra = {} if token_prior is None else {"token_prior": token_prior}

@@ -23,8 +23,9 @@ class TokenMajorityVote(SequenceLabelModel):
 
     ``predict_proba`` is the share of those annotators giving each tag; a token is tagged when
     at least half of them tagged it (the PICO README's "token majority"), with the most
-    voted tag. Tokens nobody saw get the overall tag frequencies. Confusion matrices count
-    each annotator's tags against the decoded tags (+ 0.01, row-normalised).
+    voted tag. Tokens nobody saw get the overall tag frequencies of the fitted votes,
+    ``tag_frequencies_`` (K,) (no vote at all: ``O``), in new sequences too. Confusion matrices
+    count each annotator's tags against the decoded tags (+ 0.01, row-normalised).
     """
 
     _ties_positive = True
@@ -33,13 +34,16 @@ class TokenMajorityVote(SequenceLabelModel):
         pass
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None) -> "TokenMajorityVote":
-        seq = self._check_sequences(sequences)
+        seq = self._check_fit_sequences(sequences)
         if token_prior is not None:
             raise ValueError("TokenMajorityVote takes no token_prior")
         ann = seq.annotations
-        post = soft_vote(ann.label_counts())
-        tags = self._decode(post, seq)
         k = seq.n_tags
+        votes = ann.label_counts().sum(0)
+        # uniform shares would tie at one half and tag every unseen token (ties_positive)
+        self.tag_frequencies_ = votes / votes.sum() if votes.sum() > 0 else np.eye(k)[0]
+        post = _vote_shares(ann.label_counts(), self.tag_frequencies_)
+        tags = self._decode(post, seq)
         cell = (ann.annotators * k + tags[ann.items]) * k + ann.labels
         counts = np.bincount(cell, minlength=ann.n_annotators * k * k).reshape(-1, k, k)
         seen = ann.annotations_per_item() > 0
@@ -48,7 +52,14 @@ class TokenMajorityVote(SequenceLabelModel):
         return self
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
-        return soft_vote(self._aligned(sequences).label_counts())
+        return _vote_shares(self._aligned(sequences).label_counts(), self.tag_frequencies_)
+
+
+def _vote_shares(counts: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
+    """(T, K) share of the annotators giving each tag; ``frequencies`` (K,) where none did."""
+    post = soft_vote(counts)
+    post[counts.sum(axis=1) == 0] = frequencies
+    return post
 
 
 class TokenDawidSkene(SequenceEMModel):

@@ -130,7 +130,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
             ) -> "WindowPriorDawidSkene":
-        seq = self._check_sequences(sequences)
+        seq = self._check_fit_sequences(sequences)
         if token_prior is not None:
             raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
                              "TokenDawidSkene().fit(sequences, token_prior=...) for a given one")
