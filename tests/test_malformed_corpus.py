@@ -977,6 +977,10 @@ case("spans", "annotators-1-and-'1'",
      sequence({"doc": [0, 1], "annotator": pd.Series([1, "1"], dtype=object), "start": [4, 2],
                "end": [7, 5]}),
      error(r"annotators mix types: int 1 at span row 0 and str '1' at span row 1"))
+case("spans", "labels-empty", sequence(_span_rows(), labels=[]),
+     error(r"labels is empty: give at least one span label"))
+case("spans", "labels-None", sequence(_span_rows(), labels=["span", None]),
+     error(r"missing label id \(None\) at labels\[1\]"))
 case("spans", "start-a-column-of-strings",        # pandas' str dtype, not object
      sequence({"doc": [0, 1], "annotator": ["a", "a"], "start": ["4", "2"], "end": [7, 5]}),
      error(r"span row 0: start must be an integer character offset, got '4'"))

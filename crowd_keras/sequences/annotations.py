@@ -255,6 +255,9 @@ class SequenceAnnotations:
         elif isinstance(labels, (str, bytes)):
             raise TypeError(f"labels must be a list of span labels, got the string {labels!r} "
                             f"(one label: [{labels!r}])")
+        if not len(list(labels)):
+            raise CrowdDataError("labels is empty: give at least one span label")
+        check_id_values(list(labels), "label", lambda n: f"labels[{n}]")
         check_unique_ids(ids_array(list(labels)), "label")
         s_label = _codes(lab_col, pd.Index(list(labels)), "label", row_ids)
         mismatch = np.zeros(len(frame), bool)
