@@ -99,6 +99,9 @@ def test_bad_functions_are_named_with_the_document():
         apply_lfs(TEXTS, [broken], progress=False)
     with pytest.raises(CrowdDataError, match="label 'Q' is not among the labels"):
         apply_lfs(TEXTS, [adults, unknown], progress=False)
+    with pytest.raises(CrowdDataError, match=r"label 'P' is not among the labels \['span'\] "
+                                             r"\(the labels default to the functions' label="):
+        apply_lfs(TEXTS, [with_x], progress=False)
     with pytest.raises(ValueError, match="unique"):
         apply_lfs(TEXTS, [adults, adults], progress=False)
 

@@ -185,6 +185,7 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
         raise TypeError(f"labels must be a list of span labels, got the string {labels!r} (one "
                         f"label: [{labels!r}])")
     names = [lf.name for lf in lfs]
+    hint = ""
     if len(set(names)) != len(names):
         raise ValueError(f"labeling function names must be unique, got {names}")
     if isinstance(documents, SequenceAnnotations):
@@ -199,6 +200,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     else:
         if labels is None:
             labels = list(dict.fromkeys(lf.label for lf in lfs if lf.label is not None)) or ["span"]
+            hint = (" (the labels default to the functions' label= values, else ['span']: give "
+                    "apply_lfs labels=[...])")
         empty = pd.DataFrame(columns=["doc", "annotator", "start", "end"])
         texts = documents if isinstance(documents, (Mapping, pd.Series)) else list(documents)
         documents = SequenceAnnotations.from_spans(texts, empty, labels=list(labels),
@@ -268,7 +271,7 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
             i = int(np.argmax(c < 0))
             at = "" if pos is None else f", token {int(pos[i])}"
             raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: label {show(names.iloc[i])} is "
-                                 f"not among the labels {label_index.tolist()}")
+                                 f"not among the labels {label_index.tolist()}{hint}")
         return c.astype(np.int64)
 
     # span outputs → covered tokens
