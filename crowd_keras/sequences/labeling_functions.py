@@ -371,14 +371,13 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
             raise CrowdDataError(f"gold document {show(named[int(np.argmax(docs < 0))])} "
                                  "is not among the labelled documents")
         row_doc = pd.Index(seq.doc_ids).get_indexer(gold["doc"])
-        start, end = check_offsets(gold["start"], gold["end"],
-                                   lambda i: f"gold span {i} (document {show(gold['doc'].iloc[i])})")
+        at = lambda i: f"gold span {i} (document {show(gold['doc'].iloc[i])})"   # noqa: E731
+        start, end = check_offsets(gold["start"], gold["end"], at)
         text_len = seq.text_len[row_doc]
         past = end > text_len
         if past.any():
             i = int(np.argmax(past))
-            raise CrowdDataError(f"gold span {i} (document {show(gold['doc'].iloc[i])}): "
-                                 f"[{start[i]}, {end[i]}) is outside the text "
+            raise CrowdDataError(f"{at(i)}: [{start[i]}, {end[i]}) is outside the text "
                                  f"({int(text_len[i])} characters)")
         on = np.isin(seq.tokens.doc, docs)
         inside = spans_token_mask(seq, gold[["doc", "start", "end"]])
