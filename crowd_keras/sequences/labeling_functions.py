@@ -342,8 +342,9 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
     function vote), ``conflicts`` (share where another function votes a different label),
     ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end`` or
     ``{doc: [[start, end], ...]}``, a label column ignored; scored on the documents it
-    names): ``correct``, ``incorrect``, ``emp_accuracy`` (its votes against the gold's
-    inside/outside), ``token_precision`` and ``token_recall`` of its span votes.
+    names, ``{doc: []}`` one with every token outside): ``correct``, ``incorrect``,
+    ``emp_accuracy`` (its votes against the gold's inside/outside), ``token_precision`` and
+    ``token_recall`` of its span votes (NaN where undefined).
     """
     seq = votes.sequences
     T, J = seq.n_tokens, votes.n_lfs
