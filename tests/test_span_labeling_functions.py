@@ -127,6 +127,15 @@ def test_empty_and_whitespace_spans_vote_on_no_token():
     assert apply_lfs(TEXTS, [empty], progress=False).matrix().max() == -2
 
 
+def test_tags_vote_integer_labels():
+    @tag_lf()
+    def ints(doc):                 # labels 1 and 2: a tag is the label or "B-"/"I-" + label
+        return [1, "O", "B-2", ABSTAIN] + [ABSTAIN] * (len(doc.tokens) - 4)
+    votes = apply_lfs({"a": TEXTS["a"]}, [ints], labels=[1, 2], progress=False)
+    assert votes.matrix()[:4, 0].tolist() == [0, -1, 1, -2]
+    assert votes.tags("BIO").tolist() == [1, 0, 3]
+
+
 def test_a_tag_generator_failing_part_way_is_named_with_the_document():
     @tag_lf(label="P")
     def stops(doc):

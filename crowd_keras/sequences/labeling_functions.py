@@ -259,14 +259,16 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                 tg_lf.append(np.full(len(tags), j))
                 tg_vals.extend(tags)
     label_index = pd.Index(seq.labels.tolist())
+    # tags are read as text ("I-" + label): matched to the labels' text (labels have one type)
+    label_text = pd.Index([str(lab) for lab in seq.labels.tolist()])
 
     def where(k_doc: np.ndarray, k_lf: np.ndarray, i: int) -> str:
         return (f"labeling function {lfs[int(k_lf[i])].name!r} on document "
                 f"{show(seq.doc_ids[int(k_doc[i])])}")
 
-    def codes_of(names: pd.Series, k_doc: np.ndarray, k_lf: np.ndarray, pos: Any = None
-                 ) -> np.ndarray:
-        c = label_index.get_indexer(names)
+    def codes_of(names: pd.Series, k_doc: np.ndarray, k_lf: np.ndarray, pos: Any = None,
+                 by_text: Optional[pd.Index] = None) -> np.ndarray:
+        c = (label_index if by_text is None else by_text).get_indexer(names)
         if (c < 0).any():
             i = int(np.argmax(c < 0))
             at = "" if pos is None else f", token {int(pos[i])}"
@@ -316,7 +318,7 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     t_lab = np.full(len(text), _OUTSIDE, np.int64)
     if (~outside).any():
         t_lab[~outside] = codes_of(tag_label[~outside].reset_index(drop=True), t_doc[~outside],
-                                   t_lf[~outside], pos[~outside])
+                                   t_lf[~outside], pos[~outside], label_text)
     tag_votes = (seq.tokens.doc_ptr[t_doc] + pos.astype(np.int64), t_lf, t_lab,
                  (text.str[:2] == "B-").to_numpy())
     token, lf_code, label, begin = (np.concatenate([x, y]) for x, y in zip(span_votes, tag_votes))
