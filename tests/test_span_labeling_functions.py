@@ -237,5 +237,7 @@ def test_with_sequences_the_labels_and_annotator_names_are_theirs():
     with pytest.raises(ValueError, match=r"labels \['Q'\] differ from the sequences' labels "
                                          r"\['P'\]"):
         apply_lfs(seq, [with_x], labels=["Q"], progress=False)
+    with pytest.raises(ValueError, match="tokenizer is for texts"):
+        apply_lfs(seq, [with_x], tokenizer=str.split, progress=False)
     with pytest.raises(ValueError, match="function 'adults' has the name of an annotator"):
         apply_lfs(seq, [adults], progress=False)

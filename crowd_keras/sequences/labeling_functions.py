@@ -193,6 +193,9 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
             raise ValueError(f"labels {list(labels)} differ from the sequences' labels "
                              f"{documents.labels.tolist()} (with SequenceAnnotations the labels "
                              "are theirs: leave labels out)")
+        if tokenizer is not None:
+            raise ValueError("tokenizer is for texts: SequenceAnnotations keep their own tokens "
+                             "(give from_spans the tokenizer)")
         clash = [n for n in names if n in set(documents.annotator_ids.tolist())]
         if clash:   # a source's rows (abstain_rates_, source_ids_) would be ambiguous
             raise ValueError(f"labeling function {clash[0]!r} has the name of an annotator of "
