@@ -172,6 +172,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
         CrowdDataError: a function failed or returned something malformed (a span outside
             the text, a tag list of the wrong length, an unknown label), naming the function
             and the document.
+        ValueError: two functions share a name; with SequenceAnnotations, a function has an
+            annotator's name, or ``labels`` differ from theirs, or a ``tokenizer`` is given.
     """
     lfs = list(lfs)
     odd = [j for j, lf in enumerate(lfs) if not isinstance(lf, SpanLabelingFunction)]
