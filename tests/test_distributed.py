@@ -159,6 +159,14 @@ def test_bad_frames_raise_crowd_data_errors():
         aggregate(dd.from_pandas(num, npartitions=3))
 
 
+def test_categorical_columns_are_read_by_their_values_as_in_memory():
+    df = crowd_frame(150).astype({"task": "category", "worker": "category", "label": "category"})
+    ann = Annotations.from_frame(df)
+    result = aggregate(dd.from_pandas(df, npartitions=3), method="dawid_skene")
+    assert list(result.annotator_ids) == list(ann.annotator_ids)
+    assert_same_labels(result, DawidSkene().fit(ann), ann)
+
+
 def test_to_parquet_writes_labels_and_annotator_quality(tmp_path):
     df = crowd_frame(300)
     result = aggregate(dd.from_pandas(df, npartitions=3), min_heldout=300)   # the default: auto
