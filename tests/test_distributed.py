@@ -228,3 +228,19 @@ def test_crowd_label_model_on_a_dask_array_refuses_what_it_cannot_fit():
         CrowdLabelModel(cardinality=2).fit(da.from_array(bad, chunks=100), progress_bar=False)
     with pytest.raises(CrowdDataError, match="2-d"):
         CrowdLabelModel(cardinality=2).fit(da.from_array(L[:, 0], chunks=100))
+
+
+def test_crowd_label_model_predict_on_a_dask_array_names_the_chunk_and_l():
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L = lf_matrix(n=500)
+    model = CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+    bad = L.copy()
+    bad[321, 2] = 7
+    for answer in (lambda x: model.predict_proba(x).compute(), model.predict):
+        with pytest.raises(CrowdDataError, match=r"^L has .* at row 21, column 2 .*starting at "
+                                                 r"row 300 of the Dask array"):
+            answer(da.from_array(bad, chunks=100))
+    with pytest.raises(CrowdDataError, match=r"^L has 7 labeling functions but the model was "
+                                             r"fitted with 8"):
+        model.predict_proba(da.from_array(L[:, :7], chunks=100))
