@@ -376,6 +376,9 @@ class CrowdLabelModel:
                 continue
             for target in _TRAIN_ARGS.get(arg, (arg,)):
                 if _takes(init, target) and target not in kwargs:
+                    if arg == "n_epochs" and value < 1:   # Snorkel's 0: its initial parameters
+                        raise ValueError(f"n_epochs=0: {model_type.__name__} needs at least one "
+                                         "iteration (n_epochs >= 1)")
                     kwargs[target] = bool(value) if arg == "progress_bar" else value
                     break
         for arg, value in _SNORKEL_SETTINGS.items():
