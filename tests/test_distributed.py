@@ -167,6 +167,23 @@ def test_categorical_columns_are_read_by_their_values_as_in_memory():
     assert_same_labels(result, DawidSkene().fit(ann), ann)
 
 
+@pytest.mark.parametrize("duplicates", ["last", "first"])
+def test_duplicates_keep_the_last_or_first_row_of_the_frame_as_in_memory(duplicates):
+    """The duplicate error's advice (``duplicates='last'``) is an argument of aggregate."""
+    df = crowd_frame(200)
+    rep = df.iloc[:40].assign(label=df["label"].iloc[:40].map({"cat": "dog", "dog": "emu",
+                                                                "emu": "cat"}))
+    both = pd.concat([df, rep], ignore_index=True)
+    with pytest.raises(CrowdDataError, match="Pass duplicates='last'"):
+        aggregate(dd.from_pandas(both, npartitions=3), method="dawid_skene")
+    ann = Annotations.from_frame(both, duplicates=duplicates)
+    result = aggregate(dd.from_pandas(both, npartitions=3), method="dawid_skene",
+                       duplicates=duplicates)
+    assert_same_labels(result, DawidSkene().fit(ann), ann)
+    with pytest.raises(ValueError, match="duplicates must be one of"):
+        aggregate(dd.from_pandas(both, npartitions=3), duplicates="lats")
+
+
 def test_to_parquet_writes_labels_and_annotator_quality(tmp_path):
     df = crowd_frame(300)
     result = aggregate(dd.from_pandas(df, npartitions=3), min_heldout=300)   # the default: auto
