@@ -261,3 +261,22 @@ def test_crowd_label_model_predict_on_a_dask_array_names_the_chunk_and_l():
     with pytest.raises(CrowdDataError, match=r"^L has 7 labeling functions but the model was "
                                              r"fitted with 8"):
         model.predict_proba(da.from_array(L[:, :7], chunks=100))
+
+
+def test_crowd_label_model_on_dask_chunks_of_unknown_length():
+    """``ddf.to_dask_array()`` has chunks of unknown length: fit says how to give them (was an
+    IndexError), predict names the chunk (was "row nan")."""
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L = lf_matrix(n=300)
+    frame = dd.from_pandas(pd.DataFrame(L), npartitions=3)
+    with pytest.raises(CrowdDataError, match=r"unknown length.*to_dask_array\(lengths=True\)"):
+        CrowdLabelModel(cardinality=2).fit(frame.to_dask_array(), progress_bar=False)
+    model = CrowdLabelModel(cardinality=2).fit(frame.to_dask_array(lengths=True),
+                                               progress_bar=False)
+    np.testing.assert_array_equal(model.predict(frame.to_dask_array()), model.predict(L))
+    bad = L.copy()
+    bad[250, 1] = 5
+    unknown = dd.from_pandas(pd.DataFrame(bad), npartitions=3).to_dask_array()
+    with pytest.raises(CrowdDataError, match=r"at row \d+, column 1 .*\(row within chunk 2 of"):
+        model.predict(unknown)

@@ -37,14 +37,15 @@ __all__ = ["check_layout", "no_features", "partitioned_label_matrix", "fixed_by_
            "abstaining_is_informative_partitioned"]
 
 
-def _check_chunk(chunk: np.ndarray, start: int, cardinality: int,
+def _check_chunk(chunk: np.ndarray, start: Any, cardinality: int,
                  name: str = "L_train") -> np.ndarray:
-    """``check_label_matrix`` of one chunk, its rows counted from ``start``."""
+    """``check_label_matrix`` of one chunk, its rows counted from ``start`` (or, for an
+    array of unknown chunk lengths, ``start`` is ``"chunk i"``)."""
     try:
         return check_label_matrix(chunk, cardinality, name=name)
     except CrowdDataError as exc:
-        raise CrowdDataError(f"{exc} (row within the chunk of rows starting at row {start} of "
-                             "the Dask array)") from None
+        where = start if isinstance(start, str) else f"the chunk of rows starting at row {start}"
+        raise CrowdDataError(f"{exc} (row within {where} of the Dask array)") from None
 
 
 def check_layout(L: Any, cardinality: int, n_functions: Optional[int] = None,
@@ -70,6 +71,10 @@ def partitioned_label_matrix(L: Any, cardinality: int,
     import dask.array as da
 
     k = int(cardinality)
+    if any(np.isnan(rows) for rows in L.chunks[0]):
+        raise CrowdDataError("L_train has chunks of unknown length (as ddf.to_dask_array() "
+                             "makes): pass ddf.to_dask_array(lengths=True) or "
+                             "L_train.compute_chunk_sizes()")
     if dev is not None:
         L = da.concatenate([L, da.from_array(dev[0], chunks=(max(len(dev[0]), 1), -1))])
     data = PartitionedAnnotations.from_label_matrix(
@@ -176,4 +181,6 @@ def _predict_chunk(chunk: np.ndarray, predict_proba: Callable[[np.ndarray], np.n
     """``predict_proba`` of one chunk of rows, checked first so that an error names the
     chunk's first row in the Dask array (``block_info``: Dask's location of the chunk)."""
     start = block_info[0]["array-location"][0][0] if block_info else 0
+    if start is None or start != start:   # chunks of unknown length: name the chunk
+        start = f"chunk {block_info[0]['chunk-location'][0]}"
     return predict_proba(_check_chunk(chunk, start, cardinality, name="L"))
