@@ -95,8 +95,8 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         posteriors_ (items, K); class_priors_ (K,); mixing_coefficients_ ``α`` (M,);
         group_confusions_ ``β`` (M, K, K), rows = true class; memberships_ ``p(g|a)``
         (annotators, M); active_annotators_ (annotators,) bool: labelled in fit (their
-        memberships are kept by ``predict_proba(new)``); confusion_matrices_ ``Σ_m p(g=m|a)
-        β_m`` (annotators, K, K);
+        memberships are kept by ``predict_proba(new)``);
+        confusion_matrices_ ``Σ_m p(g=m|a) β_m`` (annotators, K, K);
         global_confusion_ ``Σ_m α_m β_m`` (K, K); scenario_; objective_ (best restart:
         log-likelihood, global, or mean-field bound, individual); log_likelihood_ (its
         history per annotation); n_iter_ (its EM iterations); restart_objectives_ and
