@@ -159,6 +159,31 @@ def test_bad_frames_raise_crowd_data_errors():
         aggregate(dd.from_pandas(num, npartitions=3))
 
 
+def test_categorical_columns_are_read_by_their_values_as_in_memory():
+    df = crowd_frame(150).astype({"task": "category", "worker": "category", "label": "category"})
+    ann = Annotations.from_frame(df)
+    result = aggregate(dd.from_pandas(df, npartitions=3), method="dawid_skene")
+    assert list(result.annotator_ids) == list(ann.annotator_ids)
+    assert_same_labels(result, DawidSkene().fit(ann), ann)
+
+
+@pytest.mark.parametrize("duplicates", ["last", "first"])
+def test_duplicates_keep_the_last_or_first_row_of_the_frame_as_in_memory(duplicates):
+    """The duplicate error's advice (``duplicates='last'``) is an argument of aggregate."""
+    df = crowd_frame(200)
+    rep = df.iloc[:40].assign(label=df["label"].iloc[:40].map({"cat": "dog", "dog": "emu",
+                                                                "emu": "cat"}))
+    both = pd.concat([df, rep], ignore_index=True)
+    with pytest.raises(CrowdDataError, match="Pass duplicates='last'"):
+        aggregate(dd.from_pandas(both, npartitions=3), method="dawid_skene")
+    ann = Annotations.from_frame(both, duplicates=duplicates)
+    result = aggregate(dd.from_pandas(both, npartitions=3), method="dawid_skene",
+                       duplicates=duplicates)
+    assert_same_labels(result, DawidSkene().fit(ann), ann)
+    with pytest.raises(ValueError, match="duplicates must be one of"):
+        aggregate(dd.from_pandas(both, npartitions=3), duplicates="lats")
+
+
 def test_to_parquet_writes_labels_and_annotator_quality(tmp_path):
     df = crowd_frame(300)
     result = aggregate(dd.from_pandas(df, npartitions=3), min_heldout=300)   # the default: auto
@@ -220,3 +245,38 @@ def test_crowd_label_model_on_a_dask_array_refuses_what_it_cannot_fit():
         CrowdLabelModel(cardinality=2).fit(da.from_array(bad, chunks=100), progress_bar=False)
     with pytest.raises(CrowdDataError, match="2-d"):
         CrowdLabelModel(cardinality=2).fit(da.from_array(L[:, 0], chunks=100))
+
+
+def test_crowd_label_model_predict_on_a_dask_array_names_the_chunk_and_l():
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L = lf_matrix(n=500)
+    model = CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+    bad = L.copy()
+    bad[321, 2] = 7
+    for answer in (lambda x: model.predict_proba(x).compute(), model.predict):
+        with pytest.raises(CrowdDataError, match=r"^L has .* at row 21, column 2 .*starting at "
+                                                 r"row 300 of the Dask array"):
+            answer(da.from_array(bad, chunks=100))
+    with pytest.raises(CrowdDataError, match=r"^L has 7 labeling functions but the model was "
+                                             r"fitted with 8"):
+        model.predict_proba(da.from_array(L[:, :7], chunks=100))
+
+
+def test_crowd_label_model_on_dask_chunks_of_unknown_length():
+    """``ddf.to_dask_array()`` has chunks of unknown length: fit says how to give them (was an
+    IndexError), predict names the chunk (was "row nan")."""
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L = lf_matrix(n=300)
+    frame = dd.from_pandas(pd.DataFrame(L), npartitions=3)
+    with pytest.raises(CrowdDataError, match=r"unknown length.*to_dask_array\(lengths=True\)"):
+        CrowdLabelModel(cardinality=2).fit(frame.to_dask_array(), progress_bar=False)
+    model = CrowdLabelModel(cardinality=2).fit(frame.to_dask_array(lengths=True),
+                                               progress_bar=False)
+    np.testing.assert_array_equal(model.predict(frame.to_dask_array()), model.predict(L))
+    bad = L.copy()
+    bad[250, 1] = 5
+    unknown = dd.from_pandas(pd.DataFrame(bad), npartitions=3).to_dask_array()
+    with pytest.raises(CrowdDataError, match=r"at row \d+, column 1 .*\(row within chunk 2 of"):
+        model.predict(unknown)

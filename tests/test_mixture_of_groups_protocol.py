@@ -71,3 +71,9 @@ def test_it_runs_on_dask_with_the_labels_in_memory(crowd):
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-8)
     np.testing.assert_allclose(result.model.mixing_coefficients_,
                                reference.mixing_coefficients_, atol=1e-8)
+    # new items: the fitted annotators keep their memberships, as in memory (the Dask model
+    # holds no annotations, so who labelled in fit is a fitted attribute)
+    np.testing.assert_array_equal(result.model.active_annotators_, reference.active_annotators_)
+    new = crowd.subset(np.arange(60))
+    np.testing.assert_allclose(result.model.predict_proba(new), reference.predict_proba(new),
+                               atol=1e-8)

@@ -54,6 +54,13 @@ def test_ignored_settings_are_still_checked_and_mu_eps_is_honoured():
             CrowdLabelModel().fit(L3, progress_bar=False, **bad)
 
 
+def test_n_epochs_zero_names_n_epochs_where_the_model_iterates():
+    with pytest.raises(ValueError, match=r"^n_epochs=0: DawidSkene needs at least one"):
+        CrowdLabelModel(method="dawid_skene").fit(L3, n_epochs=0, progress_bar=False)
+    voted = CrowdLabelModel(method="majority_vote").fit(L3, n_epochs=0, progress_bar=False)
+    assert voted.predict(L3).shape == (len(L3),)   # voting has no iterations: as Snorkel, fine
+
+
 def test_a_file_saved_by_snorkel_is_refused_with_a_message_that_says_so(tmp_path):
     path = tmp_path / "snorkel_label_model.pkl"
     theirs = LabelModel(verbose=False)

@@ -231,6 +231,24 @@ def test_save_and_load_round_trip_without_pickle(tmp_path, method):
         CrowdLabelModel().load(bad)
 
 
+@pytest.mark.parametrize("method", ["ibcc", "ebcc", "bwa", "mixture_of_groups"])
+def test_save_and_load_keep_what_crowd_models_predict_new_rows_with(tmp_path, method):
+    """The Bayesian models answer new rows from their last EM state (a tuple of arrays), the
+    mixture of groups from who labelled in fit: both survive save/load."""
+    from crowd_keras.datasets import simulate_crowd
+
+    ann = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=1).annotations
+    L = -np.ones((ann.n_items, ann.n_annotators), int)
+    L[ann.items, ann.annotators] = ann.labels
+    model = CrowdLabelModel(cardinality=3, method=method).fit(L, progress_bar=False)
+    model.save(tmp_path / "m.npz")
+    loaded = CrowdLabelModel().load(tmp_path / "m.npz")
+    np.testing.assert_allclose(loaded.predict_proba(L[:40]), model.predict_proba(L[:40]),
+                               atol=1e-12)
+    np.testing.assert_array_equal(loaded.predict(L), model.predict(L))
+
+
 # ----------------------------------------------------------------------------- features
 class _FeatureVote(CrowdKerasLabelModel):
     """Toy feature-aware model: votes, plus one extra vote for class 1 where feature 0 > 0."""

@@ -22,7 +22,8 @@ __all__ = ["Block", "Summary", "frame_block", "matrix_block", "add"]
 
 
 def frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, classes: Sequence,
-                annotator_ids: Sequence, int_labels: bool, row: Optional[str] = None) -> Block:
+                annotator_ids: Sequence, int_labels: bool, row: Optional[str] = None,
+                duplicates: str = "error") -> Block:
     """The block of one partition of a long frame holding every annotation of its items.
 
     Coded by :meth:`Annotations.from_frame` with the global ``classes`` and ``annotator_ids``
@@ -30,7 +31,8 @@ def frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, classes
     distinct ids, sorted. ``int_labels``: labels are numbers (booleans become 0/1 codes).
     ``row``: the column holding each row's number in the whole frame, which messages name
     (a failing partition is read again in frame order, so the message does not depend on
-    the order a shuffle left its rows in).
+    the order a shuffle left its rows in). ``duplicates``: as in ``Annotations.from_frame``;
+    ``"last"``/``"first"`` keep the last/first of a repeated pair in frame order.
     """
     if item not in df.columns and df.index.name == item:
         df = df.reset_index()
@@ -40,9 +42,13 @@ def frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, classes
                      sp.csr_matrix((0, n_cols), dtype=np.float64))
     if int_labels and df[label].dtype.kind == "b":
         df = df.assign(**{label: df[label].astype(np.int64)})
+    if duplicates != "error" and row is not None:   # "last" of the frame, not of the shuffle
+        df = df.sort_values(row, kind="stable")
+
     def build(df: pd.DataFrame) -> Annotations:
         return Annotations.from_frame(df, item=item, annotator=annotator, label=label,
                                       classes=classes, annotator_ids=annotator_ids,
+                                      duplicates=duplicates,
                                       row_numbers=None if row is None else df[row].to_numpy())
 
     try:

@@ -88,7 +88,7 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
               annotator: str = "worker", label: str = "label", *,
               classes: Optional[Sequence] = None, annotator_ids: Optional[Sequence] = None,
               item_partitioned: bool = False, gold: Any = None, pred_probs: Any = None,
-              **params: Any) -> AggregationResult:
+              duplicates: str = "error", **params: Any) -> AggregationResult:
     """Fit a label model on a Dask DataFrame of annotations, partition by partition.
 
     The E-step runs per partition of items on the workers and the M-step on a tree reduction
@@ -128,6 +128,9 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
             (``result.model.classifier_weight_``). Missing, extra or repeated items, unknown
             columns and rows that are not probabilities raise
             :class:`~crowd_keras.CrowdDataError` naming them.
+        duplicates: a repeated (item, annotator) pair raises (``"error"``), or the last
+            (``"last"``) or first (``"first"``) of its rows in frame order is kept, as
+            :meth:`crowd_keras.Annotations.from_frame`'s ``duplicates``.
         **params: constructor arguments of the named model (``max_iter``, ``tol``, ...).
 
     Returns:
@@ -138,6 +141,9 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
     if not isinstance(item_partitioned, (bool, np.bool_)):
         raise TypeError(f"item_partitioned must be True or False, got "
                         f"{type(item_partitioned).__name__} {item_partitioned!r}")
+    if duplicates not in ("error", "last", "first"):
+        raise ValueError(f"duplicates must be one of ('error', 'last', 'first'), got "
+                         f"{duplicates!r}")
     for ids, what in ((classes, "class"), (annotator_ids, "annotator")):
         if ids is not None:
             check_unique_ids(ids_array(ids), what)
@@ -147,7 +153,8 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
         check_frame(pred_probs)
     data = PartitionedAnnotations.from_frame(ddf, item=item, annotator=annotator, label=label,
                                              classes=classes, annotator_ids=annotator_ids,
-                                             item_partitioned=item_partitioned)
+                                             item_partitioned=item_partitioned,
+                                             duplicates=duplicates)
     if gold is not None:
         if not getattr(strategy.model, "accepts_gold", False):
             raise TypeError(f"{type(strategy.model).__name__} does not take gold labels")

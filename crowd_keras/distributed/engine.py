@@ -125,14 +125,16 @@ class PartitionedAnnotations:
     def from_frame(cls, ddf: Any, item: str = "task", annotator: str = "worker",
                    label: str = "label", classes: Optional[Sequence] = None,
                    annotator_ids: Optional[Sequence] = None,
-                   item_partitioned: bool = False) -> "PartitionedAnnotations":
+                   item_partitioned: bool = False,
+                   duplicates: str = "error") -> "PartitionedAnnotations":
         """From a Dask DataFrame with one row per annotation, any partitioning.
 
         The annotations of an item must sit in one partition: a frame indexed by the item
         column with known divisions (``set_index(item)``), or one the caller declares so
         (``item_partitioned=True``, checked: an item in two partitions raises), is used as
         it is; any other is shuffled on the item column first. ``classes`` and
-        ``annotator_ids`` fix the coding (as in :meth:`Annotations.from_frame`); without them
+        ``annotator_ids`` fix the coding and ``duplicates`` the rule for a repeated (item,
+        annotator) pair (as in :meth:`Annotations.from_frame`, in frame order); without them
         the pass that checks the partitions finds them.
 
         Every partition is checked by the rules and with the messages of
@@ -166,7 +168,8 @@ class PartitionedAnnotations:
         index_dtype = ddf.index.dtype if item not in ddf.columns else ddf[item].dtype
         shared = delayed((coding.classes, coding.annotator_ids), traverse=False)
         parts = list(dask.persist(*[
-            delayed(_frame_block)(part, item, annotator, label, shared, coding.int_labels, row)
+            delayed(_frame_block)(part, item, annotator, label, shared, coding.int_labels, row,
+                                  duplicates)
             for part in ddf.to_delayed()]))
         failures = [f for f in dask.compute(*[delayed(_failure)(part) for part in parts])
                     if f is not None]
@@ -362,11 +365,12 @@ def _gold_block(block: Block, ids: np.ndarray, codes: np.ndarray, k: int) -> Blo
 
 
 def _frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, coding: tuple,
-                 int_labels: bool, row: str) -> Any:
+                 int_labels: bool, row: str, duplicates: str = "error") -> Any:
     """The partition's Block, or its error's message (the client reports the one naming the
     first frame row, whichever partition finished first)."""
     try:
-        return frame_block(df, item, annotator, label, coding[0], coding[1], int_labels, row)
+        return frame_block(df, item, annotator, label, coding[0], coding[1], int_labels, row,
+                           duplicates)
     except CrowdDataError as exc:
         return str(exc)
 

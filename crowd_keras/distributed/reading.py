@@ -55,7 +55,10 @@ class PartitionScan:
 
 def _firsts(df: pd.DataFrame, column: str, item: str, annotator: str) -> pd.DataFrame:
     rows = np.flatnonzero(~df[column].duplicated().to_numpy())
-    out = {"value": df[column].iloc[rows].reset_index(drop=True),
+    values = df[column].iloc[rows].reset_index(drop=True)
+    if isinstance(values.dtype, pd.CategoricalDtype):  # its values, as the in-memory reader
+        values = pd.Series(np.asarray(values, dtype=object))
+    out = {"value": values,
            "item": df[item].iloc[rows].reset_index(drop=True),
            "annotator": df[annotator].iloc[rows].reset_index(drop=True)}
     return pd.DataFrame({**out, "row": rows})

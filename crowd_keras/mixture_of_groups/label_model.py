@@ -94,7 +94,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
     Attributes (after fit):
         posteriors_ (items, K); class_priors_ (K,); mixing_coefficients_ ``α`` (M,);
         group_confusions_ ``β`` (M, K, K), rows = true class; memberships_ ``p(g|a)``
-        (annotators, M); confusion_matrices_ ``Σ_m p(g=m|a) β_m`` (annotators, K, K);
+        (annotators, M); active_annotators_ (annotators,) bool: labelled in fit (their
+        memberships are kept by ``predict_proba(new)``);
+        confusion_matrices_ ``Σ_m p(g=m|a) β_m`` (annotators, K, K);
         global_confusion_ ``Σ_m α_m β_m`` (K, K); scenario_; objective_ (best restart:
         log-likelihood, global, or mean-field bound, individual); log_likelihood_ (its
         history per annotation); n_iter_ (its EM iterations); restart_objectives_ and
@@ -191,10 +193,14 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         self.posteriors_ = runs[best].post
         return self
 
-    def adopt_restarts(self, ann: Annotations, fits: Sequence["RestartFit"], best: int) -> None:
+    def adopt_restarts(self, ann: Annotations, fits: Sequence["RestartFit"], best: int,
+                       active: Optional[np.ndarray] = None) -> None:
         """Set the fitted parameters from each restart's fit and the winner ``best`` (the
-        item posteriors ``posteriors_`` are set by the caller)."""
+        item posteriors ``posteriors_`` are set by the caller). ``active``: (annotators,) bool,
+        who labelled in fit, when ``ann`` does not hold the annotations (a block template)."""
         fit = fits[best]
+        self.active_annotators_ = (ann.annotations_per_annotator() > 0 if active is None
+                                   else np.asarray(active, dtype=bool))
         self.restart_objectives_ = np.array([f.objective for f in fits])
         self.restart_n_iter_ = np.array([len(f.history) for f in fits])
         self.annotations_ = ann
@@ -258,7 +264,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             return post, self._section34(new, post)
         codes = self._known_codes(new)
         # "known": labelled in fit; annotators listed but silent in fit are placed like new ones
-        fitted_active = self.annotations_.annotations_per_annotator() > 0
+        fitted_active = getattr(self, "active_annotators_", None)
+        if fitted_active is None:   # a model from before this attribute
+            fitted_active = self.annotations_.annotations_per_annotator() > 0
         known = (codes >= 0) & fitted_active[np.maximum(codes, 0)]
         groups = np.tile(alpha, (new.n_annotators, 1))
         groups[known] = self.memberships_[codes[known]]
@@ -584,5 +592,7 @@ class MixtureOfGroupsRestarts(EMLabelModel):
             raise RuntimeError("the mixture of groups' restarts stopped before a winner was "
                                "chosen")
         model = self.model
-        model.adopt_restarts(template, state.fits, state.best)
+        votes = summary.votes.sum(axis=1)
+        model.adopt_restarts(template, state.fits, state.best,
+                             active=votes > 0 if len(votes) == template.n_annotators else None)
         return model

@@ -376,6 +376,9 @@ class CrowdLabelModel:
                 continue
             for target in _TRAIN_ARGS.get(arg, (arg,)):
                 if _takes(init, target) and target not in kwargs:
+                    if arg == "n_epochs" and value < 1:   # Snorkel's 0: its initial parameters
+                        raise ValueError(f"n_epochs=0: {model_type.__name__} needs at least one "
+                                         "iteration (n_epochs >= 1)")
                     kwargs[target] = bool(value) if arg == "progress_bar" else value
                     break
         for arg, value in _SNORKEL_SETTINGS.items():
@@ -501,8 +504,9 @@ class CrowdLabelModel:
     def save(self, destination: Union[str, Path]) -> None:
         """Write the fitted model to ``destination`` (a ``.npz`` of arrays plus JSON; no pickle).
 
-        The label model's fitted numeric arrays and plain settings are stored (and those of a
-        label model it delegated to); training-set posteriors are not.
+        The label model's fitted numeric arrays (alone or in a tuple, e.g. the last EM state
+        of the Bayesian models) and plain settings are stored (and those of a label model it
+        delegated to); training-set posteriors are not.
         """
         self._check_fitted()
         _check_path(destination, "destination", write=True)
@@ -511,17 +515,22 @@ class CrowdLabelModel:
         models = {}
         for prefix, model in _models(self.label_model_):
             state: Dict[str, Any] = {}
+            tuples: Dict[str, int] = {}
             for attr, value in vars(model).items():
                 if not attr.endswith("_") or attr.startswith("_") or attr in ("annotations_",
                                                                              "posteriors_"):
                     continue
                 if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
                     arrays[f"{prefix}/{attr}"] = value
+                elif isinstance(value, tuple) and value and all(
+                        isinstance(v, np.ndarray) and v.dtype.kind in "biuf" for v in value):
+                    tuples[attr] = len(value)   # predict_proba(new) may need it (state_)
+                    arrays.update({f"{prefix}/{attr}/{i}": v for i, v in enumerate(value)})
                 elif isinstance(value, (str, bool, int, float, type(None), np.integer,
                                         np.floating)):
                     state[attr] = value.item() if isinstance(value, np.generic) else value
             models[prefix] = {"name": _registry_name(model), "params": _json_params(model),
-                              "state": state}
+                              "state": state, "tuples": tuples}
         meta = {"format": _FORMAT, "version": 2, "method": self.method,
                 "cardinality": int(self.cardinality), "n_functions": int(self.n_functions_),
                 "method_kwargs": self.method_kwargs, "models": models,
@@ -569,6 +578,13 @@ class CrowdLabelModel:
                                      f"cannot be rebuilt: {exc}") from None
             for attr, value in spec["state"].items():
                 setattr(model, attr, value)
+            for attr, n in spec.get("tuples", {}).items():
+                names = [f"{prefix}/{attr}/{i}" for i in range(n)]
+                missing = [name for name in names if name not in arrays]
+                if missing:
+                    raise CrowdDataError(f"{source}: the saved model has no {missing[0]!r} "
+                                         f"entry (metadata model {prefix!r}: {attr} of {n})")
+                setattr(model, attr, tuple(arrays.pop(name) for name in names))
             model.annotations_ = empty
             model.posteriors_ = np.zeros((0, k))
             built[prefix] = model
@@ -630,6 +646,12 @@ def _checked_meta(raw: Optional[np.ndarray], arrays: Dict[str, np.ndarray], sour
                 and isinstance(spec.get("params"), dict) and isinstance(spec.get("state"), dict)):
             raise CrowdDataError(f"{source}: metadata model {prefix!r} must hold a 'name' "
                                  f"string and 'params' and 'state' objects, got {spec!r}")
+        tuples = spec.get("tuples", {})
+        if not (isinstance(tuples, dict) and all(
+                isinstance(n, int) and not isinstance(n, bool) and n > 0
+                for n in tuples.values())):
+            raise CrowdDataError(f"{source}: metadata model {prefix!r} 'tuples' must map "
+                                 f"attribute names to positive lengths, got {tuples!r}")
     for name, shape in (("weights", (m,)), ("conditional_probs", (m, k + 1, k))):
         if name not in arrays:
             raise CrowdDataError(f"{source}: the saved model has no {name!r} entry (entries: "

@@ -37,19 +37,22 @@ __all__ = ["check_layout", "no_features", "partitioned_label_matrix", "fixed_by_
            "abstaining_is_informative_partitioned"]
 
 
-def _check_chunk(chunk: np.ndarray, start: int, cardinality: int) -> np.ndarray:
-    """``check_label_matrix`` of one chunk, its rows counted from ``start``."""
+def _check_chunk(chunk: np.ndarray, start: Any, cardinality: int,
+                 name: str = "L_train") -> np.ndarray:
+    """``check_label_matrix`` of one chunk, its rows counted from ``start`` (or, for an
+    array of unknown chunk lengths, ``start`` is ``"chunk i"``)."""
     try:
-        return check_label_matrix(chunk, cardinality, name="L_train")
+        return check_label_matrix(chunk, cardinality, name=name)
     except CrowdDataError as exc:
-        raise CrowdDataError(f"{exc} (row within the chunk of rows starting at row {start} of "
-                             "the Dask array)") from None
+        where = start if isinstance(start, str) else f"the chunk of rows starting at row {start}"
+        raise CrowdDataError(f"{exc} (row within {where} of the Dask array)") from None
 
 
-def check_layout(L: Any, cardinality: int, n_functions: Optional[int] = None) -> None:
+def check_layout(L: Any, cardinality: int, n_functions: Optional[int] = None,
+                 name: str = "L_train") -> None:
     """The checks of ``check_label_matrix`` that need only the shape and dtype of ``L``."""
     check_label_matrix(np.empty((0,) + tuple(L.shape[1:]), dtype=L.dtype), cardinality,
-                       name="L_train", n_functions=n_functions)
+                       name=name, n_functions=n_functions)
 
 
 def no_features(features: Any) -> None:
@@ -68,6 +71,10 @@ def partitioned_label_matrix(L: Any, cardinality: int,
     import dask.array as da
 
     k = int(cardinality)
+    if any(np.isnan(rows) for rows in L.chunks[0]):
+        raise CrowdDataError("L_train has chunks of unknown length (as ddf.to_dask_array() "
+                             "makes): pass ddf.to_dask_array(lengths=True) or "
+                             "L_train.compute_chunk_sizes()")
     if dev is not None:
         L = da.concatenate([L, da.from_array(dev[0], chunks=(max(len(dev[0]), 1), -1))])
     data = PartitionedAnnotations.from_label_matrix(
@@ -162,7 +169,18 @@ def predict_proba_partitioned(predict_proba: Callable[[np.ndarray], np.ndarray],
     """``predict_proba(L)`` for a Dask array: a Dask array (n, cardinality), each chunk of
     rows answered by the in-memory ``predict_proba`` (a function of a label matrix)."""
     k = int(cardinality)
-    check_layout(L, k, n_functions)
+    check_layout(L, k, n_functions, name="L")
     if len(L.chunks[1]) > 1:
         L = L.rechunk({1: -1})
-    return L.map_blocks(predict_proba, dtype=np.float64, chunks=(L.chunks[0], (k,)))
+    return L.map_blocks(_predict_chunk, predict_proba=predict_proba, cardinality=k,
+                        dtype=np.float64, chunks=(L.chunks[0], (k,)))
+
+
+def _predict_chunk(chunk: np.ndarray, predict_proba: Callable[[np.ndarray], np.ndarray],
+                   cardinality: int, block_info: Optional[dict] = None) -> np.ndarray:
+    """``predict_proba`` of one chunk of rows, checked first so that an error names the
+    chunk's first row in the Dask array (``block_info``: Dask's location of the chunk)."""
+    start = block_info[0]["array-location"][0][0] if block_info else 0
+    if start is None or start != start:   # chunks of unknown length: name the chunk
+        start = f"chunk {block_info[0]['chunk-location'][0]}"
+    return predict_proba(_check_chunk(chunk, start, cardinality, name="L"))
