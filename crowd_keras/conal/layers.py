@@ -22,8 +22,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, apply_annotator_matrices, checked_int,
-                            checked_noise_scale, floor_at,
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
+                            checked_int, checked_noise_scale, floor_at,
                             gather_annotators, identity_initializer, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
@@ -41,7 +41,7 @@ def _l2_normalize(x: Any) -> Any:
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
+class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """The gate ω_ri = σ(û_r · v̂_i) of CoNAL (paper Eq. 3).
 
     ``v_i = W_v x_i + b_v`` from the instance representation ``x_i``; ``u_r = W_u e_r + b_u``
@@ -77,6 +77,7 @@ class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
         self.embedding_dim = checked_int(embedding_dim, "embedding_dim")
         self.annotator_features = feats
         self.scale = float(scale)
+        self.supports_masking = True
 
     def build(self, input_shape: Any) -> None:
         x_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
@@ -158,7 +159,7 @@ class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
+class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """Common + individual noise adaptation layers mixed by ω (CoNAL, paper Eq. 1-2).
 
     Holds the common matrix ``W_g (K, K)`` and the individual matrices ``W_r (A, K, K)``,
@@ -216,6 +217,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
         self.omega = None if omega is None else float(omega)
         self.init_scale, self.learning_rate_multiplier = checked_noise_scale(
             init_scale, learning_rate_multiplier)
+        self.supports_masking = True
 
     @property
     def uses_features(self) -> bool:

@@ -30,8 +30,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, batched_vector_matrix, checked_int, floor_at, gather_annotators, is_shape_list,
-                            softmax)
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, batched_vector_matrix,
+                            checked_int, floor_at, gather_annotators, is_shape_list, softmax)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
 
@@ -49,7 +49,7 @@ def default_group_accuracies(num_groups: int, num_classes: int) -> np.ndarray:
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MixtureOfGroups(ChecksIdsAtEntry, keras.layers.Layer):
+class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """Mixture of M group confusion matrices over the classifier's class probabilities.
 
     Args:
@@ -76,6 +76,7 @@ class MixtureOfGroups(ChecksIdsAtEntry, keras.layers.Layer):
         self.confusion_initializer = (None if confusion_initializer is None
                                       else keras.initializers.get(confusion_initializer))
         self.epsilon = float(epsilon)
+        self.supports_masking = True
 
     @property
     def individual(self) -> bool:
