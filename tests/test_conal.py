@@ -237,6 +237,44 @@ def test_difference_regulariser_trains_under_mixed_float16():
         keras.mixed_precision.set_global_policy(previous)
 
 
+
+def test_gate_is_finite_under_mixed_float16_for_zero_and_large_representations():
+    """û·v̂ is computed in float32: under mixed_float16 the 1e-12 floor under a squared norm
+    was 0 in float16, so a zero representation (a padded step, an empty document: v = 0 at
+    the start) gave ω = NaN and every training step a NaN loss; large rows overflowed."""
+    x = np.random.default_rng(0).normal(size=(4, 5)).astype("float32")
+    x[1] = 0.0
+    ids = np.array([[0, 1], [2, -1], [1, 0], [2, 2]], "int32")
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        gate = AnnotatorGate(3, embedding_dim=4)
+        zero_features = AnnotatorGate(annotator_features=np.zeros((3, 2)), embedding_dim=4)
+        for layer, inputs in ((gate, x), (gate, [x, ids]), (zero_features, [x, ids])):
+            omega = layer(inputs)
+            assert keras.backend.standardize_dtype(omega.dtype) == "float16"
+            omega = ops.convert_to_numpy(omega)
+            assert np.isfinite(omega).all(), omega
+        np.testing.assert_allclose(ops.convert_to_numpy(gate(x))[1], 0.5)   # v = 0: cosine 0
+        gate.instance_kernel.assign(np.full((5, 4), 300.0, "float32"))     # ‖v‖² > 65504
+        big = ops.convert_to_numpy(gate([x, ids])).astype("float64")
+        keras.mixed_precision.set_global_policy("float32")
+        ref = AnnotatorGate(3, embedding_dim=4)
+        ref([x, ids])
+        ref.set_weights(gate.get_weights())
+        np.testing.assert_allclose(big, ops.convert_to_numpy(ref([x, ids])), atol=2e-3)
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        classifier = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3),
+                                       keras.layers.Activation("softmax", dtype="float32")])
+        model = CrowdModel(classifier, CommonNoiseAdaptation(3, 3, gate=AnnotatorGate(3, 4)),
+                           warmup_epochs=0)
+        model.compile()
+        history = model.fit(x, (ids, np.where(ids >= 0, 1, -1)), epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"]).all()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
 # ---------------------------------------------------------------- feature-free label model
 def js_divergence(p, q):
     m = (p + q) / 2

@@ -30,13 +30,16 @@ __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
 
 def _inverse_norm(x: Any) -> Any:
-    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``), the squared norm floored
-    at 10⁻¹² (a zero vector stays finite)."""
+    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``) in float32, the squared
+    norm floored at 10⁻¹² (a zero vector stays finite). In float32 whatever ``x``'s dtype:
+    in float16 the floor is 0 (a zero vector's ``0 · ∞`` is NaN) and the squares overflow."""
+    x = ops.cast(x, "float32")
     return ops.rsqrt(floor_at(ops.sum(ops.square(x), axis=-1), 1e-12))
 
 
 def _l2_normalize(x: Any) -> Any:
-    """``x̂ = x / ‖x‖`` over the last axis (:func:`_inverse_norm`'s floor)."""
+    """``x̂ = x / ‖x‖`` over the last axis, in float32 (:func:`_inverse_norm`)."""
+    x = ops.cast(x, "float32")
     return x * ops.expand_dims(_inverse_norm(x), -1)
 
 
@@ -125,10 +128,12 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         indexed = isinstance(inputs, (list, tuple))
         x = inputs[0] if indexed else inputs
         v = ops.matmul(x, self.instance_kernel) + self.instance_bias              # (b, [t,] e)
+        # the cosine û·v̂ in float32 (a no-op in float32): see _inverse_norm
+        out_dtype, v = v.dtype, ops.cast(v, "float32")
         if not indexed:
             u = self.annotator_embeddings()                                      # (A, e)
-            logits = ops.matmul(_l2_normalize(v), ops.transpose(ops.cast(u, v.dtype)))
-            return ops.sigmoid(self._scaled(logits))                            # (b, [t,] A)
+            logits = ops.matmul(_l2_normalize(v), ops.transpose(u))
+            return ops.cast(ops.sigmoid(self._scaled(logits)), out_dtype)       # (b, [t,] A)
         u_k = ops.cast(self._annotator_rows(inputs[1]), v.dtype)                 # (b, k, e)
         if len(v.shape) == 3:   # a representation per time step: ω (b, t, k)
             u_k, v = ops.expand_dims(u_k, 1), ops.expand_dims(v, 2)
@@ -140,7 +145,7 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         # batched_vector_matrix: cheaper for such small vectors on TensorFlow's CPU)
         dots = ops.sum(u_k * v, axis=-1)                                         # (b, [t,] k)
         logits = dots * _inverse_norm(u_k) * _inverse_norm(v)
-        return ops.sigmoid(self._scaled(logits))
+        return ops.cast(ops.sigmoid(self._scaled(logits)), out_dtype)
 
     def _scaled(self, logits: Any) -> Any:
         return logits if self.scale == 1.0 else self.scale * logits
