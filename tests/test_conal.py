@@ -275,6 +275,27 @@ def test_gate_is_finite_under_mixed_float16_for_zero_and_large_representations()
         keras.mixed_precision.set_global_policy(previous)
 
 
+
+def test_mismatched_classes_or_omega_width_name_the_layer_and_shapes():
+    """Probabilities with another number of classes, or ω without one value per annotator
+    slot: a ValueError naming the layer and the shapes, eager and symbolic (was a backend
+    matmul/broadcast error, and a symbolic call silently gave a wrong output shape)."""
+    probs = np.full((4, 3), 1 / 3, "float32")
+    with pytest.raises(ValueError, match=r"num_classes=4.*got \(4, 3\)"):
+        CommonNoiseAdaptation(3, 4, omega=0.5)(probs)
+    with pytest.raises(ValueError, match=r"omega of shape \(4, 5\).*\(batch, \[time,\] 3\)"):
+        CommonNoiseAdaptation(3, 3)([probs, np.zeros((4, 5), "float32")])
+    ids = np.array([[0, 1]] * 4, "int32")
+    with pytest.raises(ValueError, match=r"omega of shape \(4, 3\).*annotator_ids of shape"):
+        CommonNoiseAdaptation(3, 3)([probs, ids, np.zeros((4, 3), "float32")])
+    x_in = keras.Input((5,))
+    p4 = keras.layers.Dense(4, activation="softmax")(x_in)
+    with pytest.raises(ValueError, match=r"num_classes=3.*got \(None, 4\)"):
+        CommonNoiseAdaptation(3, 3, gate=AnnotatorGate(3, 4))([p4, x_in])
+    # the forms that fit still build
+    assert CommonNoiseAdaptation(3, 3)([probs, ids, np.zeros((4, 2), "float32")]).shape == (4, 2, 3)
+
+
 # ---------------------------------------------------------------- feature-free label model
 def js_divergence(p, q):
     m = (p + q) / 2

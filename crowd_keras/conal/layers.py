@@ -24,7 +24,7 @@ from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
                             checked_int, checked_noise_scale, floor_at,
-                            gather_annotators, identity_initializer, weight_in_use)
+                            gather_annotators, identity_initializer, is_shape_list, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -231,6 +231,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
 
     def build(self, input_shape: Any) -> None:
         k, a = self.num_classes, self.num_annotators
+        self._check_shapes(input_shape)
         scale = self.init_scale / self.learning_rate_multiplier   # stored value at init
         # not autocast: call() casts them to the compute dtype where they meet the data, and
         # the difference regulariser reads them in float32 (under mixed_float16 a float16
@@ -243,6 +244,26 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
             initializer=lambda shape, dtype=None: scale * identity_initializer(shape, dtype))
         if self.gate is not None and not self.gate.built:
             self.gate.build(tuple(input_shape[-1]))
+
+    def _check_shapes(self, input_shape: Any) -> None:
+        """ValueError naming the layer and the shapes when the probabilities do not have
+        ``num_classes`` classes or ω not one value per annotator slot (a backend's matmul or
+        broadcast error otherwise, and none at all on a symbolic call)."""
+        shapes = [tuple(s) for s in input_shape] if is_shape_list(input_shape) \
+            else [tuple(input_shape)]
+        probs, ids, omega, _ = self._split(shapes)
+        if len(probs) not in (2, 3) or probs[-1] not in (None, self.num_classes):
+            raise ValueError(f"CommonNoiseAdaptation(num_classes={self.num_classes}) expects "
+                             f"probabilities of shape (batch, [time,] {self.num_classes}), got "
+                             f"{probs}")
+        if omega is not None:
+            width = self.num_annotators if ids is None else ids[-1]
+            if None not in (width, omega[-1]) and omega[-1] != width:
+                raise ValueError(f"CommonNoiseAdaptation(num_annotators={self.num_annotators}): "
+                                 f"omega of shape {omega} does not give one value per annotator "
+                                 f"slot; expected (batch, [time,] {width}) for "
+                                 + ("every annotator" if ids is None else
+                                    f"annotator_ids of shape {ids}"))
 
     def _split(self, inputs: Any) -> tuple:
         """(probs, annotator_ids or None, omega or None, representation or None)."""
