@@ -279,7 +279,9 @@ def test_gate_is_finite_under_mixed_float16_for_zero_and_large_representations()
 def test_mismatched_classes_or_omega_width_name_the_layer_and_shapes():
     """Probabilities with another number of classes, or ω without one value per annotator
     slot: a ValueError naming the layer and the shapes, eager and symbolic (was a backend
-    matmul/broadcast error, and a symbolic call silently gave a wrong output shape)."""
+    matmul/broadcast error, and a symbolic call silently gave a wrong output shape); the
+    gate takes a (batch, [time,] d) representation and (batch, k) ids (a vector or an image
+    was silently mixed over its last axis)."""
     probs = np.full((4, 3), 1 / 3, "float32")
     with pytest.raises(ValueError, match=r"num_classes=4.*got \(4, 3\)"):
         CommonNoiseAdaptation(3, 4, omega=0.5)(probs)
@@ -292,6 +294,13 @@ def test_mismatched_classes_or_omega_width_name_the_layer_and_shapes():
     p4 = keras.layers.Dense(4, activation="softmax")(x_in)
     with pytest.raises(ValueError, match=r"num_classes=3.*got \(None, 4\)"):
         CommonNoiseAdaptation(3, 3, gate=AnnotatorGate(3, 4))([p4, x_in])
+    for bad in [np.zeros((3,), "float32"), np.zeros((2, 2, 2, 5), "float32")]:
+        with pytest.raises(ValueError, match=r"AnnotatorGate expects an instance "
+                                             r"representation of shape \(batch, \[time,\] "):
+            AnnotatorGate(3, 4)(bad)
+    with pytest.raises(ValueError, match=r"annotator_ids must be \(batch, k\), got shape "
+                                         r"\(4, 2, 1\)"):
+        AnnotatorGate(3, 4)([np.zeros((4, 5), "float32"), ids[..., None]])
     # the forms that fit still build
     assert CommonNoiseAdaptation(3, 3)([probs, ids, np.zeros((4, 2), "float32")]).shape == (4, 2, 3)
 

@@ -84,6 +84,12 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
 
     def build(self, input_shape: Any) -> None:
         x_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
+        if len(x_shape) not in (2, 3) or x_shape[-1] is None:
+            raise ValueError("AnnotatorGate expects an instance representation of shape (batch, "
+                             f"[time,] features) with known features, got {tuple(x_shape)}")
+        if is_shape_list(input_shape) and len(input_shape[1]) != 2:
+            raise ValueError("AnnotatorGate: annotator_ids must be (batch, k), got shape "
+                             f"{tuple(input_shape[1])}")
         d = int(x_shape[-1])
         e = self.embedding_dim
         self.instance_kernel = self.add_weight(shape=(d, e), initializer="glorot_uniform",

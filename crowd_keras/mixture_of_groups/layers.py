@@ -92,9 +92,14 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
 
     def build(self, input_shape: Any) -> None:
         probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
-        if probs_shape[-1] is not None and int(probs_shape[-1]) != self.num_classes:
-            raise ValueError(f"MixtureOfGroups(num_classes={self.num_classes}) got probabilities "
-                             f"with {probs_shape[-1]} classes (shape {tuple(probs_shape)})")
+        if len(probs_shape) not in (2, 3) or (probs_shape[-1] is not None
+                                              and int(probs_shape[-1]) != self.num_classes):
+            raise ValueError(f"MixtureOfGroups(num_classes={self.num_classes}) expects "
+                             f"probabilities of shape (batch, [time,] {self.num_classes}), got "
+                             f"{tuple(probs_shape)}")
+        if is_shape_list(input_shape) and len(input_shape) == 2 and len(input_shape[1]) != 2:
+            raise ValueError("MixtureOfGroups: annotator_ids must be (batch, k), got shape "
+                             f"{tuple(input_shape[1])}")
         m, k = self.num_groups, self.num_classes
         self.confusion_logits = self.add_weight(
             shape=(m, k, k), name="confusion_logits",
