@@ -55,6 +55,12 @@ def test_gate_per_time_step_in_both_call_forms_and_under_a_sequence_crowd_model(
     out = ops.convert_to_numpy(model({"x": x, "annotator_ids": ids}))
     assert out.shape == (4, 5, 3, 3)
 
+    # symbolic calls give the eager shapes (the time axis was left out: (None, 6), (None, 3))
+    x_in, ids_in = keras.Input((5, 7)), keras.Input((3,), dtype="int32")
+    assert AnnotatorGate(6, 3)(x_in).shape == (None, 5, 6)
+    assert AnnotatorGate(6, 3)([x_in, ids_in]).shape == (None, 5, 3)
+    assert AnnotatorGate(6, 3)(keras.Input((7,))).shape == (None, 6)
+
 
 @pytest.mark.parametrize("with_features", [False, True])
 def test_gate_indexed_form_reads_only_the_listed_annotators(with_features):

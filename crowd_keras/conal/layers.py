@@ -157,9 +157,9 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         return logits if self.scale == 1.0 else self.scale * logits
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        if isinstance(input_shape[0], (list, tuple)):
-            return (input_shape[0][0], input_shape[1][1])
-        return (input_shape[0], self.num_annotators)
+        if is_shape_list(input_shape):   # (batch, [time,] k)
+            return tuple(input_shape[0][:-1]) + (input_shape[1][1],)
+        return tuple(input_shape[:-1]) + (self.num_annotators,)   # (batch, [time,] A)
 
     def get_config(self) -> dict:
         config = super().get_config()
