@@ -29,17 +29,24 @@ from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
 
+def _at_least_float32(x: Any) -> Any:
+    """``x`` in float32 when it is a half-precision float (float64 stays): in float16 the
+    norms' floor 10⁻¹² is 0 (a zero vector's ``0 · ∞`` is NaN) and the squares overflow."""
+    if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16"):
+        return ops.cast(x, "float32")
+    return x
+
+
 def _inverse_norm(x: Any) -> Any:
-    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``) in float32, the squared
-    norm floored at 10⁻¹² (a zero vector stays finite). In float32 whatever ``x``'s dtype:
-    in float16 the floor is 0 (a zero vector's ``0 · ∞`` is NaN) and the squares overflow."""
-    x = ops.cast(x, "float32")
+    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``), at least in float32, the
+    squared norm floored at 10⁻¹² (a zero vector stays finite)."""
+    x = _at_least_float32(x)
     return ops.rsqrt(floor_at(ops.sum(ops.square(x), axis=-1), 1e-12))
 
 
 def _l2_normalize(x: Any) -> Any:
-    """``x̂ = x / ‖x‖`` over the last axis, in float32 (:func:`_inverse_norm`)."""
-    x = ops.cast(x, "float32")
+    """``x̂ = x / ‖x‖`` over the last axis, at least in float32 (:func:`_inverse_norm`)."""
+    x = _at_least_float32(x)
     return x * ops.expand_dims(_inverse_norm(x), -1)
 
 
@@ -134,11 +141,11 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         indexed = isinstance(inputs, (list, tuple))
         x = inputs[0] if indexed else inputs
         v = ops.matmul(x, self.instance_kernel) + self.instance_bias              # (b, [t,] e)
-        # the cosine û·v̂ in float32 (a no-op in float32): see _inverse_norm
-        out_dtype, v = v.dtype, ops.cast(v, "float32")
+        # the cosine û·v̂ at least in float32 (see _at_least_float32), ω in the compute dtype
+        out_dtype, v = v.dtype, _at_least_float32(v)
         if not indexed:
             u = self.annotator_embeddings()                                      # (A, e)
-            logits = ops.matmul(_l2_normalize(v), ops.transpose(u))
+            logits = ops.matmul(_l2_normalize(v), ops.transpose(ops.cast(u, v.dtype)))
             return ops.cast(ops.sigmoid(self._scaled(logits)), out_dtype)       # (b, [t,] A)
         u_k = ops.cast(self._annotator_rows(inputs[1]), v.dtype)                 # (b, k, e)
         if len(v.shape) == 3:   # a representation per time step: ω (b, t, k)
