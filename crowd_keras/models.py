@@ -100,6 +100,11 @@ class CrowdModel(CrowdConsensus, keras.Model):
         super().__init__(**kwargs)
         if not hasattr(noise_layer, "num_annotators"):
             raise TypeError("noise_layer must expose num_annotators (see crowd_keras.models)")
+        if noise_layer.num_annotators is None:   # the global MixtureOfGroups: no annotators
+            raise TypeError(f"noise_layer {type(noise_layer).__name__} has num_annotators=None: "
+                            "a CrowdModel needs a layer of per-annotator outputs (give "
+                            "num_annotators=...; a global MixtureOfGroups is trained on label "
+                            "counts with LabelCountCrossEntropy)")
         if int(warmup_epochs) != warmup_epochs or warmup_epochs < 0:
             raise ValueError(f"warmup_epochs must be a non-negative integer, got {warmup_epochs!r}")
         self.classifier = classifier

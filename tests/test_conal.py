@@ -55,6 +55,12 @@ def test_gate_per_time_step_in_both_call_forms_and_under_a_sequence_crowd_model(
     out = ops.convert_to_numpy(model({"x": x, "annotator_ids": ids}))
     assert out.shape == (4, 5, 3, 3)
 
+    # symbolic calls give the eager shapes (the time axis was left out: (None, 6), (None, 3))
+    x_in, ids_in = keras.Input((5, 7)), keras.Input((3,), dtype="int32")
+    assert AnnotatorGate(6, 3)(x_in).shape == (None, 5, 6)
+    assert AnnotatorGate(6, 3)([x_in, ids_in]).shape == (None, 5, 3)
+    assert AnnotatorGate(6, 3)(keras.Input((7,))).shape == (None, 6)
+
 
 @pytest.mark.parametrize("with_features", [False, True])
 def test_gate_indexed_form_reads_only_the_listed_annotators(with_features):
@@ -235,6 +241,74 @@ def test_difference_regulariser_trains_under_mixed_float16():
         np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), -1e-5 * 9e5, rtol=1e-5)
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+
+def test_gate_is_finite_under_mixed_float16_for_zero_and_large_representations():
+    """û·v̂ is computed in float32: under mixed_float16 the 1e-12 floor under a squared norm
+    was 0 in float16, so a zero representation (a padded step, an empty document: v = 0 at
+    the start) gave ω = NaN and every training step a NaN loss; large rows overflowed."""
+    x = np.random.default_rng(0).normal(size=(4, 5)).astype("float32")
+    x[1] = 0.0
+    ids = np.array([[0, 1], [2, -1], [1, 0], [2, 2]], "int32")
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        gate = AnnotatorGate(3, embedding_dim=4)
+        zero_features = AnnotatorGate(annotator_features=np.zeros((3, 2)), embedding_dim=4)
+        for layer, inputs in ((gate, x), (gate, [x, ids]), (zero_features, [x, ids])):
+            omega = layer(inputs)
+            assert keras.backend.standardize_dtype(omega.dtype) == "float16"
+            omega = ops.convert_to_numpy(omega)
+            assert np.isfinite(omega).all(), omega
+        np.testing.assert_allclose(ops.convert_to_numpy(gate(x))[1], 0.5)   # v = 0: cosine 0
+        gate.instance_kernel.assign(np.full((5, 4), 300.0, "float32"))     # ‖v‖² > 65504
+        big = ops.convert_to_numpy(gate([x, ids])).astype("float64")
+        keras.mixed_precision.set_global_policy("float32")
+        ref = AnnotatorGate(3, embedding_dim=4)
+        ref([x, ids])
+        ref.set_weights(gate.get_weights())
+        np.testing.assert_allclose(big, ops.convert_to_numpy(ref([x, ids])), atol=2e-3)
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        classifier = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3),
+                                       keras.layers.Activation("softmax", dtype="float32")])
+        model = CrowdModel(classifier, CommonNoiseAdaptation(3, 3, gate=AnnotatorGate(3, 4)),
+                           warmup_epochs=0)
+        model.compile()
+        history = model.fit(x, (ids, np.where(ids >= 0, 1, -1)), epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"]).all()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+
+def test_mismatched_classes_or_omega_width_name_the_layer_and_shapes():
+    """Probabilities with another number of classes, or ω without one value per annotator
+    slot: a ValueError naming the layer and the shapes, eager and symbolic (was a backend
+    matmul/broadcast error, and a symbolic call silently gave a wrong output shape); the
+    gate takes a (batch, [time,] d) representation and (batch, k) ids (a vector or an image
+    was silently mixed over its last axis)."""
+    probs = np.full((4, 3), 1 / 3, "float32")
+    with pytest.raises(ValueError, match=r"num_classes=4.*got \(4, 3\)"):
+        CommonNoiseAdaptation(3, 4, omega=0.5)(probs)
+    with pytest.raises(ValueError, match=r"omega of shape \(4, 5\).*\(batch, \[time,\] 3\)"):
+        CommonNoiseAdaptation(3, 3)([probs, np.zeros((4, 5), "float32")])
+    ids = np.array([[0, 1]] * 4, "int32")
+    with pytest.raises(ValueError, match=r"omega of shape \(4, 3\).*annotator_ids of shape"):
+        CommonNoiseAdaptation(3, 3)([probs, ids, np.zeros((4, 3), "float32")])
+    x_in = keras.Input((5,))
+    p4 = keras.layers.Dense(4, activation="softmax")(x_in)
+    with pytest.raises(ValueError, match=r"num_classes=3.*got \(None, 4\)"):
+        CommonNoiseAdaptation(3, 3, gate=AnnotatorGate(3, 4))([p4, x_in])
+    for bad in [np.zeros((3,), "float32"), np.zeros((2, 2, 2, 5), "float32")]:
+        with pytest.raises(ValueError, match=r"AnnotatorGate expects an instance "
+                                             r"representation of shape \(batch, \[time,\] "):
+            AnnotatorGate(3, 4)(bad)
+    with pytest.raises(ValueError, match=r"annotator_ids must be \(batch, k\), got shape "
+                                         r"\(4, 2, 1\)"):
+        AnnotatorGate(3, 4)([np.zeros((4, 5), "float32"), ids[..., None]])
+    # the forms that fit still build
+    assert CommonNoiseAdaptation(3, 3)([probs, ids, np.zeros((4, 2), "float32")]).shape == (4, 2, 3)
 
 
 # ---------------------------------------------------------------- feature-free label model

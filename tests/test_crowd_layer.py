@@ -190,6 +190,9 @@ def test_regression_layer_rejects_vector_outputs():
         CrowdRegressionLayer(A)(np.zeros((2, 3), "float32"))
     with pytest.raises(ValueError, match="conn_type"):
         CrowdRegressionLayer(A, "MW")
+    with pytest.raises(ValueError, match=r"takes mu or \[mu, annotator_ids\], got a list of 3"):
+        CrowdRegressionLayer(A)([np.zeros((2, 1), "float32"), np.zeros((2, 2), "int32"),
+                                 np.zeros((2, 2), "int32")])
 
 
 # ---------------------------------------------------------------------- Keras citizenship

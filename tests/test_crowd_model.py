@@ -130,6 +130,19 @@ def test_bad_targets_raise_crowd_data_error(sim):
         model.fit(sim.x, half)
 
 
+def test_a_noise_layer_without_annotators_is_refused_at_construction():
+    """The global MixtureOfGroups (num_annotators=None) was accepted and failed in fit with
+    'dense targets must be (items, [time,] annotators=None)' or deep inside its call."""
+    from crowd_keras.layers import MixtureOfGroups
+
+    with pytest.raises(TypeError, match="MixtureOfGroups has num_annotators=None"):
+        CrowdModel(mlp(), MixtureOfGroups(2, K))
+    with pytest.raises(TypeError, match="must expose num_annotators"):
+        CrowdModel(mlp(), keras.layers.Dense(K))
+    model = CrowdModel(mlp(), MixtureOfGroups(2, K, num_annotators=A))
+    assert model.noise_layer.num_annotators == A
+
+
 def test_truth_validation_restores_best_epoch(sim):
     clf = mlp()
     model = CrowdModel(clf, CrowdLayer(A))

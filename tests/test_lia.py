@@ -163,6 +163,20 @@ def test_layer_rejects_bad_configuration():
         DifficultyCompetence(3, num_annotators=2, output_mode="logits")
 
 
+def test_feature_free_layer_checks_the_instance_indices_it_is_given():
+    """An instance index outside 0..num_instances-1 is a CrowdDataError naming the layer,
+    the position and the value (was TensorFlow's ResourceGather error, torch's 'index out of
+    range in self'), in both call forms; -1 is no index."""
+    layer = DifficultyCompetence(3, num_annotators=2, num_instances=4)
+    ids = np.array([[0, 1], [1, -1]], "int32")
+    with pytest.raises(CrowdDataError, match=r"DifficultyCompetence instance indices: "
+                                             r"instance index 9 at \(1,\).*num_instances=4"):
+        layer([np.array([0, 9]), ids])
+    with pytest.raises(CrowdDataError, match="instance index -1 at"):
+        layer(np.array([[2], [-1]]))
+    assert tuple(layer([np.array([0, 3]), ids]).shape) == (2, 2, 3, 3)
+
+
 # ---------------------------------------------------------------------------- real data
 def with_oracles(ann, truth):
     """The annotations plus an "always correct" and an "always wrong" annotator on every item."""

@@ -1,4 +1,6 @@
 """Mixture of annotator groups (Mena & Ñanculef 2019): label model, Keras layer, loss and EM."""
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -311,6 +313,23 @@ def test_layer_save_and_load(tmp_path):
     config = MixtureOfGroups(2, 3, num_annotators=4, confusion_initializer="zeros").get_config()
     clone = MixtureOfGroups.from_config(config)
     assert (clone.num_groups, clone.num_classes, clone.num_annotators) == (2, 3, 4)
+
+
+
+@pytest.mark.parametrize("num_annotators", [None, 2])
+def test_layer_rejects_probabilities_of_another_rank_naming_the_shapes(num_annotators):
+    """(batch, [time,] K) only: a vector or an image-shaped input was silently mixed over its
+    last axis (global form, indexed form: a 5-D output) or an Einsum rank error."""
+    for shape in [(3,), (2, 2, 2, 3)]:
+        probs = np.full(shape, 1 / 3, "float32")
+        expected = r"expects probabilities of shape \(batch, \[time,\] 3\), got "
+        with pytest.raises(ValueError, match=expected + re.escape(str(shape))):
+            MixtureOfGroups(2, 3, num_annotators=num_annotators)(probs)
+    if num_annotators:
+        with pytest.raises(ValueError, match=r"annotator_ids must be \(batch, k\), got shape "
+                                             r"\(2, 2, 1\)"):
+            MixtureOfGroups(2, 3, num_annotators=2)([np.full((2, 3), 1 / 3, "float32"),
+                                                     np.zeros((2, 2, 1), "int32")])
 
 
 # ---------------------------------------------------------------------------- EM trainer

@@ -9,8 +9,9 @@ import keras
 import numpy as np
 import pytest
 
-from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer
-from crowd_keras.losses import MaskedMultiCrossEntropy, MaskedMultiMSE
+from crowd_keras.layers import (AnnotatorGate, CommonNoiseAdaptation, CrowdLayer,
+                                CrowdRegressionLayer, MixtureOfGroups)
+from crowd_keras.losses import LabelCountCrossEntropy, MaskedMultiCrossEntropy, MaskedMultiMSE
 
 ROOT = Path(__file__).resolve().parents[1]
 V, K, A, T, S = 20, 3, 6, 7, 3
@@ -126,6 +127,39 @@ def test_masked_sequence_crowd_model_round_trips_through_a_keras_file(tmp_path):
     assert loaded.layers[-1].supports_masking
     assert np.isclose(loaded.evaluate([words, ids], y, verbose=0),
                       model.evaluate([words, ids], y, verbose=0), atol=1e-6)
+
+
+
+@pytest.mark.parametrize("noise, form", [
+    (lambda: CommonNoiseAdaptation(A, K, omega=0.4), "ids"),
+    (lambda: CommonNoiseAdaptation(A, K, gate=AnnotatorGate(A, 4)), "gate"),
+    (lambda: MixtureOfGroups(2, K, num_annotators=A), "ids"),
+    (lambda: MixtureOfGroups(2, K, num_annotators=A), "dense"),
+    (lambda: MixtureOfGroups(2, K), "counts"),
+], ids=["conal-omega", "conal-gate", "groups-ids", "groups-dense", "groups-global"])
+def test_conal_and_mixture_of_groups_keep_the_mask(noise, form):
+    """The sequence forms of CoNAL and the mixture of groups keep the time-step mask (they
+    dropped it, with Keras' "does not support masking" warning, and the padding trained)."""
+    words, ids, y, y_other, y_missing = batch()
+    keras.utils.set_random_seed(0)
+    w_in, ids_in = keras.Input((T,), dtype="int32"), keras.Input((S,), dtype="int32")
+    h = keras.layers.Embedding(V, 4, mask_zero=True)(w_in)
+    probs = keras.layers.Dense(K, activation="softmax")(h)
+    layer = noise()
+    out = {"ids": lambda: layer([probs, ids_in]), "gate": lambda: layer([probs, ids_in, h]),
+           "dense": lambda: layer(probs), "counts": lambda: layer(probs)}[form]()
+    model = keras.Model([w_in, ids_in], out)
+    pred = model([words, ids])
+    assert (keras.ops.convert_to_numpy(pred._keras_mask) == (words > 0)).all()
+    loss = MaskedMultiCrossEntropy()
+    if form == "dense":
+        y_other = np.full((2, T, A), 1, "int32")
+        y_missing = np.where(words[..., None] > 0, y_other, -1)
+    elif form == "counts":
+        loss = LabelCountCrossEntropy()
+        y_other = np.random.default_rng(1).integers(0, 3, (2, T, K)).astype("float32")
+        y_missing = np.where(words[..., None] > 0, y_other, 0.0).astype("float32")
+    assert np.isclose(float(loss(y_other, pred)), float(loss(y_missing, pred)), rtol=1e-6)
 
 
 TORCH_SCRIPT = textwrap.dedent('''

@@ -22,26 +22,36 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, apply_annotator_matrices, checked_int,
-                            checked_noise_scale, floor_at,
-                            gather_annotators, identity_initializer, weight_in_use)
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
+                            checked_int, checked_noise_scale, floor_at,
+                            gather_annotators, identity_initializer, is_shape_list, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
 
+def _at_least_float32(x: Any) -> Any:
+    """``x`` in float32 when it is a half-precision float (float64 stays): in float16 the
+    norms' floor 10⁻¹² is 0 (a zero vector's ``0 · ∞`` is NaN) and the squares overflow."""
+    if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16"):
+        return ops.cast(x, "float32")
+    return x
+
+
 def _inverse_norm(x: Any) -> Any:
-    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``), the squared norm floored
-    at 10⁻¹² (a zero vector stays finite)."""
+    """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``), at least in float32, the
+    squared norm floored at 10⁻¹² (a zero vector stays finite)."""
+    x = _at_least_float32(x)
     return ops.rsqrt(floor_at(ops.sum(ops.square(x), axis=-1), 1e-12))
 
 
 def _l2_normalize(x: Any) -> Any:
-    """``x̂ = x / ‖x‖`` over the last axis (:func:`_inverse_norm`'s floor)."""
+    """``x̂ = x / ‖x‖`` over the last axis, at least in float32 (:func:`_inverse_norm`)."""
+    x = _at_least_float32(x)
     return x * ops.expand_dims(_inverse_norm(x), -1)
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
+class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """The gate ω_ri = σ(û_r · v̂_i) of CoNAL (paper Eq. 3).
 
     ``v_i = W_v x_i + b_v`` from the instance representation ``x_i``; ``u_r = W_u e_r + b_u``
@@ -77,9 +87,16 @@ class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
         self.embedding_dim = checked_int(embedding_dim, "embedding_dim")
         self.annotator_features = feats
         self.scale = float(scale)
+        self.supports_masking = True
 
     def build(self, input_shape: Any) -> None:
         x_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
+        if len(x_shape) not in (2, 3) or x_shape[-1] is None:
+            raise ValueError("AnnotatorGate expects an instance representation of shape (batch, "
+                             f"[time,] features) with known features, got {tuple(x_shape)}")
+        if is_shape_list(input_shape) and len(input_shape[1]) != 2:
+            raise ValueError("AnnotatorGate: annotator_ids must be (batch, k), got shape "
+                             f"{tuple(input_shape[1])}")
         d = int(x_shape[-1])
         e = self.embedding_dim
         self.instance_kernel = self.add_weight(shape=(d, e), initializer="glorot_uniform",
@@ -124,10 +141,12 @@ class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
         indexed = isinstance(inputs, (list, tuple))
         x = inputs[0] if indexed else inputs
         v = ops.matmul(x, self.instance_kernel) + self.instance_bias              # (b, [t,] e)
+        # the cosine û·v̂ at least in float32 (see _at_least_float32), ω in the compute dtype
+        out_dtype, v = v.dtype, _at_least_float32(v)
         if not indexed:
             u = self.annotator_embeddings()                                      # (A, e)
             logits = ops.matmul(_l2_normalize(v), ops.transpose(ops.cast(u, v.dtype)))
-            return ops.sigmoid(self._scaled(logits))                            # (b, [t,] A)
+            return ops.cast(ops.sigmoid(self._scaled(logits)), out_dtype)       # (b, [t,] A)
         u_k = ops.cast(self._annotator_rows(inputs[1]), v.dtype)                 # (b, k, e)
         if len(v.shape) == 3:   # a representation per time step: ω (b, t, k)
             u_k, v = ops.expand_dims(u_k, 1), ops.expand_dims(v, 2)
@@ -139,15 +158,15 @@ class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
         # batched_vector_matrix: cheaper for such small vectors on TensorFlow's CPU)
         dots = ops.sum(u_k * v, axis=-1)                                         # (b, [t,] k)
         logits = dots * _inverse_norm(u_k) * _inverse_norm(v)
-        return ops.sigmoid(self._scaled(logits))
+        return ops.cast(ops.sigmoid(self._scaled(logits)), out_dtype)
 
     def _scaled(self, logits: Any) -> Any:
         return logits if self.scale == 1.0 else self.scale * logits
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        if isinstance(input_shape[0], (list, tuple)):
-            return (input_shape[0][0], input_shape[1][1])
-        return (input_shape[0], self.num_annotators)
+        if is_shape_list(input_shape):   # (batch, [time,] k)
+            return tuple(input_shape[0][:-1]) + (input_shape[1][1],)
+        return tuple(input_shape[:-1]) + (self.num_annotators,)   # (batch, [time,] A)
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -158,7 +177,7 @@ class AnnotatorGate(ChecksIdsAtEntry, keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
+class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """Common + individual noise adaptation layers mixed by ω (CoNAL, paper Eq. 1-2).
 
     Holds the common matrix ``W_g (K, K)`` and the individual matrices ``W_r (A, K, K)``,
@@ -216,6 +235,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
         self.omega = None if omega is None else float(omega)
         self.init_scale, self.learning_rate_multiplier = checked_noise_scale(
             init_scale, learning_rate_multiplier)
+        self.supports_masking = True
 
     @property
     def uses_features(self) -> bool:
@@ -224,6 +244,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
 
     def build(self, input_shape: Any) -> None:
         k, a = self.num_classes, self.num_annotators
+        self._check_shapes(input_shape)
         scale = self.init_scale / self.learning_rate_multiplier   # stored value at init
         # not autocast: call() casts them to the compute dtype where they meet the data, and
         # the difference regulariser reads them in float32 (under mixed_float16 a float16
@@ -236,6 +257,26 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, keras.layers.Layer):
             initializer=lambda shape, dtype=None: scale * identity_initializer(shape, dtype))
         if self.gate is not None and not self.gate.built:
             self.gate.build(tuple(input_shape[-1]))
+
+    def _check_shapes(self, input_shape: Any) -> None:
+        """ValueError naming the layer and the shapes when the probabilities do not have
+        ``num_classes`` classes or ω not one value per annotator slot (a backend's matmul or
+        broadcast error otherwise, and none at all on a symbolic call)."""
+        shapes = [tuple(s) for s in input_shape] if is_shape_list(input_shape) \
+            else [tuple(input_shape)]
+        probs, ids, omega, _ = self._split(shapes)
+        if len(probs) not in (2, 3) or probs[-1] not in (None, self.num_classes):
+            raise ValueError(f"CommonNoiseAdaptation(num_classes={self.num_classes}) expects "
+                             f"probabilities of shape (batch, [time,] {self.num_classes}), got "
+                             f"{probs}")
+        if omega is not None:
+            width = self.num_annotators if ids is None else ids[-1]
+            if None not in (width, omega[-1]) and omega[-1] != width:
+                raise ValueError(f"CommonNoiseAdaptation(num_annotators={self.num_annotators}): "
+                                 f"omega of shape {omega} does not give one value per annotator "
+                                 f"slot; expected (batch, [time,] {width}) for "
+                                 + ("every annotator" if ids is None else
+                                    f"annotator_ids of shape {ids}"))
 
     def _split(self, inputs: Any) -> tuple:
         """(probs, annotator_ids or None, omega or None, representation or None)."""

@@ -60,6 +60,9 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
 
     def call(self, inputs: Any) -> Any:
         if isinstance(inputs, (list, tuple)):
+            if len(inputs) != 2:
+                raise ValueError("CrowdRegressionLayer takes mu or [mu, annotator_ids], got a "
+                                 f"list of {len(inputs)} tensors")
             mu, ids = inputs
             seq = len(mu.shape) == 3
             scale = bias = None

@@ -63,6 +63,19 @@ def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: 
     layer.add_loss(ops.cast(regularizer(rows), "float32") * (float(n_rows) / batch))
 
 
+def check_instance_indices(values: Any, bound: int, argument: str, bound_name: str) -> None:
+    """Instance indices entering as data are checked once (no op in a step's graph): integer
+    codes in ``0..bound-1`` (no padding marker), else :class:`~crowd_keras.CrowdDataError`."""
+    index = concrete_values(values)
+    if index is None:
+        return
+    index = checked_codes(index, bound, "instance index", argument, bound_name)
+    if (index < 0).any():
+        pos = tuple(int(p) for p in np.argwhere(index < 0)[0])
+        raise CrowdDataError(f"{argument}: instance index -1 at {pos}; every row needs an "
+                             f"index in 0..{bound_name}-1")
+
+
 @keras.saving.register_keras_serializable(package="crowd_keras")
 class InstanceEmbedding(keras.layers.Layer):
     """A learned row per instance index, regularised on the rows of each batch.
@@ -89,15 +102,7 @@ class InstanceEmbedding(keras.layers.Layer):
                                           name="embeddings", autocast=False)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        # instance indices entering as data are checked once (no op in a step's graph)
-        index = concrete_values(inputs)
-        if index is not None:
-            index = checked_codes(index, self.input_dim, "instance index",
-                                  "InstanceEmbedding inputs", "input_dim")
-            if (index < 0).any():
-                pos = tuple(int(p) for p in np.argwhere(index < 0)[0])
-                raise CrowdDataError(f"InstanceEmbedding inputs: instance index -1 at {pos}; "
-                                     "every row needs an index in 0..input_dim-1")
+        check_instance_indices(inputs, self.input_dim, "InstanceEmbedding inputs", "input_dim")
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs: Any) -> Any:
@@ -191,6 +196,13 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         self.instance_regularizer = keras.regularizers.get(instance_regularizer)
         self.annotator_regularizer = keras.regularizers.get(annotator_regularizer)
         self.output_mode = output_mode
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.num_instances is not None:   # feature-free: the instance input is an index
+            instance = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+            check_instance_indices(instance, self.num_instances,
+                                   "DifficultyCompetence instance indices", "num_instances")
+        return super().__call__(inputs, *args, **kwargs)
 
     @property
     def uses_annotator_features(self) -> bool:

@@ -30,8 +30,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, batched_vector_matrix, checked_int, floor_at, gather_annotators, is_shape_list,
-                            softmax)
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, batched_vector_matrix,
+                            checked_int, floor_at, gather_annotators, is_shape_list, softmax)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
 
@@ -49,7 +49,7 @@ def default_group_accuracies(num_groups: int, num_classes: int) -> np.ndarray:
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MixtureOfGroups(ChecksIdsAtEntry, keras.layers.Layer):
+class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     """Mixture of M group confusion matrices over the classifier's class probabilities.
 
     Args:
@@ -76,6 +76,7 @@ class MixtureOfGroups(ChecksIdsAtEntry, keras.layers.Layer):
         self.confusion_initializer = (None if confusion_initializer is None
                                       else keras.initializers.get(confusion_initializer))
         self.epsilon = float(epsilon)
+        self.supports_masking = True
 
     @property
     def individual(self) -> bool:
@@ -91,9 +92,14 @@ class MixtureOfGroups(ChecksIdsAtEntry, keras.layers.Layer):
 
     def build(self, input_shape: Any) -> None:
         probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
-        if probs_shape[-1] is not None and int(probs_shape[-1]) != self.num_classes:
-            raise ValueError(f"MixtureOfGroups(num_classes={self.num_classes}) got probabilities "
-                             f"with {probs_shape[-1]} classes (shape {tuple(probs_shape)})")
+        if len(probs_shape) not in (2, 3) or (probs_shape[-1] is not None
+                                              and int(probs_shape[-1]) != self.num_classes):
+            raise ValueError(f"MixtureOfGroups(num_classes={self.num_classes}) expects "
+                             f"probabilities of shape (batch, [time,] {self.num_classes}), got "
+                             f"{tuple(probs_shape)}")
+        if is_shape_list(input_shape) and len(input_shape) == 2 and len(input_shape[1]) != 2:
+            raise ValueError("MixtureOfGroups: annotator_ids must be (batch, k), got shape "
+                             f"{tuple(input_shape[1])}")
         m, k = self.num_groups, self.num_classes
         self.confusion_logits = self.add_weight(
             shape=(m, k, k), name="confusion_logits",

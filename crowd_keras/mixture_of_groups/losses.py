@@ -5,7 +5,9 @@ predictions the crowd's label distribution ``p(y|x_i)`` (batch, K), e.g. the out
 global :class:`crowd_keras.mixture_of_groups.layers.MixtureOfGroups`. The loss of an item is
 ``−Σ_j r_ij log p(y = j | x_i)``; the batch value is the mean over the items with at least
 one label (items without labels add nothing; a batch without any label gives 0, not NaN).
-A time axis, ``(batch, time, K)``, is handled like extra items.
+A time axis, ``(batch, time, K)``, is handled like extra items; a Keras mask on the predictions
+(``(batch, time)``, kept by :class:`~crowd_keras.mixture_of_groups.layers.MixtureOfGroups`)
+marks padded steps, whose counts are taken as zero (unlabelled) whatever they hold.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from .._keras_utils import checked_bool, clip_probabilities, observed_mean
+from .._keras_utils import (checked_bool, clip_probabilities, hide_masked_steps, keras_mask,
+                            observed_mean)
 
 __all__ = ["LabelCountCrossEntropy"]
 
@@ -40,6 +43,14 @@ class LabelCountCrossEntropy(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.from_logits = checked_bool(from_logits, "from_logits")
         self.normalize = checked_bool(normalize, "normalize")
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        # a masked step is an unlabelled item: Keras' own weighting by the mask would keep the
+        # masked steps' counts in the number of labelled items that scales the mean
+        mask = keras_mask(y_pred)
+        if mask is not None:
+            y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, 0.0)
+        return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         if len(y_true.shape) != len(y_pred.shape) or (
