@@ -306,3 +306,67 @@ def test_expected_accuracy_ranks_sparse_annotators_better_than_the_models_accura
         corr_expected.append(frame["expected_accuracy"].rank().corr(truth.rank()))
     assert np.mean(corr_expected) > 0.8, corr_expected
     assert np.mean(corr_expected) > np.mean(corr_model), (corr_expected, corr_model)
+
+
+@pytest.mark.parametrize("cells", [None, 10 * 3 * 20], ids=["one_block", "blocks_of_20"])
+def test_labels_that_change_nothing_gain_exactly_zero_and_keep_the_item_order(cells,
+                                                                              monkeypatch):
+    # About half of these items cannot change consensus with one more label from anyone.
+    # By the definition their gain is 0: they tie, so they come in item order, each with the
+    # first annotator (in code order) who has not labelled it. The reference below computes
+    # each gain from the posterior after the label, as in test_expected_gain_matches_its_definition.
+    if cells is not None:        # small blocks: the early stop must not cut a tie either
+        monkeypatch.setattr(quality, "_CELLS", cells)
+    ann = simulate_crowd(n_items=200, n_classes=3, n_annotators=10, annotations_per_item=4,
+                         seed=0).annotations
+    model = DawidSkene().fit(ann)
+    picks = model.next_to_label(ann.n_items)
+    belief = quality.held_out_posteriors(model.posteriors_, ann)
+    pi = quality.annotator_confusions(belief, ann, model.confusion_matrices_)
+    given = set(zip(ann.items.tolist(), ann.annotators.tolist()))
+    rows = []
+    for i in range(ann.n_items):
+        best = None
+        for a in range(ann.n_annotators):
+            if (i, a) in given:
+                continue
+            gain = sum(np.max(belief[i] * pi[a][:, l]) for l in range(3)) - belief[i].max()
+            if abs(gain) < 1e-12:        # tied with doing nothing: 0 by the definition
+                gain = 0.0
+            assert gain >= 0
+            if best is None or gain > best[1] + 1e-12:
+                best = (a, gain)
+        rows.append((i, best[0], best[1]))
+    rows.sort(key=lambda r: (-r[2], r[0]))
+    n_zero = sum(r[2] == 0 for r in rows)
+    assert n_zero > 50
+    gain = picks["expected_gain"].to_numpy()
+    assert (gain >= 0).all() and (gain == 0).sum() == n_zero
+    np.testing.assert_allclose(gain, [r[2] for r in rows], atol=1e-12)
+    np.testing.assert_array_equal(picks["item"], ann.item_ids[[r[0] for r in rows]])
+    np.testing.assert_array_equal(picks["annotator"], ann.annotator_ids[[r[1] for r in rows]])
+
+
+def test_the_early_stop_keeps_ties_with_certain_items(monkeypatch):
+    # Items 0-9 get 20 more labels of their true class: held-out posteriors of exactly 1
+    # (chance of error 0, scored last), gain 0. Asking for more items than gain anything,
+    # the k-th gain is 0 and ties with them: in item order they come first among the zeros.
+    # Blocks of 8 items end where the certain items begin; the stop must not cut them off.
+    c = simulate_crowd(n_items=200, n_classes=3, n_annotators=30, annotations_per_item=4,
+                       seed=0)
+    ann, y = c.annotations, c.y
+    items, who = np.repeat(np.arange(10), 20), np.tile(np.arange(30, 50), 10)
+    ann = Annotations(np.concatenate([ann.items, items]), np.concatenate([ann.annotators, who]),
+                      np.concatenate([ann.labels, y[items]]), n_items=200, n_annotators=50,
+                      n_classes=3)
+    model = DawidSkene().fit(ann)
+    belief = quality.held_out_posteriors(model.posteriors_, ann)
+    assert (belief.max(axis=1) == 1.0).sum() >= 5
+    pi = quality.annotator_confusions(belief, ann, model.confusion_matrices_)
+    best = quality.expected_gains(belief, pi, exclude=ann).max(axis=1)
+    assert 0 < (best > 0).sum() < 100
+    top = np.argsort(-best, kind="stable")[:100]       # every pair scored, ties in item order
+    monkeypatch.setattr(quality, "_CELLS", 50 * 3 * 8)
+    picks = model.next_to_label(100)
+    np.testing.assert_array_equal(picks["item"], ann.item_ids[top])
+    np.testing.assert_allclose(picks["expected_gain"], best[top])

@@ -284,12 +284,20 @@ def _item_blocks(n_items: int, per_item: int) -> list:
 
 
 def _block_gains(b: np.ndarray, pi: np.ndarray) -> np.ndarray:
-    """(items, A) expected gains of a block of beliefs (items, K) under ``pi`` (A, K, K)."""
+    """(items, A) expected gains of a block of beliefs (items, K) under ``pi`` (A, K, K).
+
+    As ``Σ_l [max_k b_i(k) π_a[k, l] - b_i(c) π_a[c, l]]`` with ``c`` the belief's argmax
+    (equal, rows of ``π_a`` summing to 1): each term is exactly 0 where the label cannot
+    change the argmax, so a label that changes nothing gains exactly 0 (not a rounding
+    residue of either sign) and such ties keep the item order.
+    """
+    top = np.argmax(b, axis=1)
+    kept = b[np.arange(len(b)), top][:, None, None] * pi[:, top, :].transpose(1, 0, 2)
     total = np.zeros((b.shape[0], pi.shape[0]))
     for label in range(b.shape[1]):
-        # (items, A, K): b_i(k) π_a[k, label]; its max over k
-        total += np.max(b[:, None, :] * pi[None, :, :, label], axis=2)
-    return total - b.max(axis=1, keepdims=True)
+        # (items, A, K): b_i(k) π_a[k, label]; its max over k, less the argmax class's term
+        total += np.max(b[:, None, :] * pi[None, :, :, label], axis=2) - kept[:, :, label]
+    return total
 
 
 def next_to_label(k: int, posteriors: Any, annotations: Annotations,
@@ -339,8 +347,9 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
         confusions = confusions_from_accuracies(accuracies, annotations.n_classes)
     pi = annotator_confusions(belief, annotations, confusions, pseudo_labels)[candidates]
     # Each item's best candidate, in blocks of items by decreasing chance of error
-    # 1 - max_k b_i(k): no label can gain more than that, so once k items gain at least the
-    # next item's chance of error the rest cannot enter the top k (exact, and it stops early).
+    # 1 - max_k b_i(k): no label can gain more than that, so once k items gain more than the
+    # next item's chance of error the rest cannot enter the top k nor tie with it (exact, and
+    # it stops early).
     column = np.full(annotations.n_annotators, -1)
     column[candidates] = np.arange(len(candidates))
     starts = annotations.item_starts()
@@ -362,7 +371,7 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
         gain_of.append(gains[np.arange(len(items)), best])
         found = np.concatenate(gain_of)
         if stop < len(by_error) and int(k) > 0 and np.isfinite(found).sum() >= int(k) and \
-                np.sort(found)[-int(k)] >= error[by_error[stop]]:
+                np.sort(found)[-int(k)] > error[by_error[stop]]:
             break
     items = np.concatenate(done) if done else np.zeros(0, dtype=np.int64)
     best = np.concatenate(best_of) if best_of else np.zeros(0, dtype=np.int64)
