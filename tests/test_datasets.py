@@ -119,3 +119,32 @@ def test_load_wrench():
     d = load_wrench(require_data("wrench", "youtube"), "train")
     assert d.L.shape == (1686, 10) and d.L.min() == -1 and d.classes == ["HAM", "SPAM"]
     assert len(d.texts) == 1686 and set(np.unique(d.y)) == {0, 1}
+
+
+def test_adult_content_repeated_answers_are_refused_or_counted():
+    """The README's figures: 92,721 answers of 11,040 pages by 825 workers, 2,922 of them a
+    worker's repeated answer to a page, gold for 333 pages."""
+    folder = require_data("truth_inference", "adult_content")
+    with pytest.raises(CrowdDataError, match="2922 duplicate .* duplicates='last'"):
+        load_truth_inference(folder)
+    ann, truth = load_truth_inference(folder, duplicates="last")
+    assert (ann.n_items, ann.n_annotators, ann.n_classes) == (11040, 825, 4)
+    assert ann.n_duplicates == 2922 and ann.n_annotations == 92721 - 2922
+    assert (truth >= 0).sum() == 333
+
+
+@pytest.mark.parametrize("truth_csv,match", [
+    ("question,truth\n1,0\n1,1\n2,1\n", r"question 1 has truth at row 0 and row 1"),
+    ("question,truth\n1,\n2,1\n", r"row 0: truth nan of question 1 is not a class code"),
+    ("question,truth\n1,0.5\n2,1\n", r"row 0: truth 0.5 of question 1"),
+    ("question,truth\n1,0\n2,-2\n", r"row 1: truth -2 of question 2"),
+    ("question,label\n1,0\n", r"truth.csv: no column\(s\) \['truth'\]"),
+])
+def test_truth_inference_refuses_bad_truth_rows_naming_the_file(tmp_path, truth_csv, match):
+    (tmp_path / "answer.csv").write_text("question,worker,answer\n1,a,0\n1,b,1\n2,a,1\n")
+    (tmp_path / "truth.csv").write_text(truth_csv)
+    with pytest.raises(CrowdDataError, match=match) as err:
+        load_truth_inference(tmp_path)
+    assert str(tmp_path / "truth.csv") in str(err.value)
+    (tmp_path / "truth.csv").write_text("question,truth\n1,0\n2,-1\n")  # -1: unknown truth
+    assert load_truth_inference(tmp_path)[1].tolist() == [0, -1]

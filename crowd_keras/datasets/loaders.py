@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
+from ..codes import show
 from ..errors import CrowdDataError
 from ..files import read_json_text, read_npy, read_npz
 from .fetch import locate
@@ -122,8 +123,8 @@ def _named_set(folder: PathLike, family: str, names: tuple, files: list,
     return None
 
 
-def load_truth_inference(folder: PathLike, *, download: bool = True
-                         ) -> tuple[Annotations, np.ndarray]:
+def load_truth_inference(folder: PathLike, *, download: bool = True,
+                         duplicates: str = "error") -> tuple[Annotations, np.ndarray]:
     """A set of the truth-inference benchmark (Zheng et al. 2017): ``answer.csv`` + ``truth.csv``.
 
     Args:
@@ -131,10 +132,14 @@ def load_truth_inference(folder: PathLike, *, download: bool = True
             :data:`TRUTH_INFERENCE_SETS` (``"dog"``): then ``$CROWD_KERAS_DATA``, the cache or
             a download (less than 1 MB each, ``adult_content`` 1 MB).
         download: ``False``: raise instead of downloading.
+        duplicates: a worker's repeated answers to one question (``adult_content`` has 2,922):
+            ``"error"`` (default) refuses them, ``"last"`` / ``"first"`` keep one and count
+            the rest in ``annotations.n_duplicates`` (:meth:`Annotations.from_frame`).
 
     Returns ``(annotations, truth)`` with ``truth`` aligned to ``annotations.item_ids``
     (-1 where the item has no known truth). Items that appear only in ``truth.csv`` are
-    kept as items without annotations.
+    kept as items without annotations. A ``truth.csv`` row that is not an integer code
+    (-1 = unknown) or repeats a question raises :class:`CrowdDataError` naming the row.
 
     Source: the survey's repository (github.com/zhydhkcws/crowd_truth_infer, at a fixed
     commit): ``bluebirds`` is its "Duck Identification" (Welinder et al. 2010), ``product``
@@ -150,18 +155,53 @@ def load_truth_inference(folder: PathLike, *, download: bool = True
     d = named if named is not None else Path(folder)
     if not (d / "answer.csv").exists():
         raise CrowdDataError(f"no answer.csv in {d}")
-    answers = pd.read_csv(d / "answer.csv")
-    truth = pd.read_csv(d / "truth.csv") if (d / "truth.csv").exists() else None
+    answers = _csv_columns(d / "answer.csv", ("question", "worker", "answer"))
+    truth = (_truth_codes(_csv_columns(d / "truth.csv", ("question", "truth")), d / "truth.csv")
+             if (d / "truth.csv").exists() else None)
     items = pd.unique(pd.concat([answers["question"]] + ([truth["question"]] if truth is not None
                                                           else [])))
     items = np.sort(items)
-    n_classes = int(max(answers["answer"].max(), truth["truth"].max() if truth is not None else 0)) + 1
+    # non-numeric answers are left to from_frame, which names their row
+    top = pd.to_numeric(answers["answer"], errors="coerce").max()
+    n_classes = int(max(top if np.isfinite(top) else 0,
+                        truth["truth"].max() if truth is not None else 0)) + 1
     ann = Annotations.from_frame(answers, item="question", annotator="worker", label="answer",
-                                 classes=list(range(n_classes)), item_ids=list(items))
+                                 classes=list(range(n_classes)), item_ids=list(items),
+                                 duplicates=duplicates)
     y = np.full(ann.n_items, -1, dtype=np.int64)
     if truth is not None:
         y[ann.item_index(truth["question"])] = truth["truth"].to_numpy(np.int64)
     return ann, y
+
+
+def _csv_columns(path: Path, columns: tuple) -> pd.DataFrame:
+    """``path`` read by pandas; a missing column raises naming the file."""
+    frame = pd.read_csv(path)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise CrowdDataError(f"{path}: no column(s) {missing}; its columns are "
+                             f"{list(frame.columns)}, expected {list(columns)}")
+    return frame
+
+
+def _truth_codes(truth: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``truth`` with integer codes >= -1 and one row per question, else raise naming the row
+    (a NaN or fraction would otherwise become a wrong code, a repeat overwrite silently)."""
+    codes = pd.to_numeric(truth["truth"], errors="coerce")
+    bad = (codes.isna() | (codes != codes.round()) | (codes < -1)).to_numpy()
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"{path}, row {n}: truth {show(truth['truth'].iloc[n])} of question "
+                             f"{show(truth['question'].iloc[n])} is not a class code (an integer "
+                             "from 0; -1 = unknown)")
+    repeat = truth["question"].duplicated().to_numpy()
+    if repeat.any():
+        n = int(np.argmax(repeat))
+        q = truth["question"].iloc[n]
+        first = int(np.argmax((truth["question"] == q).to_numpy()))
+        raise CrowdDataError(f"{path}: question {show(q)} has truth at row {first} and row {n} "
+                             f"({int(repeat.sum())} repeated question(s)); one row per question")
+    return truth.assign(truth=codes.astype(np.int64))
 
 
 def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
