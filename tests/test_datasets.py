@@ -148,3 +148,24 @@ def test_truth_inference_refuses_bad_truth_rows_naming_the_file(tmp_path, truth_
     assert str(tmp_path / "truth.csv") in str(err.value)
     (tmp_path / "truth.csv").write_text("question,truth\n1,0\n2,-1\n")  # -1: unknown truth
     assert load_truth_inference(tmp_path)[1].tolist() == [0, -1]
+
+
+@pytest.mark.parametrize("record,labels,match", [
+    ({"label": 0, "weak_labels": [2, -1]}, None, r"record 'r0', function 0: weak_labels 2 is not"),
+    ({"label": 0, "weak_labels": [1, -3]}, None, r"function 1: weak_labels -3"),
+    ({"label": 7, "weak_labels": [1, -1]}, None, r"record 'r0': label 7 is not"),
+    ({"label": 0.5, "weak_labels": [1, -1]}, None, r"label 0.5 is not"),       # was read as 0
+    ({"label": 0, "weak_labels": ["1", -1]}, None, r"weak_labels must be integer codes"),
+    ({"label": 0, "weak_labels": [1, -1]}, {"0": "a", "2": "c"}, r"label.json: must map"),
+])
+def test_wrench_refuses_codes_outside_the_classes(tmp_path, record, labels, match):
+    import json
+
+    (tmp_path / "train.json").write_text(json.dumps({"r0": record}))
+    (tmp_path / "label.json").write_text(json.dumps(labels or {"0": "ham", "1": "spam"}))
+    with pytest.raises(CrowdDataError, match=match):
+        load_wrench(tmp_path)
+    (tmp_path / "train.json").write_text(json.dumps({"r0": {"label": -1, "weak_labels": [1.0, -1]}}))
+    (tmp_path / "label.json").write_text(json.dumps({"0": "ham", "1": "spam"}))
+    d = load_wrench(tmp_path)   # integral floats are codes; -1: no gold
+    assert d.L.tolist() == [[1, -1]] and d.L.dtype == np.int64 and d.y.tolist() == [-1]

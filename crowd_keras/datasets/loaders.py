@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import show
+from ..codes import label_matrix_problem, show
 from ..errors import CrowdDataError
 from ..files import read_json_text, read_npy, read_npz
 from .fetch import locate
@@ -241,6 +241,11 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         split: ``"train"``, ``"valid"`` or ``"test"``.
         download: ``False``: raise instead of downloading.
 
+    Returns a :class:`CrowdDataset` with ``L`` (records, functions) int64, ``y`` (records,)
+    int64 (-1: no gold), ``texts``, ``ids`` (the records' keys) and ``classes`` (from
+    ``label.json``, else None). A vote or gold label that is not an integer code -1..K-1 of
+    ``label.json``'s K classes raises :class:`CrowdDataError` naming the record.
+
     Source: the WRENCH release (github.com/JieyuZ2/wrench), as vendored by a public research
     repository (github.com/JerrryNie/DyGen, ``datasets/``, at a fixed commit). Licence: the
     WRENCH code is Apache-2.0; each set keeps its origin's terms (youtube: TubeSpam, UCI,
@@ -261,8 +266,9 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
                              "'weak_labels' and 'label'")
     rows = list(records.values())
     try:
-        L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
-        y = np.array([r["label"] for r in rows], dtype=np.int64)
+        # no dtype here: a cast would turn 0.5 into 0 and "1" into 1 without a word
+        L = np.array([r["weak_labels"] for r in rows])
+        y = np.array([r["label"] for r in rows])
     except (TypeError, ValueError) as exc:
         raise CrowdDataError(f"{path}: weak_labels and label must be integers, one list of "
                              f"one length per record ({exc})") from None
@@ -271,9 +277,34 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         if label_path.exists() else None
     try:
         classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
+        if classes is not None and sorted(map(int, labels)) != list(range(len(classes))):
+            raise ValueError
     except (TypeError, ValueError, AttributeError):
         raise CrowdDataError(f"{label_path}: must map class codes ('0', '1', ...) to "
                              "names") from None
+    ids = list(records.keys())
+    L = _wrench_codes(L, path, ids, "weak_labels", classes)
+    y = _wrench_codes(y[:, None] if y.ndim == 1 else y, path, ids, "label", classes)[:, 0]
     return CrowdDataset(L=L, y=y, texts=[r.get("data", {}).get("text", "") if isinstance(
                             r.get("data"), dict) else "" for r in rows],
-                        ids=list(records.keys()), classes=classes)
+                        ids=ids, classes=classes)
+
+
+def _wrench_codes(values: np.ndarray, path: Path, ids: list, what: str,
+                  classes: Optional[list]) -> np.ndarray:
+    """``values`` (records, columns) as int64 codes -1..K-1 (K: ``classes``, else any code
+    >= 0), else raise naming the record and the value."""
+    if values.size == 0:
+        return values.astype(np.int64)
+    if values.dtype.kind not in "iuf":
+        raise CrowdDataError(f"{path}: {what} must be integer codes, got {values.dtype} "
+                             f"values such as {show(values.flat[0])}")
+    bad = label_matrix_problem(values, len(classes) if classes is not None else np.inf)
+    if bad is not None:
+        reason, r, c, value = bad
+        column = f", function {c}" if what == "weak_labels" else ""
+        allowed = (f"codes 0..{len(classes) - 1} of the classes {classes}" if classes is not None
+                   else "codes from 0")
+        raise CrowdDataError(f"{path}: record {ids[r]!r}{column}: {what} {show(value)} is not "
+                             f"-1 (abstain / unknown) or one of the {allowed}")
+    return values.astype(np.int64)
