@@ -328,3 +328,19 @@ def test_a_corrupt_cached_file_is_named_removed_and_fetched_again(server, cache,
     assert not (folder / "payload.bin").exists() and (folder / "answer.csv").exists()
     assert locate("tiny", progress=False) == folder
     assert (folder / "payload.bin").read_bytes() == PAYLOAD
+
+
+def test_data_env_without_the_set_is_named_with_the_files_it_lacks(cache, tiny, server,
+                                                                     tmp_path, monkeypatch):
+    empty = tmp_path / "empty"
+    (empty / "tiny").mkdir(parents=True)
+    (empty / "tiny" / "answer.csv").write_bytes(SMALL)
+    monkeypatch.setenv(fetch.DATA_ENV, str(empty))
+    with pytest.raises(DownloadError) as err:
+        locate("tiny", download=False)
+    msg = str(err.value)
+    assert f"CROWD_KERAS_DATA is {empty}, and {empty / 'tiny'} lacks ['payload.bin']" in msg
+    del server.files["/tiny/payload.bin"]          # the download fails too: same words
+    with pytest.raises(DownloadError, match="HTTP 404") as err:
+        locate("tiny", progress=False)
+    assert f"{empty / 'tiny'} lacks ['payload.bin']" in str(err.value)

@@ -35,7 +35,7 @@ from typing import Iterable, Optional, Sequence, Union
 from ..errors import CrowdDataError, DownloadError
 from ..files import publish_file
 from ..progress import Progress
-from .sources import DataSource, source
+from .sources import SOURCES, DataSource, source
 
 __all__ = ["DATA_ENV", "CACHE_ENV", "MIRROR_ENV", "cache_dir", "locate", "download_file",
            "sha256_of"]
@@ -68,9 +68,16 @@ def sha256_of(path: PathLike) -> str:
 
 
 def _where_else(name: str) -> str:
-    return (f"To use local files instead, set {DATA_ENV} to a folder that holds {name}/ (or "
-            f"pass that folder to the loader), or set {MIRROR_ENV} to the URL of a server that "
-            f"mirrors <set>/<file>.")
+    data = os.environ.get(DATA_ENV)
+    looked = ""
+    if data and name in SOURCES:  # say where it looked: the usual cause is a wrong folder
+        folder = Path(data).expanduser() / name
+        lacks = _missing(folder, [n for n in SOURCES[name].files
+                                  if n not in SOURCES[name].optional])
+        looked = f"{DATA_ENV} is {data}, and {folder} lacks {lacks}. " if lacks else ""
+    return (f"{looked}To use local files instead, set {DATA_ENV} to a folder that holds "
+            f"{name}/ (or pass that folder to the loader), or set {MIRROR_ENV} to the URL of a "
+            f"server that mirrors <set>/<file>.")
 
 
 def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: bool = True,
