@@ -87,6 +87,42 @@ def test_simulator_bad_arguments():
         simulate_crowd(n_annotators=5, annotations_per_item=6)
     with pytest.raises(CrowdDataError, match="n_classes"):
         simulate_crowd(n_classes=1)
+    # outside [0, 1] the confusion rows held negative "probabilities" and sampling went on
+    for accuracy in (1.5, -0.2, (0.2, 0.5, 0.9)):
+        with pytest.raises(CrowdDataError, match="annotator_accuracy must be"):
+            simulate_crowd(n_items=20, annotator_accuracy=accuracy)
+    with pytest.raises(CrowdDataError, match="groups must be None, 'default'"):
+        simulate_crowd(n_items=20, groups="defualt")
+    with pytest.raises(CrowdDataError, match="probabilities >= 0"):
+        simulate_crowd(n_items=20, groups=[{"probability": 1, "accuracy": 1.2}])
+    with pytest.raises(ValueError, match="n_features must be an integer >= 0"):
+        simulate_crowd(n_items=20, n_features=-1)
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    (dict(n_items=-3), ValueError, "n_items must be an integer >= 1"),
+    (dict(per_item=0), ValueError, "per_item must be an integer >= 1"),   # was an empty crowd
+    (dict(n_workers=0, per_item=0), ValueError, "n_workers must be an integer >= 1"),
+    (dict(types={"good": 0}), CrowdDataError, "types must give shares >= 0, not all 0"),
+    (dict(duplicate_rate=2), ValueError, r"duplicate_rate must be a finite number in \[0, 1\]"),
+    (dict(cliques=(3, 3, 0.5, 0.5)), CrowdDataError, "cliques of 3 × 3 workers exceed"),
+])
+def test_hard_crowd_bad_arguments(kwargs, error, match):
+    from crowd_keras.datasets import simulate_hard_crowd
+
+    args = {**dict(n_items=10, prior=(0.5, 0.5), n_workers=5, per_item=2), **kwargs}
+    with pytest.raises(error, match=match):
+        simulate_hard_crowd(**args)
+
+
+def test_failure_kind_bad_arguments():
+    from crowd_keras.datasets import simulate_failure_kind
+
+    with pytest.raises(CrowdDataError, match="unknown failure kind 'nope'; known: "):
+        simulate_failure_kind("nope")
+    for scale in (-1, 0, float("nan")):          # were silently 100 items
+        with pytest.raises(ValueError, match="scale must be"):
+            simulate_failure_kind("dense_biased", scale=scale)
 
 
 def test_load_labelme():
