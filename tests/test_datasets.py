@@ -205,3 +205,35 @@ def test_wrench_refuses_codes_outside_the_classes(tmp_path, record, labels, matc
     (tmp_path / "label.json").write_text(json.dumps({"0": "ham", "1": "spam"}))
     d = load_wrench(tmp_path)   # integral floats are codes; -1: no gold
     assert d.L.tolist() == [[1, -1]] and d.L.dtype == np.int64 and d.y.tolist() == [-1]
+
+
+def _linked(src, dst, skip=()):
+    for f in src.iterdir():
+        if f.name not in skip and f.name != "README.md":
+            (dst / f.name).symlink_to(f)
+    return dst
+
+
+def test_labelme_files_of_other_lengths_or_codes_are_refused(tmp_path):
+    src = require_data("labelme")
+    rows = (src / "answers.txt").read_text().splitlines()
+    _linked(src, tmp_path, skip=("answers.txt",))
+    (tmp_path / "answers.txt").write_text("\n".join(rows[:-1]) + "\n")  # 999 rows: shifted
+    with pytest.raises(CrowdDataError, match=r"answers.txt has 999 rows but .*"
+                                             r"LabelMe_VGG_avg_train.npy has 1000"):
+        load_labelme(tmp_path)
+    (tmp_path / "answers.txt").write_text("\n".join(rows) + "\n")
+    (tmp_path / "LabelMe_Z_valid.txt").unlink()
+    (tmp_path / "LabelMe_Z_valid.txt").write_text("8\n" * 500)
+    with pytest.raises(CrowdDataError, match=r"LabelMe_Z_valid.txt, row 0: class code 8 is not"):
+        load_labelme(tmp_path)
+
+
+def test_music_labels_outside_the_gold_genres_are_refused(tmp_path):
+    src = require_data("music")
+    _linked(src, tmp_path, skip=("music_genre_test.csv",))
+    test = (src / "music_genre_test.csv").read_text().splitlines()
+    (tmp_path / "music_genre_test.csv").write_text(
+        "\n".join(test[:1] + [test[1].rsplit(",", 1)[0] + ",polka"] + test[2:]) + "\n")
+    with pytest.raises(CrowdDataError, match=r"music_genre_test.csv, row 0: class 'polka'"):
+        load_music(tmp_path)   # was an eleventh class

@@ -53,6 +53,22 @@ def _integer_table(path: Path) -> np.ndarray:
         raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
 
 
+def _check_rows(path: Path, table: np.ndarray, other: Path, n_rows: int) -> None:
+    """Row i of ``path`` and of ``other`` are the same item: a row count that differs would
+    shift every item after a missing row."""
+    if len(table) != n_rows:
+        raise CrowdDataError(f"{path} has {len(table)} rows but {other} has {n_rows}: the files "
+                             "describe the same items row by row")
+
+
+def _check_codes(path: Path, codes: np.ndarray, classes: list) -> None:
+    bad = (codes < 0) | (codes >= len(classes))
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"{path}, row {n}: class code {int(codes[n])} is not one of "
+                             f"0..{len(classes) - 1} ({len(classes)} classes)")
+
+
 def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
     """LabelMe as prepared by Rodrigues & Pereira (2018), with 512-d VGG16 pooled features.
 
@@ -82,7 +98,11 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
     for split in ("train", "valid", "test"):
         out[f"x_{split}"] = read_npy(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
         out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt")
+        _check_rows(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"],
+                    d / f"LabelMe_VGG_avg_{split}.npy", len(out[f"x_{split}"]))
+        _check_codes(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"], classes)
     answers = _integer_table(d / "answers.txt")
+    _check_rows(d / "answers.txt", answers, d / "LabelMe_VGG_avg_train.npy", len(out.x_train))
     out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
     return out
 
@@ -105,8 +125,19 @@ def load_music(root: Optional[PathLike] = None, *, download: bool = True) -> Cro
     test = pd.read_csv(d / "music_genre_test.csv")
     answers = pd.read_csv(d / "music_genre_annotations.csv")
     feats = [c for c in gold.columns if c.startswith("feature")]
-    classes = sorted(set(gold["class"]) | set(test["class"]) | set(answers["label"]))
+    # the genres are those of the 700 gold songs: a label outside them is refused below
+    # (from_frame names its row), not made a class of its own
+    if gold["class"].isna().any():
+        raise CrowdDataError(f"{d / 'music_genre_gold.csv'}, row "
+                             f"{int(np.argmax(gold['class'].isna().to_numpy()))}: no class")
+    classes = sorted(set(gold["class"]))
     code = {c: i for i, c in enumerate(classes)}
+    unknown = ~test["class"].isin(classes).to_numpy()
+    if unknown.any():
+        n = int(np.argmax(unknown))
+        raise CrowdDataError(f"{d / 'music_genre_test.csv'}, row {n}: class "
+                             f"{show(test['class'].iloc[n])} is not one of the genres of "
+                             f"music_genre_gold.csv {classes}")
     ann = Annotations.from_frame(answers, item="id", annotator="annotator", label="label",
                                  classes=classes, item_ids=gold["id"].tolist())
     return CrowdDataset(
