@@ -237,3 +237,25 @@ def test_music_labels_outside_the_gold_genres_are_refused(tmp_path):
         "\n".join(test[:1] + [test[1].rsplit(",", 1)[0] + ",polka"] + test[2:]) + "\n")
     with pytest.raises(CrowdDataError, match=r"music_genre_test.csv, row 0: class 'polka'"):
         load_music(tmp_path)   # was an eleventh class
+
+
+def test_music_repeated_labels_can_be_counted(tmp_path):
+    src = require_data("music")
+    _linked(src, tmp_path, skip=("music_genre_annotations.csv",))
+    rows = (src / "music_genre_annotations.csv").read_text().splitlines()
+    (tmp_path / "music_genre_annotations.csv").write_text("\n".join(rows + rows[1:3]) + "\n")
+    with pytest.raises(CrowdDataError, match="2 duplicate .* duplicates='last'"):
+        load_music(tmp_path)               # the advice named an argument the loader lacked
+    d = load_music(tmp_path, duplicates="last")
+    assert d.annotations.n_duplicates == 2 and d.annotations.n_annotations == 2945
+
+
+def test_a_mistyped_set_name_lists_the_sets(tmp_path):
+    with pytest.raises(CrowdDataError, match=r"'doggo' is neither a folder nor one of the sets "
+                                             r"\['bluebirds'"):
+        load_truth_inference("doggo")
+    with pytest.raises(CrowdDataError, match=r"'youtub' is neither a folder .* \['youtube'"):
+        load_wrench("youtub")
+    np.savez(tmp_path / "vgg16_features.npz", ids=np.array([1, 1, 2]), features=np.ones((3, 4)))
+    with pytest.raises(CrowdDataError, match="vgg16_features.npz: id 1 has two rows"):
+        load_truth_inference_features(tmp_path, [1, 2])

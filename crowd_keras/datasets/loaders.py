@@ -107,11 +107,13 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
     return out
 
 
-def load_music(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
+def load_music(root: Optional[PathLike] = None, *, download: bool = True,
+               duplicates: str = "error") -> CrowdDataset:
     """Music genre (Rodrigues et al. 2014): 700 train songs with AMT labels, 300 test songs.
 
     Items follow the order of ``music_genre_gold.csv``; ``x_*`` are the 124 Marsyas features.
-    ``root`` and ``download`` as in :func:`load_labelme`.
+    ``root`` and ``download`` as in :func:`load_labelme`; ``duplicates`` (a worker's
+    repeated labels of one song) as in :func:`load_truth_inference`.
 
     Source: ``mturk-datasets.tar.gz`` on fprodrigues.com (members
     ``music_genre_classification/music_genre_{mturk,gold,test}.csv``; the crowd file is read
@@ -139,7 +141,8 @@ def load_music(root: Optional[PathLike] = None, *, download: bool = True) -> Cro
                              f"{show(test['class'].iloc[n])} is not one of the genres of "
                              f"music_genre_gold.csv {classes}")
     ann = Annotations.from_frame(answers, item="id", annotator="annotator", label="label",
-                                 classes=classes, item_ids=gold["id"].tolist())
+                                 classes=classes, item_ids=gold["id"].tolist(),
+                                 duplicates=duplicates)
     return CrowdDataset(
         x_train=gold[feats].to_numpy(np.float32), y_train=gold["class"].map(code).to_numpy(np.int64),
         x_test=test[feats].to_numpy(np.float32), y_test=test["class"].map(code).to_numpy(np.int64),
@@ -152,6 +155,12 @@ def _named_set(folder: PathLike, family: str, names: tuple, files: list,
     if isinstance(folder, str) and folder in names and not Path(folder).is_dir():
         return locate(f"{family}/{folder}", files=files, download=download)
     return None
+
+
+def _no_folder(folder: PathLike, names: tuple) -> str:
+    """What ``folder`` is not, when it does not exist (a mistyped set name, usually)."""
+    return ("" if Path(folder).is_dir() else
+            f" ({str(folder)!r} is neither a folder nor one of the sets {list(names)})")
 
 
 def load_truth_inference(folder: PathLike, *, download: bool = True,
@@ -185,7 +194,7 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
                        ["answer.csv", "truth.csv"], download)
     d = named if named is not None else Path(folder)
     if not (d / "answer.csv").exists():
-        raise CrowdDataError(f"no answer.csv in {d}")
+        raise CrowdDataError(f"no answer.csv in {d}{_no_folder(d, TRUTH_INFERENCE_SETS)}")
     answers = _csv_columns(d / "answer.csv", ("question", "worker", "answer"))
     truth = (_truth_codes(_csv_columns(d / "truth.csv", ("question", "truth")), d / "truth.csv")
              if (d / "truth.csv").exists() else None)
@@ -247,7 +256,8 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
                        ["vgg16_features.npz"], download)
     path = (named if named is not None else Path(folder)) / "vgg16_features.npz"
     if not path.exists():
-        raise CrowdDataError(f"no features file at {path}")
+        raise CrowdDataError(f"no features file at {path}"
+                             f"{_no_folder(path.parent, TRUTH_INFERENCE_SETS)}")
     npz = read_npz(path, "a features file")
     missing = [name for name in ("ids", "features") if name not in npz]
     if missing:
@@ -255,6 +265,10 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
     ids, feats = npz["ids"], npz["features"]
     if feats.ndim != 2 or len(feats) != len(ids):
         raise CrowdDataError(f"{path}: features of shape {feats.shape} for {len(ids)} ids")
+    repeat = pd.Index(ids).duplicated()
+    if repeat.any():
+        raise CrowdDataError(f"{path}: id {show(ids[int(np.argmax(repeat))])} has two rows of "
+                             "features")
     pos = pd.Index(ids).get_indexer(list(item_ids))
     if (pos < 0).any():
         raise CrowdDataError(f"item {list(item_ids)[int(np.argmax(pos < 0))]!r} has no features in {path}")
@@ -289,7 +303,7 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
     d = named if named is not None else Path(folder)
     path = d / f"{split}.json"
     if not path.exists():
-        raise CrowdDataError(f"no WRENCH split at {path}")
+        raise CrowdDataError(f"no WRENCH split at {path}{_no_folder(d, WRENCH_SETS)}")
     records = read_json_text(path.read_bytes(), path, "a WRENCH split")
     if not isinstance(records, dict) or not all(
             isinstance(r, dict) and "weak_labels" in r and "label" in r for r in records.values()):
