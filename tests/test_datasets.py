@@ -259,3 +259,14 @@ def test_a_mistyped_set_name_lists_the_sets(tmp_path):
     np.savez(tmp_path / "vgg16_features.npz", ids=np.array([1, 1, 2]), features=np.ones((3, 4)))
     with pytest.raises(CrowdDataError, match="vgg16_features.npz: id 1 has two rows"):
         load_truth_inference_features(tmp_path, [1, 2])
+
+
+@pytest.mark.parametrize("answer_csv,match", [
+    ("question,worker,answer\n1,a,yes\n", r"answer.csv: label 'yes' at row 0"),
+    ("question,worker,answer\n1,a,0\n2,a,1,5\n", r"answer.csv: not a CSV table"),
+])
+def test_truth_inference_errors_in_answers_name_the_file(tmp_path, answer_csv, match):
+    (tmp_path / "answer.csv").write_text(answer_csv)
+    with pytest.raises(CrowdDataError, match=match):
+        load_truth_inference(tmp_path)
+

@@ -8,15 +8,16 @@ files as the sources serve, where a source serves them as they are).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
 from ..codes import label_matrix_problem, show
-from ..errors import CrowdDataError
+from ..errors import CrowdDataError, Message
 from ..files import read_json_text, read_npy, read_npz
 from .fetch import locate
 
@@ -43,6 +44,18 @@ class CrowdDataset(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Prefix ``path`` to a :class:`CrowdDataError` raised inside, keeping a
+    :class:`~crowd_keras.errors.Message`'s arguments for the command lines."""
+    try:
+        yield
+    except CrowdDataError as exc:
+        text = exc.args[0] if exc.args else ""
+        raise CrowdDataError(Message("{path}: " + text.template, path=str(path), **text.fields)
+                             if isinstance(text, Message) else f"{path}: {text}") from None
 
 
 def _integer_table(path: Path) -> np.ndarray:
@@ -103,7 +116,8 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
         _check_codes(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"], classes)
     answers = _integer_table(d / "answers.txt")
     _check_rows(d / "answers.txt", answers, d / "LabelMe_VGG_avg_train.npy", len(out.x_train))
-    out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
+    with _naming(d / "answers.txt"):
+        out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
     return out
 
 
@@ -140,9 +154,10 @@ def load_music(root: Optional[PathLike] = None, *, download: bool = True,
         raise CrowdDataError(f"{d / 'music_genre_test.csv'}, row {n}: class "
                              f"{show(test['class'].iloc[n])} is not one of the genres of "
                              f"music_genre_gold.csv {classes}")
-    ann = Annotations.from_frame(answers, item="id", annotator="annotator", label="label",
-                                 classes=classes, item_ids=gold["id"].tolist(),
-                                 duplicates=duplicates)
+    with _naming(d / "music_genre_annotations.csv"):
+        ann = Annotations.from_frame(answers, item="id", annotator="annotator", label="label",
+                                     classes=classes, item_ids=gold["id"].tolist(),
+                                     duplicates=duplicates)
     return CrowdDataset(
         x_train=gold[feats].to_numpy(np.float32), y_train=gold["class"].map(code).to_numpy(np.int64),
         x_test=test[feats].to_numpy(np.float32), y_test=test["class"].map(code).to_numpy(np.int64),
@@ -205,9 +220,10 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
     top = pd.to_numeric(answers["answer"], errors="coerce").max()
     n_classes = int(max(top if np.isfinite(top) else 0,
                         truth["truth"].max() if truth is not None else 0)) + 1
-    ann = Annotations.from_frame(answers, item="question", annotator="worker", label="answer",
-                                 classes=list(range(n_classes)), item_ids=list(items),
-                                 duplicates=duplicates)
+    with _naming(d / "answer.csv"):
+        ann = Annotations.from_frame(answers, item="question", annotator="worker",
+                                     label="answer", classes=list(range(n_classes)),
+                                     item_ids=list(items), duplicates=duplicates)
     y = np.full(ann.n_items, -1, dtype=np.int64)
     if truth is not None:
         y[ann.item_index(truth["question"])] = truth["truth"].to_numpy(np.int64)
@@ -216,7 +232,10 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
 
 def _csv_columns(path: Path, columns: tuple) -> pd.DataFrame:
     """``path`` read by pandas; a missing column raises naming the file."""
-    frame = pd.read_csv(path)
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise CrowdDataError(f"{path}: not a CSV table ({str(exc).strip()})") from None
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise CrowdDataError(f"{path}: no column(s) {missing}; its columns are "
