@@ -76,3 +76,12 @@ def test_a_repeated_document_is_refused_not_misaligned(tmp_path):
     _tiny_pico(tmp_path, [one], docs=[{"docid": "1", "text": "a"}, {"docid": "1", "text": "b"}])
     with pytest.raises(CrowdDataError, match="docs.jsonl: docid '1' has two records"):
         load_pico(tmp_path, splits=("test",))
+
+
+def test_a_record_without_its_keys_names_the_file_and_line(tmp_path):
+    from crowd_keras import CrowdDataError
+
+    _tiny_pico(tmp_path, [{"docid": "1", "spans": {}}, {"docid": "2"}])
+    with pytest.raises(CrowdDataError, match=r"crowd_test.jsonl, line 2: a record is an object "
+                                             r"with \['docid', 'spans'\]"):
+        load_pico(tmp_path, splits=("test",))       # was KeyError: 'spans'

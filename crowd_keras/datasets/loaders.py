@@ -290,7 +290,8 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
                              "features")
     pos = pd.Index(ids).get_indexer(list(item_ids))
     if (pos < 0).any():
-        raise CrowdDataError(f"item {list(item_ids)[int(np.argmax(pos < 0))]!r} has no features in {path}")
+        raise CrowdDataError(f"item {show(list(item_ids)[int(np.argmax(pos < 0))])} has no "
+                             f"features in {path}")
     return feats[pos].astype(np.float32)
 
 

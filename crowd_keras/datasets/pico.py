@@ -27,19 +27,27 @@ PICO_LABEL = "Participants"
 _AUTHORS = ("HMMCrowd", "DawidSkene", "MajorityVote")
 
 
-def _jsonl(path: Path) -> list:
+def _jsonl(path: Path, keys: Sequence[str] = ("docid",)) -> list:
+    """The records of a JSON-lines file, each an object holding ``keys``."""
     if not path.exists():
         raise CrowdDataError(f"no PICO file at {path}")
+    records = []
     with path.open(encoding="utf-8") as f:
-        return [read_json_text(line, f"{path}, line {n + 1}", "the record")
-                for n, line in enumerate(f) if line.strip()]
+        for n, line in enumerate(f):
+            if line.strip():
+                rec = read_json_text(line, f"{path}, line {n + 1}", "the record")
+                if not isinstance(rec, dict) or any(k not in rec for k in keys):
+                    raise CrowdDataError(f"{path}, line {n + 1}: a record is an object with "
+                                         f"{list(keys)}")
+                records.append(rec)
+    return records
 
 
 def _by_docid(path: Path, key: str) -> dict:
     """``{docid: record[key]}`` of a JSON-lines file; a repeated docid raises (a later
     record would silently replace the first)."""
     out = {}
-    for rec in _jsonl(path):
+    for rec in _jsonl(path, ("docid", key)):
         if rec["docid"] in out:
             raise CrowdDataError(f"{path}: docid {rec['docid']!r} has two records")
         out[rec["docid"]] = rec[key]
@@ -83,7 +91,7 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
     texts = _by_docid(d / "docs.jsonl", "text")
     spans, split, seen = {}, [], {}
     for name in splits:
-        for rec in _jsonl(d / f"crowd_{name}.jsonl"):
+        for rec in _jsonl(d / f"crowd_{name}.jsonl", ("docid", "spans")):
             if rec["docid"] not in texts:
                 raise CrowdDataError(f"crowd_{name}.jsonl: docid {rec['docid']!r} has no text")
             if rec["docid"] in spans:
@@ -97,7 +105,7 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
                                         default_label=PICO_LABEL, scheme=scheme,
                                         tokenizer=tokenizer)
     gold = _by_docid(d / "gold_acl17_even.jsonl", "spans")
-    authors_rows = _jsonl(d / "authors_aggregates_acl17.jsonl")
+    authors_rows = _jsonl(d / "authors_aggregates_acl17.jsonl", ("docid",) + _AUTHORS)
     authors = {k: {r["docid"]: r[k] for r in authors_rows} for k in _AUTHORS}
     return CrowdDataset(sequences=seq, split=np.asarray(split, dtype=object), gold=gold,
                         authors=authors)
