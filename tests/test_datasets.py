@@ -201,7 +201,8 @@ def test_wrench_refuses_codes_outside_the_classes(tmp_path, record, labels, matc
     (tmp_path / "label.json").write_text(json.dumps(labels or {"0": "ham", "1": "spam"}))
     with pytest.raises(CrowdDataError, match=match):
         load_wrench(tmp_path)
-    (tmp_path / "train.json").write_text(json.dumps({"r0": {"label": -1, "weak_labels": [1.0, -1]}}))
+    unlabelled = {"r0": {"label": -1, "weak_labels": [1.0, -1]}}
+    (tmp_path / "train.json").write_text(json.dumps(unlabelled))
     (tmp_path / "label.json").write_text(json.dumps({"0": "ham", "1": "spam"}))
     d = load_wrench(tmp_path)   # integral floats are codes; -1: no gold
     assert d.L.tolist() == [[1, -1]] and d.L.dtype == np.int64 and d.y.tolist() == [-1]
