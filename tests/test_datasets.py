@@ -87,6 +87,42 @@ def test_simulator_bad_arguments():
         simulate_crowd(n_annotators=5, annotations_per_item=6)
     with pytest.raises(CrowdDataError, match="n_classes"):
         simulate_crowd(n_classes=1)
+    # outside [0, 1] the confusion rows held negative "probabilities" and sampling went on
+    for accuracy in (1.5, -0.2, (0.2, 0.5, 0.9)):
+        with pytest.raises(CrowdDataError, match="annotator_accuracy must be"):
+            simulate_crowd(n_items=20, annotator_accuracy=accuracy)
+    with pytest.raises(CrowdDataError, match="groups must be None, 'default'"):
+        simulate_crowd(n_items=20, groups="defualt")
+    with pytest.raises(CrowdDataError, match="probabilities >= 0"):
+        simulate_crowd(n_items=20, groups=[{"probability": 1, "accuracy": 1.2}])
+    with pytest.raises(ValueError, match="n_features must be an integer >= 0"):
+        simulate_crowd(n_items=20, n_features=-1)
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    (dict(n_items=-3), ValueError, "n_items must be an integer >= 1"),
+    (dict(per_item=0), ValueError, "per_item must be an integer >= 1"),   # was an empty crowd
+    (dict(n_workers=0, per_item=0), ValueError, "n_workers must be an integer >= 1"),
+    (dict(types={"good": 0}), CrowdDataError, "types must give shares >= 0, not all 0"),
+    (dict(duplicate_rate=2), ValueError, r"duplicate_rate must be a finite number in \[0, 1\]"),
+    (dict(cliques=(3, 3, 0.5, 0.5)), CrowdDataError, "cliques of 3 × 3 workers exceed"),
+])
+def test_hard_crowd_bad_arguments(kwargs, error, match):
+    from crowd_keras.datasets import simulate_hard_crowd
+
+    args = {**dict(n_items=10, prior=(0.5, 0.5), n_workers=5, per_item=2), **kwargs}
+    with pytest.raises(error, match=match):
+        simulate_hard_crowd(**args)
+
+
+def test_failure_kind_bad_arguments():
+    from crowd_keras.datasets import simulate_failure_kind
+
+    with pytest.raises(CrowdDataError, match="unknown failure kind 'nope'; known: "):
+        simulate_failure_kind("nope")
+    for scale in (-1, 0, float("nan")):          # were silently 100 items
+        with pytest.raises(ValueError, match="scale must be"):
+            simulate_failure_kind("dense_biased", scale=scale)
 
 
 def test_load_labelme():
@@ -119,3 +155,119 @@ def test_load_wrench():
     d = load_wrench(require_data("wrench", "youtube"), "train")
     assert d.L.shape == (1686, 10) and d.L.min() == -1 and d.classes == ["HAM", "SPAM"]
     assert len(d.texts) == 1686 and set(np.unique(d.y)) == {0, 1}
+
+
+def test_adult_content_repeated_answers_are_refused_or_counted():
+    """The README's figures: 92,721 answers of 11,040 pages by 825 workers, 2,922 of them a
+    worker's repeated answer to a page, gold for 333 pages."""
+    folder = require_data("truth_inference", "adult_content")
+    with pytest.raises(CrowdDataError, match="2922 duplicate .* duplicates='last'"):
+        load_truth_inference(folder)
+    ann, truth = load_truth_inference(folder, duplicates="last")
+    assert (ann.n_items, ann.n_annotators, ann.n_classes) == (11040, 825, 4)
+    assert ann.n_duplicates == 2922 and ann.n_annotations == 92721 - 2922
+    assert (truth >= 0).sum() == 333
+
+
+@pytest.mark.parametrize("truth_csv,match", [
+    ("question,truth\n1,0\n1,1\n2,1\n", r"question 1 has truth at row 0 and row 1"),
+    ("question,truth\n1,\n2,1\n", r"row 0: truth nan of question 1 is not a class code"),
+    ("question,truth\n1,0.5\n2,1\n", r"row 0: truth 0.5 of question 1"),
+    ("question,truth\n1,0\n2,-2\n", r"row 1: truth -2 of question 2"),
+    ("question,label\n1,0\n", r"truth.csv: no column\(s\) \['truth'\]"),
+])
+def test_truth_inference_refuses_bad_truth_rows_naming_the_file(tmp_path, truth_csv, match):
+    (tmp_path / "answer.csv").write_text("question,worker,answer\n1,a,0\n1,b,1\n2,a,1\n")
+    (tmp_path / "truth.csv").write_text(truth_csv)
+    with pytest.raises(CrowdDataError, match=match) as err:
+        load_truth_inference(tmp_path)
+    assert str(tmp_path / "truth.csv") in str(err.value)
+    (tmp_path / "truth.csv").write_text("question,truth\n1,0\n2,-1\n")  # -1: unknown truth
+    assert load_truth_inference(tmp_path)[1].tolist() == [0, -1]
+
+
+@pytest.mark.parametrize("record,labels,match", [
+    ({"label": 0, "weak_labels": [2, -1]}, None, r"record 'r0', function 0: weak_labels 2 is not"),
+    ({"label": 0, "weak_labels": [1, -3]}, None, r"function 1: weak_labels -3"),
+    ({"label": 7, "weak_labels": [1, -1]}, None, r"record 'r0': label 7 is not"),
+    ({"label": 0.5, "weak_labels": [1, -1]}, None, r"label 0.5 is not"),       # was read as 0
+    ({"label": 0, "weak_labels": ["1", -1]}, None, r"weak_labels must be integer codes"),
+    ({"label": 0, "weak_labels": [1, -1]}, {"0": "a", "2": "c"}, r"label.json: must map"),
+])
+def test_wrench_refuses_codes_outside_the_classes(tmp_path, record, labels, match):
+    import json
+
+    (tmp_path / "train.json").write_text(json.dumps({"r0": record}))
+    (tmp_path / "label.json").write_text(json.dumps(labels or {"0": "ham", "1": "spam"}))
+    with pytest.raises(CrowdDataError, match=match):
+        load_wrench(tmp_path)
+    unlabelled = {"r0": {"label": -1, "weak_labels": [1.0, -1]}}
+    (tmp_path / "train.json").write_text(json.dumps(unlabelled))
+    (tmp_path / "label.json").write_text(json.dumps({"0": "ham", "1": "spam"}))
+    d = load_wrench(tmp_path)   # integral floats are codes; -1: no gold
+    assert d.L.tolist() == [[1, -1]] and d.L.dtype == np.int64 and d.y.tolist() == [-1]
+
+
+def _linked(src, dst, skip=()):
+    for f in src.iterdir():
+        if f.name not in skip and f.name != "README.md":
+            (dst / f.name).symlink_to(f)
+    return dst
+
+
+def test_labelme_files_of_other_lengths_or_codes_are_refused(tmp_path):
+    src = require_data("labelme")
+    rows = (src / "answers.txt").read_text().splitlines()
+    _linked(src, tmp_path, skip=("answers.txt",))
+    (tmp_path / "answers.txt").write_text("\n".join(rows[:-1]) + "\n")  # 999 rows: shifted
+    with pytest.raises(CrowdDataError, match=r"answers.txt has 999 rows but .*"
+                                             r"LabelMe_VGG_avg_train.npy has 1000"):
+        load_labelme(tmp_path)
+    (tmp_path / "answers.txt").write_text("\n".join(rows) + "\n")
+    (tmp_path / "LabelMe_Z_valid.txt").unlink()
+    (tmp_path / "LabelMe_Z_valid.txt").write_text("8\n" * 500)
+    with pytest.raises(CrowdDataError, match=r"LabelMe_Z_valid.txt, row 0: class code 8 is not"):
+        load_labelme(tmp_path)
+
+
+def test_music_labels_outside_the_gold_genres_are_refused(tmp_path):
+    src = require_data("music")
+    _linked(src, tmp_path, skip=("music_genre_test.csv",))
+    test = (src / "music_genre_test.csv").read_text().splitlines()
+    (tmp_path / "music_genre_test.csv").write_text(
+        "\n".join(test[:1] + [test[1].rsplit(",", 1)[0] + ",polka"] + test[2:]) + "\n")
+    with pytest.raises(CrowdDataError, match=r"music_genre_test.csv, row 0: class 'polka'"):
+        load_music(tmp_path)   # was an eleventh class
+
+
+def test_music_repeated_labels_can_be_counted(tmp_path):
+    src = require_data("music")
+    _linked(src, tmp_path, skip=("music_genre_annotations.csv",))
+    rows = (src / "music_genre_annotations.csv").read_text().splitlines()
+    (tmp_path / "music_genre_annotations.csv").write_text("\n".join(rows + rows[1:3]) + "\n")
+    with pytest.raises(CrowdDataError, match="2 duplicate .* duplicates='last'"):
+        load_music(tmp_path)               # the advice named an argument the loader lacked
+    d = load_music(tmp_path, duplicates="last")
+    assert d.annotations.n_duplicates == 2 and d.annotations.n_annotations == 2945
+
+
+def test_a_mistyped_set_name_lists_the_sets(tmp_path):
+    with pytest.raises(CrowdDataError, match=r"'doggo' is neither a folder nor one of the sets "
+                                             r"\['bluebirds'"):
+        load_truth_inference("doggo")
+    with pytest.raises(CrowdDataError, match=r"'youtub' is neither a folder .* \['youtube'"):
+        load_wrench("youtub")
+    np.savez(tmp_path / "vgg16_features.npz", ids=np.array([1, 1, 2]), features=np.ones((3, 4)))
+    with pytest.raises(CrowdDataError, match="vgg16_features.npz: id 1 has two rows"):
+        load_truth_inference_features(tmp_path, [1, 2])
+
+
+@pytest.mark.parametrize("answer_csv,match", [
+    ("question,worker,answer\n1,a,yes\n", r"answer.csv: label 'yes' at row 0"),
+    ("question,worker,answer\n1,a,0\n2,a,1,5\n", r"answer.csv: not a CSV table"),
+])
+def test_truth_inference_errors_in_answers_name_the_file(tmp_path, answer_csv, match):
+    (tmp_path / "answer.csv").write_text(answer_csv)
+    with pytest.raises(CrowdDataError, match=match):
+        load_truth_inference(tmp_path)
+

@@ -315,3 +315,32 @@ def test_labelme_without_classes_file_uses_the_built_in_names(tmp_path):
     data = load_labelme(tmp_path)
     assert data.classes == list(LABELME_CLASSES) == (src / "classes.txt").read_text().split()
     assert data.annotations.n_annotations == load_labelme(src).annotations.n_annotations
+
+
+def test_a_corrupt_cached_file_is_named_removed_and_fetched_again(server, cache, tiny):
+    folder = locate("tiny", progress=False)
+    (folder / "payload.bin").write_bytes(PAYLOAD[:1000])           # truncated in the cache
+    with pytest.raises(DownloadError, match="corrupt or truncated") as err:
+        locate("tiny", progress=False)
+    msg = str(err.value)
+    assert str(folder / "payload.bin") in msg and hashlib.sha256(PAYLOAD[:1000]).hexdigest() in msg
+    assert tiny.files["payload.bin"].sha256 in msg and "answer.csv" not in msg
+    assert not (folder / "payload.bin").exists() and (folder / "answer.csv").exists()
+    assert locate("tiny", progress=False) == folder
+    assert (folder / "payload.bin").read_bytes() == PAYLOAD
+
+
+def test_data_env_without_the_set_is_named_with_the_files_it_lacks(cache, tiny, server,
+                                                                     tmp_path, monkeypatch):
+    empty = tmp_path / "empty"
+    (empty / "tiny").mkdir(parents=True)
+    (empty / "tiny" / "answer.csv").write_bytes(SMALL)
+    monkeypatch.setenv(fetch.DATA_ENV, str(empty))
+    with pytest.raises(DownloadError) as err:
+        locate("tiny", download=False)
+    msg = str(err.value)
+    assert f"CROWD_KERAS_DATA is {empty}, and {empty / 'tiny'} lacks ['payload.bin']" in msg
+    del server.files["/tiny/payload.bin"]          # the download fails too: same words
+    with pytest.raises(DownloadError, match="HTTP 404") as err:
+        locate("tiny", progress=False)
+    assert f"{empty / 'tiny'} lacks ['payload.bin']" in str(err.value)

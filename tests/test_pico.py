@@ -46,3 +46,42 @@ def test_token_dawid_skene_and_hmm_crowd_on_the_191_abstracts(acl17):
     spans = ds.predict_spans()
     assert set(spans.columns) == {"doc", "start", "end", "label", "text", "score"}
     assert (spans["label"] == "Participants").all() and spans["score"].between(0.5, 1).all()
+
+
+def _tiny_pico(folder, crowd_test, docs=None):
+    import json
+
+    docs = docs or [{"docid": "1", "text": "adults with asthma"},
+                    {"docid": "2", "text": "children aged five"}]
+    lines = {"docs.jsonl": docs, "crowd_test.jsonl": crowd_test, "crowd_dev.jsonl": [],
+             "gold_acl17_even.jsonl": [], "authors_aggregates_acl17.jsonl": []}
+    for name, rows in lines.items():
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_a_repeated_document_is_refused_not_misaligned(tmp_path):
+    from crowd_keras import CrowdDataError
+
+    one = {"docid": "1", "spans": {"w1": [[0, 6]]}}
+    two = {"docid": "2", "spans": {"w2": [[0, 8]]}}
+    ok = load_pico(_tiny_pico(tmp_path, [one, two]), splits=("test", "dev"))
+    assert list(ok.split) == ["test", "test"] and len(ok.sequences.doc_ids) == 2
+    # the same split twice gave 2 documents but 4 split names
+    with pytest.raises(ValueError, match="name a split twice"):
+        load_pico(tmp_path, splits=("test", "test"))
+    _tiny_pico(tmp_path, [one, two, dict(one, spans={})])
+    with pytest.raises(CrowdDataError, match="crowd_test.jsonl: docid '1' has a second record"):
+        load_pico(tmp_path, splits=("test",))
+    _tiny_pico(tmp_path, [one], docs=[{"docid": "1", "text": "a"}, {"docid": "1", "text": "b"}])
+    with pytest.raises(CrowdDataError, match="docs.jsonl: docid '1' has two records"):
+        load_pico(tmp_path, splits=("test",))
+
+
+def test_a_record_without_its_keys_names_the_file_and_line(tmp_path):
+    from crowd_keras import CrowdDataError
+
+    _tiny_pico(tmp_path, [{"docid": "1", "spans": {}}, {"docid": "2"}])
+    with pytest.raises(CrowdDataError, match=r"crowd_test.jsonl, line 2: a record is an object "
+                                             r"with \['docid', 'spans'\]"):
+        load_pico(tmp_path, splits=("test",))       # was KeyError: 'spans'

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 
 __all__ = ["FAILURE_KINDS", "FailureCrowd", "simulate_failure_kind", "simulate_hard_crowd"]
@@ -148,6 +149,13 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
             answer is a neighbouring grade with probability q.
         seed: the random seed.
     """
+    n_items = check_count(n_items, "n_items", 1)
+    n_workers = check_count(n_workers, "n_workers", 1)
+    per_item = check_count(per_item, "per_item", 1)
+    check_number(duplicate_rate, "duplicate_rate", 0.0, 1.0)
+    if cliques is not None and cliques[0] * cliques[1] > n_workers:
+        raise CrowdDataError(f"cliques of {cliques[0]} × {cliques[1]} workers exceed n_workers "
+                             f"({n_workers})")
     rng = np.random.default_rng(seed)
     prior = np.asarray(prior, dtype=np.float64)
     if prior.ndim != 1 or len(prior) < 2 or (prior < 0).any() or prior.sum() <= 0:
@@ -168,7 +176,9 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
     unknown = set(types) - set(WORKER_TYPES)
     if unknown:
         raise CrowdDataError(f"unknown worker types {sorted(unknown)}; known: {WORKER_TYPES}")
-    shares = np.array([types.get(t, 0.0) for t in WORKER_TYPES])
+    shares = np.array([types.get(t, 0.0) for t in WORKER_TYPES], dtype=float)
+    if (shares < 0).any() or not shares.sum() > 0:
+        raise CrowdDataError(f"types must give shares >= 0, not all 0, got {types!r}")
     worker_type = rng.choice(len(WORKER_TYPES), n_workers, p=shares / shares.sum())
     conf = _confusions(worker_type, k, prior, rng)
     if prolific_bias > 0:
@@ -218,6 +228,9 @@ def simulate_failure_kind(kind: str, seed: Optional[int] = 0, scale: float = 1.0
     number of items (at least 100)."""
     if kind not in FAILURE_KINDS:
         raise CrowdDataError(f"unknown failure kind {kind!r}; known: {sorted(FAILURE_KINDS)}")
+    scale = check_number(scale, "scale", 0.0)
+    if scale == 0:
+        raise ValueError("scale must be > 0, got 0")
     settings = dict(FAILURE_KINDS[kind])
     settings["n_items"] = max(100, int(round(settings["n_items"] * float(scale))))
     return simulate_hard_crowd(**settings, seed=seed)

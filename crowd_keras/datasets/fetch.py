@@ -13,7 +13,9 @@ Every loader of :mod:`crowd_keras.datasets` looks for its files, in this order:
 
 A download shows its progress (:class:`crowd_keras.progress.Progress`), goes to a ``.part``
 file that a later call resumes with an HTTP ``Range`` request, is checked against the pinned
-sha256 and only then renamed into place, so the cache never holds a partial or altered file.
+sha256 and only then renamed into place, so the cache never holds a partial or altered file;
+a cached file is checked again before use (one that was truncated or altered since is
+removed, and the error names it).
 Without network the error names the URL and the environment variables.
 """
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Iterable, Optional, Sequence, Union
 from ..errors import CrowdDataError, DownloadError
 from ..files import publish_file
 from ..progress import Progress
-from .sources import DataSource, source
+from .sources import SOURCES, DataSource, source
 
 __all__ = ["DATA_ENV", "CACHE_ENV", "MIRROR_ENV", "cache_dir", "locate", "download_file",
            "sha256_of"]
@@ -66,9 +68,16 @@ def sha256_of(path: PathLike) -> str:
 
 
 def _where_else(name: str) -> str:
-    return (f"To use local files instead, set {DATA_ENV} to a folder that holds {name}/ (or "
-            f"pass that folder to the loader), or set {MIRROR_ENV} to the URL of a server that "
-            f"mirrors <set>/<file>.")
+    data = os.environ.get(DATA_ENV)
+    looked = ""
+    if data and name in SOURCES:  # say where it looked: the usual cause is a wrong folder
+        folder = Path(data).expanduser() / name
+        lacks = _missing(folder, [n for n in SOURCES[name].files
+                                  if n not in SOURCES[name].optional])
+        looked = f"{DATA_ENV} is {data}, and {folder} lacks {lacks}. " if lacks else ""
+    return (f"{looked}To use local files instead, set {DATA_ENV} to a folder that holds "
+            f"{name}/ (or pass that folder to the loader), or set {MIRROR_ENV} to the URL of a "
+            f"server that mirrors <set>/<file>.")
 
 
 def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: bool = True,
@@ -220,6 +229,23 @@ def _download(src: DataSource, folder: Path, names: Sequence[str], progress: boo
                       what=f"{src.name}/{name}", dataset=src.name)
 
 
+def _check_cached(src: DataSource, folder: Path, names: Sequence[str]) -> None:
+    """Raise naming each cached file of ``names`` whose sha256 is not the pinned one, after
+    removing it: a truncated or altered copy is never read, and the next call downloads it."""
+    bad = []
+    for name in names:
+        path = folder / name
+        if path.is_file():
+            got = sha256_of(path)
+            if got != src.files[name].sha256:
+                bad.append(f"{path} (sha256 {got}, expected {src.files[name].sha256})")
+                path.unlink()
+    if bad:
+        raise DownloadError(f"corrupt or truncated file(s) in the cache: {'; '.join(bad)}, "
+                            f"not the pinned file(s) as distributed; removed, so the next call "
+                            f"downloads them again. {_where_else(src.name)}")
+
+
 def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[str]] = None,
            *, download: bool = True, progress: bool = True) -> Path:
     """The folder of data set ``name`` holding ``files`` (default: all but its optional ones).
@@ -234,7 +260,8 @@ def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[
 
     Raises:
         CrowdDataError: ``root`` lacks the files.
-        DownloadError: the files are not on disk and cannot be downloaded.
+        DownloadError: the files are not on disk and cannot be downloaded, or a cached file's
+            sha256 is not the pinned one (the file is removed).
     """
     src = source(name)
     wanted = list(files) if files is not None else [n for n in src.files
@@ -253,6 +280,7 @@ def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[
         if not _missing(folder, wanted):
             return folder
     folder = cache_dir() / name
+    _check_cached(src, folder, wanted)
     missing = _missing(folder, wanted)
     if missing:
         if not download:

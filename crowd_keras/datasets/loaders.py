@@ -8,14 +8,16 @@ files as the sources serve, where a source serves them as they are).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..errors import CrowdDataError
+from ..codes import label_matrix_problem, show
+from ..errors import CrowdDataError, Message
 from ..files import read_json_text, read_npy, read_npz
 from .fetch import locate
 
@@ -44,12 +46,40 @@ class CrowdDataset(dict):
             raise AttributeError(name) from None
 
 
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Prefix ``path`` to a :class:`CrowdDataError` raised inside, keeping a
+    :class:`~crowd_keras.errors.Message`'s arguments for the command lines."""
+    try:
+        yield
+    except CrowdDataError as exc:
+        text = exc.args[0] if exc.args else ""
+        raise CrowdDataError(Message("{path}: " + text.template, path=str(path), **text.fields)
+                             if isinstance(text, Message) else f"{path}: {text}") from None
+
+
 def _integer_table(path: Path) -> np.ndarray:
     """``np.loadtxt(path, dtype=int64)``; an unreadable value raises naming the file."""
     try:
         return np.loadtxt(path, dtype=np.int64)
     except ValueError as exc:
         raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
+
+
+def _check_rows(path: Path, table: np.ndarray, other: Path, n_rows: int) -> None:
+    """Row i of ``path`` and of ``other`` are the same item: a row count that differs would
+    shift every item after a missing row."""
+    if len(table) != n_rows:
+        raise CrowdDataError(f"{path} has {len(table)} rows but {other} has {n_rows}: the files "
+                             "describe the same items row by row")
+
+
+def _check_codes(path: Path, codes: np.ndarray, classes: list) -> None:
+    bad = (codes < 0) | (codes >= len(classes))
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"{path}, row {n}: class code {int(codes[n])} is not one of "
+                             f"0..{len(classes) - 1} ({len(classes)} classes)")
 
 
 def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
@@ -81,16 +111,23 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
     for split in ("train", "valid", "test"):
         out[f"x_{split}"] = read_npy(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
         out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt")
+        _check_rows(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"],
+                    d / f"LabelMe_VGG_avg_{split}.npy", len(out[f"x_{split}"]))
+        _check_codes(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"], classes)
     answers = _integer_table(d / "answers.txt")
-    out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
+    _check_rows(d / "answers.txt", answers, d / "LabelMe_VGG_avg_train.npy", len(out.x_train))
+    with _naming(d / "answers.txt"):
+        out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
     return out
 
 
-def load_music(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
+def load_music(root: Optional[PathLike] = None, *, download: bool = True,
+               duplicates: str = "error") -> CrowdDataset:
     """Music genre (Rodrigues et al. 2014): 700 train songs with AMT labels, 300 test songs.
 
     Items follow the order of ``music_genre_gold.csv``; ``x_*`` are the 124 Marsyas features.
-    ``root`` and ``download`` as in :func:`load_labelme`.
+    ``root`` and ``download`` as in :func:`load_labelme`; ``duplicates`` (a worker's
+    repeated labels of one song) as in :func:`load_truth_inference`.
 
     Source: ``mturk-datasets.tar.gz`` on fprodrigues.com (members
     ``music_genre_classification/music_genre_{mturk,gold,test}.csv``; the crowd file is read
@@ -104,10 +141,23 @@ def load_music(root: Optional[PathLike] = None, *, download: bool = True) -> Cro
     test = pd.read_csv(d / "music_genre_test.csv")
     answers = pd.read_csv(d / "music_genre_annotations.csv")
     feats = [c for c in gold.columns if c.startswith("feature")]
-    classes = sorted(set(gold["class"]) | set(test["class"]) | set(answers["label"]))
+    # the genres are those of the 700 gold songs: a label outside them is refused below
+    # (from_frame names its row), not made a class of its own
+    if gold["class"].isna().any():
+        raise CrowdDataError(f"{d / 'music_genre_gold.csv'}, row "
+                             f"{int(np.argmax(gold['class'].isna().to_numpy()))}: no class")
+    classes = sorted(set(gold["class"]))
     code = {c: i for i, c in enumerate(classes)}
-    ann = Annotations.from_frame(answers, item="id", annotator="annotator", label="label",
-                                 classes=classes, item_ids=gold["id"].tolist())
+    unknown = ~test["class"].isin(classes).to_numpy()
+    if unknown.any():
+        n = int(np.argmax(unknown))
+        raise CrowdDataError(f"{d / 'music_genre_test.csv'}, row {n}: class "
+                             f"{show(test['class'].iloc[n])} is not one of the genres of "
+                             f"music_genre_gold.csv {classes}")
+    with _naming(d / "music_genre_annotations.csv"):
+        ann = Annotations.from_frame(answers, item="id", annotator="annotator", label="label",
+                                     classes=classes, item_ids=gold["id"].tolist(),
+                                     duplicates=duplicates)
     return CrowdDataset(
         x_train=gold[feats].to_numpy(np.float32), y_train=gold["class"].map(code).to_numpy(np.int64),
         x_test=test[feats].to_numpy(np.float32), y_test=test["class"].map(code).to_numpy(np.int64),
@@ -122,8 +172,14 @@ def _named_set(folder: PathLike, family: str, names: tuple, files: list,
     return None
 
 
-def load_truth_inference(folder: PathLike, *, download: bool = True
-                         ) -> tuple[Annotations, np.ndarray]:
+def _no_folder(folder: PathLike, names: tuple) -> str:
+    """What ``folder`` is not, when it does not exist (a mistyped set name, usually)."""
+    return ("" if Path(folder).is_dir() else
+            f" ({str(folder)!r} is neither a folder nor one of the sets {list(names)})")
+
+
+def load_truth_inference(folder: PathLike, *, download: bool = True,
+                         duplicates: str = "error") -> tuple[Annotations, np.ndarray]:
     """A set of the truth-inference benchmark (Zheng et al. 2017): ``answer.csv`` + ``truth.csv``.
 
     Args:
@@ -131,10 +187,14 @@ def load_truth_inference(folder: PathLike, *, download: bool = True
             :data:`TRUTH_INFERENCE_SETS` (``"dog"``): then ``$CROWD_KERAS_DATA``, the cache or
             a download (less than 1 MB each, ``adult_content`` 1 MB).
         download: ``False``: raise instead of downloading.
+        duplicates: a worker's repeated answers to one question (``adult_content`` has 2,922):
+            ``"error"`` (default) refuses them, ``"last"`` / ``"first"`` keep one and count
+            the rest in ``annotations.n_duplicates`` (:meth:`Annotations.from_frame`).
 
     Returns ``(annotations, truth)`` with ``truth`` aligned to ``annotations.item_ids``
     (-1 where the item has no known truth). Items that appear only in ``truth.csv`` are
-    kept as items without annotations.
+    kept as items without annotations. A ``truth.csv`` row that is not an integer code
+    (-1 = unknown) or repeats a question raises :class:`CrowdDataError` naming the row.
 
     Source: the survey's repository (github.com/zhydhkcws/crowd_truth_infer, at a fixed
     commit): ``bluebirds`` is its "Duck Identification" (Welinder et al. 2010), ``product``
@@ -149,19 +209,58 @@ def load_truth_inference(folder: PathLike, *, download: bool = True
                        ["answer.csv", "truth.csv"], download)
     d = named if named is not None else Path(folder)
     if not (d / "answer.csv").exists():
-        raise CrowdDataError(f"no answer.csv in {d}")
-    answers = pd.read_csv(d / "answer.csv")
-    truth = pd.read_csv(d / "truth.csv") if (d / "truth.csv").exists() else None
+        raise CrowdDataError(f"no answer.csv in {d}{_no_folder(d, TRUTH_INFERENCE_SETS)}")
+    answers = _csv_columns(d / "answer.csv", ("question", "worker", "answer"))
+    truth = (_truth_codes(_csv_columns(d / "truth.csv", ("question", "truth")), d / "truth.csv")
+             if (d / "truth.csv").exists() else None)
     items = pd.unique(pd.concat([answers["question"]] + ([truth["question"]] if truth is not None
                                                           else [])))
     items = np.sort(items)
-    n_classes = int(max(answers["answer"].max(), truth["truth"].max() if truth is not None else 0)) + 1
-    ann = Annotations.from_frame(answers, item="question", annotator="worker", label="answer",
-                                 classes=list(range(n_classes)), item_ids=list(items))
+    # non-numeric answers are left to from_frame, which names their row
+    top = pd.to_numeric(answers["answer"], errors="coerce").max()
+    n_classes = int(max(top if np.isfinite(top) else 0,
+                        truth["truth"].max() if truth is not None else 0)) + 1
+    with _naming(d / "answer.csv"):
+        ann = Annotations.from_frame(answers, item="question", annotator="worker",
+                                     label="answer", classes=list(range(n_classes)),
+                                     item_ids=list(items), duplicates=duplicates)
     y = np.full(ann.n_items, -1, dtype=np.int64)
     if truth is not None:
         y[ann.item_index(truth["question"])] = truth["truth"].to_numpy(np.int64)
     return ann, y
+
+
+def _csv_columns(path: Path, columns: tuple) -> pd.DataFrame:
+    """``path`` read by pandas; a missing column raises naming the file."""
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise CrowdDataError(f"{path}: not a CSV table ({str(exc).strip()})") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise CrowdDataError(f"{path}: no column(s) {missing}; its columns are "
+                             f"{list(frame.columns)}, expected {list(columns)}")
+    return frame
+
+
+def _truth_codes(truth: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``truth`` with integer codes >= -1 and one row per question, else raise naming the row
+    (a NaN or fraction would otherwise become a wrong code, a repeat overwrite silently)."""
+    codes = pd.to_numeric(truth["truth"], errors="coerce")
+    bad = (codes.isna() | (codes != codes.round()) | (codes < -1)).to_numpy()
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"{path}, row {n}: truth {show(truth['truth'].iloc[n])} of question "
+                             f"{show(truth['question'].iloc[n])} is not a class code (an integer "
+                             "from 0; -1 = unknown)")
+    repeat = truth["question"].duplicated().to_numpy()
+    if repeat.any():
+        n = int(np.argmax(repeat))
+        q = truth["question"].iloc[n]
+        first = int(np.argmax((truth["question"] == q).to_numpy()))
+        raise CrowdDataError(f"{path}: question {show(q)} has truth at row {first} and row {n} "
+                             f"({int(repeat.sum())} repeated question(s)); one row per question")
+    return truth.assign(truth=codes.astype(np.int64))
 
 
 def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
@@ -176,7 +275,8 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
                        ["vgg16_features.npz"], download)
     path = (named if named is not None else Path(folder)) / "vgg16_features.npz"
     if not path.exists():
-        raise CrowdDataError(f"no features file at {path}")
+        raise CrowdDataError(f"no features file at {path}"
+                             f"{_no_folder(path.parent, TRUTH_INFERENCE_SETS)}")
     npz = read_npz(path, "a features file")
     missing = [name for name in ("ids", "features") if name not in npz]
     if missing:
@@ -184,9 +284,14 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
     ids, feats = npz["ids"], npz["features"]
     if feats.ndim != 2 or len(feats) != len(ids):
         raise CrowdDataError(f"{path}: features of shape {feats.shape} for {len(ids)} ids")
+    repeat = pd.Index(ids).duplicated()
+    if repeat.any():
+        raise CrowdDataError(f"{path}: id {show(ids[int(np.argmax(repeat))])} has two rows of "
+                             "features")
     pos = pd.Index(ids).get_indexer(list(item_ids))
     if (pos < 0).any():
-        raise CrowdDataError(f"item {list(item_ids)[int(np.argmax(pos < 0))]!r} has no features in {path}")
+        raise CrowdDataError(f"item {show(list(item_ids)[int(np.argmax(pos < 0))])} has no "
+                             f"features in {path}")
     return feats[pos].astype(np.float32)
 
 
@@ -201,6 +306,11 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         split: ``"train"``, ``"valid"`` or ``"test"``.
         download: ``False``: raise instead of downloading.
 
+    Returns a :class:`CrowdDataset` with ``L`` (records, functions) int64, ``y`` (records,)
+    int64 (-1: no gold), ``texts``, ``ids`` (the records' keys) and ``classes`` (from
+    ``label.json``, else None). A vote or gold label that is not an integer code -1..K-1 of
+    ``label.json``'s K classes raises :class:`CrowdDataError` naming the record.
+
     Source: the WRENCH release (github.com/JieyuZ2/wrench), as vendored by a public research
     repository (github.com/JerrryNie/DyGen, ``datasets/``, at a fixed commit). Licence: the
     WRENCH code is Apache-2.0; each set keeps its origin's terms (youtube: TubeSpam, UCI,
@@ -213,7 +323,7 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
     d = named if named is not None else Path(folder)
     path = d / f"{split}.json"
     if not path.exists():
-        raise CrowdDataError(f"no WRENCH split at {path}")
+        raise CrowdDataError(f"no WRENCH split at {path}{_no_folder(d, WRENCH_SETS)}")
     records = read_json_text(path.read_bytes(), path, "a WRENCH split")
     if not isinstance(records, dict) or not all(
             isinstance(r, dict) and "weak_labels" in r and "label" in r for r in records.values()):
@@ -221,8 +331,9 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
                              "'weak_labels' and 'label'")
     rows = list(records.values())
     try:
-        L = np.array([r["weak_labels"] for r in rows], dtype=np.int64)
-        y = np.array([r["label"] for r in rows], dtype=np.int64)
+        # no dtype here: a cast would turn 0.5 into 0 and "1" into 1 without a word
+        L = np.array([r["weak_labels"] for r in rows])
+        y = np.array([r["label"] for r in rows])
     except (TypeError, ValueError) as exc:
         raise CrowdDataError(f"{path}: weak_labels and label must be integers, one list of "
                              f"one length per record ({exc})") from None
@@ -231,9 +342,34 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         if label_path.exists() else None
     try:
         classes = [labels[k] for k in sorted(labels, key=int)] if labels else None
+        if classes is not None and sorted(map(int, labels)) != list(range(len(classes))):
+            raise ValueError
     except (TypeError, ValueError, AttributeError):
         raise CrowdDataError(f"{label_path}: must map class codes ('0', '1', ...) to "
                              "names") from None
+    ids = list(records.keys())
+    L = _wrench_codes(L, path, ids, "weak_labels", classes)
+    y = _wrench_codes(y[:, None] if y.ndim == 1 else y, path, ids, "label", classes)[:, 0]
     return CrowdDataset(L=L, y=y, texts=[r.get("data", {}).get("text", "") if isinstance(
                             r.get("data"), dict) else "" for r in rows],
-                        ids=list(records.keys()), classes=classes)
+                        ids=ids, classes=classes)
+
+
+def _wrench_codes(values: np.ndarray, path: Path, ids: list, what: str,
+                  classes: Optional[list]) -> np.ndarray:
+    """``values`` (records, columns) as int64 codes -1..K-1 (K: ``classes``, else any code
+    >= 0), else raise naming the record and the value."""
+    if values.size == 0:
+        return values.astype(np.int64)
+    if values.dtype.kind not in "iuf":
+        raise CrowdDataError(f"{path}: {what} must be integer codes, got {values.dtype} "
+                             f"values such as {show(values.flat[0])}")
+    bad = label_matrix_problem(values, len(classes) if classes is not None else np.inf)
+    if bad is not None:
+        reason, r, c, value = bad
+        column = f", function {c}" if what == "weak_labels" else ""
+        allowed = (f"codes 0..{len(classes) - 1} of the classes {classes}" if classes is not None
+                   else "codes from 0")
+        raise CrowdDataError(f"{path}: record {ids[r]!r}{column}: {what} {show(value)} is not "
+                             f"-1 (abstain / unknown) or one of the {allowed}")
+    return values.astype(np.int64)

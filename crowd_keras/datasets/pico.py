@@ -27,12 +27,31 @@ PICO_LABEL = "Participants"
 _AUTHORS = ("HMMCrowd", "DawidSkene", "MajorityVote")
 
 
-def _jsonl(path: Path) -> list:
+def _jsonl(path: Path, keys: Sequence[str] = ("docid",)) -> list:
+    """The records of a JSON-lines file, each an object holding ``keys``."""
     if not path.exists():
         raise CrowdDataError(f"no PICO file at {path}")
+    records = []
     with path.open(encoding="utf-8") as f:
-        return [read_json_text(line, f"{path}, line {n + 1}", "the record")
-                for n, line in enumerate(f) if line.strip()]
+        for n, line in enumerate(f):
+            if line.strip():
+                rec = read_json_text(line, f"{path}, line {n + 1}", "the record")
+                if not isinstance(rec, dict) or any(k not in rec for k in keys):
+                    raise CrowdDataError(f"{path}, line {n + 1}: a record is an object with "
+                                         f"{list(keys)}")
+                records.append(rec)
+    return records
+
+
+def _by_docid(path: Path, key: str) -> dict:
+    """``{docid: record[key]}`` of a JSON-lines file; a repeated docid raises (a later
+    record would silently replace the first)."""
+    out = {}
+    for rec in _jsonl(path, ("docid", key)):
+        if rec["docid"] in out:
+            raise CrowdDataError(f"{path}: docid {rec['docid']!r} has two records")
+        out[rec["docid"]] = rec[key]
+    return out
 
 
 def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = PICO_SPLITS,
@@ -64,22 +83,29 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
     unknown = [s for s in splits if s not in PICO_SPLITS]
     if unknown:
         raise ValueError(f"unknown PICO split(s) {unknown}; splits are {PICO_SPLITS}")
+    if len(set(splits)) != len(splits):  # one document twice would misalign ``split``
+        raise ValueError(f"PICO splits {list(splits)} name a split twice")
     files = ["docs.jsonl", *(f"crowd_{s}.jsonl" for s in splits), "gold_acl17_even.jsonl",
              "authors_aggregates_acl17.jsonl"]
     d = locate("pico", root, files=files, download=download)
-    texts = {r["docid"]: r["text"] for r in _jsonl(d / "docs.jsonl")}
-    spans, split = {}, []
+    texts = _by_docid(d / "docs.jsonl", "text")
+    spans, split, seen = {}, [], {}
     for name in splits:
-        for rec in _jsonl(d / f"crowd_{name}.jsonl"):
+        for rec in _jsonl(d / f"crowd_{name}.jsonl", ("docid", "spans")):
             if rec["docid"] not in texts:
                 raise CrowdDataError(f"crowd_{name}.jsonl: docid {rec['docid']!r} has no text")
+            if rec["docid"] in spans:
+                raise CrowdDataError(f"{d / f'crowd_{name}.jsonl'}: docid {rec['docid']!r} "
+                                     f"has a second record (first in crowd_"
+                                     f"{split[seen[rec['docid']]]}.jsonl)")
+            seen[rec["docid"]] = len(split)
             spans[rec["docid"]] = rec["spans"]
             split.append(name)
     seq = SequenceAnnotations.from_dict({k: texts[k] for k in spans}, spans, labels=[PICO_LABEL],
                                         default_label=PICO_LABEL, scheme=scheme,
                                         tokenizer=tokenizer)
-    gold = {r["docid"]: r["spans"] for r in _jsonl(d / "gold_acl17_even.jsonl")}
-    authors_rows = _jsonl(d / "authors_aggregates_acl17.jsonl")
+    gold = _by_docid(d / "gold_acl17_even.jsonl", "spans")
+    authors_rows = _jsonl(d / "authors_aggregates_acl17.jsonl", ("docid",) + _AUTHORS)
     authors = {k: {r["docid"]: r[k] for r in authors_rows} for k in _AUTHORS}
     return CrowdDataset(sequences=seq, split=np.asarray(split, dtype=object), gold=gold,
                         authors=authors)

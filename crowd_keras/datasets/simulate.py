@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..annotations import Annotations
+from ..arguments import check_count
 from ..errors import CrowdDataError
 
 __all__ = ["SimulatedCrowd", "simulate_crowd", "DEFAULT_GROUPS"]
@@ -179,6 +180,12 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
                              f"{annotations_per_item}")
     if not 0.0 <= common_proportion <= 1.0 or not 0.0 <= common_strength <= 1.0:
         raise CrowdDataError("common_proportion and common_strength must be in [0, 1]")
+    check_count(n_features, "n_features")
+    acc_arg = np.asarray(annotator_accuracy, dtype=float)
+    if acc_arg.shape not in ((), (2,)) or not ((acc_arg >= 0) & (acc_arg <= 1)).all():
+        # outside [0, 1] the confusion rows would hold negative "probabilities"
+        raise CrowdDataError(f"annotator_accuracy must be an accuracy or a (low, high) range "
+                             f"in [0, 1], got {annotator_accuracy!r}")
     rng = np.random.default_rng(seed)
     k = n_classes
 
@@ -188,8 +195,16 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
 
     group_of = group_conf = names = None
     if groups is not None:
-        spec = DEFAULT_GROUPS if isinstance(groups, str) and groups == "default" else tuple(groups)
+        if isinstance(groups, str) and groups != "default":
+            raise CrowdDataError(f"groups must be None, 'default' or a sequence of dicts, got "
+                                 f"{groups!r}")
+        spec = DEFAULT_GROUPS if isinstance(groups, str) else tuple(groups)
         p = np.array([g["probability"] for g in spec], dtype=float)
+        accs = [g.get("accuracy") for g in spec]
+        if not len(p) or (p < 0).any() or not p.sum() > 0 or any(
+                a is not None and not 0.0 <= a <= 1.0 for a in accs):
+            raise CrowdDataError(f"groups need probabilities >= 0 (not all 0) and accuracies "
+                                 f"in [0, 1] or None, got {list(spec)!r}")
         names = tuple(g.get("name", f"group{m}") for m, g in enumerate(spec))
         group_conf = np.stack([np.full((k, k), 1.0 / k) if g.get("accuracy") is None
                                else _noise_matrix(k, g["accuracy"], individual_noise, rng)
