@@ -652,6 +652,33 @@ def test_push_checks_its_input():
     assert client.calls == []
 
 
+def test_push_takes_task_ids_as_text_or_numpy_integers():
+    """Task ids are sent as JSON integers: the server looks "3" up as text and refuses it,
+    and numpy integers are no JSON; compared as given they would not match the ints held."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    ls.push_predictions(client, 1, preds, backoff=0)
+    for cast in (str, np.int64):
+        again = ls.push_predictions(client, 1, [dict(p, task=cast(p["task"])) for p in preds],
+                                    backoff=0)
+        assert (again.n_new, again.n_unchanged) == (0, len(preds)), cast
+    assert len(client.store) == len(preds)
+    assert all(type(p.task) is int for p in client.store.values())
+    with pytest.raises(CrowdDataError, match="prediction 1: task id must be an integer, got "
+                                             "str 'x'"):
+        ls.push_predictions(client, 1, [preds[0], dict(preds[1], task="x")], backoff=0)
+
+
+def test_http_error_pages_become_one_line():
+    """A server's or a proxy's HTML error page is one line of its text, without tags."""
+    from label_studio_sdk.core.api_error import ApiError
+    page = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center>nginx"
+            "</center>\n</body>\n</html>\n")
+    assert ls.describe_error(ApiError(status_code=502, body=page)) == \
+        "HTTP 502: 502 Bad Gateway nginx"
+    text = ls.describe_error(ApiError(status_code=400, body={"detail": "a\nb <int>"}))
+    assert "\n" not in text and "<int>" in text
+
+
 def test_connect_needs_a_token(monkeypatch):
     monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
     with pytest.raises(ls.LabelStudioError, match="LABEL_STUDIO_API_KEY"):

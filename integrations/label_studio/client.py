@@ -49,15 +49,24 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
     return _TOKEN_PATTERN.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 
 
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _one_line(text: str, html: bool = False) -> str:
+    """``text`` on one line (every run of whitespace one space), at most 500 characters;
+    ``html``: a reply's text body (a server's or a proxy's HTML error page) without its tags."""
+    return " ".join((_TAG.sub(" ", text) if html else text).split())[:500]
+
+
 def _describe(exc: BaseException) -> str:
-    """An exception as text without response headers (they carry session cookies)."""
+    """An exception as one line without response headers (they carry session cookies)."""
     status = getattr(exc, "status_code", None)
     if status is not None and hasattr(exc, "body"):
         body = exc.body
         if isinstance(body, dict):
             body = {k: v for k, v in body.items() if k in ("detail", "validation_errors")} or body
-        return f"HTTP {status}: {str(body)[:500]}"
-    return f"{type(exc).__name__}: {str(exc)[:500]}"
+        return f"HTTP {status}: {_one_line(str(body), html=isinstance(body, str))}"
+    return f"{type(exc).__name__}: {_one_line(str(exc))}"
 
 
 def describe_error(exc: BaseException, client: Any = None) -> str:

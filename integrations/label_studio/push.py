@@ -46,6 +46,7 @@ from typing import Any, Optional, Sequence
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
+from ._records import task_id
 from .client import LabelStudioError, check_project
 from .target import check_tasks
 
@@ -110,6 +111,9 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     for n, p in enumerate(preds):
         if "task" not in p or not isinstance(p.get("result"), list):
             raise CrowdDataError(f"prediction {n} needs a 'task' and a 'result' list")
+        # as given, task "7" passes the pre-flight (ids as numbers) and the server refuses it
+        # ("task ID 7 not found"); np.int64 is no JSON
+        p["task"] = task_id(p["task"], f"prediction {n}")
         p["model_version"] = model_version
         tasks.append(p["task"])
     if len(set(tasks)) != len(tasks):
