@@ -679,6 +679,17 @@ def test_http_error_pages_become_one_line():
     assert "\n" not in text and "<int>" in text
 
 
+def test_a_refused_url_never_shows_the_token(monkeypatch):
+    secret, other = "fake-secret-token-0123456789abcdef", "argument-token-0123456789abcdef"
+    monkeypatch.setenv(ls.API_KEY_ENV, secret)
+    for url, key in ((f"127.0.0.1:8080/?token={secret}", None), (f"ftp://u:{secret}@h", None),
+                     (f"user:{other}@127.0.0.1:9", other)):
+        with pytest.raises(ls.LabelStudioError, match="URL") as info:
+            ls.connect(url, key)
+        assert secret not in str(info.value) and other not in str(info.value), url
+        assert "***" in str(info.value)
+
+
 def test_connect_needs_a_token(monkeypatch):
     monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
     with pytest.raises(ls.LabelStudioError, match="LABEL_STUDIO_API_KEY"):

@@ -119,18 +119,22 @@ def _call(fn: Callable[[], Any], what: str, secrets: list, retries: int, backoff
                 before_retry()
 
 
-def check_url(url: str) -> str:
+def check_url(url: str, api_key: Optional[str] = None) -> str:
     """``url`` without a trailing slash; raises :class:`LabelStudioError` when it has no
-    ``http://``/``https://`` scheme or no host (such a URL never works: not retried)."""
+    ``http://``/``https://`` scheme or no host (such a URL never works: not retried). The
+    message shows the URL with ``api_key``, ``$LABEL_STUDIO_API_KEY`` and ``token=...``
+    replaced by ``***``."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(str(url))
     if parts.scheme not in ("http", "https") or not parts.netloc:
         if "://" not in str(url):
-            raise LabelStudioError(f"Label Studio URL {str(url)!r} has no scheme: use "
-                                   f"'http://{url}' (or https://)")
-        raise LabelStudioError(f"Label Studio URL {str(url)!r} needs http:// or https:// and a "
-                               "host, as in 'http://localhost:8080'")
+            message = (f"Label Studio URL {str(url)!r} has no scheme: use 'http://{url}' "
+                       "(or https://)")
+        else:
+            message = (f"Label Studio URL {str(url)!r} needs http:// or https:// and a host, "
+                       "as in 'http://localhost:8080'")
+        raise LabelStudioError(_scrub(message, _secrets_of(api_key=api_key)))
     return str(url).rstrip("/")
 
 
@@ -144,8 +148,8 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError(f"talking to Label Studio needs label-studio-sdk; "
                           f"{INSTALL_HINT}") from None
-    url = check_url(url)
     key = api_key or os.environ.get(API_KEY_ENV)
+    url = check_url(url, key)
     if not key:
         raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
                                "variable (Python: api_key=)")
