@@ -690,6 +690,18 @@ def test_a_refused_url_never_shows_the_token(monkeypatch):
         assert "***" in str(info.value)
 
 
+def test_an_unreachable_server_is_one_line_saying_whether_it_was_retried():
+    client = ls.connect("http://127.0.0.1:9", "fake-secret-token-0123456789abcdef")
+    for retries, said in ((0, "not retried"), (1, "after 2 attempt(s), retried with backoff")):
+        with pytest.raises(ls.LabelStudioError) as info:
+            ls.check_project(client, 1, retries=retries, backoff=0)
+        text = str(info.value)
+        assert info.value.transient and said in text and "127.0.0.1:9" in text, text
+        if retries == 0:
+            assert "retried with backoff" not in text, text
+        assert "\n" not in text and "fake-secret" not in text
+
+
 def test_connect_needs_a_token(monkeypatch):
     monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
     with pytest.raises(ls.LabelStudioError, match="LABEL_STUDIO_API_KEY"):

@@ -111,9 +111,10 @@ def _call(fn: Callable[[], Any], what: str, secrets: list, retries: int, backoff
                 raise LabelStudioError(_scrub(f"{what} failed: {reason} (a permanent error: "
                                               "not retried)", secrets)) from None
             if attempt == retries:
-                raise LabelStudioError(_scrub(
-                    f"{what} failed after {attempt + 1} attempt(s), retried with backoff: "
-                    f"{_describe(exc)}", secrets), transient=True) from None
+                tried = (f"after {attempt + 1} attempt(s), retried with backoff" if attempt
+                         else "(a transient error, not retried: no retries allowed)")
+                raise LabelStudioError(_scrub(f"{what} failed {tried}: {_describe(exc)}",
+                                              secrets), transient=True) from None
             time.sleep(backoff * 2 ** attempt)
             if before_retry is not None:
                 before_retry()
