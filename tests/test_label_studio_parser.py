@@ -702,6 +702,19 @@ def test_an_unreachable_server_is_one_line_saying_whether_it_was_retried():
         assert "\n" not in text and "fake-secret" not in text
 
 
+def test_a_project_id_given_as_text_is_that_project():
+    """"1" (say from an environment variable) is project 1, the export's project: it was
+    refused as "comes from project 1, not project 1"."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    check = ls.check_tasks(client, "1", DATA / "demo.json", allow_data_mismatch=True)
+    assert (check.n_tasks, check.n_missing) == (8, 0)
+    pushed = ls.push_predictions(client, "1", preds, export=DATA / "demo.json",
+                                 allow_data_mismatch=True, backoff=0)
+    assert pushed.n_new == len(preds) == len(client.store)
+    with pytest.raises(CrowdDataError, match="project_id must be an integer, got str 'one'"):
+        ls.push_predictions(client, "one", preds, backoff=0)
+
+
 def test_connect_needs_a_token(monkeypatch):
     monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
     with pytest.raises(ls.LabelStudioError, match="LABEL_STUDIO_API_KEY"):

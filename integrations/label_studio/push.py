@@ -46,7 +46,7 @@ from typing import Any, Optional, Sequence
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
-from ._records import task_id
+from ._records import _integer_id, task_id
 from .client import LabelStudioError, check_project
 from .target import check_tasks
 
@@ -217,6 +217,7 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
+    project_id = _integer_id(project_id, "push_predictions", "project_id")
     preds, model_version = _checked_predictions(predictions, model_version)
     if preflight:
         check_project(client, project_id, retries=retries, backoff=backoff)
