@@ -702,6 +702,18 @@ def test_an_unreachable_server_is_one_line_saying_whether_it_was_retried():
         assert "\n" not in text and "fake-secret" not in text
 
 
+def test_a_stopped_push_names_the_project_and_the_url_without_the_token():
+    secret = "fake-secret-token-0123456789abcdef"
+    client = ls.connect(f"http://user:{secret}@127.0.0.1:9", secret)
+    for push in (lambda: ls.push_predictions(client, 1, _demo_predictions(), retries=0,
+                                             preflight=False),
+                 lambda: ls.check_tasks(client, 1, task_ids=[1], retries=0)):
+        with pytest.raises(ls.LabelStudioError) as info:
+            push()
+        text = str(info.value)
+        assert "project 1 at http://user:***@127.0.0.1:9" in text and secret not in text, text
+
+
 def test_a_project_id_given_as_text_is_that_project():
     """"1" (say from an environment variable) is project 1, the export's project: it was
     refused as "comes from project 1, not project 1"."""

@@ -47,7 +47,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
 from ._records import _integer_id, task_id
-from .client import LabelStudioError, check_project
+from .client import LabelStudioError, _base_url, _scrub, check_project
 from .target import check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
@@ -262,7 +262,9 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             _in_place(ops, updates, deletes, creates, model_version, batch_size, bar, state,
                       counts)
     except LabelStudioError as exc:
-        raise LabelStudioError(_stopped(exc, model_version, project_id, staging, state, counts),
+        where = f"project {project_id} at {_base_url(client)}"
+        raise LabelStudioError(_scrub(_stopped(exc, model_version, where, staging, state, counts),
+                                      ops.secrets),
                                transient=exc.transient) from None
     finally:
         if bar is not None:
@@ -334,10 +336,10 @@ def _complete_swap(ops: PushOps, listing: list, version: str, staging: str,
     ops.delete_version(staging)
 
 
-def _stopped(exc: LabelStudioError, version: str, project_id: int, staging: str, state: dict,
+def _stopped(exc: LabelStudioError, version: str, where: str, staging: str, state: dict,
              counts: dict) -> str:
     """The message of a stopped push: how far it got, what every task holds, what to do."""
-    head = f"push of model_version {version!r} to project {project_id} stopped at {state['stage']}"
+    head = f"push of model_version {version!r} to {where} stopped at {state['stage']}"
     if state["bulk"]:
         done = "(a bulk update)"
         holds = ("no task lost its prediction; some hold the new one as model version "

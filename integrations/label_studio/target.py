@@ -19,7 +19,7 @@ from typing import Any, Optional
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._records import _integer_id, load_export
-from .client import _NO_RETRY, _call, _secrets_of
+from .client import _NO_RETRY, _base_url, _call, _secrets_of
 
 __all__ = ["TaskCheck", "check_tasks", "data_hash", "export_tasks"]
 
@@ -138,8 +138,8 @@ def _project_data(client: Any, project_id: int, retries: int, backoff: float) ->
                                   resolve_uri=False, page_size=_PAGE, request_options=_NO_RETRY)
         return {int(t.id): t.data for t in pages}
 
-    return _call(fetch, f"listing the tasks of project {project_id}", _secrets_of(client),
-                 retries, backoff)
+    return _call(fetch, f"listing the tasks of project {project_id} at {_base_url(client)}",
+                 _secrets_of(client), retries, backoff)
 
 
 def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: Any = None,
