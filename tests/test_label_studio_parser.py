@@ -727,6 +727,41 @@ def test_a_project_id_given_as_text_is_that_project():
         ls.push_predictions(client, "one", preds, backoff=0)
 
 
+def test_a_token_read_with_its_newline_is_sent_without_it(monkeypatch):
+    """A token file's trailing newline made every request a permanent 'Illegal header value'
+    error; stripped, the request goes out (to a socket that hangs up: a transient error)."""
+    import socket
+    import threading
+    secret = "fake-secret-token-0123456789abcdef"
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        while True:
+            try:
+                server.accept()[0].close()
+            except OSError:  # closed at the end of the test
+                return
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        for key, env in ((secret + "\n", None), (None, f" {secret}\n")):
+            if env is None:
+                monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
+            else:
+                monkeypatch.setenv(ls.API_KEY_ENV, env)
+            with pytest.raises(ls.LabelStudioError) as info:
+                ls.check_project(ls.connect(url, key), 1, retries=0)
+            text = str(info.value)
+            assert info.value.transient and "Illegal header" not in text, text
+            assert secret not in text
+    finally:
+        server.close()
+    monkeypatch.setenv(ls.API_KEY_ENV, " \n")
+    with pytest.raises(ls.LabelStudioError, match="no Label Studio API token"):
+        ls.connect("http://127.0.0.1:9")
+
+
 def test_connect_needs_a_token(monkeypatch):
     monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
     with pytest.raises(ls.LabelStudioError, match="LABEL_STUDIO_API_KEY"):

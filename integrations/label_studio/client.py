@@ -143,13 +143,14 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
     """A ``label_studio_sdk.LabelStudio`` client (no SDK-side retries: ours are idempotent).
 
     The token comes from ``api_key`` or ``$LABEL_STUDIO_API_KEY``; it is never printed.
+    Whitespace around it (a token file's newline) is dropped: no token holds any.
     """
     try:
         from label_studio_sdk import LabelStudio
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError(f"talking to Label Studio needs label-studio-sdk; "
                           f"{INSTALL_HINT}") from None
-    key = api_key or os.environ.get(API_KEY_ENV)
+    key = (api_key or os.environ.get(API_KEY_ENV) or "").strip()
     url = check_url(url, key)
     if not key:
         raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
