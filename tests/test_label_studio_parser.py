@@ -652,6 +652,116 @@ def test_push_checks_its_input():
     assert client.calls == []
 
 
+def test_push_takes_task_ids_as_text_or_numpy_integers():
+    """Task ids are sent as JSON integers: the server looks "3" up as text and refuses it,
+    and numpy integers are no JSON; compared as given they would not match the ints held."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    ls.push_predictions(client, 1, preds, backoff=0)
+    for cast in (str, np.int64):
+        again = ls.push_predictions(client, 1, [dict(p, task=cast(p["task"])) for p in preds],
+                                    backoff=0)
+        assert (again.n_new, again.n_unchanged) == (0, len(preds)), cast
+    assert len(client.store) == len(preds)
+    assert all(type(p.task) is int for p in client.store.values())
+    with pytest.raises(CrowdDataError, match="prediction 1: task id must be an integer, got "
+                                             "str 'x'"):
+        ls.push_predictions(client, 1, [preds[0], dict(preds[1], task="x")], backoff=0)
+
+
+def test_http_error_pages_become_one_line():
+    """A server's or a proxy's HTML error page is one line of its text, without tags."""
+    from label_studio_sdk.core.api_error import ApiError
+    page = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center>nginx"
+            "</center>\n</body>\n</html>\n")
+    assert ls.describe_error(ApiError(status_code=502, body=page)) == \
+        "HTTP 502: 502 Bad Gateway nginx"
+    text = ls.describe_error(ApiError(status_code=400, body={"detail": "a\nb <int>"}))
+    assert "\n" not in text and "<int>" in text
+
+
+def test_a_refused_url_never_shows_the_token(monkeypatch):
+    secret, other = "fake-secret-token-0123456789abcdef", "argument-token-0123456789abcdef"
+    monkeypatch.setenv(ls.API_KEY_ENV, secret)
+    for url, key in ((f"127.0.0.1:8080/?token={secret}", None), (f"ftp://u:{secret}@h", None),
+                     (f"user:{other}@127.0.0.1:9", other)):
+        with pytest.raises(ls.LabelStudioError, match="URL") as info:
+            ls.connect(url, key)
+        assert secret not in str(info.value) and other not in str(info.value), url
+        assert "***" in str(info.value)
+
+
+def test_an_unreachable_server_is_one_line_saying_whether_it_was_retried():
+    client = ls.connect("http://127.0.0.1:9", "fake-secret-token-0123456789abcdef")
+    for retries, said in ((0, "not retried"), (1, "after 2 attempt(s), retried with backoff")):
+        with pytest.raises(ls.LabelStudioError) as info:
+            ls.check_project(client, 1, retries=retries, backoff=0)
+        text = str(info.value)
+        assert info.value.transient and said in text and "127.0.0.1:9" in text, text
+        if retries == 0:
+            assert "retried with backoff" not in text, text
+        assert "\n" not in text and "fake-secret" not in text
+
+
+def test_a_stopped_push_names_the_project_and_the_url_without_the_token():
+    secret = "fake-secret-token-0123456789abcdef"
+    client = ls.connect(f"http://user:{secret}@127.0.0.1:9", secret)
+    for push in (lambda: ls.push_predictions(client, 1, _demo_predictions(), retries=0,
+                                             preflight=False),
+                 lambda: ls.check_tasks(client, 1, task_ids=[1], retries=0)):
+        with pytest.raises(ls.LabelStudioError) as info:
+            push()
+        text = str(info.value)
+        assert "project 1 at http://user:***@127.0.0.1:9" in text and secret not in text, text
+
+
+def test_a_project_id_given_as_text_is_that_project():
+    """"1" (say from an environment variable) is project 1, the export's project: it was
+    refused as "comes from project 1, not project 1"."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    check = ls.check_tasks(client, "1", DATA / "demo.json", allow_data_mismatch=True)
+    assert (check.n_tasks, check.n_missing) == (8, 0)
+    pushed = ls.push_predictions(client, "1", preds, export=DATA / "demo.json",
+                                 allow_data_mismatch=True, backoff=0)
+    assert pushed.n_new == len(preds) == len(client.store)
+    with pytest.raises(CrowdDataError, match="project_id must be an integer, got str 'one'"):
+        ls.push_predictions(client, "one", preds, backoff=0)
+
+
+def test_a_token_read_with_its_newline_is_sent_without_it(monkeypatch):
+    """A token file's trailing newline made every request a permanent 'Illegal header value'
+    error; stripped, the request goes out (to a socket that hangs up: a transient error)."""
+    import socket
+    import threading
+    secret = "fake-secret-token-0123456789abcdef"
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        while True:
+            try:
+                server.accept()[0].close()
+            except OSError:  # closed at the end of the test
+                return
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        for key, env in ((secret + "\n", None), (None, f" {secret}\n")):
+            if env is None:
+                monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
+            else:
+                monkeypatch.setenv(ls.API_KEY_ENV, env)
+            with pytest.raises(ls.LabelStudioError) as info:
+                ls.check_project(ls.connect(url, key), 1, retries=0)
+            text = str(info.value)
+            assert info.value.transient and "Illegal header" not in text, text
+            assert secret not in text
+    finally:
+        server.close()
+    monkeypatch.setenv(ls.API_KEY_ENV, " \n")
+    with pytest.raises(ls.LabelStudioError, match="no Label Studio API token"):
+        ls.connect("http://127.0.0.1:9")
+
+
 def test_connect_needs_a_token(monkeypatch):
     monkeypatch.delenv(ls.API_KEY_ENV, raising=False)
     with pytest.raises(ls.LabelStudioError, match="LABEL_STUDIO_API_KEY"):

@@ -49,15 +49,24 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
     return _TOKEN_PATTERN.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 
 
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _one_line(text: str, html: bool = False) -> str:
+    """``text`` on one line (every run of whitespace one space), at most 500 characters;
+    ``html``: a reply's text body (a server's or a proxy's HTML error page) without its tags."""
+    return " ".join((_TAG.sub(" ", text) if html else text).split())[:500]
+
+
 def _describe(exc: BaseException) -> str:
-    """An exception as text without response headers (they carry session cookies)."""
+    """An exception as one line without response headers (they carry session cookies)."""
     status = getattr(exc, "status_code", None)
     if status is not None and hasattr(exc, "body"):
         body = exc.body
         if isinstance(body, dict):
             body = {k: v for k, v in body.items() if k in ("detail", "validation_errors")} or body
-        return f"HTTP {status}: {str(body)[:500]}"
-    return f"{type(exc).__name__}: {str(exc)[:500]}"
+        return f"HTTP {status}: {_one_line(str(body), html=isinstance(body, str))}"
+    return f"{type(exc).__name__}: {_one_line(str(exc))}"
 
 
 def describe_error(exc: BaseException, client: Any = None) -> str:
@@ -102,26 +111,31 @@ def _call(fn: Callable[[], Any], what: str, secrets: list, retries: int, backoff
                 raise LabelStudioError(_scrub(f"{what} failed: {reason} (a permanent error: "
                                               "not retried)", secrets)) from None
             if attempt == retries:
-                raise LabelStudioError(_scrub(
-                    f"{what} failed after {attempt + 1} attempt(s), retried with backoff: "
-                    f"{_describe(exc)}", secrets), transient=True) from None
+                tried = (f"after {attempt + 1} attempt(s), retried with backoff" if attempt
+                         else "(a transient error, not retried: no retries allowed)")
+                raise LabelStudioError(_scrub(f"{what} failed {tried}: {_describe(exc)}",
+                                              secrets), transient=True) from None
             time.sleep(backoff * 2 ** attempt)
             if before_retry is not None:
                 before_retry()
 
 
-def check_url(url: str) -> str:
+def check_url(url: str, api_key: Optional[str] = None) -> str:
     """``url`` without a trailing slash; raises :class:`LabelStudioError` when it has no
-    ``http://``/``https://`` scheme or no host (such a URL never works: not retried)."""
+    ``http://``/``https://`` scheme or no host (such a URL never works: not retried). The
+    message shows the URL with ``api_key``, ``$LABEL_STUDIO_API_KEY`` and ``token=...``
+    replaced by ``***``."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(str(url))
     if parts.scheme not in ("http", "https") or not parts.netloc:
         if "://" not in str(url):
-            raise LabelStudioError(f"Label Studio URL {str(url)!r} has no scheme: use "
-                                   f"'http://{url}' (or https://)")
-        raise LabelStudioError(f"Label Studio URL {str(url)!r} needs http:// or https:// and a "
-                               "host, as in 'http://localhost:8080'")
+            message = (f"Label Studio URL {str(url)!r} has no scheme: use 'http://{url}' "
+                       "(or https://)")
+        else:
+            message = (f"Label Studio URL {str(url)!r} needs http:// or https:// and a host, "
+                       "as in 'http://localhost:8080'")
+        raise LabelStudioError(_scrub(message, _secrets_of(api_key=api_key)))
     return str(url).rstrip("/")
 
 
@@ -129,14 +143,15 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
     """A ``label_studio_sdk.LabelStudio`` client (no SDK-side retries: ours are idempotent).
 
     The token comes from ``api_key`` or ``$LABEL_STUDIO_API_KEY``; it is never printed.
+    Whitespace around it (a token file's newline) is dropped: no token holds any.
     """
     try:
         from label_studio_sdk import LabelStudio
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError(f"talking to Label Studio needs label-studio-sdk; "
                           f"{INSTALL_HINT}") from None
-    url = check_url(url)
-    key = api_key or os.environ.get(API_KEY_ENV)
+    key = (api_key or os.environ.get(API_KEY_ENV) or "").strip()
+    url = check_url(url, key)
     if not key:
         raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
                                "variable (Python: api_key=)")

@@ -46,7 +46,8 @@ from typing import Any, Optional, Sequence
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
-from .client import LabelStudioError, check_project
+from ._records import _integer_id, task_id
+from .client import LabelStudioError, _base_url, _scrub, check_project
 from .target import check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
@@ -110,6 +111,9 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     for n, p in enumerate(preds):
         if "task" not in p or not isinstance(p.get("result"), list):
             raise CrowdDataError(f"prediction {n} needs a 'task' and a 'result' list")
+        # as given, task "7" passes the pre-flight (ids as numbers) and the server refuses it
+        # ("task ID 7 not found"); np.int64 is no JSON
+        p["task"] = task_id(p["task"], f"prediction {n}")
         p["model_version"] = model_version
         tasks.append(p["task"])
     if len(set(tasks)) != len(tasks):
@@ -213,6 +217,7 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
+    project_id = _integer_id(project_id, "push_predictions", "project_id")
     preds, model_version = _checked_predictions(predictions, model_version)
     if preflight:
         check_project(client, project_id, retries=retries, backoff=backoff)
@@ -257,7 +262,9 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             _in_place(ops, updates, deletes, creates, model_version, batch_size, bar, state,
                       counts)
     except LabelStudioError as exc:
-        raise LabelStudioError(_stopped(exc, model_version, project_id, staging, state, counts),
+        where = f"project {project_id} at {_base_url(client)}"
+        raise LabelStudioError(_scrub(_stopped(exc, model_version, where, staging, state, counts),
+                                      ops.secrets),
                                transient=exc.transient) from None
     finally:
         if bar is not None:
@@ -329,10 +336,10 @@ def _complete_swap(ops: PushOps, listing: list, version: str, staging: str,
     ops.delete_version(staging)
 
 
-def _stopped(exc: LabelStudioError, version: str, project_id: int, staging: str, state: dict,
+def _stopped(exc: LabelStudioError, version: str, where: str, staging: str, state: dict,
              counts: dict) -> str:
     """The message of a stopped push: how far it got, what every task holds, what to do."""
-    head = f"push of model_version {version!r} to project {project_id} stopped at {state['stage']}"
+    head = f"push of model_version {version!r} to {where} stopped at {state['stage']}"
     if state["bulk"]:
         done = "(a bulk update)"
         holds = ("no task lost its prediction; some hold the new one as model version "

@@ -18,8 +18,8 @@ from typing import Any, Optional
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
-from ._records import load_export
-from .client import _NO_RETRY, _call, _secrets_of
+from ._records import _integer_id, load_export
+from .client import _NO_RETRY, _base_url, _call, _secrets_of
 
 __all__ = ["TaskCheck", "check_tasks", "data_hash", "export_tasks"]
 
@@ -138,8 +138,8 @@ def _project_data(client: Any, project_id: int, retries: int, backoff: float) ->
                                   resolve_uri=False, page_size=_PAGE, request_options=_NO_RETRY)
         return {int(t.id): t.data for t in pages}
 
-    return _call(fetch, f"listing the tasks of project {project_id}", _secrets_of(client),
-                 retries, backoff)
+    return _call(fetch, f"listing the tasks of project {project_id} at {_base_url(client)}",
+                 _secrets_of(client), retries, backoff)
 
 
 def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: Any = None,
@@ -160,6 +160,8 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
     """
     if export is None and task_ids is None:
         raise TypeError("check_tasks needs export= or task_ids=")
+    # as text ("1", from an environment variable) it never equals the export's project 1
+    project_id = _integer_id(project_id, "check_tasks", "project_id")
     mine = export_tasks(export, format) if export is not None else None
     where = f"project {project_id}"
     if mine is not None:
