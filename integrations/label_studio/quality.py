@@ -87,9 +87,13 @@ def _one_control(source: Any, name: str, *, method: Optional[str],
         lvl = _level(export, level)
     quality = annotator_report(export, model)
     report = agreement_report(data, level=lvl, n_bootstrap=n_bootstrap, seed=seed)
-    # the tasks whose consensus is most likely wrong (sequence models have no such ranking)
-    review = model.label_issues().head(REVIEW_ITEMS).rename(columns={"item": "task"}) \
-        if hasattr(model, "label_issues") else None
+    # the tasks whose consensus is most likely wrong (sequence models have no such ranking);
+    # a task nobody labelled for this control has no consensus, only the class prior
+    review = None
+    if hasattr(model, "label_issues"):
+        issues = model.label_issues()
+        review = issues[issues["n_annotations"] > 0].head(REVIEW_ITEMS) \
+            .reset_index(drop=True).rename(columns={"item": "task"})
     doc = {"control": name, "type": export.control_type, "level": lvl,
            "model": type(model).__name__, "summary_of_export": str(export.summary),
            "agreement": report.to_dict(), "annotators": records(quality),
@@ -185,8 +189,8 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
         if review is not None:
             body.append("<h3>Items to review first</h3><p class='note'>The tasks whose "
                         "consensus label is most likely wrong: lowest consensus quality (the "
-                        "label model's calibrated chance that the consensus is right) first."
-                        "</p>")
+                        "label model's calibrated chance that the consensus is right) first; tasks "
+                        "without an annotation of this control are left out.</p>")
             body.append(table_html(review, join_path("controls", name, "items_to_review")))
     out = Path(out_dir)
     html_path = atomic_write_text(out / "report.html", page_html(title, "\n".join(body), plots))
