@@ -49,7 +49,8 @@ def test_every_option_has_help_default_and_choices(path):
         if isinstance(action, argparse._HelpAction):
             continue
         assert action.help, f"{path}: {action.dest} has no help"
-        if action.option_strings and action.default not in (None, False):
+        # identity, not ``in``: 0 == False, and a default of 0 (the seeds) is shown too
+        if action.option_strings and action.default is not None and action.default is not False:
             assert f"default: {action.default}" in flat, (path, action.dest)
         if action.choices and action.dest not in ("method", "methods"):
             assert all(str(c) in flat for c in action.choices), (path, action.dest)

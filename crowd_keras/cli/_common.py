@@ -24,7 +24,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         text = action.help or ""
         default = action.default
         if ("%(default)" not in text and "default:" not in text and action.option_strings
-                and default not in (None, False, argparse.SUPPRESS) and not isinstance(
+                and default is not None and default is not False   # 0 == False: a seed 0 shows
+                and default != argparse.SUPPRESS and not isinstance(
                     action, (argparse._HelpAction, argparse._VersionAction))):
             text += " (default: %(default)s)"
         return text
