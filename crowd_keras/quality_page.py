@@ -128,12 +128,14 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
     from . import plot
 
     items = "tokens" if report.spans is not None else "items"
+    intervals = (f"{report.confidence:.0%} bootstrap over {items}, {report.n_bootstrap} "
+                 f"replicates, seed {html.escape(str(report.seed))}" if report.n_bootstrap
+                 else "none (no bootstrap replicates)")
     parts = [f"<p class='note'>{items}: {number_text(report.counts['n_items'])}, with two or "
              f"more annotations: {number_text(report.counts['n_items_pairable'])}, with one "
              f"(left out of alpha and kappa): {number_text(report.counts['n_items_single'])}; "
              f"annotators: {number_text(report.counts['n_annotators'])}; intervals: "
-             f"{report.confidence:.0%} bootstrap over {items}, {report.n_bootstrap} replicates, "
-             f"seed {html.escape(str(report.seed))}; alpha level: {report.level}</p>",
+             f"{intervals}; alpha level: {report.level}</p>",
              table_html(report.summary, f"{path}/summary" if path else None)]
     pictures = plots and have_matplotlib()
     if report.kappa_matrix is not None and pictures:

@@ -210,6 +210,18 @@ def test_agree_command(tmp_path, capsys):
             "--level ordinal (class order) or --level nominal") in capsys.readouterr().err
 
 
+def test_page_says_no_intervals_without_bootstrap(tmp_path):
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n1,a,x\n1,b,x\n2,a,y\n2,b,x\n3,a,y\n3,b,y\n")
+    for n, expected in (("0", "intervals: none (no bootstrap replicates)"),
+                        ("20", "intervals: 95% bootstrap over items, 20 replicates, seed 0")):
+        out = tmp_path / f"boot{n}"
+        assert main(["agree", str(answers), "--bootstrap", n, "--out", str(out), "--quiet",
+                     "--no-plots"]) == 0
+        page = (out / "report.html").read_text()
+        assert expected in page
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
