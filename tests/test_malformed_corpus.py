@@ -2157,6 +2157,16 @@ CLI_FILE_CASES += [
      ["label-studio", "report", "{dir}/export.json", "--out", "{dir}/answers.csv/r"], 2,
      r"--out '.*answers\.csv/r': " + _UNDER),
 ]
+# a report command writes DIR/report.html and DIR/report.json: an input of that name there
+_IN_OUT = r"the report file \(in --out\) '.*{}' "
+CLI_FILE_CASES += [
+    ("ls-report-json-over-export", ["label-studio", "report", "{dir}/report.json", "--out",
+                                    "{dir}"], 2,
+     _IN_OUT.format(r"report\.json") + _SAME.format("the export")),
+    ("agree-report-html-over-input", ["agree", "{dir}/report.html", "--out", "{dir}/.",
+                                      "--bootstrap", "0"], 1,
+     _IN_OUT.format(r"report\.html") + _SAME.format("the input file")),
+]
 for _flag, _value, _low in (("--retries", "-1", 0), ("--retries", "two", 0),
                             ("--retries", "1.5", 0), ("--batch-size", "0", 1),
                             ("--batch-size", "-3", 1), ("--project", "0", 1),
@@ -2189,6 +2199,8 @@ def test_cli_refuses_clashing_paths_and_bad_numbers_before_any_work(name, argv, 
     (tmp_path / "export.json").write_bytes(EXPORT.read_bytes())
     (tmp_path / "export-link.json").symlink_to(tmp_path / "export.json")
     (tmp_path / "config.xml").write_bytes(CONFIG.read_bytes())
+    (tmp_path / "report.json").write_bytes(EXPORT.read_bytes())   # inputs named as reports
+    (tmp_path / "report.html").write_text(ANSWERS)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     try:
         got = main([a.format(dir=tmp_path) for a in argv] + ["--quiet"])

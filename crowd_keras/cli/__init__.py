@@ -23,7 +23,7 @@ from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
-from ._checks import check_output_kinds, check_paths, int_at_least
+from ._checks import check_output_kinds, check_paths, int_at_least, report_files
 from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
                       cli_words, common_options, run_handler, target_prior_problem)
 
@@ -241,7 +241,8 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
 
     check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
                 [("--out", getattr(args, "out", None)),
-                 ("--annotators", getattr(args, "annotators", None))])
+                 ("--annotators", getattr(args, "annotators", None))]
+                + (report_files(args.out) if out_folder else []))
     outputs = [("--out", getattr(args, "out", None)),
                ("--annotators", getattr(args, "annotators", None))]
     check_output_kinds(files=[] if out_folder else outputs,

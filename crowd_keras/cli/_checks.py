@@ -10,7 +10,10 @@ from typing import Callable, Iterable, Optional
 
 from ..errors import CrowdDataError
 
-__all__ = ["int_at_least", "check_paths", "check_output_kinds"]
+__all__ = ["int_at_least", "check_paths", "check_output_kinds", "report_files"]
+
+#: The files a report command writes into its ``--out`` folder.
+REPORT_FILES = ("report.html", "report.json")
 
 
 def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
@@ -65,6 +68,15 @@ def check_paths(inputs: Iterable[tuple[str, Optional[str]]],
                                      "file: one output would overwrite the other; choose two "
                                      "paths")
         seen.append((name, path))
+
+
+def report_files(folder: Optional[str]) -> list[tuple[str, Optional[str]]]:
+    """``(name, path)`` of the files a report writes into ``folder`` (none without a folder),
+    for :func:`check_paths`: an input saved there as ``report.json`` must not be overwritten."""
+    if folder is None:
+        return []
+    return [("the report file (in --out)", os.path.join(str(folder), name))
+            for name in REPORT_FILES]
 
 
 def check_output_kinds(files: Iterable[tuple[str, Optional[str]]] = (),

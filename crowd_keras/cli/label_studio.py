@@ -26,7 +26,7 @@ from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
 
-from ._checks import check_output_kinds, check_paths, int_at_least
+from ._checks import check_output_kinds, check_paths, int_at_least, report_files
 from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
                       cli_words, common_options, target_prior_problem)
 
@@ -214,7 +214,7 @@ def report_command(args: argparse.Namespace) -> int:
 
     try:  # before any work: the report folder must not be the export nor an existing file
         check_paths([("the export", args.export), ("--label-config", args.label_config)],
-                    [("--out", args.out)])
+                    [("--out", args.out)] + report_files(args.out))
         check_output_kinds(folders=[("--out", args.out)])
     except CrowdDataError as exc:
         _err(exc)
