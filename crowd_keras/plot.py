@@ -147,7 +147,8 @@ def omega_distribution(omega: Any, ax: Any = None, bins: int = 30, title: Option
 
 def kappa_matrix(matrix: Any, ax: Any = None, title: Optional[str] = None):
     """Heat map of pairwise agreement (e.g. ``crowd_keras.agreement.cohen_kappa_matrix``):
-    annotators × annotators, NaN (no shared item) in grey. Returns the ``Axes``."""
+    annotators × annotators, NaN (no shared item, or kappa undefined: chance agreement 1) in
+    grey. Returns the ``Axes``."""
     plt = _plt()
     m = np.asarray(matrix, dtype=float)
     names = [str(n) for n in getattr(matrix, "index", range(len(m)))]
@@ -158,7 +159,7 @@ def kappa_matrix(matrix: Any, ax: Any = None, title: Optional[str] = None):
     image = ax.imshow(np.ma.masked_invalid(m), vmin=-0.2, vmax=1.0, cmap=cmap)
     ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
     ax.set_yticks(range(len(names)), names, fontsize=7)
-    ax.set_title(title or "Cohen's kappa per pair (grey: no shared item)")
+    ax.set_title(title or "Cohen's kappa per pair (grey: no shared item or undefined)")
     ax.figure.colorbar(image, ax=ax, fraction=0.046)
     return ax
 

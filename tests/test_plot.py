@@ -46,3 +46,21 @@ def test_annotator_quality_and_omega(fitted):
     ax = plot.omega_distribution(np.array([0.1, 0.2, 0.9, np.nan]))
     heights = [p.get_height() for p in ax.patches]
     assert sum(heights) == 3  # NaN left out, three values binned
+
+
+def test_kappa_heat_map_greys_undefined_pairs_and_says_so():
+    import pandas as pd
+
+    from crowd_keras import Annotations
+    from crowd_keras.agreement import cohen_kappa_matrix
+    # a and b share items 0-1 but both always say class 0: p_e = 1, kappa undefined;
+    # a and c share item 2 and disagree: kappa defined
+    ann = Annotations.from_frame(
+        pd.DataFrame({"item": [0, 0, 1, 1, 2, 2], "worker": ["a", "b", "a", "b", "a", "c"],
+                      "label": ["x", "x", "x", "x", "x", "y"]}),
+        item="item", annotator="worker", label="label")
+    kappa = cohen_kappa_matrix(ann)
+    assert np.isnan(kappa.loc["a", "b"]) and np.isfinite(kappa.loc["a", "c"])
+    ax = plot.kappa_matrix(kappa)
+    assert "undefined" in ax.get_title()   # grey is not only "no shared item"
+    matplotlib.pyplot.close(ax.figure)

@@ -263,7 +263,8 @@ def _square(ann: Any, a: np.ndarray, b: np.ndarray, values: np.ndarray, fill: fl
 
 def cohen_kappa_matrix(annotations: Any, pairs: Any = None) -> pd.DataFrame:
     """Annotators × annotators DataFrame of Cohen's kappa (:func:`pairwise_kappas`), NaN
-    where two annotators share no item and on the diagonal. Dense: annotators² floats; for
+    where two annotators share no item, where kappa is undefined (``p_e = 1``: both gave one
+    and the same class on all their shared items) and on the diagonal. Dense: annotators² floats; for
     thousands of annotators use :func:`pairwise_kappas` (overlapping pairs only).
 
     ``pairs``: the :func:`pairwise_kappas` frame when already computed.
