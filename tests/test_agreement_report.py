@@ -210,6 +210,17 @@ def test_agree_command(tmp_path, capsys):
             "--level ordinal (class order) or --level nominal") in capsys.readouterr().err
 
 
+def test_agree_prints_undefined_statistics_as_n_a(tmp_path, capsys):
+    # one class only: alpha, Fleiss' and Cohen's kappa are undefined (chance agreement 1)
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n1,a,x\n1,b,x\n2,a,x\n2,b,x\n")
+    assert main(["agree", str(answers), "--bootstrap", "0", "--quiet"]) == 0
+    lines = dict(line.rsplit(None, 1) for line in capsys.readouterr().out.splitlines()
+                 if line.startswith(("krippendorff", "fleiss", "percent", "mean_pairwise")))
+    assert lines == {"krippendorff_alpha (nominal)": "n/a", "fleiss_kappa": "n/a",
+                     "percent_agreement": "1.0000", "mean_pairwise_kappa": "n/a"}
+
+
 def test_page_says_no_intervals_without_bootstrap(tmp_path):
     answers = tmp_path / "answers.csv"
     answers.write_text("task,worker,label\n1,a,x\n1,b,x\n2,a,y\n2,b,x\n3,a,y\n3,b,y\n")

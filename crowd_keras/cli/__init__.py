@@ -328,7 +328,8 @@ def _agree(args: argparse.Namespace) -> int:
         ci = (f"  [{row.low:.3f}, {row.high:.3f}]" if np.isfinite(row.low) else "")
         name = f"{row.statistic} ({args.level})" if row.statistic == "krippendorff_alpha" \
             else row.statistic
-        print(f"{name:<{width + 11}}  {row.value:8.4f}{ci}")
+        value = f"{row.value:8.4f}" if np.isfinite(row.value) else f"{'n/a':>8}"  # undefined
+        print(f"{name:<{width + 11}}  {value}{ci}")
     if args.out:
         from ..aggregation import get_label_model
         from ..quality_page import agreement_section, page_html
