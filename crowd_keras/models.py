@@ -216,7 +216,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
         return {name: ops.expand_dims(value, 0) for name, value in logs.items()}
 
     def evaluate(self, x: Any = None, y: Any = None, **kwargs: Any) -> Any:
-        x, y = self.crowd_data(x, y)
+        # fit's validation pass (validation_data / validation_split) hands back the targets
+        # fit already converted; converting them again would read padded labels as dense.
+        if not kwargs.get("_use_cached_eval_dataset"):
+            x, y = self.crowd_data(x, y)
         return super().evaluate(x, y, **kwargs)
 
     def _validation(self, data: Any) -> Any:

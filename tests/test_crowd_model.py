@@ -130,6 +130,20 @@ def test_bad_targets_raise_crowd_data_error(sim):
         model.fit(sim.x, half)
 
 
+def test_validation_data_and_split_take_annotations(sim):
+    """fit converted the validation targets, then Keras' validation pass called the overridden
+    evaluate, which converted them again and read the padded labels as dense targets:
+    'dense targets must be (items, [time,] annotators=20) ... got shape (60, 3)'."""
+    x, ann = sim.x[:60], sim.annotations.subset(np.arange(60))
+    model = CrowdModel(mlp(), CrowdLayer(A), warmup_epochs=0)   # val_loss of the final model
+    model.compile()
+    hist = model.fit(x, ann, validation_data=(x, ann), epochs=1, batch_size=32, verbose=0)
+    np.testing.assert_allclose(hist.history["val_loss"][0], model.evaluate(x, ann, verbose=0),
+                               rtol=1e-5)
+    hist = model.fit(x, ann, validation_split=0.25, epochs=1, batch_size=32, verbose=0)
+    assert np.isfinite(hist.history["val_loss"][0])
+
+
 def test_a_noise_layer_without_annotators_is_refused_at_construction():
     """The global MixtureOfGroups (num_annotators=None) was accepted and failed in fit with
     'dense targets must be (items, [time,] annotators=None)' or deep inside its call."""
