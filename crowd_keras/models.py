@@ -410,6 +410,11 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         if y is None:
             return self._checked_inputs(x), y
+        if keras.tree.flatten(x) and np.ndim(keras.tree.flatten(x)[0]) == 0:
+            raise TypeError(f"targets y are given, so x must be arrays (one row per item), got "
+                            f"{type(x).__name__}; a tf.data.Dataset or generator yields "
+                            "(inputs, targets) itself, with y=None "
+                            "(crowd_keras.inputs.annotation_dataset builds one)")
         n = n_rows(x)
         if isinstance(y, Annotations):
             if self.is_regression:

@@ -144,6 +144,18 @@ def test_validation_data_and_split_take_annotations(sim):
     assert np.isfinite(hist.history["val_loss"][0])
 
 
+def test_a_dataset_or_generator_x_with_separate_targets_is_a_type_error(sim):
+    """x given as a dataset or generator with y=annotations failed in row counting with
+    'IndexError: tuple index out of range'."""
+    tf = pytest.importorskip("tensorflow")
+    model = CrowdModel(mlp(), CrowdLayer(A))
+    model.compile()
+    gen = (sim.x[:8] for _ in range(2))
+    for x in (tf.data.Dataset.from_tensor_slices(sim.x).batch(8), gen):
+        with pytest.raises(TypeError, match=f"got {type(x).__name__}.*y=None"):
+            model.fit(x, sim.annotations, epochs=1, verbose=0)
+
+
 def test_a_noise_layer_without_annotators_is_refused_at_construction():
     """The global MixtureOfGroups (num_annotators=None) was accepted and failed in fit with
     'dense targets must be (items, [time,] annotators=None)' or deep inside its call."""
