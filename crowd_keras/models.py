@@ -178,6 +178,12 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
         With arrays of class labels, the annotators are then summarised
         (:meth:`summarize_annotators`: one more pass over the training items)."""
+        if kwargs.get("class_weight") is not None:
+            # Keras reads a target row as one class (its argmax): here a row holds several
+            # annotators' labels, so the weights would fall on slot positions, not classes.
+            raise ValueError("class_weight is not supported by CrowdModel.fit: a target row "
+                             "holds several annotators' labels, not one class; give "
+                             "sample_weight (one weight per item) instead")
         given_x, given_y = x, y
         x, y = self.crowd_data(x, y)
         if kwargs.get("validation_data") is not None:

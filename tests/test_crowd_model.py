@@ -156,6 +156,19 @@ def test_a_dataset_or_generator_x_with_separate_targets_is_a_type_error(sim):
             model.fit(x, sim.annotations, epochs=1, verbose=0)
 
 
+def test_class_weight_is_refused_and_truth_validation_checks_its_labels(sim):
+    """class_weight ran and weighted each item by the argmax of its target row, i.e. by the
+    slot or annotator position of its largest label code, not by a class; TruthValidation
+    with fewer labels than rows scored only the first rows (a wrong accuracy)."""
+    model = CrowdModel(mlp(), CrowdLayer(A))
+    model.compile()
+    with pytest.raises(ValueError, match="class_weight is not supported.*sample_weight"):
+        model.fit(sim.x[:40], sim.annotations.subset(np.arange(40)),
+                  class_weight={0: 1.0, 1: 2.0}, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"\(40 rows\), got shape \(30,\)"):
+        TruthValidation(sim.x[:40], sim.y[:30])
+
+
 def test_a_noise_layer_without_annotators_is_refused_at_construction():
     """The global MixtureOfGroups (num_annotators=None) was accepted and failed in fit with
     'dense targets must be (items, [time,] annotators=None)' or deep inside its call."""
