@@ -442,9 +442,11 @@ class CrowdModel(CrowdConsensus, keras.Model):
             labels = np.asarray(y)
             a = self.noise_layer.num_annotators
             if labels.ndim < 2 or labels.shape[-1] != a:
+                gold = (" (true labels, one per item, score the classifier: "
+                        "model.classifier.evaluate)" if labels.ndim == 1 else "")
                 raise CrowdDataError(f"dense targets must be (items, [time,] annotators={a}) with "
                                      "-1 (NaN for regression) where missing; got shape "
-                                     f"{labels.shape}")
+                                     f"{labels.shape}{gold}")
             ids, y_kind = None, "dense targets"
         if n is not None and labels.shape[0] != n:
             raise CrowdDataError(f"{y_kind} have {labels.shape[0]} items but x has {n} rows")

@@ -112,6 +112,9 @@ def test_bad_targets_raise_crowd_data_error(sim):
         model.fit(sim.x[:10], sim.annotations)
     with pytest.raises(CrowdDataError, match="annotators=20"):
         model.fit(sim.x, dense[:, :5])
+    with pytest.raises(CrowdDataError, match=r"got shape \(800,\) \(true labels.*"
+                                             r"model.classifier.evaluate"):
+        model.evaluate(sim.x, sim.y, verbose=0)
     bad = dense.copy()
     bad[7, 3] = K
     with pytest.raises(CrowdDataError, match=r"label 4 at \(7, 3\)"):
