@@ -60,7 +60,12 @@ def seeded_construction(seed: Optional[int]) -> Iterator[None]:
 def n_rows(x: Any) -> Any:
     """Number of rows of an array or of the first array of a nested structure (None if empty)."""
     leaves = keras.tree.flatten(x)
-    return int(np.shape(leaves[0])[0]) if leaves else None
+    if not leaves:
+        return None
+    if np.ndim(leaves[0]) == 0:   # a tf.data.Dataset, a generator, a scalar: no rows to count
+        raise TypeError(f"x must be arrays with one row per item (or a dict/list of them), "
+                        f"got {type(leaves[0]).__name__}")
+    return int(np.shape(leaves[0])[0])
 
 
 def is_shape_list(shape: Any) -> bool:

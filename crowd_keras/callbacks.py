@@ -70,6 +70,10 @@ class TruthValidation(keras.callbacks.Callback):
                  name: str = "val_truth_accuracy", batch_size: int = 1024) -> None:
         super().__init__()
         self.x, self.y = x, np.asarray(y)
+        rows = int(x.shape[0]) if getattr(x, "shape", None) else None   # arrays, tensors
+        if self.y.ndim == 0 or (rows is not None and rows != len(self.y)):
+            raise ValueError(f"TruthValidation: y must hold the true class codes of each row of x "
+                             f"({rows} rows), got shape {self.y.shape}")
         self.classifier = classifier
         self.restore_best_weights = restore_best_weights
         self.name, self.batch_size = name, batch_size

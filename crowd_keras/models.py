@@ -178,6 +178,12 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
         With arrays of class labels, the annotators are then summarised
         (:meth:`summarize_annotators`: one more pass over the training items)."""
+        if kwargs.get("class_weight") is not None:
+            # Keras reads a target row as one class (its argmax): here a row holds several
+            # annotators' labels, so the weights would fall on slot positions, not classes.
+            raise ValueError("class_weight is not supported by CrowdModel.fit: a target row "
+                             "holds several annotators' labels, not one class; give "
+                             "sample_weight (one weight per item) instead")
         given_x, given_y = x, y
         x, y = self.crowd_data(x, y)
         if kwargs.get("validation_data") is not None:
@@ -216,7 +222,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
         return {name: ops.expand_dims(value, 0) for name, value in logs.items()}
 
     def evaluate(self, x: Any = None, y: Any = None, **kwargs: Any) -> Any:
-        x, y = self.crowd_data(x, y)
+        # fit's validation pass (validation_data / validation_split) hands back the targets
+        # fit already converted; converting them again would read padded labels as dense.
+        if not kwargs.get("_use_cached_eval_dataset"):
+            x, y = self.crowd_data(x, y)
         return super().evaluate(x, y, **kwargs)
 
     def _validation(self, data: Any) -> Any:
@@ -407,6 +416,11 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         if y is None:
             return self._checked_inputs(x), y
+        if keras.tree.flatten(x) and np.ndim(keras.tree.flatten(x)[0]) == 0:
+            raise TypeError(f"targets y are given, so x must be arrays (one row per item), got "
+                            f"{type(x).__name__}; a tf.data.Dataset or generator yields "
+                            "(inputs, targets) itself, with y=None "
+                            "(crowd_keras.inputs.annotation_dataset builds one)")
         n = n_rows(x)
         if isinstance(y, Annotations):
             if self.is_regression:
@@ -428,9 +442,11 @@ class CrowdModel(CrowdConsensus, keras.Model):
             labels = np.asarray(y)
             a = self.noise_layer.num_annotators
             if labels.ndim < 2 or labels.shape[-1] != a:
+                gold = (" (true labels, one per item, score the classifier: "
+                        "model.classifier.evaluate)" if labels.ndim == 1 else "")
                 raise CrowdDataError(f"dense targets must be (items, [time,] annotators={a}) with "
                                      "-1 (NaN for regression) where missing; got shape "
-                                     f"{labels.shape}")
+                                     f"{labels.shape}{gold}")
             ids, y_kind = None, "dense targets"
         if n is not None and labels.shape[0] != n:
             raise CrowdDataError(f"{y_kind} have {labels.shape[0]} items but x has {n} rows")

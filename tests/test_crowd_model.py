@@ -112,6 +112,9 @@ def test_bad_targets_raise_crowd_data_error(sim):
         model.fit(sim.x[:10], sim.annotations)
     with pytest.raises(CrowdDataError, match="annotators=20"):
         model.fit(sim.x, dense[:, :5])
+    with pytest.raises(CrowdDataError, match=r"got shape \(800,\) \(true labels.*"
+                                             r"model.classifier.evaluate"):
+        model.evaluate(sim.x, sim.y, verbose=0)
     bad = dense.copy()
     bad[7, 3] = K
     with pytest.raises(CrowdDataError, match=r"label 4 at \(7, 3\)"):
@@ -128,6 +131,45 @@ def test_bad_targets_raise_crowd_data_error(sim):
     half[0, 0] = 0.5
     with pytest.raises(CrowdDataError, match="not an integer"):
         model.fit(sim.x, half)
+
+
+def test_validation_data_and_split_take_annotations(sim):
+    """fit converted the validation targets, then Keras' validation pass called the overridden
+    evaluate, which converted them again and read the padded labels as dense targets:
+    'dense targets must be (items, [time,] annotators=20) ... got shape (60, 3)'."""
+    x, ann = sim.x[:60], sim.annotations.subset(np.arange(60))
+    model = CrowdModel(mlp(), CrowdLayer(A), warmup_epochs=0)   # val_loss of the final model
+    model.compile()
+    hist = model.fit(x, ann, validation_data=(x, ann), epochs=1, batch_size=32, verbose=0)
+    np.testing.assert_allclose(hist.history["val_loss"][0], model.evaluate(x, ann, verbose=0),
+                               rtol=1e-5)
+    hist = model.fit(x, ann, validation_split=0.25, epochs=1, batch_size=32, verbose=0)
+    assert np.isfinite(hist.history["val_loss"][0])
+
+
+def test_a_dataset_or_generator_x_with_separate_targets_is_a_type_error(sim):
+    """x given as a dataset or generator with y=annotations failed in row counting with
+    'IndexError: tuple index out of range'."""
+    tf = pytest.importorskip("tensorflow")
+    model = CrowdModel(mlp(), CrowdLayer(A))
+    model.compile()
+    gen = (sim.x[:8] for _ in range(2))
+    for x in (tf.data.Dataset.from_tensor_slices(sim.x).batch(8), gen):
+        with pytest.raises(TypeError, match=f"got {type(x).__name__}.*y=None"):
+            model.fit(x, sim.annotations, epochs=1, verbose=0)
+
+
+def test_class_weight_is_refused_and_truth_validation_checks_its_labels(sim):
+    """class_weight ran and weighted each item by the argmax of its target row, i.e. by the
+    slot or annotator position of its largest label code, not by a class; TruthValidation
+    with fewer labels than rows scored only the first rows (a wrong accuracy)."""
+    model = CrowdModel(mlp(), CrowdLayer(A))
+    model.compile()
+    with pytest.raises(ValueError, match="class_weight is not supported.*sample_weight"):
+        model.fit(sim.x[:40], sim.annotations.subset(np.arange(40)),
+                  class_weight={0: 1.0, 1: 2.0}, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"\(40 rows\), got shape \(30,\)"):
+        TruthValidation(sim.x[:40], sim.y[:30])
 
 
 def test_a_noise_layer_without_annotators_is_refused_at_construction():

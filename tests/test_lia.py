@@ -445,3 +445,8 @@ def test_bad_inputs_raise_crowd_data_error():
         LIATrainer(**FAST).fit(sim.x[:10], sim.annotations)
     with pytest.raises(CrowdDataError, match="annotator_features"):
         LIATrainer(annotator_features=np.zeros((3, 2)), **FAST).fit(sim.x, sim.annotations)
+    # a classifier of 3 outputs for 2 classes failed deep in AnnotationLogLikelihoods' concat
+    three = keras.Sequential([keras.Input((sim.x.shape[1],)),
+                              keras.layers.Dense(3, activation="softmax")])
+    with pytest.raises(CrowdDataError, match="classifier outputs 3 classes but the model has 2"):
+        LIATrainer(three, **FAST).fit(sim.x, sim.annotations)

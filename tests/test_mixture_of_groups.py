@@ -400,6 +400,13 @@ def test_em_trainer_rejects_bad_input(crowd):
     with pytest.raises(CrowdDataError, match="individual"):
         MixtureOfGroupsEM(small_mlp(10, 4), scenario="individual", progress=False).fit(
             crowd.x, counts=crowd.annotations.label_counts())
+    # a short y_val failed with a numpy broadcast error after the first M-step
+    with pytest.raises(CrowdDataError, match=r"x_val \(10 rows\), got shape \(5,\)"):
+        trainer.fit(crowd.x, crowd.annotations, validation_data=(crowd.x[:10], crowd.y[:5]))
+    # a dataset has no rows to count: was "IndexError: tuple index out of range"
+    tf = pytest.importorskip("tensorflow")
+    with pytest.raises(TypeError, match="x must be arrays.*got _TensorSliceDataset"):
+        trainer.fit(tf.data.Dataset.from_tensor_slices(crowd.x), crowd.annotations)
 
 
 def test_kmeans_distances_and_nearest_are_the_row_forms():

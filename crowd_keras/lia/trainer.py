@@ -204,6 +204,14 @@ class LIATrainer(CrowdConsensus, Params):
         if annotations.n_classes > k:
             raise CrowdDataError(f"annotations have {annotations.n_classes} classes but "
                                  f"num_classes={k}")
+        try:
+            out_k = self.classifier.output_shape[-1] if self.classifier is not None else None
+        except (AttributeError, ValueError, TypeError, IndexError):
+            out_k = None   # a layer or subclassed model not yet built: its call will tell
+        if out_k is not None and int(out_k) != k:
+            raise CrowdDataError(f"the classifier outputs {out_k} classes but the model has {k} "
+                                 f"(num_classes={self.num_classes}, annotations have "
+                                 f"{annotations.n_classes})")
         if self.annotator_features is not None:
             feats = np.asarray(self.annotator_features, dtype="float32")
             if feats.ndim != 2 or len(feats) != annotations.n_annotators:

@@ -199,6 +199,14 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                 log-likelihood).
         """
         r, k = self._check(x, annotations, counts)
+        if validation_data is not None:   # checked before EM, not at its first iteration
+            if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+                raise CrowdDataError("validation_data must be (x_val, y_val)")
+            vy = np.asarray(validation_data[1])
+            if vy.ndim != 1 or len(vy) != n_rows(validation_data[0]):
+                raise CrowdDataError(f"validation_data: y_val must be one class code per row "
+                                     f"of x_val ({n_rows(validation_data[0])} rows), got shape "
+                                     f"{vy.shape}")
         if int(self.max_iter) < 1:
             raise ValueError(f"max_iter must be at least 1, got {self.max_iter!r}")
         self._rng = np.random.default_rng(self.seed)
