@@ -416,12 +416,13 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         if y is None:
             return self._checked_inputs(x), y
-        if keras.tree.flatten(x) and np.ndim(keras.tree.flatten(x)[0]) == 0:
+        try:
+            n = n_rows(x)
+        except TypeError:   # a dataset or generator: it has no rows to count
             raise TypeError(f"targets y are given, so x must be arrays (one row per item), got "
                             f"{type(x).__name__}; a tf.data.Dataset or generator yields "
                             "(inputs, targets) itself, with y=None "
-                            "(crowd_keras.inputs.annotation_dataset builds one)")
-        n = n_rows(x)
+                            "(crowd_keras.inputs.annotation_dataset builds one)") from None
         if isinstance(y, Annotations):
             if self.is_regression:
                 raise CrowdDataError("Annotations hold class labels; a regression noise layer "
