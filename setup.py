@@ -44,8 +44,9 @@ EXTRAS["test"] = sorted({
     "krippendorff>=0.6", "statsmodels>=0.14",
     # the Label Studio tests start a real server on loopback (about 1 GB; pins the SDK)
     "label-studio==1.23.2",
-    # the Keras tests: TensorFlow (the backend tests save with it and load on torch/jax)
-    *EXTRAS["tensorflow"],
+    # the Keras tests: TensorFlow (the backend tests save with it and load on torch/jax);
+    # jax so that the JAX backend tests run instead of skipping (torch comes first, .ci/run)
+    *EXTRAS["tensorflow"], *EXTRAS["jax"],
     *EXTRAS["snorkel"], *EXTRAS["label-studio"], *EXTRAS["plot"], *EXTRAS["dask"],
     # tests/test_docs.py builds the site with --strict
     *EXTRAS["docs"],

@@ -30,6 +30,17 @@ def require_data(*parts: str) -> Path:
     return path
 
 
+def require_module(name: str) -> None:
+    """Skip when ``name`` is not installed (a failure under CI=true: the test extra has it)."""
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        msg = f"{name} is not installed (it is in the test extra)"
+        if IN_CI:
+            pytest.fail(msg + "; CI must have it")
+        pytest.skip(msg)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return require_data()

@@ -3,7 +3,6 @@
 ``KERAS_BACKEND`` is read when Keras is imported and logical devices must be configured
 before TensorFlow initialises them, so every check here runs a small script in a subprocess.
 """
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,14 +124,12 @@ def saved_by_tensorflow(tmp_path_factory):
 
 
 def test_torch_backend(saved_by_tensorflow):
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed")
+    require_module("torch")
     assert "OK torch" in _run(SMOKE, ["torch", saved_by_tensorflow], KERAS_BACKEND="torch")
 
 
 def test_jax_backend(saved_by_tensorflow):
-    if importlib.util.find_spec("jax") is None:
-        pytest.skip("jax is not installed (the tox jax env has it)")
+    require_module("jax")
     assert "OK jax" in _run(SMOKE, ["jax", saved_by_tensorflow], KERAS_BACKEND="jax")
 
 
@@ -266,8 +264,7 @@ HOST_COPIES = textwrap.dedent('''
 def test_torch_training_step_makes_no_host_copies_of_its_own():
     """On torch, LazyAdam runs Keras' fused Adam (same updates, host copies independent of the
     number of variables) and the crowd layer's step copies no host value of its own."""
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed")
+    require_module("torch")
     out = _run(HOST_COPIES, KERAS_BACKEND="torch")
     assert "OK host copies" in out, out
     print(out)
@@ -409,15 +406,13 @@ def noise_model_saved_by_tensorflow(tmp_path_factory):
 
 
 def test_noise_layers_on_torch_backend(noise_model_saved_by_tensorflow):
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed")
+    require_module("torch")
     out = _run(NOISE_SMOKE, ["torch", noise_model_saved_by_tensorflow], KERAS_BACKEND="torch")
     assert "OK noise torch" in out
 
 
 def test_noise_layers_on_jax_backend(noise_model_saved_by_tensorflow):
-    if importlib.util.find_spec("jax") is None:
-        pytest.skip("jax is not installed (the tox jax env has it)")
+    require_module("jax")
     assert "OK noise jax" in _run(NOISE_SMOKE, ["jax", noise_model_saved_by_tensorflow],
                                   KERAS_BACKEND="jax")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from conftest import require_module
 
 from crowd_keras.layers import (AnnotatorGate, CommonNoiseAdaptation, CrowdLayer,
                                 CrowdRegressionLayer, MixtureOfGroups)
@@ -39,8 +40,8 @@ def batch():
     return words, ids, y, y_other, y_missing
 
 
-# the gradients are taken with TensorFlow's tape (the torch backend's case runs below, in
-# its own process): elsewhere, and without TensorFlow, the case is skipped at collection
+# the gradients are taken with TensorFlow's tape (the torch and jax backends' case runs below,
+# in its own process): elsewhere, and without TensorFlow, the case is skipped at collection
 TF_BACKEND = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                                 reason="the gradient check uses TensorFlow's GradientTape")
 
@@ -162,11 +163,12 @@ def test_conal_and_mixture_of_groups_keep_the_mask(noise, form):
     assert np.isclose(float(loss(y_other, pred)), float(loss(y_missing, pred)), rtol=1e-6)
 
 
-TORCH_SCRIPT = textwrap.dedent('''
+BACKEND_SCRIPT = textwrap.dedent('''
+    import sys
     import numpy as np, keras
     from crowd_keras.layers import CrowdLayer
     from crowd_keras.losses import MaskedMultiCrossEntropy
-    assert keras.backend.backend() == "torch"
+    assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
     keras.utils.set_random_seed(0)
     words = keras.Input((5,), dtype="int32"); ids = keras.Input((2,), dtype="int32")
     h = keras.layers.Embedding(10, 4, mask_zero=True)(words)
@@ -181,9 +183,10 @@ TORCH_SCRIPT = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.skipif(not __import__("importlib").util.find_spec("torch"), reason="torch absent")
-def test_the_mask_is_honoured_on_the_torch_backend():
-    env = dict(os.environ, KERAS_BACKEND="torch", TF_CPP_MIN_LOG_LEVEL="3")
-    res = subprocess.run([sys.executable, "-c", TORCH_SCRIPT], cwd=ROOT, env=env,
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_the_mask_is_honoured_on_other_backends(backend):
+    require_module(backend)
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    res = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, backend], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
