@@ -29,6 +29,22 @@ def crowd():
 
 
 @pytest.mark.parametrize("name", MODELS)
+def test_new_annotations_of_unseen_annotators_only_get_a_posterior(name, crowd):
+    """New items labelled only by annotators the fit never saw: every annotation is left out
+    (``n_unknown_annotations_``), so each item is scored with no vote at all."""
+    model = model_of(name).fit(crowd)
+    new = Annotations([0, 1], [0, 0], [0, 1], item_ids=["n1", "n2"], annotator_ids=[999],
+                      classes=crowd.classes)
+    try:
+        post = model.predict_proba(new)
+    except CrowdDataError as err:   # a model that scores only its fitted items says so
+        assert "fitted items" in str(err)
+        return
+    assert_posterior(post, 2, crowd.n_classes)
+    np.testing.assert_array_equal(model.predict(new), post.argmax(axis=1))
+
+
+@pytest.mark.parametrize("name", MODELS)
 def test_items_without_any_annotation_get_a_posterior_or_a_clear_error(name):
     """A crowd whose items are all listed but none labelled: each item's posterior (the
     prior), or a ``CrowdDataError`` saying there is nothing to fit."""
@@ -40,3 +56,16 @@ def test_items_without_any_annotation_get_a_posterior_or_a_clear_error(name):
         assert "no annotations" in str(err) or "no votes" in str(err)
         return
     assert_posterior(post, 3, 2)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_fitted_annotations_given_again_are_scored_as_in_the_fit(name, crowd):
+    """``predict_proba(annotations_)`` as new annotations: the fitted model's posterior of
+    the same items, the fit's labels (up to the last half-step of a mean-field fit)."""
+    model = model_of(name).fit(crowd)
+    again = Annotations(crowd.items, crowd.annotators, crowd.labels, item_ids=crowd.item_ids,
+                        annotator_ids=crowd.annotator_ids, classes=crowd.classes)
+    post = model.predict_proba(again)
+    assert_posterior(post, crowd.n_items, crowd.n_classes)
+    np.testing.assert_allclose(post, model.predict_proba(), atol=1e-2)
+    np.testing.assert_array_equal(model.predict(again), model.predict())

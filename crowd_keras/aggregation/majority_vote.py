@@ -128,7 +128,8 @@ class TieBrokenVote(EMLabelModel):
     Attributes:
         tie_model_: the fitted tie-breaking model. posteriors_: (items, classes), mass only on
             the most-voted classes. confusion_matrices_, class_priors_, n_iter_: the
-            tie-breaking model's.
+            tie-breaking model's. state_: its last EM state (``predict_proba(new)`` is the
+            E-step of the new items under it).
     """
 
     accepts_gold = True
@@ -196,7 +197,14 @@ class TieBrokenVote(EMLabelModel):
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
         self.n_iter_ = model.n_iter_
+        self.state_ = state
         return self
+
+    def _posteriors_for(self, ann: Annotations) -> np.ndarray:
+        """New items: their most-voted classes, ties broken by the tie-breaking model's
+        E-step under the fitted ``state_`` (an item without votes: that posterior)."""
+        latent, _ = self.e_step(Block.from_annotations(ann), self.state_)
+        return self.class_posteriors(latent)
 
 #: the smallest ``log r``: a crowd no better than chance still ranks classes by their votes
 _MIN_LOG_ODDS = 1e-6
