@@ -69,3 +69,18 @@ def test_the_fitted_annotations_given_again_are_scored_as_in_the_fit(name, crowd
     assert_posterior(post, crowd.n_items, crowd.n_classes)
     np.testing.assert_allclose(post, model.predict_proba(), atol=1e-2)
     np.testing.assert_array_equal(model.predict(again), model.predict())
+
+
+SEEDED = [(name, key) for name in MODELS for key in ("seed", "random_state")
+          if key in get_label_model(name).get_params()]
+
+
+@pytest.mark.parametrize("name, key", SEEDED)
+@pytest.mark.parametrize("value, error", [(1.5, TypeError), (-1, ValueError),
+                                          (np.random.default_rng(0), TypeError)])
+def test_a_seed_that_is_no_integer_from_zero_up_is_refused_by_name(name, key, value, error,
+                                                                   crowd):
+    """A seed of ``1.5`` is not truncated to 1, and ``-1`` or a generator get a message
+    naming the model's argument (not numpy's, which names none)."""
+    with pytest.raises(error, match=f"{key} must be an integer"):
+        get_label_model(name, **FAST.get(name, {}), **{key: value}).fit(crowd)

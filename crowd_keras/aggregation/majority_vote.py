@@ -7,7 +7,7 @@ import numpy as np
 
 from ..annotations import Annotations
 from ..numerics import normalize_rows, softmax_rows, top_classes
-from .base import LabelModel, as_annotations, gold_codes
+from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .dawid_skene import sufficient_statistics
 from .em import Block, EMLabelModel, Summary
 
@@ -51,6 +51,7 @@ class MajorityVote(LabelModel):
         them there."""
         if self.tie_break not in _TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
+        check_settings(self)
         ann = as_annotations(annotations, **kwargs)
         self.annotations_ = ann
         self.posteriors_ = self._posteriors_for(ann)
