@@ -84,3 +84,35 @@ def test_a_seed_that_is_no_integer_from_zero_up_is_refused_by_name(name, key, va
     naming the model's argument (not numpy's, which names none)."""
     with pytest.raises(error, match=f"{key} must be an integer"):
         get_label_model(name, **FAST.get(name, {}), **{key: value}).fit(crowd)
+
+
+def labeling_function_votes(n=200, seed=0):
+    """Six functions that each vote one class only: the labeling-function regime of the
+    models with that fallback (they hand the fit to the abstain-aware model)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.4).astype(int)
+    target = np.array([1, 1, 1, 0, 0, 0])
+    fire = np.where(y[:, None] == target[None, :], 0.5, 0.08)
+    return Annotations.from_label_matrix(np.where(rng.random((n, 6)) < fire, target, -1),
+                                         cardinality=2)
+
+
+@pytest.mark.parametrize("regime", ["crowd", "labeling_functions"])
+@pytest.mark.parametrize("name", MODELS)
+def test_left_out_annotations_of_unseen_annotators_are_counted_by_every_model(name, regime,
+                                                                               crowd):
+    """``predict_proba(new)`` leaves out the annotations of annotators unseen in fit and
+    counts them in ``n_unknown_annotations_`` (base.LabelModel), also when the model handed
+    its fit to another one (the default model's choice, the labeling-function model). The
+    mixture of groups places unseen annotators instead (no annotation is left out)."""
+    data = crowd if regime == "crowd" else labeling_function_votes()
+    model = model_of(name).fit(data)
+    new = Annotations(np.arange(data.n_items), np.zeros(data.n_items, int),
+                      np.zeros(data.n_items, int), item_ids=data.item_ids, annotator_ids=[999],
+                      classes=data.classes)
+    model.predict_proba(new)
+    chosen = getattr(model, "model_", model)   # the default model fits its choice
+    if type(chosen).__name__ == "MixtureOfGroupsModel" and chosen.regime_ == "crowd":
+        assert not hasattr(model, "n_unknown_annotations_")
+    else:
+        assert model.n_unknown_annotations_ == data.n_items

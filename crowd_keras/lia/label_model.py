@@ -354,7 +354,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if annotations is None:
             return self.posteriors_.copy()
         if getattr(self, "labeling_function_model_", None) is not None:
-            return self.labeling_function_model_.predict_proba(annotations)
+            return self._handed_over(self.labeling_function_model_, annotations)
         new = self._align(as_annotations(annotations))
         if self.uses_features_:
             if features is None:
