@@ -116,3 +116,27 @@ def test_left_out_annotations_of_unseen_annotators_are_counted_by_every_model(na
         assert not hasattr(model, "n_unknown_annotations_")
     else:
         assert model.n_unknown_annotations_ == data.n_items
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_new_item_without_labels_gets_what_the_fit_learned_not_its_batchs_votes(name,
+                                                                                   crowd):
+    """``predict_proba(new)``: an item of the new annotations that nobody labelled gets the
+    fitted model's answer for an unlabelled item, the same whatever the other new items'
+    labels (majority vote gave it the vote shares of the new batch: one vote made it
+    certain)."""
+    model = model_of(name).fit(crowd)
+    unlabelled = []
+    for label in range(crowd.n_classes):
+        new = Annotations([1], [0], [label], item_ids=["n1", "n2"],
+                          annotator_ids=crowd.annotator_ids, classes=crowd.classes)
+        try:
+            post = model.predict_proba(new)
+        except CrowdDataError as err:   # a model that scores only its fitted items says so
+            assert "fitted items" in str(err)
+            return
+        assert_posterior(post, 2, crowd.n_classes)
+        unlabelled.append(post[0])
+    np.testing.assert_allclose(unlabelled, np.tile(unlabelled[0], (crowd.n_classes, 1)),
+                               atol=1e-12)
+    assert unlabelled[0].max() < 1.0

@@ -31,7 +31,8 @@ class MajorityVote(LabelModel):
         random_state: seed for ``tie_break="random"``.
 
     Items with no annotation get the class prior: the frequency of each class among all
-    votes. Annotator quality is agreement with the majority label. ``tied_items_`` /
+    votes of the fit (``vote_prior_``; new items of ``predict_proba(new)`` too, not the new
+    batch's few votes). Annotator quality is agreement with the majority label. ``tied_items_`` /
     ``n_tied_items_`` are the annotated items whose top vote count is shared, whatever
     ``tie_break`` did with them: on binary crowds with an even number of labels per item the
     lowest-code rule can move accuracy by several points, so the count is always reported.
@@ -54,6 +55,7 @@ class MajorityVote(LabelModel):
         check_settings(self)
         ann = as_annotations(annotations, **kwargs)
         self.annotations_ = ann
+        self.vote_prior_ = self._vote_prior(ann)
         self.posteriors_ = self._posteriors_for(ann)
         if gold is not None:
             items, classes = gold_codes(ann, gold)
@@ -85,7 +87,8 @@ class MajorityVote(LabelModel):
         return normalize_rows(np.bincount(ann.labels, minlength=ann.n_classes).astype(float))
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        return self.posteriors_from_counts(ann.label_counts(), self._vote_prior(ann))
+        # the fitted crowd's vote shares: an unlabelled new item is not given its batch's votes
+        return self.posteriors_from_counts(ann.label_counts(), self.vote_prior_)
 
     def posteriors_from_counts(self, counts: np.ndarray, vote_prior: np.ndarray) -> np.ndarray:
         """Posteriors from (items, K) label counts; items without votes get ``vote_prior``."""
