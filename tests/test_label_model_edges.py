@@ -140,3 +140,33 @@ def test_a_new_item_without_labels_gets_what_the_fit_learned_not_its_batchs_vote
     np.testing.assert_allclose(unlabelled, np.tile(unlabelled[0], (crowd.n_classes, 1)),
                                atol=1e-12)
     assert unlabelled[0].max() < 1.0
+
+
+def edge_crowds():
+    rng = np.random.default_rng(1)
+    items, annotators = np.repeat(np.arange(40), 3), np.tile(np.arange(3), 40)
+    return {
+        "one annotator": Annotations([0, 1, 2, 3], [0, 0, 0, 0], [0, 1, 1, 0]),
+        "one class seen of three": Annotations([0, 1, 2], [0, 1, 0], [0, 0, 0], n_classes=3),
+        "one annotation": Annotations([0], [0], [1], n_classes=2),
+        "all agree": Annotations([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0]),
+        "all disagree": Annotations([0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2], [0, 1, 2, 2, 0, 1]),
+        "30 classes": Annotations(items, annotators, rng.integers(0, 30, 120), n_classes=30),
+        "unlabelled items and annotators": Annotations([0, 0, 2, 2], [0, 1, 0, 1], [0, 1, 1, 1],
+                                                       n_items=5, n_annotators=4),
+    }
+
+
+@pytest.mark.parametrize("crowd_name", list(edge_crowds()))
+@pytest.mark.parametrize("name", MODELS)
+def test_edge_crowds_get_one_posterior_per_item_in_class_order(name, crowd_name):
+    """Every registered model on small odd crowds: one finite posterior row per item (the
+    unlabelled ones too), ``predict`` its argmax, fitted shapes that follow the crowd."""
+    ann = edge_crowds()[crowd_name]
+    model = model_of(name).fit(ann)
+    post = model.predict_proba()
+    assert_posterior(post, ann.n_items, ann.n_classes)
+    np.testing.assert_array_equal(model.predict(), post.argmax(axis=1))
+    np.testing.assert_array_equal(model.predict_labels(), ann.classes[post.argmax(axis=1)])
+    assert model.confusion_matrices_.shape == (ann.n_annotators, ann.n_classes, ann.n_classes)
+    assert len(model.annotator_quality_) == ann.n_annotators
