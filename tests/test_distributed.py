@@ -88,6 +88,8 @@ def test_equals_the_in_memory_model_on_a_shuffled_frame(method, reference):
                                atol=TOL)
     if hasattr(reference, "n_iter_"):
         assert result.model.n_iter_ == reference.n_iter_ == result.n_iter
+    if hasattr(reference, "vote_prior_"):   # what new unlabelled items get
+        np.testing.assert_allclose(result.model.vote_prior_, reference.vote_prior_, atol=TOL)
 
 
 def test_a_label_model_instance_is_copied_and_fitted():

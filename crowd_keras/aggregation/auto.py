@@ -749,7 +749,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
         if getattr(self, "labeling_function_model_", None) is not None:
             return super()._posteriors_for_new(new)
-        return self.to_target(self.model_.predict_proba(new), self.annotations_.n_classes)
+        return self.to_target(self._handed_over(self.model_, new), self.annotations_.n_classes)
 
     def target_prior_vector(self, n_classes: int,
                             gold_counts: Optional[np.ndarray] = None) -> Optional[np.ndarray]:

@@ -64,9 +64,14 @@ def check_settings(model: Any) -> None:
     """The iteration settings the label models share, checked before any work as
     scikit-learn checks its parameters (``2.5`` or ``"10"`` iterations are not truncated or
     compared with ints): ``max_iter`` an integer >= 0, ``tol`` a number that is not NaN (a
-    negative ``tol`` runs every iteration), ``smoothing`` (when set) a finite number >= 0."""
+    negative ``tol`` runs every iteration), ``smoothing`` (when set) a finite number >= 0,
+    ``seed`` / ``random_state`` (when set) an integer >= 0 (``1.5`` is not truncated, ``-1``
+    is not left to numpy's message that names no argument)."""
     settings = vars(model)
     name = type(model).__name__
+    for seed in ("seed", "random_state"):
+        if settings.get(seed) is not None:
+            check_count(settings[seed], f"{name} {seed}", 0)
     if settings.get("max_iter") is not None:
         check_count(settings["max_iter"], f"{name} max_iter", 0)
     if settings.get("tol") is not None:
@@ -203,6 +208,17 @@ class LabelModel(Params):
 
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
         return self._posteriors_for(self._align(new))
+
+    def _handed_over(self, model: "LabelModel", new: Any) -> np.ndarray:
+        """``model.predict_proba(new)`` for the model this one handed its fit to (the
+        labeling-function model, the default model's choice), whose count of left-out
+        annotations is reported here too (``n_unknown_annotations_``, absent when that
+        model places unseen annotators)."""
+        post = model.predict_proba(new)
+        self.__dict__.pop("n_unknown_annotations_", None)
+        if hasattr(model, "n_unknown_annotations_"):
+            self.n_unknown_annotations_ = model.n_unknown_annotations_
+        return post
 
     def _posteriors_for(self, annotations: Annotations) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} cannot score new annotations")

@@ -141,9 +141,9 @@ class GLAD(EMLabelModel):
         right = log_expit(x) if right is None else right
         # log p(label | one wrong class) = log σ(−x) − log(K − 1), and log σ(−x) = log σ(x) − x
         wrong = right - x - np.log(k - 1)
+        # summed, not added in place: np.bincount of no votes is an int array
         logits = np.bincount(v.items, weights=wrong, minlength=n)[:, None] + \
-            np.bincount(v.cells, weights=right - wrong, minlength=n * k).reshape(n, k)
-        logits += log_prior
+            np.bincount(v.cells, weights=right - wrong, minlength=n * k).reshape(n, k) + log_prior
         if item_log_prior is not None:
             logits += item_log_prior
         return softmax_rows(logits, out=logits)

@@ -143,7 +143,7 @@ class LabelingFunctionFallback:
 
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
         if getattr(self, "labeling_function_model_", None) is not None:
-            return self.labeling_function_model_.predict_proba(new)
+            return self._handed_over(self.labeling_function_model_, new)
         return super()._posteriors_for_new(new)   # type: ignore[misc]
 
     @property

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..annotations import Annotations
 from ..numerics import normalize_rows, softmax_rows, top_classes
-from .base import LabelModel, as_annotations, gold_codes
+from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .dawid_skene import sufficient_statistics
 from .em import Block, EMLabelModel, Summary
 
@@ -31,7 +31,8 @@ class MajorityVote(LabelModel):
         random_state: seed for ``tie_break="random"``.
 
     Items with no annotation get the class prior: the frequency of each class among all
-    votes. Annotator quality is agreement with the majority label. ``tied_items_`` /
+    votes of the fit (``vote_prior_``; new items of ``predict_proba(new)`` too, not the new
+    batch's few votes). Annotator quality is agreement with the majority label. ``tied_items_`` /
     ``n_tied_items_`` are the annotated items whose top vote count is shared, whatever
     ``tie_break`` did with them: on binary crowds with an even number of labels per item the
     lowest-code rule can move accuracy by several points, so the count is always reported.
@@ -51,8 +52,10 @@ class MajorityVote(LabelModel):
         them there."""
         if self.tie_break not in _TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
+        check_settings(self)
         ann = as_annotations(annotations, **kwargs)
         self.annotations_ = ann
+        self.vote_prior_ = self._vote_prior(ann)
         self.posteriors_ = self._posteriors_for(ann)
         if gold is not None:
             items, classes = gold_codes(ann, gold)
@@ -84,7 +87,8 @@ class MajorityVote(LabelModel):
         return normalize_rows(np.bincount(ann.labels, minlength=ann.n_classes).astype(float))
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        return self.posteriors_from_counts(ann.label_counts(), self._vote_prior(ann))
+        # the fitted crowd's vote shares: an unlabelled new item is not given its batch's votes
+        return self.posteriors_from_counts(ann.label_counts(), self.vote_prior_)
 
     def posteriors_from_counts(self, counts: np.ndarray, vote_prior: np.ndarray) -> np.ndarray:
         """Posteriors from (items, K) label counts; items without votes get ``vote_prior``."""
@@ -128,7 +132,8 @@ class TieBrokenVote(EMLabelModel):
     Attributes:
         tie_model_: the fitted tie-breaking model. posteriors_: (items, classes), mass only on
             the most-voted classes. confusion_matrices_, class_priors_, n_iter_: the
-            tie-breaking model's.
+            tie-breaking model's. state_: its last EM state (``predict_proba(new)`` is the
+            E-step of the new items under it).
     """
 
     accepts_gold = True
@@ -196,7 +201,14 @@ class TieBrokenVote(EMLabelModel):
         self.confusion_matrices_ = model.confusion_matrices_
         self.class_priors_ = model.class_priors_
         self.n_iter_ = model.n_iter_
+        self.state_ = state
         return self
+
+    def _posteriors_for(self, ann: Annotations) -> np.ndarray:
+        """New items: their most-voted classes, ties broken by the tie-breaking model's
+        E-step under the fitted ``state_`` (an item without votes: that posterior)."""
+        latent, _ = self.e_step(Block.from_annotations(ann), self.state_)
+        return self.class_posteriors(latent)
 
 #: the smallest ``log r``: a crowd no better than chance still ranks classes by their votes
 _MIN_LOG_ODDS = 1e-6

@@ -175,6 +175,7 @@ class MajorityVoteMethod(Method):
         model = self.model
         model.annotations_ = template
         model.posteriors_ = np.zeros((0, self.k))
+        model.vote_prior_ = self.vote_prior
         model.set_fitted_counts(*fit.params)
         return model
 

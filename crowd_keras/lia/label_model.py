@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import LabelModel, as_annotations
+from ..aggregation.base import LabelModel, as_annotations, check_settings
 from ..aggregation.dawid_skene import DawidSkene
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
@@ -136,6 +136,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
 
     def fit(self, annotations: Any, features: Any = None, **kwargs: Any) -> "LIA":
         """Fit on the annotations (and optional item features ``(items, f)``, row = item code)."""
+        check_settings(self)
         ann = as_annotations(annotations, **kwargs)
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
@@ -353,7 +354,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if annotations is None:
             return self.posteriors_.copy()
         if getattr(self, "labeling_function_model_", None) is not None:
-            return self.labeling_function_model_.predict_proba(annotations)
+            return self._handed_over(self.labeling_function_model_, annotations)
         new = self._align(as_annotations(annotations))
         if self.uses_features_:
             if features is None:

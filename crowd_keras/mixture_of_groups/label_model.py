@@ -43,7 +43,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import as_annotations
+from ..aggregation.base import as_annotations, check_settings
 from ..aggregation.em import Block, EMLabelModel, Summary, run_em
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
@@ -123,6 +123,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
+        check_settings(self)   # also the global scenario's, which runs no protocol loop
         if int(self.num_groups) != self.num_groups or self.num_groups < 1:
             raise ValueError(f"num_groups must be a positive integer, got {self.num_groups!r}")
         if self.scenario not in SCENARIOS:

@@ -1,0 +1,172 @@
+"""Every registered label model on edge-case crowds: the shared contract of
+``aggregation/base.py`` (a posterior per item, finite, rows summing to 1, or a clear
+``CrowdDataError``; never a raw numpy error) on small data."""
+import numpy as np
+import pytest
+
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.aggregation import available_label_models, get_label_model
+from crowd_keras.datasets import simulate_crowd
+
+MODELS = available_label_models(aliases=False)
+FAST = {"lia": {"em_iterations": 1, "m_steps": 5}}
+
+
+def model_of(name):
+    return get_label_model(name, **FAST.get(name, {}))
+
+
+def assert_posterior(post, n_items, n_classes):
+    assert post.shape == (n_items, n_classes)
+    assert np.isfinite(post).all()
+    np.testing.assert_allclose(post.sum(axis=1), 1.0)
+
+
+@pytest.fixture(scope="module")
+def crowd():
+    return simulate_crowd(n_items=40, n_classes=3, n_annotators=6, annotations_per_item=3,
+                          seed=0).annotations
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_new_annotations_of_unseen_annotators_only_get_a_posterior(name, crowd):
+    """New items labelled only by annotators the fit never saw: every annotation is left out
+    (``n_unknown_annotations_``), so each item is scored with no vote at all."""
+    model = model_of(name).fit(crowd)
+    new = Annotations([0, 1], [0, 0], [0, 1], item_ids=["n1", "n2"], annotator_ids=[999],
+                      classes=crowd.classes)
+    try:
+        post = model.predict_proba(new)
+    except CrowdDataError as err:   # a model that scores only its fitted items says so
+        assert "fitted items" in str(err)
+        return
+    assert_posterior(post, 2, crowd.n_classes)
+    np.testing.assert_array_equal(model.predict(new), post.argmax(axis=1))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_items_without_any_annotation_get_a_posterior_or_a_clear_error(name):
+    """A crowd whose items are all listed but none labelled: each item's posterior (the
+    prior), or a ``CrowdDataError`` saying there is nothing to fit."""
+    empty = Annotations(np.array([], int), np.array([], int), np.array([], int), n_items=3,
+                        n_annotators=2, n_classes=2)
+    try:
+        post = model_of(name).fit(empty).predict_proba()
+    except CrowdDataError as err:
+        assert "no annotations" in str(err) or "no votes" in str(err)
+        return
+    assert_posterior(post, 3, 2)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_fitted_annotations_given_again_are_scored_as_in_the_fit(name, crowd):
+    """``predict_proba(annotations_)`` as new annotations: the fitted model's posterior of
+    the same items, the fit's labels (up to the last half-step of a mean-field fit)."""
+    model = model_of(name).fit(crowd)
+    again = Annotations(crowd.items, crowd.annotators, crowd.labels, item_ids=crowd.item_ids,
+                        annotator_ids=crowd.annotator_ids, classes=crowd.classes)
+    post = model.predict_proba(again)
+    assert_posterior(post, crowd.n_items, crowd.n_classes)
+    np.testing.assert_allclose(post, model.predict_proba(), atol=1e-2)
+    np.testing.assert_array_equal(model.predict(again), model.predict())
+
+
+SEEDED = [(name, key) for name in MODELS for key in ("seed", "random_state")
+          if key in get_label_model(name).get_params()]
+
+
+@pytest.mark.parametrize("name, key", SEEDED)
+@pytest.mark.parametrize("value, error", [(1.5, TypeError), (-1, ValueError),
+                                          (np.random.default_rng(0), TypeError)])
+def test_a_seed_that_is_no_integer_from_zero_up_is_refused_by_name(name, key, value, error,
+                                                                   crowd):
+    """A seed of ``1.5`` is not truncated to 1, and ``-1`` or a generator get a message
+    naming the model's argument (not numpy's, which names none)."""
+    with pytest.raises(error, match=f"{key} must be an integer"):
+        get_label_model(name, **FAST.get(name, {}), **{key: value}).fit(crowd)
+
+
+def labeling_function_votes(n=200, seed=0):
+    """Six functions that each vote one class only: the labeling-function regime of the
+    models with that fallback (they hand the fit to the abstain-aware model)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.4).astype(int)
+    target = np.array([1, 1, 1, 0, 0, 0])
+    fire = np.where(y[:, None] == target[None, :], 0.5, 0.08)
+    return Annotations.from_label_matrix(np.where(rng.random((n, 6)) < fire, target, -1),
+                                         cardinality=2)
+
+
+@pytest.mark.parametrize("regime", ["crowd", "labeling_functions"])
+@pytest.mark.parametrize("name", MODELS)
+def test_left_out_annotations_of_unseen_annotators_are_counted_by_every_model(name, regime,
+                                                                               crowd):
+    """``predict_proba(new)`` leaves out the annotations of annotators unseen in fit and
+    counts them in ``n_unknown_annotations_`` (base.LabelModel), also when the model handed
+    its fit to another one (the default model's choice, the labeling-function model). The
+    mixture of groups places unseen annotators instead (no annotation is left out)."""
+    data = crowd if regime == "crowd" else labeling_function_votes()
+    model = model_of(name).fit(data)
+    new = Annotations(np.arange(data.n_items), np.zeros(data.n_items, int),
+                      np.zeros(data.n_items, int), item_ids=data.item_ids, annotator_ids=[999],
+                      classes=data.classes)
+    model.predict_proba(new)
+    chosen = getattr(model, "model_", model)   # the default model fits its choice
+    if type(chosen).__name__ == "MixtureOfGroupsModel" and chosen.regime_ == "crowd":
+        assert not hasattr(model, "n_unknown_annotations_")
+    else:
+        assert model.n_unknown_annotations_ == data.n_items
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_new_item_without_labels_gets_what_the_fit_learned_not_its_batchs_votes(name,
+                                                                                   crowd):
+    """``predict_proba(new)``: an item of the new annotations that nobody labelled gets the
+    fitted model's answer for an unlabelled item, the same whatever the other new items'
+    labels (majority vote gave it the vote shares of the new batch: one vote made it
+    certain)."""
+    model = model_of(name).fit(crowd)
+    unlabelled = []
+    for label in range(crowd.n_classes):
+        new = Annotations([1], [0], [label], item_ids=["n1", "n2"],
+                          annotator_ids=crowd.annotator_ids, classes=crowd.classes)
+        try:
+            post = model.predict_proba(new)
+        except CrowdDataError as err:   # a model that scores only its fitted items says so
+            assert "fitted items" in str(err)
+            return
+        assert_posterior(post, 2, crowd.n_classes)
+        unlabelled.append(post[0])
+    np.testing.assert_allclose(unlabelled, np.tile(unlabelled[0], (crowd.n_classes, 1)),
+                               atol=1e-12)
+    assert unlabelled[0].max() < 1.0
+
+
+def edge_crowds():
+    rng = np.random.default_rng(1)
+    items, annotators = np.repeat(np.arange(40), 3), np.tile(np.arange(3), 40)
+    return {
+        "one annotator": Annotations([0, 1, 2, 3], [0, 0, 0, 0], [0, 1, 1, 0]),
+        "one class seen of three": Annotations([0, 1, 2], [0, 1, 0], [0, 0, 0], n_classes=3),
+        "one annotation": Annotations([0], [0], [1], n_classes=2),
+        "all agree": Annotations([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0]),
+        "all disagree": Annotations([0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2], [0, 1, 2, 2, 0, 1]),
+        "30 classes": Annotations(items, annotators, rng.integers(0, 30, 120), n_classes=30),
+        "unlabelled items and annotators": Annotations([0, 0, 2, 2], [0, 1, 0, 1], [0, 1, 1, 1],
+                                                       n_items=5, n_annotators=4),
+    }
+
+
+@pytest.mark.parametrize("crowd_name", list(edge_crowds()))
+@pytest.mark.parametrize("name", MODELS)
+def test_edge_crowds_get_one_posterior_per_item_in_class_order(name, crowd_name):
+    """Every registered model on small odd crowds: one finite posterior row per item (the
+    unlabelled ones too), ``predict`` its argmax, fitted shapes that follow the crowd."""
+    ann = edge_crowds()[crowd_name]
+    model = model_of(name).fit(ann)
+    post = model.predict_proba()
+    assert_posterior(post, ann.n_items, ann.n_classes)
+    np.testing.assert_array_equal(model.predict(), post.argmax(axis=1))
+    np.testing.assert_array_equal(model.predict_labels(), ann.classes[post.argmax(axis=1)])
+    assert model.confusion_matrices_.shape == (ann.n_annotators, ann.n_classes, ann.n_classes)
+    assert len(model.annotator_quality_) == ann.n_annotators
