@@ -38,6 +38,18 @@ def test_aggregate_csv(tmp_path, capsys):
     assert "read 5 rows: 5 annotations of 2 items by 3 annotators" in capsys.readouterr().out
 
 
+def test_aggregate_reports_ties_and_gives_an_exact_tie_the_lowest_code(tmp_path, capsys):
+    src = tmp_path / "answers.csv"
+    pd.DataFrame({"task": ["a", "a", "b", "b"], "worker": ["u", "v", "u", "v"],
+                  "label": ["dog", "cat", "dog", "dog"]}).to_csv(src, index=False)
+    out = tmp_path / "labels.csv"
+    assert main(["aggregate", str(src), "--method", "majority_vote", "--out", str(out)]) == 0
+    labels = pd.read_csv(out)
+    assert labels["label"].tolist() == ["cat", "dog"] and labels["tied"].tolist() == [True, False]
+    assert ("1 tied items (top posteriors within 1e-9; exact ties get the lowest class code"
+            in capsys.readouterr().out)
+
+
 def test_aggregate_reports_bad_rows(tmp_path, capsys):
     src = tmp_path / "answers.csv"
     pd.DataFrame({"task": ["a", "a"], "worker": ["u", "u"], "label": [1, 0]}).to_csv(src, index=False)

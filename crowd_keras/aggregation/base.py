@@ -243,8 +243,9 @@ class LabelModel(Params):
     def tied_items_(self) -> np.ndarray:
         """Boolean (items,): the most probable class is not unique (posteriors within 1e-9).
 
-        ``predict`` gives such an item the lowest tied class code; ties are reported here (and
-        counted by ``n_tied_items_``) so that they are never decided silently.
+        ``predict`` is the argmax: an exact tie goes to the lowest tied class code, a near tie
+        to the class that rounding made larger. Both are reported here (and counted by
+        ``n_tied_items_``) so that they are never decided silently.
         """
         self._check_fitted()
         return top_classes(self.posteriors_, tol=1e-9).sum(axis=1) > 1

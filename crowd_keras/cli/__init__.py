@@ -294,8 +294,8 @@ def _aggregate(args: argparse.Namespace) -> int:
           f"wrote {len(out)} labels to {args.out}")
     chosen = (f" (chose {describe_choice(model.chosen_)}; by {model.selection_})"
               if getattr(model, "chosen_", None) else "")
-    print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (the lowest class code "
-          "given; column 'tied')")
+    print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (top posteriors within "
+          "1e-9; exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
         print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} held "
               "fixed in the fit")
