@@ -110,8 +110,10 @@ class AnnotationReaders:
 
         Labels may be strings or integers. Without ``classes``, compact integer labels give
         classes ``0..max`` (:func:`~crowd_keras.codes.compact_codes`), other labels their
-        sorted distinct values (one stray ``10**9`` makes one class, not a billion).
-        ``item_ids`` may list items that have no annotation (they are kept); without it the
+        sorted distinct values (one stray ``10**9`` makes one class, not a billion). A pandas
+        categorical column is read by its values, as scikit-learn's encoders read it: its
+        unused categories are not classes and its category order is not the code order;
+        ``classes=list(df[label].cat.categories)`` keeps both. ``item_ids`` may list items that have no annotation (they are kept); without it the
         items are the distinct values of the ``item`` column in sorted order.
 
         Vectorised: each column is checked and factorised in a few numpy/pandas passes and

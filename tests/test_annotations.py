@@ -183,3 +183,14 @@ def test_string_frame_round_trip(rows):
     key = ["task", "worker"]
     pd.testing.assert_frame_equal(back.sort_values(key).reset_index(drop=True),
                                   df.sort_values(key).reset_index(drop=True), check_dtype=False)
+
+
+def test_a_categorical_label_column_is_read_by_its_values_and_classes_keep_its_categories():
+    df = pd.DataFrame({"task": [1, 1, 2], "worker": ["a", "b", "a"],
+                       "label": pd.Categorical(["pos", "neg", "pos"],
+                                               categories=["pos", "neu", "neg"])})
+    plain = Annotations.from_frame(df)
+    assert plain.classes.tolist() == ["neg", "pos"]
+    kept = Annotations.from_frame(df, classes=list(df["label"].cat.categories))
+    assert kept.classes.tolist() == ["pos", "neu", "neg"]
+    assert kept.classes[kept.labels].tolist() == plain.classes[plain.labels].tolist()
