@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from crowd_keras.aggregation import DawidSkene
+from crowd_keras.aggregation.em import EMLabelModel
 from crowd_keras.datasets import simulate_crowd
 
 
@@ -31,3 +32,30 @@ def test_a_subclass_that_takes_kwargs_is_refused_not_copied_without_its_settings
         model.get_params()
     with pytest.raises(TypeError, match=r"\*\*kwargs"):
         model.set_params(max_iter=3)
+
+
+class Delegating(EMLabelModel):
+    """An EM-protocol model whose parameter is another label model: it runs that model's
+    steps (``init_state`` returns the model that runs)."""
+
+    accepts_gold = True
+
+    def __init__(self, base=None, max_iter: int = 100, tol: float = 1e-5):
+        self.base = base
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def init_state(self, summary):
+        return (DawidSkene() if self.base is None else self.base).init_state(summary)
+
+
+def test_a_model_with_a_label_model_parameter_runs_on_dask(crowd):
+    """``aggregate`` copies the model with its parameters: not with ``get_params()``'s nested
+    ``base__max_iter`` keys, which no constructor takes."""
+    from protocol_blocks import dask_posteriors
+
+    pytest.importorskip("dask.dataframe")
+    reference = Delegating(base=DawidSkene(max_iter=5)).fit(crowd)
+    proba, result, _ = dask_posteriors(crowd, Delegating(base=DawidSkene(max_iter=5)), 3)
+    assert result.n_iter == reference.n_iter_ == 5
+    np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)

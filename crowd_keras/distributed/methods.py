@@ -341,7 +341,7 @@ def method_for(method: Any, **params: Any) -> Method:
         model = None
     elif isinstance(method, LabelModel):
         name = _supported_name(type(method))
-        model = type(method)(**method.get_params())
+        model = type(method)(**method.get_params(deep=False))
     else:
         name = _supported_name(method)
         model = get_label_model(method if name is None else name, **params)
