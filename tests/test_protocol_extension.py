@@ -7,12 +7,60 @@ import pytest
 from crowd_keras.aggregation import DawidSkene
 from crowd_keras.aggregation.em import EMLabelModel
 from crowd_keras.datasets import simulate_crowd
+from crowd_keras.numerics import softmax_rows
 
 
 @pytest.fixture(scope="module")
-def crowd():
+def sim():
     return simulate_crowd(n_items=120, n_classes=3, n_annotators=8, annotations_per_item=3,
-                          seed=1).annotations
+                          seed=1)
+
+
+@pytest.fixture(scope="module")
+def crowd(sim):
+    return sim.annotations
+
+
+class SharedAccuracy(EMLabelModel):
+    """ARCHITECTURE.md's worked example of the EM-step protocol: one accuracy for the whole
+    crowd, errors spread evenly; its E-step adds the block's item log-prior (gold)."""
+
+    accepts_gold = True
+
+    def __init__(self, max_iter: int = 50, tol: float = 1e-8):
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def sufficient_statistics(self, block, latent):
+        k = latent.shape[1]
+        counts = np.asarray(block.XT @ latent).reshape(-1, k, k)     # [a, label, truth]
+        return np.array([np.trace(counts, axis1=1, axis2=2).sum(), counts.sum()]), \
+            latent.sum(axis=0)
+
+    def m_step(self, stats):
+        (correct, total), mass = stats
+        k = len(mass)
+        acc = (correct + 1) / (total + 2)
+        log_pi = np.log(np.where(np.eye(k, dtype=bool), acc, (1 - acc) / (k - 1)))
+        return np.log((mass + 1) / (mass + 1).sum()), log_pi
+
+    def e_step(self, block, state):
+        log_prior, log_pi = state
+        weights = np.tile(log_pi.T, (block.X.shape[1] // len(log_prior), 1))
+        post, log_norm = softmax_rows(block.with_log_prior(block.X @ weights + log_prior))
+        return post, float(log_norm.sum())
+
+    def finish(self, state, summary, template, history):
+        log_prior, log_pi = state
+        self.class_priors_ = np.exp(log_prior)
+        self.confusion_matrices_ = np.broadcast_to(
+            np.exp(log_pi), (len(template.annotator_ids),) + log_pi.shape).copy()
+        self.n_iter_ = len(history)
+        return self
+
+
+class SharedAccuracyWithClassifier(SharedAccuracy):
+    accepts_pred_probs = True
 
 
 class PassThroughDawidSkene(DawidSkene):
@@ -59,3 +107,25 @@ def test_a_model_with_a_label_model_parameter_runs_on_dask(crowd):
     proba, result, _ = dask_posteriors(crowd, Delegating(base=DawidSkene(max_iter=5)), 3)
     assert result.n_iter == reference.n_iter_ == 5
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)
+
+
+def test_a_protocol_model_that_accepts_pred_probs_takes_them_in_memory_as_on_dask(sim, crowd):
+    """``accepts_pred_probs`` made Dask wrap the model in ``ClassifierAnnotator``, while
+    ``fit(annotations, pred_probs=...)`` refused the argument as a reader's keyword."""
+    pd = pytest.importorskip("pandas")
+    from protocol_blocks import dask_posteriors
+
+    pytest.importorskip("dask.dataframe")
+    probs = np.full((crowd.n_items, 3), 0.2)
+    probs[np.arange(crowd.n_items), sim.y] = 0.6
+    model = SharedAccuracyWithClassifier().fit(crowd, pred_probs=probs)
+    frame = pd.DataFrame(probs, index=crowd.item_ids, columns=crowd.classes)
+    proba, result, _ = dask_posteriors(crowd, SharedAccuracyWithClassifier(), 3,
+                                       pred_probs=frame)
+    assert model.classifier_weight_ > 0
+    assert result.model.classifier_weight_ == pytest.approx(model.classifier_weight_)
+    np.testing.assert_allclose(proba, model.predict_proba(), atol=1e-9)
+    model.fit(crowd)                                # a refit without them forgets them
+    assert not hasattr(model, "classifier_weight_")
+    with pytest.raises(TypeError, match=r"^SharedAccuracy.fit\(\) does not take pred_probs"):
+        SharedAccuracy().fit(crowd, pred_probs=probs)
