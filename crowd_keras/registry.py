@@ -85,14 +85,29 @@ class LazyRegistry:
 
     def register(self, name: str, factory: Factory, *aliases: str) -> None:
         """Register ``factory`` under ``name`` and ``aliases`` (lazy paths are checked for
-        their ``"module:Attribute"`` form here, imported only when resolved)."""
+        their ``"module:Attribute"`` form here, imported only when resolved). Names are
+        non-empty strings; a name registered again is replaced, an alias that is another
+        entry's name is refused."""
         if isinstance(factory, str) and (":" not in factory or factory.startswith(":")
                                          or factory.endswith(":")):
             raise ValueError(f"a lazy factory is 'module:Attribute', got {factory!r}")
         if not isinstance(factory, str) and not callable(factory):
             raise TypeError(f"factory for {self.kind} {name!r} must be callable or a "
                             f"'module:Attribute' string, got {type(factory).__name__}")
+        for given in (name, *aliases):
+            if not isinstance(given, str):
+                raise TypeError(f"{self.kind} names must be strings, got "
+                                f"{type(given).__name__} {given!r}")
+            if not normalize_name(given):
+                raise ValueError(f"{self.kind} names must not be empty, got {given!r}")
         key = normalize_name(name)
+        for alias in aliases:
+            # the other entry would stay listed by names() but answer as this one
+            other = normalize_name(alias)
+            if other != key and other in self._factories:
+                raise ValueError(f"alias {alias!r} of {self.kind} {name!r} is the name of "
+                                 f"another {self.kind}; register {alias!r} itself to "
+                                 "replace that one")
         self._factories[key] = factory
         for alias in (name, *aliases):
             self._aliases[normalize_name(alias)] = key

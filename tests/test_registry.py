@@ -94,3 +94,21 @@ def test_messages_read_as_python_and_render_as_flags():
     assert cli_words(pickle.loads(pickle.dumps(exc))) == cli_words(exc)
     assert cli_words("multiple='skip' in plain text stays") == "multiple='skip' in plain text stays"
     assert set(FLAGS.values()) >= {"--multiple", "--duplicates", "--to-name", "--control"}
+
+
+@pytest.mark.parametrize("name, aliases, error, message", [
+    (None, (), TypeError, "widget names must be strings, got NoneType None"),
+    (" ", (), ValueError, "widget names must not be empty, got ' '"),
+    ("x", ("",), ValueError, "must not be empty"),
+    ("x", ("Dict",), ValueError, "alias 'Dict' of widget 'x' is the name of another widget")])
+def test_bad_names_are_refused_when_registered(name, aliases, error, message):
+    """No entry under ``"none"`` or ``""``; an alias may not take another entry's name (that
+    entry would stay listed but answer as the new one)."""
+    reg = LazyRegistry("widget")
+    reg.register("dict", dict, "d")
+    with pytest.raises(error, match=message):
+        reg.register(name, list, *aliases)
+    assert reg.items() == [("dict", dict)] and reg.create("dict") == {}
+    reg.register("x", list, "d")                  # another entry's alias is replaced
+    reg.register("dict", set)                     # and so is a name registered again
+    assert reg.resolve("d") is list and reg.resolve("dict") is set
