@@ -37,12 +37,27 @@ def normalize_name(name: str) -> str:
     return str(name).strip().lower().replace("-", "_")
 
 
-def resolve_factory(factory: Factory) -> Callable[..., Any]:
-    """The callable of a factory: imports ``"module:Attribute"`` paths, returns others as given."""
+def resolve_factory(factory: Factory, entry: str = "") -> Callable[..., Any]:
+    """The callable of a factory: imports ``"module:Attribute"`` paths, returns others as given.
+
+    A path whose module or attribute does not exist raises ``ImportError`` naming the path and
+    ``entry`` (what is registered under it, e.g. ``"label model 'mine'"``); an error raised
+    while the module itself imports (a missing dependency of it) passes unchanged."""
     if not isinstance(factory, str):
         return factory
     module, _, attr = factory.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    where = f"{entry} is registered as {factory!r}" if entry else f"lazy factory {factory!r}"
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise
+        raise ModuleNotFoundError(f"{where}, but there is no module {exc.name!r}",
+                                  name=exc.name) from None
+    if not hasattr(loaded, attr):
+        raise ImportError(f"{where}, but module {module!r} has no attribute {attr!r}",
+                          name=module)
+    return getattr(loaded, attr)
 
 
 def discover_registrations() -> None:
@@ -141,7 +156,7 @@ class LazyRegistry:
 
     def resolve(self, name: str) -> Callable[..., Any]:
         """The factory registered under ``name``, imported if it is a lazy path."""
-        return resolve_factory(self.factory(name))
+        return resolve_factory(self.factory(name), f"{self.kind} {self.primary(name)!r}")
 
     def create(self, name: str, **kwargs: Any) -> Any:
         """``resolve(name)(**kwargs)``."""

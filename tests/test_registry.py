@@ -112,3 +112,17 @@ def test_bad_names_are_refused_when_registered(name, aliases, error, message):
     reg.register("x", list, "d")                  # another entry's alias is replaced
     reg.register("dict", set)                     # and so is a name registered again
     assert reg.resolve("d") is list and reg.resolve("dict") is set
+
+
+def test_a_lazy_path_that_does_not_import_names_the_entry():
+    reg = LazyRegistry("widget")
+    reg.register("gone", "no_such_package.sub:Thing", "g")
+    reg.register("typo", "fractions:Fractoin")
+    with pytest.raises(ModuleNotFoundError, match=r"^widget 'gone' is registered as "
+                                                  r"'no_such_package.sub:Thing', but there is "
+                                                  r"no module 'no_such_package'$"):
+        reg.resolve("g")
+    with pytest.raises(ImportError, match=r"^widget 'typo' is registered as "
+                                          r"'fractions:Fractoin', but module 'fractions' has "
+                                          r"no attribute 'Fractoin'$"):
+        reg.create("typo")
