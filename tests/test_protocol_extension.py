@@ -129,3 +129,17 @@ def test_a_protocol_model_that_accepts_pred_probs_takes_them_in_memory_as_on_das
     assert not hasattr(model, "classifier_weight_")
     with pytest.raises(TypeError, match=r"^SharedAccuracy.fit\(\) does not take pred_probs"):
         SharedAccuracy().fit(crowd, pred_probs=probs)
+
+
+def test_a_model_registered_as_a_function_runs_on_dask_by_name(crowd):
+    """``register_label_model`` takes "a class or callable"; ``aggregate`` looked the name's
+    factory up as a class and refused a function."""
+    from protocol_blocks import dask_posteriors
+    from crowd_keras.aggregation import get_label_model, register_label_model
+
+    pytest.importorskip("dask.dataframe")
+    register_label_model("shared_accuracy_fn", lambda max_iter=50: SharedAccuracy(max_iter))
+    reference = get_label_model("shared_accuracy_fn", max_iter=4).fit(crowd)
+    proba, result, _ = dask_posteriors(crowd, "shared_accuracy_fn", 3, max_iter=4)
+    assert result.n_iter == reference.n_iter_ == 4
+    np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)

@@ -47,7 +47,7 @@ from ..aggregation.base import LabelModel
 from ..aggregation.em import ClassifierAnnotator, EMLabelModel
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
-from ..aggregation.registry import get_label_model, label_model_class
+from ..aggregation.registry import LABEL_MODELS, get_label_model, label_model_class
 from ..annotations import Annotations
 from ..registry import LazyRegistry
 from .blocks import Block, Summary
@@ -342,6 +342,10 @@ def method_for(method: Any, **params: Any) -> Method:
     elif isinstance(method, LabelModel):
         name = _supported_name(type(method))
         model = type(method)(**method.get_params(deep=False))
+    elif isinstance(method, str) and method in LABEL_MODELS and \
+            not isinstance(label_model_class(method), type):
+        # registered as a function that builds the model: the strategy of what it builds
+        return method_for(get_label_model(method, **params))
     else:
         name = _supported_name(method)
         model = get_label_model(method if name is None else name, **params)
