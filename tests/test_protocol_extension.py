@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from crowd_keras.aggregation import DawidSkene
+from crowd_keras.aggregation.base import LabelModel, as_annotations
 from crowd_keras.aggregation.em import EMLabelModel
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.numerics import softmax_rows
@@ -143,3 +144,38 @@ def test_a_model_registered_as_a_function_runs_on_dask_by_name(crowd):
     proba, result, _ = dask_posteriors(crowd, "shared_accuracy_fn", 3, max_iter=4)
     assert result.n_iter == reference.n_iter_ == 4
     np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)
+
+
+class SmoothedVote(LabelModel):
+    """A plain label model: ``fit`` and ``_posteriors_for`` (smoothed vote shares)."""
+
+    def __init__(self, smoothing: float = 1.0):
+        self.smoothing = smoothing
+
+    def _posteriors_for(self, annotations):
+        counts = annotations.label_counts() + self.smoothing
+        return counts / counts.sum(axis=1, keepdims=True)
+
+    def fit(self, annotations):
+        self.annotations_ = as_annotations(annotations)
+        self.posteriors_ = self._posteriors_for(self.annotations_)
+        return self
+
+
+def test_the_snorkel_adapter_saves_a_user_model_without_building_the_other_entries(
+        crowd, tmp_path):
+    """``save`` found the model's registry name by building every registered model in turn:
+    an entry that cannot import (LIA without Keras, or here a lazy path to nowhere) made
+    saving any model registered after it fail."""
+    from crowd_keras.aggregation import register_label_model
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    register_label_model("not_installed", "no_such_package.models:Model")
+    register_label_model("smoothed_vote", SmoothedVote)
+    L = np.full((crowd.n_items, crowd.n_annotators), -1)
+    L[crowd.items, crowd.annotators] = crowd.labels
+    model = CrowdLabelModel(cardinality=3, method="smoothed_vote", smoothing=2.0).fit(L)
+    model.save(tmp_path / "model.npz")
+    loaded = CrowdLabelModel().load(tmp_path / "model.npz")
+    assert loaded.label_model_.smoothing == 2.0
+    np.testing.assert_allclose(loaded.predict_proba(L), model.predict_proba(L))

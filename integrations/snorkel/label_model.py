@@ -18,6 +18,7 @@ import numpy as np
 from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_models,
                                      get_label_model, register_label_model)
 from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_share)
+from crowd_keras.aggregation.registry import LABEL_MODELS
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError, NotFittedError
@@ -669,11 +670,20 @@ def _checked_meta(raw: Optional[np.ndarray], arrays: Dict[str, np.ndarray], sour
 
 
 def _registry_name(model: LabelModel) -> str:
-    for name in available_label_models(aliases=False):
+    """The registry name of ``model``'s class: an entry that is the class or its lazy
+    ``"module:Class"`` path (nothing imported: the other entries' modules, LIA's Keras, stay
+    unloaded), else the first entry whose factory builds one."""
+    cls = type(model)
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    entries = LABEL_MODELS.items()
+    for name, factory in entries:
+        if factory is cls or factory == path:
+            return name
+    for name, _ in entries:
         try:
-            if type(get_label_model(name)) is type(model):
+            if type(get_label_model(name)) is cls:
                 return name
-        except TypeError:  # a factory that needs arguments
+        except (TypeError, ImportError):  # a factory that needs arguments, or cannot import
             continue
     raise TypeError(f"cannot save {type(model).__name__}: it is not a registered label model "
                     "(crowd_keras.aggregation.register_label_model)")
