@@ -179,3 +179,23 @@ def test_the_snorkel_adapter_saves_a_user_model_without_building_the_other_entri
     loaded = CrowdLabelModel().load(tmp_path / "model.npz")
     assert loaded.label_model_.smoothing == 2.0
     np.testing.assert_allclose(loaded.predict_proba(L), model.predict_proba(L))
+
+
+def test_gold_enters_a_protocol_model_that_accepts_it_in_memory_and_on_dask(sim, crowd):
+    """ARCHITECTURE.md: gold enters every protocol model through the block's item log-prior;
+    a model that adds it in its E-step says so with ``accepts_gold``."""
+    from protocol_blocks import dask_posteriors
+
+    pytest.importorskip("dask.dataframe")
+    flipped = (SharedAccuracy().fit(crowd).predict()[:10] + 1) % 3    # not the crowd's answer
+    gold = dict(zip(crowd.item_ids[:10], crowd.classes[flipped]))
+    model = SharedAccuracy().fit(crowd, gold=gold)
+    np.testing.assert_array_equal(model.predict()[:10], flipped)
+    proba, *_ = dask_posteriors(crowd, SharedAccuracy(), 3, gold=gold)
+    np.testing.assert_allclose(proba, model.predict_proba(), atol=1e-9)
+
+    class NoGold(SharedAccuracy):
+        accepts_gold = False
+
+    with pytest.raises(TypeError, match=r"NoGold.fit\(\) does not take gold labels"):
+        NoGold().fit(crowd, gold=gold)
