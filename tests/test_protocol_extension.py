@@ -199,3 +199,29 @@ def test_gold_enters_a_protocol_model_that_accepts_it_in_memory_and_on_dask(sim,
 
     with pytest.raises(TypeError, match=r"NoGold.fit\(\) does not take gold labels"):
         NoGold().fit(crowd, gold=gold)
+
+
+def test_a_subclass_of_a_built_in_model_runs_its_parents_strategy_on_dask():
+    """A subclass of the abstain-aware model ran as a bare ``ProtocolMethod`` on Dask: its
+    annotator report had other columns than in memory (and than its parent's on Dask), and
+    its ``class_balance_`` another value."""
+    from protocol_blocks import dask_posteriors
+    from crowd_keras.aggregation import AbstainAwareDawidSkene, register_label_model
+
+    pytest.importorskip("dask.dataframe")
+
+    class MyAbstain(AbstainAwareDawidSkene):
+        pass
+
+    ann = simulate_crowd(n_items=150, n_classes=2, n_annotators=6, annotations_per_item=3,
+                         seed=2).annotations
+    register_label_model("my_abstain", MyAbstain)
+    reference = MyAbstain().fit(ann)
+    for method in ("my_abstain", MyAbstain()):
+        proba, result, _ = dask_posteriors(ann, method, 3)
+        assert type(result.model) is MyAbstain
+        np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)
+        assert list(result.annotator_quality.columns) == \
+            list(reference.annotator_quality_.columns)
+        np.testing.assert_allclose(result.model.class_balance_, reference.class_balance_,
+                                   atol=1e-9)

@@ -314,19 +314,30 @@ def supported_methods() -> List[str]:
 
 
 def _supported_name(method: Any) -> Optional[str]:
-    """The :data:`METHODS` key of a registry name, alias or label model class; None for an
-    EM-protocol model without a strategy of its own (it runs as :class:`ProtocolMethod`)."""
+    """The :data:`METHODS` key of a registry name, alias or label model class (of its nearest
+    registered ancestor for a subclass of an EM-protocol model); None for an EM-protocol model
+    without a strategy of its own (it runs as :class:`ProtocolMethod`)."""
     try:
         cls = method if isinstance(method, type) else label_model_class(method)
     except (ValueError, KeyError):
         cls = None
+    registered = {}
     for name in METHODS:
         try:
-            if cls is not None and label_model_class(name) is cls:
-                return name
+            registered[name] = label_model_class(name)
         except ValueError:  # a strategy registered before its label model
             continue
+    for name, known in registered.items():
+        if cls is not None and known is cls:
+            return name
     if isinstance(cls, type) and issubclass(cls, EMLabelModel):
+        # a subclass runs its nearest registered EM ancestor's strategy (built on the protocol
+        # steps, which are the subclass's own methods), as in memory it has that ancestor's
+        # fitted attributes and annotator report
+        for ancestor in cls.__mro__[1:]:
+            for name, known in registered.items():
+                if known is ancestor and issubclass(known, EMLabelModel):
+                    return name
         return None
     shown = method.__name__ if isinstance(method, type) else repr(method)
     raise ValueError(f"{shown} cannot be fitted partition by partition; supported methods: "
@@ -347,8 +358,9 @@ def method_for(method: Any, **params: Any) -> Method:
         # registered as a function that builds the model: the strategy of what it builds
         return method_for(get_label_model(method, **params))
     else:
-        name = _supported_name(method)
-        model = get_label_model(method if name is None else name, **params)
+        name = _supported_name(method)   # a subclass's name is its ancestor's: build `method`
+        model = method(**params) if isinstance(method, type) else \
+            get_label_model(method, **params)
     if params and not isinstance(method, str):
         raise TypeError(f"settings {sorted(params)} go with a method name; pass them to the "
                         "model's constructor instead")
