@@ -225,3 +225,26 @@ def test_a_subclass_of_a_built_in_model_runs_its_parents_strategy_on_dask():
             list(reference.annotator_quality_.columns)
         np.testing.assert_allclose(result.model.class_balance_, reference.class_balance_,
                                    atol=1e-9)
+
+
+def test_auto_with_gold_names_a_candidate_that_does_not_take_gold(crowd):
+    """In memory the held-out fit failed with the candidate's own TypeError; on Dask the
+    candidate silently had gold held in its fits."""
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    from crowd_keras.aggregation import AutoLabelModel, MajorityVote
+    from crowd_keras.distributed import aggregate
+
+    class NoGold(SharedAccuracy):
+        accepts_gold = False
+
+    gold = dict(zip(crowd.item_ids[:5], crowd.classes[[0, 1, 2, 0, 1]]))
+    message = r"^AutoLabelModel candidate 'mine' \(NoGold\) does not take gold labels"
+    auto = AutoLabelModel(candidates=[("mv", MajorityVote()), ("mine", NoGold())],
+                          max_repeats=1)
+    with pytest.raises(TypeError, match=message):
+        auto.fit(crowd, gold=gold)
+    with pytest.raises(TypeError, match=message), dask.config.set(scheduler="sync"):
+        aggregate(dd.from_pandas(crowd.to_frame(), npartitions=2), auto, gold=gold)
+    assert AutoLabelModel(candidates=[("mv", MajorityVote()), ("mine", SharedAccuracy())],
+                          max_repeats=1).fit(crowd, gold=gold).n_gold_ == 5
