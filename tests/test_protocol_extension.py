@@ -248,3 +248,21 @@ def test_auto_with_gold_names_a_candidate_that_does_not_take_gold(crowd):
         aggregate(dd.from_pandas(crowd.to_frame(), npartitions=2), auto, gold=gold)
     assert AutoLabelModel(candidates=[("mv", MajorityVote()), ("mine", SharedAccuracy())],
                           max_repeats=1).fit(crowd, gold=gold).n_gold_ == 5
+
+
+def test_a_fit_with_a_classifier_is_shown_under_the_models_name(sim, crowd, capsys):
+    """The progress bar of ``fit(..., pred_probs=...)`` was named after the wrapper
+    (``ClassifierAnnotator``) and its ``progress="auto"`` was turned into ``True``."""
+    from crowd_keras.aggregation.em import ClassifierAnnotator
+
+    class Shown(SharedAccuracyWithClassifier):
+        def __init__(self, max_iter: int = 3, tol: float = 1e-8, progress=True):
+            super().__init__(max_iter, tol)
+            self.progress = progress
+
+    assert ClassifierAnnotator(Shown(progress="auto")).progress == "auto"
+    probs = np.full((crowd.n_items, 3), 0.2)
+    probs[np.arange(crowd.n_items), sim.y] = 0.6
+    Shown().fit(crowd, pred_probs=probs)
+    shown = capsys.readouterr().err
+    assert "Shown EM with a classifier" in shown and "ClassifierAnnotator" not in shown

@@ -388,12 +388,17 @@ class ClassifierAnnotator(EMLabelModel):
         return self.model.tol
 
     @property
-    def progress(self) -> bool:
-        return bool(getattr(self.model, "progress", False))
+    def progress(self) -> Any:
+        return getattr(self.model, "progress", False)     # "auto" stays "auto"
 
     @property
     def em_name(self) -> str:  # type: ignore[override]
         return f"{self.model.em_name} with a classifier"
+
+    @property
+    def progress_name(self) -> str:
+        """The wrapped model's loop name (its class, not this wrapper's) with a classifier."""
+        return f"{self.model.progress_name} with a classifier"
 
     def init_state(self, summary: Summary) -> "ClassifierAnnotator":
         self.n_classes_ = summary.n_classes
