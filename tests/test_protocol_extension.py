@@ -266,3 +266,24 @@ def test_a_fit_with_a_classifier_is_shown_under_the_models_name(sim, crowd, caps
     Shown().fit(crowd, pred_probs=probs)
     shown = capsys.readouterr().err
     assert "Shown EM with a classifier" in shown and "ClassifierAnnotator" not in shown
+
+
+def test_dask_stops_em_by_the_running_models_rule_as_in_memory(crowd):
+    """The engine stopped by the handing-over model's ``tol``, not the running one's, and
+    ignored ``relative_tol``: on Dask such models ran other iterations than in memory."""
+    from protocol_blocks import dask_posteriors
+
+    pytest.importorskip("dask.dataframe")
+
+    class RelativeSharedAccuracy(SharedAccuracy):
+        relative_tol = True
+
+        def objective_scale(self, summary):
+            return 1.0          # the summed objective: relative and absolute tol differ
+
+    for make in (lambda: Delegating(base=DawidSkene(tol=1e-2), tol=1e-12),
+                 lambda: RelativeSharedAccuracy(tol=1e-3)):
+        reference = make().fit(crowd)
+        proba, result, _ = dask_posteriors(crowd, make(), 3)
+        assert result.n_iter == reference.n_iter_ < 50, type(make()).__name__
+        np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)

@@ -136,6 +136,7 @@ class AutoMethod(Method):
     reports_expected_accuracy = property(lambda self: self.inner.reports_expected_accuracy)
     max_iter = property(lambda self: self.inner.max_iter)
     tol = property(lambda self: self.inner.tol)
+    relative_tol = property(lambda self: self.inner.relative_tol)
 
     def prepare(self, summary: Summary) -> Method:
         model = self.model

@@ -95,6 +95,12 @@ class Method:
     def tol(self) -> float:
         return float(self.model.tol)
 
+    @property
+    def relative_tol(self) -> bool:
+        """True: EM stops when the objective moves by less than ``tol`` times its size (the
+        model's ``relative_tol``, as its in-memory loop)."""
+        return bool(getattr(self.model, "relative_tol", False))
+
     def prepare(self, summary: Summary) -> "Method":
         self.k = summary.votes.shape[1]
         return self
@@ -222,9 +228,18 @@ class ProtocolMethod(Method):
         self._check_iterations()
         return super().prepare(summary)
 
+    # the model that runs (a hand-over has its own settings), as in memory
     @property
     def max_iter(self) -> int:
-        return int(self.runner.max_iter)   # the model that runs (a hand-over has its own)
+        return int(self.runner.max_iter)
+
+    @property
+    def tol(self) -> float:
+        return float(self.runner.tol)
+
+    @property
+    def relative_tol(self) -> bool:
+        return bool(self.runner.relative_tol)
 
     def initial(self, block: Block) -> Any:
         return self.runner.initial_statistics(block)
