@@ -30,6 +30,7 @@ Factory = Union[str, Callable[..., Any]]
 REGISTRATION_MODULE = "registration"
 
 _discovered = False
+_discovering = False   # True while discover_registrations imports the registration modules
 
 
 def normalize_name(name: str) -> str:
@@ -62,18 +63,23 @@ def resolve_factory(factory: Factory, entry: str = "") -> Callable[..., Any]:
 
 def discover_registrations() -> None:
     """Import ``crowd_keras.<package>.registration`` for every direct sub-package that has one,
-    in name order, once per process (the registry entries of higher layers)."""
-    global _discovered
+    in name order, once per process (the registry entries of higher layers). A name that was
+    registered before discovery keeps its entry (see :meth:`LazyRegistry.register`)."""
+    global _discovered, _discovering
     if _discovered:
         return
     _discovered = True   # first: a registration module may itself look a name up
     root = Path(__file__).resolve().parent
-    for package in pkgutil.iter_modules([str(root)]):
-        if not package.ispkg:
-            continue
-        found = pkgutil.iter_modules([str(root / package.name)])
-        if any(m.name == REGISTRATION_MODULE and not m.ispkg for m in found):
-            importlib.import_module(f"{__package__}.{package.name}.{REGISTRATION_MODULE}")
+    _discovering = True
+    try:
+        for package in pkgutil.iter_modules([str(root)]):
+            if not package.ispkg:
+                continue
+            found = pkgutil.iter_modules([str(root / package.name)])
+            if any(m.name == REGISTRATION_MODULE and not m.ispkg for m in found):
+                importlib.import_module(f"{__package__}.{package.name}.{REGISTRATION_MODULE}")
+    finally:
+        _discovering = False
 
 
 class LazyRegistry:
@@ -102,7 +108,8 @@ class LazyRegistry:
         """Register ``factory`` under ``name`` and ``aliases`` (lazy paths are checked for
         their ``"module:Attribute"`` form here, imported only when resolved). Names are
         non-empty strings; a name registered again is replaced, an alias that is another
-        entry's name is refused."""
+        entry's name is refused. During :func:`discover_registrations` names registered
+        before it are left as they are (a user's ``"lia"`` is not replaced by LIA's)."""
         if isinstance(factory, str) and (":" not in factory or factory.startswith(":")
                                          or factory.endswith(":")):
             raise ValueError(f"a lazy factory is 'module:Attribute', got {factory!r}")
@@ -116,6 +123,15 @@ class LazyRegistry:
             if not normalize_name(given):
                 raise ValueError(f"{self.kind} names must not be empty, got {given!r}")
         key = normalize_name(name)
+        if _discovering:
+            # found on disk after a user registered this name first (discovery runs at the
+            # first lookup): the user's entry stays, as if registered after the family's
+            if key in self._aliases:
+                if key in self._factories:
+                    for alias in aliases:
+                        self._aliases.setdefault(normalize_name(alias), key)
+                return
+            aliases = tuple(a for a in aliases if normalize_name(a) not in self._aliases)
         for alias in aliases:
             # the other entry would stay listed by names() but answer as this one
             other = normalize_name(alias)

@@ -126,3 +126,17 @@ def test_a_lazy_path_that_does_not_import_names_the_entry():
                                           r"'fractions:Fractoin', but module 'fractions' has "
                                           r"no attribute 'Fractoin'$"):
         reg.create("typo")
+
+
+def test_a_name_registered_before_discovery_is_not_replaced_by_it():
+    """Discovery runs at the first lookup: a user's ``register_label_model("lia", ...)``
+    made before it was silently replaced by LIA's own registration (found on disk)."""
+    code = ("from crowd_keras.aggregation.registry import register_label_model, "
+            "label_model_class\n"
+            "register_label_model('lia', dict)\n"
+            "print(label_model_class('lia') is dict, label_model_class('difficulty_competence')"
+            " is dict)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]
