@@ -287,3 +287,22 @@ def test_dask_stops_em_by_the_running_models_rule_as_in_memory(crowd):
         proba, result, _ = dask_posteriors(crowd, make(), 3)
         assert result.n_iter == reference.n_iter_ < 50, type(make()).__name__
         np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)
+
+
+def test_the_snorkel_adapter_reads_a_method_alias_as_its_registry_name():
+    """``method="default"`` (the registry's alias of ``"auto"``) skipped the adapter's choice
+    for labeling functions and fitted another model than ``"auto"``; ``" Auto"`` was
+    unknown to the adapter though the registry reads it."""
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    L = np.full((300, 6), -1)
+    for j in range(6):                                   # one-class labeling functions
+        fires = (rng.random(300) < 0.4) & ((y == j % 2) | (rng.random(300) < 0.2))
+        L[fires, j] = j % 2
+    fitted = {method: CrowdLabelModel(cardinality=2, method=method).fit(L, progress_bar=False)
+              for method in ("auto", "default", " Auto")}
+    kinds = {method: type(model.label_model_).__name__ for method, model in fitted.items()}
+    assert set(kinds.values()) == {"AbstainAwareDawidSkene"}, kinds
+    np.testing.assert_allclose(fitted["default"].get_weights(), fitted["auto"].get_weights())

@@ -68,10 +68,10 @@ def available_methods() -> List[str]:
 
 
 def _key(method: str) -> str:
-    key = str(method).lower().replace("-", "_")
-    if key not in available_label_models():
+    """The registry's primary name of ``method`` (an alias of ``"auto"`` is ``"auto"``)."""
+    if not isinstance(method, str) or method not in LABEL_MODELS:
         raise ValueError(f"unknown method {method!r}; available: {available_methods()}")
-    return key
+    return LABEL_MODELS.primary(method)
 
 
 def _takes(fn: Callable, name: str) -> bool:
@@ -301,7 +301,7 @@ class CrowdLabelModel:
         partitioned.check_layout(L, k)
         dev = check_dev_set(L_dev, Y_dev, k, L.shape[1])
         _, balance = self._check_setup(L.shape, Y_dev, class_balance, given)
-        if self.method != "auto":
+        if _key(self.method) != "auto":
             method_for(self.method)  # an unsupported method fails before any work
         data, with_gold = partitioned.partitioned_label_matrix(L, k, dev)
         method, kwargs, full_first = self._plan(
