@@ -203,7 +203,11 @@ class EMLabelModel(LabelModel):
     when the objective per :meth:`objective_scale` changes by less than ``tol``, or by less
     than ``tol`` times its size with :attr:`relative_tol`) and may hold ``progress``
     (``True``, ``False`` or ``"auto"``, as :class:`~crowd_keras.progress.Convergence`).
-    :meth:`fit_block` fits one block in memory.
+    :meth:`fit_block` fits one block in memory. An override of :meth:`init_state` calls this
+    one (it sets ``n_classes_`` and ``vote_shares_``, which :meth:`initial_posteriors`
+    reads). A model whose :meth:`e_step` adds the block's ``item_log_prior`` sets
+    ``accepts_gold = True`` (``fit(..., gold=...)``); ``accepts_pred_probs = True`` runs it
+    inside :class:`ClassifierAnnotator` for ``fit(..., pred_probs=...)``.
     """
 
     max_iter: int
