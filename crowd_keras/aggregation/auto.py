@@ -573,9 +573,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:
-            gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
-        if item_log_prior is not None:
             self.check_gold_candidates(ladder)
+            gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
         self.n_gold_ = 0 if gold is None else len(gold)
         self.gold_class_counts_ = np.zeros(ann.n_classes, dtype=np.int64) if gold is None else \
             np.bincount(np.argmax(item_log_prior[gold], axis=1), minlength=ann.n_classes)
