@@ -21,11 +21,15 @@ class Params:
         if init is object.__init__:
             return []
         params = inspect.signature(init).parameters.values()
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
-            raise TypeError(f"{cls.__name__}.__init__ must not take *args: scikit-learn's "
-                            "parameter protocol needs named arguments")
-        return sorted(p.name for p in params
-                      if p.name != "self" and p.kind is not p.VAR_KEYWORD)
+        for kind, shown in ((inspect.Parameter.VAR_POSITIONAL, "*args"),
+                            (inspect.Parameter.VAR_KEYWORD, "**kwargs")):
+            # settings passed through them are not parameters: get_params, clone and the
+            # copies of a Dask fit would silently drop them
+            if any(p.kind is kind for p in params):
+                raise TypeError(f"{cls.__name__}.__init__ must not take {shown}: scikit-learn's "
+                                "parameter protocol needs named arguments (name each setting "
+                                "of the parent class in the signature)")
+        return sorted(p.name for p in params if p.name != "self")
 
     def get_params(self, deep: bool = True) -> Dict[str, Any]:
         """The constructor arguments, ``{name: value}``; ``deep``: also ``name__sub`` of

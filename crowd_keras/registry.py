@@ -30,6 +30,7 @@ Factory = Union[str, Callable[..., Any]]
 REGISTRATION_MODULE = "registration"
 
 _discovered = False
+_discovering = False   # True while discover_registrations imports the registration modules
 
 
 def normalize_name(name: str) -> str:
@@ -37,28 +38,48 @@ def normalize_name(name: str) -> str:
     return str(name).strip().lower().replace("-", "_")
 
 
-def resolve_factory(factory: Factory) -> Callable[..., Any]:
-    """The callable of a factory: imports ``"module:Attribute"`` paths, returns others as given."""
+def resolve_factory(factory: Factory, entry: str = "") -> Callable[..., Any]:
+    """The callable of a factory: imports ``"module:Attribute"`` paths, returns others as given.
+
+    A path whose module or attribute does not exist raises ``ImportError`` naming the path and
+    ``entry`` (what is registered under it, e.g. ``"label model 'mine'"``); an error raised
+    while the module itself imports (a missing dependency of it) passes unchanged."""
     if not isinstance(factory, str):
         return factory
     module, _, attr = factory.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    where = f"{entry} is registered as {factory!r}" if entry else f"lazy factory {factory!r}"
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise
+        raise ModuleNotFoundError(f"{where}, but there is no module {exc.name!r}",
+                                  name=exc.name) from None
+    if not hasattr(loaded, attr):
+        raise ImportError(f"{where}, but module {module!r} has no attribute {attr!r}",
+                          name=module)
+    return getattr(loaded, attr)
 
 
 def discover_registrations() -> None:
     """Import ``crowd_keras.<package>.registration`` for every direct sub-package that has one,
-    in name order, once per process (the registry entries of higher layers)."""
-    global _discovered
+    in name order, once per process (the registry entries of higher layers). A name that was
+    registered before discovery keeps its entry (see :meth:`LazyRegistry.register`)."""
+    global _discovered, _discovering
     if _discovered:
         return
     _discovered = True   # first: a registration module may itself look a name up
     root = Path(__file__).resolve().parent
-    for package in pkgutil.iter_modules([str(root)]):
-        if not package.ispkg:
-            continue
-        found = pkgutil.iter_modules([str(root / package.name)])
-        if any(m.name == REGISTRATION_MODULE and not m.ispkg for m in found):
-            importlib.import_module(f"{__package__}.{package.name}.{REGISTRATION_MODULE}")
+    _discovering = True
+    try:
+        for package in pkgutil.iter_modules([str(root)]):
+            if not package.ispkg:
+                continue
+            found = pkgutil.iter_modules([str(root / package.name)])
+            if any(m.name == REGISTRATION_MODULE and not m.ispkg for m in found):
+                importlib.import_module(f"{__package__}.{package.name}.{REGISTRATION_MODULE}")
+    finally:
+        _discovering = False
 
 
 class LazyRegistry:
@@ -85,14 +106,39 @@ class LazyRegistry:
 
     def register(self, name: str, factory: Factory, *aliases: str) -> None:
         """Register ``factory`` under ``name`` and ``aliases`` (lazy paths are checked for
-        their ``"module:Attribute"`` form here, imported only when resolved)."""
+        their ``"module:Attribute"`` form here, imported only when resolved). Names are
+        non-empty strings; a name registered again is replaced, an alias that is another
+        entry's name is refused. During :func:`discover_registrations` names registered
+        before it are left as they are (a user's ``"lia"`` is not replaced by LIA's)."""
         if isinstance(factory, str) and (":" not in factory or factory.startswith(":")
                                          or factory.endswith(":")):
             raise ValueError(f"a lazy factory is 'module:Attribute', got {factory!r}")
         if not isinstance(factory, str) and not callable(factory):
             raise TypeError(f"factory for {self.kind} {name!r} must be callable or a "
                             f"'module:Attribute' string, got {type(factory).__name__}")
+        for given in (name, *aliases):
+            if not isinstance(given, str):
+                raise TypeError(f"{self.kind} names must be strings, got "
+                                f"{type(given).__name__} {given!r}")
+            if not normalize_name(given):
+                raise ValueError(f"{self.kind} names must not be empty, got {given!r}")
         key = normalize_name(name)
+        if _discovering:
+            # found on disk after a user registered this name first (discovery runs at the
+            # first lookup): the user's entry stays, as if registered after the family's
+            if key in self._aliases:
+                if key in self._factories:
+                    for alias in aliases:
+                        self._aliases.setdefault(normalize_name(alias), key)
+                return
+            aliases = tuple(a for a in aliases if normalize_name(a) not in self._aliases)
+        for alias in aliases:
+            # the other entry would stay listed by names() but answer as this one
+            other = normalize_name(alias)
+            if other != key and other in self._factories:
+                raise ValueError(f"alias {alias!r} of {self.kind} {name!r} is the name of "
+                                 f"another {self.kind}; register {alias!r} itself to "
+                                 "replace that one")
         self._factories[key] = factory
         for alias in (name, *aliases):
             self._aliases[normalize_name(alias)] = key
@@ -126,7 +172,7 @@ class LazyRegistry:
 
     def resolve(self, name: str) -> Callable[..., Any]:
         """The factory registered under ``name``, imported if it is a lazy path."""
-        return resolve_factory(self.factory(name))
+        return resolve_factory(self.factory(name), f"{self.kind} {self.primary(name)!r}")
 
     def create(self, name: str, **kwargs: Any) -> Any:
         """``resolve(name)(**kwargs)``."""

@@ -20,12 +20,11 @@ pytest.importorskip("dask.dataframe")
 class SharedAccuracy(EMLabelModel):
     """A toy model: one accuracy shared by every annotator, errors spread evenly."""
 
+    accepts_gold = True     # its E-step adds the block's item log-prior
+
     def __init__(self, max_iter: int = 50, tol: float = 1e-8) -> None:
         self.max_iter = max_iter
         self.tol = tol
-
-    def fit(self, annotations: Annotations) -> "SharedAccuracy":
-        return self.fit_block(annotations)
 
     def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
         k = latent.shape[1]

@@ -94,3 +94,49 @@ def test_messages_read_as_python_and_render_as_flags():
     assert cli_words(pickle.loads(pickle.dumps(exc))) == cli_words(exc)
     assert cli_words("multiple='skip' in plain text stays") == "multiple='skip' in plain text stays"
     assert set(FLAGS.values()) >= {"--multiple", "--duplicates", "--to-name", "--control"}
+
+
+@pytest.mark.parametrize("name, aliases, error, message", [
+    (None, (), TypeError, "widget names must be strings, got NoneType None"),
+    (" ", (), ValueError, "widget names must not be empty, got ' '"),
+    ("x", ("",), ValueError, "must not be empty"),
+    ("x", ("Dict",), ValueError, "alias 'Dict' of widget 'x' is the name of another widget")])
+def test_bad_names_are_refused_when_registered(name, aliases, error, message):
+    """No entry under ``"none"`` or ``""``; an alias may not take another entry's name (that
+    entry would stay listed but answer as the new one)."""
+    reg = LazyRegistry("widget")
+    reg.register("dict", dict, "d")
+    with pytest.raises(error, match=message):
+        reg.register(name, list, *aliases)
+    assert reg.items() == [("dict", dict)] and reg.create("dict") == {}
+    reg.register("x", list, "d")                  # another entry's alias is replaced
+    reg.register("dict", set)                     # and so is a name registered again
+    assert reg.resolve("d") is list and reg.resolve("dict") is set
+
+
+def test_a_lazy_path_that_does_not_import_names_the_entry():
+    reg = LazyRegistry("widget")
+    reg.register("gone", "no_such_package.sub:Thing", "g")
+    reg.register("typo", "fractions:Fractoin")
+    with pytest.raises(ModuleNotFoundError, match=r"^widget 'gone' is registered as "
+                                                  r"'no_such_package.sub:Thing', but there is "
+                                                  r"no module 'no_such_package'$"):
+        reg.resolve("g")
+    with pytest.raises(ImportError, match=r"^widget 'typo' is registered as "
+                                          r"'fractions:Fractoin', but module 'fractions' has "
+                                          r"no attribute 'Fractoin'$"):
+        reg.create("typo")
+
+
+def test_a_name_registered_before_discovery_is_not_replaced_by_it():
+    """Discovery runs at the first lookup: a user's ``register_label_model("lia", ...)``
+    made before it was silently replaced by LIA's own registration (found on disk)."""
+    code = ("from crowd_keras.aggregation.registry import register_label_model, "
+            "label_model_class\n"
+            "register_label_model('lia', dict)\n"
+            "print(label_model_class('lia') is dict, label_model_class('difficulty_competence')"
+            " is dict)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]

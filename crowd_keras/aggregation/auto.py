@@ -555,6 +555,16 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             out.append((name, _clone(model, **{k: v for k, v in settings.items() if k in own})))
         return out
 
+    @staticmethod
+    def check_gold_candidates(ladder: List[Tuple[str, LabelModel]]) -> None:
+        """Gold is held at its class in every candidate's fits: ``TypeError`` naming the first
+        candidate that does not take gold labels (``accepts_gold``), before any fit."""
+        for name, model in ladder:
+            if not getattr(model, "accepts_gold", False):
+                raise TypeError(f"AutoLabelModel candidate {name!r} ({type(model).__name__}) "
+                                "does not take gold labels; fit without gold, or leave it out "
+                                "of the candidates")
+
     def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
                    pred_probs: Optional[np.ndarray] = None) -> "AutoLabelModel":
         if ann.n_annotations == 0:
@@ -563,6 +573,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:
+            self.check_gold_candidates(ladder)
             gold = np.flatnonzero(np.isfinite(item_log_prior).sum(axis=1) == 1)
         self.n_gold_ = 0 if gold is None else len(gold)
         self.gold_class_counts_ = np.zeros(ann.n_classes, dtype=np.int64) if gold is None else \

@@ -47,6 +47,7 @@ from ..progress import Convergence
 from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .classifier_prior import (ClassifierState, classifier_m_step, classifier_statistics,
                                fitted_classifier_log_prior)
+from .pred_probs import check_pred_probs
 
 __all__ = ["Block", "Summary", "add", "EMLabelModel", "run_em", "EMRun", "gold_log_prior",
            "ClassifierAnnotator"]
@@ -202,7 +203,11 @@ class EMLabelModel(LabelModel):
     when the objective per :meth:`objective_scale` changes by less than ``tol``, or by less
     than ``tol`` times its size with :attr:`relative_tol`) and may hold ``progress``
     (``True``, ``False`` or ``"auto"``, as :class:`~crowd_keras.progress.Convergence`).
-    :meth:`fit_block` fits one block in memory.
+    :meth:`fit_block` fits one block in memory. An override of :meth:`init_state` calls this
+    one (it sets ``n_classes_`` and ``vote_shares_``, which :meth:`initial_posteriors`
+    reads). A model whose :meth:`e_step` adds the block's ``item_log_prior`` sets
+    ``accepts_gold = True`` (``fit(..., gold=...)``); ``accepts_pred_probs = True`` runs it
+    inside :class:`ClassifierAnnotator` for ``fit(..., pred_probs=...)``.
     """
 
     max_iter: int
@@ -270,17 +275,26 @@ class EMLabelModel(LabelModel):
         raise NotImplementedError
 
     # ---------------------------------------------------------------- in memory
-    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> LabelModel:
+    def fit(self, annotations: Any, gold: Any = None, pred_probs: Any = None,
+            **kwargs: Any) -> LabelModel:
         """Fit on annotations (an ``Annotations``, a dense matrix with -1 where missing, or a
         long frame: ``kwargs`` go to its reader); ``gold``: known classes of some items (see
         :func:`~crowd_keras.aggregation.base.gold_codes`), held at their class in every
-        E-step. Returns the fitted model (:meth:`fit_block`'s)."""
+        E-step, for a model with ``accepts_gold``; ``pred_probs``: a classifier's
+        out-of-fold class probabilities of the items (I, K) or a frame indexed by item id
+        (:func:`~crowd_keras.aggregation.pred_probs.check_pred_probs`), for a model with
+        ``accepts_pred_probs`` (:class:`ClassifierAnnotator`, as on Dask). Returns the
+        fitted model (:meth:`fit_block`'s)."""
         ann = as_annotations(annotations, **kwargs)
         if gold is not None and not self.accepts_gold:
             raise TypeError(f"{type(self).__name__}.fit() does not take gold labels")
+        if pred_probs is not None and not self.accepts_pred_probs:
+            raise TypeError(f"{type(self).__name__}.fit() does not take pred_probs")
         prior = None if gold is None else \
             gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
-        return self.fit_block(ann, prior)
+        if pred_probs is None:     # models that take no pred_probs narrow fit_block
+            return self.fit_block(ann, prior)
+        return self.fit_block(ann, prior, check_pred_probs(pred_probs, ann))
 
     def fit_block(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
                   pred_probs: Optional[np.ndarray] = None) -> LabelModel:
@@ -289,6 +303,8 @@ class EMLabelModel(LabelModel):
         (:class:`ClassifierAnnotator`). Sets ``item_log_prior_`` (I, K, or None): what the
         items' class scores got besides their labels (gold clamps, the fitted classifier
         prior), which the quality scores add too."""
+        for name in ("classifier_quality_", "classifier_weight_", "classifier_marginal_"):
+            self.__dict__.pop(name, None)                      # from an earlier fit
         block = Block.from_annotations(ann, item_log_prior=item_log_prior, pred_probs=pred_probs)
         model = self if pred_probs is None else ClassifierAnnotator(self)
         run = run_em(model, [block], block.summary(ann.n_classes))
@@ -376,12 +392,17 @@ class ClassifierAnnotator(EMLabelModel):
         return self.model.tol
 
     @property
-    def progress(self) -> bool:
-        return bool(getattr(self.model, "progress", False))
+    def progress(self) -> Any:
+        return getattr(self.model, "progress", False)     # "auto" stays "auto"
 
     @property
     def em_name(self) -> str:  # type: ignore[override]
         return f"{self.model.em_name} with a classifier"
+
+    @property
+    def progress_name(self) -> str:
+        """The wrapped model's loop name (its class, not this wrapper's) with a classifier."""
+        return f"{self.model.progress_name} with a classifier"
 
     def init_state(self, summary: Summary) -> "ClassifierAnnotator":
         self.n_classes_ = summary.n_classes

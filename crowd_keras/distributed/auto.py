@@ -136,6 +136,7 @@ class AutoMethod(Method):
     reports_expected_accuracy = property(lambda self: self.inner.reports_expected_accuracy)
     max_iter = property(lambda self: self.inner.max_iter)
     tol = property(lambda self: self.inner.tol)
+    relative_tol = property(lambda self: self.inner.relative_tol)
 
     def prepare(self, summary: Summary) -> Method:
         model = self.model
@@ -159,6 +160,8 @@ class AutoMethod(Method):
         self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)
         model.gold_class_counts_ = self.gold_fold_counts.sum(axis=0)
         model.n_gold_ = int(model.gold_class_counts_.sum())
+        if model.n_gold_:
+            model.check_gold_candidates(self.ladder)
         model.heldout_agreement_, model.n_heldout_, model.gold_accuracy_ = {}, 0, {}
         model.copy_pairs_ = np.asarray(data.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(data)

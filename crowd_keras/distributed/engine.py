@@ -55,6 +55,16 @@ def _covotes(block: Block, step: int) -> tuple:
     return (X.T @ X).toarray(), len(rows)
 
 
+def _moved(fit: Fit, previous: float) -> bool:
+    """Whether the fit's last objective moved from ``previous`` by at least its method's
+    ``tol`` (times ``|previous|`` with ``relative_tol``): the in-memory stopping rule
+    (:class:`~crowd_keras.progress.Convergence`); the first iteration always moves."""
+    if not np.isfinite(previous):
+        return True
+    limit = fit.method.tol * abs(previous) if fit.method.relative_tol else fit.method.tol
+    return abs(fit.history[-1] - previous) >= limit
+
+
 def _initial_statistics(block: Block, methods: List[Method]) -> tuple:
     return tuple(method.initial(block) for method in methods)
 
@@ -303,7 +313,7 @@ class PartitionedAnnotations:
             if show_bar:
                 bar.set_postfix(loglik=f"{running[0].history[-1]:.6f}")
             running = [fit for fit in running
-                       if abs(fit.history[-1] - previous[id(fit)]) >= fit.method.tol
+                       if _moved(fit, previous[id(fit)])
                        and len(fit.history) < fit.method.max_iter]
             if not running:
                 break

@@ -47,7 +47,7 @@ from ..aggregation.base import LabelModel
 from ..aggregation.em import ClassifierAnnotator, EMLabelModel
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
-from ..aggregation.registry import get_label_model, label_model_class
+from ..aggregation.registry import LABEL_MODELS, get_label_model, label_model_class
 from ..annotations import Annotations
 from ..registry import LazyRegistry
 from .blocks import Block, Summary
@@ -94,6 +94,12 @@ class Method:
     @property
     def tol(self) -> float:
         return float(self.model.tol)
+
+    @property
+    def relative_tol(self) -> bool:
+        """True: EM stops when the objective moves by less than ``tol`` times its size (the
+        model's ``relative_tol``, as its in-memory loop)."""
+        return bool(getattr(self.model, "relative_tol", False))
 
     def prepare(self, summary: Summary) -> "Method":
         self.k = summary.votes.shape[1]
@@ -223,9 +229,18 @@ class ProtocolMethod(Method):
         self._check_iterations()
         return super().prepare(summary)
 
+    # the model that runs (a hand-over has its own settings), as in memory
     @property
     def max_iter(self) -> int:
-        return int(self.runner.max_iter)   # the model that runs (a hand-over has its own)
+        return int(self.runner.max_iter)
+
+    @property
+    def tol(self) -> float:
+        return float(self.runner.tol)
+
+    @property
+    def relative_tol(self) -> bool:
+        return bool(self.runner.relative_tol)
 
     def initial(self, block: Block) -> Any:
         return self.runner.initial_statistics(block)
@@ -315,19 +330,30 @@ def supported_methods() -> List[str]:
 
 
 def _supported_name(method: Any) -> Optional[str]:
-    """The :data:`METHODS` key of a registry name, alias or label model class; None for an
-    EM-protocol model without a strategy of its own (it runs as :class:`ProtocolMethod`)."""
+    """The :data:`METHODS` key of a registry name, alias or label model class (of its nearest
+    registered ancestor for a subclass of an EM-protocol model); None for an EM-protocol model
+    without a strategy of its own (it runs as :class:`ProtocolMethod`)."""
     try:
         cls = method if isinstance(method, type) else label_model_class(method)
     except (ValueError, KeyError):
         cls = None
+    registered = {}
     for name in METHODS:
         try:
-            if cls is not None and label_model_class(name) is cls:
-                return name
+            registered[name] = label_model_class(name)
         except ValueError:  # a strategy registered before its label model
             continue
+    for name, known in registered.items():
+        if cls is not None and known is cls:
+            return name
     if isinstance(cls, type) and issubclass(cls, EMLabelModel):
+        # a subclass runs its nearest registered EM ancestor's strategy (built on the protocol
+        # steps, which are the subclass's own methods), as in memory it has that ancestor's
+        # fitted attributes and annotator report
+        for ancestor in cls.__mro__[1:]:
+            for name, known in registered.items():
+                if known is ancestor and issubclass(known, EMLabelModel):
+                    return name
         return None
     shown = method.__name__ if isinstance(method, type) else repr(method)
     raise ValueError(f"{shown} cannot be fitted partition by partition; supported methods: "
@@ -342,10 +368,15 @@ def method_for(method: Any, **params: Any) -> Method:
         model = None
     elif isinstance(method, LabelModel):
         name = _supported_name(type(method))
-        model = type(method)(**method.get_params())
+        model = type(method)(**method.get_params(deep=False))
+    elif isinstance(method, str) and method in LABEL_MODELS and \
+            not isinstance(label_model_class(method), type):
+        # registered as a function that builds the model: the strategy of what it builds
+        return method_for(get_label_model(method, **params))
     else:
-        name = _supported_name(method)
-        model = get_label_model(method if name is None else name, **params)
+        name = _supported_name(method)   # a subclass's name is its ancestor's: build `method`
+        model = method(**params) if isinstance(method, type) else \
+            get_label_model(method, **params)
     if params and not isinstance(method, str):
         raise TypeError(f"settings {sorted(params)} go with a method name; pass them to the "
                         "model's constructor instead")

@@ -18,6 +18,7 @@ import numpy as np
 from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_models,
                                      get_label_model, register_label_model)
 from crowd_keras.aggregation.regime import (LABELING_FUNCTION_SHARE, one_class_share)
+from crowd_keras.aggregation.registry import LABEL_MODELS
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError, NotFittedError
@@ -67,10 +68,10 @@ def available_methods() -> List[str]:
 
 
 def _key(method: str) -> str:
-    key = str(method).lower().replace("-", "_")
-    if key not in available_label_models():
+    """The registry's primary name of ``method`` (an alias of ``"auto"`` is ``"auto"``)."""
+    if not isinstance(method, str) or method not in LABEL_MODELS:
         raise ValueError(f"unknown method {method!r}; available: {available_methods()}")
-    return key
+    return LABEL_MODELS.primary(method)
 
 
 def _takes(fn: Callable, name: str) -> bool:
@@ -300,7 +301,7 @@ class CrowdLabelModel:
         partitioned.check_layout(L, k)
         dev = check_dev_set(L_dev, Y_dev, k, L.shape[1])
         _, balance = self._check_setup(L.shape, Y_dev, class_balance, given)
-        if self.method != "auto":
+        if _key(self.method) != "auto":
             method_for(self.method)  # an unsupported method fails before any work
         data, with_gold = partitioned.partitioned_label_matrix(L, k, dev)
         method, kwargs, full_first = self._plan(
@@ -669,11 +670,20 @@ def _checked_meta(raw: Optional[np.ndarray], arrays: Dict[str, np.ndarray], sour
 
 
 def _registry_name(model: LabelModel) -> str:
-    for name in available_label_models(aliases=False):
+    """The registry name of ``model``'s class: an entry that is the class or its lazy
+    ``"module:Class"`` path (nothing imported: the other entries' modules, LIA's Keras, stay
+    unloaded), else the first entry whose factory builds one."""
+    cls = type(model)
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    entries = LABEL_MODELS.items()
+    for name, factory in entries:
+        if factory is cls or factory == path:
+            return name
+    for name, _ in entries:
         try:
-            if type(get_label_model(name)) is type(model):
+            if type(get_label_model(name)) is cls:
                 return name
-        except TypeError:  # a factory that needs arguments
+        except (TypeError, ImportError):  # a factory that needs arguments, or cannot import
             continue
     raise TypeError(f"cannot save {type(model).__name__}: it is not a registered label model "
                     "(crowd_keras.aggregation.register_label_model)")
