@@ -91,3 +91,10 @@ def test_gold_enters_every_protocol_model_through_the_item_log_prior(crowd):
     for name in ("dawid_skene", "ibcc", "ebcc", "bwa"):
         model = get_label_model(name).fit(crowd, gold=gold)
         np.testing.assert_array_equal(model.predict()[:30], gold[:30], err_msg=name)
+
+
+@pytest.mark.parametrize("progress", ["yes", "off", None, 2.5])
+def test_an_em_model_refuses_a_progress_setting_it_would_read_as_a_bool(progress):
+    ann = simulate_crowd(n_items=30, n_classes=2, n_annotators=4, seed=0).annotations
+    with pytest.raises(ValueError, match="DawidSkene progress must be True, False or 'auto'"):
+        get_label_model("dawid_skene", progress=progress).fit(ann)

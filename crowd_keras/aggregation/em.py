@@ -342,9 +342,13 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
     stats = runner.combine(*apply(runner.initial_statistics, blocks))
     progress = getattr(runner, "progress", False)
+    if isinstance(progress, np.ndarray) or progress not in (True, False, "auto"):
+        # not bool(): "yes" or "off" would run a bar (or none) silently
+        raise ValueError(f"{type(model).__name__} progress must be True, False or 'auto', "
+                         f"got {progress!r}")
     loop = Convergence(runner.max_iter, runner.tol, runner.progress_name,
-                       "auto" if isinstance(progress, str) and progress == "auto"
-                       else bool(progress), relative=runner.relative_tol)
+                       progress if progress == "auto" else bool(progress),
+                       relative=runner.relative_tol)
     scale = runner.objective_scale(summary)
     state, latents = None, []
     for _ in loop:
