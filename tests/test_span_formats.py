@@ -87,6 +87,18 @@ def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
         spans_to_token_tags(TEXTS, frame([("d2", 13, 13, "P")]))
 
 
+def test_token_tags_round_trip_keeps_empty_and_blank_documents():
+    # a document without tokens is a row with empty lists, read back as that document
+    texts = {"e": "", "blank": " \n ", "x": "x y"}
+    rows = spans_to_token_tags(texts, frame([("x", 2, 3, "P")]), scheme="BILOU")
+    assert [r["tags"] for r in rows] == [[], [], ["O", "U-P"]]
+    back_texts, back = token_tags_to_spans(rows, scheme="BILOU")
+    assert back_texts == texts and canon(back) == [("x", "2", "3", "P")]
+    texts, back = token_tags_to_spans([{"tokens": [], "tags": []},
+                                       {"tokens": ["a"], "tags": ["B-X"]}])
+    assert texts == {0: "", 1: "a"} and canon(back) == [("1", "0", "1", "X")]
+
+
 def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     rows = [{"tokens": ["a", "b", "c", "d", "e"], "tags": ["I-X", "I-X", "O", "I-Y", "B-Y"]}]
     texts, spans = token_tags_to_spans(rows)

@@ -267,6 +267,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                                      f"{type(row['text']).__name__}")
             text = row["text"]
             raw = np.asarray(row["offsets"], dtype=object) if np.ndim(row["offsets"]) else None
+            if raw is not None and raw.size == 0:   # an empty document: no token, no pair
+                raw = raw.reshape(0, 2)
             if raw is None or raw.ndim != 2 or raw.shape[1] != 2:
                 shape = "a scalar" if raw is None else f"shape {raw.shape}"
                 raise CrowdDataError(f"row {i}: 'offsets' must be one [start, end] pair per "
@@ -281,7 +283,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                                      f"{show(row[tokens_key])}")
             toks = [str(t) for t in row[tokens_key]]
             lens = np.fromiter((len(t) for t in toks), np.int64, len(toks))
-            starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
+            starts = (np.cumsum(lens + 1) - (lens + 1)).astype(np.int64)   # [] for no token
             text, offsets = " ".join(toks), np.stack([starts, starts + lens], 1)
         else:
             raise CrowdDataError(f"row {i}: needs 'text' and 'offsets', or {tokens_key!r}")
