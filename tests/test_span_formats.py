@@ -133,6 +133,24 @@ def test_jsonl_round_trip_holds_nested_spans_and_checks_offsets(tmp_path):
         read_spans_jsonl(tmp_path / "bad.jsonl")
 
 
+def test_jsonl_writes_numpy_ids_and_refuses_what_it_could_not_read_back(tmp_path):
+    # document ids as a SequenceAnnotations holds them (numpy integers) are written as JSON ints
+    texts = {np.int64(0): "a b", np.int64(7): "c"}
+    spans = frame([(np.int64(7), 0, 1, np.int64(2))])
+    texts_back, back = read_spans_jsonl(write_spans_jsonl(tmp_path / "ids.jsonl", texts, spans))
+    assert texts_back == {0: "a b", 7: "c"} and back.values.tolist() == [[7, 0, 1, 2]]
+    # a missing annotator was written as NaN (not JSON) and refused on reading
+    crowd = frame([(0, 0, 1, "P", "u"), (0, 2, 3, "P", None)],
+                  ("doc", "start", "end", "label", "annotator"))
+    with pytest.raises(CrowdDataError, match="span row 1: annotator must be a string or an "
+                                             "integer, got (None|nan)"):
+        write_spans_jsonl(tmp_path / "nan.jsonl", texts, crowd)
+    with pytest.raises(CrowdDataError, match=r"text 0: doc must be a string or an integer, "
+                                             r"got \('a', 1\)"):
+        write_spans_jsonl(tmp_path / "tuple.jsonl", {("a", 1): "x"}, frame([]))
+    assert not (tmp_path / "nan.jsonl").exists()
+
+
 def test_spacy_round_trip_of_nested_spans_and_ents():
     pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
     rng = np.random.default_rng(3)

@@ -374,6 +374,19 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
 
 
 # ---------------------------------------------------------------------------- JSON lines
+def _json_ids(values: list, what: str, where: Any) -> list:
+    """``values`` as JSON strings or integers (numpy integers as Python ones); anything
+    else (a missing value, a float, a tuple) is an error naming ``where(k)``: the JSON
+    written would not be what :func:`read_spans_jsonl` reads back."""
+    out = [v.item() if isinstance(v, np.generic) else v for v in values]
+    odd = [k for k, v in enumerate(out) if isinstance(v, bool) or not isinstance(v, (str, int))]
+    if odd:
+        k = odd[0]
+        raise CrowdDataError(f"{where(k)}: {what} must be a string or an integer, got "
+                             f"{show(out[k])}")
+    return out
+
+
 def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
     """One line per document: ``{"doc", "text", "spans": [{"start", "end", "label"[,
     "annotator"]}, ...]}`` (atomic write). Documents without spans get ``"spans": []``."""
@@ -387,14 +400,17 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
     _check_in_text(frame, start, end, text_of)
     _labels(frame, "span")
     keep = [c for c in ("start", "end", "label", "annotator") if c in frame.columns]
+    for c in keep[2:]:      # what read_spans_jsonl reads back: a string or an integer
+        _json_ids(frame[c].tolist(), c, lambda r: f"span row {r}")
+    doc_ids = _json_ids(list(text_of), "doc", lambda k: f"text {k}")
     records = frame[keep].astype(object).to_dict("records")
     for rec, s, e in zip(records, start.tolist(), end.tolist()):
         rec["start"], rec["end"] = s, e
     by_doc: dict = {d: [] for d in text_of}
     for d, rec in zip(frame["doc"].tolist(), records):
         by_doc[d].append(rec)
-    lines = [json.dumps({"doc": d, "text": text_of[d], "spans": by_doc[d]}, ensure_ascii=False)
-             for d in text_of]
+    lines = [json.dumps({"doc": j, "text": text_of[d], "spans": by_doc[d]}, ensure_ascii=False,
+                        allow_nan=False) for d, j in zip(text_of, doc_ids)]
     return atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
