@@ -69,6 +69,23 @@ def test_token_tags_by_annotator_and_the_tag_strings():
     assert canon(back) == canon(spans)
 
 
+def test_token_tags_refuse_spans_off_token_edges_unless_told_how_to_align():
+    # "Forty adults": a span [1, 12) would read back as [0, 12), changed without a word
+    off = frame([("d1", 1, 12, "P", "u")], ("doc", "start", "end", "label", "annotator"))
+    with pytest.raises(CrowdDataError, match=r"document 'd1', annotator 'u': span \[1, 12\) "
+                                             r"does not align with the tokens \(those it "
+                                             r"overlaps span \[0, 12\)\)"):
+        spans_to_token_tags(TEXTS, off)
+    wide = spans_to_token_tags(TEXTS, off, alignment="expand")
+    assert wide[0]["tags"][:3] == ["B-P", "I-P", "O"]
+    narrow = spans_to_token_tags(TEXTS, off, alignment="contract")
+    assert narrow[0]["tags"][:3] == ["O", "B-P", "O"]
+    _, back = token_tags_to_spans(narrow)
+    assert canon(back) == [("d1", "u", "6", "12", "P")]
+    with pytest.raises(ValueError, match="alignment must be one of"):
+        spans_to_token_tags(TEXTS, off, alignment="exact")
+
+
 def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     nested = frame([("d1", 0, 24, "P"), ("d1", 6, 12, "P")])
     with pytest.raises(CrowdDataError, match=r"document 'd1': spans \[0, 24\) and \[6, 12\) "
@@ -194,7 +211,9 @@ def test_pico_spans_round_trip_through_every_format(tmp_path):
     _, back = spacy_to_spans(spans_to_spacy(texts, agg, ents=True), ents=True,
                              doc_ids=list(texts))
     assert canon(back) == canon(agg)
-    # one worker's overlapping spans: BIO says where
+    # one worker's overlapping spans: BIO says where (workers' edges are not all token edges)
     own = crowd.groupby(["doc", "annotator"]).filter(lambda g: len(g) > 1)
-    with pytest.raises(CrowdDataError, match="share a token; BIO tags cannot hold"):
+    with pytest.raises(CrowdDataError, match="does not align with the tokens"):
         spans_to_token_tags(texts, own)
+    with pytest.raises(CrowdDataError, match="share a token; BIO tags cannot hold"):
+        spans_to_token_tags(texts, own, alignment="expand")

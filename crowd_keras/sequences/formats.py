@@ -10,7 +10,9 @@ for a crowd, ``annotator``. Every reader returns ``(texts, spans)``; every write
   [...]}``): :func:`spans_to_token_tags` / :func:`token_tags_to_spans`. A tag list holds one
   tag per token, so it cannot hold two spans that share a token (overlapping or nested):
   writing them raises a :class:`~crowd_keras.CrowdDataError` naming the document (and
-  annotator) and both spans' offsets. Reading is lenient as CoNLL's ``conlleval`` is: an
+  annotator) and both spans' offsets; so is a span whose edges are not token edges (its tags
+  would read back as other offsets), unless ``alignment="expand"`` or ``"contract"`` says how
+  to move them, as spaCy's ``char_span`` does. Reading is lenient as CoNLL's ``conlleval`` is: an
   ``I-x`` (BILOU: ``I-x``/``L-x``) that does not continue a span of ``x`` starts one.
 * **Character offsets, JSON lines** (:func:`write_spans_jsonl` / :func:`read_spans_jsonl`):
   one document per line, ``{"doc", "text", "spans": [{"start", "end", "label"[,
@@ -40,6 +42,7 @@ __all__ = ["TAG_SCHEMES", "spans_to_token_tags", "token_tags_to_spans", "write_s
 #: Tag schemes of token tag lists (``IOB2`` is ``BIO``; ``BIOES`` is ``BILOU`` with E, S).
 TAG_SCHEMES = ("IO", "BIO", "IOB2", "BILOU", "BIOES")
 _PREFIXES = {"IO": "OI", "BIO": "OBI", "BILOU": "OBILU"}
+_ALIGNMENTS = ("strict", "expand", "contract")
 
 
 def _scheme(scheme: str) -> tuple[str, bool]:
@@ -117,8 +120,8 @@ def _where(doc: Any, annotator: Any = None) -> str:
 
 # ---------------------------------------------------------------------------- token tags
 def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
-                        tokenizer: Tokenizer = None,
-                        default_label: str = "span") -> List[dict]:
+                        tokenizer: Tokenizer = None, default_label: str = "span",
+                        alignment: str = "strict") -> List[dict]:
     """Character spans → one tag list per document (per document and annotator when
     ``spans`` has an ``annotator`` column).
 
@@ -128,6 +131,9 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         scheme: ``"IO"``, ``"BIO"``/``"IOB2"``, ``"BILOU"`` or ``"BIOES"``.
         tokenizer: see :func:`.tokens.tokenize` (default: runs of non-space characters).
         default_label: the label of spans without a ``label`` column.
+        alignment: as spaCy's ``char_span``: ``"strict"`` (a span whose edges are not token
+            edges is an error: its tags would read back as other offsets), ``"expand"`` (it
+            tags every token it overlaps) or ``"contract"`` (the tokens wholly inside it).
 
     Returns:
         list of ``{"doc", ["annotator",] "text", "tokens", "offsets", "tags"}`` (offsets
@@ -135,7 +141,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         (all ``O`` without spans); with one, every (document, annotator) pair that has spans.
 
     Raises:
-        CrowdDataError: a span of an unknown document, a span that covers no token, or two
+        CrowdDataError: a span of an unknown document, a span that covers no token, a span
+            whose edges are not token edges (``alignment="strict"``), or two
             spans of one row that share a token (tag lists cannot hold overlapping or nested
             spans), naming the document, annotator and offsets.
     """
@@ -152,9 +159,24 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     _check_in_text(frame, start, end, text_of)
     label = _labels(frame, default_label)
     tokens = tokenize([text_of[d] for d in ids], tokenizer)
+    if alignment not in _ALIGNMENTS:
+        raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
     a, b = span_token_ranges(tokens, doc_code, start, end)
     has_ann = "annotator" in frame.columns
     annotator = frame["annotator"].to_numpy(object) if has_ann else np.zeros(len(frame), object)
+    hit = b > a                       # edges inside a token (or in the space around tokens)
+    cut_start = hit & (start != tokens.start[np.where(hit, a, 0)])
+    cut_end = hit & (end != tokens.end[np.where(hit, b - 1, 0)])
+    if alignment == "strict" and (cut_start | cut_end).any():
+        r = int(np.argmax(cut_start | cut_end))
+        raise CrowdDataError(
+            f"{_where(ids[doc_code[r]], annotator[r] if has_ann else None)}: span "
+            f"[{start[r]}, {end[r]}) does not align with the tokens (those it overlaps span "
+            f"[{tokens.start[a[r]]}, {tokens.end[b[r] - 1]})); alignment='expand' tags them, "
+            "'contract' only those wholly inside it")
+    if alignment == "contract":
+        a = a + (cut_start & (start > tokens.start[np.where(hit, a, 0)]))
+        b = b - (cut_end & (end < tokens.end[np.where(hit, b - 1, 0)]))
     empty = b <= a
     if empty.any():
         r = int(np.argmax(empty))
