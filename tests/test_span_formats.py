@@ -190,6 +190,33 @@ def test_spacy_round_trip_of_nested_spans_and_ents():
         spans_to_spacy(TEXTS, frame([("d1", 1, 12, "P")]))
 
 
+def test_spacy_converters_name_what_they_cannot_hold_or_find():
+    pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
+    crowd = frame([("d3", 0, 1, "P", "u"), ("d3", 0, 3, "P", "v"), ("d1", 0, 5, "P", "u")],
+                  ("doc", "start", "end", "label", "annotator"))
+    # entities are one set: two annotators' spans were merged into it (or met as an overlap)
+    with pytest.raises(CrowdDataError, match=r"Doc.ents holds one set of spans, these are by "
+                                             r"2 annotators \('u', 'v'\)"):
+        spans_to_spacy(TEXTS, crowd, ents=True)
+    one = spans_to_spacy(TEXTS, crowd[crowd.annotator == "u"], ents=True)
+    assert [(e.start_char, e.end_char) for e in one[0].ents] == [(0, 5)]
+    # past the text: said so, not "does not align"
+    with pytest.raises(CrowdDataError, match=r"span row 0: \[0, 9\) is outside the text of "
+                                             r"document 'd3' \(7 characters\)"):
+        spans_to_spacy(TEXTS, frame([("d3", 0, 9, "P")]))
+    # reading a group no document has, while the docs hold others: not an empty frame
+    docs = spans_to_spacy(TEXTS, crowd)
+    with pytest.raises(CrowdDataError, match=r"no document has the span group 'sc'; the docs "
+                                             r"hold groups \['u', 'v'\]"):
+        spacy_to_spans(docs)
+    with pytest.raises(CrowdDataError, match=r"the docs hold 2 entities \(ents=True\)"):
+        spacy_to_spans(one)
+    _, none = spacy_to_spans(spans_to_spacy(TEXTS, frame([])))
+    assert none.empty      # no spans anywhere: nothing to miss
+    with pytest.raises(ValueError, match="alignment must be one of"):
+        spans_to_spacy(TEXTS, frame([]), alignment="exact")
+
+
 @pytest.mark.slow
 def test_pico_spans_round_trip_through_every_format(tmp_path):
     from crowd_keras.datasets import load_pico

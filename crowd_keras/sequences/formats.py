@@ -523,24 +523,34 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
             token edges is an error), ``"expand"`` or ``"contract"``.
 
     Raises:
-        CrowdDataError: a span that does not align with the tokens (``strict``), or two
-            spans that share a token with ``ents=True``, naming the document and offsets.
+        CrowdDataError: a span that does not align with the tokens (``strict``) or ends past
+            its text, two spans that share a token with ``ents=True``, naming the document
+            and offsets, or spans of several annotators with ``ents=True``.
     """
     spacy = _spacy()
     nlp = spacy.blank("en") if nlp is None else nlp
     if not hasattr(nlp, "make_doc"):
         raise TypeError(f"nlp must be a spaCy pipeline (spacy.blank('en'), spacy.load(...)), "
                         f"got {type(nlp).__name__}")
+    if alignment not in _ALIGNMENTS:
+        raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
     text_of = _texts(texts)
     frame = _frame(spans)
     starts, ends = _span_offsets(frame)
     labels = _labels(frame, "span")
     has_ann = "annotator" in frame.columns
+    who = pd.unique(frame["annotator"]) if has_ann else []
+    if ents and len(who) > 1:     # one set of entities: the annotators' spans would merge
+        raise CrowdDataError(
+            f"Doc.ents holds one set of spans, these are by {len(who)} annotators ("
+            f"{', '.join(map(show, who[:3]))}{', ...' if len(who) > 3 else ''}): write "
+            "Doc.spans (ents=False: a group per annotator) or aggregate them first")
     groups = frame.groupby("doc", sort=False).indices if len(frame) else {}
     unknown = set(groups) - set(text_of)
     if unknown:
         raise CrowdDataError(f"spans of document {show(sorted(unknown, key=str)[0])}, which has "
                              "no text")
+    _check_in_text(frame, starts, ends, text_of)
     docs = []
     for d, text in text_of.items():
         doc = nlp.make_doc(text)
@@ -574,8 +584,9 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
     """spaCy docs → ``(texts, spans)``.
 
     Args:
-        spans_key: the ``Doc.spans`` group to read; None: every group, its key as the
-            ``annotator`` column.
+        spans_key: the ``Doc.spans`` group to read (a document without it has no spans;
+            no document with it, while the docs hold other groups or entities, is an
+            error naming them); None: every group, its key as the ``annotator`` column.
         ents: read ``Doc.ents`` instead.
         doc_ids: the documents' ids (default ``0..len(docs)-1``).
     """
@@ -587,6 +598,16 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
     ids = list(range(len(docs))) if doc_ids is None else list(doc_ids)
     if len(ids) != len(docs):
         raise ValueError(f"{len(ids)} doc_ids for {len(docs)} docs")
+    if not ents and spans_key is not None and not any(spans_key in d.spans for d in docs):
+        # a document without spans may lack the group; every document lacking it is a wrong key
+        keys = sorted({k for d in docs for k, group in d.spans.items() if len(group)})
+        n_ents = sum(len(d.ents) for d in docs)
+        if keys or n_ents:
+            raise CrowdDataError(
+                f"no document has the span group {spans_key!r}; the docs hold "
+                + (f"groups {keys} (spans_key=one of them, or None: every group)"
+                   if keys else "") + (" and " if keys and n_ents else "")
+                + (f"{n_ents} entities (ents=True)" if n_ents else ""))
     texts, rows = {}, []
     for d, doc in zip(ids, docs):
         texts[d] = doc.text
