@@ -217,6 +217,34 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
         spans_to_spacy(TEXTS, frame([]), alignment="exact")
 
 
+def test_annotators_who_marked_nothing_survive_every_format(tmp_path):
+    # w2 saw d1 and d2 and marked nothing; w3 saw only d3 and marked nothing: "O", not
+    # "missing" (a document nobody saw has no tag list)
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    spans = frame([("d1", 0, 12, "P", "w1"), ("d3", 2, 3, "P", "w1")],
+                  ("doc", "start", "end", "label", "annotator"))
+    seen = frame([("d1", "w1"), ("d1", "w2"), ("d2", "w2"), ("d3", "w1"), ("d3", "w3")],
+                 ("doc", "annotator"))
+    want = SequenceAnnotations.from_spans(TEXTS, spans, seen=seen).summary
+    assert (want.annotations, want.annotations_without_spans, want.annotators) == (5, 3, 3)
+    rows = spans_to_token_tags(TEXTS, spans, seen=seen)
+    assert [(r["doc"], r["annotator"], set(r["tags"])) for r in rows][1] == ("d1", "w2", {"O"})
+    got = {"tags": token_tags_to_spans(rows, return_seen=True),
+           "jsonl": read_spans_jsonl(write_spans_jsonl(tmp_path / "s.jsonl", TEXTS, spans,
+                                                       seen=seen), return_seen=True)}
+    if __import__("importlib").util.find_spec("spacy"):
+        got["spacy"] = spacy_to_spans(spans_to_spacy(TEXTS, spans, seen=seen), spans_key=None,
+                                      doc_ids=list(TEXTS), return_seen=True)
+    for name, (texts, back, back_seen) in got.items():
+        assert canon(back) == canon(spans), name
+        assert canon(back_seen) == canon(seen), name
+        assert SequenceAnnotations.from_spans(texts, back, seen=back_seen).summary == want, name
+    with pytest.raises(ValueError, match="return_seen reads the annotators' groups"):
+        spacy_to_spans([], return_seen=True)
+    with pytest.raises(CrowdDataError, match="seen row 0: document 'd9' has no text"):
+        spans_to_token_tags(TEXTS, spans, seen=[("d9", "w1")])
+
+
 @pytest.mark.slow
 def test_pico_spans_round_trip_through_every_format(tmp_path):
     from crowd_keras.datasets import load_pico

@@ -5,6 +5,10 @@ The common currency is the one :class:`~.annotations.SequenceAnnotations.from_sp
 and :meth:`~.base.SequenceLabelModel.predict_spans` writes: the texts (``{doc_id: text}``)
 and a frame of character spans with columns ``doc, start, end, label`` (end exclusive) and,
 for a crowd, ``annotator``. Every reader returns ``(texts, spans)``; every writer takes them.
+For a crowd, the (document, annotator) pairs who saw a document travel too: every writer
+takes ``seen=`` (as ``from_spans`` does) and every reader gives it back with
+``return_seen=True``. Without it, an annotator who saw a document and marked nothing has no
+span there, and ``from_spans`` reads them as one who never saw it.
 
 * **Token tags** (Hugging Face token classification: ``{"tokens": [...], "ner_tags":
   [...]}``): :func:`spans_to_token_tags` / :func:`token_tags_to_spans`. A tag list holds one
@@ -16,7 +20,7 @@ for a crowd, ``annotator``. Every reader returns ``(texts, spans)``; every write
   ``I-x`` (BILOU: ``I-x``/``L-x``) that does not continue a span of ``x`` starts one.
 * **Character offsets, JSON lines** (:func:`write_spans_jsonl` / :func:`read_spans_jsonl`):
   one document per line, ``{"doc", "text", "spans": [{"start", "end", "label"[,
-  "annotator"]}]}``; holds anything, overlaps and nesting included.
+  "annotator"]}][, "annotators": [...]]}``; holds anything, overlaps and nesting included.
 * **spaCy** (optional: ``pip install crowd-keras[spacy]``; imported when called):
   :func:`spans_to_spacy` / :func:`spacy_to_spans`. ``Doc.spans`` groups hold overlapping
   spans; ``Doc.ents`` cannot (an error names the document and offsets).
@@ -113,6 +117,33 @@ def _frame(spans: Any) -> pd.DataFrame:
     return spans.reset_index(drop=True)
 
 
+def _seen(seen: Any, text_of: dict) -> pd.DataFrame:
+    """The (document, annotator) pairs of ``seen`` (a frame with columns ``doc`` and
+    ``annotator``, or a list of pairs, as ``SequenceAnnotations.from_spans`` takes) as a
+    frame; an unknown document or a missing annotator is an error naming the seen row."""
+    if isinstance(seen, pd.DataFrame):
+        missing = [c for c in ("doc", "annotator") if c not in seen.columns]
+        if missing:
+            raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
+                                 f"{list(seen.columns)}")
+        out = seen[["doc", "annotator"]].reset_index(drop=True)
+    else:
+        pairs = list(seen)
+        odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
+               np.ndim(p) != 1 or len(p) != 2]
+        if odd:
+            raise CrowdDataError(f"seen row {odd[0]}: expected a (document, annotator) pair, "
+                                 f"got {show(pairs[odd[0]])}")
+        out = pd.DataFrame(pairs, columns=["doc", "annotator"])
+    bad = ~out["doc"].isin(list(text_of)).to_numpy() | out["annotator"].isna().to_numpy()
+    if bad.any():
+        r = int(np.argmax(bad))
+        what = ("has no annotator" if pd.isna(out["annotator"].iloc[r]) else
+                f"document {show(out['doc'].iloc[r])} has no text")
+        raise CrowdDataError(f"seen row {r}: {what}")
+    return out
+
+
 def _where(doc: Any, annotator: Any = None) -> str:
     return f"document {show(doc)}" + ("" if annotator is None else
                                       f", annotator {show(annotator)}")
@@ -121,7 +152,7 @@ def _where(doc: Any, annotator: Any = None) -> str:
 # ---------------------------------------------------------------------------- token tags
 def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
                         tokenizer: Tokenizer = None, default_label: str = "span",
-                        alignment: str = "strict") -> List[dict]:
+                        alignment: str = "strict", seen: Any = None) -> List[dict]:
     """Character spans → one tag list per document (per document and annotator when
     ``spans`` has an ``annotator`` column).
 
@@ -134,11 +165,15 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         alignment: as spaCy's ``char_span``: ``"strict"`` (a span whose edges are not token
             edges is an error: its tags would read back as other offsets), ``"expand"`` (it
             tags every token it overlaps) or ``"contract"`` (the tokens wholly inside it).
+        seen: for a crowd, the (document, annotator) pairs who saw a document, as
+            ``SequenceAnnotations.from_spans`` takes them: a pair without spans gets a row of
+            ``O`` tags (an annotation that marks nothing is not a missing one).
 
     Returns:
         list of ``{"doc", ["annotator",] "text", "tokens", "offsets", "tags"}`` (offsets
-        ``[start, end]`` per token: :func:`token_tags_to_spans` reads them back exactly). Without an annotator column every document has a row
-        (all ``O`` without spans); with one, every (document, annotator) pair that has spans.
+        ``[start, end]`` per token: :func:`token_tags_to_spans` reads them back exactly).
+        Without an annotator column every document has a row (all ``O`` without spans); with
+        one, every (document, annotator) pair that has spans or is in ``seen``.
 
     Raises:
         CrowdDataError: a span of an unknown document, a span that covers no token, a span
@@ -163,7 +198,12 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
     a, b = span_token_ranges(tokens, doc_code, start, end)
     has_ann = "annotator" in frame.columns
-    annotator = frame["annotator"].to_numpy(object) if has_ann else np.zeros(len(frame), object)
+    if seen is not None and not has_ann:
+        if len(frame):
+            raise CrowdDataError("seen is given but the spans have no annotator column")
+        has_ann = True
+    annotator = (frame["annotator"].to_numpy(object) if "annotator" in frame.columns
+                 else np.zeros(len(frame), object))
     hit = b > a                       # edges inside a token (or in the space around tokens)
     cut_start = hit & (start != tokens.start[np.where(hit, a, 0)])
     cut_end = hit & (end != tokens.end[np.where(hit, b - 1, 0)])
@@ -205,7 +245,12 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     tags = np.full(tokens.n_tokens, "O", dtype=object)
     rows: List[dict] = []
     per_row = {uniq[c]: np.flatnonzero(group == c) for c in range(len(uniq))}
-    row_keys = (sorted(per_row, key=lambda k: (k[0], str(k[1]))) if has_ann
+    pairs = set(per_row)
+    if seen is not None:
+        seen = _seen(seen, text_of)
+        pairs |= set(zip(pd.Index(ids).get_indexer(seen["doc"]).tolist(),
+                         seen["annotator"].tolist()))
+    row_keys = (sorted(pairs, key=lambda k: (k[0], str(k[1]))) if has_ann
                 else list(range(len(ids))))
     for key in row_keys:
         d, ann = key if has_ann else (key, None)
@@ -235,8 +280,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
 def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                         label_names: Optional[Sequence[str]] = None, tags_key: str = "tags",
                         tokens_key: str = "tokens", doc_key: str = "doc",
-                        annotator_key: str = "annotator") -> tuple[dict, pd.DataFrame]:
-    """Tag lists → ``(texts, spans)``.
+                        annotator_key: str = "annotator", return_seen: bool = False) -> tuple:
+    """Tag lists → ``(texts, spans)`` (``(texts, spans, seen)`` with ``return_seen``).
 
     Args:
         rows: dicts with ``tags_key`` (tag strings, or integer ids with ``label_names``, the
@@ -246,9 +291,13 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             ``annotator_key`` (rows of one document by several annotators; their texts must
             agree).
         scheme: of the tags (see :data:`TAG_SCHEMES`).
+        return_seen: also return ``seen``, the (document, annotator) pairs of the rows, a
+            frame ``doc, annotator`` for ``SequenceAnnotations.from_spans(texts, spans,
+            seen=seen)``: an annotator's row of ``O`` tags has no span, and without ``seen``
+            it reads as "did not see the document" instead of "marked nothing".
 
     Returns:
-        ``({doc: text}, frame doc, start, end, label[, annotator])``.
+        ``({doc: text}, frame doc, start, end, label[, annotator][, seen])``.
 
     Raises:
         CrowdDataError: a tag outside the scheme, a tag id outside ``label_names``, a length
@@ -349,8 +398,12 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                  for i, doc, ann, tags, offsets in parts]
     cols = ["doc", "start", "end", "label"]
     has_ann = any(p[2] is not None for p in parts)
+    seen = pd.DataFrame([(p[1], p[2]) for p in parts if p[2] is not None],
+                        columns=["doc", "annotator"]).drop_duplicates(ignore_index=True)
+    done = (texts,) if not return_seen else (texts, seen)   # the spans go in between
     if not parts:
-        return texts, pd.DataFrame(columns=cols + (["annotator"] if has_ann else []))
+        return done[:1] + (pd.DataFrame(columns=cols + (["annotator"] if has_ann else [])),) \
+            + done[1:]
     lens = np.array([len(p[3]) for p in parts])
     flat = pd.Series([t for p in parts for t in p[3]], dtype=object)
     missing = flat.isna().to_numpy()
@@ -392,7 +445,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                         "end": offsets[li, 1], "label": label[bi]})
     if has_ann:
         out["annotator"] = [parts[r][2] for r in row_of[bi]]
-    return texts, out
+    return done[:1] + (out,) + done[1:]
 
 
 # ---------------------------------------------------------------------------- JSON lines
@@ -409,11 +462,16 @@ def _json_ids(values: list, what: str, where: Any) -> list:
     return out
 
 
-def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
+def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = None) -> Path:
     """One line per document: ``{"doc", "text", "spans": [{"start", "end", "label"[,
-    "annotator"]}, ...]}`` (atomic write). Documents without spans get ``"spans": []``."""
+    "annotator"]}, ...][, "annotators": [...]]}`` (atomic write). Documents without spans get
+    ``"spans": []``. For a crowd (an ``annotator`` column, or ``seen``: the (document,
+    annotator) pairs who saw a document, as ``SequenceAnnotations.from_spans`` takes them)
+    ``"annotators"`` lists who saw the document, those who marked nothing included."""
     text_of = _texts(texts)
     frame = _frame(spans)
+    crowd = "annotator" in frame.columns or seen is not None
+    seen = _seen([] if seen is None else seen, text_of)
     unknown = ~frame["doc"].isin(list(text_of))
     if unknown.any():
         r = int(np.argmax(unknown.to_numpy()))
@@ -425,21 +483,34 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
     for c in keep[2:]:      # what read_spans_jsonl reads back: a string or an integer
         _json_ids(frame[c].tolist(), c, lambda r: f"span row {r}")
     doc_ids = _json_ids(list(text_of), "doc", lambda k: f"text {k}")
+    _json_ids(seen["annotator"].tolist(), "annotator", lambda r: f"seen row {r}")
     records = frame[keep].astype(object).to_dict("records")
     for rec, s, e in zip(records, start.tolist(), end.tolist()):
         rec["start"], rec["end"] = s, e
     by_doc: dict = {d: [] for d in text_of}
     for d, rec in zip(frame["doc"].tolist(), records):
         by_doc[d].append(rec)
-    lines = [json.dumps({"doc": j, "text": text_of[d], "spans": by_doc[d]}, ensure_ascii=False,
+    who: dict = {d: [] for d in text_of}      # who saw each document, in order of mention
+    pairs = zip(frame["doc"].tolist() + seen["doc"].tolist(),
+                (frame["annotator"].tolist() if "annotator" in frame.columns else [])
+                + seen["annotator"].tolist())
+    for d, ann in dict.fromkeys(pairs):
+        who[d].append(ann.item() if isinstance(ann, np.generic) else ann)
+    lines = [json.dumps({"doc": j, "text": text_of[d], "spans": by_doc[d],
+                         **({"annotators": who[d]} if crowd else {})}, ensure_ascii=False,
                         allow_nan=False) for d, j in zip(text_of, doc_ids)]
     return atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
-def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
+def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
     """``(texts, spans)`` from :func:`write_spans_jsonl`'s layout (UTF-8, a byte-order mark
     and CRLF line ends accepted; offsets checked as integers within each text; errors name
-    the file, line and span)."""
+    the file, line and span).
+
+    With ``return_seen``, ``(texts, spans, seen)``: ``seen`` (frame ``doc, annotator``) holds
+    the pairs of each line's ``"annotators"`` and of its spans, for
+    ``SequenceAnnotations.from_spans(texts, spans, seen=seen)`` (an annotator who saw a
+    document and marked nothing is not one who did not see it)."""
     path = Path(path)
     raw = path.read_bytes()
     try:
@@ -449,7 +520,7 @@ def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
         raise CrowdDataError(f"{path}:{line}: not UTF-8 text (byte {raw[err.start]:#04x} at "
                              f"offset {err.start})") from None
     texts: dict = {}
-    rows, starts, ends, where, limit = [], [], [], [], []
+    rows, starts, ends, where, limit, seen = [], [], [], [], [], []
     for n, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
@@ -469,6 +540,12 @@ def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
         if doc in texts:
             raise CrowdDataError(f"{at}: document {show(doc)} appears twice")
         texts[doc] = text
+        who = rec.get("annotators", [])
+        if not isinstance(who, list) or any(isinstance(w, bool) or not isinstance(w, (str, int))
+                                            for w in who):
+            raise CrowdDataError(f"{at}: 'annotators' must be a list of annotator ids (strings "
+                                 f"or integers), got {show(who)}")
+        seen.extend((doc, w) for w in who)
         spans = rec.get("spans", [])
         if not isinstance(spans, list):
             raise CrowdDataError(f"{at}: 'spans' must be a list of span objects, got "
@@ -497,7 +574,11 @@ def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
         row["start"], row["end"] = s, e
     cols = ["doc", "start", "end", "label"] + (["annotator"] if any("annotator" in r for r in rows)
                                                 else [])
-    return texts, pd.DataFrame(rows, columns=cols)
+    if not return_seen:
+        return texts, pd.DataFrame(rows, columns=cols)
+    seen += [(r["doc"], r["annotator"]) for r in rows if "annotator" in r]
+    return texts, pd.DataFrame(rows, columns=cols), pd.DataFrame(
+        list(dict.fromkeys(seen)), columns=["doc", "annotator"])
 
 
 # ---------------------------------------------------------------------------- spaCy
@@ -511,7 +592,8 @@ def _spacy() -> Any:
 
 
 def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: str = "sc",
-                   ents: bool = False, alignment: str = "strict") -> List[Any]:
+                   ents: bool = False, alignment: str = "strict",
+                   seen: Any = None) -> List[Any]:
     """Character spans → one spaCy ``Doc`` per text (in the order of ``texts``).
 
     Args:
@@ -521,6 +603,9 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
         ents: write ``Doc.ents`` (non-overlapping) instead of ``Doc.spans``.
         alignment: spaCy's ``char_span`` mode: ``"strict"`` (a span whose edges are not
             token edges is an error), ``"expand"`` or ``"contract"``.
+        seen: for a crowd, the (document, annotator) pairs who saw a document, as
+            ``SequenceAnnotations.from_spans`` takes them: a pair without spans gets an
+            empty group (``spacy_to_spans(..., return_seen=True)`` reads it back).
 
     Raises:
         CrowdDataError: a span that does not align with the tokens (``strict``) or ends past
@@ -534,8 +619,13 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
                         f"got {type(nlp).__name__}")
     if alignment not in _ALIGNMENTS:
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
+    if ents and seen is not None:
+        raise ValueError("seen names annotators' Doc.spans groups; Doc.ents (ents=True) has "
+                         "no annotators")
     text_of = _texts(texts)
     frame = _frame(spans)
+    seen_by = (_seen(seen, text_of).groupby("doc", sort=False)["annotator"].agg(list)
+               .to_dict() if seen is not None else {})
     starts, ends = _span_offsets(frame)
     labels = _labels(frame, "span")
     has_ann = "annotator" in frame.columns
@@ -554,13 +644,14 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     docs = []
     for d, text in text_of.items():
         doc = nlp.make_doc(text)
-        made: dict = {}
+        made: dict = {str(ann): [] for ann in seen_by.get(d, [])}
         for r in groups.get(d, []):
             s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
             span = doc.char_span(s, e, label=lab, alignment_mode=alignment)
             if span is None or len(span) == 0:
-                raise CrowdDataError(f"document {show(d)}: span [{s}, {e}) does not align with "
-                                     f"spaCy's tokens (alignment={alignment!r})")
+                raise CrowdDataError(
+                    f"{_where(d, frame['annotator'].iloc[r] if has_ann else None)}: span "
+                    f"[{s}, {e}) does not align with spaCy's tokens (alignment={alignment!r})")
             key = str(frame["annotator"].iloc[r]) if has_ann and not ents else spans_key
             made.setdefault(key, []).append(span)
         if ents:
@@ -580,8 +671,8 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
 
 
 def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: bool = False,
-                   doc_ids: Optional[Sequence] = None) -> tuple[dict, pd.DataFrame]:
-    """spaCy docs → ``(texts, spans)``.
+                   doc_ids: Optional[Sequence] = None, return_seen: bool = False) -> tuple:
+    """spaCy docs → ``(texts, spans)`` (``(texts, spans, seen)`` with ``return_seen``).
 
     Args:
         spans_key: the ``Doc.spans`` group to read (a document without it has no spans;
@@ -589,7 +680,14 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
             error naming them); None: every group, its key as the ``annotator`` column.
         ents: read ``Doc.ents`` instead.
         doc_ids: the documents' ids (default ``0..len(docs)-1``).
+        return_seen: with ``spans_key=None``, also return ``seen`` (frame ``doc,
+            annotator``): every group of every document, empty ones included, for
+            ``SequenceAnnotations.from_spans(texts, spans, seen=seen)`` (an annotator who
+            saw a document and marked nothing is not one who did not see it).
     """
+    if return_seen and (ents or spans_key is not None):
+        raise ValueError("return_seen reads the annotators' groups: it needs spans_key=None "
+                         "and ents=False")
     docs = list(docs)
     odd = [k for k, doc in enumerate(docs) if not (hasattr(doc, "text") and hasattr(doc, "spans")
                                                    and hasattr(doc, "ents"))]
@@ -625,4 +723,8 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
                 rows.append(row)
     cols = ["doc", "start", "end", "label"] + (["annotator"] if spans_key is None and not ents
                                                 else [])
-    return texts, pd.DataFrame(rows, columns=cols)
+    if not return_seen:
+        return texts, pd.DataFrame(rows, columns=cols)
+    seen = [(d, key) for d, doc in zip(ids, docs) for key in doc.spans]
+    return texts, pd.DataFrame(rows, columns=cols), pd.DataFrame(seen, columns=["doc",
+                                                                             "annotator"])
