@@ -166,6 +166,10 @@ def test_jsonl_writes_numpy_ids_and_refuses_what_it_could_not_read_back(tmp_path
                                              r"got \('a', 1\)"):
         write_spans_jsonl(tmp_path / "tuple.jsonl", {("a", 1): "x"}, frame([]))
     assert not (tmp_path / "nan.jsonl").exists()
+    # no label column: "span", as the tag and spaCy writers say, not a label read back as NaN
+    _, back = read_spans_jsonl(write_spans_jsonl(tmp_path / "nolabel.jsonl", texts,
+                                                 spans[["doc", "start", "end"]]))
+    assert back.values.tolist() == [[7, 0, 1, "span"]]
 
 
 def test_spacy_round_trip_of_nested_spans_and_ents():

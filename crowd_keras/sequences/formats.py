@@ -465,7 +465,8 @@ def _json_ids(values: list, what: str, where: Any) -> list:
 def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = None) -> Path:
     """One line per document: ``{"doc", "text", "spans": [{"start", "end", "label"[,
     "annotator"]}, ...][, "annotators": [...]]}`` (atomic write). Documents without spans get
-    ``"spans": []``. For a crowd (an ``annotator`` column, or ``seen``: the (document,
+    ``"spans": []``; spans without a ``label`` column are labelled ``"span"`` (as
+    :func:`spans_to_spacy` labels them). For a crowd (an ``annotator`` column, or ``seen``: the (document,
     annotator) pairs who saw a document, as ``SequenceAnnotations.from_spans`` takes them)
     ``"annotators"`` lists who saw the document, those who marked nothing included."""
     text_of = _texts(texts)
@@ -478,7 +479,7 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
         raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} has no text")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
-    _labels(frame, "span")
+    frame = frame.assign(label=_labels(frame, "span"))   # as the other writers label them
     keep = [c for c in ("start", "end", "label", "annotator") if c in frame.columns]
     for c in keep[2:]:      # what read_spans_jsonl reads back: a string or an integer
         _json_ids(frame[c].tolist(), c, lambda r: f"span row {r}")
