@@ -130,6 +130,12 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
         token_tags_to_spans([{"tokens": ["a", "b"], "tags": ["B-X", "L-X"]}])
     with pytest.raises(CrowdDataError, match="row 0: tag id 9 is not among the 9 label names"):
         token_tags_to_spans([{"tokens": ["a"], "tags": [9]}], label_names=names)
+    with pytest.raises(TypeError, match="label_names must be a list of tag names, got the "
+                                        "string 'O B-X I-X'"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": [1]}], label_names="O B-X I-X")
+    with pytest.raises(CrowdDataError, match="row 1: no 'annotator' entry, while row 0 has one"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["B-X"], "annotator": "u"},
+                             {"tokens": ["a"], "tags": ["B-X"]}])
     with pytest.raises(CrowdDataError, match="row 1: 1 tags for 2 tokens"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["O"]}, {"tokens": ["a", "b"],
                                                                 "tags": ["O"]}])

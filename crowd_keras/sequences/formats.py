@@ -306,6 +306,9 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     """
     base, _ = _scheme(scheme)
     allowed = _PREFIXES[base]
+    if isinstance(label_names, (str, bytes)):      # "O B-X I-X"[1] would be the tag " "
+        raise TypeError(f"label_names must be a list of tag names, got the string "
+                        f"{label_names!r}")
     if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
         raise TypeError(f"rows must be an iterable of dicts (one per tag list), got "
                         f"{type(rows).__name__}")
@@ -398,6 +401,11 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                  for i, doc, ann, tags, offsets in parts]
     cols = ["doc", "start", "end", "label"]
     has_ann = any(p[2] is not None for p in parts)
+    if has_ann and any(p[2] is None for p in parts):   # its spans would have no annotator
+        i = next(p[0] for p in parts if p[2] is None)
+        j = next(p[0] for p in parts if p[2] is not None)
+        raise CrowdDataError(f"row {i}: no {annotator_key!r} entry, while row {j} has one "
+                             "(give every row of a crowd its annotator)")
     seen = pd.DataFrame([(p[1], p[2]) for p in parts if p[2] is not None],
                         columns=["doc", "annotator"]).drop_duplicates(ignore_index=True)
     done = (texts,) if not return_seen else (texts, seen)   # the spans go in between
