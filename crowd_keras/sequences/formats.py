@@ -683,6 +683,9 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
                    doc_ids: Optional[Sequence] = None, return_seen: bool = False) -> tuple:
     """spaCy docs → ``(texts, spans)`` (``(texts, spans, seen)`` with ``return_seen``).
 
+    spaCy keeps labels and group keys as strings: integer labels and annotators written by
+    :func:`spans_to_spacy` come back as strings (``1`` as ``"1"``).
+
     Args:
         spans_key: the ``Doc.spans`` group to read (a document without it has no spans;
             no document with it, while the docs hold other groups or entities, is an
