@@ -178,6 +178,17 @@ def test_jsonl_writes_numpy_ids_and_refuses_what_it_could_not_read_back(tmp_path
     assert back.values.tolist() == [[7, 0, 1, "span"]]
 
 
+def test_jsonl_round_trip_of_texts_with_unicode_line_separators(tmp_path):
+    # JSON keeps U+2028, U+2029 and NEL raw inside strings; only "\n" ends a JSON line
+    texts = {"a": "first\u2028second\x85third\u2029x 😀", "b": "tab\tand\r\nCRLF"}
+    spans = frame([("a", 6, 12, "X"), ("a", 21, 22, "E"), ("b", 9, 13, "Y")])
+    path = write_spans_jsonl(tmp_path / "u.jsonl", texts, spans)
+    back_texts, back = read_spans_jsonl(path)
+    assert back_texts == texts and canon(back) == canon(spans)
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))     # CRLF line ends
+    assert read_spans_jsonl(path)[0] == texts
+
+
 def test_spacy_round_trip_of_nested_spans_and_ents():
     pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
     rng = np.random.default_rng(3)

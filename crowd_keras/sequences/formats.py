@@ -530,7 +530,7 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
                              f"offset {err.start})") from None
     texts: dict = {}
     rows, starts, ends, where, limit, seen = [], [], [], [], [], []
-    for n, line in enumerate(content.splitlines(), 1):
+    for n, line in enumerate(content.split("\n"), 1):   # not splitlines: U+2028 is text
         if not line.strip():
             continue
         at = f"{path}:{n}"
