@@ -136,6 +136,13 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     with pytest.raises(CrowdDataError, match="row 1: no 'annotator' entry, while row 0 has one"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["B-X"], "annotator": "u"},
                              {"tokens": ["a"], "tags": ["B-X"]}])
+    edited = spans_to_token_tags(TEXTS, frame([]))[0]    # text, offsets and tokens agree
+    edited["text"] = edited["text"].replace("Forty", "Fifty")
+    with pytest.raises(CrowdDataError, match=r"row 0, token 0: 'tokens' has 'Forty' but the "
+                                             r"text at its offsets \[0, 5\] is 'Fifty'"):
+        token_tags_to_spans([edited])
+    with pytest.raises(CrowdDataError, match=r"row 0: 3 'tokens' for 7 offsets"):
+        token_tags_to_spans([dict(edited, tokens=["Fifty", "adults", "with"])])
     with pytest.raises(CrowdDataError, match="row 1: 1 tags for 2 tokens"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["O"]}, {"tokens": ["a", "b"],
                                                                 "tags": ["O"]}])

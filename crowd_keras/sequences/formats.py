@@ -286,8 +286,9 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     Args:
         rows: dicts with ``tags_key`` (tag strings, or integer ids with ``label_names``, the
             Hugging Face ``ClassLabel`` names) and either ``"text"`` and ``"offsets"``
-            (``[start, end]`` per token) or ``tokens_key`` (the text is then the tokens joined
-            by single spaces). Optional ``doc_key`` (default: the row number) and
+            (``[start, end]`` per token; ``tokens_key`` too, if given, must be the text at
+            those offsets) or ``tokens_key`` (the text is then the tokens joined by single
+            spaces). Optional ``doc_key`` (default: the row number) and
             ``annotator_key`` (rows of one document by several annotators; their texts must
             agree).
         scheme: of the tags (see :data:`TAG_SCHEMES`).
@@ -315,6 +316,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     texts: dict = {}
     parts = []
     given_offsets = []     # (row, raw offsets, text length): checked together below
+    given_tokens = {}      # row -> (text, tokens) of rows with offsets and tokens: must agree
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise CrowdDataError(f"row {i}: expected a dict with {tags_key!r}, got "
@@ -348,6 +350,9 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                 raise CrowdDataError(f"row {i}: 'offsets' must be one [start, end] pair per "
                                      f"token, got {shape}")
             given_offsets.append((i, raw, len(text)))
+            if tokens_key in row and isinstance(row[tokens_key], Iterable) and \
+                    not isinstance(row[tokens_key], (str, bytes, Mapping)):
+                given_tokens[i] = (text, [str(t) for t in row[tokens_key]])
             offsets = np.zeros(raw.shape, np.int64)     # read below, after the checks
         elif tokens_key in row:
             if isinstance(row[tokens_key], (str, bytes, Mapping)) or \
@@ -397,6 +402,16 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         pieces = np.split(np.stack([start, end], 1), np.cumsum(
             [len(raw) for _, raw, _ in given_offsets])[:-1])
         by_row = {i: piece for (i, _, _), piece in zip(given_offsets, pieces)}
+        for i, (text, toks) in given_tokens.items():   # the offsets must be those tokens'
+            at = [text[a:b] for a, b in by_row[i].tolist()]
+            if len(toks) != len(at):
+                raise CrowdDataError(f"row {i}: {len(toks)} {tokens_key!r} for {len(at)} "
+                                     "offsets")
+            k = next((k for k, (x, y) in enumerate(zip(at, toks)) if x != y), None)
+            if k is not None:
+                raise CrowdDataError(f"row {i}, token {k}: {tokens_key!r} has {show(toks[k])} "
+                                     f"but the text at its offsets {by_row[i][k].tolist()} is "
+                                     f"{show(at[k])}")
         parts = [(i, doc, ann, tags, by_row.get(i, offsets))
                  for i, doc, ann, tags, offsets in parts]
     cols = ["doc", "start", "end", "label"]
