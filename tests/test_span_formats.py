@@ -143,6 +143,14 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
         token_tags_to_spans([edited])
     with pytest.raises(CrowdDataError, match=r"row 0: 3 'tokens' for 7 offsets"):
         token_tags_to_spans([dict(edited, tokens=["Fifty", "adults", "with"])])
+    with pytest.raises(CrowdDataError, match="row 1: document 's1' has another tag list in "
+                                             "row 0 \\(rows of one document need an 'annotator' "
+                                             "each\\)"):
+        token_tags_to_spans(hf + hf, label_names=names, tags_key="ner_tags", doc_key="id")
+    with pytest.raises(CrowdDataError, match="row 2: document 0, annotator 'u' has another tag "
+                                             "list in row 0"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["B-X"], "annotator": a, "doc": 0}
+                             for a in ("u", "v", "u")])
     with pytest.raises(CrowdDataError, match="row 1: 1 tags for 2 tokens"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["O"]}, {"tokens": ["a", "b"],
                                                                 "tags": ["O"]}])

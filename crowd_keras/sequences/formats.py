@@ -317,6 +317,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     parts = []
     given_offsets = []     # (row, raw offsets, text length): checked together below
     given_tokens = {}      # row -> (text, tokens) of rows with offsets and tokens: must agree
+    first_row: dict = {}   # (document, annotator) -> its row
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise CrowdDataError(f"row {i}: expected a dict with {tags_key!r}, got "
@@ -377,6 +378,15 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             raise CrowdDataError(f"row {i}: document {show(doc)} has another text in an "
                                  "earlier row")
         texts[doc] = text
+        pair = (doc, row.get(annotator_key))
+        if pair in first_row:     # a tag list per (document, annotator): two would merge
+            raise CrowdDataError(
+                f"row {i}: document {show(doc)}"
+                + (f", annotator {show(pair[1])}" if pair[1] is not None else "")
+                + f" has another tag list in row {first_row[pair]}"
+                + ("" if pair[1] is not None else f" (rows of one document need an "
+                   f"{annotator_key!r} each)"))
+        first_row[pair] = i
         parts.append((i, doc, row.get(annotator_key), tags, offsets))
     if given_offsets:   # every token offset of every row, checked in one pass
         pos = np.concatenate([np.arange(len(raw)) for _, raw, _ in given_offsets])
