@@ -308,3 +308,53 @@ def test_pico_spans_round_trip_through_every_format(tmp_path):
         spans_to_token_tags(texts, own)
     with pytest.raises(CrowdDataError, match="share a token; BIO tags cannot hold"):
         spans_to_token_tags(texts, own, alignment="expand")
+
+
+def test_hugging_face_crowd_tags_through_the_label_model_and_the_crowd_layer_tagger():
+    """A crowd's BIO tag ids in, the default label model and a CrowdLayer tagger trained on
+    them, their spans out as BIO tag lists: each tags the entity words the crowd tags."""
+    keras = pytest.importorskip("keras")
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.losses import MaskedMultiCrossEntropy
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    from crowd_keras.sequences.batches import Vocabulary, windows
+    from crowd_keras.sequences.registry import get_sequence_model
+    rng = np.random.default_rng(0)
+    words = ["the", "patients", "with", "asthma", "children", "were", "given", "drug"]
+    names = ["O", "B-P", "I-P"]
+    rows = []
+    for d in range(30):
+        toks = [str(w) for w in rng.choice(words, int(rng.integers(4, 9)))]
+        truth = [1 if t in ("patients", "children") else 0 for t in toks]
+        for w in ("w0", "w1") + (("w2",) if d == 0 else ()):    # w2 saw one document
+            miss = 0.3 if w == "w0" else 0.0                        # w0 misses entities
+            rows.append({"id": f"doc{d}", "annotator": w, "tokens": toks,
+                         "ner_tags": [t if rng.random() >= miss else 0 for t in truth]})
+    texts, spans, seen = token_tags_to_spans(rows, label_names=names, tags_key="ner_tags",
+                                             doc_key="id", return_seen=True)
+    seq = SequenceAnnotations.from_spans(texts, spans, seen=seen, scheme="BIO")
+    assert seq.summary.annotations == len(rows)      # the all-O tag lists are annotations
+    entity = {"patients", "children"}
+
+    def tagged_words(found):
+        out = spans_to_token_tags(texts, found[["doc", "start", "end", "label"]])
+        return {(tok, tag != "O") for r in out for tok, tag in zip(r["tokens"], r["tags"])}
+
+    model = get_sequence_model().fit(seq)
+    assert tagged_words(model.predict_spans()) == {(w, w in entity) for w in words}
+
+    keras.utils.set_random_seed(0)
+    vocab = Vocabulary(min_count=1).fit(seq)
+    win = windows(seq, np.arange(seq.n_docs), 8)
+    words_in = keras.Input((8,), dtype="int32")
+    probs = keras.layers.Dense(seq.n_tags, activation="softmax")(
+        keras.layers.Embedding(vocab.size, 8, mask_zero=True)(words_in))
+    ann_in = keras.Input((win.annotators.shape[1],), dtype="int32")
+    logits = CrowdLayer(len(seq.annotator_ids), "MW", init_scale=3.0)([probs, ann_in])
+    crowd = keras.Model([words_in, ann_in], logits)
+    crowd.compile(keras.optimizers.Adam(0.05), loss=MaskedMultiCrossEntropy(from_logits=True))
+    x = win.gather(vocab.encode(seq), 0)
+    crowd.fit([x, win.annotators], win.labels, epochs=40, batch_size=16, verbose=0)
+    tok = win.scatter(keras.Model(words_in, probs).predict(x, verbose=0), seq.n_tokens)
+    found = seq.decode(np.argmax(tok, axis=1))
+    assert tagged_words(found) == {(w, w in entity) for w in words}
