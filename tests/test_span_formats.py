@@ -86,6 +86,19 @@ def test_token_tags_refuse_spans_off_token_edges_unless_told_how_to_align():
         spans_to_token_tags(TEXTS, off, alignment="exact")
 
 
+def test_errors_name_a_filtered_frames_rows_by_their_index(tmp_path):
+    # as from_spans names them: mine.loc[2] is the row, its position is 1
+    crowd = frame([("d3", 0, 1, "P", "v"), ("d3", 0, 1, "P", "u"), ("d3", 5, 9, "P", "u")],
+                  ("doc", "start", "end", "label", "annotator"))
+    mine = crowd[crowd.annotator == "u"]
+    writers = [spans_to_token_tags, lambda t, s: write_spans_jsonl(tmp_path / "s.jsonl", t, s)]
+    if __import__("importlib").util.find_spec("spacy"):
+        writers.append(spans_to_spacy)
+    for write in writers:
+        with pytest.raises(CrowdDataError, match=r"^span row 2: \[5, 9\) is outside the text"):
+            write(TEXTS, mine)
+
+
 def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     nested = frame([("d1", 0, 24, "P"), ("d1", 6, 12, "P")])
     with pytest.raises(CrowdDataError, match=r"document 'd1': spans \[0, 24\) and \[6, 12\) "

@@ -78,7 +78,7 @@ def _texts(texts: Any) -> dict:
 
 def _span_offsets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The frame's checked (start, end) offsets (:func:`.tokens.check_offsets`)."""
-    return check_offsets(frame["start"], frame["end"], lambda r: f"span row {r}")
+    return check_offsets(frame["start"], frame["end"], lambda r: _row(frame, r))
 
 
 def _check_in_text(frame: pd.DataFrame, start: np.ndarray, end: np.ndarray,
@@ -90,7 +90,7 @@ def _check_in_text(frame: pd.DataFrame, start: np.ndarray, end: np.ndarray,
     past = end > length
     if past.any():
         r = int(np.argmax(past))
-        raise CrowdDataError(f"span row {r}: [{start[r]}, {end[r]}) is outside the text of "
+        raise CrowdDataError(f"{_row(frame, r)}: [{start[r]}, {end[r]}) is outside the text of "
                              f"document {show(frame['doc'].iloc[r])} ({length[r]} characters)")
 
 
@@ -102,7 +102,7 @@ def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
     missing = labels.isna().to_numpy()
     if missing.any():
         r = int(np.argmax(missing))
-        raise CrowdDataError(f"span row {r}: missing label ({show(labels.iloc[r])})")
+        raise CrowdDataError(f"{_row(frame, r)}: missing label ({show(labels.iloc[r])})")
     return labels.to_numpy()
 
 
@@ -114,7 +114,13 @@ def _frame(spans: Any) -> pd.DataFrame:
     if missing:
         raise CrowdDataError(f"spans frame has no column(s) {missing}; columns are "
                              f"{list(spans.columns)}")
-    return spans.reset_index(drop=True)
+    return spans      # its index names the rows in errors (as in from_spans); access by position
+
+
+def _row(frame: pd.DataFrame, r: int) -> str:
+    """The span row at position ``r``, named by its index label (a filtered frame's labels
+    are not its positions)."""
+    return f"span row {frame.index[r]}"
 
 
 def _seen(seen: Any, text_of: dict) -> pd.DataFrame:
@@ -188,7 +194,7 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     doc_code = pd.Index(ids).get_indexer(frame["doc"])
     if (doc_code < 0).any():
         r = int(np.argmax(doc_code < 0))
-        raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} is not "
+        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} is not "
                              f"among the {len(ids)} texts")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
@@ -499,9 +505,10 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
     """One line per document: ``{"doc", "text", "spans": [{"start", "end", "label"[,
     "annotator"]}, ...][, "annotators": [...]]}`` (atomic write). Documents without spans get
     ``"spans": []``; spans without a ``label`` column are labelled ``"span"`` (as
-    :func:`spans_to_spacy` labels them). For a crowd (an ``annotator`` column, or ``seen``: the (document,
-    annotator) pairs who saw a document, as ``SequenceAnnotations.from_spans`` takes them)
-    ``"annotators"`` lists who saw the document, those who marked nothing included."""
+    :func:`spans_to_spacy` labels them). For a crowd (an ``annotator`` column, or ``seen``:
+    the (document, annotator) pairs who saw a document, as ``SequenceAnnotations.from_spans``
+    takes them) ``"annotators"`` lists who saw the document, those who marked nothing
+    included."""
     text_of = _texts(texts)
     frame = _frame(spans)
     crowd = "annotator" in frame.columns or seen is not None
@@ -509,13 +516,13 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
     unknown = ~frame["doc"].isin(list(text_of))
     if unknown.any():
         r = int(np.argmax(unknown.to_numpy()))
-        raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} has no text")
+        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no text")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
     frame = frame.assign(label=_labels(frame, "span"))   # as the other writers label them
     keep = [c for c in ("start", "end", "label", "annotator") if c in frame.columns]
     for c in keep[2:]:      # what read_spans_jsonl reads back: a string or an integer
-        _json_ids(frame[c].tolist(), c, lambda r: f"span row {r}")
+        _json_ids(frame[c].tolist(), c, lambda r: _row(frame, r))
     doc_ids = _json_ids(list(text_of), "doc", lambda k: f"text {k}")
     _json_ids(seen["annotator"].tolist(), "annotator", lambda r: f"seen row {r}")
     records = frame[keep].astype(object).to_dict("records")
