@@ -113,6 +113,8 @@ def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     two = frame([("d3", 0, 3, "P", "u"), ("d3", 2, 7, "P", "v")],
                 ("doc", "start", "end", "label", "annotator"))
     assert len(spans_to_token_tags(TEXTS, two)) == 2
+    with pytest.raises(CrowdDataError, match=r"span row 0: the empty label '' cannot be a tag"):
+        spans_to_token_tags(TEXTS, frame([("d3", 0, 1, "")]))   # "B-", which no reader takes
     with pytest.raises(CrowdDataError, match=r"span \[13, 13\) covers no token"):
         spans_to_token_tags(TEXTS, frame([("d2", 13, 13, "P")]))
 

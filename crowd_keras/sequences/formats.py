@@ -199,6 +199,10 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
     label = _labels(frame, default_label)
+    blank = pd.Series(label, dtype=object).astype(str).eq("").to_numpy()
+    if blank.any():   # "B-" names no label: token_tags_to_spans refuses it
+        r = int(np.argmax(blank))
+        raise CrowdDataError(f"{_row(frame, r)}: the empty label '' cannot be a tag")
     tokens = tokenize([text_of[d] for d in ids], tokenizer)
     if alignment not in _ALIGNMENTS:
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
