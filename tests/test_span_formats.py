@@ -113,6 +113,12 @@ def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     two = frame([("d3", 0, 3, "P", "u"), ("d3", 2, 7, "P", "v")],
                 ("doc", "start", "end", "label", "annotator"))
     assert len(spans_to_token_tags(TEXTS, two)) == 2
+    touching = frame([("d3", 0, 1, "P"), ("d3", 2, 3, "P"), ("d3", 4, 5, "Q")])
+    with pytest.raises(CrowdDataError, match=r"document 'd3': spans \[0, 1\) and \[2, 3\) of "
+                                             r"label 'P' touch; IO tags would read them back"):
+        spans_to_token_tags(TEXTS, touching, scheme="IO")
+    assert spans_to_token_tags(TEXTS, touching.iloc[1:], scheme="IO")[2]["tags"] == [
+        "O", "I-P", "I-Q", "O"]        # touching spans of two labels stay two
     with pytest.raises(CrowdDataError, match=r"span row 0: the empty label '' cannot be a tag"):
         spans_to_token_tags(TEXTS, frame([("d3", 0, 1, "")]))   # "B-", which no reader takes
     with pytest.raises(CrowdDataError, match=r"span \[13, 13\) covers no token"):

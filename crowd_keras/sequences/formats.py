@@ -183,7 +183,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
 
     Raises:
         CrowdDataError: a span of an unknown document, a span that covers no token, a span
-            whose edges are not token edges (``alignment="strict"``), or two
+            whose edges are not token edges (``alignment="strict"``), two touching spans of
+            one label in ``IO`` (read back as one), or two
             spans of one row that share a token (tag lists cannot hold overlapping or nested
             spans), naming the document, annotator and offsets.
     """
@@ -251,6 +252,15 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
             f"[{start[i]}, {end[i]}) and [{start[j]}, {end[j]}) share a token; {scheme} tags "
             "cannot hold overlapping or nested spans (write them to JSON lines or spaCy "
             "Doc.spans instead)")
+    if base == "IO":    # no B: two touching spans of one label read back as one
+        lab = label[order]
+        touch = np.flatnonzero((g[1:] == g[:-1]) & (aa[1:] == bb[:-1]) & (lab[1:] == lab[:-1]))
+        if len(touch):
+            i, j = order[touch[0]], order[touch[0] + 1]
+            raise CrowdDataError(
+                f"{_where(ids[doc_code[j]], annotator[j] if has_ann else None)}: spans "
+                f"[{start[i]}, {end[i]}) and [{start[j]}, {end[j]}) of label {show(label[j])} "
+                "touch; IO tags would read them back as one span (use BIO or BILOU)")
     strings = token_strings([text_of[d] for d in ids], tokens)
     tags = np.full(tokens.n_tokens, "O", dtype=object)
     rows: List[dict] = []
