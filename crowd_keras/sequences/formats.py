@@ -16,7 +16,8 @@ span there, and ``from_spans`` reads them as one who never saw it.
   writing them raises a :class:`~crowd_keras.CrowdDataError` naming the document (and
   annotator) and both spans' offsets; so is a span whose edges are not token edges (its tags
   would read back as other offsets), unless ``alignment="expand"`` or ``"contract"`` says how
-  to move them, as spaCy's ``char_span`` does. Reading is lenient as CoNLL's ``conlleval`` is: an
+  to move them, as spaCy's ``char_span`` does (and, in ``IO``, two touching spans of one
+  label, which would read back as one). Reading is lenient as CoNLL's ``conlleval`` is: an
   ``I-x`` (BILOU: ``I-x``/``L-x``) that does not continue a span of ``x`` starts one.
 * **Character offsets, JSON lines** (:func:`write_spans_jsonl` / :func:`read_spans_jsonl`):
   one document per line, ``{"doc", "text", "spans": [{"start", "end", "label"[,
