@@ -300,6 +300,14 @@ def test_annotators_who_marked_nothing_survive_every_format(tmp_path):
         spacy_to_spans([], return_seen=True)
     with pytest.raises(CrowdDataError, match="seen row 0: document 'd9' has no text"):
         spans_to_token_tags(TEXTS, spans, seen=[("d9", "w1")])
+    writers = [spans_to_token_tags, lambda t, s, seen: write_spans_jsonl(tmp_path / "x.jsonl",
+                                                                          t, s, seen=seen)]
+    if "spacy" in got:
+        writers.append(spans_to_spacy)
+    for write in writers:   # whose spans are these?
+        with pytest.raises(CrowdDataError, match="seen is given but the spans have no "
+                                                 "annotator column"):
+            write(TEXTS, spans.drop(columns="annotator"), seen=seen)
 
 
 @pytest.mark.slow

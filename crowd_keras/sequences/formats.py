@@ -124,10 +124,13 @@ def _row(frame: pd.DataFrame, r: int) -> str:
     return f"span row {frame.index[r]}"
 
 
-def _seen(seen: Any, text_of: dict) -> pd.DataFrame:
+def _seen(seen: Any, text_of: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The (document, annotator) pairs of ``seen`` (a frame with columns ``doc`` and
     ``annotator``, or a list of pairs, as ``SequenceAnnotations.from_spans`` takes) as a
-    frame; an unknown document or a missing annotator is an error naming the seen row."""
+    frame; an unknown document or a missing annotator is an error naming the seen row, and
+    so are spans (``frame``) without annotators beside it."""
+    if len(frame) and "annotator" not in frame.columns:
+        raise CrowdDataError("seen is given but the spans have no annotator column")
     if isinstance(seen, pd.DataFrame):
         missing = [c for c in ("doc", "annotator") if c not in seen.columns]
         if missing:
@@ -210,9 +213,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
     a, b = span_token_ranges(tokens, doc_code, start, end)
     has_ann = "annotator" in frame.columns
-    if seen is not None and not has_ann:
-        if len(frame):
-            raise CrowdDataError("seen is given but the spans have no annotator column")
+    if seen is not None:
+        seen = _seen(seen, text_of, frame)
         has_ann = True
     annotator = (frame["annotator"].to_numpy(object) if "annotator" in frame.columns
                  else np.zeros(len(frame), object))
@@ -268,7 +270,6 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     per_row = {uniq[c]: np.flatnonzero(group == c) for c in range(len(uniq))}
     pairs = set(per_row)
     if seen is not None:
-        seen = _seen(seen, text_of)
         pairs |= set(zip(pd.Index(ids).get_indexer(seen["doc"]).tolist(),
                          seen["annotator"].tolist()))
     row_keys = (sorted(pairs, key=lambda k: (k[0], str(k[1]))) if has_ann
@@ -527,7 +528,7 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
     text_of = _texts(texts)
     frame = _frame(spans)
     crowd = "annotator" in frame.columns or seen is not None
-    seen = _seen([] if seen is None else seen, text_of)
+    seen = _seen([], text_of, frame[:0]) if seen is None else _seen(seen, text_of, frame)
     unknown = ~frame["doc"].isin(list(text_of))
     if unknown.any():
         r = int(np.argmax(unknown.to_numpy()))
@@ -680,7 +681,7 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
                          "no annotators")
     text_of = _texts(texts)
     frame = _frame(spans)
-    seen_by = (_seen(seen, text_of).groupby("doc", sort=False)["annotator"].agg(list)
+    seen_by = (_seen(seen, text_of, frame).groupby("doc", sort=False)["annotator"].agg(list)
                .to_dict() if seen is not None else {})
     starts, ends = _span_offsets(frame)
     labels = _labels(frame, "span")
