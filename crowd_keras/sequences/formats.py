@@ -455,10 +455,12 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                              "(give every row of a crowd its annotator)")
     seen = pd.DataFrame([(p[1], p[2]) for p in parts if p[2] is not None],
                         columns=["doc", "annotator"]).drop_duplicates(ignore_index=True)
-    done = (texts,) if not return_seen else (texts, seen)   # the spans go in between
+
+    def result(spans: pd.DataFrame) -> tuple:
+        return (texts, spans, seen) if return_seen else (texts, spans)
+
     if not parts:
-        return done[:1] + (pd.DataFrame(columns=cols + (["annotator"] if has_ann else [])),) \
-            + done[1:]
+        return result(pd.DataFrame(columns=cols + (["annotator"] if has_ann else [])))
     lens = np.array([len(p[3]) for p in parts])
     flat = pd.Series([t for p in parts for t in p[3]], dtype=object)
     missing = flat.isna().to_numpy()
@@ -500,7 +502,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                         "end": offsets[li, 1], "label": label[bi]})
     if has_ann:
         out["annotator"] = [parts[r][2] for r in row_of[bi]]
-    return done[:1] + (out,) + done[1:]
+    return result(out)
 
 
 # ---------------------------------------------------------------------------- JSON lines
