@@ -306,13 +306,14 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     """Tag lists → ``(texts, spans)`` (``(texts, spans, seen)`` with ``return_seen``).
 
     Args:
-        rows: dicts with ``tags_key`` (tag strings, or integer ids with ``label_names``, the
-            Hugging Face ``ClassLabel`` names) and either ``"text"`` and ``"offsets"``
-            (``[start, end]`` per token; ``tokens_key`` too, if given, must be the text at
-            those offsets) or ``tokens_key`` (the text is then the tokens joined by single
-            spaces). Optional ``doc_key`` (default: the row number) and
-            ``annotator_key`` (rows of one document by several annotators; their texts must
-            agree).
+        rows: dicts (or the rows of a DataFrame, e.g. a Hugging Face dataset's
+            ``to_pandas()``; row ``i`` in errors is the ``i``-th) with ``tags_key`` (tag
+            strings, or integer ids with ``label_names``, the Hugging Face ``ClassLabel``
+            names) and either ``"text"`` and ``"offsets"`` (``[start, end]`` per token;
+            ``tokens_key`` too, if given, must be the text at those offsets) or
+            ``tokens_key`` (the text is then the tokens joined by single spaces). Optional
+            ``doc_key`` (default: the row number) and ``annotator_key`` (rows of one
+            document by several annotators; their texts must agree).
         scheme: of the tags (see :data:`TAG_SCHEMES`).
         return_seen: also return ``seen``, the (document, annotator) pairs of the rows, a
             frame ``doc, annotator`` for ``SequenceAnnotations.from_spans(texts, spans,
@@ -332,6 +333,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     if isinstance(label_names, (str, bytes)):      # "O B-X I-X"[1] would be the tag " "
         raise TypeError(f"label_names must be a list of tag names, got the string "
                         f"{label_names!r}")
+    if isinstance(rows, pd.DataFrame):   # iterating one gives its column names
+        rows = rows.to_dict("records")
     if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
         raise TypeError(f"rows must be an iterable of dicts (one per tag list), got "
                         f"{type(rows).__name__}")
