@@ -147,6 +147,11 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     names = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
     _, spans = token_tags_to_spans(hf, label_names=names, tags_key="ner_tags", doc_key="id")
     assert spans.values.tolist() == [["s1", 0, 2, "ORG"], ["s1", 11, 17, "MISC"]]
+    ids = spans_to_token_tags({"s1": "EU rejects German"}, spans, label_names=names)
+    assert ids[0]["tags"] == [3, 0, 7]                # written back as the dataset's ids
+    with pytest.raises(CrowdDataError, match="document 's1': tag 'B-MISC' is not among the 7 "
+                                             "label_names"):
+        spans_to_token_tags({"s1": "EU rejects German"}, spans, label_names=names[:7])
     as_frame = pd.DataFrame({"id": ["s1"], "tokens": [np.array(hf[0]["tokens"], object)],
                              "ner_tags": [np.array(hf[0]["ner_tags"])]})   # to_pandas()
     _, from_frame = token_tags_to_spans(as_frame, label_names=names, tags_key="ner_tags",

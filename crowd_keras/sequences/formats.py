@@ -162,7 +162,8 @@ def _where(doc: Any, annotator: Any = None) -> str:
 # ---------------------------------------------------------------------------- token tags
 def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
                         tokenizer: Tokenizer = None, default_label: str = "span",
-                        alignment: str = "strict", seen: Any = None) -> List[dict]:
+                        alignment: str = "strict", seen: Any = None,
+                        label_names: Optional[Sequence[str]] = None) -> List[dict]:
     """Character spans → one tag list per document (per document and annotator when
     ``spans`` has an ``annotator`` column).
 
@@ -178,6 +179,9 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         seen: for a crowd, the (document, annotator) pairs who saw a document, as
             ``SequenceAnnotations.from_spans`` takes them: a pair without spans gets a row of
             ``O`` tags (an annotation that marks nothing is not a missing one).
+        label_names: write tag ids, the positions of the tags in this list (the Hugging
+            Face ``ClassLabel`` names, as :func:`token_tags_to_spans` reads them), instead
+            of tag strings; a tag not in it is an error naming the document and tag.
 
     Returns:
         list of ``{"doc", ["annotator",] "text", "tokens", "offsets", "tags"}`` (offsets
@@ -193,6 +197,10 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
             spans), naming the document, annotator and offsets.
     """
     base, bioes = _scheme(scheme)
+    if isinstance(label_names, (str, bytes)):
+        raise TypeError(f"label_names must be a list of tag names, got the string "
+                        f"{label_names!r}")
+    tag_id = None if label_names is None else {str(n): k for k, n in enumerate(label_names)}
     text_of = _texts(texts)
     ids = list(text_of)
     frame = _frame(spans)
@@ -292,9 +300,16 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         out = {"doc": ids[d]}
         if has_ann:
             out["annotator"] = ann
+        row_tags = row_tags.tolist()
+        if tag_id is not None:
+            odd = [t for t in row_tags if t not in tag_id]
+            if odd:
+                raise CrowdDataError(f"{_where(ids[d], ann)}: tag {odd[0]!r} is not among "
+                                     f"the {len(tag_id)} label_names")
+            row_tags = [tag_id[t] for t in row_tags]
         out.update(text=text_of[ids[d]], tokens=strings[lo:hi].tolist(),
                    offsets=np.stack([tokens.start[lo:hi], tokens.end[lo:hi]], 1).tolist(),
-                   tags=row_tags.tolist())
+                   tags=row_tags)
         rows.append(out)
     return rows
 
