@@ -278,6 +278,11 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
         spacy_to_spans(docs)
     with pytest.raises(CrowdDataError, match=r"the docs hold 2 entities \(ents=True\)"):
         spacy_to_spans(one)
+    with pytest.raises(CrowdDataError, match="document ids must be unique; document id 'd1' at "
+                                             "position 1 repeats position 0"):
+        spacy_to_spans(docs[:2], spans_key=None, doc_ids=["d1", "d1"])
+    with pytest.raises(TypeError, match="identifiers must be a list, got the string"):
+        spacy_to_spans(docs[:2], spans_key=None, doc_ids="d1")
     _, none = spacy_to_spans(spans_to_spacy(TEXTS, frame([])))
     assert none.empty      # no spans anywhere: nothing to miss
     with pytest.raises(ValueError, match="alignment must be one of"):

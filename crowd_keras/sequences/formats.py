@@ -773,9 +773,10 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
                                                    and hasattr(doc, "ents"))]
     if odd:
         raise TypeError(f"docs[{odd[0]}] is a {type(docs[odd[0]]).__name__}, not a spaCy Doc")
-    ids = list(range(len(docs))) if doc_ids is None else list(doc_ids)
+    ids = list(range(len(docs))) if doc_ids is None else ids_array(doc_ids).tolist()
     if len(ids) != len(docs):
         raise ValueError(f"{len(ids)} doc_ids for {len(docs)} docs")
+    check_unique_ids(ids_array(ids), "document")   # a repeat would give one text two docs' spans
     if not ents and spans_key is not None and not any(spans_key in d.spans for d in docs):
         # a document without spans may lack the group; every document lacking it is a wrong key
         keys = sorted({k for d in docs for k, group in d.spans.items() if len(group)})
