@@ -69,6 +69,36 @@ def test_token_tags_by_annotator_and_the_tag_strings():
     assert canon(back) == canon(spans)
 
 
+def test_token_tags_refuse_spans_off_token_edges_unless_told_how_to_align():
+    # "Forty adults": a span [1, 12) would read back as [0, 12), changed without a word
+    off = frame([("d1", 1, 12, "P", "u")], ("doc", "start", "end", "label", "annotator"))
+    with pytest.raises(CrowdDataError, match=r"document 'd1', annotator 'u': span \[1, 12\) "
+                                             r"does not align with the tokens \(those it "
+                                             r"overlaps span \[0, 12\)\)"):
+        spans_to_token_tags(TEXTS, off)
+    wide = spans_to_token_tags(TEXTS, off, alignment="expand")
+    assert wide[0]["tags"][:3] == ["B-P", "I-P", "O"]
+    narrow = spans_to_token_tags(TEXTS, off, alignment="contract")
+    assert narrow[0]["tags"][:3] == ["O", "B-P", "O"]
+    _, back = token_tags_to_spans(narrow)
+    assert canon(back) == [("d1", "u", "6", "12", "P")]
+    with pytest.raises(ValueError, match="alignment must be one of"):
+        spans_to_token_tags(TEXTS, off, alignment="exact")
+
+
+def test_errors_name_a_filtered_frames_rows_by_their_index(tmp_path):
+    # as from_spans names them: mine.loc[2] is the row, its position is 1
+    crowd = frame([("d3", 0, 1, "P", "v"), ("d3", 0, 1, "P", "u"), ("d3", 5, 9, "P", "u")],
+                  ("doc", "start", "end", "label", "annotator"))
+    mine = crowd[crowd.annotator == "u"]
+    writers = [spans_to_token_tags, lambda t, s: write_spans_jsonl(tmp_path / "s.jsonl", t, s)]
+    if __import__("importlib").util.find_spec("spacy"):
+        writers.append(spans_to_spacy)
+    for write in writers:
+        with pytest.raises(CrowdDataError, match=r"^span row 2: \[5, 9\) is outside the text"):
+            write(TEXTS, mine)
+
+
 def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     nested = frame([("d1", 0, 24, "P"), ("d1", 6, 12, "P")])
     with pytest.raises(CrowdDataError, match=r"document 'd1': spans \[0, 24\) and \[6, 12\) "
@@ -83,8 +113,28 @@ def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     two = frame([("d3", 0, 3, "P", "u"), ("d3", 2, 7, "P", "v")],
                 ("doc", "start", "end", "label", "annotator"))
     assert len(spans_to_token_tags(TEXTS, two)) == 2
+    touching = frame([("d3", 0, 1, "P"), ("d3", 2, 3, "P"), ("d3", 4, 5, "Q")])
+    with pytest.raises(CrowdDataError, match=r"document 'd3': spans \[0, 1\) and \[2, 3\) of "
+                                             r"label 'P' touch; IO tags would read them back"):
+        spans_to_token_tags(TEXTS, touching, scheme="IO")
+    assert spans_to_token_tags(TEXTS, touching.iloc[1:], scheme="IO")[2]["tags"] == [
+        "O", "I-P", "I-Q", "O"]        # touching spans of two labels stay two
+    with pytest.raises(CrowdDataError, match=r"span row 0: the empty label '' cannot be a tag"):
+        spans_to_token_tags(TEXTS, frame([("d3", 0, 1, "")]))   # "B-", which no reader takes
     with pytest.raises(CrowdDataError, match=r"span \[13, 13\) covers no token"):
         spans_to_token_tags(TEXTS, frame([("d2", 13, 13, "P")]))
+
+
+def test_token_tags_round_trip_keeps_empty_and_blank_documents():
+    # a document without tokens is a row with empty lists, read back as that document
+    texts = {"e": "", "blank": " \n ", "x": "x y"}
+    rows = spans_to_token_tags(texts, frame([("x", 2, 3, "P")]), scheme="BILOU")
+    assert [r["tags"] for r in rows] == [[], [], ["O", "U-P"]]
+    back_texts, back = token_tags_to_spans(rows, scheme="BILOU")
+    assert back_texts == texts and canon(back) == [("x", "2", "3", "P")]
+    texts, back = token_tags_to_spans([{"tokens": [], "tags": []},
+                                       {"tokens": ["a"], "tags": ["B-X"]}])
+    assert texts == {0: "", 1: "a"} and canon(back) == [("1", "0", "1", "X")]
 
 
 def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
@@ -97,10 +147,41 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     names = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
     _, spans = token_tags_to_spans(hf, label_names=names, tags_key="ner_tags", doc_key="id")
     assert spans.values.tolist() == [["s1", 0, 2, "ORG"], ["s1", 11, 17, "MISC"]]
+    ids = spans_to_token_tags({"s1": "EU rejects German"}, spans, label_names=names)
+    assert ids[0]["tags"] == [3, 0, 7]                # written back as the dataset's ids
+    with pytest.raises(CrowdDataError, match="document 's1': tag 'B-MISC' is not among the 7 "
+                                             "label_names"):
+        spans_to_token_tags({"s1": "EU rejects German"}, spans, label_names=names[:7])
+    as_frame = pd.DataFrame({"id": ["s1"], "tokens": [np.array(hf[0]["tokens"], object)],
+                             "ner_tags": [np.array(hf[0]["ner_tags"])]})   # to_pandas()
+    _, from_frame = token_tags_to_spans(as_frame, label_names=names, tags_key="ner_tags",
+                                        doc_key="id")
+    assert from_frame.equals(spans)
     with pytest.raises(CrowdDataError, match=r"row 0, token 1: tag 'L-X' is not a BIO tag"):
         token_tags_to_spans([{"tokens": ["a", "b"], "tags": ["B-X", "L-X"]}])
     with pytest.raises(CrowdDataError, match="row 0: tag id 9 is not among the 9 label names"):
         token_tags_to_spans([{"tokens": ["a"], "tags": [9]}], label_names=names)
+    with pytest.raises(TypeError, match="label_names must be a list of tag names, got the "
+                                        "string 'O B-X I-X'"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": [1]}], label_names="O B-X I-X")
+    with pytest.raises(CrowdDataError, match="row 1: no 'annotator' entry, while row 0 has one"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["B-X"], "annotator": "u"},
+                             {"tokens": ["a"], "tags": ["B-X"]}])
+    edited = spans_to_token_tags(TEXTS, frame([]))[0]    # text, offsets and tokens agree
+    edited["text"] = edited["text"].replace("Forty", "Fifty")
+    with pytest.raises(CrowdDataError, match=r"row 0, token 0: 'tokens' has 'Forty' but the "
+                                             r"text at its offsets \[0, 5\] is 'Fifty'"):
+        token_tags_to_spans([edited])
+    with pytest.raises(CrowdDataError, match=r"row 0: 3 'tokens' for 7 offsets"):
+        token_tags_to_spans([dict(edited, tokens=["Fifty", "adults", "with"])])
+    with pytest.raises(CrowdDataError, match="row 1: document 's1' has another tag list in "
+                                             "row 0 \\(rows of one document need an 'annotator' "
+                                             "each\\)"):
+        token_tags_to_spans(hf + hf, label_names=names, tags_key="ner_tags", doc_key="id")
+    with pytest.raises(CrowdDataError, match="row 2: document 0, annotator 'u' has another tag "
+                                             "list in row 0"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["B-X"], "annotator": a, "doc": 0}
+                             for a in ("u", "v", "u")])
     with pytest.raises(CrowdDataError, match="row 1: 1 tags for 2 tokens"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["O"]}, {"tokens": ["a", "b"],
                                                                 "tags": ["O"]}])
@@ -119,6 +200,39 @@ def test_jsonl_round_trip_holds_nested_spans_and_checks_offsets(tmp_path):
     with pytest.raises(CrowdDataError, match=r"bad.jsonl:2: span 0 \[1, 5\) is outside the text "
                                              r"of document 2"):
         read_spans_jsonl(tmp_path / "bad.jsonl")
+
+
+def test_jsonl_writes_numpy_ids_and_refuses_what_it_could_not_read_back(tmp_path):
+    # document ids as a SequenceAnnotations holds them (numpy integers) are written as JSON ints
+    texts = {np.int64(0): "a b", np.int64(7): "c"}
+    spans = frame([(np.int64(7), 0, 1, np.int64(2))])
+    texts_back, back = read_spans_jsonl(write_spans_jsonl(tmp_path / "ids.jsonl", texts, spans))
+    assert texts_back == {0: "a b", 7: "c"} and back.values.tolist() == [[7, 0, 1, 2]]
+    # a missing annotator was written as NaN (not JSON) and refused on reading
+    crowd = frame([(0, 0, 1, "P", "u"), (0, 2, 3, "P", None)],
+                  ("doc", "start", "end", "label", "annotator"))
+    with pytest.raises(CrowdDataError, match="span row 1: annotator must be a string or an "
+                                             "integer, got (None|nan)"):
+        write_spans_jsonl(tmp_path / "nan.jsonl", texts, crowd)
+    with pytest.raises(CrowdDataError, match=r"text 0: doc must be a string or an integer, "
+                                             r"got \('a', 1\)"):
+        write_spans_jsonl(tmp_path / "tuple.jsonl", {("a", 1): "x"}, frame([]))
+    assert not (tmp_path / "nan.jsonl").exists()
+    # no label column: "span", as the tag and spaCy writers say, not a label read back as NaN
+    _, back = read_spans_jsonl(write_spans_jsonl(tmp_path / "nolabel.jsonl", texts,
+                                                 spans[["doc", "start", "end"]]))
+    assert back.values.tolist() == [[7, 0, 1, "span"]]
+
+
+def test_jsonl_round_trip_of_texts_with_unicode_line_separators(tmp_path):
+    # JSON keeps U+2028, U+2029 and NEL raw inside strings; only "\n" ends a JSON line
+    texts = {"a": "first\u2028second\x85third\u2029x 😀", "b": "tab\tand\r\nCRLF"}
+    spans = frame([("a", 6, 12, "X"), ("a", 21, 22, "E"), ("b", 9, 13, "Y")])
+    path = write_spans_jsonl(tmp_path / "u.jsonl", texts, spans)
+    back_texts, back = read_spans_jsonl(path)
+    assert back_texts == texts and canon(back) == canon(spans)
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))     # CRLF line ends
+    assert read_spans_jsonl(path)[0] == texts
 
 
 def test_spacy_round_trip_of_nested_spans_and_ents():
@@ -143,6 +257,74 @@ def test_spacy_round_trip_of_nested_spans_and_ents():
         spans_to_spacy(TEXTS, frame([("d1", 1, 12, "P")]))
 
 
+def test_spacy_converters_name_what_they_cannot_hold_or_find():
+    pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
+    crowd = frame([("d3", 0, 1, "P", "u"), ("d3", 0, 3, "P", "v"), ("d1", 0, 5, "P", "u")],
+                  ("doc", "start", "end", "label", "annotator"))
+    # entities are one set: two annotators' spans were merged into it (or met as an overlap)
+    with pytest.raises(CrowdDataError, match=r"Doc.ents holds one set of spans, these are by "
+                                             r"2 annotators \('u', 'v'\)"):
+        spans_to_spacy(TEXTS, crowd, ents=True)
+    one = spans_to_spacy(TEXTS, crowd[crowd.annotator == "u"], ents=True)
+    assert [(e.start_char, e.end_char) for e in one[0].ents] == [(0, 5)]
+    # past the text: said so, not "does not align"
+    with pytest.raises(CrowdDataError, match=r"span row 0: \[0, 9\) is outside the text of "
+                                             r"document 'd3' \(7 characters\)"):
+        spans_to_spacy(TEXTS, frame([("d3", 0, 9, "P")]))
+    # reading a group no document has, while the docs hold others: not an empty frame
+    docs = spans_to_spacy(TEXTS, crowd)
+    with pytest.raises(CrowdDataError, match=r"no document has the span group 'sc'; the docs "
+                                             r"hold groups \['u', 'v'\]"):
+        spacy_to_spans(docs)
+    with pytest.raises(CrowdDataError, match=r"the docs hold 2 entities \(ents=True\)"):
+        spacy_to_spans(one)
+    with pytest.raises(CrowdDataError, match="document ids must be unique; document id 'd1' at "
+                                             "position 1 repeats position 0"):
+        spacy_to_spans(docs[:2], spans_key=None, doc_ids=["d1", "d1"])
+    with pytest.raises(TypeError, match="identifiers must be a list, got the string"):
+        spacy_to_spans(docs[:2], spans_key=None, doc_ids="d1")
+    _, none = spacy_to_spans(spans_to_spacy(TEXTS, frame([])))
+    assert none.empty      # no spans anywhere: nothing to miss
+    with pytest.raises(ValueError, match="alignment must be one of"):
+        spans_to_spacy(TEXTS, frame([]), alignment="exact")
+
+
+def test_annotators_who_marked_nothing_survive_every_format(tmp_path):
+    # w2 saw d1 and d2 and marked nothing; w3 saw only d3 and marked nothing: "O", not
+    # "missing" (a document nobody saw has no tag list)
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    spans = frame([("d1", 0, 12, "P", "w1"), ("d3", 2, 3, "P", "w1")],
+                  ("doc", "start", "end", "label", "annotator"))
+    seen = frame([("d1", "w1"), ("d1", "w2"), ("d2", "w2"), ("d3", "w1"), ("d3", "w3")],
+                 ("doc", "annotator"))
+    want = SequenceAnnotations.from_spans(TEXTS, spans, seen=seen).summary
+    assert (want.annotations, want.annotations_without_spans, want.annotators) == (5, 3, 3)
+    rows = spans_to_token_tags(TEXTS, spans, seen=seen)
+    assert [(r["doc"], r["annotator"], set(r["tags"])) for r in rows][1] == ("d1", "w2", {"O"})
+    got = {"tags": token_tags_to_spans(rows, return_seen=True),
+           "jsonl": read_spans_jsonl(write_spans_jsonl(tmp_path / "s.jsonl", TEXTS, spans,
+                                                       seen=seen), return_seen=True)}
+    if __import__("importlib").util.find_spec("spacy"):
+        got["spacy"] = spacy_to_spans(spans_to_spacy(TEXTS, spans, seen=seen), spans_key=None,
+                                      doc_ids=list(TEXTS), return_seen=True)
+    for name, (texts, back, back_seen) in got.items():
+        assert canon(back) == canon(spans), name
+        assert canon(back_seen) == canon(seen), name
+        assert SequenceAnnotations.from_spans(texts, back, seen=back_seen).summary == want, name
+    with pytest.raises(ValueError, match="return_seen reads the annotators' groups"):
+        spacy_to_spans([], return_seen=True)
+    with pytest.raises(CrowdDataError, match="seen row 0: document 'd9' has no text"):
+        spans_to_token_tags(TEXTS, spans, seen=[("d9", "w1")])
+    writers = [spans_to_token_tags, lambda t, s, seen: write_spans_jsonl(tmp_path / "x.jsonl",
+                                                                          t, s, seen=seen)]
+    if "spacy" in got:
+        writers.append(spans_to_spacy)
+    for write in writers:   # whose spans are these?
+        with pytest.raises(CrowdDataError, match="seen is given but the spans have no "
+                                                 "annotator column"):
+            write(TEXTS, spans.drop(columns="annotator"), seen=seen)
+
+
 @pytest.mark.slow
 def test_pico_spans_round_trip_through_every_format(tmp_path):
     from crowd_keras.datasets import load_pico
@@ -164,7 +346,59 @@ def test_pico_spans_round_trip_through_every_format(tmp_path):
     _, back = spacy_to_spans(spans_to_spacy(texts, agg, ents=True), ents=True,
                              doc_ids=list(texts))
     assert canon(back) == canon(agg)
-    # one worker's overlapping spans: BIO says where
+    # one worker's overlapping spans: BIO says where (workers' edges are not all token edges)
     own = crowd.groupby(["doc", "annotator"]).filter(lambda g: len(g) > 1)
-    with pytest.raises(CrowdDataError, match="share a token; BIO tags cannot hold"):
+    with pytest.raises(CrowdDataError, match="does not align with the tokens"):
         spans_to_token_tags(texts, own)
+    with pytest.raises(CrowdDataError, match="share a token; BIO tags cannot hold"):
+        spans_to_token_tags(texts, own, alignment="expand")
+
+
+def test_hugging_face_crowd_tags_through_the_label_model_and_the_crowd_layer_tagger():
+    """A crowd's BIO tag ids in, the default label model and a CrowdLayer tagger trained on
+    them, their spans out as BIO tag lists: each tags the entity words the crowd tags."""
+    keras = pytest.importorskip("keras")
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.losses import MaskedMultiCrossEntropy
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    from crowd_keras.sequences.batches import Vocabulary, windows
+    from crowd_keras.sequences.registry import get_sequence_model
+    rng = np.random.default_rng(0)
+    words = ["the", "patients", "with", "asthma", "children", "were", "given", "drug"]
+    names = ["O", "B-P", "I-P"]
+    rows = []
+    for d in range(30):
+        toks = [str(w) for w in rng.choice(words, int(rng.integers(4, 9)))]
+        truth = [1 if t in ("patients", "children") else 0 for t in toks]
+        for w in ("w0", "w1") + (("w2",) if d == 0 else ()):    # w2 saw one document
+            miss = 0.3 if w == "w0" else 0.0                        # w0 misses entities
+            rows.append({"id": f"doc{d}", "annotator": w, "tokens": toks,
+                         "ner_tags": [t if rng.random() >= miss else 0 for t in truth]})
+    texts, spans, seen = token_tags_to_spans(rows, label_names=names, tags_key="ner_tags",
+                                             doc_key="id", return_seen=True)
+    seq = SequenceAnnotations.from_spans(texts, spans, seen=seen, scheme="BIO")
+    assert seq.summary.annotations == len(rows)      # the all-O tag lists are annotations
+    entity = {"patients", "children"}
+
+    def tagged_words(found):
+        out = spans_to_token_tags(texts, found[["doc", "start", "end", "label"]])
+        return {(tok, tag != "O") for r in out for tok, tag in zip(r["tokens"], r["tags"])}
+
+    model = get_sequence_model().fit(seq)
+    assert tagged_words(model.predict_spans()) == {(w, w in entity) for w in words}
+
+    keras.utils.set_random_seed(0)
+    vocab = Vocabulary(min_count=1).fit(seq)
+    win = windows(seq, np.arange(seq.n_docs), 8)
+    words_in = keras.Input((8,), dtype="int32")
+    probs = keras.layers.Dense(seq.n_tags, activation="softmax")(
+        keras.layers.Embedding(vocab.size, 8, mask_zero=True)(words_in))
+    ann_in = keras.Input((win.annotators.shape[1],), dtype="int32")
+    logits = CrowdLayer(len(seq.annotator_ids), "MW", init_scale=3.0)([probs, ann_in])
+    crowd = keras.Model([words_in, ann_in], logits)
+    crowd.compile(keras.optimizers.Adam(0.05), loss=MaskedMultiCrossEntropy(from_logits=True))
+    x = win.gather(vocab.encode(seq), 0)
+    crowd.fit([x, win.annotators], win.labels, epochs=40, batch_size=16, verbose=0)
+    tok = win.scatter(keras.Model(words_in, probs).predict(x, verbose=0), seq.n_tokens)
+    found = seq.decode(np.argmax(tok, axis=1))
+    assert tagged_words(found) == {(w, w in entity) for w in words}

@@ -5,16 +5,23 @@ The common currency is the one :class:`~.annotations.SequenceAnnotations.from_sp
 and :meth:`~.base.SequenceLabelModel.predict_spans` writes: the texts (``{doc_id: text}``)
 and a frame of character spans with columns ``doc, start, end, label`` (end exclusive) and,
 for a crowd, ``annotator``. Every reader returns ``(texts, spans)``; every writer takes them.
+For a crowd, the (document, annotator) pairs who saw a document travel too: every writer
+takes ``seen=`` (as ``from_spans`` does) and every reader gives it back with
+``return_seen=True``. Without it, an annotator who saw a document and marked nothing has no
+span there, and ``from_spans`` reads them as one who never saw it.
 
 * **Token tags** (Hugging Face token classification: ``{"tokens": [...], "ner_tags":
   [...]}``): :func:`spans_to_token_tags` / :func:`token_tags_to_spans`. A tag list holds one
   tag per token, so it cannot hold two spans that share a token (overlapping or nested):
   writing them raises a :class:`~crowd_keras.CrowdDataError` naming the document (and
-  annotator) and both spans' offsets. Reading is lenient as CoNLL's ``conlleval`` is: an
+  annotator) and both spans' offsets; so is a span whose edges are not token edges (its tags
+  would read back as other offsets), unless ``alignment="expand"`` or ``"contract"`` says how
+  to move them, as spaCy's ``char_span`` does (and, in ``IO``, two touching spans of one
+  label, which would read back as one). Reading is lenient as CoNLL's ``conlleval`` is: an
   ``I-x`` (BILOU: ``I-x``/``L-x``) that does not continue a span of ``x`` starts one.
 * **Character offsets, JSON lines** (:func:`write_spans_jsonl` / :func:`read_spans_jsonl`):
   one document per line, ``{"doc", "text", "spans": [{"start", "end", "label"[,
-  "annotator"]}]}``; holds anything, overlaps and nesting included.
+  "annotator"]}][, "annotators": [...]]}``; holds anything, overlaps and nesting included.
 * **spaCy** (optional: ``pip install crowd-keras[spacy]``; imported when called):
   :func:`spans_to_spacy` / :func:`spacy_to_spans`. ``Doc.spans`` groups hold overlapping
   spans; ``Doc.ents`` cannot (an error names the document and offsets).
@@ -40,6 +47,7 @@ __all__ = ["TAG_SCHEMES", "spans_to_token_tags", "token_tags_to_spans", "write_s
 #: Tag schemes of token tag lists (``IOB2`` is ``BIO``; ``BIOES`` is ``BILOU`` with E, S).
 TAG_SCHEMES = ("IO", "BIO", "IOB2", "BILOU", "BIOES")
 _PREFIXES = {"IO": "OI", "BIO": "OBI", "BILOU": "OBILU"}
+_ALIGNMENTS = ("strict", "expand", "contract")
 
 
 def _scheme(scheme: str) -> tuple[str, bool]:
@@ -71,7 +79,7 @@ def _texts(texts: Any) -> dict:
 
 def _span_offsets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The frame's checked (start, end) offsets (:func:`.tokens.check_offsets`)."""
-    return check_offsets(frame["start"], frame["end"], lambda r: f"span row {r}")
+    return check_offsets(frame["start"], frame["end"], lambda r: _row(frame, r))
 
 
 def _check_in_text(frame: pd.DataFrame, start: np.ndarray, end: np.ndarray,
@@ -83,7 +91,7 @@ def _check_in_text(frame: pd.DataFrame, start: np.ndarray, end: np.ndarray,
     past = end > length
     if past.any():
         r = int(np.argmax(past))
-        raise CrowdDataError(f"span row {r}: [{start[r]}, {end[r]}) is outside the text of "
+        raise CrowdDataError(f"{_row(frame, r)}: [{start[r]}, {end[r]}) is outside the text of "
                              f"document {show(frame['doc'].iloc[r])} ({length[r]} characters)")
 
 
@@ -95,7 +103,7 @@ def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
     missing = labels.isna().to_numpy()
     if missing.any():
         r = int(np.argmax(missing))
-        raise CrowdDataError(f"span row {r}: missing label ({show(labels.iloc[r])})")
+        raise CrowdDataError(f"{_row(frame, r)}: missing label ({show(labels.iloc[r])})")
     return labels.to_numpy()
 
 
@@ -107,7 +115,43 @@ def _frame(spans: Any) -> pd.DataFrame:
     if missing:
         raise CrowdDataError(f"spans frame has no column(s) {missing}; columns are "
                              f"{list(spans.columns)}")
-    return spans.reset_index(drop=True)
+    return spans      # its index names the rows in errors (as in from_spans); access by position
+
+
+def _row(frame: pd.DataFrame, r: int) -> str:
+    """The span row at position ``r``, named by its index label (a filtered frame's labels
+    are not its positions)."""
+    return f"span row {frame.index[r]}"
+
+
+def _seen(seen: Any, text_of: dict, frame: pd.DataFrame) -> pd.DataFrame:
+    """The (document, annotator) pairs of ``seen`` (a frame with columns ``doc`` and
+    ``annotator``, or a list of pairs, as ``SequenceAnnotations.from_spans`` takes) as a
+    frame; an unknown document or a missing annotator is an error naming the seen row, and
+    so are spans (``frame``) without annotators beside it."""
+    if len(frame) and "annotator" not in frame.columns:
+        raise CrowdDataError("seen is given but the spans have no annotator column")
+    if isinstance(seen, pd.DataFrame):
+        missing = [c for c in ("doc", "annotator") if c not in seen.columns]
+        if missing:
+            raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
+                                 f"{list(seen.columns)}")
+        out = seen[["doc", "annotator"]].reset_index(drop=True)
+    else:
+        pairs = list(seen)
+        odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
+               np.ndim(p) != 1 or len(p) != 2]
+        if odd:
+            raise CrowdDataError(f"seen row {odd[0]}: expected a (document, annotator) pair, "
+                                 f"got {show(pairs[odd[0]])}")
+        out = pd.DataFrame(pairs, columns=["doc", "annotator"])
+    bad = ~out["doc"].isin(list(text_of)).to_numpy() | out["annotator"].isna().to_numpy()
+    if bad.any():
+        r = int(np.argmax(bad))
+        what = ("has no annotator" if pd.isna(out["annotator"].iloc[r]) else
+                f"document {show(out['doc'].iloc[r])} has no text")
+        raise CrowdDataError(f"seen row {r}: {what}")
+    return out
 
 
 def _where(doc: Any, annotator: Any = None) -> str:
@@ -117,8 +161,9 @@ def _where(doc: Any, annotator: Any = None) -> str:
 
 # ---------------------------------------------------------------------------- token tags
 def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
-                        tokenizer: Tokenizer = None,
-                        default_label: str = "span") -> List[dict]:
+                        tokenizer: Tokenizer = None, default_label: str = "span",
+                        alignment: str = "strict", seen: Any = None,
+                        label_names: Optional[Sequence[str]] = None) -> List[dict]:
     """Character spans → one tag list per document (per document and annotator when
     ``spans`` has an ``annotator`` column).
 
@@ -128,33 +173,72 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         scheme: ``"IO"``, ``"BIO"``/``"IOB2"``, ``"BILOU"`` or ``"BIOES"``.
         tokenizer: see :func:`.tokens.tokenize` (default: runs of non-space characters).
         default_label: the label of spans without a ``label`` column.
+        alignment: as spaCy's ``char_span``: ``"strict"`` (a span whose edges are not token
+            edges is an error: its tags would read back as other offsets), ``"expand"`` (it
+            tags every token it overlaps) or ``"contract"`` (the tokens wholly inside it).
+        seen: for a crowd, the (document, annotator) pairs who saw a document, as
+            ``SequenceAnnotations.from_spans`` takes them: a pair without spans gets a row of
+            ``O`` tags (an annotation that marks nothing is not a missing one).
+        label_names: write tag ids, the positions of the tags in this list (the Hugging
+            Face ``ClassLabel`` names, as :func:`token_tags_to_spans` reads them), instead
+            of tag strings; a tag not in it is an error naming the document and tag.
 
     Returns:
         list of ``{"doc", ["annotator",] "text", "tokens", "offsets", "tags"}`` (offsets
-        ``[start, end]`` per token: :func:`token_tags_to_spans` reads them back exactly). Without an annotator column every document has a row
-        (all ``O`` without spans); with one, every (document, annotator) pair that has spans.
+        ``[start, end]`` per token: :func:`token_tags_to_spans` reads them back exactly).
+        Without an annotator column every document has a row (all ``O`` without spans); with
+        one, every (document, annotator) pair that has spans or is in ``seen``.
 
     Raises:
-        CrowdDataError: a span of an unknown document, a span that covers no token, or two
+        CrowdDataError: a span of an unknown document, a span that covers no token, a span
+            whose edges are not token edges (``alignment="strict"``), two touching spans of
+            one label in ``IO`` (read back as one), or two
             spans of one row that share a token (tag lists cannot hold overlapping or nested
             spans), naming the document, annotator and offsets.
     """
     base, bioes = _scheme(scheme)
+    if isinstance(label_names, (str, bytes)):
+        raise TypeError(f"label_names must be a list of tag names, got the string "
+                        f"{label_names!r}")
+    tag_id = None if label_names is None else {str(n): k for k, n in enumerate(label_names)}
     text_of = _texts(texts)
     ids = list(text_of)
     frame = _frame(spans)
     doc_code = pd.Index(ids).get_indexer(frame["doc"])
     if (doc_code < 0).any():
         r = int(np.argmax(doc_code < 0))
-        raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} is not "
+        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} is not "
                              f"among the {len(ids)} texts")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
     label = _labels(frame, default_label)
+    blank = pd.Series(label, dtype=object).astype(str).eq("").to_numpy()
+    if blank.any():   # "B-" names no label: token_tags_to_spans refuses it
+        r = int(np.argmax(blank))
+        raise CrowdDataError(f"{_row(frame, r)}: the empty label '' cannot be a tag")
     tokens = tokenize([text_of[d] for d in ids], tokenizer)
+    if alignment not in _ALIGNMENTS:
+        raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
     a, b = span_token_ranges(tokens, doc_code, start, end)
     has_ann = "annotator" in frame.columns
-    annotator = frame["annotator"].to_numpy(object) if has_ann else np.zeros(len(frame), object)
+    if seen is not None:
+        seen = _seen(seen, text_of, frame)
+        has_ann = True
+    annotator = (frame["annotator"].to_numpy(object) if "annotator" in frame.columns
+                 else np.zeros(len(frame), object))
+    hit = b > a                       # edges inside a token (or in the space around tokens)
+    cut_start = hit & (start != tokens.start[np.where(hit, a, 0)])
+    cut_end = hit & (end != tokens.end[np.where(hit, b - 1, 0)])
+    if alignment == "strict" and (cut_start | cut_end).any():
+        r = int(np.argmax(cut_start | cut_end))
+        raise CrowdDataError(
+            f"{_where(ids[doc_code[r]], annotator[r] if has_ann else None)}: span "
+            f"[{start[r]}, {end[r]}) does not align with the tokens (those it overlaps span "
+            f"[{tokens.start[a[r]]}, {tokens.end[b[r] - 1]})); alignment='expand' tags them, "
+            "'contract' only those wholly inside it")
+    if alignment == "contract":
+        a = a + (cut_start & (start > tokens.start[np.where(hit, a, 0)]))
+        b = b - (cut_end & (end < tokens.end[np.where(hit, b - 1, 0)]))
     empty = b <= a
     if empty.any():
         r = int(np.argmax(empty))
@@ -179,11 +263,24 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
             f"[{start[i]}, {end[i]}) and [{start[j]}, {end[j]}) share a token; {scheme} tags "
             "cannot hold overlapping or nested spans (write them to JSON lines or spaCy "
             "Doc.spans instead)")
+    if base == "IO":    # no B: two touching spans of one label read back as one
+        lab = label[order]
+        touch = np.flatnonzero((g[1:] == g[:-1]) & (aa[1:] == bb[:-1]) & (lab[1:] == lab[:-1]))
+        if len(touch):
+            i, j = order[touch[0]], order[touch[0] + 1]
+            raise CrowdDataError(
+                f"{_where(ids[doc_code[j]], annotator[j] if has_ann else None)}: spans "
+                f"[{start[i]}, {end[i]}) and [{start[j]}, {end[j]}) of label {show(label[j])} "
+                "touch; IO tags would read them back as one span (use BIO or BILOU)")
     strings = token_strings([text_of[d] for d in ids], tokens)
     tags = np.full(tokens.n_tokens, "O", dtype=object)
     rows: List[dict] = []
     per_row = {uniq[c]: np.flatnonzero(group == c) for c in range(len(uniq))}
-    row_keys = (sorted(per_row, key=lambda k: (k[0], str(k[1]))) if has_ann
+    pairs = set(per_row)
+    if seen is not None:
+        pairs |= set(zip(pd.Index(ids).get_indexer(seen["doc"]).tolist(),
+                         seen["annotator"].tolist()))
+    row_keys = (sorted(pairs, key=lambda k: (k[0], str(k[1]))) if has_ann
                 else list(range(len(ids))))
     for key in row_keys:
         d, ann = key if has_ann else (key, None)
@@ -203,9 +300,16 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         out = {"doc": ids[d]}
         if has_ann:
             out["annotator"] = ann
+        row_tags = row_tags.tolist()
+        if tag_id is not None:
+            odd = [t for t in row_tags if t not in tag_id]
+            if odd:
+                raise CrowdDataError(f"{_where(ids[d], ann)}: tag {odd[0]!r} is not among "
+                                     f"the {len(tag_id)} label_names")
+            row_tags = [tag_id[t] for t in row_tags]
         out.update(text=text_of[ids[d]], tokens=strings[lo:hi].tolist(),
                    offsets=np.stack([tokens.start[lo:hi], tokens.end[lo:hi]], 1).tolist(),
-                   tags=row_tags.tolist())
+                   tags=row_tags)
         rows.append(out)
     return rows
 
@@ -213,20 +317,26 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
 def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                         label_names: Optional[Sequence[str]] = None, tags_key: str = "tags",
                         tokens_key: str = "tokens", doc_key: str = "doc",
-                        annotator_key: str = "annotator") -> tuple[dict, pd.DataFrame]:
-    """Tag lists → ``(texts, spans)``.
+                        annotator_key: str = "annotator", return_seen: bool = False) -> tuple:
+    """Tag lists → ``(texts, spans)`` (``(texts, spans, seen)`` with ``return_seen``).
 
     Args:
-        rows: dicts with ``tags_key`` (tag strings, or integer ids with ``label_names``, the
-            Hugging Face ``ClassLabel`` names) and either ``"text"`` and ``"offsets"``
-            (``[start, end]`` per token) or ``tokens_key`` (the text is then the tokens joined
-            by single spaces). Optional ``doc_key`` (default: the row number) and
-            ``annotator_key`` (rows of one document by several annotators; their texts must
-            agree).
+        rows: dicts (or the rows of a DataFrame, e.g. a Hugging Face dataset's
+            ``to_pandas()``; row ``i`` in errors is the ``i``-th) with ``tags_key`` (tag
+            strings, or integer ids with ``label_names``, the Hugging Face ``ClassLabel``
+            names) and either ``"text"`` and ``"offsets"`` (``[start, end]`` per token;
+            ``tokens_key`` too, if given, must be the text at those offsets) or
+            ``tokens_key`` (the text is then the tokens joined by single spaces). Optional
+            ``doc_key`` (default: the row number) and ``annotator_key`` (rows of one
+            document by several annotators; their texts must agree).
         scheme: of the tags (see :data:`TAG_SCHEMES`).
+        return_seen: also return ``seen``, the (document, annotator) pairs of the rows, a
+            frame ``doc, annotator`` for ``SequenceAnnotations.from_spans(texts, spans,
+            seen=seen)``: an annotator's row of ``O`` tags has no span, and without ``seen``
+            it reads as "did not see the document" instead of "marked nothing".
 
     Returns:
-        ``({doc: text}, frame doc, start, end, label[, annotator])``.
+        ``({doc: text}, frame doc, start, end, label[, annotator][, seen])``.
 
     Raises:
         CrowdDataError: a tag outside the scheme, a tag id outside ``label_names``, a length
@@ -235,12 +345,19 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     """
     base, _ = _scheme(scheme)
     allowed = _PREFIXES[base]
+    if isinstance(label_names, (str, bytes)):      # "O B-X I-X"[1] would be the tag " "
+        raise TypeError(f"label_names must be a list of tag names, got the string "
+                        f"{label_names!r}")
+    if isinstance(rows, pd.DataFrame):   # iterating one gives its column names
+        rows = rows.to_dict("records")
     if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
         raise TypeError(f"rows must be an iterable of dicts (one per tag list), got "
                         f"{type(rows).__name__}")
     texts: dict = {}
     parts = []
     given_offsets = []     # (row, raw offsets, text length): checked together below
+    given_tokens = {}      # row -> (text, tokens) of rows with offsets and tokens: must agree
+    first_row: dict = {}   # (document, annotator) -> its row
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise CrowdDataError(f"row {i}: expected a dict with {tags_key!r}, got "
@@ -267,11 +384,16 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                                      f"{type(row['text']).__name__}")
             text = row["text"]
             raw = np.asarray(row["offsets"], dtype=object) if np.ndim(row["offsets"]) else None
+            if raw is not None and raw.size == 0:   # an empty document: no token, no pair
+                raw = raw.reshape(0, 2)
             if raw is None or raw.ndim != 2 or raw.shape[1] != 2:
                 shape = "a scalar" if raw is None else f"shape {raw.shape}"
                 raise CrowdDataError(f"row {i}: 'offsets' must be one [start, end] pair per "
                                      f"token, got {shape}")
             given_offsets.append((i, raw, len(text)))
+            if tokens_key in row and isinstance(row[tokens_key], Iterable) and \
+                    not isinstance(row[tokens_key], (str, bytes, Mapping)):
+                given_tokens[i] = (text, [str(t) for t in row[tokens_key]])
             offsets = np.zeros(raw.shape, np.int64)     # read below, after the checks
         elif tokens_key in row:
             if isinstance(row[tokens_key], (str, bytes, Mapping)) or \
@@ -281,7 +403,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                                      f"{show(row[tokens_key])}")
             toks = [str(t) for t in row[tokens_key]]
             lens = np.fromiter((len(t) for t in toks), np.int64, len(toks))
-            starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
+            starts = (np.cumsum(lens + 1) - (lens + 1)).astype(np.int64)   # [] for no token
             text, offsets = " ".join(toks), np.stack([starts, starts + lens], 1)
         else:
             raise CrowdDataError(f"row {i}: needs 'text' and 'offsets', or {tokens_key!r}")
@@ -296,6 +418,15 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             raise CrowdDataError(f"row {i}: document {show(doc)} has another text in an "
                                  "earlier row")
         texts[doc] = text
+        pair = (doc, row.get(annotator_key))
+        if pair in first_row:     # a tag list per (document, annotator): two would merge
+            raise CrowdDataError(
+                f"row {i}: document {show(doc)}"
+                + (f", annotator {show(pair[1])}" if pair[1] is not None else "")
+                + f" has another tag list in row {first_row[pair]}"
+                + ("" if pair[1] is not None else f" (rows of one document need an "
+                   f"{annotator_key!r} each)"))
+        first_row[pair] = i
         parts.append((i, doc, row.get(annotator_key), tags, offsets))
     if given_offsets:   # every token offset of every row, checked in one pass
         pos = np.concatenate([np.arange(len(raw)) for _, raw, _ in given_offsets])
@@ -321,12 +452,33 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         pieces = np.split(np.stack([start, end], 1), np.cumsum(
             [len(raw) for _, raw, _ in given_offsets])[:-1])
         by_row = {i: piece for (i, _, _), piece in zip(given_offsets, pieces)}
+        for i, (text, toks) in given_tokens.items():   # the offsets must be those tokens'
+            at = [text[a:b] for a, b in by_row[i].tolist()]
+            if len(toks) != len(at):
+                raise CrowdDataError(f"row {i}: {len(toks)} {tokens_key!r} for {len(at)} "
+                                     "offsets")
+            k = next((k for k, (x, y) in enumerate(zip(at, toks)) if x != y), None)
+            if k is not None:
+                raise CrowdDataError(f"row {i}, token {k}: {tokens_key!r} has {show(toks[k])} "
+                                     f"but the text at its offsets {by_row[i][k].tolist()} is "
+                                     f"{show(at[k])}")
         parts = [(i, doc, ann, tags, by_row.get(i, offsets))
                  for i, doc, ann, tags, offsets in parts]
     cols = ["doc", "start", "end", "label"]
     has_ann = any(p[2] is not None for p in parts)
+    if has_ann and any(p[2] is None for p in parts):   # its spans would have no annotator
+        i = next(p[0] for p in parts if p[2] is None)
+        j = next(p[0] for p in parts if p[2] is not None)
+        raise CrowdDataError(f"row {i}: no {annotator_key!r} entry, while row {j} has one "
+                             "(give every row of a crowd its annotator)")
+    seen = pd.DataFrame([(p[1], p[2]) for p in parts if p[2] is not None],
+                        columns=["doc", "annotator"]).drop_duplicates(ignore_index=True)
+
+    def result(spans: pd.DataFrame) -> tuple:
+        return (texts, spans, seen) if return_seen else (texts, spans)
+
     if not parts:
-        return texts, pd.DataFrame(columns=cols + (["annotator"] if has_ann else []))
+        return result(pd.DataFrame(columns=cols + (["annotator"] if has_ann else [])))
     lens = np.array([len(p[3]) for p in parts])
     flat = pd.Series([t for p in parts for t in p[3]], dtype=object)
     missing = flat.isna().to_numpy()
@@ -368,38 +520,74 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                         "end": offsets[li, 1], "label": label[bi]})
     if has_ann:
         out["annotator"] = [parts[r][2] for r in row_of[bi]]
-    return texts, out
+    return result(out)
 
 
 # ---------------------------------------------------------------------------- JSON lines
-def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame) -> Path:
+def _json_ids(values: list, what: str, where: Any) -> list:
+    """``values`` as JSON strings or integers (numpy integers as Python ones); anything
+    else (a missing value, a float, a tuple) is an error naming ``where(k)``: the JSON
+    written would not be what :func:`read_spans_jsonl` reads back."""
+    out = [v.item() if isinstance(v, np.generic) else v for v in values]
+    odd = [k for k, v in enumerate(out) if isinstance(v, bool) or not isinstance(v, (str, int))]
+    if odd:
+        k = odd[0]
+        raise CrowdDataError(f"{where(k)}: {what} must be a string or an integer, got "
+                             f"{show(out[k])}")
+    return out
+
+
+def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = None) -> Path:
     """One line per document: ``{"doc", "text", "spans": [{"start", "end", "label"[,
-    "annotator"]}, ...]}`` (atomic write). Documents without spans get ``"spans": []``."""
+    "annotator"]}, ...][, "annotators": [...]]}`` (atomic write). Documents without spans get
+    ``"spans": []``; spans without a ``label`` column are labelled ``"span"`` (as
+    :func:`spans_to_spacy` labels them). For a crowd (an ``annotator`` column, or ``seen``:
+    the (document, annotator) pairs who saw a document, as ``SequenceAnnotations.from_spans``
+    takes them) ``"annotators"`` lists who saw the document, those who marked nothing
+    included."""
     text_of = _texts(texts)
     frame = _frame(spans)
+    crowd = "annotator" in frame.columns or seen is not None
+    seen = _seen([], text_of, frame[:0]) if seen is None else _seen(seen, text_of, frame)
     unknown = ~frame["doc"].isin(list(text_of))
     if unknown.any():
         r = int(np.argmax(unknown.to_numpy()))
-        raise CrowdDataError(f"span row {r}: document {show(frame['doc'].iloc[r])} has no text")
+        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no text")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
-    _labels(frame, "span")
+    frame = frame.assign(label=_labels(frame, "span"))   # as the other writers label them
     keep = [c for c in ("start", "end", "label", "annotator") if c in frame.columns]
+    for c in keep[2:]:      # what read_spans_jsonl reads back: a string or an integer
+        _json_ids(frame[c].tolist(), c, lambda r: _row(frame, r))
+    doc_ids = _json_ids(list(text_of), "doc", lambda k: f"text {k}")
+    _json_ids(seen["annotator"].tolist(), "annotator", lambda r: f"seen row {r}")
     records = frame[keep].astype(object).to_dict("records")
     for rec, s, e in zip(records, start.tolist(), end.tolist()):
         rec["start"], rec["end"] = s, e
     by_doc: dict = {d: [] for d in text_of}
     for d, rec in zip(frame["doc"].tolist(), records):
         by_doc[d].append(rec)
-    lines = [json.dumps({"doc": d, "text": text_of[d], "spans": by_doc[d]}, ensure_ascii=False)
-             for d in text_of]
+    who: dict = {d: [] for d in text_of}      # who saw each document, in order of mention
+    pairs = zip(frame["doc"].tolist() + seen["doc"].tolist(),
+                (frame["annotator"].tolist() if "annotator" in frame.columns else [])
+                + seen["annotator"].tolist())
+    for d, ann in dict.fromkeys(pairs):
+        who[d].append(ann.item() if isinstance(ann, np.generic) else ann)
+    lines = [json.dumps({"doc": j, "text": text_of[d], "spans": by_doc[d],
+                         **({"annotators": who[d]} if crowd else {})}, ensure_ascii=False,
+                        allow_nan=False) for d, j in zip(text_of, doc_ids)]
     return atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
-def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
+def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
     """``(texts, spans)`` from :func:`write_spans_jsonl`'s layout (UTF-8, a byte-order mark
     and CRLF line ends accepted; offsets checked as integers within each text; errors name
-    the file, line and span)."""
+    the file, line and span).
+
+    With ``return_seen``, ``(texts, spans, seen)``: ``seen`` (frame ``doc, annotator``) holds
+    the pairs of each line's ``"annotators"`` and of its spans, for
+    ``SequenceAnnotations.from_spans(texts, spans, seen=seen)`` (an annotator who saw a
+    document and marked nothing is not one who did not see it)."""
     path = Path(path)
     raw = path.read_bytes()
     try:
@@ -409,8 +597,8 @@ def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
         raise CrowdDataError(f"{path}:{line}: not UTF-8 text (byte {raw[err.start]:#04x} at "
                              f"offset {err.start})") from None
     texts: dict = {}
-    rows, starts, ends, where, limit = [], [], [], [], []
-    for n, line in enumerate(content.splitlines(), 1):
+    rows, starts, ends, where, limit, seen = [], [], [], [], [], []
+    for n, line in enumerate(content.split("\n"), 1):   # not splitlines: U+2028 is text
         if not line.strip():
             continue
         at = f"{path}:{n}"
@@ -429,6 +617,12 @@ def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
         if doc in texts:
             raise CrowdDataError(f"{at}: document {show(doc)} appears twice")
         texts[doc] = text
+        who = rec.get("annotators", [])
+        if not isinstance(who, list) or any(isinstance(w, bool) or not isinstance(w, (str, int))
+                                            for w in who):
+            raise CrowdDataError(f"{at}: 'annotators' must be a list of annotator ids (strings "
+                                 f"or integers), got {show(who)}")
+        seen.extend((doc, w) for w in who)
         spans = rec.get("spans", [])
         if not isinstance(spans, list):
             raise CrowdDataError(f"{at}: 'spans' must be a list of span objects, got "
@@ -457,7 +651,11 @@ def read_spans_jsonl(path: Any) -> tuple[dict, pd.DataFrame]:
         row["start"], row["end"] = s, e
     cols = ["doc", "start", "end", "label"] + (["annotator"] if any("annotator" in r for r in rows)
                                                 else [])
-    return texts, pd.DataFrame(rows, columns=cols)
+    if not return_seen:
+        return texts, pd.DataFrame(rows, columns=cols)
+    seen += [(r["doc"], r["annotator"]) for r in rows if "annotator" in r]
+    return texts, pd.DataFrame(rows, columns=cols), pd.DataFrame(
+        list(dict.fromkeys(seen)), columns=["doc", "annotator"])
 
 
 # ---------------------------------------------------------------------------- spaCy
@@ -471,7 +669,8 @@ def _spacy() -> Any:
 
 
 def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: str = "sc",
-                   ents: bool = False, alignment: str = "strict") -> List[Any]:
+                   ents: bool = False, alignment: str = "strict",
+                   seen: Any = None) -> List[Any]:
     """Character spans → one spaCy ``Doc`` per text (in the order of ``texts``).
 
     Args:
@@ -481,36 +680,55 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
         ents: write ``Doc.ents`` (non-overlapping) instead of ``Doc.spans``.
         alignment: spaCy's ``char_span`` mode: ``"strict"`` (a span whose edges are not
             token edges is an error), ``"expand"`` or ``"contract"``.
+        seen: for a crowd, the (document, annotator) pairs who saw a document, as
+            ``SequenceAnnotations.from_spans`` takes them: a pair without spans gets an
+            empty group (``spacy_to_spans(..., return_seen=True)`` reads it back).
 
     Raises:
-        CrowdDataError: a span that does not align with the tokens (``strict``), or two
-            spans that share a token with ``ents=True``, naming the document and offsets.
+        CrowdDataError: a span that does not align with the tokens (``strict``) or ends past
+            its text, two spans that share a token with ``ents=True``, naming the document
+            and offsets, or spans of several annotators with ``ents=True``.
     """
     spacy = _spacy()
     nlp = spacy.blank("en") if nlp is None else nlp
     if not hasattr(nlp, "make_doc"):
         raise TypeError(f"nlp must be a spaCy pipeline (spacy.blank('en'), spacy.load(...)), "
                         f"got {type(nlp).__name__}")
+    if alignment not in _ALIGNMENTS:
+        raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
+    if ents and seen is not None:
+        raise ValueError("seen names annotators' Doc.spans groups; Doc.ents (ents=True) has "
+                         "no annotators")
     text_of = _texts(texts)
     frame = _frame(spans)
+    seen_by = (_seen(seen, text_of, frame).groupby("doc", sort=False)["annotator"].agg(list)
+               .to_dict() if seen is not None else {})
     starts, ends = _span_offsets(frame)
     labels = _labels(frame, "span")
     has_ann = "annotator" in frame.columns
+    who = pd.unique(frame["annotator"]) if has_ann else []
+    if ents and len(who) > 1:     # one set of entities: the annotators' spans would merge
+        raise CrowdDataError(
+            f"Doc.ents holds one set of spans, these are by {len(who)} annotators ("
+            f"{', '.join(map(show, who[:3]))}{', ...' if len(who) > 3 else ''}): write "
+            "Doc.spans (ents=False: a group per annotator) or aggregate them first")
     groups = frame.groupby("doc", sort=False).indices if len(frame) else {}
     unknown = set(groups) - set(text_of)
     if unknown:
         raise CrowdDataError(f"spans of document {show(sorted(unknown, key=str)[0])}, which has "
                              "no text")
+    _check_in_text(frame, starts, ends, text_of)
     docs = []
     for d, text in text_of.items():
         doc = nlp.make_doc(text)
-        made: dict = {}
+        made: dict = {str(ann): [] for ann in seen_by.get(d, [])}
         for r in groups.get(d, []):
             s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
             span = doc.char_span(s, e, label=lab, alignment_mode=alignment)
             if span is None or len(span) == 0:
-                raise CrowdDataError(f"document {show(d)}: span [{s}, {e}) does not align with "
-                                     f"spaCy's tokens (alignment={alignment!r})")
+                raise CrowdDataError(
+                    f"{_where(d, frame['annotator'].iloc[r] if has_ann else None)}: span "
+                    f"[{s}, {e}) does not align with spaCy's tokens (alignment={alignment!r})")
             key = str(frame["annotator"].iloc[r]) if has_ann and not ents else spans_key
             made.setdefault(key, []).append(span)
         if ents:
@@ -530,23 +748,45 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
 
 
 def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: bool = False,
-                   doc_ids: Optional[Sequence] = None) -> tuple[dict, pd.DataFrame]:
-    """spaCy docs → ``(texts, spans)``.
+                   doc_ids: Optional[Sequence] = None, return_seen: bool = False) -> tuple:
+    """spaCy docs → ``(texts, spans)`` (``(texts, spans, seen)`` with ``return_seen``).
+
+    spaCy keeps labels and group keys as strings: integer labels and annotators written by
+    :func:`spans_to_spacy` come back as strings (``1`` as ``"1"``).
 
     Args:
-        spans_key: the ``Doc.spans`` group to read; None: every group, its key as the
-            ``annotator`` column.
+        spans_key: the ``Doc.spans`` group to read (a document without it has no spans;
+            no document with it, while the docs hold other groups or entities, is an
+            error naming them); None: every group, its key as the ``annotator`` column.
         ents: read ``Doc.ents`` instead.
         doc_ids: the documents' ids (default ``0..len(docs)-1``).
+        return_seen: with ``spans_key=None``, also return ``seen`` (frame ``doc,
+            annotator``): every group of every document, empty ones included, for
+            ``SequenceAnnotations.from_spans(texts, spans, seen=seen)`` (an annotator who
+            saw a document and marked nothing is not one who did not see it).
     """
+    if return_seen and (ents or spans_key is not None):
+        raise ValueError("return_seen reads the annotators' groups: it needs spans_key=None "
+                         "and ents=False")
     docs = list(docs)
     odd = [k for k, doc in enumerate(docs) if not (hasattr(doc, "text") and hasattr(doc, "spans")
                                                    and hasattr(doc, "ents"))]
     if odd:
         raise TypeError(f"docs[{odd[0]}] is a {type(docs[odd[0]]).__name__}, not a spaCy Doc")
-    ids = list(range(len(docs))) if doc_ids is None else list(doc_ids)
+    ids = list(range(len(docs))) if doc_ids is None else ids_array(doc_ids).tolist()
     if len(ids) != len(docs):
         raise ValueError(f"{len(ids)} doc_ids for {len(docs)} docs")
+    check_unique_ids(ids_array(ids), "document")   # a repeat would give one text two docs' spans
+    if not ents and spans_key is not None and not any(spans_key in d.spans for d in docs):
+        # a document without spans may lack the group; every document lacking it is a wrong key
+        keys = sorted({k for d in docs for k, group in d.spans.items() if len(group)})
+        n_ents = sum(len(d.ents) for d in docs)
+        if keys or n_ents:
+            raise CrowdDataError(
+                f"no document has the span group {spans_key!r}; the docs hold "
+                + (f"groups {keys} (spans_key=one of them, or None: every group)"
+                   if keys else "") + (" and " if keys and n_ents else "")
+                + (f"{n_ents} entities (ents=True)" if n_ents else ""))
     texts, rows = {}, []
     for d, doc in zip(ids, docs):
         texts[d] = doc.text
@@ -564,4 +804,8 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
                 rows.append(row)
     cols = ["doc", "start", "end", "label"] + (["annotator"] if spans_key is None and not ents
                                                 else [])
-    return texts, pd.DataFrame(rows, columns=cols)
+    if not return_seen:
+        return texts, pd.DataFrame(rows, columns=cols)
+    seen = [(d, key) for d, doc in zip(ids, docs) for key in doc.spans]
+    return texts, pd.DataFrame(rows, columns=cols), pd.DataFrame(seen, columns=["doc",
+                                                                             "annotator"])
