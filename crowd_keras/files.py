@@ -22,8 +22,8 @@ import numpy as np
 
 from .errors import CrowdDataError
 
-__all__ = ["atomic_write_text", "default_file_mode", "publish_file", "read_npz", "read_npy",
-           "read_json_text", "MAX_DEFLATE_RATIO"]
+__all__ = ["atomic_write_text", "atomic_write_bytes", "default_file_mode", "publish_file",
+           "read_npz", "read_npy", "read_json_text", "MAX_DEFLATE_RATIO"]
 
 #: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
 MAX_DEFLATE_RATIO = 1032
@@ -45,6 +45,16 @@ def publish_file(tmp: os.PathLike, path: os.PathLike) -> Path:
 
 def atomic_write_text(path: os.PathLike, text: str) -> Path:
     """Write `text` to `path` through a temporary file in the same folder, fsync and rename."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: os.PathLike, data: bytes) -> Path:
+    """Write `data` to `path` through a temporary file in the same folder, fsync and rename.
+
+    The folders above `path` are made when missing; a folder at `path` or a file where a
+    folder above must be is a :class:`CrowdDataError` naming the path. An interrupted write
+    leaves the previous `path` as it was and no temporary file behind.
+    """
     path = Path(path)
     if path.is_dir():   # checked first: the rename would fail naming the temporary file
         raise CrowdDataError(f"{path} is a folder; give the path of a file to write")
@@ -55,8 +65,8 @@ def atomic_write_text(path: os.PathLike, text: str) -> Path:
                              "the way") from None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         publish_file(tmp, path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import io
 import json
 import os
 from pathlib import Path
@@ -22,7 +23,7 @@ from crowd_keras.aggregation.registry import LABEL_MODELS
 from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError, NotFittedError
-from crowd_keras.files import read_json_text, read_npz
+from crowd_keras.files import atomic_write_bytes, read_json_text, read_npz
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
@@ -503,7 +504,8 @@ class CrowdLabelModel:
 
     # --------------------------------------------------------------------- persistence
     def save(self, destination: Union[str, Path]) -> None:
-        """Write the fitted model to ``destination`` (a ``.npz`` of arrays plus JSON; no pickle).
+        """Write the fitted model to ``destination`` (a ``.npz`` of arrays plus JSON; no pickle),
+        atomically, making its folder when missing.
 
         The label model's fitted numeric arrays (alone or in a tuple, e.g. the last EM state
         of the Bayesian models) and plain settings are stored (and those of a label model it
@@ -542,8 +544,9 @@ class CrowdLabelModel:
         except TypeError as exc:
             raise TypeError(f"cannot save {type(self.label_model_).__name__}: a setting is not "
                             f"plain JSON ({exc})") from None
-        with open(destination, "wb") as fh:
-            np.savez(fh, __meta__=np.array(meta_json), **arrays)
+        buffer = io.BytesIO()   # written whole, then renamed: a previous file survives a failure
+        np.savez(buffer, __meta__=np.array(meta_json), **arrays)
+        atomic_write_bytes(destination, buffer.getvalue())
 
     def load(self, source: Union[str, Path]) -> "CrowdLabelModel":
         """Load a model written by :meth:`save` into this object (as Snorkel does); returns self.

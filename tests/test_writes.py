@@ -1,0 +1,53 @@
+"""Every writer of the library: atomic (an interrupted write leaves the previous file as it
+was and no temporary file beside it), its folder made or a clear error naming the path, and
+the same files from a second run with the same arguments."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowd_keras import CrowdDataError
+
+
+def _listing(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+# ------------------------------------------------------------------ Snorkel adapter save
+def _fitted_label_model():
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    votes = np.array([[0, 1, -1], [1, 1, 0], [0, 0, 0], [1, -1, 1]] * 5)
+    return CrowdLabelModel(cardinality=2, method="majority_vote").fit(votes)
+
+
+def test_snorkel_save_interrupted_keeps_the_previous_file(tmp_path, monkeypatch):
+    model = _fitted_label_model()
+    path = tmp_path / "label_model.npz"
+    model.save(path)
+    good = path.read_bytes()
+
+    def interrupted(target, *args, **kwargs):   # half the archive written, then a Ctrl-C
+        target.write(good[:len(good) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.save(path)
+    assert path.read_bytes() == good
+    assert _listing(tmp_path) == ["label_model.npz"]
+
+
+def test_snorkel_save_makes_its_folder_and_names_a_file_in_the_way(tmp_path):
+    model = _fitted_label_model()
+    path = tmp_path / "models" / "v1" / "label_model.npz"
+    model.save(path)
+    first = path.read_bytes()
+    model.save(path)
+    assert path.read_bytes() == first
+    again = type(model)(cardinality=2).load(path)
+    np.testing.assert_array_equal(again.predict_proba(np.array([[0, 1, 0]])),
+                                  model.predict_proba(np.array([[0, 1, 0]])))
+    (tmp_path / "blocker").write_text("x")
+    with pytest.raises(CrowdDataError, match="blocker"):
+        model.save(tmp_path / "blocker" / "label_model.npz")
