@@ -344,3 +344,24 @@ def test_data_env_without_the_set_is_named_with_the_files_it_lacks(cache, tiny, 
     with pytest.raises(DownloadError, match="HTTP 404") as err:
         locate("tiny", progress=False)
     assert f"{empty / 'tiny'} lacks ['payload.bin']" in str(err.value)
+
+
+def test_an_archive_member_that_cannot_be_written_leaves_no_temporary_file(server, cache,
+                                                                            monkeypatch):
+    """A folder where an extracted file goes: an error naming it, and nothing half-written or
+    temporary left in the cache."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("set/answers.csv")
+        info.size = len(SMALL)
+        tar.addfile(info, io.BytesIO(SMALL))
+    server.files = {"/sets.tar.gz": buf.getvalue()}
+    monkeypatch.setitem(SOURCES, "arch", DataSource(
+        "arch", {"answer.csv": RemoteFile(hashlib.sha256(SMALL).hexdigest())}, "x",
+        archive=Archive(f"{server.url}/sets.tar.gz", {"set/answers.csv": "answer.csv"})))
+    in_the_way = cache / "arch" / "answer.csv"
+    in_the_way.mkdir(parents=True)
+    with pytest.raises(CrowdDataError, match="answer.csv is a folder"):
+        locate("arch", progress=False)
+    assert [p.name for p in (cache / "arch").iterdir()] == ["answer.csv"]
+    assert not list((cache / "downloads").iterdir())

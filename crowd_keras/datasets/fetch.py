@@ -25,7 +25,6 @@ import http.client
 import os
 import sys
 import tarfile
-import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
 
 from ..errors import CrowdDataError, DownloadError
-from ..files import publish_file
+from ..files import atomic_write_bytes, publish_file
 from ..progress import Progress
 from .sources import SOURCES, DataSource, source
 
@@ -178,10 +177,7 @@ def _extract(src: DataSource, archive: Path, folder: Path, wanted: Sequence[str]
                     f"checksum mismatch for {member} of {src.archive.url}: sha256 {got}, "
                     f"expected {src.files[name].sha256} (the pinned file as distributed). "
                     f"{_where_else(src.name)}")
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            publish_file(tmp, folder / name)
+            atomic_write_bytes(folder / name, data)
 
 
 def _no_public_source(src: DataSource, names: Sequence[str]) -> str:
