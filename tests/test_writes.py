@@ -51,3 +51,29 @@ def test_snorkel_save_makes_its_folder_and_names_a_file_in_the_way(tmp_path):
     (tmp_path / "blocker").write_text("x")
     with pytest.raises(CrowdDataError, match="blocker"):
         model.save(tmp_path / "blocker" / "label_model.npz")
+
+
+# ------------------------------------------------------------------ report folders (--out DIR)
+def _answers(folder):
+    path = folder / "answers.csv"
+    rows = ["task,worker,label"] + [f"{t},w{w},{(t * w) % 3}" for t in range(12)
+                                    for w in range(3)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["agree", "label-studio report"])
+def test_a_folder_in_place_of_a_report_file_is_refused_before_anything_is_written(
+        tmp_path, capsys, command):
+    """``report.json`` a folder: refused before the work, not after ``report.html`` was
+    replaced (which left a report of two runs)."""
+    from conftest import ROOT
+    from crowd_keras.cli import main
+
+    source = (_answers(tmp_path) if command == "agree"
+              else ROOT / "tests" / "data" / "label_studio" / "demo.json")
+    out = tmp_path / "report"
+    (out / "report.json").mkdir(parents=True)
+    assert main(command.split() + [str(source), "--out", str(out), "--no-plots"]) != 0
+    assert "report.json' is a folder" in capsys.readouterr().err
+    assert _listing(out) == ["report.json"]

@@ -245,7 +245,7 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
                 + (report_files(args.out) if out_folder else []))
     outputs = [("--out", getattr(args, "out", None)),
                ("--annotators", getattr(args, "annotators", None))]
-    check_output_kinds(files=[] if out_folder else outputs,
+    check_output_kinds(files=report_files(args.out) if out_folder else outputs,
                        folders=outputs[:1] if out_folder else [])
     df = _read_table(args.input, args.label, args.string_labels,
                      ids=[args.item, args.annotator])

@@ -95,7 +95,7 @@ def check_output_kinds(files: Iterable[tuple[str, Optional[str]]] = (),
         if path is not None and os.path.exists(path) and not os.path.isdir(path):
             raise CrowdDataError(f"{name} {str(path)!r} is a file; give a folder (it is "
                                  "created when missing)")
-    for name, path in files + folders:
+    for name, path in folders + files:   # a folder first: its flag is what the user typed
         blocker = None if path is None else _file_above(path)
         if blocker is not None:
             raise CrowdDataError(f"{name} {str(path)!r}: {blocker!r} is a file, so no folder "

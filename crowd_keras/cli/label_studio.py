@@ -215,7 +215,7 @@ def report_command(args: argparse.Namespace) -> int:
     try:  # before any work: the report folder must not be the export nor an existing file
         check_paths([("the export", args.export), ("--label-config", args.label_config)],
                     [("--out", args.out)] + report_files(args.out))
-        check_output_kinds(folders=[("--out", args.out)])
+        check_output_kinds(files=report_files(args.out), folders=[("--out", args.out)])
     except CrowdDataError as exc:
         _err(exc)
         return 2
