@@ -16,14 +16,14 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Mapping, Union
 
 import numpy as np
 
 from .errors import CrowdDataError
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "default_file_mode", "publish_file",
-           "read_npz", "read_npy", "read_json_text", "MAX_DEFLATE_RATIO"]
+__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_files", "default_file_mode",
+           "publish_file", "read_npz", "read_npy", "read_json_text", "MAX_DEFLATE_RATIO"]
 
 #: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
 MAX_DEFLATE_RATIO = 1032
@@ -55,7 +55,33 @@ def atomic_write_bytes(path: os.PathLike, data: bytes) -> Path:
     folder above must be is a :class:`CrowdDataError` naming the path. An interrupted write
     leaves the previous `path` as it was and no temporary file behind.
     """
-    path = Path(path)
+    return atomic_write_files({path: data})[0]
+
+
+def atomic_write_files(contents: Mapping[Any, Union[str, bytes]]) -> List[Path]:
+    """Write several files that make one output (a report's HTML and JSON): ``{path: text
+    (UTF-8) or bytes}``. Every path is checked and every file written to its temporary file
+    before the first rename, so a failure on any (a folder in the way, a full disk, Ctrl-C)
+    leaves all the previous files as they were and no temporary file behind."""
+    paths = [Path(p) for p in contents]
+    data = [d.encode("utf-8") if isinstance(d, str) else d for d in contents.values()]
+    for path in paths:
+        _ready(path)
+    staged: List[str] = []
+    try:
+        for path, payload in zip(paths, data):
+            staged.append(_staged(path, payload))
+        for tmp, path in zip(staged, paths):
+            publish_file(tmp, path)
+    except BaseException:
+        for tmp in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    return paths
+
+
+def _ready(path: Path) -> None:
+    """Check ``path`` can be written and make its folder."""
     if path.is_dir():   # checked first: the rename would fail naming the temporary file
         raise CrowdDataError(f"{path} is a folder; give the path of a file to write")
     try:
@@ -63,17 +89,20 @@ def atomic_write_bytes(path: os.PathLike, data: bytes) -> Path:
     except (FileExistsError, NotADirectoryError):   # a file where a folder above must be
         raise CrowdDataError(f"{path}: cannot make its folder {path.parent}: a file is in "
                              "the way") from None
+
+
+def _staged(path: Path, data: bytes) -> str:
+    """``data`` written and fsynced to a new temporary file beside ``path``; its name."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        publish_file(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+    return tmp
 
 
 def read_json_text(text: Any, source: Any, what: str) -> Any:

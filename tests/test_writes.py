@@ -54,9 +54,9 @@ def test_snorkel_save_makes_its_folder_and_names_a_file_in_the_way(tmp_path):
 
 
 # ------------------------------------------------------------------ report folders (--out DIR)
-def _answers(folder):
+def _answers(folder, shift=0):
     path = folder / "answers.csv"
-    rows = ["task,worker,label"] + [f"{t},w{w},{(t * w) % 3}" for t in range(12)
+    rows = ["task,worker,label"] + [f"{t},w{w},{(t * w + shift) % 3}" for t in range(12)
                                     for w in range(3)]
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -77,3 +77,75 @@ def test_a_folder_in_place_of_a_report_file_is_refused_before_anything_is_writte
     assert main(command.split() + [str(source), "--out", str(out), "--no-plots"]) != 0
     assert "report.json' is a folder" in capsys.readouterr().err
     assert _listing(out) == ["report.json"]
+
+
+# ------------------------------------------------------------------ outputs written as one
+def _demo_export():
+    from conftest import ROOT
+    from crowd_keras.integrations import label_studio as ls
+
+    data = ROOT / "tests" / "data" / "label_studio"
+    return ls, data / "demo.json", ls.read_export(data / "demo.json", control="sentiment",
+                                                  label_config=data / "config.xml")
+
+
+def test_quality_report_replaces_both_files_or_neither(tmp_path):
+    ls, source, _ = _demo_export()
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.html").write_text("previous report")
+    (out / "report.json").mkdir()
+    with pytest.raises(CrowdDataError, match="report.json is a folder"):
+        ls.quality_report(source, out, plots=False, n_bootstrap=0)
+    assert (out / "report.html").read_text() == "previous report"
+    assert _listing(out) == ["report.html", "report.json"]
+
+
+def test_annotator_report_replaces_both_files_or_neither(tmp_path):
+    from crowd_keras.aggregation import MajorityVote
+
+    ls, _, export = _demo_export()
+    model = MajorityVote().fit(export.annotations)
+    (tmp_path / "a.csv").write_text("previous report")
+    (tmp_path / "a.json").mkdir()
+    with pytest.raises(CrowdDataError, match="a.json is a folder"):
+        ls.annotator_report(export, model, csv_path=tmp_path / "a.csv",
+                            json_path=tmp_path / "a.json")
+    assert (tmp_path / "a.csv").read_text() == "previous report"
+    assert _listing(tmp_path) == ["a.csv", "a.json"]
+
+
+def test_aggregate_with_a_full_disk_keeps_both_previous_outputs(tmp_path, monkeypatch, capsys):
+    """The disk fills while the second output is written: the labels and the annotator
+    report stay those of the previous run (not new labels beside an old report)."""
+    import errno
+    import os
+
+    from crowd_keras.cli import main
+
+    answers = _answers(tmp_path)
+    out, quality = tmp_path / "out" / "labels.csv", tmp_path / "out" / "annotators.csv"
+    argv = ["aggregate", str(answers), "--method", "majority_vote", "--out", str(out),
+            "--annotators", str(quality)]
+    assert main(argv) == 0
+    before = {p: p.read_bytes() for p in (out, quality)}
+    _answers(tmp_path, shift=1)   # a new run's input: other labels
+    fsync, calls = os.fsync, []
+
+    def full_disk_on_second_file(fd):
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_disk_on_second_file)
+    assert main(argv) != 0
+    assert "No space left on device" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in (out, quality)} == before
+    assert _listing(tmp_path / "out") == ["annotators.csv", "labels.csv"]
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert main(argv) == 0   # the same run again: complete, and the same files twice
+    after = {p: p.read_bytes() for p in (out, quality)}
+    assert after != before
+    assert main(argv) == 0
+    assert {p: p.read_bytes() for p in (out, quality)} == after

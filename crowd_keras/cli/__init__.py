@@ -20,7 +20,7 @@ import numpy as np
 from ..aggregation.registry import LABEL_MODELS, available_label_models
 from ..codes import show
 from ..errors import CrowdDataError
-from ..files import atomic_write_text
+from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_output_kinds, check_paths, int_at_least, report_files
@@ -286,7 +286,10 @@ def _aggregate(args: argparse.Namespace) -> int:
                         "probability": proba.max(axis=1),
                         "n_annotations": ann.annotations_per_item(),
                         "tied": model.tied_items_})
-    atomic_write_text(args.out, out.to_csv(index=False))
+    texts = {args.out: out.to_csv(index=False)}
+    if args.annotators:   # written with the labels or not at all: one run's outputs
+        texts[args.annotators] = model.annotator_quality_.to_csv(index=False)
+    atomic_write_files(texts)
     shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
@@ -300,7 +303,6 @@ def _aggregate(args: argparse.Namespace) -> int:
         print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} held "
               "fixed in the fit")
     if args.annotators:
-        atomic_write_text(args.annotators, model.annotator_quality_.to_csv(index=False))
         print(f"wrote the annotator report to {args.annotators}")
     return 0
 
@@ -346,9 +348,9 @@ def _agree(args: argparse.Namespace) -> int:
                                  confusion=np.asarray(model.confusion_matrices_),
                                  classes=list(ann.classes), plots=not args.no_plots)
         out = Path(args.out)
-        atomic_write_text(out / "report.html", page_html(doc["title"], body, not args.no_plots))
-        atomic_write_text(out / "report.json", json.dumps(doc, indent=1, ensure_ascii=False,
-                                                          allow_nan=False) + "\n")
+        atomic_write_files({out / "report.html": page_html(doc["title"], body, not args.no_plots),
+                            out / "report.json": json.dumps(doc, indent=1, ensure_ascii=False,
+                                                            allow_nan=False) + "\n"})
         print(f"wrote {out / 'report.html'} and {out / 'report.json'}")
     return 0
 

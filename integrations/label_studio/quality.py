@@ -22,7 +22,7 @@ from crowd_keras.agreement import agreement_report
 from crowd_keras.agreement.report import nested, plain, records
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
 from crowd_keras.errors import Argument, CrowdDataError, Message
-from crowd_keras.files import atomic_write_text
+from crowd_keras.files import atomic_write_files
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
 
 from ._controls import READABLE, parse_config
@@ -193,8 +193,9 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
                         "without an annotation of this control are left out.</p>")
             body.append(table_html(review, join_path("controls", name, "items_to_review")))
     out = Path(out_dir)
-    html_path = atomic_write_text(out / "report.html", page_html(title, "\n".join(body), plots))
-    json_path = atomic_write_text(out / "report.json",
-                                  json.dumps(document, indent=1, ensure_ascii=False,
-                                             allow_nan=False) + "\n")
+    # one output: neither file is replaced unless both can be
+    html_path, json_path = atomic_write_files({
+        out / "report.html": page_html(title, "\n".join(body), plots),
+        out / "report.json": json.dumps(document, indent=1, ensure_ascii=False,
+                                        allow_nan=False) + "\n"})
     return {"html": html_path, "json": json_path, "report": document}

@@ -12,7 +12,7 @@ import pandas as pd
 from crowd_keras.agreement import agreement_report, annotator_agreement
 from crowd_keras.agreement.report import records
 from crowd_keras.errors import CrowdDataError
-from crowd_keras.files import atomic_write_text
+from crowd_keras.files import atomic_write_files, atomic_write_text
 
 from ._model import ensure_fitted
 from ._span_results import fitted_sequence_model, span_report
@@ -121,22 +121,27 @@ def _with_agreement(frame: pd.DataFrame, data: Any) -> tuple[pd.DataFrame, Optio
 
 
 def _written(frame: pd.DataFrame, csv_path: Any, json_path: Any, meta: dict) -> pd.DataFrame:
+    texts = {}   # both files replaced together or neither: one run's report
     if csv_path is not None:
-        write_report(frame, csv_path)
+        texts[csv_path] = _report_text(frame, Path(csv_path))
     if json_path is not None:
-        write_report(frame, json_path, meta=meta)
+        texts[json_path] = _report_text(frame, Path(json_path), meta)
+    atomic_write_files(texts)
     return frame
 
 
 def write_report(frame: pd.DataFrame, path: Any, meta: Optional[dict] = None) -> Path:
     """Write an annotator report atomically: ``.json`` as ``{**meta, "annotators": [rows]}``
     (NaN as null), anything else as CSV."""
-    path = Path(path)
+    return atomic_write_text(path, _report_text(frame, Path(path), meta))
+
+
+def _report_text(frame: pd.DataFrame, path: Path, meta: Optional[dict] = None) -> str:
     if path.suffix.lower() == ".json":
         rows = json.loads(frame.to_json(orient="records", force_ascii=False))
-        return atomic_write_text(path, json.dumps({**(meta or {}), "annotators": rows}, indent=1,
-                                              ensure_ascii=False) + "\n")
-    return atomic_write_text(path, frame.to_csv(index=False))
+        return json.dumps({**(meta or {}), "annotators": rows}, indent=1,
+                          ensure_ascii=False) + "\n"
+    return frame.to_csv(index=False)
 
 
 def gold_accuracy(export: LabelStudioExport, proba: Any) -> tuple[int, float]:
