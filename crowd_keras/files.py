@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 import zipfile
 import zlib
@@ -23,7 +24,7 @@ import numpy as np
 from .errors import CrowdDataError
 
 __all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_files", "default_file_mode",
-           "publish_file", "read_npz", "read_npy", "read_json_text", "MAX_DEFLATE_RATIO"]
+           "publish_file", "replace_folder", "read_npz", "read_npy", "read_json_text", "MAX_DEFLATE_RATIO"]
 
 #: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
 MAX_DEFLATE_RATIO = 1032
@@ -103,6 +104,29 @@ def _staged(path: Path, data: bytes) -> str:
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp
+
+
+def replace_folder(staged: os.PathLike, target: os.PathLike) -> Path:
+    """Put the finished folder ``staged`` (made beside ``target``) in place of ``target``:
+    the previous folder is renamed aside, ``staged`` renamed in and the previous one removed,
+    so ``target`` never holds the files of two writes (a rewrite with fewer files would
+    leave the extra ones). A failed rename puts the previous folder back."""
+    staged, target = Path(staged), Path(target)
+    if target.exists() and not target.is_dir():
+        raise CrowdDataError(f"{target} is a file; give a folder (it is created when missing)")
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+        os.replace(target, old)   # onto the empty folder just made: a rename, no copy
+    try:
+        os.replace(staged, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return target
 
 
 def read_json_text(text: Any, source: Any, what: str) -> Any:

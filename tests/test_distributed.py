@@ -198,6 +198,28 @@ def test_to_parquet_writes_labels_and_annotator_quality(tmp_path):
     pd.testing.assert_frame_equal(quality, result.annotator_quality, check_dtype=False)
 
 
+def test_to_parquet_again_replaces_the_labels_and_a_failed_write_keeps_them(tmp_path):
+    """A rewrite with fewer partitions leaves no file of the previous one (read back, the
+    folder would give items twice); a failed write leaves the previous files and no
+    temporary folder."""
+    df = crowd_frame(300)
+    out = tmp_path / "out"
+    aggregate(dd.from_pandas(df, npartitions=4), method="majority_vote").to_parquet(out)
+    result = aggregate(dd.from_pandas(df, npartitions=2), method="majority_vote")
+    result.to_parquet(out)
+    labels = pd.read_parquet(out / "labels")
+    assert len(labels) == result.n_items and labels.index.is_unique
+    assert sorted(p.name for p in out.iterdir()) == ["annotator_quality.parquet", "labels"]
+    before = {p.name: p.read_bytes() for p in (out / "labels").iterdir()}
+    with pytest.raises(Exception, match="(?i)compression"):
+        result.to_parquet(out, compression="no-such-codec")
+    assert {p.name: p.read_bytes() for p in (out / "labels").iterdir()} == before
+    assert sorted(p.name for p in out.iterdir()) == ["annotator_quality.parquet", "labels"]
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(CrowdDataError, match="a-file is a file"):
+        result.to_parquet(tmp_path / "a-file")
+
+
 # ---------------------------------------------------------------------------- Snorkel adapter
 def adapters(L, method, **fit_kwargs):
     from crowd_keras.integrations.snorkel import CrowdLabelModel

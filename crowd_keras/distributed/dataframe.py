@@ -11,6 +11,9 @@
 """
 from __future__ import annotations
 
+import io
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -20,6 +23,8 @@ import pandas as pd
 from ..aggregation.base import LabelModel, check_settings
 from ..aggregation.registry import DEFAULT_LABEL_MODEL
 from ..codes import check_unique_ids, ids_array
+from ..errors import CrowdDataError
+from ..files import atomic_write_bytes, replace_folder
 from .engine import PartitionedAnnotations
 from .methods import Fit, method_for
 from .pred_probs import check_frame
@@ -184,13 +189,38 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
     """Write ``result.labels`` to ``path/labels/`` (one parquet file per partition, item id
     as the index) and ``result.annotator_quality`` to ``path/annotator_quality.parquet``.
 
-    ``kwargs`` go to ``dask.dataframe.to_parquet``. Returns ``path``.
+    ``kwargs`` go to ``dask.dataframe.to_parquet``. Returns ``path``. The labels are written
+    into a temporary folder beside ``path/labels`` and put in its place when complete: a
+    rewrite replaces the previous files (none of a run with more partitions is left to be
+    read again), and a failed one leaves them as they were. ``append=True`` adds to them.
     """
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    result.labels.to_parquet(path / "labels", write_index=True, **kwargs)
+    if path.exists() and not path.is_dir():
+        raise CrowdDataError(f"{path} is a file; give a folder (it is created when missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):   # a file where a folder above must be
+        raise CrowdDataError(f"{path}: cannot make the folder: a file is in the way") from None
+    if (path / "annotator_quality.parquet").is_dir():   # before the labels are replaced
+        raise CrowdDataError(f"{path / 'annotator_quality.parquet'} is a folder; it is where "
+                             "the annotator report goes")
     quality = result.annotator_quality.copy()
     if quality["annotator"].dtype == object:  # mixed ids: parquet needs one type per column
         quality["annotator"] = quality["annotator"].map(str)
-    quality.to_parquet(path / "annotator_quality.parquet", index=False)
+    table = io.BytesIO()
+    quality.to_parquet(table, index=False)
+    labels = path / "labels"
+    if kwargs.get("append"):
+        result.labels.to_parquet(labels, write_index=True, **kwargs)
+    else:
+        if labels.exists() and not labels.is_dir():
+            raise CrowdDataError(f"{labels} is a file; it is where the labels' folder goes")
+        staged = tempfile.mkdtemp(dir=path, prefix=".labels.", suffix=".tmp")
+        try:
+            result.labels.to_parquet(staged, write_index=True, **kwargs)
+            replace_folder(staged, labels)
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
+    atomic_write_bytes(path / "annotator_quality.parquet", table.getvalue())
     return path
