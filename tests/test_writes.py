@@ -149,3 +149,35 @@ def test_aggregate_with_a_full_disk_keeps_both_previous_outputs(tmp_path, monkey
     assert after != before
     assert main(argv) == 0
     assert {p: p.read_bytes() for p in (out, quality)} == after
+
+
+# ------------------------------------------------------------------ training shards
+def test_write_shards_interrupted_leaves_nothing_and_runs_again(tmp_path, monkeypatch):
+    """Ctrl-C after the first shard: no part file is left (the next call refused the folder
+    as already holding shards), and the same call then writes the same files twice."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from crowd_keras import Annotations
+    from crowd_keras.distributed.shards import read_shards, write_shards
+
+    ann = Annotations(np.repeat(np.arange(8), 2), np.tile([0, 1], 8), np.arange(16) % 2)
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    folder = tmp_path / "shards"
+    write_table, calls = pq.write_table, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return write_table(*args, **kwargs)
+
+    monkeypatch.setattr(pq, "write_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(ann, x, folder, n_shards=4)
+    assert _listing(folder) == []
+    monkeypatch.setattr(pq, "write_table", write_table)
+    meta = write_shards(ann, x, folder, n_shards=4)
+    assert read_shards(folder)["rows"] == meta["rows"] == [2, 2, 2, 2]
+    first = {p: (folder / p).read_bytes() for p in _listing(folder)}
+    again = tmp_path / "again"
+    write_shards(ann, x, again, n_shards=4)
+    assert {p: (again / p).read_bytes() for p in _listing(again)} == first

@@ -11,6 +11,8 @@ batches of numpy arrays (``crowd_keras.distributed.training`` feeds them to ``tf
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Union
 
@@ -18,7 +20,7 @@ import numpy as np
 
 from ..annotations import Annotations
 from ..errors import CrowdDataError
-from ..files import atomic_write_text, read_json_text
+from ..files import atomic_write_text, publish_file, read_json_text
 
 __all__ = ["write_shards", "read_shards", "iter_file", "SHARDS_FILE"]
 
@@ -73,17 +75,27 @@ def write_shards(annotations: Annotations, x: Any, directory: Union[str, Path],
         raise FileExistsError(f"{directory} already holds shards; write to an empty folder")
     ids, labels = annotations.to_padded(max_annotations)
     features = x.reshape(len(x), -1).astype(np.float32, copy=False)
-    files, rows = [], []
-    for n, part in enumerate(np.array_split(np.arange(annotations.n_items), n_shards)):
-        lo, hi = (int(part[0]), int(part[-1]) + 1) if len(part) else (0, 0)
-        table = pa.table({"item": pa.array(_plain(annotations.item_ids[lo:hi])),
-                          "x": _fixed_lists(features[lo:hi]),
-                          "annotator_ids": _fixed_lists(ids[lo:hi].astype(np.int32)),
-                          "labels": _fixed_lists(labels[lo:hi].astype(np.int32))})
-        name = f"part-{n:05d}.parquet"
-        pq.write_table(table, directory / name, row_group_size=row_group_size)
-        files.append(name)
-        rows.append(hi - lo)
+    files, rows, staged = [], [], []
+    try:   # every file under a temporary name first: a failed write leaves no part behind
+        for n, part in enumerate(np.array_split(np.arange(annotations.n_items), n_shards)):
+            lo, hi = (int(part[0]), int(part[-1]) + 1) if len(part) else (0, 0)
+            table = pa.table({"item": pa.array(_plain(annotations.item_ids[lo:hi])),
+                              "x": _fixed_lists(features[lo:hi]),
+                              "annotator_ids": _fixed_lists(ids[lo:hi].astype(np.int32)),
+                              "labels": _fixed_lists(labels[lo:hi].astype(np.int32))})
+            name = f"part-{n:05d}.parquet"
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+            os.close(fd)
+            staged.append(tmp)
+            pq.write_table(table, tmp, row_group_size=row_group_size)
+            files.append(name)
+            rows.append(hi - lo)
+        for tmp, name in zip(staged, files):
+            publish_file(tmp, directory / name)
+    except BaseException:
+        for tmp in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
     meta = {"format": _FORMAT, "version": 1, "files": files, "rows": rows,
             "n_items": annotations.n_items, "feature_shape": list(x.shape[1:]),
             "max_annotations": int(ids.shape[1]), "n_annotators": annotations.n_annotators,
