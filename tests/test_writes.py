@@ -181,3 +181,22 @@ def test_write_shards_interrupted_leaves_nothing_and_runs_again(tmp_path, monkey
     again = tmp_path / "again"
     write_shards(ann, x, again, n_shards=4)
     assert {p: (again / p).read_bytes() for p in _listing(again)} == first
+
+
+def test_annotator_report_files_have_the_format_of_their_argument_not_their_suffix(tmp_path):
+    """``csv_path`` is CSV and ``json_path`` JSON whatever their names end with (a JSON
+    report named ``.txt`` was written as CSV, without its metadata)."""
+    import json
+
+    import pandas as pd
+
+    from crowd_keras.aggregation import MajorityVote
+
+    ls, _, export = _demo_export()
+    model = MajorityVote().fit(export.annotations)
+    frame = ls.annotator_report(export, model, csv_path=tmp_path / "quality.json",
+                                json_path=tmp_path / "quality.txt", model_version="mv")
+    doc = json.loads((tmp_path / "quality.txt").read_text())
+    assert doc["model_version"] == "mv" and len(doc["annotators"]) == len(frame)
+    table = pd.read_csv(tmp_path / "quality.json")
+    assert table["annotator"].tolist() == frame["annotator"].tolist()

@@ -122,10 +122,10 @@ def _with_agreement(frame: pd.DataFrame, data: Any) -> tuple[pd.DataFrame, Optio
 
 def _written(frame: pd.DataFrame, csv_path: Any, json_path: Any, meta: dict) -> pd.DataFrame:
     texts = {}   # both files replaced together or neither: one run's report
-    if csv_path is not None:
-        texts[csv_path] = _report_text(frame, Path(csv_path))
+    if csv_path is not None:   # each in its own format, whatever its name ends with
+        texts[csv_path] = _report_text(frame, as_json=False)
     if json_path is not None:
-        texts[json_path] = _report_text(frame, Path(json_path), meta)
+        texts[json_path] = _report_text(frame, as_json=True, meta=meta)
     atomic_write_files(texts)
     return frame
 
@@ -133,11 +133,12 @@ def _written(frame: pd.DataFrame, csv_path: Any, json_path: Any, meta: dict) -> 
 def write_report(frame: pd.DataFrame, path: Any, meta: Optional[dict] = None) -> Path:
     """Write an annotator report atomically: ``.json`` as ``{**meta, "annotators": [rows]}``
     (NaN as null), anything else as CSV."""
-    return atomic_write_text(path, _report_text(frame, Path(path), meta))
+    return atomic_write_text(path, _report_text(frame, Path(path).suffix.lower() == ".json",
+                                                meta))
 
 
-def _report_text(frame: pd.DataFrame, path: Path, meta: Optional[dict] = None) -> str:
-    if path.suffix.lower() == ".json":
+def _report_text(frame: pd.DataFrame, as_json: bool, meta: Optional[dict] = None) -> str:
+    if as_json:
         rows = json.loads(frame.to_json(orient="records", force_ascii=False))
         return json.dumps({**(meta or {}), "annotators": rows}, indent=1,
                           ensure_ascii=False) + "\n"
