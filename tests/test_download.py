@@ -365,3 +365,18 @@ def test_an_archive_member_that_cannot_be_written_leaves_no_temporary_file(serve
         locate("arch", progress=False)
     assert [p.name for p in (cache / "arch").iterdir()] == ["answer.csv"]
     assert not list((cache / "downloads").iterdir())
+
+
+def test_a_cache_path_that_is_a_file_is_named_before_any_download(server, cache, tiny,
+                                                                   monkeypatch, tmp_path):
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("x")
+    monkeypatch.setenv(fetch.CACHE_ENV, str(not_a_folder))
+    with pytest.raises(DownloadError, match=r"cache-file.*a file is in the way.*CROWD_KERAS_CACHE"):
+        locate("tiny", progress=False)
+    assert not server.requests
+    monkeypatch.setenv(fetch.CACHE_ENV, str(cache))
+    (cache / "tiny" / "payload.bin").mkdir(parents=True)
+    with pytest.raises(DownloadError, match=r"payload.bin is a folder"):
+        locate("tiny", progress=False)
+    assert not [p for p in (cache / "tiny").iterdir() if p.name != "payload.bin"]

@@ -90,7 +90,10 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
             ``sha256`` (the partial file is removed, so the next call starts afresh).
     """
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(dest.parent)
+    if dest.is_dir():   # checked before the download: the rename at its end would fail
+        raise DownloadError(f"{dest} is a folder; the downloaded file {dest.name} goes there "
+                            f"(remove the folder, or set {CACHE_ENV} to another cache)")
     part = dest.with_name(dest.name + ".part")
     have = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"User-Agent": "crowd-keras"})
@@ -144,6 +147,16 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
                             f"{sha256} (the pinned file as distributed); the download was "
                             f"removed. {hint}")
     return publish_file(part, dest)
+
+
+def _make_folder(folder: Path) -> None:
+    """``folder`` and those above it, or a :class:`DownloadError` naming the file in the way
+    (a cache path set to a file)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise DownloadError(f"cannot make the folder {folder}: a file is in the way (the cache "
+                            f"is {cache_dir()}; set {CACHE_ENV} to a folder)") from None
 
 
 def _missing(folder: Path, names: Iterable[str]) -> list:
@@ -200,7 +213,7 @@ def _download(src: DataSource, folder: Path, names: Sequence[str], progress: boo
     unserved = [n for n in names if n not in archived and _url(src, n) is None]
     if unserved:  # before any download: no set half fetched
         raise DownloadError(_no_public_source(src, unserved))
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_folder(folder)
     if progress:
         origin = (os.environ[MIRROR_ENV] if mirror else src.archive.url if src.archive
                   else src.homepage)
