@@ -200,3 +200,15 @@ def test_annotator_report_files_have_the_format_of_their_argument_not_their_suff
     assert doc["model_version"] == "mv" and len(doc["annotators"]) == len(frame)
     table = pd.read_csv(tmp_path / "quality.json")
     assert table["annotator"].tolist() == frame["annotator"].tolist()
+
+
+def test_quality_report_refuses_a_folder_where_the_export_is_report_json(tmp_path):
+    """The library call, as the command line does: an export saved as ``report.json`` in
+    the report folder is not overwritten by the report."""
+    ls, source, _ = _demo_export()
+    export = tmp_path / "report.json"
+    export.write_bytes(source.read_bytes())
+    with pytest.raises(CrowdDataError, match="would destroy it"):
+        ls.quality_report(export, tmp_path, plots=False, n_bootstrap=0)
+    assert export.read_bytes() == source.read_bytes()
+    assert _listing(tmp_path) == ["report.json"]

@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence
 
 import html
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -115,6 +116,21 @@ def _overall(controls: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["statistic", "value", "n_controls"])
 
 
+def _check_not_the_source(source: Any, out: Path) -> None:
+    """A report file that is the export itself (an export saved as ``report.json``) is
+    refused before any work: writing the report would destroy it."""
+    if not isinstance(source, (str, os.PathLike)):
+        return
+    for name in ("report.html", "report.json"):
+        try:
+            same = os.path.samefile(source, out / name)   # links and hard links too
+        except OSError:   # either is missing: not one file
+            continue
+        if same:
+            raise CrowdDataError(f"{out / name} is the export {source}: writing the report "
+                                 "would destroy it; choose another folder")
+
+
 def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str]] = None,
                    label_config: Any = None, format: Optional[str] = None,
                    method: Optional[str] = None, sequence_model: Optional[str] = None,
@@ -145,6 +161,7 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
             control's error); a control that fails while others work is reported in its
             section and in the JSON (``error``).
     """
+    _check_not_the_source(source, Path(out_dir))
     names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
                                                                            format)]
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() == ".json" and not format:
