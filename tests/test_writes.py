@@ -183,6 +183,19 @@ def test_write_shards_interrupted_leaves_nothing_and_runs_again(tmp_path, monkey
     assert {p: (again / p).read_bytes() for p in _listing(again)} == first
 
 
+def test_write_shards_names_a_file_where_its_folder_goes(tmp_path):
+    pytest.importorskip("pyarrow")
+    from crowd_keras import Annotations
+    from crowd_keras.distributed.shards import write_shards
+
+    ann = Annotations(np.arange(4), np.zeros(4, int), np.arange(4) % 2)
+    (tmp_path / "a-file").write_text("x")
+    for folder, why in ((tmp_path / "a-file", "a-file is a file"),
+                        (tmp_path / "a-file" / "shards", "a file is in the way")):
+        with pytest.raises(CrowdDataError, match=why):
+            write_shards(ann, np.zeros((4, 1)), folder, n_shards=2)
+
+
 def test_annotator_report_files_have_the_format_of_their_argument_not_their_suffix(tmp_path):
     """``csv_path`` is CSV and ``json_path`` JSON whatever their names end with (a JSON
     report named ``.txt`` was written as CSV, without its metadata)."""

@@ -70,7 +70,14 @@ def write_shards(annotations: Annotations, x: Any, directory: Union[str, Path],
         raise ValueError(f"n_shards must be in 1..{annotations.n_items} (one item per file at "
                          f"least), got {n_shards}")
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists() and not directory.is_dir():
+        raise CrowdDataError(f"{directory} is a file; give a folder for the shards (it is "
+                             "created when missing)")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):   # a file where a folder above must be
+        raise CrowdDataError(f"{directory}: cannot make the folder: a file is in the "
+                             "way") from None
     if (directory / SHARDS_FILE).exists() or any(directory.glob("part-*.parquet")):
         raise FileExistsError(f"{directory} already holds shards; write to an empty folder")
     ids, labels = annotations.to_padded(max_annotations)
