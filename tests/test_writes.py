@@ -89,16 +89,38 @@ def _demo_export():
                                                   label_config=data / "config.xml")
 
 
-def test_quality_report_replaces_both_files_or_neither(tmp_path):
+def _full_disk_on_call(n, monkeypatch):
+    """``os.fsync`` fails with ENOSPC on its ``n``-th call: the disk fills while a file of
+    the output is written (a real full disk cannot be made in a test)."""
+    import errno
+    import os
+
+    fsync, calls = os.fsync, []
+
+    def fsync_or_full(fd):
+        calls.append(fd)
+        if len(calls) == n:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_or_full)
+
+
+def test_quality_report_replaces_both_files_or_neither(tmp_path, monkeypatch):
     ls, source, _ = _demo_export()
     out = tmp_path / "report"
     out.mkdir()
-    (out / "report.html").write_text("previous report")
-    (out / "report.json").mkdir()
+    (out / "report.json").mkdir()   # refused before the work
     with pytest.raises(CrowdDataError, match="report.json is a folder"):
         ls.quality_report(source, out, plots=False, n_bootstrap=0)
-    assert (out / "report.html").read_text() == "previous report"
-    assert _listing(out) == ["report.html", "report.json"]
+    (out / "report.json").rmdir()
+    for name in ("report.html", "report.json"):
+        (out / name).write_text(f"previous {name}")
+    _full_disk_on_call(2, monkeypatch)
+    with pytest.raises(OSError, match="No space left"):
+        ls.quality_report(source, out, plots=False, n_bootstrap=0)
+    assert {p.name: p.read_text() for p in out.iterdir()} == {
+        "report.html": "previous report.html", "report.json": "previous report.json"}
 
 
 def test_annotator_report_replaces_both_files_or_neither(tmp_path):
@@ -118,9 +140,6 @@ def test_annotator_report_replaces_both_files_or_neither(tmp_path):
 def test_aggregate_with_a_full_disk_keeps_both_previous_outputs(tmp_path, monkeypatch, capsys):
     """The disk fills while the second output is written: the labels and the annotator
     report stay those of the previous run (not new labels beside an old report)."""
-    import errno
-    import os
-
     from crowd_keras.cli import main
 
     answers = _answers(tmp_path)
@@ -130,20 +149,12 @@ def test_aggregate_with_a_full_disk_keeps_both_previous_outputs(tmp_path, monkey
     assert main(argv) == 0
     before = {p: p.read_bytes() for p in (out, quality)}
     _answers(tmp_path, shift=1)   # a new run's input: other labels
-    fsync, calls = os.fsync, []
-
-    def full_disk_on_second_file(fd):
-        calls.append(fd)
-        if len(calls) == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", full_disk_on_second_file)
+    _full_disk_on_call(2, monkeypatch)
     assert main(argv) != 0
     assert "No space left on device" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in (out, quality)} == before
     assert _listing(tmp_path / "out") == ["annotators.csv", "labels.csv"]
-    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.undo()
     assert main(argv) == 0   # the same run again: complete, and the same files twice
     after = {p: p.read_bytes() for p in (out, quality)}
     assert after != before

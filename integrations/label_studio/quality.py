@@ -116,12 +116,15 @@ def _overall(controls: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["statistic", "value", "n_controls"])
 
 
-def _check_not_the_source(source: Any, out: Path) -> None:
-    """A report file that is the export itself (an export saved as ``report.json``) is
-    refused before any work: writing the report would destroy it."""
-    if not isinstance(source, (str, os.PathLike)):
-        return
+def _check_outputs(source: Any, out: Path) -> None:
+    """Before any work: a report file that is a folder, or the export itself (an export
+    saved as ``report.json``: writing the report would destroy it), is refused."""
     for name in ("report.html", "report.json"):
+        if (out / name).is_dir():
+            raise CrowdDataError(f"{out / name} is a folder; the report file goes there "
+                                 "(remove it or choose another folder)")
+        if not isinstance(source, (str, os.PathLike)):
+            continue
         try:
             same = os.path.samefile(source, out / name)   # links and hard links too
         except OSError:   # either is missing: not one file
@@ -161,7 +164,7 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
             control's error); a control that fails while others work is reported in its
             section and in the JSON (``error``).
     """
-    _check_not_the_source(source, Path(out_dir))
+    _check_outputs(source, Path(out_dir))
     names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
                                                                            format)]
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() == ".json" and not format:
