@@ -5,7 +5,8 @@ download) and checked reads (a corrupt or partial file is one
 
 A file is written beside its target under a temporary name, flushed to disk and renamed over
 the target. ``tempfile.mkstemp`` creates it ``-rw-------``; before the rename it gets the mode
-a plain ``open`` would give (``0o666`` less the process umask).
+a plain ``open`` would give: the target's own when it exists (a report kept private stays
+private), else ``0o666`` less the process umask.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -38,8 +40,13 @@ def default_file_mode() -> int:
 
 
 def publish_file(tmp: os.PathLike, path: os.PathLike) -> Path:
-    """Give the finished temporary file ``tmp`` the default mode and rename it to ``path``."""
-    os.chmod(tmp, default_file_mode())
+    """Give the finished temporary file ``tmp`` the mode of the file ``path`` it replaces
+    (the default mode for a new one) and rename it to ``path``."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:   # no file there yet
+        mode = default_file_mode()
+    os.chmod(tmp, mode)
     os.replace(tmp, path)
     return Path(path)
 

@@ -38,3 +38,12 @@ def test_atomic_write_under_a_file_names_the_path(tmp_path):
                                              r"/sub: a file is in the way"):
         atomic_write_text(tmp_path / "labels.csv" / "sub" / "out.csv", "a\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.csv"]
+
+
+def test_a_rewrite_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    """As ``open(path, "w")`` does: a report made private (it may hold e-mails) stays so."""
+    path = atomic_write_text(tmp_path / "annotators.csv", "annotator,email\n1,a@example.org\n")
+    os.chmod(path, 0o600)
+    atomic_write_text(path, "annotator,email\n1,b@example.org\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text() == "annotator,email\n1,b@example.org\n"
