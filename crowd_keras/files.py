@@ -34,9 +34,13 @@ MAX_DEFLATE_RATIO = 1032
 
 def default_file_mode() -> int:
     """``0o666 & ~umask``: the mode ``open(path, "w")`` gives a new file."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
     umask = os.umask(0)  # the only portable way to read the umask is to set it
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
 def publish_file(tmp: os.PathLike, path: os.PathLike) -> Path:
@@ -121,6 +125,11 @@ def replace_folder(staged: os.PathLike, target: os.PathLike) -> Path:
     staged, target = Path(staged), Path(target)
     if target.exists() and not target.is_dir():
         raise CrowdDataError(f"{target} is a file; give a folder (it is created when missing)")
+    try:   # mkdtemp made it drwx------: the mode of the folder it replaces, or mkdir's
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mode = 0o777 & ~_umask()
+    os.chmod(staged, mode)
     old = None
     if target.exists():
         old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))

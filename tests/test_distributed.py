@@ -2,6 +2,9 @@
 
 The same fits on a dask.distributed LocalCluster are in test_distributed_cluster.py.
 """
+import os
+import stat
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -210,6 +213,9 @@ def test_to_parquet_again_replaces_the_labels_and_a_failed_write_keeps_them(tmp_
     labels = pd.read_parquet(out / "labels")
     assert len(labels) == result.n_items and labels.index.is_unique
     assert sorted(p.name for p in out.iterdir()) == ["annotator_quality.parquet", "labels"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((out / "labels").stat().st_mode) == 0o777 & ~umask   # as mkdir makes it
     before = {p.name: p.read_bytes() for p in (out / "labels").iterdir()}
     with pytest.raises(Exception, match="(?i)compression"):
         result.to_parquet(out, compression="no-such-codec")
