@@ -374,3 +374,15 @@ def test_the_early_stop_keeps_ties_with_certain_items(monkeypatch):
     picks = model.next_to_label(100)
     np.testing.assert_array_equal(picks["item"], ann.item_ids[top])
     np.testing.assert_allclose(picks["expected_gain"], best[top])
+
+
+@pytest.mark.parametrize("conf,hit,n_bins,what", [
+    ([0.5, np.nan], [1, 0], 10, "confidence"),      # NaN cast to a negative bin
+    ([0.5, 1.5], [1, 0], 10, "confidence"),         # silently the last bin
+    ([0.5, 0.2], [1, np.nan], 10, "correct"),
+    ([0.5, 0.2], [1, 2], 10, "correct"),
+    ([0.5, 0.2], [1, 0], 0, "n_bins"),              # bin -1
+])
+def test_expected_calibration_error_names_a_bad_input(conf, hit, n_bins, what):
+    with pytest.raises(ValueError, match=what):
+        expected_calibration_error(conf, hit, n_bins=n_bins)

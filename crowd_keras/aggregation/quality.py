@@ -391,6 +391,12 @@ def expected_calibration_error(confidence: Any, correct: Any, n_bins: int = 10) 
     if conf.shape != hit.shape or conf.ndim != 1 or len(conf) == 0:
         raise ValueError(f"confidence and correct must be two equal non-empty vectors, got "
                          f"shapes {conf.shape} and {hit.shape}")
+    n_bins = check_count(n_bins, "n_bins", 1)
+    for name, values in (("confidence", conf), ("correct", hit)):
+        bad = ~((values >= 0) & (values <= 1))      # NaN too: no bin, no share right
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{name} must be in [0, 1]; entry {i} is {show(values[i])}")
     bins = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
     gap = np.bincount(bins, conf - hit, minlength=n_bins)
     return float(np.abs(gap).sum() / len(conf))
