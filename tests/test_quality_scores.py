@@ -386,3 +386,17 @@ def test_the_early_stop_keeps_ties_with_certain_items(monkeypatch):
 def test_expected_calibration_error_names_a_bad_input(conf, hit, n_bins, what):
     with pytest.raises(ValueError, match=what):
         expected_calibration_error(conf, hit, n_bins=n_bins)
+
+
+@pytest.mark.parametrize("kwargs,error,what", [
+    ({"pseudo_labels": np.nan}, ValueError, "pseudo_labels"),     # NaN matrices
+    ({"pseudo_labels": -5.0}, ValueError, "pseudo_labels"),
+    ({"confusions": np.full((2, 2, 2), np.nan)}, CrowdDataError, "annotator 'x'"),
+    ({"confusions": -np.ones((2, 2, 2))}, CrowdDataError, "annotator 'x'"),
+])
+def test_annotator_confusions_names_a_bad_input(kwargs, error, what):
+    ann = Annotations(items=[0, 1, 2, 3], annotators=[0, 0, 1, 1], labels=[0, 1, 1, 0],
+                      annotator_ids=["x", "y"], n_classes=2)
+    post = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
+    with pytest.raises(error, match=what):
+        quality.annotator_confusions(post, ann, **kwargs)

@@ -167,7 +167,7 @@ def annotator_confusions(posteriors: Any, annotations: Annotations,
     counts = _label_counts(post, annotations)
     pool = _pooled(counts)
     n_ak = counts.sum(axis=2, keepdims=True)                            # (A, K, 1)
-    m = float(pseudo_labels)
+    m = check_number(pseudo_labels, "pseudo_labels")
     if confusions is None:
         own = counts
     else:
@@ -177,6 +177,14 @@ def annotator_confusions(posteriors: Any, annotations: Annotations,
             raise CrowdDataError(f"confusion matrices must have shape (annotators, classes, "
                                  f"classes) = {(annotations.n_annotators, k_dim, k_dim)}, got "
                                  f"{conf.shape}")
+        # each row is normalised below: it needs finite non-negative weights, not all 0
+        bad = ~((conf >= 0) & np.isfinite(conf)).all(axis=2) | (conf.sum(axis=2) <= 0)
+        if bad.any():
+            a, row = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            raise CrowdDataError(f"confusion matrix of annotator "
+                                 f"{show(annotations.annotator_ids[a])}, true class "
+                                 f"{show(annotations.classes[row])}: {conf[a, row].tolist()} "
+                                 f"is not a row of non-negative weights with a positive sum")
         own = n_ak * conf / np.maximum(conf.sum(axis=2, keepdims=True), 1e-300)
     out = own + m * pool[None] + _SMOOTHING
     return out / out.sum(axis=2, keepdims=True)
