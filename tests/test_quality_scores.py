@@ -400,3 +400,12 @@ def test_annotator_confusions_names_a_bad_input(kwargs, error, what):
     post = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
     with pytest.raises(error, match=what):
         quality.annotator_confusions(post, ann, **kwargs)
+
+
+@pytest.mark.parametrize("bad", [np.nan, 1.5, -0.1])
+def test_label_issues_names_a_given_quality_out_of_range(bad):
+    ann = Annotations(items=[0, 1, 2], annotators=[0, 0, 1], labels=[0, 1, 1],
+                      item_ids=["a", "b", "c"], n_classes=2)
+    post = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7]])
+    with pytest.raises(CrowdDataError, match="item 'b'"):
+        quality.label_issues(post, ann, quality=[0.9, bad, 0.5])

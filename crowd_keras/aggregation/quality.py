@@ -258,6 +258,13 @@ def label_issues(posteriors: Any, annotations: Annotations, consensus: Optional[
     elif np.shape(quality) != (annotations.n_items,):
         raise CrowdDataError(f"quality must be one consensus quality per item "
                              f"({annotations.n_items},), got shape {np.shape(quality)}")
+    else:
+        quality = np.asarray(quality, dtype=np.float64)
+        bad = ~((quality >= 0) & (quality <= 1))     # NaN too: it would sort last, unseen
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise CrowdDataError(f"quality of item {show(annotations.item_ids[i])} (row {i}) "
+                                 f"is {show(quality[i])}, not a chance in [0, 1]")
     frame = pd.DataFrame({"item": annotations.item_ids,
                           "consensus_label": annotations.classes[codes],
                           "consensus_quality": np.asarray(quality, dtype=np.float64),
