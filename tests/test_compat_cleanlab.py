@@ -8,6 +8,7 @@ from crowd_keras import Annotations
 from crowd_keras.aggregation import DawidSkene, IBCC
 from crowd_keras.compat.cleanlab import to_cleanlab, worst_classes
 from crowd_keras.datasets import simulate_crowd
+from crowd_keras.errors import CrowdDataError
 
 multiannotator = pytest.importorskip("cleanlab.multiannotator")
 
@@ -95,3 +96,15 @@ def test_other_annotations_are_scored_under_the_fitted_model(case):
     np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
                                model.consensus_quality(half))
     assert list(out["label_quality"].index) == list(wide.index[:60])
+
+
+def test_annotators_not_in_the_fit_are_named(case):
+    # their labels are left out of predict_proba, and their annotator_quality would be NaN
+    sim, wide, ann, pred_probs, _ = case
+    model = IBCC().fit(ann)
+    more = wide.iloc[:20].assign(newcomer=[0.0, 1.0] * 10)
+    with pytest.raises(CrowdDataError, match="'newcomer'"):
+        to_cleanlab(model, Annotations.from_wide(more, n_classes=3))
+    fewer = Annotations.from_wide(wide[["w3", "w1"]], n_classes=3)   # a subset is fine
+    stats = to_cleanlab(model, fewer)["annotator_stats"]
+    assert set(stats.index) == {"w3", "w1"} and stats["annotator_quality"].notna().all()

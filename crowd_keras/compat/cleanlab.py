@@ -28,6 +28,8 @@ import pandas as pd
 
 from ..aggregation.base import LabelModel, as_annotations
 from ..annotations import Annotations
+from ..codes import show
+from ..errors import CrowdDataError
 
 __all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
            "DETAILED_PREFIX"]
@@ -73,7 +75,8 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         label_model: a fitted label model (any of :mod:`crowd_keras.aggregation`, fitted with
             or without ``pred_probs``).
         annotations: None (the fitted annotations) or other annotations with the fitted
-            annotators and classes, scored with ``label_model.predict_proba(annotations)``.
+            annotators and classes, scored with ``label_model.predict_proba(annotations)``
+            (an annotator not in the fit is a :class:`~crowd_keras.errors.CrowdDataError`).
         class_names: False (cleanlab's layout: class codes 0..K-1 in ``consensus_label`` and
             ``worst_class``) or True (the class names of ``annotations.classes``).
         return_detailed_quality, return_annotator_stats: include those tables (as cleanlab's
@@ -98,6 +101,17 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         ann = label_model.annotations_
     else:
         ann = as_annotations(annotations)
+        label_model.predict_proba()                         # raises when not fitted
+        # predict_proba leaves unseen annotators' labels out and their annotator_quality
+        # would be NaN: the layout has no place for them
+        fitted_ids = label_model.annotations_.annotator_ids
+        unseen = ~pd.Index(ann.annotator_ids).isin(fitted_ids)
+        if unseen.any():
+            raise CrowdDataError(
+                f"to_cleanlab scores annotations of the fitted annotators; "
+                f"{[show(a) for a in ann.annotator_ids[unseen][:5]]}"
+                f"{' ...' if unseen.sum() > 5 else ''} ({int(unseen.sum())} in all) were not in "
+                f"the fit (refit the label model with their annotations)")
         post = label_model.predict_proba(ann)
     consensus = np.argmax(post, axis=1)
     per_item = ann.annotations_per_item()
