@@ -108,3 +108,14 @@ def test_annotators_not_in_the_fit_are_named(case):
     fewer = Annotations.from_wide(wide[["w3", "w1"]], n_classes=3)   # a subset is fine
     stats = to_cleanlab(model, fewer)["annotator_stats"]
     assert set(stats.index) == {"w3", "w1"} and stats["annotator_quality"].notna().all()
+
+
+def test_a_class_nobody_chose_is_named_in_the_pred_probs_error():
+    # cleanlab takes K = 3 from pred_probs; from_wide without n_classes= sees codes 0..1
+    wide = pd.DataFrame({"a": [0, 1, np.nan], "b": [0, 1, 1]})
+    pred_probs = np.full((3, 3), 1 / 3)
+    multiannotator.get_label_quality_multiannotator(wide, pred_probs, verbose=False)
+    with pytest.raises(CrowdDataError, match=r"n_classes=3"):
+        DawidSkene().fit(Annotations.from_wide(wide), pred_probs=pred_probs)
+    model = DawidSkene().fit(Annotations.from_wide(wide, n_classes=3), pred_probs=pred_probs)
+    assert to_cleanlab(model)["label_quality"]["consensus_label"].max() <= 2
