@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from crowd_keras import Annotations
-from crowd_keras.aggregation import DawidSkene, IBCC
+from crowd_keras.aggregation import DawidSkene, IBCC, MajorityVote
 from crowd_keras.compat.cleanlab import to_cleanlab, worst_classes
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.errors import CrowdDataError
@@ -73,7 +73,12 @@ def test_scores_are_the_models_quality_scores(case):
     np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
                                model.consensus_quality())
     detailed = out["detailed_label_quality"].to_numpy()
-    np.testing.assert_allclose(detailed[ann.items, ann.annotators], post[ann.items, ann.labels])
+    np.testing.assert_allclose(detailed[ann.items, ann.annotators], model.annotation_quality())
+    # cleanlab's invariant: a label equal to the consensus scores the consensus quality (the
+    # raw posterior of MajorityVote or an over-confident fit would not)
+    agree = ann.labels == np.argmax(post, axis=1)[ann.items]
+    np.testing.assert_allclose(detailed[ann.items, ann.annotators][agree],
+                               model.consensus_quality()[ann.items][agree])
     quality = model.annotator_quality_.set_index("annotator")["expected_accuracy"]
     np.testing.assert_allclose(out["annotator_stats"]["annotator_quality"],
                                quality.loc[out["annotator_stats"].index])
@@ -119,3 +124,21 @@ def test_a_class_nobody_chose_is_named_in_the_pred_probs_error():
         DawidSkene().fit(Annotations.from_wide(wide), pred_probs=pred_probs)
     model = DawidSkene().fit(Annotations.from_wide(wide, n_classes=3), pred_probs=pred_probs)
     assert to_cleanlab(model)["label_quality"]["consensus_label"].max() <= 2
+
+
+def test_an_agreeing_label_scores_the_consensus_quality_as_in_cleanlab(case):
+    sim, wide, ann, pred_probs, reference = case
+    theirs = reference["detailed_label_quality"].to_numpy()
+    consensus = reference["label_quality"]["consensus_label"].to_numpy()
+    agree = wide.to_numpy() == consensus[:, None]
+    np.testing.assert_allclose(   # what cleanlab gives, checked on its own output
+        theirs[agree], np.broadcast_to(
+            reference["label_quality"]["consensus_quality_score"].to_numpy()[:, None],
+            theirs.shape)[agree])
+    out = to_cleanlab(MajorityVote().fit(ann))   # posteriors of 1: quality must not be 1
+    mine = out["detailed_label_quality"].to_numpy()
+    codes = out["label_quality"]["consensus_label"].to_numpy()
+    agree = wide.to_numpy() == codes[:, None]
+    score = out["label_quality"]["consensus_quality_score"].to_numpy()
+    np.testing.assert_allclose(mine[agree], np.broadcast_to(score[:, None], mine.shape)[agree])
+    assert (mine[agree] < 1).any()

@@ -9,8 +9,10 @@ The scores are the label model's (they are not CROWDLAB's weighted averages):
 
 - ``consensus_quality_score``: the calibrated chance that the consensus is right
   (``LabelModel.consensus_quality``: the held-out posterior of the consensus class);
-- ``detailed_label_quality``: the posterior probability of each annotator's label (the
-  chance that the label is the true class; NaN where the annotator gave none);
+- ``detailed_label_quality``: the calibrated chance that each annotator's label is the true
+  class (``LabelModel.annotation_quality``: the held-out posterior of the label; NaN where
+  the annotator gave none), so that, as in cleanlab, a label equal to the consensus scores
+  the item's ``consensus_quality_score``;
 - ``annotator_quality``: the annotator's expected accuracy on the items it labelled, each
   label scored by its item's posterior without the annotator's own vote
   (``annotator_quality_["expected_accuracy"]``; the model's ``Σ_k ρ_k π_a[k, k]``,
@@ -129,7 +131,7 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
 
     if return_detailed_quality:
         detailed = np.full((ann.n_items, ann.n_annotators), np.nan)
-        detailed[ann.items, ann.annotators] = post[ann.items, ann.labels]
+        detailed[ann.items, ann.annotators] = label_model.annotation_quality(ann)
         out["detailed_label_quality"] = pd.DataFrame(
             detailed, index=pd.Index(ann.item_ids),
             columns=[f"{DETAILED_PREFIX}{a}" for a in ann.annotator_ids])
