@@ -103,14 +103,19 @@ def test_other_annotations_are_scored_under_the_fitted_model(case):
     assert list(out["label_quality"].index) == list(wide.index[:60])
 
 
-def test_annotators_not_in_the_fit_are_named(case):
-    # their labels are left out of predict_proba, and their annotator_quality would be NaN
+def test_annotators_not_in_the_fit_are_left_out_of_every_table(case):
+    # as predict_proba leaves their labels out (they were counted in the tables, with a NaN
+    # annotator_quality sorted last)
     sim, wide, ann, pred_probs, _ = case
     model = IBCC().fit(ann)
-    more = wide.iloc[:20].assign(newcomer=[0.0, 1.0] * 10)
-    with pytest.raises(CrowdDataError, match="'newcomer'"):
-        to_cleanlab(model, Annotations.from_wide(more, n_classes=3))
-    fewer = Annotations.from_wide(wide[["w3", "w1"]], n_classes=3)   # a subset is fine
+    part = wide.iloc[:20]
+    more = part.assign(newcomer=[0.0, 1.0] * 10)
+    out = to_cleanlab(model, Annotations.from_wide(more, n_classes=3))
+    assert model.n_unknown_annotations_ == 20
+    same = to_cleanlab(model, Annotations.from_wide(part, n_classes=3))
+    for key in same:
+        pd.testing.assert_frame_equal(out[key], same[key])
+    fewer = Annotations.from_wide(wide[["w3", "w1"]], n_classes=3)   # a subset of the fit
     stats = to_cleanlab(model, fewer)["annotator_stats"]
     assert set(stats.index) == {"w3", "w1"} and stats["annotator_quality"].notna().all()
 

@@ -30,8 +30,6 @@ import pandas as pd
 
 from ..aggregation.base import LabelModel, as_annotations
 from ..annotations import Annotations
-from ..codes import show
-from ..errors import CrowdDataError
 
 __all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
            "DETAILED_PREFIX"]
@@ -68,6 +66,18 @@ def worst_classes(ann: Annotations, posteriors: np.ndarray) -> np.ndarray:
     return worst
 
 
+def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray) -> Annotations:
+    """``ann`` without its annotators that are not among ``fitted_ids``, nor their labels."""
+    known = pd.Index(ann.annotator_ids).isin(fitted_ids)
+    if known.all():
+        return ann
+    code = np.cumsum(known) - 1
+    keep = known[ann.annotators]
+    return Annotations(ann.items[keep], code[ann.annotators[keep]], ann.labels[keep],
+                       item_ids=ann.item_ids, annotator_ids=ann.annotator_ids[known],
+                       classes=ann.classes)
+
+
 def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
                 class_names: bool = False, return_detailed_quality: bool = True,
                 return_annotator_stats: bool = True) -> Dict[str, Any]:
@@ -78,7 +88,9 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
             or without ``pred_probs``).
         annotations: None (the fitted annotations) or other annotations with the fitted
             annotators and classes, scored with ``label_model.predict_proba(annotations)``
-            (an annotator not in the fit is a :class:`~crowd_keras.errors.CrowdDataError`).
+            (the labels of annotators not in the fit are left out of every table, as
+            ``predict_proba`` leaves them out, and counted in the model's
+            ``n_unknown_annotations_``).
         class_names: False (cleanlab's layout: class codes 0..K-1 in ``consensus_label`` and
             ``worst_class``) or True (the class names of ``annotations.classes``).
         return_detailed_quality, return_annotator_stats: include those tables (as cleanlab's
@@ -98,23 +110,14 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
             type(label_model).__name__
         raise TypeError(f"to_cleanlab needs a fitted label model (crowd_keras.aggregation), "
                         f"got {what}")
-    if annotations is None:
-        post = label_model.predict_proba()                  # raises when not fitted
-        ann = label_model.annotations_
-    else:
-        ann = as_annotations(annotations)
-        label_model.predict_proba()                         # raises when not fitted
-        # predict_proba leaves unseen annotators' labels out and their annotator_quality
-        # would be NaN: the layout has no place for them
-        fitted_ids = label_model.annotations_.annotator_ids
-        unseen = ~pd.Index(ann.annotator_ids).isin(fitted_ids)
-        if unseen.any():
-            raise CrowdDataError(
-                f"to_cleanlab scores annotations of the fitted annotators; "
-                f"{[show(a) for a in ann.annotator_ids[unseen][:5]]}"
-                f"{' ...' if unseen.sum() > 5 else ''} ({int(unseen.sum())} in all) were not in "
-                f"the fit (refit the label model with their annotations)")
-        post = label_model.predict_proba(ann)
+    label_model.predict_proba()                             # raises when not fitted
+    given = None if annotations is None else as_annotations(annotations)
+    ann = label_model.annotations_ if given is None else \
+        _fitted_annotators(given, label_model.annotations_.annotator_ids)
+    consensus_score = label_model.consensus_quality(ann)
+    label_score = label_model.annotation_quality(ann) if return_detailed_quality else None
+    # last: the model's n_unknown_annotations_ then counts the labels left out of ``ann``
+    post = label_model.predict_proba(given)
     consensus = np.argmax(post, axis=1)
     per_item = ann.annotations_per_item()
     agrees = ann.labels == consensus[ann.items]
@@ -122,8 +125,7 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
 
     label_quality = pd.DataFrame({
         "consensus_label": names[consensus],
-        "consensus_quality_score": np.asarray(label_model.consensus_quality(ann),
-                                              dtype=np.float64),
+        "consensus_quality_score": np.asarray(consensus_score, dtype=np.float64),
         "annotator_agreement": _fraction(np.bincount(ann.items, agrees, ann.n_items), per_item),
         "num_annotations": per_item.astype(np.int64),
     }, index=pd.Index(ann.item_ids))
@@ -131,7 +133,7 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
 
     if return_detailed_quality:
         detailed = np.full((ann.n_items, ann.n_annotators), np.nan)
-        detailed[ann.items, ann.annotators] = label_model.annotation_quality(ann)
+        detailed[ann.items, ann.annotators] = label_score
         out["detailed_label_quality"] = pd.DataFrame(
             detailed, index=pd.Index(ann.item_ids),
             columns=[f"{DETAILED_PREFIX}{a}" for a in ann.annotator_ids])
