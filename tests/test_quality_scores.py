@@ -409,3 +409,18 @@ def test_label_issues_names_a_given_quality_out_of_range(bad):
     post = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7]])
     with pytest.raises(CrowdDataError, match="item 'b'"):
         quality.label_issues(post, ann, quality=[0.9, bad, 0.5])
+
+
+@pytest.mark.parametrize("kwargs,what", [
+    ({"annotators": ["nobody"]}, "annotators needs confusions or accuracies"),
+    ({"annotators": ["y"]}, "annotators needs confusions or accuracies"),
+    ({"confusions": np.tile(np.eye(2), (2, 1, 1)), "accuracies": [0.6, 0.7]}, "not both"),
+])
+def test_next_to_label_refuses_arguments_it_would_ignore(kwargs, what):
+    # without any annotator quality the ranking is of items only: annotators were ignored,
+    # unknown ids too; with both, the accuracies were
+    ann = Annotations(items=[0, 0, 1, 1, 2], annotators=[0, 1, 0, 1, 0], labels=[0, 1, 1, 1, 0],
+                      annotator_ids=["x", "y"], n_classes=2)
+    post = np.array([[0.5, 0.5], [0.1, 0.9], [0.8, 0.2]])
+    with pytest.raises(TypeError, match=what):
+        quality.next_to_label(2, post, ann, **kwargs)

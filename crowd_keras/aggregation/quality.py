@@ -340,6 +340,12 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     post = _check(posteriors, annotations)
     belief = held_out_posteriors(post, annotations, pseudo_labels, rounds, item_log_prior)
     known = confusions is not None or accuracies is not None
+    if confusions is not None and accuracies is not None:
+        raise TypeError("next_to_label takes confusions or accuracies, not both (accuracies "
+                        "make one-coin confusions)")
+    if not known and annotators is not None:
+        raise TypeError("next_to_label: annotators needs confusions or accuracies; without "
+                        "them nobody's quality is known and no annotator is chosen")
     if not known:
         pooled = _pooled(_label_counts(belief, annotations))
         gains = expected_gains(belief, pooled[None])[:, 0]
