@@ -6,7 +6,7 @@ import pytest
 
 from crowd_keras import Annotations
 from crowd_keras.aggregation import DawidSkene, IBCC, MajorityVote
-from crowd_keras.compat.cleanlab import to_cleanlab, worst_classes
+from crowd_keras.compat.cleanlab import CLEANLAB_ONLY_ARGUMENTS, to_cleanlab, worst_classes
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.errors import CrowdDataError
 
@@ -147,3 +147,17 @@ def test_an_agreeing_label_scores_the_consensus_quality_as_in_cleanlab(case):
     score = out["label_quality"]["consensus_quality_score"].to_numpy()
     np.testing.assert_allclose(mine[agree], np.broadcast_to(score[:, None], mine.shape)[agree])
     assert (mine[agree] < 1).any()
+
+
+def test_cleanlabs_other_arguments_say_where_their_job_is_done(case):
+    # every argument of cleanlab's function is either to_cleanlab's or explained
+    import inspect
+    ours = set(inspect.signature(to_cleanlab).parameters)
+    theirs = set(inspect.signature(multiannotator.get_label_quality_multiannotator).parameters)
+    assert theirs - ours == set(CLEANLAB_ONLY_ARGUMENTS)
+    model = MajorityVote().fit(case[2])
+    for name in sorted(CLEANLAB_ONLY_ARGUMENTS):
+        with pytest.raises(TypeError, match=rf"{name} \(.+\)"):
+            to_cleanlab(model, **{name: None})
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\): colour$"):
+        to_cleanlab(model, colour="red")

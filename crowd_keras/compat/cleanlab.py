@@ -32,7 +32,7 @@ from ..aggregation.base import LabelModel, as_annotations
 from ..annotations import Annotations
 
 __all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
-           "DETAILED_PREFIX"]
+           "DETAILED_PREFIX", "CLEANLAB_ONLY_ARGUMENTS"]
 
 #: cleanlab's ``label_quality`` columns, in its order
 LABEL_QUALITY_COLUMNS = ("consensus_label", "consensus_quality_score", "annotator_agreement",
@@ -42,6 +42,22 @@ ANNOTATOR_STATS_COLUMNS = ("annotator_quality", "agreement_with_consensus", "wor
                            "num_examples_labeled")
 #: prefix of cleanlab's ``detailed_label_quality`` columns (then the annotator id)
 DETAILED_PREFIX = "quality_annotator_"
+#: arguments of cleanlab's ``get_label_quality_multiannotator`` without a counterpart here,
+#: and where their job is done instead (named in the TypeError of :func:`to_cleanlab`)
+CLEANLAB_ONLY_ARGUMENTS = {
+    "labels_multiannotator": "fit the label model on Annotations.from_wide(labels_multiannotator)",
+    "pred_probs": "pass them to the label model's fit(annotations, pred_probs=...)",
+    "consensus_method": "the consensus is the label model's (fit another model for another)",
+    "quality_method": "the scores are the label model's consensus_quality and "
+                      "annotation_quality",
+    "calibrate_probs": "fit(annotations, pred_probs=...) learns the classifier's weight "
+                       "(classifier_weight_)",
+    "return_weights": "the classifier's weight is the model's classifier_weight_ and the "
+                      "annotators' quality its annotator_quality_",
+    "verbose": "to_cleanlab prints nothing",
+    "label_quality_score_kwargs": "the scores are the label model's, not "
+                                  "cleanlab.rank.get_label_quality_scores'",
+}
 
 
 def _fraction(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -80,7 +96,7 @@ def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray) -> Annotations:
 
 def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
                 class_names: bool = False, return_detailed_quality: bool = True,
-                return_annotator_stats: bool = True) -> Dict[str, Any]:
+                return_annotator_stats: bool = True, **cleanlab_only: Any) -> Dict[str, Any]:
     """The dictionary of ``cleanlab.multiannotator.get_label_quality_multiannotator``.
 
     Args:
@@ -95,6 +111,8 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
             ``worst_class``) or True (the class names of ``annotations.classes``).
         return_detailed_quality, return_annotator_stats: include those tables (as cleanlab's
             arguments of the same names).
+        cleanlab_only: none; cleanlab's other arguments (:data:`CLEANLAB_ONLY_ARGUMENTS`)
+            are a TypeError saying where their job is done.
 
     Returns:
         ``{"label_quality": DataFrame (items; consensus_label, consensus_quality_score,
@@ -105,6 +123,10 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         item ids and the annotator ids. The scores are the label model's (module docstring).
         The detailed table is dense (items × annotators).
     """
+    if cleanlab_only:
+        said = [f"{name} ({CLEANLAB_ONLY_ARGUMENTS[name]})" if name in CLEANLAB_ONLY_ARGUMENTS
+                else name for name in sorted(cleanlab_only)]
+        raise TypeError(f"to_cleanlab got unexpected keyword argument(s): {'; '.join(said)}")
     if not isinstance(label_model, LabelModel):
         what = f"the class {label_model.__name__}" if isinstance(label_model, type) else \
             type(label_model).__name__
