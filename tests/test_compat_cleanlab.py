@@ -161,3 +161,14 @@ def test_cleanlabs_other_arguments_say_where_their_job_is_done(case):
             to_cleanlab(model, **{name: None})
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\): colour$"):
         to_cleanlab(model, colour="red")
+
+
+def test_cleanlabs_wide_labels_as_annotations_are_pointed_to_from_wide(case):
+    # the frame was read as a long (task, worker, label) frame, the array as -1-coded codes
+    sim, wide, ann, pred_probs, _ = case
+    model = MajorityVote().fit(ann)
+    for labels in (wide, wide.to_numpy()):
+        with pytest.raises(CrowdDataError, match=r"Annotations\.from_wide\(labels"):
+            to_cleanlab(model, labels)
+    out = to_cleanlab(model, Annotations.from_wide(wide, n_classes=3))
+    assert list(out["label_quality"].index) == list(wide.index)

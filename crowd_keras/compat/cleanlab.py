@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..aggregation.base import LabelModel, as_annotations
 from ..annotations import Annotations
+from ..errors import CrowdDataError
 
 __all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
            "DETAILED_PREFIX", "CLEANLAB_ONLY_ARGUMENTS"]
@@ -94,6 +95,19 @@ def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray) -> Annotations:
                        classes=ann.classes)
 
 
+def _read(annotations: Any) -> Annotations:
+    """``as_annotations(annotations)``; its error on a frame or an array says how cleanlab's
+    wide layout (items × annotators, NaN where missing) is read, the likely input here."""
+    try:
+        return as_annotations(annotations)
+    except CrowdDataError as err:
+        if isinstance(annotations, Annotations):
+            raise
+        raise CrowdDataError(f"{err} (cleanlab's labels_multiannotator, items × annotators "
+                             f"with NaN where missing: to_cleanlab(model, "
+                             f"Annotations.from_wide(labels, n_classes=K)))") from err
+
+
 def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
                 class_names: bool = False, return_detailed_quality: bool = True,
                 return_annotator_stats: bool = True, **cleanlab_only: Any) -> Dict[str, Any]:
@@ -133,7 +147,7 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         raise TypeError(f"to_cleanlab needs a fitted label model (crowd_keras.aggregation), "
                         f"got {what}")
     label_model.predict_proba()                             # raises when not fitted
-    given = None if annotations is None else as_annotations(annotations)
+    given = None if annotations is None else _read(annotations)
     ann = label_model.annotations_ if given is None else \
         _fitted_annotators(given, label_model.annotations_.annotator_ids)
     consensus_score = label_model.consensus_quality(ann)
