@@ -424,3 +424,24 @@ def test_next_to_label_refuses_arguments_it_would_ignore(kwargs, what):
     post = np.array([[0.5, 0.5], [0.1, 0.9], [0.8, 0.2]])
     with pytest.raises(TypeError, match=what):
         quality.next_to_label(2, post, ann, **kwargs)
+
+
+def test_new_annotations_of_unseen_annotators_are_left_out_as_predict_proba_does():
+    # predict_proba ignores annotator 99; the held-out scores and counts counted its labels
+    crowd = simulate_crowd(n_items=200, n_classes=3, n_annotators=6, annotations_per_item=3,
+                           seed=3)
+    model = DawidSkene().fit(crowd.annotations)
+    frame = pd.DataFrame({"task": [0, 0, 1, 1, 2], "worker": [0, 99, 1, 99, 99],
+                          "label": [2, 0, 1, 0, 0]})
+    new = Annotations.from_frame(frame, classes=crowd.annotations.classes)
+    known = Annotations.from_frame(frame[frame.worker != 99], classes=new.classes,
+                                   item_ids=new.item_ids)
+    expected = model.consensus_quality(known)
+    np.testing.assert_allclose(model.consensus_quality(new), expected)
+    assert model.n_unknown_annotations_ == 3
+    issues = model.label_issues(new).set_index("item")
+    np.testing.assert_array_equal(issues.loc[[0, 1, 2], "n_annotations"], [1, 1, 0])
+    quality_of = model.annotation_quality(new)           # one per given annotation
+    assert quality_of.shape == (new.n_annotations,)
+    mine = new.annotators != new.annotator_index([99])[0]
+    np.testing.assert_allclose(quality_of[mine], model.annotation_quality(known))
