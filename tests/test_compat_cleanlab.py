@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from crowd_keras import Annotations
-from crowd_keras.aggregation import DawidSkene, IBCC, MajorityVote
+from crowd_keras.aggregation import DawidSkene, IBCC, MajorityVote, MixtureOfGroupsModel
 from crowd_keras.compat.cleanlab import CLEANLAB_ONLY_ARGUMENTS, to_cleanlab, worst_classes
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.errors import CrowdDataError
@@ -172,3 +172,19 @@ def test_cleanlabs_wide_labels_as_annotations_are_pointed_to_from_wide(case):
             to_cleanlab(model, labels)
     out = to_cleanlab(model, Annotations.from_wide(wide, n_classes=3))
     assert list(out["label_quality"].index) == list(wide.index)
+
+
+def test_a_model_that_places_unseen_annotators_keeps_them():
+    # the mixture of groups reads their labels (predict_proba counts nothing left out)
+    sim = simulate_crowd(n_items=90, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=3)
+    model = MixtureOfGroupsModel().fit(sim.annotations)
+    frame = pd.DataFrame({"task": [0, 0, 1, 2], "worker": [0, 99, 99, 1],
+                          "label": [2, 2, 1, 0]})
+    new = Annotations.from_frame(frame, classes=sim.annotations.classes)
+    out = to_cleanlab(model, new)
+    assert not hasattr(model, "n_unknown_annotations_")
+    np.testing.assert_array_equal(out["label_quality"]["num_annotations"], [2, 1, 1])
+    assert 99 in out["annotator_stats"].index
+    detailed = out["detailed_label_quality"].to_numpy()
+    np.testing.assert_allclose(detailed[new.items, new.annotators], model.annotation_quality(new))

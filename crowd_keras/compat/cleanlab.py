@@ -23,7 +23,7 @@ The scores are the label model's (they are not CROWDLAB's weighted averages):
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 import pandas as pd
@@ -83,16 +83,18 @@ def worst_classes(ann: Annotations, posteriors: np.ndarray) -> np.ndarray:
     return worst
 
 
-def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray) -> Annotations:
-    """``ann`` without its annotators that are not among ``fitted_ids``, nor their labels."""
+def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray
+                       ) -> Tuple[Annotations, np.ndarray]:
+    """``ann`` without its annotators that are not among ``fitted_ids``, nor their labels,
+    and the (n_annotations,) mask of the annotations kept."""
     known = pd.Index(ann.annotator_ids).isin(fitted_ids)
-    if known.all():
-        return ann
-    code = np.cumsum(known) - 1
     keep = known[ann.annotators]
+    if known.all():
+        return ann, keep
+    code = np.cumsum(known) - 1
     return Annotations(ann.items[keep], code[ann.annotators[keep]], ann.labels[keep],
                        item_ids=ann.item_ids, annotator_ids=ann.annotator_ids[known],
-                       classes=ann.classes)
+                       classes=ann.classes), keep
 
 
 def _read(annotations: Any) -> Annotations:
@@ -118,9 +120,10 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
             or without ``pred_probs``).
         annotations: None (the fitted annotations) or other annotations with the fitted
             annotators and classes, scored with ``label_model.predict_proba(annotations)``
-            (the labels of annotators not in the fit are left out of every table, as
-            ``predict_proba`` leaves them out, and counted in the model's
-            ``n_unknown_annotations_``).
+            (the labels of annotators not in the fit are left out of every table when
+            ``predict_proba`` leaves them out, counted in the model's
+            ``n_unknown_annotations_``; a model that places them, the mixture of groups,
+            keeps them, with a NaN ``annotator_quality``: it has no fitted one).
         class_names: False (cleanlab's layout: class codes 0..K-1 in ``consensus_label`` and
             ``worst_class``) or True (the class names of ``annotations.classes``).
         return_detailed_quality, return_annotator_stats: include those tables (as cleanlab's
@@ -148,12 +151,15 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
                         f"got {what}")
     label_model.predict_proba()                             # raises when not fitted
     given = None if annotations is None else _read(annotations)
-    ann = label_model.annotations_ if given is None else \
-        _fitted_annotators(given, label_model.annotations_.annotator_ids)
-    consensus_score = label_model.consensus_quality(ann)
-    label_score = label_model.annotation_quality(ann) if return_detailed_quality else None
-    # last: the model's n_unknown_annotations_ then counts the labels left out of ``ann``
+    consensus_score = label_model.consensus_quality(given)
+    label_score = label_model.annotation_quality(given) if return_detailed_quality else None
     post = label_model.predict_proba(given)
+    ann = label_model.annotations_ if given is None else given
+    if given is not None and hasattr(label_model, "n_unknown_annotations_"):
+        # predict_proba left the labels of annotators not in the fit out (and counted
+        # them): so do the tables (a model that places them keeps them)
+        ann, kept = _fitted_annotators(given, label_model.annotations_.annotator_ids)
+        label_score = None if label_score is None else label_score[kept]
     consensus = np.argmax(post, axis=1)
     per_item = ann.annotations_per_item()
     agrees = ann.labels == consensus[ann.items]
