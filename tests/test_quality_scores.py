@@ -445,3 +445,19 @@ def test_new_annotations_of_unseen_annotators_are_left_out_as_predict_proba_does
     assert quality_of.shape == (new.n_annotations,)
     mine = new.annotators != new.annotator_index([99])[0]
     np.testing.assert_allclose(quality_of[mine], model.annotation_quality(known))
+
+
+@pytest.mark.parametrize("call,error,what", [
+    (lambda: quality.confusions_from_accuracies([0.9, 0.5], 0), ValueError, "n_classes"),
+    (lambda: quality.confusions_from_accuracies([0.9, 0.5], 2.5), TypeError, "n_classes"),
+    (lambda: quality.expected_gains(np.full((1, 2), 0.5), np.ones((2, 3, 3)) / 3),
+     CrowdDataError, r"\(A, 2, 2\)"),
+    (lambda: quality.expected_gains(np.full((1, 2), 0.5), np.ones((2, 2)) / 2),
+     CrowdDataError, "confusions must have shape"),
+    (lambda: quality.expected_gains(np.array([[np.nan, 1.0]]), np.ones((1, 2, 2)) / 2),
+     CrowdDataError, "belief of item 0"),
+])
+def test_the_gain_helpers_name_a_bad_argument(call, error, what):
+    # they returned empty matrices, truncated 2.5, broadcast errors or NaN gains
+    with pytest.raises(error, match=what):
+        call()

@@ -200,7 +200,7 @@ def confusions_from_accuracies(accuracies: Any, n_classes: int) -> np.ndarray:
         a = int(np.argmax(bad))
         raise CrowdDataError(f"accuracy {show(acc[a])} of annotator {a} is not a probability in "
                              "[0, 1]")
-    k = int(n_classes)
+    k = check_count(n_classes, "n_classes", 1)
     off = (1.0 - acc)[:, None, None] / max(k - 1, 1)
     return np.where(np.eye(k, dtype=bool)[None], acc[:, None, None], off)
 
@@ -283,7 +283,15 @@ def expected_gains(belief: Any, confusions: np.ndarray,
     ``exclude`` get ``-inf``. Computed in blocks of items (a loop over the K labels inside).
     """
     b = np.asarray(belief, dtype=np.float64)
+    if b.ndim != 2:
+        raise CrowdDataError(f"belief must be (items, classes), got shape {b.shape}")
+    b = check_probability_matrix(b, b.shape, "belief", "(items, classes)",
+                                 lambda i: f"item {i}")
     pi = np.asarray(confusions, dtype=np.float64)
+    k = b.shape[1]
+    if pi.ndim != 3 or pi.shape[1:] != (k, k):
+        raise CrowdDataError(f"confusions must have shape (annotators, classes, classes) = "
+                             f"(A, {k}, {k}) for a belief of {k} classes, got {pi.shape}")
     gains = np.empty((b.shape[0], pi.shape[0]))
     for start, stop in _item_blocks(b.shape[0], pi.shape[0] * b.shape[1]):
         gains[start:stop] = _block_gains(b[start:stop], pi)
