@@ -172,6 +172,9 @@ def test_cleanlabs_wide_labels_as_annotations_are_pointed_to_from_wide(case):
             to_cleanlab(model, labels)
     out = to_cleanlab(model, Annotations.from_wide(wide, n_classes=3))
     assert list(out["label_quality"].index) == list(wide.index)
+    long = pd.DataFrame({"task": ["item0", "item0"], "worker": ["w0", "w0"], "label": [0, 1]})
+    with pytest.raises(CrowdDataError, match=r"duplicate(?!.*from_wide)"):   # no wide hint
+        to_cleanlab(model, long)
 
 
 def test_a_model_that_places_unseen_annotators_keeps_them():

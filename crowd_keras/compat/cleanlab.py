@@ -103,7 +103,9 @@ def _read(annotations: Any) -> Annotations:
     try:
         return as_annotations(annotations)
     except CrowdDataError as err:
-        if isinstance(annotations, Annotations):
+        long = isinstance(annotations, pd.DataFrame) and \
+            bool({"task", "worker", "label"} & set(annotations.columns))
+        if isinstance(annotations, Annotations) or long:    # a long frame's own error
             raise
         raise CrowdDataError(f"{err} (cleanlab's labels_multiannotator, items × annotators "
                              f"with NaN where missing: to_cleanlab(model, "
