@@ -236,7 +236,8 @@ class CrowdConsensus:
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:
-        """Per annotator: ``annotator``, ``n_annotations`` and ``accuracy = Σ_k ρ_k
-        π_a[k, k]``, the chance that its label is the true class (as a label model's)."""
+        """Per annotator: ``annotator``, ``n_annotations``, ``accuracy = Σ_k ρ_k
+        π_a[k, k]``, the chance that its label is the true class, and, when the training
+        annotations were at hand, ``expected_accuracy`` (as a label model's)."""
         return self._crowd_summary().annotator_quality()
 

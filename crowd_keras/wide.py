@@ -60,7 +60,8 @@ def wide_codes(frame: Any, n_classes: Optional[int] = None,
                     f"{_plain(item_ids[r])!r} (row {r}), annotator {_plain(annotator_ids[c])!r} "
                     f"(column {c}) is not a class code (whole numbers 0..K-1, NaN where "
                     "missing)")
-            values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
+            # to_numpy(na_value=nan) leaves pd.NA in object columns (float() fails on it)
+            values = np.where(pd.isna(raw), np.nan, raw).astype(np.float64)
     else:
         values = as_matrix(frame, "wide annotations")
         if values.ndim != 2:

@@ -5,9 +5,10 @@ import pandas as pd
 import pytest
 
 from crowd_keras import Annotations
-from crowd_keras.aggregation import DawidSkene, IBCC
-from crowd_keras.compat.cleanlab import to_cleanlab, worst_classes
+from crowd_keras.aggregation import DawidSkene, IBCC, MajorityVote, MixtureOfGroupsModel
+from crowd_keras.compat.cleanlab import CLEANLAB_ONLY_ARGUMENTS, to_cleanlab, worst_classes
 from crowd_keras.datasets import simulate_crowd
+from crowd_keras.errors import CrowdDataError
 
 multiannotator = pytest.importorskip("cleanlab.multiannotator")
 
@@ -72,7 +73,12 @@ def test_scores_are_the_models_quality_scores(case):
     np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
                                model.consensus_quality())
     detailed = out["detailed_label_quality"].to_numpy()
-    np.testing.assert_allclose(detailed[ann.items, ann.annotators], post[ann.items, ann.labels])
+    np.testing.assert_allclose(detailed[ann.items, ann.annotators], model.annotation_quality())
+    # cleanlab's invariant: a label equal to the consensus scores the consensus quality (the
+    # raw posterior of MajorityVote or an over-confident fit would not)
+    agree = ann.labels == np.argmax(post, axis=1)[ann.items]
+    np.testing.assert_allclose(detailed[ann.items, ann.annotators][agree],
+                               model.consensus_quality()[ann.items][agree])
     quality = model.annotator_quality_.set_index("annotator")["expected_accuracy"]
     np.testing.assert_allclose(out["annotator_stats"]["annotator_quality"],
                                quality.loc[out["annotator_stats"].index])
@@ -95,3 +101,93 @@ def test_other_annotations_are_scored_under_the_fitted_model(case):
     np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
                                model.consensus_quality(half))
     assert list(out["label_quality"].index) == list(wide.index[:60])
+
+
+def test_annotators_not_in_the_fit_are_left_out_of_every_table(case):
+    # as predict_proba leaves their labels out (they were counted in the tables, with a NaN
+    # annotator_quality sorted last)
+    sim, wide, ann, pred_probs, _ = case
+    model = IBCC().fit(ann)
+    part = wide.iloc[:20]
+    more = part.assign(newcomer=[0.0, 1.0] * 10)
+    out = to_cleanlab(model, Annotations.from_wide(more, n_classes=3))
+    assert model.n_unknown_annotations_ == 20
+    same = to_cleanlab(model, Annotations.from_wide(part, n_classes=3))
+    for key in same:
+        pd.testing.assert_frame_equal(out[key], same[key])
+    fewer = Annotations.from_wide(wide[["w3", "w1"]], n_classes=3)   # a subset of the fit
+    stats = to_cleanlab(model, fewer)["annotator_stats"]
+    assert set(stats.index) == {"w3", "w1"} and stats["annotator_quality"].notna().all()
+
+
+def test_a_class_nobody_chose_is_named_in_the_pred_probs_error():
+    # cleanlab takes K = 3 from pred_probs; from_wide without n_classes= sees codes 0..1
+    wide = pd.DataFrame({"a": [0, 1, np.nan], "b": [0, 1, 1]})
+    pred_probs = np.full((3, 3), 1 / 3)
+    multiannotator.get_label_quality_multiannotator(wide, pred_probs, verbose=False)
+    with pytest.raises(CrowdDataError, match=r"n_classes=3"):
+        DawidSkene().fit(Annotations.from_wide(wide), pred_probs=pred_probs)
+    model = DawidSkene().fit(Annotations.from_wide(wide, n_classes=3), pred_probs=pred_probs)
+    assert to_cleanlab(model)["label_quality"]["consensus_label"].max() <= 2
+
+
+def test_an_agreeing_label_scores_the_consensus_quality_as_in_cleanlab(case):
+    sim, wide, ann, pred_probs, reference = case
+    theirs = reference["detailed_label_quality"].to_numpy()
+    consensus = reference["label_quality"]["consensus_label"].to_numpy()
+    agree = wide.to_numpy() == consensus[:, None]
+    np.testing.assert_allclose(   # what cleanlab gives, checked on its own output
+        theirs[agree], np.broadcast_to(
+            reference["label_quality"]["consensus_quality_score"].to_numpy()[:, None],
+            theirs.shape)[agree])
+    out = to_cleanlab(MajorityVote().fit(ann))   # posteriors of 1: quality must not be 1
+    mine = out["detailed_label_quality"].to_numpy()
+    codes = out["label_quality"]["consensus_label"].to_numpy()
+    agree = wide.to_numpy() == codes[:, None]
+    score = out["label_quality"]["consensus_quality_score"].to_numpy()
+    np.testing.assert_allclose(mine[agree], np.broadcast_to(score[:, None], mine.shape)[agree])
+    assert (mine[agree] < 1).any()
+
+
+def test_cleanlabs_other_arguments_say_where_their_job_is_done(case):
+    # every argument of cleanlab's function is either to_cleanlab's or explained
+    import inspect
+    ours = set(inspect.signature(to_cleanlab).parameters)
+    theirs = set(inspect.signature(multiannotator.get_label_quality_multiannotator).parameters)
+    assert theirs - ours == set(CLEANLAB_ONLY_ARGUMENTS)
+    model = MajorityVote().fit(case[2])
+    for name in sorted(CLEANLAB_ONLY_ARGUMENTS):
+        with pytest.raises(TypeError, match=rf"{name} \(.+\)"):
+            to_cleanlab(model, **{name: None})
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\): colour$"):
+        to_cleanlab(model, colour="red")
+
+
+def test_cleanlabs_wide_labels_as_annotations_are_pointed_to_from_wide(case):
+    # the frame was read as a long (task, worker, label) frame, the array as -1-coded codes
+    sim, wide, ann, pred_probs, _ = case
+    model = MajorityVote().fit(ann)
+    for labels in (wide, wide.to_numpy()):
+        with pytest.raises(CrowdDataError, match=r"Annotations\.from_wide\(labels"):
+            to_cleanlab(model, labels)
+    out = to_cleanlab(model, Annotations.from_wide(wide, n_classes=3))
+    assert list(out["label_quality"].index) == list(wide.index)
+    long = pd.DataFrame({"task": ["item0", "item0"], "worker": ["w0", "w0"], "label": [0, 1]})
+    with pytest.raises(CrowdDataError, match=r"duplicate(?!.*from_wide)"):   # no wide hint
+        to_cleanlab(model, long)
+
+
+def test_a_model_that_places_unseen_annotators_keeps_them():
+    # the mixture of groups reads their labels (predict_proba counts nothing left out)
+    sim = simulate_crowd(n_items=90, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=3)
+    model = MixtureOfGroupsModel().fit(sim.annotations)
+    frame = pd.DataFrame({"task": [0, 0, 1, 2], "worker": [0, 99, 99, 1],
+                          "label": [2, 2, 1, 0]})
+    new = Annotations.from_frame(frame, classes=sim.annotations.classes)
+    out = to_cleanlab(model, new)
+    assert not hasattr(model, "n_unknown_annotations_")
+    np.testing.assert_array_equal(out["label_quality"]["num_annotations"], [2, 1, 1])
+    assert 99 in out["annotator_stats"].index
+    detailed = out["detailed_label_quality"].to_numpy()
+    np.testing.assert_allclose(detailed[new.items, new.annotators], model.annotation_quality(new))

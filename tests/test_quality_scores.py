@@ -374,3 +374,90 @@ def test_the_early_stop_keeps_ties_with_certain_items(monkeypatch):
     picks = model.next_to_label(100)
     np.testing.assert_array_equal(picks["item"], ann.item_ids[top])
     np.testing.assert_allclose(picks["expected_gain"], best[top])
+
+
+@pytest.mark.parametrize("conf,hit,n_bins,what", [
+    ([0.5, np.nan], [1, 0], 10, "confidence"),      # NaN cast to a negative bin
+    ([0.5, 1.5], [1, 0], 10, "confidence"),         # silently the last bin
+    ([0.5, 0.2], [1, np.nan], 10, "correct"),
+    ([0.5, 0.2], [1, 2], 10, "correct"),
+    ([0.5, 0.2], [1, 0], 0, "n_bins"),              # bin -1
+])
+def test_expected_calibration_error_names_a_bad_input(conf, hit, n_bins, what):
+    with pytest.raises(ValueError, match=what):
+        expected_calibration_error(conf, hit, n_bins=n_bins)
+
+
+@pytest.mark.parametrize("kwargs,error,what", [
+    ({"pseudo_labels": np.nan}, ValueError, "pseudo_labels"),     # NaN matrices
+    ({"pseudo_labels": -5.0}, ValueError, "pseudo_labels"),
+    ({"confusions": np.full((2, 2, 2), np.nan)}, CrowdDataError, "annotator 'x'"),
+    ({"confusions": -np.ones((2, 2, 2))}, CrowdDataError, "annotator 'x'"),
+])
+def test_annotator_confusions_names_a_bad_input(kwargs, error, what):
+    ann = Annotations(items=[0, 1, 2, 3], annotators=[0, 0, 1, 1], labels=[0, 1, 1, 0],
+                      annotator_ids=["x", "y"], n_classes=2)
+    post = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
+    with pytest.raises(error, match=what):
+        quality.annotator_confusions(post, ann, **kwargs)
+
+
+@pytest.mark.parametrize("bad", [np.nan, 1.5, -0.1])
+def test_label_issues_names_a_given_quality_out_of_range(bad):
+    ann = Annotations(items=[0, 1, 2], annotators=[0, 0, 1], labels=[0, 1, 1],
+                      item_ids=["a", "b", "c"], n_classes=2)
+    post = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7]])
+    with pytest.raises(CrowdDataError, match="item 'b'"):
+        quality.label_issues(post, ann, quality=[0.9, bad, 0.5])
+
+
+@pytest.mark.parametrize("kwargs,what", [
+    ({"annotators": ["nobody"]}, "annotators needs confusions or accuracies"),
+    ({"annotators": ["y"]}, "annotators needs confusions or accuracies"),
+    ({"confusions": np.tile(np.eye(2), (2, 1, 1)), "accuracies": [0.6, 0.7]}, "not both"),
+])
+def test_next_to_label_refuses_arguments_it_would_ignore(kwargs, what):
+    # without any annotator quality the ranking is of items only: annotators were ignored,
+    # unknown ids too; with both, the accuracies were
+    ann = Annotations(items=[0, 0, 1, 1, 2], annotators=[0, 1, 0, 1, 0], labels=[0, 1, 1, 1, 0],
+                      annotator_ids=["x", "y"], n_classes=2)
+    post = np.array([[0.5, 0.5], [0.1, 0.9], [0.8, 0.2]])
+    with pytest.raises(TypeError, match=what):
+        quality.next_to_label(2, post, ann, **kwargs)
+
+
+def test_new_annotations_of_unseen_annotators_are_left_out_as_predict_proba_does():
+    # predict_proba ignores annotator 99; the held-out scores and counts counted its labels
+    crowd = simulate_crowd(n_items=200, n_classes=3, n_annotators=6, annotations_per_item=3,
+                           seed=3)
+    model = DawidSkene().fit(crowd.annotations)
+    frame = pd.DataFrame({"task": [0, 0, 1, 1, 2], "worker": [0, 99, 1, 99, 99],
+                          "label": [2, 0, 1, 0, 0]})
+    new = Annotations.from_frame(frame, classes=crowd.annotations.classes)
+    known = Annotations.from_frame(frame[frame.worker != 99], classes=new.classes,
+                                   item_ids=new.item_ids)
+    expected = model.consensus_quality(known)
+    np.testing.assert_allclose(model.consensus_quality(new), expected)
+    assert model.n_unknown_annotations_ == 3
+    issues = model.label_issues(new).set_index("item")
+    np.testing.assert_array_equal(issues.loc[[0, 1, 2], "n_annotations"], [1, 1, 0])
+    quality_of = model.annotation_quality(new)           # one per given annotation
+    assert quality_of.shape == (new.n_annotations,)
+    mine = new.annotators != new.annotator_index([99])[0]
+    np.testing.assert_allclose(quality_of[mine], model.annotation_quality(known))
+
+
+@pytest.mark.parametrize("call,error,what", [
+    (lambda: quality.confusions_from_accuracies([0.9, 0.5], 0), ValueError, "n_classes"),
+    (lambda: quality.confusions_from_accuracies([0.9, 0.5], 2.5), TypeError, "n_classes"),
+    (lambda: quality.expected_gains(np.full((1, 2), 0.5), np.ones((2, 3, 3)) / 3),
+     CrowdDataError, r"\(A, 2, 2\)"),
+    (lambda: quality.expected_gains(np.full((1, 2), 0.5), np.ones((2, 2)) / 2),
+     CrowdDataError, "confusions must have shape"),
+    (lambda: quality.expected_gains(np.array([[np.nan, 1.0]]), np.ones((1, 2, 2)) / 2),
+     CrowdDataError, "belief of item 0"),
+])
+def test_the_gain_helpers_name_a_bad_argument(call, error, what):
+    # they returned empty matrices, truncated 2.5, broadcast errors or NaN gains
+    with pytest.raises(error, match=what):
+        call()

@@ -32,6 +32,16 @@ def test_nullable_integers_and_arrays():
     assert ann.to_wide(class_names=True).iloc[1, 0] == "yes"
 
 
+def test_pd_na_in_object_columns_is_missing():
+    # as cleanlab reads it (replace({pd.NA: np.nan})): a column of numbers and pd.NA/None
+    frame = pd.DataFrame({"a": [0, 1, pd.NA, 1], "b": [0, None, 1, pd.NA]}, dtype=object,
+                         index=list("pqrs"))
+    ann = Annotations.from_wide(frame)
+    assert ann.n_annotations == 5
+    np.testing.assert_array_equal(ann.to_wide().to_numpy(),
+                                  [[0, 0], [1, np.nan], [np.nan, 1], [1, np.nan]])
+
+
 @pytest.mark.parametrize("cell, match", [
     (0.5, r"label 0.5 of item 'y' \(row 1\), annotator 'b' \(column 1\) is not a class code"),
     ("cat", r"label 'cat' of item 'y' \(row 1\), annotator 'b'"),

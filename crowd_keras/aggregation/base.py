@@ -286,12 +286,22 @@ class LabelModel(Params):
 
     def _scored(self, annotations: Any) -> tuple[Annotations, np.ndarray, Optional[np.ndarray]]:
         """The annotations scored, the model's posteriors for their items and, for the fitted
-        items, the item log-prior of the fit (``item_log_prior_``: gold, a classifier)."""
+        items, the item log-prior of the fit (``item_log_prior_``: gold, a classifier).
+
+        New annotations come back without the labels of annotators not in the fit when
+        ``predict_proba`` leaves those out (it counts them in ``n_unknown_annotations_``), so
+        the held-out scores and the counts leave them out too; a model that places unseen
+        annotators (the mixture of groups) scores them."""
         self._check_fitted()
         if annotations is None or annotations is self.annotations_:
             return self.annotations_, self.posteriors_, getattr(self, "item_log_prior_", None)
         ann = as_annotations(annotations)
-        return ann, self.predict_proba(ann), None
+        self.__dict__.pop("n_unknown_annotations_", None)   # set again by predict_proba when
+        post = self.predict_proba(ann)                       # it leaves annotations out
+        if hasattr(self, "n_unknown_annotations_") and \
+                not np.array_equal(ann.annotator_ids, self.annotations_.annotator_ids):
+            ann = self._align(ann)
+        return ann, post, None
 
     def _known_confusions(self, ann: Annotations) -> Optional[np.ndarray]:
         """The fitted confusion matrices when ``ann`` is coded with the fitted annotators."""
@@ -313,8 +323,13 @@ class LabelModel(Params):
         """(annotations,) chance that each annotation's label is its item's true class, in the
         annotations' stored order (``annotations_.to_frame()`` rows)."""
         from . import quality
-        ann, post, prior = self._scored(annotations)
-        return quality.annotation_quality(post, ann, item_log_prior=prior)
+        given = None if annotations is None else as_annotations(annotations)
+        ann, post, prior = self._scored(given)
+        if given is None or ann is given:
+            return quality.annotation_quality(post, ann, item_log_prior=prior)
+        # every given annotation, a left-out annotator's too, read against the others
+        held = quality.held_out_posteriors(post, ann, item_log_prior=prior)
+        return held[given.items, given.labels]
 
     def label_issues(self, annotations: Any = None) -> pd.DataFrame:
         """Items ranked by likely error, lowest consensus quality first: a frame ``item,
@@ -335,7 +350,7 @@ class LabelModel(Params):
         ``predict_proba``)."""
         from . import quality
         ann, post, prior = self._scored(annotations)
-        if ann is not self.annotations_:   # the fitted annotators' codes, to use their matrices
-            ann = self._align(ann)
+        if not np.array_equal(ann.annotator_ids, self.annotations_.annotator_ids):
+            ann = self._align(ann)     # the fitted annotators' codes, to use their matrices
         return quality.next_to_label(k, post, ann, confusions=self._known_confusions(ann),
                                      annotators=annotators, item_log_prior=prior)

@@ -199,9 +199,15 @@ def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> 
     else:
         p = _numbers(pred_probs)
         if p.shape != (len(item_ids), len(classes)):
+            # cleanlab takes K from pred_probs; annotations read without n_classes= stop at
+            # the largest class chosen
+            hint = (f" (the annotations have {len(classes)} classes: a class nobody chose "
+                    f"needs n_classes= or classes= when they are read, e.g. "
+                    f"Annotations.from_wide(frame, n_classes={p.shape[1]}))"
+                    if p.ndim == 2 and p.shape[1] > len(classes) else "")
             raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
                                  f"{(len(item_ids), len(classes))} in the annotations' item "
-                                 f"order, got {p.shape}")
+                                 f"order, got {p.shape}{hint}")
     return check_rows(p, item_ids)
 
 

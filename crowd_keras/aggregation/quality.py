@@ -167,7 +167,7 @@ def annotator_confusions(posteriors: Any, annotations: Annotations,
     counts = _label_counts(post, annotations)
     pool = _pooled(counts)
     n_ak = counts.sum(axis=2, keepdims=True)                            # (A, K, 1)
-    m = float(pseudo_labels)
+    m = check_number(pseudo_labels, "pseudo_labels")
     if confusions is None:
         own = counts
     else:
@@ -177,6 +177,14 @@ def annotator_confusions(posteriors: Any, annotations: Annotations,
             raise CrowdDataError(f"confusion matrices must have shape (annotators, classes, "
                                  f"classes) = {(annotations.n_annotators, k_dim, k_dim)}, got "
                                  f"{conf.shape}")
+        # each row is normalised below: it needs finite non-negative weights, not all 0
+        bad = ~((conf >= 0) & np.isfinite(conf)).all(axis=2) | (conf.sum(axis=2) <= 0)
+        if bad.any():
+            a, row = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            raise CrowdDataError(f"confusion matrix of annotator "
+                                 f"{show(annotations.annotator_ids[a])}, true class "
+                                 f"{show(annotations.classes[row])}: {conf[a, row].tolist()} "
+                                 f"is not a row of non-negative weights with a positive sum")
         own = n_ak * conf / np.maximum(conf.sum(axis=2, keepdims=True), 1e-300)
     out = own + m * pool[None] + _SMOOTHING
     return out / out.sum(axis=2, keepdims=True)
@@ -192,7 +200,7 @@ def confusions_from_accuracies(accuracies: Any, n_classes: int) -> np.ndarray:
         a = int(np.argmax(bad))
         raise CrowdDataError(f"accuracy {show(acc[a])} of annotator {a} is not a probability in "
                              "[0, 1]")
-    k = int(n_classes)
+    k = check_count(n_classes, "n_classes", 1)
     off = (1.0 - acc)[:, None, None] / max(k - 1, 1)
     return np.where(np.eye(k, dtype=bool)[None], acc[:, None, None], off)
 
@@ -250,6 +258,13 @@ def label_issues(posteriors: Any, annotations: Annotations, consensus: Optional[
     elif np.shape(quality) != (annotations.n_items,):
         raise CrowdDataError(f"quality must be one consensus quality per item "
                              f"({annotations.n_items},), got shape {np.shape(quality)}")
+    else:
+        quality = np.asarray(quality, dtype=np.float64)
+        bad = ~((quality >= 0) & (quality <= 1))     # NaN too: it would sort last, unseen
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise CrowdDataError(f"quality of item {show(annotations.item_ids[i])} (row {i}) "
+                                 f"is {show(quality[i])}, not a chance in [0, 1]")
     frame = pd.DataFrame({"item": annotations.item_ids,
                           "consensus_label": annotations.classes[codes],
                           "consensus_quality": np.asarray(quality, dtype=np.float64),
@@ -268,7 +283,15 @@ def expected_gains(belief: Any, confusions: np.ndarray,
     ``exclude`` get ``-inf``. Computed in blocks of items (a loop over the K labels inside).
     """
     b = np.asarray(belief, dtype=np.float64)
+    if b.ndim != 2:
+        raise CrowdDataError(f"belief must be (items, classes), got shape {b.shape}")
+    b = check_probability_matrix(b, b.shape, "belief", "(items, classes)",
+                                 lambda i: f"item {i}")
     pi = np.asarray(confusions, dtype=np.float64)
+    k = b.shape[1]
+    if pi.ndim != 3 or pi.shape[1:] != (k, k):
+        raise CrowdDataError(f"confusions must have shape (annotators, classes, classes) = "
+                             f"(A, {k}, {k}) for a belief of {k} classes, got {pi.shape}")
     gains = np.empty((b.shape[0], pi.shape[0]))
     for start, stop in _item_blocks(b.shape[0], pi.shape[0] * b.shape[1]):
         gains[start:stop] = _block_gains(b[start:stop], pi)
@@ -325,6 +348,12 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     post = _check(posteriors, annotations)
     belief = held_out_posteriors(post, annotations, pseudo_labels, rounds, item_log_prior)
     known = confusions is not None or accuracies is not None
+    if confusions is not None and accuracies is not None:
+        raise TypeError("next_to_label takes confusions or accuracies, not both (accuracies "
+                        "make one-coin confusions)")
+    if not known and annotators is not None:
+        raise TypeError("next_to_label: annotators needs confusions or accuracies; without "
+                        "them nobody's quality is known and no annotator is chosen")
     if not known:
         pooled = _pooled(_label_counts(belief, annotations))
         gains = expected_gains(belief, pooled[None])[:, 0]
@@ -391,6 +420,12 @@ def expected_calibration_error(confidence: Any, correct: Any, n_bins: int = 10) 
     if conf.shape != hit.shape or conf.ndim != 1 or len(conf) == 0:
         raise ValueError(f"confidence and correct must be two equal non-empty vectors, got "
                          f"shapes {conf.shape} and {hit.shape}")
+    n_bins = check_count(n_bins, "n_bins", 1)
+    for name, values in (("confidence", conf), ("correct", hit)):
+        bad = ~((values >= 0) & (values <= 1))      # NaN too: no bin, no share right
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{name} must be in [0, 1]; entry {i} is {show(values[i])}")
     bins = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
     gap = np.bincount(bins, conf - hit, minlength=n_bins)
     return float(np.abs(gap).sum() / len(conf))

@@ -9,8 +9,10 @@ The scores are the label model's (they are not CROWDLAB's weighted averages):
 
 - ``consensus_quality_score``: the calibrated chance that the consensus is right
   (``LabelModel.consensus_quality``: the held-out posterior of the consensus class);
-- ``detailed_label_quality``: the posterior probability of each annotator's label (the
-  chance that the label is the true class; NaN where the annotator gave none);
+- ``detailed_label_quality``: the calibrated chance that each annotator's label is the true
+  class (``LabelModel.annotation_quality``: the held-out posterior of the label; NaN where
+  the annotator gave none), so that, as in cleanlab, a label equal to the consensus scores
+  the item's ``consensus_quality_score``;
 - ``annotator_quality``: the annotator's expected accuracy on the items it labelled, each
   label scored by its item's posterior without the annotator's own vote
   (``annotator_quality_["expected_accuracy"]``; the model's ``Σ_k ρ_k π_a[k, k]``,
@@ -21,16 +23,17 @@ The scores are the label model's (they are not CROWDLAB's weighted averages):
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 import pandas as pd
 
 from ..aggregation.base import LabelModel, as_annotations
 from ..annotations import Annotations
+from ..errors import CrowdDataError
 
 __all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
-           "DETAILED_PREFIX"]
+           "DETAILED_PREFIX", "CLEANLAB_ONLY_ARGUMENTS"]
 
 #: cleanlab's ``label_quality`` columns, in its order
 LABEL_QUALITY_COLUMNS = ("consensus_label", "consensus_quality_score", "annotator_agreement",
@@ -40,6 +43,22 @@ ANNOTATOR_STATS_COLUMNS = ("annotator_quality", "agreement_with_consensus", "wor
                            "num_examples_labeled")
 #: prefix of cleanlab's ``detailed_label_quality`` columns (then the annotator id)
 DETAILED_PREFIX = "quality_annotator_"
+#: arguments of cleanlab's ``get_label_quality_multiannotator`` without a counterpart here,
+#: and where their job is done instead (named in the TypeError of :func:`to_cleanlab`)
+CLEANLAB_ONLY_ARGUMENTS = {
+    "labels_multiannotator": "fit the label model on Annotations.from_wide(labels_multiannotator)",
+    "pred_probs": "pass them to the label model's fit(annotations, pred_probs=...)",
+    "consensus_method": "the consensus is the label model's (fit another model for another)",
+    "quality_method": "the scores are the label model's consensus_quality and "
+                      "annotation_quality",
+    "calibrate_probs": "fit(annotations, pred_probs=...) learns the classifier's weight "
+                       "(classifier_weight_)",
+    "return_weights": "the classifier's weight is the model's classifier_weight_ and the "
+                      "annotators' quality its annotator_quality_",
+    "verbose": "to_cleanlab prints nothing",
+    "label_quality_score_kwargs": "the scores are the label model's, not "
+                                  "cleanlab.rank.get_label_quality_scores'",
+}
 
 
 def _fraction(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -64,20 +83,55 @@ def worst_classes(ann: Annotations, posteriors: np.ndarray) -> np.ndarray:
     return worst
 
 
+def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray
+                       ) -> Tuple[Annotations, np.ndarray]:
+    """``ann`` without its annotators that are not among ``fitted_ids``, nor their labels,
+    and the (n_annotations,) mask of the annotations kept."""
+    known = pd.Index(ann.annotator_ids).isin(fitted_ids)
+    keep = known[ann.annotators]
+    if known.all():
+        return ann, keep
+    code = np.cumsum(known) - 1
+    return Annotations(ann.items[keep], code[ann.annotators[keep]], ann.labels[keep],
+                       item_ids=ann.item_ids, annotator_ids=ann.annotator_ids[known],
+                       classes=ann.classes), keep
+
+
+def _read(annotations: Any) -> Annotations:
+    """``as_annotations(annotations)``; its error on a frame or an array says how cleanlab's
+    wide layout (items × annotators, NaN where missing) is read, the likely input here."""
+    try:
+        return as_annotations(annotations)
+    except CrowdDataError as err:
+        long = isinstance(annotations, pd.DataFrame) and \
+            bool({"task", "worker", "label"} & set(annotations.columns))
+        if isinstance(annotations, Annotations) or long:    # a long frame's own error
+            raise
+        raise CrowdDataError(f"{err} (cleanlab's labels_multiannotator, items × annotators "
+                             f"with NaN where missing: to_cleanlab(model, "
+                             f"Annotations.from_wide(labels, n_classes=K)))") from err
+
+
 def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
                 class_names: bool = False, return_detailed_quality: bool = True,
-                return_annotator_stats: bool = True) -> Dict[str, Any]:
+                return_annotator_stats: bool = True, **cleanlab_only: Any) -> Dict[str, Any]:
     """The dictionary of ``cleanlab.multiannotator.get_label_quality_multiannotator``.
 
     Args:
         label_model: a fitted label model (any of :mod:`crowd_keras.aggregation`, fitted with
             or without ``pred_probs``).
         annotations: None (the fitted annotations) or other annotations with the fitted
-            annotators and classes, scored with ``label_model.predict_proba(annotations)``.
+            annotators and classes, scored with ``label_model.predict_proba(annotations)``
+            (the labels of annotators not in the fit are left out of every table when
+            ``predict_proba`` leaves them out, counted in the model's
+            ``n_unknown_annotations_``; a model that places them, the mixture of groups,
+            keeps them, with a NaN ``annotator_quality``: it has no fitted one).
         class_names: False (cleanlab's layout: class codes 0..K-1 in ``consensus_label`` and
             ``worst_class``) or True (the class names of ``annotations.classes``).
         return_detailed_quality, return_annotator_stats: include those tables (as cleanlab's
             arguments of the same names).
+        cleanlab_only: none; cleanlab's other arguments (:data:`CLEANLAB_ONLY_ARGUMENTS`)
+            are a TypeError saying where their job is done.
 
     Returns:
         ``{"label_quality": DataFrame (items; consensus_label, consensus_quality_score,
@@ -88,17 +142,26 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         item ids and the annotator ids. The scores are the label model's (module docstring).
         The detailed table is dense (items × annotators).
     """
+    if cleanlab_only:
+        said = [f"{name} ({CLEANLAB_ONLY_ARGUMENTS[name]})" if name in CLEANLAB_ONLY_ARGUMENTS
+                else name for name in sorted(cleanlab_only)]
+        raise TypeError(f"to_cleanlab got unexpected keyword argument(s): {'; '.join(said)}")
     if not isinstance(label_model, LabelModel):
         what = f"the class {label_model.__name__}" if isinstance(label_model, type) else \
             type(label_model).__name__
         raise TypeError(f"to_cleanlab needs a fitted label model (crowd_keras.aggregation), "
                         f"got {what}")
-    if annotations is None:
-        post = label_model.predict_proba()                  # raises when not fitted
-        ann = label_model.annotations_
-    else:
-        ann = as_annotations(annotations)
-        post = label_model.predict_proba(ann)
+    label_model.predict_proba()                             # raises when not fitted
+    given = None if annotations is None else _read(annotations)
+    consensus_score = label_model.consensus_quality(given)
+    label_score = label_model.annotation_quality(given) if return_detailed_quality else None
+    post = label_model.predict_proba(given)
+    ann = label_model.annotations_ if given is None else given
+    if given is not None and hasattr(label_model, "n_unknown_annotations_"):
+        # predict_proba left the labels of annotators not in the fit out (and counted
+        # them): so do the tables (a model that places them keeps them)
+        ann, kept = _fitted_annotators(given, label_model.annotations_.annotator_ids)
+        label_score = None if label_score is None else label_score[kept]
     consensus = np.argmax(post, axis=1)
     per_item = ann.annotations_per_item()
     agrees = ann.labels == consensus[ann.items]
@@ -106,8 +169,7 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
 
     label_quality = pd.DataFrame({
         "consensus_label": names[consensus],
-        "consensus_quality_score": np.asarray(label_model.consensus_quality(ann),
-                                              dtype=np.float64),
+        "consensus_quality_score": np.asarray(consensus_score, dtype=np.float64),
         "annotator_agreement": _fraction(np.bincount(ann.items, agrees, ann.n_items), per_item),
         "num_annotations": per_item.astype(np.int64),
     }, index=pd.Index(ann.item_ids))
@@ -115,7 +177,7 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
 
     if return_detailed_quality:
         detailed = np.full((ann.n_items, ann.n_annotators), np.nan)
-        detailed[ann.items, ann.annotators] = post[ann.items, ann.labels]
+        detailed[ann.items, ann.annotators] = label_score
         out["detailed_label_quality"] = pd.DataFrame(
             detailed, index=pd.Index(ann.item_ids),
             columns=[f"{DETAILED_PREFIX}{a}" for a in ann.annotator_ids])
