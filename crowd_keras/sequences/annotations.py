@@ -121,6 +121,27 @@ def _text_mismatch(texts: list, doc: np.ndarray, start: np.ndarray, end: np.ndar
     return bad
 
 
+def seen_pairs(seen: Any) -> pd.DataFrame:
+    """The (document, annotator) pairs a crowd saw, as a frame with columns ``doc`` and
+    ``annotator`` (a given frame keeps its index, which errors name as the seen row).
+
+    ``seen``: a frame with those columns, or an iterable of ``(document, annotator)`` pairs;
+    anything else is an error naming the seen row or the missing columns."""
+    if isinstance(seen, pd.DataFrame):
+        missing = [c for c in ("doc", "annotator") if c not in seen.columns]
+        if missing:
+            raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
+                                 f"{list(seen.columns)}")
+        return seen[["doc", "annotator"]]
+    pairs = list(seen)
+    odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
+           np.ndim(p) != 1 or len(p) != 2]
+    if odd:
+        raise CrowdDataError(f"seen row {odd[0]}: expected a (document, annotator) pair, "
+                             f"got {show(pairs[odd[0]])}")
+    return pd.DataFrame(pairs, columns=["doc", "annotator"])
+
+
 class SequenceAnnotations:
     """Span annotations of documents by several annotators (see the module docstring).
 
@@ -273,20 +294,7 @@ class SequenceAnnotations:
                     f"{show(text_list[s_doc[r]][start[r]:end[r]])}")
         pair_doc, pair_annotator = [s_doc], [frame["annotator"]]
         if seen is not None:
-            if isinstance(seen, pd.DataFrame):
-                seen_frame = seen
-            else:
-                pairs = list(seen)
-                odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
-                       np.ndim(p) != 1 or len(p) != 2]
-                if odd:
-                    raise CrowdDataError(f"seen row {odd[0]}: expected a (document, annotator) "
-                                         f"pair, got {show(pairs[odd[0]])}")
-                seen_frame = pd.DataFrame(pairs, columns=["doc", "annotator"])
-            missing = [c for c in ("doc", "annotator") if c not in seen_frame.columns]
-            if missing:
-                raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
-                                     f"{list(seen_frame.columns)}")
+            seen_frame = seen_pairs(seen)
             pair_doc.append(_codes(seen_frame["doc"].reset_index(drop=True), doc_index,
                                    "document", seen_frame.index.to_numpy(), "seen row"))
             pair_annotator.append(seen_frame["annotator"])

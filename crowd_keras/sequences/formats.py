@@ -38,6 +38,7 @@ import pandas as pd
 from ..codes import check_unique_ids, ids_array, show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
+from .annotations import seen_pairs
 from .spans import span_token_ranges
 from .tokens import Tokenizer, check_offsets, token_strings, tokenize
 
@@ -131,20 +132,7 @@ def _seen(seen: Any, text_of: dict, frame: pd.DataFrame) -> pd.DataFrame:
     so are spans (``frame``) without annotators beside it."""
     if len(frame) and "annotator" not in frame.columns:
         raise CrowdDataError("seen is given but the spans have no annotator column")
-    if isinstance(seen, pd.DataFrame):
-        missing = [c for c in ("doc", "annotator") if c not in seen.columns]
-        if missing:
-            raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
-                                 f"{list(seen.columns)}")
-        out = seen[["doc", "annotator"]].reset_index(drop=True)
-    else:
-        pairs = list(seen)
-        odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
-               np.ndim(p) != 1 or len(p) != 2]
-        if odd:
-            raise CrowdDataError(f"seen row {odd[0]}: expected a (document, annotator) pair, "
-                                 f"got {show(pairs[odd[0]])}")
-        out = pd.DataFrame(pairs, columns=["doc", "annotator"])
+    out = seen_pairs(seen).reset_index(drop=True)
     bad = ~out["doc"].isin(list(text_of)).to_numpy() | out["annotator"].isna().to_numpy()
     if bad.any():
         r = int(np.argmax(bad))
