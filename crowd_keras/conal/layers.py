@@ -333,9 +333,11 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         if self.gate is None:
             raise ValueError("this layer has no gate" + ("" if self.omega is None else
                                                          f" (fixed omega={self.omega})"))
-        x = ops.convert_to_tensor(np.asarray(x, "float32"))
-        out = self.gate(x if annotator_ids is None else
-                        [x, ops.convert_to_tensor(np.asarray(annotator_ids, "int32"))])
+        x = np.asarray(x, "float32")
+        # the ids as given, not cast to int32 tensors: the gate checks ids that enter as
+        # arrays on every backend (an eager JAX or torch tensor is not checked, and a cast
+        # would truncate 1.7 to 1)
+        out = self.gate(x if annotator_ids is None else [x, np.asarray(annotator_ids)])
         return ops.convert_to_numpy(out)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
