@@ -217,6 +217,15 @@ def test_omega_for_checks_the_annotator_ids_it_is_given():
             layer.omega_for(x, bad)
     np.testing.assert_allclose(layer.omega_for(x, [[0, 3], [1, -1]])[:, 0],
                                layer.omega_for(x)[:, [0, 1]].diagonal(), rtol=1e-6)
+    # the gate's public annotator_embeddings(ids) skipped the check too
+    gate = layer.gate
+    for bad, what in (([[0, 1.7]], "1.7"), ([[0, 9]], "9"), ([[0, -2]], "-2")):
+        with pytest.raises(CrowdDataError, match=f"annotator_embeddings annotator_ids: "
+                                                 f"annotator id {what} at"):
+            gate.annotator_embeddings(np.array(bad))
+    listed = ops.convert_to_numpy(gate.annotator_embeddings(np.array([[3]])))
+    np.testing.assert_allclose(listed[0, 0], ops.convert_to_numpy(gate.annotator_embeddings())[3],
+                               rtol=1e-6)
 
 
 def test_indexed_and_dense_forms_agree_on_loss():

@@ -23,8 +23,9 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
-                            checked_int, checked_noise_scale, floor_at,
-                            gather_annotators, identity_initializer, is_shape_list, weight_in_use)
+                            checked_codes, checked_int, checked_noise_scale, concrete_values,
+                            floor_at, gather_annotators, identity_initializer, is_shape_list,
+                            weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -122,7 +123,13 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         The listed rows are gathered before the (row-wise) map and normalisation: a step
         then costs O(batch), and the gradient of a learned embedding touches only the rows
         in the batch (a sparse update with ``LazyAdam``) instead of the whole table.
+        Ids given as data are checked as a call's are (a gather past the table is NaN on
+        JAX; ``-2`` or ``1.7`` would read another annotator's row).
         """
+        ids = concrete_values(annotator_ids)
+        if ids is not None:
+            checked_codes(ids, self.num_annotators, "annotator id",
+                          "AnnotatorGate.annotator_embeddings annotator_ids", "num_annotators")
         return _l2_normalize(self._annotator_rows(annotator_ids))
 
     def _annotator_rows(self, annotator_ids: Any = None) -> Any:
