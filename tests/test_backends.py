@@ -380,6 +380,23 @@ NOISE_SMOKE = NOISE_MODEL + textwrap.dedent('''
         np.testing.assert_allclose(out, ref[want], rtol=1e-4, atol=1e-5, err_msg=want)
     keras.utils.set_random_seed(0)
     train_noise_model(build_noise_model())
+
+    # ids and indices given as data to the layers' public methods are checked here too (a
+    # gather past a table is NaN on JAX, an IndexError on torch; -1 wraps to the last row)
+    from crowd_keras.errors import CrowdDataError
+    conal, dc = loaded.get_layer("conal"), loaded.get_layer("dc")
+    dc_free = DifficultyCompetence(3, num_annotators=4, num_instances=5)
+    dc_free([np.arange(2, dtype="int32"), np.zeros((2, 2), "int32")])
+    bad_calls = {"omega_for": lambda: conal.omega_for(ref["x"][:1], [[0, 9]]),
+                 "annotator_embeddings": lambda: conal.gate.annotator_embeddings(np.array([[9]])),
+                 "competence": lambda: dc.competence(np.array([[0, 9]])),
+                 "difficulty": lambda: dc_free.difficulty(np.array([-1]))}
+    for what, bad_call in bad_calls.items():
+        try:
+            bad_call()
+        except CrowdDataError:
+            continue
+        raise AssertionError(f"{what}: no CrowdDataError")
     print("OK noise", backend)
 ''')
 

@@ -8,6 +8,7 @@ from keras import ops  # noqa: E402
 from conftest import require_data  # noqa: E402
 from crowd_keras.aggregation import CommonNoiseModel, DawidSkene, MajorityVote  # noqa: E402
 from crowd_keras.datasets import load_truth_inference, simulate_crowd  # noqa: E402
+from crowd_keras.errors import CrowdDataError  # noqa: E402
 from crowd_keras.conal.layers import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
 from crowd_keras.models import CrowdModel  # noqa: E402
 
@@ -201,6 +202,30 @@ def test_crowd_model_trains_and_round_trips_through_keras_file(tmp_path):
     np.testing.assert_allclose(loaded.noise_layer.omega_for(sim.x[:4], [[0, 5, -1]] * 4), omega,
                                rtol=1e-5)
     np.testing.assert_allclose(loaded.noise_layer.common_confusion(), common, rtol=1e-5)
+
+
+def test_omega_for_checks_the_annotator_ids_it_is_given():
+    # omega_for cast the ids to an int32 tensor before the gate's entry check: 1.7 was read
+    # as annotator 1 (and off TensorFlow, where a tensor is not checked, 9 gave NaN or an
+    # index error and -2 annotator 0's value)
+    layer = CommonNoiseAdaptation(4, 3, gate=AnnotatorGate(4, 5))
+    x = np.random.default_rng(0).normal(size=(2, 6)).astype("float32")
+    layer([np.full((2, 3), 1 / 3, "float32"), np.zeros((2, 2), "int32"), x])
+    for bad, what in (([[0, 1.7], [1, 2]], "1.7"), ([[0, 9], [1, 2]], "9"),
+                      ([[0, -2], [1, 2]], "-2")):
+        with pytest.raises(CrowdDataError, match=f"annotator id {what} at \\(0, 1\\)"):
+            layer.omega_for(x, bad)
+    np.testing.assert_allclose(layer.omega_for(x, [[0, 3], [1, -1]])[:, 0],
+                               layer.omega_for(x)[:, [0, 1]].diagonal(), rtol=1e-6)
+    # the gate's public annotator_embeddings(ids) skipped the check too
+    gate = layer.gate
+    for bad, what in (([[0, 1.7]], "1.7"), ([[0, 9]], "9"), ([[0, -2]], "-2")):
+        with pytest.raises(CrowdDataError, match=f"annotator_embeddings annotator_ids: "
+                                                 f"annotator id {what} at"):
+            gate.annotator_embeddings(np.array(bad))
+    listed = ops.convert_to_numpy(gate.annotator_embeddings(np.array([[3]])))
+    np.testing.assert_allclose(listed[0, 0], ops.convert_to_numpy(gate.annotator_embeddings())[3],
+                               rtol=1e-6)
 
 
 def test_indexed_and_dense_forms_agree_on_loss():

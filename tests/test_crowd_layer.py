@@ -100,6 +100,28 @@ def test_confusion_matrices_are_row_stochastic_and_start_at_the_paper_identity()
     assert layer.confusion_matrices()[1, 0].argmax() == 2
 
 
+@pytest.mark.parametrize("conn_type", ["MW", "VW+B"])
+def test_confusion_matrices_are_float32_numbers_under_a_mixed_policy(conn_type):
+    # they were made from logits in the compute dtype: under mixed_bfloat16 the reported
+    # probabilities were off by up to 1e-2 (CoNAL's and the mixture's are made in float32)
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        layer = CrowdLayer(A, conn_type, learning_rate_multiplier=3.0)
+        layer(probs((1, K)))
+    finally:
+        keras.config.set_dtype_policy("float32")
+    rng = np.random.default_rng(0)
+    for w in layer.weights:
+        w.assign(rng.normal(scale=2.0, size=tuple(w.shape)).astype("float32"))
+    eff = layer.effective_weights()
+    if conn_type == "MW":
+        logits = eff["kernel"]                                  # (A, K, K): row i = e_i W
+    else:
+        logits = np.eye(K)[None] * eff["scale"][:, None, :] + eff["bias"][:, None, :]
+    np.testing.assert_allclose(layer.confusion_matrices(), softmax(logits), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="conn_type"):
         CrowdLayer(A, "XYZ")

@@ -177,6 +177,25 @@ def test_feature_free_layer_checks_the_instance_indices_it_is_given():
     assert tuple(layer([np.array([0, 3]), ids]).shape) == (2, 2, 3, 3)
 
 
+def test_difficulty_and_competence_methods_check_the_indices_they_are_given():
+    """The public difficulty() and competence() check indices given as data as a call does
+    (they skipped the call's check: -2 and 1.7 read another annotator's rows, and a gather
+    past the table is NaN on JAX and -1 its last row on JAX and torch)."""
+    layer = DifficultyCompetence(3, num_annotators=4, num_instances=5)
+    layer([np.arange(2, dtype="int32"), np.zeros((2, 2), "int32")])
+    for bad, what in (([[0, 9]], "9"), ([[0, -2]], "-2"), ([[0, 1.7]], "1.7")):
+        with pytest.raises(CrowdDataError, match=rf"DifficultyCompetence.competence "
+                                                 rf"annotator_ids: annotator id {what} at"):
+            layer.competence(np.array(bad))
+    for bad in (7, -1):
+        with pytest.raises(CrowdDataError, match=rf"instance index {bad} at \(0,\)"):
+            layer.difficulty(np.array([bad]))
+    listed = keras.ops.convert_to_numpy(layer.competence(np.array([[3, -1]])))
+    np.testing.assert_allclose(listed[0, 0], keras.ops.convert_to_numpy(layer.competence())[3],
+                               rtol=1e-6)
+    assert tuple(layer.difficulty(np.array([4, 0])).shape) == (2, 3, 3, 1)
+
+
 # ---------------------------------------------------------------------------- real data
 def with_oracles(ann, truth):
     """The annotations plus an "always correct" and an "always wrong" annotator on every item."""

@@ -23,8 +23,9 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
-                            checked_int, checked_noise_scale, floor_at,
-                            gather_annotators, identity_initializer, is_shape_list, weight_in_use)
+                            checked_codes, checked_int, checked_noise_scale, concrete_values,
+                            floor_at, gather_annotators, identity_initializer, is_shape_list,
+                            weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -122,7 +123,13 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         The listed rows are gathered before the (row-wise) map and normalisation: a step
         then costs O(batch), and the gradient of a learned embedding touches only the rows
         in the batch (a sparse update with ``LazyAdam``) instead of the whole table.
+        Ids given as data are checked as a call's are (a gather past the table is NaN on
+        JAX; ``-2`` or ``1.7`` would read another annotator's row).
         """
+        ids = concrete_values(annotator_ids)
+        if ids is not None:
+            checked_codes(ids, self.num_annotators, "annotator id",
+                          "AnnotatorGate.annotator_embeddings annotator_ids", "num_annotators")
         return _l2_normalize(self._annotator_rows(annotator_ids))
 
     def _annotator_rows(self, annotator_ids: Any = None) -> Any:
@@ -333,9 +340,11 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         if self.gate is None:
             raise ValueError("this layer has no gate" + ("" if self.omega is None else
                                                          f" (fixed omega={self.omega})"))
-        x = ops.convert_to_tensor(np.asarray(x, "float32"))
-        out = self.gate(x if annotator_ids is None else
-                        [x, ops.convert_to_tensor(np.asarray(annotator_ids, "int32"))])
+        x = np.asarray(x, "float32")
+        # the ids as given, not cast to int32 tensors: the gate checks ids that enter as
+        # arrays on every backend (an eager JAX or torch tensor is not checked, and a cast
+        # would truncate 1.7 to 1)
+        out = self.gate(x if annotator_ids is None else [x, np.asarray(annotator_ids)])
         return ops.convert_to_numpy(out)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:

@@ -177,9 +177,11 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         """
         if not self.built:
             raise ValueError("the layer is not built yet: call it on data (or fit) first")
-        eye = ops.eye(self.num_classes, dtype=self.compute_dtype)
+        # in float32 whatever the policy (the weights' own dtype), as the other noise layers'
+        # matrices: logits made in bfloat16 move the probabilities by up to 1e-2
+        eye = ops.eye(self.num_classes, dtype="float32")
         logits = self._dense(eye)                              # (K, A, K)
-        probs = ops.softmax(ops.cast(logits, "float32"), axis=-1)
+        probs = ops.softmax(logits, axis=-1)
         return ops.convert_to_numpy(ops.transpose(probs, (1, 0, 2)))
 
     def get_config(self) -> dict:

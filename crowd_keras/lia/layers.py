@@ -268,14 +268,25 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         c, l = self.num_classes, self.latent_dim
         return ops.reshape(flat, (-1, c, c, l))
 
-    def difficulty(self, instance: Any, _charge: bool = False) -> Any:
-        """``D_i = d_φ(x_i)``: ``(batch, C, C, L)`` from the instance input."""
+    def difficulty(self, instance: Any) -> Any:
+        """``D_i = d_φ(x_i)``: ``(batch, C, C, L)`` from the instance input.
+
+        Instance indices (feature-free) given as data are checked as a call's are: a gather
+        does not (JAX reads NaN past the table, -1 is its last row on JAX and torch)."""
+        if self.num_instances is not None:
+            check_instance_indices(instance, self.num_instances,
+                                   "DifficultyCompetence.difficulty instance", "num_instances")
+        return self._difficulty(instance)
+
+    def _difficulty(self, instance: Any, charge: bool = False) -> Any:
+        """:meth:`difficulty` without the check (``call`` checked its inputs); ``charge``:
+        add the instance table's penalty on the rows of the batch (:func:`charge_rows`)."""
         if self.num_instances is not None:
             idx = ops.cast(instance, "int32")
             if len(idx.shape) == 2:
                 idx = ops.squeeze(idx, axis=-1)
             h = gather_rows(self.instance_embedding, idx)
-            if _charge:   # in call(): the table's penalty on the rows of the batch
+            if charge:
                 charge_rows(self, self.instance_regularizer, h, self.num_instances)
             h = ops.cast(h, self.compute_dtype)
         else:
@@ -286,8 +297,18 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         """``C_j = c_ψ(r_j)`` for the known annotators.
 
         ``annotator_ids (batch, k)`` (-1 = padding, given annotator 0's tensor) →
-        ``(batch, k, C, C, L)``; ``None`` → every annotator, ``(A, C, C, L)``.
+        ``(batch, k, C, C, L)``; ``None`` → every annotator, ``(A, C, C, L)``. Ids given as
+        data are checked as a call's are (a gather reads NaN past the table on JAX, and
+        ``-2`` or ``1.7`` would read another annotator's rows).
         """
+        ids = concrete_values(annotator_ids)
+        if ids is not None:
+            checked_codes(ids, self.num_annotators, "annotator id",
+                          "DifficultyCompetence.competence annotator_ids", "num_annotators")
+        return self._competence(annotator_ids)
+
+    def _competence(self, annotator_ids: Any = None) -> Any:
+        """:meth:`competence` without the check (``call`` checked its inputs)."""
         if self.annotator_features is None:
             if annotator_ids is not None:
                 # the batch's rows only (the MLP is row-wise): a step reads and updates
@@ -334,9 +355,9 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
             instance, ids = inputs
             if len(ids.shape) != 2:
                 raise ValueError(f"annotator_ids must be (batch, k), got shape {ids.shape}")
-            return self.combine(self.difficulty(instance, True), self.competence(ids))
-        d = self.difficulty(inputs, True)
-        comp = ops.expand_dims(self.competence(), 0)                # (1, A, C, C, L)
+            return self.combine(self._difficulty(instance, True), self._competence(ids))
+        d = self._difficulty(inputs, True)
+        comp = ops.expand_dims(self._competence(), 0)               # (1, A, C, C, L)
         return self.combine(d, comp)
 
     def confusions_for_features(self, instance: Any, annotator_features: Any) -> Any:
