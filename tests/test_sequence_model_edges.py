@@ -124,3 +124,23 @@ def test_documents_with_integer_and_string_ids_keep_their_ids():
     assert found["doc"].tolist() == ["e", 7]
     # 7 and "7" are two documents (check_unique_ids compares by value and type)
     assert SequenceAnnotations.from_spans({7: "a", "7": "b"}, spans([])).n_docs == 2
+
+
+@pytest.mark.parametrize("name", [n for n in MODELS if n not in FITTED_ONLY])
+def test_quality_scores_of_new_documents(name):
+    """``consensus_quality`` & co. score new documents as ``predict_proba`` does: given
+    as SequenceAnnotations (tokens = items), annotators not in the fit left out."""
+    seq = SequenceAnnotations.from_spans(**CORPORA["io"])
+    model = get_sequence_model(name).fit(seq)
+    new = SequenceAnnotations.from_spans(
+        NEW_TEXTS, spans([("n0", "a", 0, 4, "PER"), ("n2", "stranger", 0, 5, "PER")]),
+        labels=list(seq.labels))
+    quality = model.consensus_quality(new)
+    assert quality.shape == (new.n_tokens,) and np.isfinite(quality).all()
+    assert model.n_unknown_annotations_ == 1
+    assert model.annotation_quality(new).shape == (new.annotations.n_annotations,)
+    assert len(model.label_issues(new)) == new.n_tokens
+    assert set(model.next_to_label(2, new)["annotator"]) <= set(seq.annotator_ids)
+    if name == "dawid_skene":   # the fitted documents given anew: the fitted scores
+        np.testing.assert_allclose(model.consensus_quality(seq), model.consensus_quality())
+        np.testing.assert_allclose(model.annotation_quality(seq), model.annotation_quality())

@@ -185,6 +185,28 @@ class SequenceLabelModel(LabelModel):
         tags = self.predict(sequences, token_prior)
         return seq.decode(tags, scores=_label_mass(post, tags, seq))
 
+    def _scored(self, annotations: Any) -> tuple:
+        """The quality scores' inputs (``consensus_quality``, ``label_issues``,
+        ``next_to_label``, ``annotation_quality``); new documents come as
+        :class:`~.annotations.SequenceAnnotations` (their tokens are the items), scored by
+        ``predict_proba`` and coded with the fitted annotators (others left out, counted in
+        ``n_unknown_annotations_``)."""
+        if not isinstance(annotations, SequenceAnnotations):
+            return super()._scored(annotations)
+        post = self.predict_proba(annotations)
+        return self._aligned(self._check_sequences(annotations)), post, None
+
+    def annotation_quality(self, annotations: Any = None) -> np.ndarray:
+        """(annotations,) chance that each token label is its token's true tag, in the stored
+        order of the token annotations (``annotations.annotations.to_frame()`` rows for new
+        :class:`~.annotations.SequenceAnnotations`)."""
+        if not isinstance(annotations, SequenceAnnotations):
+            return super().annotation_quality(annotations)
+        from ..aggregation.quality import held_out_posteriors
+        ann, post, _ = self._scored(annotations)
+        given = self._check_sequences(annotations).annotations   # unknown annotators too
+        return held_out_posteriors(post, ann)[given.items, given.labels]
+
     @property
     def annotator_quality_(self) -> pd.DataFrame:
         """Per annotator: ``annotator, n_documents, n_spans, accuracy`` (the model's token
