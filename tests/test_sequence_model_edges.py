@@ -86,6 +86,8 @@ def test_every_model_fits_edge_corpora_and_scores_new_documents(name, corpus):
         new = SequenceAnnotations.from_spans(NEW_TEXTS, spans(rows), labels=labels,
                                              scheme=scheme)
         _check_proba(model.predict_proba(new), new)
+        # left out and counted, the wrappers (the default model among them) too
+        assert model.n_unknown_annotations_ == new.annotations.n_annotations   # token labels
         assert model.predict(new).shape == (new.n_tokens,)
         assert set(model.predict_spans(new)["doc"]) <= set(NEW_TEXTS)
 

@@ -136,7 +136,7 @@ class CalibratedThreshold(SequenceLabelModel):
         return seq
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
-        return self.model_.predict_proba(sequences, token_prior)
+        return self._handed_over(self.model_, sequences, token_prior)
 
     def _decode(self, post: np.ndarray, sequences: SequenceAnnotations) -> np.ndarray:
         return decode_marginals(post, self.model_._ties_positive, self.threshold_)

@@ -175,4 +175,4 @@ class WindowPriorDawidSkene(SequenceLabelModel):
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
         if token_prior is None:
             token_prior = self.text_proba(sequences)
-        return self.model_.predict_proba(sequences, token_prior)
+        return self._handed_over(self.model_, sequences, token_prior)
