@@ -146,3 +146,23 @@ def test_quality_scores_of_new_documents(name):
     if name == "dawid_skene":   # the fitted documents given anew: the fitted scores
         np.testing.assert_allclose(model.consensus_quality(seq), model.consensus_quality())
         np.testing.assert_allclose(model.annotation_quality(seq), model.annotation_quality())
+
+
+def test_held_out_draws_skip_documents_without_tokens():
+    """Only the empty document has two annotations: hiding one leaves no token-label to
+    score, so there is nothing to hold out (a clear error, not a NaN score or pandas'
+    "Encountered all NA values"); with a document that has tokens, that one is hidden."""
+    from crowd_keras import CrowdDataError
+    from crowd_keras.sequences.selection import choose_temperature, heldout_annotations
+    seq = SequenceAnnotations.from_spans({"e": "", "x": "a b c"}, spans([("x", "p", 0, 1, "L")]),
+                                         seen=[("e", "p"), ("e", "q")])
+    assert not heldout_annotations(seq).any()
+    with pytest.raises(CrowdDataError, match="two annotations and a token"):
+        choose_temperature(seq, n_draws=1)
+    seq = SequenceAnnotations.from_spans({"e": "", "x": "a b c"}, spans([("x", "p", 0, 1, "L")]),
+                                         seen=[("e", "p"), ("e", "q"), ("x", "q")])
+    for seed in range(5):
+        hidden = heldout_annotations(seq, seed=seed)
+        assert seq.doc_ids[seq.assign_doc[hidden]].tolist() == ["x"]
+    best, table = choose_temperature(seq, n_draws=2)
+    assert np.isfinite(table["heldout_loglik"]).all()
