@@ -166,3 +166,23 @@ def test_held_out_draws_skip_documents_without_tokens():
         assert seq.doc_ids[seq.assign_doc[hidden]].tolist() == ["x"]
     best, table = choose_temperature(seq, n_draws=2)
     assert np.isfinite(table["heldout_loglik"]).all()
+
+
+BAD_SETTINGS = {"max_iter": [0, 2.5, "10"], "tol": [float("nan")], "smoothing": [-1.0, float("nan")],
+                "prior_strength": [-1.0, float("nan"), "3"], "seed": [-1, 1.5], "n_draws": [1.5],
+                "window": [1.5], "n_rounds": [-1], "text_max_iter": [-1], "l2": [-1.0]}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_bad_settings_raise_a_named_error_before_any_work(name):
+    """A setting out of range is a TypeError / ValueError naming it, not an
+    UnboundLocalError (``max_iter=0``), NaN posteriors (a negative ``prior_strength``),
+    numpy's seed message or a silent truncation (``max_iter=2.5``)."""
+    seq = SequenceAnnotations.from_spans(**CORPORA["io"])
+    params = get_sequence_model(name).get_params()
+    for setting, values in BAD_SETTINGS.items():
+        if setting not in params or (name == "span_length_prior" and setting == "smoothing"):
+            continue
+        for value in values:
+            with pytest.raises((TypeError, ValueError), match=setting):
+                get_sequence_model(name, **{setting: value}).fit(seq)

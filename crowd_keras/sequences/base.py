@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..aggregation.base import LabelModel
+from ..aggregation.base import LabelModel, check_settings
 from ..aggregation.dawid_skene import m_step, sufficient_statistics
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows
 from .annotations import SequenceAnnotations
@@ -137,6 +138,19 @@ class SequenceLabelModel(LabelModel):
             raise CrowdDataError(f"{type(self).__name__} fits SequenceAnnotations (documents, "
                                  f"spans), got {type(sequences).__name__}")
         return sequences
+
+    def _check_settings(self) -> None:
+        """The shared settings, checked before any work:
+        :func:`~crowd_keras.aggregation.base.check_settings` (``max_iter``, ``tol``,
+        ``smoothing``, ``seed``), ``max_iter`` at least 1 (the EM loops run one iteration at
+        least) and ``prior_strength`` a finite number >= 0 (a negative pseudo-count makes NaN
+        posteriors)."""
+        check_settings(self)
+        name, params = type(self).__name__, vars(self)
+        if params.get("max_iter") is not None:
+            check_count(params["max_iter"], f"{name} max_iter", 1)
+        if params.get("prior_strength") is not None:
+            check_number(params["prior_strength"], f"{name} prior_strength")
 
     def _check_fit_sequences(self, sequences: Any) -> SequenceAnnotations:
         """The sequences to fit: at least one annotation (without any, every token's
