@@ -107,7 +107,11 @@ def test_contract_not_fitted_unknown_kwargs_seed_and_refit(name):
                ("y", "r", 6, 11, "ORG"), ("x", "r", 4, 7, "LOC")]), scheme="BIO")
     np.testing.assert_array_equal(get_sequence_model(name).fit(a).predict_proba(),
                                   get_sequence_model(name).fit(a).predict_proba())
-    model.fit(a).fit(b)
+    model.fit(a)
+    if name not in FITTED_ONLY:   # a count of the old fit's predict_proba does not stay
+        model.predict_proba(SequenceAnnotations.from_spans(
+            NEW_TEXTS, spans([("n0", "stranger", 0, 4, "PER")]), labels=list(a.labels)))
+    model.fit(b)
     fresh = get_sequence_model(name).fit(b)
     np.testing.assert_allclose(model.predict_proba(), fresh.predict_proba())
     assert model.confusion_matrices_.shape == fresh.confusion_matrices_.shape
