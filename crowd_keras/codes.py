@@ -46,11 +46,16 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
     if not isinstance(ids, Iterable):   # else Python's "'int' object is not iterable"
         raise TypeError(f"identifiers must be a list, got {type(ids).__name__} {show(ids)} "
                         f"(one id: [{show(ids)}])")
-    arr = np.asarray(list(ids) if not isinstance(ids, (np.ndarray, pd.Index)) else ids)
+    values = list(ids) if not isinstance(ids, (np.ndarray, pd.Index)) else ids
+    arr = np.asarray(values)
     if arr.ndim != 1:
         raise CrowdDataError(f"identifiers must be one-dimensional, got shape {arr.shape}")
     if arr.dtype.kind not in "iub":
-        arr = arr.astype(object)
+        if isinstance(values, list):   # NumPy would print ["e", 7] as ["e", "7"]
+            arr = np.empty(len(values), dtype=object)
+            arr[:] = values
+        else:
+            arr = arr.astype(object)
     return frozen(arr)
 
 

@@ -209,12 +209,12 @@ class LabelModel(Params):
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
         return self._posteriors_for(self._align(new))
 
-    def _handed_over(self, model: "LabelModel", new: Any) -> np.ndarray:
-        """``model.predict_proba(new)`` for the model this one handed its fit to (the
-        labeling-function model, the default model's choice), whose count of left-out
-        annotations is reported here too (``n_unknown_annotations_``, absent when that
-        model places unseen annotators)."""
-        post = model.predict_proba(new)
+    def _handed_over(self, model: "LabelModel", new: Any, *args: Any) -> np.ndarray:
+        """``model.predict_proba(new, *args)`` for the model this one handed its fit to (the
+        labeling-function model, the default model's choice, a wrapped sequence model), whose
+        count of left-out annotations is reported here too (``n_unknown_annotations_``,
+        absent when that model places unseen annotators)."""
+        post = model.predict_proba(new, *args)
         self.__dict__.pop("n_unknown_annotations_", None)
         if hasattr(model, "n_unknown_annotations_"):
             self.n_unknown_annotations_ = model.n_unknown_annotations_

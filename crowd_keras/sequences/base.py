@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..aggregation.base import LabelModel
+from ..aggregation.base import LabelModel, check_settings
 from ..aggregation.dawid_skene import m_step, sufficient_statistics
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows
 from .annotations import SequenceAnnotations
@@ -138,6 +139,19 @@ class SequenceLabelModel(LabelModel):
                                  f"spans), got {type(sequences).__name__}")
         return sequences
 
+    def _check_settings(self) -> None:
+        """The shared settings, checked before any work:
+        :func:`~crowd_keras.aggregation.base.check_settings` (``max_iter``, ``tol``,
+        ``smoothing``, ``seed``), ``max_iter`` at least 1 (the EM loops run one iteration at
+        least) and ``prior_strength`` a finite number >= 0 (a negative pseudo-count makes NaN
+        posteriors)."""
+        check_settings(self)
+        name, params = type(self).__name__, vars(self)
+        if params.get("max_iter") is not None:
+            check_count(params["max_iter"], f"{name} max_iter", 1)
+        if params.get("prior_strength") is not None:
+            check_number(params["prior_strength"], f"{name} prior_strength")
+
     def _check_fit_sequences(self, sequences: Any) -> SequenceAnnotations:
         """The sequences to fit: at least one annotation (without any, every token's
         posterior is a tie that would decode as a guess)."""
@@ -185,6 +199,28 @@ class SequenceLabelModel(LabelModel):
         tags = self.predict(sequences, token_prior)
         return seq.decode(tags, scores=_label_mass(post, tags, seq))
 
+    def _scored(self, annotations: Any) -> tuple:
+        """The quality scores' inputs (``consensus_quality``, ``label_issues``,
+        ``next_to_label``, ``annotation_quality``); new documents come as
+        :class:`~.annotations.SequenceAnnotations` (their tokens are the items), scored by
+        ``predict_proba`` and coded with the fitted annotators (others left out, counted in
+        ``n_unknown_annotations_``)."""
+        if not isinstance(annotations, SequenceAnnotations):
+            return super()._scored(annotations)
+        post = self.predict_proba(annotations)
+        return self._aligned(self._check_sequences(annotations)), post, None
+
+    def annotation_quality(self, annotations: Any = None) -> np.ndarray:
+        """(annotations,) chance that each token label is its token's true tag, in the stored
+        order of the token annotations (``annotations.annotations.to_frame()`` rows for new
+        :class:`~.annotations.SequenceAnnotations`)."""
+        if not isinstance(annotations, SequenceAnnotations):
+            return super().annotation_quality(annotations)
+        from ..aggregation.quality import held_out_posteriors
+        ann, post, _ = self._scored(annotations)
+        given = self._check_sequences(annotations).annotations   # unknown annotators too
+        return held_out_posteriors(post, ann)[given.items, given.labels]
+
     @property
     def annotator_quality_(self) -> pd.DataFrame:
         """Per annotator: ``annotator, n_documents, n_spans, accuracy`` (the model's token
@@ -196,6 +232,7 @@ class SequenceLabelModel(LabelModel):
 
     def _set_fitted(self, seq: SequenceAnnotations, post: np.ndarray, log_pi: np.ndarray,
                     prior: np.ndarray) -> None:
+        self.__dict__.pop("n_unknown_annotations_", None)   # of a predict under the last fit
         self.sequences_ = seq
         self.annotations_ = seq.annotations
         self.posteriors_ = post

@@ -98,6 +98,7 @@ class SequentialAnnotatorHMM(SequenceLabelModel):
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
             ) -> "SequentialAnnotatorHMM":
+        self._check_settings()
         seq = self._check_fit_sequences(sequences)
         if token_prior is not None:
             raise ValueError("SequentialAnnotatorHMM takes no token_prior")

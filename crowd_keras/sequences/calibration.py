@@ -28,6 +28,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_count
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel, decode_marginals
 from .spans import tag_labels
@@ -102,8 +103,8 @@ class CalibratedThreshold(SequenceLabelModel):
         grid = np.asarray(self.grid, np.float64)
         if grid.ndim != 1 or not len(grid) or ((grid <= 0) | (grid >= 1)).any():
             raise ValueError(f"grid must be thresholds in (0, 1), got {self.grid!r}")
-        if int(self.n_draws) < 1:
-            raise ValueError(f"n_draws must be at least 1, got {self.n_draws!r}")
+        check_count(self.n_draws, f"{type(self).__name__} n_draws", 1)
+        check_count(self.seed, f"{type(self).__name__} seed")
         extra = {} if token_prior is None else {"token_prior": token_prior}
         counts = np.zeros((len(grid), 3))
         for draw in range(int(self.n_draws)):
@@ -136,7 +137,7 @@ class CalibratedThreshold(SequenceLabelModel):
         return seq
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
-        return self.model_.predict_proba(sequences, token_prior)
+        return self._handed_over(self.model_, sequences, token_prior)
 
     def _decode(self, post: np.ndarray, sequences: SequenceAnnotations) -> np.ndarray:
         return decode_marginals(post, self.model_._ties_positive, self.threshold_)

@@ -164,6 +164,7 @@ class SequenceEMModel(SequenceLabelModel, EMLabelModel):
         """Fit by :func:`~crowd_keras.aggregation.em.run_em` over ``blocks``
         (:func:`document_blocks` of ``sequences``, every token in exactly one): the same fit
         for any partition of the documents, up to rounding."""
+        self._check_settings()
         seq = self._check_fit_sequences(sequences)
         blocks = list(blocks)
         if not blocks or not all(isinstance(b, DocumentBlock) for b in blocks):

@@ -110,7 +110,7 @@ class SpanLengthPrior(SequenceLabelModel):
         return post
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
-        return self._combine(self.model_.predict_proba(sequences, token_prior), sequences)
+        return self._combine(self._handed_over(self.model_, sequences, token_prior), sequences)
 
     def _decode(self, post: np.ndarray, sequences: SequenceAnnotations) -> np.ndarray:
         return decode_marginals(post, self.model_._ties_positive)

@@ -36,9 +36,10 @@ __all__ = ["heldout_annotations", "heldout_log_likelihood", "heldout_scores",
 def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None,
                         seed: int = 0) -> np.ndarray:
     """(A,) bool: one random annotation per document of ``docs`` (codes; default all) among
-    the documents with at least two annotations."""
+    the documents with at least two annotations and a token (a hidden annotation of an
+    empty document has no token-label to score)."""
     rng = np.random.default_rng(seed)
-    per_doc = np.bincount(seq.assign_doc, minlength=seq.n_docs)
+    per_doc = np.bincount(seq.assign_doc, minlength=seq.n_docs) * (seq.tokens.lengths > 0)
     in_docs = np.ones(len(seq.assign_doc), bool) if docs is None else np.isin(seq.assign_doc, docs)
     cand = np.flatnonzero(in_docs & (per_doc[seq.assign_doc] >= 2))
     order = np.lexsort((rng.random(len(cand)), seq.assign_doc[cand]))
@@ -57,7 +58,8 @@ def _some_held_out(seq: SequenceAnnotations, docs: Optional[Sequence[int]],
     hidden = heldout_annotations(seq, docs, seed)
     if not hidden.any():
         raise CrowdDataError("no document" + ("" if docs is None else " of docs") + " has two "
-                             "annotations: there is no annotation to hold out and score")
+                             "annotations and a token: there is no annotation to hold out "
+                             "and score")
     return hidden
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
+from ..arguments import check_count, check_number
 from ..numerics import softmax_rows
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel
@@ -130,14 +131,17 @@ class WindowPriorDawidSkene(SequenceLabelModel):
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
             ) -> "WindowPriorDawidSkene":
+        self._check_settings()
+        name = type(self).__name__
+        check_count(self.n_folds, f"{name} n_folds", 2)
+        check_count(self.window, f"{name} window")
+        check_count(self.n_rounds, f"{name} n_rounds")
+        check_count(self.text_max_iter, f"{name} text_max_iter")
+        check_number(self.l2, f"{name} l2")
         seq = self._check_fit_sequences(sequences)
         if token_prior is not None:
             raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
                              "TokenDawidSkene().fit(sequences, token_prior=...) for a given one")
-        if int(self.n_folds) < 2:
-            raise ValueError(f"n_folds must be at least 2, got {self.n_folds!r}")
-        if int(self.window) < 0:
-            raise ValueError(f"window must be non-negative, got {self.window!r}")
         self.vocabulary_ = Vocabulary(self.min_count).fit(seq)
         X = self._features(seq)
         seen = seq.annotations.annotations_per_item() > 0
@@ -175,4 +179,4 @@ class WindowPriorDawidSkene(SequenceLabelModel):
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
         if token_prior is None:
             token_prior = self.text_proba(sequences)
-        return self.model_.predict_proba(sequences, token_prior)
+        return self._handed_over(self.model_, sequences, token_prior)

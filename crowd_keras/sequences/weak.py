@@ -85,6 +85,7 @@ class AbstainDawidSkene(SequenceLabelModel):
         self.progress = progress
 
     def fit(self, sequences: Any, token_prior: Any = None) -> "AbstainDawidSkene":
+        self._check_settings()
         votes = sequences if isinstance(sequences, TokenVotes) else None
         seq = self._check_sequences(votes.sequences if votes is not None else sequences)
         k = seq.n_tags
