@@ -66,7 +66,9 @@ def object_fields(label_config: Any) -> dict:
 
 
 def parse_config(label_config: Any) -> dict:
-    """{control name: (type, labels or None, to_name, max_rating)} from a labeling config."""
+    """{control name: (type, labels or None, to_name, max_rating)} from a labeling config;
+    labels are ``None`` for a Rating control and for dynamic choices or labels
+    (``value="$field"``)."""
     li = _interface(label_config)
     out = {}
     for ctl in li.controls:
@@ -79,8 +81,12 @@ def parse_config(label_config: Any) -> dict:
             except (TypeError, ValueError):
                 raise CrowdDataError(f"label_config: Rating '{ctl.name}' has "
                                      f"maxRating={raw!r}") from None
-        out[ctl.name] = (kind, list(ctl.labels) if kind == "choices" or kind in SPAN_TAGS else None,
-                         ctl.to_name[0] if ctl.to_name else None, max_rating)
+        labels = list(ctl.labels) if kind == "choices" or kind in SPAN_TAGS else None
+        if not labels and str(ctl.attr.get("value", "")).startswith("$"):
+            # dynamic choices/labels (value="$field"): each task's data lists them, the
+            # config does not, so any value is allowed (as without a config)
+            labels = None
+        out[ctl.name] = (kind, labels, ctl.to_name[0] if ctl.to_name else None, max_rating)
     if not out:
         raise CrowdDataError("label_config declares no control tags")
     return out
