@@ -36,3 +36,20 @@ def test_static_choices_config_still_rejects_unknown_values():
     static = DYNAMIC.replace(' value="$opts"/>', '><Choice value="x"/></Choices>')
     with pytest.raises(CrowdDataError, match="'y' of control 's' is not in the labeling config"):
         ls.read_export([_task(1, (1, 2, ["x"]), (2, 3, ["y"]))], label_config=static)
+
+
+def test_json_min_with_a_data_field_named_data_is_not_taken_for_full_json():
+    # <Text name="text" value="$data"/>: JSON_MIN rows hold a "data" column beside the
+    # annotator and annotation_id
+    rows = [{"id": 1, "data": "first", "s": "a", "annotator": 2, "annotation_id": 1},
+            {"id": 1, "data": "first", "s": "b", "annotator": 3, "annotation_id": 2},
+            {"id": 2, "data": "second"}]
+    read = ls.read_export(rows, control="s")
+    assert read.format == "JSON_MIN"
+    assert list(read.task_ids) == [1, 2] and read.annotations.n_annotations == 2
+    assert read.summary.n_tasks_unannotated == 1
+
+
+def test_full_json_task_without_annotations_key_still_says_so():
+    with pytest.raises(CrowdDataError, match="task 1 has no 'annotations' list"):
+        ls.read_export([{"id": 1, "data": {"text": "t"}}])

@@ -158,9 +158,12 @@ def _json_kind(loaded: Any, fmt: Optional[str], origin: str) -> str:
     rows = [loaded] if isinstance(loaded, dict) else loaded if isinstance(loaded, list) else []
     rows = [r for r in rows if isinstance(r, dict)]
     first = rows[0] if rows else {}
-    full = any(k in first for k in ("annotations", "completions", "data"))
+    annotated = any(k in r for r in rows for k in ("annotator", "annotation_id"))
+    # a JSON_MIN row holds a task's data fields, one of which may be named "data"
+    full = any(k in first for k in ("annotations", "completions")) or (
+        "data" in first and not annotated)
     # a JSON_MIN row of a task without annotation may hold only the id and the data fields
-    minimal = not full and any(k in r for r in rows for k in ("annotator", "annotation_id"))
+    minimal = not full and annotated
     kind = "JSON" if full else "JSON_MIN" if minimal else None
     if fmt in ("JSON", "JSON_MIN"):
         return fmt
