@@ -53,3 +53,14 @@ def test_json_min_with_a_data_field_named_data_is_not_taken_for_full_json():
 def test_full_json_task_without_annotations_key_still_says_so():
     with pytest.raises(CrowdDataError, match="task 1 has no 'annotations' list"):
         ls.read_export([{"id": 1, "data": {"text": "t"}}])
+
+
+def test_combination_name_clashing_with_a_choice_names_the_separator():
+    # the set {a, b} joined by "|" spells the choice "a|b": the error says so and how to
+    # get out of it, not only that class ids repeat
+    export = [_task(1, (1, 2, ["a|b"]), (2, 3, ["a", "b"]), (3, 4, ["a"]))]
+    with pytest.raises(CrowdDataError, match=r"\['a\|b'\] and \['a', 'b'\] both give the "
+                                             r"class name 'a\|b'.*separator="):
+        ls.read_export(export, multiple="combination")
+    read = ls.read_export(export, multiple="combination", separator=" + ")
+    assert list(read.classes) == ["a", "a|b", "a + b"]

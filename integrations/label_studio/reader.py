@@ -159,6 +159,7 @@ def _export(reading: "_Reading", tasks: list, records: list, selections: list,
     class_choices = _class_keys(reading, [s for _, s in labelled])
     classes = [k[0] if len(k) == 1 else reading.separator.join(str(v) for v in k)
                for k in class_choices]
+    _check_class_names(reading, class_choices, classes)
     frame = _annotation_frame(labelled, {k: n for n, k in enumerate(class_choices)})
     resolved = _resolve_duplicates(frame, tasks, classes, reading.include_gold)
     annotators = sorted({r.annotator for r in records}, key=lambda a: (isinstance(a, str), a))
@@ -333,6 +334,20 @@ def _class_keys(reading: _Reading, selections: list) -> tuple:
                              "nothing to learn from (are the control name and the export "
                              "right?)")
     return tuple(keys)
+
+
+def _check_class_names(reading: _Reading, class_choices: tuple, classes: list) -> None:
+    """A set of choices joined by ``separator`` must not spell another class's name."""
+    first: dict = {}
+    for key, name in zip(class_choices, classes):
+        if name in first:
+            raise CrowdDataError(Message(
+                "control '{control}': the choices {a} and {b} both give the class name "
+                "{name!r} (a set of choices is named by joining them with {sep!r}); pass "
+                "another {separator}", control=reading.control, a=list(first[name]),
+                b=list(key), name=name, sep=reading.separator,
+                separator=Argument("separator")))
+        first[name] = key
 
 
 def _annotation_frame(labelled: list, code_of: dict) -> pd.DataFrame:
