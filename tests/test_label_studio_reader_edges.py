@@ -64,3 +64,29 @@ def test_combination_name_clashing_with_a_choice_names_the_separator():
         ls.read_export(export, multiple="combination")
     read = ls.read_export(export, multiple="combination", separator=" + ")
     assert list(read.classes) == ["a", "a|b", "a + b"]
+
+
+def test_user_given_by_email_alone_is_the_user_with_that_email():
+    # completed_by {"email"} on one annotation and {"id", "email"} on another are one user:
+    # one annotator, whose later annotation of task 1 supersedes the earlier one
+    export = [_task(1, (1, 2, ["x"]), (2, 3, ["y"])), _task(2, (3, 3, ["x"]))]
+    export[0]["annotations"][1]["completed_by"] = {"email": "u@x.org"}
+    export[1]["annotations"][0]["completed_by"] = {"id": 7, "email": "u@x.org"}
+    export[0]["annotations"].append(
+        {"id": 4, "completed_by": {"id": 7, "email": "u@x.org"}, "result": [
+            {"from_name": "s", "to_name": "text", "type": "choices",
+             "value": {"choices": ["x"]}}]})
+    read = ls.read_export(export)
+    assert list(read.annotator_ids) == [2, 7]
+    assert list(read.annotator_emails) == [None, "u@x.org"]
+    assert read.summary.n_superseded == 1 and read.annotations.n_annotations == 3
+
+
+def test_email_alone_given_to_several_ids_is_an_error():
+    export = [_task(1, (1, 2, ["x"]), (2, 3, ["y"])), _task(2, (3, 3, ["x"]), (4, 4, ["y"]))]
+    export[0]["annotations"][1]["completed_by"] = {"email": "u@x.org"}
+    export[1]["annotations"][0]["completed_by"] = {"id": 7, "email": "u@x.org"}
+    export[1]["annotations"][1]["completed_by"] = {"id": 8, "email": "u@x.org"}
+    with pytest.raises(CrowdDataError, match=r"task 1, annotation 2: annotator 'u@x.org'.*"
+                                             r"\[7, 8\]"):
+        ls.read_export(export)

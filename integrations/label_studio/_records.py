@@ -7,7 +7,7 @@ import csv
 import io
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -343,7 +343,7 @@ def records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
             records.append(Record(tid, aid, key_, email, cancelled,
                                    _flag(ann, ("ground_truth",), where), _timestamp(ann, where),
                                    where, result=result))
-    return task_ids, records, seen
+    return task_ids, _one_key_per_user(records), seen
 
 
 def _check_result_item(item: Any, where: str) -> None:
@@ -388,7 +388,25 @@ def records_from_rows(rows: list, origin: str) -> tuple[list, list, list, list]:
         key_, email = _annotator(annotator, where)
         records.append(Record(tid, aid, key_, email, False, False, _timestamp(row, where), where,
                                raw=row))
-    return task_ids, records, columns, bare
+    return task_ids, _one_key_per_user(records), columns, bare
+
+
+def _one_key_per_user(records: list) -> list:
+    """The records with a user read by e-mail alone keyed by the id that other annotations
+    give that e-mail, so that one user is one annotator (not two voting on one task)."""
+    ids: dict = {}
+    for rec in records:
+        if rec.email and not isinstance(rec.annotator, str):
+            ids.setdefault(rec.email, set()).add(rec.annotator)
+    out = []
+    for rec in records:
+        found = ids.get(rec.email) if isinstance(rec.annotator, str) else None
+        if found and len(found) > 1:
+            raise CrowdDataError(f"{rec.where}: annotator {rec.email!r} is given by e-mail "
+                                 f"alone, and the export gives that e-mail to several user ids "
+                                 f"{sorted(found)}")
+        out.append(replace(rec, annotator=next(iter(found))) if found else rec)
+    return out
 
 
 def parse_times(values: list, wheres: list) -> pd.Series:
