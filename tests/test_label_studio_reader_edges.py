@@ -2,6 +2,9 @@
 (no server needed)."""
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 
 pytest.importorskip("label_studio_sdk")
@@ -90,3 +93,24 @@ def test_email_alone_given_to_several_ids_is_an_error():
     with pytest.raises(CrowdDataError, match=r"task 1, annotation 2: annotator 'u@x.org'.*"
                                              r"\[7, 8\]"):
         ls.read_export(export)
+
+
+@pytest.mark.parametrize("fmt, sep", [("CSV", ","), ("TSV", "\t")])
+def test_row_export_choice_starting_with_a_bracket_is_a_label(fmt, sep):
+    # Label Studio writes a single choice as its text; only objects (multiple choices) and
+    # lists of objects (ratings) are JSON
+    rows = [["annotation_id", "annotator", "id", "s", "text"],
+            ["1", "2", "1", "[Other]", "x"], ["2", "3", "1", "[1] yes", "x"],
+            ["3", "4", "1", '{"choices": ["b"]}', "x"], ["4", "5", "1", "[]", "x"]]
+    out = io.StringIO()
+    csv.writer(out, delimiter=sep, lineterminator="\n").writerows(rows)
+    text = out.getvalue()
+    read = ls.read_export(text.encode(), control="s", format=fmt)
+    assert list(read.classes) == ["[1] yes", "[Other]", "b"]
+    assert read.summary.n_used == 3 and read.summary.n_without_label == 1
+
+
+def test_row_export_truncated_json_cell_is_still_an_error():
+    text = 'annotation_id,annotator,id,s,text\n1,2,1,"[{""rating"": 2",x\n'
+    with pytest.raises(CrowdDataError, match="line 2 .*column 's' holds invalid JSON text"):
+        ls.read_export(text.encode(), control="s", format="CSV")

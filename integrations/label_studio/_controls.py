@@ -221,17 +221,30 @@ def selection_full(rec: Record, control: str, kind: str) -> Optional[tuple]:
     return _selection_value(items[0]["value"], kind, rec.where, control)
 
 
+def _cell_json(text: str, where: str, control: str) -> Any:
+    """A CSV/TSV cell starting with ``{`` or ``[``: the JSON Label Studio writes there (an
+    object, or a list of objects), else the text itself, a choice such as ``[Other]``."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        parsed = exc
+    if isinstance(parsed, dict) or (isinstance(parsed, list)
+                                    and all(isinstance(p, dict) for p in parsed)):
+        return parsed
+    if text.lstrip()[:1] == "{" or text.replace(" ", "").startswith("[{"):
+        msg = parsed.msg if isinstance(parsed, json.JSONDecodeError) else "not an object"
+        raise CrowdDataError(f"{where}: column '{control}' holds invalid JSON text "
+                             f"({msg}): {text[:80]!r}")
+    return text
+
+
 def selection_min(rec: Record, control: str, kind: str) -> Optional[tuple]:
     """Selection from a JSON_MIN/CSV cell: 'a', {"choices": [...]}, [{"rating": 3}] or JSON text."""
     raw = rec.raw.get(control)
     if raw is None:
         return None
     if isinstance(raw, str) and "__line__" in rec.raw and raw.lstrip()[:1] in ("{", "["):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise CrowdDataError(f"{rec.where}: column '{control}' holds invalid JSON text "
-                                 f"({exc.msg}): {raw[:80]!r}") from None
+        raw = _cell_json(raw, rec.where, control)
     if isinstance(raw, list):
         if not raw:
             return None
