@@ -114,3 +114,8 @@ def test_row_export_truncated_json_cell_is_still_an_error():
     text = 'annotation_id,annotator,id,s,text\n1,2,1,"[{""rating"": 2",x\n'
     with pytest.raises(CrowdDataError, match="line 2 .*column 's' holds invalid JSON text"):
         ls.read_export(text.encode(), control="s", format="CSV")
+
+
+def test_summary_line_of_skipped_multiple_choices_reads_as_a_list():
+    read = ls.read_export([_task(1, (1, 2, ["x", "y"]), (2, 3, ["y"]))], multiple="skip")
+    assert str(read.summary).endswith("0 ground truth, 1 multi-choice skipped")

@@ -56,7 +56,7 @@ class ExportSummary:
         if self.n_gold_conflicts:
             parts.append(f"({self.n_gold_conflicts} conflicting)")
         if self.n_multiple_skipped:
-            parts.append(f", {self.n_multiple_skipped} multi-choice skipped")
+            parts[-1] += f", {self.n_multiple_skipped} multi-choice skipped"
         return " ".join(parts)
 
 
