@@ -119,3 +119,15 @@ def test_row_export_truncated_json_cell_is_still_an_error():
 def test_summary_line_of_skipped_multiple_choices_reads_as_a_list():
     read = ls.read_export([_task(1, (1, 2, ["x", "y"]), (2, 3, ["y"]))], multiple="skip")
     assert str(read.summary).endswith("0 ground truth, 1 multi-choice skipped")
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(include_gold="no"), TypeError, "include_gold must be True or False, got 'no'"),
+    (dict(include_gold=None), TypeError, "include_gold must be True or False"),
+    (dict(separator=""), ValueError, "separator must be a non-empty string"),
+    (dict(separator=3), TypeError, "separator must be a string, got int 3"),
+    (dict(text_mismatch="bogus"), ValueError, "text_mismatch must be one of"),
+])
+def test_bad_option_values_are_refused_before_reading(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ls.read_export([_task(1, (1, 2, ["x"]))], **kwargs)

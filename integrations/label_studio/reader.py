@@ -23,6 +23,7 @@ from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 _MULTIPLE = ("error", "combination", "skip")
+_TEXT_MISMATCH = ("count", "error")
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,6 +120,17 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
         raise ValueError(f"multiple must be one of {_MULTIPLE}, got {multiple!r}")
     if format is not None and format.upper() not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    if not isinstance(separator, str):
+        raise TypeError(f"separator must be a string, got {type(separator).__name__} "
+                        f"{separator!r}")
+    if not separator:
+        raise ValueError("separator must be a non-empty string, got ''")
+    if not isinstance(include_gold, (bool, np.bool_)):
+        # a truthy "no" or "false" would silently fit on the ground-truth annotations
+        raise TypeError(f"include_gold must be True or False, got {include_gold!r}")
+    if text_mismatch not in _TEXT_MISMATCH:
+        raise ValueError(f"text_mismatch must be one of {_TEXT_MISMATCH}, got "
+                         f"{text_mismatch!r}")
     config = parse_config(label_config) if label_config is not None else None
     fmt, payload, origin = load_export(source, format.upper() if format else None)
     notes: list = []
