@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -131,3 +132,18 @@ def test_summary_line_of_skipped_multiple_choices_reads_as_a_list():
 def test_bad_option_values_are_refused_before_reading(kwargs, error, match):
     with pytest.raises(error, match=match):
         ls.read_export([_task(1, (1, 2, ["x"]))], **kwargs)
+
+
+def test_cli_separator_resolves_a_class_name_clash(tmp_path, capsys):
+    from crowd_keras.cli import main
+
+    export = tmp_path / "clash.json"
+    export.write_text(json.dumps([_task(1, (1, 2, ["a|b"]), (2, 3, ["a", "b"]), (3, 4, ["a"])),
+                                  _task(2, (4, 2, ["a"]), (5, 3, ["a"]))]))
+    out = tmp_path / "pred.json"
+    base = ["label-studio", "aggregate", str(export), "--multiple", "combination",
+            "--method", "majority_vote", "--out", str(out), "--quiet"]
+    assert main(base) == 2
+    assert "pass another --separator" in capsys.readouterr().err
+    assert main(base + ["--separator", " + "]) == 0
+    assert len(json.loads(out.read_text())) == 2

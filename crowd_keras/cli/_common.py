@@ -95,7 +95,7 @@ FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "-
          "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
          "on_existing": "--on-existing", "batch_size": "--batch-size", "text_key": "--text-key",
          "allow_data_mismatch": "--allow-data-mismatch", "controls": "--control NAME",
-         "level": "--level"}
+         "level": "--level", "separator": "--separator"}
 
 
 def _flag(argument: Argument) -> str:

@@ -120,6 +120,9 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--multiple", default="error", choices=["error", "combination", "skip"],
                      help="annotations with several choices: error, combination (each set of "
                           "choices is one class) or skip (left out, counted)")
+    agg.add_argument("--separator", default="|", metavar="TEXT",
+                     help="joins the choices of a set into its class name (--multiple "
+                          "combination)")
     agg.add_argument("--no-gold", action="store_true",
                      help="fit without the ground-truth annotations' labels (by default a "
                      "model that takes gold holds those tasks at their label, and the default "
@@ -194,6 +197,9 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
     rep.add_argument("--multiple", default="combination", choices=["error", "combination", "skip"],
                      help="annotations with several choices: each set one class (combination), "
                           "left out (skip) or an error")
+    rep.add_argument("--separator", default="|", metavar="TEXT",
+                     help="joins the choices of a set into its class name (--multiple "
+                          "combination)")
     rep.add_argument("--include-gold", action="store_true",
                      help="also use ground_truth annotations as ordinary annotations")
     rep.add_argument("--scheme", default="IO", choices=["IO", "BIO"], help="span controls: tags")
@@ -224,7 +230,8 @@ def report_command(args: argparse.Namespace) -> int:
             out = ls.quality_report(
                 args.export, args.out, controls=args.control, label_config=args.label_config,
                 format=args.format, method=args.method, sequence_model=args.sequence_model,
-                level=args.level, multiple=args.multiple, include_gold=args.include_gold,
+                level=args.level, multiple=args.multiple, separator=args.separator,
+                include_gold=args.include_gold,
                 scheme=args.scheme, text_key=args.text_key, n_bootstrap=args.bootstrap,
                 seed=args.seed, plots=not args.no_plots)
     except ImportError as exc:
@@ -351,6 +358,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
     try:
         export = ls.read_export(args.export, control=args.control, label_config=config,
                                 format=args.format, multiple=args.multiple,
+                                separator=args.separator,
                                 include_gold=args.include_gold, scheme=args.scheme,
                                 text_key=args.text_key)
     except ImportError as exc:

@@ -138,7 +138,7 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
                    label_config: Any = None, format: Optional[str] = None,
                    method: Optional[str] = None, sequence_model: Optional[str] = None,
                    level: Optional[str] = None, multiple: str = "combination",
-                   include_gold: bool = False, scheme: str = "IO",
+                   separator: str = "|", include_gold: bool = False, scheme: str = "IO",
                    text_key: Optional[str] = None, n_bootstrap: int = 1000, seed: Any = 0,
                    plots: bool = True, title: Optional[str] = None) -> dict:
     """Write ``report.html`` and ``report.json`` (atomically) into ``out_dir``.
@@ -146,7 +146,7 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
     Args:
         source: the export (path, file, bytes or loaded JSON; see :func:`read_export`).
         controls: the controls to report (default: :func:`export_controls`).
-        label_config, format, multiple, include_gold, scheme, text_key: as in
+        label_config, format, multiple, separator, include_gold, scheme, text_key: as in
             :func:`read_export` (``multiple`` defaults to ``"combination"``: a set of choices
             is one class, so a multiple-choice control does not stop the report).
         method, sequence_model: label models for the quality columns and the confusion
@@ -172,7 +172,7 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
     else:
         origin = "export" if not isinstance(source, (str, Path)) else str(source)
     read = dict(label_config=label_config, format=format, multiple=multiple,
-                include_gold=include_gold, scheme=scheme, text_key=text_key)
+                separator=separator, include_gold=include_gold, scheme=scheme, text_key=text_key)
     docs, drawn, errors = {}, {}, []
     for name in names:
         try:
