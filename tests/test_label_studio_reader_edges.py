@@ -147,3 +147,31 @@ def test_cli_separator_resolves_a_class_name_clash(tmp_path, capsys):
     assert "pass another --separator" in capsys.readouterr().err
     assert main(base + ["--separator", " + "]) == 0
     assert len(json.loads(out.read_text())) == 2
+
+
+@pytest.mark.parametrize("flag, expected", [
+    ("ground_truth", "2 ground truth (gold, not an annotator's label: --include-gold counts them)"),
+    ("other_control", "2 without a label for control 't'"),
+])
+def test_cli_says_why_no_annotation_is_left(tmp_path, capsys, flag, expected):
+    from crowd_keras.cli import main
+
+    tasks = [_task(1, (1, 2, ["x"])), _task(2, (2, 3, ["y"]))]
+    config = tmp_path / "config.xml"
+    config.write_text('<View><Text name="text" value="$text"/>'
+                      '<Choices name="s" toName="text"><Choice value="x"/><Choice value="y"/>'
+                      '</Choices><Choices name="t" toName="text"><Choice value="a"/>'
+                      '</Choices></View>')
+    args = []
+    if flag == "ground_truth":
+        for task in tasks:
+            task["annotations"][0]["ground_truth"] = True
+    else:
+        args = ["--control", "t", "--label-config", str(config)]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(tasks))
+    assert main(["label-studio", "aggregate", str(export), "--out", str(tmp_path / "p.json"),
+                 "--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"no annotation left to aggregate: 2 annotations read, {expected}" in err
+    assert not (tmp_path / "p.json").exists()

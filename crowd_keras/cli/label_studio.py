@@ -298,6 +298,19 @@ def _push_flags(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
+def _nothing_left(summary: Any) -> str:
+    """Why an export left no annotation to aggregate, from its summary's counts."""
+    reasons = [(summary.n_cancelled, "skipped or cancelled"),
+               (summary.n_without_label, f"without a label for control '{summary.control}'"),
+               (summary.n_gold, "ground truth (gold, not an annotator's label: --include-gold "
+                                "counts them)"),
+               (summary.n_multiple_skipped, "with several choices (skipped: see --multiple)")]
+    given = "; ".join(f"{n} {why}" for n, why in reasons if n)
+    return (f"no annotation left to aggregate: {summary.n_annotations_read} annotations read"
+            + (f", {given}" if given else "") + " (see the summary"
+            + (" and notes" if summary.notes else "") + " above)")
+
+
 def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool) -> Optional[str]:
     """Flags the export makes meaningless (an error rather than silently ignored)."""
     if args.model_version is not None and not args.model_version.strip():
@@ -391,7 +404,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
         _err(problem)
         return 2
     if (export.sequences.annotations if spans else export.annotations).n_annotations == 0:
-        _err("no annotation left to aggregate (see the notes above)")
+        _err(_nothing_left(export.summary))
         return 2
     if not (args.to_name or export.to_name):
         _err(f"the {export.format} export does not name the object that control "
