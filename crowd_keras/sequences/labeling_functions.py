@@ -7,8 +7,9 @@ the rest. It is a Python callable ``fn(doc) -> output`` wrapped by :func:`span_l
 
 * :func:`span_lf`: the output is character spans ``(start, end)`` or ``(start, end, label)``
   (a dictionary match, a regular expression, a model's predicted entities); the tokens a
-  span overlaps get a vote for its label, every other token an **abstain** (the function
-  says nothing there, which is not the same as saying "outside");
+  span overlaps get a vote for its label (overlapping or nested spans of one function are
+  one span), every other token an **abstain** (the function says nothing there, which is
+  not the same as saying "outside");
 * :func:`tag_lf`: the output is one entry per token: :data:`ABSTAIN` (or None), ``"O"`` (a
   vote for outside: e.g. "a sentence about outcomes holds no participants"), or a label
   (``"label"``, ``"I-label"``; ``"B-label"`` starts a new span).
@@ -302,10 +303,14 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     t_span = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     first = np.zeros(len(t_span), bool)
     first[(np.cumsum(n) - n)[n > 0]] = True
-    # a token covered twice by one function keeps one vote (its first span's)
+    # a token covered twice by one function keeps one vote (its first span's); it begins a
+    # span only if none of the function's spans continues onto it from the previous token,
+    # so overlapping or nested spans are one span whatever order they are returned in
     key = np.repeat(s_lf, n) * (seq.n_tokens + 1) + t_span
-    _, keep = np.unique(key, return_index=True)
-    span_votes = (t_span[keep], np.repeat(s_lf, n)[keep], np.repeat(s_lab, n)[keep], first[keep])
+    _, keep, inv = np.unique(key, return_index=True, return_inverse=True)
+    continued = np.zeros(len(keep), bool)
+    np.logical_or.at(continued, inv.ravel(), ~first)
+    span_votes = (t_span[keep], np.repeat(s_lf, n)[keep], np.repeat(s_lab, n)[keep], ~continued)
 
     # tag outputs → votes (ABSTAIN / None dropped, "O" = -1, "B-x" begins)
     t_doc = np.concatenate(tg_doc) if tg_doc else np.zeros(0, np.int64)
