@@ -4,7 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowd_keras.sequences.labeling_functions import apply_lfs, lf_summary, span_lf
+from crowd_keras import CrowdDataError
+from crowd_keras.sequences.labeling_functions import (ABSTAIN, apply_lfs, lf_summary, span_lf,
+                                                      tag_lf)
+from crowd_keras.sequences.quality import spans_token_mask
 
 TEXT = {"a": "40 adults with asthma got placebo tablets"}     # tokens at 0 3 10 15 22 26 34
 
@@ -28,3 +31,67 @@ def test_touching_spans_of_one_function_stay_two_spans():
     votes = apply_lfs(TEXT, [two], progress=False)
     assert votes.tags("BIO").tolist() == [1, 1]
     assert lf_summary(votes)["n_spans"].tolist() == [2]
+
+
+ML = {"a": "John works at Acme Corp today", "b": "Mary met Bob"}     # a: 6 tokens, b: 3
+GOLD = pd.DataFrame({"doc": ["a", "a", "b", "b"], "start": [0, 14, 0, 9],
+                     "end": [4, 23, 4, 12], "label": ["PER", "ORG", "PER", "PER"]})
+
+
+@span_lf(label="PER")
+def capitalised(doc):           # every capitalised word a person: Acme Corp is wrong
+    return [(s, e) for s, e in doc.offsets.tolist() if doc.text[s].isupper()]
+
+
+@span_lf(label="ORG")
+def corp(doc):
+    return [(14, 23)] if doc.id == "a" else []
+
+
+def test_gold_labels_count_in_the_accuracy_of_a_vote_for_another_label():
+    votes = apply_lfs(ML, [capitalised, corp], labels=["PER", "ORG"], progress=False)
+    s = lf_summary(votes, GOLD).set_index("lf")
+    # capitalised: John, Mary, Bob right; Acme, Corp are ORG in the gold: wrong
+    assert (s.loc["capitalised", "correct"], s.loc["capitalised", "incorrect"]) == (3, 2)
+    assert s.loc["capitalised", "token_precision"] == pytest.approx(3 / 5)
+    assert s.loc["capitalised", "token_recall"] == pytest.approx(3 / 5)   # 5 gold tokens
+    assert (s.loc["corp", "correct"], s.loc["corp", "incorrect"]) == (2, 0)
+    # the same gold as {doc: [[start, end, label]]}; without labels: inside/outside only
+    as_dict = {d: g[["start", "end", "label"]].values.tolist() for d, g in GOLD.groupby("doc")}
+    pd.testing.assert_frame_equal(lf_summary(votes, as_dict), lf_summary(votes, GOLD))
+    unlabelled = lf_summary(votes, GOLD.drop(columns="label")).set_index("lf")
+    assert unlabelled.loc["capitalised", "correct"] == 5
+    with pytest.raises(CrowdDataError, match=r"gold span 1 \(document 'a'\): label 'Org' is "
+                                             r"not among the labels \['PER', 'ORG'\]"):
+        lf_summary(votes, GOLD.replace({"ORG": "Org"}))
+
+
+def test_summary_matches_snorkels_lf_analysis_on_the_token_label_matrix():
+    snorkel = pytest.importorskip("snorkel.labeling")
+
+    @tag_lf(label="PER")
+    def lower_outside(doc):
+        return ["O" if t.islower() else ABSTAIN for t in doc.tokens]
+
+    @tag_lf(label="PER")
+    def never(doc):
+        return [ABSTAIN] * len(doc.tokens)
+    votes = apply_lfs(ML, [capitalised, corp, lower_outside, never], labels=["PER", "ORG"],
+                      progress=False)
+    ours = lf_summary(votes, GOLD)
+    m = votes.matrix()                           # Snorkel's codes: abstain -1, O 0, label + 1
+    L = np.where(m == -2, -1, m + 1)
+    y = np.zeros(len(L), np.int64)
+    seq = votes.sequences
+    for code, label in enumerate(["PER", "ORG"]):
+        y[spans_token_mask(seq, GOLD[GOLD["label"] == label])] = code + 1
+    theirs = snorkel.LFAnalysis(L).lf_summary(Y=y)
+    np.testing.assert_allclose(ours[["coverage", "overlaps", "conflicts"]].to_numpy(float),
+                               theirs[["Coverage", "Overlaps", "Conflicts"]].to_numpy(float))
+    np.testing.assert_array_equal(ours[["correct", "incorrect"]].to_numpy(),
+                                  theirs[["Correct", "Incorrect"]].to_numpy())
+    # Snorkel writes 0 for a function with no votes; its accuracy is undefined here: NaN
+    voted = (ours["correct"] + ours["incorrect"] > 0).to_numpy()
+    np.testing.assert_allclose(ours["emp_accuracy"].to_numpy(float)[voted],
+                               theirs["Emp. Acc."].to_numpy(float)[voted])
+    assert np.isnan(ours["emp_accuracy"].iloc[3]) and ours["coverage"].iloc[3] == 0

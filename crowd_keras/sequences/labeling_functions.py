@@ -35,7 +35,7 @@ from ..errors import CrowdDataError
 from ..progress import progress_bar
 from .annotations import SequenceAnnotations
 from .quality import spans_token_mask
-from .spans import span_token_ranges
+from .spans import span_token_ranges, token_coverage
 from .tokens import Tokenizer, check_offsets, token_strings
 
 __all__ = ["ABSTAIN", "Document", "SpanLabelingFunction", "span_lf", "tag_lf", "TokenVotes",
@@ -352,11 +352,13 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
     Columns: ``lf``, ``polarity`` (the labels it votes, ``O`` included), ``coverage``
     (share of the tokens it votes on), ``overlaps`` (share of the tokens where it and another
     function vote), ``conflicts`` (share where another function votes a different label),
-    ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end`` or
-    ``{doc: [[start, end], ...]}``, a label column ignored; scored on the documents it
-    names, ``{doc: []}`` one with every token outside): ``correct``, ``incorrect``,
-    ``emp_accuracy`` (its votes against the gold's inside/outside), ``token_precision`` and
-    ``token_recall`` of its span votes (NaN where undefined).
+    ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end[,
+    label]`` or ``{doc: [[start, end[, label]], ...]}``; scored on the documents it names,
+    ``{doc: []}`` one with every token outside): ``correct``, ``incorrect``,
+    ``emp_accuracy`` (its votes against the gold: a span vote is right on a token of a gold
+    span of its label, or of any label where the gold gives none; an ``O`` vote outside
+    every gold span), ``token_precision`` and ``token_recall`` of its span votes (NaN where
+    undefined).
     """
     seq = votes.sequences
     T, J = seq.n_tokens, votes.n_lfs
@@ -394,13 +396,27 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
                                  f"({int(text_len[i])} characters)")
         on = np.isin(seq.tokens.doc, docs)
         inside = spans_token_mask(seq, gold[["doc", "start", "end"]])
+        # (T, L + 1): tokens of gold spans of each label, the last column those of spans
+        # without one (they match a vote of any label), as Snorkel compares labels
+        lab = gold["label"] if "label" in gold.columns else pd.Series([None] * len(gold))
+        code = pd.Index(seq.labels.tolist()).get_indexer(lab)
+        unknown = lab.notna().to_numpy() & (code < 0)
+        if unknown.any():
+            i = int(np.argmax(unknown))
+            raise CrowdDataError(f"{at(i)}: label {show(lab.iloc[i])} is not among the labels "
+                                 f"{seq.labels.tolist()}")
+        code = np.where(lab.notna().to_numpy(), code, len(seq.labels))
+        of_label = np.stack([token_coverage(seq.tokens, row_doc[code == c], start[code == c],
+                                            end[code == c])
+                             for c in range(len(seq.labels) + 1)], 1)
         scored = on[votes.token]
-        right = scored & (pos == inside[votes.token])
+        right_label = of_label[votes.token, np.maximum(votes.label, 0)] | of_label[votes.token, -1]
+        right = scored & np.where(pos, right_label, ~inside[votes.token])
         out["correct"] = per(right).astype(np.int64)
         out["incorrect"] = per(scored & ~right).astype(np.int64)
         n = out["correct"] + out["incorrect"]
         out["emp_accuracy"] = np.where(n > 0, out["correct"] / n.where(n > 0, 1), np.nan)
-        tp = per(scored & pos & inside[votes.token])
+        tp = per(scored & pos & right)
         n_pos = per(scored & pos)
         out["token_precision"] = np.divide(tp, n_pos, out=np.full(J, np.nan), where=n_pos > 0)
         n_inside = int((inside & on).sum())      # no gold token inside: recall undefined
@@ -409,8 +425,9 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
 
 
 def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
-    """Gold spans as a ``doc, start, end`` frame and the documents they score: a mapping
-    names its documents (one with no spans is scored as all outside), a frame its rows'."""
+    """Gold spans as a ``doc, start, end[, label]`` frame and the documents they score: a
+    mapping names its documents (one with no spans is scored as all outside), a frame its
+    rows'."""
     if isinstance(gold, Mapping):
         seq_types = (list, tuple, np.ndarray)
         for d, marks in gold.items():
@@ -418,9 +435,12 @@ def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
                     isinstance(m, seq_types) and len(m) in (2, 3) for m in marks):
                 raise CrowdDataError(f"gold document {show(d)}: spans must be a list of [start, "
                                      f"end], got {show(marks)}")
-        rows = [(d, s[0], s[1]) for d, marks in gold.items() for s in marks]
-        return (pd.DataFrame(rows, columns=["doc", "start", "end"]),
-                pd.unique(pd.Series(list(gold), dtype=object)))
+        rows = [(d, s[0], s[1], s[2] if len(s) == 3 else None)
+                for d, marks in gold.items() for s in marks]
+        frame = pd.DataFrame(rows, columns=["doc", "start", "end", "label"])
+        if frame["label"].isna().all():
+            frame = frame.drop(columns="label")
+        return frame, pd.unique(pd.Series(list(gold), dtype=object))
     if not isinstance(gold, pd.DataFrame):
         raise TypeError(f"gold must be a frame with columns doc, start, end or {{doc: [[start, "
                         f"end], ...]}}, got {type(gold).__name__}")
@@ -428,5 +448,6 @@ def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
     if missing:
         raise CrowdDataError(f"gold has no column {missing[0]!r} (columns: doc, start, end; "
                              f"got {list(gold.columns)})")
-    gold = gold[["doc", "start", "end"]].reset_index(drop=True)
+    gold = gold[[c for c in ("doc", "start", "end", "label") if c in gold.columns]]
+    gold = gold.reset_index(drop=True)
     return gold, pd.unique(gold["doc"])
