@@ -95,3 +95,24 @@ def test_summary_matches_snorkels_lf_analysis_on_the_token_label_matrix():
     np.testing.assert_allclose(ours["emp_accuracy"].to_numpy(float)[voted],
                                theirs["Emp. Acc."].to_numpy(float)[voted])
     assert np.isnan(ours["emp_accuracy"].iloc[3]) and ours["coverage"].iloc[3] == 0
+
+
+def test_an_unhashable_span_label_is_named_with_the_function_and_document():
+    @span_lf(label="P")
+    def listed(doc):
+        return [(0, 2, ["P"])]
+    with pytest.raises(CrowdDataError, match=r"'listed' on document 'a': span 0's label must "
+                                             r"be one label, got list \['P'\]"):
+        apply_lfs(TEXT, [listed], progress=False)
+
+
+def test_one_function_not_in_a_list_and_unnamed_lambdas_get_a_hint():
+    with pytest.raises(TypeError, match=r"got the function 'capitalised' alone \(one "
+                                        r"function: \[capitalised\]\)"):
+        apply_lfs(ML, capitalised, labels=["PER"], progress=False)
+    lambdas = [span_lf(label="P")(lambda doc: []), span_lf(label="P")(lambda doc: [(0, 2)])]
+    with pytest.raises(ValueError, match=r"must be unique, got \['<lambda>', '<lambda>'\] "
+                                         r"\(name each: @span_lf\(name=\.\.\.\)"):
+        apply_lfs(TEXT, lambdas, progress=False)
+    named = [span_lf(name=f"lf{i}", label="P")(f.fn) for i, f in enumerate(lambdas)]
+    assert apply_lfs(TEXT, named, progress=False).names.tolist() == ["lf0", "lf1"]

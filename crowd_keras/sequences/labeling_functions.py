@@ -25,7 +25,7 @@ precision / recall). :class:`~.weak.AbstainDawidSkene` fits functions and annota
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -176,6 +176,9 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
         ValueError: two functions share a name; with SequenceAnnotations, a function has an
             annotator's name, or ``labels`` differ from theirs, or a ``tokenizer`` is given.
     """
+    if isinstance(lfs, SpanLabelingFunction):
+        raise TypeError(f"lfs must be a list of labeling functions, got the function "
+                        f"{lfs.name!r} alone (one function: [{lfs.name}])")
     lfs = list(lfs)
     odd = [j for j, lf in enumerate(lfs) if not isinstance(lf, SpanLabelingFunction)]
     if odd:
@@ -190,7 +193,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     names = [lf.name for lf in lfs]
     hint = ""
     if len(set(names)) != len(names):
-        raise ValueError(f"labeling function names must be unique, got {names}")
+        raise ValueError(f"labeling function names must be unique, got {names} (name each: "
+                         "@span_lf(name=...), span_lf(name=...)(lambda doc: ...))")
     if isinstance(documents, SequenceAnnotations):
         if labels is not None and list(labels) != documents.labels.tolist():
             raise ValueError(f"labels {list(labels)} differ from the sequences' labels "
@@ -251,6 +255,10 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                         raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                              f"{show(doc.id)}: span {k} must be (start, end[, "
                                              f"label]), got {shown}")
+                    if len(r) == 3 and not isinstance(r[2], Hashable):
+                        raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                             f"{show(doc.id)}: span {k}'s label must be one "
+                                             f"label, got {type(r[2]).__name__} {show(r[2])}")
                     sp_doc.append(d)
                     sp_lf.append(j)
                     sp_se.append(r[:2])
