@@ -8,6 +8,7 @@ from crowd_keras import CrowdDataError
 from crowd_keras.sequences.labeling_functions import (ABSTAIN, apply_lfs, lf_summary, span_lf,
                                                       tag_lf)
 from crowd_keras.sequences.quality import spans_token_mask
+from crowd_keras.sequences.weak import AbstainDawidSkene
 
 TEXT = {"a": "40 adults with asthma got placebo tablets"}     # tokens at 0 3 10 15 22 26 34
 
@@ -116,3 +117,19 @@ def test_one_function_not_in_a_list_and_unnamed_lambdas_get_a_hint():
         apply_lfs(TEXT, lambdas, progress=False)
     named = [span_lf(name=f"lf{i}", label="P")(f.fn) for i, f in enumerate(lambdas)]
     assert apply_lfs(TEXT, named, progress=False).names.tolist() == ["lf0", "lf1"]
+
+
+def test_summary_and_model_say_what_they_read():
+    votes = apply_lfs(ML, [capitalised], labels=["PER"], progress=False)
+    with pytest.raises(TypeError, match="lf_summary reads the TokenVotes of apply_lfs"):
+        lf_summary(votes.sequences)
+    with pytest.raises(CrowdDataError, match="fits the TokenVotes of apply_lfs"):
+        AbstainDawidSkene().fit([capitalised])
+    # gold documents outside the corpus: all of them (ids of another type?) or some
+    with pytest.raises(CrowdDataError, match=r"gold document 0 is not among the labelled "
+                                             r"documents \(none of the 1 gold documents is: "
+                                             r"are the ids of another type \(e\.g\. 'a'\)\?\)"):
+        lf_summary(votes, {0: [[0, 4]]})
+    with pytest.raises(CrowdDataError, match=r"document 'z' is not among the labelled documents "
+                                             r"\(1 of the 2 gold documents are not"):
+        lf_summary(votes, {"a": [[0, 4]], "z": []})

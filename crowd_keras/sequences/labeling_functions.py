@@ -368,6 +368,9 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
     every gold span), ``token_precision`` and ``token_recall`` of its span votes (NaN where
     undefined).
     """
+    if not isinstance(votes, TokenVotes):
+        raise TypeError(f"lf_summary reads the TokenVotes of apply_lfs(documents, lfs), got "
+                        f"{type(votes).__name__}")
     seq = votes.sequences
     T, J = seq.n_tokens, votes.n_lfs
     n_vote = np.bincount(votes.token, minlength=T)
@@ -391,8 +394,12 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
         gold, named = _gold_frame(gold)
         docs = pd.Index(seq.doc_ids).get_indexer(named)
         if (docs < 0).any():
+            n_out = int((docs < 0).sum())
+            advice = (f"none of the {len(named)} gold documents is: are the ids of another type "
+                      f"(e.g. {show(seq.doc_ids[0])})?" if n_out == len(named) else
+                      f"{n_out} of the {len(named)} gold documents are not: keep the others")
             raise CrowdDataError(f"gold document {show(named[int(np.argmax(docs < 0))])} "
-                                 "is not among the labelled documents")
+                                 f"is not among the labelled documents ({advice})")
         row_doc = pd.Index(seq.doc_ids).get_indexer(gold["doc"])
         at = lambda i: f"gold span {i} (document {show(gold['doc'].iloc[i])})"   # noqa: E731
         start, end = check_offsets(gold["start"], gold["end"], at)
@@ -450,8 +457,8 @@ def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
             frame = frame.drop(columns="label")
         return frame, pd.unique(pd.Series(list(gold), dtype=object))
     if not isinstance(gold, pd.DataFrame):
-        raise TypeError(f"gold must be a frame with columns doc, start, end or {{doc: [[start, "
-                        f"end], ...]}}, got {type(gold).__name__}")
+        raise TypeError(f"gold must be a frame with columns doc, start, end[, label] or {{doc: "
+                        f"[[start, end[, label]], ...]}}, got {type(gold).__name__}")
     missing = [c for c in ("doc", "start", "end") if c not in gold.columns]
     if missing:
         raise CrowdDataError(f"gold has no column {missing[0]!r} (columns: doc, start, end; "

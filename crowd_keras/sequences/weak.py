@@ -87,6 +87,10 @@ class AbstainDawidSkene(SequenceLabelModel):
     def fit(self, sequences: Any, token_prior: Any = None) -> "AbstainDawidSkene":
         self._check_settings()
         votes = sequences if isinstance(sequences, TokenVotes) else None
+        if votes is None and not isinstance(sequences, SequenceAnnotations):
+            raise CrowdDataError(f"AbstainDawidSkene fits the TokenVotes of apply_lfs (labeling "
+                                 f"functions, with any human annotations) or SequenceAnnotations"
+                                 f", got {type(sequences).__name__}")
         seq = self._check_sequences(votes.sequences if votes is not None else sequences)
         k = seq.n_tags
         ko = k + 1
