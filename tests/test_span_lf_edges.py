@@ -55,13 +55,16 @@ def test_gold_labels_count_in_the_accuracy_of_a_vote_for_another_label():
     # capitalised: John, Mary, Bob right; Acme, Corp are ORG in the gold: wrong
     assert (s.loc["capitalised", "correct"], s.loc["capitalised", "incorrect"]) == (3, 2)
     assert s.loc["capitalised", "token_precision"] == pytest.approx(3 / 5)
-    assert s.loc["capitalised", "token_recall"] == pytest.approx(3 / 5)   # 5 gold tokens
+    # recall of the gold tokens of its own label: 3 PER tokens (of 5 gold tokens)
+    assert s.loc["capitalised", "token_recall"] == 1.0
     assert (s.loc["corp", "correct"], s.loc["corp", "incorrect"]) == (2, 0)
+    assert s.loc["corp", "token_recall"] == 1.0
     # the same gold as {doc: [[start, end, label]]}; without labels: inside/outside only
     as_dict = {d: g[["start", "end", "label"]].values.tolist() for d, g in GOLD.groupby("doc")}
     pd.testing.assert_frame_equal(lf_summary(votes, as_dict), lf_summary(votes, GOLD))
     unlabelled = lf_summary(votes, GOLD.drop(columns="label")).set_index("lf")
     assert unlabelled.loc["capitalised", "correct"] == 5
+    assert unlabelled.loc["corp", "token_recall"] == pytest.approx(2 / 5)
     with pytest.raises(CrowdDataError, match=r"gold span 1 \(document 'a'\): label 'Org' is "
                                              r"not among the labels \['PER', 'ORG'\]"):
         lf_summary(votes, GOLD.replace({"ORG": "Org"}))

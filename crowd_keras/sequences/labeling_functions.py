@@ -365,7 +365,8 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
     ``{doc: []}`` one with every token outside): ``correct``, ``incorrect``,
     ``emp_accuracy`` (its votes against the gold: a span vote is right on a token of a gold
     span of its label, or of any label where the gold gives none; an ``O`` vote outside
-    every gold span), ``token_precision`` and ``token_recall`` of its span votes (NaN where
+    every gold span), ``token_precision`` and ``token_recall`` of its span votes (recall
+    of the gold tokens of the labels it votes, when the gold has labels; NaN where
     undefined).
     """
     if not isinstance(votes, TokenVotes):
@@ -434,8 +435,16 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
         tp = per(scored & pos & right)
         n_pos = per(scored & pos)
         out["token_precision"] = np.divide(tp, n_pos, out=np.full(J, np.nan), where=n_pos > 0)
-        n_inside = int((inside & on).sum())      # no gold token inside: recall undefined
-        out["token_recall"] = tp / n_inside if n_inside else np.nan
+        # recall of the gold tokens of the labels it votes (all of them for a function
+        # with no span votes, or where the gold has no labels)
+        votes_label = np.zeros((J, len(seq.labels)), bool)
+        votes_label[votes.lf[pos], votes.label[pos]] = True
+        votes_label[~votes_label.any(1)] = True
+        gold_on = of_label[on]
+        n_gold = ((gold_on[:, :-1].astype(np.int64) @ votes_label.T.astype(np.int64) > 0) |
+                  gold_on[:, -1:]).sum(0)
+        # no gold token inside: recall undefined
+        out["token_recall"] = np.divide(tp, n_gold, out=np.full(J, np.nan), where=n_gold > 0)
     return out
 
 
