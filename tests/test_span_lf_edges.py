@@ -136,3 +136,18 @@ def test_summary_and_model_say_what_they_read():
     with pytest.raises(CrowdDataError, match=r"document 'z' is not among the labelled documents "
                                              r"\(1 of the 2 gold documents are not"):
         lf_summary(votes, {"a": [[0, 4]], "z": []})
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_spans_of_two_labels_from_one_function_do_not_depend_on_their_order(reverse):
+    # "New York Times" an ORG, "New" and "York" two LOCs: a token keeps the lower label
+    # code (LOC), as one annotator's spans in from_spans; the two LOC spans stay apart
+    text = {"a": "the New York Times"}          # tokens at 0 4 8 13
+
+    @span_lf()
+    def places(doc):
+        spans = [(4, 18, "ORG"), (4, 7, "LOC"), (8, 12, "LOC")]
+        return spans[::-1] if reverse else spans
+    votes = apply_lfs(text, [places], labels=["LOC", "ORG"], progress=False)
+    # BIO codes: 1 B-LOC, 3 B-ORG
+    assert votes.tags("BIO").tolist() == [1, 1, 3]

@@ -311,14 +311,19 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     t_span = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     first = np.zeros(len(t_span), bool)
     first[(np.cumsum(n) - n)[n > 0]] = True
-    # a token covered twice by one function keeps one vote (its first span's); it begins a
-    # span only if none of the function's spans continues onto it from the previous token,
-    # so overlapping or nested spans are one span whatever order they are returned in
-    key = np.repeat(s_lf, n) * (seq.n_tokens + 1) + t_span
+    # a token covered twice by one function keeps one vote, for the lower label code (as one
+    # annotator's spans in from_spans); it begins a span only if none of the function's spans
+    # of that label continues onto it from the previous token: overlapping or nested spans
+    # are one span whatever order they are returned in
+    r_lf, r_lab = np.repeat(s_lf, n), np.repeat(s_lab, n)
+    key = r_lf * (seq.n_tokens + 1) + t_span
+    order = np.lexsort((r_lab, key))
+    key, t_span, r_lf, r_lab, first = (x[order] for x in (key, t_span, r_lf, r_lab, first))
     _, keep, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.ravel()
     continued = np.zeros(len(keep), bool)
-    np.logical_or.at(continued, inv.ravel(), ~first)
-    span_votes = (t_span[keep], np.repeat(s_lf, n)[keep], np.repeat(s_lab, n)[keep], ~continued)
+    np.logical_or.at(continued, inv, ~first & (r_lab == r_lab[keep][inv]))
+    span_votes = (t_span[keep], r_lf[keep], r_lab[keep], ~continued)
 
     # tag outputs → votes (ABSTAIN / None dropped, "O" = -1, "B-x" begins)
     t_doc = np.concatenate(tg_doc) if tg_doc else np.zeros(0, np.int64)
