@@ -151,3 +151,11 @@ def test_spans_of_two_labels_from_one_function_do_not_depend_on_their_order(reve
     votes = apply_lfs(text, [places], labels=["LOC", "ORG"], progress=False)
     # BIO codes: 1 B-LOC, 3 B-ORG
     assert votes.tags("BIO").tolist() == [1, 1, 3]
+
+
+def test_a_function_with_a_list_of_labels_or_a_name_not_a_string_is_refused_when_made():
+    with pytest.raises(TypeError, match=r"labeling function 'two': label must be one span "
+                                        r"label .* got list \['P', 'Q'\]"):
+        span_lf(name="two", label=["P", "Q"])(lambda doc: [])
+    with pytest.raises(TypeError, match="name must be a non-empty string, got int 3"):
+        tag_lf(name=3)(lambda doc: [])

@@ -72,6 +72,13 @@ class SpanLabelingFunction:
             raise ValueError(f"returns must be 'spans' or 'tags', got {self.returns!r}")
         if not callable(self.fn):
             raise TypeError(f"labeling function {self.name!r}: fn is not callable")
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"a labeling function's name must be a non-empty string, got "
+                            f"{type(self.name).__name__} {show(self.name)}")
+        if not isinstance(self.label, Hashable):
+            raise TypeError(f"labeling function {self.name!r}: label must be one span label "
+                            f"(a function votes one label; a span can name its own: (start, "
+                            f"end, label)), got {type(self.label).__name__} {show(self.label)}")
 
     def __call__(self, doc: Document) -> Any:
         return self.fn(doc)
