@@ -159,3 +159,10 @@ def test_a_function_with_a_list_of_labels_or_a_name_not_a_string_is_refused_when
         span_lf(name="two", label=["P", "Q"])(lambda doc: [])
     with pytest.raises(TypeError, match="name must be a non-empty string, got int 3"):
         tag_lf(name=3)(lambda doc: [])
+
+
+def test_votes_in_a_scheme_they_cannot_write_are_refused():
+    votes = apply_lfs(TEXT, [span_lf(label="P")(lambda doc: [(0, 9)])], progress=False)
+    assert votes.tags("bio").tolist() == [1, 2] and votes.tags("IO").tolist() == [1, 1]
+    with pytest.raises(ValueError, match=r"scheme must be one of \('IO', 'BIO'\), got 'BILOU'"):
+        votes.tags("BILOU")

@@ -35,7 +35,7 @@ from ..errors import CrowdDataError
 from ..progress import progress_bar
 from .annotations import SequenceAnnotations
 from .quality import spans_token_mask
-from .spans import span_token_ranges, token_coverage
+from .spans import check_scheme, span_token_ranges, token_coverage
 from .tokens import Tokenizer, check_offsets, token_strings
 
 __all__ = ["ABSTAIN", "Document", "SpanLabelingFunction", "span_lf", "tag_lf", "TokenVotes",
@@ -134,7 +134,7 @@ class TokenVotes:
 
     def tags(self, scheme: Optional[str] = None) -> np.ndarray:
         """(N,) tag code of each vote in ``scheme`` (default the sequences' scheme)."""
-        scheme = (scheme or self.sequences.scheme).upper()
+        scheme = check_scheme(scheme or self.sequences.scheme)
         out = self.label + 1 if scheme == "IO" else 1 + 2 * self.label + (~self.begin)
         return np.where(self.label >= 0, out, 0).astype(np.int64)
 
