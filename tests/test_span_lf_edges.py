@@ -166,3 +166,14 @@ def test_votes_in_a_scheme_they_cannot_write_are_refused():
     assert votes.tags("bio").tolist() == [1, 2] and votes.tags("IO").tolist() == [1, 1]
     with pytest.raises(ValueError, match=r"scheme must be one of \('IO', 'BIO'\), got 'BILOU'"):
         votes.tags("BILOU")
+
+
+def test_nothing_to_fit_says_why():
+    some = span_lf(label="P")(lambda doc: [(0, len(doc.text))])
+    with pytest.raises(CrowdDataError, match="nothing to fit: the 2 documents have no tokens"):
+        AbstainDawidSkene().fit(apply_lfs({"x": "", "y": " "}, [some], progress=False))
+    with pytest.raises(CrowdDataError, match="nothing to fit: no annotations and no labeling"):
+        AbstainDawidSkene().fit(apply_lfs(TEXT, [], progress=False))
+    # an empty corpus has an (empty) summary, and one for no functions
+    assert len(lf_summary(apply_lfs({}, [some], progress=False))) == 1
+    assert len(lf_summary(apply_lfs(TEXT, [], progress=False), {"a": []})) == 0

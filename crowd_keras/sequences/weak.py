@@ -98,7 +98,9 @@ class AbstainDawidSkene(SequenceLabelModel):
         n_src = n_w + (votes.n_lfs if votes is not None else 0)
         tok, src, out = _observations(seq, votes)
         if not len(tok):
-            raise CrowdDataError("nothing to fit: no annotations and no labeling-function runs")
+            raise CrowdDataError("nothing to fit: " + (
+                f"the {seq.n_docs} documents have no tokens" if seq.n_tokens == 0 else
+                "no annotations and no labeling-function runs"))
         X = sp.csr_matrix((np.ones(len(tok)), (tok, src * ko + out)),
                           shape=(seq.n_tokens, n_src * ko))
         XT = X.T.tocsr()
