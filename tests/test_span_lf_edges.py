@@ -177,3 +177,12 @@ def test_nothing_to_fit_says_why():
     # an empty corpus has an (empty) summary, and one for no functions
     assert len(lf_summary(apply_lfs({}, [some], progress=False))) == 1
     assert len(lf_summary(apply_lfs(TEXT, [], progress=False), {"a": []})) == 0
+
+
+def test_a_dataframe_of_documents_is_not_read_as_its_column_names():
+    df = pd.DataFrame({"id": ["a"], "text": [TEXT["a"]]})
+    with pytest.raises(TypeError, match=r"documents is a DataFrame \(columns \['id', 'text'\]\): "
+                                        r"pass its text column"):
+        apply_lfs(df, [capitalised], labels=["PER"], progress=False)
+    votes = apply_lfs(df.set_index("id")["text"], [capitalised], labels=["PER"], progress=False)
+    assert votes.sequences.doc_ids.tolist() == ["a"]

@@ -194,6 +194,10 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     if isinstance(documents, (str, bytes)):
         raise TypeError("documents must be a SequenceAnnotations or texts (a list of strings, "
                         "{doc_id: text}), got one string (one document: [text])")
+    if isinstance(documents, pd.DataFrame):     # iterating one gives its column names
+        raise TypeError(f"documents is a DataFrame (columns {list(documents.columns)}): pass its "
+                        "text column, a Series indexed by document id (e.g. "
+                        "df.set_index('id')['text']), or {doc_id: text}")
     if isinstance(labels, (str, bytes)):
         raise TypeError(f"labels must be a list of span labels, got the string {labels!r} (one "
                         f"label: [{labels!r}])")
