@@ -474,7 +474,7 @@ def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
             if not isinstance(marks, seq_types) or not all(
                     isinstance(m, seq_types) and len(m) in (2, 3) for m in marks):
                 raise CrowdDataError(f"gold document {show(d)}: spans must be a list of [start, "
-                                     f"end], got {show(marks)}")
+                                     f"end[, label]], got {show(marks)}")
         rows = [(d, s[0], s[1], s[2] if len(s) == 3 else None)
                 for d, marks in gold.items() for s in marks]
         frame = pd.DataFrame(rows, columns=["doc", "start", "end", "label"])
