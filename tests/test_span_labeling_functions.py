@@ -164,7 +164,7 @@ def test_summary_scores_every_gold_document_named_and_checks_the_gold():
                           (pd.DataFrame({"doc": ["b"], "begin": [0], "end": [2]}),
                            r"gold has no column 'start'"),
                           ({"b": [0, 2]}, r"gold document 'b': spans must be a list of \[start, "
-                                          r"end\], got \[0, 2\]"),
+                                          r"end\[, label\]\], got \[0, 2\]"),
                           ({"b": [{"start": 0, "end": 2}]}, r"gold document 'b': spans must be")):
         with pytest.raises(CrowdDataError, match=pattern):
             lf_summary(votes, gold)

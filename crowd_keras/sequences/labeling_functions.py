@@ -7,8 +7,9 @@ the rest. It is a Python callable ``fn(doc) -> output`` wrapped by :func:`span_l
 
 * :func:`span_lf`: the output is character spans ``(start, end)`` or ``(start, end, label)``
   (a dictionary match, a regular expression, a model's predicted entities); the tokens a
-  span overlaps get a vote for its label, every other token an **abstain** (the function
-  says nothing there, which is not the same as saying "outside");
+  span overlaps get a vote for its label (overlapping or nested spans of one function are
+  one span), every other token an **abstain** (the function says nothing there, which is
+  not the same as saying "outside");
 * :func:`tag_lf`: the output is one entry per token: :data:`ABSTAIN` (or None), ``"O"`` (a
   vote for outside: e.g. "a sentence about outcomes holds no participants"), or a label
   (``"label"``, ``"I-label"``; ``"B-label"`` starts a new span).
@@ -24,7 +25,7 @@ precision / recall). :class:`~.weak.AbstainDawidSkene` fits functions and annota
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ from ..errors import CrowdDataError
 from ..progress import progress_bar
 from .annotations import SequenceAnnotations
 from .quality import spans_token_mask
-from .spans import span_token_ranges
+from .spans import check_scheme, span_token_ranges, token_coverage
 from .tokens import Tokenizer, check_offsets, token_strings
 
 __all__ = ["ABSTAIN", "Document", "SpanLabelingFunction", "span_lf", "tag_lf", "TokenVotes",
@@ -71,6 +72,13 @@ class SpanLabelingFunction:
             raise ValueError(f"returns must be 'spans' or 'tags', got {self.returns!r}")
         if not callable(self.fn):
             raise TypeError(f"labeling function {self.name!r}: fn is not callable")
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"a labeling function's name must be a non-empty string, got "
+                            f"{type(self.name).__name__} {show(self.name)}")
+        if not isinstance(self.label, Hashable):
+            raise TypeError(f"labeling function {self.name!r}: label must be one span label "
+                            f"(a function votes one label; a span can name its own: (start, "
+                            f"end, label)), got {type(self.label).__name__} {show(self.label)}")
 
     def __call__(self, doc: Document) -> Any:
         return self.fn(doc)
@@ -126,7 +134,7 @@ class TokenVotes:
 
     def tags(self, scheme: Optional[str] = None) -> np.ndarray:
         """(N,) tag code of each vote in ``scheme`` (default the sequences' scheme)."""
-        scheme = (scheme or self.sequences.scheme).upper()
+        scheme = check_scheme(scheme or self.sequences.scheme)
         out = self.label + 1 if scheme == "IO" else 1 + 2 * self.label + (~self.begin)
         return np.where(self.label >= 0, out, 0).astype(np.int64)
 
@@ -175,6 +183,9 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
         ValueError: two functions share a name; with SequenceAnnotations, a function has an
             annotator's name, or ``labels`` differ from theirs, or a ``tokenizer`` is given.
     """
+    if isinstance(lfs, SpanLabelingFunction):
+        raise TypeError(f"lfs must be a list of labeling functions, got the function "
+                        f"{lfs.name!r} alone (one function: [{lfs.name}])")
     lfs = list(lfs)
     odd = [j for j, lf in enumerate(lfs) if not isinstance(lf, SpanLabelingFunction)]
     if odd:
@@ -183,13 +194,18 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     if isinstance(documents, (str, bytes)):
         raise TypeError("documents must be a SequenceAnnotations or texts (a list of strings, "
                         "{doc_id: text}), got one string (one document: [text])")
+    if isinstance(documents, pd.DataFrame):     # iterating one gives its column names
+        raise TypeError(f"documents is a DataFrame (columns {list(documents.columns)}): pass its "
+                        "text column, a Series indexed by document id (e.g. "
+                        "df.set_index('id')['text']), or {doc_id: text}")
     if isinstance(labels, (str, bytes)):
         raise TypeError(f"labels must be a list of span labels, got the string {labels!r} (one "
                         f"label: [{labels!r}])")
     names = [lf.name for lf in lfs]
     hint = ""
     if len(set(names)) != len(names):
-        raise ValueError(f"labeling function names must be unique, got {names}")
+        raise ValueError(f"labeling function names must be unique, got {names} (name each: "
+                         "@span_lf(name=...), span_lf(name=...)(lambda doc: ...))")
     if isinstance(documents, SequenceAnnotations):
         if labels is not None and list(labels) != documents.labels.tolist():
             raise ValueError(f"labels {list(labels)} differ from the sequences' labels "
@@ -250,6 +266,10 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                         raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                              f"{show(doc.id)}: span {k} must be (start, end[, "
                                              f"label]), got {shown}")
+                    if len(r) == 3 and not isinstance(r[2], Hashable):
+                        raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                             f"{show(doc.id)}: span {k}'s label must be one "
+                                             f"label, got {type(r[2]).__name__} {show(r[2])}")
                     sp_doc.append(d)
                     sp_lf.append(j)
                     sp_se.append(r[:2])
@@ -302,10 +322,19 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     t_span = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     first = np.zeros(len(t_span), bool)
     first[(np.cumsum(n) - n)[n > 0]] = True
-    # a token covered twice by one function keeps one vote (its first span's)
-    key = np.repeat(s_lf, n) * (seq.n_tokens + 1) + t_span
-    _, keep = np.unique(key, return_index=True)
-    span_votes = (t_span[keep], np.repeat(s_lf, n)[keep], np.repeat(s_lab, n)[keep], first[keep])
+    # a token covered twice by one function keeps one vote, for the lower label code (as one
+    # annotator's spans in from_spans); it begins a span only if none of the function's spans
+    # of that label continues onto it from the previous token: overlapping or nested spans
+    # are one span whatever order they are returned in
+    r_lf, r_lab = np.repeat(s_lf, n), np.repeat(s_lab, n)
+    key = r_lf * (seq.n_tokens + 1) + t_span
+    order = np.lexsort((r_lab, key))
+    key, t_span, r_lf, r_lab, first = (x[order] for x in (key, t_span, r_lf, r_lab, first))
+    _, keep, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    continued = np.zeros(len(keep), bool)
+    np.logical_or.at(continued, inv, ~first & (r_lab == r_lab[keep][inv]))
+    span_votes = (t_span[keep], r_lf[keep], r_lab[keep], ~continued)
 
     # tag outputs → votes (ABSTAIN / None dropped, "O" = -1, "B-x" begins)
     t_doc = np.concatenate(tg_doc) if tg_doc else np.zeros(0, np.int64)
@@ -347,12 +376,18 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
     Columns: ``lf``, ``polarity`` (the labels it votes, ``O`` included), ``coverage``
     (share of the tokens it votes on), ``overlaps`` (share of the tokens where it and another
     function vote), ``conflicts`` (share where another function votes a different label),
-    ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end`` or
-    ``{doc: [[start, end], ...]}``, a label column ignored; scored on the documents it
-    names, ``{doc: []}`` one with every token outside): ``correct``, ``incorrect``,
-    ``emp_accuracy`` (its votes against the gold's inside/outside), ``token_precision`` and
-    ``token_recall`` of its span votes (NaN where undefined).
+    ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end[,
+    label]`` or ``{doc: [[start, end[, label]], ...]}``; scored on the documents it names,
+    ``{doc: []}`` one with every token outside): ``correct``, ``incorrect``,
+    ``emp_accuracy`` (its votes against the gold: a span vote is right on a token of a gold
+    span of its label, or of any label where the gold gives none; an ``O`` vote outside
+    every gold span), ``token_precision`` and ``token_recall`` of its span votes (recall
+    of the gold tokens of the labels it votes, when the gold has labels; NaN where
+    undefined).
     """
+    if not isinstance(votes, TokenVotes):
+        raise TypeError(f"lf_summary reads the TokenVotes of apply_lfs(documents, lfs), got "
+                        f"{type(votes).__name__}")
     seq = votes.sequences
     T, J = seq.n_tokens, votes.n_lfs
     n_vote = np.bincount(votes.token, minlength=T)
@@ -376,8 +411,12 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
         gold, named = _gold_frame(gold)
         docs = pd.Index(seq.doc_ids).get_indexer(named)
         if (docs < 0).any():
+            n_out = int((docs < 0).sum())
+            advice = (f"none of the {len(named)} gold documents is: are the ids of another type "
+                      f"(e.g. {show(seq.doc_ids[0])})?" if n_out == len(named) else
+                      f"{n_out} of the {len(named)} gold documents are not: keep the others")
             raise CrowdDataError(f"gold document {show(named[int(np.argmax(docs < 0))])} "
-                                 "is not among the labelled documents")
+                                 f"is not among the labelled documents ({advice})")
         row_doc = pd.Index(seq.doc_ids).get_indexer(gold["doc"])
         at = lambda i: f"gold span {i} (document {show(gold['doc'].iloc[i])})"   # noqa: E731
         start, end = check_offsets(gold["start"], gold["end"], at)
@@ -389,39 +428,66 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
                                  f"({int(text_len[i])} characters)")
         on = np.isin(seq.tokens.doc, docs)
         inside = spans_token_mask(seq, gold[["doc", "start", "end"]])
+        # (T, L + 1): tokens of gold spans of each label, the last column those of spans
+        # without one (they match a vote of any label), as Snorkel compares labels
+        lab = gold["label"] if "label" in gold.columns else pd.Series([None] * len(gold))
+        code = pd.Index(seq.labels.tolist()).get_indexer(lab)
+        unknown = lab.notna().to_numpy() & (code < 0)
+        if unknown.any():
+            i = int(np.argmax(unknown))
+            raise CrowdDataError(f"{at(i)}: label {show(lab.iloc[i])} is not among the labels "
+                                 f"{seq.labels.tolist()}")
+        code = np.where(lab.notna().to_numpy(), code, len(seq.labels))
+        of_label = np.stack([token_coverage(seq.tokens, row_doc[code == c], start[code == c],
+                                            end[code == c])
+                             for c in range(len(seq.labels) + 1)], 1)
         scored = on[votes.token]
-        right = scored & (pos == inside[votes.token])
+        right_label = of_label[votes.token, np.maximum(votes.label, 0)] | of_label[votes.token, -1]
+        right = scored & np.where(pos, right_label, ~inside[votes.token])
         out["correct"] = per(right).astype(np.int64)
         out["incorrect"] = per(scored & ~right).astype(np.int64)
         n = out["correct"] + out["incorrect"]
         out["emp_accuracy"] = np.where(n > 0, out["correct"] / n.where(n > 0, 1), np.nan)
-        tp = per(scored & pos & inside[votes.token])
+        tp = per(scored & pos & right)
         n_pos = per(scored & pos)
         out["token_precision"] = np.divide(tp, n_pos, out=np.full(J, np.nan), where=n_pos > 0)
-        n_inside = int((inside & on).sum())      # no gold token inside: recall undefined
-        out["token_recall"] = tp / n_inside if n_inside else np.nan
+        # recall of the gold tokens of the labels it votes (all of them for a function
+        # with no span votes, or where the gold has no labels)
+        votes_label = np.zeros((J, len(seq.labels)), bool)
+        votes_label[votes.lf[pos], votes.label[pos]] = True
+        votes_label[~votes_label.any(1)] = True
+        gold_on = of_label[on]
+        n_gold = ((gold_on[:, :-1].astype(np.int64) @ votes_label.T.astype(np.int64) > 0) |
+                  gold_on[:, -1:]).sum(0)
+        # no gold token inside: recall undefined
+        out["token_recall"] = np.divide(tp, n_gold, out=np.full(J, np.nan), where=n_gold > 0)
     return out
 
 
 def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
-    """Gold spans as a ``doc, start, end`` frame and the documents they score: a mapping
-    names its documents (one with no spans is scored as all outside), a frame its rows'."""
+    """Gold spans as a ``doc, start, end[, label]`` frame and the documents they score: a
+    mapping names its documents (one with no spans is scored as all outside), a frame its
+    rows'."""
     if isinstance(gold, Mapping):
         seq_types = (list, tuple, np.ndarray)
         for d, marks in gold.items():
             if not isinstance(marks, seq_types) or not all(
                     isinstance(m, seq_types) and len(m) in (2, 3) for m in marks):
                 raise CrowdDataError(f"gold document {show(d)}: spans must be a list of [start, "
-                                     f"end], got {show(marks)}")
-        rows = [(d, s[0], s[1]) for d, marks in gold.items() for s in marks]
-        return (pd.DataFrame(rows, columns=["doc", "start", "end"]),
-                pd.unique(pd.Series(list(gold), dtype=object)))
+                                     f"end[, label]], got {show(marks)}")
+        rows = [(d, s[0], s[1], s[2] if len(s) == 3 else None)
+                for d, marks in gold.items() for s in marks]
+        frame = pd.DataFrame(rows, columns=["doc", "start", "end", "label"])
+        if frame["label"].isna().all():
+            frame = frame.drop(columns="label")
+        return frame, pd.unique(pd.Series(list(gold), dtype=object))
     if not isinstance(gold, pd.DataFrame):
-        raise TypeError(f"gold must be a frame with columns doc, start, end or {{doc: [[start, "
-                        f"end], ...]}}, got {type(gold).__name__}")
+        raise TypeError(f"gold must be a frame with columns doc, start, end[, label] or {{doc: "
+                        f"[[start, end[, label]], ...]}}, got {type(gold).__name__}")
     missing = [c for c in ("doc", "start", "end") if c not in gold.columns]
     if missing:
         raise CrowdDataError(f"gold has no column {missing[0]!r} (columns: doc, start, end; "
                              f"got {list(gold.columns)})")
-    gold = gold[["doc", "start", "end"]].reset_index(drop=True)
+    gold = gold[[c for c in ("doc", "start", "end", "label") if c in gold.columns]]
+    gold = gold.reset_index(drop=True)
     return gold, pd.unique(gold["doc"])

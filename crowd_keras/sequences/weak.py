@@ -87,6 +87,10 @@ class AbstainDawidSkene(SequenceLabelModel):
     def fit(self, sequences: Any, token_prior: Any = None) -> "AbstainDawidSkene":
         self._check_settings()
         votes = sequences if isinstance(sequences, TokenVotes) else None
+        if votes is None and not isinstance(sequences, SequenceAnnotations):
+            raise CrowdDataError(f"AbstainDawidSkene fits the TokenVotes of apply_lfs (labeling "
+                                 f"functions, with any human annotations) or SequenceAnnotations"
+                                 f", got {type(sequences).__name__}")
         seq = self._check_sequences(votes.sequences if votes is not None else sequences)
         k = seq.n_tags
         ko = k + 1
@@ -94,7 +98,9 @@ class AbstainDawidSkene(SequenceLabelModel):
         n_src = n_w + (votes.n_lfs if votes is not None else 0)
         tok, src, out = _observations(seq, votes)
         if not len(tok):
-            raise CrowdDataError("nothing to fit: no annotations and no labeling-function runs")
+            raise CrowdDataError("nothing to fit: " + (
+                f"the {seq.n_docs} documents have no tokens" if seq.n_tokens == 0 else
+                "no annotations and no labeling-function runs"))
         X = sp.csr_matrix((np.ones(len(tok)), (tok, src * ko + out)),
                           shape=(seq.n_tokens, n_src * ko))
         XT = X.T.tocsr()
