@@ -233,10 +233,25 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
 
 
-def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
+def _scale_classes(column: Any) -> Optional[list]:
+    """The sorted distinct numbers of a numeric label column with a negative or fractional
+    value (a rating scale such as -2..2 or 0.5 steps: ``agree`` measures agreement on the
+    values themselves), else None (``Annotations.from_frame``'s own rule, which refuses
+    them as label codes)."""
+    if column.dtype.kind not in "if":
+        return None
+    values = column.to_numpy(np.float64)
+    values = values[np.isfinite(values)]     # a missing value is refused by from_frame
+    if not ((values < 0).any() or (values != np.round(values)).any()):
+        return None
+    return np.unique(column.to_numpy()[np.isin(column.to_numpy(np.float64), values)]).tolist()
+
+
+def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale: bool = False):
     """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
     columns; errors name the file's lines and the flags. ``out_folder``: ``--out`` names a
-    folder (``agree``), else a file (``aggregate``)."""
+    folder (``agree``), else a file (``aggregate``). ``scale``: numeric labels may be any
+    numbers, ordered by value (:func:`_scale_classes`; ``agree``)."""
     from ..annotations import Annotations
 
     check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
@@ -254,9 +269,13 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
     if missing:
         raise CrowdDataError(f"{args.input}: no column {', '.join(missing)}; its columns are "
                              f"{list(df.columns)}")
+    classes = None
+    if scale and not args.string_labels and args.label in df.columns:
+        classes = _scale_classes(df[args.label])
     try:
         ann = Annotations.from_frame(df, item=args.item, annotator=args.annotator,
-                                     label=args.label, duplicates=args.duplicates)
+                                     label=args.label, classes=classes,
+                                     duplicates=args.duplicates)
     except CrowdDataError as exc:
         raise _frame_error(exc, args.input, args) from None
     return df, ann
@@ -314,10 +333,12 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement import agreement_report
     from ..agreement.report import nested, records
 
-    df, ann = _read_annotations(args, out_folder=True)
+    df, ann = _read_annotations(args, out_folder=True, scale=True)
+    # in code order: the order that ordinal alpha uses
+    shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
-          f"{ann.n_classes} classes")
+          f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}")
     with Heartbeat("computing agreement", disable=args.quiet):
         report = agreement_report(ann, level=args.level, n_bootstrap=args.bootstrap,
                                   seed=args.seed)
@@ -432,7 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "annotation are left out and counted.")
     _add_table_options(agree)
     agree.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval"],
-                       help="level of Krippendorff's alpha (interval needs numeric labels)")
+                       help="level of Krippendorff's alpha: ordinal takes the classes in "
+                            "the order printed (numbers by value, text alphabetically), "
+                            "interval needs numeric labels")
     agree.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="N",
                        help="bootstrap replicates over items for the intervals (0: none)")
     agree.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")

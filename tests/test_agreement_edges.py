@@ -1,0 +1,73 @@
+"""crowd_keras.agreement and ``crowd-keras agree`` on edge inputs, against the reference
+implementations (``krippendorff``; ``statsmodels`` for Fleiss' kappa) where one applies.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.cli import main
+
+krippendorff = pytest.importorskip("krippendorff")
+
+
+def _ratings_file(path, scale, seed=0, n_items=40, n_workers=5):
+    """A long CSV of ratings on ``scale`` (some cells missing) and its coders × units
+    reliability data (NaN = missing) for the reference."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, len(scale), n_items)
+    noise = rng.integers(-1, 2, (n_workers, n_items))
+    codes = np.clip(truth + noise, 0, len(scale) - 1)
+    values = np.asarray(scale)[codes].astype(float)
+    values[rng.random(values.shape) < 0.3] = np.nan
+    rows = [(i, f"w{w}", values[w, i]) for w in range(n_workers) for i in range(n_items)
+            if np.isfinite(values[w, i])]
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    if all(float(v).is_integer() for v in scale):
+        frame["label"] = frame["label"].astype(int)
+    frame.to_csv(path, index=False)
+    return values
+
+
+def _printed_alpha(out: str, level: str) -> float:
+    return float(re.search(rf"krippendorff_alpha \({level}\)\s+(\S+)", out).group(1))
+
+
+@pytest.mark.parametrize("scale", [[-2, -1, 0, 1, 2], [0.5, 1.0, 1.5, 2.0, 3.5]])
+def test_agree_reads_negative_and_fractional_ratings_by_value(tmp_path, capsys, scale):
+    # a rating scale of -2..2 or of half steps: the numbers are the classes, in value order
+    path = tmp_path / "ratings.csv"
+    reliability = _ratings_file(path, scale)
+    for level in ("ordinal", "interval"):
+        assert main(["agree", str(path), "--level", level, "--bootstrap", "0", "--quiet"]) == 0
+        out = capsys.readouterr().out
+        assert f"5 classes {[float(v) if isinstance(scale[1], float) else v for v in scale]}" \
+            in out
+        ref = krippendorff.alpha(reliability_data=reliability, level_of_measurement=level,
+                                 value_domain=np.asarray(scale, float))
+        assert _printed_alpha(out, level) == pytest.approx(ref, abs=1e-4)
+
+
+def test_agree_shows_the_class_order_of_text_labels(tmp_path, capsys):
+    # --string-labels: text in alphabetical order, which ordinal alpha uses: printed
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\n1,a,10\n1,b,2\n2,a,1\n2,b,1\n")
+    assert main(["agree", str(path), "--string-labels", "--level", "ordinal",
+                 "--bootstrap", "0", "--quiet"]) == 0
+    assert "3 classes ['1', '10', '2']" in capsys.readouterr().out
+
+
+def test_agree_bad_numeric_labels_name_the_line(tmp_path, capsys):
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\n1,a,-1\n1,b,0.5\n2,a,\n2,b,1\n")
+    assert main(["agree", str(path), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "answers.csv: missing value (NaN/None) in column 'label' (--label) at line 4 " \
+           "(item 2, annotator 'a')" in err
+    path.write_text("task,worker,label\n1,a,-1\n1,b,0.5\n2,a,inf\n2,b,1\n")
+    assert main(["agree", str(path), "--quiet"]) == 1
+    assert "answers.csv: label inf at line 4 (item 2, annotator 'a') is not one of the " \
+           "classes" in capsys.readouterr().err
