@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from crowd_keras import Annotations
+from crowd_keras.agreement import agreement_report
 from crowd_keras.cli import main
 
 krippendorff = pytest.importorskip("krippendorff")
@@ -71,3 +73,22 @@ def test_agree_bad_numeric_labels_name_the_line(tmp_path, capsys):
     assert main(["agree", str(path), "--quiet"]) == 1
     assert "answers.csv: label inf at line 4 (item 2, annotator 'a') is not one of the " \
            "classes" in capsys.readouterr().err
+
+
+def test_agree_interval_with_string_labels_says_which_flag(tmp_path, capsys):
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\n1,a,1\n1,b,2\n2,a,2\n2,b,2\n")
+    assert main(["agree", str(path), "--string-labels", "--level", "interval", "--quiet"]) == 1
+    assert "--level interval needs numeric labels (the distance between two labels is their " \
+           "difference), but --string-labels reads them as text; drop --string-labels" \
+        in capsys.readouterr().err
+
+
+def test_report_checks_its_settings_without_intervals_too():
+    ann = Annotations.from_dense(np.array([[0, 1], [1, 1], [0, 0]]))
+    # without replicates the confidence is not used, but the report records it
+    with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\), got 95"):
+        agreement_report(ann, n_bootstrap=0, confidence=95)
+    with pytest.raises(TypeError, match="max_matrix must be an integer >= 0"):
+        agreement_report(ann, n_bootstrap=0, max_matrix=2.5)
+    assert agreement_report(ann, n_bootstrap=0, max_matrix=1).kappa_matrix is None

@@ -333,6 +333,11 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement import agreement_report
     from ..agreement.report import nested, records
 
+    if args.string_labels and args.level == "interval":
+        raise CrowdDataError("--level interval needs numeric labels (the distance between two "
+                             "labels is their difference), but --string-labels reads them as "
+                             "text; drop --string-labels (negative and fractional numbers are "
+                             "read as they are)")
     df, ann = _read_annotations(args, out_folder=True, scale=True)
     # in code order: the order that ordinal alpha uses
     shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
