@@ -141,6 +141,9 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
     """
     level = _check_level(level)
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap", 0)     # 0: no intervals
+    if not 0 < confidence < 1:       # checked without intervals too: the report records it
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    max_matrix = check_count(max_matrix, "max_matrix", 0)
     ann = as_annotations(annotations)
     check_agreement_input(ann)
     rows = []
