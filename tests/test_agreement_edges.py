@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowd_keras import Annotations
-from crowd_keras.agreement import agreement_report
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.agreement import agreement_report, bootstrap_ci, krippendorff_alpha
 from crowd_keras.cli import main
 
 krippendorff = pytest.importorskip("krippendorff")
@@ -79,9 +79,9 @@ def test_agree_interval_with_string_labels_says_which_flag(tmp_path, capsys):
     path = tmp_path / "answers.csv"
     path.write_text("task,worker,label\n1,a,1\n1,b,2\n2,a,2\n2,b,2\n")
     assert main(["agree", str(path), "--string-labels", "--level", "interval", "--quiet"]) == 1
-    assert "--level interval needs numeric labels (the distance between two labels is their " \
-           "difference), but --string-labels reads them as text; drop --string-labels" \
-        in capsys.readouterr().err
+    assert "--level interval needs numeric labels (the distance between two labels is " \
+           "computed from their values), but --string-labels reads them as text; drop " \
+           "--string-labels" in capsys.readouterr().err
 
 
 def test_report_checks_its_settings_without_intervals_too():
@@ -92,3 +92,34 @@ def test_report_checks_its_settings_without_intervals_too():
     with pytest.raises(TypeError, match="max_matrix must be an integer >= 0"):
         agreement_report(ann, n_bootstrap=0, max_matrix=2.5)
     assert agreement_report(ann, n_bootstrap=0, max_matrix=1).kappa_matrix is None
+
+
+def test_ratio_alpha_matches_the_reference():
+    rng = np.random.default_rng(2)
+    scale = np.array([0, 1, 2, 5, 10, 20])       # with a zero: 0 vs 0 is distance 0
+    codes = np.clip(rng.integers(0, 6, 50)[:, None] + rng.integers(-1, 2, (50, 4)), 0, 5)
+    dense = np.where(rng.random(codes.shape) < 0.3, -1, codes)
+    ann = Annotations.from_dense(dense, classes=scale.tolist())
+    reliability = np.where(dense >= 0, scale[np.maximum(dense, 0)], np.nan).T.astype(float)
+    ref = krippendorff.alpha(reliability_data=reliability, level_of_measurement="ratio")
+    assert krippendorff_alpha(ann, "ratio") == pytest.approx(ref, abs=1e-9)
+    assert krippendorff_alpha(ann, "ratio") != pytest.approx(krippendorff_alpha(ann, "interval"))
+    estimate, low, high = bootstrap_ci(ann, "alpha", level="ratio", n_bootstrap=200)
+    assert estimate == krippendorff_alpha(ann, "ratio") and low <= estimate <= high
+    assert agreement_report(ann, level="ratio", n_bootstrap=0).value("krippendorff_alpha") \
+        == estimate
+    negative = Annotations.from_dense(dense, classes=(scale - 1).tolist())
+    with pytest.raises(CrowdDataError, match="needs non-negative classes .* class -1 is "
+                                             "negative; use level='interval'"):
+        krippendorff_alpha(negative, "ratio")
+
+
+def test_agree_ratio_level(tmp_path, capsys):
+    path = tmp_path / "counts.csv"
+    reliability = _ratings_file(path, [0, 3, 7, 12, 30], seed=4)
+    assert main(["agree", str(path), "--level", "ratio", "--bootstrap", "0", "--quiet"]) == 0
+    ref = krippendorff.alpha(reliability_data=reliability, level_of_measurement="ratio")
+    assert _printed_alpha(capsys.readouterr().out, "ratio") == pytest.approx(ref, abs=1e-4)
+    _ratings_file(path, [-2, -1, 0, 1, 2])
+    assert main(["agree", str(path), "--level", "ratio", "--quiet"]) == 1
+    assert "--level ratio needs non-negative classes" in capsys.readouterr().err

@@ -128,7 +128,8 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
     Args:
         annotations: :class:`~crowd_keras.Annotations`, or a ``SequenceAnnotations`` (token
             level statistics plus the span tables).
-        level: the level of Krippendorff's alpha (``"nominal"``, ``"ordinal"``, ``"interval"``).
+        level: the level of Krippendorff's alpha (``"nominal"``, ``"ordinal"``, ``"interval"``,
+            ``"ratio"``).
         n_bootstrap: bootstrap replicates over items for the intervals of alpha, Fleiss'
             kappa and percent agreement (0: no intervals); confidence, seed: theirs.
         max_matrix: largest number of annotators for which the dense kappa matrix is built.

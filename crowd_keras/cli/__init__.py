@@ -333,11 +333,11 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement import agreement_report
     from ..agreement.report import nested, records
 
-    if args.string_labels and args.level == "interval":
-        raise CrowdDataError("--level interval needs numeric labels (the distance between two "
-                             "labels is their difference), but --string-labels reads them as "
-                             "text; drop --string-labels (negative and fractional numbers are "
-                             "read as they are)")
+    if args.string_labels and args.level in ("interval", "ratio"):
+        raise CrowdDataError(f"--level {args.level} needs numeric labels (the distance between "
+                             "two labels is computed from their values), but --string-labels "
+                             "reads them as text; drop --string-labels (negative and "
+                             "fractional numbers are read as they are)")
     df, ann = _read_annotations(args, out_folder=True, scale=True)
     # in code order: the order that ordinal alpha uses
     shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
@@ -457,10 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
                                        "DIR/report.json with the same numbers. Items with one "
                                        "annotation are left out and counted.")
     _add_table_options(agree)
-    agree.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval"],
+    agree.add_argument("--level", default="nominal",
+                       choices=["nominal", "ordinal", "interval", "ratio"],
                        help="level of Krippendorff's alpha: ordinal takes the classes in "
                             "the order printed (numbers by value, text alphabetically), "
-                            "interval needs numeric labels")
+                            "interval needs numeric labels, ratio non-negative ones")
     agree.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="N",
                        help="bootstrap replicates over items for the intervals (0: none)")
     agree.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")
