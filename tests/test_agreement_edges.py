@@ -123,3 +123,13 @@ def test_agree_ratio_level(tmp_path, capsys):
     _ratings_file(path, [-2, -1, 0, 1, 2])
     assert main(["agree", str(path), "--level", "ratio", "--quiet"]) == 1
     assert "--level ratio needs non-negative classes" in capsys.readouterr().err
+
+
+def test_page_shows_the_confidence_as_given():
+    from crowd_keras.quality_page import agreement_section
+
+    ann = Annotations.from_dense(np.array([[0, 1], [1, 1], [0, 0], [1, 0], [1, 1]]))
+    for confidence, shown in ((0.975, "97.5%"), (0.9, "90%"), (0.95, "95%")):
+        report = agreement_report(ann, n_bootstrap=10, confidence=confidence)
+        assert f"intervals: {shown} bootstrap over items" in \
+            agreement_section(report, "agreement", plots=False)
