@@ -133,3 +133,11 @@ def test_page_shows_the_confidence_as_given():
         report = agreement_report(ann, n_bootstrap=10, confidence=confidence)
         assert f"intervals: {shown} bootstrap over items" in \
             agreement_section(report, "agreement", plots=False)
+
+
+def test_agree_names_the_line_of_a_long_row_anywhere_in_the_file(tmp_path, capsys):
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\n1,a,x\n1,b,y\n2,a,y,extra\n2,b,y\n")
+    assert main(["agree", str(path), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "answers.csv: line 4 has 4 fields but the header has 3" in err and "\n\n" not in err

@@ -115,8 +115,12 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
         raise CrowdDataError(f"{path}: {_not_utf8(path)}") from None
     except pd.errors.ParserWarning:
         raise CrowdDataError(f"{path}: {_long_row(path, sep)}") from None
+    except pd.errors.ParserError as exc:   # a long row after the first: the same words
+        long_row = _long_row(path, sep)
+        raise CrowdDataError(f"{path}: {long_row}" if long_row != _NO_LONG_ROW
+                             else f"cannot read {path}: {str(exc).strip()}") from None
     except (OSError, ValueError) as exc:
-        raise CrowdDataError(f"cannot read {path}: {exc}") from None
+        raise CrowdDataError(f"cannot read {path}: {str(exc).strip()}") from None
     for column in ids if int_ids else ():
         if column in df.columns and df.columns.tolist().count(column) == 1:
             df[column] = _plain_integers(df[column])
@@ -178,7 +182,10 @@ def _long_row(path: str, sep: str) -> str:
         for n, row in enumerate(rows, 2):
             if len(row) > width:
                 return f"line {n} has {len(row)} fields but the header has {width}"
-    return "a line has more fields than the header"
+    return _NO_LONG_ROW
+
+
+_NO_LONG_ROW = "a line has more fields than the header"
 
 
 _ROW = re.compile(r"\brow (\d+)\b")
