@@ -474,9 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")
     agree.add_argument("--out", default=None, metavar="DIR",
                        help="folder for report.html and report.json (default: print only)")
-    add_method_option(agree, " (the report's annotator quality and confusion matrices)")
+    add_method_option(agree, " (with --out: the report's annotator quality and confusion "
+                             "matrices)")
     agree.add_argument("--no-plots", action="store_true",
-                       help="tables only, even when matplotlib is installed")
+                       help="with --out: tables only, even when matplotlib is installed")
     agree.set_defaults(func=_agree)
 
     from . import label_studio
