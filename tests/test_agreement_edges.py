@@ -141,3 +141,41 @@ def test_agree_names_the_line_of_a_long_row_anywhere_in_the_file(tmp_path, capsy
     assert main(["agree", str(path), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "answers.csv: line 4 has 4 fields but the header has 3" in err and "\n\n" not in err
+
+
+def test_agree_classes_give_the_ordinal_order_of_text_labels(tmp_path, capsys):
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\n1,a,low\n1,b,medium\n2,a,high\n2,b,high\n"
+                    "3,a,low\n3,b,low\n4,a,medium\n4,b,high\n")
+    args = ["agree", str(path), "--level", "ordinal", "--bootstrap", "0", "--quiet"]
+    assert main(args + ["--classes", "low, medium, high"]) == 0
+    out = capsys.readouterr().out
+    assert "3 classes ['low', 'medium', 'high']" in out
+    ref = krippendorff.alpha(reliability_data=np.array([[0, 2, 0, 1], [1, 2, 0, 2]], float),
+                             level_of_measurement="ordinal")
+    assert _printed_alpha(out, "ordinal") == pytest.approx(ref, abs=1e-4)
+    assert main(args) == 0                     # alphabetical: another (wrong) order
+    assert "3 classes ['high', 'low', 'medium']" in capsys.readouterr().out
+    for classes, message in (
+            ("low,high", "answers.csv: label 'medium' at line 3 (item 1, annotator 'b') is "
+                         "not one of the classes ['low', 'high']"),
+            ("low,,high", "--classes 'low,,high': an empty class name"),
+            ("low,low,medium,high", "--classes: class 'low' is listed twice")):
+        assert main(args + ["--classes", classes]) == 1
+        assert message in capsys.readouterr().err
+
+
+def test_agree_classes_of_numeric_labels_are_numbers(tmp_path, capsys):
+    path = tmp_path / "ratings.csv"
+    reliability = _ratings_file(path, [-2, -1, 0, 1, 2], seed=1)
+    args = ["agree", str(path), "--level", "ordinal", "--bootstrap", "0", "--quiet"]
+    assert main(args + ["--classes", "2,1,0,-1,-2"]) == 0     # reversed: the same alpha
+    out = capsys.readouterr().out
+    assert "5 classes [2, 1, 0, -1, -2]" in out
+    ref = krippendorff.alpha(reliability_data=reliability, level_of_measurement="ordinal")
+    assert _printed_alpha(out, "ordinal") == pytest.approx(ref, abs=1e-4)
+    for classes, message in (("-2,-1,0,1,x", "--classes: 'x' is not a number, but the labels "
+                                              "are numbers"),
+                             ("-2,-1,0,1,inf", "a class that is not a finite number")):
+        assert main(args + [f"--classes={classes}"]) == 1     # '=': the list starts with '-'
+        assert message in capsys.readouterr().err

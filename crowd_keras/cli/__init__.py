@@ -254,6 +254,40 @@ def _scale_classes(column: Any) -> Optional[list]:
     return np.unique(column.to_numpy()[np.isin(column.to_numpy(np.float64), values)]).tolist()
 
 
+def _listed_classes(text: str, column: Any) -> list:
+    """The classes of ``--classes A,B,C`` in that order, as numbers when the label column
+    holds numbers (``--string-labels`` not given) so that they match its values."""
+    names = [name.strip() for name in str(text).split(",")]
+    if not all(names):
+        raise CrowdDataError(f"--classes {text!r}: an empty class name; give the classes in "
+                             "order, separated by commas (e.g. --classes low,medium,high)")
+    if column.dtype.kind in "iuf":
+        try:
+            numbers = [float(name) for name in names]
+        except ValueError:
+            bad = next(n for n in names if not _is_number(n))
+            raise CrowdDataError(f"--classes: {bad!r} is not a number, but the labels are "
+                                 "numbers (--string-labels reads them as text)") from None
+        if not all(np.isfinite(numbers)):
+            raise CrowdDataError(f"--classes {text!r}: a class that is not a finite number")
+        names = [int(v) if column.dtype.kind in "iu" and v.is_integer() else v
+                 for v in numbers]
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise CrowdDataError(f"--classes: class {name!r} is listed twice")
+        seen.add(name)
+    return names
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale: bool = False):
     """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
     columns; errors name the file's lines and the flags. ``out_folder``: ``--out`` names a
@@ -277,7 +311,9 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
         raise CrowdDataError(f"{args.input}: no column {', '.join(missing)}; its columns are "
                              f"{list(df.columns)}")
     classes = None
-    if scale and not args.string_labels and args.label in df.columns:
+    if getattr(args, "classes", None) is not None:
+        classes = _listed_classes(args.classes, df[args.label])
+    elif scale and not args.string_labels:
         classes = _scale_classes(df[args.label])
     try:
         ann = Annotations.from_frame(df, item=args.item, annotator=args.annotator,
@@ -469,6 +505,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="level of Krippendorff's alpha: ordinal takes the classes in "
                             "the order printed (numbers by value, text alphabetically), "
                             "interval needs numeric labels, ratio non-negative ones")
+    agree.add_argument("--classes", default=None, metavar="A,B,...",
+                       help="the classes in order, separated by commas (e.g. "
+                            "low,medium,high): the order of --level ordinal; a label not "
+                            "listed is an error naming its line (default: the labels in the "
+                            "order printed; a list that starts with '-': --classes=-2,-1,0)")
     agree.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="N",
                        help="bootstrap replicates over items for the intervals (0: none)")
     agree.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")
