@@ -179,3 +179,12 @@ def test_agree_classes_of_numeric_labels_are_numbers(tmp_path, capsys):
                              ("-2,-1,0,1,inf", "a class that is not a finite number")):
         assert main(args + [f"--classes={classes}"]) == 1     # '=': the list starts with '-'
         assert message in capsys.readouterr().err
+
+
+def test_report_with_a_generator_seed_goes_to_json():
+    import json
+
+    ann = Annotations.from_dense(np.array([[0, 1], [1, 1], [0, 0], [1, 0], [1, 1]]))
+    doc = agreement_report(ann, n_bootstrap=10, seed=np.random.default_rng(0)).to_dict()
+    assert json.loads(json.dumps(doc, allow_nan=False))["seed"].startswith("Generator(")
+    assert agreement_report(ann, n_bootstrap=10, seed=np.int64(3)).to_dict()["seed"] == 3
