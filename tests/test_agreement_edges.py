@@ -188,3 +188,10 @@ def test_report_with_a_generator_seed_goes_to_json():
     doc = agreement_report(ann, n_bootstrap=10, seed=np.random.default_rng(0)).to_dict()
     assert json.loads(json.dumps(doc, allow_nan=False))["seed"].startswith("Generator(")
     assert agreement_report(ann, n_bootstrap=10, seed=np.int64(3)).to_dict()["seed"] == 3
+
+
+def test_agree_on_a_header_only_file(tmp_path, capsys):
+    path = tmp_path / "answers.tsv"
+    path.write_text("task\tworker\tlabel\n")
+    assert main(["agree", str(path), "--quiet"]) == 1
+    assert "answers.tsv: no annotations: a header line and no rows" in capsys.readouterr().err

@@ -200,6 +200,7 @@ def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> Cr
         name = getattr(args, role)
         text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")
     text = text.replace("frame has no column(s)", "no column(s)")
+    text = text.replace("frame has no annotations", "no annotations: a header line and no rows")
     return CrowdDataError(f"{path}: {text}")
 
 
