@@ -195,3 +195,14 @@ def test_agree_on_a_header_only_file(tmp_path, capsys):
     path.write_text("task\tworker\tlabel\n")
     assert main(["agree", str(path), "--quiet"]) == 1
     assert "answers.tsv: no annotations: a header line and no rows" in capsys.readouterr().err
+
+
+def test_page_says_why_the_heat_map_is_missing():
+    pytest.importorskip("matplotlib")
+    from crowd_keras.quality_page import agreement_section
+
+    ann = Annotations.from_dense(np.array([[0, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 1]]))
+    page = agreement_section(agreement_report(ann, n_bootstrap=0, max_matrix=2), "agreement")
+    assert "no pairwise kappa heat map: 3 annotators are too many" in page
+    page = agreement_section(agreement_report(ann, n_bootstrap=0), "agreement")
+    assert "kappa heat map" in page and "no pairwise kappa heat map" not in page
