@@ -206,3 +206,10 @@ def test_page_says_why_the_heat_map_is_missing():
     assert "no pairwise kappa heat map: 3 annotators are too many" in page
     page = agreement_section(agreement_report(ann, n_bootstrap=0), "agreement")
     assert "kappa heat map" in page and "no pairwise kappa heat map" not in page
+
+
+def test_agree_reads_an_upper_case_tsv_name_as_tabs(tmp_path, capsys):
+    path = tmp_path / "ANSWERS.TSV"
+    path.write_text("task\tworker\tlabel\n1\ta\tx\n1\tb\ty\n2\ta\tx\n2\tb\tx\n")
+    assert main(["agree", str(path), "--bootstrap", "0", "--quiet"]) == 0
+    assert "2 classes ['x', 'y']" in capsys.readouterr().out

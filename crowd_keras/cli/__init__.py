@@ -153,7 +153,7 @@ def _not_utf8(path: str) -> str:
 
 
 def _separator(path: str) -> str:
-    return "\t" if str(path).endswith((".tsv", ".tab")) else ","
+    return "\t" if str(path).lower().endswith((".tsv", ".tab")) else ","   # ANSWERS.TSV too
 
 
 def _line_of(path: str) -> Any:
