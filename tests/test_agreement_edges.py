@@ -213,3 +213,11 @@ def test_agree_reads_an_upper_case_tsv_name_as_tabs(tmp_path, capsys):
     path.write_text("task\tworker\tlabel\n1\ta\tx\n1\tb\ty\n2\ta\tx\n2\tb\tx\n")
     assert main(["agree", str(path), "--bootstrap", "0", "--quiet"]) == 0
     assert "2 classes ['x', 'y']" in capsys.readouterr().out
+
+
+def test_agree_says_when_the_header_has_another_separator(tmp_path, capsys):
+    path = tmp_path / "answers.csv"
+    path.write_text("task;worker;label\n1;a;x\n1;b;y\n")
+    assert main(["agree", str(path), "--quiet"]) == 1
+    assert "its columns are ['task;worker;label'] (one column: the header is separated by " \
+           "';', but " in capsys.readouterr().err

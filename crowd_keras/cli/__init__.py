@@ -156,6 +156,19 @@ def _separator(path: str) -> str:
     return "\t" if str(path).lower().endswith((".tsv", ".tab")) else ","   # ANSWERS.TSV too
 
 
+def _separator_hint(path: str, df: Any) -> str:
+    """Advice when the header was read as one column holding another separator."""
+    if len(df.columns) != 1:
+        return ""
+    found = [name for sep, name in ((";", "';'"), ("\t", "tabs"), ("|", "'|'"))
+             if sep in str(df.columns[0])]
+    if not found:
+        return ""
+    reads = "tabs" if _separator(path) == "\t" else "commas"
+    return (f" (one column: the header is separated by {found[0]}, but {path} is read with "
+            f"{reads}; .tsv/.tab files are read with tabs, others with commas)")
+
+
 def _line_of(path: str) -> Any:
     """``row -> line``: the file line on which data row ``row`` starts (error path: the file
     is read again). Row r is line r + 2 only without blank lines (pandas skips them) and
@@ -310,7 +323,7 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
                if (c := getattr(args, role)) not in df.columns]
     if missing:
         raise CrowdDataError(f"{args.input}: no column {', '.join(missing)}; its columns are "
-                             f"{list(df.columns)}")
+                             f"{list(df.columns)}{_separator_hint(args.input, df)}")
     classes = None
     if getattr(args, "classes", None) is not None:
         classes = _listed_classes(args.classes, df[args.label])
