@@ -261,11 +261,11 @@ def _scale_classes(column: Any) -> Optional[list]:
     them as label codes)."""
     if column.dtype.kind not in "if":
         return None
-    values = column.to_numpy(np.float64)
+    values = column.to_numpy()
     values = values[np.isfinite(values)]     # a missing value is refused by from_frame
     if not ((values < 0).any() or (values != np.round(values)).any()):
         return None
-    return np.unique(column.to_numpy()[np.isin(column.to_numpy(np.float64), values)]).tolist()
+    return np.unique(values).tolist()
 
 
 def _listed_classes(text: str, column: Any) -> list:
