@@ -221,3 +221,11 @@ def test_agree_says_when_the_header_has_another_separator(tmp_path, capsys):
     assert main(["agree", str(path), "--quiet"]) == 1
     assert "its columns are ['task;worker;label'] (one column: the header is separated by " \
            "';', but " in capsys.readouterr().err
+
+
+def test_ratio_on_text_classes_names_its_own_distance():
+    words = Annotations([0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1], classes=["cat", "dog"])
+    with pytest.raises(CrowdDataError, match=r"level='ratio' needs numeric classes \(the "
+                       r"distance between two labels is their difference over their sum\), "
+                       r"but class 'cat' is not a number"):
+        krippendorff_alpha(words, "ratio")

@@ -117,8 +117,9 @@ def class_values(ann: Annotations, level: str) -> np.ndarray:
         if isinstance(item, bool) or not isinstance(item, (int, float)) or item != item:
             raise CrowdDataError(Message(
                 "{level} needs numeric classes (the distance between two labels is their "
-                "difference), but class {c} is not a number; classes are [{shown}]; use "
+                "difference{ratio}), but class {c} is not a number; classes are [{shown}]; use "
                 "{ordinal} (class order) or {nominal}", level=Argument("level", level),
+                ratio=" over their sum" if level == "ratio" else "",
                 c=show(c), shown=", ".join(show(x) for x in ann.classes[:10]),
                 ordinal=Argument("level", "ordinal"), nominal=Argument("level", "nominal")))
         if level == "ratio" and item < 0:
