@@ -128,7 +128,8 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
     from . import plot
 
     items = "tokens" if report.spans is not None else "items"
-    intervals = (f"{report.confidence:.0%} bootstrap over {items}, {report.n_bootstrap} "
+    # 6 significant digits: a 97.5% interval is not shown as 98%
+    intervals = (f"{report.confidence * 100:g}% bootstrap over {items}, {report.n_bootstrap} "
                  f"replicates, seed {html.escape(str(report.seed))}" if report.n_bootstrap
                  else "none (no bootstrap replicates)")
     parts = [f"<p class='note'>{items}: {number_text(report.counts['n_items'])}, with two or "
@@ -146,6 +147,11 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
                          "annotations</p>")
         parts.append(figure_html(plot.kappa_matrix(report.kappa_matrix.iloc[keep, keep]).figure,
                                  "kappa heat map"))
+    elif pictures:     # the report left the dense matrix out (agreement_report's max_matrix)
+        parts.append(f"<p class='note'>no pairwise kappa heat map: "
+                     f"{number_text(report.counts['n_annotators'])} annotators are too many "
+                     "for the annotators × annotators matrix; the JSON has every pair that "
+                     "shares an item</p>")
     parts.append("<h3>Agreement per class (one-vs-rest alpha)</h3>")
     if pictures:
         parts.append(figure_html(plot.class_agreement(report.per_class).figure,

@@ -1,7 +1,7 @@
 """crowd_keras.agreement against the reference implementations on the real sets, and the
 definitions checked by brute force on small crowds.
 
-References: ``krippendorff`` (alpha, all levels), ``sklearn.metrics.cohen_kappa_score`` (each
+References: ``krippendorff`` (alpha, all four levels), ``sklearn.metrics.cohen_kappa_score`` (each
 pair), ``statsmodels.stats.inter_rater.fleiss_kappa`` (Fleiss 1971). Where the definitions
 differ (Fleiss with a varying number of ratings per item: statsmodels asserts equal numbers),
 the test says so and compares on the items where they agree.
@@ -50,7 +50,7 @@ def _load(name: str) -> Annotations:
 
 
 def _reference_alpha(ann: Annotations, level: str) -> float:
-    domain = np.asarray(ann.classes, dtype=float) if level == "interval" else None
+    domain = np.asarray(ann.classes, dtype=float) if level in ("interval", "ratio") else None
     return float(krippendorff.alpha(value_counts=ann.label_counts(), value_domain=domain,
                                     level_of_measurement=level))
 
@@ -101,7 +101,7 @@ def test_reference_implementations_on_real_sets(name):
     if name == "adult_content":
         ann = ann.subset(np.arange(3000))      # 25k annotations keep the test fast
     numeric = name in TRUTH_SETS
-    for level in ("nominal", "ordinal") + (("interval",) if numeric else ()):
+    for level in ("nominal", "ordinal") + (("interval", "ratio") if numeric else ()):
         assert krippendorff_alpha(ann, level) == pytest.approx(_reference_alpha(ann, level),
                                                                abs=TOL)
     if not numeric:
@@ -234,7 +234,7 @@ def test_bad_input_gets_clear_errors(crowd):
     with pytest.raises(CrowdDataError, match="'cat' is not a number"):
         krippendorff_alpha(words, "interval")
     with pytest.raises(ValueError, match="level must be one of"):
-        krippendorff_alpha(crowd, "ratio")
+        krippendorff_alpha(crowd, "absolute")
     with pytest.raises(TypeError, match="Annotations or SequenceAnnotations"):
         krippendorff_alpha(crowd.to_dense())
     with pytest.raises(ValueError, match="statistic must be one of"):

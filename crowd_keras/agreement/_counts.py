@@ -108,17 +108,25 @@ def agreement_matrix(ann: Annotations) -> sp.csr_matrix:
 
 
 def class_values(ann: Annotations, level: str) -> np.ndarray:
-    """(n_classes,) float64 numeric value of each class, for the interval level; a
-    :class:`CrowdDataError` naming the first class that is not a number."""
+    """(n_classes,) float64 numeric value of each class, for the interval and ratio levels;
+    a :class:`CrowdDataError` naming the first class that is not a number (for ratio: or is
+    negative, where ``(v_c - v_k) / (v_c + v_k)`` has no meaning)."""
     values = []
     for c in ann.classes:
         item = c.item() if hasattr(c, "item") else c
         if isinstance(item, bool) or not isinstance(item, (int, float)) or item != item:
             raise CrowdDataError(Message(
                 "{level} needs numeric classes (the distance between two labels is their "
-                "difference), but class {c} is not a number; classes are [{shown}]; use "
+                "difference{ratio}), but class {c} is not a number; classes are [{shown}]; use "
                 "{ordinal} (class order) or {nominal}", level=Argument("level", level),
+                ratio=" over their sum" if level == "ratio" else "",
                 c=show(c), shown=", ".join(show(x) for x in ann.classes[:10]),
                 ordinal=Argument("level", "ordinal"), nominal=Argument("level", "nominal")))
+        if level == "ratio" and item < 0:
+            raise CrowdDataError(Message(
+                "{level} needs non-negative classes (the distance between two labels is their "
+                "difference over their sum), but class {c} is negative; use {interval}",
+                level=Argument("level", level), c=show(c),
+                interval=Argument("level", "interval")))
         values.append(float(item))
     return np.asarray(values, dtype=np.float64)

@@ -9,7 +9,8 @@ nothing: they are left out (and counted by :func:`crowd_keras.agreement.item_cou
 Missing values are simply absent annotations.
 
 Distances δ²: nominal ``[c ≠ k]``; ordinal (classes in code order)
-``(Σ_{g=c..k} n_g - (n_c + n_k)/2)²``; interval ``(v_c - v_k)²`` on the numeric class values.
+``(Σ_{g=c..k} n_g - (n_c + n_k)/2)²``; interval ``(v_c - v_k)²`` and ratio
+``((v_c - v_k) / (v_c + v_k))²`` (0 where ``v_c = v_k = 0``) on the numeric class values.
 """
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ import scipy.sparse as sp
 from ._counts import (as_annotations, check_agreement_input, class_values, dense_counts_fit,
                       label_count_matrix)
 
-__all__ = ["LEVELS", "krippendorff_alpha", "coincidence_matrix", "per_class_alpha",
-           "alpha_from_coincidences", "item_coincidences"]
+__all__ = ["LEVELS", "NUMERIC_LEVELS", "krippendorff_alpha", "coincidence_matrix",
+           "per_class_alpha", "alpha_from_coincidences", "item_coincidences"]
 
-LEVELS = ("nominal", "ordinal", "interval")
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+#: The levels whose distances are on the classes' numeric values.
+NUMERIC_LEVELS = ("interval", "ratio")
 
 
 def _check_level(level: str) -> str:
@@ -57,9 +60,12 @@ def _distances(n_v: np.ndarray, level: str, values: Optional[np.ndarray]) -> np.
     k = n_v.shape[-1]
     if level == "nominal":
         return np.broadcast_to(1.0 - np.eye(k), n_v.shape[:-1] + (k, k))
-    if level == "interval":
-        d = (values[:, None] - values[None, :]) ** 2
-        return np.broadcast_to(d, n_v.shape[:-1] + (k, k))
+    if level in NUMERIC_LEVELS:
+        d = values[:, None] - values[None, :]
+        if level == "ratio":
+            total = values[:, None] + values[None, :]
+            d = np.divide(d, total, out=np.zeros_like(d), where=total != 0)
+        return np.broadcast_to(d ** 2, n_v.shape[:-1] + (k, k))
     cum = np.concatenate([np.zeros(n_v.shape[:-1] + (1,)), np.cumsum(n_v, axis=-1)], axis=-1)
     g = np.arange(k)
     lo, hi = np.minimum(g[:, None], g[None, :]), np.maximum(g[:, None], g[None, :])
@@ -88,8 +94,9 @@ def krippendorff_alpha(annotations: Any, level: str = "nominal") -> float:
         annotations: :class:`~crowd_keras.Annotations`, or a
             :class:`~crowd_keras.sequences.annotations.SequenceAnnotations` (token level:
             items = tokens, classes = tags).
-        level: ``"nominal"``, ``"ordinal"`` (classes in code order, ``annotations.classes``)
-            or ``"interval"`` (numeric classes; else :class:`~crowd_keras.CrowdDataError`).
+        level: ``"nominal"``, ``"ordinal"`` (classes in code order, ``annotations.classes``),
+            ``"interval"`` (numeric classes; else :class:`~crowd_keras.CrowdDataError`) or
+            ``"ratio"`` (non-negative numeric classes).
 
     Returns:
         alpha (float; 1 = perfect agreement, 0 = chance; NaN when every pairable label is the
@@ -97,11 +104,12 @@ def krippendorff_alpha(annotations: Any, level: str = "nominal") -> float:
 
     Raises:
         CrowdDataError: fewer than two annotators, no item with two annotations, or
-            ``level="interval"`` on non-numeric classes.
+            ``level="interval"`` or ``"ratio"`` on non-numeric classes (``"ratio"``: or a
+            negative one).
     """
     level = _check_level(level)
     ann = as_annotations(annotations)
-    values = class_values(ann, level) if level == "interval" else None
+    values = class_values(ann, level) if level in NUMERIC_LEVELS else None
     return float(alpha_from_coincidences(coincidence_matrix(ann), level, values))
 
 

@@ -16,7 +16,8 @@ import scipy.sparse as sp
 
 from ..arguments import check_count
 from ._counts import as_annotations, class_values
-from .alpha import _check_level, alpha_from_coincidences, item_coincidences, krippendorff_alpha
+from .alpha import (NUMERIC_LEVELS, _check_level, alpha_from_coincidences, item_coincidences,
+                    krippendorff_alpha)
 from .kappa import (fleiss_kappa, fleiss_parts, item_agreement, kappa_from_sums,
                     percent_agreement)
 
@@ -33,7 +34,7 @@ def _parts(ann: Any, statistic: str, level: str) -> tuple[sp.csr_matrix, Any]:
     if statistic == "alpha":
         parts, _ = item_coincidences(ann)
         k = ann.n_classes
-        values = class_values(ann, level) if level == "interval" else None
+        values = class_values(ann, level) if level in NUMERIC_LEVELS else None
         return parts, lambda s: alpha_from_coincidences(s.reshape(-1, k, k), level, values)
     if statistic == "fleiss_kappa":
         a, m, counts = fleiss_parts(ann)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any, Optional
 
 import numpy as np
@@ -64,6 +65,14 @@ def records(frame: Optional[pd.DataFrame]) -> Optional[list]:
             for row in frame.itertuples(index=False, name=None)]
 
 
+def _seed_value(seed: Any) -> Any:
+    """The seed for JSON: an int or None as itself, anything else ``default_rng`` takes (a
+    ``Generator``, a ``SeedSequence``, a list of ints) as its text."""
+    if seed is None or isinstance(seed, Integral):
+        return plain(seed)
+    return str(seed)
+
+
 @dataclass(frozen=True, eq=False)
 class AgreementReport:
     """The tables of :func:`agreement_report`.
@@ -111,7 +120,7 @@ class AgreementReport:
             matrix = {"annotators": [plain(a) for a in self.kappa_matrix.index],
                       "kappa": [[plain(v) for v in row] for row in self.kappa_matrix.to_numpy()]}
         return {"level": self.level, "confidence": self.confidence,
-                "n_bootstrap": self.n_bootstrap, "seed": plain(self.seed),
+                "n_bootstrap": self.n_bootstrap, "seed": _seed_value(self.seed),
                 "counts": dict(self.counts), "summary": records(self.summary),
                 "per_class": records(self.per_class), "per_annotator": records(self.per_annotator),
                 "pairwise": records(self.pairwise), "kappa_matrix": matrix,
@@ -128,7 +137,8 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
     Args:
         annotations: :class:`~crowd_keras.Annotations`, or a ``SequenceAnnotations`` (token
             level statistics plus the span tables).
-        level: the level of Krippendorff's alpha (``"nominal"``, ``"ordinal"``, ``"interval"``).
+        level: the level of Krippendorff's alpha (``"nominal"``, ``"ordinal"``, ``"interval"``,
+            ``"ratio"``).
         n_bootstrap: bootstrap replicates over items for the intervals of alpha, Fleiss'
             kappa and percent agreement (0: no intervals); confidence, seed: theirs.
         max_matrix: largest number of annotators for which the dense kappa matrix is built.
@@ -141,6 +151,9 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
     """
     level = _check_level(level)
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap", 0)     # 0: no intervals
+    if not 0 < confidence < 1:       # checked without intervals too: the report records it
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    max_matrix = check_count(max_matrix, "max_matrix", 0)
     ann = as_annotations(annotations)
     check_agreement_input(ann)
     rows = []

@@ -115,8 +115,12 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
         raise CrowdDataError(f"{path}: {_not_utf8(path)}") from None
     except pd.errors.ParserWarning:
         raise CrowdDataError(f"{path}: {_long_row(path, sep)}") from None
+    except pd.errors.ParserError as exc:   # a long row after the first: the same words
+        long_row = _long_row(path, sep)
+        raise CrowdDataError(f"{path}: {long_row}" if long_row != _NO_LONG_ROW
+                             else f"cannot read {path}: {str(exc).strip()}") from None
     except (OSError, ValueError) as exc:
-        raise CrowdDataError(f"cannot read {path}: {exc}") from None
+        raise CrowdDataError(f"cannot read {path}: {str(exc).strip()}") from None
     for column in ids if int_ids else ():
         if column in df.columns and df.columns.tolist().count(column) == 1:
             df[column] = _plain_integers(df[column])
@@ -149,7 +153,20 @@ def _not_utf8(path: str) -> str:
 
 
 def _separator(path: str) -> str:
-    return "\t" if str(path).endswith((".tsv", ".tab")) else ","
+    return "\t" if str(path).lower().endswith((".tsv", ".tab")) else ","   # ANSWERS.TSV too
+
+
+def _separator_hint(path: str, df: Any) -> str:
+    """Advice when the header was read as one column holding another separator."""
+    if len(df.columns) != 1:
+        return ""
+    found = [name for sep, name in ((";", "';'"), ("\t", "tabs"), ("|", "'|'"))
+             if sep in str(df.columns[0])]
+    if not found:
+        return ""
+    reads = "tabs" if _separator(path) == "\t" else "commas"
+    return (f" (one column: the header is separated by {found[0]}, but {path} is read with "
+            f"{reads}; .tsv/.tab files are read with tabs, others with commas)")
 
 
 def _line_of(path: str) -> Any:
@@ -178,7 +195,10 @@ def _long_row(path: str, sep: str) -> str:
         for n, row in enumerate(rows, 2):
             if len(row) > width:
                 return f"line {n} has {len(row)} fields but the header has {width}"
-    return "a line has more fields than the header"
+    return _NO_LONG_ROW
+
+
+_NO_LONG_ROW = "a line has more fields than the header"
 
 
 _ROW = re.compile(r"\brow (\d+)\b")
@@ -193,6 +213,7 @@ def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> Cr
         name = getattr(args, role)
         text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")
     text = text.replace("frame has no column(s)", "no column(s)")
+    text = text.replace("frame has no annotations", "no annotations: a header line and no rows")
     return CrowdDataError(f"{path}: {text}")
 
 
@@ -233,10 +254,59 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
 
 
-def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
+def _scale_classes(column: Any) -> Optional[list]:
+    """The sorted distinct numbers of a numeric label column with a negative or fractional
+    value (a rating scale such as -2..2 or 0.5 steps: ``agree`` measures agreement on the
+    values themselves), else None (``Annotations.from_frame``'s own rule, which refuses
+    them as label codes)."""
+    if column.dtype.kind not in "if":
+        return None
+    values = column.to_numpy()
+    values = values[np.isfinite(values)]     # a missing value is refused by from_frame
+    if not ((values < 0).any() or (values != np.round(values)).any()):
+        return None
+    return np.unique(values).tolist()
+
+
+def _listed_classes(text: str, column: Any) -> list:
+    """The classes of ``--classes A,B,C`` in that order, as numbers when the label column
+    holds numbers (``--string-labels`` not given) so that they match its values."""
+    names = [name.strip() for name in str(text).split(",")]
+    if not all(names):
+        raise CrowdDataError(f"--classes {text!r}: an empty class name; give the classes in "
+                             "order, separated by commas (e.g. --classes low,medium,high)")
+    if column.dtype.kind in "iuf":
+        try:
+            numbers = [float(name) for name in names]
+        except ValueError:
+            bad = next(n for n in names if not _is_number(n))
+            raise CrowdDataError(f"--classes: {bad!r} is not a number, but the labels are "
+                                 "numbers (--string-labels reads them as text)") from None
+        if not all(np.isfinite(numbers)):
+            raise CrowdDataError(f"--classes {text!r}: a class that is not a finite number")
+        names = [int(v) if column.dtype.kind in "iu" and v.is_integer() else v
+                 for v in numbers]
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise CrowdDataError(f"--classes: class {name!r} is listed twice")
+        seen.add(name)
+    return names
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale: bool = False):
     """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
     columns; errors name the file's lines and the flags. ``out_folder``: ``--out`` names a
-    folder (``agree``), else a file (``aggregate``)."""
+    folder (``agree``), else a file (``aggregate``). ``scale``: numeric labels may be any
+    numbers, ordered by value (:func:`_scale_classes`; ``agree``)."""
     from ..annotations import Annotations
 
     check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
@@ -253,10 +323,16 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False):
                if (c := getattr(args, role)) not in df.columns]
     if missing:
         raise CrowdDataError(f"{args.input}: no column {', '.join(missing)}; its columns are "
-                             f"{list(df.columns)}")
+                             f"{list(df.columns)}{_separator_hint(args.input, df)}")
+    classes = None
+    if getattr(args, "classes", None) is not None:
+        classes = _listed_classes(args.classes, df[args.label])
+    elif scale and not args.string_labels:
+        classes = _scale_classes(df[args.label])
     try:
         ann = Annotations.from_frame(df, item=args.item, annotator=args.annotator,
-                                     label=args.label, duplicates=args.duplicates)
+                                     label=args.label, classes=classes,
+                                     duplicates=args.duplicates)
     except CrowdDataError as exc:
         raise _frame_error(exc, args.input, args) from None
     return df, ann
@@ -314,10 +390,17 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement import agreement_report
     from ..agreement.report import nested, records
 
-    df, ann = _read_annotations(args, out_folder=True)
+    if args.string_labels and args.level in ("interval", "ratio"):
+        raise CrowdDataError(f"--level {args.level} needs numeric labels (the distance between "
+                             "two labels is computed from their values), but --string-labels "
+                             "reads them as text; drop --string-labels (negative and "
+                             "fractional numbers are read as they are)")
+    df, ann = _read_annotations(args, out_folder=True, scale=True)
+    # in code order: the order that ordinal alpha uses
+    shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
-          f"{ann.n_classes} classes")
+          f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}")
     with Heartbeat("computing agreement", disable=args.quiet):
         report = agreement_report(ann, level=args.level, n_bootstrap=args.bootstrap,
                                   seed=args.seed)
@@ -431,16 +514,25 @@ def build_parser() -> argparse.ArgumentParser:
                                        "DIR/report.json with the same numbers. Items with one "
                                        "annotation are left out and counted.")
     _add_table_options(agree)
-    agree.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval"],
-                       help="level of Krippendorff's alpha (interval needs numeric labels)")
+    agree.add_argument("--level", default="nominal",
+                       choices=["nominal", "ordinal", "interval", "ratio"],
+                       help="level of Krippendorff's alpha: ordinal takes the classes in "
+                            "the order printed (numbers by value, text alphabetically), "
+                            "interval needs numeric labels, ratio non-negative ones")
+    agree.add_argument("--classes", default=None, metavar="A,B,...",
+                       help="the classes in order, separated by commas (e.g. "
+                            "low,medium,high): the order of --level ordinal; a label not "
+                            "listed is an error naming its line (default: the labels in the "
+                            "order printed; a list that starts with '-': --classes=-2,-1,0)")
     agree.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="N",
                        help="bootstrap replicates over items for the intervals (0: none)")
     agree.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")
     agree.add_argument("--out", default=None, metavar="DIR",
                        help="folder for report.html and report.json (default: print only)")
-    add_method_option(agree, " (the report's annotator quality and confusion matrices)")
+    add_method_option(agree, " (with --out: the report's annotator quality and confusion "
+                             "matrices)")
     agree.add_argument("--no-plots", action="store_true",
-                       help="tables only, even when matplotlib is installed")
+                       help="with --out: tables only, even when matplotlib is installed")
     agree.set_defaults(func=_agree)
 
     from . import label_studio

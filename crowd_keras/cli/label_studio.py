@@ -191,7 +191,7 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
     rep.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
                      choices=available_sequence_models(), metavar="NAME",
                      help="label model for span controls: " + ", ".join(available_sequence_models()))
-    rep.add_argument("--level", default=None, choices=["nominal", "ordinal", "interval"],
+    rep.add_argument("--level", default=None, choices=["nominal", "ordinal", "interval", "ratio"],
                      help="level of Krippendorff's alpha (default: interval for Rating controls, "
                           "nominal otherwise)")
     rep.add_argument("--multiple", default="combination", choices=["error", "combination", "skip"],
