@@ -1,0 +1,57 @@
+"""Edges of the path that tells users which labels and which annotators to trust: the
+annotator quality of every label model, the report pages and files, with odd names and
+annotators who labelled little or nothing."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.cli import main
+
+matplotlib = pytest.importorskip("matplotlib")
+
+
+# matplotlib reads text between two '$' as mathtext; this one it cannot parse
+BAD_MATH = "$\\nosuchsymbol$"
+
+
+def _answers(tmp_path, classes, workers, n_items=12, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_items):
+        truth = rng.integers(len(classes))
+        for w in workers:
+            label = truth if rng.random() < 0.8 else rng.integers(len(classes))
+            rows.append({"task": f"t{i}", "worker": w, "label": classes[label]})
+    path = tmp_path / "answers.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_names_with_dollar_signs_are_drawn_as_they_are(tmp_path):
+    # an annotator or a class named like mathtext stopped the whole report (a matplotlib
+    # ParseFatalException) or was drawn as a formula
+    from crowd_keras import plot
+
+    fig = plot.confusion_matrices(np.tile(np.eye(2)[None], (2, 1, 1)),
+                                  names=[BAD_MATH, "$x_1$ paid $5"], classes=[BAD_MATH, "b"])
+    fig.canvas.draw()
+    shown = [t._preprocess_math(t.get_text()) for ax in fig.axes
+             for t in [ax.title, *ax.get_xticklabels(), *ax.get_yticklabels()]]
+    assert (BAD_MATH, False) in shown and ("$x_1$ paid $5", False) in shown
+    kappa = pd.DataFrame(np.eye(2), index=[BAD_MATH, "a"], columns=[BAD_MATH, "a"])
+    plot.kappa_matrix(kappa).figure.canvas.draw()
+    plot.class_agreement(pd.DataFrame({"class": [BAD_MATH], "alpha": [0.5]})).figure \
+        .canvas.draw()
+    matplotlib.pyplot.close("all")
+    answers = _answers(tmp_path, [BAD_MATH, "b & <c>"], [BAD_MATH, "w2", "w3"])
+    out = tmp_path / "out"
+    assert main(["agree", str(answers), "--bootstrap", "0", "--out", str(out), "--quiet",
+                 "--method", "majority_vote"]) == 0
+    page = (out / "report.html").read_text()
+    assert "<img" in page and "b &amp; &lt;c&gt;" in page
+    assert json.loads((out / "report.json").read_text())["annotators"][0]["annotator"] == \
+        BAD_MATH
