@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from crowd_keras.aggregation.registry import available_label_models
 from crowd_keras.cli import main
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -55,3 +56,37 @@ def test_names_with_dollar_signs_are_drawn_as_they_are(tmp_path):
     assert "<img" in page and "b &amp; &lt;c&gt;" in page
     assert json.loads((out / "report.json").read_text())["annotators"][0]["annotator"] == \
         BAD_MATH
+
+
+def _crowd_with_a_silent_annotator():
+    """A simulated crowd plus ``"one"`` (a single label) and ``"silent"`` (none: a column of
+    NaN in cleanlab's wide layout, read by ``Annotations.from_wide``)."""
+    from crowd_keras import Annotations
+    from crowd_keras.datasets import simulate_crowd
+
+    crowd = simulate_crowd(n_items=40, n_classes=3, n_annotators=6, annotations_per_item=3,
+                           seed=1)
+    wide = crowd.annotations.to_wide()
+    wide.columns = [f"w{a}" for a in wide.columns]
+    wide["one"] = np.nan
+    wide.iloc[0, wide.columns.get_loc("one")] = 1.0
+    wide["silent"] = np.nan
+    return Annotations.from_wide(wide)
+
+
+QUALITY_MODELS = [m for m in available_label_models(aliases=False) if m != "lia"]
+
+
+@pytest.mark.parametrize("name", QUALITY_MODELS)
+def test_annotator_without_labels_has_no_quality(name):
+    # the annotator who labelled nothing got its prior as its quality: GLAD's ability prior
+    # read as an accuracy of 0.94, the best of the crowd, where expected_accuracy said NaN
+    from crowd_keras.aggregation import get_label_model
+
+    ann = _crowd_with_a_silent_annotator()
+    quality = get_label_model(name).fit(ann).annotator_quality_.set_index("annotator")
+    assert quality.loc["silent", "n_annotations"] == 0
+    assert quality.loc["one", "n_annotations"] == 1
+    scores = quality.drop(columns=["n_annotations", "coverage"], errors="ignore")
+    assert scores.loc["silent"].isna().all(), scores.loc["silent"]
+    assert np.isfinite(scores.drop(index="silent").to_numpy(dtype=float)).all()
