@@ -90,3 +90,37 @@ def test_annotator_without_labels_has_no_quality(name):
     scores = quality.drop(columns=["n_annotations", "coverage"], errors="ignore")
     assert scores.loc["silent"].isna().all(), scores.loc["silent"]
     assert np.isfinite(scores.drop(index="silent").to_numpy(dtype=float)).all()
+
+
+def _cancelled_only(tasks, user):
+    tasks[0]["annotations"].append({"id": 999, "completed_by": {"id": user, "email": "s@x.org"},
+                                    "was_cancelled": True, "result": []})
+    return tasks
+
+
+def test_label_studio_report_lists_users_who_only_skipped_for_spans_as_for_choices(tmp_path):
+    # the span report left out a user whose annotations were all skipped (the choices report
+    # lists such a user, with its n_cancelled): one row per user, as documented
+    from test_agreement_report import span_export
+
+    from crowd_keras.integrations import label_studio as ls
+
+    choices = [{"id": t, "data": {"text": str(t)}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "c", "to_name": "text", "type": "choices",
+             "value": {"choices": ["yes" if (t + u * (t % 3 == 0)) % 2 else "no"]}}]}
+        for u in (1, 2, 3)]} for t in range(1, 9)]
+    for tasks in (choices, span_export()):
+        export = ls.read_export(_cancelled_only(tasks, 7))
+        frame = ls.annotator_report(export, csv_path=tmp_path / "a.csv",
+                                    json_path=tmp_path / "a.json")
+        assert frame["annotator"].tolist() == [1, 2, 3, 7]
+        silent = frame.set_index("annotator").loc[7]
+        assert (silent["n_annotations"], silent["n_cancelled"], silent["email"]) == \
+            (0, 1, "s@x.org")
+        quality = [c for c in frame.columns if c.startswith(("accuracy", "span_", "token_",
+                                                             "agreement", "kappa", "mean_"))]
+        assert silent[quality].isna().all() and frame.loc[:2, quality[0]].notna().all()
+        assert len(pd.read_csv(tmp_path / "a.csv")) == 4
+        rows = json.loads((tmp_path / "a.json").read_text())["annotators"]
+        assert rows[-1]["annotator"] == 7 and rows[-1][quality[0]] is None
