@@ -69,10 +69,18 @@ def _numeric(value: Any) -> bool:
 
 
 def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Optional[int] = None,
-               caption: Optional[str] = None) -> str:
+               caption: Optional[str] = None, rows: Optional[Sequence[int]] = None,
+               rows_note: str = "first {n}") -> str:
     """A frame as an HTML table; with ``path`` (the JSON list of its records) every numeric
-    cell gets ``data-path="<path>/<row>/<column>"``."""
-    shown = frame if max_rows is None else frame.iloc[:max_rows]
+    cell gets ``data-path="<path>/<row>/<column>"``.
+
+    ``rows``: the positions of the rows to show, in that order (default: the first
+    ``max_rows``), each keeping its position in ``frame`` in its ``data-path``;
+    ``rows_note`` says which they are (``{n}``: how many) in the line under a cut table."""
+    positions = np.arange(len(frame)) if rows is None else np.asarray(rows, dtype=np.int64)
+    if max_rows is not None:
+        positions = positions[:max_rows]
+    shown = frame.iloc[positions]
     cols = list(shown.columns)
     out = ["<div class='wide'><table>"]
     if caption:
@@ -80,7 +88,7 @@ def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Option
     out.append("<tr>" + "".join(f"<th class='t'>{html.escape(str(c))}</th>" if i == 0 else
                                 f"<th>{html.escape(str(c))}</th>" for i, c in enumerate(cols))
                + "</tr>")
-    for i, row in enumerate(shown.itertuples(index=False, name=None)):
+    for i, row in zip(positions, shown.itertuples(index=False, name=None)):
         cells = []
         for c, v in zip(cols, row):
             if _numeric(v):
@@ -91,8 +99,8 @@ def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Option
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table></div>")
     if max_rows is not None and len(frame) > max_rows:
-        out.append(f"<p class='note'>first {max_rows} of {len(frame)} rows; all are in the "
-                   "JSON report</p>")
+        out.append(f"<p class='note'>{html.escape(rows_note.format(n=len(positions)))} of "
+                   f"{len(frame)} rows; all are in the JSON report</p>")
     return "\n".join(out)
 
 
@@ -110,6 +118,18 @@ def figure_html(fig: Any, alt: str) -> str:
 def _busiest(volume: np.ndarray, limit: int) -> np.ndarray:
     """Codes of the ``limit`` annotators with the most annotations, in code order."""
     return np.sort(np.argsort(-np.asarray(volume), kind="stable")[:limit])
+
+
+def _annotator_table(frame: pd.DataFrame, path: Optional[str], max_rows: int) -> str:
+    """A table of one row per annotator: all of them in order when they fit, else (a large
+    crowd) the ``max_rows`` with the most annotations, most first (ties in order), rather
+    than the first ones by id."""
+    if len(frame) <= max_rows or "n_annotations" not in frame:
+        return table_html(frame, path, max_rows=max_rows)
+    volume = frame["n_annotations"].to_numpy(dtype=np.float64)
+    return table_html(frame, path, max_rows=max_rows,
+                      rows=np.argsort(-volume, kind="stable"),
+                      rows_note="the {n} annotators with the most annotations, most first,")
 
 
 def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = None,
@@ -158,8 +178,7 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
                                      "span boundaries"))
         parts.append(table_html(report.spans, f"{path}/spans"))
     parts.append("<h3>Each annotator against the others</h3>")
-    parts.append(table_html(report.per_annotator, f"{path}/per_annotator",
-                            max_rows=max_rows))
+    parts.append(_annotator_table(report.per_annotator, f"{path}/per_annotator", max_rows))
     if quality is not None:
         parts.append("<h3>Annotator quality (label model)</h3>")
         if pictures and "accuracy" in quality and "n_annotations" in quality:
@@ -175,7 +194,7 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
                                           classes=classes, title="estimated confusion "
                                           "matrices of the busiest annotators (rows: true class)")
             parts.append(figure_html(fig, "confusion matrices"))
-        parts.append(table_html(quality, quality_path, max_rows=max_rows))
+        parts.append(_annotator_table(quality, quality_path, max_rows))
     if report.pairwise is not None:
         parts.append("<h3>Pairs of annotators</h3>")
         order = report.pairwise.sort_values("n_items", ascending=False, kind="stable")

@@ -124,3 +124,38 @@ def test_label_studio_report_lists_users_who_only_skipped_for_spans_as_for_choic
         assert len(pd.read_csv(tmp_path / "a.csv")) == 4
         rows = json.loads((tmp_path / "a.json").read_text())["annotators"]
         assert rows[-1]["annotator"] == 7 and rows[-1][quality[0]] is None
+
+
+def test_a_large_crowd_page_shows_the_busiest_annotators_not_the_first_ids():
+    # with more annotators than the page shows, the tables showed the first ones by id (w0,
+    # w1, w10, w100, ...): now the busiest, most first, each cell still pointing at its row of
+    # the JSON report
+    import re
+
+    from crowd_keras import Annotations
+    from crowd_keras.agreement import agreement_report
+    from crowd_keras.aggregation import MajorityVote
+    from crowd_keras.quality_page import agreement_section
+
+    rng = np.random.default_rng(0)
+    volume = {"a": 2, "b": 6, "c": 3, "d": 6, "e": 9, "f": 2}     # 6 annotators, 3 shown
+    rows = [(f"t{i}", w, int(rng.integers(2))) for w, n in volume.items() for i in range(n)]
+    ann = Annotations.from_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]))
+    report = agreement_report(ann, n_bootstrap=0)
+    quality = MajorityVote().fit(ann).annotator_quality_
+    page = agreement_section(report, "agreement", quality=quality, quality_path="annotators",
+                             plots=False, max_rows=3)
+    tables = page.split("<h3>")
+    for head, frame, where in (("Each annotator", report.per_annotator, "agreement/per_annotator"),
+                               ("Annotator quality", quality, "annotators")):
+        table = next(t for t in tables if t.startswith(head))
+        shown = re.findall(r"<tr><td class='t'>(\w)</td><td data-path='([^']*)'>", table)
+        assert [name for name, _ in shown] == ["e", "b", "d"], head
+        for name, data_path in shown:
+            assert data_path.startswith(where + "/")
+            assert frame["annotator"].iloc[int(data_path.split("/")[-2])] == name
+        assert "the 3 annotators with the most annotations, most first, of 6 rows" in table
+    small = agreement_section(report, "agreement", quality=quality, quality_path="annotators",
+                              plots=False)
+    table = next(t for t in small.split("<h3>") if t.startswith("Annotator quality"))
+    assert re.findall(r"<tr><td class='t'>(\w)</td>", table) == list("abcdef")
