@@ -159,3 +159,36 @@ def test_a_large_crowd_page_shows_the_busiest_annotators_not_the_first_ids():
                               plots=False)
     table = next(t for t in small.split("<h3>") if t.startswith("Annotator quality"))
     assert re.findall(r"<tr><td class='t'>(\w)</td>", table) == list("abcdef")
+
+
+def test_aggregate_writes_each_labels_consensus_quality_as_the_python_api(tmp_path):
+    # the command line gave only the largest posterior ("probability": 1 on every item of a
+    # majority vote), not the calibrated chance that a label is right of consensus_quality
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+
+    answers = _answers(tmp_path, ["no", "yes", "a, \"quoted\"\nclass"],
+                       ["u,1", "v\"2", "w\n3", "x"], n_items=30, seed=3)
+    frame = pd.read_csv(answers, dtype=str)
+    ann = Annotations.from_frame(frame)
+    gold = tmp_path / "gold.csv"
+    pd.DataFrame({"task": ["t0", "t1"], "label": ["no", "yes"]}).to_csv(gold, index=False)
+    for method, extra in (("majority_vote", []), ("dawid_skene", ["--gold", str(gold)])):
+        out, report = tmp_path / f"{method}.csv", tmp_path / f"{method}-annotators.csv"
+        assert main(["aggregate", str(answers), "--method", method, "--out", str(out),
+                     "--annotators", str(report), "--quiet", *extra]) == 0
+        labels = pd.read_csv(out, dtype={"task": str, "label": str})
+        model = get_label_model(method)
+        model = model.fit(ann, gold={"t0": "no", "t1": "yes"}) if extra else model.fit(ann)
+        np.testing.assert_array_equal(labels["task"], ann.item_ids)
+        np.testing.assert_array_equal(labels["label"], model.predict_labels())
+        np.testing.assert_allclose(labels["consensus_quality"], model.consensus_quality(),
+                                   rtol=1e-12)
+        assert labels["consensus_quality"].between(0, 1).all()
+        pd.testing.assert_frame_equal(pd.read_csv(report, dtype={"annotator": str}),
+                                      model.annotator_quality_.astype({"annotator": str}),
+                                      rtol=1e-12)
+    vote = pd.read_csv(tmp_path / "majority_vote.csv")
+    assert (vote["probability"] == 1).all() and (vote["consensus_quality"] < 0.99).any()
+    held = pd.read_csv(tmp_path / "dawid_skene.csv", dtype={"task": str}).set_index("task")
+    np.testing.assert_allclose(held.loc[["t0", "t1"], "consensus_quality"], 1.0)
