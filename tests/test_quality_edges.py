@@ -192,3 +192,22 @@ def test_aggregate_writes_each_labels_consensus_quality_as_the_python_api(tmp_pa
     assert (vote["probability"] == 1).all() and (vote["consensus_quality"] < 0.99).any()
     held = pd.read_csv(tmp_path / "dawid_skene.csv", dtype={"task": str}).set_index("task")
     np.testing.assert_allclose(held.loc[["t0", "t1"], "consensus_quality"], 1.0)
+
+
+def test_expected_accuracy_reads_below_the_accuracy_on_sparse_crowds_as_documented():
+    # docs/quality.md: a ranking score that reads below the true accuracy where items have
+    # few other labels, the less so the more labels each item has
+    from crowd_keras.aggregation import DawidSkene
+    from crowd_keras.datasets import simulate_crowd
+
+    gaps = []
+    for per_item in (2, 8):
+        crowd = simulate_crowd(n_items=800, n_classes=3, n_annotators=20,
+                               annotations_per_item=per_item, annotator_accuracy=(0.35, 0.9),
+                               seed=5)
+        quality = DawidSkene().fit(crowd.annotations).annotator_quality_
+        truth = crowd.annotator_accuracy()
+        gaps.append(float(np.mean(quality["expected_accuracy"] - truth)))
+        assert abs(np.mean(quality["accuracy"] - truth)) < 0.05
+        assert np.corrcoef(quality["expected_accuracy"], truth)[0, 1] > 0.8
+    assert gaps[0] < -0.05 and gaps[0] < gaps[1] < 0.0

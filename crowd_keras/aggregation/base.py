@@ -270,7 +270,9 @@ class LabelModel(Params):
         at hand) is the share of its own labels expected to be right, each scored by its
         item's posterior without the annotator's vote
         (:func:`crowd_keras.aggregation.quality.annotator_accuracy`): it depends on no
-        confusion row the annotator rarely met, so it ranks annotators with few labels better.
+        confusion row the annotator rarely met, so it ranks annotators with few labels better
+        (a ranking score: where items have few other labels, the posterior without the
+        annotator's vote is unsure of the truth and it reads below the accuracy).
         An annotator without annotations (a column of NaN in ``from_wide``'s layout) is listed
         with NaN in both: the fit learned nothing about it, and its prior matrix would rank it
         among the others.
