@@ -211,3 +211,20 @@ def test_expected_accuracy_reads_below_the_accuracy_on_sparse_crowds_as_document
         assert abs(np.mean(quality["accuracy"] - truth)) < 0.05
         assert np.corrcoef(quality["expected_accuracy"], truth)[0, 1] > 0.8
     assert gaps[0] < -0.05 and gaps[0] < gaps[1] < 0.0
+
+
+@pytest.mark.parametrize("name", ["majority_vote", "dawid_skene", "hmm_crowd"])
+def test_span_annotator_without_documents_has_no_accuracy(name):
+    # a sequence model's annotator_quality_ gave an annotator named in annotator_ids but
+    # without any document its prior's token accuracy (above two annotators who worked)
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    from crowd_keras.sequences.registry import get_sequence_model
+
+    texts = ["John met Mary in Paris", "Anna flew to Rome"]
+    spans = pd.DataFrame([(0, "a", 0, 4, "PER"), (0, "b", 0, 4, "PER"), (1, "a", 0, 4, "PER"),
+                          (1, "b", 13, 17, "LOC"), (0, "c", 9, 13, "PER")],
+                         columns=["doc", "annotator", "start", "end", "label"])
+    seq = SequenceAnnotations.from_spans(texts, spans, annotator_ids=["a", "b", "c", "none"])
+    quality = get_sequence_model(name).fit(seq).annotator_quality_.set_index("annotator")
+    assert quality.loc["none", "n_documents"] == 0 and np.isnan(quality.loc["none", "accuracy"])
+    assert quality.loc[["a", "b", "c"], "accuracy"].between(0, 1).all()
