@@ -228,3 +228,14 @@ def test_span_annotator_without_documents_has_no_accuracy(name):
     quality = get_sequence_model(name).fit(seq).annotator_quality_.set_index("annotator")
     assert quality.loc["none", "n_documents"] == 0 and np.isnan(quality.loc["none", "accuracy"])
     assert quality.loc[["a", "b", "c"], "accuracy"].between(0, 1).all()
+
+
+def test_crowd_model_summary_gives_an_annotator_without_training_annotations_no_accuracy():
+    # the trained crowd models' annotator_quality_ (CrowdSummary) read the prior as a quality
+    from crowd_keras.item_consensus import CrowdSummary
+
+    confusion = np.array([np.eye(2) * 0.8 + 0.1, np.full((2, 2), 0.5), np.eye(2) * 0.9 + 0.05])
+    summary = CrowdSummary(np.array([0.5, 0.5]), confusion, np.array([4, 3, 0]),
+                           np.array(["a", "b", "none"], dtype=object))
+    quality = summary.annotator_quality()
+    np.testing.assert_allclose(quality["accuracy"], [0.9, 0.5, np.nan])
