@@ -239,3 +239,16 @@ def test_crowd_model_summary_gives_an_annotator_without_training_annotations_no_
                            np.array(["a", "b", "none"], dtype=object))
     quality = summary.annotator_quality()
     np.testing.assert_allclose(quality["accuracy"], [0.9, 0.5, np.nan])
+
+
+@pytest.mark.slow
+def test_lia_annotator_without_labels_has_no_accuracy():
+    # LIA predicted an accuracy for an annotator the fit saw no label of (its untrained
+    # parameters' prediction, ranked among the others)
+    from crowd_keras.aggregation import get_label_model
+
+    ann = _crowd_with_a_silent_annotator()
+    quality = get_label_model("lia", em_iterations=1, m_steps=5).fit(ann) \
+        .annotator_quality_.set_index("annotator")
+    assert quality.loc["silent", ["accuracy", "accuracy_own_items"]].isna().all()
+    assert quality.drop(index="silent")["accuracy"].between(0, 1).all()
