@@ -252,3 +252,16 @@ def test_lia_annotator_without_labels_has_no_accuracy():
         .annotator_quality_.set_index("annotator")
     assert quality.loc["silent", ["accuracy", "accuracy_own_items"]].isna().all()
     assert quality.drop(index="silent")["accuracy"].between(0, 1).all()
+
+
+def test_span_control_report_lists_no_tokens_as_tasks_to_review(tmp_path):
+    # a span control's "items to review" were the sequence model's label_issues: token
+    # indices shown as task ids (tasks 13, 1, 9, ... of a three-task export) with tags as
+    # consensus labels
+    from test_agreement_report import span_export
+
+    from crowd_keras.integrations import label_studio as ls
+
+    out = ls.quality_report(span_export(), tmp_path, n_bootstrap=0, plots=False)
+    assert out["report"]["controls"]["label"]["items_to_review"] is None
+    assert "Items to review first" not in out["html"].read_text()
