@@ -20,7 +20,11 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["have_matplotlib", "PLOT_HINT", "number_text", "table_html", "figure_html",
-           "agreement_section", "page_html", "join_path"]
+           "agreement_section", "page_html", "join_path", "MAX_CONFUSION_CLASSES"]
+
+#: Classes up to which the busiest annotators' confusion matrices are drawn: the grid grows
+#: with the square of the classes (memory, drawing time and the page's size with it).
+MAX_CONFUSION_CLASSES = 20
 
 PLOT_HINT = ("The pictures need matplotlib: pip install 'crowd-keras[plot]' and run the "
              "command again.")
@@ -185,7 +189,13 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
             ax = plot.annotator_quality(quality.dropna(subset=["accuracy"]),
                                         title="estimated accuracy vs annotations")
             parts.append(figure_html(ax.figure, "quality vs volume"))
-        if pictures and confusion is not None and len(confusion):
+        n_classes = np.shape(confusion)[-1] if confusion is not None else 0
+        if pictures and confusion is not None and len(confusion) and \
+                n_classes > MAX_CONFUSION_CLASSES:
+            parts.append(f"<p class='note'>The confusion matrices are drawn for up to "
+                         f"{MAX_CONFUSION_CLASSES} classes; here there are {n_classes} (every "
+                         "matrix is in the JSON report).</p>")
+        elif pictures and confusion is not None and len(confusion):
             volume = quality["n_annotations"].to_numpy()
             keep = _busiest(volume, 12)
             keep = keep[volume[keep] > 0]

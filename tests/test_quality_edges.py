@@ -265,3 +265,23 @@ def test_span_control_report_lists_no_tokens_as_tasks_to_review(tmp_path):
     out = ls.quality_report(span_export(), tmp_path, n_bootstrap=0, plots=False)
     assert out["report"]["controls"]["label"]["items_to_review"] is None
     assert "Items to review first" not in out["html"].read_text()
+
+
+def test_confusion_pictures_are_left_out_beyond_the_class_limit():
+    # the busiest annotators' confusion matrices grow with the square of the classes: 60
+    # classes took a gigabyte and half a minute to draw, a few hundred would not fit in memory
+    from crowd_keras import Annotations
+    from crowd_keras.agreement import agreement_report
+    from crowd_keras.aggregation import MajorityVote
+    from crowd_keras.quality_page import MAX_CONFUSION_CLASSES, agreement_section
+
+    k = MAX_CONFUSION_CLASSES + 1
+    ann = Annotations(np.repeat(np.arange(3 * k), 2), np.tile([0, 1], 3 * k),
+                      np.repeat(np.arange(3 * k) % k, 2), n_classes=k)
+    report = agreement_report(ann, n_bootstrap=0)
+    model = MajorityVote().fit(ann)
+    page = agreement_section(report, "agreement", quality=model.annotator_quality_,
+                             quality_path="annotators", confusion=model.confusion_matrices_,
+                             classes=list(ann.classes))
+    assert f"drawn for up to {MAX_CONFUSION_CLASSES} classes; here there are {k}" in page
+    assert "alt='confusion matrices'" not in page and "alt='quality vs volume'" in page
