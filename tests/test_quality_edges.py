@@ -79,8 +79,8 @@ QUALITY_MODELS = [m for m in available_label_models(aliases=False) if m != "lia"
 
 @pytest.mark.parametrize("name", QUALITY_MODELS)
 def test_annotator_without_labels_has_no_quality(name):
-    # the annotator who labelled nothing got its prior as its quality: GLAD's ability prior
-    # read as an accuracy of 0.94, the best of the crowd, where expected_accuracy said NaN
+    # the annotator who labelled nothing got its prior as its quality (GLAD's ability prior
+    # read as an accuracy above the whole crowd's), where expected_accuracy said NaN
     from crowd_keras.aggregation import get_label_model
 
     ann = _crowd_with_a_silent_annotator()
@@ -268,8 +268,8 @@ def test_span_control_report_lists_no_tokens_as_tasks_to_review(tmp_path):
 
 
 def test_confusion_pictures_are_left_out_beyond_the_class_limit():
-    # the busiest annotators' confusion matrices grow with the square of the classes: 60
-    # classes took a gigabyte and half a minute to draw, a few hundred would not fit in memory
+    # the busiest annotators' confusion matrices grow with the square of the classes (memory,
+    # drawing time, the page's size): beyond the limit a note replaces them
     from crowd_keras import Annotations
     from crowd_keras.agreement import agreement_report
     from crowd_keras.aggregation import MajorityVote
