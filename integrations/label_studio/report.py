@@ -45,8 +45,8 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     A span export (:class:`~._spans.LabelStudioSpans`, with a sequence label model) gets the
     span columns of :func:`~._span_results.span_report` instead: span and token
     precision/recall/F1 against the aggregate and against the ground-truth spans. A user
-    whose annotations were all skipped (or superseded, or ground truth) is listed in both
-    kinds with ``n_annotations`` 0, its counts and NaN quality.
+    whose annotations were all skipped (or ground truth) is listed in both kinds with
+    ``n_annotations`` 0, its counts and NaN quality.
 
     Args:
         model: a label model fitted on ``export.annotations`` or unfitted (it is fitted);
@@ -103,9 +103,9 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
 
 def _with_silent_users(frame: pd.DataFrame, export: LabelStudioSpans,
                        emails: Optional[Mapping[Any, str]]) -> pd.DataFrame:
-    """The span report with a row for each user whose annotations were all skipped,
-    superseded or ground truth (the span model never sees them; the choices report lists
-    them from the export's annotators): their counts, NaN quality, no partner."""
+    """The span report with a row for each user whose annotations were all skipped or ground
+    truth (the span model never sees them; the choices report lists them from the export's
+    annotators): their counts, NaN quality, no partner."""
     stats = export.annotator_stats
     silent = stats[~stats["annotator"].isin(frame["annotator"])]
     if silent.empty:
