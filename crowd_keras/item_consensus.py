@@ -24,6 +24,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from .aggregation.base import without_evidence
 from .aggregation.quality import annotator_accuracy
 from .annotations import Annotations
 from .numerics import softmax_rows, summing_matrix
@@ -133,7 +134,7 @@ class CrowdSummary:
         acc = np.einsum("k,akk->a", self.class_priors, self.confusion_matrices)
         frame = pd.DataFrame({"annotator": self.annotator_ids,
                               "n_annotations": self.n_annotations.astype(np.int64),
-                              "accuracy": acc})
+                              "accuracy": without_evidence(acc, self.n_annotations)})
         if self.expected_accuracy is not None:
             frame["expected_accuracy"] = self.expected_accuracy
         return frame

@@ -36,6 +36,12 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("MPLBACKEND"))
 
 
+def _literal(value: Any) -> str:
+    """A name from the data as matplotlib text shown as it is: matplotlib reads text between
+    two ``$`` as mathtext (and fails on what mathtext cannot parse), ``\\$`` is a plain ``$``."""
+    return str(value).replace("$", r"\$")
+
+
 def confusion_matrix(matrix: Any, classes: Optional[Sequence] = None, ax: Any = None,
                      title: Optional[str] = None, annotate: bool = True, cmap: str = "Blues"):
     """Draw one confusion matrix (classes × classes, rows = true class) as a heat map.
@@ -50,7 +56,7 @@ def confusion_matrix(matrix: Any, classes: Optional[Sequence] = None, ax: Any = 
         _, ax = plt.subplots(figsize=(1 + 0.5 * m.shape[0], 1 + 0.5 * m.shape[0]))
     image = ax.imshow(m, vmin=0.0, vmax=1.0, cmap=cmap)
     k = m.shape[0]
-    names = [str(c) for c in (classes if classes is not None else range(k))]
+    names = [_literal(c) for c in (classes if classes is not None else range(k))]
     ax.set_xticks(range(k), names, rotation=90 if k > 4 else 0)
     ax.set_yticks(range(k), names)
     ax.set_xlabel("given label")
@@ -86,7 +92,7 @@ def confusion_matrices(matrices: Any, names: Optional[Sequence[str]] = None,
     labels = list(names) if names is not None else [str(i) for i in range(n)]
     for i, ax in enumerate(axes.ravel()):
         if i < n:
-            confusion_matrix(ms[i], classes=classes, ax=ax, title=labels[i],
+            confusion_matrix(ms[i], classes=classes, ax=ax, title=_literal(labels[i]),
                              annotate=ms.shape[1] <= 6)
         else:
             ax.axis("off")
@@ -151,7 +157,7 @@ def kappa_matrix(matrix: Any, ax: Any = None, title: Optional[str] = None):
     grey. Returns the ``Axes``."""
     plt = _plt()
     m = np.asarray(matrix, dtype=float)
-    names = [str(n) for n in getattr(matrix, "index", range(len(m)))]
+    names = [_literal(n) for n in getattr(matrix, "index", range(len(m)))]
     if ax is None:
         size = 2.5 + 0.22 * len(names)
         _, ax = plt.subplots(figsize=(size + 1.2, size))
@@ -169,7 +175,7 @@ def class_agreement(per_class: Any, ax: Any = None, column: str = "alpha",
     """Horizontal bars of per-class agreement (``crowd_keras.agreement.per_class_alpha``:
     columns ``class`` and ``alpha``). Returns the ``Axes``."""
     plt = _plt()
-    labels = [str(c) for c in per_class["class"]]
+    labels = [_literal(c) for c in per_class["class"]]
     values = np.nan_to_num(np.asarray(per_class[column], dtype=float))
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 0.8 + 0.3 * len(labels)))
@@ -198,7 +204,7 @@ def span_boundaries(spans: Any, ax: Any = None, title: Optional[str] = None):
         v = np.asarray(rows[kind], dtype=float)
         ax.barh(y, v, left=left, label=kind.replace("_", " "))
         left += v
-    ax.set_yticks(y, [str(x) for x in rows["label"]])
+    ax.set_yticks(y, [_literal(x) for x in rows["label"]])
     ax.invert_yaxis()
     ax.set_xlabel("(span, other annotator) pairs")
     ax.set_title(title or "span boundaries: how another annotator marked each span")

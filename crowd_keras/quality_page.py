@@ -20,7 +20,11 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["have_matplotlib", "PLOT_HINT", "number_text", "table_html", "figure_html",
-           "agreement_section", "page_html", "join_path"]
+           "agreement_section", "page_html", "join_path", "MAX_CONFUSION_CLASSES"]
+
+#: Classes up to which the busiest annotators' confusion matrices are drawn: the grid grows
+#: with the square of the classes (memory, drawing time and the page's size with it).
+MAX_CONFUSION_CLASSES = 20
 
 PLOT_HINT = ("The pictures need matplotlib: pip install 'crowd-keras[plot]' and run the "
              "command again.")
@@ -69,10 +73,18 @@ def _numeric(value: Any) -> bool:
 
 
 def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Optional[int] = None,
-               caption: Optional[str] = None) -> str:
+               caption: Optional[str] = None, rows: Optional[Sequence[int]] = None,
+               rows_note: str = "first {n}") -> str:
     """A frame as an HTML table; with ``path`` (the JSON list of its records) every numeric
-    cell gets ``data-path="<path>/<row>/<column>"``."""
-    shown = frame if max_rows is None else frame.iloc[:max_rows]
+    cell gets ``data-path="<path>/<row>/<column>"``.
+
+    ``rows``: the positions of the rows to show, in that order (default: the first
+    ``max_rows``), each keeping its position in ``frame`` in its ``data-path``;
+    ``rows_note`` says which they are (``{n}``: how many) in the line under a cut table."""
+    positions = np.arange(len(frame)) if rows is None else np.asarray(rows, dtype=np.int64)
+    if max_rows is not None:
+        positions = positions[:max_rows]
+    shown = frame.iloc[positions]
     cols = list(shown.columns)
     out = ["<div class='wide'><table>"]
     if caption:
@@ -80,7 +92,7 @@ def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Option
     out.append("<tr>" + "".join(f"<th class='t'>{html.escape(str(c))}</th>" if i == 0 else
                                 f"<th>{html.escape(str(c))}</th>" for i, c in enumerate(cols))
                + "</tr>")
-    for i, row in enumerate(shown.itertuples(index=False, name=None)):
+    for i, row in zip(positions, shown.itertuples(index=False, name=None)):
         cells = []
         for c, v in zip(cols, row):
             if _numeric(v):
@@ -91,8 +103,8 @@ def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Option
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table></div>")
     if max_rows is not None and len(frame) > max_rows:
-        out.append(f"<p class='note'>first {max_rows} of {len(frame)} rows; all are in the "
-                   "JSON report</p>")
+        out.append(f"<p class='note'>{html.escape(rows_note.format(n=len(positions)))} of "
+                   f"{len(frame)} rows; all are in the JSON report</p>")
     return "\n".join(out)
 
 
@@ -110,6 +122,18 @@ def figure_html(fig: Any, alt: str) -> str:
 def _busiest(volume: np.ndarray, limit: int) -> np.ndarray:
     """Codes of the ``limit`` annotators with the most annotations, in code order."""
     return np.sort(np.argsort(-np.asarray(volume), kind="stable")[:limit])
+
+
+def _annotator_table(frame: pd.DataFrame, path: Optional[str], max_rows: int) -> str:
+    """A table of one row per annotator: all of them in order when they fit, else (a large
+    crowd) the ``max_rows`` with the most annotations, most first (ties in order), rather
+    than the first ones by id."""
+    if len(frame) <= max_rows or "n_annotations" not in frame:
+        return table_html(frame, path, max_rows=max_rows)
+    volume = frame["n_annotations"].to_numpy(dtype=np.float64)
+    return table_html(frame, path, max_rows=max_rows,
+                      rows=np.argsort(-volume, kind="stable"),
+                      rows_note="the {n} annotators with the most annotations, most first,")
 
 
 def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = None,
@@ -164,15 +188,20 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
                                      "span boundaries"))
         parts.append(table_html(report.spans, f"{path}/spans"))
     parts.append("<h3>Each annotator against the others</h3>")
-    parts.append(table_html(report.per_annotator, f"{path}/per_annotator",
-                            max_rows=max_rows))
+    parts.append(_annotator_table(report.per_annotator, f"{path}/per_annotator", max_rows))
     if quality is not None:
         parts.append("<h3>Annotator quality (label model)</h3>")
         if pictures and "accuracy" in quality and "n_annotations" in quality:
             ax = plot.annotator_quality(quality.dropna(subset=["accuracy"]),
                                         title="estimated accuracy vs annotations")
             parts.append(figure_html(ax.figure, "quality vs volume"))
-        if pictures and confusion is not None and len(confusion):
+        n_classes = np.shape(confusion)[-1] if confusion is not None else 0
+        if pictures and confusion is not None and len(confusion) and \
+                n_classes > MAX_CONFUSION_CLASSES:
+            parts.append(f"<p class='note'>The confusion matrices are drawn for up to "
+                         f"{MAX_CONFUSION_CLASSES} classes; here there are {n_classes} (every "
+                         "matrix is in the JSON report).</p>")
+        elif pictures and confusion is not None and len(confusion):
             volume = quality["n_annotations"].to_numpy()
             keep = _busiest(volume, 12)
             keep = keep[volume[keep] > 0]
@@ -181,7 +210,7 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
                                           classes=classes, title="estimated confusion "
                                           "matrices of the busiest annotators (rows: true class)")
             parts.append(figure_html(fig, "confusion matrices"))
-        parts.append(table_html(quality, quality_path, max_rows=max_rows))
+        parts.append(_annotator_table(quality, quality_path, max_rows))
     if report.pairwise is not None:
         parts.append("<h3>Pairs of annotators</h3>")
         order = report.pairwise.sort_values("n_items", ascending=False, kind="stable")

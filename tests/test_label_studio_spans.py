@@ -190,7 +190,10 @@ def test_cli_aggregates_a_span_control(tmp_path, capsys):
     assert preds[0]["model_version"] == "crowd-keras-hmm_crowd"
     assert {r["value"]["text"] for r in preds[0]["result"]} >= {"John"}
     report = pd.read_csv(rep)
-    assert report["annotator"].tolist() == [1, 2, 3] and "span_f1" in report.columns
+    # user 4 only skipped: listed with its count and no quality, as in a choices report
+    assert report["annotator"].tolist() == [1, 2, 3, 4] and "span_f1" in report.columns
+    assert report.loc[3, ["n_annotations", "n_cancelled"]].tolist() == [0, 1]
+    assert report.loc[3, "span_f1":].drop(["n_gold", "n_partners"]).isna().all()
     printed = capsys.readouterr().out
     assert "span control 'label'" in printed and "1 without spans: all O" in printed
 

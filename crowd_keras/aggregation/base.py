@@ -49,6 +49,12 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
     return Annotations.from_dense(data, **kwargs)
 
 
+def without_evidence(values: Any, n_annotations: Any) -> np.ndarray:
+    """(A,) per-annotator ``values`` with NaN for the annotators without annotations: an
+    annotator-quality column says nothing of an annotator the fit never saw label."""
+    return np.where(np.asarray(n_annotations) > 0, np.asarray(values, dtype=np.float64), np.nan)
+
+
 def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
     """A user's fixed class prior as (K,) probabilities, or None; raises when it is not one."""
     if prior is None:
@@ -264,7 +270,12 @@ class LabelModel(Params):
         at hand) is the share of its own labels expected to be right, each scored by its
         item's posterior without the annotator's vote
         (:func:`crowd_keras.aggregation.quality.annotator_accuracy`): it depends on no
-        confusion row the annotator rarely met, so it ranks annotators with few labels better.
+        confusion row the annotator rarely met, so it ranks annotators with few labels better
+        (a ranking score: where items have few other labels, the posterior without the
+        annotator's vote is unsure of the truth and it reads below the accuracy).
+        An annotator without annotations (a column of NaN in ``from_wide``'s layout) is listed
+        with NaN in both: the fit learned nothing about it, and its prior matrix would rank it
+        among the others.
         """
         self._check_fitted()
         return self.annotator_quality(self.annotations_.annotations_per_annotator())
@@ -274,7 +285,8 @@ class LabelModel(Params):
         partitioned fit counts them over its partitions)."""
         acc = np.einsum("k,akk->a", self.class_priors_, self.confusion_matrices_)
         frame = pd.DataFrame({"annotator": self.annotations_.annotator_ids,
-                              "n_annotations": n_annotations, "accuracy": acc})
+                              "n_annotations": n_annotations,
+                              "accuracy": without_evidence(acc, n_annotations)})
         ann, post = self.annotations_, getattr(self, "posteriors_", None)
         if post is not None and post.shape[0] == ann.n_items and ann.n_annotations:
             from .quality import annotator_accuracy

@@ -10,6 +10,7 @@ from scipy.special import expit, log_expit
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import softmax_rows
+from .base import without_evidence
 from .em import Block, EMLabelModel, Summary, run_em
 
 __all__ = ["GLAD", "GLADState", "GLADLatent"]
@@ -281,10 +282,12 @@ class GLAD(EMLabelModel):
 
     def annotator_quality(self, n_annotations: np.ndarray) -> pd.DataFrame:
         """Per annotator: id, number of annotations, accuracy on its own items (``σ(α e^β)``
-        averaged over them) and ability ``α``."""
+        averaged over them) and ability ``α`` (both NaN without annotations: ``α`` is then
+        its prior)."""
         quality = super().annotator_quality(n_annotations)
-        quality["accuracy"] = np.diagonal(self.confusion_matrices_, axis1=1, axis2=2)[:, 0]
-        quality["ability"] = self.abilities_
+        quality["accuracy"] = without_evidence(
+            np.diagonal(self.confusion_matrices_, axis1=1, axis2=2)[:, 0], n_annotations)
+        quality["ability"] = without_evidence(self.abilities_, n_annotations)
         return quality
 
 

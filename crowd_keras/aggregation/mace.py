@@ -11,7 +11,7 @@ from scipy.special import digamma
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows
-from .base import check_settings
+from .base import check_settings, without_evidence
 from .dawid_skene import e_step
 from .em import Block, EMLabelModel, Summary
 
@@ -177,9 +177,10 @@ class MACE(EMLabelModel):
 
     def annotator_quality(self, n_annotations: np.ndarray) -> pd.DataFrame:
         """Per annotator: id, number of annotations, estimated accuracy (``Σ_k ρ_k π_kk``) and
-        trustworthiness ``θ`` (MACE's spammer score: near 0 for a spammer)."""
+        trustworthiness ``θ`` (MACE's spammer score: near 0 for a spammer); NaN without
+        annotations."""
         quality = super().annotator_quality(n_annotations)
-        quality["trustworthiness"] = self.trustworthiness_
+        quality["trustworthiness"] = without_evidence(self.trustworthiness_, n_annotations)
         return quality
 
 

@@ -361,7 +361,10 @@ def _aggregate(args: argparse.Namespace) -> int:
     out = pd.DataFrame({args.item: ann.item_ids, "label": ann.classes[proba.argmax(axis=1)],
                         "probability": proba.max(axis=1),
                         "n_annotations": ann.annotations_per_item(),
-                        "tied": model.tied_items_})
+                        "tied": model.tied_items_,
+                        # the calibrated chance that the label is right, which the
+                        # largest posterior ("probability") is not
+                        "consensus_quality": model.consensus_quality()})
     texts = {args.out: out.to_csv(index=False)}
     if args.annotators:   # written with the labels or not at all: one run's outputs
         texts[args.annotators] = model.annotator_quality_.to_csv(index=False)
@@ -487,8 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="aggregate a long CSV of annotations into labels",
                          description="Read a CSV/TSV with one row per annotation (item, "
                                      "annotator, label), fit a label model and write one label "
-                                     "per item with its probability. Errors name the line of "
-                                     "the file.")
+                                     "per item with its probability and its consensus_quality "
+                                     "(the calibrated chance that the label is right: review "
+                                     "the lowest first). Errors name the line of the file.")
     _add_table_options(agg)
     add_method_option(agg)
     agg.add_argument("--gold", metavar="FILE",

@@ -496,7 +496,7 @@ def _report(args: argparse.Namespace, ls: Any, export: Any, model: Any, client: 
         except ls.LabelStudioError as exc:
             print(f"warning: could not read user e-mails: {exc}", file=sys.stderr)
     csv_path, json_path = _report_paths(args)
-    ls.annotator_report(export, model, csv_path=csv_path, json_path=json_path, emails=emails,
-                        model_version=version)
-    print(f"wrote the annotator report for {len(export.annotator_ids)} annotators to "
+    frame = ls.annotator_report(export, model, csv_path=csv_path, json_path=json_path,
+                                emails=emails, model_version=version)
+    print(f"wrote the annotator report for {len(frame)} annotators to "
           f"{csv_path} and {json_path}")

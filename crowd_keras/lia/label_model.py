@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import LabelModel, as_annotations, check_settings
+from ..aggregation.base import LabelModel, as_annotations, check_settings, without_evidence
 from ..aggregation.dawid_skene import DawidSkene
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
@@ -297,8 +297,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
         ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` (Eq. 1's confusions, Eq. 4's posteriors), so annotators
         are compared on the same items, not flattered by having labelled only easy ones
         (on a large fit, the same evenly spaced sample of items for everyone, see
-        ``expected_accuracy_``); ``accuracy_own_items`` is the same mean over the annotator's own annotations (NaN
-        for an annotator without annotations).
+        ``expected_accuracy_``); ``accuracy_own_items`` is the same mean over the annotator's own annotations.
+        Both are NaN for an annotator without annotations (the fit saw none of its labels).
         """
         self._check_fitted()
         if getattr(self, "labeling_function_model_", None) is not None:
@@ -308,7 +308,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
         sums = np.bincount(ann.annotators, weights=self.competence_, minlength=ann.n_annotators)
         own = np.divide(sums, counts, out=np.full(ann.n_annotators, np.nan), where=counts > 0)
         return pd.DataFrame({"annotator": ann.annotator_ids, "n_annotations": counts,
-                             "accuracy": self.expected_accuracy_, "accuracy_own_items": own})
+                             "accuracy": without_evidence(self.expected_accuracy_, counts),
+                             "accuracy_own_items": own})
 
     # ------------------------------------------------------------------ competence
     def predict_competence(self, features: Any = None, annotators: Any = None) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from ..aggregation.base import without_evidence
 from ..errors import CrowdDataError
 from .annotations import SequenceAnnotations
 from .spans import tag_labels, tags_to_spans, token_coverage
@@ -33,7 +34,8 @@ def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
     """Per annotator, against the aggregate ``tags`` (T,).
 
     Returns a frame with ``annotator, n_documents, n_spans`` (after tagging), ``accuracy``
-    (``Σ_k ρ_k π_kk`` of the model's token confusion, when given), ``span_precision``
+    (``Σ_k ρ_k π_kk`` of the model's token confusion, when given; NaN for an annotator
+    without documents: its matrix is the prior's), ``span_precision``
     (share of the annotator's spans that are aggregate spans), ``span_recall`` (share of the
     aggregate spans in the documents the annotator saw that the annotator marked),
     ``span_f1``, and ``token_precision / token_recall / token_f1`` (tokens with the same span
@@ -61,11 +63,12 @@ def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
     tp = np.bincount(obs_who, weights=(mine >= 0) & (mine == theirs), minlength=n_ann)
     tok_p = _ratio(tp, np.bincount(obs_who, weights=mine >= 0, minlength=n_ann))
     tok_r = _ratio(tp, np.bincount(obs_who, weights=theirs >= 0, minlength=n_ann))
-    out = pd.DataFrame({"annotator": seq.annotator_ids,
-                        "n_documents": np.bincount(seq.assign_annotator, minlength=n_ann),
+    n_docs = np.bincount(seq.assign_annotator, minlength=n_ann)
+    out = pd.DataFrame({"annotator": seq.annotator_ids, "n_documents": n_docs,
                         "n_spans": n_spans})
     if confusion is not None and class_prior is not None:
-        out["accuracy"] = np.einsum("k,akk->a", class_prior, confusion)
+        out["accuracy"] = without_evidence(np.einsum("k,akk->a", class_prior, confusion),
+                                           n_docs)
     out["span_precision"], out["span_recall"], out["span_f1"] = span_p, span_r, _f1(span_p, span_r)
     out["token_precision"], out["token_recall"], out["token_f1"] = tok_p, tok_r, _f1(tok_p, tok_r)
     return out

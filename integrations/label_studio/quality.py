@@ -88,10 +88,11 @@ def _one_control(source: Any, name: str, *, method: Optional[str],
         lvl = _level(export, level)
     quality = annotator_report(export, model)
     report = agreement_report(data, level=lvl, n_bootstrap=n_bootstrap, seed=seed)
-    # the tasks whose consensus is most likely wrong (sequence models have no such ranking);
-    # a task nobody labelled for this control has no consensus, only the class prior
+    # the tasks whose consensus is most likely wrong (a sequence model's label_issues ranks
+    # tokens, not tasks); a task nobody labelled for this control has no consensus, only the
+    # class prior
     review = None
-    if hasattr(model, "label_issues"):
+    if not spans:
         issues = model.label_issues()
         review = issues[issues["n_annotations"] > 0].head(REVIEW_ITEMS) \
             .reset_index(drop=True).rename(columns={"item": "task"})

@@ -44,7 +44,9 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
 
     A span export (:class:`~._spans.LabelStudioSpans`, with a sequence label model) gets the
     span columns of :func:`~._span_results.span_report` instead: span and token
-    precision/recall/F1 against the aggregate and against the ground-truth spans.
+    precision/recall/F1 against the aggregate and against the ground-truth spans. A user
+    whose annotations were all skipped (or ground truth) is listed in both kinds with
+    ``n_annotations`` 0, its counts and NaN quality.
 
     Args:
         model: a label model fitted on ``export.annotations`` or unfitted (it is fitted);
@@ -58,7 +60,7 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
         meta = {"model": type(model).__name__, "model_version": model_version,
                 "control": export.control, "labels": [python_scalar(c) for c in export.labels]}
         frame, meta["agreement"] = _with_agreement(frame, export.sequences)
-        return _written(frame, csv_path, json_path, meta)
+        return _written(_with_silent_users(frame, export, emails), csv_path, json_path, meta)
     model = ensure_fitted(export, model)
     ann = export.annotations
     n_users = ann.n_annotators
@@ -97,6 +99,27 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
             "control": export.control, "classes": [python_scalar(c) for c in export.classes]}
     frame, meta["agreement"] = _with_agreement(frame, ann)
     return _written(frame, csv_path, json_path, meta)
+
+
+def _with_silent_users(frame: pd.DataFrame, export: LabelStudioSpans,
+                       emails: Optional[Mapping[Any, str]]) -> pd.DataFrame:
+    """The span report with a row for each user whose annotations were all skipped or ground
+    truth (the span model never sees them; the choices report lists them from the export's
+    annotators): their counts, NaN quality, no partner."""
+    stats = export.annotator_stats
+    silent = stats[~stats["annotator"].isin(frame["annotator"])]
+    if silent.empty:
+        return frame
+    extra = pd.DataFrame({
+        "annotator": pd.Series(list(silent["annotator"]), dtype=object),
+        "email": pd.Series([(emails or {}).get(python_scalar(a)) or e for a, e in
+                            zip(silent["annotator"], silent["email"])], dtype=object),
+        "n_annotations": 0, "n_cancelled": silent["n_cancelled"].to_numpy(),
+        "n_superseded": silent["n_superseded"].to_numpy()}).reindex(columns=frame.columns)
+    counts = [c for c in ("n_spans", "n_gold", "n_partners") if c in frame]
+    extra[counts] = 0
+    return pd.concat([frame, extra.astype({c: frame[c].dtype for c in counts + [
+        "n_annotations", "n_cancelled", "n_superseded"]})], ignore_index=True)
 
 
 AGREEMENT_COLUMNS = {"agreement": "agreement_with_others", "kappa": "kappa_with_others",
