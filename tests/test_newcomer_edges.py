@@ -1,0 +1,83 @@
+"""A newcomer's first mistakes: each is answered in one line that says what to do."""
+import pytest
+
+from crowd_keras.cli import main
+
+ROWS = "1,a,x\n1,b,y\n2,a,x\n2,b,x\n"
+
+
+def _fail(argv, capsys, code=1):
+    assert main(argv) == code
+    return capsys.readouterr().err
+
+
+def test_a_wrong_column_name_suggests_the_closest_column(tmp_path, capsys):
+    src = tmp_path / "answers.csv"
+    src.write_text("task_id,Worker,label\n" + ROWS)
+    err = _fail(["aggregate", str(src), "--out", str(tmp_path / "o.csv")], capsys)
+    assert ("no column 'task' (--item; did you mean 'task_id'?), 'worker' (--annotator; did "
+            "you mean 'Worker'?); its columns are ['task_id', 'Worker', 'label']") in err
+    # nothing close: no guess
+    err = _fail(["aggregate", str(src), "--item", "task_id", "--annotator", "Worker",
+                 "--label", "zzz", "--out", str(tmp_path / "o.csv")], capsys)
+    assert "no column 'zzz' (--label);" in err and "did you mean" not in err
+
+
+def test_a_wrong_gold_column_suggests_the_closest_column(tmp_path, capsys):
+    src, gold = tmp_path / "answers.csv", tmp_path / "gold.csv"
+    src.write_text("task,worker,label\n" + ROWS)
+    gold.write_text("Task,label\n1,x\n")
+    err = _fail(["aggregate", str(src), "--gold", str(gold), "--out", str(tmp_path / "o.csv")],
+                capsys)
+    assert "gold.csv: no column 'task' (--item; did you mean 'Task'?)" in err
+
+
+@pytest.mark.parametrize("name, text, hint", [
+    ("tabs.csv", "task\tworker\tlabel\n1\ta\tx\n",
+     "(the header is one column holding tabs: a .csv file is read with commas; name a "
+     "tab-separated file .tsv)"),
+    ("semicolons.csv", "task;worker;label\n1;a;x\n",
+     "(the header is one column holding ';': a .csv file is read with commas; save it with "
+     "commas)"),
+    ("commas.tsv", "task,worker,label\n1,a,x\n",
+     "(the header is one column holding commas: a .tsv/.tab file is read with tabs; name a "
+     "comma-separated file .csv)"),
+    ("export.json", '[{"task": 1, "worker": "a", "label": "x"}]\n',
+     "(this looks like JSON, not a CSV/TSV table)"),
+])
+def test_a_file_that_is_not_this_kind_of_table_says_why(name, text, hint, tmp_path, capsys):
+    src = tmp_path / name
+    src.write_text(text)
+    for command in ("aggregate", "agree"):
+        err = _fail([command, str(src), "--out", str(tmp_path / "o.csv")], capsys)
+        assert err.rstrip().endswith(hint), err
+        assert "did you mean" not in err   # the columns are not the problem
+
+
+def test_a_header_without_rows_is_named_in_the_files_terms(tmp_path, capsys):
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n")
+    err = _fail(["aggregate", str(src), "--out", str(tmp_path / "o.csv")], capsys)
+    assert "answers.csv: no annotations: the file has a header line and no rows" in err
+    assert "frame" not in err
+
+
+@pytest.mark.parametrize("argv", [["aggregate", "x.csv", "--out", "o.csv", "--method"],
+                                  ["agree", "x.csv", "--method"],
+                                  ["demo", "--methods", "mv"]])
+def test_a_mistyped_label_model_suggests_the_closest(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv + ["dawid_skne"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "unknown label model 'dawid_skne' (did you mean 'dawid_skene'?); choose from" in err
+    with pytest.raises(SystemExit):
+        main(argv + ["zzz"])
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_demo_methods_take_aliases_in_any_case_as_method_does(capsys):
+    assert main(["demo", "--items", "100", "--annotators", "10", "--quiet",
+                 "--methods", "MV", "Dawid-Skene", "ds"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[3:] if line.strip()]
+    assert rows == ["majority_vote", "dawid_skene"]   # one row per model
