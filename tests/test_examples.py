@@ -35,8 +35,10 @@ def test_keras_conal_example():
 @pytest.mark.slow
 def test_pico_tagger_example():
     data = require_data("pico")
-    out = run_example(ROOT / "examples" / "pico_tagger.py", "--quick", "--data", data.parent)
+    out = run_example(ROOT / "examples" / "pico_tagger.py", "--quick", "--epochs", "1",
+                      "--data", data.parent)
     assert "tagger trained on crowd layer" in out and "tagger trained on majority-vote tags" in out
+    assert out.count(": 1 epochs (best 1") == 2, out   # --epochs holds with --quick
     # --quick (2 epochs on a slice) may tag nothing: then it says so instead of "F1 0.000"
     assert (("spans predicted on the test abstracts" in out and "gold half token P" in out)
             or "predicts no span on the test abstracts" in out), out

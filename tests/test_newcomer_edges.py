@@ -1,7 +1,15 @@
 """A newcomer's first mistakes: each is answered in one line that says what to do."""
+import importlib
+import sys
+from pathlib import Path
+
 import pytest
 
+from conftest import require_data
 from crowd_keras.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
 
 ROWS = "1,a,x\n1,b,y\n2,a,x\n2,b,x\n"
 
@@ -81,3 +89,37 @@ def test_demo_methods_take_aliases_in_any_case_as_method_does(capsys):
                  "--methods", "MV", "Dawid-Skene", "ds"]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[3:] if line.strip()]
     assert rows == ["majority_vote", "dawid_skene"]   # one row per model
+
+
+# ---------------------------------------------------------------------------------- examples
+def _usage_error(script, argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        importlib.import_module(script).main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("script, argv, words", [
+    ("keras_crowd_layer", ["--epochs", "0"], "--epochs must be at least 1, got 0"),
+    ("keras_crowd_layer", ["--data", "{tmp}"], "no labelme data at {tmp}"),
+    ("keras_conal", ["--epochs", "0"], "--epochs must be at least 1, got 0"),
+    ("keras_conal", ["--data", "{tmp}"], "--data is read with --labelme only"),
+    ("keras_conal", ["--labelme", "--data", "{tmp}"], "no labelme data at {tmp}"),
+    ("pico_tagger", ["--quick", "--epochs", "0"], "--epochs must be at least 1, got 0"),
+    ("pico_tagger", ["--data", "{tmp}"], "no pico data at {tmp}"),
+    ("pico_lfs", ["--splits", "tst"], "invalid choice: 'tst'"),
+    ("pico_lfs", ["--data", "{tmp}"], "no pico data at {tmp}"),
+    ("snorkel_youtube_spam", ["--data", "{tmp}"], "no youtube_spam data at {tmp}"),
+])
+def test_an_example_refuses_a_bad_flag_in_one_line(script, argv, words, tmp_path, capsys):
+    err = _usage_error(script, [a.format(tmp=tmp_path) for a in argv], capsys)
+    assert words.format(tmp=tmp_path) in err, err
+
+
+def test_pico_lfs_reads_the_data_where_the_other_examples_do(tmp_path, monkeypatch, capsys):
+    pico_lfs = importlib.import_module("pico_lfs")
+    monkeypatch.setenv("CROWD_KERAS_DATA", str(require_data("pico").parent))
+    monkeypatch.setattr(pico_lfs, "ROOT", tmp_path / "clone")   # no ../shared/data beside it
+    assert pico_lfs.main(["--splits", "acl17-test", "acl17-test"]) == 0   # a split read once
+    assert "crowd + functions: token P" in capsys.readouterr().out
