@@ -1,5 +1,9 @@
 """A newcomer's first mistakes: each is answered in one line that says what to do."""
+import argparse
 import importlib
+import os
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -123,3 +127,38 @@ def test_pico_lfs_reads_the_data_where_the_other_examples_do(tmp_path, monkeypat
     monkeypatch.setattr(pico_lfs, "ROOT", tmp_path / "clone")   # no ../shared/data beside it
     assert pico_lfs.main(["--splits", "acl17-test", "acl17-test"]) == 0   # a split read once
     assert "crowd + functions: token P" in capsys.readouterr().out
+
+
+EXAMPLES = ["keras_crowd_layer", "keras_conal", "pico_tagger", "pico_lfs", "snorkel_youtube_spam",
+            "label_studio_round_trip"]
+
+
+class _Parsed(Exception):
+    pass
+
+
+def test_every_example_option_says_what_it_does(monkeypatch):
+    def stop(parser, *args, **kwargs):   # the parser main built, before any work
+        raise _Parsed(parser)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", stop)
+    for script in EXAMPLES:
+        with pytest.raises(_Parsed) as info:
+            importlib.import_module(script).main([])
+        parser = info.value.args[0]
+        bare = [a.option_strings[-1] for a in parser._actions if a.option_strings and not a.help]
+        assert not bare, (script, bare)
+
+
+def test_the_round_trip_example_names_the_server_it_cannot_reach(tmp_path):
+    with socket.socket() as closed:   # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        env = {**os.environ, "LABEL_STUDIO_API_KEY": "secret-token-123"}
+        res = subprocess.run([sys.executable, str(ROOT / "examples" / "label_studio_round_trip.py"),
+                              "--url", url, "--out-dir", str(tmp_path / "out")], env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    assert f"error: Label Studio at {url}: " in res.stderr and "Traceback" not in res.stderr
+    assert "secret-token-123" not in res.stdout + res.stderr
+    assert not (tmp_path / "out").exists()   # nothing written when nothing was read
