@@ -162,3 +162,10 @@ def test_the_round_trip_example_names_the_server_it_cannot_reach(tmp_path):
     assert f"error: Label Studio at {url}: " in res.stderr and "Traceback" not in res.stderr
     assert "secret-token-123" not in res.stdout + res.stderr
     assert not (tmp_path / "out").exists()   # nothing written when nothing was read
+
+
+@pytest.mark.parametrize("command", ["aggregate", "report"])
+def test_a_folder_given_as_the_export_is_called_a_folder(command, tmp_path, capsys):
+    err = _fail(["label-studio", command, str(tmp_path), "--out", str(tmp_path / "out")], capsys,
+                code=2)
+    assert f"export {str(tmp_path)!r}: is a folder, not a file" in err
