@@ -2181,7 +2181,7 @@ for _flag, _value, _low in (("--items", "0", 1), ("--annotators", "-1", 1), ("--
     CLI_FILE_CASES.append((f"demo{_flag}={_value}", ["demo", _flag, _value], 2,
                            rf"argument {_flag}: must be an integer >= {_low}, got '{_value}'"))
 CLI_FILE_CASES.append(("demo-per-item-above-annotators",
-                       ["demo", "--per-item", "9", "--annotators", "3"], 1,
+                       ["demo", "--per-item", "9", "--annotators", "3"], 2,
                        r"--per-item 9 exceeds --annotators 3"))
 
 

@@ -169,3 +169,17 @@ def test_a_folder_given_as_the_export_is_called_a_folder(command, tmp_path, caps
     err = _fail(["label-studio", command, str(tmp_path), "--out", str(tmp_path / "out")], capsys,
                 code=2)
     assert f"export {str(tmp_path)!r}: is a folder, not a file" in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["demo", "--per-item", "9", "--annotators", "3"], "--per-item 9 exceeds --annotators 3"),
+    (["aggregate", "{src}", "--method", "dawid_skene", "--target-prior", "uniform", "--out",
+      "{out}"], "--target-prior applies to --method auto"),
+    (["aggregate", "{src}", "--method", "mixture_of_groups", "--gold", "{src}", "--out", "{out}"],
+     "--method mixture_of_groups does not take gold labels (--gold)"),
+])
+def test_flags_that_cannot_go_together_are_a_usage_error(argv, words, tmp_path, capsys):
+    src, out = tmp_path / "answers.csv", tmp_path / "labels.csv"
+    src.write_text("task,worker,label\n" + ROWS)
+    err = _fail([a.format(src=src, out=out) for a in argv], capsys, code=2)
+    assert words in err and not out.exists()

@@ -25,8 +25,8 @@ from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_output_kinds, check_paths, int_at_least, report_files
 from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
-                      cli_words, common_options, closest, label_model_name, run_handler,
-                      target_prior_problem)
+                      UsageError, cli_words, common_options, closest, label_model_name,
+                      run_handler, target_prior_problem)
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
@@ -36,7 +36,7 @@ def _demo(args: argparse.Namespace) -> int:
     from ..datasets import simulate_crowd
 
     if args.per_item > args.annotators:
-        raise CrowdDataError(f"--per-item {args.per_item} exceeds --annotators "
+        raise UsageError(f"--per-item {args.per_item} exceeds --annotators "
                              f"{args.annotators}: an annotator labels an item once")
     sim = simulate_crowd(n_items=args.items, n_classes=args.classes, n_annotators=args.annotators,
                          annotations_per_item=args.per_item, annotator_accuracy=(0.35, 0.9),
@@ -300,13 +300,13 @@ def _aggregate(args: argparse.Namespace) -> int:
     df, ann = _read_annotations(args)
     problem = target_prior_problem(args.target_prior, args.method)
     if problem:
-        raise CrowdDataError(problem)
+        raise UsageError(problem)
     settings = {"target_prior": args.target_prior} if args.target_prior else {}
     model = get_label_model(args.method, **settings)
     gold = None
     if args.gold:
         if not model.accepts_gold:
-            raise CrowdDataError(f"--method {args.method} does not take gold labels (--gold); "
+            raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
                                  "the default method does")
         gold = _read_gold(args, ann)
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
@@ -481,7 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code: 0 done, 1 failed (bad data or a server
-    error: one line on stderr), 2 bad usage (and bad input of ``label-studio aggregate``)."""
+    error: one line on stderr), 2 bad usage (flags that cannot go together too, and bad input
+    of ``label-studio aggregate``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

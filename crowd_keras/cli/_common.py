@@ -12,10 +12,14 @@ from typing import Any, Callable, Optional
 
 from ..aggregation.auto import TARGET_PRIORS
 from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
-from ..errors import Argument, Message
+from ..errors import Argument, CrowdDataError, Message
 
 __all__ = ["HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
-           "method_choices", "closest", "label_model_name", "FLAGS"]
+           "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
+
+
+class UsageError(CrowdDataError):
+    """Flags that cannot go together (found after parsing): exit code 2, as argparse's own."""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -139,8 +143,6 @@ def cli_words(message: Any) -> str:
 def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace,
                 prog: str = "crowd-keras") -> int:
     """Run a sub-command; a failure prints one line (no traceback unless ``--debug``)."""
-    from ..errors import CrowdDataError
-
     try:
         return int(func(args) or 0)
     except KeyboardInterrupt:
@@ -151,6 +153,8 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
             traceback.print_exc()
         if isinstance(exc, CrowdDataError):
             print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
+            if isinstance(exc, UsageError):
+                return 2
         elif isinstance(exc, ImportError):
             print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
             return 2
