@@ -183,3 +183,9 @@ def test_flags_that_cannot_go_together_are_a_usage_error(argv, words, tmp_path, 
     src.write_text("task,worker,label\n" + ROWS)
     err = _fail([a.format(src=src, out=out) for a in argv], capsys, code=2)
     assert words in err and not out.exists()
+
+
+def test_the_labeling_functions_module_run_as_a_script_points_to_the_example():
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / "youtube_spam_lfs.py"),
+                          "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "python examples/snorkel_youtube_spam.py" in res.stdout
