@@ -189,3 +189,17 @@ def test_the_labeling_functions_module_run_as_a_script_points_to_the_example():
     res = subprocess.run([sys.executable, str(ROOT / "examples" / "youtube_spam_lfs.py"),
                           "--help"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "python examples/snorkel_youtube_spam.py" in res.stdout
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["aggregate", "{src}", "--out", "{tmp}/labels/"], 1),
+    (["aggregate", "{src}", "--out", "{tmp}/labels.csv", "--annotators", "{tmp}/quality/"], 1),
+    (["label-studio", "aggregate", "{export}", "--control", "sentiment", "--out", "{tmp}/p/"], 2),
+])
+def test_an_output_file_ending_with_a_separator_is_refused(argv, code, tmp_path, capsys):
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n" + ROWS)
+    export = ROOT / "tests" / "data" / "label_studio" / "demo.json"
+    err = _fail([a.format(src=src, tmp=tmp_path, export=export) for a in argv], capsys, code)
+    assert "ends with a separator, so it names a folder; give the path of a file" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers.csv"]   # nothing written
