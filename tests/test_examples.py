@@ -33,6 +33,15 @@ def test_keras_conal_example():
 
 
 @pytest.mark.slow
+def test_keras_conal_example_on_labelme():
+    data = require_data("labelme")
+    out = run_example(ROOT / "examples" / "keras_conal.py", "--labelme", "--epochs", "1",
+                      "--data", data.parent)
+    assert "1000 items, 59 annotators, 2547 annotations" in out
+    assert "classifier test accuracy" in out and "true common confusion" not in out
+
+
+@pytest.mark.slow
 def test_pico_tagger_example():
     data = require_data("pico")
     out = run_example(ROOT / "examples" / "pico_tagger.py", "--quick", "--epochs", "1",
