@@ -14,19 +14,21 @@ import argparse
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))   # the repository's crowd_keras, installed or not
+
 from crowd_keras.quiet import quiet_import  # noqa: E402
 
 with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
     import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from crowd_keras import CrowdDataError  # noqa: E402
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme, simulate_crowd  # noqa: E402
 from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation  # noqa: E402
 from crowd_keras.models import CrowdModel, TruthValidation  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def existing_classifier(n_features: int, n_classes: int) -> keras.Model:
@@ -58,12 +60,20 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, default=None,
                         help="folder that holds labelme/ (default: CROWD_KERAS_DATA, the cache, "
                              "or a download)")
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=30, help="training epochs (default: 30)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random seed of the simulation and the training (default: 0)")
     parser.add_argument("--verbose", action="store_true",
                         help="show TensorFlow's start-up messages")
     args = parser.parse_args(argv)
-    d = load(args)
+    if args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if args.data is not None and not args.labelme:
+        parser.error("--data is read with --labelme only (the simulation needs no data)")
+    try:
+        d = load(args)
+    except CrowdDataError as exc:   # a --data folder without LabelMe: one line, not a traceback
+        parser.error(str(exc))
     ann = d["annotations"]
     print(f"{ann.n_items} items, {ann.n_annotators} annotators, {ann.n_annotations} annotations")
 

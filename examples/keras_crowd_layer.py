@@ -32,6 +32,7 @@ from crowd_keras.quiet import quiet_import  # noqa: E402
 with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
     import keras  # noqa: E402
 
+from crowd_keras import CrowdDataError  # noqa: E402
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme  # noqa: E402
@@ -55,15 +56,21 @@ def main(argv=None) -> dict:
     p.add_argument("--data", type=Path, default=None,
                    help="folder that holds labelme/ (default: CROWD_KERAS_DATA, the cache, or "
                         "a download)")
-    p.add_argument("--epochs", type=int, default=60)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=None,
+                   help="training epochs of each model (default: 60, 3 with --quick)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--verbose", action="store_true",
                    help="show TensorFlow's start-up messages")
     p.add_argument("--quick", action="store_true", help="3 epochs (smoke test)")
     args = p.parse_args(argv)
-    epochs = 3 if args.quick else args.epochs
+    epochs = args.epochs if args.epochs is not None else 3 if args.quick else 60
+    if epochs < 1:
+        p.error(f"--epochs must be at least 1, got {epochs}")
 
-    data = load_labelme(args.data)
+    try:
+        data = load_labelme(args.data)
+    except CrowdDataError as exc:   # a --data folder without LabelMe: one line, not a traceback
+        p.error(str(exc))
     ann = data.annotations
     print(f"LabelMe: {ann.n_items} training images, {ann.n_annotators} annotators, "
           f"{ann.n_annotations} labels, {ann.n_classes} classes")

@@ -73,13 +73,20 @@ def create_demo_project(client, n_tasks: int = 60, seed: int = 0) -> tuple[int, 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--url", default="http://localhost:8080", help="Label Studio URL")
+    parser.add_argument("--url", default="http://localhost:8080",
+                        help="Label Studio URL (default: http://localhost:8080)")
     parser.add_argument("--project", type=int, default=None,
                         help="project id (default: create a demo project)")
-    parser.add_argument("--control", default=None, help="Choices/Rating control to read")
-    parser.add_argument("--method", default="dawid_skene", choices=["dawid_skene", "majority_vote"])
-    parser.add_argument("--model-version", default=None)
-    parser.add_argument("--out-dir", default="label-studio-out", type=Path)
+    parser.add_argument("--control", default=None,
+                        help="Choices/Rating control to read (default: the one in the export)")
+    parser.add_argument("--method", default="dawid_skene", choices=["dawid_skene", "majority_vote"],
+                        help="label model (default: dawid_skene)")
+    parser.add_argument("--model-version", default=None,
+                        help="model_version of the pushed predictions (default: "
+                             "crowd-keras-METHOD)")
+    parser.add_argument("--out-dir", default="label-studio-out", type=Path,
+                        help="folder for predictions.json, annotators.csv and annotators.json, "
+                             "made when missing (default: label-studio-out)")
     args = parser.parse_args(argv)
 
     try:
@@ -94,7 +101,7 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - SDK errors; print without headers or token
-        print(f"error: {ls.describe_error(exc)}", file=sys.stderr)
+        print(f"error: Label Studio at {args.url}: {ls.describe_error(exc)}", file=sys.stderr)
         return 1
     try:
         export = ls.read_export(raw, control=args.control, label_config=label_config)

@@ -19,7 +19,10 @@ Then: :func:`lf_summary` on the documents (with gold spans when given), the func
 (:class:`AbstainDawidSkene` on their votes) and with the crowd (the same model on the
 crowd's annotations and the votes together).
 
-    python examples/pico_lfs.py [--data ../shared/data] [--splits acl17-test]
+Run from the repository root (PICO from ``CROWD_KERAS_DATA``, the cache or a download)::
+
+    python examples/pico_lfs.py                     # the 191 acl17-test abstracts
+    python examples/pico_lfs.py --splits train dev test acl17-test   # all 4,740 abstracts
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowd_keras.datasets import load_pico  # noqa: E402
+from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.datasets import PICO_SPLITS, load_pico  # noqa: E402
 from crowd_keras.sequences.labeling_functions import (ABSTAIN, apply_lfs, lf_summary,  # noqa: E402
                                                       span_lf, tag_lf)
 from crowd_keras.sequences.quality import spans_token_mask, token_prf  # noqa: E402
@@ -92,10 +96,18 @@ PICO_LFS = [people_phrase, with_condition, age_range, n_equals, statistics_outsi
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    p.add_argument("--splits", nargs="+", default=["acl17-test"])
+    p.add_argument("--data", type=Path, default=None,
+                   help="folder that holds pico/ (default: CROWD_KERAS_DATA, the cache, or a "
+                        "download)")
+    p.add_argument("--splits", nargs="+", default=["acl17-test"], choices=PICO_SPLITS,
+                   metavar="SPLIT",
+                   help=f"PICO crowd splits to read: {', '.join(PICO_SPLITS)} (default: "
+                        "acl17-test, whose gold half scores the models)")
     args = p.parse_args(argv)
-    pico = load_pico(args.data, splits=tuple(args.splits))
+    try:
+        pico = load_pico(args.data, splits=tuple(dict.fromkeys(args.splits)))  # a split once
+    except CrowdDataError as exc:   # a --data folder without PICO: one line, not a traceback
+        p.error(str(exc))
     seq = pico.sequences
     gold = {d: s for d, s in pico.gold.items() if d in set(seq.doc_ids)}
     texts = dict(zip(seq.doc_ids, seq.texts))

@@ -38,6 +38,7 @@ from crowd_keras.quiet import quiet_import  # noqa: E402
 with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, unless --verbose
     import keras  # noqa: E402
 
+from crowd_keras import CrowdDataError  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_pico  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
@@ -158,16 +159,24 @@ def main(argv=None) -> dict:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=None,
                    help="folder that holds pico/ (default: CROWD_KERAS_DATA or the cache)")
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=None,
+                   help="most training epochs of each tagger, stopped early on the dev loss "
+                        "(default: 15, 2 with --quick)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--verbose", action="store_true",
                    help="show TensorFlow's start-up messages")
-    p.add_argument("--arch", choices=("lstm", "conv"), default="lstm")
+    p.add_argument("--arch", choices=("lstm", "conv"), default="lstm",
+                   help="the tagger: a BiLSTM or two 1-D convolutions (default: lstm)")
     p.add_argument("--quick", action="store_true", help="a slice of PICO, 2 epochs")
     args = p.parse_args(argv)
-    epochs = 2 if args.quick else args.epochs
+    epochs = args.epochs if args.epochs is not None else 2 if args.quick else 15
+    if epochs < 1:
+        p.error(f"--epochs must be at least 1, got {epochs}")
 
-    d = load(args.data, quick=args.quick)
+    try:
+        d = load(args.data, quick=args.quick)
+    except CrowdDataError as exc:   # a --data folder without PICO: one line, not a traceback
+        p.error(str(exc))
     seq, docs = d["seq"], d["docs"]
     print(f"PICO: {len(docs['train'])} train / {len(docs['dev'])} dev / "
           f"{len(docs['acl17-test'])} test abstracts, {len(seq.annotator_ids)} workers, "
@@ -185,8 +194,8 @@ def main(argv=None) -> dict:
         trained = (f"tagger trained on {name}: {info['epochs']} epochs (best "
                    f"{info['best_epoch']}, {info['seconds']:.0f} s)")
         if len(spans) == 0:  # precision and F1 of no span are undefined, not 0
-            print(f"{trained}; it predicts no span on the test abstracts (every token O"
-                  f"{', as expected of --quick: 2 epochs on a slice' if args.quick else ''}), "
+            quick = f", as expected of --quick: {epochs} epochs on a slice" if args.quick else ""
+            print(f"{trained}; it predicts no span on the test abstracts (every token O{quick}), "
                   f"so there is no precision or F1 to report")
             scores[kind] = float("nan")
             continue

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from youtube_spam_lfs import LFS, apply_lfs, load_youtube_spam  # noqa: E402
 
+from crowd_keras import CrowdDataError  # noqa: E402
 from crowd_keras.datasets import locate  # noqa: E402
 
 from integrations.snorkel import CrowdLabelModel, lf_quality  # noqa: E402
@@ -69,7 +70,10 @@ def main(argv=None) -> int:
     from snorkel.labeling import LFAnalysis, filter_unlabeled_dataframe
     from snorkel.labeling.model import LabelModel, MajorityLabelVoter
 
-    df_train, df_test = load_youtube_spam(locate("youtube_spam", args.data))
+    try:
+        df_train, df_test = load_youtube_spam(locate("youtube_spam", args.data))
+    except (CrowdDataError, FileNotFoundError) as exc:   # a --data folder without the set
+        parser.error(str(exc))
     L_train, L_test = apply_lfs(df_train), apply_lfs(df_test)
     y_test = df_test.label.to_numpy()
     print(f"{len(LFS)} labeling functions, {len(df_train)} training comments (videos 1-4), "

@@ -103,3 +103,8 @@ LFS = [keyword_my, keyword_subscribe, keyword_link, keyword_please, keyword_song
 def apply_lfs(df: pd.DataFrame) -> np.ndarray:
     """Label matrix ``L`` (comments × functions, -1 = abstain) of :data:`LFS` on ``df``."""
     return PandasLFApplier(lfs=LFS).apply(df=df, progress_bar=False)
+
+
+if __name__ == "__main__":   # a module of functions: point a newcomer at the script that runs them
+    print("youtube_spam_lfs.py holds the labeling functions of the Snorkel tutorial; run them "
+          "with: python examples/snorkel_youtube_spam.py [--data FOLDER]")

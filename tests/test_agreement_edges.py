@@ -194,7 +194,7 @@ def test_agree_on_a_header_only_file(tmp_path, capsys):
     path = tmp_path / "answers.tsv"
     path.write_text("task\tworker\tlabel\n")
     assert main(["agree", str(path), "--quiet"]) == 1
-    assert "answers.tsv: no annotations: a header line and no rows" in capsys.readouterr().err
+    assert "answers.tsv: no annotations: the file has a header line and no rows" in capsys.readouterr().err
 
 
 def test_page_says_why_the_heat_map_is_missing():
@@ -219,8 +219,8 @@ def test_agree_says_when_the_header_has_another_separator(tmp_path, capsys):
     path = tmp_path / "answers.csv"
     path.write_text("task;worker;label\n1;a;x\n1;b;y\n")
     assert main(["agree", str(path), "--quiet"]) == 1
-    assert "its columns are ['task;worker;label'] (one column: the header is separated by " \
-           "';', but " in capsys.readouterr().err
+    assert "its columns are ['task;worker;label'] (the header is one column holding ';': " \
+           "a .csv file is read with commas" in capsys.readouterr().err
 
 
 def test_ratio_on_text_classes_names_its_own_distance():

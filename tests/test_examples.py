@@ -33,10 +33,21 @@ def test_keras_conal_example():
 
 
 @pytest.mark.slow
+def test_keras_conal_example_on_labelme():
+    data = require_data("labelme")
+    out = run_example(ROOT / "examples" / "keras_conal.py", "--labelme", "--epochs", "1",
+                      "--data", data.parent)
+    assert "1000 items, 59 annotators, 2547 annotations" in out
+    assert "classifier test accuracy" in out and "true common confusion" not in out
+
+
+@pytest.mark.slow
 def test_pico_tagger_example():
     data = require_data("pico")
-    out = run_example(ROOT / "examples" / "pico_tagger.py", "--quick", "--data", data.parent)
+    out = run_example(ROOT / "examples" / "pico_tagger.py", "--quick", "--epochs", "1",
+                      "--data", data.parent)
     assert "tagger trained on crowd layer" in out and "tagger trained on majority-vote tags" in out
+    assert out.count(": 1 epochs (best 1") == 2, out   # --epochs holds with --quick
     # --quick (2 epochs on a slice) may tag nothing: then it says so instead of "F1 0.000"
     assert (("spans predicted on the test abstracts" in out and "gold half token P" in out)
             or "predicts no span on the test abstracts" in out), out

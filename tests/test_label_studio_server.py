@@ -298,7 +298,7 @@ def test_example_round_trip_runs(ls_server, ls_token, tmp_path):
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "LABEL_STUDIO_API_KEY": ls_token}
     cmd = [sys.executable, str(root / "examples" / "label_studio_round_trip.py"),
-           "--url", ls_server.url, "--out-dir", str(tmp_path)]
+           "--url", ls_server.url, "--out-dir", str(tmp_path / "out")]   # made when missing
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
     project = re.search(r"created demo project (\d+)", first.stdout).group(1)
@@ -310,7 +310,9 @@ def test_example_round_trip_runs(ls_server, ls_token, tmp_path):
     assert "60 created, 0 unchanged" in first.stdout
     assert "accuracy against the hidden truth" in first.stdout
     assert "0 created, 60 unchanged" in again.stdout  # the re-run duplicates nothing
-    assert (tmp_path / "annotators.csv").exists() and (tmp_path / "predictions.json").exists()
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["annotators.csv", "annotators.json",
+                                                     "predictions.json"]
 
 
 # ---------------------------------------------------------------------------- kill and resume

@@ -1800,10 +1800,10 @@ case("cli_input", "aggregate-gold-a-folder", cli_files(AGG + ["--gold", "{dir}"]
      error(r"pytest.*: is a folder, not a file"))
 case("cli_input", "aggregate-gold-bom-crlf",     # Excel's UTF-8 CSV: accepted
      cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": "\ufefftask,label\r\nt1,1\r\n"}),
-     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 5)))
+     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 6)))
 case("cli_input", "aggregate-gold-float-codes",     # 1.0 of a column with a blank: class 1
      cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": "task,label\nt1,1.0\nt2,0.0\n"}),
-     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 5)))
+     accept(lambda d: pd.read_csv(d / "out.csv").shape == (12, 6)))
 for name, text, pattern in (
         ("a-row-too-long", "task,worker,label\na,u,1,9\nb,v,0\n",
          r"answers.csv: line 2 has 4 fields but the header has 3"),
@@ -2181,7 +2181,7 @@ for _flag, _value, _low in (("--items", "0", 1), ("--annotators", "-1", 1), ("--
     CLI_FILE_CASES.append((f"demo{_flag}={_value}", ["demo", _flag, _value], 2,
                            rf"argument {_flag}: must be an integer >= {_low}, got '{_value}'"))
 CLI_FILE_CASES.append(("demo-per-item-above-annotators",
-                       ["demo", "--per-item", "9", "--annotators", "3"], 1,
+                       ["demo", "--per-item", "9", "--annotators", "3"], 2,
                        r"--per-item 9 exceeds --annotators 3"))
 
 

@@ -25,7 +25,8 @@ from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_output_kinds, check_paths, int_at_least, report_files
 from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
-                      cli_words, common_options, run_handler, target_prior_problem)
+                      UsageError, cli_words, common_options, closest, label_model_name,
+                      run_handler, target_prior_problem)
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
@@ -35,7 +36,7 @@ def _demo(args: argparse.Namespace) -> int:
     from ..datasets import simulate_crowd
 
     if args.per_item > args.annotators:
-        raise CrowdDataError(f"--per-item {args.per_item} exceeds --annotators "
+        raise UsageError(f"--per-item {args.per_item} exceeds --annotators "
                              f"{args.annotators}: an annotator labels an item once")
     sim = simulate_crowd(n_items=args.items, n_classes=args.classes, n_annotators=args.annotators,
                          annotations_per_item=args.per_item, annotator_accuracy=(0.35, 0.9),
@@ -46,7 +47,8 @@ def _demo(args: argparse.Namespace) -> int:
           f"mean annotator accuracy {sim.annotator_accuracy().mean():.3f}")
     true_acc = np.einsum("akk->a", sim.confusion_matrices) / ann.n_classes
     rows = []
-    for name in args.methods or _default_methods(available_label_models(aliases=False)):
+    # names as primary names (an alias and its model are one row)
+    for name in dict.fromkeys(args.methods or _default_methods(available_label_models(False))):
         model = get_label_model(name)
         start = time.perf_counter()
         with Heartbeat(f"fitting {name}", disable=args.quiet):
@@ -156,19 +158,6 @@ def _separator(path: str) -> str:
     return "\t" if str(path).lower().endswith((".tsv", ".tab")) else ","   # ANSWERS.TSV too
 
 
-def _separator_hint(path: str, df: Any) -> str:
-    """Advice when the header was read as one column holding another separator."""
-    if len(df.columns) != 1:
-        return ""
-    found = [name for sep, name in ((";", "';'"), ("\t", "tabs"), ("|", "'|'"))
-             if sep in str(df.columns[0])]
-    if not found:
-        return ""
-    reads = "tabs" if _separator(path) == "\t" else "commas"
-    return (f" (one column: the header is separated by {found[0]}, but {path} is read with "
-            f"{reads}; .tsv/.tab files are read with tabs, others with commas)")
-
-
 def _line_of(path: str) -> Any:
     """``row -> line``: the file line on which data row ``row`` starts (error path: the file
     is read again). Row r is line r + 2 only without blank lines (pandas skips them) and
@@ -205,6 +194,40 @@ _ROW = re.compile(r"\brow (\d+)\b")
 _COLUMN_FLAGS = {"item": "--item", "annotator": "--annotator", "label": "--label"}
 
 
+def _check_columns(path: str, df: Any, args: argparse.Namespace, roles: Sequence[str]) -> None:
+    """Raise when a column named by ``--item``/``--annotator``/``--label`` (``roles``) is not
+    in ``df``: each with its flag and the closest column, then the file's columns."""
+    columns = [str(c) for c in df.columns]
+    hint = _format_hint(path, columns)
+    missing = []
+    for role in roles:
+        name = getattr(args, role)
+        if name not in df.columns:
+            near = None if hint else closest(name, columns)
+            missing.append(f"{name!r} ({_COLUMN_FLAGS[role]}"
+                           f"{f'; did you mean {near!r}?' if near else ''})")
+    if missing:
+        raise CrowdDataError(f"{path}: no column {', '.join(missing)}; its columns are "
+                             f"{list(df.columns)}{hint}")
+
+
+def _format_hint(path: str, columns: Sequence[str]) -> str:
+    """Why a file's header may not be the table's (a JSON file, another separator), or ""."""
+    if columns and columns[0].lstrip().startswith(("[", "{")):
+        return " (this looks like JSON, not a CSV/TSV table)"
+    sep = _separator(path)
+    tsv = sep == "\t"
+    read = "a .tsv/.tab file is read with tabs" if tsv else "a .csv file is read with commas"
+    fixes = {"\t": ("tabs", "name a tab-separated file .tsv"),
+             ",": ("commas", "name a comma-separated file .csv"),
+             ";": ("';'", "save it with " + ("tabs" if tsv else "commas")),
+             "|": ("'|'", "save it with " + ("tabs" if tsv else "commas"))}
+    for char, (name, fix) in fixes.items():
+        if len(columns) == 1 and char != sep and char in columns[0]:
+            return f" (the header is one column holding {name}: {read}; {fix})"
+    return ""
+
+
 def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> CrowdDataError:
     """A frame error in the file's terms: rows as line numbers, columns with their flag."""
     line = _line_of(path)
@@ -213,7 +236,8 @@ def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> Cr
         name = getattr(args, role)
         text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")
     text = text.replace("frame has no column(s)", "no column(s)")
-    text = text.replace("frame has no annotations", "no annotations: a header line and no rows")
+    text = text.replace("frame has no annotations", "no annotations: the file has a header line "
+                                                    "and no rows")
     return CrowdDataError(f"{path}: {text}")
 
 
@@ -224,11 +248,7 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     # the items as the annotations' ids: integers only where theirs are
     df = _read_table(args.gold, args.label, args.string_labels, ids=[args.item],
                      int_ids=ann.item_ids.dtype.kind in "iu")
-    missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
-               if role != "annotator" and (c := getattr(args, role)) not in df.columns]
-    if missing:
-        raise CrowdDataError(f"{args.gold}: no column {', '.join(missing)}; its columns are "
-                             f"{list(df.columns)}")
+    _check_columns(args.gold, df, args, roles=("item", "label"))
     dup = df[args.item].duplicated()
     if dup.any():
         raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
@@ -319,11 +339,7 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
                        folders=outputs[:1] if out_folder else [])
     df = _read_table(args.input, args.label, args.string_labels,
                      ids=[args.item, args.annotator])
-    missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
-               if (c := getattr(args, role)) not in df.columns]
-    if missing:
-        raise CrowdDataError(f"{args.input}: no column {', '.join(missing)}; its columns are "
-                             f"{list(df.columns)}{_separator_hint(args.input, df)}")
+    _check_columns(args.input, df, args, roles=tuple(_COLUMN_FLAGS))
     classes = None
     if getattr(args, "classes", None) is not None:
         classes = _listed_classes(args.classes, df[args.label])
@@ -346,13 +362,13 @@ def _aggregate(args: argparse.Namespace) -> int:
     df, ann = _read_annotations(args)
     problem = target_prior_problem(args.target_prior, args.method)
     if problem:
-        raise CrowdDataError(problem)
+        raise UsageError(problem)
     settings = {"target_prior": args.target_prior} if args.target_prior else {}
     model = get_label_model(args.method, **settings)
     gold = None
     if args.gold:
         if not model.accepts_gold:
-            raise CrowdDataError(f"--method {args.method} does not take gold labels (--gold); "
+            raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
                                  "the default method does")
         gold = _read_gold(args, ann)
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
@@ -477,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="confusions shared by annotators (default: none): asymmetric or "
                            "symmetric")
     default_methods = _default_methods(available_label_models(aliases=False))
-    demo.add_argument("--methods", nargs="*", metavar="NAME",
+    demo.add_argument("--methods", nargs="*", metavar="NAME", type=label_model_name,
                       choices=available_label_models(),
                       help=f"label models to compare (default: {' '.join(default_methods)}; "
                            f"{', '.join(SLOW_METHODS)} trains neural networks and runs only "
@@ -547,7 +563,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code: 0 done, 1 failed (bad data or a server
-    error: one line on stderr), 2 bad usage (and bad input of ``label-studio aggregate``)."""
+    error: one line on stderr), 2 bad usage (flags that cannot go together too, and bad input
+    of ``label-studio aggregate``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

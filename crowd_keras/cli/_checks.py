@@ -82,15 +82,19 @@ def report_files(folder: Optional[str]) -> list[tuple[str, Optional[str]]]:
 def check_output_kinds(files: Iterable[tuple[str, Optional[str]]] = (),
                        folders: Iterable[tuple[str, Optional[str]]] = ()) -> None:
     """Raise :class:`~crowd_keras.errors.CrowdDataError` before any work when an output file
-    path is an existing folder, an output folder path an existing file, or a file stands
-    where a folder above either would be made (the write would otherwise fail only after the
-    fit, perhaps after another output was written). ``(flag, path or None)`` pairs; None is
+    path is an existing folder or ends with a separator, an output folder path an existing
+    file, or a file stands where a folder above either would be made (the write would
+    otherwise fail only after the fit, perhaps after another output was written). ``(flag, path or None)`` pairs; None is
     skipped."""
     files, folders = list(files), list(folders)
     for name, path in files:
         if path is not None and os.path.isdir(path):
             raise CrowdDataError(f"{name} {str(path)!r} is a folder; give the path of a file "
                                  "to write")
+        if path is not None and str(path).endswith(("/", os.sep)):   # a file would lose it
+            raise CrowdDataError(f"{name} {str(path)!r} ends with a separator, so it names a "
+                                 "folder; give the path of a file to write (in that folder: "
+                                 "it is made when missing)")
     for name, path in folders:
         if path is not None and os.path.exists(path) and not os.path.isdir(path):
             raise CrowdDataError(f"{name} {str(path)!r} is a file; give a folder (it is "

@@ -5,16 +5,21 @@ option fed by the one registry, ``--quiet``/``--debug``, and library messages in
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..aggregation.auto import TARGET_PRIORS
 from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
-from ..errors import Argument, Message
+from ..errors import Argument, CrowdDataError, Message
 
 __all__ = ["HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
-           "method_choices", "FLAGS"]
+           "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
+
+
+class UsageError(CrowdDataError):
+    """Flags that cannot go together (found after parsing): exit code 2, as argparse's own."""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -41,18 +46,35 @@ def method_choices() -> str:
     return "; ".join(parts)
 
 
-def _method(value: str) -> str:
+def closest(name: Any, names: Any) -> Optional[str]:
+    """The one of ``names`` closest to a mistyped ``name`` (case and '-'/'_' ignored), or None
+    when none is close."""
+    def key(text: Any) -> str:
+        return str(text).strip().lower().replace("-", "_")
+
+    names = [str(n) for n in names]
+    by_key = {key(n): n for n in reversed(names)}   # the first of names with one key wins
+    found = difflib.get_close_matches(key(name), list(by_key), n=1, cutoff=0.6)
+    return by_key[found[0]] if found else None
+
+
+def label_model_name(value: str) -> str:
+    """An argparse ``type=``: a registered label model (any alias, case and '-' ignored) as its
+    primary name; a typo names the closest."""
     if value not in LABEL_MODELS:
+        primary = available_label_models(aliases=False)
+        aliases = [a for a in available_label_models() if a not in primary]
+        near = closest(value, primary + aliases)
         raise argparse.ArgumentTypeError(
-            f"unknown label model {value!r}; choose from {', '.join(available_label_models(False))} "
-            f"(aliases: {', '.join(a for a in available_label_models() if a not in available_label_models(False))})")
+            f"unknown label model {value!r}{f' (did you mean {near!r}?)' if near else ''}; "
+            f"choose from {', '.join(primary)} (aliases: {', '.join(aliases)})")
     return LABEL_MODELS.primary(value)
 
 
 def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
     """``--method NAME``: any name or alias of the registry (case and '-' ignored)."""
-    parser.add_argument("--method", type=_method, default=DEFAULT_LABEL_MODEL, metavar="NAME",
-                        choices=available_label_models(),
+    parser.add_argument("--method", type=label_model_name, default=DEFAULT_LABEL_MODEL,
+                        metavar="NAME", choices=available_label_models(),
                         help=f"label model, from the registry: {method_choices()}{extra}")
 
 
@@ -121,8 +143,6 @@ def cli_words(message: Any) -> str:
 def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace,
                 prog: str = "crowd-keras") -> int:
     """Run a sub-command; a failure prints one line (no traceback unless ``--debug``)."""
-    from ..errors import CrowdDataError
-
     try:
         return int(func(args) or 0)
     except KeyboardInterrupt:
@@ -133,6 +153,8 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
             traceback.print_exc()
         if isinstance(exc, CrowdDataError):
             print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
+            if isinstance(exc, UsageError):
+                return 2
         elif isinstance(exc, ImportError):
             print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
             return 2

@@ -95,6 +95,7 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
                     "a str source is read as a path, and this looks like export text: pass it "
                     "as bytes or a file object (io.StringIO)") from None
             what = "file not found" if isinstance(exc, FileNotFoundError) else \
+                "is a folder, not a file" if isinstance(exc, IsADirectoryError) else \
                 f"cannot read it ({type(exc).__name__})"
             raise CrowdDataError(f"{origin}: {what}") from None
     elif hasattr(source, "read"):
