@@ -137,6 +137,25 @@ def _plain_integers(column: Any) -> Any:
                   dtype=object)
 
 
+def _each_plain_integer(column: Any) -> Any:
+    """An id column read as text with each id written plainly as an integer (as
+    :func:`_plain_integers`) made an integer, the others left as text."""
+    import pandas as pd
+
+    plain = column.str.fullmatch(r"0|-?[1-9][0-9]{0,17}").fillna(False).to_numpy(dtype=bool)
+    return pd.Series([int(v) if ok else v for v, ok in zip(column, plain)], index=column.index,
+                     dtype=object)
+
+
+def _each_number(column: Any) -> Any:
+    """A label column read as text because of some value: each value that reads as a number
+    made that number, the others left as they are."""
+    import pandas as pd
+
+    numbers = pd.to_numeric(column, errors="coerce")
+    return column.where(numbers.isna() | column.isna(), numbers).astype(object)
+
+
 def _not_utf8(path: str) -> str:
     """Where a file stops being UTF-8 (error path: the file is read again as bytes)."""
     raw = open(path, "rb").read()
@@ -200,17 +219,23 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     """The --gold file (columns --item and --label, one row per item) as item -> label."""
     import pandas as pd
 
-    # the items as the annotations' ids: integers only where theirs are
-    df = _read_table(args.gold, args.label, args.string_labels, ids=[args.item],
-                     int_ids=ann.item_ids.dtype.kind in "iu")
+    # the items as text, then each one written plainly as an integer where the annotations'
+    # ids are integers: one '003' must not turn every other gold id into text that matches none
+    df = _read_table(args.gold, args.label, args.string_labels, ids=[args.item], int_ids=False)
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if role != "annotator" and (c := getattr(args, role)) not in df.columns]
     if missing:
         raise CrowdDataError(f"{args.gold}: no column {', '.join(missing)}; its columns are "
                              f"{list(df.columns)}")
+    if args.item in df.columns and ann.item_ids.dtype.kind in "iu":
+        df[args.item] = _each_plain_integer(df[args.item])
+    if args.label in df.columns and ann.classes.dtype.kind in "iuf" and \
+            not pd.api.types.is_numeric_dtype(df[args.label]):
+        # one label that is no number makes the column text: the numbers in it still count
+        df[args.label] = _each_number(df[args.label])
     dup = df[args.item].duplicated()
     if dup.any():
-        raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
+        raise CrowdDataError(f"{args.gold}: item {show(df[args.item][dup].iloc[0])} has more than "
                              f"one gold label (line "
                              f"{_line_of(args.gold)(int(dup.to_numpy().argmax()))})")
     # every row checked against the annotations here, so that errors name the gold file's line
