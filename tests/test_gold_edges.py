@@ -39,3 +39,49 @@ def test_cli_gold_names_the_row_whose_label_is_no_class(answers, tmp_path, capsy
 def test_cli_gold_repeated_item_is_named_as_written(answers, tmp_path, capsys):
     assert _aggregate(answers, tmp_path / "gold.csv", "task,label\n1,1\n1,1\n") == 1
     assert "item 1 has more than one gold label (line 3)" in capsys.readouterr().err
+
+
+def _labeling_functions(n, seed=0, copies=0):
+    """Snorkel-style one-class functions (each votes its class on a share of the rows, else
+    abstains), with ``copies`` extra copies of the first two (co-votes no model explains)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    L = np.full((n, 6), -1)
+    for j in range(6):
+        fires = rng.random(n) < np.where(y == j % 2, 0.5, 0.1)
+        L[fires, j] = j % 2
+    return np.hstack([L] + [L[:, :2]] * copies), y
+
+
+@pytest.mark.parametrize("copies", [0, 2])
+def test_snorkel_labeling_functions_never_hold_the_dev_rows(copies):
+    # with copied functions the anchored model is fitted (the full one misfits the co-votes):
+    # it held the dev rows at their class while gold_in_fit_ said it did not
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L, y = _labeling_functions(500, copies=copies)
+    wrong = 1 - y[400:]          # gold that contradicts the votes: only holding gives it
+    model = CrowdLabelModel(cardinality=2).fit(L[:400], Y_dev=wrong, L_dev=L[400:],
+                                               progress_bar=False)
+    assert (model.covote_misfit_ > 0.1) == bool(copies)
+    assert not model.gold_in_fit_ and model.n_gold_ == 100
+    assert (model.label_model_.predict()[400:] == wrong).mean() < 0.5
+
+
+def test_snorkel_labeling_functions_with_dev_rows_on_dask_as_in_memory():
+    # the Dask fit held the dev rows in the full model's trial fit, the in-memory one did not
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L, y = _labeling_functions(500)
+    wrong = 1 - y[400:]
+    memory = CrowdLabelModel(cardinality=2).fit(L[:400], Y_dev=wrong, L_dev=L[400:],
+                                                progress_bar=False)
+    with dask.config.set(scheduler="sync"):
+        chunked = CrowdLabelModel(cardinality=2).fit(
+            da.from_array(L[:400], chunks=200), Y_dev=wrong, L_dev=L[400:], progress_bar=False)
+        proba = chunked.predict_proba(da.from_array(L[:400], chunks=200)).compute()
+    assert chunked.gold_in_fit_ == memory.gold_in_fit_
+    np.testing.assert_allclose(proba, memory.predict_proba(L[:400]), atol=1e-8)
