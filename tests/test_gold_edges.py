@@ -85,3 +85,35 @@ def test_snorkel_labeling_functions_with_dev_rows_on_dask_as_in_memory():
         proba = chunked.predict_proba(da.from_array(L[:400], chunks=200)).compute()
     assert chunked.gold_in_fit_ == memory.gold_in_fit_
     np.testing.assert_allclose(proba, memory.predict_proba(L[:400]), atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["auto", "dawid_skene"])
+def test_gold_on_labeling_function_votes_on_dask_as_in_memory(method):
+    # a crowd model hands labeling-function votes to the abstain-aware model, fitted on the
+    # votes alone with the gold items reported at their class; on Dask the gold was held in
+    # that fit (other labels moved) and the default model reported n_gold_ = 0
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.distributed import aggregate
+
+    L, y = _labeling_functions(400)
+    voted = (L >= 0).any(axis=1)     # a row without votes is no item of a frame
+    ann = Annotations.from_label_matrix(L[voted], cardinality=2)
+    gold = {ann.item_ids[i]: 1 - y[voted][i] for i in range(30)}   # against the votes
+    memory = get_label_model(method).fit(ann, gold=gold)
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=2), method=method,
+                           gold=gold)
+        labels = result.labels.compute().loc[ann.item_ids]
+    assert memory.regime_ == result.model.regime_ == "labeling_functions"
+    np.testing.assert_allclose(labels[["p_0", "p_1"]].to_numpy(), memory.predict_proba(),
+                               atol=1e-9)
+    assert (labels["label"].to_numpy()[:30] == 1 - y[voted][:30]).all()
+    if method == "auto":
+        assert result.model.n_gold_ == memory.n_gold_ == 30
+        np.testing.assert_array_equal(result.model.gold_class_counts_,
+                                      memory.gold_class_counts_)

@@ -605,8 +605,14 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def hold_gold(self, items: np.ndarray, classes: np.ndarray, n_classes: int) -> None:
         super().hold_gold(items, classes, n_classes)
-        self.n_gold_ = len(items)
-        self.gold_class_counts_ = np.bincount(classes, minlength=n_classes).astype(np.int64)
+        self.count_gold(np.bincount(classes, minlength=n_classes))
+
+    def count_gold(self, class_counts: np.ndarray) -> None:
+        """After a labeling-function fit: the gold given, ``class_counts`` (K,) gold items per
+        class (``n_gold_``, ``gold_class_counts_``; a partitioned fit sums them over its
+        blocks)."""
+        self.gold_class_counts_ = np.asarray(class_counts, dtype=np.int64)
+        self.n_gold_ = int(self.gold_class_counts_.sum())
 
     def final_model(self, ladder: List[Tuple[str, LabelModel]], chosen: str) -> LabelModel:
         """The unfitted model refitted on all annotations for the candidate ``chosen``: the
