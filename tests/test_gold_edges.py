@@ -117,3 +117,18 @@ def test_gold_on_labeling_function_votes_on_dask_as_in_memory(method):
         assert result.model.n_gold_ == memory.n_gold_ == 30
         np.testing.assert_array_equal(result.model.gold_class_counts_,
                                       memory.gold_class_counts_)
+
+
+def test_gold_id_of_another_type_says_which_item_it_looks_like():
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    ann = Annotations.from_frame(pd.DataFrame({"task": [1, 1, 2, 2], "worker": [0, 1, 0, 1],
+                                               "label": [0, 0, 1, 1]}))
+    with pytest.raises(CrowdDataError, match=r"gold item '1' is not an item of the "
+                                             r"annotations \(item 1 is: the ids"):
+        DawidSkene().fit(ann, gold={"1": 0})
+    with pytest.raises(CrowdDataError, match=r"gold item '001' is not an item of the "
+                                             r"annotations$"):
+        DawidSkene().fit(ann, gold={"001": 0})
+    assert DawidSkene().fit(ann, gold={np.int64(2): 0}).predict()[1] == 0

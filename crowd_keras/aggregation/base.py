@@ -28,7 +28,7 @@ from ..numerics import top_classes
 from ..params import Params
 
 __all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "gold_mapping",
-           "check_settings"]
+           "written_alike", "check_settings"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -90,6 +90,15 @@ def _not_a_mapping(gold: Any, alternative: str) -> None:
                              f"{type(gold).__name__}{hint}")
 
 
+def written_alike(item: Any, items: np.ndarray) -> str:
+    """Error hint for an ``item`` id not among ``items``: the item id of another type that is
+    written the same (``1`` for ``"1"``), else ``""``."""
+    ids = np.asarray(items)
+    alike = ids[pd.Index(ids).astype(str) == str(item)] if len(ids) else ids
+    return "" if not len(alike) else (f" (item {show(alike[0])} is: the ids of gold and "
+                                      "annotations must be of one type)")
+
+
 def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(item ids (G,), class codes (G,))`` of a mapping item id -> class label (a dict or a
@@ -112,7 +121,8 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
         pos = pd.Index(items).get_indexer(series.index)
         if (pos < 0).any():
             bad = series.index[int(np.argmax(pos < 0))]
-            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
+            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations"
+                                 f"{written_alike(bad, items)}")
     values = series.to_numpy()
     try:
         cls = pd.Index(classes).get_indexer(values)
