@@ -132,3 +132,33 @@ def test_gold_id_of_another_type_says_which_item_it_looks_like():
                                              r"annotations$"):
         DawidSkene().fit(ann, gold={"001": 0})
     assert DawidSkene().fit(ann, gold={np.int64(2): 0}).predict()[1] == 0
+
+
+@pytest.mark.parametrize("name", ["majority_vote", "tie_broken_vote", "glad",
+                                  "abstain_dawid_skene", "dawid_skene", "auto"])
+@pytest.mark.parametrize("votes", ["crowd", "labeling_functions"])
+def test_gold_items_are_no_label_issues(name, votes):
+    # majority vote, GLAD, the abstain-aware model and every model's labeling-function fit
+    # held the gold items at their class but scored them as if unknown: a gold item against
+    # its votes had consensus quality near 0 and led label_issues
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.datasets import simulate_crowd
+
+    if votes == "crowd":
+        sim = simulate_crowd(n_items=200, n_classes=3, n_annotators=10,
+                             annotations_per_item=3, seed=1)
+        ann, y = sim.annotations, sim.y
+    else:
+        L, y = _labeling_functions(300)
+        ann = Annotations.from_label_matrix(L, cardinality=2)
+    gold = np.full(ann.n_items, -1)
+    gold[:20] = (y[:20] + 1) % ann.n_classes          # against the votes
+    model = get_label_model(name).fit(ann, gold=gold)
+    np.testing.assert_array_equal(model.predict()[:20], gold[:20])
+    np.testing.assert_allclose(model.consensus_quality()[:20], 1.0)
+    issues = model.label_issues()["item"].to_numpy()[:20]
+    assert not np.isin(issues, ann.item_ids[:20]).any()
+    assert model.next_to_label(5)["item"].isin(ann.item_ids[:20]).sum() == 0
+    # and a refit without gold forgets them
+    assert getattr(model.fit(ann), "item_log_prior_", None) is None
