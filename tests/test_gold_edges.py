@@ -162,3 +162,28 @@ def test_gold_items_are_no_label_issues(name, votes):
     assert model.next_to_label(5)["item"].isin(ann.item_ids[:20]).sum() == 0
     # and a refit without gold forgets them
     assert getattr(model.fit(ann), "item_log_prior_", None) is None
+
+
+@pytest.mark.parametrize("gold", [None, "empty"])
+def test_min_gold_zero_without_gold_scores_nothing(gold):
+    # min_gold=0 is allowed; without gold the in-memory fit failed on len(None), and with
+    # no gold item every candidate got a gold accuracy of 0.0 (on Dask in both cases)
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.distributed import aggregate
+
+    ann = simulate_crowd(n_items=120, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=1).annotations
+    given = None if gold is None else {}
+    memory = AutoLabelModel(min_gold=0, min_heldout=100).fit(ann, gold=given)
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=2), min_gold=0,
+                           min_heldout=100, gold=given)
+    for model in (memory, result.model):
+        assert model.n_gold_ == 0 and model.gold_accuracy_ == {}
+        assert model.selection_ == "agreement"
+    assert result.model.chosen_ == memory.chosen_

@@ -584,7 +584,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.selection_ = "single" if scores is None else "agreement"
         self.selection_scores_ = {} if scores is None else dict(scores)
         chosen = self.choose(ladder, scores)
-        if self.n_gold_ >= int(self.min_gold) and len(ladder) > 1:
+        if self.chooses_by_gold(len(ladder)):
             chosen = self.choose_by_gold(ladder, chosen,
                                          self._gold_sums(ann, ladder, item_log_prior, gold,
                                                          pred_probs))
@@ -624,6 +624,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                 not model.soft and model.tie_break == "lowest":
             return CalibratedVote(max_iter=int(self.max_iter), smoothing=float(self.smoothing))
         return model
+
+    def chooses_by_gold(self, n_candidates: int) -> bool:
+        """Whether the gold given (``n_gold_``) is enough to choose among ``n_candidates`` by
+        it: ``min_gold`` items and at least one (``min_gold=0`` without gold scores nothing)."""
+        return self.n_gold_ >= max(int(self.min_gold), 1) and n_candidates > 1
 
     def choose_by_gold(self, ladder: List[Tuple[str, LabelModel]], chosen: str,
                        sums: np.ndarray) -> str:
