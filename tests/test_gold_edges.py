@@ -187,3 +187,46 @@ def test_min_gold_zero_without_gold_scores_nothing(gold):
         assert model.n_gold_ == 0 and model.gold_accuracy_ == {}
         assert model.selection_ == "agreement"
     assert result.model.chosen_ == memory.chosen_
+
+
+def _export_with_gold_on_an_unannotated_task(tmp_path):
+    """The Label Studio demo export with a ground-truth annotation on task 6, which has no
+    other annotation."""
+    import copy
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "label_studio" / "demo.json")
+                      .read_text())
+    truth = copy.deepcopy(data[3]["annotations"][0])     # task 4's ground truth
+    assert truth["ground_truth"] and data[5]["id"] == 6 and not data[5]["annotations"]
+    truth.update(id=999, task=6)
+    data[5]["annotations"] = [truth]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_label_studio_scores_only_gold_tasks_with_an_aggregate(tmp_path, capsys):
+    # a ground-truth task without any used annotation has no aggregate label: it was scored
+    # against the model's guess without labels
+    pytest.importorskip("label_studio_sdk")
+    from crowd_keras.aggregation import MajorityVote
+    from crowd_keras.integrations import label_studio as ls
+
+    path = _export_with_gold_on_an_unannotated_task(tmp_path)
+    export = ls.read_export(path, control="sentiment")
+    assert export.gold.to_dict() == {4: "negative", 6: "negative"}
+    model = MajorityVote().fit(export.annotations)
+    n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
+    assert n_gold == 1 and acc == (model.predict_labels()[3] == "negative")
+    out = tmp_path / "pred.json"
+    for method, note in (("majority_vote", None), ("mixture_of_groups", "--method "
+                                                   "mixture_of_groups does not take gold")):
+        flags = ["--no-gold"] if note is None else []
+        assert main(["label-studio", "aggregate", str(path), "--control", "sentiment",
+                     "--method", method, "--out", str(out), *flags]) == 0
+        printed = capsys.readouterr().out
+        assert "1 ground-truth task: too few to score" in printed
+        assert "note: 1 ground-truth task without a used annotation not scored" in printed
+        assert (note in printed) if note else "does not take gold" not in printed

@@ -444,6 +444,13 @@ def aggregate_command(args: argparse.Namespace) -> int:
         right = round(acc * n_gold) if n_gold else 0
         print(_gold_line(n_gold, f"accuracy {acc:.3f} ({right} of {n_gold} right)",
                          "labels", f"the aggregate is right on {right} of {n_gold}"))
+        if not args.no_gold and (export.gold_codes() >= 0).any():
+            print(f"note: --method {name} does not take gold labels: the ground-truth tasks "
+                  "score the aggregate instead of entering the fit")
+        unscored = int((export.gold_codes() >= 0).sum()) - n_gold
+        if unscored:
+            print(f"note: {unscored} ground-truth task{'s' if unscored != 1 else ''} without "
+                  "a used annotation not scored (no aggregate label to compare)")
     if args.annotators is not None:
         _report(args, ls, export, model, client, version)
     if client is not None:
