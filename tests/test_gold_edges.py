@@ -230,3 +230,14 @@ def test_label_studio_scores_only_gold_tasks_with_an_aggregate(tmp_path, capsys)
         assert "1 ground-truth task: too few to score" in printed
         assert "note: 1 ground-truth task without a used annotation not scored" in printed
         assert (note in printed) if note else "does not take gold" not in printed
+
+
+def test_cli_gold_numbers_are_text_classes_when_the_answers_are_text(tmp_path, capsys):
+    # one answer 'yes' makes every class text ('0', '1', 'yes'); the gold file's 1, read as a
+    # number, was 'not one of the classes'
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n1,a,1\n1,b,0\n2,a,0\n2,b,yes\n")
+    gold = tmp_path / "gold.csv"
+    assert _aggregate(src, gold, "task,label\n1,1\n2,0\n") == 0
+    assert "2 gold labels from" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "labels.csv", dtype=str)["label"].tolist() == ["1", "0"]

@@ -221,7 +221,10 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
 
     # the items as text, then each one written plainly as an integer where the annotations'
     # ids are integers: one '003' must not turn every other gold id into text that matches none
-    df = _read_table(args.gold, args.label, args.string_labels, ids=[args.item], int_ids=False)
+    # the labels as text where the annotations' classes are text ('1' among 'yes', 'no')
+    df = _read_table(args.gold, args.label,
+                     args.string_labels or ann.classes.dtype.kind not in "iufb",
+                     ids=[args.item], int_ids=False)
     missing = [f"{c!r} ({flag})" for role, flag in _COLUMN_FLAGS.items()
                if role != "annotator" and (c := getattr(args, role)) not in df.columns]
     if missing:
