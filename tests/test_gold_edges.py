@@ -36,9 +36,18 @@ def test_cli_gold_names_the_row_whose_label_is_no_class(answers, tmp_path, capsy
         capsys.readouterr().err
 
 
-def test_cli_gold_repeated_item_is_named_as_written(answers, tmp_path, capsys):
-    assert _aggregate(answers, tmp_path / "gold.csv", "task,label\n1,1\n1,1\n") == 1
-    assert "item 1 has more than one gold label (line 3)" in capsys.readouterr().err
+@pytest.mark.parametrize("text, message", [
+    ("task,label\n1,1\n1,1\n", "item 1 is given more than once, on lines 2 and 3 (the same "
+                                "label): one gold label per item"),
+    ("task,label\n1,1\n2,0\n1,0\n", "item 1 is given more than once, on lines 2 and 4 "
+                                    "(labels 1 and 0)"),
+    # two rows without an item are no repeated item 'nan'
+    ("task,label\n,1\n2,0\n,0\n", "line 2: missing item ('task', --item)"),
+], ids=["same", "conflicting", "missing items"])
+def test_cli_gold_repeated_item_is_named_as_written(answers, tmp_path, capsys, text, message):
+    # the item was shown as np.int64(1), and the line of its first row was not given
+    assert _aggregate(answers, tmp_path / "gold.csv", text) == 1
+    assert message in capsys.readouterr().err
 
 
 def _labeling_functions(n, seed=0, copies=0):

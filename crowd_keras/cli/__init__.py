@@ -236,11 +236,18 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
             not pd.api.types.is_numeric_dtype(df[args.label]):
         # one label that is no number makes the column text: the numbers in it still count
         df[args.label] = _each_number(df[args.label])
-    dup = df[args.item].duplicated()
+    dup = df[args.item].duplicated() & df[args.item].notna()   # a missing item: named below
     if dup.any():
-        raise CrowdDataError(f"{args.gold}: item {show(df[args.item][dup].iloc[0])} has more than "
-                             f"one gold label (line "
-                             f"{_line_of(args.gold)(int(dup.to_numpy().argmax()))})")
+        second = int(dup.to_numpy().argmax())
+        item = df[args.item].iloc[second]
+        first = int((df[args.item] == item).to_numpy().argmax())
+        given = df[args.label].iloc[[first, second]].tolist()
+        line = _line_of(args.gold)
+        what = "the same label" if given[0] == given[1] else \
+            f"labels {show(given[0])} and {show(given[1])}"
+        raise CrowdDataError(f"{args.gold}: item {show(item)} is given more than once, on lines "
+                             f"{line(first)} and {line(second)} ({what}): one gold label per "
+                             "item")
     # every row checked against the annotations here, so that errors name the gold file's line
     items, labels = df[args.item], df[args.label]
     pos = pd.Index(ann.item_ids).get_indexer(items)
