@@ -219,9 +219,8 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     """The --gold file (columns --item and --label, one row per item) as item -> label."""
     import pandas as pd
 
-    # the items as text, then each one written plainly as an integer where the annotations'
-    # ids are integers: one '003' must not turn every other gold id into text that matches none
-    # the labels as text where the annotations' classes are text ('1' among 'yes', 'no')
+    # the items as text (made integers one by one below); the labels as text where the
+    # annotations' classes are text ('1' among 'yes', 'no')
     df = _read_table(args.gold, args.label,
                      args.string_labels or ann.classes.dtype.kind not in "iufb",
                      ids=[args.item], int_ids=False)
@@ -231,6 +230,7 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
         raise CrowdDataError(f"{args.gold}: no column {', '.join(missing)}; its columns are "
                              f"{list(df.columns)}")
     if args.item in df.columns and ann.item_ids.dtype.kind in "iu":
+        # one id such as '003' must not turn every other gold id into text that matches none
         df[args.item] = _each_plain_integer(df[args.item])
     if args.label in df.columns and ann.classes.dtype.kind in "iuf" and \
             not pd.api.types.is_numeric_dtype(df[args.label]):
