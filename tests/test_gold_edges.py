@@ -250,3 +250,23 @@ def test_cli_gold_numbers_are_text_classes_when_the_answers_are_text(tmp_path, c
     assert _aggregate(src, gold, "task,label\n1,1\n2,0\n") == 0
     assert "2 gold labels from" in capsys.readouterr().out
     assert pd.read_csv(tmp_path / "labels.csv", dtype=str)["label"].tolist() == ["1", "0"]
+
+
+def test_gold_id_of_another_type_on_dask_names_the_item_type():
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras import CrowdDataError
+    from crowd_keras.distributed import aggregate
+
+    df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                       "label": [0, 1, 1, 1]})
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(CrowdDataError, match=r"gold item '1' is not an item of the "
+                                                 r"annotations \(the annotations' item ids "
+                                                 r"are int64"):
+            aggregate(dd.from_pandas(df, npartitions=1), method="dawid_skene", gold={"1": 0})
+        with pytest.raises(CrowdDataError, match=r"gold item 7 is not an item of the "
+                                                 r"annotations$"):
+            aggregate(dd.from_pandas(df, npartitions=1), method="dawid_skene", gold={7: 0})
