@@ -270,3 +270,18 @@ def test_gold_id_of_another_type_on_dask_names_the_item_type():
         with pytest.raises(CrowdDataError, match=r"gold item 7 is not an item of the "
                                                  r"annotations$"):
             aggregate(dd.from_pandas(df, npartitions=1), method="dawid_skene", gold={7: 0})
+
+
+def test_cli_gold_on_labeling_function_votes_is_not_said_to_be_held_in_the_fit(tmp_path, capsys):
+    L, y = _labeling_functions(60)
+    src = tmp_path / "answers.csv"
+    rows = [(i, f"lf{j}", L[i, j]) for i in range(len(L)) for j in range(L.shape[1])
+            if L[i, j] >= 0]
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(src, index=False)
+    item = rows[0][0]
+    assert _aggregate(src, tmp_path / "gold.csv", f"task,label\n{item},{1 - y[item]}\n") == 0
+    printed = capsys.readouterr().out
+    assert "1 gold label from" in printed and "kept as the label (labeling-function votes" \
+        in printed and "held fixed" not in printed
+    labels = pd.read_csv(tmp_path / "labels.csv").set_index("task")["label"]
+    assert labels[item] == 1 - y[item]

@@ -335,8 +335,10 @@ def _aggregate(args: argparse.Namespace) -> int:
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (top posteriors within "
           "1e-9; exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
-        print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} held "
-              "fixed in the fit")
+        held = "held fixed in the fit" if getattr(model, "regime_", "crowd") == "crowd" else \
+            (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: the "
+             "abstain-aware model that fits them takes no gold)")
+        print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} {held}")
     if args.annotators:
         print(f"wrote the annotator report to {args.annotators}")
     return 0

@@ -437,8 +437,11 @@ def aggregate_command(args: argparse.Namespace) -> int:
                          "spans"))
     elif gold is not None:
         n_known = int((gold >= 0).sum())
-        print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} held at their label "
-              "in the fit (--no-gold fits without them and scores the aggregate against them)")
+        held = "held at their label in the fit" if getattr(model, "regime_", "crowd") == \
+            "crowd" else ("kept at their label (labeling-function votes: the abstain-aware model "
+                          "that fits them takes no gold)")
+        print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} {held} (--no-gold "
+              "fits without them and scores the aggregate against them)")
     else:
         n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
         right = round(acc * n_gold) if n_gold else 0
