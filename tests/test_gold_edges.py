@@ -285,3 +285,23 @@ def test_cli_gold_on_labeling_function_votes_is_not_said_to_be_held_in_the_fit(t
         in printed and "held fixed" not in printed
     labels = pd.read_csv(tmp_path / "labels.csv").set_index("task")["label"]
     assert labels[item] == 1 - y[item]
+
+
+def test_majority_vote_gold_item_is_no_tie(tmp_path, capsys):
+    # a gold item whose votes tie has its known class, not a tie broken to the lowest code
+    from crowd_keras.aggregation import MajorityVote
+
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": [0, 1, 0, 1]})
+    model = MajorityVote().fit(frame, gold={1: 1})
+    assert model.predict().tolist() == [1, 0]
+    assert model.tied_items_.tolist() == [False, True] and model.n_tied_items_ == 1
+    assert MajorityVote().fit(frame).n_tied_items_ == 2
+    src = tmp_path / "answers.csv"
+    frame.to_csv(src, index=False)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("task,label\n1,1\n")
+    assert main(["aggregate", str(src), "--method", "majority_vote", "--gold", str(gold),
+                 "--out", str(tmp_path / "labels.csv")]) == 0
+    assert "1 tied items" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "labels.csv")["tied"].tolist() == [False, True]

@@ -72,10 +72,13 @@ class MajorityVote(LabelModel):
 
     @property
     def tied_items_(self) -> np.ndarray:
-        """Boolean (items,): annotated items whose most-voted class is not unique."""
+        """Boolean (items,): annotated items whose most-voted class is not unique (a gold
+        item is not: its class is known)."""
         self._check_fitted()
         counts = self.annotations_.label_counts()
-        return (top_classes(counts).sum(axis=1) > 1) & (counts.sum(axis=1) > 0)
+        tied = (top_classes(counts).sum(axis=1) > 1) & (counts.sum(axis=1) > 0)
+        gold = getattr(self, "item_log_prior_", None)
+        return tied if gold is None else tied & (np.isfinite(gold).sum(axis=1) > 1)
 
     def set_fitted_counts(self, counts: np.ndarray, winners: np.ndarray) -> None:
         """Set the confusion matrices and prior from the (annotators, winner, label) counts and
