@@ -305,3 +305,23 @@ def test_majority_vote_gold_item_is_no_tie(tmp_path, capsys):
                  "--out", str(tmp_path / "labels.csv")]) == 0
     assert "1 tied items" in capsys.readouterr().out
     assert pd.read_csv(tmp_path / "labels.csv")["tied"].tolist() == [False, True]
+
+
+@pytest.mark.parametrize("gold, hint", [
+    (pd.Series({1: 0, 2: np.nan}), "gold label nan of item 2 .*; leave the items without a "
+                                   r"known class out of the mapping \(e.g. gold.dropna\(\)\)"),
+    ({1: -1}, "gold label -1 of item 1 .*; leave the items without a known class out"),
+    ({1: None}, "gold label None of item 1 .*; leave the items without a known class out"),
+    (np.array([0, np.nan]), "dtype float64; write -1, not NaN, where the class is unknown"),
+], ids=["series-nan", "mapping-minus-one", "mapping-none", "array-nan"])
+def test_gold_unknown_written_the_wrong_way_says_how_to_write_it(gold, hint):
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    ann = Annotations.from_frame(pd.DataFrame({"task": [1, 1, 2, 2], "worker": [0, 1, 0, 1],
+                                               "label": [0, 0, 1, 1]}))
+    with pytest.raises(CrowdDataError, match=hint):
+        DawidSkene().fit(ann, gold=gold)
+    with pytest.raises(CrowdDataError, match=r"gold label 5 of item 1 is not one of the "
+                                             r"classes \[0, 1\]$"):
+        DawidSkene().fit(ann, gold={1: 5})      # no hint where the value is a label

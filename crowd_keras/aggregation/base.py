@@ -131,9 +131,14 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
                         for v in values])
     if (cls < 0).any():
         j = int(np.argmax(cls < 0))
-        raise CrowdDataError(f"gold label {show(series.iloc[j])} of item "
-                             f"{show(series.index[j])} is not one of the classes "
-                             f"{np.asarray(classes).tolist()}")
+        value = series.iloc[j]
+        # a mapping has no 'unknown' value (-1 is for codes aligned with the items)
+        unknown = (np.ndim(value) == 0 and pd.isna(value)) or \
+            (isinstance(value, (int, np.integer)) and value == -1)
+        hint = "; leave the items without a known class out of the mapping (e.g. " \
+            "gold.dropna())" if unknown else ""
+        raise CrowdDataError(f"gold label {show(value)} of item {show(series.index[j])} is not "
+                             f"one of the classes {np.asarray(classes).tolist()}{hint}")
     return series.index.to_numpy(), cls.astype(np.int64)
 
 
@@ -154,7 +159,9 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     if codes.shape != (ann.n_items,) or codes.dtype.kind not in "iu":
         raise CrowdDataError(f"gold must be a mapping item -> label, or {ann.n_items} integer "
                              f"class codes aligned with the items (-1 = unknown); got an array "
-                             f"of shape {codes.shape} and dtype {codes.dtype}")
+                             f"of shape {codes.shape} and dtype {codes.dtype}"
+                             + ("; write -1, not NaN, where the class is unknown"
+                                if codes.dtype.kind == "f" and np.isnan(codes).any() else ""))
     bad = (codes < -1) | (codes >= ann.n_classes)
     if bad.any():
         i = int(np.argmax(bad))
