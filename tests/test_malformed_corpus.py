@@ -1793,7 +1793,7 @@ for name, gold, pattern in (
         ("after-blank-lines", "task,label\n\nt1,1\n \nzz,1\n",   # pandas skips blank lines
          r"gold.csv: line 5: item 'zz' is not an item of"),
         ("twice-after-a-quoted-line-end", 'task,label\n"t\n1",1\nt2,1\nt2,0\n',
-         r"gold.csv: item 't2' has more than one gold label \(line 5\)")):
+         r"gold.csv: item 't2' is given more than once, on lines 4 and 5 \(labels 1 and 0\)")):
     case("cli_input", f"aggregate-gold-{name}",
          cli_files(AGG + ["--gold", "{dir}/gold.csv"], {"gold.csv": gold}), error(pattern))
 case("cli_input", "aggregate-gold-a-folder", cli_files(AGG + ["--gold", "{dir}"]),

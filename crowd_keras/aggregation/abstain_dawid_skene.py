@@ -300,6 +300,7 @@ class AbstainAwareDawidSkene(EMLabelModel):
         latent = run.latents[0]
         self.class_balance_ = self.unanchored_posteriors(latent).mean(axis=0)
         self.posteriors_ = self.class_posteriors(latent)
+        self.item_log_prior_ = item_log_prior    # gold clamps, which the quality scores add too
         return self
 
     # the EM-step protocol (crowd_keras.aggregation.em)

@@ -584,7 +584,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.selection_ = "single" if scores is None else "agreement"
         self.selection_scores_ = {} if scores is None else dict(scores)
         chosen = self.choose(ladder, scores)
-        if self.n_gold_ >= int(self.min_gold) and len(ladder) > 1:
+        if self.chooses_by_gold(len(ladder)):
             chosen = self.choose_by_gold(ladder, chosen,
                                          self._gold_sums(ann, ladder, item_log_prior, gold,
                                                          pred_probs))
@@ -605,8 +605,14 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def hold_gold(self, items: np.ndarray, classes: np.ndarray, n_classes: int) -> None:
         super().hold_gold(items, classes, n_classes)
-        self.n_gold_ = len(items)
-        self.gold_class_counts_ = np.bincount(classes, minlength=n_classes).astype(np.int64)
+        self.count_gold(np.bincount(classes, minlength=n_classes))
+
+    def count_gold(self, class_counts: np.ndarray) -> None:
+        """After a labeling-function fit: the gold given, ``class_counts`` (K,) gold items per
+        class (``n_gold_``, ``gold_class_counts_``; a partitioned fit sums them over its
+        blocks)."""
+        self.gold_class_counts_ = np.asarray(class_counts, dtype=np.int64)
+        self.n_gold_ = int(self.gold_class_counts_.sum())
 
     def final_model(self, ladder: List[Tuple[str, LabelModel]], chosen: str) -> LabelModel:
         """The unfitted model refitted on all annotations for the candidate ``chosen``: the
@@ -618,6 +624,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                 not model.soft and model.tie_break == "lowest":
             return CalibratedVote(max_iter=int(self.max_iter), smoothing=float(self.smoothing))
         return model
+
+    def chooses_by_gold(self, n_candidates: int) -> bool:
+        """Whether the gold given (``n_gold_``) is enough to choose among ``n_candidates`` by
+        it: ``min_gold`` items and at least one (``min_gold=0`` without gold scores nothing)."""
+        return self.n_gold_ >= max(int(self.min_gold), 1) and n_candidates > 1
 
     def choose_by_gold(self, ladder: List[Tuple[str, LabelModel]], chosen: str,
                        sums: np.ndarray) -> str:

@@ -28,7 +28,7 @@ from ..numerics import top_classes
 from ..params import Params
 
 __all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "gold_mapping",
-           "check_settings"]
+           "written_alike", "check_settings"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -96,6 +96,15 @@ def _not_a_mapping(gold: Any, alternative: str) -> None:
                              f"{type(gold).__name__}{hint}")
 
 
+def written_alike(item: Any, items: np.ndarray) -> str:
+    """Error hint for an ``item`` id not among ``items``: the item id of another type that is
+    written the same (``1`` for ``"1"``), else ``""``."""
+    ids = np.asarray(items)
+    alike = ids[pd.Index(ids).astype(str) == str(item)] if len(ids) else ids
+    return "" if not len(alike) else (f" (item {show(alike[0])} is: the ids of gold and "
+                                      "annotations must be of one type)")
+
+
 def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(item ids (G,), class codes (G,))`` of a mapping item id -> class label (a dict or a
@@ -118,7 +127,8 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
         pos = pd.Index(items).get_indexer(series.index)
         if (pos < 0).any():
             bad = series.index[int(np.argmax(pos < 0))]
-            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
+            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations"
+                                 f"{written_alike(bad, items)}")
     values = series.to_numpy()
     try:
         cls = pd.Index(classes).get_indexer(values)
@@ -127,9 +137,14 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
                         for v in values])
     if (cls < 0).any():
         j = int(np.argmax(cls < 0))
-        raise CrowdDataError(f"gold label {show(series.iloc[j])} of item "
-                             f"{show(series.index[j])} is not one of the classes "
-                             f"{np.asarray(classes).tolist()}")
+        value = series.iloc[j]
+        # a mapping has no 'unknown' value (-1 is for codes aligned with the items)
+        unknown = (np.ndim(value) == 0 and pd.isna(value)) or \
+            (isinstance(value, (int, np.integer)) and value == -1)
+        hint = "; leave the items without a known class out of the mapping (e.g. " \
+            "gold.dropna())" if unknown else ""
+        raise CrowdDataError(f"gold label {show(value)} of item {show(series.index[j])} is not "
+                             f"one of the classes {np.asarray(classes).tolist()}{hint}")
     return series.index.to_numpy(), cls.astype(np.int64)
 
 
@@ -150,7 +165,9 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     if codes.shape != (ann.n_items,) or codes.dtype.kind not in "iu":
         raise CrowdDataError(f"gold must be a mapping item -> label, or {ann.n_items} integer "
                              f"class codes aligned with the items (-1 = unknown); got an array "
-                             f"of shape {codes.shape} and dtype {codes.dtype}")
+                             f"of shape {codes.shape} and dtype {codes.dtype}"
+                             + ("; write -1, not NaN, where the class is unknown"
+                                if codes.dtype.kind == "f" and np.isnan(codes).any() else ""))
     bad = (codes < -1) | (codes >= ann.n_classes)
     if bad.any():
         i = int(np.argmax(bad))

@@ -271,6 +271,7 @@ class GLAD(EMLabelModel):
         latent = run.latents[0]
         self.posteriors_ = latent.post
         self.log_inverse_difficulties_ = latent.beta
+        self.item_log_prior_ = item_log_prior    # gold clamps, which the quality scores add too
         return self
 
     # ------------------------------------------------------------------ new annotations

@@ -94,6 +94,8 @@ class LabelingFunctionFallback:
         ``classes`` (G,) (the abstain-aware model is fitted without them)."""
         self.posteriors_ = self.posteriors_.copy()
         self.posteriors_[items] = np.eye(n_classes)[classes]
+        # the quality scores read the gold items at their class too
+        self.item_log_prior_ = gold_log_prior(len(self.posteriors_), n_classes, items, classes)
 
     def _check_params(self) -> None:
         """Validate the constructor arguments before any work (subclasses extend it)."""

@@ -9,7 +9,7 @@ from ..annotations import Annotations
 from ..numerics import normalize_rows, softmax_rows, top_classes
 from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .dawid_skene import sufficient_statistics
-from .em import Block, EMLabelModel, Summary
+from .em import Block, EMLabelModel, Summary, gold_log_prior
 
 __all__ = ["MajorityVote", "TieBrokenVote", "CalibratedVote"]
 
@@ -57,9 +57,11 @@ class MajorityVote(LabelModel):
         self.annotations_ = ann
         self.vote_prior_ = self._vote_prior(ann)
         self.posteriors_ = self._posteriors_for(ann)
+        self.item_log_prior_ = None     # gold clamps, which the quality scores add too
         if gold is not None:
             items, classes = gold_codes(ann, gold)
             self.posteriors_[items] = np.eye(ann.n_classes)[classes]
+            self.item_log_prior_ = gold_log_prior(ann.n_items, ann.n_classes, items, classes)
         winners = np.argmax(self.posteriors_, axis=1)
         labelled = ann.annotations_per_item() > 0
         counts = np.zeros((ann.n_annotators, ann.n_classes, ann.n_classes))
@@ -70,10 +72,13 @@ class MajorityVote(LabelModel):
 
     @property
     def tied_items_(self) -> np.ndarray:
-        """Boolean (items,): annotated items whose most-voted class is not unique."""
+        """Boolean (items,): annotated items whose most-voted class is not unique (a gold
+        item is not: its class is known)."""
         self._check_fitted()
         counts = self.annotations_.label_counts()
-        return (top_classes(counts).sum(axis=1) > 1) & (counts.sum(axis=1) > 0)
+        tied = (top_classes(counts).sum(axis=1) > 1) & (counts.sum(axis=1) > 0)
+        gold = getattr(self, "item_log_prior_", None)
+        return tied if gold is None else tied & (np.isfinite(gold).sum(axis=1) > 1)
 
     def set_fitted_counts(self, counts: np.ndarray, winners: np.ndarray) -> None:
         """Set the confusion matrices and prior from the (annotators, winner, label) counts and

@@ -143,6 +143,25 @@ def _plain_integers(column: Any) -> Any:
                   dtype=object)
 
 
+def _each_plain_integer(column: Any) -> Any:
+    """An id column read as text with each id written plainly as an integer (as
+    :func:`_plain_integers`) made an integer, the others left as text."""
+    import pandas as pd
+
+    plain = column.str.fullmatch(r"0|-?[1-9][0-9]{0,17}").fillna(False).to_numpy(dtype=bool)
+    return pd.Series([int(v) if ok else v for v, ok in zip(column, plain)], index=column.index,
+                     dtype=object)
+
+
+def _each_number(column: Any) -> Any:
+    """A label column read as text because of some value: each value that reads as a number
+    made that number, the others left as they are."""
+    import pandas as pd
+
+    numbers = pd.to_numeric(column, errors="coerce")
+    return column.where(numbers.isna() | column.isna(), numbers).astype(object)
+
+
 def _not_utf8(path: str) -> str:
     """Where a file stops being UTF-8 (error path: the file is read again as bytes)."""
     raw = open(path, "rb").read()
@@ -245,15 +264,31 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     """The --gold file (columns --item and --label, one row per item) as item -> label."""
     import pandas as pd
 
-    # the items as the annotations' ids: integers only where theirs are
-    df = _read_table(args.gold, args.label, args.string_labels, ids=[args.item],
-                     int_ids=ann.item_ids.dtype.kind in "iu")
+    # the items as text (made integers one by one below); the labels as text where the
+    # annotations' classes are text ('1' among 'yes', 'no')
+    df = _read_table(args.gold, args.label,
+                     args.string_labels or ann.classes.dtype.kind not in "iufb",
+                     ids=[args.item], int_ids=False)
     _check_columns(args.gold, df, args, roles=("item", "label"))
-    dup = df[args.item].duplicated()
+    if args.item in df.columns and ann.item_ids.dtype.kind in "iu":
+        # one id such as '003' must not turn every other gold id into text that matches none
+        df[args.item] = _each_plain_integer(df[args.item])
+    if args.label in df.columns and ann.classes.dtype.kind in "iuf" and \
+            not pd.api.types.is_numeric_dtype(df[args.label]):
+        # one label that is no number makes the column text: the numbers in it still count
+        df[args.label] = _each_number(df[args.label])
+    dup = df[args.item].duplicated() & df[args.item].notna()   # a missing item: named below
     if dup.any():
-        raise CrowdDataError(f"{args.gold}: item {df[args.item][dup].iloc[0]!r} has more than "
-                             f"one gold label (line "
-                             f"{_line_of(args.gold)(int(dup.to_numpy().argmax()))})")
+        second = int(dup.to_numpy().argmax())
+        item = df[args.item].iloc[second]
+        first = int((df[args.item] == item).to_numpy().argmax())
+        given = df[args.label].iloc[[first, second]].tolist()
+        line = _line_of(args.gold)
+        what = "the same label" if given[0] == given[1] else \
+            f"labels {show(given[0])} and {show(given[1])}"
+        raise CrowdDataError(f"{args.gold}: item {show(item)} is given more than once, on lines "
+                             f"{line(first)} and {line(second)} ({what}): one gold label per "
+                             "item")
     # every row checked against the annotations here, so that errors name the gold file's line
     items, labels = df[args.item], df[args.label]
     pos = pd.Index(ann.item_ids).get_indexer(items)
@@ -395,8 +430,10 @@ def _aggregate(args: argparse.Namespace) -> int:
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (top posteriors within "
           "1e-9; exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
-        print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} held "
-              "fixed in the fit")
+        held = "held fixed in the fit" if getattr(model, "regime_", "crowd") == "crowd" else \
+            (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: the "
+             "abstain-aware model that fits them takes no gold)")
+        print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} {held}")
     if args.annotators:
         print(f"wrote the annotator report to {args.annotators}")
     return 0

@@ -450,13 +450,23 @@ def aggregate_command(args: argparse.Namespace) -> int:
                          "spans"))
     elif gold is not None:
         n_known = int((gold >= 0).sum())
-        print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} held at their label "
-              "in the fit (--no-gold fits without them and scores the aggregate against them)")
+        held = "held at their label in the fit" if getattr(model, "regime_", "crowd") == \
+            "crowd" else ("kept at their label (labeling-function votes: the abstain-aware model "
+                          "that fits them takes no gold)")
+        print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} {held} (--no-gold "
+              "fits without them and scores the aggregate against them)")
     else:
         n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
         right = round(acc * n_gold) if n_gold else 0
         print(_gold_line(n_gold, f"accuracy {acc:.3f} ({right} of {n_gold} right)",
                          "labels", f"the aggregate is right on {right} of {n_gold}"))
+        if not args.no_gold and (export.gold_codes() >= 0).any():
+            print(f"note: --method {name} does not take gold labels: the ground-truth tasks "
+                  "score the aggregate instead of entering the fit")
+        unscored = int((export.gold_codes() >= 0).sum()) - n_gold
+        if unscored:
+            print(f"note: {unscored} ground-truth task{'s' if unscored != 1 else ''} without "
+                  "a used annotation not scored (no aggregate label to compare)")
     if args.annotators is not None:
         _report(args, ls, export, model, client, version)
     if client is not None:

@@ -168,7 +168,7 @@ class AutoMethod(Method):
         model.selection_ = "single" if scores is None else "agreement"
         model.selection_scores_ = {} if scores is None else dict(scores)
         self.chosen = model.choose(self.ladder, scores)
-        if model.n_gold_ >= int(model.min_gold) and len(self.ladder) > 1:
+        if model.chooses_by_gold(len(self.ladder)):
             self.chosen = model.choose_by_gold(self.ladder, self.chosen, self._gold_sums(data))
         self.inner = method_for(model.final_model(self.ladder, self.chosen)).prepare(data.summary)
         return self

@@ -243,7 +243,12 @@ class PartitionedAnnotations:
         found = self.reduce(_gold_found, ids)
         if (np.asarray(found) == 0).any():
             bad = ids[int(np.argmax(np.asarray(found) == 0))]
-            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations")
+            kind = pd.Index([], dtype=self.index_dtype).dtype.kind
+            hint = "" if pd.Index([bad]).dtype.kind == kind else \
+                (f" (the annotations' item ids are {self.index_dtype}: the ids of gold and "
+                 "annotations must be of one type)")
+            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations"
+                                 f"{hint}")
         return self.derive(_gold_block, ids, codes.astype(np.int64), len(self.classes))
 
     def with_pred_probs(self, pred_probs: Any) -> "PartitionedAnnotations":

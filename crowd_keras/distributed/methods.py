@@ -36,7 +36,7 @@ adapter's Dask path then accept it by its registry name or an instance.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
@@ -186,6 +186,14 @@ class MajorityVoteMethod(Method):
         return model
 
 
+def _gold_class_counts(block: Block, k: int) -> np.ndarray:
+    """(K,) the block's gold items (one class left by its item log-prior) per class."""
+    if block.item_log_prior is None:
+        return np.zeros(k, dtype=np.int64)
+    known = np.isfinite(block.item_log_prior)
+    return known[known.sum(axis=1) == 1].sum(axis=0).astype(np.int64)
+
+
 def labeling_function_method(model: Any, summary: Summary) -> Optional[Method]:
     """The prepared abstain-aware method that a crowd ``model`` with
     ``labeling_functions="auto"`` hands over to on labeling-function votes (as its in-memory
@@ -280,12 +288,38 @@ class AbstainDawidSkeneMethod(ProtocolMethod):
         super().__init__(model)
         self.owner = owner
 
+    # An owner's hand-over is fitted on the votes alone, its gold items reported at their
+    # class, as in memory (LabelingFunctionFallback.fit): the gold clamps enter the labels only.
+    def _votes_only(self, block: Block) -> Block:
+        if self.owner is None or block.item_log_prior is None:
+            return block
+        return replace(block, item_log_prior=None)
+
+    def choose(self, data: Any) -> Method:
+        if self.owner is not None:
+            self.gold_counts = data.reduce(_gold_class_counts, self.k)
+        return self
+
+    def initial(self, block: Block) -> Any:
+        return super().initial(self._votes_only(block))
+
+    def step(self, block: Block, params: Any) -> tuple:
+        return super().step(self._votes_only(block), params)
+
+    def posteriors(self, block: Block, params: Any) -> np.ndarray:
+        return super().posteriors(self._votes_only(block), params)
+
+    def label_posteriors(self, block: Block, params: Any, model: LabelModel) -> np.ndarray:
+        return super().posteriors(block, params)
+
     def finish(self, fit: Fit, template: Annotations) -> LabelModel:
         model = super().finish(fit, template)
         model.class_balance_ = model.class_mass(fit.stats) / max(fit.summary.n_items, 1)
         if self.owner is None:
             return model
         self.owner.adopt_labeling_function_model(model, template)
+        if hasattr(self.owner, "count_gold"):
+            self.owner.count_gold(self.gold_counts)
         return self.owner
 
     def quality(self, model: LabelModel, fit: Fit, report: Optional[tuple]) -> pd.DataFrame:

@@ -169,9 +169,11 @@ def _report_text(frame: pd.DataFrame, as_json: bool, meta: Optional[dict] = None
 
 
 def gold_accuracy(export: LabelStudioExport, proba: Any) -> tuple[int, float]:
-    """(number of gold tasks, accuracy of the argmax of ``proba`` on them; NaN when none)."""
+    """(number of gold tasks with an annotation used, accuracy of the argmax of ``proba`` on
+    them; NaN when none). A gold task that no annotation aggregates has no aggregate label to
+    score (its row of ``proba`` is the model's guess without labels)."""
     gold = export.gold_codes()
-    has = gold >= 0
+    has = (gold >= 0) & (export.annotations.annotations_per_item() > 0)
     if not has.any():
         return 0, float("nan")
     pred = np.argmax(np.asarray(proba), axis=1)

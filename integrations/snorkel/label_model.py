@@ -52,6 +52,21 @@ _SNORKEL_SETTINGS = {"tie_break": "uniform", "vote_posterior": "one_hot"}
 _FORMAT = "crowd-keras/snorkel-label-model"
 
 
+def _holds_gold(method: str, kwargs: Dict[str, Any], votes: np.ndarray) -> bool:
+    """Whether the fit of ``method`` (a registry name, with ``kwargs``) holds the dev rows at
+    their gold class, in memory and on Dask alike: the model takes gold and is not the
+    abstain-aware model in its labeling-function regime (decided from the (functions, K)
+    ``votes`` as its fit decides), whose dev rows are fitted on their votes alone, as the
+    crowd models' labeling-function fallback fits them."""
+    model = get_label_model(method, **kwargs)
+    if not getattr(model, "accepts_gold", False):
+        return False
+    if hasattr(model, "resolve_settings"):   # the abstain-aware model picks its regime
+        model.resolve_settings(np.asarray(votes))
+        return model.regime_ == "crowd"
+    return True
+
+
 def register_method(name: str, factory: Callable[..., LabelModel]) -> None:
     """Make ``CrowdLabelModel(method=name, **kwargs)`` build its model as ``factory(**kwargs)``.
 
@@ -254,9 +269,11 @@ class CrowdLabelModel:
             {**given, "progress_bar": progress_bar, **train_config})
         model = None
         self.covote_misfit_ = None
+        hold = gold is not None and _holds_gold(method, kwargs, ann.annotator_label_counts())
         if features is None and full_first:
             # one-class functions: the full model if it explains the co-votes, else anchored
-            trial = get_label_model(method, **kwargs, anchor="none").fit(ann)
+            trial = get_label_model(method, **kwargs, anchor="none").fit(
+                ann, **({"gold": gold} if hold else {}))
             self.covote_misfit_ = covote_misfit(trial, ann)
             if self.covote_misfit_ is not None and self.covote_misfit_ < COVOTE_MISFIT:
                 model = trial
@@ -264,7 +281,7 @@ class CrowdLabelModel:
             model = get_label_model(method, **kwargs)
             if features is not None:
                 model.fit(ann, features=self._check_features(model, features, L.shape[0]))
-            elif gold is not None and model.accepts_gold:
+            elif hold:
                 model.fit(ann, gold=gold)
             else:
                 model.fit(ann)
@@ -273,8 +290,7 @@ class CrowdLabelModel:
         self.class_balance_ = balance
         self.n_gold_ = 0 if dev is None else len(dev[1])
         # a crowd model on labeling-function votes answers through a model without gold
-        self.gold_in_fit_ = bool(gold is not None and model.accepts_gold
-                                 and getattr(model, "regime_", "crowd") == "crowd")
+        self.gold_in_fit_ = bool(hold and getattr(model, "regime_", "crowd") == "crowd")
         probs = model.predict_proba()
         self._train_cache = None
         if features is None:
@@ -308,7 +324,7 @@ class CrowdLabelModel:
         method, kwargs, full_first = self._plan(
             data.summary.votes, lambda: partitioned.abstaining_is_informative_partitioned(data),
             partitioned.fixed_by_design(data), balance, train)
-        takes_gold = with_gold is not None and get_label_model(method).accepts_gold
+        takes_gold = with_gold is not None and _holds_gold(method, kwargs, data.summary.votes)
         fit, self.covote_misfit_ = partitioned.fit_method(
             with_gold if takes_gold else data, method, kwargs, full_first)
         self.label_model_ = fit.model

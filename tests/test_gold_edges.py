@@ -1,0 +1,327 @@
+"""Gold labels at their edges: every place they enter (fit(gold=...), --gold, the Snorkel
+adapter's Y_dev, Dask) names a bad gold row and holds every good one."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.cli import main
+
+
+@pytest.fixture
+def answers(tmp_path):
+    """A CSV of 3 annotations on each of 6 items with integer ids and integer labels."""
+    src = tmp_path / "answers.csv"
+    rows = [(item, worker, (item + (worker == 2)) % 2) for item in range(1, 7)
+            for worker in range(3)]
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(src, index=False)
+    return src
+
+
+def _aggregate(answers, gold, text):
+    gold.write_text(text)
+    return main(["aggregate", str(answers), "--method", "dawid_skene", "--gold", str(gold),
+                 "--out", str(answers.parent / "labels.csv")])
+
+
+def test_cli_gold_names_the_row_whose_item_id_is_not_plain(answers, tmp_path, capsys):
+    # '003' is not item 3; the other ids, written plainly, are still the annotations' items
+    assert _aggregate(answers, tmp_path / "gold.csv", "task,label\n1,1\n2,0\n003,1\n") == 1
+    assert "gold.csv: line 4: item '003' is not an item of" in capsys.readouterr().err
+
+
+def test_cli_gold_names_the_row_whose_label_is_no_class(answers, tmp_path, capsys):
+    # 'yes' makes pandas read the column as text; the numbers above it are still classes
+    assert _aggregate(answers, tmp_path / "gold.csv", "task,label\n1,1\n2,0\n3,yes\n") == 1
+    assert "gold.csv: line 4: label 'yes' of item 3 is not one of the classes [0, 1]" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("task,label\n1,1\n1,1\n", "item 1 is given more than once, on lines 2 and 3 (the same "
+                                "label): one gold label per item"),
+    ("task,label\n1,1\n2,0\n1,0\n", "item 1 is given more than once, on lines 2 and 4 "
+                                    "(labels 1 and 0)"),
+    # two rows without an item are no repeated item 'nan'
+    ("task,label\n,1\n2,0\n,0\n", "line 2: missing item ('task', --item)"),
+], ids=["same", "conflicting", "missing items"])
+def test_cli_gold_repeated_item_is_named_as_written(answers, tmp_path, capsys, text, message):
+    # the item was shown as np.int64(1), and the line of its first row was not given
+    assert _aggregate(answers, tmp_path / "gold.csv", text) == 1
+    assert message in capsys.readouterr().err
+
+
+def _labeling_functions(n, seed=0, copies=0):
+    """Snorkel-style one-class functions (each votes its class on a share of the rows, else
+    abstains), with ``copies`` extra copies of the first two (co-votes no model explains)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    L = np.full((n, 6), -1)
+    for j in range(6):
+        fires = rng.random(n) < np.where(y == j % 2, 0.5, 0.1)
+        L[fires, j] = j % 2
+    return np.hstack([L] + [L[:, :2]] * copies), y
+
+
+@pytest.mark.parametrize("copies", [0, 2])
+def test_snorkel_labeling_functions_never_hold_the_dev_rows(copies):
+    # with copied functions the anchored model is fitted (the full one misfits the co-votes):
+    # it held the dev rows at their class while gold_in_fit_ said it did not
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L, y = _labeling_functions(500, copies=copies)
+    wrong = 1 - y[400:]          # gold that contradicts the votes: only holding gives it
+    model = CrowdLabelModel(cardinality=2).fit(L[:400], Y_dev=wrong, L_dev=L[400:],
+                                               progress_bar=False)
+    assert (model.covote_misfit_ > 0.1) == bool(copies)
+    assert not model.gold_in_fit_ and model.n_gold_ == 100
+    assert (model.label_model_.predict()[400:] == wrong).mean() < 0.5
+
+
+def test_snorkel_labeling_functions_with_dev_rows_on_dask_as_in_memory():
+    # the Dask fit held the dev rows in the full model's trial fit, the in-memory one did not
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L, y = _labeling_functions(500)
+    wrong = 1 - y[400:]
+    memory = CrowdLabelModel(cardinality=2).fit(L[:400], Y_dev=wrong, L_dev=L[400:],
+                                                progress_bar=False)
+    with dask.config.set(scheduler="sync"):
+        chunked = CrowdLabelModel(cardinality=2).fit(
+            da.from_array(L[:400], chunks=200), Y_dev=wrong, L_dev=L[400:], progress_bar=False)
+        proba = chunked.predict_proba(da.from_array(L[:400], chunks=200)).compute()
+    assert chunked.gold_in_fit_ == memory.gold_in_fit_
+    np.testing.assert_allclose(proba, memory.predict_proba(L[:400]), atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["auto", "dawid_skene"])
+def test_gold_on_labeling_function_votes_on_dask_as_in_memory(method):
+    # a crowd model hands labeling-function votes to the abstain-aware model, fitted on the
+    # votes alone with the gold items reported at their class; on Dask the gold was held in
+    # that fit (other labels moved) and the default model reported n_gold_ = 0
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.distributed import aggregate
+
+    L, y = _labeling_functions(400)
+    voted = (L >= 0).any(axis=1)     # a row without votes is no item of a frame
+    ann = Annotations.from_label_matrix(L[voted], cardinality=2)
+    gold = {ann.item_ids[i]: 1 - y[voted][i] for i in range(30)}   # against the votes
+    memory = get_label_model(method).fit(ann, gold=gold)
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=2), method=method,
+                           gold=gold)
+        labels = result.labels.compute().loc[ann.item_ids]
+    assert memory.regime_ == result.model.regime_ == "labeling_functions"
+    np.testing.assert_allclose(labels[["p_0", "p_1"]].to_numpy(), memory.predict_proba(),
+                               atol=1e-9)
+    assert (labels["label"].to_numpy()[:30] == 1 - y[voted][:30]).all()
+    if method == "auto":
+        assert result.model.n_gold_ == memory.n_gold_ == 30
+        np.testing.assert_array_equal(result.model.gold_class_counts_,
+                                      memory.gold_class_counts_)
+
+
+def test_gold_id_of_another_type_says_which_item_it_looks_like():
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    ann = Annotations.from_frame(pd.DataFrame({"task": [1, 1, 2, 2], "worker": [0, 1, 0, 1],
+                                               "label": [0, 0, 1, 1]}))
+    with pytest.raises(CrowdDataError, match=r"gold item '1' is not an item of the "
+                                             r"annotations \(item 1 is: the ids"):
+        DawidSkene().fit(ann, gold={"1": 0})
+    with pytest.raises(CrowdDataError, match=r"gold item '001' is not an item of the "
+                                             r"annotations$"):
+        DawidSkene().fit(ann, gold={"001": 0})
+    assert DawidSkene().fit(ann, gold={np.int64(2): 0}).predict()[1] == 0
+
+
+@pytest.mark.parametrize("name", ["majority_vote", "tie_broken_vote", "glad",
+                                  "abstain_dawid_skene", "dawid_skene", "auto"])
+@pytest.mark.parametrize("votes", ["crowd", "labeling_functions"])
+def test_gold_items_are_no_label_issues(name, votes):
+    # majority vote, GLAD, the abstain-aware model and every model's labeling-function fit
+    # held the gold items at their class but scored them as if unknown: a gold item against
+    # its votes had consensus quality near 0 and led label_issues
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.datasets import simulate_crowd
+
+    if votes == "crowd":
+        sim = simulate_crowd(n_items=200, n_classes=3, n_annotators=10,
+                             annotations_per_item=3, seed=1)
+        ann, y = sim.annotations, sim.y
+    else:
+        L, y = _labeling_functions(300)
+        ann = Annotations.from_label_matrix(L, cardinality=2)
+    gold = np.full(ann.n_items, -1)
+    gold[:20] = (y[:20] + 1) % ann.n_classes          # against the votes
+    model = get_label_model(name).fit(ann, gold=gold)
+    np.testing.assert_array_equal(model.predict()[:20], gold[:20])
+    np.testing.assert_allclose(model.consensus_quality()[:20], 1.0)
+    issues = model.label_issues()["item"].to_numpy()[:20]
+    assert not np.isin(issues, ann.item_ids[:20]).any()
+    assert model.next_to_label(5)["item"].isin(ann.item_ids[:20]).sum() == 0
+    # and a refit without gold forgets them
+    assert getattr(model.fit(ann), "item_log_prior_", None) is None
+
+
+@pytest.mark.parametrize("gold", [None, "empty"])
+def test_min_gold_zero_without_gold_scores_nothing(gold):
+    # min_gold=0 is allowed; without gold the in-memory fit failed on len(None), and with
+    # no gold item every candidate got a gold accuracy of 0.0 (on Dask in both cases)
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.distributed import aggregate
+
+    ann = simulate_crowd(n_items=120, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=1).annotations
+    given = None if gold is None else {}
+    memory = AutoLabelModel(min_gold=0, min_heldout=100).fit(ann, gold=given)
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=2), min_gold=0,
+                           min_heldout=100, gold=given)
+    for model in (memory, result.model):
+        assert model.n_gold_ == 0 and model.gold_accuracy_ == {}
+        assert model.selection_ == "agreement"
+    assert result.model.chosen_ == memory.chosen_
+
+
+def _export_with_gold_on_an_unannotated_task(tmp_path):
+    """The Label Studio demo export with a ground-truth annotation on task 6, which has no
+    other annotation."""
+    import copy
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "label_studio" / "demo.json")
+                      .read_text())
+    truth = copy.deepcopy(data[3]["annotations"][0])     # task 4's ground truth
+    assert truth["ground_truth"] and data[5]["id"] == 6 and not data[5]["annotations"]
+    truth.update(id=999, task=6)
+    data[5]["annotations"] = [truth]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_label_studio_scores_only_gold_tasks_with_an_aggregate(tmp_path, capsys):
+    # a ground-truth task without any used annotation has no aggregate label: it was scored
+    # against the model's guess without labels
+    pytest.importorskip("label_studio_sdk")
+    from crowd_keras.aggregation import MajorityVote
+    from crowd_keras.integrations import label_studio as ls
+
+    path = _export_with_gold_on_an_unannotated_task(tmp_path)
+    export = ls.read_export(path, control="sentiment")
+    assert export.gold.to_dict() == {4: "negative", 6: "negative"}
+    model = MajorityVote().fit(export.annotations)
+    n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
+    assert n_gold == 1 and acc == (model.predict_labels()[3] == "negative")
+    out = tmp_path / "pred.json"
+    for method, note in (("majority_vote", None), ("mixture_of_groups", "--method "
+                                                   "mixture_of_groups does not take gold")):
+        flags = ["--no-gold"] if note is None else []
+        assert main(["label-studio", "aggregate", str(path), "--control", "sentiment",
+                     "--method", method, "--out", str(out), *flags]) == 0
+        printed = capsys.readouterr().out
+        assert "1 ground-truth task: too few to score" in printed
+        assert "note: 1 ground-truth task without a used annotation not scored" in printed
+        assert (note in printed) if note else "does not take gold" not in printed
+
+
+def test_cli_gold_numbers_are_text_classes_when_the_answers_are_text(tmp_path, capsys):
+    # one answer 'yes' makes every class text ('0', '1', 'yes'); the gold file's 1, read as a
+    # number, was 'not one of the classes'
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n1,a,1\n1,b,0\n2,a,0\n2,b,yes\n")
+    gold = tmp_path / "gold.csv"
+    assert _aggregate(src, gold, "task,label\n1,1\n2,0\n") == 0
+    assert "2 gold labels from" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "labels.csv", dtype=str)["label"].tolist() == ["1", "0"]
+
+
+def test_gold_id_of_another_type_on_dask_names_the_item_type():
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras import CrowdDataError
+    from crowd_keras.distributed import aggregate
+
+    df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                       "label": [0, 1, 1, 1]})
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(CrowdDataError, match=r"gold item '1' is not an item of the "
+                                                 r"annotations \(the annotations' item ids "
+                                                 r"are int64"):
+            aggregate(dd.from_pandas(df, npartitions=1), method="dawid_skene", gold={"1": 0})
+        with pytest.raises(CrowdDataError, match=r"gold item 7 is not an item of the "
+                                                 r"annotations$"):
+            aggregate(dd.from_pandas(df, npartitions=1), method="dawid_skene", gold={7: 0})
+
+
+def test_cli_gold_on_labeling_function_votes_is_not_said_to_be_held_in_the_fit(tmp_path, capsys):
+    L, y = _labeling_functions(60)
+    src = tmp_path / "answers.csv"
+    rows = [(i, f"lf{j}", L[i, j]) for i in range(len(L)) for j in range(L.shape[1])
+            if L[i, j] >= 0]
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(src, index=False)
+    item = rows[0][0]
+    assert _aggregate(src, tmp_path / "gold.csv", f"task,label\n{item},{1 - y[item]}\n") == 0
+    printed = capsys.readouterr().out
+    assert "1 gold label from" in printed and "kept as the label (labeling-function votes" \
+        in printed and "held fixed" not in printed
+    labels = pd.read_csv(tmp_path / "labels.csv").set_index("task")["label"]
+    assert labels[item] == 1 - y[item]
+
+
+def test_majority_vote_gold_item_is_no_tie(tmp_path, capsys):
+    # a gold item whose votes tie has its known class, not a tie broken to the lowest code
+    from crowd_keras.aggregation import MajorityVote
+
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": [0, 1, 0, 1]})
+    model = MajorityVote().fit(frame, gold={1: 1})
+    assert model.predict().tolist() == [1, 0]
+    assert model.tied_items_.tolist() == [False, True] and model.n_tied_items_ == 1
+    assert MajorityVote().fit(frame).n_tied_items_ == 2
+    src = tmp_path / "answers.csv"
+    frame.to_csv(src, index=False)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("task,label\n1,1\n")
+    assert main(["aggregate", str(src), "--method", "majority_vote", "--gold", str(gold),
+                 "--out", str(tmp_path / "labels.csv")]) == 0
+    assert "1 tied items" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "labels.csv")["tied"].tolist() == [False, True]
+
+
+@pytest.mark.parametrize("gold, hint", [
+    (pd.Series({1: 0, 2: np.nan}), "gold label nan of item 2 .*; leave the items without a "
+                                   r"known class out of the mapping \(e.g. gold.dropna\(\)\)"),
+    ({1: -1}, "gold label -1 of item 1 .*; leave the items without a known class out"),
+    ({1: None}, "gold label None of item 1 .*; leave the items without a known class out"),
+    (np.array([0, np.nan]), "dtype float64; write -1, not NaN, where the class is unknown"),
+], ids=["series-nan", "mapping-minus-one", "mapping-none", "array-nan"])
+def test_gold_unknown_written_the_wrong_way_says_how_to_write_it(gold, hint):
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    ann = Annotations.from_frame(pd.DataFrame({"task": [1, 1, 2, 2], "worker": [0, 1, 0, 1],
+                                               "label": [0, 0, 1, 1]}))
+    with pytest.raises(CrowdDataError, match=hint):
+        DawidSkene().fit(ann, gold=gold)
+    with pytest.raises(CrowdDataError, match=r"gold label 5 of item 1 is not one of the "
+                                             r"classes \[0, 1\]$"):
+        DawidSkene().fit(ann, gold={1: 5})      # no hint where the value is a label
