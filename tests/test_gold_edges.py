@@ -325,3 +325,20 @@ def test_gold_unknown_written_the_wrong_way_says_how_to_write_it(gold, hint):
     with pytest.raises(CrowdDataError, match=r"gold label 5 of item 1 is not one of the "
                                              r"classes \[0, 1\]$"):
         DawidSkene().fit(ann, gold={1: 5})      # no hint where the value is a label
+
+
+@pytest.mark.parametrize("gold, noted", [("task,label\n1,1\n3,1\n", True),
+                                         ("task,label\n1,1\n2,0\n", False)])
+def test_cli_notes_gold_of_one_class_only(answers, tmp_path, capsys, gold, noted):
+    # the default target prior follows the gold's class mix: gold of one class skews every
+    # label toward it, which is wrong when that gold is not a sample of the items judged
+    (tmp_path / "gold.csv").write_text(gold)
+    args = ["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
+            str(tmp_path / "labels.csv"), "--quiet"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert ("note: the labels are decided for the gold's class mix (gold items per class, "
+            "target share: 0 0 (0.25), 1 2 (0.75))" in out) is noted
+    assert ("pass --target-prior uniform" in out) is noted
+    assert main(args + ["--target-prior", "uniform"]) == 0
+    assert "note: the labels are decided" not in capsys.readouterr().out

@@ -175,3 +175,20 @@ def test_cli_says_why_no_annotation_is_left(tmp_path, capsys, flag, expected):
     err = capsys.readouterr().err
     assert f"no annotation left to aggregate: 2 annotations read, {expected}" in err
     assert not (tmp_path / "p.json").exists()
+
+
+def test_cli_notes_ground_truth_of_one_class_only(tmp_path, capsys):
+    from crowd_keras.cli import main
+
+    tasks = [_task(t, (10 * t + 1, 1, ["x" if t % 2 else "y"]), (10 * t + 2, 2, ["x"]),
+                   (10 * t + 3, 3, ["y" if t % 3 else "x"])) for t in range(1, 9)]
+    tasks[0]["annotations"].append({"id": 99, "completed_by": 4, "ground_truth": True,
+                                    "result": tasks[0]["annotations"][0]["result"]})
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(tasks))
+    assert main(["label-studio", "aggregate", str(export), "--out", str(tmp_path / "p.json"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "1 ground-truth task held at their label in the fit" in out
+    assert "note: the labels are decided for the gold's class mix (gold items per class, " \
+           "target share: x 1 (0.67), y 0 (0.33))" in out

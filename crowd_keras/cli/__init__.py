@@ -24,7 +24,7 @@ from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_output_kinds, check_paths, int_at_least, report_files
-from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
+from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, cli_words, common_options, closest, label_model_name,
                       run_handler, target_prior_problem)
 
@@ -420,7 +420,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     if args.annotators:   # written with the labels or not at all: one run's outputs
         texts[args.annotators] = model.annotator_quality_.to_csv(index=False)
     atomic_write_files(texts)
-    shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
+    shown = plain_values(ann.classes)[:10]
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}; "
@@ -434,6 +434,9 @@ def _aggregate(args: argparse.Namespace) -> int:
             (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: the "
              "abstain-aware model that fits them takes no gold)")
         print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} {held}")
+        note = gold_mix_note(model, plain_values(ann.classes))
+        if note:
+            print(note)
     if args.annotators:
         print(f"wrote the annotator report to {args.annotators}")
     return 0
@@ -453,7 +456,7 @@ def _agree(args: argparse.Namespace) -> int:
                              "fractional numbers are read as they are)")
     df, ann = _read_annotations(args, out_folder=True, scale=True)
     # in code order: the order that ordinal alpha uses
-    shown = [c.item() if hasattr(c, "item") else c for c in ann.classes[:10]]
+    shown = plain_values(ann.classes)[:10]
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}")

@@ -8,7 +8,7 @@ import argparse
 import difflib
 import sys
 import traceback
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from ..aggregation.auto import TARGET_PRIORS
 from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
@@ -97,6 +97,27 @@ def target_prior_problem(target_prior: Any, method: str, where: str = "",
         return ""
     return (f"--target-prior applies to --method {DEFAULT_LABEL_MODEL} (the default){where}, "
             f"not to {other or f'--method {method}'}")
+
+
+def plain_values(values: Any) -> list:
+    """``values`` as plain Python values (numpy scalars print as numbers, not np.int64(1))."""
+    return [v.item() if hasattr(v, "item") else v for v in values]
+
+
+def gold_mix_note(model: Any, classes: Sequence) -> str:
+    """A note when the labels were decided for the gold's class mix (``target_prior="gold"``)
+    and a class has no gold item: gold that is not a sample of the items judged (e.g. checked
+    positives only) then skews every label toward the gold's classes."""
+    counts = getattr(model, "gold_class_counts_", None)
+    target = getattr(model, "target_prior_", None)
+    if counts is None or target is None or getattr(model, "target_prior", None) != "gold" \
+            or not counts.sum() or counts.all():
+        return ""
+    mix = ", ".join(f"{c!s} {n} ({t:.2f})" for c, n, t in zip(classes, counts, target))
+    return (f"note: the labels are decided for the gold's class mix (gold items per class, "
+            f"target share: {mix}), and some class has no gold item; if the gold is not a "
+            "sample of the items the labels will be judged on (e.g. only checked items of one "
+            "class), pass --target-prior uniform")
 
 
 def common_options() -> argparse.ArgumentParser:

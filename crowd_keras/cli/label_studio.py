@@ -27,7 +27,7 @@ from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_se
                                            get_sequence_model)
 
 from ._checks import check_output_kinds, check_paths, int_at_least, report_files
-from ._common import (HelpFormatter, add_method_option, add_target_prior_option,
+from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       cli_words, common_options, target_prior_problem)
 
 __all__ = ["register", "aggregate_command", "report_command"]
@@ -455,6 +455,9 @@ def aggregate_command(args: argparse.Namespace) -> int:
                           "that fits them takes no gold)")
         print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} {held} (--no-gold "
               "fits without them and scores the aggregate against them)")
+        note = gold_mix_note(model, plain_values(export.annotations.classes))
+        if note:
+            print(note)
     else:
         n_gold, acc = ls.gold_accuracy(export, model.predict_proba())
         right = round(acc * n_gold) if n_gold else 0
