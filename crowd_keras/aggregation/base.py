@@ -182,8 +182,13 @@ class LabelModel(Params):
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
         return self.fit(annotations, **kwargs).predict_proba()
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """Fitted once ``fit`` has set ``posteriors_`` (scikit-learn's ``check_is_fitted``
+        asks this, not for any ``_``-ending attribute: BWA's parameter ``lambda_`` ends so)."""
+        return hasattr(self, "posteriors_")
+
     def _check_fitted(self) -> None:
-        if not hasattr(self, "posteriors_"):
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
 
     def predict_proba(self, annotations: Any = None) -> np.ndarray:
