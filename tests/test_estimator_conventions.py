@@ -186,3 +186,18 @@ def test_the_same_fit_twice_gives_the_same_posteriors(kind, name):
     assert np.array_equal(*again)
     assert np.array_equal(fit(kind, name).predict_proba(), again[0])
 
+
+
+@pytest.mark.parametrize("kind,name", MODELS, ids=IDS)
+def test_a_refit_keeps_nothing_of_the_previous_fit(kind, name):
+    model = fit(kind, name)
+    try:   # scoring new data under the first fit sets predict-time state
+        model.predict_proba(data(kind, 2))
+    except Exception:   # noqa: BLE001 - some models score only their fitted items
+        pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(data(kind, 2))
+    fresh = fit(kind, name, which=2)
+    assert sorted(learned(model)) == sorted(learned(fresh))
+    assert same(vars(model), vars(fresh)) == []

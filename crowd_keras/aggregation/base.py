@@ -182,6 +182,11 @@ class LabelModel(Params):
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
         return self.fit(annotations, **kwargs).predict_proba()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "posteriors_":   # a new fit: a predict's count under the previous one is stale
+            self.__dict__.pop("n_unknown_annotations_", None)
+        super().__setattr__(name, value)
+
     def __sklearn_is_fitted__(self) -> bool:
         """Fitted once ``fit`` has set ``posteriors_`` (scikit-learn's ``check_is_fitted``
         asks this, not for any ``_``-ending attribute: BWA's parameter ``lambda_`` ends so)."""
