@@ -201,3 +201,44 @@ def test_a_refit_keeps_nothing_of_the_previous_fit(kind, name):
     fresh = fit(kind, name, which=2)
     assert sorted(learned(model)) == sorted(learned(fresh))
     assert same(vars(model), vars(fresh)) == []
+
+
+@pytest.mark.parametrize("kind,name", MODELS, ids=IDS)
+def test_the_constructor_takes_any_value_and_checks_nothing(kind, name):
+    params = make(kind, name).get_params(deep=False)
+    model = make(kind, name, **{p: "not a value" for p in params})
+    assert all(v == "not a value" for v in model.get_params(deep=False).values())
+
+
+#: settings that gave NaN or meaningless posteriors (or numpy's message naming no setting)
+#: without a word; each is refused at fit, naming it
+BAD_SETTINGS = [
+    ("classification", "glad", "alpha_prior", float("nan")),
+    ("classification", "glad", "beta_prior", float("nan")),
+    ("classification", "glad", "newton_rounds", -1),
+    ("classification", "conal", "init_omega", -1.0),
+    ("classification", "conal", "init_omega", float("nan")),
+    ("classification", "conal", "omega_prior", (0.5, 0.5)),
+    ("classification", "conal", "omega_prior", "ab"),
+    ("classification", "mace", "strategy_prior", -1.0),
+    ("classification", "mace", "strategy_prior", float("nan")),
+    ("classification", "mace", "theta_prior", (0.0, 0.5)),
+    ("classification", "mace", "theta_prior", "abc"),
+    ("classification", "mace", "restarts", 0),
+    ("classification", "abstain_dawid_skene", "one_class_share", float("nan")),
+    ("classification", "abstain_dawid_skene", "one_class_share", -1.0),
+    ("classification", "dawid_skene", "class_prior", "abc"),
+    ("sequence", "text_prior_dawid_skene", "min_count", float("nan")),
+    ("sequence", "dawid_skene", "temperature", "abc"),
+]
+
+
+@pytest.mark.parametrize("kind,name,param,value", BAD_SETTINGS,
+                         ids=[f"{n}-{p}={v!r}" for _, n, p, v in BAD_SETTINGS])
+def test_a_bad_setting_is_refused_at_fit_naming_it(kind, name, param, value):
+    model = make(kind, name, **{param: value})   # nothing checked yet
+    words = "class prior" if param == "class_prior" else param
+    with pytest.raises((ValueError, TypeError), match=words.replace("_", "[_ ]")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(data(kind, 1))

@@ -53,7 +53,10 @@ def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
     """A user's fixed class prior as (K,) probabilities, or None; raises when it is not one."""
     if prior is None:
         return None
-    p = np.asarray(prior, dtype=np.float64)
+    try:
+        p = np.asarray(prior, dtype=np.float64)
+    except (TypeError, ValueError):   # a string, a ragged list: numpy's message names no prior
+        p = np.full(n_classes, np.nan)
     if p.shape != (n_classes,) or (p < 0).any() or not np.isclose(p.sum(), 1.0):
         raise CrowdDataError(f"class prior must be {n_classes} non-negative numbers summing to 1, "
                              f"got {prior!r}")
