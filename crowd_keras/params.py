@@ -58,7 +58,12 @@ class Params:
             else:
                 setattr(self, name, value)
         for name, sub_params in nested.items():
-            getattr(self, name).set_params(**sub_params)
+            value = getattr(self, name)
+            if not hasattr(value, "set_params") or isinstance(value, type):
+                raise ValueError(f"invalid parameter {name + '__' + next(iter(sub_params))!r} for "
+                                 f"{type(self).__name__}: {name} is {value!r}, not an "
+                                 f"estimator with parameters")
+            value.set_params(**sub_params)
         return self
 
     def __sklearn_tags__(self) -> Any:

@@ -242,3 +242,19 @@ def test_a_bad_setting_is_refused_at_fit_naming_it(kind, name, param, value):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(data(kind, 1))
+
+
+@pytest.mark.parametrize("name", ["calibrated", "span_length_prior"])
+def test_nested_parameters_of_a_wrapped_sequence_model(name):
+    from crowd_keras.sequences.models import TokenDawidSkene
+
+    model = get_sequence_model(name, model=TokenDawidSkene(max_iter=7))
+    assert model.get_params(deep=True)["model__max_iter"] == 7
+    assert model.set_params(model__max_iter=5).model.max_iter == 5
+    assert "model=TokenDawidSkene(max_iter=5)" in repr(model)
+    clone = sk_base.clone(model)
+    assert clone.model is not model.model and clone.model.max_iter == 5
+    # a registered name has no parameters of its own: a ValueError naming it, as for any
+    # invalid parameter (was an AttributeError of str)
+    with pytest.raises(ValueError, match="model__max_iter.*'dawid_skene'|model is"):
+        get_sequence_model(name, model="dawid_skene").set_params(model__max_iter=5)
