@@ -258,3 +258,16 @@ def test_nested_parameters_of_a_wrapped_sequence_model(name):
     # invalid parameter (was an AttributeError of str)
     with pytest.raises(ValueError, match="model__max_iter.*'dawid_skene'|model is"):
         get_sequence_model(name, model="dawid_skene").set_params(model__max_iter=5)
+
+
+def test_lia_refit_without_features_keeps_no_feature_scaling():
+    sim = simulate_crowd(n_items=40, n_classes=3, n_annotators=7, annotations_per_item=3,
+                         n_features=4, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make("classification", "lia").fit(sim.annotations, features=sim.x)
+        assert "feature_mean_" in learned(model)
+        model.fit(data("classification", 2))
+    fresh = fit("classification", "lia", which=2)
+    assert sorted(learned(model)) == sorted(learned(fresh))
+    assert same(vars(model), vars(fresh)) == []

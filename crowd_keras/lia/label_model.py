@@ -143,6 +143,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if self._fit_labeling_functions(ann):
             self.uses_features_ = False
             return self
+        for name in ("feature_mean_", "feature_scale_"):   # of an earlier fit with features
+            self.__dict__.pop(name, None)
         if features is not None and self.standardize:
             raw = np.asarray(features, dtype="float32")
             if raw.ndim == 2:
