@@ -149,8 +149,12 @@ def test_unfitted_model_says_so_as_scikit_learn_does(kind, name):
     for call in (model.predict, model.predict_proba):
         with pytest.raises(SklearnNotFittedError, match="not fitted yet; call fit"):
             call()
-    with pytest.raises(SklearnNotFittedError, match="not fitted yet"):
-        model.annotator_quality_
+    learned_properties = [attr for attr, value in inspect.getmembers(type(model))
+                          if isinstance(value, property) and attr.endswith("_")]
+    assert "annotator_quality_" in learned_properties
+    for attr in learned_properties:
+        with pytest.raises(SklearnNotFittedError, match="not fitted yet"):
+            getattr(model, attr)
     # a property of a fitted model is absent before fit, as scikit-learn's are
     assert not hasattr(model, "annotator_quality_") and not hasattr(model, "tied_items_")
 

@@ -199,9 +199,10 @@ class LIA(LabelingFunctionFallback, LabelModel):
         """The fitted Keras :class:`LIATrainer` (built from the numpy weights on first access
         after a numpy fit: the same model, ready for ``predict_competence``, ``model_``...)."""
         if "_trainer" not in self.__dict__:
+            self._check_fitted()   # NotFittedError, an AttributeError too
             if not hasattr(self, "engine_"):
-                raise AttributeError("trainer_: this LIA is not fitted (or its labeling-"
-                                     "function fallback ran)")
+                raise AttributeError("trainer_: this LIA's labeling-function fallback ran; "
+                                     "it has no LIA network")
             self._trainer = LIATrainer(**self._trainer_settings).restore(self.engine_)
         return self._trainer
 
