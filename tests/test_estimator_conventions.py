@@ -143,7 +143,7 @@ def test_parameters_round_trip_clone_and_repr(kind, name):
 @pytest.mark.parametrize("kind,name", MODELS, ids=IDS)
 def test_unfitted_model_says_so_as_scikit_learn_does(kind, name):
     model = make(kind, name)
-    assert learned(model) == {}
+    assert set(vars(model)) == set(model.get_params(deep=False))   # nothing but parameters
     with pytest.raises(SklearnNotFittedError):
         check_is_fitted(model)
     for call in (model.predict, model.predict_proba):
@@ -189,6 +189,10 @@ def test_the_same_fit_twice_gives_the_same_posteriors(kind, name):
         again = first.predict_proba().copy(), first.fit(data(kind, 1)).predict_proba()
     assert np.array_equal(*again)
     assert np.array_equal(fit(kind, name).predict_proba(), again[0])
+    with warnings.catch_warnings():   # a clone (of the fitted model) fits the same
+        warnings.simplefilter("ignore")
+        clone = sk_base.clone(first).fit(data(kind, 1))
+    assert np.array_equal(clone.predict_proba(), again[0])
 
 
 
