@@ -268,14 +268,18 @@ def test_nested_parameters_of_a_wrapped_sequence_model(name):
         get_sequence_model(name, model="dawid_skene").set_params(model__max_iter=5)
 
 
-def test_lia_refit_without_features_keeps_no_feature_scaling():
+
+def test_lia_refits_keep_no_feature_scaling_of_an_earlier_fit():
     sim = simulate_crowd(n_items=40, n_classes=3, n_annotators=7, annotations_per_item=3,
                          n_features=4, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = make("classification", "lia").fit(sim.annotations, features=sim.x)
         assert "feature_mean_" in learned(model)
-        model.fit(data("classification", 2))
+        model.set_params(standardize=False).fit(sim.annotations, features=sim.x)
+        assert "feature_mean_" not in learned(model) and "feature_scale_" not in learned(model)
+        model.set_params(standardize=True).fit(sim.annotations, features=sim.x)
+        model.fit(data("classification", 2))   # without features
     fresh = fit("classification", "lia", which=2)
     assert sorted(learned(model)) == sorted(learned(fresh))
     assert same(vars(model), vars(fresh)) == []

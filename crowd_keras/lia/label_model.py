@@ -143,8 +143,6 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if self._fit_labeling_functions(ann):
             self.uses_features_ = False
             return self
-        for name in ("feature_mean_", "feature_scale_"):   # of an earlier fit with features
-            self.__dict__.pop(name, None)
         if features is not None and self.standardize:
             raw = np.asarray(features, dtype="float32")
             if raw.ndim == 2:
@@ -177,6 +175,9 @@ class LIA(LabelingFunctionFallback, LabelModel):
         self.engine_ = engine
         self.n_iter_ = engine.n_iter_
         self.uses_features_ = x is not None
+        if x is None or not self.standardize:   # this fit scaled nothing: drop an earlier scaling
+            for name in ("feature_mean_", "feature_scale_"):
+                self.__dict__.pop(name, None)
         self.annotations_ = ann
         self.posteriors_ = engine.posteriors_
         self.posteriors_em_ = engine.posteriors_em_
