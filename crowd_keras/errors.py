@@ -1,5 +1,6 @@
 """Exceptions raised by crowd-keras, and messages that name Python arguments (:class:`Message`),
 which a command line renders with its own flags."""
+import sys
 
 
 class CrowdDataError(ValueError):
@@ -10,9 +11,43 @@ class CrowdDataError(ValueError):
     """
 
 
-class NotFittedError(RuntimeError, ValueError):
-    """A model was used before ``fit``: a ``ValueError`` as scikit-learn's ``NotFittedError``,
-    and a ``RuntimeError``."""
+class NotFittedError(RuntimeError, ValueError, AttributeError):
+    """A model was used before ``fit``: a ``ValueError`` and an ``AttributeError`` as
+    scikit-learn's ``NotFittedError`` (so ``hasattr(model, "annotator_quality_")`` is False
+    before fit), and a ``RuntimeError``.
+
+    Once scikit-learn is imported, the error raised is also a
+    ``sklearn.exceptions.NotFittedError``, so ``except`` clauses naming scikit-learn's class
+    catch it; this module does not import scikit-learn (it is not a dependency), and code
+    that has not imported it cannot name that class.
+    """
+
+    def __new__(cls, *args: object, **kwargs: object) -> "NotFittedError":
+        if cls is NotFittedError:
+            cls = _with_sklearn_not_fitted()
+        return super().__new__(cls, *args, **kwargs)
+
+    def __reduce__(self) -> tuple:
+        # the class made for scikit-learn is not a module attribute: it unpickles as this
+        # one, which becomes it again where scikit-learn is loaded
+        made = type(self) in _SKLEARN_NOT_FITTED.values()
+        return (NotFittedError if made else type(self)), self.args, self.__dict__ or None
+
+
+_SKLEARN_NOT_FITTED: dict = {}
+
+
+def _with_sklearn_not_fitted() -> type:
+    """:class:`NotFittedError`, or its subclass that is also scikit-learn's ``NotFittedError``
+    when ``sklearn.exceptions`` is loaded (made once)."""
+    base = getattr(sys.modules.get("sklearn.exceptions"), "NotFittedError", None)
+    if not isinstance(base, type) or not issubclass(base, Exception):
+        return NotFittedError
+    if base not in _SKLEARN_NOT_FITTED:
+        _SKLEARN_NOT_FITTED[base] = type("NotFittedError", (NotFittedError, base),
+                                         {"__module__": __name__,
+                                          "__doc__": NotFittedError.__doc__})
+    return _SKLEARN_NOT_FITTED[base]
 
 
 _NO_VALUE = object()

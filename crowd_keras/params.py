@@ -3,6 +3,8 @@
 ``get_params`` / ``set_params`` read and write the constructor arguments, which every
 estimator stores unchanged under their own names (no work in ``__init__``), so
 ``sklearn.base.clone`` and grid searches work without scikit-learn being a dependency.
+``__sklearn_tags__`` gives scikit-learn's tags (``sklearn.utils.validation.check_is_fitted``
+asks for them), importing scikit-learn only when scikit-learn calls it.
 """
 from __future__ import annotations
 
@@ -56,8 +58,20 @@ class Params:
             else:
                 setattr(self, name, value)
         for name, sub_params in nested.items():
-            getattr(self, name).set_params(**sub_params)
+            value = getattr(self, name)
+            if not hasattr(value, "set_params") or isinstance(value, type):
+                raise ValueError(f"invalid parameter {name + '__' + next(iter(sub_params))!r} for "
+                                 f"{type(self).__name__}: {name} is {value!r}, not an "
+                                 f"estimator with parameters")
+            value.set_params(**sub_params)
         return self
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's estimator tags, those of ``sklearn.base.BaseEstimator``: a fit is
+        required, no target. Only scikit-learn calls this, so it is installed then."""
+        from sklearn.utils import Tags, TargetTags
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
+                    transformer_tags=None, regressor_tags=None, classifier_tags=None)
 
     def __repr__(self) -> str:
         changed = []

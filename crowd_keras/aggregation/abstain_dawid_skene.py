@@ -32,6 +32,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..annotations import Annotations
+from ..arguments import check_number
 from ..errors import CrowdDataError
 from ..numerics import class_vote_counts, normalize_rows, softmax_rows, top_classes
 from .base import check_prior
@@ -254,6 +255,8 @@ class AbstainAwareDawidSkene(EMLabelModel):
             raise ValueError(f"anchor must be one of {_ANCHOR}, got {self.anchor!r}")
         if not self.smoothing > 0:
             raise ValueError(f"smoothing must be > 0, got {self.smoothing!r}")
+        # NaN would pick the crowd regime for any votes, silently
+        check_number(self.one_class_share, f"{type(self).__name__} one_class_share", high=1.0)
         n_votes = votes.sum(axis=1)
         share = one_class_share(votes)
         self.one_class_vote_share_ = share

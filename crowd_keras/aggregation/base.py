@@ -59,7 +59,10 @@ def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
     """A user's fixed class prior as (K,) probabilities, or None; raises when it is not one."""
     if prior is None:
         return None
-    p = np.asarray(prior, dtype=np.float64)
+    try:
+        p = np.asarray(prior, dtype=np.float64)
+    except (TypeError, ValueError):   # a string, a ragged list: numpy's message names no prior
+        p = np.full(n_classes, np.nan)
     if p.shape != (n_classes,) or (p < 0).any() or not np.isclose(p.sum(), 1.0):
         raise CrowdDataError(f"class prior must be {n_classes} non-negative numbers summing to 1, "
                              f"got {prior!r}")
@@ -205,8 +208,18 @@ class LabelModel(Params):
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
         return self.fit(annotations, **kwargs).predict_proba()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "posteriors_":   # a new fit: a predict's count under the previous one is stale
+            self.__dict__.pop("n_unknown_annotations_", None)
+        super().__setattr__(name, value)
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Fitted once ``fit`` has set ``posteriors_`` (scikit-learn's ``check_is_fitted``
+        asks this, not for any ``_``-ending attribute: BWA's parameter ``lambda_`` ends so)."""
+        return hasattr(self, "posteriors_")
+
     def _check_fitted(self) -> None:
-        if not hasattr(self, "posteriors_"):
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
 
     def predict_proba(self, annotations: Any = None) -> np.ndarray:

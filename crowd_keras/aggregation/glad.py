@@ -8,6 +8,7 @@ import pandas as pd
 from scipy.special import expit, log_expit
 
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from ..numerics import softmax_rows
 from .base import without_evidence
@@ -119,6 +120,11 @@ class GLAD(EMLabelModel):
     def init_state(self, summary: Summary) -> "GLAD":
         if summary.n_classes < 2:
             raise CrowdDataError("GLAD needs at least two classes")
+        # the priors' means may be any real (a negative ability: an adversarial crowd); NaN
+        # would make every posterior NaN
+        check_number(self.alpha_prior, "GLAD alpha_prior", low=-np.inf)
+        check_number(self.beta_prior, "GLAD beta_prior", low=-np.inf)
+        check_count(self.newton_rounds, "GLAD newton_rounds")
         super().init_state(summary)
         self.n_annotators_ = summary.votes.shape[0]
         self.per_annotator_ = summary.votes.sum(axis=1)

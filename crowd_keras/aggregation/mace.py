@@ -9,6 +9,7 @@ import pandas as pd
 from scipy.special import digamma
 
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows
 from .base import check_settings, without_evidence
@@ -154,17 +155,28 @@ class MACE(EMLabelModel):
         """Fit on annotations (an ``Annotations``, a dense matrix with -1 where missing, or a
         long frame: ``kwargs`` go to its reader); ``gold``: known classes of some items (see
         :func:`~crowd_keras.aggregation.base.gold_codes`). Returns self."""
-        self._check_method()
+        self._check_params()
         check_settings(self)
         return super().fit(annotations, gold, **kwargs)
 
-    def _check_method(self) -> None:
+    def _check_params(self) -> None:
+        """The settings, before any work: a zero or negative pseudo-count would make the
+        variational posteriors NaN or uniform."""
         if self.method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
+        check_count(self.restarts, "MACE restarts", 1)
+        if np.ndim(self.theta_prior) != 1 or len(self.theta_prior) != 2:
+            raise ValueError(f"MACE theta_prior must be two Beta pseudo-counts (trustworthy, "
+                             f"spam), got {self.theta_prior!r}")
+        for name, value in (("theta_prior", self.theta_prior[0]),
+                            ("theta_prior", self.theta_prior[1]),
+                            ("strategy_prior", self.strategy_prior)):
+            if check_number(value, f"MACE {name}") == 0:
+                raise ValueError(f"MACE {name} must be a pseudo-count > 0, got {value!r}")
 
     def init_state(self, summary: Summary) -> "MACERestarts":
         """Hand over to the side-by-side restarts (:class:`MACERestarts`)."""
-        self._check_method()
+        self._check_params()
         if summary.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
         if not int(self.max_iter) >= 0:

@@ -23,6 +23,7 @@ import numpy as np
 from ..aggregation.em import Block, EMLabelModel, Summary
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
+from ..arguments import check_number
 from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows
 
 __all__ = ["CommonNoiseModel"]
@@ -45,8 +46,9 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
     Args:
         max_iter, tol: EM stops when the mean log-likelihood per annotation gains < tol.
         smoothing: Dirichlet pseudo-count on every confusion cell and on the class prior.
-        omega_prior: Beta pseudo-counts ``(a, b)`` on each annotator's ω (default (1, 1)).
-        init_omega: starting ω for every annotator.
+        omega_prior: Beta pseudo-counts ``(a, b)`` on each annotator's ω (default (1, 1)),
+            each at least 1 (ω is their MAP estimate, inside [0, 1] only then).
+        init_omega: starting ω for every annotator, in [0, 1].
         progress: show a progress bar over EM iterations.
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
             look like Snorkel labeling functions are fitted by the abstain-aware model
@@ -92,6 +94,13 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
 
     # ---------------------------------------------------------------- the EM-step protocol
     def init_state(self, summary: Summary) -> "CommonNoiseModel":
+        name = type(self).__name__
+        check_number(self.init_omega, f"{name} init_omega", high=1.0)
+        if np.ndim(self.omega_prior) != 1 or len(self.omega_prior) != 2:
+            raise ValueError(f"{name} omega_prior must be two Beta pseudo-counts (a, b), got "
+                             f"{self.omega_prior!r}")
+        for count in self.omega_prior:
+            check_number(count, f"{name} omega_prior (a, b)", low=1.0)
         super().init_state(summary)
         self.n_annotators_ = summary.votes.shape[0]
         self.votes_per_annotator_ = summary.votes.sum(axis=1)

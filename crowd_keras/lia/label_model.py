@@ -175,6 +175,9 @@ class LIA(LabelingFunctionFallback, LabelModel):
         self.engine_ = engine
         self.n_iter_ = engine.n_iter_
         self.uses_features_ = x is not None
+        if x is None or not self.standardize:   # this fit scaled nothing: drop an earlier scaling
+            for name in ("feature_mean_", "feature_scale_"):
+                self.__dict__.pop(name, None)
         self.annotations_ = ann
         self.posteriors_ = engine.posteriors_
         self.posteriors_em_ = engine.posteriors_em_
@@ -197,9 +200,10 @@ class LIA(LabelingFunctionFallback, LabelModel):
         """The fitted Keras :class:`LIATrainer` (built from the numpy weights on first access
         after a numpy fit: the same model, ready for ``predict_competence``, ``model_``...)."""
         if "_trainer" not in self.__dict__:
+            self._check_fitted()   # NotFittedError, an AttributeError too
             if not hasattr(self, "engine_"):
-                raise AttributeError("trainer_: this LIA is not fitted (or its labeling-"
-                                     "function fallback ran)")
+                raise AttributeError("trainer_: this LIA's labeling-function fallback ran; "
+                                     "it has no LIA network")
             self._trainer = LIATrainer(**self._trainer_settings).restore(self.engine_)
         return self._trainer
 

@@ -232,7 +232,6 @@ class SequenceLabelModel(LabelModel):
 
     def _set_fitted(self, seq: SequenceAnnotations, post: np.ndarray, log_pi: np.ndarray,
                     prior: np.ndarray) -> None:
-        self.__dict__.pop("n_unknown_annotations_", None)   # of a predict under the last fit
         self.sequences_ = seq
         self.annotations_ = seq.annotations
         self.posteriors_ = post

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.em import Block, Summary
+from ..arguments import check_number
 from ..numerics import normalize_rows, soft_vote, softmax_rows
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel, emission_loglik, pooled_m_step, token_log_prior
@@ -114,7 +115,7 @@ class TokenDawidSkene(SequenceEMModel):
 
     # the EM-step protocol (crowd_keras.aggregation.em) over blocks of documents (.em)
     def init_state(self, summary: Summary) -> "TokenDawidSkene":
-        if not self.temperature > 0:
+        if check_number(self.temperature, f"{type(self).__name__} temperature") == 0:
             raise ValueError(f"temperature must be positive, got {self.temperature!r}")
         super().init_state(summary)
         if isinstance(self.init, str):

@@ -137,6 +137,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         check_count(self.window, f"{name} window")
         check_count(self.n_rounds, f"{name} n_rounds")
         check_count(self.text_max_iter, f"{name} text_max_iter")
+        check_count(self.min_count, f"{name} min_count")   # NaN: every word out of vocabulary
         check_number(self.l2, f"{name} l2")
         seq = self._check_fit_sequences(sequences)
         if token_prior is not None:
