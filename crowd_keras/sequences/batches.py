@@ -16,6 +16,8 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..codes import integer_codes
+from ..errors import CrowdDataError, NotFittedError
 from ..numerics import MISSING
 from .annotations import SequenceAnnotations
 from .tokens import token_strings
@@ -43,9 +45,12 @@ class Vocabulary:
 
     def fit(self, seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None) -> "Vocabulary":
         """Learn the words of the documents ``docs`` (codes; default all) of ``seq``."""
+        if isinstance(self.min_count, (bool, np.bool_)) or \
+                not isinstance(self.min_count, (int, np.integer)) or self.min_count < 0:
+            raise ValueError(f"min_count must be a non-negative integer, got {self.min_count!r}")
         words = self._words(seq)
         if docs is not None:
-            words = words[np.isin(seq.tokens.doc, docs)]
+            words = words[np.isin(seq.tokens.doc, _document_codes(seq, docs))]
         codes, uniq = pd.factorize(words)
         counts = np.bincount(codes, minlength=len(uniq))
         self.words_ = np.sort(np.asarray(uniq, dtype=object)[counts >= self.min_count])
@@ -62,6 +67,9 @@ class Vocabulary:
 
     def encode(self, seq: SequenceAnnotations) -> np.ndarray:
         """(T,) int32 word id of every token of ``seq``."""
+        if not hasattr(self, "words_"):
+            raise NotFittedError("this Vocabulary is not fitted yet: call fit(seq, docs) on the "
+                                 "training documents first")
         words = self._words(seq)
         if not len(self.words_):
             return np.full(len(words), OOV, np.int32)
@@ -105,9 +113,29 @@ class Windows:
         return out
 
 
+def _document_codes(seq: SequenceAnnotations, docs: Sequence[int]) -> np.ndarray:
+    """``docs`` as (n,) int64 document codes of ``seq`` (positions ``0..D-1``), or
+    CrowdDataError: a boolean mask would read as codes 0 and 1, and a negative code would
+    count from the end."""
+    values = np.asarray(docs)
+    if values.dtype.kind == "b":
+        raise CrowdDataError(f"docs are document codes (0..{seq.n_docs - 1}), got a boolean "
+                             "array; for a mask over the documents give np.flatnonzero(mask)")
+    codes = integer_codes(values.ravel(), "docs (document codes)", "position ")
+    bad = (codes < 0) | (codes >= seq.n_docs)
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"docs: document code {int(codes[n])} at position {n} is outside "
+                             f"0..{seq.n_docs - 1} (codes are positions in seq.doc_ids)")
+    return codes
+
+
 def windows(seq: SequenceAnnotations, docs: Sequence[int], length: int = 128) -> Windows:
     """Cut the documents ``docs`` (codes) of ``seq`` into windows of ``length`` tokens."""
-    docs = np.asarray(docs, np.int64)
+    if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)) \
+            or length < 1:
+        raise ValueError(f"length must be a positive integer (tokens per window), got {length!r}")
+    docs = _document_codes(seq, docs)
     tok = seq.tokens
     n_win = -(-tok.lengths[docs] // length)
     wdoc = np.repeat(docs, n_win)

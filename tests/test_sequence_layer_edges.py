@@ -1,0 +1,66 @@
+"""Edge cases of one user path: a token tagger trained from crowd spans through the sequence
+crowd layer (``sequences.batches`` → ``CrowdLayer([probs, annotator_ids])`` →
+``MaskedMultiCrossEntropy``)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.errors import CrowdDataError, NotFittedError
+from crowd_keras.sequences.annotations import SequenceAnnotations
+from crowd_keras.sequences.batches import Vocabulary, windows
+
+TEXTS = ["John Smith lives in New York City today .", "Mary went home",
+         "a b c d e f g h i j k l m"]
+
+
+def crowd_spans():
+    spans = pd.DataFrame([(0, "w1", 0, 10, "PER"), (0, "w1", 20, 33, "LOC"),
+                          (0, "w2", 0, 4, "PER"), (1, "w2", 0, 4, "PER"),
+                          (2, "w3", 0, 1, "PER")],
+                         columns=["doc", "annotator", "start", "end", "label"])
+    # w3 saw document 0 and w1 document 1 without marking anything: "O", not missing
+    return SequenceAnnotations.from_spans(TEXTS, spans, seen=[(0, "w3"), (1, "w1")],
+                                          scheme="BIO")
+
+
+# ----------------------------------------------------------------------------- windows
+def test_windows_of_long_documents_keep_missing_and_outside_apart():
+    seq = crowd_spans()
+    win = windows(seq, np.arange(seq.n_docs), 5)
+    assert win.doc.tolist() == [0, 0, 1, 2, 2, 2]           # 9 and 13 tokens: cut in windows
+    tags = seq.tags.tolist()
+    w3 = np.flatnonzero(seq.annotator_ids == "w3")[0]
+    doc1 = win.labels[2]                                     # "Mary went home", 3 tokens
+    slots = win.annotators[2]
+    assert sorted(slots[slots >= 0].tolist()) == [0, 1]      # w3 did not see it: no slot
+    assert w3 not in slots.tolist()
+    assert (doc1[3:] == -1).all()                            # padding
+    w1 = doc1[:3, slots.tolist().index(0)]
+    assert [tags[t] for t in w1] == ["O", "O", "O"]          # saw it, marked nothing
+
+
+@pytest.mark.parametrize("docs", [np.array([True, False, True]), [0, 3], [-1], [0.5]],
+                         ids=["bool-mask", "past-the-end", "negative", "fraction"])
+def test_windows_reject_what_is_not_a_document_code(docs):
+    # a boolean mask read as codes 1, 0, 1 and a negative code counted from the end gave
+    # windows of other documents, silently
+    seq = crowd_spans()
+    with pytest.raises(CrowdDataError, match="docs"):
+        windows(seq, docs, 5)
+
+
+@pytest.mark.parametrize("length", [0, -3, 2.5, True])
+def test_windows_need_a_positive_integer_length(length):
+    with pytest.raises(ValueError, match="length must be a positive integer"):
+        windows(crowd_spans(), [0], length)
+
+
+def test_vocabulary_before_fit_and_bad_min_count():
+    seq = crowd_spans()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        Vocabulary().encode(seq)
+    with pytest.raises(ValueError, match="min_count"):
+        Vocabulary(min_count="2").fit(seq)
+    with pytest.raises(CrowdDataError, match="boolean"):
+        Vocabulary().fit(seq, np.array([True, False, True]))
+    assert Vocabulary(min_count=1).fit(seq, [1]).size == 2 + 3    # Mary, went, home
