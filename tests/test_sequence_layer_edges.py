@@ -64,3 +64,25 @@ def test_vocabulary_before_fit_and_bad_min_count():
     with pytest.raises(CrowdDataError, match="boolean"):
         Vocabulary().fit(seq, np.array([True, False, True]))
     assert Vocabulary(min_count=1).fit(seq, [1]).size == 2 + 3    # Mary, went, home
+
+
+# ----------------------------------------------------------------------------- the layer
+keras = pytest.importorskip("keras")
+from crowd_keras.layers import CrowdLayer  # noqa: E402
+from crowd_keras.losses import MaskedMultiCrossEntropy  # noqa: E402
+
+V, K, A, T, S = 20, 3, 6, 7, 3
+
+
+@pytest.mark.parametrize("ids_shape", [(), (T, S)], ids=["rank-1", "per-step-ids"])
+def test_functional_model_with_wrong_annotator_ids_shape_names_it(ids_shape):
+    # a symbolic call does not run call(): rank-1 ids gave an IndexError, per-step ids a
+    # model with a wrong (batch, T, T, K) output
+    probs = keras.Input((T, K))
+    ids = keras.Input(ids_shape, dtype="int32")
+    with pytest.raises(ValueError, match=r"annotator_ids of shape \(batch, k\).*got \(None"):
+        CrowdLayer(A)([probs, ids])
+    layer = CrowdLayer(A)
+    layer([probs, keras.Input((S,), dtype="int32")])            # built by a good call
+    with pytest.raises(ValueError, match="annotator_ids of shape"):
+        layer.compute_output_shape([(None, T, K), (None,) + ids_shape])

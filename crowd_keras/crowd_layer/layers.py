@@ -90,11 +90,22 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.kernel = self.scale = self.bias = None
 
     # ------------------------------------------------------------------ weights
-    def build(self, input_shape: Any) -> None:
-        probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
+    def _checked_shapes(self, input_shape: Any) -> tuple:
+        """``(probs_shape, ids_shape or None)`` of a call's input shape, or ValueError naming
+        the shape: a symbolic call (a functional model) goes through here, not :meth:`call`."""
+        probs_shape, ids_shape = (input_shape if is_shape_list(input_shape)
+                                  else (input_shape, None))
         if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
             raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
                              f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
+        if ids_shape is not None and len(ids_shape) != 2:
+            raise ValueError("CrowdLayer expects annotator_ids of shape (batch, k): the slots of "
+                             "each item (one row per item, shared by its time steps), got "
+                             f"{tuple(ids_shape)}")
+        return probs_shape, ids_shape
+
+    def build(self, input_shape: Any) -> None:
+        probs_shape, _ = self._checked_shapes(input_shape)
         k = int(probs_shape[-1])
         a = self.num_annotators
         self.num_classes = k
@@ -163,10 +174,9 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         return scale_and_shift(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        if is_shape_list(input_shape):
-            probs_shape, ids_shape = input_shape
-            return tuple(probs_shape[:-1]) + (ids_shape[1], probs_shape[-1])
-        return tuple(input_shape[:-1]) + (self.num_annotators, input_shape[-1])
+        probs_shape, ids_shape = self._checked_shapes(input_shape)
+        slots = self.num_annotators if ids_shape is None else ids_shape[1]
+        return tuple(probs_shape[:-1]) + (slots, probs_shape[-1])
 
     # ------------------------------------------------------------------ inspection
     def confusion_matrices(self) -> np.ndarray:
