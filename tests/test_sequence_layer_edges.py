@@ -45,8 +45,17 @@ def test_windows_reject_what_is_not_a_document_code(docs):
     # a boolean mask read as codes 1, 0, 1 and a negative code counted from the end gave
     # windows of other documents, silently
     seq = crowd_spans()
-    with pytest.raises(CrowdDataError, match="docs"):
+    with pytest.raises(CrowdDataError, match="windows"):
         windows(seq, docs, 5)
+    with pytest.raises(CrowdDataError, match="subset"):
+        seq.subset(docs)
+
+
+def test_subset_takes_each_document_once():
+    # a document twice gave a corpus with two documents of one id
+    with pytest.raises(CrowdDataError, match="document code 1 is given 2 times to subset"):
+        crowd_spans().subset([1, 0, 1])
+    assert crowd_spans().subset([2, 0]).doc_ids.tolist() == [2, 0]
 
 
 @pytest.mark.parametrize("length", [0, -3, 2.5, True])

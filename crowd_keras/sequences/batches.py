@@ -16,10 +16,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..codes import integer_codes
-from ..errors import CrowdDataError, NotFittedError
+from ..errors import NotFittedError
 from ..numerics import MISSING
-from .annotations import SequenceAnnotations
+from .annotations import SequenceAnnotations, checked_doc_codes
 from .tokens import token_strings
 
 __all__ = ["Vocabulary", "Windows", "windows"]
@@ -50,7 +49,8 @@ class Vocabulary:
             raise ValueError(f"min_count must be a non-negative integer, got {self.min_count!r}")
         words = self._words(seq)
         if docs is not None:
-            words = words[np.isin(seq.tokens.doc, _document_codes(seq, docs))]
+            docs = checked_doc_codes(docs, seq.n_docs, "Vocabulary.fit")
+            words = words[np.isin(seq.tokens.doc, docs)]
         codes, uniq = pd.factorize(words)
         counts = np.bincount(codes, minlength=len(uniq))
         self.words_ = np.sort(np.asarray(uniq, dtype=object)[counts >= self.min_count])
@@ -113,29 +113,12 @@ class Windows:
         return out
 
 
-def _document_codes(seq: SequenceAnnotations, docs: Sequence[int]) -> np.ndarray:
-    """``docs`` as (n,) int64 document codes of ``seq`` (positions ``0..D-1``), or
-    CrowdDataError: a boolean mask would read as codes 0 and 1, and a negative code would
-    count from the end."""
-    values = np.asarray(docs)
-    if values.dtype.kind == "b":
-        raise CrowdDataError(f"docs are document codes (0..{seq.n_docs - 1}), got a boolean "
-                             "array; for a mask over the documents give np.flatnonzero(mask)")
-    codes = integer_codes(values.ravel(), "docs (document codes)", "position ")
-    bad = (codes < 0) | (codes >= seq.n_docs)
-    if bad.any():
-        n = int(np.argmax(bad))
-        raise CrowdDataError(f"docs: document code {int(codes[n])} at position {n} is outside "
-                             f"0..{seq.n_docs - 1} (codes are positions in seq.doc_ids)")
-    return codes
-
-
 def windows(seq: SequenceAnnotations, docs: Sequence[int], length: int = 128) -> Windows:
     """Cut the documents ``docs`` (codes) of ``seq`` into windows of ``length`` tokens."""
     if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)) \
             or length < 1:
         raise ValueError(f"length must be a positive integer (tokens per window), got {length!r}")
-    docs = _document_codes(seq, docs)
+    docs = checked_doc_codes(docs, seq.n_docs, "windows")
     tok = seq.tokens
     n_win = -(-tok.lengths[docs] // length)
     wdoc = np.repeat(docs, n_win)
