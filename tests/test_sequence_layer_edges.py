@@ -95,3 +95,46 @@ def test_functional_model_with_wrong_annotator_ids_shape_names_it(ids_shape):
     layer([probs, keras.Input((S,), dtype="int32")])            # built by a good call
     with pytest.raises(ValueError, match="annotator_ids of shape"):
         layer.compute_output_shape([(None, T, K), (None,) + ids_shape])
+
+
+def tagger_batch():
+    words = np.array([[3, 4, 5, 0, 0, 0, 0], [6, 7, 8, 9, 1, 2, 0]], "int32")   # 0 = padding
+    ids = np.array([[0, 1, -1], [2, 3, 4]], "int32")
+    y = np.random.default_rng(0).integers(0, K, (2, T, S)).astype("int32")
+    y[np.broadcast_to(ids[:, None, :] < 0, y.shape)] = -1
+    return words, ids, y
+
+
+def crowd_tagger(seed=0):
+    keras.utils.set_random_seed(seed)
+    words, ids = keras.Input((T,), dtype="int32"), keras.Input((S,), dtype="int32")
+    h = keras.layers.Embedding(V, 8, mask_zero=True)(words)
+    probs = keras.layers.Dense(K, activation="softmax")(h)
+    return keras.Model([words, ids], CrowdLayer(A, init_scale=2.0)([probs, ids]))
+
+
+def test_per_step_sample_weights_of_a_tagger():
+    # Keras' temporal sample weights (batch, time) raised a raw "Incompatible shapes" error
+    words, ids, y = tagger_batch()
+    model = crowd_tagger()
+    model.compile(keras.optimizers.SGD(0.1), loss=MaskedMultiCrossEntropy())
+    per_item = np.array([1.0, 3.0], "float32")
+    out = model([words, ids])
+    for reduction in ("sum_over_batch_size", "sum", "none", "mean_with_sample_weight"):
+        loss = MaskedMultiCrossEntropy(reduction=reduction)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(loss(y, out, sample_weight=np.repeat(per_item[:, None],
+                                                                            T, 1))),
+            keras.ops.convert_to_numpy(loss(y, out, sample_weight=per_item)), rtol=1e-6)
+    steps = np.arange(1, T + 1, dtype="float32")[None, :].repeat(2, 0)
+    model.fit([words, ids], y, sample_weight=steps, epochs=1, verbose=0)
+    log_p = keras.ops.convert_to_numpy(keras.ops.log_softmax(model([words, ids]), -1))
+    nll = -np.take_along_axis(log_p, np.maximum(y, 0)[..., None], -1)[..., 0]
+    seen = (y >= 0) & (words > 0)[..., None]
+    expected = (nll * steps[..., None])[seen].sum() / seen.sum()     # Σ w ℓ / n_observed
+    padded_weights = np.where(words > 0, steps, 100.0).astype("float32")   # padding: no say
+    for w in (steps, padded_weights):
+        assert np.isclose(model.evaluate([words, ids], y, sample_weight=w, verbose=0), expected,
+                          rtol=1e-5)
+    with pytest.raises(ValueError, match=r"sample_weight of shape \(2, 5\)"):
+        MaskedMultiCrossEntropy()(y, out, sample_weight=np.ones((2, 5), "float32"))
