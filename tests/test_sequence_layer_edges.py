@@ -138,3 +138,46 @@ def test_per_step_sample_weights_of_a_tagger():
                           rtol=1e-5)
     with pytest.raises(ValueError, match=r"sample_weight of shape \(2, 5\)"):
         MaskedMultiCrossEntropy()(y, out, sample_weight=np.ones((2, 5), "float32"))
+
+
+BACKEND_SCRIPT = '''
+import os, sys, tempfile
+import numpy as np, keras
+sys.path.insert(0, "tests")
+from test_sequence_layer_edges import crowd_tagger, tagger_batch, T
+from crowd_keras.losses import MaskedMultiCrossEntropy
+assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
+words, ids, y = tagger_batch()
+pad = np.broadcast_to((words == 0)[..., None], y.shape)
+model = crowd_tagger()
+model.compile(keras.optimizers.SGD(0.1), loss=MaskedMultiCrossEntropy())
+steps = np.where(words > 0, np.arange(1, T + 1), 100.0).astype("float32")
+model.fit([words, ids], y, sample_weight=steps, epochs=1, verbose=0)
+a = model.evaluate([words, ids], y, sample_weight=steps, verbose=0)
+b = model.evaluate([words, ids], np.where(pad, 0, y), sample_weight=steps * (words > 0), verbose=0)
+assert np.isclose(a, b, rtol=1e-5), (a, b)
+path = os.path.join(tempfile.mkdtemp(), "tagger.keras")
+model.save(path)
+np.testing.assert_allclose(keras.models.load_model(path).predict([words, ids], verbose=0),
+                           model.predict([words, ids], verbose=0), atol=1e-6)
+print("ok")
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_temporal_weights_and_round_trip_on_other_backends(backend):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import require_module
+
+    require_module(backend)
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, backend], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
