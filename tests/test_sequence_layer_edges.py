@@ -77,7 +77,7 @@ def test_vocabulary_before_fit_and_bad_min_count():
 
 # ----------------------------------------------------------------------------- the layer
 keras = pytest.importorskip("keras")
-from crowd_keras.layers import CrowdLayer  # noqa: E402
+from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
 from crowd_keras.losses import MaskedMultiCrossEntropy  # noqa: E402
 
 V, K, A, T, S = 20, 3, 6, 7, 3
@@ -95,6 +95,12 @@ def test_functional_model_with_wrong_annotator_ids_shape_names_it(ids_shape):
     layer([probs, keras.Input((S,), dtype="int32")])            # built by a good call
     with pytest.raises(ValueError, match="annotator_ids of shape"):
         layer.compute_output_shape([(None, T, K), (None,) + ids_shape])
+    # the regression form of the same tagger (docs/tutorials/spans.md)
+    with pytest.raises(ValueError, match=r"CrowdRegressionLayer expects annotator_ids of shape"):
+        CrowdRegressionLayer(A)([keras.Input((T, 1)), ids])
+    with pytest.raises(ValueError, match=r"CrowdRegressionLayer expects annotator_ids of shape"):
+        CrowdRegressionLayer(A)([np.zeros((2, T, 1), "float32"),
+                                 np.zeros((2,) + ids_shape, "int32")])
 
 
 def tagger_batch():

@@ -43,10 +43,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices, checked_layer_args,
-                            checked_noise_scale, gather_annotators, identity_initializer,
-                            insert_annotator_axis, is_shape_list, scale_and_shift,
-                            weight_in_use)
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
+                            checked_ids_shape, checked_layer_args, checked_noise_scale,
+                            gather_annotators, identity_initializer, insert_annotator_axis,
+                            is_shape_list, scale_and_shift, weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
@@ -93,15 +93,15 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     def _checked_shapes(self, input_shape: Any) -> tuple:
         """``(probs_shape, ids_shape or None)`` of a call's input shape, or ValueError naming
         the shape: a symbolic call (a functional model) goes through here, not :meth:`call`."""
-        probs_shape, ids_shape = (input_shape if is_shape_list(input_shape)
-                                  else (input_shape, None))
+        probs_shape, ids_shape = input_shape, None
+        if is_shape_list(input_shape):   # a list of another length: call() says so
+            probs_shape = input_shape[0]
+            ids_shape = input_shape[1] if len(input_shape) == 2 else None
         if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
             raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
                              f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
-        if ids_shape is not None and len(ids_shape) != 2:
-            raise ValueError("CrowdLayer expects annotator_ids of shape (batch, k): the slots of "
-                             "each item (one row per item, shared by its time steps), got "
-                             f"{tuple(ids_shape)}")
+        if ids_shape is not None:
+            checked_ids_shape(ids_shape, "CrowdLayer")
         return probs_shape, ids_shape
 
     def build(self, input_shape: Any) -> None:
