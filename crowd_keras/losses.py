@@ -28,9 +28,9 @@ makes that mean itself, as one value (divided by the number of replicas under
 ``tf.distribute``, as Keras divides its reduced losses). Otherwise Keras reduces the per-item
 values returned by ``call``: it divides their sum by the batch size, and ``call`` scales them
 by ``batch / n_observed`` so that the reduced value is the same mean. ``sample_weight`` (per
-item) multiplies each item's annotation losses; for sequences it may also be per step,
-``(batch, time)`` as Keras' temporal sample weights, and multiplies the annotation losses of
-each step (``Σ w ℓ / n_observed``).
+item) multiplies each item's annotation losses; it may also be per step, ``(batch, time)`` as
+Keras' temporal sample weights of a tagger, or per slot, ``(batch, [time,] slots)``, and
+multiplies the losses of the annotations it covers (``Σ w ℓ / n_observed``).
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class _MaskedMultiLoss(keras.losses.Loss):
         mask = keras_mask(y_pred)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
-        if sample_weight is not None and _rank(y_true) > 2 and _rank(sample_weight) != 1:
+        if sample_weight is not None and _rank(sample_weight) != 1:
             return self._step_weighted(y_true, y_pred, sample_weight)
         if sample_weight is not None or self.reduction not in ("sum_over_batch_size", "mean"):
             return super().__call__(y_true, y_pred, sample_weight)
@@ -99,37 +99,37 @@ class _MaskedMultiLoss(keras.losses.Loss):
             return scaled_for_replicas(observed_mean_of_all(values, observed))
 
     def _step_weighted(self, y_true: Any, y_pred: Any, sample_weight: Any) -> Any:
-        """The loss under per-step weights ``(batch, time)`` (Keras' temporal sample weights),
-        which Keras' reduction of :meth:`call`'s per-item values cannot take: each step's
-        annotation losses times its weight, then :meth:`call`'s per-item values and Keras'
+        """The loss under weights per step or per slot (a prefix of the targets' shape:
+        ``(batch, time)``, Keras' temporal sample weights, or ``(batch, [time,] slots)``),
+        which Keras' reduction of :meth:`call`'s per-item values cannot take: each
+        annotation's loss times its weight, then :meth:`call`'s per-item values and Keras'
         reduction of them (``"mean_with_sample_weight"``: divided by the items' mean weights)."""
         with keras.name_scope(self.name):
             y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
             y_true = ops.convert_to_tensor(y_true)
             weights = ops.convert_to_tensor(sample_weight, dtype=y_pred.dtype)
-            known = _rank(weights)
-            if known is not None and (known > len(y_true.shape) - 1 or any(
+            rank = _rank(weights)
+            if rank is not None and (rank > len(y_true.shape) or any(
                     w is not None and t is not None and w != t
                     for w, t in zip(weights.shape, y_true.shape))):
-                raise ValueError(f"{self.name}: sample_weight of shape {tuple(weights.shape)} is "
-                                 "neither per item (batch,) nor per step (batch, time) of "
-                                 f"targets {tuple(y_true.shape)}")
-            # (batch, 1) or (batch, time), then room for the slot axis; the rank may be
-            # unknown in a compiled step (Keras' temporal weights)
-            weights = ops.reshape(weights, (ops.shape(y_true)[0], -1))
-            mean_weight = ops.mean(weights, axis=1)
-            while len(weights.shape) < len(y_true.shape):
-                weights = ops.expand_dims(weights, -1)
+                raise ValueError(f"{self.name}: sample_weight of shape {tuple(weights.shape)} "
+                                 "is not per item (batch,), per step (batch, time) or per slot "
+                                 f"of targets {tuple(y_true.shape)}")
             values, observed = self.slot_values(y_true, y_pred)
-            shape = ops.shape(y_true)
-            per_item = observed_mean(ops.reshape(values, shape) * weights,
-                                     ops.reshape(observed, shape))
+            # (batch, w, rest): the w weights of an item (1, its steps or its slots) and the
+            # slots each one covers; the weights' rank may be unknown in a compiled step
+            batch = ops.shape(y_true)[0]
+            weights = ops.reshape(weights, (batch, -1))
+            layout = (batch, ops.shape(weights)[1], -1)
+            per_item = observed_mean(ops.reshape(values, layout) * ops.expand_dims(weights, -1),
+                                     ops.reshape(observed, layout))
             if self.reduction in (None, "none"):
                 return per_item
             total = ops.sum(per_item)
             if self.reduction == "sum":
                 return total
-            divisor = (ops.sum(mean_weight) if self.reduction == "mean_with_sample_weight"
+            divisor = (ops.sum(ops.mean(weights, axis=1))
+                       if self.reduction == "mean_with_sample_weight"
                        else batch_size_on_device(per_item, per_item.dtype))
             return scaled_for_replicas(total / divisor)
 

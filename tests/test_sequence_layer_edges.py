@@ -142,8 +142,31 @@ def test_per_step_sample_weights_of_a_tagger():
     for w in (steps, padded_weights):
         assert np.isclose(model.evaluate([words, ids], y, sample_weight=w, verbose=0), expected,
                           rtol=1e-5)
-    with pytest.raises(ValueError, match=r"sample_weight of shape \(2, 5\)"):
+    with pytest.raises(ValueError, match=r"sample_weight of shape \(2, 5\) is not per item"):
         MaskedMultiCrossEntropy()(y, out, sample_weight=np.ones((2, 5), "float32"))
+    # per slot (one weight per annotation): the same as the per-step weights spread over them
+    slots = np.repeat(padded_weights[..., None], S, -1)
+    assert np.isclose(model.evaluate([words, ids], y, sample_weight=slots, verbose=0), expected,
+                      rtol=1e-5)
+
+
+def test_temporal_weights_of_the_tagger_alone_as_keras_weighs_them():
+    # the tagger on majority-vote tags (examples/pico_tagger.py's baseline): its (batch, time)
+    # targets with Keras' temporal weights, against Keras' own sparse cross-entropy
+    words, _, _ = tagger_batch()
+    keras.utils.set_random_seed(0)
+    w_in = keras.Input((T,), dtype="int32")
+    tagger = keras.Model(w_in, keras.layers.Dense(K, activation="softmax")(
+        keras.layers.Embedding(V, 4, mask_zero=True)(w_in)))
+    tags = np.where(words > 0, words % K, -1).astype("int32")
+    steps = np.where(words > 0, np.arange(1, T + 1), 0).astype("float32")
+    values = []
+    for loss, y in ((keras.losses.SparseCategoricalCrossentropy(), np.maximum(tags, 0)),
+                    (MaskedMultiCrossEntropy(from_logits=False), tags)):
+        tagger.compile("sgd", loss=loss)
+        values.append(tagger.evaluate(words, y, sample_weight=steps, verbose=0))
+    # both Σ w ℓ / n_observed (Keras counts the unmasked steps)
+    assert np.isclose(values[1], values[0], rtol=1e-5)
 
 
 BACKEND_SCRIPT = '''
