@@ -210,3 +210,31 @@ def test_temporal_weights_and_round_trip_on_other_backends(backend):
     res = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, backend], cwd=root, env=env,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
+
+
+class PaddingNoise(keras.layers.Layer):
+    """Adds ``shift`` to the logits of the masked steps (keeping the mask)."""
+
+    def __init__(self, shift, **kwargs):
+        super().__init__(**kwargs)
+        self.shift, self.supports_masking = shift, True
+
+    def call(self, x, mask=None):
+        pad = 1.0 - keras.ops.cast(mask, x.dtype)
+        return x + self.shift * keras.ops.reshape(pad, keras.ops.shape(pad) + (1, 1))
+
+
+def test_padded_labels_and_logits_do_not_train():
+    words, ids, y = tagger_batch()
+    pad = np.broadcast_to((words == 0)[..., None], y.shape)
+    weights = []
+    for shift, labels in ((0.0, np.where(pad, -1, y)), (50.0, np.where(pad, (y + 1) % K, y)),
+                          (-3e4, np.where(pad, 0, y))):
+        base = crowd_tagger(seed=3)
+        model = keras.Model(base.inputs, PaddingNoise(shift)(base.output))
+        model.compile(keras.optimizers.SGD(0.5), loss=MaskedMultiCrossEntropy())
+        model.fit([words, ids], labels, epochs=2, batch_size=2, verbose=0, shuffle=False)
+        weights.append([keras.ops.convert_to_numpy(w) for w in model.weights])
+    for other in weights[1:]:
+        for a, b in zip(weights[0], other):
+            np.testing.assert_allclose(a, b, atol=1e-6)
