@@ -100,6 +100,9 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
             raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
                              f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
+        if self.num_classes is not None and probs_shape[-1] != self.num_classes:
+            raise ValueError(f"CrowdLayer was built for {self.num_classes} classes, got "
+                             f"probabilities of shape {tuple(probs_shape)}")
         if ids_shape is not None:
             checked_ids_shape(ids_shape, "CrowdLayer")
         return probs_shape, ids_shape
@@ -143,7 +146,9 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
             if len(inputs) != 2:
                 raise ValueError("CrowdLayer takes probs or [probs, annotator_ids], got a list of "
                                  f"{len(inputs)} tensors")
+            self._checked_shapes([tuple(x.shape) for x in inputs])   # at trace time only
             return self._indexed(*inputs)
+        self._checked_shapes(tuple(inputs.shape))
         return self._dense(inputs)
 
     def _dense(self, probs: Any) -> Any:
