@@ -24,7 +24,7 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
-           "concrete_values", "checked_codes", "ChecksIdsAtEntry"]
+           "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -197,6 +197,17 @@ def checked_noise_scale(init_scale: float, learning_rate_multiplier: float) -> t
         raise ValueError("init_scale and learning_rate_multiplier must be positive, got "
                          f"{init_scale!r} and {learning_rate_multiplier!r}")
     return float(init_scale), float(learning_rate_multiplier)
+
+
+def checked_ids_shape(ids_shape: Any, layer: str) -> tuple:
+    """The shape of a noise layer's ``annotator_ids``, ``(batch, k)``, or ValueError naming
+    it: a symbolic call (a functional model) checks it here, in ``build`` and
+    ``compute_output_shape``, as it does not run ``call``."""
+    if len(ids_shape) != 2:
+        raise ValueError(f"{layer} expects annotator_ids of shape (batch, k): the slots of "
+                         "each item (one row per item, shared by its time steps), got "
+                         f"{tuple(ids_shape)}")
+    return tuple(ids_shape)
 
 
 def scalar_like(x: Any, value: float) -> Any:

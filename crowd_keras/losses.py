@@ -28,7 +28,9 @@ makes that mean itself, as one value (divided by the number of replicas under
 ``tf.distribute``, as Keras divides its reduced losses). Otherwise Keras reduces the per-item
 values returned by ``call``: it divides their sum by the batch size, and ``call`` scales them
 by ``batch / n_observed`` so that the reduced value is the same mean. ``sample_weight`` (per
-item) multiplies each item's annotation losses.
+item) multiplies each item's annotation losses; it may also be per step, ``(batch, time)`` as
+Keras' temporal sample weights of a tagger, or per slot, ``(batch, [time,] slots)``, and
+multiplies the losses of the annotations it covers (``Σ w ℓ / n_observed``).
 """
 from __future__ import annotations
 
@@ -36,14 +38,28 @@ from typing import Any
 
 from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
+import numpy as np
 from keras import ops
 
-from ._keras_utils import (checked_bool, checked_codes, clip_probabilities, concrete_values,
-                           hide_masked_steps, keras_mask, observed_mean, observed_mean_of_all,
-                           scaled_for_replicas, split_padding)
+from ._keras_utils import (batch_size_on_device, checked_bool, checked_codes,
+                           clip_probabilities, concrete_values, hide_masked_steps, keras_mask,
+                           observed_mean, observed_mean_of_all, scaled_for_replicas,
+                           split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
+
+
+def _rank(x: Any) -> Any:
+    """The rank of an array or tensor, None where a compiled step does not know it (Keras'
+    temporal sample weights)."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return len(np.shape(x))
+    try:
+        return len(shape)
+    except (TypeError, ValueError):
+        return None
 
 
 def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
@@ -73,12 +89,49 @@ class _MaskedMultiLoss(keras.losses.Loss):
         mask = keras_mask(y_pred)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
+        if sample_weight is not None and _rank(sample_weight) != 1:
+            return self._step_weighted(y_true, y_pred, sample_weight)
         if sample_weight is not None or self.reduction not in ("sum_over_batch_size", "mean"):
             return super().__call__(y_true, y_pred, sample_weight)
         with keras.name_scope(self.name):
             y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
             values, observed = self.slot_values(ops.convert_to_tensor(y_true), y_pred)
             return scaled_for_replicas(observed_mean_of_all(values, observed))
+
+    def _step_weighted(self, y_true: Any, y_pred: Any, sample_weight: Any) -> Any:
+        """The loss under weights per step or per slot (a prefix of the targets' shape:
+        ``(batch, time)``, Keras' temporal sample weights, or ``(batch, [time,] slots)``),
+        which Keras' reduction of :meth:`call`'s per-item values cannot take: each
+        annotation's loss times its weight, then :meth:`call`'s per-item values and Keras'
+        reduction of them (``"mean_with_sample_weight"``: divided by the items' mean weights)."""
+        with keras.name_scope(self.name):
+            y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
+            y_true = ops.convert_to_tensor(y_true)
+            weights = ops.convert_to_tensor(sample_weight, dtype=y_pred.dtype)
+            rank = _rank(weights)
+            if rank is not None and (rank > len(y_true.shape) or any(
+                    w is not None and t is not None and w != t
+                    for w, t in zip(weights.shape, y_true.shape))):
+                raise ValueError(f"{self.name}: sample_weight of shape {tuple(weights.shape)} "
+                                 "is not per item (batch,), per step (batch, time) or per slot "
+                                 f"of targets {tuple(y_true.shape)}")
+            values, observed = self.slot_values(y_true, y_pred)
+            # (batch, w, rest): the w weights of an item (1, its steps or its slots) and the
+            # slots each one covers; the weights' rank may be unknown in a compiled step
+            batch = ops.shape(y_true)[0]
+            weights = ops.reshape(weights, (batch, -1))
+            layout = (batch, ops.shape(weights)[1], -1)
+            per_item = observed_mean(ops.reshape(values, layout) * ops.expand_dims(weights, -1),
+                                     ops.reshape(observed, layout))
+            if self.reduction in (None, "none"):
+                return per_item
+            total = ops.sum(per_item)
+            if self.reduction == "sum":
+                return total
+            divisor = (ops.sum(ops.mean(weights, axis=1))
+                       if self.reduction == "mean_with_sample_weight"
+                       else batch_size_on_device(per_item, per_item.dtype))
+            return scaled_for_replicas(total / divisor)
 
     def check_targets(self, y_true: Any, y_pred: Any) -> None:
         """Check targets that enter as data (numpy, a list, an eager TensorFlow tensor:

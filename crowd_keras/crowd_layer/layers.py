@@ -43,10 +43,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices, checked_layer_args,
-                            checked_noise_scale, gather_annotators, identity_initializer,
-                            insert_annotator_axis, is_shape_list, scale_and_shift,
-                            weight_in_use)
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
+                            checked_ids_shape, checked_layer_args, checked_noise_scale,
+                            gather_annotators, identity_initializer, insert_annotator_axis,
+                            is_shape_list, scale_and_shift, weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
@@ -90,11 +90,25 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.kernel = self.scale = self.bias = None
 
     # ------------------------------------------------------------------ weights
-    def build(self, input_shape: Any) -> None:
-        probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
+    def _checked_shapes(self, input_shape: Any) -> tuple:
+        """``(probs_shape, ids_shape or None)`` of a call's input shape, or ValueError naming
+        the shape: a symbolic call (a functional model) goes through here, not :meth:`call`."""
+        probs_shape, ids_shape = input_shape, None
+        if is_shape_list(input_shape):   # a list of another length: call() says so
+            probs_shape = input_shape[0]
+            ids_shape = input_shape[1] if len(input_shape) == 2 else None
         if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
             raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
                              f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
+        if self.num_classes is not None and probs_shape[-1] != self.num_classes:
+            raise ValueError(f"CrowdLayer was built for {self.num_classes} classes, got "
+                             f"probabilities of shape {tuple(probs_shape)}")
+        if ids_shape is not None:
+            checked_ids_shape(ids_shape, "CrowdLayer")
+        return probs_shape, ids_shape
+
+    def build(self, input_shape: Any) -> None:
+        probs_shape, _ = self._checked_shapes(input_shape)
         k = int(probs_shape[-1])
         a = self.num_annotators
         self.num_classes = k
@@ -132,7 +146,9 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
             if len(inputs) != 2:
                 raise ValueError("CrowdLayer takes probs or [probs, annotator_ids], got a list of "
                                  f"{len(inputs)} tensors")
+            self._checked_shapes([tuple(x.shape) for x in inputs])   # at trace time only
             return self._indexed(*inputs)
+        self._checked_shapes(tuple(inputs.shape))
         return self._dense(inputs)
 
     def _dense(self, probs: Any) -> Any:
@@ -163,10 +179,9 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         return scale_and_shift(insert_annotator_axis(probs), pick(self.scale), pick(self.bias))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        if is_shape_list(input_shape):
-            probs_shape, ids_shape = input_shape
-            return tuple(probs_shape[:-1]) + (ids_shape[1], probs_shape[-1])
-        return tuple(input_shape[:-1]) + (self.num_annotators, input_shape[-1])
+        probs_shape, ids_shape = self._checked_shapes(input_shape)
+        slots = self.num_annotators if ids_shape is None else ids_shape[1]
+        return tuple(probs_shape[:-1]) + (slots, probs_shape[-1])
 
     # ------------------------------------------------------------------ inspection
     def confusion_matrices(self) -> np.ndarray:

@@ -15,8 +15,9 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, checked_layer_args, gather_annotators,
-                            is_shape_list, scale_and_shift)
+from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, checked_ids_shape,
+                            checked_layer_args, gather_annotators, is_shape_list,
+                            scale_and_shift)
 
 __all__ = ["CrowdRegressionLayer"]
 
@@ -45,11 +46,21 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
         self.scale = self.bias = None
         self.supports_masking = True
 
-    def build(self, input_shape: Any) -> None:
-        shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
+    def _checked_shapes(self, input_shape: Any) -> tuple:
+        """``(mu_shape, ids_shape or None)``, or ValueError naming the shape (a symbolic call
+        does not run :meth:`call`)."""
+        shape, ids_shape = input_shape, None
+        if is_shape_list(input_shape):   # a list of another length: call() says so
+            shape, ids_shape = input_shape[0], (input_shape[1] if len(input_shape) == 2 else None)
         if len(shape) not in (2, 3) or shape[-1] != 1:
             raise ValueError("CrowdRegressionLayer expects outputs of shape (batch, 1) or "
                              f"(batch, time, 1), got {tuple(shape)}")
+        if ids_shape is not None:
+            checked_ids_shape(ids_shape, "CrowdRegressionLayer")
+        return shape, ids_shape
+
+    def build(self, input_shape: Any) -> None:
+        self._checked_shapes(input_shape)
         # per-annotator tables: not autocast (gather_rows), rows cast once gathered
         if "S" in self.conn_type:
             self.scale = self.add_weight(shape=(self.num_annotators,), initializer="ones",
@@ -64,6 +75,7 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
                 raise ValueError("CrowdRegressionLayer takes mu or [mu, annotator_ids], got a "
                                  f"list of {len(inputs)} tensors")
             mu, ids = inputs
+            checked_ids_shape(ids.shape, "CrowdRegressionLayer")
             seq = len(mu.shape) == 3
             scale = bias = None
             if self.scale is not None:
@@ -78,10 +90,9 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
         return scale_and_shift(mu, scale, bias)   # (..., 1) broadcasts against (..., A or k)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        if is_shape_list(input_shape):
-            mu_shape, ids_shape = input_shape
-            return tuple(mu_shape[:-1]) + (ids_shape[1],)
-        return tuple(input_shape[:-1]) + (self.num_annotators,)
+        mu_shape, ids_shape = self._checked_shapes(input_shape)
+        slots = self.num_annotators if ids_shape is None else ids_shape[1]
+        return tuple(mu_shape[:-1]) + (slots,)
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -142,6 +142,31 @@ def seen_pairs(seen: Any) -> pd.DataFrame:
     return pd.DataFrame(pairs, columns=["doc", "annotator"])
 
 
+def checked_doc_codes(docs: Any, n_docs: int, taker: str = "docs",
+                      unique: bool = False) -> np.ndarray:
+    """``docs`` as (n,) int64 document codes in ``0..n_docs-1`` (positions in ``doc_ids``), or
+    CrowdDataError naming ``taker``: a boolean mask (it would read as codes 0 and 1), a
+    fraction, a code out of range (a negative one would count from the end) and, with
+    ``unique``, a code given twice."""
+    values = np.asarray(docs)
+    if values.dtype.kind == "b":
+        raise CrowdDataError(f"{taker} takes document codes (0..{n_docs - 1}), got a boolean "
+                             "array; for a mask over the documents give np.flatnonzero(mask)")
+    codes = integer_codes(values.ravel(), f"{taker}: document codes", "position ")
+    bad = (codes < 0) | (codes >= n_docs)
+    if bad.any():
+        n = int(np.argmax(bad))
+        raise CrowdDataError(f"document code {int(codes[n])} at position {n} is outside "
+                             f"0..{n_docs - 1} ({taker} takes document codes)")
+    if unique and len(codes):
+        uniq, counts = np.unique(codes, return_counts=True)
+        if counts.max() > 1:   # a document twice would be two documents of one id
+            n = int(np.argmax(counts > 1))
+            raise CrowdDataError(f"document code {int(uniq[n])} is given {int(counts[n])} "
+                                 f"times to {taker}: give each document once")
+    return codes
+
+
 class SequenceAnnotations:
     """Span annotations of documents by several annotators (see the module docstring).
 
@@ -450,13 +475,9 @@ class SequenceAnnotations:
             span_mismatch=self.span_mismatch[s])
 
     def subset(self, docs: Sequence[int]) -> "SequenceAnnotations":
-        """The documents with codes ``docs`` (in that order), their annotations and spans."""
-        docs = integer_codes(np.asarray(docs).ravel(), "document codes", "position ")
-        bad = (docs < 0) | (docs >= self.n_docs)
-        if bad.any():
-            n = int(np.argmax(bad))
-            raise CrowdDataError(f"document code {int(docs[n])} at position {n} is outside "
-                                 f"0..{self.n_docs - 1} (subset takes document codes)")
+        """The documents with codes ``docs`` (in that order, each once), their annotations
+        and spans."""
+        docs = checked_doc_codes(docs, self.n_docs, "subset", unique=True)
         tokens, _ = self.tokens.subset(docs)
         recode_doc = np.full(self.n_docs, -1)
         recode_doc[docs] = np.arange(len(docs))

@@ -16,8 +16,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..errors import NotFittedError
 from ..numerics import MISSING
-from .annotations import SequenceAnnotations
+from .annotations import SequenceAnnotations, checked_doc_codes
 from .tokens import token_strings
 
 __all__ = ["Vocabulary", "Windows", "windows"]
@@ -43,8 +44,12 @@ class Vocabulary:
 
     def fit(self, seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None) -> "Vocabulary":
         """Learn the words of the documents ``docs`` (codes; default all) of ``seq``."""
+        if isinstance(self.min_count, (bool, np.bool_)) or \
+                not isinstance(self.min_count, (int, np.integer)) or self.min_count < 0:
+            raise ValueError(f"min_count must be a non-negative integer, got {self.min_count!r}")
         words = self._words(seq)
         if docs is not None:
+            docs = checked_doc_codes(docs, seq.n_docs, "Vocabulary.fit")
             words = words[np.isin(seq.tokens.doc, docs)]
         codes, uniq = pd.factorize(words)
         counts = np.bincount(codes, minlength=len(uniq))
@@ -62,6 +67,9 @@ class Vocabulary:
 
     def encode(self, seq: SequenceAnnotations) -> np.ndarray:
         """(T,) int32 word id of every token of ``seq``."""
+        if not hasattr(self, "words_"):
+            raise NotFittedError("this Vocabulary is not fitted yet: call fit(seq, docs) on the "
+                                 "training documents first")
         words = self._words(seq)
         if not len(self.words_):
             return np.full(len(words), OOV, np.int32)
@@ -107,7 +115,10 @@ class Windows:
 
 def windows(seq: SequenceAnnotations, docs: Sequence[int], length: int = 128) -> Windows:
     """Cut the documents ``docs`` (codes) of ``seq`` into windows of ``length`` tokens."""
-    docs = np.asarray(docs, np.int64)
+    if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)) \
+            or length < 1:
+        raise ValueError(f"length must be a positive integer (tokens per window), got {length!r}")
+    docs = checked_doc_codes(docs, seq.n_docs, "windows")
     tok = seq.tokens
     n_win = -(-tok.lengths[docs] // length)
     wdoc = np.repeat(docs, n_win)
