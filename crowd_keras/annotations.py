@@ -15,7 +15,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .annotation_readers import AnnotationReaders
-from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_order, show,
+from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_order, position_codes, show,
                     sort_order)
 from .errors import Argument, CrowdDataError, Message
 from .numerics import MISSING, pair_index
@@ -375,13 +375,8 @@ class Annotations(AnnotationReaders):
 
     def subset(self, items: Any) -> "Annotations":
         """The annotations of the given item codes (in that order), keeping all annotators."""
-        sel = integer_codes(np.asarray(items).ravel(), "item codes", "position ")
-        bad = (sel < 0) | (sel >= self.n_items)
-        if bad.any():
-            n = int(np.argmax(bad))
-            raise CrowdDataError(f"item code {int(sel[n])} at position {n} is outside "
-                                 f"0..{self.n_items - 1} (subset takes item codes; item ids: "
-                                 "subset(annotations.item_index(ids)))")
+        sel = position_codes(items, self.n_items, "item", "Annotations.subset", unique=True,
+                             from_ids="subset(annotations.item_index(ids))")
         remap = np.full(self.n_items, -1, dtype=np.int64)
         remap[sel] = np.arange(len(sel))
         keep = remap[self._items] >= 0

@@ -71,6 +71,35 @@ def check_unique_ids(ids: np.ndarray, what: str) -> None:
                              f"repeats position {first} ({int(dup.sum())} repeat(s))")
 
 
+def position_codes(values: Any, n: int, what: str, taker: str, unique: bool = False,
+                   from_ids: str = "") -> np.ndarray:
+    """``values`` as (m,) int64 positions in ``0..n-1`` of ``what`` ("item", "document"), or
+    CrowdDataError naming ``taker``: a boolean mask (it would read as positions 0 and 1),
+    text (ids, not codes: ``from_ids`` says how to get codes), a fraction, a position out of
+    range (a negative one would count from the end) and, with ``unique``, a position given
+    twice."""
+    values = np.asarray(values)
+    if values.dtype.kind == "b":
+        raise CrowdDataError(f"{taker} takes {what} codes (0..{n - 1}), got a boolean array; "
+                             "for a mask give np.flatnonzero(mask)")
+    if values.dtype.kind in "USO" and from_ids:
+        raise CrowdDataError(f"{taker} takes {what} codes (0..{n - 1}), got {values.dtype} "
+                             f"values; for {what} ids give {from_ids}")
+    codes = integer_codes(values.ravel(), f"{taker}: {what} codes", "position ")
+    bad = (codes < 0) | (codes >= n)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"{what} code {int(codes[i])} at position {i} is outside "
+                             f"0..{n - 1} ({taker} takes {what} codes)")
+    if unique and len(codes):
+        uniq, counts = np.unique(codes, return_counts=True)
+        if counts.max() > 1:   # a code twice would make two entries of one id
+            i = int(np.argmax(counts > 1))
+            raise CrowdDataError(f"{what} code {int(uniq[i])} is given {int(counts[i])} "
+                                 f"times to {taker}: give each {what} once")
+    return codes
+
+
 def integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
     """Validate that `values` hold integer codes (ints or integral floats; no NaN, inf or float
     beyond 2**53) and return them as a new int64 array (never the caller's, which

@@ -146,6 +146,19 @@ def test_subset_select_and_lookup():
         ann.annotator_index(["nobody"])
 
 
+@pytest.mark.parametrize("items, match", [
+    # a mask of two items read as codes 1, 0 reordered them silently
+    (np.array([True, False, True]), r"Annotations.subset takes item codes \(0..2\), got a "
+                                    r"boolean array; for a mask give np.flatnonzero\(mask\)"),
+    ([0, 0], r"item code 0 is given 2 times to Annotations.subset: give each item once"),
+    (["t1"], r"got <U2 values; for item ids give subset\(annotations.item_index\(ids\)\)"),
+    ([-1], r"item code -1 at position 0 is outside 0..2"),
+])
+def test_subset_refuses_what_is_not_item_codes(items, match):
+    with pytest.raises(CrowdDataError, match=match):
+        Annotations.from_frame(small_frame()).subset(items)
+
+
 # ---------------------------------------------------------------- property-based round trips
 dense_matrices = hnp.arrays(
     np.int64, st.tuples(st.integers(1, 12), st.integers(1, 8)),

@@ -1953,7 +1953,7 @@ for name, make, pattern, exc in (
          r"label counts add up to 1e\+12 annotations, more than 2.15e\+09: too many to expand",
          CrowdDataError),
         ("subset-unknown-code", lambda: Annotations.from_frame(SMALL).subset([5]),
-         r"item code 5 at position 0 is outside 0..1 \(subset takes item codes", CrowdDataError)):
+         r"item code 5 at position 0 is outside 0..1 \(Annotations.subset takes item codes", CrowdDataError)):
     case("frame", f"arguments-{name}", lambda tmp_path, make=make: make(), error(pattern, exc))
 
 

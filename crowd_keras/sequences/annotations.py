@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..codes import (check_id_values, check_unique_ids, factorize_ids, frozen, ids_array,
-                     integer_codes, show)
+                     integer_codes, position_codes, show)
 from ..errors import CrowdDataError
 from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
                     tag_names, tags_to_spans)
@@ -144,27 +144,9 @@ def seen_pairs(seen: Any) -> pd.DataFrame:
 
 def checked_doc_codes(docs: Any, n_docs: int, taker: str = "docs",
                       unique: bool = False) -> np.ndarray:
-    """``docs`` as (n,) int64 document codes in ``0..n_docs-1`` (positions in ``doc_ids``), or
-    CrowdDataError naming ``taker``: a boolean mask (it would read as codes 0 and 1), a
-    fraction, a code out of range (a negative one would count from the end) and, with
-    ``unique``, a code given twice."""
-    values = np.asarray(docs)
-    if values.dtype.kind == "b":
-        raise CrowdDataError(f"{taker} takes document codes (0..{n_docs - 1}), got a boolean "
-                             "array; for a mask over the documents give np.flatnonzero(mask)")
-    codes = integer_codes(values.ravel(), f"{taker}: document codes", "position ")
-    bad = (codes < 0) | (codes >= n_docs)
-    if bad.any():
-        n = int(np.argmax(bad))
-        raise CrowdDataError(f"document code {int(codes[n])} at position {n} is outside "
-                             f"0..{n_docs - 1} ({taker} takes document codes)")
-    if unique and len(codes):
-        uniq, counts = np.unique(codes, return_counts=True)
-        if counts.max() > 1:   # a document twice would be two documents of one id
-            n = int(np.argmax(counts > 1))
-            raise CrowdDataError(f"document code {int(uniq[n])} is given {int(counts[n])} "
-                                 f"times to {taker}: give each document once")
-    return codes
+    """``docs`` as (n,) int64 document codes in ``0..n_docs-1`` (positions in ``doc_ids``)
+    (:func:`~crowd_keras.codes.position_codes`)."""
+    return position_codes(docs, n_docs, "document", taker, unique)
 
 
 class SequenceAnnotations:
