@@ -44,6 +44,7 @@ LAYERS = {
         "crowd_keras.sequences.labeling_functions", "crowd_keras.sequences.weak",
         "crowd_keras.features", "crowd_keras.compat"],
     3: ["crowd_keras._keras_utils", "crowd_keras.keras_required", "crowd_keras.losses",
+        "crowd_keras.metrics",
         "crowd_keras.optimizers",
         "crowd_keras.callbacks", "crowd_keras.regularizers", "crowd_keras.inputs",
         "crowd_keras.layers", "crowd_keras.crowd_layer", "crowd_keras.conal.layers",

@@ -1,0 +1,71 @@
+"""Masked multi-annotator metrics: scores over the annotations that exist.
+
+Keras' ``"accuracy"`` on a crowd layer's output counts every empty annotator slot (target
+``-1``) as a wrong prediction, so its value falls as the crowd gets sparser whatever the
+model learns. :class:`MaskedMultiAccuracy` counts only observed slots, in the targets'
+layout of :mod:`crowd_keras.losses` (dense ``(batch, [time,] annotators)``, indexed
+``(batch, [time,] k)``), and honours a Keras mask on the predictions (padded steps count as
+missing), as the masked losses do.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import keras_required  # noqa: F401  (one clear line without Keras)
+import keras
+from keras import ops
+
+from ._keras_utils import hide_masked_steps, keras_mask
+
+__all__ = ["MaskedMultiAccuracy"]
+
+
+@keras.saving.register_keras_serializable(package="crowd_keras")
+class MaskedMultiAccuracy(keras.metrics.Metric):
+    """Share of observed annotations whose label is the crowd layer's most probable class
+    for that annotator: ``Σ_observed w·[argmax ŷ = y] / Σ_observed w``.
+
+    ``y_pred``: ``(batch, [time,] slots, classes)`` probabilities or logits (the argmax is the
+    same); ``y_true``: ``(batch, [time,] slots)`` integer labels, ``-1`` = missing.
+    ``sample_weight``: per item ``(batch,)``, per step ``(batch, time)`` or per slot (a
+    prefix of the targets' shape, broadcast over the rest). No observed annotation: 0.
+
+    Args:
+        name: the metric's name in the logs.
+        dtype: the dtype of its running sums.
+    """
+
+    def __init__(self, name: str = "masked_multi_accuracy", dtype: Optional[Any] = None
+                 ) -> None:
+        super().__init__(name=name, dtype=dtype)
+        self.hits = self.add_variable(shape=(), initializer="zeros", name="hits")
+        self.observed = self.add_variable(shape=(), initializer="zeros", name="observed")
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        mask = keras_mask(y_pred)
+        y_pred = ops.convert_to_tensor(y_pred)
+        if mask is not None:
+            y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, -1)
+        y_true = ops.convert_to_tensor(y_true)
+        if len(y_pred.shape) != len(y_true.shape) + 1:
+            raise ValueError(f"{self.name}: targets of shape {tuple(y_true.shape)} do not "
+                             f"match predictions of shape {tuple(y_pred.shape)}; expected one "
+                             "integer label (-1: missing) per item and annotator slot")
+        labels = ops.cast(y_true, "int32")
+        observed = ops.cast(ops.greater_equal(labels, 0), self.dtype)
+        hits = ops.cast(ops.equal(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), labels),
+                        self.dtype) * observed
+        if sample_weight is not None:
+            weights = ops.cast(ops.convert_to_tensor(sample_weight), self.dtype)
+            while len(weights.shape) < len(labels.shape):
+                weights = ops.expand_dims(weights, -1)
+            hits, observed = hits * weights, observed * weights
+        self.hits.assign_add(ops.sum(hits))
+        self.observed.assign_add(ops.sum(observed))
+
+    def result(self) -> Any:
+        return ops.divide_no_nan(self.hits, self.observed)
+
+    def reset_state(self) -> None:
+        self.hits.assign(ops.zeros((), dtype=self.dtype))
+        self.observed.assign(ops.zeros((), dtype=self.dtype))
