@@ -342,3 +342,24 @@ def test_cli_notes_gold_of_one_class_only(answers, tmp_path, capsys, gold, noted
     assert ("pass --target-prior uniform" in out) is noted
     assert main(args + ["--target-prior", "uniform"]) == 0
     assert "note: the labels are decided" not in capsys.readouterr().out
+
+
+def test_cli_classes_declares_a_class_only_the_gold_names(tmp_path, capsys):
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\nt1,w1,cat\nt1,w2,cat\nt2,w1,dog\nt2,w2,cat\n"
+                       "t3,w1,dog\nt3,w2,dog\n")
+    (tmp_path / "gold.csv").write_text("task,label\nt1,bird\n")
+    args = ["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
+            str(tmp_path / "labels.csv"), "--quiet"]
+    assert main(args) == 1
+    assert "label 'bird' of item 't1' is not one of the classes ['cat', 'dog'] (a class no " \
+           "annotator chose: list every class with --classes)" in capsys.readouterr().err
+    assert main(args + ["--classes", "cat,dog,bird"]) == 0
+    assert "3 classes ['cat', 'dog', 'bird']" in capsys.readouterr().out
+    labels = pd.read_csv(tmp_path / "labels.csv")
+    assert labels.set_index("task").loc["t1", "label"] == "bird"
+    # a label of the answers not listed is named at its line
+    assert main(args[:1] + [str(answers), "--classes", "cat,bird", "--out",
+                            str(tmp_path / "labels.csv")]) == 1
+    assert "label 'dog' at line 4 (item 't2', annotator 'w1') is not one of the classes " \
+           "['cat', 'bird']" in capsys.readouterr().err

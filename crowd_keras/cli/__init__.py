@@ -302,7 +302,8 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
                                                            f"{show(items.iloc[r])}"),
                       (codes < 0, lambda r: f"label {show(labels.iloc[r])} of item "
                                             f"{show(items.iloc[r])} is not one of the classes "
-                                            f"{ann.classes.tolist()[:20]}")):
+                                            f"{ann.classes.tolist()[:20]} (a class no annotator "
+                                            "chose: list every class with --classes)")):
         if bad.any():
             r = int(np.argmax(bad))
             raise CrowdDataError(f"{args.gold}: line {_line_of(args.gold)(r)}: {what(r)}")
@@ -556,6 +557,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "held fixed in the fit, and with 20 or more the default method chooses "
                      "its model by them")
     add_target_prior_option(agg, "the default method only")
+    agg.add_argument("--classes", default=None, metavar="A,B,...",
+                     help="every class, separated by commas (e.g. cat,dog,bird): a class no "
+                          "annotator chose (one a --gold label names, say) is a class of the "
+                          "model; a label not listed is an error naming its line (default: the "
+                          "labels found; a list that starts with '-': --classes=-2,-1,0)")
     agg.add_argument("--out", required=True, help="CSV of aggregated labels to write (required)")
     agg.add_argument("--annotators", help="CSV of the annotator quality report to write "
                                           "(default: none)")
