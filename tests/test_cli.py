@@ -107,3 +107,18 @@ def test_aggregate_keeps_ids_as_written(tmp_path, capsys):
     assert main(["aggregate", str(src), "--method", "dawid_skene", "--out", str(out),
                  "--gold", str(gold)]) == 0
     assert pd.read_csv(out)["task"].tolist() == [2, 10]
+
+
+def test_a_closed_output_pipe_ends_the_command_quietly(tmp_path, monkeypatch, capsys):
+    # `crowd-keras agree answers.csv | head -1`: the reader goes away before the output ends
+    import os
+
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n1,a,x\n1,b,y\n2,a,x\n2,b,x\n3,a,y\n3,b,y\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    monkeypatch.setattr(sys, "stdout", os.fdopen(write_end, "w"))
+    assert main(["agree", str(answers), "--bootstrap", "0", "--quiet"]) == 1
+    assert capsys.readouterr().err == ""        # no "BrokenPipeError" line
+    print("after")                              # stdout now goes nowhere, without an error
+    sys.stdout.flush()

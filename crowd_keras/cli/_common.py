@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 import traceback
 from typing import Any, Callable, Optional, Sequence
@@ -165,7 +166,14 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
                 prog: str = "crowd-keras") -> int:
     """Run a sub-command; a failure prints one line (no traceback unless ``--debug``)."""
     try:
-        return int(func(args) or 0)
+        code = int(func(args) or 0)
+        sys.stdout.flush()   # inside the try: a closed pipe surfaces here, not at exit
+        return code
+    except BrokenPipeError:
+        # the reader of the output went away (`| head`): stop quietly, as Unix tools do; stdout
+        # goes to the null device so that Python's own flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
