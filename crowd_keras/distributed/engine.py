@@ -140,9 +140,10 @@ class PartitionedAnnotations:
         """From a Dask DataFrame with one row per annotation, any partitioning.
 
         The annotations of an item must sit in one partition: a frame indexed by the item
-        column with known divisions (``set_index(item)``), or one the caller declares so
-        (``item_partitioned=True``, checked: an item in two partitions raises), is used as
-        it is; any other is shuffled on the item column first. ``classes`` and
+        column with known divisions (``set_index(item)``) whose partitions' items do not
+        overlap (divisions from files' statistics may: an item's rows in two files), or one
+        the caller declares so (``item_partitioned=True``, checked: an item in two partitions
+        raises), is used as it is; any other is shuffled on the item column first. ``classes`` and
         ``annotator_ids`` fix the coding and ``duplicates`` the rule for a repeated (item,
         annotator) pair (as in :meth:`Annotations.from_frame`, in frame order); without them
         the pass that checks the partitions finds them.
@@ -171,7 +172,7 @@ class PartitionedAnnotations:
         row = row_column(columns)
         ddf = ddf.map_partitions(number_rows, coding.offsets, row)
         divisions = None
-        if indexed and ddf.known_divisions:
+        if indexed and ddf.known_divisions and coding.disjoint:
             divisions = ddf.divisions
         elif not item_partitioned:
             ddf = (ddf.reset_index() if indexed else ddf).shuffle(on=item)

@@ -30,7 +30,7 @@ from ..annotation_readers import frame_codes
 from ..codes import factorize_ids, infer_classes, show
 from ..errors import CrowdDataError
 
-__all__ = ["PartitionScan", "scan_partition", "Coding", "coding_of", "row_column",
+__all__ = ["PartitionScan", "scan_partition", "Coding", "coding_of", "disjoint", "row_column",
            "number_rows", "first_row_named", "split_items", "unconverted"]
 
 
@@ -44,6 +44,7 @@ class PartitionScan:
             ``annotator``, ``label``, ``item`` and ``row``, the row within the partition);
             None when the coding was given.
         first: the partition's first row (``item``, ``annotator``), None when empty.
+        span: the partition's smallest and largest item id, None when empty or unordered.
     """
 
     n_rows: int
@@ -51,6 +52,7 @@ class PartitionScan:
     annotators: Optional[pd.DataFrame]
     labels: Optional[pd.DataFrame]
     first: Optional[tuple]
+    span: Optional[tuple] = None
 
 
 def _firsts(df: pd.DataFrame, column: str, item: str, annotator: str) -> pd.DataFrame:
@@ -79,18 +81,47 @@ def scan_partition(df: pd.DataFrame, item: str, annotator: str, label: str,
         len(df), False,
         _firsts(df, annotator, item, annotator) if annotator_ids is None else None,
         _firsts(df, label, item, annotator) if classes is None else None,
-        (df[item].iloc[0], df[annotator].iloc[0]))
+        (df[item].iloc[0], df[annotator].iloc[0]), _span(df[item]))
+
+
+def _span(items: pd.Series) -> Optional[tuple]:
+    try:
+        return items.min(), items.max()
+    except TypeError:   # e.g. an unordered categorical: no order to hold divisions
+        return None
+
+
+def disjoint(spans: Sequence[Optional[tuple]], n_rows: Sequence[int]) -> bool:
+    """Whether each non-empty partition's items all come after the previous one's (its
+    ``span`` starts after theirs ends): then no item lies in two partitions. Divisions read
+    from files' statistics can overlap (an item's rows in two files, its id the last of one
+    and the first of the next) though Dask calls them known."""
+    last = None
+    for span, n in zip(spans, n_rows):
+        if not n:
+            continue
+        if span is None:
+            return False
+        try:
+            if last is not None and not last < span[0]:
+                return False
+        except TypeError:
+            return False
+        last = span[1]
+    return True
 
 
 @dataclass
 class Coding:
     """The frame's coding: ``classes``, ``annotator_ids``, ``int_labels`` (integer labels
-    are their own codes), and ``offsets`` (P,), the frame row of each partition's row 0."""
+    are their own codes), ``offsets`` (P,), the frame row of each partition's row 0, and
+    ``disjoint``: the partitions' item ranges follow each other without overlap."""
 
     classes: list
     annotator_ids: list
     int_labels: bool
     offsets: np.ndarray
+    disjoint: bool = False
 
 
 def _gathered(scans: List[PartitionScan], offsets: np.ndarray, field: str) -> pd.DataFrame:
@@ -135,7 +166,8 @@ def coding_of(scans: List[PartitionScan], classes: Optional[Sequence],
         annotator_ids = factorize_ids(
             found["value"], "annotator",
             lambda n: f"row {found['row'].iat[n]} (item {show(found['item'].iat[n])})")[1]
-    return Coding(list(classes), list(annotator_ids), int_labels, offsets)
+    return Coding(list(classes), list(annotator_ids), int_labels, offsets,
+                  disjoint([s.span for s in scans], lengths))
 
 
 def unconverted(ddf: Any, columns: Sequence[str]) -> Any:

@@ -1,0 +1,54 @@
+"""Label models on Dask at the edges of the input: partitionings, readers, dtypes and outputs
+that a data pipeline produces, each fit compared with the in-memory fit of the same rows."""
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+dask = pytest.importorskip("dask")
+
+from crowd_keras import Annotations, CrowdDataError  # noqa: E402
+from crowd_keras.aggregation import DawidSkene  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
+from crowd_keras.distributed import aggregate  # noqa: E402
+
+TOL = 1e-6
+
+
+@pytest.fixture(autouse=True)
+def threads():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+def small_crowd(n_items=80, seed=0):
+    sim = simulate_crowd(n_items=n_items, n_classes=3, n_annotators=12, annotations_per_item=3,
+                         seed=seed)
+    return sim.annotations.to_frame()
+
+
+def assert_in_memory(result, model, ann):
+    labels = result.labels.compute()
+    assert labels.index.is_unique and len(labels) == ann.n_items
+    labels = labels.loc[ann.item_ids]
+    proba = labels[list(result.probability_columns.values())].to_numpy()
+    np.testing.assert_allclose(proba, model.predict_proba(), atol=TOL)
+    np.testing.assert_array_equal(labels["label"].to_numpy(), ann.classes[model.predict()])
+    np.testing.assert_allclose(result.annotator_quality["accuracy"],
+                               model.annotator_quality_["accuracy"], atol=TOL)
+
+
+def test_parquet_files_sharing_an_item_are_fitted_as_one_frame(tmp_path):
+    # divisions from the files' statistics overlap at the item whose rows both files hold:
+    # Dask calls them known, but that item must still be one item
+    df = small_crowd().sort_values("task", kind="stable").reset_index(drop=True)
+    cut = int(np.flatnonzero(df["task"].to_numpy() == 40)[1])
+    (tmp_path / "answers").mkdir()
+    df.iloc[:cut].set_index("task").to_parquet(tmp_path / "answers" / "part.0.parquet")
+    df.iloc[cut:].set_index("task").to_parquet(tmp_path / "answers" / "part.1.parquet")
+    ddf = dd.read_parquet(tmp_path / "answers", index="task", calculate_divisions=True)
+    assert ddf.known_divisions
+    ann = Annotations.from_frame(df)
+    assert_in_memory(aggregate(ddf, method="dawid_skene"), DawidSkene().fit(ann), ann)
+    with pytest.raises(CrowdDataError, match="item 40 lie in partitions"):
+        aggregate(ddf, method="dawid_skene", item_partitioned=True)
