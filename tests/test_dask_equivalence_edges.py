@@ -52,3 +52,14 @@ def test_parquet_files_sharing_an_item_are_fitted_as_one_frame(tmp_path):
     assert_in_memory(aggregate(ddf, method="dawid_skene"), DawidSkene().fit(ann), ann)
     with pytest.raises(CrowdDataError, match="item 40 lie in partitions"):
         aggregate(ddf, method="dawid_skene", item_partitioned=True)
+
+
+def test_the_duplicates_error_counts_the_pairs_of_every_partition():
+    df = small_crowd().sample(frac=1, random_state=0).reset_index(drop=True)
+    repeated = df.iloc[[5, 100, 200]].assign(label=lambda d: (d["label"] + 1) % 3)
+    df = pd.concat([df, repeated], ignore_index=True)
+    with pytest.raises(CrowdDataError, match=r"^3 duplicate \(item, annotator\)"):
+        Annotations.from_frame(df)
+    for npartitions in (1, 9):   # 9: the shuffle puts the pairs' items in different partitions
+        with pytest.raises(CrowdDataError, match=r"^3 duplicate \(item, annotator\)"):
+            aggregate(dd.from_pandas(df, npartitions=npartitions), method="majority_vote")

@@ -31,7 +31,7 @@ from ..progress import progress_bar
 from .blocks import Block, Summary, add, frame_block, matrix_block
 from .methods import Fit, Method
 from .pred_probs import join_pred_probs
-from .reading import (Coding, coding_of, first_row_named, number_rows, row_column,
+from .reading import (Coding, coding_of, first_failure, number_rows, row_column,
                       object_kinds, scan_partition, split_items, unconverted)
 
 __all__ = ["PartitionedAnnotations", "tree_sum"]
@@ -185,7 +185,7 @@ class PartitionedAnnotations:
         failures = [f for f in dask.compute(*[delayed(_failure)(part) for part in parts])
                     if f is not None]
         if failures:
-            raise CrowdDataError(min(failures, key=first_row_named))
+            raise CrowdDataError(first_failure(failures))
         if item_partitioned and divisions is None:
             split = dask.compute(delayed(split_items)(*[delayed(_item_ids)(part)
                                                         for part in parts]))[0]

@@ -31,7 +31,7 @@ from ..codes import factorize_ids, infer_classes, show
 from ..errors import CrowdDataError
 
 __all__ = ["PartitionScan", "scan_partition", "Coding", "coding_of", "disjoint", "row_column",
-           "number_rows", "first_row_named", "split_items", "unconverted"]
+           "number_rows", "first_row_named", "first_failure", "split_items", "unconverted"]
 
 
 @dataclass
@@ -220,6 +220,21 @@ def first_row_named(message: str) -> float:
     partitions so that the one reported does not depend on the scheduler."""
     found = re.search(r"\brow (\d+)", message)
     return int(found.group(1)) if found else float("inf")
+
+
+_DUPLICATES = re.compile(r"(\d+)( duplicate \(item, annotator\) annotation)")
+
+
+def first_failure(messages: Sequence[str]) -> str:
+    """The message of the partitions' failures (``messages``, one per failed partition) that
+    names the first frame row; a duplicate pairs' message counts the pairs of every partition
+    (each partition counts its own), as one frame's message does."""
+    first = min(messages, key=first_row_named)
+    counts = [found for found in map(_DUPLICATES.match, messages) if found]
+    if len(counts) > 1 and _DUPLICATES.match(first):
+        total = sum(int(found.group(1)) for found in counts)
+        first = _DUPLICATES.sub(rf"{total}\g<2>", first, count=1)
+    return first
 
 
 def split_items(*item_ids: np.ndarray) -> Optional[tuple]:
