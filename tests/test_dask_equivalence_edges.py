@@ -63,3 +63,22 @@ def test_the_duplicates_error_counts_the_pairs_of_every_partition():
     for npartitions in (1, 9):   # 9: the shuffle puts the pairs' items in different partitions
         with pytest.raises(CrowdDataError, match=r"^3 duplicate \(item, annotator\)"):
             aggregate(dd.from_pandas(df, npartitions=npartitions), method="majority_vote")
+
+
+@pytest.mark.parametrize("prefix", ["", "t"])
+def test_a_categorical_item_column_read_from_parquet_keeps_its_item_ids(tmp_path, prefix):
+    # parquet gives Dask categoricals with categories it does not know yet
+    df = small_crowd().sample(frac=1, random_state=0).reset_index(drop=True)
+    if prefix:
+        df["task"] = prefix + df["task"].astype(str)
+    df["task"] = df["task"].astype("category")
+    dd.from_pandas(df, npartitions=3).to_parquet(tmp_path / "answers")
+    ddf = dd.read_parquet(tmp_path / "answers")
+    assert not ddf["task"].cat.known
+    ann = Annotations.from_frame(df)
+    result = aggregate(ddf, method="dawid_skene")
+    assert_in_memory(result, DawidSkene().fit(ann), ann)
+    assert sorted(result.labels.compute().index.tolist()) == sorted(ann.item_ids.tolist())
+    result.to_parquet(tmp_path / "out")
+    back = dd.read_parquet(tmp_path / "out" / "labels").compute()
+    assert sorted(back.index.tolist()) == sorted(ann.item_ids.tolist())

@@ -176,7 +176,8 @@ class PartitionedAnnotations:
             divisions = ddf.divisions
         elif not item_partitioned:
             ddf = (ddf.reset_index() if indexed else ddf).shuffle(on=item)
-        index_dtype = ddf.index.dtype if item not in ddf.columns else ddf[item].dtype
+        ids = ddf.index if item not in ddf.columns else ddf[item]
+        index_dtype = ids.dtype
         shared = delayed((coding.classes, coding.annotator_ids), traverse=False)
         parts = list(dask.persist(*[
             delayed(_frame_block)(part, item, annotator, label, shared, coding.int_labels, row,
@@ -186,6 +187,11 @@ class PartitionedAnnotations:
                     if f is not None]
         if failures:
             raise CrowdDataError(first_failure(failures))
+        if isinstance(index_dtype, pd.CategoricalDtype) and not ids.cat.known:
+            # categories Dask does not know (e.g. read from parquet): an index of that dtype
+            # would hold none of the ids; the ids' own dtype, as the blocks hold them
+            found = set(dask.compute(*[delayed(_ids_dtype)(part) for part in parts])) - {None}
+            index_dtype = found.pop() if len(found) == 1 else np.dtype(object)
         if item_partitioned and divisions is None:
             split = dask.compute(delayed(split_items)(*[delayed(_item_ids)(part)
                                                         for part in parts]))[0]
@@ -397,6 +403,16 @@ def _failure(part: Any) -> Optional[str]:
 
 def _item_ids(block: Block) -> np.ndarray:
     return block.item_ids
+
+
+def _ids_dtype(block: Block) -> Any:
+    """The dtype pandas gives the block's item ids (None for a block without items)."""
+    if not len(block.item_ids):
+        return None
+    dtype = pd.Index(block.item_ids[:1]).dtype
+    if dtype == object and isinstance(block.item_ids[0], str):   # pandas 2: Dask's text dtype
+        dtype = pd.StringDtype("pyarrow")
+    return dtype
 
 
 def _coding(ddf: Any, item: str, annotator: str, label: str, classes: Optional[Sequence],
