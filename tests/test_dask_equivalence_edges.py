@@ -82,3 +82,19 @@ def test_a_categorical_item_column_read_from_parquet_keeps_its_item_ids(tmp_path
     result.to_parquet(tmp_path / "out")
     back = dd.read_parquet(tmp_path / "out" / "labels").compute()
     assert sorted(back.index.tolist()) == sorted(ann.item_ids.tolist())
+
+
+def test_an_item_in_two_partitions_is_seen_whatever_order_its_categories_have():
+    # the partitions' item ranges are compared by value: an ordered categorical whose
+    # categories run against the values must not hide item "b" in both partitions
+    from crowd_keras.distributed.reading import disjoint, scan_partition
+
+    kind = pd.CategoricalDtype(["b", "a"], ordered=True)
+    parts = [pd.DataFrame({"task": pd.Categorical(items, dtype=kind),
+                           "worker": range(len(items)), "label": 0})
+             for items in (["b", "a"], ["b"])]
+    scans = [scan_partition(p, "task", "worker", "label", None, None) for p in parts]
+    assert not disjoint([s.span for s in scans], [len(p) for p in parts])
+    scans = [scan_partition(p.assign(task=p["task"].astype(str)), "task", "worker", "label",
+                            None, None) for p in parts[:1] + [parts[1].assign(task="c")]]
+    assert disjoint([s.span for s in scans], [2, 1])

@@ -85,9 +85,11 @@ def scan_partition(df: pd.DataFrame, item: str, annotator: str, label: str,
 
 
 def _span(items: pd.Series) -> Optional[tuple]:
+    if isinstance(items.dtype, pd.CategoricalDtype):   # by value, as `disjoint` compares
+        items = pd.Series(np.asarray(items))
     try:
         return items.min(), items.max()
-    except TypeError:   # e.g. an unordered categorical: no order to hold divisions
+    except TypeError:
         return None
 
 
