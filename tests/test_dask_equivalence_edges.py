@@ -98,3 +98,22 @@ def test_an_item_in_two_partitions_is_seen_whatever_order_its_categories_have():
     scans = [scan_partition(p.assign(task=p["task"].astype(str)), "task", "worker", "label",
                             None, None) for p in parts[:1] + [parts[1].assign(task="c")]]
     assert disjoint([s.span for s in scans], [2, 1])
+
+
+def test_auto_draws_the_in_memory_folds_for_a_categorical_item_column_read_from_parquet(
+        tmp_path):
+    # Dask's shuffle turns a categorical of unknown categories into its integer values; in
+    # memory the ids are those integers as objects: both must draw the same held-out folds
+    from crowd_keras.aggregation import AutoLabelModel
+
+    df = small_crowd(150).sample(frac=1, random_state=0).reset_index(drop=True)
+    df["task"] = df["task"].astype("category")
+    dd.from_pandas(df, npartitions=3).to_parquet(tmp_path / "answers")
+    ann = Annotations.from_frame(df)
+    memory = AutoLabelModel(min_heldout=50).fit(ann)
+    result = aggregate(dd.read_parquet(tmp_path / "answers"), min_heldout=50)
+    assert result.model.chosen_ == memory.chosen_
+    assert list(result.model.heldout_agreement_) == list(memory.heldout_agreement_)
+    np.testing.assert_allclose(list(result.model.heldout_agreement_.values()),
+                               list(memory.heldout_agreement_.values()), rtol=1e-12)
+    assert_in_memory(result, memory, ann)
