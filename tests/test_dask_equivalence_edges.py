@@ -117,3 +117,19 @@ def test_auto_draws_the_in_memory_folds_for_a_categorical_item_column_read_from_
     np.testing.assert_allclose(list(result.model.heldout_agreement_.values()),
                                list(memory.heldout_agreement_.values()), rtol=1e-12)
     assert_in_memory(result, memory, ann)
+
+
+def test_object_columns_of_numbers_are_read_as_in_memory_after_a_repartition():
+    # Dask makes text of object columns; a repartition or a column selection of the pandas
+    # frame must not turn integer labels into the classes "0", "1", "2"
+    df = small_crowd().sample(frac=1, random_state=0).reset_index(drop=True)
+    df = df.astype({"task": object, "label": object})
+    ann = Annotations.from_frame(df)
+    base = dd.from_pandas(df, npartitions=2)
+    for ddf in (base.repartition(npartitions=5), base[["task", "worker", "label"]]):
+        result = aggregate(ddf, method="dawid_skene", gold={3: 1})
+        assert result.classes.tolist() == [0, 1, 2]
+        assert_in_memory(result, DawidSkene().fit(ann, gold={3: 1}), ann)
+    df.loc[7, "label"] = "x"
+    with pytest.raises(CrowdDataError, match="labels mix types"):
+        aggregate(dd.from_pandas(df, npartitions=2).repartition(npartitions=3))

@@ -172,22 +172,37 @@ def coding_of(scans: List[PartitionScan], classes: Optional[Sequence],
                   disjoint([s.span for s in scans], lengths))
 
 
+#: Dask expressions that move or select rows and columns without computing on values: a
+#: frame built of these on ``dd.from_pandas`` can be read without the text conversion.
+_LAYOUT_STEPS = frozenset({"FromPandas", "Repartition", "Projection", "Partitions",
+                           "ResetIndex", "ClearDivisions", "RenameFrame"})
+
+
 def unconverted(ddf: Any, columns: Sequence[str]) -> Any:
-    """``ddf`` as its pandas frame holds it, when it is ``dd.from_pandas`` of a frame whose
-    role ``columns`` hold Python objects (else None): Dask's ``dataframe.convert-string``
-    turns object columns into text, so that labels ``[0, 1, 1.5]`` or ``[0, 1, "x"]`` would
-    arrive as the string classes ``"0", "1", "1.5"``; read unconverted they meet the
-    in-memory rules (an error there, integer classes for an object column of integers).
-    None too for another frame, or a Dask without these expression methods. The engine
-    keeps the converted frame where every such column holds only strings
-    (:func:`object_kinds`): arrow strings are coded faster."""
+    """``ddf`` as its pandas frames hold it, when it is ``dd.from_pandas`` of frames (or a
+    repartition, column selection or renaming of it: steps that compute on no values) and
+    its role ``columns`` then hold Python objects (else None): Dask's
+    ``dataframe.convert-string`` turns object columns into text, so that labels
+    ``[0, 1, 1.5]`` or ``[0, 1, "x"]`` would arrive as the string classes
+    ``"0", "1", "1.5"``; read unconverted they meet the in-memory rules (an error there,
+    integer classes for an object column of integers). None too for a frame read from
+    files, one with other steps (a filter computes on the converted values), or a Dask
+    without these expression methods. The engine keeps the converted
+    frame where every such column holds only strings (:func:`object_kinds`): arrow strings
+    are coded faster."""
     try:
         from dask.dataframe.dask_expr import new_collection
 
         expr = ddf.expr
-        if type(expr).__name__ != "FromPandas" or not expr.operand("pyarrow_strings_enabled"):
-            return ddf
-        raw = new_collection(expr.substitute_parameters({"pyarrow_strings_enabled": False}))
+        nodes = list(expr.walk())
+        leaves = [node for node in nodes if type(node).__name__ == "FromPandas"
+                  and node.operand("pyarrow_strings_enabled")]
+        if not leaves or any(type(node).__name__ not in _LAYOUT_STEPS for node in nodes):
+            return None
+        for leaf in leaves:
+            expr = expr.substitute(
+                leaf, leaf.substitute_parameters({"pyarrow_strings_enabled": False}))
+        raw = new_collection(expr)
         if any(c in raw.columns and raw.dtypes[c] == object for c in columns):
             return raw
     except (ImportError, AttributeError, KeyError, TypeError, ValueError):
