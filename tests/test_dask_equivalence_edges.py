@@ -133,3 +133,27 @@ def test_object_columns_of_numbers_are_read_as_in_memory_after_a_repartition():
     df.loc[7, "label"] = "x"
     with pytest.raises(CrowdDataError, match="labels mix types"):
         aggregate(dd.from_pandas(df, npartitions=2).repartition(npartitions=3))
+
+
+@pytest.mark.slow
+def test_the_edges_on_a_local_cluster(tmp_path):
+    # the same frames on two workers of a dask.distributed cluster (threads: light)
+    distributed = pytest.importorskip("distributed")
+    df = small_crowd().sample(frac=1, random_state=0).reset_index(drop=True)
+    by_item = df.sort_values("task", kind="stable").reset_index(drop=True)
+    cut = int(np.flatnonzero(by_item["task"].to_numpy() == 40)[1])
+    (tmp_path / "shared").mkdir()
+    by_item.iloc[:cut].set_index("task").to_parquet(tmp_path / "shared" / "part.0.parquet")
+    by_item.iloc[cut:].set_index("task").to_parquet(tmp_path / "shared" / "part.1.parquet")
+    categorical = df.astype({"task": "category"})
+    dd.from_pandas(categorical, npartitions=3).to_parquet(tmp_path / "categorical")
+    ann = Annotations.from_frame(df)
+    memory = DawidSkene().fit(ann)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        for ddf in (dd.read_parquet(tmp_path / "shared", index="task", calculate_divisions=True),
+                    dd.read_parquet(tmp_path / "categorical"),
+                    dd.from_pandas(df.astype({"label": object}), npartitions=2)
+                    .repartition(npartitions=5)):
+            assert_in_memory(aggregate(ddf, method="dawid_skene"), memory, ann)
