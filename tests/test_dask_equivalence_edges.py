@@ -54,15 +54,20 @@ def test_parquet_files_sharing_an_item_are_fitted_as_one_frame(tmp_path):
         aggregate(ddf, method="dawid_skene", item_partitioned=True)
 
 
-def test_the_duplicates_error_counts_the_pairs_of_every_partition():
+@pytest.mark.parametrize("prefix", ["", "t"])
+def test_the_duplicates_error_is_the_in_memory_one_whatever_the_partitions(prefix):
+    # every partition's pairs counted, the first pair that of the smallest item, as in memory
     df = small_crowd().sample(frac=1, random_state=0).reset_index(drop=True)
+    if prefix:
+        df["task"] = prefix + df["task"].astype(str)
     repeated = df.iloc[[5, 100, 200]].assign(label=lambda d: (d["label"] + 1) % 3)
     df = pd.concat([df, repeated], ignore_index=True)
-    with pytest.raises(CrowdDataError, match=r"^3 duplicate \(item, annotator\)"):
+    with pytest.raises(CrowdDataError, match=r"^3 duplicate \(item, annotator\)") as memory:
         Annotations.from_frame(df)
     for npartitions in (1, 9):   # 9: the shuffle puts the pairs' items in different partitions
-        with pytest.raises(CrowdDataError, match=r"^3 duplicate \(item, annotator\)"):
+        with pytest.raises(CrowdDataError) as dask_error:
             aggregate(dd.from_pandas(df, npartitions=npartitions), method="majority_vote")
+        assert str(dask_error.value) == str(memory.value)
 
 
 @pytest.mark.parametrize("prefix", ["", "t"])

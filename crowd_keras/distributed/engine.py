@@ -31,8 +31,8 @@ from ..progress import progress_bar
 from .blocks import Block, Summary, add, frame_block, matrix_block
 from .methods import Fit, Method
 from .pred_probs import join_pred_probs
-from .reading import (Coding, coding_of, first_failure, number_rows, row_column,
-                      object_kinds, scan_partition, split_items, unconverted)
+from .reading import (Coding, coding_of, first_failure, first_repeated_item, number_rows,
+                      object_kinds, row_column, scan_partition, split_items, unconverted)
 
 __all__ = ["PartitionedAnnotations", "tree_sum"]
 
@@ -388,17 +388,18 @@ def _gold_block(block: Block, ids: np.ndarray, codes: np.ndarray, k: int) -> Blo
 
 def _frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, coding: tuple,
                  int_labels: bool, row: str, duplicates: str = "error") -> Any:
-    """The partition's Block, or its error's message (the client reports the one naming the
-    first frame row, whichever partition finished first)."""
+    """The partition's Block, or its error's message and its smallest repeated item (the
+    client reports the one naming the first frame row, or the first repeated pair, whichever
+    partition finished first: :func:`~crowd_keras.distributed.reading.first_failure`)."""
     try:
         return frame_block(df, item, annotator, label, coding[0], coding[1], int_labels, row,
                            duplicates)
     except CrowdDataError as exc:
-        return str(exc)
+        return str(exc), first_repeated_item(df, item, annotator)
 
 
-def _failure(part: Any) -> Optional[str]:
-    return part if isinstance(part, str) else None
+def _failure(part: Any) -> Optional[tuple]:
+    return part if isinstance(part, tuple) else None
 
 
 def _item_ids(block: Block) -> np.ndarray:

@@ -31,7 +31,8 @@ from ..codes import factorize_ids, infer_classes, show
 from ..errors import CrowdDataError
 
 __all__ = ["PartitionScan", "scan_partition", "Coding", "coding_of", "disjoint", "row_column",
-           "number_rows", "first_row_named", "first_failure", "split_items", "unconverted"]
+           "number_rows", "first_row_named", "first_failure", "first_repeated_item",
+           "split_items", "unconverted"]
 
 
 @dataclass
@@ -242,16 +243,33 @@ def first_row_named(message: str) -> float:
 _DUPLICATES = re.compile(r"(\d+)( duplicate \(item, annotator\) annotation)")
 
 
-def first_failure(messages: Sequence[str]) -> str:
-    """The message of the partitions' failures (``messages``, one per failed partition) that
-    names the first frame row; a duplicate pairs' message counts the pairs of every partition
-    (each partition counts its own), as one frame's message does."""
+def first_failure(failures: Sequence[tuple]) -> str:
+    """The message of the partitions' failures (``(message, item)`` for each failed partition,
+    ``item``: :func:`first_repeated_item`) that names the first frame row; for repeated
+    (item, annotator) pairs, as one frame's message: the pairs of every partition counted
+    (each partition counts its own), the first pair that of the smallest item."""
+    messages = [message for message, _ in failures]
     first = min(messages, key=first_row_named)
-    counts = [found for found in map(_DUPLICATES.match, messages) if found]
-    if len(counts) > 1 and _DUPLICATES.match(first):
-        total = sum(int(found.group(1)) for found in counts)
+    repeated = [(message, item) for message, item in failures if _DUPLICATES.match(message)]
+    if len(repeated) > 1 and _DUPLICATES.match(first):
+        try:
+            first = min((pair for pair in repeated if pair[1] is not None),
+                        key=lambda pair: pair[1])[0]
+        except (TypeError, ValueError):   # ids without an order: the first row's pair
+            pass
+        total = sum(int(_DUPLICATES.match(message).group(1)) for message, _ in repeated)
         first = _DUPLICATES.sub(rf"{total}\g<2>", first, count=1)
     return first
+
+
+def first_repeated_item(df: pd.DataFrame, item: str, annotator: str) -> Any:
+    """The smallest item id of a partition's repeated (item, annotator) pairs (None: none)."""
+    if item not in df.columns and df.index.name == item:
+        df = df.reset_index()
+    repeated = df.duplicated([item, annotator], keep=False).to_numpy()
+    if not repeated.any():
+        return None
+    return min(np.asarray(df[item])[repeated].tolist())
 
 
 def split_items(*item_ids: np.ndarray) -> Optional[tuple]:
