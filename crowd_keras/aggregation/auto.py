@@ -339,6 +339,9 @@ def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """A pseudo-random fold offset per item, ``0..n_folds-1``, from a seeded hash of its id:
     the same for an item wherever it is (a partitioned fit draws the same folds)."""
     ids = np.asarray(item_ids)
+    if ids.dtype == object and pd.api.types.infer_dtype(ids, skipna=False) == "integer":
+        # integers held as objects (a categorical column's ids) hash as the integers they are
+        ids = np.array(ids.tolist())
     seed = int(seed) % 10**5
     key = f"crowd-keras{seed:05d}"                                  # 16 characters
     h = pd.util.hash_array(ids, hash_key=key, categorize=False)

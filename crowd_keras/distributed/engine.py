@@ -31,8 +31,8 @@ from ..progress import progress_bar
 from .blocks import Block, Summary, add, frame_block, matrix_block
 from .methods import Fit, Method
 from .pred_probs import join_pred_probs
-from .reading import (Coding, coding_of, first_row_named, number_rows, row_column,
-                      object_kinds, scan_partition, split_items, unconverted)
+from .reading import (Coding, coding_of, first_failure, first_repeated_item, number_rows,
+                      object_kinds, row_column, scan_partition, split_items, unconverted)
 
 __all__ = ["PartitionedAnnotations", "tree_sum"]
 
@@ -140,9 +140,10 @@ class PartitionedAnnotations:
         """From a Dask DataFrame with one row per annotation, any partitioning.
 
         The annotations of an item must sit in one partition: a frame indexed by the item
-        column with known divisions (``set_index(item)``), or one the caller declares so
-        (``item_partitioned=True``, checked: an item in two partitions raises), is used as
-        it is; any other is shuffled on the item column first. ``classes`` and
+        column with known divisions (``set_index(item)``) whose partitions' items do not
+        overlap (divisions from files' statistics may: an item's rows in two files), or one
+        the caller declares so (``item_partitioned=True``, checked: an item in two partitions
+        raises), is used as it is; any other is shuffled on the item column first. ``classes`` and
         ``annotator_ids`` fix the coding and ``duplicates`` the rule for a repeated (item,
         annotator) pair (as in :meth:`Annotations.from_frame`, in frame order); without them
         the pass that checks the partitions finds them.
@@ -171,11 +172,12 @@ class PartitionedAnnotations:
         row = row_column(columns)
         ddf = ddf.map_partitions(number_rows, coding.offsets, row)
         divisions = None
-        if indexed and ddf.known_divisions:
+        if indexed and ddf.known_divisions and coding.disjoint:
             divisions = ddf.divisions
         elif not item_partitioned:
             ddf = (ddf.reset_index() if indexed else ddf).shuffle(on=item)
-        index_dtype = ddf.index.dtype if item not in ddf.columns else ddf[item].dtype
+        ids = ddf.index if item not in ddf.columns else ddf[item]
+        index_dtype = ids.dtype
         shared = delayed((coding.classes, coding.annotator_ids), traverse=False)
         parts = list(dask.persist(*[
             delayed(_frame_block)(part, item, annotator, label, shared, coding.int_labels, row,
@@ -184,7 +186,12 @@ class PartitionedAnnotations:
         failures = [f for f in dask.compute(*[delayed(_failure)(part) for part in parts])
                     if f is not None]
         if failures:
-            raise CrowdDataError(min(failures, key=first_row_named))
+            raise CrowdDataError(first_failure(failures))
+        if isinstance(index_dtype, pd.CategoricalDtype) and not ids.cat.known:
+            # categories Dask does not know (e.g. read from parquet): an index of that dtype
+            # would hold none of the ids; the ids' own dtype, as the blocks hold them
+            found = set(dask.compute(*[delayed(_ids_dtype)(part) for part in parts])) - {None}
+            index_dtype = found.pop() if len(found) == 1 else np.dtype(object)
         if item_partitioned and divisions is None:
             split = dask.compute(delayed(split_items)(*[delayed(_item_ids)(part)
                                                         for part in parts]))[0]
@@ -381,21 +388,32 @@ def _gold_block(block: Block, ids: np.ndarray, codes: np.ndarray, k: int) -> Blo
 
 def _frame_block(df: pd.DataFrame, item: str, annotator: str, label: str, coding: tuple,
                  int_labels: bool, row: str, duplicates: str = "error") -> Any:
-    """The partition's Block, or its error's message (the client reports the one naming the
-    first frame row, whichever partition finished first)."""
+    """The partition's Block, or its error's message and its smallest repeated item (the
+    client reports the one naming the first frame row, or the first repeated pair, whichever
+    partition finished first: :func:`~crowd_keras.distributed.reading.first_failure`)."""
     try:
         return frame_block(df, item, annotator, label, coding[0], coding[1], int_labels, row,
                            duplicates)
     except CrowdDataError as exc:
-        return str(exc)
+        return str(exc), first_repeated_item(df, item, annotator)
 
 
-def _failure(part: Any) -> Optional[str]:
-    return part if isinstance(part, str) else None
+def _failure(part: Any) -> Optional[tuple]:
+    return part if isinstance(part, tuple) else None
 
 
 def _item_ids(block: Block) -> np.ndarray:
     return block.item_ids
+
+
+def _ids_dtype(block: Block) -> Any:
+    """The dtype pandas gives the block's item ids (None for a block without items)."""
+    if not len(block.item_ids):
+        return None
+    dtype = pd.Index(block.item_ids[:1]).dtype
+    if dtype == object and isinstance(block.item_ids[0], str):   # pandas 2: Dask's text dtype
+        dtype = pd.StringDtype("pyarrow")
+    return dtype
 
 
 def _coding(ddf: Any, item: str, annotator: str, label: str, classes: Optional[Sequence],

@@ -30,8 +30,9 @@ from ..annotation_readers import frame_codes
 from ..codes import factorize_ids, infer_classes, show
 from ..errors import CrowdDataError
 
-__all__ = ["PartitionScan", "scan_partition", "Coding", "coding_of", "row_column",
-           "number_rows", "first_row_named", "split_items", "unconverted"]
+__all__ = ["PartitionScan", "scan_partition", "Coding", "coding_of", "disjoint", "row_column",
+           "number_rows", "first_row_named", "first_failure", "first_repeated_item",
+           "split_items", "unconverted"]
 
 
 @dataclass
@@ -44,6 +45,7 @@ class PartitionScan:
             ``annotator``, ``label``, ``item`` and ``row``, the row within the partition);
             None when the coding was given.
         first: the partition's first row (``item``, ``annotator``), None when empty.
+        span: the partition's smallest and largest item id, None when empty or unordered.
     """
 
     n_rows: int
@@ -51,6 +53,7 @@ class PartitionScan:
     annotators: Optional[pd.DataFrame]
     labels: Optional[pd.DataFrame]
     first: Optional[tuple]
+    span: Optional[tuple] = None
 
 
 def _firsts(df: pd.DataFrame, column: str, item: str, annotator: str) -> pd.DataFrame:
@@ -79,18 +82,49 @@ def scan_partition(df: pd.DataFrame, item: str, annotator: str, label: str,
         len(df), False,
         _firsts(df, annotator, item, annotator) if annotator_ids is None else None,
         _firsts(df, label, item, annotator) if classes is None else None,
-        (df[item].iloc[0], df[annotator].iloc[0]))
+        (df[item].iloc[0], df[annotator].iloc[0]), _span(df[item]))
+
+
+def _span(items: pd.Series) -> Optional[tuple]:
+    if isinstance(items.dtype, pd.CategoricalDtype):   # by value, as `disjoint` compares
+        items = pd.Series(np.asarray(items))
+    try:
+        return items.min(), items.max()
+    except TypeError:
+        return None
+
+
+def disjoint(spans: Sequence[Optional[tuple]], n_rows: Sequence[int]) -> bool:
+    """Whether each non-empty partition's items all come after the previous one's (its
+    ``span`` starts after theirs ends): then no item lies in two partitions. Divisions read
+    from files' statistics can overlap (an item's rows in two files, its id the last of one
+    and the first of the next) though Dask calls them known."""
+    last = None
+    for span, n in zip(spans, n_rows):
+        if not n:
+            continue
+        if span is None:
+            return False
+        try:
+            if last is not None and not last < span[0]:
+                return False
+        except TypeError:
+            return False
+        last = span[1]
+    return True
 
 
 @dataclass
 class Coding:
     """The frame's coding: ``classes``, ``annotator_ids``, ``int_labels`` (integer labels
-    are their own codes), and ``offsets`` (P,), the frame row of each partition's row 0."""
+    are their own codes), ``offsets`` (P,), the frame row of each partition's row 0, and
+    ``disjoint``: the partitions' item ranges follow each other without overlap."""
 
     classes: list
     annotator_ids: list
     int_labels: bool
     offsets: np.ndarray
+    disjoint: bool = False
 
 
 def _gathered(scans: List[PartitionScan], offsets: np.ndarray, field: str) -> pd.DataFrame:
@@ -135,25 +169,41 @@ def coding_of(scans: List[PartitionScan], classes: Optional[Sequence],
         annotator_ids = factorize_ids(
             found["value"], "annotator",
             lambda n: f"row {found['row'].iat[n]} (item {show(found['item'].iat[n])})")[1]
-    return Coding(list(classes), list(annotator_ids), int_labels, offsets)
+    return Coding(list(classes), list(annotator_ids), int_labels, offsets,
+                  disjoint([s.span for s in scans], lengths))
+
+
+#: Dask expressions that move or select rows and columns without computing on values: a
+#: frame built of these on ``dd.from_pandas`` can be read without the text conversion.
+_LAYOUT_STEPS = frozenset({"FromPandas", "Repartition", "Projection", "Partitions",
+                           "ResetIndex", "ClearDivisions", "RenameFrame"})
 
 
 def unconverted(ddf: Any, columns: Sequence[str]) -> Any:
-    """``ddf`` as its pandas frame holds it, when it is ``dd.from_pandas`` of a frame whose
-    role ``columns`` hold Python objects (else None): Dask's ``dataframe.convert-string``
-    turns object columns into text, so that labels ``[0, 1, 1.5]`` or ``[0, 1, "x"]`` would
-    arrive as the string classes ``"0", "1", "1.5"``; read unconverted they meet the
-    in-memory rules (an error there, integer classes for an object column of integers).
-    None too for another frame, or a Dask without these expression methods. The engine
-    keeps the converted frame where every such column holds only strings
-    (:func:`object_kinds`): arrow strings are coded faster."""
+    """``ddf`` as its pandas frames hold it, when it is ``dd.from_pandas`` of frames (or a
+    repartition, column selection or renaming of it: steps that compute on no values) and
+    its role ``columns`` then hold Python objects (else None): Dask's
+    ``dataframe.convert-string`` turns object columns into text, so that labels
+    ``[0, 1, 1.5]`` or ``[0, 1, "x"]`` would arrive as the string classes
+    ``"0", "1", "1.5"``; read unconverted they meet the in-memory rules (an error there,
+    integer classes for an object column of integers). None too for a frame read from
+    files, one with other steps (a filter computes on the converted values), or a Dask
+    without these expression methods. The engine keeps the converted
+    frame where every such column holds only strings (:func:`object_kinds`): arrow strings
+    are coded faster."""
     try:
         from dask.dataframe.dask_expr import new_collection
 
         expr = ddf.expr
-        if type(expr).__name__ != "FromPandas" or not expr.operand("pyarrow_strings_enabled"):
-            return ddf
-        raw = new_collection(expr.substitute_parameters({"pyarrow_strings_enabled": False}))
+        nodes = list(expr.walk())
+        leaves = [node for node in nodes if type(node).__name__ == "FromPandas"
+                  and node.operand("pyarrow_strings_enabled")]
+        if not leaves or any(type(node).__name__ not in _LAYOUT_STEPS for node in nodes):
+            return None
+        for leaf in leaves:
+            expr = expr.substitute(
+                leaf, leaf.substitute_parameters({"pyarrow_strings_enabled": False}))
+        raw = new_collection(expr)
         if any(c in raw.columns and raw.dtypes[c] == object for c in columns):
             return raw
     except (ImportError, AttributeError, KeyError, TypeError, ValueError):
@@ -188,6 +238,38 @@ def first_row_named(message: str) -> float:
     partitions so that the one reported does not depend on the scheduler."""
     found = re.search(r"\brow (\d+)", message)
     return int(found.group(1)) if found else float("inf")
+
+
+_DUPLICATES = re.compile(r"(\d+)( duplicate \(item, annotator\) annotation)")
+
+
+def first_failure(failures: Sequence[tuple]) -> str:
+    """The message of the partitions' failures (``(message, item)`` for each failed partition,
+    ``item``: :func:`first_repeated_item`) that names the first frame row; for repeated
+    (item, annotator) pairs, as one frame's message: the pairs of every partition counted
+    (each partition counts its own), the first pair that of the smallest item."""
+    messages = [message for message, _ in failures]
+    first = min(messages, key=first_row_named)
+    repeated = [(message, item) for message, item in failures if _DUPLICATES.match(message)]
+    if len(repeated) > 1 and _DUPLICATES.match(first):
+        try:
+            first = min((pair for pair in repeated if pair[1] is not None),
+                        key=lambda pair: pair[1])[0]
+        except (TypeError, ValueError):   # ids without an order: the first row's pair
+            pass
+        total = sum(int(_DUPLICATES.match(message).group(1)) for message, _ in repeated)
+        first = _DUPLICATES.sub(rf"{total}\g<2>", first, count=1)
+    return first
+
+
+def first_repeated_item(df: pd.DataFrame, item: str, annotator: str) -> Any:
+    """The smallest item id of a partition's repeated (item, annotator) pairs (None: none)."""
+    if item not in df.columns and df.index.name == item:
+        df = df.reset_index()
+    repeated = df.duplicated([item, annotator], keep=False).to_numpy()
+    if not repeated.any():
+        return None
+    return min(np.asarray(df[item])[repeated].tolist())
 
 
 def split_items(*item_ids: np.ndarray) -> Optional[tuple]:
