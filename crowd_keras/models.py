@@ -55,6 +55,9 @@ from .item_consensus import (CrowdConsensus, CrowdSummary, item_posteriors, mean
                              with_expected_accuracy)
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
 from .optimizers import LazyAdam
+# every layer a saved CrowdModel may hold, registered for keras.saving.load_model (Keras
+# imports no module of a custom object)
+from . import layers  # noqa: F401,E402
 
 # TruthValidation (callbacks) and LazyAdam (optimizers) are re-exported for existing imports.
 __all__ = ["CrowdModel", "TruthValidation", "LazyAdam"]
