@@ -78,3 +78,58 @@ def test_a_fresh_process_loads_saved_models_after_importing_one_public_module(tm
     crowd.fit(x, y, epochs=1, verbose=0)
     _load_in_fresh_process(tmp_path, crowd, x, "import crowd_keras.models",
                            "MaskedMultiCrossEntropy")
+
+
+# ----------------------------------------------------------------------------- shapes
+BUILT_ON_4 = [
+    ("CrowdLayer", lambda: CrowdLayer(A), "4 classes"),
+    ("AnnotatorGate", lambda: AnnotatorGate(A, 3), "4 features"),
+    ("DifficultyCompetence", lambda: DifficultyCompetence(K, num_annotators=A), "4 features"),
+]
+
+
+@pytest.mark.parametrize("name,make,built_for", BUILT_ON_4, ids=[b[0] for b in BUILT_ON_4])
+def test_a_built_layer_called_on_another_width_names_the_shape_and_the_layer(name, make,
+                                                                              built_for):
+    """As Keras' own layers (input_spec): eagerly the error was a backend's matmul/einsum
+    message, symbolically a model was built with a wrong output shape and failed in fit."""
+    layer = make()
+    layer(np.full((2, 4), 0.25, "float32"))
+    for bad in [np.full((2, 5), 0.2, "float32"), keras.Input((5,))]:
+        with pytest.raises(ValueError, match=rf"{name} expects .*got \(\w+, 5\) \(layer "
+                                             rf"'{layer.name}' was built for {built_for}\)"):
+            layer(bad)
+    assert tuple(layer(keras.Input((4,))).shape)[:2] == (None, A)
+
+
+def test_layers_with_fixed_sizes_check_every_call_not_only_the_first():
+    """CommonNoiseAdaptation and MixtureOfGroups checked the classes in build only: a second
+    call on another width gave a backend error or a wrong symbolic shape."""
+    for layer in [CommonNoiseAdaptation(A, 4, omega=0.5), MixtureOfGroups(2, 4, num_annotators=A),
+                  MixtureOfGroups(2, 4)]:
+        layer(np.full((2, 4), 0.25, "float32"))
+        with pytest.raises(ValueError, match=r"num_classes=4\) expects probabilities of shape "
+                                             r"\(batch, \[time,\] 4\), got \(None, 5\)"):
+            layer(keras.Input((5,)))
+
+
+@pytest.mark.parametrize("make,width", [(lambda: CrowdLayer(A), K),
+                                        (lambda: DifficultyCompetence(K, num_annotators=A), D)],
+                         ids=["CrowdLayer", "DifficultyCompetence"])
+def test_symbolic_annotator_ids_of_another_rank_are_refused_when_the_model_is_built(make, width):
+    """The eager call refused ids of shape (batch, k, 1) but a functional model accepted them
+    (the output shape came from compute_output_shape) and failed later, in fit."""
+    ids = keras.Input((2, 3), dtype="int32")
+    with pytest.raises(ValueError, match=r"annotator_ids must be \(batch, k\), got shape "
+                                         r"\(None, 2, 3\)"):
+        make()([keras.Input((width,)), ids])
+
+
+def test_a_built_layer_still_takes_an_unknown_width_and_its_other_call_form():
+    layer = CrowdLayer(A)
+    layer(np.full((2, K), 1 / K, "float32"))
+    unknown = keras.layers.Lambda(lambda t: t, output_shape=(None,))(keras.Input((None,)))
+    assert tuple(layer(unknown).shape) == (None, A, None)
+    ids = np.array([[0, 3], [1, -1]], "int32")
+    assert tuple(layer([np.full((2, K), 1 / K, "float32"), ids]).shape) == (2, 2, K)
+    assert tuple(layer(np.full((2, 6, K), 1 / K, "float32")).shape) == (2, 6, A, K)

@@ -90,14 +90,24 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.scale = float(scale)
         self.supports_masking = True
 
-    def build(self, input_shape: Any) -> None:
-        x_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
-        if len(x_shape) not in (2, 3) or x_shape[-1] is None:
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the shape unless ``x`` is ``(batch, [time,] features)`` (the
+        features the layer was built for, once built) and ``annotator_ids`` ``(batch, k)``."""
+        x_shape = tuple(input_shape[0] if is_shape_list(input_shape) else input_shape)
+        d = int(self.instance_kernel.shape[0]) if self.built else None
+        if len(x_shape) not in (2, 3) or (x_shape[-1] is None and d is None) or \
+                (None not in (d, x_shape[-1]) and x_shape[-1] != d):
+            built = "" if d is None else f" (layer {self.name!r} was built for {d} features)"
             raise ValueError("AnnotatorGate expects an instance representation of shape (batch, "
-                             f"[time,] features) with known features, got {tuple(x_shape)}")
+                             f"[time,] {d or 'features'}) with known features, got "
+                             f"{x_shape}{built}")
         if is_shape_list(input_shape) and len(input_shape[1]) != 2:
             raise ValueError("AnnotatorGate: annotator_ids must be (batch, k), got shape "
                              f"{tuple(input_shape[1])}")
+
+    def build(self, input_shape: Any) -> None:
+        self.check_input_shape(input_shape)
+        x_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
         d = int(x_shape[-1])
         e = self.embedding_dim
         self.instance_kernel = self.add_weight(shape=(d, e), initializer="glorot_uniform",
@@ -251,7 +261,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
 
     def build(self, input_shape: Any) -> None:
         k, a = self.num_classes, self.num_annotators
-        self._check_shapes(input_shape)
+        self.check_input_shape(input_shape)
         scale = self.init_scale / self.learning_rate_multiplier   # stored value at init
         # not autocast: call() casts them to the compute dtype where they meet the data, and
         # the difference regulariser reads them in float32 (under mixed_float16 a float16
@@ -265,7 +275,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         if self.gate is not None and not self.gate.built:
             self.gate.build(tuple(input_shape[-1]))
 
-    def _check_shapes(self, input_shape: Any) -> None:
+    def check_input_shape(self, input_shape: Any) -> None:
         """ValueError naming the layer and the shapes when the probabilities do not have
         ``num_classes`` classes or ω not one value per annotator slot (a backend's matmul or
         broadcast error otherwise, and none at all on a symbolic call)."""

@@ -90,11 +90,25 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.kernel = self.scale = self.bias = None
 
     # ------------------------------------------------------------------ weights
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the shape unless ``probs`` are ``(batch, [time,] classes)`` (the
+        classes the layer was built for, once built) and ``annotator_ids`` ``(batch, k)``."""
+        probs_shape = tuple(input_shape[0] if is_shape_list(input_shape) else input_shape)
+        k = self.num_classes
+        if len(probs_shape) not in (2, 3) or (probs_shape[-1] is None and k is None) or \
+                (None not in (k, probs_shape[-1]) and probs_shape[-1] != k):
+            classes = "classes" if k is None else k
+            built = "" if k is None else f" (layer {self.name!r} was built for {k} classes)"
+            raise ValueError(f"CrowdLayer expects probabilities of shape (batch, {classes}) or "
+                             f"(batch, time, {classes}) with known classes, got "
+                             f"{probs_shape}{built}")
+        if is_shape_list(input_shape) and len(input_shape[1]) != 2:
+            raise ValueError("CrowdLayer: annotator_ids must be (batch, k), got shape "
+                             f"{tuple(input_shape[1])}")
+
     def build(self, input_shape: Any) -> None:
+        self.check_input_shape(input_shape)
         probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
-        if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
-            raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
-                             f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
         k = int(probs_shape[-1])
         a = self.num_annotators
         self.num_classes = k
