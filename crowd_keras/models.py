@@ -484,7 +484,9 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
     # ------------------------------------------------------------------ serialization
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable, "from_logits": self.from_logits,
+        return {"name": self.name, "trainable": self.trainable,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+                "from_logits": self.from_logits,
                 "warmup_epochs": self.warmup_epochs,
                 "classifier": keras.saving.serialize_keras_object(self.classifier),
                 "noise_layer": keras.saving.serialize_keras_object(self.noise_layer)}

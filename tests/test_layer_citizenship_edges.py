@@ -133,3 +133,48 @@ def test_a_built_layer_still_takes_an_unknown_width_and_its_other_call_form():
     ids = np.array([[0, 3], [1, -1]], "int32")
     assert tuple(layer([np.full((2, K), 1 / K, "float32"), ids]).shape) == (2, 2, K)
     assert tuple(layer(np.full((2, 6, K), 1 / K, "float32")).shape) == (2, 6, A, K)
+
+
+# ----------------------------------------------------------------------------- configs
+def test_crowd_model_config_keeps_every_constructor_argument(tmp_path):
+    """``dtype`` was dropped by ``get_config``: a reloaded model fell back to the global
+    policy."""
+    clf = keras.Sequential([keras.Input((D,)), keras.layers.Dense(K)])
+    model = CrowdModel(clf, CrowdLayer(A, "S"), from_logits=True, warmup_epochs=3, name="cm",
+                       trainable=False, dtype="float64")
+    clone = CrowdModel.from_config(model.get_config())
+    assert (clone.from_logits, clone.warmup_epochs, clone.name, clone.trainable,
+            clone.dtype_policy.name) == (True, 3, "cm", False, "float64")
+    model(np.zeros((2, D), "float32"))
+    model.save(tmp_path / "cm.keras")
+    assert keras.saving.load_model(tmp_path / "cm.keras").dtype_policy.name == "float64"
+
+
+CONFIGURED = [
+    lambda: CrowdLayer(A, "VW+B", init_scale=2.0, learning_rate_multiplier=3.0, name="c",
+                       dtype="float64", trainable=False),
+    lambda: AnnotatorGate(embedding_dim=5, annotator_features=[[1.0, 2.0], [3.0, 4.0]],
+                          scale=2.5),
+    lambda: CommonNoiseAdaptation(A, K, gate=AnnotatorGate(A, 6, scale=3.0),
+                                  difference_weight=1e-3, init_scale=2.0,
+                                  learning_rate_multiplier=5.0),
+    lambda: CommonNoiseAdaptation(A, K, omega=0.3),
+    lambda: MixtureOfGroups(3, K, num_annotators=A, confusion_initializer="ones", epsilon=1e-5),
+    lambda: DifficultyCompetence(K, latent_dim=2, num_annotators=A, num_instances=10,
+                                 instance_embedding_dim=3, instance_hidden=(4,),
+                                 annotator_hidden=(5,), activation="relu",
+                                 instance_regularizer="l2",
+                                 annotator_regularizer=keras.regularizers.L1(0.1),
+                                 output_mode="log_probs"),
+    lambda: MaskedMultiCrossEntropy(from_logits=False, reduction="sum", name="x",
+                                    dtype="float64"),
+    lambda: LabelCountCrossEntropy(from_logits=True, normalize=True, reduction="sum", name="z"),
+]
+
+
+@pytest.mark.parametrize("make", CONFIGURED, ids=lambda m: "")
+def test_every_layer_and_loss_keeps_its_arguments_through_serialization(make):
+    obj = make()
+    again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(obj))
+    assert type(again) is type(obj)
+    assert str(again.get_config()) == str(obj.get_config())
