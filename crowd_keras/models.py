@@ -458,6 +458,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if ids is None:
             return x, labels
         ids = self._checked_ids(ids, y_kind)
+        self._check_no_label_at_padding(ids, labels, y_kind)
         return {X_KEY: x, IDS_KEY: ids}, labels
 
     def _num_classes(self) -> Optional[int]:
@@ -472,6 +473,20 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """(items, k) annotator codes in ``0..A-1``, -1 = padding (one vectorised pass)."""
         return checked_codes(ids, self.noise_layer.num_annotators, "annotator id",
                              f"{where} annotator_ids", "num_annotators")
+
+    def _check_no_label_at_padding(self, ids: np.ndarray, labels: np.ndarray,
+                                   where: str) -> None:
+        """CrowdDataError for a label in a padding slot (annotator id -1): the layers read
+        annotator 0's weights there, so the label would be trained as annotator 0's."""
+        slots = ids.reshape(ids.shape[:1] + (1,) * (labels.ndim - 2) + ids.shape[1:])
+        present = ~np.isnan(labels) if labels.dtype.kind == "f" else labels >= 0
+        orphan = (slots < 0) & present
+        if orphan.any():
+            pos = tuple(int(p) for p in np.argwhere(orphan)[0])
+            raise CrowdDataError(f"{where}: label {labels[pos].item()!r} at {pos} is in a padding "
+                                 f"slot (annotator id -1; {int(orphan.sum())} such label(s)); "
+                                 "a padding slot's label must be missing (-1, NaN for "
+                                 "regression)")
 
     def _checked_labels(self, labels: np.ndarray, where: str) -> np.ndarray:
         if self.is_regression:

@@ -178,3 +178,35 @@ def test_every_layer_and_loss_keeps_its_arguments_through_serialization(make):
     again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(obj))
     assert type(again) is type(obj)
     assert str(again.get_config()) == str(obj.get_config())
+
+
+# ----------------------------------------------------------------------------- targets
+@pytest.mark.parametrize("regression", [False, True])
+def test_a_label_in_a_padding_slot_is_refused_not_trained_as_annotator_0(regression):
+    """Padded targets ``(annotator_ids, labels)`` with a label where the id is -1: the layers
+    gather annotator 0's weights for a padding slot, so the label silently trained annotator
+    0 (a missing label there is the padding the loss skips)."""
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.layers import CrowdRegressionLayer
+
+    x, _ = _data()
+    ids = np.tile(np.array([0, 2, -1], "int32"), (N, 1))
+    labels = np.tile(np.array([1, 2, -1]), (N, 1))
+    if regression:
+        model = CrowdModel(keras.Sequential([keras.Input((D,)), keras.layers.Dense(1)]),
+                           CrowdRegressionLayer(A))
+        labels = np.where(labels < 0, np.nan, labels).astype("float32")
+    else:
+        model = CrowdModel(_classifier(), CrowdLayer(A))
+    model.compile()
+    model.fit(x, (ids, labels), epochs=1, verbose=0)   # padding slots with missing labels
+    labels[5, 2] = 1
+    with pytest.raises(CrowdDataError, match=r"label 1(\.0)? at \(5, 2\) is in a padding slot "
+                                             r"\(annotator id -1; 1 such"):
+        model.fit(x, (ids, labels), epochs=1, verbose=0)
+    seq = np.repeat(np.where(np.isnan(labels), -1, labels).astype("int64")[:, None, :], 4, 1)
+    seq[:, :, 2] = -1
+    seq[3, 1, 2] = 0
+    if not regression:
+        with pytest.raises(CrowdDataError, match=r"label 0 at \(3, 1, 2\) is in a padding slot"):
+            model.crowd_data(x, (ids, seq))
