@@ -36,6 +36,7 @@ from typing import Any
 
 from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
+import numpy as np
 from keras import ops
 
 from ._keras_utils import (checked_bool, checked_codes, clip_probabilities, concrete_values,
@@ -54,6 +55,18 @@ def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
                          f"{expected} (one entry per item and annotator slot)")
 
 
+def _check_item_weights(sample_weight: Any, what: str) -> None:
+    """ValueError unless ``sample_weight`` is one weight per item, ``(batch,)`` or
+    ``(batch, 1)``: Keras weighs the per-item values of :meth:`_MaskedMultiLoss.call`, so
+    weights of another shape (one per annotation slot, say) fail in a backend op."""
+    shape = None if sample_weight is None else tuple(getattr(sample_weight, "shape", ()) or
+                                                     np.shape(sample_weight))
+    if shape and (len(shape) > 2 or (len(shape) == 2 and shape[1] not in (1, None))):
+        raise ValueError(f"{what}: sample_weight must hold one weight per item, shape (batch,) "
+                         f"or (batch, 1), got shape {shape}; to leave an annotation out, give "
+                         "it the missing label (-1, NaN for MaskedMultiMSE)")
+
+
 class _MaskedMultiLoss(keras.losses.Loss):
     """A masked multi-annotator loss: per-slot values and their observed mask
     (:meth:`slot_values`), averaged over the observed slots.
@@ -70,6 +83,7 @@ class _MaskedMultiLoss(keras.losses.Loss):
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         self.check_targets(y_true, y_pred)
+        _check_item_weights(sample_weight, self.name)
         mask = keras_mask(y_pred)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)

@@ -210,3 +210,27 @@ def test_a_label_in_a_padding_slot_is_refused_not_trained_as_annotator_0(regress
     if not regression:
         with pytest.raises(CrowdDataError, match=r"label 0 at \(3, 1, 2\) is in a padding slot"):
             model.crowd_data(x, (ids, seq))
+
+
+def test_sample_weights_of_another_shape_than_one_per_item_name_the_shape():
+    """Weights of shape (batch, annotators) met the per-item values in a backend multiply
+    (an InvalidArgumentError about [24] vs [24, 4]); one weight per item still works."""
+    from crowd_keras.losses import MaskedMultiMSE
+
+    x, y = _data()
+
+    def model():
+        built = keras.Sequential([keras.Input((D,)),
+                                  keras.layers.Dense(K, activation="softmax"), CrowdLayer(A)])
+        built.compile("adam", MaskedMultiCrossEntropy())
+        return built
+
+    with pytest.raises(ValueError, match=r"sample_weight must hold one weight per item, shape "
+                                         r"\(batch,\) or \(batch, 1\), got shape \(None, 4\)"):
+        model().fit(x, y, sample_weight=np.ones((N, A)), epochs=1, verbose=0)
+    model().fit(x, y, sample_weight=np.linspace(0, 1, N), epochs=1, verbose=0)
+    logits = np.zeros((N, A, K), "float32")
+    assert float(MaskedMultiCrossEntropy()(y, logits, sample_weight=np.ones((N, 1)))) == \
+        pytest.approx(np.log(K))
+    with pytest.raises(ValueError, match=r"masked_multi_mse: .*got shape \(24, 4\)"):
+        MaskedMultiMSE()(np.zeros((N, A)), logits[..., 0], sample_weight=np.ones((N, A)))
