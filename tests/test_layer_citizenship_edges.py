@@ -234,3 +234,14 @@ def test_sample_weights_of_another_shape_than_one_per_item_name_the_shape():
         pytest.approx(np.log(K))
     with pytest.raises(ValueError, match=r"masked_multi_mse: .*got shape \(24, 4\)"):
         MaskedMultiMSE()(np.zeros((N, A)), logits[..., 0], sample_weight=np.ones((N, A)))
+
+
+@pytest.mark.parametrize("conn_type", ["MW", "VW", "S"])
+def test_a_crowd_layer_on_one_sigmoid_unit_is_refused_at_build(conn_type):
+    """A binary classifier with one sigmoid unit: the softmax over one class is always 1, so
+    JAX and torch trained on a loss of exactly 0 and TensorFlow failed in the graph with a
+    label out of range."""
+    head = keras.Sequential([keras.Input((D,)), keras.layers.Dense(1, activation="sigmoid")])
+    with pytest.raises(ValueError, match=r"at least 2 classes .*got shape \(None, 1\); .*"
+                                         r"Dense\(2, activation='softmax'\)"):
+        keras.Sequential([head, CrowdLayer(A, conn_type)])

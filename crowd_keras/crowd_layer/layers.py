@@ -102,6 +102,12 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
             raise ValueError(f"CrowdLayer expects probabilities of shape (batch, {classes}) or "
                              f"(batch, time, {classes}) with known classes, got "
                              f"{probs_shape}{built}")
+        if probs_shape[-1] == 1:
+            # one class: every softmax is 1 and the loss 0 (JAX, torch) or a label out of range
+            raise ValueError("CrowdLayer expects probabilities over at least 2 classes (a "
+                             f"softmax output), got shape {probs_shape}; for a binary "
+                             "classifier with one sigmoid unit use Dense(2, activation="
+                             "'softmax') instead")
         if is_shape_list(input_shape) and len(input_shape[1]) != 2:
             raise ValueError("CrowdLayer: annotator_ids must be (batch, k), got shape "
                              f"{tuple(input_shape[1])}")
