@@ -245,3 +245,13 @@ def test_a_crowd_layer_on_one_sigmoid_unit_is_refused_at_build(conn_type):
     with pytest.raises(ValueError, match=r"at least 2 classes .*got shape \(None, 1\); .*"
                                          r"Dense\(2, activation='softmax'\)"):
         keras.Sequential([head, CrowdLayer(A, conn_type)])
+
+
+def test_an_annotator_gate_with_features_refuses_another_num_annotators():
+    """num_annotators was silently replaced by the features' row count (DifficultyCompetence
+    refuses the same contradiction)."""
+    feats = np.eye(3, dtype="float32")
+    with pytest.raises(ValueError, match=r"num_annotators=4 but annotator_features has 3 rows"):
+        AnnotatorGate(4, annotator_features=feats)
+    gate = AnnotatorGate(3, embedding_dim=2, annotator_features=feats)
+    assert AnnotatorGate.from_config(gate.get_config()).num_annotators == 3

@@ -62,7 +62,8 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     ``[σ(-1), σ(1)] ≈ [0.27, 0.73]`` unless ``scale`` (default 1, as in the paper) widens it.
 
     Args:
-        num_annotators: number of annotators (ignored when ``annotator_features`` is given).
+        num_annotators: number of annotators (optional with ``annotator_features``, which
+            then must have that many rows).
         embedding_dim: size of u and v (the paper uses 20).
         annotator_features: optional ``(annotators, f)`` array describing each annotator.
         scale: multiplies û·v̂ before the sigmoid.
@@ -83,6 +84,10 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
             raise ValueError(f"annotator_features must be (annotators, features), got {feats.shape}")
         if feats is None and num_annotators is None:
             raise ValueError("AnnotatorGate needs num_annotators or annotator_features")
+        if feats is not None and num_annotators is not None and \
+                checked_int(num_annotators, "num_annotators") != len(feats):
+            raise ValueError(f"AnnotatorGate: num_annotators={num_annotators} but "
+                             f"annotator_features has {len(feats)} rows (one per annotator)")
         self.num_annotators = (int(feats.shape[0]) if feats is not None
                                else checked_int(num_annotators, "num_annotators"))
         self.embedding_dim = checked_int(embedding_dim, "embedding_dim")
