@@ -255,3 +255,14 @@ def test_an_annotator_gate_with_features_refuses_another_num_annotators():
         AnnotatorGate(4, annotator_features=feats)
     gate = AnnotatorGate(3, embedding_dim=2, annotator_features=feats)
     assert AnnotatorGate.from_config(gate.get_config()).num_annotators == 3
+
+
+def test_constructor_arguments_that_would_fail_later_fail_at_construction():
+    """An unknown activation failed at the first call (and only with hidden layers), as
+    Keras' Dense refuses it at construction; MixtureOfGroups' epsilon floors the
+    probabilities under a log: 0 or less gave -inf log-probabilities and NaN losses."""
+    with pytest.raises(ValueError, match="selux"):
+        DifficultyCompetence(K, num_annotators=A, activation="selux")
+    for eps in (0, -1e-3):
+        with pytest.raises(ValueError, match="epsilon must be positive"):
+            MixtureOfGroups(2, K, num_annotators=A, epsilon=eps)

@@ -192,6 +192,7 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         self.instance_embedding_dim = int(instance_embedding_dim)
         self.instance_hidden = tuple(int(u) for u in instance_hidden)
         self.annotator_hidden = tuple(int(u) for u in annotator_hidden)
+        keras.activations.get(activation)   # an unknown name fails here, not at the first call
         self.activation = activation
         self.instance_regularizer = keras.regularizers.get(instance_regularizer)
         self.annotator_regularizer = keras.regularizers.get(annotator_regularizer)

@@ -75,6 +75,8 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
         self.confusion_initializer = (None if confusion_initializer is None
                                       else keras.initializers.get(confusion_initializer))
+        if not float(epsilon) > 0:   # the floor under log: 0 or less gives -inf and NaN losses
+            raise ValueError(f"epsilon must be positive, got {epsilon!r}")
         self.epsilon = float(epsilon)
         self.supports_masking = True
 
