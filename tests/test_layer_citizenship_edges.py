@@ -266,3 +266,19 @@ def test_constructor_arguments_that_would_fail_later_fail_at_construction():
     for eps in (0, -1e-3):
         with pytest.raises(ValueError, match="epsilon must be positive"):
             MixtureOfGroups(2, K, num_annotators=A, epsilon=eps)
+
+
+def test_label_counts_that_are_not_counts_are_refused_naming_the_first():
+    """A -1 (the other losses' missing code) or a NaN entered Eq. 4 as a negative or NaN
+    count: a wrong or NaN loss without a word."""
+    from crowd_keras.errors import CrowdDataError
+
+    probs = np.full((3, 2), 0.5, "float32")
+    counts = np.array([[1, 0], [2, 1], [0, 0]])
+    assert float(LabelCountCrossEntropy()(counts, probs)) == pytest.approx(2 * np.log(2))
+    for bad, shown in [(-1, "-1.0"), (np.nan, "nan")]:
+        wrong = counts.astype("float64")
+        wrong[1, 0] = bad
+        with pytest.raises(CrowdDataError, match=rf"label count {shown} at \(1, 0\) is not a "
+                                                 r"count \(1 such"):
+            LabelCountCrossEntropy()(wrong, probs)
