@@ -82,11 +82,11 @@ class _MaskedMultiLoss(keras.losses.Loss):
     _missing: Any = -1
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
-        self.check_targets(y_true, y_pred)
         _check_item_weights(sample_weight, self.name)
         mask = keras_mask(y_pred)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
+        self.check_targets(y_true, y_pred)   # after: a masked step's targets may hold anything
         if sample_weight is not None or self.reduction not in ("sum_over_batch_size", "mean"):
             return super().__call__(y_true, y_pred, sample_weight)
         with keras.name_scope(self.name):

@@ -282,3 +282,31 @@ def test_label_counts_that_are_not_counts_are_refused_naming_the_first():
         with pytest.raises(CrowdDataError, match=rf"label count {shown} at \(1, 0\) is not a "
                                                  r"count \(1 such"):
             LabelCountCrossEntropy()(wrong, probs)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="targets entering as eager TensorFlow tensors are checked")
+def test_targets_of_masked_steps_may_hold_anything_as_documented():
+    """The masked losses' doc: a Keras-masked step's targets count as missing whatever they
+    hold; an eager call refused a padding value such as -100 there (the check ran before the
+    mask)."""
+    import tensorflow as tf
+
+    from crowd_keras._keras_utils import with_keras_mask
+    from crowd_keras.errors import CrowdDataError
+
+    logits = np.random.default_rng(0).normal(size=(2, 3, A, K)).astype("float32")
+    mask = np.array([[True, True, False], [True, False, False]])
+    y = np.random.default_rng(1).integers(-1, K, size=(2, 3, A))
+
+    def loss(pad):
+        padded = y.copy()
+        padded[~mask] = pad
+        return float(MaskedMultiCrossEntropy()(padded, with_keras_mask(tf.constant(logits),
+                                                                         tf.constant(mask))))
+
+    assert loss(-100) == loss(-1) == loss(2)
+    bad = y.copy()
+    bad[0, 0, 0] = -100
+    with pytest.raises(CrowdDataError, match=r"label -100 at \(0, 0, 0\) is below -1"):
+        MaskedMultiCrossEntropy()(bad, with_keras_mask(tf.constant(logits), tf.constant(mask)))
