@@ -51,7 +51,7 @@ def _load_in_fresh_process(tmp_path, model, x, imports, loss_name):
     model.save(path)
     np.save(tmp_path / "expected.npy", model.predict(x, verbose=0))
     np.save(tmp_path / "x.npy", x)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": "tensorflow"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": keras.backend.backend()}
     done = subprocess.run([sys.executable, "-c", LOAD.format(imports=imports), str(path),
                            str(tmp_path / "expected.npy"), str(tmp_path / "x.npy"), loss_name],
                           capture_output=True, text=True, env=env, timeout=300)
@@ -141,13 +141,13 @@ def test_crowd_model_config_keeps_every_constructor_argument(tmp_path):
     policy."""
     clf = keras.Sequential([keras.Input((D,)), keras.layers.Dense(K)])
     model = CrowdModel(clf, CrowdLayer(A, "S"), from_logits=True, warmup_epochs=3, name="cm",
-                       trainable=False, dtype="float64")
+                       trainable=False, dtype="mixed_bfloat16")
     clone = CrowdModel.from_config(model.get_config())
     assert (clone.from_logits, clone.warmup_epochs, clone.name, clone.trainable,
-            clone.dtype_policy.name) == (True, 3, "cm", False, "float64")
+            clone.dtype_policy.name) == (True, 3, "cm", False, "mixed_bfloat16")
     model(np.zeros((2, D), "float32"))
     model.save(tmp_path / "cm.keras")
-    assert keras.saving.load_model(tmp_path / "cm.keras").dtype_policy.name == "float64"
+    assert keras.saving.load_model(tmp_path / "cm.keras").dtype_policy.name == "mixed_bfloat16"
 
 
 CONFIGURED = [
@@ -226,7 +226,7 @@ def test_sample_weights_of_another_shape_than_one_per_item_name_the_shape():
         return built
 
     with pytest.raises(ValueError, match=r"sample_weight must hold one weight per item, shape "
-                                         r"\(batch,\) or \(batch, 1\), got shape \(None, 4\)"):
+                                         r"\(batch,\) or \(batch, 1\), got shape \(\w+, 4\)"):
         model().fit(x, y, sample_weight=np.ones((N, A)), epochs=1, verbose=0)
     model().fit(x, y, sample_weight=np.linspace(0, 1, N), epochs=1, verbose=0)
     logits = np.zeros((N, A, K), "float32")

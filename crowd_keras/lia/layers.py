@@ -227,7 +227,8 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
     def check_input_shape(self, input_shape: Any) -> None:
         """ValueError naming the shape unless the instance input is a representation
         ``(batch, features)`` (the features the layer was built for, once built), or indices
-        ``(batch,)`` / ``(batch, 1)`` with ``num_instances``, and ``annotator_ids`` ``(batch, k)``."""
+        ``(batch,)`` / ``(batch, 1)`` with ``num_instances``, and ``annotator_ids``
+        ``(batch, k)``."""
         inst_shape = tuple(input_shape[0]) if is_shape_list(input_shape) else tuple(input_shape)
         if self.num_instances is not None:
             if len(inst_shape) not in (1, 2) or (len(inst_shape) == 2 and inst_shape[-1] != 1):
