@@ -74,6 +74,17 @@ def is_shape_list(shape: Any) -> bool:
             and isinstance(shape[0], (list, tuple)))
 
 
+def static_shapes(inputs: Any) -> Any:
+    """The static shape of a layer's input (a tuple, None for an unknown axis), or the list
+    of them for a list of inputs: what ``build`` and ``compute_output_shape`` receive."""
+    def shape(x: Any) -> tuple:
+        return tuple(x.shape) if hasattr(x, "shape") else tuple(np.shape(x))
+
+    if isinstance(inputs, (list, tuple)):
+        return [shape(x) for x in inputs]
+    return shape(inputs)
+
+
 def annotator_mask(annotator_ids: Any) -> Any:
     """Boolean mask of real slots in padded codes: False where a slot holds ``MISSING`` (-1).
 
@@ -466,7 +477,16 @@ class ChecksIdsAtEntry:
     TensorFlow tensor: :func:`concrete_values`) are checked against ``num_annotators``
     before the call (:func:`checked_codes`): ``-2`` would read annotator 0's weights and
     ``1.7`` be truncated to 1. Tensors inside a compiled step are not checked: no op is added
-    to the graph (``CrowdModel.fit`` checks its targets once, before training)."""
+    to the graph (``CrowdModel.fit`` checks its targets once, before training).
+
+    A built layer also checks the static shapes of every later call
+    (:meth:`check_input_shape`, which its ``build`` runs too), as Keras' ``input_spec``
+    does for its own layers: a layer built for 4 classes and called on 5 would otherwise
+    fail in a backend op (eager) or give a wrong output shape (symbolic)."""
+
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the layer and the shape of an input it cannot take (a shape,
+        or a list of shapes for a list of inputs)."""
 
     def entry_ids(self, inputs: Any) -> Any:
         """The annotator ids among a call's ``inputs`` (``[probs, annotator_ids, ...]``)."""
@@ -475,6 +495,8 @@ class ChecksIdsAtEntry:
         return None
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.built:
+            self.check_input_shape(static_shapes(inputs))
         bound = getattr(self, "num_annotators", None)
         if bound is not None:
             ids = concrete_values(self.entry_ids(inputs))

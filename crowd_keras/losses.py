@@ -50,16 +50,22 @@ from .mixture_of_groups.losses import LabelCountCrossEntropy
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
 
 
-def _rank(x: Any) -> Any:
-    """The rank of an array or tensor, None where a compiled step does not know it (Keras'
-    temporal sample weights)."""
+def _shape(x: Any) -> Any:
+    """The static shape of an array or tensor as a tuple (None for an unknown size), None
+    where a compiled step does not know its rank (Keras' temporal sample weights)."""
     shape = getattr(x, "shape", None)
     if shape is None:
-        return len(np.shape(x))
+        return tuple(np.shape(x))
     try:
-        return len(shape)
+        return tuple(shape)
     except (TypeError, ValueError):
         return None
+
+
+def _rank(x: Any) -> Any:
+    """The rank of an array or tensor, None where a compiled step does not know it."""
+    shape = _shape(x)
+    return None if shape is None else len(shape)
 
 
 def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
@@ -85,12 +91,15 @@ class _MaskedMultiLoss(keras.losses.Loss):
     _missing: Any = -1
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
-        self.check_targets(y_true, y_pred)
         mask = keras_mask(y_pred)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
+        self.check_targets(y_true, y_pred)   # after: a masked step's targets may hold anything
         if sample_weight is not None and _rank(sample_weight) != 1:
-            return self._step_weighted(y_true, y_pred, sample_weight)
+            if (_shape(sample_weight) or ())[1:] == (1,):
+                sample_weight = ops.reshape(sample_weight, (-1,))   # (batch, 1): per item
+            else:
+                return self._step_weighted(y_true, y_pred, sample_weight)
         if sample_weight is not None or self.reduction not in ("sum_over_batch_size", "mean"):
             return super().__call__(y_true, y_pred, sample_weight)
         with keras.name_scope(self.name):

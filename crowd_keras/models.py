@@ -55,6 +55,9 @@ from .item_consensus import (CrowdConsensus, CrowdSummary, item_posteriors, mean
                              with_expected_accuracy)
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
 from .optimizers import LazyAdam
+# every layer a saved CrowdModel may hold, registered for keras.saving.load_model (Keras
+# imports no module of a custom object)
+from . import layers  # noqa: F401,E402
 
 # TruthValidation (callbacks) and LazyAdam (optimizers) are re-exported for existing imports.
 __all__ = ["CrowdModel", "TruthValidation", "LazyAdam"]
@@ -455,6 +458,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if ids is None:
             return x, labels
         ids = self._checked_ids(ids, y_kind)
+        self._check_no_label_at_padding(ids, labels, y_kind)
         return {X_KEY: x, IDS_KEY: ids}, labels
 
     def _num_classes(self) -> Optional[int]:
@@ -470,6 +474,20 @@ class CrowdModel(CrowdConsensus, keras.Model):
         return checked_codes(ids, self.noise_layer.num_annotators, "annotator id",
                              f"{where} annotator_ids", "num_annotators")
 
+    def _check_no_label_at_padding(self, ids: np.ndarray, labels: np.ndarray,
+                                   where: str) -> None:
+        """CrowdDataError for a label in a padding slot (annotator id -1): the layers read
+        annotator 0's weights there, so the label would be trained as annotator 0's."""
+        slots = ids.reshape(ids.shape[:1] + (1,) * (labels.ndim - 2) + ids.shape[1:])
+        present = ~np.isnan(labels) if labels.dtype.kind == "f" else labels >= 0
+        orphan = (slots < 0) & present
+        if orphan.any():
+            pos = tuple(int(p) for p in np.argwhere(orphan)[0])
+            raise CrowdDataError(f"{where}: label {labels[pos].item()!r} at {pos} is in a padding "
+                                 f"slot (annotator id -1; {int(orphan.sum())} such label(s)); "
+                                 "a padding slot's label must be missing (-1, NaN for "
+                                 "regression)")
+
     def _checked_labels(self, labels: np.ndarray, where: str) -> np.ndarray:
         if self.is_regression:
             if labels.dtype.kind not in "iuf":
@@ -481,7 +499,9 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
     # ------------------------------------------------------------------ serialization
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable, "from_logits": self.from_logits,
+        return {"name": self.name, "trainable": self.trainable,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+                "from_logits": self.from_logits,
                 "warmup_epochs": self.warmup_epochs,
                 "classifier": keras.saving.serialize_keras_object(self.classifier),
                 "noise_layer": keras.saving.serialize_keras_object(self.noise_layer)}

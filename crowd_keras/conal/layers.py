@@ -62,7 +62,8 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     ``[σ(-1), σ(1)] ≈ [0.27, 0.73]`` unless ``scale`` (default 1, as in the paper) widens it.
 
     Args:
-        num_annotators: number of annotators (ignored when ``annotator_features`` is given).
+        num_annotators: number of annotators (optional with ``annotator_features``, which
+            then must have that many rows).
         embedding_dim: size of u and v (the paper uses 20).
         annotator_features: optional ``(annotators, f)`` array describing each annotator.
         scale: multiplies û·v̂ before the sigmoid.
@@ -83,6 +84,10 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
             raise ValueError(f"annotator_features must be (annotators, features), got {feats.shape}")
         if feats is None and num_annotators is None:
             raise ValueError("AnnotatorGate needs num_annotators or annotator_features")
+        if feats is not None and num_annotators is not None and \
+                checked_int(num_annotators, "num_annotators") != len(feats):
+            raise ValueError(f"AnnotatorGate: num_annotators={num_annotators} but "
+                             f"annotator_features has {len(feats)} rows (one per annotator)")
         self.num_annotators = (int(feats.shape[0]) if feats is not None
                                else checked_int(num_annotators, "num_annotators"))
         self.embedding_dim = checked_int(embedding_dim, "embedding_dim")
@@ -90,14 +95,24 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.scale = float(scale)
         self.supports_masking = True
 
-    def build(self, input_shape: Any) -> None:
-        x_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
-        if len(x_shape) not in (2, 3) or x_shape[-1] is None:
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the shape unless ``x`` is ``(batch, [time,] features)`` (the
+        features the layer was built for, once built) and ``annotator_ids`` ``(batch, k)``."""
+        x_shape = tuple(input_shape[0] if is_shape_list(input_shape) else input_shape)
+        d = int(self.instance_kernel.shape[0]) if self.built else None
+        if len(x_shape) not in (2, 3) or (x_shape[-1] is None and d is None) or \
+                (None not in (d, x_shape[-1]) and x_shape[-1] != d):
+            built = "" if d is None else f" (layer {self.name!r} was built for {d} features)"
             raise ValueError("AnnotatorGate expects an instance representation of shape (batch, "
-                             f"[time,] features) with known features, got {tuple(x_shape)}")
+                             f"[time,] {d or 'features'}) with known features, got "
+                             f"{x_shape}{built}")
         if is_shape_list(input_shape) and len(input_shape[1]) != 2:
             raise ValueError("AnnotatorGate: annotator_ids must be (batch, k), got shape "
                              f"{tuple(input_shape[1])}")
+
+    def build(self, input_shape: Any) -> None:
+        self.check_input_shape(input_shape)
+        x_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
         d = int(x_shape[-1])
         e = self.embedding_dim
         self.instance_kernel = self.add_weight(shape=(d, e), initializer="glorot_uniform",
@@ -251,7 +266,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
 
     def build(self, input_shape: Any) -> None:
         k, a = self.num_classes, self.num_annotators
-        self._check_shapes(input_shape)
+        self.check_input_shape(input_shape)
         scale = self.init_scale / self.learning_rate_multiplier   # stored value at init
         # not autocast: call() casts them to the compute dtype where they meet the data, and
         # the difference regulariser reads them in float32 (under mixed_float16 a float16
@@ -265,7 +280,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         if self.gate is not None and not self.gate.built:
             self.gate.build(tuple(input_shape[-1]))
 
-    def _check_shapes(self, input_shape: Any) -> None:
+    def check_input_shape(self, input_shape: Any) -> None:
         """ValueError naming the layer and the shapes when the probabilities do not have
         ``num_classes`` classes or ω not one value per annotator slot (a backend's matmul or
         broadcast error otherwise, and none at all on a symbolic call)."""

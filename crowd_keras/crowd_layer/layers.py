@@ -90,19 +90,34 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.kernel = self.scale = self.bias = None
 
     # ------------------------------------------------------------------ weights
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the shape unless ``probs`` are ``(batch, [time,] classes)`` (at
+        least 2 classes; the classes the layer was built for, once built) and
+        ``annotator_ids`` ``(batch, k)``: a symbolic call (a functional model) is checked
+        here (the mixin's hook, ``build``, ``compute_output_shape``), as it runs no ``call``."""
+        self._checked_shapes(input_shape)
+
     def _checked_shapes(self, input_shape: Any) -> tuple:
-        """``(probs_shape, ids_shape or None)`` of a call's input shape, or ValueError naming
-        the shape: a symbolic call (a functional model) goes through here, not :meth:`call`."""
+        """``(probs_shape, ids_shape or None)`` of a call's input shape, checked."""
         probs_shape, ids_shape = input_shape, None
         if is_shape_list(input_shape):   # a list of another length: call() says so
             probs_shape = input_shape[0]
             ids_shape = input_shape[1] if len(input_shape) == 2 else None
-        if len(probs_shape) not in (2, 3) or probs_shape[-1] is None:
-            raise ValueError("CrowdLayer expects probabilities of shape (batch, classes) or "
-                             f"(batch, time, classes) with known classes, got {tuple(probs_shape)}")
-        if self.num_classes is not None and probs_shape[-1] != self.num_classes:
-            raise ValueError(f"CrowdLayer was built for {self.num_classes} classes, got "
-                             f"probabilities of shape {tuple(probs_shape)}")
+        probs_shape = tuple(probs_shape)
+        k = self.num_classes
+        if len(probs_shape) not in (2, 3) or (probs_shape[-1] is None and k is None) or \
+                (None not in (k, probs_shape[-1]) and probs_shape[-1] != k):
+            classes = "classes" if k is None else k
+            built = "" if k is None else f" (layer {self.name!r} was built for {k} classes)"
+            raise ValueError(f"CrowdLayer expects probabilities of shape (batch, {classes}) or "
+                             f"(batch, time, {classes}) with known classes, got "
+                             f"{probs_shape}{built}")
+        if probs_shape[-1] == 1:
+            # one class: every softmax is 1 and the loss 0 (JAX, torch) or a label out of range
+            raise ValueError("CrowdLayer expects probabilities over at least 2 classes (a "
+                             f"softmax output), got shape {probs_shape}; for a binary "
+                             "classifier with one sigmoid unit use Dense(2, activation="
+                             "'softmax') instead")
         if ids_shape is not None:
             checked_ids_shape(ids_shape, "CrowdLayer")
         return probs_shape, ids_shape
@@ -146,9 +161,7 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
             if len(inputs) != 2:
                 raise ValueError("CrowdLayer takes probs or [probs, annotator_ids], got a list of "
                                  f"{len(inputs)} tensors")
-            self._checked_shapes([tuple(x.shape) for x in inputs])   # at trace time only
             return self._indexed(*inputs)
-        self._checked_shapes(tuple(inputs.shape))
         return self._dense(inputs)
 
     def _dense(self, probs: Any) -> Any:

@@ -192,6 +192,7 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         self.instance_embedding_dim = int(instance_embedding_dim)
         self.instance_hidden = tuple(int(u) for u in instance_hidden)
         self.annotator_hidden = tuple(int(u) for u in annotator_hidden)
+        keras.activations.get(activation)   # an unknown name fails here, not at the first call
         self.activation = activation
         self.instance_regularizer = keras.regularizers.get(instance_regularizer)
         self.annotator_regularizer = keras.regularizers.get(annotator_regularizer)
@@ -223,7 +224,30 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
             out.append((kernel, bias))
         return out
 
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the shape unless the instance input is a representation
+        ``(batch, features)`` (the features the layer was built for, once built), or indices
+        ``(batch,)`` / ``(batch, 1)`` with ``num_instances``, and ``annotator_ids``
+        ``(batch, k)``."""
+        inst_shape = tuple(input_shape[0]) if is_shape_list(input_shape) else tuple(input_shape)
+        if self.num_instances is not None:
+            if len(inst_shape) not in (1, 2) or (len(inst_shape) == 2 and inst_shape[-1] != 1):
+                raise ValueError("DifficultyCompetence(num_instances=...) expects instance "
+                                 f"indices of shape (batch,) or (batch, 1), got {inst_shape}")
+        else:
+            d = int(self.instance_layers[0][0].shape[0]) if self.built else None
+            if len(inst_shape) != 2 or (inst_shape[-1] is None and d is None) or \
+                    (None not in (d, inst_shape[-1]) and inst_shape[-1] != d):
+                built = "" if d is None else f" (layer {self.name!r} was built for {d} features)"
+                raise ValueError("DifficultyCompetence expects an instance representation of "
+                                 f"shape (batch, {d or 'features'}), got {inst_shape}{built}; "
+                                 "for instance indices set num_instances")
+        if is_shape_list(input_shape) and len(input_shape[1]) != 2:
+            raise ValueError("DifficultyCompetence: annotator_ids must be (batch, k), got shape "
+                             f"{tuple(input_shape[1])}")
+
     def build(self, input_shape: Any) -> None:
+        self.check_input_shape(input_shape)
         inst_shape = tuple(input_shape[0]) if is_shape_list(input_shape) else tuple(input_shape)
         width = self.num_classes * self.num_classes * self.latent_dim
         if self.num_instances is not None:
@@ -234,10 +258,6 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
                 autocast=False)              # a table of rows (gather_rows)
             d_in = self.instance_embedding_dim
         else:
-            if len(inst_shape) != 2 or inst_shape[-1] is None:
-                raise ValueError("DifficultyCompetence expects an instance representation of "
-                                 f"shape (batch, features), got {inst_shape}; for instance "
-                                 "indices set num_instances")
             d_in = int(inst_shape[-1])
         self.instance_layers = self._mlp("instance", (d_in, *self.instance_hidden, width),
                                          self.instance_regularizer)

@@ -75,6 +75,8 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
         self.confusion_initializer = (None if confusion_initializer is None
                                       else keras.initializers.get(confusion_initializer))
+        if not float(epsilon) > 0:   # the floor under log: 0 or less gives -inf and NaN losses
+            raise ValueError(f"epsilon must be positive, got {epsilon!r}")
         self.epsilon = float(epsilon)
         self.supports_masking = True
 
@@ -90,7 +92,9 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
                 + (1 - np.eye(k))[None] * ((1 - acc) / (k - 1))[:, None, None])
         return ops.convert_to_tensor(np.log(beta), dtype=dtype)
 
-    def build(self, input_shape: Any) -> None:
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the shape unless ``probs`` are ``(batch, [time,] num_classes)``
+        and ``annotator_ids`` ``(batch, k)``."""
         probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
         if len(probs_shape) not in (2, 3) or (probs_shape[-1] is not None
                                               and int(probs_shape[-1]) != self.num_classes):
@@ -100,6 +104,9 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         if is_shape_list(input_shape) and len(input_shape) == 2 and len(input_shape[1]) != 2:
             raise ValueError("MixtureOfGroups: annotator_ids must be (batch, k), got shape "
                              f"{tuple(input_shape[1])}")
+
+    def build(self, input_shape: Any) -> None:
+        self.check_input_shape(input_shape)
         m, k = self.num_groups, self.num_classes
         self.confusion_logits = self.add_weight(
             shape=(m, k, k), name="confusion_logits",

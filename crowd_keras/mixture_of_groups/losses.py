@@ -15,12 +15,30 @@ from typing import Any
 
 from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
+import numpy as np
 from keras import ops
 
-from .._keras_utils import (checked_bool, clip_probabilities, hide_masked_steps, keras_mask,
-                            observed_mean)
+from .._keras_utils import (checked_bool, clip_probabilities, concrete_values,
+                            hide_masked_steps, keras_mask, observed_mean)
+from ..errors import CrowdDataError
 
 __all__ = ["LabelCountCrossEntropy"]
+
+
+def _check_counts(y_true: Any, what: str) -> None:
+    """Label counts that enter as data (``concrete_values``; a compiled step's symbolic ones
+    are not checked) must be finite and non-negative, else CrowdDataError naming the first
+    bad one: a -1 (the missing-label code of the other losses) or a NaN would enter the
+    log-likelihood as a negative or NaN count."""
+    counts = concrete_values(y_true)
+    if counts is None or counts.dtype.kind not in "iuf":
+        return
+    bad = ~np.isfinite(counts) | (counts < 0)
+    if bad.any():
+        pos = tuple(int(p) for p in np.argwhere(bad)[0])
+        raise CrowdDataError(f"{what} y_true: label count {counts[pos].item()!r} at {pos} is not "
+                             f"a count ({int(bad.sum())} such value(s)); counts are finite and "
+                             "non-negative, 0 for a class nobody chose")
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
@@ -50,6 +68,7 @@ class LabelCountCrossEntropy(keras.losses.Loss):
         mask = keras_mask(y_pred)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, 0.0)
+        _check_counts(y_true, self.name)   # after: a masked step's counts may hold anything
         return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
