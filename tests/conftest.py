@@ -58,3 +58,13 @@ def _registry_restored():
     yield
     for registry, snapshot in saved:
         registry.restore(snapshot)
+
+
+@pytest.fixture
+def dask_threads():
+    """Dask's threaded scheduler for the test (the Dask test modules use it for every test:
+    ``pytestmark = pytest.mark.usefixtures("dask_threads")``)."""
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        yield

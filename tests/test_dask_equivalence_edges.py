@@ -15,10 +15,7 @@ from crowd_keras.distributed import aggregate  # noqa: E402
 TOL = 1e-6
 
 
-@pytest.fixture(autouse=True)
-def threads():
-    with dask.config.set(scheduler="threads"):
-        yield
+pytestmark = pytest.mark.usefixtures("dask_threads")
 
 
 def small_crowd(n_items=80, seed=0):

@@ -21,10 +21,7 @@ from crowd_keras.distributed import aggregate, supported_methods  # noqa: E402
 TOL = 1e-6
 
 
-@pytest.fixture(autouse=True)
-def threads():
-    with dask.config.set(scheduler="threads"):
-        yield
+pytestmark = pytest.mark.usefixtures("dask_threads")
 
 
 def crowd_frame(n_items=1500, seed=1):

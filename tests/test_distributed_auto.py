@@ -29,10 +29,7 @@ SPAMMY = [{"name": "workers", "probability": 0.7, "accuracy": 0.75},
           {"name": "spammers", "probability": 0.3, "accuracy": None}]
 
 
-@pytest.fixture(autouse=True)
-def threads():
-    with dask.config.set(scheduler="threads"):
-        yield
+pytestmark = pytest.mark.usefixtures("dask_threads")
 
 
 def assert_same_choice(result, reference, rel=1e-9):

@@ -23,10 +23,7 @@ TOL = 1e-10
 CLASSES = np.array(["cat", "dog", "emu"])
 
 
-@pytest.fixture(autouse=True)
-def threads():
-    with dask.config.set(scheduler="threads"):
-        yield
+pytestmark = pytest.mark.usefixtures("dask_threads")
 
 
 @pytest.fixture(scope="module")
