@@ -114,8 +114,9 @@ def test_layers_with_fixed_sizes_check_every_call_not_only_the_first():
 
 
 @pytest.mark.parametrize("make,width", [(lambda: CrowdLayer(A), K),
-                                        (lambda: DifficultyCompetence(K, num_annotators=A), D)],
-                         ids=["CrowdLayer", "DifficultyCompetence"])
+                                        (lambda: DifficultyCompetence(K, num_annotators=A), D),
+                                        (lambda: CommonNoiseAdaptation(A, K, omega=0.5), K)],
+                         ids=["CrowdLayer", "DifficultyCompetence", "CommonNoiseAdaptation"])
 def test_symbolic_annotator_ids_of_another_rank_are_refused_when_the_model_is_built(make, width):
     """The eager call refused ids of shape (batch, k, 1) but a functional model accepted them
     (the output shape came from compute_output_shape) and failed later, in fit."""

@@ -23,9 +23,9 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
-                            checked_codes, checked_int, checked_noise_scale, concrete_values,
-                            floor_at, gather_annotators, identity_initializer, is_shape_list,
-                            weight_in_use)
+                            checked_codes, checked_ids_shape, checked_int, checked_noise_scale,
+                            concrete_values, floor_at, gather_annotators, identity_initializer,
+                            is_shape_list, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -291,6 +291,8 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
             raise ValueError(f"CommonNoiseAdaptation(num_classes={self.num_classes}) expects "
                              f"probabilities of shape (batch, [time,] {self.num_classes}), got "
                              f"{probs}")
+        if ids is not None:
+            checked_ids_shape(ids, "CommonNoiseAdaptation")
         if omega is not None:
             width = self.num_annotators if ids is None else ids[-1]
             if None not in (width, omega[-1]) and omega[-1] != width:
