@@ -159,3 +159,14 @@ def test_the_edges_on_a_local_cluster(tmp_path):
                     dd.from_pandas(df.astype({"label": object}), npartitions=2)
                     .repartition(npartitions=5)):
             assert_in_memory(aggregate(ddf, method="dawid_skene"), memory, ann)
+
+
+def test_to_parquet_refuses_write_index_naming_why(tmp_path):
+    # Dask's own message was a generic "got multiple values for keyword argument"
+    result = aggregate(dd.from_pandas(small_crowd(), npartitions=2), method="majority_vote")
+    with pytest.raises(TypeError, match=r"to_parquet: write_index cannot be given: the labels "
+                                        r"are written with the item id as their index"):
+        result.to_parquet(tmp_path / "out", write_index=False)
+    assert not (tmp_path / "out").exists()                     # refused before any write
+    result.to_parquet(tmp_path / "out", compression="gzip")   # other Dask options still pass
+    assert len(dd.read_parquet(tmp_path / "out" / "labels").compute()) == 80

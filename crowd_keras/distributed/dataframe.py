@@ -194,6 +194,9 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
     rewrite replaces the previous files (none of a run with more partitions is left to be
     read again), and a failed one leaves them as they were. ``append=True`` adds to them.
     """
+    if "write_index" in kwargs:   # the item id is the labels' index: their files hold it
+        raise TypeError("to_parquet: write_index cannot be given: the labels are written with "
+                        "the item id as their index")
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise CrowdDataError(f"{path} is a file; give a folder (it is created when missing)")
