@@ -46,9 +46,14 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
         self.scale = self.bias = None
         self.supports_masking = True
 
+    def check_input_shape(self, input_shape: Any) -> None:
+        """ValueError naming the shape unless ``mu`` is ``(batch, [time,] 1)`` and
+        ``annotator_ids`` ``(batch, k)`` (the mixin's hook on every call of a built layer,
+        ``build``, ``compute_output_shape``: a symbolic call runs no :meth:`call`)."""
+        self._checked_shapes(input_shape)
+
     def _checked_shapes(self, input_shape: Any) -> tuple:
-        """``(mu_shape, ids_shape or None)``, or ValueError naming the shape (a symbolic call
-        does not run :meth:`call`)."""
+        """``(mu_shape, ids_shape or None)`` of a call's input shape, checked."""
         shape, ids_shape = input_shape, None
         if is_shape_list(input_shape):   # a list of another length: call() says so
             shape, ids_shape = input_shape[0], (input_shape[1] if len(input_shape) == 2 else None)
@@ -75,7 +80,6 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
                 raise ValueError("CrowdRegressionLayer takes mu or [mu, annotator_ids], got a "
                                  f"list of {len(inputs)} tensors")
             mu, ids = inputs
-            checked_ids_shape(ids.shape, "CrowdRegressionLayer")
             seq = len(mu.shape) == 3
             scale = bias = None
             if self.scale is not None:
