@@ -129,26 +129,25 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
     return df
 
 
+#: an integer written plainly: ``012``, ``12.0``, ``+12`` and ``-0`` would merge with another id
+_PLAIN_INTEGER = r"0|-?[1-9][0-9]{0,17}"
+
+
 def _plain_integers(column: Any) -> Any:
     """An id column read as text, as integers when every id is an integer written plainly
-    (``12``; not ``012``, ``12.0``, ``+12`` or ``-0``, which would merge with another id):
-    else the text."""
-    import pandas as pd
-
+    (:data:`_PLAIN_INTEGER`), else the text."""
     given = column.dropna()
-    if not given.str.fullmatch(r"0|-?[1-9][0-9]{0,17}").all():
+    if not given.str.fullmatch(_PLAIN_INTEGER).all():
         return column
-    return column.astype("int64") if len(given) == len(column) else \
-        pd.Series([int(v) if isinstance(v, str) else v for v in column], index=column.index,
-                  dtype=object)
+    return column.astype("int64") if len(given) == len(column) else _each_plain_integer(column)
 
 
 def _each_plain_integer(column: Any) -> Any:
-    """An id column read as text with each id written plainly as an integer (as
-    :func:`_plain_integers`) made an integer, the others left as text."""
+    """An id column read as text with each id written plainly as an integer made an integer,
+    the others (and missing ones) left as they are."""
     import pandas as pd
 
-    plain = column.str.fullmatch(r"0|-?[1-9][0-9]{0,17}").fillna(False).to_numpy(dtype=bool)
+    plain = column.str.fullmatch(_PLAIN_INTEGER).fillna(False).to_numpy(dtype=bool)
     return pd.Series([int(v) if ok else v for v, ok in zip(column, plain)], index=column.index,
                      dtype=object)
 
