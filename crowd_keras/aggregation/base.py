@@ -226,12 +226,22 @@ class LabelModel(Params):
         """Items × classes posterior of the true class (see the module docstring).
 
         With new annotations, annotators not seen in fit are ignored and counted in
-        ``n_unknown_annotations_`` (models that can place unseen annotators say so).
+        ``n_unknown_annotations_`` (models that can place unseen annotators say so). A new
+        frame or matrix is read with the fitted classes (a batch may use a few of them).
         """
         self._check_fitted()
         if annotations is None:
             return self.posteriors_.copy()
-        return self._posteriors_for_new(as_annotations(annotations))
+        return self._posteriors_for_new(self._read_new(annotations))
+
+    def _read_new(self, annotations: Any) -> Annotations:
+        """New annotations as ``Annotations``: a frame or a matrix is read with the fitted
+        classes (read alone, a batch whose labels are a few of the classes would have only
+        those, and differ from the fit's)."""
+        if isinstance(annotations, Annotations):
+            return annotations
+        self._check_fitted()
+        return as_annotations(annotations, classes=self.annotations_.classes)
 
     def predict(self, annotations: Any = None) -> np.ndarray:
         """Most probable class code per item (ties to the lowest code)."""
@@ -337,7 +347,7 @@ class LabelModel(Params):
         self._check_fitted()
         if annotations is None or annotations is self.annotations_:
             return self.annotations_, self.posteriors_, getattr(self, "item_log_prior_", None)
-        ann = as_annotations(annotations)
+        ann = self._read_new(annotations)
         self.__dict__.pop("n_unknown_annotations_", None)   # set again by predict_proba when
         post = self.predict_proba(ann)                       # it leaves annotations out
         if hasattr(self, "n_unknown_annotations_") and \
@@ -365,7 +375,7 @@ class LabelModel(Params):
         """(annotations,) chance that each annotation's label is its item's true class, in the
         annotations' stored order (``annotations_.to_frame()`` rows)."""
         from . import quality
-        given = None if annotations is None else as_annotations(annotations)
+        given = None if annotations is None else self._read_new(annotations)
         ann, post, prior = self._scored(given)
         if given is None or ann is given:
             return quality.annotation_quality(post, ann, item_log_prior=prior)

@@ -360,7 +360,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
             return self.posteriors_.copy()
         if getattr(self, "labeling_function_model_", None) is not None:
             return self._handed_over(self.labeling_function_model_, annotations)
-        new = self._align(as_annotations(annotations))
+        new = self._align(self._read_new(annotations))
         if self.uses_features_:
             if features is None:
                 raise CrowdDataError("this LIA was fitted with item features: give features "

@@ -43,7 +43,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import as_annotations, check_settings
+from ..aggregation.base import check_settings
 from ..aggregation.em import Block, EMLabelModel, Summary, run_em
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
@@ -315,7 +315,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         self._require_crowd_regime("there are no groups")
         if annotations is None:
             return self.memberships_.copy()
-        new = as_annotations(annotations)
+        new = self._read_new(annotations)
         if item_posteriors is not None:
             self._check_classes(new)
             t = np.asarray(item_posteriors, dtype=np.float64)
