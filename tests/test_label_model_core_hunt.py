@@ -43,3 +43,47 @@ def test_mixture_of_groups_group_probabilities_of_a_new_frame(frame):
     model = MixtureOfGroupsModel(num_groups=2, restarts=1).fit(frame)
     new = frame[frame.task == "t1"].assign(label="cat")
     assert model.group_probabilities(new).shape == (3, model.memberships_.shape[1])
+
+
+SMALL = np.array([[0, 1, 1], [1, 1, 0], [0, 0, 0], [1, -1, 1]])
+
+
+@pytest.mark.parametrize("name,setting", [
+    ("dawid_skene", "max_iter"), ("dawid_skene", "tol"), ("dawid_skene", "smoothing"),
+    ("glad", "max_iter"), ("mace", "tol"), ("ibcc", "max_iter"), ("bwa", "tol"),
+    ("calibrated_vote", "smoothing"), ("tie_broken_vote", "max_iter"),
+    ("abstain_dawid_skene", "smoothing")])
+def test_a_setting_of_none_is_a_type_error_naming_it(name, setting):
+    """None is no iteration count or tolerance: int()'s and float()'s messages named nothing."""
+    from crowd_keras.aggregation import get_label_model
+    with pytest.raises(TypeError, match=rf"{setting} must be .*NoneType None"):
+        get_label_model(name, **{setting: None}).fit(SMALL)
+
+
+def test_mace_smoothing_none_is_its_default():
+    from crowd_keras.aggregation import MACE
+    assert MACE(smoothing=None, restarts=1).fit(SMALL).predict_proba().shape == (4, 2)
+
+
+@pytest.mark.parametrize("name,setting,value,error", [
+    ("dawid_skene", "prior_strength", "x", TypeError),
+    ("dawid_skene", "prior_strength", None, TypeError),
+    ("dawid_skene", "prior_strength", float("nan"), ValueError),
+    ("one_coin_dawid_skene", "prior_strength", "1", TypeError),
+    ("ebcc", "num_groups", True, TypeError),
+    ("ebcc", "num_groups", 2.0, TypeError),
+    ("ebcc", "num_groups", 0, ValueError),
+    ("ebcc", "prune_below", "x", TypeError),
+    ("ebcc", "prune_below", None, TypeError),
+    ("abstain_dawid_skene", "abstain_weight", None, TypeError),
+    ("abstain_dawid_skene", "abstain_weight", [0.5], TypeError)])
+def test_a_setting_of_a_wrong_type_is_named(name, setting, value, error):
+    from crowd_keras.aggregation import get_label_model
+    with pytest.raises(error, match=setting):
+        get_label_model(name, **{setting: value}).fit(SMALL)
+
+
+def test_dawid_skene_prior_strength_inf_is_one_matrix_for_the_crowd():
+    model = DawidSkene(prior_strength=float("inf")).fit(SMALL)
+    np.testing.assert_allclose(model.confusion_matrices_, model.confusion_matrices_[:1]
+                               .repeat(3, axis=0))

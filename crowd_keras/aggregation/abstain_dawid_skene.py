@@ -25,6 +25,7 @@ over items), so it runs split into blocks and on Dask as in memory.
 """
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
@@ -270,7 +271,11 @@ class AbstainAwareDawidSkene(EMLabelModel):
                                  f"{self.abstain_weight!r}")
             self.abstain_weight_ = 0.0 if self.anchor_ == "votes" else 1.0
         else:
-            w = float(self.abstain_weight)
+            w = self.abstain_weight
+            if isinstance(w, bool) or not isinstance(w, Real):
+                raise TypeError(f"abstain_weight must be a number in [0, 1] or 'auto', got "
+                                f"{type(w).__name__} {w!r}")
+            w = float(w)
             if not 0.0 <= w <= 1.0:
                 raise ValueError(f"abstain_weight must be in [0, 1], got {w}")
             self.abstain_weight_ = w

@@ -15,6 +15,7 @@ classifier's output for inputs ``x``, without any annotation.)
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Optional
 
 import numpy as np
@@ -78,14 +79,22 @@ def check_settings(model: Any) -> None:
     is not left to numpy's message that names no argument)."""
     settings = vars(model)
     name = type(model).__name__
+    # None is "unset" only where the constructor's default is None (MACE's smoothing):
+    # elsewhere it is a wrong type, named here rather than by int()'s or float()'s message
+    unset = {p.name for p in inspect.signature(type(model).__init__).parameters.values()
+             if p.default is None}
+
+    def given(setting: str) -> bool:
+        return setting in settings and (settings[setting] is not None or setting not in unset)
+
     for seed in ("seed", "random_state"):
         if settings.get(seed) is not None:
             check_count(settings[seed], f"{name} {seed}", 0)
-    if settings.get("max_iter") is not None:
+    if given("max_iter"):
         check_count(settings["max_iter"], f"{name} max_iter", 0)
-    if settings.get("tol") is not None:
+    if given("tol"):
         check_number(settings["tol"], f"{name} tol", low=-np.inf)
-    if settings.get("smoothing") is not None:
+    if given("smoothing"):
         check_number(settings["smoothing"], f"{name} smoothing")
 
 

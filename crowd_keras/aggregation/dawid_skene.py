@@ -1,6 +1,7 @@
 """Dawid-Skene: one confusion matrix per annotator, fitted by EM (Dawid & Skene, 1979)."""
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -207,9 +208,12 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
         self.labeling_functions = labeling_functions
 
     def _check_params(self) -> None:
-        if not float(self.prior_strength) >= 0:
-            raise ValueError(f"prior_strength must be >= 0 (inf: one matrix for the crowd), got "
-                             f"{self.prior_strength!r}")
+        strength = self.prior_strength
+        wrong_type = isinstance(strength, bool) or not isinstance(strength, Real)
+        if wrong_type or not strength >= 0:
+            raise (TypeError if wrong_type else ValueError)(
+                f"prior_strength must be a number >= 0 (inf: one matrix for the crowd), got "
+                f"{type(strength).__name__} {strength!r}")
         if self.prior_mean not in PRIOR_MEANS:
             raise ValueError(f"prior_mean must be one of {PRIOR_MEANS}, got {self.prior_mean!r}")
 

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ...arguments import check_count, check_number
 from ...numerics import softmax_rows
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
@@ -251,11 +252,8 @@ class EBCC(BayesianLabelModel):
 
     def _check_params(self) -> None:
         check_positive(self, "a_pi", "alpha", "a_v", "b_v")
-        if not (isinstance(self.num_groups, (int, np.integer)) and self.num_groups >= 1):
-            raise ValueError(f"EBCC: num_groups must be a positive integer, got "
-                             f"{self.num_groups!r}")
-        if not float(self.prune_below) >= 0:
-            raise ValueError(f"EBCC: prune_below must be >= 0, got {self.prune_below!r}")
+        check_count(self.num_groups, "EBCC num_groups", 1)
+        check_number(self.prune_below, "EBCC prune_below", low=0.0)
         if not isinstance(self.seed, (int, np.integer)):
             raise TypeError(f"EBCC: seed must be an integer, got {self.seed!r}")
         if isinstance(self.init, str) and self.init != "random":
