@@ -15,6 +15,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .annotation_readers import AnnotationReaders
+from .arguments import check_count
 from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_order, position_codes, show,
                     sort_order)
 from .errors import Argument, CrowdDataError, Message
@@ -148,17 +149,19 @@ class Annotations(AnnotationReaders):
 
     @staticmethod
     def _size(ids: Any, n: Optional[int], codes: np.ndarray, what: str) -> int:
+        whats = "classes" if what == "class" else f"{what}s"
+        if n is not None:   # -1 or 2.5 items are not truncated to 0 or 2
+            n = check_count(n, f"n_{whats}", 0)
         if ids is not None:
             size = len(ids)
             if n is not None and n != size:
-                raise CrowdDataError(f"n_{what}s={n} disagrees with {size} {what} ids")
+                raise CrowdDataError(f"n_{whats}={n} disagrees with {size} {what} ids")
             return size
         if n is not None:
-            return int(n)
+            return n
         size = int(codes.max()) + 1 if len(codes) else 0
         if size > max(2 ** 20, 16 * len(codes)):  # a stray code, not a size: no huge id array
             k = int(np.argmax(codes))
-            whats = "classes" if what == "class" else f"{what}s"
             raise CrowdDataError(
                 f"{what} code {size - 1} at annotation {k} would make {size} {whats} for "
                 f"{len(codes)} annotations; codes index {whats} 0..n-1: pass n_{whats}= (or "

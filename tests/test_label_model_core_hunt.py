@@ -87,3 +87,16 @@ def test_dawid_skene_prior_strength_inf_is_one_matrix_for_the_crowd():
     model = DawidSkene(prior_strength=float("inf")).fit(SMALL)
     np.testing.assert_allclose(model.confusion_matrices_, model.confusion_matrices_[:1]
                                .repeat(3, axis=0))
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"n_items": -1}, ValueError, r"n_items must be an integer >= 0, got -1"),
+    ({"n_items": 2.5}, TypeError, r"n_items must be an integer"),
+    ({"n_annotators": "3"}, TypeError, r"n_annotators must be an integer"),
+    ({"n_classes": 2.0}, TypeError, r"n_classes must be an integer"),
+    ({"classes": ["a", "b"], "n_classes": 3}, CrowdDataError,
+     r"n_classes=3 disagrees with 2 class ids")])
+def test_annotations_sizes_are_counts_named_as_given(kwargs, error, match):
+    """-1 items made none and 2.5 made two, silently; 'n_classs' was misspelt."""
+    with pytest.raises(error, match=match):
+        Annotations([0], [0], [0], **kwargs)
