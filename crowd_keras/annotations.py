@@ -407,7 +407,7 @@ class Annotations(AnnotationReaders):
 
     @staticmethod
     def _lookup(table: np.ndarray, ids: Iterable[Any], what: str) -> np.ndarray:
-        ids = list(ids)
+        ids = list(ids_array(ids))   # one string is refused, not read as its characters
         codes = pd.Index(table).get_indexer(ids)
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))

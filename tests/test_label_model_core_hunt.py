@@ -100,3 +100,14 @@ def test_annotations_sizes_are_counts_named_as_given(kwargs, error, match):
     """-1 items made none and 2.5 made two, silently; 'n_classs' was misspelt."""
     with pytest.raises(error, match=match):
         Annotations([0], [0], [0], **kwargs)
+
+
+def test_item_index_of_one_string_is_refused_not_read_as_characters():
+    """item_index("zx") looked up 'z' and 'x': the codes of two other items."""
+    ann = Annotations.from_frame(pd.DataFrame({"task": ["x", "z", "zx"], "worker": ["a"] * 3,
+                                               "label": [0, 1, 0]}))
+    with pytest.raises(TypeError, match=r"got the string 'zx' \(one id: \['zx'\]\)"):
+        ann.item_index("zx")
+    with pytest.raises(TypeError, match="got the string 'a'"):
+        ann.annotator_index("a")
+    assert ann.item_index(["zx", "x"]).tolist() == [2, 0]
