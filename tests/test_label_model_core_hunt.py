@@ -111,3 +111,12 @@ def test_item_index_of_one_string_is_refused_not_read_as_characters():
     with pytest.raises(TypeError, match="got the string 'a'"):
         ann.annotator_index("a")
     assert ann.item_index(["zx", "x"]).tolist() == [2, 0]
+
+
+@pytest.mark.parametrize("data", ["frame", "annotations"])
+def test_majority_vote_refuses_pred_probs_as_the_other_models_do(frame, data):
+    """The message blamed the frame reader ('from_frame() got an unexpected keyword') or
+    said the annotations were already read."""
+    given = frame if data == "frame" else Annotations.from_frame(frame)
+    with pytest.raises(TypeError, match=r"^MajorityVote.fit\(\) does not take pred_probs$"):
+        MajorityVote().fit(given, pred_probs=np.full((3, 3), 1 / 3))

@@ -46,10 +46,14 @@ class MajorityVote(LabelModel):
 
     accepts_gold = True
 
-    def fit(self, annotations: Any, gold: Any = None, **kwargs: Any) -> "MajorityVote":
+    def fit(self, annotations: Any, gold: Any = None, pred_probs: Any = None,
+            **kwargs: Any) -> "MajorityVote":
         """Vote on each item; ``gold`` (see :func:`~crowd_keras.aggregation.base.gold_codes`)
         fixes the gold items' labels, and the annotators' confusions are counted against
-        them there."""
+        them there. ``pred_probs`` is refused (``accepts_pred_probs`` is False), as by the
+        other models that take none."""
+        if pred_probs is not None:
+            raise TypeError(f"{type(self).__name__}.fit() does not take pred_probs")
         if self.tie_break not in _TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
         check_settings(self)
