@@ -120,3 +120,24 @@ def test_majority_vote_refuses_pred_probs_as_the_other_models_do(frame, data):
     given = frame if data == "frame" else Annotations.from_frame(frame)
     with pytest.raises(TypeError, match=r"^MajorityVote.fit\(\) does not take pred_probs$"):
         MajorityVote().fit(given, pred_probs=np.full((3, 3), 1 / 3))
+
+
+@pytest.mark.parametrize("setting", [{"class_prior": [0.9, 0.1]}, {"smoothing": 0.5},
+                                     {"class_prior": "x"}])
+def test_tie_broken_vote_refuses_a_setting_its_tie_model_does_not_take(setting):
+    """IBCC takes no class_prior and no smoothing: they were set and silently unused (a
+    class_prior of 'x' was accepted)."""
+    from crowd_keras.aggregation import TieBrokenVote
+    name = next(iter(setting))
+    with pytest.raises(ValueError, match=rf"{name}=.* is not a setting of tie_model='ibcc'"):
+        TieBrokenVote(**setting).fit(SMALL)
+
+
+def test_tie_broken_vote_passes_the_settings_a_tie_model_takes():
+    from crowd_keras.aggregation import TieBrokenVote
+    model = TieBrokenVote(tie_model="dawid_skene", class_prior=[0.9, 0.1], smoothing=0.5)
+    assert model.fit(SMALL).tie_model_.class_prior == [0.9, 0.1]
+    assert model.tie_model_.smoothing == 0.5
+    assert TieBrokenVote(smoothing=0.01).fit(SMALL).n_iter_ >= 1   # the default is no setting
+    with pytest.raises(CrowdDataError, match="class prior"):
+        TieBrokenVote(tie_model="dawid_skene", class_prior="x").fit(SMALL)

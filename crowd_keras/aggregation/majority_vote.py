@@ -135,8 +135,9 @@ class TieBrokenVote(EMLabelModel):
 
     Args:
         tie_model: registry name of the EM-protocol model that breaks ties.
-        max_iter, tol, smoothing, class_prior, progress: that model's EM settings, where it
-            takes them.
+        max_iter, tol, smoothing, class_prior: that model's EM settings; a ``smoothing`` or
+            ``class_prior`` other than the default that ``tie_model`` does not take (IBCC
+            takes neither) is an error. progress: a progress bar over the EM iterations.
 
     Attributes:
         tie_model_: the fitted tie-breaking model. posteriors_: (items, classes), mass only on
@@ -170,6 +171,14 @@ class TieBrokenVote(EMLabelModel):
             raise ValueError(f"tie_model must name an EM-protocol label model, got "
                              f"{self.tie_model!r}")
         params = model.get_params(deep=False)
+        defaults = TieBrokenVote().get_params(deep=False)
+        unused = [k for k in ("smoothing", "class_prior")
+                  if k not in params and not _same(own[k], defaults[k])]
+        if unused:   # else set and silently without effect
+            raise ValueError(f"TieBrokenVote: {unused[0]}={own[unused[0]]!r} is not a setting "
+                             f"of tie_model={self.tie_model!r} "
+                             f"({type(model).__name__}); leave it at its default or choose "
+                             "a tie_model that takes it")
         model.set_params(**{k: v for k, v in own.items() if k in params})
         self.tie_model_ = model.init_state(summary)
         return self
@@ -218,6 +227,15 @@ class TieBrokenVote(EMLabelModel):
         E-step under the fitted ``state_`` (an item without votes: that posterior)."""
         latent, _ = self.e_step(Block.from_annotations(ann), self.state_)
         return self.class_posteriors(latent)
+
+
+def _same(value: Any, default: Any) -> bool:
+    """``value`` is ``default`` (an array compares whole, without numpy's ambiguity)."""
+    try:
+        return value is default or bool(np.all(value == default))
+    except (TypeError, ValueError):
+        return False
+
 
 #: the smallest ``log r``: a crowd no better than chance still ranks classes by their votes
 _MIN_LOG_ODDS = 1e-6
