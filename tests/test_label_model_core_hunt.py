@@ -141,3 +141,14 @@ def test_tie_broken_vote_passes_the_settings_a_tie_model_takes():
     assert TieBrokenVote(smoothing=0.01).fit(SMALL).n_iter_ >= 1   # the default is no setting
     with pytest.raises(CrowdDataError, match="class prior"):
         TieBrokenVote(tie_model="dawid_skene", class_prior="x").fit(SMALL)
+
+
+@pytest.mark.parametrize("setting,value,error", [
+    ("num_groups", float("nan"), TypeError), ("num_groups", float("inf"), TypeError),
+    ("num_groups", None, TypeError), ("num_groups", True, TypeError),
+    ("num_groups", 0, ValueError), ("restarts", 2.5, TypeError), ("restarts", "3", TypeError),
+    ("restarts", 0, ValueError)])
+def test_mixture_of_groups_counts_are_checked_and_named(setting, value, error):
+    """restarts=2.5 ran two restarts; NaN, inf and None groups raised int()'s messages."""
+    with pytest.raises(error, match=rf"MixtureOfGroupsModel {setting} must be an integer >= 1"):
+        MixtureOfGroupsModel(**{setting: value}).fit(SMALL)

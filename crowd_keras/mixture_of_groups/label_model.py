@@ -47,6 +47,7 @@ from ..aggregation.base import check_settings
 from ..aggregation.em import Block, EMLabelModel, Summary, run_em
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
+from ..arguments import check_count
 from ..errors import CrowdDataError
 from ..numerics import class_vote_counts, confusion_posteriors, safe_log, soft_vote
 from ..progress import Convergence
@@ -124,12 +125,11 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
         check_settings(self)   # also the global scenario's, which runs no protocol loop
-        if int(self.num_groups) != self.num_groups or self.num_groups < 1:
-            raise ValueError(f"num_groups must be a positive integer, got {self.num_groups!r}")
+        # 2.5 restarts are not truncated to 2, nor NaN groups left to int()'s message
+        check_count(self.num_groups, "MixtureOfGroupsModel num_groups", 1)
         if self.scenario not in SCENARIOS:
             raise ValueError(f"scenario must be one of {SCENARIOS}, got {self.scenario!r}")
-        if int(self.restarts) < 1:
-            raise ValueError(f"restarts must be at least 1, got {self.restarts!r}")
+        check_count(self.restarts, "MixtureOfGroupsModel restarts", 1)
         if self.smoothing < 0:
             raise ValueError(f"smoothing must be non-negative, got {self.smoothing!r}")
         if int(self.max_iter) < 1:
