@@ -152,3 +152,16 @@ def test_mixture_of_groups_counts_are_checked_and_named(setting, value, error):
     """restarts=2.5 ran two restarts; NaN, inf and None groups raised int()'s messages."""
     with pytest.raises(error, match=rf"MixtureOfGroupsModel {setting} must be an integer >= 1"):
         MixtureOfGroupsModel(**{setting: value}).fit(SMALL)
+
+
+def test_every_exported_label_model_is_in_the_aggregation_reference():
+    """TieBrokenVote, IBCC, EBCC and BWA were exported but had no reference entry."""
+    import re
+    from pathlib import Path
+
+    import crowd_keras.aggregation as aggregation
+    page = (Path(__file__).resolve().parents[1] / "docs/reference/aggregation.md").read_text(
+        encoding="utf-8")
+    listed = set(re.findall(r"^\s+- (\w+)$", page, re.M)) | \
+        set(re.findall(r"^::: [\w.]+\.(\w+)$", page, re.M))
+    assert set(aggregation.__all__) - listed == set()
