@@ -307,11 +307,17 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         codes, classes = factorize_labels(cols["label"], where)
         distinct.append("class")
     else:
-        codes = pd.Index(list(classes)).get_indexer(cols["label"])
+        wanted = pd.Index(list(classes))
+        labels = cols["label"]
+        if wanted.inferred_type != "boolean" and \
+                pd.api.types.infer_dtype(labels, skipna=False) == "boolean":
+            # booleans are the integer labels 0 and 1, as without classes
+            labels = labels.astype(np.int64)
+        codes = wanted.get_indexer(labels)
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
             raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
-                                 f"of the classes {list(classes)}")
+                                 f"of the classes {ids_array(classes).tolist()}")
     ids = {}
     for role, given in (("item", item_ids), ("annotator", annotator_ids)):
         if given is None:

@@ -165,3 +165,25 @@ def test_every_exported_label_model_is_in_the_aggregation_reference():
     listed = set(re.findall(r"^\s+- (\w+)$", page, re.M)) | \
         set(re.findall(r"^::: [\w.]+\.(\w+)$", page, re.M))
     assert set(aggregation.__all__) - listed == set()
+
+
+@pytest.mark.parametrize("dtype", [bool, object, "boolean"])
+def test_boolean_labels_with_integer_classes_are_the_labels_0_and_1(dtype):
+    """Without classes True/False are the classes 1 and 0; with classes=[0, 1] they were
+    'not one of the classes', so a model fitted on them refused its own frame as new
+    annotations (read with the fitted classes)."""
+    df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                       "label": pd.array([True, False, True, True], dtype=dtype)})
+    plain = Annotations.from_frame(df)
+    assert plain.classes.tolist() == [0, 1]
+    assert Annotations.from_frame(df, classes=[0, 1]) == plain
+    assert Annotations.from_frame(df, classes=[False, True]).labels.tolist() == \
+        plain.labels.tolist()
+    model = DawidSkene().fit(df)
+    np.testing.assert_allclose(model.predict_proba(df), model.predict_proba(), atol=1e-12)
+
+
+def test_a_label_outside_integer_classes_names_them_as_plain_numbers():
+    df = pd.DataFrame({"task": [1], "worker": ["a"], "label": [7]})
+    with pytest.raises(CrowdDataError, match=r"is not one of the classes \[0, 1\]$"):
+        Annotations.from_frame(df, classes=np.arange(2))
