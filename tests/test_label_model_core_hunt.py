@@ -187,3 +187,14 @@ def test_a_label_outside_integer_classes_names_them_as_plain_numbers():
     df = pd.DataFrame({"task": [1], "worker": ["a"], "label": [7]})
     with pytest.raises(CrowdDataError, match=r"is not one of the classes \[0, 1\]$"):
         Annotations.from_frame(df, classes=np.arange(2))
+
+
+@pytest.mark.parametrize("name", ["dawid_skene", "ibcc", "bwa"])
+def test_a_bad_setting_is_named_as_the_users_model_on_labeling_function_votes(name):
+    """On votes of labeling functions the fit hands its settings to the abstain-aware model,
+    whose name the error carried."""
+    from crowd_keras.aggregation import get_label_model
+    votes = np.array([[0, -1, -1], [-1, 1, -1], [0, -1, 1], [-1, -1, 1]] * 5)
+    model = get_label_model(name, max_iter="10")
+    with pytest.raises(TypeError, match=rf"^{type(model).__name__} max_iter must be an integer"):
+        model.fit(votes)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from .abstain_dawid_skene import AbstainAwareDawidSkene
-from .base import as_annotations, gold_codes
+from .base import as_annotations, check_settings, gold_codes
 from .em import gold_log_prior
 from .pred_probs import check_pred_probs
 from .regime import is_labeling_function_data
@@ -64,6 +64,7 @@ class LabelingFunctionFallback:
         ``classifier_weight_``, ``classifier_quality_``, ``classifier_marginal_``).
         """
         self._check_params()
+        check_settings(self)   # named as this model's, not as the labeling-function model's
         ann = as_annotations(annotations, **kwargs)
         if gold is not None and not self.accepts_gold:
             raise TypeError(f"{type(self).__name__}.fit() does not take gold labels")
