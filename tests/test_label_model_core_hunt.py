@@ -198,3 +198,27 @@ def test_a_bad_setting_is_named_as_the_users_model_on_labeling_function_votes(na
     model = get_label_model(name, max_iter="10")
     with pytest.raises(TypeError, match=rf"^{type(model).__name__} max_iter must be an integer"):
         model.fit(votes)
+
+
+@pytest.mark.parametrize("bad", [np.nan, -1.0, np.inf])
+def test_an_explicit_start_with_nan_or_negative_weights_is_refused(bad):
+    """DawidSkene returned NaN posteriors for every item (predict: class 0); EBCC failed in a
+    reshape of an empty array."""
+    from crowd_keras.aggregation import EBCC
+    start = np.full((4, 2), 0.5)
+    start[3, 1] = bad
+    with pytest.raises(ValueError, match=r"init posteriors must be finite and non-negative, "
+                                         r"got .* at item row 3"):
+        DawidSkene(init=start).fit(SMALL)
+    sub = np.full((4, 2, 3), 1 / 6)
+    sub[1, 0, 2] = bad
+    with pytest.raises(ValueError, match=r"EBCC init must be finite and non-negative.* row 1"):
+        EBCC(num_groups=3, init=sub).fit(SMALL)
+
+
+def test_an_explicit_start_of_weights_need_not_be_normalised():
+    """Counts (zeros included) are weights the first M-step reads: still accepted."""
+    counts = np.array([[3, 0], [0, 2], [1, 0], [2, 1]])
+    post = DawidSkene(init=counts).fit(SMALL).predict_proba()
+    assert np.isfinite(post).all()
+    np.testing.assert_allclose(post.sum(axis=1), 1.0)

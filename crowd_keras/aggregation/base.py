@@ -29,7 +29,7 @@ from ..numerics import top_classes
 from ..params import Params
 
 __all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "gold_mapping",
-           "written_alike", "check_settings"]
+           "written_alike", "check_settings", "check_start"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -68,6 +68,19 @@ def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
         raise CrowdDataError(f"class prior must be {n_classes} non-negative numbers summing to 1, "
                              f"got {prior!r}")
     return p
+
+
+def check_start(values: np.ndarray, what: str) -> np.ndarray:
+    """An explicit EM start ``values`` (items, ...) of finite, non-negative weights (rows
+    need not sum to 1: the first M-step reads them as weights), else a ValueError naming
+    ``what`` and the first bad entry by its row (a NaN or a negative made every posterior
+    NaN)."""
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{what} must be finite and non-negative, got {values[at]} at item row "
+                         f"{at[0]} (index {at})")
+    return values
 
 
 def check_settings(model: Any) -> None:

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..numerics import normalize_rows, softmax_rows
-from .base import check_prior
+from .base import check_prior, check_start
 from .em import Block, EMLabelModel, Summary
 from .labeling_functions import LabelingFunctionFallback
 
@@ -241,7 +241,7 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
         if post.shape != (block.n_items, self.n_classes_):
             raise ValueError(f"init posteriors must have shape {(block.n_items, self.n_classes_)}"
                              f", got {post.shape}")
-        return post
+        return check_start(post, "init posteriors")
 
     def sufficient_statistics(self, block: Block, latent: np.ndarray) -> tuple:
         return sufficient_statistics(block.XT, latent)

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from ...arguments import check_count, check_number
 from ...numerics import softmax_rows
+from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
                    expected_log_dirichlet)
@@ -273,7 +274,7 @@ class EBCC(BayesianLabelModel):
             if start.shape not in ((block.n_items, k, m), (block.n_items, k * m)):
                 raise ValueError(f"EBCC: init must have shape {(block.n_items, k, m)} or "
                                  f"{(block.n_items, k * m)}, got {start.shape}")
-            return start.reshape(block.n_items, k * m).copy(), every
+            return check_start(start.reshape(block.n_items, k * m).copy(), "EBCC init"), every
         post = self.initial_posteriors(block)
         draws = subtype_draws(block.item_ids, k, m, int(self.seed))
         draws *= post[:, :, None]
