@@ -503,8 +503,13 @@ def label_matrix_codes(L: Any, cardinality: Optional[int],
     m = numeric_matrix(m, "dense annotations")
     if m.size == 0:
         raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
-    if classes is None and cardinality is not None:
-        classes = list(range(check_count(cardinality, "cardinality", 1)))
+    if cardinality is not None:
+        k = check_count(cardinality, "cardinality", 1)
+        if classes is None:
+            classes = list(range(k))
+        elif len(classes) != k:   # else one of the two would be ignored silently
+            raise CrowdDataError(f"cardinality={k} disagrees with the {len(classes)} classes "
+                                 f"{ids_array(classes).tolist()}; give one of them")
     if classes is None:
         top = float(m.max()) if m.size else -1.0
         n_classes = int(top) + 1 if np.isfinite(top) and top >= 0 else 1

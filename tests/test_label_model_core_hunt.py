@@ -222,3 +222,14 @@ def test_an_explicit_start_of_weights_need_not_be_normalised():
     post = DawidSkene(init=counts).fit(SMALL).predict_proba()
     assert np.isfinite(post).all()
     np.testing.assert_allclose(post.sum(axis=1), 1.0)
+
+
+def test_from_label_matrix_refuses_a_cardinality_that_disagrees_with_the_classes():
+    """cardinality=3 with two class names made two classes, silently."""
+    L = np.array([[0, 1], [1, -1]])
+    with pytest.raises(CrowdDataError, match=r"cardinality=3 disagrees with the 2 classes "
+                                             r"\['a', 'b'\]"):
+        Annotations.from_label_matrix(L, 3, classes=["a", "b"])
+    with pytest.raises(TypeError, match="cardinality must be an integer"):
+        Annotations.from_label_matrix(L, "2", classes=["a", "b"])
+    assert Annotations.from_label_matrix(L, 2, classes=["a", "b"]).classes.tolist() == ["a", "b"]
