@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from .arguments import check_count
 from .errors import CrowdDataError
@@ -175,6 +176,11 @@ def as_matrix(data: Any, what: str, noun: str = "a code") -> np.ndarray:
         return data
     if isinstance(data, (pd.DataFrame, pd.Series)):
         return data.to_numpy()
+    if sp.issparse(data):   # numpy reads it as one object (a "shape ()" error)
+        why = ": its absent entries would read as 0, a class code, not as missing" \
+            if noun == "a code" else ""
+        raise CrowdDataError(f"{what} must be a dense array, got a scipy sparse "
+                             f"{type(data).__name__} of shape {data.shape}{why}")
     try:
         arr = np.asarray(data)
         # numbers mixed with strings become all text: keep the types to name the string

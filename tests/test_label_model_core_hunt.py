@@ -233,3 +233,21 @@ def test_from_label_matrix_refuses_a_cardinality_that_disagrees_with_the_classes
     with pytest.raises(TypeError, match="cardinality must be an integer"):
         Annotations.from_label_matrix(L, "2", classes=["a", "b"])
     assert Annotations.from_label_matrix(L, 2, classes=["a", "b"]).classes.tolist() == ["a", "b"]
+
+
+@pytest.mark.parametrize("reader", ["from_label_matrix", "from_dense", "fit"])
+def test_a_scipy_sparse_matrix_is_refused_saying_why(reader):
+    """numpy read it as one object: 'must be 2-d (items × annotators), got shape ()'."""
+    import scipy.sparse as sp
+    L = sp.csr_matrix(np.array([[0, 1], [1, 0]]))
+    read = (lambda m: DawidSkene().fit(m)) if reader == "fit" else getattr(Annotations, reader)
+    with pytest.raises(CrowdDataError, match=r"got a scipy sparse csr_matrix of shape \(2, 2\)"
+                                             r": its absent entries would read as 0, a class code"):
+        read(L)
+
+
+def test_sparse_pred_probs_are_refused_as_not_dense():
+    import scipy.sparse as sp
+    with pytest.raises(CrowdDataError, match=r"pred_probs must be a dense array, got a scipy "
+                                             r"sparse csr_matrix of shape \(4, 2\)$"):
+        DawidSkene().fit(SMALL, pred_probs=sp.csr_matrix(np.full((4, 2), 0.5)))
