@@ -1,0 +1,41 @@
+"""CrowdLabelModel as a drop-in for Snorkel 0.10's LabelModel: inputs Snorkel accepts that a
+user hands over as they are (a dense ``np.matrix``, boolean gold labels, ...)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+from snorkel.labeling.model import LabelModel
+
+
+def both_class_functions(n=240, m=5, seed=0):
+    """Binary truth; ``m`` functions voting either class (80% right) on 60% of the rows."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    vote = rng.random((n, m)) < 0.6
+    right = rng.random((n, m)) < 0.8
+    L = np.where(vote, np.where(right, y[:, None], 1 - y[:, None]), -1)
+    return L, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    L, y = both_class_functions()
+    return L, y, CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+
+
+def test_a_dense_np_matrix_is_read_as_the_array_it_holds(data):
+    # scipy.sparse's todense() returns np.matrix, whose rows index as 2-d; Snorkel takes it
+    L, y, fitted = data
+    dense = sp.csr_matrix(L).todense()
+    assert isinstance(dense, np.matrix)
+    LabelModel(cardinality=2, verbose=False).fit(dense, progress_bar=False, n_epochs=5)
+    np.testing.assert_array_equal(fitted.predict(dense), fitted.predict(L))
+    refit = CrowdLabelModel(cardinality=2).fit(dense, progress_bar=False)
+    np.testing.assert_array_equal(refit.predict_proba(L), fitted.predict_proba(L))
+    dev = CrowdLabelModel(cardinality=2).fit(L, Y_dev=y[:40], L_dev=np.asmatrix(L[:40]),
+                                             progress_bar=False)
+    assert dev.n_gold_ == 40
+    assert Annotations.from_label_matrix(dense).n_annotations == (L >= 0).sum()
