@@ -39,3 +39,20 @@ def test_a_dense_np_matrix_is_read_as_the_array_it_holds(data):
                                              progress_bar=False)
     assert dev.n_gold_ == 40
     assert Annotations.from_label_matrix(dense).n_annotations == (L >= 0).sum()
+
+
+def test_boolean_gold_labels_are_classes_0_and_1_as_in_snorkel(data):
+    # e.g. Y = df.label == "spam"; Snorkel's score and class balance read False/True as 0/1
+    L, y, fitted = data
+    gold = y.astype(bool)
+    assert fitted.score(L, gold, metrics=["accuracy", "f1"]) == \
+        fitted.score(L, y, metrics=["accuracy", "f1"])
+    theirs = LabelModel(cardinality=2, verbose=False)
+    theirs.fit(L, Y_dev=gold[:60], progress_bar=False, n_epochs=5)
+    ours = CrowdLabelModel(cardinality=2).fit(L, Y_dev=gold[:60], progress_bar=False)
+    np.testing.assert_allclose(ours.class_balance_, theirs.p)
+    dev = CrowdLabelModel(cardinality=2).fit(L, Y_dev=gold[:60], L_dev=L[:60],
+                                             progress_bar=False)
+    assert dev.n_gold_ == 60
+    with pytest.raises(CrowdDataError, match="1 class"):   # still needs every class
+        CrowdLabelModel(cardinality=2).fit(L, Y_dev=np.ones(10, bool), progress_bar=False)

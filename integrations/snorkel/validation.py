@@ -134,7 +134,8 @@ def check_class_balance(class_balance: Any, Y_dev: Any, cardinality: int) -> Opt
 def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev",
                       allow_missing: bool = False) -> np.ndarray:
     """``Y_dev`` as an int64 array of class labels ``0..cardinality-1`` (integral floats
-    accepted; with ``allow_missing``, -1 too: a row without gold, as ``score``'s ``Y``); an
+    accepted, and booleans as 0/1 as Snorkel reads them; with ``allow_missing``, -1 too: a row
+    without gold, as ``score``'s ``Y``); an
     empty array, a matrix, another dtype or a label outside the range raises
     :class:`crowd_keras.CrowdDataError` naming the position and the value."""
     k = int(cardinality)
@@ -144,6 +145,8 @@ def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev",
     y = y.ravel()
     if len(y) == 0:
         raise CrowdDataError(f"{name} is empty")
+    if y.dtype.kind == "b":   # e.g. df.label == "spam": False/True are classes 0/1
+        y = y.astype(np.int64)
     if y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all():
         y = y.astype(np.int64)
     if y.dtype.kind not in "iu":
