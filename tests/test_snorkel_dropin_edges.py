@@ -56,3 +56,27 @@ def test_boolean_gold_labels_are_classes_0_and_1_as_in_snorkel(data):
     assert dev.n_gold_ == 60
     with pytest.raises(CrowdDataError, match="1 class"):   # still needs every class
         CrowdLabelModel(cardinality=2).fit(L, Y_dev=np.ones(10, bool), progress_bar=False)
+
+
+@pytest.mark.parametrize("dtype, signed", [(np.uint8, "int8"), (np.uint16, "int16")])
+def test_an_unsigned_label_matrix_names_the_wrapped_abstain(data, dtype, signed):
+    # -1 stored unsigned is the dtype's largest value (Snorkel's L + 1 wraps it back)
+    L, _, fitted = data
+    r, c = np.argwhere(L == -1)[0]
+    wrapped = np.iinfo(dtype).max
+    for call, name in ((lambda X: CrowdLabelModel().fit(X, progress_bar=False), "L_train"),
+                       (fitted.predict, "L")):
+        with pytest.raises(CrowdDataError, match=(
+                rf"{name} has dtype {np.dtype(dtype)}, which cannot hold -1 .*{wrapped} at row "
+                rf"{r}, column {c} .*{name}\.astype\(np\.{signed}\)")):
+            call(L.astype(dtype))
+    np.testing.assert_array_equal(L.astype(dtype).astype(signed), L)   # the advice works
+
+
+def test_an_out_of_range_label_is_shown_exactly(data):
+    L, _, fitted = data
+    bad = L.copy()
+    bad[7, 3] = 2 ** 40
+    with pytest.raises(CrowdDataError, match=r"cardinality 1099511627777, .*1099511627776 at "
+                                             r"row 7, column 3"):
+        fitted.predict(bad)
