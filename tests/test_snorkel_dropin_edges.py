@@ -80,3 +80,17 @@ def test_an_out_of_range_label_is_shown_exactly(data):
     with pytest.raises(CrowdDataError, match=r"cardinality 1099511627777, .*1099511627776 at "
                                              r"row 7, column 3"):
         fitted.predict(bad)
+
+
+@pytest.mark.slow   # LIA imports Keras
+def test_save_refuses_a_model_whose_fitted_state_it_cannot_store(data, tmp_path):
+    # feature-free LIA keeps its networks' weights in engine_: a file without them loaded
+    # into a model that could not predict ("scores only its 0 fitted items")
+    L, _, _ = data
+    lia = CrowdLabelModel(cardinality=2, method="lia").fit(L, n_epochs=2, progress_bar=False)
+    assert lia.label_model_.regime_ == "crowd"
+    path = tmp_path / "lia.npz"
+    with pytest.raises(TypeError, match=r"cannot save LIA: its fitted engine_ .*could not "
+                                        r"predict"):
+        lia.save(path)
+    assert not path.exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
+import pandas as pd
 
 from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_models,
                                      get_label_model, register_label_model)
@@ -50,6 +51,9 @@ _TRAIN_ARGS = {
 # votes (Snorkel #1422) and a calibrated vote's exact ties would be -1 under "abstain".
 _SNORKEL_SETTINGS = {"tie_break": "uniform", "vote_posterior": "one_hot"}
 _FORMAT = "crowd-keras/snorkel-label-model"
+# Fitted attributes save() leaves out: reports (e.g. AutoLabelModel's held-out scores), the
+# training data, and label models held inside (saved under their own prefix).
+_NOT_STORED = (dict, list, tuple, np.ndarray, pd.DataFrame, pd.Series, Annotations, LabelModel)
 
 
 def _holds_gold(method: str, kwargs: Dict[str, Any], votes: np.ndarray) -> bool:
@@ -525,7 +529,9 @@ class CrowdLabelModel:
 
         The label model's fitted numeric arrays (alone or in a tuple, e.g. the last EM state
         of the Bayesian models) and plain settings are stored (and those of a label model it
-        delegated to); training-set posteriors are not.
+        delegated to); training-set posteriors are not. A model whose fitted state is held in
+        another object (LIA's networks, ``engine_``) raises ``TypeError`` before anything is
+        written: a loaded copy could not predict.
         """
         self._check_fitted()
         _check_path(destination, "destination", write=True)
@@ -548,6 +554,12 @@ class CrowdLabelModel:
                 elif isinstance(value, (str, bool, int, float, type(None), np.integer,
                                         np.floating)):
                     state[attr] = value.item() if isinstance(value, np.generic) else value
+                elif not isinstance(value, _NOT_STORED):
+                    # e.g. LIA's engine_ (its networks' weights): a loaded copy could not predict
+                    raise TypeError(
+                        f"cannot save {type(model).__name__}: its fitted {attr} "
+                        f"({type(value).__name__}) is neither arrays nor plain settings, so a "
+                        "loaded copy could not predict; keep this model in memory or refit it")
             models[prefix] = {"name": _registry_name(model), "params": _json_params(model),
                               "state": state, "tuples": tuples}
         meta = {"format": _FORMAT, "version": 2, "method": self.method,
