@@ -94,3 +94,22 @@ def test_save_refuses_a_model_whose_fitted_state_it_cannot_store(data, tmp_path)
                                         r"predict"):
         lia.save(path)
     assert not path.exists()
+
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda y: y + 0.5, r"Y must hold integer labels 0\.\.1, got dtype float64 \(\d\.5 at "
+                        r"position 0\)"),
+    (lambda y: np.where(np.arange(len(y)) == 7, 5, y), r"Y has 5 at position 7"),
+    (lambda y: np.array(["spam"] * len(y)), r"Y must hold integer labels"),
+])
+def test_lf_quality_checks_gold_labels_as_score_does(data, bad, message):
+    # a non-integer gold label was counted as wrong everywhere ("Emp. Acc." 0), silently
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, y, fitted = data
+    with pytest.raises(CrowdDataError, match=message):
+        lf_quality(L, bad(y), model=fitted)
+    with pytest.raises(CrowdDataError, match=message):
+        fitted.score(L, bad(y))
+    table = lf_quality(L, np.where(np.arange(len(y)) < 20, -1, y), model=fitted)  # -1: no gold
+    assert table["Correct"].iloc[0] + table["Incorrect"].iloc[0] == (L[20:, 0] >= 0).sum()

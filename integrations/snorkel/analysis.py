@@ -10,7 +10,7 @@ from crowd_keras.errors import CrowdDataError
 from crowd_keras.tables import SummaryTable
 
 from .label_model import DEFAULT_METHOD, CrowdLabelModel
-from .validation import check_label_matrix
+from .validation import check_gold_labels, check_label_matrix
 
 __all__ = ["lf_quality"]
 
@@ -23,7 +23,9 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
     Args:
         L: (n, m) label matrix, -1 = abstain.
         Y: optional gold labels (n,) for the empirical columns (``Correct``, ``Incorrect``,
-            ``Emp. Acc.``, counted where the function votes and ``Y != -1``).
+            ``Emp. Acc.``, counted where the function votes and ``Y != -1``), checked as
+            ``CrowdLabelModel.score``'s ``Y``: a non-integer or a label outside
+            ``-1..cardinality-1`` raises :class:`crowd_keras.CrowdDataError` naming it.
         model: a fitted :class:`CrowdLabelModel`; default: fit ``CrowdLabelModel(method)``
             to ``L`` (so no gold is needed).
         lfs: the labeling functions (their ``name`` is used) or names, for the index.
@@ -71,8 +73,8 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         "Est. Acc.": model.get_weights(),
         "Est. Confusion": [np.round(c, 4).tolist() for c in confusion],
     }, index=names)
-    if Y is not None:
-        y = np.asarray(Y).ravel()
+    if Y is not None:   # checked as score's Y: labels 0..k-1, -1 = no gold
+        y = check_gold_labels(Y, k, "Y", allow_missing=True)
         if len(y) != n:
             raise CrowdDataError(f"Y has {len(y)} labels but L has {n} rows")
         known = voted & (y >= 0)[:, None]
