@@ -113,3 +113,23 @@ def test_lf_quality_checks_gold_labels_as_score_does(data, bad, message):
         fitted.score(L, bad(y))
     table = lf_quality(L, np.where(np.arange(len(y)) < 20, -1, y), model=fitted)  # -1: no gold
     assert table["Correct"].iloc[0] + table["Incorrect"].iloc[0] == (L[20:, 0] >= 0).sum()
+
+
+def test_lf_quality_infers_the_cardinality_only_from_labels(data):
+    # inferred from max(L) + 1: a uint8 L's 255 (a wrapped -1) made 256 classes and read
+    # every abstain as a vote (Coverage 1.0), inf raised OverflowError, a stray 1000 fitted
+    # 1001 classes for a minute
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, _, _ = data
+    with pytest.raises(CrowdDataError, match=r"L has dtype uint8, which cannot hold -1"):
+        lf_quality(L.astype(np.uint8))
+    with pytest.raises(CrowdDataError, match=r"L has inf at row 0, column 0"):
+        lf_quality(np.where(np.arange(L.size).reshape(L.shape) == 0, np.inf, L))
+    stray = L.copy()
+    stray[3, 2] = 1000
+    with pytest.raises(CrowdDataError, match=r"label 1000 at row 3, column 2: .*1001 classes "
+                                             r"for 3 distinct labels; pass cardinality="):
+        lf_quality(stray)
+    table = lf_quality(L.astype(np.int16))
+    assert len(table["Est. Confusion"].iloc[0]) == 2     # two classes inferred
+    np.testing.assert_allclose(table["Coverage"], (L >= 0).mean(axis=0))
