@@ -133,3 +133,17 @@ def test_lf_quality_infers_the_cardinality_only_from_labels(data):
     table = lf_quality(L.astype(np.int16))
     assert len(table["Est. Confusion"].iloc[0]) == 2     # two classes inferred
     np.testing.assert_allclose(table["Coverage"], (L >= 0).mean(axis=0))
+
+
+def test_the_tutorial_example_uses_the_public_import_path(monkeypatch):
+    # docs/tutorials/snorkel.md sends readers to this example: it imported the adapter as
+    # integrations.snorkel, a path only a repository checkout has (a second copy of the
+    # module: its CrowdLabelModel was not crowd_keras.integrations.snorkel's)
+    import importlib
+    import sys
+
+    from conftest import ROOT
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    sys.modules.pop("snorkel_youtube_spam", None)
+    example = importlib.import_module("snorkel_youtube_spam")
+    assert example.CrowdLabelModel is CrowdLabelModel
