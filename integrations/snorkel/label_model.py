@@ -219,7 +219,11 @@ class CrowdLabelModel:
         Args:
             Y_dev: gold labels (``0..cardinality-1``) of the data points of a dev split. As in
                 Snorkel, without ``class_balance`` their class shares are the class balance.
-            class_balance: (cardinality,) class proportions; fixes the model's class prior.
+            class_balance: (cardinality,) class proportions; fixes the class prior of a model
+                that has one (``class_prior``: the Dawid-Skene family, the default; for crowd
+                answers the default also decides its labels for it, ``target_prior``). Models
+                without one (e.g. GLAD, MACE, IBCC, EBCC, BWA, voting) keep their own; the class
+                balance is then only the answer of rows where every function abstains.
             L_dev: (n_dev, m) the dev split's label matrix, one row per label of ``Y_dev``
                 (not in Snorkel). With it the dev rows join the fit as gold: a label model
                 that takes gold (``accepts_gold``: the default for crowd answers, the
