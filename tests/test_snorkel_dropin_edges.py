@@ -147,3 +147,18 @@ def test_the_tutorial_example_uses_the_public_import_path(monkeypatch):
     sys.modules.pop("snorkel_youtube_spam", None)
     example = importlib.import_module("snorkel_youtube_spam")
     assert example.CrowdLabelModel is CrowdLabelModel
+
+
+def test_settings_given_as_numpy_values_are_saved(data, tmp_path):
+    # e.g. a class prior as an array or max_iter from a numpy grid: the fit worked, save
+    # raised "a setting is not plain JSON (Object of type ndarray ...)"
+    L, _, _ = data
+    model = CrowdLabelModel(cardinality=2, method="dawid_skene", class_prior=np.array([0.4, 0.6]),
+                            max_iter=np.int64(20), smoothing=np.float32(0.05))
+    model.fit(L, progress_bar=False)
+    model.save(tmp_path / "model.npz")
+    loaded = CrowdLabelModel().load(tmp_path / "model.npz")
+    assert loaded.method_kwargs == {"class_prior": [0.4, 0.6], "max_iter": 20,
+                                    "smoothing": pytest.approx(0.05)}
+    assert loaded.label_model_.max_iter == 20
+    np.testing.assert_allclose(loaded.predict_proba(L[::-1]), model.predict_proba(L[::-1]))

@@ -568,7 +568,7 @@ class CrowdLabelModel:
                               "state": state, "tuples": tuples}
         meta = {"format": _FORMAT, "version": 2, "method": self.method,
                 "cardinality": int(self.cardinality), "n_functions": int(self.n_functions_),
-                "method_kwargs": self.method_kwargs, "models": models,
+                "method_kwargs": _plain(self.method_kwargs), "models": models,
                 "class_balance": (None if self.class_balance_ is None
                                   else self.class_balance_.tolist())}
         try:
@@ -730,5 +730,17 @@ def _json_params(model: LabelModel) -> Dict[str, Any]:
     for name in inspect.signature(type(model).__init__).parameters:
         if name != "self" and hasattr(model, name):
             value = getattr(model, name)
-            out[name] = value.tolist() if isinstance(value, np.ndarray) else value
+            out[name] = _plain(value)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy arrays and scalars as lists and Python numbers (inside lists,
+    tuples and dicts too), so that settings given as numpy values are written as JSON."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {key: _plain(v) for key, v in value.items()}
+    return value
