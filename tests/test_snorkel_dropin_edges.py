@@ -162,3 +162,19 @@ def test_settings_given_as_numpy_values_are_saved(data, tmp_path):
                                     "smoothing": pytest.approx(0.05)}
     assert loaded.label_model_.max_iter == 20
     np.testing.assert_allclose(loaded.predict_proba(L[::-1]), model.predict_proba(L[::-1]))
+
+
+def test_lf_quality_checks_the_model_it_is_given(data):
+    # an unfitted model raised AttributeError ('n_functions_'), another cardinality than the
+    # model's mixed k-class vote counts with the model's own tables, silently
+    from crowd_keras.errors import NotFittedError
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, _, fitted = data
+    with pytest.raises(NotFittedError, match="not fitted"):
+        lf_quality(L, model=CrowdLabelModel())
+    with pytest.raises(TypeError, match="model must be a fitted CrowdLabelModel, got LabelModel"):
+        lf_quality(L, model=LabelModel(cardinality=2, verbose=False))
+    with pytest.raises(ValueError, match="cardinality=3 but the model was fitted with "
+                                         "cardinality 2"):
+        lf_quality(L, model=fitted, cardinality=3)
+    assert len(lf_quality(L, model=fitted, cardinality=2)["Est. Confusion"].iloc[0]) == 2

@@ -30,7 +30,8 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         model: a fitted :class:`CrowdLabelModel`; default: fit ``CrowdLabelModel(method)``
             to ``L`` (so no gold is needed).
         lfs: the labeling functions (their ``name`` is used) or names, for the index.
-        cardinality: number of classes; default the model's, else ``max(L) + 1`` (at least 2;
+        cardinality: number of classes (with ``model``: its own, or left out); default the
+            model's, else ``max(L) + 1`` (at least 2;
             a stray large label that would make more than 64 classes, mostly unseen, raises
             :class:`crowd_keras.CrowdDataError`: pass ``cardinality``).
 
@@ -42,11 +43,17 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         (nested list, rows = true class, columns = vote then abstain: ``p(response | class)``)
         and, with ``Y``, ``Correct``, ``Incorrect``, ``Emp. Acc.``.
     """
-    if cardinality is None:
-        if model is not None:
-            cardinality = int(model.cardinality)
-        else:
-            cardinality = _inferred_cardinality(L)
+    if model is not None:
+        if not isinstance(model, CrowdLabelModel):
+            raise TypeError(f"model must be a fitted CrowdLabelModel, got "
+                            f"{type(model).__name__}")
+        model._check_fitted()
+        if cardinality is not None and cardinality != model.cardinality:
+            raise ValueError(f"cardinality={cardinality!r} but the model was fitted with "
+                             f"cardinality {model.cardinality}; leave cardinality out")
+        cardinality = int(model.cardinality)
+    elif cardinality is None:
+        cardinality = _inferred_cardinality(L)
     k = int(cardinality)
     L = check_label_matrix(L, k, n_functions=None if model is None else model.n_functions_)
     n, m = L.shape
