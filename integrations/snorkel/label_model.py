@@ -497,6 +497,10 @@ class CrowdLabelModel:
 
         As in Snorkel, rows whose gold label or prediction is -1 are left out of every metric
         but ``coverage``: under ``tie_break_policy="abstain"`` ties are not counted as errors.
+        ``metrics``: Snorkel's names (``accuracy``, ``coverage``, ``precision``, ``recall``,
+        ``f1``, ``f1_micro``, ``f1_macro``, ``fbeta``, ``matthews_corrcoef``, ``roc_auc``);
+        ``fbeta`` is F-beta with beta = 1, the F1 score (Snorkel's raises ``TypeError``: its
+        ``score`` has no way to pass ``beta``).
         """
         if isinstance(metrics, str):
             raise TypeError(f"metrics must be a list of metric names, got the string "
