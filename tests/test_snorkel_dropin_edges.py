@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from crowd_keras import Annotations, CrowdDataError
-from crowd_keras.integrations.snorkel import CrowdLabelModel
+from crowd_keras.integrations.snorkel import CrowdLabelModel, check_dev_set
 
 from snorkel.labeling.model import LabelModel
 
@@ -35,9 +35,8 @@ def test_a_dense_np_matrix_is_read_as_the_array_it_holds(data):
     np.testing.assert_array_equal(fitted.predict(dense), fitted.predict(L))
     refit = CrowdLabelModel(cardinality=2).fit(dense, progress_bar=False)
     np.testing.assert_array_equal(refit.predict_proba(L), fitted.predict_proba(L))
-    dev = CrowdLabelModel(cardinality=2).fit(L, Y_dev=y[:40], L_dev=np.asmatrix(L[:40]),
-                                             progress_bar=False)
-    assert dev.n_gold_ == 40
+    L_dev, _ = check_dev_set(np.asmatrix(L[:40]), y[:40], 2, L.shape[1])   # fit's check
+    np.testing.assert_array_equal(L_dev, L[:40])
     assert Annotations.from_label_matrix(dense).n_annotations == (L >= 0).sum()
 
 
