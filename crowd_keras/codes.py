@@ -171,7 +171,10 @@ def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
 def as_matrix(data: Any, what: str, noun: str = "a code") -> np.ndarray:
     """``np.asarray(data)``, raising :class:`CrowdDataError` on ragged rows (naming the first
     row whose length differs from row 0's) instead of numpy's "inhomogeneous shape" error;
-    ``noun``: what one entry should be (messages say "not a code")."""
+    ``noun``: what one entry should be (messages say "not a code"). An ``np.matrix`` (what
+    ``scipy.sparse``'s ``todense()`` returns) becomes a plain array: its rows index as 2-d."""
+    if isinstance(data, np.matrix):
+        return np.asarray(data)
     if isinstance(data, np.ndarray):
         return data
     if isinstance(data, (pd.DataFrame, pd.Series)):

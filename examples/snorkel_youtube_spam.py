@@ -33,8 +33,7 @@ from youtube_spam_lfs import LFS, apply_lfs, load_youtube_spam  # noqa: E402
 
 from crowd_keras import CrowdDataError  # noqa: E402
 from crowd_keras.datasets import locate  # noqa: E402
-
-from integrations.snorkel import CrowdLabelModel, lf_quality  # noqa: E402
+from crowd_keras.integrations.snorkel import CrowdLabelModel, lf_quality  # noqa: E402
 
 
 def train_end_model(texts_train, probs_train, texts_test, y_test, seed: int = 0) -> float:

@@ -6,11 +6,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from crowd_keras.codes import as_matrix, compact_codes, numeric_matrix
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.tables import SummaryTable
 
 from .label_model import DEFAULT_METHOD, CrowdLabelModel
-from .validation import check_label_matrix
+from .validation import check_gold_labels, check_label_matrix
 
 __all__ = ["lf_quality"]
 
@@ -23,11 +24,16 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
     Args:
         L: (n, m) label matrix, -1 = abstain.
         Y: optional gold labels (n,) for the empirical columns (``Correct``, ``Incorrect``,
-            ``Emp. Acc.``, counted where the function votes and ``Y != -1``).
+            ``Emp. Acc.``, counted where the function votes and ``Y != -1``), checked as
+            ``CrowdLabelModel.score``'s ``Y``: a non-integer or a label outside
+            ``-1..cardinality-1`` raises :class:`crowd_keras.CrowdDataError` naming it.
         model: a fitted :class:`CrowdLabelModel`; default: fit ``CrowdLabelModel(method)``
             to ``L`` (so no gold is needed).
         lfs: the labeling functions (their ``name`` is used) or names, for the index.
-        cardinality: number of classes; default the model's, else ``max(L) + 1`` (at least 2).
+        cardinality: number of classes (with ``model``: its own, or left out); default the
+            model's, else ``max(L) + 1`` (at least 2;
+            a stray large label that would make more than 64 classes, mostly unseen, raises
+            :class:`crowd_keras.CrowdDataError`: pass ``cardinality``).
 
     Returns:
         DataFrame (a :class:`~crowd_keras.tables.SummaryTable`: it prints whole) indexed by
@@ -37,13 +43,17 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         (nested list, rows = true class, columns = vote then abstain: ``p(response | class)``)
         and, with ``Y``, ``Correct``, ``Incorrect``, ``Emp. Acc.``.
     """
-    if cardinality is None:
-        if model is not None:
-            cardinality = int(model.cardinality)
-        else:
-            raw = np.asarray(L)
-            top = int(np.nanmax(raw)) if raw.size and raw.dtype.kind in "iuf" else 1
-            cardinality = max(top + 1, 2)
+    if model is not None:
+        if not isinstance(model, CrowdLabelModel):
+            raise TypeError(f"model must be a fitted CrowdLabelModel, got "
+                            f"{type(model).__name__}")
+        model._check_fitted()
+        if cardinality is not None and cardinality != model.cardinality:
+            raise ValueError(f"cardinality={cardinality!r} but the model was fitted with "
+                             f"cardinality {model.cardinality}; leave cardinality out")
+        cardinality = int(model.cardinality)
+    elif cardinality is None:
+        cardinality = _inferred_cardinality(L)
     k = int(cardinality)
     L = check_label_matrix(L, k, n_functions=None if model is None else model.n_functions_)
     n, m = L.shape
@@ -71,8 +81,8 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         "Est. Acc.": model.get_weights(),
         "Est. Confusion": [np.round(c, 4).tolist() for c in confusion],
     }, index=names)
-    if Y is not None:
-        y = np.asarray(Y).ravel()
+    if Y is not None:   # checked as score's Y: labels 0..k-1, -1 = no gold
+        y = check_gold_labels(Y, k, "Y", allow_missing=True)
         if len(y) != n:
             raise CrowdDataError(f"Y has {len(y)} labels but L has {n} rows")
         known = voted & (y >= 0)[:, None]
@@ -83,3 +93,28 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         with np.errstate(invalid="ignore", divide="ignore"):
             frame["Emp. Acc."] = correct / (correct + incorrect)
     return SummaryTable(frame)  # prints whole: every promised column shows
+
+
+def _inferred_cardinality(L: Any) -> int:
+    """``max(L) + 1``, at least 2, from the labels ``>= 0`` (the bad entries are left to
+    :func:`check_label_matrix`, which names them). An unsigned ``L``'s largest value is a
+    wrapped -1, not a class; a label that would make more than 64 classes, mostly unseen
+    (:func:`crowd_keras.codes.compact_codes`, the library's rule), raises naming it."""
+    arr = as_matrix(L, "L")
+    if arr.dtype.kind == "O":
+        arr = numeric_matrix(arr, "L")
+    if arr.ndim != 2 or arr.dtype.kind not in "iuf":
+        return 2
+    labels = arr[np.isfinite(arr) & (arr >= 0)] if arr.dtype.kind == "f" else arr[arr >= 0]
+    if arr.dtype.kind == "u":
+        labels = labels[labels != np.iinfo(arr.dtype).max]
+    if not len(labels):
+        return 2
+    top = int(labels.max())
+    distinct = len(np.unique(labels))
+    if top + 1 > 64 and not compact_codes(distinct, top):
+        r, c = np.argwhere(arr == labels.max())[0]
+        raise CrowdDataError(f"L has the label {top} at row {r}, column {c}: max(L) + 1 would "
+                             f"make {top + 1} classes for {distinct} distinct labels; pass "
+                             "cardinality= (labels 0..cardinality-1, -1 = abstain)")
+    return max(top + 1, 2)

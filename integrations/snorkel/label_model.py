@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
+import pandas as pd
 
 from crowd_keras.aggregation import (LabelModel, MajorityVote, available_label_models,
                                      get_label_model, register_label_model)
@@ -50,6 +51,9 @@ _TRAIN_ARGS = {
 # votes (Snorkel #1422) and a calibrated vote's exact ties would be -1 under "abstain".
 _SNORKEL_SETTINGS = {"tie_break": "uniform", "vote_posterior": "one_hot"}
 _FORMAT = "crowd-keras/snorkel-label-model"
+# Fitted attributes save() leaves out: reports (e.g. AutoLabelModel's held-out scores), the
+# training data, and label models held inside (saved under their own prefix).
+_NOT_STORED = (dict, list, tuple, np.ndarray, pd.DataFrame, pd.Series, Annotations, LabelModel)
 
 
 def _holds_gold(method: str, kwargs: Dict[str, Any], votes: np.ndarray) -> bool:
@@ -215,7 +219,11 @@ class CrowdLabelModel:
         Args:
             Y_dev: gold labels (``0..cardinality-1``) of the data points of a dev split. As in
                 Snorkel, without ``class_balance`` their class shares are the class balance.
-            class_balance: (cardinality,) class proportions; fixes the model's class prior.
+            class_balance: (cardinality,) class proportions; fixes the class prior of a model
+                that has one (``class_prior``: the Dawid-Skene family, the default; for crowd
+                answers the default also decides its labels for it, ``target_prior``). Models
+                without one (e.g. GLAD, MACE, IBCC, EBCC, BWA, voting) keep their own; the class
+                balance is then only the answer of rows where every function abstains.
             L_dev: (n_dev, m) the dev split's label matrix, one row per label of ``Y_dev``
                 (not in Snorkel). With it the dev rows join the fit as gold: a label model
                 that takes gold (``accepts_gold``: the default for crowd answers, the
@@ -489,6 +497,10 @@ class CrowdLabelModel:
 
         As in Snorkel, rows whose gold label or prediction is -1 are left out of every metric
         but ``coverage``: under ``tie_break_policy="abstain"`` ties are not counted as errors.
+        ``metrics``: Snorkel's names (``accuracy``, ``coverage``, ``precision``, ``recall``,
+        ``f1``, ``f1_micro``, ``f1_macro``, ``fbeta``, ``matthews_corrcoef``, ``roc_auc``);
+        ``fbeta`` is F-beta with beta = 1, the F1 score (Snorkel's raises ``TypeError``: its
+        ``score`` has no way to pass ``beta``).
         """
         if isinstance(metrics, str):
             raise TypeError(f"metrics must be a list of metric names, got the string "
@@ -525,7 +537,9 @@ class CrowdLabelModel:
 
         The label model's fitted numeric arrays (alone or in a tuple, e.g. the last EM state
         of the Bayesian models) and plain settings are stored (and those of a label model it
-        delegated to); training-set posteriors are not.
+        delegated to); training-set posteriors are not. A model whose fitted state is held in
+        another object (LIA's networks, ``engine_``) raises ``TypeError`` before anything is
+        written: a loaded copy could not predict.
         """
         self._check_fitted()
         _check_path(destination, "destination", write=True)
@@ -548,11 +562,17 @@ class CrowdLabelModel:
                 elif isinstance(value, (str, bool, int, float, type(None), np.integer,
                                         np.floating)):
                     state[attr] = value.item() if isinstance(value, np.generic) else value
+                elif not isinstance(value, _NOT_STORED):
+                    # e.g. LIA's engine_ (its networks' weights): a loaded copy could not predict
+                    raise TypeError(
+                        f"cannot save {type(model).__name__}: its fitted {attr} "
+                        f"({type(value).__name__}) is neither arrays nor plain settings, so a "
+                        "loaded copy could not predict; keep this model in memory or refit it")
             models[prefix] = {"name": _registry_name(model), "params": _json_params(model),
                               "state": state, "tuples": tuples}
         meta = {"format": _FORMAT, "version": 2, "method": self.method,
                 "cardinality": int(self.cardinality), "n_functions": int(self.n_functions_),
-                "method_kwargs": self.method_kwargs, "models": models,
+                "method_kwargs": _plain(self.method_kwargs), "models": models,
                 "class_balance": (None if self.class_balance_ is None
                                   else self.class_balance_.tolist())}
         try:
@@ -714,5 +734,17 @@ def _json_params(model: LabelModel) -> Dict[str, Any]:
     for name in inspect.signature(type(model).__init__).parameters:
         if name != "self" and hasattr(model, name):
             value = getattr(model, name)
-            out[name] = value.tolist() if isinstance(value, np.ndarray) else value
+            out[name] = _plain(value)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy arrays and scalars as lists and Python numbers (inside lists,
+    tuples and dicts too), so that settings given as numpy values are written as JSON."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {key: _plain(v) for key, v in value.items()}
+    return value

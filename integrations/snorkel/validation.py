@@ -80,11 +80,20 @@ def check_label_matrix(L: Any, cardinality: int, name: str = "L",
         if reason == "fraction":
             raise CrowdDataError(f"{name} has the non-integer value {value} at row {r}, column "
                                  f"{c}; labels are 0..{cardinality - 1}, -1 = abstain")
+        # an integer exactly (2**40, not 1.09951e+12), a float as written (1e+20)
+        value = value if isinstance(value, int) else f"{value:g}"
         if reason == "below":
-            raise CrowdDataError(f"{name} has {value:g} at row {r}, column {c}: below -1 (abstain)")
-        top = float(np.max(arr))
-        raise CrowdDataError(f"{name} has cardinality {top + 1:g}, cardinality={cardinality} "
-                             f"passed in: {value:g} at row {r}, column {c} but cardinality="
+            raise CrowdDataError(f"{name} has {value} at row {r}, column {c}: below -1 (abstain)")
+        if arr.dtype.kind == "u" and value == np.iinfo(arr.dtype).max:
+            # Snorkel's L + 1 wraps this back to abstain; read as a label it is out of range
+            raise CrowdDataError(
+                f"{name} has dtype {arr.dtype}, which cannot hold -1 (abstain): {value} at row "
+                f"{r}, column {c} is likely a -1 wrapped around. Pass a signed array (e.g. "
+                f"{name}.astype(np.int{arr.dtype.itemsize * 8}) turns it back into -1)")
+        top = np.max(arr).item() + 1
+        top = top if isinstance(top, int) else f"{top:g}"
+        raise CrowdDataError(f"{name} has cardinality {top}, cardinality={cardinality} "
+                             f"passed in: {value} at row {r}, column {c} but cardinality="
                              f"{cardinality} (labels 0..{cardinality - 1}, -1 = abstain)")
     return arr.astype(np.int64, copy=False)
 
@@ -134,7 +143,8 @@ def check_class_balance(class_balance: Any, Y_dev: Any, cardinality: int) -> Opt
 def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev",
                       allow_missing: bool = False) -> np.ndarray:
     """``Y_dev`` as an int64 array of class labels ``0..cardinality-1`` (integral floats
-    accepted; with ``allow_missing``, -1 too: a row without gold, as ``score``'s ``Y``); an
+    accepted, and booleans as 0/1 as Snorkel reads them; with ``allow_missing``, -1 too: a row
+    without gold, as ``score``'s ``Y``); an
     empty array, a matrix, another dtype or a label outside the range raises
     :class:`crowd_keras.CrowdDataError` naming the position and the value."""
     k = int(cardinality)
@@ -144,6 +154,8 @@ def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev",
     y = y.ravel()
     if len(y) == 0:
         raise CrowdDataError(f"{name} is empty")
+    if y.dtype.kind == "b":   # e.g. df.label == "spam": False/True are classes 0/1
+        y = y.astype(np.int64)
     if y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all():
         y = y.astype(np.int64)
     if y.dtype.kind not in "iu":

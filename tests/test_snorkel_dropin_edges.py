@@ -1,0 +1,179 @@
+"""CrowdLabelModel as a drop-in for Snorkel 0.10's LabelModel: inputs Snorkel accepts that a
+user hands over as they are (a dense ``np.matrix``, boolean gold labels, ...)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.integrations.snorkel import CrowdLabelModel, check_dev_set
+
+from snorkel.labeling.model import LabelModel
+
+
+def both_class_functions(n=240, m=5, seed=0):
+    """Binary truth; ``m`` functions voting either class (80% right) on 60% of the rows."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    vote = rng.random((n, m)) < 0.6
+    right = rng.random((n, m)) < 0.8
+    L = np.where(vote, np.where(right, y[:, None], 1 - y[:, None]), -1)
+    return L, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    L, y = both_class_functions()
+    return L, y, CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+
+
+def test_a_dense_np_matrix_is_read_as_the_array_it_holds(data):
+    # scipy.sparse's todense() returns np.matrix, whose rows index as 2-d; Snorkel takes it
+    L, y, fitted = data
+    dense = sp.csr_matrix(L).todense()
+    assert isinstance(dense, np.matrix)
+    LabelModel(cardinality=2, verbose=False).fit(dense, progress_bar=False, n_epochs=5)
+    np.testing.assert_array_equal(fitted.predict(dense), fitted.predict(L))
+    refit = CrowdLabelModel(cardinality=2).fit(dense, progress_bar=False)
+    np.testing.assert_array_equal(refit.predict_proba(L), fitted.predict_proba(L))
+    L_dev, _ = check_dev_set(np.asmatrix(L[:40]), y[:40], 2, L.shape[1])   # fit's check
+    np.testing.assert_array_equal(L_dev, L[:40])
+    assert Annotations.from_label_matrix(dense).n_annotations == (L >= 0).sum()
+
+
+def test_boolean_gold_labels_are_classes_0_and_1_as_in_snorkel(data):
+    # e.g. Y = df.label == "spam"; Snorkel's score and class balance read False/True as 0/1
+    L, y, fitted = data
+    gold = y.astype(bool)
+    assert fitted.score(L, gold, metrics=["accuracy", "f1"]) == \
+        fitted.score(L, y, metrics=["accuracy", "f1"])
+    theirs = LabelModel(cardinality=2, verbose=False)
+    theirs.fit(L, Y_dev=gold[:60], progress_bar=False, n_epochs=5)
+    ours = CrowdLabelModel(cardinality=2).fit(L, Y_dev=gold[:60], progress_bar=False)
+    np.testing.assert_allclose(ours.class_balance_, theirs.p)
+    dev = CrowdLabelModel(cardinality=2).fit(L, Y_dev=gold[:60], L_dev=L[:60],
+                                             progress_bar=False)
+    assert dev.n_gold_ == 60
+    with pytest.raises(CrowdDataError, match="1 class"):   # still needs every class
+        CrowdLabelModel(cardinality=2).fit(L, Y_dev=np.ones(10, bool), progress_bar=False)
+
+
+@pytest.mark.parametrize("dtype, signed", [(np.uint8, "int8"), (np.uint16, "int16")])
+def test_an_unsigned_label_matrix_names_the_wrapped_abstain(data, dtype, signed):
+    # -1 stored unsigned is the dtype's largest value (Snorkel's L + 1 wraps it back)
+    L, _, fitted = data
+    r, c = np.argwhere(L == -1)[0]
+    wrapped = np.iinfo(dtype).max
+    for call, name in ((lambda X: CrowdLabelModel().fit(X, progress_bar=False), "L_train"),
+                       (fitted.predict, "L")):
+        with pytest.raises(CrowdDataError, match=(
+                rf"{name} has dtype {np.dtype(dtype)}, which cannot hold -1 .*{wrapped} at row "
+                rf"{r}, column {c} .*{name}\.astype\(np\.{signed}\)")):
+            call(L.astype(dtype))
+    np.testing.assert_array_equal(L.astype(dtype).astype(signed), L)   # the advice works
+
+
+def test_an_out_of_range_label_is_shown_exactly(data):
+    L, _, fitted = data
+    bad = L.copy()
+    bad[7, 3] = 2 ** 40
+    with pytest.raises(CrowdDataError, match=r"cardinality 1099511627777, .*1099511627776 at "
+                                             r"row 7, column 3"):
+        fitted.predict(bad)
+
+
+@pytest.mark.slow   # LIA imports Keras
+def test_save_refuses_a_model_whose_fitted_state_it_cannot_store(data, tmp_path):
+    # feature-free LIA keeps its networks' weights in engine_: a file without them loaded
+    # into a model that could not predict ("scores only its 0 fitted items")
+    L, _, _ = data
+    lia = CrowdLabelModel(cardinality=2, method="lia").fit(L, n_epochs=2, progress_bar=False)
+    assert lia.label_model_.regime_ == "crowd"
+    path = tmp_path / "lia.npz"
+    with pytest.raises(TypeError, match=r"cannot save LIA: its fitted engine_ .*could not "
+                                        r"predict"):
+        lia.save(path)
+    assert not path.exists()
+
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda y: y + 0.5, r"Y must hold integer labels 0\.\.1, got dtype float64 \(\d\.5 at "
+                        r"position 0\)"),
+    (lambda y: np.where(np.arange(len(y)) == 7, 5, y), r"Y has 5 at position 7"),
+    (lambda y: np.array(["spam"] * len(y)), r"Y must hold integer labels"),
+])
+def test_lf_quality_checks_gold_labels_as_score_does(data, bad, message):
+    # a non-integer gold label was counted as wrong everywhere ("Emp. Acc." 0), silently
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, y, fitted = data
+    with pytest.raises(CrowdDataError, match=message):
+        lf_quality(L, bad(y), model=fitted)
+    with pytest.raises(CrowdDataError, match=message):
+        fitted.score(L, bad(y))
+    table = lf_quality(L, np.where(np.arange(len(y)) < 20, -1, y), model=fitted)  # -1: no gold
+    assert table["Correct"].iloc[0] + table["Incorrect"].iloc[0] == (L[20:, 0] >= 0).sum()
+
+
+def test_lf_quality_infers_the_cardinality_only_from_labels(data):
+    # inferred from max(L) + 1: a uint8 L's 255 (a wrapped -1) made 256 classes and read
+    # every abstain as a vote (Coverage 1.0), inf raised OverflowError, a stray 1000 fitted
+    # 1001 classes for a minute
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, _, _ = data
+    with pytest.raises(CrowdDataError, match=r"L has dtype uint8, which cannot hold -1"):
+        lf_quality(L.astype(np.uint8))
+    with pytest.raises(CrowdDataError, match=r"L has inf at row 0, column 0"):
+        lf_quality(np.where(np.arange(L.size).reshape(L.shape) == 0, np.inf, L))
+    stray = L.copy()
+    stray[3, 2] = 1000
+    with pytest.raises(CrowdDataError, match=r"label 1000 at row 3, column 2: .*1001 classes "
+                                             r"for 3 distinct labels; pass cardinality="):
+        lf_quality(stray)
+    table = lf_quality(L.astype(np.int16))
+    assert len(table["Est. Confusion"].iloc[0]) == 2     # two classes inferred
+    np.testing.assert_allclose(table["Coverage"], (L >= 0).mean(axis=0))
+
+
+def test_the_tutorial_example_uses_the_public_import_path(monkeypatch):
+    # docs/tutorials/snorkel.md sends readers to this example: it imported the adapter as
+    # integrations.snorkel, a path only a repository checkout has (a second copy of the
+    # module: its CrowdLabelModel was not crowd_keras.integrations.snorkel's)
+    import importlib
+    import sys
+
+    from conftest import ROOT
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    sys.modules.pop("snorkel_youtube_spam", None)
+    example = importlib.import_module("snorkel_youtube_spam")
+    assert example.CrowdLabelModel is CrowdLabelModel
+
+
+def test_settings_given_as_numpy_values_are_saved(data, tmp_path):
+    # e.g. a class prior as an array or max_iter from a numpy grid: the fit worked, save
+    # raised "a setting is not plain JSON (Object of type ndarray ...)"
+    L, _, _ = data
+    model = CrowdLabelModel(cardinality=2, method="dawid_skene", class_prior=np.array([0.4, 0.6]),
+                            max_iter=np.int64(20), smoothing=np.float32(0.05))
+    model.fit(L, progress_bar=False)
+    model.save(tmp_path / "model.npz")
+    loaded = CrowdLabelModel().load(tmp_path / "model.npz")
+    assert loaded.method_kwargs == {"class_prior": [0.4, 0.6], "max_iter": 20,
+                                    "smoothing": pytest.approx(0.05)}
+    assert loaded.label_model_.max_iter == 20
+    np.testing.assert_allclose(loaded.predict_proba(L[::-1]), model.predict_proba(L[::-1]))
+
+
+def test_lf_quality_checks_the_model_it_is_given(data):
+    # an unfitted model raised AttributeError ('n_functions_'), another cardinality than the
+    # model's mixed k-class vote counts with the model's own tables, silently
+    from crowd_keras.errors import NotFittedError
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, _, fitted = data
+    with pytest.raises(NotFittedError, match="not fitted"):
+        lf_quality(L, model=CrowdLabelModel())
+    with pytest.raises(TypeError, match="model must be a fitted CrowdLabelModel, got LabelModel"):
+        lf_quality(L, model=LabelModel(cardinality=2, verbose=False))
+    with pytest.raises(ValueError, match="cardinality=3 but the model was fitted with "
+                                         "cardinality 2"):
+        lf_quality(L, model=fitted, cardinality=3)
+    assert len(lf_quality(L, model=fitted, cardinality=2)["Est. Confusion"].iloc[0]) == 2
