@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import timed  # noqa: E402
 
 from crowd_keras.datasets import load_labelme, load_truth_inference, load_wrench  # noqa: E402
-from integrations.snorkel import CrowdLabelModel, probs_to_preds  # noqa: E402
+from crowd_keras.integrations.snorkel import CrowdLabelModel, probs_to_preds  # noqa: E402
 
 REFERENCES = {
     "WRENCH DS": dict(method="abstain_dawid_skene", abstain="response", anchor="none",
