@@ -44,12 +44,24 @@ def stratified_folds(codes: np.ndarray, n_splits: int, random_state: Optional[in
     return fold
 
 
+def _consensus_codes(model: LabelModel) -> np.ndarray:
+    """(I,) the fitted model's consensus codes, -1 on items without any annotation nor gold
+    label: their consensus is the class prior (or the classifier), no label to train on."""
+    codes = model.predict().astype(np.int64)
+    evidence = model.annotations_.annotations_per_item() > 0
+    prior = getattr(model, "item_log_prior_", None)
+    if prior is not None and np.shape(prior) == (len(codes), model.annotations_.n_classes):
+        evidence |= np.isneginf(prior).any(axis=1)          # a gold clamp
+    return np.where(evidence, codes, MISSING)
+
+
 def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = None,
                     label_model: Any = "majority_vote") -> Tuple[np.ndarray, np.ndarray]:
     """``(codes (I,), classes (K,))`` of the training targets.
 
     ``labels``: (I,) class labels (codes ``0..K-1`` or names; -1 or None/NaN: no label, the
-    item is predicted but not trained on); a fitted label model (its ``predict_labels()``);
+    item is predicted but not trained on); a fitted label model (its ``predict()``; -1 for
+    the items without any annotation nor gold label, whose consensus is only the prior);
     or :class:`Annotations` (fitted with ``label_model``, a name or an unfitted model).
     """
     if isinstance(labels, Annotations):
@@ -59,7 +71,7 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
                             f"model, got {type(model).__name__} {model!r}")
         labels = model.fit(labels)
     if isinstance(labels, LabelModel):
-        return labels.predict().astype(np.int64), np.asarray(labels.annotations_.classes)
+        return _consensus_codes(labels), np.asarray(labels.annotations_.classes)
     values = labels.to_numpy() if isinstance(labels, (pd.Series, pd.Index)) else \
         np.asarray(labels)
     if values.ndim != 1 or len(values) != n_items:
@@ -201,7 +213,8 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             probabilities.
         x: features of the I items (array, ``pandas.DataFrame`` or a dict of arrays).
         labels: the training targets per item (codes ``0..K-1``, names, -1/NaN for none), a
-            fitted label model, or :class:`Annotations` (fitted with ``label_model``).
+            fitted label model, or :class:`Annotations` (fitted with ``label_model``; items
+            without any annotation nor gold label are predicted, not trained on).
         n_splits: folds (at least 2); stratified by label, seeded by ``random_state``.
         classes: the classes in column order (default: from ``labels``).
         one_hot: Keras targets one-hot (True) or class codes (False); default: codes when

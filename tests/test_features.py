@@ -79,6 +79,29 @@ def test_out_of_fold_probabilities_help_a_label_model(sim):
     assert model.classifier_weight_ > 0.3
 
 
+def test_items_without_annotations_are_predicted_not_trained_on(sim):
+    # cleanlab's wide layout keeps rows without any label: their consensus is only the class
+    # prior, the same class for all of them, and no training label
+    from crowd_keras import Annotations
+    from crowd_keras.features import training_labels
+
+    ann = sim.annotations
+    more = Annotations(ann.items, ann.annotators, ann.labels, n_items=ann.n_items + 30,
+                       n_annotators=ann.n_annotators, n_classes=ann.n_classes)
+    codes, _ = training_labels(more, more.n_items)
+    np.testing.assert_array_equal(codes[ann.n_items:], -1)
+    np.testing.assert_array_equal(codes[:ann.n_items], MajorityVote().fit(ann).predict())
+    # a gold label is a label: the gold item without annotations is trained on
+    model = DawidSkene().fit(more, gold={ann.n_items: 2})
+    codes, _ = training_labels(model, more.n_items)
+    assert codes[ann.n_items] == 2 and (codes[ann.n_items + 1:] == -1).all()
+    x = np.vstack([sim.x, sim.x[:30]])
+    proba = out_of_fold(logistic, x, more, label_model="dawid_skene")
+    expected = out_of_fold(logistic, x, np.append(DawidSkene().fit(ann).predict(),
+                                                  np.full(30, -1)))
+    np.testing.assert_allclose(proba, expected, atol=1e-9)
+
+
 def test_bad_inputs_are_named(sim):
     with pytest.raises(CrowdDataError, match="one per item"):
         out_of_fold(logistic, sim.x, np.zeros(3, dtype=int))
