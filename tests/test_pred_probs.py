@@ -145,6 +145,8 @@ def test_a_refit_without_the_classifier_forgets_it(crowds):
 
 @pytest.mark.parametrize("bad, match", [
     (lambda p, ann: p[:-1], r"shape \(items, classes\)"),
+    # not "a class nobody chose needs n_classes=500"
+    (lambda p, ann: p.T, r"got \(4, 500\) \(transposed: pass pred_probs\.T, one row per item\)$"),
     (lambda p, ann: np.where(np.arange(p.size).reshape(p.shape) == 5, np.nan, p), "NaN"),
     (lambda p, ann: p - np.eye(4)[np.arange(len(p)) % 4] * 2, "negative"),
     (lambda p, ann: p * 2, "sum to 2"),

@@ -201,10 +201,13 @@ def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> 
         if p.shape != (len(item_ids), len(classes)):
             # cleanlab takes K from pred_probs; annotations read without n_classes= stop at
             # the largest class chosen
-            hint = (f" (the annotations have {len(classes)} classes: a class nobody chose "
-                    f"needs n_classes= or classes= when they are read, e.g. "
-                    f"Annotations.from_wide(frame, n_classes={p.shape[1]}))"
-                    if p.ndim == 2 and p.shape[1] > len(classes) else "")
+            hint = ""
+            if p.ndim == 2 and p.shape == (len(classes), len(item_ids)):
+                hint = " (transposed: pass pred_probs.T, one row per item)"
+            elif p.ndim == 2 and p.shape[0] == len(item_ids) and p.shape[1] > len(classes):
+                hint = (f" (the annotations have {len(classes)} classes: a class nobody chose "
+                        f"needs n_classes= or classes= when they are read, e.g. "
+                        f"Annotations.from_wide(frame, n_classes={p.shape[1]}))")
             raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
                                  f"{(len(item_ids), len(classes))} in the annotations' item "
                                  f"order, got {p.shape}{hint}")
