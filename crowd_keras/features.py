@@ -107,10 +107,19 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     return codes, classes
 
 
+def _is_sparse(x: Any) -> bool:
+    """A scipy sparse matrix or array (scikit-learn's text features), without importing
+    scipy."""
+    return hasattr(x, "tocsr") and hasattr(x, "nnz") and hasattr(x, "shape")
+
+
 def _take(x: Any, rows: np.ndarray) -> Any:
-    """Rows of features: an array, a frame (by position) or a dict of arrays (Keras inputs)."""
+    """Rows of features: an array, a sparse matrix (as CSR, the format that selects rows), a
+    frame (by position) or a dict of arrays (Keras inputs)."""
     if isinstance(x, (pd.DataFrame, pd.Series)):
         return x.iloc[rows]
+    if _is_sparse(x):
+        return x.tocsr()[rows]
     if isinstance(x, dict):
         return {name: _take(value, rows) for name, value in x.items()}
     if isinstance(x, (list, tuple)) and len(x) and hasattr(x[0], "shape"):
@@ -132,6 +141,8 @@ def _n_rows(x: Any) -> int:
                 raise CrowdDataError(f"x's inputs differ in rows: {first!r} has "
                                      f"{sizes[first]}, {name!r} has {size}")
         return sizes[first]
+    if _is_sparse(x):
+        return int(x.shape[0])
     if x is None or np.ndim(x) == 0:
         raise TypeError(f"x must be the features of the items (an array, a DataFrame or a dict "
                         f"of arrays), got {type(x).__name__}")
@@ -211,7 +222,8 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             estimator (``fit``/``predict_proba``/``classes_``; an estimator instance is
             cloned instead) or a compiled Keras model whose ``predict`` gives K soft-max
             probabilities.
-        x: features of the I items (array, ``pandas.DataFrame`` or a dict of arrays).
+        x: features of the I items (array, scipy sparse matrix, ``pandas.DataFrame`` or a
+            dict of arrays).
         labels: the training targets per item (codes ``0..K-1``, names, -1/NaN for none), a
             fitted label model, or :class:`Annotations` (fitted with ``label_model``; items
             without any annotation nor gold label are predicted, not trained on).

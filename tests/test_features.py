@@ -79,6 +79,15 @@ def test_out_of_fold_probabilities_help_a_label_model(sim):
     assert model.classifier_weight_ > 0.3
 
 
+def test_sparse_features_as_scikit_learn_takes_them(sim):
+    # text features (TfidfVectorizer) are scipy sparse matrices: rows are selected, not
+    # len()-ed (scipy: "sparse array length is ambiguous")
+    sparse = pytest.importorskip("scipy.sparse")
+    dense = out_of_fold(logistic, sim.x, sim.y)
+    for x in (sparse.csr_matrix(sim.x), sparse.coo_matrix(sim.x), sparse.csr_array(sim.x)):
+        np.testing.assert_allclose(out_of_fold(logistic, x, sim.y), dense, atol=1e-6)
+
+
 def test_items_without_annotations_are_predicted_not_trained_on(sim):
     # cleanlab's wide layout keeps rows without any label: their consensus is only the class
     # prior, the same class for all of them, and no training label
