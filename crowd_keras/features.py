@@ -20,7 +20,7 @@ from .aggregation.base import LabelModel
 from .aggregation.registry import get_label_model
 from .annotations import Annotations
 from .arguments import check_count, check_number
-from .codes import check_unique_ids, ids_array, show
+from .codes import MAX_CODE, check_unique_ids, compact_codes, ids_array, show
 from .errors import CrowdDataError
 from .numerics import MISSING
 
@@ -60,7 +60,8 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     """``(codes (I,), classes (K,))`` of the training targets.
 
     ``labels``: (I,) class labels (codes ``0..K-1`` or names; -1 or None/NaN: no label, the
-    item is predicted but not trained on); a fitted label model (its ``predict()``; -1 for
+    item is predicted but not trained on; integer labels, and whole-number floats with NaN,
+    give the classes ``0..max`` as ``Annotations.from_frame`` reads them); a fitted label model (its ``predict()``; -1 for
     the items without any annotation nor gold label, whose consensus is only the prior);
     or :class:`Annotations` (fitted with ``label_model``, a name or an unfitted model).
     """
@@ -80,23 +81,46 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     if classes is not None:
         check_unique_ids(ids_array(classes), "class")
     known = ~pd.isna(values)
+    if values.dtype.kind == "O" and known.any() and pd.api.types.infer_dtype(
+            values[known], skipna=False) in ("integer", "floating", "mixed-integer-float"):
+        values = np.where(known, values, np.nan).astype(np.float64)   # numbers with None
     if values.dtype.kind == "f":
         # a classifier's classes are labels, not measurements (scikit-learn refuses a
         # "continuous" target): a fractional label is a mistake, not a class named 0.5
-        frac = known & (values != np.round(values))
+        frac = known & ~(np.isfinite(values) & (values == np.round(values)))
         if frac.any():
             i = int(np.argmax(frac))
             raise CrowdDataError(f"label {show(values[i])} of item {i} is not a whole number: "
                                  "labels are class codes or names (NaN: no label)")
+        big = known & (np.abs(values) > MAX_CODE)
+        if big.any():
+            i = int(np.argmax(big))
+            raise CrowdDataError(f"label {show(values[i])} of item {i} is too large for a class "
+                                 f"code (at most 2**53)")
+        # whole numbers with NaN where missing: read as the integer labels they stand for
+        values = np.where(known, values, MISSING).astype(np.int64)
     if values.dtype.kind in "iu":
         known = values != MISSING
         if classes is None:
             if (values[known] < 0).any():
                 raise CrowdDataError(f"label code {values[known].min()} is negative (-1: no "
                                      "label)")
-            classes = np.arange(int(values[known].max()) + 1 if known.any() else 1)
-            return np.where(known, values, MISSING).astype(np.int64), classes
-    classes = np.asarray(classes) if classes is not None else np.unique(values[known])
+            distinct = np.unique(values[known])
+            top = int(distinct[-1]) if len(distinct) else 0
+            # as Annotations.from_frame reads integer labels: codes 0..max, or their
+            # distinct values when a stray large code would make that many classes
+            classes = np.arange(top + 1) if compact_codes(len(distinct), top) else distinct
+            codes = np.full(len(values), MISSING, dtype=np.int64)
+            codes[known] = np.searchsorted(classes, values[known])
+            return codes, classes
+    if classes is None:
+        try:
+            classes = np.unique(values[known])
+        except TypeError:       # sorting 1 and "a"
+            kinds = sorted({type(v).__name__ for v in values[known]})
+            raise CrowdDataError(f"labels mix types ({', '.join(kinds)}): give them one type "
+                                 "(e.g. all strings)") from None
+    classes = np.asarray(classes)
     codes = np.full(len(values), MISSING, dtype=np.int64)
     codes[known] = pd.Index(classes).get_indexer(values[known])
     bad = known & (codes < 0)

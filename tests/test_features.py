@@ -79,6 +79,33 @@ def test_out_of_fold_probabilities_help_a_label_model(sim):
     assert model.classifier_weight_ > 0.3
 
 
+def test_whole_float_labels_are_read_as_the_integer_labels_they_stand_for():
+    # a column of codes with NaN is float: it must read as the same codes (a missing label
+    # shifted every code and -1.0 became a class: the columns were other classes' silently)
+    import pandas as pd
+
+    from crowd_keras.features import training_labels
+
+    ints = np.array([2, 0, -1, 2, 0])
+    codes, classes = training_labels(ints, 5)
+    np.testing.assert_array_equal(classes, [0, 1, 2])
+    for same in (ints.astype(float), np.where(ints < 0, np.nan, ints),
+                 pd.Series(ints, dtype="Int64").mask(ints < 0),
+                 np.array([2, 0, None, 2, 0], dtype=object)):
+        got, got_classes = training_labels(same, 5)
+        np.testing.assert_array_equal(got, codes)
+        np.testing.assert_array_equal(got_classes, classes)
+    # as Annotations.from_frame reads integer labels: a stray large code is no 10**9 classes
+    got, got_classes = training_labels(np.array([0.0, 10.0 ** 9, np.nan]), 3)
+    np.testing.assert_array_equal(got_classes, [0, 10 ** 9])
+    np.testing.assert_array_equal(got, [0, 1, -1])
+    for bad, match in (([0.0, np.inf], "inf of item 1 is not a whole number"),
+                       ([0.0, 1e20], "too large"),
+                       (np.array([1, "a"], dtype=object), r"mix types \(int, str\)")):
+        with pytest.raises(CrowdDataError, match=match):
+            training_labels(np.asarray(bad), 2)
+
+
 def test_sparse_features_as_scikit_learn_takes_them(sim):
     # text features (TfidfVectorizer) are scipy sparse matrices: rows are selected, not
     # len()-ed (scipy: "sparse array length is ambiguous")
