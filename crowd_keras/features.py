@@ -32,14 +32,20 @@ def stratified_folds(codes: np.ndarray, n_splits: int, random_state: Optional[in
     """(I,) fold of each item, 0..n_splits-1: each class's items (and the unlabelled ones,
     code -1) shuffled and dealt round the folds from a random first fold, so every fold gets
     its share of every class (a class with fewer items than folds is missing from some)."""
+    n_splits = check_count(n_splits, "n_splits", 1)
+    codes = np.asarray(codes)
+    if codes.ndim != 1:
+        raise CrowdDataError(f"codes must be one label per item (1-d), got shape {codes.shape}")
     try:
         rng = np.random.default_rng(random_state)
     except (TypeError, ValueError):
         raise ValueError(f"random_state must be a non-negative int or None, got "
                          f"{random_state!r}") from None
     fold = np.empty(len(codes), dtype=np.int64)
-    for code in np.unique(codes):                       # a loop over classes, not items
-        members = rng.permutation(np.flatnonzero(codes == code))
+    # groups by the inverse of np.unique, so that NaN codes (equal there) are one group too
+    group = np.unique(codes, return_inverse=True)[1].reshape(-1)
+    for code in range(int(group.max()) + 1 if len(group) else 0):    # classes, not items
+        members = rng.permutation(np.flatnonzero(group == code))
         fold[members] = (np.arange(len(members)) + rng.integers(n_splits)) % n_splits
     return fold
 

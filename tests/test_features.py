@@ -37,6 +37,21 @@ def test_folds_are_stratified_and_seeded():
     assert not np.array_equal(folds, stratified_folds(codes, 5, random_state=2))
 
 
+def test_folds_check_their_arguments_and_give_nan_codes_a_fold():
+    # n_splits=2.5 dealt a fold 2, n_splits=0 raised numpy's "high <= 0", and NaN codes
+    # (no group of np.unique equal to them) were left np.empty's garbage
+    codes = np.array([0.0, 1.0, np.nan, np.nan, 1.0, np.nan])
+    folds = stratified_folds(codes, 2, random_state=0)
+    assert set(folds) <= {0, 1}
+    assert sorted(np.bincount(folds[np.isnan(codes)], minlength=2)) == [1, 2]
+    with pytest.raises(TypeError, match="n_splits"):
+        stratified_folds(codes, 2.5)
+    with pytest.raises(ValueError, match="n_splits"):
+        stratified_folds(codes, 0)
+    with pytest.raises(CrowdDataError, match="1-d"):
+        stratified_folds(np.zeros((2, 2)), 2)
+
+
 def test_probabilities_are_out_of_fold(sim):
     # a 1-nearest-neighbour model recites its training labels: in fold it would be 100% right
     from sklearn.neighbors import KNeighborsClassifier
