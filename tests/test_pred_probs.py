@@ -161,6 +161,25 @@ def test_bad_pred_probs_are_named(bad, match, crowds):
         DawidSkene().fit(sim.annotations, pred_probs=bad(good, sim.annotations))
 
 
+def test_a_frame_indexed_otherwise_than_by_item_id_says_how():
+    # "no row for 4 items: 0, 1, 2, 3" beside a frame with rows "0".."3" said nothing of why
+    from crowd_keras import Annotations
+
+    wide = pd.DataFrame({"a": [0, 1, 1, 0], "b": [0, 1, np.nan, 0]}, index=list("wxyz"))
+    p = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
+    with pytest.raises(CrowdDataError, match=r"'w', 'x', 'y', 'z' \(the frame's index is "
+                                             r"0\.\.3, not the item ids: .*to_numpy\(\)"):
+        DawidSkene().fit(Annotations.from_wide(wide), pred_probs=pd.DataFrame(p))
+    numbered = Annotations.from_wide(wide.reset_index(drop=True))
+    with pytest.raises(CrowdDataError, match=r"0, 1, 2, 3 \(the frame's index has '0': "
+                                             r"the ids .* must be of one type\)"):
+        DawidSkene().fit(numbered, pred_probs=pd.DataFrame(p, index=["0", "1", "2", "3"]))
+    with pytest.raises(CrowdDataError, match=r"no row for 1 item\(s\) of the annotations: "
+                                             r"'z'$"):
+        DawidSkene().fit(Annotations.from_wide(wide), pred_probs=pd.DataFrame(
+            p[:3], index=list("wxy")))
+
+
 @pytest.mark.parametrize("model", [MajorityVote(), GLAD()])
 def test_models_without_the_prior_refuse_it(model, crowds):
     sim, good, _ = crowds[0]

@@ -171,13 +171,28 @@ def _numbers(values: Any) -> np.ndarray:
         raise CrowdDataError(f"pred_probs must be numbers: {err}") from None
 
 
+def _index_hint(index: pd.Index, missing: np.ndarray, n_items: int) -> str:
+    """Why a frame's index misses items, when it is plain: ids of another type written alike
+    (``"1"`` for ``1``), or the positions ``0..n-1`` of a frame made from an array."""
+    written = index.astype(str)
+    alike = index[written == str(_plain(missing[0]))]
+    if len(alike):
+        return (f" (the frame's index has {_plain(alike[0])!r}: the ids of pred_probs and of "
+                "the annotations must be of one type)")
+    if len(index) == n_items and index.equals(pd.RangeIndex(n_items)):
+        return (f" (the frame's index is 0..{n_items - 1}, not the item ids: index it by item "
+                "id, or pass pred_probs.to_numpy() for rows in the annotations' item order)")
+    return ""
+
+
 def _align_frame(frame: pd.DataFrame, item_ids: np.ndarray, classes: Sequence) -> np.ndarray:
     """The frame's rows in ``item_ids`` order and its columns in class-code order."""
     if frame.index.has_duplicates:
         raise repeated_items_error(frame.index[frame.index.duplicated()].unique())
     pos = frame.index.get_indexer(item_ids)
     if (pos < 0).any():
-        raise missing_items_error(item_ids[pos < 0])
+        raise CrowdDataError(f"{missing_items_error(item_ids[pos < 0])}"
+                             f"{_index_hint(frame.index, item_ids[pos < 0], len(item_ids))}")
     if len(frame) > len(item_ids):
         raise extra_items_error(frame.index[~frame.index.isin(item_ids)])
     columns = class_columns(frame.columns, classes)
