@@ -135,6 +135,20 @@ def test_a_frame_is_aligned_by_item_id(crowds):
     np.testing.assert_allclose(a.posteriors_, b.posteriors_, atol=1e-12)
 
 
+def test_columns_written_as_text_are_read_by_class_name(crowds, tmp_path):
+    # a frame read back from CSV names the class 2 "2": read by position, its reversed
+    # columns were other classes' silently
+    sim, good, _ = crowds[0]
+    ann = sim.annotations
+    frame = pd.DataFrame(good, index=ann.item_ids, columns=list(ann.classes))
+    frame[list(ann.classes)[::-1]].to_csv(tmp_path / "p.csv")
+    read = pd.read_csv(tmp_path / "p.csv", index_col=0)
+    assert list(read.columns) == ["3", "2", "1", "0"]
+    a = DawidSkene().fit(ann, pred_probs=frame)
+    b = DawidSkene().fit(ann, pred_probs=read)
+    np.testing.assert_allclose(a.posteriors_, b.posteriors_, atol=1e-12)
+
+
 def test_a_refit_without_the_classifier_forgets_it(crowds):
     sim, good, _ = crowds[0]
     model = DawidSkene().fit(sim.annotations, pred_probs=good)

@@ -98,8 +98,10 @@ def repeated_items_error(repeated: Sequence) -> CrowdDataError:
 def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     """(K,) the position in ``columns`` of each class, in class-code order.
 
-    Columns named by the classes (any order) are read by name; K columns none of which is a
-    class name (``0..K-1`` from an array, or other names) are taken in class-code order.
+    Columns named by the classes (any order) are read by name, also when they are written as
+    text (``"2"`` for the class ``2``, a frame read back from CSV); K columns none of which
+    is a class name (``0..K-1`` from an array, or other names) are taken in class-code
+    order.
 
     Raises:
         CrowdDataError: not one column per class, or columns of which some are class names
@@ -117,6 +119,12 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     positional = columns == list(range(len(classes)))
     if (positions >= 0).all():
         return positions
+    if not (positions >= 0).any() and not positional:
+        # the class names written as text (a frame read back from CSV: 0 -> "0"): by name
+        written = pd.Index([str(c) for c in columns])
+        alike = written.get_indexer([str(c) for c in classes])
+        if not written.has_duplicates and (alike >= 0).all():
+            return alike
     if positional or not (positions >= 0).any():
         return np.arange(len(classes))
     known = set(columns) & set(classes)
