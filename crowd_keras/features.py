@@ -67,9 +67,10 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
 
     ``labels``: (I,) class labels (codes ``0..K-1`` or names; -1 or None/NaN: no label, the
     item is predicted but not trained on; integer labels, and whole-number floats with NaN,
-    give the classes ``0..max`` as ``Annotations.from_frame`` reads them); a fitted label model (its ``predict()``; -1 for
-    the items without any annotation nor gold label, whose consensus is only the prior);
-    or :class:`Annotations` (fitted with ``label_model``, a name or an unfitted model).
+    give the classes ``0..max`` as ``Annotations.from_frame`` reads them); a fitted label
+    model (its ``predict()``; -1 for the items without any annotation nor gold label, whose
+    consensus is only the prior); or :class:`Annotations` (fitted with ``label_model``, a
+    name or an unfitted model).
     """
     if isinstance(labels, Annotations):
         model = get_label_model(label_model) if isinstance(label_model, str) else label_model
@@ -179,6 +180,44 @@ def _n_rows(x: Any) -> int:
     return len(x)
 
 
+def _by_item_id(x: Any, labels: Any) -> Any:
+    """Features ``x`` in the item order of ``labels`` when both know the items: a frame
+    indexed by the item ids of :class:`Annotations` or of a fitted label model is aligned by
+    id (any row order), as ``pred_probs`` frames are; other features are taken by position."""
+    if isinstance(labels, LabelModel) and hasattr(labels, "annotations_"):
+        labels = labels.annotations_
+    if not isinstance(labels, Annotations) or not isinstance(x, (pd.DataFrame, pd.Series)):
+        return x
+    ids = np.asarray(labels.item_ids)
+    if len(x) == len(ids) and np.array_equal(x.index.to_numpy(), ids):
+        return x
+    if x.index.equals(pd.RangeIndex(len(x))):     # pandas' default: positions, not ids
+        return x
+    if not x.index.has_duplicates:
+        pos = x.index.get_indexer(ids)
+    elif x.index.isin(ids).any():
+        raise CrowdDataError(f"x's index repeats item ids: "
+                             f"{show(x.index[x.index.duplicated()][0])}")
+    else:
+        return x
+    found = pos >= 0
+    if not found.any():                 # not indexed by item id: rows in item order
+        return x
+    if not found.all():
+        missing = ids[~found]
+        raise CrowdDataError(f"x is indexed by item id but has no row for {len(missing)} "
+                             f"item(s) of the annotations: "
+                             f"{', '.join(show(v) for v in missing[:5])}"
+                             f"{' and more' if len(missing) > 5 else ''} (rows in the "
+                             "annotations' item order: x.reset_index(drop=True))")
+    if len(x) > len(ids):
+        extra = x.index[~x.index.isin(ids)]
+        raise CrowdDataError(f"x has {len(extra)} row(s) for items that are not in the "
+                             f"annotations: {', '.join(show(v) for v in extra[:5])}"
+                             f"{' and more' if len(extra) > 5 else ''}")
+    return x.iloc[pos]
+
+
 def _is_keras(model: Any) -> bool:
     return not hasattr(model, "predict_proba") and hasattr(model, "compile") \
         and hasattr(model, "predict")
@@ -253,7 +292,9 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             cloned instead) or a compiled Keras model whose ``predict`` gives K soft-max
             probabilities.
         x: features of the I items (array, scipy sparse matrix, ``pandas.DataFrame`` or a
-            dict of arrays).
+            dict of arrays), rows in item order; with ``labels`` :class:`Annotations` or a
+            fitted label model, a frame indexed by their item ids is aligned by id (any row
+            order; the result follows ``item_ids``).
         labels: the training targets per item (codes ``0..K-1``, names, -1/NaN for none), a
             fitted label model, or :class:`Annotations` (fitted with ``label_model``; items
             without any annotation nor gold label are predicted, not trained on).
@@ -272,6 +313,7 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
         with ``return_folds``, ``(probabilities, folds)``.
     """
     n = _n_rows(x)
+    x = _by_item_id(x, labels)
     n_splits = check_count(n_splits, "n_splits", 2)
     if fit_kwargs is not None and not isinstance(fit_kwargs, dict):
         raise TypeError(f"fit_kwargs must be a dict of fit()'s arguments, got "

@@ -85,6 +85,29 @@ def test_labels_from_annotations_names_and_frames(sim):
     np.testing.assert_allclose(b, c, atol=1e-9)
 
 
+def test_a_frame_indexed_by_item_id_is_aligned_with_the_annotations(sim):
+    # Annotations.from_frame sorts the item ids ("img10" before "img2"): features in the
+    # natural order were paired with other items' labels silently
+    from crowd_keras import Annotations
+
+    names = np.array([f"img{i}" for i in range(len(sim.y))])
+    frame = sim.annotations.to_frame()
+    ann = Annotations.from_frame(frame.assign(task=names[frame["task"]]))
+    assert not np.array_equal(ann.item_ids, names)
+    x = pd.DataFrame(sim.x, index=names)
+    expected = out_of_fold(logistic, x.loc[ann.item_ids].to_numpy(), ann)
+    np.testing.assert_allclose(out_of_fold(logistic, x, ann), expected, atol=1e-9)
+    np.testing.assert_allclose(out_of_fold(logistic, x, MajorityVote().fit(ann)), expected,
+                               atol=1e-9)
+    # pandas' default index is positions: rows in item order, as an array's
+    shifted = Annotations.from_frame(frame.assign(task=frame["task"] + 1))
+    np.testing.assert_allclose(out_of_fold(logistic, pd.DataFrame(sim.x), shifted),
+                               out_of_fold(logistic, sim.x, shifted), atol=1e-9)
+    with pytest.raises(CrowdDataError,
+                       match=r"no row for 1 item\(s\) of the annotations: 'img8'"):
+        out_of_fold(logistic, x.rename(index={"img8": "other"}), ann)
+
+
 def test_out_of_fold_probabilities_help_a_label_model(sim):
     labels = MajorityVote().fit(sim.annotations).predict()
     proba = out_of_fold(logistic, sim.x, labels)
