@@ -125,6 +125,19 @@ def test_items_without_annotations_follow_the_classifier():
     np.testing.assert_array_equal(model.predict()[:20], sim.y[:20])
 
 
+def test_a_classifier_without_evidence_keeps_its_weight():
+    # rows all alike: log-ratios of 0, a flat objective in w; the weight took a unit step along
+    # the sign of rounding noise every iteration (24 after 50 iterations)
+    from crowd_keras.aggregation.classifier_prior import INITIAL_CLASSIFIER_WEIGHT
+
+    sim = crowd(0, n_items=200)
+    same = np.tile([0.1, 0.2, 0.3, 0.4], (200, 1))     # every row the classifier's mean
+    alone = DawidSkene(max_iter=50, tol=0).fit(sim.annotations)
+    model = DawidSkene(max_iter=50, tol=0).fit(sim.annotations, pred_probs=same)
+    assert model.classifier_weight_ == INITIAL_CLASSIFIER_WEIGHT
+    np.testing.assert_allclose(model.posteriors_, alone.posteriors_, atol=1e-12)
+
+
 def test_a_frame_is_aligned_by_item_id(crowds):
     sim, good, _ = crowds[0]
     ann = sim.annotations
