@@ -206,3 +206,20 @@ def test_a_new_frame_with_a_few_of_the_classes_is_read_with_the_fitted_ones(case
                                model.consensus_quality(read))
     np.testing.assert_array_equal(out["label_quality"]["consensus_label"],
                                   model.predict(batch))
+
+
+def test_a_label_model_given_cleanlabs_wide_labels_points_to_from_wide(case):
+    # the first thing a CROWDLAB user tries: fit(labels_multiannotator)
+    sim, wide, ann, pred_probs, _ = case
+    for labels in (wide, wide.to_numpy()):
+        with pytest.raises(CrowdDataError, match=r"read by Annotations\.from_wide\(labels"):
+            DawidSkene().fit(labels, pred_probs=pred_probs)
+    model = DawidSkene().fit(ann)
+    with pytest.raises(CrowdDataError, match=r"Annotations\.from_wide"):
+        model.predict_proba(wide)
+    # a long frame's own error (a column missing) and a -1-coded matrix: no wide hint
+    with pytest.raises(CrowdDataError, match=r"no column\(s\) \['label'\]; columns are "
+                                             r"\['task', 'worker'\]$"):
+        DawidSkene().fit(pd.DataFrame({"task": [0], "worker": [0]}))
+    assert DawidSkene().fit(np.nan_to_num(wide.to_numpy(), nan=-1).astype(int)).posteriors_ \
+        .shape == (len(wide), 3)

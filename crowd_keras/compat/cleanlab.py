@@ -30,7 +30,6 @@ import pandas as pd
 
 from ..aggregation.base import LabelModel, as_annotations
 from ..annotations import Annotations
-from ..errors import CrowdDataError
 
 __all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
            "DETAILED_PREFIX", "CLEANLAB_ONLY_ARGUMENTS"]
@@ -100,20 +99,11 @@ def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray
 def _read(annotations: Any, classes: np.ndarray) -> Annotations:
     """``as_annotations(annotations)`` with the fitted ``classes`` (as ``predict_proba`` reads
     a new frame or matrix: read alone, a batch that uses a few of the classes would have only
-    those); its error on a frame or an array says how cleanlab's wide layout (items ×
-    annotators, NaN where missing) is read, the likely input here."""
-    try:
-        if isinstance(annotations, Annotations):
-            return annotations
-        return as_annotations(annotations, classes=classes)
-    except CrowdDataError as err:
-        long = isinstance(annotations, pd.DataFrame) and \
-            bool({"task", "worker", "label"} & set(annotations.columns))
-        if isinstance(annotations, Annotations) or long:    # a long frame's own error
-            raise
-        raise CrowdDataError(f"{err} (cleanlab's labels_multiannotator, items × annotators "
-                             f"with NaN where missing: to_cleanlab(model, "
-                             f"Annotations.from_wide(labels, n_classes=K)))") from err
+    those); its error on cleanlab's wide layout (items × annotators, NaN where missing), the
+    likely input here, says to read it with ``Annotations.from_wide``."""
+    if isinstance(annotations, Annotations):
+        return annotations
+    return as_annotations(annotations, classes=classes)
 
 
 def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
