@@ -218,6 +218,20 @@ def _by_item_id(x: Any, labels: Any) -> Any:
     return x.iloc[pos]
 
 
+def _labels_by_index(labels: Any, x: Any) -> Any:
+    """A Series of labels in the row order of a frame ``x`` indexed by the same ids in
+    another order (both indexes unique, neither pandas' default 0..n-1); other labels as
+    they are (by position)."""
+    if not isinstance(labels, pd.Series) or not isinstance(x, (pd.DataFrame, pd.Series)):
+        return labels
+    index, rows = labels.index, x.index
+    if index.equals(rows) or len(index) != len(rows) or index.has_duplicates or \
+            rows.has_duplicates or index.equals(pd.RangeIndex(len(index))) or \
+            rows.equals(pd.RangeIndex(len(rows))) or not rows.isin(index).all():
+        return labels
+    return labels.reindex(rows)
+
+
 def _is_keras(model: Any) -> bool:
     return not hasattr(model, "predict_proba") and hasattr(model, "compile") \
         and hasattr(model, "predict")
@@ -297,7 +311,8 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             order; the result follows ``item_ids``).
         labels: the training targets per item (codes ``0..K-1``, names, -1/NaN for none), a
             fitted label model, or :class:`Annotations` (fitted with ``label_model``; items
-            without any annotation nor gold label are predicted, not trained on).
+            without any annotation nor gold label are predicted, not trained on). A Series
+            indexed by the ids of a frame ``x`` in another order is aligned with its rows.
         n_splits: folds (at least 2); stratified by label, seeded by ``random_state``.
         classes: the classes in column order (default: from ``labels``).
         one_hot: Keras targets one-hot (True) or class codes (False); default: codes when
@@ -314,6 +329,7 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
     """
     n = _n_rows(x)
     x = _by_item_id(x, labels)
+    labels = _labels_by_index(labels, x)
     n_splits = check_count(n_splits, "n_splits", 2)
     if fit_kwargs is not None and not isinstance(fit_kwargs, dict):
         raise TypeError(f"fit_kwargs must be a dict of fit()'s arguments, got "

@@ -108,6 +108,20 @@ def test_a_frame_indexed_by_item_id_is_aligned_with_the_annotations(sim):
         out_of_fold(logistic, x.rename(index={"img8": "other"}), ann)
 
 
+def test_a_series_of_labels_is_aligned_with_a_frame_of_the_same_ids(sim):
+    # cleanlab's label_quality["consensus_label"] is indexed by item id: in another order
+    # than x, it paired items with other items' labels silently
+    names = np.array([f"img{i}" for i in range(len(sim.y))])
+    x = pd.DataFrame(sim.x, index=names)
+    labels = pd.Series(sim.y, index=names)
+    expected = out_of_fold(logistic, x, labels)
+    shuffled = labels.sample(frac=1.0, random_state=0)
+    np.testing.assert_allclose(out_of_fold(logistic, x, shuffled), expected, atol=1e-9)
+    # pandas' default index on either side: by position, as before
+    np.testing.assert_allclose(out_of_fold(logistic, x, shuffled.reset_index(drop=True)),
+                               out_of_fold(logistic, sim.x, shuffled.to_numpy()), atol=1e-9)
+
+
 def test_out_of_fold_probabilities_help_a_label_model(sim):
     labels = MajorityVote().fit(sim.annotations).predict()
     proba = out_of_fold(logistic, sim.x, labels)
