@@ -20,7 +20,7 @@ from .aggregation.base import LabelModel
 from .aggregation.registry import get_label_model
 from .annotations import Annotations
 from .arguments import check_count, check_number
-from .codes import check_unique_ids, ids_array, show
+from .codes import MAX_CODE, check_unique_ids, compact_codes, ids_array, show
 from .errors import CrowdDataError
 from .numerics import MISSING
 
@@ -32,16 +32,33 @@ def stratified_folds(codes: np.ndarray, n_splits: int, random_state: Optional[in
     """(I,) fold of each item, 0..n_splits-1: each class's items (and the unlabelled ones,
     code -1) shuffled and dealt round the folds from a random first fold, so every fold gets
     its share of every class (a class with fewer items than folds is missing from some)."""
+    n_splits = check_count(n_splits, "n_splits", 1)
+    codes = np.asarray(codes)
+    if codes.ndim != 1:
+        raise CrowdDataError(f"codes must be one label per item (1-d), got shape {codes.shape}")
     try:
         rng = np.random.default_rng(random_state)
     except (TypeError, ValueError):
         raise ValueError(f"random_state must be a non-negative int or None, got "
                          f"{random_state!r}") from None
     fold = np.empty(len(codes), dtype=np.int64)
-    for code in np.unique(codes):                       # a loop over classes, not items
-        members = rng.permutation(np.flatnonzero(codes == code))
+    # groups by the inverse of np.unique, so that NaN codes (equal there) are one group too
+    group = np.unique(codes, return_inverse=True)[1].reshape(-1)
+    for code in range(int(group.max()) + 1 if len(group) else 0):    # classes, not items
+        members = rng.permutation(np.flatnonzero(group == code))
         fold[members] = (np.arange(len(members)) + rng.integers(n_splits)) % n_splits
     return fold
+
+
+def _consensus_codes(model: LabelModel) -> np.ndarray:
+    """(I,) the fitted model's consensus codes, -1 on items without any annotation nor gold
+    label: their consensus is the class prior (or the classifier), no label to train on."""
+    codes = model.predict().astype(np.int64)
+    evidence = model.annotations_.annotations_per_item() > 0
+    prior = getattr(model, "item_log_prior_", None)
+    if prior is not None and np.shape(prior) == (len(codes), model.annotations_.n_classes):
+        evidence |= np.isneginf(prior).any(axis=1)          # a gold clamp
+    return np.where(evidence, codes, MISSING)
 
 
 def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = None,
@@ -49,8 +66,11 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     """``(codes (I,), classes (K,))`` of the training targets.
 
     ``labels``: (I,) class labels (codes ``0..K-1`` or names; -1 or None/NaN: no label, the
-    item is predicted but not trained on); a fitted label model (its ``predict_labels()``);
-    or :class:`Annotations` (fitted with ``label_model``, a name or an unfitted model).
+    item is predicted but not trained on; integer labels, and whole-number floats with NaN,
+    give the classes ``0..max`` as ``Annotations.from_frame`` reads them); a fitted label
+    model (its ``predict()``; -1 for the items without any annotation nor gold label, whose
+    consensus is only the prior); or :class:`Annotations` (fitted with ``label_model``, a
+    name or an unfitted model).
     """
     if isinstance(labels, Annotations):
         model = get_label_model(label_model) if isinstance(label_model, str) else label_model
@@ -59,7 +79,7 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
                             f"model, got {type(model).__name__} {model!r}")
         labels = model.fit(labels)
     if isinstance(labels, LabelModel):
-        return labels.predict().astype(np.int64), np.asarray(labels.annotations_.classes)
+        return _consensus_codes(labels), np.asarray(labels.annotations_.classes)
     values = labels.to_numpy() if isinstance(labels, (pd.Series, pd.Index)) else \
         np.asarray(labels)
     if values.ndim != 1 or len(values) != n_items:
@@ -68,23 +88,46 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     if classes is not None:
         check_unique_ids(ids_array(classes), "class")
     known = ~pd.isna(values)
+    if values.dtype.kind == "O" and known.any() and pd.api.types.infer_dtype(
+            values[known], skipna=False) in ("integer", "floating", "mixed-integer-float"):
+        values = np.where(known, values, np.nan).astype(np.float64)   # numbers with None
     if values.dtype.kind == "f":
         # a classifier's classes are labels, not measurements (scikit-learn refuses a
         # "continuous" target): a fractional label is a mistake, not a class named 0.5
-        frac = known & (values != np.round(values))
+        frac = known & ~(np.isfinite(values) & (values == np.round(values)))
         if frac.any():
             i = int(np.argmax(frac))
             raise CrowdDataError(f"label {show(values[i])} of item {i} is not a whole number: "
                                  "labels are class codes or names (NaN: no label)")
+        big = known & (np.abs(values) > MAX_CODE)
+        if big.any():
+            i = int(np.argmax(big))
+            raise CrowdDataError(f"label {show(values[i])} of item {i} is too large for a class "
+                                 f"code (at most 2**53)")
+        # whole numbers with NaN where missing: read as the integer labels they stand for
+        values = np.where(known, values, MISSING).astype(np.int64)
     if values.dtype.kind in "iu":
         known = values != MISSING
         if classes is None:
             if (values[known] < 0).any():
                 raise CrowdDataError(f"label code {values[known].min()} is negative (-1: no "
                                      "label)")
-            classes = np.arange(int(values[known].max()) + 1 if known.any() else 1)
-            return np.where(known, values, MISSING).astype(np.int64), classes
-    classes = np.asarray(classes) if classes is not None else np.unique(values[known])
+            distinct = np.unique(values[known])
+            top = int(distinct[-1]) if len(distinct) else 0
+            # as Annotations.from_frame reads integer labels: codes 0..max, or their
+            # distinct values when a stray large code would make that many classes
+            classes = np.arange(top + 1) if compact_codes(len(distinct), top) else distinct
+            codes = np.full(len(values), MISSING, dtype=np.int64)
+            codes[known] = np.searchsorted(classes, values[known])
+            return codes, classes
+    if classes is None:
+        try:
+            classes = np.unique(values[known])
+        except TypeError:       # sorting 1 and "a"
+            kinds = sorted({type(v).__name__ for v in values[known]})
+            raise CrowdDataError(f"labels mix types ({', '.join(kinds)}): give them one type "
+                                 "(e.g. all strings)") from None
+    classes = np.asarray(classes)
     codes = np.full(len(values), MISSING, dtype=np.int64)
     codes[known] = pd.Index(classes).get_indexer(values[known])
     bad = known & (codes < 0)
@@ -95,10 +138,19 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     return codes, classes
 
 
+def _is_sparse(x: Any) -> bool:
+    """A scipy sparse matrix or array (scikit-learn's text features), without importing
+    scipy."""
+    return hasattr(x, "tocsr") and hasattr(x, "nnz") and hasattr(x, "shape")
+
+
 def _take(x: Any, rows: np.ndarray) -> Any:
-    """Rows of features: an array, a frame (by position) or a dict of arrays (Keras inputs)."""
+    """Rows of features: an array, a sparse matrix (as CSR, the format that selects rows), a
+    frame (by position) or a dict of arrays (Keras inputs)."""
     if isinstance(x, (pd.DataFrame, pd.Series)):
         return x.iloc[rows]
+    if _is_sparse(x):
+        return x.tocsr()[rows]
     if isinstance(x, dict):
         return {name: _take(value, rows) for name, value in x.items()}
     if isinstance(x, (list, tuple)) and len(x) and hasattr(x[0], "shape"):
@@ -120,10 +172,64 @@ def _n_rows(x: Any) -> int:
                 raise CrowdDataError(f"x's inputs differ in rows: {first!r} has "
                                      f"{sizes[first]}, {name!r} has {size}")
         return sizes[first]
+    if _is_sparse(x):
+        return int(x.shape[0])
     if x is None or np.ndim(x) == 0:
         raise TypeError(f"x must be the features of the items (an array, a DataFrame or a dict "
                         f"of arrays), got {type(x).__name__}")
     return len(x)
+
+
+def _by_item_id(x: Any, labels: Any) -> Any:
+    """Features ``x`` in the item order of ``labels`` when both know the items: a frame
+    indexed by the item ids of :class:`Annotations` or of a fitted label model is aligned by
+    id (any row order), as ``pred_probs`` frames are; other features are taken by position."""
+    if isinstance(labels, LabelModel) and hasattr(labels, "annotations_"):
+        labels = labels.annotations_
+    if not isinstance(labels, Annotations) or not isinstance(x, (pd.DataFrame, pd.Series)):
+        return x
+    ids = np.asarray(labels.item_ids)
+    if len(x) == len(ids) and np.array_equal(x.index.to_numpy(), ids):
+        return x
+    if x.index.equals(pd.RangeIndex(len(x))):     # pandas' default: positions, not ids
+        return x
+    if not x.index.has_duplicates:
+        pos = x.index.get_indexer(ids)
+    elif x.index.isin(ids).any():
+        raise CrowdDataError(f"x's index repeats item ids: "
+                             f"{show(x.index[x.index.duplicated()][0])}")
+    else:
+        return x
+    found = pos >= 0
+    if not found.any():                 # not indexed by item id: rows in item order
+        return x
+    if not found.all():
+        missing = ids[~found]
+        raise CrowdDataError(f"x is indexed by item id but has no row for {len(missing)} "
+                             f"item(s) of the annotations: "
+                             f"{', '.join(show(v) for v in missing[:5])}"
+                             f"{' and more' if len(missing) > 5 else ''} (rows in the "
+                             "annotations' item order: x.reset_index(drop=True))")
+    if len(x) > len(ids):
+        extra = x.index[~x.index.isin(ids)]
+        raise CrowdDataError(f"x has {len(extra)} row(s) for items that are not in the "
+                             f"annotations: {', '.join(show(v) for v in extra[:5])}"
+                             f"{' and more' if len(extra) > 5 else ''}")
+    return x.iloc[pos]
+
+
+def _labels_by_index(labels: Any, x: Any) -> Any:
+    """A Series of labels in the row order of a frame ``x`` indexed by the same ids in
+    another order (both indexes unique, neither pandas' default 0..n-1); other labels as
+    they are (by position)."""
+    if not isinstance(labels, pd.Series) or not isinstance(x, (pd.DataFrame, pd.Series)):
+        return labels
+    index, rows = labels.index, x.index
+    if index.equals(rows) or len(index) != len(rows) or index.has_duplicates or \
+            rows.has_duplicates or index.equals(pd.RangeIndex(len(index))) or \
+            rows.equals(pd.RangeIndex(len(rows))) or not rows.isin(index).all():
+        return labels
+    return labels.reindex(rows)
 
 
 def _is_keras(model: Any) -> bool:
@@ -199,9 +305,14 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             estimator (``fit``/``predict_proba``/``classes_``; an estimator instance is
             cloned instead) or a compiled Keras model whose ``predict`` gives K soft-max
             probabilities.
-        x: features of the I items (array, ``pandas.DataFrame`` or a dict of arrays).
+        x: features of the I items (array, scipy sparse matrix, ``pandas.DataFrame`` or a
+            dict of arrays), rows in item order; with ``labels`` :class:`Annotations` or a
+            fitted label model, a frame indexed by their item ids is aligned by id (any row
+            order; the result follows ``item_ids``).
         labels: the training targets per item (codes ``0..K-1``, names, -1/NaN for none), a
-            fitted label model, or :class:`Annotations` (fitted with ``label_model``).
+            fitted label model, or :class:`Annotations` (fitted with ``label_model``; items
+            without any annotation nor gold label are predicted, not trained on). A Series
+            indexed by the ids of a frame ``x`` in another order is aligned with its rows.
         n_splits: folds (at least 2); stratified by label, seeded by ``random_state``.
         classes: the classes in column order (default: from ``labels``).
         one_hot: Keras targets one-hot (True) or class codes (False); default: codes when
@@ -217,6 +328,8 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
         with ``return_folds``, ``(probabilities, folds)``.
     """
     n = _n_rows(x)
+    x = _by_item_id(x, labels)
+    labels = _labels_by_index(labels, x)
     n_splits = check_count(n_splits, "n_splits", 2)
     if fit_kwargs is not None and not isinstance(fit_kwargs, dict):
         raise TypeError(f"fit_kwargs must be a dict of fit()'s arguments, got "

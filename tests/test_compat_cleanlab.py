@@ -191,3 +191,35 @@ def test_a_model_that_places_unseen_annotators_keeps_them():
     assert 99 in out["annotator_stats"].index
     detailed = out["detailed_label_quality"].to_numpy()
     np.testing.assert_allclose(detailed[new.items, new.annotators], model.annotation_quality(new))
+
+
+def test_a_new_frame_with_a_few_of_the_classes_is_read_with_the_fitted_ones(case):
+    # as predict_proba reads it: alone, a batch of labels 0 and 1 would have two classes
+    sim, wide, ann, pred_probs, _ = case
+    model = IBCC().fit(ann)
+    frame = ann.to_frame()
+    batch = frame[frame["label"] != 2]
+    assert set(batch["label"]) == {0, 1}
+    out = to_cleanlab(model, batch)
+    read = Annotations.from_frame(batch, classes=ann.classes)
+    np.testing.assert_allclose(out["label_quality"]["consensus_quality_score"],
+                               model.consensus_quality(read))
+    np.testing.assert_array_equal(out["label_quality"]["consensus_label"],
+                                  model.predict(batch))
+
+
+def test_a_label_model_given_cleanlabs_wide_labels_points_to_from_wide(case):
+    # the first thing a CROWDLAB user tries: fit(labels_multiannotator)
+    sim, wide, ann, pred_probs, _ = case
+    for labels in (wide, wide.to_numpy()):
+        with pytest.raises(CrowdDataError, match=r"read by Annotations\.from_wide\(labels"):
+            DawidSkene().fit(labels, pred_probs=pred_probs)
+    model = DawidSkene().fit(ann)
+    with pytest.raises(CrowdDataError, match=r"Annotations\.from_wide"):
+        model.predict_proba(wide)
+    # a long frame's own error (a column missing) and a -1-coded matrix: no wide hint
+    with pytest.raises(CrowdDataError, match=r"no column\(s\) \['label'\]; columns are "
+                                             r"\['task', 'worker'\]$"):
+        DawidSkene().fit(pd.DataFrame({"task": [0], "worker": [0]}))
+    assert DawidSkene().fit(np.nan_to_num(wide.to_numpy(), nan=-1).astype(int)).posteriors_ \
+        .shape == (len(wide), 3)

@@ -37,6 +37,21 @@ def test_folds_are_stratified_and_seeded():
     assert not np.array_equal(folds, stratified_folds(codes, 5, random_state=2))
 
 
+def test_folds_check_their_arguments_and_give_nan_codes_a_fold():
+    # n_splits=2.5 dealt a fold 2, n_splits=0 raised numpy's "high <= 0", and NaN codes
+    # (no group of np.unique equal to them) were left np.empty's garbage
+    codes = np.array([0.0, 1.0, np.nan, np.nan, 1.0, np.nan])
+    folds = stratified_folds(codes, 2, random_state=0)
+    assert set(folds) <= {0, 1}
+    assert sorted(np.bincount(folds[np.isnan(codes)], minlength=2)) == [1, 2]
+    with pytest.raises(TypeError, match="n_splits"):
+        stratified_folds(codes, 2.5)
+    with pytest.raises(ValueError, match="n_splits"):
+        stratified_folds(codes, 0)
+    with pytest.raises(CrowdDataError, match="1-d"):
+        stratified_folds(np.zeros((2, 2)), 2)
+
+
 def test_probabilities_are_out_of_fold(sim):
     # a 1-nearest-neighbour model recites its training labels: in fold it would be 100% right
     from sklearn.neighbors import KNeighborsClassifier
@@ -70,6 +85,43 @@ def test_labels_from_annotations_names_and_frames(sim):
     np.testing.assert_allclose(b, c, atol=1e-9)
 
 
+def test_a_frame_indexed_by_item_id_is_aligned_with_the_annotations(sim):
+    # Annotations.from_frame sorts the item ids ("img10" before "img2"): features in the
+    # natural order were paired with other items' labels silently
+    from crowd_keras import Annotations
+
+    names = np.array([f"img{i}" for i in range(len(sim.y))])
+    frame = sim.annotations.to_frame()
+    ann = Annotations.from_frame(frame.assign(task=names[frame["task"]]))
+    assert not np.array_equal(ann.item_ids, names)
+    x = pd.DataFrame(sim.x, index=names)
+    expected = out_of_fold(logistic, x.loc[ann.item_ids].to_numpy(), ann)
+    np.testing.assert_allclose(out_of_fold(logistic, x, ann), expected, atol=1e-9)
+    np.testing.assert_allclose(out_of_fold(logistic, x, MajorityVote().fit(ann)), expected,
+                               atol=1e-9)
+    # pandas' default index is positions: rows in item order, as an array's
+    shifted = Annotations.from_frame(frame.assign(task=frame["task"] + 1))
+    np.testing.assert_allclose(out_of_fold(logistic, pd.DataFrame(sim.x), shifted),
+                               out_of_fold(logistic, sim.x, shifted), atol=1e-9)
+    with pytest.raises(CrowdDataError,
+                       match=r"no row for 1 item\(s\) of the annotations: 'img8'"):
+        out_of_fold(logistic, x.rename(index={"img8": "other"}), ann)
+
+
+def test_a_series_of_labels_is_aligned_with_a_frame_of_the_same_ids(sim):
+    # cleanlab's label_quality["consensus_label"] is indexed by item id: in another order
+    # than x, it paired items with other items' labels silently
+    names = np.array([f"img{i}" for i in range(len(sim.y))])
+    x = pd.DataFrame(sim.x, index=names)
+    labels = pd.Series(sim.y, index=names)
+    expected = out_of_fold(logistic, x, labels)
+    shuffled = labels.sample(frac=1.0, random_state=0)
+    np.testing.assert_allclose(out_of_fold(logistic, x, shuffled), expected, atol=1e-9)
+    # pandas' default index on either side: by position, as before
+    np.testing.assert_allclose(out_of_fold(logistic, x, shuffled.reset_index(drop=True)),
+                               out_of_fold(logistic, sim.x, shuffled.to_numpy()), atol=1e-9)
+
+
 def test_out_of_fold_probabilities_help_a_label_model(sim):
     labels = MajorityVote().fit(sim.annotations).predict()
     proba = out_of_fold(logistic, sim.x, labels)
@@ -77,6 +129,65 @@ def test_out_of_fold_probabilities_help_a_label_model(sim):
     model = DawidSkene().fit(sim.annotations, pred_probs=proba)
     assert (model.predict() == sim.y).mean() > alone + 0.02
     assert model.classifier_weight_ > 0.3
+
+
+def test_whole_float_labels_are_read_as_the_integer_labels_they_stand_for():
+    # a column of codes with NaN is float: it must read as the same codes (a missing label
+    # shifted every code and -1.0 became a class: the columns were other classes' silently)
+    import pandas as pd
+
+    from crowd_keras.features import training_labels
+
+    ints = np.array([2, 0, -1, 2, 0])
+    codes, classes = training_labels(ints, 5)
+    np.testing.assert_array_equal(classes, [0, 1, 2])
+    for same in (ints.astype(float), np.where(ints < 0, np.nan, ints),
+                 pd.Series(ints, dtype="Int64").mask(ints < 0),
+                 np.array([2, 0, None, 2, 0], dtype=object)):
+        got, got_classes = training_labels(same, 5)
+        np.testing.assert_array_equal(got, codes)
+        np.testing.assert_array_equal(got_classes, classes)
+    # as Annotations.from_frame reads integer labels: a stray large code is no 10**9 classes
+    got, got_classes = training_labels(np.array([0.0, 10.0 ** 9, np.nan]), 3)
+    np.testing.assert_array_equal(got_classes, [0, 10 ** 9])
+    np.testing.assert_array_equal(got, [0, 1, -1])
+    for bad, match in (([0.0, np.inf], "inf of item 1 is not a whole number"),
+                       ([0.0, 1e20], "too large"),
+                       (np.array([1, "a"], dtype=object), r"mix types \(int, str\)")):
+        with pytest.raises(CrowdDataError, match=match):
+            training_labels(np.asarray(bad), 2)
+
+
+def test_sparse_features_as_scikit_learn_takes_them(sim):
+    # text features (TfidfVectorizer) are scipy sparse matrices: rows are selected, not
+    # len()-ed (scipy: "sparse array length is ambiguous")
+    sparse = pytest.importorskip("scipy.sparse")
+    dense = out_of_fold(logistic, sim.x, sim.y)
+    for x in (sparse.csr_matrix(sim.x), sparse.coo_matrix(sim.x), sparse.csr_array(sim.x)):
+        np.testing.assert_allclose(out_of_fold(logistic, x, sim.y), dense, atol=1e-6)
+
+
+def test_items_without_annotations_are_predicted_not_trained_on(sim):
+    # cleanlab's wide layout keeps rows without any label: their consensus is only the class
+    # prior, the same class for all of them, and no training label
+    from crowd_keras import Annotations
+    from crowd_keras.features import training_labels
+
+    ann = sim.annotations
+    more = Annotations(ann.items, ann.annotators, ann.labels, n_items=ann.n_items + 30,
+                       n_annotators=ann.n_annotators, n_classes=ann.n_classes)
+    codes, _ = training_labels(more, more.n_items)
+    np.testing.assert_array_equal(codes[ann.n_items:], -1)
+    np.testing.assert_array_equal(codes[:ann.n_items], MajorityVote().fit(ann).predict())
+    # a gold label is a label: the gold item without annotations is trained on
+    model = DawidSkene().fit(more, gold={ann.n_items: 2})
+    codes, _ = training_labels(model, more.n_items)
+    assert codes[ann.n_items] == 2 and (codes[ann.n_items + 1:] == -1).all()
+    x = np.vstack([sim.x, sim.x[:30]])
+    proba = out_of_fold(logistic, x, more, label_model="dawid_skene")
+    expected = out_of_fold(logistic, x, np.append(DawidSkene().fit(ann).predict(),
+                                                  np.full(30, -1)))
+    np.testing.assert_allclose(proba, expected, atol=1e-9)
 
 
 def test_bad_inputs_are_named(sim):

@@ -1411,6 +1411,10 @@ for name, call, pattern, exc in (
          lambda q, m, p, a: m.next_to_label(2, annotators="ab"),
          r"annotators must be a list of annotator ids, got the string 'ab' \(one annotator: "
          r"\['ab'\]\)", TypeError),
+        ("model-next_to_label-annotators-an-int",      # was "'int' object is not iterable"
+         lambda q, m, p, a: m.next_to_label(2, annotators=7),
+         r"annotators must be a list of annotator ids, got int 7 \(one annotator: \[7\]\)",
+         TypeError),
         ("unfitted", lambda q, m, p, a: type(m)().label_issues(),
          r"this DawidSkene is not fitted yet; call fit\(\) first", __import__(
              "crowd_keras.errors", fromlist=["x"]).NotFittedError)):

@@ -125,6 +125,19 @@ def test_items_without_annotations_follow_the_classifier():
     np.testing.assert_array_equal(model.predict()[:20], sim.y[:20])
 
 
+def test_a_classifier_without_evidence_keeps_its_weight():
+    # rows all alike: log-ratios of 0, a flat objective in w; the weight took a unit step along
+    # the sign of rounding noise every iteration (24 after 50 iterations)
+    from crowd_keras.aggregation.classifier_prior import INITIAL_CLASSIFIER_WEIGHT
+
+    sim = crowd(0, n_items=200)
+    same = np.tile([0.1, 0.2, 0.3, 0.4], (200, 1))     # every row the classifier's mean
+    alone = DawidSkene(max_iter=50, tol=0).fit(sim.annotations)
+    model = DawidSkene(max_iter=50, tol=0).fit(sim.annotations, pred_probs=same)
+    assert model.classifier_weight_ == INITIAL_CLASSIFIER_WEIGHT
+    np.testing.assert_allclose(model.posteriors_, alone.posteriors_, atol=1e-12)
+
+
 def test_a_frame_is_aligned_by_item_id(crowds):
     sim, good, _ = crowds[0]
     ann = sim.annotations
@@ -132,6 +145,20 @@ def test_a_frame_is_aligned_by_item_id(crowds):
     shuffled = frame.sample(frac=1.0, random_state=0)[list(ann.classes)[::-1]]
     a = DawidSkene().fit(ann, pred_probs=good)
     b = DawidSkene().fit(ann, pred_probs=shuffled)
+    np.testing.assert_allclose(a.posteriors_, b.posteriors_, atol=1e-12)
+
+
+def test_columns_written_as_text_are_read_by_class_name(crowds, tmp_path):
+    # a frame read back from CSV names the class 2 "2": read by position, its reversed
+    # columns were other classes' silently
+    sim, good, _ = crowds[0]
+    ann = sim.annotations
+    frame = pd.DataFrame(good, index=ann.item_ids, columns=list(ann.classes))
+    frame[list(ann.classes)[::-1]].to_csv(tmp_path / "p.csv")
+    read = pd.read_csv(tmp_path / "p.csv", index_col=0)
+    assert list(read.columns) == ["3", "2", "1", "0"]
+    a = DawidSkene().fit(ann, pred_probs=frame)
+    b = DawidSkene().fit(ann, pred_probs=read)
     np.testing.assert_allclose(a.posteriors_, b.posteriors_, atol=1e-12)
 
 
@@ -145,6 +172,8 @@ def test_a_refit_without_the_classifier_forgets_it(crowds):
 
 @pytest.mark.parametrize("bad, match", [
     (lambda p, ann: p[:-1], r"shape \(items, classes\)"),
+    # not "a class nobody chose needs n_classes=500"
+    (lambda p, ann: p.T, r"got \(4, 500\) \(transposed: pass pred_probs\.T, one row per item\)$"),
     (lambda p, ann: np.where(np.arange(p.size).reshape(p.shape) == 5, np.nan, p), "NaN"),
     (lambda p, ann: p - np.eye(4)[np.arange(len(p)) % 4] * 2, "negative"),
     (lambda p, ann: p * 2, "sum to 2"),
@@ -157,6 +186,25 @@ def test_bad_pred_probs_are_named(bad, match, crowds):
     sim, good, _ = crowds[0]
     with pytest.raises(CrowdDataError, match=match):
         DawidSkene().fit(sim.annotations, pred_probs=bad(good, sim.annotations))
+
+
+def test_a_frame_indexed_otherwise_than_by_item_id_says_how():
+    # "no row for 4 items: 0, 1, 2, 3" beside a frame with rows "0".."3" said nothing of why
+    from crowd_keras import Annotations
+
+    wide = pd.DataFrame({"a": [0, 1, 1, 0], "b": [0, 1, np.nan, 0]}, index=list("wxyz"))
+    p = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
+    with pytest.raises(CrowdDataError, match=r"'w', 'x', 'y', 'z' \(the frame's index is "
+                                             r"0\.\.3, not the item ids: .*to_numpy\(\)"):
+        DawidSkene().fit(Annotations.from_wide(wide), pred_probs=pd.DataFrame(p))
+    numbered = Annotations.from_wide(wide.reset_index(drop=True))
+    with pytest.raises(CrowdDataError, match=r"0, 1, 2, 3 \(the frame's index has '0': "
+                                             r"the ids .* must be of one type\)"):
+        DawidSkene().fit(numbered, pred_probs=pd.DataFrame(p, index=["0", "1", "2", "3"]))
+    with pytest.raises(CrowdDataError, match=r"no row for 1 item\(s\) of the annotations: "
+                                             r"'z'$"):
+        DawidSkene().fit(Annotations.from_wide(wide), pred_probs=pd.DataFrame(
+            p[:3], index=list("wxy")))
 
 
 @pytest.mark.parametrize("model", [MajorityVote(), GLAD()])

@@ -28,8 +28,8 @@ from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
 
-__all__ = ["LabelModel", "as_annotations", "check_prior", "gold_codes", "gold_mapping",
-           "written_alike", "check_settings", "check_start"]
+__all__ = ["LabelModel", "as_annotations", "wide_hint", "WIDE_HINT", "check_prior",
+           "gold_codes", "gold_mapping", "written_alike", "check_settings", "check_start"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -43,11 +43,40 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
             raise TypeError(f"unexpected keyword argument(s) {sorted(kwargs)}: they read a frame "
                             "or a matrix, and these annotations are already read")
         return data
-    if isinstance(data, pd.DataFrame):
-        return Annotations.from_frame(data, **kwargs)
     if data is None:
         raise CrowdDataError("no annotations given")
-    return Annotations.from_dense(data, **kwargs)
+    try:
+        if isinstance(data, pd.DataFrame):
+            return Annotations.from_frame(data, **kwargs)
+        return Annotations.from_dense(data, **kwargs)
+    except CrowdDataError as err:
+        hint = wide_hint(data, kwargs)
+        if not hint:
+            raise
+        raise CrowdDataError(f"{err}{hint}") from err
+
+
+#: how cleanlab's ``labels_multiannotator`` is read, said where it was read as another layout
+WIDE_HINT = (" (cleanlab's wide layout, items × annotators with NaN where missing, is read "
+             "by Annotations.from_wide(labels, n_classes=K))")
+
+
+def wide_hint(data: Any, kwargs: Any = None) -> str:
+    """:data:`WIDE_HINT` when ``data``, which failed to read as a long frame or as a dense
+    matrix coded -1 where missing, looks like cleanlab's wide layout: a frame without any of
+    the long layout's columns, or a matrix with NaN; else ``""``."""
+    kwargs = kwargs or {}
+    if isinstance(data, pd.DataFrame):
+        long = {kwargs.get("item", "task"), kwargs.get("annotator", "worker"),
+                kwargs.get("label", "label")}
+        return "" if long & set(data.columns) else WIDE_HINT
+    try:
+        values = np.asarray(data)
+    except (TypeError, ValueError):         # ragged rows: not a matrix at all
+        return ""
+    if values.ndim != 2 or values.dtype.kind not in "fO":
+        return ""
+    return WIDE_HINT if bool(pd.isna(values).any()) else ""
 
 
 def without_evidence(values: Any, n_annotations: Any) -> np.ndarray:

@@ -94,7 +94,11 @@ def classifier_m_step(sums: np.ndarray) -> ClassifierState:
     k = (len(sums) - 5) // 2
     mass, probs = sums[5:5 + k], sums[5 + k:]
     n = max(float(n), 1.0)
-    step = gradient / curvature if curvature > 1e-12 else float(np.sign(gradient))
+    # no curvature: the tempered prior is flat in w (one-hot at a large w, or a classifier
+    # whose log-ratios are 0, e.g. uniform rows); a unit step along a real gradient, none
+    # along rounding noise, which would walk w up and down at random
+    step = gradient / curvature if curvature > 1e-12 else \
+        float(np.sign(gradient)) if abs(gradient) > 1e-9 * n else 0.0
     weight = float(np.clip(weighted / n + step, 0.0, MAX_CLASSIFIER_WEIGHT))
     return ClassifierState(weight, np.log(probs / probs.sum()),
                            np.log((mass + 1.0) / (mass.sum() + k)), float(top / n))

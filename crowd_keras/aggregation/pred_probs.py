@@ -98,8 +98,10 @@ def repeated_items_error(repeated: Sequence) -> CrowdDataError:
 def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     """(K,) the position in ``columns`` of each class, in class-code order.
 
-    Columns named by the classes (any order) are read by name; K columns none of which is a
-    class name (``0..K-1`` from an array, or other names) are taken in class-code order.
+    Columns named by the classes (any order) are read by name, also when they are written as
+    text (``"2"`` for the class ``2``, a frame read back from CSV); K columns none of which
+    is a class name (``0..K-1`` from an array, or other names) are taken in class-code
+    order.
 
     Raises:
         CrowdDataError: not one column per class, or columns of which some are class names
@@ -117,6 +119,12 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     positional = columns == list(range(len(classes)))
     if (positions >= 0).all():
         return positions
+    if not (positions >= 0).any() and not positional:
+        # the class names written as text (a frame read back from CSV: 0 -> "0"): by name
+        written = pd.Index([str(c) for c in columns])
+        alike = written.get_indexer([str(c) for c in classes])
+        if not written.has_duplicates and (alike >= 0).all():
+            return alike
     if positional or not (positions >= 0).any():
         return np.arange(len(classes))
     known = set(columns) & set(classes)
@@ -171,13 +179,28 @@ def _numbers(values: Any) -> np.ndarray:
         raise CrowdDataError(f"pred_probs must be numbers: {err}") from None
 
 
+def _index_hint(index: pd.Index, missing: np.ndarray, n_items: int) -> str:
+    """Why a frame's index misses items, when it is plain: ids of another type written alike
+    (``"1"`` for ``1``), or the positions ``0..n-1`` of a frame made from an array."""
+    written = index.astype(str)
+    alike = index[written == str(_plain(missing[0]))]
+    if len(alike):
+        return (f" (the frame's index has {_plain(alike[0])!r}: the ids of pred_probs and of "
+                "the annotations must be of one type)")
+    if len(index) == n_items and index.equals(pd.RangeIndex(n_items)):
+        return (f" (the frame's index is 0..{n_items - 1}, not the item ids: index it by item "
+                "id, or pass pred_probs.to_numpy() for rows in the annotations' item order)")
+    return ""
+
+
 def _align_frame(frame: pd.DataFrame, item_ids: np.ndarray, classes: Sequence) -> np.ndarray:
     """The frame's rows in ``item_ids`` order and its columns in class-code order."""
     if frame.index.has_duplicates:
         raise repeated_items_error(frame.index[frame.index.duplicated()].unique())
     pos = frame.index.get_indexer(item_ids)
     if (pos < 0).any():
-        raise missing_items_error(item_ids[pos < 0])
+        raise CrowdDataError(f"{missing_items_error(item_ids[pos < 0])}"
+                             f"{_index_hint(frame.index, item_ids[pos < 0], len(item_ids))}")
     if len(frame) > len(item_ids):
         raise extra_items_error(frame.index[~frame.index.isin(item_ids)])
     columns = class_columns(frame.columns, classes)
@@ -201,10 +224,13 @@ def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> 
         if p.shape != (len(item_ids), len(classes)):
             # cleanlab takes K from pred_probs; annotations read without n_classes= stop at
             # the largest class chosen
-            hint = (f" (the annotations have {len(classes)} classes: a class nobody chose "
-                    f"needs n_classes= or classes= when they are read, e.g. "
-                    f"Annotations.from_wide(frame, n_classes={p.shape[1]}))"
-                    if p.ndim == 2 and p.shape[1] > len(classes) else "")
+            hint = ""
+            if p.ndim == 2 and p.shape == (len(classes), len(item_ids)):
+                hint = " (transposed: pass pred_probs.T, one row per item)"
+            elif p.ndim == 2 and p.shape[0] == len(item_ids) and p.shape[1] > len(classes):
+                hint = (f" (the annotations have {len(classes)} classes: a class nobody chose "
+                        f"needs n_classes= or classes= when they are read, e.g. "
+                        f"Annotations.from_wide(frame, n_classes={p.shape[1]}))")
             raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
                                  f"{(len(item_ids), len(classes))} in the annotations' item "
                                  f"order, got {p.shape}{hint}")

@@ -345,6 +345,10 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     if isinstance(annotators, (str, bytes)):
         raise TypeError(f"annotators must be a list of annotator ids, got the string "
                         f"{annotators!r} (one annotator: [{annotators!r}])")
+    if annotators is not None and not hasattr(annotators, "__iter__"):
+        raise TypeError(f"annotators must be a list of annotator ids, got "
+                        f"{type(annotators).__name__} {show(annotators)} (one annotator: "
+                        f"[{show(annotators)}])")
     post = _check(posteriors, annotations)
     belief = held_out_posteriors(post, annotations, pseudo_labels, rounds, item_log_prior)
     known = confusions is not None or accuracies is not None

@@ -30,7 +30,6 @@ import pandas as pd
 
 from ..aggregation.base import LabelModel, as_annotations
 from ..annotations import Annotations
-from ..errors import CrowdDataError
 
 __all__ = ["to_cleanlab", "LABEL_QUALITY_COLUMNS", "ANNOTATOR_STATS_COLUMNS",
            "DETAILED_PREFIX", "CLEANLAB_ONLY_ARGUMENTS"]
@@ -97,19 +96,14 @@ def _fitted_annotators(ann: Annotations, fitted_ids: np.ndarray
                        classes=ann.classes), keep
 
 
-def _read(annotations: Any) -> Annotations:
-    """``as_annotations(annotations)``; its error on a frame or an array says how cleanlab's
-    wide layout (items × annotators, NaN where missing) is read, the likely input here."""
-    try:
-        return as_annotations(annotations)
-    except CrowdDataError as err:
-        long = isinstance(annotations, pd.DataFrame) and \
-            bool({"task", "worker", "label"} & set(annotations.columns))
-        if isinstance(annotations, Annotations) or long:    # a long frame's own error
-            raise
-        raise CrowdDataError(f"{err} (cleanlab's labels_multiannotator, items × annotators "
-                             f"with NaN where missing: to_cleanlab(model, "
-                             f"Annotations.from_wide(labels, n_classes=K)))") from err
+def _read(annotations: Any, classes: np.ndarray) -> Annotations:
+    """``as_annotations(annotations)`` with the fitted ``classes`` (as ``predict_proba`` reads
+    a new frame or matrix: read alone, a batch that uses a few of the classes would have only
+    those); its error on cleanlab's wide layout (items × annotators, NaN where missing), the
+    likely input here, says to read it with ``Annotations.from_wide``."""
+    if isinstance(annotations, Annotations):
+        return annotations
+    return as_annotations(annotations, classes=classes)
 
 
 def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
@@ -121,7 +115,8 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         label_model: a fitted label model (any of :mod:`crowd_keras.aggregation`, fitted with
             or without ``pred_probs``).
         annotations: None (the fitted annotations) or other annotations with the fitted
-            annotators and classes, scored with ``label_model.predict_proba(annotations)``
+            annotators and classes (a frame or a matrix is read with the fitted classes, so a
+            batch may use a few of them), scored with ``label_model.predict_proba(annotations)``
             (the labels of annotators not in the fit are left out of every table when
             ``predict_proba`` leaves them out, counted in the model's
             ``n_unknown_annotations_``; a model that places them, the mixture of groups,
@@ -152,7 +147,8 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         raise TypeError(f"to_cleanlab needs a fitted label model (crowd_keras.aggregation), "
                         f"got {what}")
     label_model.predict_proba()                             # raises when not fitted
-    given = None if annotations is None else _read(annotations)
+    given = None if annotations is None else _read(annotations,
+                                                   label_model.annotations_.classes)
     consensus_score = label_model.consensus_quality(given)
     label_score = label_model.annotation_quality(given) if return_detailed_quality else None
     post = label_model.predict_proba(given)
