@@ -30,7 +30,7 @@ from ..codes import (check_id_values, check_unique_ids, factorize_ids, frozen, i
 from ..errors import CrowdDataError
 from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
                     tag_names, tags_to_spans)
-from .tokens import Tokenizer, Tokens, _code_points, check_offsets, tokenize
+from .tokens import Tokenizer, Tokens, _check_tokens, _code_points, check_offsets, tokenize
 
 __all__ = ["SequenceAnnotations", "SpanSummary"]
 
@@ -181,11 +181,22 @@ class SequenceAnnotations:
         self.labels = ids_array(labels)
         self.scheme = check_scheme(scheme)
         self.tags = np.array(tag_names(self.labels.tolist(), self.scheme), dtype=object)
+        if tokens is not None and not isinstance(tokens, Tokens):
+            raise TypeError(f"tokens must be a Tokens table (e.g. another SequenceAnnotations' "
+                            f"tokens), got {type(tokens).__name__}")
         self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer,
                                                                  doc_ids=self.doc_ids)
         if self.tokens.n_docs != len(self.texts):
             raise CrowdDataError(f"{self.tokens.n_docs} tokenised documents for "
                                  f"{len(self.texts)} texts")
+        self.text_len = frozen(np.fromiter((len(t) for t in self.texts), np.int64,
+                                           len(self.texts)))
+        if tokens is not None:   # made for other texts, they would decode to other characters
+            try:
+                _check_tokens(self.tokens, self.tokens.doc, self.text_len,
+                              lambda d: show(self.doc_ids[d]))
+            except CrowdDataError as err:
+                raise CrowdDataError(f"tokens do not fit the texts: {err}") from None
         order = np.lexsort((assign_annotator, assign_doc))     # annotations by (doc, annotator)
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
@@ -204,8 +215,6 @@ class SequenceAnnotations:
         self.span_label = frozen(np.asarray(span_label, np.int64))
         self.span_mismatch = frozen(np.zeros(len(self.span_start), bool) if span_mismatch is None
                                     else np.asarray(span_mismatch, bool))
-        self.text_len = frozen(np.fromiter((len(t) for t in self.texts), np.int64,
-                                           len(self.texts)))
         flat = spans_to_tags(self.tokens, self.text_len, self.assign_doc, self.span_assign,
                              self.span_start, self.span_end, self.span_label, len(self.labels),
                              self.scheme)

@@ -1,0 +1,29 @@
+"""Edges of the sequence models' user surface: the corpus encoding, the arguments a user
+hands the models and the quality functions (each a clear error, never a silent drop)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.errors import CrowdDataError
+from crowd_keras.sequences.annotations import SequenceAnnotations
+from crowd_keras.sequences.tokens import tokenize
+
+
+def spans(rows):
+    return pd.DataFrame(rows, columns=["doc", "annotator", "start", "end", "label"])
+
+
+def test_tokens_made_for_other_texts_are_refused():
+    """``tokens=`` of documents in another order: a token past its text is an error naming
+    the document (it decoded to the span (0, 13) of the one-character text "x")."""
+    first = SequenceAnnotations.from_spans(["Alice met Bob", "x"],
+                                           spans([(0, "a", 0, 5, "P"), (0, "b", 0, 5, "P")]))
+    with pytest.raises(CrowdDataError, match="tokens do not fit the texts: document 'd0'"):
+        SequenceAnnotations.from_spans({"d0": "x", "d1": "Alice met Bob"},
+                                       spans([("d1", "a", 0, 5, "P")]), tokens=first.tokens)
+    with pytest.raises(TypeError, match="tokens must be a Tokens table"):
+        SequenceAnnotations.from_spans(["a b"], spans([]), tokens=[(0, 1), (2, 3)])
+    # the texts' own tokens (another corpus' of the same texts) are fine
+    same = SequenceAnnotations.from_spans(["Alice met Bob", "x"], spans([(1, "c", 0, 1, "P")]),
+                                          tokens=tokenize(["Alice met Bob", "x"]))
+    assert same.decode(np.array([0, 0, 0, 1])).values.tolist() == [[1, 0, 1, "P", "x"]]
