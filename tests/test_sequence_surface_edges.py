@@ -27,3 +27,29 @@ def test_tokens_made_for_other_texts_are_refused():
     same = SequenceAnnotations.from_spans(["Alice met Bob", "x"], spans([(1, "c", 0, 1, "P")]),
                                           tokens=tokenize(["Alice met Bob", "x"]))
     assert same.decode(np.array([0, 0, 0, 1])).values.tolist() == [[1, 0, 1, "P", "x"]]
+
+
+TEXTS = {"d0": "Alice met Bob in Paris today", "d1": "Bob went home", "d2": "Paris is big"}
+ROWS = [("d0", "a", 0, 5, "PER"), ("d0", "b", 0, 5, "PER"), ("d0", "b", 10, 13, "PER"),
+        ("d0", "c", 17, 22, "LOC"), ("d1", "a", 0, 3, "PER"), ("d1", "c", 0, 3, "PER"),
+        ("d2", "b", 0, 5, "LOC"), ("d2", "a", 0, 5, "LOC")]
+
+
+@pytest.mark.parametrize("name", ["majority_vote", "dawid_skene", "calibrated"])
+def test_a_token_prior_is_never_silently_ignored(name):
+    """``predict_proba(token_prior=p)`` without sequences returned the fitted posteriors
+    whatever ``p``; majority vote, which refuses a prior in ``fit``, ignored one for new
+    sequences."""
+    from crowd_keras.sequences.registry import get_sequence_model
+    seq = SequenceAnnotations.from_spans(TEXTS, spans(ROWS))
+    model = get_sequence_model(name).fit(seq)
+    prior = np.full((seq.n_tokens, seq.n_tags), 1.0 / seq.n_tags)
+    for call in (model.predict_proba, model.predict, model.predict_spans):
+        with pytest.raises(ValueError, match="token_prior"):
+            call(token_prior=prior)
+    if name == "majority_vote":
+        with pytest.raises(ValueError, match="takes no token_prior"):
+            model.predict_proba(seq, token_prior=prior)
+    else:   # a prior for new sequences is used
+        assert not np.allclose(model.predict_proba(seq, token_prior=prior),
+                               model.predict_proba(seq))

@@ -172,6 +172,10 @@ class SequenceLabelModel(LabelModel):
         """(T, K) tag distribution of every token (of ``sequences`` under the fitted model)."""
         self._check_fitted()
         if sequences is None:
+            if token_prior is not None:   # the fitted tokens' posteriors are already made
+                raise ValueError(f"{type(self).__name__}: token_prior scores new sequences "
+                                 "(predict_proba(sequences, token_prior=...)); the fitted "
+                                 "tokens' prior is given to fit(sequences, token_prior=...)")
             return self.posteriors_.copy()
         return self._sequence_posteriors(self._check_sequences(sequences), token_prior)
 

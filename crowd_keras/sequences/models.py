@@ -53,6 +53,8 @@ class TokenMajorityVote(SequenceLabelModel):
         return self
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
+        if token_prior is not None:
+            raise ValueError("TokenMajorityVote takes no token_prior")
         return _vote_shares(self._aligned(sequences).label_counts(), self.tag_frequencies_)
 
 
