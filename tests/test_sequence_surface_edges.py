@@ -53,3 +53,35 @@ def test_a_token_prior_is_never_silently_ignored(name):
     else:   # a prior for new sequences is used
         assert not np.allclose(model.predict_proba(seq, token_prior=prior),
                                model.predict_proba(seq))
+
+
+def test_quality_functions_check_their_inputs():
+    """Gold spans with NaN, reversed or fractional offsets covered no token (or the wrong
+    ones) silently; a tag array of the wrong length was numpy's broadcast message."""
+    from crowd_keras.sequences.quality import (annotator_quality, spans_token_mask,
+                                               token_confusions, token_prf)
+    seq = SequenceAnnotations.from_spans({"a": "Alice met Bob", "b": "x y z"},
+                                         spans([("a", "w", 0, 5, "P")]))
+
+    def gold(start, end, doc="a", index=None):
+        return pd.DataFrame({"doc": [doc], "start": [start], "end": [end]}, index=index)
+
+    assert spans_token_mask(seq, gold(0, 5)).tolist() == [True] + [False] * 5
+    assert spans_token_mask(seq, {"a": [[10, 13]], "b": []}).tolist() == \
+        [False, False, True, False, False, False]
+    for start, end, what in [(np.nan, 5, "start must be an integer"), (6, 2, "end before start"),
+                             (-5, 2, "negative start"), (0.5, 2, "start must be an integer")]:
+        with pytest.raises(CrowdDataError, match=f"span row 7: {what}"):
+            spans_token_mask(seq, gold(start, end, index=[7]))
+    with pytest.raises(CrowdDataError, match="span row 7: document 'zz' is not in the sequences"):
+        spans_token_mask(seq, gold(0, 1, doc="zz", index=[7]))
+    with pytest.raises(CrowdDataError, match=r"no column\(s\) \['start'\]"):
+        spans_token_mask(seq, gold(0, 5).rename(columns={"start": "begin"}))
+    for score in (annotator_quality, token_confusions):
+        with pytest.raises(ValueError, match=r"tags must have shape \(6,\), got \(2,\)"):
+            score(seq, np.array([1, 0]))
+        with pytest.raises(CrowdDataError, match="tag code 2 of token 0 is outside 0..1"):
+            score(seq, np.array([2, 0, 0, 0, 0, 0]))
+    assert annotator_quality(seq, np.array([1, 0, 0, 0, 0, 0]))["token_f1"].tolist() == [1.0]
+    with pytest.raises(ValueError, match="same tokens"):
+        token_prf([True, False, True], [False, False])

@@ -412,16 +412,7 @@ class SequenceAnnotations:
             scores: optional (T,) per-token score; a span's score is the mean over its tokens.
             docs: optional document codes to keep.
         """
-        tags = np.asarray(tags)
-        if tags.shape != (self.n_tokens,):
-            raise ValueError(f"tags must have shape ({self.n_tokens},), got {tags.shape}")
-        tags = integer_codes(tags, "tags", "token ")
-        bad = (tags < 0) | (tags >= self.n_tags)
-        if bad.any():
-            t = int(np.argmax(bad))
-            raise CrowdDataError(f"tag code {int(tags[t])} of token {t} is outside "
-                                 f"0..{self.n_tags - 1} ({self.scheme} tags of "
-                                 f"{len(self.labels)} label(s))")
+        tags = self.tag_codes(tags)
         first = self.tokens.position == 0
         begin, last, label = tags_to_spans(tags, first, self.scheme)
         doc = self.tokens.doc[begin]
@@ -435,6 +426,21 @@ class SequenceAnnotations:
             csum = np.concatenate([[0.0], np.cumsum(np.asarray(scores, np.float64))])
             out["score"] = (csum[last + 1] - csum[begin]) / (last + 1 - begin)
         return out
+
+    def tag_codes(self, tags: Any) -> np.ndarray:
+        """``tags`` as (T,) int64 tag codes of these tokens, or an error naming the first
+        token whose code is not one (shape, NaN, fraction, outside ``0..K-1``)."""
+        tags = np.asarray(tags)
+        if tags.shape != (self.n_tokens,):
+            raise ValueError(f"tags must have shape ({self.n_tokens},), got {tags.shape}")
+        tags = integer_codes(tags, "tags", "token ")
+        bad = (tags < 0) | (tags >= self.n_tags)
+        if bad.any():
+            t = int(np.argmax(bad))
+            raise CrowdDataError(f"tag code {int(tags[t])} of token {t} is outside "
+                                 f"0..{self.n_tags - 1} ({self.scheme} tags of "
+                                 f"{len(self.labels)} label(s))")
+        return tags
 
     def token_ranges(self, doc: Any, start: Any, end: Any) -> tuple[np.ndarray, np.ndarray]:
         """Global token range ``[a, b)`` overlapped by character spans of document ids ``doc``."""
