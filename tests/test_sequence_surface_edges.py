@@ -85,3 +85,25 @@ def test_quality_functions_check_their_inputs():
     assert annotator_quality(seq, np.array([1, 0, 0, 0, 0, 0]))["token_f1"].tolist() == [1.0]
     with pytest.raises(ValueError, match="same tokens"):
         token_prf([True, False, True], [False, False])
+
+
+@pytest.mark.parametrize("name, setting, value, match", [
+    ("span_length_prior", "smoothing", "abc", "SpanLengthPrior smoothing must be a number"),
+    ("span_length_prior", "smoothing", None, "SpanLengthPrior smoothing must be a number"),
+    ("span_length_prior", "smoothing", float("inf"), "SpanLengthPrior smoothing must be a finite"),
+    ("span_length_prior", "smoothing", 0.0, "smoothing must be positive"),
+    ("calibrated", "grid", ["a"], "grid must be thresholds in"),
+    ("calibrated", "grid", [0.3, float("nan")], "grid must be thresholds in"),
+    ("dawid_skene", "init", "nan", "init posteriors must be probabilities summing to 1; row 0"),
+    ("dawid_skene", "init", "negative", "init posteriors must be probabilities"),
+])
+def test_settings_that_made_nan_or_an_unnamed_error(name, setting, value, match):
+    """An infinite smoothing or NaN / negative initial posteriors made NaN posteriors; a text
+    smoothing or grid was float()'s message, which names no setting; a NaN threshold in the
+    grid was tried."""
+    from crowd_keras.sequences.registry import get_sequence_model
+    seq = SequenceAnnotations.from_spans(TEXTS, spans(ROWS))
+    if value in ("nan", "negative"):
+        value = np.full((seq.n_tokens, seq.n_tags), np.nan if value == "nan" else -1.0)
+    with pytest.raises((TypeError, ValueError), match=match):
+        get_sequence_model(name, **{setting: value}).fit(seq)

@@ -100,8 +100,11 @@ class CalibratedThreshold(SequenceLabelModel):
             ) -> "CalibratedThreshold":
         from .selection import heldout_annotations   # selection imports the model modules
         seq = self._check_fit_sequences(sequences)
-        grid = np.asarray(self.grid, np.float64)
-        if grid.ndim != 1 or not len(grid) or ((grid <= 0) | (grid >= 1)).any():
+        try:
+            grid = np.asarray(self.grid, np.float64)
+        except (TypeError, ValueError):   # text, a ragged list: numpy's message names no grid
+            grid = np.full(1, np.nan)
+        if grid.ndim != 1 or not len(grid) or not ((grid > 0) & (grid < 1)).all():   # NaN too
             raise ValueError(f"grid must be thresholds in (0, 1), got {self.grid!r}")
         check_count(self.n_draws, f"{type(self).__name__} n_draws", 1)
         check_count(self.seed, f"{type(self).__name__} seed")
