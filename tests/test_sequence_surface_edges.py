@@ -107,3 +107,19 @@ def test_settings_that_made_nan_or_an_unnamed_error(name, setting, value, match)
         value = np.full((seq.n_tokens, seq.n_tags), np.nan if value == "nan" else -1.0)
     with pytest.raises((TypeError, ValueError), match=match):
         get_sequence_model(name, **{setting: value}).fit(seq)
+
+
+def test_a_lone_surrogate_in_a_text_is_a_character():
+    """A text cut inside an emoji (JSON's "\\ud83d" reads as a lone surrogate) was
+    UnicodeEncodeError from tokenising, the text check and the default model's words."""
+    import json
+    from crowd_keras.sequences.registry import get_sequence_model
+    from crowd_keras.sequences.tokens import token_strings
+    text = json.loads('"caf\\ud83d patients here"')
+    rows = [(0, w, 5, 13, "P", "patients") for w in "ab"]
+    seq = SequenceAnnotations.from_spans([text], pd.DataFrame(
+        rows, columns=["doc", "annotator", "start", "end", "label", "text"]))
+    assert seq.tokens.start.tolist() == [0, 5, 14] and seq.summary.text_mismatch == 0
+    assert token_strings(seq.texts, seq.tokens).tolist() == [text[:4], "patients", "here"]
+    found = get_sequence_model().fit(seq).predict_spans()
+    assert found[["start", "end", "text"]].values.tolist() == [[5, 13, "patients"]]

@@ -149,7 +149,8 @@ def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     and the (D,) offset of each document in it."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     joined = " ".join(texts) + " "
-    cp = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    # a lone surrogate (a text cut inside an emoji) is one character, as str indexes it
+    cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     base = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64)
     return cp, base
 
