@@ -123,3 +123,19 @@ def test_a_lone_surrogate_in_a_text_is_a_character():
     assert token_strings(seq.texts, seq.tokens).tolist() == [text[:4], "patients", "here"]
     found = get_sequence_model().fit(seq).predict_spans()
     assert found[["start", "end", "text"]].values.tolist() == [[5, 13, "patients"]]
+
+
+def test_annotator_ids_given_are_a_list_of_distinct_ids():
+    """A repeated id was pandas' InvalidIndexError, a missing one an annotator None and a
+    string its characters."""
+    rows = spans([(0, "a", 0, 1, "P"), (0, "b", 0, 1, "P")])
+    with pytest.raises(CrowdDataError, match="annotator id 'a' at position 2 repeats"):
+        SequenceAnnotations.from_spans(["a b"], rows, annotator_ids=["a", "b", "a"])
+    with pytest.raises(CrowdDataError, match=r"missing annotator id \(None\) at annotator_ids\[2\]"):
+        SequenceAnnotations.from_spans(["a b"], rows, annotator_ids=["a", "b", None])
+    with pytest.raises(TypeError, match="got the string 'ab'"):
+        SequenceAnnotations.from_spans(["a b"], rows, annotator_ids="ab")
+    # ints and emails together (Label Studio's users), in the order given
+    seq = SequenceAnnotations.from_spans(["a b"], spans([(0, 7, 0, 1, "P")]),
+                                         annotator_ids=[7, "x@y.org"])
+    assert seq.annotator_ids.tolist() == [7, "x@y.org"]

@@ -324,8 +324,14 @@ class SequenceAnnotations:
             raise CrowdDataError(f"{where(r)}: missing annotator id")
         if annotator_ids is None:   # the rules of Annotations.from_frame: 1 and "1" raise
             ann_codes, ann_ids = factorize_ids(annotators, "annotator", where)
-        else:
-            ann_ids = list(annotator_ids)
+        else:   # a list of distinct ids, none missing (ints and emails may mix: Label Studio)
+            ann_ids = list(ids_array(annotator_ids))
+            missing = pd.isna(np.asarray(ann_ids, dtype=object))
+            if missing.any():
+                n = int(np.argmax(missing))
+                raise CrowdDataError(f"missing annotator id ({show(ann_ids[n])}) at "
+                                     f"annotator_ids[{n}]")
+            check_unique_ids(ids_array(ann_ids), "annotator")
             ann_codes = _codes(annotators, pd.Index(ann_ids), "annotator",
                                np.concatenate([row_ids, np.arange(len(annotators) - len(frame))]))
         key = np.concatenate(pair_doc) * len(ann_ids) + ann_codes
