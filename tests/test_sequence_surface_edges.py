@@ -139,3 +139,19 @@ def test_annotator_ids_given_are_a_list_of_distinct_ids():
     seq = SequenceAnnotations.from_spans(["a b"], spans([(0, 7, 0, 1, "P")]),
                                          annotator_ids=[7, "x@y.org"])
     assert seq.annotator_ids.tolist() == [7, "x@y.org"]
+
+
+def test_decode_checks_docs_and_scores():
+    """``decode(tags, docs=["d0"])`` (ids, not codes) or a code out of range kept no span,
+    silently; scores of the wrong length were an IndexError."""
+    seq = SequenceAnnotations.from_spans({"d0": "Alice met Bob", "d1": "x y"},
+                                         spans([("d0", "a", 0, 5, "P")]))
+    tags = np.array([1, 0, 1, 1, 0])
+    assert seq.decode(tags, docs=[1])[["doc", "text"]].values.tolist() == [["d1", "x"]]
+    with pytest.raises(CrowdDataError, match=r"for document ids give pd.Index\(sequences.doc_ids\)"):
+        seq.decode(tags, docs=["d0"])
+    with pytest.raises(CrowdDataError, match="document code 5 at position 0 is outside 0..1"):
+        seq.decode(tags, docs=[5])
+    with pytest.raises(ValueError, match=r"scores must have shape \(5,\), got \(2,\)"):
+        seq.decode(tags, scores=[1.0, 2.0])
+    assert seq.decode(tags, scores=np.arange(5.0))["score"].tolist() == [0.0, 2.0, 3.0]

@@ -146,7 +146,8 @@ def checked_doc_codes(docs: Any, n_docs: int, taker: str = "docs",
                       unique: bool = False) -> np.ndarray:
     """``docs`` as (n,) int64 document codes in ``0..n_docs-1`` (positions in ``doc_ids``)
     (:func:`~crowd_keras.codes.position_codes`)."""
-    return position_codes(docs, n_docs, "document", taker, unique)
+    return position_codes(docs, n_docs, "document", taker, unique,
+                          from_ids="pd.Index(sequences.doc_ids).get_indexer(ids)")
 
 
 class SequenceAnnotations:
@@ -419,6 +420,12 @@ class SequenceAnnotations:
             docs: optional document codes to keep.
         """
         tags = self.tag_codes(tags)
+        if scores is not None:
+            scores = np.asarray(scores, np.float64)
+            if scores.shape != (self.n_tokens,):
+                raise ValueError(f"scores must have shape ({self.n_tokens},), got {scores.shape}")
+        if docs is not None:   # ids or codes out of range would keep no span, silently
+            docs = checked_doc_codes(docs, self.n_docs, "decode")
         first = self.tokens.position == 0
         begin, last, label = tags_to_spans(tags, first, self.scheme)
         doc = self.tokens.doc[begin]
@@ -429,7 +436,7 @@ class SequenceAnnotations:
                             "label": self.labels[label],
                             "text": [self.texts[d][s:e] for d, s, e in zip(doc, start, end)]})
         if scores is not None:
-            csum = np.concatenate([[0.0], np.cumsum(np.asarray(scores, np.float64))])
+            csum = np.concatenate([[0.0], np.cumsum(scores)])
             out["score"] = (csum[last + 1] - csum[begin]) / (last + 1 - begin)
         return out
 
