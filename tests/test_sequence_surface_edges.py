@@ -155,3 +155,16 @@ def test_decode_checks_docs_and_scores():
     with pytest.raises(ValueError, match=r"scores must have shape \(5,\), got \(2,\)"):
         seq.decode(tags, scores=[1.0, 2.0])
     assert seq.decode(tags, scores=np.arange(5.0))["score"].tolist() == [0.0, 2.0, 3.0]
+
+
+def test_held_out_documents_are_checked_codes():
+    """``choose_temperature(seq, docs=["d0"])`` (ids, not codes) said that no document of
+    docs has two annotations; a code out of range was ignored."""
+    from crowd_keras.sequences.selection import choose_temperature, heldout_annotations
+    seq = SequenceAnnotations.from_spans(TEXTS, spans(ROWS))
+    with pytest.raises(CrowdDataError, match="heldout_annotations takes document codes"):
+        choose_temperature(seq, docs=["d0"], n_draws=1)
+    with pytest.raises(CrowdDataError, match="document code 7 at position 1 is outside 0..2"):
+        heldout_annotations(seq, docs=[0, 7])
+    hidden = heldout_annotations(seq, docs=[1])
+    assert seq.doc_ids[seq.assign_doc[hidden]].tolist() == ["d1"]

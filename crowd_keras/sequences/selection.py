@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import CrowdDataError
-from .annotations import SequenceAnnotations
+from .annotations import SequenceAnnotations, checked_doc_codes
 from .base import SequenceLabelModel, decode_marginals
 from .hmm import HMMCrowd
 from .models import TokenDawidSkene
@@ -38,6 +38,8 @@ def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] 
     """(A,) bool: one random annotation per document of ``docs`` (codes; default all) among
     the documents with at least two annotations and a token (a hidden annotation of an
     empty document has no token-label to score)."""
+    if docs is not None:   # ids (or codes out of range) would match no document
+        docs = checked_doc_codes(docs, seq.n_docs, "heldout_annotations")
     rng = np.random.default_rng(seed)
     per_doc = np.bincount(seq.assign_doc, minlength=seq.n_docs) * (seq.tokens.lengths > 0)
     in_docs = np.ones(len(seq.assign_doc), bool) if docs is None else np.isin(seq.assign_doc, docs)
