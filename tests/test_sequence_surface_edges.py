@@ -168,3 +168,16 @@ def test_held_out_documents_are_checked_codes():
         heldout_annotations(seq, docs=[0, 7])
     hidden = heldout_annotations(seq, docs=[1])
     assert seq.doc_ids[seq.assign_doc[hidden]].tolist() == ["d1"]
+
+
+def test_nothing_to_fit_says_why():
+    """Annotations of empty or whitespace-only documents only: the error said that no
+    document has an annotation."""
+    from crowd_keras.sequences.models import TokenDawidSkene
+    empty = SequenceAnnotations.from_spans(["", "  "], spans([]), seen=[(0, "y"), (1, "y")],
+                                           labels=["P"])
+    with pytest.raises(CrowdDataError, match="nothing to fit, the 2 documents have no tokens"):
+        TokenDawidSkene().fit(empty)
+    some = SequenceAnnotations.from_spans(["", "a b"], spans([]), seen=[(0, "y")], labels=["P"])
+    with pytest.raises(CrowdDataError, match="no document with a token has an annotation"):
+        TokenDawidSkene().fit(some)

@@ -157,8 +157,10 @@ class SequenceLabelModel(LabelModel):
         posterior is a tie that would decode as a guess)."""
         seq = self._check_sequences(sequences)
         if seq.annotations.n_annotations == 0:
-            raise CrowdDataError(f"{type(self).__name__}: nothing to fit, none of the "
-                                 f"{seq.n_docs} documents has an annotation")
+            why = (f"the {seq.n_docs} documents have no tokens" if seq.n_tokens == 0 else
+                   f"none of the {seq.n_docs} documents has an annotation" if not
+                   len(seq.assign_doc) else "no document with a token has an annotation")
+            raise CrowdDataError(f"{type(self).__name__}: nothing to fit, {why}")
         return seq
 
     def _aligned(self, sequences: SequenceAnnotations):
