@@ -181,3 +181,20 @@ def test_nothing_to_fit_says_why():
     some = SequenceAnnotations.from_spans(["", "a b"], spans([]), seen=[(0, "y")], labels=["P"])
     with pytest.raises(CrowdDataError, match="no document with a token has an annotation"):
         TokenDawidSkene().fit(some)
+
+
+def test_token_ranges_checks_its_spans():
+    """A negative or reversed offset gave a token range silently; one document id as a string
+    was read as one document per character."""
+    seq = SequenceAnnotations.from_spans({"d0": "Alice met Bob", "d1": "x y"},
+                                         spans([("d0", "a", 0, 5, "P")]))
+    a, b = seq.token_ranges(np.array(["d0", "d1"]), np.array([6, 2]), [13, 3])
+    assert a.tolist() == [1, 4] and b.tolist() == [3, 5]
+    with pytest.raises(CrowdDataError, match=r"span 0: negative start \(start -3, end 2\)"):
+        seq.token_ranges(["d0"], [-3], [2])
+    with pytest.raises(CrowdDataError, match="span 1: end before start"):
+        seq.token_ranges(["d0", "d0"], [0, 6], [5, 2])
+    with pytest.raises(TypeError, match=r"one span: \[doc\], \[start\], \[end\]"):
+        seq.token_ranges("d0", 0, 5)
+    with pytest.raises(ValueError, match="lengths 2, 1 and 1"):
+        seq.token_ranges(["d0", "d1"], [0], [1])

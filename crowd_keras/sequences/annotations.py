@@ -456,11 +456,21 @@ class SequenceAnnotations:
         return tags
 
     def token_ranges(self, doc: Any, start: Any, end: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Global token range ``[a, b)`` overlapped by character spans of document ids ``doc``."""
-        codes = pd.Index(self.doc_ids).get_indexer(list(doc))
+        """Global token range ``[a, b)`` overlapped by character spans of document ids ``doc``
+        (each span checked as :meth:`from_spans` checks offsets)."""
+        if isinstance(doc, (str, bytes)) or np.ndim(doc) != 1:
+            raise TypeError(f"doc, start and end are lists, one entry per span; got doc "
+                            f"{show(doc)} (one span: [doc], [start], [end])")
+        doc = list(doc)
+        start, end = (list(v) if np.ndim(v) == 1 else v for v in (start, end))
+        if not (np.ndim(start) == np.ndim(end) == 1 and len(start) == len(end) == len(doc)):
+            raise ValueError(f"doc, start and end must be lists of one length, got lengths "
+                             f"{len(doc)}, {np.size(start)} and {np.size(end)}")
+        start, end = check_offsets(start, end, lambda r: f"span {r}")
+        codes = pd.Index(self.doc_ids).get_indexer(doc)
         if (codes < 0).any():
-            raise CrowdDataError(f"unknown document id {show(list(doc)[int(np.argmax(codes < 0))])}")
-        return span_token_ranges(self.tokens, codes, np.asarray(start), np.asarray(end))
+            raise CrowdDataError(f"unknown document id {show(doc[int(np.argmax(codes < 0))])}")
+        return span_token_ranges(self.tokens, codes, start, end)
 
     def annotation_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each annotation's spans after tagging, as token ranges: ``(assignment, first
