@@ -198,3 +198,24 @@ def test_token_ranges_checks_its_spans():
         seq.token_ranges("d0", 0, 5)
     with pytest.raises(ValueError, match="lengths 2, 1 and 1"):
         seq.token_ranges(["d0", "d1"], [0], [1])
+
+
+def test_a_tokenizer_that_raises_is_named_with_the_document():
+    """The exception of a user tokenizer (at its call or, for a generator, while it runs)
+    came out alone, without the document it failed on."""
+    def picky(text):
+        if "§" in text:
+            raise ValueError("cannot read §")
+        return [(0, len(text))]
+
+    def lazy(text):
+        for k, word in enumerate(text.split()):
+            if word == "§":
+                raise KeyError(k)
+            yield (text.index(word), text.index(word) + len(word))
+
+    for tokenizer, raised in ((picky, "ValueError: cannot read §"), (lazy, "KeyError: 1")):
+        with pytest.raises(CrowdDataError, match=f"tokenizer {tokenizer.__name__} on document "
+                                                 f"'b' raised {raised}"):
+            tokenize(["ok", "x §"], tokenizer, doc_ids=["a", "b"])
+    assert tokenize(["x y"], lazy).start.tolist() == [0, 2]
