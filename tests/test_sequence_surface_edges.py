@@ -219,3 +219,18 @@ def test_a_tokenizer_that_raises_is_named_with_the_document():
                                                  f"'b' raised {raised}"):
             tokenize(["ok", "x §"], tokenizer, doc_ids=["a", "b"])
     assert tokenize(["x y"], lazy).start.tolist() == [0, 2]
+
+
+def test_spans_without_labels_and_labels_given_say_to_pass_default_label():
+    """PICO's layout (``[start, end]``) with ``labels=["Participants"]`` said that label
+    'span' of span row 0 is not among the labels, a label no row holds."""
+    texts, marks = {"d": "Alice met Bob"}, {"d": {"a": [[0, 5]]}}
+    with pytest.raises(CrowdDataError, match="default_label 'span' is not among labels "
+                                             r"\['Participants'\]; pass default_label="):
+        SequenceAnnotations.from_dict(texts, marks, labels=["Participants"])
+    seq = SequenceAnnotations.from_dict(texts, marks, labels=["Participants"],
+                                        default_label="Participants")
+    assert seq.spans_frame()["label"].tolist() == ["Participants"]
+    # no span at all: nothing takes the default label
+    assert SequenceAnnotations.from_dict(texts, {"d": {"a": []}}, labels=["P"]).tags.tolist() \
+        == ["O", "I-P"]

@@ -297,6 +297,10 @@ class SequenceAnnotations:
             raise CrowdDataError("labels is empty: give at least one span label")
         check_id_values(list(labels), "label", lambda n: f"labels[{n}]")
         check_unique_ids(ids_array(list(labels)), "label")
+        if "label" not in frame.columns and len(frame) and default_label not in list(labels):
+            raise CrowdDataError(f"the spans have no label, and default_label "
+                                 f"{show(default_label)} is not among labels "
+                                 f"{list(labels)}; pass default_label= one of them")
         s_label = _codes(lab_col, pd.Index(list(labels)), "label", row_ids)
         mismatch = np.zeros(len(frame), bool)
         if "text" in frame.columns and len(frame):
