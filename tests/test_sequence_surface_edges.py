@@ -234,3 +234,26 @@ def test_spans_without_labels_and_labels_given_say_to_pass_default_label():
     # no span at all: nothing takes the default label
     assert SequenceAnnotations.from_dict(texts, {"d": {"a": []}}, labels=["P"]).tags.tolist() \
         == ["O", "I-P"]
+
+
+def test_held_out_scores_take_a_mask_of_the_annotations():
+    """Positions of the hidden annotations (``np.flatnonzero(hidden)``) or a mask of the
+    wrong length indexed the wrong annotations (an IndexError at best)."""
+    from crowd_keras.sequences.calibration import agreement_counts
+    from crowd_keras.sequences.models import TokenDawidSkene
+    from crowd_keras.sequences.selection import (agreement_f1, heldout_annotations,
+                                                 heldout_log_likelihood)
+    seq = SequenceAnnotations.from_spans(TEXTS, spans(ROWS))
+    hidden = heldout_annotations(seq)
+    model = TokenDawidSkene().fit(seq.drop_annotations(hidden))
+    assert np.isfinite(heldout_log_likelihood(model, seq, hidden))
+    assert 0 <= agreement_f1(model.predict(), seq, hidden) <= 1
+    assert agreement_counts(model.predict_proba(), seq, hidden, [0.5]).shape == (1, 3)
+    shape = rf"boolean mask of shape \({len(hidden)},\) over the annotations"
+    for bad in (np.flatnonzero(hidden), hidden[:3]):
+        with pytest.raises(ValueError, match="heldout_log_likelihood takes a " + shape):
+            heldout_log_likelihood(model, seq, bad)
+        with pytest.raises(ValueError, match="agreement_f1 takes a " + shape):
+            agreement_f1(model.predict(), seq, bad)
+        with pytest.raises(ValueError, match="agreement_counts takes a " + shape):
+            agreement_counts(model.predict_proba(), seq, bad, [0.5])

@@ -150,6 +150,16 @@ def checked_doc_codes(docs: Any, n_docs: int, taker: str = "docs",
                           from_ids="pd.Index(sequences.doc_ids).get_indexer(ids)")
 
 
+def checked_annotation_mask(mask: Any, n_annotations: int, taker: str) -> np.ndarray:
+    """``mask`` as an (A,) bool array over the annotations, or an error naming ``taker``:
+    annotation positions (``np.flatnonzero(mask)``) would index the wrong annotations."""
+    arr = np.asarray(mask)
+    if arr.dtype.kind != "b" or arr.shape != (n_annotations,):
+        raise ValueError(f"{taker} takes a boolean mask of shape ({n_annotations},) over the "
+                         f"annotations, got {arr.dtype} values of shape {arr.shape}")
+    return arr
+
+
 class SequenceAnnotations:
     """Span annotations of documents by several annotators (see the module docstring).
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_count
-from .annotations import SequenceAnnotations
+from .annotations import SequenceAnnotations, checked_annotation_mask
 from .base import SequenceLabelModel, decode_marginals
 from .spans import tag_labels
 
@@ -48,7 +48,8 @@ def agreement_counts(post: np.ndarray, full: SequenceAnnotations, hidden: np.nda
         post: (T, K) posteriors of a model fitted without the hidden annotations.
         full: all annotations; hidden: (A,) bool, the hidden annotations.
     """
-    obs = np.flatnonzero(np.asarray(hidden, bool)[full.obs_assign])
+    hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_counts")
+    obs = np.flatnonzero(hidden[full.obs_assign])
     tok = full.obs_token[obs]
     theirs = tag_labels(full.obs_tag[obs], full.scheme)
     p = post[tok]

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import CrowdDataError
-from .annotations import SequenceAnnotations, checked_doc_codes
+from .annotations import SequenceAnnotations, checked_annotation_mask, checked_doc_codes
 from .base import SequenceLabelModel, decode_marginals
 from .hmm import HMMCrowd
 from .models import TokenDawidSkene
@@ -83,6 +83,7 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
         proba: (T, K) predictive tag distribution to use for a token model (default
             ``model.predict_proba()``; e.g. ``model.tempered_proba(τ)``).
     """
+    hidden = checked_annotation_mask(hidden, len(full.assign_doc), "heldout_log_likelihood")
     tok, who, tag = _hidden_obs(full, model, hidden)
     if isinstance(model, HMMCrowd):
         docs = np.unique(full.assign_doc[hidden])
@@ -96,6 +97,7 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
 def agreement_f1(tags: np.ndarray, full: SequenceAnnotations, hidden: np.ndarray) -> float:
     """Micro token F1 of decoded ``tags`` (T,) against the hidden annotations' tags (a span
     token agrees when both give it the same span label)."""
+    hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_f1")
     obs = np.flatnonzero(hidden[full.obs_assign])
     theirs = tag_labels(full.obs_tag[obs], full.scheme)
     mine = tag_labels(np.asarray(tags)[full.obs_token[obs]], full.scheme)
