@@ -257,3 +257,27 @@ def test_held_out_scores_take_a_mask_of_the_annotations():
             agreement_f1(model.predict(), seq, bad)
         with pytest.raises(ValueError, match="agreement_counts takes a " + shape):
             agreement_counts(model.predict_proba(), seq, bad, [0.5])
+
+
+def test_selection_checks_its_grid_and_draws():
+    """``temperatures=(0.0, 1.0)`` could choose τ = 0 (the prior alone), which TokenDawidSkene
+    refuses, and a negative τ inverted the crowd's evidence; no temperature or no draw was
+    pandas' KeyError; a list of models was an AttributeError."""
+    from crowd_keras.sequences.models import TokenDawidSkene
+    from crowd_keras.sequences.selection import choose_temperature, heldout_scores
+    seq = SequenceAnnotations.from_spans(TEXTS, spans(ROWS))
+    for temperatures, error, match in [
+            ((0.0, 1.0), ValueError, "one or more positive numbers"),
+            ((-1.0, 1.0), ValueError, "choose_temperature temperatures must be a finite"),
+            ((), ValueError, "one or more positive numbers"),
+            ("0.5", TypeError, "temperatures must be a list of numbers")]:
+        with pytest.raises(error, match=match):
+            choose_temperature(seq, temperatures=temperatures, n_draws=1)
+    with pytest.raises(ValueError, match="choose_temperature n_draws must be an integer >= 1"):
+        choose_temperature(seq, n_draws=0)
+    with pytest.raises(ValueError, match="heldout_scores seed must be an integer >= 0"):
+        heldout_scores(seq, {"ds": TokenDawidSkene()}, n_draws=1, seed=-1)
+    with pytest.raises(TypeError, match=r"non-empty \{name: model\} mapping, got list"):
+        heldout_scores(seq, [TokenDawidSkene()], n_draws=1)
+    best, table = choose_temperature(seq, temperatures=(0.5, 1.0), n_draws=1)
+    assert best in (0.5, 1.0) and table["temperature"].tolist() == [0.5, 1.0]

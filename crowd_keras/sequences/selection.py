@@ -17,11 +17,12 @@ the union of spans predicts each annotator's spans well), so read it with the ag
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from .annotations import SequenceAnnotations, checked_annotation_mask, checked_doc_codes
 from .base import SequenceLabelModel, decode_marginals
@@ -63,6 +64,12 @@ def _some_held_out(seq: SequenceAnnotations, docs: Optional[Sequence[int]],
                              "annotations and a token: there is no annotation to hold out "
                              "and score")
     return hidden
+
+
+def _draws(n_draws: Any, seed: Any, taker: str) -> tuple[int, int]:
+    """``(n_draws, seed)`` checked: at least one draw (none would score nothing), a seed
+    >= 0."""
+    return check_count(n_draws, f"{taker} n_draws", 1), check_count(seed, f"{taker} seed")
 
 
 def _hidden_obs(full: SequenceAnnotations, model: SequenceLabelModel,
@@ -120,6 +127,10 @@ def heldout_scores(seq: SequenceAnnotations, models: Dict[str, Any], docs: Optio
     Returns:
         frame ``model, draw, heldout_loglik, agreement_f1``.
     """
+    if not isinstance(models, Mapping) or not models:
+        raise TypeError(f"models must be a non-empty {{name: model}} mapping, got "
+                        f"{type(models).__name__}")
+    n_draws, seed = _draws(n_draws, seed, "heldout_scores")
     rows = []
     for draw in range(n_draws):
         hidden = _some_held_out(seq, docs, seed + draw)
@@ -147,12 +158,20 @@ def choose_temperature(seq: SequenceAnnotations, docs: Optional[Sequence[int]] =
         ``(best τ, frame)``, the frame with ``temperature, heldout_loglik, agreement_f1``
         (means over the draws), one row per τ.
     """
+    n_draws, seed = _draws(n_draws, seed, "choose_temperature")
+    try:
+        taus = [check_number(tau, "choose_temperature temperatures") for tau in temperatures]
+    except TypeError:   # one number or a string: not a grid
+        raise TypeError(f"temperatures must be a list of numbers, got {temperatures!r}") from None
+    if not taus or min(taus) == 0:   # τ = 0 is the prior alone, which TokenDawidSkene refuses
+        raise ValueError(f"temperatures must be one or more positive numbers, got "
+                         f"{list(temperatures)}")
     rows = []
     for draw in range(n_draws):
         hidden = _some_held_out(seq, docs, seed + draw)
         model = TokenDawidSkene(**{**params, "temperature": 1.0})
         model.fit(seq.drop_annotations(hidden), token_prior=token_prior)
-        for tau in temperatures:
+        for tau in taus:
             p = model.tempered_proba(tau)
             rows.append({"temperature": float(tau), "draw": draw,
                          "heldout_loglik": heldout_log_likelihood(model, seq, hidden, p),
