@@ -281,3 +281,15 @@ def test_selection_checks_its_grid_and_draws():
         heldout_scores(seq, [TokenDawidSkene()], n_draws=1)
     best, table = choose_temperature(seq, temperatures=(0.5, 1.0), n_draws=1)
     assert best in (0.5, 1.0) and table["temperature"].tolist() == [0.5, 1.0]
+
+
+def test_an_id_written_in_another_type_is_named():
+    """Spans read from a CSV name document 7 where the texts' keys are "7": the error said
+    only that document 7 is not among the documents."""
+    with pytest.raises(CrowdDataError, match="span row 0: document 7 is not among the 1 "
+                                             "documents given \\(document '7' is: give"):
+        SequenceAnnotations.from_spans({"7": "a b"}, spans([(7, "a", 0, 1, "P")]))
+    with pytest.raises(CrowdDataError, match="label 1 is not among .* \\(label '1' is"):
+        SequenceAnnotations.from_spans({7: "a b"}, spans([(7, "a", 0, 1, 1)]), labels=["1"])
+    with pytest.raises(CrowdDataError, match="document 8 is not among the 1 documents given$"):
+        SequenceAnnotations.from_spans({7: "a b"}, spans([(8, "a", 0, 1, "P")]))

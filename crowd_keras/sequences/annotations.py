@@ -88,8 +88,13 @@ def _codes(values: pd.Series, table: pd.Index, what: str, row_ids: np.ndarray,
     codes = table.get_indexer(values)
     if (codes < 0).any():
         r = int(np.argmax(codes < 0))
-        raise CrowdDataError(f"{row} {row_ids[r]}: {what} {show(values.iloc[r])} is not among "
-                             f"the {len(table)} {what}s given")
+        value = values.iloc[r]
+        # a CSV's 7 against the texts' "7": the same id written in another type
+        alike = [v for v in table if str(v) == str(value)]
+        hint = (f" ({what} {show(alike[0])} is: give the {what} ids one type)" if alike
+                else "")
+        raise CrowdDataError(f"{row} {row_ids[r]}: {what} {show(value)} is not among "
+                             f"the {len(table)} {what}s given{hint}")
     return codes.astype(np.int64)
 
 
