@@ -293,3 +293,18 @@ def test_an_id_written_in_another_type_is_named():
         SequenceAnnotations.from_spans({7: "a b"}, spans([(7, "a", 0, 1, 1)]), labels=["1"])
     with pytest.raises(CrowdDataError, match="document 8 is not among the 1 documents given$"):
         SequenceAnnotations.from_spans({7: "a b"}, spans([(8, "a", 0, 1, "P")]))
+
+
+def test_doc_ids_that_differ_from_a_mappings_keys_are_refused():
+    """``from_spans({"p": text}, spans, doc_ids=["q"])`` named the document "q", silently:
+    the mapping's keys were dropped."""
+    empty = spans([])
+    with pytest.raises(CrowdDataError, match=r"doc_ids differ from the keys .* \['p'\]"):
+        SequenceAnnotations.from_spans({"p": "a"}, empty, doc_ids=["q"])
+    with pytest.raises(CrowdDataError, match="doc_ids differ"):
+        SequenceAnnotations.from_spans({7: "a"}, empty, doc_ids=["7"])
+    assert SequenceAnnotations.from_spans({"p": "a"}, empty, doc_ids=["p"]).doc_ids.tolist() \
+        == ["p"]
+    # a list or a Series (e.g. a frame's column with its RangeIndex) takes doc_ids
+    assert SequenceAnnotations.from_spans(pd.Series(["a", "b"]), empty,
+                                          doc_ids=["x", "y"]).doc_ids.tolist() == ["x", "y"]

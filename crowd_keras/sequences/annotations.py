@@ -73,7 +73,15 @@ def _texts_and_ids(texts: Any, doc_ids: Any) -> tuple[list, np.ndarray]:
     if isinstance(texts, pd.Series):
         return texts.astype(object).tolist(), ids_array(texts.index if doc_ids is None else doc_ids)
     if isinstance(texts, Mapping):
-        return list(texts.values()), ids_array(list(texts.keys()) if doc_ids is None else doc_ids)
+        keys = ids_array(list(texts.keys()))
+        if doc_ids is not None:   # two sets of ids: which would name the documents?
+            given = ids_array(doc_ids)
+            if given.shape != keys.shape or not all(a == b and type(a) is type(b)
+                                                    for a, b in zip(given, keys)):
+                raise CrowdDataError(f"doc_ids differ from the keys of the texts' mapping "
+                                     f"{show(keys[:3].tolist())}...; a mapping names its "
+                                     "documents: leave doc_ids out")
+        return list(texts.values()), keys
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):   # 'abc': 3 docs
         raise TypeError(f"texts must be a list of strings, a {{doc_id: text}} mapping or a "
                         f"Series, got {type(texts).__name__}"
