@@ -202,7 +202,7 @@ class SequenceLabelModel(LabelModel):
         self._check_fitted()
         seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
         post = self.predict_proba(sequences, token_prior)
-        tags = self.predict(sequences, token_prior)
+        tags = self._decode(post, seq)      # predict's tags, without scoring the tokens twice
         return seq.decode(tags, scores=_label_mass(post, tags, seq))
 
     def _scored(self, annotations: Any) -> tuple:
