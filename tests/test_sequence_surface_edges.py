@@ -257,6 +257,11 @@ def test_held_out_scores_take_a_mask_of_the_annotations():
             agreement_f1(model.predict(), seq, bad)
         with pytest.raises(ValueError, match="agreement_counts takes a " + shape):
             agreement_counts(model.predict_proba(), seq, bad, [0.5])
+    # the tags and posteriors are those of the full corpus' tokens
+    with pytest.raises(ValueError, match=r"tags must have shape \(12,\)"):
+        agreement_f1(model.predict()[:5], seq, hidden)
+    with pytest.raises(ValueError, match=r"post must have shape \(12, 3\)"):
+        agreement_counts(model.predict_proba()[:5], seq, hidden, [0.5])
 
 
 def test_selection_checks_its_grid_and_draws():

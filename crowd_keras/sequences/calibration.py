@@ -49,6 +49,9 @@ def agreement_counts(post: np.ndarray, full: SequenceAnnotations, hidden: np.nda
         full: all annotations; hidden: (A,) bool, the hidden annotations.
     """
     hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_counts")
+    if np.shape(post) != (full.n_tokens, full.n_tags):
+        raise ValueError(f"post must have shape ({full.n_tokens}, {full.n_tags}), got "
+                         f"{np.shape(post)}")
     obs = np.flatnonzero(hidden[full.obs_assign])
     tok = full.obs_token[obs]
     theirs = tag_labels(full.obs_tag[obs], full.scheme)

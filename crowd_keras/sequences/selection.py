@@ -107,7 +107,7 @@ def agreement_f1(tags: np.ndarray, full: SequenceAnnotations, hidden: np.ndarray
     hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_f1")
     obs = np.flatnonzero(hidden[full.obs_assign])
     theirs = tag_labels(full.obs_tag[obs], full.scheme)
-    mine = tag_labels(np.asarray(tags)[full.obs_token[obs]], full.scheme)
+    mine = tag_labels(full.tag_codes(tags)[full.obs_token[obs]], full.scheme)
     tp = (mine >= 0) & (mine == theirs)
     p = tp.sum() / max((mine >= 0).sum(), 1)
     r = tp.sum() / max((theirs >= 0).sum(), 1)
