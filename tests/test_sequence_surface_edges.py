@@ -313,3 +313,28 @@ def test_doc_ids_that_differ_from_a_mappings_keys_are_refused():
     # a list or a Series (e.g. a frame's column with its RangeIndex) takes doc_ids
     assert SequenceAnnotations.from_spans(pd.Series(["a", "b"]), empty,
                                           doc_ids=["x", "y"]).doc_ids.tolist() == ["x", "y"]
+
+
+def test_tempered_proba_and_held_out_likelihood_check_their_inputs():
+    """``tempered_proba`` of an unfitted model was an AttributeError and a text τ numpy's
+    ufunc message; a held-out likelihood of a model fitted on other documents (or a proba of
+    other tokens) scored the wrong tokens."""
+    from crowd_keras.errors import NotFittedError
+    from crowd_keras.sequences.models import TokenDawidSkene
+    from crowd_keras.sequences.selection import heldout_annotations, heldout_log_likelihood
+    seq = SequenceAnnotations.from_spans(TEXTS, spans(ROWS))
+    with pytest.raises(NotFittedError):
+        TokenDawidSkene().tempered_proba(0.5)
+    hidden = heldout_annotations(seq)
+    model = TokenDawidSkene().fit(seq.drop_annotations(hidden))
+    with pytest.raises(TypeError, match="temperature must be a number"):
+        model.tempered_proba("0.5")
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        model.tempered_proba(-1.0)
+    np.testing.assert_allclose(model.tempered_proba(1.0), model.predict_proba())
+    with pytest.raises(ValueError, match=r"proba must have shape \(12, 3\)"):
+        heldout_log_likelihood(model, seq, hidden, proba=np.ones((3, 3)) / 3)
+    other = SequenceAnnotations.from_spans({"x": "a b"}, spans([("x", "a", 0, 1, "PER"),
+                                                                ("x", "b", 0, 1, "PER")]))
+    with pytest.raises(CrowdDataError, match="fitted on other documents"):
+        heldout_log_likelihood(model, other, np.array([True, False]))

@@ -189,6 +189,9 @@ class TokenDawidSkene(SequenceEMModel):
     def tempered_proba(self, temperature: float) -> np.ndarray:
         """(T, K) ``p_τ(z_t) ∝ q_t(z) exp(τ e_t(z))`` of the fitted tokens for any τ (the same
         fit; this is how :func:`~.selection.choose_temperature` scores a grid of τ)."""
+        if not hasattr(self, "emission_loglik_"):   # fit calls this before posteriors_ is set
+            self._check_fitted()
+        temperature = check_number(temperature, "temperature")   # τ = 0: the prior alone
         logits = temperature * self.emission_loglik_ + _log_prior(
             self.class_priors_, self._prior_rows, len(self.emission_loglik_))
         return softmax_rows(logits)[0]

@@ -91,12 +91,20 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
             ``model.predict_proba()``; e.g. ``model.tempered_proba(τ)``).
     """
     hidden = checked_annotation_mask(hidden, len(full.assign_doc), "heldout_log_likelihood")
+    model._check_fitted()
+    fitted = model.sequences_
+    if fitted.n_tokens != full.n_tokens or not np.array_equal(fitted.doc_ids, full.doc_ids):
+        raise CrowdDataError(f"the model was fitted on other documents ({fitted.n_docs} "
+                             f"documents, {fitted.n_tokens} tokens; full has {full.n_docs}, "
+                             f"{full.n_tokens}): fit it on full.drop_annotations(hidden)")
     tok, who, tag = _hidden_obs(full, model, hidden)
     if isinstance(model, HMMCrowd):
         docs = np.unique(full.assign_doc[hidden])
         diff = model.log_likelihood(full) - model.log_likelihood()
         return float(diff[docs].sum() / max(len(tok), 1))
-    p = model.predict_proba() if proba is None else proba
+    p = model.predict_proba() if proba is None else np.asarray(proba, np.float64)
+    if p.shape != (full.n_tokens, full.n_tags):
+        raise ValueError(f"proba must have shape ({full.n_tokens}, {full.n_tags}), got {p.shape}")
     pi_y = model.confusion_matrices_[who, :, tag]            # (n, K): π_w[z, y]
     return float(np.log(np.einsum("nk,nk->n", p[tok], pi_y)).mean())
 
