@@ -338,3 +338,18 @@ def test_tempered_proba_and_held_out_likelihood_check_their_inputs():
                                                                 ("x", "b", 0, 1, "PER")]))
     with pytest.raises(CrowdDataError, match="fitted on other documents"):
         heldout_log_likelihood(model, other, np.array([True, False]))
+
+
+def test_categorical_columns_are_read_by_their_values():
+    """A categorical annotator column (pandas' ``read_csv(dtype="category")``) was refused
+    as "categorical values", though ``Annotations.from_frame`` reads one by its values."""
+    rows = spans([("d0", "a", 0, 5, "PER"), ("d0", "b", 0, 5, "PER"), ("d1", "a", 0, 4, "LOC")])
+    texts = {"d0": "Alice met Bob", "d1": "Rome is big"}
+    cat = rows.astype({"doc": "category", "annotator": "category", "label": "category"})
+    for seen in (None, pd.DataFrame({"doc": ["d1"], "annotator": ["c"]}).astype("category")):
+        plain = SequenceAnnotations.from_spans(texts, rows, seen=seen)
+        coded = SequenceAnnotations.from_spans(texts, cat, seen=seen)
+        assert coded.annotator_ids.tolist() == plain.annotator_ids.tolist()
+        assert coded.labels.tolist() == ["LOC", "PER"]
+        np.testing.assert_array_equal(coded.obs_tag, plain.obs_tag)
+    assert coded.annotator_ids.tolist() == ["a", "b", "c"]

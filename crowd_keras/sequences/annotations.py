@@ -134,6 +134,14 @@ def _text_mismatch(texts: list, doc: np.ndarray, start: np.ndarray, end: np.ndar
     return bad
 
 
+def _by_values(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its categorical id and label columns read by their values, as
+    :meth:`Annotations.from_frame <crowd_keras.Annotations.from_frame>` reads them."""
+    cat = [c for c in ("doc", "annotator", "label") if c in frame.columns
+           and isinstance(frame[c].dtype, pd.CategoricalDtype)]
+    return frame.assign(**{c: np.asarray(frame[c], dtype=object) for c in cat}) if cat else frame
+
+
 def seen_pairs(seen: Any) -> pd.DataFrame:
     """The (document, annotator) pairs a crowd saw, as a frame with columns ``doc`` and
     ``annotator`` (a given frame keeps its index, which errors name as the seen row).
@@ -145,7 +153,7 @@ def seen_pairs(seen: Any) -> pd.DataFrame:
         if missing:
             raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
                                  f"{list(seen.columns)}")
-        return seen[["doc", "annotator"]]
+        return _by_values(seen[["doc", "annotator"]])
     pairs = list(seen)
     odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
            np.ndim(p) != 1 or len(p) != 2]
@@ -300,7 +308,7 @@ class SequenceAnnotations:
         if missing:
             raise CrowdDataError(f"spans frame has no column(s) {missing}; columns are "
                                  f"{list(spans.columns)}")
-        frame = spans.reset_index(drop=True)
+        frame = _by_values(spans.reset_index(drop=True))
         row_ids = spans.index.to_numpy()
         doc_index = pd.Index(ids)
         s_doc = _codes(frame["doc"], doc_index, "document", row_ids)
