@@ -128,10 +128,10 @@ class TokenDawidSkene(SequenceEMModel):
             shape = (summary.n_items, summary.n_classes)
             if post.shape != shape:
                 raise ValueError(f"init posteriors must have shape {shape}, got {post.shape}")
-            bad = ~(np.isfinite(post) & (post >= 0)).all(1) | ~np.isclose(post.sum(1), 1.0,
-                                                                            atol=1e-4)
-            if bad.any():   # NaN or negative rows made NaN posteriors
-                t = int(np.argmax(bad))
+            ok = (np.isfinite(post) & (post >= 0)).all(1) & np.isclose(post.sum(1), 1.0,
+                                                                         atol=1e-4)
+            if not ok.all():   # NaN or negative rows made NaN posteriors
+                t = int(np.argmin(ok))
                 raise ValueError(f"init posteriors must be probabilities summing to 1; row {t} "
                                  f"is {post[t].tolist()}")
         return self
