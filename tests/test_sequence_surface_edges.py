@@ -353,3 +353,10 @@ def test_categorical_columns_are_read_by_their_values():
         assert coded.labels.tolist() == ["LOC", "PER"]
         np.testing.assert_array_equal(coded.obs_tag, plain.obs_tag)
     assert coded.annotator_ids.tolist() == ["a", "b", "c"]
+
+
+def test_from_dict_names_a_spans_argument_that_is_not_a_mapping():
+    """A list of span rows (or None) was "'list' object has no attribute 'items'"."""
+    for given in ([("d", "a", 0, 5)], None):
+        with pytest.raises(CrowdDataError, match="spans must be a mapping .* from_spans"):
+            SequenceAnnotations.from_dict({"d": "Alice met"}, given)

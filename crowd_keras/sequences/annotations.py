@@ -384,6 +384,10 @@ class SequenceAnnotations:
         Every annotator listed for a document saw it (an empty list: no span there). Other
         keyword arguments as in :meth:`from_spans`.
         """
+        if not isinstance(spans, Mapping):
+            raise CrowdDataError(f"spans must be a mapping {{doc: {{annotator: [[start, end], "
+                                 f"...]}}}}, got {type(spans).__name__} (a frame of span rows: "
+                                 "from_spans)")
         rows, seen = [], []
         for doc, by_annotator in spans.items():
             if not isinstance(by_annotator, Mapping):
