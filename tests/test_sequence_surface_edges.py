@@ -75,6 +75,8 @@ def test_quality_functions_check_their_inputs():
             spans_token_mask(seq, gold(start, end, index=[7]))
     with pytest.raises(CrowdDataError, match="span row 7: document 'zz' is not in the sequences"):
         spans_token_mask(seq, gold(0, 1, doc="zz", index=[7]))
+    with pytest.raises(CrowdDataError, match=r"document 'a': a span is \[start, end\] or"):
+        spans_token_mask(seq, {"a": [[0, 5], [7]]})
     with pytest.raises(CrowdDataError, match=r"no column\(s\) \['start'\]"):
         spans_token_mask(seq, gold(0, 5).rename(columns={"start": "begin"}))
     for score in (annotator_quality, token_confusions):

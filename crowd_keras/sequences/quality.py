@@ -106,6 +106,11 @@ def spans_token_mask(seq: SequenceAnnotations, spans: Any) -> np.ndarray:
     ``{doc_id: [[start, end], ...]}``.
     """
     if isinstance(spans, Mapping):
+        odd = [(d, m) for d, marks in spans.items() for m in marks
+               if isinstance(m, (str, bytes)) or np.ndim(m) != 1 or len(m) not in (2, 3)]
+        if odd:
+            raise CrowdDataError(f"document {show(odd[0][0])}: a span is [start, end] or "
+                                 f"[start, end, label], got {show(odd[0][1])}")
         rows = [(d, s[0], s[1]) for d, marks in spans.items() for s in marks]
         spans = pd.DataFrame(rows, columns=["doc", "start", "end"])
     if not isinstance(spans, pd.DataFrame):
