@@ -340,6 +340,8 @@ def test_tempered_proba_and_held_out_likelihood_check_their_inputs():
                                                                 ("x", "b", 0, 1, "PER")]))
     with pytest.raises(CrowdDataError, match="fitted on other documents"):
         heldout_log_likelihood(model, other, np.array([True, False]))
+    with pytest.raises(NotFittedError):
+        heldout_log_likelihood(TokenDawidSkene(), seq, hidden)
 
 
 def test_categorical_columns_are_read_by_their_values():

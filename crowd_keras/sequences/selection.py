@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_count, check_number
-from ..errors import CrowdDataError
+from ..errors import CrowdDataError, NotFittedError
 from .annotations import SequenceAnnotations, checked_annotation_mask, checked_doc_codes
 from .base import SequenceLabelModel, decode_marginals
 from .hmm import HMMCrowd
@@ -91,8 +91,10 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
             ``model.predict_proba()``; e.g. ``model.tempered_proba(τ)``).
     """
     hidden = checked_annotation_mask(hidden, len(full.assign_doc), "heldout_log_likelihood")
-    model._check_fitted()
-    fitted = model.sequences_
+    fitted = getattr(model, "sequences_", None)
+    if fitted is None:
+        raise NotFittedError(f"this {type(model).__name__} is not fitted yet: fit it on "
+                             "full.drop_annotations(hidden) first")
     if fitted.n_tokens != full.n_tokens or not np.array_equal(fitted.doc_ids, full.doc_ids):
         raise CrowdDataError(f"the model was fitted on other documents ({fitted.n_docs} "
                              f"documents, {fitted.n_tokens} tokens; full has {full.n_docs}, "
