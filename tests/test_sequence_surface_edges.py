@@ -98,11 +98,12 @@ def test_quality_functions_check_their_inputs():
     ("calibrated", "grid", [0.3, float("nan")], "grid must be thresholds in"),
     ("dawid_skene", "init", "nan", "init posteriors must be probabilities summing to 1; row 0"),
     ("dawid_skene", "init", "negative", "init posteriors must be probabilities"),
+    ("hmm_crowd", "constrain_bio", "no", "constrain_bio must be True or False, got 'no'"),
 ])
 def test_settings_that_made_nan_or_an_unnamed_error(name, setting, value, match):
     """An infinite smoothing or NaN / negative initial posteriors made NaN posteriors; a text
     smoothing or grid was float()'s message, which names no setting; a NaN threshold in the
-    grid was tried."""
+    grid was tried; ``constrain_bio="no"`` read as True."""
     from crowd_keras.sequences.registry import get_sequence_model
     seq = SequenceAnnotations.from_spans(TEXTS, spans(ROWS))
     if value in ("nan", "negative"):
