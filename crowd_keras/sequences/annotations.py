@@ -30,7 +30,7 @@ from ..codes import (check_id_values, check_unique_ids, factorize_ids, frozen, i
 from ..errors import CrowdDataError
 from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
                     tag_names, tags_to_spans)
-from .tokens import Tokenizer, Tokens, _code_points, check_offsets, tokenize
+from .tokens import Tokenizer, Tokens, _check_tokens, _code_points, check_offsets, tokenize
 
 __all__ = ["SequenceAnnotations", "SpanSummary"]
 
@@ -73,7 +73,15 @@ def _texts_and_ids(texts: Any, doc_ids: Any) -> tuple[list, np.ndarray]:
     if isinstance(texts, pd.Series):
         return texts.astype(object).tolist(), ids_array(texts.index if doc_ids is None else doc_ids)
     if isinstance(texts, Mapping):
-        return list(texts.values()), ids_array(list(texts.keys()) if doc_ids is None else doc_ids)
+        keys = ids_array(list(texts.keys()))
+        if doc_ids is not None:   # two sets of ids: which would name the documents?
+            given = ids_array(doc_ids)
+            if given.shape != keys.shape or not all(a == b and type(a) is type(b)
+                                                    for a, b in zip(given, keys)):
+                raise CrowdDataError(f"doc_ids differ from the keys of the texts' mapping "
+                                     f"{show(keys[:3].tolist())}...; a mapping names its "
+                                     "documents: leave doc_ids out")
+        return list(texts.values()), keys
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):   # 'abc': 3 docs
         raise TypeError(f"texts must be a list of strings, a {{doc_id: text}} mapping or a "
                         f"Series, got {type(texts).__name__}"
@@ -88,8 +96,13 @@ def _codes(values: pd.Series, table: pd.Index, what: str, row_ids: np.ndarray,
     codes = table.get_indexer(values)
     if (codes < 0).any():
         r = int(np.argmax(codes < 0))
-        raise CrowdDataError(f"{row} {row_ids[r]}: {what} {show(values.iloc[r])} is not among "
-                             f"the {len(table)} {what}s given")
+        value = values.iloc[r]
+        # a CSV's 7 against the texts' "7": the same id written in another type
+        alike = [v for v in table if str(v) == str(value)]
+        hint = (f" ({what} {show(alike[0])} is: give the {what} ids one type)" if alike
+                else "")
+        raise CrowdDataError(f"{row} {row_ids[r]}: {what} {show(value)} is not among "
+                             f"the {len(table)} {what}s given{hint}")
     return codes.astype(np.int64)
 
 
@@ -121,6 +134,14 @@ def _text_mismatch(texts: list, doc: np.ndarray, start: np.ndarray, end: np.ndar
     return bad
 
 
+def _by_values(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its categorical id and label columns read by their values, as
+    :meth:`Annotations.from_frame <crowd_keras.Annotations.from_frame>` reads them."""
+    cat = [c for c in ("doc", "annotator", "label") if c in frame.columns
+           and isinstance(frame[c].dtype, pd.CategoricalDtype)]
+    return frame.assign(**{c: np.asarray(frame[c], dtype=object) for c in cat}) if cat else frame
+
+
 def seen_pairs(seen: Any) -> pd.DataFrame:
     """The (document, annotator) pairs a crowd saw, as a frame with columns ``doc`` and
     ``annotator`` (a given frame keeps its index, which errors name as the seen row).
@@ -132,7 +153,7 @@ def seen_pairs(seen: Any) -> pd.DataFrame:
         if missing:
             raise CrowdDataError(f"seen frame has no column(s) {missing}; columns are "
                                  f"{list(seen.columns)}")
-        return seen[["doc", "annotator"]]
+        return _by_values(seen[["doc", "annotator"]])
     pairs = list(seen)
     odd = [k for k, p in enumerate(pairs) if isinstance(p, (str, bytes)) or
            np.ndim(p) != 1 or len(p) != 2]
@@ -146,7 +167,18 @@ def checked_doc_codes(docs: Any, n_docs: int, taker: str = "docs",
                       unique: bool = False) -> np.ndarray:
     """``docs`` as (n,) int64 document codes in ``0..n_docs-1`` (positions in ``doc_ids``)
     (:func:`~crowd_keras.codes.position_codes`)."""
-    return position_codes(docs, n_docs, "document", taker, unique)
+    return position_codes(docs, n_docs, "document", taker, unique,
+                          from_ids="pd.Index(sequences.doc_ids).get_indexer(ids)")
+
+
+def checked_annotation_mask(mask: Any, n_annotations: int, taker: str) -> np.ndarray:
+    """``mask`` as an (A,) bool array over the annotations, or an error naming ``taker``:
+    annotation positions (``np.flatnonzero(mask)``) would index the wrong annotations."""
+    arr = np.asarray(mask)
+    if arr.dtype.kind != "b" or arr.shape != (n_annotations,):
+        raise ValueError(f"{taker} takes a boolean mask of shape ({n_annotations},) over the "
+                         f"annotations, got {arr.dtype} values of shape {arr.shape}")
+    return arr
 
 
 class SequenceAnnotations:
@@ -181,11 +213,22 @@ class SequenceAnnotations:
         self.labels = ids_array(labels)
         self.scheme = check_scheme(scheme)
         self.tags = np.array(tag_names(self.labels.tolist(), self.scheme), dtype=object)
+        if tokens is not None and not isinstance(tokens, Tokens):
+            raise TypeError(f"tokens must be a Tokens table (e.g. another SequenceAnnotations' "
+                            f"tokens), got {type(tokens).__name__}")
         self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer,
                                                                  doc_ids=self.doc_ids)
         if self.tokens.n_docs != len(self.texts):
             raise CrowdDataError(f"{self.tokens.n_docs} tokenised documents for "
                                  f"{len(self.texts)} texts")
+        self.text_len = frozen(np.fromiter((len(t) for t in self.texts), np.int64,
+                                           len(self.texts)))
+        if tokens is not None:   # made for other texts, they would decode to other characters
+            try:
+                _check_tokens(self.tokens, self.tokens.doc, self.text_len,
+                              lambda d: show(self.doc_ids[d]))
+            except CrowdDataError as err:
+                raise CrowdDataError(f"tokens do not fit the texts: {err}") from None
         order = np.lexsort((assign_annotator, assign_doc))     # annotations by (doc, annotator)
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
@@ -204,8 +247,6 @@ class SequenceAnnotations:
         self.span_label = frozen(np.asarray(span_label, np.int64))
         self.span_mismatch = frozen(np.zeros(len(self.span_start), bool) if span_mismatch is None
                                     else np.asarray(span_mismatch, bool))
-        self.text_len = frozen(np.fromiter((len(t) for t in self.texts), np.int64,
-                                           len(self.texts)))
         flat = spans_to_tags(self.tokens, self.text_len, self.assign_doc, self.span_assign,
                              self.span_start, self.span_end, self.span_label, len(self.labels),
                              self.scheme)
@@ -267,7 +308,7 @@ class SequenceAnnotations:
         if missing:
             raise CrowdDataError(f"spans frame has no column(s) {missing}; columns are "
                                  f"{list(spans.columns)}")
-        frame = spans.reset_index(drop=True)
+        frame = _by_values(spans.reset_index(drop=True))
         row_ids = spans.index.to_numpy()
         doc_index = pd.Index(ids)
         s_doc = _codes(frame["doc"], doc_index, "document", row_ids)
@@ -287,6 +328,10 @@ class SequenceAnnotations:
             raise CrowdDataError("labels is empty: give at least one span label")
         check_id_values(list(labels), "label", lambda n: f"labels[{n}]")
         check_unique_ids(ids_array(list(labels)), "label")
+        if "label" not in frame.columns and len(frame) and default_label not in list(labels):
+            raise CrowdDataError(f"the spans have no label, and default_label "
+                                 f"{show(default_label)} is not among labels "
+                                 f"{list(labels)}; pass default_label= one of them")
         s_label = _codes(lab_col, pd.Index(list(labels)), "label", row_ids)
         mismatch = np.zeros(len(frame), bool)
         if "text" in frame.columns and len(frame):
@@ -315,8 +360,14 @@ class SequenceAnnotations:
             raise CrowdDataError(f"{where(r)}: missing annotator id")
         if annotator_ids is None:   # the rules of Annotations.from_frame: 1 and "1" raise
             ann_codes, ann_ids = factorize_ids(annotators, "annotator", where)
-        else:
-            ann_ids = list(annotator_ids)
+        else:   # a list of distinct ids, none missing (ints and emails may mix: Label Studio)
+            ann_ids = list(ids_array(annotator_ids))
+            missing = pd.isna(np.asarray(ann_ids, dtype=object))
+            if missing.any():
+                n = int(np.argmax(missing))
+                raise CrowdDataError(f"missing annotator id ({show(ann_ids[n])}) at "
+                                     f"annotator_ids[{n}]")
+            check_unique_ids(ids_array(ann_ids), "annotator")
             ann_codes = _codes(annotators, pd.Index(ann_ids), "annotator",
                                np.concatenate([row_ids, np.arange(len(annotators) - len(frame))]))
         key = np.concatenate(pair_doc) * len(ann_ids) + ann_codes
@@ -333,6 +384,10 @@ class SequenceAnnotations:
         Every annotator listed for a document saw it (an empty list: no span there). Other
         keyword arguments as in :meth:`from_spans`.
         """
+        if not isinstance(spans, Mapping):
+            raise CrowdDataError(f"spans must be a mapping {{doc: {{annotator: [[start, end], "
+                                 f"...]}}}}, got {type(spans).__name__} (a frame of span rows: "
+                                 "from_spans)")
         rows, seen = [], []
         for doc, by_annotator in spans.items():
             if not isinstance(by_annotator, Mapping):
@@ -403,16 +458,13 @@ class SequenceAnnotations:
             scores: optional (T,) per-token score; a span's score is the mean over its tokens.
             docs: optional document codes to keep.
         """
-        tags = np.asarray(tags)
-        if tags.shape != (self.n_tokens,):
-            raise ValueError(f"tags must have shape ({self.n_tokens},), got {tags.shape}")
-        tags = integer_codes(tags, "tags", "token ")
-        bad = (tags < 0) | (tags >= self.n_tags)
-        if bad.any():
-            t = int(np.argmax(bad))
-            raise CrowdDataError(f"tag code {int(tags[t])} of token {t} is outside "
-                                 f"0..{self.n_tags - 1} ({self.scheme} tags of "
-                                 f"{len(self.labels)} label(s))")
+        tags = self.tag_codes(tags)
+        if scores is not None:
+            scores = np.asarray(scores, np.float64)
+            if scores.shape != (self.n_tokens,):
+                raise ValueError(f"scores must have shape ({self.n_tokens},), got {scores.shape}")
+        if docs is not None:   # ids or codes out of range would keep no span, silently
+            docs = checked_doc_codes(docs, self.n_docs, "decode")
         first = self.tokens.position == 0
         begin, last, label = tags_to_spans(tags, first, self.scheme)
         doc = self.tokens.doc[begin]
@@ -423,16 +475,41 @@ class SequenceAnnotations:
                             "label": self.labels[label],
                             "text": [self.texts[d][s:e] for d, s, e in zip(doc, start, end)]})
         if scores is not None:
-            csum = np.concatenate([[0.0], np.cumsum(np.asarray(scores, np.float64))])
+            csum = np.concatenate([[0.0], np.cumsum(scores)])
             out["score"] = (csum[last + 1] - csum[begin]) / (last + 1 - begin)
         return out
 
+    def tag_codes(self, tags: Any) -> np.ndarray:
+        """``tags`` as (T,) int64 tag codes of these tokens, or an error naming the first
+        token whose code is not one (shape, NaN, fraction, outside ``0..K-1``)."""
+        tags = np.asarray(tags)
+        if tags.shape != (self.n_tokens,):
+            raise ValueError(f"tags must have shape ({self.n_tokens},), got {tags.shape}")
+        tags = integer_codes(tags, "tags", "token ")
+        bad = (tags < 0) | (tags >= self.n_tags)
+        if bad.any():
+            t = int(np.argmax(bad))
+            raise CrowdDataError(f"tag code {int(tags[t])} of token {t} is outside "
+                                 f"0..{self.n_tags - 1} ({self.scheme} tags of "
+                                 f"{len(self.labels)} label(s))")
+        return tags
+
     def token_ranges(self, doc: Any, start: Any, end: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Global token range ``[a, b)`` overlapped by character spans of document ids ``doc``."""
-        codes = pd.Index(self.doc_ids).get_indexer(list(doc))
+        """Global token range ``[a, b)`` overlapped by character spans of document ids ``doc``
+        (each span checked as :meth:`from_spans` checks offsets)."""
+        if isinstance(doc, (str, bytes)) or np.ndim(doc) != 1:
+            raise TypeError(f"doc, start and end are lists, one entry per span; got doc "
+                            f"{show(doc)} (one span: [doc], [start], [end])")
+        doc = list(doc)
+        start, end = (list(v) if np.ndim(v) == 1 else v for v in (start, end))
+        if not (np.ndim(start) == np.ndim(end) == 1 and len(start) == len(end) == len(doc)):
+            raise ValueError(f"doc, start and end must be lists of one length, got lengths "
+                             f"{len(doc)}, {np.size(start)} and {np.size(end)}")
+        start, end = check_offsets(start, end, lambda r: f"span {r}")
+        codes = pd.Index(self.doc_ids).get_indexer(doc)
         if (codes < 0).any():
-            raise CrowdDataError(f"unknown document id {show(list(doc)[int(np.argmax(codes < 0))])}")
-        return span_token_ranges(self.tokens, codes, np.asarray(start), np.asarray(end))
+            raise CrowdDataError(f"unknown document id {show(doc[int(np.argmax(codes < 0))])}")
+        return span_token_ranges(self.tokens, codes, start, end)
 
     def annotation_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each annotation's spans after tagging, as token ranges: ``(assignment, first

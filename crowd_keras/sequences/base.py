@@ -157,8 +157,10 @@ class SequenceLabelModel(LabelModel):
         posterior is a tie that would decode as a guess)."""
         seq = self._check_sequences(sequences)
         if seq.annotations.n_annotations == 0:
-            raise CrowdDataError(f"{type(self).__name__}: nothing to fit, none of the "
-                                 f"{seq.n_docs} documents has an annotation")
+            why = (f"the {seq.n_docs} documents have no tokens" if seq.n_tokens == 0 else
+                   f"none of the {seq.n_docs} documents has an annotation" if not
+                   len(seq.assign_doc) else "no document with a token has an annotation")
+            raise CrowdDataError(f"{type(self).__name__}: nothing to fit, {why}")
         return seq
 
     def _aligned(self, sequences: SequenceAnnotations):
@@ -172,6 +174,10 @@ class SequenceLabelModel(LabelModel):
         """(T, K) tag distribution of every token (of ``sequences`` under the fitted model)."""
         self._check_fitted()
         if sequences is None:
+            if token_prior is not None:   # the fitted tokens' posteriors are already made
+                raise ValueError(f"{type(self).__name__}: token_prior scores new sequences "
+                                 "(predict_proba(sequences, token_prior=...)); the fitted "
+                                 "tokens' prior is given to fit(sequences, token_prior=...)")
             return self.posteriors_.copy()
         return self._sequence_posteriors(self._check_sequences(sequences), token_prior)
 
@@ -196,7 +202,7 @@ class SequenceLabelModel(LabelModel):
         self._check_fitted()
         seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
         post = self.predict_proba(sequences, token_prior)
-        tags = self.predict(sequences, token_prior)
+        tags = self._decode(post, seq)      # predict's tags, without scoring the tokens twice
         return seq.decode(tags, scores=_label_mass(post, tags, seq))
 
     def _scored(self, annotations: Any) -> tuple:

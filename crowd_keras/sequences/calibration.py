@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..arguments import check_count
-from .annotations import SequenceAnnotations
+from .annotations import SequenceAnnotations, checked_annotation_mask
 from .base import SequenceLabelModel, decode_marginals
 from .spans import tag_labels
 
@@ -48,7 +48,11 @@ def agreement_counts(post: np.ndarray, full: SequenceAnnotations, hidden: np.nda
         post: (T, K) posteriors of a model fitted without the hidden annotations.
         full: all annotations; hidden: (A,) bool, the hidden annotations.
     """
-    obs = np.flatnonzero(np.asarray(hidden, bool)[full.obs_assign])
+    hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_counts")
+    if np.shape(post) != (full.n_tokens, full.n_tags):
+        raise ValueError(f"post must have shape ({full.n_tokens}, {full.n_tags}), got "
+                         f"{np.shape(post)}")
+    obs = np.flatnonzero(hidden[full.obs_assign])
     tok = full.obs_token[obs]
     theirs = tag_labels(full.obs_tag[obs], full.scheme)
     p = post[tok]
@@ -100,8 +104,11 @@ class CalibratedThreshold(SequenceLabelModel):
             ) -> "CalibratedThreshold":
         from .selection import heldout_annotations   # selection imports the model modules
         seq = self._check_fit_sequences(sequences)
-        grid = np.asarray(self.grid, np.float64)
-        if grid.ndim != 1 or not len(grid) or ((grid <= 0) | (grid >= 1)).any():
+        try:
+            grid = np.asarray(self.grid, np.float64)
+        except (TypeError, ValueError):   # text, a ragged list: numpy's message names no grid
+            grid = np.full(1, np.nan)
+        if grid.ndim != 1 or not len(grid) or not ((grid > 0) & (grid < 1)).all():   # NaN too
             raise ValueError(f"grid must be thresholds in (0, 1), got {self.grid!r}")
         check_count(self.n_draws, f"{type(self).__name__} n_draws", 1)
         check_count(self.seed, f"{type(self).__name__} seed")

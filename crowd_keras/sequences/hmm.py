@@ -104,6 +104,8 @@ class HMMCrowd(SequenceEMModel):
     def init_state(self, summary: Summary) -> "HMMCrowd":
         if self.decode not in _DECODES:
             raise ValueError(f"decode must be one of {_DECODES}, got {self.decode!r}")
+        if not isinstance(self.constrain_bio, (bool, np.bool_)):   # "no" would read as True
+            raise TypeError(f"constrain_bio must be True or False, got {self.constrain_bio!r}")
         if not isinstance(summary, SequenceSummary):
             raise TypeError("HMMCrowd fits blocks of documents: its summary is a SequenceSummary "
                             f"(DocumentBlock.summary), got {type(summary).__name__}")

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import check_number
 from ..numerics import normalize_rows
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel, decode_marginals
@@ -90,7 +91,7 @@ class SpanLengthPrior(SequenceLabelModel):
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None) -> "SpanLengthPrior":
         seq = self._check_fit_sequences(sequences)
-        if not float(self.smoothing) > 0:
+        if check_number(self.smoothing, f"{type(self).__name__} smoothing") == 0:
             raise ValueError(f"smoothing must be positive, got {self.smoothing!r}")
         extra = {} if token_prior is None else {"token_prior": token_prior}
         self.model_ = self._new_model().fit(seq, **extra)

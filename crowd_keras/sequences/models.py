@@ -53,6 +53,8 @@ class TokenMajorityVote(SequenceLabelModel):
         return self
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
+        if token_prior is not None:
+            raise ValueError("TokenMajorityVote takes no token_prior")
         return _vote_shares(self._aligned(sequences).label_counts(), self.tag_frequencies_)
 
 
@@ -126,6 +128,12 @@ class TokenDawidSkene(SequenceEMModel):
             shape = (summary.n_items, summary.n_classes)
             if post.shape != shape:
                 raise ValueError(f"init posteriors must have shape {shape}, got {post.shape}")
+            ok = (np.isfinite(post) & (post >= 0)).all(1) & np.isclose(post.sum(1), 1.0,
+                                                                         atol=1e-4)
+            if not ok.all():   # NaN or negative rows made NaN posteriors
+                t = int(np.argmin(ok))
+                raise ValueError(f"init posteriors must be probabilities summing to 1; row {t} "
+                                 f"is {post[t].tolist()}")
         return self
 
     def initial_posteriors(self, block: Block) -> np.ndarray:
@@ -181,6 +189,9 @@ class TokenDawidSkene(SequenceEMModel):
     def tempered_proba(self, temperature: float) -> np.ndarray:
         """(T, K) ``p_τ(z_t) ∝ q_t(z) exp(τ e_t(z))`` of the fitted tokens for any τ (the same
         fit; this is how :func:`~.selection.choose_temperature` scores a grid of τ)."""
+        if not hasattr(self, "emission_loglik_"):   # fit calls this before posteriors_ is set
+            self._check_fitted()
+        temperature = check_number(temperature, "temperature")   # τ = 0: the prior alone
         logits = temperature * self.emission_loglik_ + _log_prior(
             self.class_priors_, self._prior_rows, len(self.emission_loglik_))
         return softmax_rows(logits)[0]

@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 from ..aggregation.base import without_evidence
+from ..codes import show
 from ..errors import CrowdDataError
 from .annotations import SequenceAnnotations
 from .spans import tag_labels, tags_to_spans, token_coverage
+from .tokens import check_offsets
 
 __all__ = ["annotator_quality", "token_confusions", "token_prf", "spans_token_mask"]
 
@@ -41,6 +43,7 @@ def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
     ``span_f1``, and ``token_precision / token_recall / token_f1`` (tokens with the same span
     label). NaN where a ratio has no denominator.
     """
+    tags = seq.tag_codes(tags)
     n_ann = len(seq.annotator_ids)
     n_lab = max(len(seq.labels), 1)
     T = seq.n_tokens
@@ -59,7 +62,7 @@ def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
 
     obs_who = seq.assign_annotator[seq.obs_assign]
     mine = tag_labels(seq.obs_tag, seq.scheme)
-    theirs = tag_labels(np.asarray(tags)[seq.obs_token], seq.scheme)
+    theirs = tag_labels(tags[seq.obs_token], seq.scheme)
     tp = np.bincount(obs_who, weights=(mine >= 0) & (mine == theirs), minlength=n_ann)
     tok_p = _ratio(tp, np.bincount(obs_who, weights=mine >= 0, minlength=n_ann))
     tok_r = _ratio(tp, np.bincount(obs_who, weights=theirs >= 0, minlength=n_ann))
@@ -80,13 +83,16 @@ def token_confusions(seq: SequenceAnnotations, tags: np.ndarray) -> np.ndarray:
     k = seq.n_tags
     n_ann = len(seq.annotator_ids)
     who = seq.assign_annotator[seq.obs_assign]
-    cell = (who * k + np.asarray(tags)[seq.obs_token]) * k + seq.obs_tag
+    cell = (who * k + seq.tag_codes(tags)[seq.obs_token]) * k + seq.obs_tag
     return np.bincount(cell, minlength=n_ann * k * k).reshape(n_ann, k, k)
 
 
 def token_prf(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float, float]:
     """Precision, recall and F1 of the positive tokens of boolean ``pred`` against ``gold``."""
     pred, gold = np.asarray(pred, bool), np.asarray(gold, bool)
+    if pred.shape != gold.shape:
+        raise ValueError(f"pred and gold must be masks of the same tokens, got shapes "
+                         f"{pred.shape} and {gold.shape}")
     tp = float((pred & gold).sum())
     p = tp / max(int(pred.sum()), 1)
     r = tp / max(int(gold.sum()), 1)
@@ -100,12 +106,28 @@ def spans_token_mask(seq: SequenceAnnotations, spans: Any) -> np.ndarray:
     ``{doc_id: [[start, end], ...]}``.
     """
     if isinstance(spans, Mapping):
+        odd = [(d, m) for d, marks in spans.items() for m in marks
+               if isinstance(m, (str, bytes)) or np.ndim(m) != 1 or len(m) not in (2, 3)]
+        if odd:
+            raise CrowdDataError(f"document {show(odd[0][0])}: a span is [start, end] or "
+                                 f"[start, end, label], got {show(odd[0][1])}")
         rows = [(d, s[0], s[1]) for d, marks in spans.items() for s in marks]
         spans = pd.DataFrame(rows, columns=["doc", "start", "end"])
+    if not isinstance(spans, pd.DataFrame):
+        raise CrowdDataError(f"spans must be a frame with columns doc, start, end or a mapping "
+                             f"{{doc_id: [[start, end], ...]}}, got {type(spans).__name__}")
+    missing = [c for c in ("doc", "start", "end") if c not in spans.columns]
+    if missing:
+        raise CrowdDataError(f"spans frame has no column(s) {missing}; columns are "
+                             f"{list(spans.columns)}")
     if len(spans) == 0:
         return np.zeros(seq.n_tokens, bool)
+    rows = spans.index.to_numpy()
+    # NaN, reversed or fractional offsets would cover no token or the wrong ones, silently
+    start, end = check_offsets(spans["start"], spans["end"], lambda r: f"span row {rows[r]}")
     doc = pd.Index(seq.doc_ids).get_indexer(spans["doc"])
     if (doc < 0).any():
-        raise CrowdDataError(f"span row {int(np.argmax(doc < 0))}: document "
-                             f"{spans['doc'].iloc[int(np.argmax(doc < 0))]!r} is not in the sequences")
-    return token_coverage(seq.tokens, doc, spans["start"].to_numpy(), spans["end"].to_numpy())
+        r = int(np.argmax(doc < 0))
+        raise CrowdDataError(f"span row {rows[r]}: document {show(spans['doc'].iloc[r])} is not "
+                             "in the sequences")
+    return token_coverage(seq.tokens, doc, start, end)

@@ -17,13 +17,14 @@ the union of spans predicts each annotator's spans well), so read it with the ag
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..errors import CrowdDataError
-from .annotations import SequenceAnnotations
+from ..arguments import check_count, check_number
+from ..errors import CrowdDataError, NotFittedError
+from .annotations import SequenceAnnotations, checked_annotation_mask, checked_doc_codes
 from .base import SequenceLabelModel, decode_marginals
 from .hmm import HMMCrowd
 from .models import TokenDawidSkene
@@ -38,6 +39,8 @@ def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] 
     """(A,) bool: one random annotation per document of ``docs`` (codes; default all) among
     the documents with at least two annotations and a token (a hidden annotation of an
     empty document has no token-label to score)."""
+    if docs is not None:   # ids (or codes out of range) would match no document
+        docs = checked_doc_codes(docs, seq.n_docs, "heldout_annotations")
     rng = np.random.default_rng(seed)
     per_doc = np.bincount(seq.assign_doc, minlength=seq.n_docs) * (seq.tokens.lengths > 0)
     in_docs = np.ones(len(seq.assign_doc), bool) if docs is None else np.isin(seq.assign_doc, docs)
@@ -63,6 +66,12 @@ def _some_held_out(seq: SequenceAnnotations, docs: Optional[Sequence[int]],
     return hidden
 
 
+def _draws(n_draws: Any, seed: Any, taker: str) -> tuple[int, int]:
+    """``(n_draws, seed)`` checked: at least one draw (none would score nothing), a seed
+    >= 0."""
+    return check_count(n_draws, f"{taker} n_draws", 1), check_count(seed, f"{taker} seed")
+
+
 def _hidden_obs(full: SequenceAnnotations, model: SequenceLabelModel,
                 hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     obs = np.flatnonzero(hidden[full.obs_assign])
@@ -81,12 +90,23 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
         proba: (T, K) predictive tag distribution to use for a token model (default
             ``model.predict_proba()``; e.g. ``model.tempered_proba(τ)``).
     """
+    hidden = checked_annotation_mask(hidden, len(full.assign_doc), "heldout_log_likelihood")
+    fitted = getattr(model, "sequences_", None)
+    if fitted is None:
+        raise NotFittedError(f"this {type(model).__name__} is not fitted yet: fit it on "
+                             "full.drop_annotations(hidden) first")
+    if fitted.n_tokens != full.n_tokens or not np.array_equal(fitted.doc_ids, full.doc_ids):
+        raise CrowdDataError(f"the model was fitted on other documents ({fitted.n_docs} "
+                             f"documents, {fitted.n_tokens} tokens; full has {full.n_docs}, "
+                             f"{full.n_tokens}): fit it on full.drop_annotations(hidden)")
     tok, who, tag = _hidden_obs(full, model, hidden)
     if isinstance(model, HMMCrowd):
         docs = np.unique(full.assign_doc[hidden])
         diff = model.log_likelihood(full) - model.log_likelihood()
         return float(diff[docs].sum() / max(len(tok), 1))
-    p = model.predict_proba() if proba is None else proba
+    p = model.predict_proba() if proba is None else np.asarray(proba, np.float64)
+    if p.shape != (full.n_tokens, full.n_tags):
+        raise ValueError(f"proba must have shape ({full.n_tokens}, {full.n_tags}), got {p.shape}")
     pi_y = model.confusion_matrices_[who, :, tag]            # (n, K): π_w[z, y]
     return float(np.log(np.einsum("nk,nk->n", p[tok], pi_y)).mean())
 
@@ -94,9 +114,10 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
 def agreement_f1(tags: np.ndarray, full: SequenceAnnotations, hidden: np.ndarray) -> float:
     """Micro token F1 of decoded ``tags`` (T,) against the hidden annotations' tags (a span
     token agrees when both give it the same span label)."""
+    hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_f1")
     obs = np.flatnonzero(hidden[full.obs_assign])
     theirs = tag_labels(full.obs_tag[obs], full.scheme)
-    mine = tag_labels(np.asarray(tags)[full.obs_token[obs]], full.scheme)
+    mine = tag_labels(full.tag_codes(tags)[full.obs_token[obs]], full.scheme)
     tp = (mine >= 0) & (mine == theirs)
     p = tp.sum() / max((mine >= 0).sum(), 1)
     r = tp.sum() / max((theirs >= 0).sum(), 1)
@@ -116,6 +137,10 @@ def heldout_scores(seq: SequenceAnnotations, models: Dict[str, Any], docs: Optio
     Returns:
         frame ``model, draw, heldout_loglik, agreement_f1``.
     """
+    if not isinstance(models, Mapping) or not models:
+        raise TypeError(f"models must be a non-empty {{name: model}} mapping, got "
+                        f"{type(models).__name__}")
+    n_draws, seed = _draws(n_draws, seed, "heldout_scores")
     rows = []
     for draw in range(n_draws):
         hidden = _some_held_out(seq, docs, seed + draw)
@@ -143,12 +168,20 @@ def choose_temperature(seq: SequenceAnnotations, docs: Optional[Sequence[int]] =
         ``(best τ, frame)``, the frame with ``temperature, heldout_loglik, agreement_f1``
         (means over the draws), one row per τ.
     """
+    n_draws, seed = _draws(n_draws, seed, "choose_temperature")
+    try:
+        taus = [check_number(tau, "choose_temperature temperatures") for tau in temperatures]
+    except TypeError:   # one number or a string: not a grid
+        raise TypeError(f"temperatures must be a list of numbers, got {temperatures!r}") from None
+    if not taus or min(taus) == 0:   # τ = 0 is the prior alone, which TokenDawidSkene refuses
+        raise ValueError(f"temperatures must be one or more positive numbers, got "
+                         f"{list(temperatures)}")
     rows = []
     for draw in range(n_draws):
         hidden = _some_held_out(seq, docs, seed + draw)
         model = TokenDawidSkene(**{**params, "temperature": 1.0})
         model.fit(seq.drop_annotations(hidden), token_prior=token_prior)
-        for tau in temperatures:
+        for tau in taus:
             p = model.tempered_proba(tau)
             rows.append({"temperature": float(tau), "draw": draw,
                          "heldout_loglik": heldout_log_likelihood(model, seq, hidden, p),

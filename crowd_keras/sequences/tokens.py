@@ -149,7 +149,8 @@ def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     and the (D,) offset of each document in it."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     joined = " ".join(texts) + " "
-    cp = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    # a lone surrogate (a text cut inside an emoji) is one character, as str indexes it
+    cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     base = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64)
     return cp, base
 
@@ -196,8 +197,8 @@ def tokenize(texts: Sequence[str], tokenizer: Tokenizer = None, *,
         doc_ids: (D,) the documents' ids, which error messages name (default positions).
 
     Raises:
-        CrowdDataError: a user tokenizer returned an empty token, a token outside the text,
-            or tokens out of order or overlapping (naming the document and token).
+        CrowdDataError: a user tokenizer raised, or returned an empty token, a token outside
+            the text, or tokens out of order or overlapping (naming the document and token).
         TypeError: ``texts`` is one string (it would be one document per character).
     """
     if isinstance(texts, (str, bytes)):
@@ -217,7 +218,18 @@ def tokenize(texts: Sequence[str], tokenizer: Tokenizer = None, *,
         return whitespace_tokenize(texts)
     if not callable(tokenizer):
         raise ValueError(f"tokenizer must be None, 'whitespace' or a callable, got {tokenizer!r}")
-    per_doc = [_token_pairs(tokenizer(t), named(i), tokenizer) for i, t in enumerate(texts)]
+    def tokens_of(i: int, text: str) -> np.ndarray:
+        try:
+            result = tokenizer(text)
+            if not isinstance(result, (str, bytes)) and hasattr(result, "__iter__"):
+                result = list(result)   # a generator runs here
+        except Exception as err:   # which of thousands of documents it failed on
+            name = getattr(tokenizer, "__name__", type(tokenizer).__name__)
+            raise CrowdDataError(f"tokenizer {name} on document {named(i)} raised "
+                                 f"{type(err).__name__}: {err}") from err
+        return _token_pairs(result, named(i), tokenizer)
+
+    per_doc = [tokens_of(i, t) for i, t in enumerate(texts)]
     lens = np.fromiter((len(p) for p in per_doc), dtype=np.int64, count=len(per_doc))
     pairs = np.concatenate(per_doc) if per_doc else np.zeros((0, 2), np.int64)
     doc = np.repeat(np.arange(len(texts)), lens)
