@@ -22,3 +22,35 @@ def test_crowd_model_refuses_difficulty_competence_naming_the_trainer():
     with pytest.raises(TypeError, match=r"DifficultyCompetence is not a CrowdModel noise "
                                          r"layer.*LIATrainer"):
         CrowdModel(_classifier(), DifficultyCompetence(K, num_annotators=A))
+
+
+def _one_class_annotations():
+    from crowd_keras import Annotations
+
+    rng = np.random.default_rng(0)
+    items = np.repeat(np.arange(N), 2)
+    annotators = np.concatenate([rng.permutation(A)[:2] for _ in range(N)])
+    return Annotations(items, annotators, np.zeros(2 * N, int), n_items=N, n_annotators=A)
+
+
+def test_the_trainers_refuse_a_single_class_before_training():
+    """MixtureOfGroupsEM ran its whole EM (restarts included, the classifier's weights
+    replaced) and then failed building its layer; LIATrainer failed with the layer's message
+    about a ``num_classes=1`` the user never gave."""
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.training import LIATrainer, MixtureOfGroupsEM
+
+    ann = _one_class_annotations()
+    x = np.random.default_rng(1).normal(size=(N, D)).astype("float32")
+    clf = _classifier(1)
+    before = [w.copy() for w in clf.get_weights()]
+    with pytest.raises(CrowdDataError, match=r"1 class; the mixture of groups needs at least "
+                                             r"2"):
+        MixtureOfGroupsEM(clf, max_iter=1, progress=False).fit(x, ann)
+    assert all((a == b).all() for a, b in zip(before, clf.get_weights()))   # not trained
+    with pytest.raises(CrowdDataError, match=r"1 class; the mixture of groups"):
+        MixtureOfGroupsEM(clf, max_iter=1, progress=False).fit(x, counts=np.full((N, 1), 2))
+    with pytest.raises(CrowdDataError, match=r"the model has 1 class \(num_classes=None, "
+                                             r"annotations have 1\); LIATrainer needs at "
+                                             r"least 2"):
+        LIATrainer(progress=False).fit(x, ann)

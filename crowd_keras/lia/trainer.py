@@ -201,6 +201,11 @@ class LIATrainer(CrowdConsensus, Params):
                 row = int(np.argwhere(~np.isfinite(x.reshape(n, -1)))[0, 0])
                 raise CrowdDataError(f"x has a non-finite value in row {row}")
         k = self.num_classes or annotations.n_classes
+        if k < 2:   # DifficultyCompetence's own message would name a num_classes never given
+            raise CrowdDataError(f"the model has {k} class (num_classes={self.num_classes}, "
+                                 f"annotations have {annotations.n_classes}); LIATrainer needs "
+                                 "at least 2 (give n_classes= or classes= to Annotations "
+                                 "when a class has no label)")
         if annotations.n_classes > k:
             raise CrowdDataError(f"annotations have {annotations.n_classes} classes but "
                                  f"num_classes={k}")

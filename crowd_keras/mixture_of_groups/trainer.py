@@ -134,6 +134,10 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                                      "ids; label counts only allow scenario='global'")
             r = Annotations.from_counts(counts).label_counts()   # validates the counts
             n, k = r.shape
+        if k < 2:   # the layer_ built after EM needs two; refused before training, not after
+            raise CrowdDataError(f"the annotations have {k} class; the mixture of groups "
+                                 "needs at least 2 (a class without labels still counts: "
+                                 "Annotations(..., n_classes=K), or a column of zero counts)")
         rows = n_rows(x)
         if rows != n:
             raise CrowdDataError(f"x has {rows} rows but the annotations have {n} items "
