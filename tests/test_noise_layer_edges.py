@@ -54,3 +54,20 @@ def test_the_trainers_refuse_a_single_class_before_training():
                                              r"annotations have 1\); LIATrainer needs at "
                                              r"least 2"):
         LIATrainer(progress=False).fit(x, ann)
+
+
+def test_mixture_of_groups_em_refuses_a_classifier_without_probabilities_before_em():
+    """Logits (no softmax) gave NaN posteriors through the whole EM, then a ValueError about
+    the mixing coefficients."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    logits = keras.Sequential([keras.Input((D,)), keras.layers.Dense(K)])
+    for scenario in ("global", "individual"):
+        with pytest.raises(CrowdDataError, match=r"the classifier must output class "
+                                                 r"probabilities .*for row \d+ of x"):
+            MixtureOfGroupsEM(logits, scenario=scenario, max_iter=2,
+                              progress=False).fit(sim.x, sim.annotations)

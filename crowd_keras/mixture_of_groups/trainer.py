@@ -150,6 +150,21 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                                  f"have {k}")
         return r, k
 
+    def _check_outputs_probabilities(self, x: Any, rows: int = 8) -> None:
+        """CrowdDataError unless the classifier maps the first ``rows`` items to class
+        probabilities: logits gave NaN posteriors through the whole EM and then a message
+        about the mixing coefficients."""
+        f = self._predict(self.classifier, keras.tree.map_structure(
+            lambda a: np.asarray(a)[:rows], x))
+        bad = ~(np.isfinite(f).all(axis=1) & (f >= 0).all(axis=1)
+                & (np.abs(f.sum(axis=1) - 1.0) < 1e-2))   # float16 outputs sum to 1 ± 1e-3
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise CrowdDataError(f"the classifier must output class probabilities (a softmax "
+                                 f"output layer); for row {row} of x it gives "
+                                 f"{np.round(f[row], 4).tolist()}, which is not a probability "
+                                 "distribution")
+
     # ------------------------------------------------------------------ helpers
     def _optimizer(self) -> keras.optimizers.Optimizer:
         opt = self.optimizer
@@ -213,6 +228,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                                      f"{vy.shape}")
         if int(self.max_iter) < 1:
             raise ValueError(f"max_iter must be at least 1, got {self.max_iter!r}")
+        self._check_outputs_probabilities(x)
         self._rng = np.random.default_rng(self.seed)
         self._initial_weights = self.classifier.get_weights()
         runs = []
