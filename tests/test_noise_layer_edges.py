@@ -71,3 +71,22 @@ def test_mixture_of_groups_em_refuses_a_classifier_without_probabilities_before_
                                                  r"probabilities .*for row \d+ of x"):
             MixtureOfGroupsEM(logits, scenario=scenario, max_iter=2,
                               progress=False).fit(sim.x, sim.annotations)
+
+
+@pytest.mark.parametrize("bad,match", [(K, r"class 3 at \(0,\) is outside 0\.\.2"),
+                                       (-1, r"y_val holds true class codes; -1 at position 0"),
+                                       (0.5, r"class 0\.5 at \(0,\) is not an integer")])
+def test_mixture_of_groups_em_refuses_validation_labels_that_are_not_classes(bad, match):
+    """A y_val code outside the classes was scored as a wrong guess: a silent val_accuracy of
+    0, not an error."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    y_val = sim.y.astype("float64" if isinstance(bad, float) else "int64")
+    y_val[0] = bad
+    with pytest.raises(CrowdDataError, match=rf"validation_data y_val: {match}|{match}"):
+        MixtureOfGroupsEM(_classifier(), max_iter=1, progress=False).fit(
+            sim.x, sim.annotations, validation_data=(sim.x, y_val))

@@ -33,7 +33,7 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 
-from .._keras_utils import n_rows, seeded_construction
+from .._keras_utils import checked_codes, n_rows, seeded_construction
 from ..annotations import Annotations
 from ..errors import CrowdDataError, NotFittedError
 from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
@@ -226,6 +226,12 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                 raise CrowdDataError(f"validation_data: y_val must be one class code per row "
                                      f"of x_val ({n_rows(validation_data[0])} rows), got shape "
                                      f"{vy.shape}")
+            # true classes: a code outside 0..K-1 (or -1) counted as a wrong guess, silently
+            vy = checked_codes(vy, k, "class", "validation_data y_val", "classes")
+            if (vy < 0).any():
+                raise CrowdDataError(f"validation_data: y_val holds true class codes; -1 at "
+                                     f"position {int(np.argmax(vy < 0))} (leave unlabelled "
+                                     "items out of the validation data)")
         if int(self.max_iter) < 1:
             raise ValueError(f"max_iter must be at least 1, got {self.max_iter!r}")
         self._check_outputs_probabilities(x)
