@@ -90,3 +90,24 @@ def test_mixture_of_groups_em_refuses_validation_labels_that_are_not_classes(bad
     with pytest.raises(CrowdDataError, match=rf"validation_data y_val: {match}|{match}"):
         MixtureOfGroupsEM(_classifier(), max_iter=1, progress=False).fit(
             sim.x, sim.annotations, validation_data=(sim.x, y_val))
+
+
+def test_lia_trainer_posteriors_refuse_labels_of_classes_the_model_does_not_have():
+    """A label 3 of a 3-class model was silently left out of the E-step: the posteriors
+    equalled those of the annotations without it."""
+    from crowd_keras import Annotations
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.training import LIATrainer
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    ann = sim.annotations
+    trainer = LIATrainer(em_iterations=1, m_steps=2, marginal_steps=0, progress=False,
+                         seed=0).fit(sim.x, ann)
+    labels = ann.labels.copy()
+    labels[0] = K
+    wider = Annotations(ann.items, ann.annotators, labels, n_items=N, n_annotators=A)
+    for method in (trainer.posteriors, trainer.predict_proba_items, trainer.consensus_labels):
+        with pytest.raises(CrowdDataError, match=r"annotations have 4 classes; the model has 3"):
+            method(sim.x, wider)

@@ -539,6 +539,9 @@ class LIATrainer(CrowdConsensus, Params):
         if annotations.n_annotators > self.layer_.num_annotators:
             raise CrowdDataError(f"annotations name {annotations.n_annotators} annotators; the "
                                  f"model knows {self.layer_.num_annotators}")
+        if annotations.n_classes > self.num_classes_:   # the E-step would skip such labels
+            raise CrowdDataError(f"annotations have {annotations.n_classes} classes; the model "
+                                 f"has {self.num_classes_}")
         if annotations.n_annotations == 0:
             return self.predict_proba(x)
         ids, labels = annotations.to_padded()
