@@ -111,3 +111,52 @@ def test_lia_trainer_posteriors_refuse_labels_of_classes_the_model_does_not_have
     for method in (trainer.posteriors, trainer.predict_proba_items, trainer.consensus_labels):
         with pytest.raises(CrowdDataError, match=r"annotations have 4 classes; the model has 3"):
             method(sim.x, wider)
+
+
+TRAINER_SETTINGS = [
+    ("LIATrainer", {"m_steps": 0}, ValueError, r"LIATrainer m_steps must be an integer >= 1, "
+                                               r"got 0"),
+    ("LIATrainer", {"marginal_steps": -1}, ValueError, r"marginal_steps must be an integer >= 0"),
+    ("LIATrainer", {"em_iterations": 1.5}, TypeError, r"em_iterations must be an integer >= 0 "
+                                                      r"\(a whole number, not a float\)"),
+    ("LIATrainer", {"tol": float("nan")}, ValueError, r"LIATrainer tol must be a finite number"),
+    ("LIA", {"m_steps": 0}, ValueError, r"FeatureFreeLIA m_steps must be an integer >= 1"),
+    ("LIA", {"em_iterations": -1}, ValueError, r"em_iterations must be an integer >= 0"),
+    ("MixtureOfGroupsEM", {"restarts": 0}, ValueError, r"MixtureOfGroupsEM restarts must be an "
+                                                       r"integer >= 1, got 0"),
+    ("MixtureOfGroupsEM", {"batch_size": 0}, ValueError, r"batch_size must be an integer >= 1"),
+    ("MixtureOfGroupsEM", {"max_iter": 1.5}, TypeError, r"max_iter must be an integer >= 1 \(a "
+                                                        r"whole number"),
+    ("MixtureOfGroupsEM", {"pretrain_epochs": -1}, ValueError, r"pretrain_epochs must be an "
+                                                               r"integer >= 0"),
+    ("MixtureOfGroupsEM", {"smoothing": -1}, ValueError, r"MixtureOfGroupsEM smoothing must be "
+                                                         r"a finite number >= 0, got -1"),
+]
+
+
+@pytest.mark.parametrize("trainer,setting,exc,match", TRAINER_SETTINGS,
+                         ids=[f"{t}-{next(iter(s))}" for t, s, _, _ in TRAINER_SETTINGS])
+def test_the_trainers_check_their_settings_before_any_work(trainer, setting, exc, match):
+    """Before: m_steps=0 learned nothing (LIA's numpy engine) or failed in Keras ("max() arg
+    is an empty sequence"), restarts=0 ran one restart, batch_size=0 trained with Keras'
+    default, 2.5 iterations were truncated, a negative pretrain_epochs was ignored and a
+    negative smoothing failed after the EM."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.training import LIATrainer, MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    from crowd_keras.aggregation import LIA
+
+    make = {"LIA": lambda: LIA(),   # the numpy engine, FeatureFreeLIA
+            "LIATrainer": lambda: LIATrainer(em_iterations=1, m_steps=2, marginal_steps=0,
+                                             progress=False),
+            "MixtureOfGroupsEM": lambda: MixtureOfGroupsEM(_classifier(), max_iter=1,
+                                                           progress=False)}[trainer]
+    model = make().set_params(**setting)
+    with pytest.raises(exc, match=match):
+        if trainer == "LIA":
+            model.fit(sim.annotations)
+        else:
+            model.fit(sim.x, sim.annotations)
+    assert not hasattr(model, "posteriors_")

@@ -21,6 +21,7 @@ from scipy import sparse
 
 from .. import adam
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
 from ..numerics import row_order
 from ..params import Params
@@ -40,6 +41,20 @@ _ADAM_BLOCK = 1 << 16    # elements per block of a large AMSGrad update (_Adam.a
 _ROW_TABLES = ("truth_embedding", "difficulty_embedding")   # updated on the batch's rows
 _DENSE = ("truth_kernel", "truth_bias", "difficulty_kernel", "difficulty_bias",
           "competence_bias")                                  # updated whole, every step
+
+
+def check_step_settings(fitter: Any) -> None:
+    """The step counts and numbers of an LIA fit (the numpy engine's or the trainer's),
+    before any work: ``m_steps=0`` learned nothing (numpy) or failed in Keras with "max()
+    arg is an empty sequence", ``2.5`` steps were truncated, a negative count ran nothing."""
+    name = type(fitter).__name__
+    check_count(fitter.em_iterations, f"{name} em_iterations", 0)
+    check_count(fitter.m_steps, f"{name} m_steps", 1)
+    if hasattr(fitter, "marginal_steps"):
+        check_count(fitter.marginal_steps, f"{name} marginal_steps", 0)
+    check_number(fitter.tol, f"{name} tol", low=-np.inf)
+    if fitter.seed is not None:
+        check_count(fitter.seed, f"{name} seed", 0)
 
 
 def lia_batch_size(batch_size: Optional[int], n: int, m_steps: int) -> int:
@@ -234,6 +249,7 @@ class FeatureFreeLIA(Params):
         if not isinstance(annotations, Annotations):
             raise CrowdDataError(f"annotations must be a crowd_keras.Annotations, got "
                                  f"{type(annotations).__name__}")
+        check_step_settings(self)
         if annotations.n_annotations == 0:
             raise CrowdDataError("no annotations to learn from")
         k = int(self.num_classes or annotations.n_classes)

@@ -44,7 +44,7 @@ from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
 from ..regularizers import CauchyShrinkage
-from .em import FeatureFreeLIA, lia_batch_size, run_em
+from .em import FeatureFreeLIA, check_step_settings, lia_batch_size, run_em
 from .model import initial_biases, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
@@ -224,6 +224,7 @@ class LIATrainer(CrowdConsensus, Params):
                                      f"{annotations.n_annotators}, f), got shape {feats.shape}")
         if self.marginal not in ("annotation", "item"):
             raise ValueError(f"marginal must be 'annotation' or 'item', got {self.marginal!r}")
+        check_step_settings(self)
         return x, int(k)
 
     # ------------------------------------------------------------------ building

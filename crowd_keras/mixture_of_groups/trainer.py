@@ -35,6 +35,7 @@ import numpy as np
 
 from .._keras_utils import checked_codes, n_rows, seeded_construction
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
 from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
                               mean_confusions, summary_from_posteriors,
@@ -112,6 +113,19 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         self.progress = progress
 
     # ------------------------------------------------------------------ checks
+    def _check_settings(self) -> None:
+        """The counts and numbers, before any work: ``restarts=0`` ran one restart,
+        ``batch_size=0`` Keras' default, ``2.5`` iterations were truncated and a negative
+        ``smoothing`` failed after the whole EM."""
+        name = type(self).__name__
+        for setting, least in (("max_iter", 1), ("restarts", 1), ("epochs_per_step", 0),
+                               ("batch_size", 1), ("pretrain_epochs", 0)):
+            check_count(getattr(self, setting), f"{name} {setting}", least)
+        check_number(self.tol, f"{name} tol", low=-np.inf)
+        check_number(self.smoothing, f"{name} smoothing")
+        if self.seed is not None:
+            check_count(self.seed, f"{name} seed", 0)
+
     def _check(self, x: Any, annotations: Any, counts: Any) -> tuple:
         if self.scenario not in ("global", "individual"):
             raise ValueError(f"scenario must be 'global' or 'individual', got {self.scenario!r}")
@@ -119,6 +133,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
             raise ValueError(f"num_groups must be a positive integer, got {self.num_groups!r}")
         if self.likelihood not in ("annotation", "item"):
             raise ValueError(f"likelihood must be 'annotation' or 'item', got {self.likelihood!r}")
+        self._check_settings()
         if (annotations is None) == (counts is None):
             raise CrowdDataError("give exactly one of annotations= (an Annotations) or counts= "
                                  "(items × classes label counts)")
@@ -232,8 +247,6 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                 raise CrowdDataError(f"validation_data: y_val holds true class codes; -1 at "
                                      f"position {int(np.argmax(vy < 0))} (leave unlabelled "
                                      "items out of the validation data)")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be at least 1, got {self.max_iter!r}")
         self._check_outputs_probabilities(x)
         self._rng = np.random.default_rng(self.seed)
         self._initial_weights = self.classifier.get_weights()
