@@ -160,3 +160,23 @@ def test_the_trainers_check_their_settings_before_any_work(trainer, setting, exc
         else:
             model.fit(sim.x, sim.annotations)
     assert not hasattr(model, "posteriors_")
+
+
+def test_mixture_of_groups_em_refuses_non_finite_inputs_naming_the_row():
+    """A NaN in x made every weight NaN through training, and the fit failed after the EM
+    about the mixing coefficients (LIATrainer names the row up front)."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    x = sim.x.copy()
+    x[17, 2] = np.nan
+    clf = _classifier()
+    before = [w.copy() for w in clf.get_weights()]
+    for scenario in ("global", "individual"):
+        with pytest.raises(CrowdDataError, match=r"x has a non-finite value in row 17"):
+            MixtureOfGroupsEM(clf, scenario=scenario, max_iter=2,
+                              progress=False).fit(x, sim.annotations)
+    assert all((a == b).all() for a, b in zip(before, clf.get_weights()))

@@ -157,6 +157,11 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if rows != n:
             raise CrowdDataError(f"x has {rows} rows but the annotations have {n} items "
                                  "(row i of x must be item code i)")
+        for leaf in keras.tree.flatten(x):   # as LIATrainer: NaN weights and a late message
+            a = np.asarray(leaf)
+            if a.dtype.kind == "f" and not np.isfinite(a).all():
+                row = int(np.argwhere(~np.isfinite(a.reshape(len(a), -1)))[0, 0])
+                raise CrowdDataError(f"x has a non-finite value in row {row}")
         if r.sum() == 0:
             raise CrowdDataError("no annotations to learn from")
         out_k = getattr(self.classifier, "output_shape", (None,))[-1]
