@@ -180,3 +180,18 @@ def test_mixture_of_groups_em_refuses_non_finite_inputs_naming_the_row():
             MixtureOfGroupsEM(clf, scenario=scenario, max_iter=2,
                               progress=False).fit(x, sim.annotations)
     assert all((a == b).all() for a, b in zip(before, clf.get_weights()))
+
+
+def test_lia_trainer_predicts_class_codes_as_the_mixture_of_groups_trainer_does():
+    """LIATrainer had predict_proba but no predict (MixtureOfGroupsEM has both)."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.training import LIATrainer
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    settings = dict(em_iterations=1, m_steps=2, marginal_steps=0, progress=False, seed=0)
+    trainer = LIATrainer(**settings).fit(sim.x, sim.annotations)
+    np.testing.assert_array_equal(trainer.predict(sim.x[:5]),
+                                  trainer.predict_proba(sim.x[:5]).argmax(axis=1))
+    free = LIATrainer(**settings).fit(None, sim.annotations)
+    assert free.predict().shape == (N,) and free.predict([3, 1]).shape == (2,)

@@ -562,6 +562,11 @@ class LIATrainer(CrowdConsensus, Params):
         out = np.asarray(out, dtype="float64")
         return softmax_rows(out)[0] if self.from_logits else out
 
+    def predict(self, x: Any = None) -> np.ndarray:
+        """The classifier's most probable class, ``argmax_k h_θ(x)_k``: ``(n,)`` class codes
+        (feature-free: ``x`` = item codes or None), as ``MixtureOfGroupsEM.predict``."""
+        return self.predict_proba(x).argmax(axis=1)
+
     def _representation(self, x: np.ndarray) -> Any:
         if self.feature_free_:
             return x
