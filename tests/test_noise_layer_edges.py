@@ -195,3 +195,27 @@ def test_lia_trainer_predicts_class_codes_as_the_mixture_of_groups_trainer_does(
                                   trainer.predict_proba(sim.x[:5]).argmax(axis=1))
     free = LIATrainer(**settings).fit(None, sim.annotations)
     assert free.predict().shape == (N,) and free.predict([3, 1]).shape == (2,)
+
+
+def test_constructor_values_that_make_every_output_nan_are_refused():
+    """A NaN gate scale, a NaN or infinite difference weight and NaN annotator features
+    gave NaN outputs or losses without an error; annotator features without a row made a
+    layer of no annotators."""
+    from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation
+
+    with pytest.raises(ValueError, match=r"`scale`, expected a finite number"):
+        AnnotatorGate(A, scale=float("nan"))
+    for weight in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"`difference_weight`, expected a finite number"):
+            CommonNoiseAdaptation(A, K, omega=0.5, difference_weight=weight)
+    feats = np.ones((A, 2), "float32")
+    feats[2, 1] = np.nan
+    for make in (lambda f: AnnotatorGate(annotator_features=f),
+                 lambda f: DifficultyCompetence(K, annotator_features=f)):
+        with pytest.raises(ValueError, match=r"annotator_features must be finite, got nan at "
+                                             r"\(annotator 2, feature 1\)"):
+            make(feats)
+        with pytest.raises(ValueError, match=r"annotator_features must be \(annotators, "
+                                             r"features\) with at least one annotator, got "
+                                             r"shape \(0, 2\)"):
+            make(np.zeros((0, 2)))
