@@ -219,3 +219,35 @@ def test_constructor_values_that_make_every_output_nan_are_refused():
                                              r"features\) with at least one annotator, got "
                                              r"shape \(0, 2\)"):
             make(np.zeros((0, 2)))
+
+
+class SubclassedClassifier(keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(K, activation="softmax")
+
+    def call(self, x):
+        return self.dense(x)
+
+
+@pytest.mark.parametrize("scenario", ["global", "individual"])
+def test_mixture_of_groups_annotation_model_of_a_subclassed_classifier(scenario):
+    """annotation_model() read the classifier's input_shape, which a subclassed model does not
+    have: an AttributeError after a successful fit."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    em = MixtureOfGroupsEM(SubclassedClassifier(), scenario=scenario, max_iter=1, progress=False,
+                           seed=0).fit(sim.x, sim.annotations)
+    model = em.annotation_model()
+    probs = em.predict_proba(sim.x).astype("float32")
+    if scenario == "global":
+        want = keras.ops.convert_to_numpy(em.layer_(probs))
+        got = model.predict(sim.x, verbose=0)
+    else:
+        ids = sim.annotations.to_padded()[0].astype("int32")
+        want = keras.ops.convert_to_numpy(em.layer_([probs, ids]))
+        got = model.predict({"x": sim.x, "annotator_ids": ids}, verbose=0)
+    np.testing.assert_allclose(got, want, atol=1e-5)

@@ -278,6 +278,10 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         self.log_likelihood_ = np.array([h["log_likelihood"] for h in self.history_])
         self.n_iter_ = len(self.history_)
         self.num_classes_ = k
+        # x's structure, shapes and dtypes without its rows: annotation_model's inputs (a
+        # subclassed classifier has no input_shape)
+        self._x_template = keras.tree.map_structure(
+            lambda a: np.zeros((0,) + np.shape(a)[1:], np.asarray(a).dtype), x)
         if self.scenario == "individual":
             self.memberships_ = best["groups"]
             self.annotations_ = annotations
@@ -399,7 +403,11 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         """
         self._check_fitted()
         clf = self.classifier_
-        x_in = keras.Input(shape=clf.input_shape[1:], name="x")
+        x_in = keras.tree.map_structure(lambda a: keras.Input(shape=a.shape[1:], dtype=a.dtype),
+                                        self._x_template)
+        if not isinstance(x_in, (dict, list, tuple)):
+            x_in = keras.Input(shape=self._x_template.shape[1:], dtype=self._x_template.dtype,
+                               name="x")
         probs = clf(x_in)
         if self.scenario == "individual":
             ids = keras.Input(shape=(None,), dtype="int32", name="annotator_ids")
