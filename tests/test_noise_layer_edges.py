@@ -249,3 +249,27 @@ def test_mixture_of_groups_annotation_model_of_a_subclassed_classifier(scenario)
         want = keras.ops.convert_to_numpy(em.layer_([probs, ids]))
         got = model.predict({"x": sim.x, "annotator_ids": ids}, verbose=0)
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "keras"])
+def test_lia_refuses_initial_posteriors_that_are_not_probabilities(engine):
+    """NaN rows gave NaN posteriors (numpy engine) or an error about the posteriors after
+    training (trainer); negative or unnormalised scores were used as given."""
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.errors import CrowdDataError
+    from crowd_keras.lia.em import FeatureFreeLIA
+    from crowd_keras.training import LIATrainer
+
+    sim = simulate_crowd(n_items=N, n_classes=K, n_annotators=A, annotations_per_item=2,
+                         n_features=D, seed=0)
+    settings = dict(em_iterations=1, m_steps=1, progress=False)
+    fit = (lambda post: FeatureFreeLIA(**settings).fit(sim.annotations, post)) \
+        if engine == "numpy" else \
+        (lambda post: LIATrainer(marginal_steps=0, **settings).fit(sim.x, sim.annotations, post))
+    good = np.full((N, K), 1 / K)
+    for row, value in ((3, np.nan), (5, -0.5), (7, 2.0)):
+        bad = good.copy()
+        bad[row, 0] = value
+        with pytest.raises(CrowdDataError, match=rf"initial_posteriors row {row} is not a "
+                                                 r"probability distribution"):
+            fit(bad)

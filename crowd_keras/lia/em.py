@@ -57,6 +57,23 @@ def check_step_settings(fitter: Any) -> None:
         check_count(fitter.seed, f"{name} seed", 0)
 
 
+def checked_initial_posteriors(initial_posteriors: Any, n: int, k: int) -> np.ndarray:
+    """``initial_posteriors`` as float64 ``(n, k)`` probabilities, rows renormalised, or
+    CrowdDataError naming the first row that is not a distribution (finite, non-negative,
+    summing to 1 within 1e-3): NaN rows gave NaN posteriors and scores were taken as given."""
+    post = np.asarray(initial_posteriors, dtype="float64")
+    if post.shape != (n, k):
+        raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+    sums = post.sum(axis=1)
+    bad = ~np.isfinite(post).all(axis=1) | (post < 0).any(axis=1) | (np.abs(sums - 1) > 1e-3)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"initial_posteriors row {i} is not a probability distribution "
+                             f"(finite, non-negative, summing to 1): {post[i].tolist()} "
+                             f"({int(bad.sum())} such rows)")
+    return post / sums[:, None]
+
+
 def lia_batch_size(batch_size: Optional[int], n: int, m_steps: int) -> int:
     """Items per optimiser step: ``batch_size``, or (``None``) every item up to 1024 (the
     paper's batch), else ``max(1024, ⌈n / m_steps⌉)`` so that each M-step passes over every
@@ -262,9 +279,7 @@ class FeatureFreeLIA(Params):
         if initial_posteriors is None:
             post = vote_fractions(annotations, k)                             # Eq. 8
         else:
-            post = np.asarray(initial_posteriors, dtype="float64")
-            if post.shape != (n, k):
-                raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+            post = checked_initial_posteriors(initial_posteriors, n, k)
         rng = np.random.default_rng(self.seed)
         if initial_weights is None:
             weights = self._initial_weights(annotations, post, np.random.default_rng(

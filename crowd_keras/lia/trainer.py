@@ -44,7 +44,8 @@ from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
 from ..regularizers import CauchyShrinkage
-from .em import FeatureFreeLIA, check_step_settings, lia_batch_size, run_em
+from .em import (FeatureFreeLIA, check_step_settings, checked_initial_posteriors,
+                 lia_batch_size, run_em)
 from .model import initial_biases, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
@@ -350,9 +351,7 @@ class LIATrainer(CrowdConsensus, Params):
         if initial_posteriors is None:
             post = self._majority_vote(annotations, k)                     # Eq. 8
         else:
-            post = np.asarray(initial_posteriors, dtype="float64")
-            if post.shape != (n, k):
-                raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+            post = checked_initial_posteriors(initial_posteriors, n, k)
         if self.init_biases:
             self._initialise(post, annotations)
         self.batch_size_ = self._batch_size(n)
@@ -448,7 +447,7 @@ class LIATrainer(CrowdConsensus, Params):
         _, k = self._check_inputs(None, annotations)
         self._seeded_build(None, annotations, k)
         post = (self._majority_vote(annotations, k) if initial_posteriors is None
-                else np.asarray(initial_posteriors, dtype="float64"))
+                else checked_initial_posteriors(initial_posteriors, annotations.n_items, k))
         if self.init_biases:
             self._initialise(post, annotations)
         return {name: ops.convert_to_numpy(v) for name, v in self._variables().items()}
