@@ -24,6 +24,7 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
+           "checked_finite", "checked_annotator_features",
            "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
@@ -401,6 +402,33 @@ def checked_bool(value: Any, name: str) -> bool:
         return bool(value)
     raise ValueError(f"Received an invalid value for `{name}`, expected True or False. "
                      f"Received: {name}={value!r}")
+
+
+def checked_finite(value: Any, name: str) -> float:
+    """``value`` as a finite float, or ValueError naming it: a NaN or infinite scale or
+    loss weight makes every output or loss NaN, silently."""
+    out = float(value)
+    if not np.isfinite(out):
+        raise ValueError(f"Received an invalid value for `{name}`, expected a finite number. "
+                         f"Received: {name}={value!r}")
+    return out
+
+
+def checked_annotator_features(features: Any, layer: str) -> Optional[np.ndarray]:
+    """A layer's ``annotator_features`` as a float32 ``(annotators, f)`` array with at least
+    one row and finite values (a NaN made every annotator's output NaN), or ValueError
+    naming the layer; None passes through."""
+    if features is None:
+        return None
+    feats = np.asarray(features, dtype="float32")
+    if feats.ndim != 2 or not len(feats):
+        raise ValueError(f"{layer}: annotator_features must be (annotators, features) with at "
+                         f"least one annotator, got shape {feats.shape}")
+    if not np.isfinite(feats).all():
+        row, col = (int(i) for i in np.argwhere(~np.isfinite(feats))[0])
+        raise ValueError(f"{layer}: annotator_features must be finite, got "
+                         f"{feats[row, col]} at (annotator {row}, feature {col})")
+    return feats
 
 
 # ----------------------------------------------------------------------------- data checks

@@ -103,6 +103,14 @@ class CrowdModel(CrowdConsensus, keras.Model):
         super().__init__(**kwargs)
         if not hasattr(noise_layer, "num_annotators"):
             raise TypeError("noise_layer must expose num_annotators (see crowd_keras.models)")
+        if isinstance(noise_layer, layers.DifficultyCompetence):
+            # it maps an instance representation to confusion matrices (batch, k, C, C), not
+            # the classifier's probabilities to label logits: a fit failed in the loss
+            # (TensorFlow), in the call (JAX) or could not build the model (torch)
+            raise TypeError("DifficultyCompetence is not a CrowdModel noise layer: it gives "
+                            "confusion matrices (batch, k, C, C) from an instance "
+                            "representation, not label logits from the classifier's "
+                            "probabilities; train it with crowd_keras.training.LIATrainer")
         if noise_layer.num_annotators is None:   # the global MixtureOfGroups: no annotators
             raise TypeError(f"noise_layer {type(noise_layer).__name__} has num_annotators=None: "
                             "a CrowdModel needs a layer of per-annotator outputs (give "

@@ -23,7 +23,8 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
-                            checked_codes, checked_ids_shape, checked_int, checked_noise_scale,
+                            checked_annotator_features, checked_codes, checked_finite,
+                            checked_ids_shape, checked_int, checked_noise_scale,
                             concrete_values, floor_at, gather_annotators, identity_initializer,
                             is_shape_list, weight_in_use)
 
@@ -79,9 +80,7 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     def __init__(self, num_annotators: Optional[int] = None, embedding_dim: int = 20,
                  annotator_features: Any = None, scale: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        feats = None if annotator_features is None else np.asarray(annotator_features, "float32")
-        if feats is not None and feats.ndim != 2:
-            raise ValueError(f"annotator_features must be (annotators, features), got {feats.shape}")
+        feats = checked_annotator_features(annotator_features, "AnnotatorGate")
         if feats is None and num_annotators is None:
             raise ValueError("AnnotatorGate needs num_annotators or annotator_features")
         if feats is not None and num_annotators is not None and \
@@ -92,7 +91,7 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
                                else checked_int(num_annotators, "num_annotators"))
         self.embedding_dim = checked_int(embedding_dim, "embedding_dim")
         self.annotator_features = feats
-        self.scale = float(scale)
+        self.scale = checked_finite(scale, "scale")
         self.supports_masking = True
 
     def check_input_shape(self, input_shape: Any) -> None:
@@ -253,7 +252,7 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         self.num_annotators = int(num_annotators)
         self.num_classes = int(num_classes)
         self.gate = gate
-        self.difference_weight = float(difference_weight)
+        self.difference_weight = checked_finite(difference_weight, "difference_weight")
         self.omega = None if omega is None else float(omega)
         self.init_scale, self.learning_rate_multiplier = checked_noise_scale(
             init_scale, learning_rate_multiplier)

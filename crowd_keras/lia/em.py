@@ -21,6 +21,7 @@ from scipy import sparse
 
 from .. import adam
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
 from ..numerics import row_order
 from ..params import Params
@@ -40,6 +41,37 @@ _ADAM_BLOCK = 1 << 16    # elements per block of a large AMSGrad update (_Adam.a
 _ROW_TABLES = ("truth_embedding", "difficulty_embedding")   # updated on the batch's rows
 _DENSE = ("truth_kernel", "truth_bias", "difficulty_kernel", "difficulty_bias",
           "competence_bias")                                  # updated whole, every step
+
+
+def check_step_settings(fitter: Any) -> None:
+    """The step counts and numbers of an LIA fit (the numpy engine's or the trainer's),
+    before any work: ``m_steps=0`` learned nothing (numpy) or failed in Keras with "max()
+    arg is an empty sequence", ``2.5`` steps were truncated, a negative count ran nothing."""
+    name = type(fitter).__name__
+    check_count(fitter.em_iterations, f"{name} em_iterations", 0)
+    check_count(fitter.m_steps, f"{name} m_steps", 1)
+    if hasattr(fitter, "marginal_steps"):
+        check_count(fitter.marginal_steps, f"{name} marginal_steps", 0)
+    check_number(fitter.tol, f"{name} tol", low=-np.inf)
+    if fitter.seed is not None:
+        check_count(fitter.seed, f"{name} seed", 0)
+
+
+def checked_initial_posteriors(initial_posteriors: Any, n: int, k: int) -> np.ndarray:
+    """``initial_posteriors`` as float64 ``(n, k)`` probabilities, rows renormalised, or
+    CrowdDataError naming the first row that is not a distribution (finite, non-negative,
+    summing to 1 within 1e-3): NaN rows gave NaN posteriors and scores were taken as given."""
+    post = np.asarray(initial_posteriors, dtype="float64")
+    if post.shape != (n, k):
+        raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+    sums = post.sum(axis=1)
+    bad = ~np.isfinite(post).all(axis=1) | (post < 0).any(axis=1) | (np.abs(sums - 1) > 1e-3)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"initial_posteriors row {i} is not a probability distribution "
+                             f"(finite, non-negative, summing to 1): {post[i].tolist()} "
+                             f"({int(bad.sum())} such rows)")
+    return post / sums[:, None]
 
 
 def lia_batch_size(batch_size: Optional[int], n: int, m_steps: int) -> int:
@@ -234,6 +266,7 @@ class FeatureFreeLIA(Params):
         if not isinstance(annotations, Annotations):
             raise CrowdDataError(f"annotations must be a crowd_keras.Annotations, got "
                                  f"{type(annotations).__name__}")
+        check_step_settings(self)
         if annotations.n_annotations == 0:
             raise CrowdDataError("no annotations to learn from")
         k = int(self.num_classes or annotations.n_classes)
@@ -246,9 +279,7 @@ class FeatureFreeLIA(Params):
         if initial_posteriors is None:
             post = vote_fractions(annotations, k)                             # Eq. 8
         else:
-            post = np.asarray(initial_posteriors, dtype="float64")
-            if post.shape != (n, k):
-                raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+            post = checked_initial_posteriors(initial_posteriors, n, k)
         rng = np.random.default_rng(self.seed)
         if initial_weights is None:
             weights = self._initial_weights(annotations, post, np.random.default_rng(

@@ -37,8 +37,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, batch_size_on_device, checked_bool, checked_codes,
-                            checked_int, concrete_values, clip_probabilities, gather_annotators,
+from .._keras_utils import (ChecksIdsAtEntry, batch_size_on_device, checked_annotator_features,
+                            checked_bool, checked_codes, checked_int, concrete_values,
+                            clip_probabilities, gather_annotators,
                             gather_rows, is_shape_list, softmax, split_padding)
 from ..errors import CrowdDataError
 from .model import eq1
@@ -165,8 +166,7 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
                  annotator_regularizer: Any = None, output_mode: str = "probs",
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        feats = None if annotator_features is None else np.asarray(annotator_features,
-                                                                    dtype="float32")
+        feats = checked_annotator_features(annotator_features, "DifficultyCompetence")
         num_classes = checked_int(num_classes, "num_classes", minimum=2)
         latent_dim = checked_int(latent_dim, "latent_dim")
         num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
@@ -174,9 +174,6 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         instance_embedding_dim = checked_int(instance_embedding_dim, "instance_embedding_dim")
         instance_hidden = [checked_int(u, "instance_hidden") for u in instance_hidden]
         annotator_hidden = [checked_int(u, "annotator_hidden") for u in annotator_hidden]
-        if feats is not None and feats.ndim != 2:
-            raise ValueError(f"annotator_features must be (annotators, features), got shape "
-                             f"{feats.shape}")
         if feats is None and num_annotators is None:
             raise ValueError("DifficultyCompetence needs num_annotators or annotator_features")
         if feats is not None and num_annotators is not None and int(num_annotators) != len(feats):

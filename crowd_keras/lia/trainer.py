@@ -44,7 +44,8 @@ from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
 from ..regularizers import CauchyShrinkage
-from .em import FeatureFreeLIA, lia_batch_size, run_em
+from .em import (FeatureFreeLIA, check_step_settings, checked_initial_posteriors,
+                 lia_batch_size, run_em)
 from .model import initial_biases, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
@@ -201,6 +202,11 @@ class LIATrainer(CrowdConsensus, Params):
                 row = int(np.argwhere(~np.isfinite(x.reshape(n, -1)))[0, 0])
                 raise CrowdDataError(f"x has a non-finite value in row {row}")
         k = self.num_classes or annotations.n_classes
+        if k < 2:   # DifficultyCompetence's own message would name a num_classes never given
+            raise CrowdDataError(f"the model has {k} class (num_classes={self.num_classes}, "
+                                 f"annotations have {annotations.n_classes}); LIATrainer needs "
+                                 "at least 2 (give n_classes= or classes= to Annotations "
+                                 "when a class has no label)")
         if annotations.n_classes > k:
             raise CrowdDataError(f"annotations have {annotations.n_classes} classes but "
                                  f"num_classes={k}")
@@ -219,6 +225,7 @@ class LIATrainer(CrowdConsensus, Params):
                                      f"{annotations.n_annotators}, f), got shape {feats.shape}")
         if self.marginal not in ("annotation", "item"):
             raise ValueError(f"marginal must be 'annotation' or 'item', got {self.marginal!r}")
+        check_step_settings(self)
         return x, int(k)
 
     # ------------------------------------------------------------------ building
@@ -344,9 +351,7 @@ class LIATrainer(CrowdConsensus, Params):
         if initial_posteriors is None:
             post = self._majority_vote(annotations, k)                     # Eq. 8
         else:
-            post = np.asarray(initial_posteriors, dtype="float64")
-            if post.shape != (n, k):
-                raise CrowdDataError(f"initial_posteriors must be ({n}, {k}), got {post.shape}")
+            post = checked_initial_posteriors(initial_posteriors, n, k)
         if self.init_biases:
             self._initialise(post, annotations)
         self.batch_size_ = self._batch_size(n)
@@ -442,7 +447,7 @@ class LIATrainer(CrowdConsensus, Params):
         _, k = self._check_inputs(None, annotations)
         self._seeded_build(None, annotations, k)
         post = (self._majority_vote(annotations, k) if initial_posteriors is None
-                else np.asarray(initial_posteriors, dtype="float64"))
+                else checked_initial_posteriors(initial_posteriors, annotations.n_items, k))
         if self.init_biases:
             self._initialise(post, annotations)
         return {name: ops.convert_to_numpy(v) for name, v in self._variables().items()}
@@ -534,6 +539,9 @@ class LIATrainer(CrowdConsensus, Params):
         if annotations.n_annotators > self.layer_.num_annotators:
             raise CrowdDataError(f"annotations name {annotations.n_annotators} annotators; the "
                                  f"model knows {self.layer_.num_annotators}")
+        if annotations.n_classes > self.num_classes_:   # the E-step would skip such labels
+            raise CrowdDataError(f"annotations have {annotations.n_classes} classes; the model "
+                                 f"has {self.num_classes_}")
         if annotations.n_annotations == 0:
             return self.predict_proba(x)
         ids, labels = annotations.to_padded()
@@ -552,6 +560,11 @@ class LIATrainer(CrowdConsensus, Params):
         out = self.classifier_.predict(self._instances(x), batch_size=256, verbose=0)
         out = np.asarray(out, dtype="float64")
         return softmax_rows(out)[0] if self.from_logits else out
+
+    def predict(self, x: Any = None) -> np.ndarray:
+        """The classifier's most probable class, ``argmax_k h_θ(x)_k``: ``(n,)`` class codes
+        (feature-free: ``x`` = item codes or None), as ``MixtureOfGroupsEM.predict``."""
+        return self.predict_proba(x).argmax(axis=1)
 
     def _representation(self, x: np.ndarray) -> Any:
         if self.feature_free_:

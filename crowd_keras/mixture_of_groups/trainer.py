@@ -33,8 +33,9 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 
-from .._keras_utils import n_rows, seeded_construction
+from .._keras_utils import checked_codes, n_rows, seeded_construction
 from ..annotations import Annotations
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
 from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
                               mean_confusions, summary_from_posteriors,
@@ -112,6 +113,19 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         self.progress = progress
 
     # ------------------------------------------------------------------ checks
+    def _check_settings(self) -> None:
+        """The counts and numbers, before any work: ``restarts=0`` ran one restart,
+        ``batch_size=0`` Keras' default, ``2.5`` iterations were truncated and a negative
+        ``smoothing`` failed after the whole EM."""
+        name = type(self).__name__
+        for setting, least in (("max_iter", 1), ("restarts", 1), ("epochs_per_step", 0),
+                               ("batch_size", 1), ("pretrain_epochs", 0)):
+            check_count(getattr(self, setting), f"{name} {setting}", least)
+        check_number(self.tol, f"{name} tol", low=-np.inf)
+        check_number(self.smoothing, f"{name} smoothing")
+        if self.seed is not None:
+            check_count(self.seed, f"{name} seed", 0)
+
     def _check(self, x: Any, annotations: Any, counts: Any) -> tuple:
         if self.scenario not in ("global", "individual"):
             raise ValueError(f"scenario must be 'global' or 'individual', got {self.scenario!r}")
@@ -119,6 +133,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
             raise ValueError(f"num_groups must be a positive integer, got {self.num_groups!r}")
         if self.likelihood not in ("annotation", "item"):
             raise ValueError(f"likelihood must be 'annotation' or 'item', got {self.likelihood!r}")
+        self._check_settings()
         if (annotations is None) == (counts is None):
             raise CrowdDataError("give exactly one of annotations= (an Annotations) or counts= "
                                  "(items × classes label counts)")
@@ -134,10 +149,19 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                                      "ids; label counts only allow scenario='global'")
             r = Annotations.from_counts(counts).label_counts()   # validates the counts
             n, k = r.shape
+        if k < 2:   # the layer_ built after EM needs two; refused before training, not after
+            raise CrowdDataError(f"the annotations have {k} class; the mixture of groups "
+                                 "needs at least 2 (a class without labels still counts: "
+                                 "Annotations(..., n_classes=K), or a column of zero counts)")
         rows = n_rows(x)
         if rows != n:
             raise CrowdDataError(f"x has {rows} rows but the annotations have {n} items "
                                  "(row i of x must be item code i)")
+        for leaf in keras.tree.flatten(x):   # as LIATrainer: NaN weights and a late message
+            a = np.asarray(leaf)
+            if a.dtype.kind == "f" and not np.isfinite(a).all():
+                row = int(np.argwhere(~np.isfinite(a.reshape(len(a), -1)))[0, 0])
+                raise CrowdDataError(f"x has a non-finite value in row {row}")
         if r.sum() == 0:
             raise CrowdDataError("no annotations to learn from")
         out_k = getattr(self.classifier, "output_shape", (None,))[-1]
@@ -145,6 +169,21 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
             raise CrowdDataError(f"the classifier outputs {out_k} classes but the annotations "
                                  f"have {k}")
         return r, k
+
+    def _check_outputs_probabilities(self, x: Any, rows: int = 8) -> None:
+        """CrowdDataError unless the classifier maps the first ``rows`` items to class
+        probabilities: logits gave NaN posteriors through the whole EM and then a message
+        about the mixing coefficients."""
+        f = self._predict(self.classifier, keras.tree.map_structure(
+            lambda a: np.asarray(a)[:rows], x))
+        bad = ~(np.isfinite(f).all(axis=1) & (f >= 0).all(axis=1)
+                & (np.abs(f.sum(axis=1) - 1.0) < 1e-2))   # float16 outputs sum to 1 ± 1e-3
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise CrowdDataError(f"the classifier must output class probabilities (a softmax "
+                                 f"output layer); for row {row} of x it gives "
+                                 f"{np.round(f[row], 4).tolist()}, which is not a probability "
+                                 "distribution")
 
     # ------------------------------------------------------------------ helpers
     def _optimizer(self) -> keras.optimizers.Optimizer:
@@ -207,8 +246,13 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
                 raise CrowdDataError(f"validation_data: y_val must be one class code per row "
                                      f"of x_val ({n_rows(validation_data[0])} rows), got shape "
                                      f"{vy.shape}")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be at least 1, got {self.max_iter!r}")
+            # true classes: a code outside 0..K-1 (or -1) counted as a wrong guess, silently
+            vy = checked_codes(vy, k, "class", "validation_data y_val", "classes")
+            if (vy < 0).any():
+                raise CrowdDataError(f"validation_data: y_val holds true class codes; -1 at "
+                                     f"position {int(np.argmax(vy < 0))} (leave unlabelled "
+                                     "items out of the validation data)")
+        self._check_outputs_probabilities(x)
         self._rng = np.random.default_rng(self.seed)
         self._initial_weights = self.classifier.get_weights()
         runs = []
@@ -234,6 +278,10 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         self.log_likelihood_ = np.array([h["log_likelihood"] for h in self.history_])
         self.n_iter_ = len(self.history_)
         self.num_classes_ = k
+        # x's structure, shapes and dtypes without its rows: annotation_model's inputs (a
+        # subclassed classifier has no input_shape)
+        self._x_template = keras.tree.map_structure(
+            lambda a: np.zeros((0,) + np.shape(a)[1:], np.asarray(a).dtype), x)
         if self.scenario == "individual":
             self.memberships_ = best["groups"]
             self.annotations_ = annotations
@@ -355,7 +403,11 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         """
         self._check_fitted()
         clf = self.classifier_
-        x_in = keras.Input(shape=clf.input_shape[1:], name="x")
+        x_in = keras.tree.map_structure(lambda a: keras.Input(shape=a.shape[1:], dtype=a.dtype),
+                                        self._x_template)
+        if not isinstance(x_in, (dict, list, tuple)):
+            x_in = keras.Input(shape=self._x_template.shape[1:], dtype=self._x_template.dtype,
+                               name="x")
         probs = clf(x_in)
         if self.scenario == "individual":
             ids = keras.Input(shape=(None,), dtype="int32", name="annotator_ids")
