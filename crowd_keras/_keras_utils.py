@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from numbers import Real
 from typing import Any, Iterator, Optional
 
 from . import keras_required  # noqa: F401  (one clear line without Keras)
@@ -406,7 +407,11 @@ def checked_bool(value: Any, name: str) -> bool:
 
 def checked_finite(value: Any, name: str) -> float:
     """``value`` as a finite float, or ValueError naming it: a NaN or infinite scale or
-    loss weight makes every output or loss NaN, silently."""
+    loss weight makes every output or loss NaN, silently. A string or bool is a TypeError
+    (``float("2")`` would take a string)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise TypeError(f"Received an invalid value for `{name}`, expected a number. "
+                        f"Received: {name}={value!r}")
     out = float(value)
     if not np.isfinite(out):
         raise ValueError(f"Received an invalid value for `{name}`, expected a finite number. "

@@ -193,6 +193,12 @@ def test_lia_trainer_predicts_class_codes_as_the_mixture_of_groups_trainer_does(
                          seed=0).fit(sim.x, sim.annotations)
     np.testing.assert_array_equal(trainer.predict(sim.x[:5]),
                                   trainer.predict_proba(sim.x[:5]).argmax(axis=1))
+    # batch sizes of the per-item read-outs are checked counts (0 was range()'s message)
+    for method in (trainer.confusions, trainer.difficulty_tensors):
+        with pytest.raises(ValueError, match=r"batch_size must be an integer >= 1, got 0"):
+            method(sim.x[:5], batch_size=0)
+        with pytest.raises(TypeError, match=r"batch_size must be an integer >= 1 \(a whole"):
+            method(sim.x[:5], batch_size=2.5)
 
 
 def test_constructor_values_that_make_every_output_nan_are_refused():
@@ -203,6 +209,9 @@ def test_constructor_values_that_make_every_output_nan_are_refused():
 
     with pytest.raises(ValueError, match=r"`scale`, expected a finite number"):
         AnnotatorGate(A, scale=float("nan"))
+    for text in ("2", True):       # float("2") took a string; True read as 1.0
+        with pytest.raises(TypeError, match=r"`scale`, expected a number"):
+            AnnotatorGate(A, scale=text)
     for weight in (float("nan"), float("inf")):
         with pytest.raises(ValueError, match=r"`difference_weight`, expected a finite number"):
             CommonNoiseAdaptation(A, K, omega=0.5, difference_weight=weight)

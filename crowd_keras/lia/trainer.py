@@ -34,6 +34,7 @@ import numpy as np
 from keras import ops
 
 from ..annotations import Annotations
+from ..arguments import check_count
 from ..errors import CrowdDataError, NotFittedError
 from .._keras_utils import seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
@@ -577,6 +578,7 @@ class LIATrainer(CrowdConsensus, Params):
         """``D_i = d_φ(x_i)`` of Eq. 1 as an array ``(n, C, C, L)`` (feature-free: ``x`` =
         item codes, ``None`` for every fitted item)."""
         self._check_fitted()
+        batch_size = check_count(batch_size, "batch_size", 1)
         x = self._instances(x)
         layer, rep = self.layer_, self._representation
         return np.concatenate([ops.convert_to_numpy(layer.difficulty(rep(x[s:s + batch_size])))
@@ -597,6 +599,7 @@ class LIATrainer(CrowdConsensus, Params):
         annotators, possibly unseen, when the model was built with annotator features.
         """
         self._check_fitted()
+        batch_size = check_count(batch_size, "batch_size", 1)
         x = self._instances(x)
         n = len(x)
         layer = self.layer_
