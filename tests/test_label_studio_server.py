@@ -730,6 +730,28 @@ def test_push_checks_ids_and_the_exports_project(client, simulated):
         assert (check.n_tasks, check.n_missing, check.n_changed) == (len(truth), 0, 0), fmt
 
 
+def test_a_data_field_named_like_a_control_is_its_projects_in_csv(client, ls_server):
+    """Label Studio writes a data field named like a control as the CSV/TSV column
+    ``_data_<name>`` (``<name>`` holds the labels): the project's own export was refused as
+    "its data field 'sentiment' differs"."""
+    ls = ls_module()
+    project = client.projects.create(title="data named like a control",
+                                     label_config=DEMO_CONFIG).id
+    client.projects.import_tasks(project, request=[
+        {"data": {"text": f"c{i}", "sentiment": "prefilled"}, "annotations": [
+            {"result": demo_result("positive"), "ground_truth": False}]} for i in range(3)])
+    for fmt in ("CSV", "TSV"):
+        export = export_bytes(client, project, fmt)
+        assert b"_data_sentiment" in export, fmt   # the layout this test is about
+        check = ls.check_tasks(client, project, export, format=fmt)
+        assert (check.n_tasks, check.n_missing, check.n_changed) == (3, 0, 0), fmt
+    # the column is still compared: an edited data field is found
+    first = min(t.id for t in client.tasks.list(project=project))
+    client.tasks.update(id=first, data={"text": "c0", "sentiment": "edited"})
+    check = ls.check_tasks(client, project, export, format="TSV", allow_data_mismatch=True)
+    assert check.n_changed == 1 and "'sentiment' differs" in check.first, check
+
+
 # ---------------------------------------------------------------------------- bulk updates
 def test_update_of_most_predictions_goes_in_bulk(client):
     """All 40 predictions of a version changed: a bulk swap (a handful of requests, not 40

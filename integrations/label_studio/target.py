@@ -124,10 +124,14 @@ def _difference(mine: Any, theirs: Any, fmt: str) -> Optional[str]:
     for key, value in theirs.items():
         if key in _ROW_KEYS:
             continue
-        if key not in mine:
+        # CSV/TSV: a data field named like a control is written as the column _data_<name>
+        # (the column <name> holds the control's labels)
+        column = f"_data_{key}" if (fmt in ("CSV", "TSV") and f"_data_{key}" in mine
+                                    and f"_data_{key}" not in theirs) else key
+        if column not in mine:
             return f"the project's data field {key!r} is not a column of the export"
-        if not _cell_equal(mine[key], value, fmt):
-            return (f"its data field {key!r} differs: export {_short(mine[key])}, project "
+        if not _cell_equal(mine[column], value, fmt):
+            return (f"its data field {key!r} differs: export {_short(mine[column])}, project "
                     f"{_short(value)}")
     return None
 
