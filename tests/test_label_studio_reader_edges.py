@@ -192,3 +192,15 @@ def test_cli_notes_ground_truth_of_one_class_only(tmp_path, capsys):
     assert "1 ground-truth task held at their label in the fit" in out
     assert "note: the labels are decided for the gold's class mix (gold items per class, " \
            "target share: x 1 (0.67), y 0 (0.33))" in out
+
+
+def test_json_min_data_field_named_like_the_control_says_why_it_cannot_be_read():
+    # JSON_MIN writes a data field named like a control in the control's column: a task
+    # without annotation then seems to hold a label of no annotator; the error says so
+    rows = [{"id": 1, "text": "a", "s": "x", "annotator": 2, "annotation_id": 5},
+            {"id": 2, "text": "b", "s": "prefilled", "annotator": None,
+             "annotation_id": None}]
+    with pytest.raises(CrowdDataError, match=r"row 1 \(task 2\): a value 'prefilled' for "
+                                             r"control 's' but no annotator.*data field named "
+                                             r"'s'.*full JSON export.*_data_s"):
+        ls.read_export(rows, control="s")

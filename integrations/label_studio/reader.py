@@ -242,8 +242,13 @@ def _row_format_notes(fmt: str, control: str, to_name: Optional[str], config: Op
     CSV or TSV export always gets."""
     for where, row in bare:
         if row.get(control) not in (None, ""):
-            raise CrowdDataError(f"{where}: a value {row[control]!r} for control '{control}' "
-                                 "but no annotator nor annotation_id")
+            raise CrowdDataError(
+                f"{where}: a value {row[control]!r} for control '{control}' but no annotator "
+                "nor annotation_id" + (
+                    f"; is it a task data field named '{control}' like the control? A "
+                    f"{fmt} export writes both in one column (the control's labels over the "
+                    "data): use the full JSON export (or CSV, which names the data column "
+                    f"_data_{control})" if fmt == "JSON_MIN" else ""))
     notes: list = []
     if to_name is not None and config is None:
         notes.append(Message("to_name '{name}' (the object the control labels) is the "
