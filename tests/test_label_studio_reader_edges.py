@@ -204,3 +204,14 @@ def test_json_min_data_field_named_like_the_control_says_why_it_cannot_be_read()
                                              r"control 's' but no annotator.*data field named "
                                              r"'s'.*full JSON export.*_data_s"):
         ls.read_export(rows, control="s")
+
+
+def test_an_unknown_export_format_is_refused_by_every_reader_of_exports(tmp_path):
+    # check_tasks and export_controls read an unknown format (a typo, "XML") as CSV
+    path = tmp_path / "export.csv"
+    path.write_text("id,annotator,annotation_id,s\n1,2,3,x\n")
+    match = r"format must be one of \('JSON', 'JSON_MIN', 'CSV', 'TSV'\), got 'XML'"
+    with pytest.raises(ValueError, match=match):
+        ls.export_controls(path, format="xml")
+    with pytest.raises(ValueError, match=match):   # before the server is asked anything
+        ls.check_tasks(object(), 1, path, format="xml")

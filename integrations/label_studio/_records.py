@@ -16,8 +16,12 @@ import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
 
-__all__ = ["ExportSummary", "Record", "load_export", "records_from_full", "records_from_rows",
-           "task_id", "parse_times", "python_scalar"]
+__all__ = ["FORMATS", "ExportSummary", "Record", "load_export", "records_from_full",
+           "records_from_rows", "task_id", "parse_times", "python_scalar"]
+
+
+#: The export formats read (Label Studio's export types of that name).
+FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class Record:
 
 def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
     """(format, payload, description): payload is a list of dicts (JSON) or of CSV rows."""
+    if fmt is not None and fmt not in FORMATS:   # else read as CSV, whatever it names
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     origin = "export"
     if isinstance(source, (list, dict)):
         return _json_kind(source, fmt, origin), _as_task_list(source, origin), origin

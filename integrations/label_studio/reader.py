@@ -17,11 +17,10 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
                         selection_full, selection_min)
-from ._records import (ExportSummary, load_export, parse_times, records_from_full,
+from ._records import (FORMATS, ExportSummary, load_export, parse_times, records_from_full,
                        records_from_rows)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
-FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 _MULTIPLE = ("error", "combination", "skip")
 _TEXT_MISMATCH = ("count", "error")
 
