@@ -215,3 +215,28 @@ def test_an_unknown_export_format_is_refused_by_every_reader_of_exports(tmp_path
         ls.export_controls(path, format="xml")
     with pytest.raises(ValueError, match=match):   # before the server is asked anything
         ls.check_tasks(object(), 1, path, format="xml")
+
+
+def test_relations_between_regions_do_not_stop_the_full_json_export():
+    # a <Relations> result has no from_name/value (it links two regions): every full JSON
+    # export of a project with relations was refused ("result item 2 has no 'from_name'")
+    text = "Alice works at Acme"
+    result = [{"id": "a1", "from_name": "ner", "to_name": "text", "type": "labels",
+               "value": {"start": 0, "end": 5, "text": "Alice", "labels": ["PER"]}},
+              {"id": "a2", "from_name": "ner", "to_name": "text", "type": "labels",
+               "value": {"start": 15, "end": 19, "text": "Acme", "labels": ["ORG"]}},
+              {"from_id": "a1", "to_id": "a2", "type": "relation", "direction": "right",
+               "labels": ["works_at"]},
+              {"from_name": "s", "to_name": "text", "type": "choices",
+               "value": {"choices": ["x"]}}]
+    export = [{"id": 1, "data": {"text": text}, "annotations": [
+        {"id": 10 + u, "completed_by": u, "result": result} for u in (1, 2)]}]
+    assert ls.export_controls(export) == [("ner", "labels"), ("s", "choices")]
+    spans = ls.read_export(export, control="ner")
+    assert list(spans.spans["label"]) == ["PER", "ORG"] * 2
+    choices = ls.read_export(export, control="s")
+    assert choices.annotations.n_annotations == 2 and list(choices.classes) == ["x"]
+    # a result without from_name that is no relation is still refused
+    export[0]["annotations"][0]["result"][2] = {"type": "choices", "value": {}}
+    with pytest.raises(CrowdDataError, match="annotation 11, result item 2 has no 'from_name'"):
+        ls.read_export(export, control="s")

@@ -344,13 +344,21 @@ def records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
                                      f"{type(result).__name__}")
             cancelled = _flag(ann, ("was_cancelled", "skipped"), where)
             for r_pos, item in enumerate(result):
+                if _is_relation(item):
+                    continue
                 _check_result_item(item, f"{where}, result item {r_pos}")
                 if not cancelled and item["from_name"] not in seen:
                     seen[item["from_name"]] = (str(item["type"]).lower(), item.get("to_name"))
             records.append(Record(tid, aid, key_, email, cancelled,
                                    _flag(ann, ("ground_truth",), where), _timestamp(ann, where),
-                                   where, result=result))
+                                   where, result=[r for r in result if not _is_relation(r)]))
     return task_ids, _one_key_per_user(records), seen
+
+
+def _is_relation(item: Any) -> bool:
+    """A ``relation`` result (``from_id``, ``to_id``, ``direction``): no control's value."""
+    return (isinstance(item, dict) and "from_name" not in item
+            and str(item.get("type", "")).lower() == "relation")
 
 
 def _check_result_item(item: Any, where: str) -> None:
