@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -96,7 +97,17 @@ def _same(old: Any, new: dict) -> bool:
 
 
 def _checked_predictions(predictions: Sequence[dict], model_version: Optional[str]) -> tuple:
-    preds = [dict(p) for p in predictions]
+    if isinstance(predictions, (dict, str, bytes, os.PathLike)):
+        hint = (" (a file? load it first: json.load)"
+                if isinstance(predictions, (str, os.PathLike)) else "")
+        raise TypeError(f"predictions must be a list of prediction dicts, got "
+                        f"{type(predictions).__name__}{hint}")
+    preds = list(predictions)
+    odd = next((n for n, p in enumerate(preds) if not isinstance(p, dict)), None)
+    if odd is not None:
+        raise CrowdDataError(f"prediction {odd} is not a dict (got {type(preds[odd]).__name__} "
+                             f"{str(preds[odd])[:80]!r})")
+    preds = [dict(p) for p in preds]
     versions = {p.get("model_version") for p in preds} - {None}
     if model_version is None:
         if len(versions) != 1:

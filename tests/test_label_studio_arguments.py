@@ -1,0 +1,26 @@
+"""Label Studio integration: arguments of the wrong type are refused before any work or
+request, naming what was given (found by the Label Studio user-path defect hunt; no server
+needed: each call fails before it would reach one)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("label_studio_sdk")
+
+from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.integrations import label_studio as ls  # noqa: E402
+
+_NO_SERVER = object()  # any request through it would fail with an AttributeError
+
+
+@pytest.mark.parametrize("given, error, match", [
+    # a dict or a path was read item by item: "dictionary update sequence element #0 ..."
+    ({"task": 1, "result": []}, TypeError, "predictions must be a list of prediction dicts, "
+                                           "got dict$"),
+    ("predictions.json", TypeError, r"got str \(a file\? load it first: json.load\)"),
+    ([{"task": 1, "result": []}, "x"], CrowdDataError, "prediction 1 is not a dict "
+                                                       r"\(got str 'x'\)"),
+])
+def test_push_refuses_predictions_that_are_not_a_list_of_dicts(given, error, match):
+    with pytest.raises(error, match=match):
+        ls.push_predictions(_NO_SERVER, 1, given, model_version="v", preflight=False)
