@@ -24,3 +24,13 @@ _NO_SERVER = object()  # any request through it would fail with an AttributeErro
 def test_push_refuses_predictions_that_are_not_a_list_of_dicts(given, error, match):
     with pytest.raises(error, match=match):
         ls.push_predictions(_NO_SERVER, 1, given, model_version="v", preflight=False)
+
+
+def test_quality_report_refuses_one_control_name_given_as_a_string(tmp_path):
+    # each character was read as a control: "control 's' appears in no annotation result"
+    export = [{"id": 1, "data": {"text": "a"}, "annotations": []}]
+    with pytest.raises(TypeError, match=r"controls must be a list of control names, got the "
+                                        r"string 'sentiment'; pass \['sentiment'\]"):
+        ls.quality_report(export, tmp_path, controls="sentiment")
+    assert not list(tmp_path.iterdir())
+
