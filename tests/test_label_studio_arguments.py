@@ -34,3 +34,9 @@ def test_quality_report_refuses_one_control_name_given_as_a_string(tmp_path):
         ls.quality_report(export, tmp_path, controls="sentiment")
     assert not list(tmp_path.iterdir())
 
+
+def test_check_tasks_refuses_task_ids_given_as_a_string():
+    # "12" was checked as the tasks 1 and 2
+    with pytest.raises(TypeError, match="task_ids must be a list of task ids, got the string "
+                                        "'12'"):
+        ls.check_tasks(_NO_SERVER, 1, task_ids="12")

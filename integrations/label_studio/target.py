@@ -164,6 +164,8 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
     """
     if export is None and task_ids is None:
         raise TypeError("check_tasks needs export= or task_ids=")
+    if isinstance(task_ids, (str, bytes)):   # else each digit would be a task id
+        raise TypeError(f"task_ids must be a list of task ids, got the string {task_ids!r}")
     # as text ("1", from an environment variable) it never equals the export's project 1
     project_id = _integer_id(project_id, "check_tasks", "project_id")
     mine = export_tasks(export, format) if export is not None else None
