@@ -40,3 +40,14 @@ def test_check_tasks_refuses_task_ids_given_as_a_string():
     with pytest.raises(TypeError, match="task_ids must be a list of task ids, got the string "
                                         "'12'"):
         ls.check_tasks(_NO_SERVER, 1, task_ids="12")
+
+
+def test_annotator_report_refuses_emails_that_are_not_a_mapping():
+    # an AttributeError ('list' object has no attribute 'get') after the fit before
+    export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "s", "to_name": "text",
+                                                 "type": "choices",
+                                                 "value": {"choices": ["x"]}}]}]}])
+    with pytest.raises(TypeError, match="emails must be a mapping of user id to e-mail "
+                                        r"\(as fetch_user_emails returns\), got list"):
+        ls.annotator_report(export, emails=["a@example.com"])

@@ -54,6 +54,9 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
         emails: user id -> e-mail, filling e-mails the export lacks (see
             :func:`fetch_user_emails`).
     """
+    if emails is not None and not isinstance(emails, Mapping):
+        raise TypeError(f"emails must be a mapping of user id to e-mail (as "
+                        f"fetch_user_emails returns), got {type(emails).__name__}")
     if isinstance(export, LabelStudioSpans):
         model = fitted_sequence_model(export, model)
         frame = span_report(export, model, emails)
