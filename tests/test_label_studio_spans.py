@@ -198,6 +198,29 @@ def test_cli_aggregates_a_span_control(tmp_path, capsys):
     assert "span control 'label'" in printed and "1 without spans: all O" in printed
 
 
+
+def test_cli_refuses_a_hypertext_control_before_the_fit(tmp_path, capsys):
+    # its predictions cannot be written (XPath offsets): the command fitted, then failed
+    # with advice for Python (model.predict_spans()); it now says so at once, naming the
+    # command that reports on the control
+    html = [{"id": t, "data": {"html": TEXT}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "h", "to_name": "html", "type": "hypertextlabels",
+             "value": {"start": "/text()[1]", "end": "/text()[1]", "startOffset": 0,
+                       "endOffset": 4, "globalOffsets": {"start": 0, "end": 4},
+                       "text": "John", "htmllabels": ["PER"]}}]} for u in (1, 2)]}
+        for t in (1, 2)]
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(html))
+    out = tmp_path / "pred.json"
+    assert cli(["label-studio", "aggregate", str(src), "--out", str(out), "--annotators",
+                str(tmp_path / "a.csv")]) == 2
+    captured = capsys.readouterr()
+    assert "control 'h' is a HyperTextLabels control" in captured.err
+    assert "'crowd-keras label-studio report'" in captured.err
+    assert "predict_spans" not in captured.err and "fitting" not in captured.err
+    assert not out.exists()
+
 # ---------------------------------------------------------------------------- PICO round trip
 def test_a_pico_abstract_round_trips_through_a_label_studio_export(tmp_path):
     from crowd_keras.datasets import load_pico

@@ -403,6 +403,12 @@ def aggregate_command(args: argparse.Namespace) -> int:
     if problem:
         _err(problem)
         return 2
+    if spans and export.control_type == "hypertextlabels":   # known before the fit
+        _err(f"control '{export.control}' is a HyperTextLabels control: its predictions would "
+             "need XPath offsets, which the export's character offsets do not give, so "
+             "aggregate cannot write them; 'crowd-keras label-studio report' gives its "
+             "agreement and each annotator's span quality")
+        return 2
     if (export.sequences.annotations if spans else export.annotations).n_annotations == 0:
         _err(_nothing_left(export.summary))
         return 2
