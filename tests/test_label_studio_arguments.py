@@ -51,3 +51,18 @@ def test_annotator_report_refuses_emails_that_are_not_a_mapping():
     with pytest.raises(TypeError, match="emails must be a mapping of user id to e-mail "
                                         r"\(as fetch_user_emails returns\), got list"):
         ls.annotator_report(export, emails=["a@example.com"])
+
+
+def test_a_label_model_named_by_its_registry_name_is_fitted_on_a_choices_export():
+    # a span export takes a sequence model's name; a choices export raised
+    # AttributeError: 'str' object has no attribute 'fit'
+    export = ls.read_export([{"id": t, "data": {"text": "a"}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "s", "to_name": "text", "type": "choices",
+             "value": {"choices": ["x" if (t + u) % 3 else "y"]}}]} for u in (1, 2, 3)]}
+        for t in range(1, 7)])
+    preds = ls.predictions_from_model(export, "majority_vote")
+    assert len(preds) == 6 and preds[0]["model_version"] == "crowd-keras-MajorityVote"
+    assert ls.annotator_report(export, "dawid_skene")["annotator"].tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="unknown label model 'dawid_skeen'"):
+        ls.predictions_from_model(export, "dawid_skeen")

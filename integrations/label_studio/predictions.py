@@ -70,7 +70,8 @@ def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], m
                            model_version: Optional[str] = None, **kwargs: Any) -> list[dict]:
     """Fit ``model`` on the export if needed; return its predictions.
 
-    ``model`` defaults to a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``;
+    ``model`` (a model, or a registry name) defaults to a new model of the package's default
+    (``_model.DEFAULT_LABEL_MODEL``;
     for a span export, the sequence registry's ``DEFAULT_SEQUENCE_MODEL``, and the
     predictions hold ``labels`` regions: see :mod:`._span_results`).
     ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``; other keyword arguments go to

@@ -49,8 +49,9 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     ``n_annotations`` 0, its counts and NaN quality.
 
     Args:
-        model: a label model fitted on ``export.annotations`` or unfitted (it is fitted);
-            default: a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``).
+        model: a label model fitted on ``export.annotations`` or unfitted (it is fitted), or
+            a registry name; default: a new model of the package's default
+            (``_model.DEFAULT_LABEL_MODEL``).
         emails: user id -> e-mail, filling e-mails the export lacks (see
             :func:`fetch_user_emails`).
     """
