@@ -199,6 +199,22 @@ def test_cli_aggregates_a_span_control(tmp_path, capsys):
 
 
 
+
+def test_conflicting_ground_truth_spans_are_counted_as_for_choices():
+    # two ground-truth annotations of task 1 with other spans: the latest is its gold, and
+    # the summary says they conflict (it said 0, while a choices export counts them)
+    gold = [{"id": 20, "completed_by": 5, "ground_truth": True, "result": [region(0, 4)],
+             "updated_at": "2024-01-01T00:00:00Z"},
+            {"id": 21, "completed_by": 6, "ground_truth": True,
+             "result": [region(17, 22, label="LOC")], "updated_at": "2024-01-03T00:00:00Z"}]
+    e = ls.read_export(export(gold))
+    assert e.summary.n_gold == 2 and e.summary.n_gold_conflicts == 1
+    assert "2 ground truth (1 conflicting)" in str(e.summary)
+    assert e.gold[["annotation_id", "label"]].values.tolist() == [[21, "LOC"]]
+    # the same spans twice (in another order) do not conflict
+    gold[1]["result"] = [region(0, 4)]
+    assert ls.read_export(export(gold)).summary.n_gold_conflicts == 0
+
 def test_cli_refuses_a_hypertext_control_before_the_fit(tmp_path, capsys):
     # its predictions cannot be written (XPath offsets): the command fitted, then failed
     # with advice for Python (model.predict_spans()); it now says so at once, naming the
