@@ -66,3 +66,20 @@ def test_a_label_model_named_by_its_registry_name_is_fitted_on_a_choices_export(
     assert ls.annotator_report(export, "dawid_skene")["annotator"].tolist() == [1, 2, 3]
     with pytest.raises(ValueError, match="unknown label model 'dawid_skeen'"):
         ls.predictions_from_model(export, "dawid_skeen")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ls.push_predictions(_NO_SERVER, 1, [], model_version="v",
+                                allow_data_mismatch="false"),
+    lambda: ls.check_tasks(_NO_SERVER, 1, task_ids=[1], allow_data_mismatch="false"),
+])
+def test_allow_data_mismatch_must_be_a_bool(call):
+    # "false" is truthy: it pushed onto tasks whose data differ from the export's
+    with pytest.raises(TypeError, match="allow_data_mismatch must be True or False, got "
+                                        "'false'"):
+        call()
+
+
+def test_preflight_must_be_a_bool():
+    with pytest.raises(TypeError, match="preflight must be True or False, got 'no'"):
+        ls.push_predictions(_NO_SERVER, 1, [], model_version="v", preflight="no")

@@ -49,7 +49,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from ._push_ops import PushOps
 from ._records import _integer_id, task_id
 from .client import LabelStudioError, _base_url, _scrub, check_project
-from .target import check_tasks
+from .target import check_flag, check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
 
@@ -228,6 +228,8 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
+    check_flag("allow_data_mismatch", allow_data_mismatch)
+    check_flag("preflight", preflight)
     project_id = _integer_id(project_id, "push_predictions", "project_id")
     preds, model_version = _checked_predictions(predictions, model_version)
     if preflight:
