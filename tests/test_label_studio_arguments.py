@@ -83,3 +83,21 @@ def test_allow_data_mismatch_must_be_a_bool(call):
 def test_preflight_must_be_a_bool():
     with pytest.raises(TypeError, match="preflight must be True or False, got 'no'"):
         ls.push_predictions(_NO_SERVER, 1, [], model_version="v", preflight="no")
+
+
+def test_include_unannotated_must_be_a_bool():
+    # "no" is truthy: every task without an annotation got a prediction of the class prior
+    export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "s", "to_name": "text",
+                                                 "type": "choices",
+                                                 "value": {"choices": ["x"]}}]}]},
+        {"id": 2, "data": {"text": "b"}, "annotations": []}])
+    with pytest.raises(TypeError, match="include_unannotated must be True or False, got 'no'"):
+        ls.to_predictions(export, [[1.0], [1.0]], "v", include_unannotated="no")
+    spans = ls.read_export([{"id": 1, "data": {"text": "John"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "n", "to_name": "text",
+                                                 "type": "labels", "value": {
+                                                     "start": 0, "end": 4, "labels": ["P"]}}]}]}])
+    with pytest.raises(TypeError, match="include_unannotated must be True or False, got 'no'"):
+        ls.span_predictions(spans, spans.spans.rename(columns={"task": "doc"}), "v",
+                            include_unannotated="no")

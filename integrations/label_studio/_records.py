@@ -17,7 +17,7 @@ import pandas as pd
 from crowd_keras.errors import CrowdDataError
 
 __all__ = ["FORMATS", "ExportSummary", "Record", "load_export", "records_from_full",
-           "records_from_rows", "task_id", "parse_times", "python_scalar"]
+           "records_from_rows", "task_id", "parse_times", "python_scalar", "check_flag"]
 
 
 #: The export formats read (Label Studio's export types of that name).
@@ -439,3 +439,9 @@ def parse_times(values: list, wheres: list) -> pd.Series:
 def python_scalar(value: Any) -> Any:
     """A numpy scalar as the Python value (JSON-ready); anything else as it is."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def check_flag(name: str, value: Any) -> None:
+    """A switch must be a bool: a truthy ``"no"`` or ``"false"`` would turn it on."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")

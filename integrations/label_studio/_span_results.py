@@ -22,7 +22,7 @@ from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_
 
 from ._controls import SPAN_TAGS
 from ._model import prediction_target
-from ._records import python_scalar
+from ._records import check_flag, python_scalar
 from ._spans import LabelStudioSpans
 
 __all__ = ["fitted_sequence_model", "span_predictions", "span_predictions_from_model",
@@ -73,6 +73,7 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
         include_unannotated: also predict tasks without a used annotation.
         to_name: the object the control labels (default ``export.to_name``).
     """
+    check_flag("include_unannotated", include_unannotated)
     to_name = prediction_target(export, model_version, to_name)
     seq = export.sequences
     annotated = np.bincount(seq.assign_doc, minlength=seq.n_docs) > 0

@@ -47,9 +47,9 @@ from typing import Any, Optional, Sequence
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
-from ._records import _integer_id, task_id
+from ._records import _integer_id, check_flag, task_id
 from .client import LabelStudioError, _base_url, _scrub, check_project
-from .target import check_flag, check_tasks
+from .target import check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
 

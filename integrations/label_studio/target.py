@@ -16,25 +16,17 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import numpy as np
-
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
-from ._records import _integer_id, load_export
+from ._records import _integer_id, check_flag, load_export
 from .client import _NO_RETRY, _base_url, _call, _secrets_of
 
-__all__ = ["TaskCheck", "check_tasks", "check_flag", "data_hash", "export_tasks"]
+__all__ = ["TaskCheck", "check_tasks", "data_hash", "export_tasks"]
 
 #: Columns a JSON_MIN/CSV/TSV row has besides the task's data fields.
 _ROW_KEYS = frozenset({"id", "annotator", "annotation_id", "created_at", "updated_at",
                        "lead_time", "__line__"})
 _PAGE = 1000
-
-
-def check_flag(name: str, value: Any) -> None:
-    """A safety switch must be a bool: a truthy ``"no"`` or ``"false"`` would turn it on."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
 def data_hash(data: Any) -> str:
