@@ -240,3 +240,34 @@ def test_relations_between_regions_do_not_stop_the_full_json_export():
     export[0]["annotations"][0]["result"][2] = {"type": "choices", "value": {}}
     with pytest.raises(CrowdDataError, match="annotation 11, result item 2 has no 'from_name'"):
         ls.read_export(export, control="s")
+
+
+@pytest.mark.parametrize("fmt", ["JSON_MIN", "CSV"])
+def test_cli_to_name_contradicting_the_labeling_config_is_refused(tmp_path, capsys, fmt):
+    # the predictions labelled an object the config does not declare, which Label Studio
+    # drops; a --to-name that the config agrees with (or no config) still goes through
+    from crowd_keras.cli import main
+
+    rows = [{"id": t, "text": f"t{t}", "s": "x" if (t + u) % 3 else "y", "annotator": u,
+             "annotation_id": 10 * t + u} for t in (1, 2, 3) for u in (1, 2)]
+    export = tmp_path / ("export.json" if fmt == "JSON_MIN" else "export.csv")
+    if fmt == "JSON_MIN":
+        export.write_text(json.dumps(rows))
+    else:
+        with open(export, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    config = tmp_path / "config.xml"
+    config.write_text('<View><Text name="text" value="$text"/><Choices name="s" toName="text">'
+                      '<Choice value="x"/><Choice value="y"/></Choices></View>')
+    out = tmp_path / "p.json"
+    base = ["label-studio", "aggregate", str(export), "--control", "s", "--out", str(out),
+            "--method", "majority_vote", "--quiet"]
+    assert main(base + ["--label-config", str(config), "--to-name", "txt"]) == 2
+    assert "--to-name 'txt' differs from the object 'text' that control 's' labels in " \
+           "--label-config (drop --to-name)" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(base + ["--label-config", str(config), "--to-name", "text"]) == 0
+    assert main(base + ["--to-name", "txt"]) == 0    # no config: the flag names the object
+    assert {r["to_name"] for p in json.loads(out.read_text()) for r in p["result"]} == {"txt"}

@@ -311,8 +311,10 @@ def _nothing_left(summary: Any) -> str:
             + (" and notes" if summary.notes else "") + " above)")
 
 
-def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool) -> Optional[str]:
-    """Flags the export makes meaningless (an error rather than silently ignored)."""
+def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool,
+                   config: Any = None) -> Optional[str]:
+    """Flags the export (or the labeling ``config`` it was read with) makes meaningless or
+    contradicts (an error rather than silently ignored)."""
     if args.model_version is not None and not args.model_version.strip():
         return "--model-version is empty: give a name, or drop it for crowd-keras-<method>"
     if not spans and (args.text_key is not None or args.scheme != "IO"):
@@ -323,6 +325,12 @@ def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool) -> Option
             args.to_name != export.to_name:
         return (f"--to-name {args.to_name!r} differs from the object {export.to_name!r} that "
                 f"the export's results of control '{export.control}' label (drop --to-name)")
+    if args.to_name and config is not None and export.to_name and \
+            args.to_name != export.to_name:
+        # Label Studio drops predictions for an object its config does not declare
+        where = "--label-config" if args.label_config else "the project's labeling config"
+        return (f"--to-name {args.to_name!r} differs from the object {export.to_name!r} that "
+                f"control '{export.control}' labels in {where} (drop --to-name)")
     return None
 
 
@@ -399,7 +407,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
     for note in export.summary.notes:
         print(f"note: {cli_words(note)}")
     spans = isinstance(export, ls.LabelStudioSpans)
-    problem = _ignored_flags(args, export, spans)
+    problem = _ignored_flags(args, export, spans, config)
     if problem:
         _err(problem)
         return 2
