@@ -754,20 +754,36 @@ def test_a_data_field_named_like_a_control_is_its_projects_in_csv(client, ls_ser
 
 def test_predictions_the_labeling_config_refuses_are_not_reported_pushed(client, simulated):
     """Label Studio answers 201 to an import and drops the predictions its labeling config
-    does not accept (here a to_name it does not declare): the push said "2 new", and a
-    re-run said so again. It now stops, naming the first refused prediction."""
+    does not accept (here a to_name it does not declare), but stores an update as sent: the
+    push said "2 new" (again on every re-run), and an update made the prediction unusable.
+    The pre-flight check refuses them before any write; without it, the dropped import
+    stops the push, naming the first refused prediction."""
+    from crowd_keras import CrowdDataError
     ls = ls_module()
     project, truth, _ = simulated
     tasks = sorted(truth)[:2]
     bad = [{"task": t, "score": 0.5, "result": [dict(demo_result("positive")[0],
                                                      to_name="txt")]} for t in tasks]
-    for _ in range(2):
+    with pytest.raises(CrowdDataError, match=rf"prediction 0 \(task {tasks[0]}\) does not fit "
+                                             rf"the labeling config of project {project}: "
+                                             r".*'txt'.*Nothing was written"):
+        ls.push_predictions(client, project, bad, model_version="refused-to-name")
+    for _ in range(2):   # the import itself, as a caller that made its own checks sends it
         with pytest.raises(ls.LabelStudioError) as info:
-            ls.push_predictions(client, project, bad, model_version="refused-to-name")
+            ls.push_predictions(client, project, bad, model_version="refused-to-name",
+                                preflight=False)
         text = str(info.value)
-        assert not info.value.transient and "'txt'" in text, text
-        assert "Re-run" not in text, text
+        assert not info.value.transient and "the server stored 0 of its 2" in text, text
+        assert "'txt'" in text and "Re-run" not in text, text
     assert _count_version(client, project, "refused-to-name") == 0
+    # an update of a stored prediction is refused before it is sent
+    good = [{"task": tasks[0], "score": 0.5, "result": demo_result("positive")}]
+    assert ls.push_predictions(client, project, good, model_version="refused-update").n_new == 1
+    with pytest.raises(CrowdDataError, match="does not fit the labeling config"):
+        ls.push_predictions(client, project, bad[:1], model_version="refused-update")
+    held = [p.result for p in client.predictions.list(project=project)
+            if p.model_version == "refused-update"]
+    assert held == [good[0]["result"]]
 
 
 # ---------------------------------------------------------------------------- bulk updates

@@ -488,6 +488,12 @@ def aggregate_command(args: argparse.Namespace) -> int:
         _report(args, ls, export, model, client, version)
     if client is not None:
         try:
+            ls.check_against_config(predictions, getattr(project, "label_config", None),
+                                    args.project)
+        except CrowdDataError as exc:
+            _err(exc)
+            return 2
+        try:
             result = ls.push_predictions(client, args.project, predictions, model_version=version,
                                          batch_size=args.batch_size, retries=args.retries,
                                          on_existing=args.on_existing, progress=not quiet,

@@ -21,7 +21,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from ._records import _integer_id, check_flag, load_export
 from .client import _NO_RETRY, _base_url, _call, _secrets_of
 
-__all__ = ["TaskCheck", "check_tasks", "data_hash", "export_tasks"]
+__all__ = ["TaskCheck", "check_tasks", "check_against_config", "data_hash", "export_tasks"]
 
 #: Columns a JSON_MIN/CSV/TSV row has besides the task's data fields.
 _ROW_KEYS = frozenset({"id", "annotator", "annotation_id", "created_at", "updated_at",
@@ -200,3 +200,31 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
             "{allow}", source=source, where=where, n=len(changed), total=len(wanted),
             first=first, allow=Argument("allow_data_mismatch", True)))
     return result
+
+
+def check_against_config(predictions: Any, label_config: Any, project_id: Any) -> None:
+    """Raise :class:`~crowd_keras.CrowdDataError` naming the first prediction that the
+    project's labeling config does not accept (a control, object, type or value it does not
+    declare), checked with the SDK's ``LabelInterface`` as the server checks an import.
+
+    Label Studio stores only the predictions its config accepts from an import (answering
+    201 for the others too) but stores an update as sent: checked before anything is
+    written. Nothing is checked when the SDK cannot read the config (the server decides).
+    """
+    if not label_config:
+        return
+    try:
+        from label_studio_sdk.label_interface import LabelInterface
+        interface = LabelInterface(label_config)
+    except Exception:  # noqa: BLE001 - no SDK, or a config it cannot read
+        return
+    for n, p in enumerate(predictions):
+        try:
+            errors = interface.validate_prediction(p, return_errors=True)
+        except Exception:  # noqa: BLE001 - a result the validator cannot handle
+            continue
+        if errors:
+            raise CrowdDataError(
+                f"prediction {n} (task {p.get('task')!r}) does not fit the labeling config of "
+                f"project {project_id}: {'; '.join(map(str, errors))[:300]}; Label Studio "
+                "would drop it. Nothing was written")
