@@ -271,3 +271,13 @@ def test_cli_to_name_contradicting_the_labeling_config_is_refused(tmp_path, caps
     assert main(base + ["--label-config", str(config), "--to-name", "text"]) == 0
     assert main(base + ["--to-name", "txt"]) == 0    # no config: the flag names the object
     assert {r["to_name"] for p in json.loads(out.read_text()) for r in p["result"]} == {"txt"}
+
+
+def test_full_json_export_without_any_annotation_says_so():
+    # it said "no Choices, Rating or span (Labels) control found in the annotation results"
+    # (or, with control=, that the control appears in no result)
+    export = [{"id": t, "data": {"text": "a"}, "annotations": []} for t in (1, 2)]
+    for control in (None, "s"):
+        with pytest.raises(CrowdDataError, match="export: its 2 task\\(s\\) hold no annotation: "
+                                                 "nothing to read"):
+            ls.read_export(export, control=control)

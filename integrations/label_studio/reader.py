@@ -138,6 +138,10 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
                  text_mismatch=text_mismatch, origin=origin, notes=notes)
     if fmt == "JSON":
         tasks, records, seen = records_from_full(payload, origin)
+        if config is None and not records:
+            # else "no control found in the annotation results", as if the results were odd
+            raise CrowdDataError(f"{origin}: its {len(tasks)} task(s) hold no annotation: "
+                                 "nothing to read")
         if config is None and not seen and records and all(r.cancelled for r in records):
             # else the control is said to appear in no result, though cancelled ones name it
             raise CrowdDataError(f"{origin}: all {len(records)} annotations are cancelled "
