@@ -269,3 +269,20 @@ def test_a_pico_abstract_round_trips_through_a_label_studio_export(tmp_path):
     direct = TokenDawidSkene().fit(seq).predict_spans()
     assert got == list(direct[["start", "end", "text"]].itertuples(index=False, name=None))
     assert all(text[s:e] == t for s, e, t in got)
+
+
+def test_span_predictions_refuse_spans_of_other_tasks_or_labels():
+    # a span of a task not in the export ("1" for 1, another export's) was left out
+    # silently: the task got an empty prediction, which a push writes over its old one
+    e = ls.read_export(export(), label_config=CONFIG)
+    spans = pd.DataFrame({"doc": [1], "start": [0], "end": [4], "label": ["PER"],
+                          "text": ["John"]})
+    assert ls.span_predictions(e, spans, "v")[0]["result"][0]["value"]["text"] == "John"
+    for bad, match in ((spans.assign(doc="1"), r"span row 0: doc '1' is not a task of the "
+                                               r"export \(of 2: \[1, 2\]\)"),
+                       (spans.assign(doc=7), "doc 7 is not a task of the export"),
+                       (spans.assign(label="ORG"), "label 'ORG' is not a label of 'label'"),
+                       (spans.rename(columns={"doc": "task"}),
+                        r"spans lack the column\(s\) \['doc'\]")):
+        with pytest.raises(CrowdDataError, match=match):
+            ls.span_predictions(e, bad, "v")
