@@ -101,3 +101,16 @@ def test_include_unannotated_must_be_a_bool():
     with pytest.raises(TypeError, match="include_unannotated must be True or False, got 'no'"):
         ls.span_predictions(spans, spans.spans.rename(columns={"task": "doc"}), "v",
                             include_unannotated="no")
+
+
+def test_gold_accuracy_checks_the_shape_of_the_probabilities():
+    # (tasks + 5) rows raised an IndexError; rows of another export's tasks would be scored
+    export = ls.read_export([{"id": t, "data": {"text": "a"}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "ground_truth": u == 1, "result": [
+            {"from_name": "s", "to_name": "text", "type": "choices",
+             "value": {"choices": ["x" if t % 2 else "y"]}}]} for u in (1, 2)]}
+        for t in range(1, 5)])
+    assert ls.gold_accuracy(export, [[1.0, 0.0], [0.0, 1.0]] * 2) == (4, 1.0)
+    with pytest.raises(CrowdDataError, match=r"probabilities must have shape \(4, 2\) "
+                                             r"\(tasks × classes\), got \(9, 2\)"):
+        ls.gold_accuracy(export, [[0.5, 0.5]] * 9)

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from crowd_keras.aggregation.pred_probs import check_probability_matrix
 from crowd_keras.agreement import agreement_report, annotator_agreement
 from crowd_keras.agreement.report import records
 from crowd_keras.errors import CrowdDataError
@@ -176,9 +177,13 @@ def gold_accuracy(export: LabelStudioExport, proba: Any) -> tuple[int, float]:
     """(number of gold tasks with an annotation used, accuracy of the argmax of ``proba`` on
     them; NaN when none). A gold task that no annotation aggregates has no aggregate label to
     score (its row of ``proba`` is the model's guess without labels)."""
+    shape = (len(export.task_ids), len(export.classes))
+    proba = check_probability_matrix(proba, shape, "probabilities",
+                                     f"{shape} (tasks × classes)",
+                                     lambda i: f"task {python_scalar(export.task_ids[i])}")
     gold = export.gold_codes()
     has = (gold >= 0) & (export.annotations.annotations_per_item() > 0)
     if not has.any():
         return 0, float("nan")
-    pred = np.argmax(np.asarray(proba), axis=1)
+    pred = np.argmax(proba, axis=1)
     return int(has.sum()), float((pred[has] == gold[has]).mean())
