@@ -84,10 +84,12 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "--model-version neither duplicates nor loses predictions; an interrupted push "
             "leaves every task with a prediction). The API token is read from the "
             "LABEL_STUDIO_API_KEY environment variable.\n\n"
-            "Span controls (Labels, HyperTextLabels, ParagraphLabels) are aggregated per token "
+            "Span controls (Labels, ParagraphLabels) are aggregated per token "
             "by --sequence-model (tokens: whitespace runs of the task text, tags --scheme); "
             "the predictions hold the aggregate spans (start, end, text, labels, score) and "
-            "the report span and token precision/recall/F1 per annotator."))
+            "the report span and token precision/recall/F1 per annotator. HyperTextLabels "
+            "controls are reported by 'label-studio report' (their predictions would need "
+            "XPath offsets)."))
     agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
     add_method_option(agg)
     add_target_prior_option(agg, "the default --method of Choices/Rating controls only")
