@@ -114,3 +114,16 @@ def test_gold_accuracy_checks_the_shape_of_the_probabilities():
     with pytest.raises(CrowdDataError, match=r"probabilities must have shape \(4, 2\) "
                                              r"\(tasks × classes\), got \(9, 2\)"):
         ls.gold_accuracy(export, [[0.5, 0.5]] * 9)
+
+
+def test_annotator_report_refuses_one_path_for_both_files(tmp_path):
+    # the JSON report replaced the CSV one, silently
+    export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "s", "to_name": "text",
+                                                 "type": "choices",
+                                                 "value": {"choices": ["x"]}}]}]}])
+    path = tmp_path / "report.csv"
+    with pytest.raises(ValueError, match="csv_path and json_path are one file"):
+        ls.annotator_report(export, "majority_vote", csv_path=path,
+                            json_path=tmp_path / "." / "report.csv")
+    assert not path.exists()

@@ -149,6 +149,11 @@ def _with_agreement(frame: pd.DataFrame, data: Any) -> tuple[pd.DataFrame, Optio
 
 
 def _written(frame: pd.DataFrame, csv_path: Any, json_path: Any, meta: dict) -> pd.DataFrame:
+    if csv_path is not None and json_path is not None and \
+            Path(csv_path).resolve() == Path(json_path).resolve():
+        # else the JSON replaces the CSV, silently
+        raise ValueError(f"csv_path and json_path are one file ({str(csv_path)!r}): give two "
+                         "paths, or one of them")
     texts = {}   # both files replaced together or neither: one run's report
     if csv_path is not None:   # each in its own format, whatever its name ends with
         texts[csv_path] = _report_text(frame, as_json=False)
