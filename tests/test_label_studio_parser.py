@@ -714,6 +714,21 @@ def test_a_stopped_push_names_the_project_and_the_url_without_the_token():
         assert "project 1 at http://user:***@127.0.0.1:9" in text and secret not in text, text
 
 
+
+def test_a_password_in_the_url_is_blanked_like_the_token():
+    """http://user:password@host (basic auth of a proxy in front of Label Studio) was printed
+    whole in every error that names the server."""
+    password, token = "S3cret-proxy-pass", "fake-secret-token-0123456789abcdef"
+    client = ls.connect(f"http://alice:{password}@127.0.0.1:9", token)
+    for call in (lambda: ls.check_project(client, 1, retries=0),
+                 lambda: ls.push_predictions(client, 1, _demo_predictions(), retries=0,
+                                             preflight=False),
+                 lambda: ls.check_url(f"ftp://alice:{password}@host")):
+        with pytest.raises(ls.LabelStudioError) as info:
+            call()
+        text = str(info.value)
+        assert "alice:***@" in text and password not in text and token not in text, text
+
 def test_a_project_id_given_as_text_is_that_project():
     """"1" (say from an environment variable) is project 1, the export's project: it was
     refused as "comes from project 1, not project 1"."""

@@ -192,3 +192,92 @@ def test_cli_notes_ground_truth_of_one_class_only(tmp_path, capsys):
     assert "1 ground-truth task held at their label in the fit" in out
     assert "note: the labels are decided for the gold's class mix (gold items per class, " \
            "target share: x 1 (0.67), y 0 (0.33))" in out
+
+
+def test_json_min_data_field_named_like_the_control_says_why_it_cannot_be_read():
+    # JSON_MIN writes a data field named like a control in the control's column: a task
+    # without annotation then seems to hold a label of no annotator; the error says so
+    rows = [{"id": 1, "text": "a", "s": "x", "annotator": 2, "annotation_id": 5},
+            {"id": 2, "text": "b", "s": "prefilled", "annotator": None,
+             "annotation_id": None}]
+    with pytest.raises(CrowdDataError, match=r"row 1 \(task 2\): a value 'prefilled' for "
+                                             r"control 's' but no annotator.*data field named "
+                                             r"'s'.*full JSON export.*_data_s"):
+        ls.read_export(rows, control="s")
+
+
+def test_an_unknown_export_format_is_refused_by_every_reader_of_exports(tmp_path):
+    # check_tasks and export_controls read an unknown format (a typo, "XML") as CSV
+    path = tmp_path / "export.csv"
+    path.write_text("id,annotator,annotation_id,s\n1,2,3,x\n")
+    match = r"format must be one of \('JSON', 'JSON_MIN', 'CSV', 'TSV'\), got 'XML'"
+    with pytest.raises(ValueError, match=match):
+        ls.export_controls(path, format="xml")
+    with pytest.raises(ValueError, match=match):   # before the server is asked anything
+        ls.check_tasks(object(), 1, path, format="xml")
+
+
+def test_relations_between_regions_do_not_stop_the_full_json_export():
+    # a <Relations> result has no from_name/value (it links two regions): every full JSON
+    # export of a project with relations was refused ("result item 2 has no 'from_name'")
+    text = "Alice works at Acme"
+    result = [{"id": "a1", "from_name": "ner", "to_name": "text", "type": "labels",
+               "value": {"start": 0, "end": 5, "text": "Alice", "labels": ["PER"]}},
+              {"id": "a2", "from_name": "ner", "to_name": "text", "type": "labels",
+               "value": {"start": 15, "end": 19, "text": "Acme", "labels": ["ORG"]}},
+              {"from_id": "a1", "to_id": "a2", "type": "relation", "direction": "right",
+               "labels": ["works_at"]},
+              {"from_name": "s", "to_name": "text", "type": "choices",
+               "value": {"choices": ["x"]}}]
+    export = [{"id": 1, "data": {"text": text}, "annotations": [
+        {"id": 10 + u, "completed_by": u, "result": result} for u in (1, 2)]}]
+    assert ls.export_controls(export) == [("ner", "labels"), ("s", "choices")]
+    spans = ls.read_export(export, control="ner")
+    assert list(spans.spans["label"]) == ["PER", "ORG"] * 2
+    choices = ls.read_export(export, control="s")
+    assert choices.annotations.n_annotations == 2 and list(choices.classes) == ["x"]
+    # a result without from_name that is no relation is still refused
+    export[0]["annotations"][0]["result"][2] = {"type": "choices", "value": {}}
+    with pytest.raises(CrowdDataError, match="annotation 11, result item 2 has no 'from_name'"):
+        ls.read_export(export, control="s")
+
+
+@pytest.mark.parametrize("fmt", ["JSON_MIN", "CSV"])
+def test_cli_to_name_contradicting_the_labeling_config_is_refused(tmp_path, capsys, fmt):
+    # the predictions labelled an object the config does not declare, which Label Studio
+    # drops; a --to-name that the config agrees with (or no config) still goes through
+    from crowd_keras.cli import main
+
+    rows = [{"id": t, "text": f"t{t}", "s": "x" if (t + u) % 3 else "y", "annotator": u,
+             "annotation_id": 10 * t + u} for t in (1, 2, 3) for u in (1, 2)]
+    export = tmp_path / ("export.json" if fmt == "JSON_MIN" else "export.csv")
+    if fmt == "JSON_MIN":
+        export.write_text(json.dumps(rows))
+    else:
+        with open(export, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    config = tmp_path / "config.xml"
+    config.write_text('<View><Text name="text" value="$text"/><Choices name="s" toName="text">'
+                      '<Choice value="x"/><Choice value="y"/></Choices></View>')
+    out = tmp_path / "p.json"
+    base = ["label-studio", "aggregate", str(export), "--control", "s", "--out", str(out),
+            "--method", "majority_vote", "--quiet"]
+    assert main(base + ["--label-config", str(config), "--to-name", "txt"]) == 2
+    assert "--to-name 'txt' differs from the object 'text' that control 's' labels in " \
+           "--label-config (drop --to-name)" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(base + ["--label-config", str(config), "--to-name", "text"]) == 0
+    assert main(base + ["--to-name", "txt"]) == 0    # no config: the flag names the object
+    assert {r["to_name"] for p in json.loads(out.read_text()) for r in p["result"]} == {"txt"}
+
+
+def test_full_json_export_without_any_annotation_says_so():
+    # it said "no Choices, Rating or span (Labels) control found in the annotation results"
+    # (or, with control=, that the control appears in no result)
+    export = [{"id": t, "data": {"text": "a"}, "annotations": []} for t in (1, 2)]
+    for control in (None, "s"):
+        with pytest.raises(CrowdDataError, match="export: its 2 task\\(s\\) hold no annotation: "
+                                                 "nothing to read"):
+            ls.read_export(export, control=control)

@@ -730,6 +730,62 @@ def test_push_checks_ids_and_the_exports_project(client, simulated):
         assert (check.n_tasks, check.n_missing, check.n_changed) == (len(truth), 0, 0), fmt
 
 
+def test_a_data_field_named_like_a_control_is_its_projects_in_csv(client, ls_server):
+    """Label Studio writes a data field named like a control as the CSV/TSV column
+    ``_data_<name>`` (``<name>`` holds the labels): the project's own export was refused as
+    "its data field 'sentiment' differs"."""
+    ls = ls_module()
+    project = client.projects.create(title="data named like a control",
+                                     label_config=DEMO_CONFIG).id
+    client.projects.import_tasks(project, request=[
+        {"data": {"text": f"c{i}", "sentiment": "prefilled"}, "annotations": [
+            {"result": demo_result("positive"), "ground_truth": False}]} for i in range(3)])
+    for fmt in ("CSV", "TSV"):
+        export = export_bytes(client, project, fmt)
+        assert b"_data_sentiment" in export, fmt   # the layout this test is about
+        check = ls.check_tasks(client, project, export, format=fmt)
+        assert (check.n_tasks, check.n_missing, check.n_changed) == (3, 0, 0), fmt
+    # the column is still compared: an edited data field is found
+    first = min(t.id for t in client.tasks.list(project=project))
+    client.tasks.update(id=first, data={"text": "c0", "sentiment": "edited"})
+    check = ls.check_tasks(client, project, export, format="TSV", allow_data_mismatch=True)
+    assert check.n_changed == 1 and "'sentiment' differs" in check.first, check
+
+
+def test_predictions_the_labeling_config_refuses_are_not_reported_pushed(client, simulated):
+    """Label Studio answers 201 to an import and drops the predictions its labeling config
+    does not accept (here a to_name it does not declare), but stores an update as sent: the
+    push said "2 new" (again on every re-run), and an update made the prediction unusable.
+    The pre-flight check refuses them before any write; without it, the dropped import
+    stops the push, naming the first refused prediction."""
+    from crowd_keras import CrowdDataError
+    ls = ls_module()
+    project, truth, _ = simulated
+    tasks = sorted(truth)[:2]
+    bad = [{"task": t, "score": 0.5, "result": [dict(demo_result("positive")[0],
+                                                     to_name="txt")]} for t in tasks]
+    with pytest.raises(CrowdDataError, match=rf"prediction 0 \(task {tasks[0]}\) does not fit "
+                                             rf"the labeling config of project {project}: "
+                                             r".*'txt'.*Nothing was written"):
+        ls.push_predictions(client, project, bad, model_version="refused-to-name")
+    for _ in range(2):   # the import itself, as a caller that made its own checks sends it
+        with pytest.raises(ls.LabelStudioError) as info:
+            ls.push_predictions(client, project, bad, model_version="refused-to-name",
+                                preflight=False)
+        text = str(info.value)
+        assert not info.value.transient and "the server stored 0 of its 2" in text, text
+        assert "'txt'" in text and "Re-run" not in text, text
+    assert _count_version(client, project, "refused-to-name") == 0
+    # an update of a stored prediction is refused before it is sent
+    good = [{"task": tasks[0], "score": 0.5, "result": demo_result("positive")}]
+    assert ls.push_predictions(client, project, good, model_version="refused-update").n_new == 1
+    with pytest.raises(CrowdDataError, match="does not fit the labeling config"):
+        ls.push_predictions(client, project, bad[:1], model_version="refused-update")
+    held = [p.result for p in client.predictions.list(project=project)
+            if p.model_version == "refused-update"]
+    assert held == [good[0]["result"]]
+
+
 # ---------------------------------------------------------------------------- bulk updates
 def test_update_of_most_predictions_goes_in_bulk(client):
     """All 40 predictions of a version changed: a bulk swap (a handful of requests, not 40

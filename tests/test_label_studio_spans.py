@@ -198,6 +198,45 @@ def test_cli_aggregates_a_span_control(tmp_path, capsys):
     assert "span control 'label'" in printed and "1 without spans: all O" in printed
 
 
+
+
+def test_conflicting_ground_truth_spans_are_counted_as_for_choices():
+    # two ground-truth annotations of task 1 with other spans: the latest is its gold, and
+    # the summary says they conflict (it said 0, while a choices export counts them)
+    gold = [{"id": 20, "completed_by": 5, "ground_truth": True, "result": [region(0, 4)],
+             "updated_at": "2024-01-01T00:00:00Z"},
+            {"id": 21, "completed_by": 6, "ground_truth": True,
+             "result": [region(17, 22, label="LOC")], "updated_at": "2024-01-03T00:00:00Z"}]
+    e = ls.read_export(export(gold))
+    assert e.summary.n_gold == 2 and e.summary.n_gold_conflicts == 1
+    assert "2 ground truth (1 conflicting)" in str(e.summary)
+    assert e.gold[["annotation_id", "label"]].values.tolist() == [[21, "LOC"]]
+    # the same spans twice (in another order) do not conflict
+    gold[1]["result"] = [region(0, 4)]
+    assert ls.read_export(export(gold)).summary.n_gold_conflicts == 0
+
+def test_cli_refuses_a_hypertext_control_before_the_fit(tmp_path, capsys):
+    # its predictions cannot be written (XPath offsets): the command fitted, then failed
+    # with advice for Python (model.predict_spans()); it now says so at once, naming the
+    # command that reports on the control
+    html = [{"id": t, "data": {"html": TEXT}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "h", "to_name": "html", "type": "hypertextlabels",
+             "value": {"start": "/text()[1]", "end": "/text()[1]", "startOffset": 0,
+                       "endOffset": 4, "globalOffsets": {"start": 0, "end": 4},
+                       "text": "John", "htmllabels": ["PER"]}}]} for u in (1, 2)]}
+        for t in (1, 2)]
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(html))
+    out = tmp_path / "pred.json"
+    assert cli(["label-studio", "aggregate", str(src), "--out", str(out), "--annotators",
+                str(tmp_path / "a.csv")]) == 2
+    captured = capsys.readouterr()
+    assert "control 'h' is a HyperTextLabels control" in captured.err
+    assert "'crowd-keras label-studio report'" in captured.err
+    assert "predict_spans" not in captured.err and "fitting" not in captured.err
+    assert not out.exists()
+
 # ---------------------------------------------------------------------------- PICO round trip
 def test_a_pico_abstract_round_trips_through_a_label_studio_export(tmp_path):
     from crowd_keras.datasets import load_pico
@@ -230,3 +269,20 @@ def test_a_pico_abstract_round_trips_through_a_label_studio_export(tmp_path):
     direct = TokenDawidSkene().fit(seq).predict_spans()
     assert got == list(direct[["start", "end", "text"]].itertuples(index=False, name=None))
     assert all(text[s:e] == t for s, e, t in got)
+
+
+def test_span_predictions_refuse_spans_of_other_tasks_or_labels():
+    # a span of a task not in the export ("1" for 1, another export's) was left out
+    # silently: the task got an empty prediction, which a push writes over its old one
+    e = ls.read_export(export(), label_config=CONFIG)
+    spans = pd.DataFrame({"doc": [1], "start": [0], "end": [4], "label": ["PER"],
+                          "text": ["John"]})
+    assert ls.span_predictions(e, spans, "v")[0]["result"][0]["value"]["text"] == "John"
+    for bad, match in ((spans.assign(doc="1"), r"span row 0: doc '1' is not a task of the "
+                                               r"export \(of 2: \[1, 2\]\)"),
+                       (spans.assign(doc=7), "doc 7 is not a task of the export"),
+                       (spans.assign(label="ORG"), "label 'ORG' is not a label of 'label'"),
+                       (spans.rename(columns={"doc": "task"}),
+                        r"spans lack the column\(s\) \['doc'\]")):
+        with pytest.raises(CrowdDataError, match=match):
+            ls.span_predictions(e, bad, "v")

@@ -84,10 +84,12 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "--model-version neither duplicates nor loses predictions; an interrupted push "
             "leaves every task with a prediction). The API token is read from the "
             "LABEL_STUDIO_API_KEY environment variable.\n\n"
-            "Span controls (Labels, HyperTextLabels, ParagraphLabels) are aggregated per token "
+            "Span controls (Labels, ParagraphLabels) are aggregated per token "
             "by --sequence-model (tokens: whitespace runs of the task text, tags --scheme); "
             "the predictions hold the aggregate spans (start, end, text, labels, score) and "
-            "the report span and token precision/recall/F1 per annotator."))
+            "the report span and token precision/recall/F1 per annotator. HyperTextLabels "
+            "controls are reported by 'label-studio report' (their predictions would need "
+            "XPath offsets)."))
     agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
     add_method_option(agg)
     add_target_prior_option(agg, "the default --method of Choices/Rating controls only")
@@ -311,8 +313,10 @@ def _nothing_left(summary: Any) -> str:
             + (" and notes" if summary.notes else "") + " above)")
 
 
-def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool) -> Optional[str]:
-    """Flags the export makes meaningless (an error rather than silently ignored)."""
+def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool,
+                   config: Any = None) -> Optional[str]:
+    """Flags the export (or the labeling ``config`` it was read with) makes meaningless or
+    contradicts (an error rather than silently ignored)."""
     if args.model_version is not None and not args.model_version.strip():
         return "--model-version is empty: give a name, or drop it for crowd-keras-<method>"
     if not spans and (args.text_key is not None or args.scheme != "IO"):
@@ -323,6 +327,12 @@ def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool) -> Option
             args.to_name != export.to_name:
         return (f"--to-name {args.to_name!r} differs from the object {export.to_name!r} that "
                 f"the export's results of control '{export.control}' label (drop --to-name)")
+    if args.to_name and config is not None and export.to_name and \
+            args.to_name != export.to_name:
+        # Label Studio drops predictions for an object its config does not declare
+        where = "--label-config" if args.label_config else "the project's labeling config"
+        return (f"--to-name {args.to_name!r} differs from the object {export.to_name!r} that "
+                f"control '{export.control}' labels in {where} (drop --to-name)")
     return None
 
 
@@ -399,9 +409,15 @@ def aggregate_command(args: argparse.Namespace) -> int:
     for note in export.summary.notes:
         print(f"note: {cli_words(note)}")
     spans = isinstance(export, ls.LabelStudioSpans)
-    problem = _ignored_flags(args, export, spans)
+    problem = _ignored_flags(args, export, spans, config)
     if problem:
         _err(problem)
+        return 2
+    if spans and export.control_type == "hypertextlabels":   # known before the fit
+        _err(f"control '{export.control}' is a HyperTextLabels control: its predictions would "
+             "need XPath offsets, which the export's character offsets do not give, so "
+             "aggregate cannot write them; 'crowd-keras label-studio report' gives its "
+             "agreement and each annotator's span quality")
         return 2
     if (export.sequences.annotations if spans else export.annotations).n_annotations == 0:
         _err(_nothing_left(export.summary))
@@ -473,6 +489,12 @@ def aggregate_command(args: argparse.Namespace) -> int:
     if args.annotators is not None:
         _report(args, ls, export, model, client, version)
     if client is not None:
+        try:
+            ls.check_against_config(predictions, getattr(project, "label_config", None),
+                                    args.project)
+        except CrowdDataError as exc:
+            _err(exc)
+            return 2
         try:
             result = ls.push_predictions(client, args.project, predictions, model_version=version,
                                          batch_size=args.batch_size, retries=args.retries,

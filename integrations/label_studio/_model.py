@@ -15,10 +15,11 @@ __all__ = ["ensure_fitted", "prediction_target"]
 
 
 def ensure_fitted(export: LabelStudioExport, model: Any) -> Any:
-    """``model`` (a new ``DEFAULT_LABEL_MODEL`` when None), fitted on ``export.annotations`` if
-    it is not fitted yet; raises when it was fitted on other annotations."""
-    if model is None:
-        model = get_label_model(DEFAULT_LABEL_MODEL)
+    """``model`` (a new ``DEFAULT_LABEL_MODEL`` when None; a name is looked up in the label
+    model registry, as a span export's sequence model is), fitted on ``export.annotations``
+    if it is not fitted yet; raises when it was fitted on other annotations."""
+    if model is None or isinstance(model, str):
+        model = get_label_model(DEFAULT_LABEL_MODEL if model is None else model)
     if not hasattr(model, "posteriors_"):
         model.fit(export.annotations)
     fitted = model.annotations_

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from .client import _NO_RETRY, _call, _secrets_of
+from .client import _NO_RETRY, LabelStudioError, _call, _secrets_of
 
 
 class PushOps:
@@ -56,16 +56,46 @@ class PushOps:
                 present = self.held(version, {p["task"] for p in pending})
                 pending[:] = [p for p in pending if p["task"] not in present]
 
+            sent: list = []
+
             def send() -> Any:
+                sent[:] = list(pending)
                 if not pending:
                     return None
                 return self.client.projects.import_predictions(
                     self.project_id, request=pending, request_options=_NO_RETRY)
 
             state["stage"] = f"{label}batch {n + 1} of {len(batches)}"
-            self.call(send, f"importing batch {n + 1} of {len(batches)}", before_retry=refresh)
+            reply = self.call(send, f"importing batch {n + 1} of {len(batches)}",
+                              before_retry=refresh)
+            created = getattr(reply, "created", None)
+            if sent and isinstance(created, int) and created < len(sent):
+                # Label Studio answers 201 and stores only the predictions its labeling
+                # config accepts: the others would be reported pushed, and pushed again
+                raise LabelStudioError(
+                    f"importing batch {n + 1} of {len(batches)}: the server stored {created} "
+                    f"of its {len(sent)} predictions and dropped the others, which the "
+                    f"project's labeling config does not accept{self._first_refused(sent)} "
+                    "(a permanent error: not retried)")
             done(len(batch))
         return len(batches)
+
+    def _first_refused(self, items: Sequence[dict]) -> str:
+        """Why the project's labeling config refuses the first of ``items`` it refuses
+        (checked here with the SDK's ``LabelInterface``), or "" when that cannot be told."""
+        try:
+            from label_studio_sdk.label_interface import LabelInterface
+
+            config = self.client.projects.get(id=self.project_id,
+                                              request_options=_NO_RETRY).label_config
+            interface = LabelInterface(config)
+            for p in items:
+                errors = interface.validate_prediction(p, return_errors=True)
+                if errors:
+                    return f" (first: task {p['task']}: {'; '.join(map(str, errors))[:300]})"
+        except Exception:  # noqa: BLE001 - only a better message is lost
+            pass
+        return ""
 
     def update(self, pred_id: int, p: dict, version: str) -> None:
         self.call(lambda: self.client.predictions.update(

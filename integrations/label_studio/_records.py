@@ -16,8 +16,12 @@ import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
 
-__all__ = ["ExportSummary", "Record", "load_export", "records_from_full", "records_from_rows",
-           "task_id", "parse_times", "python_scalar"]
+__all__ = ["FORMATS", "ExportSummary", "Record", "load_export", "records_from_full",
+           "records_from_rows", "task_id", "parse_times", "python_scalar", "check_flag"]
+
+
+#: The export formats read (Label Studio's export types of that name).
+FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class Record:
 
 def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
     """(format, payload, description): payload is a list of dicts (JSON) or of CSV rows."""
+    if fmt is not None and fmt not in FORMATS:   # else read as CSV, whatever it names
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     origin = "export"
     if isinstance(source, (list, dict)):
         return _json_kind(source, fmt, origin), _as_task_list(source, origin), origin
@@ -338,13 +344,21 @@ def records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
                                      f"{type(result).__name__}")
             cancelled = _flag(ann, ("was_cancelled", "skipped"), where)
             for r_pos, item in enumerate(result):
+                if _is_relation(item):
+                    continue
                 _check_result_item(item, f"{where}, result item {r_pos}")
                 if not cancelled and item["from_name"] not in seen:
                     seen[item["from_name"]] = (str(item["type"]).lower(), item.get("to_name"))
             records.append(Record(tid, aid, key_, email, cancelled,
                                    _flag(ann, ("ground_truth",), where), _timestamp(ann, where),
-                                   where, result=result))
+                                   where, result=[r for r in result if not _is_relation(r)]))
     return task_ids, _one_key_per_user(records), seen
+
+
+def _is_relation(item: Any) -> bool:
+    """A ``relation`` result (``from_id``, ``to_id``, ``direction``): no control's value."""
+    return (isinstance(item, dict) and "from_name" not in item
+            and str(item.get("type", "")).lower() == "relation")
 
 
 def _check_result_item(item: Any, where: str) -> None:
@@ -425,3 +439,9 @@ def parse_times(values: list, wheres: list) -> pd.Series:
 def python_scalar(value: Any) -> Any:
     """A numpy scalar as the Python value (JSON-ready); anything else as it is."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def check_flag(name: str, value: Any) -> None:
+    """A switch must be a bool: a truthy ``"no"`` or ``"false"`` would turn it on."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")

@@ -22,7 +22,7 @@ from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_
 
 from ._controls import SPAN_TAGS
 from ._model import prediction_target
-from ._records import python_scalar
+from ._records import check_flag, python_scalar
 from ._spans import LabelStudioSpans
 
 __all__ = ["fitted_sequence_model", "span_predictions", "span_predictions_from_model",
@@ -73,7 +73,9 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
         include_unannotated: also predict tasks without a used annotation.
         to_name: the object the control labels (default ``export.to_name``).
     """
+    check_flag("include_unannotated", include_unannotated)
     to_name = prediction_target(export, model_version, to_name)
+    _check_spans(export, spans)
     seq = export.sequences
     annotated = np.bincount(seq.assign_doc, minlength=seq.n_docs) > 0
     rows = np.arange(seq.n_docs) if include_unannotated else np.flatnonzero(annotated)
@@ -94,6 +96,29 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
         out.append({"task": python_scalar(task), "model_version": model_version, "score": score,
                     "result": result})
     return out
+
+
+def _check_spans(export: LabelStudioSpans, spans: Any) -> None:
+    """Every span names a task of the export (its ``doc``) and a label of the control: one
+    naming another task (``"7"`` for 7, another export's) would be left out silently, and
+    the task pushed an empty prediction."""
+    if not isinstance(spans, pd.DataFrame):
+        raise TypeError(f"spans must be a DataFrame (doc, start, end, label, text), got "
+                        f"{type(spans).__name__}")
+    missing = [c for c in ("doc", "start", "end", "label", "text") if c not in spans.columns]
+    if missing:
+        raise CrowdDataError(f"spans lack the column(s) {missing} (doc = task id, start, end, "
+                             f"label, text; as model.predict_spans() gives); columns: "
+                             f"{list(spans.columns)}")
+    for column, known, what in (("doc", export.task_ids, "a task of the export"),
+                                ("label", export.labels, f"a label of '{export.control}'")):
+        bad = ~spans[column].isin(list(known)).to_numpy()
+        if bad.any():
+            n = int(np.argmax(bad))
+            shown = [python_scalar(k) for k in list(known)[:5]]
+            raise CrowdDataError(f"span row {n}: {column} "
+                                 f"{python_scalar(spans[column].iloc[n])!r} is not {what} "
+                                 f"(of {len(known)}: {shown}{'...' if len(known) > 5 else ''})")
 
 
 def _task_confidence(seq: SequenceAnnotations, post: np.ndarray, tags: np.ndarray) -> np.ndarray:

@@ -53,7 +53,9 @@ class SpanExportSummary(ExportSummary):
                 f"{self.n_annotators} annotators, {self.n_annotations_read} annotations read, "
                 f"{self.n_used} used ({self.n_without_label} without spans: all O), "
                 f"{self.n_cancelled} skipped/cancelled, {self.n_superseded} superseded, "
-                f"{self.n_gold} ground truth; spans: {self.spans}")
+                f"{self.n_gold} ground truth"
+                + (f" ({self.n_gold_conflicts} conflicting)" if self.n_gold_conflicts else "")
+                + f"; spans: {self.spans}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,6 +281,14 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
                                           "label", "text", "where"])
 
     spans, gold = spans_of(kept), spans_of(gold_kept)
+
+    def span_set(rec: Any) -> frozenset:
+        return frozenset((start, end, lab) for start, end, lab, _, _ in _span_rows(
+            _values(rec, control, kind), kind, rec.where, bases[rec.task]))
+
+    # tasks whose ground-truth annotations hold different spans (the latest is the gold)
+    n_gold_conflicts = sum(len({span_set(live[r]) for r in rows}) > 1
+                           for _, rows in gold_rows.groupby("task")["row"])
     allowed = config[control][1] if config is not None and control in config else None
     for frame_, what in ((spans, "span"), (gold, "ground-truth span")):
         if allowed is not None and len(frame_):
@@ -306,13 +316,14 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
                              f"from the task's characters {spans['start'].iloc[r]}:"
                              f"{spans['end'].iloc[r]}")
     return _assemble(seq, spans, gold, records, frame, used, superseded, gold_rows, fmt, control,
-                     kind, to_name, key, notes, bases)
+                     kind, to_name, key, notes, bases, n_gold_conflicts)
 
 
 def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame, records: list,
               frame: pd.DataFrame, used: pd.DataFrame, superseded: pd.Series,
               gold_rows: pd.DataFrame, fmt: str, control: str, kind: str,
-              to_name: Optional[str], key: str, notes: list, bases: dict) -> LabelStudioSpans:
+              to_name: Optional[str], key: str, notes: list, bases: dict,
+              n_gold_conflicts: int) -> LabelStudioSpans:
     users = pd.Index(seq.annotator_ids)
     everyone = sorted({r.annotator for r in records}, key=lambda a: (isinstance(a, str), a))
     missing = [a for a in everyone if a not in users]
@@ -339,7 +350,8 @@ def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame,
         n_tasks_unannotated=int((per_doc == 0).sum()), n_annotations_read=len(records),
         n_used=len(seq.assign_doc), n_cancelled=sum(r.cancelled for r in records),
         n_without_label=seq.summary.annotations_without_spans,
-        n_superseded=int(superseded.sum()), n_gold=int(len(gold_rows)), n_gold_conflicts=0,
+        n_superseded=int(superseded.sum()), n_gold=int(len(gold_rows)),
+        n_gold_conflicts=n_gold_conflicts,
         n_multiple_skipped=0, n_annotators=len(seq.annotator_ids), notes=tuple(notes),
         spans=seq.summary)
     return LabelStudioSpans(

@@ -31,6 +31,8 @@ class LabelStudioError(RuntimeError):
 
 
 _TOKEN_PATTERN = re.compile(r"(?i)\b(token|bearer)(\s+|=)([A-Za-z0-9._\-]{16,})")
+# the password of a URL's user info (http://user:password@host: basic auth of a proxy)
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@'\"]*:)([^@\s/'\"]+)@")
 
 
 def _secrets_of(client: Any = None, api_key: Optional[str] = None) -> list:
@@ -46,6 +48,7 @@ def _secrets_of(client: Any = None, api_key: Optional[str] = None) -> list:
 def _scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}***@", text)
     return _TOKEN_PATTERN.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 
 

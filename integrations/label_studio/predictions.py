@@ -15,7 +15,7 @@ from crowd_keras.files import atomic_write_text
 from ._model import ensure_fitted, prediction_target
 from ._span_results import span_predictions_from_model
 from ._spans import LabelStudioSpans
-from ._records import python_scalar
+from ._records import check_flag, python_scalar
 from .reader import LabelStudioExport
 
 
@@ -41,6 +41,7 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
         raise CrowdDataError("a span export's predictions are spans, not class probabilities: "
                              "use span_predictions(export, model.predict_spans(), version) or "
                              "predictions_from_model(export, model)")
+    check_flag("include_unannotated", include_unannotated)
     shape = (len(export.task_ids), len(export.classes))
     p = check_probability_matrix(proba, shape, "probabilities", f"{shape} (tasks × classes)",
                                  lambda i: f"task {python_scalar(export.task_ids[i])}")
@@ -70,7 +71,8 @@ def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], m
                            model_version: Optional[str] = None, **kwargs: Any) -> list[dict]:
     """Fit ``model`` on the export if needed; return its predictions.
 
-    ``model`` defaults to a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``;
+    ``model`` (a model, or a registry name) defaults to a new model of the package's default
+    (``_model.DEFAULT_LABEL_MODEL``;
     for a span export, the sequence registry's ``DEFAULT_SEQUENCE_MODEL``, and the
     predictions hold ``labels`` regions: see :mod:`._span_results`).
     ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``; other keyword arguments go to

@@ -40,15 +40,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
-from ._records import _integer_id, task_id
+from ._records import _integer_id, check_flag, task_id
 from .client import LabelStudioError, _base_url, _scrub, check_project
-from .target import check_tasks
+from .target import check_against_config, check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
 
@@ -96,7 +97,17 @@ def _same(old: Any, new: dict) -> bool:
 
 
 def _checked_predictions(predictions: Sequence[dict], model_version: Optional[str]) -> tuple:
-    preds = [dict(p) for p in predictions]
+    if isinstance(predictions, (dict, str, bytes, os.PathLike)):
+        hint = (" (a file? load it first: json.load)"
+                if isinstance(predictions, (str, os.PathLike)) else "")
+        raise TypeError(f"predictions must be a list of prediction dicts, got "
+                        f"{type(predictions).__name__}{hint}")
+    preds = list(predictions)
+    odd = next((n for n, p in enumerate(preds) if not isinstance(p, dict)), None)
+    if odd is not None:
+        raise CrowdDataError(f"prediction {odd} is not a dict (got {type(preds[odd]).__name__} "
+                             f"{str(preds[odd])[:80]!r})")
+    preds = [dict(p) for p in preds]
     versions = {p.get("model_version") for p in preds} - {None}
     if model_version is None:
         if len(versions) != 1:
@@ -181,13 +192,15 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
 
     First (``preflight=True``) the URL, token and project are checked once
     (:func:`check_project`): a bad token, an unknown project or a malformed URL fails before
-    anything is written. Then the target's tasks are checked (:func:`~.target.check_tasks`):
+    anything is written. The predictions must fit the project's labeling config
+    (:func:`~.target.check_against_config`). Then the target's tasks are checked
+    (:func:`~.target.check_tasks`):
     with ``export`` (the export the predictions were made from: a path, file object, bytes
     or loaded JSON) every task of it must be in the project with the same ``data`` (and a
     full JSON export's project id must be ``project_id``); without it, the predictions'
     tasks must be in the project. A mismatch raises :class:`~crowd_keras.CrowdDataError`
     before anything is written; ``allow_data_mismatch=True`` accepts tasks whose data were
-    edited on purpose. ``preflight=False`` skips both checks (the caller made them).
+    edited on purpose. ``preflight=False`` skips these checks (the caller made them).
 
     Then the project's predictions are listed. A task that already has one of
     ``model_version``: ``on_existing="update"`` (default) leaves it when its result and
@@ -217,10 +230,13 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
+    check_flag("allow_data_mismatch", allow_data_mismatch)
+    check_flag("preflight", preflight)
     project_id = _integer_id(project_id, "push_predictions", "project_id")
     preds, model_version = _checked_predictions(predictions, model_version)
     if preflight:
-        check_project(client, project_id, retries=retries, backoff=backoff)
+        project = check_project(client, project_id, retries=retries, backoff=backoff)
+        check_against_config(preds, getattr(project, "label_config", None), project_id)
         check_tasks(client, project_id, export, task_ids=[p["task"] for p in preds],
                     allow_data_mismatch=allow_data_mismatch, retries=retries, backoff=backoff)
     ops = PushOps(client, project_id, retries, backoff)

@@ -165,6 +165,9 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
             control's error); a control that fails while others work is reported in its
             section and in the JSON (``error``).
     """
+    if isinstance(controls, (str, bytes)):   # else each character would be a control
+        raise TypeError(f"controls must be a list of control names, got the string "
+                        f"{controls!r}; pass [{controls!r}]")
     _check_outputs(source, Path(out_dir))
     names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
                                                                            format)]

@@ -17,11 +17,10 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
                         selection_full, selection_min)
-from ._records import (ExportSummary, load_export, parse_times, records_from_full,
+from ._records import (FORMATS, ExportSummary, load_export, parse_times, records_from_full,
                        records_from_rows)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
-FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 _MULTIPLE = ("error", "combination", "skip")
 _TEXT_MISMATCH = ("count", "error")
 
@@ -139,6 +138,10 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
                  text_mismatch=text_mismatch, origin=origin, notes=notes)
     if fmt == "JSON":
         tasks, records, seen = records_from_full(payload, origin)
+        if config is None and not records:
+            # else "no control found in the annotation results", as if the results were odd
+            raise CrowdDataError(f"{origin}: its {len(tasks)} task(s) hold no annotation: "
+                                 "nothing to read")
         if config is None and not seen and records and all(r.cancelled for r in records):
             # else the control is said to appear in no result, though cancelled ones name it
             raise CrowdDataError(f"{origin}: all {len(records)} annotations are cancelled "
@@ -242,8 +245,13 @@ def _row_format_notes(fmt: str, control: str, to_name: Optional[str], config: Op
     CSV or TSV export always gets."""
     for where, row in bare:
         if row.get(control) not in (None, ""):
-            raise CrowdDataError(f"{where}: a value {row[control]!r} for control '{control}' "
-                                 "but no annotator nor annotation_id")
+            raise CrowdDataError(
+                f"{where}: a value {row[control]!r} for control '{control}' but no annotator "
+                "nor annotation_id" + (
+                    f"; is it a task data field named '{control}' like the control? A "
+                    f"{fmt} export writes both in one column (the control's labels over the "
+                    "data): use the full JSON export (or CSV, which names the data column "
+                    f"_data_{control})" if fmt == "JSON_MIN" else ""))
     notes: list = []
     if to_name is not None and config is None:
         notes.append(Message("to_name '{name}' (the object the control labels) is the "

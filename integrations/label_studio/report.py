@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from crowd_keras.aggregation.pred_probs import check_probability_matrix
 from crowd_keras.agreement import agreement_report, annotator_agreement
 from crowd_keras.agreement.report import records
 from crowd_keras.errors import CrowdDataError
@@ -49,11 +50,15 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     ``n_annotations`` 0, its counts and NaN quality.
 
     Args:
-        model: a label model fitted on ``export.annotations`` or unfitted (it is fitted);
-            default: a new model of the package's default (``_model.DEFAULT_LABEL_MODEL``).
+        model: a label model fitted on ``export.annotations`` or unfitted (it is fitted), or
+            a registry name; default: a new model of the package's default
+            (``_model.DEFAULT_LABEL_MODEL``).
         emails: user id -> e-mail, filling e-mails the export lacks (see
             :func:`fetch_user_emails`).
     """
+    if emails is not None and not isinstance(emails, Mapping):
+        raise TypeError(f"emails must be a mapping of user id to e-mail (as "
+                        f"fetch_user_emails returns), got {type(emails).__name__}")
     if isinstance(export, LabelStudioSpans):
         model = fitted_sequence_model(export, model)
         frame = span_report(export, model, emails)
@@ -144,6 +149,11 @@ def _with_agreement(frame: pd.DataFrame, data: Any) -> tuple[pd.DataFrame, Optio
 
 
 def _written(frame: pd.DataFrame, csv_path: Any, json_path: Any, meta: dict) -> pd.DataFrame:
+    if csv_path is not None and json_path is not None and \
+            Path(csv_path).resolve() == Path(json_path).resolve():
+        # else the JSON replaces the CSV, silently
+        raise ValueError(f"csv_path and json_path are one file ({str(csv_path)!r}): give two "
+                         "paths, or one of them")
     texts = {}   # both files replaced together or neither: one run's report
     if csv_path is not None:   # each in its own format, whatever its name ends with
         texts[csv_path] = _report_text(frame, as_json=False)
@@ -172,9 +182,13 @@ def gold_accuracy(export: LabelStudioExport, proba: Any) -> tuple[int, float]:
     """(number of gold tasks with an annotation used, accuracy of the argmax of ``proba`` on
     them; NaN when none). A gold task that no annotation aggregates has no aggregate label to
     score (its row of ``proba`` is the model's guess without labels)."""
+    shape = (len(export.task_ids), len(export.classes))
+    proba = check_probability_matrix(proba, shape, "probabilities",
+                                     f"{shape} (tasks × classes)",
+                                     lambda i: f"task {python_scalar(export.task_ids[i])}")
     gold = export.gold_codes()
     has = (gold >= 0) & (export.annotations.annotations_per_item() > 0)
     if not has.any():
         return 0, float("nan")
-    pred = np.argmax(np.asarray(proba), axis=1)
+    pred = np.argmax(proba, axis=1)
     return int(has.sum()), float((pred[has] == gold[has]).mean())

@@ -18,10 +18,10 @@ from typing import Any, Optional
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
-from ._records import _integer_id, load_export
+from ._records import _integer_id, check_flag, load_export
 from .client import _NO_RETRY, _base_url, _call, _secrets_of
 
-__all__ = ["TaskCheck", "check_tasks", "data_hash", "export_tasks"]
+__all__ = ["TaskCheck", "check_tasks", "check_against_config", "data_hash", "export_tasks"]
 
 #: Columns a JSON_MIN/CSV/TSV row has besides the task's data fields.
 _ROW_KEYS = frozenset({"id", "annotator", "annotation_id", "created_at", "updated_at",
@@ -124,10 +124,14 @@ def _difference(mine: Any, theirs: Any, fmt: str) -> Optional[str]:
     for key, value in theirs.items():
         if key in _ROW_KEYS:
             continue
-        if key not in mine:
+        # CSV/TSV: a data field named like a control is written as the column _data_<name>
+        # (the column <name> holds the control's labels)
+        column = f"_data_{key}" if (fmt in ("CSV", "TSV") and f"_data_{key}" in mine
+                                    and f"_data_{key}" not in theirs) else key
+        if column not in mine:
             return f"the project's data field {key!r} is not a column of the export"
-        if not _cell_equal(mine[key], value, fmt):
-            return (f"its data field {key!r} differs: export {_short(mine[key])}, project "
+        if not _cell_equal(mine[column], value, fmt):
+            return (f"its data field {key!r} differs: export {_short(mine[column])}, project "
                     f"{_short(value)}")
     return None
 
@@ -160,6 +164,9 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
     """
     if export is None and task_ids is None:
         raise TypeError("check_tasks needs export= or task_ids=")
+    check_flag("allow_data_mismatch", allow_data_mismatch)
+    if isinstance(task_ids, (str, bytes)):   # else each digit would be a task id
+        raise TypeError(f"task_ids must be a list of task ids, got the string {task_ids!r}")
     # as text ("1", from an environment variable) it never equals the export's project 1
     project_id = _integer_id(project_id, "check_tasks", "project_id")
     mine = export_tasks(export, format) if export is not None else None
@@ -193,3 +200,31 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
             "{allow}", source=source, where=where, n=len(changed), total=len(wanted),
             first=first, allow=Argument("allow_data_mismatch", True)))
     return result
+
+
+def check_against_config(predictions: Any, label_config: Any, project_id: Any) -> None:
+    """Raise :class:`~crowd_keras.CrowdDataError` naming the first prediction that the
+    project's labeling config does not accept (a control, object, type or value it does not
+    declare), checked with the SDK's ``LabelInterface`` as the server checks an import.
+
+    Label Studio stores only the predictions its config accepts from an import (answering
+    201 for the others too) but stores an update as sent: checked before anything is
+    written. Nothing is checked when the SDK cannot read the config (the server decides).
+    """
+    if not label_config:
+        return
+    try:
+        from label_studio_sdk.label_interface import LabelInterface
+        interface = LabelInterface(label_config)
+    except Exception:  # noqa: BLE001 - no SDK, or a config it cannot read
+        return
+    for n, p in enumerate(predictions):
+        try:
+            errors = interface.validate_prediction(p, return_errors=True)
+        except Exception:  # noqa: BLE001 - a result the validator cannot handle
+            continue
+        if errors:
+            raise CrowdDataError(
+                f"prediction {n} (task {p.get('task')!r}) does not fit the labeling config of "
+                f"project {project_id}: {'; '.join(map(str, errors))[:300]}; Label Studio "
+                "would drop it. Nothing was written")

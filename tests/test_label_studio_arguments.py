@@ -1,0 +1,129 @@
+"""Label Studio integration: arguments of the wrong type are refused before any work or
+request, naming what was given (found by the Label Studio user-path defect hunt; no server
+needed: each call fails before it would reach one)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("label_studio_sdk")
+
+from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.integrations import label_studio as ls  # noqa: E402
+
+_NO_SERVER = object()  # any request through it would fail with an AttributeError
+
+
+@pytest.mark.parametrize("given, error, match", [
+    # a dict or a path was read item by item: "dictionary update sequence element #0 ..."
+    ({"task": 1, "result": []}, TypeError, "predictions must be a list of prediction dicts, "
+                                           "got dict$"),
+    ("predictions.json", TypeError, r"got str \(a file\? load it first: json.load\)"),
+    ([{"task": 1, "result": []}, "x"], CrowdDataError, "prediction 1 is not a dict "
+                                                       r"\(got str 'x'\)"),
+])
+def test_push_refuses_predictions_that_are_not_a_list_of_dicts(given, error, match):
+    with pytest.raises(error, match=match):
+        ls.push_predictions(_NO_SERVER, 1, given, model_version="v", preflight=False)
+
+
+def test_quality_report_refuses_one_control_name_given_as_a_string(tmp_path):
+    # each character was read as a control: "control 's' appears in no annotation result"
+    export = [{"id": 1, "data": {"text": "a"}, "annotations": []}]
+    with pytest.raises(TypeError, match=r"controls must be a list of control names, got the "
+                                        r"string 'sentiment'; pass \['sentiment'\]"):
+        ls.quality_report(export, tmp_path, controls="sentiment")
+    assert not list(tmp_path.iterdir())
+
+
+def test_check_tasks_refuses_task_ids_given_as_a_string():
+    # "12" was checked as the tasks 1 and 2
+    with pytest.raises(TypeError, match="task_ids must be a list of task ids, got the string "
+                                        "'12'"):
+        ls.check_tasks(_NO_SERVER, 1, task_ids="12")
+
+
+def test_annotator_report_refuses_emails_that_are_not_a_mapping():
+    # an AttributeError ('list' object has no attribute 'get') after the fit before
+    export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "s", "to_name": "text",
+                                                 "type": "choices",
+                                                 "value": {"choices": ["x"]}}]}]}])
+    with pytest.raises(TypeError, match="emails must be a mapping of user id to e-mail "
+                                        r"\(as fetch_user_emails returns\), got list"):
+        ls.annotator_report(export, emails=["a@example.com"])
+
+
+def test_a_label_model_named_by_its_registry_name_is_fitted_on_a_choices_export():
+    # a span export takes a sequence model's name; a choices export raised
+    # AttributeError: 'str' object has no attribute 'fit'
+    export = ls.read_export([{"id": t, "data": {"text": "a"}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "s", "to_name": "text", "type": "choices",
+             "value": {"choices": ["x" if (t + u) % 3 else "y"]}}]} for u in (1, 2, 3)]}
+        for t in range(1, 7)])
+    preds = ls.predictions_from_model(export, "majority_vote")
+    assert len(preds) == 6 and preds[0]["model_version"] == "crowd-keras-MajorityVote"
+    assert ls.annotator_report(export, "dawid_skene")["annotator"].tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="unknown label model 'dawid_skeen'"):
+        ls.predictions_from_model(export, "dawid_skeen")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ls.push_predictions(_NO_SERVER, 1, [], model_version="v",
+                                allow_data_mismatch="false"),
+    lambda: ls.check_tasks(_NO_SERVER, 1, task_ids=[1], allow_data_mismatch="false"),
+])
+def test_allow_data_mismatch_must_be_a_bool(call):
+    # "false" is truthy: it pushed onto tasks whose data differ from the export's
+    with pytest.raises(TypeError, match="allow_data_mismatch must be True or False, got "
+                                        "'false'"):
+        call()
+
+
+def test_preflight_must_be_a_bool():
+    with pytest.raises(TypeError, match="preflight must be True or False, got 'no'"):
+        ls.push_predictions(_NO_SERVER, 1, [], model_version="v", preflight="no")
+
+
+def test_include_unannotated_must_be_a_bool():
+    # "no" is truthy: every task without an annotation got a prediction of the class prior
+    export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "s", "to_name": "text",
+                                                 "type": "choices",
+                                                 "value": {"choices": ["x"]}}]}]},
+        {"id": 2, "data": {"text": "b"}, "annotations": []}])
+    with pytest.raises(TypeError, match="include_unannotated must be True or False, got 'no'"):
+        ls.to_predictions(export, [[1.0], [1.0]], "v", include_unannotated="no")
+    spans = ls.read_export([{"id": 1, "data": {"text": "John"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "n", "to_name": "text",
+                                                 "type": "labels", "value": {
+                                                     "start": 0, "end": 4, "labels": ["P"]}}]}]}])
+    with pytest.raises(TypeError, match="include_unannotated must be True or False, got 'no'"):
+        ls.span_predictions(spans, spans.spans.rename(columns={"task": "doc"}), "v",
+                            include_unannotated="no")
+
+
+def test_gold_accuracy_checks_the_shape_of_the_probabilities():
+    # (tasks + 5) rows raised an IndexError; rows of another export's tasks would be scored
+    export = ls.read_export([{"id": t, "data": {"text": "a"}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "ground_truth": u == 1, "result": [
+            {"from_name": "s", "to_name": "text", "type": "choices",
+             "value": {"choices": ["x" if t % 2 else "y"]}}]} for u in (1, 2)]}
+        for t in range(1, 5)])
+    assert ls.gold_accuracy(export, [[1.0, 0.0], [0.0, 1.0]] * 2) == (4, 1.0)
+    with pytest.raises(CrowdDataError, match=r"probabilities must have shape \(4, 2\) "
+                                             r"\(tasks × classes\), got \(9, 2\)"):
+        ls.gold_accuracy(export, [[0.5, 0.5]] * 9)
+
+
+def test_annotator_report_refuses_one_path_for_both_files(tmp_path):
+    # the JSON report replaced the CSV one, silently
+    export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": 5, "completed_by": 2, "result": [{"from_name": "s", "to_name": "text",
+                                                 "type": "choices",
+                                                 "value": {"choices": ["x"]}}]}]}])
+    path = tmp_path / "report.csv"
+    with pytest.raises(ValueError, match="csv_path and json_path are one file"):
+        ls.annotator_report(export, "majority_vote", csv_path=path,
+                            json_path=tmp_path / "." / "report.csv")
+    assert not path.exists()
