@@ -127,3 +127,16 @@ def test_annotator_report_refuses_one_path_for_both_files(tmp_path):
         ls.annotator_report(export, "majority_vote", csv_path=path,
                             json_path=tmp_path / "." / "report.csv")
     assert not path.exists()
+
+
+def test_check_tasks_refuses_predictions_for_tasks_outside_the_export():
+    # with export=, a prediction for another task was checked for existence only: a push
+    # could write into a task the export (the user's target) does not hold
+    export = "tests/data/label_studio/demo.json"
+    import json
+    with open(export, encoding="utf-8") as fh:
+        ids = [t["id"] for t in json.load(fh)]
+    stray = max(ids) + 1000
+    with pytest.raises(CrowdDataError, match=rf"1 of the tasks to write are not in .*demo.json' "
+                                             rf"\(first: task {stray}\).*Nothing was written"):
+        ls.check_tasks(_NO_SERVER, 1, export, task_ids=ids[:2] + [stray])

@@ -153,8 +153,9 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
 
     ``export``: the export (a path, file object, bytes or loaded JSON, as ``read_export``
     takes); every task of it must exist in project ``project_id`` with the same ``data``,
-    and a full JSON export's ``project`` id must be ``project_id``. Without ``export``, the
-    ``task_ids`` (e.g. those of the predictions) must exist in the project.
+    and a full JSON export's ``project`` id must be ``project_id``, and ``task_ids`` (those
+    of the predictions) must be tasks of the export. Without ``export``, the ``task_ids``
+    must exist in the project.
     ``allow_data_mismatch=True`` accepts tasks whose data differ (task data edited on
     purpose) and counts them; missing tasks and another project id are always refused.
 
@@ -178,9 +179,16 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
                 f"{mine.origin} comes from project {others[0]}, not {where}: refusing to push "
                 f"its predictions there (push to project {others[0]}, or export project "
                 f"{project_id} and aggregate that)")
+    extra = sorted({int(t) for t in task_ids or ()} - set(mine.data if mine else ()))
+    if mine is not None and extra:
+        # predictions made from this export name its tasks only: another task is not the
+        # export's target, and its data cannot be checked
+        raise CrowdDataError(
+            f"{len(extra)} of the tasks to write are not in {mine.origin} (first: task "
+            f"{extra[0]}): refusing to write into tasks the export does not hold; push the "
+            f"predictions of this export only, or leave export= out. Nothing was written")
     theirs = _project_data(client, project_id, retries, backoff)
-    wanted = list(mine.data) if mine is not None else []
-    wanted += sorted({int(t) for t in task_ids or ()} - set(wanted))  # existence only
+    wanted = list(mine.data) if mine is not None else extra
     missing = [t for t in wanted if t not in theirs]
     changed = [] if mine is None else [
         (t, d) for t in mine.data if t in theirs
