@@ -251,3 +251,23 @@ def test_sparse_pred_probs_are_refused_as_not_dense():
     with pytest.raises(CrowdDataError, match=r"pred_probs must be a dense array, got a scipy "
                                              r"sparse csr_matrix of shape \(4, 2\)$"):
         DawidSkene().fit(SMALL, pred_probs=sp.csr_matrix(np.full((4, 2), 0.5)))
+
+
+@pytest.mark.parametrize("settings", [{"smoothing": 0}, {"smoothing": 0, "prior_strength": 0}])
+def test_dawid_skene_without_smoothing_gives_no_runtime_warning(settings):
+    """smoothing=0 (crowd-kit's plain Dawid-Skene) leaked numpy's 'divide by zero
+    encountered in log' for every label an annotator never gave (log π = -inf by design)."""
+    import warnings
+
+    import pandas as pd
+
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import DawidSkene
+
+    df = pd.DataFrame({"task": ["a", "a", "b", "b", "c", "c"],
+                       "worker": ["x", "y", "x", "y", "z", "y"], "label": [0, 0, 1, 1, 1, 0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = DawidSkene(**settings).fit(Annotations.from_frame(df), gold={"a": 0})
+    np.testing.assert_array_equal(model.predict(), [0, 1, 0])
+    assert np.isfinite(model.predict_proba()).all()

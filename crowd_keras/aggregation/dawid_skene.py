@@ -76,7 +76,8 @@ def _full_confusions(C: np.ndarray, smoothing: float, strength: float,
         if not np.isfinite(strength):
             return np.broadcast_to(np.log(P), C.shape)
         a = C + smoothing + strength * P
-    return np.log(a) - np.log(a.sum(axis=2, keepdims=True))
+    with np.errstate(divide="ignore"):   # smoothing=0: a label never given has log π = -inf
+        return np.log(a) - np.log(a.sum(axis=2, keepdims=True))
 
 
 def _one_coin_confusions(C: np.ndarray, smoothing: float, strength: float,
