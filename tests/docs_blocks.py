@@ -9,7 +9,9 @@ one HTML comment:
   trains for minutes); the reason is shown in the skipped test's message.
 - ``<!-- continues -->``: the block goes on from an earlier block of the same page (it uses
   that block's names): it runs joined after the code of the page's previous block that runs
-  (a no-run block in between is passed over), and so after everything that one continues.
+  (a no-run block in between is passed over), and so after everything that one continues. A
+  block that a later block continues is tested as part of that block's run, not on its own
+  (``tested_blocks``): the same code would otherwise run twice.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ class Block(NamedTuple):
     line: int
     code: str  # what runs: the block's own code, after the blocks it continues
     no_run: Optional[str]  # the reason given, or None when the block runs
-    continues: bool = False
+    continues: Optional[int] = None  # the line of the block it goes on from
 
     @property
     def name(self) -> str:
@@ -45,13 +47,13 @@ def blocks(path: Path) -> List[Block]:
         before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = _NO_RUN.search(before)
         code, no_run = match.group(1), marker.group(1) if marker else None
-        continues = bool(_CONTINUES.search(before))
-        if continues:
+        continues = None
+        if _CONTINUES.search(before):
             runs = [block for block in found if block.no_run is None]
             if not runs:
                 raise ValueError(f"{path}:{line}: <!-- continues --> before any block of the "
                                  "page that runs")
-            code = runs[-1].code + "\n" + code
+            code, continues = runs[-1].code + "\n" + code, runs[-1].line
         found.append(Block(path, line, code, no_run, continues))
     return found
 
@@ -63,3 +65,9 @@ def documented_files() -> List[Path]:
 
 def all_blocks() -> List[Block]:
     return [block for path in documented_files() for block in blocks(path)]
+
+
+def tested_blocks(found: List[Block]) -> List[Block]:
+    """The blocks that get a run of their own: all but those a later block continues."""
+    continued = {(block.path, block.continues) for block in found if block.continues}
+    return [block for block in found if (block.path, block.line) not in continued]

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, IN_CI, require_data
-from docs_blocks import README, ROOT, all_blocks, blocks, documented_files
+from docs_blocks import README, ROOT, all_blocks, blocks, documented_files, tested_blocks
 
 DOCS = ROOT / "docs"
 BLOCKS = all_blocks()
+TESTED = tested_blocks(BLOCKS)  # a block that a later one continues runs as part of that one
 
 
 def _needs(module: str) -> None:
@@ -87,18 +88,21 @@ def test_a_continuing_block_runs_after_the_previous_block_that_runs(tmp_path):
     page.write_text("```python\na = 1\n```\n\n<!-- no-run: needs a live server -->\n"
                     "```python\nb = 2\n```\n\n<!-- continues -->\n```python\nprint(a)\n```\n"
                     "<!-- continues -->\n```python\nprint(a + 1)\n```\n", encoding="utf-8")
-    first, skipped, second, third = blocks(page)
-    assert skipped.no_run == "needs a live server" and not first.continues
-    assert second.continues and second.no_run is None
+    found = blocks(page)
+    first, skipped, second, third = found
+    assert skipped.no_run == "needs a live server" and first.continues is None
+    assert second.continues == first.line and second.no_run is None
     assert second.code == "a = 1\n\nprint(a)\n"
+    assert third.continues == second.line
     assert third.code == "a = 1\n\nprint(a)\n\nprint(a + 1)\n"
+    assert tested_blocks(found) == [skipped, third]
     page.write_text("<!-- continues -->\n```python\nprint(a)\n```\n", encoding="utf-8")
     with pytest.raises(ValueError, match="continues"):
         blocks(page)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
+@pytest.mark.parametrize("block", TESTED, ids=[b.name for b in TESTED])
 def test_python_block_runs(block, tmp_path):
     if block.no_run is not None:
         pytest.skip(f"no-run: {block.no_run}")
@@ -111,5 +115,7 @@ def test_python_block_runs(block, tmp_path):
     # run from the repository root: the Label Studio blocks read tests/data/label_studio
     res = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, timeout=600,
                          capture_output=True, text=True)
-    assert res.returncode == 0, f"{block.name}\n" + res.stdout[-2000:] + res.stderr[-4000:]
+    joined = " (run joined after the blocks it continues)" if block.continues else ""
+    assert res.returncode == 0, (f"{block.name}{joined}\n" + res.stdout[-2000:]
+                                 + res.stderr[-4000:])
     assert res.stdout.strip(), f"{block.name}: each block prints what it shows"
