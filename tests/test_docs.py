@@ -1,4 +1,4 @@
-"""The documentation site builds with --strict, and every tutorial's code runs as written."""
+"""The documentation site builds with --strict, and the code of every page runs as written."""
 from __future__ import annotations
 
 import os
