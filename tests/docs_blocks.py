@@ -11,7 +11,7 @@ one HTML comment:
   that block's names): it runs joined after the code of the page's previous block that runs
   (a no-run block in between is passed over), and so after everything that one continues. A
   block that a later block continues is tested as part of that block's run, not on its own
-  (``tested_blocks``): the same code would otherwise run twice.
+  (``blocks_to_run``): the same code would otherwise run twice.
 """
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def all_blocks() -> List[Block]:
     return [block for path in documented_files() for block in blocks(path)]
 
 
-def tested_blocks(found: List[Block]) -> List[Block]:
+def blocks_to_run(found: List[Block]) -> List[Block]:
     """The blocks that get a run of their own: all but those a later block continues."""
     continued = {(block.path, block.continues) for block in found if block.continues}
     return [block for block in found if (block.path, block.line) not in continued]

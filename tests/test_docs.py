@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, IN_CI, require_data
-from docs_blocks import README, ROOT, all_blocks, blocks, documented_files, tested_blocks
+from docs_blocks import README, ROOT, all_blocks, blocks, blocks_to_run, documented_files
 
 DOCS = ROOT / "docs"
 BLOCKS = all_blocks()
-TESTED = tested_blocks(BLOCKS)  # a block that a later one continues runs as part of that one
+TESTED = blocks_to_run(BLOCKS)  # a block that a later one continues runs as part of that one
 
 
 def _needs(module: str) -> None:
@@ -95,7 +95,7 @@ def test_a_continuing_block_runs_after_the_previous_block_that_runs(tmp_path):
     assert second.code == "a = 1\n\nprint(a)\n"
     assert third.continues == second.line
     assert third.code == "a = 1\n\nprint(a)\n\nprint(a + 1)\n"
-    assert tested_blocks(found) == [skipped, third]
+    assert blocks_to_run(found) == [skipped, third]
     page.write_text("<!-- continues -->\n```python\nprint(a)\n```\n", encoding="utf-8")
     with pytest.raises(ValueError, match="continues"):
         blocks(page)
