@@ -134,6 +134,18 @@ def test_lf_quality_infers_the_cardinality_only_from_labels(data):
     np.testing.assert_allclose(table["Coverage"], (L >= 0).mean(axis=0))
 
 
+def test_lf_quality_refuses_a_method_beside_a_fitted_model(data):
+    # method= was ignored silently when model= was given: the table reported the model's
+    # own method, not the one asked for
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, _, _ = data
+    fitted = CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+    with pytest.raises(TypeError, match=r"lf_quality takes model= or method=, not both"):
+        lf_quality(L, model=fitted, method="majority_vote")
+    alone = lf_quality(L, method="dawid_skene")         # without a model, method is used
+    assert len(alone) == L.shape[1]
+
+
 def test_the_tutorial_example_uses_the_public_import_path(monkeypatch):
     # docs/tutorials/snorkel.md sends readers to this example: it imported the adapter as
     # integrations.snorkel, a path only a repository checkout has (a second copy of the

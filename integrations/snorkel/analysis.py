@@ -18,7 +18,7 @@ __all__ = ["lf_quality"]
 
 def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
                lfs: Optional[Sequence[Any]] = None, cardinality: Optional[int] = None,
-               method: str = DEFAULT_METHOD) -> pd.DataFrame:
+               method: Optional[str] = None) -> pd.DataFrame:
     """Per labeling function: Snorkel's ``lf_summary`` columns plus estimated accuracy.
 
     Args:
@@ -29,6 +29,9 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
             ``-1..cardinality-1`` raises :class:`crowd_keras.CrowdDataError` naming it.
         model: a fitted :class:`CrowdLabelModel`; default: fit ``CrowdLabelModel(method)``
             to ``L`` (so no gold is needed).
+        method: the label model fitted without ``model`` (default the adapter's
+            ``DEFAULT_METHOD``); with ``model`` it is a ``TypeError`` (the model's own
+            method is the one reported).
         lfs: the labeling functions (their ``name`` is used) or names, for the index.
         cardinality: number of classes (with ``model``: its own, or left out); default the
             model's, else ``max(L) + 1`` (at least 2;
@@ -47,6 +50,9 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         if not isinstance(model, CrowdLabelModel):
             raise TypeError(f"model must be a fitted CrowdLabelModel, got "
                             f"{type(model).__name__}")
+        if method is not None:
+            raise TypeError(f"lf_quality takes model= or method=, not both: the fitted model's "
+                            f"method ({model.method!r}) is the one reported")
         model._check_fitted()
         if cardinality is not None and cardinality != model.cardinality:
             raise ValueError(f"cardinality={cardinality!r} but the model was fitted with "
@@ -58,7 +64,8 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
     L = check_label_matrix(L, k, n_functions=None if model is None else model.n_functions_)
     n, m = L.shape
     if model is None:
-        model = CrowdLabelModel(cardinality=k, method=method).fit(L, progress_bar=False)
+        model = CrowdLabelModel(cardinality=k, method=method or DEFAULT_METHOD).fit(
+            L, progress_bar=False)
     names = [getattr(f, "name", f) for f in lfs] if lfs is not None else list(range(m))
     if len(names) != m:
         raise CrowdDataError(f"{len(names)} function names for {m} columns of L")
