@@ -129,6 +129,8 @@ TRAINER_SETTINGS = [
                                                         r"whole number"),
     ("MixtureOfGroupsEM", {"pretrain_epochs": -1}, ValueError, r"pretrain_epochs must be an "
                                                                r"integer >= 0"),
+    ("MixtureOfGroupsEM", {"num_groups": 2.0}, TypeError, r"MixtureOfGroupsEM num_groups must "
+                                                           r"be an integer >= 1 \(a whole"),
     ("MixtureOfGroupsEM", {"smoothing": -1}, ValueError, r"MixtureOfGroupsEM smoothing must be "
                                                          r"a finite number >= 0, got -1"),
 ]

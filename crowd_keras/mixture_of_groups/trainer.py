@@ -129,8 +129,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
     def _check(self, x: Any, annotations: Any, counts: Any) -> tuple:
         if self.scenario not in ("global", "individual"):
             raise ValueError(f"scenario must be 'global' or 'individual', got {self.scenario!r}")
-        if int(self.num_groups) != self.num_groups or self.num_groups < 1:
-            raise ValueError(f"num_groups must be a positive integer, got {self.num_groups!r}")
+        check_count(self.num_groups, "MixtureOfGroupsEM num_groups", 1)   # 2.0 is not a count
         if self.likelihood not in ("annotation", "item"):
             raise ValueError(f"likelihood must be 'annotation' or 'item', got {self.likelihood!r}")
         self._check_settings()
