@@ -267,8 +267,8 @@ def test_constructor_arguments_that_would_fail_later_fail_at_construction():
     probabilities under a log: 0 or less gave -inf log-probabilities and NaN losses."""
     with pytest.raises(ValueError, match="selux"):
         DifficultyCompetence(K, num_annotators=A, activation="selux")
-    for eps in (0, -1e-3):
-        with pytest.raises(ValueError, match="epsilon must be positive"):
+    for eps in (0, -1e-3, 1.0, 2.0):
+        with pytest.raises(ValueError, match="epsilon must be positive and below 1"):
             MixtureOfGroups(2, K, num_annotators=A, epsilon=eps)
 
 

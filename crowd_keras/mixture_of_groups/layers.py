@@ -61,7 +61,7 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         confusion_initializer: initializer of ``confusion_logits (M, K, K)``; default:
             log of matrices with diagonal :func:`default_group_accuracies` and the rest
             spread uniformly.
-        epsilon: floor under probabilities before the log (individual form).
+        epsilon: floor under probabilities before the log (individual form), in (0, 1).
 
     Weights: ``confusion_logits (M, K, K)``; global form ``group_logits (M,)`` (zeros:
     uniform α); individual form ``membership_logits (A, M)`` (zeros: uniform memberships).
@@ -75,8 +75,10 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         self.num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
         self.confusion_initializer = (None if confusion_initializer is None
                                       else keras.initializers.get(confusion_initializer))
-        if not float(epsilon) > 0:   # the floor under log: 0 or less gives -inf and NaN losses
-            raise ValueError(f"epsilon must be positive, got {epsilon!r}")
+        # the floor under log: 0 or less gives -inf and NaN losses; 1 or more floors every
+        # probability to one constant (no gradient)
+        if not 0 < float(epsilon) < 1:
+            raise ValueError(f"epsilon must be positive and below 1, got {epsilon!r}")
         self.epsilon = float(epsilon)
         self.supports_masking = True
 
