@@ -271,3 +271,18 @@ def test_dawid_skene_without_smoothing_gives_no_runtime_warning(settings):
         model = DawidSkene(**settings).fit(Annotations.from_frame(df), gold={"a": 0})
     np.testing.assert_array_equal(model.predict(), [0, 1, 0])
     assert np.isfinite(model.predict_proba()).all()
+
+
+def test_new_annotations_whose_annotator_ids_are_of_another_type_are_named():
+    """A CSV's "7" against the fitted 7: every annotation was left out as an unknown
+    annotator and the posteriors were the class prior alone, silently."""
+    df = pd.DataFrame({"task": [1, 1, 2, 2, 3, 3], "worker": [7, 8, 7, 8, 9, 8],
+                       "label": ["a", "a", "b", "b", "b", "a"]})
+    model = DawidSkene().fit(Annotations.from_frame(df))
+    with pytest.raises(CrowdDataError, match=r"annotator '7' is written like the fitted "
+                                             r"annotator 7: give the ids in the type"):
+        model.predict_proba(df.assign(worker=df.worker.astype(str)))
+    # annotators who are simply new are still left out and counted, as documented
+    prior_only = model.predict_proba(df.assign(worker=df.worker + 100))
+    assert model.n_unknown_annotations_ == len(df)
+    np.testing.assert_allclose(prior_only, np.broadcast_to(prior_only[0], prior_only.shape))

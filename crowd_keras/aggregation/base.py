@@ -331,6 +331,17 @@ class LabelModel(Params):
             return new
         codes = pd.Index(ref.annotator_ids).get_indexer(new.annotator_ids)
         known = codes[new.annotators] >= 0
+        if len(known) and not known.any():
+            # every annotator unknown, yet written like a fitted one: ids of another type (a
+            # CSV's "7" against 7), not new annotators; the posteriors would be the prior alone
+            written = np.asarray(pd.Index(ref.annotator_ids).astype(str))
+            alike = [a for a in new.annotator_ids if str(a) in set(written)]
+            if alike:
+                fitted = ref.annotator_ids[np.flatnonzero(written == str(alike[0]))[0]]
+                raise CrowdDataError(
+                    f"none of the new annotations' annotators was fitted, but annotator "
+                    f"{show(alike[0])} is written like the fitted annotator {show(fitted)}: "
+                    "give the ids in the type they had in fit")
         self.n_unknown_annotations_ = int((~known).sum())
         return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
                            item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
