@@ -342,13 +342,21 @@ def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     if ids.dtype == object and pd.api.types.infer_dtype(ids, skipna=False) == "integer":
         # integers held as objects (a categorical column's ids) hash as the integers they are
         ids = np.array(ids.tolist())
-    seed = int(seed) % 10**5
+    elif ids.dtype.kind in "SU":
+        # numpy strings hash as the same strings held as objects (pandas refuses them)
+        ids = ids.astype(object)
+    seed, high = int(seed) % 10**5, int(seed) // 10**5
     key = f"crowd-keras{seed:05d}"                                  # 16 characters
     h = pd.util.hash_array(ids, hash_key=key, categorize=False)
-    if ids.dtype.kind not in "OSU" and seed:
+    if ids.dtype.kind != "O" and seed:
         # the key seeds only the hashing of strings: numbers get the seed by a second hash
         # (seed 0 keeps the plain hash), so every pass of AutoLabelModel draws its own folds
         h = pd.util.hash_array(h ^ np.uint64(seed * 0x9E3779B97F4A7C15 % 2**64),
+                               categorize=False)
+    if high:
+        # the key holds the last five digits: a larger seed mixes in the rest (else
+        # random_state=100000 drew the folds of random_state=0)
+        h = pd.util.hash_array(h ^ np.uint64(high * 0xC2B2AE3D27D4EB4F % 2**64),
                                categorize=False)
     return (h % np.uint64(n_folds)).astype(np.int64)
 
