@@ -40,3 +40,22 @@ def test_a_large_random_state_is_its_own_seed():
     c = AutoLabelModel(random_state=0, max_repeats=1).fit(ann)
     assert a.heldout_agreement_ == b.heldout_agreement_
     assert a.heldout_agreement_ != c.heldout_agreement_
+
+
+def test_min_heldout_zero_still_scores_a_fold_that_held_something():
+    import pandas as pd
+
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation.auto import selection_done
+
+    assert not selection_done((0, 0), 5, 0, 0)          # nothing held out yet: go on
+    assert selection_done((0, 1), 5, 1, 0)
+    # the tutorial's two items: with random_state 0, fold 0 holds none of the 5 labels
+    ann = Annotations.from_frame(pd.DataFrame({"task": ["t1", "t1", "t1", "t2", "t2"],
+                                               "worker": ["ann", "bob", "cy", "ann", "bob"],
+                                               "label": ["cat", "cat", "dog", "dog", "dog"]}))
+    assert not (heldout_folds(ann, 5, 0) == 0).any()
+    model = AutoLabelModel(min_heldout=0, random_state=0).fit(ann)
+    # was selection_ 'single' ("nothing to compare on") with heldout_agreement_ {}
+    assert model.selection_ == "agreement" and model.n_heldout_ >= 1
+    assert set(model.heldout_agreement_) == {name for name, _ in model.ladder(2)}

@@ -230,9 +230,11 @@ def selection_steps(n_folds: int, max_repeats: int) -> List[Tuple[int, int]]:
 
 
 def selection_done(step: Tuple[int, int], n_folds: int, scored: int, min_heldout: int) -> bool:
-    """Whether scoring stops after ``step`` with ``scored`` annotations held out so far."""
+    """Whether scoring stops after ``step`` with ``scored`` annotations held out so far: at
+    least ``min_heldout`` and at least one (``min_heldout=0`` stopped after a first fold that
+    held nothing out, and the choice was made without scores)."""
     repeat, fold = step
-    return scored >= min_heldout and (repeat == 0 or fold == n_folds - 1)
+    return scored >= max(int(min_heldout), 1) and (repeat == 0 or fold == n_folds - 1)
 
 
 def agreement_sums(block: Block, tests: Sequence[np.ndarray],
