@@ -166,6 +166,7 @@ def copying_pairs(common: sp.spmatrix, agreed: sp.spmatrix, votes: np.ndarray, z
     agreement exceeds the final fit by more than ``z`` such standard errors (large: many pairs
     are tested).
     """
+    check_count(max_rounds, "copying_pairs max_rounds", 1)    # 0 left no fit to score by
     common = sp.coo_matrix(common)
     keep = (common.row != common.col) & (common.data >= int(min_common))
     rows, cols, shared = common.row[keep], common.col[keep], common.data[keep].astype(np.float64)
@@ -249,8 +250,8 @@ def agreement_sums(block: Block, tests: Sequence[np.ndarray],
         weights: (n,) weight of each annotation (:func:`annotator_weights`).
 
     Returns:
-        (C, 5): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]`` and, in a 6th
-        column of row 0, ``Σ_i W_i²``: ``ā`` an annotation's agreement averaged over the fits
+        (C, 6): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]`` and, in the 6th
+        column of row 0 (0 in the other rows), ``Σ_i W_i²``: ``ā`` an annotation's agreement averaged over the fits
         that held it out, ``D_i = Σ_{n∈i} w_n (ā_c − ā_0)`` and ``W_i = Σ_{n∈i} w_n`` over the
         scored annotations of item i (the reference is candidate 0).
     """
@@ -340,6 +341,7 @@ def under_target(post: np.ndarray, class_priors: np.ndarray, target: Optional[np
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """A pseudo-random fold offset per item, ``0..n_folds-1``, from a seeded hash of its id:
     the same for an item wherever it is (a partitioned fit draws the same folds)."""
+    n_folds = check_count(n_folds, "item_offsets n_folds", 1)     # 0 was a modulo by zero
     ids = np.asarray(item_ids)
     if ids.dtype == object and pd.api.types.infer_dtype(ids, skipna=False) == "integer":
         # integers held as objects (a categorical column's ids) hash as the integers they are
@@ -369,6 +371,8 @@ def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
     item ``item_ids[i]``, consecutive. Only the items' ids and their annotations' ranks
     decide, so a block of items (a partitioned fit) draws the folds of its annotations alone,
     exactly as the whole set draws them."""
+    # one fold would hide every annotation of an item, with nothing left to predict it from
+    n_folds = check_count(n_folds, "n_folds", 2)
     per_item = np.asarray(per_item, dtype=np.int64)
     starts = np.cumsum(per_item) - per_item
     rank = np.arange(int(per_item.sum())) - np.repeat(starts, per_item)
