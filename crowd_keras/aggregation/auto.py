@@ -471,7 +471,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             those items, so its mix moves the target toward the classes it holds.
             ``"uniform"``: every class alike, gold or not. ``"learned"`` (or None): the chosen
             model's own class priors, which maximise the expected accuracy on items drawn
-            like the crowd's (rare classes then need stronger evidence). A (K,) vector: that
+            like the crowd's (rare classes then need stronger evidence). A (K,) vector (in the
+            annotations' class order) or a ``pandas.Series`` / dict keyed by class: that
             prior. The chosen model's posteriors are re-expressed under the target
             (:func:`~crowd_keras.numerics.shift_class_prior`) when they are Bayes' rule with a
             class prior (``posterior_has_class_prior``: Dawid-Skene, IBCC, EBCC); majority
@@ -544,9 +545,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                              f"got {self.vote_posterior!r}")
         target = self.target_prior
         if not (target is None or (target in TARGET_PRIORS if isinstance(target, str)
-                                   else np.ndim(target) == 1)):
+                                   else isinstance(target, dict) or np.ndim(target) == 1)):
             raise ValueError(f"AutoLabelModel target_prior must be 'uniform', 'learned' (or "
-                             f"None), 'gold' or a vector of class probabilities, got {target!r}")
+                             f"None), 'gold', a vector of class probabilities or a Series / "
+                             f"dict of them keyed by class, got {target!r}")
         if self.candidates is not None:
             bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
                                else [self.candidates])
@@ -586,7 +588,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                    pred_probs: Optional[np.ndarray] = None) -> "AutoLabelModel":
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
-        self.target_prior_vector(ann.n_classes)      # a wrong target fails before the fits
+        # a wrong target fails before the fits
+        self.target_prior_vector(ann.n_classes, classes=ann.classes)
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:
@@ -676,7 +679,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
         self.target_prior_ = self.target_prior_vector(
-            ann.n_classes, getattr(self, "gold_class_counts_", None))
+            ann.n_classes, getattr(self, "gold_class_counts_", None), ann.classes)
         self.target_prior_applied_ = self.target_prior_ is not None and \
             model.posterior_has_class_prior
         self.posteriors_ = self.to_target(model.posteriors_, ann.n_classes)
@@ -775,7 +778,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             prior = item_log_prior.copy()
             prior[hidden] = 0.0
             target = self.target_prior_vector(
-                ann.n_classes, np.bincount(truth[fold_of != fold], minlength=ann.n_classes))
+                ann.n_classes, np.bincount(truth[fold_of != fold], minlength=ann.n_classes),
+                ann.classes)
             hits = []
             for _, model in ladder:
                 fitted = _fit(model, ann, prior, pred_probs)
@@ -790,11 +794,12 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             return super()._posteriors_for_new(new)
         return self.to_target(self._handed_over(self.model_, new), self.annotations_.n_classes)
 
-    def target_prior_vector(self, n_classes: int,
-                            gold_counts: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    def target_prior_vector(self, n_classes: int, gold_counts: Optional[np.ndarray] = None,
+                            classes: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """``target_prior`` as a (K,) vector (None for the learned prior; ``"gold"``:
         :func:`gold_target` of ``gold_counts`` (K,), uniform when None); a clear error when
-        it does not fit ``n_classes``."""
+        it does not fit ``n_classes``. A ``pandas.Series`` or dict keyed by the ``classes``
+        (the annotations' class labels) is read by its keys, a vector in the classes' order."""
         self._check_params()
         if self.target_prior is None or (isinstance(self.target_prior, str)
                                          and self.target_prior == LEARNED_PRIOR):
@@ -804,12 +809,26 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                                else gold_counts)
         if isinstance(self.target_prior, str):
             return np.full(int(n_classes), 1.0 / int(n_classes))
-        target = np.asarray(self.target_prior, np.float64)
+        problem = f"AutoLabelModel target_prior must be {n_classes} positive class " \
+            f"probabilities summing to 1 (class order: the annotations' classes"
+        given = self.target_prior
+        if isinstance(given, dict):
+            given = pd.Series(given, dtype=object)
+        if isinstance(given, pd.Series) and not given.index.equals(pd.RangeIndex(len(given))):
+            # keyed by class: read by key (a Series was read by position, whatever its index)
+            if classes is None or len(given) != len(classes) or \
+                    (pos := pd.Index(given.index).get_indexer(classes)).min() < 0:
+                raise ValueError(f"{problem}; keyed by class, the keys must be the classes "
+                                 f"{[] if classes is None else list(classes)}), got "
+                                 f"{self.target_prior!r}")
+            given = given.to_numpy()[pos]
+        try:
+            target = np.asarray(given, np.float64)
+        except (TypeError, ValueError):      # strings: numpy's message named no argument
+            target = np.full(int(n_classes), np.nan)
         if target.shape != (int(n_classes),) or not np.isfinite(target).all() or \
                 (target <= 0).any() or abs(target.sum() - 1.0) > 1e-6:
-            raise ValueError(f"AutoLabelModel target_prior must be {n_classes} positive class "
-                             f"probabilities summing to 1 (class order: the annotations' "
-                             f"classes), got {self.target_prior!r}")
+            raise ValueError(f"{problem}), got {self.target_prior!r}")
         return target
 
     def to_target(self, post: np.ndarray, n_classes: int) -> np.ndarray:
