@@ -453,7 +453,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             independent annotators explain to be taken as copying (:func:`copying_pairs`);
             None: no pair is.
         min_gold: gold items needed to choose by gold; gold_folds: its folds.
-        random_state: seed of the fold draws (the only randomness).
+        random_state: seed of the fold draws (the only randomness): an integer >= 0; None
+            draws as 0 (folds are a seeded hash of the item ids, so every fit is repeatable;
+            pass another seed for another draw).
         max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class
             prior (see :class:`DawidSkene`), each passed to the candidates that take it
             (``class_prior``: the Dawid-Skene ones; to decide labels for another class
