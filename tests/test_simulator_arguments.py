@@ -54,6 +54,8 @@ def test_simulate_crowd_seeds_still_accepted():
     (dict(prior=(float("nan"), 1)), CrowdDataError, "prior must be two or more"),
     (dict(prior=(float("inf"), 1)), CrowdDataError, "prior must be two or more"),
     (dict(types="good"), CrowdDataError, "types must be a dict"),
+    (dict(types={"good": "0.5"}), CrowdDataError, "types must give shares >= 0"),
+    (dict(types={"good": float("nan")}), CrowdDataError, "types must give shares >= 0"),
     (dict(seed=-1), ValueError, "seed must be an integer >= 0"),
 ])
 def test_hard_crowd_names_the_bad_argument(kwargs, error, match):

@@ -20,6 +20,7 @@ Worker types (confusion rows = true class):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -199,8 +200,10 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
     unknown = set(types) - set(WORKER_TYPES)
     if unknown:
         raise CrowdDataError(f"unknown worker types {sorted(unknown)}; known: {WORKER_TYPES}")
-    shares = np.array([types.get(t, 0.0) for t in WORKER_TYPES], dtype=float)
-    if (shares < 0).any() or not shares.sum() > 0:
+    shares = np.array([types.get(t, 0.0) if isinstance(types.get(t, 0.0), Real) and
+                       not isinstance(types.get(t, 0.0), bool) else np.nan
+                       for t in WORKER_TYPES], dtype=float)
+    if not np.isfinite(shares).all() or (shares < 0).any() or not shares.sum() > 0:
         raise CrowdDataError(f"types must give shares >= 0, not all 0, got {types!r}")
     worker_type = rng.choice(len(WORKER_TYPES), n_workers, p=shares / shares.sum())
     conf = _confusions(worker_type, k, prior, rng)

@@ -171,7 +171,8 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
             so centres lie about ``class_sep·√2`` apart, with unit-variance noise around them.
         annotator_accuracy: an accuracy, or a (low, high) range sampled uniformly per
             annotator, for the individual matrices.
-        individual_noise: ``"uniform"`` or ``"asymmetric"`` (see :func:`_noise_matrix`).
+        individual_noise: ``"uniform"``, ``"asymmetric"`` or ``"symmetric"`` (see
+            :func:`_noise_matrix`).
         common_noise: None, ``"asymmetric"`` or ``"symmetric"``: a common confusion matrix
             with off-diagonal mass ``common_strength`` per row (CoNAL's noise strength), used
             for annotation (i, r) with probability ω_ri = σ(û_r·v̂_i·4 + b), from hidden
