@@ -166,6 +166,7 @@ def copying_pairs(common: sp.spmatrix, agreed: sp.spmatrix, votes: np.ndarray, z
     agreement exceeds the final fit by more than ``z`` such standard errors (large: many pairs
     are tested).
     """
+    check_count(max_rounds, "copying_pairs max_rounds", 1)    # 0 left no fit to score by
     common = sp.coo_matrix(common)
     keep = (common.row != common.col) & (common.data >= int(min_common))
     rows, cols, shared = common.row[keep], common.col[keep], common.data[keep].astype(np.float64)
@@ -230,9 +231,11 @@ def selection_steps(n_folds: int, max_repeats: int) -> List[Tuple[int, int]]:
 
 
 def selection_done(step: Tuple[int, int], n_folds: int, scored: int, min_heldout: int) -> bool:
-    """Whether scoring stops after ``step`` with ``scored`` annotations held out so far."""
+    """Whether scoring stops after ``step`` with ``scored`` annotations held out so far: at
+    least ``min_heldout`` and at least one (``min_heldout=0`` stopped after a first fold that
+    held nothing out, and the choice was made without scores)."""
     repeat, fold = step
-    return scored >= min_heldout and (repeat == 0 or fold == n_folds - 1)
+    return scored >= max(int(min_heldout), 1) and (repeat == 0 or fold == n_folds - 1)
 
 
 def agreement_sums(block: Block, tests: Sequence[np.ndarray],
@@ -247,8 +250,8 @@ def agreement_sums(block: Block, tests: Sequence[np.ndarray],
         weights: (n,) weight of each annotation (:func:`annotator_weights`).
 
     Returns:
-        (C, 5): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]`` and, in a 6th
-        column of row 0, ``Σ_i W_i²``: ``ā`` an annotation's agreement averaged over the fits
+        (C, 6): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]`` and, in the 6th
+        column of row 0 (0 in the other rows), ``Σ_i W_i²``: ``ā`` an annotation's agreement averaged over the fits
         that held it out, ``D_i = Σ_{n∈i} w_n (ā_c − ā_0)`` and ``W_i = Σ_{n∈i} w_n`` over the
         scored annotations of item i (the reference is candidate 0).
     """
@@ -338,17 +341,26 @@ def under_target(post: np.ndarray, class_priors: np.ndarray, target: Optional[np
 def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """A pseudo-random fold offset per item, ``0..n_folds-1``, from a seeded hash of its id:
     the same for an item wherever it is (a partitioned fit draws the same folds)."""
+    n_folds = check_count(n_folds, "item_offsets n_folds", 1)     # 0 was a modulo by zero
     ids = np.asarray(item_ids)
     if ids.dtype == object and pd.api.types.infer_dtype(ids, skipna=False) == "integer":
         # integers held as objects (a categorical column's ids) hash as the integers they are
         ids = np.array(ids.tolist())
-    seed = int(seed) % 10**5
+    elif ids.dtype.kind in "SU":
+        # numpy strings hash as the same strings held as objects (pandas refuses them)
+        ids = ids.astype(object)
+    seed, high = int(seed) % 10**5, int(seed) // 10**5
     key = f"crowd-keras{seed:05d}"                                  # 16 characters
     h = pd.util.hash_array(ids, hash_key=key, categorize=False)
-    if ids.dtype.kind not in "OSU" and seed:
+    if ids.dtype.kind != "O" and seed:
         # the key seeds only the hashing of strings: numbers get the seed by a second hash
         # (seed 0 keeps the plain hash), so every pass of AutoLabelModel draws its own folds
         h = pd.util.hash_array(h ^ np.uint64(seed * 0x9E3779B97F4A7C15 % 2**64),
+                               categorize=False)
+    if high:
+        # the key holds the last five digits: a larger seed mixes in the rest (else
+        # random_state=100000 drew the folds of random_state=0)
+        h = pd.util.hash_array(h ^ np.uint64(high * 0xC2B2AE3D27D4EB4F % 2**64),
                                categorize=False)
     return (h % np.uint64(n_folds)).astype(np.int64)
 
@@ -359,6 +371,8 @@ def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
     item ``item_ids[i]``, consecutive. Only the items' ids and their annotations' ranks
     decide, so a block of items (a partitioned fit) draws the folds of its annotations alone,
     exactly as the whole set draws them."""
+    # one fold would hide every annotation of an item, with nothing left to predict it from
+    n_folds = check_count(n_folds, "n_folds", 2)
     per_item = np.asarray(per_item, dtype=np.int64)
     starts = np.cumsum(per_item) - per_item
     rank = np.arange(int(per_item.sum())) - np.repeat(starts, per_item)
@@ -439,7 +453,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             independent annotators explain to be taken as copying (:func:`copying_pairs`);
             None: no pair is.
         min_gold: gold items needed to choose by gold; gold_folds: its folds.
-        random_state: seed of the fold draws (the only randomness).
+        random_state: seed of the fold draws (the only randomness): an integer >= 0; None
+            draws as 0 (folds are a seeded hash of the item ids, so every fit is repeatable;
+            pass another seed for another draw).
         max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class
             prior (see :class:`DawidSkene`), each passed to the candidates that take it
             (``class_prior``: the Dawid-Skene ones; to decide labels for another class
@@ -457,7 +473,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             those items, so its mix moves the target toward the classes it holds.
             ``"uniform"``: every class alike, gold or not. ``"learned"`` (or None): the chosen
             model's own class priors, which maximise the expected accuracy on items drawn
-            like the crowd's (rare classes then need stronger evidence). A (K,) vector: that
+            like the crowd's (rare classes then need stronger evidence). A (K,) vector (in the
+            annotations' class order) or a ``pandas.Series`` / dict keyed by class: that
             prior. The chosen model's posteriors are re-expressed under the target
             (:func:`~crowd_keras.numerics.shift_class_prior`) when they are Bayes' rule with a
             class prior (``posterior_has_class_prior``: Dawid-Skene, IBCC, EBCC); majority
@@ -530,9 +547,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                              f"got {self.vote_posterior!r}")
         target = self.target_prior
         if not (target is None or (target in TARGET_PRIORS if isinstance(target, str)
-                                   else np.ndim(target) == 1)):
+                                   else isinstance(target, dict) or np.ndim(target) == 1)):
             raise ValueError(f"AutoLabelModel target_prior must be 'uniform', 'learned' (or "
-                             f"None), 'gold' or a vector of class probabilities, got {target!r}")
+                             f"None), 'gold', a vector of class probabilities or a Series / "
+                             f"dict of them keyed by class, got {target!r}")
         if self.candidates is not None:
             bad = [c for c in (self.candidates if isinstance(self.candidates, (list, tuple))
                                else [self.candidates])
@@ -572,7 +590,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                    pred_probs: Optional[np.ndarray] = None) -> "AutoLabelModel":
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
-        self.target_prior_vector(ann.n_classes)      # a wrong target fails before the fits
+        # a wrong target fails before the fits
+        self.target_prior_vector(ann.n_classes, classes=ann.classes)
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:
@@ -662,7 +681,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
         self.target_prior_ = self.target_prior_vector(
-            ann.n_classes, getattr(self, "gold_class_counts_", None))
+            ann.n_classes, getattr(self, "gold_class_counts_", None), ann.classes)
         self.target_prior_applied_ = self.target_prior_ is not None and \
             model.posterior_has_class_prior
         self.posteriors_ = self.to_target(model.posteriors_, ann.n_classes)
@@ -761,7 +780,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             prior = item_log_prior.copy()
             prior[hidden] = 0.0
             target = self.target_prior_vector(
-                ann.n_classes, np.bincount(truth[fold_of != fold], minlength=ann.n_classes))
+                ann.n_classes, np.bincount(truth[fold_of != fold], minlength=ann.n_classes),
+                ann.classes)
             hits = []
             for _, model in ladder:
                 fitted = _fit(model, ann, prior, pred_probs)
@@ -776,11 +796,12 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             return super()._posteriors_for_new(new)
         return self.to_target(self._handed_over(self.model_, new), self.annotations_.n_classes)
 
-    def target_prior_vector(self, n_classes: int,
-                            gold_counts: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    def target_prior_vector(self, n_classes: int, gold_counts: Optional[np.ndarray] = None,
+                            classes: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """``target_prior`` as a (K,) vector (None for the learned prior; ``"gold"``:
         :func:`gold_target` of ``gold_counts`` (K,), uniform when None); a clear error when
-        it does not fit ``n_classes``."""
+        it does not fit ``n_classes``. A ``pandas.Series`` or dict keyed by the ``classes``
+        (the annotations' class labels) is read by its keys, a vector in the classes' order."""
         self._check_params()
         if self.target_prior is None or (isinstance(self.target_prior, str)
                                          and self.target_prior == LEARNED_PRIOR):
@@ -790,12 +811,26 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                                else gold_counts)
         if isinstance(self.target_prior, str):
             return np.full(int(n_classes), 1.0 / int(n_classes))
-        target = np.asarray(self.target_prior, np.float64)
+        problem = f"AutoLabelModel target_prior must be {n_classes} positive class " \
+            f"probabilities summing to 1 (class order: the annotations' classes"
+        given = self.target_prior
+        if isinstance(given, dict):
+            given = pd.Series(given, dtype=object)
+        if isinstance(given, pd.Series) and not given.index.equals(pd.RangeIndex(len(given))):
+            # keyed by class: read by key (a Series was read by position, whatever its index)
+            if classes is None or len(given) != len(classes) or \
+                    (pos := pd.Index(given.index).get_indexer(classes)).min() < 0:
+                raise ValueError(f"{problem}; keyed by class, the keys must be the classes "
+                                 f"{[] if classes is None else list(classes)}), got "
+                                 f"{self.target_prior!r}")
+            given = given.to_numpy()[pos]
+        try:
+            target = np.asarray(given, np.float64)
+        except (TypeError, ValueError):      # strings: numpy's message named no argument
+            target = np.full(int(n_classes), np.nan)
         if target.shape != (int(n_classes),) or not np.isfinite(target).all() or \
                 (target <= 0).any() or abs(target.sum() - 1.0) > 1e-6:
-            raise ValueError(f"AutoLabelModel target_prior must be {n_classes} positive class "
-                             f"probabilities summing to 1 (class order: the annotations' "
-                             f"classes), got {self.target_prior!r}")
+            raise ValueError(f"{problem}), got {self.target_prior!r}")
         return target
 
     def to_target(self, post: np.ndarray, n_classes: int) -> np.ndarray:

@@ -20,6 +20,7 @@ Worker types (confusion rows = true class):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -28,6 +29,7 @@ import pandas as pd
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
+from .simulate import check_seed
 
 __all__ = ["FAILURE_KINDS", "FailureCrowd", "simulate_failure_kind", "simulate_hard_crowd"]
 
@@ -153,12 +155,31 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
     n_workers = check_count(n_workers, "n_workers", 1)
     per_item = check_count(per_item, "per_item", 1)
     check_number(duplicate_rate, "duplicate_rate", 0.0, 1.0)
+    # out of range, these made negative "probabilities" and sampling went on
+    check_number(prolific_bias, "prolific_bias", 0.0, 1.0)
+    if activity is not None:
+        check_number(activity, "activity")
+    if ambiguity is not None:
+        if np.ndim(ambiguity) != 1 or len(ambiguity) != 2:
+            raise CrowdDataError(f"ambiguity must be (share, q), got {ambiguity!r}")
+        for name, value in zip(("share", "q"), ambiguity):
+            check_number(value, f"ambiguity {name}", 0.0, 1.0)
+    if cliques is not None:
+        if np.ndim(cliques) != 1 or len(cliques) != 4:
+            raise CrowdDataError(f"cliques must be (groups, size, copy, accuracy), got "
+                                 f"{cliques!r}")
+        check_count(cliques[0], "cliques groups", 1)
+        check_count(cliques[1], "cliques size", 1)
+        check_number(cliques[2], "cliques copy", 0.0, 1.0)
+        check_number(cliques[3], "cliques accuracy", 0.0, 1.0)
+    seed = check_seed(seed)
     if cliques is not None and cliques[0] * cliques[1] > n_workers:
         raise CrowdDataError(f"cliques of {cliques[0]} × {cliques[1]} workers exceed n_workers "
                              f"({n_workers})")
     rng = np.random.default_rng(seed)
     prior = np.asarray(prior, dtype=np.float64)
-    if prior.ndim != 1 or len(prior) < 2 or (prior < 0).any() or prior.sum() <= 0:
+    if prior.ndim != 1 or len(prior) < 2 or not np.isfinite(prior).all() or (prior < 0).any() \
+            or prior.sum() <= 0:
         raise CrowdDataError(f"prior must be two or more non-negative shares, got {prior!r}")
     if per_item > n_workers:
         raise CrowdDataError(f"per_item ({per_item}) exceeds n_workers ({n_workers})")
@@ -172,12 +193,17 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
     by_rank = rng.permutation(n_workers)          # by_rank[r]: the worker of activity rank r
     weight = np.empty(n_workers)
     weight[by_rank] = rank_weight / rank_weight.sum()
-    types = types or {"good": 1.0}
+    types = {"good": 1.0} if types is None or (isinstance(types, dict) and not types) else types
+    if not isinstance(types, dict):
+        # a string was read as its letters, each an unknown worker type
+        raise CrowdDataError(f"types must be a dict {{worker type: share}}, got {types!r}")
     unknown = set(types) - set(WORKER_TYPES)
     if unknown:
         raise CrowdDataError(f"unknown worker types {sorted(unknown)}; known: {WORKER_TYPES}")
-    shares = np.array([types.get(t, 0.0) for t in WORKER_TYPES], dtype=float)
-    if (shares < 0).any() or not shares.sum() > 0:
+    shares = np.array([types.get(t, 0.0) if isinstance(types.get(t, 0.0), Real) and
+                       not isinstance(types.get(t, 0.0), bool) else np.nan
+                       for t in WORKER_TYPES], dtype=float)
+    if not np.isfinite(shares).all() or (shares < 0).any() or not shares.sum() > 0:
         raise CrowdDataError(f"types must give shares >= 0, not all 0, got {types!r}")
     worker_type = rng.choice(len(WORKER_TYPES), n_workers, p=shares / shares.sum())
     conf = _confusions(worker_type, k, prior, rng)
@@ -226,11 +252,12 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
 def simulate_failure_kind(kind: str, seed: Optional[int] = 0, scale: float = 1.0) -> FailureCrowd:
     """The crowd of :data:`FAILURE_KINDS` ``kind`` with ``seed``; ``scale`` multiplies the
     number of items (at least 100)."""
-    if kind not in FAILURE_KINDS:
+    if not isinstance(kind, str) or kind not in FAILURE_KINDS:
         raise CrowdDataError(f"unknown failure kind {kind!r}; known: {sorted(FAILURE_KINDS)}")
     scale = check_number(scale, "scale", 0.0)
     if scale == 0:
         raise ValueError("scale must be > 0, got 0")
+    seed = check_seed(seed)
     settings = dict(FAILURE_KINDS[kind])
     settings["n_items"] = max(100, int(round(settings["n_items"] * float(scale))))
     return simulate_hard_crowd(**settings, seed=seed)

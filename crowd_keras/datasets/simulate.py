@@ -8,16 +8,21 @@ simulated scenario, Mena & Ñanculef 2019, section 4).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from ..annotations import Annotations
-from ..arguments import check_count
+from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 
-__all__ = ["SimulatedCrowd", "simulate_crowd", "DEFAULT_GROUPS"]
+__all__ = ["SimulatedCrowd", "simulate_crowd", "DEFAULT_GROUPS", "check_seed"]
+
+#: the confusion patterns :func:`_noise_matrix` draws
+NOISE_PATTERNS = ("uniform", "asymmetric", "symmetric")
 
 # Mena & Ñanculef, setup (1): experts, non-experts and spammers with p(g) = (0.25, 0.55, 0.20).
 DEFAULT_GROUPS = (
@@ -91,14 +96,25 @@ def _noise_matrix(k: int, accuracy: float, pattern: str, rng: np.random.Generato
     return m
 
 
+def check_seed(seed: Any, name: str = "seed") -> Any:
+    """A simulator's ``seed``: None, a numpy ``SeedSequence`` / ``BitGenerator`` /
+    ``Generator``, or an integer >= 0 (a float, a bool, a negative number are errors naming
+    ``name``, not numpy's message that names none)."""
+    if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator,
+                                         np.random.Generator)):
+        return seed
+    return check_count(seed, name, 0)
+
+
 def _activity_weights(n_annotators: int, activity: Any,
                       rng: np.random.Generator) -> Optional[np.ndarray]:
     """Selection probability per annotator: None (uniform) or Zipf ``∝ 1 / rank^s`` over a
     random order of the annotators (a few busy accounts, many with a label or two)."""
     if isinstance(activity, str) and activity == "uniform":
         return None
-    s = float(activity)
-    if not s > 0:
+    s = float(activity) if isinstance(activity, (int, float, np.number)) and \
+        not isinstance(activity, bool) else float("nan")
+    if not (s > 0 and np.isfinite(s)):
         raise CrowdDataError(f"activity must be 'uniform' or a Zipf exponent > 0, got {activity!r}")
     w = 1.0 / np.arange(1, n_annotators + 1) ** s
     return rng.permutation(w / w.sum())
@@ -155,7 +171,8 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
             so centres lie about ``class_sep·√2`` apart, with unit-variance noise around them.
         annotator_accuracy: an accuracy, or a (low, high) range sampled uniformly per
             annotator, for the individual matrices.
-        individual_noise: ``"uniform"`` or ``"asymmetric"`` (see :func:`_noise_matrix`).
+        individual_noise: ``"uniform"``, ``"asymmetric"`` or ``"symmetric"`` (see
+            :func:`_noise_matrix`).
         common_noise: None, ``"asymmetric"`` or ``"symmetric"``: a common confusion matrix
             with off-diagonal mass ``common_strength`` per row (CoNAL's noise strength), used
             for annotation (i, r) with probability ω_ri = σ(û_r·v̂_i·4 + b), from hidden
@@ -171,6 +188,21 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
             real crowdsourcing platforms).
         seed: the random seed; the same seed gives the same crowd.
     """
+    # types first: a float size or a string fraction failed later with numpy's message
+    for name, value, low in (("n_items", n_items, 1), ("n_classes", n_classes, 2),
+                             ("n_annotators", n_annotators, 1),
+                             ("annotations_per_item", annotations_per_item, 1)):
+        if isinstance(value, bool) or not isinstance(value, Integral):
+            check_count(value, name, low)          # the TypeError naming it
+    check_number(class_sep, "class_sep")
+    for name, value in (("common_strength", common_strength),
+                        ("common_proportion", common_proportion)):
+        check_number(value, name, -np.inf)
+    for name, value in (("individual_noise", individual_noise), ("common_noise", common_noise)):
+        if not (value is None and name == "common_noise") and value not in NOISE_PATTERNS:
+            raise CrowdDataError(f"{name} must be one of {NOISE_PATTERNS}"
+                                 f"{' or None' if name == 'common_noise' else ''}, got {value!r}")
+    seed = check_seed(seed)
     if n_classes < 2:
         raise CrowdDataError(f"n_classes must be at least 2, got {n_classes}")
     if n_items < 1 or n_annotators < 1:
@@ -182,10 +214,11 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
         raise CrowdDataError("common_proportion and common_strength must be in [0, 1]")
     check_count(n_features, "n_features")
     acc_arg = np.asarray(annotator_accuracy, dtype=float)
-    if acc_arg.shape not in ((), (2,)) or not ((acc_arg >= 0) & (acc_arg <= 1)).all():
+    if acc_arg.shape not in ((), (2,)) or not ((acc_arg >= 0) & (acc_arg <= 1)).all() or \
+            (acc_arg.shape == (2,) and acc_arg[0] > acc_arg[1]):
         # outside [0, 1] the confusion rows would hold negative "probabilities"
         raise CrowdDataError(f"annotator_accuracy must be an accuracy or a (low, high) range "
-                             f"in [0, 1], got {annotator_accuracy!r}")
+                             f"in [0, 1] with low <= high, got {annotator_accuracy!r}")
     rng = np.random.default_rng(seed)
     k = n_classes
 
@@ -199,6 +232,14 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
             raise CrowdDataError(f"groups must be None, 'default' or a sequence of dicts, got "
                                  f"{groups!r}")
         spec = DEFAULT_GROUPS if isinstance(groups, str) else tuple(groups)
+        bad = [g for g in spec if not (isinstance(g, Mapping) and "probability" in g and all(
+            isinstance(g.get(key, 0), Real) and not isinstance(g.get(key, 0), bool)
+            for key in ("probability", "accuracy") if g.get(key, 0) is not None))]
+        if bad or isinstance(groups, Mapping):
+            # a dict of one group was read as its keys; a missing probability was a KeyError
+            raise CrowdDataError(f"groups must be a sequence of dicts with a number "
+                                 f"'probability' and 'accuracy' a number or None, got "
+                                 f"{bad[0] if bad else groups!r}")
         p = np.array([g["probability"] for g in spec], dtype=float)
         accs = [g.get("accuracy") for g in spec]
         if not len(p) or (p < 0).any() or not p.sum() > 0 or any(

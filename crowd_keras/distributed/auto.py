@@ -185,7 +185,8 @@ class AutoMethod(Method):
         for fold in range(n_folds):
             train = data.derive(_gold_fold_block, n_folds, seed, fold)
             fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
-            target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold])
+            target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold],
+                                               data.classes)
             scored = [(fit.method, fit.params, fit.model.class_priors_,
                        fit.model.posterior_has_class_prior) for fit in fits]
             sums += data.reduce(_gold_hits, n_folds, seed, fold,
