@@ -286,3 +286,18 @@ def test_new_annotations_whose_annotator_ids_are_of_another_type_are_named():
     prior_only = model.predict_proba(df.assign(worker=df.worker + 100))
     assert model.n_unknown_annotations_ == len(df)
     np.testing.assert_allclose(prior_only, np.broadcast_to(prior_only[0], prior_only.shape))
+
+
+def test_a_class_prior_series_keyed_by_class_is_refused_not_read_by_position():
+    """class_prior=pd.Series({"b": .9, "a": .1}) was read by position: .9 for class "a"."""
+    from crowd_keras.datasets import simulate_crowd
+
+    df = simulate_crowd(n_items=40, n_classes=2, n_annotators=6, seed=0).annotations.to_frame()
+    ann = Annotations.from_frame(df.assign(label=df["label"].map({0: "a", 1: "b"})))
+    keyed = pd.Series({"b": 0.9, "a": 0.1})
+    with pytest.raises(CrowdDataError, match=r"class prior must be a vector in the classes' "
+                                             r"order .*reindex\(classes\)"):
+        DawidSkene(class_prior=keyed).fit(ann)
+    by_order = DawidSkene(class_prior=keyed.reindex(ann.classes).to_numpy()).fit(ann)
+    plain = DawidSkene(class_prior=pd.Series([0.1, 0.9])).fit(ann)   # default index: order
+    np.testing.assert_allclose(by_order.predict_proba(), plain.predict_proba())

@@ -89,6 +89,11 @@ def check_prior(prior: Optional[Any], n_classes: int) -> Optional[np.ndarray]:
     """A user's fixed class prior as (K,) probabilities, or None; raises when it is not one."""
     if prior is None:
         return None
+    if isinstance(prior, pd.Series) and not prior.index.equals(pd.RangeIndex(len(prior))):
+        # a Series keyed by class would be read by position, whatever its index says
+        raise CrowdDataError(f"class prior must be a vector in the classes' order (a Series "
+                             f"indexed by class names is read by position: pass "
+                             f"prior.reindex(classes).to_numpy()), got the Series {prior.to_dict()!r}")
     try:
         p = np.asarray(prior, dtype=np.float64)
     except (TypeError, ValueError):   # a string, a ragged list: numpy's message names no prior
