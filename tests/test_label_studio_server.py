@@ -20,7 +20,9 @@ from label_studio_server import (DEMO_CONFIG, build_demo_project, build_template
                                  ensure_users, export_bytes, find_executable, new_token,
                                  start_copy)
 
-pytestmark = pytest.mark.server
+# one xdist worker runs this file (tox.ini: --dist loadgroup): the session template (the
+# server's migrations) is then built once, not once per worker
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("label_studio_server")]
 
 FORMATS = ("JSON", "JSON_MIN", "CSV", "TSV")
 
