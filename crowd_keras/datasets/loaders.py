@@ -137,10 +137,18 @@ def load_music(root: Optional[PathLike] = None, *, download: bool = True,
     learning with multiple annotators", ICML 2014.
     """
     d = locate("music", root, download=download)
-    gold = pd.read_csv(d / "music_genre_gold.csv")
-    test = pd.read_csv(d / "music_genre_test.csv")
-    answers = pd.read_csv(d / "music_genre_annotations.csv")
+    gold = _csv_columns(d / "music_genre_gold.csv", ("id", "class"))
     feats = [c for c in gold.columns if c.startswith("feature")]
+    test = _csv_columns(d / "music_genre_test.csv", ("class", *feats))
+    answers = _csv_columns(d / "music_genre_annotations.csv", ("id", "annotator", "label"))
+    x_train = _feature_table(gold, feats, d / "music_genre_gold.csv")
+    x_test = _feature_table(test, feats, d / "music_genre_test.csv")
+    repeat = gold["id"].duplicated().to_numpy()
+    if repeat.any():  # else blamed on the annotations file by from_frame's item_ids check
+        n = int(np.argmax(repeat))
+        raise CrowdDataError(f"{d / 'music_genre_gold.csv'}, row {n}: song "
+                             f"{show(gold['id'].iloc[n])} repeats row "
+                             f"{int(np.argmax((gold['id'] == gold['id'].iloc[n]).to_numpy()))}")
     # the genres are those of the 700 gold songs: a label outside them is refused below
     # (from_frame names its row), not made a class of its own
     if gold["class"].isna().any():
@@ -159,9 +167,21 @@ def load_music(root: Optional[PathLike] = None, *, download: bool = True,
                                      classes=classes, item_ids=gold["id"].tolist(),
                                      duplicates=duplicates)
     return CrowdDataset(
-        x_train=gold[feats].to_numpy(np.float32), y_train=gold["class"].map(code).to_numpy(np.int64),
-        x_test=test[feats].to_numpy(np.float32), y_test=test["class"].map(code).to_numpy(np.int64),
+        x_train=x_train, y_train=gold["class"].map(code).to_numpy(np.int64),
+        x_test=x_test, y_test=test["class"].map(code).to_numpy(np.int64),
         annotations=ann, classes=classes)
+
+
+def _feature_table(frame: pd.DataFrame, feats: list, path: Path) -> np.ndarray:
+    """``frame[feats]`` as float32 (rows, features); a value that is not a finite number
+    raises naming the row and column (a NaN would reach training unseen)."""
+    values = frame[feats].apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        r, c = (int(i) for i in np.argwhere(bad)[0])
+        raise CrowdDataError(f"{path}, row {r}, column {feats[c]!r}: "
+                             f"{show(frame[feats[c]].iloc[r])} is not a finite number")
+    return values.astype(np.float32)
 
 
 def _named_set(folder: PathLike, family: str, names: tuple, files: list,
