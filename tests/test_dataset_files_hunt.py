@@ -1,12 +1,14 @@
 """Loaders of the shared sets given files a user might have edited: named errors, no silent
 values (a defect hunt over the data set loaders)."""
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import require_data
 from crowd_keras import CrowdDataError
-from crowd_keras.datasets import load_music
+from crowd_keras.datasets import load_music, load_pico
 
 
 def _linked(src, dst, skip=()):
@@ -58,3 +60,40 @@ def test_music_features_as_documented(music_gold):
     assert d.x_train.shape == (700, 124) and d.x_test.shape == (300, 124)
     assert d.x_train.dtype == np.float32
     np.testing.assert_allclose(d.x_train[:, 0], gold["feature0"].to_numpy(), rtol=1e-6)
+
+
+def _tiny_pico(folder, crowd_test, authors=()):
+    docs = [{"docid": "1", "text": "adults with asthma"},
+            {"docid": "2", "text": "children aged five"}]
+    lines = {"docs.jsonl": docs, "crowd_test.jsonl": crowd_test, "crowd_dev.jsonl": [],
+             "gold_acl17_even.jsonl": [], "authors_aggregates_acl17.jsonl": list(authors)}
+    for name, rows in lines.items():
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_pico_files_with_a_byte_order_mark_are_read(tmp_path):
+    _tiny_pico(tmp_path, [{"docid": "1", "spans": {"w1": [[0, 6]]}}])
+    for name in ("docs.jsonl", "crowd_test.jsonl"):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    d = load_pico(tmp_path, splits=("test",))   # was "Unexpected UTF-8 BOM" at line 1
+    assert list(d.sequences.doc_ids) == ["1"] and list(d.split) == ["test"]
+
+
+def test_pico_repeated_authors_aggregate_is_refused(tmp_path):
+    row = {"docid": "1", "HMMCrowd": [[0, 6]], "DawidSkene": [], "MajorityVote": []}
+    _tiny_pico(tmp_path, [{"docid": "1", "spans": {}}],
+               authors=[row, dict(row, HMMCrowd=[])])
+    with pytest.raises(CrowdDataError, match=r"authors_aggregates_acl17.jsonl: docid '1' has two "
+                                             r"records"):
+        load_pico(tmp_path, splits=("test",))   # the second silently replaced the first
+    _tiny_pico(tmp_path, [{"docid": "1", "spans": {}}], authors=[row])
+    assert load_pico(tmp_path, splits=("test",)).authors["HMMCrowd"] == {"1": [[0, 6]]}
+
+
+def test_pico_crowd_record_without_a_text_names_both_files(tmp_path):
+    _tiny_pico(tmp_path, [{"docid": "9", "spans": {}}])
+    with pytest.raises(CrowdDataError, match=r"\S+crowd_test.jsonl: docid '9' has no text in "
+                                             r"\S+docs.jsonl"):
+        load_pico(tmp_path, splits=("test",))

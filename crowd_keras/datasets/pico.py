@@ -32,7 +32,7 @@ def _jsonl(path: Path, keys: Sequence[str] = ("docid",)) -> list:
     if not path.exists():
         raise CrowdDataError(f"no PICO file at {path}")
     records = []
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not a record
         for n, line in enumerate(f):
             if line.strip():
                 rec = read_json_text(line, f"{path}, line {n + 1}", "the record")
@@ -43,14 +43,15 @@ def _jsonl(path: Path, keys: Sequence[str] = ("docid",)) -> list:
     return records
 
 
-def _by_docid(path: Path, key: str) -> dict:
-    """``{docid: record[key]}`` of a JSON-lines file; a repeated docid raises (a later
-    record would silently replace the first)."""
+def _by_docid(path: Path, key: Union[str, Sequence[str]]) -> dict:
+    """``{docid: record[key]}`` of a JSON-lines file (``key`` a tuple of keys: the whole
+    record); a repeated docid raises (a later record would silently replace the first)."""
+    keys = (key,) if isinstance(key, str) else tuple(key)
     out = {}
-    for rec in _jsonl(path, ("docid", key)):
+    for rec in _jsonl(path, ("docid",) + keys):
         if rec["docid"] in out:
             raise CrowdDataError(f"{path}: docid {rec['docid']!r} has two records")
-        out[rec["docid"]] = rec[key]
+        out[rec["docid"]] = rec[key] if isinstance(key, str) else rec
     return out
 
 
@@ -93,7 +94,8 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
     for name in splits:
         for rec in _jsonl(d / f"crowd_{name}.jsonl", ("docid", "spans")):
             if rec["docid"] not in texts:
-                raise CrowdDataError(f"crowd_{name}.jsonl: docid {rec['docid']!r} has no text")
+                raise CrowdDataError(f"{d / f'crowd_{name}.jsonl'}: docid {rec['docid']!r} has "
+                                     f"no text in {d / 'docs.jsonl'}")
             if rec["docid"] in spans:
                 raise CrowdDataError(f"{d / f'crowd_{name}.jsonl'}: docid {rec['docid']!r} "
                                      f"has a second record (first in crowd_"
@@ -105,7 +107,7 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
                                         default_label=PICO_LABEL, scheme=scheme,
                                         tokenizer=tokenizer)
     gold = _by_docid(d / "gold_acl17_even.jsonl", "spans")
-    authors_rows = _jsonl(d / "authors_aggregates_acl17.jsonl", ("docid",) + _AUTHORS)
-    authors = {k: {r["docid"]: r[k] for r in authors_rows} for k in _AUTHORS}
+    authors_rows = _by_docid(d / "authors_aggregates_acl17.jsonl", _AUTHORS)
+    authors = {k: {docid: r[k] for docid, r in authors_rows.items()} for k in _AUTHORS}
     return CrowdDataset(sequences=seq, split=np.asarray(split, dtype=object), gold=gold,
                         authors=authors)
