@@ -8,7 +8,7 @@ import pytest
 
 from conftest import require_data
 from crowd_keras import CrowdDataError
-from crowd_keras.datasets import load_music, load_pico
+from crowd_keras.datasets import LABELME_CLASSES, load_labelme, load_music, load_pico
 
 
 def _linked(src, dst, skip=()):
@@ -97,3 +97,50 @@ def test_pico_crowd_record_without_a_text_names_both_files(tmp_path):
     with pytest.raises(CrowdDataError, match=r"\S+crowd_test.jsonl: docid '9' has no text in "
                                              r"\S+docs.jsonl"):
         load_pico(tmp_path, splits=("test",))
+
+
+@pytest.fixture
+def labelme(tmp_path):
+    src = require_data("labelme")
+    return src, _linked(src, tmp_path, skip=("classes.txt", "LabelMe_Z_train.txt",
+                                             "LabelMe_VGG_avg_valid.npy"))
+
+
+def _labelme_files(src, folder, classes=None, z_prefix=b"", valid=None):
+    (folder / "classes.txt").write_bytes(classes if classes is not None
+                                         else (src / "classes.txt").read_bytes())
+    (folder / "LabelMe_Z_train.txt").write_bytes(z_prefix
+                                                 + (src / "LabelMe_Z_train.txt").read_bytes())
+    np.save(folder / "LabelMe_VGG_avg_valid.npy",
+            valid if valid is not None else np.load(src / "LabelMe_VGG_avg_valid.npy"))
+
+
+def test_labelme_files_with_a_byte_order_mark_are_read(labelme):
+    src, folder = labelme
+    bom = b"\xef\xbb\xbf"
+    _labelme_files(src, folder, classes=bom + (src / "classes.txt").read_bytes(), z_prefix=bom)
+    d = load_labelme(folder)
+    # the mark stuck to the first class name ('\ufeffhighway') and failed the codes file
+    assert d.classes == list(LABELME_CLASSES)
+    np.testing.assert_array_equal(d.y_train, np.loadtxt(src / "LabelMe_Z_train.txt",
+                                                        dtype=np.int64))
+
+
+def test_labelme_features_of_another_width_or_shape_are_refused(labelme):
+    src, folder = labelme
+    valid = np.load(src / "LabelMe_VGG_avg_valid.npy")
+    _labelme_files(src, folder, valid=valid[:, :100])
+    with pytest.raises(CrowdDataError, match=r"LabelMe_VGG_avg_valid.npy: 100 features per item, "
+                                             r"but \S+LabelMe_VGG_avg_train.npy has 512"):
+        load_labelme(folder)
+    _labelme_files(src, folder, valid=valid.reshape(500, 16, 32))
+    with pytest.raises(CrowdDataError, match=r"valid.npy: features of shape \(500, 16, 32\); "
+                                             r"expected a 2-d array"):
+        load_labelme(folder)
+
+
+def test_labelme_class_named_twice_names_classes_txt(labelme):
+    src, folder = labelme
+    _labelme_files(src, folder, classes=b"highway\n" * 8)
+    with pytest.raises(CrowdDataError, match=r"classes.txt: class 'highway' is named twice"):
+        load_labelme(folder)   # was blamed on answers.txt

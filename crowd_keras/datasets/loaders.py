@@ -61,7 +61,7 @@ def _naming(path: Path) -> Iterator[None]:
 def _integer_table(path: Path) -> np.ndarray:
     """``np.loadtxt(path, dtype=int64)``; an unreadable value raises naming the file."""
     try:
-        return np.loadtxt(path, dtype=np.int64)
+        return np.loadtxt(path, dtype=np.int64, encoding="utf-8-sig")
     except ValueError as exc:
         raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
 
@@ -72,6 +72,17 @@ def _check_rows(path: Path, table: np.ndarray, other: Path, n_rows: int) -> None
     if len(table) != n_rows:
         raise CrowdDataError(f"{path} has {len(table)} rows but {other} has {n_rows}: the files "
                              "describe the same items row by row")
+
+
+def _check_features(path: Path, x: np.ndarray, train: np.ndarray, train_path: Path) -> None:
+    """``x`` is (items, features) with the training split's width: another shape would reach
+    a classifier as other inputs than those it was trained on."""
+    if x.ndim != 2:
+        raise CrowdDataError(f"{path}: features of shape {x.shape}; expected a 2-d array "
+                             "(items, features)")
+    if x.shape[1] != train.shape[1]:
+        raise CrowdDataError(f"{path}: {x.shape[1]} features per item, but {train_path} has "
+                             f"{train.shape[1]}")
 
 
 def _check_codes(path: Path, codes: np.ndarray, classes: list) -> None:
@@ -104,12 +115,19 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
     image annotation", IJCV 77, 2008.
     """
     d = locate("labelme", root, download=download)
-    names = ((d / "classes.txt").read_text().split("\n") if (d / "classes.txt").exists()
-             else LABELME_CLASSES)
+    # utf-8-sig: a byte-order mark would otherwise stick to the first class name
+    names = ((d / "classes.txt").read_text(encoding="utf-8-sig").split("\n")
+             if (d / "classes.txt").exists() else LABELME_CLASSES)
     classes = [c.strip() for c in names if c.strip()]
+    repeat = pd.Index(classes).duplicated()
+    if repeat.any():  # else blamed on answers.txt by from_dense
+        raise CrowdDataError(f"{d / 'classes.txt'}: class {classes[int(np.argmax(repeat))]!r} "
+                             "is named twice")
     out = CrowdDataset(classes=classes)
     for split in ("train", "valid", "test"):
         out[f"x_{split}"] = read_npy(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
+        _check_features(d / f"LabelMe_VGG_avg_{split}.npy", out[f"x_{split}"], out["x_train"],
+                        d / "LabelMe_VGG_avg_train.npy")
         out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt")
         _check_rows(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"],
                     d / f"LabelMe_VGG_avg_{split}.npy", len(out[f"x_{split}"]))
