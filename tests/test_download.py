@@ -380,3 +380,26 @@ def test_a_cache_path_that_is_a_file_is_named_before_any_download(server, cache,
     with pytest.raises(DownloadError, match=r"payload.bin is a folder"):
         locate("tiny", progress=False)
     assert not [p for p in (cache / "tiny").iterdir() if p.name != "payload.bin"]
+
+
+def test_a_part_file_that_cannot_be_written_is_named_not_called_an_interruption(server, cache,
+                                                                                tiny):
+    (cache / "tiny" / "payload.bin.part").mkdir(parents=True)
+    for _ in range(2):  # "interrupted; run again to resume" failed the same way each run
+        with pytest.raises(DownloadError, match=r"cannot write the download to \S+payload.bin"
+                                                r".part \(Is a directory\).*CROWD_KERAS_CACHE"):
+            locate("tiny", progress=False)
+    assert not (cache / "tiny" / "payload.bin").exists()
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="permissions do not bind root")
+def test_a_read_only_cache_is_named(server, cache, tiny):
+    cache.mkdir()
+    cache.chmod(0o555)
+    try:
+        with pytest.raises(DownloadError, match=r"cannot make the folder \S+tiny .*"
+                                                r"CROWD_KERAS_CACHE to a writable folder"):
+            locate("tiny", progress=False)   # was a bare PermissionError
+    finally:
+        cache.chmod(0o755)

@@ -125,16 +125,19 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
             bar.update(have)
             got_bytes = have
             try:
-                with open(part, "ab" if have else "wb") as fh:
-                    for block in iter(lambda: response.read(_CHUNK), b""):
-                        fh.write(block)
+                with _writing(part, have) as fh:
+                    while True:
+                        try:
+                            block = response.read(_CHUNK)
+                        except (OSError, http.client.HTTPException) as exc:  # connection lost
+                            raise DownloadError(f"download of {what} from {url} was interrupted "
+                                                f"({exc}); run again to resume") from None
+                        if not block:
+                            break
+                        _write(fh, part, block)
                         got_bytes += len(block)
                         bar.update(len(block))
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            except (OSError, http.client.HTTPException) as exc:  # a dropped connection
-                raise DownloadError(f"download of {what} from {url} was interrupted ({exc}); "
-                                    f"run again to resume") from None
+                    _write(fh, part, b"", sync=True)
             finally:
                 bar.close()
             if total and got_bytes < total:  # the body ended early: keep .part to resume
@@ -149,6 +152,32 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
     return publish_file(part, dest)
 
 
+def _cannot_write(part: Path, exc: OSError) -> DownloadError:
+    """A local write failure (not the network's): rerunning does not help, another cache
+    does."""
+    return DownloadError(f"cannot write the download to {part} ({exc.strerror or exc}); free "
+                         f"or fix that place, or set {CACHE_ENV} to a writable folder")
+
+
+def _writing(part: Path, have: int):
+    """``part`` opened to append (``have`` bytes kept) or afresh, or a :class:`DownloadError`
+    naming it (a read-only cache, a folder named like the ``.part`` file)."""
+    try:
+        return open(part, "ab" if have else "wb")
+    except OSError as exc:
+        raise _cannot_write(part, exc) from None
+
+
+def _write(fh, part: Path, block: bytes, sync: bool = False) -> None:
+    try:
+        fh.write(block)
+        if sync:
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:  # a full disk, say
+        raise _cannot_write(part, exc) from None
+
+
 def _make_folder(folder: Path) -> None:
     """``folder`` and those above it, or a :class:`DownloadError` naming the file in the way
     (a cache path set to a file)."""
@@ -157,6 +186,9 @@ def _make_folder(folder: Path) -> None:
     except (FileExistsError, NotADirectoryError):
         raise DownloadError(f"cannot make the folder {folder}: a file is in the way (the cache "
                             f"is {cache_dir()}; set {CACHE_ENV} to a folder)") from None
+    except OSError as exc:  # a read-only or foreign cache
+        raise DownloadError(f"cannot make the folder {folder} ({exc.strerror or exc}); set "
+                            f"{CACHE_ENV} to a writable folder") from None
 
 
 def _missing(folder: Path, names: Iterable[str]) -> list:
