@@ -191,7 +191,13 @@ def test_truth_inference_refuses_bad_truth_rows_naming_the_file(tmp_path, truth_
     ({"label": 0, "weak_labels": [1, -3]}, None, r"function 1: weak_labels -3"),
     ({"label": 7, "weak_labels": [1, -1]}, None, r"record 'r0': label 7 is not"),
     ({"label": 0.5, "weak_labels": [1, -1]}, None, r"label 0.5 is not"),       # was read as 0
-    ({"label": 0, "weak_labels": ["1", -1]}, None, r"weak_labels must be integer codes"),
+    ({"label": 0, "weak_labels": ["1", -1]}, None,
+     r"record 'r0': weak_labels \['1', -1\] is not a list of integer codes"),
+    ({"label": [0, 1], "weak_labels": [1, -1]}, None,          # was read as label 0
+     r"record 'r0': label \[0, 1\] is not an integer code"),
+    ({"label": None, "weak_labels": [1, -1]}, None, r"record 'r0': label None is not"),
+    ({"label": 0, "weak_labels": [1, -1]}, {"0": "a", "1": "a"}, r"label.json: class names "
+                                                                  r"\['a', 'a'\] repeat"),
     ({"label": 0, "weak_labels": [1, -1]}, {"0": "a", "2": "c"}, r"label.json: must map"),
 ])
 def test_wrench_refuses_codes_outside_the_classes(tmp_path, record, labels, match):

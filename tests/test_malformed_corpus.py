@@ -916,7 +916,7 @@ case("files", "wrench-record-without-label", _wrench('{"0": {"weak_labels": [0, 
      error(r"train.json: a WRENCH split maps ids to records holding 'weak_labels' and 'label'"))
 case("files", "wrench-ragged-votes",
      _wrench('{"0": {"weak_labels": [0, -1], "label": 1}, "1": {"weak_labels": [0], "label": 0}}'),
-     error(r"train.json: weak_labels and label must be integers"))
+     error(r"train.json: record '1' has 1 weak_labels, record '0' has 2"))
 
 
 def _npy_file(mutate):

@@ -372,9 +372,12 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         # no dtype here: a cast would turn 0.5 into 0 and "1" into 1 without a word
         L = np.array([r["weak_labels"] for r in rows])
         y = np.array([r["label"] for r in rows])
-    except (TypeError, ValueError) as exc:
-        raise CrowdDataError(f"{path}: weak_labels and label must be integers, one list of "
-                             f"one length per record ({exc})") from None
+    except (TypeError, ValueError):
+        L = y = None
+    if rows and (L is None or L.ndim != 2 or L.dtype.kind not in "iuf" or y.ndim != 1
+                 or y.dtype.kind not in "iuf"):
+        # a list as label would be read as a column of y, a bool as a code
+        raise CrowdDataError(_first_bad_record(path, records))
     label_path = d / "label.json"
     labels = read_json_text(label_path.read_bytes(), label_path, "the class names") \
         if label_path.exists() else None
@@ -385,12 +388,39 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
     except (TypeError, ValueError, AttributeError):
         raise CrowdDataError(f"{label_path}: must map class codes ('0', '1', ...) to "
                              "names") from None
+    if classes is not None and len(set(classes)) < len(classes):
+        raise CrowdDataError(f"{label_path}: class names {classes} repeat a name")
     ids = list(records.keys())
     L = _wrench_codes(L, path, ids, "weak_labels", classes)
-    y = _wrench_codes(y[:, None] if y.ndim == 1 else y, path, ids, "label", classes)[:, 0]
+    y = _wrench_codes(y[:, None], path, ids, "label", classes)[:, 0]
     return CrowdDataset(L=L, y=y, texts=[r.get("data", {}).get("text", "") if isinstance(
                             r.get("data"), dict) else "" for r in rows],
                         ids=ids, classes=classes)
+
+
+def _is_code(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _first_bad_record(path: Path, records: dict) -> str:
+    """Where a WRENCH split stops being one list of number codes of one length per record
+    and one number label, searched only once the arrays showed that something is wrong."""
+    first = None
+    for key, rec in records.items():
+        votes, label = rec["weak_labels"], rec["label"]
+        if not isinstance(votes, list) or not all(_is_code(v) for v in votes):
+            return (f"{path}: record {key!r}: weak_labels {show(votes)} is not a list of "
+                    "integer codes (-1 = abstain)")
+        if first is None:
+            first = key, len(votes)
+        elif len(votes) != first[1]:
+            return (f"{path}: record {key!r} has {len(votes)} weak_labels, record "
+                    f"{first[0]!r} has {first[1]}: one per labeling function")
+        if not _is_code(label):
+            return (f"{path}: record {key!r}: label {show(label)} is not an integer code "
+                    "(-1 = no gold)")
+    return (f"{path}: weak_labels and label must be integer codes, one list of one length "
+            "per record")
 
 
 def _wrench_codes(values: np.ndarray, path: Path, ids: list, what: str,
