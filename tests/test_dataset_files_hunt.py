@@ -8,7 +8,8 @@ import pytest
 
 from conftest import require_data
 from crowd_keras import CrowdDataError
-from crowd_keras.datasets import LABELME_CLASSES, load_labelme, load_music, load_pico
+from crowd_keras.datasets import (LABELME_CLASSES, load_labelme, load_music, load_pico,
+                                  load_truth_inference_features)
 
 
 def _linked(src, dst, skip=()):
@@ -144,3 +145,14 @@ def test_labelme_class_named_twice_names_classes_txt(labelme):
     _labelme_files(src, folder, classes=b"highway\n" * 8)
     with pytest.raises(CrowdDataError, match=r"classes.txt: class 'highway' is named twice"):
         load_labelme(folder)   # was blamed on answers.txt
+
+
+def test_truth_inference_features_that_are_not_finite_are_named(tmp_path):
+    features = np.ones((3, 4))
+    features[2, 1] = np.nan
+    np.savez(tmp_path / "vgg16_features.npz", ids=np.array([5, 6, 7]), features=features)
+    np.testing.assert_array_equal(load_truth_inference_features(tmp_path, [6, 5]),
+                                  np.ones((2, 4), np.float32))   # only the items asked for
+    with pytest.raises(CrowdDataError, match=r"vgg16_features.npz: feature 1 of id 7 is nan, "
+                                             r"not a finite number"):
+        load_truth_inference_features(tmp_path, [5, 7])   # was returned as NaN

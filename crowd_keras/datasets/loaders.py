@@ -330,7 +330,12 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
     if (pos < 0).any():
         raise CrowdDataError(f"item {show(list(item_ids)[int(np.argmax(pos < 0))])} has no "
                              f"features in {path}")
-    return feats[pos].astype(np.float32)
+    out = feats[pos].astype(np.float32)
+    if not np.isfinite(out).all():  # a NaN would reach training unseen
+        r, c = (int(i) for i in np.argwhere(~np.isfinite(out))[0])
+        raise CrowdDataError(f"{path}: feature {c} of id {show(ids[pos[r]])} is "
+                             f"{show(out[r, c])}, not a finite number")
+    return out
 
 
 def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
