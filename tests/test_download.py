@@ -403,3 +403,17 @@ def test_a_read_only_cache_is_named(server, cache, tiny):
             locate("tiny", progress=False)   # was a bare PermissionError
     finally:
         cache.chmod(0o755)
+
+
+def test_a_mirror_that_is_a_folder_path_says_how_to_name_it(cache, tiny, tmp_path, monkeypatch):
+    local = tmp_path / "mirror"
+    (local / "tiny").mkdir(parents=True)
+    (local / "tiny" / "payload.bin").write_bytes(PAYLOAD)
+    (local / "tiny" / "answer.csv").write_bytes(SMALL)
+    monkeypatch.setenv(fetch.MIRROR_ENV, str(local))
+    with pytest.raises(DownloadError, match=r"CROWD_KERAS_MIRROR is '\S+mirror', not a URL .*"
+                                            r"CROWD_KERAS_DATA=\S+mirror .*file://"):
+        locate("tiny", progress=False)   # was ValueError: unknown url type
+    assert not cache.exists()
+    monkeypatch.setenv(fetch.MIRROR_ENV, local.as_uri())   # the advice works
+    assert (locate("tiny", progress=False) / "payload.bin").read_bytes() == PAYLOAD

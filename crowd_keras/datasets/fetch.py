@@ -26,6 +26,7 @@ import os
 import sys
 import tarfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -238,8 +239,20 @@ def _no_public_source(src: DataSource, names: Sequence[str]) -> str:
             f"are pinned by sha256 in crowd_keras.datasets.sources.SOURCES[{src.name!r}].")
 
 
+def _check_mirror(mirror: str) -> None:
+    """A mirror is a URL: a bare folder reached urllib as 'unknown url type' (a ValueError)."""
+    if urllib.parse.urlsplit(mirror).scheme.lower() not in ("http", "https", "file", "ftp"):
+        local = Path(mirror).expanduser()
+        raise DownloadError(f"{MIRROR_ENV} is {mirror!r}, not a URL (http://, https:// or "
+                            f"file://): for a local folder set {DATA_ENV}={mirror} (read in "
+                            f"place), or {MIRROR_ENV}={local.absolute().as_uri()} (copied into "
+                            f"the cache)")
+
+
 def _download(src: DataSource, folder: Path, names: Sequence[str], progress: bool) -> None:
     mirror = bool(os.environ.get(MIRROR_ENV))
+    if mirror:
+        _check_mirror(os.environ[MIRROR_ENV])
     archived = set(src.archive.members.values()) if src.archive is not None and not mirror \
         else set()
     unserved = [n for n in names if n not in archived and _url(src, n) is None]
