@@ -417,3 +417,15 @@ def test_a_mirror_that_is_a_folder_path_says_how_to_name_it(cache, tiny, tmp_pat
     assert not cache.exists()
     monkeypatch.setenv(fetch.MIRROR_ENV, local.as_uri())   # the advice works
     assert (locate("tiny", progress=False) / "payload.bin").read_bytes() == PAYLOAD
+
+
+def test_a_given_folder_without_the_files_names_both_places_looked(tmp_path):
+    with pytest.raises(CrowdDataError, match=r"no truth_inference/dog data at \S+: missing "
+                                             r"\['answer.csv', 'truth.csv'\] \(nor is there a "
+                                             r"folder \S+truth_inference/dog\)"):
+        locate("truth_inference/dog", tmp_path)
+    (tmp_path / "truth_inference" / "dog").mkdir(parents=True)
+    (tmp_path / "truth_inference" / "dog" / "answer.csv").write_bytes(SMALL)
+    with pytest.raises(CrowdDataError, match=r"missing \['answer.csv', 'truth.csv'\], and "
+                                             r"\S+truth_inference/dog lacks \['truth.csv'\]"):
+        locate("truth_inference/dog", tmp_path)

@@ -328,7 +328,11 @@ def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[
         for cand in (root, root / name):
             if not _missing(cand, wanted):
                 return cand
-        raise CrowdDataError(f"no {name} data at {root}: missing {_missing(root, wanted)}")
+        # say both places looked: a data root given for the set's folder is the usual slip
+        nested = root / name
+        raise CrowdDataError(f"no {name} data at {root}: missing {_missing(root, wanted)}"
+                             + (f", and {nested} lacks {_missing(nested, wanted)}"
+                                if nested.is_dir() else f" (nor is there a folder {nested})"))
     if os.environ.get(DATA_ENV):
         folder = Path(os.environ[DATA_ENV]).expanduser() / name
         if not _missing(folder, wanted):
