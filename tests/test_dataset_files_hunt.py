@@ -9,7 +9,7 @@ import pytest
 from conftest import require_data
 from crowd_keras import CrowdDataError
 from crowd_keras.datasets import (LABELME_CLASSES, load_labelme, load_music, load_pico,
-                                  load_truth_inference_features)
+                                  load_truth_inference, load_truth_inference_features)
 
 
 def _linked(src, dst, skip=()):
@@ -156,3 +156,24 @@ def test_truth_inference_features_that_are_not_finite_are_named(tmp_path):
     with pytest.raises(CrowdDataError, match=r"vgg16_features.npz: feature 1 of id 7 is nan, "
                                              r"not a finite number"):
         load_truth_inference_features(tmp_path, [5, 7])   # was returned as NaN
+
+
+@pytest.mark.parametrize("answers, truth, match", [
+    # was TypeError: '<' not supported between instances of 'int' and 'str'
+    ("question,worker,answer\nq1,a,0\nq2,b,1\n", "question,truth\n1,0\n2,1\n",
+     r"truth.csv: its questions \(such as 1, .*\) and those of \S+answer.csv \(such as 'q1', "
+     r".*\) are not the same kind of id"),
+    # was "unknown item id nan", naming no file
+    ("question,worker,answer\n1,a,0\n", "question,truth\n1,0\n,1\n",
+     r"truth.csv, row 1: no question \(truth 1\)"),
+    # was TypeError from sorting 'q2' with the missing question's NaN
+    ("question,worker,answer\n,a,0\nq2,a,1\n", None,
+     r"answer.csv: missing value .* column 'question' at row 0"),
+], ids=["text-and-number-ids", "truth-without-question", "text-ids-and-a-missing-one"])
+def test_truth_inference_question_ids_that_do_not_fit_are_named(tmp_path, answers, truth,
+                                                                match):
+    (tmp_path / "answer.csv").write_text(answers)
+    if truth is not None:
+        (tmp_path / "truth.csv").write_text(truth)
+    with pytest.raises(CrowdDataError, match=match):
+        load_truth_inference(tmp_path)

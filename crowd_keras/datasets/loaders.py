@@ -253,7 +253,17 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
              if (d / "truth.csv").exists() else None)
     items = pd.unique(pd.concat([answers["question"]] + ([truth["question"]] if truth is not None
                                                           else [])))
-    items = np.sort(items)
+    items = items[pd.notna(items)]  # a missing question is from_frame's error, naming its row
+    try:
+        items = np.sort(items)
+    except TypeError:  # ids read as text in one file and as numbers in the other
+        if truth is None:
+            raise
+        raise CrowdDataError(
+            f"{d / 'truth.csv'}: its questions (such as {show(truth['question'].iloc[0])}, "
+            f"{truth['question'].dtype}) and those of {d / 'answer.csv'} (such as "
+            f"{show(answers['question'].iloc[0])}, {answers['question'].dtype}) are not the "
+            "same kind of id") from None
     # non-numeric answers are left to from_frame, which names their row
     top = pd.to_numeric(answers["answer"], errors="coerce").max()
     n_classes = int(max(top if np.isfinite(top) else 0,
@@ -284,6 +294,9 @@ def _csv_columns(path: Path, columns: tuple) -> pd.DataFrame:
 def _truth_codes(truth: pd.DataFrame, path: Path) -> pd.DataFrame:
     """``truth`` with integer codes >= -1 and one row per question, else raise naming the row
     (a NaN or fraction would otherwise become a wrong code, a repeat overwrite silently)."""
+    if truth["question"].isna().any():  # else "unknown item id nan", naming no file
+        n = int(np.argmax(truth["question"].isna().to_numpy()))
+        raise CrowdDataError(f"{path}, row {n}: no question (truth {show(truth['truth'].iloc[n])})")
     codes = pd.to_numeric(truth["truth"], errors="coerce")
     bad = (codes.isna() | (codes != codes.round()) | (codes < -1)).to_numpy()
     if bad.any():
