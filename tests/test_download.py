@@ -429,3 +429,17 @@ def test_a_given_folder_without_the_files_names_both_places_looked(tmp_path):
     with pytest.raises(CrowdDataError, match=r"missing \['answer.csv', 'truth.csv'\], and "
                                              r"\S+truth_inference/dog lacks \['truth.csv'\]"):
         locate("truth_inference/dog", tmp_path)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="permissions do not bind root")
+def test_a_corrupt_file_in_a_read_only_cache_is_named_with_the_way_out(server, cache, tiny):
+    folder = locate("tiny", progress=False)
+    (folder / "payload.bin").write_bytes(PAYLOAD[:1000])
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(DownloadError, match=r"cannot be removed: \S+payload.bin .*Remove them, "
+                                                r"or set CROWD_KERAS_CACHE"):
+            locate("tiny", progress=False)   # was a bare PermissionError
+    finally:
+        folder.chmod(0o755)

@@ -286,14 +286,22 @@ def _download(src: DataSource, folder: Path, names: Sequence[str], progress: boo
 def _check_cached(src: DataSource, folder: Path, names: Sequence[str]) -> None:
     """Raise naming each cached file of ``names`` whose sha256 is not the pinned one, after
     removing it: a truncated or altered copy is never read, and the next call downloads it."""
-    bad = []
+    bad, kept = [], []
     for name in names:
         path = folder / name
         if path.is_file():
             got = sha256_of(path)
             if got != src.files[name].sha256:
                 bad.append(f"{path} (sha256 {got}, expected {src.files[name].sha256})")
-                path.unlink()
+                try:
+                    path.unlink()
+                except OSError as exc:  # a read-only cache: say so, not a bare PermissionError
+                    kept.append(f"{path} ({exc.strerror or exc})")
+    if kept:
+        raise DownloadError(f"corrupt or truncated file(s) in the cache: {'; '.join(bad)}, "
+                            f"not the pinned file(s) as distributed, and they cannot be removed: "
+                            f"{'; '.join(kept)}. Remove them, or set {CACHE_ENV} to a writable "
+                            f"folder. {_where_else(src.name)}")
     if bad:
         raise DownloadError(f"corrupt or truncated file(s) in the cache: {'; '.join(bad)}, "
                             f"not the pinned file(s) as distributed; removed, so the next call "
