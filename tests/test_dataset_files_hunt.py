@@ -177,3 +177,20 @@ def test_truth_inference_question_ids_that_do_not_fit_are_named(tmp_path, answer
         (tmp_path / "truth.csv").write_text(truth)
     with pytest.raises(CrowdDataError, match=match):
         load_truth_inference(tmp_path)
+
+
+def test_labelme_codes_file_with_two_columns_or_one_row(labelme):
+    src, folder = labelme
+    _labelme_files(src, folder)
+    z = np.loadtxt(src / "LabelMe_Z_train.txt", dtype=np.int64)
+    np.savetxt(folder / "LabelMe_Z_train.txt", np.c_[z, z], fmt="%d")
+    with pytest.raises(CrowdDataError, match=r"LabelMe_Z_train.txt: 2 columns; one class code "
+                                             r"per row"):
+        load_labelme(folder)   # y_train was (1000, 2)
+    np.savetxt(folder / "LabelMe_Z_train.txt", z, fmt="%d")
+    for name in ("LabelMe_Z_test.txt", "LabelMe_VGG_avg_test.npy"):
+        (folder / name).unlink()
+    np.savetxt(folder / "LabelMe_Z_test.txt", z[:1], fmt="%d")
+    np.save(folder / "LabelMe_VGG_avg_test.npy", np.load(src / "LabelMe_VGG_avg_test.npy")[:1])
+    d = load_labelme(folder)   # a one-row split was TypeError: len() of unsized object
+    assert d.y_test.tolist() == [z[0]] and d.x_test.shape == (1, 512)

@@ -58,12 +58,17 @@ def _naming(path: Path) -> Iterator[None]:
                              if isinstance(text, Message) else f"{path}: {text}") from None
 
 
-def _integer_table(path: Path) -> np.ndarray:
-    """``np.loadtxt(path, dtype=int64)``; an unreadable value raises naming the file."""
+def _integer_table(path: Path, ndim: int) -> np.ndarray:
+    """``np.loadtxt(path, dtype=int64)`` with ``ndim`` dimensions (1: one code per row, a
+    one-row file included); an unreadable value or another column count raises naming the
+    file."""
     try:
-        return np.loadtxt(path, dtype=np.int64, encoding="utf-8-sig")
+        table = np.loadtxt(path, dtype=np.int64, encoding="utf-8-sig", ndmin=ndim)
     except ValueError as exc:
         raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
+    if table.ndim != ndim:  # two columns in a codes file would pass as a (n, 2) y
+        raise CrowdDataError(f"{path}: {table.shape[1]} columns; one class code per row")
+    return table
 
 
 def _check_rows(path: Path, table: np.ndarray, other: Path, n_rows: int) -> None:
@@ -128,11 +133,11 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
         out[f"x_{split}"] = read_npy(d / f"LabelMe_VGG_avg_{split}.npy").astype(np.float32)
         _check_features(d / f"LabelMe_VGG_avg_{split}.npy", out[f"x_{split}"], out["x_train"],
                         d / "LabelMe_VGG_avg_train.npy")
-        out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt")
+        out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt", 1)
         _check_rows(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"],
                     d / f"LabelMe_VGG_avg_{split}.npy", len(out[f"x_{split}"]))
         _check_codes(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"], classes)
-    answers = _integer_table(d / "answers.txt")
+    answers = _integer_table(d / "answers.txt", 2)
     _check_rows(d / "answers.txt", answers, d / "LabelMe_VGG_avg_train.npy", len(out.x_train))
     with _naming(d / "answers.txt"):
         out["annotations"] = Annotations.from_dense(answers, missing=-1, classes=classes)
