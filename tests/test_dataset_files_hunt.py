@@ -9,7 +9,8 @@ import pytest
 from conftest import require_data
 from crowd_keras import CrowdDataError
 from crowd_keras.datasets import (LABELME_CLASSES, load_labelme, load_music, load_pico,
-                                  load_truth_inference, load_truth_inference_features)
+                                  load_truth_inference, load_truth_inference_features,
+                                  load_wrench)
 
 
 def _linked(src, dst, skip=()):
@@ -194,3 +195,12 @@ def test_labelme_codes_file_with_two_columns_or_one_row(labelme):
     np.save(folder / "LabelMe_VGG_avg_test.npy", np.load(src / "LabelMe_VGG_avg_test.npy")[:1])
     d = load_labelme(folder)   # a one-row split was TypeError: len() of unsized object
     assert d.y_test.tolist() == [z[0]] and d.x_test.shape == (1, 512)
+
+
+def test_a_split_name_that_is_not_one_says_which_are(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # no folder named like the set
+    with pytest.raises(ValueError, match=r"unknown WRENCH split 'dev'; splits are \('train', "
+                                         r"'valid', 'test'\)"):
+        load_wrench("youtube", "dev", download=False)   # was "has no file(s) ['dev.json']"
+    with pytest.raises(TypeError, match=r"for one split write splits=\('dev',\)"):
+        load_pico(tmp_path, splits="dev")   # was "unknown PICO split(s) ['d', 'e', 'v']"

@@ -31,6 +31,7 @@ PathLike = Union[str, Path]
 TRUTH_INFERENCE_SETS = ("bluebirds", "product", "dog", "adult_content", "weather_sentiment")
 #: The WRENCH sets by name (``load_wrench("youtube")``).
 WRENCH_SETS = ("youtube", "sms", "trec")
+_WRENCH_SPLITS = ("train", "valid", "test")
 #: LabelMe's classes in code order (``classes.txt`` of the prepared set).
 LABELME_CLASSES = ("highway", "insidecity", "tallbuilding", "street", "forest", "coast",
                    "mountain", "opencountry")
@@ -379,6 +380,9 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
     J. Zhang, Y. Yu, Y. Li, Y. Wang, Y. Yang, M. Yang, A. Ratner, "WRENCH: a comprehensive
     benchmark for weak supervision", NeurIPS 2021 Datasets and Benchmarks.
     """
+    if (isinstance(folder, str) and folder in WRENCH_SETS and not Path(folder).is_dir()
+            and split not in _WRENCH_SPLITS):  # else "has no file(s) ['dev.json']"
+        raise ValueError(f"unknown WRENCH split {split!r}; splits are {_WRENCH_SPLITS}")
     named = _named_set(folder, "wrench", WRENCH_SETS, [f"{split}.json", "label.json"],
                        download)
     d = named if named is not None else Path(folder)

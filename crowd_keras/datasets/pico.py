@@ -81,6 +81,9 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
         medical student's spans, even docids of acl17-test) and ``authors``
         ``{"HMMCrowd" | "DawidSkene" | "MajorityVote": {docid: spans}}``.
     """
+    if isinstance(splits, str):  # else read letter by letter: "unknown split(s) ['d', 'e', 'v']"
+        raise TypeError(f"splits is a sequence of split names; for one split write "
+                        f"splits=({splits!r},)")
     unknown = [s for s in splits if s not in PICO_SPLITS]
     if unknown:
         raise ValueError(f"unknown PICO split(s) {unknown}; splits are {PICO_SPLITS}")
