@@ -443,3 +443,14 @@ def test_a_corrupt_file_in_a_read_only_cache_is_named_with_the_way_out(server, c
             locate("tiny", progress=False)   # was a bare PermissionError
     finally:
         folder.chmod(0o755)
+
+
+def test_the_cache_folder_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv(fetch.CACHE_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "~/xdg")   # a quoted ~ the shell left as it is
+    assert fetch.cache_dir() == tmp_path / "xdg" / "crowd-keras"   # was ./~/xdg/crowd-keras
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert fetch.cache_dir() == tmp_path / ".cache" / "crowd-keras"
+    monkeypatch.setenv(fetch.CACHE_ENV, "~/mine")
+    assert fetch.cache_dir() == tmp_path / "mine"

@@ -56,7 +56,7 @@ def cache_dir() -> Path:
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "crowd-keras"
+    return Path(base).expanduser() / "crowd-keras"  # as CROWD_KERAS_CACHE: a quoted "~/..."
 
 
 def sha256_of(path: PathLike) -> str:
