@@ -454,3 +454,16 @@ def test_the_cache_folder_from_the_environment(monkeypatch, tmp_path):
     assert fetch.cache_dir() == tmp_path / ".cache" / "crowd-keras"
     monkeypatch.setenv(fetch.CACHE_ENV, "~/mine")
     assert fetch.cache_dir() == tmp_path / "mine"
+
+
+def test_a_mirror_without_the_file_is_named_as_the_place_to_fix(cache, tiny, tmp_path,
+                                                                 monkeypatch):
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv(fetch.MIRROR_ENV, (tmp_path / "mirror").as_uri())
+    with pytest.raises(DownloadError) as err:
+        locate("tiny", progress=False)
+    msg = str(err.value)
+    # it said "no network? ... or set CROWD_KERAS_MIRROR to the URL of a server", while set
+    assert "the mirror down?" in msg and "no network" not in msg
+    assert f"CROWD_KERAS_MIRROR is {(tmp_path / 'mirror').as_uri()}: it must serve " in msg
+    assert "or set CROWD_KERAS_MIRROR" not in msg

@@ -75,6 +75,12 @@ def _where_else(name: str) -> str:
         lacks = _missing(folder, [n for n in SOURCES[name].files
                                   if n not in SOURCES[name].optional])
         looked = f"{DATA_ENV} is {data}, and {folder} lacks {lacks}. " if lacks else ""
+    mirror = os.environ.get(MIRROR_ENV)
+    if mirror:  # the mirror in use is the one to check, not one to set
+        return (f"{looked}{MIRROR_ENV} is {mirror}: it must serve {mirror.rstrip('/')}/{name}/"
+                f"<file> (unset it to download from the set's own source). To use local files "
+                f"instead, set {DATA_ENV} to a folder that holds {name}/ (or pass that folder to "
+                f"the loader).")
     return (f"{looked}To use local files instead, set {DATA_ENV} to a folder that holds "
             f"{name}/ (or pass that folder to the loader), or set {MIRROR_ENV} to the URL of a "
             f"server that mirrors <set>/<file>.")
@@ -112,7 +118,8 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
                                 f"{exc.reason}. {hint}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise DownloadError(f"cannot download {what} from {url} ({reason}): no network? "
+        cause = "the mirror down?" if os.environ.get(MIRROR_ENV) else "no network?"
+        raise DownloadError(f"cannot download {what} from {url} ({reason}): {cause} "
                             f"{hint}") from None
     if response is not None:
         with response:
