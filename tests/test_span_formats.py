@@ -235,6 +235,19 @@ def test_jsonl_round_trip_of_texts_with_unicode_line_separators(tmp_path):
     assert read_spans_jsonl(path)[0] == texts
 
 
+def test_jsonl_round_trip_of_a_text_cut_inside_an_emoji(tmp_path):
+    # a lone surrogate cannot be UTF-8: written as a \uXXXX escape, read back as itself
+    texts = {"a": "cut \ud83d here", "b": "\ude00"}
+    spans = frame([("a", 4, 5, "X"), ("a", 6, 10, "Y"), ("b", 0, 1, "Z")])
+    path = write_spans_jsonl(tmp_path / "cut.jsonl", texts, spans)
+    back_texts, back = read_spans_jsonl(path)
+    assert back_texts == texts and canon(back) == canon(spans)
+    # a high surrogate then a low one would come back as one character: said, not shifted
+    with pytest.raises(CrowdDataError, match=r"document 'p': the surrogates U\+D83D U\+DE00 "
+                                             r"would read back from JSON as one character"):
+        write_spans_jsonl(tmp_path / "pair.jsonl", {"p": "x \ud83d\ude00 y"}, frame([]))
+
+
 def test_spacy_round_trip_of_nested_spans_and_ents():
     pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
     rng = np.random.default_rng(3)

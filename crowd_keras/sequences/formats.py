@@ -29,6 +29,7 @@ span there, and ``from_spans`` reads them as one who never saw it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Optional, Sequence
 
@@ -561,10 +562,30 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
                 + seen["annotator"].tolist())
     for d, ann in dict.fromkeys(pairs):
         who[d].append(ann.item() if isinstance(ann, np.generic) else ann)
-    lines = [json.dumps({"doc": j, "text": text_of[d], "spans": by_doc[d],
-                         **({"annotators": who[d]} if crowd else {})}, ensure_ascii=False,
-                        allow_nan=False) for d, j in zip(text_of, doc_ids)]
+    lines = [_escape_surrogates(json.dumps(
+        {"doc": j, "text": text_of[d], "spans": by_doc[d],
+         **({"annotators": who[d]} if crowd else {})}, ensure_ascii=False, allow_nan=False), d)
+        for d, j in zip(text_of, doc_ids)]
     return atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _escape_surrogates(line: str, doc: Any) -> str:
+    """``line`` with each lone UTF-16 surrogate (a text cut inside an emoji) written as a
+    ``\\uXXXX`` escape, which UTF-8 cannot encode raw and ``json.loads`` reads back as the
+    same one character. A high surrogate followed by a low one would read back as one
+    character (the offsets after it would move): an error naming the document."""
+    pair = _SURROGATE_PAIR.search(line)
+    if pair:
+        raise CrowdDataError(
+            f"document {show(doc)}: the surrogates "
+            f"{' '.join(f'U+{ord(c):04X}' for c in pair.group())} would read back from JSON "
+            "as one character, moving the offsets after them; join them first "
+            "(text.encode('utf-16', 'surrogatepass').decode('utf-16'))")
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
