@@ -296,6 +296,11 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
         spacy_to_spans(docs[:2], spans_key=None, doc_ids=["d1", "d1"])
     with pytest.raises(TypeError, match="identifiers must be a list, got the string"):
         spacy_to_spans(docs[:2], spans_key=None, doc_ids="d1")
+    # a span of no document (a missing id) is named, not left out
+    for doc in ("d9", None, np.nan):
+        with pytest.raises(CrowdDataError, match=r"span row 1: document (.d9.|None|nan) has no "
+                                                 r"text"):
+            spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P"), (doc, 0, 1, "P")]))
     _, none = spacy_to_spans(spans_to_spacy(TEXTS, frame([])))
     assert none.empty      # no spans anywhere: nothing to miss
     with pytest.raises(ValueError, match="alignment must be one of"):

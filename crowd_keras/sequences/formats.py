@@ -721,11 +721,13 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
             f"Doc.ents holds one set of spans, these are by {len(who)} annotators ("
             f"{', '.join(map(show, who[:3]))}{', ...' if len(who) > 3 else ''}): write "
             "Doc.spans (ents=False: a group per annotator) or aggregate them first")
+    # checked row by row: groupby leaves out a missing document id (None, NaN) silently
+    unknown = ~frame["doc"].isin(list(text_of)).to_numpy()
+    if unknown.any():
+        r = int(np.argmax(unknown))
+        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no "
+                             "text")
     groups = frame.groupby("doc", sort=False).indices if len(frame) else {}
-    unknown = set(groups) - set(text_of)
-    if unknown:
-        raise CrowdDataError(f"spans of document {show(sorted(unknown, key=str)[0])}, which has "
-                             "no text")
     _check_in_text(frame, starts, ends, text_of)
     docs = []
     for d, text in text_of.items():
