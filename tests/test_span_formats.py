@@ -202,6 +202,24 @@ def test_jsonl_round_trip_holds_nested_spans_and_checks_offsets(tmp_path):
         read_spans_jsonl(tmp_path / "bad.jsonl")
 
 
+def test_jsonl_reader_names_the_line_of_a_crowd_span_without_annotator(tmp_path):
+    # read as NaN, it was refused later by from_spans naming a frame row, not the line
+    path = tmp_path / "holes.jsonl"
+    one = '{"doc": "a", "text": "x y", "spans": [%s]%s}\n'
+    cases = {one % ('{"start": 0, "end": 1, "label": "X"}', ', "annotators": []'):
+                 r"holes.jsonl:1: span 0 has no 'annotator', while the file names annotators "
+                 r"\(.*holes.jsonl:1: 'annotators'\)",
+             one % ('{"start": 0, "end": 1, "label": "X"}', "")
+             + one.replace('"a"', '"b"') % ('{"start": 0, "end": 1, "label": "X", '
+                                            '"annotator": "u"}', ""):
+                 r"holes.jsonl:1: span 0 has no 'annotator', while the file names annotators "
+                 r"\(.*holes.jsonl:2: span 0\)"}
+    for content, message in cases.items():
+        path.write_text(content, encoding="utf-8")
+        with pytest.raises(CrowdDataError, match=message):
+            read_spans_jsonl(path)
+
+
 def test_jsonl_writes_numpy_ids_and_refuses_what_it_could_not_read_back(tmp_path):
     # document ids as a SequenceAnnotations holds them (numpy integers) are written as JSON ints
     texts = {np.int64(0): "a b", np.int64(7): "c"}

@@ -590,8 +590,9 @@ def _escape_surrogates(line: str, doc: Any) -> str:
 
 def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
     """``(texts, spans)`` from :func:`write_spans_jsonl`'s layout (UTF-8, a byte-order mark
-    and CRLF line ends accepted; offsets checked as integers within each text; errors name
-    the file, line and span).
+    and CRLF line ends accepted; offsets checked as integers within each text; in a file that
+    names annotators, every span needs its ``"annotator"``; errors name the file, line and
+    span).
 
     With ``return_seen``, ``(texts, spans, seen)``: ``seen`` (frame ``doc, annotator``) holds
     the pairs of each line's ``"annotators"`` and of its spans, for
@@ -607,6 +608,7 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
                              f"offset {err.start})") from None
     texts: dict = {}
     rows, starts, ends, where, limit, seen = [], [], [], [], [], []
+    crowd = None     # where the file first names an annotator: then every span needs one
     for n, line in enumerate(content.split("\n"), 1):   # not splitlines: U+2028 is text
         if not line.strip():
             continue
@@ -632,6 +634,8 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
             raise CrowdDataError(f"{at}: 'annotators' must be a list of annotator ids (strings "
                                  f"or integers), got {show(who)}")
         seen.extend((doc, w) for w in who)
+        if "annotators" in rec and crowd is None:
+            crowd = f"{at}: 'annotators'"
         spans = rec.get("spans", [])
         if not isinstance(spans, list):
             raise CrowdDataError(f"{at}: 'spans' must be a list of span objects, got "
@@ -645,11 +649,17 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
             if odd:
                 raise CrowdDataError(f"{at}: span {k}: {odd[0]} must be a string or an "
                                      f"integer, got {show(sp[odd[0]])}")
+            if "annotator" in sp and crowd is None:
+                crowd = f"{at}: span {k}"
             starts.append(sp["start"])
             ends.append(sp["end"])
             where.append(f"{at}: span {k}")
             limit.append(len(text))
             rows.append({"doc": doc, **{c: sp[c] for c in ("label", "annotator") if c in sp}})
+    lost = [k for k, r in enumerate(rows) if "annotator" not in r] if crowd else []
+    if lost:    # its spans would have a NaN annotator, which from_spans refuses unlocated
+        raise CrowdDataError(f"{where[lost[0]]} has no 'annotator', while the file names "
+                             f"annotators ({crowd}): give every span of a crowd its annotator")
     start, end = check_offsets(starts, ends, lambda k: where[k])
     past = end > np.asarray(limit, np.int64)
     if past.any():
