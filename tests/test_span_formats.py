@@ -167,6 +167,17 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     with pytest.raises(CrowdDataError, match="row 1: no 'annotator' entry, while row 0 has one"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["B-X"], "annotator": "u"},
                              {"tokens": ["a"], "tags": ["B-X"]}])
+    # a DataFrame's gap is NaN (pandas stores a None there as NaN too): no annotator either
+    gap = pd.DataFrame({"doc": ["d", "d"], "annotator": ["u", None], "tokens": [["a"]] * 2,
+                        "tags": [["B-X"], ["O"]]})
+    for rows in (gap, [{"doc": "d", "annotator": "u", "tokens": ["a"], "tags": ["B-X"]},
+                       {"doc": "d", "annotator": np.nan, "tokens": ["a"], "tags": ["O"]}]):
+        with pytest.raises(CrowdDataError, match="row 1: no 'annotator' entry, while row 0 "
+                                                 "has one"):
+            token_tags_to_spans(rows)
+    _, back, back_seen = token_tags_to_spans(gap.assign(annotator=None, doc=["d", "e"]),
+                                             return_seen=True)
+    assert "annotator" not in back.columns and back_seen.empty
     edited = spans_to_token_tags(TEXTS, frame([]))[0]    # text, offsets and tokens agree
     edited["text"] = edited["text"].replace("Forty", "Fifty")
     with pytest.raises(CrowdDataError, match=r"row 0, token 0: 'tokens' has 'Forty' but the "

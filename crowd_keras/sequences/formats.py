@@ -407,7 +407,10 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             raise CrowdDataError(f"row {i}: document {show(doc)} has another text in an "
                                  "earlier row")
         texts[doc] = text
-        pair = (doc, row.get(annotator_key))
+        ann = row.get(annotator_key)
+        if ann is not None and pd.api.types.is_scalar(ann) and pd.isna(ann):
+            ann = None    # a frame's gap (pandas stores None as NaN): no annotator, not "nan"
+        pair = (doc, ann)
         if pair in first_row:     # a tag list per (document, annotator): two would merge
             raise CrowdDataError(
                 f"row {i}: document {show(doc)}"
@@ -416,7 +419,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                 + ("" if pair[1] is not None else f" (rows of one document need an "
                    f"{annotator_key!r} each)"))
         first_row[pair] = i
-        parts.append((i, doc, row.get(annotator_key), tags, offsets))
+        parts.append((i, doc, ann, tags, offsets))
     if given_offsets:   # every token offset of every row, checked in one pass
         pos = np.concatenate([np.arange(len(raw)) for _, raw, _ in given_offsets])
         row_no = np.concatenate([np.full(len(raw), i) for i, raw, _ in given_offsets])
