@@ -99,6 +99,18 @@ def test_errors_name_a_filtered_frames_rows_by_their_index(tmp_path):
             write(TEXTS, mine)
 
 
+def test_writers_refuse_a_span_without_its_annotator():
+    # written as a tag row or a Doc.spans group of the annotator nan (JSON lines refused it)
+    crowd = frame([("d3", 0, 1, "P", "u"), ("d3", 2, 3, "P", None)],
+                  ("doc", "start", "end", "label", "annotator"))
+    writers = [spans_to_token_tags]
+    if __import__("importlib").util.find_spec("spacy"):
+        writers.append(spans_to_spacy)
+    for write in writers:
+        with pytest.raises(CrowdDataError, match=r"span row 1: missing annotator \((None|nan)\)"):
+            write(TEXTS, crowd)
+
+
 def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     nested = frame([("d1", 0, 24, "P"), ("d1", 6, 12, "P")])
     with pytest.raises(CrowdDataError, match=r"document 'd1': spans \[0, 24\) and \[6, 12\) "

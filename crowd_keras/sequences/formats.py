@@ -109,6 +109,19 @@ def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
     return labels.to_numpy()
 
 
+def _annotators(frame: pd.DataFrame) -> Optional[np.ndarray]:
+    """(S,) annotators of the span rows (None without the column); a missing one is an
+    error, not a tag row or ``Doc.spans`` group of the annotator 'nan'."""
+    if "annotator" not in frame.columns:
+        return None
+    who = frame["annotator"].astype(object)
+    missing = who.isna().to_numpy()
+    if missing.any():
+        r = int(np.argmax(missing))
+        raise CrowdDataError(f"{_row(frame, r)}: missing annotator ({show(who.iloc[r])})")
+    return who.to_numpy()
+
+
 def _frame(spans: Any) -> pd.DataFrame:
     if not isinstance(spans, pd.DataFrame):
         raise CrowdDataError(f"spans must be a DataFrame with columns doc, start, end[, label, "
@@ -213,8 +226,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     if seen is not None:
         seen = _seen(seen, text_of, frame)
         has_ann = True
-    annotator = (frame["annotator"].to_numpy(object) if "annotator" in frame.columns
-                 else np.zeros(len(frame), object))
+    annotator = _annotators(frame)
+    annotator = np.zeros(len(frame), object) if annotator is None else annotator
     hit = b > a                       # edges inside a token (or in the space around tokens)
     cut_start = hit & (start != tokens.start[np.where(hit, a, 0)])
     cut_end = hit & (end != tokens.end[np.where(hit, b - 1, 0)])
@@ -728,7 +741,7 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     starts, ends = _span_offsets(frame)
     labels = _labels(frame, "span")
     has_ann = "annotator" in frame.columns
-    who = pd.unique(frame["annotator"]) if has_ann else []
+    who = pd.unique(_annotators(frame)) if has_ann else []
     if ents and len(who) > 1:     # one set of entities: the annotators' spans would merge
         raise CrowdDataError(
             f"Doc.ents holds one set of spans, these are by {len(who)} annotators ("
