@@ -342,6 +342,14 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
         with pytest.raises(CrowdDataError, match=r"span row 1: document (.d9.|None|nan) has no "
                                                  r"text"):
             spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P"), (doc, 0, 1, "P")]))
+    # spaCy's group keys are strings: two annotators' spans were merged into one group
+    mixed = frame([("d3", 0, 1, "P", 1), ("d3", 2, 3, "P", "1")],
+                  ("doc", "start", "end", "label", "annotator"))
+    with pytest.raises(CrowdDataError, match="annotators 1 and '1' would share the Doc.spans "
+                                             "group '1'"):
+        spans_to_spacy(TEXTS, mixed)
+    with pytest.raises(CrowdDataError, match="annotators 1 and '1' would share"):
+        spans_to_spacy(TEXTS, mixed.iloc[:1], seen=[("d3", 1), ("d1", "1")])
     _, none = spacy_to_spans(spans_to_spacy(TEXTS, frame([])))
     assert none.empty      # no spans anywhere: nothing to miss
     with pytest.raises(ValueError, match="alignment must be one of"):

@@ -747,6 +747,14 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
             f"Doc.ents holds one set of spans, these are by {len(who)} annotators ("
             f"{', '.join(map(show, who[:3]))}{', ...' if len(who) > 3 else ''}): write "
             "Doc.spans (ents=False: a group per annotator) or aggregate them first")
+    names = list(dict.fromkeys(list(who) + [a for v in seen_by.values() for a in v]))
+    keys = [str(a) for a in names]     # spaCy keys groups by string: 1 and "1" would merge
+    if len(set(keys)) < len(keys):
+        k = next(k for k, key in enumerate(keys) if keys.index(key) < k)
+        raise CrowdDataError(
+            f"annotators {show(names[keys.index(keys[k])])} and {show(names[k])} would share "
+            f"the Doc.spans group {keys[k]!r} (spaCy names groups by strings): give them "
+            "distinct names")
     # checked row by row: groupby leaves out a missing document id (None, NaN) silently
     unknown = ~frame["doc"].isin(list(text_of)).to_numpy()
     if unknown.any():
