@@ -69,6 +69,20 @@ def test_token_tags_by_annotator_and_the_tag_strings():
     assert canon(back) == canon(spans)
 
 
+def test_token_tag_rows_of_numpy_ids_are_json_rows():
+    # a SequenceAnnotations' ids are numpy scalars; a row is saved with json.dumps
+    import json
+    texts = {np.int64(3): "x y", np.int64(5): "z"}
+    spans = frame([(np.int64(3), 0, 1, "X", np.int64(7))],
+                  ("doc", "start", "end", "label", "annotator"))
+    rows = spans_to_token_tags(texts, spans, seen=[(np.int64(5), np.int64(8))])
+    assert [json.loads(json.dumps(r)) for r in rows] == [
+        {"doc": 3, "annotator": 7, "text": "x y", "tokens": ["x", "y"],
+         "offsets": [[0, 1], [2, 3]], "tags": ["B-X", "O"]},
+        {"doc": 5, "annotator": 8, "text": "z", "tokens": ["z"], "offsets": [[0, 1]],
+         "tags": ["O"]}]
+
+
 def test_token_tags_refuse_spans_off_token_edges_unless_told_how_to_align():
     # "Forty adults": a span [1, 12) would read back as [0, 12), changed without a word
     off = frame([("d1", 1, 12, "P", "u")], ("doc", "start", "end", "label", "annotator"))

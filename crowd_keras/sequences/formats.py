@@ -299,9 +299,10 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
                     row_tags[e - 1] = f"{'E' if bioes else 'L'}-{lab}"
             else:
                 row_tags[s] = f"{'S' if bioes else 'U'}-{lab}"
-        out = {"doc": ids[d]}
+        # Python scalars, not numpy ones (a SequenceAnnotations' ids): json.dumps takes the row
+        out = {"doc": ids[d].item() if isinstance(ids[d], np.generic) else ids[d]}
         if has_ann:
-            out["annotator"] = ann
+            out["annotator"] = ann.item() if isinstance(ann, np.generic) else ann
         row_tags = row_tags.tolist()
         if tag_id is not None:
             odd = [t for t in row_tags if t not in tag_id]
