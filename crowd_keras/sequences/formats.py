@@ -732,6 +732,9 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
                         f"got {type(nlp).__name__}")
     if alignment not in _ALIGNMENTS:
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
+    if not isinstance(spans_key, str):   # None made a group keyed None (spacy_to_spans' "all")
+        raise TypeError(f"spans_key must be the name of a Doc.spans group (a string), got "
+                        f"{spans_key!r}")
     if ents and seen is not None:
         raise ValueError("seen names annotators' Doc.spans groups; Doc.ents (ents=True) has "
                          "no annotators")
