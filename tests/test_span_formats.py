@@ -185,6 +185,10 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     assert from_frame.equals(spans)
     with pytest.raises(CrowdDataError, match=r"row 0, token 1: tag 'L-X' is not a BIO tag"):
         token_tags_to_spans([{"tokens": ["a", "b"], "tags": ["B-X", "L-X"]}])
+    # BIOES tags are read with BILOU's too: the message lists what the reader takes
+    with pytest.raises(CrowdDataError, match=r"tag 'X-Y' is not a BIOES tag \(prefixes O, B, I, "
+                                             r"L, U, E, S\)"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["X-Y"]}], scheme="BIOES")
     with pytest.raises(CrowdDataError, match="row 0: tag id 9 is not among the 9 label names"):
         token_tags_to_spans([{"tokens": ["a"], "tags": [9]}], label_names=names)
     with pytest.raises(TypeError, match="label_names must be a list of tag names, got the "

@@ -508,7 +508,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         k = int(np.argmax(bad))
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} is "
-                             f"not a {scheme} tag (prefixes {', '.join(allowed)})")
+                             f"not a {scheme} tag (prefixes "
+                             f"{', '.join(allowed + ('ES' if base == 'BILOU' else ''))})")
     inside = prefix != "O"
     first = np.zeros(len(flat), bool)
     first[np.concatenate([[0], np.cumsum(lens)[:-1]])[lens > 0]] = True
