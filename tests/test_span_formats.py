@@ -243,6 +243,16 @@ def test_jsonl_round_trip_holds_nested_spans_and_checks_offsets(tmp_path):
         read_spans_jsonl(tmp_path / "bad.jsonl")
 
 
+def test_jsonl_reader_names_the_line_of_a_span_without_label(tmp_path):
+    # read as NaN, it was refused later (from_spans, every writer) naming a frame row
+    path = tmp_path / "nolabel.jsonl"
+    path.write_text('{"doc": "a", "text": "x y", "spans": [{"start": 0, "end": 1, "label": '
+                    '"X"}]}\n\n{"doc": "b", "text": "x y", "spans": [{"start": 2, "end": 3}]}',
+                    encoding="utf-8")
+    with pytest.raises(CrowdDataError, match=r"nolabel.jsonl:3: span 0 has no 'label'"):
+        read_spans_jsonl(path)
+
+
 def test_jsonl_reader_names_the_line_of_a_crowd_span_without_annotator(tmp_path):
     # read as NaN, it was refused later by from_spans naming a frame row, not the line
     path = tmp_path / "holes.jsonl"

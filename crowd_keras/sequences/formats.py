@@ -609,8 +609,8 @@ def _escape_surrogates(line: str, doc: Any) -> str:
 def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
     """``(texts, spans)`` from :func:`write_spans_jsonl`'s layout (UTF-8, a byte-order mark
     and CRLF line ends accepted; offsets checked as integers within each text; in a file that
-    names annotators, every span needs its ``"annotator"``; errors name the file, line and
-    span).
+    names annotators, every span needs its ``"annotator"``; every span needs its ``"label"``;
+    errors name the file, line and span).
 
     With ``return_seen``, ``(texts, spans, seen)``: ``seen`` (frame ``doc, annotator``) holds
     the pairs of each line's ``"annotators"`` and of its spans, for
@@ -684,6 +684,9 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
         k = int(np.argmax(past))
         raise CrowdDataError(f"{where[k]} [{start[k]}, {end[k]}) is outside the text of "
                              f"document {show(rows[k]['doc'])} ({limit[k]} characters)")
+    unlabelled = [k for k, r in enumerate(rows) if "label" not in r]
+    if unlabelled:    # read as NaN, it was refused later naming a frame row, not the line
+        raise CrowdDataError(f"{where[unlabelled[0]]} has no 'label'")
     for row, s, e in zip(rows, start.tolist(), end.tolist()):
         row["start"], row["end"] = s, e
     cols = ["doc", "start", "end", "label"] + (["annotator"] if any("annotator" in r for r in rows)
