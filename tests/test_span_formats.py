@@ -213,6 +213,16 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     with pytest.raises(CrowdDataError, match=r"row 0, token 0: 'tokens' has 'Forty' but the "
                                              r"text at its offsets \[0, 5\] is 'Fifty'"):
         token_tags_to_spans([edited])
+    # a text beside tokens without offsets: the spans were placed in the tokens joined by
+    # spaces, and the given text was dropped without a word
+    plain = {"text": "EU rejects German.", "tokens": ["EU", "rejects", "German", "."],
+             "tags": ["B-ORG", "O", "B-MISC", "O"]}
+    with pytest.raises(CrowdDataError, match=r"row 0: 'text' 'EU rejects German.' is not the "
+                                             r"'tokens' joined by single spaces \('EU rejects "
+                                             r"German .'\), and there are no 'offsets'"):
+        token_tags_to_spans([plain])
+    texts, _ = token_tags_to_spans([dict(plain, text="EU rejects German .")])
+    assert texts == {0: "EU rejects German ."}
     with pytest.raises(CrowdDataError, match=r"row 0: 3 'tokens' for 7 offsets"):
         token_tags_to_spans([dict(edited, tokens=["Fifty", "adults", "with"])])
     with pytest.raises(CrowdDataError, match="row 1: document 's1' has another tag list in "

@@ -329,7 +329,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             strings, or integer ids with ``label_names``, the Hugging Face ``ClassLabel``
             names) and either ``"text"`` and ``"offsets"`` (``[start, end]`` per token;
             ``tokens_key`` too, if given, must be the text at those offsets) or
-            ``tokens_key`` (the text is then the tokens joined by single spaces). Optional
+            ``tokens_key`` (the text is then the tokens joined by single spaces; a
+            ``"text"`` beside them without ``"offsets"`` must be that text). Optional
             ``doc_key`` (default: the row number) and ``annotator_key`` (rows of one
             document by several annotators; their texts must agree).
         scheme: of the tags (see :data:`TAG_SCHEMES`).
@@ -408,6 +409,13 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             lens = np.fromiter((len(t) for t in toks), np.int64, len(toks))
             starts = (np.cumsum(lens + 1) - (lens + 1)).astype(np.int64)   # [] for no token
             text, offsets = " ".join(toks), np.stack([starts, starts + lens], 1)
+            given = row.get("text")     # a frame's rows without a text hold NaN there
+            if isinstance(given, str) and given != text:   # the spans' offsets index `text`
+                raise CrowdDataError(
+                    f"row {i}: 'text' {show(row['text'])} is not the {tokens_key!r} joined by "
+                    f"single spaces ({show(text)}), and there are no 'offsets' to place the "
+                    "tokens in it: give each token's [start, end] as 'offsets', or leave "
+                    "'text' out")
         else:
             raise CrowdDataError(f"row {i}: needs 'text' and 'offsets', or {tokens_key!r}")
         if len(offsets) != len(tags):
