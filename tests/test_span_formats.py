@@ -223,6 +223,15 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
         token_tags_to_spans([plain])
     texts, _ = token_tags_to_spans([dict(plain, text="EU rejects German .")])
     assert texts == {0: "EU rejects German ."}
+    # an empty token (a tokenizer's [CLS] at [0, 0]) may be 'O'; a span of only empty tokens
+    # covers no character (from_spans dropped it)
+    cls = {"text": "ab cd", "offsets": [[0, 0], [0, 2], [3, 5], [5, 5]]}
+    _, back = token_tags_to_spans([dict(cls, tags=["O", "B-X", "I-X", "I-X"])])
+    assert back[["start", "end"]].values.tolist() == [[0, 5]]
+    with pytest.raises(CrowdDataError, match=r"row 1, token 3: tag 'B-Y' starts a span of no "
+                                             r"character \(its tokens are empty: \[5, 5\]\)"):
+        token_tags_to_spans([dict(cls, tags=["O"] * 4), dict(cls, tags=["B-X", "I-X", "O",
+                                                                        "B-Y"], doc=1)])
     with pytest.raises(CrowdDataError, match=r"row 0: 3 'tokens' for 7 offsets"):
         token_tags_to_spans([dict(edited, tokens=["Fifty", "adults", "with"])])
     with pytest.raises(CrowdDataError, match="row 1: document 's1' has another tag list in "

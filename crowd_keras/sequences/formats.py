@@ -531,6 +531,13 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     last = inside & (nxt_first | nxt_begin | ~nxt_inside)
     bi, li = np.flatnonzero(begin), np.flatnonzero(last)
     offsets = np.concatenate([p[4] for p in parts]) if len(parts) else np.zeros((0, 2), int)
+    empty = offsets[li, 1] <= offsets[bi, 0]    # only empty tokens ([k, k], as [CLS] has)
+    if empty.any():     # a span of no character: from_spans drops it, no writer takes it
+        k = int(bi[np.argmax(empty)])
+        pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
+        raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} "
+                             f"starts a span of no character (its tokens are empty: "
+                             f"{offsets[k].tolist()})")
     out = pd.DataFrame({"doc": [parts[r][1] for r in row_of[bi]], "start": offsets[bi, 0],
                         "end": offsets[li, 1], "label": label[bi]})
     if has_ann:
