@@ -344,7 +344,9 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
 
     Raises:
         CrowdDataError: a tag outside the scheme, a tag id outside ``label_names``, a length
-            mismatch, a row without tokens or offsets, or two rows of one document with
+            mismatch, a row without tokens or offsets, a ``"text"`` that is not its tokens
+            joined by spaces (without offsets), a span of only empty tokens, a row without an
+            annotator (None or NaN) among rows with one, or two rows of one document with
             different texts, naming the row and position.
     """
     base, _ = _scheme(scheme)
