@@ -401,6 +401,9 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
     assert none.empty      # no spans anywhere: nothing to miss
     with pytest.raises(ValueError, match="alignment must be one of"):
         spans_to_spacy(TEXTS, frame([]), alignment="exact")
+    with pytest.raises(CrowdDataError, match=r"document 'c': spaCy cannot hold its text: "
+                                             r"character 2 is a lone surrogate"):
+        spans_to_spacy({"c": "x \ud83d y"}, frame([]))    # spaCy's UnicodeEncodeError
     for key in (None, 3):    # None wrote a group keyed None; 3 was spaCy's bare TypeError
         with pytest.raises(TypeError, match="spans_key must be the name of a Doc.spans group"):
             spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P")]), spans_key=key)

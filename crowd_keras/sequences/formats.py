@@ -790,7 +790,16 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     _check_in_text(frame, starts, ends, text_of)
     docs = []
     for d, text in text_of.items():
-        doc = nlp.make_doc(text)
+        try:
+            doc = nlp.make_doc(text)
+        except UnicodeEncodeError:   # spaCy stores strings as UTF-8
+            cut = _SURROGATE.search(text)
+            if cut is None:
+                raise
+            raise CrowdDataError(
+                f"document {show(d)}: spaCy cannot hold its text: character {cut.start()} is "
+                f"a lone surrogate ({cut.group()!r}: a text cut inside an emoji); JSON lines "
+                "and tag lists hold it") from None
         made: dict = {str(ann): [] for ann in seen_by.get(d, [])}
         for r in groups.get(d, []):
             s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
