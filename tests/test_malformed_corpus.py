@@ -1626,7 +1626,7 @@ def spans_jsonl(text, raw=None):
     return run
 
 
-def _line(spans='[{"start": 0, "end": 4}]', doc="0", text='"John met"'):
+def _line(spans='[{"start": 0, "end": 4, "label": "X"}]', doc="0", text='"John met"'):
     return f'{{"doc": {doc}, "text": {text}, "spans": {spans}}}\n'
 
 

@@ -69,6 +69,20 @@ def test_token_tags_by_annotator_and_the_tag_strings():
     assert canon(back) == canon(spans)
 
 
+def test_token_tag_rows_of_numpy_ids_are_json_rows():
+    # a SequenceAnnotations' ids are numpy scalars; a row is saved with json.dumps
+    import json
+    texts = {np.int64(3): "x y", np.int64(5): "z"}
+    spans = frame([(np.int64(3), 0, 1, "X", np.int64(7))],
+                  ("doc", "start", "end", "label", "annotator"))
+    rows = spans_to_token_tags(texts, spans, seen=[(np.int64(5), np.int64(8))])
+    assert [json.loads(json.dumps(r)) for r in rows] == [
+        {"doc": 3, "annotator": 7, "text": "x y", "tokens": ["x", "y"],
+         "offsets": [[0, 1], [2, 3]], "tags": ["B-X", "O"]},
+        {"doc": 5, "annotator": 8, "text": "z", "tokens": ["z"], "offsets": [[0, 1]],
+         "tags": ["O"]}]
+
+
 def test_token_tags_refuse_spans_off_token_edges_unless_told_how_to_align():
     # "Forty adults": a span [1, 12) would read back as [0, 12), changed without a word
     off = frame([("d1", 1, 12, "P", "u")], ("doc", "start", "end", "label", "annotator"))
@@ -97,6 +111,18 @@ def test_errors_name_a_filtered_frames_rows_by_their_index(tmp_path):
     for write in writers:
         with pytest.raises(CrowdDataError, match=r"^span row 2: \[5, 9\) is outside the text"):
             write(TEXTS, mine)
+
+
+def test_writers_refuse_a_span_without_its_annotator():
+    # written as a tag row or a Doc.spans group of the annotator nan (JSON lines refused it)
+    crowd = frame([("d3", 0, 1, "P", "u"), ("d3", 2, 3, "P", None)],
+                  ("doc", "start", "end", "label", "annotator"))
+    writers = [spans_to_token_tags]
+    if __import__("importlib").util.find_spec("spacy"):
+        writers.append(spans_to_spacy)
+    for write in writers:
+        with pytest.raises(CrowdDataError, match=r"span row 1: missing annotator \((None|nan)\)"):
+            write(TEXTS, crowd)
 
 
 def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
@@ -159,6 +185,10 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     assert from_frame.equals(spans)
     with pytest.raises(CrowdDataError, match=r"row 0, token 1: tag 'L-X' is not a BIO tag"):
         token_tags_to_spans([{"tokens": ["a", "b"], "tags": ["B-X", "L-X"]}])
+    # BIOES tags are read with BILOU's too: the message lists what the reader takes
+    with pytest.raises(CrowdDataError, match=r"tag 'X-Y' is not a BIOES tag \(prefixes O, B, I, "
+                                             r"L, U, E, S\)"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["X-Y"]}], scheme="BIOES")
     with pytest.raises(CrowdDataError, match="row 0: tag id 9 is not among the 9 label names"):
         token_tags_to_spans([{"tokens": ["a"], "tags": [9]}], label_names=names)
     with pytest.raises(TypeError, match="label_names must be a list of tag names, got the "
@@ -167,11 +197,41 @@ def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     with pytest.raises(CrowdDataError, match="row 1: no 'annotator' entry, while row 0 has one"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["B-X"], "annotator": "u"},
                              {"tokens": ["a"], "tags": ["B-X"]}])
+    # a DataFrame's gap is NaN (pandas stores a None there as NaN too): no annotator either
+    gap = pd.DataFrame({"doc": ["d", "d"], "annotator": ["u", None], "tokens": [["a"]] * 2,
+                        "tags": [["B-X"], ["O"]]})
+    for rows in (gap, [{"doc": "d", "annotator": "u", "tokens": ["a"], "tags": ["B-X"]},
+                       {"doc": "d", "annotator": np.nan, "tokens": ["a"], "tags": ["O"]}]):
+        with pytest.raises(CrowdDataError, match="row 1: no 'annotator' entry, while row 0 "
+                                                 "has one"):
+            token_tags_to_spans(rows)
+    _, back, back_seen = token_tags_to_spans(gap.assign(annotator=None, doc=["d", "e"]),
+                                             return_seen=True)
+    assert "annotator" not in back.columns and back_seen.empty
     edited = spans_to_token_tags(TEXTS, frame([]))[0]    # text, offsets and tokens agree
     edited["text"] = edited["text"].replace("Forty", "Fifty")
     with pytest.raises(CrowdDataError, match=r"row 0, token 0: 'tokens' has 'Forty' but the "
                                              r"text at its offsets \[0, 5\] is 'Fifty'"):
         token_tags_to_spans([edited])
+    # a text beside tokens without offsets: the spans were placed in the tokens joined by
+    # spaces, and the given text was dropped without a word
+    plain = {"text": "EU rejects German.", "tokens": ["EU", "rejects", "German", "."],
+             "tags": ["B-ORG", "O", "B-MISC", "O"]}
+    with pytest.raises(CrowdDataError, match=r"row 0: 'text' 'EU rejects German.' is not the "
+                                             r"'tokens' joined by single spaces \('EU rejects "
+                                             r"German .'\), and there are no 'offsets'"):
+        token_tags_to_spans([plain])
+    texts, _ = token_tags_to_spans([dict(plain, text="EU rejects German .")])
+    assert texts == {0: "EU rejects German ."}
+    # an empty token (a tokenizer's [CLS] at [0, 0]) may be 'O'; a span of only empty tokens
+    # covers no character (from_spans dropped it)
+    cls = {"text": "ab cd", "offsets": [[0, 0], [0, 2], [3, 5], [5, 5]]}
+    _, back = token_tags_to_spans([dict(cls, tags=["O", "B-X", "I-X", "I-X"])])
+    assert back[["start", "end"]].values.tolist() == [[0, 5]]
+    with pytest.raises(CrowdDataError, match=r"row 1, token 3: tag 'B-Y' starts a span of no "
+                                             r"character \(its tokens are empty: \[5, 5\]\)"):
+        token_tags_to_spans([dict(cls, tags=["O"] * 4), dict(cls, tags=["B-X", "I-X", "O",
+                                                                        "B-Y"], doc=1)])
     with pytest.raises(CrowdDataError, match=r"row 0: 3 'tokens' for 7 offsets"):
         token_tags_to_spans([dict(edited, tokens=["Fifty", "adults", "with"])])
     with pytest.raises(CrowdDataError, match="row 1: document 's1' has another tag list in "
@@ -200,6 +260,34 @@ def test_jsonl_round_trip_holds_nested_spans_and_checks_offsets(tmp_path):
     with pytest.raises(CrowdDataError, match=r"bad.jsonl:2: span 0 \[1, 5\) is outside the text "
                                              r"of document 2"):
         read_spans_jsonl(tmp_path / "bad.jsonl")
+
+
+def test_jsonl_reader_names_the_line_of_a_span_without_label(tmp_path):
+    # read as NaN, it was refused later (from_spans, every writer) naming a frame row
+    path = tmp_path / "nolabel.jsonl"
+    path.write_text('{"doc": "a", "text": "x y", "spans": [{"start": 0, "end": 1, "label": '
+                    '"X"}]}\n\n{"doc": "b", "text": "x y", "spans": [{"start": 2, "end": 3}]}',
+                    encoding="utf-8")
+    with pytest.raises(CrowdDataError, match=r"nolabel.jsonl:3: span 0 has no 'label'"):
+        read_spans_jsonl(path)
+
+
+def test_jsonl_reader_names_the_line_of_a_crowd_span_without_annotator(tmp_path):
+    # read as NaN, it was refused later by from_spans naming a frame row, not the line
+    path = tmp_path / "holes.jsonl"
+    one = '{"doc": "a", "text": "x y", "spans": [%s]%s}\n'
+    cases = {one % ('{"start": 0, "end": 1, "label": "X"}', ', "annotators": []'):
+                 r"holes.jsonl:1: span 0 has no 'annotator', while the file names annotators "
+                 r"\(.*holes.jsonl:1: 'annotators'\)",
+             one % ('{"start": 0, "end": 1, "label": "X"}', "")
+             + one.replace('"a"', '"b"') % ('{"start": 0, "end": 1, "label": "X", '
+                                            '"annotator": "u"}', ""):
+                 r"holes.jsonl:1: span 0 has no 'annotator', while the file names annotators "
+                 r"\(.*holes.jsonl:2: span 0\)"}
+    for content, message in cases.items():
+        path.write_text(content, encoding="utf-8")
+        with pytest.raises(CrowdDataError, match=message):
+            read_spans_jsonl(path)
 
 
 def test_jsonl_writes_numpy_ids_and_refuses_what_it_could_not_read_back(tmp_path):
@@ -233,6 +321,19 @@ def test_jsonl_round_trip_of_texts_with_unicode_line_separators(tmp_path):
     assert back_texts == texts and canon(back) == canon(spans)
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))     # CRLF line ends
     assert read_spans_jsonl(path)[0] == texts
+
+
+def test_jsonl_round_trip_of_a_text_cut_inside_an_emoji(tmp_path):
+    # a lone surrogate cannot be UTF-8: written as a \uXXXX escape, read back as itself
+    texts = {"a": "cut \ud83d here", "b": "\ude00"}
+    spans = frame([("a", 4, 5, "X"), ("a", 6, 10, "Y"), ("b", 0, 1, "Z")])
+    path = write_spans_jsonl(tmp_path / "cut.jsonl", texts, spans)
+    back_texts, back = read_spans_jsonl(path)
+    assert back_texts == texts and canon(back) == canon(spans)
+    # a high surrogate then a low one would come back as one character: said, not shifted
+    with pytest.raises(CrowdDataError, match=r"document 'p': the surrogates U\+D83D U\+DE00 "
+                                             r"would read back from JSON as one character"):
+        write_spans_jsonl(tmp_path / "pair.jsonl", {"p": "x \ud83d\ude00 y"}, frame([]))
 
 
 def test_spacy_round_trip_of_nested_spans_and_ents():
@@ -283,10 +384,29 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
         spacy_to_spans(docs[:2], spans_key=None, doc_ids=["d1", "d1"])
     with pytest.raises(TypeError, match="identifiers must be a list, got the string"):
         spacy_to_spans(docs[:2], spans_key=None, doc_ids="d1")
+    # a span of no document (a missing id) is named, not left out
+    for doc in ("d9", None, np.nan):
+        with pytest.raises(CrowdDataError, match=r"span row 1: document (.d9.|None|nan) has no "
+                                                 r"text"):
+            spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P"), (doc, 0, 1, "P")]))
+    # spaCy's group keys are strings: two annotators' spans were merged into one group
+    mixed = frame([("d3", 0, 1, "P", 1), ("d3", 2, 3, "P", "1")],
+                  ("doc", "start", "end", "label", "annotator"))
+    with pytest.raises(CrowdDataError, match="annotators 1 and '1' would share the Doc.spans "
+                                             "group '1'"):
+        spans_to_spacy(TEXTS, mixed)
+    with pytest.raises(CrowdDataError, match="annotators 1 and '1' would share"):
+        spans_to_spacy(TEXTS, mixed.iloc[:1], seen=[("d3", 1), ("d1", "1")])
     _, none = spacy_to_spans(spans_to_spacy(TEXTS, frame([])))
     assert none.empty      # no spans anywhere: nothing to miss
     with pytest.raises(ValueError, match="alignment must be one of"):
         spans_to_spacy(TEXTS, frame([]), alignment="exact")
+    with pytest.raises(CrowdDataError, match=r"document 'c': spaCy cannot hold its text: "
+                                             r"character 2 is a lone surrogate"):
+        spans_to_spacy({"c": "x \ud83d y"}, frame([]))    # spaCy's UnicodeEncodeError
+    for key in (None, 3):    # None wrote a group keyed None; 3 was spaCy's bare TypeError
+        with pytest.raises(TypeError, match="spans_key must be the name of a Doc.spans group"):
+            spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P")]), spans_key=key)
 
 
 def test_annotators_who_marked_nothing_survive_every_format(tmp_path):

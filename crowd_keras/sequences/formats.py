@@ -29,6 +29,7 @@ span there, and ``from_spans`` reads them as one who never saw it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Optional, Sequence
 
@@ -106,6 +107,19 @@ def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
         r = int(np.argmax(missing))
         raise CrowdDataError(f"{_row(frame, r)}: missing label ({show(labels.iloc[r])})")
     return labels.to_numpy()
+
+
+def _annotators(frame: pd.DataFrame) -> Optional[np.ndarray]:
+    """(S,) annotators of the span rows (None without the column); a missing one is an
+    error, not a tag row or ``Doc.spans`` group of the annotator 'nan'."""
+    if "annotator" not in frame.columns:
+        return None
+    who = frame["annotator"].astype(object)
+    missing = who.isna().to_numpy()
+    if missing.any():
+        r = int(np.argmax(missing))
+        raise CrowdDataError(f"{_row(frame, r)}: missing annotator ({show(who.iloc[r])})")
+    return who.to_numpy()
 
 
 def _frame(spans: Any) -> pd.DataFrame:
@@ -212,8 +226,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     if seen is not None:
         seen = _seen(seen, text_of, frame)
         has_ann = True
-    annotator = (frame["annotator"].to_numpy(object) if "annotator" in frame.columns
-                 else np.zeros(len(frame), object))
+    annotator = _annotators(frame)
+    annotator = np.zeros(len(frame), object) if annotator is None else annotator
     hit = b > a                       # edges inside a token (or in the space around tokens)
     cut_start = hit & (start != tokens.start[np.where(hit, a, 0)])
     cut_end = hit & (end != tokens.end[np.where(hit, b - 1, 0)])
@@ -285,9 +299,10 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
                     row_tags[e - 1] = f"{'E' if bioes else 'L'}-{lab}"
             else:
                 row_tags[s] = f"{'S' if bioes else 'U'}-{lab}"
-        out = {"doc": ids[d]}
+        # Python scalars, not numpy ones (a SequenceAnnotations' ids): json.dumps takes the row
+        out = {"doc": ids[d].item() if isinstance(ids[d], np.generic) else ids[d]}
         if has_ann:
-            out["annotator"] = ann
+            out["annotator"] = ann.item() if isinstance(ann, np.generic) else ann
         row_tags = row_tags.tolist()
         if tag_id is not None:
             odd = [t for t in row_tags if t not in tag_id]
@@ -314,7 +329,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             strings, or integer ids with ``label_names``, the Hugging Face ``ClassLabel``
             names) and either ``"text"`` and ``"offsets"`` (``[start, end]`` per token;
             ``tokens_key`` too, if given, must be the text at those offsets) or
-            ``tokens_key`` (the text is then the tokens joined by single spaces). Optional
+            ``tokens_key`` (the text is then the tokens joined by single spaces; a
+            ``"text"`` beside them without ``"offsets"`` must be that text). Optional
             ``doc_key`` (default: the row number) and ``annotator_key`` (rows of one
             document by several annotators; their texts must agree).
         scheme: of the tags (see :data:`TAG_SCHEMES`).
@@ -328,7 +344,9 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
 
     Raises:
         CrowdDataError: a tag outside the scheme, a tag id outside ``label_names``, a length
-            mismatch, a row without tokens or offsets, or two rows of one document with
+            mismatch, a row without tokens or offsets, a ``"text"`` that is not its tokens
+            joined by spaces (without offsets), a span of only empty tokens, a row without an
+            annotator (None or NaN) among rows with one, or two rows of one document with
             different texts, naming the row and position.
     """
     base, _ = _scheme(scheme)
@@ -393,6 +411,13 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             lens = np.fromiter((len(t) for t in toks), np.int64, len(toks))
             starts = (np.cumsum(lens + 1) - (lens + 1)).astype(np.int64)   # [] for no token
             text, offsets = " ".join(toks), np.stack([starts, starts + lens], 1)
+            given = row.get("text")     # a frame's rows without a text hold NaN there
+            if isinstance(given, str) and given != text:   # the spans' offsets index `text`
+                raise CrowdDataError(
+                    f"row {i}: 'text' {show(row['text'])} is not the {tokens_key!r} joined by "
+                    f"single spaces ({show(text)}), and there are no 'offsets' to place the "
+                    "tokens in it: give each token's [start, end] as 'offsets', or leave "
+                    "'text' out")
         else:
             raise CrowdDataError(f"row {i}: needs 'text' and 'offsets', or {tokens_key!r}")
         if len(offsets) != len(tags):
@@ -406,7 +431,10 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             raise CrowdDataError(f"row {i}: document {show(doc)} has another text in an "
                                  "earlier row")
         texts[doc] = text
-        pair = (doc, row.get(annotator_key))
+        ann = row.get(annotator_key)
+        if ann is not None and pd.api.types.is_scalar(ann) and pd.isna(ann):
+            ann = None    # a frame's gap (pandas stores None as NaN): no annotator, not "nan"
+        pair = (doc, ann)
         if pair in first_row:     # a tag list per (document, annotator): two would merge
             raise CrowdDataError(
                 f"row {i}: document {show(doc)}"
@@ -415,7 +443,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                 + ("" if pair[1] is not None else f" (rows of one document need an "
                    f"{annotator_key!r} each)"))
         first_row[pair] = i
-        parts.append((i, doc, row.get(annotator_key), tags, offsets))
+        parts.append((i, doc, ann, tags, offsets))
     if given_offsets:   # every token offset of every row, checked in one pass
         pos = np.concatenate([np.arange(len(raw)) for _, raw, _ in given_offsets])
         row_no = np.concatenate([np.full(len(raw), i) for i, raw, _ in given_offsets])
@@ -490,7 +518,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         k = int(np.argmax(bad))
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} is "
-                             f"not a {scheme} tag (prefixes {', '.join(allowed)})")
+                             f"not a {scheme} tag (prefixes "
+                             f"{', '.join(allowed + ('ES' if base == 'BILOU' else ''))})")
     inside = prefix != "O"
     first = np.zeros(len(flat), bool)
     first[np.concatenate([[0], np.cumsum(lens)[:-1]])[lens > 0]] = True
@@ -504,6 +533,13 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     last = inside & (nxt_first | nxt_begin | ~nxt_inside)
     bi, li = np.flatnonzero(begin), np.flatnonzero(last)
     offsets = np.concatenate([p[4] for p in parts]) if len(parts) else np.zeros((0, 2), int)
+    empty = offsets[li, 1] <= offsets[bi, 0]    # only empty tokens ([k, k], as [CLS] has)
+    if empty.any():     # a span of no character: from_spans drops it, no writer takes it
+        k = int(bi[np.argmax(empty)])
+        pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
+        raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} "
+                             f"starts a span of no character (its tokens are empty: "
+                             f"{offsets[k].tolist()})")
     out = pd.DataFrame({"doc": [parts[r][1] for r in row_of[bi]], "start": offsets[bi, 0],
                         "end": offsets[li, 1], "label": label[bi]})
     if has_ann:
@@ -561,16 +597,37 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
                 + seen["annotator"].tolist())
     for d, ann in dict.fromkeys(pairs):
         who[d].append(ann.item() if isinstance(ann, np.generic) else ann)
-    lines = [json.dumps({"doc": j, "text": text_of[d], "spans": by_doc[d],
-                         **({"annotators": who[d]} if crowd else {})}, ensure_ascii=False,
-                        allow_nan=False) for d, j in zip(text_of, doc_ids)]
+    lines = [_escape_surrogates(json.dumps(
+        {"doc": j, "text": text_of[d], "spans": by_doc[d],
+         **({"annotators": who[d]} if crowd else {})}, ensure_ascii=False, allow_nan=False), d)
+        for d, j in zip(text_of, doc_ids)]
     return atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _escape_surrogates(line: str, doc: Any) -> str:
+    """``line`` with each lone UTF-16 surrogate (a text cut inside an emoji) written as a
+    ``\\uXXXX`` escape, which UTF-8 cannot encode raw and ``json.loads`` reads back as the
+    same one character. A high surrogate followed by a low one would read back as one
+    character (the offsets after it would move): an error naming the document."""
+    pair = _SURROGATE_PAIR.search(line)
+    if pair:
+        raise CrowdDataError(
+            f"document {show(doc)}: the surrogates "
+            f"{' '.join(f'U+{ord(c):04X}' for c in pair.group())} would read back from JSON "
+            "as one character, moving the offsets after them; join them first "
+            "(text.encode('utf-16', 'surrogatepass').decode('utf-16'))")
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
     """``(texts, spans)`` from :func:`write_spans_jsonl`'s layout (UTF-8, a byte-order mark
-    and CRLF line ends accepted; offsets checked as integers within each text; errors name
-    the file, line and span).
+    and CRLF line ends accepted; offsets checked as integers within each text; in a file that
+    names annotators, every span needs its ``"annotator"``; every span needs its ``"label"``;
+    errors name the file, line and span).
 
     With ``return_seen``, ``(texts, spans, seen)``: ``seen`` (frame ``doc, annotator``) holds
     the pairs of each line's ``"annotators"`` and of its spans, for
@@ -586,6 +643,7 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
                              f"offset {err.start})") from None
     texts: dict = {}
     rows, starts, ends, where, limit, seen = [], [], [], [], [], []
+    crowd = None     # where the file first names an annotator: then every span needs one
     for n, line in enumerate(content.split("\n"), 1):   # not splitlines: U+2028 is text
         if not line.strip():
             continue
@@ -611,6 +669,8 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
             raise CrowdDataError(f"{at}: 'annotators' must be a list of annotator ids (strings "
                                  f"or integers), got {show(who)}")
         seen.extend((doc, w) for w in who)
+        if "annotators" in rec and crowd is None:
+            crowd = f"{at}: 'annotators'"
         spans = rec.get("spans", [])
         if not isinstance(spans, list):
             raise CrowdDataError(f"{at}: 'spans' must be a list of span objects, got "
@@ -624,17 +684,26 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
             if odd:
                 raise CrowdDataError(f"{at}: span {k}: {odd[0]} must be a string or an "
                                      f"integer, got {show(sp[odd[0]])}")
+            if "annotator" in sp and crowd is None:
+                crowd = f"{at}: span {k}"
             starts.append(sp["start"])
             ends.append(sp["end"])
             where.append(f"{at}: span {k}")
             limit.append(len(text))
             rows.append({"doc": doc, **{c: sp[c] for c in ("label", "annotator") if c in sp}})
+    lost = [k for k, r in enumerate(rows) if "annotator" not in r] if crowd else []
+    if lost:    # its spans would have a NaN annotator, which from_spans refuses unlocated
+        raise CrowdDataError(f"{where[lost[0]]} has no 'annotator', while the file names "
+                             f"annotators ({crowd}): give every span of a crowd its annotator")
     start, end = check_offsets(starts, ends, lambda k: where[k])
     past = end > np.asarray(limit, np.int64)
     if past.any():
         k = int(np.argmax(past))
         raise CrowdDataError(f"{where[k]} [{start[k]}, {end[k]}) is outside the text of "
                              f"document {show(rows[k]['doc'])} ({limit[k]} characters)")
+    unlabelled = [k for k, r in enumerate(rows) if "label" not in r]
+    if unlabelled:    # read as NaN, it was refused later naming a frame row, not the line
+        raise CrowdDataError(f"{where[unlabelled[0]]} has no 'label'")
     for row, s, e in zip(rows, start.tolist(), end.tolist()):
         row["start"], row["end"] = s, e
     cols = ["doc", "start", "end", "label"] + (["annotator"] if any("annotator" in r for r in rows)
@@ -684,6 +753,9 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
                         f"got {type(nlp).__name__}")
     if alignment not in _ALIGNMENTS:
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
+    if not isinstance(spans_key, str):   # None made a group keyed None (spacy_to_spans' "all")
+        raise TypeError(f"spans_key must be the name of a Doc.spans group (a string), got "
+                        f"{spans_key!r}")
     if ents and seen is not None:
         raise ValueError("seen names annotators' Doc.spans groups; Doc.ents (ents=True) has "
                          "no annotators")
@@ -694,21 +766,40 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     starts, ends = _span_offsets(frame)
     labels = _labels(frame, "span")
     has_ann = "annotator" in frame.columns
-    who = pd.unique(frame["annotator"]) if has_ann else []
+    who = pd.unique(_annotators(frame)) if has_ann else []
     if ents and len(who) > 1:     # one set of entities: the annotators' spans would merge
         raise CrowdDataError(
             f"Doc.ents holds one set of spans, these are by {len(who)} annotators ("
             f"{', '.join(map(show, who[:3]))}{', ...' if len(who) > 3 else ''}): write "
             "Doc.spans (ents=False: a group per annotator) or aggregate them first")
+    names = list(dict.fromkeys(list(who) + [a for v in seen_by.values() for a in v]))
+    keys = [str(a) for a in names]     # spaCy keys groups by string: 1 and "1" would merge
+    if len(set(keys)) < len(keys):
+        k = next(k for k, key in enumerate(keys) if keys.index(key) < k)
+        raise CrowdDataError(
+            f"annotators {show(names[keys.index(keys[k])])} and {show(names[k])} would share "
+            f"the Doc.spans group {keys[k]!r} (spaCy names groups by strings): give them "
+            "distinct names")
+    # checked row by row: groupby leaves out a missing document id (None, NaN) silently
+    unknown = ~frame["doc"].isin(list(text_of)).to_numpy()
+    if unknown.any():
+        r = int(np.argmax(unknown))
+        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no "
+                             "text")
     groups = frame.groupby("doc", sort=False).indices if len(frame) else {}
-    unknown = set(groups) - set(text_of)
-    if unknown:
-        raise CrowdDataError(f"spans of document {show(sorted(unknown, key=str)[0])}, which has "
-                             "no text")
     _check_in_text(frame, starts, ends, text_of)
     docs = []
     for d, text in text_of.items():
-        doc = nlp.make_doc(text)
+        try:
+            doc = nlp.make_doc(text)
+        except UnicodeEncodeError:   # spaCy stores strings as UTF-8
+            cut = _SURROGATE.search(text)
+            if cut is None:
+                raise
+            raise CrowdDataError(
+                f"document {show(d)}: spaCy cannot hold its text: character {cut.start()} is "
+                f"a lone surrogate ({cut.group()!r}: a text cut inside an emoji); JSON lines "
+                "and tag lists hold it") from None
         made: dict = {str(ann): [] for ann in seen_by.get(d, [])}
         for r in groups.get(d, []):
             s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
