@@ -189,12 +189,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
         With arrays of class labels, the annotators are then summarised
         (:meth:`summarize_annotators`: one more pass over the training items)."""
-        if kwargs.get("class_weight") is not None:
-            # Keras reads a target row as one class (its argmax): here a row holds several
-            # annotators' labels, so the weights would fall on slot positions, not classes.
-            raise ValueError("class_weight is not supported by CrowdModel.fit: a target row "
-                             "holds several annotators' labels, not one class; give "
-                             "sample_weight (one weight per item) instead")
+        _refuse_class_weight(kwargs.get("class_weight"), "fit")
         given_x, given_y = x, y
         x, y = self.crowd_data(x, y)
         if kwargs.get("validation_data") is not None:
@@ -238,6 +233,27 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if not kwargs.get("_use_cached_eval_dataset"):
             x, y = self.crowd_data(x, y)
         return super().evaluate(x, y, **kwargs)
+
+    def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                       class_weight: Any = None, return_dict: bool = False) -> Any:
+        """``keras.Model.train_on_batch`` on crowd targets (the forms of :meth:`fit`); no
+        warm-up and no annotator summary (a loop of its own, as for any loop that bypasses
+        ``fit``)."""
+        _refuse_class_weight(class_weight, "train_on_batch")
+        x, y = self.crowd_data(x, y)
+        return super().train_on_batch(x, y, sample_weight=sample_weight,
+                                      return_dict=return_dict)
+
+    def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                      return_dict: bool = False) -> Any:
+        """``keras.Model.test_on_batch`` on crowd targets (the forms of :meth:`fit`)."""
+        x, y = self.crowd_data(x, y)
+        return super().test_on_batch(x, y, sample_weight=sample_weight,
+                                     return_dict=return_dict)
+
+    def predict_on_batch(self, x: Any) -> Any:
+        """``keras.Model.predict_on_batch``; annotator ids given as arrays are checked."""
+        return super().predict_on_batch(self._checked_inputs(x))
 
     def _validation(self, data: Any) -> Any:
         if isinstance(data, (tuple, list)) and len(data) in (2, 3):
@@ -522,6 +538,15 @@ class CrowdModel(CrowdConsensus, keras.Model):
         noise_layer = keras.saving.deserialize_keras_object(config.pop("noise_layer"),
                                                             custom_objects=custom_objects)
         return cls(classifier, noise_layer, **config)
+
+
+def _refuse_class_weight(class_weight: Any, method: str) -> None:
+    if class_weight is not None:
+        # Keras reads a target row as one class (its argmax): here a row holds several
+        # annotators' labels, so the weights would fall on slot positions, not classes.
+        raise ValueError(f"class_weight is not supported by CrowdModel.{method}: a target row "
+                         "holds several annotators' labels, not one class; give "
+                         "sample_weight (one weight per item) instead")
 
 
 def _arrays(x: Any) -> bool:

@@ -51,3 +51,25 @@ def test_fit_progress_counts_the_epochs_a_fit_runs_and_a_dataset_of_unknown_leng
     assert unknown.cardinality() == tf.data.UNKNOWN_CARDINALITY
     lines = progress_lines(model, unknown, epochs=2)
     assert lines[-1].startswith("training: 8/8 batch (100%)") and "done, epoch 2" in lines[-1]
+
+
+def test_batch_methods_take_the_targets_fit_takes(sim):
+    """train_on_batch / test_on_batch with Annotations (or padded targets) failed in
+    TensorFlow's tracing ('Could not generate a generic TraceType for Annotations'), and
+    predict_on_batch with an unknown annotator id failed in a Gather op of the graph."""
+    x, ann = sim.x[:16], sim.annotations.subset(np.arange(16))
+    ids, labels = ann.to_padded()
+    model, twin = crowd_model(), crowd_model()
+    model.warmup_epochs = twin.warmup_epochs = 0     # evaluate the noise layer as fit leaves it
+    first = model.train_on_batch(x, ann)
+    assert first == pytest.approx(twin.train_on_batch(x, ann.to_dense()), rel=1e-5)
+    logs = model.test_on_batch(x, (ids, labels), sample_weight=np.ones(16), return_dict=True)
+    assert logs["loss"] == pytest.approx(model.evaluate(x, ann, verbose=0), rel=1e-5)
+    np.testing.assert_allclose(model.predict_on_batch({"x": x, "annotator_ids": ids}),
+                               model.predict({"x": x, "annotator_ids": ids}, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match="annotator id 6 .* outside 0..5"):
+        model.predict_on_batch({"x": x, "annotator_ids": ids + A})
+    with pytest.raises(ValueError, match="class_weight is not supported by "
+                                         "CrowdModel.train_on_batch"):
+        model.train_on_batch(x, ann, class_weight={0: 2.0})
