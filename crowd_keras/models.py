@@ -448,7 +448,8 @@ class CrowdModel(CrowdConsensus, keras.Model):
         except TypeError:   # a dataset or generator: it has no rows to count
             raise TypeError(f"targets y are given, so x must be arrays (one row per item), got "
                             f"{type(x).__name__}; a tf.data.Dataset or generator yields "
-                            "(inputs, targets) itself, with y=None "
+                            "(inputs, targets) itself, with y=None, as does a "
+                            "keras.utils.PyDataset's __getitem__ "
                             "(crowd_keras.inputs.annotation_dataset builds one)") from None
         if isinstance(y, Annotations):
             if self.is_regression:

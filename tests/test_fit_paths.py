@@ -73,3 +73,30 @@ def test_batch_methods_take_the_targets_fit_takes(sim):
     with pytest.raises(ValueError, match="class_weight is not supported by "
                                          "CrowdModel.train_on_batch"):
         model.train_on_batch(x, ann, class_weight={0: 2.0})
+
+
+class Batches(keras.utils.PyDataset):
+    def __init__(self, x, y=None, size=16):
+        super().__init__()
+        self.x, self.y, self.size = x, y, size
+
+    def __len__(self):
+        return -(-len(self.x) // self.size)
+
+    def __getitem__(self, i):
+        part = slice(i * self.size, (i + 1) * self.size)
+        return self.x[part] if self.y is None else (self.x[part], self.y[part])
+
+
+def test_a_py_dataset_x_with_separate_targets_is_the_type_error_of_a_dataset(sim):
+    """A keras.utils.PyDataset as x with y=annotations was read by numpy as an array of its
+    batches: 'Annotations have 64 items but x has 4 rows' (or numpy's 'inhomogeneous
+    shape' when the last batch is short), after reading every batch. Keras refuses y with a
+    PyDataset; the PyDataset's batches carry the targets and train."""
+    model = crowd_model()
+    with pytest.raises(TypeError, match="got Batches.*y=None.*PyDataset"):
+        model.fit(Batches(sim.x), sim.annotations, epochs=1, verbose=0)
+    with pytest.raises(TypeError, match="got Batches"):
+        model.evaluate(Batches(sim.x[:60]), sim.annotations.subset(np.arange(60)), verbose=0)
+    hist = model.fit(Batches(sim.x, sim.annotations.to_dense()), epochs=1, verbose=0)
+    assert np.isfinite(hist.history["loss"][0])
