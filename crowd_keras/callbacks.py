@@ -98,10 +98,6 @@ class TruthValidation(keras.callbacks.Callback):
         self.best_, self.best_epoch_, self.history_, self._best_weights = -np.inf, None, [], None
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-        if self._steps is None and epoch == self._first_epoch:
-            self._steps = self._bar.done
-            epochs = max((self.params.get("epochs") or 1) - epoch, 1)
-            self._bar.set_total(self._steps * epochs)
         clf = self._target()
         probs = np.concatenate([  # direct calls: cheaper than predict() once per epoch
             ops.convert_to_numpy(clf(self.x[i:i + self.batch_size], training=False))
