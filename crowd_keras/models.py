@@ -580,7 +580,12 @@ class _NoiseWarmup(keras.callbacks.Callback):
         model.noise_on.assign(0.0 if done < model.warmup_epochs else 1.0)
 
     def on_epoch_end(self, epoch: int, logs: Optional[dict] = None) -> None:
+        # the epoch's training and validation are done: switch the layer back on before the
+        # callbacks that follow read the weights (ModelCheckpoint saving the model,
+        # EarlyStopping keeping the best weights to restore), so that no saved or restored
+        # model is left bypassing its noise layer
         self._crowd_model.epochs_trained.assign_add(1.0)
+        self._crowd_model.noise_on.assign(1.0)
 
     def on_train_end(self, logs: Optional[dict] = None) -> None:
         self._crowd_model.noise_on.assign(1.0)

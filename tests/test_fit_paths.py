@@ -100,3 +100,25 @@ def test_a_py_dataset_x_with_separate_targets_is_the_type_error_of_a_dataset(sim
         model.evaluate(Batches(sim.x[:60]), sim.annotations.subset(np.arange(60)), verbose=0)
     hist = model.fit(Batches(sim.x, sim.annotations.to_dense()), epochs=1, verbose=0)
     assert np.isfinite(hist.history["loss"][0])
+
+
+def test_checkpoints_and_restored_best_weights_of_a_warm_up_epoch_keep_the_noise_layer_on(
+        sim, tmp_path):
+    """The warm-up switch (noise_on, a weight) was still 0 when a warm-up epoch's callbacks
+    ran: ModelCheckpoint saved a model whose predictions bypassed its noise layer, and
+    EarlyStopping(restore_best_weights=True) with the best epoch in the warm-up left the
+    trained model bypassing it."""
+    model = crowd_model()
+    path = str(tmp_path / "warm.keras")
+    model.fit(sim.x, sim.annotations, epochs=1, verbose=0,
+              callbacks=[keras.callbacks.ModelCheckpoint(path)])
+    loaded = keras.saving.load_model(path)
+    assert float(keras.ops.convert_to_numpy(loaded.noise_on)) == 1.0
+    np.testing.assert_allclose(loaded.predict(sim.x, verbose=0),
+                               model.predict(sim.x, verbose=0), rtol=1e-5, atol=1e-5)
+    model = crowd_model()
+    stop = keras.callbacks.EarlyStopping("loss", patience=1, min_delta=1e9,
+                                         restore_best_weights=True)
+    model.fit(sim.x, sim.annotations, epochs=4, verbose=0, callbacks=[stop])
+    assert stop.best_epoch == 0 < model.warmup_epochs
+    assert float(keras.ops.convert_to_numpy(model.noise_on)) == 1.0
