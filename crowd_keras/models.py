@@ -328,10 +328,12 @@ class CrowdModel(CrowdConsensus, keras.Model):
             return False
         if _several_workers():
             return False
+        if _as_arrays(x) is None:
+            return False
         if isinstance(y, Annotations):
-            return _arrays(x)
+            return True
         labels = y[1] if isinstance(y, (tuple, list)) and len(y) == 2 else y
-        return isinstance(labels, np.ndarray) and labels.ndim == 2 and _arrays(x)
+        return _as_arrays(labels) is not None and np.ndim(labels) == 2
 
     def _item_pass(self, x: Any, annotations: Any, batch_size: int,
                    summarize: bool) -> tuple[np.ndarray, Any]:
@@ -342,14 +344,15 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if self.is_regression:
             raise ValueError("predict_proba_items needs class labels: a regression noise layer "
                              "has no true class to infer")
-        if not _arrays(x):
+        arrays = _as_arrays(x)
+        if arrays is None:
             raise TypeError("predict_proba_items takes x as arrays (one row per item), not a "
                             f"dataset or generator; got {type(x).__name__}")
-        inputs, labels = self.crowd_data(x, annotations)
+        inputs, labels = self.crowd_data(arrays, annotations)
         if isinstance(inputs, dict) and IDS_KEY in inputs:
             x, ids = inputs[X_KEY], inputs[IDS_KEY]
         else:
-            a = self.noise_layer.num_annotators
+            x, a = inputs, self.noise_layer.num_annotators
             ids = np.broadcast_to(np.arange(a, dtype=np.int32), labels.shape[:1] + (a,))
         if labels.ndim != 2:
             raise ValueError("predict_proba_items infers one class per item: labels must be "
@@ -550,10 +553,19 @@ def _refuse_class_weight(class_weight: Any, method: str) -> None:
                          "sample_weight (one weight per item) instead")
 
 
-def _arrays(x: Any) -> bool:
-    """Whether ``x`` is arrays (a numpy array, or a dict/list of them), not a dataset."""
-    leaves = keras.tree.flatten(x) if isinstance(x, (dict, list, tuple)) else [x]
-    return bool(leaves) and all(isinstance(v, np.ndarray) for v in leaves)
+def _as_arrays(x: Any) -> Any:
+    """``x`` as numpy arrays when it is arrays (numpy, a pandas frame, a backend tensor, or
+    a dict/list of them, as ``keras.Model.fit`` takes), else None (a dataset, a generator)."""
+    if isinstance(x, (dict, list, tuple)):
+        leaves = keras.tree.flatten(x)
+        if not leaves or not all(_array_like(v) for v in leaves):
+            return None
+        return keras.tree.map_structure(np.asarray, x)
+    return np.asarray(x) if _array_like(x) else None
+
+
+def _array_like(v: Any) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "__array__") and np.ndim(v) > 0
 
 
 def _several_workers() -> bool:

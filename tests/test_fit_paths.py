@@ -122,3 +122,25 @@ def test_checkpoints_and_restored_best_weights_of_a_warm_up_epoch_keep_the_noise
     model.fit(sim.x, sim.annotations, epochs=4, verbose=0, callbacks=[stop])
     assert stop.best_epoch == 0 < model.warmup_epochs
     assert float(keras.ops.convert_to_numpy(model.noise_on)) == 1.0
+
+
+def test_fit_on_a_data_frame_or_tensors_summarises_the_annotators(sim):
+    """fit took x as a pandas DataFrame or a backend tensor (Keras does) but then skipped the
+    annotator summary silently (annotator_quality_ missing), and predict_proba_items refused
+    them as 'not a dataset or generator; got DataFrame'."""
+    pd = pytest.importorskip("pandas")
+    x, ann = sim.x[:48], sim.annotations.subset(np.arange(48))
+    model = crowd_model()
+    model.fit(x, ann, epochs=1, verbose=0)
+    expected = model.predict_proba_items(x, ann)
+    for given in (pd.DataFrame(x), keras.ops.convert_to_tensor(x)):
+        np.testing.assert_allclose(model.predict_proba_items(given, ann), expected, rtol=1e-6)
+        np.testing.assert_allclose(model.predict_proba_items(given, pd.DataFrame(ann.to_dense())),
+                                   expected, rtol=1e-5)
+    for given_x, given_y in ((pd.DataFrame(x), ann), (keras.ops.convert_to_tensor(x), ann),
+                             (x, pd.DataFrame(ann.to_dense()))):
+        model = crowd_model()
+        model.fit(given_x, given_y, epochs=1, verbose=0)
+        assert model.annotator_quality_.shape[0] == A
+        np.testing.assert_allclose(model.class_priors_, model.predict_proba_items(x, ann).mean(0),
+                                   rtol=1e-5)
