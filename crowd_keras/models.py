@@ -257,7 +257,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
     def _validation(self, data: Any) -> Any:
         if isinstance(data, (tuple, list)) and len(data) in (2, 3):
-            vx, vy = self.crowd_data(data[0], data[1])
+            try:
+                vx, vy = self.crowd_data(data[0], data[1])
+            except CrowdDataError as error:   # say which data: the same checks as fit's y
+                raise CrowdDataError(f"validation_data: {error}") from None
             return (vx, vy) + tuple(data[2:])
         return data
 

@@ -7,6 +7,7 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
+from crowd_keras import CrowdDataError  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
@@ -144,3 +145,19 @@ def test_fit_on_a_data_frame_or_tensors_summarises_the_annotators(sim):
         assert model.annotator_quality_.shape[0] == A
         np.testing.assert_allclose(model.class_priors_, model.predict_proba_items(x, ann).mean(0),
                                    rtol=1e-5)
+
+
+def test_bad_validation_targets_are_named_validation_data(sim):
+    """A misaligned validation set or an annotator unknown to the layer raised the message of
+    bad training targets ('Annotations have 64 items but x has 10 rows'), so the user looked
+    for the fault in fit's x and y."""
+    model = crowd_model()
+    with pytest.raises(CrowdDataError, match="^validation_data: Annotations have 64 items but x has "
+                                        "10 rows"):
+        model.fit(sim.x, sim.annotations, validation_data=(sim.x[:10], sim.annotations),
+                  epochs=1, verbose=0)
+    dense = sim.annotations.to_dense()
+    dense[3, 0] = K
+    with pytest.raises(CrowdDataError, match=f"^validation_data: dense targets labels: label {K} "):
+        model.fit(sim.x, sim.annotations, validation_data=(sim.x, dense, np.ones(64)),
+                  epochs=1, verbose=0)
