@@ -148,12 +148,12 @@ def test_fit_on_a_data_frame_or_tensors_summarises_the_annotators(sim):
 
 
 def test_bad_validation_targets_are_named_validation_data(sim):
-    """A misaligned validation set or an annotator unknown to the layer raised the message of
-    bad training targets ('Annotations have 64 items but x has 10 rows'), so the user looked
+    """A misaligned validation set or a label out of range raised the message of bad
+    training targets ('Annotations have 64 items but x has 10 rows'), so the user looked
     for the fault in fit's x and y."""
     model = crowd_model()
-    with pytest.raises(CrowdDataError, match="^validation_data: Annotations have 64 items but x has "
-                                        "10 rows"):
+    with pytest.raises(CrowdDataError,
+                       match="^validation_data: Annotations have 64 items but x has 10 rows"):
         model.fit(sim.x, sim.annotations, validation_data=(sim.x[:10], sim.annotations),
                   epochs=1, verbose=0)
     dense = sim.annotations.to_dense()
