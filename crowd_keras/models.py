@@ -14,6 +14,8 @@ Targets given to :meth:`CrowdModel.fit` / :meth:`CrowdModel.evaluate`:
   ``(items, time, k)``, for sequence labelling, or be floats with NaN padding for regression);
 * a dense array ``(items, annotators)`` (``(items, time, annotators)`` for sequences) with -1
   (classification) or NaN (regression) where an annotator gave no label: the *dense* form.
+* ``x = {"x": inputs, "annotator_ids": ids}`` (the indexed inputs) with ``y`` the labels
+  ``(items, [time,] k)`` of those slots: the padded tuple's form;
 * ``y=None``: ``x`` is already ``(inputs, targets)`` data (e.g. a ``tf.data.Dataset``) whose
   inputs are either ``x`` (dense form) or ``{"x": x, "annotator_ids": ids}`` (indexed form).
 
@@ -449,6 +451,11 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         if y is None:
             return self._checked_inputs(x), y
+        if (isinstance(x, dict) and set(x) == {X_KEY, IDS_KEY}
+                and not isinstance(y, (Annotations, tuple, list))):
+            # the indexed inputs that a dataset yields and predict takes, with their labels:
+            # the padded targets (annotator_ids, labels)
+            x, y = x[X_KEY], (x[IDS_KEY], y)
         try:
             n = n_rows(x)
         except TypeError:   # a dataset or generator: it has no rows to count

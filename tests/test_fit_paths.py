@@ -161,3 +161,19 @@ def test_bad_validation_targets_are_named_validation_data(sim):
     with pytest.raises(CrowdDataError, match=f"^validation_data: dense targets labels: label {K} "):
         model.fit(sim.x, sim.annotations, validation_data=(sim.x, dense, np.ones(64)),
                   epochs=1, verbose=0)
+
+
+def test_indexed_inputs_with_their_labels_are_the_padded_targets(sim):
+    """x = {"x", "annotator_ids"} (what a dataset yields and predict takes) with y the labels
+    of those slots was read as dense targets: 'dense targets must be (items, [time,]
+    annotators=6) ... got shape (64, 2)' (and its annotator ids were never checked)."""
+    ids, labels = sim.annotations.to_padded()
+    model, twin = crowd_model(), crowd_model()
+    hist = model.fit({"x": sim.x, "annotator_ids": ids}, labels, epochs=1, shuffle=False,
+                     verbose=0)
+    expected = twin.fit(sim.x, (ids, labels), epochs=1, shuffle=False, verbose=0)
+    assert hist.history["loss"] == pytest.approx(expected.history["loss"], rel=1e-6)
+    assert model.evaluate({"x": sim.x, "annotator_ids": ids}, labels, verbose=0) == \
+        pytest.approx(model.evaluate(sim.x, sim.annotations, verbose=0), rel=1e-6)
+    with pytest.raises(CrowdDataError, match="annotator id 6 .* outside 0..5"):
+        model.fit({"x": sim.x, "annotator_ids": ids + A}, labels, epochs=1, verbose=0)
