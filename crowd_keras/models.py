@@ -197,7 +197,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._validation(kwargs["validation_data"])
         if self.warmup_epochs and not self.is_regression:
-            kwargs["callbacks"] = [_NoiseWarmup(self), *(kwargs.get("callbacks") or [])]
+            # flattened as Keras' CallbackList does: one callback or a list of them
+            given = kwargs.get("callbacks")
+            kwargs["callbacks"] = [_NoiseWarmup(self),
+                                   *(keras.tree.flatten(given) if given else [])]
         history = super().fit(x, y, **kwargs)
         if self._summarizable(given_x, given_y):
             self.summarize_annotators(given_x, given_y)

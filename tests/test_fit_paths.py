@@ -177,3 +177,11 @@ def test_indexed_inputs_with_their_labels_are_the_padded_targets(sim):
         pytest.approx(model.evaluate(sim.x, sim.annotations, verbose=0), rel=1e-6)
     with pytest.raises(CrowdDataError, match="annotator id 6 .* outside 0..5"):
         model.fit({"x": sim.x, "annotator_ids": ids + A}, labels, epochs=1, verbose=0)
+
+
+def test_one_callback_not_in_a_list_is_taken_as_keras_takes_it(sim):
+    """fit(..., callbacks=EarlyStopping(...)) (Keras flattens it into its CallbackList) failed
+    with 'Value after * must be an iterable, not EarlyStopping'."""
+    stop = keras.callbacks.EarlyStopping("loss", patience=0, min_delta=1e9)
+    hist = crowd_model().fit(sim.x, sim.annotations, epochs=3, verbose=0, callbacks=stop)
+    assert len(hist.history["loss"]) == 2 and stop.stopped_epoch == 1
