@@ -64,7 +64,9 @@ def n_rows(x: Any) -> Any:
     leaves = keras.tree.flatten(x)
     if not leaves:
         return None
-    if np.ndim(leaves[0]) == 0:   # a tf.data.Dataset, a generator, a scalar: no rows to count
+    # a tf.data.Dataset, a generator, a scalar: no rows to count; a keras.utils.PyDataset
+    # (a sequence of batches: numpy would read every batch to count them as rows) neither
+    if isinstance(leaves[0], keras.utils.PyDataset) or np.ndim(leaves[0]) == 0:
         raise TypeError(f"x must be arrays with one row per item (or a dict/list of them), "
                         f"got {type(leaves[0]).__name__}")
     return int(np.shape(leaves[0])[0])

@@ -30,21 +30,32 @@ class FitProgress(keras.callbacks.Callback):
         self.stream, self.use_tqdm = stream, use_tqdm
         self._bar = None
         self._epoch = 0
+        self._first_epoch = None   # the fit's initial_epoch, known at its first epoch
+        self._steps = None         # batches per epoch, counted in the first when unknown
 
     def on_train_begin(self, logs: Any = None) -> None:
-        steps = self.params.get("steps") or 1
-        epochs = self.params.get("epochs") or 1
-        self._bar = Progress(steps * epochs, self.desc, disable=self.disable,
-                             interval=self.interval, unit="batch", stream=self.stream,
-                             use_tqdm=self.use_tqdm)
+        self._bar, self._first_epoch, self._steps = None, None, self.params.get("steps")
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self._epoch = epoch
+        if self._bar is None:
+            # Keras' params hold the last epoch, not initial_epoch: the bar counts the batches
+            # of the epochs this fit runs (a dataset of unknown length: the first epoch's
+            # batches times the epochs, set when the first epoch ends)
+            self._first_epoch = epoch
+            epochs = max((self.params.get("epochs") or 1) - epoch, 1)
+            self._bar = Progress((self._steps or 1) * epochs, self.desc, disable=self.disable,
+                                 interval=self.interval, unit="batch", stream=self.stream,
+                                 use_tqdm=self.use_tqdm)
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
         self._bar.update(1)
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if self._steps is None and epoch == self._first_epoch:
+            self._steps = self._bar.done
+            epochs = max((self.params.get("epochs") or 1) - epoch, 1)
+            self._bar.set_total(self._steps * epochs)
         if logs:
             self._bar.set_postfix(epoch=epoch + 1,
                                   **{k: f"{float(v):.4f}" for k, v in logs.items()})

@@ -14,6 +14,8 @@ Targets given to :meth:`CrowdModel.fit` / :meth:`CrowdModel.evaluate`:
   ``(items, time, k)``, for sequence labelling, or be floats with NaN padding for regression);
 * a dense array ``(items, annotators)`` (``(items, time, annotators)`` for sequences) with -1
   (classification) or NaN (regression) where an annotator gave no label: the *dense* form.
+* ``x = {"x": inputs, "annotator_ids": ids}`` (the indexed inputs) with ``y`` the labels
+  ``(items, [time,] k)`` of those slots: the padded tuple's form;
 * ``y=None``: ``x`` is already ``(inputs, targets)`` data (e.g. a ``tf.data.Dataset``) whose
   inputs are either ``x`` (dense form) or ``{"x": x, "annotator_ids": ids}`` (indexed form).
 
@@ -189,18 +191,16 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
         With arrays of class labels, the annotators are then summarised
         (:meth:`summarize_annotators`: one more pass over the training items)."""
-        if kwargs.get("class_weight") is not None:
-            # Keras reads a target row as one class (its argmax): here a row holds several
-            # annotators' labels, so the weights would fall on slot positions, not classes.
-            raise ValueError("class_weight is not supported by CrowdModel.fit: a target row "
-                             "holds several annotators' labels, not one class; give "
-                             "sample_weight (one weight per item) instead")
+        _refuse_class_weight(kwargs.get("class_weight"), "fit")
         given_x, given_y = x, y
         x, y = self.crowd_data(x, y)
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._validation(kwargs["validation_data"])
         if self.warmup_epochs and not self.is_regression:
-            kwargs["callbacks"] = [_NoiseWarmup(self), *(kwargs.get("callbacks") or [])]
+            # flattened as Keras' CallbackList does: one callback or a list of them
+            given = kwargs.get("callbacks")
+            kwargs["callbacks"] = [_NoiseWarmup(self),
+                                   *(keras.tree.flatten(given) if given else [])]
         history = super().fit(x, y, **kwargs)
         if self._summarizable(given_x, given_y):
             self.summarize_annotators(given_x, given_y)
@@ -239,9 +239,33 @@ class CrowdModel(CrowdConsensus, keras.Model):
             x, y = self.crowd_data(x, y)
         return super().evaluate(x, y, **kwargs)
 
+    def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                       class_weight: Any = None, return_dict: bool = False) -> Any:
+        """``keras.Model.train_on_batch`` on crowd targets (the forms of :meth:`fit`); no
+        warm-up and no annotator summary (a loop of its own, as for any loop that bypasses
+        ``fit``)."""
+        _refuse_class_weight(class_weight, "train_on_batch")
+        x, y = self.crowd_data(x, y)
+        return super().train_on_batch(x, y, sample_weight=sample_weight,
+                                      return_dict=return_dict)
+
+    def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                      return_dict: bool = False) -> Any:
+        """``keras.Model.test_on_batch`` on crowd targets (the forms of :meth:`fit`)."""
+        x, y = self.crowd_data(x, y)
+        return super().test_on_batch(x, y, sample_weight=sample_weight,
+                                     return_dict=return_dict)
+
+    def predict_on_batch(self, x: Any) -> Any:
+        """``keras.Model.predict_on_batch``; annotator ids given as arrays are checked."""
+        return super().predict_on_batch(self._checked_inputs(x))
+
     def _validation(self, data: Any) -> Any:
         if isinstance(data, (tuple, list)) and len(data) in (2, 3):
-            vx, vy = self.crowd_data(data[0], data[1])
+            try:
+                vx, vy = self.crowd_data(data[0], data[1])
+            except CrowdDataError as error:   # say which data: the same checks as fit's y
+                raise CrowdDataError(f"validation_data: {error}") from None
             return (vx, vy) + tuple(data[2:])
         return data
 
@@ -312,10 +336,12 @@ class CrowdModel(CrowdConsensus, keras.Model):
             return False
         if _several_workers():
             return False
+        if _as_arrays(x) is None:
+            return False
         if isinstance(y, Annotations):
-            return _arrays(x)
+            return True
         labels = y[1] if isinstance(y, (tuple, list)) and len(y) == 2 else y
-        return isinstance(labels, np.ndarray) and labels.ndim == 2 and _arrays(x)
+        return _as_arrays(labels) is not None and np.ndim(labels) == 2
 
     def _item_pass(self, x: Any, annotations: Any, batch_size: int,
                    summarize: bool) -> tuple[np.ndarray, Any]:
@@ -326,14 +352,15 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if self.is_regression:
             raise ValueError("predict_proba_items needs class labels: a regression noise layer "
                              "has no true class to infer")
-        if not _arrays(x):
+        arrays = _as_arrays(x)
+        if arrays is None:
             raise TypeError("predict_proba_items takes x as arrays (one row per item), not a "
                             f"dataset or generator; got {type(x).__name__}")
-        inputs, labels = self.crowd_data(x, annotations)
+        inputs, labels = self.crowd_data(arrays, annotations)
         if isinstance(inputs, dict) and IDS_KEY in inputs:
             x, ids = inputs[X_KEY], inputs[IDS_KEY]
         else:
-            a = self.noise_layer.num_annotators
+            x, a = inputs, self.noise_layer.num_annotators
             ids = np.broadcast_to(np.arange(a, dtype=np.int32), labels.shape[:1] + (a,))
         if labels.ndim != 2:
             raise ValueError("predict_proba_items infers one class per item: labels must be "
@@ -427,12 +454,18 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         if y is None:
             return self._checked_inputs(x), y
+        if (isinstance(x, dict) and set(x) == {X_KEY, IDS_KEY}
+                and not isinstance(y, (Annotations, tuple, list))):
+            # the indexed inputs that a dataset yields and predict takes, with their labels:
+            # the padded targets (annotator_ids, labels)
+            x, y = x[X_KEY], (x[IDS_KEY], y)
         try:
             n = n_rows(x)
         except TypeError:   # a dataset or generator: it has no rows to count
             raise TypeError(f"targets y are given, so x must be arrays (one row per item), got "
                             f"{type(x).__name__}; a tf.data.Dataset or generator yields "
-                            "(inputs, targets) itself, with y=None "
+                            "(inputs, targets) itself, with y=None, as does a "
+                            "keras.utils.PyDataset's __getitem__ "
                             "(crowd_keras.inputs.annotation_dataset builds one)") from None
         if isinstance(y, Annotations):
             if self.is_regression:
@@ -524,10 +557,28 @@ class CrowdModel(CrowdConsensus, keras.Model):
         return cls(classifier, noise_layer, **config)
 
 
-def _arrays(x: Any) -> bool:
-    """Whether ``x`` is arrays (a numpy array, or a dict/list of them), not a dataset."""
-    leaves = keras.tree.flatten(x) if isinstance(x, (dict, list, tuple)) else [x]
-    return bool(leaves) and all(isinstance(v, np.ndarray) for v in leaves)
+def _refuse_class_weight(class_weight: Any, method: str) -> None:
+    if class_weight is not None:
+        # Keras reads a target row as one class (its argmax): here a row holds several
+        # annotators' labels, so the weights would fall on slot positions, not classes.
+        raise ValueError(f"class_weight is not supported by CrowdModel.{method}: a target row "
+                         "holds several annotators' labels, not one class; give "
+                         "sample_weight (one weight per item) instead")
+
+
+def _as_arrays(x: Any) -> Any:
+    """``x`` as numpy arrays when it is arrays (numpy, a pandas frame, a backend tensor, or
+    a dict/list of them, as ``keras.Model.fit`` takes), else None (a dataset, a generator)."""
+    if isinstance(x, (dict, list, tuple)):
+        leaves = keras.tree.flatten(x)
+        if not leaves or not all(_array_like(v) for v in leaves):
+            return None
+        return keras.tree.map_structure(np.asarray, x)
+    return np.asarray(x) if _array_like(x) else None
+
+
+def _array_like(v: Any) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "__array__") and np.ndim(v) > 0
 
 
 def _several_workers() -> bool:
@@ -554,7 +605,12 @@ class _NoiseWarmup(keras.callbacks.Callback):
         model.noise_on.assign(0.0 if done < model.warmup_epochs else 1.0)
 
     def on_epoch_end(self, epoch: int, logs: Optional[dict] = None) -> None:
+        # the epoch's training and validation are done: switch the layer back on before the
+        # callbacks that follow read the weights (ModelCheckpoint saving the model,
+        # EarlyStopping keeping the best weights to restore), so that no saved or restored
+        # model is left bypassing its noise layer
         self._crowd_model.epochs_trained.assign_add(1.0)
+        self._crowd_model.noise_on.assign(1.0)
 
     def on_train_end(self, logs: Optional[dict] = None) -> None:
         self._crowd_model.noise_on.assign(1.0)

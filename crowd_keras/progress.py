@@ -165,6 +165,14 @@ class Progress:
             self._bar.set_postfix(values)
         self.postfix = "".join(f", {k} {v}" for k, v in values.items())
 
+    def set_total(self, total: int) -> None:
+        """Change the number of steps (a total learned while running: a Keras fit over a
+        dataset of unknown length knows its batches per epoch after the first epoch)."""
+        self.total = int(total)
+        if self._bar is not None:
+            self._bar.total = self.total
+            self._bar.refresh()
+
     def update(self, n: int = 1) -> None:
         self.done += n
         if self.disable:
