@@ -48,6 +48,7 @@ from keras import ops
 from ._keras_utils import (checked_codes, concrete_values, floor_at, keras_mask, n_rows,
                            softmax_logits, with_keras_mask)
 from .annotations import Annotations
+from .arguments import check_count
 from .callbacks import TruthValidation
 from .crowd_layer.regression import CrowdRegressionLayer
 from .errors import CrowdDataError
@@ -352,6 +353,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if self.is_regression:
             raise ValueError("predict_proba_items needs class labels: a regression noise layer "
                              "has no true class to infer")
+        batch_size = check_count(batch_size, "batch_size", 1)
         arrays = _as_arrays(x)
         if arrays is None:
             raise TypeError("predict_proba_items takes x as arrays (one row per item), not a "
@@ -369,8 +371,8 @@ class CrowdModel(CrowdConsensus, keras.Model):
         ids = np.asarray(ids, dtype=np.int32)
         posts: list = []
         sums = counts = label_counts = None   # per annotator, summed over the batches
-        for lo in range(0, n, int(batch_size)):
-            hi = min(lo + int(batch_size), n)
+        for lo in range(0, n, batch_size):
+            hi = min(lo + batch_size, n)
             xb = keras.tree.map_structure(lambda v: v[lo:hi], x)
             log_prior, log_conf = self._item_terms(xb, ids[lo:hi])
             lb = labels[lo:hi]

@@ -185,3 +185,16 @@ def test_one_callback_not_in_a_list_is_taken_as_keras_takes_it(sim):
     stop = keras.callbacks.EarlyStopping("loss", patience=0, min_delta=1e9)
     hist = crowd_model().fit(sim.x, sim.annotations, epochs=3, verbose=0, callbacks=stop)
     assert len(hist.history["loss"]) == 2 and stop.stopped_epoch == 1
+
+
+def test_item_passes_check_their_batch_size(sim):
+    # batch_size=0 failed with range()'s "arg 3 must not be zero"; 2.5 was truncated to 2
+    x, ann = sim.x[:16], sim.annotations.subset(np.arange(16))
+    model = crowd_model()
+    model.fit(x, ann, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"batch_size must be an integer >= 1, got 0"):
+        model.predict_proba_items(x, ann, batch_size=0)
+    with pytest.raises(TypeError, match=r"batch_size must be an integer >= 1 \(a whole number"):
+        model.summarize_annotators(x, ann, batch_size=2.5)
+    np.testing.assert_allclose(model.predict_proba_items(x, ann, batch_size=5),
+                               model.predict_proba_items(x, ann), rtol=1e-6)
