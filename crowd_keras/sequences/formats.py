@@ -101,25 +101,23 @@ def _labels(frame: pd.DataFrame, default_label: str) -> np.ndarray:
     """(S,) labels of the span rows; a missing one is an error, not the label 'None'."""
     if "label" not in frame.columns:
         return np.full(len(frame), default_label, dtype=object)
-    labels = frame["label"].astype(object)
-    missing = labels.isna().to_numpy()
-    if missing.any():
-        r = int(np.argmax(missing))
-        raise CrowdDataError(f"{_row(frame, r)}: missing label ({show(labels.iloc[r])})")
-    return labels.to_numpy()
+    return _present(frame, "label")
 
 
 def _annotators(frame: pd.DataFrame) -> Optional[np.ndarray]:
     """(S,) annotators of the span rows (None without the column); a missing one is an
     error, not a tag row or ``Doc.spans`` group of the annotator 'nan'."""
-    if "annotator" not in frame.columns:
-        return None
-    who = frame["annotator"].astype(object)
-    missing = who.isna().to_numpy()
+    return _present(frame, "annotator") if "annotator" in frame.columns else None
+
+
+def _present(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """``frame[column]`` as an object array, or an error naming the first row missing it."""
+    values = frame[column].astype(object)
+    missing = values.isna().to_numpy()
     if missing.any():
         r = int(np.argmax(missing))
-        raise CrowdDataError(f"{_row(frame, r)}: missing annotator ({show(who.iloc[r])})")
-    return who.to_numpy()
+        raise CrowdDataError(f"{_row(frame, r)}: missing {column} ({show(values.iloc[r])})")
+    return values.to_numpy()
 
 
 def _frame(spans: Any) -> pd.DataFrame:
