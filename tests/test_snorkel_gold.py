@@ -169,3 +169,18 @@ def test_crowd_answers_are_labelled_for_the_given_class_balance():
         np.testing.assert_allclose(ours.predict_proba(L), expected.predict_proba(), atol=1e-9)
         answers.append(ours.predict(L))
     assert (answers[0] != answers[1]).any()
+
+
+def test_tie_broken_vote_takes_y_dev_and_class_balance(crowd):
+    # the balance goes to TieBrokenVote's class_prior only where its tie model takes one:
+    # IBCC (the default) takes none and refuses it, so Y_dev or class_balance failed the fit
+    L, L_dev, _, y_dev = crowd
+    rows = np.vstack([L, np.full((1, L.shape[1]), -1)])      # a row where every function abstains
+    plain = CrowdLabelModel(cardinality=K, method="tie_broken_vote")
+    plain.fit(rows, Y_dev=y_dev, L_dev=L_dev, progress_bar=False)
+    assert plain.gold_in_fit_ and plain.label_model_.class_prior is None
+    np.testing.assert_allclose(plain.predict_proba(rows)[-1], plain.class_balance_)
+    balance = np.array([0.2, 0.3, 0.5])
+    ds = CrowdLabelModel(cardinality=K, method="tie_broken_vote", tie_model="dawid_skene")
+    ds.fit(L, class_balance=balance, progress_bar=False)
+    np.testing.assert_allclose(ds.label_model_.class_prior, balance)

@@ -161,15 +161,10 @@ class TieBrokenVote(EMLabelModel):
 
     # the EM-step protocol: the tie-breaking model's, with the votes beside its latent state
     def init_state(self, summary: Summary) -> "TieBrokenVote":
-        from .registry import get_label_model
-
         super().init_state(summary)
         own = {"max_iter": self.max_iter, "tol": self.tol, "smoothing": self.smoothing,
                "class_prior": self.class_prior, "labeling_functions": "ignore"}
-        model = get_label_model(self.tie_model)
-        if not isinstance(model, EMLabelModel):
-            raise ValueError(f"tie_model must name an EM-protocol label model, got "
-                             f"{self.tie_model!r}")
+        model = self._unfitted_tie_model()
         params = model.get_params(deep=False)
         defaults = TieBrokenVote().get_params(deep=False)
         unused = [k for k in ("smoothing", "class_prior")
@@ -182,6 +177,21 @@ class TieBrokenVote(EMLabelModel):
         model.set_params(**{k: v for k, v in own.items() if k in params})
         self.tie_model_ = model.init_state(summary)
         return self
+
+    def _unfitted_tie_model(self) -> EMLabelModel:
+        from .registry import get_label_model
+
+        model = get_label_model(self.tie_model)
+        if not isinstance(model, EMLabelModel):
+            raise ValueError(f"tie_model must name an EM-protocol label model, got "
+                             f"{self.tie_model!r}")
+        return model
+
+    def takes_setting(self, name: str) -> bool:
+        """Whether the EM setting ``name`` (``"smoothing"``, ``"class_prior"``) reaches
+        ``tie_model`` (IBCC, the default, takes neither: setting one is an error), so that a
+        caller that sets it where taken (the Snorkel adapter's class balance) can ask."""
+        return name in self._unfitted_tie_model().get_params(deep=False)
 
     def initial_statistics(self, block: Block) -> Any:
         return self.tie_model_.initial_statistics(block)

@@ -101,6 +101,15 @@ def _takes(fn: Callable, name: str) -> bool:
         return False
 
 
+def _passes_on(model_type: type, kwargs: Dict[str, Any], name: str) -> bool:
+    """Whether a ``model_type(**kwargs)`` uses the setting ``name`` it takes: a model that hands
+    it to an inner model (``TieBrokenVote`` to its ``tie_model``, IBCC by default, which
+    takes no class prior) says so with ``takes_setting``; a setting it would not use is an
+    error there, so the class balance is then only the answer of rows without a vote."""
+    takes = getattr(model_type, "takes_setting", None)
+    return takes is None or model_type(**kwargs).takes_setting(name)
+
+
 def _votes_fixed_by_design(ann: Annotations) -> bool:
     """:func:`.votes.votes_fixed_by_design` of the votes in ``ann``."""
     q = ann.annotations_per_annotator() / max(ann.n_items, 1)
@@ -412,7 +421,8 @@ class CrowdLabelModel:
                 kwargs[arg] = value
         if _takes(init, "abstain") and "abstain" not in kwargs and not fixed_by_design:
             kwargs["abstain"] = "response"  # labeling functions: abstaining depends on the class
-        if balance is not None and _takes(init, "class_prior"):
+        if balance is not None and _takes(init, "class_prior") and \
+                _passes_on(model_type, kwargs, "class_prior"):
             kwargs["class_prior"] = balance
         if balance is not None and _takes(init, "target_prior") and "target_prior" not in kwargs:
             kwargs["target_prior"] = balance      # Snorkel's P(Y): the labels are decided for it
