@@ -469,3 +469,20 @@ def test_bad_inputs_raise_crowd_data_error():
                               keras.layers.Dense(3, activation="softmax")])
     with pytest.raises(CrowdDataError, match="classifier outputs 3 classes but the model has 2"):
         LIATrainer(three, **FAST).fit(sim.x, sim.annotations)
+
+
+def test_label_model_takes_gold_and_pred_probs_as_none_only():
+    # as every label model without accepts_gold / accepts_pred_probs: None is the default
+    # (generic code passes it), a value says LIA does not take it (both were read as keyword
+    # arguments of the frame reader: "these annotations are already read", or from_dense's)
+    sim = simulate_crowd(n_items=30, n_classes=2, n_annotators=5, annotations_per_item=2, seed=3)
+    fast = dict(em_iterations=1, m_steps=2, marginal_steps=0)
+    plain = LIA(**fast).fit(sim.annotations).predict_proba()
+    np.testing.assert_allclose(
+        LIA(**fast).fit(sim.annotations, gold=None, pred_probs=None).predict_proba(), plain)
+    assert not LIA.accepts_gold and not LIA.accepts_pred_probs
+    for data in (sim.annotations, sim.annotations.to_dense()):
+        with pytest.raises(TypeError, match=r"LIA.fit\(\) does not take gold labels"):
+            LIA(**fast).fit(data, gold={0: 1})
+        with pytest.raises(TypeError, match=r"LIA.fit\(\) does not take pred_probs"):
+            LIA(**fast).fit(data, pred_probs=np.full((30, 2), 0.5))

@@ -134,9 +134,16 @@ class LIA(LabelingFunctionFallback, LabelModel):
 
     _LF_SETTINGS = ()   # LIA's EM settings mean other things; the fallback keeps its defaults
 
-    def fit(self, annotations: Any, features: Any = None, **kwargs: Any) -> "LIA":
-        """Fit on the annotations (and optional item features ``(items, f)``, row = item code)."""
+    def fit(self, annotations: Any, features: Any = None, gold: Any = None,
+            pred_probs: Any = None, **kwargs: Any) -> "LIA":
+        """Fit on the annotations (and optional item features ``(items, f)``, row = item code).
+        ``gold`` and ``pred_probs`` are taken as ``None`` only, as by every label model that
+        does not use them (``accepts_gold``, ``accepts_pred_probs``)."""
         check_settings(self)
+        for name, value, what in (("gold", gold, "gold labels"), ("pred_probs", pred_probs,
+                                                                    "pred_probs")):
+            if value is not None:   # else read as a frame reader's keyword argument
+                raise TypeError(f"{type(self).__name__}.fit() does not take {what}")
         ann = as_annotations(annotations, **kwargs)
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
