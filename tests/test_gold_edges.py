@@ -363,3 +363,47 @@ def test_cli_classes_declares_a_class_only_the_gold_names(tmp_path, capsys):
                             str(tmp_path / "labels.csv")]) == 1
     assert "label 'dog' at line 4 (item 't2', annotator 'w1') is not one of the classes " \
            "['cat', 'bird']" in capsys.readouterr().err
+
+
+def test_every_unknown_gold_item_is_counted_and_the_first_named():
+    # one run names what to fix: only the first unknown item was named, in memory and on Dask
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": [0, 1, 1, 1]})
+    ann = Annotations.from_frame(frame)
+    gold = {1: 0, 7: 1, 8: 0, 9: 1}
+    with pytest.raises(CrowdDataError, match=r"^gold item 7 is not an item of the annotations; "
+                                             r"nor are 2 more: 8, 9$"):
+        DawidSkene().fit(ann, gold=gold)
+    many = {i: 0 for i in range(10, 18)}
+    with pytest.raises(CrowdDataError, match=r"gold item 10 .*; nor are 7 more: 11, 12, 13, "
+                                             r"14, 15, \.\.\.$"):
+        DawidSkene().fit(ann, gold=many)
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras.distributed import aggregate
+
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(CrowdDataError, match=r"^gold item 7 is not an item of the "
+                                                 r"annotations; nor are 2 more: 8, 9$"):
+            aggregate(dd.from_pandas(frame, npartitions=1), method="dawid_skene", gold=gold)
+
+
+def test_gold_label_of_another_type_says_which_class_it_looks_like():
+    # {10: "1"} for integer classes: the item id of another type had this hint, the label not
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import AutoLabelModel
+
+    ann = Annotations.from_frame(pd.DataFrame({"task": [10, 10, 20, 20], "worker": [1, 2, 1, 2],
+                                               "label": [0, 1, 1, 1]}))
+    with pytest.raises(CrowdDataError, match=r"gold label '1' of item 10 is not one of the "
+                                             r"classes \[0, 1\] \(class 1 is: gold labels must "
+                                             r"be of the classes' type\)$"):
+        AutoLabelModel().fit(ann, gold={10: "1"})
+    with pytest.raises(CrowdDataError, match=r"gold label 2 of item 10 is not one of the "
+                                             r"classes \[0, 1\]$"):
+        AutoLabelModel().fit(ann, gold={10: 2})

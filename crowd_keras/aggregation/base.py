@@ -29,7 +29,8 @@ from ..numerics import top_classes
 from ..params import Params
 
 __all__ = ["LabelModel", "as_annotations", "wide_hint", "WIDE_HINT", "check_prior",
-           "gold_codes", "gold_mapping", "written_alike", "check_settings", "check_start"]
+           "gold_codes", "gold_mapping", "written_alike", "more_unknown", "check_settings",
+           "check_start"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -155,13 +156,27 @@ def _not_a_mapping(gold: Any, alternative: str) -> None:
                              f"{type(gold).__name__}{hint}")
 
 
-def written_alike(item: Any, items: np.ndarray) -> str:
-    """Error hint for an ``item`` id not among ``items``: the item id of another type that is
-    written the same (``1`` for ``"1"``), else ``""``."""
+def written_alike(item: Any, items: np.ndarray, what: str = "item") -> str:
+    """Error hint for an ``item`` id not among ``items`` (``what="class"``: a gold label not
+    among the classes): the one of another type that is written the same (``1`` for
+    ``"1"``), else ``""``."""
     ids = np.asarray(items)
     alike = ids[pd.Index(ids).astype(str) == str(item)] if len(ids) else ids
-    return "" if not len(alike) else (f" (item {show(alike[0])} is: the ids of gold and "
-                                      "annotations must be of one type)")
+    if not len(alike):
+        return ""
+    if what == "class":
+        return f" (class {show(alike[0])} is: gold labels must be of the classes' type)"
+    return f" (item {show(alike[0])} is: the ids of gold and annotations must be of one type)"
+
+
+def more_unknown(others: Any) -> str:
+    """The rest of an unknown-gold-item error: how many ``others`` (ids) are not items
+    either, the first five named (``""`` when none), so one run lists what to fix."""
+    others = list(others)
+    if not others:
+        return ""
+    shown = ", ".join(show(i) for i in others[:5]) + (", ..." if len(others) > 5 else "")
+    return f"; nor {'is' if len(others) == 1 else 'are'} {len(others)} more: {shown}"
 
 
 def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = None
@@ -185,9 +200,9 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
     if items is not None:
         pos = pd.Index(items).get_indexer(series.index)
         if (pos < 0).any():
-            bad = series.index[int(np.argmax(pos < 0))]
-            raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations"
-                                 f"{written_alike(bad, items)}")
+            bad = series.index[pos < 0]
+            raise CrowdDataError(f"gold item {show(bad[0])} is not an item of the annotations"
+                                 f"{written_alike(bad[0], items)}{more_unknown(bad[1:])}")
     values = series.to_numpy()
     try:
         cls = pd.Index(classes).get_indexer(values)
@@ -201,7 +216,8 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
         unknown = (np.ndim(value) == 0 and pd.isna(value)) or \
             (isinstance(value, (int, np.integer)) and value == -1)
         hint = "; leave the items without a known class out of the mapping (e.g. " \
-            "gold.dropna())" if unknown else ""
+            "gold.dropna())" if unknown else \
+            (written_alike(value, classes, "class") if np.ndim(value) == 0 else "")
         raise CrowdDataError(f"gold label {show(value)} of item {show(series.index[j])} is not "
                              f"one of the classes {np.asarray(classes).tolist()}{hint}")
     return series.index.to_numpy(), cls.astype(np.int64)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from dask import delayed
 
-from ..aggregation.base import gold_mapping
+from ..aggregation.base import gold_mapping, more_unknown
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.quality import annotator_accuracy_sums
 from ..annotation_readers import check_frame_columns, frame_codes
@@ -249,13 +249,14 @@ class PartitionedAnnotations:
         ids, codes = gold_mapping(gold, np.asarray(self.classes))
         found = self.reduce(_gold_found, ids)
         if (np.asarray(found) == 0).any():
-            bad = ids[int(np.argmax(np.asarray(found) == 0))]
+            missing = ids[np.asarray(found) == 0]
+            bad = missing[0]
             kind = pd.Index([], dtype=self.index_dtype).dtype.kind
             hint = "" if pd.Index([bad]).dtype.kind == kind else \
                 (f" (the annotations' item ids are {self.index_dtype}: the ids of gold and "
                  "annotations must be of one type)")
             raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations"
-                                 f"{hint}")
+                                 f"{hint}{more_unknown(missing[1:])}")
         return self.derive(_gold_block, ids, codes.astype(np.int64), len(self.classes))
 
     def with_pred_probs(self, pred_probs: Any) -> "PartitionedAnnotations":
