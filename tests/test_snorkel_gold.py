@@ -184,3 +184,18 @@ def test_tie_broken_vote_takes_y_dev_and_class_balance(crowd):
     ds = CrowdLabelModel(cardinality=K, method="tie_broken_vote", tie_model="dawid_skene")
     ds.fit(L, class_balance=balance, progress_bar=False)
     np.testing.assert_allclose(ds.label_model_.class_prior, balance)
+
+
+def test_save_and_load_keep_the_dev_rows_record(crowd, tmp_path):
+    # n_gold_ / gold_in_fit_ were not saved: a loaded model had neither, and one loaded into
+    # an object fitted before kept that fit's (here: 100 dev rows held, for a model without)
+    L, L_dev, _, y_dev = crowd
+    with_dev = CrowdLabelModel(cardinality=K, method="dawid_skene")
+    with_dev.fit(L, Y_dev=y_dev, L_dev=L_dev, progress_bar=False)
+    with_dev.save(tmp_path / "dev.npz")
+    without = CrowdLabelModel(cardinality=K, method="dawid_skene").fit(L, progress_bar=False)
+    without.save(tmp_path / "plain.npz")
+    loaded = CrowdLabelModel(cardinality=K).load(tmp_path / "dev.npz")
+    assert (loaded.n_gold_, loaded.gold_in_fit_) == (100, True)
+    assert (with_dev.load(tmp_path / "plain.npz").n_gold_, with_dev.gold_in_fit_) == (0, False)
+    np.testing.assert_allclose(with_dev.predict_proba(L), without.predict_proba(L))

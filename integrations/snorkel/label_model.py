@@ -584,7 +584,8 @@ class CrowdLabelModel:
                 "cardinality": int(self.cardinality), "n_functions": int(self.n_functions_),
                 "method_kwargs": _plain(self.method_kwargs), "models": models,
                 "class_balance": (None if self.class_balance_ is None
-                                  else self.class_balance_.tolist())}
+                                  else self.class_balance_.tolist()),
+                "n_gold": int(self.n_gold_), "gold_in_fit": bool(self.gold_in_fit_)}
         try:
             meta_json = json.dumps(meta)
         except TypeError as exc:
@@ -655,6 +656,11 @@ class CrowdLabelModel:
         self.n_functions_ = m
         balance = meta["class_balance"]
         self.class_balance_ = None if balance is None else np.asarray(balance, dtype=np.float64)
+        for attr, key in (("n_gold_", "n_gold"), ("gold_in_fit_", "gold_in_fit")):
+            if key in meta:
+                setattr(self, attr, meta[key])
+            else:   # a file saved without it: unknown, not this object's earlier fit's
+                self.__dict__.pop(attr, None)
         self.weights_ = arrays["weights"]
         self.conditional_probs_ = arrays["conditional_probs"]
         self._train_cache = None
@@ -715,6 +721,12 @@ def _checked_meta(raw: Optional[np.ndarray], arrays: Dict[str, np.ndarray], sour
         raise CrowdDataError(f"{source}: metadata 'class_balance' must be null or {k} numbers, "
                              f"got {balance!r}")
     meta["class_balance"] = balance
+    for key, ok in (("n_gold", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                     and v >= 0), ("gold_in_fit", lambda v: isinstance(v, bool))):
+        if key in meta and not ok(meta[key]):
+            raise CrowdDataError(f"{source}: metadata {key!r} must be "
+                                 f"{'a count' if key == 'n_gold' else 'true or false'}, got "
+                                 f"{meta[key]!r}")
     return meta
 
 
