@@ -407,3 +407,11 @@ def test_gold_label_of_another_type_says_which_class_it_looks_like():
     with pytest.raises(CrowdDataError, match=r"gold label 2 of item 10 is not one of the "
                                              r"classes \[0, 1\]$"):
         AutoLabelModel().fit(ann, gold={10: 2})
+
+
+def test_cli_gold_file_without_rows_is_an_error(answers, tmp_path, capsys):
+    # it fitted without gold and said "0 gold labels from gold.csv held fixed in the fit"
+    assert _aggregate(answers, tmp_path / "gold.csv", "task,label\n") == 1
+    err = capsys.readouterr().err
+    assert "gold.csv: no gold labels: the file has a header line and no rows" in err
+    assert not (answers.parent / "labels.csv").exists()

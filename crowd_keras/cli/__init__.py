@@ -269,6 +269,9 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
                      args.string_labels or ann.classes.dtype.kind not in "iufb",
                      ids=[args.item], int_ids=False)
     _check_columns(args.gold, df, args, roles=("item", "label"))
+    if df.empty:   # read as gold, it fitted without any and said "0 gold labels ... held"
+        raise CrowdDataError(f"{args.gold}: no gold labels: the file has a header line and no "
+                             "rows (leave out --gold to fit without gold)")
     if args.item in df.columns and ann.item_ids.dtype.kind in "iu":
         # one id such as '003' must not turn every other gold id into text that matches none
         df[args.item] = _each_plain_integer(df[args.item])
