@@ -415,3 +415,40 @@ def test_cli_gold_file_without_rows_is_an_error(answers, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "gold.csv: no gold labels: the file has a header line and no rows" in err
     assert not (answers.parent / "labels.csv").exists()
+
+
+def _crowd_files(tmp_path, crowd, n_gold):
+    """The crowd's annotations and its first ``n_gold`` true classes as aggregate's CSVs."""
+    src, gold = tmp_path / "answers.csv", tmp_path / "gold.csv"
+    crowd.annotations.to_frame().to_csv(src, index=False)
+    pd.DataFrame({"task": crowd.annotations.item_ids[:n_gold],
+                  "label": crowd.y[:n_gold]}).to_csv(gold, index=False)
+    return src, gold
+
+
+@pytest.mark.parametrize("kind, n_gold, said", [
+    # 100 gold items switch the choice from voting to an annotator model
+    ("dense_biased", 100, r"by gold, accuracy \d\.\d{3} on 100 gold items hidden from it\)"),
+    # 60 gold items checked the choice by agreement and kept it
+    ("biased_experts", 60, r"by agreement, kept on 60 gold items: no candidate clearly more "
+                           r"accurate there\)"),
+])
+def test_cli_says_what_the_gold_did_to_the_choice(tmp_path, capsys, kind, n_gold, said):
+    # "by agreement" alone, with 20 or more gold items, read as if the gold were not used
+    import re
+
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.datasets import simulate_failure_kind
+
+    crowd = simulate_failure_kind(kind, seed=0, scale=0.5)
+    src, gold = _crowd_files(tmp_path, crowd, n_gold)
+    assert main(["aggregate", str(src), "--gold", str(gold), "--out",
+                 str(tmp_path / "labels.csv")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(said, out), out
+    codes = np.full(crowd.annotations.n_items, -1)
+    codes[:n_gold] = crowd.y[:n_gold]
+    model = AutoLabelModel().fit(crowd.annotations, gold=codes)
+    assert f"(chose {model.chosen_}" in out
+    assert main(["aggregate", str(src), "--out", str(tmp_path / "plain.csv")]) == 0
+    assert "gold items" not in capsys.readouterr().out

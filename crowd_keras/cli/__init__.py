@@ -91,6 +91,19 @@ def describe_choice(name: str) -> str:
     return f"{name}: {template.format(m=m)}" if template else str(name)
 
 
+def _gold_check(model: Any) -> str:
+    """What the default model's choice by gold did (``gold_accuracy_`` set: 20 or more gold
+    items), said beside ``by agreement`` / ``by gold``: "by agreement" alone read as if the
+    gold had not been used for the choice; ``""`` when it was not."""
+    accuracy = getattr(model, "gold_accuracy_", None) or {}
+    if model.chosen_ not in accuracy:
+        return ""
+    n = int(model.n_gold_)
+    if model.selection_ == "gold":
+        return f", accuracy {accuracy[model.chosen_]:.3f} on {n} gold items hidden from it"
+    return f", kept on {n} gold items: no candidate clearly more accurate there"
+
+
 def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = (),
                 int_ids: bool = True):
     """The table at ``path``; the ``ids`` columns are read as text (:func:`_plain_integers`
@@ -428,8 +441,8 @@ def _aggregate(args: argparse.Namespace) -> int:
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}; "
           f"wrote {len(out)} labels to {args.out}")
-    chosen = (f" (chose {describe_choice(model.chosen_)}; by {model.selection_})"
-              if getattr(model, "chosen_", None) else "")
+    chosen = (f" (chose {describe_choice(model.chosen_)}; by {model.selection_}"
+              f"{_gold_check(model)})" if getattr(model, "chosen_", None) else "")
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (top posteriors within "
           "1e-9; exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
