@@ -452,3 +452,48 @@ def test_cli_says_what_the_gold_did_to_the_choice(tmp_path, capsys, kind, n_gold
     assert f"(chose {model.chosen_}" in out
     assert main(["aggregate", str(src), "--out", str(tmp_path / "plain.csv")]) == 0
     assert "gold items" not in capsys.readouterr().out
+
+
+def _function_votes(n=400, m=6, seed=0):
+    """Snorkel-style votes (each function one class, else abstaining) and their truth, every
+    row with a vote."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    L = np.full((n, m), -1)
+    for j in range(m):
+        fires = rng.random(n) < np.where(y == j % 2, 0.5, 0.1)
+        L[fires, j] = j % 2
+    keep = (L >= 0).any(axis=1)
+    return L[keep], y[keep]
+
+
+@pytest.mark.parametrize("method", ["dawid_skene", "auto"])
+def test_function_quality_reads_gold_items_at_their_class(method):
+    # a crowd model on labeling-function votes reports its gold items at their class, but its
+    # annotator_quality_ (each function's mean posterior of its votes) was read off the
+    # labeling-function model's posteriors, as if no gold had been given; Dask the same
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+
+    L, y = _function_votes()
+    ann = Annotations.from_label_matrix(L, cardinality=2)
+    gold = {i: int(1 - y[i]) for i in range(150)}       # against the votes: it shows
+    model = get_label_model(method).fit(ann, gold=gold)
+    assert model.regime_ == "labeling_functions"
+    post = model.predict_proba()
+    voted = [L[:, j] >= 0 for j in range(L.shape[1])]
+    expected = [post[rows, L[rows, j]].mean() for j, rows in enumerate(voted)]
+    np.testing.assert_allclose(model.annotator_quality_["accuracy"], expected)
+    plain = get_label_model(method).fit(ann)
+    np.testing.assert_allclose(plain.annotator_quality_["accuracy"],
+                               plain.labeling_function_model_.annotator_quality_["accuracy"])
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from crowd_keras.distributed import aggregate
+
+    with dask.config.set(scheduler="sync"):
+        result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=3), method=method,
+                           gold=gold)
+    np.testing.assert_allclose(result.annotator_quality["accuracy"], expected)

@@ -455,10 +455,18 @@ class AbstainAwareDawidSkene(EMLabelModel):
         read off the response matrices.
         """
         self._check_fitted()
+        return self.annotator_quality_under(self.posteriors_)
+
+    def annotator_quality_under(self, posteriors: np.ndarray) -> pd.DataFrame:
+        """:attr:`annotator_quality_` with ``posteriors`` (items, K) as the inferred labels: a
+        crowd model that answers through this model reports its gold items at their class
+        (:meth:`~crowd_keras.aggregation.labeling_functions.LabelingFunctionFallback.hold_gold`),
+        and its functions' accuracy is read off those, as its other quality scores are."""
+        self._check_fitted()
         ann = self.annotations_
         m = ann.n_annotators
         n = ann.annotations_per_annotator()
-        agree = np.bincount(ann.annotators, weights=self.posteriors_[ann.items, ann.labels],
+        agree = np.bincount(ann.annotators, weights=posteriors[ann.items, ann.labels],
                             minlength=m)
         acc = np.where(n > 0, agree / np.maximum(n, 1), np.nan)
         return pd.DataFrame({"annotator": ann.annotator_ids, "n_annotations": n,

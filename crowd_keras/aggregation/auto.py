@@ -844,7 +844,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     def annotator_quality_(self) -> pd.DataFrame:
         self._check_fitted()
         if getattr(self, "labeling_function_model_", None) is not None:
-            return self.labeling_function_model_.annotator_quality_
+            return self.labeling_function_quality()
         return self.model_.annotator_quality_
 
     def __repr__(self) -> str:

@@ -54,7 +54,8 @@ class LabelingFunctionFallback:
         ``gold``: known true classes of some items (see :func:`~crowd_keras.aggregation.base.
         gold_codes`), for models with ``accepts_gold``: their class is fixed in every E-step
         (semi-supervised EM). On labeling-function votes the abstain-aware model is fitted
-        without them and the gold items' posteriors are set to their known class.
+        without them and the gold items' posteriors are set to their known class (the
+        quality scores and the functions' ``annotator_quality_`` read them so).
 
         ``pred_probs``: a classifier's out-of-fold class probabilities of the items (I, K), or
         a frame indexed by item id (:func:`~crowd_keras.aggregation.pred_probs.
@@ -152,5 +153,11 @@ class LabelingFunctionFallback:
     @property
     def annotator_quality_(self) -> pd.DataFrame:
         if getattr(self, "labeling_function_model_", None) is not None:
-            return self.labeling_function_model_.annotator_quality_
+            return self.labeling_function_quality()
         return super().annotator_quality_   # type: ignore[misc]
+
+    def labeling_function_quality(self) -> pd.DataFrame:
+        """The labeling-function model's ``annotator_quality_`` under this model's
+        posteriors: its own, except that gold items count at their class (:meth:`hold_gold`;
+        read off the model's unclamped posteriors, the report ignored the gold)."""
+        return self.labeling_function_model_.annotator_quality_under(self.posteriors_)

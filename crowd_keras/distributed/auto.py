@@ -240,6 +240,9 @@ class AutoMethod(Method):
     def posteriors(self, block: Block, params: Any) -> np.ndarray:
         return self.inner.posteriors(block, params)
 
+    def report_posteriors(self, block: Block, params: Any) -> np.ndarray:
+        return self.inner.report_posteriors(block, params)
+
     def label_posteriors(self, block: Block, params: Any, model: AutoLabelModel) -> np.ndarray:
         """The winner's posteriors, under ``target_prior`` where it applies (as in memory)."""
         post = self.inner.posteriors(block, params)

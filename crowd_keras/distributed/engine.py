@@ -76,7 +76,7 @@ def _steps(block: Block, steps: List[tuple]) -> tuple:
 
 def _report_statistics(block: Block, method: Method, params: Any,
                        transform: Optional[Callable]) -> tuple:
-    post = method.posteriors(block, params)
+    post = method.report_posteriors(block, params)
     if transform is not None:
         post = transform(post, block)
     return sufficient_statistics(block.XT, post)

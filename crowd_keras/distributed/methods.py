@@ -126,6 +126,12 @@ class Method:
     def posteriors(self, block: Block, params: Any) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def report_posteriors(self, block: Block, params: Any) -> np.ndarray:
+        """(items, K) the posteriors an annotator report is summed from
+        (:meth:`~crowd_keras.distributed.engine.PartitionedAnnotations.statistics`):
+        :meth:`posteriors`."""
+        return self.posteriors(block, params)
+
     def label_posteriors(self, block: Block, params: Any, model: LabelModel) -> np.ndarray:
         """(items, K) the posteriors the returned labels are read from, given the finished
         ``model``: :meth:`posteriors` (``AutoLabelModel`` may re-express them under its
@@ -310,6 +316,10 @@ class AbstainDawidSkeneMethod(ProtocolMethod):
         return super().posteriors(self._votes_only(block), params)
 
     def label_posteriors(self, block: Block, params: Any, model: LabelModel) -> np.ndarray:
+        return super().posteriors(block, params)
+
+    def report_posteriors(self, block: Block, params: Any) -> np.ndarray:
+        # the functions' accuracy is read off the reported labels, gold items at their class
         return super().posteriors(block, params)
 
     def finish(self, fit: Fit, template: Annotations) -> LabelModel:
