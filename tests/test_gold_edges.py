@@ -497,3 +497,25 @@ def test_function_quality_reads_gold_items_at_their_class(method):
         result = aggregate(dd.from_pandas(ann.to_frame(), npartitions=3), method=method,
                            gold=gold)
     np.testing.assert_allclose(result.annotator_quality["accuracy"], expected)
+
+
+@pytest.mark.parametrize("method", ["dawid_skene", "majority_vote", "glad", "auto"])
+def test_predict_of_the_fitted_annotations_keeps_the_gold(method):
+    # fit(ann, gold=...).predict(ann) scored ann as new annotations: its gold items lost their
+    # class, while label_issues(ann) / consensus_quality(ann) read them at it
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.datasets import simulate_crowd
+
+    sim = simulate_crowd(n_items=100, n_classes=3, n_annotators=8, seed=8)
+    ann = sim.annotations
+    wrong = (sim.y + 1) % 3                      # gold against the crowd: only holding gives it
+    model = get_label_model(method).fit(ann, gold={i: int(wrong[i]) for i in range(30)})
+    np.testing.assert_array_equal(model.predict(ann)[:30], wrong[:30])
+    np.testing.assert_allclose(model.predict_proba(ann), model.predict_proba())
+    issues = model.label_issues(ann).set_index("item").sort_index()
+    np.testing.assert_array_equal(issues["consensus_label"], model.predict(ann))
+    # a copy is new annotations: scored under the fitted model, without the gold
+    copy = ann.subset(np.arange(ann.n_items))
+    plain = get_label_model(method).fit(ann)
+    assert (model.predict(copy)[:30] != wrong[:30]).any()
+    np.testing.assert_allclose(plain.predict_proba(ann), plain.predict_proba(copy))

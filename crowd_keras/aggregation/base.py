@@ -7,9 +7,10 @@ computed in ``__init__``; constructor arguments are parameters (``get_params`` /
 
 One meaning of ``predict_proba`` for every label model: **the posterior distribution of
 each item's true class given its annotations** (items × classes, rows in
-``annotations.item_ids`` order). Without argument it is the fitted items'; with new
+``annotations.item_ids`` order). Without argument it is the fitted items' (so is it for the
+fitted ``annotations_`` object itself after a fit with gold or ``pred_probs``); with new
 annotations (the fitted annotator ids and classes) it is the posterior under the fitted
-model. Feature-aware label models also take ``features=`` for those items. (Trainers in
+model, without the gold or classifier of the fit. Feature-aware label models also take ``features=`` for those items. (Trainers in
 :mod:`crowd_keras.training` differ on purpose: their ``predict_proba(x)`` is the trained
 classifier's output for inputs ``x``, without any annotation.)
 """
@@ -300,9 +301,15 @@ class LabelModel(Params):
         With new annotations, annotators not seen in fit are ignored and counted in
         ``n_unknown_annotations_`` (models that can place unseen annotators say so). A new
         frame or matrix is read with the fitted classes (a batch may use a few of them).
+        The fitted ``annotations_`` object itself, of a fit that knew more of its items than
+        their labels (gold held at its class, a classifier's ``pred_probs``:
+        ``item_log_prior_``), gets the fitted posteriors, as the quality scores read it.
         """
         self._check_fitted()
-        if annotations is None:
+        if annotations is None or (annotations is self.annotations_ and
+                                   getattr(self, "item_log_prior_", None) is not None):
+            # scored as new, its gold items would lose their class (predict(ann) against
+            # label_issues(ann)); without a prior both ways agree and it is still re-scored
             return self.posteriors_.copy()
         return self._posteriors_for_new(self._read_new(annotations))
 
