@@ -165,3 +165,20 @@ def test_auto_at_least_voting_and_near_dawid_skene_on_real_crowds(name):
         assert (learned[known] == truth[known]).mean() >= ds - 0.005 > auto + 0.01
     else:
         assert auto >= ds - 0.005
+
+
+@pytest.mark.parametrize("setting", [{"class_prior": [0.3, 0.3, 0.4]}, {"smoothing": 0.5}])
+def test_settings_reach_a_tie_broken_vote_candidate_only_where_its_tie_model_takes_them(
+        setting):
+    # the default model gave its class_prior / smoothing to every candidate that has the
+    # parameter; TieBrokenVote has them for its tie model, and IBCC (its default) refuses them
+    from crowd_keras.aggregation import TieBrokenVote
+
+    sim = simulate_crowd(n_items=80, n_classes=3, n_annotators=8, seed=3)
+    (name, value), = setting.items()
+    for tie_model, given in (("ibcc", False), ("dawid_skene", True)):
+        model = AutoLabelModel(candidates=[("mv", MajorityVote()),
+                                           ("tbv", TieBrokenVote(tie_model=tie_model))],
+                               **setting)
+        assert (getattr(dict(model.ladder(3))["tbv"], name) == value) is given
+        assert model.fit(sim.annotations).chosen_ in ("mv", "tbv")

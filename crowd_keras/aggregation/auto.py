@@ -573,7 +573,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         out = []
         for name, model in ladder:
             own = model.get_params(deep=False)
-            out.append((name, _clone(model, **{k: v for k, v in settings.items() if k in own})))
+            # a setting the candidate takes but would not use is an error there (TieBrokenVote
+            # with IBCC breaking its ties takes no smoothing nor class prior)
+            takes = getattr(model, "takes_setting", lambda setting: True)
+            out.append((name, _clone(model, **{k: v for k, v in settings.items()
+                                               if k in own and takes(k)})))
         return out
 
     @staticmethod

@@ -188,10 +188,13 @@ class TieBrokenVote(EMLabelModel):
         return model
 
     def takes_setting(self, name: str) -> bool:
-        """Whether the EM setting ``name`` (``"smoothing"``, ``"class_prior"``) reaches
-        ``tie_model`` (IBCC, the default, takes neither: setting one is an error), so that a
-        caller that sets it where taken (the Snorkel adapter's class balance) can ask."""
-        return name in self._unfitted_tie_model().get_params(deep=False)
+        """Whether the setting ``name`` is used: ``"smoothing"`` and ``"class_prior"`` only
+        when ``tie_model`` takes them (IBCC, the default, takes neither: setting one is an
+        error), so that a caller that sets them where taken (the default model's EM
+        settings, the Snorkel adapter's class balance) can ask; others when a parameter."""
+        if name in ("smoothing", "class_prior"):
+            return name in self._unfitted_tie_model().get_params(deep=False)
+        return name in self.get_params(deep=False)
 
     def initial_statistics(self, block: Block) -> Any:
         return self.tie_model_.initial_statistics(block)
