@@ -519,3 +519,8 @@ def test_predict_of_the_fitted_annotations_keeps_the_gold(method):
     plain = get_label_model(method).fit(ann)
     assert (model.predict(copy)[:30] != wrong[:30]).any()
     np.testing.assert_allclose(plain.predict_proba(ann), plain.predict_proba(copy))
+    stranger = ann.to_frame().drop_duplicates("task").head(3).assign(worker="stranger")
+    model.predict_proba(stranger)
+    assert model.n_unknown_annotations_ == 3
+    model.predict_proba(ann)                     # the fitted items: nothing left out
+    assert model.n_unknown_annotations_ == 0

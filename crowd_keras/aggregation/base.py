@@ -306,10 +306,12 @@ class LabelModel(Params):
         ``item_log_prior_``), gets the fitted posteriors, as the quality scores read it.
         """
         self._check_fitted()
-        if annotations is None or (annotations is self.annotations_ and
-                                   getattr(self, "item_log_prior_", None) is not None):
+        if annotations is None:
+            return self.posteriors_.copy()
+        if annotations is self.annotations_ and getattr(self, "item_log_prior_", None) is not None:
             # scored as new, its gold items would lose their class (predict(ann) against
             # label_issues(ann)); without a prior both ways agree and it is still re-scored
+            self.n_unknown_annotations_ = 0    # as re-scoring them says: none left out
             return self.posteriors_.copy()
         return self._posteriors_for_new(self._read_new(annotations))
 
