@@ -10,9 +10,10 @@ each item's true class given its annotations** (items × classes, rows in
 ``annotations.item_ids`` order). Without argument it is the fitted items' (so is it for the
 fitted ``annotations_`` object itself after a fit with gold or ``pred_probs``); with new
 annotations (the fitted annotator ids and classes) it is the posterior under the fitted
-model, without the gold or classifier of the fit. Feature-aware label models also take ``features=`` for those items. (Trainers in
-:mod:`crowd_keras.training` differ on purpose: their ``predict_proba(x)`` is the trained
-classifier's output for inputs ``x``, without any annotation.)
+model, without the gold or classifier of the fit. Feature-aware label models also take
+``features=`` for those items. (Trainers in :mod:`crowd_keras.training` differ on purpose:
+their ``predict_proba(x)`` is the trained classifier's output for inputs ``x``, without any
+annotation.)
 """
 from __future__ import annotations
 
