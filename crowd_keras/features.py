@@ -253,6 +253,34 @@ def _new_model(model_fn: Any) -> Any:
     return model_fn()
 
 
+def _sample_weights(weights: Any, given: Any, x: Any, n: int) -> np.ndarray:
+    """(n,) float weights in the row order of ``x`` (the features after alignment by item
+    id): a Series indexed by ids is aligned with a frame ``x``; an array follows the rows of
+    ``given`` (the features as passed)."""
+    framed = isinstance(x, (pd.DataFrame, pd.Series))
+    by_id = isinstance(weights, pd.Series) and framed and \
+        not weights.index.equals(pd.RangeIndex(len(weights)))
+    if by_id:
+        if weights.index.has_duplicates:
+            raise CrowdDataError(f"sample_weight's index repeats "
+                                 f"{show(weights.index[weights.index.duplicated()][0])}")
+        missing = ~x.index.isin(weights.index)
+        if missing.any():
+            raise CrowdDataError(f"sample_weight has no weight for {int(missing.sum())} "
+                                 f"row(s) of x, e.g. {show(x.index[missing][0])}")
+        weights = weights.reindex(x.index)
+    try:
+        values = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise CrowdDataError("sample_weight must be numbers, one per row of x") from None
+    if values.shape != (n,):
+        raise CrowdDataError(f"sample_weight has shape {values.shape}, expected ({n},): one "
+                             "weight per row of x")
+    if x is not given and not by_id:
+        values = values[given.index.get_indexer(x.index)]     # rows moved to item order
+    return values
+
+
 def _fold_probabilities(model: Any, x_train: Any, y_train: np.ndarray, x_test: Any, k: int,
                         one_hot: Optional[bool], fit_kwargs: Dict[str, Any]) -> np.ndarray:
     """(n_test, K) probabilities of one fold, every class a column."""
@@ -318,6 +346,9 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
         one_hot: Keras targets one-hot (True) or class codes (False); default: codes when
             the model's loss names ``sparse``, else one-hot.
         fit_kwargs: extra arguments of every ``fit`` (Keras: ``epochs``, ``batch_size``, ...).
+            ``sample_weight`` is per item: an array with one weight per row of ``x`` (or a
+            Series indexed like a frame ``x``), of which each fold's fit gets its training
+            rows.
         min_probability: each probability is at least this, rows renormalised (a classifier's
             0 is never certain).
         return_folds: also return the (I,) fold of each item.
@@ -328,12 +359,16 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
         with ``return_folds``, ``(probabilities, folds)``.
     """
     n = _n_rows(x)
-    x = _by_item_id(x, labels)
+    given, x = x, _by_item_id(x, labels)
     labels = _labels_by_index(labels, x)
     n_splits = check_count(n_splits, "n_splits", 2)
     if fit_kwargs is not None and not isinstance(fit_kwargs, dict):
         raise TypeError(f"fit_kwargs must be a dict of fit()'s arguments, got "
                         f"{type(fit_kwargs).__name__}")
+    fit_kwargs = dict(fit_kwargs or {})
+    weights = fit_kwargs.pop("sample_weight", None)
+    if weights is not None:
+        weights = _sample_weights(weights, given, x, n)
     codes, classes = training_labels(labels, n, classes, label_model)
     if len(codes) != n:
         raise CrowdDataError(f"labels are for {len(codes)} items, x has {n}")
@@ -351,9 +386,11 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
         if not train.any():
             raise CrowdDataError(f"fold {fold} has no labelled training item")
         model = _new_model(model_fn)
+        kwargs = dict(fit_kwargs)
+        if weights is not None:
+            kwargs["sample_weight"] = weights[train]
         proba[test] = _fold_probabilities(model, _take(x, np.flatnonzero(train)), codes[train],
-                                          _take(x, np.flatnonzero(test)), k, one_hot,
-                                          dict(fit_kwargs or {}))
+                                          _take(x, np.flatnonzero(test)), k, one_hot, kwargs)
     if not np.isfinite(proba).all() or (proba < 0).any():
         raise CrowdDataError("the classifier's probabilities have NaN, infinite or negative "
                              "values")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from crowd_keras import Annotations
 from crowd_keras.aggregation import DawidSkene, MajorityVote
 from crowd_keras.datasets import simulate_crowd
 from crowd_keras.errors import CrowdDataError
@@ -232,3 +233,38 @@ def test_importing_them_imports_no_keras_sklearn_or_cleanlab():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": ""}, cwd=ROOT, timeout=120)
     assert "LIGHT" in res.stdout, res.stderr
+
+
+def test_sample_weight_in_fit_kwargs_is_split_per_fold(sim):
+    """Each fold's fit gets the weights of its own training rows (not the whole array, which
+    scikit-learn and Keras refuse), in the order of an x aligned by item id."""
+    from sklearn.linear_model import LogisticRegression
+    labels = np.asarray(sim.y)
+    weights = np.random.default_rng(0).uniform(0.1, 3.0, len(labels))
+    proba, folds = out_of_fold(LogisticRegression, sim.x, labels, n_splits=3,
+                               fit_kwargs={"sample_weight": weights}, return_folds=True,
+                               min_probability=0.0)
+    for fold in range(3):
+        train, test = folds != fold, folds == fold
+        model = LogisticRegression().fit(sim.x[train], labels[train],
+                                         sample_weight=weights[train])
+        np.testing.assert_allclose(proba[test], model.predict_proba(sim.x[test]), atol=1e-6)
+    plain = out_of_fold(LogisticRegression, sim.x, labels, n_splits=3, min_probability=0.0)
+    assert not np.allclose(plain, proba)
+    # a frame indexed by item id in another order: weights by position follow its rows, a
+    # Series indexed by id is aligned by id; both give the same probabilities
+    ann = Annotations.from_frame(pd.DataFrame({"task": np.arange(len(labels)),
+                                               "worker": 0, "label": labels}))
+    order = np.random.default_rng(1).permutation(len(labels))
+    frame = pd.DataFrame(sim.x[order], index=order)
+    expected = out_of_fold(LogisticRegression, sim.x, ann, n_splits=3,
+                           fit_kwargs={"sample_weight": weights})
+    for given in (weights[order], pd.Series(weights[order], index=order)):
+        got = out_of_fold(LogisticRegression, frame, ann, n_splits=3,
+                          fit_kwargs={"sample_weight": given})
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+    with pytest.raises(CrowdDataError, match=r"sample_weight has shape \(3,\), expected"):
+        out_of_fold(LogisticRegression, sim.x, labels, fit_kwargs={"sample_weight": [1, 2, 3]})
+    with pytest.raises(CrowdDataError, match="no weight for 1 row"):
+        out_of_fold(LogisticRegression, frame, ann,
+                    fit_kwargs={"sample_weight": pd.Series(weights[order][1:], index=order[1:])})
