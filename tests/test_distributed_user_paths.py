@@ -1,0 +1,37 @@
+"""Label models on Dask along a user's paths: frames sliced with ``.loc``, results written
+and read back, new annotations scored, gold held where the frame is; each compared with the
+in-memory fit or error of the same rows (defect hunt of 29 November)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+dask = pytest.importorskip("dask")
+
+from crowd_keras import Annotations, CrowdDataError  # noqa: E402
+from crowd_keras.distributed import aggregate  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("dask_threads")
+
+
+def small_crowd(n_items=60, seed=2):
+    sim = simulate_crowd(n_items=n_items, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=seed)
+    return sim.annotations.to_frame()
+
+
+def test_an_error_in_a_loc_slice_names_the_frame_row_as_in_memory():
+    # Dask's `ddf.partitions[p]` of a `.loc` slice is not the slice's partition p: the
+    # recheck that words the error read another partition and the message was the
+    # placeholder "partition 1 (from frame row 45) failed the in-memory checks"
+    df = small_crowd().astype({"label": float})
+    df.loc[100, "label"] = np.nan
+    ddf = dd.from_pandas(df, npartitions=4).loc[45:]
+    memory = ddf.compute().reset_index(drop=True)
+    with pytest.raises(CrowdDataError) as expected:
+        Annotations.from_frame(memory)
+    assert "missing value (NaN/None) in column 'label' at row 55" in str(expected.value)
+    with pytest.raises(CrowdDataError) as got:
+        aggregate(ddf, method="majority_vote")
+    assert str(got.value) == str(expected.value)
