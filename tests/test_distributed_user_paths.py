@@ -35,3 +35,16 @@ def test_an_error_in_a_loc_slice_names_the_frame_row_as_in_memory():
     with pytest.raises(CrowdDataError) as got:
         aggregate(ddf, method="majority_vote")
     assert str(got.value) == str(expected.value)
+
+
+def test_to_parquet_refuses_compute_false_before_it_empties_the_labels(tmp_path):
+    # compute=False staged no file and put the empty staging folder in place of path/labels:
+    # a rewrite left no labels, silently
+    result = aggregate(dd.from_pandas(small_crowd(), npartitions=2), method="dawid_skene")
+    result.to_parquet(tmp_path / "out")
+    with pytest.raises(TypeError, match=r"to_parquet: compute=False cannot be given"):
+        result.to_parquet(tmp_path / "out", compute=False)
+    labels = dd.read_parquet(tmp_path / "out" / "labels").compute()
+    pd.testing.assert_frame_equal(labels, result.labels.compute())   # the first write is kept
+    result.to_parquet(tmp_path / "again", compute=True)
+    assert len(dd.read_parquet(tmp_path / "again" / "labels").compute()) == 60

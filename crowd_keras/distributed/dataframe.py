@@ -189,7 +189,8 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
     """Write ``result.labels`` to ``path/labels/`` (one parquet file per partition, item id
     as the index) and ``result.annotator_quality`` to ``path/annotator_quality.parquet``.
 
-    ``kwargs`` go to ``dask.dataframe.to_parquet``. Returns ``path``. The labels are written
+    ``kwargs`` go to ``dask.dataframe.to_parquet`` (not ``write_index``, nor ``compute=False``:
+    the write is done when this returns). Returns ``path``. The labels are written
     into a temporary folder beside ``path/labels`` and put in its place when complete: a
     rewrite replaces the previous files (none of a run with more partitions is left to be
     read again), and a failed one leaves them as they were. ``append=True`` adds to them.
@@ -197,6 +198,13 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
     if "write_index" in kwargs:   # the item id is the labels' index: their files hold it
         raise TypeError("to_parquet: write_index cannot be given: the labels are written with "
                         "the item id as their index")
+    if "compute" in kwargs:   # compute=False would stage nothing and put an empty folder in place
+        if not (isinstance(kwargs["compute"], (bool, np.bool_)) and kwargs["compute"]):
+            raise TypeError(f"to_parquet: compute={kwargs['compute']!r} cannot be given: the "
+                            "labels are written now, into a folder that replaces path/labels "
+                            "once complete (for a lazy write: result.labels.to_parquet(..., "
+                            "compute=False))")
+        del kwargs["compute"]
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise CrowdDataError(f"{path} is a file; give a folder (it is created when missing)")
