@@ -48,3 +48,31 @@ def test_to_parquet_refuses_compute_false_before_it_empties_the_labels(tmp_path)
     pd.testing.assert_frame_equal(labels, result.labels.compute())   # the first write is kept
     result.to_parquet(tmp_path / "again", compute=True)
     assert len(dd.read_parquet(tmp_path / "again" / "labels").compute()) == 60
+
+
+@pytest.mark.parametrize("name", ["dawid_skene", "auto", "mixture_of_groups"])
+def test_a_dask_frame_given_to_an_in_memory_model_is_refused_pointing_to_aggregate(name):
+    # np.asarray computed the Dask frame and read it as a dense matrix: fit() took the long
+    # frame's columns as three annotators, silently, and predict_proba(ddf) misread them
+    from crowd_keras.aggregation.registry import get_label_model
+
+    df = small_crowd()
+    ddf = dd.from_pandas(df, npartitions=2)
+    refusal = r"annotations given as a Dask DataFrame: fit them partition by partition with " \
+        r"crowd_keras.distributed.aggregate\(ddf, method=...\); to read them here .* pass " \
+        r"ddf.compute\(\)"
+    with pytest.raises(TypeError, match=refusal):
+        get_label_model(name).fit(ddf)
+    model = get_label_model(name).fit(df)
+    for score in (model.predict_proba, model.predict, model.consensus_quality,
+                  model.label_issues):
+        with pytest.raises(TypeError, match=refusal):
+            score(ddf)
+    fitted = aggregate(ddf, method=name).model       # the partitioned fit scores new items
+    with pytest.raises(TypeError, match=refusal):
+        fitted.predict_proba(ddf)
+    np.testing.assert_allclose(fitted.predict_proba(ddf.compute()), model.predict_proba(df),
+                               atol=1e-6)
+    with pytest.raises(CrowdDataError, match=r"expected a pandas DataFrame, got a Dask "
+                                             r"DataFrame: fit it partition by partition"):
+        Annotations.from_frame(ddf)

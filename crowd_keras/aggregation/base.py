@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
-from ..codes import show
+from ..codes import is_dask_frame, show
 from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
@@ -45,6 +45,10 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
         return data
     if data is None:
         raise CrowdDataError("no annotations given")
+    if is_dask_frame(data):   # np.asarray would compute it and read its columns as annotators
+        raise TypeError("annotations given as a Dask DataFrame: fit them partition by partition "
+                        "with crowd_keras.distributed.aggregate(ddf, method=...); to read them "
+                        "here (new annotations to score), pass ddf.compute(), a pandas frame")
     try:
         if isinstance(data, pd.DataFrame):
             return Annotations.from_frame(data, **kwargs)
