@@ -276,7 +276,7 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
     a Dask frame by the same rules, with the frame's row numbers.
     """
     if not isinstance(df, pd.DataFrame):
-        got = "a Dask DataFrame: fit it partition by partition with " \
+        got = f"a Dask {type(df).__name__}: fit it partition by partition with " \
             "crowd_keras.distributed.aggregate(ddf, ...), or read it with " \
             "Annotations.from_frame(ddf.compute())" if is_dask_frame(df) else type(df).__name__
         raise CrowdDataError(f"expected a pandas DataFrame, got {got}")

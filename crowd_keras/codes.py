@@ -29,8 +29,9 @@ MAX_CODE = 2 ** 53
 
 
 def is_dask_frame(obj: Any) -> bool:
-    """True for a Dask DataFrame (without importing Dask when it is not loaded; duck-typed:
-    Dask's frame classes moved between versions). ``np.asarray`` computes one whole."""
+    """True for a Dask DataFrame or Series (without importing Dask when it is not loaded;
+    duck-typed: Dask's frame classes moved between versions). ``np.asarray`` computes one
+    whole."""
     if "dask" not in sys.modules or isinstance(obj, type):
         return False
     return all(hasattr(obj, name) for name in ("to_delayed", "npartitions", "columns")) \

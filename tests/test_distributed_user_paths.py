@@ -76,3 +76,20 @@ def test_a_dask_frame_given_to_an_in_memory_model_is_refused_pointing_to_aggrega
     with pytest.raises(CrowdDataError, match=r"expected a pandas DataFrame, got a Dask "
                                              r"DataFrame: fit it partition by partition"):
         Annotations.from_frame(ddf)
+
+
+def test_gold_as_a_dask_series_says_to_compute_it():
+    # it was "got Series" on Dask (a pandas Series is what it asks for) and, in memory, computed
+    # and refused as "an array of shape (4,) and dtype object"
+    from crowd_keras.aggregation import DawidSkene
+
+    df = small_crowd()
+    gold = dd.from_pandas(pd.Series({0: 1, 1: 0, 2: 2, 3: 1}), npartitions=2)
+    refusal = r"gold must be a mapping item -> label \(a dict or a pandas Series\); got a " \
+        r"Dask Series: pass gold.compute\(\)"
+    with pytest.raises(CrowdDataError, match=refusal):
+        aggregate(dd.from_pandas(df, npartitions=2), method="ibcc", gold=gold)
+    with pytest.raises(CrowdDataError, match=refusal):
+        DawidSkene().fit(Annotations.from_frame(df), gold=gold)
+    result = aggregate(dd.from_pandas(df, npartitions=2), method="ibcc", gold=gold.compute())
+    assert result.labels.compute().loc[[0, 1, 2, 3], "label"].tolist() == [1, 0, 2, 1]

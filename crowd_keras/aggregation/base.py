@@ -46,9 +46,10 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
     if data is None:
         raise CrowdDataError("no annotations given")
     if is_dask_frame(data):   # np.asarray would compute it and read its columns as annotators
-        raise TypeError("annotations given as a Dask DataFrame: fit them partition by partition "
-                        "with crowd_keras.distributed.aggregate(ddf, method=...); to read them "
-                        "here (new annotations to score), pass ddf.compute(), a pandas frame")
+        raise TypeError(f"annotations given as a Dask {type(data).__name__}: fit them partition "
+                        "by partition with crowd_keras.distributed.aggregate(ddf, method=...); "
+                        "to read them here (new annotations to score), pass ddf.compute(), a "
+                        "pandas frame")
     try:
         if isinstance(data, pd.DataFrame):
             return Annotations.from_frame(data, **kwargs)
@@ -151,6 +152,9 @@ def check_settings(model: Any) -> None:
 
 def _not_a_mapping(gold: Any, alternative: str) -> None:
     """Raise for a gold value of no accepted kind (a frame, a set, a string, a scalar)."""
+    if is_dask_frame(gold):   # np.ndim would compute it, to refuse it as an array
+        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
+                             f"Series); got a Dask {type(gold).__name__}: pass gold.compute()")
     if isinstance(gold, (pd.DataFrame, set, frozenset, str, bytes)) or np.ndim(gold) == 0:
         hint = " (a frame of item and label columns: frame.set_index(ITEM)[LABEL])" \
             if isinstance(gold, pd.DataFrame) else ""
