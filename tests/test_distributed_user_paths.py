@@ -93,3 +93,39 @@ def test_gold_as_a_dask_series_says_to_compute_it():
         DawidSkene().fit(Annotations.from_frame(df), gold=gold)
     result = aggregate(dd.from_pandas(df, npartitions=2), method="ibcc", gold=gold.compute())
     assert result.labels.compute().loc[[0, 1, 2, 3], "label"].tolist() == [1, 0, 2, 1]
+
+
+@pytest.mark.parametrize("name", ["dawid_skene", "majority_vote", "auto", "glad",
+                                  "abstain_dawid_skene"])
+def test_the_fitted_model_reports_its_annotators_and_refuses_to_predict_items_it_lacks(name):
+    # result.model holds no annotations: its annotator_quality_ read every annotator as
+    # without annotations (n_annotations 0, accuracy NaN), and predict() / the quality scores
+    # returned empty arrays, silently
+    from crowd_keras.aggregation.registry import get_label_model
+
+    df = small_crowd()
+    result = aggregate(dd.from_pandas(df, npartitions=3), method=name)
+    memory = get_label_model(name).fit(Annotations.from_frame(df))
+    pd.testing.assert_frame_equal(result.model.annotator_quality_, result.annotator_quality)
+    expected = memory.annotator_quality_
+    np.testing.assert_array_equal(result.model.annotator_quality_["n_annotations"],
+                                  expected["n_annotations"])
+    np.testing.assert_allclose(result.model.annotator_quality_["accuracy"],
+                               expected["accuracy"], atol=1e-6)
+    held = r"fitted partition by partition \(crowd_keras.distributed.aggregate\): its items' " \
+        r"labels and posteriors are the result's labels"
+    for ask in (lambda m: m.predict(), lambda m: m.predict_proba(), lambda m: m.predict_labels(),
+                lambda m: m.consensus_quality(), lambda m: m.label_issues(),
+                lambda m: m.annotation_quality(), lambda m: m.next_to_label(3),
+                lambda m: m.tied_items_):
+        with pytest.raises(ValueError, match=held):
+            ask(result.model)
+    # new annotations are scored as in memory, with their quality scores
+    np.testing.assert_allclose(result.model.predict_proba(df), memory.predict_proba(df),
+                               atol=1e-6)
+    np.testing.assert_allclose(result.model.consensus_quality(df), memory.consensus_quality(df),
+                               atol=1e-6)
+    # a refit in memory answers for its own items again
+    refit = result.model.fit(Annotations.from_frame(df))
+    np.testing.assert_array_equal(refit.predict(), memory.predict())
+    pd.testing.assert_frame_equal(refit.annotator_quality_, expected)

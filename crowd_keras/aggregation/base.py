@@ -28,8 +28,9 @@ from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
 
-__all__ = ["LabelModel", "as_annotations", "wide_hint", "WIDE_HINT", "check_prior",
-           "gold_codes", "gold_mapping", "written_alike", "check_settings", "check_start"]
+__all__ = ["LabelModel", "PARTITIONED", "partitioned_report", "as_annotations", "wide_hint",
+           "WIDE_HINT", "check_prior", "gold_codes", "gold_mapping", "written_alike",
+           "check_settings", "check_start"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -244,6 +245,18 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     return known.astype(np.int64), codes[known].astype(np.int64)
 
 
+#: The attribute holding the annotator report of a model fitted partition by partition.
+PARTITIONED = "partitioned_annotator_quality_"
+
+
+def partitioned_report(model: Any) -> Optional[pd.DataFrame]:
+    """The ``annotator_quality_`` of a ``model`` fitted partition by partition, computed from
+    its partitions (``crowd_keras.distributed.aggregate`` sets it; the model holds no
+    annotations to count), or None for a model fitted in memory."""
+    report = model.__dict__.get(PARTITIONED)
+    return None if report is None else report.copy()
+
+
 class LabelModel(Params):
     """Base class: a model of annotators that infers each item's true label.
 
@@ -275,7 +288,20 @@ class LabelModel(Params):
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "posteriors_":   # a new fit: a predict's count under the previous one is stale
             self.__dict__.pop("n_unknown_annotations_", None)
+            self.__dict__.pop(PARTITIONED, None)   # and so is a partitioned fit's report
         super().__setattr__(name, value)
+
+    def _check_items_held(self) -> None:
+        """A model fitted partition by partition (``crowd_keras.distributed.aggregate``) holds
+        its parameters but not its items' posteriors (``posteriors_`` is empty): asking for
+        the fitted items' predictions or quality scores is an error saying where they are
+        (an empty array before)."""
+        if PARTITIONED in self.__dict__:
+            raise ValueError(f"this {type(self).__name__} was fitted partition by partition "
+                             "(crowd_keras.distributed.aggregate): its items' labels and "
+                             "posteriors are the result's labels (a Dask DataFrame) and its "
+                             "quality scores need the annotations; pass annotations to score "
+                             "them here (predict_proba(new_annotations))")
 
     def __sklearn_is_fitted__(self) -> bool:
         """Fitted once ``fit`` has set ``posteriors_`` (scikit-learn's ``check_is_fitted``
@@ -295,6 +321,7 @@ class LabelModel(Params):
         """
         self._check_fitted()
         if annotations is None:
+            self._check_items_held()
             return self.posteriors_.copy()
         return self._posteriors_for_new(self._read_new(annotations))
 
@@ -369,6 +396,7 @@ class LabelModel(Params):
         ``n_tied_items_``) so that they are never decided silently.
         """
         self._check_fitted()
+        self._check_items_held()
         return top_classes(self.posteriors_, tol=1e-9).sum(axis=1) > 1
 
     @property
@@ -393,6 +421,9 @@ class LabelModel(Params):
         among the others.
         """
         self._check_fitted()
+        report = partitioned_report(self)
+        if report is not None:
+            return report
         return self.annotator_quality(self.annotations_.annotations_per_annotator())
 
     def annotator_quality(self, n_annotations: np.ndarray) -> pd.DataFrame:
@@ -421,6 +452,7 @@ class LabelModel(Params):
         annotators (the mixture of groups) scores them."""
         self._check_fitted()
         if annotations is None or annotations is self.annotations_:
+            self._check_items_held()
             return self.annotations_, self.posteriors_, getattr(self, "item_log_prior_", None)
         ann = self._read_new(annotations)
         self.__dict__.pop("n_unknown_annotations_", None)   # set again by predict_proba when

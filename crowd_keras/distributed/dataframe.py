@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import LabelModel, check_settings
+from ..aggregation.base import PARTITIONED, LabelModel, check_settings
 from ..aggregation.registry import DEFAULT_LABEL_MODEL
 from ..codes import check_unique_ids, ids_array
 from ..errors import CrowdDataError
@@ -43,9 +43,11 @@ class AggregationResult:
             per partition on the workers that hold the partitions.
         annotator_quality: pandas, the in-memory model's ``annotator_quality_`` columns.
         model: the fitted in-memory label model: its parameters (``confusion_matrices_``,
-            ``class_priors_``, ...; ``n_iter_``, ``log_likelihood_``) and
+            ``class_priors_``, ...; ``n_iter_``, ``log_likelihood_``), its
+            ``annotator_quality_`` (:attr:`annotator_quality`) and
             ``predict_proba(new_annotations)`` for new items; its ``posteriors_`` are empty
-            (the per-item posteriors are :attr:`labels`).
+            (the per-item posteriors are :attr:`labels`): ``predict()`` and the quality
+            scores without annotations raise, saying so.
         classes, annotator_ids: the coding (as ``Annotations.from_frame`` codes the data).
         n_items, n_annotations: sizes.
         fit_info: the EM record (log-likelihood and seconds per iteration, the last
@@ -168,7 +170,20 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
         data = data.with_pred_probs(pred_probs)
     fit = data.fit(strategy)
     report = data.statistics(fit) if fit.method.needs_report else None
-    return AggregationResult(data, fit, _annotator_report(data, fit, report))
+    quality = _annotator_report(data, fit, report)
+    _hold_report(fit.model, quality)
+    return AggregationResult(data, fit, quality)
+
+
+def _hold_report(model: LabelModel, quality: pd.DataFrame) -> None:
+    """The fitted model (and the model it answers through) keeps the annotator report of the
+    partitions as its ``annotator_quality_``, which it cannot count from its annotations
+    (it holds none: every annotator read as without annotations, NaN), and refuses to
+    predict its fitted items, which the result's ``labels`` hold (an empty array before)."""
+    for held in (model, getattr(model, "model_", None),
+                 getattr(model, "labeling_function_model_", None)):
+        if isinstance(held, LabelModel):
+            setattr(held, PARTITIONED, quality.copy())
 
 
 def _annotator_report(data: PartitionedAnnotations, fit: Fit, report: Any = None
