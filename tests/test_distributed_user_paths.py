@@ -129,3 +129,17 @@ def test_the_fitted_model_reports_its_annotators_and_refuses_to_predict_items_it
     refit = result.model.fit(Annotations.from_frame(df))
     np.testing.assert_array_equal(refit.predict(), memory.predict())
     pd.testing.assert_frame_equal(refit.annotator_quality_, expected)
+
+
+def test_labels_of_a_csv_read_without_a_header_are_written_to_parquet(tmp_path):
+    # columns 0, 1, 2: the labels' index is named 0, which parquet cannot name ("name '0'
+    # present in the specified schema is not found"); the file names it "0"
+    df = small_crowd()
+    df.to_csv(tmp_path / "answers.csv", header=False, index=False)
+    ddf = dd.read_csv(tmp_path / "answers.csv", header=None, blocksize=400)
+    result = aggregate(ddf, item=0, annotator=1, label=2, method="ibcc")
+    result.to_parquet(tmp_path / "out")
+    back = dd.read_parquet(tmp_path / "out" / "labels").compute()
+    assert back.index.name == "0"
+    pd.testing.assert_frame_equal(back.rename_axis(0), result.labels.compute())
+    assert result.labels.compute().index.name == 0     # the result keeps the column's name

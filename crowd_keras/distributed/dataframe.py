@@ -235,15 +235,18 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
         quality["annotator"] = quality["annotator"].map(str)
     table = io.BytesIO()
     quality.to_parquet(table, index=False)
+    frame = result.labels
+    if not isinstance(frame.index.name, str):   # an item column named 0 (a CSV without a
+        frame = frame.rename_axis(str(frame.index.name))   # header): parquet names are text
     labels = path / "labels"
     if kwargs.get("append"):
-        result.labels.to_parquet(labels, write_index=True, **kwargs)
+        frame.to_parquet(labels, write_index=True, **kwargs)
     else:
         if labels.exists() and not labels.is_dir():
             raise CrowdDataError(f"{labels} is a file; it is where the labels' folder goes")
         staged = tempfile.mkdtemp(dir=path, prefix=".labels.", suffix=".tmp")
         try:
-            result.labels.to_parquet(staged, write_index=True, **kwargs)
+            frame.to_parquet(staged, write_index=True, **kwargs)
             replace_folder(staged, labels)
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)
