@@ -143,3 +143,28 @@ def test_labels_of_a_csv_read_without_a_header_are_written_to_parquet(tmp_path):
     assert back.index.name == "0"
     pd.testing.assert_frame_equal(back.rename_axis(0), result.labels.compute())
     assert result.labels.compute().index.name == 0     # the result keeps the column's name
+
+
+def test_write_shards_checks_its_counts_annotations_and_features(tmp_path):
+    # n_shards=2.5 wrote 2 files and True one, row_group_size=2.5 was truncated, a long frame
+    # failed on 'n_items', NaN features were written (and trained to NaN losses), silently
+    from crowd_keras.distributed import read_shards, write_shards
+
+    sim = simulate_crowd(n_items=40, n_classes=3, n_annotators=6, seed=0)
+    ann = sim.annotations
+    for setting, value in (("n_shards", 2.5), ("n_shards", True), ("n_shards", "2"),
+                           ("row_group_size", 2.5), ("max_annotations", 3.5)):
+        with pytest.raises(TypeError, match=rf"{setting} must be an integer >= 1"):
+            write_shards(ann, sim.x, tmp_path / "a", **{setting: value})
+    with pytest.raises(TypeError, match=r"write_shards takes Annotations, got DataFrame \(a "
+                                        r"long frame: Annotations.from_frame\(df\)\)"):
+        write_shards(ann.to_frame(), sim.x, tmp_path / "a")
+    x = sim.x.copy()
+    x[7, 1] = np.nan
+    with pytest.raises(CrowdDataError, match=r"x has a NaN or infinite feature at row 7 "
+                                             r"\(item 7\)"):
+        write_shards(ann, x, tmp_path / "a")
+    assert not (tmp_path / "a").exists() or not any((tmp_path / "a").iterdir())
+    meta = write_shards(ann, sim.x, tmp_path / "a", n_shards=np.int64(4), max_annotations=5)
+    assert read_shards(tmp_path / "a")["rows"] == meta["rows"] == [10, 10, 10, 10]
+    assert meta["max_annotations"] == 5
