@@ -168,3 +168,23 @@ def test_write_shards_checks_its_counts_annotations_and_features(tmp_path):
     meta = write_shards(ann, sim.x, tmp_path / "a", n_shards=np.int64(4), max_annotations=5)
     assert read_shards(tmp_path / "a")["rows"] == meta["rows"] == [10, 10, 10, 10]
     assert meta["max_annotations"] == 5
+
+
+@pytest.mark.parametrize("target", [[0.5, 0.5], {"x": 1.0}])
+def test_auto_refuses_a_wrong_target_prior_before_its_held_out_fits(monkeypatch, target):
+    # in memory the target is checked before any fit; on Dask it was refused after every
+    # held-out fit of every candidate (16 partitioned fits here; hours on a large crowd)
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.distributed.engine import PartitionedAnnotations
+
+    df = small_crowd()
+    with pytest.raises(ValueError) as expected:
+        AutoLabelModel(target_prior=target).fit(Annotations.from_frame(df))
+
+    def no_fold(self, *args):   # each held-out fit runs on a fold's derived blocks
+        raise AssertionError("a held-out fit ran before the target prior was checked")
+
+    monkeypatch.setattr(PartitionedAnnotations, "derive", no_fold)
+    with pytest.raises(ValueError) as got:
+        aggregate(dd.from_pandas(df, npartitions=2), method="auto", target_prior=target)
+    assert str(got.value) == str(expected.value)
