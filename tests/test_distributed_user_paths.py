@@ -188,3 +188,24 @@ def test_auto_refuses_a_wrong_target_prior_before_its_held_out_fits(monkeypatch,
     with pytest.raises(ValueError) as got:
         aggregate(dd.from_pandas(df, npartitions=2), method="auto", target_prior=target)
     assert str(got.value) == str(expected.value)
+
+
+def test_to_parquet_writes_where_the_path_says(tmp_path, monkeypatch):
+    # "~/out": Dask wrote the parts under the home folder's ~/out/.labels.*.tmp and an empty
+    # ./~/out/labels was put in place (no labels, silently); "file://..." likewise; another
+    # URL made a local folder named "memory:" or "s3:"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    result = aggregate(dd.from_pandas(small_crowd(), npartitions=2), method="majority_vote")
+    expected = result.labels.compute()
+    for given, written in (("~/out", tmp_path / "home" / "out"),
+                           (f"file://{tmp_path}/by_url", tmp_path / "by_url")):
+        assert result.to_parquet(given) == written
+        pd.testing.assert_frame_equal(dd.read_parquet(written / "labels").compute(), expected)
+        assert (written / "annotator_quality.parquet").is_file()
+    assert not (tmp_path / "~").exists() and not (tmp_path / "file:").exists()
+    for url in ("memory://out", "s3://bucket/out"):
+        with pytest.raises(CrowdDataError, match=r"to_parquet writes to a folder of this "
+                                                 r"machine .* got the URL '[a-z0-9]+://"):
+            result.to_parquet(url)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["by_url", "home"]

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import io
+import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -200,6 +202,20 @@ def _annotator_report(data: PartitionedAnnotations, fit: Fit, report: Any = None
     return quality
 
 
+def _local_folder(path: Union[str, Path]) -> Path:
+    """``path`` as a folder of this file system, ``~`` expanded (Dask expands it: the parts
+    went to the home folder and an empty ``./~/.../labels`` was put in place); a ``file://``
+    URL is its path, any other URL is refused (a local folder named ``s3:`` was written)."""
+    text = os.fsdecode(os.fspath(path))
+    url = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", text)
+    if url and url.group(1).lower() != "file":
+        raise CrowdDataError(f"to_parquet writes to a folder of this machine (shared with the "
+                             f"workers on a cluster), got the URL {text!r}: to write to a "
+                             "remote store, use result.labels.to_parquet(url, "
+                             "write_index=True) and result.annotator_quality.to_parquet(...)")
+    return Path(text[len(url.group(0)):] if url else text).expanduser()
+
+
 def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any) -> Path:
     """Write ``result.labels`` to ``path/labels/`` (one parquet file per partition, item id
     as the index) and ``result.annotator_quality`` to ``path/annotator_quality.parquet``.
@@ -209,6 +225,8 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
     into a temporary folder beside ``path/labels`` and put in its place when complete: a
     rewrite replaces the previous files (none of a run with more partitions is left to be
     read again), and a failed one leaves them as they were. ``append=True`` adds to them.
+    ``path`` is a folder of this machine (``~`` expanded, ``file://`` read as its path; on a
+    cluster, one the workers share): other URLs are refused.
     """
     if "write_index" in kwargs:   # the item id is the labels' index: their files hold it
         raise TypeError("to_parquet: write_index cannot be given: the labels are written with "
@@ -220,7 +238,7 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
                             "once complete (for a lazy write: result.labels.to_parquet(..., "
                             "compute=False))")
         del kwargs["compute"]
-    path = Path(path)
+    path = _local_folder(path)
     if path.exists() and not path.is_dir():
         raise CrowdDataError(f"{path} is a file; give a folder (it is created when missing)")
     try:
