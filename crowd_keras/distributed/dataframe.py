@@ -121,8 +121,9 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
             :class:`~crowd_keras.distributed.Method`. Others raise ``ValueError`` listing the
             supported ones (:func:`supported_methods`).
         item, annotator, label: column names (crowd-kit's layout by default).
-        classes, annotator_ids: the coding, when known (saves one pass over the data);
-            default as :meth:`crowd_keras.Annotations.from_frame`.
+        classes, annotator_ids: the coding, when known (fixes the class and annotator
+            order; the data are still read twice, once to check and number the rows and
+            once to build the blocks); default as :meth:`crowd_keras.Annotations.from_frame`.
         item_partitioned: the caller guarantees that each item's annotations share a
             partition (e.g. files written per item range): no shuffle.
         gold: known classes of some items (a dict or ``pandas.Series`` from item id to class
