@@ -203,6 +203,19 @@ def _annotator_report(data: PartitionedAnnotations, fit: Fit, report: Any = None
     return quality
 
 
+def _write_labels(frame: Any, folder: Union[str, Path], kwargs: dict) -> None:
+    """``frame.to_parquet(folder, write_index=True, **kwargs)``; a keyword neither Dask nor
+    pyarrow takes is named as an argument of ``to_parquet`` (pyarrow's message was
+    "__cinit__() got an unexpected keyword argument")."""
+    try:
+        frame.to_parquet(folder, write_index=True, **kwargs)
+    except TypeError as err:
+        if "unexpected keyword argument" not in str(err):
+            raise
+        raise TypeError(f"to_parquet: {err}; its keyword arguments go to "
+                        "dask.dataframe.to_parquet and the pyarrow writer") from None
+
+
 def _local_folder(path: Union[str, Path]) -> Path:
     """``path`` as a folder of this file system, ``~`` expanded (Dask expands it: the parts
     went to the home folder and an empty ``./~/.../labels`` was put in place); a ``file://``
@@ -259,13 +272,13 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
         frame = frame.rename_axis(str(frame.index.name))   # header): parquet names are text
     labels = path / "labels"
     if kwargs.get("append"):
-        frame.to_parquet(labels, write_index=True, **kwargs)
+        _write_labels(frame, labels, kwargs)
     else:
         if labels.exists() and not labels.is_dir():
             raise CrowdDataError(f"{labels} is a file; it is where the labels' folder goes")
         staged = tempfile.mkdtemp(dir=path, prefix=".labels.", suffix=".tmp")
         try:
-            frame.to_parquet(staged, write_index=True, **kwargs)
+            _write_labels(frame, staged, kwargs)
             replace_folder(staged, labels)
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)
