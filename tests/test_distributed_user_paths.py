@@ -222,3 +222,14 @@ def test_to_parquet_names_an_unknown_keyword_and_keeps_the_labels(tmp_path):
     pd.testing.assert_frame_equal(dd.read_parquet(tmp_path / "labels").compute(),
                                   result.labels.compute())
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_missing_column_is_named_as_in_memory():
+    # item=None matched the frame's unnamed index: the message listed a column 'index'
+    df = small_crowd()
+    for roles in ({"item": None}, {"label": None}, {"item": "Task"}):
+        with pytest.raises(CrowdDataError) as expected:
+            Annotations.from_frame(df, **roles)
+        with pytest.raises(CrowdDataError) as got:
+            aggregate(dd.from_pandas(df, npartitions=2), **roles)
+        assert str(got.value) == str(expected.value)

@@ -165,7 +165,8 @@ class PartitionedAnnotations:
             if not kinds <= {"string", "empty"}:
                 ddf = raw
         columns = list(ddf.columns)
-        indexed = item not in columns and ddf.index.name == item
+        # an unnamed index is no item column (item=None read it as a column named 'index')
+        indexed = item not in columns and item is not None and ddf.index.name == item
         check_frame_columns(columns + ([item] if indexed else []),
                             {"item": item, "annotator": annotator, "label": label})
         coding = _coding(ddf, item, annotator, label, classes, annotator_ids)
