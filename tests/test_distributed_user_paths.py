@@ -233,3 +233,35 @@ def test_a_missing_column_is_named_as_in_memory():
         with pytest.raises(CrowdDataError) as got:
             aggregate(dd.from_pandas(df, npartitions=2), **roles)
         assert str(got.value) == str(expected.value)
+
+
+def test_every_registered_model_on_awkward_partitions_is_the_in_memory_fit():
+    # the promise, guarded for every registered model at once (LIA, a network, is refused
+    # by name: test_distributed.py): text ids, rows shuffled so that items lie across
+    # partitions, an empty partition
+    from crowd_keras.aggregation.registry import LABEL_MODELS, get_label_model
+
+    df = small_crowd(n_items=50, seed=4)
+    df = df.assign(task="t" + df["task"].astype(str), worker="w" + df["worker"].astype(str))
+    df = df.sample(frac=1, random_state=0).reset_index(drop=True)
+    ann = Annotations.from_frame(df)
+    ddf = dd.from_pandas(df, npartitions=2).repartition(npartitions=4)
+
+    def emptied(part, partition_info=None):   # partition 2 left empty
+        return part.iloc[:0] if partition_info["number"] == 2 else part
+
+    ddf = ddf.map_partitions(emptied, meta=ddf._meta)
+    kept = ddf.compute().reset_index(drop=True)
+    assert 0 in [len(part) for part in dask.compute(*ddf.to_delayed())]
+    ann = Annotations.from_frame(kept)
+    for name in LABEL_MODELS.names():
+        if name == "lia":
+            continue
+        memory = get_label_model(name).fit(ann)
+        with dask.config.set(scheduler="synchronous"):   # small blocks: no thread hand-offs
+            result = aggregate(ddf, method=name)
+            labels = result.labels.compute().loc[ann.item_ids]
+        np.testing.assert_array_equal(labels["label"].to_numpy(),
+                                      ann.classes[memory.predict()], err_msg=name)
+        np.testing.assert_allclose(labels[list(result.probability_columns.values())],
+                                   memory.predict_proba(), atol=1e-6, err_msg=name)
