@@ -56,7 +56,9 @@ class AggregationResult:
             statistics).
 
     The blocks of items stay in the workers' memory while the result lives (``labels`` is
-    computed from them); drop the result to free them.
+    computed from them); drop the result to free them. They live on the cluster that fitted
+    them: compute or write ``labels`` before its client closes (after, Dask reports a
+    "Missing dependency _frame_block-..."); ``model`` and ``annotator_quality`` stay.
     """
 
     def __init__(self, data: PartitionedAnnotations, fit: Fit, quality: pd.DataFrame) -> None:
