@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .codes import (check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
-                    integer_codes, label_matrix_codes, show)
+                    integer_codes, is_dask_frame, label_matrix_codes, show)
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -276,7 +276,10 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
     a Dask frame by the same rules, with the frame's row numbers.
     """
     if not isinstance(df, pd.DataFrame):
-        raise CrowdDataError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        got = f"a Dask {type(df).__name__}: fit it partition by partition with " \
+            "crowd_keras.distributed.aggregate(ddf, ...), or read it with " \
+            "Annotations.from_frame(ddf.compute())" if is_dask_frame(df) else type(df).__name__
+        raise CrowdDataError(f"expected a pandas DataFrame, got {got}")
     check_frame_columns(df.columns, {"item": item, "annotator": annotator, "label": label})
     if len(df) == 0 and item_ids is None:
         raise CrowdDataError("frame has no annotations")

@@ -353,6 +353,7 @@ class Annotations(AnnotationReaders):
         per_item = self.annotations_per_item()
         k = max(int(per_item.max()) if len(per_item) else 0, 1)
         if max_annotations is not None:
+            max_annotations = check_count(max_annotations, "max_annotations", 1)   # 3.5 was 3
             if max_annotations < k:
                 raise CrowdDataError(f"max_annotations={max_annotations} but an item has {k} "
                                      "annotations")

@@ -7,6 +7,7 @@ per value only after a problem is found, to name its position.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -21,10 +22,20 @@ from .string_codes import column_codes
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
-           "MAX_CODE", "infer_classes", "check_id_values"]
+           "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
+
+
+def is_dask_frame(obj: Any) -> bool:
+    """True for a Dask DataFrame or Series (without importing Dask when it is not loaded;
+    duck-typed: Dask's frame classes moved between versions). ``np.asarray`` computes one
+    whole."""
+    if "dask" not in sys.modules or isinstance(obj, type):
+        return False
+    return all(hasattr(obj, name) for name in ("to_delayed", "npartitions", "columns")) \
+        and not isinstance(obj, pd.DataFrame)
 
 
 def show(value: Any) -> str:

@@ -36,7 +36,7 @@ from ..annotations import Annotations
 from ..arguments import check_number
 from ..errors import CrowdDataError
 from ..numerics import class_vote_counts, normalize_rows, softmax_rows, top_classes
-from .base import check_prior
+from .base import check_prior, partitioned_report
 from .em import Block, EMLabelModel, Summary, run_em
 from .regime import one_class_share
 
@@ -455,6 +455,9 @@ class AbstainAwareDawidSkene(EMLabelModel):
         read off the response matrices.
         """
         self._check_fitted()
+        report = partitioned_report(self)
+        if report is not None:
+            return report
         return self.annotator_quality_under(self.posteriors_)
 
     def annotator_quality_under(self, posteriors: np.ndarray) -> pd.DataFrame:

@@ -33,7 +33,7 @@ from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from ..numerics import shift_class_prior, top_classes
 from ..progress import progress_bar
-from .base import LabelModel
+from .base import LabelModel, partitioned_report
 from .dawid_skene import DawidSkene
 from .em import Block
 from .labeling_functions import LabelingFunctionFallback
@@ -847,6 +847,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     @property
     def annotator_quality_(self) -> pd.DataFrame:
         self._check_fitted()
+        report = partitioned_report(self)
+        if report is not None:
+            return report
         if getattr(self, "labeling_function_model_", None) is not None:
             return self.labeling_function_quality()
         return self.model_.annotator_quality_

@@ -25,14 +25,14 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
-from ..codes import show
+from ..codes import is_dask_frame, show
 from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
 
-__all__ = ["LabelModel", "as_annotations", "wide_hint", "WIDE_HINT", "check_prior",
-           "gold_codes", "gold_mapping", "written_alike", "more_unknown", "check_settings",
-           "check_start"]
+__all__ = ["LabelModel", "PARTITIONED", "partitioned_report", "as_annotations", "wide_hint",
+           "WIDE_HINT", "check_prior", "gold_codes", "gold_mapping", "written_alike",
+           "more_unknown", "check_settings", "check_start"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -48,6 +48,11 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
         return data
     if data is None:
         raise CrowdDataError("no annotations given")
+    if is_dask_frame(data):   # np.asarray would compute it and read its columns as annotators
+        raise TypeError(f"annotations given as a Dask {type(data).__name__}: fit them partition "
+                        "by partition with crowd_keras.distributed.aggregate(ddf, method=...); "
+                        "to read them here (new annotations to score), pass ddf.compute(), a "
+                        "pandas frame")
     try:
         if isinstance(data, pd.DataFrame):
             return Annotations.from_frame(data, **kwargs)
@@ -150,6 +155,9 @@ def check_settings(model: Any) -> None:
 
 def _not_a_mapping(gold: Any, alternative: str) -> None:
     """Raise for a gold value of no accepted kind (a frame, a set, a string, a scalar)."""
+    if is_dask_frame(gold):   # np.ndim would compute it, to refuse it as an array
+        raise CrowdDataError(f"gold must be a mapping item -> label (a dict or a pandas "
+                             f"Series); got a Dask {type(gold).__name__}: pass gold.compute()")
     if isinstance(gold, (pd.DataFrame, set, frozenset, str, bytes)) or np.ndim(gold) == 0:
         hint = " (a frame of item and label columns: frame.set_index(ITEM)[LABEL])" \
             if isinstance(gold, pd.DataFrame) else ""
@@ -254,6 +262,18 @@ def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
     return known.astype(np.int64), codes[known].astype(np.int64)
 
 
+#: The attribute holding the annotator report of a model fitted partition by partition.
+PARTITIONED = "partitioned_annotator_quality_"
+
+
+def partitioned_report(model: Any) -> Optional[pd.DataFrame]:
+    """The ``annotator_quality_`` of a ``model`` fitted partition by partition, computed from
+    its partitions (``crowd_keras.distributed.aggregate`` sets it; the model holds no
+    annotations to count), or None for a model fitted in memory."""
+    report = model.__dict__.get(PARTITIONED)
+    return None if report is None else report.copy()
+
+
 class LabelModel(Params):
     """Base class: a model of annotators that infers each item's true label.
 
@@ -285,7 +305,20 @@ class LabelModel(Params):
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "posteriors_":   # a new fit: a predict's count under the previous one is stale
             self.__dict__.pop("n_unknown_annotations_", None)
+            self.__dict__.pop(PARTITIONED, None)   # and so is a partitioned fit's report
         super().__setattr__(name, value)
+
+    def _check_items_held(self) -> None:
+        """A model fitted partition by partition (``crowd_keras.distributed.aggregate``) holds
+        its parameters but not its items' posteriors (``posteriors_`` is empty): asking for
+        the fitted items' predictions or quality scores is an error saying where they are
+        (an empty array before)."""
+        if PARTITIONED in self.__dict__:
+            raise ValueError(f"this {type(self).__name__} was fitted partition by partition "
+                             "(crowd_keras.distributed.aggregate): its items' labels and "
+                             "posteriors are the result's labels (a Dask DataFrame) and its "
+                             "quality scores need the annotations; pass annotations to score "
+                             "them here (predict_proba(new_annotations))")
 
     def __sklearn_is_fitted__(self) -> bool:
         """Fitted once ``fit`` has set ``posteriors_`` (scikit-learn's ``check_is_fitted``
@@ -308,6 +341,7 @@ class LabelModel(Params):
         """
         self._check_fitted()
         if annotations is None:
+            self._check_items_held()
             return self.posteriors_.copy()
         if annotations is self.annotations_ and getattr(self, "item_log_prior_", None) is not None:
             # scored as new, its gold items would lose their class (predict(ann) against
@@ -387,6 +421,7 @@ class LabelModel(Params):
         ``n_tied_items_``) so that they are never decided silently.
         """
         self._check_fitted()
+        self._check_items_held()
         return top_classes(self.posteriors_, tol=1e-9).sum(axis=1) > 1
 
     @property
@@ -411,6 +446,9 @@ class LabelModel(Params):
         among the others.
         """
         self._check_fitted()
+        report = partitioned_report(self)
+        if report is not None:
+            return report
         return self.annotator_quality(self.annotations_.annotations_per_annotator())
 
     def annotator_quality(self, n_annotations: np.ndarray) -> pd.DataFrame:
@@ -439,6 +477,7 @@ class LabelModel(Params):
         annotators (the mixture of groups) scores them."""
         self._check_fitted()
         if annotations is None or annotations is self.annotations_:
+            self._check_items_held()
             return self.annotations_, self.posteriors_, getattr(self, "item_log_prior_", None)
         ann = self._read_new(annotations)
         self.__dict__.pop("n_unknown_annotations_", None)   # set again by predict_proba when

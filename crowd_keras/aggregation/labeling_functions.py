@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from .abstain_dawid_skene import AbstainAwareDawidSkene
-from .base import as_annotations, check_settings, gold_codes
+from .base import as_annotations, check_settings, gold_codes, partitioned_report
 from .em import gold_log_prior
 from .pred_probs import check_pred_probs
 from .regime import is_labeling_function_data
@@ -152,6 +152,9 @@ class LabelingFunctionFallback:
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:
+        report = partitioned_report(self)
+        if report is not None:
+            return report
         if getattr(self, "labeling_function_model_", None) is not None:
             return self.labeling_function_quality()
         return super().annotator_quality_   # type: ignore[misc]

@@ -79,6 +79,7 @@ class MajorityVote(LabelModel):
         """Boolean (items,): annotated items whose most-voted class is not unique (a gold
         item is not: its class is known)."""
         self._check_fitted()
+        self._check_items_held()
         counts = self.annotations_.label_counts()
         tied = (top_classes(counts).sum(axis=1) > 1) & (counts.sum(axis=1) > 0)
         gold = getattr(self, "item_log_prior_", None)

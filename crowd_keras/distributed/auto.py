@@ -155,6 +155,8 @@ class AutoMethod(Method):
         strategy for the refit on all blocks."""
         model = self.model
         k = data.summary.votes.shape[1]
+        # a wrong target fails before the fits, as in memory (it failed after all of them)
+        model.target_prior_vector(k, classes=data.classes)
         seed = 0 if model.random_state is None else int(model.random_state)
         # gold per fold and class (the folds of :meth:`_gold_sums`; summed: the gold's classes)
         self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import io
+import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import LabelModel, check_settings
+from ..aggregation.base import PARTITIONED, LabelModel, check_settings
 from ..aggregation.registry import DEFAULT_LABEL_MODEL
 from ..codes import check_unique_ids, ids_array
 from ..errors import CrowdDataError
@@ -43,16 +45,20 @@ class AggregationResult:
             per partition on the workers that hold the partitions.
         annotator_quality: pandas, the in-memory model's ``annotator_quality_`` columns.
         model: the fitted in-memory label model: its parameters (``confusion_matrices_``,
-            ``class_priors_``, ...; ``n_iter_``, ``log_likelihood_``) and
+            ``class_priors_``, ...; ``n_iter_``, ``log_likelihood_``), its
+            ``annotator_quality_`` (:attr:`annotator_quality`) and
             ``predict_proba(new_annotations)`` for new items; its ``posteriors_`` are empty
-            (the per-item posteriors are :attr:`labels`).
+            (the per-item posteriors are :attr:`labels`): ``predict()`` and the quality
+            scores without annotations raise, saying so.
         classes, annotator_ids: the coding (as ``Annotations.from_frame`` codes the data).
         n_items, n_annotations: sizes.
         fit_info: the EM record (log-likelihood and seconds per iteration, the last
             statistics).
 
     The blocks of items stay in the workers' memory while the result lives (``labels`` is
-    computed from them); drop the result to free them.
+    computed from them); drop the result to free them. They live on the cluster that fitted
+    them: compute or write ``labels`` before its client closes (after, Dask reports a
+    "Missing dependency _frame_block-..."); ``model`` and ``annotator_quality`` stay.
     """
 
     def __init__(self, data: PartitionedAnnotations, fit: Fit, quality: pd.DataFrame) -> None:
@@ -117,8 +123,9 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
             :class:`~crowd_keras.distributed.Method`. Others raise ``ValueError`` listing the
             supported ones (:func:`supported_methods`).
         item, annotator, label: column names (crowd-kit's layout by default).
-        classes, annotator_ids: the coding, when known (saves one pass over the data);
-            default as :meth:`crowd_keras.Annotations.from_frame`.
+        classes, annotator_ids: the coding, when known (fixes the class and annotator
+            order; the data are still read twice, once to check and number the rows and
+            once to build the blocks); default as :meth:`crowd_keras.Annotations.from_frame`.
         item_partitioned: the caller guarantees that each item's annotations share a
             partition (e.g. files written per item range): no shuffle.
         gold: known classes of some items (a dict or ``pandas.Series`` from item id to class
@@ -168,7 +175,20 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
         data = data.with_pred_probs(pred_probs)
     fit = data.fit(strategy)
     report = data.statistics(fit) if fit.method.needs_report else None
-    return AggregationResult(data, fit, _annotator_report(data, fit, report))
+    quality = _annotator_report(data, fit, report)
+    _hold_report(fit.model, quality)
+    return AggregationResult(data, fit, quality)
+
+
+def _hold_report(model: LabelModel, quality: pd.DataFrame) -> None:
+    """The fitted model (and the model it answers through) keeps the annotator report of the
+    partitions as its ``annotator_quality_``, which it cannot count from its annotations
+    (it holds none: every annotator read as without annotations, NaN), and refuses to
+    predict its fitted items, which the result's ``labels`` hold (an empty array before)."""
+    for held in (model, getattr(model, "model_", None),
+                 getattr(model, "labeling_function_model_", None)):
+        if isinstance(held, LabelModel):
+            setattr(held, PARTITIONED, quality.copy())
 
 
 def _annotator_report(data: PartitionedAnnotations, fit: Fit, report: Any = None
@@ -185,19 +205,56 @@ def _annotator_report(data: PartitionedAnnotations, fit: Fit, report: Any = None
     return quality
 
 
+def _write_labels(frame: Any, folder: Union[str, Path], kwargs: dict) -> None:
+    """``frame.to_parquet(folder, write_index=True, **kwargs)``; a keyword neither Dask nor
+    pyarrow takes is named as an argument of ``to_parquet`` (pyarrow's message was
+    "__cinit__() got an unexpected keyword argument")."""
+    try:
+        frame.to_parquet(folder, write_index=True, **kwargs)
+    except TypeError as err:
+        if "unexpected keyword argument" not in str(err):
+            raise
+        raise TypeError(f"to_parquet: {err}; its keyword arguments go to "
+                        "dask.dataframe.to_parquet and the pyarrow writer") from None
+
+
+def _local_folder(path: Union[str, Path]) -> Path:
+    """``path`` as a folder of this file system, ``~`` expanded (Dask expands it: the parts
+    went to the home folder and an empty ``./~/.../labels`` was put in place); a ``file://``
+    URL is its path, any other URL is refused (a local folder named ``s3:`` was written)."""
+    text = os.fsdecode(os.fspath(path))
+    url = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", text)
+    if url and url.group(1).lower() != "file":
+        raise CrowdDataError(f"to_parquet writes to a folder of this machine (shared with the "
+                             f"workers on a cluster), got the URL {text!r}: to write to a "
+                             "remote store, use result.labels.to_parquet(url, "
+                             "write_index=True) and result.annotator_quality.to_parquet(...)")
+    return Path(text[len(url.group(0)):] if url else text).expanduser()
+
+
 def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any) -> Path:
     """Write ``result.labels`` to ``path/labels/`` (one parquet file per partition, item id
     as the index) and ``result.annotator_quality`` to ``path/annotator_quality.parquet``.
 
-    ``kwargs`` go to ``dask.dataframe.to_parquet``. Returns ``path``. The labels are written
+    ``kwargs`` go to ``dask.dataframe.to_parquet`` (not ``write_index``, nor ``compute=False``:
+    the write is done when this returns). Returns ``path``. The labels are written
     into a temporary folder beside ``path/labels`` and put in its place when complete: a
     rewrite replaces the previous files (none of a run with more partitions is left to be
     read again), and a failed one leaves them as they were. ``append=True`` adds to them.
+    ``path`` is a folder of this machine (``~`` expanded, ``file://`` read as its path; on a
+    cluster, one the workers share): other URLs are refused.
     """
     if "write_index" in kwargs:   # the item id is the labels' index: their files hold it
         raise TypeError("to_parquet: write_index cannot be given: the labels are written with "
                         "the item id as their index")
-    path = Path(path)
+    if "compute" in kwargs:   # compute=False would stage nothing and put an empty folder in place
+        if not (isinstance(kwargs["compute"], (bool, np.bool_)) and kwargs["compute"]):
+            raise TypeError(f"to_parquet: compute={kwargs['compute']!r} cannot be given: the "
+                            "labels are written now, into a folder that replaces path/labels "
+                            "once complete (for a lazy write: result.labels.to_parquet(..., "
+                            "compute=False))")
+        del kwargs["compute"]
+    path = _local_folder(path)
     if path.exists() and not path.is_dir():
         raise CrowdDataError(f"{path} is a file; give a folder (it is created when missing)")
     try:
@@ -212,15 +269,18 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
         quality["annotator"] = quality["annotator"].map(str)
     table = io.BytesIO()
     quality.to_parquet(table, index=False)
+    frame = result.labels
+    if not isinstance(frame.index.name, str):   # an item column named 0 (a CSV without a
+        frame = frame.rename_axis(str(frame.index.name))   # header): parquet names are text
     labels = path / "labels"
     if kwargs.get("append"):
-        result.labels.to_parquet(labels, write_index=True, **kwargs)
+        _write_labels(frame, labels, kwargs)
     else:
         if labels.exists() and not labels.is_dir():
             raise CrowdDataError(f"{labels} is a file; it is where the labels' folder goes")
         staged = tempfile.mkdtemp(dir=path, prefix=".labels.", suffix=".tmp")
         try:
-            result.labels.to_parquet(staged, write_index=True, **kwargs)
+            _write_labels(frame, staged, kwargs)
             replace_folder(staged, labels)
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)

@@ -165,7 +165,8 @@ class PartitionedAnnotations:
             if not kinds <= {"string", "empty"}:
                 ddf = raw
         columns = list(ddf.columns)
-        indexed = item not in columns and ddf.index.name == item
+        # an unnamed index is no item column (item=None read it as a column named 'index')
+        indexed = item not in columns and item is not None and ddf.index.name == item
         check_frame_columns(columns + ([item] if indexed else []),
                             {"item": item, "annotator": annotator, "label": label})
         coding = _coding(ddf, item, annotator, label, classes, annotator_ids)
@@ -421,12 +422,15 @@ def _coding(ddf: Any, item: str, annotator: str, label: str, classes: Optional[S
             annotator_ids: Optional[Sequence]) -> Coding:
     """Every partition checked by the in-memory rules and the global coding (classes and
     annotator ids, found in the same pass when not given); errors name the frame's rows."""
+    parts = ddf.to_delayed()
     scans = dask.compute(*[delayed(scan_partition)(part, item, annotator, label, classes,
                                                    annotator_ids)
-                           for part in ddf.to_delayed()])
+                           for part in parts])
 
     def part(p: int) -> pd.DataFrame:
-        df = ddf.partitions[p].compute()
+        # the partition the scan read: Dask's ``ddf.partitions[p]`` of a ``.loc`` slice is
+        # another one (the partition before it, or an empty frame)
+        df = dask.compute(parts[p])[0]
         return df.reset_index() if item not in df.columns and df.index.name == item else df
 
     def recheck(p: int, first_row: int) -> None:

@@ -26,6 +26,7 @@ from dask import delayed
 from ..aggregation.pred_probs import (align_pred_probs, check_rows, class_columns,
                                       extra_items_error, missing_items_error,
                                       repeated_items_error)
+from ..codes import is_dask_frame
 from ..errors import CrowdDataError
 from .blocks import Block
 
@@ -33,12 +34,6 @@ __all__ = ["join_pred_probs", "check_frame", "is_dask_frame"]
 
 _SHOWN = 5          # ids named in a message (as the in-memory messages)
 _BLOCK, _MERGE = "_crowd_keras_block", "_merge"
-
-
-def is_dask_frame(obj: Any) -> bool:
-    """True for a Dask DataFrame (duck-typed: Dask's frame classes moved between versions)."""
-    return all(hasattr(obj, name) for name in ("to_delayed", "npartitions", "columns")) \
-        and not isinstance(obj, pd.DataFrame)
 
 
 def check_frame(pred_probs: Any) -> None:

@@ -19,6 +19,8 @@ from typing import Any, Dict, Iterator, Optional, Union
 import numpy as np
 
 from ..annotations import Annotations
+from ..arguments import check_count
+from ..codes import show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text, publish_file, read_json_text
 
@@ -62,10 +64,23 @@ def write_shards(annotations: Annotations, x: Any, directory: Union[str, Path],
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if not isinstance(annotations, Annotations):
+        raise TypeError(f"write_shards takes Annotations, got {type(annotations).__name__} "
+                        "(a long frame: Annotations.from_frame(df))")
+    # counts, not truncated: n_shards=2.5 wrote 2 files, True one
+    n_shards = check_count(n_shards, "write_shards n_shards", 1)
+    row_group_size = check_count(row_group_size, "write_shards row_group_size", 1)
     x = np.asarray(x)
-    if x.shape[0] != annotations.n_items:
-        raise CrowdDataError(f"x has {x.shape[0]} rows but the annotations have "
-                             f"{annotations.n_items} items")
+    if x.ndim == 0 or x.shape[0] != annotations.n_items:
+        raise CrowdDataError(f"x has {x.shape[0] if x.ndim else 0} rows but the annotations "
+                             f"have {annotations.n_items} items")
+    if x.dtype.kind not in "biuf":
+        raise CrowdDataError(f"x must hold numbers (stored as float32), got dtype {x.dtype}")
+    finite = np.isfinite(x.reshape(len(x), -1)).all(axis=1)
+    if not finite.all():   # NaN features train to NaN losses on every worker
+        row = int(np.argmin(finite))
+        raise CrowdDataError(f"x has a NaN or infinite feature at row {row} (item "
+                             f"{show(annotations.item_ids[row])})")
     if not 1 <= n_shards <= max(annotations.n_items, 1):
         raise ValueError(f"n_shards must be in 1..{annotations.n_items} (one item per file at "
                          f"least), got {n_shards}")
