@@ -26,7 +26,8 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "scaled_for_replicas", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
-           "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape"]
+           "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
+           "integer_ids"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -366,7 +367,9 @@ def hide_masked_steps(y_true: Any, y_pred: Any, mask: Any, missing: Any) -> tupl
     """
     y_true = ops.convert_to_tensor(y_true)
     if isinstance(missing, float):
-        y_true = ops.cast(y_true, y_pred.dtype)
+        # at least float32: float16 predictions (a mixed policy) would round the targets
+        # (1000.3 → 1000) or overflow them (70000 → inf) before the loss casts to its dtype
+        y_true = ops.cast(y_true, keras.backend.result_type(y_pred.dtype, "float32"))
     mask = ops.cast(mask, "bool")
     while len(mask.shape) < len(y_true.shape):
         mask = ops.expand_dims(mask, -1)
@@ -507,6 +510,25 @@ def checked_codes(values: Any, bound: Optional[int], what: str, argument: str,
     return a.astype(np.int32)
 
 
+def integer_ids(inputs: Any, ids: Any) -> Any:
+    """``inputs`` with floating annotator ``ids`` (a ``keras.Input`` of the default dtype, a
+    float array) cast to int32 before Keras' ``Layer.__call__`` sees them: under a mixed
+    policy it casts every floating input to the compute dtype, and bfloat16 rounds ids above
+    256 (float16 above 2048) to other annotators' ids, silently or past the table's end.
+    Symbolic inputs (a functional model being built) pass unchanged: the model calls the
+    layer again on tensors."""
+    if ids is None or isinstance(ids, keras.KerasTensor) or \
+            not isinstance(inputs, (list, tuple)):
+        return inputs
+    dtype = getattr(ids, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(ids).dtype
+    if not keras.backend.is_float_dtype(keras.backend.standardize_dtype(dtype)):
+        return inputs
+    as_int = ops.cast(ids, "int32")
+    return type(inputs)(as_int if x is ids else x for x in inputs)
+
+
 class ChecksIdsAtEntry:
     """A layer mixin: annotator ids that enter a call as data (numpy, a list or an eager
     TensorFlow tensor: :func:`concrete_values`) are checked against ``num_annotators``
@@ -545,4 +567,4 @@ class ChecksIdsAtEntry:
                     raise ValueError(f"{type(self).__name__}: annotator_ids have {len(ids)} "
                                      f"rows but the first input has {len(first)}: one row of "
                                      "annotator ids per item")
-        return super().__call__(inputs, *args, **kwargs)
+        return super().__call__(integer_ids(inputs, self.entry_ids(inputs)), *args, **kwargs)

@@ -1,0 +1,95 @@
+"""The crowd layer, its losses, metric, regularizer and callback as a Keras user adding a crowd
+layer to an existing model meets them: mixed precision, float annotator ids, a fresh process
+loading a compiled model, scalar and misshapen sample weights, bad arguments. The checks that
+differ by backend also run on JAX and torch, each in a fresh process."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import require_module
+
+keras = pytest.importorskip("keras")
+
+from crowd_keras.callbacks import TruthValidation  # noqa: E402
+from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
+from crowd_keras.losses import MaskedMultiCrossEntropy, MaskedMultiMSE  # noqa: E402
+from crowd_keras.metrics import MaskedMultiAccuracy  # noqa: E402
+from crowd_keras.regularizers import CauchyShrinkage  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+A, K, D = 4, 3, 5
+
+
+def _env(**extra):
+    env = dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
+               TF_ENABLE_ONEDNN_OPTS="0", PYTHONPATH=str(ROOT) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    env.update(extra)
+    return env
+
+
+def _run(script: str, *args, **env) -> str:
+    proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=ROOT,
+                          env=_env(**env), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
+    return proc.stdout
+
+
+# ----------------------------------------------------------------------------- per backend
+MIXED = textwrap.dedent('''
+    import numpy as np
+    import keras
+    from keras import ops
+    from crowd_keras._keras_utils import with_keras_mask
+    from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer
+    from crowd_keras.losses import MaskedMultiMSE
+
+    backend = keras.backend.backend()
+    # 1. float annotator ids (keras.Input's default dtype) under a mixed policy: Keras cast
+    # them to bfloat16 with the probabilities, 257 -> 256 and 599 -> 600 (JAX read other
+    # annotators' weights silently; TensorFlow and torch gathered past the table)
+    n = 600
+    ids = np.array([[257, 301], [513, 599]])
+    marks = (np.arange(n) % 7).astype("float32")       # annotator r's mark: r mod 7
+    for layer, first in ((CrowdLayer(n, "VB", dtype="mixed_bfloat16"), np.zeros((2, 3))),
+                         (CrowdRegressionLayer(n, "B", dtype="mixed_bfloat16"),
+                          np.zeros((2, 1)))):
+        first = first.astype("float32")
+        layer(first)
+        table = np.zeros(tuple(layer.weights[0].shape), "float32")   # (n, 3) or (n,)
+        table.reshape(n, -1)[:, 0] = marks
+        layer.set_weights([table])
+        x_in, ids_in = keras.Input(first.shape[1:]), keras.Input((2,))     # float ids
+        model = keras.Model([x_in, ids_in], layer([x_in, ids_in]))
+        for out in (layer([first, ids.astype("float32")]),
+                    model.predict([first, ids.astype("float32")], verbose=0)):
+            got = ops.convert_to_numpy(ops.cast(out, "float32"))
+            got = got[..., 0] if got.ndim == 3 else got
+            np.testing.assert_array_equal(got, ids % 7, err_msg=type(layer).__name__)
+
+    # 2. regression targets under a Keras mask and float16 predictions: the targets were cast
+    # to float16 (1000.3 -> 1000, 70000 -> inf) before the loss's float32
+    mask = ops.convert_to_tensor(np.array([[True, False]]))
+    for target, pred in ((1000.3, 1000.0), (70000.0, 60000.0)):
+        y = np.full((1, 2, 4), target, "float32")
+        p = ops.convert_to_tensor(np.full((1, 2, 4), pred, "float16"))
+        masked = float(MaskedMultiMSE()(y, with_keras_mask(p, mask)))
+        np.testing.assert_allclose(masked, float(MaskedMultiMSE()(y[:, :1], p[:, :1])),
+                                   rtol=1e-6)
+        np.testing.assert_allclose(masked, (target - pred) ** 2, rtol=1e-3)
+    print("OK mixed", backend)
+''')
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_float_ids_and_float_targets_keep_their_values_under_mixed_precision(backend):
+    """The layers' dtype policy, not the global one: this process's backend runs it here."""
+    if backend == keras.backend.backend():
+        exec(MIXED, {})  # noqa: S102 - the script the other backends run
+        return
+    require_module(backend)
+    assert f"OK mixed {backend}" in _run(MIXED, KERAS_BACKEND=backend)
