@@ -93,3 +93,39 @@ def test_float_ids_and_float_targets_keep_their_values_under_mixed_precision(bac
         return
     require_module(backend)
     assert f"OK mixed {backend}" in _run(MIXED, KERAS_BACKEND=backend)
+
+
+# ----------------------------------------------------------------------------- saving
+LOAD_WITH_METRIC = textwrap.dedent('''
+    import sys
+    import numpy as np
+    import crowd_keras.layers
+    import keras
+
+    model = keras.saving.load_model(sys.argv[1])
+    x, y = np.load(sys.argv[2]), np.load(sys.argv[3])
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert "masked_multi_accuracy" in logs, logs
+    print("loaded", logs["masked_multi_accuracy"])
+''')
+
+
+@pytest.mark.slow
+def test_a_model_compiled_with_the_masked_accuracy_loads_after_importing_the_layers(tmp_path):
+    """``import crowd_keras.layers`` is documented as all a fresh process needs to load a
+    model built and compiled with the package's objects; it registered the losses but not
+    MaskedMultiAccuracy: "Could not locate class 'MaskedMultiAccuracy'"."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, D)).astype("float32")
+    y = rng.integers(-1, K, size=(16, A)).astype("int32")
+    model = keras.Sequential([keras.Input((D,)), keras.layers.Dense(K, activation="softmax"),
+                              CrowdLayer(A)])
+    model.compile("adam", MaskedMultiCrossEntropy(), metrics=[MaskedMultiAccuracy()])
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    expected = model.evaluate(x, y, verbose=0, return_dict=True)["masked_multi_accuracy"]
+    out = _run(LOAD_WITH_METRIC, tmp_path / "m.keras", tmp_path / "x.npy", tmp_path / "y.npy",
+               KERAS_BACKEND=keras.backend.backend())
+    assert float(out.split("loaded")[-1]) == pytest.approx(expected)
