@@ -95,6 +95,9 @@ class _MaskedMultiLoss(keras.losses.Loss):
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
         self.check_targets(y_true, y_pred)   # after: a masked step's targets may hold anything
+        if sample_weight is not None and _rank(sample_weight) == 0:
+            # one weight for the batch, as Keras' own losses take it: every item's
+            sample_weight = ops.full(ops.shape(y_true)[:1], sample_weight, dtype=self.dtype)
         if sample_weight is not None and _rank(sample_weight) != 1:
             if (_shape(sample_weight) or ())[1:] == (1,):
                 sample_weight = ops.reshape(sample_weight, (-1,))   # (batch, 1): per item

@@ -129,3 +129,32 @@ def test_a_model_compiled_with_the_masked_accuracy_loads_after_importing_the_lay
     out = _run(LOAD_WITH_METRIC, tmp_path / "m.keras", tmp_path / "x.npy", tmp_path / "y.npy",
                KERAS_BACKEND=keras.backend.backend())
     assert float(out.split("loaded")[-1]) == pytest.approx(expected)
+
+
+# ----------------------------------------------------------------------------- weights
+def test_one_sample_weight_for_the_batch_scales_the_loss_as_keras_losses_do():
+    """A scalar sample_weight (Keras' own losses take it) failed in a reshape."""
+    rng = np.random.default_rng(0)
+    y = np.array([[0, 1, -1, 2], [1, -1, -1, -1]])
+    logits = rng.normal(size=(2, A, K)).astype("float32")
+    for reduction in ("sum_over_batch_size", "sum", "none", "mean_with_sample_weight"):
+        loss = MaskedMultiCrossEntropy(reduction=reduction)
+        per_item = keras.ops.convert_to_numpy(loss(y, logits, sample_weight=np.full(2, 2.0)))
+        for weight in (2.0, np.float32(2.0), keras.ops.convert_to_tensor(2.0)):
+            np.testing.assert_allclose(
+                keras.ops.convert_to_numpy(loss(y, logits, sample_weight=weight)), per_item,
+                rtol=1e-6, err_msg=reduction)
+    assert float(MaskedMultiMSE()(np.zeros((2, A)), np.ones((2, A), "float32"),
+                                  sample_weight=3)) == pytest.approx(3.0)
+
+
+def test_the_masked_accuracy_names_a_sample_weight_of_another_shape():
+    """The losses name it; the metric failed in a backend multiply ([2,4] vs [2,5])."""
+    labels, scores = np.zeros((2, A), "int32"), np.zeros((2, A, K), "float32")
+    with pytest.raises(ValueError, match=r"masked_multi_accuracy: sample_weight of shape "
+                                         r"\(2, 5\) is not per item"):
+        MaskedMultiAccuracy().update_state(labels, scores, sample_weight=np.ones((2, A + 1)))
+    metric = MaskedMultiAccuracy()
+    for weights in (np.ones(2), np.ones((2, 1)), np.ones((2, A)), 2.0):
+        metric.update_state(labels, scores, sample_weight=weights)
+    assert float(metric.result()) == 1.0
