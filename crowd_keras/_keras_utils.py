@@ -208,11 +208,15 @@ def checked_layer_args(num_annotators: Any, conn_type: str, choices: tuple) -> t
 
 
 def checked_noise_scale(init_scale: float, learning_rate_multiplier: float) -> tuple[float, float]:
-    """Validate a noise layer's ``init_scale`` and ``learning_rate_multiplier`` (both > 0)."""
-    if not float(init_scale) > 0 or not float(learning_rate_multiplier) > 0:
+    """Validate a noise layer's ``init_scale`` and ``learning_rate_multiplier``: finite
+    numbers (:func:`checked_finite`: an infinite one made every output NaN, a string or None
+    failed in ``float()`` without naming it), both > 0."""
+    scale = checked_finite(init_scale, "init_scale")
+    multiplier = checked_finite(learning_rate_multiplier, "learning_rate_multiplier")
+    if not scale > 0 or not multiplier > 0:
         raise ValueError("init_scale and learning_rate_multiplier must be positive, got "
                          f"{init_scale!r} and {learning_rate_multiplier!r}")
-    return float(init_scale), float(learning_rate_multiplier)
+    return scale, multiplier
 
 
 def checked_ids_shape(ids_shape: Any, layer: str) -> tuple:

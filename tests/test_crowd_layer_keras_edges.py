@@ -158,3 +158,30 @@ def test_the_masked_accuracy_names_a_sample_weight_of_another_shape():
     for weights in (np.ones(2), np.ones((2, 1)), np.ones((2, A)), 2.0):
         metric.update_state(labels, scores, sample_weight=weights)
     assert float(metric.result()) == 1.0
+
+
+# ----------------------------------------------------------------------------- arguments
+def test_noise_scales_must_be_finite_numbers_named_in_the_error():
+    """An infinite init_scale or learning_rate_multiplier made every output NaN; a string or
+    None failed in float() without naming the argument ('2' was taken as 2.0)."""
+    for name in ("init_scale", "learning_rate_multiplier"):
+        with pytest.raises(ValueError, match=rf"`{name}`, expected a finite number"):
+            CrowdLayer(A, **{name: float("inf")})
+        for bad in ("2", None):
+            with pytest.raises(TypeError, match=rf"`{name}`, expected a number"):
+                CrowdLayer(A, **{name: bad})
+    assert CrowdLayer(A, init_scale=np.float32(2), learning_rate_multiplier=3).init_scale == 2.0
+
+
+def test_cauchy_shrinkage_refuses_settings_that_make_the_penalty_nan_or_a_reward():
+    """scale=0 gave a NaN penalty (so a NaN loss), a negative strength rewarded large
+    weights, a NaN one made every loss NaN."""
+    weights = keras.ops.ones((3,))
+    assert float(CauchyShrinkage(0.0, 1.0)(weights)) == 0.0
+    for strength, scale in ((1.0, 0.0), (1.0, -2.0), (-1.0, 1.0)):
+        with pytest.raises(ValueError, match=r"strength >= 0 and scale > 0"):
+            CauchyShrinkage(strength, scale)
+    with pytest.raises(ValueError, match=r"`strength`, expected a finite number"):
+        CauchyShrinkage(float("nan"), 1.0)
+    with pytest.raises(TypeError, match=r"`scale`, expected a number"):
+        CauchyShrinkage(1.0, "1")
