@@ -185,3 +185,34 @@ def test_cauchy_shrinkage_refuses_settings_that_make_the_penalty_nan_or_a_reward
         CauchyShrinkage(float("nan"), 1.0)
     with pytest.raises(TypeError, match=r"`scale`, expected a number"):
         CauchyShrinkage(1.0, "1")
+
+
+# ----------------------------------------------------------------------------- callback
+def test_truth_validation_on_plain_keras_models_and_multi_input_classifiers():
+    """On a plain model ending in a crowd layer it raised AttributeError 'Sequential' object
+    has no attribute 'classifier'; batch_size=0 failed at the first epoch's end in range();
+    a classifier with a list or dict of inputs was sliced as the list (a Keras error about
+    0 input tensors) or failed on a dict."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(40, 2)).astype("float32"), rng.normal(size=(40, 3)).astype("float32")
+    y, truth = rng.integers(-1, K, size=(40, A)), rng.integers(0, K, 40)
+    with pytest.raises(ValueError, match=r"`batch_size`, expected an integer"):
+        TruthValidation(a, truth, batch_size=0)
+    plain = keras.Sequential([keras.Input((2,)), keras.layers.Dense(K, activation="softmax"),
+                              CrowdLayer(A)])
+    plain.compile("adam", MaskedMultiCrossEntropy())
+    with pytest.raises(ValueError, match=r"model 'seq' \(Sequential\) has none: pass "
+                                         r"classifier="):
+        plain.name = "seq"
+        plain.fit(a, y, epochs=1, verbose=0, callbacks=[TruthValidation(a, truth)])
+
+    in_a, in_b = keras.Input((2,), name="a"), keras.Input((3,), name="b")
+    clf = keras.Model([in_a, in_b], keras.layers.Dense(K, activation="softmax")(
+        keras.layers.Concatenate()([in_a, in_b])))
+    model = keras.Model([in_a, in_b], CrowdLayer(A)(clf([in_a, in_b])))
+    model.compile("adam", MaskedMultiCrossEntropy())
+    for x_val in ([a, b], {"a": a, "b": b}):
+        check = TruthValidation(x_val, truth, classifier=clf, batch_size=16)
+        model.fit([a, b], y, epochs=1, verbose=0, callbacks=[check])
+        pred = keras.ops.convert_to_numpy(clf([a, b])).argmax(-1)
+        assert check.history_ == [pytest.approx(float(np.mean(pred == truth)))]
