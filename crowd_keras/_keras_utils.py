@@ -21,7 +21,8 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
            "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
-           "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "scalar_like",
+           "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
+           "scalar_like",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
@@ -379,6 +380,17 @@ def hide_masked_steps(y_true: Any, y_pred: Any, mask: Any, missing: Any) -> tupl
         mask = ops.expand_dims(mask, -1)
     y_true = ops.where(mask, y_true, ops.full_like(y_true, missing))
     return y_true, ops.add(y_pred, ops.zeros((), dtype=y_pred.dtype))
+
+
+class KeepsLossDtype:
+    """Mixin of the package's Keras losses: ``get_config`` keeps the ``dtype`` the loss
+    computes in. Keras' ``Loss.get_config`` leaves it out, so a ``MaskedMultiCrossEntropy(
+    dtype="float64")`` came back from ``from_config`` or a ``.keras`` file in float32."""
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.setdefault("dtype", self.dtype)
+        return config
 
 
 class KeepsTimeStepMask:

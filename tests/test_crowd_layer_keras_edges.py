@@ -16,7 +16,8 @@ keras = pytest.importorskip("keras")
 
 from crowd_keras.callbacks import TruthValidation  # noqa: E402
 from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
-from crowd_keras.losses import MaskedMultiCrossEntropy, MaskedMultiMSE  # noqa: E402
+from crowd_keras.losses import (LabelCountCrossEntropy, MaskedMultiCrossEntropy,  # noqa: E402
+                                MaskedMultiMSE)
 from crowd_keras.metrics import MaskedMultiAccuracy  # noqa: E402
 from crowd_keras.regularizers import CauchyShrinkage  # noqa: E402
 
@@ -129,6 +130,20 @@ def test_a_model_compiled_with_the_masked_accuracy_loads_after_importing_the_lay
     out = _run(LOAD_WITH_METRIC, tmp_path / "m.keras", tmp_path / "x.npy", tmp_path / "y.npy",
                KERAS_BACKEND=keras.backend.backend())
     assert float(out.split("loaded")[-1]) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("make", [lambda d: MaskedMultiCrossEntropy(from_logits=False, dtype=d),
+                                  lambda d: MaskedMultiMSE(reduction="sum", dtype=d),
+                                  lambda d: LabelCountCrossEntropy(normalize=True, dtype=d)],
+                         ids=["cross_entropy", "mse", "label_counts"])
+def test_the_losses_keep_their_dtype_through_their_config(make):
+    """Keras' Loss.get_config leaves out dtype: a float64 loss came back in float32 from
+    from_config and from a .keras file (the config comparison of both was equal, and blind)."""
+    loss = make("float64")
+    for again in (type(loss).from_config(loss.get_config()),
+                  keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(loss))):
+        assert again.dtype == "float64" and again.get_config() == loss.get_config()
+    assert make(None).get_config()["dtype"] == keras.config.floatx()
 
 
 # ----------------------------------------------------------------------------- weights
