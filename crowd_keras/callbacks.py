@@ -82,8 +82,12 @@ class TruthValidation(keras.callbacks.Callback):
                  name: str = "val_truth_accuracy", batch_size: int = 1024) -> None:
         super().__init__()
         self.x, self.y = x, np.asarray(y)
+        if self.y.ndim == 2 and self.y.shape[1] == 1:   # a column of codes, as Keras takes
+            self.y = self.y[:, 0]
         rows = n_rows(x)   # arrays, tensors, or a list / dict of them (a multi-input model)
-        if self.y.ndim == 0 or (rows is not None and rows != len(self.y)):
+        # one code per row: (n, 1) or one-hot (n, K) labels met the (n,) predictions in a
+        # broadcast comparison, a wrong accuracy without an error
+        if self.y.ndim != 1 or (rows is not None and rows != len(self.y)):
             raise ValueError(f"TruthValidation: y must hold the true class codes of each row of x "
                              f"({rows} rows), got shape {self.y.shape}")
         self.classifier = classifier

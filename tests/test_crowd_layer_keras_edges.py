@@ -205,7 +205,8 @@ def test_cauchy_shrinkage_refuses_settings_that_make_the_penalty_nan_or_a_reward
 # ----------------------------------------------------------------------------- callback
 def test_truth_validation_on_plain_keras_models_and_multi_input_classifiers():
     """On a plain model ending in a crowd layer it raised AttributeError 'Sequential' object
-    has no attribute 'classifier'; batch_size=0 failed at the first epoch's end in range();
+    has no attribute 'classifier'; batch_size=0 failed at the first epoch's end in range(),
+    labels of shape (n, 1) or one-hot gave a wrong accuracy;
     a classifier with a list or dict of inputs was sliced as the list (a Keras error about
     0 input tensors) or failed on a dict."""
     rng = np.random.default_rng(0)
@@ -213,6 +214,12 @@ def test_truth_validation_on_plain_keras_models_and_multi_input_classifiers():
     y, truth = rng.integers(-1, K, size=(40, A)), rng.integers(0, K, 40)
     with pytest.raises(ValueError, match=r"`batch_size`, expected an integer"):
         TruthValidation(a, truth, batch_size=0)
+    # (n, 1) codes are read as (n,); one-hot labels are refused: either met the (n,)
+    # predictions in a broadcast comparison (an accuracy over n x n pairs)
+    assert TruthValidation(a, truth[:, None]).y.shape == (40,)
+    with pytest.raises(ValueError, match=r"true class codes of each row of x \(40 rows\), got "
+                                         r"shape \(40, 3\)"):
+        TruthValidation(a, np.eye(K)[truth])
     plain = keras.Sequential([keras.Input((2,)), keras.layers.Dense(K, activation="softmax"),
                               CrowdLayer(A)])
     plain.compile("adam", MaskedMultiCrossEntropy())
