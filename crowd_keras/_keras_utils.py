@@ -21,12 +21,14 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
            "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
-           "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "scalar_like",
+           "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
+           "scalar_like",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
-           "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape"]
+           "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
+           "integer_ids"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -207,11 +209,15 @@ def checked_layer_args(num_annotators: Any, conn_type: str, choices: tuple) -> t
 
 
 def checked_noise_scale(init_scale: float, learning_rate_multiplier: float) -> tuple[float, float]:
-    """Validate a noise layer's ``init_scale`` and ``learning_rate_multiplier`` (both > 0)."""
-    if not float(init_scale) > 0 or not float(learning_rate_multiplier) > 0:
+    """Validate a noise layer's ``init_scale`` and ``learning_rate_multiplier``: finite
+    numbers (:func:`checked_finite`: an infinite one made every output NaN, a string or None
+    failed in ``float()`` without naming it), both > 0."""
+    scale = checked_finite(init_scale, "init_scale")
+    multiplier = checked_finite(learning_rate_multiplier, "learning_rate_multiplier")
+    if not scale > 0 or not multiplier > 0:
         raise ValueError("init_scale and learning_rate_multiplier must be positive, got "
                          f"{init_scale!r} and {learning_rate_multiplier!r}")
-    return float(init_scale), float(learning_rate_multiplier)
+    return scale, multiplier
 
 
 def checked_ids_shape(ids_shape: Any, layer: str) -> tuple:
@@ -366,12 +372,25 @@ def hide_masked_steps(y_true: Any, y_pred: Any, mask: Any, missing: Any) -> tupl
     """
     y_true = ops.convert_to_tensor(y_true)
     if isinstance(missing, float):
-        y_true = ops.cast(y_true, y_pred.dtype)
+        # at least float32: float16 predictions (a mixed policy) would round the targets
+        # (1000.3 → 1000) or overflow them (70000 → inf) before the loss casts to its dtype
+        y_true = ops.cast(y_true, keras.backend.result_type(y_pred.dtype, "float32"))
     mask = ops.cast(mask, "bool")
     while len(mask.shape) < len(y_true.shape):
         mask = ops.expand_dims(mask, -1)
     y_true = ops.where(mask, y_true, ops.full_like(y_true, missing))
     return y_true, ops.add(y_pred, ops.zeros((), dtype=y_pred.dtype))
+
+
+class KeepsLossDtype:
+    """Mixin of the package's Keras losses: ``get_config`` keeps the ``dtype`` the loss
+    computes in. Keras' ``Loss.get_config`` leaves it out, so a ``MaskedMultiCrossEntropy(
+    dtype="float64")`` came back from ``from_config`` or a ``.keras`` file in float32."""
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.setdefault("dtype", self.dtype)
+        return config
 
 
 class KeepsTimeStepMask:
@@ -507,6 +526,25 @@ def checked_codes(values: Any, bound: Optional[int], what: str, argument: str,
     return a.astype(np.int32)
 
 
+def integer_ids(inputs: Any, ids: Any) -> Any:
+    """``inputs`` with floating annotator ``ids`` (a ``keras.Input`` of the default dtype, a
+    float array) cast to int32 before Keras' ``Layer.__call__`` sees them: under a mixed
+    policy it casts every floating input to the compute dtype, and bfloat16 rounds ids above
+    256 (float16 above 2048) to other annotators' ids, silently or past the table's end.
+    Symbolic inputs (a functional model being built) pass unchanged: the model calls the
+    layer again on tensors."""
+    if ids is None or isinstance(ids, keras.KerasTensor) or \
+            not isinstance(inputs, (list, tuple)):
+        return inputs
+    dtype = getattr(ids, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(ids).dtype
+    if not keras.backend.is_float_dtype(keras.backend.standardize_dtype(dtype)):
+        return inputs
+    as_int = ops.cast(ids, "int32")
+    return type(inputs)(as_int if x is ids else x for x in inputs)
+
+
 class ChecksIdsAtEntry:
     """A layer mixin: annotator ids that enter a call as data (numpy, a list or an eager
     TensorFlow tensor: :func:`concrete_values`) are checked against ``num_annotators``
@@ -545,4 +583,4 @@ class ChecksIdsAtEntry:
                     raise ValueError(f"{type(self).__name__}: annotator_ids have {len(ids)} "
                                      f"rows but the first input has {len(first)}: one row of "
                                      "annotator ids per item")
-        return super().__call__(inputs, *args, **kwargs)
+        return super().__call__(integer_ids(inputs, self.entry_ids(inputs)), *args, **kwargs)

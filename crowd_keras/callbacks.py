@@ -8,6 +8,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from ._keras_utils import checked_bool, checked_int, n_rows
 from .progress import Progress
 
 __all__ = ["TruthValidation", "FitProgress"]
@@ -81,27 +82,42 @@ class TruthValidation(keras.callbacks.Callback):
                  name: str = "val_truth_accuracy", batch_size: int = 1024) -> None:
         super().__init__()
         self.x, self.y = x, np.asarray(y)
-        rows = int(x.shape[0]) if getattr(x, "shape", None) else None   # arrays, tensors
-        if self.y.ndim == 0 or (rows is not None and rows != len(self.y)):
+        if self.y.ndim == 2 and self.y.shape[1] == 1:   # a column of codes, as Keras takes
+            self.y = self.y[:, 0]
+        rows = n_rows(x)   # arrays, tensors, or a list / dict of them (a multi-input model)
+        # one code per row: (n, 1) or one-hot (n, K) labels met the (n,) predictions in a
+        # broadcast comparison, a wrong accuracy without an error
+        if self.y.ndim != 1 or (rows is not None and rows != len(self.y)):
             raise ValueError(f"TruthValidation: y must hold the true class codes of each row of x "
                              f"({rows} rows), got shape {self.y.shape}")
         self.classifier = classifier
-        self.restore_best_weights = restore_best_weights
-        self.name, self.batch_size = name, batch_size
+        self.restore_best_weights = checked_bool(restore_best_weights, "restore_best_weights")
+        # checked here: 0 failed at the first epoch's end in range(), 2.5 in slicing
+        self.name, self.batch_size = name, checked_int(batch_size, "batch_size")
         self.best_, self.best_epoch_, self.history_ = -np.inf, None, []
         self._best_weights = None
 
     def _target(self) -> Any:
-        return self.classifier if self.classifier is not None else self.model.classifier
+        if self.classifier is not None:
+            return self.classifier
+        clf = getattr(self.model, "classifier", None)
+        if clf is None:   # a plain Keras model ending in a crowd layer: an AttributeError
+            raise ValueError(f"TruthValidation scores the classifier of a CrowdModel; model "
+                             f"{self.model.name!r} ({type(self.model).__name__}) has none: pass "
+                             "classifier= (the model that outputs the class probabilities)")
+        return clf
 
     def on_train_begin(self, logs: Any = None) -> None:
+        self._target()   # before the first epoch's training: a model without a classifier
         self.best_, self.best_epoch_, self.history_, self._best_weights = -np.inf, None, [], None
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         clf = self._target()
+        step = self.batch_size
         probs = np.concatenate([  # direct calls: cheaper than predict() once per epoch
-            ops.convert_to_numpy(clf(self.x[i:i + self.batch_size], training=False))
-            for i in range(0, len(self.y), self.batch_size)])
+            ops.convert_to_numpy(clf(keras.tree.map_structure(lambda a: a[i:i + step], self.x),
+                                     training=False))
+            for i in range(0, len(self.y), step)])
         acc = float(np.mean(np.argmax(probs, axis=-1) == self.y))
         self.history_.append(acc)
         if logs is not None:

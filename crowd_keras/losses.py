@@ -41,8 +41,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import (batch_size_on_device, checked_bool, checked_codes,
-                           clip_probabilities, concrete_values, hide_masked_steps, keras_mask,
+from ._keras_utils import (KeepsLossDtype, batch_size_on_device, checked_bool,
+                           checked_codes, clip_probabilities, concrete_values,
+                           hide_masked_steps, keras_mask,
                            observed_mean, observed_mean_of_all, scaled_for_replicas,
                            split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
@@ -76,7 +77,7 @@ def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
                          f"{expected} (one entry per item and annotator slot)")
 
 
-class _MaskedMultiLoss(keras.losses.Loss):
+class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
     """A masked multi-annotator loss: per-slot values and their observed mask
     (:meth:`slot_values`), averaged over the observed slots.
 
@@ -95,6 +96,9 @@ class _MaskedMultiLoss(keras.losses.Loss):
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
         self.check_targets(y_true, y_pred)   # after: a masked step's targets may hold anything
+        if sample_weight is not None and _rank(sample_weight) == 0:
+            # one weight for the batch, as Keras' own losses take it: every item's
+            sample_weight = ops.full(ops.shape(y_true)[:1], sample_weight, dtype=self.dtype)
         if sample_weight is not None and _rank(sample_weight) != 1:
             if (_shape(sample_weight) or ())[1:] == (1,):
                 sample_weight = ops.reshape(sample_weight, (-1,))   # (batch, 1): per item

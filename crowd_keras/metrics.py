@@ -57,6 +57,14 @@ class MaskedMultiAccuracy(keras.metrics.Metric):
                         self.dtype) * observed
         if sample_weight is not None:
             weights = ops.cast(ops.convert_to_tensor(sample_weight), self.dtype)
+            # a prefix of the targets' shape (or (batch, 1)), as the masked losses take it:
+            # another shape met the hits in a backend multiply
+            if len(weights.shape) > len(labels.shape) or any(
+                    w is not None and t is not None and w != t and not (i and w == 1)
+                    for i, (w, t) in enumerate(zip(weights.shape, labels.shape))):
+                raise ValueError(f"{self.name}: sample_weight of shape {tuple(weights.shape)} "
+                                 "is not per item (batch,), per step (batch, time) or per slot "
+                                 f"of targets {tuple(labels.shape)}")
             while len(weights.shape) < len(labels.shape):
                 weights = ops.expand_dims(weights, -1)
             hits, observed = hits * weights, observed * weights

@@ -7,6 +7,8 @@ from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
+from ._keras_utils import checked_finite
+
 __all__ = ["CauchyShrinkage"]
 
 
@@ -21,8 +23,13 @@ class CauchyShrinkage(keras.regularizers.Regularizer):
     """
 
     def __init__(self, strength: float, scale: float) -> None:
-        self.strength = float(strength)
-        self.scale = float(scale)
+        # checked here: a scale of 0 made the penalty NaN, a negative strength rewarded
+        # large weights, and both reach Keras only as a NaN loss
+        self.strength = checked_finite(strength, "strength")
+        self.scale = checked_finite(scale, "scale")
+        if self.strength < 0 or self.scale <= 0:
+            raise ValueError("CauchyShrinkage needs strength >= 0 and scale > 0, got "
+                             f"strength={strength!r}, scale={scale!r}")
 
     def __call__(self, x: Any) -> Any:
         s2 = self.scale ** 2

@@ -18,8 +18,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (checked_bool, clip_probabilities, concrete_values,
-                            hide_masked_steps, keras_mask, observed_mean)
+from .._keras_utils import (KeepsLossDtype, checked_bool, clip_probabilities,
+                            concrete_values, hide_masked_steps, keras_mask, observed_mean)
 from ..errors import CrowdDataError
 
 __all__ = ["LabelCountCrossEntropy"]
@@ -42,7 +42,7 @@ def _check_counts(y_true: Any, what: str) -> None:
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class LabelCountCrossEntropy(keras.losses.Loss):
+class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
     """Cross-entropy of label counts (Eq. 4), mean over labelled items.
 
     Args:
