@@ -23,7 +23,7 @@ from ..errors import CrowdDataError
 from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
-from ._checks import check_output_kinds, check_paths, int_at_least, report_files
+from ._checks import check_output_kinds, check_paths, class_list, int_at_least, report_files
 from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, cli_words, common_options, closest, label_model_name,
                       run_handler, target_prior_problem)
@@ -42,10 +42,14 @@ def _demo(args: argparse.Namespace) -> int:
                          annotations_per_item=args.per_item, annotator_accuracy=(0.35, 0.9),
                          common_noise=args.common_noise, seed=args.seed)
     ann = sim.annotations
+    # annotators the draw gave no item (few items, many annotators) have no accuracy: they
+    # are left out of the mean and of the correlation (a NaN estimate made it NaN)
+    active = ann.annotations_per_annotator() > 0
     print(f"Simulated crowd (seed {args.seed}): {ann.n_items} items, {ann.n_annotators} "
-          f"annotators, {ann.n_annotations} annotations, {ann.n_classes} classes, "
-          f"mean annotator accuracy {sim.annotator_accuracy().mean():.3f}")
-    true_acc = np.einsum("akk->a", sim.confusion_matrices) / ann.n_classes
+          f"annotators{f' ({int(active.sum())} with annotations)' if not active.all() else ''}"
+          f", {ann.n_annotations} annotations, {ann.n_classes} classes, mean annotator "
+          f"accuracy {sim.annotator_accuracy()[active].mean():.3f}")
+    true_acc = (np.einsum("akk->a", sim.confusion_matrices) / ann.n_classes)[active]
     rows = []
     # names as primary names (an alias and its model are one row)
     for name in dict.fromkeys(args.methods or _default_methods(available_label_models(False))):
@@ -55,7 +59,7 @@ def _demo(args: argparse.Namespace) -> int:
             model.fit(ann)
         seconds = time.perf_counter() - start
         acc = float((model.predict() == sim.y).mean())
-        est = model.annotator_quality_["accuracy"].to_numpy()
+        est = model.annotator_quality_["accuracy"].to_numpy()[active]
         corr = float(np.corrcoef(est, true_acc)[0, 1]) if np.std(est) > 0 else float("nan")
         rows.append((name, acc, corr, seconds))
     width = max(len(r[0]) for r in rows)
@@ -103,10 +107,13 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
     dtype = {**{c: str for c in ids}, **({label: str} if string_labels else {})}
     try:
         # index_col=False: a row with one field too many must not turn the first column into
-        # the index (every value would shift one column left, silently)
+        # the index (every value would shift one column left, silently); low_memory=False:
+        # a column's type is inferred from all its rows, not chunk by chunk (a big file's
+        # labels were numbers up to row 262144 and text after one word further down)
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(path, sep=sep, dtype=dtype or None, index_col=False)
+            df = pd.read_csv(path, sep=sep, dtype=dtype or None, index_col=False,
+                             low_memory=False)
     except FileNotFoundError:
         raise CrowdDataError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -123,10 +130,41 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
                              else f"cannot read {path}: {str(exc).strip()}") from None
     except (OSError, ValueError) as exc:
         raise CrowdDataError(f"cannot read {path}: {str(exc).strip()}") from None
+    _words_as_written(path, sep, df, label, [*ids, *([label] if string_labels else [])])
     for column in ids if int_ids else ():
         if column in df.columns and df.columns.tolist().count(column) == 1:
             df[column] = _plain_integers(df[column])
     return df
+
+
+def _words_as_written(path: str, sep: str, df: Any, label: str, text: Sequence[str]) -> None:
+    """Put back, in place, the fields pandas read as missing that are words, not empty: an
+    annotator ``NA`` or a class ``None`` is an id or label as written in the ``text`` columns
+    and in a label column of text; in a numeric label column such a word is an error naming
+    its line (only an empty field is missing in a file the command reads)."""
+    import pandas as pd
+
+    text_label = label in df.columns and not pd.api.types.is_numeric_dtype(df[label])
+    columns = [c for c in dict.fromkeys([*text, label]) if c in df.columns
+               and df[c].isna().any()]
+    if not columns:
+        return
+    raw = pd.read_csv(path, sep=sep, usecols=columns, dtype=str, keep_default_na=False,
+                      na_values=[""], index_col=False)
+    if len(raw) != len(df):   # pragma: no cover - one parser, one file: the same rows
+        return
+    for column in columns:
+        words = df[column].isna().to_numpy() & raw[column].notna().to_numpy()
+        if not words.any():
+            continue
+        if column in text or (column == label and text_label):
+            df[column] = df[column].where(~words, raw[column])
+        else:
+            r = int(words.argmax())
+            raise CrowdDataError(
+                f"{path}: line {_line_of(path)(r)}: the label {raw[column].iloc[r]!r} (column "
+                f"{label!r}, --label) would be read as a missing value among numeric labels; "
+                "leave the field empty for none, or --string-labels reads every label as text")
 
 
 #: an integer written plainly: ``012``, ``12.0``, ``+12`` and ``-0`` would merge with another id
@@ -216,6 +254,14 @@ def _check_columns(path: str, df: Any, args: argparse.Namespace, roles: Sequence
     """Raise when a column named by ``--item``/``--annotator``/``--label`` (``roles``) is not
     in ``df``: each with its flag and the closest column, then the file's columns."""
     columns = [str(c) for c in df.columns]
+    header = _header(path)
+    for role in roles:
+        name = getattr(args, role)
+        where = [n for n, c in enumerate(header, 1) if c == name]
+        if len(where) > 1:   # pandas reads the second as 'name.1': one of them would be lost
+            raise CrowdDataError(f"{path}: column {name!r} ({_COLUMN_FLAGS[role]}) is named "
+                                 f"{len(where)} times in the header (columns "
+                                 f"{', '.join(map(str, where))}); rename all but one")
     hint = _format_hint(path, columns)
     missing = []
     for role in roles:
@@ -227,6 +273,17 @@ def _check_columns(path: str, df: Any, args: argparse.Namespace, roles: Sequence
     if missing:
         raise CrowdDataError(f"{path}: no column {', '.join(missing)}; its columns are "
                              f"{list(df.columns)}{hint}")
+
+
+def _header(path: str) -> list:
+    """The column names of the file's header line, as written."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        for row in csv.reader(fh, delimiter=_separator(path)):
+            if len(row) > 1 or (row and row[0].strip()):   # pandas skips blank lines
+                return row
+    return []
 
 
 def _format_hint(path: str, columns: Sequence[str]) -> str:
@@ -326,10 +383,7 @@ def _scale_classes(column: Any) -> Optional[list]:
 def _listed_classes(text: str, column: Any) -> list:
     """The classes of ``--classes A,B,C`` in that order, as numbers when the label column
     holds numbers (``--string-labels`` not given) so that they match its values."""
-    names = [name.strip() for name in str(text).split(",")]
-    if not all(names):
-        raise CrowdDataError(f"--classes {text!r}: an empty class name; give the classes in "
-                             "order, separated by commas (e.g. --classes low,medium,high)")
+    names = [name.strip() for name in str(text).split(",")]   # none empty: class_list
     if column.dtype.kind in "iuf":
         try:
             numbers = [float(name) for name in names]
@@ -342,7 +396,7 @@ def _listed_classes(text: str, column: Any) -> list:
         names = [int(v) if column.dtype.kind in "iu" and v.is_integer() else v
                  for v in numbers]
     seen = set()
-    for name in names:
+    for name in names:   # as numbers: 1 and 1.0 are one class
         if name in seen:
             raise CrowdDataError(f"--classes: class {name!r} is listed twice")
         seen.add(name)
@@ -394,18 +448,16 @@ def _aggregate(args: argparse.Namespace) -> int:
 
     from ..aggregation import get_label_model
 
-    df, ann = _read_annotations(args)
     problem = target_prior_problem(args.target_prior, args.method)
-    if problem:
+    if problem:   # flags that cannot go together: said before the files are read
         raise UsageError(problem)
     settings = {"target_prior": args.target_prior} if args.target_prior else {}
     model = get_label_model(args.method, **settings)
-    gold = None
-    if args.gold:
-        if not model.accepts_gold:
-            raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
-                                 "the default method does")
-        gold = _read_gold(args, ann)
+    if args.gold and not model.accepts_gold:
+        raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
+                         "the default method does")
+    df, ann = _read_annotations(args)
+    gold = _read_gold(args, ann) if args.gold else None
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
         model = model.fit(ann) if gold is None else model.fit(ann, gold=gold)
     proba = model.predict_proba()
@@ -450,7 +502,7 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement.report import nested, records
 
     if args.string_labels and args.level in ("interval", "ratio"):
-        raise CrowdDataError(f"--level {args.level} needs numeric labels (the distance between "
+        raise UsageError(f"--level {args.level} needs numeric labels (the distance between "
                              "two labels is computed from their values), but --string-labels "
                              "reads them as text; drop --string-labels (negative and "
                              "fractional numbers are read as they are)")
@@ -556,7 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "held fixed in the fit, and with 20 or more the default method chooses "
                      "its model by them")
     add_target_prior_option(agg, "the default method only")
-    agg.add_argument("--classes", default=None, metavar="A,B,...",
+    agg.add_argument("--classes", default=None, metavar="A,B,...", type=class_list,
                      help="every class, separated by commas (e.g. cat,dog,bird): a class no "
                           "annotator chose (one a --gold label names, say) is a class of the "
                           "model; a label not listed is an error naming its line (default: the "
@@ -584,7 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="level of Krippendorff's alpha: ordinal takes the classes in "
                             "the order printed (numbers by value, text alphabetically), "
                             "interval needs numeric labels, ratio non-negative ones")
-    agree.add_argument("--classes", default=None, metavar="A,B,...",
+    agree.add_argument("--classes", default=None, metavar="A,B,...", type=class_list,
                        help="the classes in order, separated by commas (e.g. "
                             "low,medium,high): the order of --level ordinal; a label not "
                             "listed is an error naming its line (default: the labels in the "

@@ -348,6 +348,11 @@ def aggregate_command(args: argparse.Namespace) -> int:
     if problem:
         _err(problem)
         return 2
+    if args.annotators_json is not None and args.annotators is None:
+        # the report is written as CSV and JSON together: alone it wrote nothing, silently
+        _err("--annotators-json names where the JSON annotator report goes beside the CSV "
+             "report of --annotators CSV: add --annotators, or drop --annotators-json")
+        return 2
     csv_path, json_path = _report_paths(args)
     try:  # before any work: an output must not overwrite the export or another output
         check_paths([("the export", args.export), ("--label-config", args.label_config)],
@@ -517,7 +522,7 @@ def _report_paths(args: argparse.Namespace) -> tuple:
     csv_path = Path(args.annotators)
     json_path = Path(args.annotators_json) if args.annotators_json else \
         csv_path.with_suffix(".json")
-    if json_path == csv_path:
+    if json_path == csv_path and not args.annotators_json:   # given: refused as one file
         json_path = csv_path.with_name(csv_path.name + ".json")
     return csv_path, json_path
 
