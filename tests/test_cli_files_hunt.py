@@ -170,3 +170,20 @@ def test_annotators_json_given_as_the_csv_path_is_refused(tmp_path, capsys):
     _run(["label-studio", "aggregate", str(EXPORT), "--control", "sentiment", "--out",
           str(tmp_path / "p.json"), "--annotators", str(tmp_path / "r.json"), "--quiet"], capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "r.json", "r.json.json"]
+
+
+@pytest.mark.parametrize("command", ["aggregate", "agree"])
+def test_values_that_differ_only_in_spaces_around_them_are_refused(command, tmp_path, capsys):
+    # 't2,b, cat' after 't1,a,cat': 'cat' and ' cat' were two classes, silently
+    src, out = tmp_path / "answers.csv", tmp_path / "out"
+    src.write_text("task,worker,label\nt1,a,cat\nt1,b,cat\nt2,a,dog\nt2,b, cat\n")
+    err = _run([command, str(src), "--out", str(out), "--quiet"], capsys, code=1).err
+    assert ("answers.csv: the label ' cat' at line 5 and 'cat' at line 2 (column 'label', "
+            "--label) differ only in spaces around them, so they would be two") in err
+    src.write_text("task,worker,label\nt1,a,cat\nt1,b,cat\nt2, a,dog\nt2,b,dog\n")
+    err = _run([command, str(src), "--out", str(out), "--quiet"], capsys, code=1).err
+    assert "the annotator ' a' at line 4 and 'a' at line 2 (column 'worker', --annotator)" in err
+    assert not out.exists()
+    # spaces that make no second value are read as written
+    src.write_text("task,worker,label\nt1, a,cat\nt1,b,cat\nt2, a,dog\nt2,b,dog\n")
+    _run([command, str(src), "--out", str(out), "--quiet"], capsys)

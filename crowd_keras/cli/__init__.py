@@ -275,6 +275,39 @@ def _check_columns(path: str, df: Any, args: argparse.Namespace, roles: Sequence
                              f"{list(df.columns)}{hint}")
 
 
+def _check_spacing(path: str, df: Any, args: argparse.Namespace) -> None:
+    """Raise when two values of an item, annotator or label column differ only in spaces
+    around them (``cat`` and `` cat`` from ``t1, a, cat``): they would be two classes (two
+    items, two annotators), silently."""
+    import pandas as pd
+
+    for role, flag in _COLUMN_FLAGS.items():
+        column = df[getattr(args, role)]
+        if pd.api.types.is_numeric_dtype(column):
+            continue
+        text = column[column.map(lambda v: isinstance(v, str))]
+        if text.empty:
+            continue
+        stripped = text.str.strip()
+        spaced = (stripped != text).to_numpy()
+        if not spaced.any():
+            continue
+        first = pd.Series(text.index, index=text.to_numpy()).groupby(level=0).first()
+        kept = text[~spaced].drop_duplicates()
+        clash = stripped[spaced].isin(kept.to_numpy()).to_numpy()
+        if clash.any():
+            row = text.index[spaced][int(clash.argmax())]
+            value = text[row]
+            other = first[value.strip()]
+            line = _line_of(path)
+            raise CrowdDataError(
+                f"{path}: the {role} {value!r} at line {line(df.index.get_loc(row))} and "
+                f"{value.strip()!r} at line {line(df.index.get_loc(other))} (column "
+                f"{getattr(args, role)!r}, {flag}) differ only in spaces around them, so they "
+                "would be two; remove the spaces (a CSV written 'a, b' keeps the space after "
+                "the comma)")
+
+
 def _header(path: str) -> list:
     """The column names of the file's header line, as written."""
     import csv
@@ -429,6 +462,7 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
     df = _read_table(args.input, args.label, args.string_labels,
                      ids=[args.item, args.annotator])
     _check_columns(args.input, df, args, roles=tuple(_COLUMN_FLAGS))
+    _check_spacing(args.input, df, args)
     classes = None
     if getattr(args, "classes", None) is not None:
         classes = _listed_classes(args.classes, df[args.label])
