@@ -187,3 +187,41 @@ def test_values_that_differ_only_in_spaces_around_them_are_refused(command, tmp_
     # spaces that make no second value are read as written
     src.write_text("task,worker,label\nt1, a,cat\nt1,b,cat\nt2, a,dog\nt2,b,dog\n")
     _run([command, str(src), "--out", str(out), "--quiet"], capsys)
+
+
+def _span_export(tmp_path):
+    import json
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_label_studio_spans import export
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(export()))
+    return path
+
+
+@pytest.mark.parametrize("span, flags, words", [
+    (True, ["--method", "dawid_skene"], "--method dawid_skene applies to Choices/Rating "
+                                        "controls; span control 'label' is fitted by "
+                                        "--sequence-model"),
+    (False, ["--sequence-model", "hmm_crowd"], "--sequence-model hmm_crowd applies to span "
+                                               "controls; control 'sentiment' is not one"),
+    (False, ["--separator", "+"], "--separator '+' joins the choices of a set with --multiple "
+                                  "combination, not --multiple error"),
+])
+def test_label_studio_aggregate_refuses_a_model_flag_it_would_ignore(span, flags, words,
+                                                                     tmp_path, capsys):
+    # each was ignored silently: the default model fitted, exit 0
+    export = _span_export(tmp_path) if span else EXPORT
+    out = tmp_path / "p.json"
+    control = [] if span else ["--control", "sentiment"]
+    err = _run(["label-studio", "aggregate", str(export), *control, *flags, "--out", str(out),
+                "--quiet"], capsys, code=2).err
+    assert words in err and not out.exists()
+    # where it applies, it is taken
+    if "--separator" in flags:
+        _run(["label-studio", "aggregate", str(EXPORT), "--control", "topics", "--multiple",
+              "combination", *flags, "--out", str(out), "--quiet"], capsys)
+    elif "--sequence-model" in flags:
+        printed = _run(["label-studio", "aggregate", str(_span_export(tmp_path)), *flags,
+                        "--out", str(out), "--quiet"], capsys).out
+        assert "model_version 'crowd-keras-hmm_crowd'" in printed

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from crowd_keras.aggregation.registry import get_label_model
+from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
 from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
@@ -319,10 +319,21 @@ def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool,
     contradicts (an error rather than silently ignored)."""
     if args.model_version is not None and not args.model_version.strip():
         return "--model-version is empty: give a name, or drop it for crowd-keras-<method>"
-    if not spans and (args.text_key is not None or args.scheme != "IO"):
-        flag = "--text-key" if args.text_key is not None else f"--scheme {args.scheme}"
+    if not spans and (args.text_key is not None or args.scheme != "IO"
+                      or args.sequence_model != DEFAULT_SEQUENCE_MODEL):
+        flag = "--text-key" if args.text_key is not None else f"--scheme {args.scheme}" \
+            if args.scheme != "IO" else f"--sequence-model {args.sequence_model}"
         return (f"{flag} applies to span controls; control '{export.control}' is not one "
-                "(drop it)")
+                "(drop it" + ("; --method chooses its label model)" if "model" in flag
+                              else ")"))
+    if spans and args.method != DEFAULT_LABEL_MODEL:   # it was ignored, silently
+        return (f"--method {args.method} applies to Choices/Rating controls; span control "
+                f"'{export.control}' is fitted by --sequence-model (drop --method, or pass "
+                "--sequence-model NAME)")
+    if args.separator != "|" and args.multiple != "combination":
+        return (f"--separator {args.separator!r} joins the choices of a set with --multiple "
+                f"combination, not --multiple {args.multiple} (drop it, or add --multiple "
+                "combination)")
     if args.to_name and export.format == "JSON" and export.to_name and \
             args.to_name != export.to_name:
         return (f"--to-name {args.to_name!r} differs from the object {export.to_name!r} that "
