@@ -225,3 +225,15 @@ def test_label_studio_aggregate_refuses_a_model_flag_it_would_ignore(span, flags
         printed = _run(["label-studio", "aggregate", str(_span_export(tmp_path)), *flags,
                         "--out", str(out), "--quiet"], capsys).out
         assert "model_version 'crowd-keras-hmm_crowd'" in printed
+
+
+@pytest.mark.parametrize("command, flags, words", [
+    ("aggregate", ["--annotator", "task"], "--item and --annotator both name column 'task'"),
+    ("agree", ["--label", "worker"], "--annotator and --label both name column 'worker'"),
+])
+def test_two_roles_on_one_column_are_a_usage_error(command, flags, words, tmp_path, capsys):
+    # it was a data error (exit 1) after the file was read, naming both flags in a row:
+    # "column 'task' (--annotator) (--item) is given as both ..."
+    err = _run([command, str(tmp_path / "missing.csv"), *flags, "--out",
+                str(tmp_path / "o.csv")], capsys, code=2).err
+    assert words in err and "file not found" not in err

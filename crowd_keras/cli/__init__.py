@@ -451,6 +451,10 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
     numbers, ordered by value (:func:`_scale_classes`; ``agree``)."""
     from ..annotations import Annotations
 
+    for one, two in (("item", "annotator"), ("item", "label"), ("annotator", "label")):
+        if getattr(args, one) == getattr(args, two):   # flags that cannot go together
+            raise UsageError(f"{_COLUMN_FLAGS[one]} and {_COLUMN_FLAGS[two]} both name column "
+                             f"{getattr(args, one)!r}; give each its own column")
     check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
                 [("--out", getattr(args, "out", None)),
                  ("--annotators", getattr(args, "annotators", None))]
