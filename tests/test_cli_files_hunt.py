@@ -237,3 +237,11 @@ def test_two_roles_on_one_column_are_a_usage_error(command, flags, words, tmp_pa
     err = _run([command, str(tmp_path / "missing.csv"), *flags, "--out",
                 str(tmp_path / "o.csv")], capsys, code=2).err
     assert words in err and "file not found" not in err
+
+
+def test_no_command_prints_the_help_on_stderr(capsys):
+    # exit 2 with the help on stdout: a script's `crowd-keras > log` kept the failure's text
+    # out of its error stream ('crowd-keras label-studio' alone was on stderr already)
+    assert main([]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and "demo" in printed.err and "aggregate" in printed.err

@@ -703,7 +703,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
+        parser.print_help(sys.stderr)   # a usage error (exit 2): on stderr, as argparse's own
         return 2
     quiet_tensorflow(verbose=getattr(args, "verbose", False))  # before any Keras model runs
     import_methods_quietly(args)
