@@ -245,3 +245,54 @@ def test_no_command_prints_the_help_on_stderr(capsys):
     assert main([]) == 2
     printed = capsys.readouterr()
     assert printed.out == "" and "demo" in printed.err and "aggregate" in printed.err
+
+
+def _pipe(text):
+    """``/dev/fd/N`` of a pipe holding ``text``, as bash's `<(...)` gives: the data can be
+    read once (a second open finds the pipe empty)."""
+    import os
+    read, write = os.pipe()
+    os.write(write, text.encode())
+    os.close(write)
+    return read, f"/dev/fd/{read}"
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="needs /dev/fd")
+def test_a_piped_input_is_read_once_and_its_lines_are_still_named(tmp_path, capsys):
+    # the reads after the first (words pandas reads as missing, line numbers, the header)
+    # found the pipe empty: "EmptyDataError: No columns to parse from file"
+    import os
+    out = tmp_path / "labels.csv"
+    fd, src = _pipe("task,worker,label\nt1,NA,cat\nt1,b,cat\nt2,NA,dog\nt2,b,dog\n")
+    try:
+        printed = _run(["aggregate", src, "--out", str(out), "--quiet"], capsys).out
+    finally:
+        os.close(fd)
+    assert "4 annotations of 2 items by 2 annotators" in printed
+    fd, src = _pipe("task,worker,label\nt1,a,cat\n\nt1,b, cat\n")
+    try:
+        err = _run(["agree", src, "--quiet"], capsys, code=1).err
+    finally:
+        os.close(fd)
+    assert "the label ' cat' at line 4 and 'cat' at line 2" in err
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs named pipes")
+def test_a_named_pipe_with_a_bad_row_is_named_not_waited_on(tmp_path):
+    # the error path opened the pipe again to count lines: it waited for a writer forever
+    import os
+    import subprocess
+    import sys
+    import threading
+    path = tmp_path / "answers.csv"
+    os.mkfifo(path)
+
+    def write():
+        with open(path, "w") as fh:
+            fh.write("task,worker,label\nt1,a,cat\nt1,b,\n")
+    threading.Thread(target=write, daemon=True).start()
+    run = subprocess.run([sys.executable, "-m", "crowd_keras", "aggregate", str(path), "--out",
+                          str(tmp_path / "o.csv"), "--quiet"], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 1
+    assert "missing value (NaN/None) in column 'label' (--label) at line 3" in run.stderr

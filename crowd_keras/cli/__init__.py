@@ -10,6 +10,8 @@ model that needs them, and then with TensorFlow's start-up lines filtered.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import re
 import sys
 import time
@@ -95,6 +97,32 @@ def describe_choice(name: str) -> str:
     return f"{name}: {template.format(m=m)}" if template else str(name)
 
 
+#: the bytes of inputs that are not plain files (a pipe, ``<(...)``, /dev/stdin): they can be
+#: read once only, and line numbers, the header and words read as missing read them again
+_PIPED: dict = {}
+
+
+def _keep_piped(path: str) -> None:
+    """Read an input that is not a plain file into :data:`_PIPED` (a plain file: dropped from
+    it, so a name used again is read again)."""
+    _PIPED.pop(str(path), None)
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        with open(path, "rb") as fh:
+            _PIPED[str(path)] = fh.read()
+
+
+def _open(path: str, mode: str = "r") -> Any:
+    """``path`` opened for reading: text (UTF-8, a byte-order mark skipped, line ends kept
+    for the csv module) or bytes (``mode="rb"``), from :data:`_PIPED` for a pipe."""
+    data = _PIPED.get(str(path))
+    if data is None:
+        return open(path, "rb") if mode == "rb" else \
+            open(path, newline="", encoding="utf-8-sig")
+    stream = io.BytesIO(data)
+    return stream if mode == "rb" else io.TextIOWrapper(stream, encoding="utf-8-sig",
+                                                        newline="")
+
+
 def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = (),
                 int_ids: bool = True):
     """The table at ``path``; the ``ids`` columns are read as text (:func:`_plain_integers`
@@ -110,9 +138,10 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
         # the index (every value would shift one column left, silently); low_memory=False:
         # a column's type is inferred from all its rows, not chunk by chunk (a big file's
         # labels were numbers up to row 262144 and text after one word further down)
+        _keep_piped(path)
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(path, sep=sep, dtype=dtype or None, index_col=False,
+            df = pd.read_csv(_open(path), sep=sep, dtype=dtype or None, index_col=False,
                              low_memory=False)
     except FileNotFoundError:
         raise CrowdDataError(f"{path}: file not found") from None
@@ -149,7 +178,7 @@ def _words_as_written(path: str, sep: str, df: Any, label: str, text: Sequence[s
                and df[c].isna().any()]
     if not columns:
         return
-    raw = pd.read_csv(path, sep=sep, usecols=columns, dtype=str, keep_default_na=False,
+    raw = pd.read_csv(_open(path), sep=sep, usecols=columns, dtype=str, keep_default_na=False,
                       na_values=[""], index_col=False)
     if len(raw) != len(df):   # pragma: no cover - one parser, one file: the same rows
         return
@@ -201,7 +230,8 @@ def _each_number(column: Any) -> Any:
 
 def _not_utf8(path: str) -> str:
     """Where a file stops being UTF-8 (error path: the file is read again as bytes)."""
-    raw = open(path, "rb").read()
+    with _open(path, "rb") as fh:
+        raw = fh.read()
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -221,7 +251,7 @@ def _line_of(path: str) -> Any:
     import csv
 
     starts, line = [], 0
-    with open(path, newline="", encoding="utf-8-sig") as fh:
+    with _open(path) as fh:
         rows = csv.reader(fh, delimiter=_separator(path))
         for row in rows:
             if len(row) > 1 or (row and row[0].strip()):   # pandas' blank lines: skipped
@@ -234,7 +264,7 @@ def _long_row(path: str, sep: str) -> str:
     """The first line with more fields than the header (error path)."""
     import csv
 
-    with open(path, newline="", encoding="utf-8-sig") as fh:
+    with _open(path) as fh:
         rows = csv.reader(fh, delimiter=sep)
         width = len(next(rows, []))
         for n, row in enumerate(rows, 2):
@@ -312,7 +342,7 @@ def _header(path: str) -> list:
     """The column names of the file's header line, as written."""
     import csv
 
-    with open(path, newline="", encoding="utf-8-sig") as fh:
+    with _open(path) as fh:
         for row in csv.reader(fh, delimiter=_separator(path)):
             if len(row) > 1 or (row and row[0].strip()):   # pandas skips blank lines
                 return row
