@@ -296,3 +296,17 @@ def test_a_named_pipe_with_a_bad_row_is_named_not_waited_on(tmp_path):
                          timeout=120)
     assert run.returncode == 1
     assert "missing value (NaN/None) in column 'label' (--label) at line 3" in run.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="needs /dev/fd")
+def test_label_studio_report_reads_a_piped_export_once(tmp_path, capsys):
+    # it read the export once per control: the second found the pipe empty ("is empty")
+    import os
+    fd, src = _pipe(EXPORT.read_text())
+    try:
+        printed = _run(["label-studio", "report", src, "--out", str(tmp_path / "r"),
+                        "--bootstrap", "0", "--no-plots", "--quiet"], capsys).out
+    finally:
+        os.close(fd)
+    assert "control 'sentiment' (choices)" in printed and "control 'topics'" in printed
+    assert (tmp_path / "r" / "report.json").exists()

@@ -17,6 +17,7 @@ output or in error messages.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -227,10 +228,15 @@ def report_command(args: argparse.Namespace) -> int:
     except CrowdDataError as exc:
         _err(exc)
         return 2
+    source = args.export
+    if os.path.exists(source) and not os.path.isfile(source) and not os.path.isdir(source):
+        # a pipe (<(...), /dev/stdin) is read once: the report reads its export per control
+        with open(source, "rb") as fh:
+            source = fh.read()
     try:
         with Heartbeat("computing agreement", disable=getattr(args, "quiet", False)):
             out = ls.quality_report(
-                args.export, args.out, controls=args.control, label_config=args.label_config,
+                source, args.out, controls=args.control, label_config=args.label_config,
                 format=args.format, method=args.method, sequence_model=args.sequence_model,
                 level=args.level, multiple=args.multiple, separator=args.separator,
                 include_gold=args.include_gold,
