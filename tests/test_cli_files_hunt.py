@@ -310,3 +310,28 @@ def test_label_studio_report_reads_a_piped_export_once(tmp_path, capsys):
         os.close(fd)
     assert "control 'sentiment' (choices)" in printed and "control 'topics'" in printed
     assert (tmp_path / "r" / "report.json").exists()
+
+
+@pytest.mark.parametrize("rows, words", [
+    ("t1,a,-1\nt1,b,-2\nt2,a,0\nt2,b,-1\n",
+     "line 2: label -1 (item 't1', annotator 'a'; column 'label', --label) is not a class "
+     "code 0, 1, 2, ...: numeric "
+     "labels are read as codes; for a rating scale list its classes in order "
+     "(--classes=-2,-1,0) or read the labels as text (--string-labels)"),
+    ("t1,a,1\nt1,b,1.5\nt2,a,2\nt2,b,2\n", "line 3: label 1.5 (item 't1', annotator 'b'; "
+                                            "column 'label', --label)"),
+])
+def test_aggregate_names_the_flags_for_a_rating_scale(rows, words, tmp_path, capsys):
+    # agree reads such a scale; aggregate refused it in the library's words ("drop missing
+    # annotations from a long frame instead of coding them"), naming no flag
+    src, out = tmp_path / "ratings.csv", tmp_path / "labels.csv"
+    src.write_text("task,worker,label\n" + rows)
+    err = _run(["aggregate", str(src), "--out", str(out), "--quiet"], capsys, code=1).err
+    assert words in err
+    # the flag it names reads the file, with the labels agree reads
+    listed = re.search(r"--classes=([-0-9.,]+)", err).group(1)
+    printed = _run(["aggregate", str(src), f"--classes={listed}", "--method", "majority_vote",
+                    "--out", str(out), "--quiet"], capsys).out
+    agreed = _run(["agree", str(src), "--bootstrap", "0", "--quiet"], capsys).out
+    classes = re.search(r"\d+ classes \[[^]]*\]", agreed).group(0)
+    assert classes in printed

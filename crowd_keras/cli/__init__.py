@@ -443,6 +443,27 @@ def _scale_classes(column: Any) -> Optional[list]:
     return np.unique(values).tolist()
 
 
+def _refuse_scale(path: str, df: Any, args: argparse.Namespace) -> None:
+    """Raise for the first negative or fractional number of a label column that ``aggregate``
+    would read as class codes 0, 1, ..., naming the flags that read a rating scale (the
+    library's words spoke of frames, not of the command's flags)."""
+    column = df[args.label]
+    values = column.to_numpy(dtype=float)
+    bad = np.isfinite(values) & ((values < 0) | (values != np.round(values)))
+    r = int(bad.argmax())
+    scale = [show(v) for v in _scale_classes(column)]
+    listed = ",".join(scale) if len(scale) <= 12 else None
+    raise CrowdDataError(
+        f"{path}: line {_line_of(path)(r)}: label {show(column.iloc[r])} (item "
+        f"{show(df[args.item].iloc[r])}, annotator {show(df[args.annotator].iloc[r])}; column "
+        f"{args.label!r}, --label) is not a class code 0, 1, 2, ...: numeric labels are read "
+        "as codes; for a "
+        "rating scale list its classes in order ("
+        + (f"--classes={listed}" if listed else "--classes=A,B,...")
+        + ") or read the labels as text (--string-labels); a -1 that means 'no label' is a "
+          "row to leave out")
+
+
 def _listed_classes(text: str, column: Any) -> list:
     """The classes of ``--classes A,B,C`` in that order, as numbers when the label column
     holds numbers (``--string-labels`` not given) so that they match its values."""
@@ -502,6 +523,8 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
         classes = _listed_classes(args.classes, df[args.label])
     elif scale and not args.string_labels:
         classes = _scale_classes(df[args.label])
+    elif not args.string_labels and _scale_classes(df[args.label]) is not None:
+        _refuse_scale(args.input, df, args)
     try:
         ann = Annotations.from_frame(df, item=args.item, annotator=args.annotator,
                                      label=args.label, classes=classes,
