@@ -457,8 +457,7 @@ def _refuse_scale(path: str, df: Any, args: argparse.Namespace) -> None:
         f"{path}: line {_line_of(path)(r)}: label {show(column.iloc[r])} (item "
         f"{show(df[args.item].iloc[r])}, annotator {show(df[args.annotator].iloc[r])}; column "
         f"{args.label!r}, --label) is not a class code 0, 1, 2, ...: numeric labels are read "
-        "as codes; for a "
-        "rating scale list its classes in order ("
+        "as codes; for a rating scale list its classes in order ("
         + (f"--classes={listed}" if listed else "--classes=A,B,...")
         + ") or read the labels as text (--string-labels); a -1 that means 'no label' is a "
           "row to leave out")
@@ -594,9 +593,9 @@ def _agree(args: argparse.Namespace) -> int:
 
     if args.string_labels and args.level in ("interval", "ratio"):
         raise UsageError(f"--level {args.level} needs numeric labels (the distance between "
-                             "two labels is computed from their values), but --string-labels "
-                             "reads them as text; drop --string-labels (negative and "
-                             "fractional numbers are read as they are)")
+                         "two labels is computed from their values), but --string-labels "
+                         "reads them as text; drop --string-labels (negative and "
+                         "fractional numbers are read as they are)")
     df, ann = _read_annotations(args, out_folder=True, scale=True)
     # in code order: the order that ordinal alpha uses
     shown = plain_values(ann.classes)[:10]
