@@ -78,7 +78,8 @@ def test_agree_bad_numeric_labels_name_the_line(tmp_path, capsys):
 def test_agree_interval_with_string_labels_says_which_flag(tmp_path, capsys):
     path = tmp_path / "answers.csv"
     path.write_text("task,worker,label\n1,a,1\n1,b,2\n2,a,2\n2,b,2\n")
-    assert main(["agree", str(path), "--string-labels", "--level", "interval", "--quiet"]) == 1
+    # two flags that cannot go together: a usage error (exit 2), as argparse's own
+    assert main(["agree", str(path), "--string-labels", "--level", "interval", "--quiet"]) == 2
     assert "--level interval needs numeric labels (the distance between two labels is " \
            "computed from their values), but --string-labels reads them as text; drop " \
            "--string-labels" in capsys.readouterr().err
@@ -156,13 +157,15 @@ def test_agree_classes_give_the_ordinal_order_of_text_labels(tmp_path, capsys):
     assert _printed_alpha(out, "ordinal") == pytest.approx(ref, abs=1e-4)
     assert main(args) == 0                     # alphabetical: another (wrong) order
     assert "3 classes ['high', 'low', 'medium']" in capsys.readouterr().out
-    for classes, message in (
-            ("low,high", "answers.csv: label 'medium' at line 3 (item 1, annotator 'b') is "
-                         "not one of the classes ['low', 'high']"),
-            ("low,,high", "--classes 'low,,high': an empty class name"),
-            ("low,low,medium,high", "--classes: class 'low' is listed twice")):
-        assert main(args + ["--classes", classes]) == 1
-        assert message in capsys.readouterr().err
+    assert main(args + ["--classes", "low,high"]) == 1      # the data disagree: exit 1
+    assert ("answers.csv: label 'medium' at line 3 (item 1, annotator 'b') is not one of the "
+            "classes ['low', 'high']") in capsys.readouterr().err
+    for classes, message in (   # a malformed list: a usage error (exit 2) before any reading
+            ("low,,high", "argument --classes: an empty class name in 'low,,high'"),
+            ("low,low,medium,high", "argument --classes: class 'low' is listed twice")):
+        with pytest.raises(SystemExit) as stop:
+            main(args + ["--classes", classes])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_agree_classes_of_numeric_labels_are_numbers(tmp_path, capsys):

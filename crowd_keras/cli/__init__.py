@@ -10,7 +10,6 @@ model that needs them, and then with TensorFlow's start-up lines filtered.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from typing import Any, Optional, Sequence
@@ -23,10 +22,12 @@ from ..errors import CrowdDataError
 from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
-from ._checks import check_output_kinds, check_paths, int_at_least, report_files
+from ._checks import check_output_kinds, check_paths, class_list, int_at_least, report_files
 from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
-                      UsageError, cli_words, common_options, closest, label_model_name,
+                      UsageError, common_options, label_model_name,
                       run_handler, target_prior_problem)
+from ._tables import (COLUMN_FLAGS, check_columns, check_spacing, each_number,
+                      each_plain_integer, frame_error, line_of, read_table)
 
 __all__ = ["main", "build_parser", "atomic_write_text", "SLOW_METHODS", "describe_choice"]
 
@@ -42,10 +43,14 @@ def _demo(args: argparse.Namespace) -> int:
                          annotations_per_item=args.per_item, annotator_accuracy=(0.35, 0.9),
                          common_noise=args.common_noise, seed=args.seed)
     ann = sim.annotations
+    # annotators the draw gave no item (few items, many annotators) have no accuracy: they
+    # are left out of the mean and of the correlation (a NaN estimate made it NaN)
+    active = ann.annotations_per_annotator() > 0
     print(f"Simulated crowd (seed {args.seed}): {ann.n_items} items, {ann.n_annotators} "
-          f"annotators, {ann.n_annotations} annotations, {ann.n_classes} classes, "
-          f"mean annotator accuracy {sim.annotator_accuracy().mean():.3f}")
-    true_acc = np.einsum("akk->a", sim.confusion_matrices) / ann.n_classes
+          f"annotators{f' ({int(active.sum())} with annotations)' if not active.all() else ''}"
+          f", {ann.n_annotations} annotations, {ann.n_classes} classes, mean annotator "
+          f"accuracy {sim.annotator_accuracy()[active].mean():.3f}")
+    true_acc = (np.einsum("akk->a", sim.confusion_matrices) / ann.n_classes)[active]
     rows = []
     # names as primary names (an alias and its model are one row)
     for name in dict.fromkeys(args.methods or _default_methods(available_label_models(False))):
@@ -55,7 +60,7 @@ def _demo(args: argparse.Namespace) -> int:
             model.fit(ann)
         seconds = time.perf_counter() - start
         acc = float((model.predict() == sim.y).mean())
-        est = model.annotator_quality_["accuracy"].to_numpy()
+        est = model.annotator_quality_["accuracy"].to_numpy()[active]
         corr = float(np.corrcoef(est, true_acc)[0, 1]) if np.std(est) > 0 else float("nan")
         rows.append((name, acc, corr, seconds))
     width = max(len(r[0]) for r in rows)
@@ -104,201 +109,33 @@ def _gold_check(model: Any) -> str:
     return f", kept on {n} gold items: no candidate clearly more accurate there"
 
 
-def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = (),
-                int_ids: bool = True):
-    """The table at ``path``; the ``ids`` columns are read as text (:func:`_plain_integers`
-    when ``int_ids``), the ``label`` column too with ``string_labels``."""
-    import warnings
-
-    import pandas as pd
-
-    sep = _separator(path)
-    dtype = {**{c: str for c in ids}, **({label: str} if string_labels else {})}
-    try:
-        # index_col=False: a row with one field too many must not turn the first column into
-        # the index (every value would shift one column left, silently)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(path, sep=sep, dtype=dtype or None, index_col=False)
-    except FileNotFoundError:
-        raise CrowdDataError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise CrowdDataError(f"{path}: is a folder, not a file") from None
-    except pd.errors.EmptyDataError:
-        raise CrowdDataError(f"{path}: the file is empty (no header line)") from None
-    except UnicodeDecodeError:
-        raise CrowdDataError(f"{path}: {_not_utf8(path)}") from None
-    except pd.errors.ParserWarning:
-        raise CrowdDataError(f"{path}: {_long_row(path, sep)}") from None
-    except pd.errors.ParserError as exc:   # a long row after the first: the same words
-        long_row = _long_row(path, sep)
-        raise CrowdDataError(f"{path}: {long_row}" if long_row != _NO_LONG_ROW
-                             else f"cannot read {path}: {str(exc).strip()}") from None
-    except (OSError, ValueError) as exc:
-        raise CrowdDataError(f"cannot read {path}: {str(exc).strip()}") from None
-    for column in ids if int_ids else ():
-        if column in df.columns and df.columns.tolist().count(column) == 1:
-            df[column] = _plain_integers(df[column])
-    return df
-
-
-#: an integer written plainly: ``012``, ``12.0``, ``+12`` and ``-0`` would merge with another id
-_PLAIN_INTEGER = r"0|-?[1-9][0-9]{0,17}"
-
-
-def _plain_integers(column: Any) -> Any:
-    """An id column read as text, as integers when every id is an integer written plainly
-    (:data:`_PLAIN_INTEGER`), else the text."""
-    given = column.dropna()
-    if not given.str.fullmatch(_PLAIN_INTEGER).all():
-        return column
-    return column.astype("int64") if len(given) == len(column) else _each_plain_integer(column)
-
-
-def _each_plain_integer(column: Any) -> Any:
-    """An id column read as text with each id written plainly as an integer made an integer,
-    the others (and missing ones) left as they are."""
-    import pandas as pd
-
-    plain = column.str.fullmatch(_PLAIN_INTEGER).fillna(False).to_numpy(dtype=bool)
-    return pd.Series([int(v) if ok else v for v, ok in zip(column, plain)], index=column.index,
-                     dtype=object)
-
-
-def _each_number(column: Any) -> Any:
-    """A label column read as text because of some value: each value that reads as a number
-    made that number, the others left as they are."""
-    import pandas as pd
-
-    numbers = pd.to_numeric(column, errors="coerce")
-    return column.where(numbers.isna() | column.isna(), numbers).astype(object)
-
-
-def _not_utf8(path: str) -> str:
-    """Where a file stops being UTF-8 (error path: the file is read again as bytes)."""
-    raw = open(path, "rb").read()
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        return f"not UTF-8 text: byte {raw[err.start]:#04x} on line {line} (save it as UTF-8)"
-    return "not UTF-8 text"
-
-
-def _separator(path: str) -> str:
-    return "\t" if str(path).lower().endswith((".tsv", ".tab")) else ","   # ANSWERS.TSV too
-
-
-def _line_of(path: str) -> Any:
-    """``row -> line``: the file line on which data row ``row`` starts (error path: the file
-    is read again). Row r is line r + 2 only without blank lines (pandas skips them) and
-    quoted line ends."""
-    import csv
-
-    starts, line = [], 0
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = csv.reader(fh, delimiter=_separator(path))
-        for row in rows:
-            if len(row) > 1 or (row and row[0].strip()):   # pandas' blank lines: skipped
-                starts.append(line + 1)
-            line = rows.line_num
-    return lambda r: starts[r + 1] if r + 1 < len(starts) else r + 2
-
-
-def _long_row(path: str, sep: str) -> str:
-    """The first line with more fields than the header (error path)."""
-    import csv
-
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = csv.reader(fh, delimiter=sep)
-        width = len(next(rows, []))
-        for n, row in enumerate(rows, 2):
-            if len(row) > width:
-                return f"line {n} has {len(row)} fields but the header has {width}"
-    return _NO_LONG_ROW
-
-
-_NO_LONG_ROW = "a line has more fields than the header"
-
-
-_ROW = re.compile(r"\brow (\d+)\b")
-_COLUMN_FLAGS = {"item": "--item", "annotator": "--annotator", "label": "--label"}
-
-
-def _check_columns(path: str, df: Any, args: argparse.Namespace, roles: Sequence[str]) -> None:
-    """Raise when a column named by ``--item``/``--annotator``/``--label`` (``roles``) is not
-    in ``df``: each with its flag and the closest column, then the file's columns."""
-    columns = [str(c) for c in df.columns]
-    hint = _format_hint(path, columns)
-    missing = []
-    for role in roles:
-        name = getattr(args, role)
-        if name not in df.columns:
-            near = None if hint else closest(name, columns)
-            missing.append(f"{name!r} ({_COLUMN_FLAGS[role]}"
-                           f"{f'; did you mean {near!r}?' if near else ''})")
-    if missing:
-        raise CrowdDataError(f"{path}: no column {', '.join(missing)}; its columns are "
-                             f"{list(df.columns)}{hint}")
-
-
-def _format_hint(path: str, columns: Sequence[str]) -> str:
-    """Why a file's header may not be the table's (a JSON file, another separator), or ""."""
-    if columns and columns[0].lstrip().startswith(("[", "{")):
-        return " (this looks like JSON, not a CSV/TSV table)"
-    sep = _separator(path)
-    tsv = sep == "\t"
-    read = "a .tsv/.tab file is read with tabs" if tsv else "a .csv file is read with commas"
-    fixes = {"\t": ("tabs", "name a tab-separated file .tsv"),
-             ",": ("commas", "name a comma-separated file .csv"),
-             ";": ("';'", "save it with " + ("tabs" if tsv else "commas")),
-             "|": ("'|'", "save it with " + ("tabs" if tsv else "commas"))}
-    for char, (name, fix) in fixes.items():
-        if len(columns) == 1 and char != sep and char in columns[0]:
-            return f" (the header is one column holding {name}: {read}; {fix})"
-    return ""
-
-
-def _frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> CrowdDataError:
-    """A frame error in the file's terms: rows as line numbers, columns with their flag."""
-    line = _line_of(path)
-    text = _ROW.sub(lambda m: f"line {line(int(m.group(1)))}", cli_words(exc))
-    for role, flag in _COLUMN_FLAGS.items():
-        name = getattr(args, role)
-        text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")
-    text = text.replace("frame has no column(s)", "no column(s)")
-    text = text.replace("frame has no annotations", "no annotations: the file has a header line "
-                                                    "and no rows")
-    return CrowdDataError(f"{path}: {text}")
-
-
 def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     """The --gold file (columns --item and --label, one row per item) as item -> label."""
     import pandas as pd
 
     # the items as text (made integers one by one below); the labels as text where the
     # annotations' classes are text ('1' among 'yes', 'no')
-    df = _read_table(args.gold, args.label,
+    df = read_table(args.gold, args.label,
                      args.string_labels or ann.classes.dtype.kind not in "iufb",
                      ids=[args.item], int_ids=False)
-    _check_columns(args.gold, df, args, roles=("item", "label"))
+    check_columns(args.gold, df, args, roles=("item", "label"))
     if df.empty:   # read as gold, it fitted without any and said "0 gold labels ... held"
         raise CrowdDataError(f"{args.gold}: no gold labels: the file has a header line and no "
                              "rows (leave out --gold to fit without gold)")
     if args.item in df.columns and ann.item_ids.dtype.kind in "iu":
         # one id such as '003' must not turn every other gold id into text that matches none
-        df[args.item] = _each_plain_integer(df[args.item])
+        df[args.item] = each_plain_integer(df[args.item])
     if args.label in df.columns and ann.classes.dtype.kind in "iuf" and \
             not pd.api.types.is_numeric_dtype(df[args.label]):
         # one label that is no number makes the column text: the numbers in it still count
-        df[args.label] = _each_number(df[args.label])
+        df[args.label] = each_number(df[args.label])
     dup = df[args.item].duplicated() & df[args.item].notna()   # a missing item: named below
     if dup.any():
         second = int(dup.to_numpy().argmax())
         item = df[args.item].iloc[second]
         first = int((df[args.item] == item).to_numpy().argmax())
         given = df[args.label].iloc[[first, second]].tolist()
-        line = _line_of(args.gold)
+        line = line_of(args.gold)
         what = "the same label" if given[0] == given[1] else \
             f"labels {show(given[0])} and {show(given[1])}"
         raise CrowdDataError(f"{args.gold}: item {show(item)} is given more than once, on lines "
@@ -321,7 +158,7 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
                                             "chose: list every class with --classes)")):
         if bad.any():
             r = int(np.argmax(bad))
-            raise CrowdDataError(f"{args.gold}: line {_line_of(args.gold)(r)}: {what(r)}")
+            raise CrowdDataError(f"{args.gold}: line {line_of(args.gold)(r)}: {what(r)}")
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
 
 
@@ -339,13 +176,30 @@ def _scale_classes(column: Any) -> Optional[list]:
     return np.unique(values).tolist()
 
 
+def _refuse_scale(path: str, df: Any, args: argparse.Namespace) -> None:
+    """Raise for the first negative or fractional number of a label column that ``aggregate``
+    would read as class codes 0, 1, ..., naming the flags that read a rating scale (the
+    library's words spoke of frames, not of the command's flags)."""
+    column = df[args.label]
+    values = column.to_numpy(dtype=float)
+    bad = np.isfinite(values) & ((values < 0) | (values != np.round(values)))
+    r = int(bad.argmax())
+    scale = [show(v) for v in _scale_classes(column)]
+    listed = ",".join(scale) if len(scale) <= 12 else None
+    raise CrowdDataError(
+        f"{path}: line {line_of(path)(r)}: label {show(column.iloc[r])} (item "
+        f"{show(df[args.item].iloc[r])}, annotator {show(df[args.annotator].iloc[r])}; column "
+        f"{args.label!r}, --label) is not a class code 0, 1, 2, ...: numeric labels are read "
+        "as codes; for a rating scale list its classes in order ("
+        + (f"--classes={listed}" if listed else "--classes=A,B,...")
+        + ") or read the labels as text (--string-labels); a -1 that means 'no label' is a "
+          "row to leave out")
+
+
 def _listed_classes(text: str, column: Any) -> list:
     """The classes of ``--classes A,B,C`` in that order, as numbers when the label column
     holds numbers (``--string-labels`` not given) so that they match its values."""
-    names = [name.strip() for name in str(text).split(",")]
-    if not all(names):
-        raise CrowdDataError(f"--classes {text!r}: an empty class name; give the classes in "
-                             "order, separated by commas (e.g. --classes low,medium,high)")
+    names = [name.strip() for name in str(text).split(",")]   # none empty: class_list
     if column.dtype.kind in "iuf":
         try:
             numbers = [float(name) for name in names]
@@ -358,7 +212,7 @@ def _listed_classes(text: str, column: Any) -> list:
         names = [int(v) if column.dtype.kind in "iu" and v.is_integer() else v
                  for v in numbers]
     seen = set()
-    for name in names:
+    for name in names:   # as numbers: 1 and 1.0 are one class
         if name in seen:
             raise CrowdDataError(f"--classes: class {name!r} is listed twice")
         seen.add(name)
@@ -380,6 +234,10 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
     numbers, ordered by value (:func:`_scale_classes`; ``agree``)."""
     from ..annotations import Annotations
 
+    for one, two in (("item", "annotator"), ("item", "label"), ("annotator", "label")):
+        if getattr(args, one) == getattr(args, two):   # flags that cannot go together
+            raise UsageError(f"{COLUMN_FLAGS[one]} and {COLUMN_FLAGS[two]} both name column "
+                             f"{getattr(args, one)!r}; give each its own column")
     check_paths([("the input file", args.input), ("--gold", getattr(args, "gold", None))],
                 [("--out", getattr(args, "out", None)),
                  ("--annotators", getattr(args, "annotators", None))]
@@ -388,20 +246,23 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
                ("--annotators", getattr(args, "annotators", None))]
     check_output_kinds(files=report_files(args.out) if out_folder else outputs,
                        folders=outputs[:1] if out_folder else [])
-    df = _read_table(args.input, args.label, args.string_labels,
+    df = read_table(args.input, args.label, args.string_labels,
                      ids=[args.item, args.annotator])
-    _check_columns(args.input, df, args, roles=tuple(_COLUMN_FLAGS))
+    check_columns(args.input, df, args, roles=tuple(COLUMN_FLAGS))
+    check_spacing(args.input, df, args)
     classes = None
     if getattr(args, "classes", None) is not None:
         classes = _listed_classes(args.classes, df[args.label])
     elif scale and not args.string_labels:
         classes = _scale_classes(df[args.label])
+    elif not args.string_labels and _scale_classes(df[args.label]) is not None:
+        _refuse_scale(args.input, df, args)
     try:
         ann = Annotations.from_frame(df, item=args.item, annotator=args.annotator,
                                      label=args.label, classes=classes,
                                      duplicates=args.duplicates)
     except CrowdDataError as exc:
-        raise _frame_error(exc, args.input, args) from None
+        raise frame_error(exc, args.input, args) from None
     return df, ann
 
 
@@ -410,18 +271,16 @@ def _aggregate(args: argparse.Namespace) -> int:
 
     from ..aggregation import get_label_model
 
-    df, ann = _read_annotations(args)
     problem = target_prior_problem(args.target_prior, args.method)
-    if problem:
+    if problem:   # flags that cannot go together: said before the files are read
         raise UsageError(problem)
     settings = {"target_prior": args.target_prior} if args.target_prior else {}
     model = get_label_model(args.method, **settings)
-    gold = None
-    if args.gold:
-        if not model.accepts_gold:
-            raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
-                                 "the default method does")
-        gold = _read_gold(args, ann)
+    if args.gold and not model.accepts_gold:
+        raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
+                         "the default method does")
+    df, ann = _read_annotations(args)
+    gold = _read_gold(args, ann) if args.gold else None
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
         model = model.fit(ann) if gold is None else model.fit(ann, gold=gold)
     proba = model.predict_proba()
@@ -466,10 +325,10 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement.report import nested, records
 
     if args.string_labels and args.level in ("interval", "ratio"):
-        raise CrowdDataError(f"--level {args.level} needs numeric labels (the distance between "
-                             "two labels is computed from their values), but --string-labels "
-                             "reads them as text; drop --string-labels (negative and "
-                             "fractional numbers are read as they are)")
+        raise UsageError(f"--level {args.level} needs numeric labels (the distance between "
+                         "two labels is computed from their values), but --string-labels "
+                         "reads them as text; drop --string-labels (negative and "
+                         "fractional numbers are read as they are)")
     df, ann = _read_annotations(args, out_folder=True, scale=True)
     # in code order: the order that ordinal alpha uses
     shown = plain_values(ann.classes)[:10]
@@ -572,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "held fixed in the fit, and with 20 or more the default method chooses "
                      "its model by them")
     add_target_prior_option(agg, "the default method only")
-    agg.add_argument("--classes", default=None, metavar="A,B,...",
+    agg.add_argument("--classes", default=None, metavar="A,B,...", type=class_list,
                      help="every class, separated by commas (e.g. cat,dog,bird): a class no "
                           "annotator chose (one a --gold label names, say) is a class of the "
                           "model; a label not listed is an error naming its line (default: the "
@@ -600,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="level of Krippendorff's alpha: ordinal takes the classes in "
                             "the order printed (numbers by value, text alphabetically), "
                             "interval needs numeric labels, ratio non-negative ones")
-    agree.add_argument("--classes", default=None, metavar="A,B,...",
+    agree.add_argument("--classes", default=None, metavar="A,B,...", type=class_list,
                        help="the classes in order, separated by commas (e.g. "
                             "low,medium,high): the order of --level ordinal; a label not "
                             "listed is an error naming its line (default: the labels in the "
@@ -629,7 +488,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
+        parser.print_help(sys.stderr)   # a usage error (exit 2): on stderr, as argparse's own
         return 2
     quiet_tensorflow(verbose=getattr(args, "verbose", False))  # before any Keras model runs
     import_methods_quietly(args)

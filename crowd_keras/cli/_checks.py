@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 
 from ..errors import CrowdDataError
 
-__all__ = ["int_at_least", "check_paths", "check_output_kinds", "report_files"]
+__all__ = ["int_at_least", "class_list", "check_paths", "check_output_kinds", "report_files"]
 
 #: The files a report command writes into its ``--out`` folder.
 REPORT_FILES = ("report.html", "report.json")
@@ -32,6 +32,24 @@ def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
 
     parse.__name__ = f"integer >= {low}"  # argparse names the type in some messages
     return parse
+
+
+def class_list(text: str) -> str:
+    """An argparse ``type=`` for ``--classes A,B,...``: the text as given, once no name is
+    empty or listed twice (a usage error, exit 2, before the file is read); the names are
+    matched to the labels' type later."""
+    names = [name.strip() for name in str(text).split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"an empty class name in {text!r}; give the classes separated by commas (e.g. "
+            "--classes low,medium,high)")
+    twice = next((name for n, name in enumerate(names) if name in names[:n]), None)
+    if twice is not None:
+        raise argparse.ArgumentTypeError(f"class {twice!r} is listed twice in {text!r}")
+    return text
+
+
+class_list.__name__ = "class list"   # argparse names the type in some messages
 
 
 def _key(path: str) -> str:

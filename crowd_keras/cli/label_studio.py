@@ -17,11 +17,12 @@ output or in error messages.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from crowd_keras.aggregation.registry import get_label_model
+from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
 from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
@@ -227,10 +228,15 @@ def report_command(args: argparse.Namespace) -> int:
     except CrowdDataError as exc:
         _err(exc)
         return 2
+    source = args.export
+    if os.path.exists(source) and not os.path.isfile(source) and not os.path.isdir(source):
+        # a pipe (<(...), /dev/stdin) is read once: the report reads its export per control
+        with open(source, "rb") as fh:
+            source = fh.read()
     try:
         with Heartbeat("computing agreement", disable=getattr(args, "quiet", False)):
             out = ls.quality_report(
-                args.export, args.out, controls=args.control, label_config=args.label_config,
+                source, args.out, controls=args.control, label_config=args.label_config,
                 format=args.format, method=args.method, sequence_model=args.sequence_model,
                 level=args.level, multiple=args.multiple, separator=args.separator,
                 include_gold=args.include_gold,
@@ -319,10 +325,21 @@ def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool,
     contradicts (an error rather than silently ignored)."""
     if args.model_version is not None and not args.model_version.strip():
         return "--model-version is empty: give a name, or drop it for crowd-keras-<method>"
-    if not spans and (args.text_key is not None or args.scheme != "IO"):
-        flag = "--text-key" if args.text_key is not None else f"--scheme {args.scheme}"
+    if not spans and (args.text_key is not None or args.scheme != "IO"
+                      or args.sequence_model != DEFAULT_SEQUENCE_MODEL):
+        flag = "--text-key" if args.text_key is not None else f"--scheme {args.scheme}" \
+            if args.scheme != "IO" else f"--sequence-model {args.sequence_model}"
         return (f"{flag} applies to span controls; control '{export.control}' is not one "
-                "(drop it)")
+                "(drop it" + ("; --method chooses its label model)" if "model" in flag
+                              else ")"))
+    if spans and args.method != DEFAULT_LABEL_MODEL:   # it was ignored, silently
+        return (f"--method {args.method} applies to Choices/Rating controls; span control "
+                f"'{export.control}' is fitted by --sequence-model (drop --method, or pass "
+                "--sequence-model NAME)")
+    if args.separator != "|" and args.multiple != "combination":
+        return (f"--separator {args.separator!r} joins the choices of a set with --multiple "
+                f"combination, not --multiple {args.multiple} (drop it, or add --multiple "
+                "combination)")
     if args.to_name and export.format == "JSON" and export.to_name and \
             args.to_name != export.to_name:
         return (f"--to-name {args.to_name!r} differs from the object {export.to_name!r} that "
@@ -347,6 +364,11 @@ def aggregate_command(args: argparse.Namespace) -> int:
     problem = _push_flags(args)
     if problem:
         _err(problem)
+        return 2
+    if args.annotators_json is not None and args.annotators is None:
+        # the report is written as CSV and JSON together: alone it wrote nothing, silently
+        _err("--annotators-json names where the JSON annotator report goes beside the CSV "
+             "report of --annotators CSV: add --annotators, or drop --annotators-json")
         return 2
     csv_path, json_path = _report_paths(args)
     try:  # before any work: an output must not overwrite the export or another output
@@ -517,7 +539,7 @@ def _report_paths(args: argparse.Namespace) -> tuple:
     csv_path = Path(args.annotators)
     json_path = Path(args.annotators_json) if args.annotators_json else \
         csv_path.with_suffix(".json")
-    if json_path == csv_path:
+    if json_path == csv_path and not args.annotators_json:   # given: refused as one file
         json_path = csv_path.with_name(csv_path.name + ".json")
     return csv_path, json_path
 
