@@ -16,6 +16,7 @@ keras = pytest.importorskip("keras")
 
 from crowd_keras.callbacks import TruthValidation  # noqa: E402
 from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
+from crowd_keras.lia.losses import ExpectedCompleteNLL, MarginalNLL  # noqa: E402
 from crowd_keras.losses import (LabelCountCrossEntropy, MaskedMultiCrossEntropy,  # noqa: E402
                                 MaskedMultiMSE)
 from crowd_keras.metrics import MaskedMultiAccuracy  # noqa: E402
@@ -134,8 +135,10 @@ def test_a_model_compiled_with_the_masked_accuracy_loads_after_importing_the_lay
 
 @pytest.mark.parametrize("make", [lambda d: MaskedMultiCrossEntropy(from_logits=False, dtype=d),
                                   lambda d: MaskedMultiMSE(reduction="sum", dtype=d),
-                                  lambda d: LabelCountCrossEntropy(normalize=True, dtype=d)],
-                         ids=["cross_entropy", "mse", "label_counts"])
+                                  lambda d: LabelCountCrossEntropy(normalize=True, dtype=d),
+                                  lambda d: ExpectedCompleteNLL(dtype=d),
+                                  lambda d: MarginalNLL(per="item", dtype=d)],
+                         ids=["cross_entropy", "mse", "label_counts", "lia_expected", "lia_marginal"])
 def test_the_losses_keep_their_dtype_through_their_config(make):
     """Keras' Loss.get_config leaves out dtype: a float64 loss came back in float32 from
     from_config and from a .keras file (the config comparison of both was equal, and blind)."""

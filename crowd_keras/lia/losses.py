@@ -11,7 +11,7 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from .._keras_utils import checked_codes, concrete_values
+from .._keras_utils import KeepsLossDtype, checked_codes, concrete_values
 
 __all__ = ["ExpectedCompleteNLL", "MarginalNLL"]
 
@@ -22,7 +22,7 @@ def _joint(y_pred: Any) -> Any:
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class ExpectedCompleteNLL(keras.losses.Loss):
+class ExpectedCompleteNLL(KeepsLossDtype, keras.losses.Loss):
     """Negative of the M-step objective (Eq. 7) for one item; ``y_true`` = E-step ``ŷ (batch, C)``."""
 
     def __init__(self, name: str = "lia_expected_nll", **kwargs: Any) -> None:
@@ -33,7 +33,7 @@ class ExpectedCompleteNLL(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
-class MarginalNLL(keras.losses.Loss):
+class MarginalNLL(KeepsLossDtype, keras.losses.Loss):
     """Negative marginal log-likelihood of an item's labels; ``y_true`` = labels ``(batch, k)``.
 
     ``per="annotation"``: the paper's Eq. 9, ``−Σ_j log Σ_k h_k [Q_ij]_{k,y_ij}``;
