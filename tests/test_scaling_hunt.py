@@ -1,0 +1,66 @@
+"""The scaling hunt of 29 November: paths that were quadratic in the number of annotators,
+documents or rows now group by one sort or one hash lookup. These tests check what the
+paths return on inputs with many groups (timings are in the hunt's report, not here)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.aggregation import MajorityVote
+from crowd_keras.sequences.formats import spans_to_token_tags, token_tags_to_spans
+
+
+def _many_annotators(n_annotators: int, ids) -> Annotations:
+    rng = np.random.default_rng(0)
+    items = np.repeat(np.arange(n_annotators), 2)
+    annotators = np.concatenate([np.arange(n_annotators), np.roll(np.arange(n_annotators), 1)])
+    annotators = annotators.reshape(2, -1).T.ravel()
+    return Annotations(items, annotators, rng.integers(0, 3, len(items)),
+                       annotator_ids=ids, classes=["a", "b", "c"])
+
+
+def test_all_new_annotators_written_like_fitted_ones_name_the_first_of_them():
+    """Among 3000 new annotators, the first (in the new ids' order) whose id is spelt like a
+    fitted one is named, with that fitted id (was a set of the fitted ids rebuilt per new id:
+    O(new × fitted))."""
+    n = 3000
+    model = MajorityVote().fit(_many_annotators(n, np.arange(n)))
+    ids = np.array([f"new{a}" for a in range(n)], dtype=object)
+    ids[2500], ids[2900] = "2900", "17"      # both spelt like fitted ints; 2500 comes first
+    with pytest.raises(CrowdDataError, match=r"annotator '2900' is written like the fitted "
+                                             r"annotator 2900: give the ids"):
+        model.predict_proba(_many_annotators(n, ids))
+    # none spelt alike: every annotation is left out and counted, the posteriors the prior's
+    fresh = np.array([f"new{a}" for a in range(n)], dtype=object)
+    post = model.predict_proba(_many_annotators(n, fresh))
+    assert model.n_unknown_annotations_ == 2 * n
+    np.testing.assert_allclose(post, np.broadcast_to(post[0], post.shape))
+
+
+def test_token_tags_of_many_documents_and_annotators_hold_each_rows_spans():
+    """3000 documents × 3 annotators with spans in shuffled order: each (document,
+    annotator) row holds exactly its own spans, read back exactly (the rows' spans were
+    found by a scan of every span per row: O(rows × spans))."""
+    rng = np.random.default_rng(0)
+    n_docs = 3000
+    texts = {f"d{d}": "alpha beta gamma delta epsilon" for d in range(n_docs)}
+    # token offsets: alpha [0,5) beta [6,10) gamma [11,16) delta [17,22) epsilon [23,30)
+    choices = [(0, 5), (6, 16), (17, 22), (23, 30)]
+    rows = []
+    for d in range(n_docs):
+        for a in ("ann", "bob", 7):
+            for k in np.flatnonzero(rng.random(4) < 0.5):
+                rows.append((f"d{d}", *choices[k], ["PER", "LOC"][int(rng.integers(2))], a))
+    spans = pd.DataFrame(rows, columns=["doc", "start", "end", "label", "annotator"])
+    shuffled = spans.sample(frac=1, random_state=1).reset_index(drop=True)
+    out = spans_to_token_tags(texts, shuffled, scheme="BIO")
+    pairs = spans[["doc", "annotator"]].drop_duplicates()
+    assert len(out) == len(pairs)
+    back_texts, back = token_tags_to_spans(out, scheme="BIO")
+    assert back_texts == {d: texts[d] for d in pairs["doc"]}
+    key = ["doc", "annotator", "start", "end"]
+    want = spans.assign(annotator=spans["annotator"].astype(str))
+    got = back.assign(annotator=back["annotator"].astype(str))
+    pd.testing.assert_frame_equal(
+        got[key + ["label"]].sort_values(key).reset_index(drop=True),
+        want[key + ["label"]].sort_values(key).reset_index(drop=True), check_dtype=False)
