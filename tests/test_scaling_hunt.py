@@ -64,3 +64,31 @@ def test_token_tags_of_many_documents_and_annotators_hold_each_rows_spans():
     pd.testing.assert_frame_equal(
         got[key + ["label"]].sort_values(key).reset_index(drop=True),
         want[key + ["label"]].sort_values(key).reset_index(drop=True), check_dtype=False)
+
+
+def test_from_dense_of_a_mostly_empty_matrix_reads_the_present_entries_and_names_bad_ones():
+    """A 2000 × 300 matrix with one entry in 20: the present entries become the annotations,
+    and a bad entry is still named by its (row, column) (only the present entries are
+    converted now, not two more copies of the whole matrix)."""
+    from crowd_keras.datasets import simulate_crowd
+
+    ann = simulate_crowd(n_items=2000, n_annotators=300, annotations_per_item=15, seed=0
+                         ).annotations
+    dense = ann.to_dense()
+    assert Annotations.from_dense(dense) == ann
+    with_nan = np.where(dense >= 0, dense, np.nan)
+    assert Annotations.from_dense(with_nan, missing=np.nan) == ann
+    bad = dense.copy()
+    bad[1500, 7], bad[1900, 3] = -4, -2
+    with pytest.raises(CrowdDataError, match=r"negative code -4 at row 1500, column 7; only "
+                                             r"the missing marker -1"):
+        Annotations.from_dense(bad)
+    odd = with_nan.copy()
+    odd[1700, 250], odd[1800, 0] = 2.5, np.inf
+    with pytest.raises(CrowdDataError, match=r"non-finite code inf at \(row, column\) "
+                                             r"\(1800, 0\)"):
+        Annotations.from_dense(odd, missing=np.nan)
+    odd[1800, 0] = 1.0
+    with pytest.raises(CrowdDataError, match=r"non-integer code 2.5 at \(row, column\) "
+                                             r"\(1700, 250\)"):
+        Annotations.from_dense(odd, missing=np.nan)
