@@ -92,3 +92,22 @@ def test_from_dense_of_a_mostly_empty_matrix_reads_the_present_entries_and_names
     with pytest.raises(CrowdDataError, match=r"non-integer code 2.5 at \(row, column\) "
                                              r"\(1700, 250\)"):
         Annotations.from_dense(odd, missing=np.nan)
+
+
+def test_from_padded_of_many_items_round_trips_and_names_a_late_repeat():
+    """20000 items × 4 slots: the padded layout reads back to the same annotations, and an
+    annotator in two slots of one late row is named with its row and both slots (the
+    three-key sort of every entry that locates it now runs only when a row repeats one)."""
+    from crowd_keras.datasets import simulate_crowd
+
+    ann = simulate_crowd(n_items=20000, n_annotators=50, annotations_per_item=4, seed=0
+                         ).annotations
+    who, labels = ann.to_padded()
+    assert Annotations.from_padded(who, labels, n_annotators=50) == ann
+    who = who.copy()
+    who[19000, 3] = who[19000, 1]
+    who[19500, 2] = who[19500, 0]
+    with pytest.raises(CrowdDataError, match=rf"^padded row 19000: annotator {who[19000, 1]} "
+                                             r"is in slots 1 and 3; an annotator labels an "
+                                             r"item once"):
+        Annotations.from_padded(who, labels, n_annotators=50)
