@@ -342,7 +342,7 @@ class LabelModel(Params):
             # one hash lookup per new id (a set rebuilt per id was O(new × fitted) annotators)
             written = pd.Index(ref.annotator_ids).astype(str)
             once = np.flatnonzero(~written.duplicated())   # 7 and "7" fitted: the first
-            match = written[once].get_indexer(pd.Index(new.annotator_ids).astype(str))
+            match = written[once].get_indexer([str(a) for a in new.annotator_ids])
             alike = np.flatnonzero(match >= 0)
             if len(alike):
                 first = new.annotator_ids[alike[0]]
