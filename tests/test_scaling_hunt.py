@@ -1,6 +1,7 @@
 """The scaling hunt of 29 November: paths that were quadratic in the number of annotators,
-documents or rows now group by one sort or one hash lookup. These tests check what the
-paths return on inputs with many groups (timings are in the hunt's report, not here)."""
+documents or rows now group by one sort or one hash lookup, and readers of padded and dense
+matrices no longer sort or copy every entry to check a few. These tests check what the
+paths return on large inputs (timings are in the hunt's report, not here)."""
 import numpy as np
 import pandas as pd
 import pytest
