@@ -193,7 +193,7 @@ class AnnotationReaders:
             raise CrowdDataError(f"padding mismatch at row {r}, slot {c}: annotator {a[r, c]}, "
                                  f"label {y[r, c]} (both must be -1 or both set)")
         rows, slots = np.nonzero(present)
-        _check_padded_repeats(rows, slots, a[rows, slots])
+        _check_padded_repeats(a, rows, slots, a[rows, slots])
         if n_annotators is not None:
             n_annotators = check_count(n_annotators, "n_annotators", 0)
         if n_annotators is None and annotator_ids is None:
@@ -216,11 +216,18 @@ class AnnotationReaders:
         return cls(items, annotators, labels, classes=classes, **kwargs)
 
 
-def _check_padded_repeats(rows: np.ndarray, slots: np.ndarray, annotators: np.ndarray) -> None:
+def _check_padded_repeats(padded: np.ndarray, rows: np.ndarray, slots: np.ndarray,
+                          annotators: np.ndarray) -> None:
     """Raise for an annotator in two slots of one padded row, naming the row and both slots
     (the constructor's duplicate message would name positions and a ``duplicates=`` that
-    :meth:`AnnotationReaders.from_padded` does not take)."""
+    :meth:`AnnotationReaders.from_padded` does not take). ``padded`` (items, slots): the
+    annotator codes, -1 = padding; ``rows``, ``slots``, ``annotators`` (n,): its entries."""
     if len(rows) < 2:
+        return
+    # each row sorted on its own (a few slots) finds a repeat; the sort of all the entries
+    # by three keys that locates it (1.7 of 2.3 s of a 1M-item from_padded) runs only then
+    by_row = np.sort(padded, axis=1)
+    if not ((by_row[:, 1:] == by_row[:, :-1]) & (by_row[:, :-1] >= 0)).any():
         return
     order = np.lexsort((slots, annotators, rows))
     r, a = rows[order], annotators[order]

@@ -493,14 +493,19 @@ def dense_codes(matrix: Any, missing: Any, classes: Optional[Sequence], *,
         present = ~np.isnan(m) if m.dtype.kind == "f" else np.ones(m.shape, bool)
     else:
         present = m != missing
-    codes = integer_codes(np.where(present, m, 0), "dense annotations", "(row, column) ")
-    neg = present & (codes < 0)
-    if neg.any():
-        r, c = np.argwhere(neg)[0]
-        raise CrowdDataError(f"negative code {codes[r, c]} at row {r}, column {c}; "
-                             f"only the missing marker {show(missing)} may be negative")
+    # the present entries only (row-major, as np.nonzero gives them): a mostly empty matrix
+    # is not copied whole twice more to check and convert its absent cells
     rows, cols = np.nonzero(present)
-    labels = codes[rows, cols]
+    try:
+        labels = integer_codes(m[rows, cols], "dense annotations", "(row, column) ")
+    except CrowdDataError:   # the whole matrix, to name the bad entry's (row, column)
+        integer_codes(np.where(present, m, 0), "dense annotations", "(row, column) ")
+        raise
+    neg = labels < 0
+    if neg.any():
+        n = int(np.argmax(neg))
+        raise CrowdDataError(f"negative code {labels[n]} at row {rows[n]}, column {cols[n]}; "
+                             f"only the missing marker {show(missing)} may be negative")
     if classes is None and len(labels):
         top = int(labels.max())
         distinct = np.unique(labels) if top >= 2 ** 20 else np.flatnonzero(np.bincount(labels))

@@ -399,13 +399,17 @@ class LabelModel(Params):
         if len(known) and not known.any():
             # every annotator unknown, yet written like a fitted one: ids of another type (a
             # CSV's "7" against 7), not new annotators; the posteriors would be the prior alone
-            written = np.asarray(pd.Index(ref.annotator_ids).astype(str))
-            alike = [a for a in new.annotator_ids if str(a) in set(written)]
-            if alike:
-                fitted = ref.annotator_ids[np.flatnonzero(written == str(alike[0]))[0]]
+            # one hash lookup per new id (a set rebuilt per id was O(new × fitted) annotators)
+            written = pd.Index(ref.annotator_ids).astype(str)
+            once = np.flatnonzero(~written.duplicated())   # 7 and "7" fitted: the first
+            match = written[once].get_indexer([str(a) for a in new.annotator_ids])
+            alike = np.flatnonzero(match >= 0)
+            if len(alike):
+                first = new.annotator_ids[alike[0]]
+                fitted = ref.annotator_ids[once[match[alike[0]]]]
                 raise CrowdDataError(
                     f"none of the new annotations' annotators was fitted, but annotator "
-                    f"{show(alike[0])} is written like the fitted annotator {show(fitted)}: "
+                    f"{show(first)} is written like the fitted annotator {show(fitted)}: "
                     "give the ids in the type they had in fit")
         self.n_unknown_annotations_ = int((~known).sum())
         return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
