@@ -283,3 +283,25 @@ def test_lia_refits_keep_no_feature_scaling_of_an_earlier_fit():
     fresh = fit("classification", "lia", which=2)
     assert sorted(learned(model)) == sorted(learned(fresh))
     assert same(vars(model), vars(fresh)) == []
+
+
+#: (kind, name, switch): every constructor parameter defaulting to True or False
+SWITCHES = [(kind, name, p.name) for kind, name in MODELS
+            for p in inspect.signature(type(make(kind, name)).__init__).parameters.values()
+            if isinstance(p.default, bool)]
+
+
+@pytest.mark.parametrize("kind,name,switch", SWITCHES,
+                         ids=[f"{k}-{n}-{s}" for k, n, s in SWITCHES])
+def test_a_switch_that_is_not_a_bool_is_refused_at_fit_naming_it(kind, name, switch):
+    # "no" and 0.5 were read by their truth value: soft="no" voted softly without a word
+    for value in ("no", 0.5):
+        model = make(kind, name, **{switch: value})
+        with pytest.raises(ValueError, match=f"{switch} must be True.*False.*got {value!r}"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(data(kind, 1))
+    default = inspect.signature(type(make(kind, name)).__init__).parameters[switch].default
+    with warnings.catch_warnings():   # numpy's bools are bools (a value read from an array)
+        warnings.simplefilter("ignore")
+        assert make(kind, name, **{switch: np.bool_(default)}).fit(data(kind, 1)) is not None
