@@ -305,3 +305,27 @@ def test_a_switch_that_is_not_a_bool_is_refused_at_fit_naming_it(kind, name, swi
     with warnings.catch_warnings():   # numpy's bools are bools (a value read from an array)
         warnings.simplefilter("ignore")
         assert make(kind, name, **{switch: np.bool_(default)}).fit(data(kind, 1)) is not None
+
+
+def test_the_snorkel_adapter_has_scikit_learn_parameters_and_clones():
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    model = CrowdLabelModel(cardinality=3, method="dawid_skene", max_iter=30)
+    # the label model's arguments are parameters as passed (clone failed: no get_params)
+    assert model.get_params() == {"cardinality": 3, "method": "dawid_skene", "verbose": False,
+                                  "device": "cpu", "max_iter": 30}
+    assert repr(model) == "CrowdLabelModel(cardinality=3, method='dawid_skene', max_iter=30)"
+    assert repr(CrowdLabelModel()) == "CrowdLabelModel()"
+    L = data("classification", 1).to_dense()
+    assert model.fit(L) is model
+    clone = sk_base.clone(model)
+    assert clone.get_params() == model.get_params() and not hasattr(clone, "label_model_")
+    assert clone.method_kwargs is not model.method_kwargs
+    assert np.array_equal(clone.fit(L).predict_proba(L), model.predict_proba(L))
+    assert model.set_params(method="glad", max_iter=7) is model
+    assert repr(model) == "CrowdLabelModel(cardinality=3, method='glad', max_iter=7)"
+    with pytest.raises(ValueError, match="invalid parameter 'bogus' for CrowdLabelModel"):
+        model.set_params(bogus=1)
+    with pytest.raises(ValueError, match="invalid parameter 'learn_class_prior'.*method='mace'"):
+        CrowdLabelModel(method="mace").set_params(learn_class_prior=True)
+    assert model.get_params()["max_iter"] == 7 and "bogus" not in model.get_params()
