@@ -8,6 +8,7 @@ The fits are of tiny simulated crowds (a few dozen items) so that the file stays
 import copy
 import inspect
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -329,3 +330,26 @@ def test_the_snorkel_adapter_has_scikit_learn_parameters_and_clones():
     with pytest.raises(ValueError, match="invalid parameter 'learn_class_prior'.*method='mace'"):
         CrowdLabelModel(method="mace").set_params(learn_class_prior=True)
     assert model.get_params()["max_iter"] == 7 and "bogus" not in model.get_params()
+
+
+#: LIA's sizes, strengths and rates that were taken as given (a negative rate or L2, a zero
+#: scale) or failed deep in numpy with a message naming no setting
+LIA_BAD = [("learning_rate", -0.5), ("learning_rate", "0.05"), ("marginal_learning_rate", 0.0),
+           ("annotator_l2", -1.0), ("instance_l2", -1.0), ("classifier_l2", float("nan")),
+           ("annotator_scale", 0.0), ("latent_dim", 0), ("latent_dim", "2"), ("batch_size", "8"),
+           ("marginal", "items")]
+
+
+@pytest.mark.parametrize("param,value", LIA_BAD, ids=[f"{p}={v!r}" for p, v in LIA_BAD])
+def test_lia_refuses_a_bad_size_strength_or_rate_at_fit_naming_it(param, value):
+    from crowd_keras.lia.em import FeatureFreeLIA
+
+    fitters = [make("classification", "lia", **{param: value})]
+    if param in inspect.signature(FeatureFreeLIA).parameters:   # the numpy engine's own
+        fitters.append(FeatureFreeLIA(em_iterations=1, m_steps=2, **{param: value}))
+    for fitter in fitters:
+        with pytest.raises((ValueError, TypeError),
+                           match=f"{type(fitter).__name__} {param} must be .*got .*"
+                                 + re.escape(repr(value))):
+            fitter.fit(data("classification", 1))
+
