@@ -353,3 +353,25 @@ def test_lia_refuses_a_bad_size_strength_or_rate_at_fit_naming_it(param, value):
                                  + re.escape(repr(value))):
             fitter.fit(data("classification", 1))
 
+
+def test_a_global_mixture_of_groups_refit_keeps_no_individual_fit_state():
+    keras = pytest.importorskip("keras")
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=40, n_classes=3, n_annotators=7, annotations_per_item=3,
+                         n_features=4, seed=1)
+
+    def trainer(scenario):
+        keras.utils.set_random_seed(0)
+        classifier = keras.Sequential([keras.Input((4,)),
+                                       keras.layers.Dense(3, activation="softmax")])
+        return MixtureOfGroupsEM(classifier, 2, scenario=scenario, max_iter=1, seed=0,
+                                 progress=False)
+
+    model = trainer("individual").fit(sim.x, sim.annotations)
+    assert hasattr(model, "memberships_") and hasattr(model, "annotations_")
+    model.set_params(scenario="global").fit(sim.x, sim.annotations)
+    fresh = trainer("global").fit(sim.x, sim.annotations)
+    # the individual fit's memberships and annotations were left on the global model
+    assert sorted(learned(model)) == sorted(learned(fresh))
+    assert not hasattr(model, "memberships_") and not hasattr(model, "annotations_")

@@ -284,6 +284,9 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if self.scenario == "individual":
             self.memberships_ = best["groups"]
             self.annotations_ = annotations
+        else:   # a global fit has neither: an earlier individual fit's would be left behind
+            for name in ("memberships_", "annotations_"):
+                self.__dict__.pop(name, None)
         self.layer_ = self._layer()
         self.crowd_summary_ = None
         if annotations is not None:   # label counts alone do not name the annotators
