@@ -375,3 +375,20 @@ def test_a_global_mixture_of_groups_refit_keeps_no_individual_fit_state():
     # the individual fit's memberships and annotations were left on the global model
     assert sorted(learned(model)) == sorted(learned(fresh))
     assert not hasattr(model, "memberships_") and not hasattr(model, "annotations_")
+
+
+def test_an_unfitted_trainer_has_no_annotator_summary_as_scikit_learn_says_it():
+    keras = pytest.importorskip("keras")
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.models import CrowdModel
+    from crowd_keras.training import LIATrainer, MixtureOfGroupsEM
+
+    classifier = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    for trainer in (LIATrainer(), MixtureOfGroupsEM(classifier, 2),
+                    CrowdModel(classifier, CrowdLayer(5))):
+        for attr in ("annotator_quality_", "confusion_matrices_", "class_priors_"):
+            # a RuntimeError before: hasattr raised instead of answering False
+            assert not hasattr(trainer, attr)
+            with pytest.raises(SklearnNotFittedError, match="no annotator summary yet"):
+                getattr(trainer, attr)
+
