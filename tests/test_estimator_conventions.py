@@ -392,3 +392,13 @@ def test_an_unfitted_trainer_has_no_annotator_summary_as_scikit_learn_says_it():
             with pytest.raises(SklearnNotFittedError, match="no annotator summary yet"):
                 getattr(trainer, attr)
 
+
+def test_mixture_of_groups_em_refuses_a_progress_that_is_not_a_bool():
+    keras = pytest.importorskip("keras")
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=20, n_classes=3, n_annotators=5, n_features=4, seed=1)
+    classifier = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    with pytest.raises(ValueError, match="MixtureOfGroupsEM progress must be True, False or "
+                                         "'auto', got 'no'"):   # it showed the bars
+        MixtureOfGroupsEM(classifier, 2, progress="no").fit(sim.x, sim.annotations)
