@@ -318,7 +318,10 @@ def test_the_snorkel_adapter_has_scikit_learn_parameters_and_clones():
     assert repr(model) == "CrowdLabelModel(cardinality=3, method='dawid_skene', max_iter=30)"
     assert repr(CrowdLabelModel()) == "CrowdLabelModel()"
     L = data("classification", 1).to_dense()
+    with pytest.raises(SklearnNotFittedError):   # an AttributeError: no __sklearn_tags__
+        check_is_fitted(model)
     assert model.fit(L) is model
+    check_is_fitted(model)
     clone = sk_base.clone(model)
     assert clone.get_params() == model.get_params() and not hasattr(clone, "label_model_")
     assert clone.method_kwargs is not model.method_kwargs

@@ -25,6 +25,7 @@ from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError, NotFittedError
 from crowd_keras.files import atomic_write_bytes, read_json_text, read_npz
+from crowd_keras.params import Params
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
@@ -249,6 +250,13 @@ class CrowdLabelModel:
                              f"{sorted(set(self._OWN_PARAMS) | set(valid))}")
         self.method_kwargs = {**self.method_kwargs, **others}
         return self
+
+    #: scikit-learn's tags (``check_is_fitted`` asks for them), as the library's estimators'
+    __sklearn_tags__ = Params.__sklearn_tags__
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Fitted once ``fit`` or ``load`` has set ``label_model_``."""
+        return hasattr(self, "label_model_")
 
     def __repr__(self) -> str:
         defaults = inspect.signature(CrowdLabelModel.__init__).parameters
@@ -487,7 +495,7 @@ class CrowdLabelModel:
             ann.n_items, mu_eps)
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "label_model_"):
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError("this CrowdLabelModel is not fitted yet; call fit() or load()")
 
     # --------------------------------------------------------------------- predicting
