@@ -26,7 +26,7 @@ from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, summing_matrix
-from .em import FeatureFreeLIA, check_step_settings
+from .em import FeatureFreeLIA, check_model_settings
 from .model import confusions as _confusions
 from .trainer import LIATrainer
 
@@ -137,7 +137,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
     def fit(self, annotations: Any, features: Any = None, **kwargs: Any) -> "LIA":
         """Fit on the annotations (and optional item features ``(items, f)``, row = item code)."""
         check_settings(self)
-        check_step_settings(self)   # named as LIA's, not as the engine's it hands them to
+        check_model_settings(self)   # named as LIA's, not as the engine's it hands them to
         ann = as_annotations(annotations, **kwargs)
         if ann.n_annotations == 0:
             raise CrowdDataError("no annotations to fit")
