@@ -27,6 +27,7 @@ import pandas as pd
 from .aggregation.base import without_evidence
 from .aggregation.quality import annotator_accuracy
 from .annotations import Annotations
+from .errors import NotFittedError
 from .numerics import softmax_rows, summing_matrix
 
 __all__ = ["CrowdSummary", "CrowdConsensus", "confusion_log_likelihood", "item_posteriors",
@@ -219,8 +220,8 @@ class CrowdConsensus:
 
     def _crowd_summary(self) -> CrowdSummary:
         summary = getattr(self, "crowd_summary_", None)
-        if summary is None:   # RuntimeError, as a label model's before fit
-            raise RuntimeError(
+        if summary is None:   # as a label model's before fit: also an AttributeError, so
+            raise NotFittedError(   # hasattr(trainer, "annotator_quality_") is False, not raising
                 f"this {type(self).__name__} has no annotator summary yet: it is learned by "
                 "fit on arrays (or summarize_annotators(x, annotations) where offered)")
         return summary

@@ -8,6 +8,7 @@ The fits are of tiny simulated crowds (a few dozen items) so that the file stays
 import copy
 import inspect
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -283,3 +284,124 @@ def test_lia_refits_keep_no_feature_scaling_of_an_earlier_fit():
     fresh = fit("classification", "lia", which=2)
     assert sorted(learned(model)) == sorted(learned(fresh))
     assert same(vars(model), vars(fresh)) == []
+
+
+#: (kind, name, switch): every constructor parameter defaulting to True or False
+SWITCHES = [(kind, name, p.name) for kind, name in MODELS
+            for p in inspect.signature(type(make(kind, name)).__init__).parameters.values()
+            if isinstance(p.default, bool)]
+
+
+@pytest.mark.parametrize("kind,name,switch", SWITCHES,
+                         ids=[f"{k}-{n}-{s}" for k, n, s in SWITCHES])
+def test_a_switch_that_is_not_a_bool_is_refused_at_fit_naming_it(kind, name, switch):
+    # "no" and 0.5 were read by their truth value: soft="no" voted softly without a word
+    for value in ("no", 0.5):
+        model = make(kind, name, **{switch: value})
+        with pytest.raises(ValueError, match=f"{switch} must be True.*False.*got {value!r}"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(data(kind, 1))
+    default = inspect.signature(type(make(kind, name)).__init__).parameters[switch].default
+    with warnings.catch_warnings():   # numpy's bools are bools (a value read from an array)
+        warnings.simplefilter("ignore")
+        assert make(kind, name, **{switch: np.bool_(default)}).fit(data(kind, 1)) is not None
+
+
+def test_the_snorkel_adapter_has_scikit_learn_parameters_and_clones():
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    model = CrowdLabelModel(cardinality=3, method="dawid_skene", max_iter=30)
+    # the label model's arguments are parameters as passed (clone failed: no get_params)
+    assert model.get_params() == {"cardinality": 3, "method": "dawid_skene", "verbose": False,
+                                  "device": "cpu", "max_iter": 30}
+    assert repr(model) == "CrowdLabelModel(cardinality=3, method='dawid_skene', max_iter=30)"
+    assert repr(CrowdLabelModel()) == "CrowdLabelModel()"
+    L = data("classification", 1).to_dense()
+    with pytest.raises(SklearnNotFittedError):   # an AttributeError: no __sklearn_tags__
+        check_is_fitted(model)
+    assert model.fit(L) is model
+    check_is_fitted(model)
+    clone = sk_base.clone(model)
+    assert clone.get_params() == model.get_params() and not hasattr(clone, "label_model_")
+    assert clone.method_kwargs is not model.method_kwargs
+    assert np.array_equal(clone.fit(L).predict_proba(L), model.predict_proba(L))
+    assert model.set_params(method="glad", max_iter=7) is model
+    assert repr(model) == "CrowdLabelModel(cardinality=3, method='glad', max_iter=7)"
+    with pytest.raises(ValueError, match="invalid parameter 'bogus' for CrowdLabelModel"):
+        model.set_params(bogus=1)
+    with pytest.raises(ValueError, match="invalid parameter 'learn_class_prior'.*method='mace'"):
+        CrowdLabelModel(method="mace").set_params(learn_class_prior=True)
+    assert model.get_params()["max_iter"] == 7 and "bogus" not in model.get_params()
+
+
+#: LIA's sizes, strengths and rates that were taken as given (a negative rate or L2, a zero
+#: scale) or failed deep in numpy with a message naming no setting
+LIA_BAD = [("learning_rate", -0.5), ("learning_rate", "0.05"), ("marginal_learning_rate", 0.0),
+           ("annotator_l2", -1.0), ("instance_l2", -1.0), ("classifier_l2", float("nan")),
+           ("annotator_scale", 0.0), ("latent_dim", 0), ("latent_dim", "2"), ("batch_size", "8"),
+           ("marginal", "items")]
+
+
+@pytest.mark.parametrize("param,value", LIA_BAD, ids=[f"{p}={v!r}" for p, v in LIA_BAD])
+def test_lia_refuses_a_bad_size_strength_or_rate_at_fit_naming_it(param, value):
+    from crowd_keras.lia.em import FeatureFreeLIA
+
+    fitters = [make("classification", "lia", **{param: value})]
+    if param in inspect.signature(FeatureFreeLIA).parameters:   # the numpy engine's own
+        fitters.append(FeatureFreeLIA(em_iterations=1, m_steps=2, **{param: value}))
+    for fitter in fitters:
+        with pytest.raises((ValueError, TypeError),
+                           match=f"{type(fitter).__name__} {param} must be .*got .*"
+                                 + re.escape(repr(value))):
+            fitter.fit(data("classification", 1))
+
+
+def test_a_global_mixture_of_groups_refit_keeps_no_individual_fit_state():
+    keras = pytest.importorskip("keras")
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=40, n_classes=3, n_annotators=7, annotations_per_item=3,
+                         n_features=4, seed=1)
+
+    def trainer(scenario):
+        keras.utils.set_random_seed(0)
+        classifier = keras.Sequential([keras.Input((4,)),
+                                       keras.layers.Dense(3, activation="softmax")])
+        return MixtureOfGroupsEM(classifier, 2, scenario=scenario, max_iter=1, seed=0,
+                                 progress=False)
+
+    model = trainer("individual").fit(sim.x, sim.annotations)
+    assert hasattr(model, "memberships_") and hasattr(model, "annotations_")
+    model.set_params(scenario="global").fit(sim.x, sim.annotations)
+    fresh = trainer("global").fit(sim.x, sim.annotations)
+    # the individual fit's memberships and annotations were left on the global model
+    assert sorted(learned(model)) == sorted(learned(fresh))
+    assert not hasattr(model, "memberships_") and not hasattr(model, "annotations_")
+
+
+def test_an_unfitted_trainer_has_no_annotator_summary_as_scikit_learn_says_it():
+    keras = pytest.importorskip("keras")
+    from crowd_keras.layers import CrowdLayer
+    from crowd_keras.models import CrowdModel
+    from crowd_keras.training import LIATrainer, MixtureOfGroupsEM
+
+    classifier = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    for trainer in (LIATrainer(), MixtureOfGroupsEM(classifier, 2),
+                    CrowdModel(classifier, CrowdLayer(5))):
+        for attr in ("annotator_quality_", "confusion_matrices_", "class_priors_"):
+            # a RuntimeError before: hasattr raised instead of answering False
+            assert not hasattr(trainer, attr)
+            with pytest.raises(SklearnNotFittedError, match="no annotator summary yet"):
+                getattr(trainer, attr)
+
+
+def test_mixture_of_groups_em_refuses_a_progress_that_is_not_a_bool():
+    keras = pytest.importorskip("keras")
+    from crowd_keras.training import MixtureOfGroupsEM
+
+    sim = simulate_crowd(n_items=20, n_classes=3, n_annotators=5, n_features=4, seed=1)
+    classifier = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    with pytest.raises(ValueError, match="MixtureOfGroupsEM progress must be True, False or "
+                                         "'auto', got 'no'"):   # it showed the bars
+        MixtureOfGroupsEM(classifier, 2, progress="no").fit(sim.x, sim.annotations)

@@ -33,7 +33,7 @@ from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
 from ..numerics import shift_class_prior, top_classes
 from ..progress import progress_bar
-from .base import LabelModel, partitioned_report
+from .base import LabelModel, check_flags, partitioned_report
 from .dawid_skene import DawidSkene
 from .em import Block
 from .labeling_functions import LabelingFunctionFallback
@@ -534,6 +534,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         for name, low in (("n_folds", 2), ("max_repeats", 1), ("gold_folds", 2),
                           ("min_gold", 0), ("min_heldout", 0)):
             check_count(getattr(self, name), f"AutoLabelModel {name}", low)
+        check_flags(self)    # progress: read by truth value below
         check_number(self.selection_exponent, "AutoLabelModel selection_exponent")
         check_number(self.confidence, "AutoLabelModel confidence")
         if self.copy_confidence is not None and \

@@ -32,7 +32,7 @@ from ..params import Params
 
 __all__ = ["LabelModel", "PARTITIONED", "partitioned_report", "as_annotations", "wide_hint",
            "WIDE_HINT", "check_prior", "gold_codes", "gold_mapping", "written_alike",
-           "more_unknown", "check_settings", "check_start"]
+           "more_unknown", "check_settings", "check_flags", "check_start"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -131,13 +131,16 @@ def check_settings(model: Any) -> None:
     compared with ints): ``max_iter`` an integer >= 0, ``tol`` a number that is not NaN (a
     negative ``tol`` runs every iteration), ``smoothing`` (when set) a finite number >= 0,
     ``seed`` / ``random_state`` (when set) an integer >= 0 (``1.5`` is not truncated, ``-1``
-    is not left to numpy's message that names no argument)."""
+    is not left to numpy's message that names no argument), and every switch (a parameter
+    whose default is ``True`` or ``False``) a bool: ``progress`` also ``"auto"``
+    (:func:`check_flags`)."""
     settings = vars(model)
     name = type(model).__name__
     # None is "unset" only where the constructor's default is None (MACE's smoothing):
     # elsewhere it is a wrong type, named here rather than by int()'s or float()'s message
     unset = {p.name for p in inspect.signature(type(model).__init__).parameters.values()
              if p.default is None}
+    check_flags(model)
 
     def given(setting: str) -> bool:
         return setting in settings and (settings[setting] is not None or setting not in unset)
@@ -151,6 +154,23 @@ def check_settings(model: Any) -> None:
         check_number(settings["tol"], f"{name} tol", low=-np.inf)
     if given("smoothing"):
         check_number(settings["smoothing"], f"{name} smoothing")
+
+
+def check_flags(model: Any) -> None:
+    """Each switch of ``model`` (a constructor parameter whose default is ``True`` or
+    ``False``) is a bool, ``progress`` also ``"auto"``; else a ValueError naming it and the
+    value (``soft="no"`` or ``prune_groups=0.5`` were read by truth value, without a word)."""
+    name = type(model).__name__
+    for param in inspect.signature(type(model).__init__).parameters.values():
+        if not isinstance(param.default, bool) or not hasattr(model, param.name):
+            continue
+        value = getattr(model, param.name)
+        auto = param.name == "progress"
+        if isinstance(value, (bool, np.bool_)) or (auto and isinstance(value, str)
+                                                    and value == "auto"):
+            continue
+        allowed = "True, False or 'auto'" if auto else "True or False"
+        raise ValueError(f"{name} {param.name} must be {allowed}, got {value!r}")
 
 
 def _not_a_mapping(gold: Any, alternative: str) -> None:

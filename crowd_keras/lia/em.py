@@ -14,12 +14,14 @@ features, and builds the Keras trainer from these weights only if asked for it.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Dict, Optional
 
 import numpy as np
 from scipy import sparse
 
 from .. import adam
+from ..aggregation.base import check_flags
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
@@ -55,6 +57,39 @@ def check_step_settings(fitter: Any) -> None:
     check_number(fitter.tol, f"{name} tol", low=-np.inf)
     if fitter.seed is not None:
         check_count(fitter.seed, f"{name} seed", 0)
+    check_model_settings(fitter)
+
+
+def check_model_settings(fitter: Any) -> None:
+    """The sizes, strengths and rates of an LIA fit (``LIA``, the numpy engine's, the
+    trainer's), before any work: a negative learning rate or L2 strength was taken as given
+    (gradient ascent, a reward for large weights), a size of 0 or ``"16"`` failed deep in
+    numpy or Keras with a message naming no setting. Settings a class lacks are skipped; one
+    whose default is None may be None (LIA's L2 strengths: chosen at fit)."""
+    name = type(fitter).__name__
+    defaults = {p.name: p.default
+                for p in inspect.signature(type(fitter).__init__).parameters.values()}
+
+    def given(setting: str) -> bool:
+        return setting in defaults and not (defaults[setting] is None and
+                                            getattr(fitter, setting) is None)
+
+    for setting, least in (("latent_dim", 1), ("embedding_dim", 1),
+                           ("instance_embedding_dim", 1), ("batch_size", 1), ("num_classes", 2)):
+        if given(setting):
+            check_count(getattr(fitter, setting), f"{name} {setting}", least)
+    for setting in ("classifier_l2", "instance_l2", "annotator_l2"):
+        if given(setting):
+            check_number(getattr(fitter, setting), f"{name} {setting}")
+    for setting in ("learning_rate", "marginal_learning_rate", "annotator_scale"):
+        if given(setting) and not check_number(getattr(fitter, setting), f"{name} {setting}",
+                                               low=-np.inf) > 0:
+            raise ValueError(f"{name} {setting} must be a finite number > 0, got "
+                             f"{getattr(fitter, setting)!r}")
+    if given("marginal") and fitter.marginal not in ("annotation", "item"):
+        raise ValueError(f"{name} marginal must be 'annotation' or 'item', got "
+                         f"{fitter.marginal!r}")
+    check_flags(fitter)
 
 
 def checked_initial_posteriors(initial_posteriors: Any, n: int, k: int) -> np.ndarray:

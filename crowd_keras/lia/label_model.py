@@ -26,7 +26,7 @@ from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, summing_matrix
-from .em import FeatureFreeLIA
+from .em import FeatureFreeLIA, check_model_settings
 from .model import confusions as _confusions
 from .trainer import LIATrainer
 
@@ -140,6 +140,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
         ``gold`` and ``pred_probs`` are taken as ``None`` only, as by every label model that
         does not use them (``accepts_gold``, ``accepts_pred_probs``)."""
         check_settings(self)
+        check_model_settings(self)   # named as LIA's, not as the engine's it hands them to
         for name, value, what in (("gold", gold, "gold labels"), ("pred_probs", pred_probs,
                                                                     "pred_probs")):
             if value is not None:   # else read as a frame reader's keyword argument

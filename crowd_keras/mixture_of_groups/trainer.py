@@ -34,6 +34,7 @@ import keras
 import numpy as np
 
 from .._keras_utils import checked_codes, n_rows, seeded_construction
+from ..aggregation.base import check_flags
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
@@ -125,6 +126,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         check_number(self.smoothing, f"{name} smoothing")
         if self.seed is not None:
             check_count(self.seed, f"{name} seed", 0)
+        check_flags(self)   # progress="no" showed the bars
 
     def _check(self, x: Any, annotations: Any, counts: Any) -> tuple:
         if self.scenario not in ("global", "individual"):
@@ -284,6 +286,9 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if self.scenario == "individual":
             self.memberships_ = best["groups"]
             self.annotations_ = annotations
+        else:   # a global fit has neither: an earlier individual fit's would be left behind
+            for name in ("memberships_", "annotations_"):
+                self.__dict__.pop(name, None)
         self.layer_ = self._layer()
         self.crowd_summary_ = None
         if annotations is not None:   # label counts alone do not name the annotators

@@ -25,6 +25,7 @@ from crowd_keras.annotations import Annotations
 from crowd_keras.distributed import is_dask_array
 from crowd_keras.errors import CrowdDataError, NotFittedError
 from crowd_keras.files import atomic_write_bytes, read_json_text, read_npz
+from crowd_keras.params import Params
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
@@ -217,6 +218,61 @@ class CrowdLabelModel:
         self.verbose = verbose
         self.device = device
         self.method_kwargs = method_kwargs
+
+    # --------------------------------------------------------------------- parameters
+    #: the constructor's own arguments; the others are the label model's (``method_kwargs``)
+    _OWN_PARAMS = ("cardinality", "method", "verbose", "device")
+
+    def get_params(self, deep: bool = True) -> Dict[str, Any]:
+        """scikit-learn's parameters: the constructor's arguments as given, the label model's
+        among them (``method_kwargs`` flattened, as they were passed), so that
+        ``sklearn.base.clone`` builds an unfitted copy. ``deep`` has no nested estimators."""
+        return {**{name: getattr(self, name) for name in self._OWN_PARAMS},
+                **self.method_kwargs}
+
+    def _method_params(self) -> Optional[List[str]]:
+        """Constructor arguments of the label model(s) ``method`` may fit (``"auto"``: the
+        library's default model or the labeling-function one); None: any (a factory taking
+        ``**kwargs``)."""
+        method = _key(self.method)
+        names: List[str] = []
+        for name in ((method, LABELING_FUNCTION_METHOD) if method == "auto" else (method,)):
+            params = inspect.signature(LABEL_MODELS.resolve(name)).parameters.values()
+            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+                return None
+            names += [p.name for p in params if p.name != "self"]
+        return sorted(set(names))
+
+    def set_params(self, **params: Any) -> "CrowdLabelModel":
+        """Set constructor arguments, the label model's too (as ``CrowdLabelModel(...,
+        max_iter=50)`` passes them); returns self. A name that is neither this class's nor
+        the label model's is a ValueError naming it."""
+        for name in self._OWN_PARAMS:
+            if name in params:
+                setattr(self, name, params[name])
+        others = {k: v for k, v in params.items() if k not in self._OWN_PARAMS}
+        valid = self._method_params() if others else []
+        unknown = [k for k in others if valid is not None and k not in valid]
+        if unknown:
+            raise ValueError(f"invalid parameter {unknown[0]!r} for CrowdLabelModel(method="
+                             f"{self.method!r}); valid parameters: "
+                             f"{sorted(set(self._OWN_PARAMS) | set(valid))}")
+        self.method_kwargs = {**self.method_kwargs, **others}
+        return self
+
+    #: scikit-learn's tags (``check_is_fitted`` asks for them), as the library's estimators'
+    __sklearn_tags__ = Params.__sklearn_tags__
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Fitted once ``fit`` or ``load`` has set ``label_model_``."""
+        return hasattr(self, "label_model_")
+
+    def __repr__(self) -> str:
+        defaults = inspect.signature(CrowdLabelModel.__init__).parameters
+        shown = [f"{name}={getattr(self, name)!r}" for name in self._OWN_PARAMS
+                 if getattr(self, name) != defaults[name].default]
+        shown += [f"{name}={value!r}" for name, value in self.method_kwargs.items()]
+        return f"CrowdLabelModel({', '.join(shown)})"
 
     # --------------------------------------------------------------------- fitting
     def fit(self, L_train: Any, Y_dev: Any = None, class_balance: Any = None,
@@ -449,7 +505,7 @@ class CrowdLabelModel:
             ann.n_items, mu_eps)
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "label_model_"):
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError("this CrowdLabelModel is not fitted yet; call fit() or load()")
 
     # --------------------------------------------------------------------- predicting
