@@ -6,6 +6,7 @@ where its oracle is not installed), and what the reports show for the same data.
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -176,3 +177,32 @@ def test_report_summary_for_the_textbook_data():
     assert report.value("n_items_single") == 1 and report.counts["n_items_pairable"] == 11
     again = agreement_report(ann, level="interval", n_bootstrap=200, seed=1)
     assert again.summary.equals(report.summary)
+
+
+def test_agree_reads_text_labels_that_look_like_missing_markers(tmp_path, capsys):
+    """With --string-labels, labels are text: "NA" (not applicable), "None" and "n/a" are
+    classes, as the Python reader keeps them (pandas' missing-value markers made them missing
+    values, and every such file was refused); only an empty field is missing. Without it
+    the error says which text was read as missing and how to keep it."""
+    from crowd_keras.cli import main
+    import pandas as pd
+
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\n1,a,yes\n1,b,NA\n2,a,None\n2,b,None\n3,a,no\n"
+                    "3,b,n/a\n4,a,NA\n4,b,NA\n")
+    assert main(["agree", str(path), "--string-labels", "--bootstrap", "0", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "5 classes ['NA', 'None', 'n/a', 'no', 'yes']" in out
+    frame = pd.DataFrame({"task": [1, 1, 2, 2, 3, 3, 4, 4], "worker": list("abababab"),
+                          "label": ["yes", "NA", "None", "None", "no", "n/a", "NA", "NA"]})
+    alpha = krippendorff_alpha(Annotations.from_frame(frame))
+    assert re.search(rf"krippendorff_alpha \(nominal\)\s+{alpha:.4f}\n", out)
+    assert main(["agree", str(path), "--bootstrap", "0", "--quiet"]) == 1
+    assert "answers.csv: label 'NA' at line 3 (item 1, annotator 'b') is read as a missing " \
+           "value (NA, None, null, n/a and nan mark missing values in a table); with " \
+           "--string-labels labels are read as text, 'NA' included" in capsys.readouterr().err
+    path.write_text("task,worker,label\n1,a,yes\n1,b,\n2,a,NA\n2,b,no\n")   # empty: missing
+    for flags in ([], ["--string-labels"]):
+        assert main(["agree", str(path), "--quiet", *flags]) == 1
+        assert "missing value (NaN/None) in column 'label' (--label) at line 3" in \
+            capsys.readouterr().err

@@ -139,7 +139,20 @@ def _read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] =
     for column in ids if int_ids else ():
         if column in df.columns and df.columns.tolist().count(column) == 1:
             df[column] = _plain_integers(df[column])
+    if string_labels and label in df.columns and df[label].isna().any():
+        # labels read as text: "NA", "None", "null", "n/a" are labels; only an empty field
+        # is missing (pandas' markers made them missing values, refused)
+        df[label] = _raw_column(path, sep, label)
     return df
+
+
+def _raw_column(path: str, sep: str, column: str) -> Any:
+    """The column as written (text; an empty field missing); error and text-label paths
+    only: the file is read again."""
+    import pandas as pd
+
+    return pd.read_csv(path, sep=sep, usecols=[column], dtype=str, keep_default_na=False,
+                       na_values=[""], index_col=False)[column]
 
 
 #: an integer written plainly: ``012``, ``12.0``, ``+12`` and ``-0`` would merge with another id
@@ -373,6 +386,24 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _check_missing_marker(args: argparse.Namespace, df: Any) -> None:
+    """Where the first missing label is written as text pandas reads as missing (NA, None,
+    null, n/a, nan), an error saying so and how to keep it as a label; an empty field is
+    left to the frame reader's message."""
+    missing = df[args.label].isna().to_numpy()
+    if not missing.any():
+        return
+    r = int(np.argmax(missing))
+    raw = _raw_column(args.input, _separator(args.input), args.label).iloc[r]
+    if isinstance(raw, str):
+        raise CrowdDataError(
+            f"{args.input}: label {raw!r} at line {_line_of(args.input)(r)} (item "
+            f"{show(df[args.item].iloc[r])}, annotator {show(df[args.annotator].iloc[r])}) is "
+            "read as a missing value (NA, None, null, n/a and nan mark missing values in a "
+            f"table); with --string-labels labels are read as text, {raw!r} included (only an "
+            "empty field is missing)")
+
+
 def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale: bool = False):
     """(the table, its Annotations) of ``args.input`` with the ``--item/--annotator/--label``
     columns; errors name the file's lines and the flags. ``out_folder``: ``--out`` names a
@@ -391,6 +422,8 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
     df = _read_table(args.input, args.label, args.string_labels,
                      ids=[args.item, args.annotator])
     _check_columns(args.input, df, args, roles=tuple(_COLUMN_FLAGS))
+    if not args.string_labels:
+        _check_missing_marker(args, df)
     classes = None
     if getattr(args, "classes", None) is not None:
         classes = _listed_classes(args.classes, df[args.label])
@@ -519,7 +552,8 @@ def _add_table_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--annotator", default="worker", help="column of the annotator ids")
     p.add_argument("--label", default="label", help="column of the labels")
     p.add_argument("--string-labels", action="store_true",
-                   help="read labels as text (e.g. '01' and '1' stay two classes)")
+                   help="read labels as text (e.g. '01' and '1' stay two classes; NA, "
+                        "None and null are labels, only an empty field is missing)")
     p.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
                    help="several rows of one annotator on one item: error, or keep the last "
                         "or the first (the others are counted)")
