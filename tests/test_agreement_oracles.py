@@ -115,6 +115,10 @@ def test_undefined_agreement_as_each_oracle_says():
         krippendorff = pytest.importorskip("krippendorff", reason="oracle (test extra)")
         assert np.isnan(krippendorff.alpha(value_counts=ann.label_counts(),
                                            level_of_measurement="nominal"))
+        reliability = np.where(dense >= 0, dense, NAN).T.astype(float)[:, :2]
+        assert np.isnan(krippendorff.alpha(reliability_data=reliability, value_domain=[0, 1]))
+        with pytest.raises(ValueError, match="more than one value in the domain"):
+            krippendorff.alpha(reliability_data=reliability)     # as docs/agreement.md says
         sm = pytest.importorskip("statsmodels.stats.inter_rater", reason="oracle (test extra)")
         assert np.isnan(sm.fleiss_kappa(ann.label_counts()[:1]))
         sk_metrics = pytest.importorskip("sklearn.metrics", reason="oracle")
@@ -206,3 +210,29 @@ def test_agree_reads_text_labels_that_look_like_missing_markers(tmp_path, capsys
         assert main(["agree", str(path), "--quiet", *flags]) == 1
         assert "missing value (NaN/None) in column 'label' (--label) at line 3" in \
             capsys.readouterr().err
+
+
+@pytest.mark.parametrize("statistic", ["alpha", "fleiss_kappa", "percent_agreement"])
+def test_a_bootstrap_replicate_is_the_statistic_of_the_resampled_crowd(statistic):
+    """The replicate computed from summed per-item parts equals the statistic recomputed on
+    the crowd with the drawn items repeated (all four alpha levels: ordinal distances follow
+    each replicate's marginals), on a non-contiguous scale."""
+    from crowd_keras.agreement.bootstrap import _parts
+
+    rng = np.random.default_rng(3)
+    dense = rng.integers(0, 4, (40, 5))
+    dense = np.where(rng.random(dense.shape) < 0.5, dense[:, :1], dense)
+    dense[rng.random(dense.shape) < 0.4] = -1
+    scale = [0, 1, 3, 7]
+    ann = Annotations.from_dense(dense, classes=scale)
+    pairable = np.flatnonzero(ann.annotations_per_item() >= 2)
+    recompute = {"alpha": krippendorff_alpha,
+                 "fleiss_kappa": lambda a, level: fleiss_kappa(a),
+                 "percent_agreement": lambda a, level: percent_agreement(a)}[statistic]
+    for level in ("nominal", "ordinal", "interval", "ratio"):
+        parts, replicate = _parts(ann, statistic, level)
+        draw = rng.integers(0, len(pairable), len(pairable))
+        counts = np.bincount(draw, minlength=len(pairable)).astype(np.float64)
+        got = replicate(np.asarray(parts.T @ counts[:, None]).T)[0]
+        resampled = Annotations.from_dense(dense[pairable[draw]], classes=scale)
+        assert got == pytest.approx(recompute(resampled, level), abs=TOL)
