@@ -64,9 +64,10 @@ def test_krippendorff_2011_against_the_package_with_spread_out_values():
                                        "the oracle (test extra)")
     # the same data on a non-contiguous scale with a value nobody used: ordinal follows the
     # order only, interval and ratio the values
-    scale = [0.5, 2.0, 3.0, 7.0, 20.0, 40.0]
+    scale = [0.5, 2.0, 3.0, 7.0, 20.0, 40.0]          # 3.0 unused, between used values
+    used = np.array([0.5, 2.0, 7.0, 20.0, 40.0])
     mapped = np.where(np.isnan(KRIPPENDORFF_C), NAN,
-                      np.take(scale, np.nan_to_num(KRIPPENDORFF_C).astype(int) - 1))
+                      used[np.nan_to_num(KRIPPENDORFF_C).astype(int) - 1])
     ann = _from_reliability(mapped, scale)
     for level in ("nominal", "ordinal", "interval", "ratio"):
         ref = krippendorff.alpha(reliability_data=mapped, level_of_measurement=level,
