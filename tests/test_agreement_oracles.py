@@ -237,3 +237,34 @@ def test_a_bootstrap_replicate_is_the_statistic_of_the_resampled_crowd(statistic
         got = replicate(np.asarray(parts.T @ counts[:, None]).T)[0]
         resampled = Annotations.from_dense(dense[pairable[draw]], classes=scale)
         assert got == pytest.approx(recompute(resampled, level), abs=TOL)
+
+
+def test_agree_takes_the_rating_values_seen_as_classes(tmp_path, capsys):
+    """A 1..5 rating file (or 1, 5, 10) has those values as classes: the label-code rule made
+    1..5 the classes 0..5 and 1, 5, 10 eleven classes, shown in the summary line, the per-class
+    table and the coincidences of the report as classes nobody used. The statistics are the
+    krippendorff package's on the values (unused values change none of them)."""
+    from crowd_keras.cli import main
+    import json
+
+    krippendorff = pytest.importorskip("krippendorff", reason="oracle (test extra)")
+    path = tmp_path / "ratings.csv"
+    reliability = np.array([[1, 10, 1, NAN, 5, 5], [5, 10, NAN, 5, 10, 5],
+                            [5, NAN, 1, NAN, 1, 10]])
+    rows = [f"{i},w{w},{int(v)}" for w in range(3) for i, v in enumerate(reliability[w])
+            if np.isfinite(v)]
+    path.write_text("task,worker,label\n" + "\n".join(rows) + "\n")
+    for level in ("nominal", "ordinal", "interval", "ratio"):
+        out = tmp_path / level
+        assert main(["agree", str(path), "--level", level, "--bootstrap", "0", "--quiet",
+                     "--out", str(out), "--no-plots", "--method", "majority-vote"]) == 0
+        printed = capsys.readouterr().out
+        assert "3 classes [1, 5, 10]" in printed
+        doc = json.loads((out / "report.json").read_text())["agreement"]
+        assert [r["class"] for r in doc["per_class"]] == [1, 5, 10]
+        assert doc["coincidences"]["classes"] == [1, 5, 10]
+        ref = krippendorff.alpha(reliability_data=reliability, level_of_measurement=level)
+        assert doc["summary"][0]["value"] == pytest.approx(ref, abs=TOL)
+    path.write_text("task,worker,label\n1,a,1\n1,b,2\n2,a,5\n2,b,4\n3,a,3\n3,b,3\n")
+    assert main(["agree", str(path), "--bootstrap", "0", "--quiet"]) == 0
+    assert "5 classes [1, 2, 3, 4, 5]" in capsys.readouterr().out

@@ -339,16 +339,15 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
 
 
 def _scale_classes(column: Any) -> Optional[list]:
-    """The sorted distinct numbers of a numeric label column with a negative or fractional
-    value (a rating scale such as -2..2 or 0.5 steps: ``agree`` measures agreement on the
-    values themselves), else None (``Annotations.from_frame``'s own rule, which refuses
-    them as label codes)."""
-    if column.dtype.kind not in "if":
+    """The sorted distinct numbers of a numeric label column (``agree`` measures agreement
+    on the values themselves: a rating scale such as 1..5, -2..2 or 0.5 steps), else None.
+    ``Annotations.from_frame``'s rule for label codes would make 1..5 the classes 0..5 (a
+    class 0 nobody used in the summary, the per-class table and the report's model) and
+    refuse negative or fractional values."""
+    if column.dtype.kind not in "iuf":
         return None
     values = column.to_numpy()
     values = values[np.isfinite(values)]     # a missing value is refused by from_frame
-    if not ((values < 0).any() or (values != np.round(values)).any()):
-        return None
     return np.unique(values).tolist()
 
 
