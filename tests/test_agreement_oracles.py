@@ -268,3 +268,31 @@ def test_agree_takes_the_rating_values_seen_as_classes(tmp_path, capsys):
     path.write_text("task,worker,label\n1,a,1\n1,b,2\n2,a,5\n2,b,4\n3,a,3\n3,b,3\n")
     assert main(["agree", str(path), "--bootstrap", "0", "--quiet"]) == 0
     assert "5 classes [1, 2, 3, 4, 5]" in capsys.readouterr().out
+
+
+def test_agree_prints_the_report_of_the_same_data(tmp_path, capsys):
+    """Every printed statistic and interval is ``agreement_report``'s at the same seed, on
+    the textbook data written as a long CSV (a unit with one value, missing values)."""
+    from crowd_keras.cli import main
+    import pandas as pd
+
+    rows = [(u, f"c{c}", int(v)) for c, coder in enumerate(KRIPPENDORFF_C)
+            for u, v in enumerate(coder) if np.isfinite(v)]
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    path = tmp_path / "answers.csv"
+    frame.to_csv(path, index=False)
+    assert main(["agree", str(path), "--level", "ordinal", "--bootstrap", "200", "--seed",
+                 "4", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "items with two or more annotations: 11; with one (left out of alpha and kappa): 1" \
+        in printed
+    report = agreement_report(Annotations.from_frame(frame), level="ordinal", n_bootstrap=200,
+                              seed=4)
+    for row in report.summary.itertuples():
+        if row.statistic == "n_items_single":
+            continue
+        name = "krippendorff_alpha \\(ordinal\\)" if row.statistic == "krippendorff_alpha" \
+            else row.statistic
+        ci = f"  \\[{row.low:.3f}, {row.high:.3f}\\]" if np.isfinite(row.low) else ""
+        assert re.search(rf"^{name}\s+{row.value:.4f}{ci}$", printed, re.M), row.statistic
+    assert round(report.value("krippendorff_alpha"), 3) == 0.815
