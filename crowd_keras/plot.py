@@ -173,16 +173,22 @@ def kappa_matrix(matrix: Any, ax: Any = None, title: Optional[str] = None):
 def class_agreement(per_class: Any, ax: Any = None, column: str = "alpha",
                     title: Optional[str] = None):
     """Horizontal bars of per-class agreement (``crowd_keras.agreement.per_class_alpha``:
-    columns ``class`` and ``alpha``). Returns the ``Axes``."""
+    columns ``class`` and ``alpha``); a class whose value is undefined (NaN: a class nobody
+    or everybody used) gets no bar and the word "undefined". Returns the ``Axes``."""
     plt = _plt()
     labels = [_literal(c) for c in per_class["class"]]
-    values = np.nan_to_num(np.asarray(per_class[column], dtype=float))
+    values = np.asarray(per_class[column], dtype=float)
+    undefined = ~np.isfinite(values)
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 0.8 + 0.3 * len(labels)))
     y = np.arange(len(labels))
-    ax.barh(y, values, color="tab:blue")
+    # a zero-length bar would read as agreement at chance level (alpha 0)
+    ax.barh(y[~undefined], values[~undefined], color="tab:blue")
+    for row in y[undefined]:
+        ax.text(0.01, row, "undefined", va="center", color="grey", fontsize=8,
+                transform=ax.get_yaxis_transform())
     ax.set_yticks(y, labels)
-    ax.invert_yaxis()
+    ax.set_ylim(len(labels) - 0.5, -0.5)     # first class on top; rows without a bar shown
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel(f"one-vs-rest {column}")
     ax.set_title(title or "agreement per class")

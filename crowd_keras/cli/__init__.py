@@ -163,17 +163,26 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
 
 
 def _scale_classes(column: Any) -> Optional[list]:
-    """The sorted distinct numbers of a numeric label column with a negative or fractional
-    value (a rating scale such as -2..2 or 0.5 steps: ``agree`` measures agreement on the
-    values themselves), else None (``Annotations.from_frame``'s own rule, which refuses
-    them as label codes)."""
-    if column.dtype.kind not in "if":
+    """The sorted distinct numbers of a numeric label column (``agree`` measures agreement
+    on the values themselves: a rating scale such as 1..5, -2..2 or 0.5 steps), else None.
+    ``Annotations.from_frame``'s rule for label codes would make 1..5 the classes 0..5 (a
+    class 0 nobody used in the summary, the per-class table and the report's model) and
+    refuse negative or fractional values."""
+    if column.dtype.kind not in "iuf":
         return None
     values = column.to_numpy()
     values = values[np.isfinite(values)]     # a missing value is refused by from_frame
-    if not ((values < 0).any() or (values != np.round(values)).any()):
-        return None
     return np.unique(values).tolist()
+
+
+def _off_code_scale(column: Any) -> bool:
+    """Whether a numeric label column holds a negative or fractional value (a rating scale
+    such as -2..2 or 0.5 steps), which ``aggregate`` cannot read as class codes."""
+    if column.dtype.kind not in "if":
+        return False
+    values = column.to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return bool((values < 0).any() or (values != np.round(values)).any())
 
 
 def _refuse_scale(path: str, df: Any, args: argparse.Namespace) -> None:
@@ -255,7 +264,7 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
         classes = _listed_classes(args.classes, df[args.label])
     elif scale and not args.string_labels:
         classes = _scale_classes(df[args.label])
-    elif not args.string_labels and _scale_classes(df[args.label]) is not None:
+    elif not args.string_labels and _off_code_scale(df[args.label]):
         _refuse_scale(args.input, df, args)
     try:
         ann = Annotations.from_frame(df, item=args.item, annotator=args.annotator,
@@ -378,7 +387,8 @@ def _add_table_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--annotator", default="worker", help="column of the annotator ids")
     p.add_argument("--label", default="label", help="column of the labels")
     p.add_argument("--string-labels", action="store_true",
-                   help="read labels as text (e.g. '01' and '1' stay two classes)")
+                   help="read labels as text (e.g. '01' and '1' stay two classes; NA, "
+                        "None and null are labels, only an empty field is missing)")
     p.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
                    help="several rows of one annotator on one item: error, or keep the last "
                         "or the first (the others are counted)")
