@@ -3,6 +3,7 @@
 ``KERAS_BACKEND`` is read when Keras is imported and logical devices must be configured
 before TensorFlow initialises them, so every check here runs a small script in a subprocess.
 """
+import json
 import os
 import subprocess
 import sys
@@ -123,14 +124,18 @@ def saved_by_tensorflow(tmp_path_factory):
     return base
 
 
-def test_torch_backend(saved_by_tensorflow):
+@pytest.mark.xdist_group("keras_backends")
+def test_torch_backend(backend_runs):
     require_module("torch")
-    assert "OK torch" in _run(SMOKE, ["torch", saved_by_tensorflow], KERAS_BACKEND="torch")
+    out = backend_runs("torch")["smoke"]
+    assert "OK torch" in out, out
 
 
-def test_jax_backend(saved_by_tensorflow):
+@pytest.mark.xdist_group("keras_backends")
+def test_jax_backend(backend_runs):
     require_module("jax")
-    assert "OK jax" in _run(SMOKE, ["jax", saved_by_tensorflow], KERAS_BACKEND="jax")
+    out = backend_runs("jax")["smoke"]
+    assert "OK jax" in out, out
 
 
 # Host copies of a torch training step. On a GPU each tensor made from a host value (a Python
@@ -422,16 +427,65 @@ def noise_model_saved_by_tensorflow(tmp_path_factory):
     return base
 
 
-def test_noise_layers_on_torch_backend(noise_model_saved_by_tensorflow):
+# Per backend, SMOKE and NOISE_SMOKE run in one fresh process (each script in a namespace of
+# its own): Keras, the backend and TensorFlow (which Keras imports to read a .keras file) are
+# imported once, not twice (5-8 s of CPU each time). A check's failure fails its own test only
+# (its traceback is its output); a crash of the process fails both. (The two MirroredStrategy
+# checks below cannot share a process: the second one's collective ops then fail.)
+PARTS = textwrap.dedent('''
+    import contextlib, io, json, sys, traceback
+    for name, script, args in json.loads(sys.argv[1]):
+        sys.argv = ["-c", *args]
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(script, name, "exec"), {"__name__": "__main__"})
+        except BaseException:
+            out.write(traceback.format_exc())
+        print("PART " + json.dumps([name, out.getvalue()]), flush=True)
+''')
+
+
+@pytest.fixture(scope="module")
+def backend_runs(saved_by_tensorflow, noise_model_saved_by_tensorflow):
+    """``backend -> {"smoke": output, "noise": output}``, run once per backend when first
+    asked for (the tests that use it are one xdist group: one worker runs each backend once)."""
+    done = {}
+
+    def run(backend):
+        if backend not in done:
+            done[backend] = _run_parts(
+                [("smoke", SMOKE, [backend, saved_by_tensorflow]),
+                 ("noise", NOISE_SMOKE, [backend, noise_model_saved_by_tensorflow])],
+                KERAS_BACKEND=backend)
+        return done[backend]
+    return run
+
+
+def _run_parts(parts, **env) -> dict:
+    """Run ``[(name, script, args)]`` in one fresh process (``PARTS``): ``name -> output``
+    (its printed lines, then its traceback if it raised)."""
+    proc = subprocess.run([sys.executable, "-c", PARTS, json.dumps(parts)], cwd=ROOT,
+                          env=_env(**env), capture_output=True, text=True, timeout=600)
+    found = dict(json.loads(line[5:]) for line in proc.stdout.splitlines()
+                 if line.startswith("PART "))
+    assert proc.returncode == 0 and len(found) == len(parts), (
+        f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}")
+    return found
+
+
+@pytest.mark.xdist_group("keras_backends")
+def test_noise_layers_on_torch_backend(backend_runs):
     require_module("torch")
-    out = _run(NOISE_SMOKE, ["torch", noise_model_saved_by_tensorflow], KERAS_BACKEND="torch")
-    assert "OK noise torch" in out
+    out = backend_runs("torch")["noise"]
+    assert "OK noise torch" in out, out
 
 
-def test_noise_layers_on_jax_backend(noise_model_saved_by_tensorflow):
+@pytest.mark.xdist_group("keras_backends")
+def test_noise_layers_on_jax_backend(backend_runs):
     require_module("jax")
-    assert "OK noise jax" in _run(NOISE_SMOKE, ["jax", noise_model_saved_by_tensorflow],
-                                  KERAS_BACKEND="jax")
+    out = backend_runs("jax")["noise"]
+    assert "OK noise jax" in out, out
 
 
 NOISE_MIRRORED = TWO_CPUS + NOISE_MODEL + textwrap.dedent('''

@@ -27,7 +27,9 @@ def held_out_accuracy(sim, kind, seed, epochs=25):
     layer = (CrowdLayer(a, "MW") if kind == "crowd_layer"
              else CommonNoiseAdaptation(a, k, gate=AnnotatorGate(a, 20)))
     model = CrowdModel(clf, layer)
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    # an epoch (38 batches) per call of the training function: the same updates, in the same
+    # order, with less per-step overhead (12 fits of 25 epochs here)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), steps_per_execution=N_TRAIN // 64)
     train = np.arange(N_TRAIN)
     test = np.arange(N_TRAIN, len(sim.y))
     model.fit(sim.x[train], sim.annotations.subset(train), epochs=epochs, batch_size=64, verbose=0)

@@ -1,8 +1,9 @@
 """Round trip against a real Label Studio server on 127.0.0.1 (marker ``server``).
 
 One template data folder is initialised per session (45-60 s); servers start on copies of
-it (about 7 s each): one for the round-trip tests, one for the kill-and-re-run test. Skipped
-when the ``label-studio`` executable is missing, a failure under ``CI=true``.
+it (about 7 s each): one for the round-trip tests, one that the three kill tests share (they
+kill and restart it). Skipped when the ``label-studio`` executable is missing, a failure
+under ``CI=true``.
 """
 from __future__ import annotations
 
@@ -220,16 +221,37 @@ def test_cli_aggregate_pushes_without_showing_the_token(ls_server, client, simul
         assert ls_token not in (tmp_path / name).read_text()
 
 
-def _own_server_project(tmp_path, executable, template, token, title, n_tasks):
-    """A server of its own (it gets killed), a project on it and its ``n_tasks`` task ids."""
+@pytest.fixture(scope="module")
+def _kill_server(tmp_path_factory, ls_executable, ls_template, ls_token):
+    """The kill tests' server, started once for the three of them (a start costs about 7 s
+    of CPU): they kill and restart it, the round-trip tests' ``ls_server`` never."""
+    server = start_copy(ls_executable, ls_template, tmp_path_factory.mktemp("ls-kill") / "data",
+                        ls_token)
+    yield server
+    server.stop()
+    assert ls_token not in server.log_text()
+
+
+@pytest.fixture()
+def kill_server(_kill_server):
+    """The kill tests' server, running (a kill test that failed may have left it down)."""
+    if _kill_server.process is not None and _kill_server.process.poll() is not None:
+        _kill_server.process = None
+    if _kill_server.process is None:
+        _kill_server.start()
+    return _kill_server
+
+
+def _own_project(server, token, title, n_tasks):
+    """A client of the kill tests' server (each test a project of its own), the project and
+    its ``n_tasks`` task ids."""
     from label_studio_sdk import LabelStudio
-    server = start_copy(executable, template, tmp_path / "data", token)
     client = LabelStudio(base_url=server.url, api_key=token)
     project = client.projects.create(title=title, label_config=DEMO_CONFIG).id
     tasks = client.projects.import_tasks(project, request=[{"text": f"{title} {i}"}
                                                            for i in range(n_tasks)],
                                          return_task_ids=True).task_ids
-    return server, client, project, tasks
+    return client, project, tasks
 
 
 class _KillDuringImport:
@@ -255,39 +277,35 @@ class _KillDuringImport:
         self.projects = Projects()
 
 
-def test_server_killed_during_push_then_rerun_completes(tmp_path, ls_executable, ls_template,
-                                                        ls_token, delay=0.02):
+def test_server_killed_during_push_then_rerun_completes(kill_server, ls_token, delay=0.02):
     from label_studio_sdk import LabelStudio
     ls = ls_module()
-    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
-                                                         ls_token, "kill test", 300)
-    try:
-        preds = [{"task": t, "model_version": "kill-v1", "score": 0.5 + (t % 7) / 20,
-                  "result": demo_result(CLASSES[t % 3])} for t in tasks]
-        proxy = _KillDuringImport(client, server, at_call=4, delay=delay)
-        with pytest.raises(ls.LabelStudioError, match=r"stopped at batch \d of 15.*Re-run with the same model_version") as info:
-            ls.push_predictions(proxy, project, preds, batch_size=20, retries=1, backoff=0.05)
-        assert ls_token not in str(info.value)
-        # a first push: the tasks not reached never had a prediction, and the message says so
-        missing = re.search(r"; (\d+) tasks without a prediction of this version still have none",
-                            str(info.value))
-        assert missing and "every task keeps" not in str(info.value), str(info.value)
-        assert server.process is None  # it was killed
-        server.start()  # same data folder, maybe another port
-        client = LabelStudio(base_url=server.url, api_key=ls_token)
-        before = len(client.predictions.list(project=project))
-        assert 3 * 20 <= before <= 4 * 20  # three batches in, the fourth maybe
-        assert int(missing.group(1)) in (len(tasks) - before, len(tasks) - 3 * 20)
-        result = ls.push_predictions(client, project, preds, batch_size=20)
-        assert result.n_created + result.n_unchanged == len(tasks)
-        assert result.n_unchanged == before
-        held = client.predictions.list(project=project)
-        assert sorted(p.task for p in held) == sorted(tasks)  # each task exactly once
-        assert all(p.model_version == "kill-v1" for p in held)
-        by_task = {p.task: p for p in held}
-        assert all(by_task[p["task"]].result == p["result"] for p in preds)
-    finally:
-        server.stop()
+    server = kill_server
+    client, project, tasks = _own_project(server, ls_token, "kill test", 300)
+    preds = [{"task": t, "model_version": "kill-v1", "score": 0.5 + (t % 7) / 20,
+              "result": demo_result(CLASSES[t % 3])} for t in tasks]
+    proxy = _KillDuringImport(client, server, at_call=4, delay=delay)
+    with pytest.raises(ls.LabelStudioError, match=r"stopped at batch \d of 15.*Re-run with the same model_version") as info:
+        ls.push_predictions(proxy, project, preds, batch_size=20, retries=1, backoff=0.05)
+    assert ls_token not in str(info.value)
+    # a first push: the tasks not reached never had a prediction, and the message says so
+    missing = re.search(r"; (\d+) tasks without a prediction of this version still have none",
+                        str(info.value))
+    assert missing and "every task keeps" not in str(info.value), str(info.value)
+    assert server.process is None  # it was killed
+    server.start()  # same data folder, maybe another port
+    client = LabelStudio(base_url=server.url, api_key=ls_token)
+    before = len(client.predictions.list(project=project))
+    assert 3 * 20 <= before <= 4 * 20  # three batches in, the fourth maybe
+    assert int(missing.group(1)) in (len(tasks) - before, len(tasks) - 3 * 20)
+    result = ls.push_predictions(client, project, preds, batch_size=20)
+    assert result.n_created + result.n_unchanged == len(tasks)
+    assert result.n_unchanged == before
+    held = client.predictions.list(project=project)
+    assert sorted(p.task for p in held) == sorted(tasks)  # each task exactly once
+    assert all(p.model_version == "kill-v1" for p in held)
+    by_task = {p.task: p for p in held}
+    assert all(by_task[p["task"]].result == p["result"] for p in preds)
     assert ls_token not in server.log_text()
 
 
@@ -367,7 +385,7 @@ KILL_POINTS = [("list", 1, "before"), ("update", 1, "before"), ("update", 4, "du
 
 @pytest.mark.slow
 def test_killed_at_every_stage_of_an_update_push_no_task_loses_its_prediction(
-        tmp_path, ls_executable, ls_template, ls_token):
+        kill_server, ls_token):
     """Update push (same model_version, new labels) of 36 tasks: 15 predictions to update in
     place, 9 identical, 12 new, 2 extra copies to remove. The server is killed at seven points
     (listing, updates, deletes, imports; before a request or while it is in flight); after each
@@ -377,61 +395,58 @@ def test_killed_at_every_stage_of_an_update_push_no_task_loses_its_prediction(
     import httpx
     from label_studio_sdk import LabelStudio
     ls = ls_module()
-    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
-                                                         ls_token, "kill and resume", 36)
-    try:
-        version = "resume-v1"
-        old = [{"task": t, "model_version": version, "score": 0.6,
-                "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:24])]
-        client.projects.import_predictions(project, request=old)
-        # two extra copies, as an older tool might have left: one identical, one different
-        client.projects.import_predictions(project, request=[old[0], dict(old[1], score=0.1)])
-        new = [{"task": t, "model_version": version,
-                "score": 0.6 if i % 8 < 3 else 0.9,   # 9 of the 24 old ones stay identical
-                "result": demo_result(CLASSES[i % 3] if i % 8 < 3 else CLASSES[(i + 1) % 3])}
-               for i, t in enumerate(tasks)]
-        contents = {p["task"]: {_content(p)} for p in old}
-        contents[old[1]["task"]].add(_content(dict(old[1], score=0.1)))
-        for p in new:
-            contents.setdefault(p["task"], set()).add(_content(p))
-        before = {t: len(v) for t, v in _held(client, project, version).items()}
-        assert len(before) == 24 and sum(before.values()) == 26
+    server = kill_server
+    client, project, tasks = _own_project(server, ls_token, "kill and resume", 36)
+    version = "resume-v1"
+    old = [{"task": t, "model_version": version, "score": 0.6,
+            "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:24])]
+    client.projects.import_predictions(project, request=old)
+    # two extra copies, as an older tool might have left: one identical, one different
+    client.projects.import_predictions(project, request=[old[0], dict(old[1], score=0.1)])
+    new = [{"task": t, "model_version": version,
+            "score": 0.6 if i % 8 < 3 else 0.9,   # 9 of the 24 old ones stay identical
+            "result": demo_result(CLASSES[i % 3] if i % 8 < 3 else CLASSES[(i + 1) % 3])}
+           for i, t in enumerate(tasks)]
+    contents = {p["task"]: {_content(p)} for p in old}
+    contents[old[1]["task"]].add(_content(dict(old[1], score=0.1)))
+    for p in new:
+        contents.setdefault(p["task"], set()).add(_content(p))
+    before = {t: len(v) for t, v in _held(client, project, version).items()}
+    assert len(before) == 24 and sum(before.values()) == 26
 
-        for kind, at, when in KILL_POINTS:
-            hook = _KillAt(server, kind, at, when)
-            killable = LabelStudio(base_url=server.url, api_key=ls_token,
-                                   httpx_client=httpx.Client(event_hooks={"request": [hook]},
-                                                             timeout=30))
-            # bulk imports as small as the batches keep the in-place route, whose requests
-            # this test kills (with the default bulk_batch_size the swap is cheaper here)
-            with pytest.raises(ls.LabelStudioError, match="Re-run with the same model_version") as info:
-                ls.push_predictions(killable, project, new, batch_size=5, retries=1, backoff=0.05,
-                                    bulk_batch_size=5)
-            assert "bulk update" not in str(info.value), info.value
-            assert hook.fired and info.value.transient, (kind, at, when)
-            assert ls_token not in str(info.value)
-            if server.process is not None:  # a kill "during" may land after the failure
-                server.process.wait(10)
-                server.process = None
-            server.start()
-            client = LabelStudio(base_url=server.url, api_key=ls_token)
-            held = _held(client, project, version)
-            lost = sorted(set(before) - set(held))
-            assert not lost, f"killed at {kind} {at} ({when}): tasks {lost} lost their prediction"
-            grown = {t: len(v) for t, v in held.items() if len(v) > before.get(t, 1)}
-            assert not grown, f"killed at {kind} {at} ({when}): more copies {grown}"
-            strange = [p.task for v in held.values() for p in v if _content(p) not in contents[p.task]]
-            assert not strange, f"killed at {kind} {at} ({when}): unknown content on {strange}"
-        final = ls.push_predictions(client, project, new, batch_size=5)
+    for kind, at, when in KILL_POINTS:
+        hook = _KillAt(server, kind, at, when)
+        killable = LabelStudio(base_url=server.url, api_key=ls_token,
+                               httpx_client=httpx.Client(event_hooks={"request": [hook]},
+                                                         timeout=30))
+        # bulk imports as small as the batches keep the in-place route, whose requests
+        # this test kills (with the default bulk_batch_size the swap is cheaper here)
+        with pytest.raises(ls.LabelStudioError, match="Re-run with the same model_version") as info:
+            ls.push_predictions(killable, project, new, batch_size=5, retries=1, backoff=0.05,
+                                bulk_batch_size=5)
+        assert "bulk update" not in str(info.value), info.value
+        assert hook.fired and info.value.transient, (kind, at, when)
+        assert ls_token not in str(info.value)
+        if server.process is not None:  # a kill "during" may land after the failure
+            server.process.wait(10)
+            server.process = None
+        server.start()
+        client = LabelStudio(base_url=server.url, api_key=ls_token)
         held = _held(client, project, version)
-        assert sorted(held) == sorted(tasks) and all(len(v) == 1 for v in held.values())
-        want = {p["task"]: _content(p) for p in new}
-        assert all(_content(v[0]) == want[t] for t, v in held.items())
-        again = ls.push_predictions(client, project, new, batch_size=5)
-        assert (again.n_created, again.n_unchanged, again.n_deleted) == (0, len(tasks), 0)
-        assert final.n_created + final.n_unchanged == len(tasks)
-    finally:
-        server.stop()
+        lost = sorted(set(before) - set(held))
+        assert not lost, f"killed at {kind} {at} ({when}): tasks {lost} lost their prediction"
+        grown = {t: len(v) for t, v in held.items() if len(v) > before.get(t, 1)}
+        assert not grown, f"killed at {kind} {at} ({when}): more copies {grown}"
+        strange = [p.task for v in held.values() for p in v if _content(p) not in contents[p.task]]
+        assert not strange, f"killed at {kind} {at} ({when}): unknown content on {strange}"
+    final = ls.push_predictions(client, project, new, batch_size=5)
+    held = _held(client, project, version)
+    assert sorted(held) == sorted(tasks) and all(len(v) == 1 for v in held.values())
+    want = {p["task"]: _content(p) for p in new}
+    assert all(_content(v[0]) == want[t] for t, v in held.items())
+    again = ls.push_predictions(client, project, new, batch_size=5)
+    assert (again.n_created, again.n_unchanged, again.n_deleted) == (0, len(tasks), 0)
+    assert final.n_created + final.n_unchanged == len(tasks)
     assert ls_token not in server.log_text()
 
 
@@ -838,8 +853,7 @@ BULK_KILL_POINTS = [("import", 2, "during"), ("version", 1, "during"), ("import"
 
 
 @pytest.mark.slow
-def test_killed_during_a_bulk_update_no_task_loses_its_prediction(
-        tmp_path, ls_executable, ls_template, ls_token):
+def test_killed_during_a_bulk_update_no_task_loses_its_prediction(kill_server, ls_token):
     """A bulk update (36 tasks: 24 with an old prediction, all changed, the version selected in
     the project) killed at four points of the swap. After each kill: every task that had a
     prediction holds its old or new content (as the version or the staging version), never
@@ -848,55 +862,52 @@ def test_killed_during_a_bulk_update_no_task_loses_its_prediction(
     import httpx
     from label_studio_sdk import LabelStudio
     ls = ls_module()
-    server, client, project, tasks = _own_server_project(tmp_path, ls_executable, ls_template,
-                                                         ls_token, "bulk kill", 36)
-    try:
-        version = "bulk-resume"
-        staging = ls.push.staging_version(version)
-        old = [{"task": t, "model_version": version, "score": 0.6,
-                "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:24])]
-        client.projects.import_predictions(project, request=old)
-        client.projects.update(id=project, model_version=version)
-        new = [{"task": t, "model_version": version, "score": 0.9,
-                "result": demo_result(CLASSES[(i + 1) % 3])} for i, t in enumerate(tasks)]
-        contents = {p["task"]: {_content(p)} for p in old}
-        for p in new:
-            contents.setdefault(p["task"], set()).add(_content(p))
-        had = set(contents) & {p["task"] for p in old}
-        for kind, at, when in BULK_KILL_POINTS:
-            hook = _KillAt(server, kind, at, when)
-            killable = LabelStudio(base_url=server.url, api_key=ls_token,
-                                   httpx_client=httpx.Client(event_hooks={"request": [hook]},
-                                                             timeout=30))
-            with pytest.raises(ls.LabelStudioError,
-                               match="Re-run with the same model_version") as info:
-                ls.push_predictions(killable, project, new, batch_size=20, retries=1,
-                                    backoff=0.05, bulk_batch_size=20)
-            assert hook.fired and info.value.transient, (kind, at, when)
-            assert "bulk update" in str(info.value) and ls_token not in str(info.value)
-            if server.process is not None:  # a kill "during" may land after the failure
-                server.process.wait(10)
-                server.process = None
-            server.start()
-            client = LabelStudio(base_url=server.url, api_key=ls_token)
-            main, staged = _held(client, project, version), _held(client, project, staging)
-            lost = sorted(t for t in had if t not in main and t not in staged)
-            assert not lost, f"killed at {kind} {at} ({when}): tasks {lost} lost their prediction"
-            two = {t: len(v) for held in (main, staged) for t, v in held.items() if len(v) > 1}
-            assert not two, f"killed at {kind} {at} ({when}): two copies of a version {two}"
-            strange = [p.task for held in (main, staged) for v in held.values() for p in v
-                       if _content(p) not in contents[p.task]]
-            assert not strange, f"killed at {kind} {at} ({when}): unknown content on {strange}"
-            assert client.projects.get(id=project).model_version in (version, staging)
-        final = ls.push_predictions(client, project, new, batch_size=20, bulk_batch_size=20)
-        held = _held(client, project, version)
-        assert sorted(held) == sorted(tasks) and all(len(v) == 1 for v in held.values())
-        want = {p["task"]: _content(p) for p in new}
-        assert all(_content(v[0]) == want[t] for t, v in held.items())
-        assert not _held(client, project, staging)
-        assert client.projects.get(id=project).model_version == version
-        again = ls.push_predictions(client, project, new, batch_size=20)
-        assert (again.n_created, again.n_unchanged) == (0, len(tasks)) and final is not None
-    finally:
-        server.stop()
+    server = kill_server
+    client, project, tasks = _own_project(server, ls_token, "bulk kill", 36)
+    version = "bulk-resume"
+    staging = ls.push.staging_version(version)
+    old = [{"task": t, "model_version": version, "score": 0.6,
+            "result": demo_result(CLASSES[i % 3])} for i, t in enumerate(tasks[:24])]
+    client.projects.import_predictions(project, request=old)
+    client.projects.update(id=project, model_version=version)
+    new = [{"task": t, "model_version": version, "score": 0.9,
+            "result": demo_result(CLASSES[(i + 1) % 3])} for i, t in enumerate(tasks)]
+    contents = {p["task"]: {_content(p)} for p in old}
+    for p in new:
+        contents.setdefault(p["task"], set()).add(_content(p))
+    had = set(contents) & {p["task"] for p in old}
+    for kind, at, when in BULK_KILL_POINTS:
+        hook = _KillAt(server, kind, at, when)
+        killable = LabelStudio(base_url=server.url, api_key=ls_token,
+                               httpx_client=httpx.Client(event_hooks={"request": [hook]},
+                                                         timeout=30))
+        with pytest.raises(ls.LabelStudioError,
+                           match="Re-run with the same model_version") as info:
+            ls.push_predictions(killable, project, new, batch_size=20, retries=1,
+                                backoff=0.05, bulk_batch_size=20)
+        assert hook.fired and info.value.transient, (kind, at, when)
+        assert "bulk update" in str(info.value) and ls_token not in str(info.value)
+        if server.process is not None:  # a kill "during" may land after the failure
+            server.process.wait(10)
+            server.process = None
+        server.start()
+        client = LabelStudio(base_url=server.url, api_key=ls_token)
+        main, staged = _held(client, project, version), _held(client, project, staging)
+        lost = sorted(t for t in had if t not in main and t not in staged)
+        assert not lost, f"killed at {kind} {at} ({when}): tasks {lost} lost their prediction"
+        two = {t: len(v) for held in (main, staged) for t, v in held.items() if len(v) > 1}
+        assert not two, f"killed at {kind} {at} ({when}): two copies of a version {two}"
+        strange = [p.task for held in (main, staged) for v in held.values() for p in v
+                   if _content(p) not in contents[p.task]]
+        assert not strange, f"killed at {kind} {at} ({when}): unknown content on {strange}"
+        assert client.projects.get(id=project).model_version in (version, staging)
+    final = ls.push_predictions(client, project, new, batch_size=20, bulk_batch_size=20)
+    held = _held(client, project, version)
+    assert sorted(held) == sorted(tasks) and all(len(v) == 1 for v in held.values())
+    want = {p["task"]: _content(p) for p in new}
+    assert all(_content(v[0]) == want[t] for t, v in held.items())
+    assert not _held(client, project, staging)
+    assert client.projects.get(id=project).model_version == version
+    again = ls.push_predictions(client, project, new, batch_size=20)
+    assert (again.n_created, again.n_unchanged) == (0, len(tasks)) and final is not None
     assert ls_token not in server.log_text()
