@@ -66,3 +66,30 @@ def test_report_of_numeric_choices_matches_the_numbers(tmp_path, level):
     # ordinal was on the text order (10 between 1 and 2); interval refused "'1' is not a number"
     expected = krippendorff_alpha(_numeric_annotations(), level=level)
     assert np.isclose(summary["krippendorff_alpha"], expected)
+
+
+def test_regression_refuses_an_infinite_answer():
+    """An infinite answer (or one beyond float32) made the loss inf and the weights NaN after
+    one step, silently; it is refused where it enters, naming where."""
+    keras = pytest.importorskip("keras")
+    from crowd_keras import CrowdDataError
+    from crowd_keras.layers import CrowdRegressionLayer
+    from crowd_keras.losses import MaskedMultiMSE
+    from crowd_keras.models import CrowdModel
+
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(8, 2)
+    answers = np.full((8, 2), np.nan)
+    answers[:, 0] = np.arange(8) % 5 + 1     # a 1..5 rating
+    answers[3, 1] = 1e39                     # inf in float32
+    model = CrowdModel(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]),
+                       CrowdRegressionLayer(2))
+    model.compile(keras.optimizers.Adam(0.01))
+    with pytest.raises(CrowdDataError, match=r"dense targets: answer inf at \(3, 1\) is not a "
+                                             r"finite number \(1 such value"):
+        model.fit(x, answers, epochs=1, verbose=0)
+    answers[3, 1] = -np.inf
+    with pytest.raises(CrowdDataError, match=r"masked_multi_mse y_true: answer -inf at \(3, 1\)"):
+        MaskedMultiMSE()(answers.astype(np.float32), np.zeros((8, 2), np.float32))
+    answers[3, 1] = np.nan                   # NaN stays the missing marker
+    assert np.isfinite(float(MaskedMultiMSE()(answers.astype(np.float32),
+                                              np.zeros((8, 2), np.float32))))
