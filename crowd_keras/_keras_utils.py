@@ -481,9 +481,10 @@ def concrete_values(x: Any) -> Optional[np.ndarray]:
 
 def checked_answers(values: np.ndarray, argument: str) -> np.ndarray:
     """Real-valued answers (regression targets) as given, else
-    :class:`~crowd_keras.CrowdDataError` naming the argument, the position and the value of an infinite one (NaN = missing; an
-    infinite answer, or one beyond float32, makes the squared error infinite and the
-    weights NaN after one step). One vectorised pass, where data enter."""
+    :class:`~crowd_keras.CrowdDataError` naming the argument, the position and the value
+    of an infinite one (NaN = missing; an infinite answer, or one beyond float32, makes
+    the squared error infinite and the weights NaN after one step). One vectorised pass,
+    where data enter."""
     bad = np.isinf(values)
     if bad.any():
         pos = tuple(int(p) for p in np.argwhere(bad)[0])

@@ -121,8 +121,9 @@ def _spelled_number(item: Any) -> Any:
 
 def class_values(ann: Annotations, level: str) -> np.ndarray:
     """(n_classes,) float64 numeric value of each class (a text spelling a number counts as
-    that number), for the interval and ratio levels; a :class:`CrowdDataError` naming the first class that is not a number (for ratio: or is
-    negative, where ``(v_c - v_k) / (v_c + v_k)`` has no meaning)."""
+    that number), for the interval and ratio levels; a :class:`CrowdDataError` naming the
+    first class that is not a number (for ratio: or is negative, where
+    ``(v_c - v_k) / (v_c + v_k)`` has no meaning)."""
     values = []
     for c in ann.classes:
         item = c.item() if hasattr(c, "item") else c
