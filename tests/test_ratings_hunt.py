@@ -93,3 +93,21 @@ def test_regression_refuses_an_infinite_answer():
     answers[3, 1] = np.nan                   # NaN stays the missing marker
     assert np.isfinite(float(MaskedMultiMSE()(answers.astype(np.float32),
                                               np.zeros((8, 2), np.float32))))
+
+
+def test_skip_leaving_nothing_says_why(tmp_path, capsys):
+    """Every annotation with several choices and multiple="skip": the error said "are the
+    control name and the export right?"; it says that skip left them all out."""
+    from crowd_keras import CrowdDataError
+    from crowd_keras.cli import main
+
+    export = _choices_export([(1, 1, ("a", "b")), (1, 2, ("b", "a")), (2, 1, ("a", "c"))],
+                             control="topic", multiple=True)
+    with pytest.raises(CrowdDataError, match=r"all 3 labelled annotations have several "
+                                             r"choices, and multiple='skip' left them out"):
+        ls.read_export(export, multiple="skip")
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    assert main(["label-studio", "aggregate", str(path), "--multiple", "skip",
+                 "--out", str(tmp_path / "p.json")]) == 2
+    assert "--multiple skip left them out" in capsys.readouterr().err

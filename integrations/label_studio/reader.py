@@ -173,7 +173,7 @@ def _export(reading: "_Reading", tasks: list, records: list, selections: list,
     key = _value_key(reading, [s for r, s in zip(records, selections)
                                if s is not None and not r.cancelled])
     labelled, n_multiple_skipped = _one_class_each(reading, records, selections, key)
-    class_choices = _class_keys(reading, [s for _, s in labelled], key)
+    class_choices = _class_keys(reading, [s for _, s in labelled], key, n_multiple_skipped)
     classes = [k[0] if len(k) == 1 else reading.separator.join(str(v) for v in k)
                for k in class_choices]
     _check_class_names(reading, class_choices, classes)
@@ -364,14 +364,23 @@ def _one_class_each(reading: _Reading, records: list, selections: list,
     return labelled, n_skipped
 
 
-def _class_keys(reading: _Reading, selections: list, key: Any) -> tuple:
+def _class_keys(reading: _Reading, selections: list, key: Any, n_skipped: int = 0) -> tuple:
     """Step 3b: the classes as tuples of values: the config's values in its order (and, with
     ``multiple="combination"``, the sets seen), else the values seen, shorter sets first,
-    each in ``key`` order (:func:`_value_key`)."""
+    each in ``key`` order (:func:`_value_key`); ``n_skipped``: the annotations with several
+    choices ``multiple="skip"`` left out (the reason when none is left)."""
     keys = sorted(set(selections), key=lambda s: (len(s), tuple(key(v) for v in s)))
     if reading.allowed is not None:
         combined = [k for k in keys if len(k) > 1] if reading.multiple == "combination" else []
         keys = [(v,) for v in reading.allowed] + combined
+    if not keys and n_skipped:
+        # else "are the control name and the export right?", though both are
+        raise CrowdDataError(Message(
+            "control '{control}': all {n} labelled annotations have several choices, and "
+            "{skip} left them out: nothing to learn from; pass {combination} to treat each "
+            "set of choices as one class", control=reading.control, n=n_skipped,
+            skip=Argument("multiple", "skip"),
+            combination=Argument("multiple", "combination")))
     if not keys:
         raise CrowdDataError(f"no annotation holds a value for control '{reading.control}'; "
                              "nothing to learn from (are the control name and the export "
