@@ -479,6 +479,21 @@ def concrete_values(x: Any) -> Optional[np.ndarray]:
     return None
 
 
+def checked_answers(values: np.ndarray, argument: str) -> np.ndarray:
+    """Real-valued answers (regression targets) as given, else
+    :class:`~crowd_keras.CrowdDataError` naming the argument, the position and the value
+    of an infinite one (NaN = missing; an infinite answer, or one beyond float32, makes
+    the squared error infinite and the weights NaN after one step). One vectorised pass,
+    where data enter."""
+    bad = np.isinf(values)
+    if bad.any():
+        pos = tuple(int(p) for p in np.argwhere(bad)[0])
+        raise CrowdDataError(f"{argument}: answer {values[pos].item()!r} at {pos} is not a "
+                             f"finite number ({int(bad.sum())} such value(s); as float32, the "
+                             "targets' type); NaN marks a missing answer")
+    return values
+
+
 def checked_codes(values: Any, bound: Optional[int], what: str, argument: str,
                   bound_name: str) -> np.ndarray:
     """Integer codes in ``-1..bound-1`` (-1 = missing or padding; ``bound`` None: no upper

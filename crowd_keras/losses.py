@@ -42,7 +42,7 @@ import numpy as np
 from keras import ops
 
 from ._keras_utils import (KeepsLossDtype, batch_size_on_device, checked_bool,
-                           checked_codes, clip_probabilities, concrete_values,
+                           checked_answers, checked_codes, clip_probabilities, concrete_values,
                            hide_masked_steps, keras_mask,
                            observed_mean, observed_mean_of_all, scaled_for_replicas,
                            split_padding)
@@ -224,6 +224,13 @@ class MaskedMultiMSE(_MaskedMultiLoss):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
 
     _missing = float("nan")
+
+    def check_targets(self, y_true: Any, y_pred: Any) -> None:
+        """Answers are finite numbers or NaN (missing): an infinite one makes the loss
+        infinite and the weights NaN after one step."""
+        answers = concrete_values(y_true)
+        if answers is not None and answers.dtype.kind in "iuf":
+            checked_answers(answers, f"{self.name} y_true")
 
     def slot_values(self, y_true: Any, y_pred: Any) -> tuple:
         """Squared errors ``(batch, [time,] slots)`` and the mask of the targets that are not

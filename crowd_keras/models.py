@@ -45,8 +45,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import (checked_codes, concrete_values, floor_at, keras_mask, n_rows,
-                           softmax_logits, with_keras_mask)
+from ._keras_utils import (checked_answers, checked_codes, concrete_values, floor_at,
+                           keras_mask, n_rows, softmax_logits, with_keras_mask)
 from .annotations import Annotations
 from .arguments import check_count
 from .callbacks import TruthValidation
@@ -536,7 +536,8 @@ class CrowdModel(CrowdConsensus, keras.Model):
             if labels.dtype.kind not in "iuf":
                 raise CrowdDataError(f"{where}: regression targets must be numbers, got "
                                      f"{labels.dtype}")
-            return labels.astype(np.float32)
+            with np.errstate(over="ignore"):   # beyond float32: inf, refused by name
+                return checked_answers(labels.astype(np.float32), where)
         return checked_codes(labels, self._num_classes(), "label", f"{where} labels",
                              "classes")
 

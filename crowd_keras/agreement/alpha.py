@@ -95,7 +95,9 @@ def krippendorff_alpha(annotations: Any, level: str = "nominal") -> float:
             :class:`~crowd_keras.sequences.annotations.SequenceAnnotations` (token level:
             items = tokens, classes = tags).
         level: ``"nominal"``, ``"ordinal"`` (classes in code order, ``annotations.classes``),
-            ``"interval"`` (numeric classes; else :class:`~crowd_keras.CrowdDataError`) or
+            ``"interval"`` (numeric classes, or texts that spell numbers such as a Label
+            Studio ``<Choices>`` scale's ``"1"``..``"5"``; else
+            :class:`~crowd_keras.CrowdDataError`) or
             ``"ratio"`` (non-negative numeric classes).
 
     Returns:

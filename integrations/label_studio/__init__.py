@@ -11,7 +11,8 @@ Mapping
 * items = Label Studio tasks (every task of the export, also those without annotation, in
   export order), annotators = users (their integer id; the e-mail when the export carries
   only e-mails), classes = the choices of one ``Choices`` control (or the values of one
-  ``Rating`` control), from the labeling config when given, else the sorted values seen.
+  ``Rating`` control), from the labeling config when given, else the sorted values seen
+  (choices that all spell numbers, a ``<Choices>`` scale 1..10, in numeric order).
 * One annotation of a user on a task = one crowd annotation. Skipped (``was_cancelled``)
   annotations are counted, not used. Several annotations of one user on one task: the
   latest (``updated_at``, then ``created_at``, then annotation id) wins, the others are

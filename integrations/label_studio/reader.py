@@ -170,8 +170,10 @@ def _export(reading: "_Reading", tasks: list, records: list, selections: list,
     """The steps after select (:func:`_select`) for a Choices or Rating control: validate,
     one class per annotation, resolve duplicates, encode; then the counts."""
     _validate(reading, records, selections)
-    labelled, n_multiple_skipped = _one_class_each(reading, records, selections)
-    class_choices = _class_keys(reading, [s for _, s in labelled])
+    key = _value_key(reading, [s for r, s in zip(records, selections)
+                               if s is not None and not r.cancelled])
+    labelled, n_multiple_skipped = _one_class_each(reading, records, selections, key)
+    class_choices = _class_keys(reading, [s for _, s in labelled], key, n_multiple_skipped)
     classes = [k[0] if len(k) == 1 else reading.separator.join(str(v) for v in k)
                for k in class_choices]
     _check_class_names(reading, class_choices, classes)
@@ -313,11 +315,35 @@ def _validate(reading: _Reading, records: list, selections: list) -> None:
                 raise CrowdDataError(f"{rec.where}: {what} (classes: {allowed})")
 
 
-def _one_class_each(reading: _Reading, records: list, selections: list) -> tuple[list, int]:
-    """Step 3a: ``[(record, its values in class order)]`` of the labelled annotations, and
-    how many multi-choice annotations ``multiple="skip"`` left out."""
-    order = reading.order
-    key = order.__getitem__ if order is not None else str
+def _number(value: Any) -> Optional[float]:
+    """The finite number a choice such as ``"10"`` or ``"2.5"`` spells, else ``None``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if np.isfinite(number) else None
+
+
+def _value_key(reading: _Reading, selections: list) -> Any:
+    """The sort key of one value, which orders the classes and the choices of a set: the
+    config's order; without a config a rating itself, and choices by number when every
+    choice spells one (a 1..10 scale of ``<Choices>`` keeps 1..10, not "1", "10", "2"),
+    else by text."""
+    if reading.order is not None:
+        return reading.order.__getitem__
+    if reading.kind != "choices":
+        return lambda v: v
+    numbers = [_number(v) for sel in selections for v in sel]
+    if numbers and all(n is not None for n in numbers):
+        return lambda v: (_number(v), str(v))
+    return str
+
+
+def _one_class_each(reading: _Reading, records: list, selections: list,
+                    key: Any) -> tuple[list, int]:
+    """Step 3a: ``[(record, its values in class order)]`` of the labelled annotations
+    (``key``: :func:`_value_key`), and how many multi-choice annotations
+    ``multiple="skip"`` left out."""
     labelled, n_skipped = [], 0
     for rec, sel in zip(records, selections):
         if rec.cancelled or sel is None:
@@ -338,17 +364,23 @@ def _one_class_each(reading: _Reading, records: list, selections: list) -> tuple
     return labelled, n_skipped
 
 
-def _class_keys(reading: _Reading, selections: list) -> tuple:
+def _class_keys(reading: _Reading, selections: list, key: Any, n_skipped: int = 0) -> tuple:
     """Step 3b: the classes as tuples of values: the config's values in its order (and, with
-    ``multiple="combination"``, the sets seen), else the values seen, shorter sets first."""
-    order = reading.order
-    keys = sorted(set(selections),
-                  key=lambda s: (len(s), tuple(order[v] for v in s) if order is not None
-                                 else tuple(str(v) for v in s) if reading.kind == "choices"
-                                 else s))
+    ``multiple="combination"``, the sets seen), else the values seen, shorter sets first,
+    each in ``key`` order (:func:`_value_key`); ``n_skipped``: the annotations with several
+    choices ``multiple="skip"`` left out (the reason when none is left)."""
+    keys = sorted(set(selections), key=lambda s: (len(s), tuple(key(v) for v in s)))
     if reading.allowed is not None:
         combined = [k for k in keys if len(k) > 1] if reading.multiple == "combination" else []
         keys = [(v,) for v in reading.allowed] + combined
+    if not keys and n_skipped:
+        # else "are the control name and the export right?", though both are
+        raise CrowdDataError(Message(
+            "control '{control}': all {n} labelled annotations have several choices, and "
+            "{skip} left them out: nothing to learn from; pass {combination} to treat each "
+            "set of choices as one class", control=reading.control, n=n_skipped,
+            skip=Argument("multiple", "skip"),
+            combination=Argument("multiple", "combination")))
     if not keys:
         raise CrowdDataError(f"no annotation holds a value for control '{reading.control}'; "
                              "nothing to learn from (are the control name and the export "
