@@ -30,6 +30,16 @@ def require_data(*parts: str) -> Path:
     return path
 
 
+def subprocess_env(**extra: str) -> dict:
+    """The environment of a test's child Python process: this checkout first on the path,
+    one thread, TensorFlow quiet; ``extra`` (e.g. ``KERAS_BACKEND``) on top."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
+               TF_ENABLE_ONEDNN_OPTS="0", PYTHONPATH=str(ROOT) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    env.update(extra)
+    return env
+
+
 def require_module(name: str) -> None:
     """Skip when ``name`` is not installed (a failure under CI=true: the test extra has it)."""
     import importlib.util

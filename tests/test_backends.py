@@ -4,7 +4,6 @@
 before TensorFlow initialises them, so every check here runs a small script in a subprocess.
 """
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_module
+from conftest import require_module, subprocess_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,17 +86,10 @@ SMOKE = textwrap.dedent('''
 ''')
 
 
-def _env(**extra):
-    env = dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
-               TF_ENABLE_ONEDNN_OPTS="0", PYTHONPATH=str(ROOT) + os.pathsep
-               + os.environ.get("PYTHONPATH", ""))
-    env.update(extra)
-    return env
-
-
 def _run(script: str, args=(), timeout=300, **env):
     proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=ROOT,
-                          env=_env(**env), capture_output=True, text=True, timeout=timeout)
+                          env=subprocess_env(**env), capture_output=True, text=True,
+                          timeout=timeout)
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
     return proc.stdout
 
@@ -466,7 +458,8 @@ def _run_parts(parts, **env) -> dict:
     """Run ``[(name, script, args)]`` in one fresh process (``PARTS``): ``name -> output``
     (its printed lines, then its traceback if it raised)."""
     proc = subprocess.run([sys.executable, "-c", PARTS, json.dumps(parts)], cwd=ROOT,
-                          env=_env(**env), capture_output=True, text=True, timeout=600)
+                          env=subprocess_env(**env), capture_output=True, text=True,
+                          timeout=600)
     found = dict(json.loads(line[5:]) for line in proc.stdout.splitlines()
                  if line.startswith("PART "))
     assert proc.returncode == 0 and len(found) == len(parts), (

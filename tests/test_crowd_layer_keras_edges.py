@@ -2,7 +2,6 @@
 layer to an existing model meets them: mixed precision, float annotator ids, a fresh process
 loading a compiled model, scalar and misshapen sample weights, bad arguments. The checks that
 differ by backend also run on JAX and torch, each in a fresh process."""
-import os
 import subprocess
 import sys
 import textwrap
@@ -10,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_module
+from conftest import require_module, subprocess_env
 
 keras = pytest.importorskip("keras")
 
 from crowd_keras.callbacks import TruthValidation  # noqa: E402
-from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
+from crowd_keras.layers import CrowdLayer  # noqa: E402
 from crowd_keras.lia.losses import ExpectedCompleteNLL, MarginalNLL  # noqa: E402
 from crowd_keras.losses import (LabelCountCrossEntropy, MaskedMultiCrossEntropy,  # noqa: E402
                                 MaskedMultiMSE)
@@ -26,17 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 A, K, D = 4, 3, 5
 
 
-def _env(**extra):
-    env = dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
-               TF_ENABLE_ONEDNN_OPTS="0", PYTHONPATH=str(ROOT) + os.pathsep
-               + os.environ.get("PYTHONPATH", ""))
-    env.update(extra)
-    return env
-
-
 def _run(script: str, *args, **env) -> str:
     proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=ROOT,
-                          env=_env(**env), capture_output=True, text=True, timeout=300)
+                          env=subprocess_env(**env), capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
     return proc.stdout
 
@@ -138,7 +130,8 @@ def test_a_model_compiled_with_the_masked_accuracy_loads_after_importing_the_lay
                                   lambda d: LabelCountCrossEntropy(normalize=True, dtype=d),
                                   lambda d: ExpectedCompleteNLL(dtype=d),
                                   lambda d: MarginalNLL(per="item", dtype=d)],
-                         ids=["cross_entropy", "mse", "label_counts", "lia_expected", "lia_marginal"])
+                         ids=["cross_entropy", "mse", "label_counts", "lia_expected",
+                              "lia_marginal"])
 def test_the_losses_keep_their_dtype_through_their_config(make):
     """Keras' Loss.get_config leaves out dtype: a float64 loss came back in float32 from
     from_config and from a .keras file (the config comparison of both was equal, and blind)."""
