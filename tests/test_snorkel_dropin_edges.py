@@ -189,3 +189,17 @@ def test_lf_quality_checks_the_model_it_is_given(data):
                                          "cardinality 2"):
         lf_quality(L, model=fitted, cardinality=3)
     assert len(lf_quality(L, model=fitted, cardinality=2)["Est. Confusion"].iloc[0]) == 2
+
+
+def test_lf_quality_says_its_own_fit_refused_l():
+    # LFAnalysis summarises 2 functions or an all-abstain L; lf_quality fits a label model for
+    # Est. Acc. and raised fit's "L_train should have ...", a name its caller never used
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, y = both_class_functions(m=2)
+    with pytest.raises(CrowdDataError, match=r"lf_quality fits CrowdLabelModel\(method='auto'\) "
+                                             r"to L for Est\. Acc\..*at least 3 labeling "
+                                             r"functions \(got 2.*pass model="):
+        lf_quality(L, y)
+    with pytest.raises(CrowdDataError, match=r"lf_quality fits .* every entry is -1"):
+        lf_quality(np.full((4, 3), -1), cardinality=2)
+    assert len(lf_quality(L, y, method="majority_vote")) == 2     # the way out it names

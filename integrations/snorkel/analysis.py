@@ -28,7 +28,9 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
             ``CrowdLabelModel.score``'s ``Y``: a non-integer or a label outside
             ``-1..cardinality-1`` raises :class:`crowd_keras.CrowdDataError` naming it.
         model: a fitted :class:`CrowdLabelModel`; default: fit ``CrowdLabelModel(method)``
-            to ``L`` (so no gold is needed).
+            to ``L`` (so no gold is needed; the fit's rules hold, e.g. at least 3 functions
+            and one vote, and its refusal is a :class:`crowd_keras.CrowdDataError` naming
+            ``lf_quality``).
         method: the label model fitted without ``model`` (default the adapter's
             ``DEFAULT_METHOD``); with ``model`` it is a ``TypeError`` (the model's own
             method is the one reported).
@@ -44,7 +46,10 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         ``Coverage``, ``Overlaps``, ``Conflicts`` (as in Snorkel), ``Est. Acc.`` (the model's
         accuracy of the function when it votes, NaN if it never votes), ``Est. Confusion``
         (nested list, rows = true class, columns = vote then abstain: ``p(response | class)``)
-        and, with ``Y``, ``Correct``, ``Incorrect``, ``Emp. Acc.``.
+        and, with ``Y``, ``Correct``, ``Incorrect``, ``Emp. Acc.`` (``Correct / (Correct +
+        Incorrect)``, NaN where that is 0/0: Snorkel's is 0 there, and it counts votes on
+        rows with ``Y == -1`` as incorrect in ``Emp. Acc.`` only). ``j`` is there with or
+        without ``lfs`` (Snorkel's only with them).
     """
     if model is not None:
         if not isinstance(model, CrowdLabelModel):
@@ -64,8 +69,13 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
     L = check_label_matrix(L, k, n_functions=None if model is None else model.n_functions_)
     n, m = L.shape
     if model is None:
-        model = CrowdLabelModel(cardinality=k, method=method or DEFAULT_METHOD).fit(
-            L, progress_bar=False)
+        method = method or DEFAULT_METHOD
+        try:
+            model = CrowdLabelModel(cardinality=k, method=method).fit(L, progress_bar=False)
+        except CrowdDataError as e:   # fit's words name L_train, which this caller never passed
+            raise CrowdDataError(f"lf_quality fits CrowdLabelModel(method={method!r}) to L for "
+                                 f"Est. Acc. and Est. Confusion, and the fit refused L: {e}; "
+                                 "or pass model= fitted elsewhere") from e
     names = [getattr(f, "name", f) for f in lfs] if lfs is not None else list(range(m))
     if len(names) != m:
         raise CrowdDataError(f"{len(names)} function names for {m} columns of L")
