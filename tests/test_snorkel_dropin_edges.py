@@ -203,3 +203,29 @@ def test_lf_quality_says_its_own_fit_refused_l():
     with pytest.raises(CrowdDataError, match=r"lf_quality fits .* every entry is -1"):
         lf_quality(np.full((4, 3), -1), cardinality=2)
     assert len(lf_quality(L, y, method="majority_vote")) == 2     # the way out it names
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_lf_quality_is_lf_analysis_but_for_the_documented_emp_acc(k):
+    # Snorkel's LFAnalysis is the oracle: a function that never votes, rows where all
+    # abstain, Y with -1; the differences are those docs/tutorials/snorkel.md states
+    from snorkel.labeling import LFAnalysis
+    from crowd_keras.integrations.snorkel import lf_quality
+    rng = np.random.default_rng(k)
+    L = np.where(rng.random((60, 5)) < 0.5, rng.integers(0, k, (60, 5)), -1)
+    L[:, 1], L[:6] = -1, -1                        # never votes; all abstain
+    L[6, 3], L[7:, 3] = 0, -1                      # votes once, where Y is -1
+    y = rng.integers(0, k, 60)
+    y[[6, 8, 9]] = -1
+    ours = lf_quality(L, y, cardinality=k, method="majority_vote")
+    theirs = LFAnalysis(L).lf_summary(y)
+    assert ours["Polarity"].tolist() == theirs["Polarity"].tolist()
+    for col in ["Coverage", "Overlaps", "Conflicts", "Correct", "Incorrect"]:
+        np.testing.assert_allclose(ours[col].to_numpy(float), theirs[col].to_numpy(float))
+    known = (L >= 0) & (y >= 0)[:, None]
+    right = ((L == y[:, None]) & known).sum(0)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(ours["Emp. Acc."], right / known.sum(0))   # NaN: 0/0
+    assert np.isnan(ours["Emp. Acc."].iloc[[1, 3]]).all()
+    assert (theirs["Emp. Acc."].iloc[[1, 3]] == 0).all()                     # Snorkel's 0
+    assert np.isnan(ours["Est. Acc."].iloc[1])                                # never votes
