@@ -229,3 +229,17 @@ def test_lf_quality_is_lf_analysis_but_for_the_documented_emp_acc(k):
     assert np.isnan(ours["Emp. Acc."].iloc[[1, 3]]).all()
     assert (theirs["Emp. Acc."].iloc[[1, 3]] == 0).all()                     # Snorkel's 0
     assert np.isnan(ours["Est. Acc."].iloc[1])                                # never votes
+
+
+def test_lf_quality_with_a_gold_class_no_function_votes_says_to_pass_cardinality():
+    # LFAnalysis counts Y's classes whatever L votes; lf_quality inferred max(L) + 1 = 2
+    # classes and refused Y's 2 as "labels are 0..1", after a whole fit, with no way out named
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, y = both_class_functions()
+    y3 = np.where(np.arange(len(y)) % 7 == 0, 2, y)
+    with pytest.raises(CrowdDataError, match=r"Y has 2 at position 0; labels are 0\.\.1.*"
+                                             r"inferred from L as max\(L\) \+ 1 \(no function "
+                                             r"votes class 2\); pass cardinality="):
+        lf_quality(L, y3)
+    table = lf_quality(L, y3, cardinality=3)
+    assert (table["Correct"] + table["Incorrect"]).tolist() == (L >= 0).sum(0).tolist()
