@@ -189,3 +189,57 @@ def test_lf_quality_checks_the_model_it_is_given(data):
                                          "cardinality 2"):
         lf_quality(L, model=fitted, cardinality=3)
     assert len(lf_quality(L, model=fitted, cardinality=2)["Est. Confusion"].iloc[0]) == 2
+
+
+def test_lf_quality_says_its_own_fit_refused_l():
+    # LFAnalysis summarises 2 functions or an all-abstain L; lf_quality fits a label model for
+    # Est. Acc. and raised fit's "L_train should have ...", a name its caller never used
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, y = both_class_functions(m=2)
+    with pytest.raises(CrowdDataError, match=r"lf_quality fits CrowdLabelModel\(method='auto'\) "
+                                             r"to L for Est\. Acc\..*at least 3 labeling "
+                                             r"functions \(got 2.*pass model="):
+        lf_quality(L, y)
+    with pytest.raises(CrowdDataError, match=r"lf_quality fits .* every entry is -1"):
+        lf_quality(np.full((4, 3), -1), cardinality=2)
+    assert len(lf_quality(L, y, method="majority_vote")) == 2     # the way out it names
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_lf_quality_is_lf_analysis_but_for_the_documented_emp_acc(k):
+    # Snorkel's LFAnalysis is the oracle: a function that never votes, rows where all
+    # abstain, Y with -1; the differences are those docs/tutorials/snorkel.md states
+    from snorkel.labeling import LFAnalysis
+    from crowd_keras.integrations.snorkel import lf_quality
+    rng = np.random.default_rng(k)
+    L = np.where(rng.random((60, 5)) < 0.5, rng.integers(0, k, (60, 5)), -1)
+    L[:, 1], L[:6] = -1, -1                        # never votes; all abstain
+    L[6, 3], L[7:, 3] = 0, -1                      # votes once, where Y is -1
+    y = rng.integers(0, k, 60)
+    y[[6, 8, 9]] = -1
+    ours = lf_quality(L, y, cardinality=k, method="majority_vote")
+    theirs = LFAnalysis(L).lf_summary(y)
+    assert ours["Polarity"].tolist() == theirs["Polarity"].tolist()
+    for col in ["Coverage", "Overlaps", "Conflicts", "Correct", "Incorrect"]:
+        np.testing.assert_allclose(ours[col].to_numpy(float), theirs[col].to_numpy(float))
+    known = (L >= 0) & (y >= 0)[:, None]
+    right = ((L == y[:, None]) & known).sum(0)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(ours["Emp. Acc."], right / known.sum(0))   # NaN: 0/0
+    assert np.isnan(ours["Emp. Acc."].iloc[[1, 3]]).all()
+    assert (theirs["Emp. Acc."].iloc[[1, 3]] == 0).all()                     # Snorkel's 0
+    assert np.isnan(ours["Est. Acc."].iloc[1])                                # never votes
+
+
+def test_lf_quality_with_a_gold_class_no_function_votes_says_to_pass_cardinality():
+    # LFAnalysis counts Y's classes whatever L votes; lf_quality inferred max(L) + 1 = 2
+    # classes and refused Y's 2 as "labels are 0..1", after a whole fit, with no way out named
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, y = both_class_functions()
+    y3 = np.where(np.arange(len(y)) % 7 == 0, 2, y)
+    with pytest.raises(CrowdDataError, match=r"Y has 2 at position 0; labels are 0\.\.1.*"
+                                             r"inferred from L as max\(L\) \+ 1 \(no function "
+                                             r"votes class 2\); pass cardinality="):
+        lf_quality(L, y3)
+    table = lf_quality(L, y3, cardinality=3)
+    assert (table["Correct"] + table["Incorrect"]).tolist() == (L >= 0).sum(0).tolist()

@@ -186,3 +186,20 @@ def test_a_dataframe_of_documents_is_not_read_as_its_column_names():
         apply_lfs(df, [capitalised], labels=["PER"], progress=False)
     votes = apply_lfs(df.set_index("id")["text"], [capitalised], labels=["PER"], progress=False)
     assert votes.sequences.doc_ids.tolist() == ["a"]
+
+
+def test_an_empty_gold_span_covers_no_token_as_an_empty_function_span():
+    # [5, 5) falls inside "adults": as in from_spans and apply_lfs it covers nothing, so a
+    # gold of only that span leaves every token outside (it marked "adults" a gold token)
+    @span_lf(label="P")
+    def adults(doc):
+        return [(3, 9)]
+
+    @tag_lf()
+    def outside(doc):
+        return ["O"] * len(doc.tokens)
+    votes = apply_lfs(TEXT, [adults, outside], progress=False)
+    s = lf_summary(votes, {"a": [[5, 5, "P"]]}).set_index("lf")
+    assert s.loc["adults", ["correct", "incorrect"]].tolist() == [0, 1]
+    assert s.loc["outside", ["correct", "incorrect"]].tolist() == [7, 0]
+    assert not spans_token_mask(votes.sequences, {"a": [[5, 5]]}).any()

@@ -87,9 +87,10 @@ def span_token_ranges(tokens: Tokens, doc: np.ndarray, start: np.ndarray,
 
 def token_coverage(tokens: Tokens, doc: np.ndarray, start: np.ndarray,
                    end: np.ndarray) -> np.ndarray:
-    """(T,) bool: the token overlaps at least one of the character spans (difference array)."""
+    """(T,) bool: the token overlaps at least one of the character spans (difference array).
+    An empty span (``start == end``) covers no character, so no token (as in ``from_spans``)."""
     a, b = span_token_ranges(tokens, doc, start, end)
-    ok = b > a
+    ok = (b > a) & (np.asarray(end) > np.asarray(start))
     diff = np.bincount(a[ok], minlength=tokens.n_tokens + 1) - np.bincount(
         b[ok], minlength=tokens.n_tokens + 1)
     return np.cumsum(diff)[:-1] > 0

@@ -28,13 +28,16 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
             ``CrowdLabelModel.score``'s ``Y``: a non-integer or a label outside
             ``-1..cardinality-1`` raises :class:`crowd_keras.CrowdDataError` naming it.
         model: a fitted :class:`CrowdLabelModel`; default: fit ``CrowdLabelModel(method)``
-            to ``L`` (so no gold is needed).
+            to ``L`` (so no gold is needed; the fit's rules hold, e.g. at least 3 functions
+            and one vote, and its refusal is a :class:`crowd_keras.CrowdDataError` naming
+            ``lf_quality``).
         method: the label model fitted without ``model`` (default the adapter's
             ``DEFAULT_METHOD``); with ``model`` it is a ``TypeError`` (the model's own
             method is the one reported).
         lfs: the labeling functions (their ``name`` is used) or names, for the index.
         cardinality: number of classes (with ``model``: its own, or left out); default the
-            model's, else ``max(L) + 1`` (at least 2;
+            model's, else ``max(L) + 1`` (at least 2; a ``Y`` class no function votes
+            raises, saying to pass ``cardinality``;
             a stray large label that would make more than 64 classes, mostly unseen, raises
             :class:`crowd_keras.CrowdDataError`: pass ``cardinality``).
 
@@ -44,7 +47,10 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         ``Coverage``, ``Overlaps``, ``Conflicts`` (as in Snorkel), ``Est. Acc.`` (the model's
         accuracy of the function when it votes, NaN if it never votes), ``Est. Confusion``
         (nested list, rows = true class, columns = vote then abstain: ``p(response | class)``)
-        and, with ``Y``, ``Correct``, ``Incorrect``, ``Emp. Acc.``.
+        and, with ``Y``, ``Correct``, ``Incorrect``, ``Emp. Acc.`` (``Correct / (Correct +
+        Incorrect)``, NaN where that is 0/0: Snorkel's is 0 there, and it counts votes on
+        rows with ``Y == -1`` as incorrect in ``Emp. Acc.`` only). ``j`` is there with or
+        without ``lfs`` (Snorkel's only with them).
     """
     if model is not None:
         if not isinstance(model, CrowdLabelModel):
@@ -58,14 +64,21 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
             raise ValueError(f"cardinality={cardinality!r} but the model was fitted with "
                              f"cardinality {model.cardinality}; leave cardinality out")
         cardinality = int(model.cardinality)
-    elif cardinality is None:
+    inferred = model is None and cardinality is None
+    if inferred:
         cardinality = _inferred_cardinality(L)
     k = int(cardinality)
     L = check_label_matrix(L, k, n_functions=None if model is None else model.n_functions_)
     n, m = L.shape
+    y = None if Y is None else _gold(Y, k, n, inferred)   # checked before any fit
     if model is None:
-        model = CrowdLabelModel(cardinality=k, method=method or DEFAULT_METHOD).fit(
-            L, progress_bar=False)
+        method = method or DEFAULT_METHOD
+        try:
+            model = CrowdLabelModel(cardinality=k, method=method).fit(L, progress_bar=False)
+        except CrowdDataError as e:   # fit's words name L_train, which this caller never passed
+            raise CrowdDataError(f"lf_quality fits CrowdLabelModel(method={method!r}) to L for "
+                                 f"Est. Acc. and Est. Confusion, and the fit refused L: {e}; "
+                                 "or pass model= fitted elsewhere") from e
     names = [getattr(f, "name", f) for f in lfs] if lfs is not None else list(range(m))
     if len(names) != m:
         raise CrowdDataError(f"{len(names)} function names for {m} columns of L")
@@ -88,10 +101,7 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         "Est. Acc.": model.get_weights(),
         "Est. Confusion": [np.round(c, 4).tolist() for c in confusion],
     }, index=names)
-    if Y is not None:   # checked as score's Y: labels 0..k-1, -1 = no gold
-        y = check_gold_labels(Y, k, "Y", allow_missing=True)
-        if len(y) != n:
-            raise CrowdDataError(f"Y has {len(y)} labels but L has {n} rows")
+    if y is not None:
         known = voted & (y >= 0)[:, None]
         correct = (known & (L == y[:, None])).sum(axis=0)
         incorrect = known.sum(axis=0) - correct
@@ -100,6 +110,23 @@ def lf_quality(L: Any, Y: Any = None, model: Optional[CrowdLabelModel] = None,
         with np.errstate(invalid="ignore", divide="ignore"):
             frame["Emp. Acc."] = correct / (correct + incorrect)
     return SummaryTable(frame)  # prints whole: every promised column shows
+
+
+def _gold(Y: Any, k: int, n: int, inferred: bool) -> np.ndarray:
+    """``Y`` checked as score's: (n,) labels ``0..k-1``, -1 = no gold. With ``k`` inferred
+    from ``L``, a gold class no function votes gets the hint to pass ``cardinality``."""
+    try:
+        y = check_gold_labels(Y, k, "Y", allow_missing=True)
+    except CrowdDataError as e:
+        arr = np.asarray(Y)
+        if inferred and arr.dtype.kind in "iu" and arr.size and arr.max() >= k:
+            raise CrowdDataError(f"{e}: the cardinality {k} was inferred from L as max(L) + 1 "
+                                 f"(no function votes class {int(arr.max())}); pass "
+                                 "cardinality=") from e
+        raise
+    if len(y) != n:
+        raise CrowdDataError(f"Y has {len(y)} labels but L has {n} rows")
+    return y
 
 
 def _inferred_cardinality(L: Any) -> int:
