@@ -1,6 +1,7 @@
 """Label Studio span controls: read (JSON, JSON_MIN, CSV), aggregate, predictions, report, CLI."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -286,3 +287,19 @@ def test_span_predictions_refuse_spans_of_other_tasks_or_labels():
                         r"spans lack the column\(s\) \['doc'\]")):
         with pytest.raises(CrowdDataError, match=match):
             ls.span_predictions(e, bad, "v")
+
+
+def test_an_empty_task_text_in_a_csv_export_is_an_empty_document(tmp_path):
+    # the CSV reader turns empty cells into None; an empty text raised "data field 'text'
+    # must be text, got NoneType" while the same task in JSON is an empty document
+    rows = [["text", "id", "label", "annotator", "annotation_id"],
+            [TEXT, "1", json.dumps([region(0, 4)["value"]]), "1", "10"],
+            [TEXT, "1", json.dumps([region(0, 4)["value"]]), "2", "11"],
+            ["", "2", "", "1", "12"]]
+    path = tmp_path / "export.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    e = ls.read_export(path, control="label", label_config=CONFIG)
+    assert e.format == "CSV" and list(e.sequences.texts) == [TEXT, ""]
+    preds = ls.predictions_from_model(e, "majority_vote", "v1")
+    assert [(p["task"], len(p["result"])) for p in preds] == [(1, 1), (2, 0)]

@@ -252,7 +252,10 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         if key not in data.get(tid, {}):
             raise CrowdDataError(f"{origin}: task {tid!r} has no data field '{key}' (the text "
                                  f"the spans of '{control}' are in)")
-        texts[tid], bases[tid] = _document(data[tid][key], kind, f"{origin}: task {tid!r}", key,
+        value = data[tid][key]
+        if value is None and fmt in ("CSV", "TSV") and kind != "paragraphlabels":
+            value = ""   # the CSV reader makes empty cells None; an empty text cell is ""
+        texts[tid], bases[tid] = _document(value, kind, f"{origin}: task {tid!r}", key,
                                            paragraph_key)
     live = [r for r in records if not r.cancelled]
     frame = pd.DataFrame({
