@@ -303,3 +303,17 @@ def test_an_empty_task_text_in_a_csv_export_is_an_empty_document(tmp_path):
     assert e.format == "CSV" and list(e.sequences.texts) == [TEXT, ""]
     preds = ls.predictions_from_model(e, "majority_vote", "v1")
     assert [(p["task"], len(p["result"])) for p in preds] == [(1, 1), (2, 0)]
+
+
+def test_a_ground_truth_annotation_without_spans_is_gold_all_o():
+    # a reviewer's ground truth "no entity here" was dropped from the gold (only tasks with
+    # a gold span were scored), so spans the crowd marked there never counted against it
+    gold = {"id": 20, "completed_by": 9, "ground_truth": True, "result": []}
+    e = ls.read_export(export([gold]), label_config=CONFIG)
+    model = TokenDawidSkene().fit(e.sequences)
+    assert model.predict().any()                           # the crowd's aggregate has spans
+    n, (p, r, f1) = ls.gold_span_scores(e, model.predict())
+    assert n == 1 and p == 0.0
+    assert e.summary.n_gold == 1 and len(e.gold) == 0 and list(e.gold_tasks) == [1]
+    report = ls.annotator_report(e, model).set_index("annotator")
+    assert report.loc[[1, 2, 3], "n_gold"].tolist() == [1, 1, 1]

@@ -69,6 +69,8 @@ class LabelStudioSpans:
             end, label, text`` (character offsets into the task's text).
         gold: spans of the latest ``ground_truth`` annotation of each task (same columns,
             without ``annotator``); empty when there is none.
+        gold_tasks: (n_gold_tasks,) ids of the tasks with a ``ground_truth`` annotation,
+            including those whose latest one holds no span (gold: every token O).
         control, control_type, to_name: the control, its type (``"labels"``,
             ``"hypertextlabels"``, ``"paragraphlabels"``) and the object it labels;
         text_key: the task data field holding the text.
@@ -90,6 +92,8 @@ class LabelStudioSpans:
     summary: SpanExportSummary
     annotator_stats: pd.DataFrame = field(repr=False)
     paragraph_starts: dict = field(default_factory=dict, repr=False)
+    gold_tasks: np.ndarray = field(default_factory=lambda: np.array([], dtype=object),
+                                   repr=False)
 
     task_ids = property(lambda self: self.sequences.doc_ids, doc="(n_tasks,) task ids.")
     annotator_ids = property(lambda self: self.sequences.annotator_ids,
@@ -363,4 +367,6 @@ def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame,
         annotator_emails=np.array([emails.get(a) for a in seq.annotator_ids], dtype=object),
         control=control, control_type=kind, to_name=to_name, text_key=key, format=fmt,
         summary=summary, annotator_stats=stats,
-        paragraph_starts={t: b for t, b in bases.items() if b is not None})
+        paragraph_starts={t: b for t, b in bases.items() if b is not None},
+        gold_tasks=np.array(list(dict.fromkeys(gold_rows.sort_values("row")["task"])),
+                            dtype=object))
