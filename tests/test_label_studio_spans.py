@@ -317,3 +317,27 @@ def test_a_ground_truth_annotation_without_spans_is_gold_all_o():
     assert e.summary.n_gold == 1 and len(e.gold) == 0 and list(e.gold_tasks) == [1]
     report = ls.annotator_report(e, model).set_index("annotator")
     assert report.loc[[1, 2, 3], "n_gold"].tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("fmt", ["JSON_MIN", "CSV"])
+def test_another_span_controls_column_is_not_taken_for_the_text(tmp_path, fmt):
+    # two Labels controls in a JSON_MIN/CSV export: the other control's column of regions
+    # was a candidate for the text field, and reading either control asked for text_key
+    regions = json.dumps([region(0, 4)["value"]])
+    other = json.dumps([region(17, 22, label="LOC")["value"]])
+    rows = [{"text": TEXT, "id": 1, "label": regions, "kind": other, "annotator": a,
+             "annotation_id": 10 + a} for a in (1, 2)]
+    if fmt == "JSON_MIN":
+        rows = [{**r, "label": json.loads(r["label"]), "kind": json.loads(r["kind"])}
+                for r in rows]
+        source = rows
+    else:
+        source = tmp_path / "export.csv"
+        with source.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    for control, span in (("label", [0, 4, "PER"]), ("kind", [17, 22, "LOC"])):
+        e = ls.read_export(source, control=control)
+        assert e.format == fmt and e.text_key == "text"
+        assert e.spans[["start", "end", "label"]].values.tolist() == [span, span]

@@ -101,19 +101,24 @@ class LabelStudioSpans:
     labels = property(lambda self: self.sequences.labels, doc="span labels in code order.")
 
 
+def _regions(raw: Any) -> Optional[bool]:
+    """A JSON_MIN/CSV cell: span regions (True), something else (False), empty (None)."""
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return False
+    if isinstance(raw, list) and raw and isinstance(raw[0], dict):
+        return "start" in raw[0] or "globalOffsets" in raw[0]
+    return None if raw in (None, "", []) else False
+
+
 def looks_like_spans(records: list, control: str) -> bool:
     """JSON_MIN/CSV without a config: does the control's column hold span regions?"""
     for rec in records:
-        raw = rec.raw.get(control)
-        if isinstance(raw, str) and raw.lstrip().startswith("["):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError:
-                return False
-        if isinstance(raw, list) and raw and isinstance(raw[0], dict):
-            return "start" in raw[0] or "globalOffsets" in raw[0]
-        if raw not in (None, "", []):
-            return False
+        found = _regions(rec.raw.get(control))
+        if found is not None:
+            return found
     return False
 
 
@@ -125,7 +130,9 @@ def _text_key(text_key: Optional[str], to_name: Optional[str], objects: dict,
         return objects[to_name][1]
     if to_name in data_fields:
         return to_name
-    texts = [k for k, v in data_fields.items() if isinstance(v, (str, list))]
+    # another span control's column (JSON_MIN/CSV) holds regions, not the text
+    texts = [k for k, v in data_fields.items()
+             if isinstance(v, (str, list)) and not _regions(v)]
     if len(texts) == 1:
         return texts[0]
     raise CrowdDataError(Message(
