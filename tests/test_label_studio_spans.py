@@ -341,3 +341,27 @@ def test_another_span_controls_column_is_not_taken_for_the_text(tmp_path, fmt):
         e = ls.read_export(source, control=control)
         assert e.format == fmt and e.text_key == "text"
         assert e.spans[["start", "end", "label"]].values.tolist() == [span, span]
+
+
+def test_offsets_in_utf16_code_units_are_pointed_out():
+    # offsets counted in UTF-16 code units (an emoji counts twice) shift every later span by
+    # one character; only a "text mismatch" count said so, nothing said why
+    text = "Hi 😀 John met Mary"
+    def utf16(i):
+        return len(text[:i].encode("utf-16-le")) // 2
+    john, mary = text.index("John"), text.index("Mary")
+    def ann(aid, offsets):
+        return {"id": aid, "completed_by": aid, "result": [
+            {"from_name": "label", "to_name": "text", "type": "labels",
+             "value": {"start": s, "end": e, "text": t, "labels": ["PER"]}}
+            for s, e, t in offsets]}
+    tasks = [{"id": 1, "data": {"text": text}, "annotations": [
+        ann(1, [(utf16(john), utf16(john + 4), "John")]),
+        ann(2, [(utf16(mary), utf16(mary + 4), "Mary"), (john, john + 4, "John")])]}]
+    e = ls.read_export(tasks, label_config=CONFIG)
+    assert e.summary.spans.text_mismatch == 2
+    notes = " ".join(str(n) for n in e.summary.notes)
+    assert "2 span(s) whose text differs" in notes and "UTF-16 code units" in notes
+    # code-point offsets (what the reader expects) get no such note
+    tasks[0]["annotations"] = [ann(1, [(john, john + 4, "John")])]
+    assert not any("UTF-16" in str(n) for n in ls.read_export(tasks).summary.notes)

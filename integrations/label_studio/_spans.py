@@ -14,7 +14,8 @@ the spans where that is not so); ``ParagraphLabels`` give a paragraph index and 
 it, turned into offsets in the paragraphs' texts joined with ``"\\n"``. Bad span input
 (negative or reversed offsets, a label outside the config, a span without label) raises a
 located :class:`~crowd_keras.CrowdDataError`; a ``text`` that differs from the document is
-counted (``text_mismatch="error"`` makes it an error).
+counted (``text_mismatch="error"`` makes it an error), with a note when such spans match
+their text as UTF-16 code-unit offsets (JavaScript string indices; an emoji counts twice).
 """
 from __future__ import annotations
 
@@ -329,8 +330,28 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         raise CrowdDataError(f"{spans['where'].iloc[r]}: text {spans['text'].iloc[r]!r} differs "
                              f"from the task's characters {spans['start'].iloc[r]}:"
                              f"{spans['end'].iloc[r]}")
+    n_utf16 = _utf16_mismatches(spans, texts, seq.span_mismatch)
+    if n_utf16:
+        notes = [*notes, f"{n_utf16} span(s) whose text differs from the task's characters "
+                 "match it when their offsets count UTF-16 code units (JavaScript string "
+                 "indices, in which emoji and other characters beyond U+FFFF count twice); "
+                 "offsets are read as characters (code points, as Python indexes text), so "
+                 "these spans are shifted"]
     return _assemble(seq, spans, gold, records, frame, used, superseded, gold_rows, fmt, control,
                      kind, to_name, key, notes, bases, n_gold_conflicts)
+
+
+def _utf16_mismatches(spans: pd.DataFrame, texts: dict, mismatch: np.ndarray) -> int:
+    """How many spans with a mismatched ``text`` match it as UTF-16 code-unit offsets (an
+    export of a Label Studio that measured offsets as JavaScript does)."""
+    n = 0
+    for r in np.flatnonzero(mismatch):
+        text, start, end = texts[spans["task"].iat[r]], spans["start"].iat[r], spans["end"].iat[r]
+        units = text.encode("utf-16-le")
+        if isinstance(spans["text"].iat[r], str) and end * 2 <= len(units) and \
+                units[2 * start:2 * end].decode("utf-16-le", "replace") == spans["text"].iat[r]:
+            n += 1
+    return n
 
 
 def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame, records: list,
