@@ -365,3 +365,20 @@ def test_offsets_in_utf16_code_units_are_pointed_out():
     # code-point offsets (what the reader expects) get no such note
     tasks[0]["annotations"] = [ann(1, [(john, john + 4, "John")])]
     assert not any("UTF-16" in str(n) for n in ls.read_export(tasks).summary.notes)
+
+
+def test_the_text_field_is_the_one_the_spans_texts_fit():
+    # no config, the object named otherwise than its data field, and several text fields:
+    # the reader asked for text_key although only one field holds the spans' texts
+    tasks = export()
+    for t in tasks:
+        t["data"] = {"body": t["data"]["text"], "title": "A title", "source": "news"}
+        for a in t["annotations"]:
+            a["result"] = [dict(r, to_name="doc") for r in a["result"]]
+    e = ls.read_export(tasks, control="label")
+    assert (e.text_key, e.to_name) == ("body", "doc")
+    assert e.spans["text"].tolist() == ["John", "Mary", "John", "Paris"]
+    # no field fits every span's text: still the located question
+    tasks[0]["annotations"][2]["result"][0]["value"]["text"] = "Jon"
+    with pytest.raises(CrowdDataError, match="cannot tell which task data field"):
+        ls.read_export(tasks, control="label")

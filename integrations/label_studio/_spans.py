@@ -124,7 +124,9 @@ def looks_like_spans(records: list, control: str) -> bool:
 
 
 def _text_key(text_key: Optional[str], to_name: Optional[str], objects: dict,
-              data_fields: dict, origin: str) -> str:
+              data_fields: dict, origin: str, fits: Any = None) -> str:
+    """The task data field holding the text; ``fits(key)``: do the spans' ``text`` values
+    match that field's characters (used only to choose among several text fields)."""
     if text_key is not None:
         return text_key
     if to_name in objects and objects[to_name][1]:
@@ -134,12 +136,40 @@ def _text_key(text_key: Optional[str], to_name: Optional[str], objects: dict,
     # another span control's column (JSON_MIN/CSV) holds regions, not the text
     texts = [k for k, v in data_fields.items()
              if isinstance(v, (str, list)) and not _regions(v)]
+    if len(texts) > 1 and fits is not None:
+        texts = [k for k in texts if fits(k)] or texts
     if len(texts) == 1:
         return texts[0]
     raise CrowdDataError(Message(
         "{origin}: cannot tell which task data field holds the text the spans are in (fields: "
         "{fields}); pass {text_key} or {config}", origin=origin, fields=sorted(data_fields)[:10],
         text_key=Argument("text_key"), config=Argument("label_config")))
+
+
+def _texts_fit(records: list, data: dict, key: str, control: str, kind: str) -> bool:
+    """Does every ``Labels`` region with a ``text`` equal the characters of data field
+    ``key`` at its offsets (and is there one)? Regions that cannot be read count as misfits;
+    the reading proper reports them."""
+    if kind != "labels":
+        return False
+    n = 0
+    for rec in records:
+        if rec.cancelled:
+            continue
+        value = data.get(rec.task, {}).get(key)
+        try:
+            regions = _values(rec, control, kind)
+        except CrowdDataError:
+            return False
+        for v in regions:
+            if not isinstance(v, dict) or not isinstance(v.get("text"), str):
+                continue
+            start, end = v.get("start"), v.get("end")
+            if not (isinstance(value, str) and isinstance(start, int)
+                    and isinstance(end, int) and value[start:end] == v["text"]):
+                return False
+            n += 1
+    return n > 0
 
 
 def _document(value: Any, kind: str, where: str, text_key: str,
@@ -258,7 +288,8 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
             data.setdefault(tid, {k: v for k, v in row.items()
                                   if k not in MIN_META and k != control and k != "__line__"})
     key = _text_key(text_key, to_name, objects,
-                    next((d for d in data.values() if d), {}), origin)
+                    next((d for d in data.values() if d), {}), origin,
+                    fits=lambda k: _texts_fit(records, data, k, control, kind))
     texts, bases = {}, {}
     for tid in tasks:
         if key not in data.get(tid, {}):

@@ -105,7 +105,8 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
         scheme, tokenizer: span controls only: the tag scheme (``"IO"``/``"BIO"``) and the
             tokenizer (default whitespace runs; see :mod:`crowd_keras.sequences.tokens`).
         text_key: span controls only: the task data field holding the text (default: from
-            the config's object, else the field named like ``to_name``, else the only one).
+            the config's object, else the field named like ``to_name``, else the only text
+            field, else the one whose characters every ``Labels`` span's ``text`` matches).
         text_mismatch: span controls only: a span ``text`` that differs from the task's
             characters is counted (``"count"``, default) or an error (``"error"``).
 
