@@ -322,7 +322,8 @@ def test_a_ground_truth_annotation_without_spans_is_gold_all_o():
 @pytest.mark.parametrize("fmt", ["JSON_MIN", "CSV"])
 def test_another_span_controls_column_is_not_taken_for_the_text(tmp_path, fmt):
     # two Labels controls in a JSON_MIN/CSV export: the other control's column of regions
-    # was a candidate for the text field, and reading either control asked for text_key
+    # was a candidate for the text field (reading either control asked for text_key) and
+    # for the object (aggregate asked for --to-name)
     regions = json.dumps([region(0, 4)["value"]])
     other = json.dumps([region(17, 22, label="LOC")["value"]])
     rows = [{"text": TEXT, "id": 1, "label": regions, "kind": other, "annotator": a,
@@ -341,6 +342,8 @@ def test_another_span_controls_column_is_not_taken_for_the_text(tmp_path, fmt):
         e = ls.read_export(source, control=control)
         assert e.format == fmt and e.text_key == "text"
         assert e.spans[["start", "end", "label"]].values.tolist() == [span, span]
+        # the one data column besides the span controls' is the object, as with one control
+        assert e.to_name == "text" and "to_name 'text'" in " ".join(map(str, e.summary.notes))
 
 
 def test_offsets_in_utf16_code_units_are_pointed_out():

@@ -30,7 +30,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 from crowd_keras.sequences.tokens import MAX_OFFSET
 
-from ._controls import MIN_META, SPAN_TAGS, object_fields
+from ._controls import MIN_META, SPAN_TAGS, object_fields, to_name_note
 from ._records import ExportSummary, parse_times, task_id
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
@@ -290,6 +290,12 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
     key = _text_key(text_key, to_name, objects,
                     next((d for d in data.values() if d), {}), origin,
                     fits=lambda k: _texts_fit(records, data, k, control, kind))
+    if to_name is None and config is None and fmt != "JSON":
+        # the export's one data column is its object; other span controls' columns aside
+        fields = {k for d in data.values() for k, v in d.items() if _regions(v) is False}
+        if fields == {key}:
+            to_name = key
+            notes = [*notes, to_name_note(key)]
     texts, bases = {}, {}
     for tid in tasks:
         if key not in data.get(tid, {}):
