@@ -385,3 +385,4 @@ def test_the_text_field_is_the_one_the_spans_texts_fit():
     tasks[0]["annotations"][2]["result"][0]["value"]["text"] = "Jon"
     with pytest.raises(CrowdDataError, match="cannot tell which task data field"):
         ls.read_export(tasks, control="label")
+

@@ -110,7 +110,9 @@ def _regions(raw: Any) -> Optional[bool]:
         except json.JSONDecodeError:
             return False
     if isinstance(raw, list) and raw and isinstance(raw[0], dict):
-        return "start" in raw[0] or "globalOffsets" in raw[0]
+        # a region names its labels; paragraphs synced to audio have start/end too
+        return ("start" in raw[0] or "globalOffsets" in raw[0]) and any(
+            k in raw[0] for k in ("labels", *SPAN_TAGS.values()))
     return None if raw in (None, "", []) else False
 
 
