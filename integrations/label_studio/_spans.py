@@ -150,8 +150,8 @@ def _text_key(text_key: Optional[str], to_name: Optional[str], objects: dict,
 
 def _texts_fit(records: list, data: dict, key: str, control: str, kind: str) -> bool:
     """Does every ``Labels`` region with a ``text`` equal the characters of data field
-    ``key`` at its offsets (and is there one)? Regions that cannot be read count as misfits;
-    the reading proper reports them."""
+    ``key`` at its offsets, up to whitespace (and is there one)? Regions that cannot be read
+    count as misfits; the reading proper reports them."""
     if kind != "labels":
         return False
     n = 0
@@ -167,8 +167,9 @@ def _texts_fit(records: list, data: dict, key: str, control: str, kind: str) -> 
             if not isinstance(v, dict) or not isinstance(v.get("text"), str):
                 continue
             start, end = v.get("start"), v.get("end")
-            if not (isinstance(value, str) and isinstance(start, int)
-                    and isinstance(end, int) and value[start:end] == v["text"]):
+            # whitespace aside: Label Studio's region text may collapse runs of spaces
+            if not (isinstance(value, str) and isinstance(start, int) and isinstance(end, int)
+                    and value[start:end].split() == v["text"].split()):
                 return False
             n += 1
     return n > 0
