@@ -391,3 +391,21 @@ def test_the_text_field_is_the_one_the_spans_texts_fit():
     with pytest.raises(CrowdDataError, match="cannot tell which task data field"):
         ls.read_export(tasks, control="label")
 
+
+
+def test_a_region_text_with_collapsed_whitespace_is_no_mismatch():
+    # Label Studio's region text collapses a run of spaces while its offsets count each
+    # one: right offsets were counted as text mismatches, and text_mismatch="error" refused
+    tasks = export()
+    tasks[0]["data"]["text"] = TEXT.replace("John met", "John  met")
+    for ann in tasks[0]["annotations"]:
+        for r in ann["result"]:
+            if r["value"]["start"] > 0:
+                r["value"].update(start=r["value"]["start"] + 1, end=r["value"]["end"] + 1)
+    tasks[0]["annotations"][3]["result"] = [region(0, 9, text="John met")]
+    e = ls.read_export(tasks, label_config=CONFIG, text_mismatch="error")
+    assert e.summary.spans.text_mismatch == 0
+    assert e.spans["text"].tolist()[-1] == "John met"        # the export's text, as given
+    tasks[0]["annotations"][3]["result"] = [region(0, 9, text="John mat")]
+    with pytest.raises(CrowdDataError, match="text 'John mat' differs"):
+        ls.read_export(tasks, label_config=CONFIG, text_mismatch="error")

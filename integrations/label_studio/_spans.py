@@ -13,9 +13,10 @@ the task's data value: right for plain text shown as HyperText; the ``text`` che
 the spans where that is not so); ``ParagraphLabels`` give a paragraph index and an offset in
 it, turned into offsets in the paragraphs' texts joined with ``"\\n"``. Bad span input
 (negative or reversed offsets, a label outside the config, a span without label) raises a
-located :class:`~crowd_keras.CrowdDataError`; a ``text`` that differs from the document is
-counted (``text_mismatch="error"`` makes it an error), with a note when such spans match
-their text as UTF-16 code-unit offsets (JavaScript string indices; an emoji counts twice).
+located :class:`~crowd_keras.CrowdDataError`; a ``text`` that differs from the document
+(other than in whitespace, which Label Studio's region text collapses) is counted
+(``text_mismatch="error"`` makes it an error), with a note when such spans match their
+text as UTF-16 code-unit offsets (JavaScript string indices; an emoji counts twice).
 """
 from __future__ import annotations
 
@@ -362,7 +363,7 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
     # users are ints or emails (the records' rules), ints first as in the choices reader
     users = sorted(set(kept["annotator"]), key=lambda a: (isinstance(a, str), a))
     seq = SequenceAnnotations.from_spans(
-        texts, spans.rename(columns={"task": "doc"}),
+        texts, spans.assign(text=_checked_text(spans, texts)).rename(columns={"task": "doc"}),
         seen=kept[["task", "annotator"]].rename(columns={"task": "doc"}), labels=labels,
         scheme=scheme, tokenizer=tokenizer, annotator_ids=users)
     if text_mismatch == "error" and seq.span_mismatch.any():
@@ -379,6 +380,20 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
                  "these spans are shifted"]
     return _assemble(seq, spans, gold, records, frame, used, superseded, gold_rows, fmt, control,
                      kind, to_name, key, notes, bases, n_gold_conflicts)
+
+
+def _checked_text(spans: pd.DataFrame, texts: dict) -> list:
+    """The spans' ``text`` for the mismatch check: a region text that differs from the task's
+    characters only in whitespace is theirs (Label Studio's region text collapses runs of
+    spaces and line breaks while its offsets count every character)."""
+    out = spans["text"].tolist()
+    for r, (task, start, end, given) in enumerate(zip(spans["task"], spans["start"],
+                                                     spans["end"], out)):
+        if isinstance(given, str):
+            actual = texts[task][start:end]
+            if actual != given and actual.split() == given.split():
+                out[r] = actual
+    return out
 
 
 def _utf16_mismatches(spans: pd.DataFrame, texts: dict, mismatch: np.ndarray) -> int:
