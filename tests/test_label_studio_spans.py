@@ -1,6 +1,7 @@
 """Label Studio span controls: read (JSON, JSON_MIN, CSV), aggregate, predictions, report, CLI."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -286,3 +287,125 @@ def test_span_predictions_refuse_spans_of_other_tasks_or_labels():
                         r"spans lack the column\(s\) \['doc'\]")):
         with pytest.raises(CrowdDataError, match=match):
             ls.span_predictions(e, bad, "v")
+
+
+def test_an_empty_task_text_in_a_csv_export_is_an_empty_document(tmp_path):
+    # the CSV reader turns empty cells into None; an empty text raised "data field 'text'
+    # must be text, got NoneType" while the same task in JSON is an empty document
+    rows = [["text", "id", "label", "annotator", "annotation_id"],
+            [TEXT, "1", json.dumps([region(0, 4)["value"]]), "1", "10"],
+            [TEXT, "1", json.dumps([region(0, 4)["value"]]), "2", "11"],
+            ["", "2", "", "1", "12"]]
+    path = tmp_path / "export.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    e = ls.read_export(path, control="label", label_config=CONFIG)
+    assert e.format == "CSV" and list(e.sequences.texts) == [TEXT, ""]
+    preds = ls.predictions_from_model(e, "majority_vote", "v1")
+    assert [(p["task"], len(p["result"])) for p in preds] == [(1, 1), (2, 0)]
+
+
+def test_a_ground_truth_annotation_without_spans_is_gold_all_o():
+    # a reviewer's ground truth "no entity here" was dropped from the gold (only tasks with
+    # a gold span were scored), so spans the crowd marked there never counted against it
+    gold = {"id": 20, "completed_by": 9, "ground_truth": True, "result": []}
+    e = ls.read_export(export([gold]), label_config=CONFIG)
+    model = TokenDawidSkene().fit(e.sequences)
+    assert model.predict().any()                           # the crowd's aggregate has spans
+    n, (p, r, f1) = ls.gold_span_scores(e, model.predict())
+    assert n == 1 and p == 0.0
+    assert e.summary.n_gold == 1 and len(e.gold) == 0 and list(e.gold_tasks) == [1]
+    report = ls.annotator_report(e, model).set_index("annotator")
+    assert report.loc[[1, 2, 3], "n_gold"].tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("fmt", ["JSON_MIN", "CSV"])
+def test_another_span_controls_column_is_not_taken_for_the_text(tmp_path, fmt):
+    # two Labels controls in a JSON_MIN/CSV export: the other control's column of regions
+    # was a candidate for the text field (reading either control asked for text_key) and
+    # for the object (aggregate asked for --to-name)
+    regions = json.dumps([region(0, 4)["value"]])
+    other = json.dumps([region(17, 22, label="LOC")["value"]])
+    rows = [{"text": TEXT, "id": 1, "label": regions, "kind": other, "annotator": a,
+             "annotation_id": 10 + a} for a in (1, 2)]
+    if fmt == "JSON_MIN":
+        rows = [{**r, "label": json.loads(r["label"]), "kind": json.loads(r["kind"])}
+                for r in rows]
+        source = rows
+    else:
+        source = tmp_path / "export.csv"
+        with source.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    for control, span in (("label", [0, 4, "PER"]), ("kind", [17, 22, "LOC"])):
+        e = ls.read_export(source, control=control)
+        assert e.format == fmt and e.text_key == "text"
+        assert e.spans[["start", "end", "label"]].values.tolist() == [span, span]
+        # the one data column besides the span controls' is the object, as with one control
+        assert e.to_name == "text" and "to_name 'text'" in " ".join(map(str, e.summary.notes))
+
+
+def test_offsets_in_utf16_code_units_are_pointed_out():
+    # offsets counted in UTF-16 code units (an emoji counts twice) shift every later span by
+    # one character; only a "text mismatch" count said so, nothing said why
+    text = "Hi 😀 John met Mary"
+    def utf16(i):
+        return len(text[:i].encode("utf-16-le")) // 2
+    john, mary = text.index("John"), text.index("Mary")
+    def ann(aid, offsets):
+        return {"id": aid, "completed_by": aid, "result": [
+            {"from_name": "label", "to_name": "text", "type": "labels",
+             "value": {"start": s, "end": e, "text": t, "labels": ["PER"]}}
+            for s, e, t in offsets]}
+    tasks = [{"id": 1, "data": {"text": text}, "annotations": [
+        ann(1, [(utf16(john), utf16(john + 4), "John")]),
+        ann(2, [(utf16(mary), utf16(mary + 4), "Mary"), (john, john + 4, "John")])]}]
+    e = ls.read_export(tasks, label_config=CONFIG)
+    assert e.summary.spans.text_mismatch == 2
+    notes = " ".join(str(n) for n in e.summary.notes)
+    assert "2 span(s) whose text differs" in notes and "UTF-16 code units" in notes
+    # code-point offsets (what the reader expects) get no such note
+    tasks[0]["annotations"] = [ann(1, [(john, john + 4, "John")])]
+    assert not any("UTF-16" in str(n) for n in ls.read_export(tasks).summary.notes)
+
+
+def test_the_text_field_is_the_one_the_spans_texts_fit():
+    # no config, the object named otherwise than its data field, and several text fields:
+    # the reader asked for text_key although only one field holds the spans' texts
+    tasks = export()
+    for t in tasks:
+        t["data"] = {"body": t["data"]["text"], "title": "A title", "source": "news"}
+        for a in t["annotations"]:
+            a["result"] = [dict(r, to_name="doc") for r in a["result"]]
+    e = ls.read_export(tasks, control="label")
+    assert (e.text_key, e.to_name) == ("body", "doc")
+    assert e.spans["text"].tolist() == ["John", "Mary", "John", "Paris"]
+    # Label Studio's region text may collapse a run of spaces: still a fit
+    tasks[0]["data"]["body"] = TEXT.replace("Mary in", "Mary  in")
+    tasks[0]["annotations"][2]["result"][1]["value"].update(start=18, end=23)
+    tasks[0]["annotations"][1]["result"][1]["value"].update(start=9, end=17, text="Mary in")
+    assert ls.read_export(tasks, control="label").text_key == "body"
+    # no field fits every span's text: still the located question
+    tasks[0]["annotations"][2]["result"][0]["value"]["text"] = "Jon"
+    with pytest.raises(CrowdDataError, match="cannot tell which task data field"):
+        ls.read_export(tasks, control="label")
+
+
+
+def test_a_region_text_with_collapsed_whitespace_is_no_mismatch():
+    # Label Studio's region text collapses a run of spaces while its offsets count each
+    # one: right offsets were counted as text mismatches, and text_mismatch="error" refused
+    tasks = export()
+    tasks[0]["data"]["text"] = TEXT.replace("John met", "John  met")
+    for ann in tasks[0]["annotations"]:
+        for r in ann["result"]:
+            if r["value"]["start"] > 0:
+                r["value"].update(start=r["value"]["start"] + 1, end=r["value"]["end"] + 1)
+    tasks[0]["annotations"][3]["result"] = [region(0, 9, text="John met")]
+    e = ls.read_export(tasks, label_config=CONFIG, text_mismatch="error")
+    assert e.summary.spans.text_mismatch == 0
+    assert e.spans["text"].tolist()[-1] == "John met"        # the export's text, as given
+    tasks[0]["annotations"][3]["result"] = [region(0, 9, text="John mat")]
+    with pytest.raises(CrowdDataError, match="text 'John mat' differs"):
+        ls.read_export(tasks, label_config=CONFIG, text_mismatch="error")

@@ -103,7 +103,8 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
                           "apart)")
     agg.add_argument("--text-key", default=None, metavar="KEY",
                      help="span controls: the task data field holding the text (default: from "
-                          "the config's object, else the field named like the object)")
+                          "the config's object, else the field named like the object, else the one "
+                          "the spans' texts fit)")
     agg.add_argument("--out", default="predictions.json", help="predictions file to write")
     agg.add_argument("--annotators", default=None, metavar="CSV",
                      help="annotator quality report (CSV) to write, a .json report beside it "

@@ -13,6 +13,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from ._records import Record
 
 __all__ = ["SPAN_TAGS", "MIN_META", "INSTALL_HINT", "parse_config", "object_fields",
+           "to_name_note",
            "pick_control_full", "pick_control_rows", "selection_full", "selection_min"]
 
 _SUPPORTED_TAGS = frozenset({"choices", "rating"})  # config tag = result type, lower case
@@ -145,6 +146,13 @@ def pick_control_full(control: Optional[str], config: Optional[dict], seen: dict
     if control in seen and seen[control][1] is not None:
         to_name = seen[control][1]
     return control, kind, to_name
+
+
+def to_name_note(name: str) -> Message:
+    """The note of a JSON_MIN/CSV export whose object is taken to be its one data column."""
+    return Message("to_name '{name}' (the object the control labels) is the export's only data "
+                   "column; pass {arg} if the object tag is named otherwise", name=name,
+                   arg=Argument("to_name"))
 
 
 def pick_control_rows(control: Optional[str], config: Optional[dict], columns: list, fmt: str,

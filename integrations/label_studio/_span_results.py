@@ -143,9 +143,10 @@ def span_predictions_from_model(export: LabelStudioSpans, model: Any = None,
 def _gold_tags(export: LabelStudioSpans) -> tuple[np.ndarray, np.ndarray]:
     """(T,) tags of the ground-truth spans and the document codes that have them."""
     seq = export.sequences
-    gold_docs = np.flatnonzero(np.isin(seq.doc_ids, export.gold["task"].unique()))
+    # every task with a ground-truth annotation, also one without a span (gold: all O)
+    gold_docs = np.flatnonzero(np.isin(seq.doc_ids, list(export.gold_tasks)))
     tags = np.zeros(seq.n_tokens, np.int64)
-    if len(gold_docs):
+    if len(export.gold):
         frame = export.gold.rename(columns={"task": "doc"}).assign(annotator="gold")
         g = SequenceAnnotations.from_spans(seq.texts, frame[["doc", "annotator", "start", "end",
                                                               "label"]],

@@ -13,8 +13,10 @@ the task's data value: right for plain text shown as HyperText; the ``text`` che
 the spans where that is not so); ``ParagraphLabels`` give a paragraph index and an offset in
 it, turned into offsets in the paragraphs' texts joined with ``"\\n"``. Bad span input
 (negative or reversed offsets, a label outside the config, a span without label) raises a
-located :class:`~crowd_keras.CrowdDataError`; a ``text`` that differs from the document is
-counted (``text_mismatch="error"`` makes it an error).
+located :class:`~crowd_keras.CrowdDataError`; a ``text`` that differs from the document
+(other than in whitespace, which Label Studio's region text collapses) is counted
+(``text_mismatch="error"`` makes it an error), with a note when such spans match their
+text as UTF-16 code-unit offsets (JavaScript string indices; an emoji counts twice).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 from crowd_keras.sequences.tokens import MAX_OFFSET
 
-from ._controls import MIN_META, SPAN_TAGS, object_fields
+from ._controls import MIN_META, SPAN_TAGS, object_fields, to_name_note
 from ._records import ExportSummary, parse_times, task_id
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
@@ -69,6 +71,8 @@ class LabelStudioSpans:
             end, label, text`` (character offsets into the task's text).
         gold: spans of the latest ``ground_truth`` annotation of each task (same columns,
             without ``annotator``); empty when there is none.
+        gold_tasks: (n_gold_tasks,) ids of the tasks with a ``ground_truth`` annotation,
+            including those whose latest one holds no span (gold: every token O).
         control, control_type, to_name: the control, its type (``"labels"``,
             ``"hypertextlabels"``, ``"paragraphlabels"``) and the object it labels;
         text_key: the task data field holding the text.
@@ -90,6 +94,8 @@ class LabelStudioSpans:
     summary: SpanExportSummary
     annotator_stats: pd.DataFrame = field(repr=False)
     paragraph_starts: dict = field(default_factory=dict, repr=False)
+    gold_tasks: np.ndarray = field(default_factory=lambda: np.array([], dtype=object),
+                                   repr=False)
 
     task_ids = property(lambda self: self.sequences.doc_ids, doc="(n_tasks,) task ids.")
     annotator_ids = property(lambda self: self.sequences.annotator_ids,
@@ -97,37 +103,77 @@ class LabelStudioSpans:
     labels = property(lambda self: self.sequences.labels, doc="span labels in code order.")
 
 
+def _regions(raw: Any) -> Optional[bool]:
+    """A JSON_MIN/CSV cell: span regions (True), something else (False), empty (None)."""
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return False
+    if isinstance(raw, list) and raw and isinstance(raw[0], dict):
+        # a region names its labels; paragraphs synced to audio have start/end too
+        return ("start" in raw[0] or "globalOffsets" in raw[0]) and any(
+            k in raw[0] for k in ("labels", *SPAN_TAGS.values()))
+    return None if raw in (None, "", []) else False
+
+
 def looks_like_spans(records: list, control: str) -> bool:
     """JSON_MIN/CSV without a config: does the control's column hold span regions?"""
     for rec in records:
-        raw = rec.raw.get(control)
-        if isinstance(raw, str) and raw.lstrip().startswith("["):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError:
-                return False
-        if isinstance(raw, list) and raw and isinstance(raw[0], dict):
-            return "start" in raw[0] or "globalOffsets" in raw[0]
-        if raw not in (None, "", []):
-            return False
+        found = _regions(rec.raw.get(control))
+        if found is not None:
+            return found
     return False
 
 
 def _text_key(text_key: Optional[str], to_name: Optional[str], objects: dict,
-              data_fields: dict, origin: str) -> str:
+              data_fields: dict, origin: str, fits: Any = None) -> str:
+    """The task data field holding the text; ``fits(key)``: do the spans' ``text`` values
+    match that field's characters (used only to choose among several text fields)."""
     if text_key is not None:
         return text_key
     if to_name in objects and objects[to_name][1]:
         return objects[to_name][1]
     if to_name in data_fields:
         return to_name
-    texts = [k for k, v in data_fields.items() if isinstance(v, (str, list))]
+    # another span control's column (JSON_MIN/CSV) holds regions, not the text
+    texts = [k for k, v in data_fields.items()
+             if isinstance(v, (str, list)) and not _regions(v)]
+    if len(texts) > 1 and fits is not None:
+        texts = [k for k in texts if fits(k)] or texts
     if len(texts) == 1:
         return texts[0]
     raise CrowdDataError(Message(
         "{origin}: cannot tell which task data field holds the text the spans are in (fields: "
         "{fields}); pass {text_key} or {config}", origin=origin, fields=sorted(data_fields)[:10],
         text_key=Argument("text_key"), config=Argument("label_config")))
+
+
+def _texts_fit(records: list, data: dict, key: str, control: str, kind: str) -> bool:
+    """Does every ``Labels`` region with a ``text`` equal the characters of data field
+    ``key`` at its offsets, up to whitespace (and is there one)? Regions that cannot be read
+    count as misfits; the reading proper reports them."""
+    if kind != "labels":
+        return False
+    n = 0
+    for rec in records:
+        if rec.cancelled:
+            continue
+        value = data.get(rec.task, {}).get(key)
+        try:
+            regions = _values(rec, control, kind)
+        except CrowdDataError:
+            return False
+        for v in regions:
+            if not isinstance(v, dict) or not isinstance(v.get("text"), str):
+                continue
+            start, end = v.get("start"), v.get("end")
+            # whitespace aside: Label Studio's region text may collapse runs of spaces
+            if not (isinstance(value, str) and isinstance(start, int) and isinstance(end, int)
+                    and value[start:end].split() == v["text"].split()):
+                return False
+            n += 1
+    return n > 0
 
 
 def _document(value: Any, kind: str, where: str, text_key: str,
@@ -246,13 +292,23 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
             data.setdefault(tid, {k: v for k, v in row.items()
                                   if k not in MIN_META and k != control and k != "__line__"})
     key = _text_key(text_key, to_name, objects,
-                    next((d for d in data.values() if d), {}), origin)
+                    next((d for d in data.values() if d), {}), origin,
+                    fits=lambda k: _texts_fit(records, data, k, control, kind))
+    if to_name is None and config is None and fmt != "JSON":
+        # the export's one data column is its object; other span controls' columns aside
+        fields = {k for d in data.values() for k, v in d.items() if _regions(v) is False}
+        if fields == {key}:
+            to_name = key
+            notes = [*notes, to_name_note(key)]
     texts, bases = {}, {}
     for tid in tasks:
         if key not in data.get(tid, {}):
             raise CrowdDataError(f"{origin}: task {tid!r} has no data field '{key}' (the text "
                                  f"the spans of '{control}' are in)")
-        texts[tid], bases[tid] = _document(data[tid][key], kind, f"{origin}: task {tid!r}", key,
+        value = data[tid][key]
+        if value is None and fmt in ("CSV", "TSV") and kind != "paragraphlabels":
+            value = ""   # the CSV reader makes empty cells None; an empty text cell is ""
+        texts[tid], bases[tid] = _document(value, kind, f"{origin}: task {tid!r}", key,
                                            paragraph_key)
     live = [r for r in records if not r.cancelled]
     frame = pd.DataFrame({
@@ -307,7 +363,7 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
     # users are ints or emails (the records' rules), ints first as in the choices reader
     users = sorted(set(kept["annotator"]), key=lambda a: (isinstance(a, str), a))
     seq = SequenceAnnotations.from_spans(
-        texts, spans.rename(columns={"task": "doc"}),
+        texts, spans.assign(text=_checked_text(spans, texts)).rename(columns={"task": "doc"}),
         seen=kept[["task", "annotator"]].rename(columns={"task": "doc"}), labels=labels,
         scheme=scheme, tokenizer=tokenizer, annotator_ids=users)
     if text_mismatch == "error" and seq.span_mismatch.any():
@@ -315,8 +371,42 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         raise CrowdDataError(f"{spans['where'].iloc[r]}: text {spans['text'].iloc[r]!r} differs "
                              f"from the task's characters {spans['start'].iloc[r]}:"
                              f"{spans['end'].iloc[r]}")
+    n_utf16 = _utf16_mismatches(spans, texts, seq.span_mismatch)
+    if n_utf16:
+        notes = [*notes, f"{n_utf16} span(s) whose text differs from the task's characters "
+                 "match it when their offsets count UTF-16 code units (JavaScript string "
+                 "indices, in which emoji and other characters beyond U+FFFF count twice); "
+                 "offsets are read as characters (code points, as Python indexes text), so "
+                 "these spans are shifted"]
     return _assemble(seq, spans, gold, records, frame, used, superseded, gold_rows, fmt, control,
                      kind, to_name, key, notes, bases, n_gold_conflicts)
+
+
+def _checked_text(spans: pd.DataFrame, texts: dict) -> list:
+    """The spans' ``text`` for the mismatch check: a region text that differs from the task's
+    characters only in whitespace is theirs (Label Studio's region text collapses runs of
+    spaces and line breaks while its offsets count every character)."""
+    out = spans["text"].tolist()
+    for r, (task, start, end, given) in enumerate(zip(spans["task"], spans["start"],
+                                                     spans["end"], out)):
+        if isinstance(given, str):
+            actual = texts[task][start:end]
+            if actual != given and actual.split() == given.split():
+                out[r] = actual
+    return out
+
+
+def _utf16_mismatches(spans: pd.DataFrame, texts: dict, mismatch: np.ndarray) -> int:
+    """How many spans with a mismatched ``text`` match it as UTF-16 code-unit offsets (an
+    export of a Label Studio that measured offsets as JavaScript does)."""
+    n = 0
+    for r in np.flatnonzero(mismatch):
+        text, start, end = texts[spans["task"].iat[r]], spans["start"].iat[r], spans["end"].iat[r]
+        units = text.encode("utf-16-le")
+        if isinstance(spans["text"].iat[r], str) and end * 2 <= len(units) and \
+                units[2 * start:2 * end].decode("utf-16-le", "replace") == spans["text"].iat[r]:
+            n += 1
+    return n
 
 
 def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame, records: list,
@@ -360,4 +450,6 @@ def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame,
         annotator_emails=np.array([emails.get(a) for a in seq.annotator_ids], dtype=object),
         control=control, control_type=kind, to_name=to_name, text_key=key, format=fmt,
         summary=summary, annotator_stats=stats,
-        paragraph_starts={t: b for t, b in bases.items() if b is not None})
+        paragraph_starts={t: b for t, b in bases.items() if b is not None},
+        gold_tasks=np.array(list(dict.fromkeys(gold_rows.sort_values("row")["task"])),
+                            dtype=object))

@@ -16,7 +16,7 @@ from crowd_keras.annotations import Annotations
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
-                        selection_full, selection_min)
+                        selection_full, selection_min, to_name_note)
 from ._records import (FORMATS, ExportSummary, load_export, parse_times, records_from_full,
                        records_from_rows)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
@@ -105,7 +105,8 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
         scheme, tokenizer: span controls only: the tag scheme (``"IO"``/``"BIO"``) and the
             tokenizer (default whitespace runs; see :mod:`crowd_keras.sequences.tokens`).
         text_key: span controls only: the task data field holding the text (default: from
-            the config's object, else the field named like ``to_name``, else the only one).
+            the config's object, else the field named like ``to_name``, else the only text
+            field, else the one whose characters every ``Labels`` span's ``text`` matches).
         text_mismatch: span controls only: a span ``text`` that differs from the task's
             characters is counted (``"count"``, default) or an error (``"error"``).
 
@@ -256,9 +257,7 @@ def _row_format_notes(fmt: str, control: str, to_name: Optional[str], config: Op
                     f"_data_{control})" if fmt == "JSON_MIN" else ""))
     notes: list = []
     if to_name is not None and config is None:
-        notes.append(Message("to_name '{name}' (the object the control labels) is the "
-                             "export's only data column; pass {arg} if the object tag is "
-                             "named otherwise", name=to_name, arg=Argument("to_name")))
+        notes.append(to_name_note(to_name))
     notes.append(f"{fmt} exports leave out skipped annotations, ground_truth flags and "
                  "tasks whose annotations were all skipped")
     return notes
