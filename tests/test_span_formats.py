@@ -163,6 +163,21 @@ def test_token_tags_round_trip_keeps_empty_and_blank_documents():
     assert texts == {0: "", 1: "a"} and canon(back) == [("1", "0", "1", "X")]
 
 
+def test_empty_tokens_at_a_spans_edges_leave_the_joining_spaces_out():
+    # a Hugging Face token list may hold "" tokens: joined by spaces, they sit after a space,
+    # and a span that began or ended on one took that space in ("Rome " at [1, 6)), which
+    # the tags could not be written back to (no token edge there)
+    names = ["O", "B-LOC", "I-LOC"]
+    rows = [{"doc": "d1", "tokens": ["", "Rome", ""], "tags": [1, 2, 2]},
+            {"doc": "d2", "text": "ab  cd", "offsets": [[0, 2], [3, 3], [4, 6], [6, 6]],
+             "tags": [1, 2, 2, 0]}]
+    texts, spans = token_tags_to_spans(rows, label_names=names)
+    assert texts["d1"] == " Rome "
+    assert spans[["doc", "start", "end"]].values.tolist() == [["d1", 1, 5], ["d2", 0, 6]]
+    back = spans_to_token_tags(texts, spans, label_names=names)
+    assert [r["tags"] for r in back] == [[1], [1, 2]]
+
+
 def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     rows = [{"tokens": ["a", "b", "c", "d", "e"], "tags": ["I-X", "I-X", "O", "I-Y", "B-Y"]}]
     texts, spans = token_tags_to_spans(rows)

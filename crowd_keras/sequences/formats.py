@@ -535,15 +535,22 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     last = inside & (nxt_first | nxt_begin | ~nxt_inside)
     bi, li = np.flatnonzero(begin), np.flatnonzero(last)
     offsets = np.concatenate([p[4] for p in parts]) if len(parts) else np.zeros((0, 2), int)
-    empty = offsets[li, 1] <= offsets[bi, 0]    # only empty tokens ([k, k], as [CLS] has)
+    # a span's edges are those of its first and last non-empty tokens: an empty token ("" in
+    # a token list sits after a joining space) would put that space into the span
+    n = len(offsets)
+    solid = offsets[:, 1] > offsets[:, 0]
+    next_solid = np.minimum.accumulate(np.where(solid, np.arange(n), n)[::-1])[::-1]
+    prev_solid = np.maximum.accumulate(np.where(solid, np.arange(n), -1))
+    empty = next_solid[bi] > li    # only empty tokens ([k, k], as [CLS] has)
     if empty.any():     # a span of no character: from_spans drops it, no writer takes it
         k = int(bi[np.argmax(empty)])
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} "
                              f"starts a span of no character (its tokens are empty: "
                              f"{offsets[k].tolist()})")
-    out = pd.DataFrame({"doc": [parts[r][1] for r in row_of[bi]], "start": offsets[bi, 0],
-                        "end": offsets[li, 1], "label": label[bi]})
+    out = pd.DataFrame({"doc": [parts[r][1] for r in row_of[bi]],
+                        "start": offsets[next_solid[bi], 0], "end": offsets[prev_solid[li], 1],
+                        "label": label[bi]})
     if has_ann:
         out["annotator"] = [parts[r][2] for r in row_of[bi]]
     return result(out)
