@@ -178,6 +178,29 @@ def test_empty_tokens_at_a_spans_edges_leave_the_joining_spaces_out():
     assert [r["tags"] for r in back] == [[1], [1, 2]]
 
 
+def test_tag_list_errors_name_the_rows_document():
+    # a Hugging Face split names its documents ("id"): the row number alone sent the user
+    # counting rows of a shuffled or filtered split
+    names = ["O", "B-LOC", "I-LOC"]
+    good = {"id": "s0", "tokens": ["in", "Rome"], "ner_tags": [0, 1]}
+    cases = [({"id": "s7", "tokens": ["a", "b"], "ner_tags": [0, 9]},
+              r"row 1: tag id 9 is not among the 3 label names \(ids 0..2\) \(document 's7'\)"),
+             ({"id": "s7", "tokens": ["a", "b"], "ner_tags": [0]},
+              r"row 1: 1 tags for 2 tokens \(document 's7'\)"),
+             ({"id": "s7", "tokens": ["a", "b"], "ner_tags": ["O", "X-LOC"]},
+              r"row 1, token 1: tag 'X-LOC' is not a BIO tag .* \(document 's7'\)$"),
+             ({"id": "s7", "text": "ab", "offsets": [[0, 1], [1, 3]], "ner_tags": [0, 0]},
+              r"row 1, token 1: offsets \[1, 3\) end past the text \(2 characters\) "
+              r"\(document 's7'\)")]
+    for bad, message in cases:
+        with pytest.raises(CrowdDataError, match=message):
+            token_tags_to_spans([good, bad], label_names=names, tags_key="ner_tags",
+                                doc_key="id")
+    with pytest.raises(CrowdDataError, match=r"row 1: 1 tags for 2 tokens$"):   # no id: row
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["O"]}, {"tokens": ["a", "b"],
+                                                                 "tags": ["O"]}])
+
+
 def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     rows = [{"tokens": ["a", "b", "c", "d", "e"], "tags": ["I-X", "I-X", "O", "I-Y", "B-Y"]}]
     texts, spans = token_tags_to_spans(rows)
