@@ -447,6 +447,21 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
             spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P")]), spans_key=key)
 
 
+def test_spacy_writer_says_where_spacys_tokens_are_and_how_to_align():
+    # a span inside a token (a tagger on subwords, "Pari" of "Paris"): the error gave the
+    # offsets only, not the text, spaCy's token edges or the way on
+    pytest.importorskip("spacy")
+    texts = {"d1": "John met Mary in Paris."}
+    spans = frame([("d1", 17, 21, "LOC")])
+    with pytest.raises(CrowdDataError, match=r"document 'd1': span \[17, 21\) does not align "
+                                             r"with spaCy's tokens \(alignment='strict'; its "
+                                             r"text 'Pari', the tokens it overlaps span "
+                                             r"\[17, 22\)\); alignment='expand' takes"):
+        spans_to_spacy(texts, spans)
+    docs = spans_to_spacy(texts, spans, alignment="expand", ents=True)
+    assert [(e.start_char, e.end_char) for e in docs[0].ents] == [(17, 22)]
+
+
 def test_annotators_who_marked_nothing_survive_every_format(tmp_path):
     # w2 saw d1 and d2 and marked nothing; w3 saw only d3 and marked nothing: "O", not
     # "missing" (a document nobody saw has no tag list)

@@ -824,9 +824,18 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
             s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
             span = doc.char_span(s, e, label=lab, alignment_mode=alignment)
             if span is None or len(span) == 0:
+                # say where spaCy's tokens are and how to go on: a tagger's spans on
+                # whitespace tokens ("Paris.") rarely meet spaCy's ("Paris", ".")
+                wide = doc.char_span(s, e, alignment_mode="expand")
+                near = "" if wide is None or not len(wide) else \
+                    f", the tokens it overlaps span [{wide.start_char}, {wide.end_char})"
+                hint = "" if alignment != "strict" else \
+                    ("; alignment='expand' takes every token it overlaps, 'contract' only "
+                     "those wholly inside it")
                 raise CrowdDataError(
                     f"{_where(d, frame['annotator'].iloc[r] if has_ann else None)}: span "
-                    f"[{s}, {e}) does not align with spaCy's tokens (alignment={alignment!r})")
+                    f"[{s}, {e}) does not align with spaCy's tokens (alignment={alignment!r}; "
+                    f"its text {show(text[s:e])}{near}){hint}")
             key = str(frame["annotator"].iloc[r]) if has_ann and not ents else spans_key
             made.setdefault(key, []).append(span)
         if ents:
