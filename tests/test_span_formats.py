@@ -163,6 +163,44 @@ def test_token_tags_round_trip_keeps_empty_and_blank_documents():
     assert texts == {0: "", 1: "a"} and canon(back) == [("1", "0", "1", "X")]
 
 
+def test_empty_tokens_at_a_spans_edges_leave_the_joining_spaces_out():
+    # a Hugging Face token list may hold "" tokens: joined by spaces, they sit after a space,
+    # and a span that began or ended on one took that space in ("Rome " at [1, 6)), which
+    # the tags could not be written back to (no token edge there)
+    names = ["O", "B-LOC", "I-LOC"]
+    rows = [{"doc": "d1", "tokens": ["", "Rome", ""], "tags": [1, 2, 2]},
+            {"doc": "d2", "text": "ab  cd", "offsets": [[0, 2], [3, 3], [4, 6], [6, 6]],
+             "tags": [1, 2, 2, 0]}]
+    texts, spans = token_tags_to_spans(rows, label_names=names)
+    assert texts["d1"] == " Rome "
+    assert spans[["doc", "start", "end"]].values.tolist() == [["d1", 1, 5], ["d2", 0, 6]]
+    back = spans_to_token_tags(texts, spans, label_names=names)
+    assert [r["tags"] for r in back] == [[1], [1, 2]]
+
+
+def test_tag_list_errors_name_the_rows_document():
+    # a Hugging Face split names its documents ("id"): the row number alone sent the user
+    # counting rows of a shuffled or filtered split
+    names = ["O", "B-LOC", "I-LOC"]
+    good = {"id": "s0", "tokens": ["in", "Rome"], "ner_tags": [0, 1]}
+    cases = [({"id": "s7", "tokens": ["a", "b"], "ner_tags": [0, 9]},
+              r"row 1: tag id 9 is not among the 3 label names \(ids 0..2\) \(document 's7'\)"),
+             ({"id": "s7", "tokens": ["a", "b"], "ner_tags": [0]},
+              r"row 1: 1 tags for 2 tokens \(document 's7'\)"),
+             ({"id": "s7", "tokens": ["a", "b"], "ner_tags": ["O", "X-LOC"]},
+              r"row 1, token 1: tag 'X-LOC' is not a BIO tag .* \(document 's7'\)$"),
+             ({"id": "s7", "text": "ab", "offsets": [[0, 1], [1, 3]], "ner_tags": [0, 0]},
+              r"row 1, token 1: offsets \[1, 3\) end past the text \(2 characters\) "
+              r"\(document 's7'\)")]
+    for bad, message in cases:
+        with pytest.raises(CrowdDataError, match=message):
+            token_tags_to_spans([good, bad], label_names=names, tags_key="ner_tags",
+                                doc_key="id")
+    with pytest.raises(CrowdDataError, match=r"row 1: 1 tags for 2 tokens$"):   # no id: row
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["O"]}, {"tokens": ["a", "b"],
+                                                                 "tags": ["O"]}])
+
+
 def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     rows = [{"tokens": ["a", "b", "c", "d", "e"], "tags": ["I-X", "I-X", "O", "I-Y", "B-Y"]}]
     texts, spans = token_tags_to_spans(rows)
@@ -407,6 +445,21 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
     for key in (None, 3):    # None wrote a group keyed None; 3 was spaCy's bare TypeError
         with pytest.raises(TypeError, match="spans_key must be the name of a Doc.spans group"):
             spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P")]), spans_key=key)
+
+
+def test_spacy_writer_says_where_spacys_tokens_are_and_how_to_align():
+    # a span inside a token (a tagger on subwords, "Pari" of "Paris"): the error gave the
+    # offsets only, not the text, spaCy's token edges or the way on
+    pytest.importorskip("spacy")
+    texts = {"d1": "John met Mary in Paris."}
+    spans = frame([("d1", 17, 21, "LOC")])
+    with pytest.raises(CrowdDataError, match=r"document 'd1': span \[17, 21\) does not align "
+                                             r"with spaCy's tokens \(alignment='strict'; its "
+                                             r"text 'Pari', the tokens it overlaps span "
+                                             r"\[17, 22\)\); alignment='expand' takes"):
+        spans_to_spacy(texts, spans)
+    docs = spans_to_spacy(texts, spans, alignment="expand", ents=True)
+    assert [(e.start_char, e.end_char) for e in docs[0].ents] == [(17, 22)]
 
 
 def test_annotators_who_marked_nothing_survive_every_format(tmp_path):

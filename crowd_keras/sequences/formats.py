@@ -349,7 +349,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             mismatch, a row without tokens or offsets, a ``"text"`` that is not its tokens
             joined by spaces (without offsets), a span of only empty tokens, a row without an
             annotator (None or NaN) among rows with one, or two rows of one document with
-            different texts, naming the row and position.
+            different texts, naming the row (its document too, where it names one) and
+            position.
     """
     base, _ = _scheme(scheme)
     allowed = _PREFIXES[base]
@@ -366,10 +367,17 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     given_offsets = []     # (row, raw offsets, text length): checked together below
     given_tokens = {}      # row -> (text, tokens) of rows with offsets and tokens: must agree
     first_row: dict = {}   # (document, annotator) -> its row
+    named: dict = {}       # row -> its document, where the row names one
+
+    def of(i: int) -> str:   # errors name the row (a dataset's index) and its document
+        return f" (document {show(named[i])})" if i in named else ""
+
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise CrowdDataError(f"row {i}: expected a dict with {tags_key!r}, got "
                                  f"{type(row).__name__}")
+        if doc_key in row:
+            named[i] = row[doc_key]
         if tags_key not in row:
             raise CrowdDataError(f"row {i}: no {tags_key!r} entry (keys: {sorted(row)})")
         if isinstance(row[tags_key], (str, bytes, Mapping)) or \
@@ -384,7 +392,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             if odd:
                 raise CrowdDataError(f"row {i}: tag id {show(odd[0])} is not among the "
                                      f"{len(label_names)} label names (ids 0.."
-                                     f"{len(label_names) - 1})")
+                                     f"{len(label_names) - 1}){of(i)}")
             tags = [label_names[int(t)] if not isinstance(t, str) else t for t in tags]
         if "offsets" in row and "text" in row:
             if not isinstance(row["text"], str):
@@ -423,7 +431,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         else:
             raise CrowdDataError(f"row {i}: needs 'text' and 'offsets', or {tokens_key!r}")
         if len(offsets) != len(tags):
-            raise CrowdDataError(f"row {i}: {len(tags)} tags for {len(offsets)} tokens")
+            raise CrowdDataError(f"row {i}: {len(tags)} tags for {len(offsets)} tokens{of(i)}")
         doc = row.get(doc_key, i)
         if doc is None or isinstance(doc, (list, dict, set, np.ndarray)) or (
                 isinstance(doc, (float, np.floating)) and np.isnan(doc)):
@@ -458,7 +466,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         if past.any():
             k = int(np.argmax(past))
             raise CrowdDataError(f"row {row_no[k]}, token {pos[k]}: offsets [{start[k]}, "
-                                 f"{end[k]}) end past the text ({int(length[k])} characters)")
+                                 f"{end[k]}) end past the text ({int(length[k])} characters)"
+                                 f"{of(row_no[k])}")
         # tokens in text order without overlap: else a span could end before it starts
         back = (row_no[1:] == row_no[:-1]) & (start[1:] < end[:-1])
         if back.any():
@@ -466,7 +475,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             raise CrowdDataError(f"row {row_no[k]}, token {pos[k]}: offsets [{start[k]}, "
                                  f"{end[k]}) begin before the end of token {pos[k] - 1} "
                                  f"({end[k - 1]}); tokens must be in text order, not "
-                                 "overlapping")
+                                 f"overlapping{of(row_no[k])}")
         pieces = np.split(np.stack([start, end], 1), np.cumsum(
             [len(raw) for _, raw, _ in given_offsets])[:-1])
         by_row = {i: piece for (i, _, _), piece in zip(given_offsets, pieces)}
@@ -474,12 +483,12 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             at = [text[a:b] for a, b in by_row[i].tolist()]
             if len(toks) != len(at):
                 raise CrowdDataError(f"row {i}: {len(toks)} {tokens_key!r} for {len(at)} "
-                                     "offsets")
+                                     f"offsets{of(i)}")
             k = next((k for k, (x, y) in enumerate(zip(at, toks)) if x != y), None)
             if k is not None:
                 raise CrowdDataError(f"row {i}, token {k}: {tokens_key!r} has {show(toks[k])} "
                                      f"but the text at its offsets {by_row[i][k].tolist()} is "
-                                     f"{show(at[k])}")
+                                     f"{show(at[k])}{of(i)}")
         parts = [(i, doc, ann, tags, by_row.get(i, offsets))
                  for i, doc, ann, tags, offsets in parts]
     cols = ["doc", "start", "end", "label"]
@@ -505,7 +514,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         r = int(np.searchsorted(np.cumsum(lens), k, side="right"))
         raise CrowdDataError(f"row {parts[r][0]}, token {k - int(np.sum(lens[:r]))}: tag "
                              f"{show(flat.iloc[k])} is missing (every token needs a tag, 'O' "
-                             "outside spans)")
+                             f"outside spans){of(parts[r][0])}")
     flat = flat.astype(str)
     row_of = np.repeat(np.arange(len(parts)), lens)
     prefix = flat.str[0].str.upper().to_numpy()
@@ -521,7 +530,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} is "
                              f"not a {scheme} tag (prefixes "
-                             f"{', '.join(allowed + ('ES' if base == 'BILOU' else ''))})")
+                             f"{', '.join(allowed + ('ES' if base == 'BILOU' else ''))})"
+                             f"{of(parts[row_of[k]][0])}")
     inside = prefix != "O"
     first = np.zeros(len(flat), bool)
     first[np.concatenate([[0], np.cumsum(lens)[:-1]])[lens > 0]] = True
@@ -535,15 +545,22 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     last = inside & (nxt_first | nxt_begin | ~nxt_inside)
     bi, li = np.flatnonzero(begin), np.flatnonzero(last)
     offsets = np.concatenate([p[4] for p in parts]) if len(parts) else np.zeros((0, 2), int)
-    empty = offsets[li, 1] <= offsets[bi, 0]    # only empty tokens ([k, k], as [CLS] has)
+    # a span's edges are those of its first and last non-empty tokens: an empty token ("" in
+    # a token list sits after a joining space) would put that space into the span
+    n = len(offsets)
+    solid = offsets[:, 1] > offsets[:, 0]
+    next_solid = np.minimum.accumulate(np.where(solid, np.arange(n), n)[::-1])[::-1]
+    prev_solid = np.maximum.accumulate(np.where(solid, np.arange(n), -1))
+    empty = next_solid[bi] > li    # only empty tokens ([k, k], as [CLS] has)
     if empty.any():     # a span of no character: from_spans drops it, no writer takes it
         k = int(bi[np.argmax(empty)])
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} "
                              f"starts a span of no character (its tokens are empty: "
-                             f"{offsets[k].tolist()})")
-    out = pd.DataFrame({"doc": [parts[r][1] for r in row_of[bi]], "start": offsets[bi, 0],
-                        "end": offsets[li, 1], "label": label[bi]})
+                             f"{offsets[k].tolist()}){of(parts[row_of[k]][0])}")
+    out = pd.DataFrame({"doc": [parts[r][1] for r in row_of[bi]],
+                        "start": offsets[next_solid[bi], 0], "end": offsets[prev_solid[li], 1],
+                        "label": label[bi]})
     if has_ann:
         out["annotator"] = [parts[r][2] for r in row_of[bi]]
     return result(out)
@@ -807,9 +824,18 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
             s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
             span = doc.char_span(s, e, label=lab, alignment_mode=alignment)
             if span is None or len(span) == 0:
+                # say where spaCy's tokens are and how to go on: a tagger's spans on
+                # whitespace tokens ("Paris.") rarely meet spaCy's ("Paris", ".")
+                wide = doc.char_span(s, e, alignment_mode="expand")
+                near = "" if wide is None or not len(wide) else \
+                    f", the tokens it overlaps span [{wide.start_char}, {wide.end_char})"
+                hint = "" if alignment != "strict" else \
+                    ("; alignment='expand' takes every token it overlaps, 'contract' only "
+                     "those wholly inside it")
                 raise CrowdDataError(
                     f"{_where(d, frame['annotator'].iloc[r] if has_ann else None)}: span "
-                    f"[{s}, {e}) does not align with spaCy's tokens (alignment={alignment!r})")
+                    f"[{s}, {e}) does not align with spaCy's tokens (alignment={alignment!r}; "
+                    f"its text {show(text[s:e])}{near}){hint}")
             key = str(frame["annotator"].iloc[r]) if has_ann and not ents else spans_key
             made.setdefault(key, []).append(span)
         if ents:
