@@ -68,7 +68,7 @@ def test_token_tags_of_many_documents_and_annotators_hold_each_rows_spans():
 
 
 def test_from_dense_of_a_mostly_empty_matrix_reads_the_present_entries_and_names_bad_ones():
-    """A 2000 × 300 matrix with one entry in 20: the present entries become the annotations,
+    """A 2000-by-300 matrix with one entry in 20: the present entries become the annotations,
     and a bad entry is still named by its (row, column) (only the present entries are
     converted now, not two more copies of the whole matrix)."""
     from crowd_keras.datasets import simulate_crowd
