@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 import zipfile
 import zlib
 from pathlib import Path
@@ -26,7 +27,7 @@ import numpy as np
 from .errors import CrowdDataError
 
 __all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_files", "default_file_mode",
-           "publish_file", "replace_folder", "read_npz", "read_npy", "read_json_text",
+           "publish_file", "replace_folder", "remove_staged_folder", "read_npz", "read_npy", "read_json_text",
            "MAX_DEFLATE_RATIO"]
 
 #: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
@@ -144,6 +145,20 @@ def replace_folder(staged: os.PathLike, target: os.PathLike) -> Path:
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def remove_staged_folder(staged: os.PathLike, wait_s: float = 5.0) -> None:
+    """Remove the staged folder of a failed write. Writers still running in other threads
+    (Dask's scheduler raises the first task's error without waiting for the rest) can add a
+    file while it is being removed, so the removal is repeated until the folder is gone; once
+    it is, a late writer's open fails instead of leaving a file behind."""
+    staged = Path(staged)
+    deadline = time.monotonic() + wait_s
+    while True:
+        shutil.rmtree(staged, ignore_errors=True)
+        if not os.path.lexists(staged) or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 def read_json_text(text: Any, source: Any, what: str) -> Any:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -26,7 +25,7 @@ from ..aggregation.base import PARTITIONED, LabelModel, check_settings
 from ..aggregation.registry import DEFAULT_LABEL_MODEL
 from ..codes import check_unique_ids, ids_array
 from ..errors import CrowdDataError
-from ..files import atomic_write_bytes, replace_folder
+from ..files import atomic_write_bytes, remove_staged_folder, replace_folder
 from .engine import PartitionedAnnotations
 from .methods import Fit, method_for
 from .pred_probs import check_frame
@@ -283,7 +282,7 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
             _write_labels(frame, staged, kwargs)
             replace_folder(staged, labels)
         except BaseException:
-            shutil.rmtree(staged, ignore_errors=True)
+            remove_staged_folder(staged)
             raise
     atomic_write_bytes(path / "annotator_quality.parquet", table.getvalue())
     return path
