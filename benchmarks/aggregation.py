@@ -19,6 +19,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks.common import DATA  # noqa: E402
 
 from common import timed  # noqa: E402
 
@@ -93,7 +94,7 @@ def speed_table(n_annotations: int, per_item: int = 5) -> tuple:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--annotations", type=int, default=1_000_000)
     args = parser.parse_args(argv)
 

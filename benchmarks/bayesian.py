@@ -40,6 +40,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks.common import DATA  # noqa: E402
 
 from crowd_keras import Annotations  # noqa: E402
 from crowd_keras.aggregation import BWA, EBCC, IBCC, DawidSkene  # noqa: E402
@@ -244,7 +245,7 @@ def part2(ref: Reference, sizes, reference_sizes, whole_sizes, iters: int, repea
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--reference", type=Path,
                         default=ROOT.parent / "shared" / "reference" / "truth_inference")
     parser.add_argument("--sets", nargs="*", default=list(SETS))

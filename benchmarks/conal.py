@@ -31,6 +31,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
+from benchmarks.common import DATA  # noqa: E402
 
 import keras  # noqa: E402
 from crowd_layer import (FAST, accuracy, callbacks, load_sets, mlp, run_aggregated,  # noqa: E402
@@ -134,7 +135,7 @@ def plot_sweep(rows: list, methods: list, path: Path) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--sweep-seeds", type=int, default=2)

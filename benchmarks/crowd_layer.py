@@ -53,6 +53,7 @@ from crowd_keras.crowd_layer.layers import CONN_TYPES  # noqa: E402
 from crowd_keras.models import CrowdModel, LazyAdam, TruthValidation  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.common import DATA  # noqa: E402
 import torch_peer  # noqa: E402
 
 try:
@@ -203,7 +204,7 @@ def scaling(n_items: int, per_item: int, annotators: tuple, epochs: int, repeats
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--epochs", type=int, default=60, help="LabelMe epochs (best on validation)")
     p.add_argument("--music-epochs", type=int, default=60, help="Music epochs (fixed)")

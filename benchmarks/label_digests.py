@@ -34,14 +34,13 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks.common import DATA  # noqa: E402
 
 from benchmarks.label_models import label_sets  # noqa: E402
 from crowd_keras.aggregation import available_label_models, get_label_model  # noqa: E402
 
 #: the digests file the test compares with
 DIGESTS = ROOT / "tests" / "data" / "label_digests.json"
-#: data folder beside the checkout
-DATA = ROOT.parent / "shared" / "data"
 #: a (model, set) fit slower than this is skipped (the test must stay short)
 MAX_SECONDS = 30.0
 #: models that cannot run from annotations alone (they need item features)

@@ -33,6 +33,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks.common import DATA  # noqa: E402
 
 from crowd_keras import Annotations  # noqa: E402
 from crowd_keras.aggregation import MajorityVote, get_label_model  # noqa: E402
@@ -291,7 +292,7 @@ def gold_curve(data: Path, sizes=(0, 10, 20, 50, 100, 200), names: Optional[list
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--quick", action="store_true", help="skip LIA (Keras training)")
     parser.add_argument("--sets", nargs="*", help="only these sets")
     parser.add_argument("--gold-curve", action="store_true",

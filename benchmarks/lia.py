@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.common import DATA  # noqa: E402
 
 from crowd_keras import Annotations  # noqa: E402
 from crowd_keras.aggregation import DawidSkene, MajorityVote  # noqa: E402
@@ -133,7 +134,7 @@ def verdicts(rows: list) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--sets", nargs="+", default=["bluebirds", "dog", "product"])
     parser.add_argument("--levels", type=int, nargs="+", default=list(REDUNDANCIES),

@@ -52,6 +52,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.common import DATA  # noqa: E402
 
 import keras  # noqa: E402
 
@@ -318,7 +319,7 @@ def labelme_table(args: argparse.Namespace) -> dict:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--seeds", type=int, default=5, help="LabelMe seeds")
     p.add_argument("--sim-seeds", type=int, default=3, help="simulator seeds per T")
     p.add_argument("--T", type=int, nargs="+", default=list(T_VALUES))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from common import DATA  # noqa: E402
 
 import run_all  # noqa: E402
 from crowd_keras.files import atomic_write_text  # noqa: E402
@@ -56,7 +57,7 @@ def main(argv: list | None = None) -> int:
     # a --data among ARGS comes after the default one and wins (argparse keeps the last);
     # the output is printed as it comes (a stopped run's log keeps its rows)
     out, seconds, code = run_all.run_script(script, args, limit,
-                                            run_all.ROOT.parent / "shared" / "data", echo=True)
+                                            DATA, echo=True)
     command = " ".join(["python benchmarks/record.py", *prefix, script, *args])
     lines = [f"# `benchmarks/{script}`", "", f"Produced by `{command}` (do not edit by hand).",
              "", *run_all.machine_report(),

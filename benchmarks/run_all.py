@@ -30,6 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks.common import DATA  # noqa: E402
 
 from benchmarks import label_models  # noqa: E402
 from crowd_keras.files import atomic_write_text  # noqa: E402
@@ -214,7 +215,7 @@ def run_script(script: str, args: list, limit: float, data: Path,
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--quick", action="store_true", help="fewer seeds/epochs (< 10 min)")
     parser.add_argument("--only", nargs="*", help="run only these scripts of part 2")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")

@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks.common import DATA  # noqa: E402
 
 from common import timed  # noqa: E402
 
@@ -169,7 +170,7 @@ def run_scale(repeat: int, quick: bool) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--repeat", type=int, default=3, help="fit-time repeats (best kept)")
     parser.add_argument("--quick", action="store_true",
                         help="one fit per model; scale table at a tenth of the rows")

@@ -49,6 +49,7 @@ import pandas as pd  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
+from benchmarks.common import DATA  # noqa: E402
 
 import pico_lfs  # noqa: E402
 import pico_tagger  # noqa: E402
@@ -232,8 +233,7 @@ def labeling_functions(pico, gold: "GoldHalf", quick: bool = False) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "CROWD_KERAS_DATA", ROOT.parent / "shared" / "data")))
+    p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--seeds", type=int, default=3, help="tagger seeds (crowd and MV each)")
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--draws", type=int, default=5, help="held-out draws for choosing τ")

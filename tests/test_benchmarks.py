@@ -307,3 +307,29 @@ def test_gold_designs_draws_random_and_class_balanced_gold():
     assert gold_designs.below(crowd, "random", "gold")
     assert not gold_designs.below(crowd, "random", "uniform")     # one item is not a dip
     assert gold_designs.below(crowd, "balanced", "uniform")
+
+
+
+def test_a_benchmarks_data_folder_is_crowd_keras_data_as_for_the_tests(tmp_path):
+    # they read ../shared/data beside the clone only: a clone elsewhere with
+    # CROWD_KERAS_DATA set (as the tests take it) ran them on a missing folder
+    from conftest import subprocess_env
+
+    code = ("import argparse, runpy, sys\n"
+            "def shown(parser, *args, **kwargs):\n"
+            "    print(parser.get_default('data')); sys.exit(0)\n"
+            "argparse.ArgumentParser.parse_args = shown\n"
+            "sys.argv = ['aggregation.py']\n"
+            f"runpy.run_path({str(ROOT / 'benchmarks' / 'aggregation.py')!r}, run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env=subprocess_env(CROWD_KERAS_DATA=str(tmp_path)), timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str(tmp_path)
+    # and every script's --data default is that folder, not a path of its own
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        text = script.read_text(encoding="utf-8")
+        if script.name != "common.py":
+            assert '"shared" / "data"' not in text, script.name
+        for line in text.splitlines():
+            if '"--data"' in line and "default=" in line:
+                assert "default=DATA)" in line or "default=None" in line, (script.name, line)
