@@ -98,6 +98,32 @@ def test_the_pipeline_splits_files_between_workers(shards):
     np.testing.assert_allclose(x, np.concatenate([sim.x[160:320], sim.x[480:640]]), rtol=1e-6)
 
 
+def test_the_pipelines_counts_are_checked_and_named(shards):
+    # batch_size=0 was a ZeroDivisionError, 2.5 a tf.data dtype error inside the pipeline,
+    # True read as a batch of one
+    tf = pytest.importorskip("tensorflow")
+    from crowd_keras.distributed.training import (crowd_dataset, distribute_crowd_dataset,
+                                                  steps_per_epoch)
+
+    for bad, kind in ((0, ValueError), (-3, ValueError), (2.5, TypeError), (32.0, TypeError),
+                      (True, TypeError), ("32", TypeError)):
+        with pytest.raises(kind, match=r"^batch_size must be an integer >= 1"):
+            crowd_dataset(shards, bad)
+        with pytest.raises(kind, match=r"^batch_size must be an integer >= 1"):
+            steps_per_epoch(shards, bad)
+        with pytest.raises(kind, match=r"^global_batch_size must be an integer >= 1"):
+            distribute_crowd_dataset(tf.distribute.get_strategy(), shards, bad)
+    with pytest.raises(ValueError, match=r"^n_pipelines must be an integer >= 1, got 0"):
+        steps_per_epoch(shards, 16, 0)
+    for key, bad in (("steps", 0), ("read_rows", 0), ("shuffle_buffer", -1),
+                     ("shuffle_buffer", 1.5)):
+        with pytest.raises((TypeError, ValueError), match=rf"^{key} must be an integer"):
+            crowd_dataset(shards, 32, **{key: bad})
+    with pytest.raises(TypeError, match="^repeat must be True or False"):
+        crowd_dataset(shards, 32, repeat=1)
+    assert len(list(crowd_dataset(shards, np.int64(32)).as_numpy_iterator())) == 20
+
+
 @pytest.fixture(scope="module")
 def reference(shards, tmp_path_factory):
     out = tmp_path_factory.mktemp("reference")

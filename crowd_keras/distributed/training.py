@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import tensorflow as tf
 
+from ..arguments import check_count
 from .shards import iter_file, read_shards
 
 __all__ = ["crowd_dataset", "distribute_crowd_dataset", "steps_per_epoch"]
@@ -39,6 +40,8 @@ def _pipeline_files(meta: dict, pipeline: int, n_pipelines: int) -> tuple:
 
 def steps_per_epoch(directory: Union[str, Path], batch_size: int, n_pipelines: int = 1) -> int:
     """Full batches of ``batch_size`` rows that every one of ``n_pipelines`` workers has."""
+    batch_size = check_count(batch_size, "batch_size", minimum=1)
+    n_pipelines = check_count(n_pipelines, "n_pipelines", minimum=1)
     meta = read_shards(directory)
     steps = min(_pipeline_files(meta, p, n_pipelines)[1] // batch_size for p in range(n_pipelines))
     if steps == 0:
@@ -62,6 +65,14 @@ def crowd_dataset(directory: Union[str, Path], batch_size: int,
         shuffle_buffer: rows shuffled in a buffer of this size (0: file order); ``seed``.
         read_rows: rows per record batch read from parquet.
     """
+    # a float or zero batch size reached tf.data as a shape error inside the pipeline
+    batch_size = check_count(batch_size, "batch_size", minimum=1)
+    read_rows = check_count(read_rows, "read_rows", minimum=1)
+    shuffle_buffer = check_count(shuffle_buffer, "shuffle_buffer")
+    if steps is not None:
+        steps = check_count(steps, "steps", minimum=1)
+    if not isinstance(repeat, (bool, np.bool_)):
+        raise TypeError(f"repeat must be True or False, got {type(repeat).__name__} {repeat!r}")
     meta = read_shards(directory)
     pipeline, n_pipelines = ((input_context.input_pipeline_id, input_context.num_input_pipelines)
                              if input_context is not None else (0, 1))
@@ -102,6 +113,7 @@ def distribute_crowd_dataset(strategy: tf.distribute.Strategy, directory: Union[
     under ``strategy`` (e.g. ``MultiWorkerMirroredStrategy``): each worker's pipeline reads its
     own files; every worker runs ``steps_per_epoch`` full batches per epoch (the dataset
     repeats). ``kwargs`` go to :func:`crowd_dataset`."""
+    global_batch_size = check_count(global_batch_size, "global_batch_size", minimum=1)
     found: dict = {}
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
