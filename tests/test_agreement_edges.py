@@ -232,3 +232,32 @@ def test_ratio_on_text_classes_names_its_own_distance():
                        r"distance between two labels is their difference over their sum\), "
                        r"but class 'cat' is not a number"):
         krippendorff_alpha(words, "ratio")
+
+
+def test_a_span_bootstrap_resamples_documents_not_tokens():
+    # the tokens of a document were resampled as independent items: with two documents
+    # where the annotators agree on every token and two where they agree on none, the 95%
+    # interval of percent agreement was about [0.43, 0.57] (200 tokens) where four documents
+    # allow [0.25, 0.75] at best
+    from crowd_keras.agreement import agreement_report, bootstrap_ci, percent_agreement
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+
+    words = " ".join(["w"] * 50)
+    texts = {f"d{i}": words for i in range(4)}
+    every = [[2 * t, 2 * t + 1, "PER"] for t in range(50)]     # each word a span of its own
+    seq = SequenceAnnotations.from_dict(texts, {
+        "d0": {"a": every, "b": every}, "d1": {"a": every, "b": every},
+        "d2": {"a": every, "b": []}, "d3": {"a": [], "b": every}})
+    assert seq.n_tokens == 200
+    estimate, low, high = bootstrap_ci(seq, "percent_agreement", n_bootstrap=400, seed=1)
+    assert estimate == pytest.approx(0.5) == percent_agreement(seq)
+    assert low <= 0.25 and high >= 0.75
+    # the token-level Annotations alone still resample tokens
+    _, token_low, token_high = bootstrap_ci(seq.annotations, "percent_agreement",
+                                            n_bootstrap=400, seed=1)
+    assert 0.35 < token_low < 0.5 < token_high < 0.65
+    summary = agreement_report(seq, n_bootstrap=400, seed=1).summary.set_index("statistic")
+    assert summary.loc["percent_agreement", "low"] == low
+    for stat in ("krippendorff_alpha", "fleiss_kappa"):
+        row = summary.loc[stat]
+        assert row["high"] - row["low"] > 0.5, stat

@@ -6,6 +6,11 @@ here is a function of sums ``Σ_i c_i s_i`` of per-item parts (the item's coinci
 alpha, :func:`.kappa.fleiss_parts` for kappa), so a block of replicates is one product of a
 (replicates × items) count matrix with the (items × parts) matrix: no loop over items.
 The interval is the percentile interval (Efron & Tibshirani 1993, §13.3).
+
+For a ``SequenceAnnotations`` the items are tokens, but tokens of one document are not
+independent draws: the documents are resampled (a cluster bootstrap, Davison & Hinkley 1997,
+§3.8), each with the summed parts of its tokens, so the statistic's sums are those of the
+tokens and only the unit of resampling changes.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..arguments import check_count
+from ..sequences.annotations import SequenceAnnotations
 from ._counts import as_annotations, class_values
 from .alpha import (NUMERIC_LEVELS, _check_level, alpha_from_coincidences, item_coincidences,
                     krippendorff_alpha)
@@ -47,13 +53,25 @@ def _parts(ann: Any, statistic: str, level: str) -> tuple[sp.csr_matrix, Any]:
     return parts, lambda s: s[:, 0] / s[:, 1]
 
 
+def _per_document(parts: sp.csr_matrix, sequences: SequenceAnnotations,
+                  ann: Any) -> sp.csr_matrix:
+    """(documents × parts): the rows of ``parts`` (one per pairable token, in token order)
+    summed per document, for documents with a pairable token."""
+    tokens = np.flatnonzero(ann.annotations_per_item() >= 2)
+    _, doc = np.unique(sequences.tokens.doc[tokens], return_inverse=True)
+    group = sp.csr_matrix((np.ones(len(doc)), (doc, np.arange(len(doc)))),
+                          shape=(int(doc.max()) + 1 if len(doc) else 0, len(doc)))
+    return (group @ parts).tocsr()
+
+
 def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "nominal",
                  n_bootstrap: int = 1000, confidence: float = 0.95,
                  seed: Any = 0) -> tuple[float, float, float]:
     """Estimate and percentile bootstrap interval over items.
 
     Args:
-        annotations: :class:`~crowd_keras.Annotations` or ``SequenceAnnotations`` (tokens).
+        annotations: :class:`~crowd_keras.Annotations` (items resampled) or
+            ``SequenceAnnotations`` (token statistics, documents resampled).
         statistic: ``"alpha"`` (Krippendorff's, at ``level``), ``"fleiss_kappa"`` or
             ``"percent_agreement"``.
         n_bootstrap: replicates; confidence: e.g. 0.95; seed: for ``numpy.random.default_rng``
@@ -75,6 +93,8 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
     level = _check_level(level)
     ann = as_annotations(annotations)
     parts, stat = _parts(ann, statistic, level)
+    if isinstance(annotations, SequenceAnnotations):
+        parts = _per_document(parts, annotations, ann)
     n = parts.shape[0]
     estimate = {"alpha": lambda: krippendorff_alpha(ann, level),
                 "fleiss_kappa": lambda: fleiss_kappa(ann),

@@ -139,8 +139,9 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
             level statistics plus the span tables).
         level: the level of Krippendorff's alpha (``"nominal"``, ``"ordinal"``, ``"interval"``,
             ``"ratio"``).
-        n_bootstrap: bootstrap replicates over items for the intervals of alpha, Fleiss'
-            kappa and percent agreement (0: no intervals); confidence, seed: theirs.
+        n_bootstrap: bootstrap replicates over items (documents for a
+            ``SequenceAnnotations``) for the intervals of alpha, Fleiss' kappa and percent
+            agreement (0: no intervals); confidence, seed: theirs.
         max_matrix: largest number of annotators for which the dense kappa matrix is built.
 
     Returns:
@@ -160,7 +161,8 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
     for name, stat in (("krippendorff_alpha", "alpha"), ("fleiss_kappa", "fleiss_kappa"),
                        ("percent_agreement", "percent_agreement")):
         if n_bootstrap:
-            value, low, high = bootstrap_ci(ann, stat, level=level, n_bootstrap=n_bootstrap,
+            value, low, high = bootstrap_ci(annotations, stat, level=level,
+                                            n_bootstrap=n_bootstrap,
                                             confidence=confidence, seed=seed)
         else:
             value, low, high = _ESTIMATES[stat](ann, level), np.nan, np.nan
