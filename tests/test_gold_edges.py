@@ -524,3 +524,26 @@ def test_predict_of_the_fitted_annotations_keeps_the_gold(method):
     assert model.n_unknown_annotations_ == 3
     model.predict_proba(ann)                     # the fitted items: nothing left out
     assert model.n_unknown_annotations_ == 0
+
+
+@pytest.mark.parametrize("method", ["majority_vote", "dawid_skene", "glad", "ebcc"])
+@pytest.mark.parametrize("known", [True, False])
+def test_next_to_label_never_proposes_a_gold_item(method, known):
+    # a k beyond the items with a positive gain listed gold items (gain 0) among the items
+    # no single answer can flip, by item order: the five gold items came first of those
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.aggregation.quality import next_to_label
+    from crowd_keras.datasets import simulate_crowd
+
+    sim = simulate_crowd(n_items=60, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=0)
+    ann = sim.annotations
+    gold = pd.Series(sim.y[:5], index=ann.item_ids[:5])
+    model = get_label_model(method).fit(ann, gold=gold)
+    if known:
+        chosen = model.next_to_label(60)
+    else:   # nobody's quality known: the pooled matrix
+        chosen = next_to_label(60, model.posteriors_, ann, item_log_prior=model.item_log_prior_)
+    assert len(chosen) == 55 and not chosen["item"].isin(gold.index).any()
+    assert (chosen["expected_gain"] == 0).any()    # the zero-gain items are still listed
+    assert chosen["item"].is_unique

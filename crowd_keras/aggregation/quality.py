@@ -340,6 +340,8 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     Returns a frame ``item, annotator, expected_gain`` (best first, at most ``k`` rows, one
     per item). Without ``confusions`` or ``accuracies`` nobody's quality is known: the
     gain is that of an annotator with the crowd's pooled matrix and ``annotator`` is None.
+    Items whose class ``item_log_prior`` fixes (gold: ``-inf`` on every other class) are
+    never proposed: no annotation can change them.
     """
     k = check_count(k, "k (items to choose)", 0)
     if isinstance(annotators, (str, bytes)):
@@ -358,10 +360,16 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     if not known and annotators is not None:
         raise TypeError("next_to_label: annotators needs confusions or accuracies; without "
                         "them nobody's quality is known and no annotator is chosen")
+    # gold items gain 0, as do items no single answer can flip: without this, a k beyond
+    # the items with a positive gain listed gold items among the latter
+    open_item = np.ones(annotations.n_items, dtype=bool)
+    if item_log_prior is not None:
+        open_item = (~np.isneginf(np.asarray(item_log_prior))).sum(axis=1) > 1
     if not known:
         pooled = _pooled(_label_counts(belief, annotations))
         gains = expected_gains(belief, pooled[None])[:, 0]
-        order = np.argsort(-gains, kind="stable")[:int(k)]
+        order = np.argsort(-gains, kind="stable")
+        order = order[open_item[order]][:int(k)]
         return pd.DataFrame({"item": annotations.item_ids[order],
                              "annotator": np.full(len(order), None, dtype=object),
                              "expected_gain": gains[order]})
@@ -388,8 +396,9 @@ def next_to_label(k: int, posteriors: Any, annotations: Annotations,
     starts = annotations.item_starts()
     error = 1.0 - belief.max(axis=1)
     by_error = np.argsort(-error, kind="stable")
+    by_error = by_error[open_item[by_error]]
     done, gain_of, best_of = [], [], []
-    for start, stop in _item_blocks(annotations.n_items, len(candidates) * annotations.n_classes):
+    for start, stop in _item_blocks(len(by_error), len(candidates) * annotations.n_classes):
         items = by_error[start:stop]
         gains = _block_gains(belief[items], pi)
         # pairs already labelled: the annotations of each item in the block (sorted by item)
