@@ -109,6 +109,17 @@ def test_probs_to_preds_resolves_ties_exactly_like_snorkel():
                                       snorkel_probs_to_preds(probs, policy))
     picks = probs_to_preds(probs, "true-random", seed=1)
     assert np.all(probs[np.arange(500), picks] >= probs.max(axis=1) - 1e-5)
+    # without a seed, NumPy's global generator as in Snorkel: np.random.seed gives its picks
+    # (they came from a fresh generator, which np.random.seed did not reach)
+    state = np.random.get_state()
+    try:
+        for s in (0, 7):
+            np.random.seed(s)
+            expected = snorkel_probs_to_preds(probs, "true-random")
+            np.random.seed(s)
+            np.testing.assert_array_equal(probs_to_preds(probs, "true-random"), expected)
+    finally:
+        np.random.set_state(state)
     with pytest.raises(ValueError, match="tie_break_policy"):
         probs_to_preds(probs, "coin")
 

@@ -551,7 +551,7 @@ class CrowdLabelModel:
 
         ``tie_break_policy``: ``"abstain"`` (Snorkel's default), ``"random"`` (Snorkel's
         deterministic hash of the row index: a tie resolves exactly as in Snorkel) or
-        ``"true-random"``.
+        ``"true-random"`` (NumPy's global generator, as Snorkel: ``np.random.seed`` fixes it).
         """
         probs = self.predict_proba(L, features=features)
         preds = probs_to_preds(probs, tie_break_policy)

@@ -18,7 +18,9 @@ def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: flo
     """Class per row of ``probs`` (n, k); ties within ``tol`` as in Snorkel's ``probs_to_preds``.
 
     ``"abstain"``: -1; ``"random"``: Snorkel's deterministic choice (a hash of the row index),
-    so a tie resolves as it would in Snorkel; ``"true-random"``: a random choice (``seed``).
+    so a tie resolves as it would in Snorkel; ``"true-random"``: a random choice, from
+    ``numpy.random.default_rng(seed)``, or without ``seed`` from NumPy's global generator as
+    Snorkel draws it (``np.random.seed(s)`` then gives Snorkel's very choices).
     """
     if tie_break_policy not in TIE_POLICIES:
         raise ValueError(f"tie_break_policy={tie_break_policy!r} not recognized; use one of "
@@ -43,6 +45,8 @@ def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: flo
         sha1, counts = hashlib.sha1, n_top[tied].tolist()
         pick = np.array([int.from_bytes(sha1(b"%d" % i).digest(), "big") % c
                          for i, c in zip(tied.tolist(), counts)], dtype=np.int64)
+    elif seed is None:   # Snorkel's np.random.choice per tied row, in one draw of the same numbers
+        pick = np.random.randint(0, n_top[tied])
     else:
         pick = np.random.default_rng(seed).integers(0, n_top[tied])
     # position of the pick-th tied class in each tied row
