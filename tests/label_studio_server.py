@@ -116,10 +116,11 @@ class LabelStudioServer:
         except (urllib.error.URLError, OSError):
             return False
 
-    def _signal(self, sig: int) -> None:
-        if self.process is not None and self.process.poll() is None:
+    def _signal(self, sig: int, process: Optional[subprocess.Popen] = None) -> None:
+        process = self.process if process is None else process
+        if process is not None and process.poll() is None:
             try:
-                os.killpg(self.process.pid, sig)  # the session this helper started
+                os.killpg(process.pid, sig)  # the session this helper started
             except ProcessLookupError:
                 pass
 
@@ -136,12 +137,16 @@ class LabelStudioServer:
         self.process = None
 
     def kill(self) -> None:
-        """Kill at once (SIGKILL), as a crash would."""
-        if self.process is None:
+        """Kill at once (SIGKILL), as a crash would. The kill tests call it from a timer
+        thread while the test goes on: it kills the process it found and forgets it only if
+        no restart has replaced it meanwhile."""
+        process = self.process
+        if process is None:
             return
-        self._signal(signal.SIGKILL)
-        self.process.wait(10)
-        self.process = None
+        self._signal(signal.SIGKILL, process)
+        process.wait(10)
+        if self.process is process:
+            self.process = None
 
     def log_text(self) -> str:
         try:

@@ -194,7 +194,12 @@ def test_heartbeat_is_silent_for_short_work_and_ticks_for_long_work():
         pass
     assert short.getvalue() == ""
     long = io.StringIO()
+    # work that lasts until two ticks are out (a fixed 0.3 s sleep saw one tick when a loaded
+    # machine woke the heartbeat's thread late); 60 s is a hang, not a slow machine
+    give_up = time.monotonic() + 60
     with Heartbeat("fitting", stream=long, delay=0.05, every=0.05, use_tqdm=False):
-        time.sleep(0.3)
+        while long.getvalue().count("still running") < 2 and time.monotonic() < give_up:
+            time.sleep(0.01)
     lines = long.getvalue().splitlines()
-    assert len(lines) >= 3 and "still running" in lines[0] and "done in" in lines[-1]
+    assert len(lines) >= 3 and "still running" in lines[0] and "done in" in lines[-1], lines
+    assert all("still running" in line for line in lines[:-1])
