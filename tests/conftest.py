@@ -18,6 +18,16 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 if DATA.exists():  # the loaders and the examples' subprocesses read it without a path
     os.environ.setdefault("CROWD_KERAS_DATA", str(DATA))
 
+try:   # property tests: no per-example deadline on a loaded 2-core machine, and in CI the
+    # same examples on every run (a rare example found there would fail one run in many)
+    from hypothesis import settings as hypothesis_settings
+
+    hypothesis_settings.register_profile("crowd-keras", deadline=None, derandomize=IN_CI,
+                                         print_blob=True)
+    hypothesis_settings.load_profile("crowd-keras")
+except ImportError:   # hypothesis is in the test extra; without it those tests fail on import
+    pass
+
 
 def require_data(*parts: str) -> Path:
     """The path under the shared data folder; skip if absent (a failure under CI=true)."""
