@@ -38,6 +38,11 @@ _TO_NAME_HELP = ("pass --to-name NAME (the name= of the object tag the control's
                  "FILE, or push with --url and --project (the project's config is then used)")
 
 
+#: --no-gold of aggregate and report: both fit the label model the same way (fit_label_model)
+_NO_GOLD_HELP = ("fit without the ground-truth annotations' labels (by default a model that "
+                 "takes gold holds those tasks at their label, and the default model chooses "
+                 "by them when there are 20 or more)")
+
 #: Fewer ground-truth tasks than this give counts, not a score: one task scores 0 or 1.
 MIN_GOLD_FOR_SCORE = 10
 
@@ -127,10 +132,7 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--separator", default="|", metavar="TEXT",
                      help="joins the choices of a set into its class name (--multiple "
                           "combination)")
-    agg.add_argument("--no-gold", action="store_true",
-                     help="fit without the ground-truth annotations' labels (by default a "
-                     "model that takes gold holds those tasks at their label, and the default "
-                     "model chooses by them when there are 20 or more)")
+    agg.add_argument("--no-gold", action="store_true", help=_NO_GOLD_HELP)
     agg.add_argument("--include-gold", action="store_true",
                      help="also use ground_truth annotations as ordinary votes")
     agg.add_argument("--include-unannotated", action="store_true",
@@ -178,7 +180,10 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
             "map), one-vs-rest agreement per class, each annotator's agreement with the others "
             "and the label model's estimated accuracy and confusion matrices, and for span "
             "controls the pairwise span F1 (exact, overlap, token-proportional) and the "
-            "boundary disagreements. The pictures need matplotlib (crowd-keras[plot]); without "
+            "boundary disagreements. The label model is fitted as 'label-studio aggregate' "
+            "fits it: tasks with a ground-truth annotation held at their label when the "
+            "model takes gold (--no-gold: without), so both give the same consensus and "
+            "annotator quality. The pictures need matplotlib (crowd-keras[plot]); without "
             "it the page has the tables and says how to get them."))
     rep.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
     rep.add_argument("--out", required=True, metavar="DIR",
@@ -206,6 +211,7 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
                           "combination)")
     rep.add_argument("--include-gold", action="store_true",
                      help="also use ground_truth annotations as ordinary annotations")
+    rep.add_argument("--no-gold", action="store_true", help=_NO_GOLD_HELP)
     rep.add_argument("--scheme", default="IO", choices=["IO", "BIO"], help="span controls: tags")
     rep.add_argument("--text-key", default=None, metavar="KEY",
                      help="span controls: the task data field holding the text")
@@ -242,7 +248,7 @@ def report_command(args: argparse.Namespace) -> int:
                 level=args.level, multiple=args.multiple, separator=args.separator,
                 include_gold=args.include_gold,
                 scheme=args.scheme, text_key=args.text_key, n_bootstrap=args.bootstrap,
-                seed=args.seed, plots=not args.no_plots)
+                seed=args.seed, plots=not args.no_plots, use_gold=not args.no_gold)
     except ImportError as exc:
         _err(exc)
         return 2
@@ -460,15 +466,10 @@ def aggregate_command(args: argparse.Namespace) -> int:
         model.set_params(target_prior=args.target_prior)
     if "progress" in model.get_params():  # the Heartbeat below is this command's one progress
         model.set_params(progress=False)
-    gold = None
-    if not spans and not args.no_gold and getattr(model, "accepts_gold", False) \
-            and (export.gold_codes() >= 0).any():
-        gold = export.gold_codes()
+    # the one fit of the integration (report, predictions_from_model do the same)
+    gold = ls.gold_for_fit(export, model, use_gold=not args.no_gold)
     with Heartbeat(f"fitting {name}", disable=quiet):
-        if gold is None:
-            model.fit(export.sequences if spans else export.annotations)
-        else:
-            model.fit(export.annotations, gold=gold)
+        ls.fit_label_model(export, model, use_gold=not args.no_gold)
     version = args.model_version or f"crowd-keras-{name}"
     try:
         predictions = (ls.predictions_from_model(export, model, version,

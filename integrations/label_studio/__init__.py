@@ -17,7 +17,10 @@ Mapping
   annotations are counted, not used. Several annotations of one user on one task: the
   latest (``updated_at``, then ``created_at``, then annotation id) wins, the others are
   counted as superseded. ``ground_truth`` annotations are kept apart in
-  :attr:`LabelStudioExport.gold` (for evaluation) unless ``include_gold=True``. Note that
+  :attr:`LabelStudioExport.gold` unless ``include_gold=True``; every fit here
+  (:func:`fit_label_model`: ``aggregate``, ``report``, :func:`predictions_from_model`,
+  :func:`annotator_report`, :func:`quality_report`) holds those tasks at their class when
+  the label model takes gold, unless ``use_gold=False`` (``--no-gold``). Note that
   Label Studio flags annotations imported together with tasks as ground truth unless the
   import says ``"ground_truth": false``: for such projects pass ``include_gold=True``.
 * Multiple choice: a single-label model needs exactly one class per annotation, so an
@@ -65,6 +68,7 @@ from .target import TaskCheck, check_against_config, check_tasks
 from .predictions import predictions_from_model, to_predictions, write_predictions
 from .reader import FORMATS  # noqa: F401 - public constant, kept out of __all__
 from .reader import ExportSummary, LabelStudioExport, read_export
+from ._model import fit_label_model, gold_for_fit
 from .report import annotator_report, gold_accuracy, write_report
 from .quality import export_controls, quality_report
 from ._span_results import gold_span_scores, span_predictions, span_report
@@ -77,5 +81,5 @@ __all__ = [
     "describe_error", "API_KEY_ENV", "check_project", "check_url", "is_transient",
     "LabelStudioSpans", "SpanExportSummary", "span_predictions", "span_report",
     "gold_span_scores", "export_controls", "quality_report", "check_tasks", "TaskCheck",
-    "check_against_config",
+    "check_against_config", "fit_label_model", "gold_for_fit",
 ]

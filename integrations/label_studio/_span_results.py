@@ -18,10 +18,9 @@ import pandas as pd
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.sequences.annotations import SequenceAnnotations
 from crowd_keras.sequences.quality import annotator_quality, token_prf
-from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model
 
 from ._controls import SPAN_TAGS
-from ._model import prediction_target
+from ._model import fit_label_model, prediction_target
 from ._records import check_flag, python_scalar
 from ._spans import LabelStudioSpans
 
@@ -32,10 +31,8 @@ __all__ = ["fitted_sequence_model", "span_predictions", "span_predictions_from_m
 def fitted_sequence_model(export: LabelStudioSpans, model: Any = None) -> Any:
     """``model`` (default: a new ``DEFAULT_SEQUENCE_MODEL``; a name is looked up in the
     sequence registry), fitted on ``export.sequences`` unless it already is."""
-    if model is None or isinstance(model, str):
-        model = get_sequence_model(model or DEFAULT_SEQUENCE_MODEL)
-    if not hasattr(model, "posteriors_"):
-        model.fit(export.sequences)
+    if model is None or isinstance(model, str) or not hasattr(model, "posteriors_"):
+        model = fit_label_model(export, model)
     fitted = model.sequences_
     if not (fitted is export.sequences or (
             np.array_equal(fitted.doc_ids, export.task_ids)

@@ -68,20 +68,27 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
 
 
 def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], model: Any = None,
-                           model_version: Optional[str] = None, **kwargs: Any) -> list[dict]:
+                           model_version: Optional[str] = None, *, use_gold: bool = True,
+                           **kwargs: Any) -> list[dict]:
     """Fit ``model`` on the export if needed; return its predictions.
 
     ``model`` (a model, or a registry name) defaults to a new model of the package's default
     (``_model.DEFAULT_LABEL_MODEL``;
     for a span export, the sequence registry's ``DEFAULT_SEQUENCE_MODEL``, and the
-    predictions hold ``labels`` regions: see :mod:`._span_results`).
+    predictions hold ``labels`` regions: see :mod:`._span_results`). A model this function
+    fits is fitted as ``crowd-keras label-studio aggregate`` fits it
+    (:func:`~._model.fit_label_model`): when it takes gold, the tasks with a ground-truth
+    annotation are held at its class, unless ``use_gold=False`` (or ``--no-gold``); a fitted
+    model is used as it is, and span exports take no gold.
     ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``; other keyword arguments go to
     :func:`to_predictions`. Each prediction's ``score`` is the model's ``consensus_quality()``
-    when it has one (the label models), else the probability of the predicted class.
+    when it has one (the label models: 1 on the tasks held at their ground truth), else the
+    probability of the predicted class.
     """
+    check_flag("use_gold", use_gold)
     if isinstance(export, LabelStudioSpans):
         return span_predictions_from_model(export, model, model_version, **kwargs)
-    model = ensure_fitted(export, model)
+    model = ensure_fitted(export, model, use_gold=use_gold)
     version = model_version or f"crowd-keras-{type(model).__name__}"
     if "scores" not in kwargs and hasattr(model, "consensus_quality"):
         kwargs["scores"] = model.consensus_quality()

@@ -21,13 +21,14 @@ import pandas as pd
 
 from crowd_keras.agreement import agreement_report
 from crowd_keras.agreement.report import nested, plain, records
-from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
+from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL
 from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.files import atomic_write_files
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
 
 from ._controls import READABLE, parse_config
-from ._records import load_export, records_from_full
+from ._model import fit_label_model
+from ._records import check_flag, load_export, records_from_full
 from ._span_results import fitted_sequence_model
 from ._spans import LabelStudioSpans
 from .reader import read_export
@@ -74,7 +75,7 @@ def _level(export: Any, level: Optional[str]) -> str:
 
 def _one_control(source: Any, name: str, *, method: Optional[str],
                  sequence_model: Optional[str], level: Optional[str], n_bootstrap: int,
-                 seed: Any, read: dict) -> tuple[dict, Any]:
+                 seed: Any, read: dict, use_gold: bool) -> tuple[dict, Any]:
     """(the control's JSON, what the page needs to draw it) for one control."""
     export = read_export(source, control=name, **read)
     spans = isinstance(export, LabelStudioSpans)
@@ -83,7 +84,7 @@ def _one_control(source: Any, name: str, *, method: Optional[str],
         data, classes = export.sequences, list(export.sequences.tags)
         lvl = level or "nominal"
     else:
-        model = get_label_model(method or DEFAULT_LABEL_MODEL).fit(export.annotations)
+        model = fit_label_model(export, method or DEFAULT_LABEL_MODEL, use_gold=use_gold)
         data, classes = export.annotations, list(export.classes)
         lvl = _level(export, level)
     quality = annotator_report(export, model)
@@ -141,7 +142,8 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
                    level: Optional[str] = None, multiple: str = "combination",
                    separator: str = "|", include_gold: bool = False, scheme: str = "IO",
                    text_key: Optional[str] = None, n_bootstrap: int = 1000, seed: Any = 0,
-                   plots: bool = True, title: Optional[str] = None) -> dict:
+                   plots: bool = True, title: Optional[str] = None,
+                   use_gold: bool = True) -> dict:
     """Write ``report.html`` and ``report.json`` (atomically) into ``out_dir``.
 
     Args:
@@ -152,6 +154,11 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
             is one class, so a multiple-choice control does not stop the report).
         method, sequence_model: label models for the quality columns and the confusion
             matrices (default: the registries' defaults).
+        use_gold: a label model that takes gold is fitted with the tasks that have a
+            ground-truth annotation held at its class, as ``crowd-keras label-studio
+            aggregate`` fits it (:func:`~._model.fit_label_model`), so both give the same
+            consensus and annotator quality; ``False`` fits without them (``--no-gold``).
+            Span controls' sequence models take no gold.
         level: the alpha level for every control (default: ``"interval"`` for Rating
             controls with numeric values, else ``"nominal"``).
         n_bootstrap, seed: bootstrap intervals over tasks.
@@ -168,6 +175,7 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
     if isinstance(controls, (str, bytes)):   # else each character would be a control
         raise TypeError(f"controls must be a list of control names, got the string "
                         f"{controls!r}; pass [{controls!r}]")
+    check_flag("use_gold", use_gold)
     _check_outputs(source, Path(out_dir))
     names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
                                                                            format)]
@@ -182,7 +190,8 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
         try:
             docs[name], drawn[name] = _one_control(source, name, method=method,
                                                    sequence_model=sequence_model, level=level,
-                                                   n_bootstrap=n_bootstrap, seed=seed, read=read)
+                                                   n_bootstrap=n_bootstrap, seed=seed, read=read,
+                                                   use_gold=use_gold)
         except CrowdDataError as exc:
             errors.append(exc)
             # a Message stays one (a str): the command line renders its arguments as flags

@@ -18,13 +18,14 @@ from crowd_keras.files import atomic_write_files, atomic_write_text
 from ._model import ensure_fitted
 from ._span_results import fitted_sequence_model, span_report
 from ._spans import LabelStudioSpans
-from ._records import python_scalar
+from ._records import check_flag, python_scalar
 from .reader import LabelStudioExport
 
 
 def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: Any = None,
                      json_path: Any = None, emails: Optional[Mapping[Any, str]] = None,
-                     model_version: Optional[str] = None) -> pd.DataFrame:
+                     model_version: Optional[str] = None,
+                     use_gold: bool = True) -> pd.DataFrame:
     """Per-annotator quality, one row per user.
 
     Columns: ``annotator`` (user id), ``email``, ``n_annotations`` (used), ``n_cancelled``,
@@ -52,13 +53,19 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     Args:
         model: a label model fitted on ``export.annotations`` or unfitted (it is fitted), or
             a registry name; default: a new model of the package's default
-            (``_model.DEFAULT_LABEL_MODEL``).
+            (``_model.DEFAULT_LABEL_MODEL``). A model fitted here is fitted as
+            ``crowd-keras label-studio aggregate`` fits it (:func:`~._model.fit_label_model`).
+        use_gold: when this function fits a model that takes gold, hold the tasks with a
+            ground-truth annotation at its class (default, as ``aggregate`` and ``report``
+            do); ``False`` fits without them (``--no-gold``). A fitted model is used as it is;
+            span exports take no gold.
         emails: user id -> e-mail, filling e-mails the export lacks (see
             :func:`fetch_user_emails`).
     """
     if emails is not None and not isinstance(emails, Mapping):
         raise TypeError(f"emails must be a mapping of user id to e-mail (as "
                         f"fetch_user_emails returns), got {type(emails).__name__}")
+    check_flag("use_gold", use_gold)
     if isinstance(export, LabelStudioSpans):
         model = fitted_sequence_model(export, model)
         frame = span_report(export, model, emails)
@@ -66,7 +73,7 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
                 "control": export.control, "labels": [python_scalar(c) for c in export.labels]}
         frame, meta["agreement"] = _with_agreement(frame, export.sequences)
         return _written(_with_silent_users(frame, export, emails), csv_path, json_path, meta)
-    model = ensure_fitted(export, model)
+    model = ensure_fitted(export, model, use_gold=use_gold)
     ann = export.annotations
     n_users = ann.n_annotators
     per_user = ann.annotations_per_annotator()
