@@ -61,6 +61,25 @@ def test_mismatched_targets_name_their_shape():
                                            np.zeros((2, 4, 3), "float32"))
 
 
+def test_a_label_beyond_the_classes_is_named_as_the_loss_names_it():
+    # a label >= K was counted as a miss (the loss raised on the same targets)
+    from crowd_keras import CrowdDataError
+
+    scores = np.zeros((2, 4, 3), "float32")
+    labels = np.array([[0, -1, 2, 1], [1, 3, -1, 0]])
+    with pytest.raises(CrowdDataError) as loss_error:
+        MaskedMultiCrossEntropy()(labels, scores)
+    metric = MaskedMultiAccuracy()
+    with pytest.raises(CrowdDataError, match=r"masked_multi_accuracy y_true.*\b3\b") as error:
+        metric.update_state(labels, scores)
+    assert str(error.value).replace("masked_multi_accuracy", "masked_multi_cross_entropy") \
+        == str(loss_error.value)
+    assert value(metric) == 0.0 and float(keras.ops.convert_to_numpy(metric.observed)) == 0.0
+    for bad in ([[0, -2, 1, 1]], [[0.5, 1, 1, 1]]):     # no missing marker, no class
+        with pytest.raises(CrowdDataError):
+            metric.update_state(np.array(bad), scores[:1])
+
+
 def _tagger():
     keras.utils.set_random_seed(0)
     words, ids = keras.Input((6,), dtype="int32"), keras.Input((3,), dtype="int32")
