@@ -234,6 +234,10 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
             raise CrowdDataError(f"gold item {show(bad[0])} is not an item of the annotations"
                                  f"{written_alike(bad[0], items)}{more_unknown(bad[1:])}")
     values = series.to_numpy()
+    if pd.Index(classes).inferred_type != "boolean" and \
+            pd.api.types.infer_dtype(values, skipna=False) == "boolean":
+        # booleans are the integer labels 0 and 1, as the annotation readers read them
+        values = values.astype(np.int64)
     try:
         cls = pd.Index(classes).get_indexer(values)
     except TypeError:   # an unhashable label (a list, a dict): find it to name it
