@@ -29,13 +29,14 @@ def _crowds():
     return {
         "one_class": _crowd(np.repeat(np.arange(n), 3), np.tile(np.arange(3), n),
                             np.zeros(3 * n, int)),
-        "unused_class": _crowd(np.repeat(np.arange(n), 3), np.tile(np.arange(3), n), coin.repeat(3),
-                               n_classes=3),
+        "unused_class": _crowd(np.repeat(np.arange(n), 3), np.tile(np.arange(3), n),
+                               coin.repeat(3), n_classes=3),
         "single_annotator": _crowd(np.arange(n), np.zeros(n, int), truth, n_classes=3),
         "always_disagree": _crowd(np.repeat(np.arange(n), 2), np.tile([0, 1], n),
                                   np.stack([coin, 1 - coin], 1).ravel()),
         "permuting_majority": _crowd(np.repeat(np.arange(n), 3), np.tile(np.arange(3), n),
-                                     np.stack([truth, (truth + 1) % 3, (truth + 1) % 3], 1).ravel()),
+                                     np.stack([truth, (truth + 1) % 3, (truth + 1) % 3],
+                                              1).ravel()),
         "spammers": _crowd(np.repeat(np.arange(n), 4), np.tile(np.arange(4), n),
                            rng.integers(0, 3, 4 * n)),
         "one_label_each": _crowd(np.arange(n), np.arange(n) % 5, truth, n_annotators=5,
@@ -77,7 +78,8 @@ def test_degenerate_crowd_posteriors_are_probabilities(name, crowd):
         if matrices is not None:
             assert np.isfinite(matrices).all() and (matrices >= 0).all() and (matrices <= 1).all()
         for quality in (model.consensus_quality(), model.annotation_quality()):
-            assert np.isfinite(quality).all() and (quality >= 0).all() and (quality <= 1 + 1e-9).all()
+            assert np.isfinite(quality).all()
+            assert (quality >= 0).all() and (quality <= 1 + 1e-9).all()
         model.label_issues()
         model.next_to_label(5)
     np.testing.assert_array_equal(_fit(name, ann).predict_proba(), proba)
@@ -93,3 +95,18 @@ def test_boolean_gold_is_read_as_the_boolean_labels_are(name):
     model = _fit(name, frame, gold={0: False, 3: np.bool_(True)})
     assert model.annotations_.classes.tolist() == [0, 1]
     np.testing.assert_array_equal(model.predict_proba()[[0, 3]], [[1.0, 0.0], [0.0, 1.0]])
+
+
+def test_cli_boolean_gold_file_is_read_as_the_boolean_labels_are(tmp_path):
+    from crowd_keras.cli import main
+
+    answers, gold, out = tmp_path / "answers.csv", tmp_path / "gold.csv", tmp_path / "labels.csv"
+    answers.write_text("task,worker,label\n1,a,True\n1,b,False\n2,a,True\n2,b,True\n"
+                       "3,a,False\n3,b,False\n")
+    gold.write_text("task,label\n1,False\n")
+    assert main(["aggregate", str(answers), "--method", "dawid_skene", "--gold", str(gold),
+                 "--out", str(out)]) == 0
+    labels = pd.read_csv(out).set_index("task")
+    # the gold item (a tie in the answers) is held at its class: False, read as class 0 like
+    # the answers' False
+    assert labels.loc[1, "label"] == 0 and labels.loc[1, "probability"] == 1.0
