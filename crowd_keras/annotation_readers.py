@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .codes import (check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
-                    integer_codes, is_dask_frame, label_matrix_codes, show)
+from .codes import (booleans_as_codes, check_unique_ids, dense_codes, factorize_ids,
+                    factorize_labels, ids_array, integer_codes, is_dask_frame,
+                    label_matrix_codes, show)
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -318,12 +319,8 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         distinct.append("class")
     else:
         wanted = pd.Index(list(classes))
-        labels = cols["label"]
-        if wanted.inferred_type != "boolean" and \
-                pd.api.types.infer_dtype(labels, skipna=False) == "boolean":
-            # booleans are the integer labels 0 and 1, as without classes
-            labels = labels.astype(np.int64)
-        codes = wanted.get_indexer(labels)
+        # booleans are the integer labels 0 and 1, as without classes
+        codes = wanted.get_indexer(booleans_as_codes(cols["label"], classes))
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
             raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "

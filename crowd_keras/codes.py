@@ -22,10 +22,23 @@ from .string_codes import column_codes
 __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
-           "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame"]
+           "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
+           "booleans_as_codes"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
+
+
+def booleans_as_codes(labels: Any, classes: Any) -> Any:
+    """``labels`` (a column or array of label values) looked up against ``classes``: booleans
+    are the integer labels 0 and 1 (as the readers read them without classes) unless the
+    classes are booleans themselves; any other ``labels`` are returned as given. Used
+    wherever label values meet the classes (the readers, gold), so one rule holds for all."""
+    if pd.Index(list(classes)).inferred_type != "boolean" and \
+            pd.api.types.infer_dtype(labels, skipna=False) == "boolean":
+        return labels.astype(np.int64) if isinstance(labels, pd.Series) else \
+            np.asarray(labels).astype(np.int64)
+    return labels
 
 
 def is_dask_frame(obj: Any) -> bool:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
-from ..codes import is_dask_frame, show
+from ..codes import booleans_as_codes, is_dask_frame, show
 from ..errors import CrowdDataError, NotFittedError
 from ..numerics import top_classes
 from ..params import Params
@@ -233,7 +233,8 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
             bad = series.index[pos < 0]
             raise CrowdDataError(f"gold item {show(bad[0])} is not an item of the annotations"
                                  f"{written_alike(bad[0], items)}{more_unknown(bad[1:])}")
-    values = series.to_numpy()
+    # a gold True is class 1, as the readers read a True label
+    values = booleans_as_codes(series.to_numpy(), classes)
     try:
         cls = pd.Index(classes).get_indexer(values)
     except TypeError:   # an unhashable label (a list, a dict): find it to name it

@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..aggregation.registry import LABEL_MODELS, available_label_models
-from ..codes import show
+from ..codes import booleans_as_codes, show
 from ..errors import CrowdDataError
 from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
@@ -144,7 +144,7 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     # every row checked against the annotations here, so that errors name the gold file's line
     items, labels = df[args.item], df[args.label]
     pos = pd.Index(ann.item_ids).get_indexer(items)
-    codes = pd.Index(ann.classes).get_indexer(labels)
+    codes = pd.Index(ann.classes).get_indexer(booleans_as_codes(labels, ann.classes))
     for bad, what in ((items.isna().to_numpy(), lambda r: f"missing item ({args.item!r}, "
                                                           "--item)"),
                       (pos < 0, lambda r: f"item {show(items.iloc[r])} is not an item of "
