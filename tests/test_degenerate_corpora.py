@@ -8,6 +8,7 @@ report on the same corpora."""
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from crowd_keras.agreement import agreement_report, bootstrap_ci
@@ -168,3 +169,25 @@ def test_bootstrap_interval_of_one_document_is_undefined():
                                                            1: {"x": [[0, 1]], "y": [[0, 1]]}})
     estimate, low, high = bootstrap_ci(two, "percent_agreement", n_bootstrap=200)
     assert low < high and low <= estimate <= high
+
+
+@pytest.mark.parametrize("texts, spans, kwargs, where", [
+    ({np.nan: "a b"}, {np.nan: {"x": [[0, 1]]}}, {}, "position 0 of the document ids"),
+    ({None: "a b", "k": "c"}, {None: {"x": [[0, 1]]}}, {}, "position 0 of the document ids"),
+    (["a b", "c"], {"j": {"x": [[0, 1]]}}, {"doc_ids": ["j", None]},
+     "position 1 of the document ids"),
+    ({"j": "a b", "k": "c"}, {"j": {"x": [[0, 1]]}, None: {"x": [[0, 1]]}}, {}, "span row 1"),
+])
+def test_a_missing_document_id_is_refused_where_it_is(texts, spans, kwargs, where):
+    """None / NaN as a document id was matched to another missing id (a NaN document was
+    accepted) or reported as "document None is not among the documents given" when it was;
+    now refused as annotator ids are, naming where."""
+    with pytest.raises(CrowdDataError, match=f"{where}: missing document id"):
+        SequenceAnnotations.from_dict(texts, spans, **kwargs)
+
+
+def test_a_missing_document_id_in_seen_is_refused():
+    spans = pd.DataFrame({"doc": ["j"], "annotator": ["x"], "start": [0], "end": [1]})
+    seen = pd.DataFrame({"doc": ["j", None], "annotator": ["y", "z"]}, index=[10, 11])
+    with pytest.raises(CrowdDataError, match="seen row 11: missing document id"):
+        SequenceAnnotations.from_spans({"j": "a b"}, spans, seen=seen)
