@@ -79,7 +79,9 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
 
     Returns:
         ``(estimate, low, high)``; replicates where the statistic is undefined (NaN) are left
-        out of the quantiles.
+        out of the quantiles. With fewer than two units to resample (items, or documents for
+        a ``SequenceAnnotations``) ``low`` and ``high`` are NaN: every replicate would be the
+        estimate, a zero-width interval that no sampling variability was measured for.
     """
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
@@ -99,6 +101,8 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
     estimate = {"alpha": lambda: krippendorff_alpha(ann, level),
                 "fleiss_kappa": lambda: fleiss_kappa(ann),
                 "percent_agreement": lambda: percent_agreement(ann)}[statistic]()
+    if n < 2:      # one unit: every resample is the sample itself
+        return estimate, float("nan"), float("nan")
     reps = []
     block = max(1, min(_BLOCK, _BLOCK_DRAWS // max(n, 1)))
     for start in range(0, int(n_bootstrap), block):      # blocks of replicates bound memory

@@ -79,7 +79,8 @@ class AgreementReport:
 
     Attributes:
         summary: one row per statistic: ``statistic, value, low, high`` (the bootstrap
-            interval; NaN where none is computed).
+            interval; NaN where none is computed, or with fewer than two items (documents) to
+            resample).
         counts: :func:`item_counts` (items left out because they have one annotation, ...).
         pairwise: :func:`~.kappa.pairwise_kappas` (overlapping pairs only).
         kappa_matrix: :func:`~.kappa.cohen_kappa_matrix`, or None above ``max_matrix``

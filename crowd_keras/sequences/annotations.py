@@ -19,7 +19,7 @@ with ``text_mismatch="error"``); odd but usable spans are handled and counted in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -104,6 +104,16 @@ def _codes(values: pd.Series, table: pd.Index, what: str, row_ids: np.ndarray,
         raise CrowdDataError(f"{row} {row_ids[r]}: {what} {show(value)} is not among "
                              f"the {len(table)} {what}s given{hint}")
     return codes.astype(np.int64)
+
+
+def _check_no_missing(doc_ids: Any, where: Callable[[int], str]) -> None:
+    """Raise on a missing document id (None, NaN), naming ``where(n)``: it would match
+    another missing id or none (pandas' lookups treat them alike), as annotator ids would."""
+    missing = pd.isna(np.asarray(doc_ids, dtype=object))
+    if missing.any():
+        n = int(np.argmax(missing))
+        raise CrowdDataError(f"{where(n)}: missing document id "
+                             f"({show(np.asarray(doc_ids, dtype=object)[n])})")
 
 
 def _offsets(frame: pd.DataFrame, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,6 +312,7 @@ class SequenceAnnotations:
         if len(ids) != len(text_list):
             raise CrowdDataError(f"{len(ids)} doc_ids for {len(text_list)} texts")
         check_unique_ids(ids, "document")
+        _check_no_missing(ids, lambda n: f"position {n} of the document ids")
         if not isinstance(spans, pd.DataFrame):
             raise CrowdDataError(f"spans must be a DataFrame, got {type(spans).__name__}")
         missing = [c for c in ("doc", "annotator", "start", "end") if c not in spans.columns]
@@ -311,6 +322,7 @@ class SequenceAnnotations:
         frame = _by_values(spans.reset_index(drop=True))
         row_ids = spans.index.to_numpy()
         doc_index = pd.Index(ids)
+        _check_no_missing(frame["doc"], lambda r: f"span row {row_ids[r]}")
         s_doc = _codes(frame["doc"], doc_index, "document", row_ids)
         start, end = _offsets(frame, row_ids)
         lab_col = (frame["label"] if "label" in frame.columns
@@ -347,6 +359,8 @@ class SequenceAnnotations:
         pair_doc, pair_annotator = [s_doc], [frame["annotator"]]
         if seen is not None:
             seen_frame = seen_pairs(seen)
+            _check_no_missing(seen_frame["doc"],
+                              lambda r: f"seen row {seen_frame.index.to_numpy()[r]}")
             pair_doc.append(_codes(seen_frame["doc"].reset_index(drop=True), doc_index,
                                    "document", seen_frame.index.to_numpy(), "seen row"))
             pair_annotator.append(seen_frame["annotator"])

@@ -198,7 +198,12 @@ class SequenceLabelModel(LabelModel):
     def predict_spans(self, sequences: Optional[SequenceAnnotations] = None,
                       token_prior: Any = None) -> pd.DataFrame:
         """Decoded spans: ``doc, start, end, label, text, score`` (score: the mean over the
-        span's tokens of the probability that the token is in a span of that label)."""
+        span's tokens of the probability that the token is in a span of that label).
+
+        A document nobody annotated is kept: its tokens are scored by the fitted prior alone
+        (tag frequencies, or the chain's start and transitions), so where the prior favours a
+        span label it decodes to spans nobody marked. To keep only annotated documents:
+        ``spans[spans["doc"].isin(seq.doc_ids[seq.assign_doc])]``."""
         self._check_fitted()
         seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
         post = self.predict_proba(sequences, token_prior)
