@@ -20,7 +20,8 @@ from .aggregation.base import LabelModel
 from .aggregation.registry import get_label_model
 from .annotations import Annotations
 from .arguments import check_count, check_number
-from .codes import MAX_CODE, check_unique_ids, compact_codes, ids_array, show
+from .codes import (MAX_CODE, booleans_as_codes, check_unique_ids, compact_codes,
+                    factorize_labels, ids_array, show)
 from .errors import CrowdDataError
 from .numerics import MISSING
 
@@ -120,16 +121,18 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
             codes = np.full(len(values), MISSING, dtype=np.int64)
             codes[known] = np.searchsorted(classes, values[known])
             return codes, classes
-    if classes is None:
-        try:
-            classes = np.unique(values[known])
-        except TypeError:       # sorting 1 and "a"
-            kinds = sorted({type(v).__name__ for v in values[known]})
-            raise CrowdDataError(f"labels mix types ({', '.join(kinds)}): give them one type "
-                                 "(e.g. all strings)") from None
-    classes = np.asarray(classes)
+    at = np.flatnonzero(known)
+    if classes is None and len(at):
+        # the readers' rule (Annotations.from_frame): booleans are the codes 0 and 1, text
+        # the sorted distinct values, and a mix of types (True and 2, 1 and "a") an error
+        codes = np.full(len(values), MISSING, dtype=np.int64)
+        codes[known], classes = factorize_labels(pd.Series(values[known], dtype=object),
+                                                 lambda n: f"item {at[n]}")
+        return codes, classes
+    classes = np.asarray(classes) if classes is not None else np.unique(values[known])
     codes = np.full(len(values), MISSING, dtype=np.int64)
-    codes[known] = pd.Index(classes).get_indexer(values[known])
+    # a True label is class 1 unless the classes are booleans (booleans_as_codes)
+    codes[known] = pd.Index(classes).get_indexer(booleans_as_codes(values[known], classes))
     bad = known & (codes < 0)
     if bad.any():
         i = int(np.argmax(bad))

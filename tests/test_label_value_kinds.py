@@ -1,0 +1,100 @@
+"""One reading of label values across the readers: booleans, nullable dtypes, unsigned ints.
+
+The same small crowd, given as each value kind, reaches ``Annotations.from_frame``,
+``from_wide``, ``from_dense``, ``from_label_matrix`` and the features path
+(``features.training_labels``); they agree on the classes and codes, or refuse naming the
+cell and the value.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import Annotations, CrowdDataError
+from crowd_keras.features import training_labels
+
+ITEMS = ["i0", "i0", "i1", "i1", "i2", "i2"]
+WORKERS = ["a", "b", "a", "b", "a", "b"]
+BOOLS = [True, False, True, True, False, False]
+
+
+def long(labels):
+    return pd.DataFrame({"task": ITEMS, "worker": WORKERS, "label": labels})
+
+
+@pytest.mark.parametrize("labels", [
+    pd.Series(BOOLS), pd.Series(BOOLS, dtype="boolean"), pd.Series(BOOLS, dtype=object),
+    pd.Series(pd.Categorical(BOOLS))], ids=["bool", "boolean", "object", "categorical"])
+def test_booleans_are_codes_0_and_1_in_every_reader(labels):
+    frame = Annotations.from_frame(long(labels))
+    assert frame.classes.tolist() == [0, 1] and frame.labels.tolist() == [1, 0, 1, 1, 0, 0]
+    wide = long(labels).pivot(index="task", columns="worker", values="label")
+    for read in (Annotations.from_wide(wide), Annotations.from_dense(wide),
+                 Annotations.from_label_matrix(wide)):
+        assert read.classes.tolist() == [0, 1]
+        assert read.labels.tolist() == frame.labels.tolist()
+    # the features path read them as the classes [False, True]
+    codes, classes = training_labels(labels, len(labels))
+    assert list(classes) == [0, 1] and [type(c) for c in classes] != [bool, bool]
+    assert codes.tolist() == frame.labels.tolist()
+    codes, classes = training_labels(labels, len(labels), classes=[0, 1])   # was refused
+    assert codes.tolist() == frame.labels.tolist()
+    codes, classes = training_labels(labels, len(labels), classes=[False, True])
+    assert codes.tolist() == frame.labels.tolist()
+
+
+def test_a_boolean_wide_frame_with_a_missing_cell():
+    # pandas makes a bool column with a missing cell an object column: it was refused
+    df = long(BOOLS).iloc[:-1]
+    wide = df.pivot(index="task", columns="worker", values="label")
+    assert wide.dtypes.tolist() == [object, object]
+    read = Annotations.from_wide(wide)
+    assert read.classes.tolist() == [0, 1] and read.labels.tolist() == [1, 0, 1, 1, 0]
+    assert read.annotations_per_item().tolist() == [2, 2, 1]
+    dense = Annotations.from_dense(wide, missing=np.nan)
+    assert dense.labels.tolist() == read.labels.tolist()
+    assert Annotations.from_frame(df).labels.tolist() == read.labels.tolist()
+    codes, classes = training_labels(pd.Series([True, None, False], dtype=object), 3)
+    assert codes.tolist() == [1, -1, 0] and list(classes) == [0, 1]
+
+
+def test_nullable_frames_in_the_matrix_readers():
+    # pd.NA is missing, as NaN; a nullable boolean frame reads as a bool one
+    ints = pd.DataFrame([[1, pd.NA], [0, 1]], dtype="Int64")
+    read = Annotations.from_dense(ints, missing=np.nan)
+    assert read.labels.tolist() == [1, 0, 1] and read.classes.tolist() == [0, 1]
+    assert Annotations.from_wide(ints).labels.tolist() == [1, 0, 1]
+    flags = pd.DataFrame([[True, False], [False, True]], dtype="boolean")
+    for reader in (Annotations.from_dense, Annotations.from_label_matrix, Annotations.from_wide):
+        assert reader(flags).labels.tolist() == [1, 0, 0, 1]
+
+
+def test_booleans_beside_numbers_are_refused_naming_both_cells():
+    with pytest.raises(CrowdDataError, match=r"labels mix types: bool True at row 0 .* and int 2 "
+                                             r"at row 1"):
+        Annotations.from_frame(long(pd.Series([True, 2, 0, 1, 1, 0], dtype=object)))
+    with pytest.raises(CrowdDataError, match=r"labels mix types: bool True at item 0 and int 2 at "
+                                             r"item 1"):
+        training_labels(pd.Series([True, 2, None], dtype=object), 3)   # was classes [0, True, 2]
+    cells = np.array([[True, 2], [False, None]], dtype=object)
+    with pytest.raises(CrowdDataError, match=r"bool True at row 0, column 0 beside int 2 at row 0, "
+                                             r"column 1"):
+        Annotations.from_dense(cells, missing=np.nan)
+    wide = pd.DataFrame(cells, index=["i0", "i1"], columns=["a", "b"])
+    with pytest.raises(CrowdDataError, match=r"label True of item 'i0' \(row 0\), annotator 'a' "
+                                             r"\(column 0\) is not a class code.*beside numbers "
+                                             r"\(label 2 of item 'i0', annotator 'b'\)"):
+        Annotations.from_wide(wide)
+
+
+def test_unsigned_labels_beyond_int64_are_named_not_wrapped_negative():
+    big = np.uint64(2 ** 63)
+    labels = pd.Series([big, 1, 1, big, 1, 1], dtype="uint64")
+    with pytest.raises(CrowdDataError, match=r"label 9223372036854775808 at row 0 \(item 'i0', "
+                                             r"annotator 'a'\), too large"):
+        Annotations.from_frame(long(labels))   # was "negative label -9223372036854775808"
+    with pytest.raises(CrowdDataError, match=r"code 9223372036854775808 at \(row, column\) "
+                                             r"\(1, 0\), too large"):
+        Annotations.from_dense(np.array([[0, 1], [big, 1]], dtype=np.uint64))
+    # within int64 an unsigned column reads as a signed one
+    small = Annotations.from_frame(long(pd.Series([2, 1, 1, 2, 1, 1], dtype="uint64")))
+    assert small.classes.tolist() == [0, 1, 2] and small.labels.tolist() == [2, 1, 1, 2, 1, 1]
