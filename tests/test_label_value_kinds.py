@@ -98,3 +98,29 @@ def test_unsigned_labels_beyond_int64_are_named_not_wrapped_negative():
     # within int64 an unsigned column reads as a signed one
     small = Annotations.from_frame(long(pd.Series([2, 1, 1, 2, 1, 1], dtype="uint64")))
     assert small.classes.tolist() == [0, 1, 2] and small.labels.tolist() == [2, 1, 1, 2, 1, 1]
+
+
+def test_a_csv_label_beyond_int64_is_named_not_read_as_minus_1(tmp_path, capsys):
+    from crowd_keras.cli import main
+
+    # pandas reads 2**64 - 1 as uint64; it wrapped to the "negative label -1"
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\ni0,a,18446744073709551615\ni0,b,1\ni1,a,1\n")
+    assert main(["aggregate", str(src), "--out", str(tmp_path / "x.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "label 18446744073709551615 at line 2 (item 'i0', annotator 'a'), too large" in err
+    assert "negative" not in err
+
+
+def test_pred_probs_columns_true_false_are_the_classes_1_and_0():
+    from crowd_keras.aggregation import get_label_model
+
+    ann = Annotations.from_frame(long(BOOLS))   # classes [0, 1]
+    p = np.array([[0.2, 0.8], [0.9, 0.1], [0.4, 0.6]])
+    ids = ["i0", "i1", "i2"]
+    by_code = get_label_model("ibcc").fit(ann, pred_probs=pd.DataFrame(p, index=ids))
+    for columns, values in (([False, True], p), ([True, False], p[:, ::-1])):
+        # [True, False] was read by position: the True column as class 0
+        frame = pd.DataFrame(values, index=ids, columns=columns)
+        fitted = get_label_model("ibcc").fit(ann, pred_probs=frame)
+        np.testing.assert_allclose(fitted.predict_proba(), by_code.predict_proba())
