@@ -110,9 +110,11 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     if values.dtype.kind in "iu":
         known = values != MISSING
         if classes is None:
-            if (values[known] < 0).any():
-                raise CrowdDataError(f"label code {values[known].min()} is negative (-1: no "
-                                     "label)")
+            negative = known & (values < 0)
+            if negative.any():   # named by item, as every other bad label
+                i = int(np.argmax(negative))
+                raise CrowdDataError(f"label code {show(values[i])} of item {i} is negative "
+                                     "(-1: no label)")
             distinct = np.unique(values[known])
             top = int(distinct[-1]) if len(distinct) else 0
             # as Annotations.from_frame reads integer labels: codes 0..max, or their

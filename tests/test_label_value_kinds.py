@@ -124,3 +124,31 @@ def test_pred_probs_columns_true_false_are_the_classes_1_and_0():
         frame = pd.DataFrame(values, index=ids, columns=columns)
         fitted = get_label_model("ibcc").fit(ann, pred_probs=frame)
         np.testing.assert_allclose(fitted.predict_proba(), by_code.predict_proba())
+
+
+def test_a_negative_feature_label_names_its_item():
+    # as from_frame names the row of a negative label (it named the smallest value only)
+    with pytest.raises(CrowdDataError, match=r"label code -2 of item 2 is negative"):
+        training_labels(np.array([0, -1, -2, -3, 1]), 5)
+
+
+@pytest.mark.parametrize("listed, classes, labels", [
+    ("False,True", "[False, True]", ["False", "True"]),    # was: True not in ['False', 'True']
+    ("0,1", "[0, 1]", ["0", "1"])])                        # was: True not in ['0', '1']
+def test_cli_classes_of_a_true_false_column(tmp_path, capsys, listed, classes, labels):
+    from crowd_keras.cli import main
+
+    src, out = tmp_path / "answers.csv", tmp_path / "out.csv"
+    src.write_text("task,worker,label\ni0,a,False\ni0,b,False\ni1,a,True\ni1,b,True\n")
+    assert main(["aggregate", str(src), "--method", "majority_vote", f"--classes={listed}",
+                 "--out", str(out)]) == 0
+    assert f"2 classes {classes}" in capsys.readouterr().out
+    assert pd.read_csv(out, dtype=str)["label"].tolist() == labels
+    # as in memory: classes=[False, True] or [0, 1] with the labels True/False
+    frame = long(BOOLS)
+    for given in ([False, True], [0, 1]):
+        assert Annotations.from_frame(frame, classes=given).labels.tolist() == \
+            Annotations.from_frame(frame).labels.tolist()
+    assert main(["aggregate", str(src), "--classes=yes,no", "--out", str(out)]) == 1
+    assert "--classes: 'yes' is neither True/False nor a number, but the labels are booleans" \
+        in capsys.readouterr().err
