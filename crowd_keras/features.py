@@ -68,7 +68,8 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
 
     ``labels``: (I,) class labels (codes ``0..K-1`` or names; -1 or None/NaN: no label, the
     item is predicted but not trained on; integer labels, and whole-number floats with NaN,
-    give the classes ``0..max`` as ``Annotations.from_frame`` reads them); a fitted label
+    give the classes ``0..max`` as ``Annotations.from_frame`` reads them, True/False the
+    classes 0 and 1, text its sorted distinct values); a fitted label
     model (its ``predict()``; -1 for the items without any annotation nor gold label, whose
     consensus is only the prior); or :class:`Annotations` (fitted with ``label_model``, a
     name or an unfitted model).
