@@ -32,12 +32,21 @@ MAX_CODE = 2 ** 53
 def booleans_as_codes(labels: Any, classes: Any) -> Any:
     """``labels`` (a column or array of label values) looked up against ``classes``: booleans
     are the integer labels 0 and 1 (as the readers read them without classes) unless the
-    classes are booleans themselves; any other ``labels`` are returned as given. Used
-    wherever label values meet the classes (the readers, gold), so one rule holds for all."""
-    if pd.Index(list(classes)).inferred_type != "boolean" and \
-            pd.api.types.infer_dtype(labels, skipna=False) == "boolean":
+    classes are booleans themselves, and then the integer labels 0 and 1 are False and True
+    (as scikit-learn's encoders match them); any other ``labels`` are returned as given. Used
+    wherever label values meet the classes (the readers, gold, ``pred_probs`` columns), so
+    one rule holds for all."""
+    boolean_classes = pd.Index(list(classes)).inferred_type == "boolean"
+    kind = pd.api.types.infer_dtype(labels, skipna=False)
+    if not boolean_classes and kind == "boolean":
         return labels.astype(np.int64) if isinstance(labels, pd.Series) else \
             np.asarray(labels).astype(np.int64)
+    if boolean_classes and kind == "integer":
+        values = np.asarray(labels)
+        out = values.astype(object)   # 0 and 1 as booleans; other integers match no class
+        zero_one = (values == 0) | (values == 1)
+        out[zero_one] = values[zero_one].astype(bool)
+        return pd.Series(out, index=labels.index) if isinstance(labels, pd.Series) else out
     return labels
 
 

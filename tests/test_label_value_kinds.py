@@ -152,3 +152,28 @@ def test_cli_classes_of_a_true_false_column(tmp_path, capsys, listed, classes, l
     assert main(["aggregate", str(src), "--classes=yes,no", "--out", str(out)]) == 1
     assert "--classes: 'yes' is neither True/False nor a number, but the labels are booleans" \
         in capsys.readouterr().err
+
+
+def test_labels_0_and_1_meet_boolean_classes_alike_in_every_reader():
+    from crowd_keras.aggregation.base import gold_mapping
+    from crowd_keras.aggregation.pred_probs import class_columns
+
+    # 1 is True against the classes [False, True], as scikit-learn's encoders match it; a
+    # dict gold {item: 1} matched (pandas' object lookup), an int64 Series and from_frame
+    # refused
+    frame = long([1, 0, 1, 1, 0, 0])
+    for classes in ([False, True], [True, False]):
+        read = Annotations.from_frame(frame, classes=classes)
+        assert read.labels.tolist() == Annotations.from_frame(long(BOOLS), classes=classes) \
+            .labels.tolist()
+    for gold in ({"i0": 1}, pd.Series([1], index=["i0"]), pd.Series([1], index=["i0"],
+                                                                      dtype="Int64")):
+        assert gold_mapping(gold, np.array([False, True]))[1].tolist() == [1]
+    assert class_columns([1, 0], [False, True]).tolist() == [1, 0]
+    codes, _ = training_labels(np.array([1, 0, -1]), 3, classes=[False, True])
+    assert codes.tolist() == [1, 0, -1]
+    with pytest.raises(CrowdDataError, match=r"label 2 at row 1 .* is not one of the classes "
+                                             r"\[False, True\]"):
+        Annotations.from_frame(long([1, 2, 0, 1, 1, 0]), classes=[False, True])
+    with pytest.raises(CrowdDataError, match=r"gold label 2 of item 'i0' is not one of"):
+        gold_mapping(pd.Series([2], index=["i0"]), np.array([False, True]))

@@ -99,7 +99,8 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     """(K,) the position in ``columns`` of each class, in class-code order.
 
     Columns named by the classes (any order) are read by name (columns ``False``/``True``
-    name the classes 0 and 1, as such labels do: :func:`~crowd_keras.codes.booleans_as_codes`),
+    name the classes 0 and 1, and columns 0 and 1 the classes False and True, as such labels
+    do: :func:`~crowd_keras.codes.booleans_as_codes`),
     also when they are written as text (``"2"`` for the class ``2``, a frame read back from CSV); K columns none of which
     is a class name (``0..K-1`` from an array, or other names) are taken in class-code
     order.
@@ -109,9 +110,9 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
         and others are not (the unknown columns and the classes without a column are named).
     """
     columns, classes = [_plain(c) for c in columns], [_plain(c) for c in classes]
-    if booleans_as_codes(columns, classes) is not columns:
-        # columns True/False name the classes 1 and 0, as True/False labels and gold do
-        columns = [bool(c) * 1 for c in columns]
+    coded = booleans_as_codes(columns, classes)
+    if coded is not columns:   # True/False name the classes 1 and 0, as labels and gold do
+        columns = [_plain(c) for c in coded]
     if len(columns) != len(classes):
         raise CrowdDataError(f"pred_probs: {len(columns)} columns, expected one per class "
                              f"({len(classes)}: {classes})")
