@@ -297,7 +297,7 @@ def numeric_matrix(m: np.ndarray, what: str, noun: str = "numeric codes") -> np.
                 m = np.where(missing, np.nan, m).astype(np.float64)
             except OverflowError:  # an int beyond float range
                 r, c = next((r, c) for (r, c), v in np.ndenumerate(m)
-                            if v is not None and abs(v) > MAX_CODE)
+                            if not missing[r, c] and abs(v) > MAX_CODE)
                 raise CrowdDataError(f"{what} has a code {show(m[r, c])} at (row, column) "
                                      f"({r}, {c}), too large for an exact integer code") from None
     if m.dtype.kind not in "iufb":

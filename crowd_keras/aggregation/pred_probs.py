@@ -98,10 +98,10 @@ def repeated_items_error(repeated: Sequence) -> CrowdDataError:
 def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     """(K,) the position in ``columns`` of each class, in class-code order.
 
-    Columns named by the classes (any order) are read by name (columns ``False``/``True``
-    name the classes 0 and 1, and columns 0 and 1 the classes False and True, as such labels
-    do: :func:`~crowd_keras.codes.booleans_as_codes`),
-    also when they are written as text (``"2"`` for the class ``2``, a frame read back from CSV); K columns none of which
+    Columns named by the classes (any order) are read by name, also when they are written as
+    text (``"2"`` for the class ``2``, a frame read back from CSV); columns ``False`` and
+    ``True`` name the classes 0 and 1, and columns 0 and 1 the classes False and True, as
+    such labels do (:func:`~crowd_keras.codes.booleans_as_codes`); K columns none of which
     is a class name (``0..K-1`` from an array, or other names) are taken in class-code
     order.
 
