@@ -64,7 +64,9 @@ class AnnotationReaders:
         them the class prior, or a classifier's ``pred_probs``), as are annotators with none.
 
         Args:
-            frame: ``pandas.DataFrame`` or 2-d array of codes ``0..K-1`` and NaN.
+            frame: ``pandas.DataFrame`` or 2-d array of codes ``0..K-1`` and NaN (or
+                ``pd.NA``); True/False cells are the codes 1 and 0, as ``from_frame`` reads
+                them (a boolean beside numbers raises).
             classes: class names in code order (default ``0..K-1``).
             n_classes: K, when the largest class never appears (cleanlab takes it from
                 ``pred_probs``); default ``len(classes)`` or the largest code + 1.

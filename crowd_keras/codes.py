@@ -23,7 +23,7 @@ __all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
-           "booleans_as_codes"]
+           "booleans_as_codes", "number_cells"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
@@ -32,12 +32,21 @@ MAX_CODE = 2 ** 53
 def booleans_as_codes(labels: Any, classes: Any) -> Any:
     """``labels`` (a column or array of label values) looked up against ``classes``: booleans
     are the integer labels 0 and 1 (as the readers read them without classes) unless the
-    classes are booleans themselves; any other ``labels`` are returned as given. Used
-    wherever label values meet the classes (the readers, gold), so one rule holds for all."""
-    if pd.Index(list(classes)).inferred_type != "boolean" and \
-            pd.api.types.infer_dtype(labels, skipna=False) == "boolean":
+    classes are booleans themselves, and then the integer labels 0 and 1 are False and True
+    (as scikit-learn's encoders match them); any other ``labels`` are returned as given. Used
+    wherever label values meet the classes (the readers, gold, ``pred_probs`` columns), so
+    one rule holds for all."""
+    boolean_classes = pd.Index(list(classes)).inferred_type == "boolean"
+    kind = pd.api.types.infer_dtype(labels, skipna=False)
+    if not boolean_classes and kind == "boolean":
         return labels.astype(np.int64) if isinstance(labels, pd.Series) else \
             np.asarray(labels).astype(np.int64)
+    if boolean_classes and kind == "integer":
+        values = np.asarray(labels)
+        out = values.astype(object)   # 0 and 1 as booleans; other integers match no class
+        zero_one = (values == 0) | (values == 1)
+        out[zero_one] = values[zero_one].astype(bool)
+        return pd.Series(out, index=labels.index) if isinstance(labels, pd.Series) else out
     return labels
 
 
@@ -125,12 +134,26 @@ def position_codes(values: Any, n: int, what: str, taker: str, unique: bool = Fa
     return codes
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _check_int64(values: np.ndarray, at: Callable[[tuple], str]) -> None:
+    """Raise for an unsigned value beyond int64 (``astype(np.int64)`` would wrap it to a
+    negative code), naming it by ``at(position)``."""
+    if values.dtype.kind == "u" and values.size and values.max() > _INT64_MAX:
+        pos = tuple(np.argwhere(values > _INT64_MAX)[0])
+        raise CrowdDataError(f"{at(pos)}, too large for an integer class code (beyond "
+                             "2**63 - 1)")
+
+
 def integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
     """Validate that `values` hold integer codes (ints or integral floats; no NaN, inf or float
     beyond 2**53) and return them as a new int64 array (never the caller's, which
     :class:`Annotations` would freeze); ``where`` prefixes the position tuple."""
     values = np.asarray(values)
     if values.dtype.kind in "iub":
+        _check_int64(values, lambda pos: f"{what} has a code {show(values[pos])} at "
+                                         f"{where}{tuple(int(p) for p in pos)}")
         return values.astype(np.int64)
     if values.dtype.kind == "f":
         finite = np.isfinite(values)
@@ -234,24 +257,47 @@ def as_matrix(data: Any, what: str, noun: str = "a code") -> np.ndarray:
         raise CrowdDataError(f"{what} is not a rectangular array ({exc})") from None
 
 
+def number_cells(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, Optional[int]]:
+    """Which cells of an object array (any shape) read as numbers: ``(number, missing,
+    mixed)``, two masks of ``raw``'s shape and the flat position of the first number
+    beside booleans, or None.
+
+    Numbers are ints, floats and numpy numbers; missing cells (None, ``pd.NA``, NaN) count
+    as numbers. Booleans are the integer codes 0 and 1, as a bool column or matrix reads
+    (and :func:`booleans_as_codes`), unless a present cell is another number: then they are
+    refused (``mixed``), as :func:`factorize_labels` refuses a column mixing True and 2.
+    Text and other objects are refused."""
+    kind = pd.Series(raw.ravel(), dtype=object).map(
+        lambda v: 0 if v is None or v is pd.NA or (isinstance(v, (float, np.floating))
+                                                   and v != v)
+        else 1 if isinstance(v, (bool, np.bool_))
+        else 2 if isinstance(v, (int, float, np.number)) else 3).to_numpy()
+    mixed = int(np.argmax(kind == 2)) if (kind == 1).any() and (kind == 2).any() else None
+    number = (kind == 0) | (kind == 2) | ((kind == 1) & (mixed is None))
+    return number.reshape(raw.shape), (kind == 0).reshape(raw.shape), mixed
+
+
 def numeric_matrix(m: np.ndarray, what: str, noun: str = "numeric codes") -> np.ndarray:
     """A 2-d array of numbers (object arrays converted to float); a string, list or other
     non-number entry raises naming its (row, column); ``noun``: what the entries should be."""
     if m.dtype == object:
-        number = pd.Series(m.ravel(), dtype=object).map(
-            lambda v: v is None or (isinstance(v, (int, float, np.number))
-                                    and not isinstance(v, bool))).to_numpy()
+        number, missing, mixed = number_cells(m)
         if not number.all():
             r, c = np.unravel_index(int(np.argmax(~number)), m.shape)
             v = m[r, c]
+            beside = ""
+            if mixed is not None:   # booleans read as 0 and 1 only where all cells are
+                r2, c2 = np.unravel_index(mixed, m.shape)
+                beside = (f" beside {type(m[r2, c2]).__name__} {show(m[r2, c2])} at row {r2}, "
+                          f"column {c2} (booleans and numbers mixed: give the cells one type)")
             raise CrowdDataError(f"{what} must be {noun}: {type(v).__name__} {show(v)} at "
-                                 f"row {r}, column {c}")
+                                 f"row {r}, column {c}{beside}")
         with np.errstate(over="ignore"):
             try:
-                m = m.astype(np.float64)
+                m = np.where(missing, np.nan, m).astype(np.float64)
             except OverflowError:  # an int beyond float range
                 r, c = next((r, c) for (r, c), v in np.ndenumerate(m)
-                            if v is not None and abs(v) > MAX_CODE)
+                            if not missing[r, c] and abs(v) > MAX_CODE)
                 raise CrowdDataError(f"{what} has a code {show(m[r, c])} at (row, column) "
                                      f"({r}, {c}), too large for an exact integer code") from None
     if m.dtype.kind not in "iufb":
@@ -282,6 +328,7 @@ def _int_values(raw: np.ndarray, where: Callable[[int], str], what: str) -> np.n
                                  "integer class code (beyond 2**53)") from None
     if values.dtype.kind == "b":
         values = values.astype(np.int64)
+    _check_int64(values, lambda pos: f"{what} {show(values[pos])} at {where(int(pos[0]))}")
     if values.dtype.kind == "f":
         bad = ~np.isfinite(values) | (values != np.round(values))
         if bad.any():

@@ -20,7 +20,8 @@ from .aggregation.base import LabelModel
 from .aggregation.registry import get_label_model
 from .annotations import Annotations
 from .arguments import check_count, check_number
-from .codes import MAX_CODE, check_unique_ids, compact_codes, ids_array, show
+from .codes import (MAX_CODE, booleans_as_codes, check_unique_ids, compact_codes,
+                    factorize_labels, ids_array, show)
 from .errors import CrowdDataError
 from .numerics import MISSING
 
@@ -67,7 +68,8 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
 
     ``labels``: (I,) class labels (codes ``0..K-1`` or names; -1 or None/NaN: no label, the
     item is predicted but not trained on; integer labels, and whole-number floats with NaN,
-    give the classes ``0..max`` as ``Annotations.from_frame`` reads them); a fitted label
+    give the classes ``0..max`` as ``Annotations.from_frame`` reads them, True/False the
+    classes 0 and 1, text its sorted distinct values); a fitted label
     model (its ``predict()``; -1 for the items without any annotation nor gold label, whose
     consensus is only the prior); or :class:`Annotations` (fitted with ``label_model``, a
     name or an unfitted model).
@@ -109,9 +111,11 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     if values.dtype.kind in "iu":
         known = values != MISSING
         if classes is None:
-            if (values[known] < 0).any():
-                raise CrowdDataError(f"label code {values[known].min()} is negative (-1: no "
-                                     "label)")
+            negative = known & (values < 0)
+            if negative.any():   # named by item, as every other bad label
+                i = int(np.argmax(negative))
+                raise CrowdDataError(f"label code {show(values[i])} of item {i} is negative "
+                                     "(-1: no label)")
             distinct = np.unique(values[known])
             top = int(distinct[-1]) if len(distinct) else 0
             # as Annotations.from_frame reads integer labels: codes 0..max, or their
@@ -120,16 +124,18 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
             codes = np.full(len(values), MISSING, dtype=np.int64)
             codes[known] = np.searchsorted(classes, values[known])
             return codes, classes
-    if classes is None:
-        try:
-            classes = np.unique(values[known])
-        except TypeError:       # sorting 1 and "a"
-            kinds = sorted({type(v).__name__ for v in values[known]})
-            raise CrowdDataError(f"labels mix types ({', '.join(kinds)}): give them one type "
-                                 "(e.g. all strings)") from None
-    classes = np.asarray(classes)
+    at = np.flatnonzero(known)
+    if classes is None and len(at):
+        # the readers' rule (Annotations.from_frame): booleans are the codes 0 and 1, text
+        # the sorted distinct values, and a mix of types (True and 2, 1 and "a") an error
+        codes = np.full(len(values), MISSING, dtype=np.int64)
+        codes[known], classes = factorize_labels(pd.Series(values[known], dtype=object),
+                                                 lambda n: f"item {at[n]}")
+        return codes, classes
+    classes = np.asarray(classes) if classes is not None else np.unique(values[known])
     codes = np.full(len(values), MISSING, dtype=np.int64)
-    codes[known] = pd.Index(classes).get_indexer(values[known])
+    # a True label is class 1 unless the classes are booleans (booleans_as_codes)
+    codes[known] = pd.Index(classes).get_indexer(booleans_as_codes(values[known], classes))
     bad = known & (codes < 0)
     if bad.any():
         i = int(np.argmax(bad))

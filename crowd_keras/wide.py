@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from .arguments import check_count
-from .codes import MAX_CODE, as_matrix, check_id_values, compact_codes, numeric_matrix
+from .codes import (MAX_CODE, as_matrix, check_id_values, compact_codes, number_cells,
+                    numeric_matrix)
 from .errors import CrowdDataError
 
 __all__ = ["wide_codes", "to_wide"]
@@ -49,17 +50,21 @@ def wide_codes(frame: Any, n_classes: Optional[int] = None,
             values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
         else:       # text, booleans or other objects: find the first cell that is no number
             raw = frame.to_numpy(dtype=object)
-            number = pd.Series(raw.ravel(), dtype=object).map(
-                lambda v: v is None or v is pd.NA or (isinstance(v, (int, float, np.number))
-                                                      and not isinstance(v, (bool, np.bool_)))
-            ).to_numpy().reshape(raw.shape)
+            # booleans (a bool column with a missing cell is an object column) are 0 and 1,
+            # as in a bool column and in from_frame / from_dense, unless beside numbers
+            number, _, mixed = number_cells(raw)
             if not number.all():
                 r, c = (int(v) for v in np.argwhere(~number)[0])
+                why = "not a class code (whole numbers 0..K-1, NaN where missing)"
+                if mixed is not None:
+                    r2, c2 = np.unravel_index(mixed, raw.shape)
+                    why += (f": a boolean beside numbers (label {_plain(raw[r2, c2])!r} of "
+                            f"item {_plain(item_ids[r2])!r}, annotator "
+                            f"{_plain(annotator_ids[c2])!r}); give the cells one type")
                 raise CrowdDataError(
                     f"wide annotations: label {_plain(raw[r, c])!r} of item "
                     f"{_plain(item_ids[r])!r} (row {r}), annotator {_plain(annotator_ids[c])!r} "
-                    f"(column {c}) is not a class code (whole numbers 0..K-1, NaN where "
-                    "missing)")
+                    f"(column {c}) is {why}")
             # to_numpy(na_value=nan) leaves pd.NA in object columns (float() fails on it)
             values = np.where(pd.isna(raw), np.nan, raw).astype(np.float64)
     else:

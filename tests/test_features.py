@@ -154,7 +154,8 @@ def test_whole_float_labels_are_read_as_the_integer_labels_they_stand_for():
     np.testing.assert_array_equal(got, [0, 1, -1])
     for bad, match in (([0.0, np.inf], "inf of item 1 is not a whole number"),
                        ([0.0, 1e20], "too large"),
-                       (np.array([1, "a"], dtype=object), r"mix types \(int, str\)")):
+                       (np.array([1, "a"], dtype=object),
+                        r"mix types: int 1 at item 0 and str 'a' at item 1")):
         with pytest.raises(CrowdDataError, match=match):
             training_labels(np.asarray(bad), 2)
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import as_matrix, numeric_matrix
+from ..codes import as_matrix, booleans_as_codes, numeric_matrix
 from ..errors import CrowdDataError
 
 __all__ = ["check_pred_probs", "align_pred_probs", "class_columns", "check_rows",
@@ -99,7 +99,9 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     """(K,) the position in ``columns`` of each class, in class-code order.
 
     Columns named by the classes (any order) are read by name, also when they are written as
-    text (``"2"`` for the class ``2``, a frame read back from CSV); K columns none of which
+    text (``"2"`` for the class ``2``, a frame read back from CSV); columns ``False`` and
+    ``True`` name the classes 0 and 1, and columns 0 and 1 the classes False and True, as
+    such labels do (:func:`~crowd_keras.codes.booleans_as_codes`); K columns none of which
     is a class name (``0..K-1`` from an array, or other names) are taken in class-code
     order.
 
@@ -108,6 +110,9 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
         and others are not (the unknown columns and the classes without a column are named).
     """
     columns, classes = [_plain(c) for c in columns], [_plain(c) for c in classes]
+    coded = booleans_as_codes(columns, classes)
+    if coded is not columns:   # True/False name the classes 1 and 0, as labels and gold do
+        columns = [_plain(c) for c in coded]
     if len(columns) != len(classes):
         raise CrowdDataError(f"pred_probs: {len(columns)} columns, expected one per class "
                              f"({len(classes)}: {classes})")

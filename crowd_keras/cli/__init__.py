@@ -209,17 +209,23 @@ def _listed_classes(text: str, column: Any) -> list:
     """The classes of ``--classes A,B,C`` in that order, as numbers when the label column
     holds numbers (``--string-labels`` not given) so that they match its values."""
     names = [name.strip() for name in str(text).split(",")]   # none empty: class_list
-    if column.dtype.kind in "iuf":
+    kind = column.dtype.kind
+    if kind == "b" and all(name.lower() in ("true", "false") for name in names):
+        # booleans, as pandas read the labels; numbers instead are the classes 0 and 1 that
+        # True/False labels stand for (booleans_as_codes), as in Annotations.from_frame
+        names, kind = [name.lower() == "true" for name in names], ""
+    if kind and kind in "iufb":
         try:
             numbers = [float(name) for name in names]
         except ValueError:
             bad = next(n for n in names if not _is_number(n))
-            raise CrowdDataError(f"--classes: {bad!r} is not a number, but the labels are "
-                                 "numbers (--string-labels reads them as text)") from None
+            what = ("neither True/False nor a number", "booleans") if kind == "b" else \
+                ("not a number", "numbers")
+            raise CrowdDataError(f"--classes: {bad!r} is {what[0]}, but the labels are "
+                                 f"{what[1]} (--string-labels reads them as text)") from None
         if not all(np.isfinite(numbers)):
             raise CrowdDataError(f"--classes {text!r}: a class that is not a finite number")
-        names = [int(v) if column.dtype.kind in "iu" and v.is_integer() else v
-                 for v in numbers]
+        names = [int(v) if kind in "iub" and v.is_integer() else v for v in numbers]
     seen = set()
     for name in names:   # as numbers: 1 and 1.0 are one class
         if name in seen:
