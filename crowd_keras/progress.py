@@ -47,6 +47,22 @@ def _tqdm() -> Any:
     return tqdm
 
 
+def _bar_class(stream: Any, use_tqdm: Optional[bool]) -> Any:
+    """tqdm for a bar on ``stream``, or None for plain lines: ``use_tqdm=None`` draws a bar only
+    on a terminal (a bar redraws itself with carriage returns, which a log file or a pipe
+    keeps as one long line of junk); ``True``: a bar wherever tqdm is installed."""
+    if use_tqdm is False:
+        return None
+    if use_tqdm is None:
+        isatty = getattr(stream, "isatty", None)
+        try:
+            if not (callable(isatty) and isatty()):
+                return None
+        except (ValueError, OSError):   # a closed stream
+            return None
+    return _tqdm()
+
+
 def progress_bar(iterable: Iterable, desc: str = "", disable: bool = False, **kwargs: Any):
     """A tqdm bar over `iterable` (``disable=True`` or no tqdm: a silent wrapper)."""
     tqdm = None if disable else _tqdm()
@@ -136,7 +152,8 @@ class Progress:
         disable: print nothing.
         stream: where lines or the bar go (default ``sys.stderr``).
         interval: seconds between two lines without tqdm.
-        use_tqdm: ``None`` = tqdm when installed; ``False`` = plain lines.
+        use_tqdm: ``None`` = tqdm when installed and ``stream`` is a terminal, else plain
+            lines; ``True`` = tqdm when installed; ``False`` = plain lines.
     """
 
     def __init__(self, total: int, desc: str, *, disable: bool = False,
@@ -147,7 +164,7 @@ class Progress:
         self.interval, self.done = interval, 0
         self.postfix = ""
         self._start = self._last = time.monotonic()
-        tqdm = None if disable or use_tqdm is False else _tqdm()
+        tqdm = None if disable else _bar_class(self.stream, use_tqdm)
         self._bar = (tqdm(total=self.total, desc=desc, file=self.stream, unit=unit,
                           unit_scale=unit == "B") if tqdm else None)  # bytes as kB, MB
         if self._bar is None and not disable:
@@ -202,8 +219,9 @@ class Heartbeat:
     """``with Heartbeat("fitting dawid_skene"):`` shows that long work goes on.
 
     Nothing is shown when the block ends within ``delay`` seconds (default
-    :data:`HEARTBEAT_DELAY`). After that: a tqdm timer
-    refreshed every second, or without tqdm a line on ``stream`` every ``every`` seconds;
+    :data:`HEARTBEAT_DELAY`). After that: a tqdm timer refreshed every second (``use_tqdm``
+    as in :class:`Progress`: on a terminal only), or else a line on ``stream`` every
+    ``every`` seconds;
     when the block ends, a last line with the time it took.
     """
 
@@ -213,7 +231,7 @@ class Heartbeat:
         self.desc, self.disable, self.every = desc, disable, every
         self.delay = HEARTBEAT_DELAY if delay is None else delay
         self.stream = stream if stream is not None else sys.stderr
-        self._tqdm = None if use_tqdm is False else _tqdm()
+        self._tqdm = _bar_class(self.stream, use_tqdm)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self.shown = False
