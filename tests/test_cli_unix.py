@@ -1,11 +1,19 @@
 """The command line as a Unix tool (defect hunt of 29 November): progress on a stderr that is
 not a terminal (a log file, a pipe) is plain lines, not a bar redrawn with carriage returns;
 Ctrl-C while the label model's libraries load is one line and exit 130, as during the fit."""
+import importlib.util
 import io
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from crowd_keras.progress import Heartbeat, Progress
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Terminal(io.StringIO):
@@ -33,3 +41,30 @@ def test_progress_on_a_stream_that_is_no_terminal_is_lines_without_carriage_retu
     with Progress(5, "pushing predictions", stream=tty) as bar:
         bar.update(5)
     assert "\r" in tty.getvalue() and "5/5" in tty.getvalue()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None
+                    and importlib.util.find_spec("keras") is None,
+                    reason="--method lia needs Keras")
+def test_ctrl_c_while_tensorflow_loads_is_one_line_and_exit_130(tmp_path):
+    src, out = tmp_path / "answers.csv", tmp_path / "labels.csv"
+    src.write_text("task,worker,label\n" + "".join(
+        f"{i},w{w},{'ab'[(i + w) % 3 == 0]}\n" for i in range(40) for w in range(3)))
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "TF_CPP_MIN_LOG_LEVEL": "0"}
+    # --verbose lets TensorFlow's first start-up line through: it marks that the import of
+    # --method lia's libraries is under way (after the command line has been parsed)
+    proc = subprocess.Popen([sys.executable, "-m", "crowd_keras", "aggregate", str(src),
+                             "--method", "lia", "--out", str(out), "--verbose"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    first = proc.stderr.readline()
+    if not first:   # pragma: no cover - a TensorFlow that says nothing while it loads
+        proc.wait(60)
+        pytest.skip("no start-up line to time the interrupt by")
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=120)
+    err = err.decode()
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1] == "crowd-keras: interrupted"
+    assert not out.exists() and os.listdir(tmp_path) == ["answers.csv"]   # nothing half-written

@@ -506,9 +506,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)   # a usage error (exit 2): on stderr, as argparse's own
         return 2
+    # inside run_handler: a Ctrl-C while TensorFlow loads (--method lia: seconds) is the one
+    # line "interrupted" and exit 130, as during the fit, not a traceback
+    return run_handler(_prepared, args)
+
+
+def _prepared(args: argparse.Namespace) -> int:
+    """The command, after TensorFlow's start-up lines are filtered and the label models it
+    fits imported."""
     quiet_tensorflow(verbose=getattr(args, "verbose", False))  # before any Keras model runs
     import_methods_quietly(args)
-    return run_handler(args.func, args)
+    return args.func(args)
 
 
 def import_methods_quietly(args: argparse.Namespace) -> None:
