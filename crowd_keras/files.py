@@ -6,7 +6,8 @@ download) and checked reads (a corrupt or partial file is one
 A file is written beside its target under a temporary name, flushed to disk and renamed over
 the target. ``tempfile.mkstemp`` creates it ``-rw-------``; before the rename it gets the mode
 a plain ``open`` would give: the target's own when it exists (a report kept private stays
-private), else ``0o666`` less the process umask.
+private), else ``0o666`` less the process umask. A path that is a stream (a named pipe, a
+device, ``/dev/stdout``) is written into instead: a rename would put a file in its place.
 """
 from __future__ import annotations
 
@@ -15,19 +16,20 @@ import math
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import time
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 
 from .errors import CrowdDataError
 
 __all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_files", "default_file_mode",
-           "publish_file", "replace_folder", "remove_staged_folder", "read_npz", "read_npy", "read_json_text",
+           "publish_file", "standard_stream", "replace_folder", "remove_staged_folder", "read_npz", "read_npy", "read_json_text",
            "MAX_DEFLATE_RATIO"]
 
 #: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
@@ -76,22 +78,72 @@ def atomic_write_files(contents: Mapping[Any, Union[str, bytes]]) -> List[Path]:
     """Write several files that make one output (a report's HTML and JSON): ``{path: text
     (UTF-8) or bytes}``. Every path is checked and every file written to its temporary file
     before the first rename, so a failure on any (a folder in the way, a full disk, Ctrl-C)
-    leaves all the previous files as they were and no temporary file behind."""
+    leaves all the previous files as they were and no temporary file behind. A path that is
+    a stream (a named pipe, ``/dev/stdout``: :func:`_is_stream`) is written into, last."""
     paths = [Path(p) for p in contents]
     data = [d.encode("utf-8") if isinstance(d, str) else d for d in contents.values()]
-    for path in paths:
-        _ready(path)
+    streams = [_is_stream(path) for path in paths]
+    for path, stream in zip(paths, streams):
+        if not stream:
+            _ready(path)
     staged: List[str] = []
     try:
-        for path, payload in zip(paths, data):
-            staged.append(_staged(path, payload))
-        for tmp, path in zip(staged, paths):
+        for path, payload, stream in zip(paths, data, streams):
+            if not stream:
+                staged.append(_staged(path, payload))
+        for tmp, path in zip(staged, [p for p, s in zip(paths, streams) if not s]):
             publish_file(tmp, path)
     except BaseException:
         for tmp in staged:
             Path(tmp).unlink(missing_ok=True)
         raise
+    for path, payload, stream in zip(paths, data, streams):
+        if stream:   # after the files: a reader of the stream sees a finished output
+            _write_stream(path, payload)
     return paths
+
+
+def standard_stream(path: os.PathLike) -> Optional[int]:
+    """1 or 2 when ``path`` is this process's standard output or error (``/dev/stdout``,
+    ``/dev/fd/1``, or the file or pipe they lead to), else None."""
+    try:
+        target = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for fd in (1, 2):
+        try:
+            if os.path.samestat(target, os.fstat(fd)):
+                return fd
+        except OSError:   # a closed descriptor
+            continue
+    return None
+
+
+def _write_stream(path: Path, data: bytes) -> None:
+    """Write ``data`` into a stream: through the descriptor when it is the standard output
+    or error (a new ``open`` of ``/dev/stdout`` redirected to a file would start at its
+    beginning, over what the process has printed there), else through ``open``."""
+    fd = standard_stream(path)
+    if fd is None:
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    for stream in (sys.__stdout__, sys.__stderr__, sys.stdout, sys.stderr):
+        if stream is not None:   # what was printed comes first
+            stream.flush()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _is_stream(path: Path) -> bool:
+    """Whether ``path`` is no file to replace but a stream to write into: a named pipe, a
+    device, ``/dev/stdout`` (a rename there would put a regular file in place of the pipe or
+    of the link, and the reader would get nothing)."""
+    parts = path.absolute().parts
+    if len(parts) > 1 and parts[1] == "dev":   # /dev/stdout as a file: a shell's `> out.csv`
+        return True
+    return path.exists() and not path.is_file() and not path.is_dir()
 
 
 def _ready(path: Path) -> None:

@@ -5,6 +5,7 @@ import importlib.util
 import io
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,34 @@ def test_ctrl_c_while_tensorflow_loads_is_one_line_and_exit_130(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
     assert err.strip().splitlines()[-1] == "crowd-keras: interrupted"
     assert not out.exists() and os.listdir(tmp_path) == ["answers.csv"]   # nothing half-written
+
+
+def test_out_on_stdout_or_a_named_pipe_is_written_into_and_stdout_carries_the_data_only(
+        tmp_path):
+    # `--out /dev/stdout` (here /dev/fd/1, which no rename can replace even as root) or a named
+    # pipe: the rename of an atomic write put a regular file in place of the pipe, or failed,
+    # and the command's own lines were mixed into the data on stdout
+    src, fifo, stdout = tmp_path / "answers.csv", tmp_path / "quality.fifo", tmp_path / "out"
+    src.write_text("task,worker,label\n1,a,x\n1,b,x\n2,a,y\n2,b,y\n3,a,x\n3,b,x\n")
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)   # before the writer, as a shell's
+    try:
+        env = {**os.environ,
+               "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        with open(stdout, "wb") as out:   # `> out`: a file behind /dev/stdout
+            done = subprocess.run([sys.executable, "-m", "crowd_keras", "aggregate", str(src),
+                                   "--method", "majority_vote", "--out", "/dev/fd/1",
+                                   "--annotators", str(fifo), "--quiet"],
+                                  stdout=out, stderr=subprocess.PIPE, text=True, env=env,
+                                  timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        report = os.read(reader, 1 << 16).decode()
+    finally:
+        os.close(reader)
+    lines = stdout.read_text().splitlines()
+    assert lines[0].startswith("task,label,probability") and len(lines) == 4, lines
+    assert [line.split(",")[1] for line in lines[1:]] == ["x", "y", "x"]
+    assert "read 6 rows" in done.stderr and "wrote 3 labels to /dev/fd/1" in done.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert report.splitlines()[0].startswith("annotator,"), report
+    assert sorted(os.listdir(tmp_path)) == ["answers.csv", "out", "quality.fifo"]   # no .tmp

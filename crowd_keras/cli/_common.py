@@ -5,6 +5,7 @@ option fed by the one registry, ``--quiet``/``--debug``, and library messages in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import sys
@@ -14,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..aggregation.auto import TARGET_PRIORS
 from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_label_models
 from ..errors import Argument, CrowdDataError, Message
+from ..files import standard_stream
 
 __all__ = ["HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
            "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
@@ -165,8 +167,13 @@ def cli_words(message: Any) -> str:
 def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace,
                 prog: str = "crowd-keras") -> int:
     """Run a sub-command; a failure prints one line (no traceback unless ``--debug``)."""
+    # an output on the standard output (--out /dev/stdout, to pipe the labels on): the
+    # command's own lines go to stderr, so that stdout carries the data only
+    data_out = any(standard_stream(path) == 1 for path in
+                   (getattr(args, "out", None), getattr(args, "annotators", None)) if path)
     try:
-        code = int(func(args) or 0)
+        with contextlib.redirect_stdout(sys.stderr) if data_out else contextlib.nullcontext():
+            code = int(func(args) or 0)
         sys.stdout.flush()   # inside the try: a closed pipe surfaces here, not at exit
         return code
     except BrokenPipeError:
