@@ -29,8 +29,8 @@ import numpy as np
 from .errors import CrowdDataError
 
 __all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_files", "default_file_mode",
-           "publish_file", "standard_stream", "replace_folder", "remove_staged_folder", "read_npz", "read_npy", "read_json_text",
-           "MAX_DEFLATE_RATIO"]
+           "publish_file", "standard_stream", "replace_folder", "remove_staged_folder",
+           "read_npz", "read_npy", "read_json_text", "MAX_DEFLATE_RATIO"]
 
 #: Deflate expands at most about 1032:1; a member claiming more is corrupt or a zip bomb.
 MAX_DEFLATE_RATIO = 1032
