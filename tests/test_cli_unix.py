@@ -100,3 +100,17 @@ def test_out_on_stdout_or_a_named_pipe_is_written_into_and_stdout_carries_the_da
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert report.splitlines()[0].startswith("annotator,"), report
     assert sorted(os.listdir(tmp_path)) == ["answers.csv", "out", "quality.fifo"]   # no .tmp
+
+
+def test_a_utf16_file_is_named_as_utf16_and_latin1_by_its_byte_and_line(tmp_path, capsys):
+    from crowd_keras.cli import main
+
+    utf16, latin1 = tmp_path / "answers.tsv", tmp_path / "answers.csv"
+    utf16.write_text("task\tworker\tlabel\n1\ta\tx\n1\tb\tx\n", encoding="utf-16")  # Excel's
+    latin1.write_bytes(b"task,worker,label\n1,a,x\n1,b,caf\xe9\n")
+    assert main(["aggregate", str(utf16), "--out", str(tmp_path / "l.csv"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{utf16}: UTF-16 text" in err and "iconv -f UTF-16 -t UTF-8" in err, err
+    assert main(["aggregate", str(latin1), "--out", str(tmp_path / "l.csv"), "--quiet"]) == 1
+    assert f"{latin1}: not UTF-8 text: byte 0xe9 on line 3" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["answers.csv", "answers.tsv"]

@@ -151,6 +151,10 @@ def _not_utf8(path: str) -> str:
     """Where a file stops being UTF-8 (error path: the file is read again as bytes)."""
     with _open(path, "rb") as fh:
         raw = fh.read()
+    # a UTF-16 byte-order mark: "byte 0xff on line 1" named no cause the user could act on
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return ("UTF-16 text (Excel's 'Unicode Text'), not UTF-8: save it as 'CSV UTF-8' "
+                "or convert it (iconv -f UTF-16 -t UTF-8)")
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:
