@@ -49,11 +49,14 @@ def _tqdm() -> Any:
 
 def _bar_class(stream: Any, use_tqdm: Optional[bool]) -> Any:
     """tqdm for a bar on ``stream``, or None for plain lines: ``use_tqdm=None`` draws a bar only
-    on a terminal (a bar redraws itself with carriage returns, which a log file or a pipe
-    keeps as one long line of junk); ``True``: a bar wherever tqdm is installed."""
+    on a terminal or in a notebook (a bar redraws itself with carriage returns, which a log
+    file or a pipe keeps as one long line of junk); ``True``: a bar wherever tqdm is
+    installed."""
     if use_tqdm is False:
         return None
-    if use_tqdm is None:
+    # a notebook's stream says it is no terminal, and there tqdm.auto draws a widget
+    notebook = type(stream).__module__.startswith("ipykernel")
+    if use_tqdm is None and not notebook:
         isatty = getattr(stream, "isatty", None)
         try:
             if not (callable(isatty) and isatty()):

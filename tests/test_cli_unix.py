@@ -42,6 +42,11 @@ def test_progress_on_a_stream_that_is_no_terminal_is_lines_without_carriage_retu
     with Progress(5, "pushing predictions", stream=tty) as bar:
         bar.update(5)
     assert "\r" in tty.getvalue() and "5/5" in tty.getvalue()
+    # a notebook's stream (ipykernel's OutStream: no terminal) keeps tqdm.auto's widget
+    notebook = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})()
+    with Progress(5, "pushing predictions", stream=notebook) as bar:
+        bar.update(5)
+    assert "started" not in notebook.getvalue()   # no plain lines: a bar was asked of tqdm
 
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None
