@@ -1,0 +1,52 @@
+"""Keras idioms a user reaches for with a model that holds a crowd layer: callbacks that
+monitor the masked metric, cloning, JSON and weight-file round trips."""
+import numpy as np
+import pytest
+
+keras = pytest.importorskip("keras")
+
+from crowd_keras.layers import CrowdLayer  # noqa: E402
+from crowd_keras.losses import MaskedMultiCrossEntropy  # noqa: E402
+from crowd_keras.metrics import MaskedMultiAccuracy  # noqa: E402
+
+N, D, K, A = 32, 5, 3, 4
+
+
+def data():
+    rng = np.random.default_rng(0)
+    return (rng.normal(size=(N, D)).astype("float32"), rng.integers(-1, K, size=(N, A)))
+
+
+def crowd_model(metric_name="masked_multi_accuracy"):
+    """Dense classifier + CrowdLayer, compiled with the masked loss and metric."""
+    inp = keras.Input((D,))
+    out = CrowdLayer(A)(keras.layers.Dense(K, activation="softmax")(inp))
+    model = keras.Model(inp, out)
+    model.compile("adam", MaskedMultiCrossEntropy(),
+                  metrics=[MaskedMultiAccuracy(name=metric_name)])
+    return model
+
+
+@pytest.mark.parametrize("callback", ["checkpoint", "early_stopping", "reduce_lr"])
+def test_monitor_callbacks_maximise_the_masked_accuracy_in_auto_mode(callback, tmp_path):
+    # Keras' monitor callbacks read a metric's direction when mode="auto" (the default) and
+    # raised "isn't able to automatically determine" for MaskedMultiAccuracy
+    x, y = data()
+    model = crowd_model()
+    monitor = "val_masked_multi_accuracy"
+    cb = {"checkpoint": lambda: keras.callbacks.ModelCheckpoint(
+              str(tmp_path / "best.keras"), monitor=monitor, save_best_only=True),
+          "early_stopping": lambda: keras.callbacks.EarlyStopping(monitor=monitor, patience=5),
+          "reduce_lr": lambda: keras.callbacks.ReduceLROnPlateau(monitor=monitor)}[callback]()
+    model.fit(x, y, validation_split=0.25, epochs=2, verbose=0, callbacks=[cb])
+    assert cb.monitor_op is keras.ops.greater
+    if callback == "checkpoint":
+        assert (tmp_path / "best.keras").exists()
+
+
+def test_renamed_metric_keeps_its_direction():
+    x, y = data()
+    model = crowd_model(metric_name="crowd_acc")
+    stop = keras.callbacks.EarlyStopping(monitor="val_crowd_acc", patience=5)
+    model.fit(x, y, validation_data=(x, y), epochs=1, verbose=0, callbacks=[stop])
+    assert stop.monitor_op is keras.ops.greater
