@@ -50,3 +50,22 @@ def test_renamed_metric_keeps_its_direction():
     stop = keras.callbacks.EarlyStopping(monitor="val_crowd_acc", patience=5)
     model.fit(x, y, validation_data=(x, y), epochs=1, verbose=0, callbacks=[stop])
     assert stop.monitor_op is keras.ops.greater
+
+
+@pytest.mark.skipif(keras.backend.backend() == "torch",
+                    reason="steps_per_execution must be 1 on torch")
+def test_fit_progress_counts_batches_under_steps_per_execution():
+    # Keras calls on_train_batch_end once per execution of 3 batches: the bar counted the
+    # calls and ended at '8/20 batch (40%), stopped' for a fit that ran all its batches
+    import io
+
+    from crowd_keras.callbacks import FitProgress
+
+    x, y = data()   # 8 batches of 4 per epoch: executions end at batches 3, 6, 8
+    model = crowd_model()
+    model.compile("adam", MaskedMultiCrossEntropy(), steps_per_execution=3)
+    stream = io.StringIO()
+    progress = FitProgress(interval=1e9, stream=stream, use_tqdm=False)
+    model.fit(x, y, batch_size=4, epochs=2, verbose=0, callbacks=[progress])
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert last.startswith("training: 16/16 batch (100%)") and "done, epoch 2" in last
