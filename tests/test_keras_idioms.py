@@ -98,3 +98,19 @@ def test_crowd_model_build_then_load_weights(indexed, tmp_path):
     fresh.load_weights(tmp_path / "crowd.weights.h5")
     np.testing.assert_allclose(fresh.predict(x, verbose=0), trained.predict(x, verbose=0),
                                rtol=1e-6, atol=1e-7)
+
+
+def test_crowd_model_saved_after_build_loads(tmp_path):
+    # saved after model.build(shape), a CrowdModel did not load ("2 objects could not be
+    # loaded": the noise layer's and its gate's variables were never made)
+    from crowd_keras.layers import CommonNoiseAdaptation, AnnotatorGate
+    from crowd_keras.models import CrowdModel
+
+    clf = keras.Sequential([keras.Input((D,)), keras.layers.Dense(K, activation="softmax")])
+    model = CrowdModel(clf, CommonNoiseAdaptation(A, K, gate=AnnotatorGate(A)))
+    model.build((None, D))
+    model.save(tmp_path / "built.keras")
+    loaded = keras.saving.load_model(tmp_path / "built.keras")
+    x, _ = data()
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
+                               rtol=1e-6, atol=1e-7)
