@@ -51,7 +51,13 @@ class FitProgress(keras.callbacks.Callback):
                                  use_tqdm=self.use_tqdm)
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        self._bar.update(1)
+        # under steps_per_execution > 1 Keras calls this once per execution with the index of
+        # its last batch (past the epoch's end for a short last one): the bar follows the
+        # index, as Keras' own progress bar does, not the number of calls
+        in_epoch = batch + 1 if self._steps is None else min(batch + 1, self._steps)
+        position = (self._epoch - self._first_epoch) * (self._steps or 0) + in_epoch
+        if position > self._bar.done:
+            self._bar.update(position - self._bar.done)
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         if self._steps is None and epoch == self._first_epoch:

@@ -38,6 +38,9 @@ class MaskedMultiAccuracy(keras.metrics.Metric):
     def __init__(self, name: str = "masked_multi_accuracy", dtype: Optional[Any] = None
                  ) -> None:
         super().__init__(name=name, dtype=dtype)
+        # higher is better, as Keras' own accuracies declare: a ModelCheckpoint, EarlyStopping
+        # or ReduceLROnPlateau monitoring it with the default mode="auto" reads this
+        self._direction = "up"
         self.hits = self.add_variable(shape=(), initializer="zeros", name="hits")
         self.observed = self.add_variable(shape=(), initializer="zeros", name="observed")
 

@@ -135,6 +135,26 @@ class CrowdModel(CrowdConsensus, keras.Model):
                                               name="epochs_trained")
 
     # ------------------------------------------------------------------ forward
+    def build(self, input_shape: Any) -> None:
+        """Build the classifier and the noise layer: ``input_shape`` is ``x``'s, or
+        ``{"x": ..., "annotator_ids": (batch, k)}`` (the indexed inputs).
+
+        Run by the first call, and by ``model.build(shape)`` (what Keras asks for before
+        ``load_weights``): Keras' default ``build`` marked the model built with its noise
+        layer unbuilt, and ``load_weights`` then skipped the noise layer's weights."""
+        indexed = isinstance(input_shape, dict) and IDS_KEY in input_shape
+        x_shape = input_shape[X_KEY] if indexed else input_shape
+        # a symbolic run of call() builds every layer as the first call on data does (Keras'
+        # own default), in the same order: the same initial weights; x in the dtype the
+        # classifier's Input declares
+        known = getattr(self.classifier, "inputs", None)
+        dtype = (known[0].dtype if isinstance(known, list) and len(known) == 1
+                 and not isinstance(x_shape, dict) else self.input_dtype)
+        x = keras.tree.map_shape_structure(lambda s: keras.KerasTensor(s, dtype=dtype), x_shape)
+        if indexed:
+            x = {X_KEY: x, IDS_KEY: keras.KerasTensor(input_shape[IDS_KEY], dtype="int32")}
+        self.compute_output_spec(x)
+
     @property
     def uses_features(self) -> bool:
         return bool(getattr(self.noise_layer, "uses_features", False))
