@@ -17,8 +17,8 @@ __all__ = ["TruthValidation", "FitProgress"]
 class FitProgress(keras.callbacks.Callback):
     """Progress of ``model.fit(..., verbose=0)`` through :class:`crowd_keras.progress.Progress`:
     a tqdm bar over all batches of all epochs when tqdm is installed and the stream is a
-    terminal, else a line on stderr
-    every ``interval`` seconds, and a last line with the epoch reached and its logs.
+    terminal or a notebook's, else (a log file, a pipe) a line on stderr every ``interval``
+    seconds, and a last line with the epoch reached and its logs.
 
     Keras' own ``verbose=1`` bar is per epoch and floods a log file; this one is one bar for
     the whole fit, and ends early (``stopped``) under early stopping. ``stream`` and

@@ -1,4 +1,5 @@
-"""Progress on long work: tqdm when installed, otherwise periodic lines on stderr.
+"""Progress on long work: a tqdm bar on a terminal or in a notebook when tqdm is installed,
+otherwise periodic lines on stderr (a log file or a pipe gets lines, without carriage returns).
 
 * :func:`progress_bar` wraps an iterable (the EM loops of the label models; silent without
   tqdm, since a library loop should not print).
@@ -6,9 +7,11 @@
   when the objective settles, its history, and a progress bar (``progress="auto"``: lines
   on stderr only once the fit has run :data:`HEARTBEAT_DELAY` seconds).
 * :class:`Progress` counts steps of a known total (a push of predictions): a tqdm bar, or
-  without tqdm one line on ``stream`` at the start, every ``interval`` seconds and at the end.
+  (without tqdm, or ``stream`` not a terminal) one line on ``stream`` at the start, every
+  ``interval`` seconds and at the end.
 * :class:`Heartbeat` marks work of unknown length (a fit): nothing for ``delay`` seconds,
-  then a tqdm timer, or without tqdm a line every ``every`` seconds, and a last line.
+  then a tqdm timer, or (as for :class:`Progress`) a line every ``every`` seconds, and a last
+  line.
 
 ``disable=True`` silences each (the command lines' ``--quiet``).
 """
@@ -154,9 +157,9 @@ class Progress:
         desc: what is done ("pushing predictions").
         disable: print nothing.
         stream: where lines or the bar go (default ``sys.stderr``).
-        interval: seconds between two lines without tqdm.
-        use_tqdm: ``None`` = tqdm when installed and ``stream`` is a terminal, else plain
-            lines; ``True`` = tqdm when installed; ``False`` = plain lines.
+        interval: seconds between two lines (without a bar).
+        use_tqdm: ``None`` = tqdm when installed and ``stream`` is a terminal or a
+            notebook's, else plain lines; ``True`` = tqdm when installed; ``False`` = plain lines.
     """
 
     def __init__(self, total: int, desc: str, *, disable: bool = False,
