@@ -142,7 +142,8 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
             ``"ratio"``).
         n_bootstrap: bootstrap replicates over items (documents for a
             ``SequenceAnnotations``) for the intervals of alpha, Fleiss' kappa and percent
-            agreement (0: no intervals); confidence, seed: theirs.
+            agreement (0: no intervals; NaN bounds with fewer than two items or
+            documents); confidence, seed: theirs.
         max_matrix: largest number of annotators for which the dense kappa matrix is built.
 
     Returns:
