@@ -556,7 +556,8 @@ class LabelModel(Params):
         confusion matrices shrunk toward the crowd's (see
         :func:`crowd_keras.aggregation.quality.next_to_label`). New ``annotations`` are
         read with the fitted annotators' codes (others' labels are left out, as in
-        ``predict_proba``)."""
+        ``predict_proba``). Gold items of the fit are never proposed (no answer changes
+        them), so fewer than ``k`` rows may come back."""
         from . import quality
         ann, post, prior = self._scored(annotations)
         if not np.array_equal(ann.annotator_ids, self.annotations_.annotator_ids):
