@@ -214,7 +214,9 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
     """``(item ids (G,), class codes (G,))`` of a mapping item id -> class label (a dict or a
     ``pandas.Series``). An item given twice, an unknown item (with ``items``: the
     annotations' item ids) and a label outside ``classes`` (NaN, a list, another type) are
-    errors naming the item and the value. Shared by the in-memory fit
+    errors naming the item and the value. True/False labels are the classes 1 and 0 (and 0/1
+    are False/True against boolean classes), as the readers read them
+    (:func:`crowd_keras.codes.booleans_as_codes`). Shared by the in-memory fit
     (:func:`gold_codes`) and the partitioned one (``crowd_keras.distributed``)."""
     if not isinstance(gold, (dict, pd.Series)):
         _not_a_mapping(gold, "")
