@@ -29,6 +29,9 @@ class MaskedMultiAccuracy(keras.metrics.Metric):
     same); ``y_true``: ``(batch, [time,] slots)`` integer labels, ``-1`` = missing.
     ``sample_weight``: per item ``(batch,)``, per step ``(batch, time)`` or per slot (a
     prefix of the targets' shape, broadcast over the rest). No observed annotation: 0.
+    Targets given as data (NumPy, a list, an eager tensor) are checked as the masked losses
+    check them: a label at or above the number of classes, below -1 or fractional raises.
+    Higher is better: Keras' callbacks monitor it with ``mode="auto"``.
 
     Args:
         name: the metric's name in the logs.
