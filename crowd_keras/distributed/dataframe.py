@@ -239,7 +239,8 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
     the write is done when this returns). Returns ``path``. The labels are written
     into a temporary folder beside ``path/labels`` and put in its place when complete: a
     rewrite replaces the previous files (none of a run with more partitions is left to be
-    read again), and a failed one leaves them as they were. ``append=True`` adds to them.
+    read again), and a failed one leaves them as they were and removes the temporary folder
+    (a refused keyword included). ``append=True`` adds to them.
     ``path`` is a folder of this machine (``~`` expanded, ``file://`` read as its path; on a
     cluster, one the workers share): other URLs are refused.
     """
