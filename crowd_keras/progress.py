@@ -7,8 +7,8 @@ otherwise periodic lines on stderr (a log file or a pipe gets lines, without car
   when the objective settles, its history, and a progress bar (``progress="auto"``: lines
   on stderr only once the fit has run :data:`HEARTBEAT_DELAY` seconds).
 * :class:`Progress` counts steps of a known total (a push of predictions): a tqdm bar, or
-  (without tqdm, or ``stream`` not a terminal) one line on ``stream`` at the start, every
-  ``interval`` seconds and at the end.
+  (without tqdm, or ``stream`` neither a terminal nor a notebook's) one line on ``stream`` at
+  the start, every ``interval`` seconds and at the end.
 * :class:`Heartbeat` marks work of unknown length (a fit): nothing for ``delay`` seconds,
   then a tqdm timer, or (as for :class:`Progress`) a line every ``every`` seconds, and a last
   line.
@@ -226,9 +226,8 @@ class Heartbeat:
 
     Nothing is shown when the block ends within ``delay`` seconds (default
     :data:`HEARTBEAT_DELAY`). After that: a tqdm timer refreshed every second (``use_tqdm``
-    as in :class:`Progress`: on a terminal only), or else a line on ``stream`` every
-    ``every`` seconds;
-    when the block ends, a last line with the time it took.
+    as in :class:`Progress`: on a terminal or in a notebook), or else a line on ``stream``
+    every ``every`` seconds; when the block ends, a last line with the time it took.
     """
 
     def __init__(self, desc: str, *, disable: bool = False, stream: Optional[TextIO] = None,
