@@ -105,7 +105,10 @@ def atomic_write_files(contents: Mapping[Any, Union[str, bytes]]) -> List[Path]:
 
 def standard_stream(path: os.PathLike) -> Optional[int]:
     """1 or 2 when ``path`` is this process's standard output or error (``/dev/stdout``,
-    ``/dev/fd/1``, or the file or pipe they lead to), else None."""
+    ``/dev/fd/1``, or the file or pipe they lead to), else None. Only a path: ``os.stat``
+    reads an int as a file descriptor (a command's ``--annotators 8`` is a count)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return None
     try:
         target = os.stat(path)
     except (OSError, ValueError):

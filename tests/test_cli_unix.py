@@ -119,3 +119,19 @@ def test_a_utf16_file_is_named_as_utf16_and_latin1_by_its_byte_and_line(tmp_path
     assert main(["aggregate", str(latin1), "--out", str(tmp_path / "l.csv"), "--quiet"]) == 1
     assert f"{latin1}: not UTF-8 text: byte 0xe9 on line 3" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["answers.csv", "answers.tsv"]
+
+
+def test_a_count_that_is_also_an_open_descriptor_is_no_output_path(capsys):
+    # `demo --annotators 8` in a process whose descriptor 8 led where stdout does (a pytest
+    # worker's) sent the table to stderr: os.stat(8) read the count as a descriptor
+    from crowd_keras.cli import main
+    from crowd_keras.files import standard_stream
+
+    fd = os.dup(1)
+    try:
+        assert standard_stream(fd) is None and standard_stream(f"/dev/fd/{fd}") == 1
+        assert main(["demo", "--items", "60", "--annotators", str(fd), "--methods",
+                     "majority_vote", "--quiet"]) == 0
+        assert "majority_vote" in capsys.readouterr().out
+    finally:
+        os.close(fd)
