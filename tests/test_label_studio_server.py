@@ -51,13 +51,19 @@ def ls_template(tmp_path_factory, ls_executable, ls_token):
     return build_template(ls_executable, tmp_path_factory.mktemp("ls-template") / "data", ls_token)
 
 
-@pytest.fixture(scope="module")
-def ls_server(tmp_path_factory, ls_executable, ls_template, ls_token):
-    server = start_copy(ls_executable, ls_template, tmp_path_factory.mktemp("ls-main") / "data",
+def _served(tmp_path_factory, name, ls_executable, ls_template, ls_token):
+    """A copy of the template server in a folder of its own, stopped at the end; the token
+    must never reach its log."""
+    server = start_copy(ls_executable, ls_template, tmp_path_factory.mktemp(name) / "data",
                         ls_token)
     yield server
     server.stop()
     assert ls_token not in server.log_text()
+
+
+@pytest.fixture(scope="module")
+def ls_server(tmp_path_factory, ls_executable, ls_template, ls_token):
+    yield from _served(tmp_path_factory, "ls-main", ls_executable, ls_template, ls_token)
 
 
 @pytest.fixture()
@@ -225,11 +231,7 @@ def test_cli_aggregate_pushes_without_showing_the_token(ls_server, client, simul
 def _kill_server(tmp_path_factory, ls_executable, ls_template, ls_token):
     """The kill tests' server, started once for the three of them (a start costs about 7 s
     of CPU): they kill and restart it, the round-trip tests' ``ls_server`` never."""
-    server = start_copy(ls_executable, ls_template, tmp_path_factory.mktemp("ls-kill") / "data",
-                        ls_token)
-    yield server
-    server.stop()
-    assert ls_token not in server.log_text()
+    yield from _served(tmp_path_factory, "ls-kill", ls_executable, ls_template, ls_token)
 
 
 @pytest.fixture()

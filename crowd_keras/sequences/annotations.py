@@ -109,11 +109,11 @@ def _codes(values: pd.Series, table: pd.Index, what: str, row_ids: np.ndarray,
 def _check_no_missing(doc_ids: Any, where: Callable[[int], str]) -> None:
     """Raise on a missing document id (None, NaN), naming ``where(n)``: it would match
     another missing id or none (pandas' lookups treat them alike), as annotator ids would."""
-    missing = pd.isna(np.asarray(doc_ids, dtype=object))
+    ids = np.asarray(doc_ids, dtype=object)
+    missing = pd.isna(ids)
     if missing.any():
         n = int(np.argmax(missing))
-        raise CrowdDataError(f"{where(n)}: missing document id "
-                             f"({show(np.asarray(doc_ids, dtype=object)[n])})")
+        raise CrowdDataError(f"{where(n)}: missing document id ({show(ids[n])})")
 
 
 def _offsets(frame: pd.DataFrame, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
