@@ -84,6 +84,30 @@ def test_aggregate_target_priors_give_the_python_labels(tmp_path, capsys):
     assert "--target-prior applies to --method auto" in capsys.readouterr().err
 
 
+def test_aggregate_reads_ratings_one_to_five_as_five_classes(tmp_path, capsys):
+    """Numbers are the classes given: read as codes, ratings 1..5 were the classes 0..5, and
+    every candidate was fitted with a class 0 that no one chose (its Dirichlet pseudo-counts
+    moved the fits): the labels are those of the crowd coded 0..4."""
+    import numpy as np
+
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.cli import describe_choice
+    from crowd_keras.datasets import simulate_failure_kind
+
+    ann = simulate_failure_kind("biased_experts", 0, scale=0.5).annotations
+    frame = ann.to_frame()
+    frame["label"] = frame["label"].astype(np.int64) + 1
+    src, out = tmp_path / "ratings.csv", tmp_path / "labels.csv"
+    frame.to_csv(src, index=False)
+    assert main(["aggregate", str(src), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{ann.n_classes} classes {list(range(1, ann.n_classes + 1))}" in printed
+    expected = AutoLabelModel().fit(ann)                      # the same crowd coded 0..K-1
+    labels = pd.read_csv(out).set_index("task").loc[ann.item_ids]
+    np.testing.assert_array_equal(labels["label"].to_numpy(), expected.predict() + 1)
+    assert f"(chose {describe_choice(expected.chosen_)};" in printed
+
+
 def test_aggregate_keeps_ids_as_written(tmp_path, capsys):
     # '001', '01' and '1' are three items and '007', '7' two annotators (read as numbers
     # they merged silently); plain integer ids stay integers, ordered as numbers

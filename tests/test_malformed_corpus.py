@@ -1817,7 +1817,7 @@ for name, text, pattern in (
         ("empty", "", r"answers.csv: the file is empty \(no header line\)"),
         ("bad-row-after-blank-lines", "\ntask,worker,label\na,u,1\n\n\nb,v,-1\n",
          r"answers.csv: line 6: label -1 \(item 'b', annotator 'v'; column 'label', --label\) "
-         r"is not a class code 0, 1, 2, ...: .* \(--classes=-1,1\)")):
+         r"is not a whole number 0, 1, 2, ...: .* \(--classes=-1,1\)")):
     case("cli_input", f"aggregate-input-{name}",
          cli_files(["aggregate", "{dir}/answers.csv", "--out", "{dir}/out.csv"],
                    {"answers.csv": text}), error(pattern))

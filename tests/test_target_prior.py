@@ -199,3 +199,64 @@ def test_gold_target_keeps_the_default_at_voting_where_the_uniform_one_fell(kind
         counts = np.bincount(y[rest], minlength=k)
         item = 1 / ((counts > 0).sum() * counts[counts > 0].min())
         assert recall(labels[rest], y[rest], k) >= recall(vote[rest], y[rest], k) - item
+
+
+def _codes_from_one(kind="biased_experts", seed=0):
+    """The crowd with every label one higher: read as codes, class 0 is a class no annotation
+    names (ratings 1..K given to ``from_frame``)."""
+    from crowd_keras import Annotations
+
+    crowd = simulate_failure_kind(kind, seed, scale=0.5)
+    df = crowd.annotations.to_frame()
+    label = df.columns[2]
+    df[label] = df[label].astype(np.int64) + 1
+    ann = Annotations.from_frame(df, item=df.columns[0], annotator=df.columns[1], label=label)
+    assert ann.n_classes == crowd.annotations.n_classes + 1
+    return ann, df
+
+
+@pytest.mark.parametrize("target", ["gold", "uniform"])
+def test_a_class_no_annotation_names_is_never_the_label(target):
+    """Under the uniform target a class no one named had a share of 1/K against a learned
+    prior near 0, which multiplied its posterior by thousands: contested items were given
+    class 0, a label no annotator gave (2 items of this crowd)."""
+    ann, _ = _codes_from_one()
+    model = AutoLabelModel(target_prior=target).fit(ann)
+    assert model.target_prior_applied_               # an annotator model with a class prior
+    assert model.named_classes_.tolist() == [False] + [True] * (ann.n_classes - 1)
+    assert model.target_prior_[0] == 0.0
+    np.testing.assert_allclose(model.target_prior_[1:], 1 / (ann.n_classes - 1))
+    assert (model.predict() != 0).all()
+    assert (model.predict_proba()[:, 0] == 0).all()
+    # the other classes' labels are those of the uniform target over the named classes
+    learned = model.model_.posteriors_
+    expected = shift_class_prior(learned[:, 1:], model.model_.class_priors_[1:],
+                                 np.full(ann.n_classes - 1, 1 / (ann.n_classes - 1)))
+    np.testing.assert_allclose(model.predict_proba()[:, 1:], expected, atol=1e-12)
+
+
+def test_a_gold_item_names_its_class():
+    ann, _ = _codes_from_one()
+    first = ann.item_ids[0]
+    model = AutoLabelModel().fit(ann, gold={first: 0})
+    target = model.target_prior_
+    counts = np.zeros(ann.n_classes)
+    counts[0] = 1
+    np.testing.assert_allclose(target, (counts + 1) / (1 + ann.n_classes))
+    assert model.predict()[0] == 0
+    assert AutoLabelModel(target_prior="uniform").fit(ann, gold={first: 0}).target_prior_[0] > 0
+
+
+def test_dask_leaves_out_the_class_no_annotation_names_as_in_memory():
+    dd = pytest.importorskip("dask.dataframe")
+    dask = pytest.importorskip("dask")
+    from crowd_keras.distributed import aggregate
+    ann, df = _codes_from_one()
+    memory = AutoLabelModel().fit(ann)
+    with dask.config.set(scheduler="threads"):
+        result = aggregate(dd.from_pandas(df, npartitions=3))
+    labels = result.labels.compute().loc[ann.item_ids]
+    assert result.model.chosen_ == memory.chosen_
+    assert result.model.named_classes_.tolist() == memory.named_classes_.tolist()
+    np.testing.assert_array_equal(labels["label"].to_numpy(), ann.classes[memory.predict()])
+    assert (labels["label"] != 0).all()

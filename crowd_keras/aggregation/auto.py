@@ -319,13 +319,23 @@ def gold_bounds(sums: np.ndarray, n_gold: int, reference: int,
     return acc, bounds
 
 
-def gold_target(gold_counts: np.ndarray) -> np.ndarray:
+def gold_target(gold_counts: np.ndarray, named: Optional[np.ndarray] = None) -> np.ndarray:
     """(K,) the class mix to decide labels for, from ``gold_counts`` (K,) gold items per class:
     ``(n_k + 1) / (n + K)``, the posterior mean of the mix under a uniform Dirichlet prior
     (uniform without gold). Expected accuracy on items of mix ``π`` is ``Σ_k π_k recall_k``,
-    linear in ``π``, so this mean is the mix to decide for when it is uncertain."""
+    linear in ``π``, so this mean is the mix to decide for when it is uncertain.
+
+    ``named`` (K,) bool: the classes some annotation names; the others (unless a gold item
+    holds them) get 0 and K counts the rest. Nothing speaks for a class no one named: its
+    learned prior is near 0, and a share of the target would multiply its posterior by the
+    ratio of the two, so that contested items got a label no annotator gave (labels 1..5
+    read as codes 0..5 made an unused class 0)."""
     counts = np.asarray(gold_counts, dtype=np.float64)
-    return (counts + 1.0) / (counts.sum() + len(counts))
+    live = np.ones(len(counts), dtype=bool) if named is None else np.asarray(named, bool)
+    live = live | (counts > 0)
+    if not live.any():
+        live[:] = True
+    return np.where(live, counts + 1.0, 0.0) / (counts.sum() + live.sum())
 
 
 def under_target(post: np.ndarray, class_priors: np.ndarray, target: Optional[np.ndarray],
@@ -471,7 +481,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             the chosen model adds to voting is per-class recall, which holds whatever the mix
             of classes in the items the labels are judged on; gold is the user's sample of
             those items, so its mix moves the target toward the classes it holds.
-            ``"uniform"``: every class alike, gold or not. ``"learned"`` (or None): the chosen
+            ``"uniform"``: every class alike, gold or not. Both spread the target over the
+            classes that some annotation or gold item names: a class no one named is never
+            the label (nothing speaks for it). ``"learned"`` (or None): the chosen
             model's own class priors, which maximise the expected accuracy on items drawn
             like the crowd's (rare classes then need stronger evidence). A (K,) vector (in the
             annotations' class order) or a ``pandas.Series`` / dict keyed by class: that
@@ -496,7 +508,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's.
         target_prior_applied_: whether ``posteriors_`` are under ``target_prior``;
         target_prior_: (K,) the target decided for (None: the learned prior);
-        gold_class_counts_: (K,) gold items per class.
+        gold_class_counts_: (K,) gold items per class;
+        named_classes_: (K,) bool, the classes some annotation names.
     """
 
     accepts_gold = True
@@ -597,6 +610,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             raise CrowdDataError("no annotations to fit")
         # a wrong target fails before the fits
         self.target_prior_vector(ann.n_classes, classes=ann.classes)
+        self.named_classes_ = ann.annotator_label_counts().sum(axis=0) > 0
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:
@@ -686,7 +700,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.chosen_, self.model_ = chosen, model
         self.annotations_ = ann
         self.target_prior_ = self.target_prior_vector(
-            ann.n_classes, getattr(self, "gold_class_counts_", None), ann.classes)
+            ann.n_classes, getattr(self, "gold_class_counts_", None), ann.classes,
+            getattr(self, "named_classes_", None))
         self.target_prior_applied_ = self.target_prior_ is not None and \
             model.posterior_has_class_prior
         self.posteriors_ = self.to_target(model.posteriors_, ann.n_classes)
@@ -786,7 +801,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             prior[hidden] = 0.0
             target = self.target_prior_vector(
                 ann.n_classes, np.bincount(truth[fold_of != fold], minlength=ann.n_classes),
-                ann.classes)
+                ann.classes, self.named_classes_)
             hits = []
             for _, model in ladder:
                 fitted = _fit(model, ann, prior, pred_probs)
@@ -802,20 +817,26 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         return self.to_target(self._handed_over(self.model_, new), self.annotations_.n_classes)
 
     def target_prior_vector(self, n_classes: int, gold_counts: Optional[np.ndarray] = None,
-                            classes: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+                            classes: Optional[np.ndarray] = None,
+                            named: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """``target_prior`` as a (K,) vector (None for the learned prior; ``"gold"``:
         :func:`gold_target` of ``gold_counts`` (K,), uniform when None); a clear error when
         it does not fit ``n_classes``. A ``pandas.Series`` or dict keyed by the ``classes``
-        (the annotations' class labels) is read by its keys, a vector in the classes' order."""
+        (the annotations' class labels) is read by its keys, a vector in the classes' order.
+        ``named`` (K,) bool: the classes some annotation names; ``"uniform"`` and ``"gold"``
+        spread the target over those and the gold's classes only (:func:`gold_target`)."""
         self._check_params()
         if self.target_prior is None or (isinstance(self.target_prior, str)
                                          and self.target_prior == LEARNED_PRIOR):
             return None
-        if isinstance(self.target_prior, str) and self.target_prior == GOLD_PRIOR:
-            return gold_target(np.zeros(int(n_classes)) if gold_counts is None
-                               else gold_counts)
         if isinstance(self.target_prior, str):
-            return np.full(int(n_classes), 1.0 / int(n_classes))
+            counts = np.zeros(int(n_classes)) if gold_counts is None else \
+                np.asarray(gold_counts, dtype=np.float64)
+            if self.target_prior == GOLD_PRIOR:
+                return gold_target(counts, named)
+            # "uniform": the gold's classes count as named, its mix plays no part
+            named = None if named is None else np.asarray(named, bool) | (counts > 0)
+            return gold_target(np.zeros(int(n_classes)), named)
         problem = f"AutoLabelModel target_prior must be {n_classes} positive class " \
             f"probabilities summing to 1 (class order: the annotations' classes"
         given = self.target_prior

@@ -163,11 +163,11 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
 
 
 def _scale_classes(column: Any) -> Optional[list]:
-    """The sorted distinct numbers of a numeric label column (``agree`` measures agreement
-    on the values themselves: a rating scale such as 1..5, -2..2 or 0.5 steps), else None.
-    ``Annotations.from_frame``'s rule for label codes would make 1..5 the classes 0..5 (a
-    class 0 nobody used in the summary, the per-class table and the report's model) and
-    refuse negative or fractional values."""
+    """The sorted distinct numbers of a numeric label column, else None: the classes of
+    ``agree`` (agreement on the values themselves: a rating scale such as 1..5, -2..2 or 0.5
+    steps) and of ``aggregate`` (whole numbers from 0). ``Annotations.from_frame``'s rule for
+    label codes would make 1..5 the classes 0..5 (a class 0 nobody used in the summary, the
+    per-class table and every model fitted) and refuse negative or fractional values."""
     if column.dtype.kind not in "iuf":
         return None
     values = column.to_numpy()
@@ -187,8 +187,8 @@ def _off_code_scale(column: Any) -> bool:
 
 def _refuse_scale(path: str, df: Any, args: argparse.Namespace) -> None:
     """Raise for the first negative or fractional number of a label column that ``aggregate``
-    would read as class codes 0, 1, ..., naming the flags that read a rating scale (the
-    library's words spoke of frames, not of the command's flags)."""
+    reads as whole-number classes, naming the flags that read a rating scale (the library's
+    words spoke of frames, not of the command's flags; a -1 may mean "no label")."""
     column = df[args.label]
     values = column.to_numpy(dtype=float)
     bad = np.isfinite(values) & ((values < 0) | (values != np.round(values)))
@@ -198,8 +198,8 @@ def _refuse_scale(path: str, df: Any, args: argparse.Namespace) -> None:
     raise CrowdDataError(
         f"{path}: line {line_of(path)(r)}: label {show(column.iloc[r])} (item "
         f"{show(df[args.item].iloc[r])}, annotator {show(df[args.annotator].iloc[r])}; column "
-        f"{args.label!r}, --label) is not a class code 0, 1, 2, ...: numeric labels are read "
-        "as codes; for a rating scale list its classes in order ("
+        f"{args.label!r}, --label) is not a whole number 0, 1, 2, ...: numeric labels are read "
+        "as whole-number classes; for a rating scale list its classes in order ("
         + (f"--classes={listed}" if listed else "--classes=A,B,...")
         + ") or read the labels as text (--string-labels); a -1 that means 'no label' is a "
           "row to leave out")
@@ -272,6 +272,10 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
         classes = _scale_classes(df[args.label])
     elif not args.string_labels and _off_code_scale(df[args.label]):
         _refuse_scale(args.input, df, args)
+    elif not args.string_labels:
+        # the numbers given are the classes: ratings 1..5 are five classes, not the codes
+        # 0..5 with a class 0 that no one chose and every model fitted
+        classes = _scale_classes(df[args.label])
     try:
         ann = Annotations.from_frame(df, item=args.item, annotator=args.annotator,
                                      label=args.label, classes=classes,

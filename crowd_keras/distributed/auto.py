@@ -157,6 +157,7 @@ class AutoMethod(Method):
         k = data.summary.votes.shape[1]
         # a wrong target fails before the fits, as in memory (it failed after all of them)
         model.target_prior_vector(k, classes=data.classes)
+        model.named_classes_ = data.summary.votes.sum(axis=0) > 0
         seed = 0 if model.random_state is None else int(model.random_state)
         # gold per fold and class (the folds of :meth:`_gold_sums`; summed: the gold's classes)
         self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)
@@ -188,7 +189,7 @@ class AutoMethod(Method):
             train = data.derive(_gold_fold_block, n_folds, seed, fold)
             fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
             target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold],
-                                               data.classes)
+                                               data.classes, model.named_classes_)
             scored = [(fit.method, fit.params, fit.model.class_priors_,
                        fit.model.posterior_has_class_prior) for fit in fits]
             sums += data.reduce(_gold_hits, n_folds, seed, fold,
