@@ -409,3 +409,24 @@ def test_a_region_text_with_collapsed_whitespace_is_no_mismatch():
     tasks[0]["annotations"][3]["result"] = [region(0, 9, text="John mat")]
     with pytest.raises(CrowdDataError, match="text 'John mat' differs"):
         ls.read_export(tasks, label_config=CONFIG, text_mismatch="error")
+
+
+def test_a_csv_export_read_through_newline_translation_is_refused(tmp_path):
+    # a CSV export opened in text mode without newline='' came in with each "\r\n" of a
+    # task text turned into "\n": every span after it was read one character off, counted
+    # only as a text mismatch (silently, for spans without their text)
+    text = "Line one\r\nJohn met Mary"
+    value = {"start": text.index("John"), "end": text.index("John") + 4, "text": "John",
+             "labels": ["PER"]}
+    path = tmp_path / "export.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["text", "id", "label", "annotator", "annotation_id"],
+                                 [text, "1", json.dumps([value]), "1", "10"]])
+    with path.open(encoding="utf-8") as f:
+        with pytest.raises(CrowdDataError, match="newline=''"):
+            ls.read_export(f, control="label", label_config=CONFIG)
+    for opened in (path.open(encoding="utf-8", newline=""), path.open("rb")):
+        with opened as f:
+            e = ls.read_export(f, control="label", label_config=CONFIG)
+        assert e.spans[["start", "end", "text"]].values.tolist() == [[10, 14, "John"]]
+        assert e.sequences.summary.text_mismatch == 0
