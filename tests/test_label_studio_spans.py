@@ -430,3 +430,19 @@ def test_a_csv_export_read_through_newline_translation_is_refused(tmp_path):
             e = ls.read_export(f, control="label", label_config=CONFIG)
         assert e.spans[["start", "end", "text"]].values.tolist() == [[10, 14, "John"]]
         assert e.sequences.summary.text_mismatch == 0
+
+
+@pytest.mark.parametrize("attribute", ['valueType="url"', 'encoding="base64unicode"'])
+def test_a_text_loaded_from_a_url_or_decoded_is_refused(attribute):
+    # the task data hold a URL (or base64), the span offsets index the text Label Studio
+    # loaded (or decoded) from it: the spans were clipped or dropped against the URL's
+    # characters and counted, and the predictions made on the URL
+    config = CONFIG.replace('value="$text"', f'value="$text" {attribute}')
+    tasks = [{"id": 1, "data": {"text": "s3://bucket/abstract-1.txt"}, "annotations": [
+        {"id": 10, "completed_by": 1, "result": [region(40, 44, text="John")]}]}]
+    with pytest.raises(CrowdDataError, match=f"object 'text' \\({attribute}\\).*put each "
+                                             "task's text itself in 'text'"):
+        ls.read_export(tasks, label_config=config)
+    plain = CONFIG.replace('value="$text"', 'value="$text" valueType="text"')
+    assert ls.read_export(export(), label_config=plain).spans.equals(
+        ls.read_export(export(), label_config=CONFIG).spans)

@@ -176,6 +176,22 @@ def _texts_fit(records: list, data: dict, key: str, control: str, kind: str) -> 
     return n > 0
 
 
+def _check_inline_text(attrs: dict, to_name: Optional[str], key: str, origin: str) -> None:
+    """Raise when the object shows another text than its data value: one loaded from a URL
+    (``valueType="url"``) or decoded (``encoding="base64"``); the spans' offsets index that
+    text, which the export does not hold (read as the data value, they were clipped or
+    dropped, and the predictions made on the URL's characters)."""
+    odd = {k: attrs[k] for k in ("valueType", "encoding")
+           if str(attrs.get(k, "")).lower() not in ("", "text", "json", "none")}
+    if odd:
+        shown = ", ".join(f'{k}="{v}"' for k, v in odd.items())
+        raise CrowdDataError(
+            f"{origin}: object '{to_name}' ({shown}) shows a text loaded or decoded from its "
+            f"data field '{key}', and the span offsets index that text, which the export does "
+            f"not hold: put each task's text itself in '{key}' (and drop {shown} from the "
+            "config) to read the spans")
+
+
 def _document(value: Any, kind: str, where: str, text_key: str,
               paragraph_key: str) -> tuple[str, Optional[np.ndarray]]:
     """(text, paragraph start offsets or None) of a task's data value."""
@@ -294,6 +310,7 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
     key = _text_key(text_key, to_name, objects,
                     next((d for d in data.values() if d), {}), origin,
                     fits=lambda k: _texts_fit(records, data, k, control, kind))
+    _check_inline_text(objects.get(to_name, (None, None, {}))[2], to_name, key, origin)
     if to_name is None and config is None and fmt != "JSON":
         # the export's one data column is its object; other span controls' columns aside
         fields = {k for d in data.values() for k, v in d.items() if _regions(v) is False}
