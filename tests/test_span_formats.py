@@ -575,3 +575,16 @@ def test_hugging_face_crowd_tags_through_the_label_model_and_the_crowd_layer_tag
     tok = win.scatter(keras.Model(words_in, probs).predict(x, verbose=0), seq.n_tokens)
     found = seq.decode(np.argmax(tok, axis=1))
     assert tagged_words(found) == {(w, w in entity) for w in words}
+
+
+def test_integer_tags_without_label_names_say_to_pass_them():
+    # a Hugging Face dataset's ner_tags are ClassLabel ids: read without label_names, the
+    # error said only that '3' is not a BIO tag
+    hf = [{"id": "s1", "tokens": ["EU", "rejects", "German"], "ner_tags": [3, 0, 7]}]
+    with pytest.raises(CrowdDataError, match=r"row 0, token 0: tag '3' is not a BIO tag .*"
+                                             r"\(document 's1'\); integer tags are tag ids: "
+                                             r"pass label_names"):
+        token_tags_to_spans(hf, tags_key="ner_tags", doc_key="id")
+    with pytest.raises(CrowdDataError, match=r"tag 'X-Y' is not a BIO tag \(prefixes O, B, "
+                                             r"I\)$"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["X-Y"]}])
