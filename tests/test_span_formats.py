@@ -588,3 +588,19 @@ def test_integer_tags_without_label_names_say_to_pass_them():
     with pytest.raises(CrowdDataError, match=r"tag 'X-Y' is not a BIO tag \(prefixes O, B, "
                                              r"I\)$"):
         token_tags_to_spans([{"tokens": ["a"], "tags": ["X-Y"]}])
+
+
+def test_tag_writer_names_a_tokenizer_failure_by_document_id():
+    # the tag writer named the document by its position ("document 1"), from_spans by its id
+    def tokenizer(text):
+        if "?" in text:
+            raise ValueError("cannot read '?'")
+        return [(0, len(text))]
+    texts = {"pmid-7": "fine", "pmid-9": "odd?"}
+    spans = frame([("pmid-7", 0, 4, "P")])
+    with pytest.raises(CrowdDataError, match=r"tokenizer tokenizer on document 'pmid-9' raised "
+                                             r"ValueError: cannot read '\?'"):
+        spans_to_token_tags(texts, spans, tokenizer=tokenizer)
+    with pytest.raises(CrowdDataError, match=r"document 'pmid-7', token 0: the tokenizer's "
+                                             r"token \(0, 5\) runs past the end of the text"):
+        spans_to_token_tags(texts, spans, tokenizer=lambda text: [(0, len(text) + 1)])

@@ -216,7 +216,7 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     if blank.any():   # "B-" names no label: token_tags_to_spans refuses it
         r = int(np.argmax(blank))
         raise CrowdDataError(f"{_row(frame, r)}: the empty label '' cannot be a tag")
-    tokens = tokenize([text_of[d] for d in ids], tokenizer)
+    tokens = tokenize([text_of[d] for d in ids], tokenizer, doc_ids=ids)   # errors name ids
     if alignment not in _ALIGNMENTS:
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
     a, b = span_token_ranges(tokens, doc_code, start, end)
