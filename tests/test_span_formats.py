@@ -604,3 +604,24 @@ def test_tag_writer_names_a_tokenizer_failure_by_document_id():
     with pytest.raises(CrowdDataError, match=r"document 'pmid-7', token 0: the tokenizer's "
                                              r"token \(0, 5\) runs past the end of the text"):
         spans_to_token_tags(texts, spans, tokenizer=lambda text: [(0, len(text) + 1)])
+
+
+def test_writers_say_when_a_spans_document_id_is_a_texts_id_of_another_type(tmp_path):
+    # texts keyed 7 (a CSV's ids) and spans naming "7" (a JSON file's keys): "document '7'
+    # has no text" did not say that text 7 was there, as from_spans does
+    texts = {7: "Forty adults", 8: "none"}
+    spans = frame([("7", 0, 5, "P")]).assign(annotator="u")
+    hint = (r"span row 0: document '7' has no text \(document 7 has: give the document ids "
+            r"one type\)")
+    with pytest.raises(CrowdDataError, match=hint):
+        spans_to_token_tags(texts, spans)
+    with pytest.raises(CrowdDataError, match=hint):
+        write_spans_jsonl(tmp_path / "x.jsonl", texts, spans)
+    with pytest.raises(CrowdDataError, match=r"seen row 0: document '8' has no text \(document 8 "
+                                             r"has: give the document ids one type\)"):
+        spans_to_token_tags(texts, spans.assign(doc=7), seen=[("8", "u")])
+    pytest.importorskip("spacy")
+    with pytest.raises(CrowdDataError, match=hint):
+        spans_to_spacy(texts, spans)
+    with pytest.raises(CrowdDataError, match=r"span row 0: document 'x' has no text$"):
+        spans_to_token_tags(texts, spans.assign(doc="x"))

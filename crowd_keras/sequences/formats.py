@@ -149,9 +149,17 @@ def _seen(seen: Any, text_of: dict, frame: pd.DataFrame) -> pd.DataFrame:
     if bad.any():
         r = int(np.argmax(bad))
         what = ("has no annotator" if pd.isna(out["annotator"].iloc[r]) else
-                f"document {show(out['doc'].iloc[r])} has no text")
+                _no_text(out["doc"].iloc[r], text_of))
         raise CrowdDataError(f"seen row {r}: {what}")
     return out
+
+
+def _no_text(doc: Any, text_of: dict) -> str:
+    """``document <doc> has no text``, and which text's id prints alike when one does (a
+    CSV's 7 against a JSON file's "7": the same id written in another type)."""
+    alike = [d for d in text_of if str(d) == str(doc)]
+    return f"document {show(doc)} has no text" + (
+        f" (document {show(alike[0])} has: give the document ids one type)" if alike else "")
 
 
 def _where(doc: Any, annotator: Any = None) -> str:
@@ -207,8 +215,7 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     doc_code = pd.Index(ids).get_indexer(frame["doc"])
     if (doc_code < 0).any():
         r = int(np.argmax(doc_code < 0))
-        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} is not "
-                             f"among the {len(ids)} texts")
+        raise CrowdDataError(f"{_row(frame, r)}: {_no_text(frame['doc'].iloc[r], text_of)}")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
     label = _labels(frame, default_label)
@@ -601,7 +608,7 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
     unknown = ~frame["doc"].isin(list(text_of))
     if unknown.any():
         r = int(np.argmax(unknown.to_numpy()))
-        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no text")
+        raise CrowdDataError(f"{_row(frame, r)}: {_no_text(frame['doc'].iloc[r], text_of)}")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
     frame = frame.assign(label=_labels(frame, "span"))   # as the other writers label them
@@ -809,8 +816,7 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     unknown = ~frame["doc"].isin(list(text_of)).to_numpy()
     if unknown.any():
         r = int(np.argmax(unknown))
-        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no "
-                             "text")
+        raise CrowdDataError(f"{_row(frame, r)}: {_no_text(frame['doc'].iloc[r], text_of)}")
     groups = frame.groupby("doc", sort=False).indices if len(frame) else {}
     _check_in_text(frame, starts, ends, text_of)
     docs = []
