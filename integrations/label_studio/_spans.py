@@ -230,8 +230,10 @@ def _offset(value: Any, where: str, what: str) -> int:
     return int(value)
 
 
-def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray]) -> list:
-    """(start, end, label, text, where) per label of each region value."""
+def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray],
+               sizes: Optional[np.ndarray] = None) -> list:
+    """(start, end, label, text, where) per label of each region value; ``bases`` and
+    ``sizes``: the start offset and length of each paragraph (ParagraphLabels)."""
     rows = []
     for j, v in enumerate(values):
         at = f"{where}, span {j}"
@@ -247,8 +249,13 @@ def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray])
             if not (0 <= p0 < len(bases) and 0 <= p1 < len(bases)):
                 raise CrowdDataError(f"{at}: paragraph {max(p0, p1)} is outside the task's "
                                      f"{len(bases)} paragraphs")
-            start = int(bases[p0]) + _offset(v.get("startOffset"), at, "startOffset")
-            end = int(bases[p1]) + _offset(v.get("endOffset"), at, "endOffset")
+            offsets = [_offset(v.get(k), at, k) for k in ("startOffset", "endOffset")]
+            for k, p, o in zip(("startOffset", "endOffset"), (p0, p1), offsets):
+                # past its paragraph, the offset would land in the next one's text
+                if sizes is not None and o > sizes[p]:
+                    raise CrowdDataError(f"{at}: {k} {o} is past the end of paragraph {p} "
+                                         f"({int(sizes[p])} characters)")
+            start, end = int(bases[p0]) + offsets[0], int(bases[p1]) + offsets[1]
         else:
             start = _offset(v.get("start"), at, "start")
             end = _offset(v.get("end"), at, "end")
@@ -327,6 +334,9 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
             value = ""   # the CSV reader makes empty cells None; an empty text cell is ""
         texts[tid], bases[tid] = _document(value, kind, f"{origin}: task {tid!r}", key,
                                            paragraph_key)
+    # each paragraph's length: its start to the next one's, less the joining "\n"
+    sizes = {t: np.diff(np.append(b, len(texts[t]) + 1)) - 1 for t, b in bases.items()
+             if b is not None}
     live = [r for r in records if not r.cancelled]
     frame = pd.DataFrame({
         "task": pd.Series([r.task for r in live], dtype=object),
@@ -348,7 +358,8 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         for r in rows["row"]:
             rec = live[r]
             for start, end, lab, text, at in _span_rows(_values(rec, control, kind), kind,
-                                                        rec.where, bases[rec.task]):
+                                                        rec.where, bases[rec.task],
+                                                        sizes.get(rec.task)):
                 out.append((rec.task, rec.annotator, rec.annotation_id, start, end, lab, text, at))
         return pd.DataFrame(out, columns=["task", "annotator", "annotation_id", "start", "end",
                                           "label", "text", "where"])
@@ -357,7 +368,7 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
 
     def span_set(rec: Any) -> frozenset:
         return frozenset((start, end, lab) for start, end, lab, _, _ in _span_rows(
-            _values(rec, control, kind), kind, rec.where, bases[rec.task]))
+            _values(rec, control, kind), kind, rec.where, bases[rec.task], sizes.get(rec.task)))
 
     # tasks whose ground-truth annotations hold different spans (the latest is the gold)
     n_gold_conflicts = sum(len({span_set(live[r]) for r in rows}) > 1
