@@ -625,3 +625,15 @@ def test_writers_say_when_a_spans_document_id_is_a_texts_id_of_another_type(tmp_
         spans_to_spacy(texts, spans)
     with pytest.raises(CrowdDataError, match=r"span row 0: document 'x' has no text$"):
         spans_to_token_tags(texts, spans.assign(doc="x"))
+
+
+def test_tag_rows_of_an_arrow_frame_read_their_offsets():
+    # Arrow's to_pandas() (a Hugging Face dataset's) holds each row's offsets as an array
+    # of per-token arrays: "'offsets' must be one [start, end] pair per token, got shape (7,)"
+    pa = pytest.importorskip("pyarrow")
+    rows = spans_to_token_tags(TEXTS, frame([("d1", 0, 12, "P"), ("d3", 4, 5, "I")]))
+    table = pa.Table.from_pylist(rows).to_pandas()
+    assert table["offsets"].iloc[0].shape == (7,)             # not (7, 2)
+    texts, spans = token_tags_to_spans(table)
+    assert texts == TEXTS
+    assert spans.values.tolist() == [["d1", 0, 12, "P"], ["d3", 4, 5, "I"]]

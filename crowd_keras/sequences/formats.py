@@ -407,6 +407,11 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                                      f"{type(row['text']).__name__}")
             text = row["text"]
             raw = np.asarray(row["offsets"], dtype=object) if np.ndim(row["offsets"]) else None
+            if raw is not None and raw.ndim == 1 and raw.size and all(
+                    np.ndim(x) == 1 and len(x) == 2 for x in raw):
+                # an array of per-token pairs, as Arrow's to_pandas() (a Hugging Face
+                # dataset's) gives a list-of-lists column
+                raw = np.array([list(x) for x in raw], dtype=object)
             if raw is not None and raw.size == 0:   # an empty document: no token, no pair
                 raw = raw.reshape(0, 2)
             if raw is None or raw.ndim != 2 or raw.shape[1] != 2:
