@@ -451,12 +451,12 @@ def test_a_text_loaded_from_a_url_or_decoded_is_refused(attribute):
 def test_a_paragraph_offset_past_its_paragraph_is_a_located_error():
     # startOffset 12 in the 8-character paragraph 0 was read as character 12 of the joined
     # text, inside paragraph 1 ("John"): a span of another paragraph, without a word
-    def dialog(start_offset, end_offset, p1="0"):
+    def dialog(start_offset, end_offset, p1="0", p0="0"):
         return [{"id": 1, "data": {"dialog": [{"author": "a", "text": "hi there"},
                                               {"author": "b", "text": "John here"}]},
                  "annotations": [{"id": 1, "completed_by": 1, "result": [
                      {"from_name": "p", "to_name": "dialog", "type": "paragraphlabels",
-                      "value": {"start": "0", "end": p1, "startOffset": start_offset,
+                      "value": {"start": p0, "end": p1, "startOffset": start_offset,
                                 "endOffset": end_offset, "paragraphlabels": ["PER"]}}]}]}]
     with pytest.raises(CrowdDataError, match=r"task 1, annotation 1, span 0: startOffset 12 is "
                                              r"past the end of paragraph 0 \(8 characters\)"):
@@ -464,6 +464,8 @@ def test_a_paragraph_offset_past_its_paragraph_is_a_located_error():
     with pytest.raises(CrowdDataError, match=r"span 0: endOffset 10 is past the end of "
                                              r"paragraph 1 \(9 characters\)"):
         ls.read_export(dialog(3, 10, p1="1"))
+    with pytest.raises(CrowdDataError, match=r"span 0: negative startOffset -1"):
+        ls.read_export(dialog(-1, 4, p1="1", p0="1"))   # the "\n" before paragraph 1
     # a span to the very end of a paragraph, and across paragraphs, are fine
     assert ls.read_export(dialog(3, 8)).spans[["start", "end"]].values.tolist() == [[3, 8]]
     assert ls.read_export(dialog(3, 9, p1="1")).spans[["start", "end"]].values.tolist() == [

@@ -251,7 +251,9 @@ def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray],
                                      f"{len(bases)} paragraphs")
             offsets = [_offset(v.get(k), at, k) for k in ("startOffset", "endOffset")]
             for k, p, o in zip(("startOffset", "endOffset"), (p0, p1), offsets):
-                # past its paragraph, the offset would land in the next one's text
+                # outside its paragraph, the offset would land in another one's text
+                if o < 0:
+                    raise CrowdDataError(f"{at}: negative {k} {o}")
                 if sizes is not None and o > sizes[p]:
                     raise CrowdDataError(f"{at}: {k} {o} is past the end of paragraph {p} "
                                          f"({int(sizes[p])} characters)")
