@@ -527,7 +527,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         raise CrowdDataError(f"row {parts[r][0]}, token {k - int(np.sum(lens[:r]))}: tag "
                              f"{show(flat.iloc[k])} is missing (every token needs a tag, 'O' "
                              f"outside spans){of(parts[r][0])}")
-    given = flat
+    raw_tags = flat      # as given: an integer tag is an id, which the message tells
     flat = flat.astype(str)
     row_of = np.repeat(np.arange(len(parts)), lens)
     prefix = flat.str[0].str.upper().to_numpy()
@@ -541,7 +541,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     if bad.any():
         k = int(np.argmax(bad))
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
-        tag = given.iloc[k]     # an integer is a tag id: a ClassLabel's ids need its names
+        tag = raw_tags.iloc[k]      # an integer is a ClassLabel's id: it needs the names
         hint = ("; integer tags are tag ids: pass label_names, the tag names in id order "
                 "(a Hugging Face dataset's features[...].feature.names)"
                 if isinstance(tag, (int, np.integer)) and not isinstance(tag, (bool, np.bool_))
