@@ -207,6 +207,9 @@ def _span_export(tmp_path):
                                                "controls; control 'sentiment' is not one"),
     (False, ["--separator", "+"], "--separator '+' joins the choices of a set with --multiple "
                                   "combination, not --multiple error"),
+    (True, ["--multiple", "combination"], "--multiple combination applies to Choices controls; "
+                                          "span control 'label' reads each label of a region "
+                                          "as a span"),
 ])
 def test_label_studio_aggregate_refuses_a_model_flag_it_would_ignore(span, flags, words,
                                                                      tmp_path, capsys):

@@ -409,3 +409,64 @@ def test_a_region_text_with_collapsed_whitespace_is_no_mismatch():
     tasks[0]["annotations"][3]["result"] = [region(0, 9, text="John mat")]
     with pytest.raises(CrowdDataError, match="text 'John mat' differs"):
         ls.read_export(tasks, label_config=CONFIG, text_mismatch="error")
+
+
+def test_a_csv_export_read_through_newline_translation_is_refused(tmp_path):
+    # a CSV export opened in text mode without newline='' came in with each "\r\n" of a
+    # task text turned into "\n": every span after it was read one character off, counted
+    # only as a text mismatch (silently, for spans without their text)
+    text = "Line one\r\nJohn met Mary"
+    value = {"start": text.index("John"), "end": text.index("John") + 4, "text": "John",
+             "labels": ["PER"]}
+    path = tmp_path / "export.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["text", "id", "label", "annotator", "annotation_id"],
+                                 [text, "1", json.dumps([value]), "1", "10"]])
+    with path.open(encoding="utf-8") as f:
+        with pytest.raises(CrowdDataError, match="newline=''"):
+            ls.read_export(f, control="label", label_config=CONFIG)
+    for opened in (path.open(encoding="utf-8", newline=""), path.open("rb")):
+        with opened as f:
+            e = ls.read_export(f, control="label", label_config=CONFIG)
+        assert e.spans[["start", "end", "text"]].values.tolist() == [[10, 14, "John"]]
+        assert e.sequences.summary.text_mismatch == 0
+
+
+@pytest.mark.parametrize("attribute", ['valueType="url"', 'encoding="base64unicode"'])
+def test_a_text_loaded_from_a_url_or_decoded_is_refused(attribute):
+    # the task data hold a URL (or base64), the span offsets index the text Label Studio
+    # loaded (or decoded) from it: the spans were clipped or dropped against the URL's
+    # characters and counted, and the predictions made on the URL
+    config = CONFIG.replace('value="$text"', f'value="$text" {attribute}')
+    tasks = [{"id": 1, "data": {"text": "s3://bucket/abstract-1.txt"}, "annotations": [
+        {"id": 10, "completed_by": 1, "result": [region(40, 44, text="John")]}]}]
+    with pytest.raises(CrowdDataError, match=f"object 'text' \\({attribute}\\).*put each "
+                                             "task's text itself in 'text'"):
+        ls.read_export(tasks, label_config=config)
+    plain = CONFIG.replace('value="$text"', 'value="$text" valueType="text"')
+    assert ls.read_export(export(), label_config=plain).spans.equals(
+        ls.read_export(export(), label_config=CONFIG).spans)
+
+
+def test_a_paragraph_offset_past_its_paragraph_is_a_located_error():
+    # startOffset 12 in the 8-character paragraph 0 was read as character 12 of the joined
+    # text, inside paragraph 1 ("John"): a span of another paragraph, without a word
+    def dialog(start_offset, end_offset, p1="0", p0="0"):
+        return [{"id": 1, "data": {"dialog": [{"author": "a", "text": "hi there"},
+                                              {"author": "b", "text": "John here"}]},
+                 "annotations": [{"id": 1, "completed_by": 1, "result": [
+                     {"from_name": "p", "to_name": "dialog", "type": "paragraphlabels",
+                      "value": {"start": p0, "end": p1, "startOffset": start_offset,
+                                "endOffset": end_offset, "paragraphlabels": ["PER"]}}]}]}]
+    with pytest.raises(CrowdDataError, match=r"task 1, annotation 1, span 0: startOffset 12 is "
+                                             r"past the end of paragraph 0 \(8 characters\)"):
+        ls.read_export(dialog(12, 13))
+    with pytest.raises(CrowdDataError, match=r"span 0: endOffset 10 is past the end of "
+                                             r"paragraph 1 \(9 characters\)"):
+        ls.read_export(dialog(3, 10, p1="1"))
+    with pytest.raises(CrowdDataError, match=r"span 0: negative startOffset -1"):
+        ls.read_export(dialog(-1, 4, p1="1", p0="1"))   # the "\n" before paragraph 1
+    # a span to the very end of a paragraph, and across paragraphs, are fine
+    assert ls.read_export(dialog(3, 8)).spans[["start", "end"]].values.tolist() == [[3, 8]]
+    assert ls.read_export(dialog(3, 9, p1="1")).spans[["start", "end"]].values.tolist() == [
+        [3, 18]]

@@ -365,3 +365,17 @@ def test_from_dict_names_a_spans_argument_that_is_not_a_mapping():
     for given in ([("d", "a", 0, 5)], None):
         with pytest.raises(CrowdDataError, match="spans must be a mapping .* from_spans"):
             SequenceAnnotations.from_dict({"d": "Alice met"}, given)
+
+
+def test_from_dict_names_a_bad_span_by_its_document_annotator_and_position():
+    """from_dict's spans were named by the row of a frame the user never made ("span row 1:
+    missing label"), not by the document, annotator and place in their list."""
+    texts = {"d": "Alice met Bob"}
+    with pytest.raises(CrowdDataError, match=r"span row \('d', 'b', 0\): missing label"):
+        SequenceAnnotations.from_dict(texts, {"d": {"a": [[0, 5, "P"]], "b": [[10, 13]]}})
+    with pytest.raises(CrowdDataError, match=r"span row \('d', 'a', 1\): negative start"):
+        SequenceAnnotations.from_dict(texts, {"d": {"a": [[0, 5], [-1, 3]]}})
+    seq = SequenceAnnotations.from_dict(texts, {"d": {"a": [[0, 5]], "b": []}})
+    assert seq.spans_frame()[["doc", "annotator", "start", "end"]].values.tolist() == [
+        ["d", "a", 0, 5]]
+    assert len(seq.assign_doc) == 2

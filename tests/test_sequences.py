@@ -162,3 +162,20 @@ def test_subset_and_drop_keep_the_rest():
     assert sub.obs_tag.tolist() == [1, 1, 1, 0]
     dropped = seq.drop_annotations(np.array([False, True, False]))
     assert len(dropped.assign_doc) == 2 and dropped.summary.spans == 2
+
+
+def test_an_offset_near_2_53_in_one_document_leaves_the_others_spans_alone():
+    """A span past its text by ~2**53 (accepted, clipped and counted) overflowed the int64
+    (document, offset) keys of every span: with 1100 documents 149 of the other
+    documents' spans were read as covering no token ("whitespace only dropped")."""
+    texts = {i: "alpha beta gamma" for i in range(1100)}
+    rows = [(i, "u", 6, 10, "X") for i in range(1100)]
+    far = rows + [(5, "u", 2 ** 53 - 5, 2 ** 53, "X")]
+    cols = ["doc", "annotator", "start", "end", "label"]
+    seq = SequenceAnnotations.from_spans(texts, pd.DataFrame(far, columns=cols))
+    plain = SequenceAnnotations.from_spans(texts, pd.DataFrame(rows, columns=cols))
+    assert seq.summary.spans_used == 1100 and seq.summary.whitespace_only_dropped == 0
+    assert (seq.summary.past_text_clipped, seq.summary.empty_dropped) == (1, 1)
+    assert np.array_equal(seq.annotations.to_dense(), plain.annotations.to_dense())
+    a, b = seq.token_ranges([1099, 5], [6, 2 ** 53 - 5], [10, 2 ** 53])
+    assert a.tolist() == [3298, 18] and b.tolist() == [3299, 18]

@@ -575,3 +575,65 @@ def test_hugging_face_crowd_tags_through_the_label_model_and_the_crowd_layer_tag
     tok = win.scatter(keras.Model(words_in, probs).predict(x, verbose=0), seq.n_tokens)
     found = seq.decode(np.argmax(tok, axis=1))
     assert tagged_words(found) == {(w, w in entity) for w in words}
+
+
+def test_integer_tags_without_label_names_say_to_pass_them():
+    # a Hugging Face dataset's ner_tags are ClassLabel ids: read without label_names, the
+    # error said only that '3' is not a BIO tag
+    hf = [{"id": "s1", "tokens": ["EU", "rejects", "German"], "ner_tags": [3, 0, 7]}]
+    with pytest.raises(CrowdDataError, match=r"row 0, token 0: tag '3' is not a BIO tag .*"
+                                             r"\(document 's1'\); integer tags are tag ids: "
+                                             r"pass label_names"):
+        token_tags_to_spans(hf, tags_key="ner_tags", doc_key="id")
+    with pytest.raises(CrowdDataError, match=r"tag 'X-Y' is not a BIO tag \(prefixes O, B, "
+                                             r"I\)$"):
+        token_tags_to_spans([{"tokens": ["a"], "tags": ["X-Y"]}])
+
+
+def test_tag_writer_names_a_tokenizer_failure_by_document_id():
+    # the tag writer named the document by its position ("document 1"), from_spans by its id
+    def tokenizer(text):
+        if "?" in text:
+            raise ValueError("cannot read '?'")
+        return [(0, len(text))]
+    texts = {"pmid-7": "fine", "pmid-9": "odd?"}
+    spans = frame([("pmid-7", 0, 4, "P")])
+    with pytest.raises(CrowdDataError, match=r"tokenizer tokenizer on document 'pmid-9' raised "
+                                             r"ValueError: cannot read '\?'"):
+        spans_to_token_tags(texts, spans, tokenizer=tokenizer)
+    with pytest.raises(CrowdDataError, match=r"document 'pmid-7', token 0: the tokenizer's "
+                                             r"token \(0, 5\) runs past the end of the text"):
+        spans_to_token_tags(texts, spans, tokenizer=lambda text: [(0, len(text) + 1)])
+
+
+def test_writers_say_when_a_spans_document_id_is_a_texts_id_of_another_type(tmp_path):
+    # texts keyed 7 (a CSV's ids) and spans naming "7" (a JSON file's keys): "document '7'
+    # has no text" did not say that text 7 was there, as from_spans does
+    texts = {7: "Forty adults", 8: "none"}
+    spans = frame([("7", 0, 5, "P")]).assign(annotator="u")
+    hint = (r"span row 0: document '7' has no text \(document 7 has: give the document ids "
+            r"one type\)")
+    with pytest.raises(CrowdDataError, match=hint):
+        spans_to_token_tags(texts, spans)
+    with pytest.raises(CrowdDataError, match=hint):
+        write_spans_jsonl(tmp_path / "x.jsonl", texts, spans)
+    with pytest.raises(CrowdDataError, match=r"seen row 0: document '8' has no text \(document 8 "
+                                             r"has: give the document ids one type\)"):
+        spans_to_token_tags(texts, spans.assign(doc=7), seen=[("8", "u")])
+    pytest.importorskip("spacy")
+    with pytest.raises(CrowdDataError, match=hint):
+        spans_to_spacy(texts, spans)
+    with pytest.raises(CrowdDataError, match=r"span row 0: document 'x' has no text$"):
+        spans_to_token_tags(texts, spans.assign(doc="x"))
+
+
+def test_tag_rows_of_an_arrow_frame_read_their_offsets():
+    # Arrow's to_pandas() (a Hugging Face dataset's) holds each row's offsets as an array
+    # of per-token arrays: "'offsets' must be one [start, end] pair per token, got shape (7,)"
+    pa = pytest.importorskip("pyarrow")
+    rows = spans_to_token_tags(TEXTS, frame([("d1", 0, 12, "P"), ("d3", 4, 5, "I")]))
+    table = pa.Table.from_pylist(rows).to_pandas()
+    assert table["offsets"].iloc[0].shape == (7,)             # not (7, 2)
+    texts, spans = token_tags_to_spans(table)
+    assert texts == TEXTS
+    assert spans.values.tolist() == [["d1", 0, 12, "P"], ["d3", 4, 5, "I"]]

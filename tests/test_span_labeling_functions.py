@@ -241,3 +241,23 @@ def test_with_sequences_the_labels_and_annotator_names_are_theirs():
         apply_lfs(seq, [with_x], tokenizer=str.split, progress=False)
     with pytest.raises(ValueError, match="function 'adults' has the name of an annotator"):
         apply_lfs(seq, [adults], progress=False)
+
+
+def test_a_function_returning_one_span_instead_of_a_list_is_told_so():
+    # re.search(...).span() returned as is: "span 0 must be (start, end[, label]), got int 3"
+    # named the offsets as spans and did not say what to return
+    @span_lf(label="P")
+    def first_adults(doc):
+        m = re.search(r"adults", doc.text)
+        return m.span() if m else None
+    with pytest.raises(CrowdDataError, match=r"'first_adults' on document 'a': span 0 must be "
+                                             r"\(start, end\[, label\]\), got int 3; it returned "
+                                             r"one span \(3, 9\): return a list of spans, "
+                                             r"\[\(3, 9\)\]"):
+        apply_lfs(TEXTS, [first_adults], progress=False)
+    @span_lf(label="P")
+    def words(doc):
+        return doc.tokens[:2]        # strings: no hint about one span
+    with pytest.raises(CrowdDataError, match=r"span 0 must be \(start, end\[, label\]\), got "
+                                             r"str '40'$"):
+        apply_lfs(TEXTS, [words], progress=False)

@@ -343,6 +343,9 @@ def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool,
         return (f"--method {args.method} applies to Choices/Rating controls; span control "
                 f"'{export.control}' is fitted by --sequence-model (drop --method, or pass "
                 "--sequence-model NAME)")
+    if spans and args.multiple != "error":   # a region's labels each make a span
+        return (f"--multiple {args.multiple} applies to Choices controls; span control "
+                f"'{export.control}' reads each label of a region as a span (drop --multiple)")
     if args.separator != "|" and args.multiple != "combination":
         return (f"--separator {args.separator!r} joins the choices of a set with --multiple "
                 f"combination, not --multiple {args.multiple} (drop it, or add --multiple "

@@ -402,7 +402,7 @@ class SequenceAnnotations:
             raise CrowdDataError(f"spans must be a mapping {{doc: {{annotator: [[start, end], "
                                  f"...]}}}}, got {type(spans).__name__} (a frame of span rows: "
                                  "from_spans)")
-        rows, seen = [], []
+        rows, seen, where = [], [], []
         for doc, by_annotator in spans.items():
             if not isinstance(by_annotator, Mapping):
                 raise CrowdDataError(f"document {show(doc)}: expected {{annotator: [[start, end]"
@@ -413,16 +413,24 @@ class SequenceAnnotations:
                     raise CrowdDataError(f"document {show(doc)}, annotator {show(annotator)}: "
                                          f"expected a list of [start, end(, label)] spans, got "
                                          f"{type(marks).__name__} {show(marks)}")
-                for m in marks:
+                for k, m in enumerate(marks):
                     if isinstance(m, (str, bytes, Mapping)) or not hasattr(m, "__len__") or \
                             len(m) not in (2, 3):
                         raise CrowdDataError(f"document {show(doc)}, annotator "
                                              f"{show(annotator)}: a span is [start, end] or "
                                              f"[start, end, label], got {show(m)}")
                     rows.append((doc, annotator, *m))
+                    where.append((doc, annotator, k))
         width = max((len(r) for r in rows), default=4)
         cols = ["doc", "annotator", "start", "end", "label"][:width]
-        return cls.from_spans(texts, pd.DataFrame(rows, columns=cols), seen=seen, **kwargs)
+        # a span without a label among labelled ones: None, which from_spans names (pandas
+        # pads ragged rows itself only with a deprecation warning)
+        rows = [r + (None,) * (width - len(r)) for r in rows]
+        # from_spans names a bad row by its index: (document, annotator, position in the list)
+        index = pd.MultiIndex.from_tuples(where, names=["doc", "annotator", "span"]) \
+            if where else None
+        return cls.from_spans(texts, pd.DataFrame(rows, columns=cols, index=index), seen=seen,
+                              **kwargs)
 
     # ------------------------------------------------------------------ sizes and views
     @property

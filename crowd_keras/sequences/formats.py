@@ -149,9 +149,17 @@ def _seen(seen: Any, text_of: dict, frame: pd.DataFrame) -> pd.DataFrame:
     if bad.any():
         r = int(np.argmax(bad))
         what = ("has no annotator" if pd.isna(out["annotator"].iloc[r]) else
-                f"document {show(out['doc'].iloc[r])} has no text")
+                _no_text(out["doc"].iloc[r], text_of))
         raise CrowdDataError(f"seen row {r}: {what}")
     return out
+
+
+def _no_text(doc: Any, text_of: dict) -> str:
+    """``document <doc> has no text``, and which text's id prints alike when one does (a
+    CSV's 7 against a JSON file's "7": the same id written in another type)."""
+    alike = [d for d in text_of if str(d) == str(doc)]
+    return f"document {show(doc)} has no text" + (
+        f" (document {show(alike[0])} has: give the document ids one type)" if alike else "")
 
 
 def _where(doc: Any, annotator: Any = None) -> str:
@@ -207,8 +215,7 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     doc_code = pd.Index(ids).get_indexer(frame["doc"])
     if (doc_code < 0).any():
         r = int(np.argmax(doc_code < 0))
-        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} is not "
-                             f"among the {len(ids)} texts")
+        raise CrowdDataError(f"{_row(frame, r)}: {_no_text(frame['doc'].iloc[r], text_of)}")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
     label = _labels(frame, default_label)
@@ -216,7 +223,7 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     if blank.any():   # "B-" names no label: token_tags_to_spans refuses it
         r = int(np.argmax(blank))
         raise CrowdDataError(f"{_row(frame, r)}: the empty label '' cannot be a tag")
-    tokens = tokenize([text_of[d] for d in ids], tokenizer)
+    tokens = tokenize([text_of[d] for d in ids], tokenizer, doc_ids=ids)   # errors name ids
     if alignment not in _ALIGNMENTS:
         raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
     a, b = span_token_ranges(tokens, doc_code, start, end)
@@ -400,6 +407,11 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                                      f"{type(row['text']).__name__}")
             text = row["text"]
             raw = np.asarray(row["offsets"], dtype=object) if np.ndim(row["offsets"]) else None
+            if raw is not None and raw.ndim == 1 and raw.size and all(
+                    np.ndim(x) == 1 and len(x) == 2 for x in raw):
+                # an array of per-token pairs, as Arrow's to_pandas() (a Hugging Face
+                # dataset's) gives a list-of-lists column
+                raw = np.array([list(x) for x in raw], dtype=object)
             if raw is not None and raw.size == 0:   # an empty document: no token, no pair
                 raw = raw.reshape(0, 2)
             if raw is None or raw.ndim != 2 or raw.shape[1] != 2:
@@ -515,6 +527,7 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         raise CrowdDataError(f"row {parts[r][0]}, token {k - int(np.sum(lens[:r]))}: tag "
                              f"{show(flat.iloc[k])} is missing (every token needs a tag, 'O' "
                              f"outside spans){of(parts[r][0])}")
+    raw_tags = flat      # as given: an integer tag is an id, which the message tells
     flat = flat.astype(str)
     row_of = np.repeat(np.arange(len(parts)), lens)
     prefix = flat.str[0].str.upper().to_numpy()
@@ -528,10 +541,15 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     if bad.any():
         k = int(np.argmax(bad))
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
+        tag = raw_tags.iloc[k]      # an integer is a ClassLabel's id: it needs the names
+        hint = ("; integer tags are tag ids: pass label_names, the tag names in id order "
+                "(a Hugging Face dataset's features[...].feature.names)"
+                if isinstance(tag, (int, np.integer)) and not isinstance(tag, (bool, np.bool_))
+                else "")
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} is "
                              f"not a {scheme} tag (prefixes "
                              f"{', '.join(allowed + ('ES' if base == 'BILOU' else ''))})"
-                             f"{of(parts[row_of[k]][0])}")
+                             f"{of(parts[row_of[k]][0])}{hint}")
     inside = prefix != "O"
     first = np.zeros(len(flat), bool)
     first[np.concatenate([[0], np.cumsum(lens)[:-1]])[lens > 0]] = True
@@ -595,7 +613,7 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
     unknown = ~frame["doc"].isin(list(text_of))
     if unknown.any():
         r = int(np.argmax(unknown.to_numpy()))
-        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no text")
+        raise CrowdDataError(f"{_row(frame, r)}: {_no_text(frame['doc'].iloc[r], text_of)}")
     start, end = _span_offsets(frame)
     _check_in_text(frame, start, end, text_of)
     frame = frame.assign(label=_labels(frame, "span"))   # as the other writers label them
@@ -803,8 +821,7 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     unknown = ~frame["doc"].isin(list(text_of)).to_numpy()
     if unknown.any():
         r = int(np.argmax(unknown))
-        raise CrowdDataError(f"{_row(frame, r)}: document {show(frame['doc'].iloc[r])} has no "
-                             "text")
+        raise CrowdDataError(f"{_row(frame, r)}: {_no_text(frame['doc'].iloc[r], text_of)}")
     groups = frame.groupby("doc", sort=False).indices if len(frame) else {}
     _check_in_text(frame, starts, ends, text_of)
     docs = []

@@ -263,9 +263,15 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                     if r is None or len(r) not in (2, 3):
                         shown = show(r) if r is not None else \
                             f"{type(item).__name__} {show(item)}"
+                        # (5, 9) returned for [(5, 9)]: its items are the offsets
+                        one = len(items) in (2, 3) and all(
+                            isinstance(v, (int, np.integer)) for v in items[:2])
                         raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                              f"{show(doc.id)}: span {k} must be (start, end[, "
-                                             f"label]), got {shown}")
+                                             f"label]), got {shown}"
+                                             + (f"; it returned one span {show(tuple(items))}: "
+                                                "return a list of spans, "
+                                                f"[{show(tuple(items))}]" if one else ""))
                     if len(r) == 3 and not isinstance(r[2], Hashable):
                         raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                              f"{show(doc.id)}: span {k}'s label must be one "

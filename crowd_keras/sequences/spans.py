@@ -76,10 +76,15 @@ def span_token_ranges(tokens: Tokens, doc: np.ndarray, start: np.ndarray,
     doc = np.asarray(doc, np.int64)
     if tokens.n_tokens == 0 or len(doc) == 0:
         return np.zeros(len(doc), np.int64), np.zeros(len(doc), np.int64)
-    big = int(max(tokens.end.max(), np.max(end), np.max(start))) + 2
+    # offsets past every token compare alike; clipped, one offset near 2**53 (from_spans
+    # clips such a span later) cannot overflow the int64 keys of every other span
+    limit = int(tokens.end.max()) + 1
+    start = np.minimum(np.asarray(start, np.int64), limit)
+    end = np.minimum(np.asarray(end, np.int64), limit)
+    big = limit + 2
     tdoc = tokens.doc * big
-    a = np.searchsorted(tdoc + tokens.end, doc * big + np.asarray(start), side="right")
-    b = np.searchsorted(tdoc + tokens.start, doc * big + np.asarray(end), side="left")
+    a = np.searchsorted(tdoc + tokens.end, doc * big + start, side="right")
+    b = np.searchsorted(tdoc + tokens.start, doc * big + end, side="left")
     a = np.maximum(a, tokens.doc_ptr[doc])
     b = np.minimum(b, tokens.doc_ptr[doc + 1])
     return a, b

@@ -89,6 +89,7 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
     if isinstance(source, (list, dict)):
         return _json_kind(source, fmt, origin), _as_task_list(source, origin), origin
     suffix = ""
+    translated = False     # newline translation by a text-mode file object (below)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         origin = f"export {str(path)!r}"
@@ -110,6 +111,13 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
             origin = f"export {name!r}"
             suffix = Path(name).suffix.lower()
         data = source.read()
+        # a text-mode file opened without newline='' hands "\r\n" over as "\n": inside a
+        # CSV's quoted task text that moves every later span offset (JSON escapes it)
+        seen_newlines = getattr(source, "newlines", None)
+        seen_newlines = (seen_newlines,) if isinstance(seen_newlines, str) else \
+            seen_newlines if isinstance(seen_newlines, tuple) else ()
+        translated = (isinstance(data, str) and "\r" not in data
+                      and any("\r" in n for n in seen_newlines))
     elif isinstance(source, (bytes, bytearray)):
         data = bytes(source)
     else:
@@ -143,6 +151,12 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
         first = stripped.splitlines()[0]
         fmt = ("TSV" if suffix == ".tsv" else "CSV" if suffix == ".csv"
                else "TSV" if first.count("\t") > first.count(",") else "CSV")
+    if translated:
+        raise CrowdDataError(
+            f"{origin}: this text-mode file object turned the {fmt} export's '\\r\\n' line "
+            "ends into '\\n', inside quoted task texts too (which moves the span offsets "
+            "after them and changes the task data): open it with newline='' (as the csv "
+            "module asks) or in binary mode ('rb'), or pass the path")
     return fmt, _csv_rows(text, "\t" if fmt == "TSV" else ",", origin), origin
 
 

@@ -176,6 +176,22 @@ def _texts_fit(records: list, data: dict, key: str, control: str, kind: str) -> 
     return n > 0
 
 
+def _check_inline_text(attrs: dict, to_name: Optional[str], key: str, origin: str) -> None:
+    """Raise when the object shows another text than its data value: one loaded from a URL
+    (``valueType="url"``) or decoded (``encoding="base64"``); the spans' offsets index that
+    text, which the export does not hold (read as the data value, they were clipped or
+    dropped, and the predictions made on the URL's characters)."""
+    odd = {k: attrs[k] for k in ("valueType", "encoding")
+           if str(attrs.get(k, "")).lower() not in ("", "text", "json", "none")}
+    if odd:
+        shown = ", ".join(f'{k}="{v}"' for k, v in odd.items())
+        raise CrowdDataError(
+            f"{origin}: object '{to_name}' ({shown}) shows a text loaded or decoded from its "
+            f"data field '{key}', and the span offsets index that text, which the export does "
+            f"not hold: put each task's text itself in '{key}' (and drop {shown} from the "
+            "config) to read the spans")
+
+
 def _document(value: Any, kind: str, where: str, text_key: str,
               paragraph_key: str) -> tuple[str, Optional[np.ndarray]]:
     """(text, paragraph start offsets or None) of a task's data value."""
@@ -214,8 +230,10 @@ def _offset(value: Any, where: str, what: str) -> int:
     return int(value)
 
 
-def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray]) -> list:
-    """(start, end, label, text, where) per label of each region value."""
+def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray],
+               sizes: Optional[np.ndarray] = None) -> list:
+    """(start, end, label, text, where) per label of each region value; ``bases`` and
+    ``sizes``: the start offset and length of each paragraph (ParagraphLabels)."""
     rows = []
     for j, v in enumerate(values):
         at = f"{where}, span {j}"
@@ -231,8 +249,15 @@ def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray])
             if not (0 <= p0 < len(bases) and 0 <= p1 < len(bases)):
                 raise CrowdDataError(f"{at}: paragraph {max(p0, p1)} is outside the task's "
                                      f"{len(bases)} paragraphs")
-            start = int(bases[p0]) + _offset(v.get("startOffset"), at, "startOffset")
-            end = int(bases[p1]) + _offset(v.get("endOffset"), at, "endOffset")
+            offsets = [_offset(v.get(k), at, k) for k in ("startOffset", "endOffset")]
+            for k, p, o in zip(("startOffset", "endOffset"), (p0, p1), offsets):
+                # outside its paragraph, the offset would land in another one's text
+                if o < 0:
+                    raise CrowdDataError(f"{at}: negative {k} {o}")
+                if sizes is not None and o > sizes[p]:
+                    raise CrowdDataError(f"{at}: {k} {o} is past the end of paragraph {p} "
+                                         f"({int(sizes[p])} characters)")
+            start, end = int(bases[p0]) + offsets[0], int(bases[p1]) + offsets[1]
         else:
             start = _offset(v.get("start"), at, "start")
             end = _offset(v.get("end"), at, "end")
@@ -294,6 +319,7 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
     key = _text_key(text_key, to_name, objects,
                     next((d for d in data.values() if d), {}), origin,
                     fits=lambda k: _texts_fit(records, data, k, control, kind))
+    _check_inline_text(objects.get(to_name, (None, None, {}))[2], to_name, key, origin)
     if to_name is None and config is None and fmt != "JSON":
         # the export's one data column is its object; other span controls' columns aside
         fields = {k for d in data.values() for k, v in d.items() if _regions(v) is False}
@@ -310,6 +336,9 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
             value = ""   # the CSV reader makes empty cells None; an empty text cell is ""
         texts[tid], bases[tid] = _document(value, kind, f"{origin}: task {tid!r}", key,
                                            paragraph_key)
+    # each paragraph's length: its start to the next one's, less the joining "\n"
+    sizes = {t: np.diff(np.append(b, len(texts[t]) + 1)) - 1 for t, b in bases.items()
+             if b is not None}
     live = [r for r in records if not r.cancelled]
     frame = pd.DataFrame({
         "task": pd.Series([r.task for r in live], dtype=object),
@@ -331,7 +360,8 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         for r in rows["row"]:
             rec = live[r]
             for start, end, lab, text, at in _span_rows(_values(rec, control, kind), kind,
-                                                        rec.where, bases[rec.task]):
+                                                        rec.where, bases[rec.task],
+                                                        sizes.get(rec.task)):
                 out.append((rec.task, rec.annotator, rec.annotation_id, start, end, lab, text, at))
         return pd.DataFrame(out, columns=["task", "annotator", "annotation_id", "start", "end",
                                           "label", "text", "where"])
@@ -340,7 +370,7 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
 
     def span_set(rec: Any) -> frozenset:
         return frozenset((start, end, lab) for start, end, lab, _, _ in _span_rows(
-            _values(rec, control, kind), kind, rec.where, bases[rec.task]))
+            _values(rec, control, kind), kind, rec.where, bases[rec.task], sizes.get(rec.task)))
 
     # tasks whose ground-truth annotations hold different spans (the latest is the gold)
     n_gold_conflicts = sum(len({span_set(live[r]) for r in rows}) > 1
