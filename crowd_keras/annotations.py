@@ -260,6 +260,18 @@ class Annotations(AnnotationReaders):
 
     __hash__ = None  # mutable-looking container semantics: compare by value, do not hash
 
+    def __getstate__(self) -> tuple:
+        """The stored codes and ids, without the cache (rebuilt on use)."""
+        return None, {slot: getattr(self, slot) for slot in self.__slots__ if slot != "_cache"}
+
+    def __setstate__(self, state: tuple) -> None:
+        # unpickled and deep-copied arrays come back writeable: freeze them again, as the
+        # cached views of the copy assume
+        for slot, value in state[1].items():
+            object.__setattr__(self, slot, frozen(value) if isinstance(value, np.ndarray)
+                               else value)
+        self._cache = {}
+
     # ------------------------------------------------------------------ views
     def to_dense(self, missing: int = MISSING) -> np.ndarray:
         """Items × annotators int64 matrix of label codes, ``missing`` where absent."""
