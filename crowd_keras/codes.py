@@ -73,10 +73,16 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 def ids_array(ids: Iterable[Any]) -> np.ndarray:
     """Identifiers as a 1-d array; integers stay integers, anything else is an object array.
-    One string is refused (``classes="xy"`` would be the two classes 'x' and 'y')."""
+    One string is refused (``classes="xy"`` would be the two classes 'x' and 'y'), and so
+    is a set: ids are in code order, and a set's order is its hashes' (another in each
+    process for strings), so the class codes and the rows of every result would be too."""
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"identifiers must be a list, got the string {ids!r} (one id: "
                         f"[{ids!r}])")
+    if isinstance(ids, (set, frozenset)):
+        raise TypeError(f"identifiers must be a list in code order, got a "
+                        f"{type(ids).__name__}, whose order is arbitrary (pass sorted(ids) "
+                        f"for the sorted order)")
     if not isinstance(ids, Iterable):   # else Python's "'int' object is not iterable"
         raise TypeError(f"identifiers must be a list, got {type(ids).__name__} {show(ids)} "
                         f"(one id: [{show(ids)}])")

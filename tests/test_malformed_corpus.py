@@ -1937,6 +1937,13 @@ for name, make, pattern, exc in (
          r"identifiers must be a list, got the string 'ab'", TypeError),
         ("frame-item_ids-one-number", lambda: Annotations.from_frame(SMALL, item_ids=5),
          r"identifiers must be a list, got int 5 \(one id: \[5\]\)", TypeError),
+        # a set's order is its hashes' (another per process for strings): the class codes
+        # and the rows of every result followed it
+        ("frame-classes-a-set", lambda: Annotations.from_frame(SMALL, classes={"x", "y"}),
+         r"identifiers must be a list in code order, got a set, whose order is arbitrary "
+         r"\(pass sorted\(ids\)", TypeError),
+        ("ctor-item_ids-a-frozenset", lambda: Annotations([0], [0], [0], item_ids=frozenset([7])),
+         r"identifiers must be a list in code order, got a frozenset", TypeError),
         ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
          r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
          r"str 'x'", TypeError),
