@@ -100,9 +100,14 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
 
 
 def check_unique_ids(ids: np.ndarray, what: str) -> None:
-    """Raise when an id repeats. Ids are compared by value and type (``1`` and ``"1"`` are two
-    ids), and the message names both positions of the first repeat."""
+    """Raise when an id repeats or is missing (NaN/None: no frame row can name it, and a
+    class of it was a NaN label). Ids are compared by value and type (``1`` and ``"1"`` are
+    two ids), and the message names both positions of the first repeat."""
     index = pd.Index(ids)
+    if index.hasnans:
+        n = int(np.argmax(pd.isna(np.asarray(ids, dtype=object))))
+        raise CrowdDataError(f"missing {what} id ({show(ids[n])}) at position {n}: every "
+                             f"{what} needs an id")
     dup = index.duplicated()
     if dup.any():
         n = int(np.argmax(dup))

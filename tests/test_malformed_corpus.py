@@ -1944,6 +1944,12 @@ for name, make, pattern, exc in (
          r"\(pass sorted\(ids\)", TypeError),
         ("ctor-item_ids-a-frozenset", lambda: Annotations([0], [0], [0], item_ids=frozenset([7])),
          r"identifiers must be a list in code order, got a frozenset", TypeError),
+        # a NaN id, refused in a frame's columns and a wide frame's index, was kept as given:
+        # a class None answered consensus labels None, which no reader takes back
+        ("frame-item_ids-a-NaN", lambda: Annotations.from_frame(SMALL, item_ids=[1, 2, np.nan]),
+         r"missing item id \(nan\) at position 2: every item needs an id", CrowdDataError),
+        ("ctor-classes-a-None", lambda: Annotations([0], [0], [0], classes=["x", None]),
+         r"missing class id \(None\) at position 1: every class needs an id", CrowdDataError),
         ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
          r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
          r"str 'x'", TypeError),
