@@ -409,14 +409,19 @@ class LabelModel(Params):
         raise NotImplementedError(f"{type(self).__name__} cannot score new annotations")
 
     def _align(self, new: Annotations) -> Annotations:
-        """Re-code `new` onto the fitted annotator ids and classes (unknown annotators dropped)."""
+        """Re-code `new` onto the fitted annotator ids and classes (unknown annotators dropped,
+        counted in ``n_unknown_annotations_``)."""
+        aligned, self.n_unknown_annotations_ = self._recoded(new)
+        return aligned
+
+    def _recoded(self, new: Annotations) -> tuple[Annotations, int]:
+        """:meth:`_align` without setting anything: ``(new re-coded, annotations dropped)``."""
         ref = self.annotations_
         if not np.array_equal(new.classes, ref.classes):
             raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted "
                                  f"classes {ref.classes.tolist()}")
         if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
-            self.n_unknown_annotations_ = 0
-            return new
+            return new, 0
         codes = pd.Index(ref.annotator_ids).get_indexer(new.annotator_ids)
         known = codes[new.annotators] >= 0
         if len(known) and not known.any():
@@ -434,10 +439,9 @@ class LabelModel(Params):
                     f"none of the new annotations' annotators was fitted, but annotator "
                     f"{show(first)} is written like the fitted annotator {show(fitted)}: "
                     "give the ids in the type they had in fit")
-        self.n_unknown_annotations_ = int((~known).sum())
         return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
                            item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
-                           classes=ref.classes)
+                           classes=ref.classes), int((~known).sum())
 
     @property
     def tied_items_(self) -> np.ndarray:
@@ -563,6 +567,8 @@ class LabelModel(Params):
         from . import quality
         ann, post, prior = self._scored(annotations)
         if not np.array_equal(ann.annotator_ids, self.annotations_.annotator_ids):
-            ann = self._align(ann)     # the fitted annotators' codes, to use their matrices
+            # the fitted annotators' codes, to use their matrices; a model that placed the
+            # unseen annotators (predict_proba counted none left out) is not told otherwise
+            ann = self._recoded(ann)[0]
         return quality.next_to_label(k, post, ann, confusions=self._known_confusions(ann),
                                      annotators=annotators, item_log_prior=prior)
