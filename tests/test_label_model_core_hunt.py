@@ -133,6 +133,17 @@ def test_tie_broken_vote_refuses_a_setting_its_tie_model_does_not_take(setting):
         TieBrokenVote(**setting).fit(SMALL)
 
 
+@pytest.mark.parametrize("tie_model", ["mace", "mixture_of_groups"])
+def test_tie_broken_vote_refuses_a_tie_model_that_runs_restarts(tie_model):
+    """MACE and the mixture of groups hand their fit to restarts run side by side, which need
+    more iterations than the tie-breaking loop ran: 'restarts stopped before a winner was
+    chosen' (a RuntimeError), or a fit that depended on how fast the restarts converged."""
+    from crowd_keras.aggregation import TieBrokenVote
+    with pytest.raises(ValueError, match=rf"tie_model='{tie_model}' .* runs restarts side by "
+                                         "side"):
+        TieBrokenVote(tie_model=tie_model, max_iter=3).fit(SMALL)
+
+
 def test_tie_broken_vote_passes_the_settings_a_tie_model_takes():
     from crowd_keras.aggregation import TieBrokenVote
     model = TieBrokenVote(tie_model="dawid_skene", class_prior=[0.9, 0.1], smoothing=0.5)
