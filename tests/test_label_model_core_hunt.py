@@ -299,6 +299,22 @@ def test_new_annotations_whose_annotator_ids_are_of_another_type_are_named():
     np.testing.assert_allclose(prior_only, np.broadcast_to(prior_only[0], prior_only.shape))
 
 
+def test_the_mixture_of_groups_names_annotator_ids_of_another_type_as_the_others_do():
+    """It places unseen annotators (memberships from their labels) where the other models
+    leave them out: a CSV's "7" against the fitted 7 was placed as seven new annotators,
+    their fitted groups unused and no word said, where every other model names the ids."""
+    df = pd.DataFrame({"task": [1, 1, 2, 2, 3, 3, 4, 4], "worker": [7, 8, 7, 8, 9, 8, 7, 9],
+                       "label": ["a", "a", "b", "b", "b", "a", "a", "b"]})
+    model = MixtureOfGroupsModel(restarts=1).fit(Annotations.from_frame(df))
+    as_text = df.assign(worker=df.worker.astype(str))
+    for call in (model.predict_proba, model.group_probabilities):
+        with pytest.raises(CrowdDataError, match=r"annotator '7' is written like the fitted "
+                                                 r"annotator 7: give the ids in the type"):
+            call(as_text)
+    # annotators who are simply new are still placed
+    assert model.predict_proba(df.assign(worker=df.worker + 100)).shape == (4, 2)
+
+
 def test_a_class_prior_series_keyed_by_class_is_refused_not_read_by_position():
     """class_prior=pd.Series({"b": .9, "a": .1}) was read by position: .9 for class "a"."""
     from crowd_keras.datasets import simulate_crowd

@@ -423,10 +423,19 @@ class LabelModel(Params):
         if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
             return new, 0
         codes = pd.Index(ref.annotator_ids).get_indexer(new.annotator_ids)
+        known = self._check_annotator_types(new, codes)
+        return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
+                           item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
+                           classes=ref.classes), int((~known).sum())
+
+    def _check_annotator_types(self, new: Annotations, codes: np.ndarray) -> np.ndarray:
+        """(n_annotations,) whether each annotation of ``new`` is by a fitted annotator, given
+        ``codes`` (new annotators,) their fitted codes (-1: unknown). Raises when none is
+        although one is written like a fitted annotator: ids of another type (a CSV's "7"
+        against 7), not new annotators (left out, or placed, they lost their fitted quality)."""
         known = codes[new.annotators] >= 0
         if len(known) and not known.any():
-            # every annotator unknown, yet written like a fitted one: ids of another type (a
-            # CSV's "7" against 7), not new annotators; the posteriors would be the prior alone
+            ref = self.annotations_
             # one hash lookup per new id (a set rebuilt per id was O(new × fitted) annotators)
             written = pd.Index(ref.annotator_ids).astype(str)
             once = np.flatnonzero(~written.duplicated())   # 7 and "7" fitted: the first
@@ -439,9 +448,7 @@ class LabelModel(Params):
                     f"none of the new annotations' annotators was fitted, but annotator "
                     f"{show(first)} is written like the fitted annotator {show(fitted)}: "
                     "give the ids in the type they had in fit")
-        return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
-                           item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
-                           classes=ref.classes), int((~known).sum())
+        return known
 
     @property
     def tied_items_(self) -> np.ndarray:

@@ -264,6 +264,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             post, _ = em.item_posteriors(log_rho, alpha, beta)
             return post, self._section34(new, post)
         codes = self._known_codes(new)
+        self._check_annotator_types(new, codes)   # "7" against 7: not new annotators to place
         # "known": labelled in fit; annotators listed but silent in fit are placed like new ones
         fitted_active = getattr(self, "active_annotators_", None)
         if fitted_active is None:   # a model from before this attribute
