@@ -1950,6 +1950,13 @@ for name, make, pattern, exc in (
          r"missing item id \(nan\) at position 2: every item needs an id", CrowdDataError),
         ("ctor-classes-a-None", lambda: Annotations([0], [0], [0], classes=["x", None]),
          r"missing class id \(None\) at position 1: every class needs an id", CrowdDataError),
+        # named "n_items=2 disagrees with 1 item ids": an n_items the caller never gave
+        ("dense-item_ids-too-few", lambda: Annotations.from_dense([[0, 1], [1, -1]],
+                                                                  item_ids=["a"]),
+         r"item_ids has 1 ids for the matrix's 2 rows \(shape \(2, 2\)\)", CrowdDataError),
+        ("dense-annotator_ids-too-many", lambda: Annotations.from_dense(
+            [[0, 1]], annotator_ids=["u", "v", "w"]),
+         r"annotator_ids has 3 ids for the matrix's 2 columns", CrowdDataError),
         ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
          r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
          r"str 'x'", TypeError),
