@@ -323,7 +323,13 @@ class LabelModel(Params):
         raise NotImplementedError
 
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
+        """``fit(annotations, **kwargs)``, then the fitted items' posteriors (items, K)."""
         return self.fit(annotations, **kwargs).predict_proba()
+
+    def fit_predict(self, annotations: Any, **kwargs: Any) -> np.ndarray:
+        """``fit(annotations, **kwargs)``, then the fitted items' class codes (items,), as
+        scikit-learn's and crowd-kit's ``fit_predict``."""
+        return self.fit(annotations, **kwargs).predict()
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "posteriors_":   # a new fit: a predict's count under the previous one is stale
