@@ -315,6 +315,18 @@ def test_the_mixture_of_groups_names_annotator_ids_of_another_type_as_the_others
     assert model.predict_proba(df.assign(worker=df.worker + 100)).shape == (4, 2)
 
 
+def test_the_mixture_of_groups_names_other_classes_as_the_other_models_do():
+    """Its own check wrote the classes as numpy scalars ("[np.int64(0), np.int64(1)]") and
+    said nothing of how to read a batch that uses a few of the classes."""
+    model = MixtureOfGroupsModel(restarts=1).fit(Annotations.from_dense([[0, 1, 2], [2, 1, 0]]))
+    few = Annotations.from_dense([[0, 1], [1, 0]])
+    for call in (model.predict_proba, model.group_probabilities):
+        with pytest.raises(CrowdDataError, match=r"^classes \[0, 1\] differ from the fitted "
+                                                 r"classes \[0, 1, 2\] \(a batch that uses 2 of "
+                                                 r"them: build it with classes=\[0, 1, 2\]"):
+            call(few)
+
+
 def test_a_class_prior_series_keyed_by_class_is_refused_not_read_by_position():
     """class_prior=pd.Series({"b": .9, "a": .1}) was read by position: .9 for class "a"."""
     from crowd_keras.datasets import simulate_crowd

@@ -1444,8 +1444,14 @@ case("cleanlab", "a-name-not-a-model", cleanlab("dawid_skene"),
 case("cleanlab", "the-class-not-a-model",
      cleanlab(__import__("crowd_keras.aggregation", fromlist=["x"]).DawidSkene),
      error(r"got the class DawidSkene", TypeError))
+# a batch read alone with a few of the classes: the error says how to read it with them
 case("cleanlab", "other-classes", cleanlab(_fitted, Annotations.from_dense([[0, 1], [1, 0]])),
-     error(r"classes \[0, 1\] differ from the fitted classes \[0, 1, 2\]$"))
+     error(r"classes \[0, 1\] differ from the fitted classes \[0, 1, 2\] \(a batch that uses "
+           r"2 of them: build it with classes=\[0, 1, 2\] or n_classes=3, or pass the frame or "
+           r"matrix, which is read with the fitted classes\)$"))
+case("cleanlab", "classes-not-of-the-fit",
+     cleanlab(_fitted, Annotations.from_dense([[0, 1], [1, 0]], classes=["a", "b"])),
+     error(r"classes \['a', 'b'\] differ from the fitted classes \[0, 1, 2\]$"))
 case("cleanlab", "new-annotator-only",    # unknown annotators are left out, as predict_proba
      cleanlab(_fitted, Annotations.from_frame(pd.DataFrame(
          {"task": ["i1"], "worker": ["zzz"], "label": [1]}), classes=[0, 1, 2])),

@@ -423,9 +423,7 @@ class LabelModel(Params):
     def _recoded(self, new: Annotations) -> tuple[Annotations, int]:
         """:meth:`_align` without setting anything: ``(new re-coded, annotations dropped)``."""
         ref = self.annotations_
-        if not np.array_equal(new.classes, ref.classes):
-            raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted "
-                                 f"classes {ref.classes.tolist()}")
+        self._check_classes(new)
         if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
             return new, 0
         codes = pd.Index(ref.annotator_ids).get_indexer(new.annotator_ids)
@@ -433,6 +431,21 @@ class LabelModel(Params):
         return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
                            item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
                            classes=ref.classes), int((~known).sum())
+
+    def _check_classes(self, new: Annotations) -> None:
+        """Raise unless ``new`` has the fitted classes, in their order; for a batch built with
+        a few of them (``from_wide`` of a batch without ``n_classes``) the error says how to
+        read it with them."""
+        fitted = self.annotations_.classes
+        if np.array_equal(new.classes, fitted):
+            return
+        few = len(new.classes) < len(fitted) and \
+            bool((pd.Index(fitted).get_indexer(new.classes) >= 0).all())
+        hint = f" (a batch that uses {len(new.classes)} of them: build it with classes=" \
+            f"{fitted.tolist()} or n_classes={len(fitted)}, or pass the frame or matrix, which " \
+            "is read with the fitted classes)" if few else ""
+        raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted classes "
+                             f"{fitted.tolist()}{hint}")
 
     def _check_annotator_types(self, new: Annotations, codes: np.ndarray) -> np.ndarray:
         """(n_annotations,) whether each annotation of ``new`` is by a fitted annotator, given
