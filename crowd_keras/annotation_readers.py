@@ -223,7 +223,7 @@ class AnnotationReaders:
             if bad.any():
                 n = int(np.argmax(bad))
                 raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
-                                     f"{len(classes)} classes {list(classes)}")
+                                     f"{len(classes)} classes {ids_array(classes).tolist()}")
         return cls(items, annotators, labels, classes=classes, **kwargs)
 
 

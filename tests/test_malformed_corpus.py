@@ -1963,6 +1963,13 @@ for name, make, pattern, exc in (
         ("dense-annotator_ids-too-many", lambda: Annotations.from_dense(
             [[0, 1]], annotator_ids=["u", "v", "w"]),
          r"annotator_ids has 3 ids for the matrix's 2 columns", CrowdDataError),
+        # a numpy array of classes was shown as [np.int64(0), np.int64(1)]
+        ("dense-code-outside-numpy-classes", lambda: Annotations.from_dense(
+            [[0, 2]], classes=np.array([0, 1])),
+         r"label code 2 at row 0, column 1 is outside the 2 classes \[0, 1\]$", CrowdDataError),
+        ("padded-code-outside-numpy-classes", lambda: Annotations.from_padded(
+            [[0, 1]], [[0, 2]], classes=np.array(["a", "b"])),
+         r"outside the 2 classes \['a', 'b'\]$", CrowdDataError),
         ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
          r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
          r"str 'x'", TypeError),
