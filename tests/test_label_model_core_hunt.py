@@ -325,6 +325,10 @@ def test_the_mixture_of_groups_names_other_classes_as_the_other_models_do():
                                                  r"classes \[0, 1, 2\] \(a batch that uses 2 of "
                                                  r"them: build it with classes=\[0, 1, 2\]"):
             call(few)
+    reordered = Annotations.from_dense([[0, 1]], classes=[2, 1, 0])
+    with pytest.raises(CrowdDataError, match=r"\(the same classes in another order: build it "
+                                             r"with classes=\[0, 1, 2\]\)$"):
+        model.predict_proba(reordered)
 
 
 def test_a_class_prior_series_keyed_by_class_is_refused_not_read_by_position():

@@ -439,11 +439,15 @@ class LabelModel(Params):
         fitted = self.annotations_.classes
         if np.array_equal(new.classes, fitted):
             return
-        few = len(new.classes) < len(fitted) and \
-            bool((pd.Index(fitted).get_indexer(new.classes) >= 0).all())
-        hint = f" (a batch that uses {len(new.classes)} of them: build it with classes=" \
-            f"{fitted.tolist()} or n_classes={len(fitted)}, or pass the frame or matrix, which " \
-            "is read with the fitted classes)" if few else ""
+        among = bool((pd.Index(fitted).get_indexer(new.classes) >= 0).all())
+        hint = ""
+        if among and len(new.classes) < len(fitted):
+            hint = f" (a batch that uses {len(new.classes)} of them: build it with classes=" \
+                f"{fitted.tolist()} or n_classes={len(fitted)}, or pass the frame or matrix, " \
+                "which is read with the fitted classes)"
+        elif among:   # codes follow the classes' order: a reordering would swap them
+            hint = f" (the same classes in another order: build it with classes=" \
+                f"{fitted.tolist()})"
         raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted classes "
                              f"{fitted.tolist()}{hint}")
 
