@@ -402,7 +402,13 @@ class Annotations(AnnotationReaders):
 
     def select(self, mask: Any) -> "Annotations":
         """A copy with only the annotations where ``mask`` (n_annotations,) is true; all items stay."""
-        mask = np.asarray(mask, dtype=bool)
+        given = np.asarray(mask)
+        if given.dtype != bool and given.size:
+            # positions or codes were read by their truth value: [0, 2, 1] kept the last two
+            raise CrowdDataError(f"Annotations.select takes a boolean mask, one per annotation, "
+                                 f"got {given.dtype} values; for positions give "
+                                 "np.isin(np.arange(len(annotations)), positions)")
+        mask = given.astype(bool)
         if mask.shape != self._labels.shape:
             raise CrowdDataError(f"mask must have shape {self._labels.shape}, got {mask.shape}")
         # a subset of valid, sorted, unique annotations stays so: no re-validation, no sort

@@ -1990,6 +1990,10 @@ for name, make, pattern, exc in (
         ("counts-10**12", lambda: Annotations.from_counts([[10 ** 12, 0]]),
          r"label counts add up to 1e\+12 annotations, more than 2.15e\+09: too many to expand",
          CrowdDataError),
+        # positions were read by their truth value: [0, 2, 1] kept the last two annotations
+        ("select-positions", lambda: Annotations.from_frame(SMALL).select([0, 2, 1]),
+         r"Annotations.select takes a boolean mask, one per annotation, got int64 values; for "
+         r"positions give np.isin", CrowdDataError),
         ("subset-unknown-code", lambda: Annotations.from_frame(SMALL).subset([5]),
          r"item code 5 at position 0 is outside 0..1 \(Annotations.subset takes item codes", CrowdDataError)):
     case("frame", f"arguments-{name}", lambda tmp_path, make=make: make(), error(pattern, exc))
