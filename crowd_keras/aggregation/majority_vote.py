@@ -135,7 +135,8 @@ class TieBrokenVote(EMLabelModel):
     partitioned like any EM model.
 
     Args:
-        tie_model: registry name of the EM-protocol model that breaks ties.
+        tie_model: registry name of the EM-protocol model that breaks ties (one that runs a
+            single EM: MACE and the mixture of groups, which run restarts, are refused).
         max_iter, tol, smoothing, class_prior: that model's EM settings; a ``smoothing`` or
             ``class_prior`` other than the default that ``tie_model`` does not take (IBCC
             takes neither) is an error. progress: a progress bar over the EM iterations.
