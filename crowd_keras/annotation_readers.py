@@ -47,6 +47,14 @@ class AnnotationReaders:
         """
         rows, cols, labels, classes, shape = dense_codes(matrix, missing, classes,
                                                          allow_empty=item_ids is not None)
+        for ids, size, what in ((item_ids, shape[0], "item_ids"), (annotator_ids, shape[1],
+                                                                  "annotator_ids")):
+            if ids is not None and not isinstance(ids, (str, bytes)) and \
+                    np.ndim(ids) == 1 and len(ids) != size:
+                # else named as "n_items=2 disagrees with 1 item ids", an n_items never given
+                raise CrowdDataError(f"{what} has {len(ids)} ids for the matrix's {size} "
+                                     f"{'rows' if what == 'item_ids' else 'columns'} (shape "
+                                     f"{tuple(shape)})")
         return cls._checked(rows, cols, labels, classes,
                             item_ids=item_ids, annotator_ids=annotator_ids,
                             n_items=shape[0], n_annotators=shape[1],
@@ -215,7 +223,7 @@ class AnnotationReaders:
             if bad.any():
                 n = int(np.argmax(bad))
                 raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
-                                     f"{len(classes)} classes {list(classes)}")
+                                     f"{len(classes)} classes {ids_array(classes).tolist()}")
         return cls(items, annotators, labels, classes=classes, **kwargs)
 
 

@@ -260,6 +260,18 @@ class Annotations(AnnotationReaders):
 
     __hash__ = None  # mutable-looking container semantics: compare by value, do not hash
 
+    def __getstate__(self) -> tuple:
+        """The stored codes and ids, without the cache (rebuilt on use)."""
+        return None, {slot: getattr(self, slot) for slot in self.__slots__ if slot != "_cache"}
+
+    def __setstate__(self, state: tuple) -> None:
+        # unpickled and deep-copied arrays come back writeable: freeze them again, as the
+        # cached views of the copy assume
+        for slot, value in state[1].items():
+            object.__setattr__(self, slot, frozen(value) if isinstance(value, np.ndarray)
+                               else value)
+        self._cache = {}
+
     # ------------------------------------------------------------------ views
     def to_dense(self, missing: int = MISSING) -> np.ndarray:
         """Items × annotators int64 matrix of label codes, ``missing`` where absent."""
@@ -390,7 +402,13 @@ class Annotations(AnnotationReaders):
 
     def select(self, mask: Any) -> "Annotations":
         """A copy with only the annotations where ``mask`` (n_annotations,) is true; all items stay."""
-        mask = np.asarray(mask, dtype=bool)
+        given = np.asarray(mask)
+        if given.dtype != bool and given.size:
+            # positions or codes were read by their truth value: [0, 2, 1] kept the last two
+            raise CrowdDataError(f"Annotations.select takes a boolean mask, one per annotation, "
+                                 f"got {given.dtype} values; for positions give "
+                                 "np.isin(np.arange(len(annotations)), positions)")
+        mask = given.astype(bool)
         if mask.shape != self._labels.shape:
             raise CrowdDataError(f"mask must have shape {self._labels.shape}, got {mask.shape}")
         # a subset of valid, sorted, unique annotations stays so: no re-validation, no sort

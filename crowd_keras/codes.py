@@ -73,10 +73,16 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 def ids_array(ids: Iterable[Any]) -> np.ndarray:
     """Identifiers as a 1-d array; integers stay integers, anything else is an object array.
-    One string is refused (``classes="xy"`` would be the two classes 'x' and 'y')."""
+    One string is refused (``classes="xy"`` would be the two classes 'x' and 'y'), and so
+    is a set: ids are in code order, and a set's order is its hashes' (another in each
+    process for strings), so the class codes and the rows of every result would be too."""
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"identifiers must be a list, got the string {ids!r} (one id: "
                         f"[{ids!r}])")
+    if isinstance(ids, (set, frozenset)):
+        raise TypeError(f"identifiers must be a list in code order, got a "
+                        f"{type(ids).__name__}, whose order is arbitrary (pass sorted(ids) "
+                        f"for the sorted order)")
     if not isinstance(ids, Iterable):   # else Python's "'int' object is not iterable"
         raise TypeError(f"identifiers must be a list, got {type(ids).__name__} {show(ids)} "
                         f"(one id: [{show(ids)}])")
@@ -94,9 +100,14 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
 
 
 def check_unique_ids(ids: np.ndarray, what: str) -> None:
-    """Raise when an id repeats. Ids are compared by value and type (``1`` and ``"1"`` are two
-    ids), and the message names both positions of the first repeat."""
+    """Raise when an id repeats or is missing (NaN/None: no frame row can name it, and a
+    class of it was a NaN label). Ids are compared by value and type (``1`` and ``"1"`` are
+    two ids), and the message names both positions of the first repeat."""
     index = pd.Index(ids)
+    if index.hasnans:
+        n = int(np.argmax(pd.isna(np.asarray(ids, dtype=object))))
+        raise CrowdDataError(f"missing {what} id ({show(ids[n])}) at position {n}: every "
+                             f"{what} needs an id")
     dup = index.duplicated()
     if dup.any():
         n = int(np.argmax(dup))

@@ -41,6 +41,22 @@ def test_annotations_are_immutable():
         ann.foo = 1
 
 
+@pytest.mark.parametrize("copied", ["pickle", "deepcopy"])
+def test_a_pickled_or_copied_container_stays_immutable(copied):
+    # unpickled arrays came back writeable: an in-place edit of a copy's codes or of its
+    # cached counts went through, and its cached views no longer matched its codes
+    import copy
+    import pickle
+
+    ann = Annotations.from_frame(small_frame())
+    ann.label_counts()
+    again = pickle.loads(pickle.dumps(ann)) if copied == "pickle" else copy.deepcopy(ann)
+    assert again == ann
+    for view in (again.labels, again.item_ids, again.classes, again.label_counts()):
+        with pytest.raises(ValueError, match="read-only"):
+            view[0] = view[1]
+
+
 def test_to_padded_and_back():
     ann = Annotations.from_frame(small_frame())
     ids, labels = ann.to_padded()

@@ -171,6 +171,13 @@ def test_ebcc_start_is_per_item():
                - np.mean([1 / k for k in range(1, 11)]) * 1.0) < 0.05
 
 
+def test_ebcc_names_a_seed_too_large_for_its_64_bit_draws():
+    # the other seeded models take any integer >= 0; here numpy's OverflowError named nothing
+    with pytest.raises(ValueError, match=r"EBCC seed must be an integer below 2\*\*64"):
+        EBCC(seed=2 ** 64).fit(small_crowd(4))
+    assert EBCC(seed=2 ** 64 - 1, max_iter=2).fit(small_crowd(4)).n_iter_ == 2
+
+
 def test_subtype_draws_blocks_change_no_bit(monkeypatch):
     """The in-place draws, block by block (several blocks, the last one short), equal the
     whole-array formula of the docstring bit for bit, for integer and string ids."""

@@ -182,6 +182,18 @@ def test_fit_returns_self_and_the_fitted_model_pickles_and_copies(kind, name):
         check_is_fitted(clone)
 
 
+@pytest.mark.parametrize("kind,name", CLASSIFICATION, ids=[f"{k}-{n}" for k, n in CLASSIFICATION])
+def test_fit_predict_is_fit_then_predict_as_in_scikit_learn_and_crowd_kit(kind, name):
+    # fit_predict_proba was there, fit_predict (the call crowd-kit users make) was not
+    fitted = fit(kind, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        labels = make(kind, name).fit_predict(data(kind, 1))
+        proba = make(kind, name).fit_predict_proba(data(kind, 1))
+    assert np.array_equal(labels, fitted.predict())
+    assert np.array_equal(proba, fitted.predict_proba())
+
+
 @pytest.mark.parametrize("kind,name", MODELS, ids=IDS)
 def test_the_same_fit_twice_gives_the_same_posteriors(kind, name):
     first = fit(kind, name)

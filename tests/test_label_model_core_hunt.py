@@ -133,6 +133,17 @@ def test_tie_broken_vote_refuses_a_setting_its_tie_model_does_not_take(setting):
         TieBrokenVote(**setting).fit(SMALL)
 
 
+@pytest.mark.parametrize("tie_model", ["mace", "mixture_of_groups"])
+def test_tie_broken_vote_refuses_a_tie_model_that_runs_restarts(tie_model):
+    """MACE and the mixture of groups hand their fit to restarts run side by side, which need
+    more iterations than the tie-breaking loop ran: 'restarts stopped before a winner was
+    chosen' (a RuntimeError), or a fit that depended on how fast the restarts converged."""
+    from crowd_keras.aggregation import TieBrokenVote
+    with pytest.raises(ValueError, match=rf"tie_model='{tie_model}' .* runs restarts side by "
+                                         "side"):
+        TieBrokenVote(tie_model=tie_model, max_iter=3).fit(SMALL)
+
+
 def test_tie_broken_vote_passes_the_settings_a_tie_model_takes():
     from crowd_keras.aggregation import TieBrokenVote
     model = TieBrokenVote(tie_model="dawid_skene", class_prior=[0.9, 0.1], smoothing=0.5)
@@ -286,6 +297,38 @@ def test_new_annotations_whose_annotator_ids_are_of_another_type_are_named():
     prior_only = model.predict_proba(df.assign(worker=df.worker + 100))
     assert model.n_unknown_annotations_ == len(df)
     np.testing.assert_allclose(prior_only, np.broadcast_to(prior_only[0], prior_only.shape))
+
+
+def test_the_mixture_of_groups_names_annotator_ids_of_another_type_as_the_others_do():
+    """It places unseen annotators (memberships from their labels) where the other models
+    leave them out: a CSV's "7" against the fitted 7 was placed as seven new annotators,
+    their fitted groups unused and no word said, where every other model names the ids."""
+    df = pd.DataFrame({"task": [1, 1, 2, 2, 3, 3, 4, 4], "worker": [7, 8, 7, 8, 9, 8, 7, 9],
+                       "label": ["a", "a", "b", "b", "b", "a", "a", "b"]})
+    model = MixtureOfGroupsModel(restarts=1).fit(Annotations.from_frame(df))
+    as_text = df.assign(worker=df.worker.astype(str))
+    for call in (model.predict_proba, model.group_probabilities):
+        with pytest.raises(CrowdDataError, match=r"annotator '7' is written like the fitted "
+                                                 r"annotator 7: give the ids in the type"):
+            call(as_text)
+    # annotators who are simply new are still placed
+    assert model.predict_proba(df.assign(worker=df.worker + 100)).shape == (4, 2)
+
+
+def test_the_mixture_of_groups_names_other_classes_as_the_other_models_do():
+    """Its own check wrote the classes as numpy scalars ("[np.int64(0), np.int64(1)]") and
+    said nothing of how to read a batch that uses a few of the classes."""
+    model = MixtureOfGroupsModel(restarts=1).fit(Annotations.from_dense([[0, 1, 2], [2, 1, 0]]))
+    few = Annotations.from_dense([[0, 1], [1, 0]])
+    for call in (model.predict_proba, model.group_probabilities):
+        with pytest.raises(CrowdDataError, match=r"^classes \[0, 1\] differ from the fitted "
+                                                 r"classes \[0, 1, 2\] \(a batch that uses 2 of "
+                                                 r"them: build it with classes=\[0, 1, 2\]"):
+            call(few)
+    reordered = Annotations.from_dense([[0, 1]], classes=[2, 1, 0])
+    with pytest.raises(CrowdDataError, match=r"\(the same classes in another order: build it "
+                                             r"with classes=\[0, 1, 2\]\)$"):
+        model.predict_proba(reordered)
 
 
 def test_a_class_prior_series_keyed_by_class_is_refused_not_read_by_position():

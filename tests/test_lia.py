@@ -347,6 +347,32 @@ def test_label_model_beats_majority_vote_on_simulator_and_scores_new_annotations
         model.predict_competence()
 
 
+@pytest.mark.parametrize("engine", ["numpy", "keras"])
+def test_feature_free_label_model_scores_its_fitted_items_by_id(engine):
+    # new annotations of the fitted items were matched to them by position: the same items
+    # in another order took other items' latent terms, and as many other items were scored
+    # as the fitted ones, without a word
+    sim = simulate_crowd(n_items=30, n_classes=3, n_annotators=5, annotations_per_item=3, seed=3)
+    ann = sim.annotations
+    model = LIA(engine=engine, em_iterations=1, m_steps=2, marginal_steps=0).fit(ann)
+    order = np.arange(ann.n_items)[::-1]
+    code = np.argsort(order)                  # item i of the fit is item code[i] of the new
+    reordered = Annotations(code[ann.items], ann.annotators, ann.labels,
+                            item_ids=ann.item_ids[order], annotator_ids=ann.annotator_ids,
+                            classes=ann.classes)
+    np.testing.assert_allclose(model.predict_proba(reordered), model.predict_proba()[order],
+                               atol=1e-6)
+    few = ann.subset([4, 2])
+    np.testing.assert_allclose(model.predict_proba(few), model.predict_proba()[[4, 2]],
+                               atol=1e-6)
+    others = Annotations(ann.items, ann.annotators, ann.labels,
+                         item_ids=[f"new-{i}" for i in ann.item_ids],
+                         annotator_ids=ann.annotator_ids, classes=ann.classes)
+    with pytest.raises(CrowdDataError, match=r"scores only its 30 fitted items; item 'new-0' "
+                                             r"is not one of them"):
+        model.predict_proba(others)
+
+
 def test_annotator_summary_without_items_times_annotators_work(monkeypatch):
     """expected_accuracy_ by two matrix products per class: the mean over every item of
     the layer's own confusions; exact when exp underflows (log-form fallback); an evenly

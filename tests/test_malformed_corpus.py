@@ -1444,8 +1444,14 @@ case("cleanlab", "a-name-not-a-model", cleanlab("dawid_skene"),
 case("cleanlab", "the-class-not-a-model",
      cleanlab(__import__("crowd_keras.aggregation", fromlist=["x"]).DawidSkene),
      error(r"got the class DawidSkene", TypeError))
+# a batch read alone with a few of the classes: the error says how to read it with them
 case("cleanlab", "other-classes", cleanlab(_fitted, Annotations.from_dense([[0, 1], [1, 0]])),
-     error(r"classes \[0, 1\] differ from the fitted classes \[0, 1, 2\]$"))
+     error(r"classes \[0, 1\] differ from the fitted classes \[0, 1, 2\] \(a batch that uses "
+           r"2 of them: build it with classes=\[0, 1, 2\] or n_classes=3, or pass the frame or "
+           r"matrix, which is read with the fitted classes\)$"))
+case("cleanlab", "classes-not-of-the-fit",
+     cleanlab(_fitted, Annotations.from_dense([[0, 1], [1, 0]], classes=["a", "b"])),
+     error(r"classes \['a', 'b'\] differ from the fitted classes \[0, 1, 2\]$"))
 case("cleanlab", "new-annotator-only",    # unknown annotators are left out, as predict_proba
      cleanlab(_fitted, Annotations.from_frame(pd.DataFrame(
          {"task": ["i1"], "worker": ["zzz"], "label": [1]}), classes=[0, 1, 2])),
@@ -1937,6 +1943,33 @@ for name, make, pattern, exc in (
          r"identifiers must be a list, got the string 'ab'", TypeError),
         ("frame-item_ids-one-number", lambda: Annotations.from_frame(SMALL, item_ids=5),
          r"identifiers must be a list, got int 5 \(one id: \[5\]\)", TypeError),
+        # a set's order is its hashes' (another per process for strings): the class codes
+        # and the rows of every result followed it
+        ("frame-classes-a-set", lambda: Annotations.from_frame(SMALL, classes={"x", "y"}),
+         r"identifiers must be a list in code order, got a set, whose order is arbitrary "
+         r"\(pass sorted\(ids\)", TypeError),
+        ("ctor-item_ids-a-frozenset", lambda: Annotations([0], [0], [0], item_ids=frozenset([7])),
+         r"identifiers must be a list in code order, got a frozenset", TypeError),
+        # a NaN id, refused in a frame's columns and a wide frame's index, was kept as given:
+        # a class None answered consensus labels None, which no reader takes back
+        ("frame-item_ids-a-NaN", lambda: Annotations.from_frame(SMALL, item_ids=[1, 2, np.nan]),
+         r"missing item id \(nan\) at position 2: every item needs an id", CrowdDataError),
+        ("ctor-classes-a-None", lambda: Annotations([0], [0], [0], classes=["x", None]),
+         r"missing class id \(None\) at position 1: every class needs an id", CrowdDataError),
+        # named "n_items=2 disagrees with 1 item ids": an n_items the caller never gave
+        ("dense-item_ids-too-few", lambda: Annotations.from_dense([[0, 1], [1, -1]],
+                                                                  item_ids=["a"]),
+         r"item_ids has 1 ids for the matrix's 2 rows \(shape \(2, 2\)\)", CrowdDataError),
+        ("dense-annotator_ids-too-many", lambda: Annotations.from_dense(
+            [[0, 1]], annotator_ids=["u", "v", "w"]),
+         r"annotator_ids has 3 ids for the matrix's 2 columns", CrowdDataError),
+        # a numpy array of classes was shown as [np.int64(0), np.int64(1)]
+        ("dense-code-outside-numpy-classes", lambda: Annotations.from_dense(
+            [[0, 2]], classes=np.array([0, 1])),
+         r"label code 2 at row 0, column 1 is outside the 2 classes \[0, 1\]$", CrowdDataError),
+        ("padded-code-outside-numpy-classes", lambda: Annotations.from_padded(
+            [[0, 1]], [[0, 2]], classes=np.array(["a", "b"])),
+         r"outside the 2 classes \['a', 'b'\]$", CrowdDataError),
         ("dense-missing-a-string", lambda: Annotations.from_dense([[0, 1]], missing="x"),
          r"missing must be a number \(the code of an absent annotation, e.g. -1\) or NaN, got "
          r"str 'x'", TypeError),
@@ -1957,6 +1990,10 @@ for name, make, pattern, exc in (
         ("counts-10**12", lambda: Annotations.from_counts([[10 ** 12, 0]]),
          r"label counts add up to 1e\+12 annotations, more than 2.15e\+09: too many to expand",
          CrowdDataError),
+        # positions were read by their truth value: [0, 2, 1] kept the last two annotations
+        ("select-positions", lambda: Annotations.from_frame(SMALL).select([0, 2, 1]),
+         r"Annotations.select takes a boolean mask, one per annotation, got int64 values; for "
+         r"positions give np.isin", CrowdDataError),
         ("subset-unknown-code", lambda: Annotations.from_frame(SMALL).subset([5]),
          r"item code 5 at position 0 is outside 0..1 \(Annotations.subset takes item codes", CrowdDataError)):
     case("frame", f"arguments-{name}", lambda tmp_path, make=make: make(), error(pattern, exc))

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowd_keras.aggregation import AutoLabelModel, DawidSkene, MajorityVote
+from crowd_keras.aggregation import AutoLabelModel, DawidSkene, MajorityVote, MixtureOfGroupsModel
 from crowd_keras.aggregation import quality
 from crowd_keras.aggregation.quality import expected_calibration_error
 from crowd_keras.annotations import Annotations
@@ -446,6 +446,22 @@ def test_new_annotations_of_unseen_annotators_are_left_out_as_predict_proba_does
     assert quality_of.shape == (new.n_annotations,)
     mine = new.annotators != new.annotator_index([99])[0]
     np.testing.assert_allclose(quality_of[mine], model.annotation_quality(known))
+
+
+def test_next_to_label_leaves_no_count_of_left_out_labels_on_a_model_that_places_them():
+    # the mixture of groups places unseen annotators (predict_proba keeps their labels and
+    # sets no n_unknown_annotations_); next_to_label re-coded the new annotations onto the
+    # fitted annotators through _align, which left a count of 3 that later predictions kept
+    crowd = simulate_crowd(n_items=40, n_classes=3, n_annotators=6, annotations_per_item=3,
+                           seed=1)
+    model = MixtureOfGroupsModel(restarts=1).fit(crowd.annotations)
+    frame = pd.concat([crowd.annotations.to_frame().query("task < 10"),
+                       pd.DataFrame({"task": [0, 1, 2], "worker": [99] * 3, "label": [0, 1, 2]})])
+    model.predict_proba(frame)
+    assert not hasattr(model, "n_unknown_annotations_")
+    assert len(model.next_to_label(3, frame)) == 3
+    model.predict_proba(frame)
+    assert not hasattr(model, "n_unknown_annotations_")
 
 
 @pytest.mark.parametrize("call,error,what", [

@@ -39,6 +39,13 @@ def test_a_target_keyed_by_class_is_read_by_key(ann):
     assert np.allclose(fit(ann, pd.Series([0.6, 0.3, 0.1])).target_prior_, [0.6, 0.3, 0.1])
 
 
+def test_a_keyed_target_of_other_keys_names_integer_classes_as_values():
+    # the classes were shown as [np.int64(0), np.int64(1), np.int64(2)]
+    coded = Annotations.from_dense([[0, 1, 2], [2, 1, 0], [1, 1, 2]])
+    with pytest.raises(ValueError, match=r"the keys must be the classes \[0, 1, 2\]\), got"):
+        AutoLabelModel(target_prior={"a": 0.5, "b": 0.5}).fit(coded)
+
+
 @pytest.mark.parametrize("target, match", [
     (pd.Series({"cat": 0.5, "dog": 0.3, "fox": 0.2}), "the keys must be the classes"),
     ({"cat": 0.5, "dog": 0.5}, "the keys must be the classes"),

@@ -847,8 +847,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             if classes is None or len(given) != len(classes) or \
                     (pos := pd.Index(given.index).get_indexer(classes)).min() < 0:
                 raise ValueError(f"{problem}; keyed by class, the keys must be the classes "
-                                 f"{[] if classes is None else list(classes)}), got "
-                                 f"{self.target_prior!r}")
+                                 f"{[] if classes is None else np.asarray(classes).tolist()}), "
+                                 f"got {self.target_prior!r}")
             given = given.to_numpy()[pos]
         try:
             target = np.asarray(given, np.float64)

@@ -323,7 +323,13 @@ class LabelModel(Params):
         raise NotImplementedError
 
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
+        """``fit(annotations, **kwargs)``, then the fitted items' posteriors (items, K)."""
         return self.fit(annotations, **kwargs).predict_proba()
+
+    def fit_predict(self, annotations: Any, **kwargs: Any) -> np.ndarray:
+        """``fit(annotations, **kwargs)``, then the fitted items' class codes (items,), as
+        scikit-learn's and crowd-kit's ``fit_predict``."""
+        return self.fit(annotations, **kwargs).predict()
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "posteriors_":   # a new fit: a predict's count under the previous one is stale
@@ -409,19 +415,50 @@ class LabelModel(Params):
         raise NotImplementedError(f"{type(self).__name__} cannot score new annotations")
 
     def _align(self, new: Annotations) -> Annotations:
-        """Re-code `new` onto the fitted annotator ids and classes (unknown annotators dropped)."""
+        """Re-code `new` onto the fitted annotator ids and classes (unknown annotators dropped,
+        counted in ``n_unknown_annotations_``)."""
+        aligned, self.n_unknown_annotations_ = self._recoded(new)
+        return aligned
+
+    def _recoded(self, new: Annotations) -> tuple[Annotations, int]:
+        """:meth:`_align` without setting anything: ``(new re-coded, annotations dropped)``."""
         ref = self.annotations_
-        if not np.array_equal(new.classes, ref.classes):
-            raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted "
-                                 f"classes {ref.classes.tolist()}")
+        self._check_classes(new)
         if np.array_equal(new.annotator_ids, ref.annotator_ids):  # same coding: nothing to do
-            self.n_unknown_annotations_ = 0
-            return new
+            return new, 0
         codes = pd.Index(ref.annotator_ids).get_indexer(new.annotator_ids)
+        known = self._check_annotator_types(new, codes)
+        return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
+                           item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
+                           classes=ref.classes), int((~known).sum())
+
+    def _check_classes(self, new: Annotations) -> None:
+        """Raise unless ``new`` has the fitted classes, in their order; for a batch built with
+        a few of them (``from_wide`` of a batch without ``n_classes``) the error says how to
+        read it with them."""
+        fitted = self.annotations_.classes
+        if np.array_equal(new.classes, fitted):
+            return
+        among = bool((pd.Index(fitted).get_indexer(new.classes) >= 0).all())
+        hint = ""
+        if among and len(new.classes) < len(fitted):
+            hint = f" (a batch that uses {len(new.classes)} of them: build it with classes=" \
+                f"{fitted.tolist()} or n_classes={len(fitted)}, or pass the frame or matrix, " \
+                "which is read with the fitted classes)"
+        elif among:   # codes follow the classes' order: a reordering would swap them
+            hint = f" (the same classes in another order: build it with classes=" \
+                f"{fitted.tolist()})"
+        raise CrowdDataError(f"classes {new.classes.tolist()} differ from the fitted classes "
+                             f"{fitted.tolist()}{hint}")
+
+    def _check_annotator_types(self, new: Annotations, codes: np.ndarray) -> np.ndarray:
+        """(n_annotations,) whether each annotation of ``new`` is by a fitted annotator, given
+        ``codes`` (new annotators,) their fitted codes (-1: unknown). Raises when none is
+        although one is written like a fitted annotator: ids of another type (a CSV's "7"
+        against 7), not new annotators (left out, or placed, they lost their fitted quality)."""
         known = codes[new.annotators] >= 0
         if len(known) and not known.any():
-            # every annotator unknown, yet written like a fitted one: ids of another type (a
-            # CSV's "7" against 7), not new annotators; the posteriors would be the prior alone
+            ref = self.annotations_
             # one hash lookup per new id (a set rebuilt per id was O(new × fitted) annotators)
             written = pd.Index(ref.annotator_ids).astype(str)
             once = np.flatnonzero(~written.duplicated())   # 7 and "7" fitted: the first
@@ -434,10 +471,7 @@ class LabelModel(Params):
                     f"none of the new annotations' annotators was fitted, but annotator "
                     f"{show(first)} is written like the fitted annotator {show(fitted)}: "
                     "give the ids in the type they had in fit")
-        self.n_unknown_annotations_ = int((~known).sum())
-        return Annotations(new.items[known], codes[new.annotators[known]], new.labels[known],
-                           item_ids=new.item_ids, annotator_ids=ref.annotator_ids,
-                           classes=ref.classes)
+        return known
 
     @property
     def tied_items_(self) -> np.ndarray:
@@ -563,6 +597,8 @@ class LabelModel(Params):
         from . import quality
         ann, post, prior = self._scored(annotations)
         if not np.array_equal(ann.annotator_ids, self.annotations_.annotator_ids):
-            ann = self._align(ann)     # the fitted annotators' codes, to use their matrices
+            # the fitted annotators' codes, to use their matrices; a model that placed the
+            # unseen annotators (predict_proba counted none left out) is not told otherwise
+            ann = self._recoded(ann)[0]
         return quality.next_to_label(k, post, ann, confusions=self._known_confusions(ann),
                                      annotators=annotators, item_log_prior=prior)

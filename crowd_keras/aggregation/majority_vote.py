@@ -135,7 +135,8 @@ class TieBrokenVote(EMLabelModel):
     partitioned like any EM model.
 
     Args:
-        tie_model: registry name of the EM-protocol model that breaks ties.
+        tie_model: registry name of the EM-protocol model that breaks ties (one that runs a
+            single EM: MACE and the mixture of groups, which run restarts, are refused).
         max_iter, tol, smoothing, class_prior: that model's EM settings; a ``smoothing`` or
             ``class_prior`` other than the default that ``tie_model`` does not take (IBCC
             takes neither) is an error. progress: a progress bar over the EM iterations.
@@ -176,7 +177,16 @@ class TieBrokenVote(EMLabelModel):
                              f"({type(model).__name__}); leave it at its default or choose "
                              "a tie_model that takes it")
         model.set_params(**{k: v for k, v in own.items() if k in params})
-        self.tie_model_ = model.init_state(summary)
+        runner = model.init_state(summary)
+        if runner is not model:
+            # a model that hands its fit over (MACE's and the mixture of groups' restarts run
+            # side by side) needs its runner's own iteration count, which this loop does not
+            # read: its restarts were cut short, an error about a winner never chosen
+            raise ValueError(f"TieBrokenVote: tie_model={self.tie_model!r} "
+                             f"({type(model).__name__}) runs restarts side by side, which "
+                             "the tie-breaking loop does not drive; choose a single-run "
+                             "EM model (e.g. 'ibcc', 'dawid_skene', 'ebcc')")
+        self.tie_model_ = runner
         return self
 
     def _unfitted_tie_model(self) -> EMLabelModel:

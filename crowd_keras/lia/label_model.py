@@ -24,6 +24,7 @@ from ..aggregation.base import LabelModel, as_annotations, check_settings, witho
 from ..aggregation.dawid_skene import DawidSkene
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
+from ..codes import show
 from ..errors import CrowdDataError
 from ..numerics import normalize_rows, summing_matrix
 from .em import FeatureFreeLIA, check_model_settings
@@ -361,7 +362,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
         Without arguments: the fitted items. With new ``annotations`` (fitted annotator ids
         and classes; unknown annotators are ignored and counted in ``n_unknown_annotations_``):
         their items are new items described by ``features`` when the model was fitted with
-        features, or the fitted items themselves (same number of items) when it was not.
+        features, or fitted items (any of them, in any order: matched by id) when it was not.
         """
         self._check_fitted()
         if annotations is None:
@@ -377,8 +378,15 @@ class LIA(LabelingFunctionFallback, LabelModel):
         else:
             if features is not None:
                 raise CrowdDataError("this LIA was fitted without features")
-            if new.n_items != self.annotations_.n_items:
-                raise CrowdDataError(f"a feature-free LIA scores only its {self.annotations_.n_items}"
-                                     f" fitted items; got {new.n_items} items")
-            x = None
+            # its items' latent terms are the fitted items': matched by id, not by position
+            # (the same items in another order, or as many other items, took others' terms)
+            fitted = self.annotations_.item_ids
+            pos = pd.Index(fitted).get_indexer(new.item_ids)
+            if (pos < 0).any():
+                other = new.item_ids[np.argmax(pos < 0)]
+                raise CrowdDataError(f"a feature-free LIA scores only its {len(fitted)} fitted "
+                                     f"items; item {show(other)} is not one of them")
+            onto = Annotations(pos[new.items], new.annotators, new.labels, item_ids=fitted,
+                               annotator_ids=new.annotator_ids, classes=new.classes)
+            return self.engine_.posteriors(None, onto)[pos]
         return self.engine_.posteriors(x, new)

@@ -244,11 +244,6 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
     def _section34(self, ann: Annotations, truth: np.ndarray) -> np.ndarray:
         return group_probabilities(ann, truth, self.mixing_coefficients_, self.group_confusions_)
 
-    def _check_classes(self, new: Annotations) -> None:
-        if not np.array_equal(new.classes, self.annotations_.classes):
-            raise CrowdDataError(f"classes {list(new.classes)} differ from the fitted classes "
-                                 f"{list(self.annotations_.classes)}")
-
     def _infer(self, new: Annotations, n_iter: int = 50) -> tuple[np.ndarray, np.ndarray]:
         """Item posteriors and memberships for new annotations (unknown annotators allowed).
 
@@ -264,6 +259,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             post, _ = em.item_posteriors(log_rho, alpha, beta)
             return post, self._section34(new, post)
         codes = self._known_codes(new)
+        self._check_annotator_types(new, codes)   # "7" against 7: not new annotators to place
         # "known": labelled in fit; annotators listed but silent in fit are placed like new ones
         fitted_active = getattr(self, "active_annotators_", None)
         if fitted_active is None:   # a model from before this attribute

@@ -260,6 +260,9 @@ class EBCC(BayesianLabelModel):
         check_number(self.prune_below, "EBCC prune_below", low=0.0)
         if not isinstance(self.seed, (int, np.integer)):
             raise TypeError(f"EBCC: seed must be an integer, got {self.seed!r}")
+        if self.seed >= 2 ** 64:   # numpy's OverflowError named no argument
+            raise ValueError(f"EBCC seed must be an integer below 2**64 (the item draws hash "
+                             f"it in 64 bits), got {self.seed}")
         if isinstance(self.init, str) and self.init != "random":
             raise ValueError(f"EBCC: init must be 'random' or an array, got {self.init!r}")
 
