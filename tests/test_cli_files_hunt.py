@@ -317,9 +317,9 @@ def test_label_studio_report_reads_a_piped_export_once(tmp_path, capsys):
 
 @pytest.mark.parametrize("rows, words", [
     ("t1,a,-1\nt1,b,-2\nt2,a,0\nt2,b,-1\n",
-     "line 2: label -1 (item 't1', annotator 'a'; column 'label', --label) is not a class "
-     "code 0, 1, 2, ...: numeric "
-     "labels are read as codes; for a rating scale list its classes in order "
+     "line 2: label -1 (item 't1', annotator 'a'; column 'label', --label) is not a whole "
+     "number 0, 1, 2, ...: numeric "
+     "labels are read as whole-number classes; for a rating scale list its classes in order "
      "(--classes=-2,-1,0) or read the labels as text (--string-labels)"),
     ("t1,a,1\nt1,b,1.5\nt2,a,2\nt2,b,2\n", "line 3: label 1.5 (item 't1', annotator 'b'; "
                                             "column 'label', --label)"),

@@ -172,17 +172,20 @@ def test_bootstrap_interval_of_one_document_is_undefined():
 
 
 @pytest.mark.parametrize("texts, spans, kwargs, where", [
-    ({np.nan: "a b"}, {np.nan: {"x": [[0, 1]]}}, {}, "position 0 of the document ids"),
-    ({None: "a b", "k": "c"}, {None: {"x": [[0, 1]]}}, {}, "position 0 of the document ids"),
+    ({np.nan: "a b"}, {np.nan: {"x": [[0, 1]]}}, {},
+     r"missing document id \(nan\) at position 0"),
+    ({None: "a b", "k": "c"}, {None: {"x": [[0, 1]]}}, {},
+     r"missing document id \(None\) at position 0"),
     (["a b", "c"], {"j": {"x": [[0, 1]]}}, {"doc_ids": ["j", None]},
-     "position 1 of the document ids"),
-    ({"j": "a b", "k": "c"}, {"j": {"x": [[0, 1]]}, None: {"x": [[0, 1]]}}, {}, "span row 1"),
+     r"missing document id \(None\) at position 1"),
+    ({"j": "a b", "k": "c"}, {"j": {"x": [[0, 1]]}, None: {"x": [[0, 1]]}}, {},
+     r"span row \(nan, 'x', 0\): missing document id"),
 ])
 def test_a_missing_document_id_is_refused_where_it_is(texts, spans, kwargs, where):
     """None / NaN as a document id was matched to another missing id (a NaN document was
     accepted) or reported as "document None is not among the documents given" when it was;
     now refused as annotator ids are, naming where."""
-    with pytest.raises(CrowdDataError, match=f"{where}: missing document id"):
+    with pytest.raises(CrowdDataError, match=where):
         SequenceAnnotations.from_dict(texts, spans, **kwargs)
 
 
