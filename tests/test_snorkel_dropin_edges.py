@@ -243,3 +243,22 @@ def test_lf_quality_with_a_gold_class_no_function_votes_says_to_pass_cardinality
         lf_quality(L, y3)
     table = lf_quality(L, y3, cardinality=3)
     assert (table["Correct"] + table["Incorrect"]).tolist() == (L >= 0).sum(0).tolist()
+
+
+def test_score_with_no_data_point_left_raises_for_accuracy_too_as_snorkel(data):
+    # Every row a tie under "abstain" (here: every function abstains): Snorkel's accuracy
+    # raises as its other metrics do; ours gave NaN for accuracy and raised for the rest
+    from snorkel.labeling.model import MajorityLabelVoter
+    L, y, fitted = data
+    silent, gold = np.full((4, L.shape[1]), -1), np.array([0, 1, 1, 0])
+    with pytest.raises(ValueError):
+        MajorityLabelVoter(cardinality=2).score(silent, gold, metrics=["accuracy"])
+    for metric in ["accuracy", "f1", "roc_auc"]:
+        with pytest.raises(ValueError, match=r"no data point to score: all 4 have gold label "
+                                             r"-1 or prediction -1"):
+            fitted.score(silent, gold, metrics=["coverage", metric])
+    assert fitted.score(silent, gold, metrics=["coverage"]) == {"coverage": 0.0}
+    assert fitted.score(silent, gold, tie_break_policy="random")["accuracy"] >= 0
+    with pytest.raises(ValueError, match="Unrecognized metric: speed"):   # named first
+        fitted.score(silent, gold, metrics=["accuracy", "speed"])
+    assert fitted.score(L, y, metrics=iter(["accuracy"])).keys() == {"accuracy"}

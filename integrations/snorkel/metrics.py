@@ -8,9 +8,12 @@ import numpy as np
 
 from crowd_keras.errors import CrowdDataError
 
-__all__ = ["probs_to_preds", "score", "TIE_POLICIES"]
+__all__ = ["probs_to_preds", "score", "TIE_POLICIES", "METRICS"]
 
 TIE_POLICIES = ("abstain", "random", "true-random")
+#: the metric names of Snorkel's ``metric_score`` (``snorkel.analysis.metrics.METRICS``)
+METRICS = ("accuracy", "coverage", "precision", "recall", "f1", "f1_micro", "f1_macro", "fbeta",
+           "matthews_corrcoef", "roc_auc")
 
 
 def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: float = 1e-5,
@@ -63,24 +66,29 @@ def score(golds: np.ndarray, preds: np.ndarray, probs: np.ndarray,
         raise CrowdDataError(f"Y has {len(golds)} labels but L has {len(preds)} rows")
     if len(golds) == 0:
         raise ValueError("Cannot score empty labels")
+    metrics = list(metrics)
+    unknown = [metric for metric in metrics if metric not in METRICS]
+    if unknown:   # checked first, as Snorkel's Scorer does
+        raise ValueError(f"Unrecognized metric: {unknown[0]}; use one of {METRICS}")
     keep = (golds != -1) & (preds != -1)
+    if not keep.any() and any(metric != "coverage" for metric in metrics):
+        # Snorkel's metrics raise here too (scikit-learn's empty input), accuracy among them
+        raise ValueError(f"no data point to score: all {len(golds)} have gold label -1 or "
+                         "prediction -1 (a tie under tie_break_policy='abstain', e.g. every "
+                         "function abstains); only 'coverage' is defined there")
     g, p, pr = golds[keep], preds[keep], probs[keep]
     out: Dict[str, float] = {}
     for metric in metrics:
         if metric == "coverage":
             out[metric] = float(np.mean(preds != -1))
         elif metric == "accuracy":
-            out[metric] = float(np.mean(g == p)) if len(g) else float("nan")
+            out[metric] = float(np.mean(g == p))
         else:
             out[metric] = _sklearn_metric(metric, g, p, pr)
     return out
 
 
 def _sklearn_metric(metric: str, g: np.ndarray, p: np.ndarray, pr: np.ndarray) -> float:
-    names = ("precision", "recall", "f1", "f1_micro", "f1_macro", "fbeta", "matthews_corrcoef",
-             "roc_auc")
-    if metric not in names:
-        raise ValueError(f"Unrecognized metric: {metric}; use accuracy, coverage or one of {names}")
     try:
         from sklearn import metrics as skm
     except ImportError:  # pragma: no cover - scikit-learn comes with snorkel
