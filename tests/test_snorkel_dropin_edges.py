@@ -262,3 +262,19 @@ def test_score_with_no_data_point_left_raises_for_accuracy_too_as_snorkel(data):
     with pytest.raises(ValueError, match="Unrecognized metric: speed"):   # named first
         fitted.score(silent, gold, metrics=["accuracy", "speed"])
     assert fitted.score(L, y, metrics=iter(["accuracy"])).keys() == {"accuracy"}
+
+
+def test_an_unknown_constructor_argument_is_refused_naming_crowd_label_model(data):
+    # Snorkel refuses LabelModel(foo=1) at once; ours failed deep in the fit (after the
+    # abstention check), naming AbstainAwareDawidSkene or AutoLabelModel, picked for the user
+    from crowd_keras.integrations.snorkel import UnexpectedArgumentError
+    L, _, _ = data
+    with pytest.raises(TypeError):
+        LabelModel(cardinality=2, foo=1)
+    for model in (CrowdLabelModel(foo=1), CrowdLabelModel(method="glad", smoothing=0.1)):
+        with pytest.raises(UnexpectedArgumentError, match=r"CrowdLabelModel got an unexpected "
+                                                          r"keyword argument '(foo|smoothing)'"
+                                                          r".*method='(auto|glad)'.*max_iter"):
+            model.fit(L, progress_bar=False)
+    assert CrowdLabelModel(method="glad", max_iter=3).fit(L, progress_bar=False).label_model_ \
+        .max_iter == 3

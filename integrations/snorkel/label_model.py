@@ -29,8 +29,8 @@ from crowd_keras.params import Params
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
-from .validation import (check_class_balance, check_dev_set, check_gold_labels,
-                         check_label_matrix, check_train_config)
+from .validation import (UnexpectedArgumentError, check_class_balance, check_dev_set,
+                         check_gold_labels, check_label_matrix, check_train_config)
 from .votes import (COVOTE_MISFIT, DEFAULT_METHOD, LABELING_FUNCTION_METHOD,
                     covote_misfit_from, covote_step, function_summary, votes_fixed_by_design)
 
@@ -243,6 +243,18 @@ class CrowdLabelModel:
             names += [p.name for p in params if p.name != "self"]
         return sorted(set(names))
 
+    def _check_method_kwargs(self) -> None:
+        """A constructor argument that neither this class nor the label model(s) of
+        ``method`` takes is refused before any work, naming this class (Snorkel refuses it
+        in ``LabelModel(...)``), not deep in the fit naming a model the user did not pick."""
+        valid = self._method_params()
+        unknown = [k for k in self.method_kwargs if valid is not None and k not in valid]
+        if unknown:
+            raise UnexpectedArgumentError(
+                f"CrowdLabelModel got an unexpected keyword argument {unknown[0]!r}: not an "
+                f"argument of CrowdLabelModel nor of the label model of method="
+                f"{self.method!r}; valid: {sorted(set(self._OWN_PARAMS) | set(valid))}")
+
     def set_params(self, **params: Any) -> "CrowdLabelModel":
         """Set constructor arguments, the label model's too (as ``CrowdLabelModel(...,
         max_iter=50)`` passes them); returns self. A name that is neither this class's nor
@@ -450,6 +462,7 @@ class CrowdLabelModel:
         if shape[0] == 0:
             raise CrowdDataError("L_train has no data points")
         model_type = type(get_label_model(_key(self.method)))
+        self._check_method_kwargs()
         if shape[1] < 3 and not issubclass(model_type, MajorityVote):
             raise CrowdDataError(f"L_train should have at least 3 labeling functions (got "
                                  f"{shape[1]}; Snorkel's rule: fewer cannot be told apart "
