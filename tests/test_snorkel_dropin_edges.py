@@ -278,3 +278,18 @@ def test_an_unknown_constructor_argument_is_refused_naming_crowd_label_model(dat
             model.fit(L, progress_bar=False)
     assert CrowdLabelModel(method="glad", max_iter=3).fit(L, progress_bar=False).label_model_ \
         .max_iter == 3
+
+
+@pytest.mark.parametrize("policy", ["abstain", "random", "true-random"])
+def test_probs_to_preds_refuses_a_probability_that_is_not_finite(policy):
+    # NaN is no row maximum: the row read as class 0 under every policy (Snorkel's gives -1
+    # under "abstain" and fails inside its tie code under the others)
+    from crowd_keras.integrations.snorkel import probs_to_preds
+    from snorkel.utils import probs_to_preds as snorkel_probs_to_preds
+    probs = np.array([[0.2, 0.8], [0.5, 0.5], [np.nan, 0.5], [np.inf, 0.1]])
+    if policy == "abstain":
+        assert snorkel_probs_to_preds(probs, policy)[2:].tolist() == [-1, -1]
+    with pytest.raises(ValueError, match=r"probs has nan at row 2, column 0: probabilities "
+                                         r"must be finite"):
+        probs_to_preds(probs, policy)
+    np.testing.assert_array_equal(probs_to_preds(probs[:2], policy, seed=0)[0], 1)

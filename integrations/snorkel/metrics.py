@@ -23,7 +23,9 @@ def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: flo
     ``"abstain"``: -1; ``"random"``: Snorkel's deterministic choice (a hash of the row index),
     so a tie resolves as it would in Snorkel; ``"true-random"``: a random choice, from
     ``numpy.random.default_rng(seed)``, or without ``seed`` from NumPy's global generator as
-    Snorkel draws it (``np.random.seed(s)`` then gives Snorkel's very choices).
+    Snorkel draws it (``np.random.seed(s)`` then gives Snorkel's very choices). A NaN or
+    infinite probability raises ``ValueError`` naming its row (Snorkel's gives -1 there under
+    ``"abstain"`` and fails inside its tie-breaking under the others).
     """
     if tie_break_policy not in TIE_POLICIES:
         raise ValueError(f"tie_break_policy={tie_break_policy!r} not recognized; use one of "
@@ -33,6 +35,10 @@ def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: flo
         raise ValueError(f"probs must be (n, k) with k >= 2, got shape {probs.shape}")
     # (classes, rows) layout: reductions over the long axis are several times faster
     by_class = np.ascontiguousarray(probs.T)
+    if not np.isfinite(by_class).all():   # NaN is no maximum: it would read as class 0
+        r, c = np.argwhere(~np.isfinite(probs))[0]
+        raise ValueError(f"probs has {probs[r, c]} at row {r}, column {c}: probabilities must "
+                         "be finite")
     top_t = np.abs(by_class - by_class.max(axis=0)) < tol
     n_top = top_t.sum(axis=0)
     preds = np.argmax(top_t, axis=0).astype(np.int64)
