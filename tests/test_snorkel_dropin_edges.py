@@ -293,3 +293,25 @@ def test_probs_to_preds_refuses_a_probability_that_is_not_finite(policy):
                                          r"must be finite"):
         probs_to_preds(probs, policy)
     np.testing.assert_array_equal(probs_to_preds(probs[:2], policy, seed=0)[0], 1)
+
+
+def test_load_leaves_no_fitted_attribute_of_an_earlier_fit(data, tmp_path):
+    # Snorkel's load replaces the saved attributes; ours kept this object's own train_config_
+    # and covote_misfit_ from its earlier fit beside the loaded model's weights
+    L, _, _ = data
+    # one-class functions (the co-vote misfit is checked): three vote 1, three vote 0
+    rng = np.random.default_rng(1)
+    y, target = rng.integers(0, 2, 1000), np.array([1, 1, 1, 0, 0, 0])
+    hit = rng.random((len(y), 6)) < np.where(y[:, None] == target, 0.5, 0.08)
+    one_class = np.where(hit, target, -1)
+    saved = CrowdLabelModel().fit(L, progress_bar=False, n_epochs=7, mu_eps=0.2)
+    assert saved.covote_misfit_ is None
+    saved.save(tmp_path / "a.npz")
+    other = CrowdLabelModel().fit(one_class, progress_bar=False, n_epochs=50)
+    assert other.covote_misfit_ is not None and other.train_config_["n_epochs"] == 50
+    other.load(tmp_path / "a.npz")
+    assert other.covote_misfit_ is None and not hasattr(other, "train_config_")
+    checked = CrowdLabelModel().fit(one_class, progress_bar=False)
+    checked.save(tmp_path / "b.npz")
+    assert CrowdLabelModel().load(tmp_path / "b.npz").covote_misfit_ == \
+        pytest.approx(checked.covote_misfit_)

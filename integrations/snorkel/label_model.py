@@ -655,6 +655,9 @@ class CrowdLabelModel:
                 "class_balance": (None if self.class_balance_ is None
                                   else self.class_balance_.tolist()),
                 "n_gold": int(self.n_gold_), "gold_in_fit": bool(self.gold_in_fit_)}
+        if hasattr(self, "covote_misfit_"):   # absent after loading a file without it
+            misfit = self.covote_misfit_
+            meta["covote_misfit"] = None if misfit is None else float(misfit)
         try:
             meta_json = json.dumps(meta)
         except TypeError as exc:
@@ -670,6 +673,8 @@ class CrowdLabelModel:
         A file written by Snorkel's ``LabelModel.save`` (a pickle) is refused with a
         :class:`crowd_keras.CrowdDataError` that says so: unpickling runs code, and its
         parameters are not those of a crowd-keras model. Refit on ``L_train`` instead.
+        Fitted attributes are the file's: one the file does not hold (``train_config_``, never
+        saved; ``covote_misfit_`` in an older file) is removed, not left from an earlier fit.
         """
         _check_path(source, "source")
         with open(source, "rb") as fh:
@@ -725,11 +730,13 @@ class CrowdLabelModel:
         self.n_functions_ = m
         balance = meta["class_balance"]
         self.class_balance_ = None if balance is None else np.asarray(balance, dtype=np.float64)
-        for attr, key in (("n_gold_", "n_gold"), ("gold_in_fit_", "gold_in_fit")):
+        for attr, key in (("n_gold_", "n_gold"), ("gold_in_fit_", "gold_in_fit"),
+                          ("covote_misfit_", "covote_misfit")):
             if key in meta:
                 setattr(self, attr, meta[key])
             else:   # a file saved without it: unknown, not this object's earlier fit's
                 self.__dict__.pop(attr, None)
+        self.__dict__.pop("train_config_", None)   # not saved: not this object's earlier fit's
         self.weights_ = arrays["weights"]
         self.conditional_probs_ = arrays["conditional_probs"]
         self._train_cache = None
@@ -790,11 +797,14 @@ def _checked_meta(raw: Optional[np.ndarray], arrays: Dict[str, np.ndarray], sour
         raise CrowdDataError(f"{source}: metadata 'class_balance' must be null or {k} numbers, "
                              f"got {balance!r}")
     meta["class_balance"] = balance
-    for key, ok in (("n_gold", lambda v: isinstance(v, int) and not isinstance(v, bool)
-                     and v >= 0), ("gold_in_fit", lambda v: isinstance(v, bool))):
+    checks = {"n_gold": ("a count", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                         and v >= 0),
+              "gold_in_fit": ("true or false", lambda v: isinstance(v, bool)),
+              "covote_misfit": ("null or a number >= 0", lambda v: v is None or (
+                  isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0))}
+    for key, (noun, ok) in checks.items():
         if key in meta and not ok(meta[key]):
-            raise CrowdDataError(f"{source}: metadata {key!r} must be "
-                                 f"{'a count' if key == 'n_gold' else 'true or false'}, got "
+            raise CrowdDataError(f"{source}: metadata {key!r} must be {noun}, got "
                                  f"{meta[key]!r}")
     return meta
 
