@@ -315,3 +315,20 @@ def test_load_leaves_no_fitted_attribute_of_an_earlier_fit(data, tmp_path):
     checked.save(tmp_path / "b.npz")
     assert CrowdLabelModel().load(tmp_path / "b.npz").covote_misfit_ == \
         pytest.approx(checked.covote_misfit_)
+
+
+def test_a_cardinality_changed_after_fit_is_refused_until_the_next_fit(data, tmp_path):
+    # Snorkel's predict_proba fails once cardinality no longer fits its parameters; ours
+    # answered L_train from the fit's cache with the old classes, and save wrote a file
+    # that load refused (conditional_probs of the old shape under the new cardinality)
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, _, _ = data
+    model = CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+    model.set_params(cardinality=3)
+    refit = r"cardinality is 3 but the model was fitted with cardinality 2: fit it again"
+    for call in (lambda: model.predict_proba(L), lambda: model.predict(L[:5]),
+                 lambda: model.save(tmp_path / "m.npz"), lambda: lf_quality(L, model=model)):
+        with pytest.raises(ValueError, match=refit):
+            call()
+    assert not (tmp_path / "m.npz").exists()
+    assert model.fit(L, progress_bar=False).predict_proba(L).shape == (len(L), 3)

@@ -518,8 +518,16 @@ class CrowdLabelModel:
             ann.n_items, mu_eps)
 
     def _check_fitted(self) -> None:
+        """Fitted, and with the cardinality it was fitted with: after ``cardinality`` changes
+        (``set_params``, or the attribute) only a new fit holds that many classes; the old one
+        would answer ``L_train`` with the old classes and save a file ``load`` refuses."""
         if not self.__sklearn_is_fitted__():
             raise NotFittedError("this CrowdLabelModel is not fitted yet; call fit() or load()")
+        fitted = getattr(self, "conditional_probs_", None)
+        if fitted is not None and self.cardinality != fitted.shape[2]:
+            raise ValueError(f"cardinality is {self.cardinality!r} but the model was fitted with "
+                             f"cardinality {fitted.shape[2]}: fit it again after changing "
+                             "cardinality")
 
     # --------------------------------------------------------------------- predicting
     def predict_proba(self, L: Any, features: Any = None) -> np.ndarray:
