@@ -332,3 +332,15 @@ def test_a_cardinality_changed_after_fit_is_refused_until_the_next_fit(data, tmp
             call()
     assert not (tmp_path / "m.npz").exists()
     assert model.fit(L, progress_bar=False).predict_proba(L).shape == (len(L), 3)
+
+
+def test_conditional_probabilities_are_never_negative():
+    # Snorkel's own test_conditional_probs asks min >= 0; where the clipped vote
+    # probabilities of a column overfill it they are rescaled, and abstain was 1 minus their
+    # sum: -2e-16 here, which np.random.choice(p=...) refuses
+    L = np.array([[0, 2, 1, 0, 0], [1, 1, 2, 2, 1], [2, 2, 1, 2, 0], [1, 0, 0, 2, 2],
+                  [-1, 2, 0, 2, 2], [2, 2, 0, 1, 2], [2, 0, 1, 2, 0]])
+    cprobs = CrowdLabelModel(cardinality=3).fit(L, progress_bar=False).get_conditional_probs()
+    assert cprobs.min() >= 0.0
+    np.testing.assert_allclose(cprobs.sum(axis=1), 1.0)
+    np.random.default_rng(0).choice(4, p=cprobs[1, :, 2])

@@ -85,5 +85,6 @@ def function_summary(joint: np.ndarray, n_votes: np.ndarray, mass: np.ndarray, n
     eps = mu_eps if mu_eps is not None else min(0.01, 10.0 ** -np.ceil(np.log10(max(n_rows, 2))))
     cond = np.clip(cond, eps, 1.0 - eps)
     total = cond.sum(axis=1, keepdims=True)
-    cond = np.where(total > 1.0, cond / total, cond)
-    return weights, np.concatenate([1.0 - cond.sum(axis=1, keepdims=True), cond], axis=1)
+    full = total > 1.0   # the votes fill the column: abstain 0, not 1 - (1 + rounding) < 0
+    cond = np.where(full, cond / total, cond)
+    return weights, np.concatenate([np.where(full, 0.0, 1.0 - total), cond], axis=1)
