@@ -334,13 +334,17 @@ def test_a_cardinality_changed_after_fit_is_refused_until_the_next_fit(data, tmp
     assert model.fit(L, progress_bar=False).predict_proba(L).shape == (len(L), 3)
 
 
-def test_conditional_probabilities_are_never_negative():
+def test_conditional_probabilities_are_never_negative_and_keep_mu_eps():
     # Snorkel's own test_conditional_probs asks min >= 0; where the clipped vote
-    # probabilities of a column overfill it they are rescaled, and abstain was 1 minus their
-    # sum: -2e-16 here, which np.random.choice(p=...) refuses
+    # probabilities of a column overfilled it they were rescaled, to 0.0099 < mu_eps, and
+    # abstain was 1 minus their sum: -2e-16 here, which np.random.choice(p=...) refuses
     L = np.array([[0, 2, 1, 0, 0], [1, 1, 2, 2, 1], [2, 2, 1, 2, 0], [1, 0, 0, 2, 2],
                   [-1, 2, 0, 2, 2], [2, 2, 0, 1, 2], [2, 0, 1, 2, 0]])
-    cprobs = CrowdLabelModel(cardinality=3).fit(L, progress_bar=False).get_conditional_probs()
-    assert cprobs.min() >= 0.0
-    np.testing.assert_allclose(cprobs.sum(axis=1), 1.0)
-    np.random.default_rng(0).choice(4, p=cprobs[1, :, 2])
+    for mu_eps, floor in ((None, 0.01), (0.05, 0.05)):   # default: min(0.01, 10^-ceil(log10 7))
+        model = CrowdLabelModel(cardinality=3).fit(L, progress_bar=False, mu_eps=mu_eps)
+        cprobs = model.get_conditional_probs()
+        assert cprobs.min() >= 0.0
+        votes = cprobs[:, 1:]
+        assert votes.min() >= floor - 1e-12 and votes.max() <= 1 - floor + 1e-12
+        np.testing.assert_allclose(cprobs.sum(axis=1), 1.0)
+        np.random.default_rng(0).choice(4, p=cprobs[1, :, 2])
