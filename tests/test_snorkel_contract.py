@@ -27,7 +27,8 @@ def one_class_matrix(n, m, rng):
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"lr": -1.0}, {"l2": -0.5}, {"n_epoch": 5}, {"seed": -1}, {"optimizer": "bad_opt"},
+    {"lr": -1.0}, {"l2": -0.5}, {"n_epoch": 5}, {"seed": -1}, {"seed": 2 ** 32},
+    {"optimizer": "bad_opt"},
     {"lr_scheduler": "bad_scheduler"}, {"prec_init": "0.7"}, {"prec_init": [0.7, 0.7]},
     {"optimizer_config": {"sgd_config": {"momentom": 0.9}}},
     {"lr_scheduler_config": {"warmup_steps": -2, "warmup_unit": "epochs"}},

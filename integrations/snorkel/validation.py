@@ -247,7 +247,8 @@ def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None
     Unrecognized ... option``), ``lr_scheduler_config`` warm-up (``ValueError``, only
     ``warmup_unit="epochs"``), ``prec_init`` (a number, or one per labeling function:
     ``TypeError`` for another type, ``ValueError: prec_init must have shape m.``), and nested
-    config fields (``ValueError: Got unexpected field names``). Numbers Snorkel hands to torch
+    config fields (``ValueError: Got unexpected field names``), ``seed`` (an integer
+    ``0..2**32-1``, as NumPy's global seed takes). Numbers Snorkel hands to torch
     (``lr``, ``l2``) are checked as torch does (``ValueError`` when negative). ``prec_init`` is
     checked only when ``n_functions`` is given.
     """
@@ -280,8 +281,9 @@ def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None
             raise ValueError("warmup_steps much greater or equal than 0.")
         if sched.get("warmup_unit", "batches") != "epochs":
             raise ValueError("LabelModel does not support any warmup_unit other than 'epochs'.")
-    if out["seed"] is not None:
-        _integer("seed", out["seed"], 0)
+    if out["seed"] is not None and _integer("seed", out["seed"], 0) > 2 ** 32 - 1:
+        # Snorkel seeds NumPy's global generator with it, which takes 32 bits
+        raise ValueError(f"Seed must be between 0 and 2**32 - 1, got {out['seed']!r}")
     out["log_freq"] = _integer("log_freq", out["log_freq"], 1)
     if out["mu_eps"] is not None:
         eps = _number("mu_eps", out["mu_eps"])
