@@ -246,8 +246,8 @@ def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None
     The rest as Snorkel: ``optimizer`` and ``lr_scheduler`` names (``ValueError:
     Unrecognized ... option``), ``lr_scheduler_config`` warm-up (``ValueError``, only
     ``warmup_unit="epochs"``), ``prec_init`` (a number, or one per labeling function:
-    ``TypeError`` for another type, ``ValueError: prec_init must have shape m.``), and nested
-    config fields (``ValueError: Got unexpected field names``), ``seed`` (an integer
+    ``TypeError`` for another type, ``ValueError: prec_init must have shape m.``), nested
+    config fields (``ValueError: Got unexpected field names``) and ``seed`` (an integer
     ``0..2**32-1``, as NumPy's global seed takes). Numbers Snorkel hands to torch
     (``lr``, ``l2``) are checked as torch does (``ValueError`` when negative). ``prec_init`` is
     checked only when ``n_functions`` is given.
