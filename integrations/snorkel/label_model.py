@@ -247,6 +247,8 @@ class CrowdLabelModel:
         """A constructor argument that neither this class nor the label model(s) of
         ``method`` takes is refused before any work, naming this class (Snorkel refuses it
         in ``LabelModel(...)``), not deep in the fit naming a model the user did not pick."""
+        if not self.method_kwargs:
+            return
         valid = self._method_params()
         unknown = [k for k in self.method_kwargs if valid is not None and k not in valid]
         if unknown:
