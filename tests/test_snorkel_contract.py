@@ -27,12 +27,19 @@ def one_class_matrix(n, m, rng):
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"lr": -1.0}, {"l2": -0.5}, {"n_epoch": 5}, {"seed": -1}, {"optimizer": "bad_opt"},
+    {"lr": -1.0}, {"l2": -0.5}, {"n_epoch": 5}, {"seed": -1}, {"seed": 2 ** 32},
+    {"optimizer": "bad_opt"},
     {"lr_scheduler": "bad_scheduler"}, {"prec_init": "0.7"}, {"prec_init": [0.7, 0.7]},
     {"optimizer_config": {"sgd_config": {"momentom": 0.9}}},
+    # the values torch checks when Snorkel builds the optimizer
+    {"optimizer_config": {"sgd_config": {"momentum": -0.5}}},
+    {"optimizer": "adam", "optimizer_config": {"adam_config": {"betas": (0.9, 1.0)}}},
+    {"optimizer": "adam", "optimizer_config": {"adam_config": {"betas": 0.9}}},
+    {"optimizer": "adamax", "optimizer_config": {"adamax_config": {"eps": -1e-8}}},
     {"lr_scheduler_config": {"warmup_steps": -2, "warmup_unit": "epochs"}},
     {"lr_scheduler_config": {"warmup_steps": 1, "warmup_unit": "batches"}},
-], ids=lambda kw: next(iter(kw)) + "=" + repr(next(iter(kw.values())))[:20])
+], ids=lambda kw: next(iter(kw)) + "=" + repr(next(iter(kw.values())))[:20] +
+    ("" if len(kw) == 1 else "+" + repr(list(kw.values())[-1])[:40]))
 def test_bad_train_settings_raise_snorkels_exception_type(kwargs):
     with pytest.raises(Exception) as theirs:
         LabelModel(verbose=False).fit(L3, progress_bar=False, **kwargs)

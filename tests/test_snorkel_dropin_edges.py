@@ -243,3 +243,108 @@ def test_lf_quality_with_a_gold_class_no_function_votes_says_to_pass_cardinality
         lf_quality(L, y3)
     table = lf_quality(L, y3, cardinality=3)
     assert (table["Correct"] + table["Incorrect"]).tolist() == (L >= 0).sum(0).tolist()
+
+
+def test_score_with_no_data_point_left_raises_for_accuracy_too_as_snorkel(data):
+    # Every row a tie under "abstain" (here: every function abstains): Snorkel's accuracy
+    # raises as its other metrics do; ours gave NaN for accuracy and raised for the rest
+    from snorkel.labeling.model import MajorityLabelVoter
+    L, y, fitted = data
+    silent, gold = np.full((4, L.shape[1]), -1), np.array([0, 1, 1, 0])
+    with pytest.raises(ValueError):
+        MajorityLabelVoter(cardinality=2).score(silent, gold, metrics=["accuracy"])
+    for metric in ["accuracy", "f1", "roc_auc"]:
+        with pytest.raises(ValueError, match=r"no data point to score: all 4 have gold label "
+                                             r"-1 or prediction -1"):
+            fitted.score(silent, gold, metrics=["coverage", metric])
+    assert fitted.score(silent, gold, metrics=["coverage"]) == {"coverage": 0.0}
+    assert fitted.score(silent, gold, tie_break_policy="random")["accuracy"] >= 0
+    with pytest.raises(ValueError, match="Unrecognized metric: speed"):   # named first
+        fitted.score(silent, gold, metrics=["accuracy", "speed"])
+    assert fitted.score(L, y, metrics=iter(["accuracy"])).keys() == {"accuracy"}
+
+
+def test_an_unknown_constructor_argument_is_refused_naming_crowd_label_model(data):
+    # Snorkel refuses LabelModel(foo=1) at once; ours failed deep in the fit (after the
+    # abstention check), naming AbstainAwareDawidSkene or AutoLabelModel, picked for the user
+    from crowd_keras.integrations.snorkel import UnexpectedArgumentError
+    L, _, _ = data
+    with pytest.raises(TypeError):
+        LabelModel(cardinality=2, foo=1)
+    for model in (CrowdLabelModel(foo=1), CrowdLabelModel(method="glad", smoothing=0.1)):
+        with pytest.raises(UnexpectedArgumentError, match=r"CrowdLabelModel got an unexpected "
+                                                          r"keyword argument '(foo|smoothing)'"
+                                                          r".*method='(auto|glad)'.*max_iter"):
+            model.fit(L, progress_bar=False)
+    assert CrowdLabelModel(method="glad", max_iter=3).fit(L, progress_bar=False).label_model_ \
+        .max_iter == 3
+
+
+@pytest.mark.parametrize("policy", ["abstain", "random", "true-random"])
+def test_probs_to_preds_refuses_a_probability_that_is_not_finite(policy):
+    # NaN is no row maximum: the row read as class 0 under every policy (Snorkel's gives -1
+    # under "abstain" and fails inside its tie code under the others)
+    from crowd_keras.integrations.snorkel import probs_to_preds
+    from snorkel.utils import probs_to_preds as snorkel_probs_to_preds
+    probs = np.array([[0.2, 0.8], [0.5, 0.5], [np.nan, 0.5], [np.inf, 0.1]])
+    if policy == "abstain":
+        assert snorkel_probs_to_preds(probs, policy)[2:].tolist() == [-1, -1]
+    with pytest.raises(ValueError, match=r"probs has nan at row 2, column 0: probabilities "
+                                         r"must be finite"):
+        probs_to_preds(probs, policy)
+    np.testing.assert_array_equal(probs_to_preds(probs[:2], policy, seed=0)[0], 1)
+
+
+def test_load_leaves_no_fitted_attribute_of_an_earlier_fit(data, tmp_path):
+    # Snorkel's load replaces the saved attributes; ours kept this object's own train_config_
+    # and covote_misfit_ from its earlier fit beside the loaded model's weights
+    L, _, _ = data
+    # one-class functions (the co-vote misfit is checked): three vote 1, three vote 0
+    rng = np.random.default_rng(1)
+    y, target = rng.integers(0, 2, 1000), np.array([1, 1, 1, 0, 0, 0])
+    hit = rng.random((len(y), 6)) < np.where(y[:, None] == target, 0.5, 0.08)
+    one_class = np.where(hit, target, -1)
+    saved = CrowdLabelModel().fit(L, progress_bar=False, n_epochs=7, mu_eps=0.2)
+    assert saved.covote_misfit_ is None
+    saved.save(tmp_path / "a.npz")
+    other = CrowdLabelModel().fit(one_class, progress_bar=False, n_epochs=50)
+    assert other.covote_misfit_ is not None and other.train_config_["n_epochs"] == 50
+    other.load(tmp_path / "a.npz")
+    assert other.covote_misfit_ is None and not hasattr(other, "train_config_")
+    checked = CrowdLabelModel().fit(one_class, progress_bar=False)
+    checked.save(tmp_path / "b.npz")
+    assert CrowdLabelModel().load(tmp_path / "b.npz").covote_misfit_ == \
+        pytest.approx(checked.covote_misfit_)
+
+
+def test_a_cardinality_changed_after_fit_is_refused_until_the_next_fit(data, tmp_path):
+    # Snorkel's predict_proba fails once cardinality no longer fits its parameters; ours
+    # answered L_train from the fit's cache with the old classes, and save wrote a file
+    # that load refused (conditional_probs of the old shape under the new cardinality)
+    from crowd_keras.integrations.snorkel import lf_quality
+    L, _, _ = data
+    model = CrowdLabelModel(cardinality=2).fit(L, progress_bar=False)
+    model.set_params(cardinality=3)
+    refit = r"cardinality is 3 but the model was fitted with cardinality 2: fit it again"
+    for call in (lambda: model.predict_proba(L), lambda: model.predict(L[:5]),
+                 lambda: model.save(tmp_path / "m.npz"), lambda: lf_quality(L, model=model)):
+        with pytest.raises(ValueError, match=refit):
+            call()
+    assert not (tmp_path / "m.npz").exists()
+    assert model.fit(L, progress_bar=False).predict_proba(L).shape == (len(L), 3)
+
+
+def test_conditional_probabilities_are_never_negative_and_keep_mu_eps():
+    # Snorkel's own test_conditional_probs asks min >= 0; where the clipped vote
+    # probabilities of a column overfilled it they were rescaled, to 0.0099 < mu_eps, and
+    # abstain was 1 minus their sum: -2e-16 here, which np.random.choice(p=...) refuses
+    L = np.array([[0, 2, 1, 0, 0], [1, 1, 2, 2, 1], [2, 2, 1, 2, 0], [1, 0, 0, 2, 2],
+                  [-1, 2, 0, 2, 2], [2, 2, 0, 1, 2], [2, 0, 1, 2, 0]])
+    for mu_eps, floor in ((None, 0.01), (0.05, 0.05)):   # default: min(0.01, 10^-ceil(log10 7))
+        model = CrowdLabelModel(cardinality=3).fit(L, progress_bar=False, mu_eps=mu_eps)
+        cprobs = model.get_conditional_probs()
+        assert cprobs.min() >= 0.0
+        votes = cprobs[:, 1:]
+        assert votes.min() >= floor - 1e-12 and votes.max() <= 1 - floor + 1e-12
+        np.testing.assert_allclose(cprobs.sum(axis=1), 1.0)
+        np.random.default_rng(0).choice(4, p=cprobs[1, :, 2])

@@ -29,8 +29,8 @@ from crowd_keras.params import Params
 
 from .metrics import probs_to_preds, score as _score
 from .abstention import abstaining_is_informative
-from .validation import (check_class_balance, check_dev_set, check_gold_labels,
-                         check_label_matrix, check_train_config)
+from .validation import (UnexpectedArgumentError, check_class_balance, check_dev_set,
+                         check_gold_labels, check_label_matrix, check_train_config)
 from .votes import (COVOTE_MISFIT, DEFAULT_METHOD, LABELING_FUNCTION_METHOD,
                     covote_misfit_from, covote_step, function_summary, votes_fixed_by_design)
 
@@ -243,6 +243,20 @@ class CrowdLabelModel:
             names += [p.name for p in params if p.name != "self"]
         return sorted(set(names))
 
+    def _check_method_kwargs(self) -> None:
+        """A constructor argument that neither this class nor the label model(s) of
+        ``method`` takes is refused before any work, naming this class (Snorkel refuses it
+        in ``LabelModel(...)``), not deep in the fit naming a model the user did not pick."""
+        if not self.method_kwargs:
+            return
+        valid = self._method_params()
+        unknown = [k for k in self.method_kwargs if valid is not None and k not in valid]
+        if unknown:
+            raise UnexpectedArgumentError(
+                f"CrowdLabelModel got an unexpected keyword argument {unknown[0]!r}: not an "
+                f"argument of CrowdLabelModel nor of the label model of method="
+                f"{self.method!r}; valid: {sorted(set(self._OWN_PARAMS) | set(valid))}")
+
     def set_params(self, **params: Any) -> "CrowdLabelModel":
         """Set constructor arguments, the label model's too (as ``CrowdLabelModel(...,
         max_iter=50)`` passes them); returns self. A name that is neither this class's nor
@@ -450,6 +464,7 @@ class CrowdLabelModel:
         if shape[0] == 0:
             raise CrowdDataError("L_train has no data points")
         model_type = type(get_label_model(_key(self.method)))
+        self._check_method_kwargs()
         if shape[1] < 3 and not issubclass(model_type, MajorityVote):
             raise CrowdDataError(f"L_train should have at least 3 labeling functions (got "
                                  f"{shape[1]}; Snorkel's rule: fewer cannot be told apart "
@@ -505,8 +520,16 @@ class CrowdLabelModel:
             ann.n_items, mu_eps)
 
     def _check_fitted(self) -> None:
+        """Fitted, and with the cardinality it was fitted with: after ``cardinality`` changes
+        (``set_params``, or the attribute) only a new fit holds that many classes; the old one
+        would answer ``L_train`` with the old classes and save a file ``load`` refuses."""
         if not self.__sklearn_is_fitted__():
             raise NotFittedError("this CrowdLabelModel is not fitted yet; call fit() or load()")
+        fitted = getattr(self, "conditional_probs_", None)
+        if fitted is not None and self.cardinality != fitted.shape[2]:
+            raise ValueError(f"cardinality is {self.cardinality!r} but the model was fitted with "
+                             f"cardinality {fitted.shape[2]}: fit it again after changing "
+                             "cardinality")
 
     # --------------------------------------------------------------------- predicting
     def predict_proba(self, L: Any, features: Any = None) -> np.ndarray:
@@ -642,6 +665,9 @@ class CrowdLabelModel:
                 "class_balance": (None if self.class_balance_ is None
                                   else self.class_balance_.tolist()),
                 "n_gold": int(self.n_gold_), "gold_in_fit": bool(self.gold_in_fit_)}
+        if hasattr(self, "covote_misfit_"):   # absent after loading a file without it
+            misfit = self.covote_misfit_
+            meta["covote_misfit"] = None if misfit is None else float(misfit)
         try:
             meta_json = json.dumps(meta)
         except TypeError as exc:
@@ -657,6 +683,8 @@ class CrowdLabelModel:
         A file written by Snorkel's ``LabelModel.save`` (a pickle) is refused with a
         :class:`crowd_keras.CrowdDataError` that says so: unpickling runs code, and its
         parameters are not those of a crowd-keras model. Refit on ``L_train`` instead.
+        Fitted attributes are the file's: one the file does not hold (``train_config_``, never
+        saved; ``covote_misfit_`` in an older file) is removed, not left from an earlier fit.
         """
         _check_path(source, "source")
         with open(source, "rb") as fh:
@@ -712,11 +740,13 @@ class CrowdLabelModel:
         self.n_functions_ = m
         balance = meta["class_balance"]
         self.class_balance_ = None if balance is None else np.asarray(balance, dtype=np.float64)
-        for attr, key in (("n_gold_", "n_gold"), ("gold_in_fit_", "gold_in_fit")):
+        for attr, key in (("n_gold_", "n_gold"), ("gold_in_fit_", "gold_in_fit"),
+                          ("covote_misfit_", "covote_misfit")):
             if key in meta:
                 setattr(self, attr, meta[key])
             else:   # a file saved without it: unknown, not this object's earlier fit's
                 self.__dict__.pop(attr, None)
+        self.__dict__.pop("train_config_", None)   # not saved: not this object's earlier fit's
         self.weights_ = arrays["weights"]
         self.conditional_probs_ = arrays["conditional_probs"]
         self._train_cache = None
@@ -777,11 +807,14 @@ def _checked_meta(raw: Optional[np.ndarray], arrays: Dict[str, np.ndarray], sour
         raise CrowdDataError(f"{source}: metadata 'class_balance' must be null or {k} numbers, "
                              f"got {balance!r}")
     meta["class_balance"] = balance
-    for key, ok in (("n_gold", lambda v: isinstance(v, int) and not isinstance(v, bool)
-                     and v >= 0), ("gold_in_fit", lambda v: isinstance(v, bool))):
+    checks = {"n_gold": ("a count", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                         and v >= 0),
+              "gold_in_fit": ("true or false", lambda v: isinstance(v, bool)),
+              "covote_misfit": ("null or a number >= 0", lambda v: v is None or (
+                  isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0))}
+    for key, (noun, ok) in checks.items():
         if key in meta and not ok(meta[key]):
-            raise CrowdDataError(f"{source}: metadata {key!r} must be "
-                                 f"{'a count' if key == 'n_gold' else 'true or false'}, got "
+            raise CrowdDataError(f"{source}: metadata {key!r} must be {noun}, got "
                                  f"{meta[key]!r}")
     return meta
 

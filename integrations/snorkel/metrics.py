@@ -8,9 +8,12 @@ import numpy as np
 
 from crowd_keras.errors import CrowdDataError
 
-__all__ = ["probs_to_preds", "score", "TIE_POLICIES"]
+__all__ = ["probs_to_preds", "score", "TIE_POLICIES", "METRICS"]
 
 TIE_POLICIES = ("abstain", "random", "true-random")
+#: the metric names of Snorkel's ``metric_score`` (``snorkel.analysis.metrics.METRICS``)
+METRICS = ("accuracy", "coverage", "precision", "recall", "f1", "f1_micro", "f1_macro", "fbeta",
+           "matthews_corrcoef", "roc_auc")
 
 
 def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: float = 1e-5,
@@ -20,7 +23,9 @@ def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: flo
     ``"abstain"``: -1; ``"random"``: Snorkel's deterministic choice (a hash of the row index),
     so a tie resolves as it would in Snorkel; ``"true-random"``: a random choice, from
     ``numpy.random.default_rng(seed)``, or without ``seed`` from NumPy's global generator as
-    Snorkel draws it (``np.random.seed(s)`` then gives Snorkel's very choices).
+    Snorkel draws it (``np.random.seed(s)`` then gives Snorkel's very choices). A NaN or
+    infinite probability raises ``ValueError`` naming its row (Snorkel's gives -1 there under
+    ``"abstain"`` and fails inside its tie-breaking under the others).
     """
     if tie_break_policy not in TIE_POLICIES:
         raise ValueError(f"tie_break_policy={tie_break_policy!r} not recognized; use one of "
@@ -30,6 +35,10 @@ def probs_to_preds(probs: np.ndarray, tie_break_policy: str = "random", tol: flo
         raise ValueError(f"probs must be (n, k) with k >= 2, got shape {probs.shape}")
     # (classes, rows) layout: reductions over the long axis are several times faster
     by_class = np.ascontiguousarray(probs.T)
+    if not np.isfinite(by_class).all():   # NaN is no maximum: it would read as class 0
+        r, c = np.argwhere(~np.isfinite(probs))[0]
+        raise ValueError(f"probs has {probs[r, c]} at row {r}, column {c}: probabilities must "
+                         "be finite")
     top_t = np.abs(by_class - by_class.max(axis=0)) < tol
     n_top = top_t.sum(axis=0)
     preds = np.argmax(top_t, axis=0).astype(np.int64)
@@ -63,24 +72,29 @@ def score(golds: np.ndarray, preds: np.ndarray, probs: np.ndarray,
         raise CrowdDataError(f"Y has {len(golds)} labels but L has {len(preds)} rows")
     if len(golds) == 0:
         raise ValueError("Cannot score empty labels")
+    metrics = list(metrics)
+    unknown = [metric for metric in metrics if metric not in METRICS]
+    if unknown:   # checked first, as Snorkel's Scorer does
+        raise ValueError(f"Unrecognized metric: {unknown[0]}; use one of {METRICS}")
     keep = (golds != -1) & (preds != -1)
+    if not keep.any() and any(metric != "coverage" for metric in metrics):
+        # Snorkel's metrics raise here too (scikit-learn's empty input), accuracy among them
+        raise ValueError(f"no data point to score: all {len(golds)} have gold label -1 or "
+                         "prediction -1 (a tie under tie_break_policy='abstain', e.g. every "
+                         "function abstains); only 'coverage' is defined there")
     g, p, pr = golds[keep], preds[keep], probs[keep]
     out: Dict[str, float] = {}
     for metric in metrics:
         if metric == "coverage":
             out[metric] = float(np.mean(preds != -1))
         elif metric == "accuracy":
-            out[metric] = float(np.mean(g == p)) if len(g) else float("nan")
+            out[metric] = float(np.mean(g == p))
         else:
             out[metric] = _sklearn_metric(metric, g, p, pr)
     return out
 
 
 def _sklearn_metric(metric: str, g: np.ndarray, p: np.ndarray, pr: np.ndarray) -> float:
-    names = ("precision", "recall", "f1", "f1_micro", "f1_macro", "fbeta", "matthews_corrcoef",
-             "roc_auc")
-    if metric not in names:
-        raise ValueError(f"Unrecognized metric: {metric}; use accuracy, coverage or one of {names}")
     try:
         from sklearn import metrics as skm
     except ImportError:  # pragma: no cover - scikit-learn comes with snorkel

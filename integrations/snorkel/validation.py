@@ -239,6 +239,25 @@ def _sub_config(name: str, value: Any, fields: Mapping[str, Any]) -> Dict[str, A
     return dict(value)
 
 
+def _check_optimizer(name: str, config: Any) -> None:
+    """The settings torch checks when Snorkel builds optimizer ``name`` from ``config`` (its
+    ``{name}_config``, a dict or Snorkel's NamedTuple; the other optimizers' are unused):
+    ``momentum`` >= 0, ``betas`` two numbers in [0, 1), ``eps`` >= 0, torch's words."""
+    config = _sub_config(f"{name}_config", config,
+                         dict.fromkeys(_OPTIMIZER_FIELDS[f"{name}_config"]))
+    if "momentum" in config and _number("momentum", config["momentum"], -np.inf) < 0:
+        raise ValueError(f"Invalid momentum value: {config['momentum']!r}")
+    if "eps" in config and _number("eps", config["eps"], -np.inf) < 0:
+        raise ValueError(f"Invalid epsilon value: {config['eps']!r}")
+    if "betas" in config:
+        betas = config["betas"]
+        if isinstance(betas, (str, bytes)) or np.ndim(betas) != 1 or len(betas) != 2:
+            raise TypeError(f"betas must be two numbers, got {betas!r}")
+        for i, beta in enumerate(betas):
+            if not 0.0 <= _number(f"betas[{i}]", beta, -np.inf) < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta!r}")
+
+
 def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None) -> Dict[str, Any]:
     """Validate Snorkel's ``fit(**kwargs)`` train settings; returns them with defaults filled.
 
@@ -246,8 +265,10 @@ def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None
     The rest as Snorkel: ``optimizer`` and ``lr_scheduler`` names (``ValueError:
     Unrecognized ... option``), ``lr_scheduler_config`` warm-up (``ValueError``, only
     ``warmup_unit="epochs"``), ``prec_init`` (a number, or one per labeling function:
-    ``TypeError`` for another type, ``ValueError: prec_init must have shape m.``), and nested
-    config fields (``ValueError: Got unexpected field names``). Numbers Snorkel hands to torch
+    ``TypeError`` for another type, ``ValueError: prec_init must have shape m.``), nested
+    config fields (``ValueError: Got unexpected field names``), the chosen optimizer's
+    ``momentum``, ``betas`` and ``eps`` (as torch checks them) and ``seed`` (an integer
+    ``0..2**32-1``, as NumPy's global seed takes). Numbers Snorkel hands to torch
     (``lr``, ``l2``) are checked as torch does (``ValueError`` when negative). ``prec_init`` is
     checked only when ``n_functions`` is given.
     """
@@ -269,7 +290,8 @@ def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None
     if out["optimizer"] not in _OPTIMIZERS:
         raise ValueError(f"Unrecognized optimizer option '{out['optimizer']}' (one of "
                          f"{list(_OPTIMIZERS)})")
-    _sub_config("optimizer_config", out["optimizer_config"], _OPTIMIZER_FIELDS)
+    optimizer = _sub_config("optimizer_config", out["optimizer_config"], _OPTIMIZER_FIELDS)
+    _check_optimizer(out["optimizer"], optimizer.get(f"{out['optimizer']}_config"))
     if out["lr_scheduler"] not in _SCHEDULERS:
         raise ValueError(f"Unrecognized lr scheduler option '{out['lr_scheduler']}' (one of "
                          f"{list(_SCHEDULERS)})")
@@ -280,8 +302,9 @@ def check_train_config(config: Dict[str, Any], n_functions: Optional[int] = None
             raise ValueError("warmup_steps much greater or equal than 0.")
         if sched.get("warmup_unit", "batches") != "epochs":
             raise ValueError("LabelModel does not support any warmup_unit other than 'epochs'.")
-    if out["seed"] is not None:
-        _integer("seed", out["seed"], 0)
+    if out["seed"] is not None and _integer("seed", out["seed"], 0) > 2 ** 32 - 1:
+        # Snorkel seeds NumPy's global generator with it, which takes 32 bits
+        raise ValueError(f"Seed must be between 0 and 2**32 - 1, got {out['seed']!r}")
     out["log_freq"] = _integer("log_freq", out["log_freq"], 1)
     if out["mu_eps"] is not None:
         eps = _number("mu_eps", out["mu_eps"])

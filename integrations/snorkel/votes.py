@@ -73,7 +73,8 @@ def function_summary(joint: np.ndarray, n_votes: np.ndarray, mass: np.ndarray, n
 
     The weight of a function is the mean posterior of the labels it voted (NaN: it never
     voted); ``P(lf_j = l | Y = y) = joint / mass`` (a class without mass: the function's vote
-    rates), restricted to ``[mu_eps, 1 - mu_eps]``, abstain the rest, in Snorkel's layout
+    rates), restricted to ``[mu_eps, 1 - mu_eps]`` (where the votes then fill the column, the
+    excess is taken off the entries above ``mu_eps``), abstain the rest, in Snorkel's layout
     ``[j, l + 1, y]`` with abstain first.
     """
     m, k = n_votes.shape[0], mass.shape[0]
@@ -85,5 +86,13 @@ def function_summary(joint: np.ndarray, n_votes: np.ndarray, mass: np.ndarray, n
     eps = mu_eps if mu_eps is not None else min(0.01, 10.0 ** -np.ceil(np.log10(max(n_rows, 2))))
     cond = np.clip(cond, eps, 1.0 - eps)
     total = cond.sum(axis=1, keepdims=True)
-    cond = np.where(total > 1.0, cond / total, cond)
-    return weights, np.concatenate([1.0 - cond.sum(axis=1, keepdims=True), cond], axis=1)
+    full = total > 1.0   # the votes fill the column: abstain 0, not 1 - (1 + rounding) < 0
+    # the overflow comes off the entries above eps, in proportion, so that they stay in
+    # [eps, 1 - eps]; only when k·eps > 1 (no such column exists) is the column rescaled
+    room = cond - eps
+    spare = room.sum(axis=1, keepdims=True)
+    over = total - 1.0
+    fits = full & (spare >= over)
+    cond = np.where(fits, cond - over * room / np.where(fits, spare, 1.0),
+                    np.where(full, cond / total, cond))
+    return weights, np.concatenate([np.where(full, 0.0, 1.0 - total), cond], axis=1)
