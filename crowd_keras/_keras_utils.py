@@ -22,9 +22,9 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "weight_in_use", "is_shape_list", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
-           "scalar_like",
+           "scalar_like", "known_shape", "known_rank",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
-           "scaled_for_replicas", "floor_at", "clip_probabilities",
+           "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
            "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
@@ -89,6 +89,24 @@ def static_shapes(inputs: Any) -> Any:
     if isinstance(inputs, (list, tuple)):
         return [shape(x) for x in inputs]
     return shape(inputs)
+
+
+def known_shape(x: Any) -> Any:
+    """The static shape of an array or tensor as a tuple (None for an unknown size), None
+    where a compiled step does not know its rank (Keras' temporal sample weights)."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return tuple(np.shape(x))
+    try:
+        return tuple(shape)
+    except (TypeError, ValueError):
+        return None
+
+
+def known_rank(x: Any) -> Any:
+    """The rank of an array or tensor, None where a compiled step does not know it."""
+    shape = known_shape(x)
+    return None if shape is None else len(shape)
 
 
 def annotator_mask(annotator_ids: Any) -> Any:
@@ -285,6 +303,23 @@ def scaled_for_replicas(loss: Any) -> Any:
         if replicas > 1:
             loss = loss * ops.cast(1.0 / replicas, loss.dtype)
     return loss
+
+
+def reduced_per_item(per_item: Any, weights: Any, reduction: Any) -> Any:
+    """A loss's per-item values ``(batch,)`` reduced as Keras reduces a loss's values, for
+    sample weights ``(batch, w)`` (per step or per slot) already multiplied into them:
+    ``"sum_over_batch_size"`` and ``"mean"`` divide the sum by the batch size,
+    ``"mean_with_sample_weight"`` by the items' mean weights summed (both then divided by
+    the replicas, :func:`scaled_for_replicas`), ``"sum"`` is the sum, ``None``/``"none"``
+    the values."""
+    if reduction in (None, "none"):
+        return per_item
+    total = ops.sum(per_item)
+    if reduction == "sum":
+        return total
+    divisor = (ops.sum(ops.mean(weights, axis=1)) if reduction == "mean_with_sample_weight"
+               else batch_size_on_device(per_item, per_item.dtype))
+    return scaled_for_replicas(total / divisor)
 
 
 def floor_at(x: Any, value: float) -> Any:
