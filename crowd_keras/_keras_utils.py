@@ -19,7 +19,7 @@ from .numerics import MISSING
 __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix",
            "gather_annotators", "gather_rows",
            "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
-           "weight_in_use", "is_shape_list", "n_rows", "split_padding",
+           "weight_in_use", "is_shape_list", "split_pair", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
            "scalar_like", "known_shape", "known_rank",
@@ -78,6 +78,18 @@ def is_shape_list(shape: Any) -> bool:
     """True for a list of shapes (a layer called on a list such as ``[probs, annotator_ids]``)."""
     return (isinstance(shape, (list, tuple)) and len(shape) > 0
             and isinstance(shape[0], (list, tuple)))
+
+
+def split_pair(input_shape: Any, forms: str) -> tuple:
+    """``(first, second or None)`` of a layer's input shape: one shape, or a list of exactly
+    two (``[probs, annotator_ids]``); a list of another length is the ValueError its call
+    raises (``forms``: the layer's call forms), here for a symbolic call too (a functional
+    model), which runs ``build`` and ``compute_output_shape`` but no ``call``."""
+    if not is_shape_list(input_shape):
+        return tuple(input_shape), None
+    if len(input_shape) != 2:
+        raise ValueError(f"{forms}, got a list of {len(input_shape)} inputs")
+    return tuple(input_shape[0]), tuple(input_shape[1])
 
 
 def static_shapes(inputs: Any) -> Any:
