@@ -131,13 +131,17 @@ def test_symbolic_annotator_ids_of_another_rank_are_refused_when_the_model_is_bu
     (lambda: CrowdRegressionLayer(A), 1, r"takes mu or \[mu, annotator_ids\]"),
     (lambda: MixtureOfGroups(2, K, num_annotators=A), K,
      r"MixtureOfGroups takes probs or \[probs, annotator_ids\]"),
-    (lambda: AnnotatorGate(A), D, r"AnnotatorGate takes x or \[x, annotator_ids\]")],
-    ids=["CrowdLayer", "CrowdRegressionLayer", "MixtureOfGroups", "AnnotatorGate"])
+    (lambda: AnnotatorGate(A), D, r"AnnotatorGate takes x or \[x, annotator_ids\]"),
+    (lambda: DifficultyCompetence(K, num_annotators=A), D,
+     r"DifficultyCompetence takes instance or \[instance, annotator_ids\]")],
+    ids=["CrowdLayer", "CrowdRegressionLayer", "MixtureOfGroups", "AnnotatorGate",
+         "DifficultyCompetence"])
 def test_a_symbolic_call_on_a_list_of_another_length_is_refused_as_the_call_refuses_it(
         make, width, forms):
     """A functional model built on [probs, ids, extra] (or [probs]) got the output shape of
     the dense form from compute_output_shape and failed only in fit (MixtureOfGroups: a raw
-    unpacking error); the gate ignored the extra input on every call."""
+    unpacking error, DifficultyCompetence too); the gate ignored the extra input on every
+    call."""
     first, ids = keras.Input((width,)), keras.Input((2,), dtype="int32")
     for inputs, n in (([first, ids, keras.Input((1,))], 3), ([first], 1)):
         with pytest.raises(ValueError, match=forms + f", got a list of {n} inputs"):
