@@ -45,8 +45,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import (checked_answers, checked_codes, concrete_values, floor_at,
-                           keras_mask, n_rows, softmax_logits, with_keras_mask)
+from ._keras_utils import (checked_answers, checked_bool, checked_codes, checked_int,
+                           concrete_values, floor_at, keras_mask, n_rows, softmax_logits,
+                           with_keras_mask)
 from .annotations import Annotations
 from .arguments import check_count
 from .callbacks import TruthValidation
@@ -104,6 +105,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
     def __init__(self, classifier: Any, noise_layer: Any, from_logits: bool = False,
                  warmup_epochs: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if not callable(classifier):
+            # a string or an array was kept and failed at the first call ("not callable")
+            raise TypeError("classifier must be a Keras model or layer mapping x to class "
+                            f"probabilities, got {type(classifier).__name__}")
         if not hasattr(noise_layer, "num_annotators"):
             raise TypeError("noise_layer must expose num_annotators (see crowd_keras.models)")
         if isinstance(noise_layer, layers.DifficultyCompetence):
@@ -119,12 +124,12 @@ class CrowdModel(CrowdConsensus, keras.Model):
                             "a CrowdModel needs a layer of per-annotator outputs (give "
                             "num_annotators=...; a global MixtureOfGroups is trained on label "
                             "counts with LabelCountCrossEntropy)")
-        if int(warmup_epochs) != warmup_epochs or warmup_epochs < 0:
-            raise ValueError(f"warmup_epochs must be a non-negative integer, got {warmup_epochs!r}")
         self.classifier = classifier
         self.noise_layer = noise_layer
-        self.from_logits = bool(from_logits)
-        self.warmup_epochs = int(warmup_epochs)
+        # checked as Keras checks its layers' arguments: bool("False") was True, and None or
+        # NaN warm-up epochs failed in int() without naming the argument
+        self.from_logits = checked_bool(from_logits, "from_logits")
+        self.warmup_epochs = checked_int(warmup_epochs, "warmup_epochs", minimum=0)
         # 1.0: noise layer on; 0.0: bypassed (warm-up). A variable, so that switching it does
         # not retrace the compiled train step.
         self.noise_on = self.add_weight(shape=(), initializer="ones", trainable=False,

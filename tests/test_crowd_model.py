@@ -185,6 +185,27 @@ def test_a_noise_layer_without_annotators_is_refused_at_construction():
     assert model.noise_layer.num_annotators == A
 
 
+
+@pytest.mark.parametrize("kwargs,error", [
+    ({"from_logits": "False"}, r"`from_logits`, expected True or False"),
+    ({"warmup_epochs": None}, r"`warmup_epochs`, expected an integer of at least 0"),
+    ({"warmup_epochs": float("nan")}, r"`warmup_epochs`, expected an integer of at least 0"),
+    ({"warmup_epochs": True}, r"`warmup_epochs`, expected an integer of at least 0")])
+def test_constructor_arguments_are_checked_as_keras_checks_its_layers(kwargs, error):
+    """bool("False") made a probability classifier be read as logits, silently; None or NaN
+    warm-up epochs failed in int() without naming the argument."""
+    with pytest.raises(ValueError, match=error):
+        CrowdModel(mlp(), CrowdLayer(A), **kwargs)
+    model = CrowdModel(mlp(), CrowdLayer(A), from_logits=np.bool_(False),
+                       warmup_epochs=np.int64(2))
+    assert model.from_logits is False and model.warmup_epochs == 2
+
+
+def test_a_classifier_that_cannot_be_called_is_refused_at_construction():
+    # a string was kept and failed at the first call with "'str' object is not callable"
+    with pytest.raises(TypeError, match="classifier must be a Keras model or layer.*got str"):
+        CrowdModel("mlp", CrowdLayer(A))
+
 def test_truth_validation_restores_best_epoch(sim):
     clf = mlp()
     model = CrowdModel(clf, CrowdLayer(A))
