@@ -86,6 +86,39 @@ def test_tf_data_input_path_from_annotations(sim):
     assert history.history["loss"][-1] < history.history["loss"][0]
 
 
+@pytest.mark.parametrize("container", [dict, list])
+def test_tf_data_input_path_takes_the_inputs_of_a_multi_input_classifier(sim, container):
+    """A dict of arrays was counted by its keys ("x has 2 rows"); a list of arrays would be
+    stacked into one tensor by tf.data. A bad batch size was a TensorFlow op error (0) or
+    truncated (2.5)."""
+    pytest.importorskip("tensorflow")
+    from crowd_keras.inputs import annotation_dataset
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.data input path: TensorFlow backend")
+    parts = (sim.x[:, :6], sim.x[:, 6:])
+    a, b = keras.Input((6,), name="a"), keras.Input((4,), name="b")
+    hidden = keras.layers.Concatenate()([a, b])
+    x = {"a": parts[0], "b": parts[1]} if container is dict else list(parts)
+    clf = keras.Model({"a": a, "b": b} if container is dict else [a, b],
+                      keras.layers.Dense(K, activation="softmax")(hidden))
+    ds = annotation_dataset(x, sim.annotations, batch_size=64, shuffle=False)
+    inputs, _ = next(iter(ds))
+    first = inputs["x"]["a"] if container is dict else inputs["x"][0]
+    np.testing.assert_array_equal(first.numpy(), parts[0][:64])
+    model = CrowdModel(clf, CrowdLayer(A))
+    model.compile(keras.optimizers.Adam(1e-2))
+    history = model.fit(ds, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    short = {"a": parts[0][:-1], "b": parts[1][:-1]} if container is dict else \
+        [p[:-1] for p in parts]
+    with pytest.raises(CrowdDataError, match=f"x has {len(sim.x) - 1} rows"):
+        annotation_dataset(short, sim.annotations)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+        annotation_dataset(x, sim.annotations, batch_size=0)
+    with pytest.raises(TypeError, match="batch_size must be an integer"):
+        annotation_dataset(x, sim.annotations, batch_size=2.5)
+
 def test_save_load_round_trip_keeps_training(sim, tmp_path):
     clf = mlp()
     model = CrowdModel(clf, CrowdLayer(A, "VW+B"), name="crowd")
