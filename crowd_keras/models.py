@@ -130,6 +130,12 @@ class CrowdModel(CrowdConsensus, keras.Model):
         # NaN warm-up epochs failed in int() without naming the argument
         self.from_logits = checked_bool(from_logits, "from_logits")
         self.warmup_epochs = checked_int(warmup_epochs, "warmup_epochs", minimum=0)
+        if self.from_logits and self.is_regression:
+            # the softmax of a (batch, 1) output is 1 everywhere: the layer got a constant
+            # and the classifier no gradient, silently
+            raise ValueError("from_logits=True applies a softmax to class logits; a "
+                             "CrowdRegressionLayer takes the classifier's (batch, [time,] 1) "
+                             "output as it is: leave from_logits=False")
         # 1.0: noise layer on; 0.0: bypassed (warm-up). A variable, so that switching it does
         # not retrace the compiled train step.
         self.noise_on = self.add_weight(shape=(), initializer="ones", trainable=False,

@@ -234,6 +234,15 @@ def test_constructor_arguments_are_checked_as_keras_checks_its_layers(kwargs, er
     assert model.from_logits is False and model.warmup_epochs == 2
 
 
+def test_from_logits_is_refused_for_a_regression_noise_layer():
+    # the softmax of the (batch, 1) output is 1: the layer saw a constant, the classifier got
+    # no gradient and every prediction was the same, silently
+    clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match="from_logits=True applies a softmax.*"
+                                         "CrowdRegressionLayer"):
+        CrowdModel(clf, CrowdRegressionLayer(A), from_logits=True)
+    assert not CrowdModel(clf, CrowdRegressionLayer(A)).from_logits
+
 def test_a_classifier_that_cannot_be_called_is_refused_at_construction():
     # a string was kept and failed at the first call with "'str' object is not callable"
     with pytest.raises(TypeError, match="classifier must be a Keras model or layer.*got str"):
