@@ -493,7 +493,11 @@ def checked_annotator_features(features: Any, layer: str) -> Optional[np.ndarray
     naming the layer; None passes through."""
     if features is None:
         return None
-    feats = np.asarray(features, dtype="float32")
+    try:
+        feats = np.asarray(features, dtype="float32")
+    except (TypeError, ValueError):   # a string: numpy's message named no argument
+        raise TypeError(f"{layer}: annotator_features must be a numeric (annotators, "
+                        f"features) array, got {type(features).__name__}") from None
     if feats.ndim != 2 or not len(feats):
         raise ValueError(f"{layer}: annotator_features must be (annotators, features) with at "
                          f"least one annotator, got shape {feats.shape}")

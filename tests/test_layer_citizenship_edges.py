@@ -302,6 +302,23 @@ def test_constructor_arguments_that_would_fail_later_fail_at_construction():
             MixtureOfGroups(2, K, num_annotators=A, epsilon=eps)
 
 
+
+@pytest.mark.parametrize("make,error,match", [
+    (lambda: MixtureOfGroups(2, K, epsilon=None), TypeError, "`epsilon`, expected a number"),
+    (lambda: CommonNoiseAdaptation(A, K, omega="a"), TypeError, "`omega`, expected a number"),
+    (lambda: CommonNoiseAdaptation(A, K, gate=keras.layers.Dense(3)), TypeError,
+     "gate must be an AnnotatorGate.*got Dense"),
+    (lambda: AnnotatorGate(annotator_features="abc"), TypeError,
+     "AnnotatorGate: annotator_features must be a numeric"),
+    (lambda: DifficultyCompetence(K, num_annotators=A, instance_hidden=5), TypeError,
+     r"instance_hidden must be a list of layer sizes \(e.g. \[5\]")],
+    ids=["epsilon None", "omega string", "gate Dense", "features string", "hidden int"])
+def test_constructor_arguments_of_another_type_are_named_in_the_error(make, error, match):
+    """They failed in float(), np.asarray() or iteration with a message naming no argument
+    (a Dense gate: "'Dense' object has no attribute 'num_annotators'")."""
+    with pytest.raises(error, match=match):
+        make()
+
 def test_label_counts_that_are_not_counts_are_refused_naming_the_first():
     """A -1 (the other losses' missing code) or a NaN entered Eq. 4 as a negative or NaN
     count: a wrong or NaN loss without a word."""

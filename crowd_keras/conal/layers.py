@@ -241,12 +241,17 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         super().__init__(**kwargs)
         num_annotators = checked_int(num_annotators, "num_annotators")
         num_classes = checked_int(num_classes, "num_classes", minimum=2)
-        if omega is not None and not 0.0 <= float(omega) <= 1.0:
+        if omega is not None and not 0.0 <= checked_finite(omega, "omega") <= 1.0:
             raise ValueError(f"a fixed omega must be in [0, 1], got {omega}")
         if omega is not None and gate is not None:
             raise ValueError("give either a gate or a fixed omega, not both")
         if isinstance(gate, dict):
             gate = keras.saving.deserialize_keras_object(gate)
+        if gate is not None and not (isinstance(gate, keras.layers.Layer)
+                                     and hasattr(gate, "num_annotators")):
+            # a string or another layer failed on its missing num_annotators attribute
+            raise TypeError("gate must be an AnnotatorGate (a Keras layer with "
+                            f"num_annotators) or None, got {type(gate).__name__}")
         if gate is not None and gate.num_annotators != int(num_annotators):
             raise ValueError(f"the gate has {gate.num_annotators} annotators, the layer "
                              f"{num_annotators}")

@@ -65,6 +65,15 @@ def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: 
     layer.add_loss(ops.cast(regularizer(rows), "float32") * (float(n_rows) / batch))
 
 
+def _checked_sizes(sizes: Any, name: str) -> list:
+    """Hidden layer sizes: a sequence of positive integers (a bare ``5`` failed with "'int'
+    object is not iterable")."""
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple, np.ndarray)):
+        raise TypeError(f"{name} must be a list of layer sizes (e.g. [{sizes!r}] for one "
+                        f"hidden layer), got {type(sizes).__name__} {sizes!r}")
+    return [checked_int(u, name) for u in sizes]
+
+
 def check_instance_indices(values: Any, bound: int, argument: str, bound_name: str) -> None:
     """Instance indices entering as data are checked once (no op in a step's graph): integer
     codes in ``0..bound-1`` (no padding marker), else :class:`~crowd_keras.CrowdDataError`."""
@@ -173,8 +182,8 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
         num_instances = checked_int(num_instances, "num_instances", allow_none=True)
         instance_embedding_dim = checked_int(instance_embedding_dim, "instance_embedding_dim")
-        instance_hidden = [checked_int(u, "instance_hidden") for u in instance_hidden]
-        annotator_hidden = [checked_int(u, "annotator_hidden") for u in annotator_hidden]
+        instance_hidden = _checked_sizes(instance_hidden, "instance_hidden")
+        annotator_hidden = _checked_sizes(annotator_hidden, "annotator_hidden")
         if feats is None and num_annotators is None:
             raise ValueError("DifficultyCompetence needs num_annotators or annotator_features")
         if feats is not None and num_annotators is not None and int(num_annotators) != len(feats):

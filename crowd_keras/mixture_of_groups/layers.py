@@ -31,7 +31,7 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, batched_vector_matrix,
-                            checked_int, floor_at, gather_annotators, is_shape_list, softmax,
+                            checked_finite, checked_int, floor_at, gather_annotators, is_shape_list, softmax,
                             split_pair)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
@@ -82,9 +82,9 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
                                       else keras.initializers.get(confusion_initializer))
         # the floor under log: 0 or less gives -inf and NaN losses; 1 or more floors every
         # probability to one constant (no gradient)
-        if not 0 < float(epsilon) < 1:
+        self.epsilon = checked_finite(epsilon, "epsilon")   # None failed in float() unnamed
+        if not 0 < self.epsilon < 1:
             raise ValueError(f"epsilon must be positive and below 1, got {epsilon!r}")
-        self.epsilon = float(epsilon)
         self.supports_masking = True
 
     @property
