@@ -188,6 +188,14 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if not self.uses_features:
             noisy = self.noise_layer(probs) if ids is None else self.noise_layer([probs, ids])
         else:
+            if keras.tree.is_nested(x):
+                # the gate maps one representation (batch, [time,] features): a dict of
+                # inputs failed deep in Keras' shape inference ("invalid literal for int()")
+                raise ValueError(f"{type(self.noise_layer).__name__} with a gate takes the "
+                                 "classifier's input as one tensor (batch, [time,] features), "
+                                 f"got a {type(x).__name__} of inputs; for a classifier of "
+                                 "several inputs build a functional model with the gate on "
+                                 "a hidden layer")
             if ids is None:  # dense data for a feature-gated layer: list every annotator
                 n = self.noise_layer.num_annotators
                 ids = ops.broadcast_to(ops.expand_dims(ops.arange(n, dtype="int32"), 0),

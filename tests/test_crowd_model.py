@@ -344,6 +344,21 @@ def test_feature_gated_noise_layer_plugs_in(sim):
     assert tuple(out.shape) == (5, A, K)
 
 
+def test_a_gated_noise_layer_names_a_classifier_of_several_inputs():
+    # the gate got the dict of inputs and fit failed in Keras' shape inference with
+    # "invalid literal for int() with base 10: 'b'"
+    from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation
+
+    a, b = keras.Input((3,), name="a"), keras.Input((2,), name="b")
+    clf = keras.Model({"a": a, "b": b}, keras.layers.Dense(K, activation="softmax")(
+        keras.layers.Concatenate()([a, b])))
+    model = CrowdModel(clf, CommonNoiseAdaptation(A, K, gate=AnnotatorGate(A, 3)))
+    model.compile()
+    x = {"a": np.zeros((8, 3), "float32"), "b": np.zeros((8, 2), "float32")}
+    with pytest.raises(ValueError, match="with a gate takes the classifier's input as one "
+                                         "tensor.*got a dict of inputs"):
+        model.fit(x, np.zeros((8, A), "int32"), verbose=0)
+
 def test_lazy_adam_updates_only_the_annotators_in_the_batch():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(16, 5)).astype("float32")
