@@ -323,7 +323,8 @@ def reduced_per_item(per_item: Any, weights: Any, reduction: Any) -> Any:
     ``"sum_over_batch_size"`` and ``"mean"`` divide the sum by the batch size,
     ``"mean_with_sample_weight"`` by the items' mean weights summed (both then divided by
     the replicas, :func:`scaled_for_replicas`), ``"sum"`` is the sum, ``None``/``"none"``
-    the values."""
+    the values. A zero divisor (weights all 0, an empty batch) gives 0, as Keras'
+    ``divide_no_nan`` (a NaN loss there made every weight NaN)."""
     if reduction in (None, "none"):
         return per_item
     total = ops.sum(per_item)
@@ -331,6 +332,9 @@ def reduced_per_item(per_item: Any, weights: Any, reduction: Any) -> Any:
         return total
     divisor = (ops.sum(ops.mean(weights, axis=1)) if reduction == "mean_with_sample_weight"
                else batch_size_on_device(per_item, per_item.dtype))
+    # the sum is 0 where the divisor is (every weight 0, or no item): 0 / 1; a where on the
+    # quotient would still send a NaN gradient through its unused 0 / 0
+    divisor = ops.where(divisor != 0, divisor, ops.ones_like(divisor))
     return scaled_for_replicas(total / divisor)
 
 
