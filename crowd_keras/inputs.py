@@ -111,9 +111,10 @@ def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: 
     """A ``tf.data.Dataset`` of ``({"x": x, "annotator_ids": ids}, labels)`` batches of items.
 
     The indexed form ``CrowdModel.fit`` consumes, built in the graph: ``x`` (items, ...),
-    or a dict / list of such arrays for a classifier of several inputs, and the annotations (an :class:`~crowd_keras.Annotations`, item codes = rows of ``x``,
-    or its padded ``(annotator_ids, labels)``, as :meth:`Annotations.to_padded` gives them)
-    are held as tensors; each epoch reshuffles the items (``seed``) and gathers its batches
+    or a dict / list of such arrays for a classifier of several inputs, and the annotations
+    (an :class:`~crowd_keras.Annotations`, item codes = rows of ``x``, or its padded
+    ``(annotator_ids, labels)``, as :meth:`Annotations.to_padded` gives them) are held as
+    tensors; each epoch reshuffles the items (``seed``) and gathers its batches
     in the pipeline, so ``Model.fit`` runs without a Python generator. TensorFlow only
     (``tf.data``); ``model.fit(annotation_dataset(x, ann, 64), epochs=...)``.
 

@@ -31,8 +31,8 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, batched_vector_matrix,
-                            checked_finite, checked_int, floor_at, gather_annotators, is_shape_list, softmax,
-                            split_pair)
+                            checked_finite, checked_int, floor_at, gather_annotators,
+                            is_shape_list, softmax, split_pair)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
 
