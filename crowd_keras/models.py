@@ -241,7 +241,13 @@ class CrowdModel(CrowdConsensus, keras.Model):
             given = kwargs.get("callbacks")
             kwargs["callbacks"] = [_NoiseWarmup(self),
                                    *(keras.tree.flatten(given) if given else [])]
-        history = super().fit(x, y, **kwargs)
+        try:
+            history = super().fit(x, y, **kwargs)
+        finally:
+            # an interrupted fit (Ctrl-C in a notebook, a callback's error) ends without
+            # on_train_end: the warm-up's bypass stayed on, and predict, evaluate and a saved
+            # model went on bypassing the noise layer
+            self.noise_on.assign(1.0)
         if self._summarizable(given_x, given_y):
             self.summarize_annotators(given_x, given_y)
         return history

@@ -455,6 +455,27 @@ def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
         CrowdModel(clf, CrowdLayer(8), warmup_epochs=-1)
 
 
+def test_an_interrupted_warm_up_does_not_leave_the_noise_layer_bypassed(tmp_path):
+    """Ctrl-C (or a callback's error) during a warm-up epoch ended fit without on_train_end:
+    noise_on stayed 0, so predict, evaluate and a saved model bypassed the noise layer."""
+    class Interrupt(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            raise KeyboardInterrupt
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 10)).astype("float32")
+    y = rng.integers(-1, K, size=(32, A))
+    model = CrowdModel(mlp(), CrowdLayer(A), warmup_epochs=2)
+    model.compile()
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(x, y, epochs=3, verbose=0, callbacks=[Interrupt()])
+    assert float(keras.ops.convert_to_numpy(model.noise_on)) == 1.0
+    probs = keras.ops.convert_to_numpy(model.classifier(x[:4]))
+    layer_out = keras.ops.convert_to_numpy(model.noise_layer(probs))
+    np.testing.assert_allclose(model.predict(x[:4], verbose=0), layer_out, rtol=1e-5, atol=1e-6)
+    # the interrupted epoch is not counted: the next fit still warms up
+    assert float(keras.ops.convert_to_numpy(model.epochs_trained)) == 0.0
+
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="TensorFlow's resource variables: other backends gather tensors")
 @pytest.mark.parametrize("noise", ["CrowdLayer MW", "CrowdLayer VW+B", "CoNAL with gate",
