@@ -246,8 +246,9 @@ class CrowdModel(CrowdConsensus, keras.Model):
         finally:
             # an interrupted fit (Ctrl-C in a notebook, a callback's error) ends without
             # on_train_end: the warm-up's bypass stayed on, and predict, evaluate and a saved
-            # model went on bypassing the noise layer
-            self.noise_on.assign(1.0)
+            # model went on bypassing the noise layer (ones made on the device: a Python 1.0
+            # is a host-to-device copy under torch)
+            self.noise_on.assign(ops.ones_like(self.noise_on))
         if self._summarizable(given_x, given_y):
             self.summarize_annotators(given_x, given_y)
         return history
