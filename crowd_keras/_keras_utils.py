@@ -19,12 +19,12 @@ from .numerics import MISSING
 __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix",
            "gather_annotators", "gather_rows",
            "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
-           "weight_in_use", "is_shape_list", "n_rows", "split_padding",
+           "weight_in_use", "is_shape_list", "split_pair", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
-           "scalar_like",
+           "scalar_like", "known_shape", "known_rank",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
-           "scaled_for_replicas", "floor_at", "clip_probabilities",
+           "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
            "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
@@ -80,6 +80,18 @@ def is_shape_list(shape: Any) -> bool:
             and isinstance(shape[0], (list, tuple)))
 
 
+def split_pair(input_shape: Any, forms: str) -> tuple:
+    """``(first, second or None)`` of a layer's input shape: one shape, or a list of exactly
+    two (``[probs, annotator_ids]``); a list of another length is the ValueError its call
+    raises (``forms``: the layer's call forms), here for a symbolic call too (a functional
+    model), which runs ``build`` and ``compute_output_shape`` but no ``call``."""
+    if not is_shape_list(input_shape):
+        return tuple(input_shape), None
+    if len(input_shape) != 2:
+        raise ValueError(f"{forms}, got a list of {len(input_shape)} inputs")
+    return tuple(input_shape[0]), tuple(input_shape[1])
+
+
 def static_shapes(inputs: Any) -> Any:
     """The static shape of a layer's input (a tuple, None for an unknown axis), or the list
     of them for a list of inputs: what ``build`` and ``compute_output_shape`` receive."""
@@ -89,6 +101,24 @@ def static_shapes(inputs: Any) -> Any:
     if isinstance(inputs, (list, tuple)):
         return [shape(x) for x in inputs]
     return shape(inputs)
+
+
+def known_shape(x: Any) -> Any:
+    """The static shape of an array or tensor as a tuple (None for an unknown size), None
+    where a compiled step does not know its rank (Keras' temporal sample weights)."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return tuple(np.shape(x))
+    try:
+        return tuple(shape)
+    except (TypeError, ValueError):
+        return None
+
+
+def known_rank(x: Any) -> Any:
+    """The rank of an array or tensor, None where a compiled step does not know it."""
+    shape = known_shape(x)
+    return None if shape is None else len(shape)
 
 
 def annotator_mask(annotator_ids: Any) -> Any:
@@ -287,6 +317,27 @@ def scaled_for_replicas(loss: Any) -> Any:
     return loss
 
 
+def reduced_per_item(per_item: Any, weights: Any, reduction: Any) -> Any:
+    """A loss's per-item values ``(batch,)`` reduced as Keras reduces a loss's values, for
+    sample weights ``(batch, w)`` (per step or per slot) already multiplied into them:
+    ``"sum_over_batch_size"`` and ``"mean"`` divide the sum by the batch size,
+    ``"mean_with_sample_weight"`` by the items' mean weights summed (both then divided by
+    the replicas, :func:`scaled_for_replicas`), ``"sum"`` is the sum, ``None``/``"none"``
+    the values. A zero divisor (weights all 0, an empty batch) gives 0, as Keras'
+    ``divide_no_nan`` (a NaN loss there made every weight NaN)."""
+    if reduction in (None, "none"):
+        return per_item
+    total = ops.sum(per_item)
+    if reduction == "sum":
+        return total
+    divisor = (ops.sum(ops.mean(weights, axis=1)) if reduction == "mean_with_sample_weight"
+               else batch_size_on_device(per_item, per_item.dtype))
+    # the sum is 0 where the divisor is (every weight 0, or no item): 0 / 1; a where on the
+    # quotient would still send a NaN gradient through its unused 0 / 0
+    divisor = ops.where(divisor != 0, divisor, ops.ones_like(divisor))
+    return scaled_for_replicas(total / divisor)
+
+
 def floor_at(x: Any, value: float) -> Any:
     """``max(x, value)`` elementwise for a Python number ``value``, without a host copy of it
     (:func:`scalar_like`)."""
@@ -446,7 +497,11 @@ def checked_annotator_features(features: Any, layer: str) -> Optional[np.ndarray
     naming the layer; None passes through."""
     if features is None:
         return None
-    feats = np.asarray(features, dtype="float32")
+    try:
+        feats = np.asarray(features, dtype="float32")
+    except (TypeError, ValueError):   # a string: numpy's message named no argument
+        raise TypeError(f"{layer}: annotator_features must be a numeric (annotators, "
+                        f"features) array, got {type(features).__name__}") from None
     if feats.ndim != 2 or not len(feats):
         raise ValueError(f"{layer}: annotator_features must be (annotators, features) with at "
                          f"least one annotator, got shape {feats.shape}")

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import checked_bool, checked_int, n_rows
+from ._keras_utils import checked_bool, checked_finite, checked_int, n_rows
 from .progress import Progress
 
 __all__ = ["TruthValidation", "FitProgress"]
@@ -28,8 +28,15 @@ class FitProgress(keras.callbacks.Callback):
     def __init__(self, desc: str = "training", interval: float = 5.0, disable: bool = False,
                  stream: Any = None, use_tqdm: Any = None) -> None:
         super().__init__()
-        self.desc, self.interval, self.disable = desc, interval, disable
-        self.stream, self.use_tqdm = stream, use_tqdm
+        # checked here: a string or None interval failed at the first batch of training,
+        # and disable="no" (truthy) hid the progress
+        self.interval = checked_finite(interval, "interval")
+        if self.interval < 0:
+            raise ValueError(f"Received an invalid value for `interval`, expected seconds >= 0. "
+                             f"Received: interval={interval!r}")
+        self.desc, self.disable = desc, checked_bool(disable, "disable")
+        self.stream = stream
+        self.use_tqdm = None if use_tqdm is None else checked_bool(use_tqdm, "use_tqdm")
         self._bar = None
         self._epoch = 0
         self._first_epoch = None   # the fit's initial_epoch, known at its first epoch

@@ -19,6 +19,7 @@ import keras
 import numpy as np
 
 from ._keras_utils import checked_codes
+from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import row_order   # its home is numerics (the numpy LIA uses it too)
 
@@ -91,15 +92,29 @@ class RowBatches:
             .prefetch(2)
 
 
+def _held_inputs(x: Any) -> Any:
+    """``x`` as TensorFlow tensors: one array (or nested lists), or a dict, list or tuple of
+    arrays (a classifier of several inputs; a list becomes a tuple, which ``tf.data`` keeps
+    as a structure instead of stacking it into one tensor)."""
+    import tensorflow as tf
+
+    if isinstance(x, dict):
+        return {k: tf.convert_to_tensor(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and x and all(hasattr(v, "shape") for v in x):
+        return tuple(tf.convert_to_tensor(v) for v in x)
+    return tf.convert_to_tensor(x)
+
+
 def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: bool = True,
                        seed: Optional[int] = None, *, num_annotators: Optional[int] = None,
                        num_classes: Optional[int] = None) -> Any:
     """A ``tf.data.Dataset`` of ``({"x": x, "annotator_ids": ids}, labels)`` batches of items.
 
-    The indexed form ``CrowdModel.fit`` consumes, built in the graph: ``x`` (items, ...)
-    and the annotations (an :class:`~crowd_keras.Annotations`, item codes = rows of ``x``,
-    or its padded ``(annotator_ids, labels)``, as :meth:`Annotations.to_padded` gives them)
-    are held as tensors; each epoch reshuffles the items (``seed``) and gathers its batches
+    The indexed form ``CrowdModel.fit`` consumes, built in the graph: ``x`` (items, ...),
+    or a dict / list of such arrays for a classifier of several inputs, and the annotations
+    (an :class:`~crowd_keras.Annotations`, item codes = rows of ``x``, or its padded
+    ``(annotator_ids, labels)``, as :meth:`Annotations.to_padded` gives them) are held as
+    tensors; each epoch reshuffles the items (``seed``) and gathers its batches
     in the pipeline, so ``Model.fit`` runs without a Python generator. TensorFlow only
     (``tf.data``); ``model.fit(annotation_dataset(x, ann, 64), epochs=...)``.
 
@@ -123,17 +138,21 @@ def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: 
                                   "annotation_dataset annotator_ids", "num_annotators")
     labels = checked_codes(labels, num_classes, "label", "annotation_dataset labels",
                            "num_classes")
+    batch_size = check_count(batch_size, "batch_size", 1)
     n = len(labels)
-    if len(x) != n or len(annotator_ids) != n:
-        raise CrowdDataError(f"x has {len(x)} rows, annotator_ids {len(annotator_ids)} and "
+    inputs = _held_inputs(x)
+    rows = tf.nest.flatten(inputs)[0].shape[0]   # the first array's (len() of a dict: its keys)
+    if rows != n or len(annotator_ids) != n:
+        raise CrowdDataError(f"x has {rows} rows, annotator_ids {len(annotator_ids)} and "
                              f"labels {n}: one row per item in each")
-    held = {"x": tf.convert_to_tensor(x), "annotator_ids": tf.convert_to_tensor(annotator_ids)}
+    held = {"x": inputs, "annotator_ids": tf.convert_to_tensor(annotator_ids)}
     targets = tf.convert_to_tensor(labels)
     ds = tf.data.Dataset.range(n)
     if shuffle:
         ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
 
     def gather(idx: Any) -> tuple:
-        return {k: tf.gather(v, idx) for k, v in held.items()}, tf.gather(targets, idx)
+        return tf.nest.map_structure(lambda v: tf.gather(v, idx), held), \
+            tf.gather(targets, idx)
 
-    return ds.batch(min(int(batch_size), n)).map(gather).prefetch(2)
+    return ds.batch(min(batch_size, n)).map(gather).prefetch(2)

@@ -38,35 +38,16 @@ from typing import Any
 
 from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
-import numpy as np
 from keras import ops
 
-from ._keras_utils import (KeepsLossDtype, batch_size_on_device, checked_bool,
+from ._keras_utils import (KeepsLossDtype, checked_bool,
                            checked_answers, checked_codes, clip_probabilities, concrete_values,
-                           hide_masked_steps, keras_mask,
-                           observed_mean, observed_mean_of_all, scaled_for_replicas,
-                           split_padding)
+                           hide_masked_steps, keras_mask, known_rank, known_shape,
+                           observed_mean, observed_mean_of_all, reduced_per_item,
+                           scaled_for_replicas, split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
-
-
-def _shape(x: Any) -> Any:
-    """The static shape of an array or tensor as a tuple (None for an unknown size), None
-    where a compiled step does not know its rank (Keras' temporal sample weights)."""
-    shape = getattr(x, "shape", None)
-    if shape is None:
-        return tuple(np.shape(x))
-    try:
-        return tuple(shape)
-    except (TypeError, ValueError):
-        return None
-
-
-def _rank(x: Any) -> Any:
-    """The rank of an array or tensor, None where a compiled step does not know it."""
-    shape = _shape(x)
-    return None if shape is None else len(shape)
 
 
 def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
@@ -96,11 +77,11 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
         self.check_targets(y_true, y_pred)   # after: a masked step's targets may hold anything
-        if sample_weight is not None and _rank(sample_weight) == 0:
+        if sample_weight is not None and known_rank(sample_weight) == 0:
             # one weight for the batch, as Keras' own losses take it: every item's
             sample_weight = ops.full(ops.shape(y_true)[:1], sample_weight, dtype=self.dtype)
-        if sample_weight is not None and _rank(sample_weight) != 1:
-            if (_shape(sample_weight) or ())[1:] == (1,):
+        if sample_weight is not None and known_rank(sample_weight) != 1:
+            if (known_shape(sample_weight) or ())[1:] == (1,):
                 sample_weight = ops.reshape(sample_weight, (-1,))   # (batch, 1): per item
             else:
                 return self._step_weighted(y_true, y_pred, sample_weight)
@@ -121,7 +102,7 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
             y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
             y_true = ops.convert_to_tensor(y_true)
             weights = ops.convert_to_tensor(sample_weight, dtype=y_pred.dtype)
-            rank = _rank(weights)
+            rank = known_rank(weights)
             if rank is not None and (rank > len(y_true.shape) or any(
                     w is not None and t is not None and w != t
                     for w, t in zip(weights.shape, y_true.shape))):
@@ -136,15 +117,7 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
             layout = (batch, ops.shape(weights)[1], -1)
             per_item = observed_mean(ops.reshape(values, layout) * ops.expand_dims(weights, -1),
                                      ops.reshape(observed, layout))
-            if self.reduction in (None, "none"):
-                return per_item
-            total = ops.sum(per_item)
-            if self.reduction == "sum":
-                return total
-            divisor = (ops.sum(ops.mean(weights, axis=1))
-                       if self.reduction == "mean_with_sample_weight"
-                       else batch_size_on_device(per_item, per_item.dtype))
-            return scaled_for_replicas(total / divisor)
+            return reduced_per_item(per_item, weights, self.reduction)
 
     def check_targets(self, y_true: Any, y_pred: Any) -> None:
         """Check targets that enter as data (numpy, a list, an eager TensorFlow tensor:

@@ -44,8 +44,12 @@ class MaskedMultiAccuracy(keras.metrics.Metric):
         # higher is better, as Keras' own accuracies declare: a ModelCheckpoint, EarlyStopping
         # or ReduceLROnPlateau monitoring it with the default mode="auto" reads this
         self._direction = "up"
-        self.hits = self.add_variable(shape=(), initializer="zeros", name="hits")
-        self.observed = self.add_variable(shape=(), initializer="zeros", name="observed")
+        # in the metric's dtype, as Keras' own metrics (without it: floatx, and a float64
+        # metric stopped counting past 2**24 annotations)
+        self.hits = self.add_variable(shape=(), initializer="zeros", name="hits",
+                                      dtype=self.dtype)
+        self.observed = self.add_variable(shape=(), initializer="zeros", name="observed",
+                                          dtype=self.dtype)
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
         mask = keras_mask(y_pred)

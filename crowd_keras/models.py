@@ -45,8 +45,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import (checked_answers, checked_codes, concrete_values, floor_at,
-                           keras_mask, n_rows, softmax_logits, with_keras_mask)
+from ._keras_utils import (checked_answers, checked_bool, checked_codes, checked_int,
+                           concrete_values, floor_at, keras_mask, n_rows, softmax_logits,
+                           with_keras_mask)
 from .annotations import Annotations
 from .arguments import check_count
 from .callbacks import TruthValidation
@@ -104,6 +105,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
     def __init__(self, classifier: Any, noise_layer: Any, from_logits: bool = False,
                  warmup_epochs: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if not callable(classifier):
+            # a string or an array was kept and failed at the first call ("not callable")
+            raise TypeError("classifier must be a Keras model or layer mapping x to class "
+                            f"probabilities, got {type(classifier).__name__}")
         if not hasattr(noise_layer, "num_annotators"):
             raise TypeError("noise_layer must expose num_annotators (see crowd_keras.models)")
         if isinstance(noise_layer, layers.DifficultyCompetence):
@@ -119,12 +124,18 @@ class CrowdModel(CrowdConsensus, keras.Model):
                             "a CrowdModel needs a layer of per-annotator outputs (give "
                             "num_annotators=...; a global MixtureOfGroups is trained on label "
                             "counts with LabelCountCrossEntropy)")
-        if int(warmup_epochs) != warmup_epochs or warmup_epochs < 0:
-            raise ValueError(f"warmup_epochs must be a non-negative integer, got {warmup_epochs!r}")
         self.classifier = classifier
         self.noise_layer = noise_layer
-        self.from_logits = bool(from_logits)
-        self.warmup_epochs = int(warmup_epochs)
+        # checked as Keras checks its layers' arguments: bool("False") was True, and None or
+        # NaN warm-up epochs failed in int() without naming the argument
+        self.from_logits = checked_bool(from_logits, "from_logits")
+        self.warmup_epochs = checked_int(warmup_epochs, "warmup_epochs", minimum=0)
+        if self.from_logits and self.is_regression:
+            # the softmax of a (batch, 1) output is 1 everywhere: the layer got a constant
+            # and the classifier no gradient, silently
+            raise ValueError("from_logits=True applies a softmax to class logits; a "
+                             "CrowdRegressionLayer takes the classifier's (batch, [time,] 1) "
+                             "output as it is: leave from_logits=False")
         # 1.0: noise layer on; 0.0: bypassed (warm-up). A variable, so that switching it does
         # not retrace the compiled train step.
         self.noise_on = self.add_weight(shape=(), initializer="ones", trainable=False,
@@ -177,6 +188,14 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if not self.uses_features:
             noisy = self.noise_layer(probs) if ids is None else self.noise_layer([probs, ids])
         else:
+            if keras.tree.is_nested(x):
+                # the gate maps one representation (batch, [time,] features): a dict of
+                # inputs failed deep in Keras' shape inference ("invalid literal for int()")
+                raise ValueError(f"{type(self.noise_layer).__name__} with a gate takes the "
+                                 "classifier's input as one tensor (batch, [time,] features), "
+                                 f"got a {type(x).__name__} of inputs; for a classifier of "
+                                 "several inputs build a functional model with the gate on "
+                                 "a hidden layer")
             if ids is None:  # dense data for a feature-gated layer: list every annotator
                 n = self.noise_layer.num_annotators
                 ids = ops.broadcast_to(ops.expand_dims(ops.arange(n, dtype="int32"), 0),
@@ -222,7 +241,14 @@ class CrowdModel(CrowdConsensus, keras.Model):
             given = kwargs.get("callbacks")
             kwargs["callbacks"] = [_NoiseWarmup(self),
                                    *(keras.tree.flatten(given) if given else [])]
-        history = super().fit(x, y, **kwargs)
+        try:
+            history = super().fit(x, y, **kwargs)
+        finally:
+            # an interrupted fit (Ctrl-C in a notebook, a callback's error) ends without
+            # on_train_end: the warm-up's bypass stayed on, and predict, evaluate and a saved
+            # model went on bypassing the noise layer (ones made on the device: a Python 1.0
+            # is a host-to-device copy under torch)
+            self.noise_on.assign(ops.ones_like(self.noise_on))
         if self._summarizable(given_x, given_y):
             self.summarize_annotators(given_x, given_y)
         return history

@@ -86,6 +86,39 @@ def test_tf_data_input_path_from_annotations(sim):
     assert history.history["loss"][-1] < history.history["loss"][0]
 
 
+@pytest.mark.parametrize("container", [dict, list])
+def test_tf_data_input_path_takes_the_inputs_of_a_multi_input_classifier(sim, container):
+    """A dict of arrays was counted by its keys ("x has 2 rows"); a list of arrays would be
+    stacked into one tensor by tf.data. A bad batch size was a TensorFlow op error (0) or
+    truncated (2.5)."""
+    pytest.importorskip("tensorflow")
+    from crowd_keras.inputs import annotation_dataset
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.data input path: TensorFlow backend")
+    parts = (sim.x[:, :6], sim.x[:, 6:])
+    a, b = keras.Input((6,), name="a"), keras.Input((4,), name="b")
+    hidden = keras.layers.Concatenate()([a, b])
+    x = {"a": parts[0], "b": parts[1]} if container is dict else list(parts)
+    clf = keras.Model({"a": a, "b": b} if container is dict else [a, b],
+                      keras.layers.Dense(K, activation="softmax")(hidden))
+    ds = annotation_dataset(x, sim.annotations, batch_size=64, shuffle=False)
+    inputs, _ = next(iter(ds))
+    first = inputs["x"]["a"] if container is dict else inputs["x"][0]
+    np.testing.assert_array_equal(first.numpy(), parts[0][:64])
+    model = CrowdModel(clf, CrowdLayer(A))
+    model.compile(keras.optimizers.Adam(1e-2))
+    history = model.fit(ds, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    short = {"a": parts[0][:-1], "b": parts[1][:-1]} if container is dict else \
+        [p[:-1] for p in parts]
+    with pytest.raises(CrowdDataError, match=f"x has {len(sim.x) - 1} rows"):
+        annotation_dataset(short, sim.annotations)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+        annotation_dataset(x, sim.annotations, batch_size=0)
+    with pytest.raises(TypeError, match="batch_size must be an integer"):
+        annotation_dataset(x, sim.annotations, batch_size=2.5)
+
 def test_save_load_round_trip_keeps_training(sim, tmp_path):
     clf = mlp()
     model = CrowdModel(clf, CrowdLayer(A, "VW+B"), name="crowd")
@@ -185,6 +218,36 @@ def test_a_noise_layer_without_annotators_is_refused_at_construction():
     assert model.noise_layer.num_annotators == A
 
 
+
+@pytest.mark.parametrize("kwargs,error", [
+    ({"from_logits": "False"}, r"`from_logits`, expected True or False"),
+    ({"warmup_epochs": None}, r"`warmup_epochs`, expected an integer of at least 0"),
+    ({"warmup_epochs": float("nan")}, r"`warmup_epochs`, expected an integer of at least 0"),
+    ({"warmup_epochs": True}, r"`warmup_epochs`, expected an integer of at least 0")])
+def test_constructor_arguments_are_checked_as_keras_checks_its_layers(kwargs, error):
+    """bool("False") made a probability classifier be read as logits, silently; None or NaN
+    warm-up epochs failed in int() without naming the argument."""
+    with pytest.raises(ValueError, match=error):
+        CrowdModel(mlp(), CrowdLayer(A), **kwargs)
+    model = CrowdModel(mlp(), CrowdLayer(A), from_logits=np.bool_(False),
+                       warmup_epochs=np.int64(2))
+    assert model.from_logits is False and model.warmup_epochs == 2
+
+
+def test_from_logits_is_refused_for_a_regression_noise_layer():
+    # the softmax of the (batch, 1) output is 1: the layer saw a constant, the classifier got
+    # no gradient and every prediction was the same, silently
+    clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match="from_logits=True applies a softmax.*"
+                                         "CrowdRegressionLayer"):
+        CrowdModel(clf, CrowdRegressionLayer(A), from_logits=True)
+    assert not CrowdModel(clf, CrowdRegressionLayer(A)).from_logits
+
+def test_a_classifier_that_cannot_be_called_is_refused_at_construction():
+    # a string was kept and failed at the first call with "'str' object is not callable"
+    with pytest.raises(TypeError, match="classifier must be a Keras model or layer.*got str"):
+        CrowdModel("mlp", CrowdLayer(A))
+
 def test_truth_validation_restores_best_epoch(sim):
     clf = mlp()
     model = CrowdModel(clf, CrowdLayer(A))
@@ -281,6 +344,21 @@ def test_feature_gated_noise_layer_plugs_in(sim):
     assert tuple(out.shape) == (5, A, K)
 
 
+def test_a_gated_noise_layer_names_a_classifier_of_several_inputs():
+    # the gate got the dict of inputs and fit failed in Keras' shape inference with
+    # "invalid literal for int() with base 10: 'b'"
+    from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation
+
+    a, b = keras.Input((3,), name="a"), keras.Input((2,), name="b")
+    clf = keras.Model({"a": a, "b": b}, keras.layers.Dense(K, activation="softmax")(
+        keras.layers.Concatenate()([a, b])))
+    model = CrowdModel(clf, CommonNoiseAdaptation(A, K, gate=AnnotatorGate(A, 3)))
+    model.compile()
+    x = {"a": np.zeros((8, 3), "float32"), "b": np.zeros((8, 2), "float32")}
+    with pytest.raises(ValueError, match="with a gate takes the classifier's input as one "
+                                         "tensor.*got a dict of inputs"):
+        model.fit(x, np.zeros((8, A), "int32"), verbose=0)
+
 def test_lazy_adam_updates_only_the_annotators_in_the_batch():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(16, 5)).astype("float32")
@@ -376,6 +454,27 @@ def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
     with pytest.raises(ValueError, match="warmup_epochs"):
         CrowdModel(clf, CrowdLayer(8), warmup_epochs=-1)
 
+
+def test_an_interrupted_warm_up_does_not_leave_the_noise_layer_bypassed(tmp_path):
+    """Ctrl-C (or a callback's error) during a warm-up epoch ended fit without on_train_end:
+    noise_on stayed 0, so predict, evaluate and a saved model bypassed the noise layer."""
+    class Interrupt(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            raise KeyboardInterrupt
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 10)).astype("float32")
+    y = rng.integers(-1, K, size=(32, A))
+    model = CrowdModel(mlp(), CrowdLayer(A), warmup_epochs=2)
+    model.compile()
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(x, y, epochs=3, verbose=0, callbacks=[Interrupt()])
+    assert float(keras.ops.convert_to_numpy(model.noise_on)) == 1.0
+    probs = keras.ops.convert_to_numpy(model.classifier(x[:4]))
+    layer_out = keras.ops.convert_to_numpy(model.noise_layer(probs))
+    np.testing.assert_allclose(model.predict(x[:4], verbose=0), layer_out, rtol=1e-5, atol=1e-6)
+    # the interrupted epoch is not counted: the next fit still warms up
+    assert float(keras.ops.convert_to_numpy(model.epochs_trained)) == 0.0
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="TensorFlow's resource variables: other backends gather tensors")

@@ -73,6 +73,20 @@ def test_fit_progress_counts_batches_under_steps_per_execution():
     assert last.startswith("training: 16/16 batch (100%)") and "done, epoch 2" in last
 
 
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"interval": "5"}, TypeError, "`interval`, expected a number"),
+    ({"interval": None}, TypeError, "`interval`, expected a number"),
+    ({"interval": -1}, ValueError, "`interval`, expected seconds >= 0"),
+    ({"disable": "no"}, ValueError, "`disable`, expected True or False"),
+    ({"use_tqdm": "no"}, ValueError, "`use_tqdm`, expected True or False")])
+def test_fit_progress_checks_its_arguments_before_training(kwargs, error, match):
+    # a string or None interval failed at the end of the first batch of training; the truthy
+    # strings "no" hid the progress (disable) or drew a bar into a log file (use_tqdm)
+    from crowd_keras.callbacks import FitProgress
+
+    with pytest.raises(error, match=match):
+        FitProgress(**kwargs)
+
 @pytest.mark.parametrize("indexed", [False, True])
 def test_crowd_model_build_then_load_weights(indexed, tmp_path):
     # model.build(shape), what Keras asks for before load_weights, marked a CrowdModel built

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from crowd_keras.layers import (AnnotatorGate, CommonNoiseAdaptation, CrowdLayer,
-                                DifficultyCompetence, MixtureOfGroups)
+                                CrowdRegressionLayer, DifficultyCompetence, MixtureOfGroups)
 from crowd_keras.losses import LabelCountCrossEntropy, MaskedMultiCrossEntropy
 from crowd_keras.models import CrowdModel
 
@@ -125,6 +125,36 @@ def test_symbolic_annotator_ids_of_another_rank_are_refused_when_the_model_is_bu
                                          r"(shape )?\(None, 2, 3\)"):
         make()([keras.Input((width,)), ids])
 
+
+@pytest.mark.parametrize("make,width,forms", [
+    (lambda: CrowdLayer(A), K, r"CrowdLayer takes probs or \[probs, annotator_ids\]"),
+    (lambda: CrowdRegressionLayer(A), 1, r"takes mu or \[mu, annotator_ids\]"),
+    (lambda: MixtureOfGroups(2, K, num_annotators=A), K,
+     r"MixtureOfGroups takes probs or \[probs, annotator_ids\]"),
+    (lambda: AnnotatorGate(A), D, r"AnnotatorGate takes x or \[x, annotator_ids\]"),
+    (lambda: DifficultyCompetence(K, num_annotators=A), D,
+     r"DifficultyCompetence takes instance or \[instance, annotator_ids\]")],
+    ids=["CrowdLayer", "CrowdRegressionLayer", "MixtureOfGroups", "AnnotatorGate",
+         "DifficultyCompetence"])
+def test_a_symbolic_call_on_a_list_of_another_length_is_refused_as_the_call_refuses_it(
+        make, width, forms):
+    """A functional model built on [probs, ids, extra] (or [probs]) got the output shape of
+    the dense form from compute_output_shape and failed only in fit (MixtureOfGroups: a raw
+    unpacking error, DifficultyCompetence too); the gate ignored the extra input on every
+    call."""
+    first, ids = keras.Input((width,)), keras.Input((2,), dtype="int32")
+    for inputs, n in (([first, ids, keras.Input((1,))], 3), ([first], 1)):
+        with pytest.raises(ValueError, match=forms + f", got a list of {n} inputs"):
+            make()(inputs)
+    eager = make()
+    with pytest.raises(ValueError, match=forms + ", got a list of 3 inputs"):
+        eager([np.full((2, width), 0.5, "float32"), np.zeros((2, 2), "int32"),
+               np.zeros((2, 1), "float32")])
+
+
+def test_the_global_mixture_of_groups_refuses_annotator_ids_when_the_model_is_built():
+    with pytest.raises(ValueError, match="the global MixtureOfGroups takes probs only"):
+        MixtureOfGroups(2, K)([keras.Input((K,)), keras.Input((2,), dtype="int32")])
 
 def test_a_built_layer_still_takes_an_unknown_width_and_its_other_call_form():
     layer = CrowdLayer(A)
@@ -271,6 +301,23 @@ def test_constructor_arguments_that_would_fail_later_fail_at_construction():
         with pytest.raises(ValueError, match="epsilon must be positive and below 1"):
             MixtureOfGroups(2, K, num_annotators=A, epsilon=eps)
 
+
+
+@pytest.mark.parametrize("make,error,match", [
+    (lambda: MixtureOfGroups(2, K, epsilon=None), TypeError, "`epsilon`, expected a number"),
+    (lambda: CommonNoiseAdaptation(A, K, omega="a"), TypeError, "`omega`, expected a number"),
+    (lambda: CommonNoiseAdaptation(A, K, gate=keras.layers.Dense(3)), TypeError,
+     "gate must be an AnnotatorGate.*got Dense"),
+    (lambda: AnnotatorGate(annotator_features="abc"), TypeError,
+     "AnnotatorGate: annotator_features must be a numeric"),
+    (lambda: DifficultyCompetence(K, num_annotators=A, instance_hidden=5), TypeError,
+     r"instance_hidden must be a list of layer sizes \(e.g. \[5\]")],
+    ids=["epsilon None", "omega string", "gate Dense", "features string", "hidden int"])
+def test_constructor_arguments_of_another_type_are_named_in_the_error(make, error, match):
+    """They failed in float(), np.asarray() or iteration with a message naming no argument
+    (a Dense gate: "'Dense' object has no attribute 'num_annotators'")."""
+    with pytest.raises(error, match=match):
+        make()
 
 def test_label_counts_that_are_not_counts_are_refused_naming_the_first():
     """A -1 (the other losses' missing code) or a NaN entered Eq. 4 as a negative or NaN

@@ -229,3 +229,27 @@ def test_default_cross_entropy_graph_is_lean():
     slow = ops_of(lambda y, p: loss(y, p, sample_weight=tf.ones(tf.shape(y)[:1])))
     assert "Assert" not in fast and "SparseSoftmaxCrossEntropyWithLogits" in fast
     assert len(fast) < len(slow) / 2, (len(fast), len(slow))
+
+
+@pytest.mark.parametrize("case", ["slots", "steps", "label counts"])
+def test_weights_that_are_all_zero_give_zero_as_keras_reductions_do(case):
+    """Per-slot or per-step weights all 0 (a batch of padding items) under
+    "mean_with_sample_weight" divided 0 by 0: a NaN loss and NaN gradients, where Keras' own
+    losses give 0 (divide_no_nan)."""
+    from crowd_keras.losses import LabelCountCrossEntropy
+
+    reduction = "mean_with_sample_weight"
+    if case == "label counts":
+        loss = LabelCountCrossEntropy(from_logits=True, reduction=reduction)
+        y_true = np.ones((2, 3, 4), "float32")
+        y_pred = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
+    else:
+        y_true, y_pred = _ce_case(3, shape=(2, 3, 4) if case == "steps" else (2, 3))
+        loss = MaskedMultiCrossEntropy(reduction=reduction)
+    weights = np.zeros(y_true.shape[:2], "float32")
+    value, grad = _value_and_gradient(loss, y_true, y_pred, sample_weight=weights)
+    assert value == 0.0 and np.isfinite(grad).all() and not grad.any()
+    reference = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                           reduction=reduction)
+    assert float(reference(np.zeros((2, 3), "int32"), np.zeros((2, 3, 4), "float32"),
+                           sample_weight=np.zeros((2, 3), "float32"))) == 0.0

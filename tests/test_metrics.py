@@ -80,6 +80,22 @@ def test_a_label_beyond_the_classes_is_named_as_the_loss_names_it():
             metric.update_state(np.array(bad), scores[:1])
 
 
+def test_the_running_sums_are_kept_in_the_metric_dtype_as_keras_metrics_keep_them():
+    # the sums were made in floatx whatever the dtype: a float64 metric stopped counting
+    # once 2**24 annotations were seen (float32 cannot hold 2**24 + 1)
+    metric = MaskedMultiAccuracy(dtype="float64")
+    reference = keras.metrics.SparseCategoricalAccuracy(dtype="float64")
+    assert [v.dtype for v in metric.variables] == [v.dtype for v in reference.variables] \
+        == ["float64", "float64"]
+    metric.hits.assign(2.0 ** 24)
+    metric.observed.assign(2.0 ** 24)
+    metric.update_state(np.array([[0, 1]]), np.array([[[1.0, 0.0], [0.0, 1.0]]], "float32"))
+    assert float(keras.ops.convert_to_numpy(metric.observed)) == 2.0 ** 24 + 2
+    assert float(keras.ops.convert_to_numpy(metric.hits)) == 2.0 ** 24 + 2
+    metric.reset_state()
+    assert value(metric) == 0.0
+
+
 def _tagger():
     keras.utils.set_random_seed(0)
     words, ids = keras.Input((6,), dtype="int32"), keras.Input((3,), dtype="int32")

@@ -209,6 +209,39 @@ def test_label_count_cross_entropy_is_eq4_mean_over_labelled_items():
     assert clone.normalize and not clone.from_logits
 
 
+
+def test_label_count_cross_entropy_takes_temporal_sample_weights_as_keras_losses_do():
+    # (batch, time) weights of a tagger (Keras' temporal sample weights, which its own
+    # losses take) failed in a backend multiply against the per-item values
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 3, size=(3, 4, 3)).astype("float32")
+    counts[0, 1] = 0                                                 # an unlabelled step
+    probs = rng.dirichlet(np.ones(3), size=(3, 4)).astype("float32")
+    weights = rng.random((3, 4)).astype("float32")
+    nll = -(counts * np.log(probs)).sum(-1)
+    labelled = counts.sum(-1) > 0
+    by_hand = (weights * nll)[labelled].sum() / labelled.sum()
+    loss = LabelCountCrossEntropy()
+    np.testing.assert_allclose(float(loss(counts, probs, sample_weight=weights)), by_hand,
+                               rtol=1e-5)
+    # one weight per item, spread over its steps: the per-item value
+    per_item = rng.random(3).astype("float32")
+    np.testing.assert_allclose(
+        float(loss(counts, probs, sample_weight=np.repeat(per_item[:, None], 4, 1))),
+        float(loss(counts, probs, sample_weight=per_item)), rtol=1e-5)
+    np.testing.assert_allclose(float(LabelCountCrossEntropy(reduction="sum")(
+        counts, probs, sample_weight=weights)), by_hand * 3, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"sample_weight of shape \(3, 5\)"):
+        loss(counts, probs, sample_weight=np.ones((3, 5), "float32"))
+    # in fit and evaluate of a tagger ending in the global layer
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4, 2)), keras.layers.Dense(3, activation="softmax"),
+                              MixtureOfGroups(2, 3)])
+    model.compile("adam", LabelCountCrossEntropy())
+    x = rng.normal(size=(3, 4, 2)).astype("float32")
+    model.fit(x, counts, sample_weight=weights, epochs=1, verbose=0)
+    assert np.isfinite(model.evaluate(x, counts, sample_weight=weights, verbose=0))
+
 # ---------------------------------------------------------------------------- layer
 def test_global_layer_is_eq3():
     layer = MixtureOfGroups(3, 4)

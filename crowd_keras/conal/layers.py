@@ -26,7 +26,7 @@ from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator
                             checked_annotator_features, checked_codes, checked_finite,
                             checked_ids_shape, checked_int, checked_noise_scale,
                             concrete_values, floor_at, gather_annotators, identity_initializer,
-                            is_shape_list, weight_in_use)
+                            is_shape_list, split_pair, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -97,7 +97,8 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     def check_input_shape(self, input_shape: Any) -> None:
         """ValueError naming the shape unless ``x`` is ``(batch, [time,] features)`` (the
         features the layer was built for, once built) and ``annotator_ids`` ``(batch, k)``."""
-        x_shape = tuple(input_shape[0] if is_shape_list(input_shape) else input_shape)
+        x_shape, ids_shape = split_pair(input_shape,
+                                        "AnnotatorGate takes x or [x, annotator_ids]")
         d = int(self.instance_kernel.shape[0]) if self.built else None
         if len(x_shape) not in (2, 3) or (x_shape[-1] is None and d is None) or \
                 (None not in (d, x_shape[-1]) and x_shape[-1] != d):
@@ -105,9 +106,9 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
             raise ValueError("AnnotatorGate expects an instance representation of shape (batch, "
                              f"[time,] {d or 'features'}) with known features, got "
                              f"{x_shape}{built}")
-        if is_shape_list(input_shape) and len(input_shape[1]) != 2:
+        if ids_shape is not None and len(ids_shape) != 2:
             raise ValueError("AnnotatorGate: annotator_ids must be (batch, k), got shape "
-                             f"{tuple(input_shape[1])}")
+                             f"{ids_shape}")
 
     def build(self, input_shape: Any) -> None:
         self.check_input_shape(input_shape)
@@ -240,12 +241,17 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         super().__init__(**kwargs)
         num_annotators = checked_int(num_annotators, "num_annotators")
         num_classes = checked_int(num_classes, "num_classes", minimum=2)
-        if omega is not None and not 0.0 <= float(omega) <= 1.0:
+        if omega is not None and not 0.0 <= checked_finite(omega, "omega") <= 1.0:
             raise ValueError(f"a fixed omega must be in [0, 1], got {omega}")
         if omega is not None and gate is not None:
             raise ValueError("give either a gate or a fixed omega, not both")
         if isinstance(gate, dict):
             gate = keras.saving.deserialize_keras_object(gate)
+        if gate is not None and not (isinstance(gate, keras.layers.Layer)
+                                     and hasattr(gate, "num_annotators")):
+            # a string or another layer failed on its missing num_annotators attribute
+            raise TypeError("gate must be an AnnotatorGate (a Keras layer with "
+                            f"num_annotators) or None, got {type(gate).__name__}")
         if gate is not None and gate.num_annotators != int(num_annotators):
             raise ValueError(f"the gate has {gate.num_annotators} annotators, the layer "
                              f"{num_annotators}")

@@ -46,11 +46,12 @@ from keras import ops
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
                             checked_ids_shape, checked_layer_args, checked_noise_scale,
                             gather_annotators, identity_initializer, insert_annotator_axis,
-                            is_shape_list, scale_and_shift, weight_in_use)
+                            scale_and_shift, split_pair, weight_in_use)
 
 __all__ = ["CrowdLayer"]
 
 CONN_TYPES = ("MW", "VW", "VB", "VW+B", "S")
+_FORMS = "CrowdLayer takes probs or [probs, annotator_ids]"
 
 
 
@@ -99,11 +100,7 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
 
     def _checked_shapes(self, input_shape: Any) -> tuple:
         """``(probs_shape, ids_shape or None)`` of a call's input shape, checked."""
-        probs_shape, ids_shape = input_shape, None
-        if is_shape_list(input_shape):   # a list of another length: call() says so
-            probs_shape = input_shape[0]
-            ids_shape = input_shape[1] if len(input_shape) == 2 else None
-        probs_shape = tuple(probs_shape)
+        probs_shape, ids_shape = split_pair(input_shape, _FORMS)
         k = self.num_classes
         if len(probs_shape) not in (2, 3) or (probs_shape[-1] is None and k is None) or \
                 (None not in (k, probs_shape[-1]) and probs_shape[-1] != k):
@@ -159,8 +156,7 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     def call(self, inputs: Any) -> Any:
         if isinstance(inputs, (list, tuple)):
             if len(inputs) != 2:
-                raise ValueError("CrowdLayer takes probs or [probs, annotator_ids], got a list of "
-                                 f"{len(inputs)} tensors")
+                raise ValueError(f"{_FORMS}, got a list of {len(inputs)} inputs")
             return self._indexed(*inputs)
         return self._dense(inputs)
 

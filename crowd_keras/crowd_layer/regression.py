@@ -16,12 +16,13 @@ import keras
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, checked_ids_shape,
-                            checked_layer_args, gather_annotators, is_shape_list,
-                            scale_and_shift)
+                            checked_layer_args, gather_annotators, scale_and_shift,
+                            split_pair)
 
 __all__ = ["CrowdRegressionLayer"]
 
 CONN_TYPES = ("S", "B", "S+B")
+_FORMS = "CrowdRegressionLayer takes mu or [mu, annotator_ids]"
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
@@ -54,9 +55,7 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
 
     def _checked_shapes(self, input_shape: Any) -> tuple:
         """``(mu_shape, ids_shape or None)`` of a call's input shape, checked."""
-        shape, ids_shape = input_shape, None
-        if is_shape_list(input_shape):   # a list of another length: call() says so
-            shape, ids_shape = input_shape[0], (input_shape[1] if len(input_shape) == 2 else None)
+        shape, ids_shape = split_pair(input_shape, _FORMS)
         if len(shape) not in (2, 3) or shape[-1] != 1:
             raise ValueError("CrowdRegressionLayer expects outputs of shape (batch, 1) or "
                              f"(batch, time, 1), got {tuple(shape)}")
@@ -77,8 +76,7 @@ class CrowdRegressionLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Lay
     def call(self, inputs: Any) -> Any:
         if isinstance(inputs, (list, tuple)):
             if len(inputs) != 2:
-                raise ValueError("CrowdRegressionLayer takes mu or [mu, annotator_ids], got a "
-                                 f"list of {len(inputs)} tensors")
+                raise ValueError(f"{_FORMS}, got a list of {len(inputs)} inputs")
             mu, ids = inputs
             seq = len(mu.shape) == 3
             scale = bias = None

@@ -40,13 +40,14 @@ from keras import ops
 from .._keras_utils import (ChecksIdsAtEntry, batch_size_on_device, checked_annotator_features,
                             checked_bool, checked_codes, checked_int, concrete_values,
                             clip_probabilities, gather_annotators,
-                            gather_rows, is_shape_list, softmax, split_padding)
+                            gather_rows, is_shape_list, softmax, split_pair, split_padding)
 from ..errors import CrowdDataError
 from .model import eq1
 
 __all__ = ["DifficultyCompetence", "AnnotationLogLikelihoods", "InstanceEmbedding"]
 
 _EPS = 1e-7
+_FORMS = "DifficultyCompetence takes instance or [instance, annotator_ids]"
 
 
 def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: int) -> None:
@@ -62,6 +63,15 @@ def charge_rows(layer: keras.layers.Layer, regularizer: Any, rows: Any, n_rows: 
     rows = ops.cast(rows, "float32")
     batch = batch_size_on_device(rows)
     layer.add_loss(ops.cast(regularizer(rows), "float32") * (float(n_rows) / batch))
+
+
+def _checked_sizes(sizes: Any, name: str) -> list:
+    """Hidden layer sizes: a sequence of positive integers (a bare ``5`` failed with "'int'
+    object is not iterable")."""
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple, np.ndarray)):
+        raise TypeError(f"{name} must be a list of layer sizes (e.g. [{sizes!r}] for one "
+                        f"hidden layer), got {type(sizes).__name__} {sizes!r}")
+    return [checked_int(u, name) for u in sizes]
 
 
 def check_instance_indices(values: Any, bound: int, argument: str, bound_name: str) -> None:
@@ -172,8 +182,8 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         num_annotators = checked_int(num_annotators, "num_annotators", allow_none=True)
         num_instances = checked_int(num_instances, "num_instances", allow_none=True)
         instance_embedding_dim = checked_int(instance_embedding_dim, "instance_embedding_dim")
-        instance_hidden = [checked_int(u, "instance_hidden") for u in instance_hidden]
-        annotator_hidden = [checked_int(u, "annotator_hidden") for u in annotator_hidden]
+        instance_hidden = _checked_sizes(instance_hidden, "instance_hidden")
+        annotator_hidden = _checked_sizes(annotator_hidden, "annotator_hidden")
         if feats is None and num_annotators is None:
             raise ValueError("DifficultyCompetence needs num_annotators or annotator_features")
         if feats is not None and num_annotators is not None and int(num_annotators) != len(feats):
@@ -226,7 +236,7 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         ``(batch, features)`` (the features the layer was built for, once built), or indices
         ``(batch,)`` / ``(batch, 1)`` with ``num_instances``, and ``annotator_ids``
         ``(batch, k)``."""
-        inst_shape = tuple(input_shape[0]) if is_shape_list(input_shape) else tuple(input_shape)
+        inst_shape, ids_shape = split_pair(input_shape, _FORMS)
         if self.num_instances is not None:
             if len(inst_shape) not in (1, 2) or (len(inst_shape) == 2 and inst_shape[-1] != 1):
                 raise ValueError("DifficultyCompetence(num_instances=...) expects instance "
@@ -239,9 +249,9 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
                 raise ValueError("DifficultyCompetence expects an instance representation of "
                                  f"shape (batch, {d or 'features'}), got {inst_shape}{built}; "
                                  "for instance indices set num_instances")
-        if is_shape_list(input_shape) and len(input_shape[1]) != 2:
+        if ids_shape is not None and len(ids_shape) != 2:
             raise ValueError("DifficultyCompetence: annotator_ids must be (batch, k), got shape "
-                             f"{tuple(input_shape[1])}")
+                             f"{ids_shape}")
 
     def build(self, input_shape: Any) -> None:
         self.check_input_shape(input_shape)
@@ -367,8 +377,7 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
     def call(self, inputs: Any) -> Any:
         if isinstance(inputs, (list, tuple)):
             if len(inputs) != 2:
-                raise ValueError("DifficultyCompetence takes instance or [instance, "
-                                 f"annotator_ids], got a list of {len(inputs)} tensors")
+                raise ValueError(f"{_FORMS}, got a list of {len(inputs)} inputs")
             instance, ids = inputs
             if len(ids.shape) != 2:
                 raise ValueError(f"annotator_ids must be (batch, k), got shape {ids.shape}")

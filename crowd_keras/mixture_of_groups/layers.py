@@ -31,9 +31,14 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, batched_vector_matrix,
-                            checked_int, floor_at, gather_annotators, is_shape_list, softmax)
+                            checked_finite, checked_int, floor_at, gather_annotators,
+                            is_shape_list, softmax, split_pair)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
+
+_FORMS = "MixtureOfGroups takes probs or [probs, annotator_ids]"
+_GLOBAL_TAKES_PROBS = ("the global MixtureOfGroups takes probs only; give num_annotators=... to "
+                       "call it with [probs, annotator_ids]")
 
 
 def default_group_accuracies(num_groups: int, num_classes: int) -> np.ndarray:
@@ -77,9 +82,9 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
                                       else keras.initializers.get(confusion_initializer))
         # the floor under log: 0 or less gives -inf and NaN losses; 1 or more floors every
         # probability to one constant (no gradient)
-        if not 0 < float(epsilon) < 1:
+        self.epsilon = checked_finite(epsilon, "epsilon")   # None failed in float() unnamed
+        if not 0 < self.epsilon < 1:
             raise ValueError(f"epsilon must be positive and below 1, got {epsilon!r}")
-        self.epsilon = float(epsilon)
         self.supports_masking = True
 
     @property
@@ -97,15 +102,17 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     def check_input_shape(self, input_shape: Any) -> None:
         """ValueError naming the shape unless ``probs`` are ``(batch, [time,] num_classes)``
         and ``annotator_ids`` ``(batch, k)``."""
-        probs_shape = input_shape[0] if is_shape_list(input_shape) else input_shape
+        if is_shape_list(input_shape) and not self.individual:
+            raise ValueError(_GLOBAL_TAKES_PROBS)
+        probs_shape, ids_shape = split_pair(input_shape, _FORMS)
         if len(probs_shape) not in (2, 3) or (probs_shape[-1] is not None
                                               and int(probs_shape[-1]) != self.num_classes):
             raise ValueError(f"MixtureOfGroups(num_classes={self.num_classes}) expects "
                              f"probabilities of shape (batch, [time,] {self.num_classes}), got "
                              f"{tuple(probs_shape)}")
-        if is_shape_list(input_shape) and len(input_shape) == 2 and len(input_shape[1]) != 2:
-            raise ValueError("MixtureOfGroups: annotator_ids must be (batch, k), got shape "
-                             f"{tuple(input_shape[1])}")
+        if ids_shape is not None and len(ids_shape) != 2:
+            raise ValueError(f"MixtureOfGroups: annotator_ids must be (batch, k), got shape "
+                             f"{ids_shape}")
 
     def build(self, input_shape: Any) -> None:
         self.check_input_shape(input_shape)
@@ -129,11 +136,9 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
     def call(self, inputs: Any) -> Any:
         if isinstance(inputs, (list, tuple)):
             if not self.individual:
-                raise ValueError("the global MixtureOfGroups takes probs only; give "
-                                 "num_annotators=... to call it with [probs, annotator_ids]")
+                raise ValueError(_GLOBAL_TAKES_PROBS)
             if len(inputs) != 2:
-                raise ValueError("MixtureOfGroups takes probs or [probs, annotator_ids], got a "
-                                 f"list of {len(inputs)} tensors")
+                raise ValueError(f"{_FORMS}, got a list of {len(inputs)} inputs")
             probs, ids = inputs
             return self._individual(probs, ids)
         if self.individual:

@@ -19,7 +19,8 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (KeepsLossDtype, checked_bool, clip_probabilities,
-                            concrete_values, hide_masked_steps, keras_mask, observed_mean)
+                            concrete_values, hide_masked_steps, keras_mask, known_rank,
+                            known_shape, observed_mean, reduced_per_item)
 from ..errors import CrowdDataError
 
 __all__ = ["LabelCountCrossEntropy"]
@@ -52,7 +53,8 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
 
     Keras divides the per-item values returned by ``call`` by the batch size; they are
     scaled by ``batch / n_labelled`` so that the reduced value is the mean over labelled
-    items. ``sample_weight`` (per item) multiplies each item's loss.
+    items. ``sample_weight`` (per item, or per step ``(batch, time)`` as Keras' temporal
+    sample weights of a tagger) multiplies each item's (step's) loss.
     """
 
     def __init__(self, from_logits: bool = False, normalize: bool = False,
@@ -69,9 +71,34 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, 0.0)
         _check_counts(y_true, self.name)   # after: a masked step's counts may hold anything
+        if sample_weight is not None and known_rank(y_true) == 3 \
+                and (known_shape(sample_weight) or (None, 1))[1:] not in ((), (1,)):
+            # per step (batch, time): Keras' reduction of call()'s per-item values cannot take
+            # them (a backend shape error)
+            return self._step_weighted(y_true, y_pred, sample_weight)
         return super().__call__(y_true, y_pred, sample_weight)
 
+    def _step_weighted(self, y_true: Any, y_pred: Any, sample_weight: Any) -> Any:
+        """The loss under per-step weights ``(batch, time)``: each step's loss times its
+        weight, then Keras' reduction of the per-item values (as the masked losses)."""
+        with keras.name_scope(self.name):
+            y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
+            y_true = ops.convert_to_tensor(y_true)
+            weights = ops.convert_to_tensor(sample_weight, dtype=y_pred.dtype)
+            if len(weights.shape) != 2 or any(w is not None and t is not None and w != t
+                                              for w, t in zip(weights.shape, y_true.shape)):
+                raise ValueError(f"{self.name}: sample_weight of shape {tuple(weights.shape)} "
+                                 "is not per item (batch,) or per step (batch, time) of label "
+                                 f"counts {tuple(y_true.shape)}")
+            nll, labelled = self._step_losses(y_true, y_pred)
+            return reduced_per_item(observed_mean(nll * weights, labelled), weights,
+                                    self.reduction)
+
     def call(self, y_true: Any, y_pred: Any) -> Any:
+        return observed_mean(*self._step_losses(y_true, y_pred))
+
+    def _step_losses(self, y_true: Any, y_pred: Any) -> tuple:
+        """``(nll, labelled)`` of every item (step): ``(batch, [time])``."""
         if len(y_true.shape) != len(y_pred.shape) or (
                 y_true.shape[-1] is not None and y_pred.shape[-1] is not None
                 and y_true.shape[-1] != y_pred.shape[-1]):
@@ -87,7 +114,7 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
         nll = -ops.sum(counts * log_p, axis=-1)
         if self.normalize:
             nll = nll / ops.maximum(n_labels, ops.ones_like(n_labels))
-        return observed_mean(nll, ops.greater(n_labels, ops.zeros_like(n_labels)))
+        return nll, ops.greater(n_labels, ops.zeros_like(n_labels))
 
     def get_config(self) -> dict:
         config = super().get_config()
