@@ -113,7 +113,10 @@ def test_each_seed_draws_its_own_folds_whatever_the_id_type(ids):
 def test_auto_on_labeling_functions_is_the_abstain_aware_model():
     w = load_wrench(require_data("wrench", "youtube"), "train")
     ann = Annotations.from_label_matrix(w.L, cardinality=2)
-    auto = AutoLabelModel().fit(ann)
+    auto = AutoLabelModel().fit(simulate_crowd(n_items=100, n_classes=3, n_annotators=10,
+                                               seed=0).annotations)
+    auto.fit(ann)       # a refit on labeling functions keeps nothing of the crowd fit
+    assert auto.named_classes_.tolist() == [True, True]
     assert auto.regime_ == auto.selection_ == "labeling_functions"
     assert auto.chosen_ == "abstain_dawid_skene" and auto.model_ is auto.labeling_function_model_
     assert auto.heldout_agreement_ == {} and auto.copy_pairs_.shape == (0, 2)

@@ -642,6 +642,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         self.target_prior_applied_ = False      # labeling functions: their model's own prior
         self.target_prior_ = None
+        self.named_classes_ = ann.annotator_label_counts().sum(axis=0) > 0   # not a refit's
         self.n_gold_, self.gold_class_counts_ = 0, np.zeros(ann.n_classes, dtype=np.int64)
 
     def hold_gold(self, items: np.ndarray, classes: np.ndarray, n_classes: int) -> None:
