@@ -127,6 +127,8 @@ def test_auto_on_labeling_function_votes_is_the_abstain_aware_model_as_in_memory
     assert result.model.regime_ == reference.regime_ == "labeling_functions"
     assert result.model.chosen_ == reference.chosen_ == "abstain_dawid_skene"
     assert result.model.selection_ == reference.selection_ == "labeling_functions"
+    assert result.model.named_classes_.tolist() == reference.named_classes_.tolist() == \
+        [True, True]
     assert_same_labels(result, reference, ann)
 
 

@@ -328,6 +328,8 @@ class AbstainDawidSkeneMethod(ProtocolMethod):
         if self.owner is None:
             return model
         self.owner.adopt_labeling_function_model(model, template)
+        if hasattr(self.owner, "named_classes_"):   # the template holds no annotation
+            self.owner.named_classes_ = fit.summary.votes.sum(axis=0) > 0
         if hasattr(self.owner, "count_gold"):
             self.owner.count_gold(self.gold_counts)
         return self.owner
