@@ -179,9 +179,10 @@ def write_report(frame: pd.DataFrame, path: Any, meta: Optional[dict] = None) ->
 
 def _report_text(frame: pd.DataFrame, as_json: bool, meta: Optional[dict] = None) -> str:
     if as_json:
-        rows = json.loads(frame.to_json(orient="records", force_ascii=False))
-        return json.dumps({**(meta or {}), "annotators": rows}, indent=1,
-                          ensure_ascii=False) + "\n"
+        # records(), not DataFrame.to_json: that rounds to 10 significant digits, so the
+        # JSON's numbers differed from the CSV's and from the frame returned
+        return json.dumps({**(meta or {}), "annotators": records(frame)}, indent=1,
+                          ensure_ascii=False, allow_nan=False) + "\n"
     return frame.to_csv(index=False)
 
 
