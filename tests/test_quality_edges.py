@@ -317,3 +317,23 @@ def test_label_studio_annotator_json_has_the_numbers_of_the_csv_and_the_frame(tm
 
 def _no_constant(name):
     raise AssertionError(f"{name} in a JSON report: strict parsers refuse it")
+
+
+@pytest.mark.parametrize("users", [(1,), (1, 2)])
+def test_label_studio_annotator_report_counts_no_partner_when_nobody_shares_a_task(tmp_path,
+                                                                                  users):
+    # with one user, or no task annotated twice, n_partners (a count) was NaN: an empty
+    # CSV field, where a user who shares no task has 0 partners
+    from crowd_keras.integrations import label_studio as ls
+
+    tasks = [{"id": t, "data": {"text": str(t)}, "annotations": [
+        {"id": t, "completed_by": users[t % len(users)], "result": [
+            {"from_name": "c", "to_name": "text", "type": "choices",
+             "value": {"choices": ["yes" if t % 3 else "no"]}}]}]} for t in range(1, 9)]
+    frame = ls.annotator_report(ls.read_export(tasks), csv_path=tmp_path / "a.csv",
+                                json_path=tmp_path / "a.json")
+    assert frame["n_partners"].tolist() == [0] * len(users)
+    assert pd.read_csv(tmp_path / "a.csv")["n_partners"].tolist() == [0] * len(users)
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert [r["n_partners"] for r in doc["annotators"]] == [0] * len(users)
+    assert doc["agreement"] is None and frame["kappa_with_others"].isna().all()

@@ -140,15 +140,16 @@ AGREEMENT_COLUMNS = {"agreement": "agreement_with_others", "kappa": "kappa_with_
 
 def _with_agreement(frame: pd.DataFrame, data: Any) -> tuple[pd.DataFrame, Optional[list]]:
     """The report with the agreement columns (rows are the export's users in code order) and
-    the control's agreement summary (None, with NaN columns, when there is nothing to agree
-    on: one user, or no task annotated twice)."""
+    the control's agreement summary (None, with NaN columns and no partner, when there is
+    nothing to agree on: one user, or no task annotated twice)."""
     frame = frame.copy()
     try:
         per_user = annotator_agreement(data)
         summary = records(agreement_report(data, n_bootstrap=0).summary)
     except CrowdDataError:
-        for col in AGREEMENT_COLUMNS.values():
-            frame[col] = np.nan
+        for src, col in AGREEMENT_COLUMNS.items():
+            # a count: nobody shares a task with anybody (as for a user without annotations)
+            frame[col] = 0 if src == "n_partners" else np.nan
         return frame, None
     for src, col in AGREEMENT_COLUMNS.items():
         frame[col] = per_user[src].to_numpy()
