@@ -68,6 +68,20 @@ def number_text(value: Any) -> str:
     return html.escape(str(value))
 
 
+#: Columns that name a row (a class, an annotator, a task): a number there is shown as written,
+#: not rounded like a statistic (classes 0.00001 and 0.00002 both read "0.0000").
+NAME_COLUMNS = frozenset({"class", "label", "consensus_label", "annotator", "annotator_a",
+                          "annotator_b", "task", "item", "email"})
+
+
+def _name_text(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return number_text(value)
+    return html.escape(str(value))
+
+
 def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
@@ -76,7 +90,8 @@ def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Option
                caption: Optional[str] = None, rows: Optional[Sequence[int]] = None,
                rows_note: str = "first {n}") -> str:
     """A frame as an HTML table; with ``path`` (the JSON list of its records) every numeric
-    cell gets ``data-path="<path>/<row>/<column>"``.
+    cell gets ``data-path="<path>/<row>/<column>"``. Numbers are rounded to 4 decimals, but
+    in the :data:`NAME_COLUMNS` (classes, annotators, tasks) shown as written.
 
     ``rows``: the positions of the rows to show, in that order (default: the first
     ``max_rows``), each keeping its position in ``frame`` in its ``data-path``;
@@ -97,7 +112,8 @@ def table_html(frame: pd.DataFrame, path: Optional[str] = None, max_rows: Option
         for c, v in zip(cols, row):
             if _numeric(v):
                 attr = f" data-path='{path}/{i}/{quote(str(c), safe='')}'" if path else ""
-                cells.append(f"<td{attr}>{number_text(v)}</td>")
+                text = _name_text(v) if c in NAME_COLUMNS else number_text(v)
+                cells.append(f"<td{attr}>{text}</td>")
             else:
                 cells.append(f"<td class='t'>{number_text(v)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")

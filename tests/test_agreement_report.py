@@ -254,3 +254,24 @@ def test_report_opens_in_headless_chromium(tmp_path):
     assert not console, console
     assert "<img" in run.stdout and "Annotator agreement" in run.stdout
     assert check_page_matches_json(run.stdout, result["report"]) > 20
+
+
+def test_page_shows_numeric_class_names_as_written(tmp_path):
+    # a class column was rounded like a statistic: the classes 0.00001 and 0.00002 of a
+    # scale both read "0.0000" in the per-class table, 2.25 read "2.2500"
+    scale = [0.00001, 0.00002, 0.5, 2.25]
+    path = tmp_path / "answers.csv"
+    pd.DataFrame({"task": np.repeat(np.arange(12), 3), "worker": np.tile(["a", "b", "c"], 12),
+                  "label": [scale[(i // 3 + (i % 7 == 0)) % 4] for i in range(36)]}) \
+        .to_csv(path, index=False)
+    out = tmp_path / "out"
+    assert main(["agree", str(path), "--bootstrap", "0", "--out", str(out), "--quiet",
+                 "--method", "majority_vote", "--no-plots"]) == 0
+    page = (out / "report.html").read_text()
+    doc = json.loads((out / "report.json").read_text())
+    check_page_matches_json(page, doc)
+    table = page[page.index("<th class='t'>class</th>"):]
+    shown = re.findall(r"<tr><td data-path='agreement/per_class/\d+/class'>([^<]*)</td>",
+                       table)
+    assert shown == [str(c) for c in scale] == \
+        [str(r["class"]) for r in doc["agreement"]["per_class"]]

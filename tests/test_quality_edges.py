@@ -285,3 +285,55 @@ def test_confusion_pictures_are_left_out_beyond_the_class_limit():
                              classes=list(ann.classes))
     assert f"drawn for up to {MAX_CONFUSION_CLASSES} classes; here there are {k}" in page
     assert "alt='confusion matrices'" not in page and "alt='quality vs volume'" in page
+
+
+def test_label_studio_annotator_json_has_the_numbers_of_the_csv_and_the_frame(tmp_path):
+    # the JSON annotator report was written by DataFrame.to_json, which rounds to 10
+    # significant digits: its accuracy 0.7225898699 where the CSV and the frame have
+    # 0.722589869931678
+    from test_agreement_report import span_export
+
+    from crowd_keras.integrations import label_studio as ls
+
+    choices = [{"id": t, "data": {"text": str(t)}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "c", "to_name": "text", "type": "choices",
+             "value": {"choices": ["yes" if (t + u * (t % 3 == 0)) % 2 else "no"]}}]}
+        for u in (1, 2, 3)]} for t in range(1, 9)]
+    for tasks in (choices, span_export()):
+        export = ls.read_export(_cancelled_only(tasks, 7))
+        frame = ls.annotator_report(export, csv_path=tmp_path / "a.csv",
+                                    json_path=tmp_path / "a.json")
+        rows = json.loads((tmp_path / "a.json").read_text(), parse_constant=_no_constant)
+        from_json = pd.DataFrame(rows["annotators"], columns=frame.columns)
+        from_csv = pd.read_csv(tmp_path / "a.csv")
+        numbers = [c for c in frame.columns if c not in ("annotator", "email")]
+        values = frame[numbers].to_numpy(np.float64)
+        finite = values[np.isfinite(values)]
+        assert (finite != np.round(finite, 10)).any()    # digits beyond the 10th to keep
+        np.testing.assert_array_equal(from_json[numbers].to_numpy(np.float64), values)
+        np.testing.assert_array_equal(from_csv[numbers].to_numpy(np.float64), values)
+
+
+def _no_constant(name):
+    raise AssertionError(f"{name} in a JSON report: strict parsers refuse it")
+
+
+@pytest.mark.parametrize("users", [(1,), (1, 2)])
+def test_label_studio_annotator_report_counts_no_partner_when_nobody_shares_a_task(tmp_path,
+                                                                                  users):
+    # with one user, or no task annotated twice, n_partners (a count) was NaN: an empty
+    # CSV field, where a user who shares no task has 0 partners
+    from crowd_keras.integrations import label_studio as ls
+
+    tasks = [{"id": t, "data": {"text": str(t)}, "annotations": [
+        {"id": t, "completed_by": users[t % len(users)], "result": [
+            {"from_name": "c", "to_name": "text", "type": "choices",
+             "value": {"choices": ["yes" if t % 3 else "no"]}}]}]} for t in range(1, 9)]
+    frame = ls.annotator_report(ls.read_export(tasks), csv_path=tmp_path / "a.csv",
+                                json_path=tmp_path / "a.json")
+    assert frame["n_partners"].tolist() == [0] * len(users)
+    assert pd.read_csv(tmp_path / "a.csv")["n_partners"].tolist() == [0] * len(users)
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert [r["n_partners"] for r in doc["annotators"]] == [0] * len(users)
+    assert doc["agreement"] is None and frame["kappa_with_others"].isna().all()

@@ -140,15 +140,16 @@ AGREEMENT_COLUMNS = {"agreement": "agreement_with_others", "kappa": "kappa_with_
 
 def _with_agreement(frame: pd.DataFrame, data: Any) -> tuple[pd.DataFrame, Optional[list]]:
     """The report with the agreement columns (rows are the export's users in code order) and
-    the control's agreement summary (None, with NaN columns, when there is nothing to agree
-    on: one user, or no task annotated twice)."""
+    the control's agreement summary (None, with NaN columns and no partner, when there is
+    nothing to agree on: one user, or no task annotated twice)."""
     frame = frame.copy()
     try:
         per_user = annotator_agreement(data)
         summary = records(agreement_report(data, n_bootstrap=0).summary)
     except CrowdDataError:
-        for col in AGREEMENT_COLUMNS.values():
-            frame[col] = np.nan
+        for src, col in AGREEMENT_COLUMNS.items():
+            # a count: nobody shares a task with anybody (as for a user without annotations)
+            frame[col] = 0 if src == "n_partners" else np.nan
         return frame, None
     for src, col in AGREEMENT_COLUMNS.items():
         frame[col] = per_user[src].to_numpy()
@@ -179,9 +180,10 @@ def write_report(frame: pd.DataFrame, path: Any, meta: Optional[dict] = None) ->
 
 def _report_text(frame: pd.DataFrame, as_json: bool, meta: Optional[dict] = None) -> str:
     if as_json:
-        rows = json.loads(frame.to_json(orient="records", force_ascii=False))
-        return json.dumps({**(meta or {}), "annotators": rows}, indent=1,
-                          ensure_ascii=False) + "\n"
+        # records(), not DataFrame.to_json: that rounds to 10 significant digits, so the
+        # JSON's numbers differed from the CSV's and from the frame returned
+        return json.dumps({**(meta or {}), "annotators": records(frame)}, indent=1,
+                          ensure_ascii=False, allow_nan=False) + "\n"
     return frame.to_csv(index=False)
 
 
