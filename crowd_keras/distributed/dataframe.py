@@ -254,6 +254,14 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
                             "once complete (for a lazy write: result.labels.to_parquet(..., "
                             "compute=False))")
         del kwargs["compute"]
+    frame = result.labels
+    if not isinstance(frame.index.name, str):   # an item column named 0 (a CSV without a
+        frame = frame.rename_axis(str(frame.index.name))   # header): parquet names are text
+    if frame.index.name in frame.columns:   # pandas: "cannot insert label, already exists"
+        raise CrowdDataError(f"to_parquet: the item column is named {frame.index.name!r}, as a "
+                             f"column of the labels {list(frame.columns)}, and a parquet file "
+                             "holds one column of a name: rename the labels' index first "
+                             "(result.labels = result.labels.rename_axis('item'))")
     path = _local_folder(path)
     if path.exists() and not path.is_dir():
         raise CrowdDataError(f"{path} is a file; give a folder (it is created when missing)")
@@ -269,9 +277,6 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
         quality["annotator"] = quality["annotator"].map(str)
     table = io.BytesIO()
     quality.to_parquet(table, index=False)
-    frame = result.labels
-    if not isinstance(frame.index.name, str):   # an item column named 0 (a CSV without a
-        frame = frame.rename_axis(str(frame.index.name))   # header): parquet names are text
     labels = path / "labels"
     if kwargs.get("append"):
         _write_labels(frame, labels, kwargs)

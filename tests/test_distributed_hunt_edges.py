@@ -1,0 +1,38 @@
+"""Label models on Dask as a user with a big crowd meets them: the writer, the errors and the
+result's record, each compared with the in-memory fit or error of the same rows (defect hunt
+of the Dask path, 29 November)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+dask = pytest.importorskip("dask")
+
+from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
+from crowd_keras.distributed import aggregate  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("dask_threads")
+
+
+def small_crowd(n_items=40, seed=5):
+    sim = simulate_crowd(n_items=n_items, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=seed)
+    return sim.annotations.to_frame()
+
+
+@pytest.mark.parametrize("item", ["label", "p_1"])
+def test_to_parquet_names_an_item_column_named_as_a_labels_column(tmp_path, item):
+    # the labels' index took the item column's name: pandas said "cannot insert label,
+    # already exists" from inside the writer
+    df = small_crowd().rename(columns={"task": item, "label": "answer"})
+    result = aggregate(dd.from_pandas(df, npartitions=3), method="majority_vote", item=item,
+                       label="answer")
+    with pytest.raises(CrowdDataError, match=rf"item column is named '{item}', as a column of "
+                                             r"the labels .*rename_axis\('item'\)"):
+        result.to_parquet(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    result.labels = result.labels.rename_axis("item")   # as the message says
+    result.to_parquet(tmp_path / "out")
+    pd.testing.assert_frame_equal(dd.read_parquet(tmp_path / "out" / "labels").compute(),
+                                  result.labels.compute())
