@@ -8,7 +8,8 @@ import pytest
 dd = pytest.importorskip("dask.dataframe")
 dask = pytest.importorskip("dask")
 
-from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras import Annotations, CrowdDataError  # noqa: E402
+from crowd_keras.aggregation import DawidSkene  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.distributed import aggregate  # noqa: E402
 
@@ -36,3 +37,19 @@ def test_to_parquet_names_an_item_column_named_as_a_labels_column(tmp_path, item
     result.to_parquet(tmp_path / "out")
     pd.testing.assert_frame_equal(dd.read_parquet(tmp_path / "out" / "labels").compute(),
                                   result.labels.compute())
+
+
+@pytest.mark.parametrize("prefix, gold", [("", {"0": 1, "1": 2, 99: 0}), ("t", {0: 1, 1: 2})])
+def test_unknown_gold_items_are_named_as_in_memory(prefix, gold):
+    # the hint was Dask's own: "(the annotations' item ids are int64: ...)" where memory names
+    # the item written alike ("item 0 is: ..."), and given where no item is written alike
+    df = small_crowd()
+    if prefix:
+        df["task"] = prefix + df["task"].astype(str)
+    with pytest.raises(CrowdDataError) as memory:
+        DawidSkene().fit(Annotations.from_frame(df), gold=gold)
+    for npartitions in (1, 3):
+        with pytest.raises(CrowdDataError) as partitioned:
+            aggregate(dd.from_pandas(df, npartitions=npartitions), method="dawid_skene",
+                      gold=gold)
+        assert str(partitioned.value) == str(memory.value)
