@@ -53,3 +53,31 @@ def test_unknown_gold_items_are_named_as_in_memory(prefix, gold):
             aggregate(dd.from_pandas(df, npartitions=npartitions), method="dawid_skene",
                       gold=gold)
         assert str(partitioned.value) == str(memory.value)
+
+
+def probabilities(ann, seed=0):
+    """A classifier's probabilities of the items: a frame indexed by item id."""
+    p = np.random.default_rng(seed).dirichlet(np.ones(ann.n_classes), size=ann.n_items)
+    return pd.DataFrame(p, index=pd.Index(ann.item_ids, name="task"), columns=ann.classes)
+
+
+@pytest.mark.parametrize("prefix, index", [("", "written as text"), ("t", "positions")])
+def test_a_dask_frame_of_probabilities_missing_items_gets_the_in_memory_hint(prefix, index):
+    # the Dask frame's message had no hint: ids written as text ("0" for 0), or a frame made
+    # from an array (index 0..n-1), were only "no row for 40 item(s)"
+    df = small_crowd()
+    if prefix:
+        df["task"] = prefix + df["task"].astype(str)
+    ann = Annotations.from_frame(df)
+    probs = probabilities(ann)
+    probs.index = probs.index.astype(str) if index == "written as text" else \
+        pd.RangeIndex(ann.n_items)
+    with pytest.raises(CrowdDataError) as memory:
+        DawidSkene().fit(ann, pred_probs=probs)
+    assert ("index has '0'" if index == "written as text" else "index is 0..39") in \
+        str(memory.value)
+    for npartitions in (1, 3):
+        with pytest.raises(CrowdDataError) as partitioned:
+            aggregate(dd.from_pandas(df, npartitions=3), method="dawid_skene",
+                      pred_probs=dd.from_pandas(probs, npartitions=npartitions))
+        assert str(partitioned.value) == str(memory.value)

@@ -24,8 +24,8 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.pred_probs import (align_pred_probs, check_rows, class_columns,
-                                      extra_items_error, missing_items_error,
-                                      repeated_items_error)
+                                      extra_items_error, index_facts, index_hint,
+                                      missing_items_error, repeated_items_error)
 from ..codes import is_dask_frame
 from ..errors import CrowdDataError
 from .blocks import Block
@@ -138,6 +138,28 @@ def _failure(part: Any) -> Optional[tuple]:
     return part if isinstance(part, tuple) else None
 
 
+def _n_items(block: Block) -> int:
+    return len(block.item_ids)
+
+
+def _index_facts(part: pd.DataFrame, missing: Any, start: int) -> tuple:
+    return index_facts(part.index, missing, start)
+
+
+def _index_hint(probs: Any, missing: Any, blocks: List[Any]) -> str:
+    """The in-memory hint of a missing item (:func:`index_hint`) from the partitions of the
+    probabilities ``probs``: an index value written as the item id ``missing``, or an index
+    of the positions 0..n-1 of the ``blocks``' items (two more passes, on this error only)."""
+    parts = probs.to_delayed()
+    lengths = dask.compute(*[delayed(len)(part) for part in parts])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    facts = dask.compute(*[delayed(_index_facts)(part, missing, int(start))
+                           for part, start in zip(parts, starts)])
+    n_items = sum(dask.compute(*[delayed(_n_items)(block) for block in blocks]))
+    alike = next((found for found, _ in facts if found), [])
+    return index_hint(alike, sum(lengths) == n_items and all(p for _, p in facts), n_items)
+
+
 def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any) -> List[Any]:
     import dask.dataframe as dd
 
@@ -170,8 +192,10 @@ def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any)
         if found_ids:
             ids = np.concatenate(found_ids)
             shown = ids[_sort_order(ids)]
-            raise (repeated_items_error(shown) if kind == "repeated"
-                   else missing_items_error(shown[:_SHOWN], len(ids)))
+            if kind == "repeated":
+                raise repeated_items_error(shown)
+            raise CrowdDataError(f"{missing_items_error(shown[:_SHOWN], len(ids))}"
+                                 f"{_index_hint(probs, shown[0], blocks)}")
     n_extra, shown = dask.compute(found)[0]
     if n_extra:
         raise extra_items_error(shown, n_extra)
