@@ -81,3 +81,20 @@ def test_a_dask_frame_of_probabilities_missing_items_gets_the_in_memory_hint(pre
             aggregate(dd.from_pandas(df, npartitions=3), method="dawid_skene",
                       pred_probs=dd.from_pandas(probs, npartitions=npartitions))
         assert str(partitioned.value) == str(memory.value)
+
+
+def test_a_dask_frame_of_probabilities_with_extra_rows_names_them_as_in_memory():
+    # the extra rows were named in the order the join left them (hash order: "2, 3, 5, 14,
+    # 22" where memory named the frame's first, "0, 1, 2, 3, 4")
+    df = small_crowd()
+    ann = Annotations.from_frame(df)
+    probs = probabilities(ann).sample(frac=1, random_state=3)
+    kept = df[df["task"] >= 25]
+    with pytest.raises(CrowdDataError) as memory:
+        DawidSkene().fit(Annotations.from_frame(kept), pred_probs=probs)
+    assert "25 row(s) for items that are not in the annotations: 16, 9" in str(memory.value)
+    for npartitions in (1, 4):
+        with pytest.raises(CrowdDataError) as partitioned:
+            aggregate(dd.from_pandas(kept, npartitions=3), method="dawid_skene",
+                      pred_probs=dd.from_pandas(probs, npartitions=npartitions, sort=False))
+        assert str(partitioned.value) == str(memory.value)

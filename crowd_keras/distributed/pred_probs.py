@@ -34,6 +34,7 @@ __all__ = ["join_pred_probs", "check_frame", "is_dask_frame"]
 
 _SHOWN = 5          # ids named in a message (as the in-memory messages)
 _BLOCK, _MERGE = "_crowd_keras_block", "_merge"
+_PART, _ROW = "_crowd_keras_part", "_crowd_keras_row"   # a row's place in the frame
 
 
 def check_frame(pred_probs: Any) -> None:
@@ -100,11 +101,20 @@ def _item_keys(block: Block, number: int, index_dtype: Any) -> pd.DataFrame:
                         index=pd.Index(block.item_ids, dtype=index_dtype))
 
 
+def _placed(part: pd.DataFrame, partition_info: Optional[dict] = None) -> pd.DataFrame:
+    """The partition with each row's place in the frame (partition number, row within it),
+    which orders the extra rows named as in memory (for ``map_partitions``)."""
+    number = partition_info["number"] if partition_info else 0
+    return part.assign(**{_PART: np.full(len(part), number, dtype=np.int64),
+                          _ROW: np.arange(len(part), dtype=np.int64)})
+
+
 def _extra_ids(*parts: pd.DataFrame) -> Tuple[int, list]:
-    """How many rows of the probabilities matched no item, and the first few ids."""
+    """How many rows of the probabilities matched no item, and the first few ids in the
+    frame's order (as the in-memory message names them)."""
     n = sum(len(part) for part in parts)
-    shown = [v for part in parts for v in part.index[:_SHOWN].tolist()][:_SHOWN]
-    return n, shown
+    first = pd.concat([part.sort_values([_PART, _ROW]).iloc[:_SHOWN] for part in parts])
+    return n, first.sort_values([_PART, _ROW]).index[:_SHOWN].tolist()
 
 
 def _joined_block(block: Block, part: pd.DataFrame, k: int) -> Any:
@@ -166,6 +176,9 @@ def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any)
     k = len(classes)
     names = [ddf.columns[c] for c in class_columns(ddf.columns, classes)]
     probs = ddf[names].rename(columns=dict(zip(names, _columns(k))))
+    empty = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in probs.dtypes.items()},
+                         index=pd.Index([], dtype=probs.index.dtype))
+    probs = probs.map_partitions(_placed, meta=_placed(empty))
     meta = pd.DataFrame({_BLOCK: pd.Series([], dtype=np.int64)},
                         index=pd.Index([], dtype=index_dtype))
     keys = dd.from_delayed([delayed(_item_keys)(block, j, index_dtype)
