@@ -98,3 +98,19 @@ def test_a_dask_frame_of_probabilities_with_extra_rows_names_them_as_in_memory()
             aggregate(dd.from_pandas(kept, npartitions=3), method="dawid_skene",
                       pred_probs=dd.from_pandas(probs, npartitions=npartitions, sort=False))
         assert str(partitioned.value) == str(memory.value)
+
+
+def test_a_dask_frame_of_probabilities_with_repeated_items_names_them_as_in_memory():
+    # named sorted ("3, 20, 30") where memory names them in the frame's order ("30, 3, 20")
+    df = small_crowd()
+    ann = Annotations.from_frame(df)
+    probs = probabilities(ann)
+    probs = pd.concat([probs, probs.iloc[[30, 3, 20]]])
+    with pytest.raises(CrowdDataError) as memory:
+        DawidSkene().fit(ann, pred_probs=probs)
+    assert str(memory.value).endswith("frame's index: 30, 3, 20")
+    for npartitions in (1, 4):
+        with pytest.raises(CrowdDataError) as partitioned:
+            aggregate(dd.from_pandas(df, npartitions=3), method="dawid_skene",
+                      pred_probs=dd.from_pandas(probs, npartitions=npartitions, sort=False))
+        assert str(partitioned.value) == str(memory.value)

@@ -120,11 +120,17 @@ def _extra_ids(*parts: pd.DataFrame) -> Tuple[int, list]:
 def _joined_block(block: Block, part: pd.DataFrame, k: int) -> Any:
     """The block with its rows of the probabilities (``part``: the item ids, the ``k``
     columns in class-code order and the merge indicator), or what is wrong with them:
-    ``("repeated" | "missing" | "rows", ids or message)``."""
+    ``("repeated" | "missing" | "rows", ids or message)``; repeated: a frame of each
+    repeated id (``id``) at its second row in the frame (``_PART``, ``_ROW``), the order in
+    which the in-memory message names them."""
     ids = part.iloc[:, 0]
-    repeated = ids[ids.duplicated()]
-    if len(repeated):
-        return "repeated", repeated.unique()
+    if ids.duplicated().any():
+        placed = part.sort_values([_PART, _ROW], kind="stable")
+        later = placed[placed.iloc[:, 0].duplicated().to_numpy()]
+        second = later[~later.iloc[:, 0].duplicated().to_numpy()]
+        return "repeated", pd.DataFrame({"id": second.iloc[:, 0].to_numpy(),
+                                         _PART: second[_PART].to_numpy(),
+                                         _ROW: second[_ROW].to_numpy()})
     missing = ids[(part[_MERGE] == "left_only").to_numpy()]
     if len(missing):
         return "missing", missing.to_numpy()
@@ -200,15 +206,16 @@ def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any)
                                  delayed(_extra_ids)(*extra.to_delayed()))
     failures = [f for f in dask.compute(*[delayed(_failure)(p) for p in parts])
                 if f is not None]
-    for kind in ("repeated", "missing"):
-        found_ids = [ids for what, ids in failures if what == kind]
-        if found_ids:
-            ids = np.concatenate(found_ids)
-            shown = ids[_sort_order(ids)]
-            if kind == "repeated":
-                raise repeated_items_error(shown)
-            raise CrowdDataError(f"{missing_items_error(shown[:_SHOWN], len(ids))}"
-                                 f"{_index_hint(probs, shown[0], blocks)}")
+    repeated = [rows for what, rows in failures if what == "repeated"]
+    if repeated:
+        rows = pd.concat(repeated).sort_values([_PART, _ROW], kind="stable")
+        raise repeated_items_error(rows["id"].to_numpy())
+    missing = [ids for what, ids in failures if what == "missing"]
+    if missing:
+        ids = np.concatenate(missing)
+        shown = ids[_sort_order(ids)]
+        raise CrowdDataError(f"{missing_items_error(shown[:_SHOWN], len(ids))}"
+                             f"{_index_hint(probs, shown[0], blocks)}")
     n_extra, shown = dask.compute(found)[0]
     if n_extra:
         raise extra_items_error(shown, n_extra)
