@@ -114,3 +114,24 @@ def test_a_dask_frame_of_probabilities_with_repeated_items_names_them_as_in_memo
             aggregate(dd.from_pandas(df, npartitions=3), method="dawid_skene",
                       pred_probs=dd.from_pandas(probs, npartitions=npartitions, sort=False))
         assert str(partitioned.value) == str(memory.value)
+
+
+@pytest.mark.parametrize("case", ["NaN", "sum"])
+def test_a_dask_frame_of_rows_that_are_not_probabilities_is_named_as_in_memory(case):
+    # every such message began "pred_probs must be numbers: " (a CrowdDataError is a
+    # ValueError, caught as a value that is no number), a row summing to 1.5 included
+    df = small_crowd()
+    ann = Annotations.from_frame(df)
+    probs = probabilities(ann)
+    if case == "NaN":
+        probs.iloc[11, 1] = np.nan
+    else:
+        probs.iloc[11] = [0.5, 0.5, 0.5]
+    with pytest.raises(CrowdDataError) as memory:
+        DawidSkene().fit(ann, pred_probs=probs)
+    assert str(memory.value).startswith("pred_probs of item 11 (row 11) ")
+    with pytest.raises(CrowdDataError) as partitioned:
+        aggregate(dd.from_pandas(df, npartitions=3), method="dawid_skene",
+                  pred_probs=dd.from_pandas(probs, npartitions=2))
+    # each block checks its own rows: the item is named, its place among all items is not
+    assert str(partitioned.value) == str(memory.value).replace(" (row 11)", "")

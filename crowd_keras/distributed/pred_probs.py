@@ -138,10 +138,10 @@ def _joined_block(block: Block, part: pd.DataFrame, k: int) -> Any:
     try:
         values = part[_columns(k)].to_numpy(dtype=np.float64)[pos]
         probs = check_rows(values, block.item_ids, rows=())
+    except CrowdDataError as err:   # before ValueError, which it is
+        return "rows", str(err)
     except (TypeError, ValueError) as err:
         return "rows", f"pred_probs must be numbers: {err}"
-    except CrowdDataError as err:
-        return "rows", str(err)
     return replace(block, pred_probs=probs)
 
 
