@@ -9,7 +9,7 @@ dd = pytest.importorskip("dask.dataframe")
 dask = pytest.importorskip("dask")
 
 from crowd_keras import Annotations, CrowdDataError  # noqa: E402
-from crowd_keras.aggregation import DawidSkene  # noqa: E402
+from crowd_keras.aggregation import MACE, DawidSkene  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.distributed import aggregate  # noqa: E402
 
@@ -135,3 +135,15 @@ def test_a_dask_frame_of_rows_that_are_not_probabilities_is_named_as_in_memory(c
                   pred_probs=dd.from_pandas(probs, npartitions=2))
     # each block checks its own rows: the item is named, its place among all items is not
     assert str(partitioned.value) == str(memory.value).replace(" (row 11)", "")
+
+
+def test_the_result_counts_the_iterations_the_model_counts():
+    # MACE runs its restarts side by side: the result said n_iter=52 (the loop's steps) where
+    # its model and the in-memory fit say 50 (the winning restart's iterations)
+    df = small_crowd()
+    reference = MACE().fit(Annotations.from_frame(df))
+    result = aggregate(dd.from_pandas(df, npartitions=3), method="mace")
+    assert len(result.fit_info.history) > reference.n_iter_
+    assert result.n_iter == result.model.n_iter_ == reference.n_iter_
+    assert f"n_iter={reference.n_iter_})" in repr(result)
+    assert aggregate(dd.from_pandas(df, npartitions=3), method="majority_vote").n_iter == 0

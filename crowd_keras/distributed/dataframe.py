@@ -78,7 +78,11 @@ class AggregationResult:
 
     @property
     def n_iter(self) -> int:
-        return len(self.fit_info.history)
+        """EM iterations: the fitted model's ``n_iter_`` as in memory (MACE: its winning
+        restart's, not the steps of its restarts run side by side), else the partitioned
+        loop's (0 for majority vote)."""
+        n_iter = getattr(self.model, "n_iter_", None)
+        return len(self.fit_info.history) if n_iter is None else int(n_iter)
 
     @property
     def log_likelihood(self) -> np.ndarray:
