@@ -25,7 +25,7 @@ from ..errors import CrowdDataError
 __all__ = ["check_pred_probs", "align_pred_probs", "class_columns", "check_rows",
            "bad_probability_rows", "check_probability_matrix",
            "missing_items_error", "extra_items_error", "repeated_items_error",
-           "ROW_SUM_TOLERANCE"]
+           "index_facts", "index_hint", "ROW_SUM_TOLERANCE"]
 
 #: how far a row's sum may be from 1 (float32 soft-max outputs are within it)
 ROW_SUM_TOLERANCE = 1e-3
@@ -184,18 +184,32 @@ def _numbers(values: Any) -> np.ndarray:
         raise CrowdDataError(f"pred_probs must be numbers: {err}") from None
 
 
-def _index_hint(index: pd.Index, missing: np.ndarray, n_items: int) -> str:
+def index_facts(index: pd.Index, missing: Any, start: int = 0) -> tuple:
+    """What :func:`index_hint` reads off (a piece of) a frame's index, rows ``start, start + 1,
+    ...`` of the frame: ``(alike, positions)``, ``alike`` a list of the first index value
+    written as the missing item id ``missing`` (``"1"`` for ``1``; empty for none),
+    ``positions`` whether the piece holds the positions ``start, start + 1, ...``."""
+    alike = index[index.astype(str) == str(_plain(missing))][:1].tolist()
+    positions = not len(index) or index.equals(pd.RangeIndex(start, start + len(index)))
+    return alike, bool(positions)
+
+
+def index_hint(alike: Sequence, positions: bool, n_items: int) -> str:
     """Why a frame's index misses items, when it is plain: ids of another type written alike
-    (``"1"`` for ``1``), or the positions ``0..n-1`` of a frame made from an array."""
-    written = index.astype(str)
-    alike = index[written == str(_plain(missing[0]))]
+    (``alike``: ``[the index value]``), or the positions ``0..n-1`` of a frame made from an
+    array (``positions``: the frame has ``n_items`` rows indexed ``0..n_items - 1``)."""
     if len(alike):
         return (f" (the frame's index has {_plain(alike[0])!r}: the ids of pred_probs and of "
                 "the annotations must be of one type)")
-    if len(index) == n_items and index.equals(pd.RangeIndex(n_items)):
+    if positions:
         return (f" (the frame's index is 0..{n_items - 1}, not the item ids: index it by item "
                 "id, or pass pred_probs.to_numpy() for rows in the annotations' item order)")
     return ""
+
+
+def _index_hint(index: pd.Index, missing: np.ndarray, n_items: int) -> str:
+    alike, positions = index_facts(index, missing[0])
+    return index_hint(alike, positions and len(index) == n_items, n_items)
 
 
 def _align_frame(frame: pd.DataFrame, item_ids: np.ndarray, classes: Sequence) -> np.ndarray:

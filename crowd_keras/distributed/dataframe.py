@@ -78,7 +78,11 @@ class AggregationResult:
 
     @property
     def n_iter(self) -> int:
-        return len(self.fit_info.history)
+        """EM iterations: the fitted model's ``n_iter_`` as in memory (MACE: its winning
+        restart's, not the steps of its restarts run side by side), else the partitioned
+        loop's (0 for majority vote)."""
+        n_iter = getattr(self.model, "n_iter_", None)
+        return len(self.fit_info.history) if n_iter is None else int(n_iter)
 
     @property
     def log_likelihood(self) -> np.ndarray:
@@ -254,6 +258,14 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
                             "once complete (for a lazy write: result.labels.to_parquet(..., "
                             "compute=False))")
         del kwargs["compute"]
+    frame = result.labels
+    if not isinstance(frame.index.name, str):   # an item column named 0 (a CSV without a
+        frame = frame.rename_axis(str(frame.index.name))   # header): parquet names are text
+    if frame.index.name in frame.columns:   # pandas: "cannot insert label, already exists"
+        raise CrowdDataError(f"to_parquet: the item column is named {frame.index.name!r}, as a "
+                             f"column of the labels {list(frame.columns)}, and a parquet file "
+                             "holds one column of a name: rename the labels' index first "
+                             "(result.labels = result.labels.rename_axis('item'))")
     path = _local_folder(path)
     if path.exists() and not path.is_dir():
         raise CrowdDataError(f"{path} is a file; give a folder (it is created when missing)")
@@ -269,9 +281,6 @@ def to_parquet(result: AggregationResult, path: Union[str, Path], **kwargs: Any)
         quality["annotator"] = quality["annotator"].map(str)
     table = io.BytesIO()
     quality.to_parquet(table, index=False)
-    frame = result.labels
-    if not isinstance(frame.index.name, str):   # an item column named 0 (a CSV without a
-        frame = frame.rename_axis(str(frame.index.name))   # header): parquet names are text
     labels = path / "labels"
     if kwargs.get("append"):
         _write_labels(frame, labels, kwargs)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from dask import delayed
 
-from ..aggregation.base import gold_mapping, more_unknown
+from ..aggregation.base import gold_mapping, more_unknown, written_alike
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.quality import annotator_accuracy_sums
 from ..annotation_readers import check_frame_columns, frame_codes
@@ -252,10 +252,8 @@ class PartitionedAnnotations:
         if (np.asarray(found) == 0).any():
             missing = ids[np.asarray(found) == 0]
             bad = missing[0]
-            kind = pd.Index([], dtype=self.index_dtype).dtype.kind
-            hint = "" if pd.Index([bad]).dtype.kind == kind else \
-                (f" (the annotations' item ids are {self.index_dtype}: the ids of gold and "
-                 "annotations must be of one type)")
+            # the in-memory hint: an item of another type written alike ("1" for 1)
+            hint = next((h for h in dask.compute(*self.map(_written_alike, bad)) if h), "")
             raise CrowdDataError(f"gold item {show(bad)} is not an item of the annotations"
                                  f"{hint}{more_unknown(missing[1:])}")
         return self.derive(_gold_block, ids, codes.astype(np.int64), len(self.classes))
@@ -374,6 +372,12 @@ class PartitionedAnnotations:
 def _gold_found(block: Block, ids: np.ndarray) -> np.ndarray:
     """(gold items,) 1 where the gold item is one of the block's items."""
     return (pd.Index(block.item_ids).get_indexer(ids) >= 0).astype(np.int64)
+
+
+def _written_alike(block: Block, item: Any) -> str:
+    """:func:`~crowd_keras.aggregation.base.written_alike` of ``item`` among the block's
+    items."""
+    return written_alike(item, block.item_ids)
 
 
 def _gold_block(block: Block, ids: np.ndarray, codes: np.ndarray, k: int) -> Block:

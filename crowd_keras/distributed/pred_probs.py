@@ -24,8 +24,8 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.pred_probs import (align_pred_probs, check_rows, class_columns,
-                                      extra_items_error, missing_items_error,
-                                      repeated_items_error)
+                                      extra_items_error, index_facts, index_hint,
+                                      missing_items_error, repeated_items_error)
 from ..codes import is_dask_frame
 from ..errors import CrowdDataError
 from .blocks import Block
@@ -34,6 +34,7 @@ __all__ = ["join_pred_probs", "check_frame", "is_dask_frame"]
 
 _SHOWN = 5          # ids named in a message (as the in-memory messages)
 _BLOCK, _MERGE = "_crowd_keras_block", "_merge"
+_PART, _ROW = "_crowd_keras_part", "_crowd_keras_row"   # a row's place in the frame
 
 
 def check_frame(pred_probs: Any) -> None:
@@ -100,21 +101,36 @@ def _item_keys(block: Block, number: int, index_dtype: Any) -> pd.DataFrame:
                         index=pd.Index(block.item_ids, dtype=index_dtype))
 
 
+def _placed(part: pd.DataFrame, partition_info: Optional[dict] = None) -> pd.DataFrame:
+    """The partition with each row's place in the frame (partition number, row within it),
+    which orders the extra rows named as in memory (for ``map_partitions``)."""
+    number = partition_info["number"] if partition_info else 0
+    return part.assign(**{_PART: np.full(len(part), number, dtype=np.int64),
+                          _ROW: np.arange(len(part), dtype=np.int64)})
+
+
 def _extra_ids(*parts: pd.DataFrame) -> Tuple[int, list]:
-    """How many rows of the probabilities matched no item, and the first few ids."""
+    """How many rows of the probabilities matched no item, and the first few ids in the
+    frame's order (as the in-memory message names them)."""
     n = sum(len(part) for part in parts)
-    shown = [v for part in parts for v in part.index[:_SHOWN].tolist()][:_SHOWN]
-    return n, shown
+    first = pd.concat([part.sort_values([_PART, _ROW]).iloc[:_SHOWN] for part in parts])
+    return n, first.sort_values([_PART, _ROW]).index[:_SHOWN].tolist()
 
 
 def _joined_block(block: Block, part: pd.DataFrame, k: int) -> Any:
     """The block with its rows of the probabilities (``part``: the item ids, the ``k``
     columns in class-code order and the merge indicator), or what is wrong with them:
-    ``("repeated" | "missing" | "rows", ids or message)``."""
+    ``("repeated" | "missing" | "rows", ids or message)``; repeated: a frame of each
+    repeated id (``id``) at its second row in the frame (``_PART``, ``_ROW``), the order in
+    which the in-memory message names them."""
     ids = part.iloc[:, 0]
-    repeated = ids[ids.duplicated()]
-    if len(repeated):
-        return "repeated", repeated.unique()
+    if ids.duplicated().any():
+        placed = part.sort_values([_PART, _ROW], kind="stable")
+        later = placed[placed.iloc[:, 0].duplicated().to_numpy()]
+        second = later[~later.iloc[:, 0].duplicated().to_numpy()]
+        return "repeated", pd.DataFrame({"id": second.iloc[:, 0].to_numpy(),
+                                         _PART: second[_PART].to_numpy(),
+                                         _ROW: second[_ROW].to_numpy()})
     missing = ids[(part[_MERGE] == "left_only").to_numpy()]
     if len(missing):
         return "missing", missing.to_numpy()
@@ -122,10 +138,10 @@ def _joined_block(block: Block, part: pd.DataFrame, k: int) -> Any:
     try:
         values = part[_columns(k)].to_numpy(dtype=np.float64)[pos]
         probs = check_rows(values, block.item_ids, rows=())
+    except CrowdDataError as err:   # before ValueError, which it is
+        return "rows", str(err)
     except (TypeError, ValueError) as err:
         return "rows", f"pred_probs must be numbers: {err}"
-    except CrowdDataError as err:
-        return "rows", str(err)
     return replace(block, pred_probs=probs)
 
 
@@ -138,12 +154,37 @@ def _failure(part: Any) -> Optional[tuple]:
     return part if isinstance(part, tuple) else None
 
 
+def _n_items(block: Block) -> int:
+    return len(block.item_ids)
+
+
+def _index_facts(part: pd.DataFrame, missing: Any, start: int) -> tuple:
+    return index_facts(part.index, missing, start)
+
+
+def _index_hint(probs: Any, missing: Any, blocks: List[Any]) -> str:
+    """The in-memory hint of a missing item (:func:`index_hint`) from the partitions of the
+    probabilities ``probs``: an index value written as the item id ``missing``, or an index
+    of the positions 0..n-1 of the ``blocks``' items (two more passes, on this error only)."""
+    parts = probs.to_delayed()
+    lengths = dask.compute(*[delayed(len)(part) for part in parts])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    facts = dask.compute(*[delayed(_index_facts)(part, missing, int(start))
+                           for part, start in zip(parts, starts)])
+    n_items = sum(dask.compute(*[delayed(_n_items)(block) for block in blocks]))
+    alike = next((found for found, _ in facts if found), [])
+    return index_hint(alike, sum(lengths) == n_items and all(p for _, p in facts), n_items)
+
+
 def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any) -> List[Any]:
     import dask.dataframe as dd
 
     k = len(classes)
     names = [ddf.columns[c] for c in class_columns(ddf.columns, classes)]
     probs = ddf[names].rename(columns=dict(zip(names, _columns(k))))
+    empty = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in probs.dtypes.items()},
+                         index=pd.Index([], dtype=probs.index.dtype))
+    probs = probs.map_partitions(_placed, meta=_placed(empty))
     meta = pd.DataFrame({_BLOCK: pd.Series([], dtype=np.int64)},
                         index=pd.Index([], dtype=index_dtype))
     keys = dd.from_delayed([delayed(_item_keys)(block, j, index_dtype)
@@ -165,13 +206,16 @@ def _from_dask(blocks: List[Any], classes: Sequence, ddf: Any, index_dtype: Any)
                                  delayed(_extra_ids)(*extra.to_delayed()))
     failures = [f for f in dask.compute(*[delayed(_failure)(p) for p in parts])
                 if f is not None]
-    for kind in ("repeated", "missing"):
-        found_ids = [ids for what, ids in failures if what == kind]
-        if found_ids:
-            ids = np.concatenate(found_ids)
-            shown = ids[_sort_order(ids)]
-            raise (repeated_items_error(shown) if kind == "repeated"
-                   else missing_items_error(shown[:_SHOWN], len(ids)))
+    repeated = [rows for what, rows in failures if what == "repeated"]
+    if repeated:
+        rows = pd.concat(repeated).sort_values([_PART, _ROW], kind="stable")
+        raise repeated_items_error(rows["id"].to_numpy())
+    missing = [ids for what, ids in failures if what == "missing"]
+    if missing:
+        ids = np.concatenate(missing)
+        shown = ids[_sort_order(ids)]
+        raise CrowdDataError(f"{missing_items_error(shown[:_SHOWN], len(ids))}"
+                             f"{_index_hint(probs, shown[0], blocks)}")
     n_extra, shown = dask.compute(found)[0]
     if n_extra:
         raise extra_items_error(shown, n_extra)
