@@ -98,6 +98,15 @@ def _cancelled_only(tasks, user):
     return tasks
 
 
+def _three_users_choices():
+    """Eight tasks, each answered yes/no by users 1, 2 and 3 (a Choices export)."""
+    return [{"id": t, "data": {"text": str(t)}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "c", "to_name": "text", "type": "choices",
+             "value": {"choices": ["yes" if (t + u * (t % 3 == 0)) % 2 else "no"]}}]}
+        for u in (1, 2, 3)]} for t in range(1, 9)]
+
+
 def test_label_studio_report_lists_users_who_only_skipped_for_spans_as_for_choices(tmp_path):
     # the span report left out a user whose annotations were all skipped (the choices report
     # lists such a user, with its n_cancelled): one row per user, as documented
@@ -105,12 +114,7 @@ def test_label_studio_report_lists_users_who_only_skipped_for_spans_as_for_choic
 
     from crowd_keras.integrations import label_studio as ls
 
-    choices = [{"id": t, "data": {"text": str(t)}, "annotations": [
-        {"id": 10 * t + u, "completed_by": u, "result": [
-            {"from_name": "c", "to_name": "text", "type": "choices",
-             "value": {"choices": ["yes" if (t + u * (t % 3 == 0)) % 2 else "no"]}}]}
-        for u in (1, 2, 3)]} for t in range(1, 9)]
-    for tasks in (choices, span_export()):
+    for tasks in (_three_users_choices(), span_export()):
         export = ls.read_export(_cancelled_only(tasks, 7))
         frame = ls.annotator_report(export, csv_path=tmp_path / "a.csv",
                                     json_path=tmp_path / "a.json")
@@ -295,12 +299,7 @@ def test_label_studio_annotator_json_has_the_numbers_of_the_csv_and_the_frame(tm
 
     from crowd_keras.integrations import label_studio as ls
 
-    choices = [{"id": t, "data": {"text": str(t)}, "annotations": [
-        {"id": 10 * t + u, "completed_by": u, "result": [
-            {"from_name": "c", "to_name": "text", "type": "choices",
-             "value": {"choices": ["yes" if (t + u * (t % 3 == 0)) % 2 else "no"]}}]}
-        for u in (1, 2, 3)]} for t in range(1, 9)]
-    for tasks in (choices, span_export()):
+    for tasks in (_three_users_choices(), span_export()):
         export = ls.read_export(_cancelled_only(tasks, 7))
         frame = ls.annotator_report(export, csv_path=tmp_path / "a.csv",
                                     json_path=tmp_path / "a.json")
