@@ -264,8 +264,8 @@ def test_gold_id_of_another_type_on_dask_names_the_item_type():
                        "label": [0, 1, 1, 1]})
     with dask.config.set(scheduler="sync"):
         with pytest.raises(CrowdDataError, match=r"gold item '1' is not an item of the "
-                                                 r"annotations \(the annotations' item ids "
-                                                 r"are int64"):
+                                                 r"annotations \(item 1 is: the ids of gold "
+                                                 r"and annotations must be of one type\)"):
             aggregate(dd.from_pandas(df, npartitions=1), method="dawid_skene", gold={"1": 0})
         with pytest.raises(CrowdDataError, match=r"gold item 7 is not an item of the "
                                                  r"annotations$"):
