@@ -10,16 +10,14 @@ dask = pytest.importorskip("dask")
 
 from crowd_keras import Annotations, CrowdDataError  # noqa: E402
 from crowd_keras.aggregation import MACE, DawidSkene  # noqa: E402
-from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.distributed import aggregate  # noqa: E402
+from test_distributed_user_paths import small_crowd as user_paths_crowd  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("dask_threads")
 
 
 def small_crowd(n_items=40, seed=5):
-    sim = simulate_crowd(n_items=n_items, n_classes=3, n_annotators=8, annotations_per_item=3,
-                         seed=seed)
-    return sim.annotations.to_frame()
+    return user_paths_crowd(n_items, seed)
 
 
 @pytest.mark.parametrize("item", ["label", "p_1"])
