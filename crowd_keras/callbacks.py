@@ -86,6 +86,8 @@ class TruthValidation(keras.callbacks.Callback):
     Model selection for a crowd model must not use test labels: give it a validation split
     with true labels (e.g. LabelMe's). Logs ``logs[name]`` (accuracy) every epoch and, with
     ``restore_best_weights``, puts back the classifier's best weights when training ends.
+    Keras' monitor callbacks (``EarlyStopping``, ``ModelCheckpoint``) watching ``name`` need
+    ``mode="max"``: a value a callback logs is no compiled metric whose direction they can read.
 
     Args:
         x, y: validation inputs (an array) and true class codes ``(n,)``.
