@@ -374,6 +374,17 @@ def test_jsonl_round_trip_of_a_text_cut_inside_an_emoji(tmp_path):
         write_spans_jsonl(tmp_path / "pair.jsonl", {"p": "x \ud83d\ude00 y"}, frame([]))
 
 
+def test_token_tags_round_trip_of_tokens_ending_in_a_nul_character():
+    # numpy's fixed-width strings drop trailing NULs: the rows' tokens were "ab", not the
+    # "ab\x00" at their offsets, and reading them back was an error
+    texts = {"a": "ab\x00 \x00 cd"}
+    spans = frame([("a", 0, 3, "X"), ("a", 4, 5, "Y")])
+    rows = spans_to_token_tags(texts, spans)
+    assert rows[0]["tokens"] == ["ab\x00", "\x00", "cd"]
+    back_texts, back = token_tags_to_spans(rows)
+    assert back_texts == texts and canon(back) == canon(spans)
+
+
 def test_spacy_round_trip_of_nested_spans_and_ents():
     pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
     rng = np.random.default_rng(3)

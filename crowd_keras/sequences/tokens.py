@@ -322,4 +322,8 @@ def token_strings(texts: Sequence[str], tokens: Tokens,
         sel = np.flatnonzero(length == ell)
         block = cp[gstart[sel, None] + np.arange(ell)[None, :]].astype("<u4")
         out[sel] = block.view(f"<U{int(ell)}").ravel()
+    # numpy's fixed-width strings drop trailing NULs ("ab\x00" came out "ab"): put them back
+    # on the (rare) tokens that end in one
+    for t in np.flatnonzero((length > 0) & (cp[gstart + np.maximum(length, 1) - 1] == 0)):
+        out[t] += "\x00" * int(length[t] - len(out[t]))
     return out
