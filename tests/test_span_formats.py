@@ -458,6 +458,15 @@ def test_spacy_converters_name_what_they_cannot_hold_or_find():
             spans_to_spacy(TEXTS, frame([("d3", 0, 1, "P")]), spans_key=key)
 
 
+def test_spacy_reader_given_one_doc_says_to_pass_a_list():
+    spacy = pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
+    doc = spacy.blank("en")("John met Mary")
+    # iterating a Doc gives its Tokens: the error said "docs[0] is a Token"
+    with pytest.raises(TypeError, match=r"got one Doc \(one document: \[doc\]\)"):
+        spacy_to_spans(doc)
+    assert spacy_to_spans([doc])[0] == {0: "John met Mary"}
+
+
 def test_spacy_writer_says_where_spacys_tokens_are_and_how_to_align():
     # a span inside a token (a tagger on subwords, "Pari" of "Paris"): the error gave the
     # offsets only, not the text, spaCy's token edges or the way on

@@ -892,6 +892,8 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
     if return_seen and (ents or spans_key is not None):
         raise ValueError("return_seen reads the annotators' groups: it needs spans_key=None "
                          "and ents=False")
+    if all(hasattr(docs, a) for a in ("text", "spans", "ents")):   # iterating it gives Tokens
+        raise TypeError("docs must be a list of spaCy Docs, got one Doc (one document: [doc])")
     docs = list(docs)
     odd = [k for k, doc in enumerate(docs) if not (hasattr(doc, "text") and hasattr(doc, "spans")
                                                    and hasattr(doc, "ents"))]
