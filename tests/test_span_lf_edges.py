@@ -203,3 +203,14 @@ def test_an_empty_gold_span_covers_no_token_as_an_empty_function_span():
     assert s.loc["adults", ["correct", "incorrect"]].tolist() == [0, 1]
     assert s.loc["outside", ["correct", "incorrect"]].tolist() == [7, 0]
     assert not spans_token_mask(votes.sequences, {"a": [[5, 5]]}).any()
+
+
+def test_a_bilou_tag_of_a_known_label_names_its_prefix():
+    @tag_lf(label="PER")
+    def bilou(doc):
+        return ["U-PER"] + [ABSTAIN] * (len(doc.tokens) - 1)
+    # the error said "label 'U-PER' is not among the labels ['PER']"
+    with pytest.raises(CrowdDataError, match=r"'bilou' on document 'a', token 0: tag 'U-PER' "
+                                             r"has the prefix 'U-'; a tag function's tags are "
+                                             r"'B-label'"):
+        apply_lfs(ML, [bilou], progress=False)

@@ -303,7 +303,14 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
         if (c < 0).any():
             i = int(np.argmax(c < 0))
             at = "" if pos is None else f", token {int(pos[i])}"
-            raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: label {show(names.iloc[i])} is "
+            name = names.iloc[i]
+            if by_text is not None and str(name)[1:2] == "-" and str(name)[2:] in by_text:
+                # "L-PER" of a known label: the prefix is what is wrong (BILOU's, BIOES')
+                raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: tag {show(name)} has the "
+                                     f"prefix {str(name)[:2]!r}; a tag function's tags are "
+                                     "'B-label' (begins a span), 'I-label', a label, 'O' or "
+                                     "ABSTAIN / None")
+            raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: label {show(name)} is "
                                  f"not among the labels {label_index.tolist()}{hint}")
         return c.astype(np.int64)
 
