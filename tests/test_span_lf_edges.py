@@ -214,3 +214,19 @@ def test_a_bilou_tag_of_a_known_label_names_its_prefix():
                                              r"has the prefix 'U-'; a tag function's tags are "
                                              r"'B-label'"):
         apply_lfs(ML, [bilou], progress=False)
+
+
+def test_a_span_function_named_after_a_label_but_without_label_is_told():
+    @span_lf("ORG")              # the name, not the label: its spans would be PER's
+    def acme(doc):
+        return [(14, 23)] if doc.id == "a" else []
+    with pytest.raises(CrowdDataError, match=r"'ORG' on document 'a': a span without a label "
+                                             r"gets the function's label=, and it has none: "
+                                             r"the first label 'PER', not 'ORG'"):
+        apply_lfs(ML, [acme], labels=["PER", "ORG"], progress=False)
+    # named after the first label, or giving each span its label, it votes as meant
+    assert apply_lfs(ML, [span_lf("PER")(acme.fn)], labels=["PER", "ORG"],
+                     progress=False).label.tolist() == [0, 0]
+    labelled = span_lf("ORG")(lambda doc: [(14, 23, "ORG")] if doc.id == "a" else [])
+    assert apply_lfs(ML, [labelled], labels=["PER", "ORG"],
+                     progress=False).label.tolist() == [1, 1]

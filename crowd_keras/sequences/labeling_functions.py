@@ -329,6 +329,18 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     has = given.notna().to_numpy()
     if has.any():
         s_lab[has] = codes_of(given[has].reset_index(drop=True), s_doc[has], s_lf[has])
+    # @span_lf("ORG") names the function ORG: its spans without a label would be the first
+    # label's (PER), silently
+    misnamed = [j for j, lf in enumerate(lfs) if lf.label is None and lf.name in codes
+                and codes[lf.name] != 0]
+    odd = ~has & np.isin(s_lf, misnamed)
+    if odd.any():
+        lf = lfs[int(s_lf[np.argmax(odd)])]
+        raise CrowdDataError(f"{where(s_doc, s_lf, int(np.argmax(odd)))}: a span without a "
+                             f"label gets the function's label=, and it has none: the "
+                             f"first label {show(seq.labels[0])}, not {show(lf.name)}, its name "
+                             f"(span_lf({lf.name!r}) names the function; span_lf(label="
+                             f"{lf.name!r}) gives the label)")
     a, b = span_token_ranges(seq.tokens, s_doc, se[:, 0], se[:, 1])
     # an empty span (start == end) covers no character, so no token (as in from_spans)
     n = np.where(se[:, 0] < se[:, 1], np.maximum(b - a, 0), 0)
