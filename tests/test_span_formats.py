@@ -201,6 +201,24 @@ def test_tag_list_errors_name_the_rows_document():
                                                                  "tags": ["O"]}])
 
 
+def test_tag_rows_with_offsets_but_no_text_are_refused_not_read_off_the_joined_tokens():
+    # the offsets [11, 15] place "Mary" in a text with double spaces: the span came back at
+    # [9, 13), in the tokens joined by single spaces, the offsets dropped silently
+    row = {"doc": "d", "tokens": ["John", "met", "Mary"], "offsets": [[0, 4], [6, 9], [11, 15]],
+           "tags": ["O", "O", "B-PER"]}
+    with pytest.raises(CrowdDataError, match=r"row 0: 'offsets' without 'text': they index a "
+                                             r"text the row does not give .*\(document 'd'\)"):
+        token_tags_to_spans([row])
+    texts, spans = token_tags_to_spans([dict(row, text="John  met  Mary")])
+    assert spans[["start", "end"]].values.tolist() == [[11, 15]]
+    # a frame's row without offsets (NaN there) is read from its tokens
+    frame_rows = pd.DataFrame([{"doc": "e", "tokens": ["Ann"], "tags": ["B-PER"]}, row])
+    texts, spans = token_tags_to_spans(frame_rows[:1])
+    assert texts == {"e": "Ann"} and spans["end"].tolist() == [3]
+    with pytest.raises(CrowdDataError, match=r"row 1: 'offsets' without 'text'"):
+        token_tags_to_spans(frame_rows)
+
+
 def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     rows = [{"tokens": ["a", "b", "c", "d", "e"], "tags": ["I-X", "I-X", "O", "I-Y", "B-Y"]}]
     texts, spans = token_tags_to_spans(rows)

@@ -353,8 +353,8 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
 
     Raises:
         CrowdDataError: a tag outside the scheme, a tag id outside ``label_names``, a length
-            mismatch, a row without tokens or offsets, a ``"text"`` that is not its tokens
-            joined by spaces (without offsets), a span of only empty tokens, a row without an
+            mismatch, a row without tokens or offsets, ``"offsets"`` without a ``"text"``,
+            a ``"text"`` that is not its tokens joined by spaces (without offsets), a span of only empty tokens, a row without an
             annotator (None or NaN) among rows with one, or two rows of one document with
             different texts, naming the row (its document too, where it names one) and
             position.
@@ -424,6 +424,12 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                 given_tokens[i] = (text, [str(t) for t in row[tokens_key]])
             offsets = np.zeros(raw.shape, np.int64)     # read below, after the checks
         elif tokens_key in row:
+            off = row.get("offsets")    # a frame's rows without offsets hold NaN there
+            if off is not None and not (pd.api.types.is_scalar(off) and pd.isna(off)):
+                raise CrowdDataError(f"row {i}: 'offsets' without 'text': they index a text "
+                                     f"the row does not give (add its 'text', or leave "
+                                     f"'offsets' out: the text is then the {tokens_key!r} "
+                                     f"joined by single spaces){of(i)}")
             if isinstance(row[tokens_key], (str, bytes, Mapping)) or \
                     not isinstance(row[tokens_key], Iterable):   # a string: one per character
                 raise CrowdDataError(f"row {i}: {tokens_key!r} must be a list of tokens, got "
