@@ -354,10 +354,10 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     Raises:
         CrowdDataError: a tag outside the scheme, a tag id outside ``label_names``, a length
             mismatch, a row without tokens or offsets, ``"offsets"`` without a ``"text"``,
-            a ``"text"`` that is not its tokens joined by spaces (without offsets), a span of only empty tokens, a row without an
-            annotator (None or NaN) among rows with one, or two rows of one document with
-            different texts, naming the row (its document too, where it names one) and
-            position.
+            a ``"text"`` that is not its tokens joined by spaces (without offsets), a span of
+            only empty tokens, a row without an annotator (None or NaN) among rows with
+            one, or two rows of one document with different texts, naming the row (its
+            document too, where it names one) and position.
     """
     base, _ = _scheme(scheme)
     allowed = _PREFIXES[base]
