@@ -230,3 +230,18 @@ def test_a_span_function_named_after_a_label_but_without_label_is_told():
     labelled = span_lf("ORG")(lambda doc: [(14, 23, "ORG")] if doc.id == "a" else [])
     assert apply_lfs(ML, [labelled], labels=["PER", "ORG"],
                      progress=False).label.tolist() == [1, 1]
+
+
+def test_a_callable_without_a_name_is_told_to_name_the_function():
+    import functools
+
+    def words(doc, word):
+        return [m for m in ((int(s), int(e)) for s, e in doc.offsets)
+                if doc.text[m[0]:m[1]] == word]
+    # a partial (or a matcher object) has no __name__: a bare AttributeError before
+    for make in (span_lf(label="PER"), span_lf, tag_lf):
+        with pytest.raises(TypeError, match=r"a partial has no __name__ to name the labeling "
+                                            r"function by: name it, (span|tag)_lf\(name=\.\.\.\)"):
+            make(functools.partial(words, word="Mary"))
+    mary = span_lf(name="mary", label="PER")(functools.partial(words, word="Mary"))
+    assert apply_lfs(ML, [mary], progress=False).token.tolist() == [6]

@@ -88,10 +88,10 @@ def span_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable
     """Decorator: ``fn(doc) -> iterable of (start, end[, label])`` character spans
     (``@span_lf`` without parentheses is ``@span_lf()``)."""
     if callable(name):      # @span_lf without parentheses: name is the function
-        return SpanLabelingFunction(name.__name__, name, "spans", label)
+        return SpanLabelingFunction(_name_of(name, "span_lf"), name, "spans", label)
 
     def wrap(fn: Callable) -> SpanLabelingFunction:
-        return SpanLabelingFunction(name or fn.__name__, fn, "spans", label)
+        return SpanLabelingFunction(name or _name_of(fn, "span_lf"), fn, "spans", label)
     return wrap
 
 
@@ -99,11 +99,21 @@ def tag_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable:
     """Decorator: ``fn(doc) -> one tag per token`` (ABSTAIN/None, ``"O"``, a label)
     (``@tag_lf`` without parentheses is ``@tag_lf()``)."""
     if callable(name):      # @tag_lf without parentheses: name is the function
-        return SpanLabelingFunction(name.__name__, name, "tags", label)
+        return SpanLabelingFunction(_name_of(name, "tag_lf"), name, "tags", label)
 
     def wrap(fn: Callable) -> SpanLabelingFunction:
-        return SpanLabelingFunction(name or fn.__name__, fn, "tags", label)
+        return SpanLabelingFunction(name or _name_of(fn, "tag_lf"), fn, "tags", label)
     return wrap
+
+
+def _name_of(fn: Callable, maker: str) -> str:
+    """``fn.__name__``; a callable without one (a ``functools.partial``, a matcher object)
+    must be named."""
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"a {type(fn).__name__} has no __name__ to name the labeling function "
+                        f"by: name it, {maker}(name=...)(fn)")
+    return name
 
 
 @dataclass(frozen=True)
