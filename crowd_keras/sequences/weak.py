@@ -20,8 +20,10 @@ abstain: an unmarked token is their ``O``) shrunk toward the pooled human beside
   (K, K + 1) confusions; the humans are shrunk toward the pooled human (strength
   ``prior_strength``), the functions are not (each votes on a whole corpus).
 
-Shapes: T tokens, K tags, W humans, J functions; ``confusion_matrices_`` is (W + J, K, K)
-(the vote part, renormalised), ``abstain_rates_`` (W + J, K) ``π_j[z, abstain]``.
+Shapes: T tokens, K tags, W humans, J functions; ``confusion_matrices_`` is (W, K, K), the
+humans' (the vote part, renormalised: the common surface, which ``annotator_quality_`` reads),
+``abstain_rates_`` (W + J, K) ``π_j[z, abstain]`` (rows as ``source_ids_``: humans, then
+functions).
 """
 from __future__ import annotations
 
