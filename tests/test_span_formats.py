@@ -485,6 +485,17 @@ def test_spacy_reader_given_one_doc_says_to_pass_a_list():
     assert spacy_to_spans([doc])[0] == {0: "John met Mary"}
 
 
+def test_spacy_ents_overlap_after_alignment_names_the_spans_as_given():
+    pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
+    # "Forty adult" and "s with" do not overlap; expanded to spaCy's tokens they share
+    # "adults": the error named [0, 12) and [6, 17), offsets of no span of the frame
+    spans = frame([("d1", 0, 11, "P"), ("d1", 11, 17, "P")])
+    with pytest.raises(CrowdDataError, match=r"document 'd1': spans \[0, 11\) and \[11, 17\) "
+                                             r"overlap \(aligned to spaCy's tokens: \[0, 12\) "
+                                             r"and \[6, 17\)\); Doc.ents cannot hold"):
+        spans_to_spacy(TEXTS, spans, ents=True, alignment="expand")
+
+
 def test_spacy_writer_says_where_spacys_tokens_are_and_how_to_align():
     # a span inside a token (a tagger on subwords, "Pari" of "Paris"): the error gave the
     # offsets only, not the text, spaCy's token edges or the way on

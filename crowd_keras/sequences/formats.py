@@ -843,6 +843,7 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
                 f"a lone surrogate ({cut.group()!r}: a text cut inside an emoji); JSON lines "
                 "and tag lists hold it") from None
         made: dict = {str(ann): [] for ann in seen_by.get(d, [])}
+        given: dict = {}     # id of each spaCy span -> the offsets it was made from
         for r in groups.get(d, []):
             s, e, lab = int(starts[r]), int(ends[r]), str(labels[r])
             span = doc.char_span(s, e, label=lab, alignment_mode=alignment)
@@ -861,14 +862,20 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
                     f"its text {show(text[s:e])}{near}){hint}")
             key = str(frame["annotator"].iloc[r]) if has_ann and not ents else spans_key
             made.setdefault(key, []).append(span)
+            given[id(span)] = (s, e)     # made holds the span: its id stays its own
         if ents:
             chosen = sorted(made.get(spans_key, []), key=lambda sp: (sp.start, sp.end))
             for x, y in zip(chosen, chosen[1:]):
                 if y.start < x.end:
+                    # the spans as given (expand / contract moved their edges to spaCy's)
+                    (xs, xe), (ys, ye) = given[id(x)], given[id(y)]
+                    moved = (xs, xe, ys, ye) != (x.start_char, x.end_char, y.start_char,
+                                                 y.end_char)
                     raise CrowdDataError(
-                        f"document {show(d)}: spans [{x.start_char}, {x.end_char}) and "
-                        f"[{y.start_char}, {y.end_char}) overlap; Doc.ents cannot hold "
-                        "overlapping or nested spans (use Doc.spans)")
+                        f"document {show(d)}: spans [{xs}, {xe}) and [{ys}, {ye}) overlap"
+                        + (f" (aligned to spaCy's tokens: [{x.start_char}, {x.end_char}) and "
+                           f"[{y.start_char}, {y.end_char}))" if moved else "")
+                        + "; Doc.ents cannot hold overlapping or nested spans (use Doc.spans)")
             doc.ents = chosen
         else:
             for key, group in made.items():
