@@ -219,6 +219,21 @@ def test_tag_rows_with_offsets_but_no_text_are_refused_not_read_off_the_joined_t
         token_tags_to_spans(frame_rows)
 
 
+def test_io_tags_without_a_prefix_are_told_how_to_read():
+    # Few-NERD's IO tags are bare labels ("person"): the error listed the prefixes only
+    rows = [{"id": "f0", "tokens": ["Ann", "sings"], "ner_tags": [1, 0]}]
+    names = ["O", "person"]
+    with pytest.raises(CrowdDataError, match=r"row 0, token 0: tag 'person' is not a IO tag "
+                                             r"\(prefixes O, I\) \(document 'f0'\); IO tags "
+                                             r"without a prefix .* are 'I-person' here"):
+        token_tags_to_spans(rows, scheme="IO", label_names=names, tags_key="ner_tags",
+                            doc_key="id")
+    mapped = [n if n == "O" else "I-" + n for n in names]
+    _, spans = token_tags_to_spans(rows, scheme="IO", label_names=mapped, tags_key="ner_tags",
+                                   doc_key="id")
+    assert spans[["start", "end", "label"]].values.tolist() == [[0, 3, "person"]]
+
+
 def test_reading_tags_is_lenient_like_conlleval_and_strict_about_unknown_tags():
     rows = [{"tokens": ["a", "b", "c", "d", "e"], "tags": ["I-X", "I-X", "O", "I-Y", "B-Y"]}]
     texts, spans = token_tags_to_spans(rows)

@@ -551,7 +551,9 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         hint = ("; integer tags are tag ids: pass label_names, the tag names in id order "
                 "(a Hugging Face dataset's features[...].feature.names)"
                 if isinstance(tag, (int, np.integer)) and not isinstance(tag, (bool, np.bool_))
-                else "")
+                else "; IO tags without a prefix (Few-NERD's 'person') are 'I-person' here: "
+                "map each tag t to t if t == 'O' else 'I-' + t (with ids, each of label_names)"
+                if base == "IO" and len(flat.iloc[k]) > 1 and flat.iloc[k][1:2] != "-" else "")
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} is "
                              f"not a {scheme} tag (prefixes "
                              f"{', '.join(allowed + ('ES' if base == 'BILOU' else ''))})"
