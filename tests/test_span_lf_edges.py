@@ -245,3 +245,26 @@ def test_a_callable_without_a_name_is_told_to_name_the_function():
             make(functools.partial(words, word="Mary"))
     mary = span_lf(name="mary", label="PER")(functools.partial(words, word="Mary"))
     assert apply_lfs(ML, [mary], progress=False).token.tolist() == [6]
+
+
+def test_a_function_editing_its_document_does_not_change_what_the_next_one_reads():
+    @tag_lf(label="PER")
+    def lowers(doc):           # edits the token list it was given, in place
+        for i, tok in enumerate(doc.tokens):
+            doc.tokens[i] = tok.lower()
+        return None
+
+    @tag_lf(label="PER")
+    def titled(doc):
+        return ["PER" if tok.istitle() else ABSTAIN for tok in doc.tokens]
+    # titled read the lowered tokens: no vote at all
+    votes = apply_lfs(ML, [lowers, titled], progress=False)
+    assert votes.token.tolist() == [0, 3, 4, 6, 8]        # John Acme Corp Mary Bob
+
+    @span_lf(label="PER")
+    def shifts(doc):
+        doc.offsets[:, 0] += 1
+        return []
+    with pytest.raises(CrowdDataError, match=r"'shifts' on document 'a' raised ValueError: "
+                                             r"output array is read-only"):
+        apply_lfs(ML, [shifts], progress=False)

@@ -24,7 +24,7 @@ precision / recall). :class:`~.weak.AbstainDawidSkene` fits functions and annota
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -161,8 +161,9 @@ def _documents(seq: SequenceAnnotations) -> Iterable[Document]:
     ptr = seq.tokens.doc_ptr
     for d in range(seq.n_docs):
         lo, hi = ptr[d], ptr[d + 1]
-        yield Document(seq.doc_ids[d], seq.texts[d], strings[lo:hi].tolist(),
-                       np.stack([seq.tokens.start[lo:hi], seq.tokens.end[lo:hi]], 1))
+        offsets = np.stack([seq.tokens.start[lo:hi], seq.tokens.end[lo:hi]], 1)
+        offsets.flags.writeable = False     # shared by the functions: not theirs to change
+        yield Document(seq.doc_ids[d], seq.texts[d], strings[lo:hi].tolist(), offsets)
 
 
 def _label_code(value: Any, labels: Mapping, where: str) -> int:
@@ -249,7 +250,9 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                                          disable=not progress, total=seq.n_docs)):
         for j, lf in enumerate(lfs):
             try:
-                out = lf(doc)
+                # each function its own token list: one that edits it in place (lower-cases
+                # it) would change what the next function reads
+                out = lf(replace(doc, tokens=list(doc.tokens)))
             except Exception as err:
                 raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                      f"{show(doc.id)} raised {type(err).__name__}: {err}") from err
