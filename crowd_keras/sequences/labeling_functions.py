@@ -48,8 +48,9 @@ _OUTSIDE = -1        # label code of an explicit "O" vote in TokenVotes
 
 @dataclass(frozen=True)
 class Document:
-    """What a labeling function reads: ``id``, ``text``, ``tokens`` (n,) strings and
-    ``offsets`` (n, 2) character offsets (end exclusive)."""
+    """What a labeling function reads: ``id``, ``text``, ``tokens`` (n,) strings (a list of
+    its own per function) and ``offsets`` (n, 2) character offsets (end exclusive;
+    read-only)."""
 
     id: Any
     text: str
