@@ -33,6 +33,7 @@ with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, un
     import keras  # noqa: E402
 
 from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.errors import DownloadError  # noqa: E402
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme  # noqa: E402
@@ -71,6 +72,8 @@ def main(argv=None) -> dict:
         data = load_labelme(args.data)
     except CrowdDataError as exc:   # a --data folder without LabelMe: one line, not a traceback
         p.error(str(exc))
+    except DownloadError as exc:   # not on disk and not downloadable (offline, say): no usage
+        p.exit(1, f"{p.prog}: error: {exc}\n")
     ann = data.annotations
     print(f"LabelMe: {ann.n_items} training images, {ann.n_annotators} annotators, "
           f"{ann.n_annotations} labels, {ann.n_classes} classes")

@@ -121,6 +121,29 @@ def test_an_example_refuses_a_bad_flag_in_one_line(script, argv, words, tmp_path
     assert words.format(tmp=tmp_path) in err, err
 
 
+@pytest.mark.parametrize("script, argv, url", [
+    ("keras_crowd_layer", [], "labelme/answers.txt"),
+    ("keras_conal", ["--labelme"], "labelme/answers.txt"),
+    ("pico_tagger", [], "pico/docs.jsonl"),
+    ("pico_lfs", [], "pico/docs.jsonl"),
+    ("snorkel_youtube_spam", [], "youtube_spam/Youtube01-Psy.csv"),
+])
+def test_an_example_whose_data_cannot_be_downloaded_says_so_in_one_line(script, argv, url,
+                                                                        tmp_path, monkeypatch,
+                                                                        capsys):
+    """No data on disk and a mirror that lacks it (as offline): the download error in one
+    line and exit 1, not a traceback (the examples caught only CrowdDataError)."""
+    monkeypatch.delenv("CROWD_KERAS_DATA", raising=False)
+    monkeypatch.setenv("CROWD_KERAS_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv("CROWD_KERAS_MIRROR", (tmp_path / "mirror").as_uri())
+    with pytest.raises(SystemExit) as info:
+        importlib.import_module(script).main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 1, err
+    assert f": error: cannot download {url} from " in err and "usage:" not in err
+
+
 def test_pico_lfs_reads_the_data_where_the_other_examples_do(tmp_path, monkeypatch, capsys):
     pico_lfs = importlib.import_module("pico_lfs")
     monkeypatch.setenv("CROWD_KERAS_DATA", str(require_data("pico").parent))
