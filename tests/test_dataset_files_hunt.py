@@ -148,6 +148,22 @@ def test_labelme_class_named_twice_names_classes_txt(labelme):
         load_labelme(folder)   # was blamed on answers.txt
 
 
+@pytest.mark.parametrize("classes, words", [
+    (b"", r"classes.txt: no class names \(one per line"),
+    # the first four of the eight: the codes 4..7 of the codes file are named with the list
+    (b"highway\ninsidecity\ntallbuilding\nstreet\n",
+     r"LabelMe_Z_train.txt, row \d+: class code [4-7] is not one of 0..3 \(4 classes in "
+     r".*classes.txt\)"),
+])
+def test_labelme_empty_or_truncated_class_list_names_classes_txt(labelme, classes, words):
+    """An empty classes.txt (a partial copy) was read as no classes and blamed on
+    LabelMe_Z_train.txt ('class code 3 is not one of 0..-1 (0 classes)')."""
+    src, folder = labelme
+    _labelme_files(src, folder, classes=classes)
+    with pytest.raises(CrowdDataError, match=words):
+        load_labelme(folder)
+
+
 def test_truth_inference_features_that_are_not_finite_are_named(tmp_path):
     features = np.ones((3, 4))
     features[2, 1] = np.nan
