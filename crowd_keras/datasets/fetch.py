@@ -15,7 +15,8 @@ A download shows its progress (:class:`crowd_keras.progress.Progress`), goes to 
 file that a later call resumes with an HTTP ``Range`` request, is checked against the pinned
 sha256 and only then renamed into place, so the cache never holds a partial or altered file;
 a cached file is checked again before use (one that was truncated or altered since is
-removed, and the error names it).
+removed, and the error names it). Processes that load one set at once fetch it once: the
+others wait on a lock of the set's cache folder (POSIX systems; none on Windows).
 Without network the error names the URL and the environment variables.
 """
 from __future__ import annotations
@@ -29,8 +30,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock (two processes must not fetch one set at once)
+    fcntl = None
 
 from ..errors import CrowdDataError, DownloadError
 from ..files import atomic_write_bytes, publish_file
@@ -256,6 +263,27 @@ def _check_mirror(mirror: str) -> None:
                             f"the cache)")
 
 
+@contextmanager
+def _fetching(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the set's cache ``folder`` itself (no lock file is left
+    there): two processes that load one set at once (pytest-xdist workers, two notebooks)
+    download it once, the second after the first, instead of writing into one ``.part`` file
+    together (the later one died on the ``.part`` the first had renamed, or appended to the
+    file the first had just checked). The system drops the lock of a process that dies."""
+    try:
+        fd = os.open(folder, os.O_RDONLY) if fcntl is not None else None
+    except OSError:  # no lock where the folder cannot be opened: the download names it
+        fd = None
+    if fd is None:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _download(src: DataSource, folder: Path, names: Sequence[str], progress: bool) -> None:
     mirror = bool(os.environ.get(MIRROR_ENV))
     if mirror:
@@ -266,6 +294,16 @@ def _download(src: DataSource, folder: Path, names: Sequence[str], progress: boo
     if unserved:  # before any download: no set half fetched
         raise DownloadError(_no_public_source(src, unserved))
     _make_folder(folder)
+    with _fetching(folder):
+        names = _missing(folder, names)  # another process may have fetched them meanwhile
+        if names:
+            _fetch(src, folder, names, progress, mirror)
+
+
+def _fetch(src: DataSource, folder: Path, names: Sequence[str], progress: bool,
+           mirror: bool) -> None:
+    """Download ``names`` of ``src`` into ``folder`` (the archive first, where it serves
+    them and no mirror is set)."""
     if progress:
         origin = (os.environ[MIRROR_ENV] if mirror else src.archive.url if src.archive
                   else src.homepage)
