@@ -35,6 +35,28 @@ def test_a_wrong_column_name_suggests_the_closest_column(tmp_path, capsys):
     assert "no column 'zzz' (--label);" in err and "did you mean" not in err
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["aggregate", "{src}", "--out", "{out}", "--gold-file", "g.csv"],
+     "crowd-keras aggregate: error: unrecognized arguments: --gold-file (did you mean --gold?) "
+     "g.csv\n"),
+    (["agree", "{src}", "--bogus"], "crowd-keras agree: error: unrecognized arguments: --bogus\n"),
+    (["label-studio", "report", "{src}", "--out", "{out}", "--contrl", "c"],
+     "crowd-keras label-studio report: error: unrecognized arguments: --contrl (did you mean "
+     "--control?) c\n"),
+])
+def test_an_unknown_option_is_refused_by_its_command(argv, words, tmp_path, capsys):
+    """The command's usage and name, not the top parser's ('usage: crowd-keras [-h]
+    [--version] COMMAND ...', which lists none of the command's options)."""
+    src, out = tmp_path / "answers.csv", tmp_path / "out"
+    src.write_text("task,worker,label\n" + ROWS)
+    with pytest.raises(SystemExit) as info:
+        main([a.format(src=src, out=out) for a in argv])
+    err = capsys.readouterr().err
+    command = words.split(":")[0]
+    assert info.value.code == 2 and err.startswith(f"usage: {command} ") and words in err, err
+    assert not out.exists()
+
+
 def test_a_wrong_gold_column_suggests_the_closest_column(tmp_path, capsys):
     src, gold = tmp_path / "answers.csv", tmp_path / "gold.csv"
     src.write_text("task,worker,label\n" + ROWS)

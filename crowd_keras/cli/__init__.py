@@ -23,7 +23,7 @@ from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import check_output_kinds, check_paths, class_list, int_at_least, report_files
-from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
+from ._common import (CommandParser, HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, common_options, label_model_name,
                       run_handler, target_prior_problem)
 from ._tables import (COLUMN_FLAGS, check_columns, check_spacing, each_number,
@@ -407,7 +407,7 @@ def _add_table_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="crowd-keras", formatter_class=HelpFormatter,
         description="crowd-keras: label models for many noisy annotators, from the shell. "
                     "'crowd-keras COMMAND --help' describes each command.")
