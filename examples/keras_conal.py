@@ -69,6 +69,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if not 0 <= args.seed < 2 ** 32:   # else a traceback from the simulation or the seeding
+        parser.error(f"--seed must be an integer from 0 to {2 ** 32 - 1}, got {args.seed}")
     if args.data is not None and not args.labelme:
         parser.error("--data is read with --labelme only (the simulation needs no data)")
     try:

@@ -67,6 +67,8 @@ def main(argv=None) -> dict:
     epochs = args.epochs if args.epochs is not None else 3 if args.quick else 60
     if epochs < 1:
         p.error(f"--epochs must be at least 1, got {epochs}")
+    if not 0 <= args.seed < 2 ** 32:   # else a traceback from the seeding, after the data loaded
+        p.error(f"--seed must be an integer from 0 to {2 ** 32 - 1}, got {args.seed}")
 
     try:
         data = load_labelme(args.data)

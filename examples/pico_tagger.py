@@ -173,6 +173,8 @@ def main(argv=None) -> dict:
     epochs = args.epochs if args.epochs is not None else 2 if args.quick else 15
     if epochs < 1:
         p.error(f"--epochs must be at least 1, got {epochs}")
+    if not 0 <= args.seed < 2 ** 32:   # else a traceback from the seeding, after the data loaded
+        p.error(f"--seed must be an integer from 0 to {2 ** 32 - 1}, got {args.seed}")
 
     try:
         d = load(args.data, quick=args.quick)

@@ -134,6 +134,11 @@ def _usage_error(script, argv, capsys):
     ("keras_conal", ["--labelme", "--data", "{tmp}"], "no labelme data at {tmp}"),
     ("pico_tagger", ["--quick", "--epochs", "0"], "--epochs must be at least 1, got 0"),
     ("pico_tagger", ["--data", "{tmp}"], "no pico data at {tmp}"),
+    ("keras_crowd_layer", ["--seed", "-1"], "--seed must be an integer from 0 to 4294967295, "
+                                            "got -1"),
+    ("keras_conal", ["--seed", "-1"], "--seed must be an integer from 0 to 4294967295, got -1"),
+    ("pico_tagger", ["--seed", str(2 ** 32)], "--seed must be an integer from 0 to 4294967295, "
+                                              "got 4294967296"),
     ("pico_lfs", ["--splits", "tst"], "invalid choice: 'tst'"),
     ("pico_lfs", ["--data", "{tmp}"], "no pico data at {tmp}"),
     ("snorkel_youtube_spam", ["--data", "{tmp}"], "no youtube_spam data at {tmp}"),
