@@ -17,8 +17,8 @@ from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_
 from ..errors import Argument, CrowdDataError, Message
 from ..files import standard_stream
 
-__all__ = ["CommandParser", "HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
-           "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
+__all__ = ["CommandParser", "HelpFormatter", "add_method_option", "common_options", "cli_words",
+           "run_handler", "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
 
 
 class UsageError(CrowdDataError):
