@@ -1,6 +1,7 @@
 """Loaders of the shared sets given files a user might have edited: named errors, no silent
 values (a defect hunt over the data set loaders)."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -220,3 +221,18 @@ def test_a_split_name_that_is_not_one_says_which_are(tmp_path, monkeypatch):
         load_wrench("youtube", "dev", download=False)   # was "has no file(s) ['dev.json']"
     with pytest.raises(TypeError, match=r"for one split write splits=\('dev',\)"):
         load_pico(tmp_path, splits="dev")   # was "unknown PICO split(s) ['d', 'e', 'v']"
+
+
+@pytest.mark.parametrize("load, words", [
+    (lambda: load_truth_inference(Path("dog")), r"no answer.csv in dog \(no such folder; the set "
+                                                r"'dog' is named by a string, 'dog', not a Path\)"),
+    (lambda: load_wrench(Path("youtube")), r"youtube/train.json \(no such folder; the set "
+                                           r"'youtube' is named by a string"),
+    (lambda: load_truth_inference_features(Path("bluebirds"), [1]),
+     r"bluebirds/vgg16_features.npz \(no such folder; the set 'bluebirds' is named by a string"),
+])
+def test_a_set_name_given_as_a_path_is_told_to_be_a_string(load, words, tmp_path, monkeypatch):
+    """It read "'dog' is neither a folder nor one of the sets [..., 'dog', ...]"."""
+    monkeypatch.chdir(tmp_path)   # no folder of that name here
+    with pytest.raises(CrowdDataError, match=words):
+        load()

@@ -225,8 +225,12 @@ def _named_set(folder: PathLike, family: str, names: tuple, files: list,
 
 def _no_folder(folder: PathLike, names: tuple) -> str:
     """What ``folder`` is not, when it does not exist (a mistyped set name, usually)."""
-    return ("" if Path(folder).is_dir() else
-            f" ({str(folder)!r} is neither a folder nor one of the sets {list(names)})")
+    if Path(folder).is_dir():
+        return ""
+    if str(folder) in names:   # a Path: it read "'dog' is neither ... nor one of [..., 'dog']"
+        return (f" (no such folder; the set {str(folder)!r} is named by a string, "
+                f"{str(folder)!r}, not a Path)")
+    return f" ({str(folder)!r} is neither a folder nor one of the sets {list(names)})"
 
 
 def load_truth_inference(folder: PathLike, *, download: bool = True,
