@@ -186,6 +186,28 @@ def test_two_loads_of_one_set_at_once_download_it_once(server, cache, tiny):
     assert sorted(os.listdir(cache / "tiny")) == ["answer.csv", "payload.bin"]
 
 
+def test_data_env_set_to_the_sets_own_folder_says_to_set_the_folder_above(server, cache, tiny,
+                                                                         tmp_path, monkeypatch,
+                                                                         capsys):
+    """CROWD_KERAS_DATA=.../tiny (the set's folder, not the one above): the loaders look in
+    .../tiny/tiny; the download notice and the error now say so (they did not say why the
+    files beside them were not read)."""
+    own = tmp_path / "data" / "tiny"
+    own.mkdir(parents=True)
+    (own / "payload.bin").write_bytes(PAYLOAD)
+    (own / "answer.csv").write_bytes(SMALL)
+    monkeypatch.setenv(fetch.DATA_ENV, str(own))
+    hint = (f"({own} itself holds them: CROWD_KERAS_DATA names the folder that holds the sets' "
+            f"folders; set it to {tmp_path / 'data'})")
+    assert locate("tiny") == cache / "tiny"
+    assert hint in capsys.readouterr().err   # the download notice
+    monkeypatch.setenv(fetch.CACHE_ENV, str(tmp_path / "other-cache"))
+    server.files = {}   # the source is gone: the error says it too
+    with pytest.raises(DownloadError) as info:
+        locate("tiny", progress=False)
+    assert hint in str(info.value)
+
+
 def test_download_shows_progress_on_stderr(server, cache, tiny, capsys):
     locate("tiny", files=["payload.bin"])
     err = capsys.readouterr().err

@@ -81,7 +81,8 @@ def _where_else(name: str) -> str:
         folder = Path(data).expanduser() / name
         lacks = _missing(folder, [n for n in SOURCES[name].files
                                   if n not in SOURCES[name].optional])
-        looked = f"{DATA_ENV} is {data}, and {folder} lacks {lacks}. " if lacks else ""
+        looked = (f"{DATA_ENV} is {data}, and {folder} lacks {lacks}"
+                  f"{_own_folder(name)}. " if lacks else "")
     mirror = os.environ.get(MIRROR_ENV)
     if mirror:  # the mirror in use is the one to check, not one to set
         return (f"{looked}{MIRROR_ENV} is {mirror}: it must serve {mirror.rstrip('/')}/{name}/"
@@ -91,6 +92,19 @@ def _where_else(name: str) -> str:
     return (f"{looked}To use local files instead, set {DATA_ENV} to a folder that holds "
             f"{name}/ (or pass that folder to the loader), or set {MIRROR_ENV} to the URL of a "
             f"server that mirrors <set>/<file>.")
+
+
+def _own_folder(name: str) -> str:
+    """``" (... set it to the folder above)"`` when ``$CROWD_KERAS_DATA`` is set ``name``'s own
+    folder (``.../labelme``, ``.../truth_inference/dog``) and holds its files: the layout is
+    one folder per set under it, so the loaders looked in ``.../labelme/labelme``; else ``""``."""
+    data = Path(os.environ.get(DATA_ENV, "")).expanduser()
+    parts = tuple(name.split("/"))
+    required = [n for n in SOURCES[name].files if n not in SOURCES[name].optional]
+    if data.parts[-len(parts):] != parts or _missing(data, required):
+        return ""
+    return (f" ({data} itself holds them: {DATA_ENV} names the folder that holds the sets' "
+            f"folders; set it to {data.parents[len(parts) - 1]})")
 
 
 def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: bool = True,
@@ -307,8 +321,9 @@ def _fetch(src: DataSource, folder: Path, names: Sequence[str], progress: bool,
     if progress:
         origin = (os.environ[MIRROR_ENV] if mirror else src.archive.url if src.archive
                   else src.homepage)
+        slip = _own_folder(src.name) if os.environ.get(DATA_ENV) else ""
         print(f"{src.name}: downloading {len(names)} file(s) from {origin} into {folder} "
-              f"(once; checked against pinned sha256)", file=sys.stderr, flush=True)
+              f"(once; checked against pinned sha256){slip}", file=sys.stderr, flush=True)
     if src.archive is not None and not mirror:
         from_archive = [n for n in names if n in src.archive.members.values()]
         if from_archive:
