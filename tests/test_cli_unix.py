@@ -107,6 +107,39 @@ def test_out_on_stdout_or_a_named_pipe_is_written_into_and_stdout_carries_the_da
     assert sorted(os.listdir(tmp_path)) == ["answers.csv", "out", "quality.fifo"]   # no .tmp
 
 
+def test_a_dash_is_the_standard_input_and_output(tmp_path):
+    """``aggregate - --out -`` reads the pipe and writes the labels to stdout, as Unix tools
+    do: ``--out -`` wrote a file named '-', and a later ``-`` input read that stale file in
+    place of the pipe."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run([sys.executable, "-m", "crowd_keras", "aggregate", "-", "--method",
+                           "majority_vote", "--out", "-", "--quiet"],
+                          input="task,worker,label\n1,a,x\n1,b,x\n2,a,y\n2,b,y\n",
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("task,label,probability") and len(lines) == 3, lines
+    assert "read 4 rows" in done.stderr and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["agree", "{src}", "--out", "-"], "agree: error: argument --out: '-' (the standard output) "
+                                       "cannot take a folder of report.html and report.json"),
+    (["label-studio", "aggregate", "{src}", "--annotators", "-"],
+     "aggregate: error: argument --annotators: '-' (the standard output) cannot take the CSV "
+     "report and the JSON report beside it"),
+])
+def test_a_dash_for_an_output_that_is_no_stream_is_refused(argv, words, tmp_path, monkeypatch,
+                                                           capsys):
+    from crowd_keras.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([a.format(src=tmp_path / "answers.csv") for a in argv])
+    assert info.value.code == 2 and words in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []   # no folder or file named '-'
+
+
 def test_a_utf16_file_is_named_as_utf16_and_latin1_by_its_byte_and_line(tmp_path, capsys):
     from crowd_keras.cli import main
 
