@@ -154,6 +154,28 @@ def test_a_utf16_file_is_named_as_utf16_and_latin1_by_its_byte_and_line(tmp_path
     assert sorted(os.listdir(tmp_path)) == ["answers.csv", "answers.tsv"]
 
 
+def test_a_compressed_file_or_a_workbook_is_named_as_such(tmp_path, capsys):
+    """A .csv.gz or an Excel workbook given as the table read "not UTF-8 text: byte 0x8b on
+    line 1 (save it as UTF-8)", naming no cause."""
+    import gzip
+    import zipfile
+
+    from crowd_keras.cli import main
+
+    rows = b"task,worker,label\n1,a,x\n1,b,x\n"
+    (tmp_path / "answers.csv.gz").write_bytes(gzip.compress(rows))
+    with zipfile.ZipFile(tmp_path / "answers.xlsx", "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr("xl/worksheets/sheet1.xml", bytes(range(256)) * 8)
+    for name, words in (("answers.csv.gz", "a gzip-compressed file, not CSV text: decompress "
+                                           "it first (gunzip)"),
+                        ("answers.xlsx", "a zip archive (as an Excel .xlsx workbook is), not "
+                                         "CSV text: save the sheet as 'CSV UTF-8'")):
+        assert main(["aggregate", str(tmp_path / name), "--out", str(tmp_path / "l.csv"),
+                     "--quiet"]) == 1
+        assert f"{tmp_path / name}: {words}" in capsys.readouterr().err
+    assert not (tmp_path / "l.csv").exists()
+
+
 def test_a_count_that_is_also_an_open_descriptor_is_no_output_path(capsys):
     # `demo --annotators 8` in a process whose descriptor 8 led where stdout does (a pytest
     # worker's) sent the table to stderr: os.stat(8) read the count as a descriptor
