@@ -292,7 +292,10 @@ def _fetching(folder: Path) -> Iterator[None]:
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (some network mounts): as before
+            pass
         yield
     finally:
         os.close(fd)  # releases the lock
