@@ -236,3 +236,16 @@ def test_a_set_name_given_as_a_path_is_told_to_be_a_string(load, words, tmp_path
     monkeypatch.chdir(tmp_path)   # no folder of that name here
     with pytest.raises(CrowdDataError, match=words):
         load()
+
+
+def test_a_folder_given_with_a_tilde_is_read_from_home(tmp_path, monkeypatch):
+    """'~/data/...' was no folder to the loaders ("no labelme data at ~/data/labelme"),
+    though CROWD_KERAS_DATA and pandas read a '~' as the home folder."""
+    src = require_data()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data").symlink_to(src)
+    assert load_labelme("~/data/labelme", download=False).x_train.shape == (1000, 512)
+    ann, truth = load_truth_inference("~/data/truth_inference/dog")
+    assert ann.n_items == len(truth) == 807
+    assert load_wrench("~/data/wrench/youtube", "valid").L.shape == (120, 10)
+    assert load_pico("~/data", splits=("acl17-test",), download=False).split.shape == (191,)

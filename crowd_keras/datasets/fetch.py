@@ -395,7 +395,7 @@ def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[
     if unknown:
         raise ValueError(f"{name} has no file(s) {unknown}; its files are {list(src.files)}")
     if root is not None:
-        root = Path(root)
+        root = Path(root).expanduser()  # '~/data' as the variables: pandas reads it so too
         for cand in (root, root / name):
             if not _missing(cand, wanted):
                 return cand

@@ -262,7 +262,7 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
     """
     named = _named_set(folder, "truth_inference", TRUTH_INFERENCE_SETS,
                        ["answer.csv", "truth.csv"], download)
-    d = named if named is not None else Path(folder)
+    d = named if named is not None else Path(folder).expanduser()
     if not (d / "answer.csv").exists():
         raise CrowdDataError(f"no answer.csv in {d}{_no_folder(d, TRUTH_INFERENCE_SETS)}")
     answers = _csv_columns(d / "answer.csv", ("question", "worker", "answer"))
@@ -341,7 +341,7 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
     """
     named = _named_set(folder, "truth_inference", TRUTH_INFERENCE_SETS,
                        ["vgg16_features.npz"], download)
-    path = (named if named is not None else Path(folder)) / "vgg16_features.npz"
+    path = (named if named is not None else Path(folder).expanduser()) / "vgg16_features.npz"
     if not path.exists():
         raise CrowdDataError(f"no features file at {path}"
                              f"{_no_folder(path.parent, TRUTH_INFERENCE_SETS)}")
@@ -396,7 +396,7 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         raise ValueError(f"unknown WRENCH split {split!r}; splits are {_WRENCH_SPLITS}")
     named = _named_set(folder, "wrench", WRENCH_SETS, [f"{split}.json", "label.json"],
                        download)
-    d = named if named is not None else Path(folder)
+    d = named if named is not None else Path(folder).expanduser()
     path = d / f"{split}.json"
     if not path.exists():
         raise CrowdDataError(f"no WRENCH split at {path}{_no_folder(d, WRENCH_SETS)}")
