@@ -122,6 +122,23 @@ def test_a_dash_is_the_standard_input_and_output(tmp_path):
     assert "read 4 rows" in done.stderr and os.listdir(tmp_path) == []
 
 
+def test_the_json_report_on_stdout_is_the_only_thing_there(tmp_path):
+    """``label-studio aggregate --annotators-json -``: the command's own lines went to stdout
+    before the JSON (only --out and --annotators sent them to stderr)."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    export = ROOT / "tests" / "data" / "label_studio" / "demo.json"
+    done = subprocess.run([sys.executable, "-m", "crowd_keras", "label-studio", "aggregate",
+                           str(export), "--control", "sentiment", "--method", "majority_vote",
+                           "--out", str(tmp_path / "p.json"), "--annotators",
+                           str(tmp_path / "q.csv"), "--annotators-json", "-", "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)   # the JSON and nothing else
+    assert report and "wrote the annotator report" in done.stderr
+
+
 @pytest.mark.parametrize("argv, words", [
     (["agree", "{src}", "--out", "-"], "agree: error: argument --out: '-' (the standard output) "
                                        "cannot take a folder of report.html and report.json"),

@@ -189,7 +189,8 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
     # an output on the standard output (--out /dev/stdout, to pipe the labels on): the
     # command's own lines go to stderr, so that stdout carries the data only
     data_out = any(standard_stream(path) == 1 for path in
-                   (getattr(args, "out", None), getattr(args, "annotators", None)) if path)
+                   (getattr(args, "out", None), getattr(args, "annotators", None),
+                    getattr(args, "annotators_json", None)) if path)
     try:
         with contextlib.redirect_stdout(sys.stderr) if data_out else contextlib.nullcontext():
             code = int(func(args) or 0)
