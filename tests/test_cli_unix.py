@@ -139,6 +139,28 @@ def test_the_json_report_on_stdout_is_the_only_thing_there(tmp_path):
     assert report and "wrote the annotator report" in done.stderr
 
 
+def test_a_csv_report_to_a_device_needs_a_place_for_the_json_report(tmp_path, capsys):
+    """``--annotators /dev/null`` (or /dev/stdout) without --annotators-json wrote the JSON
+    report beside it: a new file /dev/null.json (as root)."""
+    from crowd_keras.cli import main
+
+    export = ROOT / "tests" / "data" / "label_studio" / "demo.json"
+    beside = Path("/dev/null.json")
+    existed = beside.exists()
+    try:
+        assert main(["label-studio", "aggregate", str(export), "--control", "sentiment",
+                     "--annotators", "/dev/null", "--out", str(tmp_path / "p.json"),
+                     "--quiet"]) == 2
+        assert not beside.exists() or existed
+    finally:
+        if beside.exists() and not existed:
+            beside.unlink()
+    err = capsys.readouterr().err
+    assert ("--annotators '/dev/null' is a stream, not a file: the JSON report would go beside "
+            "it to '/dev/null.json'; give --annotators-json PATH (or -) too") in err, err
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("argv, words", [
     (["agree", "{src}", "--out", "-"], "agree: error: argument --out: '-' (the standard output) "
                                        "cannot take a folder of report.html and report.json"),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
+from crowd_keras.files import standard_stream
 from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
@@ -387,6 +388,12 @@ def aggregate_command(args: argparse.Namespace) -> int:
              "report of --annotators CSV: add --annotators, or drop --annotators-json")
         return 2
     csv_path, json_path = _report_paths(args)
+    if csv_path is not None and not args.annotators_json and (
+            csv_path.absolute().parts[1:2] == ("dev",) or standard_stream(csv_path)):
+        # the JSON beside /dev/stdout or /dev/null was a new file /dev/stdout.json
+        _err(f"--annotators {str(csv_path)!r} is a stream, not a file: the JSON report would "
+             f"go beside it to {str(json_path)!r}; give --annotators-json PATH (or -) too")
+        return 2
     try:  # before any work: an output must not overwrite the export or another output
         check_paths([("the export", args.export), ("--label-config", args.label_config)],
                     [("--out", args.out), ("--annotators", csv_path),
