@@ -95,9 +95,10 @@ def _where_else(name: str) -> str:
 
 
 def _own_folder(name: str) -> str:
-    """``" (... set it to the folder above)"`` when ``$CROWD_KERAS_DATA`` is set ``name``'s own
-    folder (``.../labelme``, ``.../truth_inference/dog``) and holds its files: the layout is
-    one folder per set under it, so the loaders looked in ``.../labelme/labelme``; else ``""``."""
+    """``" (... set it to the folder above)"`` when ``$CROWD_KERAS_DATA`` is set to the own
+    folder of set ``name`` (``.../labelme``, ``.../truth_inference/dog``) and that holds its
+    files: the layout is one folder per set under it, so the loaders looked in
+    ``.../labelme/labelme``; else ``""``."""
     data = Path(os.environ.get(DATA_ENV, "")).expanduser()
     parts = tuple(name.split("/"))
     required = [n for n in SOURCES[name].files if n not in SOURCES[name].optional]
