@@ -215,6 +215,23 @@ def test_a_compressed_file_or_a_workbook_is_named_as_such(tmp_path, capsys):
     assert not (tmp_path / "l.csv").exists()
 
 
+@pytest.mark.skipif(not os.path.ismount("/sys"), reason="needs sysfs, where no one (root "
+                                                       "included) can make a file")
+def test_an_output_the_system_refuses_is_named_not_its_temporary_file(tmp_path, capsys):
+    """A read-only or foreign folder: "PermissionError: [Errno 13] Permission denied:
+    '/sys/.labels.csv.x1y2.tmp' (--debug shows the traceback)" named a file the user never
+    gave, as if the command had failed."""
+    from crowd_keras.cli import main
+
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n1,a,x\n1,b,x\n")
+    assert main(["aggregate", str(src), "--method", "majority_vote", "--out",
+                 "/sys/crowd-keras-labels.csv", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("crowd-keras: error: /sys/crowd-keras-labels.csv: "), err
+    assert ".tmp" not in err and "--debug" not in err and len(err.splitlines()) == 1
+
+
 def test_a_count_that_is_also_an_open_descriptor_is_no_output_path(capsys):
     # `demo --annotators 8` in a process whose descriptor 8 led where stdout does (a pytest
     # worker's) sent the table to stderr: os.stat(8) read the count as a descriptor

@@ -214,6 +214,9 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
         elif isinstance(exc, ImportError):
             print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
             return 2
+        elif isinstance(exc, OSError) and exc.filename and exc.strerror:
+            # a file the system refused (a read-only folder, a full disk): as Unix tools say it
+            print(f"{prog}: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         else:
             print(f"{prog}: error: {type(exc).__name__}: {cli_words(exc)}"
                   + ("" if getattr(args, "debug", False) else " (--debug shows the traceback)"),
