@@ -162,16 +162,27 @@ def _ready(path: Path) -> None:
 
 def _staged(path: Path, data: bytes) -> str:
     """``data`` written and fsynced to a new temporary file beside ``path``; its name."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:   # a read-only or foreign folder
+        raise _naming_target(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):   # a full disk
+            raise _naming_target(exc, path) from None
         raise
     return tmp
+
+
+def _naming_target(exc: OSError, path: Path) -> OSError:
+    """``exc`` (its type and errno kept) naming ``path``, the file the caller asked for: the
+    temporary file's name (``.labels.csv.x1y2.tmp``) meant nothing to them."""
+    return type(exc)(exc.errno, exc.strerror, str(path)) if exc.errno is not None else exc
 
 
 def replace_folder(staged: os.PathLike, target: os.PathLike) -> Path:

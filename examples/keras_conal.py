@@ -24,6 +24,7 @@ with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, un
 import numpy as np  # noqa: E402
 
 from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.errors import DownloadError  # noqa: E402
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme, simulate_crowd  # noqa: E402
@@ -68,12 +69,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if not 0 <= args.seed < 2 ** 32:   # else a traceback from the simulation or the seeding
+        parser.error(f"--seed must be an integer from 0 to {2 ** 32 - 1}, got {args.seed}")
     if args.data is not None and not args.labelme:
         parser.error("--data is read with --labelme only (the simulation needs no data)")
     try:
         d = load(args)
     except CrowdDataError as exc:   # a --data folder without LabelMe: one line, not a traceback
         parser.error(str(exc))
+    except DownloadError as exc:   # not on disk and not downloadable (offline, say): no usage
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
     ann = d["annotations"]
     print(f"{ann.n_items} items, {ann.n_annotators} annotators, {ann.n_annotations} annotations")
 

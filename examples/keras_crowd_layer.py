@@ -33,6 +33,7 @@ with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, un
     import keras  # noqa: E402
 
 from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.errors import DownloadError  # noqa: E402
 from crowd_keras.aggregation import MajorityVote  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_labelme  # noqa: E402
@@ -66,11 +67,15 @@ def main(argv=None) -> dict:
     epochs = args.epochs if args.epochs is not None else 3 if args.quick else 60
     if epochs < 1:
         p.error(f"--epochs must be at least 1, got {epochs}")
+    if not 0 <= args.seed < 2 ** 32:   # else a traceback from the seeding, after the data loaded
+        p.error(f"--seed must be an integer from 0 to {2 ** 32 - 1}, got {args.seed}")
 
     try:
         data = load_labelme(args.data)
     except CrowdDataError as exc:   # a --data folder without LabelMe: one line, not a traceback
         p.error(str(exc))
+    except DownloadError as exc:   # not on disk and not downloadable (offline, say): no usage
+        p.exit(1, f"{p.prog}: error: {exc}\n")
     ann = data.annotations
     print(f"LabelMe: {ann.n_items} training images, {ann.n_annotators} annotators, "
           f"{ann.n_annotations} labels, {ann.n_classes} classes")

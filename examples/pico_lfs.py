@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.errors import DownloadError  # noqa: E402
 from crowd_keras.datasets import PICO_SPLITS, load_pico  # noqa: E402
 from crowd_keras.sequences.labeling_functions import (ABSTAIN, apply_lfs, lf_summary,  # noqa: E402
                                                       span_lf, tag_lf)
@@ -108,6 +109,8 @@ def main(argv=None) -> int:
         pico = load_pico(args.data, splits=tuple(dict.fromkeys(args.splits)))  # a split once
     except CrowdDataError as exc:   # a --data folder without PICO: one line, not a traceback
         p.error(str(exc))
+    except DownloadError as exc:   # not on disk and not downloadable (offline, say): no usage
+        p.exit(1, f"{p.prog}: error: {exc}\n")
     seq = pico.sequences
     gold = {d: s for d, s in pico.gold.items() if d in set(seq.doc_ids)}
     texts = dict(zip(seq.doc_ids, seq.texts))

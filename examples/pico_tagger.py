@@ -39,6 +39,7 @@ with quiet_import("--verbose" in sys.argv):  # TensorFlow's start-up notices, un
     import keras  # noqa: E402
 
 from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.errors import DownloadError  # noqa: E402
 from crowd_keras.callbacks import FitProgress  # noqa: E402
 from crowd_keras.datasets import load_pico  # noqa: E402
 from crowd_keras.layers import CrowdLayer  # noqa: E402
@@ -172,11 +173,15 @@ def main(argv=None) -> dict:
     epochs = args.epochs if args.epochs is not None else 2 if args.quick else 15
     if epochs < 1:
         p.error(f"--epochs must be at least 1, got {epochs}")
+    if not 0 <= args.seed < 2 ** 32:   # else a traceback from the seeding, after the data loaded
+        p.error(f"--seed must be an integer from 0 to {2 ** 32 - 1}, got {args.seed}")
 
     try:
         d = load(args.data, quick=args.quick)
     except CrowdDataError as exc:   # a --data folder without PICO: one line, not a traceback
         p.error(str(exc))
+    except DownloadError as exc:   # not on disk and not downloadable (offline, say): no usage
+        p.exit(1, f"{p.prog}: error: {exc}\n")
     seq, docs = d["seq"], d["docs"]
     print(f"PICO: {len(docs['train'])} train / {len(docs['dev'])} dev / "
           f"{len(docs['acl17-test'])} test abstracts, {len(seq.annotator_ids)} workers, "

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from youtube_spam_lfs import LFS, apply_lfs, load_youtube_spam  # noqa: E402
 
 from crowd_keras import CrowdDataError  # noqa: E402
+from crowd_keras.errors import DownloadError  # noqa: E402
 from crowd_keras.datasets import locate  # noqa: E402
 from crowd_keras.integrations.snorkel import CrowdLabelModel, lf_quality  # noqa: E402
 
@@ -73,6 +74,8 @@ def main(argv=None) -> int:
         df_train, df_test = load_youtube_spam(locate("youtube_spam", args.data))
     except (CrowdDataError, FileNotFoundError) as exc:   # a --data folder without the set
         parser.error(str(exc))
+    except DownloadError as exc:   # not on disk and not downloadable (offline, say): no usage
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
     L_train, L_test = apply_lfs(df_train), apply_lfs(df_test)
     y_test = df_test.label.to_numpy()
     print(f"{len(LFS)} labeling functions, {len(df_train)} training comments (videos 1-4), "

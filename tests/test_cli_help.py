@@ -88,9 +88,9 @@ def test_failure_without_traceback_unless_debug(tmp_path, capsys):
             "mv", "--quiet"]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert re.search(r"crowd-keras: error: OSError: \[Errno \d+\] File name too long", err), err
-    assert "--debug" in err
-    assert "Traceback" not in err
+    # the file given, as Unix tools name a refusal of the system (it was "OSError: [Errno 36]
+    # File name too long: '.xxx...csv.x1y2.tmp'", a temporary file, with the --debug hint)
+    assert err == f"crowd-keras: error: {tmp_path / ('x' * 300 + '.csv')}: File name too long\n"
     assert main(argv + ["--debug"]) == 1
     assert "Traceback (most recent call last)" in capsys.readouterr().err
 

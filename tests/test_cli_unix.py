@@ -107,6 +107,78 @@ def test_out_on_stdout_or_a_named_pipe_is_written_into_and_stdout_carries_the_da
     assert sorted(os.listdir(tmp_path)) == ["answers.csv", "out", "quality.fifo"]   # no .tmp
 
 
+def test_a_dash_is_the_standard_input_and_output(tmp_path):
+    """``aggregate - --out -`` reads the pipe and writes the labels to stdout, as Unix tools
+    do: ``--out -`` wrote a file named '-', and a later ``-`` input read that stale file in
+    place of the pipe."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run([sys.executable, "-m", "crowd_keras", "aggregate", "-", "--method",
+                           "majority_vote", "--out", "-", "--quiet"],
+                          input="task,worker,label\n1,a,x\n1,b,x\n2,a,y\n2,b,y\n",
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("task,label,probability") and len(lines) == 3, lines
+    assert "read 4 rows" in done.stderr and os.listdir(tmp_path) == []
+
+
+def test_the_json_report_on_stdout_is_the_only_thing_there(tmp_path):
+    """``label-studio aggregate --annotators-json -``: the command's own lines went to stdout
+    before the JSON (only --out and --annotators sent them to stderr)."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    export = ROOT / "tests" / "data" / "label_studio" / "demo.json"
+    done = subprocess.run([sys.executable, "-m", "crowd_keras", "label-studio", "aggregate",
+                           str(export), "--control", "sentiment", "--method", "majority_vote",
+                           "--out", str(tmp_path / "p.json"), "--annotators",
+                           str(tmp_path / "q.csv"), "--annotators-json", "-", "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)   # the JSON and nothing else
+    assert report and "wrote the annotator report" in done.stderr
+
+
+def test_a_csv_report_to_a_device_needs_a_place_for_the_json_report(tmp_path, capsys):
+    """``--annotators /dev/null`` (or /dev/stdout) without --annotators-json wrote the JSON
+    report beside it: a new file /dev/null.json (as root)."""
+    from crowd_keras.cli import main
+
+    export = ROOT / "tests" / "data" / "label_studio" / "demo.json"
+    beside = Path("/dev/null.json")
+    existed = beside.exists()
+    try:
+        assert main(["label-studio", "aggregate", str(export), "--control", "sentiment",
+                     "--annotators", "/dev/null", "--out", str(tmp_path / "p.json"),
+                     "--quiet"]) == 2
+        assert not beside.exists() or existed
+    finally:
+        if beside.exists() and not existed:
+            beside.unlink()
+    err = capsys.readouterr().err
+    assert ("--annotators '/dev/null' is a stream, not a file: the JSON report would go beside "
+            "it to '/dev/null.json'; give --annotators-json PATH (or -) too") in err, err
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["agree", "{src}", "--out", "-"], "agree: error: argument --out: '-' (the standard output) "
+                                       "cannot take a folder of report.html and report.json"),
+    (["label-studio", "aggregate", "{src}", "--annotators", "-"],
+     "aggregate: error: argument --annotators: '-' (the standard output) cannot take the CSV "
+     "report and the JSON report beside it"),
+])
+def test_a_dash_for_an_output_that_is_no_stream_is_refused(argv, words, tmp_path, monkeypatch,
+                                                           capsys):
+    from crowd_keras.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([a.format(src=tmp_path / "answers.csv") for a in argv])
+    assert info.value.code == 2 and words in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []   # no folder or file named '-'
+
+
 def test_a_utf16_file_is_named_as_utf16_and_latin1_by_its_byte_and_line(tmp_path, capsys):
     from crowd_keras.cli import main
 
@@ -119,6 +191,45 @@ def test_a_utf16_file_is_named_as_utf16_and_latin1_by_its_byte_and_line(tmp_path
     assert main(["aggregate", str(latin1), "--out", str(tmp_path / "l.csv"), "--quiet"]) == 1
     assert f"{latin1}: not UTF-8 text: byte 0xe9 on line 3" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["answers.csv", "answers.tsv"]
+
+
+def test_a_compressed_file_or_a_workbook_is_named_as_such(tmp_path, capsys):
+    """A .csv.gz or an Excel workbook given as the table read "not UTF-8 text: byte 0x8b on
+    line 1 (save it as UTF-8)", naming no cause."""
+    import gzip
+    import zipfile
+
+    from crowd_keras.cli import main
+
+    rows = b"task,worker,label\n1,a,x\n1,b,x\n"
+    (tmp_path / "answers.csv.gz").write_bytes(gzip.compress(rows))
+    with zipfile.ZipFile(tmp_path / "answers.xlsx", "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr("xl/worksheets/sheet1.xml", bytes(range(256)) * 8)
+    for name, words in (("answers.csv.gz", "a gzip-compressed file, not CSV text: decompress "
+                                           "it first (gunzip)"),
+                        ("answers.xlsx", "a zip archive (as an Excel .xlsx workbook is), not "
+                                         "CSV text: save the sheet as 'CSV UTF-8'")):
+        assert main(["aggregate", str(tmp_path / name), "--out", str(tmp_path / "l.csv"),
+                     "--quiet"]) == 1
+        assert f"{tmp_path / name}: {words}" in capsys.readouterr().err
+    assert not (tmp_path / "l.csv").exists()
+
+
+@pytest.mark.skipif(not os.path.ismount("/sys"), reason="needs sysfs, where no one (root "
+                                                       "included) can make a file")
+def test_an_output_the_system_refuses_is_named_not_its_temporary_file(tmp_path, capsys):
+    """A read-only or foreign folder: "PermissionError: [Errno 13] Permission denied:
+    '/sys/.labels.csv.x1y2.tmp' (--debug shows the traceback)" named a file the user never
+    gave, as if the command had failed."""
+    from crowd_keras.cli import main
+
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n1,a,x\n1,b,x\n")
+    assert main(["aggregate", str(src), "--method", "majority_vote", "--out",
+                 "/sys/crowd-keras-labels.csv", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("crowd-keras: error: /sys/crowd-keras-labels.csv: "), err
+    assert ".tmp" not in err and "--debug" not in err and len(err.splitlines()) == 1
 
 
 def test_a_count_that_is_also_an_open_descriptor_is_no_output_path(capsys):

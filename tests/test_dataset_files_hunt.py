@@ -1,6 +1,7 @@
 """Loaders of the shared sets given files a user might have edited: named errors, no silent
 values (a defect hunt over the data set loaders)."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -148,6 +149,22 @@ def test_labelme_class_named_twice_names_classes_txt(labelme):
         load_labelme(folder)   # was blamed on answers.txt
 
 
+@pytest.mark.parametrize("classes, words", [
+    (b"", r"classes.txt: no class names \(one per line"),
+    # the first four of the eight: the codes 4..7 of the codes file are named with the list
+    (b"highway\ninsidecity\ntallbuilding\nstreet\n",
+     r"LabelMe_Z_train.txt, row \d+: class code [4-7] is not one of 0..3 \(4 classes in "
+     r".*classes.txt\)"),
+])
+def test_labelme_empty_or_truncated_class_list_names_classes_txt(labelme, classes, words):
+    """An empty classes.txt (a partial copy) was read as no classes and blamed on
+    LabelMe_Z_train.txt ('class code 3 is not one of 0..-1 (0 classes)')."""
+    src, folder = labelme
+    _labelme_files(src, folder, classes=classes)
+    with pytest.raises(CrowdDataError, match=words):
+        load_labelme(folder)
+
+
 def test_truth_inference_features_that_are_not_finite_are_named(tmp_path):
     features = np.ones((3, 4))
     features[2, 1] = np.nan
@@ -204,3 +221,31 @@ def test_a_split_name_that_is_not_one_says_which_are(tmp_path, monkeypatch):
         load_wrench("youtube", "dev", download=False)   # was "has no file(s) ['dev.json']"
     with pytest.raises(TypeError, match=r"for one split write splits=\('dev',\)"):
         load_pico(tmp_path, splits="dev")   # was "unknown PICO split(s) ['d', 'e', 'v']"
+
+
+@pytest.mark.parametrize("load, words", [
+    (lambda: load_truth_inference(Path("dog")), r"no answer.csv in dog \(no such folder; the set "
+                                                r"'dog' is named by a string, 'dog', not a Path\)"),
+    (lambda: load_wrench(Path("youtube")), r"youtube/train.json \(no such folder; the set "
+                                           r"'youtube' is named by a string"),
+    (lambda: load_truth_inference_features(Path("bluebirds"), [1]),
+     r"bluebirds/vgg16_features.npz \(no such folder; the set 'bluebirds' is named by a string"),
+])
+def test_a_set_name_given_as_a_path_is_told_to_be_a_string(load, words, tmp_path, monkeypatch):
+    """It read "'dog' is neither a folder nor one of the sets [..., 'dog', ...]"."""
+    monkeypatch.chdir(tmp_path)   # no folder of that name here
+    with pytest.raises(CrowdDataError, match=words):
+        load()
+
+
+def test_a_folder_given_with_a_tilde_is_read_from_home(tmp_path, monkeypatch):
+    """'~/data/...' was no folder to the loaders ("no labelme data at ~/data/labelme"),
+    though CROWD_KERAS_DATA and pandas read a '~' as the home folder."""
+    src = require_data()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data").symlink_to(src)
+    assert load_labelme("~/data/labelme", download=False).x_train.shape == (1000, 512)
+    ann, truth = load_truth_inference("~/data/truth_inference/dog")
+    assert ann.n_items == len(truth) == 807
+    assert load_wrench("~/data/wrench/youtube", "valid").L.shape == (120, 10)
+    assert load_pico("~/data", splits=("acl17-test",), download=False).split.shape == (191,)

@@ -43,6 +43,7 @@ class Server:
     def __init__(self):
         self.files, self.requests, self.ignore_range, self.threads = {}, [], False, []
         self.cut_after = None  # bytes of the body sent before the connection drops
+        self.gate = None  # a threading.Event every reply waits for, when set here
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +55,8 @@ class Server:
             def do_GET(self):
                 outer.threads.append(threading.current_thread())
                 outer.requests.append((self.path, self.headers.get("Range")))
+                if outer.gate is not None:
+                    outer.gate.wait(30)
                 body = outer.files.get(self.path)
                 if body is None:
                     self.send_error(404)
@@ -148,6 +151,61 @@ def test_download_into_the_cache_then_a_cache_hit_asks_nothing(server, cache, ti
     assert n == 2
     assert locate("tiny", progress=False) == folder
     assert len(server.requests) == n  # cache hit: no request
+
+
+def test_two_loads_of_one_set_at_once_download_it_once(server, cache, tiny):
+    """Two processes that load one set at once (pytest-xdist workers, two notebooks): the
+    second waits for the first and downloads nothing. Both wrote into one .part file: one
+    died on the .part the other had renamed, or appended to the file it had just checked.
+    (Threads here: each opens the folder itself, so the lock holds between them too.)"""
+    server.gate = threading.Event()
+    got = []
+
+    def load():
+        try:
+            got.append(locate("tiny", progress=False))
+        except Exception as exc:  # noqa: BLE001 - shown by the assertion below
+            got.append(exc)
+
+    first, second = threading.Thread(target=load), threading.Thread(target=load)
+    first.start()
+    for _ in range(1000):   # the first is inside its download, its reply held at the server
+        if server.requests:
+            break
+        threading.Event().wait(0.01)
+    second.start()
+    second.join(1.0)        # without the lock it asked the server at once
+    asked = list(server.requests)
+    server.gate.set()
+    first.join(30)
+    second.join(30)
+    assert len(asked) == 1, asked
+    assert got == [cache / "tiny"] * 2
+    assert sorted(path for path, _ in server.requests) == ["/tiny/answer.csv",
+                                                           "/tiny/payload.bin"]
+    assert sorted(os.listdir(cache / "tiny")) == ["answer.csv", "payload.bin"]
+
+
+def test_data_env_set_to_the_sets_own_folder_says_to_set_the_folder_above(server, cache, tiny,
+                                                                         tmp_path, monkeypatch,
+                                                                         capsys):
+    """CROWD_KERAS_DATA=.../tiny (the set's folder, not the one above): the loaders look in
+    .../tiny/tiny; the download notice and the error now say so (they did not say why the
+    files beside them were not read)."""
+    own = tmp_path / "data" / "tiny"
+    own.mkdir(parents=True)
+    (own / "payload.bin").write_bytes(PAYLOAD)
+    (own / "answer.csv").write_bytes(SMALL)
+    monkeypatch.setenv(fetch.DATA_ENV, str(own))
+    hint = (f"({own} itself holds them: CROWD_KERAS_DATA names the folder that holds the sets' "
+            f"folders; set it to {tmp_path / 'data'})")
+    assert locate("tiny") == cache / "tiny"
+    assert hint in capsys.readouterr().err   # the download notice
+    monkeypatch.setenv(fetch.CACHE_ENV, str(tmp_path / "other-cache"))
+    server.files = {}   # the source is gone: the error says it too
+    with pytest.raises(DownloadError) as info:
+        locate("tiny", progress=False)
+    assert hint in str(info.value)
 
 
 def test_download_shows_progress_on_stderr(server, cache, tiny, capsys):

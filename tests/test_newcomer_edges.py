@@ -35,6 +35,28 @@ def test_a_wrong_column_name_suggests_the_closest_column(tmp_path, capsys):
     assert "no column 'zzz' (--label);" in err and "did you mean" not in err
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["aggregate", "{src}", "--out", "{out}", "--gold-file", "g.csv"],
+     "crowd-keras aggregate: error: unrecognized arguments: --gold-file (did you mean --gold?) "
+     "g.csv\n"),
+    (["agree", "{src}", "--bogus"], "crowd-keras agree: error: unrecognized arguments: --bogus\n"),
+    (["label-studio", "report", "{src}", "--out", "{out}", "--contrl", "c"],
+     "crowd-keras label-studio report: error: unrecognized arguments: --contrl (did you mean "
+     "--control?) c\n"),
+])
+def test_an_unknown_option_is_refused_by_its_command(argv, words, tmp_path, capsys):
+    """The command's usage and name, not the top parser's ('usage: crowd-keras [-h]
+    [--version] COMMAND ...', which lists none of the command's options)."""
+    src, out = tmp_path / "answers.csv", tmp_path / "out"
+    src.write_text("task,worker,label\n" + ROWS)
+    with pytest.raises(SystemExit) as info:
+        main([a.format(src=src, out=out) for a in argv])
+    err = capsys.readouterr().err
+    command = words.split(":")[0]
+    assert info.value.code == 2 and err.startswith(f"usage: {command} ") and words in err, err
+    assert not out.exists()
+
+
 def test_a_wrong_gold_column_suggests_the_closest_column(tmp_path, capsys):
     src, gold = tmp_path / "answers.csv", tmp_path / "gold.csv"
     src.write_text("task,worker,label\n" + ROWS)
@@ -112,6 +134,11 @@ def _usage_error(script, argv, capsys):
     ("keras_conal", ["--labelme", "--data", "{tmp}"], "no labelme data at {tmp}"),
     ("pico_tagger", ["--quick", "--epochs", "0"], "--epochs must be at least 1, got 0"),
     ("pico_tagger", ["--data", "{tmp}"], "no pico data at {tmp}"),
+    ("keras_crowd_layer", ["--seed", "-1"], "--seed must be an integer from 0 to 4294967295, "
+                                            "got -1"),
+    ("keras_conal", ["--seed", "-1"], "--seed must be an integer from 0 to 4294967295, got -1"),
+    ("pico_tagger", ["--seed", str(2 ** 32)], "--seed must be an integer from 0 to 4294967295, "
+                                              "got 4294967296"),
     ("pico_lfs", ["--splits", "tst"], "invalid choice: 'tst'"),
     ("pico_lfs", ["--data", "{tmp}"], "no pico data at {tmp}"),
     ("snorkel_youtube_spam", ["--data", "{tmp}"], "no youtube_spam data at {tmp}"),
@@ -119,6 +146,29 @@ def _usage_error(script, argv, capsys):
 def test_an_example_refuses_a_bad_flag_in_one_line(script, argv, words, tmp_path, capsys):
     err = _usage_error(script, [a.format(tmp=tmp_path) for a in argv], capsys)
     assert words.format(tmp=tmp_path) in err, err
+
+
+@pytest.mark.parametrize("script, argv, url", [
+    ("keras_crowd_layer", [], "labelme/answers.txt"),
+    ("keras_conal", ["--labelme"], "labelme/answers.txt"),
+    ("pico_tagger", [], "pico/docs.jsonl"),
+    ("pico_lfs", [], "pico/docs.jsonl"),
+    ("snorkel_youtube_spam", [], "youtube_spam/Youtube01-Psy.csv"),
+])
+def test_an_example_whose_data_cannot_be_downloaded_says_so_in_one_line(script, argv, url,
+                                                                        tmp_path, monkeypatch,
+                                                                        capsys):
+    """No data on disk and a mirror that lacks it (as offline): the download error in one
+    line and exit 1, not a traceback (the examples caught only CrowdDataError)."""
+    monkeypatch.delenv("CROWD_KERAS_DATA", raising=False)
+    monkeypatch.setenv("CROWD_KERAS_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv("CROWD_KERAS_MIRROR", (tmp_path / "mirror").as_uri())
+    with pytest.raises(SystemExit) as info:
+        importlib.import_module(script).main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 1, err
+    assert f": error: cannot download {url} from " in err and "usage:" not in err
 
 
 def test_pico_lfs_reads_the_data_where_the_other_examples_do(tmp_path, monkeypatch, capsys):

@@ -22,8 +22,9 @@ from ..errors import CrowdDataError
 from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
-from ._checks import check_output_kinds, check_paths, class_list, int_at_least, report_files
-from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
+from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
+                      not_dash, report_files)
+from ._common import (CommandParser, HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, common_options, label_model_name,
                       run_handler, target_prior_problem)
 from ._tables import (COLUMN_FLAGS, check_columns, check_spacing, each_number,
@@ -392,7 +393,9 @@ def _agree(args: argparse.Namespace) -> int:
 
 
 def _add_table_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs)")
+    p.add_argument("input", type=dash_stream("stdin"),
+                   help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs; -: the "
+                        "standard input)")
     p.add_argument("--item", default="task", help="column of the item ids")
     p.add_argument("--annotator", default="worker", help="column of the annotator ids")
     p.add_argument("--label", default="label", help="column of the labels")
@@ -407,7 +410,7 @@ def _add_table_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="crowd-keras", formatter_class=HelpFormatter,
         description="crowd-keras: label models for many noisy annotators, from the shell. "
                     "'crowd-keras COMMAND --help' describes each command.")
@@ -456,9 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "annotator chose (one a --gold label names, say) is a class of the "
                           "model; a label not listed is an error naming its line (default: the "
                           "labels found; a list that starts with '-': --classes=-2,-1,0)")
-    agg.add_argument("--out", required=True, help="CSV of aggregated labels to write (required)")
-    agg.add_argument("--annotators", help="CSV of the annotator quality report to write "
-                                          "(default: none)")
+    agg.add_argument("--out", required=True, type=dash_stream("stdout"),
+                     help="CSV of aggregated labels to write (-: the standard output; "
+                          "required)")
+    agg.add_argument("--annotators", type=dash_stream("stdout"),
+                     help="CSV of the annotator quality report to write (default: none)")
     agg.set_defaults(func=_aggregate)
 
     agree = sub.add_parser("agree", parents=[common], formatter_class=HelpFormatter,
@@ -488,6 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bootstrap replicates over items for the intervals (0: none)")
     agree.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the bootstrap")
     agree.add_argument("--out", default=None, metavar="DIR",
+                       type=not_dash("a folder of report.html and report.json"),
                        help="folder for report.html and report.json (default: print only)")
     add_method_option(agree, " (with --out: the report's annotator quality and confusion "
                              "matrices)")

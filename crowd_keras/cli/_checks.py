@@ -10,7 +10,8 @@ from typing import Callable, Iterable, Optional
 
 from ..errors import CrowdDataError
 
-__all__ = ["int_at_least", "class_list", "check_paths", "check_output_kinds", "report_files"]
+__all__ = ["int_at_least", "dash_stream", "not_dash", "class_list", "check_paths",
+           "check_output_kinds", "report_files"]
 
 #: The files a report command writes into its ``--out`` folder.
 REPORT_FILES = ("report.html", "report.json")
@@ -31,6 +32,39 @@ def int_at_least(low: int, what: str = "") -> Callable[[str], int]:
         return value
 
     parse.__name__ = f"integer >= {low}"  # argparse names the type in some messages
+    return parse
+
+
+def dash_stream(stream: str) -> Callable[[str], str]:
+    """An argparse ``type=`` for a file: ``-`` as ``/dev/stdin`` or ``/dev/stdout``
+    (``stream``), as Unix tools read it (``--out -`` wrote a file named ``-``, which a later
+    ``-`` input then read in place of the pipe); any other path as given."""
+
+    def parse(text: str) -> str:
+        if text != "-":
+            return text
+        path = f"/dev/{stream}"
+        if not os.path.exists(path):   # Windows
+            raise argparse.ArgumentTypeError(
+                f"'-' stands for the standard {'input' if stream == 'stdin' else 'output'}, "
+                "which has no path on this system; give a file")
+        return path
+
+    parse.__name__ = "path"   # argparse names the type in some messages
+    return parse
+
+
+def not_dash(what: str) -> Callable[[str], str]:
+    """An argparse ``type=`` for an output that cannot be a stream (a folder, two files):
+    ``-`` is refused (it made a folder or file named ``-``)."""
+
+    def parse(text: str) -> str:
+        if text == "-":
+            raise argparse.ArgumentTypeError(f"'-' (the standard output) cannot take {what}; "
+                                             "give a path")
+        return text
+
+    parse.__name__ = "path"
     return parse
 
 

@@ -17,12 +17,31 @@ from ..aggregation.registry import DEFAULT_LABEL_MODEL, LABEL_MODELS, available_
 from ..errors import Argument, CrowdDataError, Message
 from ..files import standard_stream
 
-__all__ = ["HelpFormatter", "add_method_option", "common_options", "cli_words", "run_handler",
-           "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
+__all__ = ["CommandParser", "HelpFormatter", "add_method_option", "common_options", "cli_words",
+           "run_handler", "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
 
 
 class UsageError(CrowdDataError):
     """Flags that cannot go together (found after parsing): exit code 2, as argparse's own."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose commands refuse an unknown option themselves: with their own
+    usage and name and the closest option (argparse left it to the top parser, which printed
+    ``usage: crowd-keras [-h] [--version] COMMAND ...``, none of the command's options)."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is None:   # a command: nothing after it to take them
+            # compared without the dashes, which every option shares
+            options = {o.lstrip("-"): o for a in self._actions for o in a.option_strings
+                       if o.startswith("--")}
+            near = [closest(e.lstrip("-"), options) if e.startswith("-") else None
+                    for e in extras]
+            hints = [f"{e} (did you mean {options[n]}?)" if n else e
+                     for e, n in zip(extras, near)]
+            self.error(f"unrecognized arguments: {' '.join(hints)}")
+        return parsed, extras
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -170,7 +189,8 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
     # an output on the standard output (--out /dev/stdout, to pipe the labels on): the
     # command's own lines go to stderr, so that stdout carries the data only
     data_out = any(standard_stream(path) == 1 for path in
-                   (getattr(args, "out", None), getattr(args, "annotators", None)) if path)
+                   (getattr(args, "out", None), getattr(args, "annotators", None),
+                    getattr(args, "annotators_json", None)) if path)
     try:
         with contextlib.redirect_stdout(sys.stderr) if data_out else contextlib.nullcontext():
             code = int(func(args) or 0)
@@ -194,6 +214,9 @@ def run_handler(func: Callable[[argparse.Namespace], Any], args: argparse.Namesp
         elif isinstance(exc, ImportError):
             print(f"{prog}: error: {cli_words(exc)}", file=sys.stderr)
             return 2
+        elif isinstance(exc, OSError) and exc.filename and exc.strerror:
+            # a file the system refused (a read-only folder, a full disk): as Unix tools say it
+            print(f"{prog}: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         else:
             print(f"{prog}: error: {type(exc).__name__}: {cli_words(exc)}"
                   + ("" if getattr(args, "debug", False) else " (--debug shows the traceback)"),

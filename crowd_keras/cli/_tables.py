@@ -147,6 +147,13 @@ def each_number(column: Any) -> Any:
     return column.where(numbers.isna() | column.isna(), numbers).astype(object)
 
 
+#: the first bytes of files that are no text table, and what to do with them
+_NOT_TEXT = ((b"\x1f\x8b", "a gzip-compressed file", "decompress it first (gunzip)"),
+             (b"PK\x03\x04", "a zip archive (as an Excel .xlsx workbook is)",
+              "save the sheet as 'CSV UTF-8', or unzip the archive"),
+             (b"\xd0\xcf\x11\xe0", "an Excel .xls workbook", "save the sheet as 'CSV UTF-8'"))
+
+
 def _not_utf8(path: str) -> str:
     """Where a file stops being UTF-8 (error path: the file is read again as bytes)."""
     with _open(path, "rb") as fh:
@@ -155,6 +162,10 @@ def _not_utf8(path: str) -> str:
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return ("UTF-16 text (Excel's 'Unicode Text'), not UTF-8: save it as 'CSV UTF-8' "
                 "or convert it (iconv -f UTF-16 -t UTF-8)")
+    # a workbook or a compressed file: "byte 0x8b on line 1 (save it as UTF-8)" named no cause
+    for magic, kind, fix in _NOT_TEXT:
+        if raw.startswith(magic):
+            return f"{kind}, not CSV text: {fix}"
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
+from crowd_keras.files import standard_stream
 from crowd_keras.progress import Heartbeat
 from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
                                            get_sequence_model)
 
-from ._checks import check_output_kinds, check_paths, int_at_least, report_files
+from ._checks import (check_output_kinds, check_paths, dash_stream, int_at_least, not_dash,
+                      report_files)
 from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       cli_words, common_options, target_prior_problem)
 
@@ -96,7 +98,8 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "the report span and token precision/recall/F1 per annotator. HyperTextLabels "
             "controls are reported by 'label-studio report' (their predictions would need "
             "XPath offsets)."))
-    agg.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
+    agg.add_argument("export", type=dash_stream("stdin"),
+                     help="export file (JSON, JSON_MIN, CSV or TSV; -: the standard input)")
     add_method_option(agg)
     add_target_prior_option(agg, "the default --method of Choices/Rating controls only")
     agg.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
@@ -110,11 +113,13 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
                      help="span controls: the task data field holding the text (default: from "
                           "the config's object, else the field named like the object, else the one "
                           "the spans' texts fit)")
-    agg.add_argument("--out", default="predictions.json", help="predictions file to write")
+    agg.add_argument("--out", default="predictions.json", type=dash_stream("stdout"),
+                     help="predictions file to write (-: the standard output)")
     agg.add_argument("--annotators", default=None, metavar="CSV",
+                     type=not_dash("the CSV report and the JSON report beside it"),
                      help="annotator quality report (CSV) to write, a .json report beside it "
                           "(default: no report)")
-    agg.add_argument("--annotators-json", default=None, metavar="JSON",
+    agg.add_argument("--annotators-json", default=None, metavar="JSON", type=dash_stream("stdout"),
                      help="where to write the JSON report (default: the CSV path with .json)")
     agg.add_argument("--control", default=None, metavar="NAME",
                      help="name of the control to read: Choices, Rating or a span control "
@@ -185,8 +190,10 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
             "model takes gold (--no-gold: without), so both give the same consensus and "
             "annotator quality. The pictures need matplotlib (crowd-keras[plot]); without "
             "it the page has the tables and says how to get them."))
-    rep.add_argument("export", help="export file (JSON, JSON_MIN, CSV or TSV)")
+    rep.add_argument("export", type=dash_stream("stdin"),
+                     help="export file (JSON, JSON_MIN, CSV or TSV; -: the standard input)")
     rep.add_argument("--out", required=True, metavar="DIR",
+                     type=not_dash("a folder of report.html and report.json"),
                      help="folder to write report.html and report.json into (required)")
     rep.add_argument("--control", action="append", default=None, metavar="NAME",
                      help="a control to report, repeatable (default: every readable control of "
@@ -381,6 +388,12 @@ def aggregate_command(args: argparse.Namespace) -> int:
              "report of --annotators CSV: add --annotators, or drop --annotators-json")
         return 2
     csv_path, json_path = _report_paths(args)
+    if csv_path is not None and not args.annotators_json and (
+            csv_path.absolute().parts[1:2] == ("dev",) or standard_stream(csv_path)):
+        # the JSON beside /dev/stdout or /dev/null was a new file /dev/stdout.json
+        _err(f"--annotators {str(csv_path)!r} is a stream, not a file: the JSON report would "
+             f"go beside it to {str(json_path)!r}; give --annotators-json PATH (or -) too")
+        return 2
     try:  # before any work: an output must not overwrite the export or another output
         check_paths([("the export", args.export), ("--label-config", args.label_config)],
                     [("--out", args.out), ("--annotators", csv_path),

@@ -15,7 +15,8 @@ A download shows its progress (:class:`crowd_keras.progress.Progress`), goes to 
 file that a later call resumes with an HTTP ``Range`` request, is checked against the pinned
 sha256 and only then renamed into place, so the cache never holds a partial or altered file;
 a cached file is checked again before use (one that was truncated or altered since is
-removed, and the error names it).
+removed, and the error names it). Processes that load one set at once fetch it once: the
+others wait on a lock of the set's cache folder (POSIX systems; none on Windows).
 Without network the error names the URL and the environment variables.
 """
 from __future__ import annotations
@@ -29,8 +30,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock (two processes must not fetch one set at once)
+    fcntl = None
 
 from ..errors import CrowdDataError, DownloadError
 from ..files import atomic_write_bytes, publish_file
@@ -74,7 +81,8 @@ def _where_else(name: str) -> str:
         folder = Path(data).expanduser() / name
         lacks = _missing(folder, [n for n in SOURCES[name].files
                                   if n not in SOURCES[name].optional])
-        looked = f"{DATA_ENV} is {data}, and {folder} lacks {lacks}. " if lacks else ""
+        looked = (f"{DATA_ENV} is {data}, and {folder} lacks {lacks}"
+                  f"{_own_folder(name)}. " if lacks else "")
     mirror = os.environ.get(MIRROR_ENV)
     if mirror:  # the mirror in use is the one to check, not one to set
         return (f"{looked}{MIRROR_ENV} is {mirror}: it must serve {mirror.rstrip('/')}/{name}/"
@@ -84,6 +92,20 @@ def _where_else(name: str) -> str:
     return (f"{looked}To use local files instead, set {DATA_ENV} to a folder that holds "
             f"{name}/ (or pass that folder to the loader), or set {MIRROR_ENV} to the URL of a "
             f"server that mirrors <set>/<file>.")
+
+
+def _own_folder(name: str) -> str:
+    """``" (... set it to the folder above)"`` when ``$CROWD_KERAS_DATA`` is set to the own
+    folder of set ``name`` (``.../labelme``, ``.../truth_inference/dog``) and that holds its
+    files: the layout is one folder per set under it, so the loaders looked in
+    ``.../labelme/labelme``; else ``""``."""
+    data = Path(os.environ.get(DATA_ENV, "")).expanduser()
+    parts = tuple(name.split("/"))
+    required = [n for n in SOURCES[name].files if n not in SOURCES[name].optional]
+    if data.parts[-len(parts):] != parts or _missing(data, required):
+        return ""
+    return (f" ({data} itself holds them: {DATA_ENV} names the folder that holds the sets' "
+            f"folders; set it to {data.parents[len(parts) - 1]})")
 
 
 def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: bool = True,
@@ -256,6 +278,30 @@ def _check_mirror(mirror: str) -> None:
                             f"the cache)")
 
 
+@contextmanager
+def _fetching(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the set's cache ``folder`` itself (no lock file is left
+    there): two processes that load one set at once (pytest-xdist workers, two notebooks)
+    download it once, the second after the first, instead of writing into one ``.part`` file
+    together (the later one died on the ``.part`` the first had renamed, or appended to the
+    file the first had just checked). The system drops the lock of a process that dies."""
+    try:
+        fd = os.open(folder, os.O_RDONLY) if fcntl is not None else None
+    except OSError:  # no lock where the folder cannot be opened: the download names it
+        fd = None
+    if fd is None:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (some network mounts): as before
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _download(src: DataSource, folder: Path, names: Sequence[str], progress: bool) -> None:
     mirror = bool(os.environ.get(MIRROR_ENV))
     if mirror:
@@ -266,11 +312,22 @@ def _download(src: DataSource, folder: Path, names: Sequence[str], progress: boo
     if unserved:  # before any download: no set half fetched
         raise DownloadError(_no_public_source(src, unserved))
     _make_folder(folder)
+    with _fetching(folder):
+        names = _missing(folder, names)  # another process may have fetched them meanwhile
+        if names:
+            _fetch(src, folder, names, progress, mirror)
+
+
+def _fetch(src: DataSource, folder: Path, names: Sequence[str], progress: bool,
+           mirror: bool) -> None:
+    """Download ``names`` of ``src`` into ``folder`` (the archive first, where it serves
+    them and no mirror is set)."""
     if progress:
         origin = (os.environ[MIRROR_ENV] if mirror else src.archive.url if src.archive
                   else src.homepage)
+        slip = _own_folder(src.name) if os.environ.get(DATA_ENV) else ""
         print(f"{src.name}: downloading {len(names)} file(s) from {origin} into {folder} "
-              f"(once; checked against pinned sha256)", file=sys.stderr, flush=True)
+              f"(once; checked against pinned sha256){slip}", file=sys.stderr, flush=True)
     if src.archive is not None and not mirror:
         from_archive = [n for n in names if n in src.archive.members.values()]
         if from_archive:
@@ -339,7 +396,7 @@ def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[
     if unknown:
         raise ValueError(f"{name} has no file(s) {unknown}; its files are {list(src.files)}")
     if root is not None:
-        root = Path(root)
+        root = Path(root).expanduser()  # '~/data' as the variables: pandas reads it so too
         for cand in (root, root / name):
             if not _missing(cand, wanted):
                 return cand

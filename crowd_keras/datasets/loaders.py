@@ -91,12 +91,16 @@ def _check_features(path: Path, x: np.ndarray, train: np.ndarray, train_path: Pa
                              f"{train.shape[1]}")
 
 
-def _check_codes(path: Path, codes: np.ndarray, classes: list) -> None:
+def _check_codes(path: Path, codes: np.ndarray, classes: list,
+                 named_in: Optional[Path] = None) -> None:
+    """Codes in 0..K-1; ``named_in``: the file the K classes come from, named beside the
+    code (a truncated class list is the fault then, not the codes file)."""
     bad = (codes < 0) | (codes >= len(classes))
     if bad.any():
         n = int(np.argmax(bad))
         raise CrowdDataError(f"{path}, row {n}: class code {int(codes[n])} is not one of "
-                             f"0..{len(classes) - 1} ({len(classes)} classes)")
+                             f"0..{len(classes) - 1} ({len(classes)} classes"
+                             f"{f' in {named_in}' if named_in is not None else ''})")
 
 
 def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> CrowdDataset:
@@ -121,10 +125,13 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
     image annotation", IJCV 77, 2008.
     """
     d = locate("labelme", root, download=download)
+    listed = d / "classes.txt" if (d / "classes.txt").exists() else None
     # utf-8-sig: a byte-order mark would otherwise stick to the first class name
-    names = ((d / "classes.txt").read_text(encoding="utf-8-sig").split("\n")
-             if (d / "classes.txt").exists() else LABELME_CLASSES)
+    names = (listed.read_text(encoding="utf-8-sig").split("\n") if listed is not None
+             else LABELME_CLASSES)
     classes = [c.strip() for c in names if c.strip()]
+    if not classes:   # else "class code 3 is not one of 0..-1", blamed on LabelMe_Z_train.txt
+        raise CrowdDataError(f"{listed}: no class names (one per line, in code order)")
     repeat = pd.Index(classes).duplicated()
     if repeat.any():  # else blamed on answers.txt by from_dense
         raise CrowdDataError(f"{d / 'classes.txt'}: class {classes[int(np.argmax(repeat))]!r} "
@@ -137,7 +144,7 @@ def load_labelme(root: Optional[PathLike] = None, *, download: bool = True) -> C
         out[f"y_{split}"] = _integer_table(d / f"LabelMe_Z_{split}.txt", 1)
         _check_rows(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"],
                     d / f"LabelMe_VGG_avg_{split}.npy", len(out[f"x_{split}"]))
-        _check_codes(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"], classes)
+        _check_codes(d / f"LabelMe_Z_{split}.txt", out[f"y_{split}"], classes, listed)
     answers = _integer_table(d / "answers.txt", 2)
     _check_rows(d / "answers.txt", answers, d / "LabelMe_VGG_avg_train.npy", len(out.x_train))
     with _naming(d / "answers.txt"):
@@ -218,8 +225,12 @@ def _named_set(folder: PathLike, family: str, names: tuple, files: list,
 
 def _no_folder(folder: PathLike, names: tuple) -> str:
     """What ``folder`` is not, when it does not exist (a mistyped set name, usually)."""
-    return ("" if Path(folder).is_dir() else
-            f" ({str(folder)!r} is neither a folder nor one of the sets {list(names)})")
+    if Path(folder).is_dir():
+        return ""
+    if str(folder) in names:   # a Path: it read "'dog' is neither ... nor one of [..., 'dog']"
+        return (f" (no such folder; the set {str(folder)!r} is named by a string, "
+                f"{str(folder)!r}, not a Path)")
+    return f" ({str(folder)!r} is neither a folder nor one of the sets {list(names)})"
 
 
 def load_truth_inference(folder: PathLike, *, download: bool = True,
@@ -251,7 +262,7 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
     """
     named = _named_set(folder, "truth_inference", TRUTH_INFERENCE_SETS,
                        ["answer.csv", "truth.csv"], download)
-    d = named if named is not None else Path(folder)
+    d = named if named is not None else Path(folder).expanduser()
     if not (d / "answer.csv").exists():
         raise CrowdDataError(f"no answer.csv in {d}{_no_folder(d, TRUTH_INFERENCE_SETS)}")
     answers = _csv_columns(d / "answer.csv", ("question", "worker", "answer"))
@@ -330,7 +341,7 @@ def load_truth_inference_features(folder: PathLike, item_ids: Any, *,
     """
     named = _named_set(folder, "truth_inference", TRUTH_INFERENCE_SETS,
                        ["vgg16_features.npz"], download)
-    path = (named if named is not None else Path(folder)) / "vgg16_features.npz"
+    path = (named if named is not None else Path(folder).expanduser()) / "vgg16_features.npz"
     if not path.exists():
         raise CrowdDataError(f"no features file at {path}"
                              f"{_no_folder(path.parent, TRUTH_INFERENCE_SETS)}")
@@ -385,7 +396,7 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         raise ValueError(f"unknown WRENCH split {split!r}; splits are {_WRENCH_SPLITS}")
     named = _named_set(folder, "wrench", WRENCH_SETS, [f"{split}.json", "label.json"],
                        download)
-    d = named if named is not None else Path(folder)
+    d = named if named is not None else Path(folder).expanduser()
     path = d / f"{split}.json"
     if not path.exists():
         raise CrowdDataError(f"no WRENCH split at {path}{_no_folder(d, WRENCH_SETS)}")
