@@ -851,6 +851,49 @@ def test_predictions_the_labeling_config_refuses_are_not_reported_pushed(client,
     assert held == [good[0]["result"]]
 
 
+def test_a_second_controls_push_under_one_version_does_not_replace_the_first(
+        client, ls_server, simulated, tmp_path, monkeypatch, capsys, ls_token):
+    """A project with several controls: the aggregate of each pushed under one model version
+    (the CLI's default ``crowd-keras-<method>``) replaced the predictions of the control
+    pushed before, silently. Refused before any write; ``on_existing="replace"`` overwrites,
+    and the command line exits 2 naming its flags."""
+    from crowd_keras import CrowdDataError
+    from crowd_keras.cli import label_studio as cli_label_studio
+    ls = ls_module()
+    project, truth, _ = simulated
+    tasks = sorted(truth)[:3]
+    sentiment = [{"task": t, "score": 0.5, "result": demo_result("positive")} for t in tasks]
+    quality = [{"task": t, "score": 0.25, "result": demo_result(quality=4)} for t in tasks[1:]]
+    assert ls.push_predictions(client, project, sentiment, model_version="mc").n_new == 3
+    with pytest.raises(CrowdDataError, match=r"model_version 'mc' already holds predictions of "
+                                             r"control 'sentiment' on 2 of the tasks .*first: "
+                                             rf"task {tasks[1]}.*'quality'.*model_version=.*"
+                                             r"on_existing='replace'.*Nothing was written"):
+        ls.push_predictions(client, project, quality, model_version="mc")
+    assert [_content(v[0]) for _, v in sorted(_held(client, project, "mc").items())] == \
+        [_content(p) for p in sentiment]
+    # a control's own update still goes through, and replace overwrites on purpose
+    again = ls.push_predictions(client, project, [dict(sentiment[0], score=0.75)],
+                                model_version="mc")
+    assert again.n_replaced == 1
+    assert ls.push_predictions(client, project, quality, model_version="mc",
+                               on_existing="replace").n_replaced == 2
+    # the command line: bad input (2), in its own words
+    export = tmp_path / "export.json"
+    export.write_bytes(export_bytes(client, project, "JSON"))
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+    parser = argparse.ArgumentParser(prog="crowd-keras")
+    cli_label_studio.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["label-studio", "aggregate", str(export), "--method",
+                              "majority_vote", "--out", str(tmp_path / "p.json"), "--quiet",
+                              "--url", ls_server.url, "--project", str(project),
+                              "--model-version", "mc"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert "--model-version" in err and "--on-existing replace" in err, err
+    assert len(_held(client, project, "mc")) == 3
+
+
 # ---------------------------------------------------------------------------- bulk updates
 def test_update_of_most_predictions_goes_in_bulk(client):
     """All 40 predictions of a version changed: a bulk swap (a handful of requests, not 40

@@ -527,8 +527,11 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                          batch_size=args.batch_size, retries=args.retries,
                                          on_existing=args.on_existing, progress=not quiet,
                                          preflight=False)
-        except (ls.LabelStudioError, CrowdDataError) as exc:
-            _err(f"{exc}")
+        except CrowdDataError as exc:   # refused before any write: bad input
+            _err(exc)
+            return 2
+        except ls.LabelStudioError as exc:
+            _err(exc)
             return 1
         print(f"pushed to project {args.project}: {result.n_created} created or updated "
               f"({result.n_new} new, {result.n_replaced} replacing a different prediction, "

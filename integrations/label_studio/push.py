@@ -133,6 +133,34 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     return preds, model_version
 
 
+def _controls(result: Any) -> set:
+    """The controls (``from_name``) a prediction's result fills."""
+    return {r.get("from_name") for r in (result or []) if isinstance(r, dict)} - {None}
+
+
+def _check_other_controls(preds: list, have: dict, version: str) -> None:
+    """Refuse a push that would replace or delete, on some task, a prediction of ``version``
+    that fills other controls than this push's (each control's aggregate pushed under one
+    version, as the CLI's default ``crowd-keras-<method>`` does, replaced the one before)."""
+    mine = set().union(*(_controls(p["result"]) for p in preds))
+    if not mine:   # nothing predicted anywhere (empty span results): no control to compare
+        return
+    clash = sorted((t, sorted(map(str, _controls(o.result) - mine))) for t, olds in have.items()
+                   for o in olds if _controls(o.result) - mine)
+    if clash:
+        task, others = clash[0]
+        ours = "', '".join(sorted(map(str, mine)))
+        raise CrowdDataError(Message(
+            "model_version {version!r} already holds predictions of control '{others}' on "
+            "{n} of the tasks to write (first: task {task}); these predictions fill control "
+            "'{ours}' and would replace them. Give each control its own {arg} (e.g. "
+            "{example!r}), or pass {replace} to overwrite them. Nothing was written",
+            version=version, others="', '".join(others), n=len({t for t, _ in clash}),
+            task=task, ours=ours, arg=Argument("model_version"),
+            example=f"{version}-{sorted(map(str, mine))[0]}",
+            replace=Argument("on_existing", "replace")))
+
+
 def _plan(preds: list, have: dict, on_existing: str) -> tuple:
     """(updates [(prediction id, new, identical)], deletes [ids], creates [new], kept
     {task: the old prediction left in place})."""
@@ -206,7 +234,11 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     ``model_version``: ``on_existing="update"`` (default) leaves it when its result and
     score are the same and replaces it otherwise; ``"skip"`` always leaves it; ``"replace"``
     writes it again even when identical (counted as ``n_rewritten``, not as replacing a
-    different one). Extra copies of one version on one task are deleted. Changed
+    different one). Under ``"update"``, a push whose predictions would replace a prediction
+    of ``model_version`` that fills another control (pushing a second control's aggregate
+    under the first one's version) is refused before anything is written: give each control
+    its own version, or pass ``"replace"``. Extra copies of one version on one task are
+    deleted. Changed
     predictions are updated in place or by a bulk swap, whichever takes fewer requests; see
     the module docstring for both and for why a stopped push never loses a prediction.
     ``batch_size``: predictions per import request of new predictions (in place);
@@ -255,6 +287,9 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             if getattr(pr, "model_version", None) == model_version:
                 have.setdefault(pr.task, []).append(pr)
         wanted = {p["task"] for p in preds}
+        if on_existing == "update":
+            _check_other_controls(preds, {t: v for t, v in have.items() if t in wanted},
+                                  model_version)
         updates, deletes, creates, kept = _plan(preds, {t: v for t, v in have.items()
                                                        if t in wanted}, on_existing)
         counts["to_create"] = len(creates)
