@@ -159,10 +159,33 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
         raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
                                "variable (Python: api_key=)")
     try:
-        return LabelStudio(base_url=url, api_key=key, timeout=timeout, max_retries=0)
+        import httpx
+
+        http = httpx.Client(timeout=timeout, follow_redirects=True,
+                            event_hooks={"response": [_refresh_reply]})
+        return LabelStudio(base_url=url, api_key=key, timeout=timeout, max_retries=0,
+                           httpx_client=http)
     except Exception as exc:  # noqa: BLE001
         raise LabelStudioError(_scrub(f"cannot create a client for {url}: {_describe(exc)}",
                                       [key])) from None
+
+
+def _refresh_reply(response: Any) -> None:
+    """httpx response hook: a failed exchange of a personal access token (a JWT refresh
+    token, at ``api/token/refresh/``) raises the SDK's ``ApiError`` with its HTTP status.
+    The SDK parses that reply as JSON: another server's 404 page, or a proxy's 502 page while
+    Label Studio restarts, was a ``JSONDecodeError``, called permanent and never retried."""
+    if response.status_code == 200 or not response.request.url.path.endswith(
+            "/api/token/refresh/"):
+        return
+    from label_studio_sdk.core.api_error import ApiError
+
+    response.read()
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text[:2000]
+    raise ApiError(status_code=response.status_code, body=body)
 
 
 def fetch_user_emails(client: Any, *, retries: int = 3, backoff: float = 0.5) -> dict:

@@ -1,0 +1,84 @@
+"""Label Studio client against loopback HTTP servers that are not Label Studio: another web
+server at the given URL, a proxy answering 502 while Label Studio restarts (found by the
+server-side push hunt; no Label Studio server needed)."""
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("label_studio_sdk")
+jwt = pytest.importorskip("jwt")   # PyJWT, a dependency of label-studio-sdk
+
+from crowd_keras.integrations import label_studio as ls  # noqa: E402
+
+
+def _personal_access_token() -> str:
+    """A JWT refresh token shaped as Label Studio's personal access tokens (the SDK exchanges
+    it at api/token/refresh/ before the first request)."""
+    return jwt.encode({"token_type": "refresh", "exp": int(time.time()) + 3600,
+                       "user_id": "1"}, "a key that is not the server's, 32 bytes or more",
+                      algorithm="HS256")
+
+
+@pytest.fixture()
+def html_server():
+    """A loopback server answering every request with ``state["status"]`` and an HTML page."""
+    state = {"status": 404, "paths": []}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            state["paths"].append((self.command, self.path))
+            body = f"<html><body><h1>{state['status']} Error</h1></body></html>".encode()
+            self.send_response(state["status"])
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args) -> None:   # no request lines on stderr
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = False   # server_close() waits for the request threads
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    yield state
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def test_a_personal_access_token_at_a_url_that_is_not_label_studio(html_server, capsys):
+    # the token exchange's HTML 404 read as JSON: "JSONDecodeError: Expecting value: line 1
+    # column 1 (char 0)", while a legacy token got "does not answer as a Label Studio API"
+    token = _personal_access_token()
+    client = ls.connect(html_server["url"], token)
+    with pytest.raises(ls.LabelStudioError) as info:
+        ls.check_project(client, 2, retries=2, backoff=0.01)
+    text = str(info.value)
+    assert "does not answer as a Label Studio API (HTTP 404" in text, text
+    assert "check the URL" in text and "JSONDecodeError" not in text, text
+    assert not info.value.transient and token not in text
+    assert html_server["paths"] == [("POST", "/api/token/refresh/")]   # not retried
+    out = capsys.readouterr()
+    assert token not in out.out + out.err
+
+
+def test_a_proxys_502_during_the_token_exchange_is_retried(html_server):
+    # a proxy's 502 page while Label Studio restarts: permanent ("JSONDecodeError", not
+    # retried) for a personal access token, transient for a legacy one
+    html_server["status"] = 502
+    token = _personal_access_token()
+    client = ls.connect(html_server["url"], token)
+    with pytest.raises(ls.LabelStudioError) as info:
+        ls.check_project(client, 2, retries=2, backoff=0.01)
+    text = str(info.value)
+    assert info.value.transient and "after 3 attempt(s)" in text and "HTTP 502" in text, text
+    assert "<" not in text and token not in text   # the page's text, on one line
+    assert len(html_server["paths"]) == 3
