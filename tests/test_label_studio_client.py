@@ -82,3 +82,18 @@ def test_a_proxys_502_during_the_token_exchange_is_retried(html_server):
     assert info.value.transient and "after 3 attempt(s)" in text and "HTTP 502" in text, text
     assert "<" not in text and token not in text   # the page's text, on one line
     assert len(html_server["paths"]) == 3
+
+
+def test_a_personal_access_token_is_exchanged_under_the_urls_path_prefix(html_server):
+    # Label Studio served under a prefix (http://host/label-studio behind a proxy): the
+    # token exchange went to /api/token/refresh/, outside it (the SDK joins it with urljoin
+    # and the URL's trailing slash was dropped), while the API requests kept the prefix
+    client = ls.connect(html_server["url"] + "/label-studio/", _personal_access_token())
+    with pytest.raises(ls.LabelStudioError):
+        ls.check_project(client, 2, retries=0)
+    assert html_server["paths"] == [("POST", "/label-studio/api/token/refresh/")]
+    legacy = ls.connect(html_server["url"] + "/label-studio", "0" * 40)
+    with pytest.raises(ls.LabelStudioError, match=r"http://127\.0\.0\.1:\d+/label-studio "
+                                                  "does not answer"):
+        ls.check_project(legacy, 2, retries=0)
+    assert html_server["paths"][1] == ("GET", "/label-studio/api/projects/2/")

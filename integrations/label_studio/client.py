@@ -163,7 +163,9 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
 
         http = httpx.Client(timeout=timeout, follow_redirects=True,
                             event_hooks={"response": [_refresh_reply]})
-        return LabelStudio(base_url=url, api_key=key, timeout=timeout, max_retries=0,
+        # the trailing slash keeps a path prefix (http://host/label-studio) in the URL of the
+        # SDK's token exchange, which it joins with urljoin (its other requests keep it anyway)
+        return LabelStudio(base_url=url + "/", api_key=key, timeout=timeout, max_retries=0,
                            httpx_client=http)
     except Exception as exc:  # noqa: BLE001
         raise LabelStudioError(_scrub(f"cannot create a client for {url}: {_describe(exc)}",
