@@ -96,6 +96,20 @@ def _same(old: Any, new: dict) -> bool:
     return close and _result_key(old.result) == _result_key(new["result"])
 
 
+def _check_version(version: Any) -> None:
+    """A model version the push can find again: text (Label Studio stores ``7`` as ``"7"``,
+    which never equals 7: every push created the predictions again) and not empty (``""`` is
+    the version of predictions made without one, by hand or by an ML backend: not this
+    push's to replace or delete)."""
+    if not isinstance(version, str):
+        raise TypeError(f"model_version must be a string, got {type(version).__name__} "
+                        f"{version!r} (Label Studio stores it as text: pass {str(version)!r})")
+    if not version.strip():
+        raise ValueError(f"model_version {version!r} is empty: it is the version of "
+                         "predictions made without one, which a push would replace or delete; "
+                         "give the predictions a name")
+
+
 def _checked_predictions(predictions: Sequence[dict], model_version: Optional[str]) -> tuple:
     if isinstance(predictions, (dict, str, bytes, os.PathLike)):
         hint = (" (a file? load it first: json.load)"
@@ -112,12 +126,13 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     if model_version is None:
         if len(versions) != 1:
             raise CrowdDataError(Message("predictions carry model versions {versions}; pass "
-                                         "one {version}", versions=sorted(versions),
+                                         "one {version}", versions=sorted(versions, key=repr),
                                          version=Argument("model_version")))
         model_version = versions.pop()
     elif versions - {model_version}:
-        raise CrowdDataError(f"predictions carry model versions {sorted(versions)}, not "
-                             f"{model_version!r}")
+        raise CrowdDataError(f"predictions carry model versions {sorted(versions, key=repr)}, "
+                             f"not {model_version!r}")
+    _check_version(model_version)
     tasks = []
     for n, p in enumerate(preds):
         if "task" not in p or not isinstance(p.get("result"), list):
