@@ -97,3 +97,16 @@ def test_a_personal_access_token_is_exchanged_under_the_urls_path_prefix(html_se
                                                   "does not answer"):
         ls.check_project(legacy, 2, retries=0)
     assert html_server["paths"][1] == ("GET", "/label-studio/api/projects/2/")
+
+
+def test_https_to_an_http_server_fails_at_once(html_server):
+    # the TLS error was taken for a transient one: retried with backoff, then "after 4
+    # attempt(s)" (a refused certificate likewise)
+    client = ls.connect(html_server["url"].replace("http://", "https://"), "0" * 40)
+    started = time.monotonic()
+    with pytest.raises(ls.LabelStudioError) as info:
+        ls.check_project(client, 2, retries=3, backoff=0.5)
+    text = str(info.value)
+    assert not info.value.transient and time.monotonic() - started < 3, text
+    assert "the TLS connection to https://127.0.0.1" in text, text
+    assert "check http:// against https://" in text and "not retried" in text, text

@@ -77,6 +77,21 @@ def describe_error(exc: BaseException, client: Any = None) -> str:
     return _scrub(_describe(exc), _secrets_of(client))
 
 
+def _tls_error(exc: BaseException) -> Optional[BaseException]:
+    """The ``ssl.SSLError`` behind ``exc`` (httpx wraps it in a ``ConnectError``) when no
+    retry can mend it, else None. A TLS connection cut short (``SSLEOFError``, the server
+    going away mid-handshake) may pass on the next attempt."""
+    import ssl
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLError):
+            return None if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)) else exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for failures a later attempt may not meet: HTTP 408/425/429/5xx, connection
     errors (refused, reset, lost reply) and timeouts; False for the rest (401, 404, 400, a URL
@@ -84,6 +99,8 @@ def is_transient(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     if status is not None:
         return status in (408, 425, 429) or status >= 500
+    if _tls_error(exc) is not None:   # https:// to an http server, a certificate refused
+        return False
     try:
         import httpx
         if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL,
@@ -230,6 +247,10 @@ def check_project(client: Any, project_id: int, *, retries: int = 3,
         if status == 404 or (status is not None and not isinstance(body, dict)):
             return (f"{url} does not answer as a Label Studio API (HTTP {status} for "
                     f"/api/projects/{project_id}); check the URL")
+        tls = _tls_error(exc) if status is None else None
+        if tls is not None:
+            return (f"the TLS connection to {url} failed ({_one_line(str(tls))[:200]}); "
+                    "check http:// against https:// and the server's certificate")
         if status is None and "protocol" in str(exc).lower():
             return f"{url} is not an http(s) URL ({str(exc)[:200]})"
         return None
