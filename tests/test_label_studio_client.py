@@ -110,3 +110,17 @@ def test_https_to_an_http_server_fails_at_once(html_server):
     assert not info.value.transient and time.monotonic() - started < 3, text
     assert "the TLS connection to https://127.0.0.1" in text, text
     assert "check http:// against https://" in text and "not retried" in text, text
+
+
+@pytest.mark.parametrize("key, hint", [
+    # bytes were sent as "Token b'...'" and refused as a wrong token ("check
+    # LABEL_STUDIO_API_KEY"); a path failed with "'PosixPath' object has no attribute 'strip'"
+    (b"0123456789abcdef0123456789abcdef01234567", r"bytes \(decode it: key.decode\(\)\)"),
+    (__import__("pathlib").Path("token.txt"), r"PosixPath \(a file\? read it"),
+    (12345678, r"int \(the token itself\)"),
+])
+def test_an_api_key_that_is_not_text_is_refused_without_showing_it(key, hint):
+    with pytest.raises(TypeError, match=rf"api_key must be the API token as a string, got "
+                                        rf"{hint}") as info:
+        ls.connect("http://127.0.0.1:9", key)
+    assert "0123456789abcdef" not in str(info.value)

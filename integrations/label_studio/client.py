@@ -170,6 +170,13 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError(f"talking to Label Studio needs label-studio-sdk; "
                           f"{INSTALL_HINT}") from None
+    if api_key is not None and not isinstance(api_key, str):
+        # bytes were sent as "b'...'" and refused as a wrong token; a path failed on .strip
+        hint = ("decode it: key.decode()" if isinstance(api_key, (bytes, bytearray)) else
+                "a file? read it: Path(file).read_text()"
+                if isinstance(api_key, os.PathLike) else "the token itself")
+        raise TypeError(f"api_key must be the API token as a string, got "
+                        f"{type(api_key).__name__} ({hint})")
     key = (api_key or os.environ.get(API_KEY_ENV) or "").strip()
     url = check_url(url, key)
     if not key:
