@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -116,7 +117,7 @@ def test_https_to_an_http_server_fails_at_once(html_server):
     # bytes were sent as "Token b'...'" and refused as a wrong token ("check
     # LABEL_STUDIO_API_KEY"); a path failed with "'PosixPath' object has no attribute 'strip'"
     (b"0123456789abcdef0123456789abcdef01234567", r"bytes \(decode it: key.decode\(\)\)"),
-    (__import__("pathlib").Path("token.txt"), r"PosixPath \(a file\? read it"),
+    (Path("token.txt"), r"\w*Path \(a file\? read it"),
     (12345678, r"int \(the token itself\)"),
 ])
 def test_an_api_key_that_is_not_text_is_refused_without_showing_it(key, hint):
