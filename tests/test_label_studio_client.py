@@ -4,6 +4,7 @@ server-side push hunt; no Label Studio server needed)."""
 from __future__ import annotations
 
 import http.server
+import re
 import threading
 import time
 from pathlib import Path
@@ -125,3 +126,35 @@ def test_an_api_key_that_is_not_text_is_refused_without_showing_it(key, hint):
                                         rf"{hint}") as info:
         ls.connect("http://127.0.0.1:9", key)
     assert "0123456789abcdef" not in str(info.value)
+
+
+TOKEN = "0123456789abcdef0123456789abcdef01234567"   # a legacy token's shape (40 hex)
+
+
+@pytest.mark.parametrize("key, words", [
+    (TOKEN[:8] + "\r\n" + TOKEN[8:], "holds a line break at character 9 of 42"),
+    ("Token " + TOKEN, "holds a space at character 6 of 46, which no token holds (give the "
+                       "key alone, without the 'Token ' or 'Bearer '"),
+])
+def test_a_token_with_a_line_break_or_a_space_is_refused_without_showing_it(key, words,
+                                                                           monkeypatch):
+    # a line break inside: "LocalProtocolError: Illegal header value b'Token 01234567\r\n
+    # 89ab...'", the token in the message; "Token <key>": refused by the server as wrong
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", key)
+    pattern = r"the Label Studio API token \(LABEL_STUDIO_API_KEY\) " + re.escape(words)
+    with pytest.raises(ls.LabelStudioError, match=pattern) as info:
+        ls.connect("http://127.0.0.1:9")
+    assert TOKEN[:8] not in str(info.value) and TOKEN[8:20] not in str(info.value)
+
+
+def test_the_token_of_a_callers_client_is_scrubbed_in_its_escaped_form(html_server):
+    # a client made by the caller, not by connect(): the HTTP library names the header
+    # escaped ("\r\n" as two characters each), which the scrubbing did not recognise
+    from label_studio_sdk import LabelStudio
+
+    client = LabelStudio(base_url=html_server["url"], api_key=TOKEN[:8] + "\r\n" + TOKEN[8:])
+    with pytest.raises(ls.LabelStudioError, match="Illegal header value") as info:
+        ls.push_predictions(client, 2, [{"task": 1, "result": []}], model_version="v",
+                            retries=0)
+    text = str(info.value)
+    assert TOKEN[:8] not in text and TOKEN[8:20] not in text, text

@@ -45,9 +45,20 @@ def _secrets_of(client: Any = None, api_key: Optional[str] = None) -> list:
     return sorted({s for s in found if s and len(s) >= 4}, key=len, reverse=True)
 
 
+def _forms(secret: str) -> list:
+    """How a secret may be written in a message: itself, escaped as in a ``repr`` (an HTTP
+    library's "Illegal header value b'Token ...\\n...'"), and each part of it between
+    whitespace."""
+    forms = {secret, secret.encode("unicode_escape").decode("ascii"),
+             repr(secret.encode("utf-8", "backslashreplace"))[2:-1]}
+    forms.update(part for part in re.split(r"\s+", secret) if len(part) >= 6)
+    return sorted(forms, key=len, reverse=True)
+
+
 def _scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
-        text = text.replace(secret, "***")
+        for form in _forms(secret):
+            text = text.replace(form, "***")
     text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}***@", text)
     return _TOKEN_PATTERN.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 
@@ -159,6 +170,24 @@ def check_url(url: str, api_key: Optional[str] = None) -> str:
     return str(url).rstrip("/")
 
 
+def _check_token_characters(key: str, where: str) -> None:
+    """Refuse a token with a character no token holds (tokens are ASCII letters, digits and
+    ``.-_``), without showing it: a line break inside made the HTTP library's error print the
+    header, token and all; a space (``Token <key>`` copied from a curl line) was refused by
+    the server as a wrong token."""
+    odd = next((n for n, ch in enumerate(key) if ch.isspace() or not ch.isprintable()
+                or not ch.isascii()), None)
+    if odd is None:
+        return
+    ch = key[odd]
+    what = ("a line break" if ch in "\r\n" else "a space" if ch.isspace() else
+            f"the character {ascii(ch)}")
+    hint = (" (give the key alone, without the 'Token ' or 'Bearer ' of an Authorization "
+            "header)" if key[:odd].lower() in ("token", "bearer") else "")
+    raise LabelStudioError(f"the Label Studio API token ({where}) holds {what} at character "
+                           f"{odd + 1} of {len(key)}, which no token holds{hint}: check it")
+
+
 def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -> Any:
     """A ``label_studio_sdk.LabelStudio`` client (no SDK-side retries: ours are idempotent).
 
@@ -182,6 +211,7 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
     if not key:
         raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
                                "variable (Python: api_key=)")
+    _check_token_characters(key, "api_key" if api_key else API_KEY_ENV)
     try:
         import httpx
 
