@@ -600,6 +600,24 @@ def test_cli_permanent_error_writes_nothing_and_prints_no_traceback(ls_server, s
         assert not (tmp_path / "p.json").exists()  # checked before anything is written
 
 
+def test_cli_pushes_an_export_read_from_a_pipe(ls_server, client, simulated, ls_token,
+                                               tmp_path):
+    """A push reads the export twice (and the tasks against the project's): from a pipe
+    (``/dev/stdin``, ``<(...)``) the second read found it "empty"."""
+    import os
+    import subprocess
+    import sys
+    project, truth, _ = simulated
+    run = subprocess.run([sys.executable, "-m", "crowd_keras", "label-studio", "aggregate",
+                          "/dev/stdin", "--method", "majority_vote", "--out", str(tmp_path / "p.json"),
+                          "--quiet", "--url", ls_server.url, "--project", str(project),
+                          "--model-version", "from-a-pipe"],
+                         input=export_bytes(client, project, "JSON"), capture_output=True,
+                         env={**os.environ, "LABEL_STUDIO_API_KEY": ls_token}, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    assert _count_version(client, project, "from-a-pipe") == len(truth)
+
+
 def test_cli_push_shows_progress_unless_quiet(ls_server, client, simulated, tmp_path,
                                               monkeypatch, capsys, ls_token):
     from crowd_keras.cli import main
