@@ -784,6 +784,24 @@ def test_push_to_a_project_whose_tasks_are_not_the_exports_is_refused_before_any
     assert _count_version(client, project, "wrong-target") > 0
 
 
+def test_a_task_deleted_since_the_export_is_named_as_such(client):
+    """A project whose tasks the export holds but one, deleted since: the refusal asked "is
+    this the export of that project?"; it says to export the project again."""
+    from crowd_keras import CrowdDataError
+    ls = ls_module()
+    project = client.projects.create(title="deleted since", label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"d{i}"} for i in range(3)],
+                                         return_task_ids=True).task_ids
+    export = export_bytes(client, project, "JSON")
+    client.tasks.delete(id=str(tasks[1]))
+    client.projects.import_tasks(project, request=[{"text": "added since"}])
+    with pytest.raises(CrowdDataError, match=rf"1 of 3 tasks are not in it \(first: task "
+                                             rf"{tasks[1]} is not in project {project}\); "
+                                             r"deleted since the export\? Export the project "
+                                             r"again and aggregate that\. Nothing was written"):
+        ls.check_tasks(client, project, export)
+
+
 def test_push_checks_ids_and_the_exports_project(client, simulated):
     from crowd_keras import CrowdDataError
     ls = ls_module()
