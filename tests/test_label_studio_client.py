@@ -1,6 +1,7 @@
-"""Label Studio client against loopback HTTP servers that are not Label Studio: another web
-server at the given URL, a proxy answering 502 while Label Studio restarts (found by the
-server-side push hunt; no Label Studio server needed)."""
+"""Label Studio client against loopback HTTP servers that are not Label Studio (another web
+server at the given URL, a proxy answering 502 while Label Studio restarts, a path prefix,
+https:// to http://) and tokens that are not plain text (found by the server-side push
+hunt; no Label Studio server needed)."""
 from __future__ import annotations
 
 import http.server
