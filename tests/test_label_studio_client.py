@@ -159,3 +159,11 @@ def test_the_token_of_a_callers_client_is_scrubbed_in_its_escaped_form(html_serv
                             retries=0)
     text = str(info.value)
     assert TOKEN[:8] not in text and TOKEN[8:20] not in text, text
+
+
+def test_a_pages_address_copied_from_the_browser_is_named_as_such(html_server):
+    # the data manager's address (…/projects/3/data?tab=1) was only "check the URL"
+    client = ls.connect(html_server["url"] + "/projects/3/data?tab=1", TOKEN)
+    with pytest.raises(ls.LabelStudioError, match=r"it looks like a page's address, not the "
+                                                  r"server's \(try http://127\.0\.0\.1:\d+\)"):
+        ls.check_project(client, 3, retries=0)

@@ -259,6 +259,19 @@ def _base_url(client: Any) -> str:
         return "the server"
 
 
+def _page_hint(url: str) -> str:
+    """A hint when ``url`` is a page's address copied from the browser (a project's data
+    manager, the login page) rather than the server's."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.query or parts.fragment or re.search(r"/(projects|user|tasks|data)(/|$)",
+                                                  parts.path):
+        return (f": it looks like a page's address, not the server's (try "
+                f"{parts.scheme}://{parts.netloc})")
+    return ""
+
+
 def check_project(client: Any, project_id: int, *, retries: int = 3,
                   backoff: float = 0.5) -> Any:
     """Check the URL, the token and the project with one request (``GET /api/projects/<id>``)
@@ -283,7 +296,7 @@ def check_project(client: Any, project_id: int, *, retries: int = 3,
             return f"project {project_id} does not exist on {url} (HTTP 404: {detail})"
         if status == 404 or (status is not None and not isinstance(body, dict)):
             return (f"{url} does not answer as a Label Studio API (HTTP {status} for "
-                    f"/api/projects/{project_id}); check the URL")
+                    f"/api/projects/{project_id}); check the URL{_page_hint(url)}")
         tls = _tls_error(exc) if status is None else None
         if tls is not None:
             return (f"the TLS connection to {url} failed ({_one_line(str(tls))[:200]}); "
