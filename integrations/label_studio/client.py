@@ -191,8 +191,12 @@ def _check_token_characters(key: str, where: str) -> None:
 def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -> Any:
     """A ``label_studio_sdk.LabelStudio`` client (no SDK-side retries: ours are idempotent).
 
-    The token comes from ``api_key`` or ``$LABEL_STUDIO_API_KEY``; it is never printed.
-    Whitespace around it (a token file's newline) is dropped: no token holds any.
+    The token comes from ``api_key`` or ``$LABEL_STUDIO_API_KEY``: a legacy token or a
+    personal access token (a JWT refresh token, exchanged by the SDK under ``url``'s path);
+    it is never printed. Whitespace around it (a token file's newline) is dropped: no token
+    holds any; a token with a space, a line break or a non-ASCII character inside is refused
+    (:class:`LabelStudioError`, naming the position only), an ``api_key`` that is not a
+    ``str`` is a ``TypeError``.
     """
     try:
         from label_studio_sdk import LabelStudio

@@ -253,9 +253,9 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     of ``model_version`` that fills another control (pushing a second control's aggregate
     under the first one's version) is refused before anything is written: give each control
     its own version, or pass ``"replace"``. Extra copies of one version on one task are
-    deleted. Changed
-    predictions are updated in place or by a bulk swap, whichever takes fewer requests; see
-    the module docstring for both and for why a stopped push never loses a prediction.
+    deleted. Changed predictions are updated in place or by a bulk swap, whichever takes
+    fewer requests; see the module docstring for both and for why a stopped push never loses
+    a prediction. ``model_version`` must be a non-empty string (TypeError, ValueError).
     ``batch_size``: predictions per import request of new predictions (in place);
     ``bulk_batch_size``: per import request of a bulk swap, which moves every prediction of
     the version and is resumed as a whole (larger requests: each one costs the server a
