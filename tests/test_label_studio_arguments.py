@@ -85,6 +85,29 @@ def test_preflight_must_be_a_bool():
         ls.push_predictions(_NO_SERVER, 1, [], model_version="v", preflight="no")
 
 
+@pytest.mark.parametrize("version, carried, error, match", [
+    # Label Studio stores 7 as "7", which never equals 7: every push created them again
+    (7, None, TypeError, r"model_version must be a string, got int 7 .*pass '7'"),
+    (None, 7, TypeError, r"model_version must be a string, got int 7"),
+    # "" is the version of predictions made without one: a push replaced or deleted them
+    ("", None, ValueError, r"model_version '' is empty"),
+    (None, " ", ValueError, r"model_version ' ' is empty"),
+])
+def test_model_version_must_be_a_name_label_studio_keeps(version, carried, error, match):
+    pred = {"task": 1, "result": []} if carried is None else \
+        {"task": 1, "result": [], "model_version": carried}
+    with pytest.raises(error, match=match):
+        ls.push_predictions(_NO_SERVER, 1, [pred], model_version=version, preflight=False)
+
+
+def test_predictions_of_model_versions_of_several_types_are_named():
+    # sorting 7 with "a" for the message raised "'<' not supported between 'str' and 'int'"
+    preds = [{"task": 1, "result": [], "model_version": 7},
+             {"task": 2, "result": [], "model_version": "a"}]
+    with pytest.raises(CrowdDataError, match=r"model versions \['a', 7\]; pass one"):
+        ls.push_predictions(_NO_SERVER, 1, preds, preflight=False)
+
+
 def test_include_unannotated_must_be_a_bool():
     # "no" is truthy: every task without an annotation got a prediction of the class prior
     export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [

@@ -600,6 +600,24 @@ def test_cli_permanent_error_writes_nothing_and_prints_no_traceback(ls_server, s
         assert not (tmp_path / "p.json").exists()  # checked before anything is written
 
 
+def test_cli_pushes_an_export_read_from_a_pipe(ls_server, client, simulated, ls_token,
+                                               tmp_path):
+    """A push reads the export twice (and the tasks against the project's): from a pipe
+    (``/dev/stdin``, ``<(...)``) the second read found it "empty"."""
+    import os
+    import subprocess
+    import sys
+    project, truth, _ = simulated
+    run = subprocess.run([sys.executable, "-m", "crowd_keras", "label-studio", "aggregate",
+                          "/dev/stdin", "--method", "majority_vote", "--out", str(tmp_path / "p.json"),
+                          "--quiet", "--url", ls_server.url, "--project", str(project),
+                          "--model-version", "from-a-pipe"],
+                         input=export_bytes(client, project, "JSON"), capture_output=True,
+                         env={**os.environ, "LABEL_STUDIO_API_KEY": ls_token}, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    assert _count_version(client, project, "from-a-pipe") == len(truth)
+
+
 def test_cli_push_shows_progress_unless_quiet(ls_server, client, simulated, tmp_path,
                                               monkeypatch, capsys, ls_token):
     from crowd_keras.cli import main
@@ -766,6 +784,24 @@ def test_push_to_a_project_whose_tasks_are_not_the_exports_is_refused_before_any
     assert _count_version(client, project, "wrong-target") > 0
 
 
+def test_a_task_deleted_since_the_export_is_named_as_such(client):
+    """A project whose tasks the export holds but one, deleted since: the refusal asked "is
+    this the export of that project?"; it says to export the project again."""
+    from crowd_keras import CrowdDataError
+    ls = ls_module()
+    project = client.projects.create(title="deleted since", label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"d{i}"} for i in range(3)],
+                                         return_task_ids=True).task_ids
+    export = export_bytes(client, project, "JSON")
+    client.tasks.delete(id=str(tasks[1]))
+    client.projects.import_tasks(project, request=[{"text": "added since"}])
+    with pytest.raises(CrowdDataError, match=rf"1 of 3 tasks are not in it \(first: task "
+                                             rf"{tasks[1]} is not in project {project}\); "
+                                             r"deleted since the export\? Export the project "
+                                             r"again and aggregate that\. Nothing was written"):
+        ls.check_tasks(client, project, export)
+
+
 def test_push_checks_ids_and_the_exports_project(client, simulated):
     from crowd_keras import CrowdDataError
     ls = ls_module()
@@ -849,6 +885,49 @@ def test_predictions_the_labeling_config_refuses_are_not_reported_pushed(client,
     held = [p.result for p in client.predictions.list(project=project)
             if p.model_version == "refused-update"]
     assert held == [good[0]["result"]]
+
+
+def test_a_second_controls_push_under_one_version_does_not_replace_the_first(
+        client, ls_server, simulated, tmp_path, monkeypatch, capsys, ls_token):
+    """A project with several controls: the aggregate of each pushed under one model version
+    (the CLI's default ``crowd-keras-<method>``) replaced the predictions of the control
+    pushed before, silently. Refused before any write; ``on_existing="replace"`` overwrites,
+    and the command line exits 2 naming its flags."""
+    from crowd_keras import CrowdDataError
+    from crowd_keras.cli import label_studio as cli_label_studio
+    ls = ls_module()
+    project, truth, _ = simulated
+    tasks = sorted(truth)[:3]
+    sentiment = [{"task": t, "score": 0.5, "result": demo_result("positive")} for t in tasks]
+    quality = [{"task": t, "score": 0.25, "result": demo_result(quality=4)} for t in tasks[1:]]
+    assert ls.push_predictions(client, project, sentiment, model_version="mc").n_new == 3
+    with pytest.raises(CrowdDataError, match=r"model_version 'mc' already holds predictions of "
+                                             r"control 'sentiment' on 2 of the tasks .*first: "
+                                             rf"task {tasks[1]}.*'quality'.*model_version=.*"
+                                             r"on_existing='replace'.*Nothing was written"):
+        ls.push_predictions(client, project, quality, model_version="mc")
+    assert [_content(v[0]) for _, v in sorted(_held(client, project, "mc").items())] == \
+        [_content(p) for p in sentiment]
+    # a control's own update still goes through, and replace overwrites on purpose
+    again = ls.push_predictions(client, project, [dict(sentiment[0], score=0.75)],
+                                model_version="mc")
+    assert again.n_replaced == 1
+    assert ls.push_predictions(client, project, quality, model_version="mc",
+                               on_existing="replace").n_replaced == 2
+    # the command line: bad input (2), in its own words
+    export = tmp_path / "export.json"
+    export.write_bytes(export_bytes(client, project, "JSON"))
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+    parser = argparse.ArgumentParser(prog="crowd-keras")
+    cli_label_studio.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["label-studio", "aggregate", str(export), "--method",
+                              "majority_vote", "--out", str(tmp_path / "p.json"), "--quiet",
+                              "--url", ls_server.url, "--project", str(project),
+                              "--model-version", "mc"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert "--model-version" in err and "--on-existing replace" in err, err
+    assert len(_held(client, project, "mc")) == 3
 
 
 # ---------------------------------------------------------------------------- bulk updates

@@ -423,8 +423,9 @@ def aggregate_command(args: argparse.Namespace) -> int:
     config = args.label_config
     if config is None and project is not None and getattr(project, "label_config", None):
         config = project.label_config
+    source = _export_source(args.export)
     try:
-        export = ls.read_export(args.export, control=args.control, label_config=config,
+        export = ls.read_export(source(), control=args.control, label_config=config,
                                 format=args.format, multiple=args.multiple,
                                 separator=args.separator,
                                 include_gold=args.include_gold, scheme=args.scheme,
@@ -437,7 +438,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
         return 2
     if client is not None:
         try:  # the export's tasks must be the project's, before anything is fitted or written
-            check = ls.check_tasks(client, args.project, args.export, format=args.format,
+            check = ls.check_tasks(client, args.project, source(), format=args.format,
                                    allow_data_mismatch=args.allow_data_mismatch,
                                    retries=args.retries)
         except CrowdDataError as exc:
@@ -540,14 +541,37 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                          batch_size=args.batch_size, retries=args.retries,
                                          on_existing=args.on_existing, progress=not quiet,
                                          preflight=False)
-        except (ls.LabelStudioError, CrowdDataError) as exc:
-            _err(f"{exc}")
+        except CrowdDataError as exc:   # refused before any write: bad input
+            _err(exc)
+            return 2
+        except ls.LabelStudioError as exc:
+            _err(exc)
             return 1
         print(f"pushed to project {args.project}: {result.n_created} created or updated "
               f"({result.n_new} new, {result.n_replaced} replacing a different prediction, "
               f"{result.n_rewritten} rewritten though identical), {result.n_unchanged} unchanged"
               + (f", {result.n_deleted} extra copies removed" if result.n_deleted else ""))
     return 0
+
+
+def _export_source(path: str) -> Any:
+    """A function giving the export to read, as often as it is called: ``path``, or for a
+    pipe (``/dev/stdin``, ``<(...)``: readable once) a fresh file object of its bytes, read
+    once and named by ``path``. A push reads the export twice (the tasks are checked against
+    the project's): the second read of a pipe found it "empty"."""
+    if not os.path.exists(path) or os.path.isfile(path) or os.path.isdir(path):
+        return lambda: path
+    import io
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+
+    def fresh() -> Any:
+        buffer = io.BytesIO(data)
+        buffer.name = path   # messages and the format's suffix, as for the path
+        return buffer
+
+    return fresh
 
 
 def _report_paths(args: argparse.Namespace) -> tuple:

@@ -45,9 +45,20 @@ def _secrets_of(client: Any = None, api_key: Optional[str] = None) -> list:
     return sorted({s for s in found if s and len(s) >= 4}, key=len, reverse=True)
 
 
+def _forms(secret: str) -> list:
+    """How a secret may be written in a message: itself, escaped as in a ``repr`` (an HTTP
+    library's "Illegal header value b'Token ...\\n...'"), and each part of it between
+    whitespace."""
+    forms = {secret, secret.encode("unicode_escape").decode("ascii"),
+             repr(secret.encode("utf-8", "backslashreplace"))[2:-1]}
+    forms.update(part for part in re.split(r"\s+", secret) if len(part) >= 6)
+    return sorted(forms, key=len, reverse=True)
+
+
 def _scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
-        text = text.replace(secret, "***")
+        for form in _forms(secret):
+            text = text.replace(form, "***")
     text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}***@", text)
     return _TOKEN_PATTERN.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 
@@ -77,6 +88,21 @@ def describe_error(exc: BaseException, client: Any = None) -> str:
     return _scrub(_describe(exc), _secrets_of(client))
 
 
+def _tls_error(exc: BaseException) -> Optional[BaseException]:
+    """The ``ssl.SSLError`` behind ``exc`` (httpx wraps it in a ``ConnectError``) when no
+    retry can mend it, else None. A TLS connection cut short (``SSLEOFError``, the server
+    going away mid-handshake) may pass on the next attempt."""
+    import ssl
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLError):
+            return None if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)) else exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for failures a later attempt may not meet: HTTP 408/425/429/5xx, connection
     errors (refused, reset, lost reply) and timeouts; False for the rest (401, 404, 400, a URL
@@ -84,6 +110,8 @@ def is_transient(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     if status is not None:
         return status in (408, 425, 429) or status >= 500
+    if _tls_error(exc) is not None:   # https:// to an http server, a certificate refused
+        return False
     try:
         import httpx
         if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL,
@@ -142,27 +170,82 @@ def check_url(url: str, api_key: Optional[str] = None) -> str:
     return str(url).rstrip("/")
 
 
+def _check_token_characters(key: str, where: str) -> None:
+    """Refuse a token with a character no token holds (tokens are ASCII letters, digits and
+    ``.-_``), without showing it: a line break inside made the HTTP library's error print the
+    header, token and all; a space (``Token <key>`` copied from a curl line) was refused by
+    the server as a wrong token."""
+    odd = next((n for n, ch in enumerate(key) if ch.isspace() or not ch.isprintable()
+                or not ch.isascii()), None)
+    if odd is None:
+        return
+    ch = key[odd]
+    what = ("a line break" if ch in "\r\n" else "a space" if ch.isspace() else
+            f"the character {ascii(ch)}")
+    hint = (" (give the key alone, without the 'Token ' or 'Bearer ' of an Authorization "
+            "header)" if key[:odd].lower() in ("token", "bearer") else "")
+    raise LabelStudioError(f"the Label Studio API token ({where}) holds {what} at character "
+                           f"{odd + 1} of {len(key)}, which no token holds{hint}: check it")
+
+
 def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -> Any:
     """A ``label_studio_sdk.LabelStudio`` client (no SDK-side retries: ours are idempotent).
 
-    The token comes from ``api_key`` or ``$LABEL_STUDIO_API_KEY``; it is never printed.
-    Whitespace around it (a token file's newline) is dropped: no token holds any.
+    The token comes from ``api_key`` or ``$LABEL_STUDIO_API_KEY``: a legacy token or a
+    personal access token (a JWT refresh token, exchanged by the SDK under ``url``'s path);
+    it is never printed. Whitespace around it (a token file's newline) is dropped: no token
+    holds any; a token with a space, a line break or a non-ASCII character inside is refused
+    (:class:`LabelStudioError`, naming the position only), an ``api_key`` that is not a
+    ``str`` is a ``TypeError``.
     """
     try:
         from label_studio_sdk import LabelStudio
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError(f"talking to Label Studio needs label-studio-sdk; "
                           f"{INSTALL_HINT}") from None
+    if api_key is not None and not isinstance(api_key, str):
+        # bytes were sent as "b'...'" and refused as a wrong token; a path failed on .strip
+        hint = ("decode it: key.decode()" if isinstance(api_key, (bytes, bytearray)) else
+                "a file? read it: Path(file).read_text()"
+                if isinstance(api_key, os.PathLike) else "the token itself")
+        raise TypeError(f"api_key must be the API token as a string, got "
+                        f"{type(api_key).__name__} ({hint})")
     key = (api_key or os.environ.get(API_KEY_ENV) or "").strip()
     url = check_url(url, key)
     if not key:
         raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
                                "variable (Python: api_key=)")
+    _check_token_characters(key, "api_key" if api_key else API_KEY_ENV)
     try:
-        return LabelStudio(base_url=url, api_key=key, timeout=timeout, max_retries=0)
+        import httpx
+
+        http = httpx.Client(timeout=timeout, follow_redirects=True,
+                            event_hooks={"response": [_refresh_reply]})
+        # the trailing slash keeps a path prefix (http://host/label-studio) in the URL of the
+        # SDK's token exchange, which it joins with urljoin (its other requests keep it anyway)
+        return LabelStudio(base_url=url + "/", api_key=key, timeout=timeout, max_retries=0,
+                           httpx_client=http)
     except Exception as exc:  # noqa: BLE001
         raise LabelStudioError(_scrub(f"cannot create a client for {url}: {_describe(exc)}",
                                       [key])) from None
+
+
+def _refresh_reply(response: Any) -> None:
+    """httpx response hook: a failed exchange of a personal access token (a JWT refresh
+    token, at ``api/token/refresh/``) raises the SDK's ``ApiError`` with its HTTP status.
+    The SDK parses that reply as JSON: another server's 404 page, or a proxy's 502 page while
+    Label Studio restarts, was a ``JSONDecodeError``, called permanent and never retried."""
+    if response.status_code == 200 or not response.request.url.path.endswith(
+            "/api/token/refresh/"):
+        return
+    from label_studio_sdk.core.api_error import ApiError
+
+    response.read()
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text[:2000]
+    raise ApiError(status_code=response.status_code, body=body)
 
 
 def fetch_user_emails(client: Any, *, retries: int = 3, backoff: float = 0.5) -> dict:
@@ -178,6 +261,19 @@ def _base_url(client: Any) -> str:
         return str(wrapper.get_base_url()).rstrip("/")
     except AttributeError:
         return "the server"
+
+
+def _page_hint(url: str) -> str:
+    """A hint when ``url`` is a page's address copied from the browser (a project's data
+    manager, the login page) rather than the server's."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.query or parts.fragment or re.search(r"/(projects|user|tasks|data)(/|$)",
+                                                  parts.path):
+        return (f": it looks like a page's address, not the server's (try "
+                f"{parts.scheme}://{parts.netloc})")
+    return ""
 
 
 def check_project(client: Any, project_id: int, *, retries: int = 3,
@@ -204,7 +300,11 @@ def check_project(client: Any, project_id: int, *, retries: int = 3,
             return f"project {project_id} does not exist on {url} (HTTP 404: {detail})"
         if status == 404 or (status is not None and not isinstance(body, dict)):
             return (f"{url} does not answer as a Label Studio API (HTTP {status} for "
-                    f"/api/projects/{project_id}); check the URL")
+                    f"/api/projects/{project_id}); check the URL{_page_hint(url)}")
+        tls = _tls_error(exc) if status is None else None
+        if tls is not None:
+            return (f"the TLS connection to {url} failed ({_one_line(str(tls))[:200]}); "
+                    "check http:// against https:// and the server's certificate")
         if status is None and "protocol" in str(exc).lower():
             return f"{url} is not an http(s) URL ({str(exc)[:200]})"
         return None

@@ -96,6 +96,20 @@ def _same(old: Any, new: dict) -> bool:
     return close and _result_key(old.result) == _result_key(new["result"])
 
 
+def _check_version(version: Any) -> None:
+    """A model version the push can find again: text (Label Studio stores ``7`` as ``"7"``,
+    which never equals 7: every push created the predictions again) and not empty (``""`` is
+    the version of predictions made without one, by hand or by an ML backend: not this
+    push's to replace or delete)."""
+    if not isinstance(version, str):
+        raise TypeError(f"model_version must be a string, got {type(version).__name__} "
+                        f"{version!r} (Label Studio stores it as text: pass {str(version)!r})")
+    if not version.strip():
+        raise ValueError(f"model_version {version!r} is empty: it is the version of "
+                         "predictions made without one, which a push would replace or delete; "
+                         "give the predictions a name")
+
+
 def _checked_predictions(predictions: Sequence[dict], model_version: Optional[str]) -> tuple:
     if isinstance(predictions, (dict, str, bytes, os.PathLike)):
         hint = (" (a file? load it first: json.load)"
@@ -112,12 +126,13 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     if model_version is None:
         if len(versions) != 1:
             raise CrowdDataError(Message("predictions carry model versions {versions}; pass "
-                                         "one {version}", versions=sorted(versions),
+                                         "one {version}", versions=sorted(versions, key=repr),
                                          version=Argument("model_version")))
         model_version = versions.pop()
     elif versions - {model_version}:
-        raise CrowdDataError(f"predictions carry model versions {sorted(versions)}, not "
-                             f"{model_version!r}")
+        raise CrowdDataError(f"predictions carry model versions {sorted(versions, key=repr)}, "
+                             f"not {model_version!r}")
+    _check_version(model_version)
     tasks = []
     for n, p in enumerate(preds):
         if "task" not in p or not isinstance(p.get("result"), list):
@@ -131,6 +146,34 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
         raise CrowdDataError("several predictions for one task; Label Studio keeps one per "
                              "model version and task")
     return preds, model_version
+
+
+def _controls(result: Any) -> set:
+    """The controls (``from_name``) a prediction's result fills."""
+    return {r.get("from_name") for r in (result or []) if isinstance(r, dict)} - {None}
+
+
+def _check_other_controls(preds: list, have: dict, version: str) -> None:
+    """Refuse a push that would replace or delete, on some task, a prediction of ``version``
+    that fills other controls than this push's (each control's aggregate pushed under one
+    version, as the CLI's default ``crowd-keras-<method>`` does, replaced the one before)."""
+    mine = set().union(*(_controls(p["result"]) for p in preds))
+    if not mine:   # nothing predicted anywhere (empty span results): no control to compare
+        return
+    clash = sorted((t, sorted(map(str, _controls(o.result) - mine))) for t, olds in have.items()
+                   for o in olds if _controls(o.result) - mine)
+    if clash:
+        task, others = clash[0]
+        ours = "', '".join(sorted(map(str, mine)))
+        raise CrowdDataError(Message(
+            "model_version {version!r} already holds predictions of control '{others}' on "
+            "{n} of the tasks to write (first: task {task}); these predictions fill control "
+            "'{ours}' and would replace them. Give each control its own {arg} (e.g. "
+            "{example!r}), or pass {replace} to overwrite them. Nothing was written",
+            version=version, others="', '".join(others), n=len({t for t, _ in clash}),
+            task=task, ours=ours, arg=Argument("model_version"),
+            example=f"{version}-{sorted(map(str, mine))[0]}",
+            replace=Argument("on_existing", "replace")))
 
 
 def _plan(preds: list, have: dict, on_existing: str) -> tuple:
@@ -206,9 +249,13 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     ``model_version``: ``on_existing="update"`` (default) leaves it when its result and
     score are the same and replaces it otherwise; ``"skip"`` always leaves it; ``"replace"``
     writes it again even when identical (counted as ``n_rewritten``, not as replacing a
-    different one). Extra copies of one version on one task are deleted. Changed
-    predictions are updated in place or by a bulk swap, whichever takes fewer requests; see
-    the module docstring for both and for why a stopped push never loses a prediction.
+    different one). Under ``"update"``, a push whose predictions would replace a prediction
+    of ``model_version`` that fills another control (pushing a second control's aggregate
+    under the first one's version) is refused before anything is written: give each control
+    its own version, or pass ``"replace"``. Extra copies of one version on one task are
+    deleted. Changed predictions are updated in place or by a bulk swap, whichever takes
+    fewer requests; see the module docstring for both and for why a stopped push never loses
+    a prediction. ``model_version`` must be a non-empty string (TypeError, ValueError).
     ``batch_size``: predictions per import request of new predictions (in place);
     ``bulk_batch_size``: per import request of a bulk swap, which moves every prediction of
     the version and is resumed as a whole (larger requests: each one costs the server a
@@ -255,6 +302,9 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             if getattr(pr, "model_version", None) == model_version:
                 have.setdefault(pr.task, []).append(pr)
         wanted = {p["task"] for p in preds}
+        if on_existing == "update":
+            _check_other_controls(preds, {t: v for t, v in have.items() if t in wanted},
+                                  model_version)
         updates, deletes, creates, kept = _plan(preds, {t: v for t, v in have.items()
                                                        if t in wanted}, on_existing)
         counts["to_create"] = len(creates)

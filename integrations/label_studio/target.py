@@ -198,9 +198,13 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
     result = TaskCheck(len(wanted), len(missing), len(changed), first)
     source = f"{mine.origin} does" if mine is not None else "the predictions do"
     if missing:
+        # some tasks there with the export's data: the others were deleted since the export
+        matching = len(wanted) - len(missing) - len(changed)
+        why = ("deleted since the export? Export the project again and aggregate that."
+               if mine is not None and matching > 0 else "is this the export of that project?")
         raise CrowdDataError(
             f"{source} not match {where}: {len(missing)} of {len(wanted)} tasks are not in "
-            f"it (first: {first}); is this the export of that project? Nothing was written")
+            f"it (first: {first}); {why} Nothing was written")
     if changed and not allow_data_mismatch:
         raise CrowdDataError(Message(
             "{source} not match {where}: {n} of {total} tasks hold other data there (first: "
