@@ -450,6 +450,11 @@ def test_annotator_report(tmp_path):
     recall = r[[f"recall[{c}]" for c in e.classes]].to_numpy()
     assert np.allclose(recall, np.diagonal(model.confusion_matrices_, axis1=1, axis2=2))
     assert r["accuracy"].between(0, 1).all()
+    # the aggregate command's report has the expected accuracy: so has this one, per user
+    fitted = model.annotator_quality_.set_index("annotator")
+    assert "expected_accuracy" in fitted.columns
+    assert np.allclose(r["expected_accuracy"].to_numpy(),
+                       fitted.loc[r.index, "expected_accuracy"].to_numpy(), equal_nan=True)
     on_disk = pd.read_csv(tmp_path / "a.csv")
     assert on_disk["n_annotations"].tolist() == [1, 4, 4, 3]
     doc = json.loads((tmp_path / "a.json").read_text())

@@ -30,6 +30,9 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
 
     Columns: ``annotator`` (user id), ``email``, ``n_annotations`` (used), ``n_cancelled``,
     ``n_superseded``, ``accuracy`` (the model's estimate Σ_k ρ_k π_a[k, k]),
+    ``expected_accuracy`` (where the model reports it: the share of the user's labels
+    expected right, each judged by its task's posterior without the user's vote, as in
+    ``model.annotator_quality_``),
     ``agreement`` (share of the user's labels equal to the aggregate label), ``n_gold`` and
     ``gold_accuracy`` (on tasks with a ground-truth annotation; NaN when none), and
     ``recall[<class>]`` (π_a[k, k]: the estimated chance the user gives class k when it is
@@ -86,6 +89,7 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     gold_hits = np.bincount(ann.annotators[on_gold],
                             weights=(ann.labels[on_gold] == gold[ann.items[on_gold]]).astype(float),
                             minlength=n_users)
+    quality = model.annotator_quality_
     email = export.annotator_emails.copy()
     if emails:
         for n, uid in enumerate(export.annotator_ids):
@@ -98,15 +102,19 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
             "n_annotations": per_user,
             "n_cancelled": export.annotator_stats["n_cancelled"].to_numpy(),
             "n_superseded": export.annotator_stats["n_superseded"].to_numpy(),
-            "accuracy": model.annotator_quality_["accuracy"].to_numpy(),
+            "accuracy": quality["accuracy"].to_numpy(),
             "agreement": np.where(per_user > 0, agree / per_user, np.nan),
             "n_gold": n_gold,
             "gold_accuracy": np.where(n_gold > 0, gold_hits / n_gold, np.nan),
         })
+    if "expected_accuracy" in quality.columns:   # as the aggregate command's report
+        frame.insert(frame.columns.get_loc("accuracy") + 1, "expected_accuracy",
+                     quality["expected_accuracy"].to_numpy())
     recall = np.diagonal(np.asarray(model.confusion_matrices_), axis1=1, axis2=2)
     for k, name in enumerate(export.classes):
         frame[f"recall[{name}]"] = recall[:, k]
-    frame.loc[per_user == 0, ["accuracy"] + [f"recall[{c}]" for c in export.classes]] = np.nan
+    frame.loc[per_user == 0, [c for c in ("accuracy", "expected_accuracy") if c in frame]
+              + [f"recall[{c}]" for c in export.classes]] = np.nan
     meta = {"model": type(model).__name__, "model_version": model_version,
             "control": export.control, "classes": [python_scalar(c) for c in export.classes]}
     frame, meta["agreement"] = _with_agreement(frame, ann)
