@@ -27,7 +27,7 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
-           "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
+           "concrete_values", "concrete_targets", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
            "integer_ids"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
@@ -532,6 +532,53 @@ def concrete_values(x: Any) -> Optional[np.ndarray]:
         if tf.is_tensor(x) and tf.executing_eagerly() and not symbolic(x):
             return x.numpy()
     return None
+
+
+def _readable_mask(mask: Any) -> Optional[np.ndarray]:
+    """A Keras mask's values when they can be read outside a compiled step: an eager
+    TensorFlow tensor (:func:`concrete_values`), a JAX array that is not a tracer, a torch
+    tensor outside ``torch.compile``; None otherwise."""
+    values = concrete_values(mask)
+    if values is not None:
+        return values
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        if isinstance(mask, jax.Array) and not isinstance(mask, jax.core.Tracer):
+            return np.asarray(mask)
+    elif backend == "torch":
+        import torch
+
+        if isinstance(mask, torch.Tensor) and not torch.compiler.is_compiling():
+            return mask.detach().cpu().numpy()
+    return None
+
+
+def concrete_targets(y_true: Any, mask: Any, missing: Any) -> Optional[np.ndarray]:
+    """The values of targets that enter as data (:func:`concrete_values`), with the steps a
+    Keras ``mask`` (a prefix of their shape) marks False set to ``missing``: what a masked
+    loss or metric sees after :func:`hide_masked_steps`, for its data checks. None when the
+    targets are not data, or the mask cannot be read (:func:`_readable_mask`).
+
+    Why: checked after ``hide_masked_steps`` (a backend tensor, which ``concrete_values``
+    reads on TensorFlow only), a masked batch's targets went unchecked on JAX and torch (a
+    label past the classes gave a wrong loss or NaN); checked before it, the targets of
+    padded steps, which count as missing, were refused (a tagger's -100 padding).
+    """
+    values = concrete_values(y_true)
+    if values is None or mask is None:
+        return values
+    keep = _readable_mask(mask)
+    if keep is None:
+        return None
+    if keep.shape != values.shape[:keep.ndim]:   # hide_masked_steps names the mismatch
+        return None
+    keep = keep.astype(bool)
+    keep = keep.reshape(keep.shape + (1,) * (values.ndim - keep.ndim))
+    if isinstance(missing, float):   # NaN (a missing answer) or 0.0 (no label count)
+        values = values.astype(np.result_type(values.dtype, np.float32))
+    return np.where(keep, values, np.asarray(missing, dtype=values.dtype))
 
 
 def checked_answers(values: np.ndarray, argument: str) -> np.ndarray:
