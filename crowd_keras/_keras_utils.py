@@ -25,9 +25,11 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "scalar_like", "known_shape", "known_rank",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
+           "at_least_float32", "floored_log",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
-           "concrete_values", "concrete_targets", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
+           "concrete_values", "concrete_targets", "checked_codes", "ChecksIdsAtEntry",
+           "checked_ids_shape",
            "integer_ids"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
@@ -342,6 +344,24 @@ def floor_at(x: Any, value: float) -> Any:
     """``max(x, value)`` elementwise for a Python number ``value``, without a host copy of it
     (:func:`scalar_like`)."""
     return ops.maximum(x, scalar_like(x, value))
+
+
+def at_least_float32(x: Any) -> Any:
+    """``x`` in float32 when it is a half-precision float (float32 and float64 stay).
+
+    Under a mixed policy some steps need float32's range, as Keras' losses compute in
+    float32: in float16 a floor such as 10⁻⁷ or 10⁻¹² is subnormal or 0, squares overflow,
+    and the gradient of a log at its floor (1/10⁻⁷) is infinite, so that the floor's zero
+    gradient times it is NaN."""
+    if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16"):
+        return ops.cast(x, "float32")
+    return x
+
+
+def floored_log(p: Any, eps: float) -> Any:
+    """``log(max(p, eps))`` computed at least in float32 (:func:`at_least_float32`: in
+    float16 the gradient of a probability under the floor was NaN), in ``p``'s dtype."""
+    return ops.cast(ops.log(floor_at(at_least_float32(p), eps)), p.dtype)
 
 
 def clip_probabilities(p: Any, eps: float) -> Any:

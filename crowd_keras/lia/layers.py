@@ -37,9 +37,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, batch_size_on_device, checked_annotator_features,
-                            checked_bool, checked_codes, checked_int, concrete_values,
-                            clip_probabilities, gather_annotators,
+from .._keras_utils import (ChecksIdsAtEntry, at_least_float32, batch_size_on_device,
+                            checked_annotator_features, checked_bool, checked_codes, checked_int,
+                            concrete_values, clip_probabilities, gather_annotators,
                             gather_rows, is_shape_list, softmax, split_pair, split_padding)
 from ..errors import CrowdDataError
 from .model import eq1
@@ -444,8 +444,10 @@ class AnnotationLogLikelihoods(keras.layers.Layer):
     def call(self, inputs: Any) -> Any:
         h, log_q, labels = inputs
         c = log_q.shape[-1]
+        # the log at least in float32 (at_least_float32: in float16 a class under the clip
+        # got a NaN gradient)
         log_h = (ops.log_softmax(h, axis=-1) if self.from_logits
-                 else ops.log(clip_probabilities(h, _EPS)))
+                 else ops.log(clip_probabilities(at_least_float32(h), _EPS)))
         safe, mask = split_padding(labels)
         # one-hot as a comparison with arange (Keras' torch one_hot copies a host 0 every call)
         hit = ops.equal(ops.expand_dims(safe, -1), ops.arange(c, dtype="int32"))
