@@ -30,7 +30,7 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "checked_finite", "checked_annotator_features",
            "concrete_values", "concrete_targets", "checked_codes", "ChecksIdsAtEntry",
            "checked_ids_shape",
-           "integer_ids"]
+           "integer_codes", "integer_ids"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -663,22 +663,30 @@ def checked_codes(values: Any, bound: Optional[int], what: str, argument: str,
     return a.astype(np.int32)
 
 
-def integer_ids(inputs: Any, ids: Any) -> Any:
-    """``inputs`` with floating annotator ``ids`` (a ``keras.Input`` of the default dtype, a
-    float array) cast to int32 before Keras' ``Layer.__call__`` sees them: under a mixed
-    policy it casts every floating input to the compute dtype, and bfloat16 rounds ids above
-    256 (float16 above 2048) to other annotators' ids, silently or past the table's end.
-    Symbolic inputs (a functional model being built) pass unchanged: the model calls the
-    layer again on tensors."""
-    if ids is None or isinstance(ids, keras.KerasTensor) or \
-            not isinstance(inputs, (list, tuple)):
-        return inputs
-    dtype = getattr(ids, "dtype", None)
+def integer_codes(codes: Any) -> Any:
+    """Floating integer ``codes`` (annotator ids or instance indices from a ``keras.Input`` of
+    the default dtype, a float array) as int32, before Keras' ``Layer.__call__`` sees them:
+    under a mixed policy it casts every floating input to the compute dtype, and bfloat16
+    rounds codes above 256 (float16 above 2048) to other codes, silently or past the table's
+    end. Other codes, and symbolic ones (a functional model being built: the model calls
+    the layer again on tensors), pass unchanged."""
+    if codes is None or isinstance(codes, keras.KerasTensor):
+        return codes
+    dtype = getattr(codes, "dtype", None)
     if dtype is None:
-        dtype = np.asarray(ids).dtype
+        dtype = np.asarray(codes).dtype
     if not keras.backend.is_float_dtype(keras.backend.standardize_dtype(dtype)):
+        return codes
+    return ops.cast(codes, "int32")
+
+
+def integer_ids(inputs: Any, ids: Any) -> Any:
+    """``inputs`` (a list) with its annotator ``ids`` as :func:`integer_codes`."""
+    if ids is None or not isinstance(inputs, (list, tuple)):
         return inputs
-    as_int = ops.cast(ids, "int32")
+    as_int = integer_codes(ids)
+    if as_int is ids:
+        return inputs
     return type(inputs)(as_int if x is ids else x for x in inputs)
 
 

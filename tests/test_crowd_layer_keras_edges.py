@@ -39,7 +39,8 @@ MIXED = textwrap.dedent('''
     import keras
     from keras import ops
     from crowd_keras._keras_utils import with_keras_mask
-    from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer
+    from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer, DifficultyCompetence
+    from crowd_keras.lia.layers import InstanceEmbedding
     from crowd_keras.losses import MaskedMultiMSE
 
     backend = keras.backend.backend()
@@ -65,6 +66,24 @@ MIXED = textwrap.dedent('''
             got = got[..., 0] if got.ndim == 3 else got
             np.testing.assert_array_equal(got, ids % 7, err_msg=type(layer).__name__)
 
+    # float instance indices (LIA's feature-free input) met the same cast: row 256 for 257
+    # (JAX, silently) or a gather past the table (TensorFlow); Keras' Embedding reads 257
+    index = np.array([257, 301, 513, 599])
+    emb = InstanceEmbedding(n, 1, dtype="mixed_bfloat16")
+    emb(index)
+    emb.set_weights([marks[:, None]])
+    index_in = keras.Input((1,))                                            # float indices
+    for out in (emb(index.astype("float32")),
+                keras.Model(index_in, emb(index_in)).predict(index[:, None].astype("float32"),
+                                                              verbose=0)):
+        got = ops.convert_to_numpy(ops.cast(out, "float32")).ravel()
+        np.testing.assert_array_equal(got, index % 7, err_msg="InstanceEmbedding")
+    lia = DifficultyCompetence(3, num_annotators=2, num_instances=n, dtype="mixed_bfloat16")
+    slots = np.zeros((4, 1), "int32")
+    as_float, as_int = (ops.convert_to_numpy(ops.cast(lia([i, slots]), "float32"))
+                        for i in (index.astype("float32"), index.astype("int32")))
+    np.testing.assert_array_equal(as_float, as_int, err_msg="DifficultyCompetence")
+
     # 2. regression targets under a Keras mask and float16 predictions: the targets were cast
     # to float16 (1000.3 -> 1000, 70000 -> inf) before the loss's float32
     mask = ops.convert_to_tensor(np.array([[True, False]]))
@@ -81,7 +100,8 @@ MIXED = textwrap.dedent('''
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_float_ids_and_float_targets_keep_their_values_under_mixed_precision(backend):
-    """The layers' dtype policy, not the global one: this process's backend runs it here."""
+    """The layers' dtype policy, not the global one: this process's backend runs it here.
+    Annotator ids and instance indices that come as floats are read as integers."""
     if backend == keras.backend.backend():
         exec(MIXED, {})  # noqa: S102 - the script the other backends run
         return

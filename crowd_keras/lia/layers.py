@@ -40,7 +40,8 @@ from keras import ops
 from .._keras_utils import (ChecksIdsAtEntry, at_least_float32, batch_size_on_device,
                             checked_annotator_features, checked_bool, checked_codes, checked_int,
                             concrete_values, clip_probabilities, gather_annotators,
-                            gather_rows, is_shape_list, softmax, split_pair, split_padding)
+                            gather_rows, integer_codes, is_shape_list, softmax, split_pair,
+                            split_padding)
 from ..errors import CrowdDataError
 from .model import eq1
 
@@ -114,7 +115,9 @@ class InstanceEmbedding(keras.layers.Layer):
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         check_instance_indices(inputs, self.input_dim, "InstanceEmbedding inputs", "input_dim")
-        return super().__call__(inputs, *args, **kwargs)
+        # float indices as int32 first, as Keras' Embedding takes them (not autocast: bfloat16
+        # read row 256 for 257)
+        return super().__call__(integer_codes(inputs), *args, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         rows = gather_rows(self.embeddings, ops.cast(inputs, "int32"))
@@ -210,6 +213,12 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
             instance = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
             check_instance_indices(instance, self.num_instances,
                                    "DifficultyCompetence instance indices", "num_instances")
+            # float indices as int32 before Keras' autocast (see integer_codes)
+            as_int = integer_codes(instance)
+            if isinstance(inputs, (list, tuple)):
+                inputs = type(inputs)([as_int, *inputs[1:]])
+            else:
+                inputs = as_int
         return super().__call__(inputs, *args, **kwargs)
 
     @property
