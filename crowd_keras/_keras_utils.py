@@ -25,10 +25,12 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "scalar_like", "known_shape", "known_rank",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
+           "at_least_float32", "floored_log",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
-           "concrete_values", "checked_codes", "ChecksIdsAtEntry", "checked_ids_shape",
-           "integer_ids"]
+           "concrete_values", "concrete_targets", "checked_codes", "ChecksIdsAtEntry",
+           "checked_ids_shape",
+           "integer_codes", "integer_ids"]
 
 try:  # the one place that reads and sets the mask Keras attaches to a tensor (no public API)
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -344,6 +346,24 @@ def floor_at(x: Any, value: float) -> Any:
     return ops.maximum(x, scalar_like(x, value))
 
 
+def at_least_float32(x: Any) -> Any:
+    """``x`` in float32 when it is a half-precision float (float32 and float64 stay).
+
+    Under a mixed policy some steps need float32's range, as Keras' losses compute in
+    float32: in float16 a floor such as 10⁻⁷ or 10⁻¹² is subnormal or 0, squares overflow,
+    and the gradient of a log at its floor (1/10⁻⁷) is infinite, so that the floor's zero
+    gradient times it is NaN."""
+    if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16"):
+        return ops.cast(x, "float32")
+    return x
+
+
+def floored_log(p: Any, eps: float) -> Any:
+    """``log(max(p, eps))`` computed at least in float32 (:func:`at_least_float32`: in
+    float16 the gradient of a probability under the floor was NaN), in ``p``'s dtype."""
+    return ops.cast(ops.log(floor_at(at_least_float32(p), eps)), p.dtype)
+
+
 def clip_probabilities(p: Any, eps: float) -> Any:
     """``clip(p, eps, 1)``, without host copies of the bounds (:func:`scalar_like`)."""
     return ops.clip(p, scalar_like(p, eps), scalar_like(p, 1.0))
@@ -534,6 +554,53 @@ def concrete_values(x: Any) -> Optional[np.ndarray]:
     return None
 
 
+def _readable_mask(mask: Any) -> Optional[np.ndarray]:
+    """A Keras mask's values when they can be read outside a compiled step: an eager
+    TensorFlow tensor (:func:`concrete_values`), a JAX array that is not a tracer, a torch
+    tensor outside ``torch.compile``; None otherwise."""
+    values = concrete_values(mask)
+    if values is not None:
+        return values
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        if isinstance(mask, jax.Array) and not isinstance(mask, jax.core.Tracer):
+            return np.asarray(mask)
+    elif backend == "torch":
+        import torch
+
+        if isinstance(mask, torch.Tensor) and not torch.compiler.is_compiling():
+            return mask.detach().cpu().numpy()
+    return None
+
+
+def concrete_targets(y_true: Any, mask: Any, missing: Any) -> Optional[np.ndarray]:
+    """The values of targets that enter as data (:func:`concrete_values`), with the steps a
+    Keras ``mask`` (a prefix of their shape) marks False set to ``missing``: what a masked
+    loss or metric sees after :func:`hide_masked_steps`, for its data checks. None when the
+    targets are not data, or the mask cannot be read (:func:`_readable_mask`).
+
+    Why: checked after ``hide_masked_steps`` (a backend tensor, which ``concrete_values``
+    reads on TensorFlow only), a masked batch's targets went unchecked on JAX and torch (a
+    label past the classes gave a wrong loss or NaN); checked before it, the targets of
+    padded steps, which count as missing, were refused (a tagger's -100 padding).
+    """
+    values = concrete_values(y_true)
+    if values is None or mask is None:
+        return values
+    keep = _readable_mask(mask)
+    if keep is None:
+        return None
+    if keep.shape != values.shape[:keep.ndim]:   # hide_masked_steps names the mismatch
+        return None
+    keep = keep.astype(bool)
+    keep = keep.reshape(keep.shape + (1,) * (values.ndim - keep.ndim))
+    if isinstance(missing, float):   # NaN (a missing answer) or 0.0 (no label count)
+        values = values.astype(np.result_type(values.dtype, np.float32))
+    return np.where(keep, values, np.asarray(missing, dtype=values.dtype))
+
+
 def checked_answers(values: np.ndarray, argument: str) -> np.ndarray:
     """Real-valued answers (regression targets) as given, else
     :class:`~crowd_keras.CrowdDataError` naming the argument, the position and the value
@@ -596,22 +663,30 @@ def checked_codes(values: Any, bound: Optional[int], what: str, argument: str,
     return a.astype(np.int32)
 
 
-def integer_ids(inputs: Any, ids: Any) -> Any:
-    """``inputs`` with floating annotator ``ids`` (a ``keras.Input`` of the default dtype, a
-    float array) cast to int32 before Keras' ``Layer.__call__`` sees them: under a mixed
-    policy it casts every floating input to the compute dtype, and bfloat16 rounds ids above
-    256 (float16 above 2048) to other annotators' ids, silently or past the table's end.
-    Symbolic inputs (a functional model being built) pass unchanged: the model calls the
-    layer again on tensors."""
-    if ids is None or isinstance(ids, keras.KerasTensor) or \
-            not isinstance(inputs, (list, tuple)):
-        return inputs
-    dtype = getattr(ids, "dtype", None)
+def integer_codes(codes: Any) -> Any:
+    """Floating integer ``codes`` (annotator ids or instance indices from a ``keras.Input`` of
+    the default dtype, a float array) as int32, before Keras' ``Layer.__call__`` sees them:
+    under a mixed policy it casts every floating input to the compute dtype, and bfloat16
+    rounds codes above 256 (float16 above 2048) to other codes, silently or past the table's
+    end. Other codes, and symbolic ones (a functional model being built: the model calls
+    the layer again on tensors), pass unchanged."""
+    if codes is None or isinstance(codes, keras.KerasTensor):
+        return codes
+    dtype = getattr(codes, "dtype", None)
     if dtype is None:
-        dtype = np.asarray(ids).dtype
+        dtype = np.asarray(codes).dtype
     if not keras.backend.is_float_dtype(keras.backend.standardize_dtype(dtype)):
+        return codes
+    return ops.cast(codes, "int32")
+
+
+def integer_ids(inputs: Any, ids: Any) -> Any:
+    """``inputs`` (a list) with its annotator ``ids`` as :func:`integer_codes`."""
+    if ids is None or not isinstance(inputs, (list, tuple)):
         return inputs
-    as_int = ops.cast(ids, "int32")
+    as_int = integer_codes(ids)
+    if as_int is ids:
+        return inputs
     return type(inputs)(as_int if x is ids else x for x in inputs)
 
 

@@ -41,8 +41,8 @@ import keras
 from keras import ops
 
 from ._keras_utils import (KeepsLossDtype, checked_bool,
-                           checked_answers, checked_codes, clip_probabilities, concrete_values,
-                           hide_masked_steps, keras_mask, known_rank, known_shape,
+                           checked_answers, checked_codes, clip_probabilities, concrete_targets,
+                           concrete_values, hide_masked_steps, keras_mask, known_rank, known_shape,
                            observed_mean, observed_mean_of_all, reduced_per_item,
                            scaled_for_replicas, split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
@@ -74,9 +74,12 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         mask = keras_mask(y_pred)
+        # targets given as data, their masked steps missing (those may hold anything): read
+        # before hide_masked_steps makes them a tensor that only TensorFlow's check reads
+        data = concrete_targets(y_true, mask, self._missing)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
-        self.check_targets(y_true, y_pred)   # after: a masked step's targets may hold anything
+        self.check_targets(y_true if data is None else data, y_pred)
         if sample_weight is not None and known_rank(sample_weight) == 0:
             # one weight for the batch, as Keras' own losses take it: every item's
             sample_weight = ops.full(ops.shape(y_true)[:1], sample_weight, dtype=self.dtype)

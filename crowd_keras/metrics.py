@@ -15,7 +15,7 @@ from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from ._keras_utils import checked_codes, concrete_values, hide_masked_steps, keras_mask
+from ._keras_utils import checked_codes, concrete_targets, hide_masked_steps, keras_mask
 
 __all__ = ["MaskedMultiAccuracy"]
 
@@ -54,8 +54,10 @@ class MaskedMultiAccuracy(keras.metrics.Metric):
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
         mask = keras_mask(y_pred)
         y_pred = ops.convert_to_tensor(y_pred)
-        concrete = concrete_values(y_true)
-        if concrete is not None:   # as the masked losses: a label >= K counted as a miss
+        # as the masked losses: a label >= K counted as a miss; a masked step's label is
+        # missing, whatever it holds
+        concrete = concrete_targets(y_true, mask, -1)
+        if concrete is not None:
             checked_codes(concrete, y_pred.shape[-1], "label", f"{self.name} y_true", "classes")
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, -1)

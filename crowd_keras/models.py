@@ -46,8 +46,8 @@ import numpy as np
 from keras import ops
 
 from ._keras_utils import (checked_answers, checked_bool, checked_codes, checked_int,
-                           concrete_values, floor_at, keras_mask, n_rows, softmax_logits,
-                           with_keras_mask)
+                           concrete_values, floor_at, floored_log, keras_mask, n_rows,
+                           softmax_logits, with_keras_mask)
 from .annotations import Annotations
 from .arguments import check_count
 from .callbacks import TruthValidation
@@ -206,7 +206,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         # Warm-up: the identity noise model, log p(y|x) for every annotator slot; the
         # multiplication by 0 also gives the noise layer a zero gradient.
         if log_p is None:
-            log_p = ops.log_softmax(ops.log(floor_at(out, 1e-7)), axis=-1)
+            log_p = ops.log_softmax(floored_log(out, 1e-7), axis=-1)
         identity = ops.broadcast_to(ops.expand_dims(ops.cast(log_p, noisy.dtype), -2),
                                     ops.shape(noisy))
         on = ops.cast(self.noise_on, noisy.dtype)

@@ -39,7 +39,8 @@ MIXED = textwrap.dedent('''
     import keras
     from keras import ops
     from crowd_keras._keras_utils import with_keras_mask
-    from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer
+    from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer, DifficultyCompetence
+    from crowd_keras.lia.layers import InstanceEmbedding
     from crowd_keras.losses import MaskedMultiMSE
 
     backend = keras.backend.backend()
@@ -65,6 +66,24 @@ MIXED = textwrap.dedent('''
             got = got[..., 0] if got.ndim == 3 else got
             np.testing.assert_array_equal(got, ids % 7, err_msg=type(layer).__name__)
 
+    # float instance indices (LIA's feature-free input) met the same cast: row 256 for 257
+    # (JAX, silently) or a gather past the table (TensorFlow); Keras' Embedding reads 257
+    index = np.array([257, 301, 513, 599])
+    emb = InstanceEmbedding(n, 1, dtype="mixed_bfloat16")
+    emb(index)
+    emb.set_weights([marks[:, None]])
+    index_in = keras.Input((1,))                                            # float indices
+    for out in (emb(index.astype("float32")),
+                keras.Model(index_in, emb(index_in)).predict(index[:, None].astype("float32"),
+                                                              verbose=0)):
+        got = ops.convert_to_numpy(ops.cast(out, "float32")).ravel()
+        np.testing.assert_array_equal(got, index % 7, err_msg="InstanceEmbedding")
+    lia = DifficultyCompetence(3, num_annotators=2, num_instances=n, dtype="mixed_bfloat16")
+    slots = np.zeros((4, 1), "int32")
+    as_float, as_int = (ops.convert_to_numpy(ops.cast(lia([i, slots]), "float32"))
+                        for i in (index.astype("float32"), index.astype("int32")))
+    np.testing.assert_array_equal(as_float, as_int, err_msg="DifficultyCompetence")
+
     # 2. regression targets under a Keras mask and float16 predictions: the targets were cast
     # to float16 (1000.3 -> 1000, 70000 -> inf) before the loss's float32
     mask = ops.convert_to_tensor(np.array([[True, False]]))
@@ -81,12 +100,79 @@ MIXED = textwrap.dedent('''
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_float_ids_and_float_targets_keep_their_values_under_mixed_precision(backend):
-    """The layers' dtype policy, not the global one: this process's backend runs it here."""
+    """The layers' dtype policy, not the global one: this process's backend runs it here.
+    Annotator ids and instance indices that come as floats are read as integers."""
     if backend == keras.backend.backend():
         exec(MIXED, {})  # noqa: S102 - the script the other backends run
         return
     require_module(backend)
     assert f"OK mixed {backend}" in _run(MIXED, KERAS_BACKEND=backend)
+
+
+MASKED_DATA = textwrap.dedent("""
+    import numpy as np
+    import keras
+    import pytest
+    from keras import ops
+    from crowd_keras import CrowdDataError
+    from crowd_keras._keras_utils import with_keras_mask
+    from crowd_keras.losses import LabelCountCrossEntropy, MaskedMultiCrossEntropy, MaskedMultiMSE
+    from crowd_keras.metrics import MaskedMultiAccuracy
+
+    backend = keras.backend.backend()
+    # two sequences of 3 steps, the last step of the first one padding; 2 slots, 3 classes
+    mask = ops.convert_to_tensor(np.array([[True, True, False], [True, True, True]]))
+    logits = np.random.default_rng(0).normal(size=(2, 3, 2, 3)).astype("float32")
+    pred = lambda: with_keras_mask(ops.convert_to_tensor(logits), mask)
+
+    # 1. a padded step's labels are missing whatever they hold (a tagger's -100): the metric
+    # refused them (checked before the mask), the loss took them
+    y = np.array([[[0, 1], [2, -1], [-100, -100]], [[1, 1], [0, 2], [2, 0]]])
+    missing = np.where(y == -100, -1, y)
+    for loss_or_metric in (MaskedMultiCrossEntropy, MaskedMultiAccuracy):
+        def value(labels):
+            obj = loss_or_metric()
+            if loss_or_metric is MaskedMultiAccuracy:
+                obj.update_state(labels, pred())
+                return float(obj.result())
+            return float(obj(labels, pred()))
+        assert value(y) == pytest.approx(value(missing)), loss_or_metric.__name__
+
+    # 2. a bad target on a real step of a masked batch given as data: checked on every backend
+    # (on JAX and torch it went unchecked: a wrong loss, NaN or a raw IndexError)
+    bad = missing.copy(); bad[1, 2, 0] = 7
+    for make in (MaskedMultiCrossEntropy, lambda: MaskedMultiCrossEntropy(from_logits=False)):
+        with pytest.raises(CrowdDataError, match=r"label 7 at \\(1, 2, 0\\)"):
+            make()(bad, pred())
+    with pytest.raises(CrowdDataError, match=r"label 7 at \\(1, 2, 0\\)"):
+        MaskedMultiAccuracy().update_state(bad, pred())
+    answers = np.where(missing >= 0, missing, np.nan).astype("float32")
+    answers[0, 2, 0] = np.inf                                   # padding: ignored
+    masked_answers = with_keras_mask(ops.convert_to_tensor(logits[..., 0]), mask)
+    assert np.isfinite(float(MaskedMultiMSE()(answers, masked_answers)))
+    answers[1, 2, 1] = np.inf
+    with pytest.raises(CrowdDataError, match=r"answer inf at \\(1, 2, 1\\)"):
+        MaskedMultiMSE()(answers, masked_answers)
+    counts = np.ones((2, 3, 3), "float32")
+    counts[0, 2, 0] = -1.0                                      # padding: ignored
+    probs = with_keras_mask(ops.softmax(ops.convert_to_tensor(logits[:, :, 0])), mask)
+    assert np.isfinite(float(LabelCountCrossEntropy()(counts, probs)))
+    counts[1, 0, 2] = -1.0
+    with pytest.raises(CrowdDataError, match=r"label count -1.0 at \\(1, 0, 2\\)"):
+        LabelCountCrossEntropy()(counts, probs)
+    print("OK masked data", backend)
+""")
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_targets_given_as_data_are_checked_on_the_real_steps_of_a_masked_batch(backend):
+    """Padded steps' targets are missing, whatever they hold; the real steps' are checked on
+    every backend (the check read the masked targets' tensor, on TensorFlow only)."""
+    if backend == keras.backend.backend():
+        exec(MASKED_DATA, {})  # noqa: S102 - the script the other backends run
+        return
+    require_module(backend)
+    assert f"OK masked data {backend}" in _run(MASKED_DATA, KERAS_BACKEND=backend)
 
 
 # ----------------------------------------------------------------------------- saving

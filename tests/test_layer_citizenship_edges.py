@@ -10,6 +10,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from conftest import require_module, subprocess_env
 
 from crowd_keras.layers import (AnnotatorGate, CommonNoiseAdaptation, CrowdLayer,
                                 CrowdRegressionLayer, DifficultyCompetence, MixtureOfGroups)
@@ -361,3 +362,69 @@ def test_targets_of_masked_steps_may_hold_anything_as_documented():
     bad[0, 0, 0] = -100
     with pytest.raises(CrowdDataError, match=r"label -100 at \(0, 0, 0\) is below -1"):
         MaskedMultiCrossEntropy()(bad, with_keras_mask(tf.constant(logits), tf.constant(mask)))
+
+
+# ----------------------------------------------------------------------------- mixed precision
+FLOAT16_FLOORS = textwrap.dedent("""
+    import numpy as np
+    import keras
+    from keras import ops
+    from crowd_keras.layers import CrowdLayer, DifficultyCompetence, MixtureOfGroups
+    from crowd_keras.lia.layers import AnnotationLogLikelihoods
+    from crowd_keras.lia.losses import ExpectedCompleteNLL
+    from crowd_keras.losses import MaskedMultiCrossEntropy
+    from crowd_keras.models import CrowdModel
+
+    backend = keras.backend.backend()
+    K, F16 = 3, "mixed_float16"
+    x = np.array([[30.0, 0.0, 0.0]], "float32")       # a sure classifier: class 0, p = (1, 0, 0)
+    ids, y = np.array([[0, 1]], "int32"), np.array([[0, 2]], "int32")   # annotator 1 says 2
+    sure = dict(kernel_initializer="identity", bias_initializer="zeros", dtype=F16)
+
+    def finite_after_a_step(model, inputs, targets, loss):
+        model.compile(keras.optimizers.SGD(0.1), loss)
+        value = float(model.train_on_batch(inputs, targets))
+        weights = [ops.convert_to_numpy(ops.cast(w, "float32")) for w in model.weights]
+        return np.isfinite(value) and all(np.isfinite(w).all() for w in weights)
+
+    # 1. mixture of groups: annotator 1's label has probability 0 in float16 (under the floor)
+    x_in, ids_in = keras.Input((K,)), keras.Input((2,), dtype="int32")
+    mog = MixtureOfGroups(1, K, num_annotators=2, dtype=F16)
+    model = keras.Model([x_in, ids_in],
+                        mog([keras.layers.Dense(K, activation="softmax", **sure)(x_in), ids_in]))
+    mog.confusion_logits.assign(np.where(np.eye(K), 0.0, -30.0)[None].astype("float32"))
+    assert finite_after_a_step(model, [x, ids], y, MaskedMultiCrossEntropy()), "mixture of groups"
+
+    # 2. CrowdModel's warm-up: the classifier's probability of annotator 1's label is 0
+    clf = keras.Sequential([keras.Input((K,)), keras.layers.Dense(K, activation="softmax", **sure)])
+    model = CrowdModel(clf, CrowdLayer(2, dtype=F16))
+    model({"x": x, "annotator_ids": ids})
+    model.noise_on.assign(0.0)                                   # the warm-up's bypass
+    assert finite_after_a_step(model, {"x": x, "annotator_ids": ids}, y, None), "warm-up"
+
+    # 3. LIA: the classifier gives 0 to a class the E-step's posterior keeps
+    x_in, ids_in, y_in = (keras.Input((K,)), keras.Input((2,), dtype="int32"),
+                          keras.Input((2,), dtype="int32"))
+    h = keras.layers.Dense(K, activation="softmax", **sure)(x_in)
+    log_q = DifficultyCompetence(K, num_annotators=2, output_mode="log_probs",
+                                 dtype=F16)([x_in, ids_in])
+    model = keras.Model([x_in, ids_in, y_in], AnnotationLogLikelihoods(dtype=F16)([h, log_q, y_in]))
+    posterior = np.array([[0.5, 0.0, 0.5]], "float32")
+    assert finite_after_a_step(model, [x, ids, y], posterior, ExpectedCompleteNLL()), "LIA"
+    print("OK float16 floors", backend)
+""")
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_a_probability_of_0_in_float16_trains_without_nan_weights(backend):
+    """Under mixed_float16 a log's floor (1e-7) is a float16 subnormal and the log's gradient
+    there (1 / 1e-7) infinite: where a label's probability was 0, JAX's max (a product with
+    the floor's zero gradient, 0 · inf) made every weight NaN after one step. The logs are
+    taken in float32, as Keras' losses take theirs."""
+    if backend == keras.backend.backend():
+        exec(FLOAT16_FLOORS, {})  # noqa: S102 - the script the other backends run
+        return
+    require_module(backend)
+    done = subprocess.run([sys.executable, "-c", FLOAT16_FLOORS], cwd=ROOT, capture_output=True,
+                          text=True, env=subprocess_env(KERAS_BACKEND=backend), timeout=300)
+    assert f"OK float16 floors {backend}" in done.stdout, done.stdout + done.stderr[-3000:]

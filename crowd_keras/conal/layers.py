@@ -23,6 +23,7 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator_matrices,
+                            at_least_float32,
                             checked_annotator_features, checked_codes, checked_finite,
                             checked_ids_shape, checked_int, checked_noise_scale,
                             concrete_values, floor_at, gather_annotators, identity_initializer,
@@ -31,24 +32,16 @@ from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
 
-def _at_least_float32(x: Any) -> Any:
-    """``x`` in float32 when it is a half-precision float (float64 stays): in float16 the
-    norms' floor 10⁻¹² is 0 (a zero vector's ``0 · ∞`` is NaN) and the squares overflow."""
-    if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16"):
-        return ops.cast(x, "float32")
-    return x
-
-
 def _inverse_norm(x: Any) -> Any:
     """``1 / ‖x‖`` over the last axis (``x (..., e)`` → ``(...)``), at least in float32, the
     squared norm floored at 10⁻¹² (a zero vector stays finite)."""
-    x = _at_least_float32(x)
+    x = at_least_float32(x)
     return ops.rsqrt(floor_at(ops.sum(ops.square(x), axis=-1), 1e-12))
 
 
 def _l2_normalize(x: Any) -> Any:
     """``x̂ = x / ‖x‖`` over the last axis, at least in float32 (:func:`_inverse_norm`)."""
-    x = _at_least_float32(x)
+    x = at_least_float32(x)
     return x * ops.expand_dims(_inverse_norm(x), -1)
 
 
@@ -163,8 +156,8 @@ class AnnotatorGate(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         indexed = isinstance(inputs, (list, tuple))
         x = inputs[0] if indexed else inputs
         v = ops.matmul(x, self.instance_kernel) + self.instance_bias              # (b, [t,] e)
-        # the cosine û·v̂ at least in float32 (see _at_least_float32), ω in the compute dtype
-        out_dtype, v = v.dtype, _at_least_float32(v)
+        # the cosine û·v̂ at least in float32 (see at_least_float32), ω in the compute dtype
+        out_dtype, v = v.dtype, at_least_float32(v)
         if not indexed:
             u = self.annotator_embeddings()                                      # (A, e)
             logits = ops.matmul(_l2_normalize(v), ops.transpose(ops.cast(u, v.dtype)))

@@ -37,10 +37,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (ChecksIdsAtEntry, batch_size_on_device, checked_annotator_features,
-                            checked_bool, checked_codes, checked_int, concrete_values,
-                            clip_probabilities, gather_annotators,
-                            gather_rows, is_shape_list, softmax, split_pair, split_padding)
+from .._keras_utils import (ChecksIdsAtEntry, at_least_float32, batch_size_on_device,
+                            checked_annotator_features, checked_bool, checked_codes, checked_int,
+                            concrete_values, clip_probabilities, gather_annotators,
+                            gather_rows, integer_codes, is_shape_list, softmax, split_pair,
+                            split_padding)
 from ..errors import CrowdDataError
 from .model import eq1
 
@@ -114,7 +115,9 @@ class InstanceEmbedding(keras.layers.Layer):
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         check_instance_indices(inputs, self.input_dim, "InstanceEmbedding inputs", "input_dim")
-        return super().__call__(inputs, *args, **kwargs)
+        # float indices as int32 first, as Keras' Embedding takes them (not autocast: bfloat16
+        # read row 256 for 257)
+        return super().__call__(integer_codes(inputs), *args, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         rows = gather_rows(self.embeddings, ops.cast(inputs, "int32"))
@@ -210,6 +213,12 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
             instance = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
             check_instance_indices(instance, self.num_instances,
                                    "DifficultyCompetence instance indices", "num_instances")
+            # float indices as int32 before Keras' autocast (see integer_codes)
+            as_int = integer_codes(instance)
+            if isinstance(inputs, (list, tuple)):
+                inputs = type(inputs)([as_int, *inputs[1:]])
+            else:
+                inputs = as_int
         return super().__call__(inputs, *args, **kwargs)
 
     @property
@@ -444,8 +453,10 @@ class AnnotationLogLikelihoods(keras.layers.Layer):
     def call(self, inputs: Any) -> Any:
         h, log_q, labels = inputs
         c = log_q.shape[-1]
+        # the log at least in float32 (at_least_float32: in float16 a class under the clip
+        # got a NaN gradient)
         log_h = (ops.log_softmax(h, axis=-1) if self.from_logits
-                 else ops.log(clip_probabilities(h, _EPS)))
+                 else ops.log(clip_probabilities(at_least_float32(h), _EPS)))
         safe, mask = split_padding(labels)
         # one-hot as a comparison with arange (Keras' torch one_hot copies a host 0 every call)
         hit = ops.equal(ops.expand_dims(safe, -1), ops.arange(c, dtype="int32"))

@@ -31,7 +31,7 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, batched_vector_matrix,
-                            checked_finite, checked_int, floor_at, gather_annotators,
+                            checked_finite, checked_int, floored_log, gather_annotators,
                             is_shape_list, softmax, split_pair)
 
 __all__ = ["MixtureOfGroups", "default_group_accuracies"]
@@ -168,7 +168,9 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
                 chosen = ops.expand_dims(chosen, 1)                      # (batch, 1, k, M)
             # Σ_m chosen[.., k, m] per_group[.., m, j]: (batch, [time,] k, K)
             out = batched_vector_matrix(chosen, ops.expand_dims(per_group, -3))
-        return ops.log(floor_at(out, self.epsilon))
+        # at least in float32: in float16 the floor is subnormal and the log's gradient there
+        # infinite (NaN gradients once a label's probability falls under it)
+        return floored_log(out, self.epsilon)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if is_shape_list(input_shape):

@@ -19,8 +19,8 @@ import numpy as np
 from keras import ops
 
 from .._keras_utils import (KeepsLossDtype, checked_bool, clip_probabilities,
-                            concrete_values, hide_masked_steps, keras_mask, known_rank,
-                            known_shape, observed_mean, reduced_per_item)
+                            concrete_targets, concrete_values, hide_masked_steps, keras_mask,
+                            known_rank, known_shape, observed_mean, reduced_per_item)
 from ..errors import CrowdDataError
 
 __all__ = ["LabelCountCrossEntropy"]
@@ -68,9 +68,12 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
         # a masked step is an unlabelled item: Keras' own weighting by the mask would keep the
         # masked steps' counts in the number of labelled items that scales the mean
         mask = keras_mask(y_pred)
+        # counts given as data, a masked step's zero (it may hold anything): read before
+        # hide_masked_steps makes them a tensor that only TensorFlow's check reads
+        data = concrete_targets(y_true, mask, 0.0)
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, 0.0)
-        _check_counts(y_true, self.name)   # after: a masked step's counts may hold anything
+        _check_counts(y_true if data is None else data, self.name)
         if sample_weight is not None and known_rank(y_true) == 3 \
                 and (known_shape(sample_weight) or (None, 1))[1:] not in ((), (1,)):
             # per step (batch, time): Keras' reduction of call()'s per-item values cannot take
