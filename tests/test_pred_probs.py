@@ -207,6 +207,32 @@ def test_a_frame_indexed_otherwise_than_by_item_id_says_how():
             p[:3], index=list("wxy")))
 
 
+
+def test_columns_that_are_not_the_classes_are_named():
+    """An extra or a missing column named the column count only; columns written as text of
+    which only some are class names (classes 1..3 in a CSV against 0..2) were read by
+    position, each class's probabilities under the next class."""
+    from crowd_keras import Annotations
+
+    wide = pd.DataFrame({"a": [0, 1, 2, 0], "b": [0, 1, np.nan, 2]}, index=list("wxyz"))
+    ann = Annotations.from_wide(wide)
+    p = pd.DataFrame(np.tile([0.6, 0.3, 0.1], (4, 1)), index=list("wxyz"))
+    with pytest.raises(CrowdDataError, match=r"4 columns, expected one per class .*: "
+                                             r"column\(s\) 'source' are not classes$"):
+        DawidSkene().fit(ann, pred_probs=p.assign(source=0.0))
+    with pytest.raises(CrowdDataError, match=r"2 columns, .*: no column for the class\(es\) 1$"):
+        DawidSkene().fit(ann, pred_probs=p[[0, 2]])
+    with pytest.raises(CrowdDataError, match=r"4 columns, .*Annotations\.from_wide\(frame, "
+                                             r"n_classes=4\)\)$"):
+        DawidSkene().fit(ann, pred_probs=pd.DataFrame(np.full((4, 4), 0.25), index=p.index))
+    shifted = p.set_axis(["1", "2", "3"], axis=1)
+    with pytest.raises(CrowdDataError, match=r"column\(s\) '3' are not classes of the "
+                                             r"annotations \[0, 1, 2\] \(no column for 0\)"):
+        DawidSkene().fit(ann, pred_probs=shifted)
+    with pytest.raises(CrowdDataError, match=r"column\(s\) 3 are not classes"):
+        DawidSkene().fit(ann, pred_probs=shifted.rename(columns=int))   # as before
+
+
 @pytest.mark.parametrize("model", [MajorityVote(), GLAD()])
 def test_models_without_the_prior_refuse_it(model, crowds):
     sim, good, _ = crowds[0]

@@ -95,6 +95,29 @@ def repeated_items_error(repeated: Sequence) -> CrowdDataError:
                           f"{_show(repeated)}")
 
 
+def _count_hint(columns: list, classes: list) -> str:
+    """Which columns of a frame with too many or too few columns are not classes, and which
+    classes have none (read by name, or as text: a frame read back from CSV); for columns
+    ``0..m-1``, m > K (a frame made from an array with a class nobody chose), how to read
+    the annotations with that class. Empty when no column is a class name."""
+    for known in (pd.Index(columns).isin(classes),
+                  pd.Index([str(c) for c in columns]).isin([str(c) for c in classes])):
+        if known.any():
+            break
+    else:
+        return ""
+    if columns == list(range(len(columns))) and len(columns) > len(classes):
+        return (f" (the annotations have {len(classes)} classes: a class nobody chose needs "
+                f"n_classes= or classes= when they are read, e.g. "
+                f"Annotations.from_wide(frame, n_classes={len(columns)}))")
+    unknown = [c for c, ok in zip(columns, known) if not ok]
+    named = {str(c) for c, ok in zip(columns, known) if ok}
+    absent = [c for c in classes if str(c) not in named]
+    parts = ([f"column(s) {_show(unknown)} are not classes"] if unknown else []) + \
+        ([f"no column for the class(es) {_show(absent)}"] if absent else [])
+    return f": {'; '.join(parts)}" if parts else ""
+
+
 def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     """(K,) the position in ``columns`` of each class, in class-code order.
 
@@ -107,7 +130,8 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
 
     Raises:
         CrowdDataError: not one column per class, or columns of which some are class names
-        and others are not (the unknown columns and the classes without a column are named).
+        (also as text) and others are not: the unknown columns and the classes without a
+        column are named.
     """
     columns, classes = [_plain(c) for c in columns], [_plain(c) for c in classes]
     coded = booleans_as_codes(columns, classes)
@@ -115,7 +139,7 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
         columns = [_plain(c) for c in coded]
     if len(columns) != len(classes):
         raise CrowdDataError(f"pred_probs: {len(columns)} columns, expected one per class "
-                             f"({len(classes)}: {classes})")
+                             f"({len(classes)}: {classes}){_count_hint(columns, classes)}")
     index = pd.Index(columns)
     if index.has_duplicates:
         raise CrowdDataError(f"pred_probs: columns repeated: "
@@ -130,11 +154,15 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
         alike = written.get_indexer([str(c) for c in classes])
         if not written.has_duplicates and (alike >= 0).all():
             return alike
+        if not written.has_duplicates and (alike >= 0).any():
+            # some written as class names, some not (classes 1..K against 0..K-1 in a CSV):
+            # an error, as for columns that are not text; by position they would shift
+            positions = alike
     if positional or not (positions >= 0).any():
         return np.arange(len(classes))
-    known = set(columns) & set(classes)
-    unknown = [c for c in columns if c not in known]
-    absent = [c for c in classes if c not in known]
+    found = set(positions[positions >= 0].tolist())
+    unknown = [c for i, c in enumerate(columns) if i not in found]
+    absent = [c for c, at in zip(classes, positions) if at < 0]
     raise CrowdDataError(f"pred_probs: column(s) {_show(unknown)} are not classes of the "
                          f"annotations {classes} (no column for {_show(absent)}); name one "
                          "column per class")
