@@ -256,6 +256,31 @@ def test_auto_passes_the_classifier_to_its_candidates(crowds):
     assert min(gains) > 0.03 and max(losses) < 0.02, (gains, losses)
 
 
+
+def test_auto_lets_the_classifier_speak_for_a_class_no_annotator_chose():
+    """The default target prior spreads over the classes something speaks for: with
+    pred_probs, the classifier's top classes too. It left them out, so items that the chosen
+    model gave a class no annotator chose (30 items without annotations, the classifier sure
+    of it) got another label, with a consensus quality of 0."""
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import AutoLabelModel
+
+    sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=2)
+    dense = sim.annotations.to_dense().astype(float)
+    dense[dense < 0] = np.nan
+    ann = Annotations.from_wide(pd.DataFrame(np.vstack([dense, np.full((30, 8), np.nan)])),
+                                n_classes=4)
+    y = np.r_[sim.y, np.full(30, 3)]
+    p = np.full((180, 4), 0.1 / 3)
+    p[np.arange(180), y] = 0.9
+    model = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann, pred_probs=p)
+    assert model.named_classes_.tolist() == [True] * 4
+    assert (model.predict()[150:] == 3).all()
+    assert (model.consensus_quality()[150:] > 0.5).all()
+    alone = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann)
+    assert alone.named_classes_.tolist() == [True, True, True, False]
+
 def test_quality_scores_count_the_classifier_the_fit_used(crowds):
     """The held-out consensus quality adds the fit's item log-prior (``item_log_prior_``):
     without the classifier's share it is far from the chance that the consensus is right."""

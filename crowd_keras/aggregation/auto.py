@@ -46,7 +46,7 @@ __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
            "pair_sums", "pair_buckets", "copying_pairs", "copy_weights", "SELECTION_EXPONENT",
            "MIN_COMMON_ITEMS", "PAIR_ANNOTATIONS", "TARGET_PRIORS",
-           "LEARNED_PRIOR", "GOLD_PRIOR", "gold_target", "under_target"]
+           "LEARNED_PRIOR", "GOLD_PRIOR", "gold_target", "named_classes", "under_target"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
@@ -319,6 +319,17 @@ def gold_bounds(sums: np.ndarray, n_gold: int, reference: int,
     return acc, bounds
 
 
+def named_classes(votes: np.ndarray, pred_probs: Optional[np.ndarray] = None) -> np.ndarray:
+    """(K,) bool: the classes something speaks for, those that some annotation names (``votes``
+    (K,) annotations per class) and, with a classifier's ``pred_probs`` (I, K), those that
+    are some item's most probable class (a class no annotator chose but the classifier finds
+    is a label the target prior must allow: :func:`gold_target`)."""
+    named = np.asarray(votes) > 0
+    if pred_probs is not None and len(pred_probs):
+        named = named | (np.bincount(np.argmax(pred_probs, axis=1), minlength=len(named)) > 0)
+    return named
+
+
 def gold_target(gold_counts: np.ndarray, named: Optional[np.ndarray] = None) -> np.ndarray:
     """(K,) the class mix to decide labels for, from ``gold_counts`` (K,) gold items per class:
     ``(n_k + 1) / (n + K)``, the posterior mean of the mix under a uniform Dirichlet prior
@@ -482,8 +493,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             of classes in the items the labels are judged on; gold is the user's sample of
             those items, so its mix moves the target toward the classes it holds.
             ``"uniform"``: every class alike, gold or not. Both spread the target over the
-            classes that some annotation or gold item names: a class no one named is never
-            the label (nothing speaks for it). ``"learned"`` (or None): the chosen
+            classes that some annotation or gold item names, or that a classifier's
+            ``pred_probs`` rank first for some item: a class nothing speaks for is never the
+            label. ``"learned"`` (or None): the chosen
             model's own class priors, which maximise the expected accuracy on items drawn
             like the crowd's (rare classes then need stronger evidence). A (K,) vector (in the
             annotations' class order) or a ``pandas.Series`` / dict keyed by class: that
@@ -509,7 +521,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         target_prior_applied_: whether ``posteriors_`` are under ``target_prior``;
         target_prior_: (K,) the target decided for (None: the learned prior);
         gold_class_counts_: (K,) gold items per class;
-        named_classes_: (K,) bool, the classes some annotation names.
+        named_classes_: (K,) bool, the classes some annotation names or the classifier
+            ranks first for some item (:func:`named_classes`).
     """
 
     accepts_gold = True
@@ -610,7 +623,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             raise CrowdDataError("no annotations to fit")
         # a wrong target fails before the fits
         self.target_prior_vector(ann.n_classes, classes=ann.classes)
-        self.named_classes_ = ann.annotator_label_counts().sum(axis=0) > 0
+        self.named_classes_ = named_classes(ann.annotator_label_counts().sum(axis=0),
+                                            pred_probs)
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:
