@@ -233,6 +233,29 @@ def test_columns_that_are_not_the_classes_are_named():
         DawidSkene().fit(ann, pred_probs=shifted.rename(columns=int))   # as before
 
 
+
+def test_a_bad_cell_of_a_frame_is_named_by_its_item_column_and_frame_row():
+    """In a frame aligned by id, a bad row was shown at its row in the annotations' item
+    order (another item's row of the frame), and text at a (row, column) of the frame with
+    its columns put in class order."""
+    from crowd_keras import Annotations
+
+    wide = pd.DataFrame({"a": [0, 1, 2, 0], "b": [0, 1, np.nan, 2]}, index=list("wxyz"))
+    ann = Annotations.from_wide(wide)
+    p = pd.DataFrame(np.tile([0.6, 0.3, 0.1], (4, 1)), index=list("zyxw"), columns=[2, 0, 1])
+    bad = p.copy()
+    bad.loc["x", 1] = np.nan
+    with pytest.raises(CrowdDataError, match=r"item 'x' \(row 2\) is NaN"):
+        DawidSkene().fit(ann, pred_probs=bad)
+    text = p.astype(object)
+    text.loc["x", 1] = "0.3"
+    with pytest.raises(CrowdDataError, match=r"^pred_probs of item 'x', column 1, must be a "
+                                             r"probability \(a number\), got str '0\.3'$"):
+        DawidSkene().fit(ann, pred_probs=text)
+    with pytest.raises(CrowdDataError, match=r"item 'x' \(row 1\) sum to 1\.5"):
+        DawidSkene().fit(ann, pred_probs=np.where(np.arange(4)[:, None] == 1, 0.5,
+                                                  p.to_numpy()))        # an array: its row
+
 @pytest.mark.parametrize("model", [MajorityVote(), GLAD()])
 def test_models_without_the_prior_refuse_it(model, crowds):
     sim, good, _ = crowds[0]

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import as_matrix, booleans_as_codes, numeric_matrix
+from ..codes import as_matrix, booleans_as_codes, number_cells, numeric_matrix
 from ..errors import CrowdDataError
 
 __all__ = ["check_pred_probs", "align_pred_probs", "class_columns", "check_rows",
@@ -250,16 +250,31 @@ def _align_frame(frame: pd.DataFrame, item_ids: np.ndarray, classes: Sequence) -
                              f"{_index_hint(frame.index, item_ids[pos < 0], len(item_ids))}")
     if len(frame) > len(item_ids):
         raise extra_items_error(frame.index[~frame.index.isin(item_ids)])
-    columns = class_columns(frame.columns, classes)
-    return _numbers(frame.iloc[:, columns])[pos]
+    part = frame.iloc[:, class_columns(frame.columns, classes)]
+    try:
+        return _numbers(part)[pos]
+    except CrowdDataError:
+        number, _, _ = number_cells(part.to_numpy(dtype=object))
+        if number.all():
+            raise
+        # by item id and column name: the frame's positions after the columns were put in
+        # class order named neither
+        r, c = np.unravel_index(int(np.argmax(~number)), number.shape)
+        value = part.iat[r, c]
+        raise CrowdDataError(f"pred_probs of item {_plain(part.index[r])!r}, column "
+                             f"{_plain(part.columns[c])!r}, must be a probability (a number), "
+                             f"got {type(value).__name__} {_plain(value)!r}") from None
 
 
 def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> np.ndarray:
     """(I, K) float64 class probabilities aligned with ``item_ids``, rows renormalised: the
     rules of :func:`check_pred_probs` for items ``item_ids`` (I,) and ``classes`` (K,)."""
     item_ids = np.asarray(item_ids)
+    rows = None
     if isinstance(pred_probs, pd.DataFrame):
         p = _align_frame(pred_probs, item_ids, classes)
+        # a row named by its position in the frame, not in the annotations' item order
+        rows = pred_probs.index.get_indexer(item_ids)
     elif isinstance(pred_probs, (dict, pd.Series, set, str, bytes)):
         raise CrowdDataError(f"pred_probs must be an (items, classes) array in the annotations' "
                              f"item order, or a pandas DataFrame indexed by item id; got a "
@@ -281,7 +296,7 @@ def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> 
             raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
                                  f"{(len(item_ids), len(classes))} in the annotations' item "
                                  f"order, got {p.shape}{hint}")
-    return check_rows(p, item_ids)
+    return check_rows(p, item_ids, rows)
 
 
 def check_pred_probs(pred_probs: Any, ann: Annotations) -> np.ndarray:
