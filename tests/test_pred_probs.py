@@ -303,6 +303,10 @@ def test_auto_lets_the_classifier_speak_for_a_class_no_annotator_chose():
     assert (model.consensus_quality()[150:] > 0.5).all()
     alone = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann)
     assert alone.named_classes_.tolist() == [True, True, True, False]
+    # a row whose top is shared (uniform: no evidence) speaks for no class
+    flat = np.where(np.arange(180)[:, None] < 150, p, 0.25)
+    tied = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann, pred_probs=flat)
+    assert tied.named_classes_.tolist() == [True, True, True, False]
 
 def test_quality_scores_count_the_classifier_the_fit_used(crowds):
     """The held-out consensus quality adds the fit's item log-prior (``item_log_prior_``):

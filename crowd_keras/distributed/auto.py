@@ -34,9 +34,10 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
-                                annotation_folds, annotator_weights, copy_weights, gold_sums,
-                                item_offsets, named_classes, pair_buckets, pair_sums,
-                                selection_done, selection_steps, under_target)
+                                annotation_folds, annotator_weights, classifier_top_counts,
+                                copy_weights, gold_sums, item_offsets, named_classes,
+                                pair_buckets, pair_sums, selection_done, selection_steps,
+                                under_target)
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..progress import progress_bar
@@ -81,11 +82,11 @@ def _gold_rows(block: Block) -> np.ndarray:
 
 
 def _classifier_top_counts(block: Block, k: int) -> np.ndarray:
-    """(K,) the block's items per class that the classifier (``pred_probs``) ranks first; 0
-    without a classifier (:func:`~crowd_keras.aggregation.auto.named_classes`)."""
-    if block.pred_probs is None or not len(block.pred_probs):
+    """(K,) the block's items per class that the classifier (``pred_probs``) ranks strictly
+    first (:func:`~crowd_keras.aggregation.auto.classifier_top_counts`); 0 without one."""
+    if block.pred_probs is None:
         return np.zeros(k, dtype=np.int64)
-    return np.bincount(np.argmax(block.pred_probs, axis=1), minlength=k)
+    return classifier_top_counts(block.pred_probs)
 
 
 def _gold_fold_counts(block: Block, n_folds: int, seed: int, k: int) -> np.ndarray:
