@@ -69,7 +69,8 @@ def _check_classes(classes: Optional[Sequence], labels: Any) -> None:
     if classes is None:
         return
     if isinstance(labels, LabelModel):
-        labels._check_fitted()
+        if not hasattr(labels, "annotations_"):
+            return                      # not fitted: its predict() says so
         labels = labels.annotations_
     if not np.array_equal(ids_array(classes), np.asarray(labels.classes)):
         raise CrowdDataError(f"classes {show(ids_array(classes).tolist())} are not the "
