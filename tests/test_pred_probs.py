@@ -234,6 +234,22 @@ def test_columns_that_are_not_the_classes_are_named():
 
 
 
+
+def test_one_probability_per_item_of_two_classes_says_to_give_both():
+    # a sigmoid's P(class 1), the usual binary output, met a bare shape or count error
+    from crowd_keras import Annotations
+
+    ann = Annotations.from_wide(pd.DataFrame({"a": [0, 1, 1, 0], "b": [0, 1, np.nan, 1]},
+                                             index=list("wxyz")))
+    p = np.array([0.1, 0.9, 0.8, 0.3])
+    hint = r" \(one probability per item: with two classes give both, e\.g\. numpy\.c_\[1 - p, p\]"
+    for given in (p, p[:, None], pd.Series(p, index=ann.item_ids),
+                  pd.DataFrame({"p": p}, index=ann.item_ids)):
+        with pytest.raises(CrowdDataError, match=hint):
+            DawidSkene().fit(ann, pred_probs=given)
+    model = DawidSkene().fit(ann, pred_probs=np.c_[1 - p, p])
+    assert model.classifier_marginal_[1] == pytest.approx(p.mean())
+
 def test_a_bad_cell_of_a_frame_is_named_by_its_item_column_and_frame_row():
     """In a frame aligned by id, a bad row was shown at its row in the annotations' item
     order (another item's row of the frame), and text at a (row, column) of the frame with

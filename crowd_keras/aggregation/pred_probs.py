@@ -95,11 +95,18 @@ def repeated_items_error(repeated: Sequence) -> CrowdDataError:
                           f"{_show(repeated)}")
 
 
+#: one probability per item where there are two classes (a sigmoid output, P(class 1))
+_BINARY_HINT = (" (one probability per item: with two classes give both, e.g. "
+                "numpy.c_[1 - p, p] for p the chance of the second class)")
+
+
 def _count_hint(columns: list, classes: list) -> str:
     """Which columns of a frame with too many or too few columns are not classes, and which
     classes have none (read by name, or as text: a frame read back from CSV); for columns
     ``0..m-1``, m > K (a frame made from an array with a class nobody chose), how to read
     the annotations with that class. Empty when no column is a class name."""
+    if len(columns) == 1 and len(classes) == 2:
+        return _BINARY_HINT
     for known in (pd.Index(columns).isin(classes),
                   pd.Index([str(c) for c in columns]).isin([str(c) for c in classes])):
         if known.any():
@@ -280,14 +287,18 @@ def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> 
                              f"item order, or a pandas DataFrame indexed by item id; got a "
                              f"{type(pred_probs).__name__}" +
                              (" (a dict of rows: pandas.DataFrame.from_dict(d, orient='index'))"
-                              if isinstance(pred_probs, dict) else ""))
+                              if isinstance(pred_probs, dict) else
+                              _BINARY_HINT if isinstance(pred_probs, pd.Series) and
+                              len(classes) == 2 else ""))
     else:
         p = _numbers(pred_probs)
         if p.shape != (len(item_ids), len(classes)):
             # cleanlab takes K from pred_probs; annotations read without n_classes= stop at
             # the largest class chosen
             hint = ""
-            if p.ndim == 2 and p.shape == (len(classes), len(item_ids)):
+            if len(classes) == 2 and p.shape in ((len(item_ids),), (len(item_ids), 1)):
+                hint = _BINARY_HINT
+            elif p.ndim == 2 and p.shape == (len(classes), len(item_ids)):
                 hint = " (transposed: pass pred_probs.T, one row per item)"
             elif p.ndim == 2 and p.shape[0] == len(item_ids) and p.shape[1] > len(classes):
                 hint = (f" (the annotations have {len(classes)} classes: a class nobody chose "
