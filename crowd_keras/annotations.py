@@ -430,5 +430,9 @@ class Annotations(AnnotationReaders):
         codes = pd.Index(table).get_indexer(ids)
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
-            raise CrowdDataError(f"unknown {what} id {show(ids[n])}")
+            # an id of another type written alike (7 for the "7" of a CSV header) says so
+            alike = np.flatnonzero(pd.Index(table).astype(str) == str(ids[n]))
+            hint = f" (the {what} ids include {show(table[alike[0]])}: give the ids in the " \
+                "type they were read with)" if len(alike) else ""
+            raise CrowdDataError(f"unknown {what} id {show(ids[n])}{hint}")
         return codes.astype(np.int64)

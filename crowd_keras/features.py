@@ -62,6 +62,24 @@ def _consensus_codes(model: LabelModel) -> np.ndarray:
     return np.where(evidence, codes, MISSING)
 
 
+def _check_classes(classes: Optional[Sequence], labels: Any) -> None:
+    """``classes`` given with ``labels`` the Annotations or a label model must be theirs, in
+    their order: they were ignored, the columns in the annotations' order whatever was
+    asked (the order in which ``fit(annotations, pred_probs=...)`` reads an array)."""
+    if classes is None:
+        return
+    if isinstance(labels, LabelModel):
+        if not hasattr(labels, "annotations_"):
+            return                      # not fitted: its predict() says so
+        labels = labels.annotations_
+    if not np.array_equal(ids_array(classes), np.asarray(labels.classes)):
+        raise CrowdDataError(f"classes {show(ids_array(classes).tolist())} are not the "
+                             f"annotations' classes {show(np.asarray(labels.classes).tolist())}"
+                             ": with labels from annotations or a label model the columns are "
+                             "those, in their order (as fit(annotations, pred_probs=...) reads "
+                             "an array); leave classes= out")
+
+
 def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = None,
                     label_model: Any = "majority_vote") -> Tuple[np.ndarray, np.ndarray]:
     """``(codes (I,), classes (K,))`` of the training targets.
@@ -74,6 +92,8 @@ def training_labels(labels: Any, n_items: int, classes: Optional[Sequence] = Non
     consensus is only the prior); or :class:`Annotations` (fitted with ``label_model``, a
     name or an unfitted model).
     """
+    if isinstance(labels, (Annotations, LabelModel)):
+        _check_classes(classes, labels)
     if isinstance(labels, Annotations):
         model = get_label_model(label_model) if isinstance(label_model, str) else label_model
         if not isinstance(model, LabelModel):
@@ -348,7 +368,9 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             without any annotation nor gold label are predicted, not trained on). A Series
             indexed by the ids of a frame ``x`` in another order is aligned with its rows.
         n_splits: folds (at least 2); stratified by label, seeded by ``random_state``.
-        classes: the classes in column order (default: from ``labels``).
+        classes: the classes in column order (default: from ``labels``; with ``labels``
+            the Annotations or a label model, their classes, and others raise
+            ``CrowdDataError``).
         one_hot: Keras targets one-hot (True) or class codes (False); default: codes when
             the model's loss names ``sparse``, else one-hot.
         fit_kwargs: extra arguments of every ``fit`` (Keras: ``epochs``, ``batch_size``, ...).

@@ -99,6 +99,24 @@ def test_auto_passes_the_classifier_to_its_candidates_as_in_memory(crowd, form):
         assert_same_classifier(result.model, reference)
 
 
+
+def test_auto_lets_the_classifier_speak_for_a_class_no_annotator_chose_as_in_memory(crowd):
+    """A class no annotation names is in the target prior when the classifier ranks it first
+    for some item (``named_classes_``), partitioned as in memory."""
+    df, _, probs = crowd
+    classes = [*CLASSES, "fox"]
+    ann = Annotations.from_frame(df, classes=classes)
+    p = np.c_[probs.to_numpy(), np.zeros(len(probs))]
+    p[:30] = [0.02, 0.02, 0.02, 0.94]
+    four = pd.DataFrame(p, index=probs.index, columns=classes)
+    model = AutoLabelModel(candidates=[("ibcc", IBCC())])
+    result = aggregate(dd.from_pandas(df, npartitions=3), method=model, classes=classes,
+                       pred_probs=four)
+    reference = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann, pred_probs=four)
+    assert reference.named_classes_.tolist() == [True] * 4
+    assert result.model.named_classes_.tolist() == [True] * 4
+    assert_same_labels(result, reference, ann)
+
 def test_gold_and_the_classifier_together(crowd):
     df, ann, probs = crowd
     codes = np.full(ann.n_items, -1)

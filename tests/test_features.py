@@ -203,6 +203,19 @@ def test_bad_inputs_are_named(sim):
         out_of_fold(42, sim.x, sim.y)
 
 
+
+def test_classes_other_than_the_annotations_are_refused_not_ignored(sim):
+    # they were ignored: the columns stayed in the annotations' order whatever was asked
+    model = MajorityVote().fit(sim.annotations)
+    for labels in (sim.annotations, model):
+        with pytest.raises(CrowdDataError, match=r"classes \[2, 1, 0\] are not the "
+                                                 r"annotations' classes \[0, 1, 2\]"):
+            out_of_fold(logistic, sim.x, labels, classes=[2, 1, 0])
+        with pytest.raises(CrowdDataError, match=r"classes \['a', 'b', 'c'\] are not"):
+            out_of_fold(logistic, sim.x, labels, classes=["a", "b", "c"])
+    same = out_of_fold(logistic, sim.x, model, classes=[0, 1, 2])
+    np.testing.assert_array_equal(same, out_of_fold(logistic, sim.x, model))
+
 @pytest.mark.slow
 def test_a_keras_model(sim):
     keras = pytest.importorskip("keras")

@@ -1092,7 +1092,8 @@ PRED_PROBS_CASES = (
      r"pred_probs must be probabilities \(numbers\): str '0.25' at row 4, column 1"),
     ("frame-text-values", pd.DataFrame(UNIFORM.round(4).astype(str), index=CROWD.item_ids,
                                        columns=CROWD.classes),
-     r"pred_probs must be probabilities \(numbers\): str '0.3333' at row 0, column 0"),
+     r"pred_probs of item 'it00', column 'a', must be a probability \(a number\), got str "
+     r"'0.3333'$"),
     ("frame-some-columns-name-classes", pd.DataFrame(UNIFORM, index=CROWD.item_ids,
                                                      columns=["b", "a", "zz"]),
      r"column\(s\) 'zz' are not classes of the annotations \['a', 'b', 'c'\] "

@@ -207,6 +207,71 @@ def test_a_frame_indexed_otherwise_than_by_item_id_says_how():
             p[:3], index=list("wxy")))
 
 
+
+def test_columns_that_are_not_the_classes_are_named():
+    """An extra or a missing column named the column count only; columns written as text of
+    which only some are class names (classes 1..3 in a CSV against 0..2) were read by
+    position, each class's probabilities under the next class."""
+    from crowd_keras import Annotations
+
+    wide = pd.DataFrame({"a": [0, 1, 2, 0], "b": [0, 1, np.nan, 2]}, index=list("wxyz"))
+    ann = Annotations.from_wide(wide)
+    p = pd.DataFrame(np.tile([0.6, 0.3, 0.1], (4, 1)), index=list("wxyz"))
+    with pytest.raises(CrowdDataError, match=r"4 columns, expected one per class .*: "
+                                             r"column\(s\) 'source' are not classes$"):
+        DawidSkene().fit(ann, pred_probs=p.assign(source=0.0))
+    with pytest.raises(CrowdDataError, match=r"2 columns, .*: no column for the class\(es\) 1$"):
+        DawidSkene().fit(ann, pred_probs=p[[0, 2]])
+    with pytest.raises(CrowdDataError, match=r"4 columns, .*Annotations\.from_wide\(frame, "
+                                             r"n_classes=4\)\)$"):
+        DawidSkene().fit(ann, pred_probs=pd.DataFrame(np.full((4, 4), 0.25), index=p.index))
+    shifted = p.set_axis(["1", "2", "3"], axis=1)
+    with pytest.raises(CrowdDataError, match=r"column\(s\) '3' are not classes of the "
+                                             r"annotations \[0, 1, 2\] \(no column for 0\)"):
+        DawidSkene().fit(ann, pred_probs=shifted)
+    with pytest.raises(CrowdDataError, match=r"column\(s\) 3 are not classes"):
+        DawidSkene().fit(ann, pred_probs=shifted.rename(columns=int))   # as before
+
+
+
+
+def test_one_probability_per_item_of_two_classes_says_to_give_both():
+    # a sigmoid's P(class 1), the usual binary output, met a bare shape or count error
+    from crowd_keras import Annotations
+
+    ann = Annotations.from_wide(pd.DataFrame({"a": [0, 1, 1, 0], "b": [0, 1, np.nan, 1]},
+                                             index=list("wxyz")))
+    p = np.array([0.1, 0.9, 0.8, 0.3])
+    hint = r" \(one probability per item: with two classes give both, e\.g\. numpy\.c_\[1 - p, p\]"
+    for given in (p, p[:, None], pd.Series(p, index=ann.item_ids),
+                  pd.DataFrame({"p": p}, index=ann.item_ids)):
+        with pytest.raises(CrowdDataError, match=hint):
+            DawidSkene().fit(ann, pred_probs=given)
+    model = DawidSkene().fit(ann, pred_probs=np.c_[1 - p, p])
+    assert model.classifier_marginal_[1] == pytest.approx(p.mean())
+
+def test_a_bad_cell_of_a_frame_is_named_by_its_item_column_and_frame_row():
+    """In a frame aligned by id, a bad row was shown at its row in the annotations' item
+    order (another item's row of the frame), and text at a (row, column) of the frame with
+    its columns put in class order."""
+    from crowd_keras import Annotations
+
+    wide = pd.DataFrame({"a": [0, 1, 2, 0], "b": [0, 1, np.nan, 2]}, index=list("wxyz"))
+    ann = Annotations.from_wide(wide)
+    p = pd.DataFrame(np.tile([0.6, 0.3, 0.1], (4, 1)), index=list("zyxw"), columns=[2, 0, 1])
+    bad = p.copy()
+    bad.loc["x", 1] = np.nan
+    with pytest.raises(CrowdDataError, match=r"item 'x' \(row 2\) is NaN"):
+        DawidSkene().fit(ann, pred_probs=bad)
+    text = p.astype(object)
+    text.loc["x", 1] = "0.3"
+    with pytest.raises(CrowdDataError, match=r"^pred_probs of item 'x', column 1, must be a "
+                                             r"probability \(a number\), got str '0\.3'$"):
+        DawidSkene().fit(ann, pred_probs=text)
+    with pytest.raises(CrowdDataError, match=r"item 'x' \(row 1\) sum to 1\.5"):
+        DawidSkene().fit(ann, pred_probs=np.where(np.arange(4)[:, None] == 1, 0.5,
+                                                  p.to_numpy()))        # an array: its row
+
 @pytest.mark.parametrize("model", [MajorityVote(), GLAD()])
 def test_models_without_the_prior_refuse_it(model, crowds):
     sim, good, _ = crowds[0]
@@ -229,6 +294,35 @@ def test_auto_passes_the_classifier_to_its_candidates(crowds):
             assert with_good.classifier_weight_ == with_good.model_.classifier_weight_
     assert min(gains) > 0.03 and max(losses) < 0.02, (gains, losses)
 
+
+
+def test_auto_lets_the_classifier_speak_for_a_class_no_annotator_chose():
+    """The default target prior spreads over the classes something speaks for: with
+    pred_probs, the classifier's top classes too. It left them out, so items that the chosen
+    model gave a class no annotator chose (30 items without annotations, the classifier sure
+    of it) got another label, with a consensus quality of 0."""
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import AutoLabelModel
+
+    sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=3,
+                         seed=2)
+    dense = sim.annotations.to_dense().astype(float)
+    dense[dense < 0] = np.nan
+    ann = Annotations.from_wide(pd.DataFrame(np.vstack([dense, np.full((30, 8), np.nan)])),
+                                n_classes=4)
+    y = np.r_[sim.y, np.full(30, 3)]
+    p = np.full((180, 4), 0.1 / 3)
+    p[np.arange(180), y] = 0.9
+    model = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann, pred_probs=p)
+    assert model.named_classes_.tolist() == [True] * 4
+    assert (model.predict()[150:] == 3).all()
+    assert (model.consensus_quality()[150:] > 0.5).all()
+    alone = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann)
+    assert alone.named_classes_.tolist() == [True, True, True, False]
+    # a row whose top is shared (uniform: no evidence) speaks for no class
+    flat = np.where(np.arange(180)[:, None] < 150, p, 0.25)
+    tied = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann, pred_probs=flat)
+    assert tied.named_classes_.tolist() == [True, True, True, False]
 
 def test_quality_scores_count_the_classifier_the_fit_used(crowds):
     """The held-out consensus quality adds the fit's item log-prior (``item_log_prior_``):

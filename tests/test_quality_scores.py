@@ -110,8 +110,13 @@ def test_next_to_label_never_asks_for_a_label_already_given():
     assert not given & set(zip(picks["item"], picks["annotator"]))
     chosen = model.next_to_label(50, annotators=[3, 7])
     assert set(chosen["annotator"]) <= {3, 7}
-    with pytest.raises(CrowdDataError, match="unknown annotator id"):
+    with pytest.raises(CrowdDataError, match="unknown annotator id 'nobody'$"):
         model.next_to_label(5, annotators=["nobody"])
+    # an id of another type (a CSV's "7") said only "unknown annotator id '7'"
+    with pytest.raises(CrowdDataError, match=r"unknown annotator id '7' \(the annotator ids "
+                                             r"include 7: give the ids in the type they were "
+                                             r"read with\)$"):
+        model.next_to_label(5, annotators=["7"])
 
 
 @pytest.mark.parametrize("cells", [None, 30 * 4 * 50], ids=["one_block", "blocks_of_50"])

@@ -46,7 +46,8 @@ __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
            "pair_sums", "pair_buckets", "copying_pairs", "copy_weights", "SELECTION_EXPONENT",
            "MIN_COMMON_ITEMS", "PAIR_ANNOTATIONS", "TARGET_PRIORS",
-           "LEARNED_PRIOR", "GOLD_PRIOR", "gold_target", "under_target"]
+           "LEARNED_PRIOR", "GOLD_PRIOR", "gold_target", "named_classes",
+           "classifier_top_counts", "under_target"]
 
 #: γ of the held-out weights ``n_a^-γ``: between counting every annotation (0, prolific
 #: workers decide) and every annotator once (1, single-label annotators' noise decides)
@@ -319,6 +320,29 @@ def gold_bounds(sums: np.ndarray, n_gold: int, reference: int,
     return acc, bounds
 
 
+def classifier_top_counts(pred_probs: np.ndarray) -> np.ndarray:
+    """(K,) items per class that the classifier's ``pred_probs`` (I, K) rank strictly first
+    (an item whose top probability is shared, a uniform row, speaks for no class)."""
+    p = np.asarray(pred_probs, dtype=np.float64)
+    if not len(p):
+        return np.zeros(p.shape[1], dtype=np.int64)
+    top = p.max(axis=1, keepdims=True)
+    alone = (p == top).sum(axis=1) == 1
+    return np.bincount(np.argmax(p[alone], axis=1), minlength=p.shape[1])
+
+
+def named_classes(votes: np.ndarray, pred_probs: Optional[np.ndarray] = None) -> np.ndarray:
+    """(K,) bool: the classes something speaks for, those that some annotation names (``votes``
+    (K,) annotations per class) and, with a classifier's ``pred_probs`` (I, K), those that
+    it ranks strictly first for some item (:func:`classifier_top_counts`: a class no
+    annotator chose but the classifier finds is a label the target prior must allow,
+    :func:`gold_target`)."""
+    named = np.asarray(votes) > 0
+    if pred_probs is not None:
+        named = named | (classifier_top_counts(pred_probs) > 0)
+    return named
+
+
 def gold_target(gold_counts: np.ndarray, named: Optional[np.ndarray] = None) -> np.ndarray:
     """(K,) the class mix to decide labels for, from ``gold_counts`` (K,) gold items per class:
     ``(n_k + 1) / (n + K)``, the posterior mean of the mix under a uniform Dirichlet prior
@@ -482,8 +506,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             of classes in the items the labels are judged on; gold is the user's sample of
             those items, so its mix moves the target toward the classes it holds.
             ``"uniform"``: every class alike, gold or not. Both spread the target over the
-            classes that some annotation or gold item names: a class no one named is never
-            the label (nothing speaks for it). ``"learned"`` (or None): the chosen
+            classes that some annotation or gold item names, or that a classifier's
+            ``pred_probs`` rank first for some item, alone (:func:`named_classes`): a class
+            nothing speaks for is never the label. ``"learned"`` (or None): the chosen
             model's own class priors, which maximise the expected accuracy on items drawn
             like the crowd's (rare classes then need stronger evidence). A (K,) vector (in the
             annotations' class order) or a ``pandas.Series`` / dict keyed by class: that
@@ -509,7 +534,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         target_prior_applied_: whether ``posteriors_`` are under ``target_prior``;
         target_prior_: (K,) the target decided for (None: the learned prior);
         gold_class_counts_: (K,) gold items per class;
-        named_classes_: (K,) bool, the classes some annotation names.
+        named_classes_: (K,) bool, the classes some annotation names or the classifier
+            ranks first, alone, for some item (:func:`named_classes`).
     """
 
     accepts_gold = True
@@ -610,7 +636,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             raise CrowdDataError("no annotations to fit")
         # a wrong target fails before the fits
         self.target_prior_vector(ann.n_classes, classes=ann.classes)
-        self.named_classes_ = ann.annotator_label_counts().sum(axis=0) > 0
+        self.named_classes_ = named_classes(ann.annotator_label_counts().sum(axis=0),
+                                            pred_probs)
         ladder = self.ladder(ann.n_classes)
         gold = None
         if item_log_prior is not None:

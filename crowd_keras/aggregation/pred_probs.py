@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import as_matrix, booleans_as_codes, numeric_matrix
+from ..codes import as_matrix, booleans_as_codes, number_cells, numeric_matrix
 from ..errors import CrowdDataError
 
 __all__ = ["check_pred_probs", "align_pred_probs", "class_columns", "check_rows",
@@ -95,6 +95,36 @@ def repeated_items_error(repeated: Sequence) -> CrowdDataError:
                           f"{_show(repeated)}")
 
 
+#: one probability per item where there are two classes (a sigmoid output, P(class 1))
+_BINARY_HINT = (" (one probability per item: with two classes give both, e.g. "
+                "numpy.c_[1 - p, p] for p the chance of the second class)")
+
+
+def _count_hint(columns: list, classes: list) -> str:
+    """Which columns of a frame with too many or too few columns are not classes, and which
+    classes have none (read by name, or as text: a frame read back from CSV); for columns
+    ``0..m-1``, m > K (a frame made from an array with a class nobody chose), how to read
+    the annotations with that class. Empty when no column is a class name."""
+    if len(columns) == 1 and len(classes) == 2:
+        return _BINARY_HINT
+    for known in (pd.Index(columns).isin(classes),
+                  pd.Index([str(c) for c in columns]).isin([str(c) for c in classes])):
+        if known.any():
+            break
+    else:
+        return ""
+    if columns == list(range(len(columns))) and len(columns) > len(classes):
+        return (f" (the annotations have {len(classes)} classes: a class nobody chose needs "
+                f"n_classes= or classes= when they are read, e.g. "
+                f"Annotations.from_wide(frame, n_classes={len(columns)}))")
+    unknown = [c for c, ok in zip(columns, known) if not ok]
+    named = {str(c) for c, ok in zip(columns, known) if ok}
+    absent = [c for c in classes if str(c) not in named]
+    parts = ([f"column(s) {_show(unknown)} are not classes"] if unknown else []) + \
+        ([f"no column for the class(es) {_show(absent)}"] if absent else [])
+    return f": {'; '.join(parts)}" if parts else ""
+
+
 def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
     """(K,) the position in ``columns`` of each class, in class-code order.
 
@@ -107,7 +137,8 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
 
     Raises:
         CrowdDataError: not one column per class, or columns of which some are class names
-        and others are not (the unknown columns and the classes without a column are named).
+        (also as text) and others are not: the unknown columns and the classes without a
+        column are named.
     """
     columns, classes = [_plain(c) for c in columns], [_plain(c) for c in classes]
     coded = booleans_as_codes(columns, classes)
@@ -115,7 +146,7 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
         columns = [_plain(c) for c in coded]
     if len(columns) != len(classes):
         raise CrowdDataError(f"pred_probs: {len(columns)} columns, expected one per class "
-                             f"({len(classes)}: {classes})")
+                             f"({len(classes)}: {classes}){_count_hint(columns, classes)}")
     index = pd.Index(columns)
     if index.has_duplicates:
         raise CrowdDataError(f"pred_probs: columns repeated: "
@@ -130,11 +161,15 @@ def class_columns(columns: Sequence, classes: Sequence) -> np.ndarray:
         alike = written.get_indexer([str(c) for c in classes])
         if not written.has_duplicates and (alike >= 0).all():
             return alike
+        if not written.has_duplicates and (alike >= 0).any():
+            # some written as class names, some not (classes 1..K against 0..K-1 in a CSV):
+            # an error, as for columns that are not text; by position they would shift
+            positions = alike
     if positional or not (positions >= 0).any():
         return np.arange(len(classes))
-    known = set(columns) & set(classes)
-    unknown = [c for c in columns if c not in known]
-    absent = [c for c in classes if c not in known]
+    found = set(positions[positions >= 0].tolist())
+    unknown = [c for i, c in enumerate(columns) if i not in found]
+    absent = [c for c, at in zip(classes, positions) if at < 0]
     raise CrowdDataError(f"pred_probs: column(s) {_show(unknown)} are not classes of the "
                          f"annotations {classes} (no column for {_show(absent)}); name one "
                          "column per class")
@@ -222,29 +257,48 @@ def _align_frame(frame: pd.DataFrame, item_ids: np.ndarray, classes: Sequence) -
                              f"{_index_hint(frame.index, item_ids[pos < 0], len(item_ids))}")
     if len(frame) > len(item_ids):
         raise extra_items_error(frame.index[~frame.index.isin(item_ids)])
-    columns = class_columns(frame.columns, classes)
-    return _numbers(frame.iloc[:, columns])[pos]
+    part = frame.iloc[:, class_columns(frame.columns, classes)]
+    try:
+        return _numbers(part)[pos]
+    except CrowdDataError:
+        number, _, _ = number_cells(part.to_numpy(dtype=object))
+        if number.all():
+            raise
+        # by item id and column name: the frame's positions after the columns were put in
+        # class order named neither
+        r, c = np.unravel_index(int(np.argmax(~number)), number.shape)
+        value = part.iat[r, c]
+        raise CrowdDataError(f"pred_probs of item {_plain(part.index[r])!r}, column "
+                             f"{_plain(part.columns[c])!r}, must be a probability (a number), "
+                             f"got {type(value).__name__} {_plain(value)!r}") from None
 
 
 def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> np.ndarray:
     """(I, K) float64 class probabilities aligned with ``item_ids``, rows renormalised: the
     rules of :func:`check_pred_probs` for items ``item_ids`` (I,) and ``classes`` (K,)."""
     item_ids = np.asarray(item_ids)
+    rows = None
     if isinstance(pred_probs, pd.DataFrame):
         p = _align_frame(pred_probs, item_ids, classes)
+        # a row named by its position in the frame, not in the annotations' item order
+        rows = pred_probs.index.get_indexer(item_ids)
     elif isinstance(pred_probs, (dict, pd.Series, set, str, bytes)):
         raise CrowdDataError(f"pred_probs must be an (items, classes) array in the annotations' "
                              f"item order, or a pandas DataFrame indexed by item id; got a "
                              f"{type(pred_probs).__name__}" +
                              (" (a dict of rows: pandas.DataFrame.from_dict(d, orient='index'))"
-                              if isinstance(pred_probs, dict) else ""))
+                              if isinstance(pred_probs, dict) else
+                              _BINARY_HINT if isinstance(pred_probs, pd.Series) and
+                              len(classes) == 2 else ""))
     else:
         p = _numbers(pred_probs)
         if p.shape != (len(item_ids), len(classes)):
             # cleanlab takes K from pred_probs; annotations read without n_classes= stop at
             # the largest class chosen
             hint = ""
-            if p.ndim == 2 and p.shape == (len(classes), len(item_ids)):
+            if len(classes) == 2 and p.shape in ((len(item_ids),), (len(item_ids), 1)):
+                hint = _BINARY_HINT
+            elif p.ndim == 2 and p.shape == (len(classes), len(item_ids)):
                 hint = " (transposed: pass pred_probs.T, one row per item)"
             elif p.ndim == 2 and p.shape[0] == len(item_ids) and p.shape[1] > len(classes):
                 hint = (f" (the annotations have {len(classes)} classes: a class nobody chose "
@@ -253,7 +307,7 @@ def align_pred_probs(pred_probs: Any, item_ids: Sequence, classes: Sequence) -> 
             raise CrowdDataError(f"pred_probs must have shape (items, classes) = "
                                  f"{(len(item_ids), len(classes))} in the annotations' item "
                                  f"order, got {p.shape}{hint}")
-    return check_rows(p, item_ids)
+    return check_rows(p, item_ids, rows)
 
 
 def check_pred_probs(pred_probs: Any, ann: Annotations) -> np.ndarray:

@@ -34,9 +34,10 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
-                                annotation_folds, annotator_weights, copy_weights, gold_sums,
-                                item_offsets, pair_buckets, pair_sums, selection_done,
-                                selection_steps, under_target)
+                                annotation_folds, annotator_weights, classifier_top_counts,
+                                copy_weights, gold_sums, item_offsets, named_classes,
+                                pair_buckets, pair_sums, selection_done, selection_steps,
+                                under_target)
 from ..annotations import Annotations
 from ..errors import CrowdDataError
 from ..progress import progress_bar
@@ -78,6 +79,14 @@ def _gold_rows(block: Block) -> np.ndarray:
     if block.item_log_prior is None:
         return np.zeros(len(block.item_ids), dtype=bool)
     return np.isfinite(block.item_log_prior).sum(axis=1) == 1
+
+
+def _classifier_top_counts(block: Block, k: int) -> np.ndarray:
+    """(K,) the block's items per class that the classifier (``pred_probs``) ranks strictly
+    first (:func:`~crowd_keras.aggregation.auto.classifier_top_counts`); 0 without one."""
+    if block.pred_probs is None:
+        return np.zeros(k, dtype=np.int64)
+    return classifier_top_counts(block.pred_probs)
 
 
 def _gold_fold_counts(block: Block, n_folds: int, seed: int, k: int) -> np.ndarray:
@@ -157,7 +166,8 @@ class AutoMethod(Method):
         k = data.summary.votes.shape[1]
         # a wrong target fails before the fits, as in memory (it failed after all of them)
         model.target_prior_vector(k, classes=data.classes)
-        model.named_classes_ = data.summary.votes.sum(axis=0) > 0
+        model.named_classes_ = named_classes(data.summary.votes.sum(axis=0)) | \
+            (data.reduce(_classifier_top_counts, k) > 0)
         seed = 0 if model.random_state is None else int(model.random_state)
         # gold per fold and class (the folds of :meth:`_gold_sums`; summed: the gold's classes)
         self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)
