@@ -125,6 +125,44 @@ def test_items_without_annotations_follow_the_classifier():
     np.testing.assert_array_equal(model.predict()[:20], sim.y[:20])
 
 
+@pytest.mark.parametrize("k", [10, 20])
+@pytest.mark.parametrize("model_class", [DawidSkene, OneCoinDawidSkene])
+def test_a_confident_classifier_over_many_classes_gets_a_converged_weight(model_class, k):
+    # a one-hot classifier, right on 80% of the items: one Newton step in w overshot where the
+    # curvature collapses, and w went 1.0, 0, 1.2, 0, ... until max_iter (the labels then
+    # depended on whether max_iter was even or odd)
+    for seed in (3, 4):
+        sim = simulate_crowd(n_items=600, n_classes=k, n_annotators=15, annotations_per_item=3,
+                             seed=seed)
+        rng = np.random.default_rng(k + seed)
+        pred = np.where(rng.random(600) < 0.8, sim.y, rng.integers(k, size=600))
+        alone = model_class().fit(sim.annotations)
+        model = model_class().fit(sim.annotations, pred_probs=np.eye(k)[pred])
+        assert model.n_iter_ < model.max_iter, (seed, model.classifier_weight_)
+        # one-hot at 80%: the likelihood ratio of a right top class is about 0.8 / (0.2 / K)
+        assert 0.1 < model.classifier_weight_ < 1.0, (seed, model.classifier_weight_)
+        assert accuracy(model, sim.y) > accuracy(alone, sim.y), seed
+
+
+@pytest.mark.parametrize("model_class", [DawidSkene, OneCoinDawidSkene])
+def test_a_weak_confident_classifier_does_not_drag_the_crowd_down(model_class):
+    # a shallow tree's out-of-fold probabilities (45% accurate on 3 classes, many rows 0/1):
+    # taken at w = 1 before the first M-step, their log-ratios (about ±14 at the floor)
+    # decided the first consensus, which then kept the tree's weight up (0.83 -> 0.63)
+    from sklearn.tree import DecisionTreeClassifier
+
+    from crowd_keras.features import out_of_fold
+
+    sim = simulate_crowd(n_items=800, n_classes=3, n_annotators=20, annotations_per_item=3,
+                         class_sep=1.0, seed=11)
+    probs = out_of_fold(DecisionTreeClassifier(max_depth=8, random_state=0), sim.x,
+                        sim.annotations)
+    alone = accuracy(model_class().fit(sim.annotations), sim.y)
+    model = model_class().fit(sim.annotations, pred_probs=probs)
+    assert accuracy(model, sim.y) > alone - 0.01
+    assert model.classifier_weight_ < 0.2
+
+
 def test_a_classifier_without_evidence_keeps_its_weight():
     # rows all alike: log-ratios of 0, a flat objective in w; the weight took a unit step along
     # the sign of rounding noise every iteration (24 after 50 iterations)

@@ -372,9 +372,10 @@ class ClassifierAnnotator(EMLabelModel):
     the block's ``pred_probs``, over their mean p̄, so that the class prior is counted once),
     added to ``item_log_prior`` before the wrapped model's E-step (gold clamps, ``-inf``,
     still win). The weight w is learned in the M-step by maximising the expected complete
-    log-likelihood ``Σ_i Σ_k q_ik log π_i(k)`` (one Newton step per iteration,
-    :func:`classifier_m_step`): how well the classifier predicts the consensus, as CROWDLAB
-    weights its classifier by its agreement with the consensus (Goh, Tkachenko & Mueller
+    log-likelihood ``Σ_i Σ_k q_ik log π_i(k)`` (concave in w: bracketed by trial weights and
+    found by a Newton step inside the bracket, :func:`classifier_m_step`; w starts at 0, so the
+    first consensus is the annotators'): how well the classifier predicts the consensus, as
+    CROWDLAB weights its classifier by its agreement with the consensus (Goh, Tkachenko & Mueller
     2022). One exponent, not a confusion matrix: it corrects an under- or over-confident
     classifier's scale, where a soft annotator's matrix would dilute soft probabilities; a
     classifier unrelated to the truth gets w near 0.
