@@ -327,21 +327,43 @@ def test_gold_unknown_written_the_wrong_way_says_how_to_write_it(gold, hint):
         DawidSkene().fit(ann, gold={1: 5})      # no hint where the value is a label
 
 
-@pytest.mark.parametrize("gold, noted", [("task,label\n1,1\n3,1\n", True),
-                                         ("task,label\n1,1\n2,0\n", False)])
-def test_cli_notes_gold_of_one_class_only(answers, tmp_path, capsys, gold, noted):
-    # the default target prior follows the gold's class mix: gold of one class skews every
-    # label toward it, which is wrong when that gold is not a sample of the items judged
-    (tmp_path / "gold.csv").write_text(gold)
+def test_cli_notes_no_gold_mix_when_voting_is_kept(answers, tmp_path, capsys):
+    # auto keeps voting here, whose posteriors carry no class prior for the gold's mix to
+    # replace: the labels are the same under every target, so a note saying they were
+    # decided for the mix (and to pass --target-prior uniform) was false
+    (tmp_path / "gold.csv").write_text("task,label\n1,1\n3,1\n")   # one class only
     args = ["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
             str(tmp_path / "labels.csv"), "--quiet"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert ("note: the labels are decided for the gold's class mix (gold items per class, "
-            "target share: 0 0 (0.25), 1 2 (0.75))" in out) is noted
-    assert ("pass --target-prior uniform" in out) is noted
+    assert "auto (chose majority_vote" in out
+    labels = pd.read_csv(tmp_path / "labels.csv")["label"]
+    assert "note: the labels are decided" not in out
     assert main(args + ["--target-prior", "uniform"]) == 0
     assert "note: the labels are decided" not in capsys.readouterr().out
+    pd.testing.assert_series_equal(pd.read_csv(tmp_path / "labels.csv")["label"], labels)
+
+
+@pytest.mark.parametrize("gold, noted", [({1: 1, 3: 1}, True), ({1: 1, 2: 0}, False)])
+def test_gold_mix_note_when_the_mix_decides_the_labels(gold, noted):
+    # the default target prior follows the gold's class mix: gold of one class skews every
+    # label toward it (a model with a learned class prior), which is wrong when that gold is
+    # not a sample of the items judged
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import IBCC, AutoLabelModel
+    from crowd_keras.cli._common import gold_mix_note
+
+    rows = [(item, worker, (item + (worker == 2)) % 2) for item in range(1, 7)
+            for worker in range(3)]
+    ann = Annotations.from_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]))
+    model = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann, gold=gold)
+    assert model.target_prior_applied_
+    note = gold_mix_note(model, [0, 1])
+    assert note.startswith("note: the labels are decided for the gold's class mix (gold items "
+                           "per class, target share: 0 0 (0.25), 1 2 (0.75))") is noted
+    assert ("pass --target-prior uniform" in note) is noted
+    uniform = AutoLabelModel(candidates=[("ibcc", IBCC())], target_prior="uniform")
+    assert gold_mix_note(uniform.fit(ann, gold=gold), [0, 1]) == ""
 
 
 def test_cli_classes_declares_a_class_only_the_gold_names(tmp_path, capsys):
