@@ -569,3 +569,28 @@ def test_next_to_label_never_proposes_a_gold_item(method, known):
     assert len(chosen) == 55 and not chosen["item"].isin(gold.index).any()
     assert (chosen["expected_gain"] == 0).any()    # the zero-gain items are still listed
     assert chosen["item"].is_unique
+
+
+def test_cli_gold_from_the_standard_input(answers, tmp_path):
+    # '-' is the standard input for the answers but was a file named '-' for --gold
+    # ("-: file not found"); both on the standard input, the second read found it empty
+    # ("/dev/stdin: the file is empty (no header line)")
+    import subprocess
+    import sys
+
+    def run(*args, stdin):
+        return subprocess.run([sys.executable, "-m", "crowd_keras", "aggregate", *args,
+                               "--method", "dawid_skene", "--out", str(tmp_path / "o.csv"),
+                               "--quiet"], input=stdin, capture_output=True, text=True,
+                              timeout=300)
+
+    done = run(str(answers), "--gold", "-", stdin="task,label\n1,0\n4,1\n")
+    assert done.returncode == 0, done.stderr
+    assert "2 gold labels from /dev/stdin held fixed in the fit" in done.stdout
+    labels = pd.read_csv(tmp_path / "o.csv").set_index("task")["label"]
+    assert labels[1] == 0 and labels[4] == 1
+    for gold in ("-", "/dev/stdin"):
+        refused = run("-", "--gold", gold, stdin=answers.read_text())
+        assert refused.returncode == 2
+        assert "the input and --gold both read '/dev/stdin', which can be read once; give " \
+               "one of them a file" in refused.stderr

@@ -23,7 +23,7 @@ from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
-                      not_dash, report_files)
+                      not_dash, one_reader_per_stream, report_files)
 from ._common import (CommandParser, HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, common_options, label_model_name,
                       run_handler, target_prior_problem)
@@ -299,6 +299,9 @@ def _aggregate(args: argparse.Namespace) -> int:
     if args.gold and not model.accepts_gold:
         raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
                          "the default method does")
+    problem = one_reader_per_stream([("the input", args.input), ("--gold", args.gold)])
+    if problem:
+        raise UsageError(problem)
     df, ann = _read_annotations(args)
     gold = _read_gold(args, ann) if args.gold else None
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
@@ -449,10 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "the lowest first). Errors name the line of the file.")
     _add_table_options(agg)
     add_method_option(agg)
-    agg.add_argument("--gold", metavar="FILE",
+    agg.add_argument("--gold", metavar="FILE", type=dash_stream("stdin"),
                      help="CSV of known true labels of some items (columns --item and --label): "
                      "held fixed in the fit, and with 20 or more the default method chooses "
-                     "its model by them")
+                     "its model by them (-: the standard input)")
     add_target_prior_option(agg, "the default method only")
     agg.add_argument("--classes", default=None, metavar="A,B,...", type=class_list,
                      help="every class, separated by commas (e.g. cat,dog,bird): a class no "
