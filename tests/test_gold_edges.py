@@ -594,3 +594,18 @@ def test_cli_gold_from_the_standard_input(answers, tmp_path):
         assert refused.returncode == 2
         assert "the input and --gold both read '/dev/stdin', which can be read once; give " \
                "one of them a file" in refused.stderr
+
+
+@pytest.mark.parametrize("text, message", [
+    ("task,label\n1,cat \n", "line 2: label 'cat ' of item 1 is not one of the classes "
+                             "['cat', 'dog'] (class 'cat' is: remove the spaces around it)"),
+    ("task,label\n 1,cat\n", "answers.csv (item 1 is: remove the spaces around it)")])
+def test_cli_gold_value_with_spaces_around_it_says_so(tmp_path, capsys, text, message):
+    # 'cat ' (a gold file written 'task, label' style) was 'a class no annotator chose:
+    # list every class with --classes', which cannot help (--classes strips the names)
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n1,a,cat\n1,b,dog\n2,a,dog\n2,b,dog\n")
+    (tmp_path / "gold.csv").write_text(text)
+    assert main(["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
+                 str(tmp_path / "labels.csv"), "--quiet"]) == 1
+    assert message in capsys.readouterr().err

@@ -149,18 +149,31 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     for bad, what in ((items.isna().to_numpy(), lambda r: f"missing item ({args.item!r}, "
                                                           "--item)"),
                       (pos < 0, lambda r: f"item {show(items.iloc[r])} is not an item of "
-                                          f"{args.input}"),
+                                          f"{args.input}"
+                                          f"{_spaced(items.iloc[r], ann.item_ids, 'item')}"),
                       (labels.isna().to_numpy(), lambda r: f"missing label ({args.label!r}, "
                                                            "--label) of item "
                                                            f"{show(items.iloc[r])}"),
                       (codes < 0, lambda r: f"label {show(labels.iloc[r])} of item "
                                             f"{show(items.iloc[r])} is not one of the classes "
-                                            f"{ann.classes.tolist()[:20]} (a class no annotator "
-                                            "chose: list every class with --classes)")):
+                                            f"{ann.classes.tolist()[:20]}"
+                                            + (_spaced(labels.iloc[r], ann.classes, 'class')
+                                               or " (a class no annotator chose: list every "
+                                               "class with --classes)"))):
         if bad.any():
             r = int(np.argmax(bad))
             raise CrowdDataError(f"{args.gold}: line {line_of(args.gold)(r)}: {what(r)}")
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
+
+
+def _spaced(value: Any, known: Any, what: str) -> str:
+    """Hint for a --gold ``value`` (an item or a label) that is none of ``known`` (the
+    answers' items or classes) but one of them once the spaces around it are removed
+    (``t1, cat`` keeps the space after the comma), else ``""``."""
+    if not isinstance(value, str) or value == value.strip():
+        return ""
+    alike = [k for k in np.asarray(known).tolist() if str(k) == value.strip()]
+    return f" ({what} {show(alike[0])} is: remove the spaces around it)" if alike else ""
 
 
 def _scale_classes(column: Any) -> Optional[list]:
