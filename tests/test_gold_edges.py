@@ -609,3 +609,23 @@ def test_cli_gold_value_with_spaces_around_it_says_so(tmp_path, capsys, text, me
     assert main(["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
                  str(tmp_path / "labels.csv"), "--quiet"]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_gold_class_code_for_named_classes_says_a_mapping_takes_labels():
+    # {item: 1} against the classes ['bird', 'cat'] named the value but not that it reads as a
+    # class code (the aligned arrays of codes are the other form of gold), in memory and on Dask
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": ["bird", "cat", "cat", "cat"]})
+    message = (r"^gold label 1 of item 2 is not one of the classes \['bird', 'cat'\] \(class "
+               r"code 1 is 'cat': a mapping takes class labels\)$")
+    with pytest.raises(CrowdDataError, match=message):
+        DawidSkene().fit(Annotations.from_frame(frame), gold={2: np.int64(1)})
+    with pytest.raises(CrowdDataError, match=r"the classes \['bird', 'cat'\]$"):
+        DawidSkene().fit(Annotations.from_frame(frame), gold={2: 2})     # no class 2: no hint
+    dd = pytest.importorskip("dask.dataframe")
+    from crowd_keras.distributed import aggregate
+    with pytest.raises(CrowdDataError, match=message):
+        aggregate(dd.from_pandas(frame, npartitions=1), method="dawid_skene", gold={2: 1})
