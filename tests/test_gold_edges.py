@@ -629,3 +629,55 @@ def test_gold_class_code_for_named_classes_says_a_mapping_takes_labels():
     from crowd_keras.distributed import aggregate
     with pytest.raises(CrowdDataError, match=message):
         aggregate(dd.from_pandas(frame, npartitions=1), method="dawid_skene", gold={2: 1})
+
+
+@pytest.mark.parametrize("method, held", [("abstain_dawid_skene", True), ("dawid_skene", False)])
+def test_cli_gold_on_labeling_function_votes_says_whether_the_fit_held_it(tmp_path, capsys,
+                                                                          method, held):
+    # the abstain-aware model fitted as the method holds gold in its labeling-function regime
+    # too (its other items move with it) but was said to take none; a crowd model handing the
+    # votes over fits them without the gold
+    import json
+
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.integrations import label_studio as ls
+
+    L, y = _labeling_functions(200)
+    rows = [(i, f"lf{j}", L[i, j]) for i in range(len(L)) for j in range(L.shape[1])
+            if L[i, j] >= 0]
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    items = frame["task"].unique()[:60]
+    gold = pd.Series(1 - y[items], index=items)           # against the votes
+    ann = Annotations.from_frame(frame)
+    without, with_gold = (get_label_model(method).fit(ann, **kw).predict_proba()
+                          for kw in ({}, {"gold": gold}))
+    rest = ~np.isin(ann.item_ids, items)
+    assert bool(np.abs(with_gold[rest] - without[rest]).max() > 0.01) is held   # what the fit did
+    (tmp_path / "answers.csv").write_text(frame.to_csv(index=False))
+    (tmp_path / "gold.csv").write_text(gold.rename_axis("task").rename("label")
+                                       .reset_index().to_csv(index=False))
+    assert main(["aggregate", str(tmp_path / "answers.csv"), "--method", method, "--gold",
+                 str(tmp_path / "gold.csv"), "--out", str(tmp_path / "o.csv"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("60 gold labels from" in out) and ("held fixed in the fit" in out) is held
+    assert ("kept as the labels (labeling-function votes" in out) is not held
+    tasks = [{"id": int(t), "data": {"text": str(t)}, "annotations": [
+        {"id": 1000 * int(t) + n, "completed_by": int(r.worker[2:]), "task": int(t),
+         "was_cancelled": False, "ground_truth": False,
+         "result": [{"from_name": "c", "to_name": "text", "type": "choices",
+                     "value": {"choices": [f"c{r.label}"]}}]}
+        for n, r in enumerate(group.itertuples())] + ([
+            {"id": 1000 * int(t) + 999, "completed_by": 99, "task": int(t),
+             "was_cancelled": False, "ground_truth": True,
+             "result": [{"from_name": "c", "to_name": "text", "type": "choices",
+                         "value": {"choices": [f"c{gold[t]}"]}}]}] if t in gold else [])}
+        for t, group in frame.groupby("task")]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(tasks))
+    assert main(["label-studio", "aggregate", str(export), "--method", method, "--out",
+                 str(tmp_path / "p.json"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("60 ground-truth tasks held at their label in the fit" in out) is held
+    assert ("kept at their label (labeling-function votes" in out) is not held
+    assert len(ls.read_export(export).gold) == 60

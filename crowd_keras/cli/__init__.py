@@ -24,7 +24,7 @@ from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
                       not_dash, one_reader_per_stream, report_files)
-from ._common import (CommandParser, HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
+from ._common import (CommandParser, HelpFormatter, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, common_options, label_model_name,
                       run_handler, target_prior_problem)
 from ._tables import (COLUMN_FLAGS, check_columns, check_spacing, each_number,
@@ -341,7 +341,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (top posteriors within "
           "1e-9; exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
-        held = "held fixed in the fit" if getattr(model, "regime_", "crowd") == "crowd" else \
+        held = "held fixed in the fit" if gold_held(model) else \
             (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: the "
              "abstain-aware model that fits them takes no gold)")
         print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} {held}")

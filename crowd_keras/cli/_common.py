@@ -126,6 +126,14 @@ def plain_values(values: Any) -> list:
     return [v.item() if hasattr(v, "item") else v for v in values]
 
 
+def gold_held(model: Any) -> bool:
+    """Whether ``model``'s fit held its gold items at their class in every E-step: not when a
+    crowd model handed labeling-function votes over to the abstain-aware model, which it fits
+    without the gold (the gold items are only reported at their class); the abstain-aware
+    model fitted as the method holds them in either regime."""
+    return getattr(model, "labeling_function_model_", None) is None
+
+
 def gold_mix_note(model: Any, classes: Sequence) -> str:
     """A note when the labels were decided for the gold's class mix (``target_prior="gold"``)
     and a class has no gold item: gold that is not a sample of the items judged (e.g. checked
