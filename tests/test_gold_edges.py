@@ -681,3 +681,27 @@ def test_cli_gold_on_labeling_function_votes_says_whether_the_fit_held_it(tmp_pa
     assert ("60 ground-truth tasks held at their label in the fit" in out) is held
     assert ("kept at their label (labeling-function votes" in out) is not held
     assert len(ls.read_export(export).gold) == 60
+
+
+def test_classes_as_a_mapping_to_other_codes_is_refused():
+    # classes={'cat': 1, 'dog': 0} was read as its keys in order, the codes ignored: gold
+    # given as codes under that mapping (dog = 0) held the items at the other class
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import DawidSkene
+
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": ["cat", "cat", "dog", "cat"]})
+    message = (r"^identifiers must be a list in code order, got a dict whose values are not "
+               r"0..1 in its keys' order \(its keys would be read in that order, its values "
+               r"ignored\); pass sorted\(ids, key=ids.get\) for the order its values give$")
+    with pytest.raises(TypeError, match=message):
+        Annotations.from_frame(frame, classes={"cat": 1, "dog": 0})
+    dd = pytest.importorskip("dask.dataframe")
+    from crowd_keras.distributed import aggregate
+    with pytest.raises(TypeError, match=message):
+        aggregate(dd.from_pandas(frame, npartitions=1), classes={"cat": 1, "dog": 0},
+                  gold={2: "dog"})
+    # codes in the keys' order are that order: read as before
+    ann = Annotations.from_frame(frame, classes={"dog": 0, "cat": 1})
+    assert ann.classes.tolist() == ["dog", "cat"]
+    assert DawidSkene().fit(ann, gold=np.array([-1, 0])).predict_labels()[1] == "dog"
