@@ -661,7 +661,8 @@ def test_cli_gold_on_labeling_function_votes_says_whether_the_fit_held_it(tmp_pa
                  str(tmp_path / "gold.csv"), "--out", str(tmp_path / "o.csv"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert ("60 gold labels from" in out) and ("held fixed in the fit" in out) is held
-    assert ("kept as the labels (labeling-function votes" in out) is not held
+    assert ("kept as the labels (labeling-function votes: --method abstain_dawid_skene holds "
+            "gold in the fit)" in out) is not held
     tasks = [{"id": int(t), "data": {"text": str(t)}, "annotations": [
         {"id": 1000 * int(t) + n, "completed_by": int(r.worker[2:]), "task": int(t),
          "was_cancelled": False, "ground_truth": False,
@@ -679,7 +680,8 @@ def test_cli_gold_on_labeling_function_votes_says_whether_the_fit_held_it(tmp_pa
                  str(tmp_path / "p.json"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert ("60 ground-truth tasks held at their label in the fit" in out) is held
-    assert ("kept at their label (labeling-function votes" in out) is not held
+    assert ("kept at their label (labeling-function votes: --method abstain_dawid_skene "
+            "holds gold in the fit)" in out) is not held
     assert len(ls.read_export(export).gold) == 60
 
 

@@ -342,8 +342,8 @@ def _aggregate(args: argparse.Namespace) -> int:
           "1e-9; exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
         held = "held fixed in the fit" if gold_held(model) else \
-            (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: the "
-             "abstain-aware model that fits them takes no gold)")
+            (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: "
+             "--method abstain_dawid_skene holds gold in the fit)")
         print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} {held}")
         note = gold_mix_note(model, plain_values(ann.classes))
         if note:

@@ -508,8 +508,8 @@ def aggregate_command(args: argparse.Namespace) -> int:
     elif gold is not None:
         n_known = int((gold >= 0).sum())
         held = "held at their label in the fit" if gold_held(model) else \
-            ("kept at their label (labeling-function votes: the abstain-aware model that fits "
-             "them takes no gold)")
+            ("kept at their label (labeling-function votes: --method abstain_dawid_skene "
+             "holds gold in the fit)")
         print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} {held} (--no-gold "
               "fits without them and scores the aggregate against them)")
         note = gold_mix_note(model, plain_values(export.annotations.classes))
