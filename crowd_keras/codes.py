@@ -84,7 +84,9 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
         raise TypeError(f"identifiers must be a list in code order, got a "
                         f"{type(ids).__name__}, whose order is arbitrary (pass sorted(ids) "
                         f"for the sorted order)")
-    if isinstance(ids, Mapping) and [*ids.values()] != list(range(len(ids))):
+    if isinstance(ids, Mapping) and not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v == n
+            for n, v in enumerate(ids.values())):
         # {label: code} read as its keys in insertion order, the codes ignored: gold codes,
         # pred_probs columns and every result's class order would follow the keys instead
         raise TypeError(f"identifiers must be a list in code order, got a "

@@ -137,7 +137,7 @@ def gold_held(model: Any) -> bool:
 def gold_mix_note(model: Any, classes: Sequence) -> str:
     """A note when the labels were decided for the gold's class mix (``target_prior="gold"``)
     and a class has no gold item: gold that is not a sample of the items judged (e.g. checked
-    positives only) then skews every label toward the gold's classes. None when the mix
+    positives only) then skews every label toward the gold's classes. ``""`` when the mix
     decided nothing: the winner's posteriors carry no class prior to replace (voting kept,
     ``target_prior_applied_`` False) and no choice by gold scored the candidates under it."""
     counts = getattr(model, "gold_class_counts_", None)
