@@ -8,7 +8,7 @@ per value only after a problem is found, to name its position.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,8 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
     """Identifiers as a 1-d array; integers stay integers, anything else is an object array.
     One string is refused (``classes="xy"`` would be the two classes 'x' and 'y'), and so
     is a set: ids are in code order, and a set's order is its hashes' (another in each
-    process for strings), so the class codes and the rows of every result would be too."""
+    process for strings), so the class codes and the rows of every result would be too. A
+    mapping is read as its keys in order only when its values are those codes, 0..n-1."""
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"identifiers must be a list, got the string {ids!r} (one id: "
                         f"[{ids!r}])")
@@ -83,6 +84,15 @@ def ids_array(ids: Iterable[Any]) -> np.ndarray:
         raise TypeError(f"identifiers must be a list in code order, got a "
                         f"{type(ids).__name__}, whose order is arbitrary (pass sorted(ids) "
                         f"for the sorted order)")
+    if isinstance(ids, Mapping) and not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v == n
+            for n, v in enumerate(ids.values())):
+        # {label: code} read as its keys in insertion order, the codes ignored: gold codes,
+        # pred_probs columns and every result's class order would follow the keys instead
+        raise TypeError(f"identifiers must be a list in code order, got a "
+                        f"{type(ids).__name__} whose values are not 0..{len(ids) - 1} in its "
+                        f"keys' order (its keys would be read in that order, its values "
+                        f"ignored); pass sorted(ids, key=ids.get) for the order its values give")
     if not isinstance(ids, Iterable):   # else Python's "'int' object is not iterable"
         raise TypeError(f"identifiers must be a list, got {type(ids).__name__} {show(ids)} "
                         f"(one id: [{show(ids)}])")

@@ -327,21 +327,43 @@ def test_gold_unknown_written_the_wrong_way_says_how_to_write_it(gold, hint):
         DawidSkene().fit(ann, gold={1: 5})      # no hint where the value is a label
 
 
-@pytest.mark.parametrize("gold, noted", [("task,label\n1,1\n3,1\n", True),
-                                         ("task,label\n1,1\n2,0\n", False)])
-def test_cli_notes_gold_of_one_class_only(answers, tmp_path, capsys, gold, noted):
-    # the default target prior follows the gold's class mix: gold of one class skews every
-    # label toward it, which is wrong when that gold is not a sample of the items judged
-    (tmp_path / "gold.csv").write_text(gold)
+def test_cli_notes_no_gold_mix_when_voting_is_kept(answers, tmp_path, capsys):
+    # auto keeps voting here, whose posteriors carry no class prior for the gold's mix to
+    # replace: the labels are the same under every target, so a note saying they were
+    # decided for the mix (and to pass --target-prior uniform) was false
+    (tmp_path / "gold.csv").write_text("task,label\n1,1\n3,1\n")   # one class only
     args = ["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
             str(tmp_path / "labels.csv"), "--quiet"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert ("note: the labels are decided for the gold's class mix (gold items per class, "
-            "target share: 0 0 (0.25), 1 2 (0.75))" in out) is noted
-    assert ("pass --target-prior uniform" in out) is noted
+    assert "auto (chose majority_vote" in out
+    labels = pd.read_csv(tmp_path / "labels.csv")["label"]
+    assert "note: the labels are decided" not in out
     assert main(args + ["--target-prior", "uniform"]) == 0
     assert "note: the labels are decided" not in capsys.readouterr().out
+    pd.testing.assert_series_equal(pd.read_csv(tmp_path / "labels.csv")["label"], labels)
+
+
+@pytest.mark.parametrize("gold, noted", [({1: 1, 3: 1}, True), ({1: 1, 2: 0}, False)])
+def test_gold_mix_note_when_the_mix_decides_the_labels(gold, noted):
+    # the default target prior follows the gold's class mix: gold of one class skews every
+    # label toward it (a model with a learned class prior), which is wrong when that gold is
+    # not a sample of the items judged
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import IBCC, AutoLabelModel
+    from crowd_keras.cli._common import gold_mix_note
+
+    rows = [(item, worker, (item + (worker == 2)) % 2) for item in range(1, 7)
+            for worker in range(3)]
+    ann = Annotations.from_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]))
+    model = AutoLabelModel(candidates=[("ibcc", IBCC())]).fit(ann, gold=gold)
+    assert model.target_prior_applied_
+    note = gold_mix_note(model, [0, 1])
+    assert note.startswith("note: the labels are decided for the gold's class mix (gold items "
+                           "per class, target share: 0 0 (0.25), 1 2 (0.75))") is noted
+    assert ("pass --target-prior uniform" in note) is noted
+    uniform = AutoLabelModel(candidates=[("ibcc", IBCC())], target_prior="uniform")
+    assert gold_mix_note(uniform.fit(ann, gold=gold), [0, 1]) == ""
 
 
 def test_cli_classes_declares_a_class_only_the_gold_names(tmp_path, capsys):
@@ -547,3 +569,141 @@ def test_next_to_label_never_proposes_a_gold_item(method, known):
     assert len(chosen) == 55 and not chosen["item"].isin(gold.index).any()
     assert (chosen["expected_gain"] == 0).any()    # the zero-gain items are still listed
     assert chosen["item"].is_unique
+
+
+def test_cli_gold_from_the_standard_input(answers, tmp_path):
+    # '-' is the standard input for the answers but was a file named '-' for --gold
+    # ("-: file not found"); both on the standard input, the second read found it empty
+    # ("/dev/stdin: the file is empty (no header line)")
+    import subprocess
+    import sys
+
+    def run(*args, stdin):
+        return subprocess.run([sys.executable, "-m", "crowd_keras", "aggregate", *args,
+                               "--method", "dawid_skene", "--out", str(tmp_path / "o.csv"),
+                               "--quiet"], input=stdin, capture_output=True, text=True,
+                              timeout=300)
+
+    done = run(str(answers), "--gold", "-", stdin="task,label\n1,0\n4,1\n")
+    assert done.returncode == 0, done.stderr
+    assert "2 gold labels from /dev/stdin held fixed in the fit" in done.stdout
+    labels = pd.read_csv(tmp_path / "o.csv").set_index("task")["label"]
+    assert labels[1] == 0 and labels[4] == 1
+    for gold in ("-", "/dev/stdin"):
+        refused = run("-", "--gold", gold, stdin=answers.read_text())
+        assert refused.returncode == 2
+        assert "the input and --gold both read '/dev/stdin', which can be read once; give " \
+               "one of them a file" in refused.stderr
+
+
+@pytest.mark.parametrize("text, message", [
+    ("task,label\n1,cat \n", "line 2: label 'cat ' of item 1 is not one of the classes "
+                             "['cat', 'dog'] (class 'cat' is: remove the spaces around it)"),
+    ("task,label\n 1,cat\n", "answers.csv (item 1 is: remove the spaces around it)")])
+def test_cli_gold_value_with_spaces_around_it_says_so(tmp_path, capsys, text, message):
+    # 'cat ' (a gold file written 'task, label' style) was 'a class no annotator chose:
+    # list every class with --classes', which cannot help (--classes strips the names)
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n1,a,cat\n1,b,dog\n2,a,dog\n2,b,dog\n")
+    (tmp_path / "gold.csv").write_text(text)
+    assert main(["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
+                 str(tmp_path / "labels.csv"), "--quiet"]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_gold_class_code_for_named_classes_says_a_mapping_takes_labels():
+    # {item: 1} against the classes ['bird', 'cat'] named the value but not that it reads as a
+    # class code (the aligned arrays of codes are the other form of gold), in memory and on Dask
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": ["bird", "cat", "cat", "cat"]})
+    message = (r"^gold label 1 of item 2 is not one of the classes \['bird', 'cat'\] \(class "
+               r"code 1 is 'cat': a mapping takes class labels\)$")
+    with pytest.raises(CrowdDataError, match=message):
+        DawidSkene().fit(Annotations.from_frame(frame), gold={2: np.int64(1)})
+    with pytest.raises(CrowdDataError, match=r"the classes \['bird', 'cat'\]$"):
+        DawidSkene().fit(Annotations.from_frame(frame), gold={2: 2})     # no class 2: no hint
+    dd = pytest.importorskip("dask.dataframe")
+    from crowd_keras.distributed import aggregate
+    with pytest.raises(CrowdDataError, match=message):
+        aggregate(dd.from_pandas(frame, npartitions=1), method="dawid_skene", gold={2: 1})
+
+
+@pytest.mark.parametrize("method, held", [("abstain_dawid_skene", True), ("dawid_skene", False)])
+def test_cli_gold_on_labeling_function_votes_says_whether_the_fit_held_it(tmp_path, capsys,
+                                                                          method, held):
+    # the abstain-aware model fitted as the method holds gold in its labeling-function regime
+    # too (its other items move with it) but was said to take none; a crowd model handing the
+    # votes over fits them without the gold
+    import json
+
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.integrations import label_studio as ls
+
+    L, y = _labeling_functions(200)
+    rows = [(i, f"lf{j}", L[i, j]) for i in range(len(L)) for j in range(L.shape[1])
+            if L[i, j] >= 0]
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    items = frame["task"].unique()[:60]
+    gold = pd.Series(1 - y[items], index=items)           # against the votes
+    ann = Annotations.from_frame(frame)
+    without, with_gold = (get_label_model(method).fit(ann, **kw).predict_proba()
+                          for kw in ({}, {"gold": gold}))
+    rest = ~np.isin(ann.item_ids, items)
+    assert bool(np.abs(with_gold[rest] - without[rest]).max() > 0.01) is held   # what the fit did
+    (tmp_path / "answers.csv").write_text(frame.to_csv(index=False))
+    (tmp_path / "gold.csv").write_text(gold.rename_axis("task").rename("label")
+                                       .reset_index().to_csv(index=False))
+    assert main(["aggregate", str(tmp_path / "answers.csv"), "--method", method, "--gold",
+                 str(tmp_path / "gold.csv"), "--out", str(tmp_path / "o.csv"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("60 gold labels from" in out) and ("held fixed in the fit" in out) is held
+    assert ("kept as the labels (labeling-function votes: --method abstain_dawid_skene holds "
+            "gold in the fit)" in out) is not held
+    tasks = [{"id": int(t), "data": {"text": str(t)}, "annotations": [
+        {"id": 1000 * int(t) + n, "completed_by": int(r.worker[2:]), "task": int(t),
+         "was_cancelled": False, "ground_truth": False,
+         "result": [{"from_name": "c", "to_name": "text", "type": "choices",
+                     "value": {"choices": [f"c{r.label}"]}}]}
+        for n, r in enumerate(group.itertuples())] + ([
+            {"id": 1000 * int(t) + 999, "completed_by": 99, "task": int(t),
+             "was_cancelled": False, "ground_truth": True,
+             "result": [{"from_name": "c", "to_name": "text", "type": "choices",
+                         "value": {"choices": [f"c{gold[t]}"]}}]}] if t in gold else [])}
+        for t, group in frame.groupby("task")]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(tasks))
+    assert main(["label-studio", "aggregate", str(export), "--method", method, "--out",
+                 str(tmp_path / "p.json"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("60 ground-truth tasks held at their label in the fit" in out) is held
+    assert ("kept at their label (labeling-function votes: --method abstain_dawid_skene "
+            "holds gold in the fit)" in out) is not held
+    assert len(ls.read_export(export).gold) == 60
+
+
+def test_classes_as_a_mapping_to_other_codes_is_refused():
+    # classes={'cat': 1, 'dog': 0} was read as its keys in order, the codes ignored: gold
+    # given as codes under that mapping (dog = 0) held the items at the other class
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import DawidSkene
+
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": ["cat", "cat", "dog", "cat"]})
+    message = (r"^identifiers must be a list in code order, got a dict whose values are not "
+               r"0..1 in its keys' order \(its keys would be read in that order, its values "
+               r"ignored\); pass sorted\(ids, key=ids.get\) for the order its values give$")
+    with pytest.raises(TypeError, match=message):
+        Annotations.from_frame(frame, classes={"cat": 1, "dog": 0})
+    dd = pytest.importorskip("dask.dataframe")
+    from crowd_keras.distributed import aggregate
+    with pytest.raises(TypeError, match=message):
+        aggregate(dd.from_pandas(frame, npartitions=1), classes={"cat": 1, "dog": 0},
+                  gold={2: "dog"})
+    # codes in the keys' order are that order: read as before
+    ann = Annotations.from_frame(frame, classes={"dog": 0, "cat": 1})
+    assert ann.classes.tolist() == ["dog", "cat"]
+    assert DawidSkene().fit(ann, gold=np.array([-1, 0])).predict_labels()[1] == "dog"

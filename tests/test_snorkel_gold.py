@@ -199,3 +199,16 @@ def test_save_and_load_keep_the_dev_rows_record(crowd, tmp_path):
     assert (loaded.n_gold_, loaded.gold_in_fit_) == (100, True)
     assert (with_dev.load(tmp_path / "plain.npz").n_gold_, with_dev.gold_in_fit_) == (0, False)
     np.testing.assert_allclose(with_dev.predict_proba(L), without.predict_proba(L))
+
+
+@pytest.mark.parametrize("kwargs", [dict(Y_dev=np.int64(1)), dict(Y_dev=1, L_dev="one row")])
+def test_a_scalar_y_dev_is_no_labels(crowd, kwargs):
+    # a scalar was read as one data point's label: 'Y_dev has 1 class(es). Does not match
+    # LabelModel cardinality 3', and beside a one-row L_dev it was taken as that row's gold
+    L, L_dev, _, _ = crowd
+    if "L_dev" in kwargs:
+        kwargs = dict(kwargs, L_dev=L_dev[:1], class_balance=[0.2, 0.3, 0.5])
+    with pytest.raises(CrowdDataError, match=r"^Y_dev must be one label per data point \(an "
+                                             r"array or a list\), got the scalar 1$"):
+        CrowdLabelModel(cardinality=K, method="dawid_skene").fit(L, progress_bar=False,
+                                                                 **kwargs)

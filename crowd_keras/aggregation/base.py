@@ -209,6 +209,16 @@ def more_unknown(others: Any) -> str:
     return f"; nor {'is' if len(others) == 1 else 'are'} {len(others)} more: {shown}"
 
 
+def _code_hint(value: Any, classes: np.ndarray) -> str:
+    """Error hint for a gold label ``value`` that is a class code of ``classes`` that are not
+    numbers (``1`` for ``'dog'``), else ``""``: a mapping takes the class labels."""
+    classes = np.asarray(classes)
+    if classes.dtype.kind in "iufb" or isinstance(value, (bool, np.bool_)) or \
+            not isinstance(value, (int, np.integer)) or not 0 <= value < len(classes):
+        return ""
+    return f" (class code {value} is {show(classes[value])}: a mapping takes class labels)"
+
+
 def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(item ids (G,), class codes (G,))`` of a mapping item id -> class label (a dict or a
@@ -250,7 +260,8 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
             (isinstance(value, (int, np.integer)) and value == -1)
         hint = "; leave the items without a known class out of the mapping (e.g. " \
             "gold.dropna())" if unknown else \
-            (written_alike(value, classes, "class") if np.ndim(value) == 0 else "")
+            (written_alike(value, classes, "class") or _code_hint(value, classes)
+             if np.ndim(value) == 0 else "")
         raise CrowdDataError(f"gold label {show(value)} of item {show(series.index[j])} is not "
                              f"one of the classes {np.asarray(classes).tolist()}{hint}")
     return series.index.to_numpy(), cls.astype(np.int64)

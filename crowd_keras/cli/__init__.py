@@ -23,8 +23,8 @@ from ..files import atomic_write_files, atomic_write_text
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
-                      not_dash, report_files)
-from ._common import (CommandParser, HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
+                      not_dash, one_reader_per_stream, report_files)
+from ._common import (CommandParser, HelpFormatter, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, common_options, label_model_name,
                       run_handler, target_prior_problem)
 from ._tables import (COLUMN_FLAGS, check_columns, check_spacing, each_number,
@@ -149,18 +149,31 @@ def _read_gold(args: argparse.Namespace, ann: Any) -> Any:
     for bad, what in ((items.isna().to_numpy(), lambda r: f"missing item ({args.item!r}, "
                                                           "--item)"),
                       (pos < 0, lambda r: f"item {show(items.iloc[r])} is not an item of "
-                                          f"{args.input}"),
+                                          f"{args.input}"
+                                          f"{_spaced(items.iloc[r], ann.item_ids, 'item')}"),
                       (labels.isna().to_numpy(), lambda r: f"missing label ({args.label!r}, "
                                                            "--label) of item "
                                                            f"{show(items.iloc[r])}"),
                       (codes < 0, lambda r: f"label {show(labels.iloc[r])} of item "
                                             f"{show(items.iloc[r])} is not one of the classes "
-                                            f"{ann.classes.tolist()[:20]} (a class no annotator "
-                                            "chose: list every class with --classes)")):
+                                            f"{ann.classes.tolist()[:20]}"
+                                            + (_spaced(labels.iloc[r], ann.classes, 'class')
+                                               or " (a class no annotator chose: list every "
+                                               "class with --classes)"))):
         if bad.any():
             r = int(np.argmax(bad))
             raise CrowdDataError(f"{args.gold}: line {line_of(args.gold)(r)}: {what(r)}")
     return pd.Series(ann.classes[codes], index=ann.item_ids[pos])
+
+
+def _spaced(value: Any, known: Any, what: str) -> str:
+    """Hint for a --gold ``value`` (an item or a label) that is none of ``known`` (the
+    answers' items or classes) but one of them once the spaces around it are removed
+    (``t1, cat`` keeps the space after the comma), else ``""``."""
+    if not isinstance(value, str) or value == value.strip():
+        return ""
+    alike = [k for k in np.asarray(known).tolist() if str(k) == value.strip()]
+    return f" ({what} {show(alike[0])} is: remove the spaces around it)" if alike else ""
 
 
 def _scale_classes(column: Any) -> Optional[list]:
@@ -299,6 +312,9 @@ def _aggregate(args: argparse.Namespace) -> int:
     if args.gold and not model.accepts_gold:
         raise UsageError(f"--method {args.method} does not take gold labels (--gold); "
                          "the default method does")
+    problem = one_reader_per_stream([("the input", args.input), ("--gold", args.gold)])
+    if problem:
+        raise UsageError(problem)
     df, ann = _read_annotations(args)
     gold = _read_gold(args, ann) if args.gold else None
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
@@ -325,9 +341,9 @@ def _aggregate(args: argparse.Namespace) -> int:
     print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (top posteriors within "
           "1e-9; exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
-        held = "held fixed in the fit" if getattr(model, "regime_", "crowd") == "crowd" else \
-            (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: the "
-             "abstain-aware model that fits them takes no gold)")
+        held = "held fixed in the fit" if gold_held(model) else \
+            (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: "
+             "--method abstain_dawid_skene holds gold in the fit)")
         print(f"{len(gold)} gold label{'s' if len(gold) != 1 else ''} from {args.gold} {held}")
         note = gold_mix_note(model, plain_values(ann.classes))
         if note:
@@ -449,10 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "the lowest first). Errors name the line of the file.")
     _add_table_options(agg)
     add_method_option(agg)
-    agg.add_argument("--gold", metavar="FILE",
+    agg.add_argument("--gold", metavar="FILE", type=dash_stream("stdin"),
                      help="CSV of known true labels of some items (columns --item and --label): "
                      "held fixed in the fit, and with 20 or more the default method chooses "
-                     "its model by them")
+                     "its model by them (-: the standard input)")
     add_target_prior_option(agg, "the default method only")
     agg.add_argument("--classes", default=None, metavar="A,B,...", type=class_list,
                      help="every class, separated by commas (e.g. cat,dog,bird): a class no "

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Optional
 from ..errors import CrowdDataError
 
 __all__ = ["int_at_least", "dash_stream", "not_dash", "class_list", "check_paths",
-           "check_output_kinds", "report_files"]
+           "one_reader_per_stream", "check_output_kinds", "report_files"]
 
 #: The files a report command writes into its ``--out`` folder.
 REPORT_FILES = ("report.html", "report.json")
@@ -120,6 +120,21 @@ def check_paths(inputs: Iterable[tuple[str, Optional[str]]],
                                      "file: one output would overwrite the other; choose two "
                                      "paths")
         seen.append((name, path))
+
+
+def one_reader_per_stream(inputs: Iterable[tuple[str, Optional[str]]]) -> str:
+    """The problem (``""`` for none) when two of ``inputs`` (``(flag or argument name, path
+    or None)``) read one stream that is not a plain file (``-``: the standard input, a pipe):
+    it can be read once, so the second read found it empty ("the file is empty")."""
+    seen: list[tuple[str, str]] = []
+    for name, path in ((n, str(p)) for n, p in inputs if p is not None):
+        stream = os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
+        for other, other_path in seen if stream else ():
+            if _same(path, other_path):
+                return (f"{other} and {name} both read {other_path!r}, which can be read once; "
+                        "give one of them a file")
+        seen.append((name, path))
+    return ""
 
 
 def report_files(folder: Optional[str]) -> list[tuple[str, Optional[str]]]:

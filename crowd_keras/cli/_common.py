@@ -126,14 +126,28 @@ def plain_values(values: Any) -> list:
     return [v.item() if hasattr(v, "item") else v for v in values]
 
 
+def gold_held(model: Any) -> bool:
+    """Whether ``model``'s fit held its gold items at their class in every E-step: not when a
+    crowd model handed labeling-function votes over to the abstain-aware model, which it fits
+    without the gold (the gold items are only reported at their class); the abstain-aware
+    model fitted as the method holds them in either regime."""
+    return getattr(model, "labeling_function_model_", None) is None
+
+
 def gold_mix_note(model: Any, classes: Sequence) -> str:
     """A note when the labels were decided for the gold's class mix (``target_prior="gold"``)
     and a class has no gold item: gold that is not a sample of the items judged (e.g. checked
-    positives only) then skews every label toward the gold's classes."""
+    positives only) then skews every label toward the gold's classes. ``""`` when the mix
+    decided nothing: the winner's posteriors carry no class prior to replace (voting kept,
+    ``target_prior_applied_`` False) and no choice by gold scored the candidates under it."""
     counts = getattr(model, "gold_class_counts_", None)
     target = getattr(model, "target_prior_", None)
     if counts is None or target is None or getattr(model, "target_prior", None) != "gold" \
             or not counts.sum() or counts.all():
+        return ""
+    # the labels are the same under any target then: --target-prior uniform would change none
+    if not getattr(model, "target_prior_applied_", False) and \
+            not getattr(model, "gold_accuracy_", None):
         return ""
     mix = ", ".join(f"{c!s} {n} ({t:.2f})" for c, n, t in zip(classes, counts, target))
     return (f"note: the labels are decided for the gold's class mix (gold items per class, "

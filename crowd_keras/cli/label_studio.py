@@ -30,7 +30,7 @@ from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_se
 
 from ._checks import (check_output_kinds, check_paths, dash_stream, int_at_least, not_dash,
                       report_files)
-from ._common import (HelpFormatter, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
+from ._common import (HelpFormatter, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       cli_words, common_options, target_prior_problem)
 
 __all__ = ["register", "aggregate_command", "report_command"]
@@ -507,9 +507,9 @@ def aggregate_command(args: argparse.Namespace) -> int:
                          "spans"))
     elif gold is not None:
         n_known = int((gold >= 0).sum())
-        held = "held at their label in the fit" if getattr(model, "regime_", "crowd") == \
-            "crowd" else ("kept at their label (labeling-function votes: the abstain-aware model "
-                          "that fits them takes no gold)")
+        held = "held at their label in the fit" if gold_held(model) else \
+            ("kept at their label (labeling-function votes: --method abstain_dawid_skene "
+             "holds gold in the fit)")
         print(f"{n_known} ground-truth task{'s' if n_known != 1 else ''} {held} (--no-gold "
               "fits without them and scores the aggregate against them)")
         note = gold_mix_note(model, plain_values(export.annotations.classes))

@@ -151,6 +151,9 @@ def check_gold_labels(Y_dev: Any, cardinality: int, name: str = "Y_dev",
     y = np.asarray(Y_dev)
     if y.ndim > 1 and not (y.ndim == 2 and y.shape[1] == 1):
         raise CrowdDataError(f"{name} must be one label per data point, got shape {y.shape}")
+    if y.ndim == 0:   # ravel made it one data point's label (Snorkel: 'not iterable')
+        raise CrowdDataError(f"{name} must be one label per data point (an array or a list), "
+                             f"got the scalar {y.item()!r}")
     y = y.ravel()
     if len(y) == 0:
         raise CrowdDataError(f"{name} is empty")
