@@ -75,6 +75,27 @@ def test_vocabulary_before_fit_and_bad_min_count():
     assert Vocabulary(min_count=1).fit(seq, [1]).size == 2 + 3    # Mary, went, home
 
 
+def test_windows_check_per_token_arrays_against_their_documents():
+    # the word ids of the whole corpus gathered by windows of a subset read the words of
+    # other tokens (silently), and the tagger's outputs of other windows a bare IndexError
+    seq = crowd_spans()
+    vocab = Vocabulary(min_count=1).fit(seq)
+    sub = seq.subset([1, 2])
+    win = windows(sub, np.arange(sub.n_docs), 5)
+    with pytest.raises(ValueError, match=r"one value per token .*\(16, \.\.\.\), got shape \(25,\)"):
+        win.gather(vocab.encode(seq), 0)
+    words = win.gather(vocab.encode(sub), 0)                 # the subset's own ids
+    assert words.shape == (4, 5) and (words[win.valid] > 1).all()
+    with pytest.raises(ValueError, match=r"one output per window and position, \(4, 5, \.\.\.\), "
+                                         r"got shape \(4, 6, 3\)"):
+        win.scatter(np.zeros((4, 6, 3)), sub.n_tokens)
+    with pytest.raises(ValueError, match="n_tokens is 25, but the windows were cut from "
+                                         "documents of 16 tokens"):
+        win.scatter(np.zeros((4, 5, 3)), seq.n_tokens)
+    back = win.scatter(np.eye(3)[words % 3], sub.n_tokens)  # round trip of per-token values
+    assert np.array_equal(back.argmax(1), vocab.encode(sub) % 3)
+
+
 # ----------------------------------------------------------------------------- the layer
 keras = pytest.importorskip("keras")
 from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
