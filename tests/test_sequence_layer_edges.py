@@ -82,7 +82,8 @@ def test_windows_check_per_token_arrays_against_their_documents():
     vocab = Vocabulary(min_count=1).fit(seq)
     sub = seq.subset([1, 2])
     win = windows(sub, np.arange(sub.n_docs), 5)
-    with pytest.raises(ValueError, match=r"one value per token .*\(16, \.\.\.\), got shape \(25,\)"):
+    with pytest.raises(ValueError,
+                       match=r"one value per token .*\(16, \.\.\.\), got shape \(25,\)"):
         win.gather(vocab.encode(seq), 0)
     words = win.gather(vocab.encode(sub), 0)                 # the subset's own ids
     assert words.shape == (4, 5) and (words[win.valid] > 1).all()
