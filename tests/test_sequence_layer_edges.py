@@ -241,6 +241,55 @@ def test_temporal_weights_and_round_trip_on_other_backends(backend):
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
 
 
+SUMMARY_SCRIPT = """
+import sys
+import keras
+sys.path.insert(0, "tests")
+from test_sequence_layer_edges import tagger_crowd_model_without_summary
+assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
+tagger_crowd_model_without_summary()
+print("ok")
+"""
+
+
+def tagger_crowd_model_without_summary():
+    """A CrowdModel tagger fitted on per-step labels (no annotator summary): its
+    ``annotator_quality_`` says why."""
+    from crowd_keras.models import CrowdModel
+
+    words, ids, y = tagger_batch()
+    tagger = keras.Sequential([keras.Input((T,), dtype="int32"), keras.layers.Embedding(V, 4),
+                               keras.layers.Dense(K, activation="softmax")])
+    model = CrowdModel(tagger, CrowdLayer(A))
+    model.compile("sgd")
+    model.fit(words, (ids, y), epochs=1, verbose=0)
+    assert not hasattr(model, "annotator_quality_")
+    with pytest.raises(NotFittedError, match=r"no annotator summary yet: .*\(not a tagger's "
+                                             "per-step labels"):
+        model.annotator_quality_
+
+
+def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary():
+    tagger_crowd_model_without_summary()
+
+
+@pytest.mark.slow
+def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary_on_torch():
+    # a Keras model is a torch Module there: the property's NotFittedError was replaced by
+    # torch's bare "'CrowdModel' object has no attribute 'annotator_quality_'"
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import require_module, subprocess_env
+
+    require_module("torch")
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, "torch"], cwd=root,
+                         env=subprocess_env(KERAS_BACKEND="torch"), capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
+
 class PaddingNoise(keras.layers.Layer):
     """Adds ``shift`` to the logits of the masked steps (keeping the mask)."""
 
