@@ -290,6 +290,24 @@ def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary_on_torch():
                          text=True, timeout=300)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
 
+@pytest.mark.parametrize("arch", ["lstm", "conv"])
+def test_the_pico_tagger_example_builds_its_taggers_without_a_warning(arch):
+    # --arch conv masked the padding for Conv1D, which takes no mask: Keras warned, twice a
+    # run, that the layer "will therefore destroy the mask information"
+    import importlib
+    import sys
+    import warnings
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    pico_tagger = importlib.import_module("pico_tagger")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tagger = pico_tagger.build_tagger(V, K, T, units=4, arch=arch)
+    words, _, _ = tagger_batch()
+    assert tuple(tagger(words).shape) == (2, T, K)
+
+
 class PaddingNoise(keras.layers.Layer):
     """Adds ``shift`` to the logits of the masked steps (keeping the mask)."""
 
