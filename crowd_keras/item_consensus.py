@@ -218,12 +218,24 @@ class CrowdConsensus:
     def predict_proba_items(self, x: Any, annotations: Any) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def __getattr__(self, name: str) -> Any:
+        # Keras' torch models are torch Modules, whose __getattr__ answers a property that
+        # raised AttributeError (the summary's NotFittedError is one) with a bare "'CrowdModel'
+        # object has no attribute 'annotator_quality_'": the reason is raised again here
+        if name in ("class_priors_", "confusion_matrices_", "annotator_quality_"):
+            self._crowd_summary()
+        fallback = getattr(super(), "__getattr__", None)
+        if fallback is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return fallback(name)
+
     def _crowd_summary(self) -> CrowdSummary:
         summary = getattr(self, "crowd_summary_", None)
         if summary is None:   # as a label model's before fit: also an AttributeError, so
             raise NotFittedError(   # hasattr(trainer, "annotator_quality_") is False, not raising
                 f"this {type(self).__name__} has no annotator summary yet: it is learned by "
-                "fit on arrays (or summarize_annotators(x, annotations) where offered)")
+                "fit on arrays of one class label per item (not a tagger's per-step labels, "
+                "nor a dataset), or by summarize_annotators(x, annotations) where offered")
         return summary
 
     @property

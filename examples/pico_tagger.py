@@ -76,9 +76,12 @@ def load(data: Optional[Path], quick: bool = False, window: int = 128) -> dict:
 
 def build_tagger(vocab_size: int, n_tags: int, window: int = 128, units: int = 32,
                  arch: str = "lstm") -> keras.Model:
-    """Word ids (batch, window) → tag probabilities (batch, window, n_tags), masked padding."""
+    """Word ids (batch, window) → tag probabilities (batch, window, n_tags); the BiLSTM's
+    carry the Keras mask of the padding."""
     words = keras.Input((window,), dtype="int32", name="words")
-    h = keras.layers.Embedding(vocab_size, 64, mask_zero=True)(words)
+    # Conv1D takes no mask (Keras warns that it drops one); padding still never trains, as
+    # its targets are -1 (missing) in the windows
+    h = keras.layers.Embedding(vocab_size, 64, mask_zero=arch == "lstm")(words)
     h = keras.layers.Dropout(0.25)(h)
     if arch == "lstm":
         h = keras.layers.Bidirectional(keras.layers.LSTM(units, return_sequences=True))(h)

@@ -75,6 +75,28 @@ def test_vocabulary_before_fit_and_bad_min_count():
     assert Vocabulary(min_count=1).fit(seq, [1]).size == 2 + 3    # Mary, went, home
 
 
+def test_windows_check_per_token_arrays_against_their_documents():
+    # the word ids of the whole corpus gathered by windows of a subset read the words of
+    # other tokens (silently), and the tagger's outputs of other windows a bare IndexError
+    seq = crowd_spans()
+    vocab = Vocabulary(min_count=1).fit(seq)
+    sub = seq.subset([1, 2])
+    win = windows(sub, np.arange(sub.n_docs), 5)
+    with pytest.raises(ValueError,
+                       match=r"one value per token .*\(16, \.\.\.\), got shape \(25,\)"):
+        win.gather(vocab.encode(seq), 0)
+    words = win.gather(vocab.encode(sub), 0)                 # the subset's own ids
+    assert words.shape == (4, 5) and (words[win.valid] > 1).all()
+    with pytest.raises(ValueError, match=r"one output per window and position, \(4, 5, \.\.\.\), "
+                                         r"got shape \(4, 6, 3\)"):
+        win.scatter(np.zeros((4, 6, 3)), sub.n_tokens)
+    with pytest.raises(ValueError, match="n_tokens is 25, but the windows were cut from "
+                                         "documents of 16 tokens"):
+        win.scatter(np.zeros((4, 5, 3)), seq.n_tokens)
+    back = win.scatter(np.eye(3)[words % 3], sub.n_tokens)  # round trip of per-token values
+    assert np.array_equal(back.argmax(1), vocab.encode(sub) % 3)
+
+
 # ----------------------------------------------------------------------------- the layer
 keras = pytest.importorskip("keras")
 from crowd_keras.layers import CrowdLayer, CrowdRegressionLayer  # noqa: E402
@@ -217,6 +239,73 @@ def test_temporal_weights_and_round_trip_on_other_backends(backend):
     res = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, backend], cwd=root, env=env,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
+
+
+SUMMARY_SCRIPT = """
+import sys
+import keras
+sys.path.insert(0, "tests")
+from test_sequence_layer_edges import tagger_crowd_model_without_summary
+assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
+tagger_crowd_model_without_summary()
+print("ok")
+"""
+
+
+def tagger_crowd_model_without_summary():
+    """A CrowdModel tagger fitted on per-step labels (no annotator summary): its
+    ``annotator_quality_`` says why."""
+    from crowd_keras.models import CrowdModel
+
+    words, ids, y = tagger_batch()
+    tagger = keras.Sequential([keras.Input((T,), dtype="int32"), keras.layers.Embedding(V, 4),
+                               keras.layers.Dense(K, activation="softmax")])
+    model = CrowdModel(tagger, CrowdLayer(A))
+    model.compile("sgd")
+    model.fit(words, (ids, y), epochs=1, verbose=0)
+    assert not hasattr(model, "annotator_quality_")
+    with pytest.raises(NotFittedError, match=r"no annotator summary yet: .*\(not a tagger's "
+                                             "per-step labels"):
+        model.annotator_quality_
+
+
+def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary():
+    tagger_crowd_model_without_summary()
+
+
+@pytest.mark.slow
+def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary_on_torch():
+    # a Keras model is a torch Module there: the property's NotFittedError was replaced by
+    # torch's bare "'CrowdModel' object has no attribute 'annotator_quality_'"
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import require_module, subprocess_env
+
+    require_module("torch")
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, "torch"], cwd=root,
+                         env=subprocess_env(KERAS_BACKEND="torch"), capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
+
+@pytest.mark.parametrize("arch", ["lstm", "conv"])
+def test_the_pico_tagger_example_builds_its_taggers_without_a_warning(arch):
+    # --arch conv masked the padding for Conv1D, which takes no mask: Keras warned, twice a
+    # run, that the layer "will therefore destroy the mask information"
+    import importlib
+    import sys
+    import warnings
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    pico_tagger = importlib.import_module("pico_tagger")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tagger = pico_tagger.build_tagger(V, K, T, units=4, arch=arch)
+    words, _, _ = tagger_batch()
+    assert tuple(tagger(words).shape) == (2, T, K)
 
 
 class PaddingNoise(keras.layers.Layer):

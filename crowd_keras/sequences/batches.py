@@ -84,13 +84,16 @@ class Windows:
     Attributes:
         doc: (N,) document code of each window; token_index: (N, L) global token index,
         -1 = padding; annotators: (N, S) annotator codes of the document's annotations, -1 =
-        empty slot; labels: (N, L, S) tag of each slot at each position, -1 = missing/padding.
+        empty slot; labels: (N, L, S) tag of each slot at each position, -1 = missing/padding;
+        n_tokens: T, the tokens of the documents the windows were cut from (None: unknown),
+        the length :meth:`gather` and :meth:`scatter` check per-token arrays against.
     """
 
     doc: np.ndarray
     token_index: np.ndarray
     annotators: np.ndarray
     labels: np.ndarray
+    n_tokens: Optional[int] = None
 
     @property
     def valid(self) -> np.ndarray:
@@ -100,6 +103,11 @@ class Windows:
     def gather(self, values: np.ndarray, fill: float = 0) -> np.ndarray:
         """Per-token ``values`` (T, ...) laid out as windows (N, L, ...), ``fill`` at padding."""
         values = np.asarray(values)
+        # word ids of another corpus (all documents, windows of a subset) were read at these
+        # windows' token indices: other tokens' words, silently, when there were more of them
+        if self.n_tokens is not None and (values.ndim == 0 or len(values) != self.n_tokens):
+            raise ValueError(f"gather takes one value per token of the documents the windows "
+                             f"were cut from, ({self.n_tokens}, ...), got shape {values.shape}")
         out = values[np.maximum(self.token_index, 0)]
         mask = self.valid.reshape(self.valid.shape + (1,) * (values.ndim - 1))
         return np.where(mask, out, np.asarray(fill, dtype=out.dtype))
@@ -108,6 +116,13 @@ class Windows:
         """Window outputs (N, L, ...) back to per-token (T, ...), ``fill`` for tokens in no
         window."""
         values = np.asarray(values)
+        if values.shape[:2] != self.token_index.shape:   # a bare IndexError of numpy's
+            n, length = self.token_index.shape
+            raise ValueError(f"scatter takes one output per window and position, "
+                             f"({n}, {length}, ...), got shape {values.shape}")
+        if self.n_tokens is not None and n_tokens != self.n_tokens:
+            raise ValueError(f"n_tokens is {n_tokens!r}, but the windows were cut from documents "
+                             f"of {self.n_tokens} tokens")
         out = np.full((n_tokens,) + values.shape[2:], fill, dtype=np.float64)
         out[self.token_index[self.valid]] = values[self.valid]
         return out
@@ -135,4 +150,5 @@ def windows(seq: SequenceAnnotations, docs: Sequence[int], length: int = 128) ->
     token_labels = np.full((seq.n_tokens, n_slots), MISSING, np.int16)
     token_labels[seq.obs_token, slot[seq.obs_assign]] = seq.obs_tag
     labels = np.where((idx >= 0)[..., None], token_labels[np.maximum(idx, 0)], MISSING)
-    return Windows(wdoc, idx, doc_annotators[wdoc], labels.astype(np.int32))
+    return Windows(wdoc, idx, doc_annotators[wdoc], labels.astype(np.int32),
+                   seq.n_tokens)
