@@ -99,12 +99,16 @@ def classifier_statistics(post: np.ndarray, pred_probs: np.ndarray,
     if state is not None:
         evidence = state.evidence(pred_probs)
         observed = (post * evidence).sum()
-        for j, t in enumerate(trials):
-            pi, _ = softmax_rows(t * evidence + state.log_class_prior)
+        distinct, where = np.unique(trials, return_inverse=True)
+        for j, t in enumerate(distinct):
+            # at w = 0 every item's π is ρ̂: no softmax over the items
+            pi = np.exp(state.log_class_prior)[None, :] if t == 0.0 else \
+                softmax_rows(t * evidence + state.log_class_prior)[0]
             mean = (pi * evidence).sum(axis=1)
-            slopes[j] = observed - mean.sum()
-            slopes[len(trials) + j] = ((pi * evidence * evidence).sum(axis=1)
-                                       - mean * mean).sum()
+            at = where == j
+            slopes[:len(trials)][at] = observed - mean.sum()
+            slopes[len(trials):][at] = ((pi * evidence * evidence).sum(axis=1)
+                                        - mean * mean).sum()
     head = np.array([post[np.arange(len(post)), np.argmax(pred_probs, axis=1)].sum(), n,
                      weight * n])
     return np.concatenate([head, slopes, post.sum(axis=0), probs.sum(axis=0)])
