@@ -1,0 +1,65 @@
+"""What users of crowd-kit (``crowdkit.aggregation``) meet: the same long frame (task, worker,
+label) in, crowd-kit's arguments refused with where their job is done, and the same
+posteriors where the model, the start and the iterations are crowd-kit's."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import Annotations
+from crowd_keras.aggregation import DawidSkene, MajorityVote, OneCoinDawidSkene
+from crowd_keras.datasets import simulate_crowd
+
+ck = pytest.importorskip("crowdkit.aggregation")
+# crowd-kit 1.4 on pandas 3 warns of its own deprecated calls
+pytestmark = pytest.mark.filterwarnings("ignore:::crowdkit")
+
+FRAME = pd.DataFrame({"task": ["t1", "t1", "t1", "t2", "t2", "t3"],
+                      "worker": ["w1", "w2", "w3", "w1", "w2", "w3"],
+                      "label": ["cat", "dog", "cat", "dog", "dog", "cat"]})
+
+
+@pytest.mark.parametrize("model", [DawidSkene, MajorityVote])
+@pytest.mark.parametrize("layout", ["frame", "annotations", "matrix"])
+def test_crowd_kit_fit_arguments_say_where_their_job_is_done(model, layout):
+    # fit(df, true_labels=...) said "AnnotationReaders.from_frame() got an unexpected keyword
+    # argument 'true_labels'", a reader the user never called, and nothing of gold=
+    gold = pd.Series({"t1": "cat"})
+    ck.DawidSkene(n_iter=5).fit(FRAME, true_labels=gold)          # crowd-kit takes it
+    data = {"frame": FRAME, "annotations": Annotations.from_frame(FRAME),
+            "matrix": Annotations.from_frame(FRAME).to_dense()}[layout]
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['true_labels'\]"
+                                        r".*\(crowd-kit's true_labels is gold= here"):
+        model().fit(data, true_labels=gold)
+    with pytest.raises(TypeError, match=r"crowd-kit's skills has no counterpart"):
+        model().fit_predict(data, skills=pd.Series({"w1": 0.9}))
+    if layout != "annotations":
+        reader = "from_frame" if layout == "frame" else "from_dense"
+        with pytest.raises(TypeError, match=rf"^unexpected keyword argument\(s\) \['colour'\] "
+                                            rf"\(.*Annotations\.{reader} takes .*\)$"):
+            model().fit(data, colour="red")
+    gold_fit = model().fit(FRAME, gold={"t1": "cat"})               # what it points to
+    assert gold_fit.predict_labels()[0] == "cat"
+
+
+def test_the_readers_own_arguments_still_pass_through_fit():
+    renamed = FRAME.rename(columns={"worker": "annotator"})       # cleanlab's long layout
+    labels = MajorityVote().fit(renamed, annotator="annotator").predict_labels()
+    np.testing.assert_array_equal(labels, MajorityVote().fit(FRAME).predict_labels())
+    twice = pd.concat([FRAME, FRAME.iloc[[0]]], ignore_index=True)
+    assert MajorityVote().fit(twice, duplicates="last").annotations_.n_duplicates == 1
+
+
+@pytest.mark.parametrize("ours, theirs", [(DawidSkene, "DawidSkene"),
+                                          (OneCoinDawidSkene, "OneCoinDawidSkene")])
+def test_crowd_kits_model_with_its_start_and_iterations_gives_its_posteriors(ours, theirs):
+    # smoothing=0 is crowd-kit's M-step; both start from the soft majority vote
+    sim = simulate_crowd(n_items=150, n_classes=3, n_annotators=8, annotations_per_item=4,
+                         seed=1)
+    frame = sim.annotations.to_frame()
+    for n_iter in (1, 5):
+        kit = getattr(ck, theirs)(n_iter=n_iter, tol=0).fit(frame)
+        model = ours(max_iter=n_iter, tol=-1, smoothing=0,
+                     labeling_functions="ignore").fit(frame)
+        probas = kit.probas_.reindex(index=sim.annotations.item_ids,
+                                     columns=sim.annotations.classes).to_numpy()
+        np.testing.assert_allclose(model.predict_proba(), probas, atol=1e-9)
