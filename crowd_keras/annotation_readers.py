@@ -261,6 +261,20 @@ def _row_numbers(row_numbers: Any, df: Any) -> Optional[np.ndarray]:
     return rows
 
 
+def _label_type_hint(value: Any, classes: Sequence, column: str) -> str:
+    """Error hint for a label ``value`` not among ``classes`` that is written like one of
+    them in another type (a CSV's ``"1"`` against the fitted ``1``), else ``""``."""
+    written = pd.Index(list(classes)).astype(str)
+    if np.ndim(value) or str(value) not in written:
+        return ""
+    alike = list(classes)[int(np.argmax(written == str(value)))]
+    # no astype for booleans: "False".astype(bool) is True
+    kind = None if isinstance(alike, (bool, np.bool_)) else \
+        "int" if isinstance(alike, (int, np.integer)) else "str" if isinstance(alike, str) else None
+    how = f", e.g. frame[{show(column)}].astype({kind})" if kind else ""
+    return f" (class {show(alike)} is written alike: give the labels in the classes' type{how})"
+
+
 def check_frame_columns(columns: Sequence, roles: dict) -> None:
     """Raise :class:`CrowdDataError` when a role's column is absent or named twice in
     ``columns``, or when one column is given for two roles; ``roles`` maps a role
@@ -333,8 +347,10 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         codes = wanted.get_indexer(booleans_as_codes(cols["label"], classes))
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
-            raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
-                                 f"of the classes {ids_array(classes).tolist()}")
+            value = cols["label"].iloc[n]
+            raise CrowdDataError(f"label {show(value)} at {where(n)} is not one of the classes "
+                                 f"{ids_array(classes).tolist()}"
+                                 f"{_label_type_hint(value, classes, label)}")
     ids = {}
     for role, given in (("item", item_ids), ("annotator", annotator_ids)):
         if given is None:

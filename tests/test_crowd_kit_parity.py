@@ -63,3 +63,21 @@ def test_crowd_kits_model_with_its_start_and_iterations_gives_its_posteriors(our
         probas = kit.probas_.reindex(index=sim.annotations.item_ids,
                                      columns=sim.annotations.classes).to_numpy()
         np.testing.assert_allclose(model.predict_proba(), probas, atol=1e-9)
+
+
+def test_labels_of_another_type_than_the_fitted_classes_say_so():
+    # a frame from a CSV ("1") scored under a model fitted on ints (1), or the reverse: the
+    # message listed the classes, and "'1' is not one of [0, 1]" read as a missing class
+    model = MajorityVote().fit(FRAME.assign(label=[0, 1, 0, 1, 1, 0]))
+    new = FRAME.assign(label=["0", "1", "0", "1", "1", "0"])
+    with pytest.raises(ValueError, match=r"label '0' at row 0 .* is not one of the classes "
+                                         r"\[0, 1\] \(class 0 is written alike: give the labels "
+                                         r"in the classes' type, e.g. frame\['label'\]"
+                                         r"\.astype\(int\)\)$"):
+        model.predict(new)
+    with pytest.raises(ValueError, match=r"\(class '1' is written alike: .*astype\(str\)\)$"):
+        Annotations.from_frame(FRAME.assign(label=[1, 1, 1, 1, 1, 1]), classes=["0", "1"])
+    with pytest.raises(ValueError, match=r"is not one of the classes \['cat', 'dog'\]$"):
+        MajorityVote().fit(FRAME).predict(FRAME.assign(label="emu"))     # no likeness
+    np.testing.assert_array_equal(model.predict(new.assign(label=new["label"].astype(int))),
+                                  model.predict())
