@@ -332,8 +332,13 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         null = cols[role].isna().to_numpy()
         if null.any():
             r = int(np.argmax(null))
+            # crowd-kit skips a row without a label: here it is an error, so say what to do
+            # (in words that also fit the command line, which shows this message)
+            drop = " (a row without a label is no annotation: leave those rows out)" \
+                if role == "label" else ""
             raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
-                                 f"{where(r, skip=role)}: the {role} of every row is needed")
+                                 f"{where(r, skip=role)}: the {role} of every row is needed"
+                                 f"{drop}")
     for given, what in ((classes, "class"), (item_ids, "item"), (annotator_ids, "annotator")):
         if given is not None:   # a repeat would make the lookups below ambiguous
             check_unique_ids(ids_array(given), what)

@@ -81,3 +81,16 @@ def test_labels_of_another_type_than_the_fitted_classes_say_so():
         MajorityVote().fit(FRAME).predict(FRAME.assign(label="emu"))     # no likeness
     np.testing.assert_array_equal(model.predict(new.assign(label=new["label"].astype(int))),
                                   model.predict())
+
+
+def test_a_row_without_a_label_says_how_to_leave_it_out():
+    # crowd-kit's aggregators skip it; here it is an error, which said what but not how
+    gaps = FRAME.assign(label=["cat", None, "cat", "dog", np.nan, "cat"])
+    assert ck.MajorityVote().fit_predict(gaps).to_dict() == {"t1": "cat", "t2": "dog",
+                                                             "t3": "cat"}
+    with pytest.raises(ValueError, match=r"column 'label' at row 1 \(item 't1', annotator "
+                                         r"'w2'\): .* \(a row without a label is no annotation: "
+                                         r"leave those rows out\)$"):
+        MajorityVote().fit(gaps)
+    labels = MajorityVote().fit(gaps.dropna(subset=["label"])).predict_labels()
+    assert labels.tolist() == ["cat", "dog", "cat"]
