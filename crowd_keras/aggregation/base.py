@@ -361,12 +361,16 @@ class LabelModel(Params):
         raise NotImplementedError
 
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
-        """``fit(annotations, **kwargs)``, then the fitted items' posteriors (items, K)."""
+        """``fit(annotations, **kwargs)``, then the fitted items' posteriors (items, K),
+        columns in ``annotations_.classes`` order (crowd-kit's ``fit_predict_proba`` is a
+        frame indexed by task with a column per label)."""
         return self.fit(annotations, **kwargs).predict_proba()
 
     def fit_predict(self, annotations: Any, **kwargs: Any) -> np.ndarray:
         """``fit(annotations, **kwargs)``, then the fitted items' class codes (items,), as
-        scikit-learn's and crowd-kit's ``fit_predict``."""
+        scikit-learn's ``fit_predict``. crowd-kit's returns the labels themselves, a Series
+        indexed by task: here ``predict_labels()`` gives the labels (codes and labels agree
+        for integer labels ``0..K-1``), in ``annotations_.item_ids`` order."""
         return self.fit(annotations, **kwargs).predict()
 
     def __setattr__(self, name: str, value: Any) -> None:
