@@ -282,7 +282,12 @@ def check_frame_columns(columns: Sequence, roles: dict) -> None:
     columns = list(columns)
     absent = [name for name in roles.values() if name not in columns]
     if absent:
-        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}")
+        # another library's layout (cleanlab's long one: task, annotator, label) names a
+        # column by its role: the keyword of that role reads it
+        named = [f"{role}={show(role)}" for role, name in roles.items()
+                 if name not in columns and role in columns]
+        hint = f" (a column is named by its role: pass {', '.join(named)})" if named else ""
+        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}{hint}")
     for role, name in roles.items():
         if columns.count(name) > 1:
             raise CrowdDataError(f"frame has {columns.count(name)} columns named {show(name)} (the "

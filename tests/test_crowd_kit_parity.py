@@ -94,3 +94,22 @@ def test_a_row_without_a_label_says_how_to_leave_it_out():
         MajorityVote().fit(gaps)
     labels = MajorityVote().fit(gaps.dropna(subset=["label"])).predict_labels()
     assert labels.tolist() == ["cat", "dog", "cat"]
+
+
+def test_cleanlabs_long_layout_is_told_which_keyword_reads_it():
+    # cleanlab's convert_long_to_wide_dataset takes task, annotator, label: the message named
+    # the absent 'worker' column only
+    multiannotator = pytest.importorskip("cleanlab.multiannotator")
+    renamed = FRAME.rename(columns={"worker": "annotator"}).assign(
+        label=[0, 1, 0, 1, 1, 0])
+    multiannotator.convert_long_to_wide_dataset(renamed)            # cleanlab reads it
+    with pytest.raises(ValueError, match=r"no column\(s\) \['worker'\]; columns are \['task', "
+                                         r"'annotator', 'label'\] \(a column is named by its role: "
+                                         r"pass annotator='annotator'\)$"):
+        DawidSkene().fit(renamed)
+    with pytest.raises(ValueError, match=r"\['task', 'worker'\]; .* pass item='item', "
+                                         r"annotator='annotator'\)$"):
+        Annotations.from_frame(renamed.rename(columns={"task": "item"}))
+    with pytest.raises(ValueError, match=r"columns are \['task', 'who', 'label'\]$"):
+        Annotations.from_frame(FRAME.rename(columns={"worker": "who"}))
+    assert DawidSkene().fit(renamed, annotator="annotator").annotations_.n_annotators == 3
