@@ -286,7 +286,10 @@ def check_frame_columns(columns: Sequence, roles: dict) -> None:
         # column by its role: the keyword of that role reads it
         named = [f"{role}={show(role)}" for role, name in roles.items()
                  if name not in columns and role in columns]
-        hint = f" (a column is named by its role: pass {', '.join(named)})" if named else ""
+        # (fit and aggregate take these keywords; predict_proba and to_cleanlab take
+        # Annotations, read so)
+        hint = f" (a column is named by its role: read it with {', '.join(named)}, e.g. " \
+            f"Annotations.from_frame(frame, {', '.join(named)}))" if named else ""
         raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}{hint}")
     for role, name in roles.items():
         if columns.count(name) > 1:

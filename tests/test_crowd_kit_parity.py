@@ -105,11 +105,18 @@ def test_cleanlabs_long_layout_is_told_which_keyword_reads_it():
     multiannotator.convert_long_to_wide_dataset(renamed)            # cleanlab reads it
     with pytest.raises(ValueError, match=r"no column\(s\) \['worker'\]; columns are \['task', "
                                          r"'annotator', 'label'\] \(a column is named by its role: "
-                                         r"pass annotator='annotator'\)$"):
+                                         r"read it with annotator='annotator', e\.g\. "
+                                         r"Annotations\.from_frame\(frame, "
+                                         r"annotator='annotator'\)\)$"):
         DawidSkene().fit(renamed)
-    with pytest.raises(ValueError, match=r"\['task', 'worker'\]; .* pass item='item', "
-                                         r"annotator='annotator'\)$"):
+    with pytest.raises(ValueError, match=r"\['task', 'worker'\]; .* read it with item='item', "
+                                         r"annotator='annotator', e\.g\."):
         Annotations.from_frame(renamed.rename(columns={"task": "item"}))
     with pytest.raises(ValueError, match=r"columns are \['task', 'who', 'label'\]$"):
         Annotations.from_frame(FRAME.rename(columns={"worker": "who"}))
-    assert DawidSkene().fit(renamed, annotator="annotator").annotations_.n_annotators == 3
+    model = DawidSkene().fit(renamed, annotator="annotator")
+    assert model.annotations_.n_annotators == 3
+    with pytest.raises(ValueError, match=r"Annotations\.from_frame\(frame, annotator="):
+        model.predict_proba(renamed)                     # no keywords here: the reader's
+    read = Annotations.from_frame(renamed, annotator="annotator")
+    np.testing.assert_allclose(model.predict_proba(read), model.predict_proba())
