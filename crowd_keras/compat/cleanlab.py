@@ -1,7 +1,8 @@
 """A fitted label model's results as cleanlab's multi-annotator output dictionary.
 
 :func:`to_cleanlab` gives what ``cleanlab.multiannotator.get_label_quality_multiannotator``
-returns (cleanlab 2.x: the keys, the column names and order, the dtypes, the indexes and the
+returns (cleanlab 2.x: the keys, the column names and order, the dtypes, the index values
+(not a wide frame's index and column names, which ``Annotations`` does not keep) and the
 annotator table's order), with crowd-keras's model behind every number, for users who move
 code written against cleanlab. cleanlab itself is not imported.
 
