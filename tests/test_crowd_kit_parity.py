@@ -120,3 +120,13 @@ def test_cleanlabs_long_layout_is_told_which_keyword_reads_it():
         model.predict_proba(renamed)                     # no keywords here: the reader's
     read = Annotations.from_frame(renamed, annotator="annotator")
     np.testing.assert_allclose(model.predict_proba(read), model.predict_proba())
+
+
+def test_soft_majority_vote_is_crowd_kits_vote_shares():
+    sim = simulate_crowd(n_items=100, n_classes=3, n_annotators=8, annotations_per_item=4,
+                         seed=1)
+    frame = sim.annotations.to_frame()
+    shares = ck.MajorityVote().fit(frame).probas_.reindex(
+        index=sim.annotations.item_ids, columns=sim.annotations.classes).fillna(0.0)
+    np.testing.assert_allclose(MajorityVote(soft=True).fit(frame).predict_proba(),
+                               shares.to_numpy(), atol=1e-12)
