@@ -261,6 +261,20 @@ def _row_numbers(row_numbers: Any, df: Any) -> Optional[np.ndarray]:
     return rows
 
 
+def _label_type_hint(value: Any, classes: Sequence, column: str) -> str:
+    """Error hint for a label ``value`` not among ``classes`` that is written like one of
+    them in another type (a CSV's ``"1"`` against the fitted ``1``), else ``""``."""
+    written = pd.Index(list(classes)).astype(str)
+    if np.ndim(value) or str(value) not in written:
+        return ""
+    alike = list(classes)[int(np.argmax(written == str(value)))]
+    # no astype for booleans: "False".astype(bool) is True
+    kind = None if isinstance(alike, (bool, np.bool_)) else \
+        "int" if isinstance(alike, (int, np.integer)) else "str" if isinstance(alike, str) else None
+    how = f", e.g. frame[{show(column)}].astype({kind})" if kind else ""
+    return f" (class {show(alike)} is written alike: give the labels in the classes' type{how})"
+
+
 def check_frame_columns(columns: Sequence, roles: dict) -> None:
     """Raise :class:`CrowdDataError` when a role's column is absent or named twice in
     ``columns``, or when one column is given for two roles; ``roles`` maps a role
@@ -268,7 +282,15 @@ def check_frame_columns(columns: Sequence, roles: dict) -> None:
     columns = list(columns)
     absent = [name for name in roles.values() if name not in columns]
     if absent:
-        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}")
+        # another library's layout (cleanlab's long one: task, annotator, label) names a
+        # column by its role: the keyword of that role reads it
+        named = [f"{role}={show(role)}" for role, name in roles.items()
+                 if name not in columns and role in columns]
+        # (fit and aggregate take these keywords; predict_proba and to_cleanlab take
+        # Annotations, read so)
+        hint = f" (a column is named by its role: read it with {', '.join(named)}, e.g. " \
+            f"Annotations.from_frame(frame, {', '.join(named)}))" if named else ""
+        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}{hint}")
     for role, name in roles.items():
         if columns.count(name) > 1:
             raise CrowdDataError(f"frame has {columns.count(name)} columns named {show(name)} (the "
@@ -318,8 +340,13 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         null = cols[role].isna().to_numpy()
         if null.any():
             r = int(np.argmax(null))
+            # crowd-kit skips a row without a label: here it is an error, so say what to do
+            # (in words that also fit the command line, which shows this message)
+            drop = " (a row without a label is no annotation: leave those rows out)" \
+                if role == "label" else ""
             raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
-                                 f"{where(r, skip=role)}: the {role} of every row is needed")
+                                 f"{where(r, skip=role)}: the {role} of every row is needed"
+                                 f"{drop}")
     for given, what in ((classes, "class"), (item_ids, "item"), (annotator_ids, "annotator")):
         if given is not None:   # a repeat would make the lookups below ambiguous
             check_unique_ids(ids_array(given), what)
@@ -333,8 +360,10 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         codes = wanted.get_indexer(booleans_as_codes(cols["label"], classes))
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
-            raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
-                                 f"of the classes {ids_array(classes).tolist()}")
+            value = cols["label"].iloc[n]
+            raise CrowdDataError(f"label {show(value)} at {where(n)} is not one of the classes "
+                                 f"{ids_array(classes).tolist()}"
+                                 f"{_label_type_hint(value, classes, label)}")
     ids = {}
     for role, given in (("item", item_ids), ("annotator", annotator_ids)):
         if given is None:

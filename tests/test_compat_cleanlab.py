@@ -8,7 +8,7 @@ from crowd_keras import Annotations
 from crowd_keras.aggregation import DawidSkene, IBCC, MajorityVote, MixtureOfGroupsModel
 from crowd_keras.compat.cleanlab import CLEANLAB_ONLY_ARGUMENTS, to_cleanlab, worst_classes
 from crowd_keras.datasets import simulate_crowd
-from crowd_keras.errors import CrowdDataError
+from crowd_keras.errors import CrowdDataError, NotFittedError
 
 multiannotator = pytest.importorskip("cleanlab.multiannotator")
 
@@ -223,3 +223,51 @@ def test_a_label_model_given_cleanlabs_wide_labels_points_to_from_wide(case):
         DawidSkene().fit(pd.DataFrame({"task": [0], "worker": [0]}))
     assert DawidSkene().fit(np.nan_to_num(wide.to_numpy(), nan=-1).astype(int)).posteriors_ \
         .shape == (len(wide), 3)
+
+
+def test_the_switches_are_true_or_false(case):
+    # class_names="no" was read as True, return_detailed_quality=None as False, silently
+    model = MajorityVote().fit(case[2])
+    for name, value in (("class_names", "no"), ("return_detailed_quality", None),
+                        ("return_annotator_stats", 0)):
+        with pytest.raises(TypeError, match=rf"to_cleanlab {name} must be True or False, "
+                                            rf"got {type(value).__name__} {value!r}"):
+            to_cleanlab(model, **{name: value})
+    out = to_cleanlab(model, class_names=np.True_, return_annotator_stats=np.False_)
+    assert list(out) == ["label_quality", "detailed_label_quality"]
+
+
+def test_cleanlabs_call_moved_over_says_where_its_arguments_go(case):
+    # to_cleanlab(labels_multiannotator=..., pred_probs=...) was Python's "missing 1 required
+    # positional argument: 'label_model'", and cleanlab's order (labels, pred_probs) named
+    # only the DataFrame: the explanations of CLEANLAB_ONLY_ARGUMENTS never showed
+    sim, wide, ann, pred_probs, _ = case
+    with pytest.raises(TypeError, match=r"labels_multiannotator \(fit the label model on "
+                                        r"Annotations\.from_wide.*; pred_probs \(pass them"):
+        to_cleanlab(labels_multiannotator=wide, pred_probs=pred_probs)
+    for labels in (wide, wide.to_numpy(), None):
+        with pytest.raises(TypeError, match=r"needs a fitted label model .*got \w+ \(cleanlab's "
+                                            r"labels_multiannotator and pred_probs go to a label "
+                                            r"model: .*from_wide"):
+            to_cleanlab(labels) if labels is not None else to_cleanlab()
+    with pytest.raises(TypeError, match=r"got the class DawidSkene$"):
+        to_cleanlab(DawidSkene)
+
+
+def test_a_model_fitted_partition_by_partition_scores_given_annotations():
+    # its predict_proba(annotations), consensus_quality(annotations) and annotator_quality_
+    # work, but to_cleanlab called predict_proba() first, which refuses (no items held)
+    dd = pytest.importorskip("dask.dataframe")
+    from crowd_keras.distributed import aggregate
+    sim = simulate_crowd(n_items=60, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=2)
+    frame = sim.annotations.to_frame()
+    model = aggregate(dd.from_pandas(frame, npartitions=2), method="dawid_skene").model
+    with pytest.raises(ValueError, match="partition by partition"):
+        to_cleanlab(model)                          # its items are the result's, not held
+    out = to_cleanlab(model, frame)
+    same = to_cleanlab(DawidSkene().fit(frame), frame)
+    for key in same:
+        pd.testing.assert_frame_equal(out[key], same[key], check_exact=False, atol=1e-9)
+    with pytest.raises(NotFittedError):
+        to_cleanlab(DawidSkene(), frame)

@@ -31,8 +31,9 @@ from ..numerics import top_classes
 from ..params import Params
 
 __all__ = ["LabelModel", "PARTITIONED", "partitioned_report", "as_annotations", "wide_hint",
-           "WIDE_HINT", "check_prior", "gold_codes", "gold_mapping", "written_alike",
-           "more_unknown", "check_settings", "check_flags", "check_start"]
+           "WIDE_HINT", "CROWD_KIT_FIT_ARGUMENTS", "crowd_kit_hint", "check_prior", "gold_codes",
+           "gold_mapping", "written_alike", "more_unknown", "check_settings", "check_flags",
+           "check_start"]
 
 
 def as_annotations(data: Any, **kwargs: Any) -> Annotations:
@@ -44,7 +45,8 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
     if isinstance(data, Annotations):
         if kwargs:
             raise TypeError(f"unexpected keyword argument(s) {sorted(kwargs)}: they read a frame "
-                            "or a matrix, and these annotations are already read")
+                            f"or a matrix, and these annotations are already read"
+                            f"{crowd_kit_hint(kwargs)}")
         return data
     if data is None:
         raise CrowdDataError("no annotations given")
@@ -53,15 +55,40 @@ def as_annotations(data: Any, **kwargs: Any) -> Annotations:
                         "by partition with crowd_keras.distributed.aggregate(ddf, method=...); "
                         "to read them here (new annotations to score), pass ddf.compute(), a "
                         "pandas frame")
+    frame = isinstance(data, pd.DataFrame)
+    reader = Annotations.from_frame if frame else Annotations.from_dense
+    takes = list(inspect.signature(reader).parameters)[1:]
+    unknown = sorted(set(kwargs) - set(takes))
+    if unknown:   # Python's message named the reader ("from_frame() got an unexpected ...")
+        raise TypeError(f"unexpected keyword argument(s) {unknown} (the keyword arguments given "
+                        f"with a {'frame' if frame else 'matrix'} read it: "
+                        f"Annotations.{reader.__name__} takes {', '.join(takes)})"
+                        f"{crowd_kit_hint(unknown)}")
     try:
-        if isinstance(data, pd.DataFrame):
-            return Annotations.from_frame(data, **kwargs)
-        return Annotations.from_dense(data, **kwargs)
+        return reader(data, **kwargs)
     except CrowdDataError as err:
         hint = wide_hint(data, kwargs)
         if not hint:
             raise
         raise CrowdDataError(f"{err}{hint}") from err
+
+
+#: arguments of crowd-kit's ``fit`` (``crowdkit.aggregation``) and where their job is done here
+CROWD_KIT_FIT_ARGUMENTS = {
+    "true_labels": "is gold= here (a mapping item -> label), for a model that takes gold",
+    "skills": "has no counterpart: the label models learn each annotator's quality "
+              "(annotator_quality_)",
+    "initial_error": "has no counterpart: DawidSkene(init=...) starts from items × classes "
+                     "posteriors",
+}
+
+
+def crowd_kit_hint(names: Any) -> str:
+    """``" (crowd-kit's true_labels is gold= here ...)"`` for the ``names`` that are arguments of
+    crowd-kit's ``fit`` (:data:`CROWD_KIT_FIT_ARGUMENTS`), else ``""``."""
+    said = [f"crowd-kit's {name} {CROWD_KIT_FIT_ARGUMENTS[name]}" for name in sorted(names)
+            if name in CROWD_KIT_FIT_ARGUMENTS]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 #: how cleanlab's ``labels_multiannotator`` is read, said where it was read as another layout
@@ -334,12 +361,16 @@ class LabelModel(Params):
         raise NotImplementedError
 
     def fit_predict_proba(self, annotations: Any, **kwargs: Any) -> np.ndarray:
-        """``fit(annotations, **kwargs)``, then the fitted items' posteriors (items, K)."""
+        """``fit(annotations, **kwargs)``, then the fitted items' posteriors (items, K),
+        columns in ``annotations_.classes`` order (crowd-kit's ``fit_predict_proba`` is a
+        frame indexed by task with a column per label)."""
         return self.fit(annotations, **kwargs).predict_proba()
 
     def fit_predict(self, annotations: Any, **kwargs: Any) -> np.ndarray:
         """``fit(annotations, **kwargs)``, then the fitted items' class codes (items,), as
-        scikit-learn's and crowd-kit's ``fit_predict``."""
+        scikit-learn's ``fit_predict``. crowd-kit's returns the labels themselves, a Series
+        indexed by task: here ``predict_labels()`` gives the labels (codes and labels agree
+        for integer labels ``0..K-1``), in ``annotations_.item_ids`` order."""
         return self.fit(annotations, **kwargs).predict()
 
     def __setattr__(self, name: str, value: Any) -> None:

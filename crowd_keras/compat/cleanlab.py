@@ -1,7 +1,8 @@
 """A fitted label model's results as cleanlab's multi-annotator output dictionary.
 
 :func:`to_cleanlab` gives what ``cleanlab.multiannotator.get_label_quality_multiannotator``
-returns (cleanlab 2.x: the keys, the column names and order, the dtypes, the indexes and the
+returns (cleanlab 2.x: the keys, the column names and order, the dtypes, the index values
+(not a wide frame's index and column names, which ``Annotations`` does not keep) and the
 annotator table's order), with crowd-keras's model behind every number, for users who move
 code written against cleanlab. cleanlab itself is not imported.
 
@@ -23,7 +24,7 @@ The scores are the label model's (they are not CROWDLAB's weighted averages):
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -106,14 +107,38 @@ def _read(annotations: Any, classes: np.ndarray) -> Annotations:
     return as_annotations(annotations, classes=classes)
 
 
-def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
+def _check_model(label_model: Any) -> None:
+    """Raise a TypeError unless ``label_model`` is a label model; cleanlab's own first
+    arguments (its labels, ``pred_probs``) in its place are told where they go."""
+    if isinstance(label_model, LabelModel):
+        return
+    if label_model is None:
+        what = "nothing"
+    elif isinstance(label_model, type):
+        what = f"the class {label_model.__name__}"
+    else:
+        what = type(label_model).__name__
+    hint = ""
+    if label_model is None or isinstance(label_model, (pd.DataFrame, np.ndarray)):
+        # get_label_quality_multiannotator(labels_multiannotator, pred_probs) moved over
+        hint = (" (cleanlab's labels_multiannotator and pred_probs go to a label model: "
+                "model = DawidSkene().fit(Annotations.from_wide(labels_multiannotator, "
+                "n_classes=K), pred_probs=pred_probs); then to_cleanlab(model))")
+    raise TypeError(f"to_cleanlab needs a fitted label model (crowd_keras.aggregation), "
+                    f"got {what}{hint}")
+
+
+def to_cleanlab(label_model: Optional[LabelModel] = None, annotations: Any = None, *,
                 class_names: bool = False, return_detailed_quality: bool = True,
                 return_annotator_stats: bool = True, **cleanlab_only: Any) -> Dict[str, Any]:
     """The dictionary of ``cleanlab.multiannotator.get_label_quality_multiannotator``.
 
     Args:
         label_model: a fitted label model (any of :mod:`crowd_keras.aggregation`, fitted with
-            or without ``pred_probs``).
+            or without ``pred_probs``, in memory or partition by partition by
+            ``crowd_keras.distributed.aggregate``: then give ``annotations``). Required: the
+            default None is a TypeError, there so that cleanlab's call moved over as it was
+            (its labels and ``pred_probs``, by position or by name) is told where they go.
         annotations: None (the fitted annotations) or other annotations with the fitted
             annotators and classes (a frame or a matrix is read with the fitted classes, so a
             batch may use a few of them), scored with ``label_model.predict_proba(annotations)``
@@ -124,7 +149,8 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         class_names: False (cleanlab's layout: class codes 0..K-1 in ``consensus_label`` and
             ``worst_class``) or True (the class names of ``annotations.classes``).
         return_detailed_quality, return_annotator_stats: include those tables (as cleanlab's
-            arguments of the same names).
+            arguments of the same names). These switches and ``class_names`` are True or
+            False (another value is a TypeError).
         cleanlab_only: none; cleanlab's other arguments (:data:`CLEANLAB_ONLY_ARGUMENTS`)
             are a TypeError saying where their job is done.
 
@@ -141,12 +167,17 @@ def to_cleanlab(label_model: LabelModel, annotations: Any = None, *,
         said = [f"{name} ({CLEANLAB_ONLY_ARGUMENTS[name]})" if name in CLEANLAB_ONLY_ARGUMENTS
                 else name for name in sorted(cleanlab_only)]
         raise TypeError(f"to_cleanlab got unexpected keyword argument(s): {'; '.join(said)}")
-    if not isinstance(label_model, LabelModel):
-        what = f"the class {label_model.__name__}" if isinstance(label_model, type) else \
-            type(label_model).__name__
-        raise TypeError(f"to_cleanlab needs a fitted label model (crowd_keras.aggregation), "
-                        f"got {what}")
-    label_model.predict_proba()                             # raises when not fitted
+    _check_model(label_model)
+    for name, value in (("class_names", class_names),
+                        ("return_detailed_quality", return_detailed_quality),
+                        ("return_annotator_stats", return_annotator_stats)):
+        if not isinstance(value, (bool, np.bool_)):   # "no" was read as True
+            raise TypeError(f"to_cleanlab {name} must be True or False, got "
+                            f"{type(value).__name__} {value!r}")
+    if annotations is None:
+        label_model.predict_proba()          # raises when not fitted or fitted by partition
+    elif not label_model.__sklearn_is_fitted__():
+        label_model.predict_proba(annotations)               # raises NotFittedError
     given = None if annotations is None else _read(annotations,
                                                    label_model.annotations_.classes)
     consensus_score = label_model.consensus_quality(given)
