@@ -209,6 +209,10 @@ class Annotations(AnnotationReaders):
             ids_array(ids) if what in distinct else self._ids(ids, len(ids), what)
             for ids, what in ((item_ids, "item"), (annotator_ids, "annotator"),
                               (classes, "class")))
+        if not len(self._classes):   # as the constructor: a model of no classes fails later
+            raise CrowdDataError("at least one class is needed; " + (
+                "classes= is empty" if "class" not in distinct else
+                "pass classes= (a frame without rows has no labels to find them in)"))
         self._store(np.asarray(items, dtype=np.int64), np.asarray(annotators, dtype=np.int64),
                     np.array(labels, dtype=np.int64), duplicates, row_numbers)
         return self

@@ -609,6 +609,8 @@ def label_matrix_codes(L: Any, cardinality: Optional[int],
     m = numeric_matrix(m, "dense annotations")
     if m.size == 0:
         raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
+    if classes is not None and not len(classes):   # no class: no model (cardinality >= 1)
+        raise CrowdDataError("at least one class is needed; classes= is empty")
     if cardinality is not None:
         k = check_count(cardinality, "cardinality", 1)
         if classes is None:

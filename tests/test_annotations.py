@@ -223,3 +223,22 @@ def test_a_categorical_label_column_is_read_by_its_values_and_classes_keep_its_c
     kept = Annotations.from_frame(df, classes=list(df["label"].cat.categories))
     assert kept.classes.tolist() == ["pos", "neu", "neg"]
     assert kept.classes[kept.labels].tolist() == plain.classes[plain.labels].tolist()
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: Annotations.from_frame(small_frame().iloc[:0], item_ids=["t1"]),
+     r"at least one class is needed; pass classes= \(a frame without rows"),
+    (lambda: Annotations.from_frame(small_frame().iloc[:0], item_ids=["t1"], classes=[]),
+     r"at least one class is needed; classes= is empty"),
+    (lambda: Annotations.from_label_matrix([[-1, -1]], classes=[]),
+     r"at least one class is needed; classes= is empty"),
+])
+def test_readers_refuse_annotations_of_no_class_as_the_constructor_does(build, message):
+    # they built a container of 0 classes, which Annotations(...) refuses: majority vote then
+    # failed with ZeroDivisionError and Dawid-Skene with a reshape error
+    with pytest.raises(CrowdDataError, match=message):
+        build()
+    with pytest.raises(CrowdDataError, match="at least one class is needed"):
+        Annotations([], [], [], n_items=1)
+    kept = Annotations.from_frame(small_frame().iloc[:0], item_ids=["t1"], classes=["cat"])
+    assert (kept.n_items, kept.n_classes, kept.n_annotations) == (1, 1, 0)
