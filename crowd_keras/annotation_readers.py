@@ -125,7 +125,9 @@ class AnnotationReaders:
         categorical column is read by its values, as scikit-learn's encoders read it: its
         unused categories are not classes and its category order is not the code order;
         ``classes=list(df[label].cat.categories)`` keeps both. ``item_ids`` may list items that have no annotation (they are kept); without it the
-        items are the distinct values of the ``item`` column in sorted order.
+        items are the distinct values of the ``item`` column in sorted order. A role that
+        is no column may be a level of the frame's index (a frame indexed by item, or by
+        (item, annotator)): it is read as ``df.reset_index()`` would read it.
 
         Vectorised: each column is checked and factorised in a few numpy/pandas passes and
         the rows are ordered by one sort of packed (item, annotator, row, label) values (10M
@@ -261,14 +263,17 @@ def _row_numbers(row_numbers: Any, df: Any) -> Optional[np.ndarray]:
     return rows
 
 
-def check_frame_columns(columns: Sequence, roles: dict) -> None:
+def check_frame_columns(columns: Sequence, roles: dict, index: Sequence = ()) -> None:
     """Raise :class:`CrowdDataError` when a role's column is absent or named twice in
     ``columns``, or when one column is given for two roles; ``roles`` maps a role
-    (``"item"``, ``"annotator"``, ``"label"``) to its column name."""
-    columns = list(columns)
+    (``"item"``, ``"annotator"``, ``"label"``) to its column name. ``index``: the names of
+    the frame's index levels, which stand for columns of those names (:func:`frame_codes`)."""
+    shown = list(columns)
+    columns = shown + [name for name in index if name not in shown]
     absent = [name for name in roles.values() if name not in columns]
     if absent:
-        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}")
+        levels = f"; index level(s) are {list(index)}" if len(index) else ""
+        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {shown}{levels}")
     for role, name in roles.items():
         if columns.count(name) > 1:
             raise CrowdDataError(f"frame has {columns.count(name)} columns named {show(name)} (the "
@@ -298,11 +303,18 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
             "crowd_keras.distributed.aggregate(ddf, ...), or read it with " \
             "Annotations.from_frame(ddf.compute())" if is_dask_frame(df) else type(df).__name__
         raise CrowdDataError(f"expected a pandas DataFrame, got {got}")
-    check_frame_columns(df.columns, {"item": item, "annotator": annotator, "label": label})
+    roles = {"item": item, "annotator": annotator, "label": label}
+    columns = list(df.columns)
+    # a frame indexed by item (or by (item, annotator): set_index, groupby) is read as its
+    # reset_index() would be, as crowd_keras.distributed reads a Dask frame indexed by item
+    levels = [name for name in df.index.names if name is not None]
+    check_frame_columns(columns, roles, levels)
+    indexed = {role for role, name in roles.items() if name not in columns}
     if len(df) == 0 and item_ids is None:
         raise CrowdDataError("frame has no annotations")
     rows = row_numbers
-    cols = {"item": df[item], "annotator": df[annotator], "label": df[label]}
+    cols = {role: df.index.get_level_values(name).to_series(index=df.index)
+            if role in indexed else df[name] for role, name in roles.items()}
     cols = {k: pd.Series(np.asarray(c, dtype=object), index=c.index)
             if isinstance(c.dtype, pd.CategoricalDtype) else c for k, c in cols.items()}
 

@@ -242,3 +242,28 @@ def test_readers_refuse_annotations_of_no_class_as_the_constructor_does(build, m
         Annotations([], [], [], n_items=1)
     kept = Annotations.from_frame(small_frame().iloc[:0], item_ids=["t1"], classes=["cat"])
     assert (kept.n_items, kept.n_classes, kept.n_annotations) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("index", [["task"], ["task", "worker"], ["worker", "task", "label"]])
+def test_a_frame_indexed_by_its_columns_reads_as_its_reset_index(index):
+    # a frame indexed by item (set_index, a groupby) raised "no column 'task'", which
+    # crowd_keras.distributed reads from a Dask frame's index
+    df = small_frame()
+    assert Annotations.from_frame(df.set_index(index)) == Annotations.from_frame(df)
+
+
+def test_a_frame_indexed_by_item_keeps_the_checks_and_names_its_index_levels():
+    df = small_frame()
+    with pytest.raises(CrowdDataError, match=r"no column\(s\) \['task'\]; columns are "
+                                             r"\['worker', 'label'\]; index level\(s\) are "
+                                             r"\['item'\]"):
+        Annotations.from_frame(df.set_index("task").rename_axis("item"))
+    with pytest.raises(CrowdDataError, match=r"missing value \(NaN/None\) in column 'task' at "
+                                             r"row 1 \(annotator 'w2'\)"):
+        Annotations.from_frame(df.assign(task=["t1", None] + list(df.task[2:]))
+                               .set_index("task"))
+    with pytest.raises(CrowdDataError, match=r"item 't1', annotator 'w1' at row 0 and row 6"):
+        Annotations.from_frame(pd.concat([df, df.iloc[[0]]]).set_index("task"))
+    # a column of the name is read before an index level of it
+    assert Annotations.from_frame(df.set_index(pd.Index([9] * 6, name="task"))) == \
+        Annotations.from_frame(df)
