@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .codes import (booleans_as_codes, check_unique_ids, dense_codes, factorize_ids,
-                    factorize_labels, ids_array, integer_codes, is_dask_frame,
+from .codes import (booleans_as_codes, check_id_values, check_unique_ids, dense_codes,
+                    factorize_ids, factorize_labels, ids_array, integer_codes, is_dask_frame,
                     label_matrix_codes, show)
 from .arguments import check_count
 from .errors import CrowdDataError
@@ -41,10 +41,14 @@ class AnnotationReaders:
         """From an items × annotators matrix of class codes, ``missing`` where absent.
 
         Args:
-            matrix: array-like of shape ``(items, annotators)``.
+            matrix: array-like of shape ``(items, annotators)``; a ``pandas.DataFrame``'s
+                index and columns are the item and annotator ids (as in :meth:`from_wide`)
+                unless ``item_ids`` / ``annotator_ids`` are given.
             missing: the marker of an absent annotation (default -1; may be NaN).
             classes: class names in code order; default ``0..max code``.
         """
+        if isinstance(matrix, pd.DataFrame):   # its ids, not 0..n-1: results keep the user's
+            item_ids, annotator_ids = _frame_axes(matrix, item_ids, annotator_ids)
         rows, cols, labels, classes, shape = dense_codes(matrix, missing, classes,
                                                          allow_empty=item_ids is not None)
         for ids, size, what in ((item_ids, shape[0], "item_ids"), (annotator_ids, shape[1],
@@ -227,6 +231,21 @@ class AnnotationReaders:
                 raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
                                      f"{len(classes)} classes {ids_array(classes).tolist()}")
         return cls(items, annotators, labels, classes=classes, **kwargs)
+
+
+def _frame_axes(frame: pd.DataFrame, item_ids: Any, annotator_ids: Any) -> tuple:
+    """``(item_ids, annotator_ids)``: those given, else the frame's index and columns, checked
+    by the rules of a long frame's id columns (:func:`check_id_values`)."""
+    out = []
+    for given, axis, what, where in ((item_ids, frame.index, "item", "row {} of the frame's "
+                                      "index"),
+                                     (annotator_ids, frame.columns, "annotator",
+                                      "column {} of the frame")):
+        if given is None:
+            check_id_values(axis, what, where.format)
+            given = axis.to_numpy()
+        out.append(given)
+    return tuple(out)
 
 
 def _check_padded_repeats(padded: np.ndarray, rows: np.ndarray, slots: np.ndarray,

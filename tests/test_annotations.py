@@ -267,3 +267,22 @@ def test_a_frame_indexed_by_item_keeps_the_checks_and_names_its_index_levels():
     # a column of the name is read before an index level of it
     assert Annotations.from_frame(df.set_index(pd.Index([9] * 6, name="task"))) == \
         Annotations.from_frame(df)
+
+
+def test_from_dense_of_a_frame_keeps_its_index_and_columns_as_ids():
+    # they became 0..n-1: every result (label_issues' items, annotator_quality_'s
+    # annotators) named positions instead of the frame's ids
+    frame = pd.DataFrame({"lf_a": [1, -1, 0], "lf_b": [0, 1, -1]}, index=["x", "y", "z"])
+    ann = Annotations.from_dense(frame)
+    assert ann.item_ids.tolist() == ["x", "y", "z"]
+    assert ann.annotator_ids.tolist() == ["lf_a", "lf_b"]
+    assert ann == Annotations.from_dense(frame.to_numpy(), item_ids=["x", "y", "z"],
+                                         annotator_ids=["lf_a", "lf_b"])
+    assert Annotations.from_dense(frame, item_ids=[7, 8, 9]).item_ids.tolist() == [7, 8, 9]
+    assert Annotations.from_dense(pd.DataFrame(frame.to_numpy())) == \
+        Annotations.from_dense(frame.to_numpy())   # pandas' default axes: the same 0..n-1
+    with pytest.raises(CrowdDataError, match=r"items mix types: int 1 at row 0 of the frame's "
+                                             r"index and str '1' at row 1"):
+        Annotations.from_dense(frame.set_axis([1, "1", 2]))
+    with pytest.raises(CrowdDataError, match=r"item id 'x' at position 1 repeats position 0"):
+        Annotations.from_dense(frame.set_axis(["x", "x", "z"]))
