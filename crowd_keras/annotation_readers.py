@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .codes import (booleans_as_codes, check_id_values, check_unique_ids, dense_codes,
-                    factorize_ids, factorize_labels, ids_array, integer_codes, is_dask_frame,
-                    label_matrix_codes, show)
+from .codes import (alike_hint, booleans_as_codes, check_id_values, check_unique_ids,
+                    dense_codes, factorize_ids, factorize_labels, ids_array, integer_codes,
+                    is_dask_frame, label_matrix_codes, show)
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -364,8 +364,10 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         codes = wanted.get_indexer(booleans_as_codes(cols["label"], classes))
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
-            raise CrowdDataError(f"label {show(cols['label'].iloc[n])} at {where(n)} is not one "
-                                 f"of the classes {ids_array(classes).tolist()}")
+            value = cols["label"].iloc[n]
+            raise CrowdDataError(f"label {show(value)} at {where(n)} is not one of the classes "
+                                 f"{ids_array(classes).tolist()}"
+                                 f"{alike_hint(value, ids_array(classes), 'class')}")
     ids = {}
     for role, given in (("item", item_ids), ("annotator", annotator_ids)):
         if given is None:
@@ -375,7 +377,8 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         found = pd.Index(list(given)).get_indexer(cols[role])
         if (found < 0).any():
             n = int(np.argmax(found < 0))
-            raise CrowdDataError(f"{role} {show(cols[role].iloc[n])} at row {row(n)} is not in "
-                                 f"{role}_ids")
+            value = cols[role].iloc[n]
+            raise CrowdDataError(f"{role} {show(value)} at {where(n, skip=role)} is not in "
+                                 f"{role}_ids{alike_hint(value, ids_array(given), role)}")
         ids[role] = (found.astype(np.int64), given)
     return codes, classes, ids, distinct

@@ -16,8 +16,8 @@ import scipy.sparse as sp
 
 from .annotation_readers import AnnotationReaders
 from .arguments import check_count
-from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_order, position_codes, show,
-                    sort_order)
+from .codes import (alike_hint, check_unique_ids, frozen, ids_array, integer_codes, keyed_order,
+                    position_codes, show, sort_order)
 from .errors import Argument, CrowdDataError, Message
 from .numerics import MISSING, pair_index
 from .wide import to_wide as wide_frame
@@ -435,8 +435,6 @@ class Annotations(AnnotationReaders):
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
             # an id of another type written alike (7 for the "7" of a CSV header) says so
-            alike = np.flatnonzero(pd.Index(table).astype(str) == str(ids[n]))
-            hint = f" (the {what} ids include {show(table[alike[0]])}: give the ids in the " \
-                "type they were read with)" if len(alike) else ""
-            raise CrowdDataError(f"unknown {what} id {show(ids[n])}{hint}")
+            raise CrowdDataError(f"unknown {what} id {show(ids[n])}"
+                                 f"{alike_hint(ids[n], table, what)}")
         return codes.astype(np.int64)

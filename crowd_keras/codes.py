@@ -19,7 +19,7 @@ from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
 
-__all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
+__all__ = ["show", "alike_hint", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
@@ -63,6 +63,21 @@ def is_dask_frame(obj: Any) -> bool:
 def show(value: Any) -> str:
     """repr() of a user value without numpy's ``np.int64(...)`` wrapping."""
     return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def alike_hint(value: Any, known: Any, what: str) -> str:
+    """Error hint for ``value``, not among ``known`` (ids or classes): the one of another type
+    written the same (``7`` for the ``"7"`` of a CSV), else ``""``. ``what``: ``"item"``,
+    ``"annotator"`` or ``"class"``."""
+    table = np.asarray(known, dtype=object)
+    alike = np.flatnonzero(pd.Index(table).astype(str) == str(value)) if len(table) else []
+    if not len(alike):
+        return ""
+    if what == "class":
+        return f" (the classes include {show(table[alike[0]])}: give the labels in the " \
+            "classes' type)"
+    return f" (the {what} ids include {show(table[alike[0]])}: give the ids in the type " \
+        "they were read with)"
 
 
 def frozen(a: np.ndarray) -> np.ndarray:

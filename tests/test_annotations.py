@@ -120,7 +120,7 @@ def test_bad_label_matrix_values():
     ({"task": ["a"], "worker": ["u"]}, {}, r"no column\(s\) \['label'\]"),
     ({"task": [], "worker": [], "label": []}, {}, r"no annotations"),
     ({"task": ["a"], "worker": ["u"], "label": [0]}, {"item_ids": ["b"]},
-     r"item 'a' at row 0 is not in item_ids"),
+     r"item 'a' at row 0 \(annotator 'u'\) is not in item_ids"),
 ])
 def test_bad_frame_input(frame, kwargs, message):
     with pytest.raises(CrowdDataError, match=message):
@@ -286,3 +286,22 @@ def test_from_dense_of_a_frame_keeps_its_index_and_columns_as_ids():
         Annotations.from_dense(frame.set_axis([1, "1", 2]))
     with pytest.raises(CrowdDataError, match=r"item id 'x' at position 1 repeats position 0"):
         Annotations.from_dense(frame.set_axis(["x", "x", "z"]))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"classes": ["0", "1"]}, r"^label 0 at row 0 \(item 1, annotator 7\) is not one of the "
+                              r"classes \['0', '1'\] \(the classes include '0': give the labels "
+                              r"in the classes' type\)$"),
+    ({"item_ids": ["1", "2"]}, r"^item 1 at row 0 \(annotator 7\) is not in item_ids \(the item "
+                               r"ids include '1': give the ids in the type they were read with\)$"),
+    ({"annotator_ids": ["7", "8"]}, r"^annotator 7 at row 0 \(item 1\) is not in annotator_ids "
+                                    r"\(the annotator ids include '7'"),
+    ({"item_ids": [2, 3]}, r"^item 1 at row 0 \(annotator 7\) is not in item_ids$"),
+])
+def test_a_value_not_among_the_given_ids_or_classes_names_its_row_and_one_written_alike(
+        kwargs, message):
+    # the ids or classes of a config (text) against a CSV's integers: the message named
+    # neither the row's annotator nor the id written alike, as item_index does
+    df = pd.DataFrame({"task": [1, 1, 2], "worker": [7, 8, 7], "label": [0, 1, 1]})
+    with pytest.raises(CrowdDataError, match=message):
+        Annotations.from_frame(df, **kwargs)

@@ -360,7 +360,7 @@ for v, pattern in ((np.inf, r"non-finite label inf at row 2"),
 case("frame", "label-not-in-classes", frame_with("label", ["x", "y", "z", "x"], classes=["x", "y"]),
      error(r"label 'z' at row 2 \(item 'c', annotator 'u'\) is not one of the classes"))
 case("frame", "item-not-in-item-ids", frame_with("task", ["a", "b", "q", "d"], item_ids=list("abcd")),
-     error(r"item 'q' at row 2 is not in item_ids"))
+     error(r"item 'q' at row 2 \(annotator 'u'\) is not in item_ids"))
 case("frame", "duplicate-pair", frame_with("task", ["a", "b", "a", "d"]),
      error(r"1 duplicate \(item, annotator\) annotation\(s\); first: item 'a', annotator 'u'"))
 case("frame", "label-10**9", frame_with("label", [0, 1, 10 ** 9, 0]),
