@@ -79,7 +79,9 @@ class AnnotationReaders:
             frame: ``pandas.DataFrame`` or 2-d array of codes ``0..K-1`` and NaN (or
                 ``pd.NA``); True/False cells are the codes 1 and 0, as ``from_frame`` reads
                 them (a boolean beside numbers raises).
-            classes: class names in code order (default ``0..K-1``).
+            classes: class names in code order (default ``0..K-1``). A frame whose cells
+                are not all numbers is then read by class name (the frame
+                ``to_wide(class_names=True)`` writes).
             n_classes: K, when the largest class never appears (cleanlab takes it from
                 ``pred_probs``); default ``len(classes)`` or the largest code + 1.
 
