@@ -53,12 +53,9 @@ class AnnotationReaders:
                                                          allow_empty=item_ids is not None)
         for ids, size, what in ((item_ids, shape[0], "item_ids"), (annotator_ids, shape[1],
                                                                   "annotator_ids")):
-            if ids is not None and not isinstance(ids, (str, bytes)) and \
-                    np.ndim(ids) == 1 and len(ids) != size:
-                # else named as "n_items=2 disagrees with 1 item ids", an n_items never given
-                raise CrowdDataError(f"{what} has {len(ids)} ids for the matrix's {size} "
-                                     f"{'rows' if what == 'item_ids' else 'columns'} (shape "
-                                     f"{tuple(shape)})")
+            _check_id_count(ids, size, what, f"the matrix's {size} "
+                            f"{'rows' if what == 'item_ids' else 'columns'} (shape "
+                            f"{tuple(shape)})")
         return cls._checked(rows, cols, labels, classes,
                             item_ids=item_ids, annotator_ids=annotator_ids,
                             n_items=shape[0], n_annotators=shape[1],
@@ -217,6 +214,8 @@ class AnnotationReaders:
             n_annotators = check_count(n_annotators, "n_annotators", 0)
         if n_annotators is None and annotator_ids is None:
             n_annotators = int(a.max()) + 1 if present.any() else 0
+        _check_id_count(item_ids, a.shape[0], "item_ids",
+                        f"the padded arrays' {a.shape[0]} rows (shape {a.shape})")
         return cls._checked(rows, a[rows, slots], y[rows, slots], classes, item_ids=item_ids,
                             annotator_ids=annotator_ids, n_items=a.shape[0],
                             n_annotators=n_annotators,
@@ -232,7 +231,25 @@ class AnnotationReaders:
                 n = int(np.argmax(bad))
                 raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
                                      f"{len(classes)} classes {ids_array(classes).tolist()}")
+        ids, size = kwargs.get("annotator_ids"), kwargs.get("n_annotators")
+        if ids is not None and not isinstance(ids, (str, bytes)) and np.ndim(ids) == 1:
+            size = len(ids)
+        if size is not None and len(annotators):   # else named by its sorted position
+            bad = np.asarray(annotators) >= size
+            if bad.any():
+                n = int(np.argmax(bad))
+                given = "annotator_ids" if ids is not None else f"n_annotators={size}"
+                raise CrowdDataError(f"annotator code {annotators[n]} at {where(n)} is outside "
+                                     f"the {size} annotators of {given} (codes 0..{size - 1})")
         return cls(items, annotators, labels, classes=classes, **kwargs)
+
+
+def _check_id_count(ids: Any, size: int, what: str, of: str) -> None:
+    """Raise when ``ids`` (a list) has not ``size`` entries, naming ``what`` and ``of`` (the
+    rows or columns they name); else the constructor names an ``n_items`` never given."""
+    if ids is not None and not isinstance(ids, (str, bytes)) and np.ndim(ids) == 1 and \
+            len(ids) != size:
+        raise CrowdDataError(f"{what} has {len(ids)} ids for {of}")
 
 
 def _frame_axes(frame: pd.DataFrame, item_ids: Any, annotator_ids: Any) -> tuple:

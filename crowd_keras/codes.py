@@ -213,7 +213,12 @@ def integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
                                  f"{where}{tuple(int(p) for p in pos)}, too large for an exact "
                                  "integer code")
         return values.astype(np.int64)
-    raise CrowdDataError(f"{what} must hold integer class codes, got dtype {values.dtype}")
+    # item and annotator codes index the ids (no class codes); ids are read by from_frame
+    coded = what.endswith(("item codes", "annotator codes", "annotator ids"))
+    ids = "; ids (not codes) are read by Annotations.from_frame" \
+        if coded and values.dtype.kind in "USOT" else ""
+    raise CrowdDataError(f"{what} must hold integer {'codes' if coded else 'class codes'}, got "
+                         f"dtype {values.dtype}{ids}")
 
 
 def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:

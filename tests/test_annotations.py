@@ -305,3 +305,32 @@ def test_a_value_not_among_the_given_ids_or_classes_names_its_row_and_one_writte
     df = pd.DataFrame({"task": [1, 1, 2], "worker": [7, 8, 7], "label": [0, 1, 1]})
     with pytest.raises(CrowdDataError, match=message):
         Annotations.from_frame(df, **kwargs)
+
+
+def test_padded_ids_and_codes_out_of_range_are_named_by_row_and_slot():
+    # named "n_items=2 disagrees with 1 item ids" (an n_items never given) and "annotator
+    # code 1 out of range 0..0 at annotation 1" (a position after sorting)
+    ids, labels = [[0, 1], [1, -1]], [[0, 1], [1, -1]]
+    with pytest.raises(CrowdDataError, match=r"^item_ids has 1 ids for the padded arrays' 2 "
+                                             r"rows \(shape \(2, 2\)\)$"):
+        Annotations.from_padded(ids, labels, item_ids=["x"])
+    with pytest.raises(CrowdDataError, match=r"^annotator code 1 at row 0, slot 1 is outside "
+                                             r"the 1 annotators of annotator_ids \(codes 0..0\)$"):
+        Annotations.from_padded(ids, labels, annotator_ids=["u"])
+    with pytest.raises(CrowdDataError, match=r"^annotator code 1 at row 0, slot 1 is outside "
+                                             r"the 1 annotators of n_annotators=1"):
+        Annotations.from_padded(ids, labels, n_annotators=1)
+    assert Annotations.from_padded(ids, labels, item_ids=["x", "y"],
+                                   annotator_ids=["u", "v"]).item_ids.tolist() == ["x", "y"]
+
+
+def test_ids_given_as_codes_to_the_constructor_point_to_the_frame_reader():
+    # "item codes must hold integer class codes": items are not classes, and ids are read
+    # by from_frame
+    with pytest.raises(CrowdDataError, match=r"^item codes must hold integer codes, got dtype "
+                                             r"<U1; ids \(not codes\) are read by "
+                                             r"Annotations\.from_frame$"):
+        Annotations(["a", "b"], [0, 1], [0, 0])
+    with pytest.raises(CrowdDataError, match=r"^labels must hold integer class codes, got "
+                                             r"dtype <U1$"):
+        Annotations([0, 1], [0, 1], ["x", "y"])
