@@ -297,7 +297,18 @@ class Annotations(AnnotationReaders):
 
     def to_frame(self, item: str = "task", annotator: str = "worker",
                  label: str = "label") -> pd.DataFrame:
-        """Long frame, one row per annotation, with the user's ids and class names."""
+        """Long frame, one row per annotation, with the user's ids and class names: columns
+        ``item``, ``annotator``, ``label`` (three distinct names), rows in stored order.
+
+        ``from_frame`` reads it back; items and annotators without annotations and classes
+        no label uses are not in it: pass ``item_ids=``, ``annotator_ids=`` and ``classes=``
+        of these annotations to get them back too."""
+        names = {"item": item, "annotator": annotator, "label": label}
+        for role, name in names.items():   # one dict key: a column would vanish silently
+            other = next((r for r, n in names.items() if r != role and n == name), None)
+            if other is not None:
+                raise ValueError(f"to_frame: {show(name)} is given as both the {role} and the "
+                                 f"{other} column name; give three different names")
         return pd.DataFrame({item: self._item_ids[self._items],
                              annotator: self._annotator_ids[self._annotators],
                              label: self._classes[self._labels]})

@@ -334,3 +334,15 @@ def test_ids_given_as_codes_to_the_constructor_point_to_the_frame_reader():
     with pytest.raises(CrowdDataError, match=r"^labels must hold integer class codes, got "
                                              r"dtype <U1$"):
         Annotations([0, 1], [0, 1], ["x", "y"])
+
+
+def test_to_frame_refuses_one_name_for_two_columns():
+    # to_frame("label") (the item column named as the label's) returned two columns: the
+    # item ids were overwritten by the labels, silently
+    ann = Annotations.from_frame(small_frame())
+    with pytest.raises(ValueError, match=r"^to_frame: 'label' is given as both the item and "
+                                         r"the label column name"):
+        ann.to_frame("label")
+    with pytest.raises(ValueError, match=r"'id' is given as both the item and the annotator"):
+        ann.to_frame(item="id", annotator="id")
+    assert ann.to_frame("item", "who", "what").columns.tolist() == ["item", "who", "what"]
