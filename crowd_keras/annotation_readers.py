@@ -140,6 +140,10 @@ class AnnotationReaders:
         or too large number, a duplicate (item, annotator) pair (both rows named), two
         columns of one name, one column given for two roles (:func:`frame_codes`).
 
+        Ids and labels are compared exactly as given: no spaces are stripped and no Unicode
+        normalisation is applied (``"café"`` in NFC and in NFD are two items that print
+        alike; ``unicodedata.normalize`` them first).
+
         ``row_numbers`` (n,): the row numbers that messages name (default ``0..n-1``): a
         partition of a larger frame names the larger frame's rows (``crowd_keras.distributed``).
         """
