@@ -164,9 +164,18 @@ class AnnotationReaders:
         """From (items, K) label counts without annotator ids: the ``k``-th label of an item
         is credited to a pseudo-annotator ``"slot-k"``.
 
+        A ``pandas.DataFrame`` of counts (``pd.crosstab(df.task, df.label)``) gives its index
+        as the item ids and its columns as the classes (unless ``classes`` is given).
+
         Raises:
             CrowdDataError: not a 2-D array of non-negative integer counts.
         """
+        item_ids = None
+        if isinstance(counts, pd.DataFrame):   # its ids and classes, not 0..n-1 and 0..K-1
+            item_ids, names = _frame_axes(counts, None, classes, "class")
+            classes = names if classes is None else classes
+            if all(pd.api.types.is_numeric_dtype(t) for t in counts.dtypes):   # Int64 too
+                counts = counts.to_numpy(dtype=np.float64, na_value=np.nan)
         r = np.asarray(counts)
         if r.ndim != 2:
             raise CrowdDataError(f"label counts must be a 2-D items × classes array, got shape "
@@ -191,7 +200,7 @@ class AnnotationReaders:
         starts = np.concatenate([[0], np.cumsum(r.sum(axis=1))[:-1]])
         slots = np.arange(len(items)) - starts[items]
         n_slots = max(int(r.sum(axis=1).max()) if n else 0, 1)
-        return cls(items, slots, labels, n_items=n,
+        return cls(items, slots, labels, n_items=n, item_ids=item_ids,
                    annotator_ids=[f"slot-{s}" for s in range(n_slots)],
                    classes=classes, n_classes=k)
 
@@ -256,13 +265,15 @@ def _check_id_count(ids: Any, size: int, what: str, of: str) -> None:
         raise CrowdDataError(f"{what} has {len(ids)} ids for {of}")
 
 
-def _frame_axes(frame: pd.DataFrame, item_ids: Any, annotator_ids: Any) -> tuple:
-    """``(item_ids, annotator_ids)``: those given, else the frame's index and columns, checked
-    by the rules of a long frame's id columns (:func:`check_id_values`)."""
+def _frame_axes(frame: pd.DataFrame, item_ids: Any, column_ids: Any,
+                columns: str = "annotator") -> tuple:
+    """``(item_ids, column_ids)``: those given, else the frame's index and columns, checked
+    by the rules of a long frame's id columns (:func:`check_id_values`); ``columns``: what
+    the columns are (``"annotator"``, ``"class"``)."""
     out = []
     for given, axis, what, where in ((item_ids, frame.index, "item", "row {} of the frame's "
                                       "index"),
-                                     (annotator_ids, frame.columns, "annotator",
+                                     (column_ids, frame.columns, columns,
                                       "column {} of the frame")):
         if given is None:
             check_id_values(axis, what, where.format)

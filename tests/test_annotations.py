@@ -346,3 +346,15 @@ def test_to_frame_refuses_one_name_for_two_columns():
     with pytest.raises(ValueError, match=r"'id' is given as both the item and the annotator"):
         ann.to_frame(item="id", annotator="id")
     assert ann.to_frame("item", "who", "what").columns.tolist() == ["item", "who", "what"]
+
+
+def test_from_counts_of_a_crosstab_keeps_its_items_and_classes():
+    # a frame of counts (pd.crosstab) became items 0..n-1 and classes 0..K-1
+    df = small_frame()
+    counts = pd.crosstab(df["task"], df["label"])
+    ann = Annotations.from_counts(counts)
+    assert ann.item_ids.tolist() == ["t1", "t2", "t3"] and ann.classes.tolist() == ["cat", "dog"]
+    np.testing.assert_array_equal(ann.label_counts(), counts.to_numpy())
+    assert Annotations.from_counts(counts, classes=["c", "d"]).classes.tolist() == ["c", "d"]
+    assert Annotations.from_counts(counts.astype("Int64")) == ann   # nullable counts read
+    assert Annotations.from_counts(counts.to_numpy()).item_ids.tolist() == [0, 1, 2]
