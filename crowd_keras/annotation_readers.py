@@ -98,7 +98,8 @@ class AnnotationReaders:
 
         Vectorised: one pass to validate (two reductions for an integer matrix; an entry is
         located only when one is bad) and one ``nonzero``; no sort, since row-major order is
-        already (item, function) order. Items are ``0..n-1``, annotators ``0..m-1``.
+        already (item, function) order. Items are ``0..n-1``, annotators ``0..m-1`` (a
+        ``pandas.DataFrame``'s index and columns, as in :meth:`from_dense`).
 
         Args:
             cardinality: number of classes ``k`` (codes ``0..k-1``); default ``max(L) + 1``.
@@ -110,10 +111,15 @@ class AnnotationReaders:
         m, classes = label_matrix_codes(L, cardinality, classes)
         flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
         rows, cols = np.divmod(flat, m.shape[1])
-        classes = ids_array(classes)
-        check_unique_ids(classes, "class")
-        return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=np.arange(m.shape[0]),
-                            annotator_ids=np.arange(m.shape[1]), classes=classes)
+        ids = [ids_array(classes)]
+        if isinstance(L, pd.DataFrame):   # its index and columns (function names) as the ids
+            ids += [ids_array(axis) for axis in _frame_axes(L, None, None)]
+        else:
+            ids += [np.arange(m.shape[0]), np.arange(m.shape[1])]
+        for values, what in zip(ids, ("class", "item", "annotator")):
+            check_unique_ids(values, what)
+        return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=ids[1],
+                            annotator_ids=ids[2], classes=ids[0])
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",

@@ -358,3 +358,15 @@ def test_from_counts_of_a_crosstab_keeps_its_items_and_classes():
     assert Annotations.from_counts(counts, classes=["c", "d"]).classes.tolist() == ["c", "d"]
     assert Annotations.from_counts(counts.astype("Int64")) == ann   # nullable counts read
     assert Annotations.from_counts(counts.to_numpy()).item_ids.tolist() == [0, 1, 2]
+
+
+def test_from_label_matrix_of_a_frame_keeps_its_index_and_function_names():
+    # as from_dense: the functions' names were lost (annotator ids 0..m-1)
+    L = pd.DataFrame({"lf_spam": [1, -1, 0], "lf_ham": [0, 0, -1]}, index=[10, 20, 30])
+    ann = Annotations.from_label_matrix(L)
+    assert ann.item_ids.tolist() == [10, 20, 30]
+    assert ann.annotator_ids.tolist() == ["lf_spam", "lf_ham"]
+    assert ann == Annotations.from_dense(L)
+    assert Annotations.from_label_matrix(L.to_numpy()).annotator_ids.tolist() == [0, 1]
+    with pytest.raises(CrowdDataError, match=r"annotator id 'lf' at position 1 repeats"):
+        Annotations.from_label_matrix(L.set_axis(["lf", "lf"], axis=1))
