@@ -236,6 +236,14 @@ def test_a_missing_column_is_named_as_in_memory():
         with pytest.raises(CrowdDataError) as got:
             aggregate(dd.from_pandas(df, npartitions=2), **roles)
         assert str(got.value) == str(expected.value)
+    # a frame indexed by item (which both read) without its annotator column: the index
+    # level is named alike (the Dask message listed it among the columns)
+    indexed = df.set_index("task").drop(columns="worker")
+    with pytest.raises(CrowdDataError, match=r"index level\(s\) are \['task'\]") as expected:
+        Annotations.from_frame(indexed)
+    with pytest.raises(CrowdDataError) as got:
+        aggregate(dd.from_pandas(indexed, npartitions=2))
+    assert str(got.value) == str(expected.value)
 
 
 def test_every_registered_model_on_awkward_partitions_is_the_in_memory_fit():
