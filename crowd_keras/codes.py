@@ -152,7 +152,7 @@ def position_codes(values: Any, n: int, what: str, taker: str, unique: bool = Fa
     if values.dtype.kind == "b":
         raise CrowdDataError(f"{taker} takes {what} codes (0..{n - 1}), got a boolean array; "
                              "for a mask give np.flatnonzero(mask)")
-    if values.dtype.kind in "USO" and from_ids:
+    if values.dtype.kind in "USOT" and from_ids:   # T: numpy 2's StringDType
         raise CrowdDataError(f"{taker} takes {what} codes (0..{n - 1}), got {values.dtype} "
                              f"values; for {what} ids give {from_ids}")
     codes = integer_codes(values.ravel(), f"{taker}: {what} codes", "position ")
@@ -342,7 +342,7 @@ def numeric_matrix(m: np.ndarray, what: str, noun: str = "numeric codes") -> np.
                 raise CrowdDataError(f"{what} has a code {show(m[r, c])} at (row, column) "
                                      f"({r}, {c}), too large for an exact integer code") from None
     if m.dtype.kind not in "iufb":
-        what_kind = "text" if m.dtype.kind in "US" else f"dtype {m.dtype}"
+        what_kind = "text" if m.dtype.kind in "UST" else f"dtype {m.dtype}"
         raise CrowdDataError(f"{what} must be {noun}, got {what_kind} (e.g. "
                              f"{show(m.flat[0]) if m.size else 'nothing'} at row 0, column 0)")
     return m

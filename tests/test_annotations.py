@@ -370,3 +370,19 @@ def test_from_label_matrix_of_a_frame_keeps_its_index_and_function_names():
     assert Annotations.from_label_matrix(L.to_numpy()).annotator_ids.tolist() == [0, 1]
     with pytest.raises(CrowdDataError, match=r"annotator id 'lf' at position 1 repeats"):
         Annotations.from_label_matrix(L.set_axis(["lf", "lf"], axis=1))
+
+
+def test_numpy_string_dtype_ids_are_named_as_ids_and_text():
+    # numpy 2's StringDType (kind "T") slipped past the text checks: subset(ids) was told
+    # that ids are read by from_frame instead of item_index, and a matrix was "dtype
+    # StringDType()" instead of text
+    ann = Annotations.from_frame(small_frame())
+    text = np.dtypes.StringDType()
+    with pytest.raises(CrowdDataError, match=r"subset takes item codes \(0..2\), got "
+                                             r"StringDType\(\) values; for item ids give "
+                                             r"subset\(annotations\.item_index\(ids\)\)"):
+        ann.subset(np.array(["t1"], dtype=text))
+    assert ann.subset(ann.item_index(np.array(["t3", "t1"], dtype=text))).item_ids.tolist() \
+        == ["t3", "t1"]
+    with pytest.raises(CrowdDataError, match=r"must be numeric codes, got text \(e\.g\. '1'"):
+        Annotations.from_dense(np.array([["1", "0"]], dtype=text))
