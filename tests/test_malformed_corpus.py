@@ -757,7 +757,12 @@ for name, ids, labels, pattern in (
         ("labels-3", GOOD_IDS, [[0, 3], [1, -1]], r"labels: label 3 at \(0, 1\) is outside 0..2"),
         ("labels--2", GOOD_IDS, [[0, -2], [1, -1]], r"labels: label -2 at \(0, 1\) is below -1"),
         ("labels-0.5", GOOD_IDS, [[0, 0.5], [1, -1]],
-         r"labels: label 0.5 at \(0, 1\) is not an integer code")):
+         r"labels: label 0.5 at \(0, 1\) is not an integer code"),
+        # text in an object array: astype(float) read "2" as the code 2, silently
+        ("labels-text", GOOD_IDS, np.array([[0, "2"], [1, -1]], dtype=object),
+         r"labels: labels must be integer codes, got str '2' at \(0, 1\)$"),
+        ("ids-None", np.array([[0, None], [2, -1]], dtype=object), GOOD_LABELS,
+         r"annotator_ids: annotator id nan at \(0, 1\) is not an integer code")):
     case("keras", f"crowd-model-fit-{name}", crowd_model_fit(ids, labels),
          error(r"^padded targets " + pattern))
     case("keras", f"annotation-dataset-{name}", crowd_model_fit(ids, labels, "dataset"),
