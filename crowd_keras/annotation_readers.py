@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .codes import (alike_hint, booleans_as_codes, check_id_values, check_unique_ids,
-                    dense_codes, factorize_ids, factorize_labels, ids_array, integer_codes,
-                    is_dask_frame, label_matrix_codes, show)
+from .codes import (alike_hint, booleans_as_codes, categorical, check_id_values,
+                    check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
+                    integer_codes, is_dask_frame, label_matrix_codes, show)
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -375,7 +375,7 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
     cols = {role: df.index.get_level_values(name).to_series(index=df.index)
             if role in indexed else df[name] for role, name in roles.items()}
     cols = {k: pd.Series(np.asarray(c, dtype=object), index=c.index)
-            if isinstance(c.dtype, pd.CategoricalDtype) else c for k, c in cols.items()}
+            if categorical(c.dtype) else c for k, c in cols.items()}
 
     def row(n: int) -> int:
         return int(rows[n]) if rows is not None else n

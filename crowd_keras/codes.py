@@ -19,7 +19,7 @@ from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
 
-__all__ = ["show", "alike_hint", "frozen", "ids_array", "check_unique_ids", "integer_codes",
+__all__ = ["show", "alike_hint", "categorical", "frozen", "ids_array", "check_unique_ids", "integer_codes",
            "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
@@ -58,6 +58,20 @@ def is_dask_frame(obj: Any) -> bool:
         return False
     return all(hasattr(obj, name) for name in ("to_delayed", "npartitions", "columns")) \
         and not isinstance(obj, pd.DataFrame)
+
+
+def categorical(dtype: Any) -> bool:
+    """True for a column dtype read by its values, not its codes: pandas' categorical, or an
+    arrow dictionary (``pd.read_parquet(..., dtype_backend="pyarrow")`` of a categorical
+    column), whose values pandas' type inference calls "unknown-array"."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return True
+    arrow = getattr(dtype, "pyarrow_dtype", None)   # pd.ArrowDtype: pyarrow is installed
+    if arrow is None:
+        return False
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(arrow)
 
 
 def show(value: Any) -> str:

@@ -386,3 +386,17 @@ def test_numpy_string_dtype_ids_are_named_as_ids_and_text():
         == ["t3", "t1"]
     with pytest.raises(CrowdDataError, match=r"must be numeric codes, got text \(e\.g\. '1'"):
         Annotations.from_dense(np.array([["1", "0"]], dtype=text))
+
+
+def test_arrow_dictionary_columns_are_read_by_their_values_as_categoricals():
+    # pd.read_parquet(..., dtype_backend="pyarrow") gives a categorical column as an arrow
+    # dictionary: "labels must be strings or integers, got unknown-array values"
+    pa = pytest.importorskip("pyarrow")
+    df = small_frame()
+    dictionary = pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string()))
+    assert Annotations.from_frame(df.astype(dictionary)) == Annotations.from_frame(df)
+    missing = df.astype(object)
+    missing.loc[2, "label"] = None
+    with pytest.raises(CrowdDataError, match=r"missing value \(NaN/None\) in column 'label' at "
+                                             r"row 2 \(item 't2', annotator 'w1'\)"):
+        Annotations.from_frame(missing.astype(dictionary))
