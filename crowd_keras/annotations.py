@@ -286,7 +286,8 @@ class Annotations(AnnotationReaders):
     def to_wide(self, class_names: bool = False) -> pd.DataFrame:
         """cleanlab's wide layout (:meth:`from_wide`): items × annotators, index = item ids,
         columns = annotator ids, class codes as floats (``class_names``: the class names,
-        read back by ``from_wide(frame, classes=annotations.classes)``), NaN where absent."""
+        read back by ``from_wide(frame, classes=annotations.classes)`` when they are text:
+        numbers in the cells are read as codes), NaN where absent."""
         labels = self._classes[self._labels] if class_names else self._labels
         return wide_frame(self._items, self._annotators, labels, self._item_ids,
                        self._annotator_ids)
