@@ -19,8 +19,8 @@ from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
 
-__all__ = ["show", "alike_hint", "categorical", "frozen", "ids_array", "check_unique_ids", "integer_codes",
-           "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
+__all__ = ["show", "alike_hint", "categorical", "frozen", "ids_array", "check_unique_ids",
+           "integer_codes", "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
            "booleans_as_codes", "number_cells"]
