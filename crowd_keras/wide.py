@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from .arguments import check_count
-from .codes import (MAX_CODE, as_matrix, booleans_as_codes, check_id_values, compact_codes,
-                    ids_array, number_cells, numeric_matrix)
+from .codes import (MAX_CODE, alike_hint, as_matrix, booleans_as_codes, check_id_values,
+                    compact_codes, ids_array, number_cells, numeric_matrix)
 from .errors import CrowdDataError
 
 __all__ = ["wide_codes", "to_wide"]
@@ -38,7 +38,7 @@ def _named_cells(raw: np.ndarray, missing: np.ndarray, classes: Sequence,
             f"wide annotations: label {_plain(raw[r, c])!r} of item {_plain(item_ids[r])!r} "
             f"(row {r}), annotator {_plain(annotator_ids[c])!r} (column {c}) is not one of "
             f"the classes {ids_array(classes).tolist()} (cells that are not all numbers are "
-            "read as class names)")
+            f"read as class names){alike_hint(raw[r, c], ids_array(classes), 'class')}")
     out = np.full(raw.shape, np.nan)
     out[~missing] = found
     return out

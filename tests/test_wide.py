@@ -75,3 +75,12 @@ def test_class_names_written_by_to_wide_are_read_back_with_the_classes():
     listed.iat[1, 0] = [1]   # unhashable: named as no class, not a TypeError
     with pytest.raises(CrowdDataError, match=r"label \[1\] of item 'b' .* is not one of"):
         Annotations.from_wide(listed, classes=ann.classes)
+
+
+def test_digit_text_cells_against_integer_classes_name_the_class_written_alike():
+    frame = pd.DataFrame({"u": ["0", "1"], "v": ["1", None]}, index=["a", "b"])
+    with pytest.raises(CrowdDataError, match=r"label '0' of item 'a' .* is not one of the "
+                                             r"classes \[0, 1\] .* \(the classes include 0: "
+                                             r"give the labels in the classes' type\)$"):
+        Annotations.from_wide(frame, classes=[0, 1])
+    assert Annotations.from_wide(frame, classes=["0", "1"]).labels.tolist() == [0, 1, 1]
