@@ -391,9 +391,13 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
             r = int(np.argmax(null))
             raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
                                  f"{where(r, skip=role)}: the {role} of every row is needed")
+    # read once (a generator would be empty at the lookups below); a repeat would make them
+    # ambiguous
+    classes, item_ids, annotator_ids = (None if given is None else ids_array(given)
+                                        for given in (classes, item_ids, annotator_ids))
     for given, what in ((classes, "class"), (item_ids, "item"), (annotator_ids, "annotator")):
-        if given is not None:   # a repeat would make the lookups below ambiguous
-            check_unique_ids(ids_array(given), what)
+        if given is not None:
+            check_unique_ids(given, what)
     distinct = []   # id arrays that a factorisation made (no repeats to look for)
     if classes is None:
         codes, classes = factorize_labels(cols["label"], where)

@@ -400,3 +400,14 @@ def test_arrow_dictionary_columns_are_read_by_their_values_as_categoricals():
     with pytest.raises(CrowdDataError, match=r"missing value \(NaN/None\) in column 'label' at "
                                              r"row 2 \(item 't2', annotator 'w1'\)"):
         Annotations.from_frame(missing.astype(dictionary))
+
+
+def test_ids_and_classes_given_as_generators_are_read_once():
+    # the uniqueness check consumed them: "label 'cat' ... is not one of the classes []"
+    df = small_frame()
+    ann = Annotations.from_frame(df, classes=(c for c in ["dog", "cat"]),
+                                 item_ids=iter(["t3", "t2", "t1", "t0"]),
+                                 annotator_ids=(a for a in ["w3", "w2", "w1"]))
+    assert ann == Annotations.from_frame(df, classes=["dog", "cat"],
+                                         item_ids=["t3", "t2", "t1", "t0"],
+                                         annotator_ids=["w3", "w2", "w1"])
