@@ -12,6 +12,7 @@ from keras import ops
 
 import keras
 import numpy as np
+import pandas as pd
 
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -626,12 +627,18 @@ def checked_codes(values: Any, bound: Optional[int], what: str, argument: str,
     a = np.asarray(values)
     if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
         if a.dtype == object:
-            try:
-                a = a.astype(np.float64)
-            except (TypeError, ValueError):
-                raise CrowdDataError(f"{argument}: {what}s must be integer codes, got values of "
-                                     f"type {sorted({type(v).__name__ for v in a.ravel()})}") \
-                    from None
+            # numbers only (None / pd.NA read as NaN, named below): astype(float) read the
+            # text "1" as the code 1, which every reader refuses
+            missing = np.array([v is None or v is pd.NA for v in a.ravel()], bool)
+            number = missing | np.array([isinstance(v, (int, float, np.number)) and not
+                                         isinstance(v, (bool, np.bool_)) for v in a.ravel()],
+                                        bool)
+            if not number.all():
+                pos = tuple(int(p) for p in np.unravel_index(int(np.argmax(~number)), a.shape))
+                v = a[pos]
+                raise CrowdDataError(f"{argument}: {what}s must be integer codes, got "
+                                     f"{type(v).__name__} {v!r} at {pos}")
+            a = np.where(missing.reshape(a.shape), np.nan, a).astype(np.float64)
         else:
             raise CrowdDataError(f"{argument}: {what}s must be integer codes, got dtype {a.dtype}")
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .codes import (booleans_as_codes, check_unique_ids, dense_codes, factorize_ids,
-                    factorize_labels, ids_array, integer_codes, is_dask_frame,
-                    label_matrix_codes, show)
+from .codes import (alike_hint, booleans_as_codes, categorical, check_id_values,
+                    check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
+                    integer_codes, is_dask_frame, label_matrix_codes, show)
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -41,20 +41,21 @@ class AnnotationReaders:
         """From an items × annotators matrix of class codes, ``missing`` where absent.
 
         Args:
-            matrix: array-like of shape ``(items, annotators)``.
+            matrix: array-like of shape ``(items, annotators)``; a ``pandas.DataFrame``'s
+                index and columns are the item and annotator ids (as in :meth:`from_wide`)
+                unless ``item_ids`` / ``annotator_ids`` are given.
             missing: the marker of an absent annotation (default -1; may be NaN).
             classes: class names in code order; default ``0..max code``.
         """
+        if isinstance(matrix, pd.DataFrame):   # its ids, not 0..n-1: results keep the user's
+            item_ids, annotator_ids = _frame_axes(matrix, item_ids, annotator_ids)
         rows, cols, labels, classes, shape = dense_codes(matrix, missing, classes,
                                                          allow_empty=item_ids is not None)
         for ids, size, what in ((item_ids, shape[0], "item_ids"), (annotator_ids, shape[1],
                                                                   "annotator_ids")):
-            if ids is not None and not isinstance(ids, (str, bytes)) and \
-                    np.ndim(ids) == 1 and len(ids) != size:
-                # else named as "n_items=2 disagrees with 1 item ids", an n_items never given
-                raise CrowdDataError(f"{what} has {len(ids)} ids for the matrix's {size} "
-                                     f"{'rows' if what == 'item_ids' else 'columns'} (shape "
-                                     f"{tuple(shape)})")
+            _check_id_count(ids, size, what, f"the matrix's {size} "
+                            f"{'rows' if what == 'item_ids' else 'columns'} (shape "
+                            f"{tuple(shape)})")
         return cls._checked(rows, cols, labels, classes,
                             item_ids=item_ids, annotator_ids=annotator_ids,
                             n_items=shape[0], n_annotators=shape[1],
@@ -75,7 +76,9 @@ class AnnotationReaders:
             frame: ``pandas.DataFrame`` or 2-d array of codes ``0..K-1`` and NaN (or
                 ``pd.NA``); True/False cells are the codes 1 and 0, as ``from_frame`` reads
                 them (a boolean beside numbers raises).
-            classes: class names in code order (default ``0..K-1``).
+            classes: class names in code order (default ``0..K-1``). A frame whose cells
+                are not all numbers is then read by class name (the frame
+                ``to_wide(class_names=True)`` writes).
             n_classes: K, when the largest class never appears (cleanlab takes it from
                 ``pred_probs``); default ``len(classes)`` or the largest code + 1.
 
@@ -95,7 +98,8 @@ class AnnotationReaders:
 
         Vectorised: one pass to validate (two reductions for an integer matrix; an entry is
         located only when one is bad) and one ``nonzero``; no sort, since row-major order is
-        already (item, function) order. Items are ``0..n-1``, annotators ``0..m-1``.
+        already (item, function) order. Items are ``0..n-1``, annotators ``0..m-1`` (a
+        ``pandas.DataFrame``'s index and columns, as in :meth:`from_dense`).
 
         Args:
             cardinality: number of classes ``k`` (codes ``0..k-1``); default ``max(L) + 1``.
@@ -107,10 +111,15 @@ class AnnotationReaders:
         m, classes = label_matrix_codes(L, cardinality, classes)
         flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
         rows, cols = np.divmod(flat, m.shape[1])
-        classes = ids_array(classes)
-        check_unique_ids(classes, "class")
-        return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=np.arange(m.shape[0]),
-                            annotator_ids=np.arange(m.shape[1]), classes=classes)
+        ids = [ids_array(classes)]
+        if isinstance(L, pd.DataFrame):   # its index and columns (function names) as the ids
+            ids += [ids_array(axis) for axis in _frame_axes(L, None, None)]
+        else:
+            ids += [np.arange(m.shape[0]), np.arange(m.shape[1])]
+        for values, what in zip(ids, ("class", "item", "annotator")):
+            check_unique_ids(values, what)
+        return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=ids[1],
+                            annotator_ids=ids[2], classes=ids[0])
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, item: str = "task", annotator: str = "worker",
@@ -125,7 +134,9 @@ class AnnotationReaders:
         categorical column is read by its values, as scikit-learn's encoders read it: its
         unused categories are not classes and its category order is not the code order;
         ``classes=list(df[label].cat.categories)`` keeps both. ``item_ids`` may list items that have no annotation (they are kept); without it the
-        items are the distinct values of the ``item`` column in sorted order.
+        items are the distinct values of the ``item`` column in sorted order. A role that
+        is no column may be a level of the frame's index (a frame indexed by item, or by
+        (item, annotator)): it is read as ``df.reset_index()`` would read it.
 
         Vectorised: each column is checked and factorised in a few numpy/pandas passes and
         the rows are ordered by one sort of packed (item, annotator, row, label) values (10M
@@ -134,6 +145,10 @@ class AnnotationReaders:
         value, a column mixing types (``1`` and ``"1"``), a negative, fractional, infinite
         or too large number, a duplicate (item, annotator) pair (both rows named), two
         columns of one name, one column given for two roles (:func:`frame_codes`).
+
+        Ids and labels are compared exactly as given: no spaces are stripped and no Unicode
+        normalisation is applied (``"café"`` in NFC and in NFD are two items that print
+        alike; ``unicodedata.normalize`` them first).
 
         ``row_numbers`` (n,): the row numbers that messages name (default ``0..n-1``): a
         partition of a larger frame names the larger frame's rows (``crowd_keras.distributed``).
@@ -155,9 +170,18 @@ class AnnotationReaders:
         """From (items, K) label counts without annotator ids: the ``k``-th label of an item
         is credited to a pseudo-annotator ``"slot-k"``.
 
+        A ``pandas.DataFrame`` of counts (``pd.crosstab(df.task, df.label)``) gives its index
+        as the item ids and its columns as the classes (unless ``classes`` is given).
+
         Raises:
             CrowdDataError: not a 2-D array of non-negative integer counts.
         """
+        item_ids = None
+        if isinstance(counts, pd.DataFrame):   # its ids and classes, not 0..n-1 and 0..K-1
+            item_ids, names = _frame_axes(counts, None, classes, "class")
+            classes = names if classes is None else classes
+            if all(pd.api.types.is_numeric_dtype(t) for t in counts.dtypes):   # Int64 too
+                counts = counts.to_numpy(dtype=np.float64, na_value=np.nan)
         r = np.asarray(counts)
         if r.ndim != 2:
             raise CrowdDataError(f"label counts must be a 2-D items × classes array, got shape "
@@ -182,7 +206,7 @@ class AnnotationReaders:
         starts = np.concatenate([[0], np.cumsum(r.sum(axis=1))[:-1]])
         slots = np.arange(len(items)) - starts[items]
         n_slots = max(int(r.sum(axis=1).max()) if n else 0, 1)
-        return cls(items, slots, labels, n_items=n,
+        return cls(items, slots, labels, n_items=n, item_ids=item_ids,
                    annotator_ids=[f"slot-{s}" for s in range(n_slots)],
                    classes=classes, n_classes=k)
 
@@ -209,6 +233,8 @@ class AnnotationReaders:
             n_annotators = check_count(n_annotators, "n_annotators", 0)
         if n_annotators is None and annotator_ids is None:
             n_annotators = int(a.max()) + 1 if present.any() else 0
+        _check_id_count(item_ids, a.shape[0], "item_ids",
+                        f"the padded arrays' {a.shape[0]} rows (shape {a.shape})")
         return cls._checked(rows, a[rows, slots], y[rows, slots], classes, item_ids=item_ids,
                             annotator_ids=annotator_ids, n_items=a.shape[0],
                             n_annotators=n_annotators,
@@ -224,7 +250,42 @@ class AnnotationReaders:
                 n = int(np.argmax(bad))
                 raise CrowdDataError(f"label code {labels[n]} at {where(n)} is outside the "
                                      f"{len(classes)} classes {ids_array(classes).tolist()}")
+        ids, size = kwargs.get("annotator_ids"), kwargs.get("n_annotators")
+        if ids is not None and not isinstance(ids, (str, bytes)) and np.ndim(ids) == 1:
+            size = len(ids)
+        if size is not None and len(annotators):   # else named by its sorted position
+            bad = np.asarray(annotators) >= size
+            if bad.any():
+                n = int(np.argmax(bad))
+                given = "annotator_ids" if ids is not None else f"n_annotators={size}"
+                raise CrowdDataError(f"annotator code {annotators[n]} at {where(n)} is outside "
+                                     f"the {size} annotators of {given} (codes 0..{size - 1})")
         return cls(items, annotators, labels, classes=classes, **kwargs)
+
+
+def _check_id_count(ids: Any, size: int, what: str, of: str) -> None:
+    """Raise when ``ids`` (a list) has not ``size`` entries, naming ``what`` and ``of`` (the
+    rows or columns they name); else the constructor names an ``n_items`` never given."""
+    if ids is not None and not isinstance(ids, (str, bytes)) and np.ndim(ids) == 1 and \
+            len(ids) != size:
+        raise CrowdDataError(f"{what} has {len(ids)} ids for {of}")
+
+
+def _frame_axes(frame: pd.DataFrame, item_ids: Any, column_ids: Any,
+                columns: str = "annotator") -> tuple:
+    """``(item_ids, column_ids)``: those given, else the frame's index and columns, checked
+    by the rules of a long frame's id columns (:func:`check_id_values`); ``columns``: what
+    the columns are (``"annotator"``, ``"class"``)."""
+    out = []
+    for given, axis, what, where in ((item_ids, frame.index, "item", "row {} of the frame's "
+                                      "index"),
+                                     (column_ids, frame.columns, columns,
+                                      "column {} of the frame")):
+        if given is None:
+            check_id_values(axis, what, where.format)
+            given = axis.to_numpy()
+        out.append(given)
+    return tuple(out)
 
 
 def _check_padded_repeats(padded: np.ndarray, rows: np.ndarray, slots: np.ndarray,
@@ -275,11 +336,13 @@ def _label_type_hint(value: Any, classes: Sequence, column: str) -> str:
     return f" (class {show(alike)} is written alike: give the labels in the classes' type{how})"
 
 
-def check_frame_columns(columns: Sequence, roles: dict) -> None:
+def check_frame_columns(columns: Sequence, roles: dict, index: Sequence = ()) -> None:
     """Raise :class:`CrowdDataError` when a role's column is absent or named twice in
     ``columns``, or when one column is given for two roles; ``roles`` maps a role
-    (``"item"``, ``"annotator"``, ``"label"``) to its column name."""
-    columns = list(columns)
+    (``"item"``, ``"annotator"``, ``"label"``) to its column name. ``index``: the names of
+    the frame's index levels, which stand for columns of those names (:func:`frame_codes`)."""
+    shown = list(columns)
+    columns = shown + [name for name in index if name not in shown]
     absent = [name for name in roles.values() if name not in columns]
     if absent:
         # another library's layout (cleanlab's long one: task, annotator, label) names a
@@ -290,7 +353,9 @@ def check_frame_columns(columns: Sequence, roles: dict) -> None:
         # Annotations, read so)
         hint = f" (a column is named by its role: read it with {', '.join(named)}, e.g. " \
             f"Annotations.from_frame(frame, {', '.join(named)}))" if named else ""
-        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {columns}{hint}")
+        levels = f"; index level(s) are {list(index)}" if len(index) else ""
+        raise CrowdDataError(f"frame has no column(s) {absent}; columns are {shown}{levels}"
+                             f"{hint}")
     for role, name in roles.items():
         if columns.count(name) > 1:
             raise CrowdDataError(f"frame has {columns.count(name)} columns named {show(name)} (the "
@@ -320,13 +385,20 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
             "crowd_keras.distributed.aggregate(ddf, ...), or read it with " \
             "Annotations.from_frame(ddf.compute())" if is_dask_frame(df) else type(df).__name__
         raise CrowdDataError(f"expected a pandas DataFrame, got {got}")
-    check_frame_columns(df.columns, {"item": item, "annotator": annotator, "label": label})
+    roles = {"item": item, "annotator": annotator, "label": label}
+    columns = list(df.columns)
+    # a frame indexed by item (or by (item, annotator): set_index, groupby) is read as its
+    # reset_index() would be, as crowd_keras.distributed reads a Dask frame indexed by item
+    levels = [name for name in df.index.names if name is not None]
+    check_frame_columns(columns, roles, levels)
+    indexed = {role for role, name in roles.items() if name not in columns}
     if len(df) == 0 and item_ids is None:
         raise CrowdDataError("frame has no annotations")
     rows = row_numbers
-    cols = {"item": df[item], "annotator": df[annotator], "label": df[label]}
+    cols = {role: df.index.get_level_values(name).to_series(index=df.index)
+            if role in indexed else df[name] for role, name in roles.items()}
     cols = {k: pd.Series(np.asarray(c, dtype=object), index=c.index)
-            if isinstance(c.dtype, pd.CategoricalDtype) else c for k, c in cols.items()}
+            if categorical(c.dtype) else c for k, c in cols.items()}
 
     def row(n: int) -> int:
         return int(rows[n]) if rows is not None else n
@@ -347,9 +419,13 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
             raise CrowdDataError(f"missing value (NaN/None) in column {show(name)} at "
                                  f"{where(r, skip=role)}: the {role} of every row is needed"
                                  f"{drop}")
+    # read once (a generator would be empty at the lookups below); a repeat would make them
+    # ambiguous
+    classes, item_ids, annotator_ids = (None if given is None else ids_array(given)
+                                        for given in (classes, item_ids, annotator_ids))
     for given, what in ((classes, "class"), (item_ids, "item"), (annotator_ids, "annotator")):
-        if given is not None:   # a repeat would make the lookups below ambiguous
-            check_unique_ids(ids_array(given), what)
+        if given is not None:
+            check_unique_ids(given, what)
     distinct = []   # id arrays that a factorisation made (no repeats to look for)
     if classes is None:
         codes, classes = factorize_labels(cols["label"], where)
@@ -373,7 +449,8 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         found = pd.Index(list(given)).get_indexer(cols[role])
         if (found < 0).any():
             n = int(np.argmax(found < 0))
-            raise CrowdDataError(f"{role} {show(cols[role].iloc[n])} at row {row(n)} is not in "
-                                 f"{role}_ids")
+            value = cols[role].iloc[n]
+            raise CrowdDataError(f"{role} {show(value)} at {where(n, skip=role)} is not in "
+                                 f"{role}_ids{alike_hint(value, ids_array(given), role)}")
         ids[role] = (found.astype(np.int64), given)
     return codes, classes, ids, distinct

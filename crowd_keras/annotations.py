@@ -16,8 +16,8 @@ import scipy.sparse as sp
 
 from .annotation_readers import AnnotationReaders
 from .arguments import check_count
-from .codes import (check_unique_ids, frozen, ids_array, integer_codes, keyed_order, position_codes, show,
-                    sort_order)
+from .codes import (alike_hint, check_unique_ids, frozen, ids_array, integer_codes, keyed_order,
+                    position_codes, show, sort_order)
 from .errors import Argument, CrowdDataError, Message
 from .numerics import MISSING, pair_index
 from .wide import to_wide as wide_frame
@@ -209,6 +209,10 @@ class Annotations(AnnotationReaders):
             ids_array(ids) if what in distinct else self._ids(ids, len(ids), what)
             for ids, what in ((item_ids, "item"), (annotator_ids, "annotator"),
                               (classes, "class")))
+        if not len(self._classes):   # as the constructor: a model of no classes fails later
+            raise CrowdDataError("at least one class is needed; " + (
+                "classes= is empty" if "class" not in distinct else
+                "pass classes= (a frame without rows has no labels to find them in)"))
         self._store(np.asarray(items, dtype=np.int64), np.asarray(annotators, dtype=np.int64),
                     np.array(labels, dtype=np.int64), duplicates, row_numbers)
         return self
@@ -281,8 +285,9 @@ class Annotations(AnnotationReaders):
 
     def to_wide(self, class_names: bool = False) -> pd.DataFrame:
         """cleanlab's wide layout (:meth:`from_wide`): items × annotators, index = item ids,
-        columns = annotator ids, class codes as floats (``class_names``: the class names),
-        NaN where absent."""
+        columns = annotator ids, class codes as floats (``class_names``: the class names,
+        read back by ``from_wide(frame, classes=annotations.classes)`` when they are text:
+        numbers in the cells are read as codes), NaN where absent."""
         labels = self._classes[self._labels] if class_names else self._labels
         return wide_frame(self._items, self._annotators, labels, self._item_ids,
                        self._annotator_ids)
@@ -293,7 +298,18 @@ class Annotations(AnnotationReaders):
 
     def to_frame(self, item: str = "task", annotator: str = "worker",
                  label: str = "label") -> pd.DataFrame:
-        """Long frame, one row per annotation, with the user's ids and class names."""
+        """Long frame, one row per annotation, with the user's ids and class names: columns
+        ``item``, ``annotator``, ``label`` (three distinct names), rows in stored order.
+
+        ``from_frame`` reads it back; items and annotators without annotations and classes
+        no label uses are not in it: pass ``item_ids=``, ``annotator_ids=`` and ``classes=``
+        of these annotations to get them back too."""
+        names = {"item": item, "annotator": annotator, "label": label}
+        for role, name in names.items():   # one dict key: a column would vanish silently
+            other = next((r for r, n in names.items() if r != role and n == name), None)
+            if other is not None:
+                raise ValueError(f"to_frame: {show(name)} is given as both the {role} and the "
+                                 f"{other} column name; give three different names")
         return pd.DataFrame({item: self._item_ids[self._items],
                              annotator: self._annotator_ids[self._annotators],
                              label: self._classes[self._labels]})
@@ -431,8 +447,6 @@ class Annotations(AnnotationReaders):
         if (codes < 0).any():
             n = int(np.argmax(codes < 0))
             # an id of another type written alike (7 for the "7" of a CSV header) says so
-            alike = np.flatnonzero(pd.Index(table).astype(str) == str(ids[n]))
-            hint = f" (the {what} ids include {show(table[alike[0]])}: give the ids in the " \
-                "type they were read with)" if len(alike) else ""
-            raise CrowdDataError(f"unknown {what} id {show(ids[n])}{hint}")
+            raise CrowdDataError(f"unknown {what} id {show(ids[n])}"
+                                 f"{alike_hint(ids[n], table, what)}")
         return codes.astype(np.int64)

@@ -19,8 +19,8 @@ from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
 
-__all__ = ["show", "frozen", "ids_array", "check_unique_ids", "integer_codes",
-           "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
+__all__ = ["show", "alike_hint", "categorical", "frozen", "ids_array", "check_unique_ids",
+           "integer_codes", "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
            "booleans_as_codes", "number_cells"]
@@ -60,9 +60,38 @@ def is_dask_frame(obj: Any) -> bool:
         and not isinstance(obj, pd.DataFrame)
 
 
+def categorical(dtype: Any) -> bool:
+    """True for a column dtype read by its values, not its codes: pandas' categorical, or an
+    arrow dictionary (``pd.read_parquet(..., dtype_backend="pyarrow")`` of a categorical
+    column), whose values pandas' type inference calls "unknown-array"."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return True
+    arrow = getattr(dtype, "pyarrow_dtype", None)   # pd.ArrowDtype: pyarrow is installed
+    if arrow is None:
+        return False
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(arrow)
+
+
 def show(value: Any) -> str:
     """repr() of a user value without numpy's ``np.int64(...)`` wrapping."""
     return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def alike_hint(value: Any, known: Any, what: str) -> str:
+    """Error hint for ``value``, not among ``known`` (ids or classes): the one of another type
+    written the same (``7`` for the ``"7"`` of a CSV), else ``""``. ``what``: ``"item"``,
+    ``"annotator"`` or ``"class"``."""
+    table = np.asarray(known, dtype=object)
+    alike = np.flatnonzero(pd.Index(table).astype(str) == str(value)) if len(table) else []
+    if not len(alike):
+        return ""
+    if what == "class":
+        return f" (the classes include {show(table[alike[0]])}: give the labels in the " \
+            "classes' type)"
+    return f" (the {what} ids include {show(table[alike[0]])}: give the ids in the type " \
+        "they were read with)"
 
 
 def frozen(a: np.ndarray) -> np.ndarray:
@@ -137,7 +166,7 @@ def position_codes(values: Any, n: int, what: str, taker: str, unique: bool = Fa
     if values.dtype.kind == "b":
         raise CrowdDataError(f"{taker} takes {what} codes (0..{n - 1}), got a boolean array; "
                              "for a mask give np.flatnonzero(mask)")
-    if values.dtype.kind in "USO" and from_ids:
+    if values.dtype.kind in "USOT" and from_ids:   # T: numpy 2's StringDType
         raise CrowdDataError(f"{taker} takes {what} codes (0..{n - 1}), got {values.dtype} "
                              f"values; for {what} ids give {from_ids}")
     codes = integer_codes(values.ravel(), f"{taker}: {what} codes", "position ")
@@ -198,7 +227,12 @@ def integer_codes(values: np.ndarray, what: str, where: str) -> np.ndarray:
                                  f"{where}{tuple(int(p) for p in pos)}, too large for an exact "
                                  "integer code")
         return values.astype(np.int64)
-    raise CrowdDataError(f"{what} must hold integer class codes, got dtype {values.dtype}")
+    # item and annotator codes index the ids (no class codes); ids are read by from_frame
+    coded = what.endswith(("item codes", "annotator codes", "annotator ids"))
+    ids = "; ids (not codes) are read by Annotations.from_frame" \
+        if coded and values.dtype.kind in "USOT" else ""
+    raise CrowdDataError(f"{what} must hold integer {'codes' if coded else 'class codes'}, got "
+                         f"dtype {values.dtype}{ids}")
 
 
 def label_matrix_problem(L: np.ndarray, n_classes: int) -> Optional[tuple]:
@@ -322,7 +356,7 @@ def numeric_matrix(m: np.ndarray, what: str, noun: str = "numeric codes") -> np.
                 raise CrowdDataError(f"{what} has a code {show(m[r, c])} at (row, column) "
                                      f"({r}, {c}), too large for an exact integer code") from None
     if m.dtype.kind not in "iufb":
-        what_kind = "text" if m.dtype.kind in "US" else f"dtype {m.dtype}"
+        what_kind = "text" if m.dtype.kind in "UST" else f"dtype {m.dtype}"
         raise CrowdDataError(f"{what} must be {noun}, got {what_kind} (e.g. "
                              f"{show(m.flat[0]) if m.size else 'nothing'} at row 0, column 0)")
     return m
@@ -609,6 +643,8 @@ def label_matrix_codes(L: Any, cardinality: Optional[int],
     m = numeric_matrix(m, "dense annotations")
     if m.size == 0:
         raise CrowdDataError(f"dense annotations are empty (shape {m.shape})")
+    if classes is not None and not len(classes):   # no class: no model (cardinality >= 1)
+        raise CrowdDataError("at least one class is needed; classes= is empty")
     if cardinality is not None:
         k = check_count(cardinality, "cardinality", 1)
         if classes is None:

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from .arguments import check_count
-from .codes import (MAX_CODE, as_matrix, check_id_values, compact_codes, number_cells,
-                    numeric_matrix)
+from .codes import (MAX_CODE, alike_hint, as_matrix, booleans_as_codes, check_id_values,
+                    compact_codes, ids_array, number_cells, numeric_matrix)
 from .errors import CrowdDataError
 
 __all__ = ["wide_codes", "to_wide"]
@@ -21,6 +21,29 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _named_cells(raw: np.ndarray, missing: np.ndarray, classes: Sequence,
+                 item_ids: np.ndarray, annotator_ids: np.ndarray) -> np.ndarray:
+    """The cells of ``raw`` (items, annotators) object, where some cell is no number, read as
+    class names: their codes as floats, NaN where ``missing`` (of ``raw``'s shape). A present
+    cell that is not a class raises, named."""
+    cells = pd.Series(raw[~missing], dtype=object)
+    try:
+        found = pd.Index(list(classes)).get_indexer(booleans_as_codes(cells, classes))
+    except TypeError:   # an unhashable cell (a list): named as no class below
+        found = np.array([-1 if isinstance(v, (list, dict, set, np.ndarray)) else 0
+                          for v in cells])
+    if (found < 0).any():
+        r, c = (int(v) for v in np.argwhere(~missing)[int(np.argmax(found < 0))])
+        raise CrowdDataError(
+            f"wide annotations: label {_plain(raw[r, c])!r} of item {_plain(item_ids[r])!r} "
+            f"(row {r}), annotator {_plain(annotator_ids[c])!r} (column {c}) is not one of "
+            f"the classes {ids_array(classes).tolist()} (cells that are not all numbers are "
+            f"read as class names){alike_hint(raw[r, c], ids_array(classes), 'class')}")
+    out = np.full(raw.shape, np.nan)
+    out[~missing] = found
+    return out
+
+
 def wide_codes(frame: Any, n_classes: Optional[int] = None,
                classes: Optional[Sequence] = None) -> Tuple[np.ndarray, ...]:
     """``(rows, cols, codes, item_ids, annotator_ids, n_classes)`` of the non-NaN cells.
@@ -28,7 +51,8 @@ def wide_codes(frame: Any, n_classes: Optional[int] = None,
     Args:
         frame: ``pandas.DataFrame`` (index = item ids, columns = annotator ids) or a 2-d
             array (ids ``0..n-1``) of class codes ``0..K-1``, NaN (or ``pd.NA``/None) where
-            there is no label.
+            there is no label; with ``classes``, cells that are not all numbers are read as
+            class names (what ``Annotations.to_wide(class_names=True)`` writes).
         n_classes, classes: K (default: the largest code + 1, or ``len(classes)``).
 
     Raises:
@@ -48,14 +72,20 @@ def wide_codes(frame: Any, n_classes: Optional[int] = None,
         values = None
         if numeric:
             values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
-        else:       # text, booleans or other objects: find the first cell that is no number
+        else:       # text, booleans or other objects: class names (with classes), or find
+            # the first cell that is no number
             raw = frame.to_numpy(dtype=object)
             # booleans (a bool column with a missing cell is an object column) are 0 and 1,
             # as in a bool column and in from_frame / from_dense, unless beside numbers
-            number, _, mixed = number_cells(raw)
+            number, missing, mixed = number_cells(raw)
+            if classes is not None and not number.all():   # class names, not codes
+                raw = _named_cells(raw, missing, classes, item_ids, annotator_ids)
+                number = np.ones(raw.shape, bool)
             if not number.all():
                 r, c = (int(v) for v in np.argwhere(~number)[0])
                 why = "not a class code (whole numbers 0..K-1, NaN where missing)"
+                if isinstance(raw[r, c], str):
+                    why += "; cells of class names are read with classes="
                 if mixed is not None:
                     r2, c2 = np.unravel_index(mixed, raw.shape)
                     why += (f": a boolean beside numbers (label {_plain(raw[r2, c2])!r} of "

@@ -227,6 +227,21 @@ def test_to_parquet_names_an_unknown_keyword_and_keeps_the_labels(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_a_parquet_frame_of_arrow_dictionaries_is_read_as_in_memory():
+    # read_parquet(dtype_backend="pyarrow") gives categorical columns as arrow dictionaries:
+    # both readers refused them ("got unknown-array values")
+    pa = pytest.importorskip("pyarrow")
+    df = small_crowd().astype({"task": str, "worker": str})
+    dictionary = pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string()))
+    arrow = df.astype({"task": dictionary, "worker": dictionary})
+    result = aggregate(dd.from_pandas(arrow, npartitions=3), method="majority_vote")
+    model = aggregate(dd.from_pandas(df, npartitions=3), method="majority_vote")
+    got, want = result.labels.compute(), model.labels.compute()
+    got.index = pd.Index(np.asarray(got.index, dtype=object), name=got.index.name)
+    assert got.sort_index().to_dict() == want.sort_index().to_dict()   # pandas cannot sort
+    assert Annotations.from_frame(arrow) == Annotations.from_frame(df)   # the arrow index
+
+
 def test_a_missing_column_is_named_as_in_memory():
     # item=None matched the frame's unnamed index: the message listed a column 'index'
     df = small_crowd()
@@ -236,6 +251,14 @@ def test_a_missing_column_is_named_as_in_memory():
         with pytest.raises(CrowdDataError) as got:
             aggregate(dd.from_pandas(df, npartitions=2), **roles)
         assert str(got.value) == str(expected.value)
+    # a frame indexed by item (which both read) without its annotator column: the index
+    # level is named alike (the Dask message listed it among the columns)
+    indexed = df.set_index("task").drop(columns="worker")
+    with pytest.raises(CrowdDataError, match=r"index level\(s\) are \['task'\]") as expected:
+        Annotations.from_frame(indexed)
+    with pytest.raises(CrowdDataError) as got:
+        aggregate(dd.from_pandas(indexed, npartitions=2))
+    assert str(got.value) == str(expected.value)
 
 
 def test_every_registered_model_on_awkward_partitions_is_the_in_memory_fit():

@@ -360,7 +360,7 @@ for v, pattern in ((np.inf, r"non-finite label inf at row 2"),
 case("frame", "label-not-in-classes", frame_with("label", ["x", "y", "z", "x"], classes=["x", "y"]),
      error(r"label 'z' at row 2 \(item 'c', annotator 'u'\) is not one of the classes"))
 case("frame", "item-not-in-item-ids", frame_with("task", ["a", "b", "q", "d"], item_ids=list("abcd")),
-     error(r"item 'q' at row 2 is not in item_ids"))
+     error(r"item 'q' at row 2 \(annotator 'u'\) is not in item_ids"))
 case("frame", "duplicate-pair", frame_with("task", ["a", "b", "a", "d"]),
      error(r"1 duplicate \(item, annotator\) annotation\(s\); first: item 'a', annotator 'u'"))
 case("frame", "label-10**9", frame_with("label", [0, 1, 10 ** 9, 0]),
@@ -757,7 +757,12 @@ for name, ids, labels, pattern in (
         ("labels-3", GOOD_IDS, [[0, 3], [1, -1]], r"labels: label 3 at \(0, 1\) is outside 0..2"),
         ("labels--2", GOOD_IDS, [[0, -2], [1, -1]], r"labels: label -2 at \(0, 1\) is below -1"),
         ("labels-0.5", GOOD_IDS, [[0, 0.5], [1, -1]],
-         r"labels: label 0.5 at \(0, 1\) is not an integer code")):
+         r"labels: label 0.5 at \(0, 1\) is not an integer code"),
+        # text in an object array: astype(float) read "2" as the code 2, silently
+        ("labels-text", GOOD_IDS, np.array([[0, "2"], [1, -1]], dtype=object),
+         r"labels: labels must be integer codes, got str '2' at \(0, 1\)$"),
+        ("ids-None", np.array([[0, None], [2, -1]], dtype=object), GOOD_LABELS,
+         r"annotator_ids: annotator id nan at \(0, 1\) is not an integer code")):
     case("keras", f"crowd-model-fit-{name}", crowd_model_fit(ids, labels),
          error(r"^padded targets " + pattern))
     case("keras", f"annotation-dataset-{name}", crowd_model_fit(ids, labels, "dataset"),

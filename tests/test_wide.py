@@ -54,3 +54,33 @@ def test_bad_cells_are_named(cell, match):
     frame.loc["y", "b"] = cell
     with pytest.raises(CrowdDataError, match=match):
         Annotations.from_wide(frame, n_classes=3)
+
+
+def test_class_names_written_by_to_wide_are_read_back_with_the_classes():
+    # to_wide(class_names=True) wrote a frame that from_wide refused even with the classes
+    ann = Annotations.from_frame(pd.DataFrame({"task": ["a", "a", "b", "c"],
+                                               "worker": ["u", "v", "u", "v"],
+                                               "label": ["cat", "dog", "cat", "eel"]}),
+                                 classes=["eel", "dog", "cat", "fox"])
+    named = ann.to_wide(class_names=True)
+    assert Annotations.from_wide(named, classes=ann.classes) == ann
+    with pytest.raises(CrowdDataError, match=r"label 'eel' of item 'c' \(row 2\), annotator "
+                                             r"'v' \(column 1\) is not one of the classes "
+                                             r"\['cat', 'dog'\]"):
+        Annotations.from_wide(named, classes=["cat", "dog"])
+    with pytest.raises(CrowdDataError, match=r"label 'cat' of item 'a' .* is not a class code "
+                                             r".*; cells of class names are read with classes="):
+        Annotations.from_wide(named)
+    listed = named.astype(object)
+    listed.iat[1, 0] = [1]   # unhashable: named as no class, not a TypeError
+    with pytest.raises(CrowdDataError, match=r"label \[1\] of item 'b' .* is not one of"):
+        Annotations.from_wide(listed, classes=ann.classes)
+
+
+def test_digit_text_cells_against_integer_classes_name_the_class_written_alike():
+    frame = pd.DataFrame({"u": ["0", "1"], "v": ["1", None]}, index=["a", "b"])
+    with pytest.raises(CrowdDataError, match=r"label '0' of item 'a' .* is not one of the "
+                                             r"classes \[0, 1\] .* \(the classes include 0: "
+                                             r"give the labels in the classes' type\)$"):
+        Annotations.from_wide(frame, classes=[0, 1])
+    assert Annotations.from_wide(frame, classes=["0", "1"]).labels.tolist() == [0, 1, 1]

@@ -167,8 +167,8 @@ class PartitionedAnnotations:
         columns = list(ddf.columns)
         # an unnamed index is no item column (item=None read it as a column named 'index')
         indexed = item not in columns and item is not None and ddf.index.name == item
-        check_frame_columns(columns + ([item] if indexed else []),
-                            {"item": item, "annotator": annotator, "label": label})
+        check_frame_columns(columns, {"item": item, "annotator": annotator, "label": label},
+                            [item] if indexed else [])   # named as from_frame names it
         coding = _coding(ddf, item, annotator, label, classes, annotator_ids)
         row = row_column(columns)
         ddf = ddf.map_partitions(number_rows, coding.offsets, row)

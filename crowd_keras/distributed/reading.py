@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotation_readers import frame_codes
-from ..codes import factorize_ids, infer_classes, show
+from ..codes import categorical, factorize_ids, infer_classes, show
 from ..errors import CrowdDataError
 
 __all__ = ["PartitionScan", "scan_partition", "Coding", "coding_of", "disjoint", "row_column",
@@ -59,7 +59,7 @@ class PartitionScan:
 def _firsts(df: pd.DataFrame, column: str, item: str, annotator: str) -> pd.DataFrame:
     rows = np.flatnonzero(~df[column].duplicated().to_numpy())
     values = df[column].iloc[rows].reset_index(drop=True)
-    if isinstance(values.dtype, pd.CategoricalDtype):  # its values, as the in-memory reader
+    if categorical(values.dtype):  # its values, as the in-memory reader
         values = pd.Series(np.asarray(values, dtype=object))
     out = {"value": values,
            "item": df[item].iloc[rows].reset_index(drop=True),
@@ -86,7 +86,7 @@ def scan_partition(df: pd.DataFrame, item: str, annotator: str, label: str,
 
 
 def _span(items: pd.Series) -> Optional[tuple]:
-    if isinstance(items.dtype, pd.CategoricalDtype):   # by value, as `disjoint` compares
+    if categorical(items.dtype):   # by value, as `disjoint` compares
         items = pd.Series(np.asarray(items))
     try:
         return items.min(), items.max()
