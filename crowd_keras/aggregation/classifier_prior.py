@@ -36,7 +36,7 @@ PROBABILITY_FLOOR = 1e-6
 #: trial weights of an M-step: these multiples of ``max(w, TRIAL_SCALE)``, and w itself. One
 #: Newton step from w alone overshoots where the curvature collapses (a confident classifier
 #: at K >= 10: w went 1.0, 0, 1.2, 0, ... and never converged); a bracket cannot
-TRIAL_FACTORS = (0.0, 0.5, 1.0, 2.0)
+TRIAL_FACTORS = (0.0, 1.0, 2.0)
 TRIAL_SCALE = 0.25
 
 
@@ -104,11 +104,13 @@ def classifier_statistics(post: np.ndarray, pred_probs: np.ndarray,
             # at w = 0 every item's π is ρ̂: no softmax over the items
             pi = np.exp(state.log_class_prior)[None, :] if t == 0.0 else \
                 softmax_rows(t * evidence + state.log_class_prior)[0]
-            mean = (pi * evidence).sum(axis=1)
+            weighted = pi * evidence
+            # per-item sums over the K classes as a product with ones (numpy's reductions
+            # over a short last axis step row by row)
+            mean = weighted @ np.ones(weighted.shape[1])
             at = where == j
             slopes[:len(trials)][at] = observed - mean.sum()
-            slopes[len(trials):][at] = ((pi * evidence * evidence).sum(axis=1)
-                                        - mean * mean).sum()
+            slopes[len(trials):][at] = (weighted * evidence).sum() - mean @ mean
     head = np.array([post[np.arange(len(post)), np.argmax(pred_probs, axis=1)].sum(), n,
                      weight * n])
     return np.concatenate([head, slopes, post.sum(axis=0), probs.sum(axis=0)])
