@@ -76,6 +76,17 @@ def n_rows(x: Any) -> Any:
     return int(np.shape(leaves[0])[0])
 
 
+def check_finite_rows(x: Any, what: str = "x") -> None:
+    """CrowdDataError naming the first row of ``x`` (an array or a nested structure of them,
+    rows first) with a NaN or infinite value: NaN weights after training, or a NaN
+    prediction that ``argmax`` turns into class 0, otherwise say nothing of the row."""
+    for leaf in keras.tree.flatten(x):
+        a = np.asarray(leaf)
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            row = int(np.argwhere(~np.isfinite(a.reshape(len(a), -1)))[0, 0])
+            raise CrowdDataError(f"{what} has a non-finite value in row {row}")
+
+
 def is_shape_list(shape: Any) -> bool:
     """True for a list of shapes (a layer called on a list such as ``[probs, annotator_ids]``)."""
     return (isinstance(shape, (list, tuple)) and len(shape) > 0

@@ -36,7 +36,8 @@ from keras import ops
 from ..annotations import Annotations
 from ..arguments import check_count
 from ..errors import CrowdDataError, NotFittedError
-from .._keras_utils import seeded_construction
+from ..features import by_item_id
+from .._keras_utils import check_finite_rows, seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
 from ..item_consensus import (CrowdConsensus, mean_confusions, summary_from_posteriors,
                               with_expected_accuracy)
@@ -195,13 +196,11 @@ class LIATrainer(CrowdConsensus, Params):
                                  f"{type(annotations).__name__}")
         n = annotations.n_items
         if x is not None:
-            x = np.asarray(x)
+            x = np.asarray(by_item_id(x, annotations))   # a frame indexed by item id: by id
             if x.ndim < 2 or len(x) != n:
                 raise CrowdDataError(f"x must have one row per annotated item ({n} items), got "
                                      f"shape {x.shape}")
-            if x.dtype.kind == "f" and not np.isfinite(x).all():
-                row = int(np.argwhere(~np.isfinite(x.reshape(n, -1)))[0, 0])
-                raise CrowdDataError(f"x has a non-finite value in row {row}")
+            check_finite_rows(x)
         k = self.num_classes or annotations.n_classes
         if k < 2:   # DifficultyCompetence's own message would name a num_classes never given
             raise CrowdDataError(f"the model has {k} class (num_classes={self.num_classes}, "
@@ -334,8 +333,9 @@ class LIATrainer(CrowdConsensus, Params):
         """Run EM (Eqs. 8, 7, 4) then marginal fine-tuning (Eq. 9).
 
         Args:
-            x: ``(items, ...)`` classifier inputs, row ``i`` = item code ``i``; ``None`` for
-                feature-free training on learned instance embeddings.
+            x: ``(items, ...)`` classifier inputs, row ``i`` = item code ``i`` (a ``DataFrame``
+                indexed by the annotations' item ids is aligned by id, any row order);
+                ``None`` for feature-free training on learned instance embeddings.
             annotations: the crowd labels (item codes index the rows of ``x``).
             initial_posteriors: optional ``(items, C)`` replacing the majority-vote first
                 E-step (e.g. another label model's posteriors).
@@ -523,6 +523,7 @@ class LIATrainer(CrowdConsensus, Params):
         if x.shape[1:] != tuple(self.model_.input["x"].shape[1:]):
             raise CrowdDataError(f"x rows must have shape {tuple(self.model_.input['x'].shape[1:])}"
                                  f", got {x.shape[1:]}")
+        check_finite_rows(x)   # a NaN row was predicted as class 0
         return x
 
     def posteriors(self, x: Any, annotations: Annotations) -> np.ndarray:
@@ -533,7 +534,7 @@ class LIATrainer(CrowdConsensus, Params):
         annotator codes those of the fit. Items without annotations get ``h_θ(x)``.
         """
         self._check_fitted()
-        x = self._instances(x)
+        x = self._instances(x if self.feature_free_ else by_item_id(x, annotations))
         if not isinstance(annotations, Annotations) or annotations.n_items != len(x):
             raise CrowdDataError(f"annotations must be an Annotations over the {len(x)} rows "
                                  "of x")

@@ -1,0 +1,85 @@
+"""The feature-based trainers' inputs: LIA (trainer and label model), MixtureOfGroupsEM.
+
+Frames indexed by item id are matched by id, as ``pred_probs`` and ``out_of_fold`` match
+them; a NaN row is named at prediction as at fit. Tiny fits (a few optimiser steps).
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+keras = pytest.importorskip("keras")
+
+from crowd_keras import Annotations, CrowdDataError  # noqa: E402
+from crowd_keras.datasets import simulate_crowd  # noqa: E402
+from crowd_keras.lia.label_model import LIA  # noqa: E402
+from crowd_keras.lia.trainer import LIATrainer  # noqa: E402
+from crowd_keras.mixture_of_groups.trainer import MixtureOfGroupsEM  # noqa: E402
+
+LIA_FAST = dict(em_iterations=1, m_steps=5, progress=False, seed=0)
+
+
+@pytest.fixture(scope="module")
+def crowd():
+    """60 items with text ids, their features as a frame indexed by id and the same frame
+    shuffled."""
+    sim = simulate_crowd(n_items=60, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=0)
+    a = sim.annotations
+    ann = Annotations.from_frame(pd.DataFrame({
+        "item": [f"it{i:02d}" for i in a.items], "annotator": a.annotators,
+        "label": a.labels}), "item", "annotator", "label")
+    frame = pd.DataFrame(sim.x, index=[f"it{i:02d}" for i in range(60)])
+    assert list(ann.item_ids) == list(frame.index)
+    return ann, frame, frame.sample(frac=1.0, random_state=0)
+
+
+def classifier(seed=0):
+    init = keras.initializers.GlorotUniform(seed=seed)
+    return keras.Sequential([keras.Input((10,)),
+                             keras.layers.Dense(3, activation="softmax", kernel_initializer=init)])
+
+
+def test_lia_trainer_matches_a_frame_by_item_id(crowd):
+    ann, frame, shuffled = crowd
+    settings = dict(LIA_FAST, marginal_steps=0)
+    ref = LIATrainer(**settings).fit(frame.to_numpy(), ann)
+    fit = LIATrainer(**settings).fit(shuffled, ann)
+    np.testing.assert_allclose(fit.posteriors_, ref.posteriors_, atol=1e-6)
+    np.testing.assert_allclose(fit.posteriors(shuffled, ann), ref.posteriors_, atol=1e-5)
+
+
+def test_lia_label_model_matches_features_by_item_id(crowd):
+    ann, frame, shuffled = crowd
+    ref = LIA(**LIA_FAST).fit(ann, features=frame.to_numpy())
+    fit = LIA(**LIA_FAST).fit(ann, features=shuffled)
+    np.testing.assert_allclose(fit.posteriors_, ref.posteriors_, atol=1e-6)
+    np.testing.assert_allclose(fit.predict_proba(ann, features=shuffled), ref.posteriors_,
+                               atol=1e-5)
+    with pytest.raises(CrowdDataError, match=r"features is indexed by item id but has no row "
+                                             r"for 1 item\(s\).*'it07'"):
+        LIA(**LIA_FAST).fit(ann, features=shuffled.drop(index="it07"))
+
+
+def test_mixture_of_groups_em_matches_a_frame_by_item_id(crowd):
+    ann, frame, shuffled = crowd
+    settings = dict(num_groups=2, max_iter=2, seed=0, progress=False)
+    ref = MixtureOfGroupsEM(classifier(), **settings).fit(frame.to_numpy(), ann)
+    fit = MixtureOfGroupsEM(classifier(), **settings).fit(shuffled, ann)
+    np.testing.assert_allclose(fit.posteriors_, ref.posteriors_, atol=1e-5)
+    np.testing.assert_allclose(fit.predict_proba_items(shuffled, ann),
+                               ref.predict_proba_items(frame.to_numpy(), ann), atol=1e-5)
+    np.testing.assert_allclose(fit.group_probabilities(shuffled, ann),
+                               ref.group_probabilities(frame.to_numpy(), ann), atol=1e-5)
+
+
+def test_prediction_names_a_nan_row_instead_of_predicting_class_0(crowd):
+    ann, frame, _ = crowd
+    x = frame.to_numpy()
+    bad = x[:5].copy()
+    bad[3, 1] = np.nan
+    lia = LIATrainer(**dict(LIA_FAST, marginal_steps=0)).fit(x, ann)
+    mog = MixtureOfGroupsEM(classifier(), num_groups=2, max_iter=1, progress=False).fit(x, ann)
+    for fitted in (lia, mog):
+        for method in (fitted.predict, fitted.predict_proba):
+            with pytest.raises(CrowdDataError, match="x has a non-finite value in row 3"):
+                method(bad)
