@@ -3,6 +3,8 @@
 Frames indexed by item id are matched by id, as ``pred_probs`` and ``out_of_fold`` match
 them; a NaN row is named at prediction as at fit. Tiny fits (a few optimiser steps).
 """
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -83,3 +85,16 @@ def test_prediction_names_a_nan_row_instead_of_predicting_class_0(crowd):
         for method in (fitted.predict, fitted.predict_proba):
             with pytest.raises(CrowdDataError, match="x has a non-finite value in row 3"):
                 method(bad)
+
+
+def test_a_fitted_lia_unpickles_without_warnings_and_predicts_the_same(crowd, recwarn):
+    ann, frame, _ = crowd
+    x = frame.to_numpy()
+    fitted = LIA(**LIA_FAST).fit(ann, features=x)
+    recwarn.clear()
+    back = pickle.loads(pickle.dumps(fitted))
+    # was: "Skipping variable loading for optimizer 'rm_sprop'" (the E-step model's default
+    # optimizer, never built); TensorFlow's own numpy deprecation notices are not ours
+    assert [str(w.message) for w in recwarn if issubclass(w.category, UserWarning)] == []
+    np.testing.assert_allclose(back.predict_proba(ann, features=x),
+                               fitted.predict_proba(ann, features=x), atol=1e-6)

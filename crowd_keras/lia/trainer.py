@@ -281,7 +281,9 @@ class LIATrainer(CrowdConsensus, Params):
         # the E-step's log h_θ(x_i)_k + Σ_j log [Q_ij]_{k, y_ij}: (items, C), the sum of the
         # model's rows (a smaller transfer than the (items, 1 + k, C) terms)
         self.joint_model_ = keras.Model(inputs, ops.sum(out, axis=1), name="lia_joint")
-        self.joint_model_.compile(jit_compile=self._jit())
+        jit = self._jit()
+        if jit != "auto":   # not compile(): its default RMSprop, never built, warned on unpickling
+            self.joint_model_.jit_compile = jit
         self.num_classes_ = k
 
     def _seeded_build(self, x: Optional[np.ndarray], annotations: Annotations, k: int) -> None:
