@@ -70,6 +70,11 @@ def n_rows(x: Any) -> Any:
         return None
     # a tf.data.Dataset, a generator, a scalar: no rows to count; a keras.utils.PyDataset
     # (a sequence of batches: numpy would read every batch to count them as rows) neither
+    if isinstance(x, (list, tuple)) and np.ndim(leaves[0]) == 0:
+        # a list is one array per input of a multi-input model, not rows
+        raise TypeError(f"x is a {type(x).__name__} of numbers (rows); give it as an array, "
+                        "np.asarray(x) (a list is read as one array per input of a "
+                        "multi-input model)")
     if isinstance(leaves[0], keras.utils.PyDataset) or np.ndim(leaves[0]) == 0:
         raise TypeError(f"x must be arrays with one row per item (or a dict/list of them), "
                         f"got {type(leaves[0]).__name__}")

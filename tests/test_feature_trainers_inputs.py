@@ -98,3 +98,11 @@ def test_a_fitted_lia_unpickles_without_warnings_and_predicts_the_same(crowd, re
     assert [str(w.message) for w in recwarn if issubclass(w.category, UserWarning)] == []
     np.testing.assert_allclose(back.predict_proba(ann, features=x),
                                fitted.predict_proba(ann, features=x), atol=1e-6)
+
+
+def test_mixture_of_groups_em_says_how_to_give_x_as_a_list_of_rows(crowd):
+    ann, frame, _ = crowd
+    with pytest.raises(TypeError, match=r"x is a list of numbers \(rows\); give it as an "
+                                        r"array, np.asarray\(x\)"):   # was: "got float"
+        MixtureOfGroupsEM(classifier(), max_iter=1, progress=False).fit(
+            frame.to_numpy().tolist(), ann)
