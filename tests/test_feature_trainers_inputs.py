@@ -106,3 +106,19 @@ def test_mixture_of_groups_em_says_how_to_give_x_as_a_list_of_rows(crowd):
                                         r"array, np.asarray\(x\)"):   # was: "got float"
         MixtureOfGroupsEM(classifier(), max_iter=1, progress=False).fit(
             frame.to_numpy().tolist(), ann)
+
+
+def test_lia_trainer_names_a_cell_that_is_not_a_number(crowd):
+    ann, frame, _ = crowd
+    mixed = frame.astype(object)
+    mixed.iloc[4, 2] = "n/a"
+    with pytest.raises(CrowdDataError, match=r"x must hold numbers; row 4, column 2 holds "
+                                             r"'n/a'"):   # was Keras' "Invalid dtype: object"
+        LIATrainer(**LIA_FAST).fit(mixed, ann)
+    # numbers in an object frame (a nullable-integer column) are numbers; pd.NA is named
+    fitted = LIATrainer(**dict(LIA_FAST, marginal_steps=0)).fit(frame.astype(object), ann)
+    assert fitted.predict(frame.iloc[:3].astype(object)).shape == (3,)
+    holes = frame.astype(object)
+    holes.iloc[6, 0] = pd.NA
+    with pytest.raises(CrowdDataError, match="x has a non-finite value in row 6"):
+        LIATrainer(**LIA_FAST).fit(holes, ann)

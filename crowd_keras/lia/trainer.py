@@ -31,10 +31,12 @@ from typing import Any, Optional, Sequence
 from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
+import pandas as pd
 from keras import ops
 
 from ..annotations import Annotations
 from ..arguments import check_count
+from ..codes import show
 from ..errors import CrowdDataError, NotFittedError
 from ..features import by_item_id
 from .._keras_utils import check_finite_rows, seeded_construction
@@ -196,7 +198,7 @@ class LIATrainer(CrowdConsensus, Params):
                                  f"{type(annotations).__name__}")
         n = annotations.n_items
         if x is not None:
-            x = np.asarray(by_item_id(x, annotations))   # a frame indexed by item id: by id
+            x = _numeric(np.asarray(by_item_id(x, annotations)))   # a frame: by item id
             if x.ndim < 2 or len(x) != n:
                 raise CrowdDataError(f"x must have one row per annotated item ({n} items), got "
                                      f"shape {x.shape}")
@@ -521,7 +523,7 @@ class LIATrainer(CrowdConsensus, Params):
             return idx.astype("int32")
         if x is None:
             raise CrowdDataError("this model was trained on features: give x")
-        x = np.asarray(x)
+        x = _numeric(np.asarray(x))
         if x.shape[1:] != tuple(self.model_.input["x"].shape[1:]):
             raise CrowdDataError(f"x rows must have shape {tuple(self.model_.input['x'].shape[1:])}"
                                  f", got {x.shape[1:]}")
@@ -651,6 +653,25 @@ class LIATrainer(CrowdConsensus, Params):
             raise CrowdDataError(f"class_probs must be ({q.shape[0]}, {q.shape[-1]}), got {p.shape}")
         diag = np.diagonal(q, axis1=-2, axis2=-1)                       # (n, m, C)
         return np.einsum("nmc,nc->nm", diag, p)
+
+
+def _numeric(x: np.ndarray) -> np.ndarray:
+    """``x`` as numbers: an object array (a frame with a text or nullable-integer column) as
+    float32, or a CrowdDataError naming the first cell that is not a number (Keras' own
+    message, "Invalid dtype: object", names none)."""
+    if x.dtype.kind not in "OUS":
+        return x
+    cells = x.reshape(-1).astype(object)
+    flat = pd.to_numeric(pd.Series(cells), errors="coerce")
+    # text is not read as numbers ("1.5" neither); NaN and pd.NA are left to the finite check
+    text = np.frompyfunc(lambda v: isinstance(v, (str, bytes)), 1, 1)(cells).astype(bool)
+    bad = text | (flat.isna().to_numpy() & ~pd.isna(cells))
+    if bad.any():
+        at = int(np.argmax(bad))
+        row, cell = divmod(at, max(x.size // max(len(x), 1), 1))
+        raise CrowdDataError(f"x must hold numbers; row {row}, column {cell} holds "
+                             f"{show(cells[at])}")
+    return flat.to_numpy(dtype="float32").reshape(x.shape)
 
 
 class _StepProgress(keras.callbacks.Callback):
