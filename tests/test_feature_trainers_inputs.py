@@ -122,3 +122,17 @@ def test_lia_trainer_names_a_cell_that_is_not_a_number(crowd):
     holes.iloc[6, 0] = pd.NA
     with pytest.raises(CrowdDataError, match="x has a non-finite value in row 6"):
         LIATrainer(**LIA_FAST).fit(holes, ann)
+
+
+def test_lia_trainer_matches_annotator_features_by_annotator_id(crowd):
+    ann, frame, _ = crowd
+    ids = list(ann.annotator_ids)
+    described = pd.DataFrame(np.random.default_rng(0).normal(size=(len(ids), 2)), index=ids)
+    shuffled = described.iloc[::-1]
+    settings = dict(LIA_FAST, marginal_steps=0)
+    ref = LIATrainer(annotator_features=described.to_numpy(), **settings).fit(frame, ann)
+    fit = LIATrainer(annotator_features=shuffled, **settings).fit(frame, ann)
+    np.testing.assert_allclose(fit.posteriors_, ref.posteriors_, atol=1e-6)
+    with pytest.raises(CrowdDataError, match=r"annotator_features is indexed by annotator id "
+                                             r"but has no row for annotator 2"):
+        LIATrainer(annotator_features=shuffled.drop(index=2), **settings).fit(frame, ann)

@@ -103,7 +103,8 @@ class LIATrainer(CrowdConsensus, Params):
         representation: optional Keras layer/model giving ``d_φ``'s input from ``x`` (e.g.
             a frozen feature extractor); default ``x`` itself (flattened).
         annotator_features: optional ``(A, f)`` description of the annotators (row = annotator
-            code); lets :meth:`predict_competence` score annotators never seen in training.
+            code; a ``DataFrame`` indexed by annotator id is aligned by id); lets
+            :meth:`predict_competence` score annotators never seen in training.
         hidden_units: hidden layers of the default classifier.
         difficulty_hidden, competence_hidden: hidden layers of ``d_φ`` and ``c_ψ``.
         instance_embedding_dim: size of learned instance embeddings (feature-free).
@@ -220,11 +221,14 @@ class LIATrainer(CrowdConsensus, Params):
             raise CrowdDataError(f"the classifier outputs {out_k} classes but the model has {k} "
                                  f"(num_classes={self.num_classes}, annotations have "
                                  f"{annotations.n_classes})")
+        self._annotator_rows = None
         if self.annotator_features is not None:
-            feats = np.asarray(self.annotator_features, dtype="float32")
+            feats = np.asarray(_by_annotator_id(self.annotator_features, annotations),
+                               dtype="float32")
             if feats.ndim != 2 or len(feats) != annotations.n_annotators:
                 raise CrowdDataError(f"annotator_features must be (annotators="
                                      f"{annotations.n_annotators}, f), got shape {feats.shape}")
+            self._annotator_rows = feats
         if self.marginal not in ("annotation", "item"):
             raise ValueError(f"marginal must be 'annotation' or 'item', got {self.marginal!r}")
         check_step_settings(self)
@@ -252,7 +256,7 @@ class LIATrainer(CrowdConsensus, Params):
         layer = DifficultyCompetence(
             k, latent_dim=self.latent_dim,
             num_annotators=annotations.n_annotators,
-            annotator_features=self.annotator_features,
+            annotator_features=self._annotator_rows,
             num_instances=n if feature_free else None,
             instance_embedding_dim=self.instance_embedding_dim,
             instance_hidden=self.difficulty_hidden, annotator_hidden=self.competence_hidden,
@@ -653,6 +657,29 @@ class LIATrainer(CrowdConsensus, Params):
             raise CrowdDataError(f"class_probs must be ({q.shape[0]}, {q.shape[-1]}), got {p.shape}")
         diag = np.diagonal(q, axis1=-2, axis2=-1)                       # (n, m, C)
         return np.einsum("nmc,nc->nm", diag, p)
+
+
+def _by_annotator_id(features: Any, annotations: Annotations) -> Any:
+    """``annotator_features`` in annotator-code order: a frame indexed by the annotations'
+    annotator ids is aligned by id (any row order), as item features are by item id; other
+    inputs (pandas' default index too) are taken by position."""
+    if not isinstance(features, pd.DataFrame) or \
+            features.index.equals(pd.RangeIndex(len(features))):
+        return features
+    ids = np.asarray(annotations.annotator_ids)
+    known = features.index.isin(ids)
+    if not known.any():
+        return features
+    if features.index.has_duplicates:
+        raise CrowdDataError(f"annotator_features' index repeats annotator ids: "
+                             f"{show(features.index[features.index.duplicated()][0])}")
+    pos = features.index.get_indexer(ids)
+    if (pos < 0).any() or not known.all():
+        what = (f"has no row for annotator {show(ids[np.argmax(pos < 0)])}" if (pos < 0).any()
+                else f"has a row for {show(features.index[~known][0])}, not an annotator "
+                     "of the annotations")
+        raise CrowdDataError(f"annotator_features is indexed by annotator id but {what}")
+    return features.iloc[pos]
 
 
 def _numeric(x: np.ndarray) -> np.ndarray:
