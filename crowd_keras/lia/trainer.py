@@ -31,12 +31,10 @@ from typing import Any, Optional, Sequence
 from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
-import pandas as pd
 from keras import ops
 
 from ..annotations import Annotations
 from ..arguments import check_count
-from ..codes import show
 from ..errors import CrowdDataError, NotFittedError
 from ..features import by_item_id
 from .._keras_utils import check_finite_rows, seeded_construction
@@ -48,6 +46,7 @@ from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
 from ..regularizers import CauchyShrinkage
+from .inputs import by_annotator_id, numeric_rows
 from .em import (FeatureFreeLIA, check_step_settings, checked_initial_posteriors,
                  lia_batch_size, run_em)
 from .model import initial_biases, vote_fractions
@@ -199,7 +198,7 @@ class LIATrainer(CrowdConsensus, Params):
                                  f"{type(annotations).__name__}")
         n = annotations.n_items
         if x is not None:
-            x = _numeric(np.asarray(by_item_id(x, annotations)))   # a frame: by item id
+            x = numeric_rows(np.asarray(by_item_id(x, annotations)))   # a frame: by item id
             if x.ndim < 2 or len(x) != n:
                 raise CrowdDataError(f"x must have one row per annotated item ({n} items), got "
                                      f"shape {x.shape}")
@@ -223,7 +222,7 @@ class LIATrainer(CrowdConsensus, Params):
                                  f"{annotations.n_classes})")
         self._annotator_rows = None
         if self.annotator_features is not None:
-            feats = np.asarray(_by_annotator_id(self.annotator_features, annotations),
+            feats = np.asarray(by_annotator_id(self.annotator_features, annotations),
                                dtype="float32")
             if feats.ndim != 2 or len(feats) != annotations.n_annotators:
                 raise CrowdDataError(f"annotator_features must be (annotators="
@@ -527,7 +526,7 @@ class LIATrainer(CrowdConsensus, Params):
             return idx.astype("int32")
         if x is None:
             raise CrowdDataError("this model was trained on features: give x")
-        x = _numeric(np.asarray(x))
+        x = numeric_rows(np.asarray(x))
         if x.shape[1:] != tuple(self.model_.input["x"].shape[1:]):
             raise CrowdDataError(f"x rows must have shape {tuple(self.model_.input['x'].shape[1:])}"
                                  f", got {x.shape[1:]}")
@@ -657,48 +656,6 @@ class LIATrainer(CrowdConsensus, Params):
             raise CrowdDataError(f"class_probs must be ({q.shape[0]}, {q.shape[-1]}), got {p.shape}")
         diag = np.diagonal(q, axis1=-2, axis2=-1)                       # (n, m, C)
         return np.einsum("nmc,nc->nm", diag, p)
-
-
-def _by_annotator_id(features: Any, annotations: Annotations) -> Any:
-    """``annotator_features`` in annotator-code order: a frame indexed by the annotations'
-    annotator ids is aligned by id (any row order), as item features are by item id; other
-    inputs (pandas' default index too) are taken by position."""
-    if not isinstance(features, pd.DataFrame) or \
-            features.index.equals(pd.RangeIndex(len(features))):
-        return features
-    ids = np.asarray(annotations.annotator_ids)
-    known = features.index.isin(ids)
-    if not known.any():
-        return features
-    if features.index.has_duplicates:
-        raise CrowdDataError(f"annotator_features' index repeats annotator ids: "
-                             f"{show(features.index[features.index.duplicated()][0])}")
-    pos = features.index.get_indexer(ids)
-    if (pos < 0).any() or not known.all():
-        what = (f"has no row for annotator {show(ids[np.argmax(pos < 0)])}" if (pos < 0).any()
-                else f"has a row for {show(features.index[~known][0])}, not an annotator "
-                     "of the annotations")
-        raise CrowdDataError(f"annotator_features is indexed by annotator id but {what}")
-    return features.iloc[pos]
-
-
-def _numeric(x: np.ndarray) -> np.ndarray:
-    """``x`` as numbers: an object array (a frame with a text or nullable-integer column) as
-    float32, or a CrowdDataError naming the first cell that is not a number (Keras' own
-    message, "Invalid dtype: object", names none)."""
-    if x.dtype.kind not in "OUS":
-        return x
-    cells = x.reshape(-1).astype(object)
-    flat = pd.to_numeric(pd.Series(cells), errors="coerce")
-    # text is not read as numbers ("1.5" neither); NaN and pd.NA are left to the finite check
-    text = np.frompyfunc(lambda v: isinstance(v, (str, bytes)), 1, 1)(cells).astype(bool)
-    bad = text | (flat.isna().to_numpy() & ~pd.isna(cells))
-    if bad.any():
-        at = int(np.argmax(bad))
-        row, cell = divmod(at, max(x.size // max(len(x), 1), 1))
-        raise CrowdDataError(f"x must hold numbers; row {row}, column {cell} holds "
-                             f"{show(cells[at])}")
-    return flat.to_numpy(dtype="float32").reshape(x.shape)
 
 
 class _StepProgress(keras.callbacks.Callback):
