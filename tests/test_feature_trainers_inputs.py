@@ -136,3 +136,14 @@ def test_lia_trainer_matches_annotator_features_by_annotator_id(crowd):
     with pytest.raises(CrowdDataError, match=r"annotator_features is indexed by annotator id "
                                              r"but has no row for annotator 2"):
         LIATrainer(annotator_features=shuffled.drop(index=2), **settings).fit(frame, ann)
+
+
+def test_lia_with_features_predicts_new_items_given_their_features(crowd):
+    ann, frame, shuffled = crowd
+    fitted = LIA(**LIA_FAST).fit(ann, features=frame)
+    codes = fitted.predict_proba(ann, features=shuffled).argmax(axis=1)
+    # was: TypeError, predict() took no features, and without them "give features"
+    np.testing.assert_array_equal(fitted.predict(ann, features=shuffled), codes)
+    np.testing.assert_array_equal(fitted.predict_labels(ann, features=shuffled),
+                                  ann.classes[codes])
+    np.testing.assert_array_equal(fitted.predict(), fitted.posteriors_.argmax(axis=1))

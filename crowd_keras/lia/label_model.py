@@ -394,3 +394,15 @@ class LIA(LabelingFunctionFallback, LabelModel):
                                annotator_ids=new.annotator_ids, classes=new.classes)
             return self.engine_.posteriors(None, onto)[pos]
         return self.engine_.posteriors(x, new)
+
+    def predict(self, annotations: Any = None, features: Any = None) -> np.ndarray:
+        """Most probable class code per item (ties to the lowest code); ``annotations`` and
+        ``features`` as in :meth:`predict_proba` (new items of a fit with features need
+        theirs)."""
+        return np.argmax(self.predict_proba(annotations, features), axis=1)
+
+    def predict_labels(self, annotations: Any = None, features: Any = None) -> np.ndarray:
+        """Most probable class name per item (``annotations``, ``features``: as
+        :meth:`predict`)."""
+        self._check_fitted()
+        return self.annotations_.classes[self.predict(annotations, features)]
