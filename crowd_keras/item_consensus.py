@@ -232,11 +232,15 @@ class CrowdConsensus:
     def _crowd_summary(self) -> CrowdSummary:
         summary = getattr(self, "crowd_summary_", None)
         if summary is None:   # as a label model's before fit: also an AttributeError, so
-            raise NotFittedError(   # hasattr(trainer, "annotator_quality_") is False, not raising
-                f"this {type(self).__name__} has no annotator summary yet: it is learned by "
+            # hasattr(trainer, "annotator_quality_") is False, not raising
+            raise NotFittedError(self._no_summary_reason())
+        return summary
+
+    def _no_summary_reason(self) -> str:
+        """Why there is no annotator summary (a subclass may know better)."""
+        return (f"this {type(self).__name__} has no annotator summary yet: it is learned by "
                 "fit on arrays of one class label per item (not a tagger's per-step labels, "
                 "nor a dataset), or by summarize_annotators(x, annotations) where offered")
-        return summary
 
     @property
     def class_priors_(self) -> np.ndarray:

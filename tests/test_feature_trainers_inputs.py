@@ -12,6 +12,7 @@ import pytest
 keras = pytest.importorskip("keras")
 
 from crowd_keras import Annotations, CrowdDataError  # noqa: E402
+from crowd_keras.errors import NotFittedError  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.lia.label_model import LIA  # noqa: E402
 from crowd_keras.lia.trainer import LIATrainer  # noqa: E402
@@ -147,3 +148,15 @@ def test_lia_with_features_predicts_new_items_given_their_features(crowd):
     np.testing.assert_array_equal(fitted.predict_labels(ann, features=shuffled),
                                   ann.classes[codes])
     np.testing.assert_array_equal(fitted.predict(), fitted.posteriors_.argmax(axis=1))
+
+
+def test_mixture_of_groups_em_on_label_counts_says_why_it_has_no_annotator_summary(crowd):
+    ann, frame, _ = crowd
+    fitted = MixtureOfGroupsEM(classifier(), num_groups=2, max_iter=1, progress=False).fit(
+        frame.to_numpy(), counts=ann.label_counts())
+    # was: "no annotator summary yet: it is learned by fit on arrays of one class label per
+    # item (not a tagger's per-step labels...)", as if the fit had not run
+    for attr in ("annotator_quality_", "confusion_matrices_", "class_priors_"):
+        with pytest.raises(NotFittedError, match=r"fitted on label counts \(counts=\), which "
+                                                 r"name no annotators"):
+            getattr(fitted, attr)

@@ -385,6 +385,14 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if not hasattr(self, "group_confusions_"):
             raise NotFittedError("this MixtureOfGroupsEM is not fitted yet; call fit() first")
 
+    def _no_summary_reason(self) -> str:
+        if "group_confusions_" not in self.__dict__:
+            return super()._no_summary_reason()
+        return ("this MixtureOfGroupsEM has no annotator summary: it was fitted on label "
+                "counts (counts=), which name no annotators; fit(x, annotations) summarises "
+                "them (the crowd's matrix here: annotation_model(), or Σ_m α_m β_m from "
+                "mixing_coefficients_ and group_confusions_)")
+
     def _layer(self) -> MixtureOfGroups:
         m, k = self.group_confusions_.shape[:2]
         if self.scenario == "individual":
