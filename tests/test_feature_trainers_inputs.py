@@ -160,3 +160,41 @@ def test_mixture_of_groups_em_on_label_counts_says_why_it_has_no_annotator_summa
         with pytest.raises(NotFittedError, match=r"fitted on label counts \(counts=\), which "
                                                  r"name no annotators"):
             getattr(fitted, attr)
+
+
+def new_batch_and_its_fitted_coding(ann, frame):
+    """Annotations of some items by three of the workers, without one class, read from a
+    frame (their own codes), and the same annotations in the fit's coding."""
+    named = Annotations.from_frame(pd.DataFrame({
+        "item": ann.item_ids[ann.items], "worker": [f"w{j}" for j in ann.annotators],
+        "label": np.array(["cat", "dog", "emu"])[ann.labels]}), "item", "worker", "label")
+    keep = (named.annotators >= 3) & (named.labels > 0)
+    sub = named.select(keep)
+    new = Annotations.from_frame(pd.DataFrame({
+        "item": sub.item_ids[sub.items], "worker": sub.annotator_ids[sub.annotators],
+        "label": sub.classes[sub.labels]}), "item", "worker", "label")
+    assert list(new.annotator_ids) == ["w3", "w4", "w5"] and list(new.classes) == ["dog", "emu"]
+    coded = Annotations(new.items, np.searchsorted(named.annotator_ids,
+                                                   new.annotator_ids[new.annotators]),
+                        np.searchsorted(named.classes, new.classes[new.labels]),
+                        item_ids=new.item_ids, annotator_ids=named.annotator_ids,
+                        classes=named.classes)
+    return named, new, coded, frame.loc[new.item_ids].to_numpy()
+
+
+@pytest.mark.parametrize("trainer", ["lia", "mixture_of_groups"])
+def test_trainers_read_new_annotations_by_annotator_id_and_class(crowd, trainer):
+    ann, frame, _ = crowd
+    named, new, coded, x = new_batch_and_its_fitted_coding(ann, frame)
+    if trainer == "lia":
+        fitted = LIATrainer(**dict(LIA_FAST, marginal_steps=0)).fit(frame, named)
+    else:
+        fitted = MixtureOfGroupsEM(classifier(), num_groups=2, scenario="individual",
+                                   max_iter=2, seed=0, progress=False).fit(frame, named)
+    # was: w3..w5 read as the fitted w0..w2, and dog, emu as cat, dog
+    np.testing.assert_allclose(fitted.predict_proba_items(x, new),
+                               fitted.predict_proba_items(x, coded), atol=1e-6)
+    stranger = Annotations(new.items, new.annotators, new.labels, item_ids=new.item_ids,
+                           annotator_ids=["w3", "w4", "zed"], classes=new.classes)
+    with pytest.raises(CrowdDataError, match="annotator 'zed' is not one of the fitted"):
+        fitted.predict_proba_items(x, stranger)

@@ -39,8 +39,8 @@ from ..errors import CrowdDataError, NotFittedError
 from ..features import by_item_id
 from .._keras_utils import check_finite_rows, seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
-from ..item_consensus import (CrowdConsensus, mean_confusions, summary_from_posteriors,
-                              with_expected_accuracy)
+from ..item_consensus import (CrowdConsensus, mean_confusions, onto_fitted,
+                              summary_from_posteriors, with_expected_accuracy)
 from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
@@ -537,14 +537,16 @@ class LIATrainer(CrowdConsensus, Params):
         """E-step (Eq. 4) for given items and annotations under the fitted model: ``(n, C)``.
 
         ``x``: the items' inputs (feature-free: their item codes, or ``None`` for the fitted
-        items); ``annotations``: their labels, item codes indexing the rows of ``x`` and
-        annotator codes those of the fit. Items without annotations get ``h_θ(x)``.
+        items); ``annotations``: their labels, item codes indexing the rows of ``x``;
+        annotators and classes matched to the fit's by id and by class (codes of the fit when
+        the ids are the default ``0..n-1``). Items without annotations get ``h_θ(x)``.
         """
         self._check_fitted()
         x = self._instances(x if self.feature_free_ else by_item_id(x, annotations))
         if not isinstance(annotations, Annotations) or annotations.n_items != len(x):
             raise CrowdDataError(f"annotations must be an Annotations over the {len(x)} rows "
                                  "of x")
+        annotations = onto_fitted(annotations, self.annotations_, "LIATrainer")   # by id
         if annotations.n_annotators > self.layer_.num_annotators:
             raise CrowdDataError(f"annotations name {annotations.n_annotators} annotators; the "
                                  f"model knows {self.layer_.num_annotators}")

@@ -40,7 +40,7 @@ from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
 from ..features import by_item_id
 from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
-                              mean_confusions, summary_from_posteriors,
+                              mean_confusions, onto_fitted, summary_from_posteriors,
                               with_expected_accuracy)
 from ..numerics import normalize_rows, safe_log, soft_vote
 from ..params import Params
@@ -458,8 +458,12 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         ``p(z_i = k | x_i, y_i) ∝ f_k(x_i) Π_a π_a[k, y_ia]`` (items, K), in log space, with
         each annotator's matrix ``π_a = Σ_m p(g=m|a) β_m``: the fitted memberships
         (individual scenario) or section 3.4's group probabilities from these annotations
-        (global). Items without annotations get ``f(x_i)``."""
+        (global). Items without annotations get ``f(x_i)``. Individual scenario: annotators
+        and classes are matched to the fit's by id and by class (codes of the fit when the
+        ids are the default ``0..n-1``)."""
         self._check_fitted()
+        if self.scenario == "individual" and isinstance(annotations, Annotations):
+            annotations = onto_fitted(annotations, self.annotations_, "MixtureOfGroupsEM")
         return self._items_posteriors(x, annotations, self._annotator_matrices(x, annotations))
 
     def _annotator_matrices(self, x: Any, annotations: Annotations) -> np.ndarray:
