@@ -83,8 +83,8 @@ def n_rows(x: Any) -> Any:
 
 def check_finite_rows(x: Any, what: str = "x") -> None:
     """CrowdDataError naming the first row of ``x`` (an array or a nested structure of them,
-    rows first) with a NaN or infinite value: NaN weights after training, or a NaN
-    prediction that ``argmax`` turns into class 0, otherwise say nothing of the row."""
+    rows first) with a NaN or infinite value. Unchecked, such a row gives NaN weights in
+    training and a NaN prediction, which ``argmax`` reads as class 0, naming no row."""
     for leaf in keras.tree.flatten(x):
         a = np.asarray(leaf)
         if a.dtype.kind in "fc" and not np.isfinite(a).all():
