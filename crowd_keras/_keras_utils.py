@@ -71,10 +71,26 @@ def n_rows(x: Any) -> Any:
         return None
     # a tf.data.Dataset, a generator, a scalar: no rows to count; a keras.utils.PyDataset
     # (a sequence of batches: numpy would read every batch to count them as rows) neither
+    if isinstance(x, (list, tuple)) and np.ndim(leaves[0]) == 0:
+        # a list is one array per input of a multi-input model, not rows
+        raise TypeError(f"x is a {type(x).__name__} of numbers (rows); give it as an array, "
+                        "np.asarray(x) (a list is read as one array per input of a "
+                        "multi-input model)")
     if isinstance(leaves[0], keras.utils.PyDataset) or np.ndim(leaves[0]) == 0:
         raise TypeError(f"x must be arrays with one row per item (or a dict/list of them), "
                         f"got {type(leaves[0]).__name__}")
     return int(np.shape(leaves[0])[0])
+
+
+def check_finite_rows(x: Any, what: str = "x") -> None:
+    """CrowdDataError naming the first row of ``x`` (an array or a nested structure of them,
+    rows first) with a NaN or infinite value. Unchecked, such a row gives NaN weights in
+    training and a NaN prediction, which ``argmax`` reads as class 0, naming no row."""
+    for leaf in keras.tree.flatten(x):
+        a = np.asarray(leaf)
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            row = int(np.argwhere(~np.isfinite(a.reshape(len(a), -1)))[0, 0])
+            raise CrowdDataError(f"{what} has a non-finite value in row {row}")
 
 
 def is_shape_list(shape: Any) -> bool:

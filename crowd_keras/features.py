@@ -25,7 +25,7 @@ from .codes import (MAX_CODE, booleans_as_codes, check_unique_ids, compact_codes
 from .errors import CrowdDataError
 from .numerics import MISSING
 
-__all__ = ["out_of_fold", "stratified_folds", "training_labels"]
+__all__ = ["by_item_id", "out_of_fold", "stratified_folds", "training_labels"]
 
 
 def stratified_folds(codes: np.ndarray, n_splits: int, random_state: Optional[int] = 0
@@ -206,10 +206,11 @@ def _n_rows(x: Any) -> int:
     return len(x)
 
 
-def _by_item_id(x: Any, labels: Any) -> Any:
+def by_item_id(x: Any, labels: Any, what: str = "x") -> Any:
     """Features ``x`` in the item order of ``labels`` when both know the items: a frame
     indexed by the item ids of :class:`Annotations` or of a fitted label model is aligned by
-    id (any row order), as ``pred_probs`` frames are; other features are taken by position."""
+    id (any row order), as ``pred_probs`` frames are; other features are taken by position.
+    ``what`` names ``x`` in the errors (``"features"`` for a label model's argument)."""
     if isinstance(labels, LabelModel) and hasattr(labels, "annotations_"):
         labels = labels.annotations_
     if not isinstance(labels, Annotations) or not isinstance(x, (pd.DataFrame, pd.Series)):
@@ -222,7 +223,7 @@ def _by_item_id(x: Any, labels: Any) -> Any:
     if not x.index.has_duplicates:
         pos = x.index.get_indexer(ids)
     elif x.index.isin(ids).any():
-        raise CrowdDataError(f"x's index repeats item ids: "
+        raise CrowdDataError(f"{what}'s index repeats item ids: "
                              f"{show(x.index[x.index.duplicated()][0])}")
     else:
         return x
@@ -231,14 +232,14 @@ def _by_item_id(x: Any, labels: Any) -> Any:
         return x
     if not found.all():
         missing = ids[~found]
-        raise CrowdDataError(f"x is indexed by item id but has no row for {len(missing)} "
+        raise CrowdDataError(f"{what} is indexed by item id but has no row for {len(missing)} "
                              f"item(s) of the annotations: "
                              f"{', '.join(show(v) for v in missing[:5])}"
                              f"{' and more' if len(missing) > 5 else ''} (rows in the "
-                             "annotations' item order: x.reset_index(drop=True))")
+                             f"annotations' item order: {what}.reset_index(drop=True))")
     if len(x) > len(ids):
         extra = x.index[~x.index.isin(ids)]
-        raise CrowdDataError(f"x has {len(extra)} row(s) for items that are not in the "
+        raise CrowdDataError(f"{what} has {len(extra)} row(s) for items that are not in the "
                              f"annotations: {', '.join(show(v) for v in extra[:5])}"
                              f"{' and more' if len(extra) > 5 else ''}")
     return x.iloc[pos]
@@ -387,7 +388,7 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
         with ``return_folds``, ``(probabilities, folds)``.
     """
     n = _n_rows(x)
-    given, x = x, _by_item_id(x, labels)
+    given, x = x, by_item_id(x, labels)
     labels = _labels_by_index(labels, x)
     n_splits = check_count(n_splits, "n_splits", 2)
     if fit_kwargs is not None and not isinstance(fit_kwargs, dict):

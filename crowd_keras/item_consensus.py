@@ -27,10 +27,12 @@ import pandas as pd
 from .aggregation.base import without_evidence
 from .aggregation.quality import annotator_accuracy
 from .annotations import Annotations
-from .errors import NotFittedError
+from .codes import show
+from .errors import CrowdDataError, NotFittedError
 from .numerics import softmax_rows, summing_matrix
 
 __all__ = ["CrowdSummary", "CrowdConsensus", "confusion_log_likelihood", "item_posteriors",
+           "onto_fitted",
            "padded_log_likelihood", "mean_confusions", "posterior_label_counts",
            "summary_from_posteriors", "summary_from_label_counts"]
 
@@ -203,6 +205,40 @@ def summary_from_label_counts(posteriors: np.ndarray, counts: np.ndarray,
                         annotator_ids=ids)
 
 
+def onto_fitted(new: Annotations, fitted: Annotations, who: str) -> Annotations:
+    """``new`` coded as ``fitted``: annotators matched by id and labels by class, not by code.
+
+    Annotations built from a frame of new items code their own annotators and classes (a
+    subset of the workers, or of the classes, gets the codes 0, 1, ...), which a trained
+    model would read as the fitted annotators and classes of those codes. Annotations whose
+    ids (or classes) are the default codes ``0..n-1`` are taken as codes of the fit, as
+    documented. An annotator or a class the fit did not see raises, naming it (``who``: the
+    model, for the message).
+    """
+    def codes(given: np.ndarray, known: np.ndarray, used: np.ndarray, what: str) -> Any:
+        if np.array_equal(given, known[:len(given)]) or \
+                np.array_equal(given, np.arange(len(given))):
+            return None
+        found = pd.Index(known).get_indexer(given)
+        unknown = used[found[used] < 0]
+        if len(unknown):
+            raise CrowdDataError(f"{who}: {what} {show(given[unknown[0]])} is not one of the "
+                                 f"fitted {what}s ({len(unknown)} such)")
+        return found
+
+    a = codes(new.annotator_ids, fitted.annotator_ids, np.unique(new.annotators), "annotator")
+    c = codes(new.classes, fitted.classes, np.unique(new.labels), "class")
+    if a is None and c is None:
+        return new
+    # the side without ids of its own keeps its codes (and its size) as given
+    return Annotations(new.items, new.annotators if a is None else a[new.annotators],
+                       new.labels if c is None else c[new.labels], item_ids=new.item_ids,
+                       annotator_ids=None if a is None else fitted.annotator_ids,
+                       n_annotators=new.n_annotators if a is None else None,
+                       classes=None if c is None else fitted.classes,
+                       n_classes=new.n_classes if c is None else None)
+
+
 class CrowdConsensus:
     """The label-model surface of a trained crowd model.
 
@@ -232,11 +268,15 @@ class CrowdConsensus:
     def _crowd_summary(self) -> CrowdSummary:
         summary = getattr(self, "crowd_summary_", None)
         if summary is None:   # as a label model's before fit: also an AttributeError, so
-            raise NotFittedError(   # hasattr(trainer, "annotator_quality_") is False, not raising
-                f"this {type(self).__name__} has no annotator summary yet: it is learned by "
+            # hasattr(trainer, "annotator_quality_") is False, not raising
+            raise NotFittedError(self._no_summary_reason())
+        return summary
+
+    def _no_summary_reason(self) -> str:
+        """Why there is no annotator summary (a subclass may know better)."""
+        return (f"this {type(self).__name__} has no annotator summary yet: it is learned by "
                 "fit on arrays of one class label per item (not a tagger's per-step labels, "
                 "nor a dataset), or by summarize_annotators(x, annotations) where offered")
-        return summary
 
     @property
     def class_priors_(self) -> np.ndarray:

@@ -139,11 +139,15 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
         omega, pi_g, pi_r, prior = state
         common = omega[:, None, None] * pi_g[None]                         # (A, K, K)
         mix = common + (1 - omega[:, None, None]) * pi_r
-        log_prior = np.log(prior)
+        with np.errstate(divide="ignore"):   # smoothing=0: a class or (c, y) never seen is 0
+            log_prior, log_mix = np.log(prior), np.log(mix)
         if block.item_log_prior is not None:
             log_prior = log_prior + block.item_log_prior
-        post, log_norm = confusion_posteriors(block.X, np.log(mix), log_prior)
-        return (post, common / mix), float(log_norm.sum())
+        post, log_norm = confusion_posteriors(block.X, log_mix, log_prior)
+        # q(s = 1 | c, y); 0 where mix is 0 (no vote there: 0/0 was NaN, and NaN · 0 votes
+        # made every statistic NaN)
+        share = np.divide(common, mix, out=np.zeros_like(mix), where=mix > 0)
+        return (post, share), float(log_norm.sum())
 
     def class_posteriors(self, latent: tuple) -> np.ndarray:
         return latent[0]

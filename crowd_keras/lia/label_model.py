@@ -26,6 +26,7 @@ from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..codes import show
 from ..errors import CrowdDataError
+from ..features import by_item_id
 from ..numerics import normalize_rows, summing_matrix
 from .em import FeatureFreeLIA, check_model_settings
 from .model import confusions as _confusions
@@ -137,7 +138,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
 
     def fit(self, annotations: Any, features: Any = None, gold: Any = None,
             pred_probs: Any = None, **kwargs: Any) -> "LIA":
-        """Fit on the annotations (and optional item features ``(items, f)``, row = item code).
+        """Fit on the annotations (and optional item features ``(items, f)``, row = item code;
+        a ``DataFrame`` indexed by the item ids is aligned by id, any row order).
         ``gold`` and ``pred_probs`` are taken as ``None`` only, as by every label model that
         does not use them (``accepts_gold``, ``accepts_pred_probs``)."""
         check_settings(self)
@@ -152,6 +154,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if self._fit_labeling_functions(ann):
             self.uses_features_ = False
             return self
+        features = by_item_id(features, ann, "features")   # a frame indexed by item id: by id
         if features is not None and self.standardize:
             raw = np.asarray(features, dtype="float32")
             if raw.ndim == 2:
@@ -374,7 +377,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
             if features is None:
                 raise CrowdDataError("this LIA was fitted with item features: give features "
                                      "for the new items")
-            x = self._features(features, new.n_items, "predict_proba")
+            x = self._features(by_item_id(features, new, "features"), new.n_items,
+                               "predict_proba")
         else:
             if features is not None:
                 raise CrowdDataError("this LIA was fitted without features")
@@ -390,3 +394,15 @@ class LIA(LabelingFunctionFallback, LabelModel):
                                annotator_ids=new.annotator_ids, classes=new.classes)
             return self.engine_.posteriors(None, onto)[pos]
         return self.engine_.posteriors(x, new)
+
+    def predict(self, annotations: Any = None, features: Any = None) -> np.ndarray:
+        """Most probable class code per item (ties to the lowest code); ``annotations`` and
+        ``features`` as in :meth:`predict_proba` (new items of a fit with features need
+        theirs)."""
+        return np.argmax(self.predict_proba(annotations, features), axis=1)
+
+    def predict_labels(self, annotations: Any = None, features: Any = None) -> np.ndarray:
+        """Most probable class name per item (``annotations``, ``features``: as
+        :meth:`predict`)."""
+        self._check_fitted()
+        return self.annotations_.classes[self.predict(annotations, features)]

@@ -36,15 +36,17 @@ from keras import ops
 from ..annotations import Annotations
 from ..arguments import check_count
 from ..errors import CrowdDataError, NotFittedError
-from .._keras_utils import seeded_construction
+from ..features import by_item_id
+from .._keras_utils import check_finite_rows, seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
-from ..item_consensus import (CrowdConsensus, mean_confusions, summary_from_posteriors,
-                              with_expected_accuracy)
+from ..item_consensus import (CrowdConsensus, mean_confusions, onto_fitted,
+                              summary_from_posteriors, with_expected_accuracy)
 from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
 from ..regularizers import CauchyShrinkage
+from .inputs import by_annotator_id, numeric_rows
 from .em import (FeatureFreeLIA, check_step_settings, checked_initial_posteriors,
                  lia_batch_size, run_em)
 from .model import initial_biases, vote_fractions
@@ -100,7 +102,8 @@ class LIATrainer(CrowdConsensus, Params):
         representation: optional Keras layer/model giving ``d_φ``'s input from ``x`` (e.g.
             a frozen feature extractor); default ``x`` itself (flattened).
         annotator_features: optional ``(A, f)`` description of the annotators (row = annotator
-            code); lets :meth:`predict_competence` score annotators never seen in training.
+            code; a ``DataFrame`` indexed by annotator id is aligned by id); lets
+            :meth:`predict_competence` score annotators never seen in training.
         hidden_units: hidden layers of the default classifier.
         difficulty_hidden, competence_hidden: hidden layers of ``d_φ`` and ``c_ψ``.
         instance_embedding_dim: size of learned instance embeddings (feature-free).
@@ -195,13 +198,11 @@ class LIATrainer(CrowdConsensus, Params):
                                  f"{type(annotations).__name__}")
         n = annotations.n_items
         if x is not None:
-            x = np.asarray(x)
+            x = numeric_rows(np.asarray(by_item_id(x, annotations)))   # a frame: by item id
             if x.ndim < 2 or len(x) != n:
                 raise CrowdDataError(f"x must have one row per annotated item ({n} items), got "
                                      f"shape {x.shape}")
-            if x.dtype.kind == "f" and not np.isfinite(x).all():
-                row = int(np.argwhere(~np.isfinite(x.reshape(n, -1)))[0, 0])
-                raise CrowdDataError(f"x has a non-finite value in row {row}")
+            check_finite_rows(x)
         k = self.num_classes or annotations.n_classes
         if k < 2:   # DifficultyCompetence's own message would name a num_classes never given
             raise CrowdDataError(f"the model has {k} class (num_classes={self.num_classes}, "
@@ -219,11 +220,14 @@ class LIATrainer(CrowdConsensus, Params):
             raise CrowdDataError(f"the classifier outputs {out_k} classes but the model has {k} "
                                  f"(num_classes={self.num_classes}, annotations have "
                                  f"{annotations.n_classes})")
+        self._annotator_rows = None
         if self.annotator_features is not None:
-            feats = np.asarray(self.annotator_features, dtype="float32")
+            feats = np.asarray(by_annotator_id(self.annotator_features, annotations),
+                               dtype="float32")
             if feats.ndim != 2 or len(feats) != annotations.n_annotators:
                 raise CrowdDataError(f"annotator_features must be (annotators="
                                      f"{annotations.n_annotators}, f), got shape {feats.shape}")
+            self._annotator_rows = feats
         if self.marginal not in ("annotation", "item"):
             raise ValueError(f"marginal must be 'annotation' or 'item', got {self.marginal!r}")
         check_step_settings(self)
@@ -251,7 +255,7 @@ class LIATrainer(CrowdConsensus, Params):
         layer = DifficultyCompetence(
             k, latent_dim=self.latent_dim,
             num_annotators=annotations.n_annotators,
-            annotator_features=self.annotator_features,
+            annotator_features=self._annotator_rows,
             num_instances=n if feature_free else None,
             instance_embedding_dim=self.instance_embedding_dim,
             instance_hidden=self.difficulty_hidden, annotator_hidden=self.competence_hidden,
@@ -282,7 +286,9 @@ class LIATrainer(CrowdConsensus, Params):
         # the E-step's log h_θ(x_i)_k + Σ_j log [Q_ij]_{k, y_ij}: (items, C), the sum of the
         # model's rows (a smaller transfer than the (items, 1 + k, C) terms)
         self.joint_model_ = keras.Model(inputs, ops.sum(out, axis=1), name="lia_joint")
-        self.joint_model_.compile(jit_compile=self._jit())
+        jit = self._jit()
+        if jit != "auto":   # not compile(): its default RMSprop, never built, warned on unpickling
+            self.joint_model_.jit_compile = jit
         self.num_classes_ = k
 
     def _seeded_build(self, x: Optional[np.ndarray], annotations: Annotations, k: int) -> None:
@@ -334,8 +340,9 @@ class LIATrainer(CrowdConsensus, Params):
         """Run EM (Eqs. 8, 7, 4) then marginal fine-tuning (Eq. 9).
 
         Args:
-            x: ``(items, ...)`` classifier inputs, row ``i`` = item code ``i``; ``None`` for
-                feature-free training on learned instance embeddings.
+            x: ``(items, ...)`` classifier inputs, row ``i`` = item code ``i`` (a ``DataFrame``
+                indexed by the annotations' item ids is aligned by id, any row order);
+                ``None`` for feature-free training on learned instance embeddings.
             annotations: the crowd labels (item codes index the rows of ``x``).
             initial_posteriors: optional ``(items, C)`` replacing the majority-vote first
                 E-step (e.g. another label model's posteriors).
@@ -519,24 +526,27 @@ class LIATrainer(CrowdConsensus, Params):
             return idx.astype("int32")
         if x is None:
             raise CrowdDataError("this model was trained on features: give x")
-        x = np.asarray(x)
+        x = numeric_rows(np.asarray(x))
         if x.shape[1:] != tuple(self.model_.input["x"].shape[1:]):
             raise CrowdDataError(f"x rows must have shape {tuple(self.model_.input['x'].shape[1:])}"
                                  f", got {x.shape[1:]}")
+        check_finite_rows(x)   # a NaN row was predicted as class 0
         return x
 
     def posteriors(self, x: Any, annotations: Annotations) -> np.ndarray:
         """E-step (Eq. 4) for given items and annotations under the fitted model: ``(n, C)``.
 
         ``x``: the items' inputs (feature-free: their item codes, or ``None`` for the fitted
-        items); ``annotations``: their labels, item codes indexing the rows of ``x`` and
-        annotator codes those of the fit. Items without annotations get ``h_θ(x)``.
+        items); ``annotations``: their labels, item codes indexing the rows of ``x``;
+        annotators and classes matched to the fit's by id and by class (codes of the fit when
+        the ids are the default ``0..n-1``). Items without annotations get ``h_θ(x)``.
         """
         self._check_fitted()
-        x = self._instances(x)
+        x = self._instances(x if self.feature_free_ else by_item_id(x, annotations))
         if not isinstance(annotations, Annotations) or annotations.n_items != len(x):
             raise CrowdDataError(f"annotations must be an Annotations over the {len(x)} rows "
                                  "of x")
+        annotations = onto_fitted(annotations, self.annotations_, "LIATrainer")   # by id
         if annotations.n_annotators > self.layer_.num_annotators:
             raise CrowdDataError(f"annotations name {annotations.n_annotators} annotators; the "
                                  f"model knows {self.layer_.num_annotators}")

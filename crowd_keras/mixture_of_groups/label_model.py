@@ -233,9 +233,11 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         for _ in loop:
             alpha, beta, _ = em.m_step(q)                                   # Eq. 6
             rho = self._rho(post)
-            post, ll = em.item_posteriors(np.log(rho), alpha, beta)        # E-step (z)
+            with np.errstate(divide="ignore"):   # smoothing=0: an unlabelled class, ρ = 0
+                post, ll = em.item_posteriors(np.log(rho), alpha, beta)    # E-step (z)
             q = em.latent_class_joint(post, alpha, beta)                   # E-step (m, k)
-            loop.record((ll + self.smoothing * (safe_log(beta).sum() + np.log(rho).sum()))
+            # safe_log: with smoothing=0 a class without labels has ρ = 0, and 0 · log 0 was NaN
+            loop.record((ll + self.smoothing * (safe_log(beta).sum() + safe_log(rho).sum()))
                         / n_annotations)
         history = list(loop.history)
         return RestartFit(rho, alpha, beta, None, history[-1], history, post)
@@ -522,7 +524,7 @@ class MixtureOfGroupsRestarts(EMLabelModel):
         """Restart r after its E-step: its objective; settled: drop a group or be done;
         then its next parameters (running) or its fit (done)."""
         groups, alpha, beta, rho = state.groups[r], state.alpha[r], state.beta[r], state.rho[r]
-        prior = self.smoothing_ * (safe_log(beta).sum() + np.log(rho).sum())
+        prior = self.smoothing_ * (safe_log(beta).sum() + safe_log(rho).sum())   # 0 · log 0: 0
         elbo = float(lse + annotator_bound(groups, alpha, self.active_))
         obj = (elbo + prior) / self.summary.n_annotations
         state.history[r] = state.history[r] + [float(obj)]
@@ -555,7 +557,8 @@ class MixtureOfGroupsRestarts(EMLabelModel):
                 continue
             if state.best < 0 and state.fits[r] is not None:
                 continue
-            log_prior = np.atleast_2d(np.log(state.rho[r]))
+            with np.errstate(divide="ignore"):   # smoothing=0: an unlabelled class, ρ = 0
+                log_prior = np.atleast_2d(np.log(state.rho[r]))
             if block.item_log_prior is not None:
                 log_prior = log_prior + block.item_log_prior
             post, log_norm = confusion_posteriors(block.X, state.log_conf[r], log_prior)

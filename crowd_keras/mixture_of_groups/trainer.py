@@ -33,13 +33,14 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 
-from .._keras_utils import checked_codes, n_rows, seeded_construction
+from .._keras_utils import check_finite_rows, checked_codes, n_rows, seeded_construction
 from ..aggregation.base import check_flags
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
+from ..features import by_item_id
 from ..item_consensus import (CrowdConsensus, confusion_log_likelihood, item_posteriors,
-                              mean_confusions, summary_from_posteriors,
+                              mean_confusions, onto_fitted, summary_from_posteriors,
                               with_expected_accuracy)
 from ..numerics import normalize_rows, safe_log, soft_vote
 from ..params import Params
@@ -158,11 +159,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if rows != n:
             raise CrowdDataError(f"x has {rows} rows but the annotations have {n} items "
                                  "(row i of x must be item code i)")
-        for leaf in keras.tree.flatten(x):   # as LIATrainer: NaN weights and a late message
-            a = np.asarray(leaf)
-            if a.dtype.kind == "f" and not np.isfinite(a).all():
-                row = int(np.argwhere(~np.isfinite(a.reshape(len(a), -1)))[0, 0])
-                raise CrowdDataError(f"x has a non-finite value in row {row}")
+        check_finite_rows(x)   # as LIATrainer: NaN weights and a late message
         if r.sum() == 0:
             raise CrowdDataError("no annotations to learn from")
         out_k = getattr(self.classifier, "output_shape", (None,))[-1]
@@ -231,13 +228,15 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         """Run EM with restarts.
 
         Args:
-            x: classifier inputs, row ``i`` = item code ``i``.
+            x: classifier inputs, row ``i`` = item code ``i`` (a ``DataFrame`` indexed by the
+                annotations' item ids is aligned by id, any row order).
             annotations: an :class:`Annotations` (either scenario), or
             counts: (items, K) label counts (global scenario only).
             validation_data: optional ``(x_val, y_val)`` with true class codes: accuracy is
                 recorded per iteration in ``history_`` (model selection stays on the
                 log-likelihood).
         """
+        x = by_item_id(x, annotations)   # a frame indexed by item id: by id, as elsewhere
         r, k = self._check(x, annotations, counts)
         if validation_data is not None:   # checked before EM, not at its first iteration
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
@@ -386,6 +385,14 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if not hasattr(self, "group_confusions_"):
             raise NotFittedError("this MixtureOfGroupsEM is not fitted yet; call fit() first")
 
+    def _no_summary_reason(self) -> str:
+        if "group_confusions_" not in self.__dict__:
+            return super()._no_summary_reason()
+        return ("this MixtureOfGroupsEM has no annotator summary: it was fitted on label "
+                "counts (counts=), which name no annotators; fit(x, annotations) summarises "
+                "them (the crowd's matrix here: annotation_model(), or Σ_m α_m β_m from "
+                "mixing_coefficients_ and group_confusions_)")
+
     def _layer(self) -> MixtureOfGroups:
         m, k = self.group_confusions_.shape[:2]
         if self.scenario == "individual":
@@ -421,6 +428,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
     def predict_proba(self, x: Any) -> np.ndarray:
         """The classifier's ``p(z|x)`` (items, K)."""
         self._check_fitted()
+        check_finite_rows(x)   # a NaN row was predicted as class 0
         return self._predict(self.classifier_, x)
 
     def predict(self, x: Any) -> np.ndarray:
@@ -438,7 +446,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if annotations.n_classes != self.num_classes_:
             raise CrowdDataError(f"annotations have {annotations.n_classes} classes, the model "
                                  f"{self.num_classes_}")
-        f = self.predict_proba(x)
+        f = self.predict_proba(by_item_id(x, annotations))
         if len(f) != annotations.n_items:
             raise CrowdDataError(f"x has {len(f)} rows but the annotations have "
                                  f"{annotations.n_items} items")
@@ -450,8 +458,12 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         ``p(z_i = k | x_i, y_i) ∝ f_k(x_i) Π_a π_a[k, y_ia]`` (items, K), in log space, with
         each annotator's matrix ``π_a = Σ_m p(g=m|a) β_m``: the fitted memberships
         (individual scenario) or section 3.4's group probabilities from these annotations
-        (global). Items without annotations get ``f(x_i)``."""
+        (global). Items without annotations get ``f(x_i)``. Individual scenario: annotators
+        and classes are matched to the fit's by id and by class (codes of the fit when the
+        ids are the default ``0..n-1``)."""
         self._check_fitted()
+        if self.scenario == "individual" and isinstance(annotations, Annotations):
+            annotations = onto_fitted(annotations, self.annotations_, "MixtureOfGroupsEM")
         return self._items_posteriors(x, annotations, self._annotator_matrices(x, annotations))
 
     def _annotator_matrices(self, x: Any, annotations: Annotations) -> np.ndarray:
@@ -471,7 +483,7 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
         if annotations.n_classes != self.num_classes_:
             raise CrowdDataError(f"annotations have {annotations.n_classes} classes, the model "
                                  f"{self.num_classes_}")
-        log_prior = safe_log(self.predict_proba(x))
+        log_prior = safe_log(self.predict_proba(by_item_id(x, annotations)))
         if len(log_prior) != annotations.n_items:
             raise CrowdDataError(f"x has {len(log_prior)} rows but the annotations have "
                                  f"{annotations.n_items} items")
