@@ -54,6 +54,7 @@ from .callbacks import TruthValidation
 from .crowd_layer.regression import CrowdRegressionLayer
 from .errors import CrowdDataError
 from .item_consensus import (CrowdConsensus, CrowdSummary, item_posteriors, mean_confusions,
+                             onto_fitted,
                              padded_log_likelihood, posterior_label_counts,
                              summary_from_label_counts, summary_from_posteriors,
                              with_expected_accuracy)
@@ -241,6 +242,10 @@ class CrowdModel(CrowdConsensus, keras.Model):
             given = kwargs.get("callbacks")
             kwargs["callbacks"] = [_NoiseWarmup(self),
                                    *(keras.tree.flatten(given) if given else [])]
+        if isinstance(given_y, Annotations):
+            # the fit's annotator ids and classes: new annotations are read against them
+            # (predict_proba_items), not by their own codes
+            self.annotations_ = given_y
         try:
             history = super().fit(x, y, **kwargs)
         finally:
@@ -337,12 +342,17 @@ class CrowdModel(CrowdConsensus, keras.Model):
             x: the items' inputs (arrays; row ``i`` = item ``i``).
             annotations: their labels in any target form of :meth:`fit` except a dataset
                 (``Annotations``, padded ``(annotator_ids, labels)``, dense items ×
-                annotators with -1).
+                annotators with -1). After a fit on ``Annotations``, new ``Annotations``
+                are matched to its annotators and classes by id and by class (codes of the
+                fit when their ids are the default ``0..n-1``); other forms are codes.
             batch_size: items per forward pass.
 
         Returns:
             ``(items, K)`` posteriors.
         """
+        fitted = getattr(self, "annotations_", None)
+        if isinstance(annotations, Annotations) and fitted is not None:
+            annotations = onto_fitted(annotations, fitted, "CrowdModel")     # by id
         return self._item_pass(x, annotations, batch_size, summarize=False)[0]
 
     def summarize_annotators(self, x: Any, annotations: Any, batch_size: int = 1024,
@@ -362,6 +372,9 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         if confusions not in ("model", "posterior"):
             raise ValueError(f"confusions must be 'model' or 'posterior', got {confusions!r}")
+        fitted = getattr(self, "annotations_", None)
+        if isinstance(annotations, Annotations) and fitted is not None:
+            annotations = onto_fitted(annotations, fitted, "CrowdModel")     # by id
         post, (sums, counts, fallback, label_counts) = self._item_pass(
             x, annotations, batch_size, summarize=True)
         ids = annotations.annotator_ids if isinstance(annotations, Annotations) else None

@@ -252,3 +252,27 @@ def test_lia_trainer_shows_progress_by_default(capsys):
     trainer.fit(sim.x, sim.annotations)
     err = capsys.readouterr().err
     assert "LIA EM" in err and "LIA marginal fine-tuning" in err
+
+
+def test_crowd_model_reads_new_annotations_by_annotator_id_and_class():
+    # a frame of a few workers' labels read on its own codes its annotators 0, 1, 2: the
+    # fitted model read them as the fit's first three annotators (posteriors off by 0.1)
+    sim = crowd(0)
+    ann = sim.annotations
+    model = CrowdModel(mlp(0), CrowdLayer(ann.n_annotators, conn_type="MW"))
+    model.compile(keras.optimizers.Adam(1e-2))
+    model.fit(sim.x, ann, epochs=2, verbose=0)
+    frame = ann.to_frame()
+    some = frame[frame.iloc[:, 1].isin(ann.annotator_ids[3:])]
+    kw = dict(item=frame.columns[0], annotator=frame.columns[1], label=frame.columns[2],
+              item_ids=ann.item_ids)
+    own = Annotations.from_frame(some, **kw)
+    assert own.annotator_ids.tolist() != ann.annotator_ids[:own.n_annotators].tolist()
+    expected = model.predict_proba_items(
+        sim.x, Annotations.from_frame(some, annotator_ids=ann.annotator_ids,
+                                      classes=ann.classes, **kw))
+    np.testing.assert_allclose(model.predict_proba_items(sim.x, own), expected, atol=1e-6)
+    stranger = Annotations.from_frame(some.iloc[:1].assign(**{frame.columns[1]: "nobody"}),
+                                      **kw)
+    with pytest.raises(CrowdDataError, match="annotator 'nobody' is not one of the fitted"):
+        model.predict_proba_items(sim.x, stranger)
