@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .codes import (alike_hint, booleans_as_codes, categorical, check_id_values,
+from .codes import (alike_hint, alike_position, booleans_as_codes, categorical, check_id_values,
                     check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
                     integer_codes, is_dask_frame, label_matrix_codes, show)
 from .arguments import check_count
@@ -325,10 +325,10 @@ def _row_numbers(row_numbers: Any, df: Any) -> Optional[np.ndarray]:
 def _label_type_hint(value: Any, classes: Sequence, column: str) -> str:
     """Error hint for a label ``value`` not among ``classes`` that is written like one of
     them in another type (a CSV's ``"1"`` against the fitted ``1``), else ``""``."""
-    written = pd.Index(list(classes)).astype(str)
-    if np.ndim(value) or str(value) not in written:
+    at = alike_position(value, classes)
+    if at < 0:
         return ""
-    alike = list(classes)[int(np.argmax(written == str(value)))]
+    alike = list(classes)[at]
     # no astype for booleans: "False".astype(bool) is True
     kind = None if isinstance(alike, (bool, np.bool_)) else \
         "int" if isinstance(alike, (int, np.integer)) else "str" if isinstance(alike, str) else None

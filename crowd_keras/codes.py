@@ -19,7 +19,7 @@ from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
 
-__all__ = ["show", "alike_hint", "categorical", "frozen", "ids_array", "check_unique_ids",
+__all__ = ["show", "alike_hint", "alike_position", "categorical", "frozen", "ids_array", "check_unique_ids",
            "integer_codes", "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
@@ -79,19 +79,28 @@ def show(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+def alike_position(value: Any, known: Any) -> int:
+    """The position of the first of ``known`` (ids or classes) written as ``value`` is (``7``
+    for the ``"7"`` of a CSV), or -1 (none, or ``value`` is not one value)."""
+    table = np.asarray(known, dtype=object)
+    if not len(table) or np.ndim(value):
+        return -1
+    alike = np.flatnonzero(pd.Index(table).astype(str) == str(value))
+    return int(alike[0]) if len(alike) else -1
+
+
 def alike_hint(value: Any, known: Any, what: str) -> str:
     """Error hint for ``value``, not among ``known`` (ids or classes): the one of another type
-    written the same (``7`` for the ``"7"`` of a CSV), else ``""``. ``what``: ``"item"``,
+    written the same (:func:`alike_position`), else ``""``. ``what``: ``"item"``,
     ``"annotator"`` or ``"class"``."""
-    table = np.asarray(known, dtype=object)
-    alike = np.flatnonzero(pd.Index(table).astype(str) == str(value)) if len(table) else []
-    if not len(alike):
+    at = alike_position(value, known)
+    if at < 0:
         return ""
+    alike = np.asarray(known, dtype=object)[at]
     if what == "class":
-        return f" (the classes include {show(table[alike[0]])}: give the labels in the " \
-            "classes' type)"
-    return f" (the {what} ids include {show(table[alike[0]])}: give the ids in the type " \
-        "they were read with)"
+        return f" (the classes include {show(alike)}: give the labels in the classes' type)"
+    return f" (the {what} ids include {show(alike)}: give the ids in the type they were read " \
+        "with)"
 
 
 def frozen(a: np.ndarray) -> np.ndarray:
