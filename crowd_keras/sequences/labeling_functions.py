@@ -6,7 +6,10 @@ the rest. It is a Python callable ``fn(doc) -> output`` wrapped by :func:`span_l
 ``offsets`` (n, 2) character offsets):
 
 * :func:`span_lf`: the output is character spans ``(start, end)`` or ``(start, end, label)``
-  (a dictionary match, a regular expression, a model's predicted entities); the tokens a
+  (a dictionary match, a regular expression, a model's predicted entities), ``re.Match``
+  objects (``re.finditer(pattern, doc.text)``: the whole match's offsets) or spaCy ``Span``
+  objects (``start_char``, ``end_char``, and ``label_`` unless the function has a fixed
+  ``label``), in a list or any iterator (a generator), or one Match or Span alone; the tokens a
   span overlaps get a vote for its label (overlapping or nested spans of one function are
   one span), every other token an **abstain** (the function says nothing there, which is
   not the same as saying "outside");
@@ -24,6 +27,8 @@ precision / recall). :class:`~.weak.AbstainDawidSkene` fits functions and annota
 """
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Iterable, List, Mapping, Optional, Sequence
 
@@ -86,8 +91,9 @@ class SpanLabelingFunction:
 
 
 def span_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable:
-    """Decorator: ``fn(doc) -> iterable of (start, end[, label])`` character spans
-    (``@span_lf`` without parentheses is ``@span_lf()``)."""
+    """Decorator: ``fn(doc) -> iterable of (start, end[, label])`` character spans,
+    ``re.Match`` or spaCy ``Span`` objects (see the module docstring; ``@span_lf`` without
+    parentheses is ``@span_lf()``)."""
     if callable(name):      # @span_lf without parentheses: name is the function
         return SpanLabelingFunction(_name_of(name, "span_lf"), name, "spans", label)
 
@@ -115,6 +121,28 @@ def _name_of(fn: Callable, maker: str) -> str:
         raise TypeError(f"a {type(fn).__name__} has no __name__ to name the labeling function "
                         f"by: name it, {maker}(name=...)(fn)")
     return name
+
+
+def _as_span(item: Any, fixed_label: Any) -> Optional[tuple]:
+    """One returned span as ``(start, end[, label])``, or None if it is not one: a tuple,
+    list or array as given; a ``re.Match``, its whole match's character offsets; a spaCy
+    ``Span``, ``start_char``, ``end_char`` and ``label_`` (unless the function has a fixed
+    ``label``, or the span has none). spaCy is never imported here: a Span exists only if
+    spaCy is loaded already."""
+    if isinstance(item, (tuple, list, np.ndarray)):
+        return tuple(item)
+    if isinstance(item, re.Match):
+        return item.span()
+    if _is_spacy_span(item):
+        if fixed_label is None and item.label_:
+            return item.start_char, item.end_char, item.label_
+        return item.start_char, item.end_char
+    return None
+
+
+def _is_spacy_span(item: Any) -> bool:
+    spacy_tokens = sys.modules.get("spacy.tokens")
+    return spacy_tokens is not None and isinstance(item, spacy_tokens.Span)
 
 
 @dataclass(frozen=True)
@@ -259,12 +287,15 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                                      f"{show(doc.id)} raised {type(err).__name__}: {err}") from err
             if out is None:
                 continue
+            if lf.returns == "spans" and (isinstance(out, re.Match) or _is_spacy_span(out)):
+                out = [out]     # re.search's Match, one spaCy Span: one span
             if isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Iterable):
-                what = "spans (start, end[, label])" if lf.returns == "spans" else \
-                    "one tag per token"
+                what = ("spans (start, end[, label]) (or None); re.Match and spaCy Span "
+                        "objects are spans too, and an iterator of spans is a list"
+                        if lf.returns == "spans" else "one tag per token (or None)")
                 raise CrowdDataError(f"labeling function {lf.name!r} on document "
                                      f"{show(doc.id)} returned {type(out).__name__} "
-                                     f"{show(out)}; it must return a list of {what} (or None)")
+                                     f"{show(out)}; it must return a list of {what}")
             try:
                 items = list(out)
             except Exception as err:    # a generator that fails part way
@@ -273,7 +304,7 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                                      ) from err
             if lf.returns == "spans":
                 for k, item in enumerate(items):
-                    r = tuple(item) if isinstance(item, (tuple, list, np.ndarray)) else None
+                    r = _as_span(item, lf.label)
                     if r is None or len(r) not in (2, 3):
                         shown = show(r) if r is not None else \
                             f"{type(item).__name__} {show(item)}"

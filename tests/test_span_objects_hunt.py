@@ -1,0 +1,67 @@
+"""Span labeling functions returning what users naturally return (re.Match, spaCy Span,
+generators), tag readers at whitespace tokens, load_pico on empty files, and odd but valid
+text along labeling functions → summary → token label model → spans (one test per defect)."""
+import re
+
+import numpy as np
+import pytest
+
+from crowd_keras import CrowdDataError
+from crowd_keras.sequences.labeling_functions import apply_lfs, lf_summary, span_lf
+
+TEXT = {"a": "40 adults with asthma got placebo tablets", "b": "12 children"}
+PEOPLE = re.compile(r"\d+ (?:adults|children)")
+
+
+def _votes(lfs, texts=TEXT, labels=("P",)):
+    return apply_lfs(texts, lfs, labels=list(labels), progress=False)
+
+
+def _same_votes(x, y):
+    return all(np.array_equal(getattr(x, f), getattr(y, f))
+               for f in ("token", "lf", "label", "begin"))
+
+
+@pytest.mark.parametrize("form", ["finditer", "generator", "list", "search"])
+def test_span_lf_takes_regex_matches_as_their_character_offsets(form):
+    returns = {"finditer": lambda doc: PEOPLE.finditer(doc.text),
+               "generator": lambda doc: (m for m in PEOPLE.finditer(doc.text)),
+               "list": lambda doc: list(PEOPLE.finditer(doc.text)),
+               "search": lambda doc: PEOPLE.search(doc.text)}[form]
+    got = _votes([span_lf(name="people", label="P")(returns)])
+    want = _votes([span_lf(name="people", label="P")(
+        lambda doc: [m.span() for m in PEOPLE.finditer(doc.text)])])
+    assert len(want.token) == 4 and _same_votes(got, want)
+
+
+def test_span_lf_takes_spacy_spans_with_their_labels_unless_the_function_has_one():
+    spacy = pytest.importorskip("spacy", reason="spaCy Span returns need spaCy")
+    nlp = spacy.blank("en")
+
+    def ents(doc):
+        sdoc = nlp(doc.text)
+        return iter([sdoc.char_span(m.start(), m.end(), label="P" if doc.id == "a" else "Q")
+                     for m in PEOPLE.finditer(doc.text)])
+    by_label = _votes([span_lf(name="ents")(ents)], labels=("Q", "P"))
+    assert by_label.label.tolist() == [1, 1, 0, 0]          # P on a, Q on b, by label_
+    fixed = _votes([span_lf(name="ents", label="Q")(ents)], labels=("Q", "P"))
+    assert fixed.label.tolist() == [0, 0, 0, 0]             # the function's label wins
+    one = _votes([span_lf(name="one", label="P")(lambda doc: nlp(doc.text)[0:2])])
+    assert one.token.tolist() == [0, 1, 7, 8]               # one Span alone: one span
+    unlabelled = _votes([span_lf(name="chunk")(lambda doc: [nlp(doc.text)[0:2]])],
+                        labels=("Q", "P"))
+    assert unlabelled.label.tolist() == [0, 0, 0, 0]        # label_ '': the first label
+
+
+def test_a_span_of_an_unknown_label_or_a_bad_item_names_function_document_and_value():
+    spacy = pytest.importorskip("spacy", reason="spaCy Span returns need spaCy")
+    nlp = spacy.blank("en")
+    gpe = span_lf(name="gpe")(lambda doc: [nlp(doc.text).char_span(0, 2, label="GPE")])
+    with pytest.raises(CrowdDataError, match=r"'gpe' on document 'a'.*'GPE'"):
+        _votes([gpe])
+    tokens = span_lf(name="toks", label="P")(lambda doc: list(nlp(doc.text)))
+    with pytest.raises(CrowdDataError, match=r"'toks' on document 'a': span 0 must be .*"
+                                             r"Token 40"):
+        _votes([tokens])
+    with pytest.raises(CrowdDataError, match=r"'num' on document 'a' returned int 3"):
+        _votes([span_lf(name="num", label="P")(lambda doc: 3)])
