@@ -68,8 +68,11 @@ def test_music_features_as_documented(music_gold):
 def _tiny_pico(folder, crowd_test, authors=()):
     docs = [{"docid": "1", "text": "adults with asthma"},
             {"docid": "2", "text": "children aged five"}]
+    # every file holds a record: an empty one is refused as truncated
     lines = {"docs.jsonl": docs, "crowd_test.jsonl": crowd_test, "crowd_dev.jsonl": [],
-             "gold_acl17_even.jsonl": [], "authors_aggregates_acl17.jsonl": list(authors)}
+             "gold_acl17_even.jsonl": [{"docid": "1", "spans": []}],
+             "authors_aggregates_acl17.jsonl": list(authors) or [
+                 {"docid": "1", "HMMCrowd": [], "DawidSkene": [], "MajorityVote": []}]}
     for name, rows in lines.items():
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder

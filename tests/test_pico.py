@@ -53,8 +53,11 @@ def _tiny_pico(folder, crowd_test, docs=None):
 
     docs = docs or [{"docid": "1", "text": "adults with asthma"},
                     {"docid": "2", "text": "children aged five"}]
+    # every file holds a record: an empty one is refused as truncated
     lines = {"docs.jsonl": docs, "crowd_test.jsonl": crowd_test, "crowd_dev.jsonl": [],
-             "gold_acl17_even.jsonl": [], "authors_aggregates_acl17.jsonl": []}
+             "gold_acl17_even.jsonl": [{"docid": "1", "spans": []}],
+             "authors_aggregates_acl17.jsonl": [{"docid": "1", "HMMCrowd": [], "DawidSkene": [],
+                                                 "MajorityVote": []}]}
     for name, rows in lines.items():
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
@@ -65,7 +68,7 @@ def test_a_repeated_document_is_refused_not_misaligned(tmp_path):
 
     one = {"docid": "1", "spans": {"w1": [[0, 6]]}}
     two = {"docid": "2", "spans": {"w2": [[0, 8]]}}
-    ok = load_pico(_tiny_pico(tmp_path, [one, two]), splits=("test", "dev"))
+    ok = load_pico(_tiny_pico(tmp_path, [one, two]), splits=("test",))
     assert list(ok.split) == ["test", "test"] and len(ok.sequences.doc_ids) == 2
     # the same split twice gave 2 documents but 4 split names
     with pytest.raises(ValueError, match="name a split twice"):

@@ -65,3 +65,39 @@ def test_a_span_of_an_unknown_label_or_a_bad_item_names_function_document_and_va
         _votes([tokens])
     with pytest.raises(CrowdDataError, match=r"'num' on document 'a' returned int 3"):
         _votes([span_lf(name="num", label="P")(lambda doc: 3)])
+
+
+def _fake_pico(folder):
+    """A tiny copy of PICO's layout: one abstract, one worker, gold and authors."""
+    import json
+    pico = folder / "pico"
+    pico.mkdir()
+    rows = {"docs.jsonl": [{"docid": "1", "text": "Twelve adults with asthma."}],
+            "crowd_acl17-test.jsonl": [{"docid": "1", "spans": {"w1": [[0, 13]]}}],
+            "gold_acl17_even.jsonl": [{"docid": "1", "spans": [[0, 13]]}],
+            "authors_aggregates_acl17.jsonl": [{"docid": "1", "HMMCrowd": [], "DawidSkene": [],
+                                                "MajorityVote": [[0, 13]]}]}
+    for name, recs in rows.items():
+        (pico / name).write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    return pico
+
+
+@pytest.mark.parametrize("name", ["docs.jsonl", "crowd_acl17-test.jsonl",
+                                  "gold_acl17_even.jsonl", "authors_aggregates_acl17.jsonl"])
+def test_load_pico_refuses_an_empty_file_naming_it(tmp_path, name):
+    from crowd_keras.datasets import load_pico
+    pico = _fake_pico(tmp_path)
+    assert load_pico(pico, splits=("acl17-test",), download=False).sequences.n_docs == 1
+    (pico / name).write_text("\n", encoding="utf-8")
+    with pytest.raises(CrowdDataError, match=rf"{re.escape(str(pico / name))} holds no record"):
+        load_pico(pico, splits=("acl17-test",), download=False)
+
+
+def test_load_pico_refuses_a_file_cut_inside_a_character_naming_it(tmp_path):
+    from crowd_keras.datasets import load_pico
+    pico = _fake_pico(tmp_path)
+    docs = pico / "docs.jsonl"
+    docs.write_bytes(docs.read_bytes() + '{"docid": "2", "text": "café'.encode()[:-1])
+    with pytest.raises(CrowdDataError, match=rf"{re.escape(str(docs))}, line 2: not UTF-8 "
+                                             r"text, perhaps a truncated file"):
+        load_pico(pico, splits=("acl17-test",), download=False)

@@ -28,18 +28,27 @@ _AUTHORS = ("HMMCrowd", "DawidSkene", "MajorityVote")
 
 
 def _jsonl(path: Path, keys: Sequence[str] = ("docid",)) -> list:
-    """The records of a JSON-lines file, each an object holding ``keys``."""
+    """The records of a JSON-lines file, each an object holding ``keys``; a file without
+    any (empty, or cut short to nothing) is an error: every PICO file has records."""
     if not path.exists():
         raise CrowdDataError(f"no PICO file at {path}")
     records = []
-    with path.open(encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not a record
-        for n, line in enumerate(f):
-            if line.strip():
-                rec = read_json_text(line, f"{path}, line {n + 1}", "the record")
-                if not isinstance(rec, dict) or any(k not in rec for k in keys):
-                    raise CrowdDataError(f"{path}, line {n + 1}: a record is an object with "
-                                         f"{list(keys)}")
-                records.append(rec)
+    n = -1
+    try:
+        with path.open(encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not a record
+            for n, line in enumerate(f):
+                if line.strip():
+                    rec = read_json_text(line, f"{path}, line {n + 1}", "the record")
+                    if not isinstance(rec, dict) or any(k not in rec for k in keys):
+                        raise CrowdDataError(f"{path}, line {n + 1}: a record is an object "
+                                             f"with {list(keys)}")
+                    records.append(rec)
+    except UnicodeDecodeError as exc:   # a file cut inside a character ends in a partial one
+        raise CrowdDataError(f"{path}, line {n + 2}: not UTF-8 text, perhaps a truncated file "
+                             f"({exc}); fetch it again") from None
+    if not records:
+        raise CrowdDataError(f"{path} holds no record (an empty or truncated file; fetch it "
+                             "again)")
     return records
 
 
