@@ -101,3 +101,47 @@ def test_load_pico_refuses_a_file_cut_inside_a_character_naming_it(tmp_path):
     with pytest.raises(CrowdDataError, match=rf"{re.escape(str(docs))}, line 2: not UTF-8 "
                                              r"text, perhaps a truncated file"):
         load_pico(pico, splits=("acl17-test",), download=False)
+
+
+# "the patient John Smith \n met Dr Ann" with a tokenizer that keeps whitespace tokens
+WS_TEXT = "John Smith \n met  Ann"
+WS_OFFSETS = [[0, 4], [5, 10], [10, 11], [11, 12], [13, 16], [16, 17], [18, 21]]   # " ", "\n", " "
+
+
+def test_spans_read_from_tags_do_not_start_or_end_on_whitespace_tokens():
+    from crowd_keras.sequences.formats import token_tags_to_spans
+    tags = ["B-PER", "I-PER", "I-PER", "I-PER", "O", "B-PER", "I-PER"]
+    _, spans = token_tags_to_spans([{"doc": "d", "text": WS_TEXT, "offsets": WS_OFFSETS,
+                                     "tags": tags}])
+    assert [WS_TEXT[s:e] for s, e in zip(spans["start"], spans["end"])] == ["John Smith", "Ann"]
+    # a span of whitespace only is left as it is (from_spans drops and counts it)
+    _, spans = token_tags_to_spans([{"doc": "d", "text": WS_TEXT, "offsets": WS_OFFSETS,
+                                     "tags": ["O", "O", "B-PER", "I-PER", "O", "O", "O"]}])
+    assert spans[["start", "end"]].values.tolist() == [[10, 12]]
+
+
+def test_spacy_whitespace_tokens_at_span_edges_are_trimmed_as_spacy_entities_are():
+    spacy = pytest.importorskip("spacy", reason="spaCy's whitespace tokens need spaCy")
+    from crowd_keras.sequences.formats import token_tags_to_spans
+    sdoc = spacy.blank("en")("met  Ann Lee  today")      # tokens: met, " ", Ann, Lee, " ", today
+    assert [t.text for t in sdoc] == ["met", " ", "Ann", "Lee", " ", "today"]
+    row = {"doc": 0, "text": sdoc.text, "offsets": [[t.idx, t.idx + len(t)] for t in sdoc],
+           "tags": ["O", "B-PER", "I-PER", "I-PER", "I-PER", "O"]}
+    _, spans = token_tags_to_spans([row])
+    ent = sdoc.char_span(int(spans["start"][0]), int(spans["end"][0]), label="PER")
+    assert ent is not None and ent.text == "Ann Lee"
+
+
+def test_predicted_spans_do_not_start_or_end_on_whitespace_tokens():
+    import pandas as pd
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    seq = SequenceAnnotations.from_spans(
+        {"d": WS_TEXT}, pd.DataFrame({"doc": ["d"], "annotator": ["a"], "start": [0],
+                                      "end": [21], "label": ["PER"]}),
+        tokenizer=lambda text: WS_OFFSETS)                   # " ", "\n", " " are tokens
+    tags = np.array([1, 1, 1, 1, 0, 1, 1])                  # I on John Smith " " "\n"; " " Ann
+    spans = seq.decode(tags, scores=np.arange(7.0))
+    assert spans["text"].tolist() == ["John Smith", "Ann"]
+    assert spans["score"].tolist() == [0.5, 6.0]             # the mean over its own tokens
+    # a run of whitespace alone stays a span
+    assert seq.decode(np.array([0, 0, 1, 1, 0, 0, 0]))["text"].tolist() == [" \n"]

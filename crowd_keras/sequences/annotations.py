@@ -29,7 +29,7 @@ from ..codes import (check_id_values, check_unique_ids, factorize_ids, frozen, i
                      integer_codes, position_codes, show)
 from ..errors import CrowdDataError
 from .spans import (COUNT_KEYS, check_scheme, n_tags, span_token_ranges, spans_to_tags,
-                    tag_names, tags_to_spans)
+                    tag_names, tags_to_spans, trim_blank_edges)
 from .tokens import Tokenizer, Tokens, _check_tokens, _code_points, check_offsets, tokenize
 
 __all__ = ["SequenceAnnotations", "SpanSummary"]
@@ -473,7 +473,9 @@ class SequenceAnnotations:
 
     def decode(self, tags: np.ndarray, scores: Optional[np.ndarray] = None,
                docs: Optional[np.ndarray] = None) -> pd.DataFrame:
-        """Spans of per-token tags: frame ``doc, start, end, label, text`` (+ ``score``).
+        """Spans of per-token tags: frame ``doc, start, end, label, text`` (+ ``score``); a
+        span starts and ends on a token that is not whitespace only (a run of whitespace
+        tokens alone is kept whole).
 
         Args:
             tags: (T,) tag codes of all tokens.
@@ -492,6 +494,13 @@ class SequenceAnnotations:
         doc = self.tokens.doc[begin]
         keep = np.ones(len(begin), bool) if docs is None else np.isin(doc, docs)
         begin, last, label, doc = begin[keep], last[keep], label[keep], doc[keep]
+        # a span does not start or end on a whitespace-only token (a tokenizer's "\n"), as
+        # token_tags_to_spans reads tags
+        tok = self.tokens
+        begin, last = trim_blank_edges(begin, last, lambda t: np.array(
+            [self.texts[d][s:e].isspace() for d, s, e in
+             zip((np.searchsorted(tok.doc_ptr, t, "right") - 1).tolist(), tok.start[t].tolist(),
+                 tok.end[t].tolist())], bool))
         start, end = self.tokens.start[begin], self.tokens.end[last]
         out = pd.DataFrame({"doc": self.doc_ids[doc], "start": start, "end": end,
                             "label": self.labels[label],

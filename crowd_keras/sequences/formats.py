@@ -40,7 +40,7 @@ from ..codes import check_unique_ids, ids_array, show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text
 from .annotations import seen_pairs
-from .spans import span_token_ranges
+from .spans import span_token_ranges, trim_blank_edges
 from .tokens import Tokenizer, check_offsets, token_strings, tokenize
 
 __all__ = ["TAG_SCHEMES", "spans_to_token_tags", "token_tags_to_spans", "write_spans_jsonl",
@@ -193,7 +193,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
 
     Returns:
         list of ``{"doc", ["annotator",] "text", "tokens", "offsets", "tags"}`` (offsets
-        ``[start, end]`` per token: :func:`token_tags_to_spans` reads them back exactly).
+        ``[start, end]`` per token: :func:`token_tags_to_spans` reads them back exactly, and
+        the spans too but for whitespace-only tokens at a span's edge, which it trims).
         Without an annotator column every document has a row (all ``O`` without spans); with
         one, every (document, annotator) pair that has spans or is in ``seen``.
 
@@ -349,7 +350,10 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             it reads as "did not see the document" instead of "marked nothing".
 
     Returns:
-        ``({doc: text}, frame doc, start, end, label[, annotator][, seen])``.
+        ``({doc: text}, frame doc, start, end, label[, annotator][, seen])``; a span starts
+        and ends on its first and last token that is neither empty nor whitespace only (a
+        tokenizer's ``" "`` or ``"\\n"``, as spaCy's entities never start or end on one; a
+        span of whitespace tokens only is kept whole).
 
     Raises:
         CrowdDataError: a tag outside the scheme, a tag id outside ``label_names``, a length
@@ -573,20 +577,22 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
     offsets = np.concatenate([p[4] for p in parts]) if len(parts) else np.zeros((0, 2), int)
     # a span's edges are those of its first and last non-empty tokens: an empty token ("" in
     # a token list sits after a joining space) would put that space into the span
-    n = len(offsets)
     solid = offsets[:, 1] > offsets[:, 0]
-    next_solid = np.minimum.accumulate(np.where(solid, np.arange(n), n)[::-1])[::-1]
-    prev_solid = np.maximum.accumulate(np.where(solid, np.arange(n), -1))
-    empty = next_solid[bi] > li    # only empty tokens ([k, k], as [CLS] has)
+    fb, fl = trim_blank_edges(bi, li, lambda k: ~solid[k])
+    empty = ~solid[fb]    # only empty tokens ([k, k], as [CLS] has)
     if empty.any():     # a span of no character: from_spans drops it, no writer takes it
         k = int(bi[np.argmax(empty)])
         pos = k - int(np.concatenate([[0], np.cumsum(lens)])[row_of[k]])
         raise CrowdDataError(f"row {parts[row_of[k]][0]}, token {pos}: tag {flat.iloc[k]!r} "
                              f"starts a span of no character (its tokens are empty: "
                              f"{offsets[k].tolist()}){of(parts[row_of[k]][0])}")
+    # nor of whitespace-only ones ("\n", " " tokens of spaCy and many tokenizers), as spaCy's
+    # entities never start or end on one; a span of whitespace only is kept as it is
+    fb, fl = trim_blank_edges(fb, fl, lambda k: ~solid[k] | np.array(
+        [texts[parts[row_of[t]][1]][offsets[t, 0]:offsets[t, 1]].isspace() for t in k.tolist()],
+        bool).reshape(-1))
     out = pd.DataFrame({"doc": [parts[r][1] for r in row_of[bi]],
-                        "start": offsets[next_solid[bi], 0], "end": offsets[prev_solid[li], 1],
-                        "label": label[bi]})
+                        "start": offsets[fb, 0], "end": offsets[fl, 1], "label": label[bi]})
     if has_ann:
         out["annotator"] = [parts[r][2] for r in row_of[bi]]
     return result(out)

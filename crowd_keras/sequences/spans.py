@@ -25,14 +25,14 @@ arrays and ``searchsorted``: no Python loop over spans, tokens or annotators.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from .tokens import Tokens
 
 __all__ = ["SCHEMES", "n_tags", "tag_names", "tag_labels", "span_token_ranges",
-           "spans_to_tags", "tags_to_spans", "token_coverage", "COUNT_KEYS"]
+           "spans_to_tags", "tags_to_spans", "trim_blank_edges", "token_coverage", "COUNT_KEYS"]
 
 SCHEMES = ("IO", "BIO")
 
@@ -227,3 +227,29 @@ def tags_to_spans(tags: np.ndarray, first: np.ndarray,
     last = pos & (nxt_first | nxt_begin | (nxt_lab != lab))
     b_idx = np.flatnonzero(begin)
     return b_idx, np.flatnonzero(last), lab[b_idx]
+
+
+def trim_blank_edges(begin: np.ndarray, last: np.ndarray,
+                     is_blank: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Spans' first and last positions (S,) (inclusive) moved inward past blank positions
+    (whitespace-only tokens: a character span of tags should not start or end on one, as
+    spaCy's entities do not); a span of blank positions only is kept whole.
+
+    ``is_blank(positions)`` gives (k,) bool for (k,) positions; it is asked only about the
+    edges, a few at a time, so a corpus pays for its spans' edges, not for all its tokens.
+    """
+    begin, last = np.asarray(begin, np.int64), np.asarray(last, np.int64)
+    b, l = begin.copy(), last.copy()
+    live = np.flatnonzero(np.asarray(is_blank(b), bool)) if len(b) else b
+    while live.size:
+        b[live] += 1
+        live = live[b[live] <= last[live]]
+        live = live[np.asarray(is_blank(b[live]), bool)] if live.size else live
+    whole = b > last
+    b[whole] = begin[whole]
+    live = np.flatnonzero(~whole)
+    live = live[np.asarray(is_blank(l[live]), bool)] if live.size else live
+    while live.size:     # stops at b at the latest: b is not blank
+        l[live] -= 1
+        live = live[np.asarray(is_blank(l[live]), bool)]
+    return b, l
