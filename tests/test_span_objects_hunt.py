@@ -145,3 +145,12 @@ def test_predicted_spans_do_not_start_or_end_on_whitespace_tokens():
     assert spans["score"].tolist() == [0.5, 6.0]             # the mean over its own tokens
     # a run of whitespace alone stays a span
     assert seq.decode(np.array([0, 0, 1, 1, 0, 0, 0]))["text"].tolist() == [" \n"]
+
+
+def test_a_match_on_the_encoded_text_is_refused_its_offsets_count_bytes():
+    # b"Zo\xc3\xab met Bob": Bob at bytes 8..11 but characters 7..10; was taken silently
+    lf = span_lf(name="bytes", label="P")(
+        lambda doc: re.finditer(rb"Bob", doc.text.encode("utf-8")))
+    with pytest.raises(CrowdDataError, match=r"'bytes' on document 'z': span 0 is a match on "
+                                             r"bytes .*count bytes, not the text's characters"):
+        _votes([lf], texts={"z": "Zoë met Bob"})

@@ -304,6 +304,13 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                                      ) from err
             if lf.returns == "spans":
                 for k, item in enumerate(items):
+                    if isinstance(item, re.Match) and not isinstance(item.string, str):
+                        # a bytes pattern on doc.text.encode(): offsets in bytes, not characters
+                        raise CrowdDataError(f"labeling function {lf.name!r} on document "
+                                             f"{show(doc.id)}: span {k} is a match on bytes "
+                                             f"({show(item)}): its offsets count bytes, not "
+                                             "the text's characters; match a str pattern on "
+                                             "doc.text")
                     r = _as_span(item, lf.label)
                     if r is None or len(r) not in (2, 3):
                         shown = show(r) if r is not None else \
