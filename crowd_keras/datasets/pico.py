@@ -89,6 +89,10 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
         (D,) split name of each document, ``gold`` ``{docid: [[start, end], ...]}`` (the
         medical student's spans, even docids of acl17-test) and ``authors``
         ``{"HMMCrowd" | "DawidSkene" | "MajorityVote": {docid: spans}}``.
+
+    Raises:
+        CrowdDataError: a file that is missing, holds no record (empty, or truncated to
+            nothing) or is cut inside a line or a character, naming the file (and line).
     """
     if isinstance(splits, str):  # else read letter by letter: "unknown split(s) ['d', 'e', 'v']"
         raise TypeError(f"splits is a sequence of split names; for one split write "

@@ -32,7 +32,8 @@ import numpy as np
 from .tokens import Tokens
 
 __all__ = ["SCHEMES", "n_tags", "tag_names", "tag_labels", "span_token_ranges",
-           "spans_to_tags", "tags_to_spans", "trim_blank_edges", "token_coverage", "COUNT_KEYS"]
+           "spans_to_tags", "tags_to_spans", "trim_blank_edges", "token_coverage",
+           "COUNT_KEYS"]
 
 SCHEMES = ("IO", "BIO")
 
@@ -239,17 +240,21 @@ def trim_blank_edges(begin: np.ndarray, last: np.ndarray,
     edges, a few at a time, so a corpus pays for its spans' edges, not for all its tokens.
     """
     begin, last = np.asarray(begin, np.int64), np.asarray(last, np.int64)
-    b, l = begin.copy(), last.copy()
-    live = np.flatnonzero(np.asarray(is_blank(b), bool)) if len(b) else b
-    while live.size:
-        b[live] += 1
-        live = live[b[live] <= last[live]]
-        live = live[np.asarray(is_blank(b[live]), bool)] if live.size else live
-    whole = b > last
-    b[whole] = begin[whole]
+    lo, hi = begin.copy(), last.copy()
+
+    def blank(at: np.ndarray) -> np.ndarray:
+        return np.asarray(is_blank(at), bool).reshape(-1) if len(at) else np.zeros(0, bool)
+
+    live = np.flatnonzero(blank(lo))
+    while live.size:    # one step per whitespace token at an edge, for all spans at once
+        lo[live] += 1
+        live = live[lo[live] <= last[live]]
+        live = live[blank(lo[live])]
+    whole = lo > last
+    lo[whole] = begin[whole]
     live = np.flatnonzero(~whole)
-    live = live[np.asarray(is_blank(l[live]), bool)] if live.size else live
-    while live.size:     # stops at b at the latest: b is not blank
-        l[live] -= 1
-        live = live[np.asarray(is_blank(l[live]), bool)]
-    return b, l
+    live = live[blank(hi[live])]
+    while live.size:     # stops at lo at the latest: lo is not blank
+        hi[live] -= 1
+        live = live[blank(hi[live])]
+    return lo, hi
