@@ -154,3 +154,21 @@ def test_a_match_on_the_encoded_text_is_refused_its_offsets_count_bytes():
     with pytest.raises(CrowdDataError, match=r"'bytes' on document 'z': span 0 is a match on "
                                              r"bytes .*count bytes, not the text's characters"):
         _votes([lf], texts={"z": "Zoë met Bob"})
+
+
+def test_gold_spans_may_be_the_objects_a_span_function_returns():
+    # {doc: nlp(text).ents} or matches as gold was "spans must be a list of [start, end]"
+    spacy = pytest.importorskip("spacy", reason="spaCy Span gold needs spaCy")
+    nlp = spacy.blank("en")
+    lf = span_lf(name="people", label="P")(lambda doc: PEOPLE.finditer(doc.text))
+    votes = _votes([lf], labels=("P", "Q"))
+    as_pairs = lf_summary(votes, gold={"a": [(0, 9, "P")], "b": [(0, 11, "Q")]})
+    sa, sb = nlp(TEXT["a"]), nlp(TEXT["b"])
+    sa.ents = [sa.char_span(0, 9, label="P")]
+    sb.ents = [sb.char_span(0, 11, label="Q")]
+    as_spacy = lf_summary(votes, gold={"a": sa.ents, "b": sb.ents})
+    assert as_pairs[["correct", "incorrect"]].values.tolist() == [[2, 2]]
+    assert as_spacy.equals(as_pairs)
+    unlabelled = lf_summary(votes, gold={"a": [(0, 9)], "b": [(0, 11, "Q")]})
+    as_match = lf_summary(votes, gold={"a": [PEOPLE.search(TEXT["a"])], "b": [(0, 11, "Q")]})
+    assert as_match.equals(unlabelled)

@@ -454,7 +454,9 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
     (share of the tokens it votes on), ``overlaps`` (share of the tokens where it and another
     function vote), ``conflicts`` (share where another function votes a different label),
     ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end[,
-    label]`` or ``{doc: [[start, end[, label]], ...]}``; scored on the documents it names,
+    label]`` or ``{doc: [[start, end[, label]], ...]}``, whose spans may be ``re.Match`` or
+    spaCy ``Span`` objects, as a span function's: ``{doc_id: nlp(text).ents}``; scored on the
+    documents it names,
     ``{doc: []}`` one with every token outside): ``correct``, ``incorrect``,
     ``emp_accuracy`` (its votes against the gold: a span vote is right on a token of a gold
     span of its label, or of any label where the gold gives none; an ``O`` vote outside
@@ -547,13 +549,17 @@ def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
     rows'."""
     if isinstance(gold, Mapping):
         seq_types = (list, tuple, np.ndarray)
+        spans = {}
         for d, marks in gold.items():
-            if not isinstance(marks, seq_types) or not all(
-                    isinstance(m, seq_types) and len(m) in (2, 3) for m in marks):
+            # the spans a span function may return: re.Match and spaCy Span objects too
+            # (spaCy's doc.ents), as (start, end[, label])
+            got = [_as_span(m, None) for m in marks] if isinstance(marks, seq_types) else None
+            if got is None or not all(m is not None and len(m) in (2, 3) for m in got):
                 raise CrowdDataError(f"gold document {show(d)}: spans must be a list of [start, "
                                      f"end[, label]], got {show(marks)}")
+            spans[d] = got
         rows = [(d, s[0], s[1], s[2] if len(s) == 3 else None)
-                for d, marks in gold.items() for s in marks]
+                for d, marks in spans.items() for s in marks]
         frame = pd.DataFrame(rows, columns=["doc", "start", "end", "label"])
         if frame["label"].isna().all():
             frame = frame.drop(columns="label")
