@@ -23,7 +23,7 @@ __all__ = ["show", "alike_hint", "alike_position", "categorical", "frozen", "ids
            "integer_codes", "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
-           "booleans_as_codes", "number_cells"]
+           "booleans_as_codes", "number_cells", "rows_by_id"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
@@ -162,6 +162,34 @@ def check_unique_ids(ids: np.ndarray, what: str) -> None:
         first = int(np.argmax(index[:n] == index[n])) if n else 0
         raise CrowdDataError(f"{what} ids must be unique; {what} id {show(ids[n])} at position {n} "
                              f"repeats position {first} ({int(dup.sum())} repeat(s))")
+
+
+def rows_by_id(index: pd.Index, ids: np.ndarray) -> tuple[Optional[np.ndarray], str, Any]:
+    """How a table (a frame's ``index``) lines up with ``ids`` (n,), the rule by which
+    features and annotator features follow the annotations' codes.
+
+    Returns ``(rows, problem, value)``: ``rows`` (n,) the position of each id in ``index``,
+    or None when the table is to be read by position (pandas' default index ``0..m-1``, an
+    index already equal to ``ids``, or one naming none of them); ``problem`` is ``""`` or,
+    for an index that names ids but cannot be aligned, ``"repeats"`` (``value``: the
+    repeated entries, in order), ``"missing"`` (the ids without a row) or ``"extra"`` (the
+    entries that are no id). The callers word the error (each names its own argument)."""
+    none = None, "", None
+    if len(index) == len(ids) and np.array_equal(index.to_numpy(), ids):
+        return none
+    if index.equals(pd.RangeIndex(len(index))):    # pandas' default: positions, not ids
+        return none
+    known = index.isin(ids)
+    if not known.any():                            # not indexed by these ids
+        return none
+    if index.has_duplicates:
+        return None, "repeats", index[index.duplicated()]
+    rows = index.get_indexer(ids)
+    if (rows < 0).any():
+        return None, "missing", ids[rows < 0]
+    if not known.all():
+        return None, "extra", index[~known]
+    return rows, "", None
 
 
 def position_codes(values: Any, n: int, what: str, taker: str, unique: bool = False,
