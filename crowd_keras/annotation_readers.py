@@ -13,7 +13,8 @@ import pandas as pd
 
 from .codes import (alike_hint, alike_position, booleans_as_codes, categorical, check_id_values,
                     check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
-                    integer_codes, is_dask_frame, label_matrix_codes, show)
+                    integer_codes, is_dask_frame, label_matrix_codes, materialized, show,
+                    stored_ids)
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -47,6 +48,8 @@ class AnnotationReaders:
             missing: the marker of an absent annotation (default -1; may be NaN).
             classes: class names in code order; default ``0..max code``.
         """
+        matrix, classes, item_ids, annotator_ids = (
+            materialized(v) for v in (matrix, classes, item_ids, annotator_ids))
         if isinstance(matrix, pd.DataFrame):   # its ids, not 0..n-1: results keep the user's
             item_ids, annotator_ids = _frame_axes(matrix, item_ids, annotator_ids)
         rows, cols, labels, classes, shape = dense_codes(matrix, missing, classes,
@@ -86,6 +89,7 @@ class AnnotationReaders:
         row and column) and the value of the first cell that is not a whole number in
         ``0..K-1``. :meth:`Annotations.to_wide` writes the layout back.
         """
+        frame, classes = materialized(frame), materialized(classes)
         rows, cols, codes, item_ids, annotator_ids, k = wide_codes(frame, n_classes, classes)
         return cls(rows, cols, codes, item_ids=item_ids, annotator_ids=annotator_ids,
                    classes=classes, n_classes=None if classes is not None else k,
@@ -108,6 +112,7 @@ class AnnotationReaders:
         Raises :class:`crowd_keras.CrowdDataError` naming the row and column of the first bad
         entry (NaN, a non-integer, a code below -1 or outside the classes), as :meth:`from_dense`.
         """
+        L, classes = materialized(L), materialized(classes)
         m, classes = label_matrix_codes(L, cardinality, classes)
         flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
         rows, cols = np.divmod(flat, m.shape[1])
@@ -118,6 +123,7 @@ class AnnotationReaders:
             ids += [np.arange(m.shape[0]), np.arange(m.shape[1])]
         for values, what in zip(ids, ("class", "item", "annotator")):
             check_unique_ids(values, what)
+        ids = [stored_ids(values) for values in ids]   # as every reader stores them
         return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=ids[1],
                             annotator_ids=ids[2], classes=ids[0])
 
@@ -176,6 +182,7 @@ class AnnotationReaders:
         Raises:
             CrowdDataError: not a 2-D array of non-negative integer counts.
         """
+        counts, classes = materialized(counts), materialized(classes)
         item_ids = None
         if isinstance(counts, pd.DataFrame):   # its ids and classes, not 0..n-1 and 0..K-1
             item_ids, names = _frame_axes(counts, None, classes, "class")
@@ -215,6 +222,8 @@ class AnnotationReaders:
                     classes: Optional[Sequence] = None, *, item_ids: Any = None,
                     annotator_ids: Any = None) -> "Annotations":
         """Inverse of :meth:`to_padded`: per-item annotator codes and labels padded with -1."""
+        annotator_idx, labels, classes, item_ids, annotator_ids = (
+            materialized(v) for v in (annotator_idx, labels, classes, item_ids, annotator_ids))
         a = np.asarray(annotator_idx)
         y = np.asarray(labels)
         if a.shape != y.shape or a.ndim != 2:

@@ -8,7 +8,7 @@ per value only after a problem is found, to name its position.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,8 @@ __all__ = ["show", "alike_hint", "alike_position", "categorical", "frozen", "ids
            "integer_codes", "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
-           "booleans_as_codes", "number_cells", "rows_by_id"]
+           "booleans_as_codes", "number_cells", "rows_by_id",
+           "materialized", "stored_ids"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
@@ -107,6 +108,39 @@ def frozen(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
     return a
+
+
+def materialized(value: Any) -> Any:
+    """``value`` as the list it yields when it is a one-pass iterator (a generator, ``map``,
+    ``iter(...)``), read once; anything else as given. numpy reads an iterator as one
+    object (a 0-d array) and ``len()`` fails on it: every reader of
+    :class:`~crowd_keras.annotations.Annotations` takes its arrays and ids through this,
+    so that an iterator is accepted wherever a list is."""
+    return list(value) if isinstance(value, Iterator) else value
+
+
+def stored_ids(ids: np.ndarray) -> np.ndarray:
+    """1-d ids (or classes) as :class:`~crowd_keras.annotations.Annotations` keeps them:
+    integers of any width as int64, and numbers that are all whole (``1.0``, ``2.0``: a CSV
+    column of integers with a missing value elsewhere reads as floats) as the int64 integers
+    they stand for, as labels are read; any other ids (text, fractions, booleans, integers
+    beyond int64 or floats beyond 2**53) as given. Read-only."""
+    kind = ids.dtype.kind
+    if kind == "O" and len(ids):
+        kind = {"integer": "i", "floating": "f", "mixed-integer-float": "f"}.get(
+            pd.api.types.infer_dtype(ids, skipna=False), "O")
+    if kind in "iu" and ids.dtype != np.int64 and not (
+            ids.dtype.kind == "u" and len(ids) and ids.max() > _INT64_MAX):
+        try:
+            return frozen(ids.astype(np.int64))
+        except OverflowError:   # Python integers beyond int64: kept as they are
+            pass
+    if kind == "f":
+        values = ids.astype(np.float64)
+        if (np.isfinite(values) & (values == np.round(values)) &
+                (np.abs(values) <= MAX_CODE)).all():
+            return frozen(values.astype(np.int64))
+    return frozen(ids if ids.dtype.kind in "iubO" else ids.astype(object))
 
 
 def ids_array(ids: Iterable[Any]) -> np.ndarray:
