@@ -177,16 +177,22 @@ class AnnotationReaders:
         is credited to a pseudo-annotator ``"slot-k"``.
 
         A ``pandas.DataFrame`` of counts (``pd.crosstab(df.task, df.label)``) gives its index
-        as the item ids and its columns as the classes (unless ``classes`` is given).
+        as the item ids and its columns as the label values (unless ``classes`` is given),
+        read as :meth:`from_frame` reads a label column, so that the crosstab of a long frame
+        gives the classes that frame gives: text sorted, booleans the codes 0 and 1, integer
+        (and whole-number float) labels the classes ``0..max`` when compact (the ratings
+        1..5 are the classes 0..5, class 0 without a count); ``classes=list(counts.columns)``
+        keeps the columns' order instead (``classes`` name the columns by position).
 
         Raises:
             CrowdDataError: not a 2-D array of non-negative integer counts.
         """
         counts, classes = materialized(counts), materialized(classes)
-        item_ids = None
+        item_ids, columns = None, None
         if isinstance(counts, pd.DataFrame):   # its ids and classes, not 0..n-1 and 0..K-1
             item_ids, names = _frame_axes(counts, None, classes, "class")
-            classes = names if classes is None else classes
+            if classes is None:
+                columns, classes = _label_columns(names)
             if all(pd.api.types.is_numeric_dtype(t) for t in counts.dtypes):   # Int64 too
                 counts = counts.to_numpy(dtype=np.float64, na_value=np.nan)
         r = np.asarray(counts)
@@ -205,6 +211,10 @@ class AnnotationReaders:
             raise CrowdDataError(f"label counts add up to {total:.3g} annotations, more than "
                                  f"{MAX_EXPANDED:.3g}: too many to expand one by one")
         r = r.astype(np.int64)
+        if columns is not None:   # the frame's columns at their classes' codes
+            placed = np.zeros((r.shape[0], len(classes)), dtype=np.int64)
+            placed[:, columns] = r
+            r = placed
         n, k = r.shape
         if classes is not None and len(classes) != k:
             raise CrowdDataError(f"{len(classes)} classes given for {k} count columns")
@@ -295,6 +305,17 @@ def _frame_axes(frame: pd.DataFrame, item_ids: Any, column_ids: Any,
             given = axis.to_numpy()
         out.append(given)
     return tuple(out)
+
+
+def _label_columns(names: Any) -> tuple:
+    """``(codes (K',), classes (K,))`` of a counts frame's columns ``names`` (K',), label
+    values read by :meth:`AnnotationReaders.from_frame`'s rule (:func:`factorize_labels`).
+    Two columns of one class raise: ``1`` and ``1.0`` here, ``True`` and ``1`` (a mix of
+    types) in :func:`_frame_axes`."""
+    names = ids_array(names)
+    check_unique_ids(names, "class")
+    return factorize_labels(pd.Series(names, dtype=object),
+                            lambda n: f"column {n} of the counts frame", "class")
 
 
 def _check_padded_repeats(padded: np.ndarray, rows: np.ndarray, slots: np.ndarray,

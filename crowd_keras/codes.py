@@ -511,13 +511,14 @@ def _check_scalars(column: pd.Series, kind: str, what: str, where: Callable[[int
         n = int(np.argmax(~scalar))
         raise CrowdDataError(f"{what} {show(raw[n])} at {where(n)} is a {type(raw[n]).__name__}; "
                              f"each {what} must be one value (a string or an integer)")
+    whats = "classes" if what == "class" else f"{what}s"   # a counts frame's columns
     if kind in ("mixed", "mixed-integer"):
         a, b = _first_other_type(raw)
         raise CrowdDataError(
-            f"{what}s mix types: {type(raw[a]).__name__} {show(raw[a])} at {where(a)} and "
+            f"{whats} mix types: {type(raw[a]).__name__} {show(raw[a])} at {where(a)} and "
             f"{type(raw[b]).__name__} {show(raw[b])} at {where(b)}; give the column one type "
             "(e.g. all strings: .astype(str))")
-    raise CrowdDataError(f"{what}s must be strings or integers, got {kind} values "
+    raise CrowdDataError(f"{whats} must be strings or integers, got {kind} values "
                          f"(e.g. {show(raw[0])} at {where(0)})")
 
 
