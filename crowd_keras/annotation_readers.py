@@ -263,6 +263,11 @@ class AnnotationReaders:
     def _checked(cls, items, annotators, labels, classes, *, where, **kwargs) -> "Annotations":
         """Construct, re-raising range errors with the caller's notion of position."""
         labels = np.asarray(labels, dtype=np.int64)
+        if classes is None and not len(labels):
+            # no annotation and no classes: the one class 0, as from_wide, from_label_matrix
+            # and from_frame read a crowd of codes without a label (not the constructor's
+            # "pass n_classes=", a keyword these readers do not take)
+            kwargs["n_classes"] = 1
         if classes is not None:
             bad = (labels < 0) | (labels >= len(classes))
             if bad.any():

@@ -186,3 +186,21 @@ def test_item_and_annotator_features_follow_one_alignment_rule():
             align(frame.iloc[1:])
         with pytest.raises(CrowdDataError, match="index repeats"):
             align(pd.concat([frame, frame.iloc[:1]]))
+
+
+def test_a_crowd_without_annotations_has_the_one_class_0_in_every_reader():
+    # from_dense and from_padded raised "at least one class is needed; pass classes= or
+    # n_classes=" (neither takes n_classes=) where from_wide, from_label_matrix and
+    # from_frame read the same empty crowd of codes with the class 0
+    want = Annotations.from_label_matrix(np.full((2, 3), -1))
+    assert want.classes.tolist() == [0] and want.n_annotations == 0
+    read = {"from_dense": Annotations.from_dense(np.full((2, 3), -1)),
+            "from_wide": Annotations.from_wide(np.full((2, 3), np.nan)),
+            "from_padded": Annotations.from_padded(np.full((2, 1), -1), np.full((2, 1), -1),
+                                                   n_annotators=3)}
+    for name, got in read.items():
+        _assert_same(got, want, name)
+    frame = pd.DataFrame({"task": np.array([], dtype=np.int64),
+                          "worker": np.array([], dtype=np.int64),
+                          "label": np.array([], dtype=np.int64)})
+    assert Annotations.from_frame(frame, item_ids=[0, 1], annotator_ids=[0, 1, 2]) == want
