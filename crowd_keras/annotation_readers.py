@@ -13,7 +13,8 @@ import pandas as pd
 
 from .codes import (alike_hint, alike_position, booleans_as_codes, categorical, check_id_values,
                     check_unique_ids, dense_codes, factorize_ids, factorize_labels, ids_array,
-                    integer_codes, is_dask_frame, label_matrix_codes, show)
+                    integer_codes, is_dask_frame, label_matrix_codes, materialized, show,
+                    stored_ids)
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import MISSING
@@ -47,6 +48,8 @@ class AnnotationReaders:
             missing: the marker of an absent annotation (default -1; may be NaN).
             classes: class names in code order; default ``0..max code``.
         """
+        matrix, classes, item_ids, annotator_ids = (
+            materialized(v) for v in (matrix, classes, item_ids, annotator_ids))
         if isinstance(matrix, pd.DataFrame):   # its ids, not 0..n-1: results keep the user's
             item_ids, annotator_ids = _frame_axes(matrix, item_ids, annotator_ids)
         rows, cols, labels, classes, shape = dense_codes(matrix, missing, classes,
@@ -86,6 +89,7 @@ class AnnotationReaders:
         row and column) and the value of the first cell that is not a whole number in
         ``0..K-1``. :meth:`Annotations.to_wide` writes the layout back.
         """
+        frame, classes = materialized(frame), materialized(classes)
         rows, cols, codes, item_ids, annotator_ids, k = wide_codes(frame, n_classes, classes)
         return cls(rows, cols, codes, item_ids=item_ids, annotator_ids=annotator_ids,
                    classes=classes, n_classes=None if classes is not None else k,
@@ -108,6 +112,7 @@ class AnnotationReaders:
         Raises :class:`crowd_keras.CrowdDataError` naming the row and column of the first bad
         entry (NaN, a non-integer, a code below -1 or outside the classes), as :meth:`from_dense`.
         """
+        L, classes = materialized(L), materialized(classes)
         m, classes = label_matrix_codes(L, cardinality, classes)
         flat = np.flatnonzero(m >= 0)  # row-major: sorted by (item, annotator), no duplicates
         rows, cols = np.divmod(flat, m.shape[1])
@@ -118,6 +123,7 @@ class AnnotationReaders:
             ids += [np.arange(m.shape[0]), np.arange(m.shape[1])]
         for values, what in zip(ids, ("class", "item", "annotator")):
             check_unique_ids(values, what)
+        ids = [stored_ids(values) for values in ids]   # as every reader stores them
         return cls._trusted(rows, cols, m.reshape(-1)[flat], item_ids=ids[1],
                             annotator_ids=ids[2], classes=ids[0])
 
@@ -171,15 +177,22 @@ class AnnotationReaders:
         is credited to a pseudo-annotator ``"slot-k"``.
 
         A ``pandas.DataFrame`` of counts (``pd.crosstab(df.task, df.label)``) gives its index
-        as the item ids and its columns as the classes (unless ``classes`` is given).
+        as the item ids and its columns as the label values (unless ``classes`` is given),
+        read as :meth:`from_frame` reads a label column, so that the crosstab of a long frame
+        gives the classes that frame gives: text sorted, booleans the codes 0 and 1, integer
+        (and whole-number float) labels the classes ``0..max`` when compact (the ratings
+        1..5 are the classes 0..5, class 0 without a count); ``classes=list(counts.columns)``
+        keeps the columns' order instead (``classes`` name the columns by position).
 
         Raises:
             CrowdDataError: not a 2-D array of non-negative integer counts.
         """
-        item_ids = None
+        counts, classes = materialized(counts), materialized(classes)
+        item_ids, columns = None, None
         if isinstance(counts, pd.DataFrame):   # its ids and classes, not 0..n-1 and 0..K-1
             item_ids, names = _frame_axes(counts, None, classes, "class")
-            classes = names if classes is None else classes
+            if classes is None:
+                columns, classes = _label_columns(names)
             if all(pd.api.types.is_numeric_dtype(t) for t in counts.dtypes):   # Int64 too
                 counts = counts.to_numpy(dtype=np.float64, na_value=np.nan)
         r = np.asarray(counts)
@@ -198,6 +211,10 @@ class AnnotationReaders:
             raise CrowdDataError(f"label counts add up to {total:.3g} annotations, more than "
                                  f"{MAX_EXPANDED:.3g}: too many to expand one by one")
         r = r.astype(np.int64)
+        if columns is not None:   # the frame's columns at their classes' codes
+            placed = np.zeros((r.shape[0], len(classes)), dtype=np.int64)
+            placed[:, columns] = r
+            r = placed
         n, k = r.shape
         if classes is not None and len(classes) != k:
             raise CrowdDataError(f"{len(classes)} classes given for {k} count columns")
@@ -215,6 +232,8 @@ class AnnotationReaders:
                     classes: Optional[Sequence] = None, *, item_ids: Any = None,
                     annotator_ids: Any = None) -> "Annotations":
         """Inverse of :meth:`to_padded`: per-item annotator codes and labels padded with -1."""
+        annotator_idx, labels, classes, item_ids, annotator_ids = (
+            materialized(v) for v in (annotator_idx, labels, classes, item_ids, annotator_ids))
         a = np.asarray(annotator_idx)
         y = np.asarray(labels)
         if a.shape != y.shape or a.ndim != 2:
@@ -244,6 +263,11 @@ class AnnotationReaders:
     def _checked(cls, items, annotators, labels, classes, *, where, **kwargs) -> "Annotations":
         """Construct, re-raising range errors with the caller's notion of position."""
         labels = np.asarray(labels, dtype=np.int64)
+        if classes is None and not len(labels):
+            # no annotation and no classes: the one class 0, as from_wide, from_label_matrix
+            # and from_frame read a crowd of codes without a label (not the constructor's
+            # "pass n_classes=", a keyword these readers do not take)
+            kwargs["n_classes"] = 1
         if classes is not None:
             bad = (labels < 0) | (labels >= len(classes))
             if bad.any():
@@ -286,6 +310,17 @@ def _frame_axes(frame: pd.DataFrame, item_ids: Any, column_ids: Any,
             given = axis.to_numpy()
         out.append(given)
     return tuple(out)
+
+
+def _label_columns(names: Any) -> tuple:
+    """``(codes (K',), classes (K,))`` of a counts frame's columns ``names`` (K',), label
+    values read by :meth:`AnnotationReaders.from_frame`'s rule (:func:`factorize_labels`).
+    Two columns of one class raise: ``1`` and ``1.0`` here, ``True`` and ``1`` (a mix of
+    types) in :func:`_frame_axes`."""
+    names = ids_array(names)
+    check_unique_ids(names, "class")
+    return factorize_labels(pd.Series(names, dtype=object),
+                            lambda n: f"column {n} of the counts frame", "class")
 
 
 def _check_padded_repeats(padded: np.ndarray, rows: np.ndarray, slots: np.ndarray,

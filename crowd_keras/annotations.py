@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .annotation_readers import AnnotationReaders
 from .arguments import check_count
 from .codes import (alike_hint, check_unique_ids, frozen, ids_array, integer_codes, keyed_order,
-                    position_codes, show, sort_order)
+                    materialized, position_codes, show, sort_order, stored_ids)
 from .errors import Argument, CrowdDataError, Message
 from .numerics import MISSING, pair_index
 from .wide import to_wide as wide_frame
@@ -46,6 +46,11 @@ class Annotations(AnnotationReaders):
     Attributes:
         items, annotators, labels: int64 arrays of shape ``(n_annotations,)``.
         item_ids: shape ``(n_items,)``; annotator_ids: ``(n_annotators,)``; classes: ``(n_classes,)``.
+            Every reader stores them alike (:func:`~crowd_keras.codes.stored_ids`):
+            integer ids of any width, and numbers that are all whole (``1.0, 2.0``, as a CSV
+            column of integers with a missing value elsewhere is read), are an int64 array
+            (``[1, 2]``); any other ids (text, fractions such as ``1.5``, a mix of types)
+            are an object array of the values given; booleans stay booleans.
         n_duplicates: number of repeated (item, annotator) annotations that were dropped under
             ``duplicates="last"``/``"first"`` (0 otherwise).
     """
@@ -59,6 +64,8 @@ class Annotations(AnnotationReaders):
                  duplicates: str = "error") -> None:
         if duplicates not in _DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {_DUPLICATE_POLICIES}, got {show(duplicates)}")
+        items, annotators, labels, item_ids, annotator_ids, classes = (
+            materialized(v) for v in (items, annotators, labels, item_ids, annotator_ids, classes))
         items = integer_codes(np.asarray(items).ravel(), "item codes", "position ")
         annotators = integer_codes(np.asarray(annotators).ravel(), "annotator codes", "position ")
         labels = integer_codes(np.asarray(labels).ravel(), "labels", "position ")
@@ -93,7 +100,7 @@ class Annotations(AnnotationReaders):
             return frozen(np.arange(n))
         out = ids_array(ids)
         check_unique_ids(out, what)
-        return out
+        return stored_ids(out)
 
     def _store(self, items: np.ndarray, annotators: np.ndarray, labels: np.ndarray,
                duplicates: str, row_numbers: Optional[np.ndarray] = None) -> None:
@@ -206,7 +213,7 @@ class Annotations(AnnotationReaders):
         self = object.__new__(cls)
         distinct = set(distinct)
         self._item_ids, self._annotator_ids, self._classes = (
-            ids_array(ids) if what in distinct else self._ids(ids, len(ids), what)
+            stored_ids(ids_array(ids)) if what in distinct else self._ids(ids, len(ids), what)
             for ids, what in ((item_ids, "item"), (annotator_ids, "annotator"),
                               (classes, "class")))
         if not len(self._classes):   # as the constructor: a model of no classes fails later
@@ -222,9 +229,12 @@ class Annotations(AnnotationReaders):
     annotators = property(lambda self: self._annotators,
                           doc="Annotator code per annotation, (n_annotations,).")
     labels = property(lambda self: self._labels, doc="Label code per annotation, (n_annotations,).")
-    item_ids = property(lambda self: self._item_ids, doc="Item identifiers, (n_items,).")
+    item_ids = property(lambda self: self._item_ids,
+                        doc="Item identifiers, (n_items,): int64 for integer (and whole-number "
+                            "float) ids, else an object array.")
     annotator_ids = property(lambda self: self._annotator_ids,
-                             doc="Annotator identifiers, (n_annotators,).")
+                             doc="Annotator identifiers, (n_annotators,): int64 for integer (and "
+                                 "whole-number float) ids, else an object array.")
     classes = property(lambda self: self._classes, doc="Class names in code order, (n_classes,).")
     n_duplicates = property(lambda self: self._n_duplicates,
                             doc="Repeated (item, annotator) annotations dropped at construction.")

@@ -8,7 +8,7 @@ per value only after a problem is found, to name its position.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,8 @@ __all__ = ["show", "alike_hint", "alike_position", "categorical", "frozen", "ids
            "integer_codes", "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
-           "booleans_as_codes", "number_cells"]
+           "booleans_as_codes", "number_cells", "rows_by_id",
+           "materialized", "stored_ids"]
 
 #: Largest magnitude of a float read as an exact integer code (2**53).
 MAX_CODE = 2 ** 53
@@ -109,6 +110,39 @@ def frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def materialized(value: Any) -> Any:
+    """``value`` as the list it yields when it is a one-pass iterator (a generator, ``map``,
+    ``iter(...)``), read once; anything else as given. numpy reads an iterator as one
+    object (a 0-d array) and ``len()`` fails on it: every reader of
+    :class:`~crowd_keras.annotations.Annotations` takes its arrays and ids through this,
+    so that an iterator is accepted wherever a list is."""
+    return list(value) if isinstance(value, Iterator) else value
+
+
+def stored_ids(ids: np.ndarray) -> np.ndarray:
+    """1-d ids (or classes) as :class:`~crowd_keras.annotations.Annotations` keeps them:
+    integers of any width as int64, and numbers that are all whole (``1.0``, ``2.0``: a CSV
+    column of integers with a missing value elsewhere reads as floats) as the int64 integers
+    they stand for, as labels are read; any other ids (text, fractions, booleans, integers
+    beyond int64 or floats beyond 2**53) as given. Read-only."""
+    kind = ids.dtype.kind
+    if kind == "O" and len(ids):
+        kind = {"integer": "i", "floating": "f", "mixed-integer-float": "f"}.get(
+            pd.api.types.infer_dtype(ids, skipna=False), "O")
+    if kind in "iu" and ids.dtype != np.int64 and not (
+            ids.dtype.kind == "u" and len(ids) and ids.max() > _INT64_MAX):
+        try:
+            return frozen(ids.astype(np.int64))
+        except OverflowError:   # Python integers beyond int64: kept as they are
+            pass
+    if kind == "f":
+        values = ids.astype(np.float64)
+        if (np.isfinite(values) & (values == np.round(values)) &
+                (np.abs(values) <= MAX_CODE)).all():
+            return frozen(values.astype(np.int64))
+    return frozen(ids if ids.dtype.kind in "iubO" else ids.astype(object))
+
+
 def ids_array(ids: Iterable[Any]) -> np.ndarray:
     """Identifiers as a 1-d array; integers stay integers, anything else is an object array.
     One string is refused (``classes="xy"`` would be the two classes 'x' and 'y'), and so
@@ -162,6 +196,34 @@ def check_unique_ids(ids: np.ndarray, what: str) -> None:
         first = int(np.argmax(index[:n] == index[n])) if n else 0
         raise CrowdDataError(f"{what} ids must be unique; {what} id {show(ids[n])} at position {n} "
                              f"repeats position {first} ({int(dup.sum())} repeat(s))")
+
+
+def rows_by_id(index: pd.Index, ids: np.ndarray) -> tuple[Optional[np.ndarray], str, Any]:
+    """How a table (a frame's ``index``) lines up with ``ids`` (n,), the rule by which
+    features and annotator features follow the annotations' codes.
+
+    Returns ``(rows, problem, value)``: ``rows`` (n,) the position of each id in ``index``,
+    or None when the table is to be read by position (pandas' default index ``0..m-1``, an
+    index already equal to ``ids``, or one naming none of them); ``problem`` is ``""`` or,
+    for an index that names ids but cannot be aligned, ``"repeats"`` (``value``: the
+    repeated entries, in order), ``"missing"`` (the ids without a row) or ``"extra"`` (the
+    entries that are no id). The callers word the error (each names its own argument)."""
+    none = None, "", None
+    if len(index) == len(ids) and np.array_equal(index.to_numpy(), ids):
+        return none
+    if index.equals(pd.RangeIndex(len(index))):    # pandas' default: positions, not ids
+        return none
+    known = index.isin(ids)
+    if not known.any():                            # not indexed by these ids
+        return none
+    if index.has_duplicates:
+        return None, "repeats", index[index.duplicated()]
+    rows = index.get_indexer(ids)
+    if (rows < 0).any():
+        return None, "missing", ids[rows < 0]
+    if not known.all():
+        return None, "extra", index[~known]
+    return rows, "", None
 
 
 def position_codes(values: Any, n: int, what: str, taker: str, unique: bool = False,
@@ -449,13 +511,14 @@ def _check_scalars(column: pd.Series, kind: str, what: str, where: Callable[[int
         n = int(np.argmax(~scalar))
         raise CrowdDataError(f"{what} {show(raw[n])} at {where(n)} is a {type(raw[n]).__name__}; "
                              f"each {what} must be one value (a string or an integer)")
+    whats = "classes" if what == "class" else f"{what}s"   # a counts frame's columns
     if kind in ("mixed", "mixed-integer"):
         a, b = _first_other_type(raw)
         raise CrowdDataError(
-            f"{what}s mix types: {type(raw[a]).__name__} {show(raw[a])} at {where(a)} and "
+            f"{whats} mix types: {type(raw[a]).__name__} {show(raw[a])} at {where(a)} and "
             f"{type(raw[b]).__name__} {show(raw[b])} at {where(b)}; give the column one type "
             "(e.g. all strings: .astype(str))")
-    raise CrowdDataError(f"{what}s must be strings or integers, got {kind} values "
+    raise CrowdDataError(f"{whats} must be strings or integers, got {kind} values "
                          f"(e.g. {show(raw[0])} at {where(0)})")
 
 

@@ -21,7 +21,7 @@ from .aggregation.registry import get_label_model
 from .annotations import Annotations
 from .arguments import check_count, check_number
 from .codes import (MAX_CODE, booleans_as_codes, check_unique_ids, compact_codes,
-                    factorize_labels, ids_array, show)
+                    factorize_labels, ids_array, rows_by_id, show)
 from .errors import CrowdDataError
 from .numerics import MISSING
 
@@ -215,34 +215,20 @@ def by_item_id(x: Any, labels: Any, what: str = "x") -> Any:
         labels = labels.annotations_
     if not isinstance(labels, Annotations) or not isinstance(x, (pd.DataFrame, pd.Series)):
         return x
-    ids = np.asarray(labels.item_ids)
-    if len(x) == len(ids) and np.array_equal(x.index.to_numpy(), ids):
-        return x
-    if x.index.equals(pd.RangeIndex(len(x))):     # pandas' default: positions, not ids
-        return x
-    if not x.index.has_duplicates:
-        pos = x.index.get_indexer(ids)
-    elif x.index.isin(ids).any():
-        raise CrowdDataError(f"{what}'s index repeats item ids: "
-                             f"{show(x.index[x.index.duplicated()][0])}")
-    else:
-        return x
-    found = pos >= 0
-    if not found.any():                 # not indexed by item id: rows in item order
-        return x
-    if not found.all():
-        missing = ids[~found]
-        raise CrowdDataError(f"{what} is indexed by item id but has no row for {len(missing)} "
+    rows, problem, values = rows_by_id(x.index, np.asarray(labels.item_ids))
+    if problem == "repeats":
+        raise CrowdDataError(f"{what}'s index repeats item ids: {show(values[0])}")
+    if problem == "missing":
+        raise CrowdDataError(f"{what} is indexed by item id but has no row for {len(values)} "
                              f"item(s) of the annotations: "
-                             f"{', '.join(show(v) for v in missing[:5])}"
-                             f"{' and more' if len(missing) > 5 else ''} (rows in the "
+                             f"{', '.join(show(v) for v in values[:5])}"
+                             f"{' and more' if len(values) > 5 else ''} (rows in the "
                              f"annotations' item order: {what}.reset_index(drop=True))")
-    if len(x) > len(ids):
-        extra = x.index[~x.index.isin(ids)]
-        raise CrowdDataError(f"{what} has {len(extra)} row(s) for items that are not in the "
-                             f"annotations: {', '.join(show(v) for v in extra[:5])}"
-                             f"{' and more' if len(extra) > 5 else ''}")
-    return x.iloc[pos]
+    if problem == "extra":
+        raise CrowdDataError(f"{what} has {len(values)} row(s) for items that are not in the "
+                             f"annotations: {', '.join(show(v) for v in values[:5])}"
+                             f"{' and more' if len(values) > 5 else ''}")
+    return x if rows is None else x.iloc[rows]
 
 
 def _labels_by_index(labels: Any, x: Any) -> Any:

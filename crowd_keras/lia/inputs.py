@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
-from ..codes import show
+from ..codes import rows_by_id, show
 from ..errors import CrowdDataError
 
 __all__ = ["by_annotator_id", "numeric_rows"]
@@ -22,23 +22,18 @@ def by_annotator_id(features: Any, annotations: Annotations) -> Any:
     """``annotator_features`` in annotator-code order: a frame indexed by the annotations'
     annotator ids is aligned by id (any row order), as item features are by item id; other
     inputs (pandas' default index too) are taken by position."""
-    if not isinstance(features, pd.DataFrame) or \
-            features.index.equals(pd.RangeIndex(len(features))):
+    if not isinstance(features, pd.DataFrame):
         return features
     ids = np.asarray(annotations.annotator_ids)
-    known = features.index.isin(ids)
-    if not known.any():
-        return features
-    if features.index.has_duplicates:
+    rows, problem, values = rows_by_id(features.index, ids)
+    if problem == "repeats":
         raise CrowdDataError(f"annotator_features' index repeats annotator ids: "
-                             f"{show(features.index[features.index.duplicated()][0])}")
-    pos = features.index.get_indexer(ids)
-    if (pos < 0).any() or not known.all():
-        what = (f"has no row for annotator {show(ids[np.argmax(pos < 0)])}" if (pos < 0).any()
-                else f"has a row for {show(features.index[~known][0])}, not an annotator "
-                     "of the annotations")
+                             f"{show(values[0])}")
+    if problem:
+        what = (f"has no row for annotator {show(values[0])}" if problem == "missing"
+                else f"has a row for {show(values[0])}, not an annotator of the annotations")
         raise CrowdDataError(f"annotator_features is indexed by annotator id but {what}")
-    return features.iloc[pos]
+    return features if rows is None else features.iloc[rows]
 
 
 def numeric_rows(x: np.ndarray) -> np.ndarray:
