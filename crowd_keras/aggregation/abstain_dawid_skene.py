@@ -203,8 +203,9 @@ class AbstainAwareDawidSkene(EMLabelModel):
         class_prior: ``"learn"``, ``"uniform"``, an array of ``n_classes`` probabilities, or
             ``"auto"``: uniform when anchored to the votes (Snorkel's default class balance),
             else learned.
-        max_iter: maximum EM iterations. tol: stop when the mean log evidence per item
-            changes by less than this. smoothing: Dirichlet pseudo-count (> 0).
+        max_iter: maximum EM iterations.
+        tol: stop when the mean log evidence per item changes by less than this.
+        smoothing: Dirichlet pseudo-count (> 0).
         one_class_share: the labeling-function regime applies when at least this share of
             all votes comes from functions that vote for a single class only.
         progress: show a progress bar over EM iterations.

@@ -139,13 +139,15 @@ class TieBrokenVote(EMLabelModel):
             single EM: MACE and the mixture of groups, which run restarts, are refused).
         max_iter, tol, smoothing, class_prior: that model's EM settings; a ``smoothing`` or
             ``class_prior`` other than the default that ``tie_model`` does not take (IBCC
-            takes neither) is an error. progress: a progress bar over the EM iterations.
+            takes neither) is an error.
+        progress: a progress bar over the EM iterations.
 
     Attributes:
-        tie_model_: the fitted tie-breaking model. posteriors_: (items, classes), mass only on
-            the most-voted classes. confusion_matrices_, class_priors_, n_iter_: the
-            tie-breaking model's. state_: its last EM state (``predict_proba(new)`` is the
-            E-step of the new items under it).
+        tie_model_: the fitted tie-breaking model.
+        posteriors_: (items, classes), mass only on the most-voted classes.
+        confusion_matrices_, class_priors_, n_iter_: the tie-breaking model's.
+        state_: its last EM state (``predict_proba(new)`` is the E-step of the new items
+            under it).
     """
 
     accepts_gold = True
@@ -280,8 +282,8 @@ class CalibratedVote(EMLabelModel):
     (``fit(..., gold=...)``) are held at their class and enter ``p``.
 
     Args:
-        max_iter: maximum number of EM iterations. tol: stop when the mean log-likelihood per
-            annotation moves by less than this.
+        max_iter: maximum number of EM iterations.
+        tol: stop when the mean log-likelihood per annotation moves by less than this.
         smoothing: pseudo-count of the reported confusion counts and class frequencies.
         progress: show a progress bar over EM iterations.
 

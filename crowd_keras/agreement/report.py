@@ -143,7 +143,9 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
         n_bootstrap: bootstrap replicates over items (documents for a
             ``SequenceAnnotations``) for the intervals of alpha, Fleiss' kappa and percent
             agreement (0: no intervals; NaN bounds with fewer than two items or
-            documents); confidence, seed: theirs.
+            documents).
+        confidence: the intervals' coverage, in (0, 1), e.g. 0.95.
+        seed: the seed of the bootstrap draws (see :func:`bootstrap_ci`).
         max_matrix: largest number of annotators for which the dense kappa matrix is built.
 
     Returns:

@@ -98,6 +98,7 @@ class LIATrainer(CrowdConsensus, Params):
             logits with ``from_logits=True``); ``None``: :func:`default_classifier` (an MLP on
             features, or an instance embedding when ``x`` is ``None``).
         num_classes: ``C``; default: the annotations' number of classes.
+        from_logits: the classifier outputs logits, not probabilities.
         latent_dim: ``L`` of the difficulty/competence tensors.
         representation: optional Keras layer/model giving ``d_φ``'s input from ``x`` (e.g.
             a frozen feature extractor); default ``x`` itself (flattened).

@@ -292,12 +292,16 @@ class SequenceAnnotations:
             seen: the (document, annotator) pairs who saw a document, as a frame with columns
                 ``doc`` and ``annotator`` or a list of pairs; pairs with spans are always
                 included. Default: only the pairs that have spans.
+            doc_ids: the documents' ids, one per text of a sequence (default ``0..D-1``) or
+                of a Series (default its index); a mapping's keys are its ids.
             labels: the span labels allowed (in code order); default the sorted labels seen.
             scheme: ``"IO"`` (default) or ``"BIO"``.
-            tokenizer: see :func:`.tokens.tokenize`; or ``tokens``: the texts' tokens already
-                made (e.g. another ``SequenceAnnotations``' ``tokens``).
+            tokenizer: see :func:`.tokens.tokenize`.
             text_mismatch: ``"count"`` (default: keep the offsets, count the span in
                 ``summary.text_mismatch``) or ``"error"``.
+            default_label: the label of every span when ``spans`` has no ``label`` column.
+            tokens: the texts' tokens already made (e.g. another ``SequenceAnnotations``'
+                ``tokens``), instead of ``tokenizer``.
             annotator_ids: the annotators in code order (every annotator of ``spans`` and
                 ``seen`` among them); default their sorted distinct ids, by the rules of
                 :meth:`Annotations.from_frame <crowd_keras.Annotations.from_frame>` (a column

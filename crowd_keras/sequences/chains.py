@@ -80,7 +80,8 @@ def forward_backward(ch: Chains, log_em: np.ndarray, A: np.ndarray,
     Args:
         ch: the layout.
         log_em: (T, K) emission log-likelihoods, global token order.
-        A: (K, K) transition matrix (rows sum to 1); p0: (K,) initial distribution.
+        A: (K, K) transition matrix (rows sum to 1).
+        p0: (K,) initial distribution.
 
     Returns:
         ``(gamma, xi, init, loglik)``: gamma (S, K) marginals in slot order (``ch.tok``

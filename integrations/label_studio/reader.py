@@ -97,6 +97,8 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
             control.
         label_config: the project's labeling config (XML text, a path to it, or a
             ``LabelInterface``); gives the classes in config order and validates values.
+        format: ``"JSON"``, ``"JSON_MIN"``, ``"CSV"`` or ``"TSV"`` (any case), instead of
+            telling the format by content (default None).
         multiple: what an annotation with several choices means: ``"error"`` (default),
             ``"combination"`` (the set is one class) or ``"skip"`` (left out, counted).
         separator: joins the choices of a set into a class name (``multiple="combination"``).

@@ -1,0 +1,325 @@
+"""The API reference tells the truth about arguments: every name in a docstring's "Args:" is a
+parameter, and a function that has an "Args:" section documents all of its parameters.
+
+Read statically from the source (as mkdocstrings reads it for docs/reference), so no module is
+imported: the Keras modules are checked without importing Keras (10 s or more on CI). The
+public API is every name in ``__all__`` of ``crowd_keras``, of its packages, of
+``integrations`` (``crowd_keras.integrations``) and of every module docs/reference renders.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Sections whose entries name parameters (Google style, as mkdocstrings reads them).
+ARG_SECTIONS = ("Args", "Arguments", "Parameters", "Params", "Keyword Args",
+                "Keyword Arguments", "Other Parameters")
+SECTION = re.compile(r"^(?P<indent>\s*)(?P<title>[A-Z][A-Za-z ]*):\s*$")
+# "name: text", "name (type): text", "a, b: text", "*args: text"
+ENTRY = re.compile(r"^(?P<names>\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?:\([^)]*\))?\s*:(?:\s|$)")
+SKIPPED = {"self", "cls"}
+
+# Objects that cannot follow the rule, each with its reason. Empty: nothing is grandfathered.
+EXEMPT: Dict[str, str] = {}
+
+
+def module_file(module: str) -> Path:
+    """The source file of a dotted module name (``crowd_keras.integrations`` is integrations/)."""
+    parts = module.split(".")
+    if parts[:2] == ["crowd_keras", "integrations"]:
+        parts = ["integrations"] + parts[2:]
+    base = ROOT.joinpath(*parts)
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+_TREES: Dict[str, ast.Module] = {}
+
+
+def tree(module: str) -> ast.Module:
+    if module not in _TREES:
+        _TREES[module] = ast.parse(module_file(module).read_text(encoding="utf-8"))
+    return _TREES[module]
+
+
+def dunder_all(module: str) -> List[str]:
+    for node in tree(module).body:
+        if (isinstance(node, (ast.Assign, ast.AnnAssign))
+                and any(getattr(t, "id", None) == "__all__" for t in
+                        (node.targets if isinstance(node, ast.Assign) else [node.target]))):
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def absolute(module: str, node: ast.ImportFrom) -> str:
+    """The module an ``from X import`` in ``module`` reads from."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if module_file(module).name == "__init__.py" else \
+        module.split(".")[:-1]
+    package = package[:len(package) - node.level + 1]
+    return ".".join(package + ([node.module] if node.module else []))
+
+
+def resolve(module: str, name: str, depth: int = 0) -> Optional[Tuple[str, ast.AST]]:
+    """The (module, definition) of ``name`` as seen from ``module``, following imports."""
+    if depth > 10:
+        return None
+    for node in tree(module).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and node.name == name:
+            return module, node
+    for node in ast.walk(tree(module)):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    source = absolute(module, node)
+                    if not source.startswith(("crowd_keras", "integrations")):
+                        return None
+                    if source.startswith("integrations"):
+                        source = "crowd_keras." + source
+                    if module_file(source).exists():
+                        return resolve(source, alias.name, depth + 1)
+    lazy = lazy_exports(module).get(name)   # a package's ``__getattr__`` imports it
+    if lazy is not None:
+        return resolve(lazy, name, depth + 1)
+    return None   # a constant, or something from another package
+
+
+def lazy_exports(module: str) -> Dict[str, str]:
+    """name -> module of a package's ``_LAZY`` table (names imported on first use)."""
+    for node in tree(module).body:
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict)
+                and any(getattr(t, "id", None) == "_LAZY" for t in
+                        (node.targets if isinstance(node, ast.Assign) else [node.target]))):
+            table = ast.literal_eval(node.value)
+            return {k: v if v.startswith("crowd_keras") else f"{module}.{v}"
+                    for k, v in table.items()}
+    return {}
+
+
+def reference_targets() -> Iterator[str]:
+    """What docs/reference renders: ``::: dotted.path`` lines."""
+    for page in sorted((ROOT / "docs" / "reference").glob("*.md")):
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.startswith("::: "):
+                target = line[4:].strip()
+                yield "crowd_keras." + target if target.startswith("integrations") else target
+
+
+def public_modules() -> List[str]:
+    modules = ["crowd_keras"]
+    for init in sorted((ROOT / "crowd_keras").rglob("__init__.py")):
+        modules.append(".".join(init.parent.relative_to(ROOT).parts))
+    for init in sorted((ROOT / "integrations").rglob("__init__.py")):
+        modules.append(".".join(("crowd_keras",) + init.parent.relative_to(ROOT).parts))
+    for target in reference_targets():
+        if module_file(target).exists() and target not in modules:
+            modules.append(target)
+    return modules
+
+
+def public_objects() -> Dict[Tuple[str, str], ast.AST]:
+    """(defining module, name) -> definition, for every public function and class."""
+    found: Dict[Tuple[str, str], ast.AST] = {}
+    wanted = [(m, n) for m in public_modules() for n in dunder_all(m)]
+    for target in reference_targets():
+        if not module_file(target).exists():   # an object: module.Name
+            module, _, name = target.rpartition(".")
+            wanted.append((module, name))
+    for module, name in wanted:
+        hit = resolve(module, name)
+        if hit is not None:
+            found[(hit[0], hit[1].name)] = hit[1]
+    return found
+
+
+def decorators(node: ast.AST) -> Set[str]:
+    names = set()
+    for dec in getattr(node, "decorator_list", []):
+        dec = dec.func if isinstance(dec, ast.Call) else dec
+        names.add(dec.attr if isinstance(dec, ast.Attribute) else getattr(dec, "id", ""))
+    return names
+
+
+def parameters(func: ast.FunctionDef) -> Tuple[List[str], Set[str]]:
+    """(named parameters but self/cls, the names of *args/**kwargs)."""
+    a = func.args
+    named = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+    if named and named[0] in SKIPPED and "staticmethod" not in decorators(func):
+        named = named[1:]
+    star = {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+    return named, star
+
+
+def section_entries(doc: Optional[str], titles=ARG_SECTIONS) -> Optional[List[str]]:
+    """The names documented in the docstring's sections ``titles``; None if it has none."""
+    if not doc:
+        return None
+    lines = doc.expandtabs().splitlines()
+    names: Optional[List[str]] = None
+    i = 0
+    while i < len(lines):
+        head = SECTION.match(lines[i])
+        if not head or head["title"] not in titles:
+            i += 1
+            continue
+        names = names if names is not None else []
+        outer = len(head["indent"])
+        entry_indent = None
+        i += 1
+        while i < len(lines):
+            line = lines[i]
+            if not line.strip():
+                i += 1
+                continue
+            indent = len(line) - len(line.lstrip())
+            if indent <= outer:
+                break
+            if entry_indent is None:
+                entry_indent = indent
+            if indent == entry_indent:
+                match = ENTRY.match(line.strip())
+                assert match, f"unparsed entry {line.strip()!r}"
+                names += [n.strip().lstrip("*") for n in match["names"].split(",")]
+            i += 1
+    return names
+
+
+def class_bases(module: str, cls: ast.ClassDef) -> Iterator[Tuple[str, ast.ClassDef]]:
+    """The classes ``cls`` derives from, depth first, where they are in this repository."""
+    for base in cls.bases:
+        name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+        hit = resolve(module, name) if name else None
+        if hit and isinstance(hit[1], ast.ClassDef):
+            yield hit
+            yield from class_bases(*hit)
+
+
+def class_methods(module: str, cls: ast.ClassDef) -> Dict[str, Tuple[str, ast.FunctionDef]]:
+    """name -> (module, method): the class's own, then inherited ones not overridden."""
+    methods: Dict[str, Tuple[str, ast.FunctionDef]] = {}
+    for owner_module, owner in [(module, cls)] + list(class_bases(module, cls)):
+        for node in owner.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                methods.setdefault(node.name, (owner_module, node))
+    return methods
+
+
+def dataclass_fields(module: str, cls: ast.ClassDef) -> Optional[List[str]]:
+    """The ``__init__`` parameters of a dataclass or NamedTuple; None for other classes."""
+    chain = [(module, cls)] + list(class_bases(module, cls))
+    named_tuple = any(getattr(b, "id", getattr(b, "attr", "")) == "NamedTuple"
+                      for _, c in chain for b in c.bases)
+    if not (named_tuple or any("dataclass" in decorators(c) for _, c in chain)):
+        return None
+    fields: List[str] = []
+    for _, owner in reversed(chain):
+        for node in owner.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if "ClassVar" in ast.unparse(node.annotation):
+                    continue
+                value = node.value
+                if (isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field")
+                        and any(k.arg == "init" and getattr(k.value, "value", True) is False
+                                for k in value.keywords)):
+                    continue
+                if node.target.id not in fields:
+                    fields.append(node.target.id)
+    return fields
+
+
+def check(label: str, documented: Optional[List[str]], named: List[str], star: Set[str],
+          problems: List[str]) -> None:
+    if documented is None:
+        return
+    for name in documented:
+        if name not in named and name not in star:
+            problems.append(f"{label}: documents {name!r}, which is not a parameter")
+    for name in named:
+        if name not in documented:
+            problems.append(f"{label}: parameter {name!r} is not in its Args section")
+
+
+def docstring_problems() -> Tuple[List[str], int]:
+    """(problems, number of functions, methods and __init__s checked)."""
+    problems: List[str] = []
+    seen: Set[Tuple[str, int]] = set()
+    checked = 0
+    for (module, name), node in sorted(public_objects().items()):
+        label = f"{module}.{name}"
+        if label in EXEMPT:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            checked += 1
+            check(label, section_entries(ast.get_docstring(node)), *parameters(node),
+                  problems)
+            continue
+        methods = class_methods(module, node)
+        fields = dataclass_fields(module, node)
+        if "__init__" in methods:
+            named, star = parameters(methods["__init__"][1])
+            init_doc = ast.get_docstring(methods["__init__"][1])
+        elif fields is not None:
+            named, star, init_doc = fields, set(), None
+        else:
+            named, star, init_doc = [], set(), None
+        # the class docstring documents __init__ (mkdocstrings merges them)
+        class_doc = section_entries(ast.get_docstring(node))
+        own_init = section_entries(init_doc)
+        documented = None if class_doc is None and own_init is None else \
+            (class_doc or []) + (own_init or [])
+        checked += 1
+        check(f"{label}.__init__", documented, named, star, problems)
+        for method_name, (owner_module, method) in sorted(methods.items()):
+            if method_name.startswith("_") or (owner_module, method.lineno) in seen:
+                continue
+            if "property" in decorators(method) or f"{label}.{method_name}" in EXEMPT:
+                continue
+            seen.add((owner_module, method.lineno))
+            checked += 1
+            check(f"{label}.{method_name}", section_entries(ast.get_docstring(method)),
+                  *parameters(method), problems)
+    return problems, checked
+
+
+def test_the_public_api_is_found():
+    objects = public_objects()
+    names = {name for _, name in objects}
+    # spot checks: a re-export, a Keras layer, an integration, a dataclass, a module page
+    assert {"Annotations", "DawidSkene", "CrowdLayer", "CrowdLabelModel", "read_export",
+            "SimulatedCrowd", "consensus_quality", "viterbi"} <= names
+    assert len(objects) > 200
+
+
+def test_the_parser_reads_google_sections():
+    doc = """Summary.
+
+    Args:
+        a, b: two at once,
+            continued: not an entry.
+        c (int): typed.
+        **kwargs: passed on.
+
+    Returns:
+        x: not an argument.
+    """
+    assert section_entries(doc) == ["a", "b", "c", "kwargs"]
+    assert section_entries("No sections.") is None
+
+
+def test_every_args_entry_is_a_parameter_and_every_parameter_is_documented():
+    problems, checked = docstring_problems()
+    assert checked > 500
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+
+
+def test_exemptions_name_public_objects_and_say_why():
+    public = {f"{m}.{n}" for (m, n) in public_objects()}
+    for label, reason in EXEMPT.items():
+        owner = label if label in public else label.rpartition(".")[0]
+        assert owner in public, label
+        assert len(reason) >= 20, label
