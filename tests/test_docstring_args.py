@@ -1,10 +1,14 @@
-"""The API reference tells the truth about arguments: every name in a docstring's "Args:" is a
-parameter, and a function that has an "Args:" section documents all of its parameters.
+"""The API reference tells the truth about arguments and fitted attributes.
 
-Read statically from the source (as mkdocstrings reads it for docs/reference), so no module is
-imported: the Keras modules are checked without importing Keras (10 s or more on CI). The
-public API is every name in ``__all__`` of ``crowd_keras``, of its packages, of
-``integrations`` (``crowd_keras.integrations``) and of every module docs/reference renders.
+1. Every name in a docstring's "Args:" is a parameter, and a function (method, class
+   ``__init__``) that has an "Args:" section documents all of its parameters. Read statically
+   from the source, as mkdocstrings reads it for docs/reference, so no module is imported:
+   the Keras modules are checked without importing Keras (5-10 s). The public API is every
+   name in ``__all__`` of ``crowd_keras``, of its packages, of ``integrations``
+   (``crowd_keras.integrations``) and of every module docs/reference renders.
+2. The label models of the registry, fitted on a tiny crowd, have every ``name_`` their
+   "Attributes:" sections document, and document every public ``name_`` that ``fit`` sets.
+   Only LIA imports Keras (once a process; the rest of this file takes about 2 s).
 """
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ import ast
 import re
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -323,3 +330,88 @@ def test_exemptions_name_public_objects_and_say_why():
         owner = label if label in public else label.rpartition(".")[0]
         assert owner in public, label
         assert len(reason) >= 20, label
+
+
+# ---------------------------------------------------------------- fitted attributes
+# The label models' "Attributes:" sections against a fit on a tiny crowd: every documented
+# ``name_`` exists after ``fit`` (gold and a classifier's pred_probs given to the models that
+# take them), and every public ``name_`` that ``fit`` sets is documented, on the model's class
+# or a base class (``LabelModel`` documents the attributes the models share).
+
+# Documented attributes that only some models, or some fits, set ("Class.name": when).
+# ``LabelModel``'s section documents what the models share, some of it for some of them.
+CONDITIONAL = {
+    "LabelModel.item_log_prior_": "set by the models that take gold or pred_probs",
+    "LabelModel.n_classes_": "set by the models that run the EM-step protocol",
+    "LabelModel.vote_shares_": "set by the models that run the EM-step protocol",
+    "LabelModel.n_iter_": "set by the models fitted by an iterative algorithm (not voting)",
+    "LabelModel.regime_": "set by the models with a labeling_functions setting",
+    "LabelModel.labeling_function_model_": "set by the models with a labeling_functions "
+                                           "setting",
+    "LabelModel.classifier_weight_": "set by a fit given pred_probs",
+    "LabelModel.classifier_quality_": "set by a fit given pred_probs",
+    "LabelModel.classifier_marginal_": "set by a fit given pred_probs",
+    "LabelModel.n_unknown_annotations_": "set by predict_proba(new annotations), not by fit",
+    "LIA.feature_mean_": "set by a fit with features (Keras training: too slow for this test)",
+    "LIA.feature_scale_": "set by a fit with features (Keras training: too slow for this test)",
+}
+
+
+def attribute_entries(cls: type) -> Dict[type, List[str]]:
+    """class -> the names its own docstring's "Attributes:" section documents, over the MRO."""
+    return {c: section_entries(c.__dict__.get("__doc__"), ("Attributes",)) or []
+            for c in cls.__mro__ if c is not object}
+
+
+def _tiny_fit(name: str):
+    from crowd_keras.aggregation.registry import get_label_model
+    from crowd_keras.datasets import simulate_crowd
+
+    crowd = simulate_crowd(n_items=40, n_classes=3, n_annotators=6, annotations_per_item=3,
+                           n_features=4, seed=0)
+    model = get_label_model(name)
+    kwargs = {}
+    if model.accepts_gold:
+        kwargs["gold"] = {0: int(crowd.y[0]), 1: int(crowd.y[1])}
+    if getattr(model, "accepts_pred_probs", False):
+        rng = np.random.default_rng(0)
+        kwargs["pred_probs"] = rng.dirichlet(np.ones(3), size=40)
+    return model.fit(crowd.annotations, **kwargs)
+
+
+def label_model_names() -> List[str]:
+    from crowd_keras.aggregation.registry import available_label_models
+
+    return available_label_models(aliases=False)
+
+
+@pytest.mark.parametrize("name", label_model_names())
+def test_documented_fitted_attributes_exist_and_fitted_ones_are_documented(name):
+    if name == "lia":   # the only registry model that imports Keras (5-10 s, once a process)
+        pytest.importorskip("keras")
+    model = _tiny_fit(name)
+    cls = type(model)
+    entries = attribute_entries(cls)
+    documented = {n for names in entries.values() for n in names}
+    params = set(model.get_params(deep=False))          # BWA's lambda_ is a setting
+    fitted = {k for k in vars(model) if k.endswith("_") and not k.startswith("_")} - params
+    missing = sorted(fitted - documented)
+    assert not missing, f"{cls.__name__}: fitted attributes not documented: {missing}"
+    absent = sorted(n for c, names in entries.items() for n in names
+                    if n.endswith("_") and n not in params
+                    and f"{c.__name__}.{n}" not in CONDITIONAL
+                    and n not in vars(model) and not hasattr(cls, n))
+    assert not absent, f"{cls.__name__}: documented attributes that fit did not set: {absent}"
+
+
+def test_conditional_attributes_are_documented_where_they_are_named():
+    from crowd_keras.aggregation.base import LabelModel
+    from crowd_keras.aggregation.registry import label_model_class
+
+    classes = {"LabelModel": LabelModel, "LIA": None}
+    for key in CONDITIONAL:
+        owner, name = key.split(".")
+        if owner == "LIA":
+            pytest.importorskip("keras")
+            classes["LIA"] = label_model_class("lia")
+        assert name in attribute_entries(classes[owner])[classes[owner]], key

@@ -226,6 +226,14 @@ class AbstainAwareDawidSkene(EMLabelModel):
         abstain_modelled_: (functions,) bool.
         n_iter_: EM iterations run.
         log_likelihood_: mean log evidence per item, per iteration.
+        one_class_vote_share_: the share of all votes cast by functions that vote for a
+            single class only (the regime is ``"labeling_functions"`` from
+            ``one_class_share`` on).
+        votes_per_function_: (functions,) each function's number of votes.
+        fixed_prior_: (classes,) the class prior held fixed, or None when it is learned.
+        n_items_: the number of items.
+        column_votes_: (functions · classes,) the votes per (function, class), function
+            major.
     """
 
     accepts_gold = True

@@ -100,6 +100,8 @@ class GLAD(EMLabelModel):
         class_priors_: (K,).
         n_iter_: EM iterations run.
         log_likelihood_: the objective per annotation, per iteration.
+        n_annotators_: the number of annotators.
+        per_annotator_: (annotators,) each annotator's number of annotations.
     """
 
     accepts_gold = True

@@ -36,6 +36,14 @@ class MajorityVote(LabelModel):
     ``n_tied_items_`` are the annotated items whose top vote count is shared, whatever
     ``tie_break`` did with them: on binary crowds with an even number of labels per item the
     lowest-code rule can move accuracy by several points, so the count is always reported.
+
+    Attributes:
+        vote_prior_: (K,) each class's share of all votes of the fit: the posterior of the
+            items without annotations.
+        posteriors_: (items, K) the vote (one-hot, or the vote fractions with ``soft``).
+        confusion_matrices_: (annotators, K, K) each annotator's labels counted against the
+            winning class (plus 0.01 per cell), rows = winning class, normalised.
+        class_priors_: (K,) the share of the annotated items each class won (plus 0.01).
     """
 
     def __init__(self, soft: bool = False, tie_break: str = "lowest",

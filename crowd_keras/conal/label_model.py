@@ -64,7 +64,10 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
         confusion_matrices_: (A, K, K), each annotator's effective matrix
             ω_r π_g + (1 − ω_r) π_r.
         class_priors_: (K,).
-        log_likelihood_, n_iter_: per iteration; EM iterations run.
+        log_likelihood_: the log-likelihood per annotation after each iteration.
+        n_iter_: EM iterations run.
+        n_annotators_: A.
+        votes_per_annotator_: (A,) each annotator's number of annotations.
     """
 
     accepts_gold = True

@@ -63,7 +63,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
         marginal_learning_rate, tol: see :class:`~crowd_keras.lia.trainer.LIATrainer`.
         init: the first E-step's posteriors: ``"ds"`` (Dawid-Skene's, default), ``"mv"``
             (the trainer's majority vote, Eq. 8) or an (items, K) array.
-        standardize: z-score the item features (column-wise) before use.
+        standardize: z-score the item features (column-wise) and divide them by ``√f``
+            (unit mean row norm, so the L2 strengths do not depend on ``f``) before use.
         seed: random seed of the trainer's weights and batch order (no global state).
         progress: progress bar over EM iterations.
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
@@ -93,6 +94,9 @@ class LIA(LabelingFunctionFallback, LabelModel):
             on first access.
         engine_: what was fitted (``FeatureFreeLIA`` or ``LIATrainer``).
         uses_features_: whether ``fit`` was given item features.
+        feature_mean_: (f,) the features' column means (a fit with features and
+            ``standardize``).
+        feature_scale_: (f,) their column standard deviations (plus 1e-6).
         n_iter_: EM iterations run.
     """
 

@@ -134,6 +134,10 @@ class BWA(BayesianLabelModel):
         state_: the last M-step's ``(weights, μ, v, sums)``.
         objective_: the objective per iteration.
         n_iter_: EM iterations run.
+        votes_: (annotators, K) each annotator's number of votes per class.
+        n_items_: the number of items.
+        correction_: the factor of the precisions' prior rate (``4 (1 − 1/K)``, or 1
+            without ``prior_correction``).
     """
 
     def __init__(self, a_v: float = 15.0, lambda_: float = 1.0, prior_correction: bool = True,
