@@ -45,7 +45,9 @@ class Annotations(AnnotationReaders):
 
     Attributes:
         items, annotators, labels: int64 arrays of shape ``(n_annotations,)``.
-        item_ids: shape ``(n_items,)``; annotator_ids: ``(n_annotators,)``; classes: ``(n_classes,)``.
+        item_ids: shape ``(n_items,)``.
+        annotator_ids: shape ``(n_annotators,)``.
+        classes: shape ``(n_classes,)``.
         n_duplicates: number of repeated (item, annotator) annotations that were dropped under
             ``duplicates="last"``/``"first"`` (0 otherwise).
     """

@@ -29,6 +29,7 @@ SECTION = re.compile(r"^(?P<indent>\s*)(?P<title>[A-Z][A-Za-z ]*):\s*$")
 # "name: text", "name (type): text", "a, b: text", "*args: text"
 ENTRY = re.compile(r"^(?P<names>\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?:\([^)]*\))?\s*:(?:\s|$)")
 SKIPPED = {"self", "cls"}
+UNPARSED = "<not an entry>"   # a section line at entry indentation that names nothing
 
 # Objects that cannot follow the rule, each with its reason. Empty: nothing is grandfathered.
 EXEMPT: Dict[str, str] = {}
@@ -162,19 +163,21 @@ def parameters(func: ast.FunctionDef) -> Tuple[List[str], Set[str]]:
     return named, star
 
 
-def section_entries(doc: Optional[str], titles=ARG_SECTIONS) -> Optional[List[str]]:
-    """The names documented in the docstring's sections ``titles``; None if it has none."""
+def section_items(doc: Optional[str], titles=ARG_SECTIONS
+                  ) -> Optional[List[Tuple[List[str], str]]]:
+    """``(names, text)`` of each entry of the docstring's sections ``titles``; None if it has
+    none. An entry may document several names (``a, b: text``)."""
     if not doc:
         return None
     lines = doc.expandtabs().splitlines()
-    names: Optional[List[str]] = None
+    items: Optional[List[Tuple[List[str], str]]] = None
     i = 0
     while i < len(lines):
         head = SECTION.match(lines[i])
         if not head or head["title"] not in titles:
             i += 1
             continue
-        names = names if names is not None else []
+        items = items if items is not None else []
         outer = len(head["indent"])
         entry_indent = None
         i += 1
@@ -190,10 +193,29 @@ def section_entries(doc: Optional[str], titles=ARG_SECTIONS) -> Optional[List[st
                 entry_indent = indent
             if indent == entry_indent:
                 match = ENTRY.match(line.strip())
-                assert match, f"unparsed entry {line.strip()!r}"
-                names += [n.strip().lstrip("*") for n in match["names"].split(",")]
+                items.append(([n.strip().lstrip("*") for n in match["names"].split(",")],
+                              line.strip()[match.end():]) if match
+                             else ([UNPARSED], line.strip()))
+            else:
+                items[-1] = (items[-1][0], items[-1][1] + " " + line.strip())
             i += 1
-    return names
+    return items
+
+
+def section_entries(doc: Optional[str], titles=ARG_SECTIONS) -> Optional[List[str]]:
+    """The names documented in the docstring's sections ``titles``; None if it has none."""
+    items = section_items(doc, titles)
+    return None if items is None else [n for names, _ in items for n in names]
+
+
+# a second entry run into the text of the first: "a: text. b: text" (rendered as a's text)
+PACKED = re.compile(r"[.;]\s+\**(\w+)(?:\s*\([^)]*\))?:\s")
+
+
+def packed_names(doc: Optional[str], known: Set[str], titles=ARG_SECTIONS) -> List[str]:
+    """Names of ``known`` that the sections ``titles`` document inside another entry."""
+    return [m[1] for _, text in section_items(doc, titles) or []
+            for m in PACKED.finditer(text) if m[1] in known]
 
 
 def class_bases(module: str, cls: ast.ClassDef) -> Iterator[Tuple[str, ast.ClassDef]]:
@@ -239,16 +261,37 @@ def dataclass_fields(module: str, cls: ast.ClassDef) -> Optional[List[str]]:
     return fields
 
 
-def check(label: str, documented: Optional[List[str]], named: List[str], star: Set[str],
+def check(label: str, docs: List[Optional[str]], named: List[str], star: Set[str],
           problems: List[str]) -> None:
-    if documented is None:
+    """The Args sections of ``docs`` (a class's and its ``__init__``'s together) against the
+    parameters ``named`` and ``star`` (``*args``, ``**kwargs``)."""
+    found = [section_entries(doc) for doc in docs]
+    if all(names is None for names in found):
         return
+    documented = [n for names in found for n in names or []]
     for name in documented:
-        if name not in named and name not in star:
+        if name == UNPARSED:
+            problems.append(f"{label}: an Args line at entry indentation names no parameter")
+        elif name not in named and name not in star:
             problems.append(f"{label}: documents {name!r}, which is not a parameter")
     for name in named:
         if name not in documented:
             problems.append(f"{label}: parameter {name!r} is not in its Args section")
+    for doc in docs:
+        for name in packed_names(doc, set(named) | star):
+            problems.append(f"{label}: {name!r} is documented inside another Args entry")
+
+
+def class_attribute_names(module: str, cls: ast.ClassDef) -> Set[str]:
+    """Names a class body annotates or assigns (dataclass fields, class attributes)."""
+    names: Set[str] = set()
+    for _, owner in [(module, cls)] + list(class_bases(module, cls)):
+        for node in owner.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
 
 
 def docstring_problems() -> Tuple[List[str], int]:
@@ -262,8 +305,7 @@ def docstring_problems() -> Tuple[List[str], int]:
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             checked += 1
-            check(label, section_entries(ast.get_docstring(node)), *parameters(node),
-                  problems)
+            check(label, [ast.get_docstring(node)], *parameters(node), problems)
             continue
         methods = class_methods(module, node)
         fields = dataclass_fields(module, node)
@@ -275,12 +317,18 @@ def docstring_problems() -> Tuple[List[str], int]:
         else:
             named, star, init_doc = [], set(), None
         # the class docstring documents __init__ (mkdocstrings merges them)
-        class_doc = section_entries(ast.get_docstring(node))
-        own_init = section_entries(init_doc)
-        documented = None if class_doc is None and own_init is None else \
-            (class_doc or []) + (own_init or [])
         checked += 1
-        check(f"{label}.__init__", documented, named, star, problems)
+        check(f"{label}.__init__", [ast.get_docstring(node), init_doc], named, star, problems)
+        attributes = section_entries(ast.get_docstring(node), ("Attributes",)) or []
+        known = class_attribute_names(module, node) | set(named) | set(attributes)
+        for names, text in section_items(ast.get_docstring(node), ("Attributes",)) or []:
+            if names == [UNPARSED]:
+                problems.append(f"{label}: an Attributes line at entry indentation names "
+                                f"nothing: {text[:60]!r}")
+            for m in PACKED.finditer(text):
+                if m[1] in known or m[1].endswith("_"):
+                    problems.append(f"{label}: attribute {m[1]!r} is documented inside "
+                                    "another Attributes entry")
         for method_name, (owner_module, method) in sorted(methods.items()):
             if method_name.startswith("_") or (owner_module, method.lineno) in seen:
                 continue
@@ -288,8 +336,8 @@ def docstring_problems() -> Tuple[List[str], int]:
                 continue
             seen.add((owner_module, method.lineno))
             checked += 1
-            check(f"{label}.{method_name}", section_entries(ast.get_docstring(method)),
-                  *parameters(method), problems)
+            check(f"{label}.{method_name}", [ast.get_docstring(method)], *parameters(method),
+                  problems)
     return problems, checked
 
 

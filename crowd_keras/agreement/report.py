@@ -85,8 +85,9 @@ class AgreementReport:
         pairwise: :func:`~.kappa.pairwise_kappas` (overlapping pairs only).
         kappa_matrix: :func:`~.kappa.cohen_kappa_matrix`, or None above ``max_matrix``
             annotators.
-        per_class: :func:`~.alpha.per_class_alpha`; per_annotator:
-            :func:`~.kappa.annotator_agreement`; coincidences: the (K, K) coincidence matrix.
+        per_class: :func:`~.alpha.per_class_alpha`.
+        per_annotator: :func:`~.kappa.annotator_agreement`.
+        coincidences: the (K, K) coincidence matrix.
         spans, span_pairs: for a ``SequenceAnnotations``, :func:`~.spans.span_agreement` and
             :func:`~.spans.span_pairwise_f1` (overlap matching); else None.
         level, confidence, n_bootstrap, seed: the settings.

@@ -37,15 +37,17 @@ class SimulatedCrowd:
     """What :func:`simulate_crowd` returns.
 
     Attributes:
-        x: (items, features) float32 features; y: (items,) int64 true classes.
+        x: (items, features) float32 features.
+        y: (items,) int64 true classes.
         annotations: the crowd's labels.
         confusion_matrices: (annotators, classes, classes) individual matrices, rows = truth.
         common_confusion: (classes, classes) shared matrix, or None.
         omega: (annotations,) probability that each annotation used the common matrix
             (aligned with ``annotations.items``), or None.
         used_common: (annotations,) bool, whether it actually did, or None.
-        annotator_groups: (annotators,) group index, or None; group_confusions:
-            (groups, classes, classes), or None; group_names: names of the groups.
+        annotator_groups: (annotators,) group index, or None.
+        group_confusions: (groups, classes, classes), or None.
+        group_names: names of the groups, or None.
         class_means: (classes, features) cluster centres.
     """
 
