@@ -364,6 +364,27 @@ def test_the_parser_reads_google_sections():
     """
     assert section_entries(doc) == ["a", "b", "c", "kwargs"]
     assert section_entries("No sections.") is None
+    assert section_entries(doc, ("Returns",)) == ["x"]
+
+
+def test_the_check_finds_each_kind_of_drift():
+    doc = """Summary.
+
+    Args:
+        a: first. b: run into a's text.
+        gone: no such parameter.
+        ``c``: not an entry.
+    """
+    problems: List[str] = []
+    check("f", [doc], ["a", "b", "d"], {"kwargs"}, problems)
+    assert problems == ["f: documents 'gone', which is not a parameter",
+                        "f: an Args line at entry indentation names no parameter",
+                        "f: parameter 'b' is not in its Args section",
+                        "f: parameter 'd' is not in its Args section",
+                        "f: 'b' is documented inside another Args entry"]
+    problems = []
+    check("g", ["No Args section: nothing is required."], ["a"], set(), problems)
+    assert problems == []
 
 
 def test_every_args_entry_is_a_parameter_and_every_parameter_is_documented():
