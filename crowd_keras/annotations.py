@@ -44,7 +44,9 @@ class Annotations(AnnotationReaders):
     cached; they are read-only.
 
     Attributes:
-        items, annotators, labels: int64 arrays of shape ``(n_annotations,)``.
+        items: int64 item codes, shape ``(n_annotations,)``.
+        annotators: int64 annotator codes, shape ``(n_annotations,)``.
+        labels: int64 class codes, shape ``(n_annotations,)``.
         item_ids: shape ``(n_items,)``.
         annotator_ids: shape ``(n_annotators,)``.
         classes: shape ``(n_classes,)``.

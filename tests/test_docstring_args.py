@@ -5,7 +5,9 @@
    from the source, as mkdocstrings reads it for docs/reference, so no module is imported:
    the Keras modules are checked without importing Keras (5-10 s). The public API is every
    name in ``__all__`` of ``crowd_keras``, of its packages, of ``integrations``
-   (``crowd_keras.integrations``) and of every module docs/reference renders.
+   (``crowd_keras.integrations``) and of every module docs/reference renders. No entry is
+   run into another's text, and "Attributes:" sections render as written (one name per
+   entry, no type carried over from an earlier entry: :func:`attributes_section_problems`).
 2. The label models of the registry, fitted on a tiny crowd, have every ``name_`` their
    "Attributes:" sections document, and document every public ``name_`` that ``fit`` sets.
    Only LIA imports Keras (once a process; the rest of this file takes about 2 s).
@@ -27,7 +29,8 @@ ARG_SECTIONS = ("Args", "Arguments", "Parameters", "Params", "Keyword Args",
                 "Keyword Arguments", "Other Parameters")
 SECTION = re.compile(r"^(?P<indent>\s*)(?P<title>[A-Z][A-Za-z ]*):\s*$")
 # "name: text", "name (type): text", "a, b: text", "*args: text"
-ENTRY = re.compile(r"^(?P<names>\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?:\([^)]*\))?\s*:(?:\s|$)")
+ENTRY = re.compile(r"^(?P<names>\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?:\((?P<type>[^)]*)\))?\s*"
+                   r":(?:\s|$)")
 SKIPPED = {"self", "cls"}
 UNPARSED = "<not an entry>"   # a section line at entry indentation that names nothing
 
@@ -164,13 +167,14 @@ def parameters(func: ast.FunctionDef) -> Tuple[List[str], Set[str]]:
 
 
 def section_items(doc: Optional[str], titles=ARG_SECTIONS
-                  ) -> Optional[List[Tuple[List[str], str]]]:
-    """``(names, text)`` of each entry of the docstring's sections ``titles``; None if it has
-    none. An entry may document several names (``a, b: text``)."""
+                  ) -> Optional[List[Tuple[List[str], str, Optional[str]]]]:
+    """``(names, text, type)`` of each entry of the docstring's sections ``titles`` (type: of
+    ``name (type): text``, else None); None if it has none. An entry may document several
+    names (``a, b: text``)."""
     if not doc:
         return None
     lines = doc.expandtabs().splitlines()
-    items: Optional[List[Tuple[List[str], str]]] = None
+    items: Optional[List[Tuple[List[str], str, Optional[str]]]] = None
     i = 0
     while i < len(lines):
         head = SECTION.match(lines[i])
@@ -194,10 +198,11 @@ def section_items(doc: Optional[str], titles=ARG_SECTIONS
             if indent == entry_indent:
                 match = ENTRY.match(line.strip())
                 items.append(([n.strip().lstrip("*") for n in match["names"].split(",")],
-                              line.strip()[match.end():]) if match
-                             else ([UNPARSED], line.strip()))
+                              line.strip()[match.end():], match["type"]) if match
+                             else ([UNPARSED], line.strip(), None))
             else:
-                items[-1] = (items[-1][0], items[-1][1] + " " + line.strip())
+                names, text, kind = items[-1]
+                items[-1] = (names, text + " " + line.strip(), kind)
             i += 1
     return items
 
@@ -205,7 +210,7 @@ def section_items(doc: Optional[str], titles=ARG_SECTIONS
 def section_entries(doc: Optional[str], titles=ARG_SECTIONS) -> Optional[List[str]]:
     """The names documented in the docstring's sections ``titles``; None if it has none."""
     items = section_items(doc, titles)
-    return None if items is None else [n for names, _ in items for n in names]
+    return None if items is None else [n for names, _, _ in items for n in names]
 
 
 # a second entry run into the text of the first: "a: text. b: text" (rendered as a's text)
@@ -214,7 +219,7 @@ PACKED = re.compile(r"[.;]\s+\**(\w+)(?:\s*\([^)]*\))?:\s")
 
 def packed_names(doc: Optional[str], known: Set[str], titles=ARG_SECTIONS) -> List[str]:
     """Names of ``known`` that the sections ``titles`` document inside another entry."""
-    return [m[1] for _, text in section_items(doc, titles) or []
+    return [m[1] for _, text, _ in section_items(doc, titles) or []
             for m in PACKED.finditer(text) if m[1] in known]
 
 
@@ -282,16 +287,65 @@ def check(label: str, docs: List[Optional[str]], named: List[str], star: Set[str
             problems.append(f"{label}: {name!r} is documented inside another Args entry")
 
 
-def class_attribute_names(module: str, cls: ast.ClassDef) -> Set[str]:
-    """Names a class body annotates or assigns (dataclass fields, class attributes)."""
-    names: Set[str] = set()
-    for _, owner in [(module, cls)] + list(class_bases(module, cls)):
+def known_members(module: str, cls: ast.ClassDef) -> Dict[str, Optional[str]]:
+    """name -> annotation (or None) of the members mkdocstrings' griffe finds on a class: its
+    and its bases' class-level names, methods and properties (their return annotation), and
+    the ``self.name`` that ``__init__`` assigns."""
+    found: Dict[str, Optional[str]] = {}
+    for _, owner in reversed([(module, cls)] + list(class_bases(module, cls))):
         for node in owner.body:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                names.add(node.target.id)
+                found[node.target.id] = ast.unparse(node.annotation)
             elif isinstance(node, ast.Assign):
-                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names
+                found.update((t.id, None) for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found[node.name] = ast.unparse(node.returns) if node.returns else None
+                if node.name != "__init__":
+                    continue
+                for sub in ast.walk(node):
+                    targets = [sub.target] if isinstance(sub, ast.AnnAssign) else \
+                        sub.targets if isinstance(sub, ast.Assign) else []
+                    for target in targets:
+                        for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                            if isinstance(t, ast.Attribute) and \
+                                    getattr(t.value, "id", None) == "self":
+                                found[t.attr] = ast.unparse(sub.annotation) \
+                                    if isinstance(sub, ast.AnnAssign) else found.get(t.attr)
+    return found
+
+
+def attributes_section_problems(label: str, module: str, cls: ast.ClassDef) -> List[str]:
+    """How mkdocstrings would misrender the class's "Attributes:" section. Its Google parser
+    (griffe 2.4) reads one name per entry (``a, b: text`` becomes attribute ``a,`` of type
+    ``b``) and, for a name that is not a member it finds (a fitted ``name_`` set by ``fit``),
+    shows the type of the previous entry: after ``posteriors_`` (annotated ``np.ndarray`` on
+    ``LabelModel``) every fitted attribute would read ``ndarray``. So entries that name
+    annotated members come after the others (or give their type, ``name (type): text``)."""
+    problems = []
+    known = known_members(module, cls)
+    shown: Optional[str] = None      # the type griffe carries to the next entry
+    for names, text, kind in section_items(ast.get_docstring(cls), ("Attributes",)) or []:
+        if names == [UNPARSED]:
+            problems.append(f"{label}: an Attributes line at entry indentation names "
+                            f"nothing: {text[:60]!r}")
+            continue
+        if len(names) > 1:
+            problems.append(f"{label}: the Attributes entry {', '.join(names)!r} names several "
+                            "attributes (rendered as one attribute of a made-up type)")
+            shown = "?"
+            continue
+        if kind is not None:          # given: shown, and carried on
+            shown = kind
+        elif names[0] in known:
+            shown = known[names[0]]
+        elif shown is not None:
+            problems.append(f"{label}: attribute {names[0]!r} would be rendered with the type "
+                            f"{shown!r} of an earlier entry")
+        for m in PACKED.finditer(text):
+            if m[1] in known or m[1].endswith("_"):
+                problems.append(f"{label}: attribute {m[1]!r} is documented inside "
+                                "another Attributes entry")
+    return problems
 
 
 def docstring_problems() -> Tuple[List[str], int]:
@@ -319,16 +373,7 @@ def docstring_problems() -> Tuple[List[str], int]:
         # the class docstring documents __init__ (mkdocstrings merges them)
         checked += 1
         check(f"{label}.__init__", [ast.get_docstring(node), init_doc], named, star, problems)
-        attributes = section_entries(ast.get_docstring(node), ("Attributes",)) or []
-        known = class_attribute_names(module, node) | set(named) | set(attributes)
-        for names, text in section_items(ast.get_docstring(node), ("Attributes",)) or []:
-            if names == [UNPARSED]:
-                problems.append(f"{label}: an Attributes line at entry indentation names "
-                                f"nothing: {text[:60]!r}")
-            for m in PACKED.finditer(text):
-                if m[1] in known or m[1].endswith("_"):
-                    problems.append(f"{label}: attribute {m[1]!r} is documented inside "
-                                    "another Attributes entry")
+        problems += attributes_section_problems(label, module, node)
         for method_name, (owner_module, method) in sorted(methods.items()):
             if method_name.startswith("_") or (owner_module, method.lineno) in seen:
                 continue

@@ -216,13 +216,12 @@ class AbstainAwareDawidSkene(EMLabelModel):
 
     Attributes:
         regime_: ``"labeling_functions"`` or ``"crowd"``.
-        abstain_, anchor_, abstain_weight_: the resolved settings.
+        abstain_: the resolved ``abstain`` setting.
+        anchor_: the resolved ``anchor`` setting.
+        abstain_weight_: the resolved ``abstain_weight``.
         response_matrices_: (functions, classes, classes + 1), last column = abstain.
-        confusion_matrices_: (functions, classes, classes), ``p(vote l | true k, voted)``.
-        class_priors_: (classes,) prior used in the E-step.
         class_balance_: (classes,) mean un-anchored posterior of the fitted items (a fit
             through the generic partitioned protocol: of the posteriors the last M-step used).
-        posteriors_: (items, classes).
         abstain_modelled_: (functions,) bool.
         n_iter_: EM iterations run.
         log_likelihood_: mean log evidence per item, per iteration.
@@ -234,6 +233,9 @@ class AbstainAwareDawidSkene(EMLabelModel):
         n_items_: the number of items.
         column_votes_: (functions · classes,) the votes per (function, class), function
             major.
+        posteriors_: (items, classes).
+        confusion_matrices_: (functions, classes, classes), ``p(vote l | true k, voted)``.
+        class_priors_: (classes,) prior used in the E-step.
     """
 
     accepts_gold = True

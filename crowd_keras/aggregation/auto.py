@@ -533,12 +533,16 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         n_heldout_: annotations scored.
         copy_pairs_: (P, 2) annotator ids of the copying pairs found.
         n_gold_: gold items given.
-        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's.
+        n_iter_: the chosen model's iterations.
         target_prior_applied_: whether ``posteriors_`` are under ``target_prior``.
         target_prior_: (K,) the target decided for (None: the learned prior).
         gold_class_counts_: (K,) gold items per class.
         named_classes_: (K,) bool, the classes some annotation names or the classifier
             ranks first, alone, for some item (:func:`named_classes`).
+        posteriors_: (I, K) the chosen model's, under ``target_prior_`` when
+            ``target_prior_applied_``.
+        confusion_matrices_: (A, K, K) the chosen model's.
+        class_priors_: (K,) the chosen model's.
     """
 
     accepts_gold = True

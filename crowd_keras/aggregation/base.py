@@ -343,12 +343,6 @@ class LabelModel(Params):
     (K,), and :meth:`_posteriors_for` to score new annotations.
 
     Attributes:
-        annotations_: the fitted :class:`~crowd_keras.Annotations` (I items, A annotators,
-            K classes).
-        posteriors_: (I, K) each item's posterior of its true class.
-        confusion_matrices_: (A, K, K) each annotator's ``p(label | true class)``, rows =
-            true class.
-        class_priors_: (K,) the class prior.
         item_log_prior_: (I, K) what each item's posterior got besides its labels (the
             gold items' clamps, a classifier's ``pred_probs``), or None; models that take
             gold or ``pred_probs`` (``accepts_gold``, ``accepts_pred_probs``).
@@ -370,6 +364,12 @@ class LabelModel(Params):
             accuracy against the consensus); after ``fit(..., pred_probs=...)``.
         n_unknown_annotations_: the annotations of annotators not seen in ``fit`` that the
             last ``predict_proba(new annotations)`` ignored.
+        annotations_: the fitted :class:`~crowd_keras.Annotations` (I items, A annotators,
+            K classes).
+        posteriors_: (I, K) each item's posterior of its true class.
+        confusion_matrices_: (A, K, K) each annotator's ``p(label | true class)``, rows =
+            true class.
+        class_priors_: (K,) the class prior.
     """
 
     #: True: ``fit(annotations, gold=...)`` fixes the true class of the gold items

@@ -127,14 +127,14 @@ class MACE(EMLabelModel):
         progress: show a progress bar over the EM iterations (all restarts together).
 
     Attributes:
-        posteriors_: (items, K).
         trustworthiness_: (annotators,) θ, the spam detector: low θ is a spammer.
         strategies_: (annotators, K) ξ.
-        confusion_matrices_: (annotators, K, K).
-        class_priors_: (K,), uniform.
         log_marginal_likelihood_: of the winning run.
         restart_: the winning run.
         n_iter_: EM iterations of the winning run.
+        posteriors_: (items, K).
+        confusion_matrices_: (annotators, K, K).
+        class_priors_: (K,), uniform.
     """
 
     accepts_gold = True

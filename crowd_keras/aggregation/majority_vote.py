@@ -152,10 +152,12 @@ class TieBrokenVote(EMLabelModel):
 
     Attributes:
         tie_model_: the fitted tie-breaking model.
-        posteriors_: (items, classes), mass only on the most-voted classes.
-        confusion_matrices_, class_priors_, n_iter_: the tie-breaking model's.
+        n_iter_: its EM iterations.
         state_: its last EM state (``predict_proba(new)`` is the E-step of the new items
             under it).
+        posteriors_: (items, classes), mass only on the most-voted classes.
+        confusion_matrices_: (annotators, classes, classes) the tie-breaking model's.
+        class_priors_: (classes,) the tie-breaking model's.
     """
 
     accepts_gold = True
@@ -296,15 +298,15 @@ class CalibratedVote(EMLabelModel):
         progress: show a progress bar over EM iterations.
 
     Attributes:
-        posteriors_: (items, K) the item posteriors.
         accuracy_: the shared accuracy ``p``.
         log_odds_: ``log r``.
+        n_iter_: EM iterations.
+        log_likelihood_: the log-likelihood after each iteration.
+        posteriors_: (items, K) the item posteriors.
         confusion_matrices_: (annotators, K, K), rows = true class: each annotator's labels
             counted against the posteriors (reported, as :class:`MajorityVote`'s; the
             posterior uses ``p`` alone).
         class_priors_: (K,) the posteriors' class totals, normalised.
-        n_iter_: EM iterations.
-        log_likelihood_: the log-likelihood after each iteration.
     """
 
     accepts_gold = True

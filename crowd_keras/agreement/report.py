@@ -88,9 +88,13 @@ class AgreementReport:
         per_class: :func:`~.alpha.per_class_alpha`.
         per_annotator: :func:`~.kappa.annotator_agreement`.
         coincidences: the (K, K) coincidence matrix.
-        spans, span_pairs: for a ``SequenceAnnotations``, :func:`~.spans.span_agreement` and
-            :func:`~.spans.span_pairwise_f1` (overlap matching); else None.
-        level, confidence, n_bootstrap, seed: the settings.
+        spans: for a ``SequenceAnnotations``, :func:`~.spans.span_agreement`; else None.
+        span_pairs: for a ``SequenceAnnotations``, :func:`~.spans.span_pairwise_f1`
+            (overlap matching); else None.
+        level: the level of Krippendorff's alpha.
+        confidence: the intervals' coverage.
+        n_bootstrap: the bootstrap replicates (0: no intervals).
+        seed: the bootstrap's seed.
     """
 
     summary: pd.DataFrame

@@ -77,11 +77,7 @@ class LIA(LabelingFunctionFallback, LabelModel):
             apply) or ``"keras"`` to choose.
 
     Attributes:
-        posteriors_: (items, K) E-step posteriors (Eq. 4) with the final parameters.
-        posteriors_em_: (items, K) the same before marginal fine-tuning.
-        confusion_matrices_: (annotators, K, K) the average of ``Q_ij`` over each
-            annotator's items (rows = true class).
-        class_priors_: (K,) mean posterior.
+        posteriors_em_: (items, K) the E-step posteriors before marginal fine-tuning.
         competence_: (annotations,) ``Σ_k ŷ_ik [Q_ij]_kk`` per annotation (aligned with
             ``annotations_.items``), the predicted chance that it is correct.
         expected_accuracy_: (annotators,) ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items (over
@@ -89,15 +85,19 @@ class LIA(LabelingFunctionFallback, LabelModel):
             ``max(2²², 4 · annotations)``, so that the summary stays linear in the
             annotations).
         expected_accuracy_items_: the number of items ``expected_accuracy_`` averages over.
-        trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence``,
-            ``trainer_.model_`` etc.); after a numpy fit it is built from the fitted weights
-            on first access.
         engine_: what was fitted (``FeatureFreeLIA`` or ``LIATrainer``).
         uses_features_: whether ``fit`` was given item features.
         feature_mean_: (f,) the features' column means (a fit with features and
             ``standardize``).
         feature_scale_: (f,) their column standard deviations (plus 1e-6).
         n_iter_: EM iterations run.
+        posteriors_: (items, K) E-step posteriors (Eq. 4) with the final parameters.
+        confusion_matrices_: (annotators, K, K) the average of ``Q_ij`` over each
+            annotator's items (rows = true class).
+        class_priors_: (K,) mean posterior.
+        trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence``,
+            ``trainer_.model_`` etc.); after a numpy fit it is built from the fitted weights
+            on first access.
     """
 
     def __init__(self, latent_dim: int = 1, hidden_units: Sequence[int] = (),

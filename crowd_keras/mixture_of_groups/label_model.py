@@ -93,14 +93,11 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes:
-        posteriors_: (items, K).
-        class_priors_: (K,).
         mixing_coefficients_: (M,) ``α``, M the groups left after pruning.
         group_confusions_: (M, K, K) ``β``, rows = true class.
         memberships_: (annotators, M) ``p(g|a)``.
         active_annotators_: (annotators,) bool: labelled in fit (their memberships are kept
             by ``predict_proba(new)``).
-        confusion_matrices_: (annotators, K, K) ``Σ_m p(g=m|a) β_m``.
         global_confusion_: (K, K) ``Σ_m α_m β_m``.
         scenario_: the scenario fitted (``"individual"`` or ``"global"``).
         objective_: the best restart's objective (log-likelihood, global, or mean-field
@@ -110,6 +107,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         restart_objectives_: (restarts,) each restart's objective.
         restart_n_iter_: (restarts,) each restart's EM iterations (the fit's work is
             ``restart_n_iter_.sum()`` iterations).
+        posteriors_: (items, K).
+        class_priors_: (K,).
+        confusion_matrices_: (annotators, K, K) ``Σ_m p(g=m|a) β_m``.
     """
 
     em_name = "EM"

@@ -198,16 +198,21 @@ class SequenceAnnotations:
     (``{doc: {annotator: [[start, end(, label)], ...]}}``, PICO's layout).
 
     Attributes:
-        doc_ids, texts: (D,) the documents.
+        doc_ids: (D,) the documents' ids.
+        texts: (D,) their texts.
         tokens: the :class:`Tokens` table.
         annotator_ids: (W,).
         labels: (L,) span labels.
         scheme: ``"IO"`` or ``"BIO"``.
         tags: (K,) tag names.
-        assign_doc, assign_annotator: (A,) the annotations (annotator saw document).
-        span_assign, span_start, span_end, span_label: (S,) the spans (character offsets).
-        span_token_start, span_token_end: (S,) their global token range ``[a, b)``, -1 if
-            left out.
+        assign_doc: (A,) the document of each annotation (annotator saw document).
+        assign_annotator: (A,) its annotator.
+        span_assign: (S,) the annotation of each span.
+        span_start: (S,) its first character.
+        span_end: (S,) its end character (exclusive).
+        span_label: (S,) its label code.
+        span_token_start: (S,) its first global token, -1 if left out.
+        span_token_end: (S,) its global token end (exclusive), -1 if left out.
         summary: the :class:`SpanSummary`.
     """
 

@@ -39,8 +39,9 @@ class LabelStudioExport:
             values class ``k`` stands for (one value, or a set with ``multiple="combination"``).
         gold: ground-truth label per task (class names, indexed by task id) from
             ``ground_truth`` annotations; empty when there are none.
-        control, control_type, to_name: the control read (``"choices"`` or ``"rating"``)
-            and the object it labels (``None`` when the export does not say).
+        control: the control read.
+        control_type: its type, ``"choices"`` or ``"rating"``.
+        to_name: the object it labels (``None`` when the export does not say).
         summary: :class:`ExportSummary`.
         annotator_stats: per user: ``annotator, email, n_used, n_cancelled, n_superseded,
             n_gold``.
