@@ -47,6 +47,9 @@ class AnnotationReaders:
                 unless ``item_ids`` / ``annotator_ids`` are given.
             missing: the marker of an absent annotation (default -1; may be NaN).
             classes: class names in code order; default ``0..max code``.
+            item_ids: one id per row (default: a frame's index, else ``0..items-1``).
+            annotator_ids: one id per column (default: a frame's columns, else
+                ``0..annotators-1``).
         """
         matrix, classes, item_ids, annotator_ids = (
             materialized(v) for v in (matrix, classes, item_ids, annotator_ids))
@@ -106,6 +109,9 @@ class AnnotationReaders:
         ``pandas.DataFrame``'s index and columns, as in :meth:`from_dense`).
 
         Args:
+            L: array-like of shape ``(items, functions)`` of class codes, -1 where a function
+                abstains; a ``pandas.DataFrame``'s index and columns are the item and
+                annotator ids.
             cardinality: number of classes ``k`` (codes ``0..k-1``); default ``max(L) + 1``.
             classes: class names in code order (instead of ``cardinality``).
 

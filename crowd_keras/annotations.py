@@ -44,13 +44,17 @@ class Annotations(AnnotationReaders):
     cached; they are read-only.
 
     Attributes:
-        items, annotators, labels: int64 arrays of shape ``(n_annotations,)``.
-        item_ids: shape ``(n_items,)``; annotator_ids: ``(n_annotators,)``; classes: ``(n_classes,)``.
-            Every reader stores them alike (:func:`~crowd_keras.codes.stored_ids`):
-            integer ids of any width, and numbers that are all whole (``1.0, 2.0``, as a CSV
-            column of integers with a missing value elsewhere is read), are an int64 array
-            (``[1, 2]``); any other ids (text, fractions such as ``1.5``, a mix of types)
-            are an object array of the values given; booleans stay booleans.
+        items: int64 item codes, shape ``(n_annotations,)``.
+        annotators: int64 annotator codes, shape ``(n_annotations,)``.
+        labels: int64 class codes, shape ``(n_annotations,)``.
+        item_ids: shape ``(n_items,)``. Every reader stores ids and classes alike
+            (:func:`~crowd_keras.codes.stored_ids`): integer ids of any width, and numbers
+            that are all whole (``1.0, 2.0``, as a CSV column of integers with a missing value
+            elsewhere is read), are an int64 array (``[1, 2]``); any other ids (text,
+            fractions such as ``1.5``, a mix of types) are an object array of the values
+            given; booleans stay booleans.
+        annotator_ids: shape ``(n_annotators,)``, stored as ``item_ids``.
+        classes: shape ``(n_classes,)``, stored as ``item_ids``.
         n_duplicates: number of repeated (item, annotator) annotations that were dropped under
             ``duplicates="last"``/``"first"`` (0 otherwise).
     """

@@ -92,6 +92,15 @@ class TruthValidation(keras.callbacks.Callback):
     Args:
         x, y: validation inputs (an array) and true class codes ``(n,)``.
         classifier: the model to score; default ``self.model.classifier`` (a ``CrowdModel``).
+        restore_best_weights: put back the classifier's weights of its best epoch when
+            training ends.
+        name: the key of the accuracy in the epoch's ``logs``.
+        batch_size: rows of ``x`` per prediction call.
+
+    Attributes:
+        best_: the best accuracy so far.
+        best_epoch_: its epoch (None before the first).
+        history_: the accuracy of every epoch.
     """
 
     def __init__(self, x: Any, y: Any, classifier: Any = None, restore_best_weights: bool = True,

@@ -148,6 +148,7 @@ class MaskedMultiCrossEntropy(_MaskedMultiLoss):
     Args:
         from_logits: whether ``y_pred`` holds logits (the crowd layers' output, default) or
             probabilities.
+        reduction, name, dtype: as for any ``keras.losses.Loss``.
 
     Shapes: ``y_pred (batch, [time,] slots, K)``, ``y_true (batch, [time,] slots)`` integer
     codes in ``0..K-1`` or -1 (see the module doc for dense and indexed slots).

@@ -203,8 +203,9 @@ class AbstainAwareDawidSkene(EMLabelModel):
         class_prior: ``"learn"``, ``"uniform"``, an array of ``n_classes`` probabilities, or
             ``"auto"``: uniform when anchored to the votes (Snorkel's default class balance),
             else learned.
-        max_iter: maximum EM iterations. tol: stop when the mean log evidence per item
-            changes by less than this. smoothing: Dirichlet pseudo-count (> 0).
+        max_iter: maximum EM iterations.
+        tol: stop when the mean log evidence per item changes by less than this.
+        smoothing: Dirichlet pseudo-count (> 0).
         one_class_share: the labeling-function regime applies when at least this share of
             all votes comes from functions that vote for a single class only.
         progress: show a progress bar over EM iterations.
@@ -215,16 +216,26 @@ class AbstainAwareDawidSkene(EMLabelModel):
 
     Attributes:
         regime_: ``"labeling_functions"`` or ``"crowd"``.
-        abstain_, anchor_, abstain_weight_: the resolved settings.
+        abstain_: the resolved ``abstain`` setting.
+        anchor_: the resolved ``anchor`` setting.
+        abstain_weight_: the resolved ``abstain_weight``.
         response_matrices_: (functions, classes, classes + 1), last column = abstain.
-        confusion_matrices_: (functions, classes, classes), ``p(vote l | true k, voted)``.
-        class_priors_: (classes,) prior used in the E-step.
         class_balance_: (classes,) mean un-anchored posterior of the fitted items (a fit
             through the generic partitioned protocol: of the posteriors the last M-step used).
-        posteriors_: (items, classes).
         abstain_modelled_: (functions,) bool.
         n_iter_: EM iterations run.
         log_likelihood_: mean log evidence per item, per iteration.
+        one_class_vote_share_: the share of all votes cast by functions that vote for a
+            single class only (the regime is ``"labeling_functions"`` from
+            ``one_class_share`` on).
+        votes_per_function_: (functions,) each function's number of votes.
+        fixed_prior_: (classes,) the class prior held fixed, or None when it is learned.
+        n_items_: the number of items.
+        column_votes_: (functions · classes,) the votes per (function, class), function
+            major.
+        posteriors_: (items, classes).
+        confusion_matrices_: (functions, classes, classes), ``p(vote l | true k, voted)``.
+        class_priors_: (classes,) prior used in the E-step.
     """
 
     accepts_gold = True

@@ -479,14 +479,16 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         candidates: ``[(name, unfitted label model), ...]`` (simplest first), or None for
             :func:`default_candidates`. Their ``max_iter``/``tol``/``smoothing`` are set from
             this model's.
-        n_folds: folds per pass. min_heldout: stop scoring once this many annotations were
-            held out. max_repeats: most passes (each with its own fold draw).
+        n_folds: folds per pass.
+        min_heldout: stop scoring once this many annotations were held out.
+        max_repeats: most passes (each with its own fold draw).
         selection_exponent: γ of the weights ``n_a^-γ`` (:data:`SELECTION_EXPONENT`).
         confidence: standard errors by which a candidate must beat the reference.
         copy_confidence: standard errors by which a pair's agreement must exceed what
             independent annotators explain to be taken as copying (:func:`copying_pairs`);
             None: no pair is.
-        min_gold: gold items needed to choose by gold; gold_folds: its folds.
+        min_gold: gold items needed to choose by gold.
+        gold_folds: the folds over the gold items of the choice by gold.
         random_state: seed of the fold draws (the only randomness): an integer >= 0; None
             draws as 0 (folds are a seeded hash of the item ids, so every fit is repeatable;
             pass another seed for another draw).
@@ -521,21 +523,26 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             (``benchmarks/results/default_label_model.md``, steps 24-25).
 
     Attributes:
-        chosen_: the winning candidate's name; model_: it, refitted on all annotations;
+        chosen_: the winning candidate's name.
+        model_: the winning candidate, refitted on all annotations.
         selection_: ``"agreement"``, ``"gold"``, ``"single"`` (nothing to compare on) or
-        ``"labeling_functions"`` (step 1: ``chosen_`` is ``"abstain_dawid_skene"``);
-        selection_scores_: ``{name: score}`` the eligible candidates' held-out agreement;
-        gold_accuracy_: ``{name: accuracy}`` on hidden gold items (empty without enough gold);
+            ``"labeling_functions"`` (step 1: ``chosen_`` is ``"abstain_dawid_skene"``).
+        selection_scores_: ``{name: score}`` the eligible candidates' held-out agreement.
+        gold_accuracy_: ``{name: accuracy}`` on hidden gold items (empty without enough gold).
         heldout_agreement_: every candidate's agreement score.
         n_heldout_: annotations scored.
         copy_pairs_: (P, 2) annotator ids of the copying pairs found.
         n_gold_: gold items given.
-        posteriors_, confusion_matrices_, class_priors_, n_iter_: the chosen model's.
-        target_prior_applied_: whether ``posteriors_`` are under ``target_prior``;
-        target_prior_: (K,) the target decided for (None: the learned prior);
-        gold_class_counts_: (K,) gold items per class;
+        n_iter_: the chosen model's iterations.
+        target_prior_applied_: whether ``posteriors_`` are under ``target_prior``.
+        target_prior_: (K,) the target decided for (None: the learned prior).
+        gold_class_counts_: (K,) gold items per class.
         named_classes_: (K,) bool, the classes some annotation names or the classifier
             ranks first, alone, for some item (:func:`named_classes`).
+        posteriors_: (I, K) the chosen model's, under ``target_prior_`` when
+            ``target_prior_applied_``.
+        confusion_matrices_: (A, K, K) the chosen model's.
+        class_priors_: (K,) the chosen model's.
     """
 
     accepts_gold = True

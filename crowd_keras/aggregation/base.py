@@ -341,6 +341,35 @@ class LabelModel(Params):
     Subclasses implement :meth:`fit`, setting ``annotations_``, ``posteriors_`` (items, K),
     ``confusion_matrices_`` (annotators, K, K; rows = true class) and ``class_priors_``
     (K,), and :meth:`_posteriors_for` to score new annotations.
+
+    Attributes:
+        item_log_prior_: (I, K) what each item's posterior got besides its labels (the
+            gold items' clamps, a classifier's ``pred_probs``), or None; models that take
+            gold or ``pred_probs`` (``accepts_gold``, ``accepts_pred_probs``).
+        n_classes_: K; models fitted by the EM-step protocol
+            (:class:`~crowd_keras.aggregation.em.EMLabelModel`).
+        vote_shares_: (K,) each class's share of all votes, the start of the items without
+            votes; models fitted by the EM-step protocol.
+        n_iter_: iterations run; models fitted by an iterative algorithm.
+        regime_: ``"crowd"`` or ``"labeling_functions"``; models with a
+            ``labeling_functions`` setting (:class:`~crowd_keras.aggregation.
+            labeling_functions.LabelingFunctionFallback`).
+        labeling_function_model_: the abstain-aware model that answers in the labeling
+            functions regime, else None; models with a ``labeling_functions`` setting.
+        classifier_weight_: the learned weight ``w`` of the classifier's ``pred_probs``;
+            after ``fit(..., pred_probs=...)``.
+        classifier_marginal_: (K,) the classifier's mean probabilities ``p̄``; after
+            ``fit(..., pred_probs=...)``.
+        classifier_quality_: the mean posterior of the classifier's top class (its
+            accuracy against the consensus); after ``fit(..., pred_probs=...)``.
+        n_unknown_annotations_: the annotations of annotators not seen in ``fit`` that the
+            last ``predict_proba(new annotations)`` ignored.
+        annotations_: the fitted :class:`~crowd_keras.Annotations` (I items, A annotators,
+            K classes).
+        posteriors_: (I, K) each item's posterior of its true class.
+        confusion_matrices_: (A, K, K) each annotator's ``p(label | true class)``, rows =
+            true class.
+        class_priors_: (K,) the class prior.
     """
 
     #: True: ``fit(annotations, gold=...)`` fixes the true class of the gold items

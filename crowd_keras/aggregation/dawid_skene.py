@@ -183,8 +183,13 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes:
-        posteriors_: (items, classes); confusion_matrices_: (annotators, classes, classes),
-        rows = true class; class_priors_: (classes,); n_iter_; log_likelihood_ (history).
+        fixed_prior_: (classes,) the ``class_prior`` given, as probabilities, or None.
+        n_iter_: EM iterations run.
+        log_likelihood_: (n_iter_,) the mean log-likelihood per annotation after each
+            iteration.
+        posteriors_: (items, classes).
+        confusion_matrices_: (annotators, classes, classes), rows = true class.
+        class_priors_: (classes,).
     """
 
     posterior_has_class_prior = True

@@ -90,16 +90,18 @@ class GLAD(EMLabelModel):
     ``fit(annotations, gold=...)`` fixes the true class of the gold items in every E-step.
 
     Attributes:
-        posteriors_: (items, K).
         abilities_: (annotators,) α.
         log_inverse_difficulties_: (items,) β of the fitted items (a partitioned fit keeps
             them with the items' blocks: NaN here).
+        n_iter_: EM iterations run.
+        log_likelihood_: the objective per annotation, per iteration.
+        n_annotators_: the number of annotators.
+        per_annotator_: (annotators,) each annotator's number of annotations.
+        posteriors_: (items, K).
         confusion_matrices_: (annotators, K, K), one-coin matrices of each annotator's
             accuracy ``σ(α e^β)`` averaged over its items (at the E-step the last M-step
             started from; item-specific matrices are what the model uses).
         class_priors_: (K,).
-        n_iter_: EM iterations run.
-        log_likelihood_: the objective per annotation, per iteration.
     """
 
     accepts_gold = True

@@ -116,23 +116,25 @@ class MACE(EMLabelModel):
     the gold items in every E-step.
 
     Args:
-        method: ``"vb"`` or ``"em"``. theta_prior: Beta pseudo-counts (trustworthy, spam).
+        method: ``"vb"`` or ``"em"``.
+        theta_prior: Beta pseudo-counts (trustworthy, spam).
         strategy_prior: Dirichlet pseudo-count of the spamming strategies (vb).
         smoothing: pseudo-count of the em M-step (default ``0.01 / K``, crowd-kit's).
         max_iter, tol: each restart's EM stops when the mean log-likelihood per annotation
             changes by less than ``tol``, or after ``max_iter`` iterations (≥ 0).
-        restarts: number of EM runs. random_state: seed of the restarts.
+        restarts: number of EM runs.
+        random_state: seed of the restarts.
         progress: show a progress bar over the EM iterations (all restarts together).
 
     Attributes:
-        posteriors_: (items, K).
         trustworthiness_: (annotators,) θ, the spam detector: low θ is a spammer.
         strategies_: (annotators, K) ξ.
-        confusion_matrices_: (annotators, K, K).
-        class_priors_: (K,), uniform.
         log_marginal_likelihood_: of the winning run.
         restart_: the winning run.
         n_iter_: EM iterations of the winning run.
+        posteriors_: (items, K).
+        confusion_matrices_: (annotators, K, K).
+        class_priors_: (K,), uniform.
     """
 
     accepts_gold = True

@@ -36,6 +36,14 @@ class MajorityVote(LabelModel):
     ``n_tied_items_`` are the annotated items whose top vote count is shared, whatever
     ``tie_break`` did with them: on binary crowds with an even number of labels per item the
     lowest-code rule can move accuracy by several points, so the count is always reported.
+
+    Attributes:
+        vote_prior_: (K,) each class's share of all votes of the fit: the posterior of the
+            items without annotations.
+        posteriors_: (items, K) the vote (one-hot, or the vote fractions with ``soft``).
+        confusion_matrices_: (annotators, K, K) each annotator's labels counted against the
+            winning class (plus 0.01 per cell), rows = winning class, normalised.
+        class_priors_: (K,) the share of the annotated items each class won (plus 0.01).
     """
 
     def __init__(self, soft: bool = False, tie_break: str = "lowest",
@@ -139,13 +147,17 @@ class TieBrokenVote(EMLabelModel):
             single EM: MACE and the mixture of groups, which run restarts, are refused).
         max_iter, tol, smoothing, class_prior: that model's EM settings; a ``smoothing`` or
             ``class_prior`` other than the default that ``tie_model`` does not take (IBCC
-            takes neither) is an error. progress: a progress bar over the EM iterations.
+            takes neither) is an error.
+        progress: a progress bar over the EM iterations.
 
     Attributes:
-        tie_model_: the fitted tie-breaking model. posteriors_: (items, classes), mass only on
-            the most-voted classes. confusion_matrices_, class_priors_, n_iter_: the
-            tie-breaking model's. state_: its last EM state (``predict_proba(new)`` is the
-            E-step of the new items under it).
+        tie_model_: the fitted tie-breaking model.
+        n_iter_: its EM iterations.
+        state_: its last EM state (``predict_proba(new)`` is the E-step of the new items
+            under it).
+        posteriors_: (items, classes), mass only on the most-voted classes.
+        confusion_matrices_: (annotators, classes, classes) the tie-breaking model's.
+        class_priors_: (classes,) the tie-breaking model's.
     """
 
     accepts_gold = True
@@ -280,21 +292,21 @@ class CalibratedVote(EMLabelModel):
     (``fit(..., gold=...)``) are held at their class and enter ``p``.
 
     Args:
-        max_iter: maximum number of EM iterations. tol: stop when the mean log-likelihood per
-            annotation moves by less than this.
+        max_iter: maximum number of EM iterations.
+        tol: stop when the mean log-likelihood per annotation moves by less than this.
         smoothing: pseudo-count of the reported confusion counts and class frequencies.
         progress: show a progress bar over EM iterations.
 
     Attributes:
-        posteriors_: (items, K) the item posteriors.
         accuracy_: the shared accuracy ``p``.
         log_odds_: ``log r``.
+        n_iter_: EM iterations.
+        log_likelihood_: the log-likelihood after each iteration.
+        posteriors_: (items, K) the item posteriors.
         confusion_matrices_: (annotators, K, K), rows = true class: each annotator's labels
             counted against the posteriors (reported, as :class:`MajorityVote`'s; the
             posterior uses ``p`` alone).
         class_priors_: (K,) the posteriors' class totals, normalised.
-        n_iter_: EM iterations.
-        log_likelihood_: the log-likelihood after each iteration.
     """
 
     accepts_gold = True

@@ -74,8 +74,11 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
             ``SequenceAnnotations`` (token statistics, documents resampled).
         statistic: ``"alpha"`` (Krippendorff's, at ``level``), ``"fleiss_kappa"`` or
             ``"percent_agreement"``.
-        n_bootstrap: replicates; confidence: e.g. 0.95; seed: for ``numpy.random.default_rng``
-            (the same seed gives the same interval).
+        level: the measurement level of ``"alpha"``: ``"nominal"``, ``"ordinal"``,
+            ``"interval"`` or ``"ratio"`` (:data:`~crowd_keras.agreement.LEVELS`).
+        n_bootstrap: replicates.
+        confidence: the interval's coverage, in (0, 1), e.g. 0.95.
+        seed: for ``numpy.random.default_rng`` (the same seed gives the same interval).
 
     Returns:
         ``(estimate, low, high)``; replicates where the statistic is undefined (NaN) are left

@@ -295,6 +295,8 @@ def annotator_agreement(annotations: Any, pairs: Any = None) -> pd.DataFrame:
     shared items; NaN pairs left out). NaN where an annotator shares no item.
 
     Args:
+        annotations: :class:`~crowd_keras.Annotations`, or a ``SequenceAnnotations`` (token
+            level: items = tokens, classes = tags).
         pairs: the :func:`pairwise_kappas` frame when already computed.
     """
     ann = as_annotations(annotations)

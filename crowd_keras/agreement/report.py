@@ -85,11 +85,16 @@ class AgreementReport:
         pairwise: :func:`~.kappa.pairwise_kappas` (overlapping pairs only).
         kappa_matrix: :func:`~.kappa.cohen_kappa_matrix`, or None above ``max_matrix``
             annotators.
-        per_class: :func:`~.alpha.per_class_alpha`; per_annotator:
-            :func:`~.kappa.annotator_agreement`; coincidences: the (K, K) coincidence matrix.
-        spans, span_pairs: for a ``SequenceAnnotations``, :func:`~.spans.span_agreement` and
-            :func:`~.spans.span_pairwise_f1` (overlap matching); else None.
-        level, confidence, n_bootstrap, seed: the settings.
+        per_class: :func:`~.alpha.per_class_alpha`.
+        per_annotator: :func:`~.kappa.annotator_agreement`.
+        coincidences: the (K, K) coincidence matrix.
+        spans: for a ``SequenceAnnotations``, :func:`~.spans.span_agreement`; else None.
+        span_pairs: for a ``SequenceAnnotations``, :func:`~.spans.span_pairwise_f1`
+            (overlap matching); else None.
+        level: the level of Krippendorff's alpha.
+        confidence: the intervals' coverage.
+        n_bootstrap: the bootstrap replicates (0: no intervals).
+        seed: the bootstrap's seed.
     """
 
     summary: pd.DataFrame
@@ -143,7 +148,9 @@ def agreement_report(annotations: Any, *, level: str = "nominal", n_bootstrap: i
         n_bootstrap: bootstrap replicates over items (documents for a
             ``SequenceAnnotations``) for the intervals of alpha, Fleiss' kappa and percent
             agreement (0: no intervals; NaN bounds with fewer than two items or
-            documents); confidence, seed: theirs.
+            documents).
+        confidence: the intervals' coverage, in (0, 1), e.g. 0.95.
+        seed: the seed of the bootstrap draws (see :func:`bootstrap_ci`).
         max_matrix: largest number of annotators for which the dense kappa matrix is built.
 
     Returns:

@@ -155,7 +155,9 @@ def span_pairwise_f1(sequences: Any, matching: str = "exact", pairs: Any = None)
     """Span F1 of every pair of annotators who annotated a common document.
 
     Args:
+        sequences: a :class:`~crowd_keras.sequences.annotations.SequenceAnnotations`.
         matching: ``"exact"``, ``"overlap"`` or ``"token"`` (see the module docstring).
+        pairs: the :func:`span_pairs` frame of ``sequences`` when already computed.
 
     Returns:
         DataFrame, one row per pair ``a < b`` (codes in ``annotator_ids`` order) with at least

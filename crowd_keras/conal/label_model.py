@@ -57,14 +57,17 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
     ``fit(annotations, gold=...)`` fixes the known class of gold items in every E-step.
 
     Attributes:
-        posteriors_: (items, K).
         common_confusion_: (K, K).
         individual_confusions_: (A, K, K).
         omega_: (A,) share of each annotator's labels explained by the common matrix.
+        log_likelihood_: the log-likelihood per annotation after each iteration.
+        n_iter_: EM iterations run.
+        n_annotators_: A.
+        votes_per_annotator_: (A,) each annotator's number of annotations.
+        posteriors_: (items, K).
         confusion_matrices_: (A, K, K), each annotator's effective matrix
             ω_r π_g + (1 − ω_r) π_r.
         class_priors_: (K,).
-        log_likelihood_, n_iter_: per iteration; EM iterations run.
     """
 
     accepts_gold = True

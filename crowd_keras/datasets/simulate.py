@@ -37,15 +37,17 @@ class SimulatedCrowd:
     """What :func:`simulate_crowd` returns.
 
     Attributes:
-        x: (items, features) float32 features; y: (items,) int64 true classes.
+        x: (items, features) float32 features.
+        y: (items,) int64 true classes.
         annotations: the crowd's labels.
         confusion_matrices: (annotators, classes, classes) individual matrices, rows = truth.
         common_confusion: (classes, classes) shared matrix, or None.
         omega: (annotations,) probability that each annotation used the common matrix
             (aligned with ``annotations.items``), or None.
         used_common: (annotations,) bool, whether it actually did, or None.
-        annotator_groups: (annotators,) group index, or None; group_confusions:
-            (groups, classes, classes), or None; group_names: names of the groups.
+        annotator_groups: (annotators,) group index, or None.
+        group_confusions: (groups, classes, classes), or None.
+        group_names: names of the groups, or None.
         class_means: (classes, features) cluster centres.
     """
 
@@ -174,10 +176,14 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
         individual_noise: ``"uniform"``, ``"asymmetric"`` or ``"symmetric"`` (see
             :func:`_noise_matrix`).
         common_noise: None, ``"asymmetric"`` or ``"symmetric"``: a common confusion matrix
-            with off-diagonal mass ``common_strength`` per row (CoNAL's noise strength), used
-            for annotation (i, r) with probability ω_ri = σ(û_r·v̂_i·4 + b), from hidden
-            annotator and instance embeddings, with b set so that the mean ω over the
-            annotations equals ``common_proportion``.
+            with off-diagonal mass ``common_strength`` per row, used for annotation (i, r)
+            with probability ω_ri = σ(û_r·v̂_i·4 + b), from hidden annotator and instance
+            embeddings, with b set so that the mean ω over the annotations equals
+            ``common_proportion``.
+        common_strength: the common matrix's off-diagonal mass per row, in [0, 1] (CoNAL's
+            noise strength).
+        common_proportion: the mean share ω of annotations drawn from the common matrix, in
+            [0, 1].
         groups: None; ``"default"`` for experts / non-experts / spammers; or a sequence of
             dicts ``{"name", "probability", "accuracy"}`` (accuracy None = a spammer answering
             uniformly at random). Annotators are assigned a group with those probabilities

@@ -49,8 +49,10 @@ class AggregationResult:
             ``predict_proba(new_annotations)`` for new items; its ``posteriors_`` are empty
             (the per-item posteriors are :attr:`labels`): ``predict()`` and the quality
             scores without annotations raise, saying so.
-        classes, annotator_ids: the coding (as ``Annotations.from_frame`` codes the data).
-        n_items, n_annotations: sizes.
+        classes: the classes in code order (as ``Annotations.from_frame`` codes the data).
+        annotator_ids: the annotator ids in code order.
+        n_items: the number of items.
+        n_annotations: the number of annotations.
         fit_info: the EM record (log-likelihood and seconds per iteration, the last
             statistics).
 

@@ -114,8 +114,12 @@ class PartitionedAnnotations:
 
     Attributes:
         blocks: one persisted ``dask.delayed`` :class:`Block` per partition.
-        summary: :class:`Summary` (sums over all items). classes, annotator_ids: the coding.
-        item: name of the item column; divisions: the items' divisions when known.
+        summary: :class:`Summary` (sums over all items).
+        classes: (K,) the classes in code order.
+        annotator_ids: (A,) the annotator ids in code order.
+        item: name of the item column.
+        divisions: the items' divisions when known, else None.
+        index_dtype: the dtype of the item ids (the results' index).
     """
 
     def __init__(self, blocks: List[Any], classes: Sequence, annotator_ids: Sequence,

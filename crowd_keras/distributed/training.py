@@ -56,13 +56,16 @@ def crowd_dataset(directory: Union[str, Path], batch_size: int,
     """Batches ``({"x": x, "annotator_ids": ids}, labels)`` read from the shards in ``directory``.
 
     Args:
+        directory: the folder :func:`write_shards` wrote.
         batch_size: the global batch size; with ``input_context`` each worker's pipeline
             batches ``input_context.get_per_replica_batch_size(batch_size)`` rows.
         input_context: from ``strategy.distribute_datasets_from_function``: this pipeline
             reads files ``pipeline_id, pipeline_id + n, ...`` (n = number of pipelines).
         steps: keep this many full batches per pass (default: all full batches of this
-            pipeline); ``repeat``: start again after them (for ``steps_per_epoch``).
-        shuffle_buffer: rows shuffled in a buffer of this size (0: file order); ``seed``.
+            pipeline).
+        repeat: start again after ``steps`` batches (for ``steps_per_epoch``).
+        shuffle_buffer: rows shuffled in a buffer of this size (0: file order).
+        seed: the shuffle's seed.
         read_rows: rows per record batch read from parquet.
     """
     # a float or zero batch size reached tf.data as a shape error inside the pipeline

@@ -54,10 +54,17 @@ class LIA(LabelingFunctionFallback, LabelModel):
             is a free embedding fitted to that item's own few labels: it explains their
             disagreement away and drifts hard items to the majority class, which the
             strong default penalty prevents (``benchmarks/PERFORMANCE.md``).
+        annotator_scale: ``None``: plain L2 on the competence deviations; a number: the
+            scale of the heavy-tailed Cauchy shrinkage instead (see
+            :class:`~crowd_keras.lia.trainer.LIATrainer`).
         em_iterations, m_steps, marginal_steps, marginal, batch_size, learning_rate: see
             :class:`~crowd_keras.lia.trainer.LIATrainer` (``marginal_steps=0`` skips the
             marginal-likelihood fine-tuning).
-        standardize: z-score the item features (column-wise) before use.
+        marginal_learning_rate, tol: see :class:`~crowd_keras.lia.trainer.LIATrainer`.
+        init: the first E-step's posteriors: ``"ds"`` (Dawid-Skene's, default), ``"mv"``
+            (the trainer's majority vote, Eq. 8) or an (items, K) array.
+        standardize: z-score the item features (column-wise) and divide them by ``√f``
+            (unit mean row norm, so the L2 strengths do not depend on ``f``) before use.
         seed: random seed of the trainer's weights and batch order (no global state).
         progress: progress bar over EM iterations.
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
@@ -69,21 +76,28 @@ class LIA(LabelingFunctionFallback, LabelModel):
             times faster), else the Keras trainer; ``"numpy"`` (an error where it does not
             apply) or ``"keras"`` to choose.
 
-    Attributes (after fit):
-        posteriors_ (items, K): E-step posteriors (Eq. 4) with the final parameters;
-        posteriors_em_ (items, K): before marginal fine-tuning;
-        confusion_matrices_ (annotators, K, K): the average of ``Q_ij`` over each annotator's
-            items (rows = true class); class_priors_ (K,): mean posterior;
-        competence_ (annotations,): ``Σ_k ŷ_ik [Q_ij]_kk`` per annotation (aligned with
-            ``annotations_.items``), the predicted chance that it is correct;
-        expected_accuracy_ (annotators,): ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items (over
+    Attributes:
+        posteriors_em_: (items, K) the E-step posteriors before marginal fine-tuning.
+        competence_: (annotations,) ``Σ_k ŷ_ik [Q_ij]_kk`` per annotation (aligned with
+            ``annotations_.items``), the predicted chance that it is correct.
+        expected_accuracy_: (annotators,) ``mean_i Σ_k ŷ_ik [Q_ij]_kk`` over all items (over
             an evenly spaced sample of them when items × annotators exceeds
             ``max(2²², 4 · annotations)``, so that the summary stays linear in the
-            annotations; ``expected_accuracy_items_`` is the number of items used);
+            annotations).
+        expected_accuracy_items_: the number of items ``expected_accuracy_`` averages over.
+        engine_: what was fitted (``FeatureFreeLIA`` or ``LIATrainer``).
+        uses_features_: whether ``fit`` was given item features.
+        feature_mean_: (f,) the features' column means (a fit with features and
+            ``standardize``).
+        feature_scale_: (f,) their column standard deviations (plus 1e-6).
+        n_iter_: EM iterations run.
+        posteriors_: (items, K) E-step posteriors (Eq. 4) with the final parameters.
+        confusion_matrices_: (annotators, K, K) the average of ``Q_ij`` over each
+            annotator's items (rows = true class).
+        class_priors_: (K,) mean posterior.
         trainer_: the fitted ``LIATrainer`` (``trainer_.predict_competence``,
             ``trainer_.model_`` etc.); after a numpy fit it is built from the fitted weights
-            on first access; engine_: what was fitted (``FeatureFreeLIA`` or ``LIATrainer``);
-            n_iter_: EM iterations run.
+            on first access.
     """
 
     def __init__(self, latent_dim: int = 1, hidden_units: Sequence[int] = (),

@@ -98,6 +98,7 @@ class LIATrainer(CrowdConsensus, Params):
             logits with ``from_logits=True``); ``None``: :func:`default_classifier` (an MLP on
             features, or an instance embedding when ``x`` is ``None``).
         num_classes: ``C``; default: the annotations' number of classes.
+        from_logits: the classifier outputs logits, not probabilities.
         latent_dim: ``L`` of the difficulty/competence tensors.
         representation: optional Keras layer/model giving ``d_φ``'s input from ``x`` (e.g.
             a frozen feature extractor); default ``x`` itself (flattened).
@@ -142,15 +143,27 @@ class LIATrainer(CrowdConsensus, Params):
             ``None``: not seeded. A given ``classifier`` keeps its own weights.
         progress: progress bars over the EM iterations and the fine-tuning steps.
 
-    Attributes (after :meth:`fit`):
-        posteriors_ (items, C): E-step ``ŷ`` with the final parameters (Eq. 4);
-        posteriors_em_ (items, C): the same before marginal fine-tuning;
-        classifier_, layer_ (the :class:`DifficultyCompetence`), model_ (the training model);
-        history_: one dict per M-step / phase with its final loss; n_iter_: EM iterations run;
-        the label-model surface (:mod:`crowd_keras.item_consensus`): ``class_priors_`` (mean
-        of ``posteriors_``), ``confusion_matrices_`` (each annotator's ``Q_ij`` averaged over
-        its items) and ``annotator_quality_``; :meth:`predict_proba_items` is
-        :meth:`posteriors`.
+    After :meth:`fit`, the label-model surface (:mod:`crowd_keras.item_consensus`):
+    ``class_priors_`` (mean of ``posteriors_``), ``confusion_matrices_`` (each annotator's
+    ``Q_ij`` averaged over its items) and ``annotator_quality_``; :meth:`predict_proba_items`
+    is :meth:`posteriors`.
+
+    Attributes:
+        posteriors_: (items, C) E-step ``ŷ`` with the final parameters (Eq. 4).
+        posteriors_em_: (items, C) the same before marginal fine-tuning.
+        classifier_: the classifier trained (``classifier`` itself when given).
+        layer_: the :class:`DifficultyCompetence` layer.
+        model_: the training model.
+        joint_model_: the E-step's model: ``log h_θ(x)_k + Σ_j log [Q_ij]_{k, y_ij}``,
+            (items, C).
+        feature_free_: whether the trainer was fitted without features (``x`` None).
+        num_classes_: C.
+        batch_size_: the items per optimiser step used.
+        history_: one dict per M-step / phase with its final loss.
+        n_iter_: EM iterations run.
+        annotations_: the annotations fitted.
+        crowd_summary_: the :class:`~crowd_keras.item_consensus.CrowdSummary` behind the
+            label-model surface.
     """
 
     def __init__(self, classifier: Any = None, num_classes: Optional[int] = None, *,

@@ -92,17 +92,24 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             look like Snorkel labeling functions are fitted by the abstain-aware model
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
-    Attributes (after fit):
-        posteriors_ (items, K); class_priors_ (K,); mixing_coefficients_ ``α`` (M,);
-        group_confusions_ ``β`` (M, K, K), rows = true class; memberships_ ``p(g|a)``
-        (annotators, M); active_annotators_ (annotators,) bool: labelled in fit (their
-        memberships are kept by ``predict_proba(new)``);
-        confusion_matrices_ ``Σ_m p(g=m|a) β_m`` (annotators, K, K);
-        global_confusion_ ``Σ_m α_m β_m`` (K, K); scenario_; objective_ (best restart:
-        log-likelihood, global, or mean-field bound, individual); log_likelihood_ (its
-        history per annotation); n_iter_ (its EM iterations); restart_objectives_ and
-        restart_n_iter_ ``(restarts,)`` (each restart's objective and EM iterations; the
-        fit's work is ``restart_n_iter_.sum()`` iterations).
+    Attributes:
+        mixing_coefficients_: (M,) ``α``, M the groups left after pruning.
+        group_confusions_: (M, K, K) ``β``, rows = true class.
+        memberships_: (annotators, M) ``p(g|a)``.
+        active_annotators_: (annotators,) bool: labelled in fit (their memberships are kept
+            by ``predict_proba(new)``).
+        global_confusion_: (K, K) ``Σ_m α_m β_m``.
+        scenario_: the scenario fitted (``"individual"`` or ``"global"``).
+        objective_: the best restart's objective (log-likelihood, global, or mean-field
+            bound, individual).
+        log_likelihood_: its history per annotation.
+        n_iter_: its EM iterations.
+        restart_objectives_: (restarts,) each restart's objective.
+        restart_n_iter_: (restarts,) each restart's EM iterations (the fit's work is
+            ``restart_n_iter_.sum()`` iterations).
+        posteriors_: (items, K).
+        class_priors_: (K,).
+        confusion_matrices_: (annotators, K, K) ``Σ_m p(g=m|a) β_m``.
     """
 
     em_name = "EM"

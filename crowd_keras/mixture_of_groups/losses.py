@@ -50,6 +50,7 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
         from_logits: whether ``y_pred`` holds logits instead of probabilities.
         normalize: divide each item's loss by its number of labels (cross-entropy with the
             soft majority vote ``r_i / T_i``) instead of Eq. 4's sum over labels.
+        reduction, name, dtype: as for any ``keras.losses.Loss``.
 
     Keras divides the per-item values returned by ``call`` by the batch size; they are
     scaled by ``batch / n_labelled`` so that the reduced value is the mean over labelled

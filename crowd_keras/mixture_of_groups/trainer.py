@@ -82,16 +82,26 @@ class MixtureOfGroupsEM(CrowdConsensus, Params):
             seeded. Restart 0 trains ``classifier`` from its current weights.
         progress: progress bar over EM iterations.
 
-    Attributes (after :meth:`fit`):
-        classifier_ (the trained classifier, same object), mixing_coefficients_ ``α`` (M,),
-        group_confusions_ ``β`` (M, K, K), posteriors_ (items, K) consensus the classifier
-        was last trained on, log_likelihood_ (history of the kept run), n_iter_,
-        restart_log_likelihoods_, memberships_ (individual: ``q(g_a)``), layer_ (a
-        :class:`MixtureOfGroups` holding ``α, β``), history_ (per iteration: log-likelihood,
-        and validation accuracy with ``validation_data``); when fitted on ``annotations``,
-        the label-model surface (:mod:`crowd_keras.item_consensus`): ``class_priors_``,
-        ``confusion_matrices_`` (each annotator's ``Σ_m p(g=m|a) β_m``) and
-        ``annotator_quality_``.
+    After :meth:`fit` on ``annotations``, the label-model surface
+    (:mod:`crowd_keras.item_consensus`): ``class_priors_``, ``confusion_matrices_`` (each
+    annotator's ``Σ_m p(g=m|a) β_m``) and ``annotator_quality_``.
+
+    Attributes:
+        classifier_: the trained classifier (the same object as ``classifier``).
+        mixing_coefficients_: (M,) ``α``.
+        group_confusions_: (M, K, K) ``β``, rows = true class.
+        posteriors_: (items, K) the consensus the classifier was last trained on.
+        log_likelihood_: the log-likelihood per iteration of the kept run.
+        n_iter_: its EM iterations.
+        restart_log_likelihoods_: (restarts,) each run's last log-likelihood.
+        memberships_: (annotators, M) ``q(g_a)`` (individual scenario only).
+        annotations_: the annotations fitted (individual scenario only).
+        layer_: a :class:`MixtureOfGroups` holding ``α, β``.
+        history_: per iteration, the log-likelihood and, with ``validation_data``, the
+            validation accuracy.
+        num_classes_: K.
+        crowd_summary_: the :class:`~crowd_keras.item_consensus.CrowdSummary` behind the
+            label-model surface (None when fitted on label counts).
     """
 
     def __init__(self, classifier: keras.Model, num_groups: int = 3, *, scenario: str = "global",

@@ -198,16 +198,21 @@ class SequenceAnnotations:
     (``{doc: {annotator: [[start, end(, label)], ...]}}``, PICO's layout).
 
     Attributes:
-        doc_ids, texts: (D,) the documents.
+        doc_ids: (D,) the documents' ids.
+        texts: (D,) their texts.
         tokens: the :class:`Tokens` table.
         annotator_ids: (W,).
         labels: (L,) span labels.
         scheme: ``"IO"`` or ``"BIO"``.
         tags: (K,) tag names.
-        assign_doc, assign_annotator: (A,) the annotations (annotator saw document).
-        span_assign, span_start, span_end, span_label: (S,) the spans (character offsets).
-        span_token_start, span_token_end: (S,) their global token range ``[a, b)``, -1 if
-            left out.
+        assign_doc: (A,) the document of each annotation (annotator saw document).
+        assign_annotator: (A,) its annotator.
+        span_assign: (S,) the annotation of each span.
+        span_start: (S,) its first character.
+        span_end: (S,) its end character (exclusive).
+        span_label: (S,) its label code.
+        span_token_start: (S,) its first global token, -1 if left out.
+        span_token_end: (S,) its global token end (exclusive), -1 if left out.
         summary: the :class:`SpanSummary`.
     """
 
@@ -292,12 +297,16 @@ class SequenceAnnotations:
             seen: the (document, annotator) pairs who saw a document, as a frame with columns
                 ``doc`` and ``annotator`` or a list of pairs; pairs with spans are always
                 included. Default: only the pairs that have spans.
+            doc_ids: the documents' ids, one per text of a sequence (default ``0..D-1``) or
+                of a Series (default its index); a mapping's keys are its ids.
             labels: the span labels allowed (in code order); default the sorted labels seen.
             scheme: ``"IO"`` (default) or ``"BIO"``.
-            tokenizer: see :func:`.tokens.tokenize`; or ``tokens``: the texts' tokens already
-                made (e.g. another ``SequenceAnnotations``' ``tokens``).
+            tokenizer: see :func:`.tokens.tokenize`.
             text_mismatch: ``"count"`` (default: keep the offsets, count the span in
                 ``summary.text_mismatch``) or ``"error"``.
+            default_label: the label of every span when ``spans`` has no ``label`` column.
+            tokens: the texts' tokens already made (e.g. another ``SequenceAnnotations``'
+                ``tokens``), instead of ``tokenizer``.
             annotator_ids: the annotators in code order (every annotator of ``spans`` and
                 ``seen`` among them); default their sorted distinct ids, by the rules of
                 :meth:`Annotations.from_frame <crowd_keras.Annotations.from_frame>` (a column

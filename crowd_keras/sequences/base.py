@@ -78,6 +78,10 @@ def pooled_m_step(counts: np.ndarray, class_mass: np.ndarray, strength: float,
             true tag t that annotator w tagged l (the first statistic of
             :func:`~crowd_keras.aggregation.dawid_skene.sufficient_statistics`).
         class_mass: (K,) expected number of tokens of each true tag.
+        strength: ``s``, the pseudo-count of the pooled confusion added to each annotator's
+            counts (0: plain Dawid-Skene).
+        smoothing: the pseudo-count added to every cell of ``π̄``, of each ``π_w`` and of the
+            class prior.
 
     Returns:
         ``(class_prior (K,), log_pi (W, K, K), pooled (K, K))``; rows = true tag.

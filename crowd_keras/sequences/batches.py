@@ -82,11 +82,12 @@ class Windows:
     """Fixed-length windows over some documents (see the module docstring).
 
     Attributes:
-        doc: (N,) document code of each window; token_index: (N, L) global token index,
-        -1 = padding; annotators: (N, S) annotator codes of the document's annotations, -1 =
-        empty slot; labels: (N, L, S) tag of each slot at each position, -1 = missing/padding;
+        doc: (N,) document code of each window.
+        token_index: (N, L) global token index, -1 = padding.
+        annotators: (N, S) annotator codes of the document's annotations, -1 = empty slot.
+        labels: (N, L, S) tag of each slot at each position, -1 = missing/padding.
         n_tokens: T, the tokens of the documents the windows were cut from (None: unknown),
-        the length :meth:`gather` and :meth:`scatter` check per-token arrays against.
+            the length :meth:`gather` and :meth:`scatter` check per-token arrays against.
     """
 
     doc: np.ndarray

@@ -46,7 +46,10 @@ def agreement_counts(post: np.ndarray, full: SequenceAnnotations, hidden: np.nda
 
     Args:
         post: (T, K) posteriors of a model fitted without the hidden annotations.
-        full: all annotations; hidden: (A,) bool, the hidden annotations.
+        full: all annotations.
+        hidden: (A,) bool over ``full``'s annotations (document, annotator pairs): the
+            hidden ones.
+        grid: (G,) the thresholds θ.
     """
     hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_counts")
     if np.shape(post) != (full.n_tokens, full.n_tags):
@@ -81,7 +84,8 @@ class CalibratedThreshold(SequenceLabelModel):
             scheme the sequences are re-tagged before fitting and the fitted posteriors,
             tags and spans are in that scheme.
         grid: thresholds θ to try.
-        n_draws: held-out draws; seed: seed of the first draw.
+        n_draws: held-out draws.
+        seed: seed of the first draw (draw ``d`` uses ``seed + d``).
 
     Attributes: model_ (the fitted model, on all annotations), threshold_ (θ),
     threshold_table_ (frame ``threshold, agreement_f1, precision, recall``), and the common

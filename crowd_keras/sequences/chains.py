@@ -31,11 +31,18 @@ class Chains:
     """Compact time-major layout of the documents ``docs`` (default: all non-empty ones).
 
     Attributes:
-        docs (D',): document codes in layout order (decreasing length); lens (D',);
-        n_active (Lmax,): documents still running at each position; off (Lmax + 1,): start of
-        each position's block; tok (S,): global token index of each slot; row (S,): layout
-        row (document) of each slot; nonfirst / prev: slots with a predecessor and its slot;
-        last (D',): last slot of each document.
+        docs: (D',) document codes in layout order (decreasing length).
+        lens: (D',) their lengths.
+        n_docs: D'.
+        max_len: Lmax, the longest length (0 without documents).
+        n_active: (Lmax,) documents still running at each position.
+        off: (Lmax + 1,) start of each position's block.
+        tok: (S,) global token index of each slot.
+        row: (S,) layout row (document) of each slot.
+        nonfirst: the slots with a predecessor.
+        prev: the slot before each of ``nonfirst``.
+        last: (D',) last slot of each document.
+        n_slots: S, the tokens laid out.
     """
 
     def __init__(self, tokens: Tokens, docs: Optional[Sequence[int]] = None) -> None:
@@ -80,7 +87,8 @@ def forward_backward(ch: Chains, log_em: np.ndarray, A: np.ndarray,
     Args:
         ch: the layout.
         log_em: (T, K) emission log-likelihoods, global token order.
-        A: (K, K) transition matrix (rows sum to 1); p0: (K,) initial distribution.
+        A: (K, K) transition matrix (rows sum to 1).
+        p0: (K,) initial distribution.
 
     Returns:
         ``(gamma, xi, init, loglik)``: gamma (S, K) marginals in slot order (``ch.tok``

@@ -344,6 +344,14 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             ``doc_key`` (default: the row number) and ``annotator_key`` (rows of one
             document by several annotators; their texts must agree).
         scheme: of the tags (see :data:`TAG_SCHEMES`).
+        label_names: the tag names of integer tag ids (id ``k`` is ``label_names[k]``, as a
+            Hugging Face ``ClassLabel``); None: the tags are strings.
+        tags_key: the key of each row's tags.
+        tokens_key: the key of each row's tokens.
+        doc_key: the key of each row's document id (default, when rows lack it: the row
+            number).
+        annotator_key: the key of each row's annotator (when no row has it, the spans
+            have no ``annotator`` column).
         return_seen: also return ``seen``, the (document, annotator) pairs of the rows, a
             frame ``doc, annotator`` for ``SequenceAnnotations.from_spans(texts, spans,
             seen=seen)``: an annotator's row of ``O`` tags has no span, and without ``seen``
@@ -782,6 +790,10 @@ def spans_to_spacy(texts: Any, spans: pd.DataFrame, nlp: Any = None, spans_key: 
     """Character spans → one spaCy ``Doc`` per text (in the order of ``texts``).
 
     Args:
+        texts: the documents: a sequence of strings (ids ``0..D-1``), a mapping
+            ``{doc_id: text}`` or a Series indexed by doc id.
+        spans: frame with columns ``doc``, ``start``, ``end`` (character offsets, end
+            exclusive) and optionally ``label`` and ``annotator``.
         nlp: a spaCy pipeline whose tokenizer makes the docs (default ``spacy.blank("en")``).
         spans_key: the ``Doc.spans`` group; with an ``annotator`` column each annotator's
             spans go to a group of that name instead.
@@ -900,6 +912,7 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
     :func:`spans_to_spacy` come back as strings (``1`` as ``"1"``).
 
     Args:
+        docs: a sequence of spaCy ``Doc`` objects.
         spans_key: the ``Doc.spans`` group to read (a document without it has no spans;
             no document with it, while the docs hold other groups or entities, is an
             error naming them); None: every group, its key as the ``annotator`` column.

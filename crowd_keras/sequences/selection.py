@@ -86,7 +86,9 @@ def heldout_log_likelihood(model: SequenceLabelModel, full: SequenceAnnotations,
 
     Args:
         model: fitted on ``full.drop_annotations(hidden)``.
-        full: all annotations; hidden: (A,) bool mask of the hidden ones.
+        full: all annotations.
+        hidden: (A,) bool mask over ``full``'s annotations (document, annotator pairs): the
+            hidden ones.
         proba: (T, K) predictive tag distribution to use for a token model (default
             ``model.predict_proba()``; e.g. ``model.tempered_proba(τ)``).
     """
@@ -130,8 +132,12 @@ def heldout_scores(seq: SequenceAnnotations, models: Dict[str, Any], docs: Optio
     """Held-out log-likelihood and agreement F1 of several models, per draw.
 
     Args:
+        seq: the annotations; each draw hides one annotation per document
+            (:func:`heldout_annotations`).
         models: ``{name: model}``; a fresh copy with the same parameters is fitted per draw.
         docs: document codes whose annotations may be hidden (e.g. a dev split).
+        n_draws: held-out draws.
+        seed: seed of the first draw (draw ``d`` uses ``seed + d``).
         token_priors: ``{name: token_prior}`` for the models that take one.
 
     Returns:

@@ -76,7 +76,8 @@ class Tokens:
 
     Attributes:
         doc_ptr: (D + 1,) int64, document ``d``'s tokens are ``doc_ptr[d]:doc_ptr[d+1]``.
-        start, end: (T,) int64 character offsets of each token in its document (end exclusive).
+        start: (T,) int64 character offset of each token's start in its document.
+        end: (T,) int64 character offset of its end (exclusive).
     """
 
     doc_ptr: np.ndarray

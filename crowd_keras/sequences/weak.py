@@ -75,7 +75,9 @@ class AbstainDawidSkene(SequenceLabelModel):
         progress: show a progress bar.
 
     Attributes (besides the common ones): source_ids_ (W + J,) annotators then function
-    names, abstain_rates_ (W + J, K), log_likelihood_, n_iter_.
+    names, abstain_rates_ (W + J, K), log_likelihood_, n_iter_, votes_ (the
+    :class:`~crowd_keras.sequences.labeling_functions.TokenVotes` fitted, or None for
+    ``SequenceAnnotations``).
     """
 
     def __init__(self, prior_strength: float = 3.0, smoothing: float = 0.01,

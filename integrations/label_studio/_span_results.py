@@ -65,6 +65,10 @@ def span_predictions(export: LabelStudioSpans, spans: pd.DataFrame, model_versio
     """Predictions from spans ``doc, start, end, label, text[, score]`` (doc = task id).
 
     Args:
+        export: the :class:`LabelStudioSpans` export the spans were fitted on.
+        spans: a frame with columns ``doc, start, end, label, text`` and, optionally,
+            ``score`` (as ``predict_spans()`` returns).
+        model_version: a non-empty string: each prediction's ``model_version``.
         task_scores: (n_tasks,) prediction score per task (default: the mean span score,
             1.0 without spans).
         include_unannotated: also predict tasks without a used annotation.

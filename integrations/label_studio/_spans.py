@@ -73,11 +73,14 @@ class LabelStudioSpans:
             without ``annotator``); empty when there is none.
         gold_tasks: (n_gold_tasks,) ids of the tasks with a ``ground_truth`` annotation,
             including those whose latest one holds no span (gold: every token O).
-        control, control_type, to_name: the control, its type (``"labels"``,
-            ``"hypertextlabels"``, ``"paragraphlabels"``) and the object it labels;
+        control: the control read.
+        control_type: its type (``"labels"``, ``"hypertextlabels"``,
+            ``"paragraphlabels"``).
+        to_name: the object it labels.
         text_key: the task data field holding the text.
-        format, summary, annotator_emails: the export format, its
-            :class:`SpanExportSummary`, the users' e-mails.
+        format: the export format.
+        summary: its :class:`SpanExportSummary`.
+        annotator_emails: the users' e-mails.
         annotator_stats: per user, ``annotator, email, n_used, n_cancelled, n_superseded,
             n_gold``.
     """

@@ -30,7 +30,10 @@ def to_predictions(export: LabelStudioExport, proba: Any, model_version: str, *,
     holds one item in the control's format (``{"choices": [...]}`` or ``{"rating": n}``).
 
     Args:
+        export: the :class:`LabelStudioExport` the probabilities are of.
         proba: (n_tasks, n_classes) rows in ``export.task_ids`` order.
+        model_version: a non-empty string: each prediction's ``model_version``.
+        include_unannotated: also predict tasks without a used annotation.
         to_name: the object the control labels; default ``export.to_name`` (JSON_MIN/CSV
             exports do not carry it: pass it or read with ``label_config=``).
         scores: (n_tasks,) each prediction's ``score`` in [0, 1]; :func:`predictions_from_model`

@@ -148,6 +148,7 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
 
     Args:
         source: the export (path, file, bytes or loaded JSON; see :func:`read_export`).
+        out_dir: the folder the two files are written into.
         controls: the controls to report (default: :func:`export_controls`).
         label_config, format, multiple, separator, include_gold, scheme, text_key: as in
             :func:`read_export` (``multiple`` defaults to ``"combination"``: a set of choices
@@ -163,6 +164,8 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
             controls with numeric values, else ``"nominal"``).
         n_bootstrap, seed: bootstrap intervals over tasks.
         plots: draw the pictures (needs matplotlib; without it the page says how to get them).
+        title: the page's title (default: ``"Annotator agreement and quality: "`` and the
+            export's file name).
 
     Returns:
         ``{"html": Path, "json": Path, "report": the JSON document}``.

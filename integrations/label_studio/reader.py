@@ -39,8 +39,9 @@ class LabelStudioExport:
             values class ``k`` stands for (one value, or a set with ``multiple="combination"``).
         gold: ground-truth label per task (class names, indexed by task id) from
             ``ground_truth`` annotations; empty when there are none.
-        control, control_type, to_name: the control read (``"choices"`` or ``"rating"``)
-            and the object it labels (``None`` when the export does not say).
+        control: the control read.
+        control_type: its type, ``"choices"`` or ``"rating"``.
+        to_name: the object it labels (``None`` when the export does not say).
         summary: :class:`ExportSummary`.
         annotator_stats: per user: ``annotator, email, n_used, n_cancelled, n_superseded,
             n_gold``.
@@ -97,6 +98,8 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
             control.
         label_config: the project's labeling config (XML text, a path to it, or a
             ``LabelInterface``); gives the classes in config order and validates values.
+        format: ``"JSON"``, ``"JSON_MIN"``, ``"CSV"`` or ``"TSV"`` (any case), instead of
+            telling the format by content (default None).
         multiple: what an annotation with several choices means: ``"error"`` (default),
             ``"combination"`` (the set is one class) or ``"skip"`` (left out, counted).
         separator: joins the choices of a set into a class name (``multiple="combination"``).

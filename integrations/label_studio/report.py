@@ -54,6 +54,8 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
     ``n_annotations`` 0, its counts and NaN quality.
 
     Args:
+        export: a :class:`LabelStudioExport` or :class:`~._spans.LabelStudioSpans` from
+            :func:`read_export`.
         model: a label model fitted on ``export.annotations`` or unfitted (it is fitted), or
             a registry name; default: a new model of the package's default
             (``_model.DEFAULT_LABEL_MODEL``). A model fitted here is fitted as
@@ -62,8 +64,11 @@ def annotator_report(export: LabelStudioExport, model: Any = None, *, csv_path: 
             ground-truth annotation at its class (default, as ``aggregate`` and ``report``
             do); ``False`` fits without them (``--no-gold``). A fitted model is used as it is;
             span exports take no gold.
+        csv_path: where to write the table as CSV (None: not written).
+        json_path: where to write the table and its metadata as JSON (None: not written).
         emails: user id -> e-mail, filling e-mails the export lacks (see
             :func:`fetch_user_emails`).
+        model_version: recorded in the JSON's metadata (``model_version``).
     """
     if emails is not None and not isinstance(emails, Mapping):
         raise TypeError(f"emails must be a mapping of user id to e-mail (as "

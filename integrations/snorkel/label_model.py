@@ -296,6 +296,10 @@ class CrowdLabelModel:
         """Fit the label model to ``L_train`` (n × m, -1 = abstain). Returns self.
 
         Args:
+            L_train: (n, m) label matrix of class codes ``0..cardinality-1``, -1 where a
+                labeling function abstains: a dense array (a sparse matrix is refused: its
+                zeros would read as votes for class 0) or a Dask array (fitted by
+                :mod:`crowd_keras.distributed`).
             Y_dev: gold labels (``0..cardinality-1``) of the data points of a dev split. As in
                 Snorkel, without ``class_balance`` their class shares are the class balance.
             class_balance: (cardinality,) class proportions; fixes the class prior of a model

@@ -125,15 +125,19 @@ class BWA(BayesianLabelModel):
 
     Attributes:
         scores_: (items, K) the weighted averages z (each in [0, 1]; rows need not sum to 1).
-        posteriors_: (items, K) the scores normalised per item.
         precisions_: (annotators, K).
+        state_: the last M-step's ``(weights, μ, v, sums)``.
+        objective_: the objective per iteration.
+        n_iter_: EM iterations run.
+        votes_: (annotators, K) each annotator's number of votes per class.
+        n_items_: the number of items.
+        correction_: the factor of the precisions' prior rate (``4 (1 − 1/K)``, or 1
+            without ``prior_correction``).
+        posteriors_: (items, K) the scores normalised per item.
         class_priors_: (K,) the class means μ, normalised.
         confusion_matrices_: (annotators, K, K), rows = true class:
             ``Σ_{i ∈ a, y_ia = l} z_ik`` (+ :data:`CONFUSION_SMOOTHING`) normalised over l
             (BWA has no confusion matrix; this is the one its scores imply).
-        state_: the last M-step's ``(weights, μ, v, sums)``.
-        objective_: the objective per iteration.
-        n_iter_: EM iterations run.
     """
 
     def __init__(self, a_v: float = 15.0, lambda_: float = 1.0, prior_correction: bool = True,

@@ -218,10 +218,6 @@ class EBCC(BayesianLabelModel):
             :class:`~crowd_keras.aggregation.labeling_functions.LabelingFunctionFallback`).
 
     Attributes:
-        posteriors_: (items, K) ``Σ_m q(z_i = k, g_i = m)``.
-        class_priors_: (K,) ``E[τ]``.
-        confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
-            marginal ``Σ_m E[π_km] E[v_akm·]``.
         subtype_weights_: (K, M) ``E[π]``.
         live_subtypes_: (K, M) bool, the subtypes not dropped.
         elbo_: the evidence lower bound of the fit (Li et al. 2019 keep the best of several
@@ -229,6 +225,10 @@ class EBCC(BayesianLabelModel):
         state_: the last iteration's ``(bias, E[log v], live, eta, nu, mu)``.
         objective_: the summed log normaliser per iteration.
         n_iter_: VB iterations run.
+        posteriors_: (items, K) ``Σ_m q(z_i = k, g_i = m)``.
+        class_priors_: (K,) ``E[τ]``.
+        confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
+            marginal ``Σ_m E[π_km] E[v_akm·]``.
     """
 
     posterior_has_class_prior = True

@@ -83,10 +83,12 @@ class IBCC(BayesianLabelModel):
             :class:`~crowd_keras.aggregation.labeling_functions.LabelingFunctionFallback`).
 
     Attributes:
-        posteriors_: (items, K) ``q(z)``. class_priors_: (K,) ``E[τ]``.
-        confusion_matrices_: (annotators, K, K) ``E[v]``, rows = true class.
         state_: ``(E[log τ], E[log v])`` of the last iteration (``predict_proba(new)``).
-        objective_: the summed log normaliser per iteration. n_iter_.
+        objective_: the summed log normaliser per iteration.
+        n_iter_: VB iterations run.
+        posteriors_: (items, K) ``q(z)``.
+        class_priors_: (K,) ``E[τ]``.
+        confusion_matrices_: (annotators, K, K) ``E[v]``, rows = true class.
     """
 
     posterior_has_class_prior = True
