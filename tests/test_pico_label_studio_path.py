@@ -106,3 +106,52 @@ def test_pico_acl17_test_through_the_command_gives_the_python_paths_tags(tmp_pat
     spans = prediction_spans(predictions, {t["id"]: t["data"]["docid"] for t in tasks})
     python = get_sequence_model().fit(seq).predict() > 0
     np.testing.assert_array_equal(spans_token_mask(seq, spans), python)
+
+
+# ------------------------------------------------------------------ workers merged into one user
+def merged(tasks: list) -> list:
+    """The export Label Studio makes of annotations imported without ``completed_by``: all of
+    them the importing user's (user 1), one task's annotations a second apart."""
+    out = json.loads(json.dumps(tasks))
+    for t in out:
+        for k, a in enumerate(t["annotations"]):
+            a["completed_by"], a["updated_at"] = 1, f"2024-01-01T00:00:{k:02d}Z"
+    return out
+
+
+def test_workers_merged_into_one_user_get_a_note(tmp_path, capsys):
+    from crowd_keras.integrations import label_studio as ls
+
+    tasks, _ = export_of(TEXTS, SPANS)
+    n = sum(len(t["annotations"]) for t in tasks)
+    # the fit used one annotation per task; the summary's "N superseded" was the only trace
+    e = ls.read_export(merged(tasks))
+    assert e.summary.n_superseded == n - len(tasks) and e.summary.n_annotators == 1
+    assert any(f"{n - len(tasks)} of {n} annotations were replaced" in str(note)
+               and "completed_by" in str(note) for note in e.summary.notes)
+    capsys.readouterr()
+    run_aggregate(tmp_path, merged(tasks))
+    printed = capsys.readouterr().out
+    assert "note: " in printed and "imported without completed_by" in printed
+    # the same for a Choices control
+    choices = [{"id": t, "data": {"text": f"t{t}"}, "annotations": [
+        {"id": 10 * t + k, "completed_by": 1, "updated_at": f"2024-01-01T00:00:0{k}Z",
+         "result": [{"from_name": "c", "to_name": "text", "type": "choices",
+                     "value": {"choices": [c]}}]} for k, c in enumerate("aab")]}
+        for t in (1, 2)]
+    notes = ls.read_export(choices).summary.notes
+    assert any("4 of 6 annotations were replaced" in str(note) for note in notes)
+
+
+def test_a_user_who_annotated_a_task_again_gets_no_note():
+    from crowd_keras.integrations import label_studio as ls
+
+    tasks, _ = export_of(TEXTS, SPANS)
+    again = json.loads(json.dumps(tasks[0]["annotations"][0]))
+    again["id"], again["updated_at"] = 999, "2024-02-01T00:00:00Z"
+    tasks[0]["annotations"].append(again)
+    e = ls.read_export(tasks)
+    assert e.summary.n_superseded == 1
+    assert not any("were replaced" in str(note) for note in e.summary.notes)
+    assert not any("were replaced" in str(note) for note in ls.read_export(
+        export_of(TEXTS, SPANS)[0]).summary.notes)
