@@ -51,6 +51,7 @@ SCRIPTS = [
                 "--precisions", "float32", "--repeat", "3", "--alternate", "16"],
      ["--items", "2000", "--annotators", "100", "--precisions", "float32", "--epochs", "2"], 3600),
     ("spans.py", [], ["--quick"], 3600),
+    ("pico_label_studio_path.py", ["--server", "--all"], ["--orders", "0"], 1800),
     ("bayesian.py", [], ["--sets", "bluebirds", "dog", "--sizes", "100000", "--reference-sizes",
                          "100000", "--whole-sizes", "100000", "--iters", "2", "--repeat", "1"],
      3600),

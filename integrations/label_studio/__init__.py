@@ -16,7 +16,9 @@ Mapping
 * One annotation of a user on a task = one crowd annotation. Skipped (``was_cancelled``)
   annotations are counted, not used. Several annotations of one user on one task: the
   latest (``updated_at``, then ``created_at``, then annotation id) wins, the others are
-  counted as superseded. ``ground_truth`` annotations are kept apart in
+  counted as superseded (a summary note when they are at least as many as those kept, or
+  one user holds them all: annotations imported without ``completed_by`` all belong to the
+  importing user). ``ground_truth`` annotations are kept apart in
   :attr:`LabelStudioExport.gold` unless ``include_gold=True``; every fit here
   (:func:`fit_label_model`: ``aggregate``, ``report``, :func:`predictions_from_model`,
   :func:`annotator_report`, :func:`quality_report`) holds those tasks at their class when

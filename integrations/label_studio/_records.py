@@ -17,7 +17,8 @@ import pandas as pd
 from crowd_keras.errors import CrowdDataError
 
 __all__ = ["FORMATS", "ExportSummary", "Record", "load_export", "records_from_full",
-           "records_from_rows", "task_id", "parse_times", "python_scalar", "check_flag"]
+           "records_from_rows", "task_id", "parse_times", "python_scalar", "check_flag",
+           "superseded_note"]
 
 
 #: The export formats read (Label Studio's export types of that name).
@@ -436,6 +437,22 @@ def _one_key_per_user(records: list) -> list:
                                  f"{sorted(found)}")
         out.append(replace(rec, annotator=next(iter(found))) if found else rec)
     return out
+
+
+def superseded_note(n_superseded: int, n_kept: int, n_users: int) -> Optional[str]:
+    """The note of an export whose users' later annotations of a task replaced at least as
+    many as were kept (or where one user holds them all): one account holding several
+    people's work, as when annotations are imported without ``completed_by`` (Label Studio
+    gives them all to the importing user). Without it the fit quietly used one annotation
+    per task, the summary's count the only trace. ``None``: nothing to say."""
+    if n_superseded == 0 or (n_superseded < n_kept and n_users > 1):
+        return None
+    return (f"{n_superseded} of {n_superseded + n_kept} annotations were replaced by a later "
+            f"one of the same user on the same task, leaving {n_kept} from {n_users} "
+            f"user{'s' if n_users != 1 else ''}: if several people annotated under one account, "
+            "or the annotations were imported without completed_by (Label Studio then gives "
+            "them all to the importing user), give each annotator a user of their own and "
+            "export again")
 
 
 def parse_times(values: list, wheres: list) -> pd.Series:

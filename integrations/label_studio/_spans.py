@@ -32,7 +32,7 @@ from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 from crowd_keras.sequences.tokens import MAX_OFFSET
 
 from ._controls import MIN_META, SPAN_TAGS, object_fields, to_name_note
-from ._records import ExportSummary, parse_times, task_id
+from ._records import ExportSummary, parse_times, superseded_note, task_id
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
 
@@ -411,6 +411,9 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
                  "indices, in which emoji and other characters beyond U+FFFF count twice); "
                  "offsets are read as characters (code points, as Python indexes text), so "
                  "these spans are shifted"]
+    merged = superseded_note(int(superseded.sum()), len(kept), kept["annotator"].nunique())
+    if merged:
+        notes = [*notes, merged]
     return _assemble(seq, spans, gold, records, frame, used, superseded, gold_rows, fmt, control,
                      kind, to_name, key, notes, bases, n_gold_conflicts)
 

@@ -18,7 +18,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
                         selection_full, selection_min, to_name_note)
 from ._records import (FORMATS, ExportSummary, load_export, parse_times, records_from_full,
-                       records_from_rows)
+                       records_from_rows, superseded_note)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 _MULTIPLE = ("error", "combination", "skip")
@@ -190,6 +190,10 @@ def _export(reading: "_Reading", tasks: list, records: list, selections: list,
             "all {n} labelled annotations are ground_truth (Label Studio flags annotations "
             "imported with tasks so): pass {gold} to use them", n=len(resolved.gold_rows),
             gold=Argument("include_gold", True))]
+    merged = superseded_note(int(resolved.superseded.sum()), len(resolved.kept),
+                             resolved.kept["annotator"].nunique())
+    if merged:
+        notes = notes + [merged]
     emails = _emails(records, annotators)
     summary = ExportSummary(
         format=reading.fmt, control=reading.control, control_type=reading.kind,
