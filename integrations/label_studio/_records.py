@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
+from crowd_keras.files import decode_json
 
 __all__ = ["FORMATS", "ExportSummary", "Record", "load_export", "records_from_full",
            "records_from_rows", "task_id", "parse_times", "python_scalar", "check_flag"]
@@ -137,7 +138,7 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
         raise CrowdDataError(f"{origin} is empty")
     if fmt in (None, "JSON", "JSON_MIN") and stripped[0] in "[{":
         try:
-            loaded = json.loads(text)
+            loaded = decode_json(text)
         except json.JSONDecodeError as exc:
             raise CrowdDataError(
                 f"{origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import html
-import json
 import os
 
 import numpy as np
@@ -23,7 +22,7 @@ from crowd_keras.agreement import agreement_report
 from crowd_keras.agreement.report import nested, plain, records
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL
 from crowd_keras.errors import Argument, CrowdDataError, Message
-from crowd_keras.files import atomic_write_files
+from crowd_keras.files import atomic_write_files, indented_json
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
 
 from ._controls import READABLE, parse_config
@@ -229,6 +228,5 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
     # one output: neither file is replaced unless both can be
     html_path, json_path = atomic_write_files({
         out / "report.html": page_html(title, "\n".join(body), plots),
-        out / "report.json": json.dumps(document, indent=1, ensure_ascii=False,
-                                        allow_nan=False) + "\n"})
+        out / "report.json": indented_json(document) + "\n"})
     return {"html": html_path, "json": json_path, "report": document}
