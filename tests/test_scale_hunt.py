@@ -242,3 +242,44 @@ def test_check_spacing_makes_no_python_call_per_row_and_still_finds_spaced_twins
     frame.to_csv(path, index=False)
     with pytest.raises(CrowdDataError, match=r"' cat' at line 9 and 'cat' at line 2"):
         check_spacing(str(path), frame, args)
+
+
+# ---------------------------------------------------------------- Label Studio report
+def _two_control_export() -> list:
+    """12 tasks, three annotators, a Choices and a Rating control in every annotation."""
+    tasks = []
+    for t in range(1, 13):
+        anns = [{"id": 10 * t + u, "completed_by": u + 1, "result": [
+            {"from_name": "sentiment", "to_name": "text", "type": "choices",
+             "value": {"choices": [["pos", "neg"][(t + (u == 2)) % 2]]}},
+            {"from_name": "stars", "to_name": "text", "type": "rating",
+             "value": {"rating": 1 + (t + u) % 5}}]} for u in range(3)]
+        tasks.append({"id": t, "data": {"text": f"task {t}"}, "annotations": anns})
+    return tasks
+
+
+@pytest.mark.parametrize("as_file", [False, True])
+def test_a_report_of_several_controls_decodes_the_export_once(tmp_path, monkeypatch, as_file):
+    pytest.importorskip("label_studio_sdk")
+    import io
+
+    from crowd_keras.integrations import label_studio as ls
+    from crowd_keras.integrations.label_studio import _records
+
+    data = json.dumps(_two_control_export()).encode()
+    decoded = []
+    real = _records.decode_json
+    monkeypatch.setattr(_records, "decode_json", lambda text: decoded.append(1) or real(text))
+    path = tmp_path / "export.json"
+    path.write_bytes(data)
+    source = io.BytesIO(data) if as_file else path
+    out = ls.quality_report(source, tmp_path / "rep", n_bootstrap=0, plots=False,
+                            method="dawid_skene")
+    assert len(decoded) == 1          # was once to list the controls, then once per control
+    controls = out["report"]["controls"]
+    assert sorted(controls) == ["sentiment", "stars"]
+    assert all(doc["error"] is None for doc in controls.values())
+    monkeypatch.undo()
+    alone = ls.quality_report(path, tmp_path / "alone", controls=["stars"], n_bootstrap=0,
+                              plots=False, method="dawid_skene")["report"]["controls"]["stars"]
+    assert json.dumps(alone, sort_keys=True) == json.dumps(controls["stars"], sort_keys=True)

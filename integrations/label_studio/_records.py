@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,7 @@ import pandas as pd
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import decode_json
 
-__all__ = ["FORMATS", "ExportSummary", "Record", "load_export", "records_from_full",
+__all__ = ["FORMATS", "ExportSummary", "Record", "LoadedExport", "load_export", "records_from_full",
            "records_from_rows", "task_id", "parse_times", "python_scalar", "check_flag"]
 
 
@@ -82,13 +82,28 @@ class Record:
     raw: Any = None  # JSON_MIN/CSV: the control column's value
 
 
-def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
+class LoadedExport(NamedTuple):
+    """An export as :func:`load_export` read and decoded it. Given back to it (to
+    ``read_export``) as the source, it is taken as it is: a report of several controls
+    decodes a 50,000-task export once, not once per control."""
+
+    fmt: str
+    payload: Any
+    origin: str
+
+
+def load_export(source: Any, fmt: Optional[str]) -> LoadedExport:
     """(format, payload, description): payload is a list of dicts (JSON) or of CSV rows."""
     if fmt is not None and fmt not in FORMATS:   # else read as CSV, whatever it names
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    if isinstance(source, LoadedExport):
+        if fmt is not None and fmt != source.fmt:
+            raise ValueError(f"this export was read as {source.fmt}, not {fmt}")
+        return source
     origin = "export"
     if isinstance(source, (list, dict)):
-        return _json_kind(source, fmt, origin), _as_task_list(source, origin), origin
+        return LoadedExport(_json_kind(source, fmt, origin), _as_task_list(source, origin),
+                            origin)
     suffix = ""
     translated = False     # newline translation by a text-mode file object (below)
     if isinstance(source, (str, os.PathLike)):
@@ -143,7 +158,8 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
             raise CrowdDataError(
                 f"{origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
                 "(truncated or not a JSON export?)") from None
-        return _json_kind(loaded, fmt, origin), _as_task_list(loaded, origin), origin
+        return LoadedExport(_json_kind(loaded, fmt, origin), _as_task_list(loaded, origin),
+                            origin)
     if fmt in ("JSON", "JSON_MIN") or (fmt is None and suffix == ".json"):
         # a .json file is not read as CSV (whose error would be about missing columns)
         raise CrowdDataError(f"{origin}: a {fmt or 'JSON'} export must start with '[' or "
@@ -158,7 +174,7 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
             "ends into '\\n', inside quoted task texts too (which moves the span offsets "
             "after them and changes the task data): open it with newline='' (as the csv "
             "module asks) or in binary mode ('rb'), or pass the path")
-    return fmt, _csv_rows(text, "\t" if fmt == "TSV" else ",", origin), origin
+    return LoadedExport(fmt, _csv_rows(text, "\t" if fmt == "TSV" else ",", origin), origin)
 
 
 def _as_task_list(loaded: Any, origin: str) -> list:

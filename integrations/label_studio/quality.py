@@ -27,7 +27,7 @@ from crowd_keras.quality_page import agreement_section, join_path, page_html, ta
 
 from ._controls import READABLE, parse_config
 from ._model import fit_label_model
-from ._records import check_flag, load_export, records_from_full
+from ._records import FORMATS, check_flag, load_export, records_from_full
 from ._span_results import fitted_sequence_model
 from ._spans import LabelStudioSpans
 from .reader import read_export
@@ -176,12 +176,15 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
                         f"{controls!r}; pass [{controls!r}]")
     check_flag("use_gold", use_gold)
     _check_outputs(source, Path(out_dir))
-    names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
-                                                                           format)]
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() == ".json" and not format:
         origin = str(source)
     else:
         origin = "export" if not isinstance(source, (str, Path)) else str(source)
+    if format is None or (isinstance(format, str) and format.upper() in FORMATS):
+        # read and decoded once for every control (else read_export's own error names it)
+        source = load_export(source, format.upper() if format else None)
+    names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
+                                                                           format)]
     read = dict(label_config=label_config, format=format, multiple=multiple,
                 separator=separator, include_gold=include_gold, scheme=scheme, text_key=text_key)
     docs, drawn, errors = {}, {}, []
