@@ -259,15 +259,17 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def indented_json(value: Any, indent: int = 1, allow_nan: bool = False) -> str:
     """``json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=allow_nan)``, the same
-    text, in a fraction of the time for large documents.
+    text, in a fraction of the time for large tables.
 
     ``json.dumps`` with an indent runs its pure-Python encoder (one generator step per value:
-    43 s for the 125 MB agreement report of a million annotations). Here every list or dict of
-    plain scalars, and every list of such dicts (a table's records), is one call of the C
-    encoder whose separators carry the newline and indent, the brackets set around it; only
-    the levels above them are walked in Python. Anything else (keys that are not strings,
-    values json does not know, empty containers inside records) goes to ``json.dumps`` itself,
-    so the text and the errors are always its own."""
+    most of writing the 125 MB agreement report of a million annotations). Here every list
+    or dict of plain scalars, and every list of such dicts (a table's records), is one call
+    of the C encoder whose separators carry the newline and indent, the brackets set around
+    it; a list of such lists (a matrix) is one call per row, and the few dicts above them are
+    walked in Python. Anything else (a long list or dict of nested containers, such as
+    Label Studio predictions, where a call per element would cost more than it saves; keys
+    that are not strings; values json does not know) goes to ``json.dumps`` itself, so the
+    text and the errors are always its own."""
     pad = " " * indent
 
     def flat(obj: Any, depth: int) -> str:
@@ -276,31 +278,42 @@ def indented_json(value: Any, indent: int = 1, allow_nan: bool = False) -> str:
                           separators=("," + inner, ": "))
         return text[0] + inner + text[1:-1] + "\n" + pad * depth + text[-1]
 
+    def is_flat(obj: Any) -> bool:
+        if type(obj) is dict:
+            return bool(obj) and {type(k) for k in obj} == {str} \
+                and {type(v) for v in obj.values()} <= _SCALARS
+        return type(obj) in (list, tuple) and bool(obj) and {type(v) for v in obj} <= _SCALARS
+
     def encode(obj: Any, depth: int) -> str:
         if type(obj) in _SCALARS:
             return json.dumps(obj, ensure_ascii=False, allow_nan=allow_nan)
-        if isinstance(obj, dict) and obj:
-            if not all(type(k) is str for k in obj):
-                return _indented_fallback(obj, indent, allow_nan, depth)
-            if {type(v) for v in obj.values()} <= _SCALARS:
-                return flat(obj, depth)
-            inner = "\n" + pad * (depth + 1)
+        if is_flat(obj):
+            return flat(obj, depth)
+        inner = "\n" + pad * (depth + 1)
+        if type(obj) is dict and obj and len(obj) <= _WALKED \
+                and all(type(k) is str for k in obj):
             return "{" + inner + ("," + inner).join(
                 json.dumps(k, ensure_ascii=False) + ": " + encode(v, depth + 1)
                 for k, v in obj.items()) + "\n" + pad * depth + "}"
-        if isinstance(obj, (list, tuple)) and obj:
+        if type(obj) in (list, tuple) and obj:
+            # comprehensions, not is_flat per element: no Python call per row
             kinds = {type(v) for v in obj}
-            if kinds <= _SCALARS:
-                return flat(obj, depth)
             if kinds == {dict} and all(obj) and {type(k) for r in obj for k in r} == {str} \
                     and {type(v) for r in obj for v in r.values()} <= _SCALARS:
                 return _records_json(obj, depth, pad, allow_nan)
-            inner = "\n" + pad * (depth + 1)
-            return "[" + inner + ("," + inner).join(encode(v, depth + 1) for v in obj) \
-                + "\n" + pad * depth + "]"
+            rows = kinds <= {list, tuple} and all(obj) \
+                and {type(v) for r in obj for v in r} <= _SCALARS
+            if len(obj) <= _WALKED or rows:
+                return "[" + inner + ("," + inner).join(encode(v, depth + 1) for v in obj) \
+                    + "\n" + pad * depth + "]"
         return _indented_fallback(obj, indent, allow_nan, depth)
 
     return encode(value, 0)
+
+
+#: Lists and dicts of nested containers up to this length are walked in Python; longer ones
+#: (of flat rows excepted) are json.dumps's: a call per element would cost more than it saves.
+_WALKED = 64
 
 
 def _records_json(rows: list, depth: int, pad: str, allow_nan: bool) -> str:

@@ -111,6 +111,10 @@ TRICKY = [
      "m": [[1, 2], [3, [4, {"q": ()}]]], "n": {1: "a", "b": [1]}, "f": [[{}]]},
     [[{"a": 1}], {"b": {"c": [{"d": 1, "e": "x"}, {"d": 2, "e": "y"}]}}],
     {"a": [{"x": 1, "y": 2}, {"y": 3, "x": 4, "z": "w"}], "b": [{"p": [1]}]},
+    # long lists and dicts of nested containers (Label Studio predictions), matrices
+    [{"task": i, "score": 0.5, "result": [{"value": {"choices": ["a"]}}]} for i in range(100)],
+    {f"k{i}": {"a": [i, {"b": None}]} for i in range(100)},
+    {"m": [[1.5, 2], (3, "x")] * 50, "c": [[[1, 2], [3, 4]]] * 70, "e": [[1], []] * 40},
 ]
 
 
