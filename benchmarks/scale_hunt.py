@@ -187,7 +187,8 @@ def label_studio_rows(table: list, n_tasks: int, repeat: int) -> None:
             for e in old] == \
         [len(e.annotations.labels if hasattr(e, "annotations") else e.sequences.labels)
          for e in new]
-    row(table, "label-studio report: reading 3 controls", size, before, after)
+    row(table, "label-studio report: reading 3 controls (per control vs once)", size, before,
+        after)
 
 
 def model_rows(sizes: list) -> None:

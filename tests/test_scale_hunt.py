@@ -271,15 +271,18 @@ def test_a_report_of_several_controls_decodes_the_export_once(tmp_path, monkeypa
     from crowd_keras.integrations.label_studio import _records
 
     data = json.dumps(_two_control_export()).encode()
-    decoded = []
-    real = _records.decode_json
+    decoded, parsed = [], []
+    real, real_records = _records.decode_json, _records.records_from_full
     monkeypatch.setattr(_records, "decode_json", lambda text: decoded.append(1) or real(text))
+    monkeypatch.setattr(_records, "records_from_full",
+                        lambda *a: parsed.append(1) or real_records(*a))
     path = tmp_path / "export.json"
     path.write_bytes(data)
     source = io.BytesIO(data) if as_file else path
     out = ls.quality_report(source, tmp_path / "rep", n_bootstrap=0, plots=False,
                             method="dawid_skene")
-    assert len(decoded) == 1          # was once to list the controls, then once per control
+    # were once to list the controls, then once per control
+    assert len(decoded) == 1 and len(parsed) == 1
     controls = out["report"]["controls"]
     assert sorted(controls) == ["sentiment", "stars"]
     assert all(doc["error"] is None for doc in controls.values())

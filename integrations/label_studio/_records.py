@@ -7,9 +7,9 @@ import csv
 import io
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -82,14 +82,27 @@ class Record:
     raw: Any = None  # JSON_MIN/CSV: the control column's value
 
 
-class LoadedExport(NamedTuple):
-    """An export as :func:`load_export` read and decoded it. Given back to it (to
-    ``read_export``) as the source, it is taken as it is: a report of several controls
-    decodes a 50,000-task export once, not once per control."""
+@dataclass(frozen=True, eq=False)
+class LoadedExport:
+    """An export as :func:`load_export` read and decoded it; unpacks as ``(fmt, payload,
+    origin)``. Given back to it (to ``read_export``) as the source, it is taken as it is, with
+    its annotations' records (:meth:`full_records`) made once: a report of several controls
+    reads a 50,000-task export once, not once to list the controls and once per control."""
 
     fmt: str
     payload: Any
     origin: str
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def __iter__(self):
+        return iter((self.fmt, self.payload, self.origin))
+
+    def full_records(self) -> tuple[list, list, dict]:
+        """:func:`records_from_full` of the payload, made on the first call (the reading
+        steps never change its lists, dict or frozen records)."""
+        if "full" not in self._cache:
+            self._cache["full"] = records_from_full(self.payload, self.origin)
+        return self._cache["full"]
 
 
 def load_export(source: Any, fmt: Optional[str]) -> LoadedExport:

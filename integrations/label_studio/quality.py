@@ -27,7 +27,7 @@ from crowd_keras.quality_page import agreement_section, join_path, page_html, ta
 
 from ._controls import READABLE, parse_config
 from ._model import fit_label_model
-from ._records import FORMATS, check_flag, load_export, records_from_full
+from ._records import FORMATS, check_flag, load_export
 from ._span_results import fitted_sequence_model
 from ._spans import LabelStudioSpans
 from .reader import read_export
@@ -50,13 +50,14 @@ def export_controls(source: Any, label_config: Any = None,
     if label_config is not None:
         config = parse_config(label_config)
         return [(n, c[0]) for n, c in config.items() if c[0] in READABLE]
-    fmt, payload, origin = load_export(source, format.upper() if format else None)
+    loaded = load_export(source, format.upper() if format else None)
+    fmt, payload, origin = loaded
     if fmt != "JSON":
         raise CrowdDataError(Message(
             "{origin}: {fmt} exports do not say which columns are labeling controls; pass "
             "{controls} (one name per control) or {config}", origin=origin, fmt=fmt,
             controls=Argument("controls"), config=Argument("label_config")))
-    _, _, seen = records_from_full(payload, origin)
+    _, _, seen = loaded.full_records()
     found = sorted((n, t) for n, (t, _) in seen.items() if t in READABLE)
     if not found:
         raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control in the "
