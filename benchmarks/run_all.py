@@ -60,6 +60,7 @@ SCRIPTS = [
     ("failure_kinds.py", [], ["--quick"], 1800),
     ("gold_designs.py", [], ["--quick"], 1800),
     ("features.py", [], ["--sets", "music", "--seeds", "1"], 1800),
+    ("scale_hunt.py", [], ["--quick"], 1800),
     # a real Label Studio server (skipped without the label-studio executable)
     ("label_studio_push.py", [], ["--sizes", "200", "--in-place", "20"], 3600),
 ]

@@ -60,9 +60,28 @@ def records(frame: Optional[pd.DataFrame]) -> Optional[list]:
     """A frame as a list of dicts of plain values (full float precision, NaN as None)."""
     if frame is None:
         return None
-    cols = list(frame.columns)
-    return [{str(c): plain(v) for c, v in zip(cols, row)}
-            for row in frame.itertuples(index=False, name=None)]
+    if not frame.shape[1]:
+        return [{} for _ in range(len(frame))]
+    # column by column (a report's pairwise table has a row per overlapping pair of
+    # annotators: a call of plain() per cell took most of writing report.json)
+    columns = [_plain_column(frame.iloc[:, j]) for j in range(frame.shape[1])]
+    names = [str(c) for c in frame.columns]
+    return [dict(zip(names, row)) for row in zip(*columns)]
+
+
+def _plain_column(column: pd.Series) -> list:
+    """``[plain(v) for v in column]``: numpy numbers as Python ones, NaN and inf as None."""
+    values = column.to_numpy()
+    # numpy dtypes only: a nullable Int64 column converts to floats (1 became 1.0)
+    if isinstance(column.dtype, np.dtype) and values.dtype.kind in "biuf":
+        out = values.tolist()
+        if values.dtype.kind == "f":
+            for i in np.flatnonzero(~np.isfinite(values)).tolist():
+                out[i] = None
+        return out
+    if not column.hasnans and pd.api.types.infer_dtype(column, skipna=False) == "string":
+        return column.tolist()            # Python strings already
+    return [plain(v) for v in column]
 
 
 def _seed_value(seed: Any) -> Any:

@@ -19,7 +19,7 @@ import numpy as np
 from ..aggregation.registry import LABEL_MODELS, available_label_models
 from ..codes import booleans_as_codes, show
 from ..errors import CrowdDataError
-from ..files import atomic_write_files, atomic_write_text
+from ..files import atomic_write_files, atomic_write_text, indented_json
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
@@ -354,7 +354,6 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 
 def _agree(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from ..agreement import agreement_report
@@ -402,8 +401,7 @@ def _agree(args: argparse.Namespace) -> int:
                                  classes=list(ann.classes), plots=not args.no_plots)
         out = Path(args.out)
         atomic_write_files({out / "report.html": page_html(doc["title"], body, not args.no_plots),
-                            out / "report.json": json.dumps(doc, indent=1, ensure_ascii=False,
-                                                            allow_nan=False) + "\n"})
+                            out / "report.json": indented_json(doc) + "\n"})
         print(f"wrote {out / 'report.html'} and {out / 'report.json'}")
     return 0
 

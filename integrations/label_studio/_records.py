@@ -7,7 +7,7 @@ import csv
 import io
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 
 from crowd_keras.errors import CrowdDataError
+from crowd_keras.files import decode_json
 
-__all__ = ["FORMATS", "ExportSummary", "Record", "load_export", "records_from_full",
-           "records_from_rows", "task_id", "parse_times", "python_scalar", "check_flag",
-           "superseded_note"]
+__all__ = ["FORMATS", "ExportSummary", "Record", "LoadedExport", "load_export",
+           "records_from_full", "records_from_rows", "task_id", "parse_times", "python_scalar",
+           "check_flag", "superseded_note"]
 
 
 #: The export formats read (Label Studio's export types of that name).
@@ -82,13 +83,41 @@ class Record:
     raw: Any = None  # JSON_MIN/CSV: the control column's value
 
 
-def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
+@dataclass(frozen=True, eq=False)
+class LoadedExport:
+    """An export as :func:`load_export` read and decoded it; unpacks as ``(fmt, payload,
+    origin)``. Given back to it (to ``read_export``) as the source, it is taken as it is, with
+    its annotations' records (:meth:`full_records`) made once: a report of several controls
+    reads a 50,000-task export once, not once to list the controls and once per control."""
+
+    fmt: str
+    payload: Any
+    origin: str
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def __iter__(self):
+        return iter((self.fmt, self.payload, self.origin))
+
+    def full_records(self) -> tuple[list, list, dict]:
+        """:func:`records_from_full` of the payload, made on the first call (the reading
+        steps never change its lists, dict or frozen records)."""
+        if "full" not in self._cache:
+            self._cache["full"] = records_from_full(self.payload, self.origin)
+        return self._cache["full"]
+
+
+def load_export(source: Any, fmt: Optional[str]) -> LoadedExport:
     """(format, payload, description): payload is a list of dicts (JSON) or of CSV rows."""
     if fmt is not None and fmt not in FORMATS:   # else read as CSV, whatever it names
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    if isinstance(source, LoadedExport):
+        if fmt is not None and fmt != source.fmt:
+            raise ValueError(f"this export was read as {source.fmt}, not {fmt}")
+        return source
     origin = "export"
     if isinstance(source, (list, dict)):
-        return _json_kind(source, fmt, origin), _as_task_list(source, origin), origin
+        return LoadedExport(_json_kind(source, fmt, origin), _as_task_list(source, origin),
+                            origin)
     suffix = ""
     translated = False     # newline translation by a text-mode file object (below)
     if isinstance(source, (str, os.PathLike)):
@@ -138,12 +167,13 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
         raise CrowdDataError(f"{origin} is empty")
     if fmt in (None, "JSON", "JSON_MIN") and stripped[0] in "[{":
         try:
-            loaded = json.loads(text)
+            loaded = decode_json(text)
         except json.JSONDecodeError as exc:
             raise CrowdDataError(
                 f"{origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
                 "(truncated or not a JSON export?)") from None
-        return _json_kind(loaded, fmt, origin), _as_task_list(loaded, origin), origin
+        return LoadedExport(_json_kind(loaded, fmt, origin), _as_task_list(loaded, origin),
+                            origin)
     if fmt in ("JSON", "JSON_MIN") or (fmt is None and suffix == ".json"):
         # a .json file is not read as CSV (whose error would be about missing columns)
         raise CrowdDataError(f"{origin}: a {fmt or 'JSON'} export must start with '[' or "
@@ -158,7 +188,7 @@ def load_export(source: Any, fmt: Optional[str]) -> tuple[str, Any, str]:
             "ends into '\\n', inside quoted task texts too (which moves the span offsets "
             "after them and changes the task data): open it with newline='' (as the csv "
             "module asks) or in binary mode ('rb'), or pass the path")
-    return fmt, _csv_rows(text, "\t" if fmt == "TSV" else ",", origin), origin
+    return LoadedExport(fmt, _csv_rows(text, "\t" if fmt == "TSV" else ",", origin), origin)
 
 
 def _as_task_list(loaded: Any, origin: str) -> list:

@@ -2,7 +2,6 @@
 label model, and the prediction file."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from crowd_keras.aggregation.pred_probs import check_probability_matrix
 from crowd_keras.errors import CrowdDataError
-from crowd_keras.files import atomic_write_text
+from crowd_keras.files import atomic_write_text, indented_json
 
 from ._model import ensure_fitted, prediction_target
 from ._span_results import span_predictions_from_model
@@ -111,4 +110,4 @@ def write_predictions(path: Any, predictions: Sequence[dict]) -> Path:
     if odd:
         raise CrowdDataError(f"prediction {odd[0]} is not a dict naming its 'task': "
                              f"{str(predictions[odd[0]])[:80]}")
-    return atomic_write_text(path, json.dumps(list(predictions), indent=1, ensure_ascii=False) + "\n")
+    return atomic_write_text(path, indented_json(list(predictions), allow_nan=True) + "\n")

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import html
-import json
 import os
 
 import numpy as np
@@ -23,12 +22,12 @@ from crowd_keras.agreement import agreement_report
 from crowd_keras.agreement.report import nested, plain, records
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL
 from crowd_keras.errors import Argument, CrowdDataError, Message
-from crowd_keras.files import atomic_write_files
+from crowd_keras.files import atomic_write_files, indented_json
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
 
 from ._controls import READABLE, parse_config
 from ._model import fit_label_model
-from ._records import check_flag, load_export, records_from_full
+from ._records import FORMATS, check_flag, load_export
 from ._span_results import fitted_sequence_model
 from ._spans import LabelStudioSpans
 from .reader import read_export
@@ -51,13 +50,14 @@ def export_controls(source: Any, label_config: Any = None,
     if label_config is not None:
         config = parse_config(label_config)
         return [(n, c[0]) for n, c in config.items() if c[0] in READABLE]
-    fmt, payload, origin = load_export(source, format.upper() if format else None)
+    loaded = load_export(source, format.upper() if format else None)
+    fmt, payload, origin = loaded
     if fmt != "JSON":
         raise CrowdDataError(Message(
             "{origin}: {fmt} exports do not say which columns are labeling controls; pass "
             "{controls} (one name per control) or {config}", origin=origin, fmt=fmt,
             controls=Argument("controls"), config=Argument("label_config")))
-    _, _, seen = records_from_full(payload, origin)
+    _, _, seen = loaded.full_records()
     found = sorted((n, t) for n, (t, _) in seen.items() if t in READABLE)
     if not found:
         raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control in the "
@@ -180,12 +180,15 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
                         f"{controls!r}; pass [{controls!r}]")
     check_flag("use_gold", use_gold)
     _check_outputs(source, Path(out_dir))
-    names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
-                                                                           format)]
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() == ".json" and not format:
         origin = str(source)
     else:
         origin = "export" if not isinstance(source, (str, Path)) else str(source)
+    if format is None or (isinstance(format, str) and format.upper() in FORMATS):
+        # read and decoded once for every control (else read_export's own error names it)
+        source = load_export(source, format.upper() if format else None)
+    names = list(controls) if controls else [n for n, _ in export_controls(source, label_config,
+                                                                           format)]
     read = dict(label_config=label_config, format=format, multiple=multiple,
                 separator=separator, include_gold=include_gold, scheme=scheme, text_key=text_key)
     docs, drawn, errors = {}, {}, []
@@ -232,6 +235,5 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
     # one output: neither file is replaced unless both can be
     html_path, json_path = atomic_write_files({
         out / "report.html": page_html(title, "\n".join(body), plots),
-        out / "report.json": json.dumps(document, indent=1, ensure_ascii=False,
-                                        allow_nan=False) + "\n"})
+        out / "report.json": indented_json(document) + "\n"})
     return {"html": html_path, "json": json_path, "report": document}

@@ -17,8 +17,8 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
                         selection_full, selection_min, to_name_note)
-from ._records import (FORMATS, ExportSummary, load_export, parse_times, records_from_full,
-                       records_from_rows, superseded_note)
+from ._records import (FORMATS, ExportSummary, load_export, parse_times, records_from_rows,
+                       superseded_note)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 _MULTIPLE = ("error", "combination", "skip")
@@ -135,13 +135,14 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
         raise ValueError(f"text_mismatch must be one of {_TEXT_MISMATCH}, got "
                          f"{text_mismatch!r}")
     config = parse_config(label_config) if label_config is not None else None
-    fmt, payload, origin = load_export(source, format.upper() if format else None)
+    loaded = load_export(source, format.upper() if format else None)
+    fmt, payload, origin = loaded
     notes: list = []
     spans = dict(label_config=label_config, config=config, include_gold=include_gold,
                  scheme=scheme, tokenizer=tokenizer, text_key=text_key,
                  text_mismatch=text_mismatch, origin=origin, notes=notes)
     if fmt == "JSON":
-        tasks, records, seen = records_from_full(payload, origin)
+        tasks, records, seen = loaded.full_records()
         if config is None and not records:
             # else "no control found in the annotation results", as if the results were odd
             raise CrowdDataError(f"{origin}: its {len(tasks)} task(s) hold no annotation: "

@@ -2,7 +2,6 @@
 it: written as CSV and JSON), and accuracy on the ground-truth tasks."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -13,7 +12,7 @@ from crowd_keras.aggregation.pred_probs import check_probability_matrix
 from crowd_keras.agreement import agreement_report, annotator_agreement
 from crowd_keras.agreement.report import records
 from crowd_keras.errors import CrowdDataError
-from crowd_keras.files import atomic_write_files, atomic_write_text
+from crowd_keras.files import atomic_write_files, atomic_write_text, indented_json
 
 from ._model import ensure_fitted
 from ._span_results import fitted_sequence_model, span_report
@@ -195,8 +194,7 @@ def _report_text(frame: pd.DataFrame, as_json: bool, meta: Optional[dict] = None
     if as_json:
         # records(), not DataFrame.to_json: that rounds to 10 significant digits, so the
         # JSON's numbers differed from the CSV's and from the frame returned
-        return json.dumps({**(meta or {}), "annotators": records(frame)}, indent=1,
-                          ensure_ascii=False, allow_nan=False) + "\n"
+        return indented_json({**(meta or {}), "annotators": records(frame)}) + "\n"
     return frame.to_csv(index=False)
 
 
