@@ -15,7 +15,8 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "safe_log",
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
-           "class_vote_counts", "confusion_posteriors", "row_order"]
+           "class_vote_counts", "confusion_posteriors", "row_order", "GOLDEN64", "mix64",
+           "id_keys"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -23,6 +24,9 @@ MISSING = -1
 
 #: log of the smallest positive double: stands in for log(0) so that 0 · log 0 stays 0.
 LOG_TINY = -745.0
+
+#: SplitMix64's increment, 2^64 / φ: a counter times it spreads consecutive words apart.
+GOLDEN64 = np.uint64(0x9E3779B97F4A7C15)
 
 _SOFTMAX_BLOCK = 1 << 16   # values per block of softmax_rows (its arrays stay in the L2 cache)
 
@@ -227,3 +231,35 @@ def top_classes(scores: np.ndarray, tol: float = 0.0) -> np.ndarray:
     """Boolean (I, K): the classes within ``tol`` of each row's maximum (ties share a row)."""
     scores = np.asarray(scores)
     return scores >= scores.max(axis=1, keepdims=True) - tol
+
+
+def mix64(x: np.ndarray, scratch: Optional[np.ndarray] = None) -> np.ndarray:
+    """SplitMix64's finaliser (Steele, Lea & Flood 2014) on uint64 ``x``, wrapping: a
+    bijection in which every input bit reaches every output bit, so consecutive or structured
+    inputs give words that pass as independent and uniform (a counter-based generator).
+    With ``scratch`` (an array of ``x``'s shape and dtype), ``x`` is mixed in place."""
+    if scratch is None:
+        with np.errstate(over="ignore"):
+            x = x ^ (x >> np.uint64(30))
+            x = x * np.uint64(0xBF58476D1CE4E5B9)
+            x = x ^ (x >> np.uint64(27))
+            x = x * np.uint64(0x94D049BB133111EB)
+            return x ^ (x >> np.uint64(31))
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
+        np.right_shift(x, np.uint64(shift), out=scratch)
+        np.bitwise_xor(x, scratch, out=x)
+        if factor is not None:
+            np.multiply(x, np.uint64(factor), out=x)
+    return x
+
+
+def id_keys(ids: np.ndarray, seed: int) -> np.ndarray:
+    """(n,) uint64 key of each id that depends only on the id's value and ``seed``: pandas'
+    stable hash of the value (the same in every process) plus the mixed seed, mixed. Draws
+    made from these keys are the same in any order of the ids and in any block of them."""
+    ids = np.asarray(ids)
+    # local import: pandas is a dependency of every caller, not of these kernels
+    from pandas.util import hash_array
+    key = hash_array(ids.astype(object) if ids.dtype.kind not in "iub" else ids)
+    with np.errstate(over="ignore"):
+        return mix64(key.astype(np.uint64) + mix64(np.array([seed], dtype=np.uint64)))

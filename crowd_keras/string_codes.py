@@ -37,7 +37,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from .numerics import dense_ranks, pair_index
+from .numerics import GOLDEN64, dense_ranks, mix64, pair_index
 
 __all__ = ["column_codes", "factorize_strings"]
 
@@ -174,9 +174,7 @@ def _strings(table: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------- hash then verify
 _BLOCK = 1 << 16          # rows per block of the hash route: a block's words stay in the caches
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-_S27, _S30, _S31, _S32 = (np.uint64(k) for k in (27, 30, 31, 32))
+_S32 = np.uint64(32)
 
 
 def _word_blocks(words: _Words, width: Optional[int], block: int = _BLOCK):
@@ -210,15 +208,10 @@ def _word_blocks(words: _Words, width: Optional[int], block: int = _BLOCK):
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place on uint64 ``h`` (wrapping): every input bit reaches
+    """:func:`~crowd_keras.numerics.mix64` in place on uint64 ``h``: every input bit reaches
     every output bit. pandas' int64 hash table hashes weakly (``k >> 33 ^ k ^ k << 11``,
     masked to the table's size): hashes with structured low bits would crowd its slots."""
-    h ^= h >> _S30
-    h *= _MIX1
-    h ^= h >> _S27
-    h *= _MIX2
-    h ^= h >> _S31
-    return h
+    return mix64(h, np.empty_like(h))
 
 
 def _hash_rows(words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -227,7 +220,7 @@ def _hash_rows(words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     h = lengths.astype(np.uint64)
     for w in range(words.shape[1]):
         h ^= words[:, w]
-        h *= _GOLDEN
+        h *= GOLDEN64
         h ^= h >> _S32   # not linear: words differing only in high bits do not cancel out
     return _mix(h)
 

@@ -181,15 +181,16 @@ def test_ebcc_names_a_seed_too_large_for_its_64_bit_draws():
 def test_subtype_draws_blocks_change_no_bit(monkeypatch):
     """The in-place draws, block by block (several blocks, the last one short), equal the
     whole-array formula of the docstring bit for bit, for integer and string ids."""
+    from crowd_keras import numerics
     from crowd_keras.aggregation.bayesian import ebcc
 
     def whole(ids, k, m, seed):
         key = pd.util.hash_array(ids.astype(object) if ids.dtype.kind not in "iub" else ids)
         with np.errstate(over="ignore"):
-            key = ebcc._mix64(key.astype(np.uint64)
-                              + ebcc._mix64(np.array([seed], dtype=np.uint64)))
-            words = ebcc._mix64(key[:, None]
-                                + np.arange(1, k * m + 1, dtype=np.uint64) * ebcc._GOLDEN)
+            key = numerics.mix64(key.astype(np.uint64)
+                              + numerics.mix64(np.array([seed], dtype=np.uint64)))
+            words = numerics.mix64(key[:, None]
+                                + np.arange(1, k * m + 1, dtype=np.uint64) * numerics.GOLDEN64)
         draws = -np.log(((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53)
         draws = draws.reshape(len(ids), k, m)
         return draws / draws.sum(axis=2, keepdims=True)

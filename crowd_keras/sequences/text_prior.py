@@ -32,13 +32,25 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from ..arguments import check_count, check_number
-from ..numerics import softmax_rows
+from ..numerics import id_keys, softmax_rows
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel
 from .batches import Vocabulary
 from .models import TokenDawidSkene
 
-__all__ = ["WindowPriorDawidSkene", "window_features", "fit_soft_logistic"]
+__all__ = ["WindowPriorDawidSkene", "window_features", "fit_soft_logistic", "document_folds"]
+
+
+def document_folds(texts: Any, n_folds: int, seed: int) -> np.ndarray:
+    """(D,) the fold of each document: the documents ranked by the key of their text and
+    ``seed`` (:func:`~crowd_keras.numerics.id_keys`) take the folds in turn. The folds are as
+    even as they can be, and the split depends on the texts alone: not on the order in which
+    the documents come (an export's task order) nor on what they are called (task ids or
+    document ids), so the same crowd gives the same fit however it is handed over."""
+    texts = np.asarray(texts, dtype=object)
+    fold = np.empty(len(texts), dtype=np.int64)
+    fold[np.argsort(id_keys(texts, seed), kind="stable")] = np.arange(len(texts)) % n_folds
+    return fold
 
 
 def window_features(word_ids: np.ndarray, seq: SequenceAnnotations, window: int,
@@ -96,7 +108,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         text_max_iter: L-BFGS iterations per text-model fit.
         prior_strength, temperature, smoothing, max_iter, tol: of the inner
             :class:`~.models.TokenDawidSkene`.
-        seed: the fold split.
+        seed: the fold split (:func:`document_folds`).
 
     Attributes (besides the common ones): model_ (the final TokenDawidSkene), token_prior_
     (T, K) the cross-fitted prior, vocabulary_, text_weights_ (F, K) of the text model
@@ -146,8 +158,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         self.vocabulary_ = Vocabulary(self.min_count).fit(seq)
         X = self._features(seq)
         seen = seq.annotations.annotations_per_item() > 0
-        rng = np.random.default_rng(self.seed)
-        fold = rng.permutation(seq.n_docs) % int(self.n_folds)
+        fold = document_folds(seq.texts, int(self.n_folds), int(self.seed))
         tok_fold = fold[seq.tokens.doc]
         model = self._ds().fit(seq)
         prior = np.full((seq.n_tokens, seq.n_tags), np.nan)

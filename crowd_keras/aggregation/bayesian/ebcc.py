@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from ...arguments import check_count, check_number
-from ...numerics import softmax_rows
+from ...numerics import GOLDEN64, id_keys, mix64, softmax_rows
 from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
@@ -42,45 +41,24 @@ from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichle
 __all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_e_step",
            "subtype_draws", "vote_share_totals"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
 _DRAW_BLOCK = 1 << 15   # words per block of subtype_draws (its arrays stay in the L2 cache)
-
-
-def _mix64(x: np.ndarray, scratch: Optional[np.ndarray] = None) -> np.ndarray:
-    """SplitMix64's finaliser (Steele, Lea & Flood 2014): a bijection of uint64 whose outputs
-    pass as independent uniform words for consecutive inputs (a counter-based generator).
-    With ``scratch`` (an array of ``x``'s shape), ``x`` is mixed in place."""
-    if scratch is None:
-        x = x ^ (x >> np.uint64(30))
-        x = x * np.uint64(0xBF58476D1CE4E5B9)
-        x = x ^ (x >> np.uint64(27))
-        x = x * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
-        np.right_shift(x, np.uint64(shift), out=scratch)
-        np.bitwise_xor(x, scratch, out=x)
-        if factor is not None:
-            np.multiply(x, np.uint64(factor), out=x)
-    return x
 
 
 def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int) -> np.ndarray:
     """(I, K, M) Dirichlet(1, …, 1) draws over the M subtypes, one per item and class.
 
-    Item ``i``'s draws depend only on ``seed`` and ``item_ids[i]`` (its pandas hash, stable
-    across processes): word ``c`` of item ``i`` is ``mix(mix(hash_i + mix(seed)) + c·γ)``,
+    Item ``i``'s draws depend only on ``seed`` and ``item_ids[i]`` (its key
+    :func:`~crowd_keras.numerics.id_keys`, stable across processes): word ``c`` of item ``i``
+    is ``mix(key_i + c·γ)`` (:func:`~crowd_keras.numerics.mix64`),
     its uniform ``u`` gives an Exponential(1) ``−log u``, and normalised exponentials are
     a Dirichlet(1, …, 1) draw. Computed block by block of items in place (every value is
     computed alone: the blocks change no bit).
     """
     ids = np.asarray(item_ids)
     n, width = len(ids), n_classes * n_groups
+    key = id_keys(ids, seed)
     with np.errstate(over="ignore"):
-        key = pd.util.hash_array(ids.astype(object) if ids.dtype.kind not in "iub" else ids)
-        key = _mix64(key.astype(np.uint64) + _mix64(np.array([seed], dtype=np.uint64)))
-        counter = np.arange(1, width + 1, dtype=np.uint64) * _GOLDEN
+        counter = np.arange(1, width + 1, dtype=np.uint64) * GOLDEN64
     draws = np.empty((n, n_classes, n_groups))
     rows = max(_DRAW_BLOCK // max(width, 1), 1)
     words = np.empty((min(rows, n), width), dtype=np.uint64)
@@ -89,7 +67,7 @@ def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int
         hi = min(lo + rows, n)
         w, t = words[:hi - lo], scratch[:hi - lo]
         np.add(key[lo:hi, None], counter[None, :], out=w)
-        _mix64(w, t)
+        mix64(w, t)
         np.right_shift(w, np.uint64(11), out=w)
         part = draws[lo:hi]
         flat = part.reshape(hi - lo, width)
