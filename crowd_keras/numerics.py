@@ -260,6 +260,14 @@ def id_keys(ids: np.ndarray, seed: int) -> np.ndarray:
     ids = np.asarray(ids)
     # local import: pandas is a dependency of every caller, not of these kernels
     from pandas.util import hash_array
-    key = hash_array(ids.astype(object) if ids.dtype.kind not in "iub" else ids)
+    values = ids.astype(object) if ids.dtype.kind not in "iub" else ids
+    try:
+        key = hash_array(values)
+    except UnicodeEncodeError:
+        # a lone surrogate (text decoded with errors="surrogateescape"): hashed as its code
+        # units' bytes; any other string hashes as its UTF-8 bytes, as before
+        values = np.array([v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v
+                           for v in values], dtype=object)
+        key = hash_array(values)
     with np.errstate(over="ignore"):
         return mix64(key.astype(np.uint64) + mix64(np.array([seed], dtype=np.uint64)))
