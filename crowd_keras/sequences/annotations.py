@@ -500,16 +500,16 @@ class SequenceAnnotations:
             docs = checked_doc_codes(docs, self.n_docs, "decode")
         first = self.tokens.position == 0
         begin, last, label = tags_to_spans(tags, first, self.scheme)
-        doc = self.tokens.doc[begin]
+        tok = self.tokens
+        token_doc = tok.doc
+        doc = token_doc[begin]
         keep = np.ones(len(begin), bool) if docs is None else np.isin(doc, docs)
         begin, last, label, doc = begin[keep], last[keep], label[keep], doc[keep]
         # a span does not start or end on a whitespace-only token (a tokenizer's "\n"), as
         # token_tags_to_spans reads tags
-        tok = self.tokens
         begin, last = trim_blank_edges(begin, last, lambda t: np.array(
             [self.texts[d][s:e].isspace() for d, s, e in
-             zip((np.searchsorted(tok.doc_ptr, t, "right") - 1).tolist(), tok.start[t].tolist(),
-                 tok.end[t].tolist())], bool))
+             zip(token_doc[t].tolist(), tok.start[t].tolist(), tok.end[t].tolist())], bool))
         start, end = self.tokens.start[begin], self.tokens.end[last]
         out = pd.DataFrame({"doc": self.doc_ids[doc], "start": start, "end": end,
                             "label": self.labels[label],
