@@ -28,7 +28,11 @@ with the authors' Dawid-Skene. The gold is read only to print the tables.
                                [--part all|select|default]
 
 ``--part select``: only the crowd-only choice of the default (held-out agreement F1 on 1,000
-training abstracts, 3 draws; reads no gold); ``--part default``: 1, 5 and 6 (no taggers).
+training abstracts, 3 draws; reads no gold); ``--part select-mixed``: the same criterion for
+crowd + functions (step 6 of ``results/spans.md``: the default fitted on the functions' votes
+with the crowd, against ``AbstainDawidSkene`` on the same votes; reads no gold);
+``--part default``: 1, 5, 6 and step 6 on the gold half (no taggers); ``--part mixed``: 1 and
+step 6 on the gold half.
 ``--quick``: a slice of the train and dev splits, one seed, 2 epochs, 1 held-out draw,
 HMM-Crowd, the candidates and the labeling functions on the 191 test abstracts only (select:
 200 abstracts, 1 draw).
@@ -205,6 +209,54 @@ def confirm_default(pico, gold: "GoldHalf", fit_sets: dict) -> None:
     print("\n" + "\n".join(boots))
 
 
+#: Step 6 of ``results/spans.md``, fixed before F was fitted: name -> factory, fitted on
+#: the functions' votes (with the crowd) or, for the last, on the crowd alone.
+MIXED = {"F default on crowd + functions (D with AbstainDawidSkene inside)": WindowPriorDawidSkene,
+         "crowd + functions (AbstainDawidSkene)": AbstainDawidSkene,
+         "D crowd alone (the default, no functions)": WindowPriorDawidSkene}
+MIXED_RULE = """crowd + functions (step 6): on the same 1,000 training abstracts and draws, one human
+annotation hidden per abstract with >= 2, the functions' votes kept; criterion: held-out
+agreement F1 against the hidden humans' tags; F is recommended for crowd + functions if it
+beats AbstainDawidSkene on the same votes by >= 0.002. The gold half is read only after."""
+
+
+def select_mixed(pico, n_docs: int, draws: int) -> None:
+    """The crowd-only table of step 6: F, AbstainDawidSkene on the same votes, D alone."""
+    train = np.flatnonzero(pico.split == "train")
+    docs = np.sort(np.random.default_rng(0).choice(train, min(n_docs, len(train)),
+                                                   replace=False))
+    full = _views(pico.sequences.subset(docs))["IO"]
+    print(f"\ncrowd + functions from the crowd alone: {len(docs)} training abstracts, {draws} "
+          "draws (no gold read)")
+    print("| model | held-out agreement F1 (mean) | per draw | time |\n|---|---:|---|---:|")
+    f1s = {name: [] for name in MIXED}
+    times = dict.fromkeys(MIXED, 0.0)
+    for draw in range(draws):
+        hidden = heldout_annotations(full, None, draw)
+        rest = full.drop_annotations(hidden)
+        votes = apply_lfs(rest, pico_lfs.PICO_LFS, progress=False)
+        for name, make in MIXED.items():
+            model, t = timed_fit(make(), rest if name.startswith("D crowd") else votes)
+            times[name] += t
+            f1s[name].append(agreement_f1(model.predict(), full, hidden))
+    for name in MIXED:
+        print(f"| {name} | **{np.mean(f1s[name]):.4f}** | "
+              f"{', '.join(f'{f:.4f}' for f in f1s[name])} | {times[name]:.0f} s |")
+
+
+def confirm_mixed(pico, fit_sets: dict) -> None:
+    """Step 6 on the gold half: F, AbstainDawidSkene on the votes, D alone, per fit set."""
+    print("\ncrowd + functions on the gold half (step 6; read after its crowd-only table)")
+    print("| model | fitted on | P | R | F1 | fit time |\n|---|---|---:|---:|---:|---:|")
+    for label, docs in fit_sets.items():
+        seq = pico.sequences.subset(docs)
+        gold = GoldHalf(seq, pico.gold)
+        votes = apply_lfs(seq, pico_lfs.PICO_LFS, progress=False)
+        for name, make in MIXED.items():
+            model, t = timed_fit(make(), seq if name.startswith("D crowd") else votes)
+            print(row(name, label, gold.score(model.predict()), t))
+
+
 def labeling_functions(pico, gold: "GoldHalf", quick: bool = False) -> None:
     """examples/pico_lfs.py's functions: summary, alone, with the crowd (all abstracts;
     ``quick``: the 191 acl17-test abstracts)."""
@@ -238,10 +290,13 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--draws", type=int, default=5, help="held-out draws for choosing τ")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--part", choices=("all", "select", "default"), default="all",
-                   help="select: the crowd-only choice of the default (no gold); default: the "
+    p.add_argument("--part", choices=("all", "select", "select-mixed", "default", "mixed"),
+                   default="all",
+                   help="select: the crowd-only choice of the default (no gold); select-mixed: "
+                        "step 6's crowd-only table (crowd + functions; no gold); default: the "
                         "candidates, the default and the labeling functions on the gold half "
-                        "(no taggers); all: everything but select")
+                        "(no taggers); mixed: step 6 on the gold half; all: everything but "
+                        "the select parts")
     p.add_argument("--select-docs", type=int, default=1000)
     p.add_argument("--select-draws", type=int, default=3)
     args = p.parse_args(argv)
@@ -255,6 +310,11 @@ def main(argv=None) -> int:
         print(RULE)
         select_default(pico, 200 if args.quick else args.select_docs,
                        1 if args.quick else args.select_draws)
+        return 0
+    if args.part == "select-mixed":
+        print(MIXED_RULE)
+        select_mixed(pico, 200 if args.quick else args.select_docs,
+                     1 if args.quick else args.select_draws)
         return 0
     gold = GoldHalf(seq, pico.gold)
     print(f"PICO: {seq.n_docs} abstracts, {seq.n_tokens} tokens, {len(seq.annotator_ids)} "
@@ -274,6 +334,12 @@ def main(argv=None) -> int:
         print("\n" + RULE)
         confirm_default(pico, gold, fit_sets)
         labeling_functions(pico, gold, args.quick)
+        confirm_mixed(pico, fit_sets)
+        return 0
+    if args.part == "mixed":
+        print("\n".join(lines))
+        print("\n" + MIXED_RULE)
+        confirm_mixed(pico, fit_sets)
         return 0
     mv, t = timed_fit(TokenMajorityVote(), seq)
     lines.append(row("token majority vote (≥ half of the listed workers)", "-",

@@ -261,3 +261,31 @@ def test_a_function_returning_one_span_instead_of_a_list_is_told_so():
     with pytest.raises(CrowdDataError, match=r"span 0 must be \(start, end\[, label\]\), got "
                                              r"str '40'$"):
         apply_lfs(TEXTS, [words], progress=False)
+
+
+def test_the_default_text_prior_model_fits_functions_and_a_crowd_together():
+    from crowd_keras.sequences.registry import get_sequence_model
+    from crowd_keras.sequences.text_prior import WindowPriorDawidSkene
+    seq, truth = simulated_spans(n_docs=80, per_doc=2, seed=4)
+    lfs = _truth_lfs(truth, seq)
+    votes = apply_lfs(seq, lfs, progress=False)
+    crowd = WindowPriorDawidSkene().fit(seq)
+    mixed = get_sequence_model().fit(votes)
+    assert isinstance(mixed, WindowPriorDawidSkene)
+    assert isinstance(mixed.model_, AbstainDawidSkene) and mixed.votes_ is votes
+    assert crowd.votes_ is None and isinstance(crowd.model_, TokenDawidSkene)
+    assert mixed.model_.source_ids_.tolist()[-2:] == ["precise", "outside"]
+    f_crowd = token_prf(crowd.predict() > 0, truth > 0)[2]
+    f_mixed = token_prf(mixed.predict() > 0, truth > 0)[2]
+    assert f_mixed > f_crowd
+    assert np.isfinite(mixed.token_prior_).all()
+    # the functions alone (no human anywhere): the text model learns from the tokens the
+    # functions ran on, so every token gets a prior
+    texts = dict(zip(seq.doc_ids, seq.texts))
+    alone = WindowPriorDawidSkene().fit(apply_lfs(texts, lfs, labels=["span"], progress=False))
+    assert np.isfinite(alone.token_prior_).all()
+    assert token_prf(alone.predict() > 0, truth > 0)[2] > 0.5
+    with pytest.raises(ValueError, match="AbstainDawidSkene, which has no temperature"):
+        WindowPriorDawidSkene(temperature=0.5).fit(votes)
+    with pytest.raises(CrowdDataError, match="fit it on their TokenVotes"):
+        mixed.predict(seq)

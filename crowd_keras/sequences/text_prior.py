@@ -21,6 +21,11 @@ models on the current posteriors, then token Dawid-Skene with that prior (starte
 current posteriors). Decoding as :class:`~.models.TokenDawidSkene` (tempered by
 ``temperature``). New documents get the prior of a text model fitted on all documents.
 
+Given the :class:`~.labeling_functions.TokenVotes` of labeling functions (and any human
+annotations), the inner model is :class:`~.weak.AbstainDawidSkene` (an abstain an outcome of
+its own) and the text model learns from every token a human tagged or a function ran on: the
+same prior for crowds, functions, or both (``benchmarks/results/spans.md``, step 6).
+
 Shapes: T tokens, K tags, V words, F = (2·window + 1)·V + 1 features.
 """
 from __future__ import annotations
@@ -32,11 +37,14 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from ..arguments import check_count, check_number
+from ..errors import CrowdDataError
 from ..numerics import id_keys, softmax_rows
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel
 from .batches import Vocabulary
+from .labeling_functions import TokenVotes
 from .models import TokenDawidSkene
+from .weak import AbstainDawidSkene
 
 __all__ = ["WindowPriorDawidSkene", "window_features", "fit_soft_logistic", "document_folds"]
 
@@ -110,9 +118,14 @@ class WindowPriorDawidSkene(SequenceLabelModel):
             :class:`~.models.TokenDawidSkene`.
         seed: the fold split (:func:`document_folds`).
 
-    Attributes (besides the common ones): model_ (the final TokenDawidSkene), token_prior_
-    (T, K) the cross-fitted prior, vocabulary_, text_weights_ (F, K) of the text model
-    fitted on all documents, n_iter_ (inner EM iterations of the last round).
+    ``fit(sequences)`` (human annotations) or ``fit(votes)`` (the ``TokenVotes`` of
+    :func:`~.labeling_functions.apply_lfs`: functions, with any human annotations; the
+    inner model is then :class:`~.weak.AbstainDawidSkene`, which has no ``temperature``).
+
+    Attributes (besides the common ones): model_ (the final inner model: TokenDawidSkene, or
+    AbstainDawidSkene for votes), token_prior_ (T, K) the cross-fitted prior, vocabulary_,
+    text_weights_ (F, K) of the text model fitted on all documents, n_iter_ (inner EM
+    iterations of the last round), votes_ (the ``TokenVotes`` fitted, or None).
     """
 
     def __init__(self, window: int = 2, min_count: int = 2, l2: float = 1.0, n_folds: int = 2,
@@ -132,39 +145,56 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         self.tol = tol
         self.seed = seed
 
-    def _ds(self, init: Any = "mv") -> TokenDawidSkene:
-        return TokenDawidSkene(prior_strength=self.prior_strength, temperature=self.temperature,
-                               smoothing=self.smoothing, max_iter=self.max_iter, tol=self.tol,
-                               init=init)
+    def _inner_fit(self, data: Any, init: Any = "mv", prior: Any = None) -> tuple:
+        """The inner model fitted on ``data`` (sequences or votes) with the token ``prior``,
+        and its untempered posteriors (T, K), the text model's soft labels."""
+        if isinstance(data, TokenVotes):   # its EM starts from the vote shares
+            model = AbstainDawidSkene(prior_strength=self.prior_strength,
+                                      smoothing=self.smoothing, max_iter=self.max_iter,
+                                      tol=self.tol).fit(data, token_prior=prior)
+            return model, model.posteriors_
+        model = TokenDawidSkene(prior_strength=self.prior_strength, temperature=self.temperature,
+                                smoothing=self.smoothing, max_iter=self.max_iter, tol=self.tol,
+                                init=init).fit(data, token_prior=prior)
+        return model, model.em_posteriors_
 
     def _features(self, seq: SequenceAnnotations) -> sp.csr_matrix:
         return window_features(self.vocabulary_.encode(seq).astype(np.int64), seq,
                                int(self.window), self.vocabulary_.size)
 
-    def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
-            ) -> "WindowPriorDawidSkene":
+    def fit(self, sequences: Any, token_prior: Any = None) -> "WindowPriorDawidSkene":
         self._check_settings()
         name = type(self).__name__
+        votes = sequences if isinstance(sequences, TokenVotes) else None
         check_count(self.n_folds, f"{name} n_folds", 2)
         check_count(self.window, f"{name} window")
         check_count(self.n_rounds, f"{name} n_rounds")
         check_count(self.text_max_iter, f"{name} text_max_iter")
         check_count(self.min_count, f"{name} min_count")   # NaN: every word out of vocabulary
         check_number(self.l2, f"{name} l2")
-        seq = self._check_fit_sequences(sequences)
+        if votes is not None and check_number(self.temperature, f"{name} temperature") != 1:
+            raise ValueError(f"{name}(temperature={self.temperature!r}) tempers the annotators' "
+                             "evidence of token Dawid-Skene; on labeling-function votes the "
+                             "inner model is AbstainDawidSkene, which has no temperature: "
+                             "leave temperature=1")
+        seq = (self._check_sequences(votes.sequences) if votes is not None else
+               self._check_fit_sequences(sequences))
         if token_prior is not None:
             raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
                              "TokenDawidSkene().fit(sequences, token_prior=...) for a given one")
         self.vocabulary_ = Vocabulary(self.min_count).fit(seq)
         X = self._features(seq)
+        data = seq if votes is None else votes
+        # the tokens with evidence: a human tag, or a function run on their document
         seen = seq.annotations.annotations_per_item() > 0
+        if votes is not None:
+            seen |= votes.applied[:, seq.tokens.doc].any(axis=0)
         fold = document_folds(seq.texts, int(self.n_folds), int(self.seed))
         tok_fold = fold[seq.tokens.doc]
-        model = self._ds().fit(seq)
+        model, post = self._inner_fit(data)
         prior = np.full((seq.n_tokens, seq.n_tags), np.nan)
         weights = [None] * int(self.n_folds)
         for _ in range(int(self.n_rounds)):
-            post = model.em_posteriors_
             for f in range(int(self.n_folds)):
                 train = seen & (tok_fold != f)
                 if not train.any():
@@ -173,11 +203,11 @@ class WindowPriorDawidSkene(SequenceLabelModel):
                                                self.text_max_iter, weights[f])
                 rows = tok_fold == f
                 prior[rows] = softmax_rows(np.asarray(X[rows] @ weights[f]))[0]
-            model = self._ds(init=post).fit(seq, token_prior=prior)
+            model, post = self._inner_fit(data, init=post, prior=prior)
         self.model_ = model
+        self.votes_ = votes
         self.token_prior_ = prior
-        self.text_weights_ = fit_soft_logistic(X[seen], model.em_posteriors_[seen], self.l2,
-                                               self.text_max_iter)
+        self.text_weights_ = fit_soft_logistic(X[seen], post[seen], self.l2, self.text_max_iter)
         self.n_iter_ = model.n_iter_
         self._set_fitted(seq, model.posteriors_, np.log(model.confusion_matrices_),
                          model.class_priors_)
@@ -189,6 +219,10 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         return softmax_rows(np.asarray(self._features(sequences) @ self.text_weights_))[0]
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
+        if self.votes_ is not None:
+            raise CrowdDataError(f"{type(self).__name__} fitted on labeling-function votes "
+                                 "scores the documents it was fitted on; for new documents, "
+                                 "fit it on their TokenVotes (apply_lfs)")
         if token_prior is None:
             token_prior = self.text_proba(sequences)
         return self._handed_over(self.model_, sequences, token_prior)
