@@ -16,8 +16,9 @@ tokens) and votes on some tokens, abstaining on the rest:
   decimals, which are results, not participants.
 
 Then: :func:`lf_summary` on the documents (with gold spans when given), the functions alone
-(:class:`AbstainDawidSkene` on their votes) and with the crowd (the same model on the
-crowd's annotations and the votes together).
+(:class:`AbstainDawidSkene` on their votes), the crowd alone and the crowd with the functions
+(the default span model, :func:`get_sequence_model`, on the crowd's annotations, then on the
+annotations and the votes together: ``benchmarks/results/spans.md``, step 6).
 
 Run from the repository root (PICO from ``CROWD_KERAS_DATA``, the cache or a download)::
 
@@ -42,6 +43,7 @@ from crowd_keras.datasets import PICO_SPLITS, load_pico  # noqa: E402
 from crowd_keras.sequences.labeling_functions import (ABSTAIN, apply_lfs, lf_summary,  # noqa: E402
                                                       span_lf, tag_lf)
 from crowd_keras.sequences.quality import spans_token_mask, token_prf  # noqa: E402
+from crowd_keras.sequences.registry import get_sequence_model  # noqa: E402
 from crowd_keras.sequences.weak import AbstainDawidSkene  # noqa: E402
 
 PEOPLE = (r"(?:patients?|children|child|infants?|adolescents?|adults?|women|men|girls|boys|"
@@ -119,9 +121,10 @@ def main(argv=None) -> int:
     print(lf_summary(alone, gold or None).round(3).to_string(index=False))
     on = np.isin(seq.tokens.doc, np.flatnonzero(np.isin(seq.doc_ids, list(gold))))
     truth = spans_token_mask(seq, gold)[on]
-    for name, fit_on in (("functions alone", alone), ("crowd alone", seq),
-                         ("crowd + functions", mixed)):
-        model = AbstainDawidSkene().fit(fit_on)
+    for name, model, fit_on in (("functions alone", AbstainDawidSkene(), alone),
+                                ("crowd alone", get_sequence_model(), seq),
+                                ("crowd + functions", get_sequence_model(), mixed)):
+        model.fit(fit_on)
         if gold:
             prf = token_prf(model.predict()[on] > 0, truth)
             print(f"{name}: token P {prf[0]:.3f} R {prf[1]:.3f} F1 {prf[2]:.3f}")
