@@ -157,17 +157,12 @@ class MajorityVoteMethod(Method):
     iterative = False
 
     def prepare(self, summary: Summary) -> Method:
-        tie_break = self.model.tie_break
-        if tie_break not in ("lowest", "uniform", "prior"):
-            raise ValueError(f"tie_break must be 'lowest', 'uniform' or 'prior' in a partitioned "
-                             f"fit, got "
-                             f"{tie_break!r} ('random' draws per item in the order of all "
-                             "items, which no partition has)")
         self.vote_prior = summary.vote_shares
         return super().prepare(summary)
 
     def posteriors(self, block: Block, params: Any = None) -> np.ndarray:
-        post = self.model.posteriors_from_counts(block.label_counts(self.k), self.vote_prior)
+        post = self.model.posteriors_from_counts(block.label_counts(self.k), self.vote_prior,
+                                                   block.item_ids)
         if block.item_log_prior is not None:   # gold items: their known class
             known = np.isfinite(block.item_log_prior)
             clamped = known.sum(axis=1) == 1
