@@ -142,6 +142,8 @@ def test_unsupported_methods_raise_and_name_the_supported_ones():
         for name in ("majority_vote", "dawid_skene"):
             assert name in str(info.value)
     assert {"auto", "majority_vote", "dawid_skene"} <= set(supported_methods())
+    with pytest.raises(ValueError, match="random_state"):
+        aggregate(ddf, method="majority_vote", tie_break="random")
     with pytest.raises(ValueError, match="init"):
         aggregate(ddf, method="dawid_skene", init=np.ones((100, 3)) / 3)
 
