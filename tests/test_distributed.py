@@ -144,6 +144,8 @@ def test_unsupported_methods_raise_and_name_the_supported_ones():
     assert {"auto", "majority_vote", "dawid_skene"} <= set(supported_methods())
     with pytest.raises(ValueError, match="random_state"):
         aggregate(ddf, method="majority_vote", tie_break="random")
+    with pytest.raises(ValueError, match="tie_break must be one of"):
+        aggregate(ddf, method="majority_vote", tie_break="bogus")
     with pytest.raises(ValueError, match="init"):
         aggregate(ddf, method="dawid_skene", init=np.ones((100, 3)) / 3)
 

@@ -2,6 +2,7 @@
 its annotators stand: the order of the rows, the sort order of the ids, the other items."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from crowd_keras import Annotations
 from crowd_keras.aggregation import MajorityVote
@@ -43,3 +44,9 @@ def test_random_tie_break_still_draws_every_tied_class():
     picks = {int(MajorityVote(tie_break="random", random_state=s).fit(df).predict()[0])
              for s in range(20)}
     assert picks == {0, 1}
+
+
+def test_random_tie_break_names_a_seed_it_cannot_hash():
+    df = pd.DataFrame({"task": [0, 0], "worker": ["u", "v"], "label": [0, 1]})
+    with pytest.raises(ValueError, match="random_state must be below 2"):
+        MajorityVote(tie_break="random", random_state=2 ** 64).fit(df)

@@ -63,8 +63,7 @@ class MajorityVote(LabelModel):
         other models that take none."""
         if pred_probs is not None:
             raise TypeError(f"{type(self).__name__}.fit() does not take pred_probs")
-        if self.tie_break not in _TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
+        self.check_tie_break()
         check_settings(self)
         ann = as_annotations(annotations, **kwargs)
         self.annotations_ = ann
@@ -82,6 +81,17 @@ class MajorityVote(LabelModel):
         prior = np.bincount(winners[labelled], minlength=ann.n_classes).astype(float)
         self.set_fitted_counts(counts, prior)
         return self
+
+    def check_tie_break(self) -> None:
+        """``tie_break`` one of the rules, and a ``random_state`` the tie draws can hash
+        (below 2**64), before any work (the in-memory and the partitioned fit)."""
+        if self.tie_break not in _TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
+        seed = self.random_state
+        if self.tie_break == "random" and isinstance(seed, (int, np.integer)) \
+                and int(seed) >= 2 ** 64:   # numpy's OverflowError named no argument
+            raise ValueError(f"MajorityVote random_state must be below 2**64 (the tie draws "
+                             f"hash it in 64 bits), got {seed}")
 
     @property
     def tied_items_(self) -> np.ndarray:
@@ -143,9 +153,6 @@ class MajorityVote(LabelModel):
         seed = self.random_state
         if seed is None:
             seed = int(np.random.default_rng().integers(2 ** 63))
-        elif int(seed) >= 2 ** 64:   # numpy's OverflowError named no argument
-            raise ValueError(f"MajorityVote random_state must be below 2**64 (the tie draws "
-                             f"hash it in 64 bits), got {seed}")
         with np.errstate(over="ignore"):
             words = id_keys(ids, int(seed))[:, None] \
                 + np.arange(1, k + 1, dtype=np.uint64) * GOLDEN64

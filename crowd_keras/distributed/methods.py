@@ -157,6 +157,7 @@ class MajorityVoteMethod(Method):
     iterative = False
 
     def prepare(self, summary: Summary) -> Method:
+        self.model.check_tie_break()
         if self.model.tie_break == "random" and self.model.random_state is None:
             # each block would draw its own seed, and its labels another than its counts
             raise ValueError("tie_break='random' needs a random_state in a partitioned fit "
