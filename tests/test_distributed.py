@@ -73,6 +73,8 @@ def assert_same_labels(result, model, ann):
     ("dawid_skene", DawidSkene()), ("ds", DawidSkene(smoothing=0.1, max_iter=30)),
     ("majority_vote", MajorityVote()), ("mv", MajorityVote(soft=True)),
     ("majority_vote", MajorityVote(tie_break="uniform")),
+    # its draws follow the item ids, so every partition draws the whole frame's
+    ("majority_vote", MajorityVote(tie_break="random", random_state=3)),
     ("abstain_dawid_skene", AbstainAwareDawidSkene())])
 def test_equals_the_in_memory_model_on_a_shuffled_frame(method, reference):
     df = crowd_frame()
@@ -140,8 +142,10 @@ def test_unsupported_methods_raise_and_name_the_supported_ones():
         for name in ("majority_vote", "dawid_skene"):
             assert name in str(info.value)
     assert {"auto", "majority_vote", "dawid_skene"} <= set(supported_methods())
-    with pytest.raises(ValueError, match="tie_break"):
+    with pytest.raises(ValueError, match="random_state"):
         aggregate(ddf, method="majority_vote", tie_break="random")
+    with pytest.raises(ValueError, match="tie_break must be one of"):
+        aggregate(ddf, method="majority_vote", tie_break="bogus")
     with pytest.raises(ValueError, match="init"):
         aggregate(ddf, method="dawid_skene", init=np.ones((100, 3)) / 3)
 

@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, softmax_rows, top_classes
+from ..numerics import GOLDEN64, id_keys, mix64, normalize_rows, softmax_rows, top_classes
 from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .dawid_skene import sufficient_statistics
 from .em import Block, EMLabelModel, Summary, gold_log_prior
@@ -24,10 +24,11 @@ class MajorityVote(LabelModel):
             (default) it is one-hot on the winning class.
         tie_break: how hard votes resolve ties: ``"lowest"`` (default) gives the win to the
             lowest class code; ``"random"`` picks one of the tied classes with
-            ``random_state``; ``"uniform"`` splits the probability evenly among them (then
-            ``predict`` returns the lowest tied code); ``"prior"`` gives the win to the tied
-            class most frequent among all votes (the maximum a posteriori class when every
-            annotator is equally reliable).
+            ``random_state``, drawn from each item's id (the same pick in any order,
+            subset or partition of the items: :meth:`tie_draws`); ``"uniform"`` splits the
+            probability evenly among them (then ``predict`` returns the lowest tied code);
+            ``"prior"`` gives the win to the tied class most frequent among all votes (the
+            maximum a posteriori class when every annotator is equally reliable).
         random_state: seed for ``tie_break="random"``.
 
     Items with no annotation get the class prior: the frequency of each class among all
@@ -62,8 +63,7 @@ class MajorityVote(LabelModel):
         other models that take none."""
         if pred_probs is not None:
             raise TypeError(f"{type(self).__name__}.fit() does not take pred_probs")
-        if self.tie_break not in _TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
+        self.check_tie_break()
         check_settings(self)
         ann = as_annotations(annotations, **kwargs)
         self.annotations_ = ann
@@ -81,6 +81,17 @@ class MajorityVote(LabelModel):
         prior = np.bincount(winners[labelled], minlength=ann.n_classes).astype(float)
         self.set_fitted_counts(counts, prior)
         return self
+
+    def check_tie_break(self) -> None:
+        """``tie_break`` one of the rules, and a ``random_state`` the tie draws can hash
+        (below 2**64), before any work (the in-memory and the partitioned fit)."""
+        if self.tie_break not in _TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {_TIE_BREAKS}, got {self.tie_break!r}")
+        seed = self.random_state
+        if self.tie_break == "random" and isinstance(seed, (int, np.integer)) \
+                and int(seed) >= 2 ** 64:   # numpy's OverflowError named no argument
+            raise ValueError(f"MajorityVote random_state must be below 2**64 (the tie draws "
+                             f"hash it in 64 bits), got {seed}")
 
     @property
     def tied_items_(self) -> np.ndarray:
@@ -106,10 +117,13 @@ class MajorityVote(LabelModel):
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         # the fitted crowd's vote shares: an unlabelled new item is not given its batch's votes
-        return self.posteriors_from_counts(ann.label_counts(), self.vote_prior_)
+        return self.posteriors_from_counts(ann.label_counts(), self.vote_prior_, ann.item_ids)
 
-    def posteriors_from_counts(self, counts: np.ndarray, vote_prior: np.ndarray) -> np.ndarray:
-        """Posteriors from (items, K) label counts; items without votes get ``vote_prior``."""
+    def posteriors_from_counts(self, counts: np.ndarray, vote_prior: np.ndarray,
+                               item_ids: Optional[np.ndarray] = None) -> np.ndarray:
+        """Posteriors from (items, K) label counts; items without votes get ``vote_prior``.
+        ``item_ids`` (items,): the ids that ``tie_break="random"`` draws from (default: the
+        positions ``0..items-1``)."""
         empty = counts.sum(axis=1) == 0
         if self.soft:
             proba = counts / np.where(empty, 1.0, counts.sum(axis=1))[:, None]
@@ -121,13 +135,28 @@ class MajorityVote(LabelModel):
                 if self.tie_break == "prior":
                     pick = np.argmax(np.where(top, vote_prior[None, :], -1.0), axis=1)
                 elif self.tie_break == "random":
-                    noise = np.random.default_rng(self.random_state).random(counts.shape)
-                    pick = np.argmax(np.where(top, noise, -1.0), axis=1)
+                    pick = np.argmax(np.where(top, self.tie_draws(counts, item_ids), -1.0),
+                                     axis=1)
                 else:
                     pick = np.argmax(top, axis=1)
                 proba = np.eye(counts.shape[1])[pick]
         proba[empty] = vote_prior
         return proba
+
+    def tie_draws(self, counts: np.ndarray, item_ids: Optional[np.ndarray] = None) -> np.ndarray:
+        """(items, K) uniform draws of ``tie_break="random"``: item ``i``'s depend only on
+        ``random_state`` and its id (:func:`~crowd_keras.numerics.id_keys`), so an item's
+        tie is broken alike in any order, subset or partition of the items (a position-seeded
+        draw broke it by where the item stood). ``random_state=None``: a fresh seed per call."""
+        n, k = counts.shape
+        ids = np.arange(n) if item_ids is None else np.asarray(item_ids)
+        seed = self.random_state
+        if seed is None:
+            seed = int(np.random.default_rng().integers(2 ** 63))
+        with np.errstate(over="ignore"):
+            words = id_keys(ids, int(seed))[:, None] \
+                + np.arange(1, k + 1, dtype=np.uint64) * GOLDEN64
+        return (mix64(words) >> np.uint64(11)).astype(np.float64)
 
 
 class TieBrokenVote(EMLabelModel):

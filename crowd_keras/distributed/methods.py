@@ -157,17 +157,17 @@ class MajorityVoteMethod(Method):
     iterative = False
 
     def prepare(self, summary: Summary) -> Method:
-        tie_break = self.model.tie_break
-        if tie_break not in ("lowest", "uniform", "prior"):
-            raise ValueError(f"tie_break must be 'lowest', 'uniform' or 'prior' in a partitioned "
-                             f"fit, got "
-                             f"{tie_break!r} ('random' draws per item in the order of all "
-                             "items, which no partition has)")
+        self.model.check_tie_break()
+        if self.model.tie_break == "random" and self.model.random_state is None:
+            # each block would draw its own seed, and its labels another than its counts
+            raise ValueError("tie_break='random' needs a random_state in a partitioned fit "
+                             "(its ties are drawn from the item ids and that seed)")
         self.vote_prior = summary.vote_shares
         return super().prepare(summary)
 
     def posteriors(self, block: Block, params: Any = None) -> np.ndarray:
-        post = self.model.posteriors_from_counts(block.label_counts(self.k), self.vote_prior)
+        post = self.model.posteriors_from_counts(block.label_counts(self.k), self.vote_prior,
+                                                   block.item_ids)
         if block.item_log_prior is not None:   # gold items: their known class
             known = np.isfinite(block.item_log_prior)
             clamped = known.sum(axis=1) == 1
