@@ -61,6 +61,44 @@ def test_calibrated_threshold_is_chosen_from_the_crowd_and_used_to_decode(crowd)
         CalibratedThreshold(model=3).fit(seq)
 
 
+def _reordered(seq):
+    """The same crowd with the documents, annotators and span rows in other orders and the
+    annotators renamed (to ints, in the reverse order of their names), and the renaming."""
+    rows = seq.spans_frame().sample(frac=1.0, random_state=7)
+    names = sorted(seq.annotator_ids.tolist())
+    rename = {a: len(names) - k for k, a in enumerate(names)}
+    seen = pd.DataFrame({"doc": seq.doc_ids[seq.assign_doc],
+                         "annotator": seq.annotator_ids[seq.assign_annotator]}).sample(
+        frac=1.0, random_state=8)
+    docs = seq.doc_ids[::-1]
+    texts = {d: seq.texts[int(np.flatnonzero(seq.doc_ids == d)[0])] for d in docs}
+    return SequenceAnnotations.from_spans(
+        texts, rows.assign(annotator=rows["annotator"].map(rename)),
+        seen=seen.assign(annotator=seen["annotator"].map(rename)), scheme=seq.scheme), rename
+
+
+def test_held_out_draws_and_the_calibrated_threshold_ignore_order_and_names(crowd):
+    """The hidden annotation of each document (and so the threshold) was drawn by position:
+    another order of the documents, or other annotator names, chose other thresholds."""
+    seq, _ = crowd
+    other, rename = _reordered(seq)
+    assert other.doc_ids.tolist() != seq.doc_ids.tolist()
+    back = {new: old for old, new in rename.items()}
+
+    def hidden_pairs(s, seed, name=lambda w: w):
+        h = heldout_annotations(s, seed=seed)
+        return {(s.doc_ids[d], name(s.annotator_ids[w]))
+                for d, w in zip(s.assign_doc[h], s.assign_annotator[h])}
+
+    for seed in range(3):
+        assert hidden_pairs(seq, seed) == hidden_pairs(other, seed, lambda w: back[w])
+    fits = [CalibratedThreshold("dawid_skene", n_draws=3).fit(s) for s in (seq, other)]
+    pd.testing.assert_frame_equal(*(f.threshold_table_ for f in fits))
+    spans = [f.predict_spans()[["doc", "start", "end"]] for f in fits]
+    pd.testing.assert_frame_equal(*(s.sort_values(["doc", "start"]).reset_index(drop=True)
+                                    for s in spans), check_dtype=False)
+
+
 @pytest.mark.parametrize("spans", [{0: {"x": [[2, 5]]}},                       # one document
                                    {d: {"x": [[0, 3]]} for d in range(3)}])    # one annotator
 def test_calibrated_threshold_with_nothing_to_hold_out_keeps_one_half(spans):
