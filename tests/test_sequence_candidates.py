@@ -219,5 +219,31 @@ def test_the_text_prior_model_gives_the_same_tags_in_any_document_order():
     np.testing.assert_allclose(other.posteriors_[inverse], first.posteriors_, atol=1e-4)
 
 
+def test_documents_with_the_same_text_take_their_folds_in_any_order():
+    """Two documents with one text (and other crowd work) tie on the text's key: their folds
+    came from their positions, so reordering them moved one's prior by up to 0.5."""
+    seq, _ = _worded_crowd(seed=3, n_docs=30)
+    rows = seq.spans_frame()[["doc", "annotator", "start", "end"]]
+    text = seq.texts[0]
+    twin = pd.DataFrame({"doc": [30, 30], "annotator": ["a0", "a1"], "start": [0, 0],
+                         "end": [len(text), text.index(" ")]})
+    seen = list(zip(seq.doc_ids[seq.assign_doc], seq.annotator_ids[seq.assign_annotator]))
+    seq = SequenceAnnotations.from_spans(seq.texts + [text], pd.concat([rows, twin]),
+                                         seen=seen + [(30, "a0"), (30, "a1"), (30, "a2")])
+    assert document_folds(seq.texts, 2, 0, seq.doc_ids)[[0, 30]].tolist() in ([0, 1], [1, 0])
+    order = np.r_[30, 1:30, 0]           # the twins trade places
+    np.testing.assert_array_equal(
+        document_folds(np.asarray(seq.texts, dtype=object)[order], 2, 0, seq.doc_ids[order]),
+        document_folds(seq.texts, 2, 0, seq.doc_ids)[order])
+    first, other = (WindowPriorDawidSkene(n_folds=2, text_max_iter=200).fit(s)
+                    for s in (seq, seq.subset(order)))
+    starts = np.r_[0, np.cumsum(seq.tokens.lengths)]
+    back = np.concatenate([np.arange(starts[d], starts[d + 1]) for d in order])
+    inverse = np.empty_like(back)
+    inverse[back] = np.arange(len(back))
+    np.testing.assert_array_equal(other.predict()[inverse], first.predict())
+    np.testing.assert_allclose(other.posteriors_[inverse], first.posteriors_, atol=1e-6)
+
+
 def test_the_default_is_registered():
     assert get_sequence_model(DEFAULT_SEQUENCE_MODEL) is not None
