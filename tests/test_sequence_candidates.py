@@ -63,7 +63,8 @@ def test_calibrated_threshold_is_chosen_from_the_crowd_and_used_to_decode(crowd)
 
 def _reordered(seq):
     """The same crowd with the documents, annotators and span rows in other orders, some spans
-    given twice, and the annotators renamed (to ints, in the reverse order of their names), and the renaming."""
+    given twice and the annotators renamed (to ints, in the reverse order of their names);
+    and the renaming."""
     rows = seq.spans_frame()
     rows = pd.concat([rows, rows.iloc[::5]]).sample(frac=1.0, random_state=7)  # some twice
     names = sorted(seq.annotator_ids.tolist())

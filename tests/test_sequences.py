@@ -114,7 +114,8 @@ def test_text_mismatch_is_counted_or_an_error():
     assert seq.summary.text_mismatch == 1          # "xx" differs
     assert seq.summary.past_text_clipped == 1      # "cd" runs past the text: clipped, counted
     assert seq.summary.spans_used == 3
-    with pytest.raises(CrowdDataError, match=r"span row 1: text 'xx' differs .* 3:5 of document 0: 'cd'"):
+    with pytest.raises(CrowdDataError,
+                       match=r"span row 1: text 'xx' differs .* 3:5 of document 0: 'cd'"):
         SequenceAnnotations.from_spans(["ab cd"], frame, text_mismatch="error")
     # the error names the document (a frame's row number alone did not)
     with pytest.raises(CrowdDataError, match=r"span row 1: text 'xx' differs from the "
