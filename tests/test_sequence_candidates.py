@@ -61,6 +61,46 @@ def test_calibrated_threshold_is_chosen_from_the_crowd_and_used_to_decode(crowd)
         CalibratedThreshold(model=3).fit(seq)
 
 
+def _reordered(seq):
+    """The same crowd with the documents, annotators and span rows in other orders, some spans
+    given twice and the annotators renamed (to ints, in the reverse order of their names);
+    and the renaming."""
+    rows = seq.spans_frame()
+    rows = pd.concat([rows, rows.iloc[::5]]).sample(frac=1.0, random_state=7)  # some twice
+    names = sorted(seq.annotator_ids.tolist())
+    rename = {a: len(names) - k for k, a in enumerate(names)}
+    seen = pd.DataFrame({"doc": seq.doc_ids[seq.assign_doc],
+                         "annotator": seq.annotator_ids[seq.assign_annotator]}).sample(
+        frac=1.0, random_state=8)
+    docs = seq.doc_ids[::-1]
+    texts = {d: seq.texts[int(np.flatnonzero(seq.doc_ids == d)[0])] for d in docs}
+    return SequenceAnnotations.from_spans(
+        texts, rows.assign(annotator=rows["annotator"].map(rename)),
+        seen=seen.assign(annotator=seen["annotator"].map(rename)), scheme=seq.scheme), rename
+
+
+def test_held_out_draws_and_the_calibrated_threshold_ignore_order_and_names(crowd):
+    """The hidden annotation of each document (and so the threshold) was drawn by position:
+    another order of the documents, or other annotator names, chose other thresholds."""
+    seq, _ = crowd
+    other, rename = _reordered(seq)
+    assert other.doc_ids.tolist() != seq.doc_ids.tolist()
+    back = {new: old for old, new in rename.items()}
+
+    def hidden_pairs(s, seed, name=lambda w: w):
+        h = heldout_annotations(s, seed=seed)
+        return {(s.doc_ids[d], name(s.annotator_ids[w]))
+                for d, w in zip(s.assign_doc[h], s.assign_annotator[h])}
+
+    for seed in range(3):
+        assert hidden_pairs(seq, seed) == hidden_pairs(other, seed, lambda w: back[w])
+    fits = [CalibratedThreshold("dawid_skene", n_draws=3).fit(s) for s in (seq, other)]
+    pd.testing.assert_frame_equal(*(f.threshold_table_ for f in fits))
+    spans = [f.predict_spans()[["doc", "start", "end"]] for f in fits]
+    pd.testing.assert_frame_equal(*(s.sort_values(["doc", "start"]).reset_index(drop=True)
+                                    for s in spans), check_dtype=False)
+
+
 @pytest.mark.parametrize("spans", [{0: {"x": [[2, 5]]}},                       # one document
                                    {d: {"x": [[0, 3]]} for d in range(3)}])    # one annotator
 def test_calibrated_threshold_with_nothing_to_hold_out_keeps_one_half(spans):
@@ -178,6 +218,32 @@ def test_the_text_prior_model_gives_the_same_tags_in_any_document_order():
     inverse[back] = np.arange(len(back))
     np.testing.assert_array_equal(other.predict()[inverse], first.predict())
     np.testing.assert_allclose(other.posteriors_[inverse], first.posteriors_, atol=1e-4)
+
+
+def test_documents_with_the_same_text_take_their_folds_in_any_order():
+    """Two documents with one text (and other crowd work) tie on the text's key: their folds
+    came from their positions, so reordering them moved one's prior by up to 0.5."""
+    seq, _ = _worded_crowd(seed=3, n_docs=30)
+    rows = seq.spans_frame()[["doc", "annotator", "start", "end"]]
+    text = seq.texts[0]
+    twin = pd.DataFrame({"doc": [30, 30], "annotator": ["a0", "a1"], "start": [0, 0],
+                         "end": [len(text), text.index(" ")]})
+    seen = list(zip(seq.doc_ids[seq.assign_doc], seq.annotator_ids[seq.assign_annotator]))
+    seq = SequenceAnnotations.from_spans(seq.texts + [text], pd.concat([rows, twin]),
+                                         seen=seen + [(30, "a0"), (30, "a1"), (30, "a2")])
+    assert document_folds(seq.texts, 2, 0, seq.doc_ids)[[0, 30]].tolist() in ([0, 1], [1, 0])
+    order = np.r_[30, 1:30, 0]           # the twins trade places
+    np.testing.assert_array_equal(
+        document_folds(np.asarray(seq.texts, dtype=object)[order], 2, 0, seq.doc_ids[order]),
+        document_folds(seq.texts, 2, 0, seq.doc_ids)[order])
+    first, other = (WindowPriorDawidSkene(n_folds=2, text_max_iter=200).fit(s)
+                    for s in (seq, seq.subset(order)))
+    starts = np.r_[0, np.cumsum(seq.tokens.lengths)]
+    back = np.concatenate([np.arange(starts[d], starts[d + 1]) for d in order])
+    inverse = np.empty_like(back)
+    inverse[back] = np.arange(len(back))
+    np.testing.assert_array_equal(other.predict()[inverse], first.predict())
+    np.testing.assert_allclose(other.posteriors_[inverse], first.posteriors_, atol=1e-6)
 
 
 def test_the_default_is_registered():

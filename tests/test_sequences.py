@@ -114,8 +114,14 @@ def test_text_mismatch_is_counted_or_an_error():
     assert seq.summary.text_mismatch == 1          # "xx" differs
     assert seq.summary.past_text_clipped == 1      # "cd" runs past the text: clipped, counted
     assert seq.summary.spans_used == 3
-    with pytest.raises(CrowdDataError, match=r"span row 1: text 'xx' differs .* 3:5 'cd'"):
+    with pytest.raises(CrowdDataError,
+                       match=r"span row 1: text 'xx' differs .* 3:5 of document 0: 'cd'"):
         SequenceAnnotations.from_spans(["ab cd"], frame, text_mismatch="error")
+    # the error names the document (a frame's row number alone did not)
+    with pytest.raises(CrowdDataError, match=r"span row 1: text 'xx' differs from the "
+                                             r"characters 3:5 of document 'd2': 'cd'"):
+        SequenceAnnotations.from_spans({"d1": "x", "d2": "ab cd"}, frame.assign(doc="d2"),
+                                       text_mismatch="error")
 
 
 def test_one_annotation_per_document_and_annotator():

@@ -172,3 +172,41 @@ def test_gold_spans_may_be_the_objects_a_span_function_returns():
     unlabelled = lf_summary(votes, gold={"a": [(0, 9)], "b": [(0, 11, "Q")]})
     as_match = lf_summary(votes, gold={"a": [PEOPLE.search(TEXT["a"])], "b": [(0, 11, "Q")]})
     assert as_match.equals(unlabelled)
+
+
+def test_a_match_or_span_found_in_another_string_is_refused_naming_the_function():
+    # a match on one sentence counts the sentence's characters: "adults" of "Then 40 adults"
+    # was voted at 5..14 of the document, silently
+    text = {"s": "Nobody yet. Then 40 adults came."}
+    per_sentence = span_lf(name="per_sentence", label="P")(
+        lambda doc: [m for sent in doc.text.split(". ") for m in PEOPLE.finditer(sent)])
+    with pytest.raises(CrowdDataError, match=r"'per_sentence' on document 's': span 0 is a "
+                                             r"re.Match .* string of 20 characters, not in the "
+                                             r"document's text \(32\)"):
+        _votes([per_sentence], texts=text)
+    # a string of the text's length keeps its offsets: doc.text.lower() is accepted
+    lowered = span_lf(name="lowered", label="P")(
+        lambda doc: re.finditer(r"\d+ adults", doc.text.lower()))
+    same = span_lf(name="lowered", label="P")(lambda doc: re.finditer(r"\d+ adults", doc.text))
+    assert _same_votes(_votes([lowered], texts=text), _votes([same], texts=text))
+    # gold spans too
+    votes = _votes([same], texts=text)
+    with pytest.raises(CrowdDataError, match=r"gold span 0 \(document 's'\): a re.Match or "
+                                             r"spaCy Span found in a string of 20 characters"):
+        lf_summary(votes, gold={"s": [PEOPLE.search("Then 40 adults came.")]})
+
+
+def test_a_spacy_span_of_another_doc_is_refused():
+    spacy = pytest.importorskip("spacy", reason="spaCy Span returns need spaCy")
+    nlp = spacy.blank("en")
+    text = {"s": "Nobody yet. Then 40 adults came."}
+    lf = span_lf(name="sentence_nlp", label="P")(
+        lambda doc: [nlp(doc.text.split(". ")[1])[1:3]])
+    with pytest.raises(CrowdDataError, match=r"'sentence_nlp' on document 's': span 0 is a "
+                                             r"spaCy Span \(40 adults\) found in a string of 20"):
+        _votes([lf], texts=text)
+    ok = span_lf(name="sentence_nlp", label="P")(lambda doc: [nlp(doc.text)[4:6]])
+    assert _votes([ok], texts=text).token.tolist() == [3, 4]
+    with pytest.raises(CrowdDataError, match=r"gold span 0 \(document 's'\): a re.Match or "
+                                             r"spaCy Span found in a string of 20"):
+        lf_summary(_votes([ok], texts=text), gold={"s": [nlp("Then 40 adults came.")[1:3]]})

@@ -362,9 +362,9 @@ class SequenceAnnotations:
             if bad.any() and text_mismatch == "error":
                 r = int(np.argmax(bad))
                 raise CrowdDataError(
-                    f"span row {row_ids[r]}: text {show(frame['text'].iloc[r])} differs from the "
-                    f"document's characters {int(start[r])}:{int(end[r])} "
-                    f"{show(text_list[s_doc[r]][start[r]:end[r]])}")
+                    f"span row {row_ids[r]}: text {show(frame['text'].iloc[r])} differs from "
+                    f"the characters {int(start[r])}:{int(end[r])} of document "
+                    f"{show(ids[s_doc[r]])}: {show(text_list[s_doc[r]][start[r]:end[r]])}")
         pair_doc, pair_annotator = [s_doc], [frame["annotator"]]
         if seen is not None:
             seen_frame = seen_pairs(seen)

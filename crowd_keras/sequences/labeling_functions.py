@@ -9,7 +9,9 @@ the rest. It is a Python callable ``fn(doc) -> output`` wrapped by :func:`span_l
   (a dictionary match, a regular expression, a model's predicted entities), ``re.Match``
   objects (``re.finditer(pattern, doc.text)``: the whole match's offsets) or spaCy ``Span``
   objects (``start_char``, ``end_char``, and ``label_`` unless the function has a fixed
-  ``label``), in a list or any iterator (a generator), or one Match or Span alone; the tokens a
+  ``label``), in a list or any iterator (a generator), or one Match or Span alone (found in
+  ``doc.text`` or a string of its length, ``doc.text.lower()``: one found in a sentence
+  or a slice counts other characters and is an error); the tokens a
   span overlaps get a vote for its label (overlapping or nested spans of one function are
   one span), every other token an **abstain** (the function says nothing there, which is
   not the same as saying "outside");
@@ -143,6 +145,29 @@ def _as_span(item: Any, fixed_label: Any) -> Optional[tuple]:
 def _is_spacy_span(item: Any) -> bool:
     spacy_tokens = sys.modules.get("spacy.tokens")
     return spacy_tokens is not None and isinstance(item, spacy_tokens.Span)
+
+
+def _source_length(item: Any) -> Optional[int]:
+    """The length of the string a ``re.Match`` or spaCy ``Span`` was found in (its offsets
+    count that string's characters), None for a plain ``(start, end)``."""
+    if isinstance(item, re.Match):
+        return len(item.string)
+    if _is_spacy_span(item):
+        return len(item.doc.text)
+    return None
+
+
+def _check_source(item: Any, text: str, where: str) -> None:
+    """Raise when a Match or Span was found in a string of another length than ``text`` (a
+    sentence, a slice, another document): its offsets are not the text's. A string of the
+    same length (``text.lower()``) keeps the offsets and is accepted."""
+    n = _source_length(item)
+    if n is not None and n != len(text):
+        kind = "re.Match" if isinstance(item, re.Match) else "spaCy Span"
+        raise CrowdDataError(f"{where} is a {kind} ({show(item)}) found in a string of {n} "
+                             f"characters, not in the document's text ({len(text)}): its "
+                             "offsets count that string's characters; match on doc.text "
+                             "(or nlp(doc.text))")
 
 
 @dataclass(frozen=True)
@@ -311,6 +336,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                                              f"({show(item)}): its offsets count bytes, not "
                                              "the text's characters; match a str pattern on "
                                              "doc.text")
+                    _check_source(item, doc.text, f"labeling function {lf.name!r} on "
+                                  f"document {show(doc.id)}: span {k}")
                     r = _as_span(item, lf.label)
                     if r is None or len(r) not in (2, 3):
                         shown = show(r) if r is not None else \
@@ -500,6 +527,15 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
         at = lambda i: f"gold span {i} (document {show(gold['doc'].iloc[i])})"   # noqa: E731
         start, end = check_offsets(gold["start"], gold["end"], at)
         text_len = seq.text_len[row_doc]
+        if "found_in" in gold.columns:
+            found_in = gold["found_in"].to_numpy(np.float64, na_value=np.nan)
+            other = ~np.isnan(found_in) & (found_in != text_len)
+            if other.any():
+                i = int(np.argmax(other))
+                raise CrowdDataError(f"{at(i)}: a re.Match or spaCy Span found in a string of "
+                                     f"{int(found_in[i])} characters, not in the "
+                                     f"document's text ({int(text_len[i])}): its offsets count "
+                                     "that string's characters")
         past = end > text_len
         if past.any():
             i = int(np.argmax(past))
@@ -563,6 +599,10 @@ def _gold_frame(gold: Any) -> tuple[pd.DataFrame, np.ndarray]:
         frame = pd.DataFrame(rows, columns=["doc", "start", "end", "label"])
         if frame["label"].isna().all():
             frame = frame.drop(columns="label")
+        # a Match's or Span's string length, checked against its document's text
+        found_in = [_source_length(m) for marks in gold.values() for m in marks]
+        if any(n is not None for n in found_in):
+            frame["found_in"] = pd.array(found_in, dtype="Int64")
         return frame, pd.unique(pd.Series(list(gold), dtype=object))
     if not isinstance(gold, pd.DataFrame):
         raise TypeError(f"gold must be a frame with columns doc, start, end[, label] or {{doc: "

@@ -1,7 +1,8 @@
 """Choosing sequence models and their settings from the crowd alone (no gold).
 
-The criterion: hide one annotation in each of some documents (chosen at random among those
-with at least two annotations; several random draws), fit the model on everything else, and
+The criterion: hide one annotation in each of some documents (drawn among those with at
+least two annotations by a hash of the text and the annotators' work, so in any order and
+under any names; several draws), fit the model on everything else, and
 score the hidden annotator's tags by their predictive log-likelihood under the fitted model,
 
     log p(y_hidden | other annotations[, text]) / (number of hidden token-labels),
@@ -24,28 +25,55 @@ import pandas as pd
 
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
+from ..numerics import GOLDEN64, id_keys, mix64
 from .annotations import SequenceAnnotations, checked_annotation_mask, checked_doc_codes
 from .base import SequenceLabelModel, decode_marginals
 from .hmm import HMMCrowd
 from .models import TokenDawidSkene
 from .spans import tag_labels
 
-__all__ = ["heldout_annotations", "heldout_log_likelihood", "heldout_scores",
+__all__ = ["heldout_annotations", "annotation_keys", "heldout_log_likelihood", "heldout_scores",
            "choose_temperature", "agreement_f1"]
+
+
+def annotation_keys(seq: SequenceAnnotations, seed: int = 0) -> np.ndarray:
+    """(A,) uint64 key of each annotation that depends only on what was annotated, not on
+    the order or the names of the documents and annotators: a mix of the document's text
+    (:func:`~crowd_keras.numerics.id_keys`, with ``seed``) and of its annotator's
+    fingerprint, an order-free sum over all of the annotator's annotations of their
+    document's text and token tags (what the models read: a span given twice, or in
+    another order, leaves it as it is). Annotators with the same fingerprint tagged the
+    same tokens of the same texts, so either's key serves."""
+    text = np.asarray(seq.texts, dtype=object)
+    text_key = id_keys(text, 0)
+    doc = seq.assign_doc[seq.obs_assign]
+    position = (seq.obs_token - seq.tokens.doc_ptr[doc]).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        tag_key = mix64(text_key[doc] + mix64(position * np.uint64(seq.n_tags)
+                                              + seq.obs_tag.astype(np.uint64) + GOLDEN64))
+        work = mix64(text_key[seq.assign_doc] + GOLDEN64)     # the document seen, tokens or not
+        np.add.at(work, seq.obs_assign, tag_key)              # order-free, wrapping
+        fingerprint = np.zeros(len(seq.annotator_ids), np.uint64)
+        np.add.at(fingerprint, seq.assign_annotator, mix64(work))
+        return mix64(mix64(fingerprint[seq.assign_annotator])
+                     ^ id_keys(text, seed)[seq.assign_doc])
 
 
 def heldout_annotations(seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None,
                         seed: int = 0) -> np.ndarray:
     """(A,) bool: one random annotation per document of ``docs`` (codes; default all) among
     the documents with at least two annotations and a token (a hidden annotation of an
-    empty document has no token-label to score)."""
+    empty document has no token-label to score).
+
+    The draw is the annotation of least :func:`annotation_keys`: the same in any order of
+    the documents, annotators and spans and under any renaming of them."""
     if docs is not None:   # ids (or codes out of range) would match no document
         docs = checked_doc_codes(docs, seq.n_docs, "heldout_annotations")
-    rng = np.random.default_rng(seed)
+    seed = check_count(seed, "heldout_annotations seed")
     per_doc = np.bincount(seq.assign_doc, minlength=seq.n_docs) * (seq.tokens.lengths > 0)
     in_docs = np.ones(len(seq.assign_doc), bool) if docs is None else np.isin(seq.assign_doc, docs)
     cand = np.flatnonzero(in_docs & (per_doc[seq.assign_doc] >= 2))
-    order = np.lexsort((rng.random(len(cand)), seq.assign_doc[cand]))
+    order = np.lexsort((annotation_keys(seq, seed)[cand], seq.assign_doc[cand]))
     c = cand[order]
     # the first candidate of each document (none when no document has two annotations)
     first = np.diff(seq.assign_doc[c], prepend=-1) != 0

@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from ..arguments import check_count, check_number
+from ..codes import ids_array
 from ..errors import CrowdDataError
 from ..numerics import id_keys, softmax_rows
 from .annotations import SequenceAnnotations
@@ -49,16 +50,39 @@ from .weak import AbstainDawidSkene
 __all__ = ["WindowPriorDawidSkene", "window_features", "fit_soft_logistic", "document_folds"]
 
 
-def document_folds(texts: Any, n_folds: int, seed: int) -> np.ndarray:
+def document_folds(texts: Any, n_folds: int, seed: int, doc_ids: Any = None) -> np.ndarray:
     """(D,) the fold of each document: the documents ranked by the key of their text and
     ``seed`` (:func:`~crowd_keras.numerics.id_keys`) take the folds in turn. The folds are as
     even as they can be, and the split depends on the texts alone: not on the order in which
     the documents come (an export's task order) nor on what they are called (task ids or
-    document ids), so the same crowd gives the same fit however it is handed over."""
+    document ids), so the same crowd gives the same fit however it is handed over.
+
+    Documents with the same text share a key: with ``doc_ids`` (D,) they are ranked by their
+    ids (so that split too is the same in any order), else by position."""
     texts = np.asarray(texts, dtype=object)
+    key = id_keys(texts, seed)
+    if doc_ids is None:
+        order = np.argsort(key, kind="stable")
+    else:
+        order = np.lexsort((_id_ranks(doc_ids, len(texts)), key))
     fold = np.empty(len(texts), dtype=np.int64)
-    fold[np.argsort(id_keys(texts, seed), kind="stable")] = np.arange(len(texts)) % n_folds
+    fold[order] = np.arange(len(texts)) % n_folds
     return fold
+
+
+def _id_ranks(doc_ids: Any, n: int) -> np.ndarray:
+    """(n,) each id's rank in sorted order (ids of mixed types: by type name, then value)."""
+    ids = ids_array(doc_ids)
+    if ids.shape != (n,):
+        raise ValueError(f"doc_ids must be one id per text ({n}), got shape {ids.shape}")
+    try:
+        order = np.argsort(ids, kind="stable")
+    except TypeError:      # 7 and "d7": no order between them, so one by type first
+        order = np.array(sorted(range(n), key=lambda i: (type(ids[i]).__name__, ids[i])),
+                         dtype=np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    return rank
 
 
 def window_features(word_ids: np.ndarray, seq: SequenceAnnotations, window: int,
@@ -189,7 +213,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         seen = seq.annotations.annotations_per_item() > 0
         if votes is not None:
             seen |= votes.applied[:, seq.tokens.doc].any(axis=0)
-        fold = document_folds(seq.texts, int(self.n_folds), int(self.seed))
+        fold = document_folds(seq.texts, int(self.n_folds), int(self.seed), seq.doc_ids)
         tok_fold = fold[seq.tokens.doc]
         model, post = self._inner_fit(data)
         prior = np.full((seq.n_tokens, seq.n_tags), np.nan)
