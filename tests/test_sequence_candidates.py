@@ -13,7 +13,7 @@ from crowd_keras.sequences.quality import token_prf
 from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model
 from crowd_keras.sequences.selection import heldout_annotations
 from crowd_keras.sequences.text_prior import (WindowPriorDawidSkene, document_folds,
-                                              window_features)
+                                              window_features, word_texts)
 
 from sequence_data import simulated_spans
 
@@ -244,6 +244,22 @@ def test_documents_with_the_same_text_take_their_folds_in_any_order():
     inverse[back] = np.arange(len(back))
     np.testing.assert_array_equal(other.predict()[inverse], first.predict())
     np.testing.assert_allclose(other.posteriors_[inverse], first.posteriors_, atol=1e-6)
+
+
+def test_the_text_prior_folds_follow_the_words_not_the_whitespace_between_them():
+    """The same crowd on the same words with tabs and no-break spaces between them (or CRLF
+    line ends, or given as token lists): the folds came from a hash of the raw text, so the
+    default model's tags moved with the whitespace."""
+    seq, _ = _worded_crowd(seed=3, n_docs=40)
+    rows = seq.spans_frame()[["doc", "annotator", "start", "end"]]
+    seen = list(zip(seq.doc_ids[seq.assign_doc], seq.annotator_ids[seq.assign_annotator]))
+    # one character for another keeps every offset: a tab, a no-break space for a space
+    odd = [t.replace(" ", "\t", 2).replace(" ", "\u00a0", 2) for t in seq.texts]
+    other = SequenceAnnotations.from_spans(odd, rows, seen=seen)
+    assert word_texts(other) == word_texts(seq) == seq.texts
+    first, second = (WindowPriorDawidSkene(text_max_iter=200).fit(s) for s in (seq, other))
+    np.testing.assert_array_equal(first.predict(), second.predict())
+    np.testing.assert_allclose(first.posteriors_, second.posteriors_, atol=1e-6)
 
 
 def test_the_default_is_registered():

@@ -45,9 +45,11 @@ from .base import SequenceLabelModel
 from .batches import Vocabulary
 from .labeling_functions import TokenVotes
 from .models import TokenDawidSkene
+from .tokens import token_strings
 from .weak import AbstainDawidSkene
 
-__all__ = ["WindowPriorDawidSkene", "window_features", "fit_soft_logistic", "document_folds"]
+__all__ = ["WindowPriorDawidSkene", "window_features", "fit_soft_logistic", "document_folds",
+           "word_texts"]
 
 
 def document_folds(texts: Any, n_folds: int, seed: int, doc_ids: Any = None) -> np.ndarray:
@@ -68,6 +70,16 @@ def document_folds(texts: Any, n_folds: int, seed: int, doc_ids: Any = None) -> 
     fold = np.empty(len(texts), dtype=np.int64)
     fold[order] = np.arange(len(texts)) % n_folds
     return fold
+
+
+def word_texts(seq: SequenceAnnotations) -> list:
+    """(D,) each document's tokens joined by single spaces: what the text model reads, so the
+    folds keyed on it are the same whatever whitespace the text has between its words (LF or
+    CRLF line ends, tabs, no-break spaces) and whether the crowd came as character offsets
+    or as token lists."""
+    words = token_strings(seq.texts, seq.tokens)
+    ptr = seq.tokens.doc_ptr
+    return [" ".join(words[ptr[d]:ptr[d + 1]].tolist()) for d in range(seq.n_docs)]
 
 
 def _id_ranks(doc_ids: Any, n: int) -> np.ndarray:
@@ -213,7 +225,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         seen = seq.annotations.annotations_per_item() > 0
         if votes is not None:
             seen |= votes.applied[:, seq.tokens.doc].any(axis=0)
-        fold = document_folds(seq.texts, int(self.n_folds), int(self.seed), seq.doc_ids)
+        fold = document_folds(word_texts(seq), int(self.n_folds), int(self.seed), seq.doc_ids)
         tok_fold = fold[seq.tokens.doc]
         model, post = self._inner_fit(data)
         prior = np.full((seq.n_tokens, seq.n_tags), np.nan)
