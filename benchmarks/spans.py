@@ -31,8 +31,8 @@ with the authors' Dawid-Skene. The gold is read only to print the tables.
 training abstracts, 3 draws; reads no gold); ``--part select-mixed``: the same criterion for
 crowd + functions (step 6 of ``results/spans.md``: the default fitted on the functions' votes
 with the crowd, against ``AbstainDawidSkene`` on the same votes; reads no gold);
-``--part default``: 1, 5, 6 and step 6 on the gold half (no taggers); ``--part mixed``: 1 and
-step 6 on the gold half.
+``--part default``: 1, 5 and 6 (no taggers); ``--part mixed``: 1 and step 6 of
+``results/spans.md`` on the gold half.
 ``--quick``: a slice of the train and dev splits, one seed, 2 epochs, 1 held-out draw,
 HMM-Crowd, the candidates and the labeling functions on the 191 test abstracts only (select:
 200 abstracts, 1 draw).
@@ -334,7 +334,6 @@ def main(argv=None) -> int:
         print("\n" + RULE)
         confirm_default(pico, gold, fit_sets)
         labeling_functions(pico, gold, args.quick)
-        confirm_mixed(pico, fit_sets)
         return 0
     if args.part == "mixed":
         print("\n".join(lines))
