@@ -264,3 +264,15 @@ def test_the_text_prior_folds_follow_the_words_not_the_whitespace_between_them()
 
 def test_the_default_is_registered():
     assert get_sequence_model(DEFAULT_SEQUENCE_MODEL) is not None
+
+
+def test_the_io_and_bio_views_of_a_crowd_hide_the_same_annotations():
+    """The selection tables compare IO and BIO candidates on the same hidden annotations:
+    the keys fingerprint span labels, not the scheme's tags (B and I differ from IO's I)."""
+    from crowd_keras.sequences.selection import annotation_keys
+    seq, _ = simulated_spans(n_docs=50, seed=2)
+    bio = seq.with_scheme("BIO")
+    np.testing.assert_array_equal(annotation_keys(seq), annotation_keys(bio))
+    for seed in (0, 1, 2):
+        np.testing.assert_array_equal(heldout_annotations(seq, seed=seed),
+                                      heldout_annotations(bio, seed=seed))

@@ -41,16 +41,19 @@ def annotation_keys(seq: SequenceAnnotations, seed: int = 0) -> np.ndarray:
     the order or the names of the documents and annotators: a mix of the document's text
     (:func:`~crowd_keras.numerics.id_keys`, with ``seed``) and of its annotator's
     fingerprint, an order-free sum over all of the annotator's annotations of their
-    document's text and token tags (what the models read: a span given twice, or in
-    another order, leaves it as it is). Annotators with the same fingerprint tagged the
-    same tokens of the same texts, so either's key serves."""
+    document's text and each token's span label (what the models read: a span given twice,
+    or in another order, leaves it as it is; labels, not tags, so the IO and BIO views of a
+    crowd hide the same annotations and their candidates are scored on the same labels).
+    Annotators with the same fingerprint labelled the same tokens of the same texts, so
+    either's key serves."""
     text = np.asarray(seq.texts, dtype=object)
     text_key = id_keys(text, 0)
     doc = seq.assign_doc[seq.obs_assign]
     position = (seq.obs_token - seq.tokens.doc_ptr[doc]).astype(np.uint64)
     with np.errstate(over="ignore"):
-        tag_key = mix64(text_key[doc] + mix64(position * np.uint64(seq.n_tags)
-                                              + seq.obs_tag.astype(np.uint64) + GOLDEN64))
+        label = (tag_labels(seq.obs_tag, seq.scheme) + 1).astype(np.uint64)   # 0: outside
+        tag_key = mix64(text_key[doc] + mix64(position * np.uint64(len(seq.labels) + 1)
+                                              + label + GOLDEN64))
         work = mix64(text_key[seq.assign_doc] + GOLDEN64)     # the document seen, tokens or not
         np.add.at(work, seq.obs_assign, tag_key)              # order-free, wrapping
         fingerprint = np.zeros(len(seq.annotator_ids), np.uint64)
