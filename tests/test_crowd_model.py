@@ -472,6 +472,37 @@ def test_keras_adam_trains_the_indexed_form_as_the_dense_one(noise):
         np.testing.assert_allclose(w0 - w_adam, step, rtol=1e-3, atol=1e-5)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="TensorFlow's sparse gradients: the other backends' are dense")
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_a_gathered_tables_sparse_gradient_sums_each_rows_repeats_into_one_slice(jit_compile):
+    """Each row's gradient summed into the slice of its first entry (0 at its repeats), so
+    that Keras' optimizers, which square a sparse gradient slice by slice, see the row's
+    sum; also for an empty batch (a replica's share of a short last batch)."""
+    import tensorflow as tf
+
+    from crowd_keras._keras_utils import gather_rows
+
+    table = keras.Variable(np.zeros((4, 2, 3), "float32"))
+
+    @tf.function(jit_compile=jit_compile)
+    def gradient(ids, weights):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(gather_rows(table, ids) * weights)
+        grad = tape.gradient(loss, table.value)
+        return grad.indices, grad.values
+
+    ids = np.array([[2, 0, 2], [2, 1, 2]], "int32")
+    weights = np.arange(1, 7, dtype="float32").reshape(2, 3, 1, 1) * np.ones((1, 1, 2, 3))
+    indices, values = (v.numpy() for v in gradient(tf.constant(ids), tf.constant(weights,
+                                                                                 "float32")))
+    np.testing.assert_array_equal(indices, ids.ravel())
+    # row 2 at entries 0, 2, 3 and 5 (weights 1 + 3 + 4 + 6), rows 0 and 1 once
+    np.testing.assert_array_equal(values[:, 0, 0], [14, 2, 0, 0, 5, 0])
+    indices, values = gradient(tf.zeros((0, 3), "int32"), tf.zeros((0, 3, 2, 3)))
+    assert indices.shape == (0,) and values.shape == (0, 2, 3)
+
+
 def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
     sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=8, annotations_per_item=3,
                          seed=4)
