@@ -324,7 +324,8 @@ MIRRORED = TWO_CPUS + textwrap.dedent('''
     for scope in (strategy.scope(), tf.distribute.get_strategy().scope()):
         keras.utils.set_random_seed(0)
         with scope:
-            clf = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3, activation="softmax")])
+            clf = keras.Sequential([keras.Input((10,)),
+                                    keras.layers.Dense(3, activation="softmax")])
             model = CrowdModel(clf, CrowdLayer(4, "MW"), warmup_epochs=0)
             model.compile(keras.optimizers.Adam(0.1))
         for _ in range(3):
