@@ -169,6 +169,12 @@ def gather_rows(table: Any, idx: Any) -> Any:
     the rows) copies the whole table: an O(rows of the table) cost per step. Elsewhere (and
     for tensors) ``ops.take``.
 
+    The variable's gradient is then sparse (``tf.IndexedSlices``, one slice per entry of
+    ``idx``), with each row's repeats summed into its first slice (:func:`_summed_repeats`):
+    Keras' optimizers square a sparse gradient slice by slice, so an annotator in several
+    items of a batch got ``Σ g²`` for ``(Σ g)²`` in Adam's second moment, and another step
+    than from the same labels in a dense matrix (or on torch and JAX).
+
     The crowd layers' per-annotator tables are made with ``autocast=False``: under a mixed
     precision policy Keras' autocast would read and cast the whole table to float16 at every
     step, an O(annotators) cost again; the layers cast the rows they gathered instead.
@@ -176,8 +182,32 @@ def gather_rows(table: Any, idx: Any) -> Any:
     if keras.backend.backend() == "tensorflow" and isinstance(table, keras.Variable):
         import tensorflow as tf
 
-        return tf.gather(table.value, idx)
+        return _summed_repeats(tf.gather(table.value, idx), idx)
     return ops.take(table, idx, axis=0)
+
+
+def _summed_repeats(rows: Any, idx: Any) -> Any:
+    """``rows`` (TensorFlow, gathered at ``idx``) whose gradient holds, at the first entry
+    of each distinct index, the sum over its repeats, and 0 at the repeats: the same sum per
+    row, and a square per row. Static shapes (no ``tf.unique`` row count): XLA compiles it."""
+    import tensorflow as tf
+
+    @tf.custom_gradient
+    def identity(rows: Any) -> tuple:
+        def grad(upstream: Any) -> Any:
+            flat = tf.reshape(idx, [-1])
+            n = tf.size(flat)
+            _, slot = tf.unique(flat)                  # (n,): each entry's distinct row
+            position = tf.range(n)
+            first = tf.math.unsorted_segment_min(position, slot, n)
+            summed = tf.math.unsorted_segment_sum(tf.reshape(upstream, [n, -1]), slot, n)
+            at_first = tf.equal(tf.gather(first, slot), position)[:, None]
+            values = tf.where(at_first, tf.gather(summed, slot), tf.zeros_like(summed[:1]))
+            return tf.reshape(values, tf.shape(upstream))
+
+        return tf.identity(rows), grad
+
+    return identity(rows)
 
 
 def gather_annotators(weights: Any, annotator_ids: Any) -> tuple[Any, Any]:

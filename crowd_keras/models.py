@@ -59,7 +59,7 @@ from .item_consensus import (CrowdConsensus, CrowdSummary, item_posteriors, mean
                              summary_from_label_counts, summary_from_posteriors,
                              with_expected_accuracy)
 from .losses import MaskedMultiCrossEntropy, MaskedMultiMSE
-from .optimizers import LazyAdam
+from .optimizers import LazyAdam, sum_repeated_rows_across_replicas
 # every layer a saved CrowdModel may hold, registered for keras.saving.load_model (Keras
 # imports no module of a custom object)
 from . import layers  # noqa: F401,E402
@@ -219,6 +219,8 @@ class CrowdModel(CrowdConsensus, keras.Model):
         if loss is None:
             loss = MaskedMultiMSE() if self.is_regression else MaskedMultiCrossEntropy(True)
         super().compile(optimizer=optimizer, loss=loss, **kwargs)
+        # the annotator tables' sparse gradients, summed over the replicas (tf.distribute)
+        sum_repeated_rows_across_replicas(self.optimizer)
 
     def compile_from_config(self, config: dict) -> None:
         """Re-compile on ``load_model`` (Keras skips models that override ``compile``)."""

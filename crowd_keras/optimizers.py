@@ -58,8 +58,9 @@ class LazyAdam(keras.optimizers.Adam):
 
     Repeated rows (one annotator in several items of a batch) are summed before the update
     (:func:`sum_repeated_rows`), so the first step equals Adam's on the dense gradient.
-    (Keras' own Adam, given those sparse gradients, squares each repeat separately for the
-    second moment.)
+    (Keras' own optimizers square a sparse gradient slice by slice: the crowd layers' gathers
+    give each row's sum in one slice, ``_keras_utils.gather_rows``, and ``CrowdModel`` sums
+    the replicas' slices under ``tf.distribute``, :func:`sum_repeated_rows_across_replicas`.)
     """
 
     def _backend_update_step(self, grads: list, trainable_variables: list,
@@ -155,3 +156,35 @@ class LazyAdam(keras.optimizers.Adam):
         if cache is not None:
             cache[key] = alpha
         return alpha
+
+
+def sum_repeated_rows_across_replicas(optimizer: Any) -> Any:
+    """``optimizer`` (TensorFlow), its update step given each sparse gradient with every row
+    once (:func:`sum_repeated_rows`) when several replicas train.
+
+    A replica's gathered rows already hold each row once (``_keras_utils.gather_rows``), but
+    ``tf.distribute`` sums sparse gradients by concatenating the replicas' slices: a row in
+    two replicas' batches reached Keras' optimizers twice, and they square a sparse gradient
+    slice by slice (Adam's second moment took ``g₁² + g₂²`` for ``(g₁ + g₂)²``: another step
+    than one process takes on the same global batch). ``LazyAdam`` sums them itself; with one
+    replica nothing is added to the step. Returns ``optimizer``, changed in place.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return optimizer
+    inner = getattr(optimizer, "inner_optimizer", optimizer)   # a LossScaleOptimizer's
+    if isinstance(inner, LazyAdam) or getattr(inner, "_sums_replicas_rows", False):
+        return optimizer
+    import tensorflow as tf
+
+    update_step = inner.update_step
+
+    def summed_update_step(gradient: Any, variable: Any, learning_rate: Any) -> Any:
+        if isinstance(gradient, tf.IndexedSlices) and \
+                tf.distribute.get_strategy().num_replicas_in_sync > 1:
+            rows, values = sum_repeated_rows(gradient.indices, gradient.values)
+            gradient = tf.IndexedSlices(values, rows, gradient.dense_shape)
+        return update_step(gradient, variable, learning_rate)
+
+    inner.update_step = summed_update_step
+    inner._sums_replicas_rows = True
+    return optimizer

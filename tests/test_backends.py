@@ -314,6 +314,25 @@ MIRRORED = TWO_CPUS + textwrap.dedent('''
         own = float(loss(labels, logits))
         keras_way = float(loss(labels, logits, sample_weight=np.ones(4, "float32")))
     assert abs(own - alone / 2) < 1e-6 and abs(keras_way - own) < 1e-6, (alone, own, keras_way)
+    # Keras' Adam takes one process's steps on the same batch: tf.distribute concatenates
+    # the replicas' sparse gradients, and Keras' Adam squared the slices of annotators 0 and
+    # 1 (in both halves) separately. Each half (replica) has 6 labels: the same mean.
+    x = rng.normal(size=(8, 10)).astype("float32")
+    ids = np.array([[0, 1], [0, 2], [1, -1], [3, 0]] * 2, dtype="int32")
+    labels = np.where(ids >= 0, rng.integers(0, 3, ids.shape), -1).astype("int32")
+    kernels = []
+    for scope in (strategy.scope(), tf.distribute.get_strategy().scope()):
+        keras.utils.set_random_seed(0)
+        with scope:
+            clf = keras.Sequential([keras.Input((10,)),
+                                    keras.layers.Dense(3, activation="softmax")])
+            model = CrowdModel(clf, CrowdLayer(4, "MW"), warmup_epochs=0)
+            model.compile(keras.optimizers.Adam(0.1))
+        for _ in range(3):
+            model.fit({"x": x, "annotator_ids": ids}, labels, batch_size=8, shuffle=False,
+                      verbose=0)
+        kernels.append(keras.ops.convert_to_numpy(model.noise_layer.kernel))
+    np.testing.assert_allclose(kernels[0], kernels[1], rtol=1e-4, atol=1e-5)
     print("OK mirrored")
 ''')
 

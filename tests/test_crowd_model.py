@@ -417,6 +417,92 @@ def test_lazy_adam_sums_repeated_rows_alike_with_and_without_xla():
     np.testing.assert_array_equal(graph[6:], np.broadcast_to(np.eye(3), (2, 3, 3)))
 
 
+@pytest.mark.parametrize("noise", ["CrowdLayer MW", "CrowdLayer VW+B", "CoNAL with gate",
+                                   "MixtureOfGroups", "CrowdRegressionLayer S+B"])
+def test_keras_adam_trains_the_indexed_form_as_the_dense_one(noise):
+    """Keras' own Adam (``compile()``'s default) takes the same steps from the padded
+    annotator ids as from the dense matrix of the same labels. On TensorFlow the gathered
+    tables' gradients are sparse, and Keras' Adam squares each repeated row of a sparse
+    gradient separately (Σ g² for (Σ g)²): an annotator in several items of a batch got a
+    smaller step than from the dense matrix (kernel rows 0.17 apart after 4 steps)."""
+    from crowd_keras.layers import AnnotatorGate, CommonNoiseAdaptation, MixtureOfGroups
+
+    n, a = 9, 4
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(n, 5)).astype("float32")
+    ids = np.array([[0, 1, -1], [0, 2, 3], [1, 0, -1], [3, -1, -1], [-1, -1, -1], [2, 0, 1],
+                    [0, 3, -1], [1, 2, -1], [0, -1, -1]], dtype="int32")
+    regression = noise.startswith("CrowdRegression")
+    values = rng.normal(size=ids.shape) if regression else rng.integers(0, K, ids.shape)
+    labels = np.where(ids >= 0, values, np.nan if regression else -1)
+    labels = labels.astype("float32" if regression else "int32")
+    dense = np.full((n, a), np.nan if regression else -1, labels.dtype)
+    for i, j in zip(*np.nonzero(ids >= 0)):
+        dense[i, ids[i, j]] = labels[i, j]
+    layers = {"CrowdLayer MW": lambda: CrowdLayer(a, "MW"),
+              "CrowdLayer VW+B": lambda: CrowdLayer(a, "VW+B"),
+              "CoNAL with gate": lambda: CommonNoiseAdaptation(
+                  a, K, gate=AnnotatorGate(a, embedding_dim=3)),
+              "MixtureOfGroups": lambda: MixtureOfGroups(2, K, num_annotators=a),
+              "CrowdRegressionLayer S+B": lambda: CrowdRegressionLayer(a, "S+B")}
+
+    def weights_after(y, indexed, optimizer, steps):
+        keras.utils.set_random_seed(0)
+        clf = keras.Sequential([keras.Input((5,)), keras.layers.Dense(
+            1 if regression else K, activation=None if regression else "softmax")])
+        model = CrowdModel(clf, layers[noise]())
+        model.compile(optimizer)
+        model.build({"x": (None, 5), "annotator_ids": (None, 3)} if indexed else (None, 5))
+        start = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
+        for _ in range(steps):
+            model.train_on_batch({"x": x, "annotator_ids": ids} if indexed else x, y)
+        return start, [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
+
+    _, indexed = weights_after(labels, True, keras.optimizers.Adam(0.1), 4)
+    _, from_dense = weights_after(dense, False, keras.optimizers.Adam(0.1), 4)
+    for got, want in zip(indexed, from_dense):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # Adam's first step on the gradient (an SGD step of rate 1, linear in the gradient):
+    # CoNAL's dense form gathers every annotator too, so only this tells it
+    start, after_sgd = weights_after(labels, True, keras.optimizers.SGD(1.0), 1)
+    _, after_adam = weights_after(labels, True, keras.optimizers.Adam(0.1), 1)
+    for w0, w_sgd, w_adam in zip(start, after_sgd, after_adam):
+        g = w0 - w_sgd
+        step = 0.1 * np.sqrt(1e-3) * g / (np.sqrt(1e-3) * np.abs(g) + 1e-7)
+        np.testing.assert_allclose(w0 - w_adam, step, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="TensorFlow's sparse gradients: the other backends' are dense")
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_a_gathered_tables_sparse_gradient_sums_each_rows_repeats_into_one_slice(jit_compile):
+    """Each row's gradient summed into the slice of its first entry (0 at its repeats), so
+    that Keras' optimizers, which square a sparse gradient slice by slice, see the row's
+    sum; also for an empty batch (a replica's share of a short last batch)."""
+    import tensorflow as tf
+
+    from crowd_keras._keras_utils import gather_rows
+
+    table = keras.Variable(np.zeros((4, 2, 3), "float32"))
+
+    @tf.function(jit_compile=jit_compile)
+    def gradient(ids, weights):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(gather_rows(table, ids) * weights)
+        grad = tape.gradient(loss, table.value)
+        return grad.indices, grad.values
+
+    ids = np.array([[2, 0, 2], [2, 1, 2]], "int32")
+    weights = np.arange(1, 7, dtype="float32").reshape(2, 3, 1, 1) * np.ones((1, 1, 2, 3))
+    indices, values = (v.numpy() for v in gradient(tf.constant(ids), tf.constant(weights,
+                                                                                 "float32")))
+    np.testing.assert_array_equal(indices, ids.ravel())
+    # row 2 at entries 0, 2, 3 and 5 (weights 1 + 3 + 4 + 6), rows 0 and 1 once
+    np.testing.assert_array_equal(values[:, 0, 0], [14, 2, 0, 0, 5, 0])
+    indices, values = gradient(tf.zeros((0, 3), "int32"), tf.zeros((0, 3, 2, 3)))
+    assert indices.shape == (0,) and values.shape == (0, 2, 3)
+
+
 def test_warmup_bypasses_the_noise_layer_then_switches_it_on(tmp_path):
     sim = simulate_crowd(n_items=300, n_classes=3, n_annotators=8, annotations_per_item=3,
                          seed=4)
