@@ -98,8 +98,8 @@ def _held_out_shares(post: np.ndarray, ann: Annotations,
     """(I, K) ρ^{-i}: the class shares without item i (add-one smoothed), over the items that
     hold evidence: a label, or an ``item_log_prior`` row that favours some class (gold, a
     classifier). An item with neither holds the model's prior guess (GLAD's and MACE's are
-    uniform), which moved every other item's score: an export of all tasks, 400 unlabelled
-    beside 40 labelled, changed the labelled tasks' scores by up to 0.18."""
+    uniform), which would move every other item's score with the number of unlabelled tasks
+    in an export."""
     n_items, k_dim = post.shape
     known = np.bincount(ann.items, minlength=n_items) > 0
     if item_log_prior is not None:
