@@ -203,6 +203,15 @@ def test_document_folds_are_even_and_follow_the_texts_not_their_order():
     assert not np.array_equal(document_folds(texts, 3, seed=1), fold)
 
 
+def _tokens_back(seq, order):
+    """(T,) for each token of ``seq``, its position in ``seq.subset(order)``."""
+    starts = np.r_[0, np.cumsum(seq.tokens.lengths)]
+    back = np.concatenate([np.arange(starts[d], starts[d + 1]) for d in order])
+    inverse = np.empty_like(back)
+    inverse[back] = np.arange(len(back))
+    return inverse
+
+
 def test_the_text_prior_model_gives_the_same_tags_in_any_document_order():
     """A Label Studio export in another task order (or under task ids instead of document
     ids) is the same crowd: the cross-fitting folds came from the documents' positions, and
@@ -212,10 +221,7 @@ def test_the_text_prior_model_gives_the_same_tags_in_any_document_order():
     first = WindowPriorDawidSkene(text_max_iter=200).fit(seq)
     other = WindowPriorDawidSkene(text_max_iter=200).fit(seq.subset(order))
     # the reversed corpus' tokens, back in the first corpus' order
-    starts = np.r_[0, np.cumsum(seq.tokens.lengths)]
-    back = np.concatenate([np.arange(starts[d], starts[d + 1]) for d in order])
-    inverse = np.empty_like(back)
-    inverse[back] = np.arange(len(back))
+    inverse = _tokens_back(seq, order)
     np.testing.assert_array_equal(other.predict()[inverse], first.predict())
     np.testing.assert_allclose(other.posteriors_[inverse], first.posteriors_, atol=1e-4)
 
@@ -238,10 +244,7 @@ def test_documents_with_the_same_text_take_their_folds_in_any_order():
         document_folds(seq.texts, 2, 0, seq.doc_ids)[order])
     first, other = (WindowPriorDawidSkene(n_folds=2, text_max_iter=200).fit(s)
                     for s in (seq, seq.subset(order)))
-    starts = np.r_[0, np.cumsum(seq.tokens.lengths)]
-    back = np.concatenate([np.arange(starts[d], starts[d + 1]) for d in order])
-    inverse = np.empty_like(back)
-    inverse[back] = np.arange(len(back))
+    inverse = _tokens_back(seq, order)
     np.testing.assert_array_equal(other.predict()[inverse], first.predict())
     np.testing.assert_allclose(other.posteriors_[inverse], first.posteriors_, atol=1e-6)
 
