@@ -16,7 +16,7 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
            "class_vote_counts", "confusion_posteriors", "row_order", "GOLDEN64", "mix64",
-           "id_keys"]
+           "id_keys", "annotation_hashes", "group_fingerprints", "ranks_within"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -271,3 +271,33 @@ def id_keys(ids: np.ndarray, seed: int) -> np.ndarray:
         key = hash_array(values)
     with np.errstate(over="ignore"):
         return mix64(key.astype(np.uint64) + mix64(np.array([seed], dtype=np.uint64)))
+
+
+def annotation_hashes(item_keys: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """(n,) uint64 hash of each annotation's content: its item's key ``item_keys`` (n,)
+    (:func:`id_keys` of the item's id) and its label code ``labels`` (n,); the annotator's
+    name plays no part."""
+    with np.errstate(over="ignore"):
+        return mix64(np.asarray(item_keys, dtype=np.uint64)
+                     + (np.asarray(labels).astype(np.uint64) + np.uint64(1)) * GOLDEN64)
+
+
+def group_fingerprints(hashes: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """(n_groups,) uint64 wrapping sum of ``hashes`` (n,) per code of ``groups`` (n,): a
+    fingerprint of each group's content, the same in any order and any split of the rows
+    (partial fingerprints add up, wrapping) and under any renaming of the groups."""
+    out = np.zeros(int(n_groups), dtype=np.uint64)
+    np.add.at(out, np.asarray(groups, dtype=np.int64), np.asarray(hashes, dtype=np.uint64))
+    return out
+
+
+def ranks_within(per_group: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """(n,) rank of each row within its group by ``keys`` (n,), rows stored group by group
+    (``per_group[g]`` consecutive rows of group g); equal keys keep their storage order."""
+    per_group = np.asarray(per_group, dtype=np.int64)
+    group = np.repeat(np.arange(len(per_group)), per_group)
+    order = np.lexsort((keys, group))
+    rank = np.empty(len(order), dtype=np.int64)
+    starts = np.cumsum(per_group) - per_group
+    rank[order] = np.arange(len(order)) - starts[group[order]]
+    return rank

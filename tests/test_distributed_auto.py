@@ -14,12 +14,13 @@ dask = pytest.importorskip("dask")
 from crowd_keras import Annotations, CrowdDataError  # noqa: E402
 from crowd_keras.aggregation import AutoLabelModel, DawidSkene  # noqa: E402
 from crowd_keras.aggregation.base import LabelModel  # noqa: E402
-from crowd_keras.aggregation.auto import heldout_folds  # noqa: E402
+from crowd_keras.aggregation.em import Block  # noqa: E402
+from crowd_keras.aggregation.auto import (annotator_fingerprints, block_folds,  # noqa: E402
+                                          heldout_folds)
 from crowd_keras.aggregation import auto as auto_module  # noqa: E402
 from crowd_keras.datasets import (load_truth_inference, simulate_crowd,  # noqa: E402
                                   simulate_failure_kind)
 from crowd_keras.distributed import aggregate, supported_methods  # noqa: E402
-from crowd_keras.distributed.auto import _folds  # noqa: E402
 from crowd_keras.distributed.engine import PartitionedAnnotations  # noqa: E402
 
 from conftest import require_data  # noqa: E402
@@ -62,8 +63,13 @@ def test_the_blocks_draw_the_in_memory_folds(ids):
     data = PartitionedAnnotations.from_frame(dd.from_pandas(df, npartitions=6))
     blocks = dask.compute(*data.blocks)
     order = np.argsort(np.concatenate([b.item_ids for b in blocks]), kind="stable")
+    k = len(data.classes)
+    # the annotators' fingerprints, block by block, add up (wrapping) to the whole set's
+    fingerprints = sum(annotator_fingerprints(b, k) for b in blocks)
+    np.testing.assert_array_equal(fingerprints,
+                                  annotator_fingerprints(Block.from_annotations(ann), k))
     for seed in (0, 3):
-        per_block = [_folds(b, 5, seed) for b in blocks]
+        per_block = [block_folds(b, k, fingerprints, 5, seed) for b in blocks]
         sizes = [b.annotations_per_item() for b in blocks]
         # back to the in-memory order (items sorted): split per item, reorder, join
         per_item = [np.split(f, np.cumsum(s)[:-1]) for f, s in zip(per_block, sizes)]
@@ -184,6 +190,9 @@ def test_snorkel_dask_path_decides_and_fits_as_in_memory(kind):
     if kind == "crowd":
         assert isinstance(memory.label_model_, AutoLabelModel)
         assert chunked.label_model_.chosen_ == memory.label_model_.chosen_
+        # a choice whose posteriors the uniform target re-expresses: the functions' weights
+        # and table must be read off those (they were off the unshifted ones, 0.003 apart)
+        assert memory.label_model_.target_prior_applied_
     probs = chunked.predict_proba(da.from_array(L, chunks=500)).compute()
     delta = float(np.abs(probs - memory.predict_proba(L)).max())
     assert delta < TOL, delta

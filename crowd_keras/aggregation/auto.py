@@ -31,7 +31,8 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import shift_class_prior, top_classes
+from ..numerics import (annotation_hashes, group_fingerprints, id_keys, mix64, ranks_within,
+                        shift_class_prior, top_classes)
 from ..progress import progress_bar
 from .base import LabelModel, check_flags, partitioned_report
 from .dawid_skene import DawidSkene
@@ -41,6 +42,7 @@ from .majority_vote import CalibratedVote, MajorityVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
+           "annotator_fingerprints", "fold_keys", "block_folds",
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
            "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
@@ -399,32 +401,72 @@ def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     return (h % np.uint64(n_folds)).astype(np.int64)
 
 
+def block_annotation_hashes(block: Block, n_classes: int) -> np.ndarray:
+    """(n,) :func:`~crowd_keras.numerics.annotation_hashes` of a block's annotations (storage
+    order): each from its item's id and its label, not its annotator."""
+    keys = np.repeat(id_keys(block.item_ids, 0), block.annotations_per_item())
+    return annotation_hashes(keys, block.X.indices % n_classes)
+
+
+def annotator_fingerprints(block: Block, n_classes: int) -> np.ndarray:
+    """(A,) uint64 fingerprint of each annotator: the wrapping sum of the hashes of the
+    (item, label) pairs it gave in ``block``; summable over blocks (wrapping), the same
+    under any renaming or reordering of the annotators."""
+    return group_fingerprints(block_annotation_hashes(block, n_classes),
+                              block.X.indices // n_classes, block.X.shape[1] // n_classes)
+
+
+def fold_keys(block: Block, n_classes: int, fingerprints: np.ndarray, seed: int) -> np.ndarray:
+    """(n,) uint64 key of each annotation of ``block`` that orders an item's annotations for
+    :func:`annotation_folds`: a seeded mix of its annotator's ``fingerprints`` (A,) and its
+    own (item, label) hash, so that which annotations are hidden together depends on what
+    the annotators said, never on their names or codes."""
+    hashes = block_annotation_hashes(block, n_classes)
+    salt = mix64(np.array([int(seed) % 2**64], dtype=np.uint64))
+    with np.errstate(over="ignore"):
+        return mix64((fingerprints[block.X.indices // n_classes] ^ hashes) + salt)
+
+
 def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
-                     seed: int) -> np.ndarray:
+                     seed: int, keys: Optional[np.ndarray] = None) -> np.ndarray:
     """:func:`heldout_folds` of annotations stored by item: ``per_item[i]`` annotations of the
-    item ``item_ids[i]``, consecutive. Only the items' ids and their annotations' ranks
-    decide, so a block of items (a partitioned fit) draws the folds of its annotations alone,
-    exactly as the whole set draws them."""
+    item ``item_ids[i]``, consecutive, ranked within their item by ``keys`` (n,)
+    (:func:`fold_keys`; None: by storage order). Only the items' ids and the keys decide, so a
+    block of items (a partitioned fit) draws the folds of its annotations alone, exactly as
+    the whole set draws them."""
     # one fold would hide every annotation of an item, with nothing left to predict it from
     n_folds = check_count(n_folds, "n_folds", 2)
     per_item = np.asarray(per_item, dtype=np.int64)
-    starts = np.cumsum(per_item) - per_item
-    rank = np.arange(int(per_item.sum())) - np.repeat(starts, per_item)
+    if keys is None:
+        starts = np.cumsum(per_item) - per_item
+        rank = np.arange(int(per_item.sum())) - np.repeat(starts, per_item)
+    else:
+        rank = ranks_within(per_item, keys)
     fold = (rank + np.repeat(item_offsets(item_ids, n_folds, seed), per_item)) % n_folds
     fold[np.repeat(per_item < 2, per_item)] = -1
     return fold
 
 
+def block_folds(block: Block, n_classes: int, fingerprints: np.ndarray, n_folds: int,
+                seed: int) -> np.ndarray:
+    """:func:`annotation_folds` of a block's annotations, ranked by :func:`fold_keys`."""
+    return annotation_folds(block.item_ids, block.annotations_per_item(), n_folds, seed,
+                            fold_keys(block, n_classes, fingerprints, seed))
+
+
 def heldout_folds(ann: Annotations, n_folds: int, seed: int) -> np.ndarray:
     """Fold of each annotation, ``(n_annotations,)`` in ``0..n_folds-1``; -1: never held out.
 
-    Folds are drawn within items: the annotation of rank ``r`` in its item (annotations are
-    stored by item, then annotator) goes to fold ``(r + o_i) mod F`` with a pseudo-random
-    offset ``o_i`` per item (:func:`item_offsets`), so a fold hides about ``n_i / F`` of an
-    item's annotations and never all of them. Items with a single annotation are never held
-    out (nothing would be left to predict it from). See :func:`annotation_folds`.
+    Folds are drawn within items: the annotation of rank ``r`` in its item goes to fold
+    ``(r + o_i) mod F`` with a pseudo-random offset ``o_i`` per item (:func:`item_offsets`),
+    so a fold hides about ``n_i / F`` of an item's annotations and never all of them. The
+    ranks are by :func:`fold_keys` (from what the annotators said, not their names), so
+    renaming or reordering annotators draws the same folds. Items with a single annotation
+    are never held out (nothing would be left to predict it from).
     """
-    return annotation_folds(ann.item_ids, ann.annotations_per_item(), n_folds, seed)
+    block = Block.from_annotations(ann)
+    k = ann.n_classes
+    return block_folds(block, k, annotator_fingerprints(block, k), n_folds, seed)
 
 
 def heldout_log_likelihood(model: LabelModel, ann: Annotations, mask: np.ndarray) -> np.ndarray:

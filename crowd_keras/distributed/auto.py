@@ -7,8 +7,9 @@ one by one:
 1. the regime from the summed votes: on labeling-function votes the abstain-aware
    Dawid-Skene (as every crowd model's ``labeling_functions="auto"``);
 2. the same folds: each block draws the folds of its own annotations from its items' ids and
-   the annotations' ranks within their items (:func:`~crowd_keras.aggregation.auto.
-   annotation_folds`), so no annotation moves and nothing is shuffled;
+   the annotations' ranks within their items by content keys (:func:`~crowd_keras.
+   aggregation.auto.block_folds`; the annotators' fingerprints summed over blocks first), so
+   no annotation moves and nothing is shuffled;
 3. per fold, the training annotations as blocks of their own (persisted where each block is)
    and on them a partitioned fit of every candidate in lock-step
    (``PartitionedAnnotations.fit_many``), with the in-memory stopping rule
@@ -34,7 +35,8 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
-                                annotation_folds, annotator_weights, classifier_top_counts,
+                                annotator_fingerprints, annotator_weights, block_folds,
+                                classifier_top_counts,
                                 copy_weights, gold_sums, item_offsets, named_classes,
                                 pair_buckets, pair_sums, selection_done, selection_steps,
                                 under_target)
@@ -47,27 +49,25 @@ from .methods import Fit, Method, labeling_function_method, method_for
 __all__ = ["AutoMethod"]
 
 
-def _folds(block: Block, n_folds: int, seed: int) -> np.ndarray:
-    return annotation_folds(block.item_ids, block.annotations_per_item(), n_folds, seed)
+def _training_block(block: Block, k: int, fingerprints: np.ndarray, n_folds: int, seed: int,
+                    fold: int) -> Block:
+    """The block without the annotations of ``fold`` (those drawn with ``seed``; the
+    annotators' summed ``fingerprints``, :func:`annotator_fingerprints`)."""
+    return block.select(block_folds(block, k, fingerprints, n_folds, seed) != fold)
 
 
-def _training_block(block: Block, n_folds: int, seed: int, fold: int) -> Block:
-    """The block without the annotations of ``fold`` (those drawn with ``seed``)."""
-    return block.select(_folds(block, n_folds, seed) != fold)
-
-
-def _score_block(block: Block, n_folds: int, seed: int, fitted: Sequence[tuple],
-                 counts: np.ndarray, exponent: float, pairs: Any) -> Tuple[np.ndarray, int]:
+def _score_block(block: Block, k: int, fingerprints: np.ndarray, n_folds: int, seed: int,
+                 fitted: Sequence[tuple], counts: np.ndarray, exponent: float,
+                 pairs: Any) -> Tuple[np.ndarray, int]:
     """:func:`agreement_sums` of one block for the fits ``fitted`` (``[((pass, fold),
     [(strategy, parameters), ...]), ...]``) and the number of its annotations held out;
     ``pairs``: the copying pairs (:func:`copy_weights`)."""
     tests, posteriors = [], []
     for (repeat, fold), fits in fitted:
-        test = _folds(block, n_folds, seed + repeat) == fold
+        test = block_folds(block, k, fingerprints, n_folds, seed + repeat) == fold
         train = block.select(~test)
         tests.append(test)
         posteriors.append([method.posteriors(train, params) for method, params in fits])
-    k = posteriors[0][0].shape[1]
     weights = annotator_weights(counts, block.X.indices // k, exponent) * \
         copy_weights(block, pairs, k, np.logical_or.reduce(tests))
     return (agreement_sums(block, tests, posteriors, weights),
@@ -211,10 +211,13 @@ class AutoMethod(Method):
         seed = 0 if model.random_state is None else int(model.random_state)
         n_folds, scored = int(model.n_folds), 0
         fitted: List[tuple] = []
+        k = data.summary.votes.shape[1]
+        # the annotators' fingerprints, summed over blocks (wrapping): the folds' order keys
+        fingerprints = delayed(data.reduce(annotator_fingerprints, k), traverse=False)
         bar = progress_bar(selection_steps(n_folds, model.max_repeats),
                            desc="auto: held-out fits (partitioned)", disable=not model.progress)
         for repeat, fold in bar:
-            train = data.derive(_training_block, n_folds, seed + repeat, fold)
+            train = data.derive(_training_block, k, fingerprints, n_folds, seed + repeat, fold)
             n_test = data.summary.n_annotations - train.summary.n_annotations
             if n_test:
                 fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
@@ -227,12 +230,11 @@ class AutoMethod(Method):
             model.n_heldout_ = 0
             return None
         counts = data.summary.votes.sum(axis=1)
-        k = data.summary.votes.shape[1]
         sample = (pair_buckets(data.summary.n_annotations), seed + int(model.max_repeats))
         pairs = model.find_copying_pairs(None if model.copy_confidence is None else
                                          data.reduce(pair_sums, k, *sample),
                                          data.annotator_ids)
-        sums, model.n_heldout_ = data.reduce(_score_block, n_folds, seed,
+        sums, model.n_heldout_ = data.reduce(_score_block, k, fingerprints, n_folds, seed,
                                              delayed(fitted, traverse=False), counts,
                                              float(model.selection_exponent),
                                              delayed(pairs, traverse=False))

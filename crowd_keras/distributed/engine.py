@@ -75,8 +75,9 @@ def _steps(block: Block, steps: List[tuple]) -> tuple:
 
 
 def _report_statistics(block: Block, method: Method, params: Any,
-                       transform: Optional[Callable]) -> tuple:
-    post = method.report_posteriors(block, params)
+                       transform: Optional[Callable], model: Any = None) -> tuple:
+    post = method.report_posteriors(block, params) if model is None else \
+        method.label_posteriors(block, params, model)
     if transform is not None:
         post = transform(post, block)
     return sufficient_statistics(block.XT, post)
@@ -337,11 +338,14 @@ class PartitionedAnnotations:
                 previous[id(fit)] = fit.history[-1]
         bar.close()
 
-    def statistics(self, fit: Fit, transform: Optional[Callable] = None) -> tuple:
+    def statistics(self, fit: Fit, transform: Optional[Callable] = None,
+                   labels: bool = False) -> tuple:
         """Summed ``(Xᵀ P, Σ P)`` of the reported posteriors ``P`` (after
-        ``transform(P, block)``)."""
+        ``transform(P, block)``); ``labels``: of the posteriors the labels are read from
+        instead (``predict_proba()`` in memory; the default's differ under its target prior)."""
+        model = delayed(fit.model, traverse=False) if labels else None
         return self.reduce(_report_statistics, fit.method,
-                           delayed(fit.params, traverse=False), transform)
+                           delayed(fit.params, traverse=False), transform, model)
 
     def annotator_accuracy(self, fit: Fit) -> np.ndarray:
         """(A,) each annotator's expected accuracy under the fit (NaN without labels): its

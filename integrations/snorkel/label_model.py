@@ -428,7 +428,8 @@ class CrowdLabelModel:
         def report(post: np.ndarray, block: Any) -> np.ndarray:
             return partitioned.gold_rows(self._finish(post, block), block)
 
-        joint, mass = (with_gold or data).statistics(fit, transform=report)
+        # the labels' posteriors, as in memory (predict_proba: under the default's target prior)
+        joint, mass = (with_gold or data).statistics(fit, transform=report, labels=True)
         summary = data.summary
         self.weights_, self.conditional_probs_ = function_summary(
             joint, summary.votes.sum(axis=1), mass, summary.n_items, mu_eps)
