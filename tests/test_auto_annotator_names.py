@@ -83,3 +83,24 @@ def test_renamed_annotators_get_the_same_choice_and_labels(crowd):
     pa = pd.DataFrame(a.predict_proba(), index=crowd.item_ids).sort_index()
     pb = pd.DataFrame(b.predict_proba(), index=other.item_ids).sort_index()
     np.testing.assert_allclose(pa.to_numpy(), pb.to_numpy(), atol=1e-9)
+
+
+def test_ranks_within_groups_follow_the_keys_and_storage_order_on_ties():
+    from crowd_keras.numerics import ranks_within
+
+    rng = np.random.default_rng(3)
+    per = rng.integers(0, 9, 5000)
+    keys = rng.integers(0, 2**63, per.sum(), dtype=np.uint64)
+    # ties: each row whose position is a multiple of 7 takes the next row's key (often
+    # the same item's)
+    tied = np.arange(0, len(keys) - 1, 7)
+    keys[tied] = keys[tied + 1]
+    group = np.repeat(np.arange(len(per)), per)
+    order = np.lexsort((np.arange(len(keys)), keys, group))
+    expected = np.empty(len(keys), dtype=np.int64)
+    starts = np.cumsum(per) - per
+    expected[order] = np.arange(len(keys)) - starts[group[order]]
+    np.testing.assert_array_equal(ranks_within(per, keys), expected)
+    np.testing.assert_array_equal(ranks_within(np.array([4]),
+                                               np.array([5, 1, 9, 1], dtype=np.uint64)),
+                                  [2, 0, 3, 1])
