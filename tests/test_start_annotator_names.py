@@ -79,3 +79,22 @@ def test_keyed_draws_follow_keys_not_positions():
     share = np.bincount(picks, minlength=4) / len(picks)
     assert share[0] == 0                                                 # weight 0: never
     np.testing.assert_allclose(share[1:], [1 / 6, 2 / 6, 3 / 6], atol=0.04)
+
+
+def test_mace_on_dask_draws_the_in_memory_start_under_new_names(crowds):
+    # the partitions' fingerprints add up to the whole set's: the renamed, shuffled crowd
+    # on Dask wins with the in-memory restart and its labels
+    dd = pytest.importorskip("dask.dataframe")
+    dask = pytest.importorskip("dask")
+    from crowd_keras.distributed import aggregate
+    ann, other, back = crowds
+    memory = MACE(restarts=4, random_state=1).fit(ann)
+    with dask.config.set(scheduler="threads"):
+        result = aggregate(dd.from_pandas(as_frame(other), npartitions=3),
+                           method=MACE(restarts=4, random_state=1))
+    assert result.model.restart_ == memory.restart_
+    qa = memory.annotator_quality_.set_index("annotator")["trustworthiness"]
+    qb = result.model.annotator_quality_.assign(
+        annotator=lambda q: q["annotator"].map(back)).set_index("annotator")["trustworthiness"]
+    np.testing.assert_allclose(qb.loc[qa.index].to_numpy(float), qa.to_numpy(float), atol=1e-6)
+
