@@ -98,3 +98,20 @@ def test_mace_on_dask_draws_the_in_memory_start_under_new_names(crowds):
         annotator=lambda q: q["annotator"].map(back)).set_index("annotator")["trustworthiness"]
     np.testing.assert_allclose(qb.loc[qa.index].to_numpy(float), qa.to_numpy(float), atol=1e-6)
 
+
+
+def test_lia_competence_start_ignores_annotator_names(crowds):
+    # each annotator's row of the competence table is drawn from what it said: the fits
+    # differ only by float32 summation order (an item's annotations are summed in annotator
+    # code order), about 1e-6, where the table drawn by code moved posteriors by 3e-4
+    from crowd_keras.lia.label_model import LIA
+    ann, other, back = crowds
+    a, b = LIA(seed=3).fit(ann), LIA(seed=3).fit(other)
+    pa = pd.DataFrame(a.posteriors_, index=a.annotations_.item_ids)
+    pb = pd.DataFrame(b.posteriors_, index=b.annotations_.item_ids).loc[pa.index]
+    np.testing.assert_allclose(pa.to_numpy(), pb.to_numpy(), atol=2e-5)
+    np.testing.assert_array_equal(pa.to_numpy().argmax(1), pb.to_numpy().argmax(1))
+    qa = a.annotator_quality_.set_index("annotator")["accuracy"]
+    qb = b.annotator_quality_.assign(annotator=lambda q: q["annotator"].map(back))
+    np.testing.assert_allclose(qb.set_index("annotator")["accuracy"].loc[qa.index].to_numpy(float),
+                               qa.to_numpy(float), atol=2e-5)
