@@ -16,7 +16,8 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
            "class_vote_counts", "confusion_posteriors", "row_order", "GOLDEN64", "mix64",
-           "id_keys", "annotation_hashes", "group_fingerprints", "ranks_within"]
+           "id_keys", "annotation_hashes", "group_fingerprints", "ranks_within", "draw_seed",
+           "keyed_uniforms", "keyed_choice"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -310,3 +311,41 @@ def ranks_within(per_group: np.ndarray, keys: np.ndarray) -> np.ndarray:
     starts = np.cumsum(per_group) - per_group
     rank[order] = np.arange(len(order)) - starts[group[order].astype(np.int64)]
     return rank
+
+
+def draw_seed(seed: Optional[int]) -> int:
+    """``seed`` as an int; None: a fresh one from the operating system's entropy (unseeded
+    draws, as ``np.random.default_rng(None)``)."""
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    return int(seed)
+
+
+def keyed_uniforms(keys: np.ndarray, seed: int, n_draws: int, start: int = 0) -> np.ndarray:
+    """(n, n_draws) uniforms in (0, 1): draw ``j`` of row ``i`` depends only on ``keys[i]``
+    (uint64, e.g. a :func:`group_fingerprints` of what an annotator said), ``seed`` and the
+    counter ``start + j``: ``mix(mix(key + mix(seed)) + (start + j + 1)·γ)``
+    (:func:`mix64`, counter-based), so the rows draw the same values in any order and under
+    any names. Equal keys draw equal values."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        base = mix64(keys + mix64(np.array([int(seed) % 2**64], dtype=np.uint64)))
+        counter = np.arange(start + 1, start + n_draws + 1, dtype=np.uint64) * GOLDEN64
+        words = mix64(base[:, None] + counter[None, :])
+    return ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53   # exact, in (0, 1)
+
+
+def keyed_choice(keys: np.ndarray, weights: np.ndarray, seed: int, draw: int) -> int:
+    """Index of one row of ``keys`` (n,) drawn with probability ∝ ``weights`` (n,), ≥ 0 (all
+    0: uniform), by an exponential race: the row with the smallest ``−log(u) / w``, ``u``
+    its :func:`keyed_uniforms` number ``draw``. Which row wins depends on the keys, the
+    weights and the seed, not on the rows' order (rows with equal keys and weights tie: the
+    first wins; they are interchangeable)."""
+    w = np.asarray(weights, dtype=np.float64)
+    if not (w > 0).any():
+        w = np.ones(len(w))
+    race = -np.log(keyed_uniforms(keys, seed, 1, draw)[:, 0])
+    with np.errstate(divide="ignore"):
+        race /= w
+    race[~(w > 0)] = np.inf
+    return int(np.argmin(race))

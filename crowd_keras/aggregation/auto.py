@@ -31,8 +31,7 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import (annotation_hashes, group_fingerprints, id_keys, mix64, ranks_within,
-                        shift_class_prior, top_classes)
+from ..numerics import mix64, ranks_within, shift_class_prior, top_classes
 from ..progress import progress_bar
 from .base import LabelModel, check_flags, partitioned_report
 from .dawid_skene import DawidSkene
@@ -402,18 +401,18 @@ def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
 
 
 def block_annotation_hashes(block: Block, n_classes: int) -> np.ndarray:
-    """(n,) :func:`~crowd_keras.numerics.annotation_hashes` of a block's annotations (storage
-    order): each from its item's id and its label, not its annotator."""
-    keys = np.repeat(id_keys(block.item_ids, 0), block.annotations_per_item())
-    return annotation_hashes(keys, block.X.indices % n_classes)
+    """(n,) :meth:`Block.annotation_hashes <crowd_keras.aggregation.em.Block.annotation_hashes>`
+    of a block's annotations (storage order): each from its item's id and its label, not its
+    annotator."""
+    return block.annotation_hashes(n_classes)
 
 
 def annotator_fingerprints(block: Block, n_classes: int) -> np.ndarray:
-    """(A,) uint64 fingerprint of each annotator: the wrapping sum of the hashes of the
-    (item, label) pairs it gave in ``block``; summable over blocks (wrapping), the same
-    under any renaming or reordering of the annotators."""
-    return group_fingerprints(block_annotation_hashes(block, n_classes),
-                              block.X.indices // n_classes, block.X.shape[1] // n_classes)
+    """(A,) uint64 fingerprint of each annotator
+    (:meth:`Block.annotator_fingerprints <crowd_keras.aggregation.em.Block.annotator_fingerprints>`):
+    the wrapping sum of the hashes of the (item, label) pairs it gave in ``block``; summable
+    over blocks (wrapping), the same under any renaming or reordering of the annotators."""
+    return block.annotator_fingerprints(n_classes)
 
 
 def fold_keys(block: Block, n_classes: int, fingerprints: np.ndarray, seed: int) -> np.ndarray:

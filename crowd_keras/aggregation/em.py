@@ -42,7 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, pair_index, soft_vote
+from ..numerics import (annotation_hashes, group_fingerprints, id_keys, normalize_rows,
+                        pair_index, soft_vote)
 from ..progress import Convergence
 from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .classifier_prior import (ClassifierState, classifier_m_step, classifier_statistics,
@@ -125,11 +126,28 @@ class Block:
             logits += self.item_log_prior
         return logits
 
-    def summary(self, k: int) -> "Summary":
+    def annotation_hashes(self, k: int) -> np.ndarray:
+        """(n,) :func:`~crowd_keras.numerics.annotation_hashes` of the annotations (storage
+        order): each from its item's id and its label, not its annotator."""
+        keys = np.repeat(id_keys(self.item_ids, 0), self.annotations_per_item())
+        return annotation_hashes(keys, self.X.indices % k)
+
+    def annotator_fingerprints(self, k: int) -> np.ndarray:
+        """(A,) uint64 fingerprint of each annotator: the wrapping sum of the hashes of the
+        (item, label) pairs it gave in the block; summable over blocks (wrapping), the same
+        under any renaming or reordering of the annotators (0: no annotations)."""
+        return group_fingerprints(self.annotation_hashes(k), self.X.indices // k,
+                                  self.X.shape[1] // k)
+
+    def summary(self, k: int, fingerprints: bool = False) -> "Summary":
+        """The block's :class:`Summary`; ``fingerprints``: with the annotators'
+        (:meth:`annotator_fingerprints`: one hash per annotation, which only the models that
+        draw per annotator need, ``needs_annotator_keys``)."""
         per_item = self.annotations_per_item().astype(np.int64)
         votes = np.bincount(self.X.indices, minlength=self.X.shape[1]).reshape(-1, k)
         return Summary(len(per_item), int(per_item.sum()), int((per_item ** 2).sum()), votes,
-                       n_pred_probs=len(per_item) if self.pred_probs is not None else 0)
+                       n_pred_probs=len(per_item) if self.pred_probs is not None else 0,
+                       fingerprints=self.annotator_fingerprints(k) if fingerprints else None)
 
 
 @dataclass
@@ -143,6 +161,9 @@ class Summary:
         n_pred_probs: items whose block carries a classifier's probabilities (``pred_probs``):
             a partitioned fit's strategies run the model with the classifier
             (:class:`ClassifierAnnotator`) when every item has them.
+        fingerprints: (A,) uint64 :meth:`Block.annotator_fingerprints`, summed (wrapping):
+            the keys of the random starts drawn per annotator (MACE, the mixture of groups),
+            so they follow what each annotator said, not its name; None: not gathered.
     """
 
     n_items: int
@@ -150,11 +171,24 @@ class Summary:
     sum_squared_votes: int
     votes: np.ndarray
     n_pred_probs: int = field(default=0, kw_only=True)
+    fingerprints: Optional[np.ndarray] = field(default=None, kw_only=True)
 
     def __add__(self, other: "Summary") -> "Summary":
+        mine, theirs = self.fingerprints, getattr(other, "fingerprints", None)
+        with np.errstate(over="ignore"):
+            fingerprints = None if mine is None or theirs is None else mine + theirs
         return Summary(self.n_items + other.n_items, self.n_annotations + other.n_annotations,
                        self.sum_squared_votes + other.sum_squared_votes, self.votes + other.votes,
-                       n_pred_probs=self.n_pred_probs + getattr(other, "n_pred_probs", 0))
+                       n_pred_probs=self.n_pred_probs + getattr(other, "n_pred_probs", 0),
+                       fingerprints=fingerprints)
+
+    def annotator_keys(self) -> np.ndarray:
+        """(A,) :attr:`fingerprints`; a summary without them raises."""
+        if self.fingerprints is None:
+            raise ValueError("this Summary has no annotator fingerprints (Block.summary(k, "
+                             "fingerprints=True), or run_em, gathers them): the random "
+                             "starts are drawn from them")
+        return self.fingerprints
 
     @property
     def n_classes(self) -> int:
@@ -215,6 +249,9 @@ class EMLabelModel(LabelModel):
 
     #: name of the EM loop in progress bars
     em_name = "EM"
+    #: True: the start draws per annotator from the annotators' fingerprints
+    #: (:attr:`Summary.fingerprints`, which :func:`run_em` then gathers)
+    needs_annotator_keys = False
     #: True: EM stops when the objective moves by less than ``tol`` times its size
     relative_tol = False
 
@@ -338,8 +375,14 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     its size with ``relative_tol``) or after ``max_iter`` iterations. ``map_blocks(fn,
     blocks)`` applies ``fn`` to each block (default: in this process, in order)."""
     check_settings(model)
-    runner = model.init_state(summary)
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
+    if getattr(model, "needs_annotator_keys", False) and summary.fingerprints is None:
+        k = summary.n_classes
+        with np.errstate(over="ignore"):   # partial fingerprints add up, wrapping
+            keys = sum(apply(lambda b: b.annotator_fingerprints(k), blocks),
+                       np.zeros(summary.votes.shape[0], dtype=np.uint64))
+        summary = replace(summary, fingerprints=keys)
+    runner = model.init_state(summary)
     stats = runner.combine(*apply(runner.initial_statistics, blocks))
     progress = getattr(runner, "progress", False)
     if isinstance(progress, np.ndarray) or progress not in (True, False, "auto"):
@@ -403,6 +446,10 @@ class ClassifierAnnotator(EMLabelModel):
     @property
     def em_name(self) -> str:  # type: ignore[override]
         return f"{self.model.em_name} with a classifier"
+
+    @property
+    def needs_annotator_keys(self) -> bool:  # type: ignore[override]
+        return getattr(self.model, "needs_annotator_keys", False)
 
     @property
     def progress_name(self) -> str:

@@ -11,7 +11,7 @@ from scipy.special import digamma
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import normalize_rows
+from ..numerics import draw_seed, keyed_uniforms, normalize_rows
 from .base import check_settings, without_evidence
 from .dawid_skene import e_step
 from .em import Block, EMLabelModel, Summary
@@ -108,7 +108,8 @@ class MACE(EMLabelModel):
     on ``ξ_a``, mean-field updates ``exp ψ(·)`` (section 2.2); ``"em"``: maximum likelihood
     with pseudo-count ``smoothing``. Restarts (the paper's random restarts): the first from the
     soft majority vote, the others from random ``θ ~ U(0.3, 0.7)`` and random ``ξ``
-    (``random_state``); the one with the highest marginal likelihood wins.
+    (``random_state``; each annotator's drawn from what it said, not its name or column:
+    :meth:`MACERestarts._start`); the one with the highest marginal likelihood wins.
 
     The restarts run side by side as one EM-step protocol (:class:`MACERestarts`, the model
     :meth:`init_state` hands over to): statistics are sums over items, so the same fit runs
@@ -123,7 +124,7 @@ class MACE(EMLabelModel):
         max_iter, tol: each restart's EM stops when the mean log-likelihood per annotation
             changes by less than ``tol``, or after ``max_iter`` iterations (≥ 0).
         restarts: number of EM runs.
-        random_state: seed of the restarts.
+        random_state: seed of the restarts' random starts (None: unseeded).
         progress: show a progress bar over the EM iterations (all restarts together).
 
     Attributes:
@@ -138,6 +139,7 @@ class MACE(EMLabelModel):
     """
 
     accepts_gold = True
+    needs_annotator_keys = True
 
     def __init__(self, method: str = "vb", theta_prior: tuple = (0.5, 0.5),
                  strategy_prior: float = 10.0, smoothing: Optional[float] = None,
@@ -217,6 +219,7 @@ class MACERestarts(EMLabelModel):
     """
 
     em_name = "restarts"
+    needs_annotator_keys = True
 
     def __init__(self, model: MACE, summary: Summary) -> None:
         self.model = model
@@ -237,14 +240,21 @@ class MACERestarts(EMLabelModel):
 
     def _start(self, a: int, k: int) -> MACEState:
         """The starting parameters: restart 0 from θ = 0.5, ξ uniform (its posteriors: the soft
-        majority vote); the others drawn from ``random_state``."""
+        majority vote); restart r ≥ 1 from ``θ_a = 0.3 + 0.4 u`` and ``ξ_a ∝ 1 + u`` (the
+        paper's U(0.3, 0.7) and the authors' random strategies), each annotator's numbers
+        ``u`` drawn from ``random_state`` and its fingerprint (what it said,
+        :meth:`Block.annotator_fingerprints <crowd_keras.aggregation.em.Block.annotator_fingerprints>`;
+        :func:`~crowd_keras.numerics.keyed_uniforms`), so that renaming or reordering the
+        annotators starts every restart alike."""
         r = self.n_restarts_
-        rng = np.random.default_rng(self.model.random_state)
         theta = np.full((r, a), 0.5)
         xi = np.full((r, a, k), 1.0 / k)
-        for i in range(1, r):
-            theta[i] = rng.uniform(0.3, 0.7, size=a)
-            xi[i] = normalize_rows(rng.uniform(1.0, 2.0, (a, k)))
+        if r > 1:
+            # K + 1 numbers per annotator and restart: θ's, then ξ's
+            u = keyed_uniforms(self.summary.annotator_keys(), draw_seed(self.model.random_state),
+                               (r - 1) * (k + 1)).reshape(a, r - 1, k + 1).transpose(1, 0, 2)
+            theta[1:] = 0.3 + 0.4 * u[:, :, 0]
+            xi[1:] = normalize_rows(1.0 + u[:, :, 1:])
         return MACEState(theta, 1 - theta, xi, np.full(r, RUN), np.full(r, -np.inf),
                          np.zeros(r, dtype=np.int64), np.full(r, np.nan))
 

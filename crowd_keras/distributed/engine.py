@@ -133,7 +133,9 @@ class PartitionedAnnotations:
         self.divisions = divisions
         self.index_dtype = index_dtype
         k = len(self.classes)
-        self.summary: Summary = self.reduce(Block.summary, k)
+        # with the annotators' fingerprints: the models that draw their start per annotator
+        # (MACE, the mixture of groups) read them in ``prepare``, which sees no blocks
+        self.summary: Summary = self.reduce(Block.summary, k, True)
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -28,8 +28,8 @@ from ..errors import CrowdDataError, NotFittedError
 from ..numerics import row_order
 from ..params import Params
 from ..progress import progress_bar
-from .model import (annotator_penalty, confusions, e_step, initial_biases, objective,
-                    truth_probabilities, vote_fractions)
+from .model import (annotator_penalty, competence_start, confusions, e_step, initial_biases,
+                    objective, truth_probabilities, vote_fractions)
 
 __all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size"]
 
@@ -252,8 +252,9 @@ class FeatureFreeLIA(Params):
                          rng: np.random.Generator) -> Dict[str, np.ndarray]:
         """The trainer's initialisation (Keras' initializers' distributions, then its
         ``init_biases``): item tables ``U(±0.05)`` / ``N(0, 0.1²)``, kernels Glorot-uniform,
-        the annotator table ``N(0, 0.01²)``, biases from :func:`initial_biases`."""
-        n, a = annotations.n_items, annotations.n_annotators
+        the annotator table ``N(0, 0.01²)`` (each row from its annotator's fingerprint,
+        :func:`~.model.competence_start`), biases from :func:`initial_biases`."""
+        n = annotations.n_items
         k, e, width = self.num_classes_, int(self.embedding_dim), self.width_
         comp_bias, truth_bias = initial_biases(post, annotations, int(self.latent_dim))
         return {
@@ -262,9 +263,8 @@ class FeatureFreeLIA(Params):
             "difficulty_embedding": rng.normal(scale=0.1, size=(n, e)).astype("float32"),
             "difficulty_kernel": _glorot(rng, (e, width)),
             "difficulty_bias": np.zeros(width, dtype="float32"),
-            # the trainer's own draw (numpy, from the seed): the same table
-            "competence_table": np.random.default_rng(self.seed).normal(
-                scale=0.01, size=(a, width)).astype("float32"),
+            # the trainer's own draw (per annotator, from the seed): the same table
+            "competence_table": competence_start(annotations, width, self.seed),
             "competence_bias": comp_bias}
 
     def _check_weights(self, weights: Dict[str, Any], n: int, a: int) -> Dict[str, np.ndarray]:

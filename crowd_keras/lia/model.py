@@ -31,9 +31,11 @@ import numpy as np
 from scipy import special
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, softmax_rows
+from ..numerics import (annotation_hashes, draw_seed, group_fingerprints, id_keys,
+                        keyed_uniforms, normalize_rows, softmax_rows)
 
-__all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "eq1", "confusions",
+__all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "competence_start", "eq1",
+           "confusions",
            "log_confusions", "truth_probabilities", "annotation_terms", "objective",
            "annotator_penalty", "e_step"]
 
@@ -55,6 +57,21 @@ def vote_fractions(annotations: Annotations, k: int) -> np.ndarray:
     counts = np.zeros((annotations.n_items, k))
     counts[:, :annotations.n_classes] = annotations.label_counts()
     return normalize_rows(counts)
+
+
+def competence_start(annotations: Annotations, width: int, seed: Optional[int]) -> np.ndarray:
+    """(A, width) float32 start of the one-hot competence table, ``N(0, 0.01²)``.
+
+    Annotator a's row is drawn from ``seed`` and its fingerprint, the wrapping sum of the
+    hashes of the (item id, label) pairs it gave (:func:`~crowd_keras.numerics.keyed_uniforms`
+    through the normal quantile), not from its code: renaming or reordering the annotators
+    gives each the same row. :class:`~.em.FeatureFreeLIA` and the Keras trainer both start
+    from this table."""
+    ann = annotations
+    hashes = annotation_hashes(id_keys(ann.item_ids, 0)[ann.items], ann.labels)
+    keys = group_fingerprints(hashes, ann.annotators, ann.n_annotators)
+    return (0.01 * special.ndtri(keyed_uniforms(keys, draw_seed(seed), int(width)))
+            ).astype("float32")
 
 
 def initial_biases(post: np.ndarray, annotations: Annotations, latent_dim: int) -> tuple:

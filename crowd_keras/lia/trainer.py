@@ -49,7 +49,7 @@ from ..regularizers import CauchyShrinkage
 from .inputs import by_annotator_id, numeric_rows
 from .em import (FeatureFreeLIA, check_step_settings, checked_initial_posteriors,
                  lia_batch_size, run_em)
-from .model import initial_biases, vote_fractions
+from .model import competence_start, initial_biases, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
@@ -430,7 +430,8 @@ class LIATrainer(CrowdConsensus, Params):
         matrix pooled over all annotations, ``π_kl ∝ 0.5 + Σ_{(i,j): y_ij = l} ŷ_ik`` (so
         ``Q_ij = π`` while the kernels are 0); the one-hot competence table starts at
         ``N(0, 0.01²)`` (near the shared tensor, the symmetry across the ``L`` latent
-        components broken); the default classifier's output bias ``log ρ`` with ``ρ`` the
+        components broken; each row from its annotator's fingerprint,
+        :func:`~.model.competence_start`); the default classifier's output bias ``log ρ`` with ``ρ`` the
         mean posterior. Shapes: ``post (items, C)``; vectorised, no loop over annotations.
         """
         bias, truth_bias = initial_biases(post, annotations, self.layer_.latent_dim)
@@ -438,8 +439,7 @@ class LIATrainer(CrowdConsensus, Params):
         last_bias.assign(bias)
         if not self.layer_.uses_annotator_features:
             table = self.layer_.annotator_layers[0][0]
-            rng = np.random.default_rng(self.seed)
-            table.assign(rng.normal(scale=0.01, size=tuple(table.shape)).astype("float32"))
+            table.assign(competence_start(annotations, table.shape[1], self.seed))
         if self.classifier is None and not self.from_logits:
             self.classifier_.get_layer("truth").bias.assign(truth_bias)
 

@@ -19,14 +19,15 @@ no Python loop over annotations or annotators.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from scipy.special import gammaln
 
 from ..annotations import Annotations
-from ..numerics import (class_vote_counts, confusion_posteriors, normalize_rows, safe_log,
-                        softmax_rows, summing_matrix)
+from ..aggregation.em import Block
+from ..numerics import (class_vote_counts, confusion_posteriors, draw_seed, keyed_choice,
+                        normalize_rows, safe_log, softmax_rows, summing_matrix)
 
 __all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "fewer_groups",
            "collapsed_evidence", "group_probabilities", "kmeans_memberships", "groups_m_step",
@@ -34,12 +35,17 @@ __all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "fewer_groups",
 
 
 def kmeans(points: np.ndarray, n_clusters: int, weights: Optional[np.ndarray] = None,
-           n_init: int = 3, max_iter: int = 100, seed: Optional[int] = None) -> np.ndarray:
+           n_init: int = 3, max_iter: int = 100, seed: Optional[int] = None,
+           keys: Optional[np.ndarray] = None) -> np.ndarray:
     """Weighted K-means (k-means++ seeding, Lloyd iterations), numpy only.
 
     Args:
         points: (n, d); weights: (n,) non-negative (default ones); n_init: seedings tried,
         the lowest weighted inertia wins.
+        keys: optional (n,) uint64 key of each point (e.g. an annotator's fingerprint): the
+            seeding's draws then follow the keys and ``seed``
+            (:func:`~crowd_keras.numerics.keyed_choice`), not the points' order; None: draws
+            from ``np.random.default_rng(seed)`` over the points in order.
 
     Returns:
         (n,) cluster index per point, in ``0..n_clusters-1`` (a cluster may stay empty
@@ -53,12 +59,21 @@ def kmeans(points: np.ndarray, n_clusters: int, weights: Optional[np.ndarray] = 
         return np.zeros(0, dtype=np.int64)
     if c <= 1:
         return np.zeros(n, dtype=np.int64)
-    rng = np.random.default_rng(seed)
+    if keys is None:
+        rng = np.random.default_rng(seed)
+
+        def choose(p: Optional[np.ndarray], draw: int) -> int:
+            return int(rng.integers(n) if p is None else rng.choice(n, p=p / p.sum()))
+    else:
+        keys, seed = np.asarray(keys, dtype=np.uint64), draw_seed(seed)
+
+        def choose(p: Optional[np.ndarray], draw: int) -> int:
+            return keyed_choice(keys, np.ones(n) if p is None else p, seed, draw)
     sq = np.einsum("nd,nd->n", x, x)
     d = np.empty((c, n))
     best_labels, best_inertia = None, np.inf
-    for _ in range(max(int(n_init), 1)):
-        centres = _kmeanspp(x, sq, w, c, rng)
+    for start in range(max(int(n_init), 1)):
+        centres = _kmeanspp(x, sq, w, c, choose, start * c)
         labels = None
         for _ in range(int(max_iter)):
             _distances(x, sq, centres, out=d)
@@ -100,16 +115,17 @@ def _nearest(d: np.ndarray) -> np.ndarray:
 
 
 def _kmeanspp(x: np.ndarray, sq: np.ndarray, w: np.ndarray, c: int,
-              rng: np.random.Generator) -> np.ndarray:
-    """k-means++ seeding (D² sampling, weighted); loops over the c clusters only."""
+              choose: Callable[[Optional[np.ndarray], int], int], draw: int) -> np.ndarray:
+    """k-means++ seeding (D² sampling, weighted); loops over the c clusters only.
+    ``choose(p, j)``: a point drawn with probability ∝ ``p`` (n,; None: uniform), the
+    ``j``-th draw of the fit."""
     n = len(x)
-    p = w / w.sum() if w.sum() > 0 else np.full(n, 1.0 / n)
-    centres = [x[rng.choice(n, p=p)]]
+    p = w if w.sum() > 0 else np.ones(n)
+    centres = [x[choose(p, draw)]]
     dist = np.maximum(sq - 2.0 * x @ centres[0] + centres[0] @ centres[0], 0.0)
-    for _ in range(1, c):
+    for j in range(1, c):
         score = w * dist
-        total = score.sum()
-        idx = rng.choice(n, p=score / total) if total > 0 else rng.integers(n)
+        idx = choose(score if score.sum() > 0 else None, draw + j)
         centres.append(x[idx])
         dist = np.minimum(dist, np.maximum(sq - 2.0 * x @ x[idx] + x[idx] @ x[idx], 0.0))
     return np.array(centres)
@@ -234,11 +250,13 @@ class IndividualEM:
 
     def kmeans_groups(self, post: np.ndarray, seed: Optional[int],
                       strength: float = 2.0, counts: Optional[np.ndarray] = None) -> np.ndarray:
-        """(annotators, M) hard groups from K-means (:func:`kmeans_memberships`) on the
-        counts of ``post`` (``counts``: when the caller already has them)."""
+        """(annotators, M) hard groups from K-means (:func:`kmeans_memberships`, drawn from
+        the annotators' fingerprints) on the counts of ``post`` (``counts``: when the caller
+        already has them)."""
         counts = self.counts(post) if counts is None else counts        # (a, true, label)
+        keys = Block(self.ann.item_ids, self.X).annotator_fingerprints(self.k)
         return kmeans_memberships(counts, self.ann.annotations_per_annotator(), self.m, seed,
-                                  strength)
+                                  strength, keys=keys)
 
     def m_step(self, post: np.ndarray, groups: np.ndarray,
                counts: Optional[np.ndarray] = None) -> tuple:
@@ -281,20 +299,26 @@ class IndividualEM:
 # The annotator-level steps read the items only through the expected counts N[a, k, y]
 # (sums over items), so they run unchanged on statistics summed over blocks of items.
 def kmeans_memberships(counts: np.ndarray, per_annotator: np.ndarray, num_groups: int,
-                       seed: Optional[int], strength: float = 2.0) -> np.ndarray:
+                       seed: Optional[int], strength: float = 2.0,
+                       keys: Optional[np.ndarray] = None) -> np.ndarray:
     """(annotators, M) hard groups from K-means on smoothed majority-vote confusions.
 
     Each annotator's rows ``counts[a] = Σ_i q(z_i=k) [y=j]`` (A, K, K) are shrunk toward the
     crowd's matrix with ``strength`` pseudo-labels per row (few labels: close to the crowd),
     flattened, and clustered with weights = number of labels ``per_annotator`` (A,) (the
     authors' ``"flatten"`` option). Annotators without labels get no group (a zero row).
+    ``keys``: (A,) the annotators' fingerprints
+    (:meth:`~crowd_keras.aggregation.em.Block.annotator_fingerprints`), which K-means'
+    seeding draws from (:func:`kmeans`), so that renaming or reordering the annotators
+    gives the same groups; None: drawn over the annotators in code order.
     """
     crowd = normalize_rows(counts.sum(axis=0))
     prof = (counts + strength * crowd) / (counts.sum(axis=2, keepdims=True) + strength)
     memberships = np.zeros((len(per_annotator), int(num_groups)))
     act = np.flatnonzero(np.asarray(per_annotator) > 0)
     labels = kmeans(prof[act].reshape(len(act), -1), int(num_groups),
-                    weights=np.asarray(per_annotator)[act], seed=seed)
+                    weights=np.asarray(per_annotator)[act], seed=seed,
+                    keys=None if keys is None else np.asarray(keys)[act])
     memberships[act, labels] = 1.0
     return memberships
 

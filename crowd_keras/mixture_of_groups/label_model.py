@@ -85,7 +85,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         restarts: EM runs from different K-means seedings; the best objective is kept.
         prune_groups: individual scenario: drop a group when the data are better explained
             without it (collapsed Dirichlet evidence); its annotators join the other groups.
-        seed: seeds K-means.
+        seed: seeds K-means (individual scenario: each annotator's draws follow what it
+            said, its fingerprint, not its name or column, so renaming or reordering the
+            annotators gives the same fit).
         progress: progress over EM iterations (``True``: a bar, or lines without tqdm;
             ``"auto"``: lines only on a long fit; default off, as every label model).
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
@@ -113,6 +115,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
     """
 
     em_name = "EM"
+    needs_annotator_keys = True
 
     def __init__(self, num_groups: int = 3, scenario: str = "individual", max_iter: int = 100,
                  tol: float = 1e-6, smoothing: float = 1.0, restarts: int = 3,
@@ -184,7 +187,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         if scenario == "individual":
             # one protocol loop per restart (each with its own progress), on one block
             block = Block.from_annotations(ann)
-            summary = block.summary(ann.n_classes)
+            summary = block.summary(ann.n_classes, fingerprints=True)
             fits, posts = [], []
             for r in range(int(self.restarts)):
                 run = run_em(MixtureOfGroupsRestarts(self, summary, [r]), [block], summary)
@@ -453,6 +456,7 @@ class MixtureOfGroupsRestarts(EMLabelModel):
     """
 
     em_name = "EM"
+    needs_annotator_keys = True
 
     def __init__(self, model: MixtureOfGroupsModel, summary: Summary,
                  restarts: Sequence[int]) -> None:
@@ -511,7 +515,8 @@ class MixtureOfGroupsRestarts(EMLabelModel):
         counts, mass = stats.counts[0], stats.mass[0]
         for r, restart in enumerate(self.restarts_):
             groups = kmeans_memberships(counts, self.per_annotator_, self.model.num_groups,
-                                        self.model.restart_seed(restart))
+                                        self.model.restart_seed(restart),
+                                        keys=self.summary.annotator_keys())
             self._parameters(state, r, counts, mass, groups)
         return state
 

@@ -43,7 +43,8 @@ class SequenceSummary(Summary):
                              "fitted together")
         total = super().__add__(other)
         return SequenceSummary(total.n_items, total.n_annotations, total.sum_squared_votes,
-                               total.votes, self.scheme)
+                               total.votes, self.scheme, n_pred_probs=total.n_pred_probs,
+                               fingerprints=total.fingerprints)
 
 
 @dataclass
@@ -71,10 +72,11 @@ class DocumentBlock(Block):
         annotated = self.annotations_per_item() > 0
         return Chains(self.tokens, np.unique(self.tokens.doc[annotated]))
 
-    def summary(self, k: int) -> SequenceSummary:
-        total = super().summary(k)
+    def summary(self, k: int, fingerprints: bool = False) -> SequenceSummary:
+        total = super().summary(k, fingerprints)
         return SequenceSummary(total.n_items, total.n_annotations, total.sum_squared_votes,
-                               total.votes, self.scheme)
+                               total.votes, self.scheme, n_pred_probs=total.n_pred_probs,
+                               fingerprints=total.fingerprints)
 
 
 def _document_groups(sequences: SequenceAnnotations, blocks: Any) -> List[np.ndarray]:
