@@ -7,7 +7,7 @@ import pytest
 
 from crowd_keras import Annotations
 from crowd_keras.aggregation import AutoLabelModel
-from crowd_keras.aggregation.auto import annotator_fingerprints, heldout_folds
+from crowd_keras.aggregation.auto import heldout_folds
 from crowd_keras.aggregation.em import Block
 from crowd_keras.datasets import simulate_failure_kind
 
@@ -55,10 +55,10 @@ def test_renamed_annotators_draw_the_same_folds(crowd):
 
 def test_fingerprints_depend_on_content_only(crowd):
     k = crowd.n_classes
-    prints = annotator_fingerprints(Block.from_annotations(crowd), k)
+    prints = Block.from_annotations(crowd).annotator_fingerprints(k)
     df, names = renamed(as_frame(crowd))
     other = Annotations.from_frame(df)
-    moved = annotator_fingerprints(Block.from_annotations(other), k)
+    moved = Block.from_annotations(other).annotator_fingerprints(k)
     code = {name: i for i, name in enumerate(other.annotator_ids)}
     np.testing.assert_array_equal(
         prints, moved[[code[names[old]] for old in crowd.annotator_ids]])
@@ -67,7 +67,7 @@ def test_fingerprints_depend_on_content_only(crowd):
     labels[0] = (labels[0] + 1) % k
     changed = Annotations(crowd.items, crowd.annotators, labels, item_ids=crowd.item_ids,
                           annotator_ids=crowd.annotator_ids, classes=crowd.classes)
-    after = annotator_fingerprints(Block.from_annotations(changed), k)
+    after = Block.from_annotations(changed).annotator_fingerprints(k)
     assert np.flatnonzero(after != prints).tolist() == [int(crowd.annotators[0])]
 
 

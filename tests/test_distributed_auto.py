@@ -15,8 +15,7 @@ from crowd_keras import Annotations, CrowdDataError  # noqa: E402
 from crowd_keras.aggregation import AutoLabelModel, DawidSkene  # noqa: E402
 from crowd_keras.aggregation.base import LabelModel  # noqa: E402
 from crowd_keras.aggregation.em import Block  # noqa: E402
-from crowd_keras.aggregation.auto import (annotator_fingerprints, block_folds,  # noqa: E402
-                                          heldout_folds)
+from crowd_keras.aggregation.auto import block_folds, heldout_folds  # noqa: E402
 from crowd_keras.aggregation import auto as auto_module  # noqa: E402
 from crowd_keras.datasets import (load_truth_inference, simulate_crowd,  # noqa: E402
                                   simulate_failure_kind)
@@ -65,9 +64,10 @@ def test_the_blocks_draw_the_in_memory_folds(ids):
     order = np.argsort(np.concatenate([b.item_ids for b in blocks]), kind="stable")
     k = len(data.classes)
     # the annotators' fingerprints, block by block, add up (wrapping) to the whole set's
-    fingerprints = sum(annotator_fingerprints(b, k) for b in blocks)
+    fingerprints = sum(b.annotator_fingerprints(k) for b in blocks)
+    np.testing.assert_array_equal(data.summary.annotator_keys(), fingerprints)
     np.testing.assert_array_equal(fingerprints,
-                                  annotator_fingerprints(Block.from_annotations(ann), k))
+                                  Block.from_annotations(ann).annotator_fingerprints(k))
     for seed in (0, 3):
         per_block = [block_folds(b, k, fingerprints, 5, seed) for b in blocks]
         sizes = [b.annotations_per_item() for b in blocks]

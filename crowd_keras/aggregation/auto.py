@@ -41,7 +41,7 @@ from .majority_vote import CalibratedVote, MajorityVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
-           "annotator_fingerprints", "fold_keys", "block_folds",
+           "fold_keys", "block_folds",
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
            "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
@@ -400,27 +400,12 @@ def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     return (h % np.uint64(n_folds)).astype(np.int64)
 
 
-def block_annotation_hashes(block: Block, n_classes: int) -> np.ndarray:
-    """(n,) :meth:`Block.annotation_hashes <crowd_keras.aggregation.em.Block.annotation_hashes>`
-    of a block's annotations (storage order): each from its item's id and its label, not its
-    annotator."""
-    return block.annotation_hashes(n_classes)
-
-
-def annotator_fingerprints(block: Block, n_classes: int) -> np.ndarray:
-    """(A,) uint64 fingerprint of each annotator
-    (:meth:`Block.annotator_fingerprints <crowd_keras.aggregation.em.Block.annotator_fingerprints>`):
-    the wrapping sum of the hashes of the (item, label) pairs it gave in ``block``; summable
-    over blocks (wrapping), the same under any renaming or reordering of the annotators."""
-    return block.annotator_fingerprints(n_classes)
-
-
 def fold_keys(block: Block, n_classes: int, fingerprints: np.ndarray, seed: int) -> np.ndarray:
     """(n,) uint64 key of each annotation of ``block`` that orders an item's annotations for
     :func:`annotation_folds`: a seeded mix of its annotator's ``fingerprints`` (A,) and its
     own (item, label) hash, so that which annotations are hidden together depends on what
     the annotators said, never on their names or codes."""
-    hashes = block_annotation_hashes(block, n_classes)
+    hashes = block.annotation_hashes(n_classes)
     salt = mix64(np.array([int(seed) % 2**64], dtype=np.uint64))
     with np.errstate(over="ignore"):
         return mix64((fingerprints[block.X.indices // n_classes] ^ hashes) + salt)
@@ -465,7 +450,7 @@ def heldout_folds(ann: Annotations, n_folds: int, seed: int) -> np.ndarray:
     """
     block = Block.from_annotations(ann)
     k = ann.n_classes
-    return block_folds(block, k, annotator_fingerprints(block, k), n_folds, seed)
+    return block_folds(block, k, block.annotator_fingerprints(k), n_folds, seed)
 
 
 def heldout_log_likelihood(model: LabelModel, ann: Annotations, mask: np.ndarray) -> np.ndarray:

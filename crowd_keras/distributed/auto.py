@@ -35,7 +35,7 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
-                                annotator_fingerprints, annotator_weights, block_folds,
+                                annotator_weights, block_folds,
                                 classifier_top_counts,
                                 copy_weights, gold_sums, item_offsets, named_classes,
                                 pair_buckets, pair_sums, selection_done, selection_steps,
@@ -52,7 +52,7 @@ __all__ = ["AutoMethod"]
 def _training_block(block: Block, k: int, fingerprints: np.ndarray, n_folds: int, seed: int,
                     fold: int) -> Block:
     """The block without the annotations of ``fold`` (those drawn with ``seed``; the
-    annotators' summed ``fingerprints``, :func:`annotator_fingerprints`)."""
+    annotators' summed ``fingerprints``, ``Summary.fingerprints``)."""
     return block.select(block_folds(block, k, fingerprints, n_folds, seed) != fold)
 
 
@@ -212,8 +212,8 @@ class AutoMethod(Method):
         n_folds, scored = int(model.n_folds), 0
         fitted: List[tuple] = []
         k = data.summary.votes.shape[1]
-        # the annotators' fingerprints, summed over blocks (wrapping): the folds' order keys
-        fingerprints = delayed(data.reduce(annotator_fingerprints, k), traverse=False)
+        # the annotators' fingerprints, summed over the blocks (wrapping): the folds' order keys
+        fingerprints = delayed(data.summary.annotator_keys(), traverse=False)
         bar = progress_bar(selection_steps(n_folds, model.max_repeats),
                            desc="auto: held-out fits (partitioned)", disable=not model.progress)
         for repeat, fold in bar:
