@@ -65,7 +65,7 @@ def test_the_blocks_draw_the_in_memory_folds(ids):
     k = len(data.classes)
     # the annotators' fingerprints, block by block, add up (wrapping) to the whole set's
     fingerprints = sum(b.annotator_fingerprints(k) for b in blocks)
-    np.testing.assert_array_equal(data.summary.annotator_keys(), fingerprints)
+    np.testing.assert_array_equal(data.annotator_keys(), fingerprints)
     np.testing.assert_array_equal(fingerprints,
                                   Block.from_annotations(ann).annotator_fingerprints(k))
     for seed in (0, 3):

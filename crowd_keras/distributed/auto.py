@@ -52,7 +52,7 @@ __all__ = ["AutoMethod"]
 def _training_block(block: Block, k: int, fingerprints: np.ndarray, n_folds: int, seed: int,
                     fold: int) -> Block:
     """The block without the annotations of ``fold`` (those drawn with ``seed``; the
-    annotators' summed ``fingerprints``, ``Summary.fingerprints``)."""
+    annotators' summed ``fingerprints``, ``PartitionedAnnotations.annotator_keys``)."""
     return block.select(block_folds(block, k, fingerprints, n_folds, seed) != fold)
 
 
@@ -213,7 +213,7 @@ class AutoMethod(Method):
         fitted: List[tuple] = []
         k = data.summary.votes.shape[1]
         # the annotators' fingerprints, summed over the blocks (wrapping): the folds' order keys
-        fingerprints = delayed(data.summary.annotator_keys(), traverse=False)
+        fingerprints = delayed(data.annotator_keys(), traverse=False)
         bar = progress_bar(selection_steps(n_folds, model.max_repeats),
                            desc="auto: held-out fits (partitioned)", disable=not model.progress)
         for repeat, fold in bar:

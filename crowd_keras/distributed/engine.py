@@ -132,10 +132,7 @@ class PartitionedAnnotations:
         self.item = item
         self.divisions = divisions
         self.index_dtype = index_dtype
-        k = len(self.classes)
-        # with the annotators' fingerprints: the models that draw their start per annotator
-        # (MACE, the mixture of groups) read them in ``prepare``, which sees no blocks
-        self.summary: Summary = self.reduce(Block.summary, k, True)
+        self.summary: Summary = self.reduce(Block.summary, len(self.classes))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -281,6 +278,17 @@ class PartitionedAnnotations:
         return dask.compute(tree_sum(self.map(fn, *args)))[0]
 
     # ------------------------------------------------------------------ fitting
+    def annotator_keys(self) -> np.ndarray:
+        """(A,) uint64 the annotators' fingerprints summed over the blocks
+        (:meth:`Block.annotator_fingerprints <crowd_keras.aggregation.em.Block.annotator_fingerprints>`,
+        wrapping sums): the keys of draws made per annotator (MACE's restarts, the mixture of
+        groups' start, the default's folds). One pass over the blocks on first use, then kept
+        in :attr:`summary` (only the models that draw per annotator pay for it)."""
+        if self.summary.fingerprints is None:
+            self.summary = replace(self.summary, fingerprints=self.reduce(
+                Block.annotator_fingerprints, len(self.classes)))
+        return self.summary.annotator_keys()
+
     def fit(self, method: Method) -> Fit:
         """Run ``method`` over the blocks: its settings from :attr:`summary` (and, for a
         method that picks its model by fitting, its choice: ``Method.choose``), then EM as the
@@ -292,6 +300,8 @@ class PartitionedAnnotations:
         runs the steps of every method still iterating (each stops by its own rule), so the
         fits are those of one :meth:`fit` each, with one round of tasks per iteration instead
         of one per method and iteration."""
+        if any(getattr(method.model, "needs_annotator_keys", False) for method in methods):
+            self.annotator_keys()   # read in ``prepare``, which sees no blocks
         summary = self.summary
         methods = [method.prepare(summary).choose(self) for method in methods]
         initial = self.reduce(_initial_statistics, delayed(methods, traverse=False))
