@@ -29,7 +29,7 @@ from ..numerics import row_order
 from ..params import Params
 from ..progress import progress_bar
 from .model import (annotator_penalty, competence_start, confusions, e_step, initial_biases,
-                    objective, truth_probabilities, vote_fractions)
+                    item_tables_start, objective, truth_probabilities, vote_fractions)
 
 __all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size"]
 
@@ -251,16 +251,18 @@ class FeatureFreeLIA(Params):
     def _initial_weights(self, annotations: Annotations, post: np.ndarray,
                          rng: np.random.Generator) -> Dict[str, np.ndarray]:
         """The trainer's initialisation (Keras' initializers' distributions, then its
-        ``init_biases``): item tables ``U(±0.05)`` / ``N(0, 0.1²)``, kernels Glorot-uniform,
+        ``init_biases``): item tables ``U(±0.05)`` / ``N(0, 0.1²)`` (each row from its
+        item's id, :func:`~.model.item_tables_start`), kernels Glorot-uniform,
         the annotator table ``N(0, 0.01²)`` (each row from its annotator's fingerprint,
         :func:`~.model.competence_start`), biases from :func:`initial_biases`."""
-        n = annotations.n_items
         k, e, width = self.num_classes_, int(self.embedding_dim), self.width_
         comp_bias, truth_bias = initial_biases(post, annotations, int(self.latent_dim))
+        # the item tables' rows from the items' ids, not their codes (any order, same rows)
+        truth_table, difficulty_table = item_tables_start(annotations, e, self.seed)
         return {
-            "truth_embedding": rng.uniform(-0.05, 0.05, size=(n, e)).astype("float32"),
+            "truth_embedding": truth_table,
             "truth_kernel": _glorot(rng, (e, k)), "truth_bias": truth_bias,
-            "difficulty_embedding": rng.normal(scale=0.1, size=(n, e)).astype("float32"),
+            "difficulty_embedding": difficulty_table,
             "difficulty_kernel": _glorot(rng, (e, width)),
             "difficulty_bias": np.zeros(width, dtype="float32"),
             # the trainer's own draw (per annotator, from the seed): the same table

@@ -1,0 +1,127 @@
+"""Every registered label model answers the same whatever the annotators are called and in
+whatever order the items and annotators come.
+
+Users export one crowd in several ways: Label Studio's JSON names annotators by user id, its
+JSON_MIN by e-mail; a Snorkel label matrix lists its columns in any order; a reader may code
+the items in the order it met them. A fit must give the same labels (exactly), the same
+posteriors aligned by item id (up to floating-point summation order) and the same
+per-annotator quality aligned by annotator name, under
+
+* ``renamed``: the annotators under new names that sort in the reverse order (their codes
+  reverse too);
+* ``permuted``: the item and annotator codes permuted (the ids unchanged). ``from_frame``
+  sorts ids, so shuffling a frame's rows changes nothing by construction; the codes are what
+  a reader's order can change, and with them the stored order of the annotations.
+
+Not covered, on purpose: renaming classes (it may reorder the class codes, and ties go to the
+lowest class code by documented rule), and which of an annotator's repeated answers
+``duplicates="last"`` keeps (the rows' order is the policy's input).
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras import Annotations
+from crowd_keras.aggregation import available_label_models, get_label_model, label_model_class
+from crowd_keras.datasets import simulate_crowd, simulate_failure_kind
+
+# Extra settings whose code paths draw or break ties differently from the defaults.
+SETTINGS = {"majority_vote": [{"tie_break": "random", "random_state": 3},
+                              {"tie_break": "prior"}, {"soft": True}],
+            "tie_broken_vote": [{"tie_model": "ds"}],
+            "mace": [{"method": "em"}],
+            "mixture_of_groups": [{"scenario": "global"}]}
+# float32 models: their sums over an item's annotations run in annotator-code order, so a
+# renaming moves posteriors by float32 rounding (about 1e-6 after EM), not by 1e-9
+FLOAT32 = {"lia": 2e-5}
+
+
+def cases():
+    names = available_label_models(aliases=False)
+    # every alias resolves to a class that one primary name covers
+    assert {label_model_class(n) for n in available_label_models()} == \
+        {label_model_class(n) for n in names}
+    for name in names:
+        yield pytest.param(name, {}, id=name)
+        for i, kw in enumerate(SETTINGS.get(name, [])):
+            yield pytest.param(name, kw, id=f"{name}-{i}")
+
+
+def as_frame(ann: Annotations) -> pd.DataFrame:
+    return pd.DataFrame({"task": ann.item_ids[ann.items],
+                         "worker": ann.annotator_ids[ann.annotators],
+                         "label": np.asarray(ann.classes)[ann.labels]})
+
+
+def renamed(ann: Annotations):
+    """The crowd under names that sort in reverse; and new name → old name."""
+    df = as_frame(ann)
+    names = sorted(df["worker"].unique())
+    new = {old: f"w{len(names) - i:05d}" for i, old in enumerate(names)}
+    return Annotations.from_frame(df.assign(worker=df["worker"].map(new))), \
+        {v: k for k, v in new.items()}
+
+
+def permuted(ann: Annotations, seed: int = 5) -> Annotations:
+    """The same annotations with item and annotator codes permuted (ids unchanged)."""
+    rng = np.random.default_rng(seed)
+    pi, pa = rng.permutation(ann.n_items), rng.permutation(ann.n_annotators)
+    item_code, ann_code = np.argsort(pi), np.argsort(pa)       # old code → new code
+    return Annotations(item_code[ann.items], ann_code[ann.annotators], ann.labels,
+                       item_ids=np.asarray(ann.item_ids)[pi],
+                       annotator_ids=np.asarray(ann.annotator_ids)[pa], classes=ann.classes)
+
+
+@pytest.fixture(scope="module", params=["three_classes", "repeated_answers"])
+def crowd(request):
+    if request.param == "three_classes":
+        ann = simulate_crowd(n_items=300, n_classes=3, n_annotators=25, annotations_per_item=3,
+                             seed=3).annotations
+    else:
+        # binary, 6 answers per item (ties), 8 % of answers given twice (the last kept)
+        ann = simulate_failure_kind("prolific_repeated", seed=1, scale=0.15).annotations
+    other, back = renamed(ann)
+    assert not np.array_equal(other.annotators, ann.annotators)        # the codes did move
+    return {"original": ann, "renamed": (other, back), "permuted": (permuted(ann), None)}
+
+
+def assert_same_fit(a, b, back, tol):
+    """Labels exact, posteriors by item id, quality by annotator name (``back``: new → old)."""
+    pa = pd.DataFrame(a.posteriors_, index=a.annotations_.item_ids)
+    pb = pd.DataFrame(b.posteriors_, index=b.annotations_.item_ids).loc[pa.index]
+    np.testing.assert_allclose(pb.to_numpy(), pa.to_numpy(), rtol=0, atol=tol)
+    la = pd.Series(a.predict_labels(), index=a.annotations_.item_ids)
+    lb = pd.Series(b.predict_labels(), index=b.annotations_.item_ids).loc[la.index]
+    assert (la.to_numpy() == lb.to_numpy()).all(), "labels differ"
+    qa = a.annotator_quality_.set_index("annotator")
+    qb = b.annotator_quality_
+    if back is not None:
+        qb = qb.assign(annotator=qb["annotator"].map(back))
+    qb = qb.set_index("annotator").loc[qa.index]
+    assert list(qa.columns) == list(qb.columns)
+    for column in qa.columns:
+        np.testing.assert_allclose(qb[column].to_numpy(float), qa[column].to_numpy(float),
+                                   rtol=0, atol=tol, err_msg=column)
+
+
+@pytest.mark.parametrize("name, settings", list(cases()))
+@pytest.mark.parametrize("variant", ["renamed", "permuted"])
+def test_fit_ignores_annotator_names_and_order(crowd, name, settings, variant):
+    tol = FLOAT32.get(name, 1e-9)
+    other, back = crowd[variant]
+    a = get_label_model(name, **settings).fit(crowd["original"])
+    b = get_label_model(name, **settings).fit(other)
+    assert_same_fit(a, b, back, tol)
+
+
+def test_lia_item_tables_follow_item_ids():
+    from crowd_keras.lia.model import item_tables_start
+    ann = simulate_crowd(n_items=50, n_classes=2, n_annotators=5, seed=1).annotations
+    other = permuted(ann)
+    truth, difficulty = item_tables_start(ann, 3, 7)
+    assert truth.shape == difficulty.shape == (50, 3) and truth.dtype == np.float32
+    assert np.abs(truth).max() < 0.05 and 0.05 < difficulty.std() < 0.2
+    moved = pd.Index(other.item_ids).get_indexer(ann.item_ids)
+    for table, again in zip((truth, difficulty), item_tables_start(other, 3, 7)):
+        np.testing.assert_array_equal(again[moved], table)
+    assert not np.array_equal(item_tables_start(ann, 3, 8)[0], truth)   # the seed matters
