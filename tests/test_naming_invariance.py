@@ -30,7 +30,9 @@ SETTINGS = {"majority_vote": [{"tie_break": "random", "random_state": 3},
                               {"tie_break": "prior"}, {"soft": True}],
             "tie_broken_vote": [{"tie_model": "ds"}],
             "mace": [{"method": "em"}],
-            "mixture_of_groups": [{"scenario": "global"}]}
+            "mixture_of_groups": [{"scenario": "global"}],
+            # batches of items (the default batch holds every item up to 1024)
+            "lia": [{"batch_size": 64}]}
 # float32 models: their sums over an item's annotations run in annotator-code order, so a
 # renaming moves posteriors by float32 rounding (about 1e-6 after EM), not by 1e-9
 FLOAT32 = {"lia": 2e-5}
@@ -125,3 +127,14 @@ def test_lia_item_tables_follow_item_ids():
     for table, again in zip((truth, difficulty), item_tables_start(other, 3, 7)):
         np.testing.assert_array_equal(again[moved], table)
     assert not np.array_equal(item_tables_start(ann, 3, 8)[0], truth)   # the seed matters
+
+
+def test_keyed_row_order_follows_the_keys():
+    from crowd_keras.numerics import id_keys, row_order
+    keys = id_keys(np.arange(100), 0)
+    perm = np.random.default_rng(2).permutation(100)
+    a = row_order(100, 30, 7, np.random.default_rng(1), keys)
+    b = row_order(100, 30, 7, np.random.default_rng(1), keys[perm])
+    np.testing.assert_array_equal(perm[b], a)              # each row keeps its place
+    assert len(a) == 210 and sorted(a[:100].tolist()) == list(range(100))   # whole epochs
+    assert not np.array_equal(a[:100], a[100:200])         # each epoch its own order

@@ -25,7 +25,7 @@ from ..aggregation.base import check_flags
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
-from ..numerics import row_order
+from ..numerics import id_keys, row_order
 from ..params import Params
 from ..progress import progress_bar
 from .model import (annotator_penalty, competence_start, confusions, e_step, initial_biases,
@@ -325,13 +325,15 @@ class FeatureFreeLIA(Params):
             weights = self._check_weights(initial_weights, n, annotations.n_annotators)
         self.annotations_ = annotations
         self.batch_size_ = lia_batch_size(self.batch_size, n, self.m_steps)
+        # the batches follow the items' ids, not their codes (the trainer's order too)
+        self._item_keys = id_keys(annotations.item_ids, 0)
         self._fitting_layout(weights)
         self.history_ = []
         post = run_em(self, post, lambda target: self._m_step(target, int(self.m_steps), rng),
                       lambda: self.posteriors(annotations=annotations))
         for name in (*_ROW_TABLES, *_DENSE, "competence_table"):   # plain arrays again
             weights[name] = np.array(weights[name], order="C")
-        del self._item_rows, self._dense, self._grads, self._flat_grads
+        del self._item_rows, self._dense, self._grads, self._flat_grads, self._item_keys
         del self._adam
         del self._row_penalty
         self.posteriors_ = self.posteriors_em_ = post
@@ -392,7 +394,7 @@ class FeatureFreeLIA(Params):
             return float("nan")
         full = b >= n
         order = (np.arange(n)[None, :] if full
-                 else row_order(n, b, steps, rng).reshape(steps, b))       # (S, b), S = 1: full
+                 else row_order(n, b, steps, rng, self._item_keys).reshape(steps, b))  # S = 1: full
         per_item, ptr = ann.annotations_per_item(), ann.item_starts()
         counts = per_item[order]                                              # (S, b)
         flat = counts.ravel()

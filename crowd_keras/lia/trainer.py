@@ -41,7 +41,7 @@ from .._keras_utils import check_finite_rows, seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
 from ..item_consensus import (CrowdConsensus, mean_confusions, onto_fitted,
                               summary_from_posteriors, with_expected_accuracy)
-from ..numerics import softmax_rows
+from ..numerics import id_keys, softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
@@ -376,7 +376,9 @@ class LIATrainer(CrowdConsensus, Params):
         if self.init_biases:
             self._initialise(post, annotations)
         self.batch_size_ = self._batch_size(n)
-        self._batches = RowBatches(self._data, self.batch_size_)
+        # the batch order follows the items' ids, not their rows (the numpy engine's order)
+        self._batches = RowBatches(self._data, self.batch_size_,
+                                   keys=id_keys(annotations.item_ids, 0))
         self.history_ = []
         self.model_.compile(optimizer=self._optimizer(), loss=ExpectedCompleteNLL(),
                             jit_compile=self._jit(),
