@@ -31,8 +31,10 @@ SETTINGS = {"majority_vote": [{"tie_break": "random", "random_state": 3},
             "tie_broken_vote": [{"tie_model": "ds"}],
             "mace": [{"method": "em"}],
             "mixture_of_groups": [{"scenario": "global"}],
-            # batches of items (the default batch holds every item up to 1024)
-            "lia": [{"batch_size": 64}]}
+            # batches of items (the default batch holds every item up to 1024); the Keras
+            # engine (about 2.5 s a fit)
+            "lia": [{"batch_size": 64}, {"engine": "keras"}]}
+SLOW = {("lia", "engine")}
 # float32 models: their sums over an item's annotations run in annotator-code order, so a
 # renaming moves posteriors by float32 rounding (about 1e-6 after EM), not by 1e-9
 FLOAT32 = {"lia": 2e-5}
@@ -46,7 +48,8 @@ def cases():
     for name in names:
         yield pytest.param(name, {}, id=name)
         for i, kw in enumerate(SETTINGS.get(name, [])):
-            yield pytest.param(name, kw, id=f"{name}-{i}")
+            marks = [pytest.mark.slow] if any((name, k) in SLOW for k in kw) else []
+            yield pytest.param(name, kw, id=f"{name}-{i}", marks=marks)
 
 
 def as_frame(ann: Annotations) -> pd.DataFrame:
