@@ -141,3 +141,42 @@ def test_keyed_row_order_follows_the_keys():
     np.testing.assert_array_equal(perm[b], a)              # each row keeps its place
     assert len(a) == 210 and sorted(a[:100].tolist()) == list(range(100))   # whole epochs
     assert not np.array_equal(a[:100], a[100:200])         # each epoch its own order
+
+
+def label_matrix(ann: Annotations) -> np.ndarray:
+    """(items, annotators) class codes, -1 where an annotator gave none."""
+    L = -np.ones((ann.n_items, ann.n_annotators), dtype=np.int64)
+    L[ann.items, ann.annotators] = ann.labels
+    return L
+
+
+@pytest.fixture(scope="module")
+def label_matrices():
+    from conftest import require_data
+    from crowd_keras.datasets import load_wrench
+    crowd = simulate_crowd(n_items=300, n_classes=3, n_annotators=25, annotations_per_item=3,
+                           seed=3).annotations
+    youtube = load_wrench(require_data("wrench", "youtube"), "train")
+    # crowd answers, and labeling functions (the abstain-aware path)
+    return {"crowd": (label_matrix(crowd), 3),
+            "labeling_functions": (np.asarray(youtube.L)[:600], len(youtube.classes))}
+
+
+@pytest.mark.parametrize("matrix", ["crowd", "labeling_functions"])
+@pytest.mark.parametrize("method", [
+    pytest.param(n, marks=[pytest.mark.slow] if n == "lia" else [])
+    for n in available_label_models(aliases=False)])
+def test_snorkel_adapter_ignores_the_column_order(label_matrices, matrix, method):
+    """Snorkel's label matrix with its columns permuted: the same probabilities and
+    predictions, and the weights and conditional probabilities permuted alike."""
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+    L, k = label_matrices[matrix]
+    perm = np.random.default_rng(5).permutation(L.shape[1])
+    tol = FLOAT32.get(method, 1e-9)
+    a = CrowdLabelModel(cardinality=k, method=method).fit(L, progress_bar=False)
+    b = CrowdLabelModel(cardinality=k, method=method).fit(L[:, perm], progress_bar=False)
+    np.testing.assert_allclose(b.predict_proba(L[:, perm]), a.predict_proba(L), rtol=0, atol=tol)
+    np.testing.assert_array_equal(b.predict(L[:, perm]), a.predict(L))
+    np.testing.assert_allclose(b.get_weights(), a.get_weights()[perm], rtol=0, atol=tol)
+    np.testing.assert_allclose(b.get_conditional_probs(), a.get_conditional_probs()[perm],
+                               rtol=0, atol=tol)
