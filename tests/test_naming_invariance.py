@@ -180,3 +180,76 @@ def test_snorkel_adapter_ignores_the_column_order(label_matrices, matrix, method
     np.testing.assert_allclose(b.get_weights(), a.get_weights()[perm], rtol=0, atol=tol)
     np.testing.assert_allclose(b.get_conditional_probs(), a.get_conditional_probs()[perm],
                                rtol=0, atol=tol)
+
+
+# -- sequence (span) label models: annotators renamed, documents and span rows reordered
+# their L-BFGS word-window prior stops at its own tolerance, so the fits' rounding
+# differences (annotator or document order in a sum) come back at about 1e-8
+SEQUENCE_TOL = {"text_prior_dawid_skene": 1e-7, "span_length_prior": 1e-7}
+
+
+def rebuilt_spans(seq, rename=None, doc_order=None):
+    """``seq`` read again from its spans, annotators under ``rename`` (old → new), the
+    documents in ``doc_order`` and the span and seen rows shuffled."""
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    frame = seq.spans_frame()[["doc", "annotator", "start", "end", "label"]]
+    seen = pd.DataFrame({"doc": seq.doc_ids[seq.assign_doc],
+                         "annotator": seq.annotator_ids[seq.assign_annotator]})
+    texts, ids = list(seq.texts), np.asarray(seq.doc_ids)
+    if rename is not None:
+        frame["annotator"], seen["annotator"] = (frame["annotator"].map(rename),
+                                                 seen["annotator"].map(rename))
+    if doc_order is not None:
+        texts, ids = [texts[i] for i in doc_order], ids[doc_order]
+        frame, seen = frame.sample(frac=1.0, random_state=1), seen.sample(frac=1.0, random_state=2)
+    return SequenceAnnotations.from_spans(texts, frame, seen=seen, doc_ids=ids, scheme=seq.scheme)
+
+
+def token_index(seq) -> pd.MultiIndex:
+    """(document id, token position in it) of each token."""
+    lengths = np.diff(seq.tokens.doc_ptr)
+    return pd.MultiIndex.from_arrays([np.repeat(seq.doc_ids, lengths),
+                                      np.concatenate([np.arange(n) for n in lengths])])
+
+
+@pytest.fixture(scope="module")
+def span_crowds():
+    from sequence_data import simulated_spans
+    seq, _ = simulated_spans(n_docs=60, n_workers=8, per_doc=4, seed=0)
+    names = sorted(seq.annotator_ids.tolist())
+    new = {old: f"z{len(names) - i:03d}" for i, old in enumerate(names)}
+    renamed_seq = rebuilt_spans(seq, rename=new)
+    assert renamed_seq.annotator_ids.tolist() != [new[n] for n in seq.annotator_ids]
+    order = np.random.default_rng(3).permutation(seq.n_docs)
+    return {"original": seq, "renamed": (renamed_seq, {v: k for k, v in new.items()}),
+            "documents": (rebuilt_spans(seq, doc_order=order), None)}
+
+
+def sequence_models():
+    from crowd_keras.sequences.registry import available_sequence_models
+    return available_sequence_models()
+
+
+@pytest.mark.parametrize("name", sequence_models())
+@pytest.mark.parametrize("variant", ["renamed", "documents"])
+def test_sequence_models_ignore_annotator_names_and_document_order(span_crowds, name, variant):
+    from crowd_keras.sequences.registry import get_sequence_model
+    seq = span_crowds["original"]
+    other, back = span_crowds[variant]
+    tol = SEQUENCE_TOL.get(name, 1e-9)
+    a, b = get_sequence_model(name).fit(seq), get_sequence_model(name).fit(other)
+    ia, ib = token_index(seq), token_index(other)
+    pa = pd.DataFrame(a.posteriors_, index=ia)
+    np.testing.assert_allclose(pd.DataFrame(b.posteriors_, index=ib).loc[ia].to_numpy(),
+                               pa.to_numpy(), rtol=0, atol=tol)
+    np.testing.assert_array_equal(pd.Series(b.predict(), index=ib).loc[ia].to_numpy(),
+                                  a.predict())
+    qa = a.annotator_quality_.set_index("annotator")
+    qb = b.annotator_quality_
+    if back is not None:
+        qb = qb.assign(annotator=qb["annotator"].map(back))
+    qb = qb.set_index("annotator").loc[qa.index]
+    for column in qa.columns:
+        if qa[column].dtype.kind in "fiu":
+            np.testing.assert_allclose(qb[column].to_numpy(float), qa[column].to_numpy(float),
+                                       rtol=0, atol=tol, err_msg=column)
