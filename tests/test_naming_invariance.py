@@ -119,6 +119,21 @@ def test_fit_ignores_annotator_names_and_order(crowd, name, settings, variant):
     assert_same_fit(a, b, back, tol)
 
 
+@pytest.mark.parametrize("name", [n for n in available_label_models(aliases=False)
+                                  if getattr(label_model_class(n), "accepts_gold", False)])
+def test_gold_fits_ignore_annotator_names_and_order(crowd, name):
+    # gold items held at their class (the default's gold folds choose among its candidates)
+    ann = crowd["original"]
+    items = np.random.default_rng(0).choice(ann.n_items, 80, replace=False)
+    gold = {ann.item_ids[i]: ann.classes[ann.labels[ann.item_starts()[i]]] for i in items
+            if ann.annotations_per_item()[i] > 0}
+    a = get_label_model(name).fit(ann, gold=gold)
+    for variant in ("renamed", "permuted"):
+        other, back = crowd[variant]
+        assert_same_fit(a, get_label_model(name).fit(other, gold=gold), back,
+                        FLOAT32.get(name, 1e-9))
+
+
 def test_lia_item_tables_follow_item_ids():
     from crowd_keras.lia.model import item_tables_start
     ann = simulate_crowd(n_items=50, n_classes=2, n_annotators=5, seed=1).annotations
