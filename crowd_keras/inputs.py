@@ -32,17 +32,18 @@ def tensorflow_backend() -> bool:
 
 
 class RandomBatches(keras.utils.PyDataset):
-    """``steps`` batches of rows drawn epoch by epoch (shuffled, without replacement)."""
+    """``steps`` batches of rows drawn epoch by epoch (shuffled, without replacement);
+    ``keys``: the rows' uint64 keys that the order follows (:func:`~.numerics.row_order`)."""
 
     def __init__(self, inputs: dict, target: np.ndarray, batch_size: int, steps: int,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, keys: Optional[np.ndarray] = None) -> None:
         super().__init__()
         n = len(target)
         self.batch = min(int(batch_size), n)
         self.inputs, self.target, self.steps = inputs, target, int(steps)
         self.order = None
         if self.batch < n:   # full batch: every step sees the same arrays, nothing to shuffle
-            self.order = row_order(n, self.batch, self.steps, rng)
+            self.order = row_order(n, self.batch, self.steps, rng, keys)
 
     def __len__(self) -> int:
         return self.steps
@@ -61,11 +62,14 @@ class RowBatches:
     rows for a new target (e.g. the E-step posteriors of an EM), in the order
     :class:`RandomBatches` draws from ``rng``. On TensorFlow that is a ``tf.data`` pipeline
     gathering each batch from the held tensors: no Python generator in the step, and the
-    same element shapes every epoch (the compiled step is traced once).
+    same element shapes every epoch (the compiled step is traced once). ``keys``: optional
+    (rows,) uint64 key of each row (its item's id, :func:`~.numerics.id_keys`) that the
+    batch order follows instead of the rows' positions (:func:`~.numerics.row_order`).
     """
 
-    def __init__(self, inputs: dict, batch_size: int) -> None:
+    def __init__(self, inputs: dict, batch_size: int, keys: Optional[np.ndarray] = None) -> None:
         self.inputs = inputs
+        self.keys = keys
         self.n = len(next(iter(inputs.values())))
         self.batch = min(int(batch_size), self.n)
         self._tensors = None
@@ -76,13 +80,14 @@ class RowBatches:
 
     def epoch(self, target: np.ndarray, steps: int, rng: np.random.Generator) -> Any:
         if self._tensors is None:
-            return RandomBatches(self.inputs, target, self.batch, steps, rng)
+            return RandomBatches(self.inputs, target, self.batch, steps, rng, self.keys)
         import tensorflow as tf
 
         y = tf.convert_to_tensor(target)
         if self.batch >= self.n:
             return tf.data.Dataset.from_tensors((self._tensors, y)).repeat(int(steps))
-        order = row_order(self.n, self.batch, int(steps), rng).reshape(int(steps), self.batch)
+        order = row_order(self.n, self.batch, int(steps), rng, self.keys).reshape(
+            int(steps), self.batch)
         tensors = self._tensors
 
         def gather(idx: Any) -> tuple:

@@ -208,11 +208,22 @@ def dense_ranks(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.cumsum(seen, dtype=np.int64) - 1)[values], np.flatnonzero(seen)
 
 
-def row_order(n: int, batch: int, steps: int, rng: np.random.Generator) -> np.ndarray:
-    """``steps × batch`` row indices: shuffled epochs without replacement, concatenated."""
+def row_order(n: int, batch: int, steps: int, rng: np.random.Generator,
+              keys: Optional[np.ndarray] = None) -> np.ndarray:
+    """``steps × batch`` row indices: shuffled epochs without replacement, concatenated.
+
+    ``keys``: optional (n,) uint64 key of each row (e.g. :func:`id_keys` of the items' ids):
+    each epoch then orders the rows by their :func:`keyed_uniforms` under a seed drawn from
+    ``rng``, so a row keeps its place in the batches whatever the rows' order; None: the
+    permutations of ``rng`` over the positions."""
     need = batch * steps
     reps = -(-need // n)
-    return np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
+    if keys is None:
+        return np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
+    keys = np.asarray(keys, dtype=np.uint64)
+    return np.concatenate([
+        np.argsort(keyed_uniforms(keys, int(rng.integers(2 ** 63)), 1)[:, 0], kind="stable")
+        for _ in range(reps)])[:need]
 
 
 def soft_vote(counts: np.ndarray) -> np.ndarray:

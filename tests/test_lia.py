@@ -459,8 +459,9 @@ def test_every_m_step_passes_over_every_item(monkeypatch, engine):
     orders = []
     row_order = inputs.row_order
 
-    def recording(n, batch, steps, rng):
-        out = row_order(n, batch, steps, rng)
+    def recording(n, batch, steps, rng, keys=None):
+        assert keys is not None                      # the order follows the items' ids
+        out = row_order(n, batch, steps, rng, keys)
         orders.append((n, out))
         return out
 

@@ -25,11 +25,11 @@ from ..aggregation.base import check_flags
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
-from ..numerics import row_order
+from ..numerics import id_keys, row_order
 from ..params import Params
 from ..progress import progress_bar
 from .model import (annotator_penalty, competence_start, confusions, e_step, initial_biases,
-                    objective, truth_probabilities, vote_fractions)
+                    item_tables_start, objective, truth_probabilities, vote_fractions)
 
 __all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size"]
 
@@ -251,16 +251,18 @@ class FeatureFreeLIA(Params):
     def _initial_weights(self, annotations: Annotations, post: np.ndarray,
                          rng: np.random.Generator) -> Dict[str, np.ndarray]:
         """The trainer's initialisation (Keras' initializers' distributions, then its
-        ``init_biases``): item tables ``U(±0.05)`` / ``N(0, 0.1²)``, kernels Glorot-uniform,
+        ``init_biases``): item tables ``U(±0.05)`` / ``N(0, 0.1²)`` (each row from its
+        item's id, :func:`~.model.item_tables_start`), kernels Glorot-uniform,
         the annotator table ``N(0, 0.01²)`` (each row from its annotator's fingerprint,
         :func:`~.model.competence_start`), biases from :func:`initial_biases`."""
-        n = annotations.n_items
         k, e, width = self.num_classes_, int(self.embedding_dim), self.width_
         comp_bias, truth_bias = initial_biases(post, annotations, int(self.latent_dim))
+        # the item tables' rows from the items' ids, not their codes (any order, same rows)
+        truth_table, difficulty_table = item_tables_start(annotations, e, self.seed)
         return {
-            "truth_embedding": rng.uniform(-0.05, 0.05, size=(n, e)).astype("float32"),
+            "truth_embedding": truth_table,
             "truth_kernel": _glorot(rng, (e, k)), "truth_bias": truth_bias,
-            "difficulty_embedding": rng.normal(scale=0.1, size=(n, e)).astype("float32"),
+            "difficulty_embedding": difficulty_table,
             "difficulty_kernel": _glorot(rng, (e, width)),
             "difficulty_bias": np.zeros(width, dtype="float32"),
             # the trainer's own draw (per annotator, from the seed): the same table
@@ -323,13 +325,15 @@ class FeatureFreeLIA(Params):
             weights = self._check_weights(initial_weights, n, annotations.n_annotators)
         self.annotations_ = annotations
         self.batch_size_ = lia_batch_size(self.batch_size, n, self.m_steps)
+        # the batches follow the items' ids, not their codes (the trainer's order too)
+        self._item_keys = id_keys(annotations.item_ids, 0)
         self._fitting_layout(weights)
         self.history_ = []
         post = run_em(self, post, lambda target: self._m_step(target, int(self.m_steps), rng),
                       lambda: self.posteriors(annotations=annotations))
         for name in (*_ROW_TABLES, *_DENSE, "competence_table"):   # plain arrays again
             weights[name] = np.array(weights[name], order="C")
-        del self._item_rows, self._dense, self._grads, self._flat_grads
+        del self._item_rows, self._dense, self._grads, self._flat_grads, self._item_keys
         del self._adam
         del self._row_penalty
         self.posteriors_ = self.posteriors_em_ = post
@@ -390,7 +394,7 @@ class FeatureFreeLIA(Params):
             return float("nan")
         full = b >= n
         order = (np.arange(n)[None, :] if full
-                 else row_order(n, b, steps, rng).reshape(steps, b))       # (S, b), S = 1: full
+                 else row_order(n, b, steps, rng, self._item_keys).reshape(steps, b))  # S = 1: full
         per_item, ptr = ann.annotations_per_item(), ann.item_starts()
         counts = per_item[order]                                              # (S, b)
         flat = counts.ravel()

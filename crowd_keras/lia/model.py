@@ -34,7 +34,8 @@ from ..annotations import Annotations
 from ..numerics import (annotation_hashes, draw_seed, group_fingerprints, id_keys,
                         keyed_uniforms, normalize_rows, softmax_rows)
 
-__all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "competence_start", "eq1",
+__all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "competence_start",
+           "item_tables_start", "eq1",
            "confusions",
            "log_confusions", "truth_probabilities", "annotation_terms", "objective",
            "annotator_penalty", "e_step"]
@@ -72,6 +73,20 @@ def competence_start(annotations: Annotations, width: int, seed: Optional[int]) 
     keys = group_fingerprints(hashes, ann.annotators, ann.n_annotators)
     return (0.01 * special.ndtri(keyed_uniforms(keys, draw_seed(seed), int(width)))
             ).astype("float32")
+
+
+def item_tables_start(annotations: Annotations, dim: int, seed: Optional[int]) -> tuple:
+    """The (items, dim) float32 starts of the truth ``U(±0.05)`` and difficulty
+    ``N(0, 0.1²)`` embedding tables (Keras' initializers' distributions).
+
+    Item i's rows are drawn from ``seed`` and its id (:func:`~crowd_keras.numerics.id_keys`,
+    :func:`~crowd_keras.numerics.keyed_uniforms`), not from its code: reordering the items
+    gives each the same rows."""
+    dim = int(dim)
+    u = keyed_uniforms(id_keys(annotations.item_ids, 0), draw_seed(seed), 2 * dim)
+    truth = (0.1 * u[:, :dim] - 0.05).astype("float32")
+    difficulty = (0.1 * special.ndtri(u[:, dim:])).astype("float32")
+    return truth, difficulty
 
 
 def initial_biases(post: np.ndarray, annotations: Annotations, latent_dim: int) -> tuple:

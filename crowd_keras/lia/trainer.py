@@ -41,7 +41,7 @@ from .._keras_utils import check_finite_rows, seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
 from ..item_consensus import (CrowdConsensus, mean_confusions, onto_fitted,
                               summary_from_posteriors, with_expected_accuracy)
-from ..numerics import softmax_rows
+from ..numerics import id_keys, softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
@@ -49,7 +49,7 @@ from ..regularizers import CauchyShrinkage
 from .inputs import by_annotator_id, numeric_rows
 from .em import (FeatureFreeLIA, check_step_settings, checked_initial_posteriors,
                  lia_batch_size, run_em)
-from .model import competence_start, initial_biases, vote_fractions
+from .model import competence_start, initial_biases, item_tables_start, vote_fractions
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
@@ -376,7 +376,9 @@ class LIATrainer(CrowdConsensus, Params):
         if self.init_biases:
             self._initialise(post, annotations)
         self.batch_size_ = self._batch_size(n)
-        self._batches = RowBatches(self._data, self.batch_size_)
+        # the batch order follows the items' ids, not their rows (the numpy engine's order)
+        self._batches = RowBatches(self._data, self.batch_size_,
+                                   keys=id_keys(annotations.item_ids, 0))
         self.history_ = []
         self.model_.compile(optimizer=self._optimizer(), loss=ExpectedCompleteNLL(),
                             jit_compile=self._jit(),
@@ -431,8 +433,10 @@ class LIATrainer(CrowdConsensus, Params):
         ``Q_ij = π`` while the kernels are 0); the one-hot competence table starts at
         ``N(0, 0.01²)`` (near the shared tensor, the symmetry across the ``L`` latent
         components broken; each row from its annotator's fingerprint,
-        :func:`~.model.competence_start`); the default classifier's output bias ``log ρ`` with ``ρ`` the
-        mean posterior. Shapes: ``post (items, C)``; vectorised, no loop over annotations.
+        :func:`~.model.competence_start`); feature-free, the item embedding tables' rows from
+        the items' ids (:func:`~.model.item_tables_start`); the default classifier's output
+        bias ``log ρ`` with ``ρ`` the mean posterior. Shapes: ``post (items, C)``; vectorised,
+        no loop over annotations.
         """
         bias, truth_bias = initial_biases(post, annotations, self.layer_.latent_dim)
         kernel, last_bias = self.layer_.annotator_layers[-1]
@@ -440,6 +444,12 @@ class LIATrainer(CrowdConsensus, Params):
         if not self.layer_.uses_annotator_features:
             table = self.layer_.annotator_layers[0][0]
             table.assign(competence_start(annotations, table.shape[1], self.seed))
+        if self.feature_free_:   # item rows from the items' ids, as the numpy engine's
+            truth, difficulty = item_tables_start(annotations, self.instance_embedding_dim,
+                                                  self.seed)
+            if self.classifier is None:
+                self.classifier_.get_layer("instance_embedding").embeddings.assign(truth)
+            self.layer_.instance_embedding.assign(difficulty)
         if self.classifier is None and not self.from_logits:
             self.classifier_.get_layer("truth").bias.assign(truth_bias)
 

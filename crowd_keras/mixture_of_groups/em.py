@@ -26,8 +26,9 @@ from scipy.special import gammaln
 
 from ..annotations import Annotations
 from ..aggregation.em import Block
-from ..numerics import (class_vote_counts, confusion_posteriors, draw_seed, keyed_choice,
-                        normalize_rows, safe_log, softmax_rows, summing_matrix)
+from ..numerics import (annotation_hashes, class_vote_counts, confusion_posteriors, draw_seed,
+                        id_keys, keyed_choice, normalize_rows, safe_log, softmax_rows,
+                        summing_matrix)
 
 __all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "fewer_groups",
            "collapsed_evidence", "group_probabilities", "kmeans_memberships", "groups_m_step",
@@ -145,7 +146,11 @@ class GlobalEM:
     memory is O(pairs × M × K), independent of the number of annotators.
     """
 
-    def __init__(self, counts: np.ndarray, num_groups: int, smoothing: float) -> None:
+    def __init__(self, counts: np.ndarray, num_groups: int, smoothing: float,
+                 item_ids: Optional[np.ndarray] = None) -> None:
+        """``counts`` (items, K); ``item_ids`` (items,): K-means' seeding draws each
+        (item, label) pair from the hash of its item's id and label, so that reordering the
+        items draws the same start; None: drawn over the pairs in item-code order."""
         counts = np.asarray(counts, dtype=np.float64)
         self.counts = counts
         self.n_items, self.k = counts.shape
@@ -153,6 +158,8 @@ class GlobalEM:
         self.smoothing = float(smoothing)
         self.pair_items, self.pair_labels = np.nonzero(counts)
         self.pair_counts = counts[self.pair_items, self.pair_labels]
+        self.pair_keys = (None if item_ids is None else annotation_hashes(
+            id_keys(np.asarray(item_ids), 0)[self.pair_items], self.pair_labels))
         # Y: (K labels, pairs) scatters per-pair values into label columns.
         self.Y = summing_matrix(self.pair_labels, self.k)
         self.S_items = summing_matrix(self.pair_items, self.n_items)
@@ -165,10 +172,16 @@ class GlobalEM:
         zeroed: the consensus mass that disagrees with the label (the authors' code uses
         the cross-entropy ``-mv_i log onehot_j``, the same direction).
         """
-        feats = mv[self.pair_items].copy()
-        feats[np.arange(len(feats)), self.pair_labels] = 0.0
-        feats = _standardize(feats, self.pair_counts)
-        labels = kmeans(feats, self.m, weights=self.pair_counts, seed=seed)
+        # with keys, the pairs are clustered in the order of their keys: the sums of the
+        # standardisation and of Lloyd's centres, and so their ties, are those of any order
+        order = (np.arange(len(self.pair_items)) if self.pair_keys is None
+                 else np.argsort(self.pair_keys, kind="stable"))
+        feats = mv[self.pair_items[order]]
+        feats[np.arange(len(feats)), self.pair_labels[order]] = 0.0
+        feats = _standardize(feats, self.pair_counts[order])
+        labels = np.empty(len(order), dtype=np.int64)
+        labels[order] = kmeans(feats, self.m, weights=self.pair_counts[order], seed=seed,
+                               keys=None if self.pair_keys is None else self.pair_keys[order])
         return np.eye(self.m)[labels]
 
     # -- M-step (Eq. 6) from per-pair joint responsibilities q (pairs, M, K)

@@ -87,7 +87,8 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             without it (collapsed Dirichlet evidence); its annotators join the other groups.
         seed: seeds K-means (individual scenario: each annotator's draws follow what it
             said, its fingerprint, not its name or column, so renaming or reordering the
-            annotators gives the same fit).
+            annotators gives the same fit; global scenario: each (item, label) pair's draws
+            follow its item's id and label, so reordering the items gives the same fit).
         progress: progress over EM iterations (``True``: a bar, or lines without tqdm;
             ``"auto"``: lines only on a long fit; default off, as every label model).
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
@@ -197,7 +198,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             self.adopt_restarts(ann, fits, best)
             self.posteriors_ = posts[best]
             return self
-        em = GlobalEM(ann.label_counts(), self.num_groups, self.smoothing)
+        em = GlobalEM(ann.label_counts(), self.num_groups, self.smoothing, ann.item_ids)
         runs = [self._fit_global(em, self.restart_seed(r), r) for r in range(int(self.restarts))]
         best = choose_restart(runs)
         self.adopt_restarts(ann, runs, best)
