@@ -104,3 +104,23 @@ def test_ranks_within_groups_follow_the_keys_and_storage_order_on_ties():
     np.testing.assert_array_equal(ranks_within(np.array([4]),
                                                np.array([5, 1, 9, 1], dtype=np.uint64)),
                                   [2, 0, 3, 1])
+
+
+def test_annotators_of_one_label_are_ranked_by_what_they_said():
+    # most workers of a large crowd give one label or a few; an annotator of one label has
+    # that label's hash as its fingerprint, and fingerprint XOR hash gave every such
+    # annotation one key, so their ranks within an item fell back to annotator codes
+    rng = np.random.default_rng(0)
+    rows = [(f"t{i}", f"u{i}_{j}", str(rng.integers(3))) for i in range(200) for j in range(6)]
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    ann = Annotations.from_frame(df)
+    other = Annotations.from_frame(renamed(df)[0])
+
+    def folds_of_labels(a):
+        # two annotators of one label each, alike on an item, are interchangeable: compare
+        # the folds of each (item, label), not of each name
+        frame = as_frame(a).assign(fold=heldout_folds(a, 3, seed))
+        return frame.groupby(["task", "label"])["fold"].apply(lambda f: tuple(sorted(f)))
+
+    for seed in (0, 5):
+        pd.testing.assert_series_equal(folds_of_labels(ann), folds_of_labels(other))

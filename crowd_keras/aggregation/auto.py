@@ -408,7 +408,10 @@ def fold_keys(block: Block, n_classes: int, fingerprints: np.ndarray, seed: int)
     hashes = block.annotation_hashes(n_classes)
     salt = mix64(np.array([int(seed) % 2**64], dtype=np.uint64))
     with np.errstate(over="ignore"):
-        return mix64((fingerprints[block.X.indices // n_classes] ^ hashes) + salt)
+        # the fingerprint mixed before the sum: an annotator of one label has the label's
+        # hash as fingerprint, and fingerprint ^ hash gave all of them one key (ties in code
+        # order)
+        return mix64(mix64(fingerprints[block.X.indices // n_classes]) + hashes + salt)
 
 
 def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
