@@ -202,6 +202,11 @@ class TieBrokenVote(EMLabelModel):
         self.class_prior = class_prior
         self.progress = progress
 
+    @property
+    def needs_annotator_keys(self) -> bool:
+        """The tie model's: run_em then gathers the annotators' fingerprints for it."""
+        return getattr(self._unfitted_tie_model(), "needs_annotator_keys", False)
+
     # the EM-step protocol: the tie-breaking model's, with the votes beside its latent state
     def init_state(self, summary: Summary) -> "TieBrokenVote":
         super().init_state(summary)
