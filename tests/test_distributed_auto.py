@@ -190,9 +190,6 @@ def test_snorkel_dask_path_decides_and_fits_as_in_memory(kind):
     if kind == "crowd":
         assert isinstance(memory.label_model_, AutoLabelModel)
         assert chunked.label_model_.chosen_ == memory.label_model_.chosen_
-        # a choice whose posteriors the uniform target re-expresses: the functions' weights
-        # and table must be read off those (they were off the unshifted ones, 0.003 apart)
-        assert memory.label_model_.target_prior_applied_
     probs = chunked.predict_proba(da.from_array(L, chunks=500)).compute()
     delta = float(np.abs(probs - memory.predict_proba(L)).max())
     assert delta < TOL, delta
@@ -279,3 +276,24 @@ def test_gold_on_dask_names_unknown_items_and_labels():
         aggregate(ddf, method="dawid_skene", gold={"nope": "cat"})
     with pytest.raises(CrowdDataError, match="gold label 'yak'"):
         aggregate(ddf, method="dawid_skene", gold={df["task"].iloc[0]: "yak"})
+
+
+def test_snorkel_dask_weights_are_read_off_the_labels_posteriors():
+    # a choice whose posteriors the uniform target re-expresses (two candidates with a class
+    # prior, the first the reference): the functions' weights and table are read off the labels' posteriors, as in
+    # memory (they were read off the unshifted ones, 0.003 apart)
+    from crowd_keras.aggregation.auto import default_candidates
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L, k = crowd_matrix(), 3
+    settings = {"min_heldout": 1500,
+                "candidates": [(name, model) for name, model in default_candidates(k)
+                               if name in ("ibcc", "ebcc")]}
+    memory = CrowdLabelModel(cardinality=k, **settings).fit(L, progress_bar=False)
+    assert memory.label_model_.target_prior_applied_
+    chunked = CrowdLabelModel(cardinality=k, **settings).fit(da.from_array(L, chunks=(300, -1)),
+                                                             progress_bar=False)
+    assert chunked.label_model_.chosen_ == memory.label_model_.chosen_
+    np.testing.assert_allclose(chunked.get_weights(), memory.get_weights(), atol=TOL)
+    np.testing.assert_allclose(chunked.get_conditional_probs(), memory.get_conditional_probs(),
+                               atol=TOL)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from crowd_keras.aggregation import AutoLabelModel, DawidSkene, MajorityVote
-from crowd_keras.aggregation.auto import gold_target, under_target
+from crowd_keras.aggregation.auto import default_candidates, gold_target, under_target
 from crowd_keras.datasets import simulate_failure_kind
 from crowd_keras.numerics import shift_class_prior
 
@@ -221,7 +221,11 @@ def test_a_class_no_annotation_names_is_never_the_label(target):
     prior near 0, which multiplied its posterior by thousands: contested items were given
     class 0, a label no annotator gave (2 items of this crowd)."""
     ann, _ = _codes_from_one()
-    model = AutoLabelModel(target_prior=target).fit(ann)
+    # the candidates with a class prior (BWA has none, and on this crowd it ties with them
+    # within the fold draw's noise): the shift under test is applied whichever wins
+    candidates = [(name, model) for name, model in default_candidates(ann.n_classes)
+                  if name != "bwa"]
+    model = AutoLabelModel(target_prior=target, candidates=candidates).fit(ann)
     assert model.target_prior_applied_               # an annotator model with a class prior
     assert model.named_classes_.tolist() == [False] + [True] * (ann.n_classes - 1)
     assert model.target_prior_[0] == 0.0
