@@ -791,9 +791,12 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         folds: Dict[int, np.ndarray] = {}
         bar = progress_bar(selection_steps(n_folds, self.max_repeats), desc="auto: held-out fits",
                            disable=not self.progress)
+        block = Block.from_annotations(ann)
+        fingerprints = block.annotator_fingerprints(ann.n_classes)   # the same for every pass
         for repeat, fold in bar:
             if repeat not in folds:
-                folds[repeat] = heldout_folds(ann, n_folds, seed + repeat)
+                folds[repeat] = block_folds(block, ann.n_classes, fingerprints, n_folds,
+                                            seed + repeat)
             test = folds[repeat] == fold
             if test.any():
                 train = ann.select(~test)
@@ -808,7 +811,6 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             self.n_heldout_ = 0
             return None
         self.n_heldout_ = int(np.logical_or.reduce(tests).sum())
-        block = Block.from_annotations(ann)
         weights = annotator_weights(ann.annotations_per_annotator(), ann.annotators,
                                     self.selection_exponent)
         sample = (pair_buckets(ann.n_annotations), seed + int(self.max_repeats))

@@ -62,9 +62,11 @@ def _score_block(block: Block, k: int, fingerprints: np.ndarray, n_folds: int, s
     """:func:`agreement_sums` of one block for the fits ``fitted`` (``[((pass, fold),
     [(strategy, parameters), ...]), ...]``) and the number of its annotations held out;
     ``pairs``: the copying pairs (:func:`copy_weights`)."""
-    tests, posteriors = [], []
+    tests, posteriors, folds = [], [], {}
     for (repeat, fold), fits in fitted:
-        test = block_folds(block, k, fingerprints, n_folds, seed + repeat) == fold
+        if repeat not in folds:   # one draw per pass, shared by its folds
+            folds[repeat] = block_folds(block, k, fingerprints, n_folds, seed + repeat)
+        test = folds[repeat] == fold
         train = block.select(~test)
         tests.append(test)
         posteriors.append([method.posteriors(train, params) for method, params in fits])

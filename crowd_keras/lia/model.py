@@ -31,8 +31,8 @@ import numpy as np
 from scipy import special
 
 from ..annotations import Annotations
-from ..numerics import (annotation_hashes, draw_seed, group_fingerprints, id_keys,
-                        keyed_uniforms, normalize_rows, softmax_rows)
+from ..aggregation.em import Block
+from ..numerics import draw_seed, id_keys, keyed_uniforms, normalize_rows, softmax_rows
 
 __all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "competence_start",
            "item_tables_start", "eq1",
@@ -68,9 +68,7 @@ def competence_start(annotations: Annotations, width: int, seed: Optional[int]) 
     through the normal quantile), not from its code: renaming or reordering the annotators
     gives each the same row. :class:`~.em.FeatureFreeLIA` and the Keras trainer both start
     from this table."""
-    ann = annotations
-    hashes = annotation_hashes(id_keys(ann.item_ids, 0)[ann.items], ann.labels)
-    keys = group_fingerprints(hashes, ann.annotators, ann.n_annotators)
+    keys = Block.from_annotations(annotations).annotator_fingerprints(annotations.n_classes)
     return (0.01 * special.ndtri(keyed_uniforms(keys, draw_seed(seed), int(width)))
             ).astype("float32")
 
