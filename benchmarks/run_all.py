@@ -58,6 +58,7 @@ SCRIPTS = [
     ("agreement.py", [], ["--quick"], 1800),
     ("vote_posterior.py", [], ["--quick"], 1800),
     ("failure_kinds.py", [], ["--quick"], 1800),
+    ("fold_draws.py", [], ["--quick"], 1800),
     ("gold_designs.py", [], ["--quick"], 1800),
     ("features.py", [], ["--sets", "music", "--seeds", "1"], 1800),
     ("scale_hunt.py", [], ["--quick"], 1800),

@@ -291,6 +291,27 @@ def test_failure_kinds_recall_table_averages_over_the_seeds_of_a_kind():
     assert failure_kinds.below_voting(crowd, "learned") == (False, True)
 
 
+def test_fold_draws_counts_dips_per_draw_and_what_each_switch_did():
+    import fold_draws
+
+    def crowd(gains, rules, n=1000):
+        return {"n": n, "names": ["majority_vote", "ibcc", "dawid_skene@3", "ebcc"],
+                "gains": gains, "rules": rules}
+
+    results = [crowd([0, -30, 5, -2], {"old": [1, 3, 0], "new": [3, 3, 3]}),
+               crowd([0, 10, 12, 4], {"old": [2, 2, 2], "new": [3, 2, 2]})]
+    # old: gains (-30 - 2 + 0) / 3 and 12 items per 1,000; two draws more than one item
+    # below voting, on one crowd; the first crowd's choice varies, the second's does not
+    assert fold_draws.summary(results, "old") == \
+        f"| old | {np.mean([-32 / 3000, 12 / 1000]):+.4f} | 2 of 6 | 1 | 1 |"
+    assert fold_draws.summary(results, "new") == \
+        f"| new | {np.mean([-2 / 1000, (4 + 24) / 3000]):+.4f} | 3 of 6 | 1 | 1 |"
+    rows = fold_draws.switches(results, "old", "new")
+    assert rows[2:] == ["| ibcc | ebcc | 1 | 1 | 0 | 0 | +28 | +28 |",
+                        "| majority_vote | ebcc | 1 | 0 | 1 | 0 | -2 | -2 |",
+                        "| dawid_skene | ebcc | 1 | 0 | 1 | 0 | -8 | -8 |"]
+
+
 def test_gold_designs_draws_random_and_class_balanced_gold():
     import gold_designs
 

@@ -14,8 +14,9 @@ import pytest
 from crowd_keras import Annotations, CrowdDataError
 from crowd_keras.aggregation import (AutoLabelModel, DawidSkene, MajorityVote, TieBrokenVote,
                                      get_label_model)
-from crowd_keras.aggregation.auto import (agreement_bounds, agreement_sums, annotator_weights,
-                                          copy_weights, copying_pairs, item_offsets, pair_sums)
+from crowd_keras.aggregation.auto import (agreement_bounds, agreement_scores, agreement_sums,
+                                          annotator_weights, copy_weights, copying_pairs,
+                                          item_offsets, pair_sums, paired_gains, tied_with_best)
 from crowd_keras.aggregation.em import Block
 from crowd_keras.datasets import (FAILURE_KINDS, load_truth_inference, simulate_crowd,
                                   simulate_failure_kind)
@@ -23,14 +24,6 @@ from crowd_keras.datasets import (FAILURE_KINDS, load_truth_inference, simulate_
 from conftest import require_data
 
 SEEDS = range(3)
-
-#: accuracy below voting allowed where the choice rides on the fold draw (step 29 of
-#: default_label_model.md): cliques_moderate seed 2 at half size, where IBCC and EBCC are
-#: 0.0006 apart in held-out agreement and IBCC, chosen on 2 of 6 fold draws (random_state
-#: 0-5, this one among them), is 33 of 1,020 items below voting (EBCC: 3 below). A measured
-#: failure of the issue's "at least voting on every seed", kept visible, not a target
-FOLD_DRAW_LIMITS = {("cliques_moderate", 2): 0.035}
-
 
 def accuracy(model, y):
     return float((model.predict() == y).mean())
@@ -58,13 +51,11 @@ def test_default_is_at_least_majority_vote_on_every_seed_of_every_failure_kind(k
         gains.append(float((labels == y).mean() - (vote == y).mean()))
         recall_gains.append(mean_recall(labels, y, k) - mean_recall(vote, y, k))
         over_learned.append(mean_recall(labels, y, k) - mean_recall(learned, y, k))
-        # at most 3 items in 1,000 below voting (one item on the small crowds), except where
-        # the choice is measured to ride on the fold draw (FOLD_DRAW_LIMITS, step 29)
-        floor = FOLD_DRAW_LIMITS.get((kind, seed), max(1, 0.003 * len(y)) / len(y))
+        # at most 3 items in 1,000 below voting (one item on the small crowds); step 30
+        # removed the fold-draw exception of step 29 (cliques_moderate seed 2: IBCC, 33 below)
+        floor = max(1, 0.003 * len(y)) / len(y)
         assert gains[-1] >= -floor - 1e-12, (kind, seed, auto.chosen_, auto.heldout_agreement_)
-    # the kind's mean as well, bar the fold-draw limit above (cliques_moderate: +0.013, 0,
-    # -0.032 on seeds 0-2)
-    assert np.mean(gains) >= -sum(FOLD_DRAW_LIMITS.get((kind, s), 0) for s in SEEDS) / 3, gains
+    assert np.mean(gains) >= 0, gains      # the kind's mean as well
     if kind in ("skewed_prolific", "biased_experts", "lenient_strict", "dense_biased"):
         assert np.mean(gains) > 0.015, gains    # where annotator models should win, they do
     # class-balanced gold: the uniform target never lowers the mean recall of the chosen
@@ -201,6 +192,98 @@ def test_agreement_sums_add_over_blocks():
     np.testing.assert_allclose(sum(parts), whole, rtol=1e-10, atol=1e-12)
     means, bounds = agreement_bounds(whole, 1.64)
     assert bounds[0] == 0 and np.all(bounds[1:] < means[1:] - means[0] + 1e-12)
+
+
+def test_paired_gains_are_the_clustered_standard_errors_of_two_candidates():
+    """paired_gains(sums, b): each candidate's weighted agreement minus b's and the standard
+    error of that difference clustered by item, computed here from the per-item sums
+    directly."""
+    sim = simulate_crowd(n_items=200, n_classes=3, n_annotators=15, annotations_per_item=4,
+                         seed=5)
+    ann = sim.annotations
+    rng = np.random.default_rng(1)
+    tests = [rng.random(ann.n_annotations) < 0.3]
+    posts = [[rng.dirichlet(np.ones(3), ann.n_items) for _ in range(4)]]
+    weights = rng.uniform(0.2, 1.0, ann.n_annotations)
+    sums = agreement_sums(Block.from_annotations(ann), tests, posts, weights)
+    items = np.repeat(np.arange(ann.n_items), ann.annotations_per_item())
+    labels = Block.from_annotations(ann).X.indices % 3
+    t = tests[0]
+    agree = np.zeros((4, ann.n_annotations))
+    for c in range(4):
+        agree[c, t] = agreement_scores(posts[0][c], items[t], labels[t])
+    w = np.where(t, weights, 0.0)
+    w_item = np.bincount(items, weights=w, minlength=ann.n_items)
+    for b in range(4):
+        gain, se = paired_gains(sums, b)
+        for c in range(4):
+            d = np.bincount(items, weights=w * (agree[c] - agree[b]), minlength=ann.n_items)
+            g = d.sum() / w.sum()
+            assert gain[c] == pytest.approx(g, abs=1e-12)
+            assert se[c] == pytest.approx(np.sqrt(((d - g * w_item) ** 2).sum()) / w.sum(),
+                                          abs=1e-12)
+    means, bounds = agreement_bounds(sums, 1.64)
+    gain, se = paired_gains(sums, 0)
+    np.testing.assert_allclose(bounds[1:], (gain - 1.64 * se)[1:])
+
+
+def sums_of(means, se_scale, n_items=400, seed=0):
+    """Summed agreement sums of len(means) candidates whose item-level agreement is ``means``
+    plus independent noise of standard deviation ``se_scale`` per item, centred so that the
+    candidates' mean agreements are ``means`` exactly."""
+    rng = np.random.default_rng(seed)
+    noise = rng.standard_normal((len(means), n_items))
+    per_item = np.asarray(means)[:, None] + se_scale * (noise - noise.mean(axis=1, keepdims=True))
+    per_item[0] = means[0]
+    d = per_item - per_item[0]
+    w = np.ones(n_items)
+    out = np.zeros((len(means), 6 + len(means)))
+    out[:, 0], out[:, 1] = per_item.sum(axis=1), n_items
+    out[:, 2], out[:, 3], out[:, 4] = d.sum(axis=1), (d ** 2).sum(axis=1), d.sum(axis=1)
+    out[0, 5] = (w ** 2).sum()
+    out[:, 6:] = d @ d.T
+    return out
+
+
+def test_near_ties_go_to_the_latest_eligible_candidate_and_clear_leads_to_the_best():
+    """Step 30: the eligible candidates within `confidence` paired standard errors of the best
+    one are tied with it and the tie goes to the latest in the ladder; a lead clear of that
+    band keeps the best; voting is never in the band of an eligible candidate."""
+    ladder = [(name, None) for name in ("majority_vote", "bwa", "ibcc", "ebcc")]
+    model = AutoLabelModel()
+    near = sums_of([0.60, 0.601, 0.680, 0.677], 0.05)
+    scores = model.eligible_scores(ladder, near)
+    assert set(scores) == {"majority_vote", "ibcc", "ebcc"}, model.heldout_agreement_
+    assert model.tied_ == ["ibcc", "ebcc"]
+    assert model.choose(ladder, scores, model.tied_) == "ebcc"
+    assert model.choose(ladder, scores) == "ibcc"          # without the band: the best
+    clear = sums_of([0.60, 0.601, 0.700, 0.650], 0.05)
+    scores = model.eligible_scores(ladder, clear)
+    assert model.tied_ == ["ibcc"] and model.choose(ladder, scores, model.tied_) == "ibcc"
+    # an exact tie of two identical candidates goes to the later as well
+    same = sums_of([0.60, 0.61, 0.68, 0.68], 0.0)
+    assert tied_with_best(same, [0, 2, 3], 1.64) == [2, 3]
+    # voting alone eligible: it is chosen
+    flat = sums_of([0.60, 0.60, 0.60, 0.60], 0.05)
+    scores = model.eligible_scores(ladder, flat)
+    assert model.tied_ == ["majority_vote"] and model.choose(ladder, scores, model.tied_) == \
+        "majority_vote"
+
+
+def test_a_small_clique_crowd_chooses_alike_over_fold_draws():
+    """Step 30's reason: on cliques_moderate seed 2 (half size) IBCC and EBCC are 0.0003
+    apart in held-out agreement and three passes picked IBCC (33 of 1,020 items below
+    voting) on some fold draws, EBCC (3 below) on others. Ten passes and the band take EBCC
+    on every draw tried, with IBCC tied to it."""
+    crowd = simulate_failure_kind("cliques_moderate", seed=2, scale=0.5)
+    ann, y = crowd.annotations, np.asarray(crowd.y)
+    vote = accuracy(MajorityVote().fit(ann), y)
+    for state in (0, 1):
+        auto = AutoLabelModel(random_state=state).fit(ann)
+        assert auto.chosen_ == "ebcc" and "ibcc" in auto.tied_, (state, auto.heldout_agreement_)
+        assert accuracy(auto, y) >= vote - 3.5 / len(y)
+    three = AutoLabelModel(max_repeats=3).fit(ann)     # the draw that took IBCC before
+    assert three.n_heldout_ == auto.n_heldout_ and "ebcc" not in three.selection_scores_
 
 
 def test_tie_broken_vote_is_the_vote_except_on_ties():

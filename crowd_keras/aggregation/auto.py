@@ -73,7 +73,9 @@ VOTE_POSTERIORS = ("calibrated", "one_hot")
 
 
 def default_candidates(n_classes: int) -> List[Tuple[str, LabelModel]]:
-    """The candidates, simplest first (an exact tie goes to the earlier): ``[(name, model)]``.
+    """The candidates, simplest first (each later one assumes less about the workers; a tie
+    in held-out agreement goes to the later, :meth:`AutoLabelModel.choose`):
+    ``[(name, model)]``.
 
     - ``"majority_vote"`` (ties to the lowest class code): the reference every other must
       beat by more than ``confidence`` standard errors;
@@ -252,10 +254,13 @@ def agreement_sums(block: Block, tests: Sequence[np.ndarray],
         weights: (n,) weight of each annotation (:func:`annotator_weights`).
 
     Returns:
-        (C, 6): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]`` and, in the 6th
-        column of row 0 (0 in the other rows), ``Σ_i W_i²``: ``ā`` an annotation's agreement averaged over the fits
-        that held it out, ``D_i = Σ_{n∈i} w_n (ā_c − ā_0)`` and ``W_i = Σ_{n∈i} w_n`` over the
-        scored annotations of item i (the reference is candidate 0).
+        (C, 6 + C): per candidate ``[Σ w·ā, Σ w, Σ_i D_i, Σ_i D_i², Σ_i D_i W_i]``, in the 6th
+        column of row 0 (0 in the other rows) ``Σ_i W_i²``, and in columns ``6 + b`` the
+        products ``Σ_i D_i D_i^b`` with every candidate b (for the paired standard error of
+        two candidates, :func:`paired_gains`): ``ā`` an annotation's agreement averaged over
+        the fits that held it out, ``D_i = Σ_{n∈i} w_n (ā_c − ā_0)`` and
+        ``W_i = Σ_{n∈i} w_n`` over the scored annotations of item i (the reference is
+        candidate 0).
     """
     n_cand = len(posteriors[0]) if posteriors else 0
     per_item = block.annotations_per_item()
@@ -272,29 +277,55 @@ def agreement_sums(block: Block, tests: Sequence[np.ndarray],
     w = np.where(held, weights, 0.0)
     mean = total / np.maximum(times, 1)
     w_item = np.bincount(items, weights=w, minlength=block.n_items)
-    out = np.zeros((n_cand, 6))
+    out = np.zeros((n_cand, 6 + n_cand))
+    d_items = np.zeros((n_cand, block.n_items))
     for c in range(n_cand):
-        d_item = np.bincount(items, weights=w * (mean[c] - mean[0]), minlength=block.n_items)
-        out[c, :5] = [(w * mean[c]).sum(), w.sum(), d_item.sum(), (d_item ** 2).sum(),
-                      (d_item * w_item).sum()]
+        d_items[c] = np.bincount(items, weights=w * (mean[c] - mean[0]), minlength=block.n_items)
+        out[c, :5] = [(w * mean[c]).sum(), w.sum(), d_items[c].sum(), (d_items[c] ** 2).sum(),
+                      (d_items[c] * w_item).sum()]
     if n_cand:
         out[0, 5] = (w_item ** 2).sum()
+        out[:, 6:] = d_items @ d_items.T
     return out
+
+
+def paired_gains(sums: np.ndarray, reference: int) -> Tuple[np.ndarray, np.ndarray]:
+    """From :func:`agreement_sums` summed over blocks: per candidate c its weighted mean
+    held-out agreement minus that of candidate ``reference`` (C,) and the standard error of
+    that difference (C,; 0 for the reference itself), clustered by item (an item's hidden
+    labels share one prediction): with ``d_i = D_i^c − D_i^r``, the residuals
+    ``Σ_i (d_i − gain·W_i)²`` expanded into the sums over items."""
+    total_w = max(float(sums[0, 1]), 1e-300)
+    r = int(reference)
+    gram = sums[:, 6:]
+    gain = (sums[:, 2] - sums[r, 2]) / total_w
+    d_squared = np.diag(gram) - 2 * gram[:, r] + gram[r, r]
+    d_w = sums[:, 4] - sums[r, 4]
+    resid = d_squared - 2 * gain * d_w + gain ** 2 * sums[0, 5]
+    se = np.sqrt(np.maximum(resid, 0.0)) / total_w
+    se[r] = 0.0
+    return gain, se
 
 
 def agreement_bounds(sums: np.ndarray, z: float) -> Tuple[np.ndarray, np.ndarray]:
     """From :func:`agreement_sums` summed over blocks: per candidate the weighted mean
-    held-out agreement (C,) and ``gain − z·SE`` of its gain over candidate 0 (C,; 0 for it),
-    the standard error clustered by item (an item's hidden labels share one prediction)."""
-    total_w = max(float(sums[0, 1]), 1e-300)
-    means = sums[:, 0] / total_w
-    gain = sums[:, 2] / total_w
-    # Σ_i (D_i − gain·W_i)² expanded into sums over items
-    resid = sums[:, 3] - 2 * gain * sums[:, 4] + gain ** 2 * sums[0, 5]
-    se = np.sqrt(np.maximum(resid, 0.0)) / total_w
+    held-out agreement (C,) and ``gain − z·SE`` of its gain over candidate 0 (C,; 0 for it)
+    (:func:`paired_gains`)."""
+    means = sums[:, 0] / max(float(sums[0, 1]), 1e-300)
+    gain, se = paired_gains(sums, 0)
     bounds = gain - float(z) * se
     bounds[0] = 0.0
     return means, bounds
+
+
+def tied_with_best(sums: np.ndarray, eligible: Sequence[int], z: float) -> List[int]:
+    """The ``eligible`` candidates (indices, ascending) whose held-out agreement is within
+    ``z`` paired standard errors (:func:`paired_gains`) of the best eligible one's, that one
+    included (an exact tie of the best goes to the earlier as its reference)."""
+    means = sums[:, 0] / max(float(sums[0, 1]), 1e-300)
+    best = max(eligible, key=lambda c: (means[c], -c))
+    gain, se = paired_gains(sums, best)
+    return [c for c in eligible if c == best or -gain[c] <= float(z) * se[c]]
 
 
 def gold_sums(hits: np.ndarray) -> np.ndarray:
@@ -491,8 +522,11 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
        done.
     3. The first candidate (majority vote) is the reference: another is eligible only if its
        agreement gain over it exceeds ``confidence`` standard errors, clustered by item
-       (:func:`agreement_bounds`). The eligible candidate with the best score wins; an exact
-       tie goes to the earlier candidate.
+       (:func:`agreement_bounds`). The eligible candidates within ``confidence`` paired
+       standard errors of the best one's score are tied with it (:func:`tied_with_best`),
+       and the tie goes to the one latest in the ladder, the most general: what the held-out
+       labels cannot tell apart is decided against the simpler model's untested assumption
+       (step 30 of ``benchmarks/results/default_label_model.md``).
     4. With at least ``min_gold`` gold items (``fit(..., gold=...)``): each candidate is
        also scored by its accuracy on gold items hidden from it (``gold_folds`` folds over the
        gold items, the others held fixed); the best candidate that beats the choice above by
@@ -510,7 +544,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             this model's.
         n_folds: folds per pass.
         min_heldout: stop scoring once this many annotations were held out.
-        max_repeats: most passes (each with its own fold draw).
+        max_repeats: most passes (each with its own fold draw): a small crowd gets up to
+            this many, so that the choice does not ride on one draw; a large one stops at
+            ``min_heldout``.
         selection_exponent: γ of the weights ``n_a^-γ`` (:data:`SELECTION_EXPONENT`).
         confidence: standard errors by which a candidate must beat the reference.
         copy_confidence: standard errors by which a pair's agreement must exceed what
@@ -557,6 +593,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         selection_: ``"agreement"``, ``"gold"``, ``"single"`` (nothing to compare on) or
             ``"labeling_functions"`` (step 1: ``chosen_`` is ``"abstain_dawid_skene"``).
         selection_scores_: ``{name: score}`` the eligible candidates' held-out agreement.
+        tied_: the eligible candidates tied with the best (:func:`tied_with_best`), in ladder
+            order; the choice by agreement is the last.
         gold_accuracy_: ``{name: accuracy}`` on hidden gold items (empty without enough gold).
         heldout_agreement_: every candidate's agreement score.
         n_heldout_: annotations scored.
@@ -578,7 +616,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
     accepts_pred_probs = True
 
     def __init__(self, candidates: Optional[Sequence[Tuple[str, LabelModel]]] = None,
-                 n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 3,
+                 n_folds: int = 5, min_heldout: int = 100_000, max_repeats: int = 10,
                  selection_exponent: float = SELECTION_EXPONENT, confidence: float = 1.64,
                  copy_confidence: Optional[float] = 4.0, min_gold: int = 20,
                  gold_folds: int = 5, random_state: Optional[int] = 0, max_iter: int = 100,
@@ -683,11 +721,12 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.gold_class_counts_ = np.zeros(ann.n_classes, dtype=np.int64) if gold is None else \
             np.bincount(np.argmax(item_log_prior[gold], axis=1), minlength=ann.n_classes)
         self.heldout_agreement_, self.n_heldout_, self.gold_accuracy_ = {}, 0, {}
+        self.tied_ = []
         self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(ann, ladder, item_log_prior, pred_probs)
         self.selection_ = "single" if scores is None else "agreement"
         self.selection_scores_ = {} if scores is None else dict(scores)
-        chosen = self.choose(ladder, scores)
+        chosen = self.choose(ladder, scores, self.tied_)
         if self.chooses_by_gold(len(ladder)):
             chosen = self.choose_by_gold(ladder, chosen,
                                          self._gold_sums(ann, ladder, item_log_prior, gold,
@@ -701,7 +740,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.chosen_, self.model_, self.selection_ = "abstain_dawid_skene", model, \
             "labeling_functions"
         self.selection_scores_, self.heldout_agreement_, self.gold_accuracy_ = {}, {}, {}
-        self.n_heldout_ = 0
+        self.n_heldout_, self.tied_ = 0, []
         self.copy_pairs_ = np.asarray(ann.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         self.target_prior_applied_ = False      # labeling functions: their model's own prior
         self.target_prior_ = None
@@ -750,13 +789,18 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         return names[max(eligible, key=lambda i: acc[i])]
 
     @staticmethod
-    def choose(ladder: List[Tuple[str, LabelModel]],
-               scores: Optional[Dict[str, float]]) -> str:
-        """The scored name with the best score (None: the first candidate); an exact tie goes
-        to the earlier candidate."""
+    def choose(ladder: List[Tuple[str, LabelModel]], scores: Optional[Dict[str, float]],
+               tied: Sequence[str] = ()) -> str:
+        """Of the scored names tied with the best (``tied``, :func:`tied_with_best`; empty:
+        the best alone, an exact tie to the earlier), the one latest in the ladder, the most
+        general (step 30 of ``benchmarks/results/default_label_model.md``); no scores: the
+        first candidate."""
         if not scores:
             return ladder[0][0]
-        return max((name for name, _ in ladder if name in scores), key=lambda n: scores[n])
+        names = [name for name, _ in ladder if name in scores]
+        if not tied:
+            return max(names, key=lambda n: scores[n])
+        return [name for name in names if name in tied][-1]
 
     def adopt(self, chosen: str, model: LabelModel, ann: Annotations) -> "AutoLabelModel":
         """Answer through ``model``, the candidate ``chosen`` fitted on ``ann`` (or fitted
@@ -838,14 +882,17 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
 
     def eligible_scores(self, ladder: List[Tuple[str, LabelModel]],
                         sums: np.ndarray) -> Dict[str, float]:
-        """From summed :func:`agreement_sums`: sets ``heldout_agreement_`` and returns the
-        mean agreement of the first candidate and of each candidate whose gain over it is
-        more than ``confidence`` standard errors."""
-        means, bounds = agreement_bounds(sums, float(self.confidence))
+        """From summed :func:`agreement_sums`: sets ``heldout_agreement_`` and ``tied_`` (the
+        eligible candidates within ``confidence`` paired standard errors of the best,
+        :func:`tied_with_best`) and returns the mean agreement of the first candidate and of
+        each candidate whose gain over it is more than ``confidence`` standard errors."""
+        z = float(self.confidence)
+        means, bounds = agreement_bounds(sums, z)
         names = [name for name, _ in ladder]
         self.heldout_agreement_ = dict(zip(names, means.tolist()))
-        return {name: float(m) for i, (name, m) in enumerate(zip(names, means))
-                if i == 0 or bounds[i] > 0}
+        eligible = [i for i in range(len(names)) if i == 0 or bounds[i] > 0]
+        self.tied_ = [names[i] for i in tied_with_best(sums, eligible, z)]
+        return {names[i]: float(means[i]) for i in eligible}
 
     def _gold_sums(self, ann: Annotations, ladder: List[Tuple[str, LabelModel]],
                    item_log_prior: np.ndarray, gold: np.ndarray,

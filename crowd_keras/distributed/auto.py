@@ -178,11 +178,12 @@ class AutoMethod(Method):
         if model.n_gold_:
             model.check_gold_candidates(self.ladder)
         model.heldout_agreement_, model.n_heldout_, model.gold_accuracy_ = {}, 0, {}
+        model.tied_ = []
         model.copy_pairs_ = np.asarray(data.annotator_ids)[np.empty((0, 2), dtype=np.int64)]
         scores = self._heldout_scores(data)
         model.selection_ = "single" if scores is None else "agreement"
         model.selection_scores_ = {} if scores is None else dict(scores)
-        self.chosen = model.choose(self.ladder, scores)
+        self.chosen = model.choose(self.ladder, scores, model.tied_)
         if model.chooses_by_gold(len(self.ladder)):
             self.chosen = model.choose_by_gold(self.ladder, self.chosen, self._gold_sums(data))
         self.inner = method_for(model.final_model(self.ladder, self.chosen)).prepare(data.summary)
