@@ -37,9 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crowd_keras.aggregation import AutoLabelModel  # noqa: E402
 from crowd_keras.aggregation.auto import (agreement_sums, annotator_weights,  # noqa: E402
-                                          block_folds, copy_weights, pair_buckets, pair_sums,
+                                          block_folds, content_fingerprints, copy_weights, pair_buckets, pair_sums,
                                           selection_done, selection_steps)
 from crowd_keras.aggregation.em import Block  # noqa: E402
+from crowd_keras.numerics import label_profile_keys  # noqa: E402
 from failure_kinds import add_crowd_arguments, crowd_jobs, make_crowd  # noqa: E402
 
 #: (label, passes at most, tie band): the rules replayed
@@ -56,11 +57,12 @@ def replay(job: tuple) -> dict:
     ladder = auto.ladder(ann.n_classes)
     k, n_folds = ann.n_classes, int(auto.n_folds)
     block = Block.from_annotations(ann)
-    fingerprints = block.annotator_fingerprints(k)
+    profiles = label_profile_keys(ann.annotator_label_counts())
+    fingerprints = content_fingerprints(block, k, profiles)
     n_passes = n_draws - 1 + max(p for _, p, _ in RULES)
     fits = []                   # per pass: {fold: (test mask, [posterior per candidate])}
     for p in range(n_passes):
-        folds = block_folds(block, k, fingerprints, n_folds, p)
+        folds = block_folds(block, k, profiles, fingerprints, n_folds, p)
         fits.append({f: (folds == f, [type(model)(**model.get_params()).fit(
                          ann.select(folds != f)).posteriors_ for _, model in ladder])
                      for f in range(n_folds) if (folds == f).any()})
@@ -68,7 +70,7 @@ def replay(job: tuple) -> dict:
     weights = annotator_weights(ann.annotations_per_annotator(), ann.annotators,
                                 auto.selection_exponent)
     pairs = auto.find_copying_pairs(
-        pair_sums(block, k, pair_buckets(ann.n_annotations), int(auto.max_repeats)),
+        pair_sums(block, k, pair_buckets(ann.n_annotations), int(auto.max_repeats), profiles),
         ann.annotator_ids)
     weights = weights * copy_weights(block, pairs, k, held)
     names = [name for name, _ in ladder]

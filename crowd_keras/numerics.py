@@ -16,7 +16,7 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
            "class_vote_counts", "confusion_posteriors", "row_order", "GOLDEN64", "mix64",
-           "id_keys", "annotation_hashes", "group_fingerprints", "ranks_within", "draw_seed",
+           "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints", "ranks_within", "draw_seed",
            "keyed_uniforms", "keyed_choice"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
@@ -292,6 +292,18 @@ def annotation_hashes(item_keys: np.ndarray, labels: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         return mix64(np.asarray(item_keys, dtype=np.uint64)
                      + (np.asarray(labels).astype(np.uint64) + np.uint64(1)) * GOLDEN64)
+
+
+def label_profile_keys(votes: np.ndarray) -> np.ndarray:
+    """(A,) uint64 key of each annotator from its votes per class ``votes`` (A, K) alone: the
+    wrapping sum of the hashes of the labels it gave. No item id nor annotator name plays a
+    part, so the keys are the same under any renaming of either; annotators with the same
+    label counts share a key (the first round of :meth:`~crowd_keras.aggregation.em.Block.
+    item_content_keys`)."""
+    votes = np.asarray(votes)
+    label_hashes = mix64((np.arange(votes.shape[1], dtype=np.uint64) + np.uint64(1)) * GOLDEN64)
+    with np.errstate(over="ignore"):
+        return (votes.astype(np.uint64) * label_hashes[None, :]).sum(axis=1, dtype=np.uint64)
 
 
 def group_fingerprints(hashes: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:

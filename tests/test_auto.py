@@ -91,9 +91,17 @@ def test_folds_hide_part_of_each_item_and_never_single_annotations():
     assert folds[ann.items == 2].tolist() == [-1]                  # alone on its item
     first = folds[ann.items == 0]
     assert len(set(first.tolist())) == 4                            # one per fold: none emptied
-    # the fold of an annotation depends on its item's id, not on where the item is stored
-    sub = ann.subset([1, 0])
-    np.testing.assert_array_equal(np.sort(heldout_folds(sub, 5, 0)[sub.items == 1]), np.sort(first))
+    # the fold of an annotation depends on what its item was told, not on where the item is
+    # stored nor on its id
+    moved = ann.subset([2, 1, 0])
+    of_first = moved.item_ids[moved.items] == 0
+    np.testing.assert_array_equal(np.sort(heldout_folds(moved, 5, 0)[of_first]), np.sort(first))
+    renamed = Annotations.from_frame(pd.DataFrame({
+        "task": ["c", "c", "c", "c", "b", "b", "a"], "worker": [0, 1, 2, 3, 0, 1, 2],
+        "label": [0, 1, 0, 0, 1, 1, 0]}))
+    np.testing.assert_array_equal(
+        np.sort(heldout_folds(renamed, 5, 0)[renamed.item_ids[renamed.items] == "c"]),
+        np.sort(first))
 
 
 @pytest.mark.parametrize("ids", [np.arange(2000), np.arange(2000).astype(str).astype(object)],

@@ -18,6 +18,7 @@ from crowd_keras.aggregation.auto import (agreement_bounds, agreement_scores, ag
                                           annotator_weights, copy_weights, copying_pairs,
                                           item_offsets, pair_sums, paired_gains, tied_with_best)
 from crowd_keras.aggregation.em import Block
+from crowd_keras.numerics import label_profile_keys
 from crowd_keras.datasets import (FAILURE_KINDS, load_truth_inference, simulate_crowd,
                                   simulate_failure_kind)
 
@@ -55,7 +56,7 @@ def test_default_is_at_least_majority_vote_on_every_seed_of_every_failure_kind(k
         # removed the fold-draw exception of step 29 (cliques_moderate seed 2: IBCC, 33 below)
         floor = max(1, 0.003 * len(y)) / len(y)
         assert gains[-1] >= -floor - 1e-12, (kind, seed, auto.chosen_, auto.heldout_agreement_)
-    assert np.mean(gains) >= 0, gains      # the kind's mean as well
+    assert np.mean(gains) >= -1e-12, gains      # the kind's mean as well
     if kind in ("skewed_prolific", "biased_experts", "lenient_strict", "dense_biased"):
         assert np.mean(gains) > 0.015, gains    # where annotator models should win, they do
     # class-balanced gold: the uniform target never lowers the mean recall of the chosen
@@ -150,7 +151,7 @@ def test_copying_pairs_are_found_without_truth(copy):
     np.testing.assert_array_equal(factor, np.where(by_pair & both & (copy > 0), 0.5, 1.0))
 
 
-def test_pair_sums_add_over_blocks_and_sample_items_by_id():
+def test_pair_sums_add_over_blocks_and_sample_items_by_content():
     ann, _ = copying_crowd()
     block = Block.from_annotations(ann)
     cut = np.arange(ann.n_items) < 600
@@ -158,8 +159,11 @@ def test_pair_sums_add_over_blocks_and_sample_items_by_id():
     parts = [pair_sums(block.subset(rows), ann.n_classes) for rows in (cut, ~cut)]
     for total, a, b in zip(whole, *parts):
         np.testing.assert_array_equal(_dense(total), _dense(a) + _dense(b))
-    sampled = pair_sums(block, ann.n_classes, 3, 5)
-    chosen = item_offsets(ann.item_ids, 3, 5) == 0
+    profiles = label_profile_keys(ann.annotator_label_counts())
+    sampled = pair_sums(block, ann.n_classes, 3, 5, profiles)
+    chosen = item_offsets(block.item_content_keys(ann.n_classes, profiles), 3, 5) == 0
+    with pytest.raises(ValueError, match="label profiles"):
+        pair_sums(block, ann.n_classes, 3, 5)
     assert 0.2 < chosen.mean() < 0.45
     for a, b in zip(sampled, pair_sums(block.subset(chosen), ann.n_classes)):
         np.testing.assert_array_equal(_dense(a), _dense(b))
@@ -274,16 +278,19 @@ def test_a_small_clique_crowd_chooses_alike_over_fold_draws():
     """Step 30's reason: on cliques_moderate seed 2 (half size) IBCC and EBCC are 0.0003
     apart in held-out agreement and three passes picked IBCC (33 of 1,020 items below
     voting) on some fold draws, EBCC (3 below) on others. Ten passes and the band take EBCC
-    on every draw tried, with IBCC tied to it."""
+    on every draw tried, with IBCC tied to it (without the band IBCC, 0.0003 ahead, would be
+    chosen on some of them)."""
     crowd = simulate_failure_kind("cliques_moderate", seed=2, scale=0.5)
     ann, y = crowd.annotations, np.asarray(crowd.y)
     vote = accuracy(MajorityVote().fit(ann), y)
-    for state in (0, 1):
+    best = []
+    for state in (0, 1, 2):
         auto = AutoLabelModel(random_state=state).fit(ann)
         assert auto.chosen_ == "ebcc" and "ibcc" in auto.tied_, (state, auto.heldout_agreement_)
         assert accuracy(auto, y) >= vote - 3.5 / len(y)
-    three = AutoLabelModel(max_repeats=3).fit(ann)     # the draw that took IBCC before
-    assert three.n_heldout_ == auto.n_heldout_ and "ebcc" not in three.selection_scores_
+        scores = auto.selection_scores_
+        best.append(max(scores, key=scores.get))
+    assert "ibcc" in best, best      # the band, not the draw, is what keeps EBCC
 
 
 def test_tie_broken_vote_is_the_vote_except_on_ties():

@@ -15,7 +15,9 @@ from crowd_keras import Annotations, CrowdDataError  # noqa: E402
 from crowd_keras.aggregation import AutoLabelModel, DawidSkene  # noqa: E402
 from crowd_keras.aggregation.base import LabelModel  # noqa: E402
 from crowd_keras.aggregation.em import Block  # noqa: E402
-from crowd_keras.aggregation.auto import block_folds, heldout_folds  # noqa: E402
+from crowd_keras.aggregation.auto import (block_folds, content_fingerprints,  # noqa: E402
+                                          heldout_folds)
+from crowd_keras.numerics import label_profile_keys  # noqa: E402
 from crowd_keras.aggregation import auto as auto_module  # noqa: E402
 from crowd_keras.datasets import (load_truth_inference, simulate_crowd,  # noqa: E402
                                   simulate_failure_kind)
@@ -68,8 +70,14 @@ def test_the_blocks_draw_the_in_memory_folds(ids):
     np.testing.assert_array_equal(data.annotator_keys(), fingerprints)
     np.testing.assert_array_equal(fingerprints,
                                   Block.from_annotations(ann).annotator_fingerprints(k))
+    # and so do the content fingerprints of the folds, from the summed votes' profiles
+    profiles = label_profile_keys(data.summary.votes)
+    np.testing.assert_array_equal(profiles, label_profile_keys(ann.annotator_label_counts()))
+    content = sum(content_fingerprints(b, k, profiles) for b in blocks)
+    np.testing.assert_array_equal(content, content_fingerprints(Block.from_annotations(ann), k,
+                                                                profiles))
     for seed in (0, 3):
-        per_block = [block_folds(b, k, fingerprints, 5, seed) for b in blocks]
+        per_block = [block_folds(b, k, profiles, content, 5, seed) for b in blocks]
         sizes = [b.annotations_per_item() for b in blocks]
         # back to the in-memory order (items sorted): split per item, reorder, join
         per_item = [np.split(f, np.cumsum(s)[:-1]) for f, s in zip(per_block, sizes)]

@@ -31,7 +31,8 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import mix64, ranks_within, shift_class_prior, top_classes
+from ..numerics import (label_profile_keys, mix64, ranks_within, shift_class_prior,
+                        top_classes)
 from ..progress import progress_bar
 from .base import LabelModel, check_flags, partitioned_report
 from .dawid_skene import DawidSkene
@@ -41,7 +42,7 @@ from .majority_vote import CalibratedVote, MajorityVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
-           "fold_keys", "block_folds",
+           "fold_keys", "block_folds", "content_fingerprints", "paired_gains", "tied_with_best",
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
            "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
@@ -109,12 +110,15 @@ def pair_buckets(n_annotations: int) -> int:
     return max(1, -(-int(n_annotations) // PAIR_ANNOTATIONS))
 
 
-def pair_sums(block: Block, n_classes: int, buckets: int = 1,
-              seed: int = 0) -> Tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+def pair_sums(block: Block, n_classes: int, buckets: int = 1, seed: int = 0,
+              profiles: Optional[np.ndarray] = None
+              ) -> Tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
     """Pairwise sums over a block's items from which copying pairs follow
     (:func:`copying_pairs`); summable over blocks. With ``buckets`` > 1 only the items whose
-    :func:`item_offsets` (``buckets``, ``seed``) is 0 count (a sample drawn from the ids, the
-    same wherever an item is).
+    :func:`item_offsets` (``buckets``, ``seed``) of their content keys
+    (``Block.item_content_keys`` from the crowd's ``profiles``,
+    :func:`~crowd_keras.numerics.label_profile_keys`) is 0 count: a sample drawn from what
+    the items were told, the same wherever an item is and whatever its id.
 
     Returns:
         ``common`` (A, A) sparse: items labelled by both annotators (the diagonal: each one's
@@ -123,7 +127,11 @@ def pair_sums(block: Block, n_classes: int, buckets: int = 1,
     """
     k = int(n_classes)
     if int(buckets) > 1:
-        block = block.subset(item_offsets(block.item_ids, int(buckets), seed) == 0)
+        if profiles is None:
+            raise ValueError("pair_sums: sampling items (buckets > 1) needs the crowd's "
+                             "label profiles")
+        keys = block.item_content_keys(k, profiles)
+        block = block.subset(item_offsets(keys, int(buckets), seed) == 0)
     X = block.X
     n_items, n_annotators = X.shape[0], X.shape[1] // k
     items = np.repeat(np.arange(n_items), np.diff(X.indptr))
@@ -431,12 +439,14 @@ def item_offsets(item_ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     return (h % np.uint64(n_folds)).astype(np.int64)
 
 
-def fold_keys(block: Block, n_classes: int, fingerprints: np.ndarray, seed: int) -> np.ndarray:
+def fold_keys(block: Block, n_classes: int, fingerprints: np.ndarray, seed: int,
+              item_keys: np.ndarray) -> np.ndarray:
     """(n,) uint64 key of each annotation of ``block`` that orders an item's annotations for
     :func:`annotation_folds`: a seeded mix of its annotator's ``fingerprints`` (A,) and its
-    own (item, label) hash, so that which annotations are hidden together depends on what
-    the annotators said, never on their names or codes."""
-    hashes = block.annotation_hashes(n_classes)
+    own (item, label) hash, the item by its content key ``item_keys`` (I,)
+    (``Block.item_content_keys``), so that which annotations are hidden together depends on
+    what the annotators said, never on the names or codes of annotators or items."""
+    hashes = block.annotation_hashes(n_classes, item_keys)
     salt = mix64(np.array([int(seed) % 2**64], dtype=np.uint64))
     with np.errstate(over="ignore"):
         # the fingerprint mixed before the sum: an annotator of one label has the label's
@@ -448,10 +458,10 @@ def fold_keys(block: Block, n_classes: int, fingerprints: np.ndarray, seed: int)
 def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
                      seed: int, keys: Optional[np.ndarray] = None) -> np.ndarray:
     """:func:`heldout_folds` of annotations stored by item: ``per_item[i]`` annotations of the
-    item ``item_ids[i]``, consecutive, ranked within their item by ``keys`` (n,)
-    (:func:`fold_keys`; None: by storage order). Only the items' ids and the keys decide, so a
-    block of items (a partitioned fit) draws the folds of its annotations alone, exactly as
-    the whole set draws them."""
+    item ``item_ids[i]`` (its id or content key), consecutive, ranked within their item by
+    ``keys`` (n,) (:func:`fold_keys`; None: by storage order). Only the items' ids and the
+    keys decide, so a block of items (a partitioned fit) draws the folds of its annotations
+    alone, exactly as the whole set draws them."""
     # one fold would hide every annotation of an item, with nothing left to predict it from
     n_folds = check_count(n_folds, "n_folds", 2)
     per_item = np.asarray(per_item, dtype=np.int64)
@@ -465,11 +475,22 @@ def annotation_folds(item_ids: np.ndarray, per_item: np.ndarray, n_folds: int,
     return fold
 
 
-def block_folds(block: Block, n_classes: int, fingerprints: np.ndarray, n_folds: int,
-                seed: int) -> np.ndarray:
-    """:func:`annotation_folds` of a block's annotations, ranked by :func:`fold_keys`."""
-    return annotation_folds(block.item_ids, block.annotations_per_item(), n_folds, seed,
-                            fold_keys(block, n_classes, fingerprints, seed))
+def content_fingerprints(block: Block, n_classes: int, profiles: np.ndarray) -> np.ndarray:
+    """(A,) uint64 fingerprints of the annotators (``Block.annotator_fingerprints``) with the
+    items known by their content keys (``Block.item_content_keys`` from the crowd's
+    ``profiles``, :func:`~crowd_keras.numerics.label_profile_keys`): no item id nor
+    annotator name plays a part; summable over blocks (wrapping)."""
+    return block.annotator_fingerprints(n_classes, block.item_content_keys(n_classes, profiles))
+
+
+def block_folds(block: Block, n_classes: int, profiles: np.ndarray, fingerprints: np.ndarray,
+                n_folds: int, seed: int) -> np.ndarray:
+    """:func:`annotation_folds` of a block's annotations, the items by their content keys
+    (from the crowd's label ``profiles``) and ranked by :func:`fold_keys` (the annotators'
+    :func:`content_fingerprints`, summed over every block)."""
+    item_keys = block.item_content_keys(n_classes, profiles)
+    return annotation_folds(item_keys, block.annotations_per_item(), n_folds, seed,
+                            fold_keys(block, n_classes, fingerprints, seed, item_keys))
 
 
 def heldout_folds(ann: Annotations, n_folds: int, seed: int) -> np.ndarray:
@@ -478,13 +499,16 @@ def heldout_folds(ann: Annotations, n_folds: int, seed: int) -> np.ndarray:
     Folds are drawn within items: the annotation of rank ``r`` in its item goes to fold
     ``(r + o_i) mod F`` with a pseudo-random offset ``o_i`` per item (:func:`item_offsets`),
     so a fold hides about ``n_i / F`` of an item's annotations and never all of them. The
-    ranks are by :func:`fold_keys` (from what the annotators said, not their names), so
-    renaming or reordering annotators draws the same folds. Items with a single annotation
-    are never held out (nothing would be left to predict it from).
+    offsets and the ranks are drawn from what the annotators said (:func:`fold_keys`, the
+    items' content keys), not from the names of annotators or items, so renaming or
+    reordering either draws the same folds. Items with a single annotation are never held
+    out (nothing would be left to predict it from).
     """
     block = Block.from_annotations(ann)
     k = ann.n_classes
-    return block_folds(block, k, block.annotator_fingerprints(k), n_folds, seed)
+    profiles = label_profile_keys(ann.annotator_label_counts())
+    return block_folds(block, k, profiles, content_fingerprints(block, k, profiles), n_folds,
+                       seed)
 
 
 def heldout_log_likelihood(model: LabelModel, ann: Annotations, mask: np.ndarray) -> np.ndarray:
@@ -836,11 +860,12 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         bar = progress_bar(selection_steps(n_folds, self.max_repeats), desc="auto: held-out fits",
                            disable=not self.progress)
         block = Block.from_annotations(ann)
-        fingerprints = block.annotator_fingerprints(ann.n_classes)   # the same for every pass
+        profiles = label_profile_keys(ann.annotator_label_counts())
+        fingerprints = content_fingerprints(block, ann.n_classes, profiles)   # every pass's
         for repeat, fold in bar:
             if repeat not in folds:
-                folds[repeat] = block_folds(block, ann.n_classes, fingerprints, n_folds,
-                                            seed + repeat)
+                folds[repeat] = block_folds(block, ann.n_classes, profiles, fingerprints,
+                                            n_folds, seed + repeat)
             test = folds[repeat] == fold
             if test.any():
                 train = ann.select(~test)
@@ -859,7 +884,7 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                                     self.selection_exponent)
         sample = (pair_buckets(ann.n_annotations), seed + int(self.max_repeats))
         pairs = self.find_copying_pairs(None if self.copy_confidence is None else
-                                        pair_sums(block, ann.n_classes, *sample),
+                                        pair_sums(block, ann.n_classes, *sample, profiles),
                                         ann.annotator_ids)
         weights = weights * copy_weights(block, pairs, ann.n_classes,
                                          np.logical_or.reduce(tests))
@@ -898,12 +923,15 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                    item_log_prior: np.ndarray, gold: np.ndarray,
                    pred_probs: Optional[np.ndarray] = None) -> np.ndarray:
         """:func:`gold_sums` of each candidate's hits on gold items hidden from it (ties:
-        fractional), over ``gold_folds`` folds of the gold items drawn from their ids; each
+        fractional), over ``gold_folds`` folds of the gold items drawn from their content
+        keys (``Block.item_content_keys``, as the held-out folds); each
         candidate's labels are those it would return, under the target of the gold items
         outside the fold (:meth:`target_prior_vector`)."""
         n_folds = min(int(self.gold_folds), len(gold))
         seed = 0 if self.random_state is None else int(self.random_state)
-        fold_of = item_offsets(ann.item_ids[gold], n_folds, seed)
+        profiles = label_profile_keys(ann.annotator_label_counts())
+        keys = Block.from_annotations(ann).item_content_keys(ann.n_classes, profiles)
+        fold_of = item_offsets(keys[gold], n_folds, seed)
         truth = np.argmax(item_log_prior[gold], axis=1)
         sums = np.zeros((len(ladder), 1 + len(ladder)))
         for fold in range(n_folds):

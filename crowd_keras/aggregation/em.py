@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..numerics import (annotation_hashes, group_fingerprints, id_keys, normalize_rows,
+from ..numerics import (annotation_hashes, group_fingerprints, id_keys, mix64, normalize_rows,
                         pair_index, soft_vote)
 from ..progress import Convergence
 from .base import LabelModel, as_annotations, check_settings, gold_codes
@@ -126,18 +126,35 @@ class Block:
             logits += self.item_log_prior
         return logits
 
-    def annotation_hashes(self, k: int) -> np.ndarray:
+    def annotation_hashes(self, k: int, item_keys: Optional[np.ndarray] = None) -> np.ndarray:
         """(n,) :func:`~crowd_keras.numerics.annotation_hashes` of the annotations (storage
-        order): each from its item's id and its label, not its annotator."""
-        keys = np.repeat(id_keys(self.item_ids, 0), self.annotations_per_item())
-        return annotation_hashes(keys, self.X.indices % k)
+        order): each from its item's key and its label, not its annotator. ``item_keys``
+        (I,) uint64: the items' keys (:meth:`item_content_keys`); None: their ids'."""
+        keys = id_keys(self.item_ids, 0) if item_keys is None else item_keys
+        return annotation_hashes(np.repeat(keys, self.annotations_per_item()),
+                                 self.X.indices % k)
 
-    def annotator_fingerprints(self, k: int) -> np.ndarray:
+    def annotator_fingerprints(self, k: int, item_keys: Optional[np.ndarray] = None
+                               ) -> np.ndarray:
         """(A,) uint64 fingerprint of each annotator: the wrapping sum of the hashes of the
-        (item, label) pairs it gave in the block; summable over blocks (wrapping), the same
-        under any renaming or reordering of the annotators (0: no annotations)."""
-        return group_fingerprints(self.annotation_hashes(k), self.X.indices // k,
+        (item, label) pairs it gave in the block (items by ``item_keys``, see
+        :meth:`annotation_hashes`); summable over blocks (wrapping), the same under any
+        renaming or reordering of the annotators (0: no annotations)."""
+        return group_fingerprints(self.annotation_hashes(k, item_keys), self.X.indices // k,
                                   self.X.shape[1] // k)
+
+    def item_content_keys(self, k: int, profile_keys: np.ndarray) -> np.ndarray:
+        """(I,) uint64 key of each item from what it was told, no id nor name: the wrapping
+        sum over its annotations of the hash of (its annotator's ``profile_keys``, the
+        label), ``profile_keys`` (A,) from the votes of the whole crowd
+        (:func:`~crowd_keras.numerics.label_profile_keys`), so a block's keys are those of
+        the whole set. Items told the same by annotators of the same profile share a key (a
+        draw keyed on it is then the same for them); without annotations: 0."""
+        annotators = self.X.indices // k
+        hashes = annotation_hashes(mix64(np.asarray(profile_keys, dtype=np.uint64)[annotators]),
+                                   self.X.indices % k)
+        items = np.repeat(np.arange(self.n_items), self.annotations_per_item())
+        return group_fingerprints(hashes, items, self.n_items)
 
     def summary(self, k: int, fingerprints: bool = False) -> "Summary":
         """The block's :class:`Summary`; ``fingerprints``: with the annotators'

@@ -6,10 +6,10 @@ one by one:
 
 1. the regime from the summed votes: on labeling-function votes the abstain-aware
    Dawid-Skene (as every crowd model's ``labeling_functions="auto"``);
-2. the same folds: each block draws the folds of its own annotations from its items' ids and
-   the annotations' ranks within their items by content keys (:func:`~crowd_keras.
-   aggregation.auto.block_folds`; the annotators' fingerprints summed over blocks first), so
-   no annotation moves and nothing is shuffled;
+2. the same folds: each block draws the folds of its own annotations from its items' content
+   keys and the annotations' ranks within their items (:func:`~crowd_keras.aggregation.auto.
+   block_folds`; the crowd's label profiles from the summed votes, the annotators'
+   fingerprints summed over blocks first), so no annotation moves and nothing is shuffled;
 3. per fold, the training annotations as blocks of their own (persisted where each block is)
    and on them a partitioned fit of every candidate in lock-step
    (``PartitionedAnnotations.fit_many``), with the in-memory stopping rule
@@ -35,13 +35,14 @@ import pandas as pd
 from dask import delayed
 
 from ..aggregation.auto import (AutoLabelModel, agreement_scores, agreement_sums,
-                                annotator_weights, block_folds,
+                                annotator_weights, block_folds, content_fingerprints,
                                 classifier_top_counts,
                                 copy_weights, gold_sums, item_offsets, named_classes,
                                 pair_buckets, pair_sums, selection_done, selection_steps,
                                 under_target)
 from ..annotations import Annotations
 from ..errors import CrowdDataError
+from ..numerics import label_profile_keys
 from ..progress import progress_bar
 from .blocks import Block, Summary
 from .methods import Fit, Method, labeling_function_method, method_for
@@ -49,23 +50,23 @@ from .methods import Fit, Method, labeling_function_method, method_for
 __all__ = ["AutoMethod"]
 
 
-def _training_block(block: Block, k: int, fingerprints: np.ndarray, n_folds: int, seed: int,
-                    fold: int) -> Block:
-    """The block without the annotations of ``fold`` (those drawn with ``seed``; the
-    annotators' summed ``fingerprints``, ``PartitionedAnnotations.annotator_keys``)."""
-    return block.select(block_folds(block, k, fingerprints, n_folds, seed) != fold)
+def _training_block(block: Block, k: int, profiles: np.ndarray, fingerprints: np.ndarray,
+                    n_folds: int, seed: int, fold: int) -> Block:
+    """The block without the annotations of ``fold`` (those drawn with ``seed``; the crowd's
+    label ``profiles`` and the annotators' :func:`content_fingerprints` summed over blocks)."""
+    return block.select(block_folds(block, k, profiles, fingerprints, n_folds, seed) != fold)
 
 
-def _score_block(block: Block, k: int, fingerprints: np.ndarray, n_folds: int, seed: int,
-                 fitted: Sequence[tuple], counts: np.ndarray, exponent: float,
-                 pairs: Any) -> Tuple[np.ndarray, int]:
+def _score_block(block: Block, k: int, profiles: np.ndarray, fingerprints: np.ndarray,
+                 n_folds: int, seed: int, fitted: Sequence[tuple], counts: np.ndarray,
+                 exponent: float, pairs: Any) -> Tuple[np.ndarray, int]:
     """:func:`agreement_sums` of one block for the fits ``fitted`` (``[((pass, fold),
     [(strategy, parameters), ...]), ...]``) and the number of its annotations held out;
     ``pairs``: the copying pairs (:func:`copy_weights`)."""
     tests, posteriors, folds = [], [], {}
     for (repeat, fold), fits in fitted:
         if repeat not in folds:   # one draw per pass, shared by its folds
-            folds[repeat] = block_folds(block, k, fingerprints, n_folds, seed + repeat)
+            folds[repeat] = block_folds(block, k, profiles, fingerprints, n_folds, seed + repeat)
         test = folds[repeat] == fold
         train = block.select(~test)
         tests.append(test)
@@ -91,24 +92,29 @@ def _classifier_top_counts(block: Block, k: int) -> np.ndarray:
     return classifier_top_counts(block.pred_probs)
 
 
-def _gold_fold_counts(block: Block, n_folds: int, seed: int, k: int) -> np.ndarray:
+def _gold_fold_counts(block: Block, n_folds: int, seed: int, k: int,
+                      profiles: np.ndarray) -> np.ndarray:
     """(n_folds, K) the block's gold items per fold (folds as :func:`_hidden_gold`) and class."""
     rows = np.flatnonzero(_gold_rows(block))
     if len(rows) == 0:
         return np.zeros((n_folds, k), dtype=np.int64)
-    fold = item_offsets(block.item_ids[rows], n_folds, seed)
+    fold = item_offsets(block.item_content_keys(k, profiles)[rows], n_folds, seed)
     truth = np.argmax(block.item_log_prior[rows], axis=1)
     return np.bincount(fold * k + truth, minlength=n_folds * k).reshape(n_folds, k)
 
 
-def _hidden_gold(block: Block, n_folds: int, seed: int, fold: int) -> np.ndarray:
-    """The block's gold items of ``fold`` (folds drawn from the items' ids, as in memory)."""
-    return _gold_rows(block) & (item_offsets(block.item_ids, n_folds, seed) == fold)
+def _hidden_gold(block: Block, n_folds: int, seed: int, fold: int, k: int,
+                 profiles: np.ndarray) -> np.ndarray:
+    """The block's gold items of ``fold`` (folds drawn from the items' content keys, from the
+    crowd's label ``profiles``, as in memory)."""
+    keys = block.item_content_keys(k, profiles)
+    return _gold_rows(block) & (item_offsets(keys, n_folds, seed) == fold)
 
 
-def _gold_fold_block(block: Block, n_folds: int, seed: int, fold: int) -> Block:
+def _gold_fold_block(block: Block, n_folds: int, seed: int, fold: int, k: int,
+                     profiles: np.ndarray) -> Block:
     """The block with the gold items of ``fold`` no longer held at their class."""
-    hidden = _hidden_gold(block, n_folds, seed, fold)
+    hidden = _hidden_gold(block, n_folds, seed, fold, k, profiles)
     if not hidden.any():
         return block
     prior = block.item_log_prior.copy()
@@ -116,15 +122,15 @@ def _gold_fold_block(block: Block, n_folds: int, seed: int, fold: int) -> Block:
     return replace(block, item_log_prior=prior)
 
 
-def _gold_hits(block: Block, n_folds: int, seed: int, fold: int, fits: Sequence[tuple],
-               target: Optional[np.ndarray]) -> np.ndarray:
+def _gold_hits(block: Block, n_folds: int, seed: int, fold: int, k: int, profiles: np.ndarray,
+               fits: Sequence[tuple], target: Optional[np.ndarray]) -> np.ndarray:
     """:func:`gold_sums` of each candidate's hits on the hidden gold items of ``fold``
     (``fits``: strategy, parameters, class priors and whether its posteriors carry them,
     fitted without those items), its labels under ``target`` (as in memory)."""
-    hidden = np.flatnonzero(_hidden_gold(block, n_folds, seed, fold))
+    hidden = np.flatnonzero(_hidden_gold(block, n_folds, seed, fold, k, profiles))
     if len(hidden) == 0:
         return np.zeros((len(fits), 1 + len(fits)))
-    train = _gold_fold_block(block, n_folds, seed, fold)
+    train = _gold_fold_block(block, n_folds, seed, fold, k, profiles)
     truth = np.argmax(block.item_log_prior[hidden], axis=1)
     return gold_sums(np.stack([
         agreement_scores(under_target(method.posteriors(train, params), priors, target, has),
@@ -172,7 +178,8 @@ class AutoMethod(Method):
             (data.reduce(_classifier_top_counts, k) > 0)
         seed = 0 if model.random_state is None else int(model.random_state)
         # gold per fold and class (the folds of :meth:`_gold_sums`; summed: the gold's classes)
-        self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k)
+        self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k,
+                                            label_profile_keys(data.summary.votes))
         model.gold_class_counts_ = self.gold_fold_counts.sum(axis=0)
         model.n_gold_ = int(model.gold_class_counts_.sum())
         if model.n_gold_:
@@ -195,17 +202,18 @@ class AutoMethod(Method):
         n_folds = min(int(model.gold_folds), model.n_gold_)
         seed = 0 if model.random_state is None else int(model.random_state)
         k = data.summary.votes.shape[1]
+        profiles = label_profile_keys(data.summary.votes)
         counts = self.gold_fold_counts if n_folds == int(model.gold_folds) else \
-            data.reduce(_gold_fold_counts, n_folds, seed, k)
+            data.reduce(_gold_fold_counts, n_folds, seed, k, profiles)
         sums = np.zeros((len(self.ladder), 1 + len(self.ladder)))
         for fold in range(n_folds):
-            train = data.derive(_gold_fold_block, n_folds, seed, fold)
+            train = data.derive(_gold_fold_block, n_folds, seed, fold, k, profiles)
             fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
             target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold],
                                                data.classes, model.named_classes_)
             scored = [(fit.method, fit.params, fit.model.class_priors_,
                        fit.model.posterior_has_class_prior) for fit in fits]
-            sums += data.reduce(_gold_hits, n_folds, seed, fold,
+            sums += data.reduce(_gold_hits, n_folds, seed, fold, k, profiles,
                                 delayed(scored, traverse=False), target)
         return sums
 
@@ -215,12 +223,16 @@ class AutoMethod(Method):
         n_folds, scored = int(model.n_folds), 0
         fitted: List[tuple] = []
         k = data.summary.votes.shape[1]
-        # the annotators' fingerprints, summed over the blocks (wrapping): the folds' order keys
-        fingerprints = delayed(data.annotator_keys(), traverse=False)
+        # the crowd's label profiles (from the summed votes) key the items' content; the
+        # annotators' fingerprints over those, summed over the blocks (wrapping), the folds'
+        # order keys
+        profiles = label_profile_keys(data.summary.votes)
+        fingerprints = delayed(data.reduce(content_fingerprints, k, profiles), traverse=False)
         bar = progress_bar(selection_steps(n_folds, model.max_repeats),
                            desc="auto: held-out fits (partitioned)", disable=not model.progress)
         for repeat, fold in bar:
-            train = data.derive(_training_block, k, fingerprints, n_folds, seed + repeat, fold)
+            train = data.derive(_training_block, k, profiles, fingerprints, n_folds,
+                                seed + repeat, fold)
             n_test = data.summary.n_annotations - train.summary.n_annotations
             if n_test:
                 fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
@@ -235,9 +247,10 @@ class AutoMethod(Method):
         counts = data.summary.votes.sum(axis=1)
         sample = (pair_buckets(data.summary.n_annotations), seed + int(model.max_repeats))
         pairs = model.find_copying_pairs(None if model.copy_confidence is None else
-                                         data.reduce(pair_sums, k, *sample),
+                                         data.reduce(pair_sums, k, *sample, profiles),
                                          data.annotator_ids)
-        sums, model.n_heldout_ = data.reduce(_score_block, k, fingerprints, n_folds, seed,
+        sums, model.n_heldout_ = data.reduce(_score_block, k, profiles, fingerprints, n_folds,
+                                             seed,
                                              delayed(fitted, traverse=False), counts,
                                              float(model.selection_exponent),
                                              delayed(pairs, traverse=False))

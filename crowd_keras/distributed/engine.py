@@ -282,7 +282,7 @@ class PartitionedAnnotations:
         """(A,) uint64 the annotators' fingerprints summed over the blocks
         (:meth:`Block.annotator_fingerprints <crowd_keras.aggregation.em.Block.annotator_fingerprints>`,
         wrapping sums): the keys of draws made per annotator (MACE's restarts, the mixture of
-        groups' start, the default's folds). One pass over the blocks on first use, then kept
+        groups' start). One pass over the blocks on first use, then kept
         in :attr:`summary` (only the models that draw per annotator pay for it)."""
         if self.summary.fingerprints is None:
             self.summary = replace(self.summary, fingerprints=self.reduce(

@@ -20,8 +20,9 @@ g_i = m)`` and expected counts ``N_aklm = Σ_{i: y_ia = l} q_ikm`` (one sparse p
 
 The symmetry between subtypes is broken by a random start: ``q_ikm = q⁰_ik d_ikm`` with
 ``q⁰`` the soft majority vote and ``d_ik ~ Dirichlet(1, …, 1)``, drawn per item from the
-seed and the item's id (:func:`subtype_draws`), so that any split of the items into blocks
-draws the same start.
+seed and the item's content key (what its annotators, known by their label counts over the
+whole crowd, said: ``Block.item_content_keys``; :func:`subtype_draws`), so that any split of
+the items into blocks draws the same start and renaming items or annotators draws it alike.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...arguments import check_count, check_number
-from ...numerics import GOLDEN64, id_keys, mix64, softmax_rows
+from ...numerics import GOLDEN64, id_keys, label_profile_keys, mix64, softmax_rows
 from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
@@ -47,7 +48,9 @@ _DRAW_BLOCK = 1 << 15   # words per block of subtype_draws (its arrays stay in t
 def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int) -> np.ndarray:
     """(I, K, M) Dirichlet(1, …, 1) draws over the M subtypes, one per item and class.
 
-    Item ``i``'s draws depend only on ``seed`` and ``item_ids[i]`` (its key
+    ``item_ids``: the items' ids or keys (EBCC passes their content keys,
+    :meth:`~crowd_keras.aggregation.em.Block.item_content_keys`). Item ``i``'s draws depend
+    only on ``seed`` and ``item_ids[i]`` (its key
     :func:`~crowd_keras.numerics.id_keys`, stable across processes): word ``c`` of item ``i``
     is ``mix(key_i + c·γ)`` (:func:`~crowd_keras.numerics.mix64`),
     its uniform ``u`` gives an Exponential(1) ``−log u``, and normalised exponentials are
@@ -182,7 +185,7 @@ class EBCC(BayesianLabelModel):
         a_v, b_v: Dirichlet pseudo-counts of a confusion row, on and off the true class.
         empirical_prior: use the soft majority vote's class totals ``Σ_i q⁰_i`` as ``alpha``
             (the votes only: gold clamps do not enter it; :func:`vote_share_totals`).
-        seed: seed of the random start (per item: :func:`subtype_draws`).
+        seed: seed of the random start (per item, from its content: :func:`subtype_draws`).
         init: ``"random"``, or an explicit start ``q(z, g)`` of shape (I, K, M) or
             (I, K·M) for a one-block fit (e.g. the authors' code's draw).
         prune_below: drop a subtype once its expected number of items ``Σ_i q_ikm`` falls
@@ -257,9 +260,17 @@ class EBCC(BayesianLabelModel):
                                  f"{(block.n_items, k * m)}, got {start.shape}")
             return check_start(start.reshape(block.n_items, k * m).copy(), "EBCC init"), every
         post = self.initial_posteriors(block)
-        draws = subtype_draws(block.item_ids, k, m, int(self.seed))
+        # keyed on what each item was told, not its id: renamed or re-imported items (new
+        # task ids, a shuffled label matrix) start alike and end alike
+        draws = subtype_draws(block.item_content_keys(k, self.profile_keys_), k, m,
+                              int(self.seed))
         draws *= post[:, :, None]
         return draws.reshape(block.n_items, k * m), every
+
+    def init_state(self, summary: Summary) -> "EBCC":
+        super().init_state(summary)
+        self.profile_keys_ = label_profile_keys(summary.votes)
+        return self
 
     def initial_statistics(self, block: Block) -> SubtypeStatistics:
         return self.sufficient_statistics(block, self.initial_latent(block))
