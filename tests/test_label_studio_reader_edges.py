@@ -6,6 +6,7 @@ import csv
 import io
 import json
 
+import numpy as np
 import pytest
 
 pytest.importorskip("label_studio_sdk")
@@ -179,11 +180,21 @@ def test_cli_says_why_no_annotation_is_left(tmp_path, capsys, flag, expected):
 
 def test_cli_notes_ground_truth_of_one_class_only(tmp_path, capsys):
     from crowd_keras.cli import main
+    from crowd_keras.datasets import simulate_failure_kind
 
-    tasks = [_task(t, (10 * t + 1, 1, ["x" if t % 2 else "y"]), (10 * t + 2, 2, ["x"]),
-                   (10 * t + 3, 3, ["y" if t % 3 else "x"])) for t in range(1, 9)]
-    tasks[0]["annotations"].append({"id": 99, "completed_by": 4, "ground_truth": True,
-                                    "result": tasks[0]["annotations"][0]["result"]})
+    # a crowd where the default takes a model with a class prior (every worker labels every
+    # item, most of them class-biased), so the gold's mix decides labels and the note is due
+    # (with voting kept it decides nothing, and no note is printed)
+    ann = simulate_failure_kind("dense_biased", seed=0, scale=0.5).annotations
+    names = np.array(["x", "y"])[ann.labels]
+    tasks = [_task(t + 1, *[(100 * (t + 1) + int(j), int(w) + 1, [str(names[j])])
+                            for j, w in zip(np.flatnonzero(ann.items == t),
+                                            ann.annotators[ann.items == t])])
+             for t in range(ann.n_items)]
+    tasks[0]["annotations"].append({"id": 99, "completed_by": 999, "ground_truth": True,
+                                    "result": [{"from_name": "s", "to_name": "text",
+                                                "type": "choices",
+                                                "value": {"choices": ["x"]}}]})
     export = tmp_path / "export.json"
     export.write_text(json.dumps(tasks))
     assert main(["label-studio", "aggregate", str(export), "--out", str(tmp_path / "p.json"),
@@ -191,7 +202,7 @@ def test_cli_notes_ground_truth_of_one_class_only(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 ground-truth task held at their label in the fit" in out
     assert "note: the labels are decided for the gold's class mix (gold items per class, " \
-           "target share: x 1 (0.67), y 0 (0.33))" in out
+           "target share: x 1 (0.67), y 0 (0.33))" in out, out
 
 
 def test_json_min_data_field_named_like_the_control_says_why_it_cannot_be_read():

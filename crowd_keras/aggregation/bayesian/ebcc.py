@@ -206,6 +206,8 @@ class EBCC(BayesianLabelModel):
         state_: the last iteration's ``(bias, E[log v], live, eta, nu, mu)``.
         objective_: the summed log normaliser per iteration.
         n_iter_: VB iterations run.
+        profile_keys_: (annotators,) uint64 the annotators' label-profile keys
+            (:func:`~crowd_keras.numerics.label_profile_keys`) the start was keyed on.
         posteriors_: (items, K) ``Σ_m q(z_i = k, g_i = m)``.
         class_priors_: (K,) ``E[τ]``.
         confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
