@@ -16,8 +16,8 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
            "class_vote_counts", "confusion_posteriors", "row_order", "GOLDEN64", "mix64",
-           "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints", "ranks_within", "draw_seed",
-           "keyed_uniforms", "keyed_choice"]
+           "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints",
+           "ranks_within", "draw_seed", "keyed_uniforms", "keyed_choice"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.

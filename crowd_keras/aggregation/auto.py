@@ -42,7 +42,8 @@ from .majority_vote import CalibratedVote, MajorityVote
 from .registry import get_label_model
 
 __all__ = ["AutoLabelModel", "default_candidates", "heldout_folds", "annotation_folds",
-           "fold_keys", "block_folds", "content_fingerprints", "paired_gains", "tied_with_best",
+           "fold_keys", "block_folds", "content_fingerprints", "paired_gains",
+           "tied_with_best",
            "heldout_log_likelihood", "predictive_log_likelihood", "item_offsets",
            "agreement_scores", "agreement_sums", "agreement_bounds", "annotator_weights",
            "selection_steps", "selection_done", "gold_sums", "gold_bounds",
