@@ -37,8 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crowd_keras.aggregation import AutoLabelModel  # noqa: E402
 from crowd_keras.aggregation.auto import (agreement_sums, annotator_weights,  # noqa: E402
-                                          block_folds, content_fingerprints, copy_weights, pair_buckets, pair_sums,
-                                          selection_done, selection_steps)
+                                          block_folds, content_fingerprints, copy_weights,
+                                          pair_buckets, pair_sums, selection_done,
+                                          selection_steps)
 from crowd_keras.aggregation.em import Block  # noqa: E402
 from crowd_keras.numerics import label_profile_keys  # noqa: E402
 from failure_kinds import add_crowd_arguments, crowd_jobs, make_crowd  # noqa: E402
