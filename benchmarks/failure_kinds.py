@@ -146,13 +146,19 @@ def crowd_jobs(args: argparse.Namespace) -> list:
     return jobs + [(f"spammy{k}", seed, 1.0) for k in (2, 4) for seed in args.spammy_seeds]
 
 
+def map_crowds(fn, args: argparse.Namespace, *extra) -> list:
+    """``fn`` over the crowds of :func:`crowd_jobs` (each job ``(kind, seed, scale)`` with
+    ``extra`` appended), ``args.jobs`` crowds at once, in order."""
+    jobs = [job + tuple(extra) for job in crowd_jobs(args)]
+    with ProcessPoolExecutor(max(1, args.jobs)) as pool:
+        return list(pool.map(fn, jobs))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_crowd_arguments(parser)
     args = parser.parse_args(argv)
-    jobs = crowd_jobs(args)
-    with ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(evaluate, jobs))
+    results = map_crowds(evaluate, args)
     print(f"seeds {args.seeds} of every kind at scales {args.scales}; the sparse spammy crowds "
           f"(2,000 items, 3 labels each, 2 or 4 classes) seeds {args.spammy_seeds}. Mean "
           "accuracy gain over majority vote (ties to the lowest code), per crowd then averaged.\n")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +41,7 @@ from crowd_keras.aggregation.auto import (agreement_sums, annotator_weights,  # 
                                           selection_steps)
 from crowd_keras.aggregation.em import Block  # noqa: E402
 from crowd_keras.numerics import label_profile_keys  # noqa: E402
-from failure_kinds import add_crowd_arguments, crowd_jobs, make_crowd  # noqa: E402
+from failure_kinds import add_crowd_arguments, make_crowd, map_crowds  # noqa: E402
 
 #: (label, passes at most, tie band): the rules replayed
 RULES = [("steps 1-29", 3, False), ("step 30", 10, True), ("ten passes only", 10, False),
@@ -136,9 +135,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.draws = 2
-    jobs = [job + (args.draws,) for job in crowd_jobs(args)]
-    with ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(replay, jobs))
+    results = map_crowds(replay, args, args.draws)
     print(f"seeds {args.seeds} of every kind at scales {args.scales}; the sparse spammy crowds "
           f"seeds {args.spammy_seeds}; fold draws (random_state) 0-{args.draws - 1}. Gain: "
           "accuracy over majority vote (ties to the lowest code), mean over draws, then "

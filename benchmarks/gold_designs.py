@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crowd_keras.aggregation import AutoLabelModel, MajorityVote  # noqa: E402
-from failure_kinds import (add_crowd_arguments, by_kind, crowd_jobs, make_crowd,  # noqa: E402
+from failure_kinds import (add_crowd_arguments, by_kind, make_crowd, map_crowds,  # noqa: E402
                            mean_recall)
 
 TARGETS = ("gold", "uniform", "learned")
@@ -83,9 +82,7 @@ def main(argv=None) -> int:
     add_crowd_arguments(parser)
     parser.add_argument("--n-gold", type=int, default=50)
     args = parser.parse_args(argv)
-    jobs = [job + (args.n_gold,) for job in crowd_jobs(args)]
-    with ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(evaluate, jobs))
+    results = map_crowds(evaluate, args, args.n_gold)
     print(f"Gold on {args.n_gold} items per crowd; seeds {args.seeds} of every kind at scales "
           f"{args.scales}, the sparse spammy crowds seeds {args.spammy_seeds}. Mean gain over "
           "majority vote on the items without gold: accuracy (random gold), mean recall over "
