@@ -178,8 +178,10 @@ class AutoMethod(Method):
             (data.reduce(_classifier_top_counts, k) > 0)
         seed = 0 if model.random_state is None else int(model.random_state)
         # gold per fold and class (the folds of :meth:`_gold_sums`; summed: the gold's classes)
+        # the crowd's label profiles: the items' content keys of every fold draw below
+        self.profiles = label_profile_keys(data.summary.votes)
         self.gold_fold_counts = data.reduce(_gold_fold_counts, int(model.gold_folds), seed, k,
-                                            label_profile_keys(data.summary.votes))
+                                            self.profiles)
         model.gold_class_counts_ = self.gold_fold_counts.sum(axis=0)
         model.n_gold_ = int(model.gold_class_counts_.sum())
         if model.n_gold_:
@@ -202,7 +204,7 @@ class AutoMethod(Method):
         n_folds = min(int(model.gold_folds), model.n_gold_)
         seed = 0 if model.random_state is None else int(model.random_state)
         k = data.summary.votes.shape[1]
-        profiles = label_profile_keys(data.summary.votes)
+        profiles = self.profiles
         counts = self.gold_fold_counts if n_folds == int(model.gold_folds) else \
             data.reduce(_gold_fold_counts, n_folds, seed, k, profiles)
         sums = np.zeros((len(self.ladder), 1 + len(self.ladder)))
@@ -223,10 +225,9 @@ class AutoMethod(Method):
         n_folds, scored = int(model.n_folds), 0
         fitted: List[tuple] = []
         k = data.summary.votes.shape[1]
-        # the crowd's label profiles (from the summed votes) key the items' content; the
-        # annotators' fingerprints over those, summed over the blocks (wrapping), the folds'
-        # order keys
-        profiles = label_profile_keys(data.summary.votes)
+        # the annotators' fingerprints over the items' content keys, summed over the blocks
+        # (wrapping): the folds' order keys
+        profiles = self.profiles
         fingerprints = delayed(data.reduce(content_fingerprints, k, profiles), traverse=False)
         bar = progress_bar(selection_steps(n_folds, model.max_repeats),
                            desc="auto: held-out fits (partitioned)", disable=not model.progress)
