@@ -15,7 +15,8 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "safe_log",
            "incidence_matrix", "summing_matrix", "pair_index", "dense_ranks", "soft_vote",
            "top_classes",
-           "class_vote_counts", "confusion_posteriors", "row_order", "GOLDEN64", "mix64",
+           "class_vote_counts", "confusion_posteriors", "row_order", "distinct_keys", "GOLDEN64",
+           "mix64",
            "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints",
            "ranks_within", "draw_seed", "keyed_uniforms", "keyed_choice"]
 
@@ -220,10 +221,28 @@ def row_order(n: int, batch: int, steps: int, rng: np.random.Generator,
     reps = -(-need // n)
     if keys is None:
         return np.concatenate([rng.permutation(n) for _ in range(reps)])[:need]
-    keys = np.asarray(keys, dtype=np.uint64)
+    # rows of one key (items told the same) would otherwise sit side by side in every epoch
+    keys = distinct_keys(keys)
     return np.concatenate([
         np.argsort(keyed_uniforms(keys, int(rng.integers(2 ** 63)), 1)[:, 0], kind="stable")
         for _ in range(reps)])[:need]
+
+
+def distinct_keys(keys: np.ndarray) -> np.ndarray:
+    """(n,) uint64 ``keys`` made distinct: the ``r``-th row (storage order) of a key shared
+    by several rows gets ``mix64(key + r·γ)`` for ``r ≥ 1`` (:data:`GOLDEN64`); a key held by
+    one row stays as it is. Rows of one key are told apart by their order among themselves
+    only."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    rank = np.arange(len(keys)) - np.maximum.accumulate(np.where(first, np.arange(len(keys)), 0))
+    out = keys.copy()
+    repeated = order[rank > 0]
+    with np.errstate(over="ignore"):
+        out[repeated] = mix64(keys[repeated] + rank[rank > 0].astype(np.uint64) * GOLDEN64)
+    return out
 
 
 def soft_vote(counts: np.ndarray) -> np.ndarray:

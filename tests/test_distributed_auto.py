@@ -67,15 +67,18 @@ def test_the_blocks_draw_the_in_memory_folds(ids):
     k = len(data.classes)
     # the annotators' fingerprints, block by block, add up (wrapping) to the whole set's
     fingerprints = sum(b.annotator_fingerprints(k) for b in blocks)
-    np.testing.assert_array_equal(data.annotator_keys(), fingerprints)
     np.testing.assert_array_equal(fingerprints,
                                   Block.from_annotations(ann).annotator_fingerprints(k))
-    # and so do the content fingerprints of the folds, from the summed votes' profiles
+    # and so do the content fingerprints (the folds' and the per-annotator starts'), from
+    # the summed votes' profiles
     profiles = label_profile_keys(data.summary.votes)
     np.testing.assert_array_equal(profiles, label_profile_keys(ann.annotator_label_counts()))
     content = sum(content_fingerprints(b, k, profiles) for b in blocks)
+    np.testing.assert_array_equal(data.annotator_keys(), content)
     np.testing.assert_array_equal(content, content_fingerprints(Block.from_annotations(ann), k,
                                                                 profiles))
+    np.testing.assert_array_equal(
+        content, Block.from_annotations(ann).summary(k, fingerprints=True).fingerprints)
     for seed in (0, 3):
         per_block = [block_folds(b, k, profiles, content, 5, seed) for b in blocks]
         sizes = [b.annotations_per_item() for b in blocks]

@@ -90,3 +90,21 @@ def test_class_vote_counts_from_the_csc_view():
     dense = np.zeros((ann.n_annotators, 3, 3))
     np.add.at(dense, (ann.annotators, slice(None), ann.labels), post[ann.items])
     np.testing.assert_allclose(counts, dense, rtol=1e-12, atol=1e-12)
+
+
+def test_distinct_keys_tell_repeated_keys_apart_and_keep_single_ones():
+    from crowd_keras.numerics import distinct_keys
+    keys = np.array([5, 3, 5, 5, 3, 9, 0, 0], dtype=np.uint64)
+    out = distinct_keys(keys)
+    assert len(np.unique(out)) == len(keys)
+    # the first row of each key and a key held once keep their value
+    np.testing.assert_array_equal(out[[0, 1, 5, 6]], keys[[0, 1, 5, 6]])
+    # a repeated key's later rows depend on their rank among the rows of that key only
+    np.testing.assert_array_equal(distinct_keys(keys[[5, 0, 2, 1, 3]])[[1, 2, 4]], out[[0, 2, 3]])
+
+
+def test_row_order_mixes_rows_of_one_key_into_every_batch():
+    # 200 rows told nothing (one key) among 100 others: before, they filled whole batches
+    keys = np.r_[np.zeros(200, dtype=np.uint64), np.arange(1, 101, dtype=np.uint64)]
+    order = numerics.row_order(300, 30, 10, np.random.default_rng(0), keys).reshape(10, 30)
+    assert ((order >= 200).sum(axis=1) > 0).all()

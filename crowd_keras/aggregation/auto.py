@@ -481,7 +481,7 @@ def content_fingerprints(block: Block, n_classes: int, profiles: np.ndarray) -> 
     items known by their content keys (``Block.item_content_keys`` from the crowd's
     ``profiles``, :func:`~crowd_keras.numerics.label_profile_keys`): no item id nor
     annotator name plays a part; summable over blocks (wrapping)."""
-    return block.annotator_fingerprints(n_classes, block.item_content_keys(n_classes, profiles))
+    return block.content_fingerprints(n_classes, profiles)
 
 
 def block_folds(block: Block, n_classes: int, profiles: np.ndarray, fingerprints: np.ndarray,

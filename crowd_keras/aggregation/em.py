@@ -42,8 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..numerics import (annotation_hashes, group_fingerprints, id_keys, mix64, normalize_rows,
-                        pair_index, soft_vote)
+from ..numerics import (annotation_hashes, group_fingerprints, id_keys, label_profile_keys,
+                        mix64, normalize_rows, pair_index, soft_vote)
 from ..progress import Convergence
 from .base import LabelModel, as_annotations, check_settings, gold_codes
 from .classifier_prior import (ClassifierState, classifier_m_step, classifier_statistics,
@@ -143,6 +143,13 @@ class Block:
         return group_fingerprints(self.annotation_hashes(k, item_keys), self.X.indices // k,
                                   self.X.shape[1] // k)
 
+    def content_fingerprints(self, k: int, profile_keys: np.ndarray) -> np.ndarray:
+        """(A,) uint64 :meth:`annotator_fingerprints` with the items known by their
+        :meth:`item_content_keys` (from the crowd's ``profile_keys``): no item id nor
+        annotator name plays a part, so renaming or reordering either draws alike; summable
+        over blocks (wrapping)."""
+        return self.annotator_fingerprints(k, self.item_content_keys(k, profile_keys))
+
     def item_content_keys(self, k: int, profile_keys: np.ndarray) -> np.ndarray:
         """(I,) uint64 key of each item from what it was told, no id nor name: the wrapping
         sum over its annotations of the hash of (its annotator's ``profile_keys``, the
@@ -158,13 +165,15 @@ class Block:
 
     def summary(self, k: int, fingerprints: bool = False) -> "Summary":
         """The block's :class:`Summary`; ``fingerprints``: with the annotators'
-        (:meth:`annotator_fingerprints`: one hash per annotation, which only the models that
+        (:meth:`content_fingerprints` from this block's own label profiles, so only for a
+        block that holds the whole crowd: one hash per annotation, which only the models that
         draw per annotator need, ``needs_annotator_keys``)."""
         per_item = self.annotations_per_item().astype(np.int64)
         votes = np.bincount(self.X.indices, minlength=self.X.shape[1]).reshape(-1, k)
+        keys = self.content_fingerprints(k, label_profile_keys(votes)) if fingerprints else None
         return Summary(len(per_item), int(per_item.sum()), int((per_item ** 2).sum()), votes,
                        n_pred_probs=len(per_item) if self.pred_probs is not None else 0,
-                       fingerprints=self.annotator_fingerprints(k) if fingerprints else None)
+                       fingerprints=keys)
 
 
 @dataclass
@@ -178,9 +187,10 @@ class Summary:
         n_pred_probs: items whose block carries a classifier's probabilities (``pred_probs``):
             a partitioned fit's strategies run the model with the classifier
             (:class:`ClassifierAnnotator`) when every item has them.
-        fingerprints: (A,) uint64 :meth:`Block.annotator_fingerprints`, summed (wrapping):
+        fingerprints: (A,) uint64 :meth:`Block.content_fingerprints`, summed (wrapping):
             the keys of the random starts drawn per annotator (MACE, the mixture of groups),
-            so they follow what each annotator said, not its name; None: not gathered.
+            so they follow what each annotator said, not its name nor the items' ids; None:
+            not gathered.
     """
 
     n_items: int
@@ -394,9 +404,9 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     check_settings(model)
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
     if getattr(model, "needs_annotator_keys", False) and summary.fingerprints is None:
-        k = summary.n_classes
+        k, profiles = summary.n_classes, label_profile_keys(summary.votes)
         with np.errstate(over="ignore"):   # partial fingerprints add up, wrapping
-            keys = sum(apply(lambda b: b.annotator_fingerprints(k), blocks),
+            keys = sum(apply(lambda b: b.content_fingerprints(k, profiles), blocks),
                        np.zeros(summary.votes.shape[0], dtype=np.uint64))
         summary = replace(summary, fingerprints=keys)
     runner = model.init_state(summary)

@@ -243,7 +243,7 @@ class MACERestarts(EMLabelModel):
         majority vote); restart r ≥ 1 from ``θ_a = 0.3 + 0.4 u`` and ``ξ_a ∝ 1 + u`` (the
         paper's U(0.3, 0.7) and the authors' random strategies), each annotator's numbers
         ``u`` drawn from ``random_state`` and its fingerprint (what it said,
-        :meth:`Block.annotator_fingerprints <crowd_keras.aggregation.em.Block.annotator_fingerprints>`;
+        :meth:`Block.content_fingerprints <crowd_keras.aggregation.em.Block.content_fingerprints>`;
         :func:`~crowd_keras.numerics.keyed_uniforms`), so that renaming or reordering the
         annotators starts every restart alike."""
         r = self.n_restarts_

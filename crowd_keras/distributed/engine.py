@@ -27,6 +27,7 @@ from ..annotation_readers import check_frame_columns, frame_codes
 from ..annotations import Annotations
 from ..codes import show
 from ..errors import CrowdDataError
+from ..numerics import label_profile_keys
 from ..progress import progress_bar
 from .blocks import Block, Summary, add, frame_block, matrix_block
 from .methods import Fit, Method
@@ -280,13 +281,15 @@ class PartitionedAnnotations:
     # ------------------------------------------------------------------ fitting
     def annotator_keys(self) -> np.ndarray:
         """(A,) uint64 the annotators' fingerprints summed over the blocks
-        (:meth:`Block.annotator_fingerprints <crowd_keras.aggregation.em.Block.annotator_fingerprints>`,
-        wrapping sums): the keys of draws made per annotator (MACE's restarts, the mixture of
-        groups' start). One pass over the blocks on first use, then kept
-        in :attr:`summary` (only the models that draw per annotator pay for it)."""
+        (:meth:`Block.content_fingerprints <crowd_keras.aggregation.em.Block.content_fingerprints>`
+        from the crowd's label profiles, wrapping sums): the keys of draws made per annotator
+        (MACE's restarts, the mixture of groups' start). One pass over the blocks on first
+        use, then kept in :attr:`summary` (only the models that draw per annotator pay for
+        it)."""
         if self.summary.fingerprints is None:
+            profiles = label_profile_keys(self.summary.votes)
             self.summary = replace(self.summary, fingerprints=self.reduce(
-                Block.annotator_fingerprints, len(self.classes)))
+                Block.content_fingerprints, len(self.classes), profiles))
         return self.summary.annotator_keys()
 
     def fit(self, method: Method) -> Fit:

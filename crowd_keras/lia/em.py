@@ -25,11 +25,11 @@ from ..aggregation.base import check_flags
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError, NotFittedError
-from ..numerics import id_keys, row_order
+from ..numerics import row_order
 from ..params import Params
 from ..progress import progress_bar
 from .model import (annotator_penalty, competence_start, confusions, e_step, initial_biases,
-                    item_tables_start, objective, truth_probabilities, vote_fractions)
+                    item_keys, item_tables_start, objective, truth_probabilities, vote_fractions)
 
 __all__ = ["FeatureFreeLIA", "run_em", "lia_batch_size"]
 
@@ -252,12 +252,13 @@ class FeatureFreeLIA(Params):
                          rng: np.random.Generator) -> Dict[str, np.ndarray]:
         """The trainer's initialisation (Keras' initializers' distributions, then its
         ``init_biases``): item tables ``U(±0.05)`` / ``N(0, 0.1²)`` (each row from its
-        item's id, :func:`~.model.item_tables_start`), kernels Glorot-uniform,
+        item's content key, :func:`~.model.item_tables_start`), kernels Glorot-uniform,
         the annotator table ``N(0, 0.01²)`` (each row from its annotator's fingerprint,
         :func:`~.model.competence_start`), biases from :func:`initial_biases`."""
         k, e, width = self.num_classes_, int(self.embedding_dim), self.width_
         comp_bias, truth_bias = initial_biases(post, annotations, int(self.latent_dim))
-        # the item tables' rows from the items' ids, not their codes (any order, same rows)
+        # the item tables' rows from the items' content keys, not their codes (any order or
+        # names, same rows)
         truth_table, difficulty_table = item_tables_start(annotations, e, self.seed)
         return {
             "truth_embedding": truth_table,
@@ -325,8 +326,9 @@ class FeatureFreeLIA(Params):
             weights = self._check_weights(initial_weights, n, annotations.n_annotators)
         self.annotations_ = annotations
         self.batch_size_ = lia_batch_size(self.batch_size, n, self.m_steps)
-        # the batches follow the items' ids, not their codes (the trainer's order too)
-        self._item_keys = id_keys(annotations.item_ids, 0)
+        # the batches follow the items' content keys, not their codes or ids (the
+        # trainer's order too)
+        self._item_keys = item_keys(annotations)
         self._fitting_layout(weights)
         self.history_ = []
         post = run_em(self, post, lambda target: self._m_step(target, int(self.m_steps), rng),

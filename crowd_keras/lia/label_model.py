@@ -66,8 +66,8 @@ class LIA(LabelingFunctionFallback, LabelModel):
         standardize: z-score the item features (column-wise) and divide them by ``√f``
             (unit mean row norm, so the L2 strengths do not depend on ``f``) before use.
         seed: random seed of the trainer's weights and batch order (no global state); the
-            per-item and per-annotator draws follow the items' ids and what each annotator
-            said, so renaming or reordering items or annotators gives the same fit.
+            per-item and per-annotator draws follow what each item was told and what each
+            annotator said, so renaming or reordering items or annotators gives the same fit.
         progress: progress bar over EM iterations.
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
             look like Snorkel labeling functions are fitted by the abstain-aware model

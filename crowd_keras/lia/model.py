@@ -32,10 +32,11 @@ from scipy import special
 
 from ..annotations import Annotations
 from ..aggregation.em import Block
-from ..numerics import draw_seed, id_keys, keyed_uniforms, normalize_rows, softmax_rows
+from ..numerics import (draw_seed, keyed_uniforms, label_profile_keys, normalize_rows,
+                        softmax_rows)
 
 __all__ = ["WEIGHT_SHAPES", "vote_fractions", "initial_biases", "competence_start",
-           "item_tables_start", "eq1",
+           "item_keys", "item_tables_start", "eq1",
            "confusions",
            "log_confusions", "truth_probabilities", "annotation_terms", "objective",
            "annotator_penalty", "e_step"]
@@ -60,15 +61,26 @@ def vote_fractions(annotations: Annotations, k: int) -> np.ndarray:
     return normalize_rows(counts)
 
 
+def item_keys(annotations: Annotations) -> np.ndarray:
+    """(items,) uint64 content key of each item (what its annotators, known by their label
+    counts, said: :meth:`~crowd_keras.aggregation.em.Block.item_content_keys`): the items'
+    draws and batch order follow it, so renaming or reordering the items or the annotators
+    changes neither."""
+    return Block.from_annotations(annotations).item_content_keys(
+        annotations.n_classes, label_profile_keys(annotations.annotator_label_counts()))
+
+
 def competence_start(annotations: Annotations, width: int, seed: Optional[int]) -> np.ndarray:
     """(A, width) float32 start of the one-hot competence table, ``N(0, 0.01²)``.
 
     Annotator a's row is drawn from ``seed`` and its fingerprint, the wrapping sum of the
-    hashes of the (item id, label) pairs it gave (:func:`~crowd_keras.numerics.keyed_uniforms`
-    through the normal quantile), not from its code: renaming or reordering the annotators
-    gives each the same row. :class:`~.em.FeatureFreeLIA` and the Keras trainer both start
-    from this table."""
-    keys = Block.from_annotations(annotations).annotator_fingerprints(annotations.n_classes)
+    hashes of the (item, label) pairs it gave, the items by their content keys
+    (:meth:`~crowd_keras.aggregation.em.Block.content_fingerprints`,
+    :func:`~crowd_keras.numerics.keyed_uniforms` through the normal quantile), not from its
+    code: renaming or reordering the annotators or the items gives each the same row.
+    :class:`~.em.FeatureFreeLIA` and the Keras trainer both start from this table."""
+    keys = Block.from_annotations(annotations).content_fingerprints(
+        annotations.n_classes, label_profile_keys(annotations.annotator_label_counts()))
     return (0.01 * special.ndtri(keyed_uniforms(keys, draw_seed(seed), int(width)))
             ).astype("float32")
 
@@ -77,11 +89,11 @@ def item_tables_start(annotations: Annotations, dim: int, seed: Optional[int]) -
     """The (items, dim) float32 starts of the truth ``U(±0.05)`` and difficulty
     ``N(0, 0.1²)`` embedding tables (Keras' initializers' distributions).
 
-    Item i's rows are drawn from ``seed`` and its id (:func:`~crowd_keras.numerics.id_keys`,
-    :func:`~crowd_keras.numerics.keyed_uniforms`), not from its code: reordering the items
-    gives each the same rows."""
+    Item i's rows are drawn from ``seed`` and its content key (:func:`item_keys`,
+    :func:`~crowd_keras.numerics.keyed_uniforms`), not from its code or id: reordering or
+    renaming the items gives each the same rows (items told the same start alike)."""
     dim = int(dim)
-    u = keyed_uniforms(id_keys(annotations.item_ids, 0), draw_seed(seed), 2 * dim)
+    u = keyed_uniforms(item_keys(annotations), draw_seed(seed), 2 * dim)
     truth = (0.1 * u[:, :dim] - 0.05).astype("float32")
     difficulty = (0.1 * special.ndtri(u[:, dim:])).astype("float32")
     return truth, difficulty

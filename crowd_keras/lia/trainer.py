@@ -41,7 +41,7 @@ from .._keras_utils import check_finite_rows, seeded_construction
 from ..inputs import RowBatches, tensorflow_backend
 from ..item_consensus import (CrowdConsensus, mean_confusions, onto_fitted,
                               summary_from_posteriors, with_expected_accuracy)
-from ..numerics import id_keys, softmax_rows
+from ..numerics import softmax_rows
 from ..optimizers import LazyAdam
 from ..params import Params
 from ..progress import Progress
@@ -49,7 +49,8 @@ from ..regularizers import CauchyShrinkage
 from .inputs import by_annotator_id, numeric_rows
 from .em import (FeatureFreeLIA, check_step_settings, checked_initial_posteriors,
                  lia_batch_size, run_em)
-from .model import competence_start, initial_biases, item_tables_start, vote_fractions
+from .model import (competence_start, initial_biases, item_keys, item_tables_start,
+                    vote_fractions)
 from .layers import AnnotationLogLikelihoods, DifficultyCompetence, InstanceEmbedding
 from .losses import ExpectedCompleteNLL, MarginalNLL
 
@@ -376,9 +377,9 @@ class LIATrainer(CrowdConsensus, Params):
         if self.init_biases:
             self._initialise(post, annotations)
         self.batch_size_ = self._batch_size(n)
-        # the batch order follows the items' ids, not their rows (the numpy engine's order)
-        self._batches = RowBatches(self._data, self.batch_size_,
-                                   keys=id_keys(annotations.item_ids, 0))
+        # the batch order follows the items' content keys, not their rows or ids (the numpy
+        # engine's order)
+        self._batches = RowBatches(self._data, self.batch_size_, keys=item_keys(annotations))
         self.history_ = []
         self.model_.compile(optimizer=self._optimizer(), loss=ExpectedCompleteNLL(),
                             jit_compile=self._jit(),
@@ -434,7 +435,7 @@ class LIATrainer(CrowdConsensus, Params):
         ``N(0, 0.01²)`` (near the shared tensor, the symmetry across the ``L`` latent
         components broken; each row from its annotator's fingerprint,
         :func:`~.model.competence_start`); feature-free, the item embedding tables' rows from
-        the items' ids (:func:`~.model.item_tables_start`); the default classifier's output
+        the items' content keys (:func:`~.model.item_tables_start`); the default classifier's output
         bias ``log ρ`` with ``ρ`` the mean posterior. Shapes: ``post (items, C)``; vectorised,
         no loop over annotations.
         """
@@ -444,7 +445,7 @@ class LIATrainer(CrowdConsensus, Params):
         if not self.layer_.uses_annotator_features:
             table = self.layer_.annotator_layers[0][0]
             table.assign(competence_start(annotations, table.shape[1], self.seed))
-        if self.feature_free_:   # item rows from the items' ids, as the numpy engine's
+        if self.feature_free_:   # item rows from the items' content keys, as the numpy engine's
             truth, difficulty = item_tables_start(annotations, self.instance_embedding_dim,
                                                   self.seed)
             if self.classifier is None:

@@ -27,8 +27,8 @@ from scipy.special import gammaln
 from ..annotations import Annotations
 from ..aggregation.em import Block
 from ..numerics import (annotation_hashes, class_vote_counts, confusion_posteriors, draw_seed,
-                        id_keys, keyed_choice, normalize_rows, safe_log, softmax_rows,
-                        summing_matrix)
+                        id_keys, keyed_choice, label_profile_keys, normalize_rows, safe_log,
+                        softmax_rows, summing_matrix)
 
 __all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "fewer_groups",
            "collapsed_evidence", "group_probabilities", "kmeans_memberships", "groups_m_step",
@@ -148,9 +148,11 @@ class GlobalEM:
 
     def __init__(self, counts: np.ndarray, num_groups: int, smoothing: float,
                  item_ids: Optional[np.ndarray] = None) -> None:
-        """``counts`` (items, K); ``item_ids`` (items,): K-means' seeding draws each
-        (item, label) pair from the hash of its item's id and label, so that reordering the
-        items draws the same start; None: drawn over the pairs in item-code order."""
+        """``counts`` (items, K); ``item_ids`` (items,): the items' ids or keys (the label
+        model passes :func:`~crowd_keras.numerics.label_profile_keys` of ``counts``, what
+        each item was told): K-means' seeding draws each (item, label) pair from the hash of
+        its item's key and label, so that reordering or renaming the items draws the same
+        start; None: drawn over the pairs in item-code order."""
         counts = np.asarray(counts, dtype=np.float64)
         self.counts = counts
         self.n_items, self.k = counts.shape
@@ -267,7 +269,9 @@ class IndividualEM:
         the annotators' fingerprints) on the counts of ``post`` (``counts``: when the caller
         already has them)."""
         counts = self.counts(post) if counts is None else counts        # (a, true, label)
-        keys = Block(self.ann.item_ids, self.X).annotator_fingerprints(self.k)
+        # items by what they were told, not their ids: renamed items start alike
+        keys = Block(self.ann.item_ids, self.X).content_fingerprints(
+            self.k, label_profile_keys(self.ann.annotator_label_counts()))
         return kmeans_memberships(counts, self.ann.annotations_per_annotator(), self.m, seed,
                                   strength, keys=keys)
 

@@ -49,7 +49,8 @@ from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..arguments import check_count
 from ..errors import CrowdDataError
-from ..numerics import class_vote_counts, confusion_posteriors, safe_log, soft_vote
+from ..numerics import (class_vote_counts, confusion_posteriors, label_profile_keys, safe_log,
+                        soft_vote)
 from ..progress import Convergence
 from .em import (GlobalEM, IndividualEM, annotator_bound, annotator_log_confusions,
                  fewer_groups, group_posteriors, group_probabilities, groups_m_step,
@@ -86,9 +87,10 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         prune_groups: individual scenario: drop a group when the data are better explained
             without it (collapsed Dirichlet evidence); its annotators join the other groups.
         seed: seeds K-means (individual scenario: each annotator's draws follow what it
-            said, its fingerprint, not its name or column, so renaming or reordering the
-            annotators gives the same fit; global scenario: each (item, label) pair's draws
-            follow its item's id and label, so reordering the items gives the same fit).
+            said, its fingerprint over the items' content keys, not its name, its column nor
+            the items' ids; global scenario: each (item, label) pair's draws follow the
+            item's label counts and the label): renaming or reordering the annotators or the
+            items gives the same fit.
         progress: progress over EM iterations (``True``: a bar, or lines without tqdm;
             ``"auto"``: lines only on a long fit; default off, as every label model).
         labeling_functions: ``"auto"`` (default) or ``"ignore"``: with ``"auto"``, votes that
@@ -198,7 +200,9 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             self.adopt_restarts(ann, fits, best)
             self.posteriors_ = posts[best]
             return self
-        em = GlobalEM(ann.label_counts(), self.num_groups, self.smoothing, ann.item_ids)
+        # items keyed by their label counts, not their ids: renamed items start alike
+        counts = ann.label_counts()
+        em = GlobalEM(counts, self.num_groups, self.smoothing, label_profile_keys(counts))
         runs = [self._fit_global(em, self.restart_seed(r), r) for r in range(int(self.restarts))]
         best = choose_restart(runs)
         self.adopt_restarts(ann, runs, best)
