@@ -59,6 +59,7 @@ SCRIPTS = [
     ("vote_posterior.py", [], ["--quick"], 1800),
     ("failure_kinds.py", [], ["--quick"], 1800),
     ("fold_draws.py", [], ["--quick"], 1800),
+    ("ebcc_restarts.py", [], ["--quick", "--starts", "4", "--keep", "2"], 1800),
     ("gold_designs.py", [], ["--quick"], 1800),
     ("features.py", [], ["--sets", "music", "--seeds", "1"], 1800),
     ("scale_hunt.py", [], ["--quick"], 1800),

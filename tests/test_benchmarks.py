@@ -312,6 +312,31 @@ def test_fold_draws_counts_dips_per_draw_and_what_each_switch_did():
                         "| dawid_skene | ebcc | 1 | 0 | 1 | 0 | -8 | -8 |"]
 
 
+def test_ebcc_restarts_compares_one_start_the_best_elbo_and_the_mean_posterior():
+    import ebcc_restarts
+
+    def crowd(kind, elbo, right, mean_right, vote=100, n=200):
+        return {"kind": kind, "seed": 0, "scale": 1.0, "n": n, "vote": vote, "elbo": elbo,
+                "right": right, "mean_right": dict(enumerate(mean_right, start=1))}
+
+    # crowd a: the best ELBO of two is start 1 (102 right); of the starts 2-3, start 3 (99)
+    results = [crowd("a", [-5.0, -1.0, -3.0, -2.0], [98, 102, 97, 99], [98, 101, 100, 100]),
+               crowd("b", [-1.0, -1.0, -4.0, -0.5], [105, 90, 96, 101], [105, 99, 99, 100])]
+    assert ebcc_restarts.picks(results[0], [2]) == \
+        {"one start": 98, "best ELBO of 2": 102, "mean of 2": 101}
+    # an ELBO tie keeps the first start
+    assert ebcc_restarts.best_elbo(results[1], 0, 2) == 105
+    lines = ebcc_restarts.table(results, [2])
+    assert lines[-2] == f"| all | - | 2 | {np.mean([-2, 5]) / 200:+.4f} | " \
+        f"{np.mean([2, 5]) / 200:+.4f} | {np.mean([1, -1]) / 200:+.4f} |"
+    assert lines[-1].endswith("one start 1, best ELBO of 2 0, mean of 2 0")
+    rows = ebcc_restarts.paired(results, [2])
+    assert rows[2] == "| one start | | | | 9.50 |"              # |98-102|, |105-90|
+    # +4 and 0 items against one start; picks 102 vs 99 and 105 vs 101 apart
+    assert rows[3] == "| best ELBO of 2 | 1 | 0 | +2.00 (± 1.41) | 3.50 |"
+    assert rows[4] == "| mean of 2 | 1 | 1 | -1.50 (± 3.18) |  |"       # +3 and -6
+
+
 def test_gold_designs_draws_random_and_class_balanced_gold():
     import gold_designs
 
