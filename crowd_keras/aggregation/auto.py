@@ -580,8 +580,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         min_gold: gold items needed to choose by gold.
         gold_folds: the folds over the gold items of the choice by gold.
         random_state: seed of the fold draws (the only randomness): an integer >= 0; None
-            draws as 0 (folds are a seeded hash of the item ids, so every fit is repeatable;
-            pass another seed for another draw).
+            draws as 0 (folds are a seeded hash of what each item was told, so every fit is
+            repeatable; pass another seed for another draw).
         max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class
             prior (see :class:`DawidSkene`), each passed to the candidates that take it
             (``class_prior``: the Dawid-Skene ones; to decide labels for another class
