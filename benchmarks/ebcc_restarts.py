@@ -98,7 +98,8 @@ def paired(results: list, keep: list) -> list:
             d = np.array([rule(r) for r in results]) - one
             apart = ""
             if label.startswith("best") and 2 * n <= starts:
-                apart = f"{np.mean([abs(best_elbo(r, 0, n) - best_elbo(r, n, n)) for r in results]):.2f}"
+                gaps = [abs(best_elbo(r, 0, n) - best_elbo(r, n, n)) for r in results]
+                apart = f"{np.mean(gaps):.2f}"
             lines.append(f"| {label} | {(d > 0).sum()} | {(d < 0).sum()} | "
                          f"{d.mean():+.2f} (± {d.std() / np.sqrt(len(d)):.2f}) | {apart} |")
     return lines
