@@ -60,16 +60,23 @@ def test_ctrl_c_while_tensorflow_loads_is_one_line_and_exit_130(tmp_path):
            "TF_CPP_MIN_LOG_LEVEL": "0"}
     # --verbose lets TensorFlow's first start-up line through: it marks that the import of
     # --method lia's libraries is under way (after the command line has been parsed)
-    proc = subprocess.Popen([sys.executable, "-m", "crowd_keras", "aggregate", str(src),
-                             "--method", "lia", "--out", str(out), "--verbose"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
-    first = proc.stderr.readline()
-    if not first:   # pragma: no cover - a TensorFlow that says nothing while it loads
-        proc.wait(60)
-        pytest.skip("no start-up line to time the interrupt by")
-    proc.send_signal(signal.SIGINT)
-    rest, err = proc.communicate(timeout=120)
-    err = err.decode()
+    for attempt in range(3):
+        proc = subprocess.Popen([sys.executable, "-m", "crowd_keras", "aggregate", str(src),
+                                 "--method", "lia", "--out", str(out), "--verbose"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                cwd=tmp_path)
+        first = proc.stderr.readline()
+        if not first:   # pragma: no cover - a TensorFlow that says nothing while it loads
+            proc.wait(60)
+            pytest.skip("no start-up line to time the interrupt by")
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=120)
+        err = err.decode()
+        # on a loaded machine the command can finish its whole run before the signal lands
+        # (a finished run: exit 0 and the labels written); only then is it run again
+        if not (proc.returncode == 0 and out.exists()):
+            break
+        out.unlink()
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
     assert err.strip().splitlines()[-1] == "crowd-keras: interrupted"
