@@ -79,8 +79,8 @@ def competence_start(annotations: Annotations, width: int, seed: Optional[int]) 
     :func:`~crowd_keras.numerics.keyed_uniforms` through the normal quantile), not from its
     code: renaming or reordering the annotators or the items gives each the same row.
     :class:`~.em.FeatureFreeLIA` and the Keras trainer both start from this table."""
-    keys = Block.from_annotations(annotations).content_fingerprints(
-        annotations.n_classes, label_profile_keys(annotations.annotator_label_counts()))
+    keys = Block.from_annotations(annotations).summary(annotations.n_classes,
+                                                       fingerprints=True).annotator_keys()
     return (0.01 * special.ndtri(keyed_uniforms(keys, draw_seed(seed), int(width)))
             ).astype("float32")
 

@@ -27,8 +27,8 @@ from scipy.special import gammaln
 from ..annotations import Annotations
 from ..aggregation.em import Block
 from ..numerics import (annotation_hashes, class_vote_counts, confusion_posteriors, draw_seed,
-                        id_keys, keyed_choice, label_profile_keys, normalize_rows, safe_log,
-                        softmax_rows, summing_matrix)
+                        id_keys, keyed_choice, normalize_rows, safe_log, softmax_rows,
+                        summing_matrix)
 
 __all__ = ["GlobalEM", "IndividualEM", "kmeans", "best_removal", "fewer_groups",
            "collapsed_evidence", "group_probabilities", "kmeans_memberships", "groups_m_step",
@@ -270,8 +270,7 @@ class IndividualEM:
         already has them)."""
         counts = self.counts(post) if counts is None else counts        # (a, true, label)
         # items by what they were told, not their ids: renamed items start alike
-        keys = Block(self.ann.item_ids, self.X).content_fingerprints(
-            self.k, label_profile_keys(self.ann.annotator_label_counts()))
+        keys = Block(self.ann.item_ids, self.X).summary(self.k, fingerprints=True).annotator_keys()
         return kmeans_memberships(counts, self.ann.annotations_per_annotator(), self.m, seed,
                                   strength, keys=keys)
 
