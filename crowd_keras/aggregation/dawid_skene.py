@@ -223,6 +223,14 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
         if self.prior_mean not in PRIOR_MEANS:
             raise ValueError(f"prior_mean must be one of {PRIOR_MEANS}, got {self.prior_mean!r}")
 
+    @property
+    def fits_labelled_items_only(self) -> bool:  # type: ignore[override]
+        """EM on the items with labels or gold (:meth:`Block.labelled`): at the fixed point
+        the class prior ``ρ_k ∝ Σ_i q_ik + smoothing`` is the same with or without the
+        items that have none (their ``q_i`` is ``ρ``), which only slow its convergence. Not
+        with an explicit ``init`` (one row per item of the whole block)."""
+        return isinstance(self.init, str)
+
     def m_step_settings(self) -> dict:
         """The keyword arguments of :func:`m_step` that this model's settings imply (a
         partitioned fit calls ``m_step`` with them)."""

@@ -17,6 +17,9 @@ Snorkel adapter's partitioned fit are the same loop over the same steps:
 ``combine(*stats) -> stats``                    sum of partial statistics (:func:`add`)
 ``class_posteriors(latent) -> (I, K)``          the items' class posteriors
 ``finish(state, summary, template, history)``   the fitted model (parameters; no per-item state)
+``fitting_block(block) -> block``               the items the steps run on (all, or with
+                                                ``fits_labelled_items_only`` those with labels
+                                                or gold: :meth:`Block.labelled`)
 ==============================================  ==============================================
 
 Because statistics are sums over items, a fit that splits the items into blocks and adds the
@@ -109,6 +112,19 @@ class Block:
         prior = None if self.item_log_prior is None else self.item_log_prior[rows]
         probs = None if self.pred_probs is None else self.pred_probs[rows]
         return Block(self.item_ids[rows], self.X[rows], prior, probs)
+
+    def labelled(self) -> "Block":
+        """The items EM can learn from: those with an annotation or with a row of
+        ``item_log_prior`` that is not all 0 (a gold clamp); every item when the block
+        carries ``pred_probs``. The block itself when that is all of them. The other items'
+        likelihood is 1 under any parameters, so they add nothing to the posterior of the
+        parameters; their class posterior is the fitted class prior's."""
+        if self.pred_probs is not None:
+            return self
+        keep = self.annotations_per_item() > 0
+        if self.item_log_prior is not None:
+            keep |= (self.item_log_prior != 0).any(axis=1)
+        return self if keep.all() else self.subset(keep)
 
     def annotations_per_item(self) -> np.ndarray:
         """Annotations of each item (as ``Annotations.annotations_per_item``)."""
@@ -281,6 +297,11 @@ class EMLabelModel(LabelModel):
     needs_annotator_keys = False
     #: True: EM stops when the objective moves by less than ``tol`` times its size
     relative_tol = False
+    #: True: EM runs on :meth:`Block.labelled` (:meth:`fitting_block`), for a model whose
+    #: fixed point an item without labels does not move (it only drags the class prior
+    #: toward its last value, one iteration at a time); its posteriors come from the last
+    #: state's E-step
+    fits_labelled_items_only = False
 
     # ---------------------------------------------------------------- the protocol
     def init_state(self, summary: Summary) -> "EMLabelModel":
@@ -288,6 +309,11 @@ class EMLabelModel(LabelModel):
         self.n_classes_ = summary.n_classes
         self.vote_shares_ = summary.vote_shares
         return self
+
+    def fitting_block(self, block: Block) -> Block:
+        """The part of ``block`` that EM runs on: :meth:`Block.labelled` with
+        :attr:`fits_labelled_items_only`, else the whole block."""
+        return block.labelled() if self.fits_labelled_items_only else block
 
     def initial_posteriors(self, block: Block) -> np.ndarray:
         """(I, K) starting posteriors: the soft majority vote (items without votes: the
@@ -410,7 +436,8 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
                        np.zeros(summary.votes.shape[0], dtype=np.uint64))
         summary = replace(summary, fingerprints=keys)
     runner = model.init_state(summary)
-    stats = runner.combine(*apply(runner.initial_statistics, blocks))
+    fitted = apply(runner.fitting_block, blocks)
+    stats = runner.combine(*apply(runner.initial_statistics, fitted))
     progress = getattr(runner, "progress", False)
     if isinstance(progress, np.ndarray) or progress not in (True, False, "auto"):
         # not bool(): "yes" or "off" would run a bar (or none) silently
@@ -423,13 +450,18 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     state, latents = None, []
     for _ in loop:
         state = runner.m_step(stats)
-        steps = apply(lambda b: runner.e_step(b, state), blocks)
+        steps = apply(lambda b: runner.e_step(b, state), fitted)
         latents = [latent for latent, _ in steps]
         stats = runner.combine(*[runner.sufficient_statistics(b, latent)
-                                 for b, latent in zip(blocks, latents)])
+                                 for b, latent in zip(fitted, latents)])
         loop.record(sum(objective for _, objective in steps) / scale)
     if state is None:
         raise ValueError(f"max_iter must be at least 1, got {runner.max_iter}")
+    if any(part is not whole for part, whole in zip(fitted, blocks)):
+        # every item's posterior, from the state the last E-step used (a row's E-step
+        # reads only its own labels: the fitted items' posteriors are unchanged)
+        latents = [runner.e_step(whole, state)[0] if part is not whole else latent
+                   for part, whole, latent in zip(fitted, blocks, latents)]
     return EMRun(runner, state, stats, latents, summary, list(loop.history))
 
 

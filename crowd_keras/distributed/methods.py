@@ -257,12 +257,13 @@ class ProtocolMethod(Method):
         return bool(self.runner.relative_tol)
 
     def initial(self, block: Block) -> Any:
-        return self.runner.initial_statistics(block)
+        return self.runner.initial_statistics(self.runner.fitting_block(block))
 
     def update(self, stats: Any, summary: Summary) -> Any:
         return self.runner.m_step(stats)
 
     def step(self, block: Block, params: Any) -> tuple:
+        block = self.runner.fitting_block(block)       # as run_em: the items EM learns from
         latent, objective = self.runner.e_step(block, params)
         return self.runner.sufficient_statistics(block, latent), float(objective)
 

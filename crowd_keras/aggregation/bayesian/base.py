@@ -86,6 +86,14 @@ class BayesianLabelModel(LabelingFunctionFallback, EMLabelModel):
     accepts_gold = True
     accepts_pred_probs = True
 
+    @property
+    def fits_labelled_items_only(self) -> bool:  # type: ignore[override]
+        """VB on the items with labels or gold (:meth:`Block.labelled`): an item without
+        either has likelihood 1 under every parameter, so the posterior of the parameters
+        does not depend on it (in the mean-field bound it would only pull ``q(τ)`` toward its
+        own last value); not with an explicit ``init`` (one row per item of the block)."""
+        return isinstance(getattr(self, "init", "random"), str)
+
     def init_state(self, summary: Summary) -> "BayesianLabelModel":
         self._check_params()
         super().init_state(summary)

@@ -140,6 +140,10 @@ class BWA(BayesianLabelModel):
             (BWA has no confusion matrix; this is the one its scores imply).
     """
 
+    #: its class means ``μ_k = Σ_i z_ik / n_items`` count every item (an unlabelled one's
+    #: score is ``μ``): fitted on all of them, as before
+    fits_labelled_items_only = False
+
     def __init__(self, a_v: float = 15.0, lambda_: float = 1.0, prior_correction: bool = True,
                  max_iter: int = 500, tol: float = 1e-6, progress: bool = False,
                  labeling_functions: str = "auto") -> None:
