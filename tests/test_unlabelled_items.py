@@ -8,6 +8,7 @@ pytest.importorskip("dask")
 import dask.array as da  # noqa: E402
 
 from crowd_keras.aggregation import EBCC, IBCC, DawidSkene, OneCoinDawidSkene  # noqa: E402
+from crowd_keras.conal.label_model import CommonNoiseModel  # noqa: E402
 from crowd_keras.aggregation.em import Block  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
 from crowd_keras.distributed.engine import PartitionedAnnotations  # noqa: E402
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.usefixtures("dask_threads")
 MODELS = {"dawid_skene": lambda: DawidSkene(labeling_functions="ignore"),
           "one_coin": lambda: OneCoinDawidSkene(labeling_functions="ignore"),
           "ibcc": lambda: IBCC(labeling_functions="ignore"),
-          "ebcc": lambda: EBCC(labeling_functions="ignore")}
+          "ebcc": lambda: EBCC(labeling_functions="ignore"),
+          "conal": lambda: CommonNoiseModel(labeling_functions="ignore")}
 
 
 def matrices(n_items=600, n_empty=1400, seed=2):
@@ -44,7 +46,7 @@ def test_unlabelled_rows_change_neither_the_fit_nor_its_iterations(name):
     empty = np.setdiff1d(np.arange(len(wide)), rows)
     posts = padded.predict_proba()[empty]
     np.testing.assert_allclose(posts, np.broadcast_to(posts[0], posts.shape), atol=1e-15)
-    if name in ("dawid_skene", "one_coin"):          # the fitted class prior
+    if name in ("dawid_skene", "one_coin", "conal"):          # the fitted class prior
         np.testing.assert_allclose(posts[0], padded.class_priors_, atol=1e-12)
 
 

@@ -72,6 +72,9 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
 
     accepts_gold = True
     em_name = "EM"
+    #: ρ ∝ Σ_i q(z_i) + smoothing has the same fixed point without the items that have no
+    #: labels (their q is ρ): EM runs on the others (:meth:`Block.labelled`)
+    fits_labelled_items_only = True
 
     def __init__(self, max_iter: int = 100, tol: float = 1e-5, smoothing: float = 0.01,
                  omega_prior: tuple = (1.0, 1.0), init_omega: float = 0.3,
