@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("dask")
 import dask.array as da  # noqa: E402
 
-from crowd_keras.aggregation import EBCC, IBCC, DawidSkene, OneCoinDawidSkene  # noqa: E402
+from crowd_keras.aggregation import BWA, EBCC, IBCC, DawidSkene, OneCoinDawidSkene  # noqa: E402
 from crowd_keras.conal.label_model import CommonNoiseModel  # noqa: E402
 from crowd_keras.aggregation.em import Block  # noqa: E402
 from crowd_keras.datasets import simulate_crowd  # noqa: E402
@@ -20,6 +20,7 @@ MODELS = {"dawid_skene": lambda: DawidSkene(labeling_functions="ignore"),
           "one_coin": lambda: OneCoinDawidSkene(labeling_functions="ignore"),
           "ibcc": lambda: IBCC(labeling_functions="ignore"),
           "ebcc": lambda: EBCC(labeling_functions="ignore"),
+          "bwa": lambda: BWA(labeling_functions="ignore"),
           "conal": lambda: CommonNoiseModel(labeling_functions="ignore")}
 
 
@@ -46,7 +47,7 @@ def test_unlabelled_rows_change_neither_the_fit_nor_its_iterations(name):
     empty = np.setdiff1d(np.arange(len(wide)), rows)
     posts = padded.predict_proba()[empty]
     np.testing.assert_allclose(posts, np.broadcast_to(posts[0], posts.shape), atol=1e-15)
-    if name in ("dawid_skene", "one_coin", "conal"):          # the fitted class prior
+    if name in ("dawid_skene", "one_coin", "bwa", "conal"):   # the fitted class prior
         np.testing.assert_allclose(posts[0], padded.class_priors_, atol=1e-12)
 
 
@@ -65,7 +66,7 @@ def test_gold_on_an_unlabelled_item_still_counts():
     np.testing.assert_allclose(gold.predict_proba()[empty[:5]], np.eye(3)[[0] * 5], atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["dawid_skene", "ebcc"])
+@pytest.mark.parametrize("name", ["dawid_skene", "ebcc", "bwa"])
 def test_unlabelled_rows_on_dask_as_in_memory(name):
     _, wide, _ = matrices()
     memory = MODELS[name]().fit(wide)

@@ -40,10 +40,11 @@ def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
     """Sums over the block's items.
 
     Returns:
-        ``(products, score_mass, spread)``: products (A·K, 2K), ``[a·K + l, k]`` =
+        ``(products, score_mass, spread, n_items)``: products (A·K, 2K), ``[a·K + l, k]`` =
         ``Σ_{i ∈ a, y_ia = l} z_ik`` and ``[a·K + l, K + k]`` = ``Σ_{i ∈ a, y_ia = l} z_ik²``;
         score_mass (K,) ``Σ_i z_ik``; spread (K,) ``Σ_i n_i z⁰_ik (1 − z⁰_ik)`` of the vote
-        shares ``z⁰`` (a statistic of the votes alone: ``Σ_i c_ik − c_ik² / n_i``).
+        shares ``z⁰`` (a statistic of the votes alone: ``Σ_i c_ik − c_ik² / n_i``); n_items
+        the block's items (the class means' denominator).
     """
     k = scores.shape[1]
     products = np.asarray(block.XT @ np.concatenate([scores, scores * scores], axis=1))
@@ -51,7 +52,7 @@ def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
     per_item = counts.sum(axis=1, keepdims=True)
     spread = (counts - np.divide(counts * counts, per_item, out=np.zeros_like(counts),
                                  where=per_item > 0)).sum(axis=0)
-    return products, scores.sum(axis=0), spread
+    return products, scores.sum(axis=0), spread, scores.shape[0]
 
 
 def bwa_m_step(products: np.ndarray, score_mass: np.ndarray, spread: np.ndarray,
@@ -61,7 +62,7 @@ def bwa_m_step(products: np.ndarray, score_mass: np.ndarray, spread: np.ndarray,
 
     Args:
         products, score_mass, spread: :func:`bwa_statistics` summed over blocks.
-        votes: (A, K) labels of each annotator per class. n_items: items in all.
+        votes: (A, K) labels of each annotator per class. n_items: the items fitted.
         a_v, lambda_: the priors' shape and the scores' prior precision.
         correction: ``c`` of the precisions' rate (see the module docstring).
 
@@ -140,10 +141,6 @@ class BWA(BayesianLabelModel):
             (BWA has no confusion matrix; this is the one its scores imply).
     """
 
-    #: its class means ``μ_k = Σ_i z_ik / n_items`` count every item (an unlabelled one's
-    #: score is ``μ``): fitted on all of them, as before
-    fits_labelled_items_only = False
-
     def __init__(self, a_v: float = 15.0, lambda_: float = 1.0, prior_correction: bool = True,
                  max_iter: int = 500, tol: float = 1e-6, progress: bool = False,
                  labeling_functions: str = "auto") -> None:
@@ -171,8 +168,11 @@ class BWA(BayesianLabelModel):
         return bwa_statistics(block, latent)
 
     def m_step(self, stats: tuple) -> tuple:
-        return bwa_m_step(*stats, self.votes_, self.n_items_, self.a_v, self.lambda_,
-                          self.correction_)
+        # μ over the items fitted: an unlabelled item's score is μ, so the fixed point is the
+        # one with every item (Block.labelled)
+        products, score_mass, spread, n_items = stats
+        return bwa_m_step(products, score_mass, spread, self.votes_, n_items, self.a_v,
+                          self.lambda_, self.correction_)
 
     def e_step(self, block: Block, state: tuple) -> Tuple[np.ndarray, float]:
         return bwa_e_step(block.X, state[0], state[1], self.lambda_, block.item_log_prior)
