@@ -18,7 +18,9 @@ Same ``L``, same run. Two tables.
 2. Scale: fit + predict on 1,000,000 × 20 and 100,000 × 100 simulated label matrices (binary,
    balanced classes, functions conditionally independent given the class), two kinds:
    one-class functions (each votes one class, with precision 0.6-0.95 and coverage 3-25 %) and
-   both-class functions (accuracy 0.55-0.9, class-dependent coverage 5-50 %). Times are the best
+   both-class functions (accuracy 0.55-0.9, class-dependent coverage 5-50 %), and rare
+   functions (both-class, coverage 0.2-2 %: most rows get no vote, as in Snorkel's own
+   ``test_label_model_sparse``). Times are the best
    of ``--repeat`` runs of ``fit(L)`` then ``predict(L)``; the ratio is Snorkel's time over
    ours in the same run. ``--quick`` runs the scale table at a tenth of the rows, once.
 
@@ -128,7 +130,8 @@ def simulated(n: int, m: int, kind: str, rng: np.random.Generator):
         p = np.where(y[:, None] == target[None, :], hit[None, :], miss[None, :])
         L = np.where(rng.random((n, m)) < p, target[None, :], -1)
     else:
-        coverage = rng.uniform(0.05, 0.5, (m, 2))           # depends on the class
+        low, high = (0.002, 0.02) if kind == "rare" else (0.05, 0.5)
+        coverage = rng.uniform(low, high, (m, 2))           # depends on the class
         accuracy = rng.uniform(0.55, 0.9, m)
         vote = rng.random((n, m)) < coverage.T[y]
         right = rng.random((n, m)) < accuracy[None, :]
@@ -142,7 +145,7 @@ def run_scale(repeat: int, quick: bool) -> list:
     scale = 10 if quick else 1
     rows = []
     for n, m in ((1_000_000 // scale, 20), (100_000 // scale, 100)):
-        for kind in ("one-class", "both-class"):
+        for kind in ("one-class", "both-class", "rare"):
             L, y = simulated(n, m, kind, np.random.default_rng(0))
 
             def snorkel():
