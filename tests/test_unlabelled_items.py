@@ -69,6 +69,7 @@ def test_gold_on_an_unlabelled_item_still_counts():
 @pytest.mark.parametrize("name", ["dawid_skene", "ebcc", "bwa"])
 def test_unlabelled_rows_on_dask_as_in_memory(name):
     _, wide, _ = matrices()
+    wide = np.concatenate([np.full((500, wide.shape[1]), -1), wide])   # a block of none
     memory = MODELS[name]().fit(wide)
     data = PartitionedAnnotations.from_label_matrix(da.from_array(wide, chunks=(500, -1)), 3)
     fit = data.fit(ProtocolMethod(MODELS[name]()))
