@@ -297,10 +297,10 @@ class EMLabelModel(LabelModel):
     needs_annotator_keys = False
     #: True: EM stops when the objective moves by less than ``tol`` times its size
     relative_tol = False
-    #: True: EM runs on :meth:`Block.labelled` (:meth:`fitting_block`), for a model whose
-    #: fixed point an item without labels does not move (it only drags the class prior
-    #: toward its last value, one iteration at a time); its posteriors come from the last
-    #: state's E-step
+    #: True: EM runs on :meth:`Block.labelled` (:meth:`fitting_block`), for a model to which
+    #: an item without labels adds nothing (its posterior is the class prior: it only drags
+    #: the prior toward its last value, and in a mean-field bound shifts the fixed point);
+    #: such items' posteriors come from the last state's E-step
     fits_labelled_items_only = False
 
     # ---------------------------------------------------------------- the protocol
