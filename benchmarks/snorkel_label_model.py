@@ -19,8 +19,8 @@ Same ``L``, same run. Two tables.
    balanced classes, functions conditionally independent given the class), two kinds:
    one-class functions (each votes one class, with precision 0.6-0.95 and coverage 3-25 %) and
    both-class functions (accuracy 0.55-0.9, class-dependent coverage 5-50 %), and rare
-   functions (both-class, coverage 0.2-2 %: most rows get no vote, as in Snorkel's own
-   ``test_label_model_sparse``). Times are the best
+   functions (both-class, coverage 0.2-2 %: 0.2 and 1.1 votes per row, many rows without
+   one, as in Snorkel's own ``test_label_model_sparse``). Times are the best
    of ``--repeat`` runs of ``fit(L)`` then ``predict(L)``; the ratio is Snorkel's time over
    ours in the same run. ``--quick`` runs the scale table at a tenth of the rows, once.
 
