@@ -4,17 +4,10 @@ fit nor its number of iterations, and every unlabelled row gets the fitted prior
 import numpy as np
 import pytest
 
-pytest.importorskip("dask")
-import dask.array as da  # noqa: E402
-
-from crowd_keras.aggregation import BWA, EBCC, IBCC, DawidSkene, OneCoinDawidSkene  # noqa: E402
-from crowd_keras.conal.label_model import CommonNoiseModel  # noqa: E402
-from crowd_keras.aggregation.em import Block  # noqa: E402
-from crowd_keras.datasets import simulate_crowd  # noqa: E402
-from crowd_keras.distributed.engine import PartitionedAnnotations  # noqa: E402
-from crowd_keras.distributed.methods import ProtocolMethod  # noqa: E402
-
-pytestmark = pytest.mark.usefixtures("dask_threads")
+from crowd_keras.aggregation import BWA, EBCC, IBCC, DawidSkene, OneCoinDawidSkene
+from crowd_keras.aggregation.em import Block
+from crowd_keras.conal.label_model import CommonNoiseModel
+from crowd_keras.datasets import simulate_crowd
 
 MODELS = {"dawid_skene": lambda: DawidSkene(labeling_functions="ignore"),
           "one_coin": lambda: OneCoinDawidSkene(labeling_functions="ignore"),
@@ -68,14 +61,21 @@ def test_gold_on_an_unlabelled_item_still_counts():
 
 @pytest.mark.parametrize("name", ["dawid_skene", "ebcc", "bwa"])
 def test_unlabelled_rows_on_dask_as_in_memory(name):
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+    from crowd_keras.distributed.engine import PartitionedAnnotations
+    from crowd_keras.distributed.methods import ProtocolMethod
+
     _, wide, _ = matrices()
     wide = np.concatenate([np.full((500, wide.shape[1]), -1), wide])   # a block of none
     memory = MODELS[name]().fit(wide)
-    data = PartitionedAnnotations.from_label_matrix(da.from_array(wide, chunks=(500, -1)), 3)
-    fit = data.fit(ProtocolMethod(MODELS[name]()))
+    with dask.config.set(scheduler="threads"):
+        data = PartitionedAnnotations.from_label_matrix(da.from_array(wide, chunks=(500, -1)),
+                                                        3)
+        fit = data.fit(ProtocolMethod(MODELS[name]()))
+        labels = data.labels(fit).compute()
     assert fit.model.n_iter_ == memory.n_iter_
     np.testing.assert_allclose(fit.model.confusion_matrices_, memory.confusion_matrices_,
                                atol=1e-10)
-    labels = data.labels(fit).compute()
     np.testing.assert_allclose(labels.filter(like="p_").to_numpy(), memory.predict_proba(),
                                atol=1e-10)

@@ -90,8 +90,9 @@ class Block:
         return self.X.T
 
     def __getstate__(self) -> dict:
-        # the cached view is not part of the block's data: not pickled
-        return {name: value for name, value in self.__dict__.items() if name != "XT"}
+        # the cached views are not part of the block's data: not pickled
+        return {name: value for name, value in self.__dict__.items()
+                if name not in ("XT", "_labelled")}
 
     @property
     def n_items(self) -> int:
@@ -118,7 +119,12 @@ class Block:
         ``item_log_prior`` that is not all 0 (a gold clamp); every item when the block
         carries ``pred_probs``. The block itself when that is all of them. The other items'
         likelihood is 1 under any parameters, so they add nothing to the posterior of the
-        parameters; their class posterior is the fitted class prior's."""
+        parameters; their class posterior is the fitted class prior's. Made once per block
+        (a partitioned fit asks for it in every iteration)."""
+        return self._labelled
+
+    @cached_property
+    def _labelled(self) -> "Block":
         if self.pred_probs is not None:
             return self
         keep = self.annotations_per_item() > 0
