@@ -12,7 +12,8 @@ one by one:
    fingerprints summed over blocks first), so no annotation moves and nothing is shuffled;
 3. per fold, the training annotations as blocks of their own (persisted where each block is)
    and on them a partitioned fit of every candidate in lock-step
-   (``PartitionedAnnotations.fit_many``), with the in-memory stopping rule
+   (``PartitionedAnnotations.fit_many``; the folds' fits too, in groups: :func:`~crowd_keras.
+   distributed.engine.fit_together`), with the in-memory stopping rule
    (:func:`~crowd_keras.aggregation.auto.selection_done`);
 4. one pass over the blocks sums the pairwise agreements from which copying annotators
    are found (:func:`~crowd_keras.aggregation.auto.pair_sums`), one more scores every fit's
@@ -27,8 +28,9 @@ up to the order of floating-point sums.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -45,9 +47,15 @@ from ..errors import CrowdDataError
 from ..numerics import label_profile_keys
 from ..progress import progress_bar
 from .blocks import Block, Summary
+from .engine import fit_together
 from .methods import Fit, Method, labeling_function_method, method_for
 
-__all__ = ["AutoMethod"]
+__all__ = ["AutoMethod", "LOCKSTEP_ANNOTATIONS"]
+
+#: Held-out fits run in lock-step in groups of training sets, a group closed once its sets
+#: hold this many annotations: a Dask round costs tens of milliseconds whatever it computes,
+#: and the sets of a group are held on the workers together.
+LOCKSTEP_ANNOTATIONS = 1 << 22
 
 
 def _training_block(block: Block, k: int, profiles: np.ndarray, fingerprints: np.ndarray,
@@ -208,9 +216,9 @@ class AutoMethod(Method):
         counts = self.gold_fold_counts if n_folds == int(model.gold_folds) else \
             data.reduce(_gold_fold_counts, n_folds, seed, k, profiles)
         sums = np.zeros((len(self.ladder), 1 + len(self.ladder)))
-        for fold in range(n_folds):
-            train = data.derive(_gold_fold_block, n_folds, seed, fold, k, profiles)
-            fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
+        trains = ((fold, data.derive(_gold_fold_block, n_folds, seed, fold, k, profiles))
+                  for fold in range(n_folds))
+        for fold, fits in self._fit_in_groups(trains):
             target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold],
                                                data.classes, model.named_classes_)
             scored = [(fit.method, fit.params, fit.model.class_priors_,
@@ -218,6 +226,25 @@ class AutoMethod(Method):
             sums += data.reduce(_gold_hits, n_folds, seed, fold, k, profiles,
                                 delayed(scored, traverse=False), target)
         return sums
+
+    def _fit_in_groups(self, trains: Iterable[tuple]) -> Iterator[tuple]:
+        """``(key, fits of every candidate)`` for each ``(key, training set)`` of ``trains``,
+        in order: the sets' fits run in lock-step (:func:`fit_together`), a group of sets at a
+        time; a group is fitted once its sets hold :data:`LOCKSTEP_ANNOTATIONS` annotations in
+        all (or the sets run out), and the next group's sets are derived after that."""
+        group: List[tuple] = []
+        size = 0
+        for key, train in itertools.chain(trains, [(None, None)]):
+            if train is not None:
+                group.append((key, train))
+                size += train.summary.n_annotations
+            if group and (train is None or size >= LOCKSTEP_ANNOTATIONS):
+                fits = fit_together([(data, [method_for(candidate)
+                                             for _, candidate in self.ladder])
+                                     for _, data in group])
+                keys = [key for key, _ in group]
+                group, size = [], 0
+                yield from zip(keys, fits)
 
     def _heldout_scores(self, data: Any) -> Optional[dict]:
         model = self.model
@@ -231,16 +258,21 @@ class AutoMethod(Method):
         fingerprints = delayed(data.reduce(content_fingerprints, k, profiles), traverse=False)
         bar = progress_bar(selection_steps(n_folds, model.max_repeats),
                            desc="auto: held-out fits (partitioned)", disable=not model.progress)
-        for repeat, fold in bar:
-            train = data.derive(_training_block, k, profiles, fingerprints, n_folds,
-                                seed + repeat, fold)
-            n_test = data.summary.n_annotations - train.summary.n_annotations
-            if n_test:
-                fits = train.fit_many([method_for(candidate) for _, candidate in self.ladder])
-                fitted.append(((repeat, fold), [(fit.method, fit.params) for fit in fits]))
-                scored += n_test
-            if selection_done((repeat, fold), n_folds, scored, int(model.min_heldout)):
-                break
+        def trains() -> Iterator[tuple]:
+            """The folds' training sets that hold something out, up to the stopping rule."""
+            nonlocal scored
+            for repeat, fold in bar:
+                train = data.derive(_training_block, k, profiles, fingerprints, n_folds,
+                                    seed + repeat, fold)
+                n_test = data.summary.n_annotations - train.summary.n_annotations
+                if n_test:
+                    scored += n_test
+                    yield (repeat, fold), train
+                if selection_done((repeat, fold), n_folds, scored, int(model.min_heldout)):
+                    break
+
+        for step, fits in self._fit_in_groups(trains()):
+            fitted.append((step, [(fit.method, fit.params) for fit in fits]))
         bar.close()
         if not fitted:
             model.n_heldout_ = 0

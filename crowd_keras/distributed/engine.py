@@ -35,7 +35,7 @@ from .pred_probs import join_pred_probs
 from .reading import (Coding, coding_of, first_failure, first_repeated_item, number_rows,
                       object_kinds, row_column, scan_partition, split_items, unconverted)
 
-__all__ = ["PartitionedAnnotations", "tree_sum"]
+__all__ = ["PartitionedAnnotations", "fit_together", "tree_sum"]
 
 #: Partial sums combined per task in the reduction tree.
 SPLIT_EVERY = 8
@@ -73,6 +73,101 @@ def _initial_statistics(block: Block, methods: List[Method]) -> tuple:
 def _steps(block: Block, steps: List[tuple]) -> tuple:
     """Each ``method.step(block, params)`` of ``steps``, ``[(method, params), ...]``."""
     return tuple(method.step(block, params) for method, params in steps)
+
+
+def _initial_together(blocks: List[Block], methods: List[List[Method]]) -> tuple:
+    """:func:`_initial_statistics` of block ``j`` of each annotation set with its methods."""
+    return tuple(_initial_statistics(block, ms) for block, ms in zip(blocks, methods))
+
+
+def _steps_together(blocks: List[Block], steps: List[List[tuple]]) -> tuple:
+    """:func:`_steps` of block ``j`` of each annotation set with its ``(method, params)``."""
+    return tuple(_steps(block, s) for block, s in zip(blocks, steps))
+
+
+def fit_together(jobs: Sequence[tuple]) -> List[List[Fit]]:
+    """:meth:`PartitionedAnnotations.fit_many` of several annotation sets in lock-step.
+
+    ``jobs``: ``[(data, methods), ...]``, annotation sets split into the same number of blocks
+    (e.g. the training folds :meth:`~PartitionedAnnotations.derive` makes of one set). Each EM
+    iteration is one round of tasks, one per block index, running the steps of every fit
+    still iterating on that block of each set: a Dask round costs tens of milliseconds
+    whatever it computes, and held-out fits of a small crowd iterate thousands of times.
+    Every fit's arithmetic, start and stopping rule are those of a :meth:`fit` of its own.
+
+    Returns:
+        per job, its methods' :class:`Fit` in order.
+    """
+    jobs = [(data, list(methods)) for data, methods in jobs]
+    n_blocks = {len(data.blocks) for data, _ in jobs}
+    if len(n_blocks) != 1:
+        raise ValueError(f"fit_together: the annotation sets must have as many blocks each, "
+                         f"got {sorted(n_blocks)}")
+    prepared = []
+    for data, methods in jobs:
+        if any(getattr(method.model, "needs_annotator_keys", False) for method in methods):
+            data.annotator_keys()   # read in ``prepare``, which sees no blocks
+        prepared.append([method.prepare(data.summary).choose(data) for method in methods])
+    initial = _reduce_together(_initial_together, [data for data, _ in jobs], prepared)
+    fits = [[Fit(method, None, stats, data.summary) for method, stats in zip(methods, first)]
+            for (data, _), methods, first in zip(jobs, prepared, initial)]
+    for fit in (fit for job_fits in fits for fit in job_fits):
+        if not fit.method.iterative:
+            fit.params = fit.method.update(fit.stats, fit.summary)
+    _iterate([data for data, _ in jobs],
+             [[fit for fit in job_fits if fit.method.iterative] for job_fits in fits])
+    for (data, _), job_fits in zip(jobs, fits):
+        for fit in job_fits:
+            fit.model = fit.method.finish(fit, data.template())
+    return fits
+
+
+def _reduce_together(fn: Callable, sets: List["PartitionedAnnotations"], per_set: list
+                     ) -> tuple:
+    """The sums over block indices ``j`` of ``fn([set.blocks[j] for set in sets], per_set)``,
+    computed (a tree of partial sums)."""
+    parts = [delayed(fn)([data.blocks[j] for data in sets], delayed(per_set, traverse=False))
+             for j in range(len(sets[0].blocks))]
+    return dask.compute(tree_sum(parts))[0]
+
+
+def _iterate(sets: List["PartitionedAnnotations"], fits: List[List[Fit]]) -> None:
+    """EM as in memory, for each fit of each annotation set: M-step on the statistics of the
+    last posteriors, E-step, stop when the mean log-likelihood changes by less than ``tol``
+    or after ``max_iter`` iterations; the parameters kept are those of the last E-step."""
+    every = [fit for job_fits in fits for fit in job_fits]
+    if not every:
+        return
+    first = every[0].method
+    show_bar = any(bool(getattr(fit.method.model, "progress", False)) for fit in every)
+    bar = progress_bar(range(max(fit.method.max_iter for fit in every)),
+                       desc=f"{type(first.model).__name__} EM (partitioned)"
+                       + (f" and {len(every) - 1} more" if len(every) > 1 else ""),
+                       disable=not show_bar)
+    previous = {id(fit): -np.inf for fit in every}
+    running = [list(job_fits) for job_fits in fits]
+    for _ in bar:
+        start = time.perf_counter()
+        for fit in (fit for job_fits in running for fit in job_fits):
+            fit.params = fit.method.update(fit.stats, fit.summary)
+        active = [j for j, job_fits in enumerate(running) if job_fits]
+        steps = [[(fit.method, fit.params) for fit in running[j]] for j in active]
+        results = _reduce_together(_steps_together, [sets[j] for j in active], steps)
+        seconds = time.perf_counter() - start
+        for j, job_results in zip(active, results):
+            for fit, (stats, loglik) in zip(running[j], job_results):
+                fit.stats = stats
+                fit.history.append(loglik / fit.method.normalizer(fit.summary))
+                fit.seconds.append(seconds)
+        if show_bar:
+            bar.set_postfix(loglik=f"{running[active[0]][0].history[-1]:.6f}")
+        running = [[fit for fit in job_fits if _moved(fit, previous[id(fit)])
+                    and len(fit.history) < fit.method.max_iter] for job_fits in running]
+        if not any(running):
+            break
+        for fit in (fit for job_fits in running for fit in job_fits):
+            previous[id(fit)] = fit.history[-1]
+    bar.close()
 
 
 def _report_statistics(block: Block, method: Method, params: Any,
@@ -303,55 +398,7 @@ class PartitionedAnnotations:
         runs the steps of every method still iterating (each stops by its own rule), so the
         fits are those of one :meth:`fit` each, with one round of tasks per iteration instead
         of one per method and iteration."""
-        if any(getattr(method.model, "needs_annotator_keys", False) for method in methods):
-            self.annotator_keys()   # read in ``prepare``, which sees no blocks
-        summary = self.summary
-        methods = [method.prepare(summary).choose(self) for method in methods]
-        initial = self.reduce(_initial_statistics, delayed(methods, traverse=False))
-        fits = [Fit(method, None, stats, summary) for method, stats in zip(methods, initial)]
-        for fit in fits:
-            if not fit.method.iterative:
-                fit.params = fit.method.update(fit.stats, summary)
-        self._iterate([fit for fit in fits if fit.method.iterative])
-        for fit in fits:
-            fit.model = fit.method.finish(fit, self.template())
-        return fits
-
-    def _iterate(self, fits: List[Fit]) -> None:
-        """EM as in memory, for each fit: M-step on the statistics of the last posteriors,
-        E-step, stop when the mean log-likelihood changes by less than ``tol`` or after
-        ``max_iter`` iterations; the parameters kept are those of the last E-step."""
-        if not fits:
-            return
-        summary, first = self.summary, fits[0].method
-        show_bar = any(bool(getattr(fit.method.model, "progress", False)) for fit in fits)
-        bar = progress_bar(range(max(fit.method.max_iter for fit in fits)),
-                           desc=f"{type(first.model).__name__} EM (partitioned)"
-                           + (f" and {len(fits) - 1} more" if len(fits) > 1 else ""),
-                           disable=not show_bar)
-        previous = {id(fit): -np.inf for fit in fits}
-        running = list(fits)
-        for _ in bar:
-            start = time.perf_counter()
-            for fit in running:
-                fit.params = fit.method.update(fit.stats, summary)
-            steps = [(fit.method, fit.params) for fit in running]
-            results = self.reduce(_steps, delayed(steps, traverse=False))
-            seconds = time.perf_counter() - start
-            for fit, (stats, loglik) in zip(running, results):
-                fit.stats = stats
-                fit.history.append(loglik / fit.method.normalizer(summary))
-                fit.seconds.append(seconds)
-            if show_bar:
-                bar.set_postfix(loglik=f"{running[0].history[-1]:.6f}")
-            running = [fit for fit in running
-                       if _moved(fit, previous[id(fit)])
-                       and len(fit.history) < fit.method.max_iter]
-            if not running:
-                break
-            for fit in running:
-                previous[id(fit)] = fit.history[-1]
-        bar.close()
+        return fit_together([(self, methods)])[0]
 
     def statistics(self, fit: Fit, transform: Optional[Callable] = None,
                    labels: bool = False) -> tuple:
