@@ -44,6 +44,7 @@ SCRIPTS = [
     ("mixture_of_groups.py", [], ["--quick"], 3600),
     ("lia.py", [], ["--quick"], 3600),
     ("scale_out.py", [], ["--quick"], 3600),
+    ("dask_default.py", [], ["--quick"], 1800),
     ("scaling.py", [], ["--sizes", "100000", "--repeat", "1"], 3600),
     ("encoding.py", [], ["--quick"], 900),
     # the CPU-sized run (a GPU run: python benchmarks/record.py gpu.py)
