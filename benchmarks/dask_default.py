@@ -59,6 +59,7 @@ def main(argv=None) -> None:
     parser.add_argument("--items", type=int, nargs="+", default=[5000, 20000, 100000])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--data", help="unused (the runner passes it to every script)")
     args = parser.parse_args(argv)
     sizes = [2000] if args.quick else args.items
     from distributed import Client, LocalCluster
