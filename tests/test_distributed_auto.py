@@ -141,6 +141,27 @@ def test_held_out_fits_run_in_lock_step_and_choose_as_one_at_a_time(monkeypatch)
     assert rounds[0] < rounds[1] / 3, rounds
 
 
+def test_fits_together_need_sets_of_as_many_blocks_and_equal_fits_of_their_own():
+    from crowd_keras.distributed.engine import fit_together
+    from crowd_keras.distributed.methods import method_for
+    from crowd_keras.aggregation import EBCC
+    df = crowd_frame(200)
+    two = PartitionedAnnotations.from_frame(dd.from_pandas(df, npartitions=2))
+    three = PartitionedAnnotations.from_frame(dd.from_pandas(df, npartitions=3))
+    with pytest.raises(ValueError, match=r"as many blocks each, got \[2, 3\]"):
+        fit_together([(two, [method_for(DawidSkene())]), (three, [method_for(DawidSkene())])])
+    half = PartitionedAnnotations.from_frame(dd.from_pandas(df.iloc[::2], npartitions=2))
+    models = (DawidSkene, EBCC)     # EBCC iterates longer: DS's fit stops first
+    together = fit_together([(two, [method_for(m()) for m in models]),
+                             (half, [method_for(m()) for m in models])])
+    for data, fits in zip((two, half), together):
+        for model, fit in zip(models, fits):
+            alone = data.fit(method_for(model()))
+            assert fit.history == alone.history
+            np.testing.assert_array_equal(fit.model.confusion_matrices_,
+                                          alone.model.confusion_matrices_)
+
+
 def test_copying_pairs_and_their_weights_on_dask_are_those_in_memory(monkeypatch):
     """Copying cliques found from pairwise sums over blocks, on a hashed sample of the items
     (a smaller sample size than the default, so that the sample is drawn), as in memory."""
