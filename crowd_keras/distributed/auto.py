@@ -256,12 +256,11 @@ class AutoMethod(Method):
         # (wrapping): the folds' order keys
         profiles = self.profiles
         fingerprints = delayed(data.reduce(content_fingerprints, k, profiles), traverse=False)
-        bar = progress_bar(selection_steps(n_folds, model.max_repeats),
-                           desc="auto: held-out fits (partitioned)", disable=not model.progress)
+
         def trains() -> Iterator[tuple]:
             """The folds' training sets that hold something out, up to the stopping rule."""
             nonlocal scored
-            for repeat, fold in bar:
+            for repeat, fold in selection_steps(n_folds, model.max_repeats):
                 train = data.derive(_training_block, k, profiles, fingerprints, n_folds,
                                     seed + repeat, fold)
                 n_test = data.summary.n_annotations - train.summary.n_annotations
@@ -271,7 +270,12 @@ class AutoMethod(Method):
                 if selection_done((repeat, fold), n_folds, scored, int(model.min_heldout)):
                     break
 
-        for step, fits in self._fit_in_groups(trains()):
+        # the bar counts fitted folds (a group's all at once, when their fits end)
+        bar = progress_bar(self._fit_in_groups(trains()),
+                           desc="auto: held-out fits (partitioned)",
+                           total=len(selection_steps(n_folds, model.max_repeats)),
+                           disable=not model.progress)
+        for step, fits in bar:
             fitted.append((step, [(fit.method, fit.params) for fit in fits]))
         bar.close()
         if not fitted:
