@@ -28,7 +28,6 @@ up to the order of floating-point sums.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -234,17 +233,20 @@ class AutoMethod(Method):
         all (or the sets run out), and the next group's sets are derived after that."""
         group: List[tuple] = []
         size = 0
-        for key, train in itertools.chain(trains, [(None, None)]):
-            if train is not None:
-                group.append((key, train))
-                size += train.summary.n_annotations
-            if group and (train is None or size >= LOCKSTEP_ANNOTATIONS):
-                fits = fit_together([(data, [method_for(candidate)
-                                             for _, candidate in self.ladder])
-                                     for _, data in group])
-                keys = [key for key, _ in group]
+        for key, train in trains:
+            group.append((key, train))
+            size += train.summary.n_annotations
+            if size >= LOCKSTEP_ANNOTATIONS:
+                yield from self._fit_group(group)
                 group, size = [], 0
-                yield from zip(keys, fits)
+        yield from self._fit_group(group)
+
+    def _fit_group(self, group: List[tuple]) -> Iterator[tuple]:
+        """``(key, fits of every candidate)`` of each ``(key, training set)`` of ``group``,
+        fitted together."""
+        fits = fit_together([(data, [method_for(candidate) for _, candidate in self.ladder])
+                             for _, data in group]) if group else []
+        return zip([key for key, _ in group], fits)
 
     def _heldout_scores(self, data: Any) -> Optional[dict]:
         model = self.model

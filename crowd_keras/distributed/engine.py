@@ -66,23 +66,18 @@ def _moved(fit: Fit, previous: float) -> bool:
     return abs(fit.history[-1] - previous) >= limit
 
 
-def _initial_statistics(block: Block, methods: List[Method]) -> tuple:
-    return tuple(method.initial(block) for method in methods)
-
-
-def _steps(block: Block, steps: List[tuple]) -> tuple:
-    """Each ``method.step(block, params)`` of ``steps``, ``[(method, params), ...]``."""
-    return tuple(method.step(block, params) for method, params in steps)
-
-
 def _initial_together(blocks: List[Block], methods: List[List[Method]]) -> tuple:
-    """:func:`_initial_statistics` of block ``j`` of each annotation set with its methods."""
-    return tuple(_initial_statistics(block, ms) for block, ms in zip(blocks, methods))
+    """Per annotation set, ``method.initial(block)`` of each of its methods on its block
+    ``blocks[s]`` (the sets' blocks of one index)."""
+    return tuple(tuple(method.initial(block) for method in ms)
+                 for block, ms in zip(blocks, methods))
 
 
 def _steps_together(blocks: List[Block], steps: List[List[tuple]]) -> tuple:
-    """:func:`_steps` of block ``j`` of each annotation set with its ``(method, params)``."""
-    return tuple(_steps(block, s) for block, s in zip(blocks, steps))
+    """Per annotation set, ``method.step(block, params)`` of each of its
+    ``[(method, params), ...]`` on its block ``blocks[s]``."""
+    return tuple(tuple(method.step(block, params) for method, params in s)
+                 for block, s in zip(blocks, steps))
 
 
 def fit_together(jobs: Sequence[tuple]) -> List[List[Fit]]:
