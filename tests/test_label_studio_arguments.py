@@ -163,3 +163,35 @@ def test_check_tasks_refuses_predictions_for_tasks_outside_the_export():
     with pytest.raises(CrowdDataError, match=rf"1 of the tasks to write are not in .*demo.json' "
                                              rf"\(first: task {stray}\).*Nothing was written"):
         ls.check_tasks(_NO_SERVER, 1, export, task_ids=ids[:2] + [stray])
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--scheme", "BIO"], "--scheme BIO applies to span controls"),
+    (["--text-key", "body"], "--text-key body applies to span controls"),
+    (["--sequence-model", "majority_vote"], "--sequence-model majority_vote applies to span"),
+    (["--multiple", "skip", "--separator", "+"], "--separator + joins the choices"),
+])
+def test_report_refuses_settings_no_reported_control_reads(tmp_path, capsys, flags, named):
+    # demo.json has Choices and Rating controls only: the span settings (and a separator
+    # without --multiple combination) were ignored in silence; aggregate refused them already
+    from pathlib import Path
+
+    from crowd_keras.cli import main
+    demo = Path(__file__).parent / "data" / "label_studio" / "demo.json"
+    out = tmp_path / "rep"
+    assert main(["label-studio", "report", str(demo), "--out", str(out), "--quiet",
+                 "--bootstrap", "0", "--no-plots"] + flags) == 2
+    assert named in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_quality_report_names_the_python_setting_no_control_reads(tmp_path):
+    export = [{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": i, "completed_by": i, "result": [{"from_name": "s", "to_name": "text",
+                                                 "type": "choices", "value": {"choices": [c]}}]}
+        for i, c in ((1, "x"), (2, "y"))]}]
+    with pytest.raises(ValueError, match=r"scheme='BIO' applies to span controls; the controls "
+                                         r"reported, 's' \(choices\), are none"):
+        ls.quality_report(export, tmp_path / "r", scheme="BIO", n_bootstrap=0, plots=False)
+    assert not (tmp_path / "r").exists()
+    ls.quality_report(export, tmp_path / "r", n_bootstrap=0, plots=False)   # the defaults read

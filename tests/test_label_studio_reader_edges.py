@@ -292,3 +292,73 @@ def test_full_json_export_without_any_annotation_says_so():
         with pytest.raises(CrowdDataError, match="export: its 2 task\\(s\\) hold no annotation: "
                                                  "nothing to read"):
             ls.read_export(export, control=control)
+
+
+@pytest.mark.parametrize("who", ["²", "①", "١", "٣٤"])
+def test_ids_of_non_ascii_digits_are_names_not_user_ids(who):
+    # str.isdigit() accepts them: int() refused "²" with a bare ValueError naming no task,
+    # and read "١" as user 1, merging two people
+    export = [_task(1, (1, who, ["x"]), (2, 1, ["y"])), _task(2, (3, who, ["x"]), (4, 1, ["x"]))]
+    read = ls.read_export(export)
+    assert sorted(map(str, read.annotator_ids)) == sorted(["1", who])
+    assert read.annotations.n_annotations == 4 and read.summary.n_superseded == 0
+
+
+@pytest.mark.parametrize("tid", ["²", "١"])
+def test_task_ids_of_non_ascii_digits_are_an_error_naming_the_task(tid):
+    export = [_task(1, (1, 2, ["x"]))]
+    export[0]["id"] = tid
+    with pytest.raises(CrowdDataError, match=r"task at position 0: task id must be an integer"):
+        ls.read_export(export)
+
+
+def test_span_offsets_of_non_ascii_digits_are_an_error():
+    task = {"id": 1, "data": {"text": "John met Mary"}, "annotations": [
+        {"id": 1, "completed_by": 2, "result": [
+            {"from_name": "ent", "to_name": "text", "type": "labels",
+             "value": {"start": "٠", "end": 4, "labels": ["PER"]}}]}]}
+    with pytest.raises(CrowdDataError, match="integer character offset, got '٠'"):
+        ls.read_export([task], control="ent")
+
+
+def _per_region(tid: int, *answers: tuple) -> dict:
+    """A task whose annotations each draw regions and answer a per-region <Choices> on them:
+    (annotation id, user, [(start, end, choice), ...])."""
+    def regions(spans):
+        out = []
+        for n, (start, end, choice) in enumerate(spans):
+            place = {"start": start, "end": end, "text": "x"}
+            out += [{"id": f"r{n}", "from_name": "ent", "to_name": "text", "type": "labels",
+                     "value": {**place, "labels": ["PER"]}},
+                    {"id": f"r{n}", "from_name": "conf", "to_name": "text", "type": "choices",
+                     "value": {**place, "choices": [choice]}}]
+        return out
+    return {"id": tid, "data": {"text": "John and Mary"},
+            "annotations": [{"id": aid, "completed_by": user, "result": regions(spans)}
+                            for aid, user, spans in answers]}
+
+
+PER_REGION = ('<View><Text name="text" value="$text"/><Labels name="ent" toName="text">'
+              '<Label value="PER"/></Labels><Choices name="conf" toName="text" '
+              'perRegion="true"><Choice value="sure"/><Choice value="unsure"/></Choices></View>')
+
+
+@pytest.mark.parametrize("config", [None, PER_REGION])
+def test_a_per_region_choice_is_never_read_as_the_tasks_class(config):
+    # one region each: before, each region's answer became the task's class (two annotators
+    # "disagreeing" about different names); two regions already gave this error
+    one_each = [_per_region(1, (1, 2, [(0, 4, "sure")]), (2, 3, [(9, 13, "unsure")]))]
+    with pytest.raises(CrowdDataError, match="control 'conf' is placed on a region"):
+        ls.read_export(one_each, control="conf", label_config=config)
+    two = [_per_region(1, (1, 2, [(0, 4, "sure"), (9, 13, "sure")]))]
+    with pytest.raises(CrowdDataError, match="per-region controls are not supported"):
+        ls.read_export(two, control="conf", label_config=config)
+    # the span control of the same export still reads
+    assert ls.read_export(one_each, control="ent").summary.n_used == 2
+
+
+def test_a_per_region_choice_in_json_min_is_an_error_too():
+    rows = [{"id": 1, "text": "John", "annotator": 2, "annotation_id": 1,
+             "conf": [{"start": 0, "end": 4, "text": "John", "choices": ["sure"]}]}]
+    with pytest.raises(CrowdDataError, match="control 'conf' is placed on a region"):
+        ls.read_export(rows, control="conf")

@@ -204,6 +204,19 @@ def _selection_value(value: dict, kind: str, where: str, control: str) -> Option
 #: Keys of a span region's value (Labels, HyperTextLabels, ParagraphLabels).
 _REGION_KEYS = ("start", "end", "labels", "hypertextlabels", "paragraphlabels", "globalOffsets",
                 "startOffset")
+#: Keys that place a result on a region (text offsets, an image's box or polygon): a choice
+#: or rating with them answers a per-region control, a question about that region
+_PLACE_KEYS = _REGION_KEYS + ("x", "y", "width", "height", "points")
+
+
+def _refuse_per_region(value: Any, where: str, control: str) -> None:
+    """CrowdDataError when a choice or rating ``value`` is placed on a region: one region's
+    answer is not the task's class, however many regions the annotator drew."""
+    placed = [k for k in _PLACE_KEYS if k in value] if isinstance(value, dict) else []
+    if placed:
+        raise CrowdDataError(f"{where}: the result of control '{control}' is placed on a "
+                             f"region (keys {placed}): per-region controls are not supported "
+                             "(one class per task is needed)")
 
 
 def selection_full(rec: Record, control: str, kind: str) -> Optional[tuple]:
@@ -223,6 +236,7 @@ def selection_full(rec: Record, control: str, kind: str) -> Optional[tuple]:
         raise CrowdDataError(f"{rec.where}: {len(items)} results for control '{control}' "
                              "(per-region controls are not supported: one class per task is "
                              "needed)")
+    _refuse_per_region(items[0]["value"], rec.where, control)
     if str(items[0]["type"]).lower() != kind:
         raise CrowdDataError(f"{rec.where}: a result of control '{control}' has type "
                              f"'{items[0]['type']}', expected '{kind}'")
@@ -266,6 +280,7 @@ def selection_min(rec: Record, control: str, kind: str) -> Optional[tuple]:
                                  f"the text {raw!r}")
         return (raw,) if raw else None
     if isinstance(raw, dict):
+        _refuse_per_region(raw, rec.where, control)
         inner = "choices" if "choices" in raw else "rating" if "rating" in raw else None
         if inner is None or (kind and inner != kind):
             raise CrowdDataError(f"{rec.where}: column '{control}' holds {raw!r}; expected "

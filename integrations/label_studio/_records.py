@@ -265,6 +265,14 @@ def _csv_rows(text: str, delimiter: str, origin: str) -> list:
 _MAX_ID = 2 ** 63 - 1
 
 
+def is_decimal(text: str) -> bool:
+    """True for a string of ASCII digits 0-9 with an optional leading ``-``: ``str.isdigit``
+    also accepts ``"²"`` (which ``int`` refuses) and ``"١"`` (which ``int`` reads as 1, so an
+    annotator of that name would merge with user 1)."""
+    digits = text[1:] if text.startswith("-") else text
+    return digits.isascii() and digits.isdigit()
+
+
 def _integer_id(value: Any, where: str, what: str) -> int:
     """An id as an int: an int, an integral float or a string of digits, within 0..2**63-1.
 
@@ -276,7 +284,7 @@ def _integer_id(value: Any, where: str, what: str) -> int:
         number = int(value)
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    elif isinstance(value, str) and is_decimal(value.strip()):
         number = int(value.strip())
     if number is None:
         shown = repr(value) if isinstance(value, bool) else f"{type(value).__name__} {value!r}"
@@ -344,7 +352,7 @@ def _annotator(value: Any, where: str) -> tuple[Any, Optional[str]]:
         return _integer_id(value, where, "annotator (completed_by) id"), None
     if isinstance(value, str) and value.strip():
         value = value.strip()
-        if value.lstrip("-").isdigit():
+        if is_decimal(value):
             return _integer_id(value, where, "annotator (completed_by) id"), None
         return value, (value if "@" in value else None)
     raise CrowdDataError(f"{where}: annotator (completed_by) must be a user id or e-mail, "

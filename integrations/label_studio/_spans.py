@@ -32,7 +32,7 @@ from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 from crowd_keras.sequences.tokens import MAX_OFFSET
 
 from ._controls import MIN_META, SPAN_TAGS, object_fields, to_name_note
-from ._records import ExportSummary, parse_times, superseded_note, task_id
+from ._records import ExportSummary, is_decimal, parse_times, superseded_note, task_id
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
 
@@ -221,7 +221,7 @@ def _document(value: Any, kind: str, where: str, text_key: str,
 def _offset(value: Any, where: str, what: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and is_decimal(value.strip()) and "-" not in value:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise CrowdDataError(f"{where}: {what} must be an integer character offset, got "

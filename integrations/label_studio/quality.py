@@ -25,7 +25,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.files import atomic_write_files, indented_json
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
 
-from ._controls import READABLE, parse_config
+from ._controls import READABLE, SPAN_TAGS, parse_config
 from ._model import fit_label_model
 from ._records import FORMATS, check_flag, load_export
 from ._span_results import fitted_sequence_model
@@ -63,6 +63,28 @@ def export_controls(source: Any, label_config: Any = None,
         raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control in the "
                              "annotation results")
     return found
+
+
+def _unused_settings(kinds: dict, *, method: Optional[str], sequence_model: Optional[str],
+                     scheme: str, text_key: Optional[str], multiple: str) -> Optional[Message]:
+    """The first setting that none of the reported controls ``kinds`` ({name: type}) reads,
+    as a message (an error rather than a setting ignored in silence), else None."""
+    listed = ", ".join(f"'{n}' ({t})" for n, t in kinds.items())
+    spans = [n for n, t in kinds.items() if t in SPAN_TAGS]
+    for name, value, default in (("sequence_model", sequence_model, None),
+                                 ("scheme", scheme, "IO"), ("text_key", text_key, None)):
+        if value != default and not spans:
+            return Message("{setting} applies to span controls; the controls reported, "
+                           "{listed}, are none (drop it)", setting=Argument(name, value),
+                           listed=listed)
+    for name, value, default, kind in (("method", method, None, "Choices or Rating"),
+                                       ("multiple", multiple, "combination", "Choices")):
+        wanted = ("choices",) if kind == "Choices" else ("choices", "rating")
+        if value != default and not any(t in wanted for t in kinds.values()):
+            return Message("{setting} applies to " + kind + " controls; the controls "
+                           "reported, {listed}, are none (drop it)",
+                           setting=Argument(name, value), listed=listed)
+    return None
 
 
 def _level(export: Any, level: Optional[str]) -> str:
@@ -179,6 +201,12 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
         raise TypeError(f"controls must be a list of control names, got the string "
                         f"{controls!r}; pass [{controls!r}]")
     check_flag("use_gold", use_gold)
+    if separator != "|" and multiple != "combination":
+        raise ValueError(Message("{separator} joins the choices of a set into a class with "
+                                 "{combination}, not {multiple} (drop it)",
+                                 separator=Argument("separator", separator),
+                                 combination=Argument("multiple", "combination"),
+                                 multiple=Argument("multiple", multiple)))
     _check_outputs(source, Path(out_dir))
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() == ".json" and not format:
         origin = str(source)
@@ -205,6 +233,11 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
             docs[name] = {"control": name, "error": text}
     if not drawn:
         raise errors[0]
+    unused = _unused_settings({n: d["type"] for n, d in docs.items() if d["error"] is None},
+                              method=method, sequence_model=sequence_model, scheme=scheme,
+                              text_key=text_key, multiple=multiple)
+    if unused:
+        raise ValueError(unused)
     overall = _overall(docs)
     title = title or f"Annotator agreement and quality: {Path(origin).name}"
     document = {"title": title, "source": origin, "controls": docs,
