@@ -362,3 +362,49 @@ def test_a_per_region_choice_in_json_min_is_an_error_too():
              "conf": [{"start": 0, "end": 4, "text": "John", "choices": ["sure"]}]}]
     with pytest.raises(CrowdDataError, match="control 'conf' is placed on a region"):
         ls.read_export(rows, control="conf")
+
+
+def _twice(first: str, second: str, **stamps) -> list:
+    """One task that user 1 annotated twice (no annotation ids), user 2 once."""
+    def one(choice, time=None):
+        ann = {"completed_by": 1, "result": [{"from_name": "s", "to_name": "text",
+                                              "type": "choices", "value": {"choices": [choice]}}]}
+        return ann if time is None else {**ann, "updated_at": time}
+    anns = [one(first, stamps.get("t1")), one(second, stamps.get("t2")),
+            {**one("x"), "completed_by": 2}]
+    return [{"id": 1, "data": {"text": "t"}, "annotations": anns}]
+
+
+@pytest.mark.parametrize("stamps", [{}, {"t1": "2024-01-01T00:00:00Z",
+                                         "t2": "2024-01-01T00:00:00Z"}])
+def test_two_different_annotations_that_nothing_orders_are_an_error(stamps):
+    # "the latest wins" fell back to the export's order: reversing it changed the label
+    for a, b in (("x", "y"), ("y", "x")):
+        with pytest.raises(CrowdDataError, match=r"position 0: user 1 annotated task 1 again "
+                                                 r"with another result \(also .*position 1\)"):
+            ls.read_export(_twice(a, b, **stamps))
+
+
+def test_repeated_annotations_that_agree_or_are_ordered_by_time_are_read():
+    same = ls.read_export(_twice("y", "y"))
+    assert same.summary.n_superseded == 1 and same.annotations.n_annotations == 2
+    for first, second in (("2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z"),
+                          ("2024-01-02T00:00:00Z", "2024-01-01T00:00:00Z")):
+        read = ls.read_export(_twice("x", "y", t1=first, t2=second))
+        latest = "y" if second > first else "x"
+        labels = read.annotations.to_frame()
+        assert read.summary.n_superseded == 1
+        assert labels[labels.iloc[:, 1] == 1].iloc[0, 2] == latest
+
+
+def test_two_different_span_annotations_that_nothing_orders_are_an_error():
+    def spans(*regions):
+        return {"completed_by": 1, "result": [
+            {"from_name": "ent", "to_name": "text", "type": "labels",
+             "value": {"start": s, "end": e, "labels": ["PER"]}} for s, e in regions]}
+    task = {"id": 1, "data": {"text": "John and Mary"},
+            "annotations": [spans((0, 4)), spans((9, 13))]}
+    with pytest.raises(CrowdDataError, match="user 1 annotated task 1 again with another"):
+        ls.read_export([task], control="ent")
+    task["annotations"] = [spans((0, 4)), spans((0, 4))]   # the same spans twice: one kept
+    assert ls.read_export([task], control="ent").summary.n_superseded == 1

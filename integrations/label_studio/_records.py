@@ -17,8 +17,8 @@ import pandas as pd
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import decode_json
 
-__all__ = ["FORMATS", "ExportSummary", "Record", "LoadedExport", "load_export",
-           "records_from_full", "records_from_rows", "task_id", "parse_times", "python_scalar",
+__all__ = ["FORMATS", "ExportSummary", "check_latest_is_known", "Record", "LoadedExport",
+           "load_export", "records_from_full", "records_from_rows", "task_id", "parse_times", "python_scalar",
            "check_flag", "superseded_note"]
 
 
@@ -475,6 +475,34 @@ def _one_key_per_user(records: list) -> list:
                                  f"{sorted(found)}")
         out.append(replace(rec, annotator=next(iter(found))) if found else rec)
     return out
+
+
+def check_latest_is_known(used: pd.DataFrame, superseded: pd.Series, content: pd.Series,
+                          wheres: list) -> None:
+    """CrowdDataError when a user's annotations of a task say different things (``content``,
+    aligned with ``used``) and nothing orders them: no annotation id and no distinct
+    ``updated_at``/``created_at``. "The latest wins" would then be the order of the export.
+
+    ``used``: the frame sorted by (time, aid, row), its ``row`` indexing ``wheres``;
+    ``superseded``: its rows that a later one of the same (task, annotator) replaces."""
+    if not superseded.any():
+        return
+    key = ["task", "annotator"]
+    last = used[~superseded].assign(content=content[~superseded]).set_index(key)
+    lost = used[superseded].assign(content=content[superseded]).join(
+        last[["time", "aid", "content", "row"]].add_suffix("_last"), on=key)
+    same_time = (lost["time"] == lost["time_last"]) | (lost["time"].isna()
+                                                        & lost["time_last"].isna())
+    tied = lost[same_time & (lost["aid"] == lost["aid_last"])
+                & (lost["content"] != lost["content_last"])]
+    if len(tied):
+        first = tied.iloc[0]
+        raise CrowdDataError(
+            f"{wheres[int(first['row'])]}: user {first['annotator']!r} annotated task "
+            f"{first['task']!r} again with another result (also {wheres[int(first['row_last'])]}"
+            "), and neither an annotation id nor a distinct updated_at/created_at says which "
+            f"is the latest ({len(tied)} such pair{'s' if len(tied) > 1 else ''}): keep one, or "
+            "export from Label Studio, which gives every annotation an id")
 
 
 def superseded_note(n_superseded: int, n_kept: int, n_users: int) -> Optional[str]:

@@ -32,7 +32,8 @@ from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 from crowd_keras.sequences.tokens import MAX_OFFSET
 
 from ._controls import MIN_META, SPAN_TAGS, object_fields, to_name_note
-from ._records import ExportSummary, is_decimal, parse_times, superseded_note, task_id
+from ._records import (ExportSummary, check_latest_is_known, is_decimal, parse_times,
+                       superseded_note, task_id)
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
 
@@ -375,6 +376,10 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         return frozenset((start, end, lab) for start, end, lab, _, _ in _span_rows(
             _values(rec, control, kind), kind, rec.where, bases[rec.task], sizes.get(rec.task)))
 
+    in_pairs = used.duplicated(["task", "annotator"], keep=False)   # who has several: compare
+    check_latest_is_known(used, superseded, pd.Series(
+        [span_set(live[r]) if d else None for r, d in zip(used["row"], in_pairs)],
+        index=used.index, dtype=object), [rec.where for rec in live])
     # tasks whose ground-truth annotations hold different spans (the latest is the gold)
     n_gold_conflicts = sum(len({span_set(live[r]) for r in rows}) > 1
                            for _, rows in gold_rows.groupby("task")["row"])

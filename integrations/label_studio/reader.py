@@ -17,8 +17,8 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
                         selection_full, selection_min, to_name_note)
-from ._records import (FORMATS, ExportSummary, load_export, parse_times, records_from_rows,
-                       superseded_note)
+from ._records import (FORMATS, ExportSummary, check_latest_is_known, load_export, parse_times,
+                       records_from_rows, superseded_note)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 _MULTIPLE = ("error", "combination", "skip")
@@ -183,7 +183,8 @@ def _export(reading: "_Reading", tasks: list, records: list, selections: list,
                for k in class_choices]
     _check_class_names(reading, class_choices, classes)
     frame = _annotation_frame(labelled, {k: n for n, k in enumerate(class_choices)})
-    resolved = _resolve_duplicates(frame, tasks, classes, reading.include_gold)
+    resolved = _resolve_duplicates(frame, tasks, classes, reading.include_gold,
+                                   [rec.where for rec, _ in labelled])
     annotators = sorted({r.annotator for r in records}, key=lambda a: (isinstance(a, str), a))
     annotations = _encode(resolved.kept, tasks, annotators, classes)
     if annotations.n_annotations == 0 and len(resolved.gold_rows) and not reading.include_gold:
@@ -427,9 +428,10 @@ def _annotation_frame(labelled: list, code_of: dict) -> pd.DataFrame:
 
 
 def _resolve_duplicates(frame: pd.DataFrame, tasks: list, classes: list,
-                        include_gold: bool) -> _Resolved:
-    """Step 4, resolve duplicates: the latest annotation per (task, annotator) wins, and the
-    latest gold annotation per task is its gold label."""
+                        include_gold: bool, wheres: list) -> _Resolved:
+    """Step 4, resolve duplicates: the latest annotation per (task, annotator) wins (an error
+    where two differ and nothing orders them), and the latest gold annotation per task is its
+    gold label. ``wheres``: each record's place in the export, by ``row``."""
     gold_rows = frame[frame["gold"]]
     gold_last = gold_rows.drop_duplicates("task", keep="last")
     n_conflicts = int((gold_rows.groupby("task")["code"].nunique() > 1).sum())
@@ -440,6 +442,7 @@ def _resolve_duplicates(frame: pd.DataFrame, tasks: list, classes: list,
     gold = gold.reindex(pd.Index([t for t in tasks if t in has_gold], name="task"))
     used = frame if include_gold else frame[~frame["gold"]]
     superseded = used.duplicated(["task", "annotator"], keep="last")
+    check_latest_is_known(used, superseded, used["code"], wheres)
     return _Resolved(kept=used[~superseded], used=used, superseded=superseded,
                      gold_rows=gold_rows, gold=gold, n_gold_conflicts=n_conflicts)
 
