@@ -23,7 +23,7 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "weight_in_use", "is_shape_list", "split_pair", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
-           "scalar_like", "known_shape", "known_rank",
+           "scalar_like", "known_shape", "known_rank", "shapes_match",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
            "at_least_float32", "floored_log",
@@ -132,6 +132,13 @@ def known_shape(x: Any) -> Any:
         return tuple(shape)
     except (TypeError, ValueError):
         return None
+
+
+def shapes_match(got: tuple, expected: tuple) -> bool:
+    """Same rank and every axis size equal where both are known (a target of size 1 where a
+    prediction has more would broadcast in the arithmetic: a silent wrong value)."""
+    return len(got) == len(expected) and all(g is None or e is None or g == e
+                                             for g, e in zip(got, expected))
 
 
 def known_rank(x: Any) -> Any:

@@ -44,7 +44,7 @@ from ._keras_utils import (KeepsLossDtype, checked_bool,
                            checked_answers, checked_codes, clip_probabilities, concrete_targets,
                            concrete_values, hide_masked_steps, keras_mask, known_rank, known_shape,
                            observed_mean, observed_mean_of_all, reduced_per_item,
-                           scaled_for_replicas, split_padding)
+                           scaled_for_replicas, shapes_match, split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
@@ -52,8 +52,7 @@ __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"
 
 def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
     got = tuple(y_true.shape)
-    if len(got) != len(expected) or any(g is not None and e is not None and g != e
-                                        for g, e in zip(got, expected)):
+    if not shapes_match(got, expected):
         raise ValueError(f"{what}: targets of shape {got} do not match predictions; expected "
                          f"{expected} (one entry per item and annotator slot)")
 

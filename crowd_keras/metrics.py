@@ -15,7 +15,8 @@ from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from ._keras_utils import checked_codes, concrete_targets, hide_masked_steps, keras_mask
+from ._keras_utils import (checked_codes, concrete_targets, hide_masked_steps, keras_mask,
+                           shapes_match)
 
 __all__ = ["MaskedMultiAccuracy"]
 
@@ -62,7 +63,7 @@ class MaskedMultiAccuracy(keras.metrics.Metric):
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, -1)
         y_true = ops.convert_to_tensor(y_true)
-        if len(y_pred.shape) != len(y_true.shape) + 1:
+        if not shapes_match(tuple(y_true.shape), tuple(y_pred.shape[:-1])):
             raise ValueError(f"{self.name}: targets of shape {tuple(y_true.shape)} do not "
                              f"match predictions of shape {tuple(y_pred.shape)}; expected one "
                              "integer label (-1: missing) per item and annotator slot")

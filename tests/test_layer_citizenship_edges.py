@@ -428,3 +428,73 @@ def test_a_probability_of_0_in_float16_trains_without_nan_weights(backend):
     done = subprocess.run([sys.executable, "-c", FLOAT16_FLOORS], cwd=ROOT, capture_output=True,
                           text=True, env=subprocess_env(KERAS_BACKEND=backend), timeout=300)
     assert f"OK float16 floors {backend}" in done.stdout, done.stdout + done.stderr[-3000:]
+
+
+def test_targets_of_another_shape_are_named_by_the_metric_and_every_loss():
+    """A target axis of size 1 broadcast silently (MaskedMultiAccuracy gave 3.0 on (batch, 1)
+    labels; LabelCountCrossEntropy a value on one row of counts for four items; the LIA losses
+    the value of the right shape), and other sizes failed in a backend op."""
+    from crowd_keras.lia.losses import ExpectedCompleteNLL, MarginalNLL
+    from crowd_keras.metrics import MaskedMultiAccuracy
+    scores = np.zeros((4, 3, 2), "float32")
+    for labels in (np.zeros((4, 1), "int32"), np.zeros((4, 4), "int32")):
+        with pytest.raises(ValueError, match=rf"targets of shape \(4, {labels.shape[1]}\) do "
+                                             r"not match predictions of shape \(4, 3, 2\)"):
+            MaskedMultiAccuracy().update_state(labels, scores)
+    probs = np.full((4, 3), 1 / 3, "float32")
+    for counts in (np.ones((1, 3), "float32"), np.ones((5, 3), "float32")):
+        with pytest.raises(ValueError, match=rf"counts of shape \({counts.shape[0]}, 3\) do "
+                                             r"not match predictions \(4, 3\)"):
+            LabelCountCrossEntropy()(counts, probs)
+    log_q = np.log(np.full((4, 4, 3), 1 / 3, "float32"))       # 1 + k rows, k = 3 slots
+    for labels in (np.zeros((4, 1)), np.zeros((4, 5))):
+        with pytest.raises(ValueError, match=r"expected \(4, 3\) \(one label per item"):
+            MarginalNLL()(labels, log_q)
+    with pytest.raises(ValueError, match=r"expected \(4, 3\) \(the E-step's posterior"):
+        ExpectedCompleteNLL()(np.ones((4, 1), "float32"), log_q)
+    # the shapes that match still give the losses' values
+    assert np.isfinite(float(MarginalNLL()(np.zeros((4, 3)), log_q)))
+    assert np.isfinite(float(LabelCountCrossEntropy()(np.ones((4, 3), "float32"), probs)))
+
+
+def test_a_per_step_omega_or_another_time_axis_is_refused_when_the_model_is_built():
+    """ω (batch, 1, A) on (batch, K) probabilities built a model declaring (batch, A, K) whose
+    predict returned (batch, batch, A, K); a sequence ω of another length failed only in a
+    backend op at predict time."""
+    for p_shape, w_shape, match in [((3,), (1, 4), r"omega of shape \(None, 1, 4\) does not "
+                                                    r"match probabilities of shape \(None, 3\)"),
+                                    ((5, 3), (4, 4), r"\(batch, time, 4\) with the "
+                                                     "probabilities' batch and time")]:
+        with pytest.raises(ValueError, match=match):
+            CommonNoiseAdaptation(4, 3)([keras.Input(p_shape), keras.Input(w_shape)])
+    # one ω per sequence, or per step of the same length: built and run
+    for w_shape in [(4,), (5, 4)]:
+        p_in, w_in = keras.Input((5, 3)), keras.Input(w_shape)
+        model = keras.Model([p_in, w_in], CommonNoiseAdaptation(4, 3)([p_in, w_in]))
+        out = model.predict([np.full((2, 5, 3), 1 / 3, "float32"),
+                             np.full((2,) + w_shape, 0.5, "float32")], verbose=0)
+        assert out.shape == (2, 5, 4, 3)
+
+
+FLOAT64_GROUPS = textwrap.dedent("""
+    import keras
+    import numpy as np
+    from crowd_keras.layers import MixtureOfGroups
+    p, ids = np.full((2, 3), 1 / 3), np.array([[0, 1], [2, -1]])
+    for layer, x in [(MixtureOfGroups(2, 3, num_annotators=4, dtype="float64"), p),
+                     (MixtureOfGroups(2, 3, num_annotators=4, dtype="float64"), [p, ids]),
+                     (MixtureOfGroups(2, 3, dtype="float64"), p)]:
+        out = layer(x)
+        assert "float64" in str(out.dtype), out.dtype
+        assert np.isfinite(keras.ops.convert_to_numpy(out)).all()
+    print("OK float64 groups")
+""")
+
+
+def test_a_float64_mixture_of_groups_runs_and_stays_float64_on_torch():
+    # Keras' torch backend takes float64 tensordot/matmul results to float32: the einsum
+    # that followed mixed the two dtypes (RuntimeError), the global form came back float32
+    require_module("torch")
+    done = subprocess.run([sys.executable, "-c", FLOAT64_GROUPS], cwd=ROOT, capture_output=True,
+                          text=True, env=subprocess_env(KERAS_BACKEND="torch"), timeout=300)
+    assert "OK float64 groups" in done.stdout, done.stdout + done.stderr[-3000:]

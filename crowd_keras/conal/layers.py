@@ -27,7 +27,7 @@ from .._keras_utils import (ChecksIdsAtEntry, KeepsTimeStepMask, apply_annotator
                             checked_annotator_features, checked_codes, checked_finite,
                             checked_ids_shape, checked_int, checked_noise_scale,
                             concrete_values, floor_at, gather_annotators, identity_initializer,
-                            is_shape_list, split_pair, weight_in_use)
+                            is_shape_list, shapes_match, split_pair, weight_in_use)
 
 __all__ = ["AnnotatorGate", "CommonNoiseAdaptation"]
 
@@ -299,6 +299,15 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
                                  f"slot; expected (batch, [time,] {width}) for "
                                  + ("every annotator" if ids is None else
                                     f"annotator_ids of shape {ids}"))
+            # (batch, width), or (batch, time, width) for sequences: a per-step ω on flat
+            # probabilities, or another time axis, broadcast into a wrong output or failed in
+            # a backend op at predict time
+            lead = probs[:len(omega) - 1]
+            if len(omega) not in (2, len(probs)) or not shapes_match(omega[:-1], lead):
+                raise ValueError(f"CommonNoiseAdaptation: omega of shape {omega} does not match "
+                                 f"probabilities of shape {probs}; expected (batch, {width})"
+                                 + (f" or (batch, time, {width}) with the probabilities' batch "
+                                    "and time" if len(probs) == 3 else ""))
 
     def _split(self, inputs: Any) -> tuple:
         """(probs, annotator_ids or None, omega or None, representation or None)."""

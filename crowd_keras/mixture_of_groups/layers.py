@@ -146,14 +146,15 @@ class MixtureOfGroups(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
         beta = self._betas(inputs.dtype)
         alpha = softmax(ops.cast(self.group_logits, inputs.dtype))
         mixed = ops.einsum("m,mkj->kj", alpha, beta)                  # Σ_m α_m β_m (K, K)
-        return ops.matmul(inputs, mixed)                                # Eq. 3
+        # cast back: Keras' torch backend computes float64 products in float32
+        return ops.cast(ops.matmul(inputs, mixed), inputs.dtype)       # Eq. 3
 
     def _individual(self, probs: Any, ids: Any) -> Any:
         beta = self._betas(probs.dtype)
         seq = len(probs.shape) == 3
         # Σ_k probs[.., k] β_m[k, j] (batch, [time,] M, K): a tensordot (one 2-D matmul), as
         # Keras' Dense; the einsum on sequences ran as a batched matmul over the items
-        per_group = ops.tensordot(probs, beta, axes=[[-1], [1]])
+        per_group = ops.cast(ops.tensordot(probs, beta, axes=[[-1], [1]]), probs.dtype)
         if ids is None:
             member = softmax(ops.cast(self.membership_logits, probs.dtype), axis=-1)  # (A, M)
             out = ops.einsum("btmj,am->btaj" if seq else "bmj,am->baj", per_group, member)

@@ -20,7 +20,8 @@ from keras import ops
 
 from .._keras_utils import (KeepsLossDtype, checked_bool, clip_probabilities,
                             concrete_targets, concrete_values, hide_masked_steps, keras_mask,
-                            known_rank, known_shape, observed_mean, reduced_per_item)
+                            known_rank, known_shape, observed_mean, reduced_per_item,
+                            shapes_match)
 from ..errors import CrowdDataError
 
 __all__ = ["LabelCountCrossEntropy"]
@@ -103,9 +104,7 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
 
     def _step_losses(self, y_true: Any, y_pred: Any) -> tuple:
         """``(nll, labelled)`` of every item (step): ``(batch, [time])``."""
-        if len(y_true.shape) != len(y_pred.shape) or (
-                y_true.shape[-1] is not None and y_pred.shape[-1] is not None
-                and y_true.shape[-1] != y_pred.shape[-1]):
+        if not shapes_match(tuple(y_true.shape), tuple(y_pred.shape)):
             raise ValueError(f"{self.name}: label counts of shape {tuple(y_true.shape)} do not "
                              f"match predictions {tuple(y_pred.shape)}; expected (batch, [time,] "
                              "classes) counts")
