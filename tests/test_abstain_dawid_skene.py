@@ -197,3 +197,37 @@ def test_crowd_answers_as_a_label_matrix(name, floor):
     mv = (hash_majority_vote(L, ann.n_classes)[known] == truth[known]).mean()
     assert model.regime_ == "crowd"
     assert acc >= max(mv, floor), (acc, mv)
+
+
+def _two_class_votes(n, seed, functions=4):
+    """Functions voting classes 0 and 1 only (any of them, 75 % right, 60 % coverage)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    L = np.full((n, functions), -1)
+    for j in range(functions):
+        vote = rng.random(n) < 0.6
+        right = rng.random(n) < 0.75
+        L[vote, j] = np.where(right[vote], y[vote], 1 - y[vote])
+    return L
+
+
+@pytest.mark.parametrize("n, seed", [(100, 0), (300, 1), (1000, 2)])
+def test_a_class_no_function_votes_is_not_given_rows_with_votes(n, seed):
+    """cardinality 3, functions voting 0 and 1: the rows without votes started uniform and
+    seeded class 2, which the abstain model then made "the class of few votes" (10 of 97
+    voted rows at 0.93 where one function voted 0). Snorkel's LabelModel gives it none."""
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+    L = _two_class_votes(n, seed)
+    voted = (L >= 0).any(axis=1)
+    model = AbstainAwareDawidSkene(abstain="response").fit(Annotations.from_label_matrix(L, 3))
+    assert model.predict_proba()[voted, 2].max() < 0.01
+    adapter = CrowdLabelModel(cardinality=3).fit(L, progress_bar=False)
+    probs = adapter.predict_proba(L)
+    assert not (probs[voted].argmax(axis=1) == 2).any()
+    # a class that gold holds is still learned (the gold rows carry it)
+    gold = np.full(n, -1)
+    silent = np.flatnonzero(~voted)[:3] if (~voted).sum() >= 3 else np.arange(3)
+    gold[silent] = 2
+    fitted = AbstainAwareDawidSkene(abstain="response").fit(
+        Annotations.from_label_matrix(L, 3), gold=gold)
+    assert (fitted.predict()[silent] == 2).all()

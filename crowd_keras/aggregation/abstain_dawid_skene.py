@@ -337,8 +337,16 @@ class AbstainAwareDawidSkene(EMLabelModel):
         return float(max(summary.n_items, 1))
 
     def initial_posteriors(self, block: Block) -> np.ndarray:
-        """The vote shares (items without votes: uniform), then the block's item log-prior."""
+        """The vote shares (items without votes: uniform over the classes some function
+        votes), then the block's item log-prior."""
         post = normalize_rows(block.label_counts(self.n_classes_))
+        voted = self.column_votes_.reshape(-1, self.n_classes_).sum(axis=0) > 0
+        if not voted.all():
+            # a class no function votes starts without mass: seeded by the rows without votes,
+            # the abstain model made it "the class of few votes" and gave it rows where
+            # functions voted only other classes (0.93 where one function voted class 0)
+            silent = ~block.label_counts(self.n_classes_).any(axis=1)
+            post[silent] = voted / voted.sum()
         if block.item_log_prior is not None:
             with np.errstate(divide="ignore"):
                 post = normalize_rows(np.exp(np.log(post + 1e-300) + block.item_log_prior))
