@@ -261,3 +261,16 @@ def test_a_span_bootstrap_resamples_documents_not_tokens():
     for stat in ("krippendorff_alpha", "fleiss_kappa"):
         row = summary.loc[stat]
         assert row["high"] - row["low"] > 0.5, stat
+
+
+@pytest.mark.parametrize("per_item", [2, 3, 4, 7])
+def test_per_class_alpha_of_a_class_everybody_used_is_nan_whatever_the_item_sizes(per_item):
+    # with four annotations on an item (weights 1/3) n - n_k rounded to 1e-16, not 0: alpha 1
+    import pandas as pd
+
+    from crowd_keras.agreement import per_class_alpha
+    frame = pd.DataFrame({"task": ["t1"] * per_item + ["t2"] * 2,
+                          "worker": [f"w{j}" for j in range(per_item)] + ["w0", "w1"],
+                          "label": ["yes"] * (per_item + 2)})
+    table = per_class_alpha(Annotations.from_frame(frame))
+    assert np.isnan(table["alpha"].iloc[0]) and table["n_pairable"].iloc[0] == per_item + 2

@@ -338,3 +338,39 @@ def test_aggregate_names_the_flags_for_a_rating_scale(rows, words, tmp_path, cap
     agreed = _run(["agree", str(src), "--bootstrap", "0", "--quiet"], capsys).out
     classes = re.search(r"\d+ classes \[[^]]*\]", agreed).group(0)
     assert classes in printed
+
+
+@pytest.mark.parametrize("command", ["agree", "aggregate"])
+def test_an_id_holding_the_word_row_is_not_rewritten_as_a_line(command, tmp_path, capsys):
+    # every "row N" of the message became "line M", the quoted item id 'row 2' too
+    src = tmp_path / "dup.csv"
+    src.write_text("task,worker,label\nrow 1,w1,1\nrow 1,w2,1\nrow 2,w1,0\nrow 2,w1,1\n")
+    argv = [command, str(src)] + (["--bootstrap", "0"] if command == "agree" else
+                                  ["--out", str(tmp_path / "out.csv"), "--quiet"])
+    err = _run(argv, capsys, code=1).err
+    assert "first: item 'row 2', annotator 'w1' at line 4 and line 5" in err
+
+
+@pytest.mark.parametrize("blank", ['""', '"   "'])
+def test_a_line_of_one_quoted_empty_field_is_a_row_and_named_by_its_line(blank, tmp_path,
+                                                                          capsys):
+    # pandas reads it as a row of missing fields (only unquoted white space is a blank line
+    # it skips): the error named the next, valid line
+    src = tmp_path / "q.csv"
+    src.write_text(f"task,worker,label\nt1,w1,1\n{blank}\n\n   \nt1,w2,1\nt2,w1,0\nt2,w2,1\n")
+    err = _run(["agree", str(src), "--bootstrap", "0"], capsys, code=1).err
+    assert re.search(r"in column '(task|worker)' \(--(item|annotator)\) at line 3 ", err), err
+
+
+@pytest.mark.parametrize("text, line", [
+    # a quoted field over two lines, then the long row on line 5
+    ('task,worker,label\n"multi\nline",w1,1\nt1,w2,1\nt2,w1,1,extra\n', 5),
+    # a blank line before the header (pandas skips it): it is not the header
+    ('\ntask,worker,label\nt1,w1,1\nt1,w2,1\nt2,w1,1,extra\n', 5),
+])
+def test_the_line_with_more_fields_than_the_header_is_named_by_its_line(text, line, tmp_path,
+                                                                         capsys):
+    src = tmp_path / "long.csv"
+    src.write_text(text)
+    err = _run(["agree", str(src), "--bootstrap", "0"], capsys, code=1).err
+    assert f"line {line} has 4 fields but the header has 3" in err, err

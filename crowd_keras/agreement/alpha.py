@@ -161,14 +161,16 @@ def per_class_alpha(annotations: Any) -> pd.DataFrame:
     wnn = np.asarray(weighted.multiply(counts).sum(axis=0)).ravel()   # Σ w n_ik²
     o_cross = wnm - wnn
     o_kk = wnn - wn
-    n_k = o_kk + o_cross
+    # n_k = o_kk + o_cross = Σ_i n_ik over pairable items, counted exactly: the weighted sums
+    # leave a rounding residue, and n_¬k = 1e-16 for a class everybody used gave alpha 1
+    pairable = np.asarray(counts[m >= 2].sum(axis=0)).ravel().round().astype(np.int64)
+    n_k = pairable.astype(np.float64)
     n = float(m[m >= 2].sum())                                        # Σ_i m_i, pairable items
     n_not = n - n_k
     with np.errstate(invalid="ignore", divide="ignore"):
         alpha = np.where((n_k > 0) & (n_not > 0), 1.0 - (n - 1.0) * o_cross / (n_k * n_not),
                          np.nan)
         specific = np.where(n_k > 0, o_kk / n_k, np.nan)
-    pairable = np.asarray(counts[m >= 2].sum(axis=0)).ravel().round().astype(np.int64)
     return pd.DataFrame({"class": pd.Series(list(ann.classes), dtype=object),
                          "n_pairable": pairable,
                          "specific_agreement": specific, "alpha": alpha})

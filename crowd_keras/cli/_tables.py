@@ -7,7 +7,7 @@ import argparse
 import io
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..errors import CrowdDataError
 from ._common import cli_words, closest
@@ -178,39 +178,52 @@ def _separator(path: str) -> str:
     return "\t" if str(path).lower().endswith((".tsv", ".tab")) else ","   # ANSWERS.TSV too
 
 
+def _records(path: str, sep: str) -> Iterator[tuple]:
+    """``(first line, fields, blank)`` of each CSV record of the file; ``blank`` as pandas'
+    ``skip_blank_lines``: an unquoted line of nothing but white space (``""`` is a row of
+    empty fields, a record over several lines counts its lines)."""
+    import csv
+
+    with _open(path) as fh:
+        raw: list = []
+
+        def lines() -> Iterator[str]:
+            for text in fh:
+                raw.append(text)
+                yield text
+
+        reader, line = csv.reader(lines(), delimiter=sep), 0
+        for row in reader:
+            text = "".join(raw)
+            raw.clear()
+            yield line + 1, row, not text.strip()
+            line = reader.line_num
+
+
 def line_of(path: str) -> Any:
     """``row -> line``: the file line on which data row ``row`` starts (error path: the file
     is read again). Row r is line r + 2 only without blank lines (pandas skips them) and
     quoted line ends."""
-    import csv
-
-    starts, line = [], 0
-    with _open(path) as fh:
-        rows = csv.reader(fh, delimiter=_separator(path))
-        for row in rows:
-            if len(row) > 1 or (row and row[0].strip()):   # pandas' blank lines: skipped
-                starts.append(line + 1)
-            line = rows.line_num
+    starts = [first for first, _, blank in _records(path, _separator(path)) if not blank]
     return lambda r: starts[r + 1] if r + 1 < len(starts) else r + 2
 
 
 def _long_row(path: str, sep: str) -> str:
     """The first line with more fields than the header (error path)."""
-    import csv
-
-    with _open(path) as fh:
-        rows = csv.reader(fh, delimiter=sep)
-        width = len(next(rows, []))
-        for n, row in enumerate(rows, 2):
-            if len(row) > width:
-                return f"line {n} has {len(row)} fields but the header has {width}"
+    records = ((first, row) for first, row, blank in _records(path, sep) if not blank)
+    width = len(next(records, (0, []))[1])
+    for first, row in records:
+        if len(row) > width:
+            return f"line {first} has {len(row)} fields but the header has {width}"
     return _NO_LONG_ROW
 
 
 _NO_LONG_ROW = "a line has more fields than the header"
 
 
-_ROW = re.compile(r"\brow (\d+)\b")
+#: "row N" of a library message, outside quoted values ('row 2' may be an item's id)
+_ROW = re.compile(r"((?<!\w)'(?:[^'\\]|\\.)*'(?!\w)|(?<!\w)\"(?:[^\"\\]|\\.)*\"(?!\w))"
+                  r"|\brow (\d+)\b")
 COLUMN_FLAGS = {"item": "--item", "annotator": "--annotator", "label": "--label"}
 
 
@@ -291,13 +304,7 @@ def check_spacing(path: str, df: Any, args: argparse.Namespace) -> None:
 
 def _header(path: str) -> list:
     """The column names of the file's header line, as written."""
-    import csv
-
-    with _open(path) as fh:
-        for row in csv.reader(fh, delimiter=_separator(path)):
-            if len(row) > 1 or (row and row[0].strip()):   # pandas skips blank lines
-                return row
-    return []
+    return next((row for _, row, blank in _records(path, _separator(path)) if not blank), [])
 
 
 def _format_hint(path: str, columns: Sequence[str]) -> str:
@@ -320,7 +327,7 @@ def _format_hint(path: str, columns: Sequence[str]) -> str:
 def frame_error(exc: CrowdDataError, path: str, args: argparse.Namespace) -> CrowdDataError:
     """A frame error in the file's terms: rows as line numbers, columns with their flag."""
     line = line_of(path)
-    text = _ROW.sub(lambda m: f"line {line(int(m.group(1)))}", cli_words(exc))
+    text = _ROW.sub(lambda m: m.group(1) or f"line {line(int(m.group(2)))}", cli_words(exc))
     for role, flag in COLUMN_FLAGS.items():
         name = getattr(args, role)
         text = text.replace(f"column {name!r}", f"column {name!r} ({flag})")
