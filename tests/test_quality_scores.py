@@ -483,3 +483,39 @@ def test_the_gain_helpers_name_a_bad_argument(call, error, what):
     # they returned empty matrices, truncated 2.5, broadcast errors or NaN gains
     with pytest.raises(error, match=what):
         call()
+
+
+def test_new_annotations_are_scored_under_the_fit_whatever_is_scored_beside_them():
+    """An item's score of new annotations depended on the rest of the batch (the held-out
+    counts were re-estimated from the batch alone): alone it scored 1/K (0.335 for a 0.993
+    posterior), in five 0.993, in twenty 0.959. Now each item is scored under the fit's
+    counts; the fitted annotations given again (as a frame) score as the fit scores them."""
+    import pandas as pd
+
+    from crowd_keras.aggregation import DawidSkene
+    from crowd_keras.datasets import simulate_crowd
+    sim = simulate_crowd(n_items=1000, n_classes=3, n_annotators=25, annotations_per_item=3,
+                         seed=4)
+    frame = sim.annotations.to_frame()
+    item = frame.columns[0]
+    fit_items = sim.annotations.item_ids[:700]
+    model = DawidSkene().fit(frame[frame[item].isin(fit_items)])
+    fitted = pd.Series(model.consensus_quality(), index=model.annotations_.item_ids)
+    # the fitted annotations again, whole, in a batch of five items, and one item alone
+    again = model.consensus_quality(frame[frame[item].isin(fit_items)])
+    np.testing.assert_allclose(again, fitted.to_numpy(), atol=1e-12)
+    for ids in (fit_items[:5], fit_items[3:4]):
+        part = model.consensus_quality(frame[frame[item].isin(ids)])
+        np.testing.assert_allclose(part, fitted[list(ids)].to_numpy(), atol=1e-12)
+    code = list(model.annotations_.item_ids).index(fit_items[3])
+    np.testing.assert_allclose(model.annotation_quality(frame[frame[item] == fit_items[3]]),
+                               model.annotation_quality()[model.annotations_.items == code],
+                               atol=1e-12)
+    # items the fit never saw: the same score alone or among others, and calibrated
+    new_ids = sim.annotations.item_ids[700:]
+    new = frame[frame[item].isin(new_ids)]
+    together = model.consensus_quality(new)
+    alone = np.concatenate([model.consensus_quality(new[new[item] == i]) for i in new_ids[:30]])
+    np.testing.assert_allclose(alone, together[:30], atol=1e-12)
+    right = model.predict(new) == sim.y[700:]
+    assert abs(together.mean() - right.mean()) < 0.04, (together.mean(), right.mean())

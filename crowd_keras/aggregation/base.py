@@ -627,13 +627,32 @@ class LabelModel(Params):
         conf = np.asarray(conf)
         return conf if conf.shape == (ann.n_annotators, ann.n_classes, ann.n_classes) else None
 
+    def _quality_reference(self, ann: Annotations) -> Any:
+        """None for the fitted annotations; for new ones the fit's
+        :func:`~crowd_keras.aggregation.quality.reference` (computed once per fit): new
+        items are scored under the fit's counts, each alone. A model fitted partition by
+        partition holds no items: the annotations given are scored as its fitted ones."""
+        from . import quality
+        if ann is self.annotations_ or PARTITIONED in self.__dict__:
+            return None
+        key = id(self.posteriors_)
+        cached = self.__dict__.get("_reference_cache")
+        if cached is None or cached[0] != key:
+            cached = (key, quality.reference(self.posteriors_, self.annotations_,
+                                             item_log_prior=getattr(self, "item_log_prior_",
+                                                                    None)))
+            self.__dict__["_reference_cache"] = cached
+        return cached[1]
+
     def consensus_quality(self, annotations: Any = None) -> np.ndarray:
         """(items,) calibrated chance in [0, 1] that each item's consensus (``predict``) is
         its true class: the held-out posterior of the consensus class (see
-        :mod:`crowd_keras.aggregation.quality`). ``annotations``: default the fitted ones."""
+        :mod:`crowd_keras.aggregation.quality`). ``annotations``: default the fitted ones;
+        new ones are scored under the fit (each item alone)."""
         from . import quality
         ann, post, prior = self._scored(annotations)
-        return quality.consensus_quality(post, ann, item_log_prior=prior)
+        return quality.consensus_quality(post, ann, item_log_prior=prior,
+                                         reference=self._quality_reference(ann))
 
     def annotation_quality(self, annotations: Any = None) -> np.ndarray:
         """(annotations,) chance that each annotation's label is its item's true class, in the
@@ -641,10 +660,13 @@ class LabelModel(Params):
         from . import quality
         given = None if annotations is None else self._read_new(annotations)
         ann, post, prior = self._scored(given)
+        reference = self._quality_reference(ann)
         if given is None or ann is given:
-            return quality.annotation_quality(post, ann, item_log_prior=prior)
+            return quality.annotation_quality(post, ann, item_log_prior=prior,
+                                              reference=reference)
         # every given annotation, a left-out annotator's too, read against the others
-        held = quality.held_out_posteriors(post, ann, item_log_prior=prior)
+        held = quality.held_out_posteriors(post, ann, item_log_prior=prior,
+                                           reference=reference)
         return held[given.items, given.labels]
 
     def label_issues(self, annotations: Any = None) -> pd.DataFrame:
@@ -652,7 +674,8 @@ class LabelModel(Params):
         consensus_label, consensus_quality, n_annotations``."""
         from . import quality
         ann, post, prior = self._scored(annotations)
-        return quality.label_issues(post, ann, item_log_prior=prior)
+        return quality.label_issues(post, ann, item_log_prior=prior,
+                                    reference=self._quality_reference(ann))
 
     def next_to_label(self, k: int, annotations: Any = None,
                       annotators: Optional[Any] = None) -> pd.DataFrame:

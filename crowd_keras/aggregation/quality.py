@@ -39,10 +39,11 @@ there the score stays over-confident.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
@@ -51,8 +52,8 @@ from ..errors import CrowdDataError
 from ..numerics import softmax_rows
 from .pred_probs import check_probability_matrix
 
-__all__ = ["PSEUDO_LABELS", "ROUNDS", "held_out_posteriors", "annotator_confusions",
-           "consensus_quality", "annotation_quality", "label_issues", "expected_gains",
+__all__ = ["PSEUDO_LABELS", "ROUNDS", "Reference", "reference", "held_out_posteriors",
+           "annotator_confusions", "consensus_quality", "annotation_quality", "label_issues", "expected_gains",
            "next_to_label", "confusions_from_accuracies", "expected_calibration_error",
            "annotator_accuracy", "annotator_accuracy_sums"]
 
@@ -112,33 +113,148 @@ def _held_out_shares(post: np.ndarray, ann: Annotations,
         (known.sum() - known[:, None] + float(k_dim))
 
 
-def _held_out_round(post: np.ndarray, ann: Annotations, pseudo_labels: float,
-                    item_log_prior: Optional[np.ndarray] = None) -> np.ndarray:
-    """One re-estimation (steps 1-2 of the module docstring): (I, K) held-out posteriors."""
-    n_items, k_dim = post.shape
-    counts = _label_counts(post, ann)
+def _label_scores(counts: np.ndarray, ann: Annotations, who: np.ndarray, pseudo_labels: float,
+                  n_items: int, own: Optional[tuple] = None) -> np.ndarray:
+    """(I, K) ``Σ_{(i,a,l)} log π_a[k, l]`` of ``ann``'s annotations under the (A, K, K)
+    ``counts`` shrunk toward their pooled confusion; ``who`` codes each annotation's annotator
+    in ``counts`` (a row of zeros: the crowd's average).
+
+    ``own``: what each annotation's item put into the counts, left out (step 2):
+    ``(post (I', K), item (n,), in_label (n,), in_row (n,))``: the item's row of ``post``
+    (``item`` -1: none) is taken out of the annotation's cell when ``in_label`` and out of its
+    annotator's row total when ``in_row``; None: nothing (the items took no part)."""
+    k_dim = counts.shape[1]
     pool = _pooled(counts)
     rows = counts.sum(axis=2)
     scores = np.zeros((n_items, k_dim))
     step = max(1, _CELLS // k_dim)
     for lo in range(0, ann.n_annotations, step):    # blocks of annotations bound the memory
-        items, who, labels = (v[lo:lo + step] for v in (ann.items, ann.annotators, ann.labels))
-        own = post[items]                                               # (n, K)
+        items, coded, labels = (v[lo:lo + step] for v in (ann.items, who, ann.labels))
+        num = counts[coded, :, labels] + pseudo_labels * pool[:, labels].T + _SMOOTHING
+        den = rows[coded] + pseudo_labels + k_dim * _SMOOTHING
+        if own is not None:
+            post, item, in_label, in_row = own
+            mine = post[item[lo:lo + step]]                               # (n, K)
+            num = num - mine * in_label[lo:lo + step, None]
+            den = den - mine * in_row[lo:lo + step, None]
         # π_a^{-i}[k, l] of each annotation (i, a, l), for every true class k: (n, K)
-        num = counts[who, :, labels] - own + pseudo_labels * pool[:, labels].T + _SMOOTHING
-        den = rows[who] - own + pseudo_labels + k_dim * _SMOOTHING
         log_pi = np.log(np.maximum(num, 1e-300)) - np.log(den)
         for k in range(k_dim):
             scores[:, k] += np.bincount(items, weights=log_pi[:, k], minlength=n_items)
+    return scores
+
+
+def _held_out_round(post: np.ndarray, ann: Annotations, pseudo_labels: float,
+                    item_log_prior: Optional[np.ndarray] = None) -> np.ndarray:
+    """One re-estimation (steps 1-2 of the module docstring): (I, K) held-out posteriors."""
+    every = np.ones(ann.n_annotations)
+    scores = _label_scores(_label_counts(post, ann), ann, ann.annotators, pseudo_labels,
+                           post.shape[0], (post, ann.items, every, every))
     scores += np.log(_held_out_shares(post, ann, item_log_prior))
     if item_log_prior is not None:      # what the item knows besides its labels: gold, a classifier
         scores += item_log_prior
     return softmax_rows(scores, out=scores)[0]
 
 
+class Reference(NamedTuple):
+    """What the fit's last held-out round scores with (:func:`reference`), so that new
+    annotations are scored under the fit, each item alone, whatever is scored beside it.
+
+    Attributes:
+        post: (I, K) the fitted items' posteriors that enter the last round.
+        counts: (A, K, K) ``N_a[k, l]`` of the fitted annotations under ``post``.
+        known: (I,) the fitted items that hold evidence (the class shares' items).
+        item_ids, annotator_ids: the fit's. labels: (I, A) sparse, a fitted label + 1.
+    """
+
+    post: np.ndarray
+    counts: np.ndarray
+    known: np.ndarray
+    item_ids: np.ndarray
+    annotator_ids: np.ndarray
+    labels: sp.csr_matrix
+
+
+def reference(posteriors: Any, annotations: Annotations, pseudo_labels: float = PSEUDO_LABELS,
+              rounds: int = ROUNDS, item_log_prior: Optional[Any] = None) -> Reference:
+    """What a model's fitted annotations give the scores of new ones (the last of
+    ``rounds``: the fitted items' posteriors after ``rounds - 1`` held-out rounds, as
+    :func:`held_out_posteriors` uses them). Arguments as there, of the fit."""
+    post = _check(posteriors, annotations)
+    prior = _checked_log_prior(item_log_prior, post, annotations)
+    pseudo_labels = check_number(pseudo_labels, "pseudo_labels")
+    for _ in range(check_count(rounds, "rounds", 1) - 1):
+        post = _held_out_round(post, annotations, pseudo_labels, prior)
+    known = np.bincount(annotations.items, minlength=len(post)) > 0
+    if prior is not None:
+        with np.errstate(invalid="ignore"):
+            known |= ~(np.ptp(prior, axis=1) == 0)
+    labels = sp.csr_matrix((annotations.labels + 1.0, (annotations.items,
+                                                        annotations.annotators)),
+                           shape=(annotations.n_items, annotations.n_annotators))
+    return Reference(post, _label_counts(post, annotations), known,
+                     np.asarray(annotations.item_ids), np.asarray(annotations.annotator_ids),
+                     labels)
+
+
+def _scored_with(ref: Reference, post: np.ndarray, ann: Annotations, pseudo_labels: float,
+                 item_log_prior: Optional[np.ndarray]) -> np.ndarray:
+    """(I, K) posteriors of new annotations under the fit's ``ref``. An item of the fit
+    (the same id) is scored with its fitted labels' share of the counts and shares left
+    out, as the fit scores it (the fitted annotations given again score as fitted); any
+    other item with nothing left out. Annotators not in the fit read as the crowd's average."""
+    k_dim = ref.counts.shape[1]
+    if k_dim != post.shape[1]:
+        raise CrowdDataError(f"the reference has {k_dim} classes, the annotations "
+                             f"{post.shape[1]}")
+    who = pd.Index(ref.annotator_ids).get_indexer(ann.annotator_ids)[ann.annotators]
+    counts = ref.counts
+    new_annotator = who < 0
+    if new_annotator.any():
+        counts = np.concatenate([counts, np.zeros((1, k_dim, k_dim))])
+        who = np.where(new_annotator, len(ref.counts), who)
+    fitted = pd.Index(ref.item_ids).get_indexer(ann.item_ids)            # (I,) or -1
+    item = fitted[ann.items]
+    both = (item >= 0) & ~new_annotator
+    given = np.zeros(ann.n_annotations)
+    if both.any():
+        given[both] = np.asarray(ref.labels[item[both], who[both]]).ravel()
+    own = (np.vstack([ref.post, np.zeros((1, k_dim))]), np.where(item >= 0, item, len(ref.post)),
+           (given == ann.labels + 1.0).astype(np.float64), (given > 0).astype(np.float64))
+    scores = _label_scores(counts, ann, who, pseudo_labels, len(post), own)
+    # the class shares of the fit's items, a fitted item's own posterior left out
+    total, n_known = ref.post[ref.known].sum(axis=0), float(ref.known.sum())
+    held = (fitted >= 0) & ref.known[np.maximum(fitted, 0)]
+    mine = np.where(held[:, None], ref.post[np.maximum(fitted, 0)], 0.0)
+    scores += np.log((total[None, :] - mine + 1.0) / (n_known - held[:, None] + k_dim))
+    if item_log_prior is not None:
+        scores += item_log_prior
+    return softmax_rows(scores, out=scores)[0]
+
+
+def _checked_log_prior(item_log_prior: Optional[Any], post: np.ndarray,
+                       annotations: Annotations) -> Optional[np.ndarray]:
+    if item_log_prior is None:
+        return None
+    prior = np.asarray(item_log_prior, dtype=np.float64)
+    if prior.shape != post.shape:
+        raise CrowdDataError(f"item_log_prior must have shape (items, classes) = "
+                             f"{post.shape}, got {prior.shape}")
+    # -inf rules a class out (a gold clamp); NaN or +inf is no log-weight
+    bad = np.isnan(prior).any(axis=1) | (prior == np.inf).any(axis=1) | \
+        (prior == -np.inf).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CrowdDataError(f"item_log_prior of item {show(annotations.item_ids[i])} (row "
+                             f"{i}) is not a log-weight per class (NaN, +inf, or every "
+                             f"class -inf): {prior[i].tolist()}")
+    return prior
+
+
 def held_out_posteriors(posteriors: Any, annotations: Annotations,
                         pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS,
-                        item_log_prior: Optional[Any] = None) -> np.ndarray:
+                        item_log_prior: Optional[Any] = None,
+                        reference: Optional[Reference] = None) -> np.ndarray:
     """Each item's posterior with its own labels left out of the annotators' matrices, (I, K).
 
     Args:
@@ -150,24 +266,19 @@ def held_out_posteriors(posteriors: Any, annotations: Annotations,
         item_log_prior: optional (I, K) log-weights the model added to each item's class
             scores (gold clamps, a classifier's prior: the fit's ``item_log_prior_``), added
             to the held-out scores too.
+        reference: the fit's :func:`reference` when ``annotations`` are new ones (annotators
+            and classes of the fit): each item is then scored under the fit's counts, as one
+            more item of the fit whose labels took no part in it, whatever other items are
+            scored beside it (without it a batch re-estimated the matrices from its own items:
+            an item alone scored 1/K). ``rounds`` and ``pseudo_labels`` are then the
+            reference's.
     """
     post = _check(posteriors, annotations)
-    prior = None
-    if item_log_prior is not None:
-        prior = np.asarray(item_log_prior, dtype=np.float64)
-        if prior.shape != post.shape:
-            raise CrowdDataError(f"item_log_prior must have shape (items, classes) = "
-                                 f"{post.shape}, got {prior.shape}")
-        # -inf rules a class out (a gold clamp); NaN or +inf is no log-weight
-        bad = np.isnan(prior).any(axis=1) | (prior == np.inf).any(axis=1) | \
-            (prior == -np.inf).all(axis=1)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise CrowdDataError(f"item_log_prior of item {show(annotations.item_ids[i])} (row "
-                                 f"{i}) is not a log-weight per class (NaN, +inf, or every "
-                                 f"class -inf): {prior[i].tolist()}")
-    rounds = check_count(rounds, "rounds", 1)
+    prior = _checked_log_prior(item_log_prior, post, annotations)
     pseudo_labels = check_number(pseudo_labels, "pseudo_labels")
+    if reference is not None:
+        return _scored_with(reference, post, annotations, pseudo_labels, prior)
+    rounds = check_count(rounds, "rounds", 1)
     for _ in range(rounds):
         post = _held_out_round(post, annotations, pseudo_labels, prior)
     return post
@@ -239,26 +350,30 @@ def _consensus(post: np.ndarray, consensus: Optional[Any]) -> np.ndarray:
 
 def consensus_quality(posteriors: Any, annotations: Annotations, consensus: Optional[Any] = None,
                       pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS,
-                      item_log_prior: Optional[Any] = None) -> np.ndarray:
+                      item_log_prior: Optional[Any] = None,
+                      reference: Optional[Reference] = None) -> np.ndarray:
     """(I,) calibrated chance in [0, 1] that each item's consensus class is its true class.
 
-    The held-out posterior (:func:`held_out_posteriors`) of ``consensus`` (I,) class codes
-    (default: the argmax of ``posteriors``).
+    The held-out posterior (:func:`held_out_posteriors`, ``reference`` for new annotations)
+    of ``consensus`` (I,) class codes (default: the argmax of ``posteriors``).
     """
-    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds, item_log_prior)
+    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds, item_log_prior,
+                               reference)
     codes = _consensus(np.asarray(posteriors, dtype=np.float64), consensus)
     return held[np.arange(len(codes)), codes]
 
 
 def annotation_quality(posteriors: Any, annotations: Annotations,
                        pseudo_labels: float = PSEUDO_LABELS, rounds: int = ROUNDS,
-                       item_log_prior: Optional[Any] = None) -> np.ndarray:
+                       item_log_prior: Optional[Any] = None,
+                       reference: Optional[Reference] = None) -> np.ndarray:
     """(n_annotations,) chance that each annotation's label is its item's true class.
 
     ``q_i(l)`` for annotation ``(i, a, l)``: the held-out posterior of the label given, in
     the annotations' stored order (``annotations.items`` / ``annotations.to_frame()`` rows).
     """
-    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds, item_log_prior)
+    held = held_out_posteriors(posteriors, annotations, pseudo_labels, rounds, item_log_prior,
+                               reference)
     return held[annotations.items, annotations.labels]
 
 

@@ -234,7 +234,8 @@ class SequenceLabelModel(LabelModel):
         from ..aggregation.quality import held_out_posteriors
         ann, post, _ = self._scored(annotations)
         given = self._check_sequences(annotations).annotations   # unknown annotators too
-        return held_out_posteriors(post, ann)[given.items, given.labels]
+        held = held_out_posteriors(post, ann, reference=self._quality_reference(ann))
+        return held[given.items, given.labels]
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:
