@@ -271,3 +271,25 @@ def test_a_model_fitted_partition_by_partition_scores_given_annotations():
         pd.testing.assert_frame_equal(out[key], same[key], check_exact=False, atol=1e-9)
     with pytest.raises(NotFittedError):
         to_cleanlab(DawidSkene(), frame)
+
+
+def test_worst_class_is_a_class_the_annotator_met_not_rounding_dust():
+    """Annotator 0 labels class-0 and class-1 items only and errs on a third of the class-0
+    ones; its items hold 1e-9 of class 2 in all, whose rate (about 1) won the argmax, and
+    perfect annotators got that class too. A class counts once it is the consensus of one
+    of the annotator's items, as in cleanlab."""
+    truth = np.repeat([0, 1, 2], [15, 15, 10])
+    post = np.full((40, 3), 1e-10)
+    post[np.arange(40), truth] = 1.0
+    post /= post.sum(axis=1, keepdims=True)
+    items, who, labels = [], [], []
+    for i, t in enumerate(truth):
+        for a in (1, 2, 3):                                   # perfect on every item
+            items.append(i), who.append(a), labels.append(t)
+        if t < 2:                                             # annotator 0: classes 0 and 1
+            items.append(i), who.append(0), labels.append(1 if (t == 0 and i % 3 == 0) else t)
+            items.append(i), who.append(4), labels.append(t)  # 4: perfect, classes 0 and 1
+    ann = Annotations(np.array(items), np.array(who), np.array(labels), n_classes=3)
+    worst = worst_classes(ann, post)
+    assert worst[0] == 0
+    assert worst[4] in (0, 1)          # never class 2, which only dust on its items holds

@@ -70,14 +70,20 @@ def _fraction(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 def worst_classes(ann: Annotations, posteriors: np.ndarray) -> np.ndarray:
     """(A,) int64 the true class with the highest expected error rate of each annotator,
-    ``Σ_i q_ik [y_ia ≠ k] / Σ_i q_ik`` over its labels (-1 for an annotator without labels)."""
+    ``Σ_i q_ik [y_ia ≠ k] / Σ_i q_ik`` over its labels, among the classes that are the
+    consensus of at least one of its items, as cleanlab's worst class is among the consensus
+    classes of its items (-1 for an annotator without labels). A class that only holds a
+    posterior's rounding dust on its items (1e-9 in all) has a rate of about 1: not a class
+    it met."""
     k = ann.n_classes
     q = posteriors[ann.items]                                   # (n, K)
     mass = np.zeros((ann.n_annotators, k))
     np.add.at(mass, ann.annotators, q)
     wrong = mass.copy()
     np.add.at(wrong, (ann.annotators, ann.labels), -q[np.arange(len(q)), ann.labels])
-    rate = np.where(mass > 1e-12, wrong / np.maximum(mass, 1e-12), -np.inf)
+    met = np.zeros((ann.n_annotators, k), dtype=bool)
+    met[ann.annotators, np.argmax(q, axis=1)] = True
+    rate = np.where(met & (mass > 1e-12), wrong / np.maximum(mass, 1e-12), -np.inf)
     worst = np.argmax(rate, axis=1).astype(np.int64)
     worst[ann.annotations_per_annotator() == 0] = -1
     return worst
