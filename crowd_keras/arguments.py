@@ -12,12 +12,23 @@ import math
 from numbers import Integral, Real
 from typing import Any, Optional
 
-__all__ = ["check_count", "check_number"]
+import numpy as np
+
+__all__ = ["check_switch", "check_count", "check_number"]
 
 
 def _shown(value: Any) -> str:
     return repr(value.item() if hasattr(value, "item") and not isinstance(value, str) and
                 getattr(value, "ndim", 1) == 0 else value)
+
+
+def check_switch(value: Any, name: str) -> bool:
+    """``value`` as a bool: True or False (numpy's too); else a ValueError naming it (a
+    string such as ``"no"`` is true by its truth value, and read so it did the opposite)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, got {type(value).__name__} "
+                     f"{_shown(value)}")
 
 
 def check_count(value: Any, name: str, minimum: int = 0) -> int:

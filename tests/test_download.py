@@ -559,3 +559,14 @@ def test_a_mirror_without_the_file_is_named_as_the_place_to_fix(cache, tiny, tmp
     assert "the mirror down?" in msg and "no network" not in msg
     assert f"CROWD_KERAS_MIRROR is {(tmp_path / 'mirror').as_uri()}: it must serve " in msg
     assert "or set CROWD_KERAS_MIRROR" not in msg
+
+
+@pytest.mark.parametrize("given", ["no", "false", 0, None])
+def test_download_given_as_a_word_or_number_is_refused_before_any_request(server, cache, tiny,
+                                                                          given):
+    # download="no" is true by its truth value: it downloaded
+    with pytest.raises(ValueError, match=r"download must be True or False, got "):
+        locate("tiny", download=given, progress=False)
+    with pytest.raises(ValueError, match=r"progress must be True or False"):
+        locate("tiny", progress="no")
+    assert server.requests == [] and not (cache / "tiny").exists()

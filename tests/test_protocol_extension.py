@@ -306,3 +306,42 @@ def test_the_snorkel_adapter_reads_a_method_alias_as_its_registry_name():
     kinds = {method: type(model.label_model_).__name__ for method, model in fitted.items()}
     assert set(kinds.values()) == {"AbstainAwareDawidSkene"}, kinds
     np.testing.assert_allclose(fitted["default"].get_weights(), fitted["auto"].get_weights())
+
+
+@pytest.mark.parametrize("name", ["majority_vote", "abstain_dawid_skene"])
+def test_a_built_in_name_given_to_another_model_runs_that_model_on_dask(crowd, name):
+    """registries.md: a name registered again replaces the earlier entry, a built-in one too.
+    ``aggregate`` kept the built-in's strategy for the name and failed on the new model
+    ('SharedAccuracy' object has no attribute 'check_tie_break' / 'class_mass')."""
+    from protocol_blocks import dask_posteriors
+    from crowd_keras.aggregation import register_label_model
+    from crowd_keras.aggregation.registry import label_model_class
+
+    pytest.importorskip("dask.dataframe")
+    original = label_model_class(name)
+    register_label_model(name, SharedAccuracy)
+    try:
+        reference = SharedAccuracy(max_iter=4).fit(crowd)
+        proba, result, _ = dask_posteriors(crowd, name, 3, max_iter=4)
+        assert type(result.model) is SharedAccuracy
+        np.testing.assert_allclose(proba, reference.predict_proba(), atol=1e-9)
+    finally:
+        register_label_model(name, original)
+    assert label_model_class(name) is original
+
+
+def test_a_protocol_step_left_out_is_named():
+    # a bare NotImplementedError said nothing of which step was missing
+    class NoMStep(SharedAccuracy):
+        m_step = EMLabelModel.m_step
+
+    class NoFinish(SharedAccuracy):
+        finish = EMLabelModel.finish
+
+    ann = simulate_crowd(n_items=30, n_classes=2, n_annotators=4, annotations_per_item=2,
+                         seed=0).annotations
+    with pytest.raises(NotImplementedError, match=r"NoMStep does not define the EM-step "
+                                                  r"protocol's m_step\(stats\)"):
+        NoMStep().fit(ann)
+    with pytest.raises(NotImplementedError, match=r"NoFinish does not define .* finish\("):
+        NoFinish().fit(ann)

@@ -337,7 +337,7 @@ class EMLabelModel(LabelModel):
         return self.sufficient_statistics(block, self.initial_posteriors(block))
 
     def sufficient_statistics(self, block: Block, latent: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError
+        raise _missing_step(self, "sufficient_statistics(block, latent)")
 
     @staticmethod
     def combine(*stats: Any) -> Any:
@@ -345,10 +345,10 @@ class EMLabelModel(LabelModel):
         return add(*stats)
 
     def m_step(self, stats: Any) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+        raise _missing_step(self, "m_step(stats)")
 
     def e_step(self, block: Block, state: Any) -> Tuple[Any, float]:  # pragma: no cover
-        raise NotImplementedError
+        raise _missing_step(self, "e_step(block, state)")
 
     def class_posteriors(self, latent: Any) -> np.ndarray:
         """(I, K) class posteriors from the E-step's latent posteriors (default: the same)."""
@@ -368,7 +368,7 @@ class EMLabelModel(LabelModel):
         """Set the fitted parameters (``class_priors_``, ``confusion_matrices_``, ``n_iter_``,
         ...) from the last state; ``template`` is the coding (``annotations_``). Returns the
         fitted model (self, or the model it handed over to)."""
-        raise NotImplementedError
+        raise _missing_step(self, "finish(state, summary, template, history)")
 
     # ---------------------------------------------------------------- in memory
     def fit(self, annotations: Any, gold: Any = None, pred_probs: Any = None,
@@ -424,6 +424,12 @@ class EMRun:
     latents: List[Any]
     summary: Summary
     history: List[float] = field(default_factory=list)
+
+
+def _missing_step(model: Any, step: str) -> NotImplementedError:
+    """The error of a protocol step a model does not define (it said nothing before)."""
+    return NotImplementedError(f"{type(model).__name__} does not define the EM-step protocol's "
+                               f"{step} (docs/protocol-label-models.md)")
 
 
 def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,

@@ -39,6 +39,7 @@ try:
 except ImportError:  # Windows: no lock (two processes must not fetch one set at once)
     fcntl = None
 
+from ..arguments import check_switch
 from ..errors import CrowdDataError, DownloadError
 from ..files import atomic_write_bytes, publish_file
 from ..progress import Progress
@@ -389,6 +390,7 @@ def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[
         DownloadError: the files are not on disk and cannot be downloaded, or a cached file's
             sha256 is not the pinned one (the file is removed).
     """
+    download, progress = check_switch(download, "download"), check_switch(progress, "progress")
     src = source(name)
     wanted = list(files) if files is not None else [n for n in src.files
                                                    if n not in src.optional]

@@ -150,6 +150,8 @@ class AutoMethod(Method):
     module docstring). After :meth:`choose` it runs the winner's strategy (``inner``) and
     its ``finish`` returns the ``AutoLabelModel`` answering through the refitted winner."""
 
+    model_class = AutoLabelModel
+
     def __init__(self, model: AutoLabelModel) -> None:
         super().__init__(model)
         self.inner: Optional[Method] = None

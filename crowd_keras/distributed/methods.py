@@ -45,6 +45,7 @@ import pandas as pd
 from ..aggregation.abstain_dawid_skene import AbstainAwareDawidSkene
 from ..aggregation.base import LabelModel
 from ..aggregation.em import ClassifierAnnotator, EMLabelModel
+from ..aggregation.majority_vote import MajorityVote
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.regime import LABELING_FUNCTION_SHARE, one_class_share
 from ..aggregation.registry import LABEL_MODELS, get_label_model, label_model_class
@@ -83,6 +84,10 @@ class Method:
     #: True: the annotator report gets ``expected_accuracy`` from the reported posteriors and
     #: the fitted confusion matrices (one more pass), as the in-memory model's report has it.
     reports_expected_accuracy = True
+    #: The label models (a class and its subclasses) this strategy fits: a registry name
+    #: given to another model (``register_label_model`` replaces a built-in one) is not
+    #: fitted by the strategy kept under that name. None: any.
+    model_class: Optional[type] = None
 
     def __init__(self, model: LabelModel) -> None:
         self.model = model
@@ -155,6 +160,7 @@ class MajorityVoteMethod(Method):
     confusion counts of each annotator against the winners)."""
 
     iterative = False
+    model_class = MajorityVote
 
     def prepare(self, summary: Summary) -> Method:
         self.model.check_tie_break()
@@ -228,6 +234,8 @@ class ProtocolMethod(Method):
     :class:`~crowd_keras.aggregation.em.ClassifierAnnotator` (its weight learned in the
     M-step from summed statistics, as in memory)."""
 
+    model_class = EMLabelModel
+
     def prepare(self, summary: Summary) -> Method:
         model = self.model
         if getattr(model, "labeling_functions", None) is not None:
@@ -287,6 +295,8 @@ class AbstainDawidSkeneMethod(ProtocolMethod):
     ``owner``: a crowd model (``DawidSkene``) that answers through this model, as its
     in-memory ``labeling_functions="auto"`` fit does.
     """
+
+    model_class = AbstainAwareDawidSkene
 
     needs_report = True
     reports_expected_accuracy = False   # its in-memory report has coverage instead
@@ -376,6 +386,12 @@ def supported_methods() -> List[str]:
     return METHODS.names()
 
 
+def _serves(name: str, cls: type) -> bool:
+    """Whether the strategy registered as ``name`` fits ``cls`` (its ``model_class``)."""
+    served = getattr(METHODS.resolve(name), "model_class", None)
+    return served is None or (isinstance(cls, type) and issubclass(cls, served))
+
+
 def _supported_name(method: Any) -> Optional[str]:
     """The :data:`METHODS` key of a registry name, alias or label model class (of its nearest
     registered ancestor for a subclass of an EM-protocol model); None for an EM-protocol model
@@ -391,7 +407,7 @@ def _supported_name(method: Any) -> Optional[str]:
         except ValueError:  # a strategy registered before its label model
             continue
     for name, known in registered.items():
-        if cls is not None and known is cls:
+        if cls is not None and known is cls and _serves(name, cls):
             return name
     if isinstance(cls, type) and issubclass(cls, EMLabelModel):
         # a subclass runs its nearest registered EM ancestor's strategy (built on the protocol
@@ -399,7 +415,8 @@ def _supported_name(method: Any) -> Optional[str]:
         # fitted attributes and annotator report
         for ancestor in cls.__mro__[1:]:
             for name, known in registered.items():
-                if known is ancestor and issubclass(known, EMLabelModel):
+                if known is ancestor and issubclass(known, EMLabelModel) and \
+                        _serves(name, cls):
                     return name
         return None
     shown = method.__name__ if isinstance(method, type) else repr(method)
