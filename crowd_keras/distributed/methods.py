@@ -382,7 +382,9 @@ register_method("auto", "crowd_keras.distributed.auto:AutoMethod")
 
 
 def supported_methods() -> List[str]:
-    """Registry names that ``aggregate`` and the Snorkel adapter's Dask path accept."""
+    """Registry names with a partitioned strategy of their own (:data:`METHODS`).
+    ``aggregate`` and the Snorkel adapter's Dask path also take every other EM-protocol
+    label model (CoNAL's, the mixture of groups', a user's), run as :class:`ProtocolMethod`."""
     return METHODS.names()
 
 
