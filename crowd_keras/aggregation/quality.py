@@ -53,9 +53,9 @@ from ..numerics import softmax_rows
 from .pred_probs import check_probability_matrix
 
 __all__ = ["PSEUDO_LABELS", "ROUNDS", "Reference", "reference", "held_out_posteriors",
-           "annotator_confusions", "consensus_quality", "annotation_quality", "label_issues", "expected_gains",
-           "next_to_label", "confusions_from_accuracies", "expected_calibration_error",
-           "annotator_accuracy", "annotator_accuracy_sums"]
+           "annotator_confusions", "consensus_quality", "annotation_quality", "label_issues",
+           "expected_gains", "next_to_label", "confusions_from_accuracies",
+           "expected_calibration_error", "annotator_accuracy", "annotator_accuracy_sums"]
 
 #: pseudo-labels per confusion row pulling each annotator toward the crowd's pooled confusion
 PSEUDO_LABELS = 10.0
@@ -120,9 +120,9 @@ def _label_scores(counts: np.ndarray, ann: Annotations, who: np.ndarray, pseudo_
     in ``counts`` (a row of zeros: the crowd's average).
 
     ``own``: what each annotation's item put into the counts, left out (step 2):
-    ``(post (I', K), item (n,), in_label (n,), in_row (n,))``: the item's row of ``post``
-    (``item`` -1: none) is taken out of the annotation's cell when ``in_label`` and out of its
-    annotator's row total when ``in_row``; None: nothing (the items took no part)."""
+    ``(post (I', K), item (n,), in_label (n,), in_row (n,))``: row ``item`` of ``post`` (a
+    row of zeros for none) times ``in_label`` comes out of the annotation's cell, times
+    ``in_row`` out of its annotator's row total; None: nothing (the items took no part)."""
     k_dim = counts.shape[1]
     pool = _pooled(counts)
     rows = counts.sum(axis=2)
@@ -130,14 +130,15 @@ def _label_scores(counts: np.ndarray, ann: Annotations, who: np.ndarray, pseudo_
     step = max(1, _CELLS // k_dim)
     for lo in range(0, ann.n_annotations, step):    # blocks of annotations bound the memory
         items, coded, labels = (v[lo:lo + step] for v in (ann.items, who, ann.labels))
-        num = counts[coded, :, labels] + pseudo_labels * pool[:, labels].T + _SMOOTHING
-        den = rows[coded] + pseudo_labels + k_dim * _SMOOTHING
+        num, den = counts[coded, :, labels], rows[coded]
         if own is not None:
             post, item, in_label, in_row = own
             mine = post[item[lo:lo + step]]                               # (n, K)
             num = num - mine * in_label[lo:lo + step, None]
             den = den - mine * in_row[lo:lo + step, None]
         # π_a^{-i}[k, l] of each annotation (i, a, l), for every true class k: (n, K)
+        num = num + pseudo_labels * pool[:, labels].T + _SMOOTHING
+        den = den + pseudo_labels + k_dim * _SMOOTHING
         log_pi = np.log(np.maximum(num, 1e-300)) - np.log(den)
         for k in range(k_dim):
             scores[:, k] += np.bincount(items, weights=log_pi[:, k], minlength=n_items)

@@ -255,8 +255,8 @@ def report_command(args: argparse.Namespace) -> int:
                 # the defaults as None: a setting the controls do not read is then an error
                 method=None if args.method == DEFAULT_LABEL_MODEL else args.method,
                 sequence_model=None if args.sequence_model == DEFAULT_SEQUENCE_MODEL
-                else args.sequence_model, level=args.level, multiple=args.multiple, separator=args.separator,
-                include_gold=args.include_gold,
+                else args.sequence_model, level=args.level, multiple=args.multiple,
+                separator=args.separator, include_gold=args.include_gold,
                 scheme=args.scheme, text_key=args.text_key, n_bootstrap=args.bootstrap,
                 seed=args.seed, plots=not args.no_plots, use_gold=not args.no_gold)
     except ImportError as exc:

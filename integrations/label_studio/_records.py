@@ -18,8 +18,8 @@ from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import decode_json
 
 __all__ = ["FORMATS", "ExportSummary", "check_latest_is_known", "Record", "LoadedExport",
-           "load_export", "records_from_full", "records_from_rows", "task_id", "parse_times", "python_scalar",
-           "check_flag", "superseded_note"]
+           "load_export", "records_from_full", "records_from_rows", "task_id", "parse_times",
+           "python_scalar", "check_flag", "superseded_note"]
 
 
 #: The export formats read (Label Studio's export types of that name).

@@ -412,8 +412,8 @@ def _check_class_names(reading: _Reading, class_choices: tuple, classes: list) -
 
 def _annotation_frame(labelled: list, code_of: dict) -> pd.DataFrame:
     """The labelled annotations as a frame (task, annotator, class code, gold flag,
-    annotation id, time), in the order they win: by time, then annotation id, then as read (two that differ
-    and tie on both are refused: :func:`~._records.check_latest_is_known`)."""
+    annotation id, time), in the order they win: by time, then annotation id, then as read
+    (two that differ and tie on both are refused: :func:`~._records.check_latest_is_known`)."""
     records = [rec for rec, _ in labelled]
     frame = pd.DataFrame({
         "task": pd.Series([r.task for r in records], dtype=object),
