@@ -345,3 +345,12 @@ def test_a_protocol_step_left_out_is_named():
         NoMStep().fit(ann)
     with pytest.raises(NotImplementedError, match=r"NoFinish does not define .* finish\("):
         NoFinish().fit(ann)
+
+
+def test_max_iter_0_is_refused_before_any_work_naming_the_model(crowd):
+    class Counting(SharedAccuracy):
+        def init_state(self, summary):
+            raise AssertionError("work began")
+
+    with pytest.raises(ValueError, match="Counting max_iter must be at least 1 for an EM fit"):
+        Counting(max_iter=0).fit(crowd)

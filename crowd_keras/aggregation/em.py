@@ -440,6 +440,9 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     its size with ``relative_tol``) or after ``max_iter`` iterations. ``map_blocks(fn,
     blocks)`` applies ``fn`` to each block (default: in this process, in order)."""
     check_settings(model)
+    if getattr(model, "max_iter", 1) == 0:   # before any work, naming the model
+        raise ValueError(f"{type(model).__name__} max_iter must be at least 1 for an EM fit, "
+                         "got 0")
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
     if getattr(model, "needs_annotator_keys", False) and summary.fingerprints is None:
         k, profiles = summary.n_classes, label_profile_keys(summary.votes)
