@@ -214,6 +214,14 @@ class CrowdModel(CrowdConsensus, keras.Model):
         # the noise layer's time-step mask (a sequence model's padding) stays on the output
         return with_keras_mask(on * noisy + (1.0 - on) * identity, keras_mask(noisy))
 
+    def load_own_variables(self, store: Any) -> None:
+        """Keras' loading of the model's own variables, then the noise layer on: a file saved
+        in the middle of a warm-up epoch (``ModelCheckpoint(save_freq=N)``, a callback's
+        ``save``) holds the bypass, and the loaded model's predict and evaluate skipped its
+        noise layer. A resumed fit sets it again from ``epochs_trained``."""
+        super().load_own_variables(store)
+        self.noise_on.assign(ops.ones_like(self.noise_on))
+
     # ------------------------------------------------------------------ training API
     def compile(self, optimizer: Any = "adam", loss: Any = None, **kwargs: Any) -> None:
         if loss is None:

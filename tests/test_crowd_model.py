@@ -562,6 +562,27 @@ def test_an_interrupted_warm_up_does_not_leave_the_noise_layer_bypassed(tmp_path
     # the interrupted epoch is not counted: the next fit still warms up
     assert float(keras.ops.convert_to_numpy(model.epochs_trained)) == 0.0
 
+
+def test_a_checkpoint_saved_inside_a_warm_up_epoch_loads_with_the_noise_layer_on(tmp_path):
+    """ModelCheckpoint(save_freq=2) saves every two batches: inside the warm-up epoch the
+    file held noise_on = 0, and the loaded model's predict and evaluate skipped the noise
+    layer. Loading switches it on; a fit resumed from the file still warms up."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 10)).astype("float32")
+    y = rng.integers(-1, K, size=(64, A))
+    model = CrowdModel(mlp(), CrowdLayer(A, init_scale=3.0), warmup_epochs=1)
+    model.compile(keras.optimizers.Adam(1e-2))
+    path = tmp_path / "inside.keras"
+    model.fit(x, y, epochs=1, batch_size=16, verbose=0,
+              callbacks=[keras.callbacks.ModelCheckpoint(path, save_freq=2)])
+    loaded = keras.saving.load_model(path)
+    assert float(keras.ops.convert_to_numpy(loaded.noise_on)) == 1.0
+    probs = keras.ops.convert_to_numpy(loaded.classifier(x[:4]))
+    layer_out = keras.ops.convert_to_numpy(loaded.noise_layer(probs))
+    np.testing.assert_allclose(loaded.predict(x[:4], verbose=0), layer_out, rtol=1e-5,
+                               atol=1e-6)
+    assert float(keras.ops.convert_to_numpy(loaded.epochs_trained)) == 0.0   # mid-epoch
+
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="TensorFlow's resource variables: other backends gather tensors")
 @pytest.mark.parametrize("noise", ["CrowdLayer MW", "CrowdLayer VW+B", "CoNAL with gate",
