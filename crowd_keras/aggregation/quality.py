@@ -165,7 +165,9 @@ class Reference(NamedTuple):
         post: (I, K) the fitted items' posteriors that enter the last round.
         counts: (A, K, K) ``N_a[k, l]`` of the fitted annotations under ``post``.
         known: (I,) the fitted items that hold evidence (the class shares' items).
-        item_ids, annotator_ids: the fit's. labels: (I, A) sparse, a fitted label + 1.
+        item_ids: (I,) the fit's item ids.
+        annotator_ids: (A,) the fit's annotator ids.
+        labels: (I, A) sparse, each fitted label + 1.
     """
 
     post: np.ndarray
