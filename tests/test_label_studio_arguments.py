@@ -195,3 +195,46 @@ def test_quality_report_names_the_python_setting_no_control_reads(tmp_path):
         ls.quality_report(export, tmp_path / "r", scheme="BIO", n_bootstrap=0, plots=False)
     assert not (tmp_path / "r").exists()
     ls.quality_report(export, tmp_path / "r", n_bootstrap=0, plots=False)   # the defaults read
+
+
+@pytest.mark.parametrize("call", [
+    lambda **kw: ls.check_project(_NO_SERVER, 1, **kw),
+    lambda **kw: ls.check_tasks(_NO_SERVER, 1, task_ids=[1], **kw),
+    lambda **kw: ls.fetch_user_emails(_NO_SERVER, **kw),
+    lambda **kw: ls.push_predictions(_NO_SERVER, 1, [{"task": 1, "result": []}],
+                                     model_version="v", **kw),
+])
+@pytest.mark.parametrize("given, error, match", [
+    # retries=-1 ran no request and check_project passed; a string backoff failed in
+    # time.sleep in the middle of a push, naming nothing
+    ({"retries": -1}, ValueError, "retries must be an integer >= 0, got -1"),
+    ({"retries": "2"}, TypeError, "retries must be an integer >= 0, got str '2'"),
+    ({"backoff": -1}, ValueError, r"backoff must be a finite number >= 0, got -1"),
+    ({"backoff": "0.1"}, TypeError, "backoff must be a number, got str '0.1'"),
+    ({"backoff": None}, TypeError, "backoff must be a number, got NoneType None"),
+])
+def test_retry_settings_are_checked_before_any_request(call, given, error, match):
+    with pytest.raises(error, match=match):
+        call(**given)
+
+
+@pytest.mark.parametrize("project", [True, 1.5, None, "abc"])
+def test_check_project_names_a_project_id_that_is_not_an_id(project):
+    # the request went to /api/projects/True and the URL was blamed
+    with pytest.raises(CrowdDataError, match="check_project: project_id must be an integer"):
+        ls.check_project(_NO_SERVER, project)
+
+
+def test_push_refuses_no_predictions_and_a_progress_word():
+    with pytest.raises(TypeError, match="predictions must be a list of prediction dicts, got "
+                                        "NoneType"):
+        ls.push_predictions(_NO_SERVER, 1, None, model_version="v", preflight=False)
+    with pytest.raises(TypeError, match="progress must be True or False, got 'no'"):
+        ls.push_predictions(_NO_SERVER, 1, [{"task": 1, "result": []}], model_version="v",
+                            progress="no")
+
+
+def test_connect_names_a_timeout_that_is_not_a_number(monkeypatch):
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "token123")
+    with pytest.raises(TypeError, match="timeout must be a number, got str 'x'"):
+        ls.connect("http://127.0.0.1:9", timeout="x")

@@ -9,7 +9,10 @@ import re
 import time
 from typing import Any, Callable, Iterable, Optional
 
+from crowd_keras.arguments import check_count, check_number
+
 from ._controls import INSTALL_HINT
+from ._records import _integer_id
 
 API_KEY_ENV = "LABEL_STUDIO_API_KEY"
 # The SDK retries connection errors itself, also for POST: a lost reply would then duplicate a
@@ -124,6 +127,13 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, TimeoutError))
 
 
+def check_retries(retries: Any, backoff: Any) -> tuple[int, float]:
+    """``(retries, backoff)`` checked before any request: an integer >= 0 and a finite
+    number >= 0 of seconds, else an error naming the argument (``retries=-1`` ran no request
+    at all and returned None, a string ``backoff`` failed in ``time.sleep`` mid-push)."""
+    return check_count(retries, "retries", 0), check_number(backoff, "backoff")
+
+
 def _call(fn: Callable[[], Any], what: str, secrets: list, retries: int, backoff: float,
           before_retry: Optional[Callable[[], None]] = None,
           explain: Optional[Callable[[BaseException], Optional[str]]] = None) -> Any:
@@ -216,6 +226,7 @@ def connect(url: str, api_key: Optional[str] = None, *, timeout: float = 60.0) -
         raise LabelStudioError(f"no Label Studio API token: set the {API_KEY_ENV} environment "
                                "variable (Python: api_key=)")
     _check_token_characters(key, "api_key" if api_key else API_KEY_ENV)
+    timeout = check_number(timeout, "timeout")   # a string failed only at the first request
     try:
         import httpx
 
@@ -250,6 +261,7 @@ def _refresh_reply(response: Any) -> None:
 
 def fetch_user_emails(client: Any, *, retries: int = 3, backoff: float = 0.5) -> dict:
     """{user id: e-mail} of the organisation's users (to fill the report's e-mails)."""
+    retries, backoff = check_retries(retries, backoff)
     users = _call(lambda: client.users.list(request_options=_NO_RETRY), "listing users",
                   _secrets_of(client), retries, backoff)
     return {int(u.id): u.email for u in users if getattr(u, "id", None) is not None}
@@ -286,6 +298,9 @@ def check_project(client: Any, project_id: int, *, retries: int = 3,
     page), all permanent and not retried; or the server unreachable after ``retries``
     retries with backoff (``transient=True``).
     """
+    retries, backoff = check_retries(retries, backoff)
+    # True or "abc" went to /api/projects/True and was reported as a wrong URL
+    project_id = _integer_id(project_id, "check_project", "project_id")
     url = _base_url(client)
 
     def explain(exc: BaseException) -> Optional[str]:

@@ -42,13 +42,13 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
 from ._records import _integer_id, check_flag, task_id
-from .client import LabelStudioError, _base_url, _scrub, check_project
+from .client import LabelStudioError, _base_url, _scrub, check_project, check_retries
 from .target import check_against_config, check_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
@@ -111,7 +111,8 @@ def _check_version(version: Any) -> None:
 
 
 def _checked_predictions(predictions: Sequence[dict], model_version: Optional[str]) -> tuple:
-    if isinstance(predictions, (dict, str, bytes, os.PathLike)):
+    if isinstance(predictions, (dict, str, bytes, os.PathLike)) or \
+            not isinstance(predictions, Iterable):
         hint = (" (a file? load it first: json.load)"
                 if isinstance(predictions, (str, os.PathLike)) else "")
         raise TypeError(f"predictions must be a list of prediction dicts, got "
@@ -275,10 +276,10 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     for name, value in (("batch_size", batch_size), ("bulk_batch_size", bulk_batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
+    retries, backoff = check_retries(retries, backoff)
     check_flag("allow_data_mismatch", allow_data_mismatch)
     check_flag("preflight", preflight)
+    check_flag("progress", progress)
     project_id = _integer_id(project_id, "push_predictions", "project_id")
     preds, model_version = _checked_predictions(predictions, model_version)
     if preflight:

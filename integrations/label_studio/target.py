@@ -19,7 +19,7 @@ from typing import Any, Optional
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._records import _integer_id, check_flag, load_export
-from .client import _NO_RETRY, _base_url, _call, _secrets_of
+from .client import _NO_RETRY, _base_url, _call, _secrets_of, check_retries
 
 __all__ = ["TaskCheck", "check_tasks", "check_against_config", "data_hash", "export_tasks"]
 
@@ -170,6 +170,7 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
         raise TypeError(f"task_ids must be a list of task ids, got the string {task_ids!r}")
     # as text ("1", from an environment variable) it never equals the export's project 1
     project_id = _integer_id(project_id, "check_tasks", "project_id")
+    retries, backoff = check_retries(retries, backoff)
     mine = export_tasks(export, format) if export is not None else None
     where = f"project {project_id}"
     if mine is not None:
