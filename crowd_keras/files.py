@@ -12,6 +12,7 @@ device, ``/dev/stdout``) is written into instead: a rename would put a file in i
 from __future__ import annotations
 
 import contextlib
+import csv
 import gc
 import json
 import math
@@ -30,7 +31,7 @@ import numpy as np
 
 from .errors import CrowdDataError
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_files", "default_file_mode",
+__all__ = ["csv_text", "atomic_write_text", "atomic_write_bytes", "atomic_write_files", "default_file_mode",
            "publish_file", "standard_stream", "replace_folder", "remove_staged_folder",
            "read_npz", "read_npy", "read_json_text", "decode_json", "gc_paused", "indented_json",
            "MAX_DEFLATE_RATIO"]
@@ -60,6 +61,17 @@ def publish_file(tmp: os.PathLike, path: os.PathLike) -> Path:
     os.chmod(tmp, mode)
     os.replace(tmp, path)
     return Path(path)
+
+
+def csv_text(frame: Any) -> str:
+    """A ``DataFrame`` as CSV text (no index, ``\n`` line ends) that reads back as written.
+
+    The csv writer quotes a field holding the separator, the quote or a character of the line
+    terminator, so a lone carriage return in an id went out unquoted under ``\n`` line ends
+    and readers split the row there; a frame holding one is written with every field quoted.
+    """
+    text = frame.to_csv(index=False)
+    return frame.to_csv(index=False, quoting=csv.QUOTE_ALL) if "\r" in text else text
 
 
 def atomic_write_text(path: os.PathLike, text: str) -> Path:

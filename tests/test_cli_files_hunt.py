@@ -374,3 +374,34 @@ def test_the_line_with_more_fields_than_the_header_is_named_by_its_line(text, li
     src.write_text(text)
     err = _run(["agree", str(src), "--bootstrap", "0"], capsys, code=1).err
     assert f"line {line} has 4 fields but the header has 3" in err, err
+
+
+def test_an_id_holding_a_carriage_return_reads_back_from_the_outputs(tmp_path, capsys):
+    # a lone \r went out unquoted under \n line ends: readers split the row there, and the
+    # labels file given back as --gold named an item 'a'
+    src, out, who = tmp_path / "in.csv", tmp_path / "labels.csv", tmp_path / "ann.csv"
+    src.write_bytes(b'task,worker,label\n"a\rb","w\r1",x\n"a\rb",w2,x\nc,"w\r1",y\nc,w2,y\n')
+    _run(["aggregate", str(src), "--out", str(out), "--annotators", str(who), "--method",
+          "majority_vote", "--quiet"], capsys)
+    labels = pd.read_csv(out, dtype=str)
+    assert labels["task"].tolist() == ["a\rb", "c"] and labels["label"].tolist() == ["x", "y"]
+    assert sorted(pd.read_csv(who, dtype=str)["annotator"]) == sorted(["w2", "w\r1"])
+    # plain files stay as they were: quoted only where needed
+    plain = tmp_path / "plain.csv"
+    plain.write_text("task,worker,label\nt1,a,x\nt1,b,x\n")
+    _run(["aggregate", str(plain), "--out", str(out), "--method", "majority_vote", "--quiet"],
+         capsys)
+    assert out.read_text().startswith("task,label,probability,")
+
+
+@pytest.mark.parametrize("item", ["label", "probability", "tied", "consensus_quality"])
+def test_an_item_column_named_like_a_column_of_the_labels_file_is_refused(item, tmp_path,
+                                                                          capsys):
+    # the output frame was built from a dict: the item ids were overwritten by that column
+    src, out = tmp_path / "in.csv", tmp_path / "labels.csv"
+    label = "answer" if item == "label" else "label"
+    src.write_text(f"{item},worker,{label}\nt1,a,x\nt1,b,x\nt2,a,y\n")
+    err = _run(["aggregate", str(src), "--item", item, "--label", label, "--out", str(out),
+                "--method", "majority_vote", "--quiet"], capsys, code=2).err
+    assert f"--item '{item}' is also a column the labels file writes" in err
+    assert not out.exists()

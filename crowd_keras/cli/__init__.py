@@ -19,7 +19,7 @@ import numpy as np
 from ..aggregation.registry import LABEL_MODELS, available_label_models
 from ..codes import booleans_as_codes, show
 from ..errors import CrowdDataError
-from ..files import atomic_write_files, atomic_write_text, indented_json
+from ..files import atomic_write_files, atomic_write_text, csv_text, indented_json
 from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
@@ -299,6 +299,10 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
     return df, ann
 
 
+#: The columns of the labels file besides the item's (``--item``).
+LABEL_COLUMNS = ("label", "probability", "n_annotations", "tied", "consensus_quality")
+
+
 def _aggregate(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -315,6 +319,9 @@ def _aggregate(args: argparse.Namespace) -> int:
     problem = one_reader_per_stream([("the input", args.input), ("--gold", args.gold)])
     if problem:
         raise UsageError(problem)
+    if args.item in LABEL_COLUMNS:   # the item ids would be overwritten by that column
+        raise UsageError(f"--item {args.item!r} is also a column the labels file writes "
+                         f"({', '.join(LABEL_COLUMNS)}): rename the input's item column")
     df, ann = _read_annotations(args)
     gold = _read_gold(args, ann) if args.gold else None
     with Heartbeat(f"fitting {args.method}", disable=args.quiet):
@@ -327,9 +334,9 @@ def _aggregate(args: argparse.Namespace) -> int:
                         # the calibrated chance that the label is right, which the
                         # largest posterior ("probability") is not
                         "consensus_quality": model.consensus_quality()})
-    texts = {args.out: out.to_csv(index=False)}
+    texts = {args.out: csv_text(out)}
     if args.annotators:   # written with the labels or not at all: one run's outputs
-        texts[args.annotators] = model.annotator_quality_.to_csv(index=False)
+        texts[args.annotators] = csv_text(model.annotator_quality_)
     atomic_write_files(texts)
     shown = plain_values(ann.classes)[:10]
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "

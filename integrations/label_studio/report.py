@@ -12,7 +12,7 @@ from crowd_keras.aggregation.pred_probs import check_probability_matrix
 from crowd_keras.agreement import agreement_report, annotator_agreement
 from crowd_keras.agreement.report import records
 from crowd_keras.errors import CrowdDataError
-from crowd_keras.files import atomic_write_files, atomic_write_text, indented_json
+from crowd_keras.files import atomic_write_files, atomic_write_text, csv_text, indented_json
 
 from ._model import ensure_fitted
 from ._span_results import fitted_sequence_model, span_report
@@ -195,7 +195,7 @@ def _report_text(frame: pd.DataFrame, as_json: bool, meta: Optional[dict] = None
         # records(), not DataFrame.to_json: that rounds to 10 significant digits, so the
         # JSON's numbers differed from the CSV's and from the frame returned
         return indented_json({**(meta or {}), "annotators": records(frame)}) + "\n"
-    return frame.to_csv(index=False)
+    return csv_text(frame)
 
 
 def gold_accuracy(export: LabelStudioExport, proba: Any) -> tuple[int, float]:
