@@ -36,10 +36,19 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("MPLBACKEND"))
 
 
+#: Characters of a name from the data shown in a picture (the tables and JSON hold it whole):
+#: a tightly saved figure grows with its longest tick label, to gigapixels for a long name
+NAME_CHARS = 40
+
+
 def _literal(value: Any) -> str:
     """A name from the data as matplotlib text shown as it is: matplotlib reads text between
-    two ``$`` as mathtext (and fails on what mathtext cannot parse), ``\\$`` is a plain ``$``."""
-    return str(value).replace("$", r"\$")
+    two ``$`` as mathtext (and fails on what mathtext cannot parse), ``\\$`` is a plain ``$``;
+    beyond :data:`NAME_CHARS` characters, cut with "…"."""
+    text = str(value)
+    if len(text) > NAME_CHARS:
+        text = text[:NAME_CHARS - 1] + "…"
+    return text.replace("$", r"\$")
 
 
 def confusion_matrix(matrix: Any, classes: Optional[Sequence] = None, ax: Any = None,

@@ -64,3 +64,28 @@ def test_kappa_heat_map_greys_undefined_pairs_and_says_so():
     ax = plot.kappa_matrix(kappa)
     assert "undefined" in ax.get_title()   # grey is not only "no shared item"
     matplotlib.pyplot.close(ax.figure)
+
+
+def test_a_long_name_is_cut_in_the_pictures_so_they_stay_small():
+    """A 5,000-character annotator name made the tightly saved kappa heat map 35,362 pixels
+    square (1.2 gigapixels) and a 12,000-character one ran out of memory."""
+    import io
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    long = "w" * 5000
+    names = [long, "b", "c"]
+    kappa = pd.DataFrame(np.eye(3), index=names, columns=names)
+    ax = plot.kappa_matrix(kappa)
+    shown = [t.get_text() for t in ax.get_xticklabels()]
+    assert shown[0] == "w" * (plot.NAME_CHARS - 1) + "…" and shown[1:] == ["b", "c"]
+    buffer = io.BytesIO()
+    ax.figure.savefig(buffer, format="png", bbox_inches="tight", dpi=100)
+    plt.close(ax.figure)
+    width, height = np.frombuffer(buffer.getvalue()[16:24], dtype=">u4")   # the PNG header
+    assert width < 2000 and height < 2000
+    fig = plot.confusion_matrices(np.eye(2)[None], names=[long], classes=["a", "b" * 300])
+    assert all(len(t.get_text()) <= plot.NAME_CHARS for ax in fig.axes
+               for t in [ax.title, *ax.get_xticklabels()])
+    plt.close(fig)
