@@ -984,8 +984,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         given = self.target_prior
         if isinstance(given, dict):
             given = pd.Series(given, dtype=object)
-        if isinstance(given, pd.Series) and not given.index.equals(pd.RangeIndex(len(given))):
-            # keyed by class: read by key (a Series was read by position, whatever its index)
+        # a dict or a Series is keyed by class and read by key, keys 0..K-1 too (they were read
+        # by position: classes [1, 0] and {0: 0.9, 1: 0.1} gave class 1 the 0.9)
+        if isinstance(given, pd.Series):
             if classes is None or len(given) != len(classes) or \
                     (pos := pd.Index(given.index).get_indexer(classes)).min() < 0:
                 raise ValueError(f"{problem}; keyed by class, the keys must be the classes "
