@@ -440,9 +440,6 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
     its size with ``relative_tol``) or after ``max_iter`` iterations. ``map_blocks(fn,
     blocks)`` applies ``fn`` to each block (default: in this process, in order)."""
     check_settings(model)
-    if getattr(model, "max_iter", 1) == 0:   # before any work, naming the model
-        raise ValueError(f"{type(model).__name__} max_iter must be at least 1 for an EM fit, "
-                         "got 0")
     apply = map_blocks or (lambda fn, bs: [fn(b) for b in bs])
     if getattr(model, "needs_annotator_keys", False) and summary.fingerprints is None:
         k, profiles = summary.n_classes, label_profile_keys(summary.votes)
@@ -470,8 +467,9 @@ def run_em(model: EMLabelModel, blocks: Sequence[Block], summary: Summary,
         stats = runner.combine(*[runner.sufficient_statistics(b, latent)
                                  for b, latent in zip(fitted, latents)])
         loop.record(sum(objective for _, objective in steps) / scale)
-    if state is None:
-        raise ValueError(f"max_iter must be at least 1, got {runner.max_iter}")
+    if state is None:   # no M-step ran (MACE's restarts take 0: their start is a state)
+        raise ValueError(f"{type(model).__name__} max_iter must be at least 1 for an EM fit, "
+                         f"got {runner.max_iter}")
     if any(part is not whole for part, whole in zip(fitted, blocks)):
         # every item's posterior, from the state the last E-step used (a row's E-step
         # reads only its own labels: the fitted items' posteriors are unchanged)
