@@ -146,10 +146,18 @@ def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: 
     batch_size = check_count(batch_size, "batch_size", 1)
     n = len(labels)
     inputs = _held_inputs(x)
-    rows = tf.nest.flatten(inputs)[0].shape[0]   # the first array's (len() of a dict: its keys)
-    if rows != n or len(annotator_ids) != n:
-        raise CrowdDataError(f"x has {rows} rows, annotator_ids {len(annotator_ids)} and "
-                             f"labels {n}: one row per item in each")
+    # every input's rows (len() of a dict: its keys); a second input of other rows was
+    # gathered silently, misaligned with the items
+    named = (inputs.items() if isinstance(inputs, dict) else enumerate(inputs)
+             if isinstance(inputs, (list, tuple)) else [(None, inputs)])
+    for key, part in named:
+        for value in tf.nest.flatten(part):
+            rows = value.shape[0]
+            if rows != n or len(annotator_ids) != n:
+                name = "x" if key is None else f"x[{key!r}]"
+                raise CrowdDataError(f"{name} has {rows} rows, annotator_ids "
+                                     f"{len(annotator_ids)} and labels {n}: one row per item "
+                                     "in each")
     held = {"x": inputs, "annotator_ids": tf.convert_to_tensor(annotator_ids)}
     targets = tf.convert_to_tensor(labels)
     ds = tf.data.Dataset.range(n)

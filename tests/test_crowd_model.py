@@ -112,7 +112,8 @@ def test_tf_data_input_path_takes_the_inputs_of_a_multi_input_classifier(sim, co
     assert np.isfinite(history.history["loss"]).all()
     short = {"a": parts[0][:-1], "b": parts[1][:-1]} if container is dict else \
         [p[:-1] for p in parts]
-    with pytest.raises(CrowdDataError, match=f"x has {len(sim.x) - 1} rows"):
+    first = "'a'" if container is dict else "0"
+    with pytest.raises(CrowdDataError, match=rf"x\[{first}\] has {len(sim.x) - 1} rows"):
         annotation_dataset(short, sim.annotations)
     with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
         annotation_dataset(x, sim.annotations, batch_size=0)
@@ -815,3 +816,19 @@ def test_lazy_adam_makes_the_steps_scalars_once_for_all_weights():
     # row copies; no ScatterSub, whose CPU kernel costs more per row)
     assert types.count("ResourceScatterUpdate") == 3 and "ResourceScatterSub" not in types
     assert types.count("AssignSubVariableOp") == 3       # the dense ones
+
+
+def test_annotation_dataset_checks_the_rows_of_every_input():
+    # only the first input of a dict was checked: a second of 25 rows for 10 items was
+    # gathered silently, misaligned and cut
+    from crowd_keras.inputs import annotation_dataset
+    rng = np.random.default_rng(0)
+    y = rng.integers(-1, K, size=(10, A))
+    ids = np.where(y >= 0, np.arange(A)[None, :], -1)
+    good = {"a": np.zeros((10, 3), "float32"), "b": np.zeros((10, 2), "float32")}
+    annotation_dataset(good, (ids, y), num_annotators=A, num_classes=K, batch_size=4)
+    for x in ({"a": np.zeros((10, 3), "float32"), "b": np.zeros((25, 2), "float32")},
+              {"b": np.zeros((25, 2), "float32"), "a": np.zeros((10, 3), "float32")}):
+        with pytest.raises(CrowdDataError, match=r"x\['b'\] has 25 rows, annotator_ids 10 and "
+                                                 r"labels 10"):
+            annotation_dataset(x, (ids, y), num_annotators=A, num_classes=K, batch_size=4)

@@ -267,16 +267,16 @@ def test_dask_leaves_out_the_class_no_annotation_names_as_in_memory():
 
 
 def test_a_target_keyed_by_class_is_read_by_key_whatever_the_keys():
-    """Keys 0..K-1 sent a dict (or Series) down the by-position path: with the classes in
-    the order [1, 0], {0: 0.9, 1: 0.1} gave class 1 the 0.9; against string classes the same
-    dict was read by position without a word."""
+    """Keys 0..K-1 sent a dict down the by-position path: with the classes in the order
+    [1, 0], {0: 0.9, 1: 0.1} gave class 1 the 0.9; against string classes the same dict was
+    read by position without a word. (A Series on pandas' default index is a vector.)"""
     import pandas as pd
 
     from crowd_keras import Annotations
     frame = pd.DataFrame({"task": [1, 1, 2, 2, 3], "worker": ["a", "b", "a", "b", "a"],
                           "label": [1, 0, 0, 0, 1]})
     ann = Annotations.from_frame(frame, classes=[1, 0])
-    for given in ({0: 0.9, 1: 0.1}, pd.Series({0: 0.9, 1: 0.1}), pd.Series({1: 0.1, 0: 0.9})):
+    for given in ({0: 0.9, 1: 0.1}, {1: 0.1, 0: 0.9}, pd.Series({1: 0.1, 0: 0.9})):
         target = AutoLabelModel(target_prior=given).target_prior_vector(2, classes=ann.classes)
         np.testing.assert_allclose(target, [0.1, 0.9])        # in the classes' order [1, 0]
     np.testing.assert_allclose(AutoLabelModel(target_prior=[0.9, 0.1]).target_prior_vector(

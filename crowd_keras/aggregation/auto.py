@@ -963,8 +963,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
                             named: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """``target_prior`` as a (K,) vector (None for the learned prior; ``"gold"``:
         :func:`gold_target` of ``gold_counts`` (K,), uniform when None); a clear error when
-        it does not fit ``n_classes``. A ``pandas.Series`` or dict keyed by the ``classes``
-        (the annotations' class labels) is read by its keys, a vector in the classes' order.
+        it does not fit ``n_classes``. A dict, or a ``pandas.Series`` with an index of its own,
+        keyed by the ``classes`` (the annotations' class labels) is read by its keys; a
+        vector (a Series on pandas' default index too) in the classes' order.
         ``named`` (K,) bool: the classes some annotation names; ``"uniform"`` and ``"gold"``
         spread the target over those and the gold's classes only (:func:`gold_target`)."""
         self._check_params()
@@ -984,9 +985,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         given = self.target_prior
         if isinstance(given, dict):
             given = pd.Series(given, dtype=object)
-        # a dict or a Series is keyed by class and read by key, keys 0..K-1 too (they were read
-        # by position: classes [1, 0] and {0: 0.9, 1: 0.1} gave class 1 the 0.9)
-        if isinstance(given, pd.Series):
+        # a dict is keyed by class, keys 0..K-1 too (read by position, classes [1, 0] and
+        # {0: 0.9, 1: 0.1} gave class 1 the 0.9); a Series on pandas' default index is a vector
+        if isinstance(given, pd.Series) and (isinstance(self.target_prior, dict)
+                                             or not isinstance(given.index, pd.RangeIndex)):
             if classes is None or len(given) != len(classes) or \
                     (pos := pd.Index(given.index).get_indexer(classes)).min() < 0:
                 raise ValueError(f"{problem}; keyed by class, the keys must be the classes "

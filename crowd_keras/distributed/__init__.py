@@ -31,7 +31,7 @@ from typing import Any
 
 __all__ = ["aggregate", "AggregationResult", "to_parquet", "supported_methods",
            "register_method", "Method", "PartitionedAnnotations", "write_shards", "read_shards",
-           "crowd_dataset", "distribute_crowd_dataset", "is_dask_array"]
+           "crowd_dataset", "distribute_crowd_dataset", "steps_per_epoch", "is_dask_array"]
 
 _LAZY = {
     "aggregate": "dataframe", "AggregationResult": "dataframe", "to_parquet": "dataframe",
@@ -39,6 +39,7 @@ _LAZY = {
     "PartitionedAnnotations": "engine",
     "write_shards": "shards", "read_shards": "shards",
     "crowd_dataset": "training", "distribute_crowd_dataset": "training",
+    "steps_per_epoch": "training",
 }
 
 

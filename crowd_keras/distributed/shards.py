@@ -24,7 +24,7 @@ from ..codes import show
 from ..errors import CrowdDataError
 from ..files import atomic_write_text, publish_file, read_json_text
 
-__all__ = ["write_shards", "read_shards", "iter_file", "SHARDS_FILE"]
+__all__ = ["write_shards", "read_shards", "check_files", "iter_file", "SHARDS_FILE"]
 
 SHARDS_FILE = "_crowd_shards.json"
 _FORMAT = "crowd-keras/shards"
@@ -152,6 +152,22 @@ def read_shards(directory: Union[str, Path]) -> Dict[str, Any]:
     return meta
 
 
+def check_files(meta: Dict[str, Any], paths: Any) -> None:
+    """CrowdDataError naming the first of ``paths`` (of ``meta``'s files) that is missing or
+    holds another number of rows than the description lists (read from the parquet footer:
+    a short file was read silently, a missing one failed inside ``tf.data``)."""
+    import pyarrow.parquet as pq
+
+    listed = dict(zip(meta["paths"], meta["rows"]))
+    for path in paths:
+        if not Path(path).is_file():
+            raise CrowdDataError(f"shard file {path} is listed in {SHARDS_FILE} but missing")
+        found = pq.read_metadata(path).num_rows
+        if found != listed[path]:
+            raise CrowdDataError(f"shard file {path} holds {found} rows; {SHARDS_FILE} lists "
+                                 f"{listed[path]}: write the shards again")
+
+
 def iter_file(path: Union[str, bytes], feature_size: int, width: int,
               batch_rows: int = 65536) -> Iterator[tuple]:
     """``(x (b, feature_size) float32, annotator_ids (b, width), labels (b, width) int32)``
@@ -164,4 +180,9 @@ def iter_file(path: Union[str, bytes], feature_size: int, width: int,
                                          columns=["x", "annotator_ids", "labels"]):
             x, ids, labels = (col.flatten().to_numpy(zero_copy_only=False)
                               for col in batch.columns)
+            n = batch.num_rows
+            if len(x) != n * feature_size or len(ids) != n * width or len(labels) != n * width:
+                raise CrowdDataError(f"shard file {path}: rows of {len(x) // max(n, 1)} "
+                                     f"features and {len(ids) // max(n, 1)} annotations, where "
+                                     f"the description says {feature_size} and {width}")
             yield (x.reshape(-1, feature_size), ids.reshape(-1, width), labels.reshape(-1, width))

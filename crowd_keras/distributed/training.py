@@ -18,6 +18,7 @@ waits for a worker that ran out of data.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -25,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..arguments import check_count
-from .shards import iter_file, read_shards
+from .shards import check_files, iter_file, read_shards
 
 __all__ = ["crowd_dataset", "distribute_crowd_dataset", "steps_per_epoch"]
 
@@ -39,13 +40,26 @@ def _pipeline_files(meta: dict, pipeline: int, n_pipelines: int) -> tuple:
 
 
 def steps_per_epoch(directory: Union[str, Path], batch_size: int, n_pipelines: int = 1) -> int:
-    """Full batches of ``batch_size`` rows that every one of ``n_pipelines`` workers has."""
+    """Full batches of ``batch_size`` rows that every one of ``n_pipelines`` workers has
+    (``batch_size``: the rows one worker's pipeline gives a step, all its replicas' batches).
+
+    A worker with more rows than the steps take leaves the rest out of every epoch (the
+    all-reduce needs every worker at every step): a ``UserWarning`` says how many, when that
+    is more than a batch (files of very different sizes)."""
     batch_size = check_count(batch_size, "batch_size", minimum=1)
     n_pipelines = check_count(n_pipelines, "n_pipelines", minimum=1)
     meta = read_shards(directory)
-    steps = min(_pipeline_files(meta, p, n_pipelines)[1] // batch_size for p in range(n_pipelines))
+    rows = [_pipeline_files(meta, p, n_pipelines)[1] for p in range(n_pipelines)]
+    steps = min(r // batch_size for r in rows)
     if steps == 0:
         raise ValueError(f"a worker has fewer than {batch_size} items: lower the batch size")
+    unused = sum(rows) - steps * batch_size * n_pipelines
+    if unused >= batch_size * n_pipelines:
+        warnings.warn(f"{unused} of {sum(rows)} items are left out of every epoch: each of the "
+                      f"{n_pipelines} workers runs {steps} steps of {batch_size} rows, what "
+                      f"the smallest holds ({min(rows)} rows; the others {max(rows)}); write "
+                      "files of about equal rows, a multiple of the number of workers",
+                      stacklevel=2)
     return steps
 
 
@@ -74,6 +88,8 @@ def crowd_dataset(directory: Union[str, Path], batch_size: int,
     shuffle_buffer = check_count(shuffle_buffer, "shuffle_buffer")
     if steps is not None:
         steps = check_count(steps, "steps", minimum=1)
+    if seed is not None:
+        seed = check_count(seed, "seed")
     if not isinstance(repeat, (bool, np.bool_)):
         raise TypeError(f"repeat must be True or False, got {type(repeat).__name__} {repeat!r}")
     meta = read_shards(directory)
@@ -82,6 +98,7 @@ def crowd_dataset(directory: Union[str, Path], batch_size: int,
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
     paths, n_rows = _pipeline_files(meta, pipeline, n_pipelines)
+    check_files(meta, paths)
     shape = tuple(meta["feature_shape"])
     size, width = int(np.prod(shape, dtype=np.int64)), int(meta["max_annotations"])
     signature = (tf.TensorSpec((None, size), tf.float32), tf.TensorSpec((None, width), tf.int32),
@@ -95,9 +112,14 @@ def crowd_dataset(directory: Union[str, Path], batch_size: int,
     data = data.unbatch()
     if steps is None:
         steps = n_rows // batch_size
-    data = data.take(steps * batch_size)
+    elif steps > n_rows // batch_size:   # take() shortened the pass without a word
+        raise ValueError(f"steps={steps} batches of {batch_size} rows, but this pipeline's "
+                         f"files hold {n_rows} rows ({n_rows // batch_size} full batches)")
     if shuffle_buffer:
+        # before the cut: the rows past the last full batch differ from pass to pass (taken
+        # first, the same tail rows were left out of every epoch)
         data = data.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    data = data.take(steps * batch_size)
     data = data.batch(batch_size, drop_remainder=True)
     if repeat:
         data = data.repeat()
@@ -121,9 +143,13 @@ def distribute_crowd_dataset(strategy: tf.distribute.Strategy, directory: Union[
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
         per_replica = context.get_per_replica_batch_size(global_batch_size)
-        found["steps"] = steps_per_epoch(directory, per_replica, context.num_input_pipelines)
-        return crowd_dataset(directory, global_batch_size, context, steps=found["steps"],
-                             repeat=True, **kwargs)
+        # a step takes one batch for each replica the pipeline feeds: two replicas of one
+        # worker ran twice the steps, each item twice an epoch
+        replicas = max(context.num_replicas_in_sync // context.num_input_pipelines, 1)
+        found["steps"] = steps_per_epoch(directory, per_replica * replicas,
+                                         context.num_input_pipelines)
+        return crowd_dataset(directory, global_batch_size, context,
+                             steps=found["steps"] * replicas, repeat=True, **kwargs)
 
     data = strategy.distribute_datasets_from_function(dataset_fn)
     return data, found["steps"]
