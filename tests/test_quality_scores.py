@@ -519,3 +519,17 @@ def test_new_annotations_are_scored_under_the_fit_whatever_is_scored_beside_them
     np.testing.assert_allclose(alone, together[:30], atol=1e-12)
     right = model.predict(new) == sim.y[700:]
     assert abs(together.mean() - right.mean()) < 0.04, (together.mean(), right.mean())
+
+
+def test_a_refit_scores_new_annotations_under_its_own_fit():
+    from crowd_keras.aggregation import DawidSkene
+    from crowd_keras.datasets import simulate_crowd
+    first, second = (simulate_crowd(n_items=300, n_classes=3, n_annotators=12,
+                                    annotations_per_item=3, seed=s).annotations for s in (1, 2))
+    new = simulate_crowd(n_items=40, n_classes=3, n_annotators=12, annotations_per_item=3,
+                         seed=3).annotations.to_frame()
+    model = DawidSkene().fit(first)
+    model.consensus_quality(new)                          # scored under the first fit
+    model.fit(second)
+    np.testing.assert_allclose(model.consensus_quality(new),
+                               DawidSkene().fit(second).consensus_quality(new), atol=1e-12)

@@ -635,12 +635,13 @@ class LabelModel(Params):
         from . import quality
         if ann is self.annotations_ or PARTITIONED in self.__dict__:
             return None
-        key = id(self.posteriors_)
+        # kept with the posteriors it was made from: a refit's new array is not it (an id
+        # could be reused once the old array is freed)
         cached = self.__dict__.get("_reference_cache")
-        if cached is None or cached[0] != key:
-            cached = (key, quality.reference(self.posteriors_, self.annotations_,
-                                             item_log_prior=getattr(self, "item_log_prior_",
-                                                                    None)))
+        if cached is None or cached[0] is not self.posteriors_:
+            cached = (self.posteriors_, quality.reference(
+                self.posteriors_, self.annotations_,
+                item_log_prior=getattr(self, "item_log_prior_", None)))
             self.__dict__["_reference_cache"] = cached
         return cached[1]
 
