@@ -23,7 +23,7 @@ __all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix"
            "weight_in_use", "is_shape_list", "split_pair", "n_rows", "split_padding",
            "seeded_construction", "scale_and_shift", "checked_layer_args", "keras_mask",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
-           "scalar_like", "known_shape", "known_rank", "shapes_match",
+           "scalar_like", "known_shape", "known_rank", "shapes_match", "check_target_shape",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
            "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
            "at_least_float32", "floored_log",
@@ -139,6 +139,17 @@ def shapes_match(got: tuple, expected: tuple) -> bool:
     prediction has more would broadcast in the arithmetic: a silent wrong value)."""
     return len(got) == len(expected) and all(g is None or e is None or g == e
                                              for g, e in zip(got, expected))
+
+
+def check_target_shape(y_true: Any, expected: tuple, name: str,
+                       what: str = "one entry per item and annotator slot") -> None:
+    """ValueError naming both shapes unless ``y_true``'s matches ``expected``
+    (:func:`shapes_match`): a target of size 1 broadcast silently, another failed in a
+    backend op."""
+    got = tuple(y_true.shape)
+    if not shapes_match(got, expected):
+        raise ValueError(f"{name}: targets of shape {got} do not match predictions; expected "
+                         f"{expected} ({what})")
 
 
 def known_rank(x: Any) -> Any:

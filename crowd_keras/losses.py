@@ -44,17 +44,10 @@ from ._keras_utils import (KeepsLossDtype, checked_bool,
                            checked_answers, checked_codes, clip_probabilities, concrete_targets,
                            concrete_values, hide_masked_steps, keras_mask, known_rank, known_shape,
                            observed_mean, observed_mean_of_all, reduced_per_item,
-                           scaled_for_replicas, shapes_match, split_padding)
+                           scaled_for_replicas, check_target_shape, split_padding)
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
-
-
-def _check_rank(y_true: Any, expected: tuple, what: str) -> None:
-    got = tuple(y_true.shape)
-    if not shapes_match(got, expected):
-        raise ValueError(f"{what}: targets of shape {got} do not match predictions; expected "
-                         f"{expected} (one entry per item and annotator slot)")
 
 
 class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
@@ -166,7 +159,7 @@ class MaskedMultiCrossEntropy(_MaskedMultiLoss):
 
     def slot_values(self, y_true: Any, y_pred: Any) -> tuple:
         """Flat ``(slots,)`` negative log-likelihoods of the observed labels and the mask."""
-        _check_rank(y_true, tuple(y_pred.shape[:-1]), self.name)
+        check_target_shape(y_true, tuple(y_pred.shape[:-1]), self.name)
         safe, observed = split_padding(ops.reshape(y_true, (-1,)))
         if self.from_logits:
             # -log_softmax(y_pred)[safe], fused (one op on TensorFlow); on the flat (slots, K)
@@ -212,7 +205,7 @@ class MaskedMultiMSE(_MaskedMultiLoss):
         """Squared errors ``(batch, [time,] slots)`` and the mask of the targets that are not
         NaN (a NaN target is replaced by 0 before the difference: its error's gradient, times
         the mask's 0, must not be NaN)."""
-        _check_rank(y_true, tuple(y_pred.shape), self.name)
+        check_target_shape(y_true, tuple(y_pred.shape), self.name)
         y_true = ops.cast(y_true, y_pred.dtype)
         observed = ops.logical_not(ops.isnan(y_true))
         return ops.square(y_pred - ops.where(observed, y_true, ops.zeros_like(y_true))), observed

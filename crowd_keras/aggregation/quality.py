@@ -122,7 +122,8 @@ def _label_scores(counts: np.ndarray, ann: Annotations, who: np.ndarray, pseudo_
     ``own``: what each annotation's item put into the counts, left out (step 2):
     ``(post (I', K), item (n,), in_label (n,), in_row (n,))``: row ``item`` of ``post`` (a
     row of zeros for none) times ``in_label`` comes out of the annotation's cell, times
-    ``in_row`` out of its annotator's row total; None: nothing (the items took no part)."""
+    ``in_row`` out of its annotator's row total (None: every annotation's); ``own`` None:
+    nothing (the items took no part)."""
     k_dim = counts.shape[1]
     pool = _pooled(counts)
     rows = counts.sum(axis=2)
@@ -134,8 +135,8 @@ def _label_scores(counts: np.ndarray, ann: Annotations, who: np.ndarray, pseudo_
         if own is not None:
             post, item, in_label, in_row = own
             mine = post[item[lo:lo + step]]                               # (n, K)
-            num = num - mine * in_label[lo:lo + step, None]
-            den = den - mine * in_row[lo:lo + step, None]
+            num = num - (mine if in_label is None else mine * in_label[lo:lo + step, None])
+            den = den - (mine if in_row is None else mine * in_row[lo:lo + step, None])
         # π_a^{-i}[k, l] of each annotation (i, a, l), for every true class k: (n, K)
         num = num + pseudo_labels * pool[:, labels].T + _SMOOTHING
         den = den + pseudo_labels + k_dim * _SMOOTHING
@@ -148,9 +149,8 @@ def _label_scores(counts: np.ndarray, ann: Annotations, who: np.ndarray, pseudo_
 def _held_out_round(post: np.ndarray, ann: Annotations, pseudo_labels: float,
                     item_log_prior: Optional[np.ndarray] = None) -> np.ndarray:
     """One re-estimation (steps 1-2 of the module docstring): (I, K) held-out posteriors."""
-    every = np.ones(ann.n_annotations)
     scores = _label_scores(_label_counts(post, ann), ann, ann.annotators, pseudo_labels,
-                           post.shape[0], (post, ann.items, every, every))
+                           post.shape[0], (post, ann.items, None, None))
     scores += np.log(_held_out_shares(post, ann, item_log_prior))
     if item_log_prior is not None:      # what the item knows besides its labels: gold, a classifier
         scores += item_log_prior

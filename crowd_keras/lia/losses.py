@@ -11,17 +11,10 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from .._keras_utils import KeepsLossDtype, checked_codes, concrete_values, shapes_match
+from .._keras_utils import (KeepsLossDtype, check_target_shape, checked_codes,
+                            concrete_values)
 
 __all__ = ["ExpectedCompleteNLL", "MarginalNLL"]
-
-
-def _check_targets(y_true: Any, expected: tuple, what: str, name: str) -> None:
-    """ValueError naming both shapes (a target of size 1 broadcast silently, another failed
-    in a backend op)."""
-    if not shapes_match(tuple(y_true.shape), expected):
-        raise ValueError(f"{name}: targets of shape {tuple(y_true.shape)} do not match "
-                         f"predictions; expected {expected} ({what})")
 
 
 def _joint(y_pred: Any) -> Any:
@@ -37,9 +30,8 @@ class ExpectedCompleteNLL(KeepsLossDtype, keras.losses.Loss):
         super().__init__(name=name, **kwargs)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
-        _check_targets(y_true, (y_pred.shape[0], y_pred.shape[-1]),
-                       "the E-step's posterior: one row of class probabilities per item",
-                       self.name)
+        check_target_shape(y_true, (y_pred.shape[0], y_pred.shape[-1]), self.name,
+                           "the E-step's posterior: one row of class probabilities per item")
         return -ops.sum(ops.cast(y_true, y_pred.dtype) * _joint(y_pred), axis=-1)
 
 
@@ -68,8 +60,8 @@ class MarginalNLL(KeepsLossDtype, keras.losses.Loss):
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         slots = None if y_pred.shape[1] is None else y_pred.shape[1] - 1
-        _check_targets(y_true, (y_pred.shape[0], slots),
-                       "one label per item and annotation slot, -1: missing", self.name)
+        check_target_shape(y_true, (y_pred.shape[0], slots), self.name,
+                           "one label per item and annotation slot, -1: missing")
         if self.per == "item":
             return -ops.logsumexp(_joint(y_pred), axis=-1)
         mask = ops.cast(ops.greater_equal(y_true, 0), y_pred.dtype)          # (b, k)
