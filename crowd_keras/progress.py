@@ -153,7 +153,7 @@ class Progress:
     """Progress of ``total`` steps: ``update(n)`` after each, ``close()`` (or ``with``) at the end.
 
     Args:
-        total: number of steps.
+        total: number of steps (0 = unknown: the lines show the count alone).
         desc: what is done ("pushing predictions").
         disable: print nothing.
         stream: where lines or the bar go (default ``sys.stderr``).
@@ -171,14 +171,17 @@ class Progress:
         self.postfix = ""
         self._start = self._last = time.monotonic()
         tqdm = None if disable else _bar_class(self.stream, use_tqdm)
-        self._bar = (tqdm(total=self.total, desc=desc, file=self.stream, unit=unit,
+        self._bar = (tqdm(total=self.total or None, desc=desc, file=self.stream, unit=unit,
                           unit_scale=unit == "B") if tqdm else None)  # bytes as kB, MB
         if self._bar is None and not disable:
             self._line("started")
 
     def _line(self, note: str) -> None:
-        pct = 100.0 * self.done / self.total if self.total else 100.0
-        print(f"{self.desc}: {self.done}/{self.total} {self.unit} ({pct:.0f}%), "
+        # a total of 0 with steps done is an unknown total (a download without a length)
+        count = (f"{self.done} {self.unit}" if not self.total and self.done else
+                 f"{self.done}/{self.total} {self.unit} "
+                 f"({100.0 * self.done / self.total if self.total else 100.0:.0f}%)")
+        print(f"{self.desc}: {count}, "
               f"{time.monotonic() - self._start:.1f} s, {note}{self.postfix}", file=self.stream,
               flush=True)
 

@@ -252,3 +252,59 @@ def test_a_folder_given_with_a_tilde_is_read_from_home(tmp_path, monkeypatch):
     assert ann.n_items == len(truth) == 807
     assert load_wrench("~/data/wrench/youtube", "valid").L.shape == (120, 10)
     assert load_pico("~/data", splits=("acl17-test",), download=False).split.shape == (191,)
+
+
+def test_labelme_fractional_or_commented_codes_are_refused(labelme):
+    src, folder = labelme
+    _labelme_files(src, folder)
+    z = (src / "LabelMe_Z_train.txt").read_text().splitlines()
+    (folder / "LabelMe_Z_train.txt").write_text("\n".join(z[:3] + ["4.9"] + z[4:]) + "\n")
+    with pytest.raises(CrowdDataError, match=r"LabelMe_Z_train.txt, line 4: 4.9 is not an "
+                                             r"integer code"):
+        load_labelme(folder)   # was read as 4 (numpy's hidden DeprecationWarning)
+    (folder / "LabelMe_Z_train.txt").write_text("\n".join(z[:3] + ["# 3"] + z[4:]) + "\n")
+    with pytest.raises(CrowdDataError, match=r"LabelMe_Z_train.txt: not a table of integers"):
+        load_labelme(folder)   # the commented row was skipped: every later item shifted
+
+
+def test_truth_inference_text_answer_is_named_at_its_own_row(tmp_path):
+    (tmp_path / "answer.csv").write_text("question,worker,answer\n1,a,0\n1,b,yes\n2,a,1\n")
+    (tmp_path / "truth.csv").write_text("question,truth\n1,0\n2,1\n")
+    with pytest.raises(CrowdDataError, match=r"answer.csv, row 1: answer 'yes' of question 1 is "
+                                             r"not a class code"):
+        load_truth_inference(tmp_path)   # blamed row 0's '0' (the column read as text)
+
+
+def test_music_gold_song_without_an_id_names_the_gold_file(music_gold):
+    gold, folder = music_gold
+    gold["id"] = gold["id"].astype(object)
+    gold.loc[1, "id"] = None
+    gold.to_csv(folder / "music_genre_gold.csv", index=False)
+    with pytest.raises(CrowdDataError, match=r"music_genre_gold.csv, row 1: no song id"):
+        load_music(folder)   # was blamed on music_genre_annotations.csv
+
+
+def test_pico_bad_crowd_span_names_the_crowd_file(tmp_path):
+    _tiny_pico(tmp_path, [{"docid": "1", "spans": {"w1": [[6, 0]]}}])
+    with pytest.raises(CrowdDataError, match=r"crowd_test.jsonl: span row \('1', 'w1', 0\): end "
+                                             r"before start"):
+        load_pico(tmp_path, splits=("test",))   # named neither file nor line
+
+
+def test_wrench_boolean_beside_integer_codes_is_refused(tmp_path):
+    (tmp_path / "label.json").write_text(json.dumps({"0": "ham", "1": "spam"}))
+    (tmp_path / "train.json").write_text(json.dumps({
+        "0": {"label": 1, "weak_labels": [False, 1]}, "1": {"label": 0, "weak_labels": [1, -1]}}))
+    with pytest.raises(CrowdDataError, match=r"record '0': weak_labels \[False, 1\] is not a list "
+                                             r"of integer codes"):
+        load_wrench(tmp_path, "train")   # was read as [0, 1]
+    (tmp_path / "train.json").write_text(json.dumps({
+        "0": {"label": True, "weak_labels": [0, 1]}, "1": {"label": 0, "weak_labels": [1, -1]}}))
+    with pytest.raises(CrowdDataError, match=r"record '0': label True is not an integer code"):
+        load_wrench(tmp_path, "train")
+
+
+def test_download_switch_is_checked_for_a_folder_too():
+    folder = require_data("truth_inference", "dog")
+    with pytest.raises(ValueError, match="download must be True or False"):
+        load_truth_inference(folder, download="no")

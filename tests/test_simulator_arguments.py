@@ -53,6 +53,8 @@ def test_simulate_crowd_seeds_still_accepted():
     (dict(activity=float("nan")), ValueError, "activity must be a finite number"),
     (dict(prior=(float("nan"), 1)), CrowdDataError, "prior must be two or more"),
     (dict(prior=(float("inf"), 1)), CrowdDataError, "prior must be two or more"),
+    (dict(prior="ab"), CrowdDataError, "prior must be two or more .* got 'ab'"),  # numpy's text
+    (dict(prior=None), CrowdDataError, "prior must be two or more .* got None"),
     (dict(types="good"), CrowdDataError, "types must be a dict"),
     (dict(types={"good": "0.5"}), CrowdDataError, "types must give shares >= 0"),
     (dict(types={"good": float("nan")}), CrowdDataError, "types must give shares >= 0"),
@@ -71,3 +73,22 @@ def test_failure_kind_seed_and_kind_checked():
         simulate_failure_kind("dense_biased", seed="a")
     with pytest.raises(CrowdDataError, match="unknown failure kind"):
         simulate_failure_kind(["dense_biased"])             # was unhashable type: 'list'
+
+
+def test_ambiguous_answers_are_a_neighbouring_grade_at_the_ends_too():
+    """``ambiguity``: every answer on an ambiguous item is a neighbouring grade; at the top
+    grade the fallback wrapped round to grade 0, the farthest one."""
+    crowd = simulate_hard_crowd(n_items=400, prior=(.2, .2, .2, .2, .2), n_workers=30,
+                                per_item=5, types={"good": 1.0}, ambiguity=(1.0, 1.0), seed=0)
+    ann, y = crowd.annotations, np.asarray(crowd.y)
+    truth = y[ann.items]
+    assert set(np.unique(truth)) == set(range(5))
+    assert (np.abs(ann.labels - truth) == 1).all(), np.unique(ann.labels[truth == 4])
+
+
+def test_simulated_crowd_needs_a_feature_and_finite_group_shares():
+    with pytest.raises(ValueError, match="n_features must be an integer >= 1"):
+        simulate_crowd(n_items=5, n_features=0)    # was x of shape (5, 0)
+    groups = [{"probability": float("inf"), "accuracy": .5}, {"probability": 1, "accuracy": .9}]
+    with pytest.raises(CrowdDataError, match="groups need finite probabilities"):
+        simulate_crowd(n_items=5, groups=groups)   # was numpy's "Probabilities contain NaN"

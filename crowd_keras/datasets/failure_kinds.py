@@ -177,10 +177,14 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
         raise CrowdDataError(f"cliques of {cliques[0]} × {cliques[1]} workers exceed n_workers "
                              f"({n_workers})")
     rng = np.random.default_rng(seed)
-    prior = np.asarray(prior, dtype=np.float64)
+    given = prior
+    try:
+        prior = np.asarray(prior, dtype=np.float64)
+    except (TypeError, ValueError):
+        prior = np.array(np.nan)
     if prior.ndim != 1 or len(prior) < 2 or not np.isfinite(prior).all() or (prior < 0).any() \
             or prior.sum() <= 0:
-        raise CrowdDataError(f"prior must be two or more non-negative shares, got {prior!r}")
+        raise CrowdDataError(f"prior must be two or more non-negative shares, got {given!r}")
     if per_item > n_workers:
         raise CrowdDataError(f"per_item ({per_item}) exceeds n_workers ({n_workers})")
     # class codes in a random order of frequency, as sorted class names are: a rule that
@@ -223,7 +227,8 @@ def simulate_hard_crowd(n_items: int, prior: Sequence[float], n_workers: int, pe
         ambiguous = rng.random(n_items) < share
         step = rng.choice([-1, 1], n_items)
         other = np.clip(y + step, 0, k - 1)
-        other = np.where(other == y, (y + 1) % k, other)
+        # at the lowest or highest grade the only neighbour is on the other side
+        other = np.where(other == y, np.clip(y - step, 0, k - 1), other)
         flip = ambiguous[items] & (rng.random(len(workers)) < q)
         labels = np.where(flip, other[items], labels)
     if cliques is not None:

@@ -151,7 +151,7 @@ def download_file(url: str, dest: PathLike, sha256: Optional[str], *, progress: 
             length = response.headers.get("Content-Length")
             total = have + int(length) if length else 0
             show = progress and (not total or total - have >= _SHOWN_FROM)
-            bar = Progress(max(total, 1), f"downloading {what}", disable=not show,
+            bar = Progress(total, f"downloading {what}", disable=not show,
                            unit="B", interval=5.0)
             bar.update(have)
             got_bytes = have

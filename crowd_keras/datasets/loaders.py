@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..annotations import Annotations
+from ..arguments import check_switch
 from ..codes import label_matrix_problem, show
 from ..errors import CrowdDataError, Message
 from ..files import read_json_text, read_npy, read_npz
@@ -60,16 +61,22 @@ def _naming(path: Path) -> Iterator[None]:
 
 
 def _integer_table(path: Path, ndim: int) -> np.ndarray:
-    """``np.loadtxt(path, dtype=int64)`` with ``ndim`` dimensions (1: one code per row, a
-    one-row file included); an unreadable value or another column count raises naming the
-    file."""
-    try:
-        table = np.loadtxt(path, dtype=np.int64, encoding="utf-8-sig", ndmin=ndim)
+    """The integer table of ``path`` with ``ndim`` dimensions (1: one code per row, a one-row
+    file included); an unreadable or fractional value, or another column count, raises naming
+    the file (and the line of a fractional value)."""
+    try:   # read as floats: numpy's integer reading truncates 4.9 to 4 with a hidden warning
+        table = np.loadtxt(path, dtype=np.float64, encoding="utf-8-sig", ndmin=ndim,
+                           comments=None)
     except ValueError as exc:
         raise CrowdDataError(f"{path}: not a table of integers ({exc})") from None
     if table.ndim != ndim:  # two columns in a codes file would pass as a (n, 2) y
         raise CrowdDataError(f"{path}: {table.shape[1]} columns; one class code per row")
-    return table
+    whole = np.isfinite(table) & (table == np.round(table))
+    if not whole.all():
+        row = int(np.argwhere(~whole)[0][0])
+        value = table.reshape(len(table), -1)[row][~whole.reshape(len(table), -1)[row]][0]
+        raise CrowdDataError(f"{path}, line {row + 1}: {float(value)!r} is not an integer code")
+    return table.astype(np.int64)
 
 
 def _check_rows(path: Path, table: np.ndarray, other: Path, n_rows: int) -> None:
@@ -174,6 +181,9 @@ def load_music(root: Optional[PathLike] = None, *, download: bool = True,
     answers = _csv_columns(d / "music_genre_annotations.csv", ("id", "annotator", "label"))
     x_train = _feature_table(gold, feats, d / "music_genre_gold.csv")
     x_test = _feature_table(test, feats, d / "music_genre_test.csv")
+    if gold["id"].isna().any():  # else blamed on the annotations file, as repeats would be
+        raise CrowdDataError(f"{d / 'music_genre_gold.csv'}, row "
+                             f"{int(np.argmax(gold['id'].isna().to_numpy()))}: no song id")
     repeat = gold["id"].duplicated().to_numpy()
     if repeat.any():  # else blamed on the annotations file by from_frame's item_ids check
         n = int(np.argmax(repeat))
@@ -218,6 +228,7 @@ def _feature_table(frame: pd.DataFrame, feats: list, path: Path) -> np.ndarray:
 def _named_set(folder: PathLike, family: str, names: tuple, files: list,
                download: bool) -> Optional[Path]:
     """The located folder when ``folder`` is a set's name (and not an existing folder)."""
+    check_switch(download, "download")   # checked for a folder too, as locate does for a name
     if isinstance(folder, str) and folder in names and not Path(folder).is_dir():
         return locate(f"{family}/{folder}", files=files, download=download)
     return None
@@ -281,8 +292,14 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
             f"{truth['question'].dtype}) and those of {d / 'answer.csv'} (such as "
             f"{show(answers['question'].iloc[0])}, {answers['question'].dtype}) are not the "
             "same kind of id") from None
-    # non-numeric answers are left to from_frame, which names their row
-    top = pd.to_numeric(answers["answer"], errors="coerce").max()
+    numeric = pd.to_numeric(answers["answer"], errors="coerce")
+    text = (numeric.isna() & answers["answer"].notna()).to_numpy()
+    if text.any():   # else the column is read as text and its first (numeric) row is blamed
+        n = int(np.argmax(text))
+        raise CrowdDataError(f"{d / 'answer.csv'}, row {n}: answer "
+                             f"{show(answers['answer'].iloc[n])} of question "
+                             f"{show(answers['question'].iloc[n])} is not a class code")
+    top = numeric.max()
     n_classes = int(max(top if np.isfinite(top) else 0,
                         truth["truth"].max() if truth is not None else 0)) + 1
     with _naming(d / "answer.csv"):
@@ -412,7 +429,11 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         y = np.array([r["label"] for r in rows])
     except (TypeError, ValueError):
         L = y = None
-    if rows and (L is None or L.ndim != 2 or L.dtype.kind not in "iuf" or y.ndim != 1
+    # numpy reads [true, 1] as [1, 1]: a bool beside integers is found only value by value
+    mixed_bool = L is not None and L.dtype.kind in "iuf" and (
+        any(type(r["label"]) is bool for r in rows)
+        or any(type(v) is bool for r in rows for v in r["weak_labels"]))
+    if rows and (mixed_bool or L is None or L.ndim != 2 or L.dtype.kind not in "iuf" or y.ndim != 1
                  or y.dtype.kind not in "iuf"):
         # a list as label would be read as a column of y, a bool as a code
         raise CrowdDataError(_first_bad_record(path, records))

@@ -119,9 +119,14 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
             seen[rec["docid"]] = len(split)
             spans[rec["docid"]] = rec["spans"]
             split.append(name)
-    seq = SequenceAnnotations.from_dict({k: texts[k] for k in spans}, spans, labels=[PICO_LABEL],
-                                        default_label=PICO_LABEL, scheme=scheme,
-                                        tokenizer=tokenizer)
+    read = (f"crowd_{splits[0]}.jsonl" if len(splits) == 1
+            else "crowd_{" + ",".join(splits) + "}.jsonl")
+    try:   # its messages name the document and worker; this names the file(s) they came from
+        seq = SequenceAnnotations.from_dict({k: texts[k] for k in spans}, spans,
+                                            labels=[PICO_LABEL], default_label=PICO_LABEL,
+                                            scheme=scheme, tokenizer=tokenizer)
+    except CrowdDataError as exc:
+        raise CrowdDataError(f"{d / read}: {exc}") from None
     gold = _by_docid(d / "gold_acl17_even.jsonl", "spans")
     authors_rows = _by_docid(d / "authors_aggregates_acl17.jsonl", _AUTHORS)
     authors = {k: {docid: r[k] for docid, r in authors_rows.items()} for k in _AUTHORS}

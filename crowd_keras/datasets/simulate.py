@@ -218,7 +218,7 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
                              f"{annotations_per_item}")
     if not 0.0 <= common_proportion <= 1.0 or not 0.0 <= common_strength <= 1.0:
         raise CrowdDataError("common_proportion and common_strength must be in [0, 1]")
-    check_count(n_features, "n_features")
+    check_count(n_features, "n_features", 1)   # 0 features: every x would be empty
     acc_arg = np.asarray(annotator_accuracy, dtype=float)
     if acc_arg.shape not in ((), (2,)) or not ((acc_arg >= 0) & (acc_arg <= 1)).all() or \
             (acc_arg.shape == (2,) and acc_arg[0] > acc_arg[1]):
@@ -248,9 +248,9 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
                                  f"{bad[0] if bad else groups!r}")
         p = np.array([g["probability"] for g in spec], dtype=float)
         accs = [g.get("accuracy") for g in spec]
-        if not len(p) or (p < 0).any() or not p.sum() > 0 or any(
+        if not len(p) or not np.isfinite(p).all() or (p < 0).any() or not p.sum() > 0 or any(
                 a is not None and not 0.0 <= a <= 1.0 for a in accs):
-            raise CrowdDataError(f"groups need probabilities >= 0 (not all 0) and accuracies "
+            raise CrowdDataError(f"groups need finite probabilities >= 0 (not all 0) and accuracies "
                                  f"in [0, 1] or None, got {list(spec)!r}")
         names = tuple(g.get("name", f"group{m}") for m, g in enumerate(spec))
         group_conf = np.stack([np.full((k, k), 1.0 / k) if g.get("accuracy") is None
