@@ -165,7 +165,9 @@ def test_predictions_report_and_gold():
     report = ls.annotator_report(e, model).set_index("annotator")
     assert report.loc[3, "n_spans"] == 0 and report.loc[1, "n_annotations"] == 1
     assert report.loc[1, "n_gold"] == 1 and report.loc[1, "gold_span_f1"] == 1.0
-    assert np.isnan(report.loc[3, "gold_span_f1"])          # no span: precision undefined
+    # no span where the gold has two: precision undefined, recall 0, F1 0 (was NaN)
+    assert report.loc[3, "gold_span_f1"] == 0.0 and report.loc[3, "gold_token_f1"] == 0.0
+    assert np.isnan(report.loc[3, "span_precision"])
     assert ls.gold_span_scores(e, model.predict())[0] == 1
     with pytest.raises(CrowdDataError, match="spans, not class probabilities"):
         ls.to_predictions(e, np.zeros((2, 3)), "v")

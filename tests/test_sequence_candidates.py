@@ -101,6 +101,27 @@ def test_held_out_draws_and_the_calibrated_threshold_ignore_order_and_names(crow
                                     for s in spans), check_dtype=False)
 
 
+def test_the_threshold_table_scores_the_tags_the_model_decodes_with_its_tie_rule():
+    """Majority vote's shares (k/4 with one of five hidden) fall on the grid and it decodes
+    "at least θ": the table scored "more than θ", so each row described the next θ up."""
+    seq, _ = simulated_spans(n_docs=60, per_doc=5, seed=3)
+    grid = (0.25, 0.5, 0.75)
+    cal = CalibratedThreshold("majority_vote", grid=grid, n_draws=2).fit(seq)
+    counts = np.zeros((len(grid), 3))
+    for draw in range(2):
+        hidden = heldout_annotations(seq, None, draw)
+        vote = get_sequence_model("majority_vote").fit(seq.drop_annotations(hidden))
+        obs = hidden[seq.obs_assign]
+        theirs = seq.obs_tag[obs] > 0
+        for g, theta in enumerate(grid):
+            mine = decode_marginals(vote.predict_proba(), True, theta)[seq.obs_token[obs]] > 0
+            counts[g] += [(mine & theirs).sum(), mine.sum(), theirs.sum()]
+    f1 = 2 * counts[:, 0] / (counts[:, 1] + counts[:, 2])
+    np.testing.assert_allclose(cal.threshold_table_["agreement_f1"], f1)
+    assert len(set(np.round(f1, 12))) == len(grid)     # the tie rule matters on this crowd
+    assert cal.threshold_ == grid[int(np.argmax(f1))]
+
+
 @pytest.mark.parametrize("spans", [{0: {"x": [[2, 5]]}},                       # one document
                                    {d: {"x": [[0, 3]]} for d in range(3)}])    # one annotator
 def test_calibrated_threshold_with_nothing_to_hold_out_keeps_one_half(spans):
@@ -279,3 +300,17 @@ def test_the_io_and_bio_views_of_a_crowd_hide_the_same_annotations():
     for seed in (0, 1, 2):
         np.testing.assert_array_equal(heldout_annotations(seq, seed=seed),
                                       heldout_annotations(bio, seed=seed))
+
+
+def test_an_annotator_whose_spans_all_miss_scores_f1_zero_not_nan():
+    from crowd_keras.sequences.quality import annotator_quality
+
+    spans = pd.DataFrame({"doc": "d1", "annotator": ["x", "y", "z", "w"], "start": [2, 2, 8, 2],
+                          "end": [5, 5, 11, 5], "label": "P"})   # z marks "e f", the rest "b c"
+    seq = SequenceAnnotations.from_spans({"d1": "a b c d e f", "d2": "g h"}, spans)
+    q = get_sequence_model("majority_vote").fit(seq).annotator_quality_.set_index("annotator")
+    assert q.loc["z", ["span_precision", "span_recall", "span_f1"]].tolist() == [0.0, 0.0, 0.0]
+    assert q.loc["z", "token_f1"] == 0.0 and q.loc["x", "span_f1"] == 1.0
+    # against an aggregate without spans, their spans all miss: F1 0, recall undefined
+    empty = annotator_quality(seq, np.zeros(seq.n_tokens, np.int64)).set_index("annotator")
+    assert empty["span_f1"].tolist() == [0.0] * 4 and empty["span_recall"].isna().all()

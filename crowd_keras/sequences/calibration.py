@@ -40,7 +40,7 @@ DEFAULT_GRID = tuple(np.round(np.arange(0.05, 0.951, 0.05), 2).tolist())
 
 
 def agreement_counts(post: np.ndarray, full: SequenceAnnotations, hidden: np.ndarray,
-                     grid: Sequence[float]) -> np.ndarray:
+                     grid: Sequence[float], ties_positive: bool = False) -> np.ndarray:
     """(G, 3) counts per threshold: tokens where the decoded and hidden tags share a span
     label, decoded span tokens, hidden span tokens, over the hidden annotations' tokens.
 
@@ -50,6 +50,8 @@ def agreement_counts(post: np.ndarray, full: SequenceAnnotations, hidden: np.nda
         hidden: (A,) bool over ``full``'s annotations (document, annotator pairs): the
             hidden ones.
         grid: (G,) the thresholds θ.
+        ties_positive: a token whose span mass equals θ is tagged, as the model decodes it
+            (:func:`~.base.decode_marginals`; majority vote's shares fall on the grid).
     """
     hidden = checked_annotation_mask(hidden, len(full.assign_doc), "agreement_counts")
     if np.shape(post) != (full.n_tokens, full.n_tags):
@@ -59,10 +61,9 @@ def agreement_counts(post: np.ndarray, full: SequenceAnnotations, hidden: np.nda
     tok = full.obs_token[obs]
     theirs = tag_labels(full.obs_tag[obs], full.scheme)
     p = post[tok]
-    p_in = 1.0 - p[:, 0]
     mine_label = tag_labels(decode_marginals(p, threshold=0.0), full.scheme)   # best non-O
-    grid = np.asarray(grid, np.float64)
-    tagged = p_in[:, None] > grid[None, :]                                     # (n, G)
+    cut = 1.0 - np.asarray(grid, np.float64)[None, :]      # decode_marginals' test, per θ
+    tagged = p[:, :1] <= cut if ties_positive else p[:, :1] < cut              # (n, G)
     same = (mine_label == theirs) & (theirs >= 0)
     return np.stack([(tagged & same[:, None]).sum(0), tagged.sum(0),
                      np.full(len(grid), (theirs >= 0).sum())], axis=1).astype(np.float64)
@@ -123,7 +124,8 @@ class CalibratedThreshold(SequenceLabelModel):
             if not hidden.any():
                 break
             model = self._new_model().fit(seq.drop_annotations(hidden), **extra)
-            counts += agreement_counts(model.predict_proba(), seq, hidden, grid)
+            counts += agreement_counts(model.predict_proba(), seq, hidden, grid,
+                                       model._ties_positive)
         f1 = _f1(counts)
         if counts[:, 2].sum() == 0:          # nothing to hold out: the plain rule
             best = 0.5

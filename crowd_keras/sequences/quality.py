@@ -26,8 +26,10 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.full(len(num), np.nan), where=den > 0)
 
 
-def _f1(p: np.ndarray, r: np.ndarray) -> np.ndarray:
-    return _ratio(2 * p * r, p + r)
+def _f1(hits: np.ndarray, marked: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """``2·hits / (marked + reference)``: 0 when precision and recall are both 0 (the ratio
+    of the harmonic mean of P and R was 0/0 there), NaN only with nothing on either side."""
+    return _ratio(2 * hits, marked + reference)
 
 
 def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
@@ -41,7 +43,8 @@ def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
     (share of the annotator's spans that are aggregate spans), ``span_recall`` (share of the
     aggregate spans in the documents the annotator saw that the annotator marked),
     ``span_f1``, and ``token_precision / token_recall / token_f1`` (tokens with the same span
-    label). NaN where a ratio has no denominator.
+    label). NaN where a ratio has no denominator (an F1 is 0 when either side has spans and
+    none match, and NaN only when neither has any).
     """
     tags = seq.tag_codes(tags)
     n_ann = len(seq.annotator_ids)
@@ -64,16 +67,19 @@ def annotator_quality(seq: SequenceAnnotations, tags: np.ndarray,
     mine = tag_labels(seq.obs_tag, seq.scheme)
     theirs = tag_labels(tags[seq.obs_token], seq.scheme)
     tp = np.bincount(obs_who, weights=(mine >= 0) & (mine == theirs), minlength=n_ann)
-    tok_p = _ratio(tp, np.bincount(obs_who, weights=mine >= 0, minlength=n_ann))
-    tok_r = _ratio(tp, np.bincount(obs_who, weights=theirs >= 0, minlength=n_ann))
+    n_mine = np.bincount(obs_who, weights=mine >= 0, minlength=n_ann)
+    n_theirs = np.bincount(obs_who, weights=theirs >= 0, minlength=n_ann)
+    tok_p, tok_r = _ratio(tp, n_mine), _ratio(tp, n_theirs)
     n_docs = np.bincount(seq.assign_annotator, minlength=n_ann)
     out = pd.DataFrame({"annotator": seq.annotator_ids, "n_documents": n_docs,
                         "n_spans": n_spans})
     if confusion is not None and class_prior is not None:
         out["accuracy"] = without_evidence(np.einsum("k,akk->a", class_prior, confusion),
                                            n_docs)
-    out["span_precision"], out["span_recall"], out["span_f1"] = span_p, span_r, _f1(span_p, span_r)
-    out["token_precision"], out["token_recall"], out["token_f1"] = tok_p, tok_r, _f1(tok_p, tok_r)
+    out["span_precision"], out["span_recall"] = span_p, span_r
+    out["span_f1"] = _f1(n_hit, n_spans, n_agg)
+    out["token_precision"], out["token_recall"] = tok_p, tok_r
+    out["token_f1"] = _f1(tp, n_mine, n_theirs)
     return out
 
 
