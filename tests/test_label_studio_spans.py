@@ -472,3 +472,19 @@ def test_a_paragraph_offset_past_its_paragraph_is_a_located_error():
     assert ls.read_export(dialog(3, 8)).spans[["start", "end"]].values.tolist() == [[3, 8]]
     assert ls.read_export(dialog(3, 9, p1="1")).spans[["start", "end"]].values.tolist() == [
         [3, 18]]
+
+
+@pytest.mark.parametrize("name", ["hmm", "HMM-Crowd", "ds"])
+def test_cli_sequence_model_takes_the_registry_aliases(tmp_path, name):
+    """--sequence-model refused the aliases get_sequence_model takes ("invalid choice");
+    --method took them already."""
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(export()))
+    out = tmp_path / "pred.json"
+    assert cli(["label-studio", "aggregate", str(src), "--control", "label", "--out", str(out),
+                "--sequence-model", name, "--quiet"]) == 0
+    primary = {"hmm": "hmm_crowd", "HMM-Crowd": "hmm_crowd", "ds": "dawid_skene"}[name]
+    assert json.loads(out.read_text())[0]["model_version"] == f"crowd-keras-{primary}"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["label-studio", "aggregate", str(src), "--sequence-model",
+                                   "hmm_crowed"])

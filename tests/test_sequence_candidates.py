@@ -314,3 +314,35 @@ def test_an_annotator_whose_spans_all_miss_scores_f1_zero_not_nan():
     # against an aggregate without spans, their spans all miss: F1 0, recall undefined
     empty = annotator_quality(seq, np.zeros(seq.n_tokens, np.int64)).set_index("annotator")
     assert empty["span_f1"].tolist() == [0.0] * 4 and empty["span_recall"].isna().all()
+
+
+def test_the_fitted_documents_given_again_score_as_fitted_under_a_text_prior(crowd):
+    """The cross-fitted prior is part of the fit: predict_spans(seq) on the fitted object
+    re-scored it under the all-document text model (another prior, other spans)."""
+    seq, _ = crowd
+    model = WindowPriorDawidSkene(n_rounds=1).fit(seq)
+    np.testing.assert_array_equal(model.predict_proba(seq), model.posteriors_)
+    pd.testing.assert_frame_equal(model.predict_spans(seq), model.predict_spans())
+    np.testing.assert_allclose(model.annotation_quality(seq), model.annotation_quality())
+
+
+def test_abstain_aware_model_without_functions_scores_new_documents(crowd):
+    """Without labeling functions it is token Dawid-Skene: new documents are scored (they
+    were refused with "fit it on new TokenVotes")."""
+    seq, _ = crowd
+    model = get_sequence_model("abstain_dawid_skene").fit(seq)
+    copy = seq.subset(seq.doc_ids)                     # the same documents, a new object
+    assert copy is not seq
+    np.testing.assert_allclose(model.predict_proba(copy), model.posteriors_, atol=1e-12)
+    part = seq.subset(seq.doc_ids[:5])
+    assert model.predict(part).shape == (part.n_tokens,)
+    assert len(model.annotation_quality(part)) == part.annotations.n_annotations
+
+
+@pytest.mark.parametrize("temperature, words", [(-2, "WindowPriorDawidSkene temperature must "
+                                                     "be a finite number >= 0"),
+                                                (0, "WindowPriorDawidSkene temperature must "
+                                                    "be positive")])
+def test_the_text_prior_model_names_itself_for_a_bad_temperature(crowd, temperature, words):
+    with pytest.raises(ValueError, match=words):   # named TokenDawidSkene, or no model at all
+        WindowPriorDawidSkene(temperature=temperature).fit(crowd[0])

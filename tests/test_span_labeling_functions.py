@@ -287,5 +287,7 @@ def test_the_default_text_prior_model_fits_functions_and_a_crowd_together():
     assert token_prf(alone.predict() > 0, truth > 0)[2] > 0.5
     with pytest.raises(ValueError, match="AbstainDawidSkene, which has no temperature"):
         WindowPriorDawidSkene(temperature=0.5).fit(votes)
+    # the fitted documents score as fitted; other documents need their own function votes
+    np.testing.assert_array_equal(mixed.predict(seq), mixed.predict())
     with pytest.raises(CrowdDataError, match="fit it on their TokenVotes"):
-        mixed.predict(seq)
+        mixed.predict(seq.subset(seq.doc_ids))

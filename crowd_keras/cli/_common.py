@@ -18,7 +18,8 @@ from ..errors import Argument, CrowdDataError, Message
 from ..files import standard_stream
 
 __all__ = ["CommandParser", "HelpFormatter", "add_method_option", "common_options", "cli_words",
-           "run_handler", "method_choices", "closest", "label_model_name", "UsageError", "FLAGS"]
+           "run_handler", "method_choices", "closest", "label_model_name", "registry_name",
+           "UsageError", "FLAGS"]
 
 
 class UsageError(CrowdDataError):
@@ -80,17 +81,24 @@ def closest(name: Any, names: Any) -> Optional[str]:
     return by_key[found[0]] if found else None
 
 
-def label_model_name(value: str) -> str:
-    """An argparse ``type=``: a registered label model (any alias, case and '-' ignored) as its
-    primary name; a typo names the closest."""
-    if value not in LABEL_MODELS:
-        primary = available_label_models(aliases=False)
-        aliases = [a for a in available_label_models() if a not in primary]
-        near = closest(value, primary + aliases)
-        raise argparse.ArgumentTypeError(
-            f"unknown label model {value!r}{f' (did you mean {near!r}?)' if near else ''}; "
-            f"choose from {', '.join(primary)} (aliases: {', '.join(aliases)})")
-    return LABEL_MODELS.primary(value)
+def registry_name(registry: Any, what: str) -> Callable[[str], str]:
+    """An argparse ``type=`` for a name of ``registry``: any alias (case and '-' ignored) as
+    its primary name; a typo names the closest."""
+    def name(value: str) -> str:
+        if value not in registry:
+            primary = registry.names()
+            aliases = [a for a in registry.names(aliases=True) if a not in primary]
+            near = closest(value, primary + aliases)
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {value!r}{f' (did you mean {near!r}?)' if near else ''}; "
+                f"choose from {', '.join(primary)} (aliases: {', '.join(aliases)})")
+        return registry.primary(value)
+    name.__name__ = what.replace(" ", "_") + "_name"
+    return name
+
+
+#: ``--method``'s type: a registered label model as its primary name
+label_model_name = registry_name(LABEL_MODELS, "label model")
 
 
 def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:

@@ -25,15 +25,18 @@ from typing import Any, Optional, Sequence
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL, get_label_model
 from crowd_keras.files import standard_stream
 from crowd_keras.progress import Heartbeat
-from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, available_sequence_models,
-                                           get_sequence_model)
+from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, SEQUENCE_MODELS,
+                                           available_sequence_models, get_sequence_model)
 
 from ._checks import (check_output_kinds, check_paths, dash_stream, int_at_least, not_dash,
                       report_files)
 from ._common import (HelpFormatter, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
-                      cli_words, common_options, target_prior_problem)
+                      cli_words, common_options, registry_name, target_prior_problem)
 
 __all__ = ["register", "aggregate_command", "report_command"]
+
+#: ``--sequence-model``'s type: any name or alias of the sequence registry, as ``--method``
+SEQUENCE_MODEL_NAME = registry_name(SEQUENCE_MODELS, "sequence model")
 
 _TO_NAME_HELP = ("pass --to-name NAME (the name= of the object tag the control's toName points "
                  "to, e.g. text for <Text name=\"text\" value=\"$text\"/>), or --label-config "
@@ -103,6 +106,7 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     add_method_option(agg)
     add_target_prior_option(agg, "the default --method of Choices/Rating controls only")
     agg.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
+                     type=SEQUENCE_MODEL_NAME,
                      choices=available_sequence_models(), metavar="NAME",
                      help="label model for span controls (--method is for Choices/Rating): "
                           + ", ".join(available_sequence_models()))
@@ -205,6 +209,7 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
                      help="export format (default: detected from the content and suffix)")
     add_method_option(rep, " (for the per-annotator quality and confusion matrices)")
     rep.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
+                     type=SEQUENCE_MODEL_NAME,
                      choices=available_sequence_models(), metavar="NAME",
                      help="label model for span controls: " + ", ".join(available_sequence_models()))
     rep.add_argument("--level", default=None, choices=["nominal", "ordinal", "interval", "ratio"],

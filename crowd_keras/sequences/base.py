@@ -126,6 +126,15 @@ def token_log_prior(token_prior: Any, n_tokens: int, k: int) -> Optional[tuple]:
     return np.log(np.clip(q, 1e-6, 1.0)), rows
 
 
+def prior_logits(prior: np.ndarray, rows: Optional[tuple], n: int) -> np.ndarray:
+    """(T, K) log prior of every token: ``log ρ`` of the (K,) ``prior``, or the token prior
+    where there is one (``rows``: :func:`token_log_prior`'s ``(log q, token rows)``)."""
+    out = np.tile(np.log(np.maximum(prior, 1e-300)), (n, 1))
+    if rows is not None:
+        out[rows[1]] = rows[0]
+    return out
+
+
 class SequenceLabelModel(LabelModel):
     """Base class of the sequence label models (see the module docstring).
 
@@ -182,6 +191,10 @@ class SequenceLabelModel(LabelModel):
                 raise ValueError(f"{type(self).__name__}: token_prior scores new sequences "
                                  "(predict_proba(sequences, token_prior=...)); the fitted "
                                  "tokens' prior is given to fit(sequences, token_prior=...)")
+            return self.posteriors_.copy()
+        if sequences is self.sequences_ and token_prior is None:
+            # the fitted documents: their fitted posteriors (a cross-fitted text prior or
+            # labeling-function votes are part of the fit, not of the sequences)
             return self.posteriors_.copy()
         return self._sequence_posteriors(self._check_sequences(sequences), token_prior)
 

@@ -13,7 +13,8 @@ from ..aggregation.em import Block, Summary
 from ..arguments import check_number
 from ..numerics import normalize_rows, soft_vote, softmax_rows
 from .annotations import SequenceAnnotations
-from .base import SequenceLabelModel, emission_loglik, pooled_m_step, token_log_prior
+from .base import (SequenceLabelModel, emission_loglik, pooled_m_step, prior_logits,
+                   token_log_prior)
 from .em import DocumentBlock, SequenceEMModel
 
 __all__ = ["TokenMajorityVote", "TokenDawidSkene"]
@@ -118,7 +119,8 @@ class TokenDawidSkene(SequenceEMModel):
     # the EM-step protocol (crowd_keras.aggregation.em) over blocks of documents (.em)
     def init_state(self, summary: Summary) -> "TokenDawidSkene":
         if check_number(self.temperature, f"{type(self).__name__} temperature") == 0:
-            raise ValueError(f"temperature must be positive, got {self.temperature!r}")
+            raise ValueError(f"{type(self).__name__} temperature must be positive, got "
+                             f"{self.temperature!r}")
         super().init_state(summary)
         if isinstance(self.init, str):
             if self.init != "mv":
@@ -157,7 +159,7 @@ class TokenDawidSkene(SequenceEMModel):
         prior, log_pi, _ = state
         em = emission_loglik(block.X, log_pi)
         token_prior = getattr(block, "token_prior", None)
-        logits = block.with_log_prior(em + _log_prior(prior, token_prior, block.n_items))
+        logits = block.with_log_prior(em + prior_logits(prior, token_prior, block.n_items))
         post, log_norm = softmax_rows(logits)
         return post, float(log_norm.sum())
 
@@ -192,7 +194,7 @@ class TokenDawidSkene(SequenceEMModel):
         if not hasattr(self, "emission_loglik_"):   # fit calls this before posteriors_ is set
             self._check_fitted()
         temperature = check_number(temperature, "temperature")   # τ = 0: the prior alone
-        logits = temperature * self.emission_loglik_ + _log_prior(
+        logits = temperature * self.emission_loglik_ + prior_logits(
             self.class_priors_, self._prior_rows, len(self.emission_loglik_))
         return softmax_rows(logits)[0]
 
@@ -200,13 +202,5 @@ class TokenDawidSkene(SequenceEMModel):
         ann = self._aligned(sequences)
         em = emission_loglik(ann.vote_incidence(), np.log(self.confusion_matrices_))
         rows = token_log_prior(token_prior, ann.n_items, sequences.n_tags)
-        return softmax_rows(self.temperature * em + _log_prior(self.class_priors_, rows,
+        return softmax_rows(self.temperature * em + prior_logits(self.class_priors_, rows,
                                                                ann.n_items))[0]
-
-
-def _log_prior(prior: np.ndarray, rows: Optional[tuple], n: int) -> np.ndarray:
-    """(T, K) log prior of every token: ``log ρ``, or the token prior where there is one."""
-    out = np.tile(np.log(np.maximum(prior, 1e-300)), (n, 1))
-    if rows is not None:
-        out[rows[1]] = rows[0]
-    return out

@@ -208,7 +208,10 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         check_count(self.text_max_iter, f"{name} text_max_iter")
         check_count(self.min_count, f"{name} min_count")   # NaN: every word out of vocabulary
         check_number(self.l2, f"{name} l2")
-        if votes is not None and check_number(self.temperature, f"{name} temperature") != 1:
+        temperature = check_number(self.temperature, f"{name} temperature")
+        if temperature == 0:   # else named by the inner model, or by none at all
+            raise ValueError(f"{name} temperature must be positive, got {self.temperature!r}")
+        if votes is not None and temperature != 1:
             raise ValueError(f"{name}(temperature={self.temperature!r}) tempers the annotators' "
                              "evidence of token Dawid-Skene; on labeling-function votes the "
                              "inner model is AbstainDawidSkene, which has no temperature: "

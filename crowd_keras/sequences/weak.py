@@ -36,7 +36,7 @@ from ..errors import CrowdDataError
 from ..numerics import normalize_rows, softmax_rows
 from ..progress import Convergence
 from .annotations import SequenceAnnotations
-from .base import SequenceLabelModel, token_log_prior
+from .base import SequenceLabelModel, emission_loglik, prior_logits, token_log_prior
 from .labeling_functions import TokenVotes
 
 __all__ = ["AbstainDawidSkene"]
@@ -143,5 +143,13 @@ class AbstainDawidSkene(SequenceLabelModel):
         return self
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations, token_prior: Any) -> np.ndarray:
-        raise CrowdDataError("AbstainDawidSkene scores the votes it was fitted on; fit it on "
-                             "new TokenVotes to label new documents")
+        if self.votes_ is not None:
+            raise CrowdDataError("AbstainDawidSkene fitted on labeling-function votes scores "
+                                 "the documents it was fitted on; fit it on new TokenVotes "
+                                 "to label new documents")
+        # annotators alone: the fit's E-step over the new documents' tags (abstain unused)
+        ann = self._aligned(sequences)
+        k = sequences.n_tags
+        em = emission_loglik(ann.vote_incidence(), self._log_pi[:, :, :k])
+        rows = token_log_prior(token_prior, ann.n_items, k)
+        return softmax_rows(em + prior_logits(self._rho, rows, ann.n_items))[0]
