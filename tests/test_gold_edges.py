@@ -707,3 +707,17 @@ def test_classes_as_a_mapping_to_other_codes_is_refused():
     ann = Annotations.from_frame(frame, classes={"dog": 0, "cat": 1})
     assert ann.classes.tolist() == ["dog", "cat"]
     assert DawidSkene().fit(ann, gold=np.array([-1, 0])).predict_labels()[1] == "dog"
+
+
+@pytest.mark.parametrize("name", ["dawid_skene", "ibcc", "bwa", "ebcc"])
+def test_gold_items_posteriors_are_exactly_one_hot(name):
+    """EBCC summed a gold item's subtypes to 1 - 2e-16 (the CLI wrote 0.9999999999999999)."""
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.datasets import simulate_failure_kind
+
+    crowd = simulate_failure_kind("many_sparse", seed=0, scale=0.3)
+    ann, y = crowd.annotations, np.asarray(crowd.y)
+    gold = np.full(ann.n_items, -1)
+    gold[:30] = y[:30]
+    post = get_label_model(name).fit(ann, gold=gold).predict_proba()
+    np.testing.assert_array_equal(post[:30], np.eye(ann.n_classes)[y[:30]])

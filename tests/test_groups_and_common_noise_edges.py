@@ -34,3 +34,21 @@ def test_mixture_of_groups_without_smoothing_has_a_finite_objective(unused_class
     assert np.isfinite(fitted.restart_objectives_).all()
     assert np.isfinite(fitted.log_likelihood_).all()
     assert np.isfinite(fitted.posteriors_).all()
+
+
+@pytest.mark.parametrize("name", ["CommonNoiseModel", "MixtureOfGroupsModel"])
+def test_new_annotations_with_an_unlabelled_class_and_no_smoothing_score_quietly(name):
+    """The fits silence log(ρ = 0) on purpose; scoring new annotations warned "divide by
+    zero encountered in log"."""
+    import warnings
+
+    from crowd_keras import aggregation
+
+    labels = np.random.default_rng(0).integers(0, 2, (40, 4))
+    ann = Annotations.from_dense(labels, classes=[0, 1, 2])   # class 2 unused
+    model = getattr(aggregation, name)(smoothing=0.0).fit(ann)
+    copy = Annotations.from_frame(ann.to_frame(), classes=[0, 1, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        post = model.predict_proba(copy)
+    assert np.isfinite(post).all() and (post[:, 2] == 0).all()

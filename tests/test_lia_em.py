@@ -294,3 +294,15 @@ def test_default_batch_is_the_papers_1024_unless_a_pass_needs_more():
     assert lia_batch_size(64, 5000, 100) == 64 and lia_batch_size(64, 10, 100) == 10
     with pytest.raises(ValueError, match="batch_size"):
         lia_batch_size(0, 10, 100)
+
+
+def test_one_class_annotations_are_refused_under_lias_own_name():
+    """With labeling_functions='ignore' the engine refused them as "FeatureFreeLIA
+    num_classes", a name the user never met."""
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import get_label_model
+
+    ann = Annotations.from_dense(np.zeros((20, 3), int))
+    with pytest.raises(CrowdDataError, match=r"LIA needs two classes or more; these annotations "
+                                             r"have one, 0 \(pass classes="):
+        get_label_model("lia", labeling_functions="ignore").fit(ann)

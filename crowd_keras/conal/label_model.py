@@ -172,5 +172,6 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
         return self
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        return confusion_posteriors(ann.vote_incidence(), np.log(self.confusion_matrices_),
-                                    np.log(self.class_priors_))[0]
+        with np.errstate(divide="ignore"):   # smoothing=0: an unlabelled class, ρ = 0
+            return confusion_posteriors(ann.vote_incidence(), np.log(self.confusion_matrices_),
+                                        np.log(self.class_priors_))[0]

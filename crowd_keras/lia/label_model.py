@@ -170,6 +170,10 @@ class LIA(LabelingFunctionFallback, LabelModel):
         if self._fit_labeling_functions(ann):
             self.uses_features_ = False
             return self
+        if ann.n_classes < 2:   # else refused by the engine, under the engine's name
+            raise CrowdDataError(f"{type(self).__name__} needs two classes or more; these "
+                                 f"annotations have one, {show(ann.classes[0])} (pass "
+                                 "classes=[...] to name the others)")
         features = by_item_id(features, ann, "features")   # a frame indexed by item id: by id
         if features is not None and self.standardize:
             raw = np.asarray(features, dtype="float32")

@@ -98,8 +98,10 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             instead (``regime_`` says which ran; see :class:`LabelingFunctionFallback`).
 
     Attributes:
-        mixing_coefficients_: (M,) ``α``, M the groups left after pruning.
-        group_confusions_: (M, K, K) ``β``, rows = true class.
+        mixing_coefficients_: (M,) ``α`` over ``num_groups`` M; a group pruned in the fit
+            keeps its place with ``α_m = 0``.
+        group_confusions_: (M, K, K) ``β``, rows = true class (a pruned group's: its
+            smoothing alone).
         memberships_: (annotators, M) ``p(g|a)``.
         active_annotators_: (annotators,) bool: labelled in fit (their memberships are kept
             by ``predict_proba(new)``).
@@ -269,7 +271,8 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         with the fitted ``α, β, ρ`` held fixed.
         """
         self._check_classes(new)
-        log_rho = np.log(self.class_priors_)
+        with np.errstate(divide="ignore"):   # smoothing=0: an unlabelled class, ρ = 0
+            log_rho = np.log(self.class_priors_)
         beta, alpha = self.group_confusions_, self.mixing_coefficients_
         if self.scenario_ == "global":
             em = GlobalEM(new.label_counts(), beta.shape[0], 0.0)
@@ -555,10 +558,11 @@ class MixtureOfGroupsRestarts(EMLabelModel):
                 groups, previous = fewer, -np.inf
         state.previous[r] = previous
         if done or len(state.history[r]) >= self.model.max_iter:
-            alpha, beta, _ = groups_m_step(counts, groups, self.active_, self.smoothing_)
+            # the parameters of the last E-step, which gives the reported posteriors: new
+            # annotations are scored as the fitted ones (a further M-step moved them apart)
             history = state.history[r]
-            state.fits[r] = RestartFit(class_prior(mass, self.smoothing_), alpha, beta, groups,
-                                       history[-1], history)
+            state.fits[r] = RestartFit(state.rho[r], state.alpha[r], state.beta[r],
+                                       state.groups[r], history[-1], history)
             return
         self._parameters(state, r, counts, mass, groups)
 

@@ -297,7 +297,8 @@ class EBCC(BayesianLabelModel):
         classes = live // self.num_groups
         starts = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])
         post[:, classes[starts]] = np.add.reduceat(values, starts, axis=1)
-        return post
+        # renormalised: a gold item's subtypes summed to 1 - 2e-16, not its one-hot row
+        return post / post.sum(axis=1, keepdims=True)
 
     def subtype_posteriors(self, latent: tuple) -> np.ndarray:
         """(I, K, M) ``q(z_i = k, g_i = m)`` (0 for dropped subtypes) from a latent."""
