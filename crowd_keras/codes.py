@@ -207,14 +207,20 @@ def rows_by_id(index: pd.Index, ids: np.ndarray) -> tuple[Optional[np.ndarray], 
     index already equal to ``ids``, or one naming none of them); ``problem`` is ``""`` or,
     for an index that names ids but cannot be aligned, ``"repeats"`` (``value``: the
     repeated entries, in order), ``"missing"`` (the ids without a row) or ``"extra"`` (the
-    entries that are no id). The callers word the error (each names its own argument)."""
+    entries that are no id) or ``"types"`` (an index naming none of them but written like
+    some: ``value`` the pair (entry, id), such as ``"1"`` and ``1``). The callers word the
+    error (each names its own argument)."""
     none = None, "", None
     if len(index) == len(ids) and np.array_equal(index.to_numpy(), ids):
         return none
     if index.equals(pd.RangeIndex(len(index))):    # pandas' default: positions, not ids
         return none
     known = index.isin(ids)
-    if not known.any():                            # not indexed by these ids
+    if not known.any():                            # not indexed by these ids ...
+        written = pd.Index(index.astype(str)).get_indexer(pd.Index(ids).astype(str))
+        if len(index) and (written >= 0).any():    # ... unless written alike (1 and "1")
+            at = int(np.argmax(written >= 0))
+            return None, "types", (index[written[at]], ids[at])
         return none
     if index.has_duplicates:
         return None, "repeats", index[index.duplicated()]

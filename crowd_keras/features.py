@@ -216,6 +216,11 @@ def by_item_id(x: Any, labels: Any, what: str = "x") -> Any:
     if not isinstance(labels, Annotations) or not isinstance(x, (pd.DataFrame, pd.Series)):
         return x
     rows, problem, values = rows_by_id(x.index, np.asarray(labels.item_ids))
+    if problem == "types":   # else read by position, silently: another item's row each
+        raise CrowdDataError(f"{what}'s index holds {show(values[0])} "
+                             f"({type(values[0]).__name__}) where the item ids hold "
+                             f"{show(values[1])} ({type(values[1]).__name__}): ids must be "
+                             "of one type")
     if problem == "repeats":
         raise CrowdDataError(f"{what}'s index repeats item ids: {show(values[0])}")
     if problem == "missing":

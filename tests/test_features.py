@@ -282,3 +282,25 @@ def test_sample_weight_in_fit_kwargs_is_split_per_fold(sim):
     with pytest.raises(CrowdDataError, match="no weight for 1 row"):
         out_of_fold(LogisticRegression, frame, ann,
                     fit_kwargs={"sample_weight": pd.Series(weights[order][1:], index=order[1:])})
+
+
+def test_a_frame_indexed_by_the_ids_written_as_text_is_refused_not_read_by_position():
+    """Item ids 0..n-1 and features indexed by "0".."n-1" in another row order were read by
+    position (each item another item's features; the classifier fell to chance)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from crowd_keras import CrowdDataError
+    from crowd_keras.datasets import simulate_crowd
+    from crowd_keras.features import by_item_id, out_of_fold
+
+    sim = simulate_crowd(n_items=60, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=5)
+    order = np.random.default_rng(0).permutation(60)
+    x = pd.DataFrame(sim.x[order], index=[str(i) for i in order])
+    with pytest.raises(CrowdDataError, match=r"x's index holds '\d+' \(str\) where the item ids "
+                                             r"hold \d+ \(int64\): ids must be of one type"):
+        out_of_fold(LogisticRegression(), x, sim.annotations)
+    # by the ids themselves: aligned; by pandas' default index: by position
+    by_id = pd.DataFrame(sim.x[order], index=order)
+    np.testing.assert_array_equal(by_item_id(by_id, sim.annotations).to_numpy(), sim.x)
+    assert by_item_id(pd.DataFrame(sim.x), sim.annotations).shape == (60, sim.x.shape[1])

@@ -29,6 +29,11 @@ def by_annotator_id(features: Any, annotations: Annotations) -> Any:
     if problem == "repeats":
         raise CrowdDataError(f"annotator_features' index repeats annotator ids: "
                              f"{show(values[0])}")
+    if problem == "types":
+        raise CrowdDataError(f"annotator_features' index holds {show(values[0])} "
+                             f"({type(values[0]).__name__}) where the annotator ids hold "
+                             f"{show(values[1])} ({type(values[1]).__name__}): ids must be "
+                             "of one type")
     if problem:
         what = (f"has no row for annotator {show(values[0])}" if problem == "missing"
                 else f"has a row for {show(values[0])}, not an annotator of the annotations")
