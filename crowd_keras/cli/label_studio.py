@@ -213,8 +213,9 @@ def _register_report(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> No
                      choices=available_sequence_models(), metavar="NAME",
                      help="label model for span controls: " + ", ".join(available_sequence_models()))
     rep.add_argument("--level", default=None, choices=["nominal", "ordinal", "interval", "ratio"],
-                     help="level of Krippendorff's alpha (default: interval for Rating controls, "
-                          "nominal otherwise)")
+                     help="level of Krippendorff's alpha for Rating controls and Choices whose "
+                          "choices are all numbers (default: interval for Rating controls, "
+                          "nominal otherwise); text choices and span tags stay nominal")
     rep.add_argument("--multiple", default="combination", choices=["error", "combination", "skip"],
                      help="annotations with several choices: each set one class (combination), "
                           "left out (skip) or an error")

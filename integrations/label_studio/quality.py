@@ -88,10 +88,13 @@ def _unused_settings(kinds: dict, *, method: Optional[str], sequence_model: Opti
 
 
 def _level(export: Any, level: Optional[str]) -> str:
-    if level is not None:
-        return level
+    """The alpha level of a Choices or Rating control: ``level`` where the values have an
+    order (a Rating, choices that are all numbers); text choices stay nominal (an order of
+    names, or an interval between them, would be made up)."""
     numeric = all(isinstance(plain(c), (int, float)) and not isinstance(plain(c), bool)
                   for c in export.classes)
+    if level is not None and (export.control_type == "rating" or numeric):
+        return level
     return "interval" if export.control_type == "rating" and numeric else "nominal"
 
 
@@ -101,10 +104,14 @@ def _one_control(source: Any, name: str, *, method: Optional[str],
     """(the control's JSON, what the page needs to draw it) for one control."""
     export = read_export(source, control=name, **read)
     spans = isinstance(export, LabelStudioSpans)
+    if spans and not len(export.spans):
+        # every annotation read as "all O": a perfect agreement on a control nobody used
+        raise CrowdDataError("no annotation marks a span with this control: no agreement "
+                             "to measure (nothing to learn from)")
     if spans:
         model = fitted_sequence_model(export, sequence_model)
         data, classes = export.sequences, list(export.sequences.tags)
-        lvl = level or "nominal"
+        lvl = "nominal"   # tags have no order: --level is for Rating and numeric choices
     else:
         model = fit_label_model(export, method or DEFAULT_LABEL_MODEL, use_gold=use_gold)
         data, classes = export.annotations, list(export.classes)
@@ -182,8 +189,10 @@ def quality_report(source: Any, out_dir: Any, *, controls: Optional[Sequence[str
             aggregate`` fits it (:func:`~._model.fit_label_model`), so both give the same
             consensus and annotator quality; ``False`` fits without them (``--no-gold``).
             Span controls' sequence models take no gold.
-        level: the alpha level for every control (default: ``"interval"`` for Rating
-            controls with numeric values, else ``"nominal"``).
+        level: the alpha level of the Rating controls and of the Choices controls whose
+            choices are all numbers (default: ``"interval"`` for Rating controls with
+            numeric values, else ``"nominal"``); text choices and span tags, which have no
+            order, are always nominal.
         n_bootstrap, seed: bootstrap intervals over tasks.
         plots: draw the pictures (needs matplotlib; without it the page says how to get them).
         title: the page's title (default: ``"Annotator agreement and quality: "`` and the
