@@ -247,29 +247,29 @@ MALFORMED = {
     "annotation_id_wrong_type": (_mut(lambda d: d[1]["annotations"][1].__setitem__("id", "five")),
                                  {"control": "sentiment"}, r"task 2.*annotation id must be an integer"),
     "result_not_a_list": (_mut(lambda d: d[0]["annotations"][0].__setitem__("result", "positive")),
-                          {"control": "sentiment"}, r"task 1, annotation 1: 'result' must be a list"),
+                          {"control": "sentiment"}, r"task 1, annotation 1 \(user [^)]+\): 'result' must be a list"),
     "result_item_without_value": (_bad_result(lambda r: {k: v for k, v in r.items() if k != "value"}),
-                                  {"control": "sentiment"}, r"task 1, annotation 1, result item 0 has no 'value'"),
+                                  {"control": "sentiment"}, r"task 1, annotation 1 \(user [^)]+\), result item 0 has no 'value'"),
     "result_item_from_name_wrong_type": (_bad_result(lambda r: {**r, "from_name": 7}),
                                          {"control": "sentiment"}, r"'from_name' must be a str"),
     "choices_not_a_list": (_bad_result(lambda r: {**r, "value": {"choices": "positive"}}),
-                           {"control": "sentiment"}, r"task 1, annotation 1: control 'sentiment' value.choices must be a list"),
+                           {"control": "sentiment"}, r"task 1, annotation 1 \(user [^)]+\): control 'sentiment' value.choices must be a list"),
     "was_cancelled_wrong_type": (_mut(lambda d: d[0]["annotations"][0].__setitem__("was_cancelled", "yes")),
-                                 {"control": "sentiment"}, r"task 1, annotation 1: 'was_cancelled' must be true or false"),
+                                 {"control": "sentiment"}, r"task 1, annotation 1 \(user [^)]+\): 'was_cancelled' must be true or false"),
     "created_at_wrong_type": (_mut(lambda d: [a.pop("updated_at") for a in d[0]["annotations"]]
                                    and d[0]["annotations"][0].__setitem__("created_at", 17)),
-                              {"control": "sentiment"}, r"task 1, annotation 1: 'created_at' must be a date-time"),
+                              {"control": "sentiment"}, r"task 1, annotation 1 \(user [^)]+\): 'created_at' must be a date-time"),
     "unreadable_date": (_mut(lambda d: d[0]["annotations"][0].__setitem__("updated_at", "yesterday")),
-                        {"control": "sentiment"}, r"task 1, annotation 1: unreadable date-time 'yesterday'"),
+                        {"control": "sentiment"}, r"task 1, annotation 1 \(user [^)]+\): unreadable date-time 'yesterday'"),
     "unknown_label_with_config": (DATA / "unknown_label.json",
                                   {"control": "sentiment", "label_config": CONFIG},
-                                  r"task \d+, annotation \d+: value 'bogus' of control 'sentiment' is not in the labeling config"),
+                                  r"task \d+, annotation \d+ \(user [^)]+\): value 'bogus' of control 'sentiment' is not in the labeling config"),
     "rating_out_of_range": (_mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", 9)),
                             {"control": "quality", "label_config": CONFIG},
-                            r"task 1, annotation 1: rating 9 is outside 1..5"),
+                            r"task 1, annotation 1 \(user [^)]+\): rating 9 is outside 1..5"),
     "rating_below_one_without_config": (
         _mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", 0)),
-        {"control": "quality"}, r"task 1, annotation 1: rating 0 is below 1"),
+        {"control": "quality"}, r"task 1, annotation 1 \(user [^)]+\): rating 0 is below 1"),
     "min_rating_negative_without_config": (_min_mut(lambda d: d[0].__setitem__(
         "quality", [{"rating": -3}])), {"control": "quality"},
         r"row 0 \(task 1, annotation 3\): rating -3 is below 1"),
@@ -279,19 +279,19 @@ MALFORMED = {
                                    r"all 18 annotations are cancelled \(was_cancelled\): none "
                                    r"holds a label"),
     "rating_wrong_type": (_mut(lambda d: d[0]["annotations"][0]["result"][2]["value"].__setitem__("rating", "five")),
-                          {"control": "quality"}, r"task 1, annotation 1: control 'quality' value.rating must be an integer"),
+                          {"control": "quality"}, r"task 1, annotation 1 \(user [^)]+\): control 'quality' value.rating must be an integer"),
     "result_type_differs_from_config": (_mut(lambda d: d[0]["annotations"][0]["result"][0].__setitem__("type", "rating")),
                                         {"control": "sentiment", "label_config": CONFIG},
                                         r"type 'rating' but the config declares 'choices'"),
     "two_results_for_one_control": (_mut(lambda d: d[0]["annotations"][0]["result"].append(
                                         copy.deepcopy(d[0]["annotations"][0]["result"][0]))),
-                                    {"control": "sentiment"}, r"task 1, annotation 1: 2 results for control 'sentiment'"),
+                                    {"control": "sentiment"}, r"task 1, annotation 1 \(user [^)]+\): 2 results for control 'sentiment'"),
     "textarea_control": (_mut(lambda d: d[0]["annotations"][0]["result"].append(
                              {"from_name": "notes", "to_name": "text", "type": "textarea",
                               "value": {"text": ["a note"]}})),
                          {"control": "notes"}, r"control 'notes' is a textarea control; only Choices and Rating"),
     "multiple_choice_without_option": (DATA / "demo.json", {"control": "topics"},
-                                       r"task 1, annotation 2: 2 choices.*multiple='combination'"),
+                                       r"task 1, annotation 2 \(user [^)]+\): 2 choices.*multiple='combination'"),
     "control_not_in_results": (DATA / "demo.json", {"control": "mood"},
                                r"control 'mood' appears in no annotation result; controls seen"),
     "control_not_in_config": (DATA / "demo.json", {"control": "mood", "label_config": CONFIG},
@@ -864,3 +864,17 @@ def test_cli_aggregate_with_a_target_prior(tmp_path, capsys):
     assert len(json.loads(out.read_text())) == 6
     assert _cli(argv[:-2] + ["--method", "dawid_skene", "--out", str(out)]) == 2
     assert "--target-prior applies to --method auto" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("completed_by, named", [(7, r"\(user 7\)"),
+                                                 ({"id": 8, "email": "a@b.org"}, r"\(user 8\)"),
+                                                 ("u@x.org", r"\(user 'u@x.org'\)")])
+def test_a_bad_value_names_the_user_whose_annotation_holds_it(completed_by, named):
+    """The errors named the task and the annotation id, not whose annotation it was."""
+    export = [{"id": 1, "data": {"text": "a"}, "annotations": [
+        {"id": 5, "completed_by": completed_by, "result": [
+            {"from_name": "quality", "to_name": "text", "type": "rating",
+             "value": {"rating": "five"}}]}]}]
+    with pytest.raises(CrowdDataError, match=rf"task 1, annotation 5 {named}: control 'quality' "
+                                             r"value.rating must be an integer"):
+        ls.read_export(export, control="quality")

@@ -92,7 +92,7 @@ def test_email_alone_given_to_several_ids_is_an_error():
     export[0]["annotations"][1]["completed_by"] = {"email": "u@x.org"}
     export[1]["annotations"][0]["completed_by"] = {"id": 7, "email": "u@x.org"}
     export[1]["annotations"][1]["completed_by"] = {"id": 8, "email": "u@x.org"}
-    with pytest.raises(CrowdDataError, match=r"task 1, annotation 2: annotator 'u@x.org'.*"
+    with pytest.raises(CrowdDataError, match=r"task 1, annotation 2 \(user [^)]+\): annotator 'u@x.org'.*"
                                              r"\[7, 8\]"):
         ls.read_export(export)
 
@@ -249,7 +249,7 @@ def test_relations_between_regions_do_not_stop_the_full_json_export():
     assert choices.annotations.n_annotations == 2 and list(choices.classes) == ["x"]
     # a result without from_name that is no relation is still refused
     export[0]["annotations"][0]["result"][2] = {"type": "choices", "value": {}}
-    with pytest.raises(CrowdDataError, match="annotation 11, result item 2 has no 'from_name'"):
+    with pytest.raises(CrowdDataError, match="annotation 11 \\(user [^)]+\\), result item 2 has no 'from_name'"):
         ls.read_export(export, control="s")
 
 
@@ -380,8 +380,9 @@ def _twice(first: str, second: str, **stamps) -> list:
 def test_two_different_annotations_that_nothing_orders_are_an_error(stamps):
     # "the latest wins" fell back to the export's order: reversing it changed the label
     for a, b in (("x", "y"), ("y", "x")):
-        with pytest.raises(CrowdDataError, match=r"position 0: user 1 annotated task 1 again "
-                                                 r"with another result \(also .*position 1\)"):
+        with pytest.raises(CrowdDataError, match=r"position 0 \(user 1\): user 1 annotated task "
+                                                 r"1 again with another result \(also .*position "
+                                                 r"1 \(user 1\)\)"):
             ls.read_export(_twice(a, b, **stamps))
 
 

@@ -87,24 +87,24 @@ def test_json_min_and_csv_read_to_the_same_spans(converted):
 
 BAD = {
     "negative_start": (lambda t: t[0]["annotations"][2]["result"][0]["value"].update(start=-1),
-                       {}, r"task 1, annotation 12, span 0: negative start offset -1"),
+                       {}, r"task 1, annotation 12 \(user [^)]+\), span 0: negative start offset -1"),
     "reversed": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(start=20, end=18),
-                 {}, r"task 1, annotation 12, span 1: end 18 before start 20"),
+                 {}, r"task 1, annotation 12 \(user [^)]+\), span 1: end 18 before start 20"),
     "unknown_label": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(labels=["ORG"]),
                       {"label_config": CONFIG},
-                      r"task 1, annotation 12, span 1: label 'ORG' of control 'label' is not in"),
+                      r"task 1, annotation 12 \(user [^)]+\), span 1: label 'ORG' of control 'label' is not in"),
     "no_label": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(labels=[]), {},
-                 r"task 1, annotation 12, span 1: value.labels must be a non-empty list"),
+                 r"task 1, annotation 12 \(user [^)]+\), span 1: value.labels must be a non-empty list"),
     "xpath_offsets": (lambda t: t[0]["annotations"][2]["result"][1]["value"].update(start="/p[1]"),
-                      {}, r"annotation 12, span 1: start must be an integer character offset"),
+                      {}, r"annotation 12 \(user [^)]+\), span 1: start must be an integer character offset"),
     "text_mismatch": (lambda t: t[0]["annotations"][2]["result"][0]["value"].update(text="Jon"),
                       {"text_mismatch": "error"},
-                      r"task 1, annotation 12, span 0: text 'Jon' differs from the task's "
+                      r"task 1, annotation 12 \(user [^)]+\), span 0: text 'Jon' differs from the task's "
                       r"characters 0:4"),
     "no_text_field": (lambda t: t[1]["data"].pop("text"), {"label_config": CONFIG},
                       r"task 2 has no data field 'text'"),
     "wrong_type": (lambda t: t[0]["annotations"][2]["result"][0].update(type="choices"),
-                   {"control": "label"}, r"annotation 12: a result of control 'label' has type"),
+                   {"control": "label"}, r"annotation 12 \(user [^)]+\): a result of control 'label' has type"),
 }
 
 
@@ -460,7 +460,7 @@ def test_a_paragraph_offset_past_its_paragraph_is_a_located_error():
                      {"from_name": "p", "to_name": "dialog", "type": "paragraphlabels",
                       "value": {"start": p0, "end": p1, "startOffset": start_offset,
                                 "endOffset": end_offset, "paragraphlabels": ["PER"]}}]}]}]
-    with pytest.raises(CrowdDataError, match=r"task 1, annotation 1, span 0: startOffset 12 is "
+    with pytest.raises(CrowdDataError, match=r"task 1, annotation 1 \(user [^)]+\), span 0: startOffset 12 is "
                                              r"past the end of paragraph 0 \(8 characters\)"):
         ls.read_export(dialog(12, 13))
     with pytest.raises(CrowdDataError, match=r"span 0: endOffset 10 is past the end of "

@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from crowd_keras.codes import show
 from crowd_keras.errors import CrowdDataError
 from crowd_keras.files import decode_json
 
@@ -389,6 +390,7 @@ def records_from_full(tasks: list, origin: str) -> tuple[list, list, dict]:
             if "completed_by" not in ann:
                 raise CrowdDataError(f"{where} has no 'completed_by'")
             key_, email = _annotator(ann["completed_by"], where)
+            where = f"{where} (user {show(key_)})"   # the later errors name whose it is
             result = ann.get("result")
             if result is None:
                 result = []
