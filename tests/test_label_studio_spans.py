@@ -488,3 +488,12 @@ def test_cli_sequence_model_takes_the_registry_aliases(tmp_path, name):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["label-studio", "aggregate", str(src), "--sequence-model",
                                    "hmm_crowed"])
+
+
+def test_the_span_summary_counts_every_user_read_as_the_choices_summary_does():
+    """User 4 only skipped and user 9 gave ground truth only: listed in both annotator
+    tables, counted by a Choices control's summary, left out of the span summary's count."""
+    gold = {"id": 20, "completed_by": 9, "ground_truth": True, "result": [region(0, 4)]}
+    e = ls.read_export(export([gold]), label_config=CONFIG)
+    assert e.summary.n_annotators == 5 == len(ls.annotator_report(e))
+    assert "5 annotators" in str(e.summary)

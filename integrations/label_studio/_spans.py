@@ -483,7 +483,8 @@ def _assemble(seq: SequenceAnnotations, spans: pd.DataFrame, gold: pd.DataFrame,
         n_without_label=seq.summary.annotations_without_spans,
         n_superseded=int(superseded.sum()), n_gold=int(len(gold_rows)),
         n_gold_conflicts=n_gold_conflicts,
-        n_multiple_skipped=0, n_annotators=len(seq.annotator_ids), notes=tuple(notes),
+        # every user read, as a Choices control's summary counts them (skips, gold only too)
+        n_multiple_skipped=0, n_annotators=len(users), notes=tuple(notes),
         spans=seq.summary)
     return LabelStudioSpans(
         sequences=seq, spans=spans.drop(columns="where"),
