@@ -721,3 +721,20 @@ def test_gold_items_posteriors_are_exactly_one_hot(name):
     gold[:30] = y[:30]
     post = get_label_model(name).fit(ann, gold=gold).predict_proba()
     np.testing.assert_array_equal(post[:30], np.eye(ann.n_classes)[y[:30]])
+
+
+@pytest.mark.parametrize("name", ["majority_vote", "dawid_skene", "auto"])
+def test_gold_codes_beside_a_frame_are_refused_a_mapping_is_read_by_id(name):
+    """The frame's items come b, a, c; an array [1, -1, -1] meant for b landed on a (the
+    annotations read from a frame sort their ids), with no error."""
+    from crowd_keras import CrowdDataError
+    from crowd_keras.aggregation import get_label_model
+
+    frame = pd.DataFrame({"task": ["b", "b", "a", "a", "c", "c"], "worker": ["x", "y"] * 3,
+                          "label": [0, 0, 1, 1, 1, 1]})
+    with pytest.raises(CrowdDataError, match="gold given as an array of class codes beside a "
+                                             "frame"):
+        get_label_model(name).fit(frame, gold=np.array([1, -1, -1]))
+    model = get_label_model(name).fit(frame, gold={"b": 1})
+    labels = dict(zip(model.annotations_.item_ids, model.predict()))
+    assert labels["b"] == 1 and labels["a"] == 1

@@ -294,19 +294,27 @@ def gold_mapping(gold: Any, classes: np.ndarray, items: Optional[np.ndarray] = N
     return series.index.to_numpy(), cls.astype(np.int64)
 
 
-def gold_codes(ann: Annotations, gold: Any) -> tuple[np.ndarray, np.ndarray]:
+def gold_codes(ann: Annotations, gold: Any,
+               read_from: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Item codes and class codes of the known true classes in ``gold``.
 
     ``gold`` is a mapping (or ``pandas.Series``) from item id to class label, or an array of
     class *codes* aligned with ``ann.item_ids`` with -1 where the class is unknown (the
     ``truth`` arrays of the loaders). Unknown items, labels outside ``ann.classes`` and codes
-    out of range are errors naming the item and the value.
+    out of range are errors naming the item and the value. ``read_from``: what ``ann`` was
+    read from; an array of codes beside a long frame is refused (the order it follows, the
+    sorted item ids of the annotations read from the frame, is not the frame's).
     """
     if isinstance(gold, (dict, pd.Series)):
         ids, cls = gold_mapping(gold, ann.classes, items=ann.item_ids)
         return pd.Index(ann.item_ids).get_indexer(ids).astype(np.int64), cls
     _not_a_mapping(gold, f"or {ann.n_items} integer class codes aligned with the items "
                          "(-1 = unknown)")
+    if isinstance(read_from, pd.DataFrame):
+        raise CrowdDataError("gold given as an array of class codes beside a frame of "
+                             "annotations: it would follow the item ids of the annotations "
+                             "read from the frame (sorted), not the frame's rows; give gold as "
+                             "a mapping {item id: label} or a pandas Series indexed by item id")
     codes = np.asarray(gold)
     if codes.shape != (ann.n_items,) or codes.dtype.kind not in "iu":
         raise CrowdDataError(f"gold must be a mapping item -> label, or {ann.n_items} integer "

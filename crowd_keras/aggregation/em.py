@@ -387,7 +387,7 @@ class EMLabelModel(LabelModel):
         if pred_probs is not None and not self.accepts_pred_probs:
             raise TypeError(f"{type(self).__name__}.fit() does not take pred_probs")
         prior = None if gold is None else \
-            gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold))
+            gold_log_prior(ann.n_items, ann.n_classes, *gold_codes(ann, gold, annotations))
         if pred_probs is None:     # models that take no pred_probs narrow fit_block
             return self.fit_block(ann, prior)
         return self.fit_block(ann, prior, check_pred_probs(pred_probs, ann))

@@ -74,7 +74,7 @@ class LabelingFunctionFallback:
         for name in ("classifier_quality_", "classifier_weight_", "classifier_marginal_"):
             self.__dict__.pop(name, None)                      # from an earlier fit
         probs = None if pred_probs is None else check_pred_probs(pred_probs, ann)
-        known = None if gold is None else gold_codes(ann, gold)
+        known = None if gold is None else gold_codes(ann, gold, annotations)
         if self._fit_labeling_functions(ann):
             if probs is not None:
                 raise ValueError(f"{type(self).__name__}: these votes look like labeling "

@@ -71,7 +71,7 @@ class MajorityVote(LabelModel):
         self.posteriors_ = self._posteriors_for(ann)
         self.item_log_prior_ = None     # gold clamps, which the quality scores add too
         if gold is not None:
-            items, classes = gold_codes(ann, gold)
+            items, classes = gold_codes(ann, gold, annotations)
             self.posteriors_[items] = np.eye(ann.n_classes)[classes]
             self.item_log_prior_ = gold_log_prior(ann.n_items, ann.n_classes, items, classes)
         winners = np.argmax(self.posteriors_, axis=1)
