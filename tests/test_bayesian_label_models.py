@@ -300,3 +300,18 @@ def test_surface_and_params(name):
 def test_bad_settings_raise(name):
     with pytest.raises(ValueError, match="must be a positive number"):
         get_label_model(name, a_v=-1).fit(small_crowd())
+
+
+def test_ebcc_empirical_prior_refuses_gold_on_a_class_no_vote_names():
+    """The empirical prior gives such a class no mass: the gold item is impossible under the
+    model and elbo_ was -inf for every seed (the best-of-seeds choice returned the first)."""
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.aggregation import EBCC
+
+    labels = np.random.default_rng(2).integers(1, 3, (30, 4))      # classes 1 and 2 only
+    ann = Annotations.from_dense(labels, classes=[0, 1, 2])
+    with pytest.raises(CrowdDataError, match=r"gold holds the class code\(s\) \[0\], which no "
+                                             r"vote names"):
+        EBCC(empirical_prior=True).fit(ann, gold={3: 0})
+    assert np.isfinite(EBCC(empirical_prior=True).fit(ann, gold={3: 1}).elbo_)
+    assert np.isfinite(EBCC().fit(ann, gold={3: 0}).elbo_)

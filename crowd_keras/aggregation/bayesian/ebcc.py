@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...arguments import check_count, check_number
+from ...errors import CrowdDataError
 from ...numerics import GOLDEN64, id_keys, label_profile_keys, mix64, softmax_rows
 from ..base import check_start
 from ..em import Block, Summary
@@ -327,6 +328,14 @@ class EBCC(BayesianLabelModel):
         # labels and q(z, g) plus its entropy) less the KL of q(τ), q(π), q(v) from their
         # priors (a dropped subtype's q(v) is its prior: no KL)
         alpha = nu - (eta - self.a_pi / m).sum(axis=1)
+        impossible = (alpha <= 0) & (nu > 0)
+        if impossible.any():   # only gold puts mass on a class without votes
+            raise CrowdDataError(
+                f"EBCC(empirical_prior=True): the gold holds the class code(s) "
+                f"{np.flatnonzero(impossible).tolist()}, which no vote names; the empirical "
+                "prior gives them no mass, so those gold items are impossible under the model "
+                "(an ELBO of -inf): use empirical_prior=False, whose prior gives every class "
+                "mass")
         # an empirical prior gives a class that no vote names no mass (α_k = ν_k = 0): both
         # Dirichlets lie on the face τ_k = 0, and the KL is the one over the other classes
         named = (alpha > 0) | (nu > 0)
