@@ -271,13 +271,23 @@ def _new_model(model_fn: Any) -> Any:
     return model_fn()
 
 
-def _sample_weights(weights: Any, given: Any, x: Any, n: int) -> np.ndarray:
+def _sample_weights(weights: Any, given: Any, x: Any, n: int, labels: Any = None) -> np.ndarray:
     """(n,) float weights in the row order of ``x`` (the features after alignment by item
-    id): a Series indexed by ids is aligned with a frame ``x``; an array follows the rows of
-    ``given`` (the features as passed)."""
+    id): a Series indexed by ids is aligned with a frame ``x`` (with an array ``x``, with the
+    item ids of ``labels``: :func:`by_item_id`); an array follows the rows of ``given`` (the
+    features as passed)."""
     framed = isinstance(x, (pd.DataFrame, pd.Series))
-    by_id = isinstance(weights, pd.Series) and framed and \
+    keyed = isinstance(weights, pd.Series) and \
         not weights.index.equals(pd.RangeIndex(len(weights)))
+    if keyed and not framed:   # else read by position: each item another item's weight
+        aligned = by_item_id(weights, labels, "sample_weight")
+        if aligned is weights and not (isinstance(labels, Annotations) or isinstance(
+                labels, LabelModel) and hasattr(labels, "annotations_")):
+            raise CrowdDataError("sample_weight is a Series indexed by its own ids, but x is "
+                                 "an array and labels name no items: give an array in x's "
+                                 "row order, or x as a frame indexed like it")
+        weights = aligned
+    by_id = keyed and framed
     if by_id:
         if weights.index.has_duplicates:
             raise CrowdDataError(f"sample_weight's index repeats "
@@ -359,7 +369,10 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             fitted label model, or :class:`Annotations` (fitted with ``label_model``; items
             without any annotation nor gold label are predicted, not trained on). A Series
             indexed by the ids of a frame ``x`` in another order is aligned with its rows.
-        n_splits: folds (at least 2); stratified by label, seeded by ``random_state``.
+        n_splits: folds (at least 2); stratified by label, seeded by ``random_state``
+            (the folds only: a model's own randomness, a Keras network's initial weights
+            and shuffling, is seeded by ``model_fn``, e.g. ``keras.utils.set_random_seed``
+            inside it, or a scikit-learn model's ``random_state``).
         classes: the classes in column order (default: from ``labels``; with ``labels``
             the Annotations or a label model, their classes, and others raise
             ``CrowdDataError``).
@@ -367,7 +380,8 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
             the model's loss names ``sparse``, else one-hot.
         fit_kwargs: extra arguments of every ``fit`` (Keras: ``epochs``, ``batch_size``, ...).
             ``sample_weight`` is per item: an array with one weight per row of ``x`` (or a
-            Series indexed like a frame ``x``), of which each fold's fit gets its training
+            Series indexed like a frame ``x``, or by item id beside an array ``x`` and
+            ``labels`` that name the items), of which each fold's fit gets its training
             rows.
         min_probability: each probability is at least this, rows renormalised (a classifier's
             0 is never certain).
@@ -388,7 +402,7 @@ def out_of_fold(model_fn: Callable[[], Any], x: Any, labels: Any, n_splits: int 
     fit_kwargs = dict(fit_kwargs or {})
     weights = fit_kwargs.pop("sample_weight", None)
     if weights is not None:
-        weights = _sample_weights(weights, given, x, n)
+        weights = _sample_weights(weights, given, x, n, labels)
     codes, classes = training_labels(labels, n, classes, label_model)
     if len(codes) != n:
         raise CrowdDataError(f"labels are for {len(codes)} items, x has {n}")

@@ -304,3 +304,32 @@ def test_a_frame_indexed_by_the_ids_written_as_text_is_refused_not_read_by_posit
     by_id = pd.DataFrame(sim.x[order], index=order)
     np.testing.assert_array_equal(by_item_id(by_id, sim.annotations).to_numpy(), sim.x)
     assert by_item_id(pd.DataFrame(sim.x), sim.annotations).shape == (60, sim.x.shape[1])
+
+
+def test_sample_weight_keyed_by_item_id_beside_an_array_x_follows_the_items():
+    """x an array in item order, weights a Series by item id in another order: the index
+    was ignored (every training row got another item's weight)."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    from crowd_keras.features import out_of_fold
+
+    sim = simulate_crowd(n_items=40, n_classes=2, n_annotators=5, annotations_per_item=3,
+                         seed=1)
+    seen = {}
+
+    class Spy(ClassifierMixin, BaseEstimator):
+        def fit(self, x, y, sample_weight=None):
+            self.classes_ = np.unique(y)
+            seen.update(zip(x[:, 0].astype(int).tolist(), sample_weight.tolist()))
+            return self
+
+        def predict_proba(self, x):
+            return np.full((len(x), len(self.classes_)), 1 / len(self.classes_))
+
+    x = np.arange(40, dtype=float)[:, None]                   # the feature: the item's position
+    weights = pd.Series(np.arange(40, dtype=float), index=sim.annotations.item_ids)[::-1]
+    out_of_fold(Spy(), x, sim.annotations, fit_kwargs={"sample_weight": weights})
+    assert len(seen) == 40 and all(seen[i] == i for i in seen)
+    # labels that name no items: a keyed Series cannot be placed
+    with pytest.raises(CrowdDataError, match="sample_weight is a Series indexed by its own ids"):
+        out_of_fold(Spy(), x, np.asarray(sim.y), fit_kwargs={"sample_weight": weights})
