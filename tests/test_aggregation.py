@@ -222,3 +222,22 @@ def test_auto_on_labeling_functions_counts_its_gold_and_forgets_an_earlier_fit()
     assert model.n_gold_ == 3
     np.testing.assert_array_equal(model.gold_class_counts_, [2, 1])
     np.testing.assert_array_equal(model.predict()[:3], [0, 0, 1])
+
+
+def test_new_frame_with_the_fits_own_column_names_is_told_how_to_read_it():
+    """fit(frame, item=..., ...) takes other column names; predict_proba(new) reads the
+    defaults and only pointed to cleanlab's wide layout."""
+    from crowd_keras import CrowdDataError
+    from crowd_keras.aggregation import DawidSkene
+
+    frame = pd.DataFrame({"question": [1, 1, 2, 2], "rater": ["a", "b"] * 2,
+                          "answer": [0, 0, 1, 1]})
+    model = DawidSkene().fit(frame, item="question", annotator="rater", label="answer")
+    with pytest.raises(CrowdDataError, match=r"read it with Annotations.from_frame\(frame, "
+                                             r"item=\.\.\., annotator=\.\.\., label=\.\.\., "
+                                             r"classes=model.annotations_.classes\)"):
+        model.predict_proba(frame)
+    from crowd_keras import Annotations
+    new = Annotations.from_frame(frame, item="question", annotator="rater", label="answer",
+                                 classes=model.annotations_.classes)
+    np.testing.assert_allclose(model.predict_proba(new), model.posteriors_)

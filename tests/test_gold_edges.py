@@ -738,3 +738,4 @@ def test_gold_codes_beside_a_frame_are_refused_a_mapping_is_read_by_id(name):
     model = get_label_model(name).fit(frame, gold={"b": 1})
     labels = dict(zip(model.annotations_.item_ids, model.predict()))
     assert labels["b"] == 1 and labels["a"] == 1
+

@@ -465,7 +465,18 @@ class LabelModel(Params):
         if isinstance(annotations, Annotations):
             return annotations
         self._check_fitted()
-        return as_annotations(annotations, classes=self.annotations_.classes)
+        try:
+            return as_annotations(annotations, classes=self.annotations_.classes)
+        except CrowdDataError as err:
+            text = str(err)
+            if not (isinstance(annotations, pd.DataFrame) and "has no column(s)" in text):
+                raise
+            # the fit's reader arguments are not kept: say how to read other column names
+            raise CrowdDataError(
+                f"{text}. A frame of new annotations is read with the columns task, worker, "
+                "label: rename its columns, or read it with Annotations.from_frame(frame, "
+                "item=..., annotator=..., label=..., classes=model.annotations_.classes)"
+            ) from None
 
     def predict(self, annotations: Any = None) -> np.ndarray:
         """Most probable class code per item (ties to the lowest code)."""
