@@ -739,3 +739,21 @@ def test_gold_codes_beside_a_frame_are_refused_a_mapping_is_read_by_id(name):
     labels = dict(zip(model.annotations_.item_ids, model.predict()))
     assert labels["b"] == 1 and labels["a"] == 1
 
+
+
+def test_snorkel_labeling_functions_named_abstain_model_does_not_hold_the_dev_rows_either():
+    """docs/snorkel-gold.md: the adapter's rule for the dev split holds for the abstain-aware
+    model named as the method too; Python's fit(gold=) of the same model holds them."""
+    from crowd_keras import Annotations
+    from crowd_keras.aggregation import AbstainAwareDawidSkene
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L, y = _labeling_functions(500)
+    wrong = 1 - y[400:]
+    model = CrowdLabelModel(cardinality=2, method="abstain_dawid_skene").fit(
+        L[:400], Y_dev=wrong, L_dev=L[400:], progress_bar=False)
+    assert not model.gold_in_fit_ and model.n_gold_ == 100
+    assert (model.label_model_.predict()[400:] == wrong).mean() < 0.5
+    held = AbstainAwareDawidSkene().fit(Annotations.from_label_matrix(L, cardinality=2),
+                                        gold=np.r_[np.full(400, -1), wrong])
+    assert (held.predict()[400:] == wrong).all()
