@@ -150,7 +150,7 @@ case("json", "completed-by-email-int",
 for key in ("was_cancelled", "ground_truth"):
     for v in ("yes", 2, [True]):
         case("json", f"{key}-{v!r}", full(_set([1, "annotations", 0, key], v)),
-             error(rf"task 2, annotation 4: '{key}' must be true or false, got {shown(v)}"))
+             error(rf"task 2, annotation 4 \(user [^)]+\): '{key}' must be true or false, got {shown(v)}"))
 
 for key, v in (("updated_at", 17), ("updated_at", "yesterday"), ("updated_at", "2024-13-45"),
                ("created_at", ["2024-01-01"])):
@@ -161,23 +161,23 @@ for key, v in (("updated_at", 17), ("updated_at", "yesterday"), ("updated_at", "
         data[1]["annotations"][0][key] = v
     pattern = (rf"'{key}' must be a date-time string" if not isinstance(v, str)
                else rf"unreadable date-time {shown(v)}")
-    case("json", f"{key}-{v!r}", full(drop_updated), error(r"task 2, annotation 4: " + pattern))
+    case("json", f"{key}-{v!r}", full(drop_updated), error(r"task 2, annotation 4 \(user [^)]+\): " + pattern))
 
 for v in ("positive", [1], [["positive"]], None, {"a": 1}):
     case("json", f"choices-{v!r}",
          full(_set([0, "annotations", 0, "result", 0, "value", "choices"], v)),
-         error(r"task 1, annotation 1: control 'sentiment' value.choices must be a list of "
+         error(r"task 1, annotation 1 \(user [^)]+\): control 'sentiment' value.choices must be a list of "
                r"strings, got " + shown(v)))
 for v in ("five", 2.5, None, [3], True):
     case("json", f"rating-{v!r}",
          full(_set([0, "annotations", 0, "result", 2, "value", "rating"], v), control="quality"),
-         error(r"task 1, annotation 1: control 'quality' value.rating must be an integer, got "
+         error(r"task 1, annotation 1 \(user [^)]+\): control 'quality' value.rating must be an integer, got "
                + shown(v)))
 for v in (0, 6, 99):
     case("json", f"rating-out-of-range-{v}",
          full(_set([0, "annotations", 0, "result", 2, "value", "rating"], v), control="quality",
               label_config=CONFIG),
-         error(rf"task 1, annotation 1: rating {v} is outside 1..5"))
+         error(rf"task 1, annotation 1 \(user [^)]+\): rating {v} is outside 1..5"))
 
 for key, v, pattern in (("from_name", None, r"has no 'from_name'"),
                         ("from_name", 3, r"'from_name' must be a str, got int 3"),
@@ -191,11 +191,11 @@ for key, v, pattern in (("from_name", None, r"has no 'from_name'"),
         else:
             item[key] = v
     case("json", f"result-{key}-{v!r}", full(mutate),
-         error(r"task 1, annotation 1, result item 0:? " + pattern))
+         error(r"task 1, annotation 1 \(user [^)]+\), result item 0:? " + pattern))
 case("json", "result-item-not-object", full(_set([0, "annotations", 0, "result", 0], "positive")),
-     error(r"task 1, annotation 1, result item 0 is not an object \(got str\)"))
+     error(r"task 1, annotation 1 \(user [^)]+\), result item 0 is not an object \(got str\)"))
 case("json", "result-not-list", full(_set([0, "annotations", 0, "result"], {"a": 1})),
-     error(r"task 1, annotation 1: 'result' must be a list, got dict"))
+     error(r"task 1, annotation 1 \(user [^)]+\): 'result' must be a list, got dict"))
 case("json", "annotations-not-list", full(_set([2, "annotations"], "none")),
      error(r"task 3: 'annotations' must be a list, got str"))
 case("json", "annotation-not-object", full(_set([2, "annotations", 1], 5)),
@@ -203,14 +203,14 @@ case("json", "annotation-not-object", full(_set([2, "annotations", 1], 5)),
 case("json", "value-not-in-config",
      full(_set([0, "annotations", 0, "result", 0, "value", "choices"], ["great"]),
           label_config=CONFIG),
-     error(r"task 1, annotation 1: value 'great' of control 'sentiment' is not in the "
+     error(r"task 1, annotation 1 \(user [^)]+\): value 'great' of control 'sentiment' is not in the "
            r"labeling config"))
 case("json", "type-differs-in-one-result",
      full(_set([1, "annotations", 0, "result", 0, "type"], "rating")),
-     error(r"task 2, annotation 4: a result of control 'sentiment' has type 'rating', "
+     error(r"task 2, annotation 4 \(user [^)]+\): a result of control 'sentiment' has type 'rating', "
            r"expected 'choices'"))
 case("json", "several-choices", full(lambda d: None, control="topics"),
-     error(r"task 1, annotation 2: 2 choices \['sports', 'tech'\] for control 'topics'"))
+     error(r"task 1, annotation 2 \(user [^)]+\): 2 choices \['sports', 'tech'\] for control 'topics'"))
 
 
 def _rename_controls(data):
@@ -1036,12 +1036,12 @@ def ls_spans(mutate, **kwargs):
 
 
 for key, value, pattern in (
-        ("end", 10 ** 30, r"task 1, annotation 11, span 1: end 1.000e\+30 is too large for a "
+        ("end", 10 ** 30, r"task 1, annotation 11 \(user [^)]+\), span 1: end 1.000e\+30 is too large for a "
                           r"character offset"),
-        ("start", -(10 ** 30), r"task 1, annotation 11, span 1: start -1.000e\+30 is too large"),
-        ("start", 2 ** 60, r"task 1, annotation 11, span 1: start 1152921504606846976 is too "
+        ("start", -(10 ** 30), r"task 1, annotation 11 \(user [^)]+\), span 1: start -1.000e\+30 is too large"),
+        ("start", 2 ** 60, r"task 1, annotation 11 \(user [^)]+\), span 1: start 1152921504606846976 is too "
                            r"large"),
-        ("end", 1e300, r"task 1, annotation 11, span 1: end must be an integer character offset, "
+        ("end", 1e300, r"task 1, annotation 11 \(user [^)]+\), span 1: end must be an integer character offset, "
                        r"got 1e\+300|end 1.000e\+300 is too large")):
     case("spans", f"label-studio-{key}-{value!r}",
          ls_spans(_set([0, "annotations", 1, "result", 1, "value", key], value),
@@ -1049,7 +1049,7 @@ for key, value, pattern in (
          error(pattern))
 case("spans", "label-studio-labels-typed-choices",
      ls_spans(_set([0, "annotations", 0, "result", 0, "type"], "choices")),
-     error(r"task 1, annotation 10: a result of control 'label' has type 'choices' but its value "
+     error(r"task 1, annotation 10 \(user [^)]+\): a result of control 'label' has type 'choices' but its value "
            r"is a span region"))
 case("spans", "label-studio-tokenizer-str.split",
      ls_spans(lambda d: None, label_config=LS_SPAN_CONFIG, tokenizer=str.split),
