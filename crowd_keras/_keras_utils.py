@@ -17,7 +17,7 @@ import pandas as pd
 from .errors import CrowdDataError
 from .numerics import MISSING
 
-__all__ = ["annotator_mask", "apply_annotator_matrices", "batched_vector_matrix",
+__all__ = ["annotator_mask", "check_no_label_at_padding", "apply_annotator_matrices", "batched_vector_matrix",
            "gather_annotators", "gather_rows",
            "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
            "weight_in_use", "is_shape_list", "split_pair", "n_rows", "split_padding",
@@ -800,3 +800,17 @@ class ChecksIdsAtEntry:
                                      f"rows but the first input has {len(first)}: one row of "
                                      "annotator ids per item")
         return super().__call__(integer_ids(inputs, self.entry_ids(inputs)), *args, **kwargs)
+
+
+def check_no_label_at_padding(ids: np.ndarray, labels: np.ndarray, where: str) -> None:
+    """CrowdDataError for a label in a padding slot (annotator id -1): the layers read
+    annotator 0's weights there, so the label would be trained as annotator 0's."""
+    slots = ids.reshape(ids.shape[:1] + (1,) * (labels.ndim - 2) + ids.shape[1:])
+    present = ~np.isnan(labels) if labels.dtype.kind == "f" else labels >= 0
+    orphan = (slots < 0) & present
+    if orphan.any():
+        pos = tuple(int(p) for p in np.argwhere(orphan)[0])
+        raise CrowdDataError(f"{where}: label {labels[pos].item()!r} at {pos} is in a padding "
+                             f"slot (annotator id -1; {int(orphan.sum())} such label(s)); "
+                             "a padding slot's label must be missing (-1, NaN for "
+                             "regression)")

@@ -18,7 +18,7 @@ from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 
-from ._keras_utils import checked_codes
+from ._keras_utils import check_no_label_at_padding, checked_codes
 from .arguments import check_count
 from .errors import CrowdDataError
 from .numerics import row_order   # its home is numerics (the numpy LIA uses it too)
@@ -143,6 +143,12 @@ def annotation_dataset(x: Any, annotations: Any, batch_size: int = 32, shuffle: 
                                   "annotation_dataset annotator_ids", "num_annotators")
     labels = checked_codes(labels, num_classes, "label", "annotation_dataset labels",
                            "num_classes")
+    if annotator_ids.ndim != 2 or labels.shape[:1] != annotator_ids.shape[:1] \
+            or labels.shape[-1:] != annotator_ids.shape[1:]:   # else failed inside the loss
+        raise CrowdDataError(f"annotation_dataset: annotator_ids must be (items, k) and labels "
+                             f"(items, [time,] k); got {annotator_ids.shape} and "
+                             f"{labels.shape}")
+    check_no_label_at_padding(annotator_ids, labels, "annotation_dataset")
     batch_size = check_count(batch_size, "batch_size", 1)
     n = len(labels)
     inputs = _held_inputs(x)

@@ -38,16 +38,16 @@ outputs logits (``from_logits=True``).
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import (checked_answers, checked_bool, checked_codes, checked_int,
-                           concrete_values, floor_at, floored_log, keras_mask, n_rows,
-                           softmax_logits, with_keras_mask)
+from ._keras_utils import (check_no_label_at_padding, checked_answers, checked_bool,
+                           checked_codes, checked_int, concrete_values, floor_at, floored_log,
+                           keras_mask, n_rows, softmax_logits, with_keras_mask)
 from .annotations import Annotations
 from .arguments import check_count
 from .callbacks import TruthValidation
@@ -69,6 +69,7 @@ __all__ = ["CrowdModel", "TruthValidation", "LazyAdam"]
 
 X_KEY, IDS_KEY = "x", "annotator_ids"
 _SUMMARY_FILE = "crowd_summary.npz"   # crowd_summary_ in a saved model's assets
+_FITTED_FILE = "fitted_codes.npz"     # the fit's annotator ids and classes, the same
 
 
 @keras.saving.register_keras_serializable(package="crowd_keras")
@@ -243,6 +244,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         With arrays of class labels, the annotators are then summarised
         (:meth:`summarize_annotators`: one more pass over the training items)."""
         _refuse_class_weight(kwargs.get("class_weight"), "fit")
+        _check_sample_weight(kwargs.get("sample_weight"), "fit")
         given_x, given_y = x, y
         x, y = self.crowd_data(x, y)
         if kwargs.get("validation_data") is not None:
@@ -298,6 +300,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         # fit's validation pass (validation_data / validation_split) hands back the targets
         # fit already converted; converting them again would read padded labels as dense.
         if not kwargs.get("_use_cached_eval_dataset"):
+            _check_sample_weight(kwargs.get("sample_weight"), "evaluate")
             x, y = self.crowd_data(x, y)
         return super().evaluate(x, y, **kwargs)
 
@@ -307,6 +310,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         warm-up and no annotator summary (a loop of its own, as for any loop that bypasses
         ``fit``)."""
         _refuse_class_weight(class_weight, "train_on_batch")
+        _check_sample_weight(sample_weight, "train_on_batch")
         x, y = self.crowd_data(x, y)
         return super().train_on_batch(x, y, sample_weight=sample_weight,
                                       return_dict=return_dict)
@@ -314,6 +318,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
                       return_dict: bool = False) -> Any:
         """``keras.Model.test_on_batch`` on crowd targets (the forms of :meth:`fit`)."""
+        _check_sample_weight(sample_weight, "test_on_batch")
         x, y = self.crowd_data(x, y)
         return super().test_on_batch(x, y, sample_weight=sample_weight,
                                      return_dict=return_dict)
@@ -360,7 +365,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         Returns:
             ``(items, K)`` posteriors.
         """
-        fitted = getattr(self, "annotations_", None)
+        fitted = self._fit_reference()
         if isinstance(annotations, Annotations) and fitted is not None:
             annotations = onto_fitted(annotations, fitted, "CrowdModel")     # by id
         return self._item_pass(x, annotations, batch_size, summarize=False)[0]
@@ -382,7 +387,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         """
         if confusions not in ("model", "posterior"):
             raise ValueError(f"confusions must be 'model' or 'posterior', got {confusions!r}")
-        fitted = getattr(self, "annotations_", None)
+        fitted = self._fit_reference()
         if isinstance(annotations, Annotations) and fitted is not None:
             annotations = onto_fitted(annotations, fitted, "CrowdModel")     # by id
         post, (sums, counts, fallback, label_counts) = self._item_pass(
@@ -487,17 +492,35 @@ class CrowdModel(CrowdConsensus, keras.Model):
         log_conf = noisy - top - np.log(np.exp(noisy - top).sum(axis=-1, keepdims=True))
         return log_prior.astype(np.float64), log_conf
 
+    def _fit_reference(self) -> Any:
+        """What new ``Annotations`` are matched to by id (:func:`onto_fitted`): the fit's
+        annotations, or after loading a saved model the annotator ids and classes saved with
+        it; None before a fit on ``Annotations``."""
+        fitted = getattr(self, "annotations_", None)
+        return fitted if fitted is not None else getattr(self, "_fitted_codes", None)
+
     def save_assets(self, dir_path: str) -> None:
-        """Save ``crowd_summary_`` (when learned) with the model (``.keras``)."""
+        """Save ``crowd_summary_`` (when learned) and the fit's annotator ids and classes
+        (after a fit on ``Annotations``) with the model (``.keras``)."""
         summary = getattr(self, "crowd_summary_", None)
         if summary is not None:
             np.savez(os.path.join(dir_path, _SUMMARY_FILE), **summary.to_arrays())
+        fitted = self._fit_reference()
+        if fitted is not None:
+            np.savez(os.path.join(dir_path, _FITTED_FILE),
+                     annotator_ids=np.asarray(list(fitted.annotator_ids)),
+                     classes=np.asarray(list(fitted.classes)))
 
     def load_assets(self, dir_path: str) -> None:
         path = os.path.join(dir_path, _SUMMARY_FILE)
         if os.path.exists(path):
             with np.load(path, allow_pickle=False) as arrays:
                 self.crowd_summary_ = CrowdSummary.from_arrays(arrays)
+        path = os.path.join(dir_path, _FITTED_FILE)
+        if os.path.exists(path):   # else new Annotations were read by their own codes
+            with np.load(path, allow_pickle=False) as arrays:
+                self._fitted_codes = _FittedCodes(arrays["annotator_ids"].tolist(),
+                                                  arrays["classes"].tolist())
 
     # ------------------------------------------------------------------ data
     def predict(self, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -542,10 +565,17 @@ class CrowdModel(CrowdConsensus, keras.Model):
             if self.is_regression:
                 raise CrowdDataError("Annotations hold class labels; a regression noise layer "
                                      "needs float targets (dense with NaN, or padded)")
+            fitted = self._fit_reference()
+            if fitted is not None:   # evaluate, validation, more fitting: by id, as predict
+                y = onto_fitted(y, fitted, "CrowdModel")
             k = self._num_classes()
             if k is not None and y.n_classes != k:
                 raise CrowdDataError(f"annotations have {y.n_classes} classes but the classifier "
                                      f"outputs {k}")
+            a = self.noise_layer.num_annotators
+            if y.n_annotators > a:   # else trained, then refused by the annotator summary
+                raise CrowdDataError(f"annotations have {y.n_annotators} annotators but the noise "
+                                     f"layer has num_annotators={a}")
             ids, labels = y.to_padded()
             y_kind = "Annotations"
         elif isinstance(y, (tuple, list)) and len(y) == 2:
@@ -588,17 +618,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
 
     def _check_no_label_at_padding(self, ids: np.ndarray, labels: np.ndarray,
                                    where: str) -> None:
-        """CrowdDataError for a label in a padding slot (annotator id -1): the layers read
-        annotator 0's weights there, so the label would be trained as annotator 0's."""
-        slots = ids.reshape(ids.shape[:1] + (1,) * (labels.ndim - 2) + ids.shape[1:])
-        present = ~np.isnan(labels) if labels.dtype.kind == "f" else labels >= 0
-        orphan = (slots < 0) & present
-        if orphan.any():
-            pos = tuple(int(p) for p in np.argwhere(orphan)[0])
-            raise CrowdDataError(f"{where}: label {labels[pos].item()!r} at {pos} is in a padding "
-                                 f"slot (annotator id -1; {int(orphan.sum())} such label(s)); "
-                                 "a padding slot's label must be missing (-1, NaN for "
-                                 "regression)")
+        check_no_label_at_padding(ids, labels, where)
 
     def _checked_labels(self, labels: np.ndarray, where: str) -> np.ndarray:
         if self.is_regression:
@@ -636,6 +656,29 @@ def _refuse_class_weight(class_weight: Any, method: str) -> None:
         raise ValueError(f"class_weight is not supported by CrowdModel.{method}: a target row "
                          "holds several annotators' labels, not one class; give "
                          "sample_weight (one weight per item) instead")
+
+
+class _FittedCodes(NamedTuple):
+    """The fit's annotator ids and classes, restored with a saved model."""
+    annotator_ids: list
+    classes: list
+
+
+def _check_sample_weight(weights: Any, method: str) -> None:
+    """A NaN weight made every weight NaN (the error then blamed the posteriors), a negative
+    one trained against the labels: refused, naming the row."""
+    if weights is None or not (isinstance(weights, (list, tuple)) or _array_like(weights)):
+        return   # a dataset's weights come with its batches
+    try:
+        values = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise CrowdDataError(f"{method}: sample_weight must be numbers") from None
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = f"row {at[0]}" if len(at) == 1 else f"{at}"
+        raise CrowdDataError(f"{method}: sample_weight {float(values[at])!r} at {where} is not a "
+                             f"finite number >= 0 ({int(bad.sum())} such)")
 
 
 def _as_arrays(x: Any) -> Any:
@@ -683,6 +726,16 @@ class _NoiseWarmup(keras.callbacks.Callback):
         # model is left bypassing its noise layer
         self._crowd_model.epochs_trained.assign_add(1.0)
         self._crowd_model.noise_on.assign(1.0)
+
+    def on_test_begin(self, logs: Optional[dict] = None) -> None:
+        # validation scores the model as it is saved and restored (noise layer on), not the
+        # bypassed one trained in a warm-up epoch: else val_loss compared two models
+        model = self._crowd_model
+        self._training_state = float(ops.convert_to_numpy(model.noise_on))
+        model.noise_on.assign(1.0)
+
+    def on_test_end(self, logs: Optional[dict] = None) -> None:
+        self._crowd_model.noise_on.assign(getattr(self, "_training_state", 1.0))
 
     def on_train_end(self, logs: Optional[dict] = None) -> None:
         self._crowd_model.noise_on.assign(1.0)

@@ -54,7 +54,9 @@ class LazyAdam(keras.optimizers.Adam):
     all weights on the torch and JAX backends, whose gathers give dense gradients) get the
     ordinary Adam update: on TensorFlow Keras' arithmetic with the step size made once
     for all weights (:meth:`_dense_update`), on torch Keras' multi-tensor form of it, as
-    ``keras.optimizers.Adam`` has there. Same arguments as ``keras.optimizers.Adam``.
+    ``keras.optimizers.Adam`` has there. Same arguments as ``keras.optimizers.Adam``;
+    ``weight_decay`` is Keras' decoupled decay, applied by the base optimizer to every row
+    of every weight each step (untouched rows shrink too: their moments stay as they are).
 
     Repeated rows (one annotator in several items of a batch) are summed before the update
     (:func:`sum_repeated_rows`), so the first step equals Adam's on the dense gradient.
