@@ -284,7 +284,13 @@ class CommonNoiseAdaptation(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.La
         broadcast error otherwise, and none at all on a symbolic call)."""
         shapes = [tuple(s) for s in input_shape] if is_shape_list(input_shape) \
             else [tuple(input_shape)]
-        probs, ids, omega, _ = self._split(shapes)
+        probs, ids, omega, rep = self._split(shapes)
+        if rep is not None:
+            # the gate's representation, and the ω it gives, meet the same checks as an ω
+            # given as an input (else a per-step ω on flat probabilities broadcast silently)
+            gate_input = rep if ids is None else [rep, ids]
+            self.gate.check_input_shape(gate_input)
+            omega = tuple(self.gate.compute_output_shape(gate_input))
         if len(probs) not in (2, 3) or probs[-1] not in (None, self.num_classes):
             raise ValueError(f"CommonNoiseAdaptation(num_classes={self.num_classes}) expects "
                              f"probabilities of shape (batch, [time,] {self.num_classes}), got "

@@ -441,7 +441,28 @@ class AnnotationLogLikelihoods(keras.layers.Layer):
         super().__init__(**kwargs)
         self.from_logits = checked_bool(from_logits, "from_logits")
 
+    @staticmethod
+    def check_input_shape(input_shape: Any) -> None:
+        """ValueError naming the three shapes unless they are ``[(batch, C), (batch, k, C,
+        C), (batch, k)]`` (unknown sizes pass): on JAX and torch a label of shape (batch, 1)
+        was broadcast over every slot, with no error."""
+        if not isinstance(input_shape, (list, tuple)) or len(input_shape) != 3:
+            raise ValueError("AnnotationLogLikelihoods takes [h, log_q, labels], got "
+                             f"{input_shape!r}")
+        h, q, y = (tuple(s) for s in input_shape)
+
+        def same(a: Any, b: Any) -> bool:
+            return a is None or b is None or a == b
+
+        if not (len(h) == 2 and len(q) == 4 and len(y) == 2 and same(q[2], q[3])
+                and same(h[1], q[3]) and same(y[1], q[1])
+                and same(h[0], q[0]) and same(h[0], y[0]) and same(q[0], y[0])):
+            raise ValueError(f"AnnotationLogLikelihoods takes h (batch, C), log_q (batch, k, "
+                             f"C, C) and labels (batch, k); got h {h}, log_q {q}, labels {y}")
+
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(inputs, (list, tuple)) and len(inputs) == 3:
+            self.check_input_shape([getattr(v, "shape", np.shape(v)) for v in inputs])
         # labels entering as data are checked once (no op in a step's graph)
         if isinstance(inputs, (list, tuple)) and len(inputs) == 3:
             labels = concrete_values(inputs[2])
@@ -466,6 +487,7 @@ class AnnotationLogLikelihoods(keras.layers.Layer):
                                axis=1)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
+        self.check_input_shape(input_shape)
         h, log_q, _ = input_shape
         width = None if log_q[1] is None else log_q[1] + 1
         return (h[0], width, h[-1])

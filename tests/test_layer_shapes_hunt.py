@@ -1,0 +1,44 @@
+"""Layer inputs of the wrong shape refused by name (a review found two that passed): the
+representation CoNAL's own gate turns into ω, and the LIA likelihood terms' three inputs."""
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+import crowd_keras.layers as layers
+from crowd_keras.lia.layers import AnnotationLogLikelihoods
+
+
+def test_common_noise_checks_the_representation_its_gate_reads():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=1).astype("float32")
+    per_step = rng.normal(size=(1, 5, 6)).astype("float32")
+    noise = layers.CommonNoiseAdaptation(4, 3, gate=layers.AnnotatorGate(4, 3))
+    # flat probabilities with a per-step representation: ω (1, 5, 4) made a (1, 5, 4, 3)
+    # output where compute_output_shape says (1, 4, 3)
+    with pytest.raises(ValueError, match=r"omega of shape \(1, 5, 4\) does not match "
+                                         r"probabilities of shape \(1, 3\)"):
+        noise([probs, per_step])
+    assert tuple(noise([probs, per_step[:, 0]]).shape) == (1, 4, 3)
+    built = layers.AnnotatorGate(4, 3)
+    built.build((None, 5))
+    symbolic = layers.CommonNoiseAdaptation(4, 3, gate=built)
+    with pytest.raises(ValueError, match=r"built for 5 features"):   # was refused in predict
+        symbolic([keras.Input((3,)), keras.Input((4,))])
+
+
+@pytest.mark.parametrize("labels_shape, h_width", [((2, 1), 3), ((2, 3), 3), ((2, 2), 4)])
+def test_annotation_log_likelihoods_refuses_inputs_of_other_shapes(labels_shape, h_width):
+    """Labels (2, 1) for two slots were broadcast over both on JAX and torch (no error)."""
+    h = np.full((2, h_width), 1.0 / h_width, "float32")
+    log_q = np.log(np.full((2, 2, 3, 3), 1 / 3, "float32"))
+    labels = np.zeros(labels_shape, "int32")
+    with pytest.raises(ValueError, match=r"AnnotationLogLikelihoods takes h \(batch, C\), log_q "
+                                         r"\(batch, k, C, C\) and labels \(batch, k\)"):
+        AnnotationLogLikelihoods()([h, log_q, labels])
+    good = AnnotationLogLikelihoods()([np.full((2, 3), 1 / 3, "float32"), log_q,
+                                       np.zeros((2, 2), "int32")])
+    assert tuple(good.shape) == (2, 3, 3)
+    with pytest.raises(ValueError, match="labels"):
+        AnnotationLogLikelihoods().compute_output_shape([(None, 3), (None, 2, 3, 3), (None, 4)])
