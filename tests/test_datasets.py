@@ -95,7 +95,7 @@ def test_simulator_bad_arguments():
         simulate_crowd(n_items=20, groups="defualt")
     with pytest.raises(CrowdDataError, match="probabilities >= 0"):
         simulate_crowd(n_items=20, groups=[{"probability": 1, "accuracy": 1.2}])
-    with pytest.raises(ValueError, match="n_features must be an integer >= 0"):
+    with pytest.raises(ValueError, match="n_features must be an integer >= 1"):
         simulate_crowd(n_items=20, n_features=-1)
 
 
@@ -269,7 +269,7 @@ def test_a_mistyped_set_name_lists_the_sets(tmp_path):
 
 
 @pytest.mark.parametrize("answer_csv,match", [
-    ("question,worker,answer\n1,a,yes\n", r"answer.csv: label 'yes' at row 0"),
+    ("question,worker,answer\n1,a,yes\n", r"answer.csv, row 0: answer 'yes' of question 1 is not a class code"),
     ("question,worker,answer\n1,a,0\n2,a,1,5\n", r"answer.csv: not a CSV table"),
 ])
 def test_truth_inference_errors_in_answers_name_the_file(tmp_path, answer_csv, match):

@@ -93,9 +93,20 @@ def _level(export: Any, level: Optional[str]) -> str:
     names, or an interval between them, would be made up)."""
     numeric = all(isinstance(plain(c), (int, float)) and not isinstance(plain(c), bool)
                   for c in export.classes)
-    if level is not None and (export.control_type == "rating" or numeric):
+    if level is not None and (export.control_type == "rating" or all(
+            _spells_a_number(c) for c in export.classes)):   # choices "1".."10" too
         return level
     return "interval" if export.control_type == "rating" and numeric else "nominal"
+
+
+def _spells_a_number(value: Any) -> bool:
+    value = plain(value)
+    if isinstance(value, bool):
+        return False
+    try:
+        return bool(np.isfinite(float(value)))
+    except (TypeError, ValueError):
+        return False
 
 
 def _one_control(source: Any, name: str, *, method: Optional[str],
