@@ -42,3 +42,22 @@ def test_annotation_log_likelihoods_refuses_inputs_of_other_shapes(labels_shape,
     assert tuple(good.shape) == (2, 3, 3)
     with pytest.raises(ValueError, match="labels"):
         AnnotationLogLikelihoods().compute_output_shape([(None, 3), (None, 2, 3, 3), (None, 4)])
+
+
+def test_new_annotators_features_are_checked_as_the_constructors_are():
+    from crowd_keras.layers import DifficultyCompetence
+
+    layer = DifficultyCompetence(num_classes=2, latent_dim=2,
+                                 annotator_features=np.eye(3, 2, dtype="float32"))
+    x = np.zeros((4, 5), "float32")
+    layer(x)
+    assert tuple(layer.confusions_for_features(x, np.ones((2, 2), "float32")).shape) == \
+        (4, 2, 2, 2)
+    # a NaN feature gave NaN confusions, a 1-d row one annotator, another width numpy's error
+    for features, words in (([[0.5, np.nan]], r"must be finite, got nan at \(annotator 0, "
+                                               r"feature 1\)"),
+                            ([0.5, 0.5], r"must be \(annotators, features\)"),
+                            ([[0.5, 0.5, 0.5]], r"3 features per annotator, the layer was "
+                                                r"built with 2")):
+        with pytest.raises(ValueError, match=words):
+            layer.confusions_for_features(x, features)

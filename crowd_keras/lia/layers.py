@@ -368,6 +368,19 @@ class DifficultyCompetence(ChecksIdsAtEntry, keras.layers.Layer):
         if self.annotator_features is None:
             raise ValueError("this layer identifies annotators one-hot; it was built without "
                              "annotator_features, so it cannot describe new annotators")
+        if annotator_features is not self.annotator_features:
+            # new annotators, checked as the constructor checks its own (a NaN row gave NaN
+            # confusions, a 1-d row was read as one annotator, another width a matmul error)
+            given = concrete_values(annotator_features)
+            if given is not None:
+                feats = checked_annotator_features(
+                    given, "DifficultyCompetence.competence_from_features")
+                width = self.annotator_features.shape[1]
+                if feats.shape[1] != width:
+                    raise ValueError(f"DifficultyCompetence.competence_from_features: "
+                                     f"annotator_features have {feats.shape[1]} features per "
+                                     f"annotator, the layer was built with {width}")
+                annotator_features = feats
         r = ops.convert_to_tensor(annotator_features, dtype=self.compute_dtype)
         return self._reshape(self._run_mlp(r, self.annotator_layers))
 
