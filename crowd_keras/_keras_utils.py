@@ -17,7 +17,8 @@ import pandas as pd
 from .errors import CrowdDataError
 from .numerics import MISSING
 
-__all__ = ["annotator_mask", "check_no_label_at_padding", "apply_annotator_matrices", "batched_vector_matrix",
+__all__ = ["annotator_mask", "check_no_label_at_padding", "check_weight_rows",
+           "apply_annotator_matrices", "batched_vector_matrix",
            "gather_annotators", "gather_rows",
            "insert_annotator_axis", "identity_initializer", "checked_noise_scale",
            "weight_in_use", "is_shape_list", "split_pair", "n_rows", "split_padding",
@@ -120,6 +121,21 @@ def static_shapes(inputs: Any) -> Any:
     if isinstance(inputs, (list, tuple)):
         return [shape(x) for x in inputs]
     return shape(inputs)
+
+
+def check_weight_rows(sample_weight: Any, y_true: Any, name: str) -> None:
+    """ValueError naming the loss when a ``sample_weight`` of rank 1 or more has another
+    number of rows than the targets (a backend's broadcast error otherwise; Keras' ``fit``
+    checks rows first, a direct call or a custom loop does not). Unknown sizes pass."""
+    if sample_weight is None:
+        return
+    weights, targets = known_shape(sample_weight), known_shape(y_true)
+    if not weights or not targets or None in (weights[0], targets[0]):
+        return
+    if weights[0] != targets[0]:
+        raise ValueError(f"{name}: sample_weight of shape {weights} does not have the "
+                         f"targets' {targets[0]} rows (targets {targets}): one weight per item "
+                         "(batch,), per step (batch, time) or per slot")
 
 
 def known_shape(x: Any) -> Any:

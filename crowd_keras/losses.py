@@ -27,7 +27,10 @@ With Keras' default reduction (``"sum_over_batch_size"``) and no ``sample_weight
 makes that mean itself, as one value (divided by the number of replicas under
 ``tf.distribute``, as Keras divides its reduced losses). Otherwise Keras reduces the per-item
 values returned by ``call``: it divides their sum by the batch size, and ``call`` scales them
-by ``batch / n_observed`` so that the reduced value is the same mean. ``sample_weight`` (per
+by ``batch / n_observed`` so that the reduced value is the same mean. Under
+``reduction="sum"`` Keras does not divide: the value is the batch size times that mean (not
+the sum of the annotations' losses); ``"mean_with_sample_weight"`` divides by the items'
+weights, the unlabelled items' included. ``sample_weight`` (per
 item) multiplies each item's annotation losses; it may also be per step, ``(batch, time)`` as
 Keras' temporal sample weights of a tagger, or per slot, ``(batch, [time,] slots)``, and
 multiplies the losses of the annotations it covers (``Σ w ℓ / n_observed``).
@@ -40,11 +43,12 @@ from . import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from ._keras_utils import (KeepsLossDtype, checked_bool,
+from ._keras_utils import (KeepsLossDtype, check_weight_rows, checked_bool,
                            checked_answers, checked_codes, clip_probabilities, concrete_targets,
                            concrete_values, hide_masked_steps, keras_mask, known_rank, known_shape,
                            observed_mean, observed_mean_of_all, reduced_per_item,
                            scaled_for_replicas, check_target_shape, split_padding)
+from .errors import CrowdDataError
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
 __all__ = ["MaskedMultiCrossEntropy", "MaskedMultiMSE", "LabelCountCrossEntropy"]
@@ -72,6 +76,7 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, self._missing)
         self.check_targets(y_true if data is None else data, y_pred)
+        check_weight_rows(sample_weight, y_true, self.name)
         if sample_weight is not None and known_rank(sample_weight) == 0:
             # one weight for the batch, as Keras' own losses take it: every item's
             sample_weight = ops.full(ops.shape(y_true)[:1], sample_weight, dtype=self.dtype)
@@ -198,6 +203,11 @@ class MaskedMultiMSE(_MaskedMultiLoss):
         """Answers are finite numbers or NaN (missing): an infinite one makes the loss
         infinite and the weights NaN after one step."""
         answers = concrete_values(y_true)
+        if answers is not None and answers.dtype.kind not in "iufb":
+            # else a backend's conversion error ("Invalid dtype: object"), naming nothing
+            raise CrowdDataError(f"{self.name} y_true: answers must be numbers with NaN where "
+                                 f"missing, got {answers.dtype} values (None for missing: "
+                                 "np.asarray(y_true, dtype=float) makes them NaN)")
         if answers is not None and answers.dtype.kind in "iuf":
             checked_answers(answers, f"{self.name} y_true")
 

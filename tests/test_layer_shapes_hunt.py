@@ -61,3 +61,38 @@ def test_new_annotators_features_are_checked_as_the_constructors_are():
                                                 r"built with 2")):
         with pytest.raises(ValueError, match=words):
             layer.confusions_for_features(x, features)
+
+
+def test_loss_weights_of_other_rows_or_per_slot_on_per_item_losses_are_named():
+    """A weight of another row count was a backend's broadcast error in every loss; per-slot
+    weights on the per-item LIA and mixture losses were broadcast by Keras' reduction."""
+    from crowd_keras.lia.losses import ExpectedCompleteNLL, MarginalNLL
+    from crowd_keras.losses import (LabelCountCrossEntropy, MaskedMultiCrossEntropy,
+                                    MaskedMultiMSE)
+
+    probs = np.full((2, 2, 3), 1 / 3, "float32")
+    log_terms = np.log(np.full((2, 3, 3), 1 / 3, "float32"))
+    cases = [(MaskedMultiCrossEntropy(from_logits=False), np.zeros((2, 2), "int32"), probs),
+             (MaskedMultiMSE(), np.zeros((2, 2), "float32"), np.zeros((2, 2), "float32")),
+             (LabelCountCrossEntropy(), np.ones((2, 3), "float32"),
+              np.full((2, 3), 1 / 3, "float32")),
+             (MarginalNLL(), np.zeros((2, 2), "int32"), log_terms),
+             (ExpectedCompleteNLL(), np.full((2, 3), 1 / 3, "float32"), log_terms)]
+    for loss, y_true, y_pred in cases:
+        with pytest.raises(ValueError, match=r"sample_weight of shape \(3,\) does not have the "
+                                             r"targets' 2 rows"):
+            loss(y_true, y_pred, sample_weight=np.ones(3, "float32"))
+        assert np.isfinite(float(loss(y_true, y_pred, sample_weight=np.ones(2, "float32"))))
+    for loss, y_true, y_pred in cases[2:]:
+        with pytest.raises(ValueError, match=r"sample_weight of shape \(2, \d\) is not per item"):
+            loss(y_true, y_pred, sample_weight=np.ones((2, y_true.shape[1]), "float32"))
+
+
+def test_mse_targets_that_are_not_numbers_are_named():
+    from crowd_keras import CrowdDataError
+    from crowd_keras.losses import MaskedMultiMSE
+
+    with pytest.raises(CrowdDataError, match=r"masked_multi_mse y_true: answers must be numbers "
+                                             r"with NaN where missing, got object values"):
+        MaskedMultiMSE()(np.array([[1.0, None], [2.0, 3.0]], dtype=object),
+                         np.zeros((2, 2), "float32"))

@@ -11,8 +11,8 @@ from .. import keras_required  # noqa: F401  (one clear line without Keras)
 import keras
 from keras import ops
 
-from .._keras_utils import (KeepsLossDtype, check_target_shape, checked_codes,
-                            concrete_values)
+from .._keras_utils import (KeepsLossDtype, check_target_shape, check_weight_rows, checked_codes,
+                            concrete_values, known_shape)
 
 __all__ = ["ExpectedCompleteNLL", "MarginalNLL"]
 
@@ -22,12 +22,27 @@ def _joint(y_pred: Any) -> Any:
     return y_pred[:, 0, :] + ops.sum(y_pred[:, 1:, :], axis=1)
 
 
+def _check_item_weights(sample_weight: Any, y_true: Any, name: str) -> None:
+    """The LIA losses are per item: a weight per item, ``(batch,)`` or ``(batch, 1)``; per-slot
+    weights ``(batch, k)`` were broadcast by Keras' reduction (weights [[1, 0], [0, 1]] halved
+    the loss instead of weighting annotations), other rows a backend's error."""
+    check_weight_rows(sample_weight, y_true, name)
+    shape = known_shape(sample_weight) if sample_weight is not None else None
+    if shape and len(shape) > 1 and shape[1:] != (1,):
+        raise ValueError(f"{name}: sample_weight of shape {shape} is not per item; the LIA "
+                         "losses take one weight per item, (batch,) or (batch, 1)")
+
+
 @keras.saving.register_keras_serializable(package="crowd_keras")
 class ExpectedCompleteNLL(KeepsLossDtype, keras.losses.Loss):
     """Negative of the M-step objective (Eq. 7) for one item; ``y_true`` = E-step ``ŷ (batch, C)``."""
 
     def __init__(self, name: str = "lia_expected_nll", **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        _check_item_weights(sample_weight, y_true, self.name)
+        return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         check_target_shape(y_true, (y_pred.shape[0], y_pred.shape[-1]), self.name,
@@ -56,6 +71,7 @@ class MarginalNLL(KeepsLossDtype, keras.losses.Loss):
         labels = concrete_values(y_true)
         if labels is not None:
             checked_codes(labels, y_pred.shape[-1], "label", f"{self.name} y_true", "classes")
+        _check_item_weights(sample_weight, y_true, self.name)
         return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._keras_utils import (KeepsLossDtype, checked_bool, clip_probabilities,
+from .._keras_utils import (KeepsLossDtype, check_weight_rows, checked_bool, clip_probabilities,
                             concrete_targets, concrete_values, hide_masked_steps, keras_mask,
                             known_rank, known_shape, observed_mean, reduced_per_item,
                             shapes_match)
@@ -76,6 +76,12 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
         if mask is not None:
             y_true, y_pred = hide_masked_steps(y_true, y_pred, mask, 0.0)
         _check_counts(y_true if data is None else data, self.name)
+        check_weight_rows(sample_weight, y_true, self.name)
+        if sample_weight is not None and known_rank(y_true) == 2 \
+                and (known_shape(sample_weight) or (None,))[1:] not in ((), (1,)):
+            raise ValueError(f"{self.name}: sample_weight of shape {known_shape(sample_weight)} "
+                             "is not per item; counts (batch, classes) take one weight per "
+                             "item, (batch,) or (batch, 1)")
         if sample_weight is not None and known_rank(y_true) == 3 \
                 and (known_shape(sample_weight) or (None, 1))[1:] not in ((), (1,)):
             # per step (batch, time): Keras' reduction of call()'s per-item values cannot take
