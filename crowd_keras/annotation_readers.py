@@ -247,6 +247,12 @@ class AnnotationReaders:
                                  f"{a.shape} and {y.shape}")
         a = integer_codes(a, "padded annotator ids", "(row, slot) ")
         y = integer_codes(y, "padded labels", "(row, slot) ")
+        for name, codes in (("annotator id", a), ("label", y)):
+            below = codes < MISSING   # else -5 and -7 read as padding, the entry dropped
+            if below.any():
+                r, c = np.argwhere(below)[0]
+                raise CrowdDataError(f"padded {name} {codes[r, c]} at row {r}, slot {c}: only "
+                                     f"the padding marker {MISSING} may be negative")
         present = a >= 0
         if ((y >= 0) != present).any():
             r, c = np.argwhere((y >= 0) != present)[0]

@@ -8,6 +8,7 @@ container (label models give them the prior), so no input item is dropped silent
 """
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, Iterable, Optional
 
 import numpy as np
@@ -301,7 +302,18 @@ class Annotations(AnnotationReaders):
         """cleanlab's wide layout (:meth:`from_wide`): items × annotators, index = item ids,
         columns = annotator ids, class codes as floats (``class_names``: the class names,
         read back by ``from_wide(frame, classes=annotations.classes)`` when they are text:
-        numbers in the cells are read as codes), NaN where absent."""
+        numbers in the cells are read as codes), NaN where absent. Class names that are
+        numbers other than the codes ``0..K-1`` (ratings 1..5) are refused with
+        ``class_names``: ``from_wide`` would read them back as codes, shifted."""
+        if class_names:
+            plain = [c.item() if hasattr(c, "item") else c for c in self._classes]
+            numbers = [isinstance(c, Real) and not isinstance(c, bool) for c in plain]
+            if any(numbers) and plain != list(range(len(plain))):
+                raise ValueError(f"to_wide(class_names=True): the classes {plain[:10]} are "
+                                 "numbers, which from_wide reads back as class codes (a "
+                                 "rating 1 as the class of code 1, the second); write the "
+                                 "codes, to_wide(), and read them with from_wide(frame, "
+                                 "classes=annotations.classes)")
         labels = self._classes[self._labels] if class_names else self._labels
         return wide_frame(self._items, self._annotators, labels, self._item_ids,
                        self._annotator_ids)

@@ -411,3 +411,25 @@ def test_ids_and_classes_given_as_generators_are_read_once():
     assert ann == Annotations.from_frame(df, classes=["dog", "cat"],
                                          item_ids=["t3", "t2", "t1", "t0"],
                                          annotator_ids=["w3", "w2", "w1"])
+
+
+def test_to_wide_with_numeric_class_names_is_refused_not_shifted():
+    """Ratings [1, 2, 3] written as names were read back by from_wide as codes: every label
+    one class up, silently."""
+    ann = Annotations.from_frame(pd.DataFrame({"task": ["i1", "i1", "i2"],
+                                               "worker": ["u", "v", "v"], "label": [1, 2, 2]}),
+                                 classes=[1, 2, 3])
+    with pytest.raises(ValueError, match=r"to_wide\(class_names=True\): the classes \[1, 2, 3\] "
+                                         r"are numbers"):
+        ann.to_wide(class_names=True)
+    back = Annotations.from_wide(ann.to_wide(), classes=ann.classes)
+    assert back.to_frame().values.tolist() == ann.to_frame().values.tolist()
+    text = Annotations.from_frame(pd.DataFrame({"task": [1, 2], "worker": ["u", "u"],
+                                                "label": ["a", "b"]}))
+    assert Annotations.from_wide(text.to_wide(class_names=True), classes=text.classes) == text
+
+
+def test_padded_codes_below_the_padding_marker_are_refused():
+    with pytest.raises(CrowdDataError, match=r"padded annotator id -5 at row 0, slot 1: only the "
+                                             r"padding marker -1 may be negative"):
+        Annotations.from_padded([[0, -5]], [[1, -7]])    # was read as padding, dropped
