@@ -451,7 +451,9 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
         return int(rows[n]) if rows is not None else n
 
     def where(n: int, skip: str = "label") -> str:
-        shown = ", ".join(f"{role} {show(cols[role].iloc[n])}"
+        # a missing co-id is said so (an annotator named "nan" is a valid id)
+        shown = ", ".join(f"{role} missing too" if _missing(cols[role].iloc[n])
+                          else f"{role} {show(cols[role].iloc[n])}"
                           for role in ("item", "annotator", "label") if role not in (skip, "label"))
         return f"row {row(n)} ({shown})" if shown else f"row {row(n)}"
 
@@ -501,3 +503,11 @@ def frame_codes(df: pd.DataFrame, item: str, annotator: str, label: str,
                                  f"{role}_ids{alike_hint(value, ids_array(given), role)}")
         ids[role] = (found.astype(np.int64), given)
     return codes, classes, ids, distinct
+
+
+def _missing(value: Any) -> bool:
+    """NaN/None/pd.NA (a list or an array is a value, not a missing one)."""
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False

@@ -433,3 +433,12 @@ def test_padded_codes_below_the_padding_marker_are_refused():
     with pytest.raises(CrowdDataError, match=r"padded annotator id -5 at row 0, slot 1: only the "
                                              r"padding marker -1 may be negative"):
         Annotations.from_padded([[0, -5]], [[1, -7]])    # was read as padding, dropped
+
+
+def test_a_missing_id_beside_another_missing_one_says_missing_not_nan():
+    frame = pd.DataFrame({"task": [1, None], "worker": ["a", None], "label": [0, 1]})
+    with pytest.raises(CrowdDataError, match=r"column 'task' at row 1 \(annotator missing too\)"):
+        Annotations.from_frame(frame)                    # was "(annotator nan)"
+    frame = pd.DataFrame({"task": [1, None], "worker": ["a", "nan"], "label": [0, 1]})
+    with pytest.raises(CrowdDataError, match=r"at row 1 \(annotator 'nan'\)"):
+        Annotations.from_frame(frame)                    # an annotator named "nan" is one

@@ -173,6 +173,19 @@ def test_annotators_json_given_as_the_csv_path_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", ["aggregate", "agree"])
+def test_values_of_only_spaces_are_refused(command, tmp_path, capsys):
+    # ' , , ' became an item ' ', an annotator ' ' and a class ' ', silently
+    src, out = tmp_path / "answers.csv", tmp_path / "out"
+    src.write_text("task,worker,label\n1,a,x\n , , \n1,b,x\n2,a,y\n2,b,y\n")
+    err = _run([command, str(src), "--out", str(out), "--quiet"], capsys, code=1).err
+    assert ("answers.csv: the item at line 3 (column 'task', --item) is only spaces, ' '"
+            in err)
+    src.write_text("task,worker,label\n1,a,x\n1,b,  \n2,a,y\n2,b,y\n")
+    err = _run([command, str(src), "--out", str(out), "--quiet"], capsys, code=1).err
+    assert "the label at line 3 (column 'label', --label) is only spaces, '  '" in err
+
+
+@pytest.mark.parametrize("command", ["aggregate", "agree"])
 def test_values_that_differ_only_in_spaces_around_them_are_refused(command, tmp_path, capsys):
     # 't2,b, cat' after 't1,a,cat': 'cat' and ' cat' were two classes, silently
     src, out = tmp_path / "answers.csv", tmp_path / "out"

@@ -283,6 +283,13 @@ def check_spacing(path: str, df: Any, args: argparse.Namespace) -> None:
         if text.empty:
             continue
         stripped = text.str.strip()
+        blank = (stripped == "").to_numpy()
+        if blank.any():   # else "  " became an item (annotator, class) of its own, silently
+            row = text.index[int(blank.argmax())]
+            raise CrowdDataError(
+                f"{path}: the {role} at line {line_of(path)(df.index.get_loc(row))} (column "
+                f"{getattr(args, role)!r}, {flag}) is only spaces, {text[row]!r}: give it a "
+                "value or remove the row")
         spaced = (stripped != text).to_numpy()
         if not spaced.any():
             continue
