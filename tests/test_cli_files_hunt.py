@@ -20,6 +20,15 @@ def _run(argv, capsys, code=0):
     return capsys.readouterr()
 
 
+def _refused(command, tmp_path, capsys, text):
+    """The error ``command`` prints for an answers.csv holding ``text`` (exit 1, no output)."""
+    src, out = tmp_path / "answers.csv", tmp_path / "out"
+    src.write_text(text)
+    err = _run([command, str(src), "--out", str(out), "--quiet"], capsys, code=1).err
+    assert not out.exists()
+    return err
+
+
 def test_words_pandas_reads_as_missing_are_ids_and_labels_as_written(tmp_path, capsys):
     # an annotator with the initials NA, an item 'null' and a class 'None' (of the above)
     src, out = tmp_path / "answers.csv", tmp_path / "labels.csv"
@@ -175,13 +184,10 @@ def test_annotators_json_given_as_the_csv_path_is_refused(tmp_path, capsys):
 @pytest.mark.parametrize("command", ["aggregate", "agree"])
 def test_values_of_only_spaces_are_refused(command, tmp_path, capsys):
     # ' , , ' became an item ' ', an annotator ' ' and a class ' ', silently
-    src, out = tmp_path / "answers.csv", tmp_path / "out"
-    src.write_text("task,worker,label\n1,a,x\n , , \n1,b,x\n2,a,y\n2,b,y\n")
-    err = _run([command, str(src), "--out", str(out), "--quiet"], capsys, code=1).err
-    assert ("answers.csv: the item at line 3 (column 'task', --item) is only spaces, ' '"
-            in err)
-    src.write_text("task,worker,label\n1,a,x\n1,b,  \n2,a,y\n2,b,y\n")
-    err = _run([command, str(src), "--out", str(out), "--quiet"], capsys, code=1).err
+    err = _refused(command, tmp_path, capsys,
+                   "task,worker,label\n1,a,x\n , , \n1,b,x\n2,a,y\n2,b,y\n")
+    assert "answers.csv: the item at line 3 (column 'task', --item) is only spaces, ' '" in err
+    err = _refused(command, tmp_path, capsys, "task,worker,label\n1,a,x\n1,b,  \n2,a,y\n2,b,y\n")
     assert "the label at line 3 (column 'label', --label) is only spaces, '  '" in err
 
 
