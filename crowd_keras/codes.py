@@ -19,7 +19,7 @@ from .errors import CrowdDataError
 from .numerics import dense_ranks
 from .string_codes import column_codes
 
-__all__ = ["show", "alike_hint", "alike_position", "categorical", "frozen", "ids_array", "check_unique_ids",
+__all__ = ["show", "spelled_number", "alike_hint", "alike_position", "categorical", "frozen", "ids_array", "check_unique_ids",
            "integer_codes", "label_matrix_problem", "as_matrix", "numeric_matrix", "compact_codes", "factorize_labels",
            "factorize_ids", "sort_order", "keyed_order", "dense_codes", "label_matrix_codes",
            "MAX_CODE", "infer_classes", "check_id_values", "is_dask_frame",
@@ -758,3 +758,15 @@ def label_matrix_codes(L: Any, cardinality: Optional[int],
         raise CrowdDataError(f"label code {value:g} at row {r}, column {c} is outside the "
                              f"{n_classes} classes {shown[:20]}")
     return m, np.asarray(classes) if classes is not None else np.arange(n_classes)
+
+
+def spelled_number(item: Any) -> Any:
+    """The number a text class such as ``"4"`` or ``"2.5"`` spells (a Label Studio
+    ``<Choices>`` scale's values are texts), else the class itself."""
+    if not isinstance(item, str):
+        return item
+    try:
+        number = float(item)
+    except ValueError:
+        return item
+    return number if np.isfinite(number) else item

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..codes import show
+from ..codes import show, spelled_number
 from ..errors import Argument, CrowdDataError, Message
 from ..sequences.annotations import SequenceAnnotations
 
@@ -107,18 +107,6 @@ def agreement_matrix(ann: Annotations) -> sp.csr_matrix:
                          shape=(ann.n_items * ann.n_classes, ann.n_annotators))
 
 
-def _spelled_number(item: Any) -> Any:
-    """The number a text class such as ``"4"`` or ``"2.5"`` spells (a Label Studio
-    ``<Choices>`` scale's values are texts), else the class itself."""
-    if not isinstance(item, str):
-        return item
-    try:
-        number = float(item)
-    except ValueError:
-        return item
-    return number if np.isfinite(number) else item
-
-
 def class_values(ann: Annotations, level: str) -> np.ndarray:
     """(n_classes,) float64 numeric value of each class (a text spelling a number counts as
     that number), for the interval and ratio levels; a :class:`CrowdDataError` naming the
@@ -127,7 +115,7 @@ def class_values(ann: Annotations, level: str) -> np.ndarray:
     values = []
     for c in ann.classes:
         item = c.item() if hasattr(c, "item") else c
-        item = _spelled_number(item)
+        item = spelled_number(item)
         if isinstance(item, bool) or not isinstance(item, (int, float)) or item != item:
             raise CrowdDataError(Message(
                 "{level} needs numeric classes (the distance between two labels is their "

@@ -21,6 +21,7 @@ import pandas as pd
 from crowd_keras.agreement import agreement_report
 from crowd_keras.agreement.report import nested, plain, records
 from crowd_keras.aggregation.registry import DEFAULT_LABEL_MODEL
+from crowd_keras.codes import spelled_number
 from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.files import atomic_write_files, indented_json
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
@@ -93,20 +94,12 @@ def _level(export: Any, level: Optional[str]) -> str:
     names, or an interval between them, would be made up)."""
     numeric = all(isinstance(plain(c), (int, float)) and not isinstance(plain(c), bool)
                   for c in export.classes)
+    spelled = [spelled_number(plain(c)) for c in export.classes]   # choices "1".."10" too
     if level is not None and (export.control_type == "rating" or all(
-            _spells_a_number(c) for c in export.classes)):   # choices "1".."10" too
+            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+            for v in spelled)):
         return level
     return "interval" if export.control_type == "rating" and numeric else "nominal"
-
-
-def _spells_a_number(value: Any) -> bool:
-    value = plain(value)
-    if isinstance(value, bool):
-        return False
-    try:
-        return bool(np.isfinite(float(value)))
-    except (TypeError, ValueError):
-        return False
 
 
 def _one_control(source: Any, name: str, *, method: Optional[str],
