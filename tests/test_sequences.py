@@ -107,6 +107,20 @@ def test_bad_span_input_gets_located_errors():
         SequenceAnnotations.from_spans(["ab"], spans([(0, "a", 0, 1)]), seen=[("z", "b")])
 
 
+
+def test_a_seen_rows_annotator_is_named_as_a_seen_row_by_its_index():
+    # the seen row's position, or "span row" for a seen pair with annotator_ids, named another
+    # row than the user's (their seen frame's index names its rows, as its documents' errors do)
+    frame = spans([("d", "a", 0, 1)])
+    seen = pd.DataFrame({"doc": ["d", "d"], "annotator": ["b", None]}, index=[10, 11])
+    with pytest.raises(CrowdDataError, match=r"^seen row 11: missing annotator id"):
+        SequenceAnnotations.from_spans({"d": "ab"}, frame, seen=seen)
+    seen = pd.DataFrame({"doc": ["d", "d"], "annotator": ["b", "z"]}, index=[10, 11])
+    with pytest.raises(CrowdDataError, match=r"^seen row 11: annotator 'z' is not among"):
+        SequenceAnnotations.from_spans({"d": "ab"}, frame, seen=seen, annotator_ids=["a", "b"])
+    with pytest.raises(CrowdDataError, match=r"^span row 0: annotator 'a' is not among"):
+        SequenceAnnotations.from_spans({"d": "ab"}, frame, seen=seen, annotator_ids=["b", "z"])
+
 def test_text_mismatch_is_counted_or_an_error():
     frame = pd.DataFrame({"doc": [0, 0, 0], "annotator": ["a", "b", "c"], "start": [0, 3, 3],
                           "end": [2, 5, 9], "text": ["ab", "xx", "cd"]})

@@ -366,6 +366,7 @@ class SequenceAnnotations:
                     f"the characters {int(start[r])}:{int(end[r])} of document "
                     f"{show(ids[s_doc[r]])}: {show(text_list[s_doc[r]][start[r]:end[r]])}")
         pair_doc, pair_annotator = [s_doc], [frame["annotator"]]
+        seen_ids = np.zeros(0, object)    # a seen frame's index names its rows in errors
         if seen is not None:
             seen_frame = seen_pairs(seen)
             _check_no_missing(seen_frame["doc"],
@@ -373,10 +374,12 @@ class SequenceAnnotations:
             pair_doc.append(_codes(seen_frame["doc"].reset_index(drop=True), doc_index,
                                    "document", seen_frame.index.to_numpy(), "seen row"))
             pair_annotator.append(seen_frame["annotator"])
+            seen_ids = seen_frame.index.to_numpy()
         annotators = pd.concat(pair_annotator, ignore_index=True)
 
         def where(r: int) -> str:
-            return f"span row {row_ids[r]}" if r < len(frame) else f"seen row {r - len(frame)}"
+            return (f"span row {row_ids[r]}" if r < len(frame)
+                    else f"seen row {seen_ids[r - len(frame)]}")
 
         if annotators.isna().any():
             r = int(np.argmax(annotators.isna().to_numpy()))
@@ -391,8 +394,10 @@ class SequenceAnnotations:
                 raise CrowdDataError(f"missing annotator id ({show(ann_ids[n])}) at "
                                      f"annotator_ids[{n}]")
             check_unique_ids(ids_array(ann_ids), "annotator")
-            ann_codes = _codes(annotators, pd.Index(ann_ids), "annotator",
-                               np.concatenate([row_ids, np.arange(len(annotators) - len(frame))]))
+            known = pd.Index(ann_ids)
+            ann_codes = np.concatenate([
+                _codes(annotators[:len(frame)], known, "annotator", row_ids),
+                _codes(annotators[len(frame):], known, "annotator", seen_ids, "seen row")])
         key = np.concatenate(pair_doc) * len(ann_ids) + ann_codes
         ukey, inverse = np.unique(key, return_inverse=True)
         return cls(text_list, ids, np.asarray(ann_ids, dtype=object), list(labels),
