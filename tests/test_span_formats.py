@@ -562,6 +562,27 @@ def test_annotators_who_marked_nothing_survive_every_format(tmp_path):
             write(TEXTS, spans.drop(columns="annotator"), seen=seen)
 
 
+
+def test_the_writers_name_a_seen_frames_rows_by_their_index(tmp_path):
+    # they named its positions ("seen row 1" for the row labelled 11), where from_spans and
+    # the span rows' errors name the index
+    spans = frame([("d1", 0, 5, "P", "w1")], ("doc", "start", "end", "label", "annotator"))
+    cases = [(("d1", None), "seen row 11: has no annotator"),
+             (("d9", "w2"), "seen row 11: document 'd9' has no text")]
+    writers = [spans_to_token_tags, lambda t, s, seen: write_spans_jsonl(tmp_path / "s.jsonl",
+                                                                          t, s, seen=seen)]
+    if __import__("importlib").util.find_spec("spacy"):
+        writers.append(spans_to_spacy)
+    for pair, msg in cases:
+        seen = pd.DataFrame([("d1", "w1"), pair], columns=["doc", "annotator"], index=[10, 11])
+        for write in writers:
+            with pytest.raises(CrowdDataError, match=f"^{msg}"):
+                write(TEXTS, spans, seen=seen)
+    seen = pd.DataFrame([("d1", "w1"), ("d2", 1.5)], columns=["doc", "annotator"],
+                        index=[10, 11])
+    with pytest.raises(CrowdDataError, match=r"^seen row 11: annotator must be a string"):
+        write_spans_jsonl(tmp_path / "s.jsonl", TEXTS, spans, seen=seen)
+
 @pytest.mark.slow
 def test_pico_spans_round_trip_through_every_format(tmp_path):
     from crowd_keras.datasets import load_pico

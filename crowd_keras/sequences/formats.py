@@ -140,17 +140,18 @@ def _row(frame: pd.DataFrame, r: int) -> str:
 def _seen(seen: Any, text_of: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The (document, annotator) pairs of ``seen`` (a frame with columns ``doc`` and
     ``annotator``, or a list of pairs, as ``SequenceAnnotations.from_spans`` takes) as a
-    frame; an unknown document or a missing annotator is an error naming the seen row, and
-    so are spans (``frame``) without annotators beside it."""
+    frame; an unknown document or a missing annotator is an error naming the seen row (a
+    frame's by its index, as ``from_spans`` names it), and so are spans (``frame``) without
+    annotators beside it."""
     if len(frame) and "annotator" not in frame.columns:
         raise CrowdDataError("seen is given but the spans have no annotator column")
-    out = seen_pairs(seen).reset_index(drop=True)
+    out = seen_pairs(seen)     # a frame keeps its index: errors name its rows by it
     bad = ~out["doc"].isin(list(text_of)).to_numpy() | out["annotator"].isna().to_numpy()
     if bad.any():
         r = int(np.argmax(bad))
         what = ("has no annotator" if pd.isna(out["annotator"].iloc[r]) else
                 _no_text(out["doc"].iloc[r], text_of))
-        raise CrowdDataError(f"seen row {r}: {what}")
+        raise CrowdDataError(f"seen row {out.index[r]}: {what}")
     return out
 
 
@@ -643,7 +644,7 @@ def write_spans_jsonl(path: Any, texts: Any, spans: pd.DataFrame, seen: Any = No
     for c in keep[2:]:      # what read_spans_jsonl reads back: a string or an integer
         _json_ids(frame[c].tolist(), c, lambda r: _row(frame, r))
     doc_ids = _json_ids(list(text_of), "doc", lambda k: f"text {k}")
-    _json_ids(seen["annotator"].tolist(), "annotator", lambda r: f"seen row {r}")
+    _json_ids(seen["annotator"].tolist(), "annotator", lambda r: f"seen row {seen.index[r]}")
     records = frame[keep].astype(object).to_dict("records")
     for rec, s, e in zip(records, start.tolist(), end.tolist()):
         rec["start"], rec["end"] = s, e
