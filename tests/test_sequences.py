@@ -184,6 +184,21 @@ def test_subset_and_drop_keep_the_rest():
     assert len(dropped.assign_doc) == 2 and dropped.summary.spans == 2
 
 
+def test_drop_annotations_refuses_positions_that_would_be_read_as_a_mask():
+    # [0, 2, 1] (annotations 0, 1 and 2 by position, or codes) was cast to the mask
+    # [False, True, True]: two annotations dropped, not the ones meant, silently
+    seq = SequenceAnnotations.from_spans(["a b", "c d", "e f"], spans(
+        [(0, "u", 0, 1), (1, "v", 2, 3), (2, "u", 0, 3)]))
+    for drop in (np.array([0, 2, 1]), [1, 0, 0], np.array([np.nan, 0.0, 0.0])):
+        with pytest.raises(ValueError, match=r"drop_annotations takes a boolean mask of "
+                                             r"shape \(3,\)"):
+            seq.drop_annotations(drop)
+    with pytest.raises(ValueError, match=r"shape \(3,\) over the annotations, got bool "
+                                         r"values of shape \(2,\)"):
+        seq.drop_annotations([True, False])
+    assert len(seq.drop_annotations([True, False, False]).assign_doc) == 2
+
+
 def test_an_offset_near_2_53_in_one_document_leaves_the_others_spans_alone():
     """A span past its text by ~2**53 (accepted, clipped and counted) overflowed the int64
     (document, offset) keys of every span: with 1100 documents 149 of the other

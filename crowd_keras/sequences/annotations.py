@@ -564,10 +564,9 @@ class SequenceAnnotations:
         return self.obs_assign[begin], self.obs_token[begin], self.obs_token[last], label
 
     def drop_annotations(self, drop: np.ndarray) -> "SequenceAnnotations":
-        """A copy without the annotations where ``drop`` (A,) is True (same tokens, ids)."""
-        drop = np.asarray(drop, bool)
-        if drop.shape != self.assign_doc.shape:
-            raise ValueError(f"drop must have shape {self.assign_doc.shape}, got {drop.shape}")
+        """A copy without the annotations where ``drop`` (A,) bool is True (same tokens,
+        ids). Positions or codes are refused: cast to bool they would drop other annotations."""
+        drop = checked_annotation_mask(drop, len(self.assign_doc), "drop_annotations")
         keep = np.flatnonzero(~drop)
         recode = np.full(len(drop), -1)
         recode[keep] = np.arange(len(keep))
