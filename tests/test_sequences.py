@@ -184,6 +184,15 @@ def test_subset_and_drop_keep_the_rest():
     assert len(dropped.assign_doc) == 2 and dropped.summary.spans == 2
 
 
+def test_tokens_and_a_tokenizer_together_are_refused_not_one_ignored():
+    # tokens= won and the tokenizer was ignored silently: "a-b" stayed one token
+    made = tokenize(["a-b c"])
+    with pytest.raises(ValueError, match="give tokens .* or tokenizer .*, not both"):
+        SequenceAnnotations.from_spans(["a-b c"], spans([(0, "u", 0, 1)]), tokens=made,
+                                       tokenizer=regex_tokenizer())
+    seq = SequenceAnnotations.from_spans(["a-b c"], spans([(0, "u", 0, 1)]), tokens=made)
+    assert seq.n_tokens == 2
+
 def test_drop_annotations_refuses_positions_that_would_be_read_as_a_mask():
     # [0, 2, 1] (annotations 0, 1 and 2 by position, or codes) was cast to the mask
     # [False, True, True]: two annotations dropped, not the ones meant, silently

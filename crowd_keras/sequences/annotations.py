@@ -231,6 +231,9 @@ class SequenceAnnotations:
         if tokens is not None and not isinstance(tokens, Tokens):
             raise TypeError(f"tokens must be a Tokens table (e.g. another SequenceAnnotations' "
                             f"tokens), got {type(tokens).__name__}")
+        if tokens is not None and tokenizer is not None:   # one of them would go unused
+            raise ValueError("give tokens (the texts' tokens already made) or tokenizer (to "
+                             "make them), not both")
         self.tokens = tokens if tokens is not None else tokenize(self.texts, tokenizer,
                                                                  doc_ids=self.doc_ids)
         if self.tokens.n_docs != len(self.texts):
