@@ -1,0 +1,46 @@
+"""The classic and Bayesian label models as estimators, second round of 1 December: each
+test names what a user saw before its fix."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowd_keras.aggregation import DawidSkene, TieBrokenVote
+
+
+@pytest.fixture(scope="module")
+def no_label_two_from_x():
+    """Three classes; annotator "x" never says class 2 in the fit."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for item in range(30):
+        truth = item % 3
+        for worker in ("x", "y", "z"):
+            label = truth if rng.random() < 0.8 else (truth + 1) % 3
+            if worker == "x" and label == 2:
+                label = 0
+            rows.append((item, worker, label))
+    return pd.DataFrame(rows, columns=["task", "worker", "label"])
+
+
+@pytest.mark.parametrize("model", [DawidSkene(smoothing=0),
+                                   TieBrokenVote(tie_model="dawid_skene", smoothing=0)],
+                         ids=type)
+def test_new_label_never_given_in_the_fit_without_smoothing_is_not_nan(model,
+                                                                       no_label_two_from_x):
+    """smoothing=0: "x" saying 2 on a new item was impossible under every class: Dawid-Skene's
+    posterior was a NaN row (and numpy's 'divide by zero' warning), the tie-broken vote's
+    uniform although 2 was the only class voted."""
+    model.fit(no_label_two_from_x)
+    new = pd.DataFrame({"task": [100, 100, 101], "worker": ["x", "y", "x"],
+                        "label": [2, 2, 2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        proba = model.predict_proba(new)
+    assert np.isfinite(proba).all()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert model.predict(new)[0] == 2      # y's 2 decides; x's label favours no class
+    if isinstance(model, TieBrokenVote):   # 2 is the only class voted on either item
+        assert model.predict(new).tolist() == [2, 2]
+    assert np.isfinite(model.consensus_quality(new)).all()
