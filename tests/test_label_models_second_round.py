@@ -44,3 +44,19 @@ def test_new_label_never_given_in_the_fit_without_smoothing_is_not_nan(model,
     if isinstance(model, TieBrokenVote):   # 2 is the only class voted on either item
         assert model.predict(new).tolist() == [2, 2]
     assert np.isfinite(model.consensus_quality(new)).all()
+
+
+@pytest.mark.parametrize("name,setting,value", [
+    ("ibcc", "a_v", "4"), ("ibcc", "alpha", True), ("ebcc", "a_pi", "0.1"),
+    ("ebcc", "b_v", True), ("bwa", "lambda_", "1"), ("bwa", "a_v", np.True_)])
+def test_bayesian_pseudo_counts_of_another_type_are_named(name, setting, value):
+    """float() read True as the pseudo-count 1 (fitted without a word) and "4" as 4, which
+    then failed inside numpy ('unsupported operand type(s)'), naming no setting."""
+    from crowd_keras.aggregation import get_label_model
+    from crowd_keras.datasets import simulate_crowd
+
+    ann = simulate_crowd(n_items=30, n_classes=3, n_annotators=5, seed=0).annotations
+    with pytest.raises(TypeError, match=rf"{setting} must be a positive number, got "):
+        get_label_model(name, **{setting: value}).fit(ann)
+    np.testing.assert_allclose(   # a number of the same value is taken as it is
+        get_label_model(name, **{setting: float(value)}).fit(ann).predict_proba().sum(axis=1), 1)
