@@ -60,3 +60,17 @@ def test_bayesian_pseudo_counts_of_another_type_are_named(name, setting, value):
         get_label_model(name, **{setting: value}).fit(ann)
     np.testing.assert_allclose(   # a number of the same value is taken as it is
         get_label_model(name, **{setting: float(value)}).fit(ann).predict_proba().sum(axis=1), 1)
+
+
+@pytest.mark.parametrize("max_iter", [0, 1.5])
+def test_auto_max_iter_is_named_as_its_own(max_iter):
+    """AutoLabelModel(max_iter=0) failed in its first held-out fit with "BWA max_iter must
+    be at least 1", a model the user never named."""
+    from crowd_keras.aggregation import AutoLabelModel
+    from crowd_keras.datasets import simulate_crowd
+
+    ann = simulate_crowd(n_items=30, n_classes=3, n_annotators=5, seed=0).annotations
+    with pytest.raises((TypeError, ValueError), match=r"^AutoLabelModel max_iter must be an "
+                                                      r"integer >= 1"):
+        AutoLabelModel(max_iter=max_iter).fit(ann)
+    assert AutoLabelModel(max_iter=1, max_repeats=1).fit(ann).n_iter_ == 1
