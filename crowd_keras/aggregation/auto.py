@@ -582,8 +582,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         random_state: seed of the fold draws (the only randomness): an integer >= 0; None
             draws as 0 (folds are a seeded hash of what each item was told, so every fit is
             repeatable; pass another seed for another draw).
-        max_iter, tol, smoothing, class_prior: the candidates' EM settings and fixed class
-            prior (see :class:`DawidSkene`), each passed to the candidates that take it
+        max_iter, tol, smoothing, class_prior: the candidates' EM settings (``max_iter`` at
+            least 1) and fixed class prior (see :class:`DawidSkene`), each passed to the
+            candidates that take it
             (``class_prior``: the Dawid-Skene ones; to decide labels for another class
             balance, use ``target_prior``).
         progress: show a progress bar over the held-out fits.
@@ -669,8 +670,10 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         self.target_prior = target_prior
 
     def _check_params(self) -> None:
+        # max_iter: the candidates' EM iterations (and the calibrated vote's), named here
+        # rather than by the first candidate that refuses it ("BWA max_iter ...")
         for name, low in (("n_folds", 2), ("max_repeats", 1), ("gold_folds", 2),
-                          ("min_gold", 0), ("min_heldout", 0)):
+                          ("min_gold", 0), ("min_heldout", 0), ("max_iter", 1)):
             check_count(getattr(self, name), f"AutoLabelModel {name}", low)
         check_flags(self)    # progress: read by truth value below
         check_number(self.selection_exponent, "AutoLabelModel selection_exponent")

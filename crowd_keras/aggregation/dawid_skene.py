@@ -141,9 +141,14 @@ def e_step(X: sp.csr_matrix, log_pi: np.ndarray, prior: np.ndarray,
     ``log p(z_i = t | labels) ∝ log ρ_t + Σ_{(i,a,l)} log π_a[t, l]``: one sparse product
     with the (I, A·K) vote incidence ``X``; ``item_log_prior`` (I, K), when given, is added
     to each item's scores (gold clamps: see :mod:`crowd_keras.aggregation.em`).
+    ``log π`` is floored at ``log 1e-300``, as the prior is: at ``smoothing=0`` a label an
+    annotator never gave in the fit is impossible under every class, and an item given it
+    (new annotations) had no finite score, a NaN row; floored, that label favours no class.
     """
     k = prior.shape[0]
-    logits = X @ log_pi.transpose(0, 2, 1).reshape(-1, k)         # W[(a, l), t] = log π_a[t, l]
+    # W[(a, l), t] = log π_a[t, l]
+    weights = np.maximum(log_pi.transpose(0, 2, 1).reshape(-1, k), np.log(1e-300))
+    logits = X @ weights
     logits += np.log(np.maximum(prior, 1e-300))[None, :]
     if item_log_prior is not None:
         logits += item_log_prior
@@ -288,8 +293,9 @@ class DawidSkene(LabelingFunctionFallback, EMLabelModel):
         self.n_iter_ = len(history)
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        return e_step(ann.vote_incidence(), np.log(self.confusion_matrices_),
-                      self.class_priors_)[0]
+        with np.errstate(divide="ignore"):   # smoothing=0: π = 0, floored by e_step
+            log_pi = np.log(self.confusion_matrices_)
+        return e_step(ann.vote_incidence(), log_pi, self.class_priors_)[0]
 
 
 class OneCoinDawidSkene(DawidSkene):

@@ -2,6 +2,7 @@
 annotations with the fitted state, and the Dirichlet algebra of their variational steps."""
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -57,14 +58,15 @@ def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int,
 
 
 def check_positive(model: Any, *names: str) -> None:
-    """ValueError naming the first of ``names`` that is not a positive finite number."""
+    """ValueError naming the first of ``names`` that is not a positive finite number
+    (TypeError for a bool or a string: ``float()`` read ``True`` as 1 and ``"4"`` as 4, and
+    the string then failed in numpy with a message naming no setting)."""
     for name in names:
         value = getattr(model, name)
-        try:
-            ok = bool(np.isfinite(float(value)) and float(value) > 0)
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+            raise TypeError(f"{type(model).__name__}: {name} must be a positive number, "
+                            f"got {type(value).__name__} {value!r}")
+        if not (np.isfinite(float(value)) and float(value) > 0):
             raise ValueError(f"{type(model).__name__}: {name} must be a positive number, "
                              f"got {value!r}")
 
