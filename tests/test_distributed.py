@@ -294,6 +294,24 @@ def test_crowd_label_model_predict_on_a_dask_array_names_the_chunk_and_l():
         model.predict_proba(da.from_array(L[:, :7], chunks=100))
 
 
+@pytest.mark.parametrize("shape", [(500,), (500, 8, 1)])
+def test_a_dask_array_that_is_not_2d_is_named_by_its_own_shape_as_in_memory(shape):
+    # the check read a stand-in without rows, and the message said "got shape (0,)"
+    from crowd_keras.integrations.snorkel import CrowdLabelModel
+
+    L = lf_matrix(n=500)[:, :shape[1] if len(shape) > 1 else 1].reshape(shape)
+    model = CrowdLabelModel(cardinality=2).fit(lf_matrix(n=500), progress_bar=False)
+    for call, name in ((lambda x: CrowdLabelModel(cardinality=2).fit(x, progress_bar=False),
+                        "L_train"), (model.predict_proba, "L")):
+        with pytest.raises(CrowdDataError) as memory:
+            call(L)
+        with pytest.raises(CrowdDataError) as partitioned:
+            call(da.from_array(L, chunks=100))
+        assert str(partitioned.value) == str(memory.value)
+        assert str(memory.value).startswith(f"{name} must be 2-d") and str(shape) in \
+            str(memory.value)
+
+
 def test_crowd_label_model_on_dask_chunks_of_unknown_length():
     """``ddf.to_dask_array()`` has chunks of unknown length: fit says how to give them (was an
     IndexError), predict names the chunk (was "row nan")."""

@@ -348,3 +348,32 @@ def test_conditional_probabilities_are_never_negative_and_keep_mu_eps():
         assert votes.min() >= floor - 1e-12 and votes.max() <= 1 - floor + 1e-12
         np.testing.assert_allclose(cprobs.sum(axis=1), 1.0)
         np.random.default_rng(0).choice(4, p=cprobs[1, :, 2])
+
+
+def test_an_argument_of_the_model_auto_did_not_fit_names_both_models(data):
+    # method="auto" accepts the arguments of the crowd model and of the labeling-function
+    # model; one the model fitted to this L does not take failed inside its constructor
+    # ("AbstainAwareDawidSkene.__init__() got an unexpected keyword argument"), in memory
+    # and on Dask after the partitioned abstention check
+    from crowd_keras.integrations.snorkel import UnexpectedArgumentError
+    da = pytest.importorskip("dask.array")
+    L, _, fitted = data
+    # the fixture's functions vote both classes, abstaining at random: crowd answers
+    assert type(fitted.label_model_).__name__ == "AutoLabelModel"
+    rng = np.random.default_rng(1)
+    y, target = rng.integers(0, 2, 600), np.array([1, 1, 1, 0, 0, 0])
+    one_class = np.where(rng.random((600, 6)) < np.where(y[:, None] == target, 0.5, 0.08),
+                         target, -1)
+    cases = [(one_class, {"min_heldout": 10}, r"fits 'abstain_dawid_skene' to this L \(its "
+              r"votes read as labeling functions\), which takes no argument 'min_heldout': "
+              r"that is an argument of 'auto' \(AutoLabelModel\).*leave 'min_heldout' out"),
+             (L, {"anchor": "votes"}, r"fits 'auto' to this L \(its votes read as crowd "
+              r"answers\), which takes no argument 'anchor': that is an argument of "
+              r"'abstain_dawid_skene'.*pass method='abstain_dawid_skene'")]
+    for matrix, kwargs, message in cases:
+        for given in (matrix, da.from_array(matrix, chunks=200)):
+            with pytest.raises(UnexpectedArgumentError, match=message):
+                CrowdLabelModel(**kwargs).fit(given, progress_bar=False)
+    named = CrowdLabelModel(method="abstain_dawid_skene", anchor="votes").fit(
+        L, progress_bar=False)
+    assert named.label_model_.anchor == "votes"

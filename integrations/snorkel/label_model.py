@@ -196,7 +196,9 @@ class CrowdLabelModel:
             ``MajorityLabelVoter``; ``"dawid_skene"`` the library's Dawid-Skene;
             feature-aware models take ``fit(..., features=X)``.
         verbose, device: accepted for drop-in use (Snorkel's constructor); no effect.
-        **method_kwargs: constructor arguments of the label model (e.g. ``smoothing=0.1``).
+        **method_kwargs: constructor arguments of the label model (e.g. ``smoothing=0.1``);
+            with ``"auto"``, of either model it may fit: one that the model fitted to ``L``
+            does not take raises :class:`~.validation.UnexpectedArgumentError` naming both.
 
     One-class labeling functions (most votes from functions that vote one class) get the
     default model's labeling-function setting, the most-voted class winning and the model
@@ -442,6 +444,7 @@ class CrowdLabelModel:
         its keyword arguments, and whether to try the full model before anchoring it to the
         votes (one-class functions, no ``anchor`` given: see :func:`covote_misfit`)."""
         method = self._resolved_method(votes, abstaining)
+        self._check_resolved_kwargs(method)
         model_type = type(get_label_model(method))
         kwargs = self._model_kwargs(model_type, fixed_by_design, balance, train)
         full_first = (_takes(model_type.__init__, "anchor") and "anchor" not in kwargs
@@ -461,6 +464,33 @@ class CrowdLabelModel:
                                  or abstaining()):
             return LABELING_FUNCTION_METHOD
         return method
+
+    def _check_resolved_kwargs(self, method: str) -> None:
+        """With ``method="auto"``, constructor arguments of either model it may resolve to are
+        accepted up front (:meth:`_check_method_kwargs`); one that the model resolved for this
+        ``L`` (registry name ``method``) does not take is refused here, naming both models,
+        not as that model's own ``TypeError`` (a model the user did not pick)."""
+        if _key(self.method) != "auto" or not self.method_kwargs:
+            return
+        params = inspect.signature(LABEL_MODELS.resolve(method)).parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return
+        unknown = [k for k in self.method_kwargs if k not in {p.name for p in params}]
+        if unknown:
+            name = unknown[0]
+            if method == LABELING_FUNCTION_METHOD:   # no method= fits the crowd model here
+                read = "labeling functions"
+                other = "'auto' (AutoLabelModel), fitted to crowd answers"
+                fix = f"leave {name!r} out"
+            else:
+                read, other = "crowd answers", (f"{LABELING_FUNCTION_METHOD!r}, fitted to "
+                                                "labeling functions")
+                fix = (f"pass method={LABELING_FUNCTION_METHOD!r} to fit that model, or leave "
+                       f"{name!r} out")
+            raise UnexpectedArgumentError(
+                f"CrowdLabelModel(method={self.method!r}) fits {method!r} to this L (its votes "
+                f"read as {read}), which takes no argument {name!r}: that is an argument of "
+                f"{other}; {fix}")
 
     def _check_setup(self, shape: Tuple[int, int], Y_dev: Any, class_balance: Any,
                      train_config: Dict[str, Any]) -> Tuple[type, Optional[np.ndarray]]:

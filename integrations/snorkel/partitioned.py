@@ -51,8 +51,11 @@ def _check_chunk(chunk: np.ndarray, start: Any, cardinality: int,
 def check_layout(L: Any, cardinality: int, n_functions: Optional[int] = None,
                  name: str = "L_train") -> None:
     """The checks of ``check_label_matrix`` that need only the shape and dtype of ``L``."""
-    check_label_matrix(np.empty((0,) + tuple(L.shape[1:]), dtype=L.dtype), cardinality,
-                       name=name, n_functions=n_functions)
+    # a stand-in without rows holds no values to read; a shape that is not 2-d is checked on
+    # a zero-stride view of L's own shape, so that the message names L's shape, not (0,)
+    stand_in = np.empty((0,) + tuple(L.shape[1:]), dtype=L.dtype) if L.ndim == 2 else \
+        np.broadcast_to(np.zeros((), dtype=L.dtype), L.shape)
+    check_label_matrix(stand_in, cardinality, name=name, n_functions=n_functions)
 
 
 def no_features(features: Any) -> None:
