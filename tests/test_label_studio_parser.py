@@ -652,8 +652,20 @@ def test_push_checks_its_input():
     preds = _demo_predictions()
     with pytest.raises(CrowdDataError, match="model versions"):
         ls.push_predictions(client, 1, preds, model_version="other")
-    with pytest.raises(CrowdDataError, match="several predictions for one task"):
+    with pytest.raises(CrowdDataError, match="several predictions"):
         ls.push_predictions(client, 1, preds + preds[:1])
+    assert client.calls == []
+
+
+def test_several_predictions_for_one_task_are_named():
+    """The refusal names the two predictions and their task (one of hundreds was unfindable)."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    twice = preds + [dict(preds[2]), dict(preds[4])]
+    with pytest.raises(CrowdDataError) as info:
+        ls.push_predictions(client, 1, twice, backoff=0)
+    text = str(info.value)
+    assert f"predictions 2 and {len(preds)} are both for task {preds[2]['task']}" in text, text
+    assert "2 task(s) with several predictions" in text and "Nothing was written" in text
     assert client.calls == []
 
 

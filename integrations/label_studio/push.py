@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
@@ -144,8 +145,14 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
         p["model_version"] = model_version
         tasks.append(p["task"])
     if len(set(tasks)) != len(tasks):
-        raise CrowdDataError("several predictions for one task; Label Studio keeps one per "
-                             "model version and task")
+        seen: dict = {}
+        n, first = next((n, seen[t]) for n, t in enumerate(tasks)
+                        if seen.setdefault(t, n) != n)
+        n_tasks = sum(1 for c in Counter(tasks).values() if c > 1)
+        raise CrowdDataError(f"predictions {first} and {n} are both for task {tasks[n]} "
+                             f"({n_tasks} task(s) with several predictions); Label Studio "
+                             f"keeps one per model version and task: push one per task. "
+                             "Nothing was written")
     return preds, model_version
 
 
