@@ -3,6 +3,8 @@ request, naming what was given (found by the Label Studio user-path defect hunt;
 needed: each call fails before it would reach one)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("label_studio_sdk")
@@ -40,6 +42,15 @@ def test_check_tasks_refuses_task_ids_given_as_a_string():
     with pytest.raises(TypeError, match="task_ids must be a list of task ids, got the string "
                                         "'12'"):
         ls.check_tasks(_NO_SERVER, 1, task_ids="12")
+
+
+@pytest.mark.parametrize("bad, shown", [
+    # 1.5 and True were checked as task 1, "x" and None were a bare ValueError/TypeError
+    (1.5, "float 1.5"), (True, "True"), ("x", "str 'x'"), (None, "None")])
+def test_check_tasks_names_a_task_id_that_is_not_an_integer(bad, shown):
+    with pytest.raises(CrowdDataError, match=rf"check_tasks: task_ids\[1\]: task id must be an "
+                                             rf"integer, got {re.escape(shown)}$"):
+        ls.check_tasks(_NO_SERVER, 1, task_ids=[3, bad])
 
 
 def test_annotator_report_refuses_emails_that_are_not_a_mapping():
