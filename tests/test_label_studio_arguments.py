@@ -115,7 +115,9 @@ def test_predictions_of_model_versions_of_several_types_are_named():
     # sorting 7 with "a" for the message raised "'<' not supported between 'str' and 'int'"
     preds = [{"task": 1, "result": [], "model_version": 7},
              {"task": 2, "result": [], "model_version": "a"}]
-    with pytest.raises(CrowdDataError, match=r"model versions \['a', 7\]; pass one"):
+    with pytest.raises(CrowdDataError, match=r"model versions \['a', 7\] \(first 7, then "
+                                             r"prediction 1, task 2, model_version 'a'\); "
+                                             r"pass one"):
         ls.push_predictions(_NO_SERVER, 1, preds, preflight=False)
 
 

@@ -669,6 +669,25 @@ def test_several_predictions_for_one_task_are_named():
     assert client.calls == []
 
 
+def test_push_names_the_predictions_whose_model_version_is_missing_or_another():
+    """Predictions in Label Studio's import format, without model_version, were refused as
+    carrying "model versions []"; a stray version named no prediction."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    bare = [{k: v for k, v in p.items() if k != "model_version"} for p in preds]
+    with pytest.raises(CrowdDataError, match=rf"^none of the {len(preds)} predictions names its "
+                                             r"model_version; pass model_version="):
+        ls.push_predictions(client, 1, bare, backoff=0)
+    mixed = preds[:2] + [dict(p, model_version="b") for p in preds[2:]]
+    with pytest.raises(CrowdDataError, match=r"\(first 'ds-1', then prediction 2, task "
+                                             rf"{preds[2]['task']}, model_version 'b'\)"):
+        ls.push_predictions(client, 1, mixed, backoff=0)
+    with pytest.raises(CrowdDataError, match=r"not 'other' \(first: prediction 0, task "
+                                             rf"{preds[0]['task']}, model_version 'ds-1'\)"):
+        ls.push_predictions(client, 1, preds, model_version="other", backoff=0)
+    assert client.calls == []
+    assert ls.push_predictions(client, 1, bare, model_version="v", backoff=0).n_new == len(preds)
+
+
 def test_push_takes_task_ids_as_text_or_numpy_integers():
     """Task ids are sent as JSON integers: the server looks "3" up as text and refuses it,
     and numpy integers are no JSON; compared as given they would not match the ints held."""
