@@ -633,6 +633,21 @@ def test_push_stopped_half_way_completes_on_rerun(capsys):
     assert len(held) == 6 and all(len(v) == 1 for v in held.values())
 
 
+def test_aggregate_help_says_what_a_stopped_first_push_leaves():
+    """The help promised that an interrupted push "leaves every task with a prediction": a
+    first push stopped half-way leaves the tasks not reached without one (the test above),
+    until a re-run."""
+    from crowd_keras.cli import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    ls_sub = next(a for a in sub.choices["label-studio"]._actions
+                  if isinstance(a, argparse._SubParsersAction))
+    text = " ".join(ls_sub.choices["aggregate"].format_help().split())
+    assert "leaves every task with a prediction" not in text
+    assert "an interrupted push takes from no task the prediction it had, and a re-run " \
+           "completes it" in text
+
+
 def test_push_errors_never_show_the_token(monkeypatch):
     secret = "fake-secret-token-0123456789abcdef"
     monkeypatch.setenv(ls.API_KEY_ENV, secret)
