@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 pytest.importorskip("label_studio_sdk")
@@ -77,6 +78,21 @@ def test_a_label_model_named_by_its_registry_name_is_fitted_on_a_choices_export(
     assert ls.annotator_report(export, "dawid_skene")["annotator"].tolist() == [1, 2, 3]
     with pytest.raises(ValueError, match="unknown label model 'dawid_skeen'"):
         ls.predictions_from_model(export, "dawid_skeen")
+
+
+@pytest.mark.parametrize("version", ["", "  "])
+def test_predictions_from_model_refuses_a_blank_model_version(version):
+    # "" became crowd-keras-MajorityVote in silence; "  " was written, refused only by the push
+    export = ls.read_export([{"id": t, "data": {"text": "a"}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "s", "to_name": "text", "type": "choices",
+             "value": {"choices": ["x" if (t + u) % 3 else "y"]}}]} for u in (1, 2, 3)]}
+        for t in range(1, 4)])
+    with pytest.raises(CrowdDataError, match=rf"model_version must be a non-empty string, got "
+                                             rf"'{version}'"):
+        ls.predictions_from_model(export, "majority_vote", version)
+    with pytest.raises(CrowdDataError, match="model_version must be a non-empty string"):
+        ls.to_predictions(export, np.full((3, 2), 0.5), version)
 
 
 @pytest.mark.parametrize("call", [
