@@ -3,6 +3,9 @@ request, naming what was given (found by the Label Studio user-path defect hunt;
 needed: each call fails before it would reach one)."""
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
 pytest.importorskip("label_studio_sdk")
@@ -42,6 +45,15 @@ def test_check_tasks_refuses_task_ids_given_as_a_string():
         ls.check_tasks(_NO_SERVER, 1, task_ids="12")
 
 
+@pytest.mark.parametrize("bad, shown", [
+    # 1.5 and True were checked as task 1, "x" and None were a bare ValueError/TypeError
+    (1.5, "float 1.5"), (True, "True"), ("x", "str 'x'"), (None, "None")])
+def test_check_tasks_names_a_task_id_that_is_not_an_integer(bad, shown):
+    with pytest.raises(CrowdDataError, match=rf"check_tasks: task_ids\[1\]: task id must be an "
+                                             rf"integer, got {re.escape(shown)}$"):
+        ls.check_tasks(_NO_SERVER, 1, task_ids=[3, bad])
+
+
 def test_annotator_report_refuses_emails_that_are_not_a_mapping():
     # an AttributeError ('list' object has no attribute 'get') after the fit before
     export = ls.read_export([{"id": 1, "data": {"text": "a"}, "annotations": [
@@ -66,6 +78,21 @@ def test_a_label_model_named_by_its_registry_name_is_fitted_on_a_choices_export(
     assert ls.annotator_report(export, "dawid_skene")["annotator"].tolist() == [1, 2, 3]
     with pytest.raises(ValueError, match="unknown label model 'dawid_skeen'"):
         ls.predictions_from_model(export, "dawid_skeen")
+
+
+@pytest.mark.parametrize("version", ["", "  "])
+def test_predictions_from_model_refuses_a_blank_model_version(version):
+    # "" became crowd-keras-MajorityVote in silence; "  " was written, refused only by the push
+    export = ls.read_export([{"id": t, "data": {"text": "a"}, "annotations": [
+        {"id": 10 * t + u, "completed_by": u, "result": [
+            {"from_name": "s", "to_name": "text", "type": "choices",
+             "value": {"choices": ["x" if (t + u) % 3 else "y"]}}]} for u in (1, 2, 3)]}
+        for t in range(1, 4)])
+    with pytest.raises(CrowdDataError, match=rf"model_version must be a non-empty string, got "
+                                             rf"'{version}'"):
+        ls.predictions_from_model(export, "majority_vote", version)
+    with pytest.raises(CrowdDataError, match="model_version must be a non-empty string"):
+        ls.to_predictions(export, np.full((3, 2), 0.5), version)
 
 
 @pytest.mark.parametrize("call", [
@@ -104,7 +131,9 @@ def test_predictions_of_model_versions_of_several_types_are_named():
     # sorting 7 with "a" for the message raised "'<' not supported between 'str' and 'int'"
     preds = [{"task": 1, "result": [], "model_version": 7},
              {"task": 2, "result": [], "model_version": "a"}]
-    with pytest.raises(CrowdDataError, match=r"model versions \['a', 7\]; pass one"):
+    with pytest.raises(CrowdDataError, match=r"model versions \['a', 7\] \(first 7, then "
+                                             r"prediction 1, task 2, model_version 'a'\); "
+                                             r"pass one"):
         ls.push_predictions(_NO_SERVER, 1, preds, preflight=False)
 
 

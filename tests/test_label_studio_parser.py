@@ -633,6 +633,21 @@ def test_push_stopped_half_way_completes_on_rerun(capsys):
     assert len(held) == 6 and all(len(v) == 1 for v in held.values())
 
 
+def test_aggregate_help_says_what_a_stopped_first_push_leaves():
+    """The help promised that an interrupted push "leaves every task with a prediction": a
+    first push stopped half-way leaves the tasks not reached without one (the test above),
+    until a re-run."""
+    from crowd_keras.cli import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    ls_sub = next(a for a in sub.choices["label-studio"]._actions
+                  if isinstance(a, argparse._SubParsersAction))
+    text = " ".join(ls_sub.choices["aggregate"].format_help().split())
+    assert "leaves every task with a prediction" not in text
+    assert "an interrupted push takes from no task the prediction it had, and a re-run " \
+           "completes it" in text
+
+
 def test_push_errors_never_show_the_token(monkeypatch):
     secret = "fake-secret-token-0123456789abcdef"
     monkeypatch.setenv(ls.API_KEY_ENV, secret)
@@ -652,9 +667,40 @@ def test_push_checks_its_input():
     preds = _demo_predictions()
     with pytest.raises(CrowdDataError, match="model versions"):
         ls.push_predictions(client, 1, preds, model_version="other")
-    with pytest.raises(CrowdDataError, match="several predictions for one task"):
+    with pytest.raises(CrowdDataError, match="several predictions"):
         ls.push_predictions(client, 1, preds + preds[:1])
     assert client.calls == []
+
+
+def test_several_predictions_for_one_task_are_named():
+    """The refusal names the two predictions and their task (one of hundreds was unfindable)."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    twice = preds + [dict(preds[2]), dict(preds[4])]
+    with pytest.raises(CrowdDataError) as info:
+        ls.push_predictions(client, 1, twice, backoff=0)
+    text = str(info.value)
+    assert f"predictions 2 and {len(preds)} are both for task {preds[2]['task']}" in text, text
+    assert "2 task(s) with several predictions" in text and "Nothing was written" in text
+    assert client.calls == []
+
+
+def test_push_names_the_predictions_whose_model_version_is_missing_or_another():
+    """Predictions in Label Studio's import format, without model_version, were refused as
+    carrying "model versions []"; a stray version named no prediction."""
+    client, preds = FakeLabelStudio(), _demo_predictions()
+    bare = [{k: v for k, v in p.items() if k != "model_version"} for p in preds]
+    with pytest.raises(CrowdDataError, match=rf"^none of the {len(preds)} predictions names its "
+                                             r"model_version; pass model_version="):
+        ls.push_predictions(client, 1, bare, backoff=0)
+    mixed = preds[:2] + [dict(p, model_version="b") for p in preds[2:]]
+    with pytest.raises(CrowdDataError, match=r"\(first 'ds-1', then prediction 2, task "
+                                             rf"{preds[2]['task']}, model_version 'b'\)"):
+        ls.push_predictions(client, 1, mixed, backoff=0)
+    with pytest.raises(CrowdDataError, match=r"not 'other' \(first: prediction 0, task "
+                                             rf"{preds[0]['task']}, model_version 'ds-1'\)"):
+        ls.push_predictions(client, 1, preds, model_version="other", backoff=0)
+    assert client.calls == []
+    assert ls.push_predictions(client, 1, bare, model_version="v", backoff=0).n_new == len(preds)
 
 
 def test_push_takes_task_ids_as_text_or_numpy_integers():

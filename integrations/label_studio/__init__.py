@@ -57,8 +57,8 @@ span controls, whose predictions and report are in ``_span_results``);
 :mod:`.predictions` and :mod:`.report` turn a label model fitted on it into predictions and
 an annotator report; :mod:`.client` talks to a server (checks, retries), :mod:`.target`
 checks that the export's tasks are the target project's, and :mod:`.push` sends predictions
-(created in batches; changed ones updated in place or swapped in bulk; never a task left
-without one), through the requests of ``_push_ops``. Everything is importable from here.
+(created in batches; changed ones updated in place or swapped in bulk; a stopped push takes
+from no task the prediction it had), through the requests of ``_push_ops``. Everything is importable from here.
 """
 import os  # noqa: F401 - kept reachable as ``ls.os`` (tests patch ``ls.os.replace``)
 

@@ -78,7 +78,8 @@ def ensure_fitted(export: LabelStudioExport, model: Any, use_gold: bool = True) 
 def prediction_target(export: Any, model_version: Any, to_name: Any) -> str:
     """The object name predictions label (``to_name`` or the export's); raises on a bad
     ``model_version`` or when neither names the object."""
-    if not isinstance(model_version, str) or not model_version:
+    if not isinstance(model_version, str) or not model_version.strip():
+        # blank, it was written to the file and refused only by the push (_check_version)
         raise CrowdDataError(f"model_version must be a non-empty string, got {model_version!r}")
     if to_name is not None and (not isinstance(to_name, str) or not to_name):
         raise CrowdDataError(f"to_name must be the name of the labeled object (a non-empty "

@@ -135,7 +135,8 @@ def span_predictions_from_model(export: LabelStudioSpans, model: Any = None,
     """Fit ``model`` on the export if needed (see :func:`fitted_sequence_model`) and return
     its span predictions; ``model_version`` defaults to ``"crowd-keras-<ModelClass>"``."""
     model = fitted_sequence_model(export, model)
-    version = model_version or f"crowd-keras-{type(model).__name__}"
+    # only None takes the default: "" was replaced by it in silence (checked as given below)
+    version = f"crowd-keras-{type(model).__name__}" if model_version is None else model_version
     tags = model.predict()
     scores = _task_confidence(export.sequences, model.predict_proba(), tags)
     return span_predictions(export, model.predict_spans(), version, task_scores=scores, **kwargs)

@@ -91,7 +91,8 @@ def predictions_from_model(export: Union[LabelStudioExport, LabelStudioSpans], m
     if isinstance(export, LabelStudioSpans):
         return span_predictions_from_model(export, model, model_version, **kwargs)
     model = ensure_fitted(export, model, use_gold=use_gold)
-    version = model_version or f"crowd-keras-{type(model).__name__}"
+    # only None takes the default: "" was replaced by it in silence (checked as given below)
+    version = f"crowd-keras-{type(model).__name__}" if model_version is None else model_version
     if "scores" not in kwargs and hasattr(model, "consensus_quality"):
         kwargs["scores"] = model.consensus_quality()
     return to_predictions(export, model.predict_proba(), version, **kwargs)

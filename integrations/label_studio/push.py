@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
@@ -125,14 +126,24 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
     preds = [dict(p) for p in preds]
     versions = {p.get("model_version") for p in preds} - {None}
     if model_version is None:
+        if not versions:
+            # Label Studio's import format leaves it out: "model versions []" named nothing
+            which = (f"none of the {len(preds)} predictions names its model_version" if preds
+                     else "no predictions and no model_version given")
+            raise CrowdDataError(Message(
+                "{which}; pass {version} (the name a re-push finds them by)",
+                which=which, version=Argument("model_version")))
         if len(versions) != 1:
-            raise CrowdDataError(Message("predictions carry model versions {versions}; pass "
-                                         "one {version}", versions=sorted(versions, key=repr),
-                                         version=Argument("model_version")))
+            ref = next(p["model_version"] for p in preds if p.get("model_version") is not None)
+            raise CrowdDataError(Message(
+                "predictions carry model versions {versions} (first {ref!r}, then "
+                "{other}); pass one {version}", versions=sorted(versions, key=repr), ref=ref,
+                other=_first_other(preds, ref), version=Argument("model_version")))
         model_version = versions.pop()
     elif versions - {model_version}:
         raise CrowdDataError(f"predictions carry model versions {sorted(versions, key=repr)}, "
-                             f"not {model_version!r}")
+                             f"not {model_version!r} "
+                             f"(first: {_first_other(preds, model_version)})")
     _check_version(model_version)
     tasks = []
     for n, p in enumerate(preds):
@@ -144,9 +155,22 @@ def _checked_predictions(predictions: Sequence[dict], model_version: Optional[st
         p["model_version"] = model_version
         tasks.append(p["task"])
     if len(set(tasks)) != len(tasks):
-        raise CrowdDataError("several predictions for one task; Label Studio keeps one per "
-                             "model version and task")
+        seen: dict = {}
+        n, first = next((n, seen[t]) for n, t in enumerate(tasks)
+                        if seen.setdefault(t, n) != n)
+        n_tasks = sum(1 for c in Counter(tasks).values() if c > 1)
+        raise CrowdDataError(f"predictions {first} and {n} are both for task {tasks[n]} "
+                             f"({n_tasks} task(s) with several predictions); Label Studio "
+                             f"keeps one per model version and task: push one per task. "
+                             "Nothing was written")
     return preds, model_version
+
+
+def _first_other(preds: list, version: Any) -> str:
+    """The first prediction that names a model version other than ``version``, as text."""
+    n = next(n for n, p in enumerate(preds) if p.get("model_version") not in (None, version))
+    return (f"prediction {n}, task {preds[n].get('task')!r}, model_version "
+            f"{preds[n]['model_version']!r}")
 
 
 def _controls(result: Any) -> set:

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
-from ._records import _integer_id, check_flag, load_export
+from ._records import _integer_id, check_flag, load_export, task_id
 from .client import _NO_RETRY, _base_url, _call, _secrets_of, check_retries
 
 __all__ = ["TaskCheck", "check_tasks", "check_against_config", "data_hash", "export_tasks"]
@@ -43,16 +43,6 @@ class _ExportTasks:
     projects: frozenset  # the ``project`` ids the tasks name (full JSON only)
 
 
-def _task_id(value: Any, where: str) -> int:
-    try:
-        ok = not isinstance(value, bool) and float(value) == int(float(value))
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise CrowdDataError(f"{where}: task id {value!r} is not an integer")
-    return int(float(value))
-
-
 def export_tasks(source: Any, format: Optional[str] = None) -> _ExportTasks:
     """The tasks of an export (path, file object, bytes or loaded JSON, as
     :func:`~.reader.read_export` takes): their ids, data and the project they name."""
@@ -62,7 +52,7 @@ def export_tasks(source: Any, format: Optional[str] = None) -> _ExportTasks:
         where = f"{origin}, {'task' if fmt == 'JSON' else 'row'} {n}"
         if "id" not in row:
             raise CrowdDataError(f"{where}: no task 'id'")
-        task = _task_id(row["id"], where)
+        task = task_id(row["id"], where)
         if fmt == "JSON":
             data[task] = row.get("data")
             if row.get("project") is not None:
@@ -180,7 +170,9 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
                 f"{mine.origin} comes from project {others[0]}, not {where}: refusing to push "
                 f"its predictions there (push to project {others[0]}, or export project "
                 f"{project_id} and aggregate that)")
-    extra = sorted({int(t) for t in task_ids or ()} - set(mine.data if mine else ()))
+    # as the push reads a prediction's task: 1.5, True or "x" named, never read as another id
+    ids = {task_id(t, f"check_tasks: task_ids[{n}]") for n, t in enumerate(task_ids or ())}
+    extra = sorted(ids - set(mine.data if mine else ()))
     if mine is not None and extra:
         # predictions made from this export name its tasks only: another task is not the
         # export's target, and its data cannot be checked
