@@ -105,6 +105,35 @@ def test_record_limit_stops_the_script_and_keeps_its_rows(tmp_path, monkeypatch,
     assert "exit code -1" in text
 
 
+def test_record_keeps_the_record_when_the_run_fails_or_shows_its_help(tmp_path, monkeypatch,
+                                                                      capsys):
+    """A bad argument (argparse's exit code 2), a crash or ``--help`` is no measurement: the
+    record in place is left as it was, and the failure is shown."""
+    import record  # noqa: E402
+    import run_all
+
+    (tmp_path / "bench.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--data')\n"
+        "p.add_argument('--seeds', type=int, default=3)\na = p.parse_args()\n"
+        "print('| row |', a.seeds)\nassert a.seeds < 9, 'too many seeds'\n")
+    monkeypatch.setattr(run_all, "HERE", tmp_path)
+    monkeypatch.setattr(run_all, "SCRIPTS", [("bench.py", [], [], 60)])
+    monkeypatch.setattr(record, "RESULTS", tmp_path / "results")
+    (tmp_path / "results").mkdir()
+    kept = tmp_path / "results" / "bench.md"
+    kept.write_text("the long run\n", encoding="utf-8")
+    capsys.readouterr()
+    assert record.main(["bench.py", "--seedz", "5"]) == 2
+    assert "--seedz" in capsys.readouterr().err
+    assert record.main(["bench.py", "--seeds", "9"]) == 1
+    assert "too many seeds" in capsys.readouterr().err
+    assert record.main(["bench.py", "--help"]) == 0
+    assert kept.read_text(encoding="utf-8") == "the long run\n"
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["bench.md"]
+    assert record.main(["bench.py", "--seeds", "5"]) == 0      # a good run replaces it
+    assert "| row | 5" in kept.read_text(encoding="utf-8")
+
+
 def test_gpu_host_syncs_are_blamed_on_our_code_only_when_keras_called_it():
     """gpu.py's attribution of a host sync: a layer of ours that Keras' loop called is ours;
     Keras' own work under ``CrowdModel.fit`` (its data feed) is Keras'; neither: the frame."""
