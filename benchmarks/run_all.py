@@ -222,9 +222,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--quick", action="store_true", help="fewer seeds/epochs (< 10 min)")
-    parser.add_argument("--only", nargs="*", help="run only these scripts of part 2")
+    parser.add_argument("--only", nargs="+", metavar="SCRIPT",
+                        help="run only these scripts of part 2 (features.py or features)")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args(argv)
+    if args.only:
+        # a mistyped name would otherwise run part 1 alone and leave its script out, silently
+        names = [s for s, *_ in SCRIPTS]
+        args.only = [o if o.endswith(".py") else o + ".py" for o in args.only]
+        unknown = [o for o in args.only if o not in names]
+        if unknown:
+            parser.error(f"--only: no benchmark script {', '.join(unknown)}; the scripts are "
+                         f"{', '.join(names)}")
     plots = HERE / "plots"
     plots.mkdir(exist_ok=True)
 

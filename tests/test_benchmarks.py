@@ -47,6 +47,29 @@ def test_the_results_page_has_the_results_markers():
     assert text.count(start) == 1 and text.count(end) == 1 and text.index(start) < text.index(end)
 
 
+def test_run_all_only_refuses_a_name_it_has_no_script_for(tmp_path, monkeypatch, capsys):
+    """``--only featurs`` ran part 1 alone and skipped every script, silently; a name is
+    checked against the scripts (``.py`` may be left off)."""
+    ran = []
+    (tmp_path / "features.py").write_text("")       # plots and copies stay in tmp_path
+    monkeypatch.setattr(run_all, "HERE", tmp_path)
+    monkeypatch.setattr(run_all, "label_model_table", lambda data, quick: ([], {}))
+    monkeypatch.setattr(run_all, "plot_scores", lambda scores, path: False)
+    monkeypatch.setattr(run_all, "update_results_page", lambda *a, **k: False)
+    monkeypatch.setattr(run_all, "run_script",
+                        lambda script, flags, limit, data: ran.append((script, flags)) or
+                        ("| row |", 0.0, 0))
+    out = tmp_path / "report.md"
+    with pytest.raises(SystemExit) as stop:
+        run_all.main(["--only", "features.py", "featurs", "--out", str(out)])
+    assert stop.value.code == 2 and ran == [] and not out.exists()
+    assert "featurs" in capsys.readouterr().err
+    assert run_all.main(["--quick", "--only", "features", "--out", str(out)]) == 0
+    quick = {s: q for s, _, q, _ in run_all.SCRIPTS}
+    assert ran == [("features.py", quick["features.py"])]
+    assert "benchmarks/features.py" in out.read_text(encoding="utf-8")
+
+
 def test_record_writes_the_command_machine_and_output(tmp_path, monkeypatch):
     import record  # noqa: E402 - benchmarks/ is on sys.path above
 
