@@ -68,8 +68,10 @@ SCRIPTS = [
     ("label_studio_push.py", [], ["--sizes", "200", "--in-place", "20"], 3600),
 ]
 
+# every peer a record is measured against is named with its version (cleanlab: features.py;
+# dask and distributed: dask_default.py, scale_out.py)
 PACKAGES = ["numpy", "scipy", "pandas", "keras", "tensorflow", "torch", "jax", "snorkel",
-            "crowdkit", "label_studio_sdk", "sklearn"]
+            "crowdkit", "label_studio_sdk", "sklearn", "cleanlab", "dask", "distributed"]
 
 
 def gpu_report() -> str:

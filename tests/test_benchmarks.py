@@ -70,6 +70,16 @@ def test_run_all_only_refuses_a_name_it_has_no_script_for(tmp_path, monkeypatch,
     assert "benchmarks/features.py" in out.read_text(encoding="utf-8")
 
 
+def test_machine_report_names_the_version_of_every_peer_a_record_measures():
+    """features.md compares with cleanlab's CROWDLAB and dask_default.md / scale_out.md run on
+    Dask, but their package lines did not say which version."""
+    line = next(x for x in run_all.machine_report() if x.startswith("- packages: "))
+    for name in ("cleanlab", "dask", "distributed", "snorkel", "crowdkit"):
+        assert f" {name} " in line, name
+    cleanlab = pytest.importorskip("cleanlab")
+    assert f"cleanlab {cleanlab.__version__}" in line
+
+
 def test_record_writes_the_command_machine_and_output(tmp_path, monkeypatch):
     import record  # noqa: E402 - benchmarks/ is on sys.path above
 
