@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from benchmarks.common import DATA  # noqa: E402
 
-from common import timed  # noqa: E402
+from common import count, timed  # noqa: E402
 
 from crowd_keras.datasets import load_labelme, load_truth_inference, load_wrench  # noqa: E402
 from crowd_keras.integrations.snorkel import CrowdLabelModel, probs_to_preds  # noqa: E402
@@ -174,7 +174,7 @@ def run_scale(repeat: int, quick: bool) -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--repeat", type=int, default=3, help="fit-time repeats (best kept)")
+    parser.add_argument("--repeat", type=count, default=3, help="fit-time repeats (best kept)")
     parser.add_argument("--quick", action="store_true",
                         help="one fit per model; scale table at a tenth of the rows")
     parser.add_argument("--only", choices=("real", "scale"), help="one of the two tables")

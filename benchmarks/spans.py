@@ -53,7 +53,7 @@ import pandas as pd  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
-from benchmarks.common import DATA  # noqa: E402
+from benchmarks.common import DATA, count  # noqa: E402
 
 import pico_lfs  # noqa: E402
 import pico_tagger  # noqa: E402
@@ -286,9 +286,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=DATA)
-    p.add_argument("--seeds", type=int, default=3, help="tagger seeds (crowd and MV each)")
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--draws", type=int, default=5, help="held-out draws for choosing τ")
+    p.add_argument("--seeds", type=count, default=3, help="tagger seeds (crowd and MV each)")
+    p.add_argument("--epochs", type=count, default=15)
+    p.add_argument("--draws", type=count, default=5, help="held-out draws for choosing τ")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--part", choices=("all", "select", "select-mixed", "default", "mixed"),
                    default="all",
@@ -297,8 +297,8 @@ def main(argv=None) -> int:
                         "candidates, the default and the labeling functions on the gold half "
                         "(no taggers); mixed: step 6 on the gold half; all: everything but "
                         "the select parts")
-    p.add_argument("--select-docs", type=int, default=1000)
-    p.add_argument("--select-draws", type=int, default=3)
+    p.add_argument("--select-docs", type=count, default=1000)
+    p.add_argument("--select-draws", type=count, default=3)
     args = p.parse_args(argv)
     seeds = 1 if args.quick else args.seeds
     epochs = 2 if args.quick else args.epochs
