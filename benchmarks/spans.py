@@ -19,20 +19,23 @@ span overlaps it):
    with a cross-fitted word-window prior, each plain and with a calibrated threshold) and
    the registry's default, fitted on the 191 acl17-test abstracts and on all 4,740;
 6. the labeling functions of ``examples/pico_lfs.py``: their summary, alone and with the
-   crowd (``AbstainDawidSkene``).
+   crowd (``AbstainDawidSkene``);
+7. step 6 of ``results/spans.md``: crowd + functions through the default (its text prior)
+   against ``AbstainDawidSkene`` on the same votes and the default on the crowd alone, fitted
+   on the 191 acl17-test abstracts and on all 4,740.
 
 A paired bootstrap over the gold abstracts compares the recommended model (and the default)
 with the authors' Dawid-Skene. The gold is read only to print the tables.
 
     python benchmarks/spans.py [--data ../shared/data] [--seeds 3] [--quick]
-                               [--part all|select|default]
+                               [--part all|select|select-mixed|default|mixed]
 
 ``--part select``: only the crowd-only choice of the default (held-out agreement F1 on 1,000
 training abstracts, 3 draws; reads no gold); ``--part select-mixed``: the same criterion for
 crowd + functions (step 6 of ``results/spans.md``: the default fitted on the functions' votes
 with the crowd, against ``AbstainDawidSkene`` on the same votes; reads no gold);
-``--part default``: 1, 5 and 6 (no taggers); ``--part mixed``: 1 and step 6 of
-``results/spans.md`` on the gold half.
+``--part default``: 1, 5 and 6 (no taggers); ``--part mixed``: 1 and 7 (step 6 of
+``results/spans.md`` on the gold half); ``--part all`` (the default): 1-7.
 ``--quick``: a slice of the train and dev splits, one seed, 2 epochs, 1 held-out draw,
 HMM-Crowd, the candidates and the labeling functions on the 191 test abstracts only (select:
 200 abstracts, 1 draw).
@@ -414,8 +417,11 @@ def main(argv=None) -> int:
               f"{r['agreement_f1']:.3f} |")
     print("\ntaggers (the same BiLSTM; F1 on the gold half)")
     print("\n".join(tag_lines))
+    print("\n" + RULE)
     confirm_default(pico, gold, fit_sets)
     labeling_functions(pico, gold, args.quick)
+    print("\n" + MIXED_RULE)
+    confirm_mixed(pico, fit_sets)
     return 0
 
 
