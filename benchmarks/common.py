@@ -1,6 +1,7 @@
 """Small helpers shared by the benchmark scripts."""
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from pathlib import Path
@@ -22,3 +23,15 @@ def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
         out = fn()
         best = min(best, time.perf_counter() - start)
     return best, out
+
+
+def count(text: str) -> int:
+    """argparse type of a count of seeds, repeats, epochs or draws: an integer >= 1 (0 ran no
+    fit and failed later, inside the table, with a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value

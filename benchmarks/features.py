@@ -36,7 +36,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
-from benchmarks.common import DATA  # noqa: E402
+from benchmarks.common import DATA, count  # noqa: E402
 
 from crowd_keras.aggregation import DawidSkene, MajorityVote, get_label_model  # noqa: E402
 from crowd_keras.aggregation.quality import expected_calibration_error  # noqa: E402
@@ -148,8 +148,8 @@ def one(name: str, d: Dict, seed: int) -> List[Dict]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--sets", nargs="*", default=list(SETS), choices=SETS)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
+    parser.add_argument("--seeds", type=count, default=3)
     args = parser.parse_args(argv)
     rows = []
     for name in args.sets:

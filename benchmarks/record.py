@@ -8,6 +8,8 @@
 writes ``benchmarks/results/<script>.md`` (or ``<NAME>.md`` with ``--as NAME``, for a second
 run of a script that should not replace its main record): the exact command, the machine and
 package versions (as in ``RESULTS.md``), the wall time and the script's output, untouched.
+A run that fails (exit code above 0, a bad argument too) or shows ``--help`` writes nothing;
+one stopped by ``--limit`` or a signal is recorded with the rows it printed.
 These are the long runs behind the issues' done-when figures; ``python -m benchmarks --quick``
 is the short run of everything.
 """
@@ -58,13 +60,21 @@ def main(argv: list | None = None) -> int:
     # the output is printed as it comes (a stopped run's log keeps its rows)
     out, seconds, code = run_all.run_script(script, args, limit,
                                             DATA, echo=True)
+    target = RESULTS / f"{name or Path(script).stem}.md"
+    # a help text or a failed run (a bad argument: exit code 2) is no measurement and must not
+    # replace the record; a run stopped by --limit or a signal (code < 0) keeps its rows
+    if code > 0 or {"-h", "--help"} & set(args):
+        if code > 0:
+            print(out[-2000:], file=sys.stderr)
+            print(f"record.py: {script} exited with code {code}; {target} is left as it was",
+                  file=sys.stderr)
+        return code
     command = " ".join(["python benchmarks/record.py", *prefix, script, *args])
     lines = [f"# `benchmarks/{script}`", "", f"Produced by `{command}` (do not edit by hand).",
              "", *run_all.machine_report(),
              f"- wall time: {seconds:.0f} s" + ("" if code == 0 else f", exit code {code}"),
              "", "```", out.strip(), "```", ""]
     RESULTS.mkdir(exist_ok=True)
-    target = RESULTS / f"{name or Path(script).stem}.md"
     atomic_write_text(target, "\n".join(lines))
     print(f"wrote {target}")
     return code

@@ -19,20 +19,23 @@ span overlaps it):
    with a cross-fitted word-window prior, each plain and with a calibrated threshold) and
    the registry's default, fitted on the 191 acl17-test abstracts and on all 4,740;
 6. the labeling functions of ``examples/pico_lfs.py``: their summary, alone and with the
-   crowd (``AbstainDawidSkene``).
+   crowd (``AbstainDawidSkene``);
+7. step 6 of ``results/spans.md``: crowd + functions through the default (its text prior)
+   against ``AbstainDawidSkene`` on the same votes and the default on the crowd alone, fitted
+   on the 191 acl17-test abstracts and on all 4,740.
 
 A paired bootstrap over the gold abstracts compares the recommended model (and the default)
 with the authors' Dawid-Skene. The gold is read only to print the tables.
 
     python benchmarks/spans.py [--data ../shared/data] [--seeds 3] [--quick]
-                               [--part all|select|default]
+                               [--part all|select|select-mixed|default|mixed]
 
 ``--part select``: only the crowd-only choice of the default (held-out agreement F1 on 1,000
 training abstracts, 3 draws; reads no gold); ``--part select-mixed``: the same criterion for
 crowd + functions (step 6 of ``results/spans.md``: the default fitted on the functions' votes
 with the crowd, against ``AbstainDawidSkene`` on the same votes; reads no gold);
-``--part default``: 1, 5 and 6 (no taggers); ``--part mixed``: 1 and step 6 of
-``results/spans.md`` on the gold half.
+``--part default``: 1, 5 and 6 (no taggers); ``--part mixed``: 1 and 7 (step 6 of
+``results/spans.md`` on the gold half); ``--part all`` (the default): 1-7.
 ``--quick``: a slice of the train and dev splits, one seed, 2 epochs, 1 held-out draw,
 HMM-Crowd, the candidates and the labeling functions on the 191 test abstracts only (select:
 200 abstracts, 1 draw).
@@ -53,7 +56,7 @@ import pandas as pd  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
-from benchmarks.common import DATA  # noqa: E402
+from benchmarks.common import DATA, count  # noqa: E402
 
 import pico_lfs  # noqa: E402
 import pico_tagger  # noqa: E402
@@ -286,9 +289,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=DATA)
-    p.add_argument("--seeds", type=int, default=3, help="tagger seeds (crowd and MV each)")
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--draws", type=int, default=5, help="held-out draws for choosing τ")
+    p.add_argument("--seeds", type=count, default=3, help="tagger seeds (crowd and MV each)")
+    p.add_argument("--epochs", type=count, default=15)
+    p.add_argument("--draws", type=count, default=5, help="held-out draws for choosing τ")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--part", choices=("all", "select", "select-mixed", "default", "mixed"),
                    default="all",
@@ -297,8 +300,8 @@ def main(argv=None) -> int:
                         "candidates, the default and the labeling functions on the gold half "
                         "(no taggers); mixed: step 6 on the gold half; all: everything but "
                         "the select parts")
-    p.add_argument("--select-docs", type=int, default=1000)
-    p.add_argument("--select-draws", type=int, default=3)
+    p.add_argument("--select-docs", type=count, default=1000)
+    p.add_argument("--select-draws", type=count, default=3)
     args = p.parse_args(argv)
     seeds = 1 if args.quick else args.seeds
     epochs = 2 if args.quick else args.epochs
@@ -414,8 +417,11 @@ def main(argv=None) -> int:
               f"{r['agreement_f1']:.3f} |")
     print("\ntaggers (the same BiLSTM; F1 on the gold half)")
     print("\n".join(tag_lines))
+    print("\n" + RULE)
     confirm_default(pico, gold, fit_sets)
     labeling_functions(pico, gold, args.quick)
+    print("\n" + MIXED_RULE)
+    confirm_mixed(pico, fit_sets)
     return 0
 
 

@@ -1,4 +1,5 @@
 """The benchmark report writer: the results page's table is replaced by the command's output."""
+import argparse
 import importlib.util
 import os
 import subprocess
@@ -45,6 +46,64 @@ def test_the_results_page_has_the_results_markers():
     text = run_all.RESULTS_PAGE.read_text(encoding="utf-8")
     start, end = run_all.RESULTS_MARKERS
     assert text.count(start) == 1 and text.count(end) == 1 and text.index(start) < text.index(end)
+
+
+def test_run_all_only_refuses_a_name_it_has_no_script_for(tmp_path, monkeypatch, capsys):
+    """``--only featurs`` ran part 1 alone and skipped every script, silently; a name is
+    checked against the scripts (``.py`` may be left off)."""
+    ran = []
+    (tmp_path / "features.py").write_text("")       # plots and copies stay in tmp_path
+    monkeypatch.setattr(run_all, "HERE", tmp_path)
+    monkeypatch.setattr(run_all, "label_model_table", lambda data, quick: ([], {}))
+    monkeypatch.setattr(run_all, "plot_scores", lambda scores, path: False)
+    monkeypatch.setattr(run_all, "update_results_page", lambda *a, **k: False)
+    monkeypatch.setattr(run_all, "run_script",
+                        lambda script, flags, limit, data: ran.append((script, flags)) or
+                        ("| row |", 0.0, 0))
+    out = tmp_path / "report.md"
+    with pytest.raises(SystemExit) as stop:
+        run_all.main(["--only", "features.py", "featurs", "--out", str(out)])
+    assert stop.value.code == 2 and ran == [] and not out.exists()
+    assert "featurs" in capsys.readouterr().err
+    assert run_all.main(["--quick", "--only", "features", "--out", str(out)]) == 0
+    quick = {s: q for s, _, q, _ in run_all.SCRIPTS}
+    assert ran == [("features.py", quick["features.py"])]
+    assert "benchmarks/features.py" in out.read_text(encoding="utf-8")
+
+
+def test_machine_report_names_the_version_of_every_peer_a_record_measures():
+    """features.md compares with cleanlab's CROWDLAB and dask_default.md / scale_out.md run on
+    Dask, but their package lines did not say which version."""
+    line = next(x for x in run_all.machine_report() if x.startswith("- packages: "))
+    for name in ("cleanlab", "dask", "distributed", "snorkel", "crowdkit"):
+        assert f" {name} " in line, name
+    cleanlab = pytest.importorskip("cleanlab")
+    assert f"cleanlab {cleanlab.__version__}" in line
+
+
+def test_benchmark_counts_below_one_are_usage_errors(capsys):
+    """``--seeds 0`` ran no fit and failed inside the table (features.py: a KeyError after
+    loading the sets; spans.py: a TypeError after the label models); ``--repeat 0`` timed
+    nothing. They are usage errors now, naming the option."""
+    import features
+    import spans
+
+    cases = ((features.main, ["--sets", "bluebirds", "--seeds", "0"], "--seeds"),
+             (features.main, ["--sets"], "--sets"),
+             (spans.main, ["--seeds", "0"], "--seeds"),
+             (spans.main, ["--part", "select", "--select-draws", "0"], "--select-draws"))
+    for main, argv, option in cases:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2, argv
+        assert option in capsys.readouterr().err
+    from common import count
+
+    assert count("3") == 3
+    for bad in ("0", "-2", "1.5", "many"):
+        with pytest.raises(argparse.ArgumentTypeError, match=">= 1"):
+            count(bad)
 
 
 def test_record_writes_the_command_machine_and_output(tmp_path, monkeypatch):
@@ -103,6 +162,35 @@ def test_record_limit_stops_the_script_and_keeps_its_rows(tmp_path, monkeypatch,
     assert "Produced by `python benchmarks/record.py --limit 3 --as slow_stopped slow.py`" in text
     assert "| row | 1 |" in text and "(stopped after 3 s)" in text
     assert "exit code -1" in text
+
+
+def test_record_keeps_the_record_when_the_run_fails_or_shows_its_help(tmp_path, monkeypatch,
+                                                                      capsys):
+    """A bad argument (argparse's exit code 2), a crash or ``--help`` is no measurement: the
+    record in place is left as it was, and the failure is shown."""
+    import record  # noqa: E402
+    import run_all
+
+    (tmp_path / "bench.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--data')\n"
+        "p.add_argument('--seeds', type=int, default=3)\na = p.parse_args()\n"
+        "print('| row |', a.seeds)\nassert a.seeds < 9, 'too many seeds'\n")
+    monkeypatch.setattr(run_all, "HERE", tmp_path)
+    monkeypatch.setattr(run_all, "SCRIPTS", [("bench.py", [], [], 60)])
+    monkeypatch.setattr(record, "RESULTS", tmp_path / "results")
+    (tmp_path / "results").mkdir()
+    kept = tmp_path / "results" / "bench.md"
+    kept.write_text("the long run\n", encoding="utf-8")
+    capsys.readouterr()
+    assert record.main(["bench.py", "--seedz", "5"]) == 2
+    assert "--seedz" in capsys.readouterr().err
+    assert record.main(["bench.py", "--seeds", "9"]) == 1
+    assert "too many seeds" in capsys.readouterr().err
+    assert record.main(["bench.py", "--help"]) == 0
+    assert kept.read_text(encoding="utf-8") == "the long run\n"
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["bench.md"]
+    assert record.main(["bench.py", "--seeds", "5"]) == 0      # a good run replaces it
+    assert "| row | 5" in kept.read_text(encoding="utf-8")
 
 
 def test_gpu_host_syncs_are_blamed_on_our_code_only_when_keras_called_it():
