@@ -364,6 +364,74 @@ def test_a_per_region_choice_in_json_min_is_an_error_too():
         ls.read_export(rows, control="conf")
 
 
+def _flat(export: list, fmt: str) -> list:
+    """The JSON_MIN rows (or CSV text) Label Studio's converter writes for ``_per_region``
+    tasks: a Choices result holding one choice becomes that choice, region or not."""
+    rows = []
+    for task in export:
+        for ann in task["annotations"]:
+            row = {"id": task["id"], **task["data"], "annotator": ann["completed_by"],
+                   "annotation_id": ann["id"]}
+            ent = [{k: v for k, v in r["value"].items()} for r in ann["result"]
+                   if r["from_name"] == "ent"]
+            conf = [r["value"]["choices"][0] for r in ann["result"] if r["from_name"] == "conf"]
+            row["ent"], row["conf"] = ent, conf[0] if len(conf) == 1 else conf
+            rows.append(row)
+    if fmt == "JSON_MIN":
+        return rows
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=sorted(rows[0]), quoting=csv.QUOTE_NONNUMERIC)
+    writer.writeheader()
+    writer.writerows({k: v if isinstance(v, (str, int)) else json.dumps(v)
+                      for k, v in row.items()} for row in rows)
+    return out.getvalue().encode()
+
+
+@pytest.mark.parametrize("fmt", ["JSON_MIN", "CSV"])
+def test_a_per_region_control_of_the_config_is_never_read_from_a_flat_export(fmt):
+    # JSON_MIN and CSV write a per-region choice on one region like a task's choice: before,
+    # the config's per-region Choices was picked over the Labels control and each region's
+    # answer read as the task's class; only the config's perRegion="true" tells them apart
+    flat = _flat([_per_region(1, (1, 2, [(0, 4, "sure")]), (2, 3, [(9, 13, "unsure")]))], fmt)
+    read = ls.read_export(flat, label_config=PER_REGION)
+    assert isinstance(read, ls.LabelStudioSpans) and read.control == "ent"
+    assert read.summary.n_used == 2
+    with pytest.raises(CrowdDataError, match=r"perRegion=\"true\".*one of \['ent'\]"):
+        ls.read_export(flat, control="conf", label_config=PER_REGION)
+
+
+@pytest.mark.parametrize("config", [None, PER_REGION])
+def test_without_control_a_per_region_choice_is_not_picked_over_the_span_control(config):
+    # before: the per-region Choices was the one Choices control used, so it was picked and
+    # the export refused, though its span control reads
+    export = [_per_region(1, (1, 2, [(0, 4, "sure")]), (2, 3, [(9, 13, "unsure")]))]
+    read = ls.read_export(export, label_config=config)
+    assert isinstance(read, ls.LabelStudioSpans) and read.control == "ent"
+    assert [n for n, _ in ls.export_controls(export, label_config=config)] == ["ent"]
+    only_conf = [{**task, "annotations": [
+        {**ann, "result": [r for r in ann["result"] if r["from_name"] == "conf"]}
+        for ann in task["annotations"]]} for task in export]
+    with pytest.raises(CrowdDataError, match=r"besides the per-region controls \['conf'\]"):
+        ls.read_export(only_conf)
+
+
+def test_a_choices_control_nobody_answered_is_not_picked_over_a_span_control_used():
+    # before: with the config, the declared Choices 'lang' (in no result) was read, giving an
+    # export of 0 annotations, and the spans every annotator marked were left unread
+    config = ('<View><Text name="text" value="$text"/><Labels name="ent" toName="text">'
+              '<Label value="PER"/></Labels><Choices name="lang" toName="text">'
+              '<Choice value="en"/><Choice value="fr"/></Choices></View>')
+    export = [_per_region(1, (1, 2, [(0, 4, "sure")]), (2, 3, [(9, 13, "unsure")]))]
+    for task in export:
+        for ann in task["annotations"]:
+            ann["result"] = [r for r in ann["result"] if r["from_name"] == "ent"]
+    read = ls.read_export(export, label_config=config)
+    assert isinstance(read, ls.LabelStudioSpans) and read.control == "ent"
+    assert len(read.spans) == 2
+    # asked for by name, the unanswered control is still read (nothing to learn from it)
+    assert ls.read_export(export, control="lang", label_config=config).summary.n_used == 0
+
+
 def _twice(first: str, second: str, **stamps) -> list:
     """One task that user 1 annotated twice (no annotation ids), user 2 once."""
     def one(choice, time=None):
