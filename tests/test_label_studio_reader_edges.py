@@ -477,3 +477,22 @@ def test_two_different_span_annotations_that_nothing_orders_are_an_error():
         ls.read_export([task], control="ent")
     task["annotations"] = [spans((0, 4)), spans((0, 4))]   # the same spans twice: one kept
     assert ls.read_export([task], control="ent").summary.n_superseded == 1
+
+
+def test_the_history_column_of_a_csv_export_is_not_task_data():
+    # Label Studio's CSV writes an annotation's review history in a 'history' column: before,
+    # it was read as a second data column, so the text was no longer the export's one data
+    # column (to_name unknown: aggregate asked for --to-name) and was listed as a control
+    rows = [{"id": 1, "text": "t1", "annotator": "2", "annotation_id": 1, "s": "a",
+             "history": json.dumps([{"action": "submitted", "created_by": 2}])},
+            {"id": 1, "text": "t1", "annotator": "3", "annotation_id": 2, "s": "b",
+             "history": ""}]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=sorted(rows[0]), quoting=csv.QUOTE_NONNUMERIC)
+    writer.writeheader()
+    writer.writerows(rows)
+    read = ls.read_export(out.getvalue().encode(), control="s")
+    assert read.format == "CSV" and read.to_name == "text"
+    assert read.annotations.n_annotations == 2
+    with pytest.raises(CrowdDataError, match=r"one of \['s', 'text'\]"):
+        ls.read_export(out.getvalue().encode())

@@ -23,8 +23,10 @@ SPAN_TAGS = {"labels": "labels", "hypertextlabels": "htmllabels",
 READABLE = _SUPPORTED_TAGS | set(SPAN_TAGS)
 _NOT_READABLE = ("; only Choices and Rating controls (one class per task) and Labels, "
                  "HyperTextLabels and ParagraphLabels controls (spans) can be read")
+#: The columns of a JSON_MIN/CSV row that are about the annotation, not task data (Label
+#: Studio's CSV writes ``history``, the annotation's review history, when it has one).
 MIN_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time",
-             "agreement", "draft_created_at"}
+            "agreement", "draft_created_at", "history"}
 INSTALL_HINT = "install the optional extra: pip install 'crowd-keras[label-studio]'"
 
 
