@@ -496,3 +496,28 @@ def test_the_history_column_of_a_csv_export_is_not_task_data():
     assert read.annotations.n_annotations == 2
     with pytest.raises(CrowdDataError, match=r"one of \['s', 'text'\]"):
         ls.read_export(out.getvalue().encode())
+
+
+@pytest.mark.parametrize("fmt", ["JSON", "JSON_MIN", "CSV"])
+def test_annotations_of_deleted_users_are_never_merged_into_one_annotator(fmt):
+    # Label Studio sets completed_by to null when a user is deleted, and its converter
+    # writes that null as the text "None" in JSON_MIN and CSV: before, those formats read
+    # every deleted user's annotations as one annotator 'None' (on task 1 the later of two
+    # people's labels silently replaced the other)
+    task = _task(1, (1, 2, ["a"]), (2, None, ["b"]), (3, None, ["c"]))
+    if fmt == "JSON":
+        source = [task]
+    else:
+        rows = [{"id": 1, "text": "t1", "annotator": str(ann["completed_by"]),
+                 "annotation_id": ann["id"], "s": ann["result"][0]["value"]["choices"][0]}
+                for ann in task["annotations"]]
+        source = rows
+        if fmt == "CSV":
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=sorted(rows[0]),
+                                    quoting=csv.QUOTE_NONNUMERIC)
+            writer.writeheader()
+            writer.writerows(rows)
+            source = out.getvalue().encode()
+    with pytest.raises(CrowdDataError, match=r"annotation 2\b.*deleted user"):
+        ls.read_export(source, control="s")

@@ -346,7 +346,16 @@ def _annotator(value: Any, where: str) -> tuple[Any, Optional[str]]:
         if uid is None and not email:
             raise CrowdDataError(f"{where}: completed_by has neither 'id' nor 'email'")
         return (_opt_id(uid, where, "completed_by.id") if uid is not None else email), email
-    if isinstance(value, bool) or value is None:
+    if value is None or (isinstance(value, str) and value.strip() == "None"):
+        # JSON_MIN and CSV write a null user as the text "None": read as a user of that
+        # name, every deleted user's annotations would be one annotator's, the later
+        # replacing the earlier on each task
+        raise CrowdDataError(
+            f"{where}: annotator (completed_by) must be a user id or e-mail, got {value!r}: "
+            "Label Studio exports the annotations of a deleted user with completed_by null "
+            "(JSON_MIN and CSV write it as 'None'), and nothing tells such users apart; remove "
+            "these annotations from the export (or give them their users) to read it")
+    if isinstance(value, bool):
         raise CrowdDataError(f"{where}: annotator (completed_by) must be a user id or e-mail, "
                              f"got {value!r}")
     if isinstance(value, (int, np.integer, float)):
