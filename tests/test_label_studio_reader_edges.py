@@ -521,3 +521,30 @@ def test_annotations_of_deleted_users_are_never_merged_into_one_annotator(fmt):
             source = out.getvalue().encode()
     with pytest.raises(CrowdDataError, match=r"annotation 2\b.*deleted user"):
         ls.read_export(source, control="s")
+
+
+def test_a_tsv_export_downloaded_as_a_csv_file_is_read_as_tsv(tmp_path):
+    # Label Studio's converter writes its TSV export to result.csv, and the server names the
+    # download after that file: before, the ".csv" suffix made the reader parse the tab
+    # separated text as CSV ("malformed CSV near line 1: ',' expected after '\"'")
+    converter = pytest.importorskip("label_studio_sdk.converter").Converter
+    export = [_task(1, (1, 2, ["a"]), (2, 3, ["b"])), _task(2, (3, 2, ["b"]))]
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(export))
+    config = ('<View><Text name="text" value="$text"/><Choices name="s" toName="text">'
+              '<Choice value="a"/><Choice value="b"/></Choices></View>')
+    converter(config=config, project_dir=None, download_resources=False).convert(
+        str(src), str(tmp_path / "out"), "TSV", is_dir=False)
+    written = list((tmp_path / "out").iterdir())
+    assert [p.suffix for p in written] == [".csv"]
+    downloaded = tmp_path / "project-1-at-2024-01-01-00-00-0123abcd.csv"
+    written[0].rename(downloaded)
+    read = ls.read_export(downloaded, control="s")
+    full = ls.read_export(export, control="s")
+    assert read.format == "TSV" and read.annotations == full.annotations
+    # a CSV export named .tsv is read as the CSV it is
+    comma = tmp_path / "comma.tsv"
+    converter(config=config, project_dir=None, download_resources=False).convert(
+        str(src), str(tmp_path / "out2"), "CSV", is_dir=False)
+    (tmp_path / "out2" / "result.csv").rename(comma)
+    assert ls.read_export(comma, control="s").format == "CSV"

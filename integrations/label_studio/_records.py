@@ -180,9 +180,13 @@ def load_export(source: Any, fmt: Optional[str]) -> LoadedExport:
         raise CrowdDataError(f"{origin}: a {fmt or 'JSON'} export must start with '[' or "
                              f"'{{', got {stripped[:20]!r}")
     if fmt is None:
+        # the header line decides when it holds one of the two separators only: Label
+        # Studio's TSV export downloads as a ".csv" file (its converter writes result.csv)
         first = stripped.splitlines()[0]
-        fmt = ("TSV" if suffix == ".tsv" else "CSV" if suffix == ".csv"
-               else "TSV" if first.count("\t") > first.count(",") else "CSV")
+        tabs, commas = first.count("\t"), first.count(",")
+        fmt = ("TSV" if tabs and not commas else "CSV" if commas and not tabs
+               else "TSV" if suffix == ".tsv" else "CSV" if suffix == ".csv"
+               else "TSV" if tabs > commas else "CSV")
     if translated:
         raise CrowdDataError(
             f"{origin}: this text-mode file object turned the {fmt} export's '\\r\\n' line "

@@ -92,7 +92,9 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
     Args:
         source: a path, a file object (text or binary), ``bytes``, or loaded JSON (a list of
             tasks or JSON_MIN rows). Full JSON, JSON_MIN, CSV and TSV are told apart by content
-            (and the ``.tsv``/``.csv`` suffix); ``format`` forces one of ``FORMATS``.
+            (CSV and TSV by the header line's separator, the ``.tsv``/``.csv`` suffix only
+            where it holds both: Label Studio names its TSV download ``.csv``); ``format``
+            forces one of ``FORMATS``.
         control: the ``name`` of the control to read. Optional for full JSON when one
             Choices/Rating control is used (or declared in ``label_config``), or else one span
             control.
