@@ -548,3 +548,19 @@ def test_a_tsv_export_downloaded_as_a_csv_file_is_read_as_tsv(tmp_path):
         str(src), str(tmp_path / "out2"), "CSV", is_dir=False)
     (tmp_path / "out2" / "result.csv").rename(comma)
     assert ls.read_export(comma, control="s").format == "CSV"
+
+
+def test_a_hypertext_region_without_global_offsets_says_what_is_missing():
+    # a HyperText region's start/end are XPaths; its character offsets are in globalOffsets:
+    # before, a region without them was "start must be an integer character offset, got
+    # '/p[1]/text()[1]'", as if the value were corrupt
+    value = {"start": "/p[1]/text()[1]", "end": "/p[1]/text()[1]", "startOffset": 0,
+             "endOffset": 4, "text": "John", "htmllabels": ["PER"]}
+    export = [{"id": 1, "data": {"html": "<p>John met Mary</p>"}, "annotations": [
+        {"id": 7, "completed_by": 1, "result": [
+            {"from_name": "ner", "to_name": "doc", "type": "hypertextlabels", "value": value}]}]}]
+    with pytest.raises(CrowdDataError, match=r"annotation 7 \(user 1\), span 0: a HyperTextLabels "
+                                             r"region without value.globalOffsets.*'/p\[1\]"):
+        ls.read_export(export)
+    value["globalOffsets"] = {"start": 3, "end": 7}
+    assert ls.read_export(export).spans[["start", "end"]].values.tolist() == [[3, 7]]
