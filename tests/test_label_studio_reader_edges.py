@@ -364,6 +364,74 @@ def test_a_per_region_choice_in_json_min_is_an_error_too():
         ls.read_export(rows, control="conf")
 
 
+def _flat(export: list, fmt: str) -> list:
+    """The JSON_MIN rows (or CSV text) Label Studio's converter writes for ``_per_region``
+    tasks: a Choices result holding one choice becomes that choice, region or not."""
+    rows = []
+    for task in export:
+        for ann in task["annotations"]:
+            row = {"id": task["id"], **task["data"], "annotator": ann["completed_by"],
+                   "annotation_id": ann["id"]}
+            ent = [{k: v for k, v in r["value"].items()} for r in ann["result"]
+                   if r["from_name"] == "ent"]
+            conf = [r["value"]["choices"][0] for r in ann["result"] if r["from_name"] == "conf"]
+            row["ent"], row["conf"] = ent, conf[0] if len(conf) == 1 else conf
+            rows.append(row)
+    if fmt == "JSON_MIN":
+        return rows
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=sorted(rows[0]), quoting=csv.QUOTE_NONNUMERIC)
+    writer.writeheader()
+    writer.writerows({k: v if isinstance(v, (str, int)) else json.dumps(v)
+                      for k, v in row.items()} for row in rows)
+    return out.getvalue().encode()
+
+
+@pytest.mark.parametrize("fmt", ["JSON_MIN", "CSV"])
+def test_a_per_region_control_of_the_config_is_never_read_from_a_flat_export(fmt):
+    # JSON_MIN and CSV write a per-region choice on one region like a task's choice: before,
+    # the config's per-region Choices was picked over the Labels control and each region's
+    # answer read as the task's class; only the config's perRegion="true" tells them apart
+    flat = _flat([_per_region(1, (1, 2, [(0, 4, "sure")]), (2, 3, [(9, 13, "unsure")]))], fmt)
+    read = ls.read_export(flat, label_config=PER_REGION)
+    assert isinstance(read, ls.LabelStudioSpans) and read.control == "ent"
+    assert read.summary.n_used == 2
+    with pytest.raises(CrowdDataError, match=r"perRegion=\"true\".*one of \['ent'\]"):
+        ls.read_export(flat, control="conf", label_config=PER_REGION)
+
+
+@pytest.mark.parametrize("config", [None, PER_REGION])
+def test_without_control_a_per_region_choice_is_not_picked_over_the_span_control(config):
+    # before: the per-region Choices was the one Choices control used, so it was picked and
+    # the export refused, though its span control reads
+    export = [_per_region(1, (1, 2, [(0, 4, "sure")]), (2, 3, [(9, 13, "unsure")]))]
+    read = ls.read_export(export, label_config=config)
+    assert isinstance(read, ls.LabelStudioSpans) and read.control == "ent"
+    assert [n for n, _ in ls.export_controls(export, label_config=config)] == ["ent"]
+    only_conf = [{**task, "annotations": [
+        {**ann, "result": [r for r in ann["result"] if r["from_name"] == "conf"]}
+        for ann in task["annotations"]]} for task in export]
+    with pytest.raises(CrowdDataError, match=r"besides the per-region controls \['conf'\]"):
+        ls.read_export(only_conf)
+
+
+def test_a_choices_control_nobody_answered_is_not_picked_over_a_span_control_used():
+    # before: with the config, the declared Choices 'lang' (in no result) was read, giving an
+    # export of 0 annotations, and the spans every annotator marked were left unread
+    config = ('<View><Text name="text" value="$text"/><Labels name="ent" toName="text">'
+              '<Label value="PER"/></Labels><Choices name="lang" toName="text">'
+              '<Choice value="en"/><Choice value="fr"/></Choices></View>')
+    export = [_per_region(1, (1, 2, [(0, 4, "sure")]), (2, 3, [(9, 13, "unsure")]))]
+    for task in export:
+        for ann in task["annotations"]:
+            ann["result"] = [r for r in ann["result"] if r["from_name"] == "ent"]
+    read = ls.read_export(export, label_config=config)
+    assert isinstance(read, ls.LabelStudioSpans) and read.control == "ent"
+    assert len(read.spans) == 2
+    # asked for by name, the unanswered control is still read (nothing to learn from it)
+    assert ls.read_export(export, control="lang", label_config=config).summary.n_used == 0
+
+
 def _twice(first: str, second: str, **stamps) -> list:
     """One task that user 1 annotated twice (no annotation ids), user 2 once."""
     def one(choice, time=None):
@@ -409,3 +477,90 @@ def test_two_different_span_annotations_that_nothing_orders_are_an_error():
         ls.read_export([task], control="ent")
     task["annotations"] = [spans((0, 4)), spans((0, 4))]   # the same spans twice: one kept
     assert ls.read_export([task], control="ent").summary.n_superseded == 1
+
+
+def test_the_history_column_of_a_csv_export_is_not_task_data():
+    # Label Studio's CSV writes an annotation's review history in a 'history' column: before,
+    # it was read as a second data column, so the text was no longer the export's one data
+    # column (to_name unknown: aggregate asked for --to-name) and was listed as a control
+    rows = [{"id": 1, "text": "t1", "annotator": "2", "annotation_id": 1, "s": "a",
+             "history": json.dumps([{"action": "submitted", "created_by": 2}])},
+            {"id": 1, "text": "t1", "annotator": "3", "annotation_id": 2, "s": "b",
+             "history": ""}]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=sorted(rows[0]), quoting=csv.QUOTE_NONNUMERIC)
+    writer.writeheader()
+    writer.writerows(rows)
+    read = ls.read_export(out.getvalue().encode(), control="s")
+    assert read.format == "CSV" and read.to_name == "text"
+    assert read.annotations.n_annotations == 2
+    with pytest.raises(CrowdDataError, match=r"one of \['s', 'text'\]"):
+        ls.read_export(out.getvalue().encode())
+
+
+@pytest.mark.parametrize("fmt", ["JSON", "JSON_MIN", "CSV"])
+def test_annotations_of_deleted_users_are_never_merged_into_one_annotator(fmt):
+    # Label Studio sets completed_by to null when a user is deleted, and its converter
+    # writes that null as the text "None" in JSON_MIN and CSV: before, those formats read
+    # every deleted user's annotations as one annotator 'None' (on task 1 the later of two
+    # people's labels silently replaced the other)
+    task = _task(1, (1, 2, ["a"]), (2, None, ["b"]), (3, None, ["c"]))
+    if fmt == "JSON":
+        source = [task]
+    else:
+        rows = [{"id": 1, "text": "t1", "annotator": str(ann["completed_by"]),
+                 "annotation_id": ann["id"], "s": ann["result"][0]["value"]["choices"][0]}
+                for ann in task["annotations"]]
+        source = rows
+        if fmt == "CSV":
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=sorted(rows[0]),
+                                    quoting=csv.QUOTE_NONNUMERIC)
+            writer.writeheader()
+            writer.writerows(rows)
+            source = out.getvalue().encode()
+    with pytest.raises(CrowdDataError, match=r"annotation 2\b.*deleted user"):
+        ls.read_export(source, control="s")
+
+
+def test_a_tsv_export_downloaded_as_a_csv_file_is_read_as_tsv(tmp_path):
+    # Label Studio's converter writes its TSV export to result.csv, and the server names the
+    # download after that file: before, the ".csv" suffix made the reader parse the tab
+    # separated text as CSV ("malformed CSV near line 1: ',' expected after '\"'")
+    converter = pytest.importorskip("label_studio_sdk.converter").Converter
+    export = [_task(1, (1, 2, ["a"]), (2, 3, ["b"])), _task(2, (3, 2, ["b"]))]
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(export))
+    config = ('<View><Text name="text" value="$text"/><Choices name="s" toName="text">'
+              '<Choice value="a"/><Choice value="b"/></Choices></View>')
+    converter(config=config, project_dir=None, download_resources=False).convert(
+        str(src), str(tmp_path / "out"), "TSV", is_dir=False)
+    written = list((tmp_path / "out").iterdir())
+    assert [p.suffix for p in written] == [".csv"]
+    downloaded = tmp_path / "project-1-at-2024-01-01-00-00-0123abcd.csv"
+    written[0].rename(downloaded)
+    read = ls.read_export(downloaded, control="s")
+    full = ls.read_export(export, control="s")
+    assert read.format == "TSV" and read.annotations == full.annotations
+    # a CSV export named .tsv is read as the CSV it is
+    comma = tmp_path / "comma.tsv"
+    converter(config=config, project_dir=None, download_resources=False).convert(
+        str(src), str(tmp_path / "out2"), "CSV", is_dir=False)
+    (tmp_path / "out2" / "result.csv").rename(comma)
+    assert ls.read_export(comma, control="s").format == "CSV"
+
+
+def test_a_hypertext_region_without_global_offsets_says_what_is_missing():
+    # a HyperText region's start/end are XPaths; its character offsets are in globalOffsets:
+    # before, a region without them was "start must be an integer character offset, got
+    # '/p[1]/text()[1]'", as if the value were corrupt
+    value = {"start": "/p[1]/text()[1]", "end": "/p[1]/text()[1]", "startOffset": 0,
+             "endOffset": 4, "text": "John", "htmllabels": ["PER"]}
+    export = [{"id": 1, "data": {"html": "<p>John met Mary</p>"}, "annotations": [
+        {"id": 7, "completed_by": 1, "result": [
+            {"from_name": "ner", "to_name": "doc", "type": "hypertextlabels", "value": value}]}]}]
+    with pytest.raises(CrowdDataError, match=r"annotation 7 \(user 1\), span 0: a HyperTextLabels "
+                                             r"region without value.globalOffsets.*'/p\[1\]"):
+        ls.read_export(export)
+    value["globalOffsets"] = {"start": 3, "end": 7}
+    assert ls.read_export(export).spans[["start", "end"]].values.tolist() == [[3, 7]]

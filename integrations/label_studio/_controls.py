@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._records import Record
 
-__all__ = ["SPAN_TAGS", "MIN_META", "INSTALL_HINT", "parse_config", "object_fields",
-           "to_name_note",
+__all__ = ["SPAN_TAGS", "MIN_META", "INSTALL_HINT", "Control", "parse_config", "object_fields",
+           "to_name_note", "region_answers",
            "pick_control_full", "pick_control_rows", "selection_full", "selection_min"]
 
 _SUPPORTED_TAGS = frozenset({"choices", "rating"})  # config tag = result type, lower case
@@ -23,8 +23,10 @@ SPAN_TAGS = {"labels": "labels", "hypertextlabels": "htmllabels",
 READABLE = _SUPPORTED_TAGS | set(SPAN_TAGS)
 _NOT_READABLE = ("; only Choices and Rating controls (one class per task) and Labels, "
                  "HyperTextLabels and ParagraphLabels controls (spans) can be read")
+#: The columns of a JSON_MIN/CSV row that are about the annotation, not task data (Label
+#: Studio's CSV writes ``history``, the annotation's review history, when it has one).
 MIN_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time",
-             "agreement", "draft_created_at"}
+            "agreement", "draft_created_at", "history"}
 INSTALL_HINT = "install the optional extra: pip install 'crowd-keras[label-studio]'"
 
 
@@ -66,10 +68,20 @@ def object_fields(label_config: Any) -> dict:
     return out
 
 
+class Control(NamedTuple):
+    """One control tag of a labeling config, as :func:`parse_config` reads it."""
+
+    kind: str                     # the tag in lower case, as the results' ``type``
+    labels: Optional[list]        # None: a Rating, or dynamic choices/labels (value="$field")
+    to_name: Optional[str]
+    max_rating: Optional[int]
+    per_region: bool = False      # perRegion="true": answered once per region, not per task
+
+
 def parse_config(label_config: Any) -> dict:
-    """{control name: (type, labels or None, to_name, max_rating)} from a labeling config;
-    labels are ``None`` for a Rating control and for dynamic choices or labels
-    (``value="$field"``)."""
+    """{control name: :class:`Control`} from a labeling config (type, labels or None,
+    to_name, max_rating, per_region); labels are ``None`` for a Rating control and for
+    dynamic choices or labels (``value="$field"``)."""
     li = _interface(label_config)
     out = {}
     for ctl in li.controls:
@@ -87,41 +99,86 @@ def parse_config(label_config: Any) -> dict:
             # dynamic choices/labels (value="$field"): each task's data lists them, the
             # config does not, so any value is allowed (as without a config)
             labels = None
-        out[ctl.name] = (kind, labels, ctl.to_name[0] if ctl.to_name else None, max_rating)
+        # Label Studio reads tag attributes case-insensitively (perRegion, perregion)
+        per_region = any(k.lower() == "perregion" and str(v).strip().lower() == "true"
+                         for k, v in ctl.attr.items())
+        out[ctl.name] = Control(kind, labels, ctl.to_name[0] if ctl.to_name else None,
+                                max_rating, per_region)
     if not out:
         raise CrowdDataError("label_config declares no control tags")
     return out
 
 
-def _pick_from(candidates: list, what: str, origin: str, spans: Optional[list] = None) -> str:
+def _pick_from(candidates: list, what: str, origin: str, spans: Optional[list] = None,
+               per_region: Iterable[str] = ()) -> str:
     """The one candidate control; the span controls are candidates only when no Choices or
-    Rating control is."""
+    Rating control is. ``per_region``: the controls left out as answered per region (named
+    when nothing is left)."""
     if not candidates and spans:
         candidates = spans
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
+        left_out = sorted(per_region)
         raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control found in "
-                             f"{what}{_NOT_READABLE}")
+                             f"{what}" + (f" besides the per-region controls {left_out} (one "
+                                          "answer per region, not per task)" if left_out
+                                          else "") + _NOT_READABLE)
     raise CrowdDataError(Message("{origin}: several controls in {what}: {candidates}; pass "
                                  "{control} to pick one", origin=origin, what=what,
                                  candidates=candidates, control=Argument("control")))
 
 
-def pick_control_full(control: Optional[str], config: Optional[dict], seen: dict,
-                       origin: str) -> tuple[str, str, Optional[str]]:
+def region_answers(records: Iterable[Record]) -> set:
+    """The controls whose answers (a choice or a rating), in the records not cancelled, are
+    placed on a region (a per-region Choices or Rating: a question about one span or box,
+    not about the task); a span region merely mistyped ``choices`` holds no answer."""
+    return {item["from_name"] for rec in records if not rec.cancelled
+            for item in rec.result or ()
+            if str(item["type"]).lower() in _SUPPORTED_TAGS
+            and any(k in item["value"] for k in ("choices", "rating"))
+            and any(k in item["value"] for k in _PLACE_KEYS)}
+
+
+def _refuse_per_region_control(control: str, config: Optional[dict]) -> None:
+    """CrowdDataError when the config says ``control`` is answered per region: its values
+    are one region's answer each, which JSON_MIN and CSV exports write like a task's choice."""
+    if config is not None and control in config and config[control].per_region:
+        others = sorted(n for n, c in config.items() if c.kind in READABLE and not c.per_region)
+        raise CrowdDataError(Message(
+            "control '{control}' is placed on a region: perRegion=\"true\" in the labeling "
+            "config, so each value is one region's answer, not the task's class; per-region "
+            "controls are not supported (one class per task is needed)" + (
+                "; pass {arg} with one of {others}" if others else ""),
+            control=control, arg=Argument("control"), others=others))
+
+
+def pick_control_full(control: Optional[str], config: Optional[dict], seen: dict, origin: str,
+                      per_region: Iterable[str] = ()) -> tuple[str, str, Optional[str]]:
+    """(name, type, to_name) of the control to read from a full JSON export: ``control``, or
+    the one Choices/Rating control the results use (else the one span control used, else the
+    one declared); ``seen``: {control: (type, to_name)} of the results; ``per_region``: the
+    controls whose results are placed on a region (:func:`region_answers`), never picked."""
     if control is None:
+        placed = set(per_region) | {n for n, c in (config or {}).items() if c.per_region}
         if config is not None:
-            declared = [n for n, c in config.items() if c[0] in _SUPPORTED_TAGS]
+            declared = [n for n, c in config.items()
+                        if c.kind in _SUPPORTED_TAGS and n not in placed]
             used = [n for n in declared if n in seen]
-            spans = [n for n, c in config.items() if c[0] in SPAN_TAGS]
-            control = _pick_from(used or declared, "the labeling config" + (
-                " used in the annotation results" if used else ""), origin,
-                [n for n in spans if n in seen] or spans)
+            spans = [n for n, c in config.items() if c.kind in SPAN_TAGS]
+            spans_used = [n for n in spans if n in seen]
+            # a Choices control no one answered is not read over a span control they used
+            control = _pick_from(used or ([] if spans_used else declared),
+                                 "the labeling config" + (
+                                     " used in the annotation results" if used else ""),
+                                 origin, spans_used or spans, placed & set(seen))
         else:
-            control = _pick_from(sorted(n for n, (t, _) in seen.items() if t in _SUPPORTED_TAGS),
+            control = _pick_from(sorted(n for n, (t, _) in seen.items()
+                                        if t in _SUPPORTED_TAGS and n not in placed),
                                  "the annotation results", origin,
-                                 sorted(n for n, (t, _) in seen.items() if t in SPAN_TAGS))
+                                 sorted(n for n, (t, _) in seen.items() if t in SPAN_TAGS),
+                                 placed)
+    _refuse_per_region_control(control, config)
     if config is not None:
         if control not in config:
             raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls "
@@ -132,7 +189,7 @@ def pick_control_full(control: Optional[str], config: Optional[dict], seen: dict
                 f"{origin}: no annotation result names control '{control}'; the results name "
                 f"{unknown}, which the labeling config does not declare (its controls: "
                 f"{sorted(config)}): is it this project's config?")
-        kind, _, to_name, _ = config[control]
+        kind, to_name = config[control].kind, config[control].to_name
         if control in seen and seen[control][0] != kind:
             raise CrowdDataError(f"{origin}: results of control '{control}' have type "
                                  f"'{seen[control][0]}' but the config declares '{kind}'")
@@ -165,10 +222,13 @@ def pick_control_rows(control: Optional[str], config: Optional[dict], columns: l
                 "{control} (one of {data_cols}) or {config}", origin=origin, fmt=fmt,
                 data_cols=data_cols, control=Argument("control"),
                 config=Argument("label_config")))
+        # a per-region choice is written like a task's choice there: only the config tells
         control = _pick_from([n for n, c in config.items()
-                              if c[0] in _SUPPORTED_TAGS and n in columns],
+                              if c.kind in _SUPPORTED_TAGS and not c.per_region and n in columns],
                              "both the labeling config and the export columns", origin,
-                             [n for n, c in config.items() if c[0] in SPAN_TAGS and n in columns])
+                             [n for n, c in config.items() if c.kind in SPAN_TAGS and n in columns],
+                             [n for n, c in config.items() if c.per_region and n in columns])
+    _refuse_per_region_control(control, config)
     if control not in columns:
         raise CrowdDataError(f"{origin}: no column '{control}' for the control; columns are "
                              f"{data_cols}")
@@ -178,7 +238,7 @@ def pick_control_rows(control: Optional[str], config: Optional[dict], columns: l
     if control not in config:
         raise CrowdDataError(f"control '{control}' is not in the labeling config; its controls are "
                              f"{sorted(config)}")
-    kind, _, to_name, _ = config[control]
+    kind, to_name = config[control].kind, config[control].to_name
     if kind not in READABLE:
         raise CrowdDataError(f"control '{control}' is a {kind} control{_NOT_READABLE}")
     return control, kind, to_name

@@ -180,9 +180,13 @@ def load_export(source: Any, fmt: Optional[str]) -> LoadedExport:
         raise CrowdDataError(f"{origin}: a {fmt or 'JSON'} export must start with '[' or "
                              f"'{{', got {stripped[:20]!r}")
     if fmt is None:
+        # the header line decides when it holds one of the two separators only: Label
+        # Studio's TSV export downloads as a ".csv" file (its converter writes result.csv)
         first = stripped.splitlines()[0]
-        fmt = ("TSV" if suffix == ".tsv" else "CSV" if suffix == ".csv"
-               else "TSV" if first.count("\t") > first.count(",") else "CSV")
+        tabs, commas = first.count("\t"), first.count(",")
+        fmt = ("TSV" if tabs and not commas else "CSV" if commas and not tabs
+               else "TSV" if suffix == ".tsv" else "CSV" if suffix == ".csv"
+               else "TSV" if tabs > commas else "CSV")
     if translated:
         raise CrowdDataError(
             f"{origin}: this text-mode file object turned the {fmt} export's '\\r\\n' line "
@@ -346,7 +350,16 @@ def _annotator(value: Any, where: str) -> tuple[Any, Optional[str]]:
         if uid is None and not email:
             raise CrowdDataError(f"{where}: completed_by has neither 'id' nor 'email'")
         return (_opt_id(uid, where, "completed_by.id") if uid is not None else email), email
-    if isinstance(value, bool) or value is None:
+    if value is None or (isinstance(value, str) and value.strip() == "None"):
+        # JSON_MIN and CSV write a null user as the text "None": read as a user of that
+        # name, every deleted user's annotations would be one annotator's, the later
+        # replacing the earlier on each task
+        raise CrowdDataError(
+            f"{where}: annotator (completed_by) must be a user id or e-mail, got {value!r}: "
+            "Label Studio exports the annotations of a deleted user with completed_by null "
+            "(JSON_MIN and CSV write it as 'None'), and nothing tells such users apart; remove "
+            "these annotations from the export (or give them their users) to read it")
+    if isinstance(value, bool):
         raise CrowdDataError(f"{where}: annotator (completed_by) must be a user id or e-mail, "
                              f"got {value!r}")
     if isinstance(value, (int, np.integer, float)):

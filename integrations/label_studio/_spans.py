@@ -246,6 +246,12 @@ def _span_rows(values: list, kind: str, where: str, bases: Optional[np.ndarray],
         if kind == "hypertextlabels" and isinstance(v.get("globalOffsets"), dict):
             start = _offset(v["globalOffsets"].get("start"), at, "globalOffsets.start")
             end = _offset(v["globalOffsets"].get("end"), at, "globalOffsets.end")
+        elif kind == "hypertextlabels" and isinstance(v.get("start"), str) \
+                and not is_decimal(v["start"].strip()):
+            # else "start must be an integer character offset", as if the value were bad
+            raise CrowdDataError(f"{at}: a HyperTextLabels region without value.globalOffsets "
+                                 f"(its start {v['start']!r} is an XPath into the page): only "
+                                 "its character offsets, value.globalOffsets, can be read")
         elif kind == "paragraphlabels":
             if bases is None:
                 raise CrowdDataError(f"{at}: the task has no paragraphs")

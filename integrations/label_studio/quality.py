@@ -26,7 +26,7 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from crowd_keras.files import atomic_write_files, indented_json
 from crowd_keras.quality_page import agreement_section, join_path, page_html, table_html
 
-from ._controls import READABLE, SPAN_TAGS, parse_config
+from ._controls import READABLE, SPAN_TAGS, parse_config, region_answers
 from ._model import fit_label_model
 from ._records import FORMATS, check_flag, load_export
 from ._span_results import fitted_sequence_model
@@ -50,7 +50,8 @@ def export_controls(source: Any, label_config: Any = None,
     JSON_MIN, CSV and TSV do not say which columns are controls: pass ``label_config``."""
     if label_config is not None:
         config = parse_config(label_config)
-        return [(n, c[0]) for n, c in config.items() if c[0] in READABLE]
+        # a per-region control answers about one region, not the task (read_export refuses it)
+        return [(n, c.kind) for n, c in config.items() if c.kind in READABLE and not c.per_region]
     loaded = load_export(source, format.upper() if format else None)
     fmt, payload, origin = loaded
     if fmt != "JSON":
@@ -58,8 +59,9 @@ def export_controls(source: Any, label_config: Any = None,
             "{origin}: {fmt} exports do not say which columns are labeling controls; pass "
             "{controls} (one name per control) or {config}", origin=origin, fmt=fmt,
             controls=Argument("controls"), config=Argument("label_config")))
-    _, _, seen = loaded.full_records()
-    found = sorted((n, t) for n, (t, _) in seen.items() if t in READABLE)
+    _, records, seen = loaded.full_records()
+    per_region = region_answers(records)
+    found = sorted((n, t) for n, (t, _) in seen.items() if t in READABLE and n not in per_region)
     if not found:
         raise CrowdDataError(f"{origin}: no Choices, Rating or span (Labels) control in the "
                              "annotation results")

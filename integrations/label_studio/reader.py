@@ -16,7 +16,7 @@ from crowd_keras.annotations import Annotations
 from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
-                        selection_full, selection_min, to_name_note)
+                        region_answers, selection_full, selection_min, to_name_note)
 from ._records import (FORMATS, ExportSummary, check_latest_is_known, load_export, parse_times,
                        records_from_rows, superseded_note)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
@@ -92,7 +92,9 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
     Args:
         source: a path, a file object (text or binary), ``bytes``, or loaded JSON (a list of
             tasks or JSON_MIN rows). Full JSON, JSON_MIN, CSV and TSV are told apart by content
-            (and the ``.tsv``/``.csv`` suffix); ``format`` forces one of ``FORMATS``.
+            (CSV and TSV by the header line's separator, the ``.tsv``/``.csv`` suffix only
+            where it holds both: Label Studio names its TSV download ``.csv``); ``format``
+            forces one of ``FORMATS``.
         control: the ``name`` of the control to read. Optional for full JSON when one
             Choices/Rating control is used (or declared in ``label_config``), or else one span
             control.
@@ -151,7 +153,9 @@ def read_export(source: Any, control: Optional[str] = None, label_config: Any = 
             # else the control is said to appear in no result, though cancelled ones name it
             raise CrowdDataError(f"{origin}: all {len(records)} annotations are cancelled "
                                  "(was_cancelled): none holds a label to read")
-        name, kind, to_name = pick_control_full(control, config, seen, origin)
+        name, kind, to_name = pick_control_full(
+            control, config, seen, origin,
+            per_region=region_answers(records) if control is None else ())
         if kind in SPAN_TAGS:
             return read_spans(fmt, payload, tasks, records, name, kind, to_name, **spans)
     else:
@@ -300,8 +304,8 @@ def _allowed_values(config: Optional[dict], control: str, kind: str) -> Optional
     without a config): its choices, or ratings ``1..max``."""
     if config is None:
         return None
-    _, labels, _, max_rating = config[control]
-    return labels if kind == "choices" else list(range(1, max_rating + 1))
+    spec = config[control]
+    return spec.labels if kind == "choices" else list(range(1, spec.max_rating + 1))
 
 
 def _validate(reading: _Reading, records: list, selections: list) -> None:
