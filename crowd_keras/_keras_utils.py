@@ -26,8 +26,8 @@ __all__ = ["annotator_mask", "check_no_label_at_padding", "check_weight_rows",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
            "scalar_like", "known_shape", "known_rank", "shapes_match", "check_target_shape",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
-           "scaled_for_replicas", "reduced_per_item", "weights_at_real_steps", "floor_at",
-           "clip_probabilities",
+           "scaled_for_replicas", "reduced_per_item", "weights_at_real_steps", "static_width",
+           "floor_at", "clip_probabilities",
            "at_least_float32", "floored_log",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
@@ -448,6 +448,17 @@ def weights_at_real_steps(weights: Any, mask: Any) -> tuple[Any, Any]:
         real = ops.expand_dims(real, -1)
     real = ops.broadcast_to(real, ops.shape(weights))
     return weights * real, real
+
+
+def static_width(shape: Any) -> int:
+    """The number of entries per row of a tensor of static ``shape`` (the product of its
+    sizes after the first), -1 where a size or the rank is unknown (a compiled step's).
+
+    A reshape to ``(batch, width)`` of a batch of 0 rows needs the width: JAX and torch
+    cannot infer a -1 beside a 0."""
+    if shape is None or any(size is None for size in shape[1:]):
+        return -1
+    return int(np.prod(shape[1:], dtype=np.int64))
 
 
 def floor_at(x: Any, value: float) -> Any:

@@ -50,7 +50,7 @@ from ._keras_utils import (KeepsLossDtype, check_weight_rows, checked_bool,
                            concrete_values, hide_masked_steps, keras_mask, known_rank, known_shape,
                            observed_mean, observed_mean_of_all, reduced_per_item,
                            scaled_for_replicas, check_target_shape, split_padding,
-                           weights_at_real_steps)
+                           static_width, weights_at_real_steps)
 from .errors import CrowdDataError
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
@@ -117,11 +117,14 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
             values, observed = self.slot_values(y_true, y_pred)
             weights, real = weights_at_real_steps(weights, mask)
             # (batch, w, rest): the w weights of an item (1, its steps or its slots) and the
-            # slots each one covers; the weights' rank may be unknown in a compiled step
+            # slots each one covers; the weights' rank may be unknown in a compiled step, and
+            # static sizes where known (a batch of 0 rows cannot infer a -1)
             batch = ops.shape(y_true)[0]
-            weights = ops.reshape(weights, (batch, -1))
-            real = None if real is None else ops.reshape(real, (batch, -1))
-            layout = (batch, ops.shape(weights)[1], -1)
+            width, slots = static_width(known_shape(weights)), static_width(y_true.shape)
+            rest = slots // width if width > 0 and slots >= 0 else -1
+            weights = ops.reshape(weights, (batch, width))
+            real = None if real is None else ops.reshape(real, (batch, width))
+            layout = (batch, ops.shape(weights)[1], rest)
             per_item = observed_mean(ops.reshape(values, layout) * ops.expand_dims(weights, -1),
                                      ops.reshape(observed, layout))
             return reduced_per_item(per_item, weights, self.reduction, real)

@@ -175,6 +175,43 @@ def test_targets_given_as_data_are_checked_on_the_real_steps_of_a_masked_batch(b
     assert f"OK masked data {backend}" in _run(MASKED_DATA, KERAS_BACKEND=backend)
 
 
+EMPTY_BATCH = textwrap.dedent('''
+    import numpy as np
+    import keras
+    from crowd_keras.losses import MaskedMultiCrossEntropy, MaskedMultiMSE
+
+    backend = keras.backend.backend()
+    T, S, K = 5, 3, 4
+    for rows in (0, 2):
+        labels = np.full((rows, T, S), -1, "int32")
+        answers = np.full((rows, T, S), np.nan, "float32")
+        logits = np.zeros((rows, T, S, K), "float32")
+        for weights in (np.ones((rows, T), "float32"), np.ones((rows, T, S), "float32")):
+            for reduction in ("sum_over_batch_size", "sum", "mean_with_sample_weight", "none"):
+                for loss, y_true, y_pred in (
+                        (MaskedMultiCrossEntropy(reduction=reduction), labels, logits),
+                        (MaskedMultiMSE(reduction=reduction), answers, logits[..., 0])):
+                    value = keras.ops.convert_to_numpy(loss(y_true, y_pred,
+                                                            sample_weight=weights))
+                    # nothing observed: 0 (per item: one 0 per row)
+                    assert value.shape == ((rows,) if reduction == "none" else ()), value
+                    assert not value.any(), value
+    print("OK empty batch", backend)
+''')
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_per_step_weights_on_a_batch_of_0_rows(backend):
+    """A batch of 0 rows with per-step or per-slot sample weights failed on JAX ("integer
+    modulo by zero") and torch ("cannot reshape tensor of 0 elements"): a reshape to
+    (batch, -1) cannot infer its width beside a 0."""
+    if backend == keras.backend.backend():
+        exec(EMPTY_BATCH, {})  # noqa: S102 - the script the other backends run
+        return
+    require_module(backend)
+    assert f"OK empty batch {backend}" in _run(EMPTY_BATCH, KERAS_BACKEND=backend)
+
+
 # ----------------------------------------------------------------------------- saving
 LOAD_WITH_METRIC = textwrap.dedent('''
     import sys
