@@ -357,3 +357,28 @@ def test_truth_validation_on_plain_keras_models_and_multi_input_classifiers():
         model.fit([a, b], y, epochs=1, verbose=0, callbacks=[check])
         pred = keras.ops.convert_to_numpy(clf([a, b])).argmax(-1)
         assert check.history_ == [pytest.approx(float(np.mean(pred == truth)))]
+
+
+def test_truth_validation_refuses_labels_that_are_no_class_codes():
+    """Class names, -1, fractions or a code past the classifier's classes never equal an
+    argmax: the callback logged an accuracy of 0 (or too low) every epoch, and
+    restore_best_weights kept the first epoch's weights, without a word."""
+    from crowd_keras.errors import CrowdDataError
+
+    rng = np.random.default_rng(0)
+    x, truth = rng.normal(size=(6, 2)).astype("float32"), np.array([0, 1, 2, 0, 1, 2])
+    for y, message in ((np.array(["a", "b", "c", "a", "b", "c"]), r"got dtype <U1"),
+                       (np.array([0, 1, -1, 0, 1, 2]), r"true class -1 at row 2"),
+                       (np.array([0, 1.5, 2, 0, 1, 2]), r"true class 1.5 at \(1,\)")):
+        with pytest.raises(CrowdDataError, match=r"TruthValidation y: .*" + message):
+            TruthValidation(x, y)
+    clf = keras.Sequential([keras.Input((2,)), keras.layers.Dense(K, activation="softmax")])
+    model = keras.Sequential([clf, CrowdLayer(A)])
+    model.compile("adam", MaskedMultiCrossEntropy())
+    y = rng.integers(-1, K, size=(6, A))
+    check = TruthValidation(x, np.where(truth == 2, K, truth), classifier=clf)
+    with pytest.raises(CrowdDataError, match=rf"true class {K} at row 2 is outside 0..{K - 1}"):
+        model.fit(x, y, epochs=1, verbose=0, callbacks=[check])
+    check = TruthValidation(x, truth, classifier=clf)
+    model.fit(x, y, epochs=1, verbose=0, callbacks=[check])
+    assert len(check.history_) == 1
