@@ -26,7 +26,8 @@ __all__ = ["annotator_mask", "check_no_label_at_padding", "check_weight_rows",
            "hide_masked_steps", "first_mask", "KeepsTimeStepMask", "KeepsLossDtype",
            "scalar_like", "known_shape", "known_rank", "shapes_match", "check_target_shape",
            "batch_size_on_device", "observed_mean", "observed_mean_of_all",
-           "scaled_for_replicas", "reduced_per_item", "floor_at", "clip_probabilities",
+           "scaled_for_replicas", "reduced_per_item", "weights_at_real_steps", "static_width",
+           "floor_at", "clip_probabilities",
            "at_least_float32", "floored_log",
            "softmax", "softmax_logits", "with_keras_mask", "checked_int", "checked_bool",
            "checked_finite", "checked_annotator_features",
@@ -400,25 +401,64 @@ def scaled_for_replicas(loss: Any) -> Any:
     return loss
 
 
-def reduced_per_item(per_item: Any, weights: Any, reduction: Any) -> Any:
+def reduced_per_item(per_item: Any, weights: Any, reduction: Any, real: Any = None) -> Any:
     """A loss's per-item values ``(batch,)`` reduced as Keras reduces a loss's values, for
     sample weights ``(batch, w)`` (per step or per slot) already multiplied into them:
     ``"sum_over_batch_size"`` and ``"mean"`` divide the sum by the batch size,
     ``"mean_with_sample_weight"`` by the items' mean weights summed (both then divided by
     the replicas, :func:`scaled_for_replicas`), ``"sum"`` is the sum, ``None``/``"none"``
     the values. A zero divisor (weights all 0, an empty batch) gives 0, as Keras'
-    ``divide_no_nan`` (a NaN loss there made every weight NaN)."""
+    ``divide_no_nan`` (a NaN loss there made every weight NaN).
+
+    ``real`` ``(batch, w)``: 1 where a weight sits on a real step, 0 on a step a Keras mask
+    pads (:func:`weights_at_real_steps`); an item's mean weight is then over its real steps,
+    so that the weights of padding have no say in the divisor either."""
     if reduction in (None, "none"):
         return per_item
     total = ops.sum(per_item)
     if reduction == "sum":
         return total
-    divisor = (ops.sum(ops.mean(weights, axis=1)) if reduction == "mean_with_sample_weight"
-               else batch_size_on_device(per_item, per_item.dtype))
+    if reduction != "mean_with_sample_weight":
+        divisor = batch_size_on_device(per_item, per_item.dtype)
+    elif real is None:
+        divisor = ops.sum(ops.mean(weights, axis=1))
+    else:
+        steps = ops.sum(real, axis=1)
+        divisor = ops.sum(ops.sum(weights, axis=1) / ops.maximum(steps, ops.ones_like(steps)))
     # the sum is 0 where the divisor is (every weight 0, or no item): 0 / 1; a where on the
     # quotient would still send a NaN gradient through its unused 0 / 0
     divisor = ops.where(divisor != 0, divisor, ops.ones_like(divisor))
     return scaled_for_replicas(total / divisor)
+
+
+def weights_at_real_steps(weights: Any, mask: Any) -> tuple[Any, Any]:
+    """``(weights, real)``: sample weights per step or per slot (``(batch, time[, slots])``)
+    set to 0 where a Keras ``mask`` (``(batch, time)``) pads, and ``real``, 1 at the weights
+    of real steps and 0 elsewhere, both of the weights' shape (``real`` None, and the weights
+    unchanged, without a mask or where their rank is unknown or below the mask's).
+
+    The weights of padded steps have no say: a padded step's loss is left out of the sum,
+    and :func:`reduced_per_item` leaves its weight out of ``"mean_with_sample_weight"``'s
+    divisor, as Keras' own losses weigh a mask into their sample weights."""
+    rank = known_rank(weights)
+    if mask is None or rank is None or len(mask.shape) > rank:
+        return weights, None
+    real = ops.cast(mask, weights.dtype)
+    while len(real.shape) < rank:
+        real = ops.expand_dims(real, -1)
+    real = ops.broadcast_to(real, ops.shape(weights))
+    return weights * real, real
+
+
+def static_width(shape: Any) -> int:
+    """The number of entries per row of a tensor of static ``shape`` (the product of its
+    sizes after the first), -1 where a size or the rank is unknown (a compiled step's).
+
+    A reshape to ``(batch, width)`` of a batch of 0 rows needs the width: JAX and torch
+    cannot infer a -1 beside a 0."""
+    if shape is None or any(size is None for size in shape[1:]):
+        return -1
+    return int(np.prod(shape[1:], dtype=np.int64))
 
 
 def floor_at(x: Any, value: float) -> Any:

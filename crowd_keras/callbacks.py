@@ -8,7 +8,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from ._keras_utils import checked_bool, checked_finite, checked_int, n_rows
+from ._keras_utils import checked_bool, checked_codes, checked_finite, checked_int, n_rows
+from .errors import CrowdDataError
 from .progress import Progress
 
 __all__ = ["TruthValidation", "FitProgress"]
@@ -90,7 +91,8 @@ class TruthValidation(keras.callbacks.Callback):
     ``mode="max"``: a value a callback logs is no compiled metric whose direction they can read.
 
     Args:
-        x, y: validation inputs (an array) and true class codes ``(n,)``.
+        x, y: validation inputs (an array) and true class codes ``(n,)``, integers in
+            ``0..K-1`` (anything else is a :class:`~crowd_keras.CrowdDataError`).
         classifier: the model to score; default ``self.model.classifier`` (a ``CrowdModel``).
         restore_best_weights: put back the classifier's weights of its best epoch when
             training ends.
@@ -115,6 +117,14 @@ class TruthValidation(keras.callbacks.Callback):
         if self.y.ndim != 1 or (rows is not None and rows != len(self.y)):
             raise ValueError(f"TruthValidation: y must hold the true class codes of each row of x "
                              f"({rows} rows), got shape {self.y.shape}")
+        # class codes 0..K-1 (K checked against the classifier at the first epoch's end):
+        # names such as "cat", -1 or 1.5 never equal an argmax, an accuracy of 0 every epoch
+        self.y = checked_codes(self.y, None, "true class", "TruthValidation y", "classes")
+        if (self.y < 0).any():
+            row = int(np.argmax(self.y < 0))
+            raise CrowdDataError(f"TruthValidation y: true class -1 at row {row} is no class "
+                                 "code; validation rows need a true class (leave out the rows "
+                                 "without one)")
         self.classifier = classifier
         self.restore_best_weights = checked_bool(restore_best_weights, "restore_best_weights")
         # checked here: 0 failed at the first epoch's end in range(), 2.5 in slicing
@@ -143,6 +153,14 @@ class TruthValidation(keras.callbacks.Callback):
             ops.convert_to_numpy(clf(keras.tree.map_structure(lambda a: a[i:i + step], self.x),
                                      training=False))
             for i in range(0, len(self.y), step)])
+        if probs.ndim != 2:
+            raise ValueError("TruthValidation scores one class per row: the classifier must "
+                             f"output (rows, classes), got shape {probs.shape}")
+        if len(self.y) and self.y.max() >= probs.shape[1]:   # never an argmax: no hit
+            row = int(np.argmax(self.y))
+            raise CrowdDataError(f"TruthValidation y: true class {self.y[row]} at row {row} is "
+                                 f"outside 0..{probs.shape[1] - 1} (the classifier's "
+                                 f"{probs.shape[1]} classes)")
         acc = float(np.mean(np.argmax(probs, axis=-1) == self.y))
         self.history_.append(acc)
         if logs is not None:

@@ -33,7 +33,9 @@ the sum of the annotations' losses); ``"mean_with_sample_weight"`` divides by th
 weights, the unlabelled items' included. ``sample_weight`` (per
 item) multiplies each item's annotation losses; it may also be per step, ``(batch, time)`` as
 Keras' temporal sample weights of a tagger, or per slot, ``(batch, [time,] slots)``, and
-multiplies the losses of the annotations it covers (``Σ w ℓ / n_observed``).
+multiplies the losses of the annotations it covers (``Σ w ℓ / n_observed``); an item's weight
+in ``"mean_with_sample_weight"``'s divisor is then the mean of its weights over the steps a
+Keras mask keeps (the weights of padded steps have no say under any reduction).
 """
 from __future__ import annotations
 
@@ -47,7 +49,8 @@ from ._keras_utils import (KeepsLossDtype, check_weight_rows, checked_bool,
                            checked_answers, checked_codes, clip_probabilities, concrete_targets,
                            concrete_values, hide_masked_steps, keras_mask, known_rank, known_shape,
                            observed_mean, observed_mean_of_all, reduced_per_item,
-                           scaled_for_replicas, check_target_shape, split_padding)
+                           scaled_for_replicas, check_target_shape, split_padding,
+                           static_width, weights_at_real_steps)
 from .errors import CrowdDataError
 from .mixture_of_groups.losses import LabelCountCrossEntropy
 
@@ -84,7 +87,7 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
             if (known_shape(sample_weight) or ())[1:] == (1,):
                 sample_weight = ops.reshape(sample_weight, (-1,))   # (batch, 1): per item
             else:
-                return self._step_weighted(y_true, y_pred, sample_weight)
+                return self._step_weighted(y_true, y_pred, sample_weight, mask)
         if sample_weight is not None or self.reduction not in ("sum_over_batch_size", "mean"):
             return super().__call__(y_true, y_pred, sample_weight)
         with keras.name_scope(self.name):
@@ -92,12 +95,14 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
             values, observed = self.slot_values(ops.convert_to_tensor(y_true), y_pred)
             return scaled_for_replicas(observed_mean_of_all(values, observed))
 
-    def _step_weighted(self, y_true: Any, y_pred: Any, sample_weight: Any) -> Any:
+    def _step_weighted(self, y_true: Any, y_pred: Any, sample_weight: Any,
+                       mask: Any = None) -> Any:
         """The loss under weights per step or per slot (a prefix of the targets' shape:
         ``(batch, time)``, Keras' temporal sample weights, or ``(batch, [time,] slots)``),
         which Keras' reduction of :meth:`call`'s per-item values cannot take: each
         annotation's loss times its weight, then :meth:`call`'s per-item values and Keras'
-        reduction of them (``"mean_with_sample_weight"``: divided by the items' mean weights)."""
+        reduction of them (``"mean_with_sample_weight"``: divided by the items' mean weights,
+        over the real steps of the Keras ``mask`` when there is one)."""
         with keras.name_scope(self.name):
             y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
             y_true = ops.convert_to_tensor(y_true)
@@ -110,14 +115,19 @@ class _MaskedMultiLoss(KeepsLossDtype, keras.losses.Loss):
                                  "is not per item (batch,), per step (batch, time) or per slot "
                                  f"of targets {tuple(y_true.shape)}")
             values, observed = self.slot_values(y_true, y_pred)
+            weights, real = weights_at_real_steps(weights, mask)
             # (batch, w, rest): the w weights of an item (1, its steps or its slots) and the
-            # slots each one covers; the weights' rank may be unknown in a compiled step
+            # slots each one covers; the weights' rank may be unknown in a compiled step, and
+            # static sizes where known (a batch of 0 rows cannot infer a -1)
             batch = ops.shape(y_true)[0]
-            weights = ops.reshape(weights, (batch, -1))
-            layout = (batch, ops.shape(weights)[1], -1)
+            width, slots = static_width(known_shape(weights)), static_width(y_true.shape)
+            rest = slots // width if width > 0 and slots >= 0 else -1
+            weights = ops.reshape(weights, (batch, width))
+            real = None if real is None else ops.reshape(real, (batch, width))
+            layout = (batch, ops.shape(weights)[1], rest)
             per_item = observed_mean(ops.reshape(values, layout) * ops.expand_dims(weights, -1),
                                      ops.reshape(observed, layout))
-            return reduced_per_item(per_item, weights, self.reduction)
+            return reduced_per_item(per_item, weights, self.reduction, real)
 
     def check_targets(self, y_true: Any, y_pred: Any) -> None:
         """Check targets that enter as data (numpy, a list, an eager TensorFlow tensor:

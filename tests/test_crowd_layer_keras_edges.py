@@ -175,6 +175,43 @@ def test_targets_given_as_data_are_checked_on_the_real_steps_of_a_masked_batch(b
     assert f"OK masked data {backend}" in _run(MASKED_DATA, KERAS_BACKEND=backend)
 
 
+EMPTY_BATCH = textwrap.dedent('''
+    import numpy as np
+    import keras
+    from crowd_keras.losses import MaskedMultiCrossEntropy, MaskedMultiMSE
+
+    backend = keras.backend.backend()
+    T, S, K = 5, 3, 4
+    for rows in (0, 2):
+        labels = np.full((rows, T, S), -1, "int32")
+        answers = np.full((rows, T, S), np.nan, "float32")
+        logits = np.zeros((rows, T, S, K), "float32")
+        for weights in (np.ones((rows, T), "float32"), np.ones((rows, T, S), "float32")):
+            for reduction in ("sum_over_batch_size", "sum", "mean_with_sample_weight", "none"):
+                for loss, y_true, y_pred in (
+                        (MaskedMultiCrossEntropy(reduction=reduction), labels, logits),
+                        (MaskedMultiMSE(reduction=reduction), answers, logits[..., 0])):
+                    value = keras.ops.convert_to_numpy(loss(y_true, y_pred,
+                                                            sample_weight=weights))
+                    # nothing observed: 0 (per item: one 0 per row)
+                    assert value.shape == ((rows,) if reduction == "none" else ()), value
+                    assert not value.any(), value
+    print("OK empty batch", backend)
+''')
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_per_step_weights_on_a_batch_of_0_rows(backend):
+    """A batch of 0 rows with per-step or per-slot sample weights failed on JAX ("integer
+    modulo by zero") and torch ("cannot reshape tensor of 0 elements"): a reshape to
+    (batch, -1) cannot infer its width beside a 0."""
+    if backend == keras.backend.backend():
+        exec(EMPTY_BATCH, {})  # noqa: S102 - the script the other backends run
+        return
+    require_module(backend)
+    assert f"OK empty batch {backend}" in _run(EMPTY_BATCH, KERAS_BACKEND=backend)
+
+
 # ----------------------------------------------------------------------------- saving
 LOAD_WITH_METRIC = textwrap.dedent('''
     import sys
@@ -320,3 +357,28 @@ def test_truth_validation_on_plain_keras_models_and_multi_input_classifiers():
         model.fit([a, b], y, epochs=1, verbose=0, callbacks=[check])
         pred = keras.ops.convert_to_numpy(clf([a, b])).argmax(-1)
         assert check.history_ == [pytest.approx(float(np.mean(pred == truth)))]
+
+
+def test_truth_validation_refuses_labels_that_are_no_class_codes():
+    """Class names, -1, fractions or a code past the classifier's classes never equal an
+    argmax: the callback logged an accuracy of 0 (or too low) every epoch, and
+    restore_best_weights kept the first epoch's weights, without a word."""
+    from crowd_keras.errors import CrowdDataError
+
+    rng = np.random.default_rng(0)
+    x, truth = rng.normal(size=(6, 2)).astype("float32"), np.array([0, 1, 2, 0, 1, 2])
+    for y, message in ((np.array(["a", "b", "c", "a", "b", "c"]), r"got dtype <U1"),
+                       (np.array([0, 1, -1, 0, 1, 2]), r"true class -1 at row 2"),
+                       (np.array([0, 1.5, 2, 0, 1, 2]), r"true class 1.5 at \(1,\)")):
+        with pytest.raises(CrowdDataError, match=r"TruthValidation y: .*" + message):
+            TruthValidation(x, y)
+    clf = keras.Sequential([keras.Input((2,)), keras.layers.Dense(K, activation="softmax")])
+    model = keras.Sequential([clf, CrowdLayer(A)])
+    model.compile("adam", MaskedMultiCrossEntropy())
+    y = rng.integers(-1, K, size=(6, A))
+    check = TruthValidation(x, np.where(truth == 2, K, truth), classifier=clf)
+    with pytest.raises(CrowdDataError, match=rf"true class {K} at row 2 is outside 0..{K - 1}"):
+        model.fit(x, y, epochs=1, verbose=0, callbacks=[check])
+    check = TruthValidation(x, truth, classifier=clf)
+    model.fit(x, y, epochs=1, verbose=0, callbacks=[check])
+    assert len(check.history_) == 1

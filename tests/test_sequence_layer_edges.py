@@ -198,6 +198,35 @@ def test_temporal_weights_of_the_tagger_alone_as_keras_weighs_them():
     assert np.isclose(values[1], values[0], rtol=1e-5)
 
 
+def test_padded_steps_weights_have_no_say_under_mean_with_sample_weight():
+    """The weights of padded steps entered "mean_with_sample_weight"'s divisor: large weights
+    there shrank the loss, and Keras' idiom of temporal weights that are 0 at padding
+    inflated it (by time × batch / real steps)."""
+    from crowd_keras.losses import LabelCountCrossEntropy
+
+    words, ids, y = tagger_batch()
+    real = (words > 0).astype("float32")
+    steps = np.arange(1, T + 1, dtype="float32")[None, :].repeat(2, 0)
+    padded = np.where(real > 0, steps, 100.0).astype("float32")
+    out = crowd_tagger()([words, ids])                            # masked (Embedding)
+    loss = MaskedMultiCrossEntropy(reduction="mean_with_sample_weight")
+    value = float(loss(y, out, sample_weight=steps))
+    for w in (padded, steps * real, np.repeat(padded[..., None], S, -1)):
+        assert np.isclose(float(loss(y, out, sample_weight=w)), value, rtol=1e-5)
+    # weights 1 at the real steps and 0 at padding (Keras' idiom): the same as no weighting
+    ones = np.ones_like(real)
+    assert np.isclose(float(loss(y, out, sample_weight=real)),
+                      float(loss(y, out, sample_weight=ones)), rtol=1e-5)
+    keras.utils.set_random_seed(0)
+    w_in = keras.Input((T,), dtype="int32")
+    probs = keras.Model(w_in, keras.layers.Dense(K, activation="softmax")(
+        keras.layers.Embedding(V, 4, mask_zero=True)(w_in)))(words)   # masked
+    counts = np.eye(K, dtype="float32")[words % K] * real[..., None]
+    count_loss = LabelCountCrossEntropy(reduction="mean_with_sample_weight")
+    assert np.isclose(float(count_loss(counts, probs, sample_weight=padded)),
+                      float(count_loss(counts, probs, sample_weight=steps * real)), rtol=1e-5)
+
+
 BACKEND_SCRIPT = '''
 import os, sys, tempfile
 import numpy as np, keras

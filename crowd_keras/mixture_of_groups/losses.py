@@ -21,7 +21,7 @@ from keras import ops
 from .._keras_utils import (KeepsLossDtype, check_weight_rows, checked_bool, clip_probabilities,
                             concrete_targets, concrete_values, hide_masked_steps, keras_mask,
                             known_rank, known_shape, observed_mean, reduced_per_item,
-                            shapes_match)
+                            shapes_match, weights_at_real_steps)
 from ..errors import CrowdDataError
 
 __all__ = ["LabelCountCrossEntropy"]
@@ -86,12 +86,14 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
                 and (known_shape(sample_weight) or (None, 1))[1:] not in ((), (1,)):
             # per step (batch, time): Keras' reduction of call()'s per-item values cannot take
             # them (a backend shape error)
-            return self._step_weighted(y_true, y_pred, sample_weight)
+            return self._step_weighted(y_true, y_pred, sample_weight, mask)
         return super().__call__(y_true, y_pred, sample_weight)
 
-    def _step_weighted(self, y_true: Any, y_pred: Any, sample_weight: Any) -> Any:
+    def _step_weighted(self, y_true: Any, y_pred: Any, sample_weight: Any,
+                       mask: Any = None) -> Any:
         """The loss under per-step weights ``(batch, time)``: each step's loss times its
-        weight, then Keras' reduction of the per-item values (as the masked losses)."""
+        weight, then Keras' reduction of the per-item values (as the masked losses; the
+        weights of the steps a Keras ``mask`` pads have no say)."""
         with keras.name_scope(self.name):
             y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
             y_true = ops.convert_to_tensor(y_true)
@@ -102,8 +104,9 @@ class LabelCountCrossEntropy(KeepsLossDtype, keras.losses.Loss):
                                  "is not per item (batch,) or per step (batch, time) of label "
                                  f"counts {tuple(y_true.shape)}")
             nll, labelled = self._step_losses(y_true, y_pred)
+            weights, real = weights_at_real_steps(weights, mask)
             return reduced_per_item(observed_mean(nll * weights, labelled), weights,
-                                    self.reduction)
+                                    self.reduction, real)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         return observed_mean(*self._step_losses(y_true, y_pred))
