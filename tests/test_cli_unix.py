@@ -53,7 +53,11 @@ def test_progress_on_a_stream_that_is_no_terminal_is_lines_without_carriage_retu
 #: after a line on stdout: the interrupt lands while the backend loads, on any machine (timing
 #: it by the backend's own start-up messages let a loaded machine finish the whole run first)
 SLOW_BACKEND = """
-import os, runpy, sys, time
+import os, runpy, signal, sys, time
+
+# Ctrl-C as a terminal's process receives it: a parent that ignores SIGINT (a script's
+# background job, nohup) hands SIG_IGN on, and Python then installs no KeyboardInterrupt
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 class SlowBackend:
     name = os.environ.get("KERAS_BACKEND", "tensorflow")
