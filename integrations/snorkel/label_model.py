@@ -102,6 +102,15 @@ def _takes(fn: Callable, name: str) -> bool:
         return False
 
 
+def _constructor_params(name: str) -> Optional[List[str]]:
+    """The constructor arguments of the label model registered as ``name``; None: any (a
+    factory taking ``**kwargs``)."""
+    params = inspect.signature(LABEL_MODELS.resolve(name)).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.name != "self"]
+
+
 def _passes_on(model_type: type, kwargs: Dict[str, Any], name: str) -> bool:
     """Whether a ``model_type(**kwargs)`` uses the setting ``name`` it takes: a model that hands
     it to an inner model (``TieBrokenVote`` to its ``tie_model``, IBCC by default, which
@@ -239,10 +248,10 @@ class CrowdLabelModel:
         method = _key(self.method)
         names: List[str] = []
         for name in ((method, LABELING_FUNCTION_METHOD) if method == "auto" else (method,)):
-            params = inspect.signature(LABEL_MODELS.resolve(name)).parameters.values()
-            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            params = _constructor_params(name)
+            if params is None:
                 return None
-            names += [p.name for p in params if p.name != "self"]
+            names += params
         return sorted(set(names))
 
     def _check_method_kwargs(self) -> None:
@@ -472,10 +481,10 @@ class CrowdLabelModel:
         not as that model's own ``TypeError`` (a model the user did not pick)."""
         if _key(self.method) != "auto" or not self.method_kwargs:
             return
-        params = inspect.signature(LABEL_MODELS.resolve(method)).parameters.values()
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        params = _constructor_params(method)
+        if params is None:
             return
-        unknown = [k for k in self.method_kwargs if k not in {p.name for p in params}]
+        unknown = [k for k in self.method_kwargs if k not in params]
         if unknown:
             name = unknown[0]
             if method == LABELING_FUNCTION_METHOD:   # no method= fits the crowd model here
