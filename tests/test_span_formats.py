@@ -61,12 +61,14 @@ def test_token_tags_by_annotator_and_the_tag_strings():
     spans = frame([("d1", 0, 12, "P", "a"), ("d1", 18, 24, "C", "a"), ("d3", 2, 3, "P", "b")],
                   ("doc", "start", "end", "label", "annotator"))
     rows = spans_to_token_tags(TEXTS, spans, scheme="BILOU")
-    assert [(r["doc"], r["annotator"]) for r in rows] == [("d1", "a"), ("d3", "b")]
+    # d2, which nobody saw, keeps its text in a row without an annotator
+    assert [(r["doc"], r["annotator"]) for r in rows] == [("d1", "a"), ("d2", None),
+                                                          ("d3", "b")]
     assert rows[0]["tags"] == ["B-P", "L-P", "O", "U-C", "O", "O", "O"]
     assert rows[0]["offsets"][:2] == [[0, 5], [6, 12]]
-    assert rows[1]["tags"] == ["O", "U-P", "O", "O"]
+    assert rows[2]["tags"] == ["O", "U-P", "O", "O"]
     texts, back = token_tags_to_spans(rows, scheme="BILOU")
-    assert canon(back) == canon(spans)
+    assert canon(back) == canon(spans) and texts == TEXTS
 
 
 def test_token_tag_rows_of_numpy_ids_are_json_rows():
@@ -138,7 +140,8 @@ def test_overlapping_spans_cannot_be_tags_and_the_error_names_them():
     # two annotators' overlapping spans are two rows: no clash
     two = frame([("d3", 0, 3, "P", "u"), ("d3", 2, 7, "P", "v")],
                 ("doc", "start", "end", "label", "annotator"))
-    assert len(spans_to_token_tags(TEXTS, two)) == 2
+    rows = spans_to_token_tags(TEXTS, two)
+    assert [r["annotator"] for r in rows if r["doc"] == "d3"] == ["u", "v"]
     touching = frame([("d3", 0, 1, "P"), ("d3", 2, 3, "P"), ("d3", 4, 5, "Q")])
     with pytest.raises(CrowdDataError, match=r"document 'd3': spans \[0, 1\) and \[2, 3\) of "
                                              r"label 'P' touch; IO tags would read them back"):
@@ -528,7 +531,7 @@ def test_spacy_writer_says_where_spacys_tokens_are_and_how_to_align():
 
 def test_annotators_who_marked_nothing_survive_every_format(tmp_path):
     # w2 saw d1 and d2 and marked nothing; w3 saw only d3 and marked nothing: "O", not
-    # "missing" (a document nobody saw has no tag list)
+    # "missing"
     from crowd_keras.sequences.annotations import SequenceAnnotations
     spans = frame([("d1", 0, 12, "P", "w1"), ("d3", 2, 3, "P", "w1")],
                   ("doc", "start", "end", "label", "annotator"))
@@ -561,6 +564,29 @@ def test_annotators_who_marked_nothing_survive_every_format(tmp_path):
                                                  "annotator column"):
             write(TEXTS, spans.drop(columns="annotator"), seen=seen)
 
+
+
+def test_a_document_nobody_saw_keeps_its_tag_row_and_reads_back(tmp_path):
+    # spans_to_token_tags dropped a crowd's document that no annotator saw: its text was lost
+    # (the JSON lines and spaCy writers keep every document)
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    spans = frame([("d1", 0, 5, "P", "w1")], ("doc", "start", "end", "label", "annotator"))
+    for seen in (None, [("d1", "w1"), ("d3", "w2")]):
+        rows = spans_to_token_tags(TEXTS, spans, seen=seen)
+        assert {r["doc"] for r in rows} == set(TEXTS)
+        nobody = [r for r in rows if r["annotator"] is None]
+        assert [r["doc"] for r in nobody] == (["d2", "d3"] if seen is None else ["d2"])
+        assert all(set(r["tags"]) == {"O"} and r["tokens"] for r in nobody)
+        texts, back, back_seen = token_tags_to_spans(rows, return_seen=True)
+        assert texts == TEXTS and canon(back) == canon(spans)
+        assert back_seen["annotator"].notna().all()
+        want = SequenceAnnotations.from_spans(TEXTS, spans, seen=seen).summary
+        assert SequenceAnnotations.from_spans(texts, back, seen=back_seen).summary == want
+    # a row without an annotator that holds a span is still an error, naming row and document
+    nobody[0]["tags"][0] = "B-P"
+    with pytest.raises(CrowdDataError, match=r"row 1: no 'annotator' entry, while row 0 has "
+                                             r"one .*nobody annotated.* \(document 'd2'\)"):
+        token_tags_to_spans(rows)
 
 
 def test_the_writers_name_a_seen_frames_rows_by_their_index(tmp_path):

@@ -196,8 +196,11 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
         list of ``{"doc", ["annotator",] "text", "tokens", "offsets", "tags"}`` (offsets
         ``[start, end]`` per token: :func:`token_tags_to_spans` reads them back exactly, and
         the spans too but for whitespace-only tokens at a span's edge, which it trims).
-        Without an annotator column every document has a row (all ``O`` without spans); with
-        one, every (document, annotator) pair that has spans or is in ``seen``.
+        Every document of ``texts`` has a row. Without an annotator column, one per document
+        (all ``O`` without spans); with one, one per (document, annotator) pair that has
+        spans or is in ``seen``, and a document no pair names (nobody saw it) one row with
+        ``"annotator": None`` and all ``O`` tags, which :func:`token_tags_to_spans` reads back
+        as a text without annotations.
 
     Raises:
         CrowdDataError: a span of an unknown document, a span that covers no token, a span
@@ -293,6 +296,8 @@ def spans_to_token_tags(texts: Any, spans: pd.DataFrame, scheme: str = "BIO",
     if seen is not None:
         pairs |= set(zip(pd.Index(ids).get_indexer(seen["doc"]).tolist(),
                          seen["annotator"].tolist()))
+    if has_ann:   # a document nobody saw keeps a row: its text, annotator None, all O
+        pairs |= {(d, None) for d in set(range(len(ids))) - {k[0] for k in pairs}}
     row_keys = (sorted(pairs, key=lambda k: (k[0], str(k[1]))) if has_ann
                 else list(range(len(ids))))
     for key in row_keys:
@@ -352,7 +357,10 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
         doc_key: the key of each row's document id (default, when rows lack it: the row
             number).
         annotator_key: the key of each row's annotator (when no row has it, the spans
-            have no ``annotator`` column).
+            have no ``annotator`` column). Among rows with one, a row whose annotator is
+            None (or NaN), whose tags are all ``O`` and whose document has no other row is
+            a document nobody annotated, as :func:`spans_to_token_tags` writes it: its text
+            is kept, with no span and no ``seen`` pair.
         return_seen: also return ``seen``, the (document, annotator) pairs of the rows, a
             frame ``doc, annotator`` for ``SequenceAnnotations.from_spans(texts, spans,
             seen=seen)``: an annotator's row of ``O`` tags has no span, and without ``seen``
@@ -369,8 +377,9 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
             mismatch, a row without tokens or offsets, ``"offsets"`` without a ``"text"``,
             a ``"text"`` that is not its tokens joined by spaces (without offsets), a span of
             only empty tokens, a row without an annotator (None or NaN) among rows with
-            one, or two rows of one document with different texts, naming the row (its
-            document too, where it names one) and position.
+            one, unless it is all ``O`` and its document's only row, or two rows of one document with
+            different texts, naming the row (its document too, where it names one) and
+            position.
     """
     base, _ = _scheme(scheme)
     allowed = _PREFIXES[base]
@@ -524,11 +533,18 @@ def token_tags_to_spans(rows: Iterable[Mapping], scheme: str = "BIO",
                  for i, doc, ann, tags, offsets in parts]
     cols = ["doc", "start", "end", "label"]
     has_ann = any(p[2] is not None for p in parts)
-    if has_ann and any(p[2] is None for p in parts):   # its spans would have no annotator
-        i = next(p[0] for p in parts if p[2] is None)
+    # among a crowd's rows, one without an annotator is a document nobody saw (as
+    # spans_to_token_tags writes it): all O, no other row of it; a span there would have no
+    # annotator
+    annotated = {p[1] for p in parts if p[2] is not None}
+    odd = [p[0] for p in parts if p[2] is None and (p[1] in annotated or not all(
+        isinstance(t, str) and t.upper() == "O" for t in p[3]))] if has_ann else []
+    if odd:
         j = next(p[0] for p in parts if p[2] is not None)
-        raise CrowdDataError(f"row {i}: no {annotator_key!r} entry, while row {j} has one "
-                             "(give every row of a crowd its annotator)")
+        raise CrowdDataError(f"row {odd[0]}: no {annotator_key!r} entry, while row {j} has one "
+                             "(give every row of a crowd its annotator; a row without one "
+                             "stands for a document nobody annotated: only 'O' tags, and no "
+                             f"other row of that document){of(odd[0])}")
     seen = pd.DataFrame([(p[1], p[2]) for p in parts if p[2] is not None],
                         columns=["doc", "annotator"]).drop_duplicates(ignore_index=True)
 
