@@ -216,6 +216,29 @@ def test_a_bilou_tag_of_a_known_label_names_its_prefix():
         apply_lfs(ML, [bilou], progress=False)
 
 
+def test_a_tag_functions_abstain_values_are_these_and_any_other_entry_is_named():
+    # ABSTAIN, "-1" (ABSTAIN in a numpy string array), None and NaN abstain; an entry that
+    # looks like one (-1.0, "nan") was refused without saying what abstains
+    def tagger(value):
+        @tag_lf(name="t", label="P")
+        def t(doc):
+            return ["P", value] + ["O"] * (len(doc.tokens) - 2)
+        return t
+    for value in (ABSTAIN, np.int64(-1), "-1", None, np.nan, pd.NA):
+        votes = apply_lfs(TEXT, [tagger(value)], progress=False)
+        assert votes.matrix()[:3, 0].tolist() == [0, -2, -1], repr(value)
+    as_numpy = np.array([ABSTAIN, "P"] + [ABSTAIN] * 5)      # strings: ["-1", "P", "-1", ...]
+    votes = apply_lfs(TEXT, [tag_lf(name="n", label="P")(lambda doc: as_numpy)], progress=False)
+    assert votes.matrix()[:, 0].tolist() == [-2, 0, -2, -2, -2, -2, -2]
+    for value, shown in ((-1.0, "-1.0"), ("nan", "'nan'"), (True, "True"), ("", "''"),
+                         ("I-Q", "'I-Q'")):
+        with pytest.raises(CrowdDataError, match=(
+                rf"^labeling function 't' on document 'a', token 1: tag {shown} is neither a "
+                r"label among \['P'\] nor an abstain \(.*ABSTAIN \(-1\), '-1', None and NaN "
+                r"abstain\)")):
+            apply_lfs(TEXT, [tagger(value)], progress=False)
+
+
 def test_a_span_function_named_after_a_label_but_without_label_is_told():
     @span_lf("ORG")              # the name, not the label: its spans would be PER's
     def acme(doc):

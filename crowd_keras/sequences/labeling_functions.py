@@ -14,10 +14,17 @@ the rest. It is a Python callable ``fn(doc) -> output`` wrapped by :func:`span_l
   or a slice counts other characters and is an error); the tokens a
   span overlaps get a vote for its label (overlapping or nested spans of one function are
   one span), every other token an **abstain** (the function says nothing there, which is
-  not the same as saying "outside");
-* :func:`tag_lf`: the output is one entry per token: :data:`ABSTAIN` (or None), ``"O"`` (a
-  vote for outside: e.g. "a sentence about outcomes holds no participants"), or a label
-  (``"label"``, ``"I-label"``; ``"B-label"`` starts a new span).
+  not the same as saying "outside"). None or no span abstains on the whole document; a span
+  label None (or NaN) is no label (the function's ``label``);
+* :func:`tag_lf`: the output is one entry per token: an abstain, ``"O"`` (a vote for
+  outside: e.g. "a sentence about outcomes holds no participants"), or a label
+  (``"label"``, ``"I-label"``; ``"B-label"`` starts a new span). The abstain values are
+  :data:`ABSTAIN` (``-1``, a numpy integer ``-1`` too), the string ``"-1"`` (what ``-1``
+  becomes in a numpy string array, ``np.array(["PER", ABSTAIN])``), None and NaN (a
+  pandas missing value: ``pd.NA``, a float NaN); a function may also return None for the
+  whole document. Tags are read as their text (a label ``1`` is the tag ``1`` or ``"1"``);
+  any other entry (``-1.0``, ``"nan"``, ``"U-label"``, an unknown label) is an error naming
+  the function, the document and the token.
 
 :func:`apply_lfs` runs the functions over a corpus (a progress bar over the documents; an
 exception or a malformed output is re-raised naming the function and the document) and
@@ -48,8 +55,9 @@ from .tokens import Tokenizer, check_offsets, token_strings
 __all__ = ["ABSTAIN", "Document", "SpanLabelingFunction", "span_lf", "tag_lf", "TokenVotes",
            "apply_lfs", "lf_summary"]
 
-#: A tag function's "no opinion on this token".
+#: A tag function's "no opinion on this token"; ``"-1"``, None and NaN abstain too.
 ABSTAIN = -1
+_ABSTAINS = "ABSTAIN (-1), '-1', None and NaN abstain"
 _OUTSIDE = -1        # label code of an explicit "O" vote in TokenVotes
 
 
@@ -105,8 +113,10 @@ def span_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable
 
 
 def tag_lf(name: Optional[str] = None, label: Optional[str] = None) -> Callable:
-    """Decorator: ``fn(doc) -> one tag per token`` (ABSTAIN/None, ``"O"``, a label)
-    (``@tag_lf`` without parentheses is ``@tag_lf()``)."""
+    """Decorator: ``fn(doc) -> one tag per token``: ``"O"``, a label (``"label"``,
+    ``"I-label"``, ``"B-label"``) or an abstain, one of :data:`ABSTAIN` (``-1``), ``"-1"``,
+    None and NaN; any other entry is an error naming the function, document and token (see
+    the module docstring; ``@tag_lf`` without parentheses is ``@tag_lf()``)."""
     if callable(name):      # @tag_lf without parentheses: name is the function
         return SpanLabelingFunction(_name_of(name, "tag_lf"), name, "tags", label)
 
@@ -243,8 +253,9 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
 
     Raises:
         CrowdDataError: a function failed or returned something malformed (a span outside
-            the text, a tag list of the wrong length, an unknown label), naming the function
-            and the document.
+            the text, a tag list of the wrong length, an unknown label, a tag that is neither
+            a tag of the labels nor an abstain: ``ABSTAIN`` (-1), ``"-1"``, None, NaN),
+            naming the function and the document (and the token, for a tag).
         ValueError: two functions share a name; with SequenceAnnotations, a function has an
             annotator's name, or ``labels`` differ from theirs, or a ``tokenizer`` is given.
     """
@@ -377,7 +388,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                 f"{show(seq.doc_ids[int(k_doc[i])])}")
 
     def codes_of(names: pd.Series, k_doc: np.ndarray, k_lf: np.ndarray, pos: Any = None,
-                 by_text: Optional[pd.Index] = None) -> np.ndarray:
+                 by_text: Optional[pd.Index] = None,
+                 given: Optional[pd.Series] = None) -> np.ndarray:
         c = (label_index if by_text is None else by_text).get_indexer(names)
         if (c < 0).any():
             i = int(np.argmax(c < 0))
@@ -388,7 +400,13 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                 raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: tag {show(name)} has the "
                                      f"prefix {str(name)[:2]!r}; a tag function's tags are "
                                      "'B-label' (begins a span), 'I-label', a label, 'O' or "
-                                     "ABSTAIN / None")
+                                     f"an abstain ({_ABSTAINS})")
+            if by_text is not None:   # a tag: say what abstains (-1.0 and "nan" do not)
+                raise CrowdDataError(
+                    f"{where(k_doc, k_lf, i)}{at}: tag "
+                    f"{show(name if given is None else given.iloc[i])} is neither a label among "
+                    f"{label_index.tolist()} nor an abstain (a tag function's tags are "
+                    f"'B-label', 'I-label', a label or 'O'; {_ABSTAINS}){hint}")
             raise CrowdDataError(f"{where(k_doc, k_lf, i)}{at}: label {show(name)} is "
                                  f"not among the labels {label_index.tolist()}{hint}")
         return c.astype(np.int64)
@@ -450,13 +468,15 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     text = vals.astype(str)
     vote = (vals.notna() & (text != str(ABSTAIN))).to_numpy()
     text, t_doc, t_lf, pos = text[vote].reset_index(drop=True), t_doc[vote], t_lf[vote], pos[vote]
+    vals = vals[vote].reset_index(drop=True)    # as returned, for errors
     outside = (text == "O").to_numpy()
     prefixed = text.str[:2].isin(["B-", "I-"]).to_numpy()
     tag_label = text.where(~prefixed, text.str[2:])
     t_lab = np.full(len(text), _OUTSIDE, np.int64)
     if (~outside).any():
         t_lab[~outside] = codes_of(tag_label[~outside].reset_index(drop=True), t_doc[~outside],
-                                   t_lf[~outside], pos[~outside], label_text)
+                                   t_lf[~outside], pos[~outside], label_text,
+                                   vals[~outside].reset_index(drop=True))
     tag_votes = (seq.tokens.doc_ptr[t_doc] + pos.astype(np.int64), t_lf, t_lab,
                  (text.str[:2] == "B-").to_numpy())
     token, lf_code, label, begin = (np.concatenate([x, y]) for x, y in zip(span_votes, tag_votes))
