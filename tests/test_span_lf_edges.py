@@ -239,6 +239,30 @@ def test_a_tag_functions_abstain_values_are_these_and_any_other_entry_is_named()
             apply_lfs(TEXT, [tagger(value)], progress=False)
 
 
+def test_spans_that_cover_no_token_are_counted_per_function_in_the_summary():
+    # an empty span or one of whitespace between tokens votes nothing; they were dropped
+    # unseen (from_spans counts a crowd's in its summary)
+    @span_lf(label="P")
+    def odd(doc):      # "40 adults": [2, 3) is the space; "asthma" [15, 21) votes
+        return [(2, 3), (5, 5), (2, 3), (15, 21), (0, 0)]
+
+    @span_lf(label="P")
+    def fine(doc):
+        return [(3, 9)]
+
+    @tag_lf(label="P")
+    def tags(doc):
+        return ["O"] * len(doc.tokens)
+    votes = apply_lfs(TEXT, [odd, fine, tags], progress=False)
+    assert votes.whitespace_only_dropped.tolist() == [2, 0, 0]
+    assert votes.empty_dropped.tolist() == [2, 0, 0]
+    for s in (lf_summary(votes), lf_summary(votes, {"a": [(15, 21, "P")]})):
+        s = s.set_index("lf")
+        assert s["empty_dropped"].tolist() == [2, 0, 0]
+        assert s["whitespace_only_dropped"].tolist() == [2, 0, 0]
+        assert s.loc["odd", "n_spans"] == 1      # the one span that covers a token
+
+
 def test_a_span_function_named_after_a_label_but_without_label_is_told():
     @span_lf("ORG")              # the name, not the label: its spans would be PER's
     def acme(doc):

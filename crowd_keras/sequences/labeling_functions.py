@@ -15,7 +15,9 @@ the rest. It is a Python callable ``fn(doc) -> output`` wrapped by :func:`span_l
   span overlaps get a vote for its label (overlapping or nested spans of one function are
   one span), every other token an **abstain** (the function says nothing there, which is
   not the same as saying "outside"). None or no span abstains on the whole document; a span
-  label None (or NaN) is no label (the function's ``label``);
+  label None (or NaN) is no label (the function's ``label``). A span that covers no token
+  (empty, or only whitespace between tokens) votes nothing and is counted
+  (:func:`lf_summary`'s ``empty_dropped`` and ``whitespace_only_dropped``);
 * :func:`tag_lf`: the output is one entry per token: an abstain, ``"O"`` (a vote for
   outside: e.g. "a sentence about outcomes holds no participants"), or a label
   (``"label"``, ``"I-label"``; ``"B-label"`` starts a new span). The abstain values are
@@ -192,6 +194,11 @@ class TokenVotes:
         label: (N,) span label code, or -1 for an explicit ``O`` vote.
         begin: (N,) bool, the vote starts a span (BIO's ``B``).
         applied: (J, D) bool, the function was run on the document (abstains elsewhere).
+        empty_dropped: (J,) int, the function's spans ``[s, s)`` (no character, so no token
+            and no vote), as ``SequenceAnnotations.summary`` counts a crowd's; None when
+            not counted (a TokenVotes not made by :func:`apply_lfs`).
+        whitespace_only_dropped: (J,) int, its spans that cover characters but no token
+            (only whitespace between tokens): no vote either.
     """
 
     sequences: SequenceAnnotations
@@ -201,6 +208,8 @@ class TokenVotes:
     label: np.ndarray
     begin: np.ndarray
     applied: np.ndarray
+    empty_dropped: Optional[np.ndarray] = None
+    whitespace_only_dropped: Optional[np.ndarray] = None
 
     @property
     def n_lfs(self) -> int:
@@ -439,8 +448,12 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
                              f"(span_lf({lf.name!r}) names the function; span_lf(label="
                              f"{lf.name!r}) gives the label)")
     a, b = span_token_ranges(seq.tokens, s_doc, se[:, 0], se[:, 1])
-    # an empty span (start == end) covers no character, so no token (as in from_spans)
-    n = np.where(se[:, 0] < se[:, 1], np.maximum(b - a, 0), 0)
+    # an empty span (start == end) covers no character, so no token; one of whitespace
+    # between tokens covers none either: no vote, counted per function (as from_spans counts
+    # a crowd's) for lf_summary, not dropped unseen
+    empty = se[:, 0] >= se[:, 1]
+    blank = ~empty & (b <= a)
+    n = np.where(empty, 0, np.maximum(b - a, 0))
     t_span = np.repeat(a, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     first = np.zeros(len(t_span), bool)
     first[(np.cumsum(n) - n)[n > 0]] = True
@@ -491,7 +504,8 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     begin = (begin | ~prev_same) & (label >= 0)
     applied = np.ones((len(lfs), seq.n_docs), bool)
     return TokenVotes(seq, np.asarray(names, dtype=object), token, lf_code, label, begin,
-                      applied)
+                      applied, np.bincount(s_lf[empty], minlength=len(lfs)),
+                      np.bincount(s_lf[blank], minlength=len(lfs)))
 
 
 def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
@@ -500,7 +514,10 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
     Columns: ``lf``, ``polarity`` (the labels it votes, ``O`` included), ``coverage``
     (share of the tokens it votes on), ``overlaps`` (share of the tokens where it and another
     function vote), ``conflicts`` (share where another function votes a different label),
-    ``n_spans`` (its runs of span votes); with ``gold`` spans (a frame ``doc, start, end[,
+    ``n_spans`` (its runs of span votes), ``empty_dropped`` and ``whitespace_only_dropped``
+    (its returned spans that cover no token, so vote nothing: empty ones, and ones of only
+    whitespace between tokens; as ``SequenceAnnotations.summary`` counts a crowd's; left out
+    for a TokenVotes that :func:`apply_lfs` did not make); with ``gold`` spans (a frame ``doc, start, end[,
     label]`` or ``{doc: [[start, end[, label]], ...]}``, whose spans may be ``re.Match`` or
     spaCy ``Span`` objects, as a span function's: ``{doc_id: nlp(text).ents}``; scored on the
     documents it names,
@@ -533,6 +550,9 @@ def lf_summary(votes: TokenVotes, gold: Any = None) -> pd.DataFrame:
         "overlaps": per(n_vote[votes.token] > 1) / max(T, 1),
         "conflicts": per(conflict_tok[votes.token]) / max(T, 1),
         "n_spans": per(votes.begin & pos).astype(np.int64)})
+    for key in ("empty_dropped", "whitespace_only_dropped"):
+        if getattr(votes, key) is not None:
+            out[key] = np.asarray(getattr(votes, key), np.int64)
     if gold is not None:
         gold, named = _gold_frame(gold)
         docs = pd.Index(seq.doc_ids).get_indexer(named)
