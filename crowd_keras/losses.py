@@ -36,6 +36,14 @@ Keras' temporal sample weights of a tagger, or per slot, ``(batch, [time,] slots
 multiplies the losses of the annotations it covers (``Σ w ℓ / n_observed``); an item's weight
 in ``"mean_with_sample_weight"``'s divisor is then the mean of its weights over the steps a
 Keras mask keeps (the weights of padded steps have no say under any reduction).
+
+**No** ``class_weight``: ``keras.Model.fit`` turns it into per-item weights read at the
+argmax of each target row, which for these targets is an annotator slot, not a class; the
+loss receives them as any per-item ``sample_weight`` and cannot tell. To weight classes,
+weight each annotation by its label's class: a per-slot ``sample_weight`` of the targets'
+shape, ``np.where(y >= 0, w[np.maximum(y, 0)], 0)``
+(:class:`~crowd_keras.models.CrowdModel` refuses ``class_weight`` and takes per-item
+weights).
 """
 from __future__ import annotations
 
@@ -158,7 +166,9 @@ class MaskedMultiCrossEntropy(_MaskedMultiLoss):
         reduction, name, dtype: as for any ``keras.losses.Loss``.
 
     Shapes: ``y_pred (batch, [time,] slots, K)``, ``y_true (batch, [time,] slots)`` integer
-    codes in ``0..K-1`` or -1 (see the module doc for dense and indexed slots).
+    codes in ``0..K-1`` or -1 (see the module doc for dense and indexed slots). Class
+    weights go in a per-slot ``sample_weight``, not ``fit``'s ``class_weight`` (which Keras
+    reads at the argmax over the slots; see the module doc).
     """
 
     def __init__(self, from_logits: bool = True, reduction: str = "sum_over_batch_size",

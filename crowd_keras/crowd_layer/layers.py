@@ -77,6 +77,10 @@ class CrowdLayer(ChecksIdsAtEntry, KeepsTimeStepMask, keras.layers.Layer):
           ignores them.
 
     The outputs are logits: pair them with ``MaskedMultiCrossEntropy(from_logits=True)``.
+    Do not give ``keras.Model.fit`` a ``class_weight``: Keras weights an item by the argmax
+    of its target row, here an annotator slot, not a class. Give ``sample_weight`` instead,
+    per slot (``np.where(y >= 0, w[np.maximum(y, 0)], 0)`` for class weights ``w``) or per
+    item (what :class:`~crowd_keras.models.CrowdModel` takes; it refuses ``class_weight``).
     """
 
     def __init__(self, num_annotators: int, conn_type: str = "MW", init_scale: float = 1.0,
