@@ -315,3 +315,22 @@ def test_ebcc_empirical_prior_refuses_gold_on_a_class_no_vote_names():
         EBCC(empirical_prior=True).fit(ann, gold={3: 0})
     assert np.isfinite(EBCC(empirical_prior=True).fit(ann, gold={3: 1}).elbo_)
     assert np.isfinite(EBCC().fit(ann, gold={3: 0}).elbo_)
+
+
+@pytest.mark.parametrize("empty_rows", [0.0, 0.6])
+def test_confusion_expectations_reuse_the_prior_on_rows_nobody_gave(empty_rows):
+    """``expected_log_confusions`` equals ``ψ(mu) − ψ(Σ_l mu)`` computed everywhere, whether
+    or not some annotators never gave some labels (rows of nil counts)."""
+    from scipy.special import digamma
+
+    from crowd_keras.aggregation.bayesian.base import (confusion_prior,
+                                                       expected_log_confusions)
+    rng = np.random.default_rng(3)
+    counts = rng.gamma(0.5, 2.0, size=(30, 4, 6))
+    counts[rng.random((30, 4)) < empty_rows] = 0.0
+    prior = confusion_prior(4, 2.0, 1.0)[:, [0, 0, 1, 2, 3, 3]]
+    mu, expected = expected_log_confusions(counts, prior)
+    want = counts + prior[None]
+    np.testing.assert_array_equal(mu, want)
+    np.testing.assert_allclose(expected, digamma(want) - digamma(want.sum(1, keepdims=True)),
+                               rtol=0, atol=1e-13)

@@ -3,7 +3,7 @@ annotations with the fitted state, and the Dirichlet algebra of their variationa
 from __future__ import annotations
 
 from numbers import Real
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.special import digamma, gammaln
@@ -13,7 +13,7 @@ from ..em import Block, EMLabelModel, Summary
 from ..labeling_functions import LabelingFunctionFallback
 
 __all__ = ["BayesianLabelModel", "confusion_prior", "expected_log_dirichlet",
-           "dirichlet_kl", "check_positive"]
+           "expected_log_confusions", "dirichlet_kl", "check_positive"]
 
 
 def confusion_prior(n_classes: int, a_v: float, b_v: float) -> np.ndarray:
@@ -29,6 +29,27 @@ def expected_log_dirichlet(concentration: np.ndarray, axis: int) -> np.ndarray:
     expected = digamma(concentration)
     expected -= digamma(concentration.sum(axis=axis, keepdims=True))
     return expected
+
+
+def expected_log_confusions(counts: np.ndarray, prior: np.ndarray) -> Tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """``(mu, E[log v])`` of the confusion Dirichlets ``mu = counts + prior``, both
+    (A, L, S), normalised over the given label ``l`` (axis 1).
+
+    ``counts``: (A, L, S) expected counts; ``prior``: (L, S) pseudo-counts shared by every
+    annotator. A row ``(a, l)`` of nil counts (annotator ``a`` never gave label ``l``: most
+    rows of a sparse crowd) has ``ψ(mu) = ψ(prior[l])``, computed once instead of per
+    annotator; ψ is the M-step's costliest operation.
+    """
+    mu = counts + prior[None]
+    seen = counts.any(axis=2)                                        # (A, L)
+    if seen.all():
+        return mu, expected_log_dirichlet(mu, axis=1)
+    expected = np.empty_like(mu)
+    expected[...] = digamma(prior)[None]
+    expected[seen] = digamma(mu[seen])
+    expected -= digamma(mu.sum(axis=1, keepdims=True))
+    return mu, expected
 
 
 def dirichlet_kl(posterior: np.ndarray, prior: np.ndarray, axis: int,

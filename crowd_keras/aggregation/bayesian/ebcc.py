@@ -38,7 +38,7 @@ from ...numerics import GOLDEN64, id_keys, label_profile_keys, mix64, softmax_ro
 from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
-                   expected_log_dirichlet)
+                   expected_log_confusions, expected_log_dirichlet)
 
 __all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_e_step",
            "subtype_draws", "vote_share_totals"]
@@ -154,8 +154,9 @@ def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: f
     live = stats.active[keep]
     # the statistics' layout [a, l, s] is the E-step's: normalise over l (axis 1)
     counts = stats.counts if keep.all() else stats.counts[:, keep]
-    mu = counts.reshape(-1, k, len(live)) + confusion_prior(k, a_v, b_v)[:, live // m][None]
-    log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, len(live))
+    mu, log_v = expected_log_confusions(counts.reshape(-1, k, len(live)),
+                                        confusion_prior(k, a_v, b_v)[:, live // m])
+    log_v = log_v.reshape(-1, len(live))
     bias = expected_log_dirichlet(eta, axis=1) + expected_log_dirichlet(nu, axis=0)[:, None]
     return bias.ravel()[live], log_v, live, eta, nu, mu
 

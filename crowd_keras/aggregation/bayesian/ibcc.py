@@ -26,7 +26,8 @@ import scipy.sparse as sp
 from ...numerics import softmax_rows
 from ..dawid_skene import sufficient_statistics
 from ..em import Block, Summary
-from .base import BayesianLabelModel, check_positive, confusion_prior, expected_log_dirichlet
+from .base import (BayesianLabelModel, check_positive, confusion_prior, expected_log_confusions,
+                   expected_log_dirichlet)
 
 __all__ = ["IBCC", "ibcc_m_step", "ibcc_e_step"]
 
@@ -47,8 +48,8 @@ def ibcc_m_step(counts: np.ndarray, class_mass: np.ndarray, a_v: float, b_v: flo
     """
     k = class_mass.shape[0]
     # the (A·K_l, K) layout of the statistics is the E-step's: normalise over l (axis 1)
-    mu = counts.reshape(-1, k, k) + confusion_prior(k, a_v, b_v)
-    log_v = expected_log_dirichlet(mu, axis=1).reshape(-1, k)
+    mu, log_v = expected_log_confusions(counts.reshape(-1, k, k), confusion_prior(k, a_v, b_v))
+    log_v = log_v.reshape(-1, k)
     nu = class_mass + alpha
     return expected_log_dirichlet(nu, axis=0), log_v, nu, mu
 
