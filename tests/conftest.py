@@ -50,6 +50,42 @@ def subprocess_env(**extra: str) -> dict:
     return env
 
 
+# Scripts that need another Keras backend run in a fresh process; several checks share one
+# process (each script in a namespace of its own) so that Keras, the backend and TensorFlow
+# are imported once, not once per check (5-8 s of CPU each time). A check's failure fails its
+# own test only (its traceback is its output); a crash of the process fails them all.
+PARTS = """
+import contextlib, io, json, sys, traceback
+for name, script, args in json.loads(sys.argv[1]):
+    sys.argv = ["-c", *args]
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(script, name, "exec"), {"__name__": "__main__"})
+    except BaseException:
+        out.write(traceback.format_exc())
+    print("PART " + json.dumps([name, out.getvalue()]), flush=True)
+"""
+
+
+def run_parts(parts, timeout: float = 600, **env) -> dict:
+    """Run ``[(name, script, args)]`` in one fresh process (``PARTS``), ``env`` on top of
+    :func:`subprocess_env`: ``name -> output`` (its printed lines, then its traceback if it
+    raised)."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", PARTS, json.dumps(parts)], cwd=ROOT,
+                          env=subprocess_env(**env), capture_output=True, text=True,
+                          timeout=timeout)
+    found = dict(json.loads(line[5:]) for line in proc.stdout.splitlines()
+                 if line.startswith("PART "))
+    assert proc.returncode == 0 and len(found) == len(parts), (
+        f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}")
+    return found
+
+
 def require_module(name: str) -> None:
     """Skip when ``name`` is not installed (a failure under CI=true: the test extra has it)."""
     import importlib.util

@@ -3,7 +3,6 @@
 ``KERAS_BACKEND`` is read when Keras is imported and logical devices must be configured
 before TensorFlow initialises them, so every check here runs a small script in a subprocess.
 """
-import json
 import subprocess
 import sys
 import textwrap
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_module, subprocess_env
+from conftest import require_module, run_parts, subprocess_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -438,25 +437,9 @@ def noise_model_saved_by_tensorflow(tmp_path_factory):
     return base
 
 
-# Per backend, SMOKE and NOISE_SMOKE run in one fresh process (each script in a namespace of
-# its own): Keras, the backend and TensorFlow (which Keras imports to read a .keras file) are
-# imported once, not twice (5-8 s of CPU each time). A check's failure fails its own test only
-# (its traceback is its output); a crash of the process fails both. (The two MirroredStrategy
-# checks below cannot share a process: the second one's collective ops then fail.)
-PARTS = textwrap.dedent('''
-    import contextlib, io, json, sys, traceback
-    for name, script, args in json.loads(sys.argv[1]):
-        sys.argv = ["-c", *args]
-        out = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(out):
-                exec(compile(script, name, "exec"), {"__name__": "__main__"})
-        except BaseException:
-            out.write(traceback.format_exc())
-        print("PART " + json.dumps([name, out.getvalue()]), flush=True)
-''')
-
-
+# Per backend, SMOKE and NOISE_SMOKE run in one fresh process (conftest.run_parts). (The two
+# MirroredStrategy checks below cannot share a process: the second one's collective ops then
+# fail.)
 @pytest.fixture(scope="module")
 def backend_runs(saved_by_tensorflow, noise_model_saved_by_tensorflow):
     """``backend -> {"smoke": output, "noise": output}``, run once per backend when first
@@ -465,25 +448,12 @@ def backend_runs(saved_by_tensorflow, noise_model_saved_by_tensorflow):
 
     def run(backend):
         if backend not in done:
-            done[backend] = _run_parts(
+            done[backend] = run_parts(
                 [("smoke", SMOKE, [backend, saved_by_tensorflow]),
                  ("noise", NOISE_SMOKE, [backend, noise_model_saved_by_tensorflow])],
                 KERAS_BACKEND=backend)
         return done[backend]
     return run
-
-
-def _run_parts(parts, **env) -> dict:
-    """Run ``[(name, script, args)]`` in one fresh process (``PARTS``): ``name -> output``
-    (its printed lines, then its traceback if it raised)."""
-    proc = subprocess.run([sys.executable, "-c", PARTS, json.dumps(parts)], cwd=ROOT,
-                          env=subprocess_env(**env), capture_output=True, text=True,
-                          timeout=600)
-    found = dict(json.loads(line[5:]) for line in proc.stdout.splitlines()
-                 if line.startswith("PART "))
-    assert proc.returncode == 0 and len(found) == len(parts), (
-        f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}")
-    return found
 
 
 @pytest.mark.xdist_group("keras_backends")

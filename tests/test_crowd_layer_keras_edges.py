@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_module, subprocess_env
+from conftest import require_module, run_parts, subprocess_env
 
 keras = pytest.importorskip("keras")
 
@@ -98,15 +98,18 @@ MIXED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.xdist_group("crowd_layer_edges_backends")
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
-def test_float_ids_and_float_targets_keep_their_values_under_mixed_precision(backend):
+def test_float_ids_and_float_targets_keep_their_values_under_mixed_precision(
+        backend, other_backend):
     """The layers' dtype policy, not the global one: this process's backend runs it here.
     Annotator ids and instance indices that come as floats are read as integers."""
     if backend == keras.backend.backend():
         exec(MIXED, {})  # noqa: S102 - the script the other backends run
         return
     require_module(backend)
-    assert f"OK mixed {backend}" in _run(MIXED, KERAS_BACKEND=backend)
+    out = other_backend(backend)["mixed"]
+    assert f"OK mixed {backend}" in out, out
 
 
 MASKED_DATA = textwrap.dedent("""
@@ -164,15 +167,18 @@ MASKED_DATA = textwrap.dedent("""
 """)
 
 
+@pytest.mark.xdist_group("crowd_layer_edges_backends")
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
-def test_targets_given_as_data_are_checked_on_the_real_steps_of_a_masked_batch(backend):
+def test_targets_given_as_data_are_checked_on_the_real_steps_of_a_masked_batch(
+        backend, other_backend):
     """Padded steps' targets are missing, whatever they hold; the real steps' are checked on
     every backend (the check read the masked targets' tensor, on TensorFlow only)."""
     if backend == keras.backend.backend():
         exec(MASKED_DATA, {})  # noqa: S102 - the script the other backends run
         return
     require_module(backend)
-    assert f"OK masked data {backend}" in _run(MASKED_DATA, KERAS_BACKEND=backend)
+    out = other_backend(backend)["masked data"]
+    assert f"OK masked data {backend}" in out, out
 
 
 EMPTY_BATCH = textwrap.dedent('''
@@ -200,8 +206,9 @@ EMPTY_BATCH = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.xdist_group("crowd_layer_edges_backends")
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
-def test_per_step_weights_on_a_batch_of_0_rows(backend):
+def test_per_step_weights_on_a_batch_of_0_rows(backend, other_backend):
     """A batch of 0 rows with per-step or per-slot sample weights failed on JAX ("integer
     modulo by zero") and torch ("cannot reshape tensor of 0 elements"): a reshape to
     (batch, -1) cannot infer its width beside a 0."""
@@ -209,7 +216,24 @@ def test_per_step_weights_on_a_batch_of_0_rows(backend):
         exec(EMPTY_BATCH, {})  # noqa: S102 - the script the other backends run
         return
     require_module(backend)
-    assert f"OK empty batch {backend}" in _run(EMPTY_BATCH, KERAS_BACKEND=backend)
+    out = other_backend(backend)["empty batch"]
+    assert f"OK empty batch {backend}" in out, out
+
+
+@pytest.fixture(scope="module")
+def other_backend():
+    """``backend -> {"mixed", "masked data", "empty batch": output}``: the three scripts above
+    in one fresh process per backend, run when first asked for (the tests that use it are one
+    xdist group, so one worker runs each backend once)."""
+    done = {}
+
+    def run(backend):
+        if backend not in done:
+            done[backend] = run_parts([("mixed", MIXED, []), ("masked data", MASKED_DATA, []),
+                                       ("empty batch", EMPTY_BATCH, [])],
+                                      KERAS_BACKEND=backend)
+        return done[backend]
+    return run
 
 
 # ----------------------------------------------------------------------------- saving

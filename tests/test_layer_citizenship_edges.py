@@ -10,7 +10,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from conftest import require_module, subprocess_env
+from conftest import require_module, run_parts, subprocess_env
 
 from crowd_keras.layers import (AnnotatorGate, CommonNoiseAdaptation, CrowdLayer,
                                 CrowdRegressionLayer, DifficultyCompetence, MixtureOfGroups)
@@ -415,8 +415,28 @@ FLOAT16_FLOORS = textwrap.dedent("""
 """)
 
 
+@pytest.fixture(scope="module")
+def dtypes_on_other_backend():
+    """``backend -> {"float16 floors"[, "float64 groups"]: output}``: this module's scripts
+    for another backend in one fresh process each (conftest.run_parts), run when first asked
+    for (the tests that use it are one xdist group)."""
+    done = {}
+
+    def run(backend):
+        require_module(backend)
+        if backend not in done:
+            parts = [("float16 floors", FLOAT16_FLOORS, [])]
+            if backend == "torch":
+                parts.insert(0, ("float64 groups", FLOAT64_GROUPS, []))
+            done[backend] = run_parts(parts, KERAS_BACKEND=backend)
+        return done[backend]
+    return run
+
+
+@pytest.mark.xdist_group("layer_citizenship_backends")
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
-def test_a_probability_of_0_in_float16_trains_without_nan_weights(backend):
+def test_a_probability_of_0_in_float16_trains_without_nan_weights(backend,
+                                                                  dtypes_on_other_backend):
     """Under mixed_float16 a log's floor (1e-7) is a float16 subnormal and the log's gradient
     there (1 / 1e-7) infinite: where a label's probability was 0, JAX's max (a product with
     the floor's zero gradient, 0 · inf) made every weight NaN after one step. The logs are
@@ -424,10 +444,8 @@ def test_a_probability_of_0_in_float16_trains_without_nan_weights(backend):
     if backend == keras.backend.backend():
         exec(FLOAT16_FLOORS, {})  # noqa: S102 - the script the other backends run
         return
-    require_module(backend)
-    done = subprocess.run([sys.executable, "-c", FLOAT16_FLOORS], cwd=ROOT, capture_output=True,
-                          text=True, env=subprocess_env(KERAS_BACKEND=backend), timeout=300)
-    assert f"OK float16 floors {backend}" in done.stdout, done.stdout + done.stderr[-3000:]
+    out = dtypes_on_other_backend(backend)["float16 floors"]
+    assert f"OK float16 floors {backend}" in out, out
 
 
 def test_targets_of_another_shape_are_named_by_the_metric_and_every_loss():
@@ -491,10 +509,9 @@ FLOAT64_GROUPS = textwrap.dedent("""
 """)
 
 
-def test_a_float64_mixture_of_groups_runs_and_stays_float64_on_torch():
+@pytest.mark.xdist_group("layer_citizenship_backends")
+def test_a_float64_mixture_of_groups_runs_and_stays_float64_on_torch(dtypes_on_other_backend):
     # Keras' torch backend takes float64 tensordot/matmul results to float32: the einsum
     # that followed mixed the two dtypes (RuntimeError), the global form came back float32
-    require_module("torch")
-    done = subprocess.run([sys.executable, "-c", FLOAT64_GROUPS], cwd=ROOT, capture_output=True,
-                          text=True, env=subprocess_env(KERAS_BACKEND="torch"), timeout=300)
-    assert "OK float64 groups" in done.stdout, done.stdout + done.stderr[-3000:]
+    out = dtypes_on_other_backend("torch")["float64 groups"]
+    assert "OK float64 groups" in out, out

@@ -247,27 +247,36 @@ path = os.path.join(tempfile.mkdtemp(), "tagger.keras")
 model.save(path)
 np.testing.assert_allclose(keras.models.load_model(path).predict([words, ids], verbose=0),
                            model.predict([words, ids], verbose=0), atol=1e-6)
-print("ok")
+print("OK round trip", sys.argv[1])
 '''
 
 
+@pytest.fixture(scope="module")
+def tagger_on_other_backend():
+    """``backend -> {"round trip"[, "summary"]: output}``: this module's scripts for another
+    backend in one fresh process each (conftest.run_parts), run when first asked for (the
+    tests that use it are one xdist group)."""
+    from conftest import require_module, run_parts
+
+    done = {}
+
+    def run(backend):
+        require_module(backend)
+        if backend not in done:
+            parts = [("round trip", BACKEND_SCRIPT, [backend])]
+            if backend == "torch":
+                parts.append(("summary", SUMMARY_SCRIPT, [backend]))
+            done[backend] = run_parts(parts, KERAS_BACKEND=backend)
+        return done[backend]
+    return run
+
+
 @pytest.mark.slow
+@pytest.mark.xdist_group("sequence_layer_edges_backends")
 @pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_temporal_weights_and_round_trip_on_other_backends(backend):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from conftest import require_module
-
-    require_module(backend)
-    root = Path(__file__).resolve().parents[1]
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, backend], cwd=root, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
+def test_temporal_weights_and_round_trip_on_other_backends(backend, tagger_on_other_backend):
+    out = tagger_on_other_backend(backend)["round trip"]
+    assert f"OK round trip {backend}" in out, out
 
 
 SUMMARY_SCRIPT = """
@@ -277,7 +286,7 @@ sys.path.insert(0, "tests")
 from test_sequence_layer_edges import tagger_crowd_model_without_summary
 assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
 tagger_crowd_model_without_summary()
-print("ok")
+print("OK summary", sys.argv[1])
 """
 
 
@@ -303,21 +312,14 @@ def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary():
 
 
 @pytest.mark.slow
-def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary_on_torch():
+@pytest.mark.xdist_group("sequence_layer_edges_backends")
+def test_a_tagger_crowd_model_says_why_it_has_no_annotator_summary_on_torch(
+        tagger_on_other_backend):
     # a Keras model is a torch Module there: the property's NotFittedError was replaced by
     # torch's bare "'CrowdModel' object has no attribute 'annotator_quality_'"
-    import subprocess
-    import sys
-    from pathlib import Path
+    out = tagger_on_other_backend("torch")["summary"]
+    assert "OK summary torch" in out, out
 
-    from conftest import require_module, subprocess_env
-
-    require_module("torch")
-    root = Path(__file__).resolve().parents[1]
-    res = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, "torch"], cwd=root,
-                         env=subprocess_env(KERAS_BACKEND="torch"), capture_output=True,
-                         text=True, timeout=300)
-    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr[-3000:]
 
 @pytest.mark.parametrize("arch", ["lstm", "conv"])
 def test_the_pico_tagger_example_builds_its_taggers_without_a_warning(arch):
