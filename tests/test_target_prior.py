@@ -45,7 +45,8 @@ def test_uniform_target_raises_the_mean_recall_and_keeps_the_choice(skewed):
     assert uniform.target_prior_applied_ and not plain.target_prior_applied_
     np.testing.assert_allclose(
         uniform.predict_proba(),
-        shift_class_prior(plain.predict_proba(), plain.class_priors_, np.full(k, 1 / k)),
+        shift_class_prior(plain.predict_proba(), np.exp(plain.model_.posterior_log_prior_),
+                          np.full(k, 1 / k)),
         rtol=1e-9)
     np.testing.assert_allclose(uniform.predict_proba(ann), uniform.predict_proba(), atol=1e-9)
     vote = MajorityVote().fit(ann).predict()
@@ -116,8 +117,9 @@ def test_gold_target_decides_for_the_gold_mix(skewed, design):
         assert model.target_prior_[common] > 0.8
     else:
         np.testing.assert_allclose(model.target_prior_, np.full(3, 1 / 3))
-    expected = under_target(model.model_.posteriors_, model.model_.class_priors_,
-                            model.target_prior_, model.model_.posterior_has_class_prior)
+    expected = under_target(model.model_.posteriors_,
+                            np.exp(model.model_.posterior_log_prior_), model.target_prior_,
+                            model.model_.posterior_has_class_prior)
     np.testing.assert_allclose(model.predict_proba(), expected, atol=1e-12)
     assert (model.predict()[rows] == y[rows]).all()          # gold items keep their class
 
@@ -234,7 +236,7 @@ def test_a_class_no_annotation_names_is_never_the_label(target):
     assert (model.predict_proba()[:, 0] == 0).all()
     # the other classes' labels are those of the uniform target over the named classes
     learned = model.model_.posteriors_
-    expected = shift_class_prior(learned[:, 1:], model.model_.class_priors_[1:],
+    expected = shift_class_prior(learned[:, 1:], np.exp(model.model_.posterior_log_prior_[1:]),
                                  np.full(ann.n_classes - 1, 1 / (ann.n_classes - 1)))
     np.testing.assert_allclose(model.predict_proba()[:, 1:], expected, atol=1e-12)
 

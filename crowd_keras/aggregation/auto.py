@@ -405,9 +405,13 @@ def gold_target(gold_counts: np.ndarray, named: Optional[np.ndarray] = None) -> 
 
 def under_target(post: np.ndarray, class_priors: np.ndarray, target: Optional[np.ndarray],
                  has_class_prior: bool) -> np.ndarray:
-    """(I, K) posteriors ``post`` of a model with class priors ``class_priors`` (K,)
-    re-expressed under ``target`` (K,) when it is given and the posteriors are Bayes' rule
-    with a class prior (``has_class_prior``); else ``post`` itself."""
+    """(I, K) posteriors ``post`` re-expressed under ``target`` (K,) when it is given and the
+    posteriors are Bayes' rule with a class prior (``has_class_prior``); else ``post`` itself.
+
+    ``class_priors`` (K,): the class-prior factor that ``post`` carries, a fitted model's
+    ``exp(posterior_log_prior_)``: its ``class_priors_`` for Dawid-Skene, ``exp E[log τ]``
+    for the variational IBCC and EBCC (their ``E[τ]`` would leave a bias against the rare
+    classes). Its scale does not matter (rows are normalised)."""
     if target is None or not has_class_prior:
         return post
     return shift_class_prior(post, class_priors, target)
@@ -607,7 +611,9 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             annotations' class order) or a ``pandas.Series`` / dict keyed by class: that
             prior. The chosen model's posteriors are re-expressed under the target
             (:func:`~crowd_keras.numerics.shift_class_prior`) when they are Bayes' rule with a
-            class prior (``posterior_has_class_prior``: Dawid-Skene, IBCC, EBCC); majority
+            class prior (``posterior_has_class_prior``: Dawid-Skene, IBCC, EBCC), dividing out
+            the factor their E-step weighed the classes by (``posterior_log_prior_``: the
+            variational IBCC and EBCC weigh by ``exp E[log τ]``, not ``E[τ]``); majority
             vote's and BWA's carry none and are returned as they are. Choice by gold scores
             each candidate's labels under the target (of the gold outside the hidden fold);
             the choice by agreement does not depend on it
@@ -950,8 +956,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
             hits = []
             for _, model in ladder:
                 fitted = _fit(model, ann, prior, pred_probs)
-                post = under_target(fitted.posteriors_, fitted.class_priors_, target,
-                                    fitted.posterior_has_class_prior)
+                post = under_target(fitted.posteriors_, np.exp(fitted.posterior_log_prior_),
+                                    target, fitted.posterior_has_class_prior)
                 hits.append(agreement_scores(post, hidden, truth[fold_of == fold]))
             sums += gold_sums(np.stack(hits))
         return sums
@@ -1012,7 +1018,8 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         ``target_prior_applied_``, else ``post`` itself."""
         if not getattr(self, "target_prior_applied_", False):
             return post
-        return under_target(post, self.model_.class_priors_, self.target_prior_, True)
+        return under_target(post, np.exp(self.model_.posterior_log_prior_), self.target_prior_,
+                            True)
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:

@@ -378,15 +378,19 @@ class LabelModel(Params):
         confusion_matrices_: (A, K, K) each annotator's ``p(label | true class)``, rows =
             true class.
         class_priors_: (K,) the class prior.
+        posterior_log_prior_: (K,) ``log ρ_k``, the class-prior factor that ``posteriors_``
+            carry where ``posterior_has_class_prior`` (``q_ik ∝ ρ_k · p(labels_i | z_i = k)``):
+            ``log class_priors_`` for Bayes' rule; a variational model's ``E[log τ_k]``.
     """
 
     #: True: ``fit(annotations, gold=...)`` fixes the true class of the gold items
     accepts_gold: bool = False
     #: True: ``fit(annotations, pred_probs=...)`` takes a classifier's probabilities of the items
     accepts_pred_probs: bool = False
-    #: True: ``posteriors_`` are Bayes' rule with ``class_priors_`` as the class prior
-    #: (``q_ik ∝ class_priors_[k] · p(labels_i | z_i = k)``), so the prior can be swapped
-    #: (:func:`~crowd_keras.numerics.shift_class_prior`; ``AutoLabelModel(target_prior=...)``)
+    #: True: ``posteriors_`` are Bayes' rule with a class-prior factor, ``q_ik ∝ ρ_k ·
+    #: p(labels_i | z_i = k)`` with ``log ρ = posterior_log_prior_``, so the prior can be
+    #: swapped (:func:`~crowd_keras.numerics.shift_class_prior`;
+    #: ``AutoLabelModel(target_prior=...)``)
     posterior_has_class_prior: bool = False
 
     annotations_: Annotations
@@ -579,6 +583,17 @@ class LabelModel(Params):
     def n_tied_items_(self) -> int:
         """Number of items whose most probable class is tied (see ``tied_items_``)."""
         return int(self.tied_items_.sum())
+
+    @property
+    def posterior_log_prior_(self) -> np.ndarray:
+        """(K,) ``log ρ``: the class-prior factor of ``posteriors_`` (and of
+        ``predict_proba(new)``, scored with the same fitted state), what a prior shift
+        divides out (:func:`~crowd_keras.aggregation.auto.under_target`); read where
+        ``posterior_has_class_prior``. Here ``log class_priors_`` (floored at ``log 1e-300``
+        as the Dawid-Skene E-step floors it); a model whose E-step weighs the classes by
+        something else (a variational ``exp E[log τ]``) overrides it."""
+        self._check_fitted()
+        return np.log(np.maximum(np.asarray(self.class_priors_, np.float64), 1e-300))
 
     @property
     def annotator_quality_(self) -> pd.DataFrame:

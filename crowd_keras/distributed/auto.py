@@ -132,8 +132,9 @@ def _gold_fold_block(block: Block, n_folds: int, seed: int, fold: int, k: int,
 def _gold_hits(block: Block, n_folds: int, seed: int, fold: int, k: int, profiles: np.ndarray,
                fits: Sequence[tuple], target: Optional[np.ndarray]) -> np.ndarray:
     """:func:`gold_sums` of each candidate's hits on the hidden gold items of ``fold``
-    (``fits``: strategy, parameters, class priors and whether its posteriors carry them,
-    fitted without those items), its labels under ``target`` (as in memory)."""
+    (``fits``: strategy, parameters, the class-prior factor its posteriors carry and whether
+    they carry one, fitted without those items), its labels under ``target`` (as in
+    memory)."""
     hidden = np.flatnonzero(_hidden_gold(block, n_folds, seed, fold, k, profiles))
     if len(hidden) == 0:
         return np.zeros((len(fits), 1 + len(fits)))
@@ -222,7 +223,7 @@ class AutoMethod(Method):
         for fold, fits in self._fit_in_groups(trains):
             target = model.target_prior_vector(k, counts.sum(axis=0) - counts[fold],
                                                data.classes, model.named_classes_)
-            scored = [(fit.method, fit.params, fit.model.class_priors_,
+            scored = [(fit.method, fit.params, np.exp(fit.model.posterior_log_prior_),
                        fit.model.posterior_has_class_prior) for fit in fits]
             sums += data.reduce(_gold_hits, n_folds, seed, fold, k, profiles,
                                 delayed(scored, traverse=False), target)

@@ -212,6 +212,8 @@ class EBCC(BayesianLabelModel):
             (:func:`~crowd_keras.numerics.label_profile_keys`) the start was keyed on.
         posteriors_: (items, K) ``Σ_m q(z_i = k, g_i = m)``.
         class_priors_: (K,) ``E[τ]``.
+        posterior_log_prior_: (K,) ``E[log τ]``, the class weights of the E-step (not
+            ``log E[τ]``; ``E[log π]`` belongs to the class's subtype mixture).
         confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
             marginal ``Σ_m E[π_km] E[v_akm·]``.
     """
@@ -301,6 +303,18 @@ class EBCC(BayesianLabelModel):
         post[:, classes[starts]] = np.add.reduceat(values, starts, axis=1)
         # renormalised: a gold item's subtypes summed to 1 - 2e-16, not its one-hot row
         return post / post.sum(axis=1, keepdims=True)
+
+    @property
+    def posterior_log_prior_(self) -> np.ndarray:
+        """(K,) ``E[log τ] = ψ(ν) − ψ(Σ ν)``: the E-step scores subtype m of class k with
+        ``E[log τ_k] + E[log π_km]`` (Li et al. 2019, section 4), so ``q(z_i = k) = Σ_m
+        q_ikm`` carries ``exp E[log τ_k]`` times the class's subtype mixture (part of the
+        class's likelihood, whatever the class prior); ``-inf`` for a class that an empirical
+        prior gives no mass."""
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return super().posterior_log_prior_          # the abstain-aware model's prior
+        self._check_fitted()
+        return expected_log_dirichlet(np.asarray(self.state_[4], np.float64), axis=0)
 
     def subtype_posteriors(self, latent: tuple) -> np.ndarray:
         """(I, K, M) ``q(z_i = k, g_i = m)`` (0 for dropped subtypes) from a latent."""

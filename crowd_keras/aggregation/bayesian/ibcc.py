@@ -89,6 +89,8 @@ class IBCC(BayesianLabelModel):
         n_iter_: VB iterations run.
         posteriors_: (items, K) ``q(z)``.
         class_priors_: (K,) ``E[τ]``.
+        posterior_log_prior_: (K,) ``E[log τ]``, the class weights of the E-step (not
+            ``log E[τ]``).
         confusion_matrices_: (annotators, K, K) ``E[v]``, rows = true class.
     """
 
@@ -119,6 +121,16 @@ class IBCC(BayesianLabelModel):
 
     def e_step(self, block: Block, state: tuple) -> Tuple[np.ndarray, float]:
         return ibcc_e_step(block.X, state[0], state[1], block.item_log_prior)
+
+    @property
+    def posterior_log_prior_(self) -> np.ndarray:
+        """(K,) ``E[log τ] = ψ(ν) − ψ(Σ ν)``: the E-step scores class k with
+        ``E[log τ_k]`` (Kim & Ghahramani 2012, section 3), so ``q(z)`` carries
+        ``exp E[log τ]``, below ``class_priors_ = E[τ]`` most for the rare classes."""
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return super().posterior_log_prior_          # the abstain-aware model's prior
+        self._check_fitted()
+        return self.state_[0].copy()
 
     def _set_parameters(self, state: tuple, summary: Summary) -> None:
         _, _, nu, mu = state
