@@ -267,3 +267,19 @@ def test_connect_names_a_timeout_that_is_not_a_number(monkeypatch):
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "token123")
     with pytest.raises(TypeError, match="timeout must be a number, got str 'x'"):
         ls.connect("http://127.0.0.1:9", timeout="x")
+
+
+@pytest.mark.parametrize("given, error, match", [
+    ({"prune_stale": "yes"}, TypeError, "prune_stale must be True or False, got 'yes'"),
+    # each character was read as a task id
+    ({"tasks": "12"}, TypeError, "tasks must be a list of task ids, got str '12'"),
+    ({"tasks": [1, 2], "export": [{"id": 1, "data": {}}]}, ValueError,
+     "give export= or tasks=.*not both"),
+    ({"tasks": [2, 3]}, CrowdDataError, r"prediction 0 is for task 1, which is not among "
+                                        r"tasks= .*Nothing was written"),
+])
+def test_push_checks_prune_stale_and_the_tasks_it_is_for_before_any_request(given, error,
+                                                                             match):
+    with pytest.raises(error, match=match):
+        ls.push_predictions(_NO_SERVER, 1, [{"task": 1, "result": []}], model_version="v",
+                            **given)

@@ -892,7 +892,8 @@ def test_a_second_controls_push_under_one_version_does_not_replace_the_first(
     """A project with several controls: the aggregate of each pushed under one model version
     (the CLI's default ``crowd-keras-<method>``) replaced the predictions of the control
     pushed before, silently. Refused before any write; ``on_existing="replace"`` overwrites,
-    and the command line exits 2 naming its flags."""
+    and the command line exits 2 naming its flags, its output files as they were (it wrote
+    them before the push was refused)."""
     from crowd_keras import CrowdDataError
     from crowd_keras.cli import label_studio as cli_label_studio
     ls = ls_module()
@@ -909,8 +910,9 @@ def test_a_second_controls_push_under_one_version_does_not_replace_the_first(
     assert [_content(v[0]) for _, v in sorted(_held(client, project, "mc").items())] == \
         [_content(p) for p in sentiment]
     # a control's own update still goes through, and replace overwrites on purpose
-    again = ls.push_predictions(client, project, [dict(sentiment[0], score=0.75)],
-                                model_version="mc")
+    with pytest.warns(ls.StalePredictionsWarning, match="2 tasks"):   # the two left out
+        again = ls.push_predictions(client, project, [dict(sentiment[0], score=0.75)],
+                                    model_version="mc")
     assert again.n_replaced == 1
     assert ls.push_predictions(client, project, quality, model_version="mc",
                                on_existing="replace").n_replaced == 2
@@ -920,14 +922,18 @@ def test_a_second_controls_push_under_one_version_does_not_replace_the_first(
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
     parser = argparse.ArgumentParser(prog="crowd-keras")
     cli_label_studio.register(parser.add_subparsers(dest="command"))
+    (tmp_path / "p.json").write_text("[]\n")   # an earlier run's
     args = parser.parse_args(["label-studio", "aggregate", str(export), "--method",
                               "majority_vote", "--out", str(tmp_path / "p.json"), "--quiet",
+                              "--annotators", str(tmp_path / "a.csv"),
                               "--url", ls_server.url, "--project", str(project),
                               "--model-version", "mc"])
     assert args.func(args) == 2
     err = capsys.readouterr().err
     assert "--model-version" in err and "--on-existing replace" in err, err
     assert len(_held(client, project, "mc")) == 3
+    assert (tmp_path / "p.json").read_text() == "[]\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["export.json", "p.json"]
 
 
 # ---------------------------------------------------------------------------- bulk updates
@@ -969,6 +975,104 @@ def test_update_of_most_predictions_goes_in_bulk(client):
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="bulk_batch_size must be an integer >= 1"):
             ls.push_predictions(client, project, few, bulk_batch_size=bad)
+
+
+# ---------------------------------------------------------------------------- stale predictions
+def test_a_push_names_the_stale_predictions_it_leaves_and_prunes_them_on_request(client):
+    """A task holding a prediction of the version from an earlier push but absent from this
+    one kept it, silently. It is named (``stale_tasks``, a warning) and kept, the same on a
+    re-run; ``prune_stale=True`` deletes it, among the tasks the push is for only, never
+    another version's prediction nor another control's; in place and in a bulk swap."""
+    ls = ls_module()
+    project = client.projects.create(title="stale", label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"st{i}"} for i in range(10)],
+                                         return_task_ids=True).task_ids
+    v1 = [{"task": t, "score": 0.5, "result": demo_result(CLASSES[i % 3])}
+          for i, t in enumerate(tasks[:8])]
+    assert ls.push_predictions(client, project, v1, model_version="st").n_new == 8
+    client.projects.import_predictions(project, request=[
+        {"task": tasks[7], "model_version": "other", "score": 0.1,
+         "result": demo_result("neutral")},
+        {"task": tasks[8], "model_version": "st", "score": 0.1, "result": demo_result(quality=3)}])
+    for _ in range(2):
+        with pytest.warns(ls.StalePredictionsWarning) as caught:
+            kept = ls.push_predictions(client, project, v1[:5], model_version="st",
+                                       preflight=False)
+        assert [str(w.message) for w in caught
+                if w.category is ls.StalePredictionsWarning] == [
+            f"3 tasks of project {project} hold a prediction of model_version 'st' from an "
+            f"earlier push that this push did not write (first: tasks {tasks[5]}, {tasks[6]}, "
+            f"{tasks[7]}): kept; pass prune_stale=True to delete them"]
+        assert (kept.stale_tasks, kept.n_pruned, kept.n_created) == (tuple(tasks[5:8]), 0, 0)
+    assert sorted(_held(client, project, "st")) == sorted(tasks[:9])
+    with pytest.warns(ls.StalePredictionsWarning, match=r"2 tasks .*: kept; not among the "
+                      r"tasks the push is for \(tasks=\): prune_stale=True leaves them alone"):
+        scoped = ls.push_predictions(client, project, v1[:5], model_version="st",
+                                     prune_stale=True, tasks=tasks[:6], preflight=False)
+    assert (scoped.stale_tasks, scoped.stale_outside) == (tuple(tasks[5:8]), tuple(tasks[6:8]))
+    assert (scoped.n_pruned, scoped.bulk) == (1, False)
+    assert sorted(_held(client, project, "st")) == sorted(tasks[:5] + tasks[6:9])
+    whole = ls.push_predictions(client, project, v1[:5], model_version="st", prune_stale=True,
+                                preflight=False)
+    assert (whole.stale_tasks, whole.n_pruned) == (tuple(tasks[6:8]), 2)
+    # the other control's prediction under "st" and the other version's stay
+    assert sorted(_held(client, project, "st")) == sorted(tasks[:5] + [tasks[8]])
+    assert sorted(_held(client, project, "other")) == [tasks[7]]
+    assert ls.push_predictions(client, project, v1[:5], model_version="st",
+                               preflight=False).stale_tasks == ()
+    # most predictions changed: the bulk swap leaves the stale ones out of what it imports
+    many = [{"task": t, "score": 0.75, "result": demo_result(CLASSES[i % 3])}
+            for i, t in enumerate(tasks)]
+    ls.push_predictions(client, project, many, model_version="bulk-st", preflight=False)
+    swap = ls.push_predictions(client, project, [dict(p, score=0.25) for p in many[:8]],
+                               model_version="bulk-st", prune_stale=True, preflight=False)
+    assert swap.bulk and (swap.n_replaced, swap.n_pruned) == (8, 2)
+    assert swap.stale_tasks == tuple(tasks[8:])
+    held = _held(client, project, "bulk-st")
+    assert sorted(held) == sorted(tasks[:8]) and all(len(v) == 1 for v in held.values())
+
+
+def test_cli_names_stale_predictions_and_prune_stale_deletes_them(ls_server, client, tmp_path,
+                                                                  monkeypatch, capsys, ls_token):
+    """A task whose annotations were deleted since an earlier push gets no prediction from
+    the next run: it kept the old one and nothing said so."""
+    from crowd_keras.cli import main
+    ls = ls_module()
+    project = client.projects.create(title="stale cli", label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[
+        {"data": {"text": f"sc{i}"}, "annotations": [
+            {"result": demo_result(CLASSES[i % 3]), "ground_truth": False}] if i != 1 else []}
+        for i in range(4)], return_task_ids=True).task_ids
+    export = tmp_path / "export.json"
+    export.write_bytes(export_bytes(client, project, "JSON"))
+    late = client.projects.import_tasks(project, request=[{"text": "after the export"}],
+                                        return_task_ids=True).task_ids[0]
+    gone = tasks[1]   # the earlier push predicted it, and the task added since the export
+    ls.push_predictions(client, project, [{"task": t, "score": 0.5,
+                                           "result": demo_result("neutral")}
+                                          for t in tasks + [late]],
+                        model_version="cli-stale", preflight=False)
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+
+    def run(*flags):
+        return main(["label-studio", "aggregate", str(export), "--method", "mv", "--out",
+                     str(tmp_path / "p.json"), "--quiet", "--url", ls_server.url, "--project",
+                     str(project), "--model-version", "cli-stale", *flags])
+
+    assert run() == 0
+    err = capsys.readouterr().err
+    assert (f"warning: 2 tasks of project {project} hold a prediction of model_version "
+            f"'cli-stale' from an earlier push that this run did not write (first: tasks "
+            f"{gone}, {late}): kept; --prune-stale deletes the 1 in the export, not the 1 not "
+            "in it") in err, err
+    assert sorted(_held(client, project, "cli-stale")) == sorted(tasks + [late])
+    assert run("--prune-stale") == 0
+    out = capsys.readouterr()
+    assert "1 stale predictions deleted (--prune-stale)" in out.out
+    assert (f"warning: 1 task of project {project} holds a prediction of model_version "
+            f"'cli-stale' from an earlier push that this run did not write (first: task "
+            f"{late}): kept; not in the export: --prune-stale leaves it alone") in out.err
+    assert sorted(_held(client, project, "cli-stale")) == sorted(set(tasks + [late]) - {gone})
 
 
 # Each run first completes what the run before it stopped, so the points fall on: staging the

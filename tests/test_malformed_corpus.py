@@ -1851,6 +1851,8 @@ for name, flags, pattern in (
          r"--batch-size, --retries only apply to a push"),
         ("allow-data-mismatch-without-url", ["--allow-data-mismatch"],
          r"--allow-data-mismatch only applies to a push"),
+        ("prune-stale-without-url", ["--prune-stale"],
+         r"--prune-stale only applies to a push"),
         ("text-key-for-choices", ["--text-key", "body"],
          r"--text-key applies to span controls; control 'sentiment' is not one"),
         ("scheme-for-choices", ["--scheme", "BIO"], r"--scheme BIO applies to span controls"),

@@ -182,6 +182,7 @@ FLAGS = {"control": "--control", "label_config": "--label-config", "to_name": "-
          "duplicates": "--duplicates", "format": "--format", "model_version": "--model-version",
          "on_existing": "--on-existing", "batch_size": "--batch-size", "text_key": "--text-key",
          "allow_data_mismatch": "--allow-data-mismatch", "controls": "--control NAME",
+         "prune_stale": "--prune-stale",
          "level": "--level", "separator": "--separator", "scheme": "--scheme",
          "sequence_model": "--sequence-model", "method": "--method"}
 

@@ -8,9 +8,11 @@ With ``--url``/``--project`` the server is checked first (URL, token, project: o
 before the export is read or anything written), then the export's tasks against the
 project's (ids, data, project id: ``check_tasks``, before the fit; a mismatch is bad input),
 and the project's labeling config is used when ``--label-config`` is not given (it names the
-classes and the object the predictions label). Exit codes: 0 done, 2 bad input (the export, the config, the options), 1 the server
-failed (the message says how far the push got and, for transient failures only, that a
-re-run with the same ``--model-version`` completes it without duplicates). The API token is
+classes and the object the predictions label). With a push, the files are written once it is
+not refused: a refused push leaves them as they were. Exit codes: 0 done, 2 bad input (the
+export, the config, the options), 1 the server failed (the message says how far the push got
+and, for transient failures only, that a re-run with the same ``--model-version`` completes
+it without duplicates). The API token is
 read from ``LABEL_STUDIO_API_KEY`` only: it never appears on the command line, in the
 output or in error messages.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -94,7 +97,11 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
             "idempotently (a re-run with the same "
             "--model-version neither duplicates nor loses predictions; an interrupted push "
             "takes from no task the prediction it had, and a re-run completes it: tasks "
-            "not reached before the stop get theirs then). The API token is read from the "
+            "not reached before the stop get theirs then). A task of the export that holds "
+            "a prediction of the model version from an earlier push but gets none from this "
+            "run keeps it, and a warning names it; --prune-stale deletes those. The files "
+            "are written once the push is not refused (a refused push leaves them as they "
+            "were). The API token is read from the "
             "LABEL_STUDIO_API_KEY environment variable.\n\n"
             "Span controls (Labels, ParagraphLabels) are aggregated per token "
             "by --sequence-model (tokens: whitespace runs of the task text, tags --scheme); "
@@ -165,6 +172,12 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
                      help="push even where a task's data in the project differ from the "
                           "export's (task data edited on purpose); tasks missing from the "
                           "project, or an export of another project, are always refused")
+    agg.add_argument("--prune-stale", action="store_true",
+                     help="delete this model version's predictions on the export's tasks that "
+                          "this run does not predict (their annotations were removed since an "
+                          "earlier push, say); without it they are kept and a warning names "
+                          "them. Other model versions, other controls' predictions and tasks "
+                          "outside the export are never touched")
     agg.add_argument("--batch-size", type=int_at_least(1), default=None,
                      help="predictions per import request of new predictions (a bulk "
                           "update of changed ones sends larger requests: see the push docs) "
@@ -319,7 +332,8 @@ def _push_flags(args: argparse.Namespace) -> Optional[str]:
     None after filling in their defaults."""
     given = [flag for flag, dest in (("--on-existing", "on_existing"),
                                      ("--batch-size", "batch_size"), ("--retries", "retries"),
-                                     ("--allow-data-mismatch", "allow_data_mismatch"))
+                                     ("--allow-data-mismatch", "allow_data_mismatch"),
+                                     ("--prune-stale", "prune_stale"))
              if getattr(args, dest) not in (None, False)]
     if args.url is None and given:
         return (f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to a push: "
@@ -509,8 +523,18 @@ def aggregate_command(args: argparse.Namespace) -> int:
     except CrowdDataError as exc:
         _err(exc)
         return 2
-    out = ls.write_predictions(args.out, predictions)
-    print(f"wrote {len(predictions)} predictions (model_version {version!r}) to {out}")
+
+    def write_file() -> None:
+        out = ls.write_predictions(args.out, predictions)
+        print(f"wrote {len(predictions)} predictions (model_version {version!r}) to {out}")
+
+    def write_outputs() -> None:
+        write_file()
+        if args.annotators is not None:
+            _report(args, ls, export, model, client, version)
+
+    if client is None:
+        write_file()
     if spans:
         n_gold, (p, r, f1) = ls.gold_span_scores(export, model.predict())
         print(_gold_line(n_gold, f"token precision {p:.3f}, recall {r:.3f}, F1 {f1:.3f}",
@@ -537,31 +561,60 @@ def aggregate_command(args: argparse.Namespace) -> int:
         if unscored:
             print(f"note: {unscored} ground-truth task{'s' if unscored != 1 else ''} without "
                   "a used annotation not scored (no aggregate label to compare)")
-    if args.annotators is not None:
-        _report(args, ls, export, model, client, version)
-    if client is not None:
-        try:
-            ls.check_against_config(predictions, getattr(project, "label_config", None),
-                                    args.project)
-        except CrowdDataError as exc:
-            _err(exc)
-            return 2
-        try:
+    if client is None:
+        if args.annotators is not None:
+            _report(args, ls, export, model, client, version)
+        return 0
+    # the files are written once the push is not refused: a refused push (bad input) leaves
+    # the previous files as they were; one the server stopped still gets them
+    try:
+        ls.check_against_config(predictions, getattr(project, "label_config", None),
+                                args.project)
+    except CrowdDataError as exc:
+        _err(exc)
+        return 2
+    try:
+        with warnings.catch_warnings():   # said below, in this command's words
+            warnings.simplefilter("ignore", ls.StalePredictionsWarning)
             result = ls.push_predictions(client, args.project, predictions, model_version=version,
                                          batch_size=args.batch_size, retries=args.retries,
                                          on_existing=args.on_existing, progress=not quiet,
-                                         preflight=False)
-        except CrowdDataError as exc:   # refused before any write: bad input
-            _err(exc)
-            return 2
-        except ls.LabelStudioError as exc:
-            _err(exc)
-            return 1
-        print(f"pushed to project {args.project}: {result.n_created} created or updated "
-              f"({result.n_new} new, {result.n_replaced} replacing a different prediction, "
-              f"{result.n_rewritten} rewritten though identical), {result.n_unchanged} unchanged"
-              + (f", {result.n_deleted} extra copies removed" if result.n_deleted else ""))
+                                         preflight=False, prune_stale=args.prune_stale,
+                                         tasks=check.tasks)
+    except CrowdDataError as exc:   # refused before any write: bad input
+        _err(exc)
+        return 2
+    except ls.LabelStudioError as exc:
+        write_outputs()
+        _err(exc)
+        return 1
+    write_outputs()
+    print(f"pushed to project {args.project}: {result.n_created} created or updated "
+          f"({result.n_new} new, {result.n_replaced} replacing a different prediction, "
+          f"{result.n_rewritten} rewritten though identical), {result.n_unchanged} unchanged"
+          + (f", {result.n_deleted} extra copies removed" if result.n_deleted else "")
+          + (f", {result.n_pruned} stale predictions deleted (--prune-stale)"
+             if result.n_pruned else ""))
+    stale = _stale_line(result, version, args.project, args.prune_stale)
+    if stale:
+        print(f"warning: {stale}", file=sys.stderr)
     return 0
+
+
+def _stale_line(result: Any, version: str, project: int, pruned: bool) -> Optional[str]:
+    """The tasks that keep a prediction of ``version`` this run did not write, or None."""
+    from crowd_keras.integrations.label_studio.push import stale_words
+
+    kept = result.stale_outside if pruned else result.stale_tasks
+    if not kept:
+        return None
+    n_out = len(result.stale_outside)
+    them = "it" if len(kept) == 1 else "them"
+    advice = (f"--prune-stale deletes {them}" if not n_out else
+              f"--prune-stale deletes the {len(kept) - n_out} in the export, not the {n_out} "
+              "not in it" if len(kept) > n_out else
+              f"not in the export: --prune-stale leaves {them} alone")
+    return f"{stale_words(kept, version, project, 'this run did not write')}; {advice}"
 
 
 def _export_source(path: str) -> Any:

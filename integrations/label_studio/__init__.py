@@ -65,7 +65,7 @@ import os  # noqa: F401 - kept reachable as ``ls.os`` (tests patch ``ls.os.repla
 from .client import (API_KEY_ENV, LabelStudioError, check_project, check_url, connect,
                      describe_error, fetch_user_emails, is_transient)
 from .client import _scrub  # noqa: F401 - used as ``ls._scrub`` (tests)
-from .push import PushResult, push_predictions
+from .push import PushResult, StalePredictionsWarning, push_predictions
 from .target import TaskCheck, check_against_config, check_tasks
 from .predictions import predictions_from_model, to_predictions, write_predictions
 from .reader import FORMATS  # noqa: F401 - public constant, kept out of __all__
@@ -83,5 +83,5 @@ __all__ = [
     "describe_error", "API_KEY_ENV", "check_project", "check_url", "is_transient",
     "LabelStudioSpans", "SpanExportSummary", "span_predictions", "span_report",
     "gold_span_scores", "export_controls", "quality_report", "check_tasks", "TaskCheck",
-    "check_against_config", "fit_label_model", "gold_for_fit",
+    "check_against_config", "fit_label_model", "gold_for_fit", "StalePredictionsWarning",
 ]

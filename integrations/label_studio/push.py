@@ -29,18 +29,27 @@ The data manager's "delete predictions" action (``POST /api/dm/actions``) is not
 deletes every prediction of the selected tasks, of every model version, so between it and
 the import a task would hold none.
 
+A task of the project that holds a prediction of the version (filling this push's controls)
+but gets none from this push (its annotations removed since an earlier push, or left out of
+this one) is *stale*: it is counted and named (:attr:`PushResult.stale_tasks`, a
+:class:`StalePredictionsWarning`) and keeps its prediction, unless ``prune_stale=True``
+deletes it (one ``DELETE`` each in place; the bulk swap leaves it out of what it imports
+again). Pruning deletes only on the tasks the push is for (the export's when it is given):
+a stale task outside them is named, never deleted.
+
 A stopped push loses nothing: every task that had a prediction of the version holds its old
-or its new content, at most one copy per version; after a stopped bulk swap some hold it
-under the staging version, beside the old one or in its place. The next push of the same
-model version first completes the stopped swap (staging copies of tasks without the version
-are imported as the version, the staging version is deleted), then pushes: a re-run
-completes without duplicates.
+or its new content (a stale one: its old one or none, when pruned), at most one copy per
+version; after a stopped bulk swap some hold it under the staging version, beside the old
+one or in its place. The next push of the same model version first completes the stopped
+swap (staging copies of tasks without the version are imported as the version, the staging
+version is deleted), then pushes: a re-run completes without duplicates.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
@@ -50,9 +59,16 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 from ._push_ops import PushOps
 from ._records import _integer_id, check_flag, task_id
 from .client import LabelStudioError, _base_url, _scrub, check_project, check_retries
-from .target import check_against_config, check_tasks
+from .target import check_against_config, check_tasks, export_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
+#: Stale tasks named in the warning (all of them are in ``PushResult.stale_tasks``).
+_SHOWN = 5
+
+
+class StalePredictionsWarning(UserWarning):
+    """A push left predictions of its model version on tasks it did not write (see
+    :attr:`PushResult.stale_tasks`; ``prune_stale=True`` deletes them)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,11 @@ class PushResult:
     a bulk swap re-creates them with new ids); ``n_deleted``: extra copies of the version
     removed; ``n_batches``: import requests; ``n_requests``: all requests sent;
     ``bulk``: True when changed predictions went through the bulk swap (module docstring).
+    ``stale_tasks``: the tasks (ids, ascending) that held a prediction of the version this
+    push did not write (module docstring); ``stale_outside``: those of them that are not among
+    the tasks the push is for (``tasks``, the export's), which keep it whatever
+    ``prune_stale``; ``n_pruned``: predictions of the others deleted (``prune_stale=True``; 0
+    otherwise, and they keep them).
     """
 
     model_version: str
@@ -77,6 +98,14 @@ class PushResult:
     n_deleted: int = 0
     n_requests: int = 0
     bulk: bool = False
+    stale_tasks: tuple = ()
+    stale_outside: tuple = ()
+    n_pruned: int = 0
+
+    @property
+    def n_stale(self) -> int:
+        """How many tasks held a prediction of the version that this push did not write."""
+        return len(self.stale_tasks)
 
 
 def staging_version(model_version: str) -> str:
@@ -201,6 +230,68 @@ def _check_other_controls(preds: list, have: dict, version: str) -> None:
             replace=Argument("on_existing", "replace")))
 
 
+def _stale(preds: list, have: dict) -> dict:
+    """{task: [its predictions of the version that this push makes stale]}: tasks the push
+    does not write, predictions filling only this push's controls (another control's
+    aggregate under the same version is not this push's to count or delete; a push naming
+    no control counts them all)."""
+    wanted = {p["task"] for p in preds}
+    mine = set().union(*(_controls(p["result"]) for p in preds))
+    out = {}
+    for task, olds in have.items():
+        if task in wanted:
+            continue
+        ours = [o for o in olds if not mine or not _controls(o.result) - mine]
+        if ours:
+            out[task] = ours
+    return out
+
+
+def stale_words(kept: Sequence[int], version: str, project_id: int,
+                done: str = "this push did not write") -> str:
+    """The stale tasks ``kept`` (ids, ascending) that keep their prediction of ``version``:
+    how many and the first ones, in words. What to do about them is the caller's to say
+    (the warning and the command line name the pruning each in its own words)."""
+    shown = ", ".join(map(str, kept[:_SHOWN])) + (", ..." if len(kept) > _SHOWN else "")
+    one = len(kept) == 1
+    return (f"{len(kept)} task{'' if one else 's'} of project {project_id} "
+            f"hold{'s' if one else ''} a prediction of model_version {version!r} from an "
+            f"earlier push that {done} (first: task{'' if one else 's'} {shown}): kept")
+
+
+def _stale_warning(kept: list, n_outside: int, version: str, project_id: int,
+                   where: str) -> Message:
+    """The warning for the stale tasks ``kept`` (``n_outside`` of them not among the tasks
+    the push is for, which ``where`` names)."""
+    them = "it" if len(kept) == 1 else "them"
+    n_inside = len(kept) - n_outside
+    advice = ("pass {prune} to delete {them}" if not n_outside else
+              "{prune} deletes the {inside} among the tasks the push is for ({where}), not "
+              "the {outside} outside them" if n_inside else
+              "not among the tasks the push is for ({where}): {prune} leaves {them} alone")
+    return Message("{head}; " + advice, head=stale_words(kept, version, project_id),
+                   prune=Argument("prune_stale", True), them=them, inside=n_inside,
+                   outside=n_outside, where=where)
+
+
+def _checked_scope(tasks: Any, export: Any, preds: list) -> Optional[frozenset]:
+    """The ids of ``tasks=`` (every prediction's task among them), or None."""
+    if tasks is None:
+        return None
+    if export is not None:
+        raise ValueError("give export= or tasks= (the tasks the push is for), not both: the "
+                         "export's tasks are its tasks")
+    if isinstance(tasks, (str, bytes, dict)) or not isinstance(tasks, Iterable):
+        raise TypeError(f"tasks must be a list of task ids, got {type(tasks).__name__} "
+                        f"{str(tasks)[:80]!r}")
+    scope = frozenset(task_id(t, f"tasks[{n}]") for n, t in enumerate(tasks))
+    stray = next((n for n, p in enumerate(preds) if p["task"] not in scope), None)
+    if stray is not None:
+        raise CrowdDataError(f"prediction {stray} is for task {preds[stray]['task']}, which is "
+                             "not among tasks= (the tasks the push is for). Nothing was written")
+    return scope
+
+
 def _plan(preds: list, have: dict, on_existing: str) -> tuple:
     """(updates [(prediction id, new, identical)], deletes [ids], creates [new], kept
     {task: the old prediction left in place})."""
@@ -255,7 +346,8 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
                      retries: int = 3, backoff: float = 0.5, on_existing: str = "update",
                      progress: bool = False, preflight: bool = True, export: Any = None,
                      allow_data_mismatch: bool = False,
-                     bulk_batch_size: int = 5000) -> PushResult:
+                     bulk_batch_size: int = 5000, prune_stale: bool = False,
+                     tasks: Optional[Iterable[int]] = None) -> PushResult:
     """Send predictions to a project, idempotently, in batches with retries.
 
     First (``preflight=True``) the URL, token and project are checked once
@@ -286,6 +378,14 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     the version and is resumed as a whole (larger requests: each one costs the server a
     recount of the project).
 
+    A task the push is for that holds a prediction of ``model_version`` (filling this push's
+    controls) and gets none from this push is stale: its id is in the result's
+    ``stale_tasks`` and a :class:`StalePredictionsWarning` names how many and the first
+    ones; it keeps its prediction, unless ``prune_stale=True`` deletes it, on the tasks the
+    push is for only (predictions of other versions and other controls are never touched).
+    The tasks the push is for: ``tasks`` (ids: every prediction's task must be among them;
+    not with ``export``), else the export's tasks, else every task of the project.
+
     Transient failures (connection errors, timeouts, HTTP 408/429/5xx) are retried
     ``retries`` times with exponential ``backoff``; before a batch is sent again the
     project's predictions are listed again, so a batch whose reply was lost is not sent
@@ -304,16 +404,25 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
     check_flag("allow_data_mismatch", allow_data_mismatch)
     check_flag("preflight", preflight)
     check_flag("progress", progress)
+    check_flag("prune_stale", prune_stale)
     project_id = _integer_id(project_id, "push_predictions", "project_id")
     preds, model_version = _checked_predictions(predictions, model_version)
+    scope = _checked_scope(tasks, export, preds)
+    scope_words = "those of export=" if export is not None else "tasks="
     if preflight:
         project = check_project(client, project_id, retries=retries, backoff=backoff)
         check_against_config(preds, getattr(project, "label_config", None), project_id)
-        check_tasks(client, project_id, export, task_ids=[p["task"] for p in preds],
-                    allow_data_mismatch=allow_data_mismatch, retries=retries, backoff=backoff)
+        check = check_tasks(client, project_id, export, task_ids=[p["task"] for p in preds],
+                            allow_data_mismatch=allow_data_mismatch, retries=retries,
+                            backoff=backoff)
+        if export is not None:
+            scope = check.tasks
+    elif export is not None:
+        scope = frozenset(export_tasks(export).data)
     ops = PushOps(client, project_id, retries, backoff)
     staging = staging_version(model_version)
-    counts = dict(new=0, replaced=0, rewritten=0, deleted=0, batches=0, to_create=0)
+    counts = dict(new=0, replaced=0, rewritten=0, deleted=0, batches=0, to_create=0,
+                  pruned=0, to_prune=0)
     state = {"stage": "checking existing predictions", "bulk": False}
     bar = None
     try:
@@ -332,26 +441,36 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
                                   model_version)
         updates, deletes, creates, kept = _plan(preds, {t: v for t, v in have.items()
                                                        if t in wanted}, on_existing)
-        counts["to_create"] = len(creates)
+        stale = _stale(preds, have)
+        outside = sorted(t for t in stale if scope is not None and t not in scope)
+        prunes = sorted(o.id for t, v in stale.items() if t not in outside
+                        for o in v) if prune_stale else []
+        counts["to_create"], counts["to_prune"] = len(creates), len(prunes)
+        pruned = set(prunes)
+        untouched = {t: [o for o in v if o.id not in pruned] for t, v in have.items()
+                     if t not in wanted}
         final = ([_content(t, o) for t, o in kept.items()] + [p for _, p, _ in updates]
-                 + creates + [_content(t, v[0]) for t, v in have.items() if t not in wanted])
+                 + creates + [_content(t, v[0]) for t, v in untouched.items() if v])
         n_holding = len({p.task for p in listing})
-        if updates and _swap_cost(len(final), bulk_batch_size, n_holding) < _in_place_cost(
-                len(updates), len(deletes), len(creates), batch_size, n_holding):
+        if (updates or prunes) and _swap_cost(len(final), bulk_batch_size, n_holding) < \
+                _in_place_cost(len(updates), len(deletes) + len(prunes), len(creates),
+                               batch_size, n_holding):
             state["bulk"] = True
             bar = Progress(2 * len(final), "pushing predictions (bulk update)",
                            disable=not progress, unit="predictions")
             counts["batches"] = _swap(ops, final, model_version, staging, bulk_batch_size,
                                       bar, state)
-            counts["new"] = len(creates)
-            counts["deleted"] = sum(len(v) - 1 for v in have.values())
+            counts["new"], counts["pruned"] = len(creates), len(prunes)
+            counts["deleted"] = sum(len(v) - 1 for t, v in have.items() if t in wanted) + \
+                sum(max(len(v) - 1, 0) for v in untouched.values())
             for _, _, identical in updates:
                 counts["rewritten" if identical else "replaced"] += 1
         else:
-            bar = Progress(len(updates) + len(deletes) + len(creates), "pushing predictions",
-                           disable=not progress, unit="predictions")
+            bar = Progress(len(updates) + len(deletes) + len(creates) + len(prunes),
+                           "pushing predictions", disable=not progress, unit="predictions")
             _in_place(ops, updates, deletes, creates, model_version, batch_size, bar, state,
                       counts)
+            _prune(ops, prunes, bar, state, counts)
     except LabelStudioError as exc:
         where = f"project {project_id} at {_base_url(client)}"
         raise LabelStudioError(_scrub(_stopped(exc, model_version, where, staging, state, counts),
@@ -361,11 +480,17 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
         if bar is not None:
             bar.close()
     written = counts["new"] + counts["replaced"] + counts["rewritten"]
+    kept_stale = sorted(stale) if not prune_stale else outside
+    if kept_stale:
+        warnings.warn(_stale_warning(kept_stale, len(outside), model_version, project_id,
+                                     scope_words), StalePredictionsWarning, stacklevel=2)
     return PushResult(model_version=model_version, n_created=written,
                       n_unchanged=len(kept), n_replaced=counts["replaced"],
                       n_batches=counts["batches"], n_new=counts["new"],
                       n_rewritten=counts["rewritten"], n_deleted=counts["deleted"],
-                      n_requests=ops.n_requests, bulk=state["bulk"])
+                      n_requests=ops.n_requests, bulk=state["bulk"],
+                      stale_tasks=tuple(sorted(stale)), stale_outside=tuple(outside),
+                      n_pruned=counts["pruned"])
 
 
 def _in_place(ops: PushOps, updates: list, deletes: list, creates: list, version: str,
@@ -387,6 +512,15 @@ def _in_place(ops: PushOps, updates: list, deletes: list, creates: list, version
         bar.update(n)
 
     ops.import_batches(creates, version, batch_size, state, "", done)
+
+
+def _prune(ops: PushOps, prunes: list, bar: Any, state: dict, counts: dict) -> None:
+    """Delete the stale predictions (``prune_stale``), after the new ones are written."""
+    for n, pred_id in enumerate(prunes):
+        state["stage"] = f"deleting stale prediction {n + 1} of {len(prunes)}"
+        ops.delete(pred_id)
+        counts["pruned"] += 1
+        bar.update()
 
 
 def _swap(ops: PushOps, final: list, version: str, staging: str, batch_size: int, bar: Any,
@@ -433,8 +567,10 @@ def _stopped(exc: LabelStudioError, version: str, where: str, staging: str, stat
     head = f"push of model_version {version!r} to {where} stopped at {state['stage']}"
     if state["bulk"]:
         done = "(a bulk update)"
-        holds = ("no task lost its prediction; some hold the new one as model version "
-                 f"{staging!r}, beside the old one or in its place")
+        holds = ("no task lost its prediction" + (" (but the stale ones, pruned)"
+                                                  if counts["to_prune"] else "")
+                 + f"; some hold the new one as model version {staging!r}, beside the old one "
+                 "or in its place")
         advice = ("Re-run with the same model_version to complete: it finishes the swap, "
                   "nothing is duplicated" if exc.transient else
                   "Nothing more was sent; the next push of this model_version finishes the swap")
@@ -443,6 +579,8 @@ def _stopped(exc: LabelStudioError, version: str, where: str, staging: str, stat
     done = (f"({counts['new']} of {counts['to_create']} new predictions created, "
             f"{counts['replaced']} changed and {counts['rewritten']} identical updated in place)")
     holds = "no task lost a prediction it had" + (
+        f" but the {counts['pruned']} stale ones deleted on purpose (of "
+        f"{counts['to_prune']}: prune_stale)" if counts["pruned"] else "") + (
         f"; {missing} tasks without a prediction of this version still have none"
         if missing else "")
     advice = ("Re-run with the same model_version to complete: nothing is duplicated"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from crowd_keras.errors import Argument, CrowdDataError, Message
@@ -65,12 +65,15 @@ def export_tasks(source: Any, format: Optional[str] = None) -> _ExportTasks:
 @dataclass(frozen=True)
 class TaskCheck:
     """What :func:`check_tasks` found: ``n_tasks`` of the export, ``n_missing`` not in the
-    project, ``n_changed`` whose data differ; ``first`` describes the first such task."""
+    project, ``n_changed`` whose data differ; ``first`` describes the first such task;
+    ``tasks``: the ids of the tasks checked (the export's; without it, ``task_ids``), the
+    tasks a push of it is for (``push_predictions(tasks=...)``)."""
 
     n_tasks: int
     n_missing: int
     n_changed: int
     first: Optional[str] = None
+    tasks: frozenset = field(default=frozenset(), repr=False)
 
 
 def _cell_equal(cell: Any, value: Any, fmt: str) -> bool:
@@ -188,7 +191,7 @@ def check_tasks(client: Any, project_id: int, export: Any = None, *, task_ids: A
         if (d := _difference(mine.data[t], theirs[t], mine.format)) is not None]
     first = (f"task {missing[0]} is not in {where}" if missing else
              f"task {changed[0][0]}: {changed[0][1]}" if changed else None)
-    result = TaskCheck(len(wanted), len(missing), len(changed), first)
+    result = TaskCheck(len(wanted), len(missing), len(changed), first, frozenset(wanted))
     source = f"{mine.origin} does" if mine is not None else "the predictions do"
     if missing:
         # some tasks there with the export's data: the others were deleted since the export
