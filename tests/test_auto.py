@@ -32,6 +32,7 @@ def test_auto_is_the_default_everywhere():
     assert DEFAULT_METHOD == "auto"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_classes", [2, 4])
 def test_auto_about_voting_or_above_on_sparse_crowds_with_spammers(n_classes):
     """Three labels per item: the held-out fits see two, where voting ties often, so the

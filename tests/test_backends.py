@@ -481,6 +481,7 @@ NOISE_MIRRORED = TWO_CPUS + NOISE_MODEL + textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script, done", [(MIRRORED, "OK mirrored"),
                                           (NOISE_MIRRORED, "OK noise mirrored")],
                          ids=["crowd_layer", "noise_layers"])

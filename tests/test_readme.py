@@ -41,25 +41,30 @@ def test_readme_has_the_three_quick_starts_and_links_to_the_docs():
             assert (ROOT / link).exists(), f"README links to a missing file: {link}"
 
 
-def _pip_args_and_last_command(script: str):
-    """What a shell script pip-installs (its arguments, quiet flags aside) and its last command."""
+def _pip_args_and_commands(script: str):
+    """What a shell script pip-installs (its arguments, quiet flags aside) and its commands
+    other than pip's, in order."""
     script = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", script)  # ${TORCH_INSTALL:-torch==...}
     commands = [c.strip() for line in script.splitlines() if not line.lstrip().startswith("#")
                 for c in line.split("&&") if c.strip()]
     pip = [arg for c in commands if c.startswith("pip install")
            for arg in shlex.split(c)[2:] if arg not in ("-q", "--quiet")]
-    return sorted(pip), commands[-1]
+    return sorted(pip), [c for c in commands if not c.startswith("pip install")]
 
 
 def test_two_setup_commands_and_ci_runs_the_second():
     first, second = setup_commands()
     assert first == "pip install -e . && crowd-keras demo"
-    readme_pip, readme_last = _pip_args_and_last_command(second)
-    assert readme_last == "python -m pytest" and "torch==2.13.0" in readme_pip
-    # .ci/run installs what the README's test command installs and runs the same tests
-    ci_pip, ci_last = _pip_args_and_last_command((ROOT / ".ci/run").read_text(encoding="utf-8"))
-    assert (ci_pip, ci_last) == (readme_pip, readme_last), (
-        f".ci/run does not run the README's test command: {second}")
+    readme_pip, readme_runs = _pip_args_and_commands(second)
+    assert readme_runs == ["python -m pytest"] and "torch==2.13.0" in readme_pip
+    # .ci/run installs what the README's test command installs, runs the same tests, then
+    # the tests marked slow that the default run leaves out (tox.ini)
+    ci_pip, ci_runs = _pip_args_and_commands((ROOT / ".ci/run").read_text(encoding="utf-8"))
+    ci_runs = [c for c in ci_runs if c.startswith("python -m pytest")]
+    assert (ci_pip, ci_runs) == (readme_pip, ["python -m pytest", "python -m pytest -m slow"]), (
+        f".ci/run does not run the README's test command and then the slow tests: {second}")
+    assert 'addopts = -ra -n 2 --dist loadgroup -m "not slow"' in (ROOT / "tox.ini").read_text(
+        encoding="utf-8")
 
 
 def test_no_dates_clock_times_or_scratch_paths_in_the_pages():
