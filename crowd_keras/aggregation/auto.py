@@ -1021,6 +1021,14 @@ class AutoLabelModel(LabelingFunctionFallback, LabelModel):
         return under_target(post, np.exp(self.model_.posterior_log_prior_), self.target_prior_,
                             True)
 
+    def own_vote_factors(self, votes: Any, start: int, stop: int) -> np.ndarray:
+        """The chosen model's (:meth:`LabelModel.own_vote_factors`): its E-step's, whose
+        posteriors the annotator report scores."""
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return super().own_vote_factors(votes, start, stop)   # the abstain-aware model's
+        self._check_fitted()
+        return self.model_.own_vote_factors(votes, start, stop)
+
     @property
     def annotator_quality_(self) -> pd.DataFrame:
         self._check_fitted()

@@ -18,6 +18,7 @@ annotation.)
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from typing import Any, Optional
 
 import numpy as np
@@ -595,6 +596,21 @@ class LabelModel(Params):
         self._check_fitted()
         return np.log(np.maximum(np.asarray(self.class_priors_, np.float64), 1e-300))
 
+    def own_vote_factors(self, votes: Any, start: int, stop: int) -> np.ndarray:
+        """(stop - start, K) the factor by which each of the votes ``start:stop`` multiplied
+        its item's class posterior, up to a constant per vote: what ``expected_accuracy``
+        divides out of the posterior to score a label without its own vote.
+
+        ``votes``: the (I, A·K) incidence of the scored items (a vote is a stored entry, in
+        CSR order: by item, then annotator; column ``a·K + l``), the rows of the posteriors.
+        Here ``π_a[k, l]``, the Dawid-Skene E-step's factor (Dawid & Skene 1979, Eq. 2.5);
+        a model whose E-step weighs a vote by something else (a variational
+        ``exp E[log v_akl]``, a mixture of subtypes) overrides it."""
+        pi = np.asarray(self.confusion_matrices_, dtype=np.float64)
+        cols = votes.indices[start:stop]
+        k = pi.shape[1]
+        return pi[cols // k, :, cols % k]
+
     @property
     def annotator_quality_(self) -> pd.DataFrame:
         """Per annotator: id, number of annotations, estimated accuracy and expected accuracy.
@@ -603,7 +619,8 @@ class LabelModel(Params):
         truth under the fitted model. ``expected_accuracy`` (when the fitted annotations are
         at hand) is the share of its own labels expected to be right, each scored by its
         item's posterior without the annotator's vote
-        (:func:`crowd_keras.aggregation.quality.annotator_accuracy`): it depends on no
+        (:func:`crowd_keras.aggregation.quality.annotator_accuracy`, the vote's factor
+        :meth:`own_vote_factors` divided out): it depends on no
         confusion row the annotator rarely met, so it ranks annotators with few labels better
         (a ranking score: where items have few other labels, the posterior without the
         annotator's vote is unsure of the truth and it reads below the accuracy).
@@ -627,7 +644,9 @@ class LabelModel(Params):
         ann, post = self.annotations_, getattr(self, "posteriors_", None)
         if post is not None and post.shape[0] == ann.n_items and ann.n_annotations:
             from .quality import annotator_accuracy
-            frame["expected_accuracy"] = annotator_accuracy(post, ann, self.confusion_matrices_)
+            frame["expected_accuracy"] = annotator_accuracy(
+                post, ann, self.confusion_matrices_,
+                factors=partial(self.own_vote_factors, ann.vote_incidence()))
         return frame
 
     # Quality scores (crowd_keras.aggregation.quality): the fitted items' by default, or

@@ -39,7 +39,7 @@ there the score stays over-confident.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -584,13 +584,19 @@ def expected_calibration_error(confidence: Any, correct: Any, n_bins: int = 10) 
 
 
 def annotator_accuracy_sums(posteriors: np.ndarray, items: np.ndarray, annotators: np.ndarray,
-                            labels: np.ndarray, confusions: np.ndarray) -> np.ndarray:
+                            labels: np.ndarray, confusions: np.ndarray,
+                            factors: Optional[Callable[[int, int], np.ndarray]] = None
+                            ) -> np.ndarray:
     """(A,) per annotator the sum over its labels of ``q_i^{-a}(l)``: the numerators of
     :func:`annotator_accuracy`, sums over annotations, so that blocks of items add up.
 
     ``posteriors`` (I, K) of the items that ``items`` (n,) index; ``annotators`` and
-    ``labels`` (n,) codes; ``confusions`` (A, K, K) rows = true class. A label whose item has
-    no mass left once the own vote is divided out scores 0.
+    ``labels`` (n,) codes; ``confusions`` (A, K, K) rows = true class. ``factors``:
+    ``(start, stop) -> (stop - start, K)``, the factor each of the annotations ``start:stop``
+    put on its item's posterior (a model's
+    :meth:`~crowd_keras.aggregation.base.LabelModel.own_vote_factors`), divided out in
+    place of ``confusions[a, :, l]``. A label whose item has no mass left once the own vote
+    is divided out scores 0.
     """
     pi = np.asarray(confusions, dtype=np.float64)
     k = pi.shape[1]
@@ -598,7 +604,15 @@ def annotator_accuracy_sums(posteriors: np.ndarray, items: np.ndarray, annotator
     step = max(1, _CELLS // max(k, 1))
     for start in range(0, len(items), step):
         part = slice(start, start + step)
-        own = pi[annotators[part], :, labels[part]]                 # (n, K) p(l | k, a)
+        if factors is None:
+            own = pi[annotators[part], :, labels[part]]             # (n, K) p(l | k, a)
+        else:
+            stop = min(start + step, len(items))
+            own = factors(start, stop)
+            if np.shape(own) != (stop - start, k):
+                raise CrowdDataError(f"factors({start}, {stop}) must have shape "
+                                     f"{(stop - start, k)} (one row per annotation), got "
+                                     f"{np.shape(own)}")
         rest = posteriors[items[part]] / np.maximum(own, 1e-300)
         total = rest.sum(axis=1)
         score = rest[np.arange(len(own)), labels[part]] / np.where(total > 0, total, 1.0)
@@ -607,14 +621,19 @@ def annotator_accuracy_sums(posteriors: np.ndarray, items: np.ndarray, annotator
     return sums
 
 
-def annotator_accuracy(posteriors: Any, annotations: Annotations, confusions: Any) -> np.ndarray:
+def annotator_accuracy(posteriors: Any, annotations: Annotations, confusions: Any,
+                       factors: Optional[Callable[[int, int], np.ndarray]] = None
+                       ) -> np.ndarray:
     """(A,) each annotator's expected accuracy on the items it labelled, NaN without labels.
 
     Each label ``(i, a, l)`` is scored by the posterior of its item with the annotator's own
     vote divided out, ``q_i^{-a}(k) ∝ q_i(k) / π_a[k, l]`` (Dawid & Skene Eq. 2.5 without
     that factor), so an annotator earns nothing for agreeing with itself; the score is the mean
     of ``q_i^{-a}(l)`` over its labels (:func:`annotator_accuracy_sums` over the number of
-    labels). ``posteriors`` (I, K), ``confusions`` (A, K, K) rows = true class.
+    labels). ``posteriors`` (I, K), ``confusions`` (A, K, K) rows = true class. ``factors``:
+    what each annotation (in ``annotations``' stored order) put on its item's posterior
+    in place of ``π_a[k, l]`` (:func:`annotator_accuracy_sums`), for a model whose E-step
+    weighs a vote otherwise (IBCC's ``exp E[log v_akl]``: ``LabelModel.own_vote_factors``).
     """
     post = _check(posteriors, annotations)
     pi = np.asarray(confusions, dtype=np.float64)
@@ -623,6 +642,6 @@ def annotator_accuracy(posteriors: Any, annotations: Annotations, confusions: An
         raise CrowdDataError(f"confusions must have shape (annotators, classes, classes) = "
                              f"{(annotations.n_annotators, k, k)}, got {pi.shape}")
     sums = annotator_accuracy_sums(post, annotations.items, annotations.annotators,
-                                   annotations.labels, pi)
+                                   annotations.labels, pi, factors)
     n = np.bincount(annotations.annotators, minlength=annotations.n_annotators)
     return np.where(n > 0, sums / np.maximum(n, 1), np.nan)

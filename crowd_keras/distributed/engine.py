@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Any, Callable, List, Optional, Sequence
 
 import dask
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 from dask import delayed
 
-from ..aggregation.base import gold_mapping, more_unknown, written_alike
+from ..aggregation.base import LabelModel, gold_mapping, more_unknown, written_alike
 from ..aggregation.dawid_skene import sufficient_statistics
 from ..aggregation.quality import annotator_accuracy_sums
 from ..annotation_readers import check_frame_columns, frame_codes
@@ -174,14 +175,17 @@ def _report_statistics(block: Block, method: Method, params: Any,
     return sufficient_statistics(block.XT, post)
 
 
-def _accuracy_sums(block: Block, method: Method, params: Any, confusions: np.ndarray
+def _accuracy_sums(block: Block, method: Method, params: Any, model: LabelModel
                    ) -> np.ndarray:
     """(A,) :func:`annotator_accuracy_sums` of the block's annotations under its reported
-    posteriors."""
+    posteriors, each vote's factor (the fitted ``model``'s ``own_vote_factors``) divided
+    out."""
+    confusions = np.asarray(model.confusion_matrices_, dtype=np.float64)
     k = confusions.shape[1]
     items = np.repeat(np.arange(block.n_items), block.annotations_per_item())
     return annotator_accuracy_sums(method.posteriors(block, params), items,
-                                   block.X.indices // k, block.X.indices % k, confusions)
+                                   block.X.indices // k, block.X.indices % k, confusions,
+                                   partial(model.own_vote_factors, block.X))
 
 
 def _label_frame(block: Block, method: Method, params: Any, model: Any, classes: np.ndarray,
@@ -406,11 +410,11 @@ class PartitionedAnnotations:
 
     def annotator_accuracy(self, fit: Fit) -> np.ndarray:
         """(A,) each annotator's expected accuracy under the fit (NaN without labels): its
-        labels scored by their items' reported posteriors with its own vote divided out,
+        labels scored by their items' reported posteriors with its own vote (the fitted
+        model's ``own_vote_factors``) divided out,
         :func:`crowd_keras.aggregation.quality.annotator_accuracy` from sums over blocks."""
-        confusions = np.asarray(fit.model.confusion_matrices_, dtype=np.float64)
         sums = self.reduce(_accuracy_sums, fit.method, delayed(fit.params, traverse=False),
-                           confusions)
+                           delayed(fit.model, traverse=False))
         n = fit.summary.votes.sum(axis=1)
         return np.where(n > 0, sums / np.maximum(n, 1), np.nan)
 

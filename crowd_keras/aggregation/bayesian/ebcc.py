@@ -44,6 +44,7 @@ __all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_
            "subtype_draws", "vote_share_totals"]
 
 _DRAW_BLOCK = 1 << 15   # words per block of subtype_draws (its arrays stay in the L2 cache)
+_FACTOR_CELLS = 1 << 22  # values per block of own_vote_factors' (votes, subtypes) scores
 
 
 def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int) -> np.ndarray:
@@ -175,6 +176,17 @@ def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray, live: np.
     return (values, live), float(log_norm.sum())
 
 
+def _class_log_sums(scores: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """(n, C) ``log Σ_m exp(scores)`` over each class's subtypes: the columns of ``scores``
+    (n, S) from ``first[c]`` to ``first[c + 1]`` (a class's live subtypes are adjacent)."""
+    peak = np.maximum.reduceat(scores, first, axis=1)
+    peak[~np.isfinite(peak)] = 0.0                    # a class whose subtypes are all -inf
+    width = np.diff(np.r_[first, scores.shape[1]])
+    with np.errstate(divide="ignore"):
+        return np.log(np.add.reduceat(np.exp(scores - np.repeat(peak, width, axis=1)), first,
+                                      axis=1)) + peak
+
+
 class EBCC(BayesianLabelModel):
     """Enhanced Bayesian classifier combination: confusions as mixtures of subtypes, which
     captures correlated annotators (Li, Rubinstein & Cohn 2019; their defaults).
@@ -215,7 +227,8 @@ class EBCC(BayesianLabelModel):
         posterior_log_prior_: (K,) ``E[log τ]``, the class weights of the E-step (not
             ``log E[τ]``; ``E[log π]`` belongs to the class's subtype mixture).
         confusion_matrices_: (annotators, K, K), rows = true class: the subtype mixture's
-            marginal ``Σ_m E[π_km] E[v_akm·]``.
+            marginal ``Σ_m E[π_km] E[v_akm·]`` (the E-step weighs a vote per subtype by
+            ``exp E[log v_akml]``: :meth:`own_vote_factors`).
     """
 
     posterior_has_class_prior = True
@@ -315,6 +328,41 @@ class EBCC(BayesianLabelModel):
             return super().posterior_log_prior_          # the abstain-aware model's prior
         self._check_fitted()
         return expected_log_dirichlet(np.asarray(self.state_[4], np.float64), axis=0)
+
+    def own_vote_factors(self, votes: sp.csr_matrix, start: int, stop: int) -> np.ndarray:
+        """(stop - start, K) the factor each of the votes ``start:stop`` of ``votes`` put on
+        its item's class posterior
+        (:meth:`~crowd_keras.aggregation.base.LabelModel.own_vote_factors`), each row over its
+        maximum.
+
+        The E-step scores subtype m of class k with ``s_ikm = E[log τ_k] + E[log π_km] +
+        Σ_{a: y_ia = l} E[log v_akml]`` (Li et al. 2019, section 4) and ``q_i(k) = Σ_m
+        q_ikm``, so vote ``(i, a, l)`` multiplied class k by ``Σ_m e^{s_ikm} / Σ_m
+        e^{s_ikm − E[log v_akml]}``: a per-subtype factor, not one of ``confusion_matrices_``
+        (the subtype mixture's marginal ``E[v]``). The scores are the E-step's logits,
+        recomputed for the votes' items (the item's own log-prior adds alike to every
+        subtype of a class and cancels)."""
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return super().own_vote_factors(votes, start, stop)   # the abstain-aware model's
+        self._check_fitted()
+        bias, log_v, live = self.state_[:3]
+        classes = live // self.num_groups
+        first = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])   # one per class
+        out = np.ones((stop - start, self.n_classes_))
+        step = max(1, _FACTOR_CELLS // len(live))     # (votes, S) blocks bound the memory
+        for lo in range(start, stop, step):
+            hi = min(lo + step, stop)
+            rows = np.searchsorted(votes.indptr, np.arange(lo, hi), side="right") - 1
+            scores = np.asarray(votes[rows[0]:rows[-1] + 1] @ log_v)[rows - rows[0]]
+            scores += bias                                              # (n, S) s_ikm
+            with_vote = _class_log_sums(scores, first)
+            scores -= log_v[votes.indices[lo:hi]]
+            with np.errstate(invalid="ignore"):    # a class an empirical prior gives no mass
+                factor = with_vote - _class_log_sums(scores, first)
+            factor[np.isnan(factor)] = -np.inf                          # q_i(k) = 0 there
+            factor -= factor.max(axis=1, keepdims=True)
+            out[lo - start:hi - start, classes[first]] = np.exp(factor)
+        return out
 
     def subtype_posteriors(self, latent: tuple) -> np.ndarray:
         """(I, K, M) ``q(z_i = k, g_i = m)`` (0 for dropped subtypes) from a latent."""

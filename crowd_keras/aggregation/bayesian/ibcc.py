@@ -91,7 +91,8 @@ class IBCC(BayesianLabelModel):
         class_priors_: (K,) ``E[τ]``.
         posterior_log_prior_: (K,) ``E[log τ]``, the class weights of the E-step (not
             ``log E[τ]``).
-        confusion_matrices_: (annotators, K, K) ``E[v]``, rows = true class.
+        confusion_matrices_: (annotators, K, K) ``E[v]``, rows = true class (the E-step
+            weighs a vote by ``exp E[log v]``: :meth:`own_vote_factors`).
     """
 
     posterior_has_class_prior = True
@@ -131,6 +132,19 @@ class IBCC(BayesianLabelModel):
             return super().posterior_log_prior_          # the abstain-aware model's prior
         self._check_fitted()
         return self.state_[0].copy()
+
+    def own_vote_factors(self, votes: sp.csr_matrix, start: int, stop: int) -> np.ndarray:
+        """(stop - start, K) ``exp E[log v_akl]`` of the votes ``start:stop`` of ``votes``
+        (:meth:`~crowd_keras.aggregation.base.LabelModel.own_vote_factors`), each row over its
+        maximum: the E-step scores a vote with ``E[log v_akl]`` (Kim & Ghahramani 2012,
+        section 3), so ``q(z)`` carries ``exp E[log v]``, below ``confusion_matrices_ = E[v]``
+        most for annotators with few labels (their ``q(v)`` are the widest)."""
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return super().own_vote_factors(votes, start, stop)   # the abstain-aware model's
+        self._check_fitted()
+        log_v = self.state_[1][votes.indices[start:stop]]               # (n, K)
+        log_v -= log_v.max(axis=1, keepdims=True)
+        return np.exp(log_v, out=log_v)
 
     def _set_parameters(self, state: tuple, summary: Summary) -> None:
         _, _, nu, mu = state
