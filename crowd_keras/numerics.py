@@ -94,36 +94,34 @@ _UNSHIFTED_RANGE = (1e-290, 1e290)
 def _softmax_rows_unshifted(logits: np.ndarray, out: np.ndarray, offset: Optional[np.ndarray],
                             lse: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`softmax_rows` with ``shift=False``: block by block in a (rows, K) buffer, the
-    logits of a block stay intact until its rows are known to be in range. Contiguous passes
-    only: the offset is added as a tiled (rows·K,) vector and the row totals are a
-    matrix-vector product (numpy reduces a short last axis row by row)."""
+    logits of a block stay intact until its rows are known to be in range (those out of range
+    are set aside before the block's probabilities overwrite them, when ``out`` is
+    ``logits``). The row totals are a matrix-vector product (numpy reduces a short last axis
+    row by row); the probabilities go straight into ``out``."""
     n, k = logits.shape
-    rows = min(block, n)
-    work = np.empty(rows * k)
-    tiled = None if offset is None else np.tile(np.asarray(offset, dtype=np.float64), rows)
+    work = np.empty(min(block, n) * k)
+    row = None if offset is None else np.asarray(offset, dtype=np.float64)
     ones = np.ones(k)
     low, high = _UNSHIFTED_RANGE
     for lo in range(0, n, block):
         hi = min(lo + block, n)
-        flat = work[:(hi - lo) * k]
-        part = np.ascontiguousarray(logits[lo:hi]).reshape(-1)
-        if tiled is None:
-            flat[...] = part
+        z = work[:(hi - lo) * k].reshape(hi - lo, k)
+        if row is None:
+            z[...] = logits[lo:hi]
         else:
-            np.add(part, tiled[:len(flat)], out=flat)
-        z = flat.reshape(hi - lo, k)
+            np.add(logits[lo:hi], row, out=z)
         with np.errstate(over="ignore"):
-            np.exp(flat, out=flat)
+            np.exp(z, out=z)
         total = z @ ones
         bad = ~((total >= low) & (total <= high))              # also NaN
+        redo = np.flatnonzero(bad) if bad.any() else None
+        kept = None if redo is None else logits[lo + redo]      # a copy: out may be logits
         total[bad] = 1.0
         np.log(total, out=lse[lo:hi])
         np.divide(1.0, total, out=total)
-        z *= total[:, None]
-        if bad.any():
-            redo = np.flatnonzero(bad)
-            z[redo], lse[lo + redo] = softmax_rows(logits[lo + redo], offset=offset)
-        out[lo:hi] = z
+        np.multiply(z, total[:, None], out=out[lo:hi])
+        if redo is not None:
+            out[lo + redo], lse[lo + redo] = softmax_rows(kept, offset=offset)
     return out, lse
 
 

@@ -220,6 +220,27 @@ def small_crowd(seed: int = 0) -> Annotations:
                           seed=seed).annotations
 
 
+def test_bwa_vote_spread_is_made_once_per_block(monkeypatch):
+    """BWA's vote spread ``Σ_i c_ik − c_ik² / n_i`` (the votes alone) is counted once per
+    block, not in every iteration (it read the block's vote counts each time), and is the
+    formula's."""
+    from crowd_keras.aggregation.bayesian.bwa import bwa_statistics
+    ann = small_crowd()
+    reads = []
+    counts_of = Block.label_counts
+    monkeypatch.setattr(Block, "label_counts",
+                        lambda self, k: reads.append(k) or counts_of(self, k))
+    model = BWA(max_iter=20, tol=-1.0, labeling_functions="ignore").fit(ann)
+    assert model.n_iter_ == 20
+    assert len(reads) <= 2               # the soft-vote start and the spread
+    block = Block.from_annotations(ann)
+    c = ann.label_counts().astype(np.float64)
+    want = (c - c ** 2 / c.sum(axis=1, keepdims=True)).sum(axis=0)
+    spread = bwa_statistics(block, model.posteriors_)[2]
+    np.testing.assert_allclose(spread, want, rtol=1e-12)
+    assert bwa_statistics(block, model.posteriors_)[2] is spread
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_blocks_sum_to_one_fit(name):
     ann = small_crowd()

@@ -1,5 +1,7 @@
 """The public EM-step protocol: a new label model written in this file runs in memory, split
 into blocks and on Dask by implementing the protocol and one registration line."""
+import dataclasses
+import pickle
 from typing import Sequence
 
 import numpy as np
@@ -98,3 +100,17 @@ def test_an_em_model_refuses_a_progress_setting_it_would_read_as_a_bool(progress
     ann = simulate_crowd(n_items=30, n_classes=2, n_annotators=4, seed=0).annotations
     with pytest.raises(ValueError, match="DawidSkene progress must be True, False or 'auto'"):
         get_label_model("dawid_skene", progress=progress).fit(ann)
+
+
+def test_a_block_memo_is_made_once_and_not_carried_to_other_blocks(crowd):
+    """``Block.memo`` computes a statistic once per block; a pickled copy (a Dask worker's),
+    a subset or a replaced block computes its own."""
+    block = Block.from_annotations(crowd)
+    made = []
+    assert block.memo("votes", lambda: made.append(1) or 7) == 7
+    assert block.memo("votes", lambda: made.append(1) or 8) == 7
+    assert made == [1]
+    assert pickle.loads(pickle.dumps(block)).memo("votes", lambda: 9) == 9
+    assert block.subset(np.ones(block.n_items, dtype=bool)).memo("votes", lambda: 10) == 10
+    assert dataclasses.replace(block).memo("votes", lambda: 11) == 11
+    assert block.memo("votes", lambda: 12) == 7

@@ -149,9 +149,13 @@ def e_step(X: sp.csr_matrix, log_pi: np.ndarray, prior: np.ndarray,
     # W[(a, l), t] = log π_a[t, l]
     weights = np.maximum(log_pi.transpose(0, 2, 1).reshape(-1, k), np.log(1e-300))
     logits = X @ weights
-    logits += np.log(np.maximum(prior, 1e-300))[None, :]
-    if item_log_prior is not None:
-        logits += item_log_prior
+    log_prior = np.log(np.maximum(prior, 1e-300))
+    if item_log_prior is None:
+        # added inside the softmax's blocks, in the order above: no pass of its own
+        post, log_norm = softmax_rows(logits, out=logits, offset=log_prior)
+        return post, float(log_norm.sum())
+    logits += log_prior[None, :]
+    logits += item_log_prior
     post, log_norm = softmax_rows(logits, out=logits)
     return post, float(log_norm.sum())
 

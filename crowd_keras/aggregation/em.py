@@ -92,7 +92,19 @@ class Block:
     def __getstate__(self) -> dict:
         # the cached views are not part of the block's data: not pickled
         return {name: value for name, value in self.__dict__.items()
-                if name not in ("XT", "_labelled")}
+                if name not in ("XT", "_labelled", "_memo")}
+
+    def memo(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per block and kept under ``key``: a statistic of the
+        block's votes alone, which an EM step reads in every iteration (not pickled; a block
+        made by :meth:`select`, :meth:`subset` or ``dataclasses.replace`` starts without)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    @cached_property
+    def _memo(self) -> dict:
+        return {}
 
     @property
     def n_items(self) -> int:

@@ -30,7 +30,7 @@ from ..classifier_prior import fitted_classifier_log_prior
 from ..em import Block, Summary
 from .base import BayesianLabelModel, check_positive
 
-__all__ = ["BWA", "bwa_statistics", "bwa_m_step", "bwa_e_step"]
+__all__ = ["BWA", "bwa_statistics", "bwa_m_step", "bwa_e_step", "vote_spread"]
 
 #: pseudo-count of the confusion matrices implied by the fitted scores (BWA has none)
 CONFUSION_SMOOTHING = 0.01
@@ -43,16 +43,22 @@ def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
         ``(products, score_mass, spread, n_items)``: products (A·K, 2K), ``[a·K + l, k]`` =
         ``Σ_{i ∈ a, y_ia = l} z_ik`` and ``[a·K + l, K + k]`` = ``Σ_{i ∈ a, y_ia = l} z_ik²``;
         score_mass (K,) ``Σ_i z_ik``; spread (K,) ``Σ_i n_i z⁰_ik (1 − z⁰_ik)`` of the vote
-        shares ``z⁰`` (a statistic of the votes alone: ``Σ_i c_ik − c_ik² / n_i``); n_items
-        the block's items (the class means' denominator).
+        shares ``z⁰`` (:func:`vote_spread`, made once per block); n_items the block's items
+        (the class means' denominator).
     """
     k = scores.shape[1]
     products = np.asarray(block.XT @ np.concatenate([scores, scores * scores], axis=1))
-    counts = block.label_counts(k)
-    per_item = counts.sum(axis=1, keepdims=True)
-    spread = (counts - np.divide(counts * counts, per_item, out=np.zeros_like(counts),
-                                 where=per_item > 0)).sum(axis=0)
+    spread = block.memo(("bwa vote spread", k), lambda: vote_spread(block.label_counts(k)))
     return products, scores.sum(axis=0), spread, scores.shape[0]
+
+
+def vote_spread(counts: np.ndarray) -> np.ndarray:
+    """(K,) ``Σ_i n_i z⁰_ik (1 − z⁰_ik) = Σ_i c_ik − c_ik² / n_i`` of the vote counts ``c``
+    (I, K), ``n_i = Σ_k c_ik``, ``z⁰_i = c_i / n_i`` (items without votes add 0): a statistic
+    of the votes alone."""
+    per_item = counts.sum(axis=1, keepdims=True)
+    return (counts - np.divide(counts * counts, per_item, out=np.zeros_like(counts),
+                               where=per_item > 0)).sum(axis=0)
 
 
 def bwa_m_step(products: np.ndarray, score_mass: np.ndarray, spread: np.ndarray,
@@ -96,18 +102,24 @@ def bwa_e_step(X: sp.csr_matrix, weights: np.ndarray, mean: np.ndarray, lambda_:
     with ``-inf`` gets score 0, and an item with one class left is known (score 1 there).
     """
     k = mean.shape[0]
-    sums = X @ weights
-    agree, total = sums[:, :k], sums[:, k:]                          # Σ v y, Σ v
-    scores = (lambda_ * mean + agree) / (lambda_ + total)
+    # in (K, I) layout: numpy steps an (I, K) array of few classes row by row, the more so
+    # with the (K,) means broadcast along that short axis (the same numbers either way)
+    sums = (X @ weights).T
+    agree, total = np.ascontiguousarray(sums[:k]), np.ascontiguousarray(sums[k:])
+    means = mean[:, None]
+    scores = (lambda_ * means + agree) / (lambda_ + total)
     if item_log_prior is not None:
+        rows = scores.T.copy()
         top = item_log_prior.max(axis=1, keepdims=True)
         allowed = np.exp(item_log_prior - top)
-        scores *= allowed
+        rows *= allowed
         known = (allowed > 0).sum(axis=1) == 1
-        scores[known] = allowed[known]
+        rows[known] = allowed[known]
+        scores = np.ascontiguousarray(rows.T)
     fit = agree - 2.0 * scores * agree + scores * scores * total \
-        + lambda_ * (scores - mean) ** 2
-    return scores, float(-0.5 * fit.sum())
+        + lambda_ * (scores - means) ** 2
+    # summed in (I, K) order, the items' rows one after the other
+    return scores.T.copy(), float(-0.5 * fit.T.copy().sum())
 
 
 class BWA(BayesianLabelModel):

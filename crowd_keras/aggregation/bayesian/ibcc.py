@@ -62,9 +62,12 @@ def ibcc_e_step(X: sp.csr_matrix, log_tau: np.ndarray, log_v: np.ndarray,
     product of the (I, A·K) vote incidence with ``log_v`` (A·K, K).
     """
     logits = X @ log_v
+    if item_log_prior is None:
+        # E[log τ] added inside the softmax's blocks: no pass of its own
+        post, log_norm = softmax_rows(logits, out=logits, offset=log_tau)
+        return post, float(log_norm.sum())
     logits += log_tau
-    if item_log_prior is not None:
-        logits += item_log_prior
+    logits += item_log_prior
     post, log_norm = softmax_rows(logits, out=logits)
     return post, float(log_norm.sum())
 
