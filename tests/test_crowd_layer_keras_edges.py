@@ -104,12 +104,7 @@ def test_float_ids_and_float_targets_keep_their_values_under_mixed_precision(
         backend, other_backend):
     """The layers' dtype policy, not the global one: this process's backend runs it here.
     Annotator ids and instance indices that come as floats are read as integers."""
-    if backend == keras.backend.backend():
-        exec(MIXED, {})  # noqa: S102 - the script the other backends run
-        return
-    require_module(backend)
-    out = other_backend(backend)["mixed"]
-    assert f"OK mixed {backend}" in out, out
+    other_backend(backend, "mixed")
 
 
 MASKED_DATA = textwrap.dedent("""
@@ -173,12 +168,7 @@ def test_targets_given_as_data_are_checked_on_the_real_steps_of_a_masked_batch(
         backend, other_backend):
     """Padded steps' targets are missing, whatever they hold; the real steps' are checked on
     every backend (the check read the masked targets' tensor, on TensorFlow only)."""
-    if backend == keras.backend.backend():
-        exec(MASKED_DATA, {})  # noqa: S102 - the script the other backends run
-        return
-    require_module(backend)
-    out = other_backend(backend)["masked data"]
-    assert f"OK masked data {backend}" in out, out
+    other_backend(backend, "masked data")
 
 
 EMPTY_BATCH = textwrap.dedent('''
@@ -212,28 +202,31 @@ def test_per_step_weights_on_a_batch_of_0_rows(backend, other_backend):
     """A batch of 0 rows with per-step or per-slot sample weights failed on JAX ("integer
     modulo by zero") and torch ("cannot reshape tensor of 0 elements"): a reshape to
     (batch, -1) cannot infer its width beside a 0."""
-    if backend == keras.backend.backend():
-        exec(EMPTY_BATCH, {})  # noqa: S102 - the script the other backends run
-        return
-    require_module(backend)
-    out = other_backend(backend)["empty batch"]
-    assert f"OK empty batch {backend}" in out, out
+    other_backend(backend, "empty batch")
 
 
 @pytest.fixture(scope="module")
 def other_backend():
-    """``backend -> {"mixed", "masked data", "empty batch": output}``: the three scripts above
-    in one fresh process per backend, run when first asked for (the tests that use it are one
-    xdist group, so one worker runs each backend once)."""
+    """``check(backend, name)``: the script ``name`` of ``SCRIPTS`` runs in this process on
+    its own backend; on another, the three scripts run in one fresh process per backend,
+    when first asked for (the tests that use it are one xdist group, so one worker runs each
+    backend once), and ``name``'s output must say it passed."""
     done = {}
 
-    def run(backend):
+    def check(backend, name):
+        if backend == keras.backend.backend():
+            exec(SCRIPTS[name], {})  # noqa: S102 - the script the other backends run
+            return
+        require_module(backend)
         if backend not in done:
-            done[backend] = run_parts([("mixed", MIXED, []), ("masked data", MASKED_DATA, []),
-                                       ("empty batch", EMPTY_BATCH, [])],
+            done[backend] = run_parts([(n, script, []) for n, script in SCRIPTS.items()],
                                       KERAS_BACKEND=backend)
-        return done[backend]
-    return run
+        out = done[backend][name]
+        assert f"OK {name} {backend}" in out, out
+    return check
+
+
+SCRIPTS = {"mixed": MIXED, "masked data": MASKED_DATA, "empty batch": EMPTY_BATCH}
 
 
 # ----------------------------------------------------------------------------- saving
