@@ -106,6 +106,7 @@ def test_benchmark_counts_below_one_are_usage_errors(capsys):
             count(bad)
 
 
+@pytest.mark.slow
 def test_record_writes_the_command_machine_and_output(tmp_path, monkeypatch):
     import record  # noqa: E402 - benchmarks/ is on sys.path above
 
@@ -121,6 +122,7 @@ def test_record_writes_the_command_machine_and_output(tmp_path, monkeypatch):
     assert "| " in text.split("```")[1]          # the script's own table, inside the fence
 
 
+@pytest.mark.slow
 def test_record_as_name_keeps_the_main_record(tmp_path, monkeypatch):
     import record  # noqa: E402
 

@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from crowd_keras.cli import main
 
@@ -59,6 +60,7 @@ def test_aggregate_reports_bad_rows(tmp_path, capsys):
     assert not (tmp_path / "x.csv").exists()
 
 
+@pytest.mark.slow
 def test_aggregate_target_priors_give_the_python_labels(tmp_path, capsys):
     import numpy as np
 

@@ -22,6 +22,7 @@ from test_distributed import TOL, assert_same_labels, lf_matrix  # noqa: E402
 from test_distributed_auto import assert_same_choice  # noqa: E402
 
 
+@pytest.mark.slow
 def test_two_local_workers_fit_what_one_process_fits():
     sim = simulate_crowd(n_items=4000, n_classes=4, n_annotators=60, annotations_per_item=5,
                          seed=7)

@@ -146,6 +146,7 @@ def test_dev_gold_on_a_dask_l_train_equals_the_in_memory_fit(crowd, method):
                                atol=1e-8)
 
 
+@pytest.mark.slow
 def test_crowd_answers_are_labelled_for_the_given_class_balance():
     # Snorkel's class_balance is P(Y): the default model of crowd answers decides its labels
     # under it (the default target when none is given: without Y_dev uniform, Snorkel's own)

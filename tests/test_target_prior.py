@@ -37,6 +37,7 @@ def test_shift_class_prior_is_bayes_rule_with_the_prior_swapped(skewed):
     np.testing.assert_array_equal(shift_class_prior(one_hot, prior, target), one_hot)
 
 
+@pytest.mark.slow
 def test_uniform_target_raises_the_mean_recall_and_keeps_the_choice(skewed):
     ann, y, k = skewed.annotations, np.asarray(skewed.y), skewed.annotations.n_classes
     plain = AutoLabelModel(target_prior="learned").fit(ann)
