@@ -257,6 +257,7 @@ HOST_COPIES = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_torch_training_step_makes_no_host_copies_of_its_own():
     """On torch, LazyAdam runs Keras' fused Adam (same updates, host copies independent of the
     number of variables) and the crowd layer's step copies no host value of its own."""

@@ -319,6 +319,7 @@ def test_gpu_step_timer_keeps_each_epochs_median_step(monkeypatch):
     assert timer.medians == [1.0, 0.75]
 
 
+@pytest.mark.slow
 def test_gpu_script_runs_on_a_cpu_and_counts_no_host_syncs_there():
     """Without a GPU, gpu.py still runs (it says so) and counts no host syncs: on torch the
     sync counter needs CUDA, and its per-step medians once switched the counter on."""

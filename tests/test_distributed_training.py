@@ -147,6 +147,7 @@ def _can_isolate_network() -> str:
     return "" if probe.returncode == 0 else f"unshare -rn failed: {probe.stderr.strip()}"
 
 
+@pytest.mark.slow
 def test_two_workers_on_loopback_match_one_worker_after_the_same_steps(shards, reference,
                                                                        tmp_path):
     reason = _can_isolate_network()

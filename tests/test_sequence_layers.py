@@ -183,6 +183,7 @@ BACKEND_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "jax"])
 def test_the_mask_is_honoured_on_other_backends(backend):
     require_module(backend)

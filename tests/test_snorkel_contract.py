@@ -89,6 +89,7 @@ def test_three_functions_as_snorkel_except_for_majority_vote():
     assert mv.predict(L2).tolist() == [0, -1, 1, 0]  # a tie in row 1
 
 
+@pytest.mark.slow
 def test_rows_without_votes_get_the_class_balance_in_every_regime():
     # both-class functions with a skewed truth: the model learns a prior far from uniform
     rng = np.random.default_rng(3)

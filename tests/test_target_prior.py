@@ -93,6 +93,7 @@ def skewed_gold(crowd, design, n=60, seed=0):
     return rows, {ann.item_ids[i]: ann.classes[y[i]] for i in rows}
 
 
+@pytest.mark.slow
 def test_gold_target_without_gold_is_the_uniform_one(skewed):
     ann = skewed.annotations
     uniform = AutoLabelModel(target_prior="uniform").fit(ann)
@@ -125,6 +126,7 @@ def test_gold_target_decides_for_the_gold_mix(skewed, design):
     assert (model.predict()[rows] == y[rows]).all()          # gold items keep their class
 
 
+@pytest.mark.slow
 def test_gold_scores_the_labels_that_would_be_returned(skewed):
     """Choice by gold scores each candidate under the target: with the learned prior the
     gold accuracies are those of the learned-prior labels, under the uniform target they
@@ -254,6 +256,7 @@ def test_a_gold_item_names_its_class():
     assert AutoLabelModel(target_prior="uniform").fit(ann, gold={first: 0}).target_prior_[0] > 0
 
 
+@pytest.mark.slow
 def test_dask_leaves_out_the_class_no_annotation_names_as_in_memory():
     dd = pytest.importorskip("dask.dataframe")
     dask = pytest.importorskip("dask")
