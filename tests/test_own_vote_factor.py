@@ -7,10 +7,14 @@ import numpy as np
 import pytest
 
 from crowd_keras import Annotations
-from crowd_keras.aggregation import EBCC, IBCC, DawidSkene, quality
+from scipy.special import log_expit
+
+from crowd_keras.aggregation import BWA, EBCC, GLAD, IBCC, DawidSkene, quality
 from crowd_keras.aggregation.bayesian import ebcc as ebcc_module
+from crowd_keras.aggregation.bayesian.bwa import bwa_e_step
 from crowd_keras.aggregation.bayesian.ebcc import ebcc_e_step
 from crowd_keras.aggregation.bayesian.ibcc import ibcc_e_step
+from crowd_keras.numerics import normalize_rows, softmax_rows
 from crowd_keras.datasets import simulate_crowd
 
 
@@ -56,6 +60,32 @@ def ebcc_e_step_without(model, ann):
     return model.class_posteriors(latent)
 
 
+def bwa_e_step_without(model, ann):
+    """BWA's E-step (Li et al. 2019, section 3) likewise: the precision-weighted average of
+    the other votes, normalised."""
+    rest, item = leave_one_out(ann)
+    weights, mean = model.state_[:2]
+    prior = None if model.item_log_prior_ is None else model.item_log_prior_[item]
+    scores, _ = bwa_e_step(rest.vote_incidence(), weights, mean, model.lambda_, prior)
+    return normalize_rows(np.maximum(scores, 0.0))
+
+
+def glad_e_step_without(model, ann):
+    """GLAD's Eq. 3 likewise, at the item's fitted inverse difficulty ``β``: ``log ρ_k +
+    Σ_{other votes} [log σ(x) if l = k else log σ(−x) − log(K − 1)]``, ``x = α_a e^{β_i}``."""
+    rest, item = leave_one_out(ann)
+    k = ann.n_classes
+    x = model.abilities_[rest.annotators] * np.exp(model.log_inverse_difficulties_[item][
+        rest.items])
+    per_vote = np.repeat((log_expit(-x) - np.log(k - 1))[:, None], k, axis=1)
+    per_vote[np.arange(len(x)), rest.labels] = log_expit(x)
+    logits = np.log(model.class_priors_) + np.zeros((ann.n_annotations, k))
+    np.add.at(logits, rest.items, per_vote)
+    if model.item_log_prior_ is not None:
+        logits += model.item_log_prior_[item]
+    return softmax_rows(logits)[0]
+
+
 def mean_per_annotator(ann, held):
     score = held[np.arange(ann.n_annotations), ann.labels]
     return np.bincount(ann.annotators, score, ann.n_annotators) / \
@@ -64,15 +94,26 @@ def mean_per_annotator(ann, held):
 
 CASES = [(IBCC, {}, ibcc_e_step_without),
          # three live subtypes per class: the vote is divided out of each
-         (EBCC, {"num_groups": 3, "a_pi": 10.0}, ebcc_e_step_without)]
+         (EBCC, {"num_groups": 3, "a_pi": 10.0}, ebcc_e_step_without),
+         # a weighted average, not a product of factors: z / z^{-a} is divided out
+         (BWA, {}, bwa_e_step_without),
+         # one-coin confusions averaged over an annotator's items, the vote's factor per item
+         (GLAD, {}, glad_e_step_without)]
+IDS = ["ibcc", "ebcc", "bwa", "glad"]
 
 
 @pytest.mark.parametrize("with_classifier", [False, True], ids=["votes", "classifier"])
-@pytest.mark.parametrize("cls, params, held_out", CASES, ids=["ibcc", "ebcc"])
+@pytest.mark.parametrize("cls, params, held_out", CASES, ids=IDS)
 def test_expected_accuracy_is_the_e_step_without_the_annotators_vote(crowd, cls, params,
                                                                      held_out, with_classifier):
     ann, probs = crowd
-    model = cls(**params).fit(ann, pred_probs=probs if with_classifier else None)
+    if cls is GLAD and with_classifier:     # GLAD takes gold, not a classifier's prior
+        gold = np.full(ann.n_items, -1)
+        gold[::7] = probs[::7].argmax(axis=1)
+        model = cls(**params).fit(ann, gold=gold)
+        assert model.item_log_prior_ is not None
+    else:
+        model = cls(**params).fit(ann, pred_probs=probs if with_classifier else None)
     if cls is EBCC:
         assert (model.live_subtypes_.sum(axis=1) == 3).all()
     want = mean_per_annotator(ann, held_out(model, ann))
@@ -83,7 +124,7 @@ def test_expected_accuracy_is_the_e_step_without_the_annotators_vote(crowd, cls,
     assert np.abs(by_mean - want).max() > 0.02
 
 
-@pytest.mark.parametrize("cls, params, held_out", CASES, ids=["ibcc", "ebcc"])
+@pytest.mark.parametrize("cls, params, held_out", CASES, ids=IDS)
 def test_blocks_that_split_an_item_change_nothing(crowd, cls, params, held_out, monkeypatch):
     ann, _ = crowd
     model = cls(**params).fit(ann)

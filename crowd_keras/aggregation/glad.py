@@ -5,6 +5,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from scipy.special import expit, log_expit
 
 from ..annotations import Annotations
@@ -288,6 +289,35 @@ class GLAD(EMLabelModel):
         own maximum given them, as in the fit)."""
         state = GLADState(self.abilities_, np.log(self.class_priors_))
         return self.e_step(Block.from_annotations(ann), state)[0].post
+
+    def own_vote_factors(self, votes: sp.csr_matrix, start: int, stop: int) -> np.ndarray:
+        """(stop - start, K) the factor each of the votes ``start:stop`` of ``votes`` put on
+        its item's class posterior
+        (:meth:`~crowd_keras.aggregation.base.LabelModel.own_vote_factors`): Eq. 3's
+        ``σ(x)`` on the class it names and ``(1 − σ(x)) / (K − 1)`` on the others, ``x =
+        α_a e^{β_i}`` at the item's own ``β`` (not the one-coin ``confusion_matrices_``,
+        which average ``σ`` over the annotator's items). ``β``: the fit's
+        (``log_inverse_difficulties_``) when ``votes`` are the fitted items; otherwise (a
+        partitioned fit's block) each item's maximum given the abilities, as the E-step finds
+        it, without the items' log-priors."""
+        self._check_fitted()
+        k = self.n_classes_
+        rows = np.searchsorted(votes.indptr, np.arange(start, stop), side="right") - 1
+        if stop <= start:
+            return np.ones((0, k))
+        fitted = np.asarray(self.log_inverse_difficulties_, dtype=np.float64)
+        first, last = rows[0], rows[-1] + 1
+        if votes.shape[0] == len(fitted) and np.isfinite(fitted[first:last]).all():
+            beta = fitted[first:last]
+        else:   # an item's β depends on its own labels only: its rows of votes suffice
+            part = Block(np.arange(first, last), votes[first:last])
+            state = GLADState(self.abilities_, np.log(self.class_priors_))
+            beta = self.e_step(part, state)[0].beta
+        columns = votes.indices[start:stop]
+        x = self.abilities_[columns // k] * np.exp(beta[rows - first])
+        out = np.repeat((expit(-x) / (k - 1))[:, None], k, axis=1)
+        out[np.arange(stop - start), columns % k] = expit(x)
+        return out
 
     def annotator_quality(self, n_annotations: np.ndarray) -> pd.DataFrame:
         """Per annotator: id, number of annotations, accuracy on its own items (``σ(α e^β)``

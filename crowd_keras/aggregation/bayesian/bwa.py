@@ -192,6 +192,39 @@ class BWA(BayesianLabelModel):
     def class_posteriors(self, latent: np.ndarray) -> np.ndarray:
         return normalize_rows(np.maximum(latent, 0.0))
 
+    def own_vote_factors(self, votes: sp.csr_matrix, start: int, stop: int) -> np.ndarray:
+        """(stop - start, K) the factor each of the votes ``start:stop`` of ``votes`` put on
+        its item's class posterior
+        (:meth:`~crowd_keras.aggregation.base.LabelModel.own_vote_factors`).
+
+        BWA's posterior is the normalised average ``z_ik = (λ μ_k + Σ_{a ∈ i} v_ak y_iak) /
+        (λ + Σ_{a ∈ i} v_ak)`` (Li et al. 2019, section 3), not a product of per-vote
+        factors; vote ``(i, a, l)`` changed class k by ``z_ik / z_ik^{-a}``, where
+        ``z^{-a}`` leaves ``v_ak y_iak`` and ``v_ak`` out of the sums, so dividing it out
+        gives the average without the vote (``inf`` where nothing is left: a class only the
+        vote named, whose mean ``μ_k`` is 0). The sums are the E-step's, recomputed for the
+        votes' items (an item's log-prior multiplies both averages alike and cancels)."""
+        if getattr(self, "labeling_function_model_", None) is not None:
+            return super().own_vote_factors(votes, start, stop)   # the abstain-aware model's
+        self._check_fitted()
+        weights, mean, precisions = self.state_[:3]
+        k = len(mean)
+        if stop <= start:
+            return np.ones((0, k))
+        rows = np.searchsorted(votes.indptr, np.arange(start, stop), side="right") - 1
+        sums = np.asarray(votes[rows[0]:rows[-1] + 1] @ weights)[rows - rows[0]]   # (n, 2K)
+        numerator = self.lambda_ * mean + sums[:, :k]
+        denominator = self.lambda_ + sums[:, k:]
+        columns = votes.indices[start:stop]
+        own = precisions[columns // k]                                   # (n, K) v_ak
+        numerator_without = numerator.copy()
+        numerator_without[np.arange(stop - start), columns % k] -= \
+            own[np.arange(stop - start), columns % k]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = numerator * (denominator - own) / (denominator * numerator_without)
+        factor[numerator_without <= 0] = np.inf
+        return factor
+
     def _set_parameters(self, state: tuple, summary: Summary) -> None:
         _, mean, precisions, sums = state
         self.precisions_ = precisions
