@@ -1032,6 +1032,69 @@ def test_a_push_names_the_stale_predictions_it_leaves_and_prunes_them_on_request
     assert sorted(held) == sorted(tasks[:8]) and all(len(v) == 1 for v in held.values())
 
 
+def test_a_bulk_swap_keeps_every_copy_on_the_tasks_it_does_not_write(ls_server, client,
+                                                                     ls_token):
+    """A task the push does not write that holds two predictions of the version (another
+    control's rating beside a stale choice) kept only the first through a bulk swap, which
+    re-imports every prediction of the version: both stay, as in place, and go in one import
+    request (a retry or a stopped swap's completion works task by task). Completing a stopped
+    swap restores every distinct staging copy of a task, once."""
+    import httpx
+    from label_studio_sdk import LabelStudio
+    ls = ls_module()
+    project = client.projects.create(title="bulk keeps copies", label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"bk{i}"} for i in range(33)],
+                                         return_task_ids=True).task_ids
+    old = [{"task": t, "score": 0.5, "result": demo_result(CLASSES[i % 3])}
+           for i, t in enumerate(tasks[:30])]
+    ls.push_predictions(client, project, old, model_version="bk", preflight=False)
+    others = [{"task": tasks[30], "model_version": "bk", "score": 0.2,
+               "result": demo_result("neutral")},
+              {"task": tasks[30], "model_version": "bk", "score": 0.3,
+               "result": demo_result(quality=4)},
+              {"task": tasks[31], "model_version": "bk", "score": 0.3,
+               "result": demo_result(quality=2)}]
+    client.projects.import_predictions(project, request=others)
+    before = {t: sorted(map(_content, v)) for t, v in _held(client, project, "bk").items()}
+    assert len(before[tasks[30]]) == 2
+    new = [dict(p, score=0.75) for p in old]
+    # 31 a request: the two copies of tasks[30] (items 31 and 32) would straddle two
+    imports = []
+
+    def record(request):
+        if request.method == "POST" and request.url.path.endswith("/import/predictions"):
+            imports.append([p["task"] for p in json.loads(request.content)])
+
+    recording = LabelStudio(base_url=ls_server.url, api_key=ls_token, httpx_client=httpx.Client(
+        event_hooks={"request": [record]}, timeout=30))
+    with pytest.warns(ls.StalePredictionsWarning, match="1 task of project"):
+        result = ls.push_predictions(recording, project, new, model_version="bk",
+                                     preflight=False, bulk_batch_size=31)
+    assert result.bulk and (result.n_replaced, result.n_deleted) == (30, 0)
+    held = {t: sorted(map(_content, v)) for t, v in _held(client, project, "bk").items()}
+    assert held[tasks[30]] == before[tasks[30]] and held[tasks[31]] == before[tasks[31]]
+    assert all(held[p["task"]] == [_content(p)] for p in new)
+    assert not _held(client, project, ls.push.staging_version("bk"))
+    assert len(imports) == 4 and all(len(b) <= 31 for b in imports)
+    assert [sum(b.count(tasks[30]) for b in part) for part in (imports[:2], imports[2:])] \
+        == [2, 2] and all(b.count(tasks[30]) in (0, 2) for b in imports)
+    # a stopped swap left tasks[32] with staging copies only (two contents, one of them twice,
+    # as a retried request may leave it): the next push restores each content once
+    staging = ls.push.staging_version("bk")
+    client.projects.import_predictions(project, request=[
+        {"task": tasks[32], "model_version": staging, "score": s, "result": r}
+        for s, r in ((0.4, demo_result("positive")), (0.4, demo_result("positive")),
+                     (0.6, demo_result(quality=5)))])
+    with pytest.warns(ls.StalePredictionsWarning):
+        again = ls.push_predictions(client, project, new, model_version="bk", preflight=False)
+    assert (again.n_unchanged, again.n_created) == (30, 0)
+    held = _held(client, project, "bk")
+    assert sorted(map(_content, held[tasks[32]])) == sorted(
+        [_content({"score": 0.4, "result": demo_result("positive")}),
+         _content({"score": 0.6, "result": demo_result(quality=5)})])
+    assert not _held(client, project, staging)
+
+
 def test_cli_names_stale_predictions_and_prune_stale_deletes_them(ls_server, client, tmp_path,
                                                                   monkeypatch, capsys, ls_token):
     """A task whose annotations were deleted since an earlier push gets no prediction from

@@ -45,10 +45,20 @@ class PushOps:
     def import_batches(self, items: Sequence[dict], version: str, batch_size: int,
                        state: dict, label: str, done: Callable[[int], None]) -> int:
         """Import ``items`` (dicts with ``task``, ``result``, ``score``) as ``version`` in
-        batches; returns the number of batches. Before each, ``state["stage"]`` becomes
+        batches of at most ``batch_size`` (more only for one task's copies, which are never
+        split); returns the number of batches. Before each, ``state["stage"]`` becomes
         ``f"{label}batch i of n"``; after each, ``done(its size)``."""
-        items = [dict(p, model_version=version) for p in items]
-        batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+        # a task's copies go in one request (in the order the tasks first come): a retry
+        # skips the tasks that hold the version already, and a stopped swap is completed per
+        # task (push._complete_swap), so a task must never hold part of its copies
+        groups: dict = {}
+        for p in items:
+            groups.setdefault(p["task"], []).append(dict(p, model_version=version))
+        batches: list = []
+        for group in groups.values():
+            if not batches or len(batches[-1]) + len(group) > batch_size:
+                batches.append([])
+            batches[-1].extend(group)
         for n, batch in enumerate(batches):
             pending = list(batch)
 

@@ -38,8 +38,8 @@ again). Pruning deletes only on the tasks the push is for (the export's when it 
 a stale task outside them is named, never deleted.
 
 A stopped push loses nothing: every task that had a prediction of the version holds its old
-or its new content (a stale one: its old one or none, when pruned), at most one copy per
-version; after a stopped bulk swap some hold it under the staging version, beside the old
+or its new content (a stale one: its old one or none, when pruned), at most one copy of
+each content per version (a task the push does not write keeps every copy it held); after a stopped bulk swap some hold it under the staging version, beside the old
 one or in its place. The next push of the same model version first completes the stopped
 swap (staging copies of tasks without the version are imported as the version, the staging
 version is deleted), then pushes: a re-run completes without duplicates.
@@ -449,8 +449,10 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
         pruned = set(prunes)
         untouched = {t: [o for o in v if o.id not in pruned] for t, v in have.items()
                      if t not in wanted}
+        # a task the push does not write keeps every copy it holds (another control's
+        # prediction under this version is not this push's to drop)
         final = ([_content(t, o) for t, o in kept.items()] + [p for _, p, _ in updates]
-                 + creates + [_content(t, v[0]) for t, v in untouched.items() if v])
+                 + creates + [_content(t, o) for t, v in untouched.items() for o in v])
         n_holding = len({p.task for p in listing})
         if (updates or prunes) and _swap_cost(len(final), bulk_batch_size, n_holding) < \
                 _in_place_cost(len(updates), len(deletes) + len(prunes), len(creates),
@@ -461,8 +463,7 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             counts["batches"] = _swap(ops, final, model_version, staging, bulk_batch_size,
                                       bar, state)
             counts["new"], counts["pruned"] = len(creates), len(prunes)
-            counts["deleted"] = sum(len(v) - 1 for t, v in have.items() if t in wanted) + \
-                sum(max(len(v) - 1, 0) for v in untouched.values())
+            counts["deleted"] = sum(len(v) - 1 for t, v in have.items() if t in wanted)
             for _, _, identical in updates:
                 counts["rewritten" if identical else "replaced"] += 1
         else:
@@ -546,14 +547,16 @@ def _swap(ops: PushOps, final: list, version: str, staging: str, batch_size: int
 
 def _complete_swap(ops: PushOps, listing: list, version: str, staging: str,
                    batch_size: int) -> None:
-    """Finish a stopped bulk swap: a task with a staging copy and no copy of ``version``
-    gets that content as ``version``; then the staging version is deleted."""
+    """Finish a stopped bulk swap: a task with staging copies and no copy of ``version``
+    gets their contents as ``version`` (each distinct content once: a retried import request
+    may have staged one twice); then the staging version is deleted."""
     holding = {p.task for p in listing if getattr(p, "model_version", None) == version}
     staged: dict = {}
     for p in sorted(listing, key=lambda p: p.id):
-        if getattr(p, "model_version", None) == staging:
-            staged.setdefault(p.task, p)
-    lacking = [_content(t, p) for t, p in staged.items() if t not in holding]
+        if getattr(p, "model_version", None) == staging and p.task not in holding:
+            content = _content(p.task, p)
+            staged.setdefault(json.dumps(content, sort_keys=True, default=str), content)
+    lacking = list(staged.values())
     ops.import_batches(lacking, version, batch_size, {}, "completing a stopped bulk update, ",
                        lambda n: None)
     if ops.selected_version() == staging:
