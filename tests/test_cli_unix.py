@@ -144,6 +144,25 @@ def test_a_dash_is_the_standard_input_and_output(tmp_path):
     assert "read 4 rows" in done.stderr and os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("command", ["aggregate", "agree"])
+def test_a_tab_separated_standard_input_is_read_with_tabs(command, tmp_path):
+    """A TSV piped in has no name to say so: it was read with commas, one column holding tabs,
+    and the error's fix ("name a tab-separated file .tsv") cannot be done on a pipe. Its
+    header line decides (tabs, no comma); a header holding both is still read with commas."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    extra = ["--method", "majority_vote", "--out", "-"] if command == "aggregate" else []
+    rows = "1\ta\tx\n1\tb\tx\n2\ta\ty\n2\tb\ty\n"
+    done = subprocess.run([sys.executable, "-m", "crowd_keras", command, "-", *extra,
+                           "--quiet"], input="task\tworker\tlabel\n" + rows,
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "read 4 rows" in done.stderr + done.stdout, done.stderr   # agree: on stdout
+    both = subprocess.run([sys.executable, "-m", "crowd_keras", command, "-", *extra,
+                           "--quiet"], input="task\tworker,x\tlabel\n" + rows,
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert both.returncode != 0 and "no column 'task'" in both.stderr, both.stderr
+
+
 def test_the_json_report_on_stdout_is_the_only_thing_there(tmp_path):
     """``label-studio aggregate --annotators-json -``: the command's own lines went to stdout
     before the JSON (only --out and --annotators sent them to stderr)."""

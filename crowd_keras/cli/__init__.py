@@ -415,8 +415,9 @@ def _agree(args: argparse.Namespace) -> int:
 
 def _add_table_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", type=dash_stream("stdin"),
-                   help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs; -: the "
-                        "standard input)")
+                   help="CSV/TSV file with one row per annotation (.tsv/.tab: tabs, .csv: "
+                        "commas; -: the standard input; without either name, tabs when the "
+                        "header line has tabs and no comma)")
     p.add_argument("--item", default="task", help="column of the item ids")
     p.add_argument("--annotator", default="worker", help="column of the annotator ids")
     p.add_argument("--label", default="label", help="column of the labels")

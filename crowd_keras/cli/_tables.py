@@ -50,7 +50,6 @@ def read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = 
 
     import pandas as pd
 
-    sep = _separator(path)
     dtype = {**{c: str for c in ids}, **({label: str} if string_labels else {})}
     try:
         # index_col=False: a row with one field too many must not turn the first column into
@@ -58,6 +57,7 @@ def read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = 
         # a column's type is inferred from all its rows, not chunk by chunk (a big file's
         # labels were numbers up to row 262144 and text after one word further down)
         _keep_piped(path)
+        sep = _separator(path)
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
             df = pd.read_csv(_open(path), sep=sep, dtype=dtype or None, index_col=False,
@@ -175,7 +175,21 @@ def _not_utf8(path: str) -> str:
 
 
 def _separator(path: str) -> str:
-    return "\t" if str(path).lower().endswith((".tsv", ".tab")) else ","   # ANSWERS.TSV too
+    """Tabs for a .tsv/.tab name (ANSWERS.TSV too), commas for a .csv one; an input named
+    without either (the standard input, a pipe, ``answers.txt``) has no name to go by, so
+    its header line decides: tabs when it holds a tab and no comma. A pipe must be kept
+    (:func:`_keep_piped`) before this reads its first line."""
+    name = str(path).lower()
+    if name.endswith((".tsv", ".tab")):
+        return "\t"
+    if name.endswith(".csv"):
+        return ","
+    try:
+        with _open(path) as fh:
+            head = fh.readline()
+    except (OSError, UnicodeDecodeError):   # read_table names what is wrong with the file
+        return ","
+    return "\t" if "\t" in head and "," not in head else ","
 
 
 def _records(path: str, sep: str) -> Iterator[tuple]:
@@ -320,7 +334,9 @@ def _format_hint(path: str, columns: Sequence[str]) -> str:
         return " (this looks like JSON, not a CSV/TSV table)"
     sep = _separator(path)
     tsv = sep == "\t"
-    read = "a .tsv/.tab file is read with tabs" if tsv else "a .csv file is read with commas"
+    named = str(path).lower().endswith((".csv", ".tsv", ".tab"))
+    read = ("a .tsv/.tab file is read with tabs" if tsv else "a .csv file is read with commas"
+            ) if named else f"read with {'tabs' if tsv else 'commas'} (its header line's)"
     fixes = {"\t": ("tabs", "name a tab-separated file .tsv"),
              ",": ("commas", "name a comma-separated file .csv"),
              ";": ("';'", "save it with " + ("tabs" if tsv else "commas")),
