@@ -244,16 +244,21 @@ def kill_server(_kill_server):
     return _kill_server
 
 
+def _project_of(client, title, n_tasks):
+    """A new project of the demo config with ``n_tasks`` texts: its id and its task ids."""
+    project = client.projects.create(title=title, label_config=DEMO_CONFIG).id
+    tasks = client.projects.import_tasks(project, request=[{"text": f"{title} {i}"}
+                                                           for i in range(n_tasks)],
+                                         return_task_ids=True).task_ids
+    return project, tasks
+
+
 def _own_project(server, token, title, n_tasks):
     """A client of the kill tests' server (each test a project of its own), the project and
     its ``n_tasks`` task ids."""
     from label_studio_sdk import LabelStudio
     client = LabelStudio(base_url=server.url, api_key=token)
-    project = client.projects.create(title=title, label_config=DEMO_CONFIG).id
-    tasks = client.projects.import_tasks(project, request=[{"text": f"{title} {i}"}
-                                                           for i in range(n_tasks)],
-                                         return_task_ids=True).task_ids
-    return client, project, tasks
+    return (client, *_project_of(client, title, n_tasks))
 
 
 class _KillDuringImport:
@@ -942,9 +947,7 @@ def test_update_of_most_predictions_goes_in_bulk(client):
     PATCHes); every task holds exactly the new one, other versions untouched, no staging copy
     left, the project's selected version still this one; a re-run changes nothing."""
     ls = ls_module()
-    project = client.projects.create(title="bulk update", label_config=DEMO_CONFIG).id
-    tasks = client.projects.import_tasks(project, request=[{"text": f"b{i}"} for i in range(40)],
-                                         return_task_ids=True).task_ids
+    project, tasks = _project_of(client, "bulk update", 40)
     client.projects.import_predictions(project, request=[
         {"task": t, "model_version": "other", "score": 0.1, "result": demo_result("neutral")}
         for t in tasks[:3]])
@@ -984,9 +987,7 @@ def test_a_push_names_the_stale_predictions_it_leaves_and_prunes_them_on_request
     re-run; ``prune_stale=True`` deletes it, among the tasks the push is for only, never
     another version's prediction nor another control's; in place and in a bulk swap."""
     ls = ls_module()
-    project = client.projects.create(title="stale", label_config=DEMO_CONFIG).id
-    tasks = client.projects.import_tasks(project, request=[{"text": f"st{i}"} for i in range(10)],
-                                         return_task_ids=True).task_ids
+    project, tasks = _project_of(client, "stale", 10)
     v1 = [{"task": t, "score": 0.5, "result": demo_result(CLASSES[i % 3])}
           for i, t in enumerate(tasks[:8])]
     assert ls.push_predictions(client, project, v1, model_version="st").n_new == 8
@@ -1042,9 +1043,7 @@ def test_a_bulk_swap_keeps_every_copy_on_the_tasks_it_does_not_write(ls_server, 
     import httpx
     from label_studio_sdk import LabelStudio
     ls = ls_module()
-    project = client.projects.create(title="bulk keeps copies", label_config=DEMO_CONFIG).id
-    tasks = client.projects.import_tasks(project, request=[{"text": f"bk{i}"} for i in range(33)],
-                                         return_task_ids=True).task_ids
+    project, tasks = _project_of(client, "bulk keeps copies", 33)
     old = [{"task": t, "score": 0.5, "result": demo_result(CLASSES[i % 3])}
            for i, t in enumerate(tasks[:30])]
     ls.push_predictions(client, project, old, model_version="bk", preflight=False)
