@@ -1033,6 +1033,7 @@ def test_a_push_names_the_stale_predictions_it_leaves_and_prunes_them_on_request
     assert sorted(held) == sorted(tasks[:8]) and all(len(v) == 1 for v in held.values())
 
 
+@pytest.mark.slow
 def test_a_bulk_swap_keeps_every_copy_on_the_tasks_it_does_not_write(ls_server, client,
                                                                      ls_token):
     """A task the push does not write that holds two predictions of the version (another
