@@ -200,6 +200,12 @@ def pair_index(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarr
     return np.asarray(first, dtype=np.int64) * int(n_second) + np.asarray(second, dtype=np.int64)
 
 
+def stored_rows(matrix: sp.csr_matrix, start: int, stop: int) -> np.ndarray:
+    """(stop - start,) int64 the row of each stored entry ``start:stop`` of a CSR matrix
+    (e.g. the item of each vote of ``Annotations.vote_incidence()``)."""
+    return np.searchsorted(matrix.indptr, np.arange(start, stop), side="right") - 1
+
+
 def dense_ranks(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes of non-negative integers below ``size`` in the order of their distinct values,
     by a bincount (no hash table, no sort): ``(codes (n,) int64, distinct values (m,))``."""

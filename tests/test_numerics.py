@@ -108,3 +108,13 @@ def test_row_order_mixes_rows_of_one_key_into_every_batch():
     keys = np.r_[np.zeros(200, dtype=np.uint64), np.arange(1, 101, dtype=np.uint64)]
     order = numerics.row_order(300, 30, 10, np.random.default_rng(0), keys).reshape(10, 30)
     assert ((order >= 200).sum(axis=1) > 0).all()
+
+
+def test_stored_rows_names_the_row_of_each_stored_entry_empty_rows_included():
+    import scipy.sparse as sp
+    dense = np.array([[0, 1, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0], [1, 1, 1]])
+    matrix = sp.csr_matrix(dense)
+    rows_of_entries = np.nonzero(dense)[0]                     # row-major, as CSR stores
+    np.testing.assert_array_equal(numerics.stored_rows(matrix, 0, matrix.nnz), rows_of_entries)
+    np.testing.assert_array_equal(numerics.stored_rows(matrix, 2, 4), rows_of_entries[2:4])
+    assert numerics.stored_rows(matrix, 3, 3).shape == (0,)

@@ -11,7 +11,7 @@ from scipy.special import expit, log_expit
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import softmax_rows
+from ..numerics import softmax_rows, stored_rows
 from .base import without_evidence
 from .em import Block, EMLabelModel, Summary, run_em
 
@@ -302,7 +302,7 @@ class GLAD(EMLabelModel):
         it, without the items' log-priors."""
         self._check_fitted()
         k = self.n_classes_
-        rows = np.searchsorted(votes.indptr, np.arange(start, stop), side="right") - 1
+        rows = stored_rows(votes, start, stop)
         if stop <= start:
             return np.ones((0, k))
         fitted = np.asarray(self.log_inverse_difficulties_, dtype=np.float64)

@@ -39,8 +39,9 @@ a stale task outside them is named, never deleted.
 
 A stopped push loses nothing: every task that had a prediction of the version holds its old
 or its new content (a stale one: its old one or none, when pruned), at most one copy of
-each content per version (a task the push does not write keeps every copy it held); after a stopped bulk swap some hold it under the staging version, beside the old
-one or in its place. The next push of the same model version first completes the stopped
+each content per version (a task the push does not write keeps every copy it held); after a
+stopped bulk swap some hold it under the staging version, beside the old one or in its
+place. The next push of the same model version first completes the stopped
 swap (staging copies of tasks without the version are imported as the version, the staging
 version is deleted), then pushes: a re-run completes without duplicates.
 """

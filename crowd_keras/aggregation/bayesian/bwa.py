@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...annotations import Annotations
-from ...numerics import normalize_rows
+from ...numerics import normalize_rows, stored_rows
 from ..classifier_prior import fitted_classifier_log_prior
 from ..em import Block, Summary
 from .base import BayesianLabelModel, check_positive
@@ -211,7 +211,7 @@ class BWA(BayesianLabelModel):
         k = len(mean)
         if stop <= start:
             return np.ones((0, k))
-        rows = np.searchsorted(votes.indptr, np.arange(start, stop), side="right") - 1
+        rows = stored_rows(votes, start, stop)
         sums = np.asarray(votes[rows[0]:rows[-1] + 1] @ weights)[rows - rows[0]]   # (n, 2K)
         numerator = self.lambda_ * mean + sums[:, :k]
         denominator = self.lambda_ + sums[:, k:]

@@ -34,7 +34,8 @@ import scipy.sparse as sp
 
 from ...arguments import check_count, check_number
 from ...errors import CrowdDataError
-from ...numerics import GOLDEN64, id_keys, label_profile_keys, mix64, softmax_rows
+from ...numerics import (GOLDEN64, id_keys, label_profile_keys, mix64, softmax_rows,
+                          stored_rows)
 from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
@@ -352,7 +353,7 @@ class EBCC(BayesianLabelModel):
         step = max(1, _FACTOR_CELLS // len(live))     # (votes, S) blocks bound the memory
         for lo in range(start, stop, step):
             hi = min(lo + step, stop)
-            rows = np.searchsorted(votes.indptr, np.arange(lo, hi), side="right") - 1
+            rows = stored_rows(votes, lo, hi)
             scores = np.asarray(votes[rows[0]:rows[-1] + 1] @ log_v)[rows - rows[0]]
             scores += bias                                              # (n, S) s_ikm
             with_vote = _class_log_sums(scores, first)
