@@ -168,8 +168,10 @@ def agreement_section(report: Any, path: str, quality: Optional[pd.DataFrame] = 
     from . import plot
 
     items = "tokens" if report.spans is not None else "items"
+    # span reports count tokens but resample documents (bootstrap_ci's cluster bootstrap)
+    units = "documents" if report.spans is not None else "items"
     # 6 significant digits: a 97.5% interval is not shown as 98%
-    intervals = (f"{report.confidence * 100:g}% bootstrap over {items}, {report.n_bootstrap} "
+    intervals = (f"{report.confidence * 100:g}% bootstrap over {units}, {report.n_bootstrap} "
                  f"replicates, seed {html.escape(str(report.seed))}" if report.n_bootstrap
                  else "none (no bootstrap replicates)")
     parts = [f"<p class='note'>{items}: {number_text(report.counts['n_items'])}, with two or "

@@ -275,3 +275,20 @@ def test_page_shows_numeric_class_names_as_written(tmp_path):
                        table)
     assert shown == [str(c) for c in scale] == \
         [str(r["class"]) for r in doc["agreement"]["per_class"]]
+
+
+def test_span_page_says_intervals_resample_documents():
+    # a span report counts tokens, but its intervals resample documents (bootstrap_ci's
+    # cluster bootstrap): the page said "bootstrap over tokens"
+    from crowd_keras.agreement import agreement_report
+    from crowd_keras.quality_page import agreement_section
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+
+    texts = {"d1": "John met Mary in Paris", "d2": "Anna flew to Rome"}
+    seq = SequenceAnnotations.from_dict(texts, {
+        "d1": {"ann": [[0, 4, "PER"], [9, 13, "PER"], [17, 22, "LOC"]],
+               "bob": [[0, 8, "PER"], [17, 22, "LOC"]]},
+        "d2": {"ann": [[0, 4, "PER"], [13, 17, "LOC"]], "bob": [[0, 4, "PER"]]}})
+    page = agreement_section(agreement_report(seq, n_bootstrap=20, seed=0), "", plots=False)
+    assert "tokens: 9," in page
+    assert "intervals: 95% bootstrap over documents, 20 replicates, seed 0" in page

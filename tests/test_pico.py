@@ -88,3 +88,12 @@ def test_a_record_without_its_keys_names_the_file_and_line(tmp_path):
     with pytest.raises(CrowdDataError, match=r"crowd_test.jsonl, line 2: a record is an object "
                                              r"with \['docid', 'spans'\]"):
         load_pico(tmp_path, splits=("test",))       # was KeyError: 'spans'
+
+
+def test_no_split_is_refused_not_an_empty_corpus(tmp_path):
+    # splits=() gave a SequenceAnnotations of no document, without a word
+    one = {"docid": "1", "spans": {"w1": [[0, 6]]}}
+    folder = _tiny_pico(tmp_path, [one])
+    with pytest.raises(ValueError, match="splits names no split"):
+        load_pico(folder, splits=())
+    assert len(load_pico(folder, splits=("test",)).sequences.doc_ids) == 1

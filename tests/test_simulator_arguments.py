@@ -92,3 +92,15 @@ def test_simulated_crowd_needs_a_feature_and_finite_group_shares():
     groups = [{"probability": float("inf"), "accuracy": .5}, {"probability": 1, "accuracy": .9}]
     with pytest.raises(CrowdDataError, match="groups need finite probabilities"):
         simulate_crowd(n_items=5, groups=groups)   # was numpy's "Probabilities contain NaN"
+
+
+def test_simulate_crowd_refuses_unknown_group_keys():
+    # a misspelt 'accuracy' was ignored: the group had no accuracy and labelled as spammers
+    groups = [{"name": "experts", "probability": 0.5, "acuracy": 0.9},
+              {"name": "workers", "probability": 0.5, "accuracy": 0.7}]
+    with pytest.raises(CrowdDataError, match=r"groups: unknown key\(s\) \['acuracy'\] in "
+                                             r"group .*'experts'"):
+        simulate_crowd(n_items=20, groups=groups)
+    good = [{"name": "experts", "probability": 0.5, "accuracy": 0.9},
+            {"name": "spammers", "probability": 0.5, "accuracy": None}]
+    assert simulate_crowd(n_items=20, groups=good).group_names == ("experts", "spammers")

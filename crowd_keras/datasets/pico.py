@@ -97,6 +97,8 @@ def load_pico(root: Optional[Union[str, Path]] = None, splits: Sequence[str] = P
     if isinstance(splits, str):  # else read letter by letter: "unknown split(s) ['d', 'e', 'v']"
         raise TypeError(f"splits is a sequence of split names; for one split write "
                         f"splits=({splits!r},)")
+    if not len(splits):   # else an empty SequenceAnnotations, without a word
+        raise ValueError(f"splits names no split; splits are {PICO_SPLITS}")
     unknown = [s for s in splits if s not in PICO_SPLITS]
     if unknown:
         raise ValueError(f"unknown PICO split(s) {unknown}; splits are {PICO_SPLITS}")
