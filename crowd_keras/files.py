@@ -159,7 +159,9 @@ def _is_stream(path: Path) -> bool:
     device, ``/dev/stdout`` (a rename there would put a regular file in place of the pipe or
     of the link, and the reader would get nothing)."""
     parts = path.absolute().parts
-    if len(parts) > 1 and parts[1] == "dev":   # /dev/stdout as a file: a shell's `> out.csv`
+    # /dev/stdout (a link) as a file: a shell's `> out.csv`; a plain file under /dev
+    # (/dev/shm/labels.csv, a memory-backed folder) is replaced as any other file
+    if len(parts) > 1 and parts[1] == "dev" and path.is_symlink():
         return True
     return path.exists() and not path.is_file() and not path.is_dir()
 

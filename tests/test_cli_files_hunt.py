@@ -208,6 +208,19 @@ def test_values_that_differ_only_in_spaces_around_them_are_refused(command, tmp_
     _run([command, str(src), "--out", str(out), "--quiet"], capsys)
 
 
+@pytest.mark.parametrize("command", ["aggregate", "agree"])
+def test_two_spaced_values_without_the_bare_one_are_refused(command, tmp_path, capsys):
+    # ' cat' and 'cat ' with no 'cat' were two classes (' a' and 'a ' two annotators), silently
+    err = _refused(command, tmp_path, capsys,
+                   "task,worker,label\nt1,a, cat\nt1,b,cat \nt2,a,dog\nt2,b, cat\n")
+    assert ("answers.csv: the label ' cat' at line 2 and 'cat ' at line 3 (column 'label', "
+            "--label) differ only in spaces around them, so they would be two") in err
+    err = _refused(command, tmp_path, capsys,
+                   "task,worker,label\nt1, a,cat\nt1,a ,dog\nt2, a,dog\nt2,b,dog\n")
+    assert "the annotator ' a' at line 2 and 'a ' at line 3 (column 'worker', --annotator)" \
+        in err
+
+
 def _span_export(tmp_path):
     import json
     import sys
@@ -426,3 +439,28 @@ def test_an_item_column_named_like_a_column_of_the_labels_file_is_refused(item, 
                 "--method", "majority_vote", "--quiet"], capsys, code=2).err
     assert f"--item '{item}' is also a column the labels file writes" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["aggregate", "agree"])
+def test_a_quote_never_closed_is_named_by_its_line(command, tmp_path, capsys):
+    # a label '"big' opened a quote that ran to the end of the file: the error was pandas'
+    # "C error: EOF inside string starting at row 4", a count that is no line of the file
+    err = _refused(command, tmp_path, capsys,
+                   'task,worker,label\n1,a,cat\n\n\n1,b,"big\n2,a,dog\n2,b,cat\n')
+    assert "answers.csv: line 5: a field starts with a quote (\") that is never closed" in err
+    assert "row 4" not in err
+
+
+@pytest.mark.parametrize("text, flags, words", [
+    ("task,worker,label\n1,a,0\n2,b,1\n3,a,1\n", [],
+     "no item has two annotations (3 items, 3 annotations)"),
+    ("task,worker,label\n1,a,-1\n1,b,2\n2,a,1\n2,b,1\n", ["--level", "ratio"],
+     "--level ratio needs non-negative classes"),
+])
+def test_agree_names_the_file_whose_annotations_it_cannot_measure(text, flags, words, tmp_path,
+                                                                  capsys):
+    # the one error of agree that named no file: "crowd-keras: error: no item has two ..."
+    src = tmp_path / "answers.csv"
+    src.write_text(text)
+    err = _run(["agree", str(src), "--bootstrap", "0", "--quiet", *flags], capsys, code=1).err
+    assert f"crowd-keras: error: {src}: {words}" in err

@@ -287,3 +287,33 @@ def test_a_count_that_is_also_an_open_descriptor_is_no_output_path(capsys):
         assert "majority_vote" in capsys.readouterr().out
     finally:
         os.close(fd)
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK),
+                    reason="no writable /dev/shm")
+def test_a_plain_file_under_dev_shm_is_written_atomically(tmp_path, capsys):
+    # every path under /dev was taken for a stream: a labels file in /dev/shm (a memory-backed
+    # folder) was written in place, not replaced, and a missing folder there was not made
+    # (the command failed after the fit: No such file or directory)
+    import shutil
+    import tempfile
+
+    from crowd_keras.cli import main
+
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n1,a,x\n1,b,x\n2,a,y\n2,b,y\n")
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="crowd-keras-test-"))
+    try:
+        out = folder / "new" / "labels.csv"
+        assert main(["aggregate", str(src), "--method", "majority_vote", "--out", str(out),
+                     "--quiet"]) == 0, capsys.readouterr()
+        assert out.read_text().splitlines()[0].startswith("task,label,probability")
+        with open(out) as held:   # a reader of the old file keeps it whole: a rename
+            before = out.stat().st_ino
+            assert main(["aggregate", str(src), "--method", "majority_vote", "--out",
+                         str(out), "--quiet"]) == 0
+            assert out.stat().st_ino != before
+            assert held.read().startswith("task,label,probability")
+        assert os.listdir(out.parent) == ["labels.csv"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -24,7 +24,7 @@ from ..progress import Heartbeat
 from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
                       not_dash, one_reader_per_stream, report_files)
-from ._common import (CommandParser, HelpFormatter, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
+from ._common import (CommandParser, HelpFormatter, cli_words, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
                       UsageError, common_options, label_model_name,
                       run_handler, target_prior_problem)
 from ._tables import (COLUMN_FLAGS, check_columns, check_spacing, each_number,
@@ -378,8 +378,11 @@ def _agree(args: argparse.Namespace) -> int:
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}")
     with Heartbeat("computing agreement", disable=args.quiet):
-        report = agreement_report(ann, level=args.level, n_bootstrap=args.bootstrap,
-                                  seed=args.seed)
+        try:
+            report = agreement_report(ann, level=args.level, n_bootstrap=args.bootstrap,
+                                      seed=args.seed)
+        except CrowdDataError as exc:   # the file's fault (one annotation per item): named
+            raise CrowdDataError(f"{args.input}: {cli_words(exc)}") from None
     print(f"items with two or more annotations: {report.counts['n_items_pairable']}; with one "
           f"(left out of alpha and kappa): {report.counts['n_items_single']}")
     width = max(len(s) for s in report.summary["statistic"])

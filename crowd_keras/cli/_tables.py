@@ -73,6 +73,8 @@ def read_table(path: str, label: str, string_labels: bool, ids: Sequence[str] = 
     except pd.errors.ParserWarning:
         raise CrowdDataError(f"{path}: {_long_row(path, sep)}") from None
     except pd.errors.ParserError as exc:   # a long row after the first: the same words
+        if "EOF inside string" in str(exc):   # pandas' "row N" counted from the header
+            raise CrowdDataError(f"{path}: {_open_quote(path, sep)}") from None
         long_row = _long_row(path, sep)
         raise CrowdDataError(f"{path}: {long_row}" if long_row != _NO_LONG_ROW
                              else f"cannot read {path}: {str(exc).strip()}") from None
@@ -235,6 +237,17 @@ def _long_row(path: str, sep: str) -> str:
 _NO_LONG_ROW = "a line has more fields than the header"
 
 
+def _open_quote(path: str, sep: str) -> str:
+    """The line of the record whose quote is never closed (error path: the last record, which
+    runs to the end of the file)."""
+    first = None
+    for first, _, blank in _records(path, sep):
+        pass
+    return (f"line {first}: a field starts with a quote (\") that is never closed, so the "
+            "rest of the file would be one value; close the quote, or quote the whole value "
+            "and double the quotes in it (\"\"\"big\" for \"big)")
+
+
 #: "row N" of a library message, outside quoted values ('row 2' may be an item's id)
 _ROW = re.compile(r"((?<!\w)'(?:[^'\\]|\\.)*'(?!\w)|(?<!\w)\"(?:[^\"\\]|\\.)*\"(?!\w))"
                   r"|\brow (\d+)\b")
@@ -308,16 +321,22 @@ def check_spacing(path: str, df: Any, args: argparse.Namespace) -> None:
         if not spaced.any():
             continue
         first = pd.Series(text.index, index=text.to_numpy()).groupby(level=0).first()
-        kept = text[~spaced].drop_duplicates()
-        clash = stripped[spaced].isin(kept.to_numpy()).to_numpy()
+        # a stripped value written two ways: ' cat' beside 'cat', or beside 'cat ' (no value
+        # without spaces: they were two classes, silently)
+        distinct = text.drop_duplicates()
+        ways = distinct.str.strip().value_counts()
+        clash = stripped[spaced].isin(ways.index[ways.to_numpy() > 1]).to_numpy()
         if clash.any():
             row = text.index[spaced][int(clash.argmax())]
             value = text[row]
-            other = first[value.strip()]
+            alike = distinct[(distinct.str.strip() == value.strip()).to_numpy()
+                             & (distinct != value).to_numpy()]
+            shown = value.strip() if value.strip() in first.index else alike.iloc[0]
+            other = first[shown]
             line = line_of(path)
             raise CrowdDataError(
                 f"{path}: the {role} {value!r} at line {line(df.index.get_loc(row))} and "
-                f"{value.strip()!r} at line {line(df.index.get_loc(other))} (column "
+                f"{shown!r} at line {line(df.index.get_loc(other))} (column "
                 f"{getattr(args, role)!r}, {flag}) differ only in spaces around them, so they "
                 "would be two; remove the spaces (a CSV written 'a, b' keeps the space after "
                 "the comma)")
