@@ -37,6 +37,7 @@ outputs logits (``from_logits=True``).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, NamedTuple, Optional
 
@@ -561,6 +562,13 @@ class CrowdModel(CrowdConsensus, keras.Model):
                             "(inputs, targets) itself, with y=None, as does a "
                             "keras.utils.PyDataset's __getitem__ "
                             "(crowd_keras.inputs.annotation_dataset builds one)") from None
+        if not self.is_regression and self._num_classes() is None:
+            # a layer or a subclassed model has no output_shape before its first call: its
+            # classes from a symbolic call on x's shapes, so that labels past them are refused
+            # here (else a backend error in the loss, or a NaN loss on JAX and on GPUs)
+            strategy = getattr(self, "_distribute_strategy", None)   # its variables' scope
+            with contextlib.nullcontext() if strategy is None else strategy.scope():
+                self._classifier_classes = _symbolic_classes(self.classifier, x)
         if isinstance(y, Annotations):
             if self.is_regression:
                 raise CrowdDataError("Annotations hold class labels; a regression noise layer "
@@ -609,7 +617,7 @@ class CrowdModel(CrowdConsensus, keras.Model):
         try:
             return int(self.classifier.output_shape[-1])
         except (AttributeError, ValueError, TypeError, IndexError):
-            return None
+            return getattr(self, "_classifier_classes", None)
 
     def _checked_ids(self, ids: Any, where: str) -> np.ndarray:
         """(items, k) annotator codes in ``0..A-1``, -1 = padding (one vectorised pass)."""
@@ -690,6 +698,26 @@ def _as_arrays(x: Any) -> Any:
             return None
         return keras.tree.map_structure(np.asarray, x)
     return np.asarray(x) if _array_like(x) else None
+
+
+def _symbolic_classes(classifier: Any, x: Any) -> Optional[int]:
+    """The last axis of ``classifier``'s output on inputs shaped as ``x``'s arrays (floats in
+    ``floatx``, as ``fit`` feeds them), from a symbolic call (it builds an unbuilt layer, as
+    the first call of ``fit`` would); None for a dataset, an unknown size or a failed call."""
+    arrays = _as_arrays(x)
+    if arrays is None:
+        return None
+
+    def spec(a: np.ndarray) -> Any:
+        dtype = keras.backend.standardize_dtype(a.dtype)
+        if keras.backend.is_float_dtype(dtype):
+            dtype = keras.backend.floatx()
+        return keras.KerasTensor((None,) + tuple(a.shape[1:]), dtype=dtype)
+
+    try:
+        return int(classifier(keras.tree.map_structure(spec, arrays)).shape[-1])
+    except Exception:   # noqa: BLE001 - the call on data will say what is wrong
+        return None
 
 
 def _array_like(v: Any) -> bool:

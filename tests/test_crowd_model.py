@@ -167,6 +167,35 @@ def test_bad_targets_raise_crowd_data_error(sim):
         model.fit(sim.x, half)
 
 
+class SubclassedClassifier(keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.out = keras.layers.Dense(K, activation="softmax")
+
+    def call(self, x):
+        return self.out(x)
+
+
+@pytest.mark.parametrize("classifier", [lambda: keras.layers.Dense(K, activation="softmax"),
+                                        SubclassedClassifier])
+def test_labels_past_a_layer_or_subclassed_classifiers_classes_are_refused_before_training(
+        sim, classifier):
+    # such a classifier has no output_shape before its first call: the labels went
+    # unchecked into training (TensorFlow: a raw graph error in the loss; JAX: a NaN loss)
+    model = CrowdModel(classifier(), CrowdLayer(A))
+    model.compile()
+    bad = sim.annotations.to_dense()
+    bad[7, 3] = K
+    with pytest.raises(CrowdDataError, match=r"label 4 at \(7, 3\) is outside 0..3"):
+        model.fit(sim.x, bad, epochs=1, verbose=0)
+    ids, labels = sim.annotations.to_padded()
+    labels = labels.copy()
+    labels[2, 0] = K
+    with pytest.raises(CrowdDataError, match=r"label 4 at \(2, 0\)"):
+        model.fit(sim.x, (ids, labels), epochs=1, verbose=0)
+    model.fit(sim.x[:64], sim.annotations.to_dense()[:64], epochs=1, verbose=0)   # trains
+
+
 def test_validation_data_and_split_take_annotations(sim):
     """fit converted the validation targets, then Keras' validation pass called the overridden
     evaluate, which converted them again and read the padded labels as dense targets:

@@ -498,6 +498,16 @@ def test_bad_inputs_raise_crowd_data_error():
         LIATrainer(three, **FAST).fit(sim.x, sim.annotations)
 
 
+def test_trainer_refuses_from_logits_with_its_softmax_default_classifier():
+    # the default classifier outputs probabilities: read as logits they went through a
+    # second softmax (predict_proba never above e/(e+2) for 3 classes), silently
+    sim = simulate_crowd(n_items=30, n_classes=3, n_annotators=5, annotations_per_item=2, seed=3)
+    with pytest.raises(ValueError, match="default classifier.*outputs probabilities"):
+        LIATrainer(from_logits=True, **FAST).fit(sim.x, sim.annotations)
+    with pytest.raises(ValueError, match="default classifier.*outputs probabilities"):
+        LIATrainer(from_logits=True, **FAST).fit(None, sim.annotations)
+
+
 def test_label_model_takes_gold_and_pred_probs_as_none_only():
     # as every label model without accepts_gold / accepts_pred_probs: None is the default
     # (generic code passes it), a value says LIA does not take it (both were read as keyword

@@ -99,7 +99,8 @@ class LIATrainer(CrowdConsensus, Params):
             logits with ``from_logits=True``); ``None``: :func:`default_classifier` (an MLP on
             features, or an instance embedding when ``x`` is ``None``).
         num_classes: ``C``; default: the annotations' number of classes.
-        from_logits: the classifier outputs logits, not probabilities.
+        from_logits: the classifier outputs logits, not probabilities (a given
+            ``classifier`` only: the default one ends in a softmax).
         latent_dim: ``L`` of the difficulty/competence tensors.
         representation: optional Keras layer/model giving ``d_φ``'s input from ``x`` (e.g.
             a frozen feature extractor); default ``x`` itself (flattened).
@@ -211,6 +212,13 @@ class LIATrainer(CrowdConsensus, Params):
             raise CrowdDataError(f"annotations must be a crowd_keras.Annotations, got "
                                  f"{type(annotations).__name__}")
         n = annotations.n_items
+        if self.from_logits and self.classifier is None:
+            # the default classifier ends in a softmax: its probabilities were read as logits
+            # (a second softmax), squeezing every prediction towards uniform, silently
+            raise ValueError("from_logits=True says the classifier outputs logits, but the "
+                             "default classifier (classifier=None) outputs probabilities "
+                             "(a softmax); give a classifier= that outputs logits, or leave "
+                             "from_logits=False")
         if x is not None:
             x = numeric_rows(np.asarray(by_item_id(x, annotations)))   # a frame: by item id
             if x.ndim < 2 or len(x) != n:
