@@ -748,3 +748,41 @@ def test_tag_rows_of_an_arrow_frame_read_their_offsets():
     texts, spans = token_tags_to_spans(table)
     assert texts == TEXTS
     assert spans.values.tolist() == [["d1", 0, 12, "P"], ["d3", 4, 5, "I"]]
+
+
+def test_jsonl_crowd_that_marked_nothing_keeps_its_annotator_column(tmp_path):
+    # every annotator saw a document and none marked a span: the file names them only in
+    # "annotators"; the spans read back must still have an annotator column, or
+    # from_spans(texts, spans, seen=seen) refuses the frame
+    from crowd_keras.sequences.annotations import SequenceAnnotations
+    spans = frame([], ("doc", "start", "end", "label", "annotator"))
+    seen = [("d1", "w1"), ("d2", "w2")]
+    texts, back, back_seen = read_spans_jsonl(
+        write_spans_jsonl(tmp_path / "none.jsonl", TEXTS, spans, seen=seen), return_seen=True)
+    assert list(back.columns) == ["doc", "start", "end", "label", "annotator"] and not len(back)
+    assert canon(back_seen) == canon(frame(seen, ("doc", "annotator")))
+    seq = SequenceAnnotations.from_spans(texts, back, seen=back_seen, labels=["P"])
+    assert (seq.summary.annotations, seq.summary.annotations_without_spans) == (2, 2)
+    # a file without annotators still reads back without the column
+    _, plain = read_spans_jsonl(write_spans_jsonl(tmp_path / "plain.jsonl", TEXTS,
+                                                  frame([])))
+    assert list(plain.columns) == ["doc", "start", "end", "label"]
+
+
+def test_spacy_reader_of_every_group_names_entities_it_would_drop():
+    # spans_key=None on docs with entities and no Doc.spans group (nlp(text).ents, or
+    # spans_to_spacy(..., ents=True)) gave an empty frame: the entities were dropped unseen
+    pytest.importorskip("spacy", reason="spaCy is in the test extra; not installed here")
+    docs = spans_to_spacy(TEXTS, frame([("d1", 0, 5, "P"), ("d3", 2, 3, "P")]), ents=True)
+    with pytest.raises(CrowdDataError, match=r"spans_key=None reads the Doc.spans groups and "
+                                             r"no document has one; the docs hold 2 entities "
+                                             r"\(ents=True\)"):
+        spacy_to_spans(docs, spans_key=None)
+    assert len(spacy_to_spans(docs, ents=True)[1]) == 2
+    # docs with no span at all, or with groups (empty ones too), read as before
+    assert spacy_to_spans(spans_to_spacy(TEXTS, frame([])), spans_key=None)[1].empty
+    seen = [("d2", "w1")]
+    empty = frame([], ("doc", "start", "end", "label", "annotator"))
+    _, back, back_seen = spacy_to_spans(spans_to_spacy(TEXTS, empty, seen=seen),
+                                        spans_key=None, doc_ids=list(TEXTS), return_seen=True)
+    assert back.empty and canon(back_seen) == canon(frame(seen, ("doc", "annotator")))

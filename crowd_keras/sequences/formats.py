@@ -782,8 +782,9 @@ def read_spans_jsonl(path: Any, return_seen: bool = False) -> tuple:
         raise CrowdDataError(f"{where[unlabelled[0]]} has no 'label'")
     for row, s, e in zip(rows, start.tolist(), end.tolist()):
         row["start"], row["end"] = s, e
-    cols = ["doc", "start", "end", "label"] + (["annotator"] if any("annotator" in r for r in rows)
-                                                else [])
+    # a crowd's file keeps its annotator column when no annotator marked a span (every
+    # line's "annotators" only): from_spans(texts, spans, seen=seen) needs it
+    cols = ["doc", "start", "end", "label"] + (["annotator"] if crowd else [])
     if not return_seen:
         return texts, pd.DataFrame(rows, columns=cols)
     seen += [(r["doc"], r["annotator"]) for r in rows if "annotator" in r]
@@ -932,7 +933,8 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
         docs: a sequence of spaCy ``Doc`` objects.
         spans_key: the ``Doc.spans`` group to read (a document without it has no spans;
             no document with it, while the docs hold other groups or entities, is an
-            error naming them); None: every group, its key as the ``annotator`` column.
+            error naming them); None: every group, its key as the ``annotator`` column
+            (docs that hold entities and no group at all are an error: ``ents=True``).
         ents: read ``Doc.ents`` instead.
         doc_ids: the documents' ids (default ``0..len(docs)-1``).
         return_seen: with ``spans_key=None``, also return ``seen`` (frame ``doc,
@@ -964,6 +966,12 @@ def spacy_to_spans(docs: Sequence[Any], spans_key: Optional[str] = "sc", ents: b
                 + (f"groups {keys} (spans_key=one of them, or None: every group)"
                    if keys else "") + (" and " if keys and n_ents else "")
                 + (f"{n_ents} entities (ents=True)" if n_ents else ""))
+    if not ents and spans_key is None and not any(len(d.spans) for d in docs):
+        # every group of docs that hold none, only entities: an empty frame dropped them
+        n_ents = sum(len(d.ents) for d in docs)
+        if n_ents:
+            raise CrowdDataError(f"spans_key=None reads the Doc.spans groups and no document "
+                                 f"has one; the docs hold {n_ents} entities (ents=True)")
     texts, rows = {}, []
     for d, doc in zip(ids, docs):
         texts[d] = doc.text
