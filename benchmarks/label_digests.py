@@ -11,8 +11,10 @@ refactor must leave them identical) and a posterior checksum: three sums ``Σ_ik
 with fixed pseudo-random weights ``W`` in [0, 1) (seeded by the set's shape), rounded to 1e-9.
 The checksums are compared with an absolute tolerance (:data:`POSTERIOR_ATOL`): a
 reordering of floating-point sums moves a posterior by about 1e-12 and the checksum by at most
-that times the number of entries, while a change of the model moves it by far more. Nothing
-of the data itself is stored.
+that times the number of entries, while a change of the model moves it by far more. Models
+that fit in float32 (:data:`FLOAT32_MODELS`) get :data:`FLOAT32_POSTERIOR_ATOL`: numpy's
+float32 kernels round differently on another CPU (its vector width), which moves their
+checksums by about 1e-6. Nothing of the data itself is stored.
 
 Every model runs with its default settings. Models that need item features, or that take
 longer than :data:`MAX_SECONDS` on a set, are listed under ``"skipped"`` with the reason. The
@@ -47,6 +49,9 @@ MAX_SECONDS = 30.0
 NEEDS_FEATURES: tuple = ()
 #: tolerance of the posterior checksums
 POSTERIOR_ATOL = 1e-6
+#: models whose fits run in float32 (LIA's EM, as Keras trains it) and their tolerance
+FLOAT32_MODELS = frozenset({"lia"})
+FLOAT32_POSTERIOR_ATOL = 1e-4
 #: number of weighted sums in a posterior checksum
 N_SUMS = 3
 
@@ -107,8 +112,14 @@ def compute(data: Path = DATA, models: Optional[Iterable[str]] = None,
     return {"digests": digests, "skipped": skipped}
 
 
-def differences(expected: dict, actual: dict) -> list:
-    """Human-readable differences between two digest entries ``{set: entry}``."""
+def posterior_tolerance(name: str) -> float:
+    """The checksum tolerance of the model ``name`` (float32 fits: a looser one)."""
+    return FLOAT32_POSTERIOR_ATOL if name in FLOAT32_MODELS else POSTERIOR_ATOL
+
+
+def differences(expected: dict, actual: dict, atol: float = POSTERIOR_ATOL) -> list:
+    """Human-readable differences between two digest entries ``{set: entry}``, the
+    posterior checksums within ``atol``."""
     out = []
     for set_name, want in expected.items():
         got = actual.get(set_name)
@@ -120,9 +131,9 @@ def differences(expected: dict, actual: dict) -> list:
         if got["labels"] != want["labels"]:
             out.append(f"{set_name}: labels differ")
         gap = np.max(np.abs(np.subtract(got["posteriors"], want["posteriors"])))
-        if not gap <= POSTERIOR_ATOL:
+        if not gap <= atol:
             out.append(f"{set_name}: posterior checksum moved by {gap:.3g} "
-                       f"(tolerance {POSTERIOR_ATOL:g})")
+                       f"(tolerance {atol:g})")
     return out
 
 
@@ -137,7 +148,8 @@ def main(argv=None) -> int:
     if args.check:
         stored = json.loads(DIGESTS.read_text(encoding="utf-8"))["digests"]
         problems = [f"{name} {line}" for name, entries in result["digests"].items()
-                    for line in differences(stored.get(name, {}), entries)]
+                    for line in differences(stored.get(name, {}), entries,
+                                                     posterior_tolerance(name))]
         print("\n".join(problems) or "all labels and posterior checksums unchanged")
         return 1 if problems else 0
     if args.models and DIGESTS.exists():   # only these models' entries are rewritten
