@@ -6,6 +6,7 @@ keras = pytest.importorskip("keras")
 from keras import ops  # noqa: E402
 
 from conftest import require_data  # noqa: E402
+from crowd_keras import Annotations  # noqa: E402
 from crowd_keras.aggregation import CommonNoiseModel, DawidSkene, MajorityVote  # noqa: E402
 from crowd_keras.datasets import load_truth_inference, simulate_crowd  # noqa: E402
 from crowd_keras.errors import CrowdDataError  # noqa: E402
@@ -357,6 +358,20 @@ def test_common_noise_model_recovers_the_common_matrix():
     np.testing.assert_allclose(model.confusion_matrices_.sum(axis=2), 1.0)
     assert set(model.annotator_quality_.columns) >= {"annotator", "n_annotations", "accuracy"}
     assert np.all(np.diff(model.log_likelihood_) > -1e-9)
+
+
+def test_common_noise_model_scores_a_label_nobody_gave_in_the_fit_without_nan():
+    # smoothing=0: class 2 was never given in the fit, so π[:, 2] = 0 under every class; new
+    # annotations giving it had no finite score under any class (a NaN row)
+    fit = Annotations([0, 0, 1, 1, 2, 2, 3, 3], [0, 1, 0, 1, 0, 1, 0, 1],
+                      [0, 0, 1, 1, 0, 1, 1, 0], n_classes=3)
+    model = CommonNoiseModel(smoothing=0.0, labeling_functions="ignore").fit(fit)
+    new = Annotations([0, 0, 1, 1], [0, 1, 0, 1], [2, 2, 0, 2], n_classes=3)
+    post = model.predict_proba(new)
+    assert np.isfinite(post).all()
+    np.testing.assert_allclose(post.sum(axis=1), 1.0)
+    # a label impossible under every class favours none: item 0 keeps the class prior
+    np.testing.assert_allclose(post[0], model.class_priors_, atol=1e-12)
 
 
 def test_common_noise_em_equals_its_per_annotation_form():

@@ -133,6 +133,19 @@ def test_numpy_em_is_seeded_and_checks_its_inputs():
         FeatureFreeLIA().competence_tensors()
 
 
+def test_numpy_em_posteriors_refuse_annotations_with_more_classes_naming_them():
+    # was numpy's "IndexError: index 3 is out of bounds for axis 0 with size 3" from the E-step
+    from crowd_keras import Annotations
+    sim = simulate_crowd(n_items=60, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=6)
+    ann = sim.annotations
+    model = FeatureFreeLIA(em_iterations=1, m_steps=2, seed=0).fit(ann)
+    wider = Annotations(ann.items, ann.annotators, np.where(ann.labels == 0, 3, ann.labels),
+                        n_items=ann.n_items, n_annotators=ann.n_annotators, n_classes=4)
+    with pytest.raises(CrowdDataError, match="annotations have 4 classes; the model has 3"):
+        model.posteriors(annotations=wider)
+
+
 @LAZY   # batches of 64
 def test_items_without_annotations_and_e_step_blocks(monkeypatch):
     """Items that nobody labelled (two in three here) sit in the batches and the E-step's

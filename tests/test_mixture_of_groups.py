@@ -149,6 +149,25 @@ def test_unseen_annotators_are_placed_in_groups(crowd):
     assert adjusted_rand_score(crowd.annotator_groups, exact.argmax(1)) >= 0.9
 
 
+def test_group_probabilities_refuse_item_posteriors_that_are_not_probabilities():
+    # a NaN or negative row of item_posteriors made its annotators' memberships NaN, silently
+    sim = simulate_crowd(n_items=60, n_classes=3, n_annotators=6, annotations_per_item=3,
+                         seed=4)
+    ann = sim.annotations
+    model = MixtureOfGroupsModel(num_groups=2, restarts=1, labeling_functions="ignore").fit(ann)
+    t = np.eye(3)[sim.y]
+    np.testing.assert_allclose(model.group_probabilities(ann, item_posteriors=t).sum(axis=1),
+                               1.0)
+    for value in (np.nan, -0.5):
+        bad = t.copy()
+        bad[7, 0] = value
+        with pytest.raises(CrowdDataError, match=r"item_posteriors row 7 \(item 7\) is not "
+                                                 r"finite and non-negative"):
+            model.group_probabilities(ann, item_posteriors=bad)
+        with pytest.raises(CrowdDataError, match="item_posteriors row 7"):
+            model.annotator_confusions(ann, item_posteriors=bad)
+
+
 def test_bad_input_is_reported(crowd):
     with pytest.raises(CrowdDataError, match="non-negative integers"):
         MixtureOfGroupsModel().fit_counts(np.array([[1, -1], [0, 2]]))

@@ -172,6 +172,10 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
         return self
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
-        with np.errstate(divide="ignore"):   # smoothing=0: an unlabelled class, ρ = 0
-            return confusion_posteriors(ann.vote_incidence(), np.log(self.confusion_matrices_),
+        # smoothing=0: an unlabelled class has ρ = 0, and a label nobody gave in the fit has
+        # π = 0 under every class; log π is floored (as Dawid-Skene's), else an item given
+        # that label (new annotations) had no finite score, a NaN row: it favours no class
+        with np.errstate(divide="ignore"):
+            log_conf = np.maximum(np.log(self.confusion_matrices_), np.log(1e-300))
+            return confusion_posteriors(ann.vote_incidence(), log_conf,
                                         np.log(self.class_priors_))[0]

@@ -537,6 +537,9 @@ class FeatureFreeLIA(Params):
         if ann.n_annotators > len(self.weights_["competence_table"]):
             raise CrowdDataError(f"annotations name {ann.n_annotators} annotators; the model "
                                  f"knows {len(self.weights_['competence_table'])}")
+        if ann.n_classes > self.num_classes_:   # was numpy's IndexError from the E-step
+            raise CrowdDataError(f"annotations have {ann.n_classes} classes; the model has "
+                                 f"{self.num_classes_}")
         return e_step(self.weights_, ann, int(self.latent_dim))
 
     def predict_competence(self, items: Any = None, annotator_ids: Any = None,

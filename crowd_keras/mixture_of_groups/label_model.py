@@ -48,6 +48,7 @@ from ..aggregation.em import Block, EMLabelModel, Summary, run_em
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..arguments import check_count
+from ..codes import show
 from ..errors import CrowdDataError
 from ..numerics import (class_vote_counts, confusion_posteriors, label_profile_keys, safe_log,
                         soft_vote)
@@ -338,6 +339,13 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
             if t.shape != (new.n_items, new.n_classes):
                 raise CrowdDataError(f"item_posteriors must be (items={new.n_items}, classes="
                                      f"{new.n_classes}), got {t.shape}")
+            # a NaN or negative row made its annotators' memberships NaN, silently
+            bad = ~np.isfinite(t).all(axis=1) | (t < 0).any(axis=1)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise CrowdDataError(f"item_posteriors row {i} (item {show(new.item_ids[i])}) "
+                                     f"is not finite and non-negative: {t[i].tolist()} "
+                                     f"({int(bad.sum())} such rows)")
             return self._section34(new, t)
         return self._infer(new)[1]
 
