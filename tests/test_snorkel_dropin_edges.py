@@ -377,3 +377,25 @@ def test_an_argument_of_the_model_auto_did_not_fit_names_both_models(data):
     named = CrowdLabelModel(method="abstain_dawid_skene", anchor="votes").fit(
         L, progress_bar=False)
     assert named.label_model_.anchor == "votes"
+
+
+@pytest.mark.parametrize("method", ["auto", "dawid_skene", "majority_vote"])
+def test_a_function_that_never_voted_in_the_fit_does_not_move_new_predictions(method, tmp_path):
+    # Snorkel's LabelModel ignores a function without a vote in L_train when it votes in a
+    # new L (its parameters carry no information); the adapter read its votes through the
+    # model's prior guess of it, and the default model flipped rows on those votes alone
+    L, y = both_class_functions()
+    L[:, 4] = -1                                   # never votes in the fit
+    new = L.copy()
+    new[:, 4] = 1 - y                              # votes, always wrong, on new rows
+    snorkel = LabelModel(cardinality=2, verbose=False)
+    snorkel.fit(L, progress_bar=False, seed=0, n_epochs=200)
+    np.testing.assert_allclose(snorkel.predict_proba(new), snorkel.predict_proba(L), atol=1e-9)
+    fitted = CrowdLabelModel(cardinality=2, method=method).fit(L, progress_bar=False)
+    assert np.isnan(fitted.get_weights()[4])
+    np.testing.assert_array_equal(fitted.predict_proba(new), fitted.predict_proba(L))
+    np.testing.assert_array_equal(fitted.predict(new), fitted.predict(L))
+    fitted.save(tmp_path / "m.npz")
+    loaded = CrowdLabelModel().load(tmp_path / "m.npz")
+    np.testing.assert_allclose(loaded.predict_proba(new), fitted.predict_proba(L), atol=1e-12)
+    assert (new[:, 4] != -1).all()                 # the caller's array is left as it was

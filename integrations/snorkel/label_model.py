@@ -579,7 +579,9 @@ class CrowdLabelModel:
     def predict_proba(self, L: Any, features: Any = None) -> np.ndarray:
         """(n, cardinality) label distribution per row of ``L``; all-abstain rows stay in place
         and get the class balance (uniform unless ``class_balance`` or ``Y_dev`` was given), as
-        Snorkel's (with ``features``, the feature-aware model's answer)."""
+        Snorkel's (with ``features``, the feature-aware model's answer). A function that
+        never voted in the fitted data (weight NaN) is read as abstaining, as Snorkel ignores
+        it."""
         self._check_fitted()
         k = int(self.cardinality)
         if is_dask_array(L):  # a Dask array in, a Dask array out, chunk by chunk
@@ -591,6 +593,11 @@ class CrowdLabelModel:
         L = check_label_matrix(L, k, n_functions=self.n_functions_)
         if L.shape[0] == 0:
             return np.zeros((0, k))
+        silent = np.isnan(self.weights_)
+        if silent.any() and (L[:, silent] != -1).any():
+            # a function without a vote in the fitted data has no influence (as in Snorkel):
+            # its votes here are read as abstains, not through the model's prior guess of it
+            L = np.where(silent[None, :], -1, L)
         model = self.label_model_
         if features is not None:  # features inform rows without votes too
             return model.predict_proba(Annotations.from_label_matrix(L, cardinality=k),
