@@ -208,6 +208,8 @@ def test_a_csv_report_to_a_device_needs_a_place_for_the_json_report(tmp_path, ca
     (["label-studio", "aggregate", "{src}", "--annotators", "-"],
      "aggregate: error: argument --annotators: '-' (the standard output) cannot take the CSV "
      "report and the JSON report beside it"),
+    (["agree", "{src}", "--out", ""], "agree: error: argument --out: an empty path cannot take "
+                                      "a folder of report.html and report.json"),
 ])
 def test_a_dash_for_an_output_that_is_no_stream_is_refused(argv, words, tmp_path, monkeypatch,
                                                            capsys):

@@ -271,6 +271,7 @@ def test_a_mistyped_set_name_lists_the_sets(tmp_path):
 @pytest.mark.parametrize("answer_csv,match", [
     ("question,worker,answer\n1,a,yes\n", r"answer.csv, row 0: answer 'yes' of question 1 is not a class code"),
     ("question,worker,answer\n1,a,0\n2,a,1,5\n", r"answer.csv: not a CSV table"),
+    ("question,worker,answer\n", r"answer.csv: a header and no answers"),
 ])
 def test_truth_inference_errors_in_answers_name_the_file(tmp_path, answer_csv, match):
     (tmp_path / "answer.csv").write_text(answer_csv)

@@ -2022,6 +2022,12 @@ for name, call, pattern, exc in (
          TypeError),
         ("bootstrap-seed-text", lambda ag, rep, ann: ag.bootstrap_ci(ann, seed="a"),
          r"seed must be a non-negative int or None, got 'a'", ValueError),
+        ("bootstrap-seed-bool", lambda ag, rep, ann: ag.bootstrap_ci(ann, seed=True),
+         r"seed must be a non-negative int or None, got True", ValueError),
+        ("cohen-pairs-without-kappa", lambda ag, rep, ann: ag.cohen_kappa_matrix(
+            ann, pairs=ag.pairwise_kappas(ann).drop(columns="kappa")),
+         r"pairs must be a pairwise_kappas\(\) frame .* got DataFrame without the column\(s\) "
+         r"\['kappa'\]", TypeError),
         ("report-n_bootstrap-2.5", lambda ag, rep, ann: rep(ann, n_bootstrap=2.5),
          r"n_bootstrap must be an integer >= 0 .* got float 2.5", TypeError),
         ("cohen-pairs-a-list", lambda ag, rep, ann: ag.cohen_kappa_matrix(ann, pairs=[(0, 9)]),

@@ -92,6 +92,8 @@ def bootstrap_ci(annotations: Any, statistic: str = "alpha", *, level: str = "no
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap", 1)
     try:
+        if isinstance(seed, (bool, np.bool_)):   # numpy takes True for the seed 1
+            raise TypeError
         rng = np.random.default_rng(seed)
     except (TypeError, ValueError):
         raise ValueError(f"seed must be a non-negative int or None, got {seed!r}") from None

@@ -235,10 +235,13 @@ def _resolve_pairs(ann: Any, pairs: Any) -> tuple[pd.DataFrame, np.ndarray, np.n
         return _kappa_table(ann)
     if isinstance(pairs, tuple):
         return pairs
-    if not isinstance(pairs, pd.DataFrame) or not {"annotator_a", "annotator_b"} <= \
-            set(pairs.columns):
+    needed = ["annotator_a", "annotator_b", "kappa", "n_items"]   # the columns read here
+    missing = [c for c in needed if c not in getattr(pairs, "columns", ())]
+    if not isinstance(pairs, pd.DataFrame) or missing:
         raise TypeError(f"pairs must be a pairwise_kappas() frame (columns annotator_a, "
-                        f"annotator_b, ...), got {type(pairs).__name__}")
+                        f"annotator_b, ...), got {type(pairs).__name__}"
+                        + (f" without the column(s) {missing}"
+                           if isinstance(pairs, pd.DataFrame) else ""))
     idx = pd.Index(list(ann.annotator_ids))
     a, b = idx.get_indexer(pairs["annotator_a"]), idx.get_indexer(pairs["annotator_b"])
     bad = (a < 0) | (b < 0)

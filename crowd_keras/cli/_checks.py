@@ -56,12 +56,14 @@ def dash_stream(stream: str) -> Callable[[str], str]:
 
 def not_dash(what: str) -> Callable[[str], str]:
     """An argparse ``type=`` for an output that cannot be a stream (a folder, two files):
-    ``-`` is refused (it made a folder or file named ``-``)."""
+    ``-`` is refused (it made a folder or file named ``-``), and an empty path."""
 
     def parse(text: str) -> str:
         if text == "-":
             raise argparse.ArgumentTypeError(f"'-' (the standard output) cannot take {what}; "
                                              "give a path")
+        if not text.strip():   # else read as no output at all: nothing written, silently
+            raise argparse.ArgumentTypeError(f"an empty path cannot take {what}; give a path")
         return text
 
     parse.__name__ = "path"

@@ -277,6 +277,8 @@ def load_truth_inference(folder: PathLike, *, download: bool = True,
     if not (d / "answer.csv").exists():
         raise CrowdDataError(f"no answer.csv in {d}{_no_folder(d, TRUTH_INFERENCE_SETS)}")
     answers = _csv_columns(d / "answer.csv", ("question", "worker", "answer"))
+    if answers.empty:   # else a crowd of no items, without a word
+        raise CrowdDataError(f"{d / 'answer.csv'}: a header and no answers")
     truth = (_truth_codes(_csv_columns(d / "truth.csv", ("question", "truth")), d / "truth.csv")
              if (d / "truth.csv").exists() else None)
     items = pd.unique(pd.concat([answers["question"]] + ([truth["question"]] if truth is not None
