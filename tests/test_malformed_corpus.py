@@ -917,6 +917,8 @@ def _wrench(text):
 
 case("files", "wrench-broken-json", _wrench('{"0": {"weak_labels": [0, -1], "label": 1'),
      error(r"train.json: a WRENCH split is not valid JSON"))
+case("files", "wrench-no-records", _wrench('{}'),
+     error(r"train.json: a WRENCH split with no records"))
 case("files", "wrench-record-without-label", _wrench('{"0": {"weak_labels": [0, -1]}}'),
      error(r"train.json: a WRENCH split maps ids to records holding 'weak_labels' and 'label'"))
 case("files", "wrench-ragged-votes",

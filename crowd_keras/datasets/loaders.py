@@ -425,6 +425,8 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
         raise CrowdDataError(f"{path}: a WRENCH split maps ids to records holding "
                              "'weak_labels' and 'label'")
     rows = list(records.values())
+    if not rows:   # else L of shape (0,), not (0, functions): a split of nothing
+        raise CrowdDataError(f"{path}: a WRENCH split with no records")
     try:
         # no dtype here: a cast would turn 0.5 into 0 and "1" into 1 without a word
         L = np.array([r["weak_labels"] for r in rows])
@@ -435,8 +437,8 @@ def load_wrench(folder: PathLike, split: str = "train", *, download: bool = True
     mixed_bool = L is not None and L.dtype.kind in "iuf" and (
         any(type(r["label"]) is bool for r in rows)
         or any(type(v) is bool for r in rows for v in r["weak_labels"]))
-    if rows and (mixed_bool or L is None or L.ndim != 2 or L.dtype.kind not in "iuf" or y.ndim != 1
-                 or y.dtype.kind not in "iuf"):
+    if (mixed_bool or L is None or L.ndim != 2 or L.dtype.kind not in "iuf" or y.ndim != 1
+            or y.dtype.kind not in "iuf"):
         # a list as label would be read as a column of y, a bool as a code
         raise CrowdDataError(_first_bad_record(path, records))
     label_path = d / "label.json"
