@@ -241,7 +241,7 @@ def _open_quote(path: str, sep: str) -> str:
     """The line of the record whose quote is never closed (error path: the last record, which
     runs to the end of the file)."""
     first = None
-    for first, _, blank in _records(path, sep):
+    for first, _, _ in _records(path, sep):
         pass
     return (f"line {first}: a field starts with a quote (\") that is never closed, so the "
             "rest of the file would be one value; close the quote, or quote the whole value "

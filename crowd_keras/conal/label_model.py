@@ -24,7 +24,7 @@ from ..aggregation.em import Block, EMLabelModel, Summary
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..arguments import check_number
-from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows
+from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows, safe_log
 
 __all__ = ["CommonNoiseModel"]
 
@@ -173,9 +173,8 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         # smoothing=0: an unlabelled class has ρ = 0, and a label nobody gave in the fit has
-        # π = 0 under every class; log π is floored (as Dawid-Skene's), else an item given
-        # that label (new annotations) had no finite score, a NaN row: it favours no class
+        # π = 0 under every class; log π is floored, else an item given that label (new
+        # annotations) had no finite score, a NaN row: it favours no class
         with np.errstate(divide="ignore"):
-            log_conf = np.maximum(np.log(self.confusion_matrices_), np.log(1e-300))
-            return confusion_posteriors(ann.vote_incidence(), log_conf,
+            return confusion_posteriors(ann.vote_incidence(), safe_log(self.confusion_matrices_),
                                         np.log(self.class_priors_))[0]

@@ -249,11 +249,11 @@ def simulate_crowd(n_items: int = 1000, n_classes: int = 4, n_annotators: int = 
             raise CrowdDataError(f"groups must be a sequence of dicts with a number "
                                  f"'probability' and 'accuracy' a number or None, got "
                                  f"{bad[0] if bad else groups!r}")
-        unknown = [(g, sorted(set(g) - set(_GROUP_KEYS), key=str)) for g in spec]
-        unknown = [(g, keys) for g, keys in unknown if keys]
-        if unknown:   # a misspelt 'accuracy' made the group spammers (accuracy missing: None)
-            raise CrowdDataError(f"groups: unknown key(s) {unknown[0][1]} in group "
-                                 f"{unknown[0][0]!r}; a group has the keys {_GROUP_KEYS}")
+        odd = next((g for g in spec if set(g) - set(_GROUP_KEYS)), None)
+        if odd is not None:   # a misspelt 'accuracy' made the group spammers (accuracy None)
+            raise CrowdDataError(f"groups: unknown key(s) "
+                                 f"{sorted(set(odd) - set(_GROUP_KEYS), key=str)} in group "
+                                 f"{odd!r}; a group has the keys {_GROUP_KEYS}")
         p = np.array([g["probability"] for g in spec], dtype=float)
         accs = [g.get("accuracy") for g in spec]
         if not len(p) or not np.isfinite(p).all() or (p < 0).any() or not p.sum() > 0 or any(
