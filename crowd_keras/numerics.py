@@ -6,7 +6,9 @@ annotators and ``K`` for classes.
 """
 from __future__ import annotations
 
-from typing import Optional
+import os
+import threading
+from typing import Callable, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,7 +20,8 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "class_vote_counts", "confusion_posteriors", "row_order", "distinct_keys", "GOLDEN64",
            "mix64",
            "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints",
-           "ranks_within", "draw_seed", "keyed_uniforms", "keyed_choice"]
+           "ranks_within", "draw_seed", "keyed_uniforms", "keyed_choice", "thread_count",
+           "in_row_blocks", "sparse_dot"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -31,6 +34,117 @@ LOG_TINY = -745.0
 GOLDEN64 = np.uint64(0x9E3779B97F4A7C15)
 
 _SOFTMAX_BLOCK = 1 << 16   # values per block of softmax_rows (its arrays stay in the L2 cache)
+#: below this many values (softmax) or multiply-adds (sparse products) a call stays on one
+#: thread: starting threads costs more than it saves
+_PARALLEL_WORK = 1 << 22
+_MAX_THREADS = 8
+
+
+def thread_count() -> int:
+    """Threads of the row-parallel kernels (:func:`softmax_rows`, :func:`sparse_dot`):
+    ``CROWD_KERAS_THREADS`` when set (1: one thread), else the cores this process may use,
+    at most 8."""
+    value = os.environ.get("CROWD_KERAS_THREADS", "").strip()
+    if value:
+        try:
+            count = int(value)
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise ValueError(f"CROWD_KERAS_THREADS must be a positive integer, got {value!r}")
+        return count
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:                       # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, _MAX_THREADS))
+
+
+def in_row_blocks(bounds: np.ndarray, task: Callable[[int, int], None]) -> None:
+    """``task(bounds[t], bounds[t + 1])`` for every t, each on its own thread (the last on
+    the calling one); the first error is raised once all have ended.
+
+    The kernels' work is numpy and scipy calls that release the GIL, and each block writes
+    its own rows, so the blocks run in parallel and change no bit of the result."""
+    spans = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    if len(spans) <= 1:
+        for lo, hi in spans:
+            task(lo, hi)
+        return
+    errors: list = []
+
+    def run(lo: int, hi: int) -> None:
+        try:
+            task(lo, hi)
+        except BaseException as error:           # re-raised in the calling thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=span, daemon=True) for span in spans[:-1]]
+    for thread in threads:
+        thread.start()
+    run(*spans[-1])
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _balanced_bounds(pointers: np.ndarray, parts: int) -> np.ndarray:
+    """Cuts of ``len(pointers) - 1`` rows into ``parts`` runs of about equal stored entries
+    (``pointers``: a compressed matrix's indptr)."""
+    targets = np.linspace(0, pointers[-1], parts + 1)[1:-1]
+    cuts = np.searchsorted(pointers, targets)
+    return np.unique(np.r_[0, cuts, len(pointers) - 1])
+
+
+def _compressed_part(matrix: sp.spmatrix, lo: int, hi: int) -> sp.spmatrix:
+    """Rows (CSR) or columns (CSC) ``lo:hi`` of ``matrix``, its arrays' views (no copy of
+    the stored entries, which slicing makes)."""
+    start, stop = matrix.indptr[lo], matrix.indptr[hi]
+    arrays = (matrix.data[start:stop], matrix.indices[start:stop],
+              matrix.indptr[lo:hi + 1] - start)
+    if matrix.format == "csr":
+        return sp.csr_matrix(arrays, shape=(hi - lo, matrix.shape[1]), copy=False)
+    return sp.csc_matrix(arrays, shape=(matrix.shape[0], hi - lo), copy=False)
+
+
+def sparse_dot(matrix: sp.spmatrix, dense: np.ndarray) -> np.ndarray:
+    """``matrix @ dense`` as a dense array: (n, m) sparse times (m, c) dense, (n, c).
+
+    Large products run on :func:`thread_count` threads: a CSR ``matrix`` in blocks of rows
+    (each writes its own rows of the result: the same bits as one thread); a CSC one (the
+    vote incidences' transposed views, which read ``dense`` row by row) in blocks of
+    columns whose partial results are added (sums in another order: equal to rounding).
+    Products under about four million multiply-adds, and other formats, stay on one thread.
+    """
+    dense = np.asarray(dense)
+    threads = thread_count()
+    width = 1 if dense.ndim == 1 else dense.shape[1]
+    if (threads == 1 or matrix.nnz * width < _PARALLEL_WORK
+            or matrix.format not in ("csr", "csc")):
+        return np.asarray(matrix @ dense)
+    bounds = _balanced_bounds(matrix.indptr, threads)
+    shape = (matrix.shape[0],) + dense.shape[1:]
+    dtype = np.result_type(matrix.dtype, dense.dtype)
+    if matrix.format == "csr":
+        out = np.empty(shape, dtype=dtype)
+
+        def rows(lo: int, hi: int) -> None:
+            out[lo:hi] = _compressed_part(matrix, lo, hi) @ dense
+
+        in_row_blocks(bounds, rows)
+        return out
+    parts: dict = {}                               # by first column
+
+    def columns(lo: int, hi: int) -> None:
+        parts[lo] = np.asarray(_compressed_part(matrix, lo, hi) @ dense[lo:hi])
+
+    in_row_blocks(bounds, columns)
+    first, *rest = sorted(parts)
+    out = parts[first]
+    for lo in rest:                                # the blocks' order: the same sum each run
+        out += parts[lo]
+    return out
 
 
 def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None,
@@ -65,6 +179,21 @@ def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None,
     if out is None:
         out = np.empty((n, k))
     lse = np.empty(n)
+    threads = thread_count()
+    if threads > 1 and n * k >= _PARALLEL_WORK:
+        # rows are computed alone: blocks of rows on threads change no bit
+        def rows(lo: int, hi: int) -> None:
+            _softmax_rows_serial(logits[lo:hi], out[lo:hi], offset, shift, lse[lo:hi])
+
+        in_row_blocks(np.linspace(0, n, threads + 1).astype(np.int64), rows)
+        return out, lse
+    return _softmax_rows_serial(logits, out, offset, shift, lse)
+
+
+def _softmax_rows_serial(logits: np.ndarray, out: np.ndarray, offset: Optional[np.ndarray],
+                         shift: bool, lse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`softmax_rows` on one thread, into ``out`` and ``lse``."""
+    n, k = logits.shape
     block = max(_SOFTMAX_BLOCK // max(k, 1), 1024)
     if not shift:
         return _softmax_rows_unshifted(logits, out, offset, lse, block)
@@ -178,7 +307,7 @@ def class_vote_counts(XT: sp.spmatrix, post: np.ndarray, n_annotators: int) -> n
     class) only: one sparse product, O(annotations × K). Rows = true class (a view).
     """
     k = post.shape[1]
-    return np.asarray(XT @ post).reshape(int(n_annotators), k, k).transpose(0, 2, 1)
+    return sparse_dot(XT, post).reshape(int(n_annotators), k, k).transpose(0, 2, 1)
 
 
 def confusion_posteriors(X: sp.csr_matrix, log_conf: np.ndarray, log_prior: np.ndarray
@@ -190,7 +319,7 @@ def confusion_posteriors(X: sp.csr_matrix, log_conf: np.ndarray, log_prior: np.n
     (I, K). One sparse product, O(annotations × K).
     """
     k = log_conf.shape[-1]
-    logits = np.asarray(X @ log_conf.transpose(0, 2, 1).reshape(-1, k))
+    logits = sparse_dot(X, log_conf.transpose(0, 2, 1).reshape(-1, k))
     logits += log_prior
     return softmax_rows(logits, out=logits)
 

@@ -355,3 +355,21 @@ def test_confusion_expectations_reuse_the_prior_on_rows_nobody_gave(empty_rows):
     np.testing.assert_array_equal(mu, want)
     np.testing.assert_allclose(expected, digamma(want) - digamma(want.sum(1, keepdims=True)),
                                rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["dawid_skene", "ibcc", "ebcc", "bwa"])
+def test_fits_on_threads_equal_the_one_thread_fit(monkeypatch, name):
+    """Large products and softmaxes run on threads (crowd_keras.numerics): the same labels,
+    and posteriors within rounding of the one-thread fit (the transposed products' column
+    blocks add up in another order)."""
+    from crowd_keras import numerics
+    monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)             # every call on threads
+    ann = simulate_crowd(n_items=600, n_classes=3, n_annotators=25, annotations_per_item=4,
+                         seed=5).annotations
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "1")
+    serial = get_label_model(name).fit(ann)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "2")
+    threaded = get_label_model(name).fit(ann)
+    assert serial.n_iter_ == threaded.n_iter_
+    np.testing.assert_allclose(threaded.posteriors_, serial.posteriors_, rtol=0, atol=1e-9)
+    assert np.array_equal(threaded.predict(ann), serial.predict(ann))

@@ -118,3 +118,71 @@ def test_stored_rows_names_the_row_of_each_stored_entry_empty_rows_included():
     np.testing.assert_array_equal(numerics.stored_rows(matrix, 0, matrix.nnz), rows_of_entries)
     np.testing.assert_array_equal(numerics.stored_rows(matrix, 2, 4), rows_of_entries[2:4])
     assert numerics.stored_rows(matrix, 3, 3).shape == (0,)
+
+
+# ------------------------------------------------------------------ row-parallel kernels
+def test_thread_count_reads_its_variable_and_refuses_nonsense(monkeypatch):
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "3")
+    assert numerics.thread_count() == 3
+    monkeypatch.delenv("CROWD_KERAS_THREADS")
+    assert 1 <= numerics.thread_count() <= 8
+    for bad in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv("CROWD_KERAS_THREADS", bad)
+        with pytest.raises(ValueError, match=f"CROWD_KERAS_THREADS.*{bad!r}"):
+            numerics.thread_count()
+
+
+def test_in_row_blocks_runs_every_block_once_and_raises_a_blocks_error():
+    seen = []
+    numerics.in_row_blocks(np.array([0, 3, 3, 7, 10]), lambda lo, hi: seen.append((lo, hi)))
+    assert sorted(seen) == [(0, 3), (3, 7), (7, 10)]               # the empty block skipped
+
+    def task(lo, hi):
+        if lo == 0:
+            raise KeyError("block 0")
+
+    with pytest.raises(KeyError, match="block 0"):
+        numerics.in_row_blocks(np.array([0, 5, 10]), task)
+
+
+def _incidence(n_rows: int, n_cols: int, per_row: int, seed: int = 0):
+    """Rows 100-199 hold nothing."""
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.r_[0:100, 200:n_rows], per_row)
+    return numerics.incidence_matrix(rows, rng.integers(0, n_cols, len(rows)),
+                                     (n_rows, n_cols), rng.random(len(rows)))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_sparse_dot_on_threads_equals_one_thread(monkeypatch, threads):
+    """Rows of a CSR product on threads: the same bits; a CSC product's column blocks add
+    up to the same sums within rounding; vectors, empty rows and other formats are taken."""
+    monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)
+    X = _incidence(5000, 300, 4)
+    dense = np.random.default_rng(1).normal(size=(300, 7))
+    serial = np.asarray(X @ dense)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", str(threads))
+    assert np.array_equal(numerics.sparse_dot(X, dense), serial)
+    assert np.array_equal(numerics.sparse_dot(X, dense[:, 0]), np.asarray(X @ dense[:, 0]))
+    items = np.random.default_rng(2).normal(size=(5000, 7))
+    np.testing.assert_allclose(numerics.sparse_dot(X.T, items), np.asarray(X.T @ items),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(numerics.sparse_dot(X.tocoo(), dense), serial, rtol=0, atol=0)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "1")
+    assert np.array_equal(numerics.sparse_dot(X, dense), serial)
+
+
+@pytest.mark.parametrize("shift", [True, False])
+def test_softmax_rows_on_threads_changes_no_bit(monkeypatch, shift):
+    monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "1")
+    logits = np.random.default_rng(3).normal(scale=20.0, size=(9001, 6))
+    logits[::5, 2:] = -np.inf
+    offset = np.linspace(-1.0, 1.0, 6)
+    serial = softmax_rows(logits, offset=offset, shift=shift)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "2")
+    parallel = softmax_rows(logits, offset=offset, shift=shift)
+    assert all(np.array_equal(a, b) for a, b in zip(serial, parallel))
+    same = logits.copy()
+    assert softmax_rows(same, out=same, offset=offset, shift=shift)[0] is same
+    assert np.array_equal(same, serial[0])

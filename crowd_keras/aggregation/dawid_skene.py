@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, softmax_rows
+from ..numerics import normalize_rows, softmax_rows, sparse_dot
 from .base import check_prior, check_start
 from .em import Block, EMLabelModel, Summary
 from .labeling_functions import LabelingFunctionFallback
@@ -32,7 +32,7 @@ def sufficient_statistics(XT: sp.spmatrix, post: np.ndarray) -> tuple[np.ndarray
         ``(counts, class_mass)``: counts (A·K, K), ``counts[a·K + l, t]`` = expected number of
         times annotator a said l when the truth was t; class_mass (K,) = Σ_i post_i.
     """
-    return np.asarray(XT @ post), post.sum(axis=0)
+    return sparse_dot(XT, post), post.sum(axis=0)
 
 
 STRUCTURES = ("full", "one_coin")
@@ -148,7 +148,7 @@ def e_step(X: sp.csr_matrix, log_pi: np.ndarray, prior: np.ndarray,
     k = prior.shape[0]
     # W[(a, l), t] = log π_a[t, l]
     weights = np.maximum(log_pi.transpose(0, 2, 1).reshape(-1, k), np.log(1e-300))
-    logits = X @ weights
+    logits = sparse_dot(X, weights)
     log_prior = np.log(np.maximum(prior, 1e-300))
     if item_log_prior is None:
         # added inside the softmax's blocks, in the order above: no pass of its own

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...annotations import Annotations
-from ...numerics import normalize_rows, stored_rows
+from ...numerics import normalize_rows, sparse_dot, stored_rows
 from ..classifier_prior import fitted_classifier_log_prior
 from ..em import Block, Summary
 from .base import BayesianLabelModel, check_positive
@@ -47,7 +47,7 @@ def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
         (the class means' denominator).
     """
     k = scores.shape[1]
-    products = np.asarray(block.XT @ np.concatenate([scores, scores * scores], axis=1))
+    products = sparse_dot(block.XT, np.concatenate([scores, scores * scores], axis=1))
     spread = block.memo(("bwa vote spread", k), lambda: vote_spread(block.label_counts(k)))
     return products, scores.sum(axis=0), spread, scores.shape[0]
 
@@ -104,7 +104,7 @@ def bwa_e_step(X: sp.csr_matrix, weights: np.ndarray, mean: np.ndarray, lambda_:
     k = mean.shape[0]
     # in (K, I) layout: numpy steps an (I, K) array of few classes row by row, the more so
     # with the (K,) means broadcast along that short axis (the same numbers either way)
-    sums = (X @ weights).T
+    sums = sparse_dot(X, weights).T
     agree, total = np.ascontiguousarray(sums[:k]), np.ascontiguousarray(sums[k:])
     means = mean[:, None]
     scores = (lambda_ * means + agree) / (lambda_ + total)

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from ...arguments import check_count, check_number
 from ...errors import CrowdDataError
 from ...numerics import (GOLDEN64, id_keys, label_profile_keys, mix64, softmax_rows,
-                          stored_rows)
+                          sparse_dot, stored_rows)
 from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
@@ -115,7 +115,7 @@ def ebcc_statistics(XT: sp.spmatrix, values: np.ndarray, active: np.ndarray,
     # the column sums as a matrix-vector product: one streaming pass over q (a reduction
     # over axis 0 of an (I, S) array steps row by row)
     mass = np.ones(values.shape[0]) @ values
-    return SubtypeStatistics(np.asarray(XT @ values), mass, prior_mass, active)
+    return SubtypeStatistics(sparse_dot(XT, values), mass, prior_mass, active)
 
 
 def vote_share_totals(block: Block, vote_shares: np.ndarray) -> np.ndarray:
@@ -169,7 +169,7 @@ def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray, live: np.
     """``q(z, g)`` on the live subtypes, ``(values (I, S), live)``, and the summed log
     normaliser ``Σ_i log Σ_{k,m} exp(score_ikm)``; ``item_log_prior`` (I, K) is added to
     every subtype of its class."""
-    logits = X @ log_v
+    logits = sparse_dot(X, log_v)
     if item_log_prior is not None:
         logits += item_log_prior[:, live // n_groups]
     # wide rows (S columns): exponentiated without their maximum (rows out of range redone)

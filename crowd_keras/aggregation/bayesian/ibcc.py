@@ -23,7 +23,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from ...numerics import softmax_rows
+from ...numerics import softmax_rows, sparse_dot
 from ..dawid_skene import sufficient_statistics
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, expected_log_confusions,
@@ -61,7 +61,7 @@ def ibcc_e_step(X: sp.csr_matrix, log_tau: np.ndarray, log_v: np.ndarray,
     ``score_ik = E[log τ_k] + Σ_{a: y_ia = l} E[log v_akl]`` (+ ``item_log_prior``): one sparse
     product of the (I, A·K) vote incidence with ``log_v`` (A·K, K).
     """
-    logits = X @ log_v
+    logits = sparse_dot(X, log_v)
     if item_log_prior is None:
         # E[log τ] added inside the softmax's blocks: no pass of its own
         post, log_norm = softmax_rows(logits, out=logits, offset=log_tau)
