@@ -35,7 +35,8 @@ import scipy.sparse as sp
 from ..annotations import Annotations
 from ..arguments import check_number
 from ..errors import CrowdDataError
-from ..numerics import class_vote_counts, normalize_rows, softmax_rows, top_classes
+from ..numerics import (class_vote_counts, normalize_rows, softmax_rows, sparse_dot,
+                        top_classes)
 from .base import check_prior, partitioned_report
 from .em import Block, EMLabelModel, Summary, run_em
 from .regime import one_class_share
@@ -403,7 +404,7 @@ class AbstainAwareDawidSkene(EMLabelModel):
             votes = np.bincount(block.X.indices, minlength=block.X.shape[1])
             p, d, evidence = two_class_e_step(block.X, state.W, state.const, votes)
             return AbstainLatent(p, d, None, block, state), evidence
-        logits = np.asarray(block.X @ state.W)
+        logits = sparse_dot(block.X, state.W)
         logits += state.const
         block.with_log_prior(logits)
         post, log_norm = softmax_rows(logits, out=logits)

@@ -29,7 +29,7 @@ from ..aggregation.base import LabelModel, check_settings
 from ..aggregation.dawid_skene import m_step, sufficient_statistics
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import normalize_rows
+from ..numerics import normalize_rows, sparse_dot
 from .annotations import SequenceAnnotations
 from .quality import annotator_quality
 
@@ -98,7 +98,7 @@ def emission_loglik(X: sp.csr_matrix, log_pi: np.ndarray) -> np.ndarray:
     """(T, K): ``e_t(z) = Σ_{annotations (t, w, l)} log π_w[z, l]``, one sparse product with
     the (T, W·K) vote incidence ``X`` (the log-likelihood of a token's labels given its tag)."""
     k = log_pi.shape[1]
-    return np.asarray(X @ log_pi.transpose(0, 2, 1).reshape(-1, k))
+    return sparse_dot(X, log_pi.transpose(0, 2, 1).reshape(-1, k))
 
 
 def token_log_prior(token_prior: Any, n_tokens: int, k: int) -> Optional[tuple]:

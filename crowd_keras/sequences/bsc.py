@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..numerics import normalize_rows, soft_vote
+from ..numerics import normalize_rows, soft_vote, sparse_dot
 from ..progress import Convergence
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel
@@ -84,7 +84,7 @@ class SequentialAnnotatorHMM(SequenceLabelModel):
         self.progress = progress
 
     def _m_step(self, XT: sp.spmatrix, post: np.ndarray, k: int) -> tuple:
-        counts = np.asarray(XT @ post).reshape(-1, k, k, k)        # (W, prev, y, z)
+        counts = sparse_dot(XT, post).reshape(-1, k, k, k)        # (W, prev, y, z)
         counts = counts.transpose(0, 3, 1, 2)                      # (W, z, prev, y)
         pooled = normalize_rows(counts.sum(0) + self.smoothing)    # (z, prev, y)
         pi = normalize_rows(counts + self.prior_strength * pooled[None] + self.smoothing)
@@ -94,7 +94,7 @@ class SequentialAnnotatorHMM(SequenceLabelModel):
     def _emission(X: sp.csr_matrix, log_pi: np.ndarray) -> np.ndarray:
         k = log_pi.shape[1]
         # column (w, prev, y) of X meets row (w, prev, y) of log π as (·, z)
-        return np.asarray(X @ log_pi.transpose(0, 2, 3, 1).reshape(-1, k))
+        return sparse_dot(X, log_pi.transpose(0, 2, 3, 1).reshape(-1, k))
 
     def fit(self, sequences: SequenceAnnotations, token_prior: Any = None
             ) -> "SequentialAnnotatorHMM":

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import CrowdDataError
-from ..numerics import normalize_rows, softmax_rows
+from ..numerics import normalize_rows, softmax_rows, sparse_dot
 from ..progress import Convergence
 from .annotations import SequenceAnnotations
 from .base import SequenceLabelModel, emission_loglik, prior_logits, token_log_prior
@@ -117,13 +117,13 @@ class AbstainDawidSkene(SequenceLabelModel):
         loop = Convergence(self.max_iter, self.tol, "abstain-aware Dawid-Skene EM",
                            self.progress, relative=True)
         for _ in loop:
-            counts = np.asarray(XT @ post).reshape(n_src, ko, k).transpose(0, 2, 1)
+            counts = sparse_dot(XT, post).reshape(n_src, ko, k).transpose(0, 2, 1)
             pooled = normalize_rows(counts[human].sum(0) + self.smoothing)      # (K, K+1)
             counts = counts + self.smoothing
             counts[human] += self.prior_strength * pooled
             log_pi = np.log(normalize_rows(counts))                              # (S, K, K+1)
             rho = normalize_rows(post.sum(0) + self.smoothing)
-            em = np.asarray(X @ log_pi.transpose(0, 2, 1).reshape(-1, k))
+            em = sparse_dot(X, log_pi.transpose(0, 2, 1).reshape(-1, k))
             logits = em + np.log(rho)
             if prior_rows is not None:
                 logits[prior_rows[1]] = em[prior_rows[1]] + prior_rows[0]
