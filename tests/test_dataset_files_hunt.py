@@ -145,6 +145,16 @@ def test_labelme_features_of_another_width_or_shape_are_refused(labelme):
         load_labelme(folder)
 
 
+def test_labelme_features_not_finite_are_refused_by_row_and_feature(labelme):
+    src, folder = labelme
+    valid = np.load(src / "LabelMe_VGG_avg_valid.npy").copy()
+    valid[7, 3] = np.nan
+    _labelme_files(src, folder, valid=valid)
+    with pytest.raises(CrowdDataError, match=r"LabelMe_VGG_avg_valid.npy: row 7, feature 3 is "
+                                             r"nan, not a finite number"):
+        load_labelme(folder)
+
+
 def test_labelme_class_named_twice_names_classes_txt(labelme):
     src, folder = labelme
     _labelme_files(src, folder, classes=b"highway\n" * 8)

@@ -88,14 +88,18 @@ def _check_rows(path: Path, table: np.ndarray, other: Path, n_rows: int) -> None
 
 
 def _check_features(path: Path, x: np.ndarray, train: np.ndarray, train_path: Path) -> None:
-    """``x`` is (items, features) with the training split's width: another shape would reach
-    a classifier as other inputs than those it was trained on."""
+    """``x`` is (items, features) with the training split's width, every value finite: another
+    shape would reach a classifier as other inputs than those it was trained on."""
     if x.ndim != 2:
         raise CrowdDataError(f"{path}: features of shape {x.shape}; expected a 2-d array "
                              "(items, features)")
     if x.shape[1] != train.shape[1]:
         raise CrowdDataError(f"{path}: {x.shape[1]} features per item, but {train_path} has "
                              f"{train.shape[1]}")
+    if not np.isfinite(x).all():   # a NaN would reach training unseen
+        r, c = (int(i) for i in np.argwhere(~np.isfinite(x))[0])
+        raise CrowdDataError(f"{path}: row {r}, feature {c} is {show(x[r, c])}, not a finite "
+                             "number")
 
 
 def _check_codes(path: Path, codes: np.ndarray, classes: list,
