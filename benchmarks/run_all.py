@@ -106,6 +106,9 @@ def machine_report() -> list:
             versions.append(f"{name} (not installed)")
     lines.append("- packages: " + ", ".join(versions))
     lines.append(f"- GPU: {gpu_report()}")
+    from crowd_keras.numerics import thread_count   # the environment the run sees
+    lines.append(f"- label-model threads: {thread_count()} (CROWD_KERAS_THREADS, else "
+                 "OMP_NUM_THREADS, else the cores up to 8)")
     return lines
 
 

@@ -42,8 +42,10 @@ _MAX_THREADS = 8
 
 def thread_count() -> int:
     """Threads of the row-parallel kernels (:func:`softmax_rows`, :func:`sparse_dot`):
-    ``CROWD_KERAS_THREADS`` when set (1: one thread), else the cores this process may use,
-    at most 8."""
+    ``CROWD_KERAS_THREADS`` when set (1: one thread); else ``OMP_NUM_THREADS`` when it
+    starts with a positive integer (as numexpr and BLAS read it: Dask's workers set it to 1,
+    so that their threads do not each start more); else the cores this process may use, at
+    most 8."""
     value = os.environ.get("CROWD_KERAS_THREADS", "").strip()
     if value:
         try:
@@ -53,6 +55,9 @@ def thread_count() -> int:
         if count < 1:
             raise ValueError(f"CROWD_KERAS_THREADS must be a positive integer, got {value!r}")
         return count
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if omp.isdigit() and int(omp) > 0:          # another library's setting: never an error
+        return int(omp)
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:                       # not on Linux

@@ -122,10 +122,16 @@ def test_stored_rows_names_the_row_of_each_stored_entry_empty_rows_included():
 
 # ------------------------------------------------------------------ row-parallel kernels
 def test_thread_count_reads_its_variable_and_refuses_nonsense(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("CROWD_KERAS_THREADS", "3")
-    assert numerics.thread_count() == 3
+    assert numerics.thread_count() == 3                  # ours first
     monkeypatch.delenv("CROWD_KERAS_THREADS")
-    assert 1 <= numerics.thread_count() <= 8
+    assert numerics.thread_count() == 1                  # then OpenMP's (Dask's workers: 1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "5,2")         # nested levels: the outer one
+    assert numerics.thread_count() == 5
+    for other in ("", "junk", "0"):                      # not ours to refuse: the cores
+        monkeypatch.setenv("OMP_NUM_THREADS", other)
+        assert 1 <= numerics.thread_count() <= 8
     for bad in ("0", "-2", "two", "1.5"):
         monkeypatch.setenv("CROWD_KERAS_THREADS", bad)
         with pytest.raises(ValueError, match=f"CROWD_KERAS_THREADS.*{bad!r}"):
