@@ -21,7 +21,7 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "mix64",
            "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints",
            "ranks_within", "draw_seed", "keyed_uniforms", "keyed_choice", "thread_count",
-           "in_row_blocks", "sparse_dot"]
+           "in_row_blocks", "sparse_dot", "elementwise"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -37,6 +37,8 @@ _SOFTMAX_BLOCK = 1 << 16   # values per block of softmax_rows (its arrays stay i
 #: below this many values (softmax) or multiply-adds (sparse products) a call stays on one
 #: thread: starting threads costs more than it saves
 _PARALLEL_WORK = 1 << 22
+#: special functions (digamma: tens of ns a value) go on threads from this many values
+_PARALLEL_VALUES = 1 << 16
 _MAX_THREADS = 8
 
 
@@ -149,6 +151,27 @@ def sparse_dot(matrix: sp.spmatrix, dense: np.ndarray) -> np.ndarray:
     out = parts[first]
     for lo in rest:                                # the blocks' order: the same sum each run
         out += parts[lo]
+    return out
+
+
+def elementwise(ufunc: Callable, values: np.ndarray) -> np.ndarray:
+    """``ufunc(values)`` (a numpy ufunc, such as ``scipy.special.digamma``: the M-steps'
+    costliest operation on large crowds), in blocks of values on :func:`thread_count`
+    threads once there are more than about 65,000 of them: every value is computed alone,
+    so the blocks change no bit. Returns a new array of ``values``' shape (float64 values
+    only go on threads; others get ``ufunc(values)`` as it is)."""
+    values = np.asarray(values)
+    threads = thread_count()
+    if threads == 1 or values.size < _PARALLEL_VALUES or values.dtype != np.float64:
+        return ufunc(values)
+    values = np.ascontiguousarray(values)
+    out = np.empty_like(values)
+    flat_in, flat_out = values.reshape(-1), out.reshape(-1)
+
+    def block(lo: int, hi: int) -> None:
+        ufunc(flat_in[lo:hi], out=flat_out[lo:hi])
+
+    in_row_blocks(np.linspace(0, values.size, threads + 1).astype(np.int64), block)
     return out
 
 

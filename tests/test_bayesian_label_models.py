@@ -364,6 +364,7 @@ def test_fits_on_threads_equal_the_one_thread_fit(monkeypatch, name):
     blocks add up in another order)."""
     from crowd_keras import numerics
     monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)             # every call on threads
+    monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
     ann = simulate_crowd(n_items=600, n_classes=3, n_annotators=25, annotations_per_item=4,
                          seed=5).annotations
     monkeypatch.setenv("CROWD_KERAS_THREADS", "1")

@@ -192,3 +192,19 @@ def test_softmax_rows_on_threads_changes_no_bit(monkeypatch, shift):
     same = logits.copy()
     assert softmax_rows(same, out=same, offset=offset, shift=shift)[0] is same
     assert np.array_equal(same, serial[0])
+
+
+def test_elementwise_on_threads_changes_no_bit(monkeypatch):
+    """Blocks of values on threads give the ufunc's own bits, in the input's shape (a
+    transposed view in); other dtypes and small inputs are the ufunc's call as it is."""
+    from scipy.special import digamma
+    monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "3")
+    values = np.random.default_rng(4).gamma(0.5, 4.0, size=(301, 7, 5)) + 1e-3
+    expected = digamma(values)
+    got = numerics.elementwise(digamma, values)
+    assert got.shape == values.shape and np.array_equal(got, expected)
+    view = values.transpose(2, 0, 1)
+    assert np.array_equal(numerics.elementwise(digamma, view), digamma(view))
+    single = values.astype(np.float32)
+    assert numerics.elementwise(digamma, single).dtype == digamma(single).dtype

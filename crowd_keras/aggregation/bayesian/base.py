@@ -9,6 +9,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ...annotations import Annotations
+from ...numerics import elementwise
 from ..em import Block, EMLabelModel, Summary
 from ..labeling_functions import LabelingFunctionFallback
 
@@ -26,7 +27,7 @@ def confusion_prior(n_classes: int, a_v: float, b_v: float) -> np.ndarray:
 def expected_log_dirichlet(concentration: np.ndarray, axis: int) -> np.ndarray:
     """``E[log θ] = ψ(α) − ψ(Σ α)`` of Dirichlet(α) distributions along ``axis`` (the
     mean-field expectation that replaces ``log θ`` in every VB update)."""
-    expected = digamma(concentration)
+    expected = elementwise(digamma, concentration)
     expected -= digamma(concentration.sum(axis=axis, keepdims=True))
     return expected
 
@@ -47,7 +48,7 @@ def expected_log_confusions(counts: np.ndarray, prior: np.ndarray) -> Tuple[np.n
         return mu, expected_log_dirichlet(mu, axis=1)
     expected = np.empty_like(mu)
     expected[...] = digamma(prior)[None]
-    expected[seen] = digamma(mu[seen])
+    expected[seen] = elementwise(digamma, mu[seen])
     expected -= digamma(mu.sum(axis=1, keepdims=True))
     return mu, expected
 
