@@ -43,11 +43,11 @@ _MAX_THREADS = 8
 
 
 def thread_count() -> int:
-    """Threads of the row-parallel kernels (:func:`softmax_rows`, :func:`sparse_dot`):
-    ``CROWD_KERAS_THREADS`` when set (1: one thread); else ``OMP_NUM_THREADS`` when it
-    starts with a positive integer (as numexpr and BLAS read it: Dask's workers set it to 1,
-    so that their threads do not each start more); else the cores this process may use, at
-    most 8."""
+    """Threads of the parallel kernels (:func:`softmax_rows`, :func:`sparse_dot`,
+    :func:`elementwise`): ``CROWD_KERAS_THREADS`` when set (1: one thread); else
+    ``OMP_NUM_THREADS`` when it starts with a positive integer (as numexpr and BLAS read it:
+    Dask's workers set it to 1, so that their threads do not each start more); else the cores
+    this process may use, at most 8."""
     value = os.environ.get("CROWD_KERAS_THREADS", "").strip()
     if value:
         try:
