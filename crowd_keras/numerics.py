@@ -6,6 +6,7 @@ annotators and ``K`` for classes.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Callable, Optional
@@ -60,6 +61,13 @@ def thread_count() -> int:
     omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if omp.isdigit() and int(omp) > 0:          # another library's setting: never an error
         return int(omp)
+    return _usable_cores()
+
+
+@functools.lru_cache(maxsize=1)
+def _usable_cores() -> int:
+    """The cores this process may use, at most 8 (a system call: read once, since every
+    softmax asks)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:                       # not on Linux
