@@ -22,7 +22,7 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "mix64",
            "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints",
            "ranks_within", "draw_seed", "keyed_uniforms", "keyed_choice", "thread_count",
-           "in_row_blocks", "sparse_dot", "elementwise"]
+           "in_row_blocks", "sparse_dot", "elementwise", "value_blocks"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -169,8 +169,8 @@ def elementwise(ufunc: Callable, values: np.ndarray) -> np.ndarray:
     so the blocks change no bit. Returns a new array of ``values``' shape (float64 values
     only go on threads; others get ``ufunc(values)`` as it is)."""
     values = np.asarray(values)
-    threads = thread_count()
-    if threads == 1 or values.size < _PARALLEL_VALUES or values.dtype != np.float64:
+    bounds = value_blocks(values.size, 1)
+    if len(bounds) <= 2 or values.dtype != np.float64:
         return ufunc(values)
     values = np.ascontiguousarray(values)
     out = np.empty_like(values)
@@ -179,8 +179,18 @@ def elementwise(ufunc: Callable, values: np.ndarray) -> np.ndarray:
     def block(lo: int, hi: int) -> None:
         ufunc(flat_in[lo:hi], out=flat_out[lo:hi])
 
-    in_row_blocks(np.linspace(0, values.size, threads + 1).astype(np.int64), block)
+    in_row_blocks(bounds, block)
     return out
+
+
+def value_blocks(n_rows: int, values_per_row: int) -> np.ndarray:
+    """Bounds of ``n_rows`` rows in :func:`thread_count` blocks of about equal size for
+    :func:`in_row_blocks` when the rows hold about 65,000 values or more (values costing
+    tens of ns each: special functions, hashes), else one block ``[0, n_rows]``."""
+    parts = thread_count()
+    if n_rows * values_per_row < _PARALLEL_VALUES:
+        parts = 1
+    return np.unique(np.linspace(0, n_rows, parts + 1).astype(np.int64))
 
 
 def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None,

@@ -198,6 +198,12 @@ def test_subtype_draws_blocks_change_no_bit(monkeypatch):
     monkeypatch.setattr(ebcc, "_DRAW_BLOCK", 64 * 12)
     for ids in (np.arange(1000, 1301), np.array([f"item {i}" for i in range(130)], dtype=object)):
         np.testing.assert_array_equal(ebcc.subtype_draws(ids, 3, 4, 99), whole(ids, 3, 4, 99))
+    # and on threads (blocks of items, each its own blocks of rows)
+    monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "3")
+    ids = np.arange(1000, 1301)
+    np.testing.assert_array_equal(ebcc.subtype_draws(ids, 3, 4, 99), whole(ids, 3, 4, 99))
+    assert ebcc.subtype_draws(ids[:0], 3, 4, 99).shape == (0, 3, 4)
 
 
 # ------------------------------------------------------------------ BWA = the authors' BWA

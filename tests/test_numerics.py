@@ -208,3 +208,13 @@ def test_elementwise_on_threads_changes_no_bit(monkeypatch):
     assert np.array_equal(numerics.elementwise(digamma, view), digamma(view))
     single = values.astype(np.float32)
     assert numerics.elementwise(digamma, single).dtype == digamma(single).dtype
+    assert numerics.elementwise(digamma, values[:0]).shape == (0, 7, 5)
+
+
+def test_value_blocks_split_large_work_only(monkeypatch):
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "3")
+    assert numerics.value_blocks(10, 2).tolist() == [0, 10]              # too little work
+    assert numerics.value_blocks(0, 2).tolist() == [0]
+    monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
+    assert numerics.value_blocks(10, 2).tolist() == [0, 3, 6, 10]
+    assert numerics.value_blocks(2, 2).tolist() == [0, 1, 2]             # no empty block

@@ -34,8 +34,8 @@ import scipy.sparse as sp
 
 from ...arguments import check_count, check_number
 from ...errors import CrowdDataError
-from ...numerics import (GOLDEN64, id_keys, label_profile_keys, mix64, softmax_rows,
-                          sparse_dot, stored_rows)
+from ...numerics import (GOLDEN64, id_keys, in_row_blocks, label_profile_keys, mix64,
+                          softmax_rows, sparse_dot, stored_rows, value_blocks)
 from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
@@ -57,8 +57,8 @@ def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int
     :func:`~crowd_keras.numerics.id_keys`, stable across processes): word ``c`` of item ``i``
     is ``mix(key_i + c·γ)`` (:func:`~crowd_keras.numerics.mix64`),
     its uniform ``u`` gives an Exponential(1) ``−log u``, and normalised exponentials are
-    a Dirichlet(1, …, 1) draw. Computed block by block of items in place (every value is
-    computed alone: the blocks change no bit).
+    a Dirichlet(1, …, 1) draw. Computed block by block of items in place, the blocks of
+    large crowds on threads (every value is computed alone: the blocks change no bit).
     """
     ids = np.asarray(item_ids)
     n, width = len(ids), n_classes * n_groups
@@ -67,22 +67,26 @@ def subtype_draws(item_ids: np.ndarray, n_classes: int, n_groups: int, seed: int
         counter = np.arange(1, width + 1, dtype=np.uint64) * GOLDEN64
     draws = np.empty((n, n_classes, n_groups))
     rows = max(_DRAW_BLOCK // max(width, 1), 1)
-    words = np.empty((min(rows, n), width), dtype=np.uint64)
-    scratch = np.empty_like(words)
-    for lo in range(0, n, rows):
-        hi = min(lo + rows, n)
-        w, t = words[:hi - lo], scratch[:hi - lo]
-        np.add(key[lo:hi, None], counter[None, :], out=w)
-        mix64(w, t)
-        np.right_shift(w, np.uint64(11), out=w)
-        part = draws[lo:hi]
-        flat = part.reshape(hi - lo, width)
-        flat[...] = w                                                  # exact below 2^53
-        flat += 0.5
-        flat *= 2.0 ** -53                                             # uniform in (0, 1)
-        np.log(flat, out=flat)
-        np.negative(flat, out=flat)
-        part /= part.sum(axis=2, keepdims=True)
+
+    def draw(start: int, stop: int) -> None:
+        words = np.empty((min(rows, stop - start), width), dtype=np.uint64)
+        scratch = np.empty_like(words)
+        for lo in range(start, stop, rows):
+            hi = min(lo + rows, stop)
+            w, t = words[:hi - lo], scratch[:hi - lo]
+            np.add(key[lo:hi, None], counter[None, :], out=w)
+            mix64(w, t)
+            np.right_shift(w, np.uint64(11), out=w)
+            part = draws[lo:hi]
+            flat = part.reshape(hi - lo, width)
+            flat[...] = w                                              # exact below 2^53
+            flat += 0.5
+            flat *= 2.0 ** -53                                         # uniform in (0, 1)
+            np.log(flat, out=flat)
+            np.negative(flat, out=flat)
+            part /= part.sum(axis=2, keepdims=True)
+
+    in_row_blocks(value_blocks(n, width), draw)      # every value alone: blocks change no bit
     return draws
 
 
