@@ -139,10 +139,9 @@ def sparse_dot(matrix: sp.spmatrix, dense: np.ndarray) -> np.ndarray:
             or matrix.format not in ("csr", "csc")):
         return np.asarray(matrix @ dense)
     bounds = _balanced_bounds(matrix.indptr, threads)
-    shape = (matrix.shape[0],) + dense.shape[1:]
-    dtype = np.result_type(matrix.dtype, dense.dtype)
     if matrix.format == "csr":
-        out = np.empty(shape, dtype=dtype)
+        out = np.empty((matrix.shape[0],) + dense.shape[1:],
+                       dtype=np.result_type(matrix.dtype, dense.dtype))
 
         def rows(lo: int, hi: int) -> None:
             out[lo:hi] = _compressed_part(matrix, lo, hi) @ dense
@@ -155,9 +154,8 @@ def sparse_dot(matrix: sp.spmatrix, dense: np.ndarray) -> np.ndarray:
         parts[lo] = np.asarray(_compressed_part(matrix, lo, hi) @ dense[lo:hi])
 
     in_row_blocks(bounds, columns)
-    first, *rest = sorted(parts)
-    out = parts[first]
-    for lo in rest:                                # the blocks' order: the same sum each run
+    out = parts[bounds[0]]
+    for lo in bounds[1:-1]:                        # the blocks' order: the same sum each run
         out += parts[lo]
     return out
 
@@ -188,8 +186,11 @@ def value_blocks(n_rows: int, values_per_row: int) -> np.ndarray:
     :func:`in_row_blocks` when the rows hold about 65,000 values or more (values costing
     tens of ns each: special functions, hashes), else one block ``[0, n_rows]``."""
     parts = thread_count()
-    if n_rows * values_per_row < _PARALLEL_VALUES:
-        parts = 1
+    return _even_bounds(n_rows, parts if n_rows * values_per_row >= _PARALLEL_VALUES else 1)
+
+
+def _even_bounds(n_rows: int, parts: int) -> np.ndarray:
+    """Cuts of ``n_rows`` rows into at most ``parts`` runs of about equal length (none empty)."""
     return np.unique(np.linspace(0, n_rows, parts + 1).astype(np.int64))
 
 
@@ -231,7 +232,7 @@ def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None,
         def rows(lo: int, hi: int) -> None:
             _softmax_rows_serial(logits[lo:hi], out[lo:hi], offset, shift, lse[lo:hi])
 
-        in_row_blocks(np.linspace(0, n, threads + 1).astype(np.int64), rows)
+        in_row_blocks(_even_bounds(n, threads), rows)
         return out, lse
     return _softmax_rows_serial(logits, out, offset, shift, lse)
 
