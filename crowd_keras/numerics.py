@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from typing import Callable, Optional
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +22,8 @@ __all__ = ["MISSING", "LOG_TINY", "softmax_rows", "normalize_rows", "shift_class
            "mix64",
            "id_keys", "annotation_hashes", "label_profile_keys", "group_fingerprints",
            "ranks_within", "draw_seed", "keyed_uniforms", "keyed_choice", "thread_count",
-           "in_row_blocks", "sparse_dot", "elementwise", "value_blocks"]
+           "in_row_blocks", "sparse_dot", "sparse_row_blocks", "sparse_dot_of_blocks", "elementwise",
+           "value_blocks"]
 
 #: Marker of an absent annotation in dense matrices and padded per-item arrays, and of an
 #: abstaining labeling function in Snorkel's label matrices.
@@ -41,6 +42,8 @@ _PARALLEL_WORK = 1 << 22
 #: special functions (digamma: tens of ns a value) go on threads from this many values
 _PARALLEL_VALUES = 1 << 16
 _MAX_THREADS = 8
+#: marks the threads of in_row_blocks: a kernel called inside a block runs on one thread
+_IN_BLOCK = threading.local()
 
 
 def thread_count() -> int:
@@ -48,7 +51,10 @@ def thread_count() -> int:
     :func:`elementwise`): ``CROWD_KERAS_THREADS`` when set (1: one thread); else
     ``OMP_NUM_THREADS`` when it starts with a positive integer (as numexpr and BLAS read it:
     Dask's workers set it to 1, so that their threads do not each start more); else the cores
-    this process may use, at most 8."""
+    this process may use, at most 8. Inside a block of :func:`in_row_blocks` it is 1: the
+    blocks already use the threads."""
+    if getattr(_IN_BLOCK, "active", False):
+        return 1
     value = os.environ.get("CROWD_KERAS_THREADS", "").strip()
     if value:
         try:
@@ -89,10 +95,14 @@ def in_row_blocks(bounds: np.ndarray, task: Callable[[int, int], None]) -> None:
     errors: list = []
 
     def run(lo: int, hi: int) -> None:
+        outer = getattr(_IN_BLOCK, "active", False)
+        _IN_BLOCK.active = True
         try:
             task(lo, hi)
         except BaseException as error:           # re-raised in the calling thread
             errors.append(error)
+        finally:
+            _IN_BLOCK.active = outer
 
     threads = [threading.Thread(target=run, args=span, daemon=True) for span in spans[:-1]]
     for thread in threads:
@@ -133,12 +143,11 @@ def sparse_dot(matrix: sp.spmatrix, dense: np.ndarray) -> np.ndarray:
     Products under about four million multiply-adds, and other formats, stay on one thread.
     """
     dense = np.asarray(dense)
-    threads = thread_count()
-    width = 1 if dense.ndim == 1 else dense.shape[1]
-    if (threads == 1 or matrix.nnz * width < _PARALLEL_WORK
-            or matrix.format not in ("csr", "csc")):
+    if matrix.format not in ("csr", "csc"):
         return np.asarray(matrix @ dense)
-    bounds = _balanced_bounds(matrix.indptr, threads)
+    bounds = _product_bounds(matrix, 1 if dense.ndim == 1 else dense.shape[1])
+    if len(bounds) <= 2:
+        return np.asarray(matrix @ dense)
     if matrix.format == "csr":
         out = np.empty((matrix.shape[0],) + dense.shape[1:],
                        dtype=np.result_type(matrix.dtype, dense.dtype))
@@ -148,15 +157,75 @@ def sparse_dot(matrix: sp.spmatrix, dense: np.ndarray) -> np.ndarray:
 
         in_row_blocks(bounds, rows)
         return out
+    return sparse_dot_of_blocks(matrix, [dense[lo:hi] for lo, hi in zip(bounds[:-1],
+                                                                        bounds[1:])])
+
+
+def _product_bounds(matrix: sp.spmatrix, width: int) -> np.ndarray:
+    """Cuts of a compressed ``matrix``'s rows (CSR) or columns (CSC) into :func:`thread_count`
+    runs of about equal stored entries, or one run for a product of ``width`` columns under
+    about four million multiply-adds."""
+    n = len(matrix.indptr) - 1
+    threads = thread_count()
+    if threads == 1 or matrix.nnz * width < _PARALLEL_WORK or n == 0:
+        return np.array([0, n])
+    return _balanced_bounds(matrix.indptr, threads)
+
+
+def sparse_row_blocks(matrix: sp.csr_matrix, dense: np.ndarray,
+                      then: Optional[Callable[[np.ndarray, int, int], None]] = None
+                      ) -> List[np.ndarray]:
+    """``matrix @ dense`` ((n, m) CSR times (m, c) dense) as row blocks ``[matrix[lo:hi] @
+    dense, …]`` in row order, the blocks of a large product on :func:`thread_count` threads
+    (the blocks and bits of :func:`sparse_dot`'s CSR products); ``then(part, lo, hi)`` runs on
+    each block in its thread, such as a softmax in place.
+
+    No (n, c) result is assembled: a wide product's blocks are used where the threads wrote
+    them (a copy into one array, on fresh memory, costs as much as the product; EBCC's
+    E-step and :func:`sparse_dot_of_blocks` work on the blocks)."""
+    dense = np.asarray(dense)
+    if matrix.format != "csr":
+        raise TypeError(f"sparse_row_blocks needs a CSR matrix, got {matrix.format!r}")
+    bounds = _product_bounds(matrix, 1 if dense.ndim == 1 else dense.shape[1])
+    parts: dict = {}                               # by first row
+
+    def rows(lo: int, hi: int) -> None:
+        part = np.asarray(_compressed_part(matrix, lo, hi) @ dense)
+        if then is not None:
+            then(part, lo, hi)
+        parts[lo] = part
+
+    if bounds[-1] == 0:                            # no rows: one empty block
+        rows(0, 0)
+    in_row_blocks(bounds, rows)
+    return [parts[lo] for lo in sorted(parts)]
+
+
+def sparse_dot_of_blocks(matrix: sp.spmatrix, blocks: Sequence[np.ndarray]) -> np.ndarray:
+    """``matrix @ np.concatenate(blocks)`` without the concatenation: ``Σ_b matrix[:, lo_b:hi_b]
+    @ blocks[b]`` for row blocks ``blocks`` (such as :func:`sparse_row_blocks`'), the blocks on
+    threads for a CSC ``matrix`` (the vote incidences' transposed views); the partial results
+    are added in the blocks' order (equal to one product to rounding)."""
+    given = [np.asarray(b) for b in blocks]
+    blocks = [b for b in given if len(b)]           # an empty block adds nothing
+    if len(blocks) <= 1:
+        return np.asarray(matrix @ (blocks[0] if blocks else np.concatenate(given)))
+    cuts = np.cumsum([0] + [len(b) for b in blocks])
+    if cuts[-1] != matrix.shape[1]:
+        raise ValueError(f"sparse_dot_of_blocks: the blocks hold {cuts[-1]} rows, the matrix "
+                         f"has {matrix.shape[1]} columns")
+    if matrix.format != "csc":
+        matrix = matrix.tocsc()
+    index = {int(lo): b for b, lo in enumerate(cuts[:-1])}
     parts: dict = {}                               # by first column
 
     def columns(lo: int, hi: int) -> None:
-        parts[lo] = np.asarray(_compressed_part(matrix, lo, hi) @ dense[lo:hi])
+        parts[lo] = np.asarray(_compressed_part(matrix, lo, hi) @ blocks[index[lo]])
 
-    in_row_blocks(bounds, columns)
-    out = parts[bounds[0]]
-    for lo in bounds[1:-1]:                        # the blocks' order: the same sum each run
-        out += parts[lo]
+    in_row_blocks(cuts, columns)
+    out = parts[0]
+    for lo in cuts[1:-1]:                          # the blocks' order: the same sum each run
+        out += parts[int(lo)]
     return out
 
 

@@ -178,6 +178,57 @@ def test_sparse_dot_on_threads_equals_one_thread(monkeypatch, threads):
     assert np.array_equal(numerics.sparse_dot(X, dense), serial)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_sparse_row_blocks_are_the_products_rows(monkeypatch, threads):
+    """The blocks stack to the one-thread product bit for bit, one block per thread (none
+    empty); ``then`` sees each block with its rows, on the block's thread, where kernels
+    run on one thread; their column-block products add up to the transposed product."""
+    monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", str(threads))
+    X = _incidence(5000, 300, 4)
+    dense = np.random.default_rng(1).normal(size=(300, 7))
+    seen = []
+
+    def then(part, lo, hi):
+        seen.append((lo, hi, numerics.thread_count()))
+        part *= 2.0
+
+    blocks = numerics.sparse_row_blocks(X, dense, then=then)
+    assert len(blocks) == threads and all(len(b) for b in blocks)
+    assert np.array_equal(np.concatenate(blocks), 2.0 * np.asarray(X @ dense))
+    spans = sorted(seen)
+    assert [lo for lo, _, _ in spans] == np.cumsum([0] + [len(b) for b in blocks])[:-1].tolist()
+    assert spans[-1][1] == 5000
+    assert {count for _, _, count in spans} == {1}
+    np.testing.assert_allclose(numerics.sparse_dot_of_blocks(X.T, blocks),
+                               2.0 * np.asarray(X.T @ (X @ dense)), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(numerics.sparse_dot_of_blocks(X.T.tocsr(), blocks),
+                               2.0 * np.asarray(X.T @ (X @ dense)), rtol=1e-12, atol=1e-12)
+    empty = numerics.sparse_row_blocks(X[:0], dense)
+    assert [b.shape for b in empty] == [(0, 7)]
+    assert numerics.sparse_dot_of_blocks(X[:0].T, empty).shape == (300, 7)
+
+
+def test_row_block_products_refuse_what_they_cannot_take():
+    X = _incidence(500, 30, 2)
+    with pytest.raises(TypeError, match="CSR.*'csc'"):
+        numerics.sparse_row_blocks(X.tocsc(), np.ones((30, 2)))
+    with pytest.raises(ValueError, match="blocks hold 400 rows, the matrix has 500 columns"):
+        numerics.sparse_dot_of_blocks(X.T, [np.ones((200, 2)), np.ones((200, 2))])
+
+
+def test_kernels_inside_a_block_stay_on_one_thread(monkeypatch):
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "3")
+    counts = {}
+
+    def task(lo, hi):
+        counts[lo] = numerics.thread_count()
+
+    numerics.in_row_blocks(np.array([0, 1, 2, 3]), task)
+    assert counts == {0: 1, 1: 1, 2: 1}
+    assert numerics.thread_count() == 3                    # the caller's own count again
+
+
 @pytest.mark.parametrize("shift", [True, False])
 def test_softmax_rows_on_threads_changes_no_bit(monkeypatch, shift):
     monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)

@@ -35,14 +35,15 @@ import scipy.sparse as sp
 from ...arguments import check_count, check_number
 from ...errors import CrowdDataError
 from ...numerics import (GOLDEN64, id_keys, in_row_blocks, label_profile_keys, mix64,
-                          softmax_rows, sparse_dot, stored_rows, value_blocks)
+                          softmax_rows, sparse_dot_of_blocks, sparse_row_blocks, stored_rows,
+                          value_blocks)
 from ..base import check_start
 from ..em import Block, Summary
 from .base import (BayesianLabelModel, check_positive, confusion_prior, dirichlet_kl,
                    expected_log_confusions, expected_log_dirichlet)
 
 __all__ = ["EBCC", "SubtypeStatistics", "ebcc_statistics", "ebcc_m_step", "ebcc_e_step",
-           "subtype_draws", "vote_share_totals"]
+           "row_blocks", "subtype_draws", "vote_share_totals"]
 
 _DRAW_BLOCK = 1 << 15   # words per block of subtype_draws (its arrays stay in the L2 cache)
 _FACTOR_CELLS = 1 << 22  # values per block of own_vote_factors' (votes, subtypes) scores
@@ -112,14 +113,22 @@ class SubtypeStatistics:
                                  self.prior_mass + other.prior_mass, self.active)
 
 
-def ebcc_statistics(XT: sp.spmatrix, values: np.ndarray, active: np.ndarray,
+def row_blocks(values: Any) -> Tuple[np.ndarray, ...]:
+    """The row blocks of a latent's ``q`` values: an (I, S) array is one block; the E-step
+    gives one block per thread (:func:`~crowd_keras.numerics.sparse_row_blocks`)."""
+    return (values,) if isinstance(values, np.ndarray) else tuple(values)
+
+
+def ebcc_statistics(XT: sp.spmatrix, values: Any, active: np.ndarray,
                     prior_mass: Any = 0.0) -> SubtypeStatistics:
     """The statistics of ``q`` on the live subtypes: ``values`` (I, S) with columns
-    ``active``; one sparse product ``Xᵀ q``. Sums over items."""
-    # the column sums as a matrix-vector product: one streaming pass over q (a reduction
+    ``active``, or its row blocks in item order; one sparse product ``Xᵀ q`` (block by
+    block: :func:`~crowd_keras.numerics.sparse_dot_of_blocks`). Sums over items."""
+    blocks = row_blocks(values)
+    # the column sums as matrix-vector products: one streaming pass over q (a reduction
     # over axis 0 of an (I, S) array steps row by row)
-    mass = np.ones(values.shape[0]) @ values
-    return SubtypeStatistics(sparse_dot(XT, values), mass, prior_mass, active)
+    mass = sum(np.ones(len(part)) @ part for part in blocks)
+    return SubtypeStatistics(sparse_dot_of_blocks(XT, blocks), mass, prior_mass, active)
 
 
 def vote_share_totals(block: Block, vote_shares: np.ndarray) -> np.ndarray:
@@ -169,15 +178,26 @@ def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: f
 
 def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray, live: np.ndarray,
                 n_groups: int, item_log_prior: Optional[np.ndarray] = None
-                ) -> Tuple[Tuple[np.ndarray, np.ndarray], float]:
-    """``q(z, g)`` on the live subtypes, ``(values (I, S), live)``, and the summed log
-    normaliser ``Σ_i log Σ_{k,m} exp(score_ikm)``; ``item_log_prior`` (I, K) is added to
-    every subtype of its class."""
-    logits = sparse_dot(X, log_v)
-    if item_log_prior is not None:
-        logits += item_log_prior[:, live // n_groups]
-    # wide rows (S columns): exponentiated without their maximum (rows out of range redone)
-    values, log_norm = softmax_rows(logits, out=logits, offset=bias, shift=False)
+                ) -> Tuple[Tuple[Tuple[np.ndarray, ...], np.ndarray], float]:
+    """``q(z, g)`` on the live subtypes, ``(values, live)`` with ``values`` the (I, S) array's
+    row blocks in item order (:func:`row_blocks`), and the summed log normaliser ``Σ_i log
+    Σ_{k,m} exp(score_ikm)``; ``item_log_prior`` (I, K) is added to every subtype of its
+    class.
+
+    Each block's scores are normalised in place by the thread that computed them: the
+    (I, S) array is S/K times DS's, and assembling it from the blocks would cost as much as
+    the product."""
+    log_norm = np.empty(X.shape[0])
+    classes = live // n_groups
+
+    def normalise(part: np.ndarray, lo: int, hi: int) -> None:
+        if item_log_prior is not None:
+            part += item_log_prior[lo:hi, classes]
+        # wide rows (S columns): exponentiated without their maximum (rows out of range
+        # redone)
+        log_norm[lo:hi] = softmax_rows(part, out=part, offset=bias, shift=False)[1]
+
+    values = tuple(sparse_row_blocks(X, log_v, then=normalise))
     return (values, live), float(log_norm.sum())
 
 
@@ -274,7 +294,8 @@ class EBCC(BayesianLabelModel):
     # the EM-step protocol (crowd_keras.aggregation.em)
     def initial_latent(self, block: Block) -> Tuple[np.ndarray, np.ndarray]:
         """The starting ``q(z, g)``: ``(values (I, K·M), all subtypes)``, the soft majority
-        vote times per-item subtype draws, or the explicit ``init``."""
+        vote times per-item subtype draws, or the explicit ``init`` (the E-step's latents hold
+        ``values`` as row blocks: :func:`row_blocks`)."""
         k, m = self.n_classes_, self.num_groups
         every = np.arange(k * m)
         if not isinstance(self.init, str):
@@ -313,12 +334,15 @@ class EBCC(BayesianLabelModel):
                            block.item_log_prior)
 
     def class_posteriors(self, latent: tuple) -> np.ndarray:
-        values, live = latent
-        post = np.zeros((len(values), self.n_classes_))
+        blocks, live = row_blocks(latent[0]), latent[1]
+        post = np.zeros((sum(len(part) for part in blocks), self.n_classes_))
         # columns of one class are adjacent (codes k·M + m, ascending): add them up
         classes = live // self.num_groups
         starts = np.flatnonzero(np.r_[True, classes[1:] != classes[:-1]])
-        post[:, classes[starts]] = np.add.reduceat(values, starts, axis=1)
+        lo = 0
+        for part in blocks:                         # one per thread of the E-step
+            post[lo:lo + len(part), classes[starts]] = np.add.reduceat(part, starts, axis=1)
+            lo += len(part)
         # renormalised: a gold item's subtypes summed to 1 - 2e-16, not its one-hot row
         return post / post.sum(axis=1, keepdims=True)
 
@@ -371,7 +395,7 @@ class EBCC(BayesianLabelModel):
 
     def subtype_posteriors(self, latent: tuple) -> np.ndarray:
         """(I, K, M) ``q(z_i = k, g_i = m)`` (0 for dropped subtypes) from a latent."""
-        values, live = latent
+        values, live = np.concatenate(row_blocks(latent[0])), latent[1]
         full = np.zeros((len(values), self.n_classes_ * self.num_groups))
         full[:, live] = values
         return full.reshape(len(values), self.n_classes_, self.num_groups)
