@@ -345,11 +345,17 @@ def test_ebcc_empirical_prior_refuses_gold_on_a_class_no_vote_names():
 
 
 @pytest.mark.parametrize("empty_rows", [0.0, 0.6])
-def test_confusion_expectations_reuse_the_prior_on_rows_nobody_gave(empty_rows):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_confusion_expectations_reuse_the_prior_on_rows_nobody_gave(monkeypatch, empty_rows,
+                                                                     threads):
     """``expected_log_confusions`` equals ``ψ(mu) − ψ(Σ_l mu)`` computed everywhere, whether
-    or not some annotators never gave some labels (rows of nil counts)."""
+    or not some annotators never gave some labels (rows of nil counts), in blocks of
+    annotators (here of 2, some blocks without a nil row) on one thread or several: the
+    blocks change no bit."""
     from scipy.special import digamma
 
+    from crowd_keras import numerics
+    from crowd_keras.aggregation.bayesian import base
     from crowd_keras.aggregation.bayesian.base import (confusion_prior,
                                                        expected_log_confusions)
     rng = np.random.default_rng(3)
@@ -361,6 +367,11 @@ def test_confusion_expectations_reuse_the_prior_on_rows_nobody_gave(empty_rows):
     np.testing.assert_array_equal(mu, want)
     np.testing.assert_allclose(expected, digamma(want) - digamma(want.sum(1, keepdims=True)),
                                rtol=0, atol=1e-13)
+    monkeypatch.setattr(base, "_CONFUSION_BLOCK", 48)
+    monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", str(threads))
+    blocked = expected_log_confusions(counts, prior)
+    assert all(np.array_equal(a, b) for a, b in zip(blocked, (mu, expected)))
 
 
 @pytest.mark.parametrize("name", ["dawid_skene", "ibcc", "ebcc", "bwa"])

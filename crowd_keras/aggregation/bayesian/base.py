@@ -9,12 +9,14 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ...annotations import Annotations
-from ...numerics import elementwise
+from ...numerics import elementwise, in_row_blocks, value_blocks
 from ..em import Block, EMLabelModel, Summary
 from ..labeling_functions import LabelingFunctionFallback
 
 __all__ = ["BayesianLabelModel", "confusion_prior", "expected_log_dirichlet",
            "expected_log_confusions", "dirichlet_kl", "check_positive"]
+
+_CONFUSION_BLOCK = 1 << 14   # values per block of expected_log_confusions (kept in the cache)
 
 
 def confusion_prior(n_classes: int, a_v: float, b_v: float) -> np.ndarray:
@@ -40,16 +42,32 @@ def expected_log_confusions(counts: np.ndarray, prior: np.ndarray) -> Tuple[np.n
     ``counts``: (A, L, S) expected counts; ``prior``: (L, S) pseudo-counts shared by every
     annotator. A row ``(a, l)`` of nil counts (annotator ``a`` never gave label ``l``: most
     rows of a sparse crowd) has ``ψ(mu) = ψ(prior[l])``, computed once instead of per
-    annotator; ψ is the M-step's costliest operation.
+    annotator; ψ is the M-step's costliest operation. Computed in blocks of annotators that
+    stay in the cache through every pass, the blocks of large crowds on threads (each
+    annotator's values are computed alone: the blocks change no bit).
     """
-    mu = counts + prior[None]
-    seen = counts.any(axis=2)                                        # (A, L)
-    if seen.all():
-        return mu, expected_log_dirichlet(mu, axis=1)
-    expected = np.empty_like(mu)
-    expected[...] = digamma(prior)[None]
-    expected[seen] = elementwise(digamma, mu[seen])
-    expected -= digamma(mu.sum(axis=1, keepdims=True))
+    counts = np.asarray(counts, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
+    mu = np.empty(counts.shape)
+    expected = np.empty(counts.shape)
+    prior_log = digamma(prior)
+    per_annotator = max(int(np.prod(counts.shape[1:])), 1)
+    rows = max(_CONFUSION_BLOCK // per_annotator, 1)
+
+    def annotators(start: int, stop: int) -> None:
+        for lo in range(start, stop, rows):
+            hi = min(lo + rows, stop)
+            c, m, e = counts[lo:hi], mu[lo:hi], expected[lo:hi]
+            np.add(c, prior[None], out=m)
+            seen = c.any(axis=2)                                     # (n, L)
+            if seen.all():
+                digamma(m, out=e)
+            else:
+                e[...] = prior_log[None]
+                e[seen] = digamma(m[seen])
+            e -= digamma(m.sum(axis=1, keepdims=True))
+
+    in_row_blocks(value_blocks(counts.shape[0], per_annotator), annotators)
     return mu, expected
 
 
