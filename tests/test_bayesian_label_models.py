@@ -374,6 +374,42 @@ def test_confusion_expectations_reuse_the_prior_on_rows_nobody_gave(monkeypatch,
     assert all(np.array_equal(a, b) for a, b in zip(blocked, (mu, expected)))
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("gold", [False, True])
+def test_bwa_e_step_in_runs_of_items_is_the_averages_formula(monkeypatch, threads, gold):
+    """BWA's E-step (Li et al. 2019, section 3) computed a few items at a time in the
+    product's row blocks on threads: the same bits as the formula over the whole crowd,
+    gold clamps included; and the statistics' [z | z²] product is the plain one."""
+    from crowd_keras import numerics
+    from crowd_keras.aggregation.bayesian import bwa
+    ann = simulate_crowd(n_items=300, n_classes=3, n_annotators=20, annotations_per_item=4,
+                         seed=2).annotations
+    block = Block.from_annotations(ann)
+    model = BWA(max_iter=3, tol=-1.0)
+    weights, mean = run_em(model, [block], block.summary(3)).state[:2]
+    prior = gold_log_prior(300, 3, np.arange(0, 300, 9), np.arange(0, 300, 9) % 3) \
+        if gold else None
+    sums = np.asarray(block.X @ weights)
+    agree, total = sums[:, :3], sums[:, 3:]
+    z = (1.0 * mean + agree) / (1.0 + total)
+    if gold:
+        allowed = np.exp(prior - prior.max(axis=1, keepdims=True))
+        z = z * allowed
+        known = (allowed > 0).sum(axis=1) == 1
+        z[known] = allowed[known]
+    fit = agree - 2.0 * z * agree + z * z * total + 1.0 * (z - mean) ** 2
+    monkeypatch.setattr(bwa, "_E_STEP_ROWS", 7)
+    monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)
+    monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", str(threads))
+    scores, objective = bwa.bwa_e_step(block.X, weights, mean, 1.0, prior)
+    assert np.array_equal(scores, z)
+    assert objective == float(-0.5 * fit.sum())
+    products = bwa.bwa_statistics(block, scores)[0]
+    np.testing.assert_allclose(products, np.asarray(block.X.T @ np.c_[z, z * z]),
+                               rtol=1e-13, atol=1e-13)
+
+
 @pytest.mark.parametrize("name", ["dawid_skene", "ibcc", "ebcc", "bwa"])
 def test_fits_on_threads_equal_the_one_thread_fit(monkeypatch, name):
     """Large products and softmaxes run on threads (crowd_keras.numerics): the same labels,

@@ -25,7 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...annotations import Annotations
-from ...numerics import normalize_rows, sparse_dot, stored_rows
+from ...numerics import (in_row_blocks, normalize_rows, sparse_dot, sparse_row_blocks,
+                          stored_rows, value_blocks)
 from ..classifier_prior import fitted_classifier_log_prior
 from ..em import Block, Summary
 from .base import BayesianLabelModel, check_positive
@@ -34,6 +35,7 @@ __all__ = ["BWA", "bwa_statistics", "bwa_m_step", "bwa_e_step", "vote_spread"]
 
 #: pseudo-count of the confusion matrices implied by the fitted scores (BWA has none)
 CONFUSION_SMOOTHING = 0.01
+_E_STEP_ROWS = 1 << 12   # items per run of the E-step's arithmetic (its arrays stay in the cache)
 
 
 def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
@@ -46,10 +48,19 @@ def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
         shares ``z⁰`` (:func:`vote_spread`, made once per block); n_items the block's items
         (the class means' denominator).
     """
-    k = scores.shape[1]
-    products = sparse_dot(block.XT, np.concatenate([scores, scores * scores], axis=1))
+    n, k = scores.shape
+    both = np.empty((n, 2 * k))                                     # [z | z²]
+
+    def fill(lo: int, hi: int) -> None:
+        both[lo:hi, :k] = scores[lo:hi]
+        np.multiply(scores[lo:hi], scores[lo:hi], out=both[lo:hi, k:])
+
+    in_row_blocks(value_blocks(n, 2 * k), fill)
+    products = sparse_dot(block.XT, both)
     spread = block.memo(("bwa vote spread", k), lambda: vote_spread(block.label_counts(k)))
-    return products, scores.sum(axis=0), spread, scores.shape[0]
+    # the column sums as a matrix-vector product: one streaming pass (a reduction over axis
+    # 0 of an (I, K) array steps row by row)
+    return products, np.ones(n) @ scores, spread, n
 
 
 def vote_spread(counts: np.ndarray) -> np.ndarray:
@@ -100,26 +111,40 @@ def bwa_e_step(X: sp.csr_matrix, weights: np.ndarray, mean: np.ndarray, lambda_:
 
     ``item_log_prior`` (I, K) re-weights the scores by ``exp(prior − max prior)``: a class
     with ``-inf`` gets score 0, and an item with one class left is known (score 1 there).
+
+    The product's row blocks (:func:`~crowd_keras.numerics.sparse_row_blocks`, on threads)
+    are turned into scores by their own threads, a cache-sized run of items at a time: every
+    value is computed alone, so the runs change no bit.
     """
     k = mean.shape[0]
-    # in (K, I) layout: numpy steps an (I, K) array of few classes row by row, the more so
-    # with the (K,) means broadcast along that short axis (the same numbers either way)
-    sums = sparse_dot(X, weights).T
-    agree, total = np.ascontiguousarray(sums[:k]), np.ascontiguousarray(sums[k:])
+    n = X.shape[0]
+    scores = np.empty((n, k))
+    fit = np.empty((n, k))                     # per item and class: summed in (I, K) order
     means = mean[:, None]
-    scores = (lambda_ * means + agree) / (lambda_ + total)
-    if item_log_prior is not None:
-        rows = scores.T.copy()
-        top = item_log_prior.max(axis=1, keepdims=True)
-        allowed = np.exp(item_log_prior - top)
-        rows *= allowed
-        known = (allowed > 0).sum(axis=1) == 1
-        rows[known] = allowed[known]
-        scores = np.ascontiguousarray(rows.T)
-    fit = agree - 2.0 * scores * agree + scores * scores * total \
-        + lambda_ * (scores - means) ** 2
-    # summed in (I, K) order, the items' rows one after the other
-    return scores.T.copy(), float(-0.5 * fit.T.copy().sum())
+
+    def averages(part: np.ndarray, start: int, stop: int) -> None:
+        for lo in range(0, stop - start, _E_STEP_ROWS):
+            hi = min(lo + _E_STEP_ROWS, stop - start)
+            # in (K, items) layout: numpy steps an (items, K) array of few classes row by
+            # row, the more so with the (K,) means broadcast along that short axis
+            agree = np.ascontiguousarray(part[lo:hi, :k].T)
+            total = np.ascontiguousarray(part[lo:hi, k:].T)
+            z = (lambda_ * means + agree) / (lambda_ + total)
+            if item_log_prior is not None:
+                rows = z.T.copy()
+                prior = item_log_prior[start + lo:start + hi]
+                top = prior.max(axis=1, keepdims=True)
+                allowed = np.exp(prior - top)
+                rows *= allowed
+                known = (allowed > 0).sum(axis=1) == 1
+                rows[known] = allowed[known]
+                z = np.ascontiguousarray(rows.T)
+            terms = agree - 2.0 * z * agree + z * z * total + lambda_ * (z - means) ** 2
+            scores[start + lo:start + hi] = z.T
+            fit[start + lo:start + hi] = terms.T
+
+    sparse_row_blocks(X, weights, then=averages)
+    return scores, float(-0.5 * fit.sum())
 
 
 class BWA(BayesianLabelModel):
