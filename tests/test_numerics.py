@@ -269,3 +269,11 @@ def test_value_blocks_split_large_work_only(monkeypatch):
     monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
     assert numerics.value_blocks(10, 2).tolist() == [0, 3, 6, 10]
     assert numerics.value_blocks(2, 2).tolist() == [0, 1, 2]             # no empty block
+
+
+def test_column_sums_are_the_sums_over_rows():
+    values = np.random.default_rng(6).random((10007, 5))
+    np.testing.assert_allclose(numerics.column_sums(values), values.sum(axis=0), rtol=1e-13)
+    counts = np.arange(12).reshape(4, 3)
+    assert numerics.column_sums(counts).tolist() == [18.0, 22.0, 26.0]
+    assert numerics.column_sums(np.zeros((0, 3))).tolist() == [0.0, 0.0, 0.0]

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..annotations import Annotations
-from ..numerics import normalize_rows, softmax_rows, sparse_dot
+from ..numerics import column_sums, normalize_rows, softmax_rows, sparse_dot
 from .base import check_prior, check_start
 from .em import Block, EMLabelModel, Summary
 from .labeling_functions import LabelingFunctionFallback
@@ -32,7 +32,7 @@ def sufficient_statistics(XT: sp.spmatrix, post: np.ndarray) -> tuple[np.ndarray
         ``(counts, class_mass)``: counts (A·K, K), ``counts[a·K + l, t]`` = expected number of
         times annotator a said l when the truth was t; class_mass (K,) = Σ_i post_i.
     """
-    return sparse_dot(XT, post), post.sum(axis=0)
+    return sparse_dot(XT, post), column_sums(post)
 
 
 STRUCTURES = ("full", "one_coin")

@@ -11,7 +11,7 @@ from scipy.special import expit, log_expit
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..errors import CrowdDataError
-from ..numerics import softmax_rows, stored_rows
+from ..numerics import column_sums, softmax_rows, stored_rows
 from .base import without_evidence
 from .em import Block, EMLabelModel, Summary, run_em
 
@@ -233,7 +233,7 @@ class GLAD(EMLabelModel):
         grad = np.bincount(v.annotators, weights=(p - sg) * eb, minlength=a)
         hess = np.bincount(v.annotators, weights=sg * (1 - sg) * eb * eb, minlength=a)
         correct = np.bincount(v.annotators, weights=sg, minlength=a)
-        return grad, hess, correct, latent.post.sum(axis=0), _Shared(latent.state.alpha)
+        return grad, hess, correct, column_sums(latent.post), _Shared(latent.state.alpha)
 
     def m_step(self, stats: tuple) -> GLADState:
         grad, hess, correct, mass, shared = stats

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...annotations import Annotations
-from ...numerics import (in_row_blocks, normalize_rows, sparse_dot, sparse_row_blocks,
+from ...numerics import (column_sums, in_row_blocks, normalize_rows, sparse_dot, sparse_row_blocks,
                           stored_rows, value_blocks)
 from ..classifier_prior import fitted_classifier_log_prior
 from ..em import Block, Summary
@@ -58,9 +58,7 @@ def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
     in_row_blocks(value_blocks(n, 2 * k), fill)
     products = sparse_dot(block.XT, both)
     spread = block.memo(("bwa vote spread", k), lambda: vote_spread(block.label_counts(k)))
-    # the column sums as a matrix-vector product: one streaming pass (a reduction over axis
-    # 0 of an (I, K) array steps row by row)
-    return products, np.ones(n) @ scores, spread, n
+    return products, column_sums(scores), spread, n
 
 
 def vote_spread(counts: np.ndarray) -> np.ndarray:

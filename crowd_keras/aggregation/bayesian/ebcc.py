@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from ...arguments import check_count, check_number
 from ...errors import CrowdDataError
-from ...numerics import (GOLDEN64, id_keys, in_row_blocks, label_profile_keys, mix64,
+from ...numerics import (GOLDEN64, column_sums, id_keys, in_row_blocks, label_profile_keys, mix64,
                           softmax_rows, sparse_dot_of_blocks, sparse_row_blocks, stored_rows,
                           value_blocks)
 from ..base import check_start
@@ -125,9 +125,7 @@ def ebcc_statistics(XT: sp.spmatrix, values: Any, active: np.ndarray,
     ``active``, or its row blocks in item order; one sparse product ``Xᵀ q`` (block by
     block: :func:`~crowd_keras.numerics.sparse_dot_of_blocks`). Sums over items."""
     blocks = row_blocks(values)
-    # the column sums as matrix-vector products: one streaming pass over q (a reduction
-    # over axis 0 of an (I, S) array steps row by row)
-    mass = sum(np.ones(len(part)) @ part for part in blocks)
+    mass = sum(column_sums(part) for part in blocks)
     return SubtypeStatistics(sparse_dot_of_blocks(XT, blocks), mass, prior_mass, active)
 
 
