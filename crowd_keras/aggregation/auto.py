@@ -279,9 +279,11 @@ def agreement_sums(block: Block, tests: Sequence[np.ndarray],
     total = np.zeros((n_cand, len(items)))
     times = np.zeros(len(items))
     for test, posts in zip(tests, posteriors):
+        held_out = np.flatnonzero(test)
+        test_items, test_labels = items[held_out], labels[held_out]
         for c, post in enumerate(posts):
-            total[c, test] += agreement_scores(post, items[test], labels[test])
-        times[test] += 1
+            total[c, held_out] += agreement_scores(post, test_items, test_labels)
+        times[held_out] += 1
     held = times > 0
     w = np.where(held, weights, 0.0)
     mean = total / np.maximum(times, 1)
