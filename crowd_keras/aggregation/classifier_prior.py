@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..numerics import softmax_rows
+from ..numerics import column_sums, softmax_rows
 
 __all__ = ["ClassifierState", "classifier_statistics", "classifier_m_step",
            "classifier_log_probs", "fitted_classifier_log_prior", "trial_weights",
@@ -113,7 +113,7 @@ def classifier_statistics(post: np.ndarray, pred_probs: np.ndarray,
             slopes[len(trials):][at] = (weighted * evidence).sum() - mean @ mean
     head = np.array([post[np.arange(len(post)), np.argmax(pred_probs, axis=1)].sum(), n,
                      weight * n])
-    return np.concatenate([head, slopes, post.sum(axis=0), probs.sum(axis=0)])
+    return np.concatenate([head, slopes, column_sums(post), column_sums(probs)])
 
 
 def _maximum(trials: np.ndarray, gradient: np.ndarray, curvature: np.ndarray,

@@ -24,7 +24,8 @@ from ..aggregation.em import Block, EMLabelModel, Summary
 from ..aggregation.labeling_functions import LabelingFunctionFallback
 from ..annotations import Annotations
 from ..arguments import check_number
-from ..numerics import class_vote_counts, confusion_posteriors, normalize_rows, safe_log
+from ..numerics import (class_vote_counts, column_sums, confusion_posteriors, normalize_rows,
+                        safe_log)
 
 __all__ = ["CommonNoiseModel"]
 
@@ -116,12 +117,12 @@ class CommonNoiseModel(LabelingFunctionFallback, EMLabelModel):
         # Start from the majority-vote counts: both matrices see every annotation.
         post = self.initial_posteriors(block)
         counts = class_vote_counts(block.XT, post, self.n_annotators_)
-        return counts, post.sum(axis=0), 0.5 * counts, 1
+        return counts, column_sums(post), 0.5 * counts, 1
 
     def sufficient_statistics(self, block: Block, latent: tuple) -> tuple:
         post, common_share = latent
         counts = class_vote_counts(block.XT, post, self.n_annotators_)
-        return counts, post.sum(axis=0), counts * common_share, 0
+        return counts, column_sums(post), counts * common_share, 0
 
     def m_step(self, stats: tuple) -> tuple:
         """Closed-form π_g, π_r, ρ (the Lagrange solutions of App. B) and ω (a Beta-smoothed

@@ -50,8 +50,8 @@ from ..annotations import Annotations
 from ..arguments import check_count
 from ..codes import show
 from ..errors import CrowdDataError
-from ..numerics import (class_vote_counts, confusion_posteriors, label_profile_keys, safe_log,
-                        soft_vote)
+from ..numerics import (class_vote_counts, column_sums, confusion_posteriors,
+                        label_profile_keys, safe_log, soft_vote)
 from ..progress import Convergence
 from .em import (GlobalEM, IndividualEM, annotator_bound, annotator_log_confusions,
                  fewer_groups, group_posteriors, group_probabilities, groups_m_step,
@@ -241,7 +241,7 @@ class MixtureOfGroupsModel(LabelingFunctionFallback, EMLabelModel):
         return Convergence(self.max_iter, self.tol, restart_name(restart), self.progress)
 
     def _rho(self, post: np.ndarray) -> np.ndarray:
-        return class_prior(post.sum(axis=0), self.smoothing)
+        return class_prior(column_sums(post), self.smoothing)
 
     def _fit_global(self, em: GlobalEM, seed: Optional[int], restart: int) -> "RestartFit":
         n_annotations = em.pair_counts.sum()
@@ -501,7 +501,7 @@ class MixtureOfGroupsRestarts(EMLabelModel):
         """The soft majority vote's counts (one entry: every restart starts from them)."""
         post = self.initial_posteriors(block)
         return GroupsStatistics([class_vote_counts(block.XT, post, self.n_annotators_)],
-                                [post.sum(axis=0)], [0.0], None)
+                                [column_sums(post)], [0.0], None)
 
     def m_step(self, stats: GroupsStatistics) -> GroupsState:
         old = stats.state
@@ -602,7 +602,7 @@ class MixtureOfGroupsRestarts(EMLabelModel):
         posts, lse, _report, state = latent
         counts = [None if post is None else class_vote_counts(block.XT, post, self.n_annotators_)
                   for post in posts]
-        mass = [None if post is None else post.sum(axis=0) for post in posts]
+        mass = [None if post is None else column_sums(post) for post in posts]
         return GroupsStatistics(counts, mass, list(lse), state)
 
     def objective_scale(self, summary: Summary) -> float:
