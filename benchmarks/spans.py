@@ -128,11 +128,12 @@ def timed_fit(model, seq, **kw):
 RULE = """the default is chosen by the crowd alone: on 1,000 training abstracts (seed 0), one
 annotation hidden per abstract with >= 2 (draws 0, 1, 2), each candidate fitted on the rest;
 criterion: micro token F1 of its decoded tags against the hidden workers' tags (held-out
-agreement), mean over draws; a more complex candidate (A < B < C < D; plain < calibrated) must
-beat every simpler one by >= 0.002. The gold half is read only after that choice."""
+agreement), mean over draws; a more complex candidate (A < B < C < D < E < G; plain <
+calibrated) must beat every simpler one by >= 0.002. The gold half is read only after that
+choice."""
 
 #: name -> (scheme, factory); A-C as first written in the rule, D added before any gold score,
-#: E (amendment 2) before its crowd-only score.
+#: E (amendment 2) and G (amendment 3) before their crowd-only scores.
 CANDIDATES = {
     "A token DS (IO)": ("IO", TokenDawidSkene),
     "A + calibrated θ": ("IO", lambda: CalibratedThreshold(TokenDawidSkene())),
@@ -143,7 +144,21 @@ CANDIDATES = {
     "D token DS + word-window prior (IO)": ("IO", WindowPriorDawidSkene),
     "D + calibrated θ": ("IO", lambda: CalibratedThreshold(WindowPriorDawidSkene())),
     "E D + the crowd's tag chain (IO)": ("IO", lambda: SpanLengthPrior(WindowPriorDawidSkene())),
+    "G D + word forms: suffixes, shapes (IO)": ("IO",
+                                                 lambda: WindowPriorDawidSkene(word_forms=True)),
 }
+
+
+def chosen(letters=None) -> dict:
+    """The candidates whose names start with one of ``letters`` (all for None)."""
+    if not letters:
+        return CANDIDATES
+    picked = {n: c for n, c in CANDIDATES.items() if n.split()[0] in letters}
+    unknown = set(letters) - {n.split()[0] for n in picked}
+    if unknown:
+        raise SystemExit(f"--candidates: no candidate {sorted(unknown)}; the letters are "
+                         f"{sorted({n.split()[0] for n in CANDIDATES})}")
+    return picked
 
 
 def _views(seq) -> dict:
@@ -151,7 +166,7 @@ def _views(seq) -> dict:
             "BIO": seq if seq.scheme == "BIO" else seq.with_scheme("BIO")}
 
 
-def select_default(pico, n_docs: int, draws: int) -> None:
+def select_default(pico, n_docs: int, draws: int, candidates: dict = CANDIDATES) -> None:
     """The crowd-only table of the rule: held-out agreement F1 on training abstracts."""
     train = np.flatnonzero(pico.split == "train")
     docs = np.sort(np.random.default_rng(0).choice(train, min(n_docs, len(train)),
@@ -161,7 +176,7 @@ def select_default(pico, n_docs: int, draws: int) -> None:
           f"{draws} draws (no gold read)")
     print("| candidate | held-out agreement F1 (mean) | per draw | held-out log-lik | θ chosen "
           "| time |\n|---|---:|---|---:|---|---:|")
-    for name, (scheme, make) in CANDIDATES.items():
+    for name, (scheme, make) in candidates.items():
         full = views[scheme]
         f1s, lls, thetas = [], [], []
         start = time.perf_counter()
@@ -179,7 +194,8 @@ def select_default(pico, n_docs: int, draws: int) -> None:
               f"{ll} | {', '.join(thetas)} | {time.perf_counter() - start:.0f} s |")
 
 
-def confirm_default(pico, gold: "GoldHalf", fit_sets: dict) -> None:
+def confirm_default(pico, gold: "GoldHalf", fit_sets: dict,
+                    candidates: dict = CANDIDATES) -> None:
     """Every candidate (and the default) on the gold half, fitted on each document set."""
     print(f"\nthe candidates on the gold half (default: {DEFAULT_SEQUENCE_MODEL!r}; "
           "chosen before this table was made)")
@@ -190,7 +206,7 @@ def confirm_default(pico, gold: "GoldHalf", fit_sets: dict) -> None:
         views = _views(seq)
         sub_gold = {"IO": GoldHalf(views["IO"], pico.gold), "BIO": GoldHalf(views["BIO"], pico.gold)}
         fitted = []
-        for name, (scheme, make) in CANDIDATES.items():
+        for name, (scheme, make) in candidates.items():
             model, t = timed_fit(make(), views[scheme])
             fitted.append((model, scheme, t))
             print(row(name, label, sub_gold[scheme].score(model.predict()), t))
@@ -302,6 +318,9 @@ def main(argv=None) -> int:
                         "the select parts")
     p.add_argument("--select-docs", type=count, default=1000)
     p.add_argument("--select-draws", type=count, default=3)
+    p.add_argument("--candidates", nargs="+", metavar="LETTER",
+                   help="select/default: only the candidates whose names start with these "
+                        "letters (e.g. D G); default: all")
     args = p.parse_args(argv)
     seeds = 1 if args.quick else args.seeds
     epochs = 2 if args.quick else args.epochs
@@ -312,7 +331,7 @@ def main(argv=None) -> int:
     if args.part == "select":
         print(RULE)
         select_default(pico, 200 if args.quick else args.select_docs,
-                       1 if args.quick else args.select_draws)
+                       1 if args.quick else args.select_draws, chosen(args.candidates))
         return 0
     if args.part == "select-mixed":
         print(MIXED_RULE)
@@ -335,7 +354,7 @@ def main(argv=None) -> int:
     if args.part == "default":
         print("\n".join(lines))
         print("\n" + RULE)
-        confirm_default(pico, gold, fit_sets)
+        confirm_default(pico, gold, fit_sets, chosen(args.candidates))
         labeling_functions(pico, gold, args.quick)
         return 0
     if args.part == "mixed":
@@ -418,7 +437,7 @@ def main(argv=None) -> int:
     print("\ntaggers (the same BiLSTM; F1 on the gold half)")
     print("\n".join(tag_lines))
     print("\n" + RULE)
-    confirm_default(pico, gold, fit_sets)
+    confirm_default(pico, gold, fit_sets, chosen(args.candidates))
     labeling_functions(pico, gold, args.quick)
     print("\n" + MIXED_RULE)
     confirm_mixed(pico, fit_sets)

@@ -6,6 +6,7 @@ import pytest
 
 from crowd_keras.sequences.annotations import SequenceAnnotations
 from crowd_keras.sequences.base import decode_marginals
+from crowd_keras.sequences.batches import Vocabulary, token_forms
 from crowd_keras.sequences.bsc import SequentialAnnotatorHMM, previous_tags
 from crowd_keras.sequences.calibration import CalibratedThreshold, agreement_counts
 from crowd_keras.sequences.models import TokenDawidSkene
@@ -346,3 +347,76 @@ def test_abstain_aware_model_without_functions_scores_new_documents(crowd):
 def test_the_text_prior_model_names_itself_for_a_bad_temperature(crowd, temperature, words):
     with pytest.raises(ValueError, match=words):   # named TokenDawidSkene, or no model at all
         WindowPriorDawidSkene(temperature=temperature).fit(crowd[0])
+
+
+def _rare_word_crowd(n_docs=80, seed=0):
+    """Spans are single words ending in "itis", each seen once (out of vocabulary to the
+    words' channel); as many rare words ending in "ment" lie outside. Two of six workers per
+    document mark a span with probability 0.5 and any other token with 0.1."""
+    rng = np.random.default_rng(seed)
+    filler = [f"w{i}" for i in range(30)]
+    texts, rows, seen, truth = [], [], [], []
+    uid = 0
+    for d in range(n_docs):
+        words, tags = [], []
+        for _ in range(int(rng.integers(15, 30))):
+            u = rng.random()
+            uid += 1
+            stem = "".join(chr(97 + int(c)) for c in str(uid))   # digits would read as 0
+            words.append(f"{stem}itis" if u < 0.1 else f"{stem}ment" if u < 0.25
+                         else str(rng.choice(filler)))
+            tags.append(int(u < 0.1))
+        starts = np.concatenate([[0], np.cumsum([len(w) + 1 for w in words])[:-1]])
+        texts.append(" ".join(words))
+        truth += tags
+        for w in rng.choice(6, 2, replace=False):
+            seen.append((d, f"a{w}"))
+            for i, t in enumerate(tags):
+                if rng.random() < (0.5 if t else 0.1):
+                    rows.append((d, f"a{w}", starts[i], starts[i] + len(words[i])))
+    frame = pd.DataFrame(rows, columns=["doc", "annotator", "start", "end"])
+    return SequenceAnnotations.from_spans(texts, frame, seen=seen), np.array(truth)
+
+
+def test_word_forms_give_rare_words_a_prior_from_their_suffix():
+    seq, truth = _rare_word_crowd()
+    words = WindowPriorDawidSkene().fit(seq)
+    forms = WindowPriorDawidSkene(word_forms=True).fit(seq)
+    f_words = token_prf(words.predict() > 0, truth > 0)[2]
+    f_forms = token_prf(forms.predict() > 0, truth > 0)[2]
+    assert f_forms > f_words + 0.05, (f_forms, f_words)
+    assert words.form_vocabularies_ == ()
+    suffixes, shapes = forms.form_vocabularies_
+    assert {"tis", "ent"} <= set(suffixes.words_) and "x" in set(shapes.words_)
+    width = 5 * (words.vocabulary_.size + 1)
+    assert words.text_weights_.shape == (width + 1, 2)
+    assert forms.text_weights_.shape == (width + 5 * (suffixes.size + shapes.size + 2) + 1, 2)
+    assert forms.predict(seq).shape == (seq.n_tokens,)           # new documents: same features
+    with pytest.raises(ValueError, match="word_forms must be True or False"):
+        WindowPriorDawidSkene(word_forms="yes").fit(seq)
+
+
+def test_token_forms_read_suffixes_and_shapes():
+    seq = SequenceAnnotations.from_dict(["Aged 45-60, with COVID-19 arthritis ok"],
+                                        {0: {"u": []}})
+    assert token_forms(seq, "word").tolist() == ["aged", "00-00,", "with", "covid-00",
+                                                 "arthritis", "ok"]
+    assert token_forms(seq, "suffix").tolist() == ["ged", "00,", "ith", "-00", "tis", "ok"]
+    assert token_forms(seq, "shape").tolist() == ["Xx", "0-0,", "x", "X-0", "x", "x"]
+    with pytest.raises(ValueError, match="form must be one of"):
+        Vocabulary(form="lemma").fit(seq)
+    vocab = Vocabulary(min_count=1, form="shape").fit(seq)
+    assert vocab.words_.tolist() == ["0-0,", "X-0", "Xx", "x"]
+    assert vocab.encode(seq).tolist() == [4, 2, 5, 3, 5, 5]
+
+
+def test_window_features_extra_channels_follow_the_words():
+    seq = SequenceAnnotations.from_dict(["a b", "c"], {0: {"u": []}})
+    X = window_features(np.array([0, 1, 2]), seq, window=1, n_words=3,
+                        extra=[(np.array([1, 0, 1]), 2)]).toarray()
+    words, forms = 3 * 4, 3 * 3               # (n + 1) ids per offset, 3 offsets
+    assert X.shape == (3, words + forms + 1)
+    assert np.flatnonzero(X[0]).tolist() == [3, 4 + 0, 8 + 1, words + 2, words + 3 + 1,
+                                             words + 6 + 0, words + forms]
+    assert np.flatnonzero(X[2]).tolist() == [3, 4 + 2, 8 + 3, words + 2, words + 3 + 1,
+                                             words + 6 + 2, words + forms]

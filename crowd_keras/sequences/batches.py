@@ -21,7 +21,7 @@ from ..numerics import MISSING
 from .annotations import SequenceAnnotations, checked_doc_codes
 from .tokens import token_strings
 
-__all__ = ["Vocabulary", "Windows", "windows"]
+__all__ = ["Vocabulary", "Windows", "windows", "token_forms", "FORMS"]
 
 PAD, OOV = 0, 1
 
@@ -30,17 +30,49 @@ def _word_form(ch: str) -> str:
     return "0" if ch.isdigit() else ch.lower()
 
 
+def _shape_form(ch: str) -> str:
+    if ch.isdigit():
+        return "0"
+    return "X" if ch.isupper() else "x" if ch.islower() else ch
+
+
+#: what a vocabulary reads of each token
+FORMS = ("word", "suffix", "shape")
+
+
+def token_forms(seq: SequenceAnnotations, form: str = "word") -> np.ndarray:
+    """(T,) object array, one string per token of ``seq``: ``"word"`` its text in lower case
+    with every digit read as ``0``; ``"suffix"`` the last three characters of that;
+    ``"shape"`` upper-case letters as ``X``, lower-case as ``x``, digits as ``0``, other
+    characters as themselves, each run of one symbol written once (``Xx``, ``0.0``, ``X-0``).
+    The suffix and shape are computed once per distinct token."""
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    strings = token_strings(seq.texts, seq.tokens,
+                            normalize=_shape_form if form == "shape" else _word_form)
+    if form == "word" or not len(strings):
+        return strings
+    codes, uniq = pd.factorize(strings)
+    uniq = pd.Series(np.asarray(uniq, dtype=object), dtype=object)
+    mapped = uniq.str[-3:] if form == "suffix" else uniq.str.replace(r"(.)\1+", r"\1",
+                                                                      regex=True)
+    return np.asarray(mapped, dtype=object)[codes]
+
+
 class Vocabulary:
     """Word ids learned from training text: lower case, every digit read as ``0``.
 
     Args:
         min_count: words seen fewer times in the training documents are out of vocabulary.
+        form: what is read of each token (:func:`token_forms`): ``"word"`` (the default),
+            ``"suffix"`` or ``"shape"``.
 
     Ids: 0 = padding, 1 = out of vocabulary, then the kept words (sorted).
     """
 
-    def __init__(self, min_count: int = 2) -> None:
+    def __init__(self, min_count: int = 2, form: str = "word") -> None:
         self.min_count = min_count
+        self.form = form
 
     def fit(self, seq: SequenceAnnotations, docs: Optional[Sequence[int]] = None) -> "Vocabulary":
         """Learn the words of the documents ``docs`` (codes; default all) of ``seq``."""
@@ -56,9 +88,8 @@ class Vocabulary:
         self.words_ = np.sort(np.asarray(uniq, dtype=object)[counts >= self.min_count])
         return self
 
-    @staticmethod
-    def _words(seq: SequenceAnnotations) -> np.ndarray:
-        return token_strings(seq.texts, seq.tokens, normalize=_word_form)
+    def _words(self, seq: SequenceAnnotations) -> np.ndarray:
+        return token_forms(seq, self.form)
 
     @property
     def size(self) -> int:

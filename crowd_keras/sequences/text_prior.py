@@ -26,11 +26,17 @@ annotations), the inner model is :class:`~.weak.AbstainDawidSkene` (an abstain a
 its own) and the text model learns from every token a human tagged or a function ran on: the
 same prior for crowds, functions, or both (``benchmarks/results/spans.md``, step 6).
 
-Shapes: T tokens, K tags, V words, F = (2·window + 1)·V + 1 features.
+With ``word_forms`` the text model also reads each word's last three characters and its
+shape at every offset (``Xx``, ``0.0``; :func:`~.batches.token_forms`): most words that
+describe participants are rare, and a rare word is one out-of-vocabulary id to the words'
+channel (``benchmarks/results/spans.md``, amendment 3).
+
+Shapes: T tokens, K tags, V words (S suffixes, H shapes), F = (2·window + 1)·V + 1 features
+(``+ (2·window + 1)·(S + H)`` with ``word_forms``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -98,22 +104,29 @@ def _id_ranks(doc_ids: Any, n: int) -> np.ndarray:
 
 
 def window_features(word_ids: np.ndarray, seq: SequenceAnnotations, window: int,
-                    n_words: int) -> sp.csr_matrix:
+                    n_words: int, extra: Sequence[Tuple[np.ndarray, int]] = ()
+                    ) -> sp.csr_matrix:
     """(T, F) one-hot words at offsets ``-window..window`` (a boundary id past the document's
-    edges) and a bias column; F = (2·window + 1)·(n_words + 1) + 1."""
+    edges) and a bias column; F = (2·window + 1)·(n_words + 1) + 1.
+
+    ``extra``: more channels ``(ids (T,), n_ids)`` read at the same offsets (such as the
+    words' suffixes and shapes), each adding (2·window + 1)·(n_ids + 1) columns before the
+    bias column."""
     T = seq.n_tokens
     pos, lens = seq.tokens.position, seq.tokens.lengths[seq.tokens.doc]
-    width = n_words + 1                      # id n_words = outside the document
-    cols = []
-    for k, o in enumerate(range(-window, window + 1)):
-        inside = (pos + o >= 0) & (pos + o < lens)
-        src = np.clip(np.arange(T) + o, 0, max(T - 1, 0))
-        cols.append(k * width + np.where(inside, word_ids[src], n_words))
-    n_off = 2 * window + 1
-    cols.append(np.full(T, n_off * width))
+    cols, first = [], 0
+    for ids, n_ids in [(word_ids, n_words), *extra]:
+        width = n_ids + 1                    # id n_ids = outside the document
+        for o in range(-window, window + 1):
+            inside = (pos + o >= 0) & (pos + o < lens)
+            src = np.clip(np.arange(T) + o, 0, max(T - 1, 0))
+            cols.append(first + np.where(inside, ids[src], n_ids))
+            first += width
+    cols.append(np.full(T, first))
     col = np.stack(cols, 1).ravel()
-    indptr = np.arange(0, T * (n_off + 1) + 1, n_off + 1)
-    return sp.csr_matrix((np.ones(len(col)), col, indptr), shape=(T, n_off * width + 1))
+    per_token = len(cols)
+    indptr = np.arange(0, T * per_token + 1, per_token)
+    return sp.csr_matrix((np.ones(len(col)), col, indptr), shape=(T, first + 1))
 
 
 def fit_soft_logistic(X: sp.csr_matrix, q: np.ndarray, l2: float, max_iter: int,
@@ -153,6 +166,9 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         prior_strength, temperature, smoothing, max_iter, tol: of the inner
             :class:`~.models.TokenDawidSkene`.
         seed: the fold split (:func:`document_folds`).
+        word_forms: the text model also reads each word's suffix (last three characters) and
+            shape (:func:`~.batches.token_forms`) at every offset: rare words, one
+            out-of-vocabulary id each to the words' channel, keep their form.
 
     ``fit(sequences)`` (human annotations) or ``fit(votes)`` (the ``TokenVotes`` of
     :func:`~.labeling_functions.apply_lfs`: functions, with any human annotations; the
@@ -160,6 +176,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
 
     Attributes (besides the common ones): model_ (the final inner model: TokenDawidSkene, or
     AbstainDawidSkene for votes), token_prior_ (T, K) the cross-fitted prior, vocabulary_,
+    form_vocabularies_ (the suffixes' and shapes' :class:`~.batches.Vocabulary`, or ``()``),
     text_weights_ (F, K) of the text model fitted on all documents, n_iter_ (inner EM
     iterations of the last round), votes_ (the ``TokenVotes`` fitted, or None).
     """
@@ -167,7 +184,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
     def __init__(self, window: int = 2, min_count: int = 2, l2: float = 1.0, n_folds: int = 2,
                  n_rounds: int = 2, text_max_iter: int = 100, prior_strength: float = 3.0,
                  temperature: float = 1.0, smoothing: float = 0.01, max_iter: int = 100,
-                 tol: float = 1e-7, seed: int = 0) -> None:
+                 tol: float = 1e-7, seed: int = 0, word_forms: bool = False) -> None:
         self.window = window
         self.min_count = min_count
         self.l2 = l2
@@ -180,6 +197,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         self.max_iter = max_iter
         self.tol = tol
         self.seed = seed
+        self.word_forms = word_forms
 
     def _inner_fit(self, data: Any, init: Any = "mv", prior: Any = None) -> tuple:
         """The inner model fitted on ``data`` (sequences or votes) with the token ``prior``,
@@ -195,8 +213,9 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         return model, model.em_posteriors_
 
     def _features(self, seq: SequenceAnnotations) -> sp.csr_matrix:
+        extra = [(v.encode(seq).astype(np.int64), v.size) for v in self.form_vocabularies_]
         return window_features(self.vocabulary_.encode(seq).astype(np.int64), seq,
-                               int(self.window), self.vocabulary_.size)
+                               int(self.window), self.vocabulary_.size, extra)
 
     def fit(self, sequences: Any, token_prior: Any = None) -> "WindowPriorDawidSkene":
         self._check_settings()
@@ -222,6 +241,9 @@ class WindowPriorDawidSkene(SequenceLabelModel):
             raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
                              "TokenDawidSkene().fit(sequences, token_prior=...) for a given one")
         self.vocabulary_ = Vocabulary(self.min_count).fit(seq)
+        self.form_vocabularies_ = tuple(Vocabulary(self.min_count, form).fit(seq)
+                                        for form in (("suffix", "shape") if self.word_forms
+                                                     else ()))
         X = self._features(seq)
         data = seq if votes is None else votes
         # the tokens with evidence: a human tag, or a function run on their document
