@@ -149,16 +149,20 @@ CANDIDATES = {
 }
 
 
-def chosen(letters=None) -> dict:
-    """The candidates whose names start with one of ``letters`` (all for None)."""
-    if not letters:
+def candidate_key(name: str) -> str:
+    """A candidate's letter, with ``c`` after it for its calibrated variant (``D``, ``Dc``)."""
+    return name.split()[0] + ("c" if "calibrated" in name else "")
+
+
+def chosen(keys=None) -> dict:
+    """The candidates of ``keys`` (:func:`candidate_key`; all for None)."""
+    if not keys:
         return CANDIDATES
-    picked = {n: c for n, c in CANDIDATES.items() if n.split()[0] in letters}
-    unknown = set(letters) - {n.split()[0] for n in picked}
-    if unknown:
-        raise SystemExit(f"--candidates: no candidate {sorted(unknown)}; the letters are "
-                         f"{sorted({n.split()[0] for n in CANDIDATES})}")
-    return picked
+    known = {candidate_key(n) for n in CANDIDATES}
+    if set(keys) - known:
+        raise SystemExit(f"--candidates: no candidate {sorted(set(keys) - known)}; they are "
+                         f"{sorted(known)}")
+    return {n: c for n, c in CANDIDATES.items() if candidate_key(n) in keys}
 
 
 def _views(seq) -> dict:
@@ -318,9 +322,9 @@ def main(argv=None) -> int:
                         "the select parts")
     p.add_argument("--select-docs", type=count, default=1000)
     p.add_argument("--select-draws", type=count, default=3)
-    p.add_argument("--candidates", nargs="+", metavar="LETTER",
-                   help="select/default: only the candidates whose names start with these "
-                        "letters (e.g. D G); default: all")
+    p.add_argument("--candidates", nargs="+", metavar="KEY",
+                   help="select/default: only these candidates, by letter, with c for a "
+                        "calibrated variant (e.g. D Dc G); default: all")
     args = p.parse_args(argv)
     seeds = 1 if args.quick else args.seeds
     epochs = 2 if args.quick else args.epochs
