@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from typing import Callable, List, Optional, Sequence
 
@@ -49,7 +50,7 @@ _IN_BLOCK = threading.local()
 def thread_count() -> int:
     """Threads of the parallel kernels (:func:`softmax_rows`, :func:`sparse_dot`,
     :func:`elementwise`): ``CROWD_KERAS_THREADS`` when set (1: one thread); else
-    ``OMP_NUM_THREADS`` when it starts with a positive integer (as numexpr and BLAS read it:
+    ``OMP_NUM_THREADS`` when its first entry is a positive integer (as numexpr and BLAS read it:
     Dask's workers set it to 1, so that their threads do not each start more); else the cores
     this process may use, at most 8. Inside a block of :func:`in_row_blocks` it is 1: the
     blocks already use the threads."""
@@ -65,7 +66,7 @@ def thread_count() -> int:
             raise ValueError(f"CROWD_KERAS_THREADS must be a positive integer, got {value!r}")
         return count
     omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if omp.isdigit() and int(omp) > 0:          # another library's setting: never an error
+    if re.fullmatch(r"[0-9]+", omp) and int(omp) > 0:   # another library's setting: never an error
         return int(omp)
     return _usable_cores()
 
@@ -86,19 +87,22 @@ def in_row_blocks(bounds: np.ndarray, task: Callable[[int, int], None]) -> None:
     the calling one); the first error is raised once all have ended.
 
     The kernels' work is numpy and scipy calls that release the GIL, and each block writes
-    its own rows, so the blocks run in parallel and change no bit of the result."""
+    its own rows, so the blocks run in parallel and change no bit of the result. Each block
+    runs under the caller's ``np.errstate`` (new threads would start from numpy's defaults)."""
     spans = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     if len(spans) <= 1:
         for lo, hi in spans:
             task(lo, hi)
         return
     errors: list = []
+    caller = np.geterr()
 
     def run(lo: int, hi: int) -> None:
         outer = getattr(_IN_BLOCK, "active", False)
         _IN_BLOCK.active = True
         try:
-            task(lo, hi)
+            with np.errstate(**caller):
+                task(lo, hi)
         except BaseException as error:           # re-raised in the calling thread
             errors.append(error)
         finally:
@@ -145,6 +149,10 @@ def sparse_dot(matrix: sp.spmatrix, dense: np.ndarray) -> np.ndarray:
     dense = np.asarray(dense)
     if matrix.format not in ("csr", "csc"):
         return np.asarray(matrix @ dense)
+    if dense.ndim not in (1, 2) or dense.shape[0] != matrix.shape[1]:
+        # the column blocks below would read only the rows they need
+        raise ValueError(f"sparse_dot: a {matrix.shape} matrix times a dense argument of shape "
+                         f"{dense.shape}: the dense argument needs {matrix.shape[1]} rows")
     bounds = _product_bounds(matrix, 1 if dense.ndim == 1 else dense.shape[1])
     if len(bounds) <= 2:
         return np.asarray(matrix @ dense)
@@ -204,9 +212,13 @@ def sparse_row_blocks(matrix: sp.csr_matrix, dense: np.ndarray,
 def sparse_dot_of_blocks(matrix: sp.spmatrix, blocks: Sequence[np.ndarray]) -> np.ndarray:
     """``matrix @ np.concatenate(blocks)`` without the concatenation: ``Σ_b matrix[:, lo_b:hi_b]
     @ blocks[b]`` for row blocks ``blocks`` (such as :func:`sparse_row_blocks`'), the blocks on
-    threads for a CSC ``matrix`` (the vote incidences' transposed views); the partial results
-    are added in the blocks' order (equal to one product to rounding)."""
+    threads for a CSC ``matrix`` (the vote incidences' transposed views: consecutive blocks
+    grouped into :func:`thread_count` runs); the partial results are added in the blocks'
+    order (equal to one product to rounding)."""
     given = [np.asarray(b) for b in blocks]
+    if not given:
+        raise ValueError("sparse_dot_of_blocks needs at least one block (for a matrix without "
+                         "columns, an empty one of shape (0, c))")
     blocks = [b for b in given if len(b)]           # an empty block adds nothing
     if len(blocks) <= 1:
         return np.asarray(matrix @ (blocks[0] if blocks else np.concatenate(given)))
@@ -216,16 +228,25 @@ def sparse_dot_of_blocks(matrix: sp.spmatrix, blocks: Sequence[np.ndarray]) -> n
                          f"has {matrix.shape[1]} columns")
     if matrix.format != "csc":
         matrix = matrix.tocsc()
-    index = {int(lo): b for b, lo in enumerate(cuts[:-1])}
+    runs = [run[0] for run in np.array_split(np.arange(len(blocks)),
+                                             min(thread_count(), len(blocks)))]
+    first = {int(cuts[r]): r for r in runs}         # a run's first column -> its first block
     parts: dict = {}                               # by first column
 
     def columns(lo: int, hi: int) -> None:
-        parts[lo] = np.asarray(_compressed_part(matrix, lo, hi) @ blocks[index[lo]])
+        b = first[lo]
+        total = np.asarray(_compressed_part(matrix, lo, int(cuts[b + 1])) @ blocks[b])
+        while cuts[b + 1] < hi:                    # the run's other blocks, in order
+            b += 1
+            total += np.asarray(_compressed_part(matrix, int(cuts[b]), int(cuts[b + 1]))
+                                @ blocks[b])
+        parts[lo] = total
 
-    in_row_blocks(cuts, columns)
-    out = parts[0]
-    for lo in cuts[1:-1]:                          # the blocks' order: the same sum each run
-        out += parts[int(lo)]
+    in_row_blocks(np.r_[cuts[runs], cuts[-1]], columns)
+    starts = sorted(parts)
+    out = parts[starts[0]]
+    for lo in starts[1:]:                          # the blocks' order: the same sum each run
+        out += parts[lo]
     return out
 
 
@@ -237,7 +258,8 @@ def elementwise(ufunc: Callable, values: np.ndarray) -> np.ndarray:
     only go on threads; others get ``ufunc(values)`` as it is)."""
     values = np.asarray(values)
     bounds = value_blocks(values.size, 1)
-    if len(bounds) <= 2 or values.dtype != np.float64:
+    if len(bounds) <= 2 or values.dtype != np.float64 or \
+            ufunc(values.reshape(-1)[:1]).dtype != np.float64:   # e.g. isnan: plain call
         return ufunc(values)
     values = np.ascontiguousarray(values)
     out = np.empty_like(values)
@@ -292,6 +314,9 @@ def softmax_rows(logits: np.ndarray, out: Optional[np.ndarray] = None,
     """
     logits = np.asarray(logits)
     n, k = logits.shape
+    if k == 0:
+        raise ValueError(f"softmax_rows needs at least one column (class), got shape "
+                         f"{logits.shape}")
     if out is None:
         out = np.empty((n, k))
     lse = np.empty(n)
@@ -341,12 +366,13 @@ def _softmax_rows_unshifted(logits: np.ndarray, out: np.ndarray, offset: Optiona
     """:func:`softmax_rows` with ``shift=False``: block by block in a (rows, K) buffer, the
     logits of a block stay intact until its rows are known to be in range (those out of range
     are set aside before the block's probabilities overwrite them, when ``out`` is
-    ``logits``). The row totals are a matrix-vector product (numpy reduces a short last axis
-    row by row); the probabilities go straight into ``out``."""
+    ``logits``). The row totals come from ``einsum`` (a row's sum does not depend on the
+    rows around it, where BLAS's matrix-vector kernels sum a block's last rows in another
+    order: the threads' blocks would change bits); the probabilities go straight into
+    ``out``."""
     n, k = logits.shape
     work = np.empty(min(block, n) * k)
     row = None if offset is None else np.asarray(offset, dtype=np.float64)
-    ones = np.ones(k)
     low, high = _UNSHIFTED_RANGE
     for lo in range(0, n, block):
         hi = min(lo + block, n)
@@ -357,7 +383,7 @@ def _softmax_rows_unshifted(logits: np.ndarray, out: np.ndarray, offset: Optiona
             np.add(logits[lo:hi], row, out=z)
         with np.errstate(over="ignore"):
             np.exp(z, out=z)
-        total = z @ ones
+        total = np.einsum("ij->i", z)
         bad = ~((total >= low) & (total <= high))              # also NaN
         redo = np.flatnonzero(bad) if bad.any() else None
         kept = None if redo is None else logits[lo + redo]      # a copy: out may be logits

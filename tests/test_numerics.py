@@ -129,7 +129,7 @@ def test_thread_count_reads_its_variable_and_refuses_nonsense(monkeypatch):
     assert numerics.thread_count() == 1                  # then OpenMP's (Dask's workers: 1)
     monkeypatch.setenv("OMP_NUM_THREADS", "5,2")         # nested levels: the outer one
     assert numerics.thread_count() == 5
-    for other in ("", "junk", "0"):                      # not ours to refuse: the cores
+    for other in ("", "junk", "0", "\u00b2", "2.5"):      # not ours to refuse: the cores
         monkeypatch.setenv("OMP_NUM_THREADS", other)
         assert 1 <= numerics.thread_count() <= 8
     for bad in ("0", "-2", "two", "1.5"):
@@ -230,16 +230,20 @@ def test_kernels_inside_a_block_stay_on_one_thread(monkeypatch):
 
 
 @pytest.mark.parametrize("shift", [True, False])
-def test_softmax_rows_on_threads_changes_no_bit(monkeypatch, shift):
+@pytest.mark.parametrize("k", [6, 9, 40])
+def test_softmax_rows_on_threads_changes_no_bit(monkeypatch, shift, k):
+    """Also wide rows unshifted (EBCC's E-step): a row's total must not depend on where its
+    block starts (BLAS's matrix-vector kernel summed a block's last rows in another order)."""
     monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)
     monkeypatch.setenv("CROWD_KERAS_THREADS", "1")
-    logits = np.random.default_rng(3).normal(scale=20.0, size=(9001, 6))
+    logits = np.random.default_rng(3).normal(scale=20.0 if shift else 2.0, size=(9001, k))
     logits[::5, 2:] = -np.inf
-    offset = np.linspace(-1.0, 1.0, 6)
+    offset = np.linspace(-1.0, 1.0, k)
     serial = softmax_rows(logits, offset=offset, shift=shift)
-    monkeypatch.setenv("CROWD_KERAS_THREADS", "2")
-    parallel = softmax_rows(logits, offset=offset, shift=shift)
-    assert all(np.array_equal(a, b) for a, b in zip(serial, parallel))
+    for threads in ("2", "3", "7"):
+        monkeypatch.setenv("CROWD_KERAS_THREADS", threads)
+        parallel = softmax_rows(logits, offset=offset, shift=shift)
+        assert all(np.array_equal(a, b) for a, b in zip(serial, parallel)), threads
     same = logits.copy()
     assert softmax_rows(same, out=same, offset=offset, shift=shift)[0] is same
     assert np.array_equal(same, serial[0])
@@ -277,3 +281,66 @@ def test_column_sums_are_the_sums_over_rows():
     counts = np.arange(12).reshape(4, 3)
     assert numerics.column_sums(counts).tolist() == [18.0, 22.0, 26.0]
     assert numerics.column_sums(np.zeros((0, 3))).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_softmax_rows_refuses_rows_without_a_class():
+    with pytest.raises(ValueError, match=r"at least one column.*\(2, 0\)"):
+        softmax_rows(np.empty((2, 0)))
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_sparse_dot_refuses_a_dense_argument_of_another_length(monkeypatch, threads):
+    """The column blocks of a CSC product read only the rows they need: extra rows were
+    ignored on threads, and missing ones named an inner function."""
+    import scipy.sparse as sp
+    monkeypatch.setattr(numerics, "_PARALLEL_WORK", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", threads)
+    matrix = sp.random(400, 30, density=0.2, format="csc", random_state=0)
+    for rows in (35, 25):
+        with pytest.raises(ValueError, match="the dense argument needs 30 rows"):
+            numerics.sparse_dot(matrix, np.ones((rows, 2)))
+        with pytest.raises(ValueError, match="the dense argument needs 30 rows"):
+            numerics.sparse_dot(matrix.tocsr(), np.ones((rows, 2)))
+
+
+def test_sparse_dot_of_blocks_keeps_to_the_thread_count(monkeypatch):
+    """Ten blocks on one thread run in the calling thread; on three, in three runs of
+    consecutive blocks; the sums equal one product to rounding; no block is refused by name."""
+    import threading
+    import scipy.sparse as sp
+    matrix = sp.random(6, 10, density=0.5, format="csc", random_state=1)
+    dense = np.random.default_rng(2).normal(size=(10, 3))
+    blocks = [dense[i:i + 1] for i in range(10)]
+    seen = []
+    original = numerics._compressed_part
+
+    def spy(m, lo, hi):
+        seen.append(threading.get_ident())
+        return original(m, lo, hi)
+
+    monkeypatch.setattr(numerics, "_compressed_part", spy)
+    for threads, expected in (("1", 1), ("3", 3)):
+        monkeypatch.setenv("CROWD_KERAS_THREADS", threads)
+        seen.clear()
+        got = numerics.sparse_dot_of_blocks(matrix, blocks)
+        assert np.allclose(got, matrix @ dense, rtol=1e-13, atol=1e-13)
+        assert len(seen) == 10 and len(set(seen)) == expected
+    with pytest.raises(ValueError, match="at least one block"):
+        numerics.sparse_dot_of_blocks(matrix, [])
+
+
+def test_elementwise_keeps_the_ufuncs_dtype_and_the_callers_errstate(monkeypatch):
+    monkeypatch.setattr(numerics, "_PARALLEL_VALUES", 1)
+    monkeypatch.setenv("CROWD_KERAS_THREADS", "3")
+    values = np.random.default_rng(5).random(3000)
+    values[-1] = -1.0                                     # in the calling thread's block
+    values[0] = -1.0                                      # in a worker's block
+    assert numerics.elementwise(np.isnan, values).dtype == np.bool_
+    with np.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError):
+            numerics.elementwise(np.log, values[:1000])   # the bad value in a worker's block
+    with np.errstate(invalid="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.isnan(numerics.elementwise(np.log, values)).sum() == 2
