@@ -427,3 +427,23 @@ def test_fits_on_threads_equal_the_one_thread_fit(monkeypatch, name):
     assert serial.n_iter_ == threaded.n_iter_
     np.testing.assert_allclose(threaded.posteriors_, serial.posteriors_, rtol=0, atol=1e-9)
     assert np.array_equal(threaded.predict(ann), serial.predict(ann))
+
+
+def test_bwa_precision_of_a_class_nobody_disagrees_on_stays_finite():
+    """A class whose votes never disagree has no spread and no residual: its precision was
+    about 1e301, the vote factors overflowed or cancelled to 0, and expected_accuracy read 0
+    for perfect annotators."""
+    import warnings
+    rows = [(i, w, i % 2) for i in range(6) for w in "abc"]           # every item unanimous
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = BWA().fit(pd.DataFrame(rows, columns=["task", "worker", "label"]))
+        quality = model.annotator_quality_
+    assert np.isfinite(model.precisions_).all()
+    assert np.allclose(quality["expected_accuracy"], 1.0, atol=1e-6)
+    rng = np.random.default_rng(0)                     # class 2 always agreed on, 0/1 noisy
+    rows = [(i, a, 2 if i % 3 == 2 else (i % 3 if rng.random() < 0.8 else 1 - i % 3))
+            for i in range(60) for a in range(5)]
+    quality = BWA().fit(pd.DataFrame(rows, columns=["task", "worker", "label"])
+                        ).annotator_quality_
+    assert (quality["expected_accuracy"] > 0.6).all(), quality

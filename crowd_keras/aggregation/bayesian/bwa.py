@@ -36,6 +36,7 @@ __all__ = ["BWA", "bwa_statistics", "bwa_m_step", "bwa_e_step", "vote_spread"]
 #: pseudo-count of the confusion matrices implied by the fitted scores (BWA has none)
 CONFUSION_SMOOTHING = 0.01
 _E_STEP_ROWS = 1 << 12   # items per run of the E-step's arithmetic (its arrays stay in the cache)
+_MAX_PRECISION = 1e9      # an annotator's precision on a class (a vote's weight) at most
 
 
 def bwa_statistics(block: Block, scores: np.ndarray) -> tuple:
@@ -92,7 +93,10 @@ def bwa_m_step(products: np.ndarray, score_mass: np.ndarray, spread: np.ndarray,
     agree = np.einsum("akk->ak", linear)                             # Σ_{i ∈ a, y = k} z_ik
     residual = np.maximum(squares - 2.0 * agree + votes, 0.0)        # Σ_{i ∈ a} (z_ik − y_iak)²
     rate = a_v * correction * spread / max(float(votes.sum()), 1.0)
-    precisions = (a_v + votes.sum(axis=1, keepdims=True)) / np.maximum(rate + residual, 1e-300)
+    # a class whose votes never disagree has neither spread nor residual: its precision
+    # would be 1/0, and the vote factors (a difference of such sums) would cancel to 0
+    precisions = np.minimum((a_v + votes.sum(axis=1, keepdims=True))
+                            / np.maximum(rate + residual, 1e-300), _MAX_PRECISION)
     weights = np.zeros((a, k, 2 * k))
     diagonal = np.arange(k)
     weights[:, diagonal, diagonal] = precisions
