@@ -447,3 +447,55 @@ def test_bwa_precision_of_a_class_nobody_disagrees_on_stays_finite():
     quality = BWA().fit(pd.DataFrame(rows, columns=["task", "worker", "label"])
                         ).annotator_quality_
     assert (quality["expected_accuracy"] > 0.6).all(), quality
+
+
+@pytest.mark.parametrize("name", ["ibcc", "ebcc", "bwa"])
+def test_a_refused_refit_leaves_the_previous_fit_whole(name):
+    """max_iter=0 was refused only after the new crowd's classes were set: the 3-class
+    model then scored new annotations with 4 columns."""
+    from crowd_keras.errors import CrowdDataError
+    crowd = simulate_crowd(n_items=60, n_classes=3, n_annotators=6, seed=4).annotations
+    other = simulate_crowd(n_items=40, n_classes=4, n_annotators=6, seed=5).annotations
+    model = get_label_model(name).fit(crowd)
+    before = model.predict_proba(crowd.to_frame().iloc[:6])
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 1, got 0"):
+        model.set_params(max_iter=0).fit(other)
+    model.set_params(max_iter=500)
+    assert np.array_equal(model.predict_proba(crowd.to_frame().iloc[:6]), before)
+    if name != "ebcc":
+        return
+    wider = Annotations(crowd.items, crowd.annotators, crowd.labels, item_ids=crowd.item_ids,
+                        annotator_ids=crowd.annotator_ids, classes=[0, 1, 2, 3])
+    model = EBCC(empirical_prior=True).fit(crowd)
+    with pytest.raises(CrowdDataError, match=r"class code\(s\) \[3\], which no vote names"):
+        model.fit(wider, gold={crowd.item_ids[0]: 3})
+    assert model.confusion_matrices_.shape == (6, 3, 3)
+    assert model.annotator_quality_.shape[0] == 6
+
+
+def test_ebcc_elbo_reads_its_own_alpha():
+    """The class prior was rebuilt as ν − Σ(η − a_pi/M): with a tiny alpha the rounding of
+    the class mass made it <= 0, and the fit blamed gold and an empirical prior it had not
+    been given."""
+    crowd = simulate_crowd(n_items=50, n_classes=3, n_annotators=6, seed=7).annotations
+    tiny = EBCC(alpha=1e-15).fit(crowd)
+    assert np.isfinite(tiny.elbo_)
+    assert np.array_equal(tiny.state_[6], np.full(3, 1e-15))
+    usual = EBCC().fit(crowd)
+    assert np.array_equal(usual.state_[6], np.ones(3))
+
+
+@pytest.mark.parametrize("name, attribute", [("bwa", "scores_"), ("ebcc", "elbo_"),
+                                             ("ibcc", "state_")])
+def test_crowd_attributes_after_the_labeling_function_fit_say_why(name, attribute):
+    rng = np.random.default_rng(0)
+    votes = np.full((120, 6), -1)
+    truth = rng.integers(0, 2, 120)
+    for j in range(6):
+        votes[(rng.random(120) < 0.5) & (truth == j % 2), j] = j % 2
+    model = get_label_model(name).fit(votes)
+    assert model.regime_ == "labeling_functions"
+    with pytest.raises(AttributeError, match=rf"has no {attribute}: .*labeling_functions="
+                                             r"'ignore'"):
+        getattr(model, attribute)
+    assert not hasattr(model, "not_an_attribute")

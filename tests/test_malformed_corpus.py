@@ -1189,8 +1189,9 @@ for model, cls in (("dawid_skene", "DawidSkene"), ("ibcc", "IBCC"), ("ebcc", "EB
                    ("bwa", "BWA"), ("glad", "GLAD"), ("mace", "MACE"),
                    ("one_coin_dawid_skene", "OneCoinDawidSkene")):
     for params, pattern, exc in (
-            ({"max_iter": 2.5}, rf"{cls} max_iter must be an integer >= 0 \(a whole number, not "
-                                r"a float\), got float 2.5", TypeError),
+            ({"max_iter": 2.5}, rf"{cls} max_iter must be an integer >= "
+                                rf"{1 if model in ('ibcc', 'ebcc', 'bwa') else 0} \(a whole "
+                                r"number, not a float\), got float 2.5", TypeError),
             ({"max_iter": "10"}, rf"{cls} max_iter must be an integer >= 0, got str '10'",
              TypeError),
             ({"tol": float("nan")}, rf"{cls} tol must be a finite number, got nan", ValueError)):

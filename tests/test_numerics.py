@@ -304,27 +304,26 @@ def test_sparse_dot_refuses_a_dense_argument_of_another_length(monkeypatch, thre
 
 
 def test_sparse_dot_of_blocks_keeps_to_the_thread_count(monkeypatch):
-    """Ten blocks on one thread run in the calling thread; on three, in three runs of
-    consecutive blocks; the sums equal one product to rounding; no block is refused by name."""
-    import threading
+    """Ten blocks on one thread are one run (the calling thread); on three, three runs of
+    consecutive blocks; the sums equal one product to rounding."""
     import scipy.sparse as sp
     matrix = sp.random(6, 10, density=0.5, format="csc", random_state=1)
     dense = np.random.default_rng(2).normal(size=(10, 3))
     blocks = [dense[i:i + 1] for i in range(10)]
-    seen = []
-    original = numerics._compressed_part
+    runs = []
+    original = numerics.in_row_blocks
 
-    def spy(m, lo, hi):
-        seen.append(threading.get_ident())
-        return original(m, lo, hi)
+    def spy(bounds, task):
+        runs.append(np.diff(bounds).tolist())
+        return original(bounds, task)
 
-    monkeypatch.setattr(numerics, "_compressed_part", spy)
-    for threads, expected in (("1", 1), ("3", 3)):
+    monkeypatch.setattr(numerics, "in_row_blocks", spy)
+    for threads, expected in (("1", [10]), ("3", [4, 3, 3])):
         monkeypatch.setenv("CROWD_KERAS_THREADS", threads)
-        seen.clear()
+        runs.clear()
         got = numerics.sparse_dot_of_blocks(matrix, blocks)
         assert np.allclose(got, matrix @ dense, rtol=1e-13, atol=1e-13)
-        assert len(seen) == 10 and len(set(seen)) == expected
+        assert runs == [expected]
     with pytest.raises(ValueError, match="at least one block"):
         numerics.sparse_dot_of_blocks(matrix, [])
 

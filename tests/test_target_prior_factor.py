@@ -43,7 +43,7 @@ def ibcc_with_target(model, ann):
 def ebcc_with_target(model, ann):
     """EBCC's E-step (Li et al. 2019, section 4), subtype (k, m) scored with ``log target_k +
     E[log π_km]`` for ``E[log τ_k] + E[log π_km]``, its subtypes summed per class."""
-    _, log_v, live, eta, _, _ = model.state_
+    _, log_v, live, eta, _, _, _ = model.state_
     m = model.num_groups
     bias = (np.log(TARGET)[:, None] + expected_log_dirichlet(eta, axis=1)).ravel()[live]
     latent, _ = ebcc_e_step(ann.vote_incidence(), bias, log_v, live, m)

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ...annotations import Annotations
+from ...arguments import check_count
 from ...numerics import elementwise, in_row_blocks, value_blocks
 from ..em import Block, EMLabelModel, Summary
 from ..labeling_functions import LabelingFunctionFallback
@@ -119,7 +120,7 @@ class BayesianLabelModel(LabelingFunctionFallback, EMLabelModel):
     :class:`LabelingFunctionFallback`). The fitted state of the last M-step is kept in
     ``state_``: ``predict_proba(new)`` is the E-step of the new items under it.
 
-    Subclasses implement the protocol's steps, :meth:`_check_params` and
+    Subclasses implement the protocol's steps, :meth:`_check_priors` and
     :meth:`_set_parameters` (the common fitted attributes from the last state).
     """
 
@@ -135,6 +136,28 @@ class BayesianLabelModel(LabelingFunctionFallback, EMLabelModel):
         does not depend on it (in the mean-field bound it would only pull ``q(τ)`` toward its
         own last value); not with an explicit ``init`` (one row per item of the block)."""
         return isinstance(getattr(self, "init", "random"), str)
+
+    def __getattr__(self, name: str) -> Any:
+        # a crowd fit's attribute (scores_, elbo_, state_ ...) after a fit that used the
+        # labeling-function model: say why it is missing (only called when lookup failed)
+        if hasattr(type(self), name):               # a property that raised: its own error
+            return object.__getattribute__(self, name)
+        if name.endswith("_") and not name.startswith("_") and \
+                self.__dict__.get("labeling_function_model_") is not None:
+            raise AttributeError(f"{type(self).__name__} has no {name}: this fit used the "
+                                 "labeling-function model (regime_='labeling_functions'); "
+                                 "pass labeling_functions='ignore' to fit this model as is")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _check_params(self) -> None:
+        """The settings, checked before any fitted attribute is set (a refused refit leaves
+        the previous fit whole): ``max_iter`` at least 1 (VB runs one iteration at least),
+        then the model's priors (:meth:`_check_priors`)."""
+        check_count(self.max_iter, f"{type(self).__name__} max_iter", 1)
+        self._check_priors()
+
+    def _check_priors(self) -> None:  # pragma: no cover - every model has priors
+        raise NotImplementedError
 
     def init_state(self, summary: Summary) -> "BayesianLabelModel":
         self._check_params()

@@ -191,7 +191,7 @@ class BWA(BayesianLabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    def _check_params(self) -> None:
+    def _check_priors(self) -> None:
         check_positive(self, "a_v", "lambda_")
 
     # the EM-step protocol (crowd_keras.aggregation.em)

@@ -32,6 +32,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 import scipy.sparse as sp
 
+from ...annotations import Annotations
 from ...arguments import check_count, check_number
 from ...errors import CrowdDataError
 from ...numerics import (GOLDEN64, column_sums, id_keys, in_row_blocks, label_profile_keys, mix64,
@@ -150,10 +151,11 @@ def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: f
     ``q_ikm`` far below ``prune_below`` on every item whose labels the live subtypes explain.
 
     Returns:
-        ``(bias, log_v, live, eta, nu, mu)``: for the S live subtypes ``live`` (column codes
-        ``k·M + m``): bias (S,) ``E[log τ_k] + E[log π_km]``, log_v (A·K, S) ``E[log v_akml]``
-        at ``[a·K + l, s]`` (the E-step's weights) and mu (A, K_l, S) the concentrations of
-        ``q(v)``; eta (K, M) of ``q(π)`` and nu (K,) of ``q(τ)`` over all subtypes.
+        ``(bias, log_v, live, eta, nu, mu, alpha)``: for the S live subtypes ``live`` (column
+        codes ``k·M + m``): bias (S,) ``E[log τ_k] + E[log π_km]``, log_v (A·K, S)
+        ``E[log v_akml]`` at ``[a·K + l, s]`` (the E-step's weights) and mu (A, K_l, S) the
+        concentrations of ``q(v)``; eta (K, M) of ``q(π)`` and nu (K,) of ``q(τ)`` over all
+        subtypes; alpha (K,) the prior of ``q(τ)`` (the ELBO's KL term reads it).
     """
     k, m = n_classes, n_groups
     mass = np.zeros(k * m)
@@ -171,7 +173,8 @@ def ebcc_m_step(stats: SubtypeStatistics, n_classes: int, n_groups: int, a_pi: f
                                         confusion_prior(k, a_v, b_v)[:, live // m])
     log_v = log_v.reshape(-1, len(live))
     bias = expected_log_dirichlet(eta, axis=1) + expected_log_dirichlet(nu, axis=0)[:, None]
-    return bias.ravel()[live], log_v, live, eta, nu, mu
+    return (bias.ravel()[live], log_v, live, eta, nu, mu,
+            np.broadcast_to(np.asarray(alpha, dtype=np.float64), (k,)))
 
 
 def ebcc_e_step(X: sp.csr_matrix, bias: np.ndarray, log_v: np.ndarray, live: np.ndarray,
@@ -208,6 +211,19 @@ def _class_log_sums(scores: np.ndarray, first: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.log(np.add.reduceat(np.exp(scores - np.repeat(peak, width, axis=1)), first,
                                       axis=1)) + peak
+
+
+def _check_named(alpha: np.ndarray, nu: np.ndarray) -> None:
+    """CrowdDataError when a class that the prior gives no mass holds items (gold only can
+    put them there: an empirical prior gives a class no vote names none)."""
+    impossible = (alpha <= 0) & (nu > 0)
+    if impossible.any():
+        raise CrowdDataError(
+            f"EBCC(empirical_prior=True): the gold holds the class code(s) "
+            f"{np.flatnonzero(impossible).tolist()}, which no vote names; the empirical "
+            "prior gives them no mass, so those gold items are impossible under the model "
+            "(an ELBO of -inf): use empirical_prior=False, whose prior gives every class "
+            "mass")
 
 
 class EBCC(BayesianLabelModel):
@@ -277,7 +293,7 @@ class EBCC(BayesianLabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    def _check_params(self) -> None:
+    def _check_priors(self) -> None:
         check_positive(self, "a_pi", "alpha", "a_v", "b_v")
         check_count(self.num_groups, "EBCC num_groups", 1)
         check_number(self.prune_below, "EBCC prune_below", low=0.0)
@@ -288,6 +304,16 @@ class EBCC(BayesianLabelModel):
                              f"it in 64 bits), got {self.seed}")
         if isinstance(self.init, str) and self.init != "random":
             raise ValueError(f"EBCC: init must be 'random' or an array, got {self.init!r}")
+
+    def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
+                   pred_probs: Optional[np.ndarray] = None) -> "EBCC":
+        if self.empirical_prior and item_log_prior is not None:   # before any state is set
+            named = np.bincount(ann.labels, minlength=ann.n_classes) > 0
+            held = np.isfinite(item_log_prior)
+            nowhere = ~(held & named).any(axis=1)
+            _check_named(np.where(named, 1.0, 0.0),
+                         (held[nowhere].any(axis=0) & ~named).astype(np.float64))
+        return super()._fit_crowd(ann, item_log_prior, pred_probs)
 
     # the EM-step protocol (crowd_keras.aggregation.em)
     def initial_latent(self, block: Block) -> Tuple[np.ndarray, np.ndarray]:
@@ -399,7 +425,7 @@ class EBCC(BayesianLabelModel):
         return full.reshape(len(values), self.n_classes_, self.num_groups)
 
     def _set_parameters(self, state: tuple, summary: Summary) -> None:
-        _, log_v, live, eta, nu, mu = state
+        _, log_v, live, eta, nu, mu, alpha = state
         k, m = self.n_classes_, self.num_groups
         self.class_priors_ = nu / nu.sum()
         weights = eta / eta.sum(axis=1, keepdims=True)
@@ -417,15 +443,7 @@ class EBCC(BayesianLabelModel):
         # evidence lower bound: the last E-step's Σ_i log Z_i (the expected log joint of the
         # labels and q(z, g) plus its entropy) less the KL of q(τ), q(π), q(v) from their
         # priors (a dropped subtype's q(v) is its prior: no KL)
-        alpha = nu - (eta - self.a_pi / m).sum(axis=1)
-        impossible = (alpha <= 0) & (nu > 0)
-        if impossible.any():   # only gold puts mass on a class without votes
-            raise CrowdDataError(
-                f"EBCC(empirical_prior=True): the gold holds the class code(s) "
-                f"{np.flatnonzero(impossible).tolist()}, which no vote names; the empirical "
-                "prior gives them no mass, so those gold items are impossible under the model "
-                "(an ELBO of -inf): use empirical_prior=False, whose prior gives every class "
-                "mass")
+        _check_named(alpha, nu)                       # the Dask path's check (fit checks first)
         # an empirical prior gives a class that no vote names no mass (α_k = ν_k = 0): both
         # Dirichlets lie on the face τ_k = 0, and the KL is the one over the other classes
         named = (alpha > 0) | (nu > 0)

@@ -113,7 +113,7 @@ class IBCC(BayesianLabelModel):
         self.progress = progress
         self.labeling_functions = labeling_functions
 
-    def _check_params(self) -> None:
+    def _check_priors(self) -> None:
         check_positive(self, "a_v", "b_v", "alpha")
 
     # the EM-step protocol (crowd_keras.aggregation.em)
