@@ -9,6 +9,7 @@ from crowd_keras.sequences.base import decode_marginals
 from crowd_keras.sequences.batches import Vocabulary, token_forms
 from crowd_keras.sequences.bsc import SequentialAnnotatorHMM, previous_tags
 from crowd_keras.sequences.calibration import CalibratedThreshold, agreement_counts
+from crowd_keras.sequences.length_prior import SpanLengthPrior
 from crowd_keras.sequences.models import TokenDawidSkene
 from crowd_keras.sequences.quality import token_prf
 from crowd_keras.sequences.registry import DEFAULT_SEQUENCE_MODEL, get_sequence_model
@@ -420,3 +421,62 @@ def test_window_features_extra_channels_follow_the_words():
                                              words + 6 + 0, words + forms]
     assert np.flatnonzero(X[2]).tolist() == [3, 4 + 2, 8 + 3, words + 2, words + 3 + 1,
                                              words + 6 + 2, words + forms]
+
+
+def test_the_text_window_is_the_fitted_one_whatever_set_params_does():
+    seq, _ = simulated_spans(n_docs=40, seed=1)
+    new, _ = simulated_spans(n_docs=5, seed=9)
+    model = WindowPriorDawidSkene().fit(seq)
+    before = model.predict_proba(new)
+    model.set_params(window=1)              # takes effect at the next fit, as in scikit-learn
+    assert model.window_ == 2 and np.array_equal(model.predict_proba(new), before)
+
+
+def test_the_fitted_documents_are_known_by_their_content():
+    """Given again as an equal object, through a scheme conversion, or to an unpickled model,
+    the fitted documents get the fitted posteriors (their cross-fitted prior), not the
+    all-documents text model's."""
+    import pickle
+    seq, _ = simulated_spans(n_docs=60, seed=1, good=1)
+    calibrated = CalibratedThreshold("text_prior_dawid_skene", scheme="BIO").fit(seq)
+    assert np.array_equal(calibrated.predict_proba(seq), calibrated.predict_proba())
+    assert np.array_equal(calibrated.predict(seq), calibrated.predict())
+    model = WindowPriorDawidSkene().fit(seq)
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy.sequences_ is not seq and copy.sequences_.equals(seq)
+    assert np.array_equal(copy.predict_proba(seq), model.predict_proba())
+    rebuilt, _ = simulated_spans(n_docs=60, seed=1, good=1)          # built again
+    assert rebuilt is not seq and rebuilt.equals(seq)
+    assert np.array_equal(model.predict(rebuilt), model.predict())
+    other, _ = simulated_spans(n_docs=60, seed=2, good=1)
+    assert not other.equals(seq) and not seq.equals(seq.with_scheme("BIO"))
+    assert not np.array_equal(model.predict_proba(other)[:5], model.predict_proba()[:5])
+
+
+def test_a_model_fitted_on_votes_scores_those_votes():
+    import re
+    from crowd_keras.sequences.labeling_functions import apply_lfs, span_lf
+
+    @span_lf(name="letter_a")
+    def letter_a(doc):
+        return list(re.finditer(r"a", doc.text))
+
+    seq, _ = simulated_spans(n_docs=40, seed=1)
+    votes = apply_lfs(seq, [letter_a], progress=False)
+    model = WindowPriorDawidSkene().fit(votes)
+    assert np.array_equal(model.predict(votes), model.predict())
+    assert len(model.predict_spans(votes)) == len(model.predict_spans())
+    others = apply_lfs(seq, [letter_a], progress=False)
+    with pytest.raises(Exception, match="scores the labeling-function votes it was fitted on"):
+        model.predict(others)
+
+
+def test_the_span_length_prior_refuses_a_calibrated_model_inside():
+    seq, _ = simulated_spans(n_docs=30, seed=1)
+    for inner in (CalibratedThreshold("dawid_skene"), CalibratedThreshold("dawid_skene",
+                                                                          scheme="BIO")):
+        with pytest.raises(ValueError, match=r"wrap the other way, CalibratedThreshold\("
+                                             r"SpanLengthPrior"):
+            SpanLengthPrior(inner).fit(seq)
+    assert CalibratedThreshold(SpanLengthPrior("dawid_skene")).fit(seq).predict().shape == \
+        (seq.n_tokens,)

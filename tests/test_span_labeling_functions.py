@@ -289,5 +289,6 @@ def test_the_default_text_prior_model_fits_functions_and_a_crowd_together():
         WindowPriorDawidSkene(temperature=0.5).fit(votes)
     # the fitted documents score as fitted; other documents need their own function votes
     np.testing.assert_array_equal(mixed.predict(seq), mixed.predict())
+    np.testing.assert_array_equal(mixed.predict(seq.subset(seq.doc_ids)), mixed.predict())
     with pytest.raises(CrowdDataError, match="fit it on their TokenVotes"):
-        mixed.predict(seq.subset(seq.doc_ids))
+        mixed.predict(seq.subset(seq.doc_ids[:3]))

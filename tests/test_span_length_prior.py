@@ -85,8 +85,11 @@ def test_a_chain_without_memory_leaves_the_token_posteriors(crowd):
     q = model.model_.posteriors_
     pi = model.tag_frequencies_
     model.transitions_, model.initial_ = np.tile(pi, (seq.n_tags, 1)), pi
-    # a copy: the fitted object itself would return the fitted posteriors
-    np.testing.assert_allclose(model.predict_proba(seq.subset(seq.doc_ids)), q, atol=1e-10)
+    # the documents in another order: the fitted ones would return the fitted posteriors
+    order = seq.doc_ids[::-1]
+    rows = np.concatenate([np.arange(seq.tokens.doc_ptr[d], seq.tokens.doc_ptr[d + 1])
+                           for d in range(seq.n_docs)[::-1]])
+    np.testing.assert_allclose(model.predict_proba(seq.subset(order)), q[rows], atol=1e-10)
 
 
 def test_fits_the_simulated_crowd_and_decodes_at_one_half(crowd):

@@ -281,6 +281,25 @@ class SequenceAnnotations:
             text_mismatch=int(self.span_mismatch.sum()), **{k: flat["counts"][k] for k in COUNT_KEYS})
         self._annotations: Optional[Annotations] = None
 
+    def equals(self, other: Any) -> bool:
+        """Whether ``other`` holds the same documents, tokens, annotators and tags in the same
+        order (as pandas' ``DataFrame.equals``): another object built from the same data,
+        an unpickled copy."""
+        if other is self:
+            return True
+        if not isinstance(other, SequenceAnnotations) or self.scheme != other.scheme or \
+                self.texts != other.texts:
+            return False
+        pairs = [(self.doc_ids, other.doc_ids), (self.annotator_ids, other.annotator_ids),
+                 (self.labels, other.labels), (self.tokens.doc_ptr, other.tokens.doc_ptr),
+                 (self.tokens.start, other.tokens.start), (self.tokens.end, other.tokens.end),
+                 (self.assign_doc, other.assign_doc),
+                 (self.assign_annotator, other.assign_annotator),
+                 (self.obs_assign, other.obs_assign), (self.obs_token, other.obs_token),
+                 (self.obs_tag, other.obs_tag)]
+        return all(a.shape == b.shape and a.dtype.kind == b.dtype.kind and
+                   bool(np.all(a == b)) for a, b in pairs)
+
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_spans(cls, texts: Any, spans: pd.DataFrame, *, seen: Any = None,

@@ -148,9 +148,25 @@ class SequenceLabelModel(LabelModel):
 
     def _check_sequences(self, sequences: Any) -> SequenceAnnotations:
         if not isinstance(sequences, SequenceAnnotations):
+            if type(sequences).__name__ == "TokenVotes":   # not the ones it was fitted on
+                raise CrowdDataError(
+                    f"{type(self).__name__} scores the labeling-function votes it was fitted "
+                    "on (predict() or predict(votes) with those votes); for other votes, fit "
+                    "a model on them")
             raise CrowdDataError(f"{type(self).__name__} fits SequenceAnnotations (documents, "
                                  f"spans), got {type(sequences).__name__}")
         return sequences
+
+    def _fitted_documents(self, sequences: Any) -> Optional[SequenceAnnotations]:
+        """The fitted documents when ``sequences`` is them (None: the fitted ones; the
+        labeling-function votes fitted; or documents equal to the fitted ones, given again,
+        unpickled or rebuilt: their posteriors are the fit's, with its cross-fitted prior and
+        its votes), else None."""
+        if sequences is None or sequences is self.sequences_ or \
+                (sequences is getattr(self, "votes_", None)):
+            return self.sequences_
+        checked = self._check_sequences(sequences)
+        return self.sequences_ if checked.equals(self.sequences_) else None
 
     def _check_settings(self) -> None:
         """The shared settings, checked before any work:
@@ -192,7 +208,7 @@ class SequenceLabelModel(LabelModel):
                                  "(predict_proba(sequences, token_prior=...)); the fitted "
                                  "tokens' prior is given to fit(sequences, token_prior=...)")
             return self.posteriors_.copy()
-        if sequences is self.sequences_ and token_prior is None:
+        if token_prior is None and self._fitted_documents(sequences) is not None:
             # the fitted documents: their fitted posteriors (a cross-fitted text prior or
             # labeling-function votes are part of the fit, not of the sequences)
             return self.posteriors_.copy()
@@ -209,8 +225,12 @@ class SequenceLabelModel(LabelModel):
                 token_prior: Any = None) -> np.ndarray:
         """(T,) decoded tag codes (classes: ``sequences.tags``)."""
         self._check_fitted()
-        seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
-        return self._decode(self.predict_proba(sequences, token_prior), seq)
+        return self._decode(self.predict_proba(sequences, token_prior),
+                            self._decoded_documents(sequences))
+
+    def _decoded_documents(self, sequences: Any) -> SequenceAnnotations:
+        fitted = self._fitted_documents(sequences)
+        return fitted if fitted is not None else self._check_sequences(sequences)
 
     def predict_spans(self, sequences: Optional[SequenceAnnotations] = None,
                       token_prior: Any = None) -> pd.DataFrame:
@@ -222,7 +242,7 @@ class SequenceLabelModel(LabelModel):
         span label it decodes to spans nobody marked. To keep only annotated documents:
         ``spans[spans["doc"].isin(seq.doc_ids[seq.assign_doc])]``."""
         self._check_fitted()
-        seq = self.sequences_ if sequences is None else self._check_sequences(sequences)
+        seq = self._decoded_documents(sequences)
         post = self.predict_proba(sequences, token_prior)
         tags = self._decode(post, seq)      # predict's tags, without scoring the tokens twice
         return seq.decode(tags, scores=_label_mass(post, tags, seq))

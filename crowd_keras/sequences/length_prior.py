@@ -94,7 +94,19 @@ class SpanLengthPrior(SequenceLabelModel):
         if check_number(self.smoothing, f"{type(self).__name__} smoothing") == 0:
             raise ValueError(f"smoothing must be positive, got {self.smoothing!r}")
         extra = {} if token_prior is None else {"token_prior": token_prior}
-        self.model_ = self._new_model().fit(seq, **extra)
+        from .calibration import CalibratedThreshold   # lazy, as the registry's models
+        inner = self._new_model()
+        if isinstance(inner, CalibratedThreshold):
+            # it decodes at its own θ, chosen for its own posteriors (not the chain's), and
+            # may fit in another tag scheme than the chain's
+            raise ValueError(f"SpanLengthPrior cannot wrap {type(inner).__name__}: wrap the "
+                             "other way, CalibratedThreshold(SpanLengthPrior(...)), whose θ is "
+                             "then chosen for the chain's marginals")
+        self.model_ = inner.fit(seq, **extra)
+        if self.model_.sequences_.scheme != seq.scheme:
+            raise ValueError(f"SpanLengthPrior: {type(inner).__name__} fitted the sequences in "
+                             f"{self.model_.sequences_.scheme}, the chain reads them in "
+                             f"{seq.scheme}; give it sequences in one scheme")
         self.transitions_, self.initial_ = annotation_transitions(seq, self.smoothing)
         self.tag_frequencies_ = stationary(self.transitions_)
         self._set_fitted(seq, self._combine(self.model_.posteriors_, seq),

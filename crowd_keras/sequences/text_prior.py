@@ -177,6 +177,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
     Attributes (besides the common ones): model_ (the final inner model: TokenDawidSkene, or
     AbstainDawidSkene for votes), token_prior_ (T, K) the cross-fitted prior, vocabulary_,
     form_vocabularies_ (the suffixes' and shapes' :class:`~.batches.Vocabulary`, or ``()``),
+    window_ (the window the text weights were fitted with),
     text_weights_ (F, K) of the text model fitted on all documents, n_iter_ (inner EM
     iterations of the last round), votes_ (the ``TokenVotes`` fitted, or None).
     """
@@ -215,7 +216,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
     def _features(self, seq: SequenceAnnotations) -> sp.csr_matrix:
         extra = [(v.encode(seq).astype(np.int64), v.size) for v in self.form_vocabularies_]
         return window_features(self.vocabulary_.encode(seq).astype(np.int64), seq,
-                               int(self.window), self.vocabulary_.size, extra)
+                               self.window_, self.vocabulary_.size, extra)
 
     def fit(self, sequences: Any, token_prior: Any = None) -> "WindowPriorDawidSkene":
         self._check_settings()
@@ -240,6 +241,7 @@ class WindowPriorDawidSkene(SequenceLabelModel):
         if token_prior is not None:
             raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
                              "TokenDawidSkene().fit(sequences, token_prior=...) for a given one")
+        self.window_ = int(self.window)       # the text weights' window, whatever set_params does
         self.vocabulary_ = Vocabulary(self.min_count).fit(seq)
         self.form_vocabularies_ = tuple(Vocabulary(self.min_count, form).fit(seq)
                                         for form in (("suffix", "shape") if self.word_forms
