@@ -242,17 +242,26 @@ class WindowPriorDawidSkene(SequenceLabelModel):
             raise ValueError("WindowPriorDawidSkene learns its own token prior; use "
                              "TokenDawidSkene().fit(sequences, token_prior=...) for a given one")
         self.window_ = int(self.window)       # the text weights' window, whatever set_params does
-        self.vocabulary_ = Vocabulary(self.min_count).fit(seq)
-        self.form_vocabularies_ = tuple(Vocabulary(self.min_count, form).fit(seq)
-                                        for form in (("suffix", "shape") if self.word_forms
-                                                     else ()))
-        X = self._features(seq)
         data = seq if votes is None else votes
         # the tokens with evidence: a human tag, or a function run on their document
         seen = seq.annotations.annotations_per_item() > 0
         if votes is not None:
             seen |= votes.applied[:, seq.tokens.doc].any(axis=0)
-        fold = document_folds(word_texts(seq), int(self.n_folds), int(self.seed), seq.doc_ids)
+        evidence = np.zeros(seq.n_docs, dtype=bool)
+        evidence[seq.tokens.doc[seen]] = True
+        # the words, and the folds dealt, among the documents with evidence alone: a task
+        # nobody annotated (an export's unlabelled tasks) must not move the others' tags
+        learned = np.flatnonzero(evidence)
+        self.vocabulary_ = Vocabulary(self.min_count).fit(seq, learned)
+        self.form_vocabularies_ = tuple(Vocabulary(self.min_count, form).fit(seq, learned)
+                                        for form in (("suffix", "shape") if self.word_forms
+                                                     else ()))
+        X = self._features(seq)
+        texts = word_texts(seq)
+        fold = np.empty(seq.n_docs, dtype=np.int64)
+        for docs in (np.flatnonzero(evidence), np.flatnonzero(~evidence)):
+            fold[docs] = document_folds([texts[d] for d in docs], int(self.n_folds),
+                                        int(self.seed), seq.doc_ids[docs])
         tok_fold = fold[seq.tokens.doc]
         model, post = self._inner_fit(data)
         prior = np.full((seq.n_tokens, seq.n_tags), np.nan)
