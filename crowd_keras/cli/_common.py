@@ -101,10 +101,26 @@ def registry_name(registry: Any, what: str) -> Callable[[str], str]:
 label_model_name = registry_name(LABEL_MODELS, "label model")
 
 
+class Given(argparse.Action):
+    """Stores the option's value (as ``store``) and adds its dest to ``given_options`` on the
+    namespace: a check can then refuse an option that the input makes meaningless even when
+    it is given with its default value (:func:`given_options`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: Optional[str] = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given_options = given_options(namespace) | {self.dest}
+
+
+def given_options(args: argparse.Namespace) -> frozenset:
+    """The dests of the :class:`Given` options on the command line."""
+    return frozenset(getattr(args, "given_options", ()))
+
+
 def add_method_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
     """``--method NAME``: any name or alias of the registry (case and '-' ignored)."""
     parser.add_argument("--method", type=label_model_name, default=DEFAULT_LABEL_MODEL,
-                        metavar="NAME", choices=available_label_models(),
+                        action=Given, metavar="NAME", choices=available_label_models(),
                         help=f"label model, from the registry: {method_choices()}{extra}")
 
 

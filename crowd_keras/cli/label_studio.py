@@ -33,8 +33,9 @@ from crowd_keras.sequences.registry import (DEFAULT_SEQUENCE_MODEL, SEQUENCE_MOD
 
 from ._checks import (check_output_kinds, check_paths, dash_stream, int_at_least, not_dash,
                       report_files)
-from ._common import (HelpFormatter, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
-                      cli_words, common_options, registry_name, target_prior_problem)
+from ._common import (Given, HelpFormatter, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
+                      cli_words, common_options, given_options, registry_name,
+                      target_prior_problem)
 
 __all__ = ["register", "aggregate_command", "report_command"]
 
@@ -113,12 +114,12 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
                      help="export file (JSON, JSON_MIN, CSV or TSV; -: the standard input)")
     add_method_option(agg)
     add_target_prior_option(agg, "the default --method of Choices/Rating controls only")
-    agg.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL,
+    agg.add_argument("--sequence-model", default=DEFAULT_SEQUENCE_MODEL, action=Given,
                      type=SEQUENCE_MODEL_NAME,
                      choices=available_sequence_models(), metavar="NAME",
                      help="label model for span controls (--method is for Choices/Rating): "
                           + ", ".join(available_sequence_models()))
-    agg.add_argument("--scheme", default="IO", choices=["IO", "BIO"],
+    agg.add_argument("--scheme", default="IO", choices=["IO", "BIO"], action=Given,
                      help="span controls: tags per token (IO, or BIO to tell adjacent spans "
                           "apart)")
     agg.add_argument("--text-key", default=None, metavar="KEY",
@@ -144,9 +145,10 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--format", default=None, choices=["JSON", "JSON_MIN", "CSV", "TSV"],
                      help="export format (default: detected from the content and suffix)")
     agg.add_argument("--multiple", default="error", choices=["error", "combination", "skip"],
+                     action=Given,
                      help="annotations with several choices: error, combination (each set of "
                           "choices is one class) or skip (left out, counted)")
-    agg.add_argument("--separator", default="|", metavar="TEXT",
+    agg.add_argument("--separator", default="|", metavar="TEXT", action=Given,
                      help="joins the choices of a set into its class name (--multiple "
                           "combination)")
     agg.add_argument("--no-gold", action="store_true", help=_NO_GOLD_HELP)
@@ -360,24 +362,25 @@ def _nothing_left(summary: Any) -> str:
 def _ignored_flags(args: argparse.Namespace, export: Any, spans: bool,
                    config: Any = None) -> Optional[str]:
     """Flags the export (or the labeling ``config`` it was read with) makes meaningless or
-    contradicts (an error rather than silently ignored)."""
+    contradicts (an error rather than silently ignored), given with any value, its default
+    included."""
+    given = given_options(args)
     if args.model_version is not None and not args.model_version.strip():
         return "--model-version is empty: give a name, or drop it for crowd-keras-<method>"
-    if not spans and (args.text_key is not None or args.scheme != "IO"
-                      or args.sequence_model != DEFAULT_SEQUENCE_MODEL):
+    if not spans and (args.text_key is not None or {"scheme", "sequence_model"} & given):
         flag = "--text-key" if args.text_key is not None else f"--scheme {args.scheme}" \
-            if args.scheme != "IO" else f"--sequence-model {args.sequence_model}"
+            if "scheme" in given else f"--sequence-model {args.sequence_model}"
         return (f"{flag} applies to span controls; control '{export.control}' is not one "
                 "(drop it" + ("; --method chooses its label model)" if "model" in flag
                               else ")"))
-    if spans and args.method != DEFAULT_LABEL_MODEL:   # it was ignored, silently
+    if spans and "method" in given:   # it was ignored, silently
         return (f"--method {args.method} applies to Choices/Rating controls; span control "
                 f"'{export.control}' is fitted by --sequence-model (drop --method, or pass "
                 "--sequence-model NAME)")
-    if spans and args.multiple != "error":   # a region's labels each make a span
+    if spans and "multiple" in given:   # a region's labels each make a span
         return (f"--multiple {args.multiple} applies to Choices controls; span control "
                 f"'{export.control}' reads each label of a region as a span (drop --multiple)")
-    if args.separator != "|" and args.multiple != "combination":
+    if "separator" in given and args.multiple != "combination":
         return (f"--separator {args.separator!r} joins the choices of a set with --multiple "
                 f"combination, not --multiple {args.multiple} (drop it, or add --multiple "
                 "combination)")

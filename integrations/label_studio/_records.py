@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -534,6 +534,25 @@ def superseded_note(n_superseded: int, n_kept: int, n_users: int) -> Optional[st
             "or the annotations were imported without completed_by (Label Studio then gives "
             "them all to the importing user), give each annotator a user of their own and "
             "export again")
+
+
+def check_spaced_values(values: Iterable[Any], wheres: Iterable[str], what: str) -> None:
+    """CrowdDataError when two text ``values`` differ only in spaces around them (``"neu"``
+    and ``" neu "``): they would be two classes, silently. Names both places (``wheres``,
+    one per value)."""
+    first: dict = {}                            # value -> where it was first seen
+    for value, where in zip(values, wheres):
+        if isinstance(value, str) and value not in first:
+            first[value] = where
+    by_stripped: dict = {}
+    for value, where in first.items():
+        other = by_stripped.setdefault(value.strip(), value)
+        if other != value:
+            spaced, plain = (value, other) if value != value.strip() else (other, value)
+            raise CrowdDataError(
+                f"{first[spaced]}: {what} {spaced!r} differs from {plain!r} "
+                f"({first[plain]}) only in the spaces around it: they would be two classes; "
+                "correct the export")
 
 
 def parse_times(values: list, wheres: list) -> pd.Series:

@@ -32,8 +32,8 @@ from crowd_keras.sequences.annotations import SequenceAnnotations, SpanSummary
 from crowd_keras.sequences.tokens import MAX_OFFSET
 
 from ._controls import MIN_META, SPAN_TAGS, object_fields, to_name_note
-from ._records import (ExportSummary, check_latest_is_known, is_decimal, parse_times,
-                       superseded_note, task_id)
+from ._records import (ExportSummary, check_latest_is_known, check_spaced_values, is_decimal,
+                       parse_times, superseded_note, task_id)
 
 __all__ = ["LabelStudioSpans", "SpanExportSummary", "read_spans", "looks_like_spans"]
 
@@ -390,6 +390,8 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
     n_gold_conflicts = sum(len({span_set(live[r]) for r in rows}) > 1
                            for _, rows in gold_rows.groupby("task")["row"])
     allowed = config[control][1] if config is not None and control in config else None
+    both = pd.concat([spans[["label", "where"]], gold[["label", "where"]]])
+    check_spaced_values(both["label"], both["where"], f"span label of control '{control}'")
     for frame_, what in ((spans, "span"), (gold, "ground-truth span")):
         if allowed is not None and len(frame_):
             bad = ~frame_["label"].isin(allowed).to_numpy()

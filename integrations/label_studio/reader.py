@@ -17,8 +17,8 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._controls import (SPAN_TAGS, parse_config, pick_control_full, pick_control_rows,
                         region_answers, selection_full, selection_min, to_name_note)
-from ._records import (FORMATS, ExportSummary, check_latest_is_known, load_export, parse_times,
-                       records_from_rows, superseded_note)
+from ._records import (FORMATS, ExportSummary, check_latest_is_known, check_spaced_values,
+                       load_export, parse_times, records_from_rows, superseded_note)
 from ._spans import LabelStudioSpans, looks_like_spans, read_spans
 
 _MULTIPLE = ("error", "combination", "skip")
@@ -309,8 +309,13 @@ def _allowed_values(config: Optional[dict], control: str, kind: str) -> Optional
 
 
 def _validate(reading: _Reading, records: list, selections: list) -> None:
-    """Step 2, validate: ratings are integers, values are in the labeling config."""
+    """Step 2, validate: ratings are integers, values are in the labeling config, no two
+    values differ only in spaces around them."""
     order, allowed = reading.order, reading.allowed
+    used = [(value, rec.where) for rec, sel in zip(records, selections)
+            if sel is not None and not rec.cancelled for value in sel]
+    check_spaced_values([v for v, _ in used], [w for _, w in used],
+                        f"value of control '{reading.control}'")
     for rec, sel in zip(records, selections):
         if sel is None or rec.cancelled:
             continue
