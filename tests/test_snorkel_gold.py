@@ -213,3 +213,28 @@ def test_a_scalar_y_dev_is_no_labels(crowd, kwargs):
                                              r"array or a list\), got the scalar 1$"):
         CrowdLabelModel(cardinality=K, method="dawid_skene").fit(L, progress_bar=False,
                                                                  **kwargs)
+
+
+def test_a_class_balance_the_fitted_model_cannot_use_is_said():
+    """The default may choose majority vote or BWA, which have no class prior: the class
+    balance then moved only the rows where every function abstains, without a word, where
+    Snorkel's moves every row."""
+    import warnings
+    rng = np.random.default_rng(1)
+    n, y = 400, rng.integers(0, 2, 400)
+    L = np.full((n, 6), -1)
+    for j in range(6):
+        covered = rng.random(n) < 0.5
+        right = rng.random(n) < rng.uniform(0.55, 0.95)
+        L[covered, j] = np.where(right[covered], y[covered], 1 - y[covered])
+    for method, said in (("majority_vote", True), ("glad", True), ("dawid_skene", False)):
+        for given in ({"class_balance": [0.1, 0.9]}, {"Y_dev": np.array([0] * 9 + [1])}):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                CrowdLabelModel(cardinality=2, method=method).fit(L, progress_bar=False,
+                                                                  **given)
+            notes = [w for w in caught if "did not enter the fitted model" in str(w.message)]
+            assert bool(notes) == said, (method, given)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                         # no balance: nothing to say
+        CrowdLabelModel(cardinality=2, method="majority_vote").fit(L, progress_bar=False)

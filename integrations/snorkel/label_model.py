@@ -11,6 +11,7 @@ import inspect
 import io
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -189,6 +190,27 @@ def _check_path(path: Any, name: str, write: bool = False) -> None:
                              "(e.g. label_model.npz)")
 
 
+
+def _warn_balance_unused(model: LabelModel, kwargs: Dict[str, Any],
+                         balance: Optional[np.ndarray]) -> None:
+    """A UserWarning when ``class_balance`` (or ``Y_dev``'s shares) moved only the rows where
+    every function abstains: the fitted model has no class prior to fix and decided its
+    labels without it (the default choosing majority vote or BWA; GLAD, MACE ...), where
+    Snorkel's would have moved every row."""
+    if balance is None:
+        return
+    if "target_prior" in kwargs and hasattr(model, "target_prior_applied_"):
+        used = bool(model.target_prior_applied_)
+    else:
+        used = "class_prior" in kwargs or "target_prior" in kwargs
+    if not used:
+        name = getattr(model, "chosen_", None) or type(model).__name__
+        warnings.warn(f"class_balance (given, or the class shares of Y_dev) did not enter "
+                      f"the fitted model, {name}, which has no class prior to fix: it answers "
+                      "only the rows where every function abstains; pick a model with one "
+                      "(e.g. method='dawid_skene') for Snorkel's behaviour", UserWarning,
+                      stacklevel=3)
+
 class CrowdLabelModel:
     """Snorkel's ``LabelModel`` surface over any label model of crowd-keras.
 
@@ -316,8 +338,9 @@ class CrowdLabelModel:
             class_balance: (cardinality,) class proportions; fixes the class prior of a model
                 that has one (``class_prior``: the Dawid-Skene family, the default; for crowd
                 answers the default also decides its labels for it, ``target_prior``). Models
-                without one (e.g. GLAD, MACE, IBCC, EBCC, BWA, voting) keep their own; the class
-                balance is then only the answer of rows where every function abstains.
+                without one (e.g. GLAD, MACE, IBCC, EBCC, BWA, voting, and the default when it
+                chooses voting or BWA) keep their own; the class balance is then only the
+                answer of rows where every function abstains, and a UserWarning says so.
             L_dev: (n_dev, m) the dev split's label matrix, one row per label of ``Y_dev``
                 (not in Snorkel). With it the dev rows join the fit as gold: a label model
                 that takes gold (``accepts_gold``: the default for crowd answers, the
@@ -390,6 +413,7 @@ class CrowdLabelModel:
         self.label_model_ = model
         self.n_functions_ = L.shape[1]
         self.class_balance_ = balance
+        _warn_balance_unused(model, kwargs, balance)
         self.n_gold_ = 0 if dev is None else len(dev[1])
         # a crowd model on labeling-function votes answers through a model without gold
         self.gold_in_fit_ = bool(hold and getattr(model, "regime_", "crowd") == "crowd")
@@ -432,6 +456,7 @@ class CrowdLabelModel:
         self.label_model_ = fit.model
         self.n_functions_ = L.shape[1]
         self.class_balance_ = balance
+        _warn_balance_unused(fit.model, kwargs, balance)
         self.n_gold_ = 0 if dev is None else len(dev[1])
         self.gold_in_fit_ = bool(takes_gold and getattr(fit.model, "regime_", "crowd") == "crowd")
         self._train_cache = None
