@@ -362,3 +362,26 @@ def test_values_that_differ_only_in_spaces_are_refused_by_name(tmp_path):
     with pytest.raises(CrowdDataError, match=r"value of control 'sentiment' ' \w+ ' differs "
                                              r"from '\w+' .* only in the spaces around it"):
         ls.read_export(path, control="sentiment")
+
+
+def test_span_text_mismatches_are_located_and_can_be_refused(tmp_path, capsys):
+    """They were only counted in the summary: no place named, and no way to refuse them from
+    the command line."""
+    import json
+
+    from crowd_keras.cli import main
+    path = _span_export(tmp_path / "s.json")
+    tasks = json.loads(path.read_text(encoding="utf-8"))
+    tasks[0]["annotations"][1]["result"][0]["value"]["text"] = "Mary"   # at 0:4 ("John")
+    path.write_text(json.dumps(tasks), encoding="utf-8")
+    export = ls.read_export(path)
+    assert any("1 span(s) whose text differs from the task's characters at its offsets, the "
+               "first at" in n and "annotation 2 (user 2), span 0: text 'Mary', characters "
+               "0:4 read 'John'" in n for n in export.summary.notes), export.summary.notes
+    out = tmp_path / "p.json"
+    assert main(["label-studio", "aggregate", str(path), "--out", str(out), "--quiet",
+                 "--sequence-model", "dawid_skene", "--text-mismatch", "error"]) == 2
+    assert "text 'Mary' differs from the task's characters 0:4" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["label-studio", "aggregate", str(path), "--out", str(out), "--quiet",
+                 "--sequence-model", "dawid_skene"]) == 0 and out.exists()

@@ -122,6 +122,9 @@ def register(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -
     agg.add_argument("--scheme", default="IO", choices=["IO", "BIO"], action=Given,
                      help="span controls: tags per token (IO, or BIO to tell adjacent spans "
                           "apart)")
+    agg.add_argument("--text-mismatch", default="count", choices=["count", "error"],
+                     help="span controls: a span whose text differs from the task's characters "
+                          "at its offsets is counted (and the first one named), or an error")
     agg.add_argument("--text-key", default=None, metavar="KEY",
                      help="span controls: the task data field holding the text (default: from "
                           "the config's object, else the field named like the object, else the one "
@@ -456,7 +459,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
                                 format=args.format, multiple=args.multiple,
                                 separator=args.separator,
                                 include_gold=args.include_gold, scheme=args.scheme,
-                                text_key=args.text_key)
+                                text_key=args.text_key, text_mismatch=args.text_mismatch)
     except ImportError as exc:
         _err(exc)
         return 2

@@ -417,6 +417,13 @@ def read_spans(fmt: str, payload: list, tasks: list, records: list, control: str
         raise CrowdDataError(f"{spans['where'].iloc[r]}: text {spans['text'].iloc[r]!r} differs "
                              f"from the task's characters {spans['start'].iloc[r]}:"
                              f"{spans['end'].iloc[r]}")
+    if seq.span_mismatch.any():          # counted in the summary: say where the first one is
+        r = int(np.argmax(seq.span_mismatch))
+        notes = [*notes, f"{int(seq.span_mismatch.sum())} span(s) whose text differs from the "
+                 f"task's characters at its offsets, the first at {spans['where'].iloc[r]}: "
+                 f"text {spans['text'].iloc[r]!r}, characters {spans['start'].iloc[r]}:"
+                 f"{spans['end'].iloc[r]} read {_span_chars(spans, texts, r)!r} (the offsets "
+                 "are kept; text_mismatch='error' refuses them)"]
     n_utf16 = _utf16_mismatches(spans, texts, seq.span_mismatch)
     if n_utf16:
         notes = [*notes, f"{n_utf16} span(s) whose text differs from the task's characters "
@@ -443,6 +450,11 @@ def _checked_text(spans: pd.DataFrame, texts: dict) -> list:
             if actual != given and actual.split() == given.split():
                 out[r] = actual
     return out
+
+
+def _span_chars(spans: pd.DataFrame, texts: dict, r: int) -> str:
+    """The task's characters at span ``r``'s offsets."""
+    return texts[spans["task"].iloc[r]][int(spans["start"].iloc[r]):int(spans["end"].iloc[r])]
 
 
 def _utf16_mismatches(spans: pd.DataFrame, texts: dict, mismatch: np.ndarray) -> int:
