@@ -611,6 +611,18 @@ def test_cli_gold_value_with_spaces_around_it_says_so(tmp_path, capsys, text, me
     assert message in capsys.readouterr().err
 
 
+def test_cli_gold_value_against_spaced_answers_says_where_the_spaces_are(tmp_path, capsys):
+    # the answers wrote ' cat' everywhere: the hint was "a class no annotator chose: list
+    # every class with --classes", which cannot help
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n1,a, cat\n1,b, cat\n2,a,dog\n")
+    (tmp_path / "gold.csv").write_text("task,label\n1,cat\n")
+    assert main(["aggregate", str(answers), "--gold", str(tmp_path / "gold.csv"), "--out",
+                 str(tmp_path / "labels.csv"), "--quiet"]) == 1
+    assert "(class ' cat' of the answers has spaces around it: remove them there)" in \
+        capsys.readouterr().err
+
+
 def test_gold_class_code_for_named_classes_says_a_mapping_takes_labels():
     # {item: 1} against the classes ['bird', 'cat'] named the value but not that it reads as a
     # class code (the aligned arrays of codes are the other form of gold), in memory and on Dask

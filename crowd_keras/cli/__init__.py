@@ -170,10 +170,16 @@ def _spaced(value: Any, known: Any, what: str) -> str:
     """Hint for a --gold ``value`` (an item or a label) that is none of ``known`` (the
     answers' items or classes) but one of them once the spaces around it are removed
     (``t1, cat`` keeps the space after the comma), else ``""``."""
-    if not isinstance(value, str) or value == value.strip():
+    if not isinstance(value, str):
         return ""
-    alike = [k for k in np.asarray(known).tolist() if str(k) == value.strip()]
-    return f" ({what} {show(alike[0])} is: remove the spaces around it)" if alike else ""
+    if value != value.strip():
+        alike = [k for k in np.asarray(known).tolist() if str(k) == value.strip()]
+        return f" ({what} {show(alike[0])} is: remove the spaces around it)" if alike else ""
+    # the answers' values carry the spaces (``t1,a, cat`` everywhere)
+    alike = [k for k in np.asarray(known).tolist() if isinstance(k, str) and k != k.strip()
+             and k.strip() == value]
+    return (f" ({what} {show(alike[0])} of the answers has spaces around it: remove them "
+            "there)" if alike else "")
 
 
 def _scale_classes(column: Any) -> Optional[list]:
