@@ -294,3 +294,25 @@ def test_every_registered_model_on_awkward_partitions_is_the_in_memory_fit():
                                       ann.classes[memory.predict()], err_msg=name)
         np.testing.assert_allclose(labels[list(result.probability_columns.values())],
                                    memory.predict_proba(), atol=1e-6, err_msg=name)
+
+
+def test_a_misspelled_reader_argument_names_aggregates_own_arguments():
+    # items= was blamed on AutoLabelModel.__init__ alone
+    frame = simulate_crowd(n_items=30, n_classes=3, n_annotators=5, seed=0).annotations.to_frame()
+    with pytest.raises(TypeError, match=r"aggregate: .*unexpected keyword argument 'items'; "
+                                        r"aggregate reads the frame with item, annotator"):
+        aggregate(dd.from_pandas(frame, npartitions=2), items="task")
+
+
+def test_a_strategy_without_a_label_model_says_which_is_missing(monkeypatch):
+    # the name was refused as unsupported while the list of supported methods held it
+    import copy
+
+    from crowd_keras.distributed import methods
+    monkeypatch.setattr(methods, "METHODS", copy.deepcopy(methods.METHODS))  # left as it was
+    methods.register_method("my_model", "crowd_keras.distributed.methods:ProtocolMethod")
+    assert "my_model" in methods.supported_methods()
+    frame = simulate_crowd(n_items=30, n_classes=3, n_annotators=5, seed=0).annotations.to_frame()
+    with pytest.raises(ValueError, match="registered as 'my_model', but no label model is: "
+                                         "register it with"):
+        aggregate(dd.from_pandas(frame, npartitions=2), "my_model")

@@ -153,7 +153,16 @@ def aggregate(ddf: Any, method: Any = DEFAULT_LABEL_MODEL, item: str = "task",
     Returns:
         :class:`AggregationResult` (``labels``, ``annotator_quality``, ``model``).
     """
-    strategy = method_for(method, **params)
+    try:
+        strategy = method_for(method, **params)
+    except TypeError as error:
+        if "unexpected keyword argument" not in str(error):
+            raise
+        # a reader argument misspelled (items=) was blamed on the model's constructor alone
+        raise TypeError(f"aggregate: {error}; aggregate reads the frame with item, annotator, "
+                        "label, classes, annotator_ids, item_partitioned, gold, pred_probs "
+                        "and duplicates, and passes the other keyword arguments to the "
+                        "model's constructor") from None
     check_settings(strategy.model)
     if not isinstance(item_partitioned, (bool, np.bool_)):
         raise TypeError(f"item_partitioned must be True or False, got "

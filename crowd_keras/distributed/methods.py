@@ -422,6 +422,10 @@ def _supported_name(method: Any) -> Optional[str]:
                     return name
         return None
     shown = method.__name__ if isinstance(method, type) else repr(method)
+    if isinstance(method, str) and method in METHODS and method not in registered:
+        raise ValueError(f"a partitioned strategy is registered as {method!r}, but no label "
+                         "model is: register it with crowd_keras.aggregation."
+                         "register_label_model first")
     raise ValueError(f"{shown} cannot be fitted partition by partition; supported methods: "
                      f"{supported_methods()} and every EM-protocol label model "
                      "(crowd_keras.distributed.register_method adds one)")
