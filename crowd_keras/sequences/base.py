@@ -157,16 +157,18 @@ class SequenceLabelModel(LabelModel):
                                  f"spans), got {type(sequences).__name__}")
         return sequences
 
-    def _fitted_documents(self, sequences: Any) -> Optional[SequenceAnnotations]:
-        """The fitted documents when ``sequences`` is them (None: the fitted ones; the
-        labeling-function votes fitted; or documents equal to the fitted ones, given again,
-        unpickled or rebuilt: their posteriors are the fit's, with its cross-fitted prior and
-        its votes), else None."""
+    def _resolved(self, sequences: Any) -> tuple:
+        """``(documents, fitted)``: the fitted documents and True when ``sequences`` is them
+        (None: the fitted ones; the labeling-function votes fitted; or documents equal to the
+        fitted ones, given again, unpickled or rebuilt: their posteriors are the fit's, with
+        its cross-fitted prior and its votes), else the checked ``sequences`` and False."""
         if sequences is None or sequences is self.sequences_ or \
-                (sequences is getattr(self, "votes_", None)):
-            return self.sequences_
+                sequences is getattr(self, "votes_", None):
+            return self.sequences_, True
         checked = self._check_sequences(sequences)
-        return self.sequences_ if checked.equals(self.sequences_) else None
+        if checked.equals(self.sequences_):
+            return self.sequences_, True
+        return checked, False
 
     def _check_settings(self) -> None:
         """The shared settings, checked before any work:
@@ -208,11 +210,12 @@ class SequenceLabelModel(LabelModel):
                                  "(predict_proba(sequences, token_prior=...)); the fitted "
                                  "tokens' prior is given to fit(sequences, token_prior=...)")
             return self.posteriors_.copy()
-        if token_prior is None and self._fitted_documents(sequences) is not None:
+        documents, fitted = self._resolved(sequences)
+        if fitted and token_prior is None:
             # the fitted documents: their fitted posteriors (a cross-fitted text prior or
             # labeling-function votes are part of the fit, not of the sequences)
             return self.posteriors_.copy()
-        return self._sequence_posteriors(self._check_sequences(sequences), token_prior)
+        return self._sequence_posteriors(documents, token_prior)
 
     def _sequence_posteriors(self, sequences: SequenceAnnotations,
                              token_prior: Any) -> np.ndarray:  # pragma: no cover - abstract
@@ -226,11 +229,7 @@ class SequenceLabelModel(LabelModel):
         """(T,) decoded tag codes (classes: ``sequences.tags``)."""
         self._check_fitted()
         return self._decode(self.predict_proba(sequences, token_prior),
-                            self._decoded_documents(sequences))
-
-    def _decoded_documents(self, sequences: Any) -> SequenceAnnotations:
-        fitted = self._fitted_documents(sequences)
-        return fitted if fitted is not None else self._check_sequences(sequences)
+                            self._resolved(sequences)[0])
 
     def predict_spans(self, sequences: Optional[SequenceAnnotations] = None,
                       token_prior: Any = None) -> pd.DataFrame:
@@ -242,7 +241,7 @@ class SequenceLabelModel(LabelModel):
         span label it decodes to spans nobody marked. To keep only annotated documents:
         ``spans[spans["doc"].isin(seq.doc_ids[seq.assign_doc])]``."""
         self._check_fitted()
-        seq = self._decoded_documents(sequences)
+        seq = self._resolved(sequences)[0]
         post = self.predict_proba(sequences, token_prior)
         tags = self._decode(post, seq)      # predict's tags, without scoring the tokens twice
         return seq.decode(tags, scores=_label_mass(post, tags, seq))

@@ -540,10 +540,10 @@ def check_spaced_values(values: Iterable[Any], wheres: Iterable[str], what: str)
     """CrowdDataError when two text ``values`` differ only in spaces around them (``"neu"``
     and ``" neu "``): they would be two classes, silently. Names both places (``wheres``,
     one per value)."""
-    first: dict = {}                            # value -> where it was first seen
-    for value, where in zip(values, wheres):
-        if isinstance(value, str) and value not in first:
-            first[value] = where
+    frame = pd.DataFrame({"value": pd.Series(list(values), dtype=object),
+                          "where": pd.Series(list(wheres), dtype=object)})
+    frame = frame[frame["value"].map(type).eq(str)].drop_duplicates("value")
+    first = dict(zip(frame["value"], frame["where"]))   # value -> where it was first seen
     by_stripped: dict = {}
     for value, where in first.items():
         other = by_stripped.setdefault(value.strip(), value)
