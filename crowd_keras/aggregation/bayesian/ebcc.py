@@ -213,10 +213,10 @@ def _class_log_sums(scores: np.ndarray, first: np.ndarray) -> np.ndarray:
                                       axis=1)) + peak
 
 
-def _check_named(alpha: np.ndarray, nu: np.ndarray) -> None:
-    """CrowdDataError when a class that the prior gives no mass holds items (gold only can
-    put them there: an empirical prior gives a class no vote names none)."""
-    impossible = (alpha <= 0) & (nu > 0)
+def _check_named(impossible: np.ndarray) -> None:
+    """CrowdDataError for the classes ``impossible`` (K,) bool: the prior gives them no mass
+    but items are held there (gold only can put them there: an empirical prior gives a class
+    no vote names none)."""
     if impossible.any():
         raise CrowdDataError(
             f"EBCC(empirical_prior=True): the gold holds the class code(s) "
@@ -311,8 +311,7 @@ class EBCC(BayesianLabelModel):
             named = np.bincount(ann.labels, minlength=ann.n_classes) > 0
             held = np.isfinite(item_log_prior)
             nowhere = ~(held & named).any(axis=1)
-            _check_named(np.where(named, 1.0, 0.0),
-                         (held[nowhere].any(axis=0) & ~named).astype(np.float64))
+            _check_named(held[nowhere].any(axis=0) & ~named)
         return super()._fit_crowd(ann, item_log_prior, pred_probs)
 
     # the EM-step protocol (crowd_keras.aggregation.em)
@@ -443,7 +442,7 @@ class EBCC(BayesianLabelModel):
         # evidence lower bound: the last E-step's Σ_i log Z_i (the expected log joint of the
         # labels and q(z, g) plus its entropy) less the KL of q(τ), q(π), q(v) from their
         # priors (a dropped subtype's q(v) is its prior: no KL)
-        _check_named(alpha, nu)                       # the Dask path's check (fit checks first)
+        _check_named((alpha <= 0) & (nu > 0))          # the Dask path's check (fit checks first)
         # an empirical prior gives a class that no vote names no mass (α_k = ν_k = 0): both
         # Dirichlets lie on the face τ_k = 0, and the KL is the one over the other classes
         named = (alpha > 0) | (nu > 0)
