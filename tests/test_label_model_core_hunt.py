@@ -293,8 +293,10 @@ def test_new_annotations_whose_annotator_ids_are_of_another_type_are_named():
     with pytest.raises(CrowdDataError, match=r"annotator '7' is written like the fitted "
                                              r"annotator 7: give the ids in the type"):
         model.predict_proba(df.assign(worker=df.worker.astype(str)))
-    # annotators who are simply new are still left out and counted, as documented
-    prior_only = model.predict_proba(df.assign(worker=df.worker + 100))
+    # annotators who are simply new are still left out and counted, as documented (and
+    # said, when that is every one of them)
+    with pytest.warns(UserWarning, match="none of the 6 new annotations"):
+        prior_only = model.predict_proba(df.assign(worker=df.worker + 100))
     assert model.n_unknown_annotations_ == len(df)
     np.testing.assert_allclose(prior_only, np.broadcast_to(prior_only[0], prior_only.shape))
 

@@ -1,11 +1,14 @@
 """Every registered label model on edge-case crowds: the shared contract of
 ``aggregation/base.py`` (a posterior per item, finite, rows summing to 1, or a clear
 ``CrowdDataError``; never a raw numpy error) on small data."""
+import warnings
+
 import numpy as np
 import pytest
 
 from crowd_keras import Annotations, CrowdDataError
-from crowd_keras.aggregation import available_label_models, get_label_model
+from crowd_keras.aggregation import (CalibratedVote, DawidSkene, MajorityVote,
+                                     available_label_models, get_label_model)
 from crowd_keras.datasets import simulate_crowd
 from test_aggregation import labeling_function_votes
 
@@ -101,18 +104,27 @@ def test_left_out_annotations_of_unseen_annotators_are_counted_by_every_model(na
                                                                                crowd):
     """``predict_proba(new)`` leaves out the annotations of annotators unseen in fit and
     counts them in ``n_unknown_annotations_`` (base.LabelModel), also when the model handed
-    its fit to another one (the default model's choice, the labeling-function model). The
-    mixture of groups places unseen annotators instead (no annotation is left out)."""
+    its fit to another one (the default model's choice, the labeling-function model), and says
+    so when that leaves out all of them. The mixture of groups places unseen annotators
+    instead, and the votes (majority, calibrated) count every vote whoever gave it: no
+    annotation is left out."""
     data = crowd if regime == "crowd" else labeling_function_votes()
     model = model_of(name).fit(data)
     new = Annotations(np.arange(data.n_items), np.zeros(data.n_items, int),
                       np.zeros(data.n_items, int), item_ids=data.item_ids, annotator_ids=[999],
                       classes=data.classes)
-    model.predict_proba(new)
     chosen = getattr(model, "model_", model)   # the default model fits its choice
-    if type(chosen).__name__ == "MixtureOfGroupsModel" and chosen.regime_ == "crowd":
+    if type(chosen).__name__ == "MixtureOfGroupsModel" and chosen.regime_ == "crowd" or \
+            isinstance(chosen, (MajorityVote, CalibratedVote)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model.predict_proba(new)
         assert not hasattr(model, "n_unknown_annotations_")
     else:
+        with pytest.warns(UserWarning, match=f"none of the {data.n_items} new annotations is "
+                                             "by an annotator of the fit") as said:
+            model.predict_proba(new)
+        assert said[0].filename == __file__        # the caller's line, not the library's
         assert model.n_unknown_annotations_ == data.n_items
 
 
@@ -166,3 +178,39 @@ def test_edge_crowds_get_one_posterior_per_item_in_class_order(name, crowd_name)
     np.testing.assert_array_equal(model.predict_labels(), ann.classes[post.argmax(axis=1)])
     assert model.confusion_matrices_.shape == (ann.n_annotators, ann.n_classes, ann.n_classes)
     assert len(model.annotator_quality_) == ann.n_annotators
+
+
+@pytest.mark.parametrize("model", [MajorityVote(), CalibratedVote()])
+def test_votes_of_annotators_unseen_in_fit_count_in_a_vote(model):
+    """A vote does not depend on who gave it: three unanimous "cat" votes by new workers made
+    "dog" (the fitted vote shares), their labels left out as unknown annotators'."""
+    import pandas as pd
+    train = pd.DataFrame({"task": ["t1"] * 3 + ["t2"] * 3, "worker": ["w1", "w2", "w3"] * 2,
+                          "label": ["cat", "cat", "dog", "dog", "dog", "dog"]})
+    new = pd.DataFrame({"task": ["n1", "n1", "n2", "n2", "n2"],
+                        "worker": ["w1", "w2", "w7", "w8", "w9"], "label": ["cat"] * 5})
+    model.fit(train)
+    np.testing.assert_array_equal(model.predict_labels(new), ["cat", "cat"])
+    assert not hasattr(model, "n_unknown_annotations_")
+    renamed = new.assign(worker=["x1", "x2", "x3", "x4", "x5"])
+    np.testing.assert_allclose(model.predict_proba(renamed), model.predict_proba(new))
+    assert len(model.annotation_quality(new)) == len(new)      # every label scored
+
+
+def test_a_batch_whose_every_annotator_is_unseen_is_said_not_only_counted():
+    """A matrix whose columns are positions against string annotator ids: every label was
+    left out and every item got the class prior, with only ``n_unknown_annotations_`` to
+    show for it."""
+    import pandas as pd
+    train = pd.DataFrame({"task": ["t1"] * 3 + ["t2"] * 3, "worker": ["w1", "w2", "w3"] * 2,
+                          "label": ["cat", "cat", "dog", "dog", "dog", "dog"]})
+    model = DawidSkene().fit(train)
+    with pytest.warns(UserWarning, match=r"DawidSkene: none of the 3 new annotations is by an "
+                                         r"annotator of the fit \(new: 0, \.\.\.; fitted: "
+                                         r"'w1'.*NumPy matrix's columns"):
+        model.predict_proba(np.array([[0, 0, 0]]))
+    assert model.n_unknown_annotations_ == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")         # some fitted annotators: counted, not said
+        model.predict_proba(train.assign(worker=["w1", "w2", "w9"] * 2))
+    assert model.n_unknown_annotations_ == 2

@@ -18,6 +18,9 @@ annotation.)
 from __future__ import annotations
 
 import inspect
+import os
+import sys
+import warnings
 from functools import partial
 from typing import Any, Optional
 
@@ -344,6 +347,19 @@ def partitioned_report(model: Any) -> Optional[pd.DataFrame]:
     return None if report is None else report.copy()
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _caller_outside() -> int:
+    """``warnings.warn``'s ``stacklevel``, for a warning raised by this function's caller, of
+    the first frame outside the package: the user's line, however many of the package's
+    frames (fallbacks, hand-overs) lie between."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class LabelModel(Params):
     """Base class: a model of annotators that infers each item's true label.
 
@@ -446,7 +462,8 @@ class LabelModel(Params):
         """Items × classes posterior of the true class (see the module docstring).
 
         With new annotations, annotators not seen in fit are ignored and counted in
-        ``n_unknown_annotations_`` (models that can place unseen annotators say so). A new
+        ``n_unknown_annotations_`` (models that can place unseen annotators say so; the votes
+        count every vote), with a ``UserWarning`` when that leaves out every one. A new
         frame or matrix is read with the fitted classes (a batch may use a few of them).
         The fitted ``annotations_`` object itself, of a fit that knew more of its items than
         their labels (gold held at its class, a classifier's ``pred_probs``:
@@ -493,7 +510,23 @@ class LabelModel(Params):
         return self.annotations_.classes[self.predict(annotations)]
 
     def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
-        return self._posteriors_for(self._align(new))
+        aligned = self._align(new)
+        self._say_if_all_left_out(new)
+        return self._posteriors_for(aligned)
+
+    def _say_if_all_left_out(self, new: Annotations) -> None:
+        """Warn when :meth:`_align` left out every one of ``new``'s annotations: documented
+        (left out and counted), but a batch that loses every label is more often misread ids
+        (a matrix's positions against named annotators) than new annotators."""
+        if new.n_annotations == 0 or self.n_unknown_annotations_ < new.n_annotations:
+            return
+        warnings.warn(
+            f"{type(self).__name__}: none of the {new.n_annotations} new annotations is by an "
+            f"annotator of the fit (new: {show(new.annotator_ids[0])}, ...; fitted: "
+            f"{show(self.annotations_.annotator_ids[0])}, ...), so all are left out and every "
+            "item gets the fitted class prior. A NumPy matrix's columns are the annotators "
+            "0, 1, ...; give a frame or Annotations with the fitted ids, or refit with the new "
+            "annotators", UserWarning, stacklevel=_caller_outside())
 
     def _handed_over(self, model: "LabelModel", new: Any, *args: Any) -> np.ndarray:
         """``model.predict_proba(new, *args)`` for the model this one handed its fit to (the

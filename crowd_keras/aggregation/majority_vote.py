@@ -37,6 +37,7 @@ class MajorityVote(LabelModel):
     ``n_tied_items_`` are the annotated items whose top vote count is shared, whatever
     ``tie_break`` did with them: on binary crowds with an even number of labels per item the
     lowest-code rule can move accuracy by several points, so the count is always reported.
+    New annotations (``predict_proba(new)``) count every vote, whoever gave it.
 
     Attributes:
         vote_prior_: (K,) each class's share of all votes of the fit: the posterior of the
@@ -114,6 +115,9 @@ class MajorityVote(LabelModel):
     def _vote_prior(self, ann: Annotations) -> np.ndarray:
         """The frequency of each class among all votes (uniform without votes)."""
         return normalize_rows(np.bincount(ann.labels, minlength=ann.n_classes).astype(float))
+
+    def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
+        return _votes_of_anyone(self, new)
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         # the fitted crowd's vote shares: an unlabelled new item is not given its batch's votes
@@ -299,6 +303,15 @@ class TieBrokenVote(EMLabelModel):
         return self.class_posteriors(latent)
 
 
+def _votes_of_anyone(model: LabelModel, new: Annotations) -> np.ndarray:
+    """``predict_proba(new)`` of a model whose posterior reads the items' vote counts alone
+    (:class:`MajorityVote`, :class:`CalibratedVote`): every vote counts, whoever gave it, so
+    annotators unseen in fit are not left out (no ``n_unknown_annotations_``)."""
+    model._check_classes(new)
+    model.__dict__.pop("n_unknown_annotations_", None)
+    return model._posteriors_for(new)
+
+
 def _same(value: Any, default: Any) -> bool:
     """``value`` is ``default`` (an array compares whole, without numpy's ambiguity)."""
     try:
@@ -397,6 +410,9 @@ class CalibratedVote(EMLabelModel):
         self.log_likelihood_ = np.asarray(history)
         self.n_iter_ = len(history)
         return self
+
+    def _posteriors_for_new(self, new: Annotations) -> np.ndarray:
+        return _votes_of_anyone(self, new)
 
     def _posteriors_for(self, ann: Annotations) -> np.ndarray:
         logits = ann.label_counts().astype(np.float64) * self.log_odds_

@@ -392,7 +392,9 @@ class LIA(LabelingFunctionFallback, LabelModel):
             return self.posteriors_.copy()
         if getattr(self, "labeling_function_model_", None) is not None:
             return self._handed_over(self.labeling_function_model_, annotations)
-        new = self._align(self._read_new(annotations))
+        given = self._read_new(annotations)
+        new = self._align(given)
+        self._say_if_all_left_out(given)
         if self.uses_features_:
             if features is None:
                 raise CrowdDataError("this LIA was fitted with item features: give features "
