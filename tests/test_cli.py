@@ -47,7 +47,13 @@ def test_aggregate_reports_ties_and_gives_an_exact_tie_the_lowest_code(tmp_path,
     assert main(["aggregate", str(src), "--method", "majority_vote", "--out", str(out)]) == 0
     labels = pd.read_csv(out)
     assert labels["label"].tolist() == ["cat", "dog"] and labels["tied"].tolist() == [True, False]
-    assert ("1 tied items (top posteriors within 1e-9; exact ties get the lowest class code"
+    # a vote's tie is a shared top count: its one-hot posterior reads 1.0 for the winner
+    assert labels["probability"].tolist() == [1.0, 1.0]
+    assert ("1 tied item (top vote counts shared; exact ties get the lowest class code"
+            in capsys.readouterr().out)
+    assert main(["aggregate", str(src), "--method", "calibrated_vote", "--out", str(out)]) == 0
+    assert pd.read_csv(out)["probability"].tolist()[0] == 0.5
+    assert ("1 tied item (top posteriors within 1e-9; exact ties get the lowest class code"
             in capsys.readouterr().out)
 
 
@@ -148,3 +154,41 @@ def test_a_closed_output_pipe_ends_the_command_quietly(tmp_path, monkeypatch, ca
     assert capsys.readouterr().err == ""        # no "BrokenPipeError" line
     print("after")                              # stdout now goes nowhere, without an error
     sys.stdout.flush()
+
+
+@pytest.mark.parametrize("command", [["aggregate"], ["agree"]])
+def test_an_infinite_label_is_named_as_not_finite(command, tmp_path, capsys):
+    # "inf" was read as infinity and refused as "not one of the classes [1.0]"
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\nt1,a,1\nt1,b,-inf\nt2,a,1\n")
+    extra = ["--out", str(tmp_path / "labels.csv")] if command == ["aggregate"] else []
+    assert main([*command, str(src), *extra]) == 1
+    err = capsys.readouterr().err
+    assert "line 3: label -inf (item 't1', annotator 'b'; column 'label', --label) is not a " \
+           "finite number" in err and "--string-labels" in err
+    assert main([*command, str(src), "--string-labels", *extra]) == 0   # a word, as written
+
+
+def test_boolean_labels_are_said_to_be_read_as_the_classes_0_and_1(tmp_path, capsys):
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\nt1,a,TRUE\nt1,b,TRUE\nt1,c,FALSE\nt2,a,FALSE\n")
+    out = tmp_path / "labels.csv"
+    assert main(["aggregate", str(src), "--out", str(out)]) == 0
+    assert "labels were read as booleans" in capsys.readouterr().out
+    assert pd.read_csv(out)["label"].tolist() == [1, 0]
+    assert main(["aggregate", str(src), "--out", str(out), "--string-labels"]) == 0
+    assert "booleans" not in capsys.readouterr().out
+    assert pd.read_csv(out, dtype=str)["label"].tolist() == ["TRUE", "FALSE"]
+
+
+def test_ordinal_alpha_on_text_classes_names_the_order_it_used(tmp_path, capsys):
+    # high < low < medium was used silently (alpha 0.83 where low < medium < high gives -0.5)
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\nt1,a,low\nt1,b,high\nt2,a,medium\nt2,b,medium\n")
+    assert main(["agree", str(src), "--level", "ordinal", "--bootstrap", "0"]) == 0
+    assert "orders the text classes alphabetically: high < low < medium; --classes" in \
+        capsys.readouterr().out
+    for flags in (["--classes", "low,medium,high"], []):
+        level = ["--level", "ordinal"] if flags else []
+        assert main(["agree", str(src), "--bootstrap", "0", *level, *flags]) == 0
+        assert "alphabetically" not in capsys.readouterr().out

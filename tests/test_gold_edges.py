@@ -243,6 +243,24 @@ def test_label_studio_scores_only_gold_tasks_with_an_aggregate(tmp_path, capsys)
         assert (note in printed) if note else "does not take gold" not in printed
 
 
+@pytest.mark.parametrize("method", ["auto", "majority_vote", "mixture_of_groups"])
+def test_label_studio_gold_entered_as_votes_does_not_score_the_aggregate(method, tmp_path,
+                                                                          capsys):
+    # --include-gold --no-gold (or a model that takes no gold) scored the aggregate against
+    # the ground truth it had just counted as votes: "right on 1 of 1", circular
+    pytest.importorskip("label_studio_sdk")
+    out = tmp_path / "pred.json"
+    assert main(["label-studio", "aggregate", "tests/data/label_studio/demo.json", "--control",
+                 "sentiment", "--method", method, "--out", str(out), "--include-gold",
+                 "--no-gold"]) == 0
+    printed = capsys.readouterr().out
+    assert "entered the aggregate as votes (--include-gold): it is not scored" in printed
+    assert "right on" not in printed and "accuracy" not in printed
+    assert main(["label-studio", "aggregate", "tests/data/label_studio/demo.json", "--control",
+                 "sentiment", "--method", method, "--out", str(out), "--no-gold"]) == 0
+    assert "the aggregate is right on" in capsys.readouterr().out   # not votes: scored
+
+
 def test_cli_gold_numbers_are_text_classes_when_the_answers_are_text(tmp_path, capsys):
     # one answer 'yes' makes every class text ('0', '1', 'yes'); the gold file's 1, read as a
     # number, was 'not one of the classes'
@@ -305,7 +323,7 @@ def test_majority_vote_gold_item_is_no_tie(tmp_path, capsys):
     gold.write_text("task,label\n1,1\n")
     assert main(["aggregate", str(src), "--method", "majority_vote", "--gold", str(gold),
                  "--out", str(tmp_path / "labels.csv")]) == 0
-    assert "1 tied items" in capsys.readouterr().out
+    assert "1 tied item (" in capsys.readouterr().out
     assert pd.read_csv(tmp_path / "labels.csv")["tied"].tolist() == [False, True]
 
 

@@ -205,6 +205,24 @@ def _off_code_scale(column: Any) -> bool:
     return bool((values < 0).any() or (values != np.round(values)).any())
 
 
+def _refuse_infinite(path: str, df: Any, args: argparse.Namespace) -> None:
+    """Raise for the first infinite number of a numeric label column (a field ``inf`` or
+    ``-Infinity``), naming its line: no scale of classes holds it (it was then "not one of
+    the classes" of the finite numbers, a reason that named no cause)."""
+    column = df[args.label]
+    if column.dtype.kind != "f":
+        return
+    bad = np.isinf(column.to_numpy())
+    if not bad.any():
+        return
+    r = int(bad.argmax())
+    raise CrowdDataError(
+        f"{path}: line {line_of(path)(r)}: label {show(column.iloc[r])} (item "
+        f"{show(df[args.item].iloc[r])}, annotator {show(df[args.annotator].iloc[r])}; column "
+        f"{args.label!r}, --label) is not a finite number, so it is no class of the numeric "
+        "labels; read the labels as text (--string-labels) if it is a class")
+
+
 def _refuse_scale(path: str, df: Any, args: argparse.Namespace) -> None:
     """Raise for the first negative or fractional number of a label column that ``aggregate``
     reads as whole-number classes, naming the flags that read a rating scale (the library's
@@ -285,6 +303,7 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
                      ids=[args.item, args.annotator])
     check_columns(args.input, df, args, roles=tuple(COLUMN_FLAGS))
     check_spacing(args.input, df, args)
+    _refuse_infinite(args.input, df, args)
     classes = None
     if getattr(args, "classes", None) is not None:
         classes = _listed_classes(args.classes, df[args.label])
@@ -302,6 +321,9 @@ def _read_annotations(args: argparse.Namespace, out_folder: bool = False, scale:
                                      duplicates=args.duplicates)
     except CrowdDataError as exc:
         raise frame_error(exc, args.input, args) from None
+    if df[args.label].dtype.kind == "b":   # pandas' reading: said, the output holds 0 and 1
+        print("note: the labels were read as booleans (TRUE/FALSE, True/False, true/false): "
+              "the classes 0 (false) and 1 (true); --string-labels keeps them as written")
     return df, ann
 
 
@@ -312,7 +334,7 @@ LABEL_COLUMNS = ("label", "probability", "n_annotations", "tied", "consensus_qua
 def _aggregate(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..aggregation import get_label_model
+    from ..aggregation import MajorityVote, get_label_model
 
     problem = target_prior_problem(args.target_prior, args.method)
     if problem:   # flags that cannot go together: said before the files are read
@@ -351,8 +373,12 @@ def _aggregate(args: argparse.Namespace) -> int:
           f"wrote {len(out)} labels to {args.out}")
     chosen = (f" (chose {describe_choice(model.chosen_)}; by {model.selection_}"
               f"{_gold_check(model)})" if getattr(model, "chosen_", None) else "")
-    print(f"{args.method}{chosen}: {model.n_tied_items_} tied items (top posteriors within "
-          "1e-9; exact ties get the lowest class code; column 'tied')")
+    # a vote's tie is a shared top count (its one-hot posterior shows 1.0 for the winner)
+    how = "top vote counts shared" if isinstance(model, MajorityVote) else \
+        "top posteriors within 1e-9"
+    n_tied = model.n_tied_items_
+    print(f"{args.method}{chosen}: {n_tied} tied item{'' if n_tied == 1 else 's'} ({how}; "
+          "exact ties get the lowest class code; column 'tied')")
     if gold is not None:   # every gold row accounted for: each names a distinct item
         held = "held fixed in the fit" if gold_held(model) else \
             (f"kept as the label{'s' if len(gold) != 1 else ''} (labeling-function votes: "
@@ -383,6 +409,11 @@ def _agree(args: argparse.Namespace) -> int:
     print(f"read {len(df)} rows: {ann.n_annotations} annotations of {ann.n_items} items by "
           f"{ann.n_annotators} annotators ({ann.n_duplicates} duplicates dropped), "
           f"{ann.n_classes} classes {shown}{' ...' if ann.n_classes > 10 else ''}")
+    if args.level == "ordinal" and args.classes is None and ann.classes.dtype.kind not in "iufb":
+        # text classes in alphabetical order are seldom the scale meant (high < low < medium)
+        print(f"note: --level ordinal orders the text classes alphabetically: "
+              f"{' < '.join(map(str, plain_values(ann.classes)[:10]))}"
+              f"{' < ...' if ann.n_classes > 10 else ''}; --classes A,B,... gives the order")
     with Heartbeat("computing agreement", disable=args.quiet):
         try:
             report = agreement_report(ann, level=args.level, n_bootstrap=args.bootstrap,
@@ -431,8 +462,9 @@ def _add_table_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--annotator", default="worker", help="column of the annotator ids")
     p.add_argument("--label", default="label", help="column of the labels")
     p.add_argument("--string-labels", action="store_true",
-                   help="read labels as text (e.g. '01' and '1' stay two classes; NA, "
-                        "None and null are labels, only an empty field is missing)")
+                   help="read labels as text (e.g. '01' and '1' stay two classes, TRUE "
+                        "and FALSE stay words instead of the classes 1 and 0; NA, None and "
+                        "null are labels, only an empty field is missing)")
     p.add_argument("--duplicates", choices=["error", "last", "first"], default="error",
                    help="several rows of one annotator on one item: error, or keep the last "
                         "or the first (the others are counted)")
