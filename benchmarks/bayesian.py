@@ -17,7 +17,8 @@ iterations less that of 1), their ratio, and the authors' code per iteration (it
 stopped after 1 and after ``1 + --iters`` iterations, the difference) at the sizes of
 ``--reference-sizes``.
 EBCC's first iterations carry all ``K·M`` subtypes (its worst case); "whole fit" is the
-default fit's time per iteration once dead subtypes are dropped (``--whole-sizes``)::
+default fit's time per iteration once dead subtypes are dropped (``--whole-sizes``). The row
+"EBCC float32" is ``EBCC(dtype="float32")`` (its posteriors and products in float32)::
 
     python benchmarks/bayesian.py [--sizes 1000000 10000000] [--iters 5] [--repeat 2]
         [--after 1] [--reference-sizes 1000000] [--whole-sizes 1000000] [--sets ...]
@@ -52,6 +53,8 @@ PER_ITEM, PER_ANNOTATOR, CLASSES = 5, 100, 4
 OURS = {"IBCC": lambda: IBCC(labeling_functions="ignore"),
         "EBCC": lambda: EBCC(labeling_functions="ignore"),
         "BWA": lambda: BWA(labeling_functions="ignore")}
+#: part 2 only: EBCC with its (items, subtypes) posteriors and products in float32
+SINGLE = {"EBCC float32": lambda: EBCC(labeling_functions="ignore", dtype="float32")}
 
 
 # ------------------------------------------------------------------ the authors' code
@@ -220,11 +223,11 @@ def part2(ref: Reference, sizes, reference_sizes, whole_sizes, iters: int, repea
         ds, _ = per_iteration(DawidSkene(labeling_functions="ignore"), block, summary, iters,
                               repeat, after)
         print(f"| {size:,} | Dawid-Skene | {ds:.4f} | {ds:.4f} | 1.00 | | | | | |", flush=True)
-        for name, make in OURS.items():
+        for name, make in {**OURS, **SINGLE}.items():
             ours, state = per_iteration(make(), block, summary, iters, repeat, after)
-            live = f" ({len(state[2])} of {CLASSES * 10})" if name == "EBCC" else ""
+            live = f" ({len(state[2])} of {CLASSES * 10})" if name.startswith("EBCC") else ""
             theirs = whole = ""
-            if size in reference_sizes:
+            if size in reference_sizes and name in OURS:   # theirs: float64 only
                 t = reference_per_iteration(ref, name, tuples_of(ann), iters, ann.n_classes)
                 theirs = f"{t:.4f} | {t / ours:.1f}"
             else:

@@ -400,8 +400,10 @@ def column_sums(values: np.ndarray) -> np.ndarray:
     """(K,) ``Σ_i values[i]`` of an (n, K) array (the M-steps' class totals), as one
     matrix-vector product: one streaming pass, where a reduction over axis 0 of a narrow
     array steps row by row (several times slower at millions of rows; the sums are equal to
-    rounding)."""
+    rounding). A float32 array is summed in float64 (an ``einsum`` pass)."""
     values = np.asarray(values)
+    if values.dtype == np.float32:   # summed in float64 without a float64 copy of the array
+        return np.einsum("ij->j", values, dtype=np.float64)
     return np.ones(values.shape[0], dtype=np.result_type(values.dtype, np.float64)) @ values
 
 

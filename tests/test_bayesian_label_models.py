@@ -499,3 +499,62 @@ def test_crowd_attributes_after_the_labeling_function_fit_say_why(name, attribut
                                              r"'ignore'"):
         getattr(model, attribute)
     assert not hasattr(model, "not_an_attribute")
+
+
+# ------------------------------------------------------------------ EBCC in float32
+@pytest.mark.parametrize("name", ["music", "bluebirds"])
+def test_ebcc_in_float32_is_the_float64_fit_to_rounding(name):
+    """``dtype="float32"``: the (items, subtypes) posteriors and the two sparse products in
+    float32, the statistics and the M-step in float64: the same labels and iterations, the
+    posteriors and the ELBO within float32 rounding of the float64 fit."""
+    ann = load_set(name)
+    double = EBCC(labeling_functions="ignore").fit(ann)
+    single = EBCC(labeling_functions="ignore", dtype="float32").fit(ann)
+    assert single.posteriors_.dtype == np.float64 and single.n_iter_ == double.n_iter_
+    np.testing.assert_allclose(single.posteriors_, double.posteriors_, rtol=0, atol=1e-4)
+    assert np.array_equal(single.predict(), double.predict())
+    assert abs(single.elbo_ - double.elbo_) <= 1e-6 * abs(double.elbo_)
+    assert 0 < np.abs(single.posteriors_ - double.posteriors_).max()    # float32 was used
+
+
+def test_ebcc_float32_runs_its_products_in_float32_and_keeps_every_path(monkeypatch):
+    """Gold clamps, new items, blocks and threads in float32; the products' arguments are
+    float32 (not float64 copies), the statistics summed in float64."""
+    from crowd_keras.aggregation.bayesian import ebcc
+    seen = []
+    product = ebcc.sparse_dot_of_blocks
+
+    def spy(matrix, blocks):
+        seen.append((matrix.dtype, {np.asarray(b).dtype for b in blocks}))
+        return product(matrix, blocks)
+
+    monkeypatch.setattr(ebcc, "sparse_dot_of_blocks", spy)
+    ann = small_crowd(1)
+    least = np.argmin(ann.label_counts() + 1e-3 * np.arange(ann.n_classes), axis=1)
+    gold = np.arange(0, ann.n_items, 10)
+    prior = gold_log_prior(ann.n_items, ann.n_classes, gold, least[gold])
+    model = EBCC(labeling_functions="ignore", dtype="float32").fit_block(ann, prior)
+    assert seen and all(m == np.float32 and b == {np.dtype(np.float32)} for m, b in seen)
+    np.testing.assert_array_equal(model.predict()[gold], least[gold])
+    half = ann.subset(np.arange(0, ann.n_items, 2))
+    np.testing.assert_allclose(model.predict_proba(half),
+                               EBCC(labeling_functions="ignore").fit_block(ann, prior)
+                               .predict_proba(half), atol=1e-4)
+    k = ann.n_classes
+    whole = Block.from_annotations(ann)
+    single = EBCC(labeling_functions="ignore", dtype="float32", max_iter=10, tol=-1.0)
+    one = run_em(single, [whole], whole.summary(k))
+    blocks = [whole.subset(np.arange(ann.n_items) % 3 == r) for r in range(3)]
+    split = run_em(clone(single), blocks, sum((b.summary(k) for b in blocks[1:]),
+                                              blocks[0].summary(k)))
+    post_one = one.runner.class_posteriors(one.latents[0])
+    order = np.concatenate([np.flatnonzero(np.arange(ann.n_items) % 3 == r) for r in range(3)])
+    post_split = np.concatenate([split.runner.class_posteriors(lat) for lat in split.latents])
+    np.testing.assert_allclose(post_split, post_one[order], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int64", None, True, 3, "double precision"])
+def test_ebcc_dtype_other_than_float64_or_float32_is_refused_by_name(dtype):
+    # np.dtype(None) is float64 and numpy compares a dtype equal to None: both refused
+    with pytest.raises(ValueError, match=r"EBCC: dtype must be 'float64' or 'float32', got"):
+        EBCC(dtype=dtype).fit(small_crowd())

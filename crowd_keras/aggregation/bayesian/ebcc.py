@@ -127,7 +127,9 @@ def ebcc_statistics(XT: sp.spmatrix, values: Any, active: np.ndarray,
     block: :func:`~crowd_keras.numerics.sparse_dot_of_blocks`). Sums over items."""
     blocks = row_blocks(values)
     mass = sum(column_sums(part) for part in blocks)
-    return SubtypeStatistics(sparse_dot_of_blocks(XT, blocks), mass, prior_mass, active)
+    # a float32 product's counts: summed over blocks and into the M-step in float64
+    counts = np.asarray(sparse_dot_of_blocks(XT, blocks), dtype=np.float64)
+    return SubtypeStatistics(counts, mass, prior_mass, active)
 
 
 def vote_share_totals(block: Block, vote_shares: np.ndarray) -> np.ndarray:
@@ -250,6 +252,12 @@ class EBCC(BayesianLabelModel):
         progress: show a progress bar over iterations.
         labeling_functions: ``"auto"`` (default) or ``"ignore"`` (see
             :class:`~crowd_keras.aggregation.labeling_functions.LabelingFunctionFallback`).
+        dtype: ``"float64"`` (default) or ``"float32"``: the precision of the (items,
+            subtypes) posteriors and of the two sparse products per iteration, EBCC's
+            largest arrays and most of its time on large crowds (``K·M`` columns where
+            Dawid-Skene has ``K``). float32 halves their memory and reading; the statistics,
+            the M-step and the log normalisers stay in float64, and the posteriors move by
+            about 1e-7 (``benchmarks/results/bayesian_speed.md``).
 
     Attributes:
         subtype_weights_: (K, M) ``E[π]``.
@@ -278,7 +286,7 @@ class EBCC(BayesianLabelModel):
                  a_v: float = 4.0, b_v: float = 1.0, empirical_prior: bool = False,
                  seed: int = 1234, init: Any = "random", prune_below: float = 1e-10,
                  max_iter: int = 500, tol: float = 1e-6, progress: bool = False,
-                 labeling_functions: str = "auto") -> None:
+                 labeling_functions: str = "auto", dtype: str = "float64") -> None:
         self.num_groups = num_groups
         self.a_pi = a_pi
         self.alpha = alpha
@@ -292,6 +300,7 @@ class EBCC(BayesianLabelModel):
         self.tol = tol
         self.progress = progress
         self.labeling_functions = labeling_functions
+        self.dtype = dtype
 
     def _check_priors(self) -> None:
         check_positive(self, "a_pi", "alpha", "a_v", "b_v")
@@ -304,6 +313,33 @@ class EBCC(BayesianLabelModel):
                              f"it in 64 bits), got {self.seed}")
         if isinstance(self.init, str) and self.init != "random":
             raise ValueError(f"EBCC: init must be 'random' or an array, got {self.init!r}")
+        self._precision()
+
+    def _precision(self) -> np.dtype:
+        """``dtype`` as a numpy dtype, float64 or float32 (anything else refused by name)."""
+        dtype = None
+        if isinstance(self.dtype, (str, type, np.dtype)):   # np.dtype(None) is float64
+            try:
+                dtype = np.dtype(self.dtype)
+            except TypeError:
+                pass
+        if dtype is None or dtype.name not in ("float64", "float32"):
+            raise ValueError(f"EBCC: dtype must be 'float64' or 'float32', got {self.dtype!r}")
+        return dtype
+
+    def _incidence(self, block: Block) -> Tuple[sp.csr_matrix, Any]:
+        """The block's vote incidence ``X`` and its transposed view in ``dtype`` (float32:
+        a copy of the stored ones sharing the index arrays, made once per block)."""
+        dtype = self._precision()
+        if dtype == block.X.dtype:
+            return block.X, block.XT
+
+        def make() -> Tuple[sp.csr_matrix, Any]:
+            X = sp.csr_matrix((block.X.data.astype(dtype), block.X.indices, block.X.indptr),
+                              shape=block.X.shape)
+            return X, X.T
+
+        return block.memo(("incidence", dtype.name), make)
 
     def _fit_crowd(self, ann: Annotations, item_log_prior: Optional[np.ndarray] = None,
                    pred_probs: Optional[np.ndarray] = None) -> "EBCC":
@@ -326,14 +362,15 @@ class EBCC(BayesianLabelModel):
             if start.shape not in ((block.n_items, k, m), (block.n_items, k * m)):
                 raise ValueError(f"EBCC: init must have shape {(block.n_items, k, m)} or "
                                  f"{(block.n_items, k * m)}, got {start.shape}")
-            return check_start(start.reshape(block.n_items, k * m).copy(), "EBCC init"), every
+            start = check_start(start.reshape(block.n_items, k * m).copy(), "EBCC init")
+            return start.astype(self._precision(), copy=False), every
         post = self.initial_posteriors(block)
         # keyed on what each item was told, not its id: renamed or re-imported items (new
         # task ids, a shuffled label matrix) start alike and end alike
         draws = subtype_draws(block.item_content_keys(k, self.profile_keys_), k, m,
                               int(self.seed))
         draws *= post[:, :, None]
-        return draws.reshape(block.n_items, k * m), every
+        return draws.reshape(block.n_items, k * m).astype(self._precision(), copy=False), every
 
     def init_state(self, summary: Summary) -> "EBCC":
         super().init_state(summary)
@@ -345,7 +382,7 @@ class EBCC(BayesianLabelModel):
 
     def sufficient_statistics(self, block: Block, latent: tuple) -> SubtypeStatistics:
         prior_mass = vote_share_totals(block, self.vote_shares_) if self.empirical_prior else 0.0
-        return ebcc_statistics(block.XT, latent[0], latent[1], prior_mass)
+        return ebcc_statistics(self._incidence(block)[1], latent[0], latent[1], prior_mass)
 
     def m_step(self, stats: SubtypeStatistics) -> tuple:
         alpha = stats.prior_mass if self.empirical_prior else self.alpha
@@ -353,8 +390,9 @@ class EBCC(BayesianLabelModel):
                            self.a_v, self.b_v, float(self.prune_below))
 
     def e_step(self, block: Block, state: tuple) -> Tuple[tuple, float]:
-        return ebcc_e_step(block.X, state[0], state[1], state[2], self.num_groups,
-                           block.item_log_prior)
+        return ebcc_e_step(self._incidence(block)[0], state[0],
+                           state[1].astype(self._precision(), copy=False), state[2],
+                           self.num_groups, block.item_log_prior)
 
     def class_posteriors(self, latent: tuple) -> np.ndarray:
         blocks, live = row_blocks(latent[0]), latent[1]
