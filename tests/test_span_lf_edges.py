@@ -267,7 +267,8 @@ def test_a_span_function_named_after_a_label_but_without_label_is_told():
     @span_lf("ORG")              # the name, not the label: its spans would be PER's
     def acme(doc):
         return [(14, 23)] if doc.id == "a" else []
-    with pytest.raises(CrowdDataError, match=r"'ORG' on document 'a': a span without a label "
+    with pytest.raises(CrowdDataError, match=r"'ORG' on document 'a', span \[14, 23\): a span "
+                                             r"without a label "
                                              r"gets the function's label=, and it has none: "
                                              r"the first label 'PER', not 'ORG'"):
         apply_lfs(ML, [acme], labels=["PER", "ORG"], progress=False)

@@ -398,11 +398,13 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
 
     def codes_of(names: pd.Series, k_doc: np.ndarray, k_lf: np.ndarray, pos: Any = None,
                  by_text: Optional[pd.Index] = None,
-                 given: Optional[pd.Series] = None) -> np.ndarray:
+                 given: Optional[pd.Series] = None,
+                 spans: Optional[np.ndarray] = None) -> np.ndarray:
         c = (label_index if by_text is None else by_text).get_indexer(names)
         if (c < 0).any():
             i = int(np.argmax(c < 0))
-            at = "" if pos is None else f", token {int(pos[i])}"
+            at = (f", token {int(pos[i])}" if pos is not None else
+                  f", span [{spans[i, 0]}, {spans[i, 1]})" if spans is not None else "")
             name = names.iloc[i]
             if by_text is not None and str(name)[1:2] == "-" and str(name)[2:] in by_text:
                 # "L-PER" of a known label: the prefix is what is wrong (BILOU's, BIOES')
@@ -434,15 +436,18 @@ def apply_lfs(documents: Any, lfs: Sequence[SpanLabelingFunction],
     s_lab = np.array([default[j] for j in s_lf.tolist()], np.int64)
     has = given.notna().to_numpy()
     if has.any():
-        s_lab[has] = codes_of(given[has].reset_index(drop=True), s_doc[has], s_lf[has])
+        s_lab[has] = codes_of(given[has].reset_index(drop=True), s_doc[has], s_lf[has],
+                              spans=se[has])
     # @span_lf("ORG") names the function ORG: its spans without a label would be the first
     # label's (PER), silently
     misnamed = [j for j, lf in enumerate(lfs) if lf.label is None and lf.name in codes
                 and codes[lf.name] != 0]
     odd = ~has & np.isin(s_lf, misnamed)
     if odd.any():
-        lf = lfs[int(s_lf[np.argmax(odd)])]
-        raise CrowdDataError(f"{where(s_doc, s_lf, int(np.argmax(odd)))}: a span without a "
+        i = int(np.argmax(odd))
+        lf = lfs[int(s_lf[i])]
+        raise CrowdDataError(f"{where(s_doc, s_lf, i)}, span [{se[i, 0]}, {se[i, 1]}): a "
+                             f"span without a "
                              f"label gets the function's label=, and it has none: the "
                              f"first label {show(seq.labels[0])}, not {show(lf.name)}, its name "
                              f"(span_lf({lf.name!r}) names the function; span_lf(label="
