@@ -1,6 +1,9 @@
 """Exceptions raised by crowd-keras, and messages that name Python arguments (:class:`Message`),
-which a command line renders with its own flags."""
+which a command line renders with its own flags, and warnings told at the user's line
+(:func:`warn`)."""
+import os
 import sys
+import warnings
 
 
 class CrowdDataError(ValueError):
@@ -118,3 +121,16 @@ class DownloadError(OSError):
     """A data set could not be downloaded (offline, HTTP error, or a file whose checksum
     differs from the pinned one). The message names the URL and the environment variables
     that point the loaders at local files instead."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def warn(message: str, category: type = UserWarning) -> None:
+    """``warnings.warn(message, category)`` at the first frame outside the package: the
+    user's line, however many of the package's frames (fallbacks, hand-overs, loaders) lie
+    between it and the check that warns."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)

@@ -71,8 +71,9 @@ def test_agree_bad_numeric_labels_name_the_line(tmp_path, capsys):
            "(item 2, annotator 'a')" in err
     path.write_text("task,worker,label\n1,a,-1\n1,b,0.5\n2,a,inf\n2,b,1\n")
     assert main(["agree", str(path), "--quiet"]) == 1
-    assert "answers.csv: label inf at line 4 (item 2, annotator 'a') is not one of the " \
-           "classes" in capsys.readouterr().err
+    # named as what it is (it was "not one of the classes" of the finite numbers)
+    assert "answers.csv: line 4: label inf (item 2, annotator 'a'; column 'label', --label) " \
+           "is not a finite number" in capsys.readouterr().err
 
 
 def test_agree_interval_with_string_labels_says_which_flag(tmp_path, capsys):
@@ -230,7 +231,7 @@ def test_ratio_on_text_classes_names_its_own_distance():
     words = Annotations([0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1], classes=["cat", "dog"])
     with pytest.raises(CrowdDataError, match=r"level='ratio' needs numeric classes \(the "
                        r"distance between two labels is their difference over their sum\), "
-                       r"but class 'cat' is not a number"):
+                       r"but class 'cat' is not a finite number"):
         krippendorff_alpha(words, "ratio")
 
 
@@ -274,3 +275,21 @@ def test_per_class_alpha_of_a_class_everybody_used_is_nan_whatever_the_item_size
                           "label": ["yes"] * (per_item + 2)})
     table = per_class_alpha(Annotations.from_frame(frame))
     assert np.isnan(table["alpha"].iloc[0]) and table["n_pairable"].iloc[0] == per_item + 2
+
+
+@pytest.mark.parametrize("level", ["interval", "ratio"])
+def test_an_infinite_declared_class_is_named_not_read_as_one_class(level):
+    # every distance to inf is inf: interval and ratio alpha came out NaN, which the docs read
+    # as "every pairable label is one class", while the annotators agreed perfectly
+    import numpy as np
+    import pandas as pd
+    from crowd_keras import Annotations, CrowdDataError
+    from crowd_keras.agreement import krippendorff_alpha
+    frame = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"],
+                          "label": [1.0, 1.0, 2.0, 2.0]})
+    ann = Annotations.from_frame(frame, classes=[1.0, 2.0, 3.0, np.inf])
+    assert krippendorff_alpha(ann, level="nominal") == 1.0
+    with pytest.raises(CrowdDataError, match=r"but class inf is not a finite number"):
+        krippendorff_alpha(ann, level=level)
+    finite = Annotations.from_frame(frame, classes=[1.0, 2.0, 3.0])
+    assert krippendorff_alpha(finite, level=level) == 1.0

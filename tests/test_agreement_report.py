@@ -206,7 +206,8 @@ def test_agree_command(tmp_path, capsys):
     words.write_text("task,worker,label\n1,a,x\n1,b,y\n")
     assert main(["agree", str(words), "--level", "interval", "--quiet"]) == 1
     assert ("--level interval needs numeric classes (the distance between two labels is "
-            "their difference), but class 'x' is not a number; classes are ['x', 'y']; use "
+            "their difference), but class 'x' is not a finite number; classes are ['x', 'y']; "
+            "use "
             "--level ordinal (class order) or --level nominal") in capsys.readouterr().err
 
 

@@ -10,6 +10,7 @@ import socket
 import stat
 import sys
 import tarfile
+import warnings
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -570,3 +571,40 @@ def test_download_given_as_a_word_or_number_is_refused_before_any_request(server
     with pytest.raises(ValueError, match=r"progress must be True or False"):
         locate("tiny", progress="no")
     assert server.requests == [] and not (cache / "tiny").exists()
+
+
+def test_a_data_folder_file_that_is_not_the_pinned_one_is_said(cache, tiny, tmp_path,
+                                                                monkeypatch):
+    """A copy in CROWD_KERAS_DATA cut at a row boundary read as a smaller set without a word
+    (a cached copy is checked, removed and fetched again); a local one is read, and said."""
+    own = tmp_path / "data" / "tiny"
+    own.mkdir(parents=True)
+    (own / "payload.bin").write_bytes(PAYLOAD)
+    (own / "answer.csv").write_bytes(SMALL[: len(SMALL) // 2])
+    monkeypatch.setenv(fetch.DATA_ENV, str(own.parent))
+    with pytest.warns(UserWarning, match=r"CROWD_KERAS_DATA: .*answer\.csv \(sha256 [0-9a-f]{64}, "
+                                         r"expected [0-9a-f]{64}\): not the file\(s\) as "
+                                         r"distributed") as said:
+        assert locate("tiny", download=False) == own
+    assert said[0].filename == __file__ and "payload.bin" not in str(said[0].message)
+    (own / "answer.csv").write_bytes(SMALL)                 # the pinned file: nothing said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert locate("tiny", download=False) == own
+
+
+def test_a_missing_file_without_public_source_says_so_and_what_the_data_folder_lacks(
+        cache, monkeypatch, tmp_path):
+    """The error named the set's required files (not the one wanted) and told the user to set
+    CROWD_KERAS_DATA to the folder already set; with download=False it did not say that no
+    public source serves the file."""
+    src = tmp_path / "data" / "truth_inference" / "bluebirds"
+    src.mkdir(parents=True)
+    for name in ("answer.csv", "truth.csv"):
+        (src / name).write_bytes(b"x")
+    monkeypatch.setenv(fetch.DATA_ENV, str(tmp_path / "data"))
+    with pytest.raises(DownloadError) as err:
+        locate("truth_inference/bluebirds", files=["vgg16_features.npz"], download=False)
+    msg = str(err.value)
+    assert "No public source serves ['vgg16_features.npz']" in msg
+    assert f"{src} lacks ['vgg16_features.npz']" in msg

@@ -18,9 +18,6 @@ annotation.)
 from __future__ import annotations
 
 import inspect
-import os
-import sys
-import warnings
 from functools import partial
 from typing import Any, Optional
 
@@ -30,7 +27,7 @@ import pandas as pd
 from ..annotations import Annotations
 from ..arguments import check_count, check_number
 from ..codes import booleans_as_codes, is_dask_frame, show
-from ..errors import CrowdDataError, NotFittedError
+from ..errors import CrowdDataError, NotFittedError, warn
 from ..numerics import top_classes
 from ..params import Params
 
@@ -347,19 +344,6 @@ def partitioned_report(model: Any) -> Optional[pd.DataFrame]:
     return None if report is None else report.copy()
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _caller_outside() -> int:
-    """``warnings.warn``'s ``stacklevel``, for a warning raised by this function's caller, of
-    the first frame outside the package: the user's line, however many of the package's
-    frames (fallbacks, hand-overs) lie between."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 class LabelModel(Params):
     """Base class: a model of annotators that infers each item's true label.
 
@@ -520,13 +504,13 @@ class LabelModel(Params):
         (a matrix's positions against named annotators) than new annotators."""
         if new.n_annotations == 0 or self.n_unknown_annotations_ < new.n_annotations:
             return
-        warnings.warn(
+        warn(
             f"{type(self).__name__}: none of the {new.n_annotations} new annotations is by an "
             f"annotator of the fit (new: {show(new.annotator_ids[0])}, ...; fitted: "
             f"{show(self.annotations_.annotator_ids[0])}, ...), so all are left out and every "
             "item gets the fitted class prior. A NumPy matrix's columns are the annotators "
             "0, 1, ...; give a frame or Annotations with the fitted ids, or refit with the new "
-            "annotators", UserWarning, stacklevel=_caller_outside())
+            "annotators")
 
     def _handed_over(self, model: "LabelModel", new: Any, *args: Any) -> np.ndarray:
         """``model.predict_proba(new, *args)`` for the model this one handed its fit to (the

@@ -10,6 +10,7 @@ memory is O(annotations) for the inputs and O(overlapping pairs) for the pairwis
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -116,10 +117,13 @@ def class_values(ann: Annotations, level: str) -> np.ndarray:
     for c in ann.classes:
         item = c.item() if hasattr(c, "item") else c
         item = spelled_number(item)
-        if isinstance(item, bool) or not isinstance(item, (int, float)) or item != item:
+        # inf: every distance to it is inf, and alpha NaN ("one class"), silently
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or \
+                not math.isfinite(item):
             raise CrowdDataError(Message(
                 "{level} needs numeric classes (the distance between two labels is their "
-                "difference{ratio}), but class {c} is not a number; classes are [{shown}]; use "
+                "difference{ratio}), but class {c} is not a finite number; classes are [{shown}]; "
+                "use "
                 "{ordinal} (class order) or {nominal}", level=Argument("level", level),
                 ratio=" over their sum" if level == "ratio" else "",
                 c=show(c), shown=", ".join(show(x) for x in ann.classes[:10]),

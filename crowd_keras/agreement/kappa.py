@@ -43,7 +43,8 @@ def item_agreement(annotations: Any) -> np.ndarray:
 
 def percent_agreement(annotations: Any) -> float:
     """Mean over items with at least two annotations of the share of agreeing pairs
-    (Fleiss' ``P̄``, 1971 eq. 2-3; the observed agreement of :func:`fleiss_kappa`)."""
+    (Fleiss' ``P̄``, 1971 eq. 2-3; the observed agreement of :func:`fleiss_kappa` when every
+    item has the same number of annotations, which weighs items otherwise)."""
     ann = as_annotations(annotations)
     check_agreement_input(ann)
     return float(np.nanmean(item_agreement(ann)))

@@ -40,7 +40,7 @@ except ImportError:  # Windows: no lock (two processes must not fetch one set at
     fcntl = None
 
 from ..arguments import check_switch
-from ..errors import CrowdDataError, DownloadError
+from ..errors import CrowdDataError, DownloadError, warn
 from ..files import atomic_write_bytes, publish_file
 from ..progress import Progress
 from .sources import SOURCES, DataSource, source
@@ -75,13 +75,16 @@ def sha256_of(path: PathLike) -> str:
     return digest.hexdigest()
 
 
-def _where_else(name: str) -> str:
+def _where_else(name: str, wanted: Optional[Sequence[str]] = None) -> str:
+    """Where else the files ``wanted`` (default: the set's files but its optional ones) can
+    come from, and what the data folder in use lacks of them."""
     data = os.environ.get(DATA_ENV)
     looked = ""
     if data and name in SOURCES:  # say where it looked: the usual cause is a wrong folder
         folder = Path(data).expanduser() / name
-        lacks = _missing(folder, [n for n in SOURCES[name].files
-                                  if n not in SOURCES[name].optional])
+        if wanted is None:
+            wanted = [n for n in SOURCES[name].files if n not in SOURCES[name].optional]
+        lacks = _missing(folder, wanted)
         looked = (f"{DATA_ENV} is {data}, and {folder} lacks {lacks}"
                   f"{_own_folder(name)}. " if lacks else "")
     mirror = os.environ.get(MIRROR_ENV)
@@ -373,6 +376,30 @@ def _check_cached(src: DataSource, folder: Path, names: Sequence[str]) -> None:
                             f"downloads them again. {_where_else(src.name)}")
 
 
+#: (path, size, mtime) -> sha256 of the data folder's files: each hashed once per process
+_LOCAL_HASHES: dict = {}
+
+
+def _check_local(src: DataSource, folder: Path, names: Sequence[str]) -> None:
+    """Warn naming each file of ``names`` in the ``$CROWD_KERAS_DATA`` folder whose sha256 is
+    not the pinned one: a copy cut at a row boundary reads as a smaller set without an error
+    (a cached copy is removed and fetched again; a local one may be edited on purpose)."""
+    bad = []
+    for name in names:
+        pinned = src.files[name].sha256
+        path = folder / name
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if pinned and key not in _LOCAL_HASHES:
+            _LOCAL_HASHES[key] = sha256_of(path)
+        if pinned and _LOCAL_HASHES[key] != pinned:
+            bad.append(f"{path} (sha256 {_LOCAL_HASHES[key]}, expected {pinned})")
+    if bad:
+        warn(f"{DATA_ENV}: {'; '.join(bad)}: not the file(s) as distributed (a truncated or "
+             f"edited copy is read as it is); copy them again, or unset {DATA_ENV} to "
+             f"download the pinned files")
+
+
 def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[str]] = None,
            *, download: bool = True, progress: bool = True) -> Path:
     """The folder of data set ``name`` holding ``files`` (default: all but its optional ones).
@@ -410,13 +437,20 @@ def locate(name: str, root: Optional[PathLike] = None, files: Optional[Sequence[
     if os.environ.get(DATA_ENV):
         folder = Path(os.environ[DATA_ENV]).expanduser() / name
         if not _missing(folder, wanted):
+            _check_local(src, folder, wanted)
             return folder
     folder = cache_dir() / name
     _check_cached(src, folder, wanted)
     missing = _missing(folder, wanted)
     if missing:
         if not download:
+            archived = set(src.archive.members.values()) if src.archive is not None \
+                else set()
+            unserved = [n for n in missing if n not in archived and src.files[n].url is None]
             raise DownloadError(f"{name} is not in {folder} (missing {missing}). "
-                                f"{_where_else(name)}")
+                                + (f"No public source serves {unserved}: only a data folder or "
+                                   f"a mirror can. " if unserved else
+                                   "download=True fetches it from its source. ")
+                                + _where_else(name, wanted))
         _download(src, folder, missing, progress)
     return folder
