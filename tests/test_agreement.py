@@ -231,7 +231,7 @@ def test_bad_input_gets_clear_errors(crowd):
     with pytest.raises(CrowdDataError, match="no item has two annotations"):
         fleiss_kappa(apart)
     words = Annotations([0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1], classes=["cat", "dog"])
-    with pytest.raises(CrowdDataError, match="'cat' is not a number"):
+    with pytest.raises(CrowdDataError, match="'cat' is not a finite number"):
         krippendorff_alpha(words, "interval")
     with pytest.raises(ValueError, match="level must be one of"):
         krippendorff_alpha(crowd, "absolute")

@@ -192,3 +192,18 @@ def test_ordinal_alpha_on_text_classes_names_the_order_it_used(tmp_path, capsys)
         level = ["--level", "ordinal"] if flags else []
         assert main(["agree", str(src), "--bootstrap", "0", *level, *flags]) == 0
         assert "alphabetically" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, named", [(["--method", "dawid_skene"], "--method shapes"),
+                                          (["--method", "auto"], "--method shapes"),
+                                          (["--no-plots"], "--no-plots shapes"),
+                                          (["--no-plots", "--method", "ds"],
+                                           "--method and --no-plots shape")])
+def test_agree_report_options_without_out_are_refused(flags, named, tmp_path, capsys):
+    # accepted and without any effect: the report they shape is written with --out only
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\nt1,a,x\nt1,b,y\nt2,a,y\nt2,b,y\n")
+    assert main(["agree", str(src), "--bootstrap", "0", *flags]) == 2
+    assert f"{named} the report, which only --out DIR writes" in capsys.readouterr().err
+    assert main(["agree", str(src), "--bootstrap", "0", "--out", str(tmp_path / "r"),
+                 *flags]) == 0

@@ -25,7 +25,7 @@ from ..quiet import quiet_import, quiet_tensorflow
 from ._checks import (check_output_kinds, check_paths, class_list, dash_stream, int_at_least,
                       not_dash, one_reader_per_stream, report_files)
 from ._common import (CommandParser, HelpFormatter, cli_words, gold_held, gold_mix_note, plain_values, add_method_option, add_target_prior_option,
-                      UsageError, common_options, label_model_name,
+                      UsageError, common_options, given_options, label_model_name,
                       run_handler, target_prior_problem)
 from ._tables import (COLUMN_FLAGS, check_columns, check_spacing, each_number,
                       each_plain_integer, frame_error, line_of, read_table)
@@ -398,6 +398,12 @@ def _agree(args: argparse.Namespace) -> int:
     from ..agreement import agreement_report
     from ..agreement.report import nested, records
 
+    report_only = [flag for flag, given in (("--method", "method" in given_options(args)),
+                                            ("--no-plots", args.no_plots)) if given]
+    if report_only and args.out is None:   # silently without effect before
+        raise UsageError(f"{' and '.join(report_only)} shape{'' if len(report_only) > 1 else 's'}"
+                         f" the report, which only --out DIR writes: give --out, or leave "
+                         f"{'them' if len(report_only) > 1 else 'it'} out")
     if args.string_labels and args.level in ("interval", "ratio"):
         raise UsageError(f"--level {args.level} needs numeric labels (the distance between "
                          "two labels is computed from their values), but --string-labels "
