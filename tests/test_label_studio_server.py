@@ -384,6 +384,68 @@ class _KillAt:
             self.timer.join()
 
 
+class _InterruptAfter:
+    """An httpx response hook (the real SDK and server; only the timing is ours): Ctrl-C as
+    the ``at``-th import's reply comes in, the batch written but not yet counted."""
+
+    def __init__(self, at: int):
+        self.at, self.seen = at, 0
+
+    def __call__(self, response) -> None:
+        if response.request.method == "POST" and "/import/predictions" in response.request.url.path:
+            self.seen += 1
+            if self.seen == self.at:
+                raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_a_push_gives_its_account_and_the_files_and_a_rerun_completes(
+        client, ls_server, ls_token, simulated, tmp_path, monkeypatch, capsys):
+    """Ctrl-C, the usual way a long push is stopped, gave "interrupted" and nothing else: no
+    account of what was written (the batch in flight had landed) and no --out file, where a
+    push the server stops gives both."""
+    import httpx
+    from label_studio_sdk import LabelStudio
+    ls = ls_module()
+    project, tasks = _project_of(client, "interrupted push", 60)
+    preds = [{"task": t, "score": 0.5, "result": demo_result(CLASSES[t % 3])} for t in tasks]
+    hooked = LabelStudio(base_url=ls_server.url, api_key=ls_token,
+                         httpx_client=httpx.Client(event_hooks={"response": [_InterruptAfter(2)]},
+                                                   timeout=30))
+    with pytest.raises(ls.PushInterrupted, match=r"stopped at batch 2 of 6 \(10 of 60 new "
+                                                 r"predictions created.*interrupted \(Ctrl-C; "
+                                                 r"a request already sent.*Re-run with the same "
+                                                 r"model_version to complete") as info:
+        ls.push_predictions(hooked, project, preds, model_version="ctrl-c", batch_size=10)
+    assert isinstance(info.value, KeyboardInterrupt) and ls_token not in str(info.value)
+    assert len(_held(client, project, "ctrl-c")) == 20       # the second batch had landed
+    again = ls.push_predictions(client, project, preds, model_version="ctrl-c")
+    assert (again.n_unchanged, again.n_new) == (20, 40)
+    assert all(len(v) == 1 for v in _held(client, project, "ctrl-c").values())
+    # the command line: the files written, the account said, exit 130
+    from crowd_keras.cli import main
+    annotated = simulated[0]
+    export = tmp_path / "export.json"
+    export.write_bytes(export_bytes(client, annotated, "JSON"))
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_token)
+    push = ls.push_predictions
+
+    def interrupted(cl, *args, **kwargs):
+        return push(LabelStudio(base_url=ls_server.url, api_key=ls_token,
+                                httpx_client=httpx.Client(
+                                    event_hooks={"response": [_InterruptAfter(1)]},
+                                    timeout=30)), *args, **kwargs)
+
+    monkeypatch.setattr(ls, "push_predictions", interrupted)
+    out = tmp_path / "p.json"
+    code = main(["label-studio", "aggregate", str(export), "--control", "sentiment", "--quiet",
+                 "--method", "majority_vote", "--out", str(out), "--url", ls_server.url,
+                 "--project", str(annotated), "--model-version", "ctrl-c-cli",
+                 "--batch-size", "50"])
+    err = capsys.readouterr().err
+    assert code == 130 and out.exists()
+    assert "crowd-keras label-studio: interrupted: push of model_version 'ctrl-c-cli'" in err
+
+
 def _held(client, project, version):
     out = {}
     for p in client.predictions.list(project=project):
@@ -912,6 +974,10 @@ def test_a_second_controls_push_under_one_version_does_not_replace_the_first(
                                              rf"task {tasks[1]}.*'quality'.*model_version=.*"
                                              r"on_existing='replace'.*Nothing was written"):
         ls.push_predictions(client, project, quality, model_version="mc")
+    # skip kept them, called them unchanged and wrote no quality aggregate anywhere
+    with pytest.raises(CrowdDataError, match=r"already holds predictions of control "
+                                             r"'sentiment'.*Nothing was written"):
+        ls.push_predictions(client, project, quality, model_version="mc", on_existing="skip")
     assert [_content(v[0]) for _, v in sorted(_held(client, project, "mc").items())] == \
         [_content(p) for p in sentiment]
     # a control's own update still goes through, and replace overwrites on purpose

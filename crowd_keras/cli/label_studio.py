@@ -598,6 +598,10 @@ def aggregate_command(args: argparse.Namespace) -> int:
         write_outputs()
         _err(exc)
         return 1
+    except ls.PushInterrupted as exc:   # Ctrl-C: the files and the account, as a stopped push
+        write_outputs()
+        print(f"crowd-keras label-studio: interrupted: {exc}", file=sys.stderr)
+        return 130
     write_outputs()
     print(f"pushed to project {args.project}: {result.n_created} created or updated "
           f"({result.n_new} new, {result.n_replaced} replacing a different prediction, "

@@ -62,8 +62,8 @@ from no task the prediction it had), through the requests of ``_push_ops``. Ever
 """
 import os  # noqa: F401 - kept reachable as ``ls.os`` (tests patch ``ls.os.replace``)
 
-from .client import (API_KEY_ENV, LabelStudioError, check_project, check_url, connect,
-                     describe_error, fetch_user_emails, is_transient)
+from .client import (API_KEY_ENV, LabelStudioError, PushInterrupted, check_project, check_url,
+                     connect, describe_error, fetch_user_emails, is_transient)
 from .client import _scrub  # noqa: F401 - used as ``ls._scrub`` (tests)
 from .push import PushResult, StalePredictionsWarning, push_predictions
 from .target import TaskCheck, check_against_config, check_tasks
@@ -77,7 +77,8 @@ from ._span_results import gold_span_scores, span_predictions, span_report
 from ._spans import LabelStudioSpans, SpanExportSummary
 
 __all__ = [
-    "LabelStudioExport", "ExportSummary", "PushResult", "LabelStudioError", "read_export",
+    "LabelStudioExport", "ExportSummary", "PushResult", "LabelStudioError", "PushInterrupted",
+    "read_export",
     "to_predictions", "predictions_from_model", "write_predictions", "push_predictions",
     "annotator_report", "write_report", "gold_accuracy", "connect", "fetch_user_emails",
     "describe_error", "API_KEY_ENV", "check_project", "check_url", "is_transient",

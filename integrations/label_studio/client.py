@@ -33,6 +33,12 @@ class LabelStudioError(RuntimeError):
         self.transient = transient
 
 
+class PushInterrupted(KeyboardInterrupt):
+    """A push stopped by the user (Ctrl-C): still a ``KeyboardInterrupt``, whose message is
+    the stopped push's account (how far it got, what every task holds, what to do), as a
+    :class:`LabelStudioError` of a push the server stopped carries it."""
+
+
 _TOKEN_PATTERN = re.compile(r"(?i)\b(token|bearer)(\s+|=)([A-Za-z0-9._\-]{16,})")
 # the password of a URL's user info (http://user:password@host: basic auth of a proxy)
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@'\"]*:)([^@\s/'\"]+)@")

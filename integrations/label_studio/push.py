@@ -59,7 +59,8 @@ from crowd_keras.errors import Argument, CrowdDataError, Message
 
 from ._push_ops import PushOps
 from ._records import _integer_id, check_flag, task_id
-from .client import LabelStudioError, _base_url, _scrub, check_project, check_retries
+from .client import (LabelStudioError, PushInterrupted, _base_url, _scrub, check_project,
+                     check_retries)
 from .target import check_against_config, check_tasks, export_tasks
 
 _ON_EXISTING = ("update", "skip", "replace")
@@ -437,7 +438,7 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
             if getattr(pr, "model_version", None) == model_version:
                 have.setdefault(pr.task, []).append(pr)
         wanted = {p["task"] for p in preds}
-        if on_existing == "update":
+        if on_existing in ("update", "skip"):   # skip kept them and called them unchanged
             _check_other_controls(preds, {t: v for t, v in have.items() if t in wanted},
                                   model_version)
         updates, deletes, creates, kept = _plan(preds, {t: v for t, v in have.items()
@@ -478,6 +479,12 @@ def push_predictions(client: Any, project_id: int, predictions: Sequence[dict], 
         raise LabelStudioError(_scrub(_stopped(exc, model_version, where, staging, state, counts),
                                       ops.secrets),
                                transient=exc.transient) from None
+    except KeyboardInterrupt:   # Ctrl-C: the same account as a stop by the server
+        where = f"project {project_id} at {_base_url(client)}"
+        stop = LabelStudioError("interrupted (Ctrl-C; a request already sent may still be "
+                                "carried out by the server)", transient=True)
+        raise PushInterrupted(_scrub(_stopped(stop, model_version, where, staging, state,
+                                              counts), ops.secrets)) from None
     finally:
         if bar is not None:
             bar.close()
