@@ -541,7 +541,7 @@ def aggregate_command(args: argparse.Namespace) -> int:
 
     if client is None:
         write_file()
-    if args.include_gold and (spans or gold is None):
+    if args.include_gold and (spans or gold is None) and export.summary.n_gold:
         # scored against its own votes: a circular score
         print("the ground-truth annotations entered the aggregate as votes (--include-gold): "
               "it is not scored against them")

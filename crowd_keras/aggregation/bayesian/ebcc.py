@@ -257,7 +257,7 @@ class EBCC(BayesianLabelModel):
             largest arrays and most of its time on large crowds (``K·M`` columns where
             Dawid-Skene has ``K``). float32 halves their memory and reading; the statistics,
             the M-step and the log normalisers stay in float64, and the posteriors move by
-            about 1e-7 (``benchmarks/results/bayesian_speed.md``).
+            about 1e-6 (``docs/bayesian-label-models.md``).
 
     Attributes:
         subtype_weights_: (K, M) ``E[π]``.
